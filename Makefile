@@ -1,0 +1,142 @@
+# Atrium: build, install, test.
+#
+#   make run     install missing packages, build, start atriumd on :2222
+#   make check   install missing packages, build, run every test
+#   make bench   measure against native baselines
+#
+# Binaries go to build/; sanitizer builds to build/asan/.
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+PYTHON   ?= /usr/bin/python3
+BUILD    ?= build
+
+PKGS     := fuse3 sqlite3 libcurl json-c libssh liburing
+WARN     := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wno-unused-parameter
+DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314
+ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icommon -MMD -MP \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+
+LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 2>/dev/null) -lpthread
+LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing 2>/dev/null) -lpthread
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c 2>/dev/null)
+LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
+
+# Debian packages the build, the server and the tests need.
+DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 \
+            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev bubblewrap \
+            openssh-client openssh-server openssh-sftp-server sshfs git procps \
+            python3 python3-pytest python3-paramiko tmux rsync
+
+COMMON_SRC := $(wildcard common/*.c)
+FS_SRC     := $(wildcard fs/*.c)
+AGENT_SRC  := $(wildcard agent/*.c)
+SSHD_SRC   := $(wildcard sshd/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+
+# common/sandbox_init.c is its own program, not part of libcommon.
+LIBCOMMON_SRC := $(filter-out common/sandbox_init.c,$(COMMON_SRC))
+
+obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
+
+PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
+
+.PHONY: all deps run check unit unit-asan integration bench install clean
+all: $(addprefix $(BUILD)/,$(PROGS))
+
+# --- programs --------------------------------------------------------------
+define program_rules # $(1)=build dir, $(2)=extra cflags
+$(1)/libcommon.a: $(call obj,$(1),$(LIBCOMMON_SRC))
+	@mkdir -p $$(@D)
+	$$(AR) rcs $$@ $$^
+$(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
+$(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
+$(1)/atriumd: $(call obj,$(1),$(SSHD_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+$(1)/atrium-sandbox-init: $(call obj,$(1),common/sandbox_init.c)
+	$$(CC) $(2) -o $$@ $$^
+$(1)/obj/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
+endef
+
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+$(eval $(call program_rules,$(BUILD),))
+$(eval $(call program_rules,$(BUILD)/asan,$(SAN)))
+
+# --- unit tests --------------------------------------------------------------
+# tests/unit/test_PART_NAME.c links with PART's objects (less main.c) and
+# libcommon; PART is common, fs, agent or sshd.
+part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
+COMMON_PART :=
+FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
+AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
+SSHD_PART    = $(filter-out sshd/main.c,$(SSHD_SRC))
+
+define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
+$(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
+    $(call obj,$(1),$($(shell echo $(call part_of,$(3)) | tr a-z A-Z)_PART)) $(1)/libcommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) -o $$@ $$^ $$(LIBS_ALL)
+endef
+$(foreach t,$(UNIT_SRC),$(eval $(call unit_rules,$(BUILD),,$(t))))
+$(foreach t,$(UNIT_SRC),$(eval $(call unit_rules,$(BUILD)/asan,$(SAN),$(t))))
+LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_common)
+
+UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
+UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
+
+unit: $(UNIT_BINS)
+	@tests/run_unit.sh $(UNIT_BINS)
+unit-asan: $(UNIT_ASAN_BINS)
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    tests/run_unit.sh $(UNIT_ASAN_BINS)
+
+# --- packages ----------------------------------------------------------------
+# Installs only what is missing; needs root (or sudo) the first time.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	    done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:" $$missing; \
+	    sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	    $$sudo apt-get update -q && \
+	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+# --- run, check, bench -------------------------------------------------------
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/atriumd --data ./data --listen :2222
+
+check: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/asan/atrium-fs
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory unit-asan
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	$(PYTHON) tests/bench.py
+
+# --- install -----------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/atrium \
+	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/lib/systemd/system
+	install -m 755 $(BUILD)/atriumd $(BUILD)/atrium-fs $(BUILD)/atrium-agent \
+	    $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/atrium-sandbox-init $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	sed 's|@PREFIX@|$(PREFIX)|g' packaging/atriumd.service \
+	    > $(DESTDIR)/lib/systemd/system/atriumd.service
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,321 @@
+/*
+ * config.c: Atrium's settings (config.h).  One table lists every key with
+ * its type and place in struct config, so the file parser, the flag parser
+ * and config_each (settings handed to a child) cannot disagree.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+enum config_type { CT_STRING, CT_INT, CT_LONG, CT_BOOL, CT_UID, CT_GID };
+
+struct config_key {
+	const char *name;	/* flag name, '-' separated */
+	enum config_type type;
+	size_t offset;		/* into struct config */
+	size_t size;		/* of a CT_STRING field */
+	long min, max;		/* bounds of numbers */
+};
+
+#define STR(name, field) \
+	{ name, CT_STRING, offsetof(struct config, field), \
+	  sizeof(((struct config *)0)->field), 0, 0 }
+#define NUM(name, type, field, lo, hi) \
+	{ name, type, offsetof(struct config, field), 0, lo, hi }
+
+static const struct config_key config_keys[] = {
+	STR("data", data_dir),
+	STR("listen", listen),
+	STR("provider", provider),
+	STR("model", model),
+	STR("model-url", model_url),
+	STR("api-key-file", api_key_file),
+	NUM("open", CT_BOOL, open, 0, 1),
+	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
+	STR("approval", approval),
+	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
+	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
+	NUM("sandbox-uid", CT_UID, sandbox_uid, 1, 0x7fffffff),
+	NUM("sandbox-gid", CT_GID, sandbox_gid, 1, 0x7fffffff),
+	NUM("sandbox-memory-mb", CT_LONG, sandbox_memory_mb, 0, 1L << 30),
+	NUM("sandbox-pids", CT_INT, sandbox_pids, 0, 1 << 22),
+	NUM("sandbox-cpu-percent", CT_INT, sandbox_cpu_percent, 0, 100 * 1024),
+	STR("bin-dir", bin_dir),
+};
+
+#define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+void
+config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->data_dir, sizeof(c->data_dir), "./data");
+	snprintf(c->listen, sizeof(c->listen), ":2222");
+	snprintf(c->provider, sizeof(c->provider), "anthropic");
+	snprintf(c->model, sizeof(c->model), "claude-sonnet-4-5");
+	snprintf(c->approval, sizeof(c->approval), "allow_all");
+	c->idle_timeout = 900;
+	c->max_tokens = 8192;
+	c->command_timeout = 120;
+	c->sandbox_uid = 64222;
+	c->sandbox_gid = 64222;
+	c->sandbox_memory_mb = 2048;
+	c->sandbox_pids = 512;
+	c->sandbox_cpu_percent = 100;
+}
+
+/* Find a key, treating '_' and '-' alike. */
+static const struct config_key *
+config_find(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const char *a = config_keys[i].name, *b = key;
+
+		while (*a && (*a == *b || (*a == '-' && *b == '_')))
+			a++, b++;
+		if (*a == '\0' && *b == '\0')
+			return &config_keys[i];
+	}
+	return NULL;
+}
+
+/* Parse a bounded integer or a boolean into *out.  0 or -EINVAL. */
+static int
+config_number(const struct config_key *k, const char *value, long *out)
+{
+	char *end;
+	long v;
+
+	if (k->type == CT_BOOL) {
+		if (!strcmp(value, "1") || !strcmp(value, "true") ||
+		    !strcmp(value, "yes") || !strcmp(value, "on") || !*value)
+			*out = 1;
+		else if (!strcmp(value, "0") || !strcmp(value, "false") ||
+		    !strcmp(value, "no") || !strcmp(value, "off"))
+			*out = 0;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno || end == value || *end || v < k->min || v > k->max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Check values that only some strings may take. */
+static int
+config_check_string(const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	static const char *const policies[] =
+	    { "deny_all", "allow_list", "allow_all", "ask" };
+
+	if (!strcmp(key, "provider") && strcmp(value, "anthropic") &&
+	    strcmp(value, "openai")) {
+		snprintf(err, errlen,
+		    "provider must be anthropic or openai, not '%s'", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "approval")) {
+		for (size_t i = 0; i < 4; i++)
+			if (!strcmp(value, policies[i]))
+				return 0;
+		snprintf(err, errlen, "approval must be deny_all, allow_list,"
+		    " allow_all or ask, not '%s'", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+config_set(struct config *c, const char *key, const char *value,
+    char *err, size_t errlen)
+{
+	const struct config_key *k = config_find(key);
+	char *field;
+	long v;
+	int r;
+
+	if (!k) {
+		snprintf(err, errlen, "unknown setting '%s'", key);
+		return -ENOENT;
+	}
+	field = (char *)c + k->offset;
+	if (k->type == CT_STRING) {
+		r = config_check_string(k->name, value, err, errlen);
+		if (r < 0)
+			return r;
+		if (strlen(value) >= k->size) {
+			snprintf(err, errlen, "%s is too long (at most %zu bytes)",
+			    k->name, k->size - 1);
+			return -EINVAL;
+		}
+		memcpy(field, value, strlen(value) + 1);
+		return 0;
+	}
+	if (config_number(k, value, &v) < 0) {
+		if (k->type == CT_BOOL)
+			snprintf(err, errlen, "%s must be true or false, not '%s'",
+			    k->name, value);
+		else
+			snprintf(err, errlen, "%s must be a whole number from "
+			    "%ld to %ld, not '%s'", k->name, k->min, k->max,
+			    value);
+		return -EINVAL;
+	}
+	switch (k->type) {
+	case CT_INT: case CT_BOOL: *(int *)field = (int)v; break;
+	case CT_LONG: *(long *)field = v; break;
+	case CT_UID: *(uid_t *)field = (uid_t)v; break;
+	case CT_GID: *(gid_t *)field = (gid_t)v; break;
+	case CT_STRING: break;
+	}
+	return 0;
+}
+
+/* Trim spaces at both ends of s, in place. */
+static char *
+config_trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int
+config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+	char *text, *line, *save = NULL, msg[256];
+	size_t len;
+	int r, lineno = 0;
+
+	r = read_small_file(path, 1 << 20, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	for (char *p = text; (line = strtok_r(p, "\n", &save)); p = NULL) {
+		char *eq, *hash = strchr(line, '#');
+
+		lineno++;
+		if (hash)
+			*hash = '\0';
+		line = config_trim(line);
+		if (!*line)
+			continue;
+		eq = strchr(line, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected 'key = value'",
+			    path, lineno);
+			free(text);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		r = config_set(c, config_trim(line), config_trim(eq + 1), msg,
+		    sizeof(msg));
+		if (r < 0) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+			free(text);
+			return -EINVAL;
+		}
+	}
+	free(text);
+	return 0;
+}
+
+const char *
+config_model_url(const struct config *c)
+{
+	if (c->model_url[0])
+		return c->model_url;
+	if (!strcmp(c->provider, "openai"))
+		return "https://api.openai.com/v1";
+	return "https://api.anthropic.com";
+}
+
+int
+config_api_key(const struct config *c, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	const char *env = !strcmp(c->provider, "openai") ?
+	    "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+	const char *v;
+	char *text;
+	size_t len;
+	int r;
+
+	out[0] = '\0';
+	if (c->api_key_file[0]) {
+		r = read_small_file(c->api_key_file, 16384, &text, &len);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot read the API key file %s:"
+			    " %s", c->api_key_file, strerror(-r));
+			return r;
+		}
+		v = config_trim(text);
+		r = snprintf(out, outlen, "%s", v);
+		memset(text, 0, len);
+		free(text);
+		if (r < 0 || (size_t)r >= outlen) {
+			out[0] = '\0';
+			snprintf(err, errlen, "the API key in %s is too long",
+			    c->api_key_file);
+			return -EINVAL;
+		}
+		return out[0] ? 1 : 0;
+	}
+	v = getenv(env);
+	if (!v || !*v)
+		return 0;
+	if ((size_t)snprintf(out, outlen, "%s", v) >= outlen) {
+		out[0] = '\0';
+		snprintf(err, errlen, "%s is too long", env);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/* Format one setting's value as text. */
+static void
+config_value(const struct config *c, const struct config_key *k, char *out,
+    size_t outlen)
+{
+	const char *field = (const char *)c + k->offset;
+
+	switch (k->type) {
+	case CT_STRING: snprintf(out, outlen, "%s", field); break;
+	case CT_INT: case CT_BOOL: snprintf(out, outlen, "%d", *(const int *)field); break;
+	case CT_LONG: snprintf(out, outlen, "%ld", *(const long *)field); break;
+	case CT_UID: snprintf(out, outlen, "%u", (unsigned)*(const uid_t *)field); break;
+	case CT_GID: snprintf(out, outlen, "%u", (unsigned)*(const gid_t *)field); break;
+	}
+}
+
+void
+config_each(const struct config *c,
+    void (*fn)(const char *key, const char *value, void *arg), void *arg)
+{
+	char value[PATH_MAX];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		config_value(c, &config_keys[i], value, sizeof(value));
+		fn(config_keys[i].name, value, arg);
+	}
+}

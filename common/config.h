@@ -1,0 +1,68 @@
+/*
+ * config.h: Atrium's settings.  One struct, filled from defaults, then from
+ * DATA/atrium.conf, then from command-line flags, in that order.
+ *
+ * atrium.conf is "key = value" lines; '#' starts a comment; keys are the
+ * long flag names with '-' or '_' alike (model-url = model_url).  Every key
+ * is also a flag "--key VALUE" of atriumd and atrium-agent; atriumd hands
+ * its effective settings to each atrium-agent as such flags.
+ *
+ * The API key itself is never a setting: it comes from the file named by
+ * api-key-file or from ANTHROPIC_API_KEY / OPENAI_API_KEY, and is read only
+ * by the process that talks to the model (config_api_key).
+ */
+#ifndef ATRIUM_CONFIG_H
+#define ATRIUM_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct config {
+	char data_dir[PATH_MAX];	/* --data: the root of rooms/ and run/ */
+	char listen[128];		/* --listen [ADDR]:PORT, default ":2222" */
+	char provider[16];		/* anthropic | openai */
+	char model[128];		/* model name sent to the provider */
+	char model_url[512];		/* base URL; "" = the provider's own */
+	char api_key_file[PATH_MAX];	/* file holding the key, or "" */
+	int open;			/* accept any public key (trusted demos) */
+	int idle_timeout;		/* seconds before an idle room stops */
+	char approval[16];		/* default policy of a new room */
+	int max_tokens;			/* output tokens per model request */
+	int command_timeout;		/* seconds a command may run (0: none) */
+	uid_t sandbox_uid;		/* unprivileged uid commands run as */
+	gid_t sandbox_gid;
+	long sandbox_memory_mb;		/* memory limit per command */
+	int sandbox_pids;		/* process limit per command */
+	int sandbox_cpu_percent;	/* CPU share per command, 100 = a core */
+	char bin_dir[PATH_MAX];		/* where atrium-fs, atrium-agent live */
+};
+
+/* Fill in the defaults. */
+void config_defaults(struct config *c);
+
+/* Set one key from text.  0, or -EINVAL / -ENOENT with a message for the
+ * user in err ("unknown setting", "idle-timeout must be a number"...). */
+int config_set(struct config *c, const char *key, const char *value,
+    char *err, size_t errlen);
+
+/* Read a settings file.  A missing file is not an error (returns 0); a bad
+ * line is (-EINVAL, with "FILE:LINE: reason" in err). */
+int config_load_file(struct config *c, const char *path, char *err,
+    size_t errlen);
+
+/* Default base URL of the configured provider when model_url is empty. */
+const char *config_model_url(const struct config *c);
+
+/* The API key: api_key_file if set, else the provider's environment
+ * variable.  1 with the key in out, 0 when none is configured, -errno when
+ * the key file cannot be read (reason in err). */
+int config_api_key(const struct config *c, char *out, size_t outlen,
+    char *err, size_t errlen);
+
+/* Call fn for every setting that is not secret, as flag name and value, so a
+ * parent can pass its settings on to a child's argv. */
+void config_each(const struct config *c,
+    void (*fn)(const char *key, const char *value, void *arg), void *arg);
+
+#endif

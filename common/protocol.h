@@ -1,0 +1,77 @@
+/*
+ * protocol.h: the room protocol, spoken on a room's agent socket
+ * (DATA/run/ROOM/agent.sock, owned by atrium-agent) and, through atriumd, by
+ * clients of the `atrium` SSH subsystem.  One JSON object per line, UTF-8,
+ * at most PROTO_MAX_LINE bytes.  Unknown fields are ignored; an unknown type
+ * or a malformed line gets an `error` event for that connection only.
+ *
+ * Connection start (atriumd -> agent only; a subsystem client never sends it,
+ * atriumd refuses `hello` from clients so a user cannot be forged):
+ *   hello     user, kind ("chat" | "control" | "exec"), history (N latest
+ *             stored events to replay, default 0), since (replay seq > since)
+ *   -> welcome  room, user, seq (latest), provider, model, approval
+ *      then the replayed events (each with "replay": true), then live ones.
+ *   kind "exec" connections are not members: no presence, no broadcasts
+ *   except the results of their own execs.
+ *
+ * From a client:
+ *   chat      text                  a line to the room; mentioning "@agent"
+ *                                   also makes it a prompt to the agent
+ *   prompt    text                  to the agent alone (queued if a turn runs)
+ *   approve   id, approve (bool)    answer an approval_request
+ *   stop                            end the agent's turn now
+ *   exec      id, command | argv, cwd, stdin, share, tty, env{}, fds
+ *             command: run by bash -c; argv: run directly.
+ *             fds = 3 (or 1 with tty): the line was sent with SCM_RIGHTS
+ *             carrying stdin, stdout, stderr (or one pty slave); the command
+ *             uses them and exec_result carries only the status.  Only
+ *             atriumd passes fds.
+ *             Without fds: stdin (string) is its input, and exec_result
+ *             carries stdout and stderr (each capped at PROTO_MAX_CAPTURE,
+ *             "truncated": true when cut).
+ *             share = true: everyone in the room sees exec_start,
+ *             exec_output and exec_result (the chat's "!cmd").
+ *   signal    id, signal ("INT", "TERM", "KILL", "HUP")   to a running exec
+ *   config    model, provider, approval, allow_list[], skills[], seed_git
+ *   history   since, limit          replay stored events with seq > since
+ *   who                             -> presence
+ *
+ * From the room (each has type, seq and time; seq is room-wide and rises;
+ * events marked * are stored in room.db and replayed, the others are live
+ * only):
+ *   welcome          see above
+ *   message*         user, text [, turn]  a person's line, or the agent's
+ *                    finished text (user "agent") repeating its deltas
+ *   agent_delta      turn, text           streamed text of the agent
+ *   turn_start*      turn, user           a turn began (who prompted)
+ *   tool_call*       turn, id, name, input
+ *   approval_request id, tool, input, seconds
+ *   tool_output      id, stream ("stdout" | "stderr"), text
+ *   tool_result*     id, status (ok | error | denied | interrupted |
+ *                    stopped), output
+ *   turn_end*        turn, stop_reason, usage {input_tokens, output_tokens}
+ *   exec_start*      id, user, command    (shared execs only)
+ *   exec_output      id, stream, text     (shared execs only)
+ *   exec_result      id, exitCode [, signal (name, e.g. "KILL")], stdout,
+ *                    stderr [, truncated]   (stored when shared)
+ *   presence         users [names], joined | left (name)
+ *   config*          provider, model, approval, allow_list, user
+ *   notice           text                 e.g. "model busy, retrying in 4 s"
+ *   error            message [, id]       what was wrong, what to do
+ *
+ * time is UTC, "2026-11-30T03:44:26.123Z".
+ */
+#ifndef ATRIUM_PROTOCOL_H
+#define ATRIUM_PROTOCOL_H
+
+#define PROTO_MAX_LINE		(1024 * 1024)	/* one JSON line */
+#define PROTO_MAX_TEXT		(64 * 1024)	/* chat / prompt text */
+#define PROTO_MAX_CAPTURE	(1024 * 1024)	/* captured stdout/stderr */
+#define PROTO_MAX_FDS		3		/* fds passed with one exec */
+
+#define AGENT_SOCKET_NAME	"agent.sock"	/* in DATA/run/ROOM/ */
+#define WORKSPACE_DIR_NAME	"workspace"	/* mount point in DATA/run/ROOM/ */
+#define WORKSPACE_DB_NAME	"workspace.db"	/* in DATA/rooms/ROOM/ */
+#define ROOM_DB_NAME		"room.db"	/* in DATA/rooms/ROOM/ */
+
+#endif

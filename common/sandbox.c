@@ -1,0 +1,461 @@
+/*
+ * sandbox.c: run one command in bubblewrap over a room's workspace
+ * (sandbox.h).  Called by atrium-agent for every command of a room.
+ *
+ * The forked child, still root, joins the command's cgroups, sets rlimits,
+ * and gives itself a private mount namespace with a small tmpfs over /tmp
+ * holding bind mounts of what the sandbox needs:
+ *
+ *   /tmp/workspace    the room's workspace (from an fd opened beforehand,
+ *                     so a workspace that lives under /tmp is still found)
+ *   /tmp/passwd, /tmp/group, /tmp/atrium-init
+ *
+ * Then it drops to the sandbox uid and execs bwrap, which binds those.
+ * bwrap canonicalises every bind source as the unprivileged uid, so the
+ * sources must lie on a path that uid can traverse; DATA (0700, often under
+ * /root) is not one, the private /tmp is.
+ *
+ * Child fd layout at exec: 0 1 2 the command's stdin, stdout, stderr;
+ * 3 the write end of the status pipe that atrium-sandbox-init reports on.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+#define SB_STAGE	"/tmp"	/* where the child stages bind sources */
+#define SB_MAX_ARGS	160
+#define SB_MAX_ENV	16	/* extra variables a caller may pass */
+
+static const char *const sb_bwrap_paths[] = { "/usr/bin/bwrap", "/bin/bwrap" };
+
+/* /etc entries a shell and common tools want, bound read-only if present. */
+static const char *const sb_etc[] = {
+	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
+	"/etc/ld.so.conf.d", "/etc/localtime", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc", "/etc/nsswitch.conf",
+	"/etc/hosts", "/etc/gitconfig", "/etc/mime.types", "/etc/magic",
+	"/etc/protocols", "/etc/services", "/etc/os-release", "/etc/debian_version",
+	"/etc/locale.alias", "/etc/perl", "/etc/python3", "/etc/vim",
+};
+
+/* The top-level names that merged-/usr systems make symlinks. */
+static const char *const sb_usr_links[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+struct sb_argv {
+	const char *v[SB_MAX_ARGS];
+	int n;
+	int overflow;
+};
+
+/* Append arguments (NULL-terminated list) to a. */
+static void
+sb_add(struct sb_argv *a, ...)
+{
+	va_list ap;
+	const char *s;
+
+	va_start(ap, a);
+	while ((s = va_arg(ap, const char *)) != NULL) {
+		if (a->n + 1 >= SB_MAX_ARGS) {
+			a->overflow = 1;
+			break;
+		}
+		a->v[a->n++] = s;
+	}
+	va_end(ap);
+	a->v[a->n] = NULL;
+}
+
+/* Host root layout: /usr, the merged-usr links, selected /etc files. */
+static void
+sb_add_host(struct sb_argv *a, char links[][64])
+{
+	struct stat st;
+
+	sb_add(a, "--ro-bind", "/usr", "/usr", NULL);
+	for (size_t i = 0; i < sizeof(sb_usr_links) / sizeof(*sb_usr_links); i++) {
+		const char *p = sb_usr_links[i];
+		ssize_t n;
+
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(p, links[i], 63);
+			if (n <= 0)
+				continue;
+			links[i][n] = '\0';
+			sb_add(a, "--symlink", links[i], p, NULL);
+		} else if (S_ISDIR(st.st_mode)) {
+			sb_add(a, "--ro-bind", p, p, NULL);
+		}
+	}
+	for (size_t i = 0; i < sizeof(sb_etc) / sizeof(*sb_etc); i++)
+		if (access(sb_etc[i], F_OK) == 0)
+			sb_add(a, "--ro-bind", sb_etc[i], sb_etc[i], NULL);
+}
+
+/* The whole bwrap command line.  Strings it points to live in the caller's
+ * frame (links, envs) or are static. */
+static void
+sb_build_argv(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sb_argv *a, char links[][64], char names[][64], const char *bwrap)
+{
+	sb_add(a, bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
+	    "--die-with-parent", "--new-session", "--clearenv",
+	    "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+	    "/usr/bin:/sbin:/bin", "--setenv", "HOME", "/workspace",
+	    "--setenv", "USER", "atrium", "--setenv", "LOGNAME", "atrium",
+	    "--setenv", "SHELL", "/bin/bash", "--setenv", "LANG", "C.UTF-8",
+	    NULL);
+	for (char *const *e = cmd->env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t k = (size_t)(e - cmd->env);
+
+		if (!eq || k >= SB_MAX_ENV || (size_t)(eq - *e) >= 64)
+			continue;
+		memcpy(names[k], *e, (size_t)(eq - *e));
+		names[k][eq - *e] = '\0';
+		sb_add(a, "--setenv", names[k], eq + 1, NULL);
+	}
+	sb_add_host(a, links);
+	sb_add(a, "--ro-bind", SB_STAGE "/passwd", "/etc/passwd",
+	    "--ro-bind", SB_STAGE "/group", "/etc/group",
+	    "--proc", "/proc", "--dev", "/dev",
+	    "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+	    "--ro-bind", SB_STAGE "/atrium-init", "/run/atrium-init",
+	    "--bind", SB_STAGE "/workspace", "/workspace",
+	    "--hostname", sb->room ? sb->room : "atrium",
+	    "--chdir", cmd->cwd ? cmd->cwd : "/workspace",
+	    "/run/atrium-init", "3", cmd->tty ? "-t" : "-n", "--", NULL);
+	if (cmd->shell)
+		sb_add(a, "/bin/bash", "-c", cmd->shell, NULL);
+	else
+		for (char *const *v = cmd->argv; v && *v; v++)
+			sb_add(a, *v, NULL);
+}
+
+/* In the child: put fd `from` at `to` (from may equal to). */
+static int
+sb_place(int from, int to)
+{
+	if (from == to)
+		return fd_set_cloexec(to, 0);
+	return dup2(from, to) < 0 ? -errno : 0;
+}
+
+/* In the child: put the command's stdio at 0-2 and the status pipe at 3.
+ * The caller's fds may sit anywhere, so each is first copied above 10. */
+static int
+sb_child_fds(const struct sandbox_cmd *cmd, int status_w)
+{
+	int src[4], i;
+
+	src[0] = cmd->fd_in;
+	src[1] = cmd->fd_out;
+	src[2] = cmd->fd_err;
+	src[3] = status_w;
+	for (i = 0; i < 4; i++) {
+		if (src[i] < 0)
+			src[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+		if (src[i] < 0)
+			return -errno;
+	}
+	for (i = 0; i < 4; i++)
+		if (sb_place(src[i], i) < 0)
+			return -errno;
+	return 0;
+}
+
+/* In the child: bind the file or directory open at fd onto STAGE/name. */
+static int
+sb_stage_one(int fd, const char *name, int dir)
+{
+	char src[64], dst[64];
+	int made;
+
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	snprintf(dst, sizeof(dst), SB_STAGE "/%s", name);
+	made = dir ? mkdir(dst, 0755) : open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (made < 0)
+		return -errno;
+	if (!dir)
+		close(made);
+	return mount(src, dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+}
+
+/* In the child: a private mount namespace with the bind sources staged on
+ * a tmpfs over /tmp (see the head of this file). */
+static int
+sb_child_stage(const struct sandbox *sb)
+{
+	char path[PATH_MAX];
+	int fd[4], r = 0;
+
+	/* Open the sources inside the new namespace (a bind mount may not
+	 * cross namespaces) but before the tmpfs hides anything under /tmp. */
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	fd[0] = open(sb->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/passwd", sb->run_dir);
+	fd[1] = open(path, O_PATH | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/group", sb->run_dir);
+	fd[2] = open(path, O_PATH | O_CLOEXEC);
+	fd[3] = open(sb->init_path, O_PATH | O_CLOEXEC);
+	for (int i = 0; i < 4; i++)
+		if (fd[i] < 0)
+			return -errno;
+	if (mount("atrium", SB_STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=0755,size=64k") < 0)
+		return -errno;
+	if ((r = sb_stage_one(fd[0], "workspace", 1)) < 0 ||
+	    (r = sb_stage_one(fd[1], "passwd", 0)) < 0 ||
+	    (r = sb_stage_one(fd[2], "group", 0)) < 0 ||
+	    (r = sb_stage_one(fd[3], "atrium-init", 0)) < 0)
+		return r;
+	for (int i = 0; i < 4; i++)
+		close(fd[i]);
+	return 0;
+}
+
+/* In the child: limits that hold even without cgroups. */
+static void
+sb_child_rlimits(void)
+{
+	struct rlimit core = { 0, 0 }, nofile = { 4096, 4096 };
+
+	setrlimit(RLIMIT_CORE, &core);
+	setrlimit(RLIMIT_NOFILE, &nofile);
+}
+
+/* In the child: become the sandbox uid for good. */
+static int
+sb_child_drop(const struct sandbox *sb)
+{
+	if (setgroups(0, NULL) < 0 && getuid() == 0)
+		return -errno;
+	if (setresgid(sb->gid, sb->gid, sb->gid) < 0)
+		return -errno;
+	if (setresuid(sb->uid, sb->uid, sb->uid) < 0)
+		return -errno;
+	if (geteuid() == 0 || getegid() == 0)
+		return -EPERM;
+	/* Set after the uid change, which clears it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return 0;
+}
+
+/* The forked child: never returns. */
+static void __attribute__((noreturn))
+sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p, int status_w, const char *bwrap)
+{
+	char links[6][64], names[SB_MAX_ENV][64], msg[512];
+	struct sb_argv a = { .n = 0 };
+	sigset_t all;
+	int r;
+
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	cgroup_join_self(&p->cg);
+	sb_child_rlimits();
+	r = sb_child_stage(sb);
+	if (r == 0)
+		r = sb_child_fds(cmd, status_w);
+	if (r == 0) {
+		close_range(4, ~0U, 0);
+		sb_build_argv(sb, cmd, &a, links, names, bwrap);
+		r = a.overflow ? -E2BIG : sb_child_drop(sb);
+	}
+	if (r == 0) {
+		static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+		execve(bwrap, (char *const *)a.v, envp);
+		r = -errno;
+	}
+	snprintf(msg, sizeof(msg), "atrium: cannot start the sandbox: %s\n",
+	    strerror(-r));
+	if (write(2, msg, strlen(msg)) < 0) {
+		/* stderr is gone too */
+	}
+	_exit(126);
+}
+
+/* First bwrap that exists. */
+static const char *
+sb_bwrap_path(void)
+{
+	for (size_t i = 0; i < sizeof(sb_bwrap_paths) / sizeof(*sb_bwrap_paths); i++)
+		if (access(sb_bwrap_paths[i], X_OK) == 0)
+			return sb_bwrap_paths[i];
+	return NULL;
+}
+
+int
+sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p)
+{
+	const char *bwrap = sb_bwrap_path();
+	struct timespec ts;
+	char name[160];
+	int pipefd[2], r;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->status_fd = -1;
+	if (!bwrap) {
+		log_error("bubblewrap (bwrap) is not installed: apt-get install"
+		    " bubblewrap");
+		return -ENOENT;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(name, sizeof(name), "%s-%d-%lld%09ld", sb->room ? sb->room :
+	    "cmd", (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
+	r = cgroup_create(name, sb->memory_mb, sb->pids, sb->cpu_percent, &p->cg);
+	if (r < 0)
+		log_debug("no cgroup limits for this command: %s", strerror(-r));
+	p->pid = fork();
+	if (p->pid < 0) {
+		r = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		cgroup_destroy(&p->cg);
+		log_error("fork: %s", strerror(-r));
+		return r;
+	}
+	if (p->pid == 0)
+		sb_child(sb, cmd, p, pipefd[1], bwrap);
+	close(pipefd[1]);
+	p->status_fd = pipefd[0];
+	return 0;
+}
+
+/* Parse the init's report ("exit N" or "signal N"); 0 when it made one. */
+static int
+sb_read_report(int fd, struct sandbox_exit *out)
+{
+	char buf[64];
+	ssize_t n;
+	int v;
+
+	if (fd < 0)
+		return -1;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "exit %d", &v) == 1) {
+		out->how = SANDBOX_EXITED;
+		out->code = v;
+		return 0;
+	}
+	if (sscanf(buf, "signal %d", &v) == 1) {
+		out->how = SANDBOX_SIGNALED;
+		out->code = v;
+		return 0;
+	}
+	return -1;
+}
+
+void
+sandbox_result(struct sandbox_proc *p, int wait_status,
+    struct sandbox_exit *out)
+{
+	if (sb_read_report(p->status_fd, out) == 0)
+		return;
+	/* No report: the init never ran or was killed with the tree. */
+	if (WIFSIGNALED(wait_status)) {
+		out->how = SANDBOX_SIGNALED;
+		out->code = WTERMSIG(wait_status);
+	} else {
+		out->how = SANDBOX_EXITED;
+		out->code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 1;
+	}
+}
+
+void
+sandbox_kill(struct sandbox_proc *p)
+{
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+	cgroup_kill(&p->cg);
+}
+
+void
+sandbox_release(struct sandbox_proc *p)
+{
+	if (p->status_fd >= 0)
+		close(p->status_fd);
+	p->status_fd = -1;
+	cgroup_kill(&p->cg);
+	cgroup_destroy(&p->cg);
+	p->pid = -1;
+}
+
+/* Write text to dir/name atomically, mode 0644. */
+static int
+sb_write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, text, strlen(text));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int
+sandbox_write_identity(const char *run_dir, uid_t uid, gid_t gid)
+{
+	char text[512];
+	int r;
+
+	snprintf(text, sizeof(text),
+	    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	    "atrium:x:%u:%u:Atrium sandbox:/workspace:/bin/bash\n"
+	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+	    (unsigned)uid, (unsigned)gid);
+	r = sb_write_file(run_dir, "passwd", text);
+	if (r < 0)
+		return r;
+	snprintf(text, sizeof(text), "root:x:0:\natrium:x:%u:\n"
+	    "nogroup:x:65534:\n", (unsigned)gid);
+	return sb_write_file(run_dir, "group", text);
+}

@@ -1,0 +1,91 @@
+/*
+ * sandbox.h: run one command in a bubblewrap sandbox over a room's workspace.
+ *
+ * Every command of a room (a person's exec, the agent's bash tool, sftp-server)
+ * runs through sandbox_spawn.  The child is started as root only long enough
+ * to join its cgroup and set rlimits, then drops to the unprivileged sandbox
+ * uid before exec'ing bwrap (bwrap run as root would keep every capability):
+ *
+ *   /workspace      the room's mounted workspace, read-write, the cwd
+ *   /usr, /bin...   the host's, read-only; /etc: a few files, read-only,
+ *                   plus passwd and group naming the sandbox uid
+ *   /tmp, /run      private tmpfs; /proc and /dev of its own
+ *   network         none (only lo); own pid, ipc, uts, user namespaces
+ *   environment     cleared: PATH, HOME, USER, LANG, TERM and what the caller
+ *                   passes in env; never a secret
+ *   limits          memory, pids and CPU through a cgroup per command (v1 or
+ *                   v2, whichever the host has; skipped with a warning when
+ *                   neither is writable) and rlimits (core, nofile, fsize)
+ *
+ * Inside, atrium-sandbox-init is the command's parent: it reports on a pipe
+ * whether the command exited (and its code) or was killed (and the signal),
+ * which bwrap's own exit status cannot tell apart.
+ *
+ * The wall-clock timeout is the caller's: it owns the event loop and calls
+ * sandbox_kill when time is up.
+ */
+#ifndef ATRIUM_SANDBOX_H
+#define ATRIUM_SANDBOX_H
+
+#include <sys/types.h>
+
+#include "cgroup.h"
+
+struct sandbox {
+	const char *workspace;	/* host path bound as /workspace */
+	const char *run_dir;	/* room's run dir: passwd and group go here */
+	const char *room;	/* room name, for cgroup names and hostname */
+	const char *init_path;	/* host path of atrium-sandbox-init */
+	uid_t uid;		/* unprivileged uid the command runs as */
+	gid_t gid;
+	long memory_mb;		/* 0: no memory limit */
+	int pids;		/* 0: no process limit */
+	int cpu_percent;	/* 0: no CPU limit */
+};
+
+struct sandbox_cmd {
+	const char *shell;	/* run as "bash -c shell" (login-free), or */
+	char *const *argv;	/* this argv, when shell is NULL */
+	const char *cwd;	/* inside the sandbox; NULL: /workspace */
+	char *const *env;	/* extra NAME=VALUE entries, may be NULL */
+	int fd_in;		/* become the command's 0, 1, 2; -1: /dev/null */
+	int fd_out;
+	int fd_err;
+	int tty;		/* fd_in is a pty slave: make it the ctty */
+};
+
+struct sandbox_proc {
+	pid_t pid;		/* bwrap's pid, a child of the caller */
+	int status_fd;		/* read end of the init's status pipe */
+	struct cgroup_set cg;	/* its cgroups (empty when unavailable) */
+};
+
+enum sandbox_end { SANDBOX_EXITED, SANDBOX_SIGNALED };
+
+struct sandbox_exit {
+	enum sandbox_end how;
+	int code;		/* exit code, or signal number */
+};
+
+/* Start the command.  The caller keeps its fds; the child gets copies.
+ * 0 with *p filled, or -errno (logged). */
+int sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p);
+
+/* Decide how the command ended, given bwrap's wait status (from waitpid)
+ * and what the init wrote on status_fd.  Call after the child was reaped. */
+void sandbox_result(struct sandbox_proc *p, int wait_status,
+    struct sandbox_exit *out);
+
+/* Kill the whole process tree (SIGKILL to bwrap, and every process left in
+ * its cgroup).  Safe to call more than once. */
+void sandbox_kill(struct sandbox_proc *p);
+
+/* Close the status pipe and remove the cgroups.  After the child is reaped. */
+void sandbox_release(struct sandbox_proc *p);
+
+/* Write DIR/passwd and DIR/group naming uid/gid as "atrium" with home
+ * /workspace, for sftp-server, git and ssh tools that look themselves up. */
+int sandbox_write_identity(const char *run_dir, uid_t uid, gid_t gid);
+
+#endif

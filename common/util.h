@@ -1,0 +1,34 @@
+/*
+ * util.h: small system helpers shared by the three programs.
+ */
+#ifndef ATRIUM_UTIL_H
+#define ATRIUM_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* "2026-11-30T03:44:26.123Z" for now, into out (at least 32 bytes). */
+void time_now_iso(char *out, size_t outlen);
+
+/* Monotonic milliseconds. */
+long long time_mono_ms(void);
+
+/* Set or clear O_NONBLOCK / FD_CLOEXEC.  0 or -errno. */
+int fd_set_nonblock(int fd, int on);
+int fd_set_cloexec(int fd, int on);
+
+/* write(2) all of it, retrying EINTR and short writes (blocking fds).
+ * 0 or -errno. */
+int write_all(int fd, const void *p, size_t n);
+
+/* mkdir -p with mode for each made directory.  0 or -errno. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* Read a whole small file (at most max bytes) into a malloc'd NUL-terminated
+ * string.  0 or -errno (-EFBIG when larger than max). */
+int read_small_file(const char *path, size_t max, char **out, size_t *len);
+
+/* Directory of the running executable, for finding sibling binaries. */
+int self_dir(char *out, size_t outlen);
+
+#endif
