@@ -1,0 +1,216 @@
+/*
+ * test_common_text.c: the pure pieces of common/: the capped buffer, the
+ * JSON-lines framer (fed at every split point), names and paths, settings.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "jsonl.h"
+#include "names.h"
+#include "unit.h"
+
+static void
+test_buf_caps(void)
+{
+	struct buf b;
+
+	buf_init(&b, 8);
+	CHECK_INT(buf_append(&b, "abcd", 4), 0);
+	CHECK_INT(buf_printf(&b, "%d", 1234), 0);
+	CHECK_STR(b.data, "abcd1234");
+	CHECK_INT(buf_append(&b, "x", 1), -ENOBUFS);
+	CHECK_INT(buf_printf(&b, "y"), -ENOBUFS);
+	CHECK_INT(b.len, 8);
+	buf_consume(&b, 3);
+	CHECK_STR(b.data, "d1234");
+	CHECK_INT(buf_room(&b), 3);
+	buf_consume(&b, 100);
+	CHECK_INT(b.len, 0);
+	buf_free(&b);
+	buf_free(&b);
+}
+
+/* Feed text in two parts split at k; collect the lines, joined by '|'. */
+static void
+jsonl_split(const char *text, size_t k, size_t max, char *out, size_t outlen,
+    int *overlong)
+{
+	struct jsonl j;
+	char *line;
+	size_t len, n = 0, total = strlen(text);
+	int r;
+
+	jsonl_init(&j, max);
+	*overlong = 0;
+	out[0] = '\0';
+	for (int part = 0; part < 2; part++) {
+		const char *p = part ? text + k : text;
+		size_t plen = part ? total - k : k;
+
+		CHECK_INT(jsonl_feed(&j, p, plen), 0);
+		while ((r = jsonl_next(&j, &line, &len)) != 0) {
+			if (r == -EMSGSIZE) {
+				(*overlong)++;
+				continue;
+			}
+			CHECK_INT(strlen(line), len);
+			n += (size_t)snprintf(out + n, outlen - n, "%s|", line);
+		}
+	}
+	jsonl_free(&j);
+}
+
+static void
+test_jsonl_every_split(void)
+{
+	const char *text = "{\"a\":1}\n\n{\"b\":2}\r\n0123456789ABCDEF\n{\"c\":3}\n";
+	char out[256];
+	int overlong;
+
+	for (size_t k = 0; k <= strlen(text); k++) {
+		jsonl_split(text, k, 12, out, sizeof(out), &overlong);
+		CHECK_STR(out, "{\"a\":1}|{\"b\":2}|{\"c\":3}|");
+		CHECK_INT(overlong, 1);
+	}
+}
+
+static void
+test_jsonl_parse(void)
+{
+	const char *err;
+	json_object *o;
+	struct buf b;
+
+	o = jsonl_parse_object("{\"type\":\"chat\",\"n\":3,\"ok\":true}", 31, &err);
+	CHECK(o != NULL);
+	CHECK_STR(json_get_string(o, "type"), "chat");
+	CHECK_INT(json_get_int(o, "n", -1), 3);
+	CHECK_INT(json_get_bool(o, "ok", 0), 1);
+	CHECK(json_get_string(o, "n") == NULL);
+	buf_init(&b, 1024);
+	CHECK_INT(jsonl_format(&b, o), 0);
+	CHECK_STR(b.data, "{\"type\":\"chat\",\"n\":3,\"ok\":true}\n");
+	buf_free(&b);
+	json_object_put(o);
+	CHECK(jsonl_parse_object("[1,2]", 5, &err) == NULL);
+	CHECK_STR(err, "not a JSON object");
+	CHECK(jsonl_parse_object("{\"a\":", 5, &err) == NULL);
+	CHECK(err != NULL);
+	CHECK(jsonl_parse_object("{} x", 4, &err) == NULL);
+}
+
+static void
+test_room_names(void)
+{
+	CHECK(room_name_valid("demo"));
+	CHECK(room_name_valid("a"));
+	CHECK(room_name_valid("0-team-1"));
+	CHECK(!room_name_valid(""));
+	CHECK(!room_name_valid("-x"));
+	CHECK(!room_name_valid("Demo"));
+	CHECK(!room_name_valid("a_b"));
+	CHECK(!room_name_valid("a/b"));
+	CHECK(!room_name_valid(".."));
+	CHECK(room_name_valid("abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123"));
+	CHECK(!room_name_valid("abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234"));
+}
+
+static void
+test_user_names(void)
+{
+	char out[40];
+
+	user_name_from("alice@laptop", out, sizeof(out));
+	CHECK_STR(out, "alice");
+	user_name_from("Bob Smith", out, sizeof(out));
+	CHECK_STR(out, "Bob");
+	user_name_from("", out, sizeof(out));
+	CHECK_STR(out, "user");
+	user_name_from("e\033[2Jvil", out, sizeof(out));
+	CHECK_STR(out, "e__2Jvil");
+	CHECK(user_name_valid(out));
+	CHECK(!user_name_valid("a b"));
+	CHECK(user_name_valid("alice"));
+}
+
+static void
+test_paths(void)
+{
+	char out[64];
+
+	CHECK_INT(workspace_path_normalize("a/./b/../c", out, sizeof(out)), 0);
+	CHECK_STR(out, "a/c");
+	CHECK_INT(workspace_path_normalize("/x//y/", out, sizeof(out)), 0);
+	CHECK_STR(out, "x/y");
+	CHECK_INT(workspace_path_normalize("", out, sizeof(out)), 0);
+	CHECK_STR(out, ".");
+	CHECK_INT(workspace_path_normalize("a/../..", out, sizeof(out)), -EPERM);
+	CHECK_INT(workspace_path_normalize("../etc/passwd", out, sizeof(out)), -EPERM);
+	CHECK_INT(workspace_path_normalize("a\nb", out, sizeof(out)), -EINVAL);
+	CHECK_INT(workspace_path_normalize("aaaaaaaaaaaaaaaa/bbbbbbbbbbbbbbbbbbbbbbb/"
+	    "cccccccccccccccccccccccccccc", out, sizeof(out)), -ENAMETOOLONG);
+}
+
+static void
+test_config(void)
+{
+	char path[] = "/tmp/atrium-conf-XXXXXX", err[256], key[64];
+	struct config c;
+	FILE *f;
+	int fd;
+
+	config_defaults(&c);
+	CHECK_INT(c.idle_timeout, 900);
+	CHECK_STR(c.listen, ":2222");
+	CHECK_INT(config_set(&c, "model_url", "http://127.0.0.1:9/v1", err,
+	    sizeof(err)), 0);
+	CHECK_STR(c.model_url, "http://127.0.0.1:9/v1");
+	CHECK_INT(config_set(&c, "idle-timeout", "ten", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "idle-timeout must be a whole number") != NULL);
+	CHECK_INT(config_set(&c, "nonsense", "1", err, sizeof(err)), -ENOENT);
+	CHECK_INT(config_set(&c, "provider", "gemini", err, sizeof(err)), -EINVAL);
+	CHECK_INT(config_set(&c, "open", "", err, sizeof(err)), 0);
+	CHECK_INT(c.open, 1);
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "# settings\nprovider = openai\nmodel=llama3 # local\n\n"
+	    "api-key-file = %s\n", path);
+	fclose(f);
+	config_defaults(&c);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
+	CHECK_STR(c.provider, "openai");
+	CHECK_STR(c.model, "llama3");
+	CHECK_STR(config_model_url(&c), "https://api.openai.com/v1");
+	/* The key file here is the settings file itself: one long line. */
+	CHECK_INT(config_api_key(&c, key, sizeof(key), err, sizeof(err)), -EINVAL);
+	f = fopen(path, "w");
+	fprintf(f, "provider = openai\nbogus line\n");
+	fclose(f);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, ":2: expected 'key = value'") != NULL);
+	f = fopen(path, "w");
+	fprintf(f, "  sk-test-key \n");
+	fclose(f);
+	CHECK_INT(config_api_key(&c, key, sizeof(key), err, sizeof(err)), 1);
+	CHECK_STR(key, "sk-test-key");
+	unlink(path);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
+}
+
+int
+main(void)
+{
+	TEST(test_buf_caps);
+	TEST(test_jsonl_every_split);
+	TEST(test_jsonl_parse);
+	TEST(test_room_names);
+	TEST(test_user_names);
+	TEST(test_paths);
+	TEST(test_config);
+	return unit_done("test_common_text");
+}
