@@ -1,0 +1,800 @@
+/*
+ * provider.c: the provider-neutral half of provider.h, with no I/O.
+ *
+ * Called by the agent's model client: provider_build for each request,
+ * provider_stream_* with the response body as libcurl delivers it,
+ * provider_error_message / provider_should_retry / provider_retry_delay_ms
+ * on failures.  Dispatches to provider_anthropic.c and provider_openai.c,
+ * and holds what they share: the stream object (SSE framer, answer blocks,
+ * stop reason, usage, error), the transcript normalisation both request
+ * builders start from, and the HTTP request helpers.
+ *
+ * Invariants: a stream's err is sticky (the first failure is what every
+ * later call reports); content only ever holds whole blocks in neutral form
+ * ({"type":"text","text"} with non-empty text, {"type":"tool_use","id",
+ * "name","input"} with an object input).  Sink callbacks get borrowed
+ * pointers, valid only during the call (json_object_get to keep an input).
+ *
+ * Completeness, decided here for both formats: finish returns 0 only when
+ * the format's terminal event came (Anthropic message_stop; OpenAI [DONE],
+ * or a finish_reason followed by the end of the body).  The caller must
+ * call finish only when the transfer itself ended cleanly: a transport
+ * error is a cut stream whatever finish would say.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "provider_impl.h"
+
+#define PROVIDER_JSON_DEPTH 64
+#define PROVIDER_RETRY_CAP_MS 60000L
+#define PROVIDER_ERR_SAMPLE 200	/* bytes of a non-JSON error body shown */
+
+/* "anthropic" / "openai" to a kind; -EINVAL for anything else. */
+int
+provider_kind_parse(const char *name, enum provider_kind *out)
+{
+	if (name && strcmp(name, "anthropic") == 0)
+		*out = PROVIDER_ANTHROPIC;
+	else if (name && strcmp(name, "openai") == 0)
+		*out = PROVIDER_OPENAI;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* --- JSON helpers ------------------------------------------------------ */
+
+/* Parse exactly n bytes as one JSON value; NULL otherwise. */
+json_object *
+provider_json_parse(const char *p, size_t n)
+{
+	struct json_tokener *tok;
+	json_object *obj;
+	size_t used;
+
+	if (n > (size_t)INT32_MAX)
+		return NULL;
+	tok = json_tokener_new_ex(PROVIDER_JSON_DEPTH);
+	if (!tok)
+		return NULL;
+	obj = json_tokener_parse_ex(tok, p, (int)n);
+	if (!obj && json_tokener_get_error(tok) == json_tokener_continue) {
+		/* A bare number needs to see its end. */
+		obj = json_tokener_parse_ex(tok, "", 1);
+		used = n;
+	} else {
+		used = json_tokener_get_parse_end(tok);
+	}
+	json_tokener_free(tok);
+	if (!obj)
+		return NULL;
+	while (used < n && isspace((unsigned char)p[used]))
+		used++;
+	if (used != n) {
+		json_object_put(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+/* obj[key] as a string, or NULL. */
+const char *
+provider_json_str(json_object *obj, const char *key)
+{
+	json_object *v;
+
+	if (!obj || !json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* obj[key] as an integer, or dflt. */
+long
+provider_json_long(json_object *obj, const char *key, long dflt)
+{
+	json_object *v;
+
+	if (!obj || !json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v))
+		return dflt;
+	if (json_object_is_type(v, json_type_int))
+		return (long)json_object_get_int64(v);
+	if (json_object_is_type(v, json_type_double))
+		return (long)json_object_get_double(v);
+	return dflt;
+}
+
+/* --- HTTP request helpers --------------------------------------------- */
+
+/* Append one header; see provider_impl.h. */
+int
+provider_http_header(struct provider_http *out, const char *name,
+    const char *value)
+{
+	size_t n = 0;
+	char **h, *line;
+
+	if (strpbrk(value, "\r\n"))
+		return -EINVAL;
+	while (out->headers && out->headers[n])
+		n++;
+	h = realloc(out->headers, (n + 2) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	out->headers = h;
+	h[n] = NULL;
+	if (asprintf(&line, "%s: %s", name, value) < 0)
+		return -ENOMEM;
+	h[n] = line;
+	h[n + 1] = NULL;
+	return 0;
+}
+
+/* out->url = base + path; see provider_impl.h. */
+int
+provider_http_url(struct provider_http *out, const char *base,
+    const char *path)
+{
+	size_t n = strlen(base);
+
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	if (asprintf(&out->url, "%.*s%s", (int)n, base, path) < 0) {
+		out->url = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* out->body = body as compact JSON; see provider_impl.h. */
+int
+provider_http_body(struct provider_http *out, json_object *body)
+{
+	const char *s = json_object_to_json_string_ext(body,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	out->body = s ? strdup(s) : NULL;
+	return out->body ? 0 : -ENOMEM;
+}
+
+/* Build the request for kind; see provider.h.  -EINVAL on a request
+ * without model or messages, or a key or URL that cannot be sent. */
+int
+provider_build(enum provider_kind kind, const char *base_url,
+    const char *api_key, const struct provider_request *req,
+    struct provider_http *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!base_url || !*base_url || !req || !req->model || !*req->model ||
+	    !req->messages || strpbrk(base_url, "\r\n"))
+		return -EINVAL;
+	if (api_key && !*api_key)
+		api_key = NULL;
+	if (kind == PROVIDER_ANTHROPIC)
+		rc = provider_anthropic_build(base_url, api_key, req, out);
+	else if (kind == PROVIDER_OPENAI)
+		rc = provider_openai_build(base_url, api_key, req, out);
+	else
+		rc = -EINVAL;
+	if (rc < 0)
+		provider_http_free(out);
+	return rc;
+}
+
+/* Free a built request; the key in its headers is wiped first. */
+void
+provider_http_free(struct provider_http *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; h->headers && h->headers[i]; i++) {
+		explicit_bzero(h->headers[i], strlen(h->headers[i]));
+		free(h->headers[i]);
+	}
+	free(h->headers);
+	free(h->url);
+	free(h->body);
+	memset(h, 0, sizeof(*h));
+}
+
+/* --- transcript normalisation ------------------------------------------ */
+
+/* msg's content as a fresh array of blocks (a string becomes one text
+ * block); empty text blocks are left out.  NULL when out of memory. */
+static json_object *
+provider_content_blocks(json_object *msg)
+{
+	json_object *content, *copy, *arr = json_object_new_array();
+	const char *text;
+
+	if (!arr || !json_object_object_get_ex(msg, "content", &content))
+		return arr;
+	if (json_object_is_type(content, json_type_string)) {
+		if (json_object_get_string_len(content) > 0) {
+			json_object *b = json_object_new_object();
+
+			json_object_object_add(b, "type",
+			    json_object_new_string("text"));
+			json_object_object_add(b, "text",
+			    json_object_get(content));
+			json_object_array_add(arr, b);
+		}
+		return arr;
+	}
+	if (!json_object_is_type(content, json_type_array))
+		return arr;
+	for (size_t i = 0; i < json_object_array_length(content); i++) {
+		json_object *b = json_object_array_get_idx(content, i);
+		const char *type = provider_json_str(b, "type");
+
+		if (!type)
+			continue;
+		text = provider_json_str(b, "text");
+		if (strcmp(type, "text") == 0 && (!text || !*text))
+			continue;
+		/* A copy: the builders adjust blocks, the caller's stay. */
+		copy = NULL;
+		if (json_object_deep_copy(b, &copy, NULL) == 0)
+			json_object_array_add(arr, copy);
+	}
+	return arr;
+}
+
+/* Put tool_result blocks first in a user message's blocks, keeping the
+ * order within each kind.  A new array; NULL when out of memory. */
+static json_object *
+provider_results_first(json_object *blocks)
+{
+	json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(blocks);
+
+	for (int pass = 0; out && pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			json_object *b = json_object_array_get_idx(blocks, i);
+			const char *t = provider_json_str(b, "type");
+			int is_result = t && strcmp(t, "tool_result") == 0;
+
+			if (is_result == (pass == 0))
+				json_object_array_add(out, json_object_get(b));
+		}
+	}
+	return out;
+}
+
+/* Append a message of role with blocks to out, or merge the blocks into
+ * out's last message when it has the same role.  Takes blocks. */
+static void
+provider_transcript_push(json_object *out, const char *role,
+    json_object *blocks)
+{
+	size_t n = json_object_array_length(out);
+	json_object *last = n ? json_object_array_get_idx(out, n - 1) : NULL;
+	const char *lrole = provider_json_str(last, "role");
+	json_object *lc, *msg;
+
+	if (lrole && strcmp(lrole, role) == 0 &&
+	    json_object_object_get_ex(last, "content", &lc)) {
+		for (size_t i = 0; i < json_object_array_length(blocks); i++)
+			json_object_array_add(lc, json_object_get(
+			    json_object_array_get_idx(blocks, i)));
+		json_object_put(blocks);
+		return;
+	}
+	msg = json_object_new_object();
+	json_object_object_add(msg, "role", json_object_new_string(role));
+	json_object_object_add(msg, "content", blocks);
+	json_object_array_add(out, msg);
+}
+
+/* The transcript fit to send; see provider_impl.h. */
+json_object *
+provider_transcript_normalize(json_object *messages)
+{
+	json_object *out;
+
+	if (!json_object_is_type(messages, json_type_array))
+		return NULL;
+	out = json_object_new_array();
+	for (size_t i = 0; out && i < json_object_array_length(messages); i++) {
+		json_object *m = json_object_array_get_idx(messages, i);
+		const char *role = provider_json_str(m, "role");
+		json_object *blocks;
+
+		if (!role || (strcmp(role, "user") != 0 &&
+		    strcmp(role, "assistant") != 0)) {
+			json_object_put(out);
+			return NULL;
+		}
+		blocks = provider_content_blocks(m);
+		if (!blocks || json_object_array_length(blocks) == 0) {
+			json_object_put(blocks);
+			continue;
+		}
+		provider_transcript_push(out, role, blocks);
+	}
+	for (size_t i = 0; out && i < json_object_array_length(out); i++) {
+		json_object *m = json_object_array_get_idx(out, i), *c;
+
+		if (strcmp(provider_json_str(m, "role"), "user") != 0 ||
+		    !json_object_object_get_ex(m, "content", &c))
+			continue;
+		json_object_object_add(m, "content", provider_results_first(c));
+	}
+	return out;
+}
+
+/* --- the stream -------------------------------------------------------- */
+
+/* The SSE callback: one event to the stream's format. */
+static int
+provider_stream_event(void *arg, const struct sse_event *ev)
+{
+	struct provider_stream *s = arg;
+
+	if (s->kind == PROVIDER_ANTHROPIC)
+		return provider_anthropic_event(s, ev);
+	return provider_openai_event(s, ev);
+}
+
+/* A stream parser for kind reporting to sink (copied); NULL when out of
+ * memory or kind is unknown. */
+struct provider_stream *
+provider_stream_new(enum provider_kind kind, const struct provider_sink *sink)
+{
+	struct provider_stream *s;
+
+	if (kind != PROVIDER_ANTHROPIC && kind != PROVIDER_OPENAI)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->kind = kind;
+	if (sink)
+		s->sink = *sink;
+	s->sse = sse_new(SSE_MAX_EVENT, provider_stream_event, s);
+	s->content = json_object_new_array();
+	s->wire = kind == PROVIDER_ANTHROPIC ? provider_anthropic_state_new() :
+	    provider_openai_state_new();
+	if (!s->sse || !s->content || !s->wire) {
+		provider_stream_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Free a stream; NULL is fine. */
+void
+provider_stream_free(struct provider_stream *s)
+{
+	if (!s)
+		return;
+	if (s->kind == PROVIDER_ANTHROPIC)
+		provider_anthropic_state_free(s->wire);
+	else
+		provider_openai_state_free(s->wire);
+	sse_free(s->sse);
+	json_object_put(s->content);
+	free(s);
+}
+
+/* Record an error; see provider_impl.h. */
+int
+provider_stream_fail(struct provider_stream *s, int rc, const char *type,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->err_type[0])
+		return rc;	/* the first error is the one to report */
+	snprintf(s->err_type, sizeof(s->err_type), "%s", type);
+	va_start(ap, fmt);
+	vsnprintf(s->err_msg, sizeof(s->err_msg), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Map a framer or format failure to provider.h's codes, once. */
+static int
+provider_stream_error_code(struct provider_stream *s, int rc)
+{
+	if (rc == -EMSGSIZE)
+		rc = provider_stream_fail(s, -EBADMSG, "invalid_stream",
+		    "the model's stream sent an event over %u bytes",
+		    SSE_MAX_EVENT);
+	else if (rc == -ENOMEM)
+		rc = provider_stream_fail(s, -ENOMEM, "out_of_memory",
+		    "out of memory while reading the model's stream");
+	if (!s->err)
+		s->err = rc;
+	return s->err;
+}
+
+/* Feed body bytes; see provider.h. */
+int
+provider_stream_feed(struct provider_stream *s, const char *p, size_t n)
+{
+	int rc;
+
+	if (s->err)
+		return s->err;
+	rc = sse_feed(s->sse, p, n);
+	return rc ? provider_stream_error_code(s, rc) : 0;
+}
+
+/* The body ended; see provider.h. */
+int
+provider_stream_finish(struct provider_stream *s)
+{
+	int rc;
+
+	if (s->err || s->ended)
+		return s->err;
+	s->ended = 1;
+	rc = sse_finish(s->sse);
+	if (rc)
+		return provider_stream_error_code(s, rc);
+	rc = s->kind == PROVIDER_ANTHROPIC ? provider_anthropic_finish(s) :
+	    provider_openai_finish(s);
+	if (rc == -EPIPE)
+		s->err = provider_stream_fail(s, -EPIPE, "stream_cut",
+		    "the model's stream ended before the answer was complete");
+	else if (rc)
+		return provider_stream_error_code(s, rc);
+	return rc;
+}
+
+/* Tell the sink a piece of text. */
+void
+provider_stream_text(struct provider_stream *s, const char *p, size_t n)
+{
+	if (n > 0 && s->sink.text)
+		s->sink.text(s->sink.arg, p, n);
+}
+
+/* Append a whole text block; see provider_impl.h. */
+int
+provider_stream_add_text(struct provider_stream *s, const char *p, size_t n)
+{
+	json_object *b;
+
+	if (n == 0)
+		return 0;
+	b = json_object_new_object();
+	if (!b)
+		return -ENOMEM;
+	json_object_object_add(b, "type", json_object_new_string("text"));
+	json_object_object_add(b, "text", json_object_new_string_len(p,
+	    (int)n));
+	json_object_array_add(s->content, b);
+	return 0;
+}
+
+/* Append a whole tool call and tell the sink; see provider_impl.h. */
+int
+provider_stream_add_tool(struct provider_stream *s, const char *id,
+    const char *name, const char *raw, size_t n)
+{
+	json_object *b, *input = NULL;
+	size_t i;
+
+	for (i = 0; i < n && isspace((unsigned char)raw[i]); i++)
+		;
+	if (i == n)
+		input = json_object_new_object();	/* "": no arguments */
+	else
+		input = provider_json_parse(raw, n);
+	if (input && !json_object_is_type(input, json_type_object)) {
+		json_object_put(input);
+		input = NULL;
+	}
+	b = json_object_new_object();
+	if (!b) {
+		json_object_put(input);
+		return -ENOMEM;
+	}
+	json_object_object_add(b, "type", json_object_new_string("tool_use"));
+	json_object_object_add(b, "id", json_object_new_string(id));
+	json_object_object_add(b, "name", json_object_new_string(name));
+	json_object_object_add(b, "input", input ? json_object_get(input) :
+	    json_object_new_object());
+	json_object_array_add(s->content, b);
+	if (s->sink.tool_call)
+		s->sink.tool_call(s->sink.arg, id, name, input, input ? NULL :
+		    raw);
+	json_object_put(input);
+	return 0;
+}
+
+/* The answer in neutral form (a new reference), whatever was whole when the
+ * stream ended; NULL only when out of memory. */
+json_object *
+provider_stream_message(struct provider_stream *s)
+{
+	json_object *m = json_object_new_object();
+
+	if (!m)
+		return NULL;
+	json_object_object_add(m, "role", json_object_new_string("assistant"));
+	json_object_object_add(m, "content", json_object_get(s->content));
+	return m;
+}
+
+/* The neutral stop reason, or NULL while unknown. */
+const char *
+provider_stream_stop_reason(struct provider_stream *s)
+{
+	return s->stop_reason[0] ? s->stop_reason : NULL;
+}
+
+/* Token usage so far (0 when the provider did not say). */
+void
+provider_stream_usage(struct provider_stream *s, long *input_tokens,
+    long *output_tokens)
+{
+	if (input_tokens)
+		*input_tokens = s->input_tokens;
+	if (output_tokens)
+		*output_tokens = s->output_tokens;
+}
+
+/* The recorded error's type and message, or NULL when there was none. */
+const char *
+provider_stream_error(struct provider_stream *s, const char **message)
+{
+	if (message)
+		*message = s->err_type[0] ? s->err_msg : NULL;
+	return s->err_type[0] ? s->err_type : NULL;
+}
+
+/* --- errors and retries ------------------------------------------------ */
+
+/* Copy text into out (outlen > 0) with control characters made spaces and
+ * runs of spaces squeezed, stopping at n bytes or at outlen - 1. */
+static void
+provider_sanitize(const char *text, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && text[i] && o + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c < 0x20 || c == 0x7f)
+			c = ' ';
+		if (c == ' ' && (o == 0 || out[o - 1] == ' '))
+			continue;
+		out[o++] = (char)c;
+	}
+	while (o > 0 && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+}
+
+/* The error type and message in a parsed error body, in any of the shapes
+ * servers use:
+ *   {"type":"error","error":{"type","message"}}          Anthropic
+ *   {"error":{"message","type","code"}}                  OpenAI, vLLM
+ *   {"error":"message"}                                  Ollama
+ *   {"errors":[{"code","message"}],"success":false}      Cloudflare
+ *   {"object":"error","message","type"} / {"detail":""}  older vLLM, others
+ * type may come back NULL; the result is NULL when no message is found. */
+const char *
+provider_error_fields(json_object *obj, const char **type)
+{
+	json_object *e, *code;
+	const char *msg;
+
+	*type = NULL;
+	if (json_object_object_get_ex(obj, "errors", &e) &&
+	    json_object_is_type(e, json_type_array) &&
+	    json_object_array_length(e) > 0)
+		obj = json_object_array_get_idx(e, 0);
+	else if (json_object_object_get_ex(obj, "error", &e)) {
+		if (json_object_is_type(e, json_type_string))
+			return json_object_get_string(e);
+		obj = e;
+	}
+	if (!json_object_is_type(obj, json_type_object))
+		return NULL;
+	*type = provider_json_str(obj, "type");
+	if ((!*type || !**type) && json_object_object_get_ex(obj, "code",
+	    &code) && !json_object_is_type(code, json_type_null))
+		*type = json_object_get_string(code);
+	msg = provider_json_str(obj, "message");
+	if (!msg)
+		msg = provider_json_str(obj, "detail");
+	return msg;
+}
+
+/* The provider's own message from a non-2xx body; see provider.h.  The
+ * result reads "TYPE: MESSAGE" when the body names a type. */
+void
+provider_error_message(enum provider_kind kind, int status, const char *body,
+    size_t len, char *out, size_t outlen)
+{
+	json_object *obj;
+	const char *msg = NULL, *type = NULL;
+	char tmp[1024];
+
+	(void)kind;	/* the shapes do not clash, so one parser reads both */
+	if (!out || outlen == 0)
+		return;
+	obj = body && len ? provider_json_parse(body, len) : NULL;
+	if (obj)
+		msg = provider_error_fields(obj, &type);
+	if (msg && *msg) {
+		if (type && *type && strcmp(type, "error") != 0)
+			snprintf(tmp, sizeof(tmp), "%s: %s", type, msg);
+		else
+			snprintf(tmp, sizeof(tmp), "%s", msg);
+		provider_sanitize(tmp, sizeof(tmp), out, outlen);
+	} else if (body && len) {
+		provider_sanitize(body, len < PROVIDER_ERR_SAMPLE ? len :
+		    PROVIDER_ERR_SAMPLE, out, outlen);
+	} else {
+		snprintf(out, outlen, "HTTP status %d with an empty body",
+		    status);
+	}
+	if (!*out)
+		snprintf(out, outlen, "HTTP status %d", status);
+	json_object_put(obj);
+}
+
+/* Is an error of this type worth another try?  Yes unless it names a bad
+ * request, credentials, permissions, a missing model or exhausted money;
+ * unknown types are taken as passing trouble. */
+int
+provider_error_retryable(const char *type)
+{
+	static const char *const fatal[] = {
+		"invalid", "auth", "permission", "not_found", "notfound",
+		"quota", "billing", "badrequest", "too_large", "context_length",
+		"unsupported",
+	};
+	char low[64];
+	size_t i;
+
+	if (!type || !*type)
+		return 1;
+	for (i = 0; type[i] && i + 1 < sizeof(low); i++)
+		low[i] = (char)tolower((unsigned char)type[i]);
+	low[i] = '\0';
+	for (i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (strstr(low, fatal[i]))
+			return 0;
+	return 1;
+}
+
+/* Does a 429 body say money, not speed, is the limit? */
+static int
+provider_body_says_quota(const char *body, size_t len)
+{
+	static const char *const words[] = {
+		"insufficient_quota", "spending limit", "spend limit",
+		"billing", "credit balance", "exceeded your current quota",
+	};
+	char low[4096];
+	size_t n = len < sizeof(low) - 1 ? len : sizeof(low) - 1;
+
+	for (size_t i = 0; i < n; i++)
+		low[i] = body[i] ? (char)tolower((unsigned char)body[i]) : ' ';
+	low[n] = '\0';
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strstr(low, words[i]))
+			return 1;
+	return 0;
+}
+
+/* Retry decision; see provider.h.  A 2xx status means the stream carried an
+ * error event whose data (or its type alone) is the body. */
+int
+provider_should_retry(int status, const char *body, size_t len)
+{
+	if (status == 0)
+		return 1;
+	if (status >= 200 && status < 300) {
+		json_object *obj = body && len ?
+		    provider_json_parse(body, len) : NULL;
+		const char *type = NULL;
+		char word[64];
+		int rc;
+
+		if (obj) {
+			provider_error_fields(obj, &type);
+			rc = provider_error_retryable(type);
+			json_object_put(obj);
+			return rc;
+		}
+		provider_sanitize(body ? body : "", len, word, sizeof(word));
+		return provider_error_retryable(word);
+	}
+	if (status == 429)
+		return !(body && provider_body_says_quota(body, len));
+	return status == 408 || status == 409 || status >= 500;
+}
+
+/* A Retry-After value in ms: delta-seconds (decimals allowed) or an
+ * HTTP-date; -1 when unreadable. */
+static long
+provider_parse_retry_after(const char *v)
+{
+	struct tm tm;
+	char *end;
+	double secs;
+	time_t at, now;
+
+	while (isspace((unsigned char)*v))
+		v++;
+	secs = strtod(v, &end);
+	if (end != v) {
+		while (isspace((unsigned char)*end))
+			end++;
+		if (*end || secs < 0)
+			return -1;
+		return secs > PROVIDER_RETRY_CAP_MS / 1000.0 ?
+		    PROVIDER_RETRY_CAP_MS : (long)(secs * 1000.0);
+	}
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(v, "%a, %d %b %Y %H:%M:%S", &tm);
+	if (!end)
+		return -1;
+	at = timegm(&tm);
+	now = time(NULL);
+	if (at <= now)
+		return 0;
+	return at - now > PROVIDER_RETRY_CAP_MS / 1000 ?
+	    PROVIDER_RETRY_CAP_MS : (long)(at - now) * 1000;
+}
+
+/* A retry-after-ms value; -1 when unreadable. */
+static long
+provider_parse_retry_after_ms(const char *v)
+{
+	char *end;
+	double ms = strtod(v, &end);
+
+	while (isspace((unsigned char)*end))
+		end++;
+	if (end == v || *end || ms < 0)
+		return -1;
+	return ms > PROVIDER_RETRY_CAP_MS ? PROVIDER_RETRY_CAP_MS : (long)ms;
+}
+
+/* Delay before retry number attempt; see provider.h.  Server-given delays
+ * are honoured as they are (capped at 60 s); backoff is base_ms (1000 when
+ * not positive) * 2^(attempt-1), +-25% jitter, capped at 60 s. */
+long
+provider_retry_delay_ms(int attempt, const char *retry_after,
+    const char *retry_after_ms, long base_ms)
+{
+	long ms = -1;
+	double d;
+	unsigned int r;
+
+	if (retry_after_ms)
+		ms = provider_parse_retry_after_ms(retry_after_ms);
+	if (ms < 0 && retry_after)
+		ms = provider_parse_retry_after(retry_after);
+	if (ms >= 0)
+		return ms;
+	if (base_ms <= 0)
+		base_ms = 1000;
+	if (attempt < 1)
+		attempt = 1;
+	d = (double)base_ms * (double)(1u << (attempt > 20 ? 20 : attempt - 1));
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (unsigned int)time(NULL) * 2654435761u;
+	d *= 0.75 + 0.5 * ((double)r / 4294967295.0);
+	return d > PROVIDER_RETRY_CAP_MS ? PROVIDER_RETRY_CAP_MS : (long)d;
+}

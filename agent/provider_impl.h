@@ -1,0 +1,111 @@
+/*
+ * provider_impl.h: what provider.c shares with the two wire formats
+ * (provider_anthropic.c, provider_openai.c).  Not for the rest of agent/:
+ * that uses provider.h only.
+ *
+ * provider.c owns the stream object, the SSE framer in front of it and the
+ * results (content blocks, stop reason, usage, error); each format parses
+ * its events into those through the helpers below.
+ */
+#ifndef ATRIUM_PROVIDER_IMPL_H
+#define ATRIUM_PROVIDER_IMPL_H
+
+#include <stddef.h>
+#include <json-c/json.h>
+
+#include "provider.h"
+#include "sse.h"
+
+/* The largest text or tool input kept for one content block. */
+#define PROVIDER_MAX_BLOCK (8u << 20)
+/* The most tool calls taken from one answer. */
+#define PROVIDER_MAX_CALLS 64
+
+struct provider_stream {
+	enum provider_kind kind;
+	struct provider_sink sink;	/* copied; members may be NULL */
+	struct sse *sse;		/* frames the body into events */
+	json_object *content;		/* the answer's neutral blocks so far */
+	char stop_reason[32];		/* neutral; "" until known */
+	long input_tokens;		/* prompt tokens, cache included */
+	long output_tokens;
+	int complete;			/* the format's terminal event seen */
+	int ended;			/* provider_stream_finish was called */
+	int err;			/* sticky: first error of feed/finish */
+	char err_type[64];		/* after -EPROTO / -EBADMSG */
+	char err_msg[512];
+	void *wire;			/* the format's own parse state */
+};
+
+/* --- used by the formats, defined in provider.c --- */
+
+/* Parse exactly n bytes of JSON (whitespace around allowed); NULL if they
+ * are not one JSON value. */
+json_object *provider_json_parse(const char *p, size_t n);
+
+/* Member key of obj as a string / integer, or NULL / dflt when absent or of
+ * another type. */
+const char *provider_json_str(json_object *obj, const char *key);
+long provider_json_long(json_object *obj, const char *key, long dflt);
+
+/* Record an error (type, printf message) and return rc, which is -EPROTO
+ * for an error the provider sent, -EBADMSG for bytes not in its format. */
+int provider_stream_fail(struct provider_stream *s, int rc, const char *type,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The message of a parsed error object in any server's shape (Anthropic,
+ * OpenAI, Ollama, Cloudflare, vLLM), and its type or code in *type (may be
+ * NULL); NULL when there is no message.  Pointers borrow from obj. */
+const char *provider_error_fields(json_object *obj, const char **type);
+
+/* A piece of text streamed: tell the sink. */
+void provider_stream_text(struct provider_stream *s, const char *p, size_t n);
+
+/* A whole text block: append it to the answer unless empty.  0 or -ENOMEM. */
+int provider_stream_add_text(struct provider_stream *s, const char *p,
+    size_t n);
+
+/* A whole tool call whose arguments are raw (n bytes, NUL-terminated):
+ * append the tool_use block (input {} when raw is not a JSON object) and
+ * tell the sink (input NULL then).  0 or -ENOMEM. */
+int provider_stream_add_tool(struct provider_stream *s, const char *id,
+    const char *name, const char *raw, size_t n);
+
+/* A copy of the neutral transcript fit to send: role and content only,
+ * content always an array of blocks, empty text blocks and empty messages
+ * dropped, consecutive messages of one role merged, tool_result blocks
+ * first in each user message.  NULL when messages is not an array of
+ * messages with a user or assistant role. */
+json_object *provider_transcript_normalize(json_object *messages);
+
+/* Append "Name: value" to out->headers.  0, -ENOMEM, or -EINVAL when the
+ * value holds a line break (a header could be smuggled in). */
+int provider_http_header(struct provider_http *out, const char *name,
+    const char *value);
+
+/* out->url = base (trailing slashes dropped) + path.  0 or -ENOMEM. */
+int provider_http_url(struct provider_http *out, const char *base,
+    const char *path);
+
+/* out->body = body serialised.  0 or -ENOMEM. */
+int provider_http_body(struct provider_http *out, json_object *body);
+
+/* --- the formats --- */
+
+int provider_anthropic_build(const char *base_url, const char *api_key,
+    const struct provider_request *req, struct provider_http *out);
+void *provider_anthropic_state_new(void);
+void provider_anthropic_state_free(void *state);
+int provider_anthropic_event(struct provider_stream *s,
+    const struct sse_event *ev);
+int provider_anthropic_finish(struct provider_stream *s);
+
+int provider_openai_build(const char *base_url, const char *api_key,
+    const struct provider_request *req, struct provider_http *out);
+void *provider_openai_state_new(void);
+void provider_openai_state_free(void *state);
+int provider_openai_event(struct provider_stream *s,
+    const struct sse_event *ev);
+int provider_openai_finish(struct provider_stream *s);
+
+#endif
