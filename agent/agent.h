@@ -1,0 +1,67 @@
+/*
+ * agent.h: the state of one atrium-agent process, the actor of one room.
+ * main.c fills it; the loop's callbacks in room.c (connections), turn.c (the
+ * agent's turns), exec.c (people's commands) and http.c (model requests)
+ * share it.  One thread: no locks.
+ */
+#ifndef ATRIUM_AGENT_AGENT_H
+#define ATRIUM_AGENT_AGENT_H
+
+#include <limits.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "sandbox.h"
+
+struct loop;
+struct room_db;
+struct http;
+struct conn;
+struct turn;
+struct exec;
+
+#define AGENT_API_KEY_MAX	4096	/* longest API key kept */
+#define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
+
+struct agent {
+	struct config cfg;		/* settings from the command line */
+	char room[80];			/* the room's name (basename of room_dir) */
+	char room_dir[PATH_MAX];	/* DATA/rooms/ROOM */
+	char run_dir[PATH_MAX];		/* DATA/run/ROOM */
+	char workspace[PATH_MAX];	/* RUN/workspace, bound as /workspace */
+	char sock_path[PATH_MAX];	/* RUN/agent.sock */
+	char init_path[PATH_MAX];	/* atrium-sandbox-init */
+	int approval_timeout;		/* s before an unanswered ask is denied */
+	long retry_base_ms;		/* backoff base for model retries */
+	int max_retries;		/* model attempts in all, per step */
+	int model_idle_timeout;		/* s without a byte from the model */
+
+	char api_key[AGENT_API_KEY_MAX];	/* memory only, never logged */
+	int have_api_key;
+
+	/* Room settings: the command line's, overridden from room.db. */
+	char provider[16];
+	char model[128];
+	char approval[16];
+	json_object *allow_list;	/* array of strings */
+
+	struct sandbox sb;		/* template for every command */
+	struct loop *loop;
+	struct room_db *db;
+	struct http *http;
+	int listen_fd;
+	int signal_fd;
+	struct conn *conns;		/* connected clients, newest first */
+	struct turn *turn;		/* the running turn, or NULL */
+	struct exec *execs;		/* people's running commands */
+	int tool_procs;			/* agent commands running */
+	long long seq;			/* last seq handed out */
+	long long seq_marked;		/* last seq written to meta */
+	long long idle_since;		/* monotonic ms; 0 while busy */
+	int exit_code;			/* loop_run's caller returns this */
+};
+
+/* The model server's base URL for the room's provider. */
+const char *agent_model_url(const struct agent *a);
+
+#endif

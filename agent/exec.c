@@ -1,0 +1,474 @@
+/*
+ * exec.c: people's commands (exec.h).  Three shapes of one request:
+ *
+ *   with fds   atriumd's `ssh ROOM@host CMD`: the command reads and writes
+ *              the passed fds directly; exec_result carries only the status.
+ *   captured   no fds: stdin is the request's string, stdout and stderr are
+ *              collected (each capped at PROTO_MAX_CAPTURE) into exec_result.
+ *   shared     share = true, the chat's "!cmd": exec_start, exec_output and
+ *              exec_result go to every member (start and result stored).
+ *
+ * Every command is audited in room.db (who, command, cwd, status, times).
+ * A command belongs to the connection that asked for it: when that closes,
+ * the command is killed.  exec_result of a command killed by a signal has
+ * exitCode 128+N and the signal's name.
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "names.h"
+#include "proc.h"
+#include "protocol.h"
+#include "room.h"
+#include "room_db.h"
+#include "text.h"
+
+#define EXEC_MAX_ENV	16	/* variables a request may set */
+#define EXEC_MAX_ARGV	1024
+
+struct exec {
+	struct exec *next;
+	struct agent *a;
+	struct conn *owner;		/* NULL once it left */
+	char id[64];
+	char user[64];
+	int share;			/* broadcast start, output, result */
+	int passed_fds;			/* the command had the client's fds */
+	struct proc *proc;		/* NULL once ended */
+	long long audit_id;
+	struct buf out[2];		/* captured stdout, stderr */
+	int truncated;
+	struct buf carry[2];		/* unfinished UTF-8 of shared output */
+};
+
+int
+exec_count(struct agent *a)
+{
+	int n = 0;
+
+	for (struct exec *e = a->execs; e; e = e->next)
+		n++;
+	return n;
+}
+
+static void
+exec_free(struct exec *e)
+{
+	for (int i = 0; i < 2; i++) {
+		buf_free(&e->out[i]);
+		buf_free(&e->carry[i]);
+	}
+	free(e);
+}
+
+/* Take e off the agent's list. */
+static void
+exec_unlink(struct agent *a, struct exec *e)
+{
+	for (struct exec **pp = &a->execs; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+/* Stream a shared command's output to the room, whole characters only. */
+static void
+exec_share_output(struct exec *e, int stream, const char *p, size_t n)
+{
+	struct buf *carry = &e->carry[stream - 1];
+	json_object *ev;
+	struct buf text;
+	size_t done;
+
+	if (buf_append(carry, p, n) < 0) {
+		buf_reset(carry);
+		return;
+	}
+	done = text_utf8_complete(carry->data, carry->len);
+	if (!done)
+		return;
+	buf_init(&text, done * 3 + 4);
+	if (text_utf8_append(&text, carry->data, done) == 0) {
+		ev = room_event_new("exec_output");
+		json_object_object_add(ev, "id", json_object_new_string(e->id));
+		json_object_object_add(ev, "stream", json_object_new_string(
+		    stream == PROC_STDOUT ? "stdout" : "stderr"));
+		json_object_object_add(ev, "text", json_object_new_string_len(
+		    text.data, (int)text.len));
+		room_emit(e->a, ev, 0);
+	}
+	buf_free(&text);
+	buf_consume(carry, done);
+}
+
+static void
+exec_on_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct exec *e = arg;
+	struct buf *b = &e->out[stream - 1];
+	size_t take = n < buf_room(b) ? n : buf_room(b);
+
+	if (e->share)
+		exec_share_output(e, stream, p, n);
+	if (take < n)
+		e->truncated = 1;
+	buf_append(b, p, take);
+}
+
+/* Add the captured text of one stream to ev, as valid UTF-8. */
+static void
+exec_add_capture(json_object *ev, const char *key, struct buf *b)
+{
+	struct buf t;
+
+	buf_init(&t, b->len * 3 + 4);
+	if (text_utf8_append(&t, b->data ? b->data : "", b->len) == 0)
+		json_object_object_add(ev, key, json_object_new_string_len(
+		    t.data ? t.data : "", (int)t.len));
+	buf_free(&t);
+}
+
+/* The exec_result event for e's end. */
+static json_object *
+exec_result_event(struct exec *e, const struct proc_end *end)
+{
+	json_object *ev = room_event_new("exec_result");
+	const char *sig = NULL;
+	int code = end->how.code;
+
+	json_object_object_add(ev, "id", json_object_new_string(e->id));
+	if (end->how.how == SANDBOX_SIGNALED) {
+		sig = proc_signal_name(code);
+		code += 128;
+	}
+	json_object_object_add(ev, "exitCode", json_object_new_int(code));
+	if (end->how.how == SANDBOX_SIGNALED)
+		json_object_object_add(ev, "signal",
+		    json_object_new_string(sig ? sig : "unknown"));
+	if (end->timed_out)
+		json_object_object_add(ev, "timedOut",
+		    json_object_new_boolean(1));
+	if (!e->passed_fds) {
+		exec_add_capture(ev, "stdout", &e->out[0]);
+		exec_add_capture(ev, "stderr", &e->out[1]);
+		if (e->truncated)
+			json_object_object_add(ev, "truncated",
+			    json_object_new_boolean(1));
+	}
+	return ev;
+}
+
+static void
+exec_on_exit(void *arg, const struct proc_end *end)
+{
+	struct exec *e = arg;
+	struct agent *a = e->a;
+	json_object *ev = exec_result_event(e, end);
+	char signame[16] = "";
+
+	if (end->how.how == SANDBOX_SIGNALED)
+		snprintf(signame, sizeof(signame), "%s",
+		    proc_signal_name(end->how.code) ?
+		    proc_signal_name(end->how.code) : "unknown");
+	room_db_audit_end(a->db, e->audit_id, end->how.how == SANDBOX_EXITED ?
+	    end->how.code : 128 + end->how.code, signame[0] ? signame : NULL);
+	for (int s = 0; e->share && s < 2; s++)
+		if (e->carry[s].len)
+			exec_share_output(e, s + 1, "", 0);
+	if (e->share) {
+		if (e->owner && e->owner->kind == CONN_EXEC)
+			room_send(e->owner, json_object_get(ev));
+		room_emit(a, ev, 1);
+	} else if (e->owner) {
+		room_send(e->owner, ev);
+	} else {
+		json_object_put(ev);
+	}
+	e->proc = NULL;
+	exec_unlink(a, e);
+	exec_free(e);
+}
+
+/* The request's cwd inside the sandbox, into out.  0 or -EPERM. */
+static int
+exec_cwd(const char *cwd, char *out, size_t outlen)
+{
+	char rel[PATH_MAX];
+	int r;
+
+	if (!cwd || !*cwd) {
+		snprintf(out, outlen, "/workspace");
+		return 0;
+	}
+	if (strncmp(cwd, "/workspace", 10) == 0 &&
+	    (cwd[10] == '/' || cwd[10] == '\0'))
+		cwd += 10;
+	else if (cwd[0] == '/')
+		return -EPERM;
+	r = workspace_path_normalize(cwd, rel, sizeof(rel));
+	if (r < 0)
+		return r;
+	if (strcmp(rel, ".") == 0)
+		rel[0] = '\0';
+	if (strlen(rel) + 12 > outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, "/workspace", 10);
+	out[10] = rel[0] ? '/' : '\0';
+	memcpy(out + 11, rel, strlen(rel) + 1);
+	return 0;
+}
+
+/* NAME=VALUE strings from the request's env object (at most
+ * EXEC_MAX_ENV).  0, or -EINVAL with a reason sent to c. */
+static int
+exec_env(struct conn *c, json_object *req, char **env, char *store,
+    size_t storelen)
+{
+	json_object *obj = NULL;
+	size_t used = 0;
+	int n = 0;
+
+	env[0] = NULL;
+	if (!json_object_object_get_ex(req, "env", &obj) || !obj)
+		return 0;
+	if (!json_object_is_type(obj, json_type_object))
+		return -EINVAL;
+	json_object_object_foreach(obj, k, v) {
+		int len;
+
+		if (n == EXEC_MAX_ENV || !json_object_is_type(v,
+		    json_type_string) || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(k) ||
+		    !*k || (k[0] >= '0' && k[0] <= '9'))
+			return -EINVAL;
+		len = snprintf(store + used, storelen - used, "%s=%s", k,
+		    json_object_get_string(v));
+		if (len < 0 || (size_t)len >= storelen - used)
+			return -EINVAL;
+		env[n++] = store + used;
+		used += (size_t)len + 1;
+	}
+	env[n] = NULL;
+	return 0;
+}
+
+/* argv from the request's array into v (NULL-terminated).  Count, or
+ * -EINVAL. */
+static int
+exec_argv(json_object *arr, char **v)
+{
+	size_t n = json_object_array_length(arr);
+
+	if (n == 0 || n >= EXEC_MAX_ARGV)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		json_object *s = json_object_array_get_idx(arr, i);
+
+		if (!json_object_is_type(s, json_type_string))
+			return -EINVAL;
+		v[i] = (char *)json_object_get_string(s);
+	}
+	v[n] = NULL;
+	return (int)n;
+}
+
+/* Take the fds the line announced.  Count taken (0 when none), or -EBADF
+ * (reported to c). */
+static int
+exec_fds(struct conn *c, json_object *req, const char *id, int tty, int *fds)
+{
+	long long n = json_get_int(req, "fds", 0);
+
+	if (n == 0)
+		return 0;
+	if (!((n == 3 && !tty) || (n == 1 && tty)) ||
+	    room_take_fds(c, fds, (int)n) < 0) {
+		room_error(c, id, "exec announced %lld fds but %s: send 3 "
+		    "(stdin, stdout, stderr) or 1 with tty, with the line",
+		    n, c->nfds < n ? "fewer arrived" : "that count is wrong");
+		return -EBADF;
+	}
+	if (n == 1)
+		fds[1] = fds[2] = fds[0];
+	return (int)n;
+}
+
+/* Start e's process with the request's settings.  0 or -errno (reported). */
+static int
+exec_spawn(struct agent *a, struct conn *c, struct exec *e, json_object *req,
+    char **argv, const char *cwd, int *fds, int nfds)
+{
+	struct proc_opts o = { .fds = { -1, -1, -1 } };
+	char *env[EXEC_MAX_ENV + 1], envstore[8192];
+	json_object *js;
+
+	if (exec_env(c, req, env, envstore, sizeof(envstore)) < 0) {
+		room_error(c, e->id, "env must be an object of at most %d "
+		    "NAME: \"value\" pairs", EXEC_MAX_ENV);
+		return -EINVAL;
+	}
+	o.shell = argv ? NULL : json_get_string(req, "command");
+	o.argv = argv;
+	o.cwd = cwd;
+	o.env = env;
+	o.tty = json_get_bool(req, "tty", 0);
+	if (nfds)
+		memcpy(o.fds, fds, sizeof(o.fds));
+	o.capture = !nfds;
+	js = NULL;
+	json_object_object_get_ex(req, "stdin", &js);
+	if (!nfds && js && json_object_is_type(js, json_type_string)) {
+		o.stdin_data = json_object_get_string(js);
+		o.stdin_len = (size_t)json_object_get_string_len(js);
+	}
+	o.timeout_s = a->cfg.command_timeout;
+	o.output = exec_on_output;
+	o.exit = exec_on_exit;
+	o.arg = e;
+	if (proc_spawn(a, &o, &e->proc) < 0) {
+		room_error(c, e->id, "could not start the command in the "
+		    "sandbox; the agent's log says why");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Validate the request's shape.  The command text for the audit, or NULL
+ * (error sent). */
+static const char *
+exec_check(struct agent *a, struct conn *c, json_object *req, const char *id,
+    char **argv, char *cwd, size_t cwdlen)
+{
+	const char *cmd = json_get_string(req, "command");
+	json_object *arr = NULL;
+
+	if (exec_count(a) >= EXEC_MAX_RUNNING) {
+		room_error(c, id, "%d commands are running in this room, the "
+		    "most allowed: wait for one to end", EXEC_MAX_RUNNING);
+		return NULL;
+	}
+	if (!cmd && (!json_object_object_get_ex(req, "argv", &arr) ||
+	    !json_object_is_type(arr, json_type_array) ||
+	    exec_argv(arr, argv) < 0)) {
+		room_error(c, id, "exec needs \"command\" (a string) or "
+		    "\"argv\" (an array of strings)");
+		return NULL;
+	}
+	if (exec_cwd(json_get_string(req, "cwd"), cwd, cwdlen) < 0) {
+		room_error(c, id, "cwd must be a directory inside /workspace");
+		return NULL;
+	}
+	return cmd ? cmd : json_object_to_json_string_ext(arr,
+	    JSON_C_TO_STRING_PLAIN);
+}
+
+void
+exec_request(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *id = json_get_string(req, "id"), *what;
+	char *argv[EXEC_MAX_ARGV], cwd[PATH_MAX], gen[32];
+	int fds[3] = { -1, -1, -1 }, nfds, tty = json_get_bool(req, "tty", 0);
+	json_object *arr = NULL, *ev;
+	struct exec *e;
+
+	if (!id) {
+		snprintf(gen, sizeof(gen), "x%lld", a->seq + 1);
+		id = gen;
+	}
+	nfds = exec_fds(c, req, id, tty, fds);
+	if (nfds < 0)
+		return;
+	what = exec_check(a, c, req, id, argv, cwd, sizeof(cwd));
+	json_object_object_get_ex(req, "argv", &arr);
+	if (!what || !(e = calloc(1, sizeof(*e)))) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return;
+	}
+	e->a = a;
+	e->owner = c;
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	snprintf(e->user, sizeof(e->user), "%s", c->user);
+	e->share = json_get_bool(req, "share", 0);
+	e->passed_fds = nfds > 0;
+	for (int i = 0; i < 2; i++) {
+		buf_init(&e->out[i], PROTO_MAX_CAPTURE);
+		buf_init(&e->carry[i], 64);
+	}
+	room_db_audit_start(a->db, c->user, "exec", what, cwd, &e->audit_id);
+	if (e->share) {
+		ev = room_event_new("exec_start");
+		json_object_object_add(ev, "id", json_object_new_string(e->id));
+		json_object_object_add(ev, "user", json_object_new_string(e->user));
+		json_object_object_add(ev, "command", json_object_new_string(what));
+		room_emit(a, ev, 1);
+	}
+	if (exec_spawn(a, c, e, req, json_get_string(req, "command") ? NULL :
+	    argv, cwd, fds, nfds) < 0) {
+		room_db_audit_end(a->db, e->audit_id, 126, NULL);
+		exec_free(e);
+	} else {
+		e->next = a->execs;
+		a->execs = e;
+	}
+	for (int i = 0; i < nfds; i++)	/* the sandbox has its copies */
+		if (i == 0 || fds[i] != fds[0])
+			close(fds[i]);
+}
+
+void
+exec_signal(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *id = json_get_string(req, "id");
+	int sig = proc_signal_parse(json_get_string(req, "signal"));
+
+	if (!sig) {
+		room_error(c, id, "unknown signal \"%s\": use INT, TERM, KILL "
+		    "or HUP", json_get_string(req, "signal") ?
+		    json_get_string(req, "signal") : "");
+		return;
+	}
+	for (struct exec *e = a->execs; e; e = e->next) {
+		if (e->owner == c && id && strcmp(e->id, id) == 0 && e->proc) {
+			proc_signal(e->proc, sig);
+			return;
+		}
+	}
+	room_error(c, id, "no command %s of yours is running", id ? id : "");
+}
+
+void
+exec_conn_gone(struct agent *a, struct conn *c)
+{
+	for (struct exec *e = a->execs; e; e = e->next) {
+		if (e->owner != c)
+			continue;
+		e->owner = NULL;
+		if (e->proc)
+			proc_kill(e->proc);
+	}
+}
+
+void
+exec_kill_all(struct agent *a)
+{
+	struct exec *e;
+
+	while ((e = a->execs)) {
+		a->execs = e->next;
+		if (e->proc)
+			proc_abandon(e->proc);
+		room_db_audit_end(a->db, e->audit_id, 128 + SIGKILL, "KILL");
+		exec_free(e);
+	}
+}

@@ -1,0 +1,32 @@
+/*
+ * exec.h: people's commands in the room's sandbox (exec.c): `exec` with
+ * passed fds (atriumd's ssh exec), with captured output, and shared ("!cmd"
+ * in the chat, streamed to everyone).  Each is audited in room.db.
+ */
+#ifndef ATRIUM_AGENT_EXEC_H
+#define ATRIUM_AGENT_EXEC_H
+
+#include <json-c/json.h>
+
+struct agent;
+struct conn;
+
+#define EXEC_MAX_RUNNING	64	/* commands running at once per room */
+
+/* Start the command that req (an `exec` line from c) describes.  Errors
+ * are reported to c as `error` events. */
+void exec_request(struct agent *a, struct conn *c, json_object *req);
+
+/* Forward a `signal` line to c's running command. */
+void exec_signal(struct agent *a, struct conn *c, json_object *req);
+
+/* c is closing: kill its commands. */
+void exec_conn_gone(struct agent *a, struct conn *c);
+
+/* Kill every command and wait for them (shutdown). */
+void exec_kill_all(struct agent *a);
+
+/* Commands running now. */
+int exec_count(struct agent *a);
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * main.c: atrium-agent, the actor of one room.
+ *
+ *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
+ *       [--ready-fd N] [--approval-timeout S] [--retry-base-ms N]
+ *       [--max-retries N] [--model-idle-timeout S] [--KEY VALUE ...]
+ *
+ * Every other --KEY VALUE is a setting of common/config (atriumd passes its
+ * own through config_each).  atriumd has mounted the workspace at
+ * RUN/workspace; the agent listens on RUN/agent.sock, writes "ready\n" to
+ * the ready fd, resumes an unfinished turn, and serves until SIGTERM or
+ * until it has been idle (no connection, no turn, no command) for
+ * idle-timeout seconds, when it exits 0 so atriumd can unmount.
+ *
+ * The API key is read once into memory (config_api_key) and goes only into
+ * the model request's headers.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "exec.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+#include "names.h"
+#include "protocol.h"
+#include "room.h"
+#include "room_db.h"
+#include "settings.h"
+#include "turn.h"
+#include "util.h"
+
+#define MAIN_IDLE_CHECK_MS	500
+
+static void
+main_usage(void)
+{
+	fprintf(stderr, "usage: atrium-agent --room-dir DATA/rooms/ROOM "
+	    "--run-dir DATA/run/ROOM [--ready-fd N] [--approval-timeout S]\n"
+	    "       [--retry-base-ms N] [--max-retries N] "
+	    "[--model-idle-timeout S] [--SETTING VALUE ...]\n");
+}
+
+/* A positive integer flag value, or -1. */
+static long
+main_number(const char *flag, const char *v, long min, long max)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || end == v || n < min || n > max) {
+		fprintf(stderr, "atrium-agent: %s must be a number from %ld to "
+		    "%ld, not \"%s\"\n", flag, min, max, v);
+		return -1;
+	}
+	return n;
+}
+
+/* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
+static int
+main_agent_flag(struct agent *a, const char *k, const char *v, int *ready_fd)
+{
+	long n;
+
+	if (strcmp(k, "room-dir") == 0) {
+		snprintf(a->room_dir, sizeof(a->room_dir), "%s", v);
+		return 1;
+	}
+	if (strcmp(k, "run-dir") == 0) {
+		snprintf(a->run_dir, sizeof(a->run_dir), "%s", v);
+		return 1;
+	}
+	if (strcmp(k, "ready-fd") == 0)
+		return (*ready_fd = (int)main_number(k, v, 0, 65535)) < 0 ? -1 : 1;
+	if (strcmp(k, "approval-timeout") == 0)
+		return (a->approval_timeout = (int)main_number(k, v, 1,
+		    86400)) < 0 ? -1 : 1;
+	if (strcmp(k, "retry-base-ms") == 0)
+		return (a->retry_base_ms = main_number(k, v, 1, 600000)) < 0 ?
+		    -1 : 1;
+	if (strcmp(k, "max-retries") == 0)
+		return (a->max_retries = (int)main_number(k, v, 1, 100)) < 0 ?
+		    -1 : 1;
+	if (strcmp(k, "model-idle-timeout") == 0)
+		return (a->model_idle_timeout = (int)(n = main_number(k, v, 1,
+		    86400))) < 0 ? -1 : 1;
+	return 0;
+}
+
+/* Parse the command line into a.  0, or -EINVAL (told on stderr). */
+static int
+main_args(struct agent *a, int argc, char **argv, int *ready_fd)
+{
+	char err[256];
+	int r;
+
+	for (int i = 1; i < argc; i += 2) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strncmp(k, "--", 2) != 0 || !v) {
+			main_usage();
+			return -EINVAL;
+		}
+		k += 2;
+		r = main_agent_flag(a, k, v, ready_fd);
+		if (r < 0)
+			return -EINVAL;
+		if (r == 0 && config_set(&a->cfg, k, v, err, sizeof(err)) < 0) {
+			fprintf(stderr, "atrium-agent: --%s: %s\n", k, err);
+			return -EINVAL;
+		}
+	}
+	if (!a->room_dir[0] || !a->run_dir[0]) {
+		main_usage();
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Derive the room's name and paths.  0 or -EINVAL (told on stderr). */
+static int
+main_paths(struct agent *a)
+{
+	char dir[PATH_MAX];
+	const char *base;
+	size_t n;
+
+	snprintf(dir, sizeof(dir), "%s", a->room_dir);
+	n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = '\0';
+	base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	if (!room_name_valid(base)) {
+		fprintf(stderr, "atrium-agent: \"%s\" is not a valid room name "
+		    "(a-z, 0-9 and -, up to 63): check --room-dir\n", base);
+		return -EINVAL;
+	}
+	snprintf(a->room, sizeof(a->room), "%s", base);
+	if (snprintf(a->workspace, sizeof(a->workspace), "%s/%s", a->run_dir,
+	    WORKSPACE_DIR_NAME) >= (int)sizeof(a->workspace) ||
+	    snprintf(a->sock_path, sizeof(a->sock_path), "%s/%s", a->run_dir,
+	    AGENT_SOCKET_NAME) >= (int)sizeof(a->sock_path))
+		return -ENAMETOOLONG;
+	if (a->cfg.bin_dir[0])
+		snprintf(dir, sizeof(dir), "%s", a->cfg.bin_dir);
+	else if (self_dir(dir, sizeof(dir)) < 0)
+		snprintf(dir, sizeof(dir), ".");
+	if (snprintf(a->init_path, sizeof(a->init_path),
+	    "%s/atrium-sandbox-init", dir) >= (int)sizeof(a->init_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Read the API key into memory.  0, or -errno (told on stderr). */
+static int
+main_api_key(struct agent *a)
+{
+	char err[512];
+	int r = config_api_key(&a->cfg, a->api_key, sizeof(a->api_key), err,
+	    sizeof(err));
+
+	if (r < 0) {
+		log_error("%s: fix --api-key-file or the file's permissions",
+		    err);
+		return r;
+	}
+	a->have_api_key = r == 1 && a->api_key[0];
+	if (!a->have_api_key && !a->cfg.model_url[0])
+		log_warn("no API key configured: the agent will answer prompts "
+		    "with how to configure a model");
+	return 0;
+}
+
+static void
+main_before_sleep(struct loop *l, void *arg)
+{
+	struct agent *a = arg;
+
+	if (a->seq > a->seq_marked) {
+		room_db_seq_mark(a->db, a->seq);
+		a->seq_marked = a->seq;
+	}
+	room_db_commit(a->db);
+	room_flush(a);
+	room_db_commit(a->db);
+}
+
+static long
+main_idle_check(struct loop *l, long long id, void *arg)
+{
+	struct agent *a = arg;
+	long long now = time_mono_ms();
+
+	if (room_conn_count(a) || turn_busy(a) || exec_count(a) ||
+	    a->tool_procs) {
+		a->idle_since = 0;
+		return MAIN_IDLE_CHECK_MS;
+	}
+	if (!a->idle_since)
+		a->idle_since = now;
+	if (now - a->idle_since >= a->cfg.idle_timeout * 1000LL) {
+		log_info("idle for %d s: stopping", a->cfg.idle_timeout);
+		loop_stop(l);
+		return LOOP_NOMORE;
+	}
+	return MAIN_IDLE_CHECK_MS;
+}
+
+static void
+main_on_signal(struct loop *l, int fd, int mask, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		log_info("signal %d: stopping", (int)si.ssi_signo);
+		loop_stop(l);
+	}
+}
+
+/* Block the stop signals and watch them on the loop.  0 or -errno. */
+static int
+main_signals(struct agent *a)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	a->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (a->signal_fd < 0)
+		return -errno;
+	return loop_add_fd(a->loop, a->signal_fd, LOOP_READ, main_on_signal, a);
+}
+
+/* Open room.db, the sandbox template, the loop and the socket. */
+static int
+main_setup(struct agent *a)
+{
+	char path[PATH_MAX + 16];
+	int r;
+
+	if ((r = mkdir_p(a->room_dir, 0700)) < 0 ||
+	    (r = mkdir_p(a->run_dir, 0700)) < 0) {
+		log_error("cannot make %s or %s: %s", a->room_dir, a->run_dir,
+		    strerror(-r));
+		return r;
+	}
+	snprintf(path, sizeof(path), "%s/%s", a->room_dir, ROOM_DB_NAME);
+	if ((r = room_db_open(path, &a->db)) < 0)
+		return r;
+	a->seq = a->seq_marked = room_db_last_seq(a->db);
+	settings_load(a);
+	a->sb = (struct sandbox){ .workspace = a->workspace,
+	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
+	    .uid = a->cfg.sandbox_uid, .gid = a->cfg.sandbox_gid,
+	    .memory_mb = a->cfg.sandbox_memory_mb, .pids = a->cfg.sandbox_pids,
+	    .cpu_percent = a->cfg.sandbox_cpu_percent };
+	if (sandbox_write_identity(a->run_dir, a->cfg.sandbox_uid,
+	    a->cfg.sandbox_gid) < 0)
+		log_warn("could not write the sandbox's passwd and group");
+	if (!(a->loop = loop_new(256)))
+		return -ENOMEM;
+	if ((r = http_new(a->loop, &a->http)) < 0 ||
+	    (r = main_signals(a)) < 0 || (r = room_listen(a)) < 0)
+		return r;
+	loop_set_before_sleep(a->loop, main_before_sleep, a);
+	if (loop_add_timer(a->loop, MAIN_IDLE_CHECK_MS, main_idle_check, a) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Stop everything in order: commands killed, checkpoint committed. */
+static void
+main_teardown(struct agent *a)
+{
+	if (a->loop) {
+		turn_shutdown(a);
+		exec_kill_all(a);
+		room_close_all(a);
+	}
+	room_db_close(a->db);
+	http_free(a->http);
+	if (a->signal_fd >= 0)
+		close(a->signal_fd);
+	loop_free(a->loop);
+	json_object_put(a->allow_list);
+	explicit_bzero(a->api_key, sizeof(a->api_key));
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct agent agent;
+	struct agent *a = &agent;
+	int ready_fd = -1, r;
+
+	a->listen_fd = a->signal_fd = -1;
+	a->approval_timeout = 120;
+	a->retry_base_ms = 1000;
+	a->max_retries = 6;
+	a->model_idle_timeout = 300;
+	config_defaults(&a->cfg);
+	log_init("atrium-agent", NULL);
+	if (main_args(a, argc, argv, &ready_fd) < 0 || main_paths(a) < 0)
+		return 2;
+	log_init("atrium-agent", a->room);
+	if (main_api_key(a) < 0)
+		return 1;
+	r = main_setup(a);
+	if (r < 0) {
+		log_error("cannot start: %s", strerror(-r));
+		main_teardown(a);
+		return 1;
+	}
+	log_info("serving room %s on %s (provider %s, model %s, approval %s)",
+	    a->room, a->sock_path, a->provider, a->model, a->approval);
+	if (ready_fd >= 0) {
+		if (write_all(ready_fd, "ready\n", 6) < 0)
+			log_warn("could not write to the ready fd");
+		close(ready_fd);
+	}
+	turn_resume(a);
+	r = loop_run(a->loop);
+	main_teardown(a);
+	return r < 0 ? 1 : a->exit_code;
+}

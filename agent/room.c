@@ -1,0 +1,582 @@
+/*
+ * room.c: the room's connections (room.h).  atriumd connects to
+ * RUN/agent.sock once per session (and per exec); the first line is `hello`,
+ * which names the user and the kind of connection.  Lines are framed with
+ * common/jsonl (PROTO_MAX_LINE); fds arrive by SCM_RIGHTS and wait in the
+ * connection's queue until the `exec` line that announced them claims them.
+ *
+ * Output is queued per connection (at most ROOM_MAX_OUTPUT bytes) and written
+ * only from room_flush, which the loop calls before sleeping after the
+ * room.db commit: a client never sees an event that is not yet stored.  A
+ * client that falls behind by more than the cap is disconnected with a
+ * logged reason; the loop never blocks on a socket.
+ *
+ * Connections are freed only in room_flush (marked `closing` before), never
+ * inside their own callback.
+ */
+#include "room.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "exec.h"
+#include "fdpass.h"
+#include "log.h"
+#include "loop.h"
+#include "names.h"
+#include "protocol.h"
+#include "room_db.h"
+#include "settings.h"
+#include "turn.h"
+#include "util.h"
+
+static void room_conn_io(struct loop *l, int fd, int mask, void *arg);
+
+json_object *
+room_event_new(const char *type)
+{
+	json_object *ev = json_object_new_object();
+
+	if (ev)
+		json_object_object_add(ev, "type", json_object_new_string(type));
+	return ev;
+}
+
+/* Give ev the next seq and the time. */
+static void
+room_stamp(struct agent *a, json_object *ev)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	json_object_object_add(ev, "seq", json_object_new_int64(++a->seq));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+}
+
+/* Queue one line of text to c; close c when it is too far behind. */
+static void
+room_queue(struct conn *c, const char *line, size_t len)
+{
+	if (c->closing)
+		return;
+	if (buf_append(&c->out, line, len) < 0)
+		room_conn_close(c, "fell too far behind (output queue full)");
+}
+
+/* Queue ev, serialised, to c. */
+static void
+room_queue_event(struct conn *c, json_object *ev)
+{
+	const char *s = json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	room_queue(c, s, strlen(s));
+	room_queue(c, "\n", 1);
+}
+
+static int
+room_is_member(const struct conn *c)
+{
+	return c->kind == CONN_CHAT || c->kind == CONN_CONTROL;
+}
+
+int
+room_emit(struct agent *a, json_object *ev, int store)
+{
+	const char *s;
+	int r = 0;
+
+	if (!ev)
+		return -ENOMEM;
+	room_stamp(a, ev);
+	s = json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (store) {
+		r = room_db_event_add(a->db, a->seq,
+		    json_get_string(ev, "time"), json_get_string(ev, "type"), s);
+	}
+	for (struct conn *c = a->conns; c; c = c->next)
+		if (room_is_member(c))
+			room_queue_event(c, ev);
+	json_object_put(ev);
+	return r;
+}
+
+void
+room_send(struct conn *c, json_object *ev)
+{
+	if (!ev)
+		return;
+	room_stamp(c->a, ev);
+	room_queue_event(c, ev);
+	json_object_put(ev);
+}
+
+void
+room_error(struct conn *c, const char *id, const char *fmt, ...)
+{
+	json_object *ev = room_event_new("error");
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "message", json_object_new_string(msg));
+	if (id)
+		json_object_object_add(ev, "id", json_object_new_string(id));
+	room_send(c, ev);
+}
+
+void
+room_notice(struct agent *a, const char *fmt, ...)
+{
+	json_object *ev = room_event_new("notice");
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "text", json_object_new_string(msg));
+	room_emit(a, ev, 0);
+}
+
+json_object *
+room_members(struct agent *a)
+{
+	json_object *arr = json_object_new_array();
+
+	for (struct conn *c = a->conns; c; c = c->next) {
+		int seen = 0;
+
+		if (!room_is_member(c) || c->closing)
+			continue;
+		for (size_t i = 0; i < json_object_array_length(arr); i++)
+			if (strcmp(json_object_get_string(
+			    json_object_array_get_idx(arr, i)), c->user) == 0)
+				seen = 1;
+		if (!seen)
+			json_object_array_add(arr,
+			    json_object_new_string(c->user));
+	}
+	return arr;
+}
+
+int
+room_conn_count(struct agent *a)
+{
+	int n = 0;
+
+	for (struct conn *c = a->conns; c; c = c->next)
+		if (!c->closing)
+			n++;
+	return n;
+}
+
+void
+room_conn_close(struct conn *c, const char *reason)
+{
+	if (c->closing)
+		return;
+	c->closing = reason;
+	loop_del_fd(c->a->loop, c->fd);
+}
+
+int
+room_take_fds(struct conn *c, int *fds, int n)
+{
+	if (n < 0 || n > c->nfds)
+		return -EBADF;
+	memcpy(fds, c->fds, (size_t)n * sizeof(int));
+	memmove(c->fds, c->fds + n, (size_t)(c->nfds - n) * sizeof(int));
+	c->nfds -= n;
+	return 0;
+}
+
+/* A presence event: who is here, and who joined or left. */
+static void
+room_presence(struct agent *a, const char *how, const char *user)
+{
+	json_object *ev = room_event_new("presence");
+
+	json_object_object_add(ev, "users", room_members(a));
+	if (how)
+		json_object_object_add(ev, how, json_object_new_string(user));
+	room_emit(a, ev, 0);
+}
+
+/* Free a closed connection: its fds, its commands, its buffers. */
+static void
+room_conn_free(struct agent *a, struct conn *c)
+{
+	if (c->kind != CONN_NEW && c->kind != CONN_EXEC)
+		log_info("%s left (%s)", c->user, c->closing);
+	else if (strcmp(c->closing, "disconnected") != 0)
+		log_info("connection closed: %s", c->closing);
+	exec_conn_gone(a, c);
+	for (int i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	close(c->fd);
+	jsonl_free(&c->in);
+	buf_free(&c->out);
+	if (room_is_member(c))
+		room_presence(a, "left", c->user);
+	free(c);
+}
+
+/* Write what c has queued; watch for writability when the socket is full. */
+static void
+room_conn_write(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->out.len > 0 && !c->closing) {
+		n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0) {
+			room_conn_close(c, "disconnected");
+			return;
+		}
+		buf_consume(&c->out, (size_t)n);
+	}
+	if (c->closing)
+		return;
+	loop_add_fd(c->a->loop, c->fd, LOOP_READ |
+	    (c->out.len ? LOOP_WRITE : 0), room_conn_io, c);
+}
+
+void
+room_flush(struct agent *a)
+{
+	struct conn **pp = &a->conns, *c;
+
+	for (c = a->conns; c; c = c->next)
+		if (!c->closing && c->out.len)
+			room_conn_write(c);
+	while ((c = *pp)) {
+		if (c->closing) {
+			*pp = c->next;
+			room_conn_free(a, c);
+			pp = &a->conns;	/* presence may have queued output */
+		} else {
+			pp = &c->next;
+		}
+	}
+	for (c = a->conns; c; c = c->next)
+		if (!c->closing && c->out.len)
+			room_conn_write(c);
+}
+
+/* ---- incoming lines ------------------------------------------------------ */
+
+/* Append one stored event's JSON to c, marked as a replay. */
+static int
+room_replay_one(const char *json, void *arg)
+{
+	struct conn *c = arg;
+	size_t n = strlen(json);
+
+	if (n < 2 || json[n - 1] != '}')
+		return 0;
+	room_queue(c, json, n - 1);
+	room_queue(c, ",\"replay\":true}\n", 16);
+	return c->closing != NULL;
+}
+
+/* hello: user, kind, history, since -> welcome and the replay. */
+static void
+room_hello(struct conn *c, json_object *req)
+{
+	struct agent *a = c->a;
+	const char *user = json_get_string(req, "user");
+	const char *kind = json_get_string(req, "kind");
+	long long history = json_get_int(req, "history", 0);
+	long long since = json_get_int(req, "since", -1);
+	json_object *ev;
+	char now[40];
+
+	if (!user || !user_name_valid(user)) {
+		room_error(c, NULL, "hello needs a valid user name (1-32 of "
+		    "A-Z a-z 0-9 . _ -)");
+		return;
+	}
+	if (!kind || strcmp(kind, "chat") == 0)
+		c->kind = CONN_CHAT;
+	else if (strcmp(kind, "control") == 0)
+		c->kind = CONN_CONTROL;
+	else if (strcmp(kind, "exec") == 0)
+		c->kind = CONN_EXEC;
+	else {
+		room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
+		    " control or exec", kind);
+		return;
+	}
+	snprintf(c->user, sizeof(c->user), "%s", user);
+	ev = room_event_new("welcome");
+	json_object_object_add(ev, "room", json_object_new_string(a->room));
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "provider", json_object_new_string(a->provider));
+	json_object_object_add(ev, "model", json_object_new_string(a->model));
+	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
+	json_object_object_add(ev, "seq", json_object_new_int64(a->seq));
+	time_now_iso(now, sizeof(now));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+	room_queue_event(c, ev);	/* seq is the latest, not a new one */
+	json_object_put(ev);
+	if (since >= 0)
+		room_db_events_each(a->db, since, history, room_replay_one, c);
+	else if (history > 0)
+		room_db_events_each(a->db, 0, history, room_replay_one, c);
+	if (room_is_member(c)) {
+		log_info("%s joined", c->user);
+		room_db_member_seen(a->db, c->user);
+		room_presence(a, "joined", c->user);
+		turn_joined(a, c);
+	}
+}
+
+/* Check the text of chat/prompt.  Its text, or NULL (error sent). */
+static const char *
+room_text(struct conn *c, json_object *req)
+{
+	const char *text = json_get_string(req, "text");
+
+	if (!text || !*text) {
+		room_error(c, NULL, "%s needs a non-empty \"text\"",
+		    json_get_string(req, "type"));
+		return NULL;
+	}
+	if (strlen(text) > PROTO_MAX_TEXT) {
+		room_error(c, NULL, "text is %zu bytes; the limit is %d bytes: "
+		    "send a shorter message, or put it in a file in the "
+		    "workspace and refer to it", strlen(text), PROTO_MAX_TEXT);
+		return NULL;
+	}
+	return text;
+}
+
+static void
+room_chat(struct conn *c, json_object *req)
+{
+	const char *text = room_text(c, req);
+	json_object *ev;
+
+	if (!text)
+		return;
+	ev = room_event_new("message");
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	room_emit(c->a, ev, 1);
+	if (strstr(text, "@agent"))
+		turn_prompt(c->a, c->user, text);
+}
+
+static void
+room_history(struct conn *c, json_object *req)
+{
+	long long since = json_get_int(req, "since", 0);
+	long long limit = json_get_int(req, "limit", 0);
+
+	room_db_events_each(c->a->db, since, limit, room_replay_one, c);
+}
+
+/* Lines a member may send after hello. */
+static void
+room_member_line(struct conn *c, const char *type, json_object *req)
+{
+	const char *id = json_get_string(req, "id");
+
+	if (strcmp(type, "chat") == 0) {
+		room_chat(c, req);
+	} else if (strcmp(type, "prompt") == 0) {
+		const char *text = room_text(c, req);
+
+		if (text)
+			turn_prompt(c->a, c->user, text);
+	} else if (strcmp(type, "approve") == 0) {
+		if (!id || turn_approve(c->a, c->user, id,
+		    json_get_bool(req, "approve", 0)) < 0)
+			room_error(c, id, "no approval request %s is waiting "
+			    "(it may have been answered or timed out)",
+			    id ? id : "(missing id)");
+	} else if (strcmp(type, "stop") == 0) {
+		if (turn_stop(c->a, c->user) < 0)
+			room_error(c, NULL, "the agent is not running a turn");
+	} else if (strcmp(type, "config") == 0) {
+		settings_request(c->a, c, req);
+	} else if (strcmp(type, "history") == 0) {
+		room_history(c, req);
+	} else if (strcmp(type, "who") == 0) {
+		json_object *ev = room_event_new("presence");
+
+		json_object_object_add(ev, "users", room_members(c->a));
+		room_send(c, ev);
+	} else {
+		room_error(c, NULL, "unknown request type \"%s\"", type);
+	}
+}
+
+/* One framed line from c. */
+static void
+room_line(struct conn *c, const char *line, size_t len)
+{
+	const char *err = NULL, *type;
+	json_object *req = jsonl_parse_object(line, len, &err);
+
+	if (!req) {
+		room_error(c, NULL, "bad line (%s): send one JSON object per "
+		    "line", err ? err : "not JSON");
+		return;
+	}
+	type = json_get_string(req, "type");
+	if (!type) {
+		room_error(c, NULL, "a request needs a \"type\"");
+	} else if (c->kind == CONN_NEW) {
+		if (strcmp(type, "hello") == 0)
+			room_hello(c, req);
+		else
+			room_error(c, NULL, "send hello first");
+	} else if (strcmp(type, "hello") == 0) {
+		room_error(c, NULL, "hello was already sent");
+	} else if (strcmp(type, "exec") == 0) {
+		exec_request(c->a, c, req);
+	} else if (strcmp(type, "signal") == 0) {
+		exec_signal(c->a, c, req);
+	} else if (c->kind == CONN_EXEC) {
+		room_error(c, NULL, "an exec connection may send only exec "
+		    "and signal");
+	} else {
+		room_member_line(c, type, req);
+	}
+	json_object_put(req);
+}
+
+/* Read what is waiting on c and handle its whole lines. */
+static void
+room_conn_read(struct conn *c)
+{
+	char chunk[65536], *line;
+	int fds[PROTO_MAX_FDS], nfds = 0, r;
+	size_t len;
+	ssize_t n;
+
+	n = fdpass_recv(c->fd, chunk, sizeof(chunk), fds, &nfds,
+	    PROTO_MAX_FDS);
+	if (n == -EAGAIN || n == -EINTR)
+		return;
+	if (n <= 0) {
+		room_conn_close(c, n == 0 ? "disconnected" : "receive failed");
+		return;
+	}
+	for (int i = 0; i < nfds; i++) {
+		if (c->nfds == ROOM_MAX_FDS_QUEUED) {
+			close(fds[i]);
+			room_conn_close(c, "sent fds without exec lines");
+		} else {
+			c->fds[c->nfds++] = fds[i];
+		}
+	}
+	if (jsonl_feed(&c->in, chunk, (size_t)n) < 0) {
+		room_conn_close(c, "out of memory");
+		return;
+	}
+	while (!c->closing && (r = jsonl_next(&c->in, &line, &len)) != 0) {
+		if (r == -EMSGSIZE)
+			room_error(c, NULL, "line longer than %d bytes ignored",
+			    PROTO_MAX_LINE);
+		else if (r == 1)
+			room_line(c, line, len);
+	}
+}
+
+static void
+room_conn_io(struct loop *l, int fd, int mask, void *arg)
+{
+	struct conn *c = arg;
+
+	if (mask & LOOP_WRITE)
+		room_conn_write(c);
+	if ((mask & LOOP_READ) && !c->closing)
+		room_conn_read(c);
+}
+
+/* A new client on the listening socket. */
+static void
+room_accept(struct loop *l, int lfd, int mask, void *arg)
+{
+	struct agent *a = arg;
+	struct conn *c;
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (room_conn_count(a) >= ROOM_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		log_warn("connection refused: %d connections open",
+		    room_conn_count(a));
+		close(fd);
+		return;
+	}
+	c->a = a;
+	c->fd = fd;
+	jsonl_init(&c->in, PROTO_MAX_LINE);
+	buf_init(&c->out, ROOM_MAX_OUTPUT);
+	c->next = a->conns;
+	a->conns = c;
+	if (loop_add_fd(l, fd, LOOP_READ, room_conn_io, c) < 0)
+		room_conn_close(c, "cannot watch socket");
+}
+
+int
+room_listen(struct agent *a)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, r;
+
+	if (strlen(a->sock_path) >= sizeof(sa.sun_path)) {
+		log_error("socket path too long: %s", a->sock_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, a->sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(a->sock_path);	/* a stale socket of an earlier run */
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(a->sock_path, 0600) < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		log_error("cannot listen on %s: %s", a->sock_path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	a->listen_fd = fd;
+	return loop_add_fd(a->loop, fd, LOOP_READ, room_accept, a);
+}
+
+void
+room_close_all(struct agent *a)
+{
+	for (struct conn *c = a->conns; c; c = c->next)
+		room_conn_close(c, "agent stopping");
+	room_flush(a);
+	if (a->listen_fd >= 0) {
+		loop_del_fd(a->loop, a->listen_fd);
+		close(a->listen_fd);
+		a->listen_fd = -1;
+		unlink(a->sock_path);
+	}
+}

@@ -1,0 +1,78 @@
+/*
+ * room.h: the room's connections on RUN/agent.sock and the events sent to
+ * them.  Every event gets the next room-wide seq and the time here; stored
+ * events go into room.db in the same loop turn and reach the sockets only
+ * after the before-sleep commit (room_flush runs after it).
+ */
+#ifndef ATRIUM_AGENT_ROOM_H
+#define ATRIUM_AGENT_ROOM_H
+
+#include <json-c/json.h>
+
+#include "buf.h"
+#include "jsonl.h"
+#include "protocol.h"
+
+struct agent;
+
+#define ROOM_MAX_OUTPUT	(32 * 1024 * 1024)	/* queued bytes per client */
+#define ROOM_MAX_FDS_QUEUED	(PROTO_MAX_FDS * 2)
+#define ROOM_MAX_CONNS	1024
+
+enum conn_kind { CONN_NEW, CONN_CHAT, CONN_CONTROL, CONN_EXEC };
+
+struct conn {
+	struct conn *next;
+	struct agent *a;
+	int fd;
+	enum conn_kind kind;		/* CONN_NEW until hello */
+	char user[64];
+	struct jsonl in;		/* framed input, PROTO_MAX_LINE */
+	struct buf out;			/* queued output, ROOM_MAX_OUTPUT */
+	int fds[ROOM_MAX_FDS_QUEUED];	/* received, not yet claimed */
+	int nfds;
+	const char *closing;		/* reason; reaped in room_flush */
+};
+
+/* Listen on a->sock_path (0600, stale socket removed).  0 or -errno. */
+int room_listen(struct agent *a);
+
+/* Close every connection and the listening socket. */
+void room_close_all(struct agent *a);
+
+/* Write queued output to every client and reap closed ones.  Called before
+ * the loop sleeps, after the commit. */
+void room_flush(struct agent *a);
+
+/* A new event object {"type": type}. */
+json_object *room_event_new(const char *type);
+
+/* Stamp ev (seq, time), store it when store is set, and queue it to every
+ * member.  Takes ownership of ev.  0 or -errno (storage failed). */
+int room_emit(struct agent *a, json_object *ev, int store);
+
+/* Stamp ev and queue it to one connection only.  Takes ownership. */
+void room_send(struct conn *c, json_object *ev);
+
+/* An `error` event for one connection (id may be NULL). */
+void room_error(struct conn *c, const char *id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A `notice` event to every member. */
+void room_notice(struct agent *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Names of the members connected now, a new JSON array (deduplicated). */
+json_object *room_members(struct agent *a);
+
+/* Connections open now (any kind). */
+int room_conn_count(struct agent *a);
+
+/* Mark a connection to be closed (reason logged) at the next flush. */
+void room_conn_close(struct conn *c, const char *reason);
+
+/* Take n received fds from c's queue, in order.  0 or -EBADF when fewer
+ * than n were received. */
+int room_take_fds(struct conn *c, int *fds, int n);
+
+#endif

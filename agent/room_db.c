@@ -1,0 +1,661 @@
+/*
+ * room_db.c: room.db (room_db.h), the room's record: chat and every stored
+ * event, the room's settings, the agent's transcript, turns, the tool journal
+ * (the checkpoints that make a turn resumable), the audit of commands and
+ * token usage.  Only atrium-agent writes it; one connection, WAL mode.
+ *
+ * Schema (user_version 1):
+ *
+ *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
+ *       every stored event exactly as sent (message, turn_start, tool_call,
+ *       tool_result, turn_end, exec_start, shared exec_result, config)
+ *   meta(key TEXT PRIMARY KEY, value TEXT)
+ *       last_seq: the highest seq handed out, live events included
+ *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
+ *       provider, model, approval, allow_list (a JSON array)
+ *   members(user TEXT PRIMARY KEY, first_seen TEXT, last_seen TEXT)
+ *   turns(id INTEGER PRIMARY KEY, user, prompt, state queued|running|done,
+ *       stop_reason, steps, input_tokens, output_tokens, created, started,
+ *       ended)
+ *   transcript(id INTEGER PRIMARY KEY, turn, step, role user|assistant,
+ *       json)  the neutral messages sent to the model, in order
+ *   tool_journal(id INTEGER PRIMARY KEY, turn, step, idx, call_id, name,
+ *       input, state started|ended, status, output, started, ended)
+ *       UNIQUE(turn, step, idx): call idx of the assistant message of step
+ *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool, command, cwd,
+ *       exit_code, signal, started, ended)
+ *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
+ *       PRIMARY KEY(day, model))
+ *
+ * Migrations: room_db_migrations[i] takes user_version i to i + 1; each runs
+ * in its own transaction with the version bump, so a crash leaves either the
+ * old or the new schema.
+ *
+ * Invariants: a tool_journal row with state 'started' and no end after a
+ * restart is a call interrupted by a crash (it is never run again); a
+ * transcript never holds an assistant tool_use whose result is missing
+ * except while its turn is running.
+ */
+#include "room_db.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+struct room_db {
+	sqlite3 *db;
+	int in_tx;		/* BEGIN issued, COMMIT pending */
+};
+
+static const char *const room_db_migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE events (seq INTEGER PRIMARY KEY, time TEXT NOT NULL,"
+	"  type TEXT NOT NULL, json TEXT NOT NULL);"
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE config (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+	"  user TEXT, time TEXT);"
+	"CREATE TABLE members (user TEXT PRIMARY KEY, first_seen TEXT NOT NULL,"
+	"  last_seen TEXT NOT NULL);"
+	"CREATE TABLE turns (id INTEGER PRIMARY KEY, user TEXT NOT NULL,"
+	"  prompt TEXT NOT NULL, state TEXT NOT NULL"
+	"  CHECK (state IN ('queued','running','done')), stop_reason TEXT,"
+	"  steps INTEGER NOT NULL DEFAULT 0,"
+	"  input_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  output_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  created TEXT NOT NULL, started TEXT, ended TEXT);"
+	"CREATE TABLE transcript (id INTEGER PRIMARY KEY,"
+	"  turn INTEGER NOT NULL, step INTEGER NOT NULL,"
+	"  role TEXT NOT NULL CHECK (role IN ('user','assistant')),"
+	"  json TEXT NOT NULL);"
+	"CREATE TABLE tool_journal (id INTEGER PRIMARY KEY,"
+	"  turn INTEGER NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,"
+	"  call_id TEXT NOT NULL, name TEXT NOT NULL, input TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('started','ended')),"
+	"  status TEXT, output TEXT, started TEXT, ended TEXT,"
+	"  UNIQUE (turn, step, idx));"
+	"CREATE TABLE audit (id INTEGER PRIMARY KEY, user TEXT NOT NULL,"
+	"  kind TEXT NOT NULL, command TEXT NOT NULL, cwd TEXT,"
+	"  exit_code INTEGER, signal TEXT, started TEXT NOT NULL, ended TEXT);"
+	"CREATE TABLE usage (day TEXT NOT NULL, model TEXT NOT NULL,"
+	"  input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
+	"  requests INTEGER NOT NULL, PRIMARY KEY (day, model));",
+};
+#define ROOM_DB_NMIGRATIONS \
+	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
+
+/* Log an SQLite failure once; always -EIO. */
+static int
+room_db_fail(struct room_db *db, const char *what)
+{
+	log_error("room.db: %s: %s", what, sqlite3_errmsg(db->db));
+	return -EIO;
+}
+
+/* Run SQL without results.  0 or -EIO. */
+static int
+room_db_run(struct room_db *db, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(db->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		log_error("room.db: %.60s: %s", sql, err ? err : "?");
+		sqlite3_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Open a write transaction unless one is open. */
+static int
+room_db_begin(struct room_db *db)
+{
+	int r;
+
+	if (db->in_tx)
+		return 0;
+	r = room_db_run(db, "BEGIN IMMEDIATE");
+	if (r == 0)
+		db->in_tx = 1;
+	return r;
+}
+
+int
+room_db_commit(struct room_db *db)
+{
+	int r;
+
+	if (!db || !db->in_tx)
+		return 0;
+	r = room_db_run(db, "COMMIT");
+	db->in_tx = 0;
+	if (r < 0)
+		room_db_run(db, "ROLLBACK");
+	return r;
+}
+
+/*
+ * Prepare sql and bind arguments described by fmt: 's' text (NULL binds
+ * NULL), 'i' int, 'I' long long.  NULL on failure (logged).
+ */
+static sqlite3_stmt *
+room_db_vprep(struct room_db *db, const char *sql, const char *fmt,
+    va_list ap)
+{
+	sqlite3_stmt *st;
+	int i = 1, rc = SQLITE_OK;
+
+	if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		room_db_fail(db, sql);
+		return NULL;
+	}
+	for (const char *f = fmt; *f && rc == SQLITE_OK; f++, i++) {
+		if (*f == 's') {
+			const char *s = va_arg(ap, const char *);
+
+			rc = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT)
+			    : sqlite3_bind_null(st, i);
+		} else if (*f == 'i') {
+			rc = sqlite3_bind_int(st, i, va_arg(ap, int));
+		} else {
+			rc = sqlite3_bind_int64(st, i, va_arg(ap, long long));
+		}
+	}
+	if (rc != SQLITE_OK) {
+		room_db_fail(db, sql);
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
+static sqlite3_stmt *
+room_db_prep(struct room_db *db, const char *sql, const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = room_db_vprep(db, sql, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* Run one write statement inside the lazy transaction.  0 or -EIO. */
+static int
+room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc;
+
+	if (room_db_begin(db) < 0)
+		return -EIO;
+	va_start(ap, fmt);
+	st = room_db_vprep(db, sql, fmt, ap);
+	va_end(ap);
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return room_db_fail(db, sql);
+	return 0;
+}
+
+/* Apply every migration above the file's user_version. */
+static int
+room_db_migrate(struct room_db *db)
+{
+	int v = room_db_version(db);
+	char sql[64];
+
+	if (v > ROOM_DB_NMIGRATIONS) {
+		log_error("room.db has schema version %d, newer than this "
+		    "atrium-agent knows (%d): upgrade atrium-agent", v,
+		    ROOM_DB_NMIGRATIONS);
+		return -EPROTO;
+	}
+	for (; v < ROOM_DB_NMIGRATIONS; v++) {
+		if (room_db_run(db, "BEGIN IMMEDIATE") < 0)
+			return -EIO;
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		if (room_db_run(db, room_db_migrations[v]) < 0 ||
+		    room_db_run(db, sql) < 0 || room_db_run(db, "COMMIT") < 0) {
+			room_db_run(db, "ROLLBACK");
+			return -EIO;
+		}
+		log_info("room.db migrated to schema version %d", v + 1);
+	}
+	return 0;
+}
+
+int
+room_db_open(const char *path, struct room_db **out)
+{
+	struct room_db *db = calloc(1, sizeof(*db));
+	int r;
+
+	*out = NULL;
+	if (!db)
+		return -ENOMEM;
+	if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		log_error("cannot open %s: %s", path, sqlite3_errmsg(db->db));
+		sqlite3_close(db->db);
+		free(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db->db, 5000);
+	r = room_db_run(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+	    " PRAGMA foreign_keys=ON");
+	if (r == 0)
+		r = room_db_migrate(db);
+	if (r < 0) {
+		room_db_close(db);
+		return r;
+	}
+	*out = db;
+	return 0;
+}
+
+void
+room_db_close(struct room_db *db)
+{
+	if (!db)
+		return;
+	room_db_commit(db);
+	sqlite3_close(db->db);
+	free(db);
+}
+
+/* One integer from a query (def when no row). */
+static long long
+room_db_int(struct room_db *db, long long def, const char *sql,
+    const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	long long v = def;
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = room_db_vprep(db, sql, fmt, ap);
+	va_end(ap);
+	if (!st)
+		return def;
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int
+room_db_version(struct room_db *db)
+{
+	return (int)room_db_int(db, 0, "PRAGMA user_version", "");
+}
+
+/* ---- events ---------------------------------------------------------- */
+
+int
+room_db_event_add(struct room_db *db, long long seq, const char *time,
+    const char *type, const char *json)
+{
+	return room_db_write(db, "INSERT INTO events (seq, time, type, json)"
+	    " VALUES (?, ?, ?, ?)", "Isss", seq, time, type, json);
+}
+
+int
+room_db_events_each(struct room_db *db, long long since, long limit,
+    int (*fn)(const char *json, void *arg), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = room_db_prep(db, "SELECT json FROM (SELECT seq, json FROM events"
+	    " WHERE seq > ? ORDER BY seq DESC LIMIT ?) ORDER BY seq", "II",
+	    since, limit > 0 ? (long long)limit : -1LL);
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (fn((const char *)sqlite3_column_text(st, 0), arg))
+			break;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;
+}
+
+long long
+room_db_last_seq(struct room_db *db)
+{
+	long long a = room_db_int(db, 0, "SELECT max(seq) FROM events", "");
+	long long b = room_db_int(db, 0, "SELECT CAST(value AS INTEGER) FROM"
+	    " meta WHERE key = 'last_seq'", "");
+
+	return a > b ? a : b;
+}
+
+int
+room_db_seq_mark(struct room_db *db, long long seq)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%lld", seq);
+	return room_db_write(db, "INSERT INTO meta (key, value) VALUES"
+	    " ('last_seq', ?) ON CONFLICT (key) DO UPDATE SET value ="
+	    " excluded.value", "s", v);
+}
+
+/* ---- config, members -------------------------------------------------- */
+
+int
+room_db_config_set(struct room_db *db, const char *key, const char *value,
+    const char *user)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO config (key, value, user, time)"
+	    " VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
+	    " value = excluded.value, user = excluded.user,"
+	    " time = excluded.time", "ssss", key, value, user, now);
+}
+
+int
+room_db_config_get(struct room_db *db, const char *key, char *out,
+    size_t outlen)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	st = room_db_prep(db, "SELECT value FROM config WHERE key = ?", "s",
+	    key);
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(out, outlen, "%s", sqlite3_column_text(st, 0));
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+int
+room_db_member_seen(struct room_db *db, const char *user)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO members (user, first_seen,"
+	    " last_seen) VALUES (?, ?, ?) ON CONFLICT (user) DO UPDATE SET"
+	    " last_seen = excluded.last_seen", "sss", user, now, now);
+}
+
+/* ---- turns ------------------------------------------------------------- */
+
+int
+room_db_turn_add(struct room_db *db, const char *user, const char *prompt,
+    long long *id)
+{
+	char now[40];
+	int r;
+
+	time_now_iso(now, sizeof(now));
+	r = room_db_write(db, "INSERT INTO turns (user, prompt, state, created)"
+	    " VALUES (?, ?, 'queued', ?)", "sss", user, prompt, now);
+	if (r == 0 && id)
+		*id = sqlite3_last_insert_rowid(db->db);
+	return r;
+}
+
+int
+room_db_turn_next(struct room_db *db, struct room_db_turn *t)
+{
+	sqlite3_stmt *st;
+	const char *state;
+	int found = 0;
+
+	memset(t, 0, sizeof(*t));
+	st = room_db_prep(db, "SELECT id, user, prompt, state, steps,"
+	    " input_tokens, output_tokens FROM turns WHERE state != 'done'"
+	    " ORDER BY state = 'running' DESC, id LIMIT 1", "");
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		t->id = sqlite3_column_int64(st, 0);
+		snprintf(t->user, sizeof(t->user), "%s",
+		    sqlite3_column_text(st, 1));
+		t->prompt = strdup((const char *)sqlite3_column_text(st, 2));
+		state = (const char *)sqlite3_column_text(st, 3);
+		t->state = strcmp(state, "running") == 0 ? TURN_RUNNING :
+		    TURN_QUEUED;
+		t->steps = sqlite3_column_int(st, 4);
+		t->input_tokens = (long)sqlite3_column_int64(st, 5);
+		t->output_tokens = (long)sqlite3_column_int64(st, 6);
+		found = t->prompt ? 1 : -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+int
+room_db_turns_queued(struct room_db *db)
+{
+	return (int)room_db_int(db, 0, "SELECT count(*) FROM turns WHERE"
+	    " state = 'queued'", "");
+}
+
+int
+room_db_turn_start(struct room_db *db, long long id)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "UPDATE turns SET state = 'running', started ="
+	    " ? WHERE id = ?", "sI", now, id);
+}
+
+int
+room_db_turn_end(struct room_db *db, long long id, const char *stop_reason)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "UPDATE turns SET state = 'done', stop_reason"
+	    " = ?, ended = ? WHERE id = ?", "ssI", stop_reason, now, id);
+}
+
+int
+room_db_turn_step(struct room_db *db, long long id, long in, long out)
+{
+	return room_db_write(db, "UPDATE turns SET steps = steps + 1,"
+	    " input_tokens = input_tokens + ?, output_tokens = output_tokens"
+	    " + ? WHERE id = ?", "III", (long long)in, (long long)out, id);
+}
+
+/* ---- transcript -------------------------------------------------------- */
+
+int
+room_db_transcript_add(struct room_db *db, long long turn, int step,
+    const char *role, json_object *msg)
+{
+	return room_db_write(db, "INSERT INTO transcript (turn, step, role,"
+	    " json) VALUES (?, ?, ?, ?)", "Iiss", turn, step, role,
+	    json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+}
+
+int
+room_db_transcript_load(struct room_db *db, json_object **out)
+{
+	json_object *arr = json_object_new_array(), *m;
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	if (!arr)
+		return -ENOMEM;
+	st = room_db_prep(db, "SELECT json FROM transcript ORDER BY id", "");
+	if (!st) {
+		json_object_put(arr);
+		return -EIO;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		m = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+		if (m)
+			json_object_array_add(arr, m);
+		else
+			log_warn("room.db: unreadable transcript row skipped");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_object_put(arr);
+		return room_db_fail(db, "transcript");
+	}
+	*out = arr;
+	return 0;
+}
+
+int
+room_db_transcript_last(struct room_db *db, struct room_db_msg *m)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	memset(m, 0, sizeof(*m));
+	st = room_db_prep(db, "SELECT id, turn, step, role, json FROM"
+	    " transcript ORDER BY id DESC LIMIT 1", "");
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		m->rowid = sqlite3_column_int64(st, 0);
+		m->turn = sqlite3_column_int64(st, 1);
+		m->step = sqlite3_column_int(st, 2);
+		snprintf(m->role, sizeof(m->role), "%s",
+		    sqlite3_column_text(st, 3));
+		m->msg = json_tokener_parse(
+		    (const char *)sqlite3_column_text(st, 4));
+		found = m->msg ? 1 : -EBADMSG;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+int
+room_db_transcript_replace(struct room_db *db, long long rowid,
+    json_object *msg)
+{
+	return room_db_write(db, "UPDATE transcript SET json = ? WHERE id = ?",
+	    "sI", json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN),
+	    rowid);
+}
+
+/* ---- tool journal ------------------------------------------------------ */
+
+int
+room_db_tool_start(struct room_db *db, long long turn, int step, int idx,
+    const char *call_id, const char *name, const char *input)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO tool_journal (turn, step, idx,"
+	    " call_id, name, input, state, started) VALUES (?, ?, ?, ?, ?, ?,"
+	    " 'started', ?)", "Iiissss", turn, step, idx, call_id, name, input,
+	    now);
+}
+
+int
+room_db_tool_end(struct room_db *db, long long turn, int step, int idx,
+    const char *call_id, const char *name, const char *input,
+    const char *status, const char *output)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO tool_journal (turn, step, idx,"
+	    " call_id, name, input, state, status, output, ended) VALUES"
+	    " (?, ?, ?, ?, ?, ?, 'ended', ?, ?, ?) ON CONFLICT (turn, step, idx)"
+	    " DO UPDATE SET state = 'ended', status = excluded.status,"
+	    " output = excluded.output, ended = excluded.ended", "Iiissssss",
+	    turn, step, idx, call_id, name, input, status, output, now);
+}
+
+int
+room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
+    struct room_db_tool *t)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	memset(t, 0, sizeof(*t));
+	st = room_db_prep(db, "SELECT started IS NOT NULL, state, status,"
+	    " output FROM tool_journal WHERE turn = ? AND step = ? AND idx = ?",
+	    "Iii", turn, step, idx);
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		found = 1;
+		t->started = sqlite3_column_int(st, 0);
+		t->ended = strcmp((const char *)sqlite3_column_text(st, 1),
+		    "ended") == 0;
+		if (t->ended) {
+			snprintf(t->status, sizeof(t->status), "%s",
+			    sqlite3_column_text(st, 2));
+			t->output = strdup(sqlite3_column_text(st, 3) ?
+			    (const char *)sqlite3_column_text(st, 3) : "");
+			if (!t->output)
+				found = -ENOMEM;
+		}
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* ---- audit, usage ------------------------------------------------------ */
+
+int
+room_db_audit_start(struct room_db *db, const char *user, const char *kind,
+    const char *command, const char *cwd, long long *id)
+{
+	char now[40];
+	int r;
+
+	time_now_iso(now, sizeof(now));
+	r = room_db_write(db, "INSERT INTO audit (user, kind, command, cwd,"
+	    " started) VALUES (?, ?, ?, ?, ?)", "sssss", user, kind, command,
+	    cwd, now);
+	if (r == 0 && id)
+		*id = sqlite3_last_insert_rowid(db->db);
+	return r;
+}
+
+int
+room_db_audit_end(struct room_db *db, long long id, int exit_code,
+    const char *signal)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "UPDATE audit SET exit_code = ?, signal = ?,"
+	    " ended = ? WHERE id = ?", "issI", exit_code, signal, now, id);
+}
+
+int
+room_db_usage_add(struct room_db *db, const char *model, long in, long out)
+{
+	char day[40];
+
+	time_now_iso(day, sizeof(day));
+	day[10] = '\0';
+	return room_db_write(db, "INSERT INTO usage (day, model, input_tokens,"
+	    " output_tokens, requests) VALUES (?, ?, ?, ?, 1) ON CONFLICT"
+	    " (day, model) DO UPDATE SET input_tokens = input_tokens +"
+	    " excluded.input_tokens, output_tokens = output_tokens +"
+	    " excluded.output_tokens, requests = requests + 1", "ssII", day,
+	    model, (long long)in, (long long)out);
+}

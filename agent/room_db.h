@@ -1,0 +1,120 @@
+/*
+ * room_db.h: room.db, the room's record, owned by atrium-agent (its only
+ * writer).  Schema and migrations are described at the head of room_db.c and
+ * in atrium-agent(8).
+ *
+ * Writes open a transaction lazily (BEGIN IMMEDIATE on the first write) and
+ * room_db_commit ends it; the event loop commits before each sleep, and the
+ * turn commits explicitly at each checkpoint, so nothing is announced to the
+ * room before it is on disk.
+ *
+ * Every function returns 0 or a negative errno (-EIO for an SQLite error,
+ * logged with the statement), unless it says otherwise.
+ */
+#ifndef ATRIUM_AGENT_ROOM_DB_H
+#define ATRIUM_AGENT_ROOM_DB_H
+
+#include <json-c/json.h>
+
+#define ROOM_DB_VERSION	1	/* PRAGMA user_version of the current schema */
+
+struct room_db;
+
+/* Open (creating and migrating forward) the database at path. */
+int room_db_open(const char *path, struct room_db **out);
+void room_db_close(struct room_db *db);
+
+/* Its schema version (user_version), for tests. */
+int room_db_version(struct room_db *db);
+
+/* Commit the open transaction, if any. */
+int room_db_commit(struct room_db *db);
+
+/* --- events: everything the room sent that is replayed to late joiners */
+int room_db_event_add(struct room_db *db, long long seq, const char *time,
+    const char *type, const char *json);
+/* Call fn with each stored event's JSON, oldest first: those with seq >
+ * since, at most limit (<= 0: no limit) of the latest ones.  fn's non-zero
+ * result stops the walk. */
+int room_db_events_each(struct room_db *db, long long since, long limit,
+    int (*fn)(const char *json, void *arg), void *arg);
+/* The highest seq ever handed out (stored events and the meta high-water). */
+long long room_db_last_seq(struct room_db *db);
+/* Remember that seq was handed out (live events are not stored). */
+int room_db_seq_mark(struct room_db *db, long long seq);
+
+/* --- config: the room's own settings (provider, model, approval,
+ * allow_list) overriding the command line.  get: 1 found, 0 not. */
+int room_db_config_set(struct room_db *db, const char *key, const char *value,
+    const char *user);
+int room_db_config_get(struct room_db *db, const char *key, char *out,
+    size_t outlen);
+
+/* --- members: who has ever joined, and when last. */
+int room_db_member_seen(struct room_db *db, const char *user);
+
+/* --- turns */
+enum room_db_turn_state { TURN_QUEUED, TURN_RUNNING, TURN_DONE };
+struct room_db_turn {
+	long long id;
+	char user[64];
+	char *prompt;		/* malloc'd */
+	enum room_db_turn_state state;
+	int steps;
+	long input_tokens, output_tokens;
+};
+int room_db_turn_add(struct room_db *db, const char *user, const char *prompt,
+    long long *id);
+/* The turn to work on: a running one, else the oldest queued.  1 found (free
+ * t->prompt), 0 none. */
+int room_db_turn_next(struct room_db *db, struct room_db_turn *t);
+/* Turns waiting behind the current one. */
+int room_db_turns_queued(struct room_db *db);
+int room_db_turn_start(struct room_db *db, long long id);
+int room_db_turn_end(struct room_db *db, long long id, const char *stop_reason);
+/* Count one model step and its tokens. */
+int room_db_turn_step(struct room_db *db, long long id, long in, long out);
+
+/* --- transcript: neutral-form messages, one row each. */
+int room_db_transcript_add(struct room_db *db, long long turn, int step,
+    const char *role, json_object *msg);
+/* The whole transcript as a new JSON array. */
+int room_db_transcript_load(struct room_db *db, json_object **out);
+struct room_db_msg {
+	long long rowid, turn;
+	int step;
+	char role[16];
+	json_object *msg;	/* caller's reference */
+};
+/* The last message: 1 found, 0 empty transcript. */
+int room_db_transcript_last(struct room_db *db, struct room_db_msg *m);
+int room_db_transcript_replace(struct room_db *db, long long rowid,
+    json_object *msg);
+
+/* --- tool journal: a call (turn, step, idx) is started, then ended.
+ * Denied and interrupted calls are ended without a start. */
+int room_db_tool_start(struct room_db *db, long long turn, int step, int idx,
+    const char *call_id, const char *name, const char *input);
+int room_db_tool_end(struct room_db *db, long long turn, int step, int idx,
+    const char *call_id, const char *name, const char *input,
+    const char *status, const char *output);
+struct room_db_tool {
+	int started, ended;
+	char status[16];
+	char *output;		/* malloc'd, NULL until ended */
+};
+/* 1 found (free t->output), 0 no row. */
+int room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
+    struct room_db_tool *t);
+
+/* --- audit: every command run in the sandbox. */
+int room_db_audit_start(struct room_db *db, const char *user,
+    const char *kind, const char *command, const char *cwd, long long *id);
+int room_db_audit_end(struct room_db *db, long long id, int exit_code,
+    const char *signal);
+
+/* --- usage: tokens per day and model. */
+int room_db_usage_add(struct room_db *db, const char *model, long in,
+    long out);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * settings.c: the room's settings (settings.h).  The command line gives the
+ * defaults; a `config` line from any member changes them for this room; they
+ * live in room.db's config table so they survive restarts, and every change
+ * is announced with a stored `config` event naming who made it.
+ */
+#include "settings.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "approval.h"
+#include "jsonl.h"
+#include "log.h"
+#include "provider.h"
+#include "room.h"
+#include "room_db.h"
+
+#define SETTINGS_MAX_ALLOW	256	/* allow_list entries */
+#define SETTINGS_MAX_ENTRY	256	/* bytes of one entry */
+
+const char *
+agent_model_url(const struct agent *a)
+{
+	static struct config c;	/* config_model_url needs a struct config */
+
+	if (a->cfg.model_url[0])
+		return a->cfg.model_url;
+	c = a->cfg;
+	snprintf(c.provider, sizeof(c.provider), "%s", a->provider);
+	return config_model_url(&c);
+}
+
+/* 1 when v is an array of at most SETTINGS_MAX_ALLOW short strings. */
+static int
+settings_allow_valid(json_object *v)
+{
+	size_t n;
+
+	if (!json_object_is_type(v, json_type_array))
+		return 0;
+	n = json_object_array_length(v);
+	if (n > SETTINGS_MAX_ALLOW)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    json_object_get_string_len(e) == 0 ||
+		    json_object_get_string_len(e) > SETTINGS_MAX_ENTRY)
+			return 0;
+	}
+	return 1;
+}
+
+int
+settings_load(struct agent *a)
+{
+	char v[16384];
+	json_object *list;
+
+	snprintf(a->provider, sizeof(a->provider), "%s", a->cfg.provider);
+	snprintf(a->model, sizeof(a->model), "%s", a->cfg.model);
+	snprintf(a->approval, sizeof(a->approval), "%s", a->cfg.approval);
+	if (!approval_policy_valid(a->approval))
+		snprintf(a->approval, sizeof(a->approval), "ask");
+	json_object_put(a->allow_list);
+	a->allow_list = json_object_new_array();
+	room_db_config_get(a->db, "provider", a->provider, sizeof(a->provider));
+	room_db_config_get(a->db, "model", a->model, sizeof(a->model));
+	if (room_db_config_get(a->db, "approval", v, sizeof(v)) == 1 &&
+	    approval_policy_valid(v))
+		memcpy(a->approval, v, strlen(v) + 1);
+	if (room_db_config_get(a->db, "allow_list", v, sizeof(v)) == 1 &&
+	    (list = json_tokener_parse(v))) {
+		if (settings_allow_valid(list)) {
+			json_object_put(a->allow_list);
+			a->allow_list = list;
+		} else {
+			json_object_put(list);
+		}
+	}
+	return 0;
+}
+
+/* Check every field of req before changing anything.  0, or -EINVAL with
+ * the reason sent to c. */
+static int
+settings_check(struct conn *c, json_object *req)
+{
+	const char *p = json_get_string(req, "provider");
+	const char *m = json_get_string(req, "model");
+	const char *ap = json_get_string(req, "approval");
+	enum provider_kind k;
+	json_object *al = NULL;
+
+	if (p && provider_kind_parse(p, &k) < 0) {
+		room_error(c, NULL, "unknown provider \"%s\": use anthropic or "
+		    "openai", p);
+		return -EINVAL;
+	}
+	if (m && (!*m || strlen(m) >= sizeof(((struct agent *)0)->model))) {
+		room_error(c, NULL, "model must be a name of 1 to 127 bytes");
+		return -EINVAL;
+	}
+	if (ap && !approval_policy_valid(ap)) {
+		room_error(c, NULL, "unknown approval policy \"%s\": use "
+		    "deny_all, allow_list, allow_all or ask", ap);
+		return -EINVAL;
+	}
+	if (json_object_object_get_ex(req, "allow_list", &al) &&
+	    !settings_allow_valid(al)) {
+		room_error(c, NULL, "allow_list must be an array of at most %d "
+		    "tool names or command prefixes (strings)",
+		    SETTINGS_MAX_ALLOW);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The stored `config` event with the room's settings now. */
+static void
+settings_announce(struct agent *a, const char *user)
+{
+	json_object *ev = room_event_new("config");
+
+	json_object_object_add(ev, "provider", json_object_new_string(a->provider));
+	json_object_object_add(ev, "model", json_object_new_string(a->model));
+	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
+	json_object_object_add(ev, "allow_list", json_object_get(a->allow_list));
+	json_object_object_add(ev, "user", json_object_new_string(user));
+	room_emit(a, ev, 1);
+}
+
+void
+settings_request(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *p = json_get_string(req, "provider");
+	const char *m = json_get_string(req, "model");
+	const char *ap = json_get_string(req, "approval");
+	json_object *al = NULL;
+
+	if (settings_check(c, req) < 0)
+		return;
+	if (p) {
+		snprintf(a->provider, sizeof(a->provider), "%s", p);
+		room_db_config_set(a->db, "provider", p, c->user);
+	}
+	if (m) {
+		snprintf(a->model, sizeof(a->model), "%s", m);
+		room_db_config_set(a->db, "model", m, c->user);
+	}
+	if (ap) {
+		snprintf(a->approval, sizeof(a->approval), "%s", ap);
+		room_db_config_set(a->db, "approval", ap, c->user);
+	}
+	if (json_object_object_get_ex(req, "allow_list", &al)) {
+		json_object_put(a->allow_list);
+		a->allow_list = json_object_get(al);
+		room_db_config_set(a->db, "allow_list",
+		    json_object_to_json_string_ext(al, JSON_C_TO_STRING_PLAIN),
+		    c->user);
+	}
+	log_info("%s changed the room's settings: provider %s, model %s, "
+	    "approval %s", c->user, a->provider, a->model, a->approval);
+	settings_announce(a, c->user);
+}

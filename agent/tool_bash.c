@@ -1,0 +1,215 @@
+/*
+ * tool_bash.c: the bash tool (tool_bash.h).  The command runs through
+ * proc.c in the room's sandbox with /workspace as its cwd and no
+ * environment of the agent's; every run is audited (user "agent").  Both
+ * streams go to the room as they come and into one outcap, in arrival
+ * order, which is what the model sees.
+ */
+#include "tool_bash.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "proc.h"
+#include "room.h"
+#include "room_db.h"
+#include "text.h"
+
+struct tool_run {
+	struct agent *a;
+	char id[128];			/* the model's tool call id */
+	struct proc *proc;
+	struct outcap cap;
+	struct buf carry[2];		/* unfinished UTF-8 per stream */
+	long long audit_id;
+	int timeout_s;
+	tool_bash_done_fn *done;	/* NULL once cancelled */
+	void *arg;
+};
+
+char *
+tool_bash_result(const char *output, int exited, int code,
+    const char *signame, int timed_out, int timeout_s)
+{
+	size_t n = strlen(output) + 160;
+	char *s = malloc(n);
+	const char *sep = output[0] && output[strlen(output) - 1] != '\n' ?
+	    "\n" : "";
+
+	if (!s)
+		return NULL;
+	if (timed_out)
+		snprintf(s, n, "%s%scommand timed out after %d s and was "
+		    "killed", output, sep, timeout_s);
+	else if (!exited)
+		snprintf(s, n, "%s%skilled by signal %s", output, sep,
+		    signame ? signame : "?");
+	else if (code != 0)
+		snprintf(s, n, "%s%sexit status %d", output, sep, code);
+	else
+		snprintf(s, n, "%s", output);
+	return s;
+}
+
+/* Send whole characters of a stream to the room as tool_output. */
+static void
+tool_bash_stream(struct tool_run *r, int stream, const char *p, size_t n)
+{
+	struct buf *carry = &r->carry[stream - 1], text;
+	json_object *ev;
+	size_t done;
+
+	if (buf_append(carry, p, n) < 0) {
+		buf_reset(carry);
+		return;
+	}
+	done = text_utf8_complete(carry->data, carry->len);
+	if (!done)
+		return;
+	buf_init(&text, done * 3 + 4);
+	if (text_utf8_append(&text, carry->data, done) == 0) {
+		ev = room_event_new("tool_output");
+		json_object_object_add(ev, "id", json_object_new_string(r->id));
+		json_object_object_add(ev, "stream", json_object_new_string(
+		    stream == PROC_STDOUT ? "stdout" : "stderr"));
+		json_object_object_add(ev, "text", json_object_new_string_len(
+		    text.data, (int)text.len));
+		room_emit(r->a, ev, 0);
+	}
+	buf_free(&text);
+	buf_consume(carry, done);
+}
+
+static void
+tool_bash_on_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct tool_run *r = arg;
+
+	outcap_add(&r->cap, p, n);
+	if (r->done)
+		tool_bash_stream(r, stream, p, n);
+}
+
+static void
+tool_bash_free(struct tool_run *r)
+{
+	outcap_free(&r->cap);
+	buf_free(&r->carry[0]);
+	buf_free(&r->carry[1]);
+	free(r);
+}
+
+static void
+tool_bash_on_exit(void *arg, const struct proc_end *end)
+{
+	struct tool_run *r = arg;
+	const char *sig = end->how.how == SANDBOX_SIGNALED ?
+	    proc_signal_name(end->how.code) : NULL;
+	char *out = NULL, *res = NULL;
+	int exited = end->how.how == SANDBOX_EXITED;
+
+	r->a->tool_procs--;
+	room_db_audit_end(r->a->db, r->audit_id, exited ? end->how.code :
+	    128 + end->how.code, sig);
+	if (r->done) {
+		if (outcap_text(&r->cap, &out) == 0)
+			res = tool_bash_result(out, exited, end->how.code, sig,
+			    end->timed_out, r->timeout_s);
+		r->done(r->arg, exited && end->how.code == 0 &&
+		    !end->timed_out ? "ok" : "error",
+		    res ? res : "(the agent ran out of memory for the output)");
+	}
+	free(out);
+	free(res);
+	tool_bash_free(r);
+}
+
+/* The command and timeout from the model's input.  0 or -EINVAL (err). */
+static int
+tool_bash_input(struct agent *a, json_object *input, const char **cmd,
+    int *timeout_s, char *err, size_t errlen)
+{
+	int max = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
+	    AGENT_DEFAULT_TOOL_TIMEOUT;
+	long long t = input ? json_get_int(input, "timeout", 0) : 0;
+
+	*cmd = input ? json_get_string(input, "command") : NULL;
+	if (!*cmd || !**cmd) {
+		snprintf(err, errlen, "the bash tool needs {\"command\": "
+		    "\"...\"} with a non-empty command string");
+		return -EINVAL;
+	}
+	*timeout_s = t > 0 && t < max ? (int)t : max;
+	return 0;
+}
+
+int
+tool_bash_start(struct agent *a, const char *call_id, json_object *input,
+    tool_bash_done_fn *done, void *arg, struct tool_run **out,
+    char *err, size_t errlen)
+{
+	struct proc_opts o = { .fds = { -1, -1, -1 }, .capture = 1 };
+	struct tool_run *r;
+	const char *cmd;
+	int timeout_s, rc;
+
+	*out = NULL;
+	rc = tool_bash_input(a, input, &cmd, &timeout_s, err, errlen);
+	if (rc < 0)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r || outcap_init(&r->cap, TOOL_BASH_HEAD, TOOL_BASH_TAIL) < 0) {
+		free(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->a = a;
+	snprintf(r->id, sizeof(r->id), "%s", call_id);
+	buf_init(&r->carry[0], 64);
+	buf_init(&r->carry[1], 64);
+	r->timeout_s = timeout_s;
+	r->done = done;
+	r->arg = arg;
+	o.shell = cmd;
+	o.timeout_s = timeout_s;
+	o.output = tool_bash_on_output;
+	o.exit = tool_bash_on_exit;
+	o.arg = r;
+	room_db_audit_start(a->db, "agent", "tool", cmd, "/workspace",
+	    &r->audit_id);
+	rc = proc_spawn(a, &o, &r->proc);
+	if (rc < 0) {
+		room_db_audit_end(a->db, r->audit_id, 126, NULL);
+		tool_bash_free(r);
+		snprintf(err, errlen, "the command could not be started in the "
+		    "sandbox (%s)", strerror(-rc));
+		return rc;
+	}
+	a->tool_procs++;
+	*out = r;
+	return 0;
+}
+
+void
+tool_bash_cancel(struct tool_run *r)
+{
+	if (!r)
+		return;
+	r->done = NULL;
+	proc_kill(r->proc);
+}
+
+void
+tool_bash_abandon(struct tool_run *r)
+{
+	if (!r)
+		return;
+	r->a->tool_procs--;
+	room_db_audit_end(r->a->db, r->audit_id, 137, "KILL");
+	proc_abandon(r->proc);
+	tool_bash_free(r);
+}

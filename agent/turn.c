@@ -1,0 +1,1009 @@
+/*
+ * turn.c: the agent's turns (turn.h), a state machine whose every step is
+ * checkpointed in room.db, so a crash at any point resumes where it was:
+ *
+ *   phase      in flight                      what room.db holds meanwhile
+ *   MODEL      one model request (http.c)      transcript ends with a user
+ *   RETRY      a timer before the next attempt message: redo the request
+ *   APPROVAL   an approval_request and timer   assistant tool_use stored;
+ *   TOOL       one bash command (tool_bash.c)  journal row per call answered
+ *
+ * Checkpoints (explicit commits): the model's response (assistant message,
+ * tool_call events) before any tool runs; a tool's journal start before it
+ * is spawned; its end before the next call; the tool results message before
+ * the next request.  On start (turn_resume) the last transcript message says
+ * what to do next: a user message means the model call was in flight (make
+ * it again); an assistant message with tool calls means answer the calls
+ * with no journal end, where a start without an end becomes "interrupted"
+ * and is never run again.
+ *
+ * A turn ends with turn_end (stop_reason end_turn, max_tokens, stopped,
+ * error, max_steps) and always leaves the transcript valid: every tool_use
+ * has its tool_result, and a failed model call leaves the user's message in
+ * place for the next turn.
+ */
+#include "turn.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "approval.h"
+#include "http.h"
+#include "jsonl.h"
+#include "log.h"
+#include "loop.h"
+#include "prompt.h"
+#include "provider.h"
+#include "room.h"
+#include "room_db.h"
+#include "tool_bash.h"
+#include "util.h"
+
+#define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
+#define TURN_MAX_AGENTS_READ	(1024 * 1024)	/* AGENTS.md read at most */
+
+enum turn_phase { PHASE_IDLE, PHASE_MODEL, PHASE_RETRY, PHASE_APPROVAL,
+	PHASE_TOOL };
+
+struct turn {
+	struct agent *a;
+	long long id;			/* turns.id */
+	char user[64];			/* who prompted */
+	int step;			/* model responses stored so far */
+	long in_tokens, out_tokens;	/* totals of this turn */
+	enum turn_phase phase;
+	/* PHASE_MODEL / PHASE_RETRY */
+	enum provider_kind kind;
+	struct http_call *call;
+	struct provider_stream *stream;
+	int feed_err;			/* provider_stream_feed's failure */
+	int attempt;			/* attempts of this step so far */
+	long long timer;		/* retry or approval timer, 0 */
+	json_object *bad_args;		/* call id -> raw arguments */
+	/* PHASE_APPROVAL / PHASE_TOOL */
+	json_object *calls;		/* tool_use blocks being answered */
+	int call_step;			/* their assistant message's step */
+	int next;			/* index of the call in hand */
+	struct tool_run *run;
+	long long ask_deadline;		/* monotonic ms an ask times out */
+};
+
+static void turn_model_start(struct turn *t);
+static void turn_tools_next(struct turn *t);
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static void
+turn_free(struct turn *t)
+{
+	if (!t)
+		return;
+	if (t->call)
+		http_cancel(t->call);
+	if (t->timer)
+		loop_del_timer(t->a->loop, t->timer);
+	provider_stream_free(t->stream);
+	json_object_put(t->bad_args);
+	json_object_put(t->calls);
+	free(t);
+}
+
+/* Commit now: a checkpoint.  Failure is logged by room_db. */
+static void
+turn_checkpoint(struct turn *t)
+{
+	room_db_commit(t->a->db);
+}
+
+/* The tool_use blocks of an assistant message, a new array (maybe empty). */
+static json_object *
+turn_tool_uses(json_object *msg)
+{
+	json_object *content = NULL, *out = json_object_new_array();
+
+	if (!json_object_object_get_ex(msg, "content", &content) ||
+	    !json_object_is_type(content, json_type_array))
+		return out;
+	for (size_t i = 0; i < json_object_array_length(content); i++) {
+		json_object *b = json_object_array_get_idx(content, i);
+		const char *type = json_get_string(b, "type");
+
+		if (type && strcmp(type, "tool_use") == 0)
+			json_object_array_add(out, json_object_get(b));
+	}
+	return out;
+}
+
+/* The text blocks of an assistant message joined, into b. */
+static void
+turn_message_text(json_object *msg, struct buf *b)
+{
+	json_object *content = NULL;
+
+	if (!json_object_object_get_ex(msg, "content", &content) ||
+	    !json_object_is_type(content, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(content); i++) {
+		json_object *blk = json_object_array_get_idx(content, i);
+		const char *type = json_get_string(blk, "type");
+		const char *text = json_get_string(blk, "text");
+
+		if (type && text && strcmp(type, "text") == 0)
+			buf_append(b, text, strlen(text));
+	}
+}
+
+/* A message from "agent" to the room (stored). */
+static void
+turn_say(struct turn *t, const char *text)
+{
+	json_object *ev = room_event_new("message");
+
+	json_object_object_add(ev, "user", json_object_new_string("agent"));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	room_emit(t->a, ev, 1);
+}
+
+static long
+turn_resume_cb(struct loop *l, long long id, void *arg)
+{
+	turn_resume(arg);
+	return LOOP_NOMORE;
+}
+
+/* End the turn: turn_end stored and committed, the next prompt scheduled. */
+static void
+turn_finish(struct turn *t, const char *stop_reason)
+{
+	struct agent *a = t->a;
+	json_object *ev = room_event_new("turn_end"), *usage;
+
+	room_db_turn_end(a->db, t->id, stop_reason);
+	usage = json_object_new_object();
+	json_object_object_add(usage, "input_tokens",
+	    json_object_new_int64(t->in_tokens));
+	json_object_object_add(usage, "output_tokens",
+	    json_object_new_int64(t->out_tokens));
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "stop_reason",
+	    json_object_new_string(stop_reason));
+	json_object_object_add(ev, "usage", usage);
+	room_emit(a, ev, 1);
+	turn_checkpoint(t);
+	log_info("turn %lld ended: %s", t->id, stop_reason);
+	a->turn = NULL;
+	turn_free(t);
+	loop_add_timer(a->loop, 0, turn_resume_cb, a);
+}
+
+/* End the turn with an error event for the room. */
+static void
+turn_fail(struct turn *t, const char *message)
+{
+	json_object *ev = room_event_new("error");
+
+	json_object_object_add(ev, "message", json_object_new_string(message));
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	room_emit(t->a, ev, 0);
+	log_warn("turn %lld failed: %s", t->id, message);
+	turn_finish(t, "error");
+}
+
+/* ---- the model request ---------------------------------------------------- */
+
+static void
+turn_sink_text(void *arg, const char *text, size_t len)
+{
+	struct turn *t = arg;
+	json_object *ev = room_event_new("agent_delta");
+
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "text", json_object_new_string_len(text,
+	    (int)len));
+	room_emit(t->a, ev, 0);
+}
+
+static void
+turn_sink_tool(void *arg, const char *id, const char *name,
+    json_object *input, const char *raw)
+{
+	struct turn *t = arg;
+
+	if (!input && id)
+		json_object_object_add(t->bad_args, id,
+		    json_object_new_string(raw ? raw : ""));
+}
+
+static int
+turn_http_body(void *arg, const char *p, size_t n)
+{
+	struct turn *t = arg;
+	int r = provider_stream_feed(t->stream, p, n);
+
+	if (r < 0)
+		t->feed_err = r;
+	return r;
+}
+
+/* The system prompt: room, members, AGENTS.md.  malloc'd or NULL. */
+static char *
+turn_system_prompt(struct agent *a)
+{
+	char path[PATH_MAX + 16], *md = NULL, *s;
+	json_object *members = room_members(a);
+	size_t len = 0;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/AGENTS.md", a->workspace);
+	r = read_small_file(path, TURN_MAX_AGENTS_READ, &md, &len);
+	if (r < 0 && r != -ENOENT)
+		log_warn("AGENTS.md not read: %s", strerror(-r));
+	s = prompt_system(a->room, members, r == 0 ? md : NULL, len);
+	free(md);
+	json_object_put(members);
+	return s;
+}
+
+/* Build the request of this step.  0 or -errno (message in err). */
+static int
+turn_build(struct turn *t, struct provider_http *http, char *err,
+    size_t errlen)
+{
+	struct agent *a = t->a;
+	struct provider_request req = { 0 };
+	json_object *messages = NULL, *tools;
+	int timeout = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
+	    AGENT_DEFAULT_TOOL_TIMEOUT;
+	char *system;
+	int r;
+
+	if (provider_kind_parse(a->provider, &t->kind) < 0) {
+		snprintf(err, errlen, "the room's provider \"%s\" is unknown: "
+		    "set it to anthropic or openai", a->provider);
+		return -EINVAL;
+	}
+	r = room_db_transcript_load(a->db, &messages);
+	if (r < 0) {
+		snprintf(err, errlen, "the room's transcript could not be read");
+		return r;
+	}
+	system = turn_system_prompt(a);
+	tools = prompt_tools(timeout);
+	req.model = a->model;
+	req.system = system;
+	req.messages = messages;
+	req.tools = tools;
+	req.max_tokens = a->cfg.max_tokens > 0 ? a->cfg.max_tokens : 4096;
+	r = provider_build(t->kind, agent_model_url(a),
+	    a->have_api_key ? a->api_key : NULL, &req, http);
+	if (r < 0)
+		snprintf(err, errlen, "the model request could not be built "
+		    "(%s)", strerror(-r));
+	free(system);
+	json_object_put(messages);
+	json_object_put(tools);
+	return r;
+}
+
+/* No key and the provider's public URL: tell the room how to set one up. */
+static void
+turn_no_model(struct turn *t)
+{
+	turn_say(t, "No model is configured for this room, so I cannot "
+	    "answer yet. To configure one, start atriumd with "
+	    "ANTHROPIC_API_KEY or OPENAI_API_KEY in its environment, or with "
+	    "--api-key-file FILE; or use a local OpenAI-compatible server "
+	    "with --provider openai --model-url http://127.0.0.1:11434/v1 "
+	    "(Ollama) and --model NAME.");
+	turn_finish(t, "end_turn");
+}
+
+static void turn_model_done(void *arg, const struct http_result *r);
+
+static void
+turn_model_start(struct turn *t)
+{
+	struct agent *a = t->a;
+	struct provider_sink sink = { .arg = t, .text = turn_sink_text,
+	    .tool_call = turn_sink_tool };
+	struct http_cbs cbs = { .arg = t, .body = turn_http_body,
+	    .done = turn_model_done };
+	struct provider_http http = { 0 };
+	char err[512];
+
+	if (!a->have_api_key && !a->cfg.model_url[0]) {
+		turn_no_model(t);
+		return;
+	}
+	if (t->step >= TURN_MAX_STEPS) {
+		turn_say(t, "I stopped after " "50 model requests in this turn, "
+		    "the most allowed. Ask me to continue if there is more to "
+		    "do.");
+		turn_finish(t, "max_steps");
+		return;
+	}
+	if (turn_build(t, &http, err, sizeof(err)) < 0) {
+		turn_fail(t, err);
+		return;
+	}
+	provider_stream_free(t->stream);
+	json_object_put(t->bad_args);
+	t->bad_args = json_object_new_object();
+	t->stream = provider_stream_new(t->kind, &sink);
+	t->feed_err = 0;
+	t->attempt++;
+	t->phase = PHASE_MODEL;
+	if (!t->stream || http_start(a->http, &http, TURN_CONNECT_TIMEOUT,
+	    a->model_idle_timeout, &cbs, &t->call) < 0) {
+		provider_http_free(&http);
+		turn_fail(t, "the model request could not be started: the "
+		    "agent's log says why");
+		return;
+	}
+	provider_http_free(&http);
+	log_debug("turn %lld step %d: model request, attempt %d", t->id,
+	    t->step + 1, t->attempt);
+}
+
+/* ---- the model's answer --------------------------------------------------- */
+
+/* Give every tool_use an object input; remember which had none. */
+static void
+turn_fix_inputs(struct turn *t, json_object *calls)
+{
+	for (size_t i = 0; i < json_object_array_length(calls); i++) {
+		json_object *b = json_object_array_get_idx(calls, i), *in;
+
+		if (!json_object_object_get_ex(b, "input", &in) ||
+		    !json_object_is_type(in, json_type_object)) {
+			const char *id = json_get_string(b, "id");
+
+			json_object_object_add(b, "input",
+			    json_object_new_object());
+			if (id && !json_object_object_get_ex(t->bad_args, id,
+			    NULL))
+				json_object_object_add(t->bad_args, id,
+				    json_object_new_string(""));
+		}
+	}
+}
+
+/* Announce the answer: the finished text, then each tool call. */
+static void
+turn_announce(struct turn *t, json_object *msg, json_object *calls)
+{
+	struct buf text;
+	json_object *ev;
+
+	buf_init(&text, 16 * 1024 * 1024);
+	turn_message_text(msg, &text);
+	if (text.len)
+		turn_say(t, text.data);
+	buf_free(&text);
+	for (size_t i = 0; i < json_object_array_length(calls); i++) {
+		json_object *b = json_object_array_get_idx(calls, i), *in = NULL;
+
+		json_object_object_get_ex(b, "input", &in);
+		ev = room_event_new("tool_call");
+		json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+		json_object_object_add(ev, "id", json_object_new_string(
+		    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
+		json_object_object_add(ev, "name", json_object_new_string(
+		    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
+		json_object_object_add(ev, "input", json_object_get(in));
+		room_emit(t->a, ev, 1);
+	}
+}
+
+/* A complete answer: store it (checkpoint), announce it, go on. */
+static void
+turn_model_complete(struct turn *t)
+{
+	struct agent *a = t->a;
+	json_object *msg = provider_stream_message(t->stream), *calls;
+	const char *stop = provider_stream_stop_reason(t->stream);
+	long in = 0, out = 0;
+	char stop_reason[32];
+
+	snprintf(stop_reason, sizeof(stop_reason), "%s", stop && *stop ? stop :
+	    "end_turn");
+	if (!msg) {
+		turn_fail(t, "the model's answer could not be read: the "
+		    "agent's log says why");
+		return;
+	}
+	provider_stream_usage(t->stream, &in, &out);
+	calls = turn_tool_uses(msg);
+	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
+	room_db_transcript_add(a->db, t->id, t->step, "assistant", msg);
+	room_db_turn_step(a->db, t->id, in, out);
+	room_db_usage_add(a->db, a->model, in, out);
+	t->in_tokens += in;
+	t->out_tokens += out;
+	t->attempt = 0;
+	turn_announce(t, msg, calls);
+	turn_checkpoint(t);
+	json_object_put(msg);
+	if (json_object_array_length(calls) == 0) {
+		json_object_put(calls);
+		turn_finish(t, stop_reason);
+		return;
+	}
+	json_object_put(t->calls);
+	t->calls = calls;
+	t->call_step = t->step;
+	t->next = 0;
+	t->step++;
+	turn_tools_next(t);
+}
+
+/* Is a stream error of this type worth a retry? */
+static int
+turn_stream_error_retryable(const char *type)
+{
+	static const char *const fatal[] = { "invalid", "auth", "permission",
+	    "not_found", "quota", "billing" };
+	char low[64];
+	size_t i;
+
+	for (i = 0; type && type[i] && i + 1 < sizeof(low); i++)
+		low[i] = (char)tolower((unsigned char)type[i]);
+	low[i] = '\0';
+	for (i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (strstr(low, fatal[i]))
+			return 0;
+	return 1;
+}
+
+/* What to tell people about a failed request, and whether to retry. */
+static int
+turn_describe_failure(struct turn *t, const struct http_result *r,
+    char *what, size_t whatlen, char *hint, size_t hintlen)
+{
+	const char *url = agent_model_url(t->a), *type, *msg = NULL;
+	char pm[600];
+
+	hint[0] = '\0';
+	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
+		type = provider_stream_error(t->stream, &msg);
+		snprintf(what, whatlen, "model error (%s): %s",
+		    type ? type : "error", msg ? msg : "");
+		return turn_stream_error_retryable(type);
+	}
+	if (r->status >= 200 && r->status < 300 && t->feed_err) {
+		snprintf(what, whatlen, "the model server at %s answered in a "
+		    "format that is not %s's", url, t->a->provider);
+		snprintf(hint, hintlen, "check --provider and --model-url");
+		return 0;
+	}
+	if (r->status == 0 || (r->curl_code && r->status < 300)) {
+		snprintf(what, whatlen, "could not reach the model server at "
+		    "%s (%s)", url, r->error[0] ? r->error : "no answer");
+		snprintf(hint, hintlen, "is the model server at %s running?",
+		    url);
+		return provider_should_retry(0, NULL, 0);
+	}
+	provider_error_message(t->kind, r->status, r->body, r->body_len, pm,
+	    sizeof(pm));
+	snprintf(what, whatlen, "model %s (%d): %s", r->status == 429 ?
+	    "rate-limited" : r->status >= 500 ? "server error" : "request "
+	    "refused", r->status, pm);
+	if (r->status == 401 || r->status == 403)
+		snprintf(hint, hintlen, "check the API key (ANTHROPIC_API_KEY "
+		    "or OPENAI_API_KEY in atriumd's environment, or "
+		    "--api-key-file)");
+	else if (r->status == 404)
+		snprintf(hint, hintlen, "check --model-url (%s) and the model "
+		    "name (%s)", url, t->a->model);
+	else if (r->status == 400)
+		snprintf(hint, hintlen, "the model server refused the request");
+	return provider_should_retry(r->status, r->body, r->body_len);
+}
+
+static long
+turn_retry_cb(struct loop *l, long long id, void *arg)
+{
+	struct turn *t = arg;
+
+	t->timer = 0;
+	turn_model_start(t);
+	return LOOP_NOMORE;
+}
+
+static void
+turn_model_done(void *arg, const struct http_result *r)
+{
+	struct turn *t = arg;
+	struct agent *a = t->a;
+	char what[1024], hint[512], msg[1600];
+	long delay;
+	int retry;
+
+	t->call = NULL;
+	if (r->status >= 200 && r->status < 300 && !r->curl_code &&
+	    !t->feed_err) {
+		if (provider_stream_finish(t->stream) == 0) {
+			turn_model_complete(t);
+			return;
+		}
+		snprintf(what, sizeof(what), "the model's answer was cut short");
+		hint[0] = '\0';
+		retry = 1;
+	} else {
+		retry = turn_describe_failure(t, r, what, sizeof(what), hint,
+		    sizeof(hint));
+	}
+	if (retry && t->attempt < a->max_retries) {
+		delay = provider_retry_delay_ms(t->attempt, r->retry_after,
+		    r->retry_after_ms, a->retry_base_ms);
+		room_notice(a, "%s; retrying in %ld s, attempt %d of %d", what,
+		    (delay + 999) / 1000, t->attempt + 1, a->max_retries);
+		log_warn("%s; retrying in %ld ms", what, delay);
+		t->phase = PHASE_RETRY;
+		t->timer = loop_add_timer(a->loop, delay, turn_retry_cb, t);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%s%s%s%s", what, t->attempt > 1 ?
+	    " (after retries)" : "", hint[0] ? ": " : "", hint);
+	turn_fail(t, msg);
+}
+
+/* ---- tool calls ------------------------------------------------------------ */
+
+/* Record call idx's end (journal, tool_result event) and commit. */
+static void
+turn_tool_end(struct turn *t, int idx, const char *status,
+    const char *output)
+{
+	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
+	json_object *in = NULL, *ev;
+	const char *id = json_get_string(b, "id");
+
+	json_object_object_get_ex(b, "input", &in);
+	room_db_tool_end(t->a->db, t->id, t->call_step, idx, id ? id : "",
+	    json_get_string(b, "name") ? json_get_string(b, "name") : "",
+	    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN), status,
+	    output);
+	ev = room_event_new("tool_result");
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "id", json_object_new_string(id ? id : ""));
+	json_object_object_add(ev, "status", json_object_new_string(status));
+	json_object_object_add(ev, "output", json_object_new_string(output));
+	room_emit(t->a, ev, 1);
+	turn_checkpoint(t);
+}
+
+static void
+turn_tool_done(void *arg, const char *status, const char *output)
+{
+	struct turn *t = arg;
+
+	t->run = NULL;
+	turn_tool_end(t, t->next, status, output);
+	t->next++;
+	turn_tools_next(t);
+}
+
+/* Run call idx: journal start committed first, then the command.  1 when
+ * it is running, 0 when it ended at once (error recorded). */
+static int
+turn_tool_run(struct turn *t, int idx)
+{
+	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
+	json_object *in = NULL;
+	const char *id = json_get_string(b, "id");
+	char err[512];
+
+	json_object_object_get_ex(b, "input", &in);
+	room_db_tool_start(t->a->db, t->id, t->call_step, idx, id ? id : "",
+	    "bash", json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN));
+	turn_checkpoint(t);
+	if (tool_bash_start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
+	    err, sizeof(err)) < 0) {
+		turn_tool_end(t, idx, "error", err);
+		return 0;
+	}
+	t->phase = PHASE_TOOL;
+	return 1;
+}
+
+static long
+turn_approval_timeout(struct loop *l, long long id, void *arg)
+{
+	struct turn *t = arg;
+	char why[160];
+
+	t->timer = 0;
+	snprintf(why, sizeof(why), "denied: no one in the room answered the "
+	    "approval request within %d s", t->a->approval_timeout);
+	room_notice(t->a, "approval request timed out after %d s: denied",
+	    t->a->approval_timeout);
+	turn_tool_end(t, t->next, "denied", why);
+	t->next++;
+	turn_tools_next(t);
+	return LOOP_NOMORE;
+}
+
+/* The approval_request event for call b, with the seconds left. */
+static json_object *
+turn_ask_event(struct turn *t, json_object *b, long seconds)
+{
+	json_object *ev = room_event_new("approval_request"), *in = NULL;
+
+	json_object_object_get_ex(b, "input", &in);
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "id", json_object_new_string(
+	    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
+	json_object_object_add(ev, "tool", json_object_new_string(
+	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
+	json_object_object_add(ev, "input", json_object_get(in));
+	json_object_object_add(ev, "seconds", json_object_new_int64(seconds));
+	return ev;
+}
+
+/* Ask the room about call b. */
+static void
+turn_ask(struct turn *t, json_object *b)
+{
+	room_emit(t->a, turn_ask_event(t, b, t->a->approval_timeout), 0);
+	t->phase = PHASE_APPROVAL;
+	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;
+	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L,
+	    turn_approval_timeout, t);
+}
+
+void
+turn_joined(struct agent *a, struct conn *c)
+{
+	struct turn *t = a->turn;
+	long left;
+
+	if (!t || t->phase != PHASE_APPROVAL)
+		return;
+	left = (long)((t->ask_deadline - time_mono_ms() + 999) / 1000);
+	room_send(c, turn_ask_event(t, json_object_array_get_idx(t->calls,
+	    (size_t)t->next), left > 0 ? left : 0));
+}
+
+/* Deal with call idx without running anything when its fate is already
+ * known.  1 when it was answered here, 0 when it still needs a decision. */
+static int
+turn_tool_known(struct turn *t, int idx, json_object *b)
+{
+	struct room_db_tool j;
+	const char *id = json_get_string(b, "id"), *name;
+	json_object *raw = NULL;
+	char msg[1024];
+	int found = room_db_tool_get(t->a->db, t->id, t->call_step, idx, &j);
+
+	if (found == 1 && j.ended) {
+		free(j.output);
+		return 1;
+	}
+	if (found == 1 && j.started) {
+		turn_tool_end(t, idx, "interrupted", "interrupted: the agent "
+		    "stopped while this command was running, so its result is "
+		    "unknown; it was not run again. Check its effects before "
+		    "running it again.");
+		return 1;
+	}
+	name = json_get_string(b, "name");
+	if (id && json_object_object_get_ex(t->bad_args, id, &raw)) {
+		snprintf(msg, sizeof(msg), "error: the arguments of this tool "
+		    "call were not a JSON object (%.600s); send {\"command\": "
+		    "\"...\"}", json_object_get_string(raw));
+		turn_tool_end(t, idx, "error", msg);
+		return 1;
+	}
+	if (!name || strcmp(name, "bash") != 0) {
+		snprintf(msg, sizeof(msg), "error: there is no tool named "
+		    "\"%.100s\"; the only tool is bash", name ? name : "");
+		turn_tool_end(t, idx, "error", msg);
+		return 1;
+	}
+	return 0;
+}
+
+/* The user message answering every call of t->calls, from the journal,
+ * stored and committed.  0 or -errno. */
+static int
+turn_store_results(struct turn *t)
+{
+	json_object *msg = json_object_new_object();
+	json_object *content = json_object_new_array();
+	struct room_db_tool j;
+	int r = 0;
+
+	for (size_t i = 0; i < json_object_array_length(t->calls); i++) {
+		json_object *b = json_object_array_get_idx(t->calls, i);
+		json_object *res = json_object_new_object();
+		int found = room_db_tool_get(t->a->db, t->id, t->call_step,
+		    (int)i, &j);
+
+		json_object_object_add(res, "type",
+		    json_object_new_string("tool_result"));
+		json_object_object_add(res, "tool_use_id", json_object_new_string(
+		    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
+		json_object_object_add(res, "content", json_object_new_string(
+		    found == 1 && j.output ? j.output : "interrupted"));
+		json_object_object_add(res, "is_error", json_object_new_boolean(
+		    found != 1 || strcmp(j.status, "ok") != 0));
+		json_object_array_add(content, res);
+		if (found == 1)
+			free(j.output);
+	}
+	json_object_object_add(msg, "role", json_object_new_string("user"));
+	json_object_object_add(msg, "content", content);
+	r = room_db_transcript_add(t->a->db, t->id, t->call_step, "user", msg);
+	json_object_put(msg);
+	turn_checkpoint(t);
+	json_object_put(t->calls);
+	t->calls = NULL;
+	t->next = 0;
+	t->attempt = 0;
+	return r;
+}
+
+/* Answer every call of the message in order; when all are answered, store
+ * the results and make the next request. */
+static void
+turn_tools_next(struct turn *t)
+{
+	struct agent *a = t->a;
+	json_object *b, *in;
+	char why[200];
+
+	while ((size_t)t->next < json_object_array_length(t->calls)) {
+		b = json_object_array_get_idx(t->calls, (size_t)t->next);
+		in = NULL;
+		json_object_object_get_ex(b, "input", &in);
+		if (turn_tool_known(t, t->next, b)) {
+			t->next++;
+			continue;
+		}
+		switch (approval_decide(a->approval, a->allow_list, "bash", in)) {
+		case APPROVAL_ASK:
+			turn_ask(t, b);
+			return;
+		case APPROVAL_DENY:
+			snprintf(why, sizeof(why), "denied: the room's approval "
+			    "policy (%s) does not allow this call", a->approval);
+			turn_tool_end(t, t->next, "denied", why);
+			t->next++;
+			continue;
+		case APPROVAL_ALLOW:
+			if (turn_tool_run(t, t->next))
+				return;
+			t->next++;
+			continue;
+		}
+	}
+	if (turn_store_results(t) < 0) {
+		turn_fail(t, "the tool results could not be stored in room.db");
+		return;
+	}
+	turn_model_start(t);
+}
+
+/* ---- starting, resuming, stopping -------------------------------------------- */
+
+/* Put the prompt in the transcript (merged into a trailing user message so
+ * roles keep alternating), mark the turn running, announce it. */
+static int
+turn_begin(struct turn *t, const char *prompt)
+{
+	struct agent *a = t->a;
+	struct room_db_msg last;
+	json_object *block, *content = NULL, *msg, *ev;
+	char *text = prompt_user_text(t->user, prompt);
+	int r, found;
+
+	if (!text)
+		return -ENOMEM;
+	block = json_object_new_object();
+	json_object_object_add(block, "type", json_object_new_string("text"));
+	json_object_object_add(block, "text", json_object_new_string(text));
+	free(text);
+	found = room_db_transcript_last(a->db, &last);
+	if (found == 1 && strcmp(last.role, "user") == 0 &&
+	    json_object_object_get_ex(last.msg, "content", &content) &&
+	    json_object_is_type(content, json_type_array)) {
+		json_object_array_add(content, block);
+		r = room_db_transcript_replace(a->db, last.rowid, last.msg);
+	} else {
+		msg = json_object_new_object();
+		content = json_object_new_array();
+		json_object_array_add(content, block);
+		json_object_object_add(msg, "role", json_object_new_string("user"));
+		json_object_object_add(msg, "content", content);
+		r = room_db_transcript_add(a->db, t->id, 0, "user", msg);
+		json_object_put(msg);
+	}
+	json_object_put(last.msg);
+	if (r == 0)
+		r = room_db_turn_start(a->db, t->id);
+	ev = room_event_new("turn_start");
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "user", json_object_new_string(t->user));
+	room_emit(a, ev, 1);
+	turn_checkpoint(t);
+	log_info("turn %lld started by %s", t->id, t->user);
+	return r;
+}
+
+/* Decide the next step of a running turn from the transcript's end. */
+static void
+turn_continue(struct turn *t)
+{
+	struct room_db_msg last;
+	json_object *calls;
+	int found = room_db_transcript_last(t->a->db, &last);
+
+	if (found != 1 || strcmp(last.role, "user") == 0) {
+		json_object_put(last.msg);
+		turn_model_start(t);
+		return;
+	}
+	calls = turn_tool_uses(last.msg);
+	json_object_put(last.msg);
+	if (json_object_array_length(calls) == 0 || last.turn != t->id) {
+		json_object_put(calls);
+		turn_finish(t, "end_turn");
+		return;
+	}
+	log_info("turn %lld resumes at the tool calls of step %d", t->id,
+	    last.step + 1);
+	t->calls = calls;
+	t->call_step = last.step;
+	t->next = 0;
+	turn_tools_next(t);
+}
+
+void
+turn_resume(struct agent *a)
+{
+	struct room_db_turn rt;
+	struct turn *t;
+	int found;
+
+	if (a->turn)
+		return;
+	found = room_db_turn_next(a->db, &rt);
+	if (found != 1)
+		return;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		free(rt.prompt);
+		return;
+	}
+	t->a = a;
+	t->id = rt.id;
+	snprintf(t->user, sizeof(t->user), "%s", rt.user);
+	t->step = rt.steps;
+	t->in_tokens = rt.input_tokens;
+	t->out_tokens = rt.output_tokens;
+	t->bad_args = json_object_new_object();
+	a->turn = t;
+	if (rt.state == TURN_QUEUED) {
+		if (turn_begin(t, rt.prompt) < 0) {
+			free(rt.prompt);
+			turn_fail(t, "the prompt could not be stored in room.db");
+			return;
+		}
+	} else {
+		log_info("turn %lld of %s was unfinished: resuming", t->id,
+		    t->user);
+	}
+	free(rt.prompt);
+	turn_continue(t);
+}
+
+int
+turn_prompt(struct agent *a, const char *user, const char *text)
+{
+	long long id;
+	int r = room_db_turn_add(a->db, user, text, &id);
+
+	if (r < 0)
+		return r;
+	if (a->turn) {
+		room_notice(a, "%s's prompt is queued: the agent is busy with "
+		    "%s's turn; it runs after that (%d waiting)", user,
+		    a->turn->user, room_db_turns_queued(a->db));
+		return 0;
+	}
+	turn_resume(a);
+	return 0;
+}
+
+int
+turn_approve(struct agent *a, const char *user, const char *id, int approve)
+{
+	struct turn *t = a->turn;
+	json_object *b;
+	const char *cid;
+	char why[160];
+
+	if (!t || t->phase != PHASE_APPROVAL)
+		return -ENOENT;
+	b = json_object_array_get_idx(t->calls, (size_t)t->next);
+	cid = json_get_string(b, "id");
+	if (!cid || strcmp(cid, id) != 0)
+		return -ENOENT;
+	loop_del_timer(a->loop, t->timer);
+	t->timer = 0;
+	room_notice(a, "%s %s the agent's command", user, approve ?
+	    "approved" : "denied");
+	if (approve && turn_tool_run(t, t->next))
+		return 0;
+	if (!approve) {
+		snprintf(why, sizeof(why), "denied by %s", user);
+		turn_tool_end(t, t->next, "denied", why);
+	}
+	t->next++;
+	turn_tools_next(t);
+	return 0;
+}
+
+int
+turn_stop(struct agent *a, const char *user)
+{
+	struct turn *t = a->turn;
+	char why[160];
+
+	if (!t)
+		return -ENOENT;
+	if (t->call)
+		http_cancel(t->call);
+	t->call = NULL;
+	if (t->timer)
+		loop_del_timer(a->loop, t->timer);
+	t->timer = 0;
+	if (t->run)
+		tool_bash_cancel(t->run);
+	t->run = NULL;
+	room_notice(a, "%s stopped the agent", user);
+	if (t->calls) {
+		snprintf(why, sizeof(why), "stopped by %s before it finished",
+		    user);
+		for (; (size_t)t->next < json_object_array_length(t->calls);
+		    t->next++) {
+			struct room_db_tool j;
+			int found = room_db_tool_get(a->db, t->id, t->call_step,
+			    t->next, &j);
+
+			if (found == 1 && j.ended)
+				free(j.output);
+			else
+				turn_tool_end(t, t->next, "stopped", why);
+		}
+		turn_store_results(t);
+	}
+	turn_finish(t, "stopped");
+	return 0;
+}
+
+void
+turn_shutdown(struct agent *a)
+{
+	struct turn *t = a->turn;
+
+	if (!t)
+		return;
+	if (t->run)
+		tool_bash_abandon(t->run);
+	t->run = NULL;
+	a->turn = NULL;
+	turn_free(t);
+}
+
+int
+turn_busy(struct agent *a)
+{
+	return a->turn != NULL || room_db_turns_queued(a->db) > 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * turn.h: the agent's turns, a checkpointed state machine (turn.c).
+ *
+ *   prompt -> [queued] -> model request -> stream deltas -> response stored
+ *     -> for each tool call, in order: approval -> journal start (committed)
+ *        -> run -> journal end (committed) -> tool_result
+ *     -> tool results stored -> next model request ... -> turn_end
+ *
+ * One turn runs at a time; prompts that arrive meanwhile wait in room.db.
+ */
+#ifndef ATRIUM_AGENT_TURN_H
+#define ATRIUM_AGENT_TURN_H
+
+struct agent;
+struct conn;
+
+#define TURN_MAX_STEPS	50		/* model requests per turn */
+
+/* Queue a prompt from user; starts it when no turn runs.  0 or -errno. */
+int turn_prompt(struct agent *a, const char *user, const char *text);
+
+/* Answer the approval request id.  0, or -ENOENT when no such request is
+ * waiting. */
+int turn_approve(struct agent *a, const char *user, const char *id,
+    int approve);
+
+/* A member joined: show them the approval request that is waiting, if
+ * any. */
+void turn_joined(struct agent *a, struct conn *c);
+
+/* End the running turn now.  0, or -ENOENT when none runs. */
+int turn_stop(struct agent *a, const char *user);
+
+/* Continue an unfinished turn found in room.db, or start a queued one.
+ * Called at start and after each turn ends. */
+void turn_resume(struct agent *a);
+
+/* Shut down: drop the model request and kill the running command, leaving
+ * the journal as a crash would (the turn resumes on the next start). */
+void turn_shutdown(struct agent *a);
+
+/* 1 while a turn runs or waits in the queue. */
+int turn_busy(struct agent *a);
+
+#endif

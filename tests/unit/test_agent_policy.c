@@ -1,0 +1,131 @@
+/*
+ * test_agent_policy.c: approval decisions with allow-list prefixes
+ * (agent/approval.c) and the system prompt and prompt framing
+ * (agent/prompt.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonl.h"
+#include "../../agent/approval.h"
+#include "../../agent/prompt.h"
+#include "unit.h"
+
+static json_object *
+cmd(const char *c)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "command", json_object_new_string(c));
+	return o;
+}
+
+static void
+test_prefix(void)
+{
+	CHECK_INT(approval_prefix_match("git status", "git status"), 1);
+	CHECK_INT(approval_prefix_match("git status -s", "git status"), 1);
+	CHECK_INT(approval_prefix_match("  make  ", "make"), 1);
+	CHECK_INT(approval_prefix_match("make -j2", "make "), 1);
+	CHECK_INT(approval_prefix_match("makefoo", "make"), 0);
+	CHECK_INT(approval_prefix_match("git statusx", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status; rm -rf .", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status && rm x", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status | sh", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status $(rm x)", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status `rm x`", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status > f", "git status"), 0);
+	CHECK_INT(approval_prefix_match("git status\nrm x", "git status"), 0);
+	CHECK_INT(approval_prefix_match("ls", ""), 0);
+}
+
+static void
+test_decide(void)
+{
+	json_object *list = json_tokener_parse("[\"read\", \"git status\", "
+	    "\"make\"]");
+	json_object *all = json_tokener_parse("[\"bash\"]");
+	json_object *in = cmd("make test"), *bad = cmd("rm -rf /workspace");
+
+	CHECK_INT(approval_decide("allow_all", NULL, "bash", bad),
+	    APPROVAL_ALLOW);
+	CHECK_INT(approval_decide("deny_all", all, "bash", in), APPROVAL_DENY);
+	CHECK_INT(approval_decide("allow_list", list, "bash", in),
+	    APPROVAL_ALLOW);
+	CHECK_INT(approval_decide("allow_list", list, "bash", bad),
+	    APPROVAL_DENY);
+	CHECK_INT(approval_decide("allow_list", list, "read", NULL),
+	    APPROVAL_ALLOW);
+	CHECK_INT(approval_decide("allow_list", all, "bash", bad),
+	    APPROVAL_ALLOW);
+	CHECK_INT(approval_decide("allow_list", NULL, "bash", in),
+	    APPROVAL_DENY);
+	CHECK_INT(approval_decide("ask", list, "bash", in), APPROVAL_ALLOW);
+	CHECK_INT(approval_decide("ask", list, "bash", bad), APPROVAL_ASK);
+	CHECK_INT(approval_decide("bogus", list, "bash", in), APPROVAL_DENY);
+	CHECK_INT(approval_decide(NULL, list, "bash", in), APPROVAL_DENY);
+	CHECK_INT(approval_policy_valid("ask"), 1);
+	CHECK_INT(approval_policy_valid("Ask"), 0);
+	json_object_put(list);
+	json_object_put(all);
+	json_object_put(in);
+	json_object_put(bad);
+}
+
+static void
+test_system_prompt(void)
+{
+	json_object *members = json_tokener_parse("[\"alice\", \"bob\"]");
+	char *big = malloc(PROMPT_MAX_AGENTS_MD + 100), *s;
+
+	s = prompt_system("demo", members, "Use tabs.\n", 10);
+	CHECK(s && strstr(s, "\"demo\""));
+	CHECK(s && strstr(s, "/workspace"));
+	CHECK(s && strstr(s, "alice, bob"));
+	CHECK(s && strstr(s, "AGENTS.md"));
+	CHECK(s && strstr(s, "Use tabs.\n"));
+	free(s);
+	s = prompt_system("demo", NULL, NULL, 0);
+	CHECK(s && !strstr(s, "AGENTS.md") && !strstr(s, "People in"));
+	free(s);
+	memset(big, 'z', PROMPT_MAX_AGENTS_MD + 100);
+	s = prompt_system("demo", NULL, big, PROMPT_MAX_AGENTS_MD + 100);
+	CHECK(s && strstr(s, "only the first 32768 are shown"));
+	free(s);
+	free(big);
+	json_object_put(members);
+}
+
+static void
+test_user_text(void)
+{
+	char *s = prompt_user_text("alice", "line one\n  line two\n");
+
+	CHECK_STR(s, "alice:\nline one\n  line two\n");
+	free(s);
+}
+
+static void
+test_tools(void)
+{
+	json_object *t = prompt_tools(120), *schema = NULL;
+
+	CHECK_INT(json_object_array_length(t), 1);
+	CHECK_STR(json_get_string(json_object_array_get_idx(t, 0), "name"),
+	    "bash");
+	CHECK(json_object_object_get_ex(json_object_array_get_idx(t, 0),
+	    "input_schema", &schema));
+	CHECK(strstr(json_object_to_json_string(schema), "\"command\""));
+	json_object_put(t);
+}
+
+int
+main(void)
+{
+	TEST(test_prefix);
+	TEST(test_decide);
+	TEST(test_system_prompt);
+	TEST(test_user_text);
+	TEST(test_tools);
+	return unit_done("test_agent_policy");
+}

@@ -1,0 +1,162 @@
+/*
+ * test_agent_room_db.c: room.db on a temp file (agent/room_db.c): creation
+ * and forward migration, refusal of a newer schema, and the checkpoint
+ * tables a resumed turn relies on.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../agent/room_db.h"
+#include "unit.h"
+
+static char path[64];
+
+static int
+count_json(const char *json, void *arg)
+{
+	int *n = arg;
+
+	(void)json;
+	(*n)++;
+	return 0;
+}
+
+static void
+test_create_and_reopen(void)
+{
+	struct room_db *db;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
+	CHECK_INT(room_db_config_set(db, "model", "m1", "alice"), 0);
+	room_db_close(db);
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
+	{
+		char v[32];
+
+		CHECK_INT(room_db_config_get(db, "model", v, sizeof(v)), 1);
+		CHECK_STR(v, "m1");
+		CHECK_INT(room_db_config_get(db, "nope", v, sizeof(v)), 0);
+	}
+	room_db_close(db);
+}
+
+static void
+test_newer_schema_refused(void)
+{
+	char p2[80];
+	sqlite3 *s;
+	struct room_db *db = NULL;
+
+	snprintf(p2, sizeof(p2), "%s-new", path);
+	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(s, "PRAGMA user_version = 99", NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(s);
+	CHECK_INT(room_db_open(p2, &db), -EPROTO);
+	CHECK(db == NULL);
+	unlink(p2);
+}
+
+static void
+test_events_and_seq(void)
+{
+	struct room_db *db;
+	int n = 0;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	for (int i = 1; i <= 5; i++)
+		CHECK_INT(room_db_event_add(db, i * 2, "t", "message",
+		    "{\"type\":\"message\"}"), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(room_db_last_seq(db), 10);
+	CHECK_INT(room_db_seq_mark(db, 15), 0);
+	CHECK_INT(room_db_last_seq(db), 15);
+	CHECK_INT(room_db_events_each(db, 0, 0, count_json, &n), 0);
+	CHECK_INT(n, 5);
+	n = 0;
+	CHECK_INT(room_db_events_each(db, 4, 0, count_json, &n), 0);
+	CHECK_INT(n, 3);
+	n = 0;
+	CHECK_INT(room_db_events_each(db, 0, 2, count_json, &n), 0);
+	CHECK_INT(n, 2);
+	room_db_close(db);
+}
+
+static void
+test_turn_checkpoints(void)
+{
+	struct room_db *db;
+	struct room_db_turn t;
+	struct room_db_msg m;
+	struct room_db_tool j;
+	json_object *msg = json_tokener_parse("{\"role\":\"assistant\","
+	    "\"content\":[]}");
+	long long id, id2;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_turn_add(db, "alice", "first", &id), 0);
+	CHECK_INT(room_db_turn_add(db, "bob", "second", &id2), 0);
+	CHECK_INT(room_db_turns_queued(db), 2);
+	CHECK_INT(room_db_turn_next(db, &t), 1);
+	CHECK_INT(t.id, id);
+	CHECK_INT(t.state, TURN_QUEUED);
+	free(t.prompt);
+	CHECK_INT(room_db_turn_start(db, id2), 0);	/* running wins */
+	CHECK_INT(room_db_turn_next(db, &t), 1);
+	CHECK_INT(t.id, id2);
+	CHECK_INT(t.state, TURN_RUNNING);
+	free(t.prompt);
+	CHECK_INT(room_db_turn_step(db, id2, 10, 5), 0);
+	CHECK_INT(room_db_transcript_add(db, id2, 0, "assistant", msg), 0);
+	CHECK_INT(room_db_transcript_last(db, &m), 1);
+	CHECK_STR(m.role, "assistant");
+	CHECK_INT(m.turn, id2);
+	json_object_put(m.msg);
+	CHECK_INT(room_db_tool_start(db, id2, 0, 0, "c1", "bash", "{}"), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	room_db_close(db);
+
+	/* After a "crash": the call is started and not ended. */
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_turn_next(db, &t), 1);
+	CHECK_INT(t.steps, 1);
+	CHECK_INT(t.input_tokens, 10);
+	free(t.prompt);
+	CHECK_INT(room_db_tool_get(db, id2, 0, 0, &j), 1);
+	CHECK(j.started && !j.ended);
+	CHECK_INT(room_db_tool_get(db, id2, 0, 1, &j), 0);
+	CHECK_INT(room_db_tool_end(db, id2, 0, 0, "c1", "bash", "{}",
+	    "interrupted", "interrupted"), 0);
+	CHECK_INT(room_db_tool_get(db, id2, 0, 0, &j), 1);
+	CHECK(j.started && j.ended);
+	CHECK_STR(j.status, "interrupted");
+	free(j.output);
+	CHECK_INT(room_db_turn_end(db, id2, "end_turn"), 0);
+	CHECK_INT(room_db_turns_queued(db), 1);
+	room_db_close(db);
+	json_object_put(msg);
+}
+
+int
+main(void)
+{
+	char wal[96];
+
+	snprintf(path, sizeof(path), "/tmp/test_agent_room_db.%d", (int)getpid());
+	TEST(test_create_and_reopen);
+	TEST(test_newer_schema_refused);
+	TEST(test_events_and_seq);
+	TEST(test_turn_checkpoints);
+	unlink(path);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", path);
+	unlink(wal);
+	return unit_done("test_agent_room_db");
+}
