@@ -1,0 +1,217 @@
+/*
+ * chunks.c: a regular file's bytes, in rows of at most FS_CHUNK bytes keyed
+ * (ino, idx).  Called by core.c with fs->lock held; the caller keeps the
+ * inode's size and clamps reads to it.
+ *
+ * Invariants (I6 of schema.c): 0 < length(data) <= FS_CHUNK and
+ * idx*FS_CHUNK + length(data) <= size.  A missing chunk is a hole and bytes
+ * past a short chunk's end read as zeros, so truncate up writes nothing and
+ * truncate down deletes and trims.
+ *
+ * Workload: the kernel sends writes of up to 1 MiB, mostly sequential, so
+ * most chunks are written whole (one INSERT OR REPLACE without reading);
+ * a write inside an existing chunk's length is done in place through
+ * incremental blob I/O, and only a write that extends a short chunk reads
+ * and rewrites it.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Replace (or insert) chunk idx of ino with n bytes of p.  0 or -errno. */
+static int
+chunks_put(struct fs *fs, uint64_t ino, uint64_t idx, const void *p, size_t n)
+{
+	sqlite3_stmt *st = db_stmt(fs,
+	    "INSERT OR REPLACE INTO chunks(ino, idx, data) VALUES(?, ?, ?)");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
+	sqlite3_bind_blob(st, 3, p, (int)n, SQLITE_STATIC);
+	return db_done(fs, st);
+}
+
+/* Write n bytes of p at coff inside the existing row rowid in place (the row
+ * is at least coff+n long).  0 or -errno. */
+static int
+chunks_patch(struct fs *fs, sqlite3_int64 rowid, size_t coff, const void *p,
+    size_t n)
+{
+	sqlite3_blob *blob;
+	int rc;
+
+	rc = sqlite3_blob_open(fs->db, "main", "chunks", "data", rowid, 1, &blob);
+	if (rc != SQLITE_OK)
+		return db_errno(fs, rc, "chunks_patch open");
+	rc = sqlite3_blob_write(blob, p, (int)n, (int)coff);
+	sqlite3_blob_close(blob);
+	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_patch write");
+}
+
+/* Rewrite row rowid (len bytes now) as coff+n bytes: old bytes, zeros up to
+ * coff, then p.  0 or -errno. */
+static int
+chunks_extend(struct fs *fs, sqlite3_int64 rowid, size_t len, size_t coff,
+    const void *p, size_t n)
+{
+	sqlite3_stmt *st;
+	sqlite3_blob *blob;
+	unsigned char *buf;
+	size_t newlen = coff + n;
+	int rc, r;
+
+	if (!(buf = malloc(newlen)))
+		return -ENOMEM;
+	rc = sqlite3_blob_open(fs->db, "main", "chunks", "data", rowid, 0, &blob);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_blob_read(blob, buf, (int)len, 0);
+		sqlite3_blob_close(blob);
+	}
+	if (rc != SQLITE_OK) {
+		free(buf);
+		return db_errno(fs, rc, "chunks_extend read");
+	}
+	if (coff > len)
+		memset(buf + len, 0, coff - len);
+	memcpy(buf + coff, p, n);
+	if (!(st = db_stmt(fs, "UPDATE chunks SET data = ? WHERE rowid = ?"))) {
+		free(buf);
+		return -EIO;
+	}
+	sqlite3_bind_blob(st, 1, buf, (int)newlen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, rowid);
+	r = db_done(fs, st);
+	free(buf);
+	return r;
+}
+
+/* Write n bytes of p at offset coff of chunk idx.  0 or -errno. */
+static int
+chunks_write_one(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
+    const void *p, size_t n)
+{
+	sqlite3_stmt *st;
+	sqlite3_int64 rowid;
+	size_t len;
+	int rc, r;
+
+	if (coff == 0 && n == FS_CHUNK)
+		return chunks_put(fs, ino, idx, p, n);
+	st = db_stmt(fs, "SELECT rowid, length(data) FROM chunks "
+	    "WHERE ino = ? AND idx = ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
+	rc = sqlite3_step(st);
+	rowid = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 1) : 0;
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW && len >= coff + n)
+		return chunks_patch(fs, rowid, coff, p, n);
+	if (rc == SQLITE_ROW)
+		return chunks_extend(fs, rowid, len, coff, p, n);
+	if (rc != SQLITE_DONE)
+		return db_errno(fs, rc, "chunks_write");
+	if (coff == 0)
+		return chunks_put(fs, ino, idx, p, n);
+	unsigned char *buf = calloc(1, coff + n);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf + coff, p, n);
+	r = chunks_put(fs, ino, idx, buf, coff + n);
+	free(buf);
+	return r;
+}
+
+/* Write size bytes of buf at off (the caller updates the size).  0 or
+ * -errno; a failure part way is undone by the caller's savepoint. */
+int
+chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size)
+{
+	const unsigned char *p = buf;
+	int r;
+
+	while (size > 0) {
+		uint64_t idx = off / FS_CHUNK;
+		size_t coff = (size_t)(off % FS_CHUNK);
+		size_t n = FS_CHUNK - coff < size ? FS_CHUNK - coff : size;
+
+		if ((r = chunks_write_one(fs, ino, idx, coff, p, n)) < 0)
+			return r;
+		p += n;
+		off += n;
+		size -= n;
+	}
+	return 0;
+}
+
+/* Read size bytes at off into buf, zeros for holes (the caller clamped size
+ * to the file's size).  0 or -errno. */
+int
+chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
+{
+	sqlite3_stmt *st;
+	unsigned char *out = buf;
+	uint64_t end = off + size;
+	int rc;
+
+	memset(buf, 0, size);
+	if (size == 0)
+		return 0;
+	st = db_stmt(fs, "SELECT idx, data FROM chunks WHERE ino = ? "
+	    "AND idx BETWEEN ? AND ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)(off / FS_CHUNK));
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)((end - 1) / FS_CHUNK));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t start = (uint64_t)sqlite3_column_int64(st, 0) * FS_CHUNK;
+		const unsigned char *data = sqlite3_column_blob(st, 1);
+		uint64_t len = (uint64_t)sqlite3_column_bytes(st, 1);
+		uint64_t from = start > off ? start : off;
+		uint64_t to = start + len < end ? start + len : end;
+
+		if (data && to > from)
+			memcpy(out + (from - off), data + (from - start), to - from);
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : db_errno(fs, rc, "chunks_read");
+}
+
+/* Drop the bytes at and past size (the caller sets the size).  0 or -errno. */
+int
+chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
+{
+	uint64_t keep = size % FS_CHUNK;
+	sqlite3_stmt *st;
+	int r;
+
+	st = db_stmt(fs, "DELETE FROM chunks WHERE ino = ? AND idx >= ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)((size + FS_CHUNK - 1) / FS_CHUNK));
+	if ((r = db_done(fs, st)) < 0 || keep == 0)
+		return r;
+	st = db_stmt(fs, "UPDATE chunks SET data = substr(data, 1, ?1) "
+	    "WHERE ino = ?2 AND idx = ?3 AND length(data) > ?1");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)keep);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)(size / FS_CHUNK));
+	return db_done(fs, st);
+}
+
+/* Delete every chunk of ino.  0 or -errno. */
+int
+chunks_delete(struct fs *fs, uint64_t ino)
+{
+	return chunks_truncate(fs, ino, 0);
+}

@@ -1,0 +1,192 @@
+/*
+ * fs.h: the atrium-fs core, a POSIX filesystem kept in one SQLite file.
+ *
+ * The core knows nothing of FUSE: fs/fuse_ops.c adapts it to the kernel,
+ * fs/main.c uses it for mkfs and fsck, and later export, import and
+ * snapshots use it the same way.  Everything is keyed by inode number (the
+ * SQLite rowid of the inode, which is also the FUSE inode number; the root
+ * is FS_ROOT_INO), never by path.
+ *
+ * Threads: every public fs_* function takes the filesystem's one mutex, so
+ * any thread may call any function.  Mutating calls run in a savepoint inside
+ * a longer transaction that is committed in groups (see fs/db.c), so each
+ * call is atomic and the database is consistent at every commit.
+ *
+ * Errors: every function returns 0 (or a byte count) or -errno.
+ */
+#ifndef ATRIUM_FS_H
+#define ATRIUM_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define FS_ROOT_INO 1
+/* The schema version (PRAGMA user_version) this program writes. */
+#define FS_SCHEMA_VERSION 1
+#define FS_NAME_MAX 255
+#define FS_SYMLINK_MAX 4095
+#define FS_XATTR_NAME_MAX 255
+#define FS_XATTR_VALUE_MAX 65536
+/* Largest file: 64 TiB keeps every offset and chunk index in range. */
+#define FS_FILE_MAX (1LL << 46)
+
+struct fs;
+
+/* An inode's attributes, as stat(2) shows them. */
+struct fs_attr {
+	uint64_t ino;
+	uint32_t mode;           /* type and permission bits */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	uint64_t rdev;
+	uint64_t blocks;         /* 512-byte units */
+	struct timespec atime, mtime, ctime;
+};
+
+/* Who asks: new inodes take this owner (fuse_req_ctx in the adapter). */
+struct fs_ctx {
+	uint32_t uid, gid;
+};
+
+/* fs_setattr's mask. */
+enum {
+	FS_SET_MODE = 1 << 0,
+	FS_SET_UID = 1 << 1,
+	FS_SET_GID = 1 << 2,
+	FS_SET_SIZE = 1 << 3,
+	FS_SET_ATIME = 1 << 4,
+	FS_SET_MTIME = 1 << 5,
+	FS_SET_ATIME_NOW = 1 << 6,
+	FS_SET_MTIME_NOW = 1 << 7,
+	FS_SET_CTIME = 1 << 8,
+};
+
+struct fs_setattr {
+	unsigned valid;          /* FS_SET_* bits */
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+/* fs_open flags. */
+enum {
+	FS_OPEN_READONLY = 1 << 0,   /* fsck: no migration, no cleanup */
+	FS_OPEN_CLEAN_ORPHANS = 1 << 1, /* mount: drop inodes with nlink 0 */
+};
+
+/* fs_rename flags: the values of RENAME_NOREPLACE and RENAME_EXCHANGE. */
+#define FS_RENAME_NOREPLACE (1 << 0)
+#define FS_RENAME_EXCHANGE (1 << 1)
+
+/* fs_setxattr flags: the values of XATTR_CREATE and XATTR_REPLACE. */
+#define FS_XATTR_CREATE 1
+#define FS_XATTR_REPLACE 2
+
+/*
+ * One directory entry for fs_readdir's callback.  off is the cookie to resume
+ * after this entry.  attr is filled only when fs_readdir was asked for it.
+ * The callback returns 0 when it took the entry (and fs_readdir then pins the
+ * inode if asked to), 1 when its buffer is full (the entry is not taken).
+ */
+struct fs_dirent {
+	const char *name;
+	uint64_t ino;
+	uint32_t mode;
+	int64_t off;
+	const struct fs_attr *attr;
+};
+typedef int (*fs_readdir_cb)(void *arg, const struct fs_dirent *de);
+
+struct fs_statfs {
+	uint64_t bsize, blocks, bfree, bavail, files, ffree, namemax;
+};
+
+/* --- lifecycle (fs/core.c) --- */
+
+/* Create a new filesystem at path whose root is owned by uid:gid.
+ * -EEXIST when path exists and is not empty. */
+int fs_mkfs(const char *path, uint32_t uid, uint32_t gid);
+
+/* Open an existing filesystem.  -ENOENT when missing, -EPROTO when its schema
+ * is newer than this program, -EINVAL when it is no atrium-fs database. */
+int fs_open(const char *path, int flags, struct fs **out);
+
+/* Commit what is pending, drop unlinked inodes, close.  Accepts NULL. */
+void fs_close(struct fs *fs);
+
+/* Start or stop the thread that commits grouped writes every interval. */
+int fs_committer_start(struct fs *fs, unsigned interval_ms);
+void fs_committer_stop(struct fs *fs);
+
+/* Commit pending work now; durable on disk when full is set.  0 or -errno. */
+int fs_sync(struct fs *fs, int full);
+
+/* --- names and inodes (fs/core.c) --- */
+
+/* Look up name in parent.  With pin, the inode's lookup count goes up by one. */
+int fs_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
+    struct fs_attr *out);
+
+/* Drop n lookups; an unlinked inode without lookups is deleted. */
+void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
+
+int fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
+int fs_setattr(struct fs *fs, uint64_t ino, const struct fs_setattr *sa,
+    struct fs_attr *out);
+
+/* Make a regular file, fifo, socket, device or (S_ISDIR) directory. */
+int fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t parent,
+    const char *name, uint32_t mode, uint64_t rdev, int pin,
+    struct fs_attr *out);
+int fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t parent,
+    const char *name, const char *target, int pin, struct fs_attr *out);
+/* The target into buf (NUL-terminated); its length or -errno. */
+int fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size);
+int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
+    int pin, struct fs_attr *out);
+int fs_unlink(struct fs *fs, uint64_t parent, const char *name);
+int fs_rmdir(struct fs *fs, uint64_t parent, const char *name);
+int fs_rename(struct fs *fs, uint64_t parent, const char *name,
+    uint64_t newparent, const char *newname, unsigned flags);
+
+/* Entries after cookie off ("." and ".." first), until cb says full. */
+int fs_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
+    fs_readdir_cb cb, void *arg);
+
+/* --- content (fs/core.c over fs/chunks.c) --- */
+
+/* Read up to size bytes at off into buf; bytes read or -errno. */
+ssize_t fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
+    size_t size);
+/* Write size bytes at off; bytes written or -errno. */
+ssize_t fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size);
+/* Open-time O_TRUNC. */
+int fs_truncate(struct fs *fs, uint64_t ino, uint64_t size);
+/* fallocate mode 0 or FALLOC_FL_KEEP_SIZE: extend the size (holes are zeros). */
+int fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
+    uint64_t len);
+
+int fs_statfs(struct fs *fs, struct fs_statfs *out);
+
+/* --- extended attributes (fs/xattr.c) --- */
+int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
+    const void *value, size_t size, int flags);
+/* Value size, or copied into buf when size > 0 (-ERANGE when too small). */
+ssize_t fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
+    size_t size);
+/* NUL-separated names, as listxattr(2). */
+ssize_t fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size);
+int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
+
+/* --- fsck (fs/fsck.c) --- */
+
+/* Check every invariant of fs/schema.c; each problem is passed to report
+ * (may be NULL).  The number of problems found, or -errno. */
+typedef void (*fsck_report_cb)(void *arg, const char *problem);
+int fsck_run(const char *path, int mounted, fsck_report_cb report, void *arg);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * fs_int.h: what the core's files share among themselves (struct fs, the
+ * database helpers of db.c, and the row helpers of inode.c, dir.c and
+ * chunks.c).  Nothing outside fs/ includes it, and nothing here knows FUSE.
+ *
+ * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
+ * takes it; every helper declared here expects it held.
+ */
+#ifndef ATRIUM_FS_INT_H
+#define ATRIUM_FS_INT_H
+
+#include "fs.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SCHEMA_VERSION FS_SCHEMA_VERSION
+/* Bytes per chunk row: big enough that a 1 MiB write is 16 rows, small
+ * enough that a 4 KiB write into an existing chunk copies little. */
+#define FS_CHUNK 65536
+#define FS_STMT_MAX 96
+
+/* Lookup counts of inodes the kernel (or another user of the core) holds. */
+struct pin {
+	uint64_t ino;
+	uint64_t n;
+	struct pin *next;
+};
+
+struct fs {
+	pthread_mutex_t lock;     /* guards everything below */
+	sqlite3 *db;              /* the one connection, reads and writes */
+	char *path;
+	int readonly;
+	/* Grouped commits: one transaction spans many operations. */
+	int txn_open;
+	long long txn_start_ms;   /* when the open transaction began */
+	unsigned txn_ops;         /* operations in it */
+	/* Prepared statements, keyed by the address of their SQL literal. */
+	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
+	int nstmts;
+	/* Lookup counts (inode.c). */
+	struct pin **pins;
+	size_t npins, pin_buckets;
+	/* The committer thread (core.c). */
+	pthread_t committer;
+	pthread_cond_t committer_cond;
+	int committer_running, committer_stop;
+	unsigned commit_interval_ms;
+};
+
+/* --- schema.c --- */
+int schema_version(sqlite3 *db);
+int schema_create(sqlite3 *db, uint32_t uid, uint32_t gid);
+int schema_open_check(sqlite3 *db, int readonly);
+
+/* --- db.c --- */
+int64_t fs_now_ns(void);
+int db_errno(struct fs *fs, int rc, const char *what);
+sqlite3_stmt *db_stmt(struct fs *fs, const char *sql);
+int db_done(struct fs *fs, sqlite3_stmt *st);
+int db_exec(struct fs *fs, const char *sql);
+int db_op_begin(struct fs *fs);
+int db_op_end(struct fs *fs, int rc);
+int db_commit(struct fs *fs, int full);
+void db_stmts_free(struct fs *fs);
+int db_configure(sqlite3 *db);
+
+/* --- inode.c --- */
+enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };
+int inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out);
+int inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
+    uint64_t rdev, uint32_t nlink, uint64_t *ino);
+int inode_put(struct fs *fs, const struct fs_attr *a);
+int inode_add_nlink(struct fs *fs, uint64_t ino, int delta);
+int inode_touch(struct fs *fs, uint64_t ino, int which);
+int inode_set_size(struct fs *fs, uint64_t ino, uint64_t size);
+int inode_release(struct fs *fs, uint64_t ino);
+int inode_purge_unlinked(struct fs *fs);
+void inode_pin(struct fs *fs, uint64_t ino, uint64_t n);
+uint64_t inode_unpin(struct fs *fs, uint64_t ino, uint64_t n);
+int inode_pinned(struct fs *fs, uint64_t ino);
+void inode_pins_free(struct fs *fs);
+
+/* --- dir.c --- */
+int dir_check_name(const char *name);
+int dir_lookup(struct fs *fs, uint64_t parent, const char *name, uint64_t *ino);
+int dir_add(struct fs *fs, uint64_t parent, const char *name, uint64_t ino);
+int dir_remove(struct fs *fs, uint64_t parent, const char *name);
+int dir_move(struct fs *fs, uint64_t parent, const char *name,
+    uint64_t newparent, const char *newname);
+int dir_set_ino(struct fs *fs, uint64_t parent, const char *name, uint64_t ino);
+int dir_is_empty(struct fs *fs, uint64_t ino);
+int dir_parent(struct fs *fs, uint64_t ino, uint64_t *parent);
+int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
+    fs_readdir_cb cb, void *arg);
+
+/* --- chunks.c --- */
+int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
+    size_t size);
+int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size);
+int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
+int chunks_delete(struct fs *fs, uint64_t ino);
+
+static inline void
+fs_lock(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+}
+
+static inline void
+fs_unlock(struct fs *fs)
+{
+	pthread_mutex_unlock(&fs->lock);
+}
+
+#endif

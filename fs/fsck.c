@@ -1,0 +1,140 @@
+/*
+ * fsck.c: check a workspace database against the invariants I1..I8 listed
+ * at the head of fs/schema.c.  Called by `atrium-fs fsck` (fs/main.c) and
+ * the unit tests.  Read-only: it opens its own read-only connection and
+ * never repairs.
+ *
+ * Each check is one query whose rows are the problems, already worded by
+ * SQLite's printf(), so adding a check is adding a row to fsck_checks[].
+ * Parameters: ?1 is 1 when a daemon has the database mounted (unlinked
+ * inodes may then still be open, so they are no problem), ?2 the chunk size.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#define FSCK_DIR "16384"   /* S_IFDIR */
+#define FSCK_REG "32768"   /* S_IFREG */
+#define FSCK_LNK "40960"   /* S_IFLNK */
+#define FSCK_TYPE(col) "((" col ") & 61440)"
+
+static const char *const fsck_checks[] = {
+	/* integrity of the SQLite file itself */
+	"SELECT 'sqlite: ' || quick_check FROM pragma_quick_check "
+	"WHERE quick_check != 'ok'",
+	/* I1 */
+	"SELECT 'the root directory (inode 1) is missing or not a directory' "
+	"WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND "
+	FSCK_TYPE("mode") " = " FSCK_DIR ")",
+	"SELECT printf('the root directory has an entry %Q in directory %d', "
+	"name, parent) FROM dirents WHERE ino = 1",
+	/* I2 */
+	"SELECT printf('entry %Q in directory %d: the directory is missing or "
+	"not a directory', d.name, d.parent) FROM dirents d LEFT JOIN inodes p "
+	"ON p.ino = d.parent WHERE p.ino IS NULL OR " FSCK_TYPE("p.mode")
+	" != " FSCK_DIR,
+	"SELECT printf('dangling entry %Q in directory %d: inode %d does not "
+	"exist', d.name, d.parent, d.ino) FROM dirents d LEFT JOIN inodes i "
+	"ON i.ino = d.ino WHERE i.ino IS NULL",
+	/* I3 */
+	"SELECT printf('bad name %Q in directory %d', name, parent) FROM dirents "
+	"WHERE length(CAST(name AS BLOB)) NOT BETWEEN 1 AND 255 "
+	"OR instr(name, '/') > 0 OR name IN ('.', '..')",
+	/* I4 */
+	"SELECT printf('inode %d has link count %d but %d entries', i.ino, "
+	"i.nlink, c) FROM (SELECT ino, nlink, mode, (SELECT count(*) FROM "
+	"dirents d WHERE d.ino = inodes.ino) AS c FROM inodes) i WHERE "
+	FSCK_TYPE("i.mode") " != " FSCK_DIR " AND i.nlink != c AND c > 0",
+	"SELECT printf('directory %d has %d entries naming it (want %d)', ino, c, "
+	"ino != 1) FROM (SELECT ino, (SELECT count(*) FROM dirents d WHERE "
+	"d.ino = inodes.ino) AS c FROM inodes WHERE " FSCK_TYPE("mode") " = "
+	FSCK_DIR ") WHERE c != (ino != 1) AND c > 0",
+	"SELECT printf('directory %d has link count %d, want %d', ino, nlink, "
+	"want) FROM (SELECT ino, nlink, 2 + (SELECT count(*) FROM dirents d "
+	"JOIN inodes j ON j.ino = d.ino WHERE d.parent = inodes.ino AND "
+	FSCK_TYPE("j.mode") " = " FSCK_DIR ") AS want FROM inodes WHERE "
+	FSCK_TYPE("mode") " = " FSCK_DIR " AND nlink > 0) WHERE nlink != want",
+	/* I5 */
+	"SELECT CASE WHEN nlink = 0 THEN printf('unlinked inode %d was not "
+	"removed (it is removed at the next mount)', ino) ELSE printf('orphan "
+	"inode %d (link count %d) has no directory entry', ino, nlink) END "
+	"FROM inodes i WHERE ino != 1 AND NOT EXISTS (SELECT 1 FROM dirents d "
+	"WHERE d.ino = i.ino) AND NOT (?1 AND nlink = 0)",
+	/* I6 */
+	"SELECT printf('chunk %d of inode %d: no such regular file', c.idx, "
+	"c.ino) FROM chunks c LEFT JOIN inodes i ON i.ino = c.ino WHERE "
+	"i.ino IS NULL OR " FSCK_TYPE("i.mode") " != " FSCK_REG,
+	"SELECT printf('chunk %d of inode %d: %d bytes at offset %d lie past "
+	"the size %d or the chunk size', c.idx, c.ino, length(c.data), "
+	"c.idx * ?2, i.size) FROM chunks c JOIN inodes i ON i.ino = c.ino "
+	"WHERE length(c.data) = 0 OR length(c.data) > ?2 OR c.idx < 0 OR "
+	"c.idx * ?2 + length(c.data) > i.size",
+	/* I7 */
+	"SELECT printf('symlink %d has no target or a size that is not its "
+	"length', i.ino) FROM inodes i LEFT JOIN symlinks s ON s.ino = i.ino "
+	"WHERE " FSCK_TYPE("i.mode") " = " FSCK_LNK " AND (s.ino IS NULL OR "
+	"length(s.target) != i.size)",
+	"SELECT printf('symlink target for inode %d, which is no symlink', "
+	"s.ino) FROM symlinks s LEFT JOIN inodes i ON i.ino = s.ino WHERE "
+	"i.ino IS NULL OR " FSCK_TYPE("i.mode") " != " FSCK_LNK,
+	"SELECT printf('xattr %Q of missing inode %d', x.name, x.ino) FROM "
+	"xattrs x LEFT JOIN inodes i ON i.ino = x.ino WHERE i.ino IS NULL",
+	/* I8 */
+	"WITH RECURSIVE r(ino) AS (SELECT 1 UNION SELECT d.ino FROM dirents d "
+	"JOIN r ON d.parent = r.ino) SELECT printf('directory %d is not "
+	"reachable from the root', i.ino) FROM inodes i WHERE "
+	FSCK_TYPE("i.mode") " = " FSCK_DIR " AND i.ino NOT IN r AND EXISTS "
+	"(SELECT 1 FROM dirents d WHERE d.ino = i.ino)",
+};
+
+/* Run one check; the number of problems it reported, or -errno. */
+static int
+fsck_one(sqlite3 *db, const char *sql, int mounted, fsck_report_cb report,
+    void *arg)
+{
+	sqlite3_stmt *st;
+	int n = 0, rc;
+
+	if ((rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL)) != SQLITE_OK) {
+		log_error("fsck query failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	if (sqlite3_bind_parameter_count(st) >= 1)
+		sqlite3_bind_int(st, 1, mounted);
+	if (sqlite3_bind_parameter_count(st) >= 2)
+		sqlite3_bind_int(st, 2, FS_CHUNK);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *msg = (const char *)sqlite3_column_text(st, 0);
+		if (report)
+			report(arg, msg ? msg : "(null)");
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		log_error("fsck query failed: %s", sqlite3_errstr(rc));
+		return -EIO;
+	}
+	return n;
+}
+
+/* Check every invariant: the number of problems, or -errno. */
+int
+fsck_run(const char *path, int mounted, fsck_report_cb report, void *arg)
+{
+	struct fs *fs;
+	int total = 0, r;
+
+	if ((r = fs_open(path, FS_OPEN_READONLY, &fs)) < 0)
+		return r;
+	/* One read transaction: every check sees the same state. */
+	sqlite3_exec(fs->db, "BEGIN", NULL, NULL, NULL);
+	for (size_t i = 0; i < sizeof(fsck_checks) / sizeof(fsck_checks[0]); i++) {
+		if ((r = fsck_one(fs->db, fsck_checks[i], mounted, report, arg)) < 0)
+			break;
+		total += r;
+	}
+	sqlite3_exec(fs->db, "COMMIT", NULL, NULL, NULL);
+	fs_close(fs);
+	return r < 0 ? r : total;
+}

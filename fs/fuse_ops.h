@@ -1,0 +1,21 @@
+/*
+ * fuse_ops.h: the FUSE low-level operations over the core (fs/fuse_ops.c).
+ * The session's userdata must be a struct fuse_ops_data.
+ */
+#ifndef ATRIUM_FUSE_OPS_H
+#define ATRIUM_FUSE_OPS_H
+
+#include <fuse_lowlevel.h>
+
+struct fs;
+
+/* The session's userdata: the core, and what init learnt of the kernel. */
+struct fuse_ops_data {
+	struct fs *fs;
+	int writeback;    /* set by the mounter: ask for the writeback cache */
+	int no_opendir;   /* set by init: opendir may answer ENOSYS */
+};
+
+extern const struct fuse_lowlevel_ops fuse_ops_table;
+
+#endif

@@ -1,0 +1,350 @@
+/*
+ * inode.c: inode rows and lookup counts.  Called by core.c with fs->lock held.
+ *
+ * Identifiers: the FUSE inode number is the inodes.ino rowid itself (root 1,
+ * AUTOINCREMENT so never reused; the FUSE generation is always 0).
+ *
+ * Lookup counts ("pins"): the kernel holds an inode from each lookup-like
+ * reply until it forgets it; an unlinked inode (nlink 0) must keep its rows
+ * while pinned (an open file stays readable), and is deleted when the last
+ * pin goes.  Pins live only in memory, in a chained hash table: after a
+ * crash nothing is pinned, and inode_purge_unlinked drops every nlink-0 inode
+ * at the next mount.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Fill a timespec from integer nanoseconds. */
+static struct timespec
+inode_ts(int64_t ns)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ns / 1000000000LL);
+	ts.tv_nsec = (long)(ns % 1000000000LL);
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000L;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
+/* Integer nanoseconds from a timespec. */
+static int64_t
+inode_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Read inode ino into out: 0, -ENOENT or -errno. */
+int
+inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT mode, nlink, uid, gid, size, "
+	    "rdev, atime, mtime, ctime FROM inodes WHERE ino = ?");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "inode_get");
+	}
+	out->ino = ino;
+	out->mode = (uint32_t)sqlite3_column_int64(st, 0);
+	out->nlink = (uint32_t)sqlite3_column_int64(st, 1);
+	out->uid = (uint32_t)sqlite3_column_int64(st, 2);
+	out->gid = (uint32_t)sqlite3_column_int64(st, 3);
+	out->size = (uint64_t)sqlite3_column_int64(st, 4);
+	out->rdev = (uint64_t)sqlite3_column_int64(st, 5);
+	out->atime = inode_ts(sqlite3_column_int64(st, 6));
+	out->mtime = inode_ts(sqlite3_column_int64(st, 7));
+	out->ctime = inode_ts(sqlite3_column_int64(st, 8));
+	out->blocks = (out->size + 511) / 512;
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Insert a new inode with times now; its number into *ino.  0 or -errno. */
+int
+inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
+    uint64_t rdev, uint32_t nlink, uint64_t *ino)
+{
+	sqlite3_stmt *st = db_stmt(fs, "INSERT INTO inodes(mode, nlink, uid, "
+	    "gid, size, rdev, atime, mtime, ctime) VALUES(?,?,?,?,0,?,?,?,?)");
+	int64_t now = fs_now_ns();
+	int r;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, mode);
+	sqlite3_bind_int64(st, 2, nlink);
+	sqlite3_bind_int64(st, 3, uid);
+	sqlite3_bind_int64(st, 4, gid);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)rdev);
+	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_int64(st, 7, now);
+	sqlite3_bind_int64(st, 8, now);
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	*ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
+	return 0;
+}
+
+/* Write back every attribute of a (as changed by setattr).  0 or -errno. */
+int
+inode_put(struct fs *fs, const struct fs_attr *a)
+{
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET mode=?, uid=?, gid=?, "
+	    "size=?, atime=?, mtime=?, ctime=? WHERE ino=?");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, a->mode);
+	sqlite3_bind_int64(st, 2, a->uid);
+	sqlite3_bind_int64(st, 3, a->gid);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)a->size);
+	sqlite3_bind_int64(st, 5, inode_ns(a->atime));
+	sqlite3_bind_int64(st, 6, inode_ns(a->mtime));
+	sqlite3_bind_int64(st, 7, inode_ns(a->ctime));
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)a->ino);
+	return db_done(fs, st);
+}
+
+/* Add delta to nlink and set ctime now.  0 or -errno. */
+int
+inode_add_nlink(struct fs *fs, uint64_t ino, int delta)
+{
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET nlink = max(nlink + ?, 0), "
+	    "ctime = ? WHERE ino = ?");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int(st, 1, delta);
+	sqlite3_bind_int64(st, 2, fs_now_ns());
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	return db_done(fs, st);
+}
+
+/* Set the chosen times (INODE_* bits) to now.  0 or -errno. */
+int
+inode_touch(struct fs *fs, uint64_t ino, int which)
+{
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET "
+	    "atime = CASE WHEN ?1 & 1 THEN ?2 ELSE atime END, "
+	    "mtime = CASE WHEN ?1 & 2 THEN ?2 ELSE mtime END, "
+	    "ctime = CASE WHEN ?1 & 4 THEN ?2 ELSE ctime END WHERE ino = ?3");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int(st, 1, which);
+	sqlite3_bind_int64(st, 2, fs_now_ns());
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	return db_done(fs, st);
+}
+
+/* Set size and mtime/ctime now (after a write or truncate).  0 or -errno. */
+int
+inode_set_size(struct fs *fs, uint64_t ino, uint64_t size)
+{
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET size = ?, mtime = ?2, "
+	    "ctime = ?2 WHERE ino = ?3");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)size);
+	sqlite3_bind_int64(st, 2, fs_now_ns());
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	return db_done(fs, st);
+}
+
+/* Delete every row of inode ino. */
+static int
+inode_delete(struct fs *fs, uint64_t ino)
+{
+	static const char *const sqls[] = {
+		"DELETE FROM chunks WHERE ino = ?",
+		"DELETE FROM symlinks WHERE ino = ?",
+		"DELETE FROM xattrs WHERE ino = ?",
+		"DELETE FROM inodes WHERE ino = ?",
+	};
+	int r;
+
+	for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++) {
+		sqlite3_stmt *st = db_stmt(fs, sqls[i]);
+		if (!st)
+			return -EIO;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+		if ((r = db_done(fs, st)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Delete inode ino if it has no links and no pins.  0 or -errno. */
+int
+inode_release(struct fs *fs, uint64_t ino)
+{
+	struct fs_attr a;
+	int r;
+
+	if (ino == FS_ROOT_INO || inode_pinned(fs, ino))
+		return 0;
+	if ((r = inode_get(fs, ino, &a)) < 0)
+		return r == -ENOENT ? 0 : r;
+	return a.nlink == 0 ? inode_delete(fs, ino) : 0;
+}
+
+/* Delete every unpinned inode with nlink 0.  The number deleted or -errno. */
+int
+inode_purge_unlinked(struct fs *fs)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT ino FROM inodes WHERE nlink = 0 "
+	    "AND ino > ? ORDER BY ino LIMIT 1");
+	uint64_t ino = 0;
+	int n = 0, r;
+
+	/* One at a time: deleting while a SELECT walks the table is unsafe. */
+	while (st) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+		if ((r = sqlite3_step(st)) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			return r == SQLITE_DONE ? n : db_errno(fs, r, "purge");
+		}
+		ino = (uint64_t)sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (!inode_pinned(fs, ino) && ino != FS_ROOT_INO) {
+			if ((r = inode_delete(fs, ino)) < 0)
+				return r;
+			n++;
+		}
+	}
+	return -EIO;
+}
+
+/* Bucket of ino in the pin table. */
+static size_t
+inode_bucket(const struct fs *fs, uint64_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ULL) >> 20) & (fs->pin_buckets - 1);
+}
+
+/* Double the pin table when it gets crowded (best effort on ENOMEM). */
+static void
+inode_pins_grow(struct fs *fs)
+{
+	size_t nb = fs->pin_buckets ? fs->pin_buckets * 2 : 1024;
+	struct pin **nt = calloc(nb, sizeof(*nt));
+	size_t ob = fs->pin_buckets;
+	struct pin **ot = fs->pins;
+
+	if (!nt)
+		return;
+	fs->pins = nt;
+	fs->pin_buckets = nb;
+	for (size_t i = 0; i < ob; i++) {
+		struct pin *p = ot[i], *next;
+		for (; p; p = next) {
+			next = p->next;
+			size_t b = inode_bucket(fs, p->ino);
+			p->next = nt[b];
+			nt[b] = p;
+		}
+	}
+	free(ot);
+}
+
+/* Add n lookups to ino.  An allocation failure is logged (the inode then
+ * lives until the next mount if it is unlinked). */
+void
+inode_pin(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	struct pin *p;
+	size_t b;
+
+	if (fs->npins >= fs->pin_buckets)
+		inode_pins_grow(fs);
+	if (!fs->pin_buckets)
+		return;
+	b = inode_bucket(fs, ino);
+	for (p = fs->pins[b]; p; p = p->next) {
+		if (p->ino == ino) {
+			p->n += n;
+			return;
+		}
+	}
+	if (!(p = malloc(sizeof(*p)))) {
+		log_error("out of memory counting lookups of inode %llu",
+		    (unsigned long long)ino);
+		return;
+	}
+	p->ino = ino;
+	p->n = n;
+	p->next = fs->pins[b];
+	fs->pins[b] = p;
+	fs->npins++;
+}
+
+/* Drop n lookups of ino; the lookups left.  An underflow is a broken
+ * invariant of the kernel protocol: logged, and the count is cleared. */
+uint64_t
+inode_unpin(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	struct pin **pp, *p;
+
+	if (!fs->pin_buckets)
+		return 0;
+	for (pp = &fs->pins[inode_bucket(fs, ino)]; (p = *pp); pp = &p->next) {
+		if (p->ino != ino)
+			continue;
+		if (p->n > n) {
+			p->n -= n;
+			return p->n;
+		}
+		if (p->n < n)
+			log_error("inode %llu forgotten %llu times, looked up %llu",
+			    (unsigned long long)ino, (unsigned long long)n,
+			    (unsigned long long)p->n);
+		*pp = p->next;
+		free(p);
+		fs->npins--;
+		return 0;
+	}
+	return 0;
+}
+
+/* 1 when ino has lookups, else 0. */
+int
+inode_pinned(struct fs *fs, uint64_t ino)
+{
+	struct pin *p;
+
+	if (!fs->pin_buckets)
+		return 0;
+	for (p = fs->pins[inode_bucket(fs, ino)]; p; p = p->next)
+		if (p->ino == ino)
+			return 1;
+	return 0;
+}
+
+/* Free the pin table. */
+void
+inode_pins_free(struct fs *fs)
+{
+	for (size_t i = 0; i < fs->pin_buckets; i++) {
+		struct pin *p = fs->pins[i], *next;
+		for (; p; p = next) {
+			next = p->next;
+			free(p);
+		}
+	}
+	free(fs->pins);
+	fs->pins = NULL;
+	fs->pin_buckets = fs->npins = 0;
+}

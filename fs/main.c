@@ -1,0 +1,194 @@
+/*
+ * main.c: the atrium-fs command line: mkfs, mount and fsck over the core.
+ * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
+ * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
+ * the same commands by hand.  man/atrium-fs.8 documents each one.
+ */
+#include "fs.h"
+#include "log.h"
+#include "mount.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
+	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
+	"       atrium-fs fsck DB\n"
+	"see atrium-fs(8)\n";
+
+/* Print usage to stderr; the exit status 2. */
+static int
+usage(void)
+{
+	fputs(usage_text, stderr);
+	return 2;
+}
+
+/* Parse "UID:GID" into uid, gid: 0 or -EINVAL. */
+static int
+parse_owner(const char *s, uint32_t *uid, uint32_t *gid)
+{
+	char *end;
+	unsigned long u, g;
+
+	errno = 0;
+	u = strtoul(s, &end, 10);
+	if (end == s || *end != ':' || errno)
+		return -EINVAL;
+	s = end + 1;
+	g = strtoul(s, &end, 10);
+	if (end == s || *end || errno || u > UINT32_MAX - 1 || g > UINT32_MAX - 1)
+		return -EINVAL;
+	*uid = (uint32_t)u;
+	*gid = (uint32_t)g;
+	return 0;
+}
+
+/* atrium-fs mkfs [--owner UID:GID] DB */
+static int
+cmd_mkfs(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "owner", required_argument, NULL, 'O' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint32_t uid = 0, gid = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		if (c != 'O' || parse_owner(optarg, &uid, &gid) < 0) {
+			if (c == 'O')
+				fprintf(stderr, "atrium-fs: --owner wants UID:GID "
+				    "(numbers), not \"%s\"\n", optarg);
+			return usage();
+		}
+	}
+	if (argc - optind != 1)
+		return usage();
+	r = fs_mkfs(argv[optind], uid, gid);
+	if (r == -EEXIST) {
+		fprintf(stderr, "atrium-fs: %s already exists and is not empty; "
+		    "refusing to overwrite it (remove it first, or pick a new "
+		    "path)\n", argv[optind]);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: cannot create %s: %s; check that its "
+		    "directory exists and is writable\n", argv[optind], strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+/* atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR */
+static int
+cmd_mount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "ready-fd", required_argument, NULL, 'R' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mount_opts o = { .ready_fd = -1 };
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+fo:", longopts, NULL)) != -1) {
+		if (c == 'f') {
+			o.foreground = 1;
+		} else if (c == 'o') {
+			o.fuse_opts = optarg;
+		} else if (c == 'R') {
+			long fd = strtol(optarg, &end, 10);
+			if (end == optarg || *end || fd < 0 || fd > INT_MAX) {
+				fprintf(stderr, "atrium-fs: --ready-fd wants a file "
+				    "descriptor number, not \"%s\"\n", optarg);
+				return 2;
+			}
+			o.ready_fd = (int)fd;
+		} else {
+			return usage();
+		}
+	}
+	if (argc - optind != 2)
+		return usage();
+	o.db = argv[optind];
+	o.dir = argv[optind + 1];
+	return mount_run(&o);
+}
+
+/* fsck's report callback: one problem per line on stdout. */
+static void
+fsck_print(void *arg, const char *problem)
+{
+	int *n = arg;
+
+	(*n)++;
+	printf("%s\n", problem);
+}
+
+/* atrium-fs fsck DB */
+static int
+cmd_fsck(int argc, char **argv)
+{
+	char holder[PATH_MAX];
+	const char *db;
+	pid_t pid;
+	int mounted, n = 0, r;
+
+	if (argc != 2)
+		return usage();
+	db = argv[1];
+	mounted = lockfile_probe(db, holder, sizeof(holder), &pid) == 1;
+	if (mounted)
+		fprintf(stderr, "atrium-fs: note: %s is mounted at %s by pid %ld; "
+		    "checking its last committed state\n", db, holder, (long)pid);
+	r = fsck_run(db, mounted, fsck_print, &n);
+	if (r == -ENOENT) {
+		fprintf(stderr, "atrium-fs: %s does not exist; check the path\n", db);
+		return 2;
+	}
+	if (r == -EPROTO || r == -EINVAL) {
+		fprintf(stderr, "atrium-fs: %s %s\n", db, r == -EPROTO ?
+		    "was written by a newer atrium-fs; upgrade atrium-fs to check it" :
+		    "is not an atrium-fs database");
+		return 2;
+	}
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: checking %s failed: %s\n", db,
+		    strerror(-r));
+		return 2;
+	}
+	if (r > 0) {
+		fprintf(stderr, "atrium-fs: %s: %d problem%s found\n", db, r,
+		    r == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	log_init("atrium-fs", NULL);
+	if (argc < 2)
+		return usage();
+	if (strcmp(argv[1], "mkfs") == 0)
+		return cmd_mkfs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mount") == 0)
+		return cmd_mount(argc - 1, argv + 1);
+	if (strcmp(argv[1], "fsck") == 0)
+		return cmd_fsck(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	fprintf(stderr, "atrium-fs: unknown command \"%s\"\n", argv[1]);
+	return usage();
+}

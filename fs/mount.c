@@ -1,0 +1,295 @@
+/*
+ * mount.c: `atrium-fs mount`: lock the database, open it, mount it, report
+ * readiness, serve requests on several threads until unmounted, then close
+ * cleanly.  Called by fs/main.c.
+ *
+ * Order matters for the caller: everything that can fail (a missing
+ * database, a second mount, a newer schema, a bad mount point) fails before
+ * the calling process returns, with its message on the caller's stderr and a
+ * non-zero exit status.  In the background the process forks first; the
+ * child does all the work and tells the waiting parent through a pipe
+ * whether the mount went live, so the SQLite connection and the flock are
+ * never carried across a fork.
+ *
+ * Signals: SIGTERM, SIGINT and SIGHUP end the session loop (libfuse's
+ * handlers), after which the mount is removed and pending work committed.
+ */
+#include "fs.h"
+#include "fuse_ops.h"
+#include "log.h"
+#include "mount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MOUNT_COMMIT_MS 100
+#define MOUNT_MAX_THREADS 16
+#define MOUNT_OPTS_MAX 4096
+
+/* What a mount holds while it lives. */
+struct mount_state {
+	struct fs *fs;
+	struct fuse_ops_data ops;   /* the session's userdata */
+	struct fuse_session *se;
+	int lock_fd;
+	int signals_set;
+	int mounted;
+	char dir[PATH_MAX];      /* absolute mount point */
+};
+
+/* Explain a failure to open db on stderr. */
+static void
+mount_open_error(const char *db, int r)
+{
+	if (r == -ENOENT)
+		fprintf(stderr, "atrium-fs: %s does not exist; create it first "
+		    "with: atrium-fs mkfs %s\n", db, db);
+	else if (r == -EPROTO)
+		fprintf(stderr, "atrium-fs: %s was written by a newer atrium-fs "
+		    "(schema newer than version %d); upgrade atrium-fs to mount it\n",
+		    db, FS_SCHEMA_VERSION);
+	else if (r == -EINVAL)
+		fprintf(stderr, "atrium-fs: %s is not an atrium-fs database; "
+		    "check the path, or make one with: atrium-fs mkfs NEWFILE\n", db);
+	else
+		fprintf(stderr, "atrium-fs: cannot open %s: %s\n", db, strerror(-r));
+}
+
+/* Take the mount lock and open the database.  0 or -1 (reported). */
+static int
+mount_open(const struct mount_opts *o, struct mount_state *m)
+{
+	char holder[PATH_MAX];
+	pid_t pid;
+	int r;
+
+	if (access(o->db, F_OK) < 0) {
+		mount_open_error(o->db, -ENOENT);
+		return -1;
+	}
+	r = lockfile_acquire(o->db, &m->lock_fd, holder, sizeof(holder), &pid);
+	if (r == -EBUSY) {
+		if (pid > 0 && holder[0])
+			fprintf(stderr, "atrium-fs: %s is already mounted at %s by "
+			    "pid %ld; unmount it first (fusermount3 -u %s)\n",
+			    o->db, holder, (long)pid, holder);
+		else
+			fprintf(stderr, "atrium-fs: %s is being mounted by another "
+			    "atrium-fs; unmount that one first\n", o->db);
+		return -1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: cannot lock %s-mount: %s; check that "
+		    "its directory is writable\n", o->db, strerror(-r));
+		return -1;
+	}
+	if ((r = fs_open(o->db, FS_OPEN_CLEAN_ORPHANS, &m->fs)) < 0) {
+		mount_open_error(o->db, r);
+		return -1;
+	}
+	return 0;
+}
+
+/* Copy the comma-separated FUSE options in into out, less our own
+ * (no_writeback, which clears m->ops.writeback).  0 or -1 (reported). */
+static int
+mount_split_opts(const char *in, char *out, size_t outlen,
+    struct mount_state *m)
+{
+	char *copy, *tok, *save = NULL;
+	size_t used = 0;
+	int n;
+
+	out[0] = '\0';
+	if (!in || !*in)
+		return 0;
+	if (!(copy = strdup(in)))
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "no_writeback") == 0) {
+			m->ops.writeback = 0;
+			continue;
+		}
+		n = snprintf(out + used, outlen - used, ",%s", tok);
+		if (n < 0 || (size_t)n >= outlen - used) {
+			free(copy);
+			fprintf(stderr, "atrium-fs: -o options too long\n");
+			return -1;
+		}
+		used += (size_t)n;
+	}
+	free(copy);
+	return 0;
+}
+
+/* Create the FUSE session with our fixed options plus o->fuse_opts, and
+ * mount it.  0 or -1 (reported). */
+static int
+mount_session(const struct mount_opts *o, struct mount_state *m)
+{
+	char opts[MOUNT_OPTS_MAX], extra[MOUNT_OPTS_MAX];
+	char *argv[] = { "atrium-fs", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct stat st;
+	int n;
+
+	if (!realpath(o->dir, m->dir) || stat(m->dir, &st) < 0 ||
+	    !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "atrium-fs: mount point %s is not a directory; "
+		    "create it with: mkdir -p %s\n", o->dir, o->dir);
+		return -1;
+	}
+	m->ops.writeback = 1;
+	if (mount_split_opts(o->fuse_opts, extra, sizeof(extra), m) < 0)
+		return -1;
+	n = snprintf(opts, sizeof(opts), "allow_other,default_permissions,"
+	    "fsname=atrium-fs,subtype=atrium-fs%s", extra);
+	if (n < 0 || (size_t)n >= sizeof(opts)) {
+		fprintf(stderr, "atrium-fs: -o options too long\n");
+		return -1;
+	}
+	m->ops.fs = m->fs;
+	m->se = fuse_session_new(&args, &fuse_ops_table, sizeof(fuse_ops_table),
+	    &m->ops);
+	fuse_opt_free_args(&args);
+	if (!m->se) {
+		fprintf(stderr, "atrium-fs: bad FUSE options \"%s\"; see "
+		    "atrium-fs(8)\n", opts);
+		return -1;
+	}
+	if (fuse_set_signal_handlers(m->se) == 0)
+		m->signals_set = 1;
+	if (fuse_session_mount(m->se, m->dir) != 0) {
+		fprintf(stderr, "atrium-fs: cannot mount %s at %s; check that "
+		    "/dev/fuse exists and that you are root\n", o->db, m->dir);
+		return -1;
+	}
+	m->mounted = 1;
+	return 0;
+}
+
+/* Tell the waiters (ready fd, parent) the mount is live; detach stdio when
+ * in the background. */
+static void
+mount_announce(const struct mount_opts *o, int status_fd)
+{
+	struct stat st;
+	int null;
+
+	if (o->ready_fd >= 0) {
+		if (write(o->ready_fd, "ready\n", 6) != 6)
+			log_warn("writing to --ready-fd %d: %s", o->ready_fd,
+			    strerror(errno));
+		close(o->ready_fd);
+	}
+	if (status_fd >= 0) {
+		if (write(status_fd, "", 1) != 1) {
+			/* The parent is gone; nothing to tell. */
+		}
+		close(status_fd);
+	}
+	if (o->foreground || (null = open("/dev/null", O_RDWR)) < 0)
+		return;
+	dup2(null, STDIN_FILENO);
+	dup2(null, STDOUT_FILENO);
+	/* Keep logging into a log file or journald's socket, but never hold a
+	 * caller's terminal or pipe open: $(atrium-fs mount ...) must return. */
+	if (fstat(STDERR_FILENO, &st) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
+		dup2(null, STDERR_FILENO);
+	if (null > STDERR_FILENO)
+		close(null);
+}
+
+/* Serve requests until the session ends.  0 or -1. */
+static int
+mount_loop(struct mount_state *m)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int r;
+
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, MOUNT_MAX_THREADS);
+	if (fs_committer_start(m->fs, MOUNT_COMMIT_MS) < 0)
+		log_warn("no committer thread: writes commit only as they go");
+	r = fuse_session_loop_mt(m->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r < 0 ? -1 : 0;
+}
+
+/* Undo whatever of the mount exists. */
+static void
+mount_teardown(struct mount_state *m)
+{
+	if (m->se && m->mounted)
+		fuse_session_unmount(m->se);
+	if (m->se && m->signals_set)
+		fuse_remove_signal_handlers(m->se);
+	if (m->se)
+		fuse_session_destroy(m->se);
+	fs_close(m->fs);
+	lockfile_release(m->lock_fd);
+}
+
+/* The whole mount in this process; status_fd (or -1) hears "live".  The
+ * exit status. */
+static int
+mount_serve(const struct mount_opts *o, int status_fd)
+{
+	struct mount_state m;
+	int r;
+
+	memset(&m, 0, sizeof(m));
+	m.lock_fd = -1;
+	if (mount_open(o, &m) < 0 || mount_session(o, &m) < 0) {
+		mount_teardown(&m);
+		return 1;
+	}
+	if ((r = lockfile_record(m.lock_fd, m.dir)) < 0)
+		log_warn("recording the mount in %s-mount: %s", o->db, strerror(-r));
+	log_info("%s mounted at %s", o->db, m.dir);
+	mount_announce(o, status_fd);
+	r = mount_loop(&m);
+	mount_teardown(&m);
+	log_info("%s unmounted from %s", o->db, m.dir);
+	return r < 0 ? 1 : 0;
+}
+
+/* Mount in the foreground or background: the exit status. */
+int
+mount_run(const struct mount_opts *o)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	if (o->foreground)
+		return mount_serve(o, -1);
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "atrium-fs: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	if ((pid = fork()) < 0) {
+		fprintf(stderr, "atrium-fs: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid > 0) {
+		/* The parent returns once the child is live or has failed. */
+		close(pfd[1]);
+		if (o->ready_fd >= 0)
+			close(o->ready_fd);
+		return read(pfd[0], &c, 1) == 1 ? 0 : 1;
+	}
+	close(pfd[0]);
+	setsid();
+	return mount_serve(o, pfd[1]);
+}

@@ -1,0 +1,202 @@
+/*
+ * schema.c: the on-disk format of workspace.db, its invariants and its
+ * migrations.  fs/core.c calls schema_create from mkfs and schema_open_check
+ * whenever it opens a database; fs/fsck.c checks the invariants listed here.
+ * man/atrium-fs.8 documents the same tables.
+ *
+ * Tables (user_version 1):
+ *
+ *   meta(key TEXT PRIMARY KEY, value)
+ *       format = 'atrium-fs', chunk_size = 65536, created = ns since epoch.
+ *   inodes(ino INTEGER PRIMARY KEY AUTOINCREMENT, mode, nlink, uid, gid,
+ *          size, rdev, atime, mtime, ctime)
+ *       One row per file, directory, symlink, fifo, socket or device.  ino is
+ *       the FUSE inode number (1 is the root) and is never reused, so FUSE
+ *       generations stay 0.  Times are integer nanoseconds since the epoch.
+ *   dirents(id INTEGER PRIMARY KEY, parent, name TEXT, ino)
+ *       One row per name.  id is the readdir cookie: stable while other
+ *       entries come and go, and kept by rename.  UNIQUE(parent, name).
+ *   chunks(ino, idx, data BLOB, PRIMARY KEY(ino, idx))
+ *       A regular file's bytes [idx*chunk_size, idx*chunk_size+length(data)).
+ *       A missing chunk, or bytes past a chunk's length, read as zeros.
+ *   symlinks(ino INTEGER PRIMARY KEY, target BLOB)
+ *   xattrs(ino, name TEXT, value BLOB, PRIMARY KEY(ino, name))
+ *
+ * Invariants (fs/fsck.c checks each one):
+ *   I1  the root (ino 1) exists, is a directory and has no dirent.
+ *   I2  every dirent's parent is an existing directory and its ino exists.
+ *   I3  names are 1..255 bytes, contain no '/' and are not "." or "..".
+ *   I4  a directory other than the root has exactly one dirent; its nlink is
+ *       2 + its subdirectories.  Any other inode's nlink equals its dirents.
+ *   I5  every inode other than the root has a dirent, except inodes with
+ *       nlink 0, which exist only while a mounted daemon still has them
+ *       open or looked up (they are deleted on forget and on the next mount).
+ *   I6  chunks belong to existing regular files; 0 < length <= chunk_size and
+ *       idx*chunk_size + length <= size.
+ *   I7  a symlink has exactly one symlinks row and its size is the target's
+ *       length; symlinks rows belong to symlinks; xattrs to existing inodes.
+ *   I8  every directory is reachable from the root (no cycles).
+ *
+ * Migrations: user_version 0 is an empty file (mkfs creates version 1).  A
+ * database with a newer user_version than SCHEMA_VERSION is refused; an older
+ * one is migrated forward step by step in schema_migrations[], each step in
+ * the same transaction as the version bump.
+ *
+ * Snapshots (planned, version 2): chunk bytes move to
+ *   blocks(id INTEGER PRIMARY KEY, refs INTEGER, data BLOB)
+ * with chunks(ino, idx, block) pointing at them, and
+ *   snapshots(id INTEGER PRIMARY KEY, name TEXT UNIQUE, created)
+ *   snap_inodes / snap_dirents / snap_chunks / snap_symlinks / snap_xattrs
+ * holding copies of the metadata rows keyed by snapshot id.  Taking or
+ * restoring a snapshot copies metadata rows and adjusts block refs, never
+ * block data; a write to a shared block (refs > 1) copies it first.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+static const char schema_v1[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL);"
+	"CREATE TABLE inodes("
+	" ino INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" mode INTEGER NOT NULL, nlink INTEGER NOT NULL,"
+	" uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+	" size INTEGER NOT NULL DEFAULT 0, rdev INTEGER NOT NULL DEFAULT 0,"
+	" atime INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL);"
+	"CREATE INDEX inodes_unlinked ON inodes(ino) WHERE nlink = 0;"
+	"CREATE TABLE dirents("
+	" id INTEGER PRIMARY KEY, parent INTEGER NOT NULL,"
+	" name TEXT NOT NULL, ino INTEGER NOT NULL);"
+	"CREATE UNIQUE INDEX dirents_name ON dirents(parent, name);"
+	"CREATE INDEX dirents_parent ON dirents(parent);"
+	"CREATE INDEX dirents_ino ON dirents(ino);"
+	"CREATE TABLE chunks("
+	" ino INTEGER NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL,"
+	" PRIMARY KEY(ino, idx));"
+	"CREATE TABLE symlinks(ino INTEGER PRIMARY KEY, target BLOB NOT NULL);"
+	"CREATE TABLE xattrs("
+	" ino INTEGER NOT NULL, name TEXT NOT NULL, value BLOB NOT NULL,"
+	" PRIMARY KEY(ino, name)) WITHOUT ROWID;";
+
+/* A step from version i to i+1; 0 or -errno.  Index 0 is never run: an empty
+ * database is made by schema_create, not migrated. */
+typedef int (*schema_step)(sqlite3 *db);
+static const schema_step schema_migrations[SCHEMA_VERSION] = { NULL };
+
+/* Run sql on db; 0 or -EIO with the reason logged. */
+static int
+schema_exec(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		log_error("%s", err ? err : sqlite3_errmsg(db));
+		sqlite3_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The database's user_version, or -EIO. */
+int
+schema_version(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int v = -EIO;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Create the tables and the root directory owned by uid:gid in an empty db.
+ * 0 or -errno. */
+int
+schema_create(sqlite3 *db, uint32_t uid, uint32_t gid)
+{
+	char sql[512];
+	int64_t now = fs_now_ns();
+	int r;
+
+	if ((r = schema_exec(db, "BEGIN IMMEDIATE")) < 0)
+		return r;
+	snprintf(sql, sizeof(sql),
+	    "INSERT INTO meta VALUES('format','atrium-fs'),('chunk_size',%d),"
+	    "('created',%lld);"
+	    "INSERT INTO inodes(ino,mode,nlink,uid,gid,size,rdev,atime,mtime,ctime)"
+	    " VALUES(1,%d,2,%u,%u,0,0,%lld,%lld,%lld);"
+	    "PRAGMA user_version=%d;",
+	    FS_CHUNK, (long long)now, S_IFDIR | 0755, uid, gid,
+	    (long long)now, (long long)now, (long long)now, SCHEMA_VERSION);
+	if ((r = schema_exec(db, schema_v1)) < 0 || (r = schema_exec(db, sql)) < 0) {
+		schema_exec(db, "ROLLBACK");
+		return r;
+	}
+	return schema_exec(db, "COMMIT");
+}
+
+/* Check that meta says this is an atrium-fs database: 0 or -EINVAL. */
+static int
+schema_check_format(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int ok = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'",
+	    -1, &st, NULL) != SQLITE_OK)
+		return -EINVAL;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 0);
+		ok = v && strcmp((const char *)v, "atrium-fs") == 0;
+	}
+	sqlite3_finalize(st);
+	return ok ? 0 : -EINVAL;
+}
+
+/* Migrate from version v to SCHEMA_VERSION, one transaction per step. */
+static int
+schema_migrate(sqlite3 *db, int v)
+{
+	char sql[64];
+	int r;
+
+	for (; v < SCHEMA_VERSION; v++) {
+		log_info("migrating schema from version %d to %d", v, v + 1);
+		if ((r = schema_exec(db, "BEGIN IMMEDIATE")) < 0)
+			return r;
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v + 1);
+		if ((schema_migrations[v] && (r = schema_migrations[v](db)) < 0) ||
+		    (r = schema_exec(db, sql)) < 0) {
+			schema_exec(db, "ROLLBACK");
+			return r;
+		}
+		if ((r = schema_exec(db, "COMMIT")) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Check an opened database: -EINVAL when it is not atrium-fs (or empty),
+ * -EPROTO when its schema is newer than ours; migrate an older one forward
+ * unless readonly.  0 or -errno. */
+int
+schema_open_check(sqlite3 *db, int readonly)
+{
+	int v = schema_version(db);
+
+	if (v < 0)
+		return v;
+	if (v == 0)
+		return -EINVAL;
+	if (v > SCHEMA_VERSION)
+		return -EPROTO;
+	if (schema_check_format(db) < 0)
+		return -EINVAL;
+	if (v < SCHEMA_VERSION && !readonly)
+		return schema_migrate(db, v);
+	return 0;
+}

@@ -1,0 +1,562 @@
+"""atrium-fs on real FUSE mounts: what a user of the mounted workspace sees.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_fs.py
+The binary is $ATRIUM_BUILD/atrium-fs (ATRIUM_BUILD defaults to build).
+Every mount is unmounted at teardown, also when a test fails.
+"""
+import ctypes
+import errno
+import hashlib
+import os
+import pathlib
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("ATRIUM_BUILD", "build")
+BIN = os.path.join(BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD),
+                   "atrium-fs")
+NOBODY = 64222
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+]
+
+
+def run(*args, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def mount_pid(db):
+    try:
+        with open(db + "-mount") as f:
+            return int(f.readline().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def alive(pid):
+    """True while pid runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, timeout=15):
+    end = time.time() + timeout
+    while pid and time.time() < end:
+        try:
+            # Reap it if it is our child (foreground mounts).
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return not pid
+
+
+class Mount:
+    """One atrium-fs database and its mount point under a tmp dir."""
+
+    def __init__(self, tmp, owner=None):
+        self.db = str(tmp / "workspace.db")
+        self.dir = str(tmp / "mnt")
+        os.makedirs(self.dir, exist_ok=True)
+        args = ["mkfs"] + (["--owner", owner] if owner else []) + [self.db]
+        r = run(*args)
+        assert r.returncode == 0, r.stderr
+        self.pid = 0
+
+    def mount(self):
+        r = run("mount", self.db, self.dir)
+        assert r.returncode == 0, r.stderr
+        assert is_mounted(self.dir)
+        self.pid = mount_pid(self.db)
+        assert self.pid > 0
+        return self
+
+    def unmount(self):
+        if is_mounted(self.dir):
+            subprocess.run(["fusermount3", "-u", self.dir], capture_output=True)
+            if is_mounted(self.dir):
+                subprocess.run(["fusermount3", "-uz", self.dir],
+                               capture_output=True)
+        if self.pid and not wait_gone(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+            wait_gone(self.pid)
+        self.pid = 0
+
+    def remount(self):
+        self.unmount()
+        return self.mount()
+
+    def p(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+
+@pytest.fixture
+def fs(tmp_path):
+    m = Mount(tmp_path).mount()
+    try:
+        yield m
+    finally:
+        m.unmount()
+
+
+@pytest.fixture
+def open_tmp():
+    """A tmp dir other users can traverse (pytest's own is 0700)."""
+    d = tempfile.mkdtemp(prefix="atrium-fs-test-")
+    os.chmod(d, 0o755)
+    try:
+        yield pathlib.Path(d)
+    finally:
+        mnt = os.path.join(d, "mnt")
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def fsck_clean(m):
+    r = run("fsck", m.db)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def renameat2(old, new, flags):
+    libc = ctypes.CDLL(None, use_errno=True)
+    AT_FDCWD = -100
+    rc = libc.renameat2(AT_FDCWD, old.encode(), AT_FDCWD, new.encode(),
+                        ctypes.c_uint(flags))
+    return 0 if rc == 0 else ctypes.get_errno()
+
+
+def test_mkfs_refuses_existing_database(tmp_path):
+    m = Mount(tmp_path)
+    r = run("mkfs", m.db)
+    assert r.returncode != 0
+    assert "already exists" in r.stderr
+
+
+def test_missing_database_suggests_mkfs(tmp_path):
+    os.makedirs(tmp_path / "mnt")
+    r = run("mount", str(tmp_path / "nope.db"), str(tmp_path / "mnt"))
+    assert r.returncode != 0
+    assert "does not exist" in r.stderr and "mkfs" in r.stderr
+    assert not is_mounted(tmp_path / "mnt")
+
+
+def test_small_files_append_and_big_random_file(fs, tmp_path):
+    with open(fs.p("small"), "w") as f:
+        f.write("hello\n")
+    with open(fs.p("small"), "a") as f:
+        f.write("world\n")
+    with open(fs.p("small")) as f:
+        assert f.read() == "hello\nworld\n"
+    data = os.urandom(20 * 1024 * 1024)
+    src = tmp_path / "big"
+    src.write_bytes(data)
+    subprocess.run(["cp", str(src), fs.p("big")], check=True)
+    with open(fs.p("big"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == \
+            hashlib.sha256(data).hexdigest()
+    # many small appends, as a log writer does
+    with open(fs.p("log"), "ab") as f:
+        for i in range(2000):
+            f.write(b"line %d\n" % i)
+    with open(fs.p("log"), "rb") as f:
+        assert f.read().splitlines()[-1] == b"line 1999"
+    assert os.stat(fs.p("big")).st_size == len(data)
+    fs.remount()
+    with open(fs.p("big"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == \
+            hashlib.sha256(data).hexdigest()
+
+
+def test_directories(fs):
+    os.makedirs(fs.p("a", "b", "c"))
+    assert os.stat(fs.p("a")).st_nlink == 3
+    assert sorted(os.listdir(fs.p("a"))) == ["b"]
+    with pytest.raises(OSError) as e:
+        os.rmdir(fs.p("a"))
+    assert e.value.errno == errno.ENOTEMPTY
+    with pytest.raises(FileExistsError):
+        os.mkdir(fs.p("a"))
+    with pytest.raises(FileExistsError):
+        os.open(fs.p("a", "b"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    os.rmdir(fs.p("a", "b", "c"))
+    assert os.stat(fs.p("a", "b")).st_nlink == 2
+    names = [f"f{i:03d}" for i in range(300)]
+    for n in names:
+        open(fs.p("a", n), "w").close()
+    assert sorted(os.listdir(fs.p("a"))) == sorted(names + ["b"])
+    with pytest.raises(OSError) as e:
+        open(fs.p("x" * 256), "w")
+    assert e.value.errno == errno.ENAMETOOLONG
+    open(fs.p("y" * 255), "w").close()
+
+
+def test_readdir_while_deleting(fs):
+    os.mkdir(fs.p("d"))
+    for i in range(500):
+        open(fs.p("d", f"n{i:04d}"), "w").close()
+    # rm -r style: delete while listing; every entry seen once, none left
+    seen = []
+    with os.scandir(fs.p("d")) as it:
+        for e in it:
+            seen.append(e.name)
+            os.unlink(e.path)
+    assert sorted(seen) == [f"n{i:04d}" for i in range(500)]
+    assert os.listdir(fs.p("d")) == []
+
+
+def test_symlinks_and_hard_links(fs):
+    with open(fs.p("target"), "w") as f:
+        f.write("t")
+    os.symlink("target", fs.p("link"))
+    assert os.readlink(fs.p("link")) == "target"
+    assert stat.S_ISLNK(os.lstat(fs.p("link")).st_mode)
+    with open(fs.p("link")) as f:
+        assert f.read() == "t"
+    os.link(fs.p("target"), fs.p("hard"))
+    assert os.stat(fs.p("target")).st_nlink == 2
+    assert os.stat(fs.p("hard")).st_ino == os.stat(fs.p("target")).st_ino
+    os.unlink(fs.p("target"))
+    assert os.stat(fs.p("hard")).st_nlink == 1
+    with open(fs.p("hard")) as f:
+        assert f.read() == "t"
+    os.mkfifo(fs.p("fifo"))
+    assert stat.S_ISFIFO(os.stat(fs.p("fifo")).st_mode)
+
+
+def test_rename_cases(fs):
+    for n in ("a", "b"):
+        with open(fs.p(n), "w") as f:
+            f.write(n)
+    os.rename(fs.p("a"), fs.p("b"))
+    assert not os.path.exists(fs.p("a"))
+    with open(fs.p("b")) as f:
+        assert f.read() == "a"
+    os.mkdir(fs.p("d1"))
+    os.mkdir(fs.p("d2"))
+    open(fs.p("d2", "x"), "w").close()
+    with pytest.raises(OSError) as e:
+        os.rename(fs.p("d1"), fs.p("d2"))
+    assert e.value.errno == errno.ENOTEMPTY
+    os.mkdir(fs.p("empty"))
+    os.rename(fs.p("d2"), fs.p("empty"))
+    assert os.listdir(fs.p("empty")) == ["x"]
+    with pytest.raises(OSError) as e:
+        os.rename(fs.p("b"), fs.p("empty"))
+    assert e.value.errno == errno.EISDIR
+    with pytest.raises(OSError) as e:
+        os.rename(fs.p("empty"), fs.p("empty", "sub"))
+    assert e.value.errno == errno.EINVAL
+    # a directory moved to another parent: link counts follow
+    os.rename(fs.p("empty"), fs.p("d1", "moved"))
+    assert os.stat(fs.p("d1")).st_nlink == 3
+    RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+    with open(fs.p("c"), "w") as f:
+        f.write("c")
+    assert renameat2(fs.p("c"), fs.p("b"), RENAME_NOREPLACE) == errno.EEXIST
+    assert renameat2(fs.p("c"), fs.p("b"), RENAME_EXCHANGE) == 0
+    with open(fs.p("b")) as f:
+        assert f.read() == "c"
+    with open(fs.p("c")) as f:
+        assert f.read() == "a"
+
+
+def test_unlinked_open_file_stays_readable(fs):
+    with open(fs.p("f"), "w") as f:
+        f.write("still here")
+    fd = os.open(fs.p("f"), os.O_RDWR)
+    try:
+        os.unlink(fs.p("f"))
+        assert not os.path.exists(fs.p("f"))
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert os.read(fd, 100) == b"still here"
+        os.write(fd, b"!")
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)
+    fs.unmount()
+    fsck_clean(fs)
+
+
+def test_truncate_chmod_utime_statfs(fs):
+    with open(fs.p("f"), "wb") as f:
+        f.write(b"x" * 100000)
+    os.truncate(fs.p("f"), 10)
+    os.truncate(fs.p("f"), 200000)
+    with open(fs.p("f"), "rb") as f:
+        d = f.read()
+    assert d[:10] == b"x" * 10 and d[10:] == bytes(200000 - 10)
+    with open(fs.p("f"), "r+b") as f:
+        f.truncate(5)
+    assert os.stat(fs.p("f")).st_size == 5
+    fd = os.open(fs.p("f"), os.O_WRONLY | os.O_TRUNC)
+    os.close(fd)
+    assert os.stat(fs.p("f")).st_size == 0
+    os.chmod(fs.p("f"), 0o640)
+    assert stat.S_IMODE(os.stat(fs.p("f")).st_mode) == 0o640
+    os.utime(fs.p("f"), ns=(1_000_000_123, 2_000_000_456))
+    st = os.stat(fs.p("f"))
+    assert st.st_atime_ns == 1_000_000_123 and st.st_mtime_ns == 2_000_000_456
+    os.utime(fs.p("f"))
+    assert abs(os.stat(fs.p("f")).st_mtime - time.time()) < 60
+    os.chown(fs.p("f"), 123, 456)
+    st = os.stat(fs.p("f"))
+    assert (st.st_uid, st.st_gid) == (123, 456)
+    sv = os.statvfs(fs.dir)
+    assert sv.f_blocks > 0 and sv.f_namemax == 255
+    r = subprocess.run(["df", fs.dir], capture_output=True, text=True)
+    assert r.returncode == 0 and "atrium-fs" in r.stdout
+    os.setxattr(fs.p("f"), "user.note", b"hi")
+    assert os.getxattr(fs.p("f"), "user.note") == b"hi"
+    assert "user.note" in os.listxattr(fs.p("f"))
+
+
+def test_persistence_across_remount(fs):
+    os.makedirs(fs.p("keep", "deep"))
+    with open(fs.p("keep", "deep", "file"), "w") as f:
+        f.write("persisted")
+    os.symlink("deep/file", fs.p("keep", "ln"))
+    os.chmod(fs.p("keep", "deep", "file"), 0o600)
+    fs.remount()
+    with open(fs.p("keep", "ln")) as f:
+        assert f.read() == "persisted"
+    assert stat.S_IMODE(os.stat(fs.p("keep", "deep", "file")).st_mode) == 0o600
+
+
+def test_second_mount_is_refused(fs, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    r = run("mount", fs.db, str(other))
+    assert r.returncode != 0
+    assert "already mounted at " + fs.dir in r.stderr
+    assert "pid %d" % fs.pid in r.stderr
+    assert "fusermount3 -u" in r.stderr
+    assert not is_mounted(other)
+
+
+def test_sigterm_unmounts_and_ready_fd(tmp_path):
+    m = Mount(tmp_path)
+    rfd, wfd = os.pipe()
+    p = subprocess.Popen([BIN, "mount", "-f", "--ready-fd", str(wfd), m.db,
+                          m.dir], pass_fds=(wfd,), stderr=subprocess.PIPE)
+    os.close(wfd)
+    try:
+        assert os.read(rfd, 100) == b"ready\n"
+        assert is_mounted(m.dir)
+        with open(os.path.join(m.dir, "f"), "w") as f:
+            f.write("x")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=15) == 0
+        assert not is_mounted(m.dir)
+    finally:
+        os.close(rfd)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        m.pid = 0
+        m.unmount()
+    fsck_clean(m)
+
+
+def test_fsck_after_workload(fs):
+    os.makedirs(fs.p("w", "x"))
+    for i in range(50):
+        with open(fs.p("w", f"f{i}"), "wb") as f:
+            f.write(os.urandom(i * 3000))
+        if i % 3 == 0:
+            os.link(fs.p("w", f"f{i}"), fs.p("w", "x", f"h{i}"))
+        if i % 5 == 0:
+            os.unlink(fs.p("w", f"f{i}"))
+    os.rename(fs.p("w", "x"), fs.p("y"))
+    fs.unmount()
+    fsck_clean(fs)
+    # and fsck does notice damage
+    db = sqlite3.connect(fs.db)
+    db.execute("UPDATE inodes SET nlink = nlink + 1 WHERE ino = "
+               "(SELECT max(ino) FROM inodes)")
+    db.commit()
+    db.close()
+    r = run("fsck", fs.db)
+    assert r.returncode == 1
+    assert "link count" in r.stdout
+
+
+def test_owner_option_sets_root_owner(tmp_path):
+    m = Mount(tmp_path, owner=f"{NOBODY}:{NOBODY}").mount()
+    try:
+        st = os.stat(m.dir)
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY)
+        assert stat.S_IMODE(st.st_mode) == 0o755
+    finally:
+        m.unmount()
+
+
+def as_user(cmd):
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                           "--clear-groups", "sh", "-c", cmd],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_non_root_user_permissions(open_tmp):
+    m = Mount(open_tmp).mount()
+    try:
+        check_non_root_user(m)
+    finally:
+        m.unmount()
+
+
+def check_non_root_user(fs):
+    os.mkdir(fs.p("mine"))
+    os.chown(fs.p("mine"), NOBODY, NOBODY)
+    r = as_user(f"echo hi > {fs.p('mine', 'f')} && mkdir {fs.p('mine', 'd')}")
+    assert r.returncode == 0, r.stderr
+    st = os.stat(fs.p("mine", "f"))
+    assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY)
+    r = as_user(f"echo hi > {fs.p('rootfile')}")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    assert not os.path.exists(fs.p("rootfile"))
+    with open(fs.p("private"), "w") as f:
+        f.write("secret")
+    os.chmod(fs.p("private"), 0o600)
+    r = as_user(f"cat {fs.p('private')}")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    # setgid directory: new files take the directory's group
+    os.mkdir(fs.p("shared"))
+    os.chown(fs.p("shared"), 0, 4242)
+    os.chmod(fs.p("shared"), 0o2777)
+    r = as_user(f"touch {fs.p('shared', 'g')}")
+    assert r.returncode == 0, r.stderr
+    assert os.stat(fs.p("shared", "g")).st_gid == 4242
+
+
+def test_tar_git_and_sqlite_inside(fs, tmp_path):
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    for i in range(30):
+        (src / "sub" / f"file{i}.txt").write_text("content %d\n" % i * (i + 1))
+    os.symlink("sub/file1.txt", src / "link")
+    subprocess.run(["tar", "-C", str(src), "-cf", str(tmp_path / "t.tar"), "."],
+                   check=True)
+    os.mkdir(fs.p("unpacked"))
+    subprocess.run(["tar", "-C", fs.p("unpacked"), "-xf", str(tmp_path / "t.tar")],
+                   check=True)
+    r = subprocess.run(["diff", "-r", str(src), fs.p("unpacked")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", HOME=str(tmp_path))
+    repo = fs.p("unpacked")
+    for cmd in (["git", "init", "-q"], ["git", "add", "."],
+                ["git", "commit", "-qm", "first"]):
+        r = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == ""
+    r = subprocess.run(["git", "log", "--oneline"], cwd=repo, env=env,
+                       capture_output=True, text=True)
+    assert "first" in r.stdout
+    r = subprocess.run(["sqlite3", fs.p("app.db"),
+                        "CREATE TABLE t(a); INSERT INTO t VALUES (1), (2), (39);"
+                        "SELECT sum(a) FROM t;"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "42", r.stderr
+    fs.unmount()
+    fsck_clean(fs)
+
+
+def test_kill_9_leaves_a_consistent_database(tmp_path):
+    m = Mount(tmp_path).mount()
+    try:
+        with open(m.p("synced"), "wb") as f:
+            f.write(b"s" * 300000)
+            f.flush()
+            os.fsync(f.fileno())
+        held = open(m.p("held"), "w")
+        held.write("x")
+        held.flush()
+        os.unlink(m.p("held"))
+        writer = subprocess.Popen(
+            ["sh", "-c", f"for i in $(seq 300); do head -c 70000 /dev/urandom "
+             f"> {m.p('w')}$i || exit 0; done"],
+            stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+        os.kill(m.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+        try:
+            held.close()
+        except OSError:
+            pass
+    finally:
+        m.unmount()
+    # Only the unlinked-but-open inode may be left, and the next mount drops it.
+    r = run("fsck", m.db)
+    assert all("unlinked inode" in line for line in r.stdout.splitlines()), \
+        r.stdout
+    m.mount()
+    try:
+        with open(m.p("synced"), "rb") as f:
+            assert f.read() == b"s" * 300000
+    finally:
+        m.unmount()
+    fsck_clean(m)
+
+
+def test_random_writes_truncates_and_mmap_match_a_model(fs):
+    import mmap
+    import random
+    rnd = random.Random(1234)
+    model = bytearray()
+    path = fs.p("model")
+    with open(path, "w+b") as f:
+        for i in range(1500):
+            op = rnd.random()
+            if op < 0.8:
+                off = rnd.randint(0, len(model) + 70000)
+                b = rnd.randbytes(rnd.randint(1, 140000))
+                f.seek(off)
+                f.write(b)
+                if off > len(model):
+                    model.extend(bytes(off - len(model)))
+                model[off:off + len(b)] = b
+            else:
+                n = rnd.randint(0, len(model) + 100000)
+                f.truncate(n)
+                if n < len(model):
+                    del model[n:]
+                else:
+                    model.extend(bytes(n - len(model)))
+        f.flush()
+        if model:
+            with mmap.mmap(f.fileno(), len(model)) as mm:
+                mm[0:5] = b"MMAP!"
+                mm.flush()
+            model[0:5] = b"MMAP!"
+        f.seek(0)
+        assert f.read() == bytes(model)
+    fs.remount()
+    with open(path, "rb") as f:
+        assert f.read() == bytes(model)
+    fs.unmount()
+    fsck_clean(fs)
