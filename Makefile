@@ -12,6 +12,7 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 PKGS     := fuse3 sqlite3 libcurl json-c libssh liburing
 WARN     := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -112,17 +113,17 @@ deps:
 
 # --- run, check, bench -------------------------------------------------------
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/atriumd --data ./data --listen :2222
 
 check: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/asan/atrium-fs
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BINS) $(UNIT_ASAN_BINS)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(PYTHON) tests/bench.py
 
 # --- install -----------------------------------------------------------------
