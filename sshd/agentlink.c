@@ -1,0 +1,241 @@
+/*
+ * agentlink.c: the channel-to-agent connection of agentlink.h.  Called by
+ * the channel kinds (stream.c, control.c, chat.c).  Invariant: the watch
+ * wants POLLOUT exactly while out holds bytes, POLLIN while not paused and
+ * not ended.
+ */
+#include "agentlink.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fdpass.h"
+#include "log.h"
+#include "protocol.h"
+#include "util.h"
+
+#define AGENTLINK_READ_CHUNK	65536
+
+/* Unconnected, with empty capped buffers; cannot fail. */
+void
+agentlink_init(struct agentlink *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	buf_init(&l->out, AGENTLINK_MAX_OUT);
+	jsonl_init(&l->in, PROTO_MAX_LINE);
+}
+
+/* Poll for what the state needs. */
+static void
+agentlink_update(struct agentlink *l)
+{
+	short want = 0;
+
+	if (l->fd < 0)
+		return;
+	if (!l->paused && !l->ended)
+		want |= POLLIN;
+	if (l->out.len && !l->ended)
+		want |= POLLOUT;
+	loop_want(&l->w, want);
+}
+
+/* Write queued bytes without blocking; on error the link ends. */
+static void
+agentlink_flush(struct agentlink *l)
+{
+	while (l->out.len) {
+		ssize_t n = send(l->fd, l->out.data, l->out.len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			buf_reset(&l->out);
+			l->ended = 1;
+			break;
+		}
+		buf_consume(&l->out, (size_t)n);
+	}
+}
+
+/* Hand every whole line to the owner; an over-long line is dropped. */
+static void
+agentlink_deliver(struct agentlink *l)
+{
+	char *line;
+	size_t len;
+	int r;
+
+	while (!l->paused && (r = jsonl_next(&l->in, &line, &len)) != 0) {
+		json_object *obj;
+		const char *err;
+
+		if (r < 0) {
+			log_warn("over-long line from the agent dropped");
+			continue;
+		}
+		if (!(obj = jsonl_parse_object(line, len, &err))) {
+			log_warn("bad line from the agent: %s", err);
+			continue;
+		}
+		l->on_line(l->arg, obj, line, len);
+		json_object_put(obj);
+	}
+}
+
+/* Socket events: flush, read, deliver; report the end once. */
+static void
+agentlink_cb(struct watch *w, int revents)
+{
+	struct agentlink *l = w->arg;
+	char chunk[AGENTLINK_READ_CHUNK];
+
+	if (revents & POLLOUT)
+		agentlink_flush(l);
+	if ((revents & (POLLIN | POLLHUP | POLLERR)) && !l->paused &&
+	    !l->ended) {
+		ssize_t n = read(l->fd, chunk, sizeof(chunk));
+
+		if (n > 0 && jsonl_feed(&l->in, chunk, (size_t)n) == 0)
+			agentlink_deliver(l);
+		else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			l->ended = 1;
+	}
+	agentlink_update(l);
+	if (l->ended && l->on_end) {
+		agentlink_end_fn fn = l->on_end;
+
+		l->on_end = NULL;
+		fn(l->arg);
+	}
+}
+
+/* Connect to the room's socket. */
+int
+agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
+    agentlink_line_fn on_line, agentlink_end_fn on_end, void *arg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", run_dir,
+	    AGENT_SOCKET_NAME) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	fd_set_nonblock(fd, 1);
+	l->fd = fd;
+	l->paused = l->ended = 0;
+	l->on_line = on_line;
+	l->on_end = on_end;
+	l->arg = arg;
+	buf_reset(&l->out);
+	jsonl_free(&l->in);
+	jsonl_init(&l->in, PROTO_MAX_LINE);
+	loop_add(loop, &l->w, fd, POLLIN, agentlink_cb, l);
+	return 0;
+}
+
+/* Queue a raw line. */
+int
+agentlink_send_line(struct agentlink *l, const char *line, size_t len)
+{
+	if (l->fd < 0 || l->ended)
+		return -ENOTCONN;
+	if (buf_room(&l->out) < len + 1)
+		return -ENOBUFS;
+	buf_append(&l->out, line, len);
+	buf_append(&l->out, "\n", 1);
+	agentlink_flush(l);
+	agentlink_update(l);
+	return 0;
+}
+
+/* Queue obj as one line. */
+int
+agentlink_send(struct agentlink *l, json_object *obj)
+{
+	const char *s = json_object_to_json_string_ext(obj,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	return agentlink_send_line(l, s, strlen(s));
+}
+
+/* Send with fds; the unsent tail (if any) is queued. */
+int
+agentlink_send_fds(struct agentlink *l, json_object *obj, const int *fds,
+    int nfds)
+{
+	const char *s = json_object_to_json_string_ext(obj,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t len = strlen(s);
+	ssize_t n;
+	char nl = '\n';
+
+	if (l->fd < 0 || l->ended)
+		return -ENOTCONN;
+	if (l->out.len)
+		return -EBUSY;
+	do
+		n = fdpass_send(l->fd, s, len, fds, nfds);
+	while (n == -EINTR);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < len)
+		buf_append(&l->out, s + n, len - (size_t)n);
+	buf_append(&l->out, &nl, 1);
+	agentlink_flush(l);
+	agentlink_update(l);
+	return 0;
+}
+
+/* Stop or resume reading; lines already framed are delivered on resume. */
+void
+agentlink_pause(struct agentlink *l, int paused)
+{
+	int was = l->paused;
+
+	l->paused = paused;
+	agentlink_update(l);
+	if (was && !paused && l->fd >= 0)
+		agentlink_deliver(l);
+}
+
+/* Bytes queued for the agent and not yet written. */
+size_t
+agentlink_pending(const struct agentlink *l)
+{
+	return l->out.len;
+}
+
+/* Best-effort final flush, then close and free the buffers. */
+void
+agentlink_close(struct agentlink *l)
+{
+	if (l->fd >= 0) {
+		agentlink_flush(l);
+		loop_del(&l->w);
+		close(l->fd);
+	}
+	l->fd = -1;
+	l->on_end = NULL;
+	buf_free(&l->out);
+	jsonl_free(&l->in);
+	buf_init(&l->out, AGENTLINK_MAX_OUT);
+	jsonl_init(&l->in, PROTO_MAX_LINE);
+}

@@ -1,0 +1,68 @@
+/*
+ * agentlink.h: one connection from atriumd to a room's agent.sock, made per
+ * SSH channel.  Lines out are queued in a capped buffer and written when the
+ * socket takes them; lines in are framed by jsonl and handed to the owner's
+ * callback.  The owner pauses reading (agentlink_pause) when it cannot keep
+ * up, so the agent's socket fills and the agent sees backpressure.
+ */
+#ifndef ATRIUMD_AGENTLINK_H
+#define ATRIUMD_AGENTLINK_H
+
+#include <json-c/json.h>
+
+#include "buf.h"
+#include "jsonl.h"
+#include "loop.h"
+
+#define AGENTLINK_MAX_OUT	(4 * 1024 * 1024)	/* queued to the agent */
+
+struct agentlink;
+
+/* A whole line from the agent (obj parsed, line raw). */
+typedef void (*agentlink_line_fn)(void *arg, json_object *obj,
+    const char *line, size_t len);
+/* The agent closed the connection or it failed. */
+typedef void (*agentlink_end_fn)(void *arg);
+
+struct agentlink {
+	int fd;			/* the socket, -1 when closed */
+	struct watch w;		/* on fd */
+	struct buf out;		/* bytes not yet written */
+	struct jsonl in;	/* bytes not yet framed */
+	int paused;		/* owner asked not to read */
+	int ended;		/* end reported (EOF or error) */
+	agentlink_line_fn on_line;
+	agentlink_end_fn on_end;
+	void *arg;
+};
+
+/* Mark l unconnected (before first use). */
+void agentlink_init(struct agentlink *l);
+
+/* Connect to RUN/agent.sock.  0, or -errno (e.g. -ENOENT, -ECONNREFUSED
+ * while the agent restarts). */
+int agentlink_connect(struct agentlink *l, struct loop *loop,
+    const char *run_dir, agentlink_line_fn on_line, agentlink_end_fn on_end,
+    void *arg);
+
+/* Queue obj as one line.  0, -ENOBUFS when the queue is full, -ENOTCONN. */
+int agentlink_send(struct agentlink *l, json_object *obj);
+
+/* Queue a raw line (newline added).  Same results. */
+int agentlink_send_line(struct agentlink *l, const char *line, size_t len);
+
+/* Send obj as one line with fds attached (SCM_RIGHTS).  Only while nothing
+ * else is queued (-EBUSY otherwise); the fds stay the caller's to close. */
+int agentlink_send_fds(struct agentlink *l, json_object *obj, const int *fds,
+    int nfds);
+
+/* Stop or resume reading lines. */
+void agentlink_pause(struct agentlink *l, int paused);
+
+/* Bytes queued and not yet written. */
+size_t agentlink_pending(const struct agentlink *l);
+
+/* Write what is queued now (best effort), then close. */
+void agentlink_close(struct agentlink *l);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * authkeys.h: DATA/authorized_keys, the list of who may enter.  OpenSSH
+ * format, one key a line:
+ *
+ *   [options] TYPE BASE64 [COMMENT]
+ *
+ * options is a comma-separated list (quoted strings may hold commas and
+ * spaces); of them atriumd reads only user="NAME".  The user a key names is
+ * that option, else the comment made into a name (user_name_from: "alice@lap"
+ * is "alice").  Blank lines and lines starting with '#' are skipped.
+ *
+ * The file is re-read when its mtime or size changes, so keys can be added
+ * while atriumd runs.
+ */
+#ifndef ATRIUMD_AUTHKEYS_H
+#define ATRIUMD_AUTHKEYS_H
+
+#include <stddef.h>
+#include <time.h>
+#include <libssh/libssh.h>
+
+#define AUTHKEYS_MAX_LINE	16384	/* longer lines are refused */
+#define AUTHKEYS_MAX_KEYS	10000	/* keys kept from one file */
+#define AUTHKEYS_MAX_FILE	(8 * 1024 * 1024)
+
+/* One parsed line; pointers point into the caller's (modified) line. */
+struct authkeys_line {
+	const char *type;	/* "ssh-ed25519" ... */
+	const char *base64;	/* the key blob */
+	const char *comment;	/* "" when none */
+	char user[64];		/* the user the key names */
+};
+
+/* Parse one line in place.  1 with *out filled, 0 for a blank or comment
+ * line, -EINVAL for a malformed line. */
+int authkeys_parse_line(char *line, struct authkeys_line *out);
+
+/* Is name a key type atriumd knows (so a first word that is not one is the
+ * options field)?  1 or 0. */
+int authkeys_is_type(const char *name);
+
+struct authkeys;
+
+/* Make an empty set for the file at path (not read yet).  NULL on ENOMEM. */
+struct authkeys *authkeys_new(const char *path);
+void authkeys_free(struct authkeys *ak);
+
+/* Re-read the file if it changed since the last read.  0, or -errno when it
+ * cannot be read (the previous keys stay; logged once per change). */
+int authkeys_refresh(struct authkeys *ak);
+
+/* The user named by key, or NULL when the key is not listed. */
+const char *authkeys_find(struct authkeys *ak, ssh_key key);
+
+/* Number of keys loaded. */
+size_t authkeys_count(const struct authkeys *ak);
+
+#endif

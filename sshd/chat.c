@@ -1,0 +1,685 @@
+/*
+ * chat.c: the shell request, the room's chat (chat.h).  Called by
+ * session.c through chan_ops.  Glue only: tui_keys.c turns bytes into keys,
+ * tui_editor.c holds the input line, tui_draw.c renders; this file decides
+ * what a key or a line means and what each room event shows.
+ *
+ * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
+ * UI (ANSI); anything else gets plain lines in both directions.
+ *
+ * A slow client does not hold the room up: when more than CHAT_MAX_QUEUED
+ * bytes wait for it, they are dropped and a note says so (the room keeps
+ * the history).
+ */
+#include "chat.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentlink.h"
+#include "log.h"
+#include "room.h"
+#include "tui_draw.h"
+#include "tui_editor.h"
+#include "tui_keys.h"
+
+#define CHAT_MAX_QUEUED		(256 * 1024)
+#define CHAT_MAX_CONNECT	20
+#define CHAT_SUMMARY		300	/* bytes of a tool input shown */
+#define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
+
+#define CHAT_HELP \
+	"commands: TEXT says it to the room (mention @agent to ask the agent); " \
+	"!CMD runs CMD in the workspace for all to see; /stop stops the " \
+	"agent's turn; /who lists who is here; /approve ID and /deny ID answer " \
+	"an approval request; /policy deny_all|allow_list|allow_all|ask; " \
+	"/model NAME; /help; /quit (or Ctrl-D on an empty line)"
+
+struct chat {
+	struct chan *c;			/* owner */
+	struct agentlink link;		/* to the room's agent */
+	int ansi;			/* line UI, else plain lines */
+	struct tui_keys keys;		/* ansi: key decoder */
+	struct tui_editor ed;		/* ansi: the input line */
+	struct tui_draw draw;		/* rendering state */
+	struct buf line;		/* plain: the line being read */
+	int discarding;			/* plain: inside an over-long line */
+	int started;			/* hello sent */
+	int reconnect;			/* the agent went away: connect again */
+	int leaving;			/* exit once our lines are sent */
+	int connect_tries;
+	long long last_seq;		/* newest event seen, for reconnects */
+	unsigned long nexec;		/* !CMD counter */
+};
+
+/* ------------------------------------------------------------ commands -- */
+
+/* A new request object of type. */
+static json_object *
+chat_req(const char *type)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string(type));
+	return o;
+}
+
+/* The argument after a command word, or NULL when there is none. */
+static const char *
+chat_arg(const char *line)
+{
+	const char *p = strchr(line, ' ');
+
+	while (p && *p == ' ')
+		p++;
+	return p && *p ? p : NULL;
+}
+
+/* See chat.h. */
+int
+chat_command(const char *line, json_object **out, char *reply, size_t len)
+{
+	const char *arg = chat_arg(line);
+	size_t wl = strcspn(line, " ");
+
+	*out = NULL;
+	reply[0] = '\0';
+	if (line[strspn(line, " \t")] == '\0')
+		return 3;
+	if (line[0] == '!') {
+		if (!line[1]) {
+			snprintf(reply, len, "usage: !CMD runs CMD in the workspace");
+			return 0;
+		}
+		*out = chat_req("exec");
+		json_object_object_add(*out, "command", json_object_new_string(line + 1));
+		json_object_object_add(*out, "share", json_object_new_boolean(1));
+		return 1;
+	}
+	if (line[0] != '/') {
+		*out = chat_req("chat");
+		json_object_object_add(*out, "text", json_object_new_string(line));
+		return 1;
+	}
+#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
+	if (IS("/quit") || IS("/exit"))
+		return 2;
+	if (IS("/help")) {
+		snprintf(reply, len, "%s", CHAT_HELP);
+		return 0;
+	}
+	if (IS("/stop") || IS("/who")) {
+		*out = chat_req(IS("/stop") ? "stop" : "who");
+		return 1;
+	}
+	if (IS("/approve") || IS("/deny")) {
+		if (!arg) {
+			snprintf(reply, len, "usage: %.*s ID (the id shown in "
+			    "the approval request)", (int)wl, line);
+			return 0;
+		}
+		*out = chat_req("approve");
+		json_object_object_add(*out, "id", json_object_new_string(arg));
+		json_object_object_add(*out, "approve",
+		    json_object_new_boolean(IS("/approve")));
+		return 1;
+	}
+	if (IS("/policy")) {
+		if (!arg || (strcmp(arg, "deny_all") && strcmp(arg, "allow_list")
+		    && strcmp(arg, "allow_all") && strcmp(arg, "ask"))) {
+			snprintf(reply, len, "usage: /policy deny_all|allow_list|"
+			    "allow_all|ask");
+			return 0;
+		}
+		*out = chat_req("config");
+		json_object_object_add(*out, "approval", json_object_new_string(arg));
+		return 1;
+	}
+	if (IS("/model")) {
+		if (!arg) {
+			snprintf(reply, len, "usage: /model NAME");
+			return 0;
+		}
+		*out = chat_req("config");
+		json_object_object_add(*out, "model", json_object_new_string(arg));
+		return 1;
+	}
+#undef IS
+	snprintf(reply, len, "unknown command %.*s; %s", (int)(wl > 40 ? 40 : wl),
+	    line, CHAT_HELP);
+	return 0;
+}
+
+/* ------------------------------------------------------------- output -- */
+
+/* Drop what a slow client has not read, once, with a note. */
+static void
+chat_maybe_drop(struct chat *ch)
+{
+	if (ch->c->out.len <= CHAT_MAX_QUEUED)
+		return;
+	buf_reset(&ch->c->out);
+	ch->draw.bottom_rows = 0;
+	if (ch->ansi)
+		buf_append(&ch->c->out, "\r\n", 2);
+	tui_draw_line(&ch->draw, &ch->c->out, TUI_STYLE_NOTICE, NULL,
+	    "(output dropped: your connection is slower than the room)");
+}
+
+/* Print one line above the input line. */
+static void
+chat_print(struct chat *ch, enum tui_style style, const char *name,
+    const char *text)
+{
+	chat_maybe_drop(ch);
+	tui_draw_clear_bottom(&ch->draw, &ch->c->out);
+	tui_draw_line(&ch->draw, &ch->c->out, style, name, text);
+	tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+}
+
+/* Short text for a tool input: its command, else its JSON. */
+static void
+chat_summary(json_object *input, char *out, size_t len)
+{
+	const char *cmd = input ? json_get_string(input, "command") : NULL;
+	const char *s = cmd ? cmd : input ? json_object_to_json_string_ext(input,
+	    JSON_C_TO_STRING_PLAIN) : "";
+
+	snprintf(out, len, "%.*s%s", CHAT_SUMMARY, s,
+	    strlen(s) > CHAT_SUMMARY ? "..." : "");
+}
+
+/* Events about tools and approvals. */
+static int
+chat_event_tool(struct chat *ch, const char *type, json_object *o)
+{
+	char text[CHAT_RESULT_SHOWN + 512], sum[CHAT_SUMMARY + 8];
+	json_object *input = NULL;
+	const char *s;
+
+	json_object_object_get_ex(o, "input", &input);
+	if (strcmp(type, "tool_call") == 0) {
+		chat_summary(input, sum, sizeof(sum));
+		snprintf(text, sizeof(text), "agent runs %s: %s",
+		    json_get_string(o, "name") ?: "?", sum);
+		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
+	} else if (strcmp(type, "approval_request") == 0) {
+		chat_summary(input, sum, sizeof(sum));
+		snprintf(text, sizeof(text), "approval needed: %s %s -- answer "
+		    "with /approve %s or /deny %s (%lld s)",
+		    json_get_string(o, "tool") ?: "?", sum,
+		    json_get_string(o, "id") ?: "?",
+		    json_get_string(o, "id") ?: "?",
+		    json_get_int(o, "seconds", 0));
+		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+	} else if (strcmp(type, "tool_output") == 0 ||
+	    strcmp(type, "exec_output") == 0) {
+		chat_print(ch, TUI_STYLE_OUTPUT, NULL,
+		    json_get_string(o, "text") ?: "");
+	} else if (strcmp(type, "tool_result") == 0) {
+		s = json_get_string(o, "status") ?: "?";
+		snprintf(text, sizeof(text), "tool %s: %s%s%.*s", s,
+		    json_get_string(o, "id") ?: "?", strcmp(s, "ok") ? "\n" : "",
+		    strcmp(s, "ok") ? CHAT_RESULT_SHOWN : 0,
+		    json_get_string(o, "output") ?: "");
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* Events about commands run with !CMD. */
+static int
+chat_event_exec(struct chat *ch, const char *type, json_object *o)
+{
+	char text[1024];
+	const char *sig;
+
+	if (strcmp(type, "exec_start") == 0) {
+		snprintf(text, sizeof(text), "%s ran: %s",
+		    json_get_string(o, "user") ?: "?",
+		    json_get_string(o, "command") ?: "");
+		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
+	} else if (strcmp(type, "exec_result") == 0) {
+		const char *out = json_get_string(o, "stdout");
+		const char *err = json_get_string(o, "stderr");
+
+		/* Live output came as exec_output; a replay has only this. */
+		if (json_get_bool(o, "replay", 0) && out && *out)
+			chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
+		if (json_get_bool(o, "replay", 0) && err && *err)
+			chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
+		sig = json_get_string(o, "signal");
+		if (sig)
+			snprintf(text, sizeof(text), "killed by SIG%s", sig);
+		else
+			snprintf(text, sizeof(text), "exit %lld",
+			    json_get_int(o, "exitCode", -1));
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* Events about people and settings. */
+static int
+chat_event_room(struct chat *ch, const char *type, json_object *o)
+{
+	char text[2048];
+
+	if (strcmp(type, "welcome") == 0) {
+		snprintf(text, sizeof(text), "you are %s in room %s (model %s, "
+		    "approval %s); /help lists the commands",
+		    json_get_string(o, "user") ?: "?",
+		    json_get_string(o, "room") ?: ch->c->s->room,
+		    json_get_string(o, "model") ?: "?",
+		    json_get_string(o, "approval") ?: "?");
+	} else if (strcmp(type, "presence") == 0) {
+		json_object *users = NULL;
+		const char *who;
+
+		if ((who = json_get_string(o, "joined")))
+			snprintf(text, sizeof(text), "%s joined", who);
+		else if ((who = json_get_string(o, "left")))
+			snprintf(text, sizeof(text), "%s left", who);
+		else if (json_object_object_get_ex(o, "users", &users))
+			snprintf(text, sizeof(text), "here: %s",
+			    json_object_to_json_string_ext(users,
+			    JSON_C_TO_STRING_PLAIN));
+		else
+			return 1;
+	} else if (strcmp(type, "config") == 0) {
+		snprintf(text, sizeof(text), "%s set%s%s%s%s",
+		    json_get_string(o, "user") ?: "someone",
+		    json_get_string(o, "model") ? " model " : "",
+		    json_get_string(o, "model") ?: "",
+		    json_get_string(o, "approval") ? " approval " : "",
+		    json_get_string(o, "approval") ?: "");
+	} else if (strcmp(type, "turn_end") == 0) {
+		json_object *u = NULL;
+
+		json_object_object_get_ex(o, "usage", &u);
+		snprintf(text, sizeof(text), "agent done (%s; %lld tokens in, "
+		    "%lld out)", json_get_string(o, "stop_reason") ?: "?",
+		    u ? json_get_int(u, "input_tokens", 0) : 0,
+		    u ? json_get_int(u, "output_tokens", 0) : 0);
+	} else if (strcmp(type, "notice") == 0) {
+		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
+	} else if (strcmp(type, "error") == 0) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL,
+		    json_get_string(o, "message") ?: "error");
+		return 1;
+	} else {
+		return 0;
+	}
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+	return 1;
+}
+
+/* A message, or the agent's streamed text. */
+static int
+chat_event_message(struct chat *ch, const char *type, json_object *o)
+{
+	const char *user = json_get_string(o, "user") ?: "?";
+	const char *text = json_get_string(o, "text") ?: "";
+
+	if (strcmp(type, "agent_delta") == 0) {
+		chat_maybe_drop(ch);
+		tui_draw_clear_bottom(&ch->draw, &ch->c->out);
+		tui_draw_stream(&ch->draw, &ch->c->out, text);
+		tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+		return 1;
+	}
+	if (strcmp(type, "message") != 0)
+		return 0;
+	if (strcmp(user, "agent") == 0 && ch->draw.streaming &&
+	    !json_get_bool(o, "replay", 0)) {
+		/* The deltas already showed it. */
+		tui_draw_clear_bottom(&ch->draw, &ch->c->out);
+		tui_draw_stream_end(&ch->draw, &ch->c->out);
+		tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+		return 1;
+	}
+	chat_print(ch, TUI_STYLE_MESSAGE, user, text);
+	return 1;
+}
+
+/* A line from the room. */
+static void
+chat_line(void *arg, json_object *o, const char *line, size_t len)
+{
+	struct chat *ch = arg;
+	const char *type = json_get_string(o, "type");
+	long long seq = json_get_int(o, "seq", 0);
+
+	(void)line; (void)len;
+	if (!type)
+		return;
+	if (seq > ch->last_seq)
+		ch->last_seq = seq;
+	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
+	    chat_event_exec(ch, type, o))
+		return;
+	chat_event_room(ch, type, o);
+}
+
+/* The agent went away: say so and connect again from the tick. */
+static void
+chat_end(void *arg)
+{
+	struct chat *ch = arg;
+
+	if (ch->leaving)
+		return;
+	chat_print(ch, TUI_STYLE_NOTICE, NULL,
+	    "the room's agent restarted; reconnecting");
+	ch->reconnect = 1;
+}
+
+/* -------------------------------------------------------------- input -- */
+
+/* Act on one finished input line. */
+static void
+chat_submit(struct chat *ch, const char *line)
+{
+	char reply[1024], id[32];
+	json_object *req = NULL;
+	int r = chat_command(line, &req, reply, sizeof(reply));
+
+	if (r == 2) {
+		ch->leaving = 1;
+		return;
+	}
+	if (r == 0) {
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, reply);
+		return;
+	}
+	if (r != 1)
+		return;
+	if (strcmp(json_get_string(req, "type"), "exec") == 0) {
+		snprintf(id, sizeof(id), "chat-%lu-%lu", ch->c->s->num,
+		    ++ch->nexec);
+		json_object_object_add(req, "id", json_object_new_string(id));
+	}
+	if (agentlink_send(&ch->link, req) < 0)
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not taking "
+		    "lines now; wait a moment and send again");
+	json_object_put(req);
+}
+
+/* One key of the line UI. */
+static void
+chat_key(struct chat *ch, const struct tui_key *k)
+{
+	struct tui_editor *e = &ch->ed;
+	char line[CHAT_MAX_LINE + 8];
+
+	switch (k->type) {
+	case TUI_KEY_CHAR:
+		if (k->cp >= 0x20 && !(k->cp >= 0x7f && k->cp <= 0x9f) &&
+		    tui_editor_insert(e, k->cp) < 0)
+			chat_print(ch, TUI_STYLE_ERROR, NULL, "line too long: "
+			    "at most 16 KiB");
+		break;
+	case TUI_KEY_ENTER:
+		tui_editor_utf8(e, 0, e->len, line, sizeof(line));
+		tui_editor_clear(e);
+		chat_submit(ch, line);
+		break;
+	case TUI_KEY_BACKSPACE: tui_editor_backspace(e); break;
+	case TUI_KEY_DELETE: tui_editor_delete(e); break;
+	case TUI_KEY_LEFT: tui_editor_left(e); break;
+	case TUI_KEY_RIGHT: tui_editor_right(e); break;
+	case TUI_KEY_HOME: tui_editor_home(e); break;
+	case TUI_KEY_END: tui_editor_end(e); break;
+	case TUI_KEY_CTRL:
+		if (k->cp == 'c')
+			tui_editor_clear(e);
+		else if (k->cp == 'd' && e->len == 0)
+			ch->leaving = 1;
+		else if (k->cp == 'd')
+			tui_editor_delete(e);
+		else if (k->cp == 'u')
+			tui_editor_kill_start(e);
+		else if (k->cp == 'a')
+			tui_editor_home(e);
+		else if (k->cp == 'e')
+			tui_editor_end(e);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Plain mode on a pty (TERM=dumb): the terminal is raw, so echo what is
+ * typed, erase on Backspace and take CR as the end of the line.  Returns 1
+ * when the byte was handled here. */
+static int
+chat_plain_echo(struct chat *ch, char b)
+{
+	struct buf *l = &ch->line;
+
+	if (!ch->c->pty)
+		return 0;
+	if (b == 0x7f || b == 0x08) {
+		/* Drop one UTF-8 character. */
+		while (l->len && ((unsigned char)l->data[l->len - 1] & 0xc0) == 0x80)
+			l->len--;
+		if (l->len) {
+			l->data[--l->len] = '\0';
+			chan_write(ch->c, "\b \b", 3);
+		}
+		return 1;
+	}
+	if (b == 0x03) {
+		buf_reset(l);
+		chan_write(ch->c, "^C\r\n", 4);
+		return 1;
+	}
+	if (b == 0x04 && l->len == 0) {
+		ch->leaving = 1;
+		return 1;
+	}
+	if (b == '\r')
+		chan_write(ch->c, "\r\n", 2);
+	else if ((unsigned char)b >= 0x20 && b != 0x7f && !ch->discarding)
+		chan_write(ch->c, &b, 1);
+	else if (b != '\n')
+		return 1;	/* other controls are dropped */
+	return 0;
+}
+
+/* Plain mode: collect lines, capped. */
+static void
+chat_plain_input(struct chat *ch, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n && !ch->leaving; i++) {
+		char b = p[i];
+
+		if (chat_plain_echo(ch, b))
+			continue;
+		if (b == '\r' && ch->c->pty)
+			b = '\n';
+		if (b != '\n') {
+			if (ch->discarding)
+				continue;
+			if (buf_append(&ch->line, &b, 1) < 0) {
+				ch->discarding = 1;
+				buf_reset(&ch->line);
+				chat_print(ch, TUI_STYLE_ERROR, NULL, "line too "
+				    "long: at most 16 KiB; it was not sent");
+			}
+			continue;
+		}
+		if (!ch->discarding) {
+			if (ch->line.len && ch->line.data[ch->line.len - 1] == '\r')
+				ch->line.data[--ch->line.len] = '\0';
+			chat_submit(ch, ch->line.data ? ch->line.data : "");
+		}
+		ch->discarding = 0;
+		buf_reset(&ch->line);
+	}
+}
+
+/* Client bytes: keys (line UI) or lines (plain).  Taken only once the
+ * room is connected and while the link has room. */
+static size_t
+chat_input(struct chan *c, const char *p, size_t n)
+{
+	struct chat *ch = c->kind;
+	struct tui_key keys[2];
+
+	if (!ch->started || ch->reconnect)
+		return 0;
+	if (ch->leaving)
+		return n;
+	if (agentlink_pending(&ch->link) > AGENTLINK_MAX_OUT / 2)
+		return 0;
+	if (!ch->ansi) {
+		chat_plain_input(ch, p, n);
+		return n;
+	}
+	for (size_t i = 0; i < n && !ch->leaving; i++) {
+		int nk = tui_keys_feed(&ch->keys, (unsigned char)p[i], keys);
+
+		for (int j = 0; j < nk; j++)
+			chat_key(ch, &keys[j]);
+	}
+	tui_draw_clear_bottom(&ch->draw, &c->out);
+	tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+	return n;
+}
+
+/* Client EOF: send a last unterminated line, then leave. */
+static void
+chat_eof(struct chan *c)
+{
+	struct chat *ch = c->kind;
+
+	if (!ch->ansi && ch->line.len && !ch->discarding)
+		chat_submit(ch, ch->line.data);
+	ch->leaving = 1;
+}
+
+/* ------------------------------------------------------------ lifecycle -- */
+
+/* Room ready: connect and join with recent history. */
+static void
+chat_start(struct chan *c, struct room *r)
+{
+	struct chat *ch = c->kind;
+	json_object *hello;
+	int rc = agentlink_connect(&ch->link, &c->s->srv->loop, r->run,
+	    chat_line, chat_end, ch);
+
+	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
+		chan_wait_room(c);
+		return;
+	}
+	if (rc < 0) {
+		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
+		    r->name, strerror(-rc));
+		return;
+	}
+	hello = chat_req("hello");
+	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
+	json_object_object_add(hello, "kind", json_object_new_string("chat"));
+	if (ch->last_seq > 0)
+		json_object_object_add(hello, "since",
+		    json_object_new_int64(ch->last_seq));
+	else
+		json_object_object_add(hello, "history",
+		    json_object_new_int(CHAT_HISTORY));
+	agentlink_send(&ch->link, hello);
+	json_object_put(hello);
+	ch->started = 1;
+	ch->reconnect = 0;
+	ch->connect_tries = 0;
+}
+
+/* Reconnect after an agent restart; leave once our lines are out. */
+static void
+chat_tick(struct chan *c)
+{
+	struct chat *ch = c->kind;
+
+	if (ch->reconnect && !c->waiting_room) {
+		agentlink_close(&ch->link);
+		ch->started = 0;
+		chan_wait_room(c);
+		return;
+	}
+	if (ch->leaving && agentlink_pending(&ch->link) == 0) {
+		if (ch->ansi) {
+			tui_draw_clear_bottom(&ch->draw, &c->out);
+			chan_write(c, "bye\r\n", 5);
+		}
+		chan_exit(c, 0, NULL);
+	}
+}
+
+/* New window size: redraw the input line for it. */
+static void
+chat_resize(struct chan *c)
+{
+	struct chat *ch = c->kind;
+
+	if (!ch->ansi)
+		return;
+	tui_draw_clear_bottom(&ch->draw, &c->out);
+	ch->draw.cols = c->cols;
+	ch->draw.rows = c->rows;
+	tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+}
+
+/* Release the chat (outside callbacks). */
+static void
+chat_free(struct chan *c)
+{
+	struct chat *ch = c->kind;
+
+	agentlink_close(&ch->link);
+	buf_free(&ch->link.out);
+	jsonl_free(&ch->link.in);
+	tui_editor_free(&ch->ed);
+	tui_draw_free(&ch->draw);
+	buf_free(&ch->line);
+	free(ch);
+}
+
+static const struct chan_ops chat_ops = {
+	.name = "chat",
+	.input = chat_input,
+	.eof = chat_eof,
+	.start = chat_start,
+	.tick = chat_tick,
+	.resize = chat_resize,
+	.free = chat_free,
+};
+
+/* See chat.h. */
+int
+chat_open(struct chan *c)
+{
+	struct chat *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return -ENOMEM;
+	ch->c = c;
+	ch->ansi = c->pty && strcmp(c->term, "dumb") != 0 && c->term[0];
+	agentlink_init(&ch->link);
+	tui_keys_init(&ch->keys);
+	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
+	tui_draw_init(&ch->draw, ch->ansi, c->pty, c->cols, c->rows);
+	buf_init(&ch->line, CHAT_MAX_LINE);
+	c->kind = ch;
+	c->ops = &chat_ops;
+	chan_wait_room(c);
+	if (ch->ansi)
+		tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+	return 0;
+}

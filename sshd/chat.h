@@ -1,0 +1,25 @@
+/*
+ * chat.h: the shell request: the room's chat (kind "chat", 50 lines of
+ * history), as a line UI with ANSI when the client has a pty and a TERM
+ * other than "dumb", else as plain lines.
+ */
+#ifndef ATRIUMD_CHAT_H
+#define ATRIUMD_CHAT_H
+
+#include <json-c/json.h>
+
+#include "session.h"
+
+#define CHAT_MAX_LINE		(16 * 1024)	/* one input line */
+#define CHAT_HISTORY		50		/* events replayed on join */
+
+/* Make c a chat channel.  0 or -ENOMEM. */
+int chat_open(struct chan *c);
+
+/* Turn one input line into a request for the room, or into text for the
+ * user alone.  Returns 1 with *out (caller puts) to send, 0 with reply set
+ * (help, errors), 2 for /quit, 3 for an empty line.  Pure. */
+int chat_command(const char *line, json_object **out, char *reply,
+    size_t replylen);
+
+#endif

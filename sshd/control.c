@@ -1,0 +1,210 @@
+/*
+ * control.c: the `atrium` subsystem (control.h).  Called by session.c
+ * through chan_ops.  JSON lines go both ways unchanged, except that a client
+ * may not send `hello` (atriumd says who the user is) and lines over
+ * PROTO_MAX_LINE or not JSON objects are answered with an `error` line.
+ *
+ * Backpressure both ways: client lines are taken only while the agent link
+ * has room; agent lines are read only while the channel's queue is under
+ * CONTROL_MAX_QUEUED.
+ */
+#include "control.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentlink.h"
+#include "jsonl.h"
+#include "log.h"
+#include "protocol.h"
+#include "room.h"
+
+#define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
+#define CONTROL_MAX_CONNECT	20
+
+struct control {
+	struct chan *c;			/* owner */
+	struct agentlink link;		/* to the room's agent */
+	struct jsonl in;		/* client bytes, framed */
+	int started;			/* hello sent */
+	int ended;			/* the agent went away */
+	int connect_tries;
+};
+
+/* An error line to the client only. */
+static void
+control_error(struct control *ct, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	struct buf line;
+
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	buf_init(&line, 4096);
+	if (jsonl_format(&line, o) == 0)
+		chan_write(ct->c, line.data, line.len);
+	buf_free(&line);
+	json_object_put(o);
+}
+
+/* Check one client line and pass it on. */
+static void
+control_client_line(struct control *ct, char *line, size_t len)
+{
+	const char *err, *type;
+	json_object *o = jsonl_parse_object(line, len, &err);
+
+	if (!o) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "not a JSON object (%s): send one "
+		    "JSON object per line", err ? err : "parse error");
+		control_error(ct, msg);
+		return;
+	}
+	type = json_get_string(o, "type");
+	if (type && strcmp(type, "hello") == 0)
+		control_error(ct, "hello is sent by the server: start with "
+		    "your first request (chat, prompt, exec...)");
+	else if (agentlink_send_line(&ct->link, line, len) < 0)
+		control_error(ct, "the room is not taking requests now; "
+		    "slow down or reconnect");
+	json_object_put(o);
+}
+
+/* Client bytes: taken only while the agent link has room for them. */
+static size_t
+control_input(struct chan *c, const char *p, size_t n)
+{
+	struct control *ct = c->kind;
+	char *line;
+	size_t len;
+	int r;
+
+	if (!ct->started)
+		return 0;
+	if (ct->ended)
+		return n;
+	if (agentlink_pending(&ct->link) + n > AGENTLINK_MAX_OUT / 2)
+		return 0;
+	if (jsonl_feed(&ct->in, p, n) < 0)
+		return 0;
+	while ((r = jsonl_next(&ct->in, &line, &len)) != 0) {
+		if (r < 0)
+			control_error(ct, "line too long: at most 1 MiB per "
+			    "JSON line");
+		else
+			control_client_line(ct, line, len);
+	}
+	return n;
+}
+
+/* Client EOF: the session ends when our queue is out. */
+static void
+control_eof(struct chan *c)
+{
+	chan_exit(c, 0, NULL);
+}
+
+/* A line from the agent goes to the client as it came. */
+static void
+control_line(void *arg, json_object *obj, const char *line, size_t len)
+{
+	struct control *ct = arg;
+
+	(void)obj;
+	chan_write(ct->c, line, len);
+	chan_write(ct->c, "\n", 1);
+	if (ct->c->out.len > CONTROL_MAX_QUEUED)
+		agentlink_pause(&ct->link, 1);
+}
+
+/* The agent went away: tell the client and end with status 1. */
+static void
+control_end(void *arg)
+{
+	struct control *ct = arg;
+
+	ct->ended = 1;
+	control_error(ct, "the room's agent stopped; reconnect to go on");
+	chan_exit(ct->c, 1, NULL);
+}
+
+/* Room ready: connect and say hello for the user. */
+static void
+control_start(struct chan *c, struct room *r)
+{
+	struct control *ct = c->kind;
+	json_object *hello;
+	int rc = agentlink_connect(&ct->link, &c->s->srv->loop, r->run,
+	    control_line, control_end, ct);
+
+	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
+		chan_wait_room(c);
+		return;
+	}
+	if (rc < 0) {
+		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
+		    r->name, strerror(-rc));
+		return;
+	}
+	hello = json_object_new_object();
+	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
+	json_object_object_add(hello, "kind", json_object_new_string("control"));
+	json_object_object_add(hello, "history", json_object_new_int(0));
+	agentlink_send(&ct->link, hello);
+	json_object_put(hello);
+	ct->started = 1;
+}
+
+/* Resume reading the agent once the client caught up. */
+static void
+control_tick(struct chan *c)
+{
+	struct control *ct = c->kind;
+
+	if (ct->link.paused && c->out.len < CONTROL_MAX_QUEUED / 2)
+		agentlink_pause(&ct->link, 0);
+}
+
+/* Release the control channel (outside callbacks). */
+static void
+control_free(struct chan *c)
+{
+	struct control *ct = c->kind;
+
+	agentlink_close(&ct->link);
+	buf_free(&ct->link.out);
+	jsonl_free(&ct->link.in);
+	jsonl_free(&ct->in);
+	free(ct);
+}
+
+static const struct chan_ops control_ops = {
+	.name = "control",
+	.input = control_input,
+	.eof = control_eof,
+	.start = control_start,
+	.tick = control_tick,
+	.free = control_free,
+};
+
+/* See control.h. */
+int
+control_open(struct chan *c)
+{
+	struct control *ct = calloc(1, sizeof(*ct));
+
+	if (!ct)
+		return -ENOMEM;
+	ct->c = c;
+	agentlink_init(&ct->link);
+	jsonl_init(&ct->in, PROTO_MAX_LINE);
+	c->kind = ct;
+	c->ops = &control_ops;
+	chan_wait_room(c);
+	return 0;
+}

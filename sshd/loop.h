@@ -1,0 +1,60 @@
+/*
+ * loop.h: fd watches on the one ssh_event that serves every session, so that
+ * child pipes, agent sockets and signals share atriumd's single thread with
+ * libssh.
+ *
+ * libssh's event only knows "add fd with events" and "remove fd".  A watch
+ * records the events its owner wants; callbacks only change that wish
+ * (loop_want) and loop_sync, run after each ssh_event_dopoll and never from
+ * inside a callback, adds and removes the fds to match.  So no fd is ever
+ * added to or removed from the poll set while libssh iterates over it, and
+ * a watch that wants nothing (a paused producer) is out of the poll set and
+ * cannot spin.
+ */
+#ifndef ATRIUMD_LOOP_H
+#define ATRIUMD_LOOP_H
+
+#include <libssh/libssh.h>
+
+struct loop;
+struct watch;
+
+/* Called from inside ssh_event_dopoll with the poll revents. */
+typedef void (*watch_fn)(struct watch *w, int revents);
+
+struct watch {
+	int fd;			/* -1 when not in use */
+	short want;		/* POLLIN/POLLOUT the owner asks for */
+	short have;		/* what the ssh_event currently polls */
+	watch_fn fn;		/* owner's callback */
+	void *arg;		/* owner's object */
+	struct loop *loop;	/* NULL until loop_add */
+	struct watch *next;	/* in loop->watches */
+};
+
+struct loop {
+	ssh_event event;	/* the one event of the process */
+	struct watch *watches;	/* every added watch */
+};
+
+/* Make the loop.  0 or -ENOMEM. */
+int loop_init(struct loop *l);
+
+/* Remove every watch and free the event. */
+void loop_destroy(struct loop *l);
+
+/* Start watching fd (want: POLLIN/POLLOUT, possibly 0). */
+void loop_add(struct loop *l, struct watch *w, int fd, short want,
+    watch_fn fn, void *arg);
+
+/* Change the wished events; takes effect at the next loop_sync. */
+void loop_want(struct watch *w, short want);
+
+/* Stop watching (outside callbacks).  The fd is not closed.  Safe on a
+ * watch that was never added. */
+void loop_del(struct watch *w);
+
+/* Bring the poll set in line with every watch's wish (outside callbacks). */
+void loop_sync(struct loop *l);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * main.c: atriumd's command line.  Settings come from the defaults, then
+ * DATA/atrium.conf, then flags (--key VALUE for every key of config.h, plus
+ * --open without a value); then the data directory is prepared and the
+ * server runs until SIGTERM or SIGINT.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "server.h"
+#include "setup.h"
+#include "util.h"
+
+static const char main_usage[] =
+	"usage: atriumd [--data DIR] [--listen [ADDR]:PORT] "
+	"[--provider anthropic|openai]\n"
+	"               [--model NAME] [--model-url URL] [--api-key-file FILE] "
+	"[--open]\n"
+	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
+	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
+
+/* Value of flag i ("--k=v" or "--k v"); --open may stand alone. */
+static const char *
+main_value(int argc, char **argv, int *i, const char *key, char *eqbuf,
+    size_t len)
+{
+	const char *eq = strchr(argv[*i], '=');
+
+	if (eq) {
+		snprintf(eqbuf, len, "%s", eq + 1);
+		return eqbuf;
+	}
+	if (strcmp(key, "open") == 0 &&
+	    (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0))
+		return "1";
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+/* Apply flags to c; only_data sets just --data (read before the file).
+ * 0, or 2 after printing the usage for the user. */
+static int
+main_flags(struct config *c, int argc, char **argv, int only_data)
+{
+	char key[64], eqbuf[PATH_MAX], err[256];
+
+	for (int i = 1; i < argc; i++) {
+		const char *value;
+
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(main_usage, stdout);
+			exit(0);
+		}
+		if (strncmp(argv[i], "--", 2) != 0) {
+			fprintf(stderr, "atriumd: unexpected argument '%s'\n%s",
+			    argv[i], main_usage);
+			return 2;
+		}
+		snprintf(key, sizeof(key), "%.*s",
+		    (int)strcspn(argv[i] + 2, "="), argv[i] + 2);
+		if (!(value = main_value(argc, argv, &i, key, eqbuf,
+		    sizeof(eqbuf)))) {
+			fprintf(stderr, "atriumd: --%s needs a value\n%s", key,
+			    main_usage);
+			return 2;
+		}
+		if (only_data && strcmp(key, "data") != 0)
+			continue;
+		if (config_set(c, key, value, err, sizeof(err)) < 0) {
+			fprintf(stderr, "atriumd: --%s: %s\n%s", key, err,
+			    main_usage);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* Where atrium-fs and atrium-agent are; warns when they are missing. */
+static void
+main_bin_dir(const struct config *c, char *out, size_t len)
+{
+	const char *progs[] = { "atrium-fs", "atrium-agent" };
+	char path[PATH_MAX + 32];
+
+	if (c->bin_dir[0])
+		snprintf(out, len, "%s", c->bin_dir);
+	else if (self_dir(out, len) < 0)
+		snprintf(out, len, ".");
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", out, progs[i]);
+		if (access(path, X_OK) < 0)
+			log_warn("%s: not found; rooms cannot start (use "
+			    "--bin-dir DIR)", path);
+	}
+}
+
+/* Each session holds a socket and up to four pipes or sockets per channel:
+ * take every fd the hard limit allows. */
+static void
+main_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Settings, first start, then serve until SIGTERM.  0, 1 or 2 (usage). */
+int
+main(int argc, char **argv)
+{
+	static struct config cfg;
+	static struct server srv;
+	char conf[PATH_MAX + 32], err[512], bin[PATH_MAX], abs[PATH_MAX];
+	int r;
+
+	umask(022);
+	log_init("atriumd", NULL);
+	main_raise_fd_limit();
+	config_defaults(&cfg);
+	if (main_flags(&cfg, argc, argv, 1))
+		return 2;
+	snprintf(conf, sizeof(conf), "%s/atrium.conf", cfg.data_dir);
+	if (config_load_file(&cfg, conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "atriumd: %s\n", err);
+		return 2;
+	}
+	if (main_flags(&cfg, argc, argv, 0))
+		return 2;
+	if (setup_data_dir(&cfg) < 0)
+		return 1;
+	if (realpath(cfg.data_dir, abs))
+		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
+	main_bin_dir(&cfg, bin, sizeof(bin));
+	if ((r = server_init(&srv, &cfg, bin)) < 0) {
+		server_destroy(&srv);
+		return 1;
+	}
+	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
+	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted" : "");
+	r = server_run(&srv);
+	server_destroy(&srv);
+	return r ? 1 : 0;
+}

@@ -1,0 +1,628 @@
+/*
+ * room.c: start, watch and stop each room's atrium-fs and atrium-agent
+ * (room.h).  Called by server.c (child exits, ticks, shutdown) and by
+ * session channels (rooms_use).
+ *
+ * Invariants: a room's children are only ever started from ROOM_COLD or
+ * ROOM_RETRY (one atrium-fs per workspace.db, one atrium-agent per room.db);
+ * every started child is reaped through rooms_child_exited; a room in
+ * ROOM_READY has both children running and ready.  Children get
+ * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3.
+ */
+#include "room.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "protocol.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define ROOM_MOUNT_WAIT_MS	15000	/* atrium-fs mount to "ready" */
+#define ROOM_AGENT_WAIT_MS	15000	/* atrium-agent to "ready" */
+#define ROOM_STOP_WAIT_MS	5000	/* SIGTERM to SIGKILL */
+#define ROOM_MOUNT_TRIES	25	/* DB still locked by a dying atrium-fs */
+#define ROOM_RETRY_MS		200
+#define ROOM_FAILED_HOLD_MS	2000	/* a failed room is not retried sooner */
+#define ROOM_MAX_RESTARTS	5	/* abnormal agent exits per window */
+#define ROOM_RESTART_WINDOW_MS	60000
+#define ROOM_MAX_ARGS		128
+
+static void room_mount(struct room *r);
+static void room_stop(struct room *r);
+
+/* An empty set of rooms; cannot fail. */
+void
+rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
+    const char *bin_dir)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->cfg = cfg;
+	rs->loop = loop;
+	snprintf(rs->bin_dir, sizeof(rs->bin_dir), "%s", bin_dir);
+	snprintf(rs->data, sizeof(rs->data), "%s", cfg->data_dir);
+}
+
+/* Path of a sibling program. */
+static void
+room_bin(const struct rooms *rs, const char *prog, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", rs->bin_dir, prog);
+}
+
+/* Forget a child's ready pipe. */
+static void
+room_child_close(struct room_child *c)
+{
+	loop_del(&c->w);
+	if (c->ready_fd >= 0)
+		close(c->ready_fd);
+	c->ready_fd = -1;
+	c->ready_len = 0;
+}
+
+/* In the forked child: fd 3 is the ready pipe, nothing else leaks. */
+static void
+room_child_exec(char *const argv[], int ready_w, int is_agent)
+{
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY);
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(2, 1);
+	if (ready_w >= 0 && ready_w != 3)
+		dup2(ready_w, 3);
+	if (ready_w >= 0)
+		fcntl(3, F_SETFD, 0);
+	close_range(ready_w >= 0 ? 4 : 3, ~0U, 0);
+	if (!is_agent) {
+		/* Only the agent talks to the model. */
+		unsetenv("ANTHROPIC_API_KEY");
+		unsetenv("OPENAI_API_KEY");
+	}
+	execv(argv[0], argv);
+	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+static void room_ready_cb(struct watch *w, int revents);
+
+/* Start a child; with want_ready it gets a ready pipe as fd 3.  0 or -errno
+ * (logged). */
+static int
+room_spawn(struct room *r, struct room_child *c, char *const argv[],
+    int want_ready, int is_agent)
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (want_ready && pipe2(p, O_CLOEXEC) < 0) {
+		log_error("room %s: pipe: %s", r->name, strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		log_error("room %s: fork: %s", r->name, strerror(e));
+		if (p[0] >= 0) {
+			close(p[0]);
+			close(p[1]);
+		}
+		return -e;
+	}
+	if (pid == 0)
+		room_child_exec(argv, p[1], is_agent);
+	c->pid = pid;
+	c->ready_len = 0;
+	c->ready_fd = -1;
+	if (want_ready) {
+		close(p[1]);
+		c->ready_fd = p[0];
+		fd_set_nonblock(p[0], 1);
+		loop_add(r->rs->loop, &c->w, p[0], POLLIN, room_ready_cb, r);
+	}
+	log_info("room %s: started %s (pid %d)", r->name, c->what, (int)pid);
+	return 0;
+}
+
+/* Record why the start failed and stop what runs. */
+static void
+room_fail(struct room *r, const char *fmt, const char *detail)
+{
+	snprintf(r->error, sizeof(r->error), fmt, detail);
+	log_error("room %s: %s", r->name, r->error);
+	r->failed = 1;
+	r->failed_ms = time_mono_ms();
+	r->restart = 0;
+	room_stop(r);
+}
+
+/* fusermount3 -u -z PATH, for when atriumd is not root.  0 or -1.  Runs
+ * synchronously: it is rare (after a crash) and quick. */
+static int
+room_fusermount(const char *path)
+{
+	char *argv[] = { "fusermount3", "-u", "-z", (char *)path, NULL };
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close_range(3, ~0U, 0);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Lazily unmount a stale mount left at RUN/workspace (a crashed atrium-fs
+ * or atriumd); quiet when nothing is mounted. */
+static void
+room_unmount_stale(struct room *r)
+{
+	char mnt[PATH_MAX + 128];
+	struct stat st, parent;
+
+	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
+	if (stat(mnt, &st) == 0 && stat(r->run, &parent) == 0 &&
+	    st.st_dev == parent.st_dev)
+		return;
+	if (umount2(mnt, MNT_DETACH) == 0)
+		log_info("room %s: unmounted a stale mount at %s", r->name,
+		    mnt);
+	else if (errno == EPERM && room_fusermount(mnt) == 0)
+		log_info("room %s: unmounted a stale mount at %s (fusermount3)",
+		    r->name, mnt);
+	else if (errno != EINVAL && errno != ENOENT)
+		log_warn("room %s: cannot unmount %s: %s", r->name, mnt,
+		    strerror(errno));
+}
+
+/* Start atrium-fs mount; the next step comes with its ready line. */
+static void
+room_mount(struct room *r)
+{
+	char prog[PATH_MAX + 128], db[PATH_MAX + 128], mnt[PATH_MAX + 128];
+	char *argv[] = { prog, "mount", "-f", "--ready-fd", "3", db, mnt, NULL };
+
+	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
+	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
+	room_unmount_stale(r);
+	mkdir(mnt, 0755);
+	r->mount_tries++;
+	r->state = ROOM_MOUNTING;
+	r->deadline_ms = time_mono_ms() + ROOM_MOUNT_WAIT_MS;
+	if (room_spawn(r, &r->fs, argv, 1, 0) < 0)
+		room_fail(r, "cannot start atrium-fs%s", "");
+}
+
+/* Add "--key value" to argv. */
+static void
+room_arg_pair(const char *key, const char *value, void *arg)
+{
+	char **argv = arg;
+	size_t n = 0;
+
+	while (argv[n])
+		n++;
+	if (n + 3 >= ROOM_MAX_ARGS)
+		return;
+	if (asprintf(&argv[n], "--%s", key) < 0 ||
+	    !(argv[n + 1] = strdup(value))) {
+		free(argv[n]);
+		argv[n] = NULL;
+		return;
+	}
+	argv[n + 2] = NULL;
+}
+
+/* Start atrium-agent with the room's dirs and every setting. */
+static void
+room_start_agent(struct room *r)
+{
+	char *argv[ROOM_MAX_ARGS] = { NULL };
+	char prog[PATH_MAX + 128];
+	int rc;
+
+	room_bin(r->rs, "atrium-agent", prog, sizeof(prog));
+	argv[0] = strdup(prog);
+	room_arg_pair("room-dir", r->dir, argv);
+	room_arg_pair("run-dir", r->run, argv);
+	room_arg_pair("ready-fd", "3", argv);
+	config_each(r->rs->cfg, room_arg_pair, argv);
+	r->state = ROOM_AGENT;
+	r->deadline_ms = time_mono_ms() + ROOM_AGENT_WAIT_MS;
+	rc = argv[0] ? room_spawn(r, &r->agent, argv, 1, 1) : -ENOMEM;
+	for (size_t i = 0; argv[i]; i++)
+		free(argv[i]);
+	if (rc < 0)
+		room_fail(r, "cannot start atrium-agent%s", "");
+}
+
+/* Make the room's directories and begin its start. */
+static void
+room_start(struct room *r)
+{
+	const struct config *cfg = r->rs->cfg;
+	char db[PATH_MAX + 128], prog[PATH_MAX + 128], owner[64];
+	char *argv[] = { prog, "mkfs", "--owner", owner, db, NULL };
+	int rc;
+
+	r->failed = 0;
+	r->error[0] = '\0';
+	r->mount_tries = 0;
+	r->restart = 0;
+	r->started_ms = time_mono_ms();
+	if ((rc = mkdir_p(r->dir, 0700)) < 0 || (rc = mkdir_p(r->run, 0755)) < 0) {
+		room_fail(r, "cannot make the room's directories: %s",
+		    strerror(-rc));
+		return;
+	}
+	chmod(r->run, 0755);
+	if ((rc = sandbox_write_identity(r->run, cfg->sandbox_uid,
+	    cfg->sandbox_gid)) < 0)
+		log_warn("room %s: cannot write the sandbox identity: %s",
+		    r->name, strerror(-rc));
+	log_info("room %s: starting", r->name);
+	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
+	if (access(db, F_OK) == 0) {
+		room_mount(r);
+		return;
+	}
+	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)cfg->sandbox_uid,
+	    (unsigned)cfg->sandbox_gid);
+	r->state = ROOM_MKFS;
+	r->deadline_ms = 0;
+	if (room_spawn(r, &r->mkfs, argv, 0, 0) < 0)
+		room_fail(r, "cannot start atrium-fs mkfs%s", "");
+}
+
+/* SIGTERM whatever runs; the room goes cold when the last child exits. */
+static void
+room_stop(struct room *r)
+{
+	int any = 0;
+
+	room_child_close(&r->fs);
+	room_child_close(&r->agent);
+	if (r->agent.pid > 0 && kill(r->agent.pid, SIGTERM) == 0)
+		any = 1;
+	if (r->fs.pid > 0 && kill(r->fs.pid, SIGTERM) == 0)
+		any = 1;
+	if (r->mkfs.pid > 0)
+		any = 1;
+	if (!any) {
+		r->state = ROOM_COLD;
+		r->deadline_ms = 0;
+		return;
+	}
+	r->state = ROOM_STOPPING;
+	r->deadline_ms = time_mono_ms() + ROOM_STOP_WAIT_MS;
+}
+
+/* A child sent its ready line: take the next step. */
+static void
+room_child_ready(struct room *r, struct room_child *c)
+{
+	long long ms = time_mono_ms() - r->started_ms;
+
+	room_child_close(c);
+	if (c == &r->fs && r->state == ROOM_MOUNTING) {
+		log_info("room %s: workspace mounted (%lld ms)", r->name, ms);
+		room_start_agent(r);
+	} else if (c == &r->agent && r->state == ROOM_AGENT) {
+		log_info("room %s: ready (%lld ms)", r->name, ms);
+		r->state = ROOM_READY;
+		r->deadline_ms = 0;
+	}
+}
+
+/* Read a ready pipe; "ready\n" moves the room on. */
+static void
+room_ready_cb(struct watch *w, int revents)
+{
+	struct room *r = w->arg;
+	struct room_child *c = w == &r->fs.w ? &r->fs : &r->agent;
+	ssize_t n;
+
+	(void)revents;
+	n = read(c->ready_fd, c->ready + c->ready_len,
+	    sizeof(c->ready) - 1 - c->ready_len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* Closed without a line: its exit tells the story. */
+		loop_want(w, 0);
+		return;
+	}
+	c->ready_len += (size_t)n;
+	c->ready[c->ready_len] = '\0';
+	if (strchr(c->ready, '\n')) {
+		if (strncmp(c->ready, "ready", 5) == 0)
+			room_child_ready(r, c);
+		else
+			loop_want(w, 0);
+	} else if (c->ready_len >= sizeof(c->ready) - 1) {
+		loop_want(w, 0);
+	}
+}
+
+/* Describe a wait status into out. */
+static void
+room_describe(int status, char *out, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(out, len, "exited %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, len, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(out, len, "ended (status %d)", status);
+}
+
+/* A stopping room whose children are gone becomes cold (or starts again). */
+static void
+room_check_stopped(struct room *r)
+{
+	if (r->state != ROOM_STOPPING || r->fs.pid || r->agent.pid ||
+	    r->mkfs.pid)
+		return;
+	room_unmount_stale(r);
+	r->state = ROOM_COLD;
+	r->deadline_ms = 0;
+	log_info("room %s: stopped", r->name);
+	if (r->restart && !r->rs->shutting_down)
+		room_start(r);
+}
+
+/* atrium-fs mkfs ended. */
+static void
+room_mkfs_exited(struct room *r, int status, const char *how)
+{
+	if (r->state == ROOM_MKFS && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0 && !r->rs->shutting_down)
+		room_mount(r);
+	else if (r->state == ROOM_MKFS)
+		room_fail(r, "atrium-fs mkfs %s; see atriumd's log", how);
+	room_check_stopped(r);
+}
+
+/* atrium-fs mount ended. */
+static void
+room_fs_exited(struct room *r, const char *how)
+{
+	room_child_close(&r->fs);
+	room_unmount_stale(r);
+	if (r->state == ROOM_MOUNTING && !r->rs->shutting_down &&
+	    r->mount_tries < ROOM_MOUNT_TRIES) {
+		/* Most likely the DB is still locked by a dying atrium-fs. */
+		r->state = ROOM_RETRY;
+		r->deadline_ms = time_mono_ms() + ROOM_RETRY_MS;
+		return;
+	}
+	if (r->state == ROOM_MOUNTING) {
+		room_fail(r, "atrium-fs mount %s; see atriumd's log", how);
+		return;
+	}
+	if (r->state == ROOM_AGENT || r->state == ROOM_READY) {
+		log_warn("room %s: atrium-fs %s; restarting the room", r->name,
+		    how);
+		room_stop(r);
+		r->restart = 1;
+	}
+	room_check_stopped(r);
+}
+
+/* atrium-agent ended. */
+static void
+room_agent_exited(struct room *r, int status, const char *how)
+{
+	long long now = time_mono_ms();
+
+	room_child_close(&r->agent);
+	if (r->state == ROOM_AGENT) {
+		room_fail(r, "atrium-agent %s before it was ready; see "
+		    "atriumd's log", how);
+	} else if (r->state == ROOM_READY && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0) {
+		log_info("room %s: idle; stopping", r->name);
+		room_stop(r);
+	} else if (r->state == ROOM_READY) {
+		if (now - r->restarts_since_ms > ROOM_RESTART_WINDOW_MS) {
+			r->restarts_since_ms = now;
+			r->agent_restarts = 0;
+		}
+		if (++r->agent_restarts > ROOM_MAX_RESTARTS) {
+			room_fail(r, "atrium-agent keeps dying (%s); see "
+			    "atriumd's log", how);
+		} else {
+			log_warn("room %s: atrium-agent %s; restarting it",
+			    r->name, how);
+			r->started_ms = now;
+			room_start_agent(r);
+		}
+	}
+	room_check_stopped(r);
+}
+
+/* Route a reaped child to its room. */
+int
+rooms_child_exited(struct rooms *rs, pid_t pid, int status)
+{
+	char how[64];
+
+	room_describe(status, how, sizeof(how));
+	for (struct room *r = rs->list; r; r = r->next) {
+		struct room_child *c = pid == r->fs.pid ? &r->fs :
+		    pid == r->agent.pid ? &r->agent :
+		    pid == r->mkfs.pid ? &r->mkfs : NULL;
+
+		if (!c)
+			continue;
+		log_info("room %s: %s (pid %d) %s", r->name, c->what,
+		    (int)pid, how);
+		c->pid = 0;
+		if (c == &r->mkfs)
+			room_mkfs_exited(r, status, how);
+		else if (c == &r->fs)
+			room_fs_exited(r, how);
+		else
+			room_agent_exited(r, status, how);
+		return 1;
+	}
+	return 0;
+}
+
+/* Make the record of a new room. */
+static struct room *
+room_new(struct rooms *rs, const char *name)
+{
+	struct room *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->rs = rs;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->dir, sizeof(r->dir), "%s/rooms/%s", rs->data, name);
+	snprintf(r->run, sizeof(r->run), "%s/run/%s", rs->data, name);
+	r->fs.ready_fd = r->agent.ready_fd = r->mkfs.ready_fd = -1;
+	r->fs.what = "atrium-fs";
+	r->agent.what = "atrium-agent";
+	r->mkfs.what = "atrium-fs mkfs";
+	r->next = rs->list;
+	rs->list = r;
+	return r;
+}
+
+/* See room.h. */
+int
+rooms_use(struct rooms *rs, const char *name, struct room **out)
+{
+	struct room *r;
+
+	for (r = rs->list; r && strcmp(r->name, name) != 0; r = r->next)
+		;
+	if (!r && !(r = room_new(rs, name)))
+		return -ENOMEM;
+	*out = r;
+	if (r->state == ROOM_READY)
+		return 1;
+	if (r->failed && (r->state == ROOM_STOPPING ||
+	    time_mono_ms() - r->failed_ms < ROOM_FAILED_HOLD_MS))
+		return -1;
+	if (rs->shutting_down) {
+		snprintf(r->error, sizeof(r->error), "the server is stopping");
+		return -1;
+	}
+	if (r->state == ROOM_COLD)
+		room_start(r);
+	else if (r->state == ROOM_STOPPING)
+		r->restart = 1;
+	return r->failed ? -1 : 0;
+}
+
+/* Deadlines of one room. */
+static void
+room_tick(struct room *r, long long now)
+{
+	if (!r->deadline_ms || now < r->deadline_ms)
+		return;
+	switch (r->state) {
+	case ROOM_RETRY:
+		room_mount(r);
+		break;
+	case ROOM_MOUNTING:
+		room_fail(r, "atrium-fs was not ready in time%s", "");
+		break;
+	case ROOM_AGENT:
+		room_fail(r, "atrium-agent was not ready in time%s", "");
+		break;
+	case ROOM_STOPPING:
+		if (r->agent.pid > 0)
+			kill(r->agent.pid, SIGKILL);
+		if (r->fs.pid > 0)
+			kill(r->fs.pid, SIGKILL);
+		if (r->mkfs.pid > 0)
+			kill(r->mkfs.pid, SIGKILL);
+		r->deadline_ms = 0;
+		break;
+	default:
+		r->deadline_ms = 0;
+	}
+}
+
+/* Run the deadlines of every room. */
+void
+rooms_tick(struct rooms *rs)
+{
+	long long now = time_mono_ms();
+
+	for (struct room *r = rs->list; r; r = r->next)
+		room_tick(r, now);
+}
+
+/* Stop every room; force sends SIGKILL to what is left. */
+void
+rooms_shutdown(struct rooms *rs, int force)
+{
+	rs->shutting_down = 1;
+	for (struct room *r = rs->list; r; r = r->next) {
+		r->restart = 0;
+		if (force) {
+			r->deadline_ms = 1;
+			r->state = ROOM_STOPPING;
+			room_tick(r, time_mono_ms());
+		} else if (r->state != ROOM_COLD && r->state != ROOM_STOPPING) {
+			room_stop(r);
+		}
+	}
+}
+
+/* 1 when no room has a child left. */
+int
+rooms_all_stopped(const struct rooms *rs)
+{
+	for (const struct room *r = rs->list; r; r = r->next)
+		if (r->fs.pid || r->agent.pid || r->mkfs.pid)
+			return 0;
+	return 1;
+}
+
+/* Free every room, unmounting what is left. */
+void
+rooms_free(struct rooms *rs)
+{
+	while (rs->list) {
+		struct room *r = rs->list;
+
+		rs->list = r->next;
+		room_child_close(&r->fs);
+		room_child_close(&r->agent);
+		room_unmount_stale(r);
+		free(r);
+	}
+}

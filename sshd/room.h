@@ -1,0 +1,94 @@
+/*
+ * room.h: the processes of each room, as atriumd sees them.  A room is cold
+ * (no process) until a session needs it; rooms_use starts it: atrium-fs
+ * mkfs when workspace.db is missing, then atrium-fs mount (waiting for its
+ * "ready" line), then atrium-agent (waiting for its "ready" line).  Every
+ * step is a child watched on the event loop, so starting a room never blocks
+ * other sessions: callers poll rooms_use each loop turn until it says ready
+ * or failed.
+ *
+ * After start: atrium-agent exiting 0 means idle, so atrium-fs is stopped
+ * and the room is cold again; atrium-agent dying otherwise is restarted
+ * (its turn resumes from room.db); atrium-fs dying restarts the room.
+ */
+#ifndef ATRIUMD_ROOM_H
+#define ATRIUMD_ROOM_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "loop.h"
+
+enum room_state {
+	ROOM_COLD,		/* no process */
+	ROOM_MKFS,		/* atrium-fs mkfs running */
+	ROOM_RETRY,		/* waiting to mount again (DB still locked) */
+	ROOM_MOUNTING,		/* atrium-fs mount started, not ready yet */
+	ROOM_AGENT,		/* atrium-agent started, not ready yet */
+	ROOM_READY,		/* agent.sock accepts sessions */
+	ROOM_STOPPING,		/* SIGTERM sent, children not all gone */
+};
+
+struct room_child {
+	pid_t pid;		/* 0 when not running */
+	int ready_fd;		/* read end of the ready pipe, or -1 */
+	struct watch w;		/* on ready_fd */
+	char ready[16];		/* bytes of the ready line so far */
+	size_t ready_len;
+	const char *what;	/* "atrium-fs", "atrium-agent"... for logs */
+};
+
+struct rooms;
+
+struct room {
+	struct rooms *rs;		/* owner */
+	char name[64];			/* room name (valid) */
+	char dir[PATH_MAX + 80];	/* DATA/rooms/ROOM */
+	char run[PATH_MAX + 80];	/* DATA/run/ROOM */
+	enum room_state state;
+	struct room_child mkfs, fs, agent;
+	long long started_ms;		/* when the current start began */
+	long long deadline_ms;		/* of the current step; 0: none */
+	int mount_tries;		/* mounts tried in this start */
+	int restart;			/* start again once stopped */
+	int agent_restarts;		/* abnormal agent exits in the window */
+	long long restarts_since_ms;	/* start of that window */
+	int failed;			/* the last start failed */
+	long long failed_ms;
+	char error[256];		/* why, for the user */
+	struct room *next;
+};
+
+struct rooms {
+	const struct config *cfg;	/* settings passed to each agent */
+	struct loop *loop;		/* the event loop */
+	char bin_dir[PATH_MAX];		/* atrium-fs and atrium-agent */
+	char data[PATH_MAX];		/* absolute DATA */
+	int shutting_down;		/* no start, no restart */
+	struct room *list;
+};
+
+void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
+    const char *bin_dir);
+
+/* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
+ * -1 when it could not start (reason in (*out)->error), -ENOMEM. */
+int rooms_use(struct rooms *rs, const char *name, struct room **out);
+
+/* A child exited (from waitpid).  1 if it was one of the rooms'. */
+int rooms_child_exited(struct rooms *rs, pid_t pid, int status);
+
+/* Timeouts and retries; call every loop turn. */
+void rooms_tick(struct rooms *rs);
+
+/* Stop every room (SIGTERM; SIGKILL when force). */
+void rooms_shutdown(struct rooms *rs, int force);
+
+/* 1 when no room has a process left. */
+int rooms_all_stopped(const struct rooms *rs);
+
+/* Free the rooms (after all stopped), unmounting what is left. */
+void rooms_free(struct rooms *rs);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * server.c: the listener and the main loop (server.h).  Called by main.c.
+ *
+ * One thread: ssh_event_dopoll serves the listener, every session, child
+ * pipes, agent sockets and a signalfd; after each poll, server_turn runs
+ * the work that must happen outside callbacks (channel ticks, the window
+ * workaround, reaping, room timeouts) and then loop_sync updates the poll
+ * set.  Signals are blocked and read from the signalfd, so no handler runs
+ * inside libssh.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "session.h"
+#include "util.h"
+
+#define SERVER_POLL_MS		100	/* ticks while anything is pending */
+#define SERVER_STOP_WAIT_MS	6000	/* rooms get this long to stop */
+
+/* Split "[ADDR]:PORT" into address and port; ":2222" binds every address. */
+static int
+server_parse_listen(const char *listen, char *addr, size_t alen, char *port,
+    size_t plen)
+{
+	const char *colon = strrchr(listen, ':');
+	size_t n;
+
+	if (!colon || !colon[1])
+		return -EINVAL;
+	n = (size_t)(colon - listen);
+	if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
+		listen++;
+		n -= 2;
+	}
+	if (n >= alen || strlen(colon + 1) >= plen)
+		return -EINVAL;
+	if (n == 0)
+		snprintf(addr, alen, "0.0.0.0");
+	else
+		snprintf(addr, alen, "%.*s", (int)n, listen);
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+/* Listener readable: accept one connection. */
+static void
+server_listen_cb(struct watch *w, int revents)
+{
+	(void)revents;
+	session_accept(w->arg);
+}
+
+/* Reap every exited child and tell the rooms. */
+static void
+server_reap(struct server *srv)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		rooms_child_exited(&srv->rooms, pid, status);
+}
+
+/* Signals: SIGCHLD reaps, SIGTERM/SIGINT stop the server. */
+static void
+server_signal_cb(struct watch *w, int revents)
+{
+	struct server *srv = w->arg;
+	struct signalfd_siginfo si;
+
+	(void)revents;
+	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
+		    !srv->stopping) {
+			log_info("signal %u: stopping every room", si.ssi_signo);
+			srv->stopping = 1;
+		}
+	}
+	server_reap(srv);
+}
+
+/* Block the signals we read from a signalfd; ignore SIGPIPE. */
+static int
+server_signals(struct server *srv)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (srv->sigfd < 0)
+		return -errno;
+	loop_add(&srv->loop, &srv->signal_w, srv->sigfd, POLLIN,
+	    server_signal_cb, srv);
+	return 0;
+}
+
+/* Make the listener from the settings. */
+static int
+server_listen(struct server *srv)
+{
+	char addr[128], port[16], key[PATH_MAX + 16];
+
+	if (server_parse_listen(srv->cfg->listen, addr, sizeof(addr), port,
+	    sizeof(port)) < 0) {
+		log_error("--listen %s: use [ADDR]:PORT, e.g. :2222 or "
+		    "127.0.0.1:2222", srv->cfg->listen);
+		return -EINVAL;
+	}
+	snprintf(key, sizeof(key), "%s/hostkey", srv->cfg->data_dir);
+	if (!(srv->bind = ssh_bind_new()))
+		return -ENOMEM;
+	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDADDR, addr);
+	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDPORT_STR, port);
+	if (ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_HOSTKEY, key) < 0) {
+		log_error("%s: cannot load the host key: %s", key,
+		    ssh_get_error(srv->bind));
+		return -EINVAL;
+	}
+	if (ssh_bind_listen(srv->bind) < 0) {
+		log_error("cannot listen on %s: %s (is another server on that "
+		    "port?)", srv->cfg->listen, ssh_get_error(srv->bind));
+		return -EADDRINUSE;
+	}
+	ssh_bind_set_blocking(srv->bind, 0);
+	fd_set_cloexec(ssh_bind_get_fd(srv->bind), 1);
+	loop_add(&srv->loop, &srv->listen_w, ssh_bind_get_fd(srv->bind), POLLIN,
+	    server_listen_cb, srv);
+	log_info("listening on %s:%s", addr, port);
+	return 0;
+}
+
+/* See server.h. */
+int
+server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
+{
+	char path[PATH_MAX + 32];
+	int r;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->sigfd = -1;
+	if ((r = loop_init(&srv->loop)) < 0)
+		return r;
+	rooms_init(&srv->rooms, cfg, &srv->loop, bin_dir);
+	snprintf(path, sizeof(path), "%s/authorized_keys", cfg->data_dir);
+	if (!(srv->keys = authkeys_new(path)))
+		return -ENOMEM;
+	authkeys_refresh(srv->keys);
+	if ((r = server_signals(srv)) < 0) {
+		log_error("cannot set up signals: %s", strerror(-r));
+		return r;
+	}
+	if ((r = server_listen(srv)) < 0)
+		return r;
+	loop_sync(&srv->loop);
+	return 0;
+}
+
+/* Work done after each poll, outside every callback. */
+static void
+server_turn(struct server *srv)
+{
+	struct session **pp;
+
+	for (struct session *s = srv->sessions; s; s = s->next)
+		session_tick(s);
+	for (pp = &srv->sessions; *pp;) {
+		struct session *s = *pp;
+
+		if (s->dead) {
+			*pp = s->next;
+			srv->nsessions--;
+			session_free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+	server_reap(srv);
+	rooms_tick(&srv->rooms);
+	loop_sync(&srv->loop);
+}
+
+/* Close every session, stop every room, wait for them. */
+static void
+server_stop(struct server *srv)
+{
+	long long until = time_mono_ms() + SERVER_STOP_WAIT_MS;
+
+	loop_del(&srv->listen_w);
+	for (struct session *s = srv->sessions; s; s = s->next)
+		s->dead = 1;
+	server_turn(srv);
+	rooms_shutdown(&srv->rooms, 0);
+	while (!rooms_all_stopped(&srv->rooms) && time_mono_ms() < until) {
+		loop_sync(&srv->loop);
+		ssh_event_dopoll(srv->loop.event, SERVER_POLL_MS);
+		server_reap(srv);
+		rooms_tick(&srv->rooms);
+	}
+	if (!rooms_all_stopped(&srv->rooms)) {
+		rooms_shutdown(&srv->rooms, 1);
+		for (int i = 0; i < 20 && !rooms_all_stopped(&srv->rooms); i++) {
+			usleep(50000);
+			server_reap(srv);
+		}
+	}
+	log_info("stopped");
+}
+
+/* See server.h. */
+int
+server_run(struct server *srv)
+{
+	while (!srv->stopping) {
+		int r = ssh_event_dopoll(srv->loop.event, SERVER_POLL_MS);
+
+		if (r == SSH_ERROR && errno != EINTR && errno != 0) {
+			/* A session's error surfaces here; its tick reaps it. */
+		}
+		server_turn(srv);
+	}
+	server_stop(srv);
+	return 0;
+}
+
+/* Free everything server_init made (after server_run). */
+void
+server_destroy(struct server *srv)
+{
+	while (srv->sessions) {
+		struct session *s = srv->sessions;
+
+		srv->sessions = s->next;
+		session_free(s);
+	}
+	rooms_free(&srv->rooms);
+	loop_destroy(&srv->loop);
+	if (srv->bind)
+		ssh_bind_free(srv->bind);
+	if (srv->sigfd >= 0)
+		close(srv->sigfd);
+	authkeys_free(srv->keys);
+}

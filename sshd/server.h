@@ -1,0 +1,45 @@
+/*
+ * server.h: atriumd's one process: the listener, every session, every room,
+ * on one thread and one ssh_event (see loop.h).
+ */
+#ifndef ATRIUMD_SERVER_H
+#define ATRIUMD_SERVER_H
+
+#include <libssh/libssh.h>
+#include <libssh/server.h>
+
+#include "authkeys.h"
+#include "config.h"
+#include "loop.h"
+#include "room.h"
+
+#define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
+#define SERVER_MAX_SESSIONS	4096	/* connections at once */
+
+struct session;
+
+struct server {
+	const struct config *cfg;	/* effective settings */
+	struct loop loop;		/* the one event */
+	struct rooms rooms;		/* every room's processes */
+	struct authkeys *keys;		/* DATA/authorized_keys */
+	ssh_bind bind;			/* the listener */
+	struct watch listen_w;		/* on the listener */
+	struct watch signal_w;		/* on sigfd */
+	int sigfd;			/* SIGCHLD, SIGTERM, SIGINT, SIGHUP */
+	struct session *sessions;	/* every live session */
+	size_t nsessions;
+	unsigned long next_id;		/* for exec ids and session numbers */
+	int stopping;			/* SIGTERM/SIGINT seen */
+};
+
+/* Listen and prepare.  0, or -errno with the reason logged. */
+int server_init(struct server *srv, const struct config *cfg,
+    const char *bin_dir);
+
+/* Serve until SIGTERM/SIGINT, then stop every room.  0 on a clean stop. */
+int server_run(struct server *srv);
+
+void server_destroy(struct server *srv);
+
+#endif

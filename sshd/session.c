@@ -1,0 +1,688 @@
+/*
+ * session.c: SSH sessions and channels (session.h).  Called by server.c:
+ * session_accept when the listener is readable, session_tick after each
+ * poll, session_free when a session is dead.
+ *
+ * Flow of a connection: accept, key exchange (finished inside dopoll),
+ * public-key auth against authorized_keys (the SSH user name is the room),
+ * then channels.  A channel's first request (exec, subsystem, shell) picks
+ * its kind; a bad room name is refused at that point, after auth, so the
+ * user sees why on stderr.
+ */
+#include "session.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "chat.h"
+#include "control.h"
+#include "log.h"
+#include "names.h"
+#include "stream.h"
+#include "util.h"
+
+#define SESSION_BANNER \
+	"atrium: this key is not allowed in. To get access, ask the server's " \
+	"operator to add your public key (~/.ssh/id_ed25519.pub) to " \
+	"DATA/authorized_keys on the server.\r\n"
+
+/* Copy text keeping printable ASCII only (names shown back to users). */
+static void
+session_printable(const char *in, char *out, size_t len)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; in[i] && j + 1 < len; i++)
+		out[j++] = isprint((unsigned char)in[i]) ? in[i] : '?';
+	out[j] = '\0';
+}
+
+/* ---------------------------------------------------------------- chan -- */
+
+/* Queue to stdout; -ENOBUFS (dropped) past CHAN_MAX_OUT. */
+int
+chan_write(struct chan *c, const void *p, size_t n)
+{
+	return buf_append(&c->out, p, n);
+}
+
+/* Queue to stderr; -ENOBUFS (dropped) past CHAN_MAX_OUT. */
+int
+chan_write_err(struct chan *c, const void *p, size_t n)
+{
+	return buf_append(&c->err, p, n);
+}
+
+/* Write from b what the window allows; 0 or -1 on a channel error. */
+static int
+chan_flush_one(struct chan *c, struct buf *b, int is_err)
+{
+	while (b->len) {
+		uint32_t w = ssh_channel_window_size(c->ch);
+		size_t n = b->len < w ? b->len : w;
+		int r;
+
+		if (n == 0)
+			return 0;
+		if (n > 32768)
+			n = 32768;
+		r = is_err ? ssh_channel_write_stderr(c->ch, b->data, (uint32_t)n)
+		    : ssh_channel_write(c->ch, b->data, (uint32_t)n);
+		if (r == SSH_ERROR)
+			return -1;
+		if (r <= 0)
+			return 0;
+		buf_consume(b, (size_t)r);
+	}
+	return 0;
+}
+
+/* See session.h. */
+size_t
+chan_flush(struct chan *c)
+{
+	if (c->finished || c->closing || !ssh_channel_is_open(c->ch))
+		return 0;
+	if (chan_flush_one(c, &c->out, 0) < 0 ||
+	    chan_flush_one(c, &c->err, 1) < 0) {
+		buf_reset(&c->out);
+		buf_reset(&c->err);
+		c->closing = 1;
+	}
+	return c->out.len + c->err.len;
+}
+
+/* Remember the exit; chan_try_finish sends it once the queues are out. */
+void
+chan_exit(struct chan *c, int code, const char *sig)
+{
+	if (c->finish)
+		return;
+	c->finish = 1;
+	c->exit_code = code;
+	snprintf(c->exit_signal, sizeof(c->exit_signal), "%s", sig ? sig : "");
+}
+
+/* A message on stderr (CR LF on a pty), then exit status 1. */
+void
+chan_refuse(struct chan *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg) - 2, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n > sizeof(msg) - 3)
+		n = (int)sizeof(msg) - 3;
+	/* With a pty the client's terminal wants CR LF. */
+	memcpy(msg + n, c->pty ? "\r\n" : "\n", c->pty ? 3 : 2);
+	chan_write_err(c, msg, strlen(msg));
+	chan_exit(c, 1, NULL);
+}
+
+/* Poll the room each tick until it is ready or failed. */
+void
+chan_wait_room(struct chan *c)
+{
+	c->waiting_room = 1;
+}
+
+/* Process-wide unique id "ssh-N". */
+void
+chan_new_id(struct chan *c, char *out, size_t len)
+{
+	snprintf(out, len, "ssh-%lu", ++c->s->srv->next_id);
+}
+
+/* Send the exit, EOF and close once everything queued is out. */
+static void
+chan_try_finish(struct chan *c)
+{
+	if (!c->finish || c->finished || c->closing)
+		return;
+	if (chan_flush(c))
+		return;
+	if (c->exit_signal[0])
+		ssh_channel_request_send_exit_signal(c->ch, c->exit_signal, 0,
+		    "", "");
+	else
+		ssh_channel_request_send_exit_status(c->ch, c->exit_code);
+	ssh_channel_send_eof(c->ch);
+	ssh_channel_close(c->ch);
+	c->finished = 1;
+	c->closing = 1;
+}
+
+/* Take input from libssh's buffer while the kind accepts it; report EOF
+ * once every byte before it was taken. */
+static void
+chan_drain_input(struct chan *c)
+{
+	char tmp[CHAN_MAX_INPEND];
+
+	while (c->ops && !c->closing) {
+		size_t used;
+		int n;
+
+		if (c->inpend.len) {
+			used = c->ops->input(c, c->inpend.data, c->inpend.len);
+			buf_consume(&c->inpend, used);
+			if (c->inpend.len)
+				return;
+		}
+		if (!c->in_blocked)
+			break;
+		n = ssh_channel_read_nonblocking(c->ch, tmp, sizeof(tmp), 0);
+		if (n <= 0) {
+			c->in_blocked = 0;
+			break;
+		}
+		used = c->ops->input(c, tmp, (size_t)n);
+		if (used < (size_t)n) {
+			buf_append(&c->inpend, tmp + used, (size_t)n - used);
+			return;
+		}
+	}
+	if (c->ops && c->in_eof && !c->in_blocked && !c->inpend.len &&
+	    !c->eof_done && !c->closing) {
+		c->eof_done = 1;
+		if (c->ops->eof)
+			c->ops->eof(c);
+	}
+}
+
+/* Ask for the room; start the kind or refuse. */
+static void
+chan_poll_room(struct chan *c)
+{
+	struct room *r = NULL;
+	int rc = rooms_use(&c->s->srv->rooms, c->s->room, &r);
+
+	if (rc == 0)
+		return;
+	c->waiting_room = 0;
+	if (rc == 1)
+		c->ops->start(c, r);
+	else
+		chan_refuse(c, "atrium: room '%s' could not start: %s. Try again "
+		    "in a moment; if it persists, tell the server's operator.",
+		    c->s->room, r ? r->error : strerror(-rc));
+}
+
+/* One channel's turn. */
+static void
+chan_tick(struct chan *c)
+{
+	if (c->closing)
+		return;
+	if (c->waiting_room && !c->finish)
+		chan_poll_room(c);
+	chan_drain_input(c);
+	if (c->ops && c->ops->tick && !c->closing)
+		c->ops->tick(c);
+	chan_flush(c);
+	chan_try_finish(c);
+}
+
+/* Release a channel (outside callbacks). */
+static void
+chan_free(struct chan *c)
+{
+	if (c->ops && c->ops->free)
+		c->ops->free(c);
+	ssh_remove_channel_callbacks(c->ch, &c->cb);
+	if (!c->finished && ssh_channel_is_open(c->ch))
+		ssh_channel_close(c->ch);
+	ssh_channel_free(c->ch);
+	for (int i = 0; i < c->nenv; i++)
+		free(c->env[i]);
+	buf_free(&c->out);
+	buf_free(&c->err);
+	buf_free(&c->inpend);
+	free(c);
+}
+
+/* -------------------------------------------------- channel callbacks -- */
+
+/* Client bytes: give them to the kind now, or leave them in libssh. */
+static int
+chan_data_cb(ssh_session ssh, ssh_channel ch, void *data, uint32_t len,
+    int is_stderr, void *ud)
+{
+	struct chan *c = ud;
+	size_t used;
+
+	(void)ssh; (void)ch; (void)is_stderr;
+	if (c->closing)
+		return (int)len;
+	if (!c->ops || c->in_blocked || c->inpend.len) {
+		c->in_blocked = 1;
+		return 0;
+	}
+	used = c->ops->input(c, data, len);
+	if (used < len)
+		c->in_blocked = 1;
+	return (int)used;
+}
+
+/* Client EOF: reported to the kind once its input is all taken. */
+static void
+chan_eof_cb(ssh_session ssh, ssh_channel ch, void *ud)
+{
+	struct chan *c = ud;
+
+	(void)ssh; (void)ch;
+	c->in_eof = 1;
+}
+
+/* Client closed the channel: reap it at the next tick. */
+static void
+chan_close_cb(ssh_session ssh, ssh_channel ch, void *ud)
+{
+	struct chan *c = ud;
+
+	(void)ssh; (void)ch;
+	c->closing = 1;
+}
+
+/* A "signal" request: the kind passes it on. */
+static void
+chan_signal_cb(ssh_session ssh, ssh_channel ch, const char *sig, void *ud)
+{
+	struct chan *c = ud;
+
+	(void)ssh; (void)ch;
+	if (c->ops && c->ops->signal && !c->closing)
+		c->ops->signal(c, sig);
+}
+
+/* pty-req: remember TERM and size (before the kind is chosen). */
+static int
+chan_pty_cb(ssh_session ssh, ssh_channel ch, const char *term, int cols,
+    int rows, int pxw, int pxh, void *ud)
+{
+	struct chan *c = ud;
+
+	(void)ssh; (void)ch; (void)pxw; (void)pxh;
+	if (c->ops)
+		return -1;
+	c->pty = 1;
+	snprintf(c->term, sizeof(c->term), "%s", term ? term : "");
+	c->cols = cols > 0 && cols < 10000 ? cols : 80;
+	c->rows = rows > 0 && rows < 10000 ? rows : 24;
+	return 0;
+}
+
+/* window-change: new size to the kind. */
+static int
+chan_winch_cb(ssh_session ssh, ssh_channel ch, int cols, int rows, int pxw,
+    int pxh, void *ud)
+{
+	struct chan *c = ud;
+
+	(void)ssh; (void)ch; (void)pxw; (void)pxh;
+	c->cols = cols > 0 && cols < 10000 ? cols : c->cols;
+	c->rows = rows > 0 && rows < 10000 ? rows : c->rows;
+	if (c->ops && c->ops->resize && !c->closing)
+		c->ops->resize(c);
+	return 0;
+}
+
+/* Keep NAME=VALUE for the command's environment (names checked). */
+static int
+chan_env_cb(ssh_session ssh, ssh_channel ch, const char *name,
+    const char *value, void *ud)
+{
+	struct chan *c = ud;
+	char *e;
+
+	(void)ssh; (void)ch;
+	if (c->nenv >= CHAN_MAX_ENV || !name[0] || strlen(name) > 64 ||
+	    strlen(value) > 4096)
+		return -1;
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return -1;
+	if (asprintf(&e, "%s=%s", name, value) < 0)
+		return -1;
+	c->env[c->nenv++] = e;
+	return 0;
+}
+
+/* Shared by exec, subsystem and shell: is this request allowed to pick
+ * the channel's kind?  Refuses bad room names with a message.  1 to go
+ * on, 0 when refused (request still accepted so the client sees why), -1
+ * to reject the request. */
+static int
+chan_begin(struct chan *c)
+{
+	char shown[80];
+
+	if (c->ops || c->finish)
+		return -1;
+	if (!room_name_valid(c->s->room)) {
+		session_printable(c->s->room, shown, sizeof(shown));
+		chan_refuse(c, "atrium: '%s' is not a room name: use 1-63 "
+		    "characters of a-z, 0-9 and '-', starting with a letter "
+		    "or digit (ssh -p PORT ROOM@HOST)", shown);
+		return 0;
+	}
+	return 1;
+}
+
+/* exec request: a command in the sandbox. */
+static int
+chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
+{
+	struct chan *c = ud;
+	int r = chan_begin(c);
+
+	(void)ssh; (void)ch;
+	if (r <= 0)
+		return r;
+	log_info("session %lu: %s in %s: exec", c->s->num, c->s->user,
+	    c->s->room);
+	return stream_open(c, command) < 0 ? -1 : 0;
+}
+
+/* subsystem request: sftp or atrium; others are rejected. */
+static int
+chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
+{
+	struct chan *c = ud;
+	int r;
+
+	(void)ssh; (void)ch;
+	if (strcmp(name, "sftp") != 0 && strcmp(name, "atrium") != 0)
+		return -1;
+	if ((r = chan_begin(c)) <= 0)
+		return r;
+	log_info("session %lu: %s in %s: subsystem %s", c->s->num, c->s->user,
+	    c->s->room, name);
+	r = strcmp(name, "sftp") == 0 ? stream_open(c, NULL) : control_open(c);
+	return r < 0 ? -1 : 0;
+}
+
+/* shell request: the chat. */
+static int
+chan_shell_cb(ssh_session ssh, ssh_channel ch, void *ud)
+{
+	struct chan *c = ud;
+	int r = chan_begin(c);
+
+	(void)ssh; (void)ch;
+	if (r <= 0)
+		return r;
+	log_info("session %lu: %s in %s: chat", c->s->num, c->s->user,
+	    c->s->room);
+	return chat_open(c) < 0 ? -1 : 0;
+}
+
+/* --------------------------------------------------- session callbacks -- */
+
+/* Open a session channel (the only kind atriumd serves). */
+static ssh_channel
+session_channel_open_cb(ssh_session ssh, void *ud)
+{
+	struct session *s = ud;
+	struct chan *c;
+
+	if (!s->authed || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	if (!(c->ch = ssh_channel_new(ssh))) {
+		free(c);
+		return NULL;
+	}
+	c->s = s;
+	c->cols = 80;
+	c->rows = 24;
+	buf_init(&c->out, CHAN_MAX_OUT);
+	buf_init(&c->err, CHAN_MAX_OUT);
+	buf_init(&c->inpend, CHAN_MAX_INPEND);
+	c->cb.size = sizeof(c->cb);
+	c->cb.userdata = c;
+	c->cb.channel_data_function = chan_data_cb;
+	c->cb.channel_eof_function = chan_eof_cb;
+	c->cb.channel_close_function = chan_close_cb;
+	c->cb.channel_signal_function = chan_signal_cb;
+	c->cb.channel_pty_request_function = chan_pty_cb;
+	c->cb.channel_pty_window_change_function = chan_winch_cb;
+	c->cb.channel_env_request_function = chan_env_cb;
+	c->cb.channel_exec_request_function = chan_exec_cb;
+	c->cb.channel_subsystem_request_function = chan_subsystem_cb;
+	c->cb.channel_shell_request_function = chan_shell_cb;
+	ssh_callbacks_init(&c->cb);
+	ssh_set_channel_callbacks(c->ch, &c->cb);
+	c->next = s->chans;
+	s->chans = c;
+	return c->ch;
+}
+
+/* Send the "how to get access" banner once. */
+static void
+session_banner(struct session *s)
+{
+	ssh_string str;
+
+	if (s->banner_sent)
+		return;
+	s->banner_sent = 1;
+	if ((str = ssh_string_from_char(SESSION_BANNER))) {
+		ssh_send_issue_banner(s->ssh, str);
+		ssh_string_free(str);
+	}
+}
+
+/* The user for key: from authorized_keys, or with --open one made from
+ * the fingerprint.  NULL when refused. */
+static const char *
+session_user_for(struct session *s, ssh_key key, char *tmp, size_t len)
+{
+	struct server *srv = s->srv;
+	const char *user;
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+
+	authkeys_refresh(srv->keys);
+	if ((user = authkeys_find(srv->keys, key)) || !srv->cfg->open)
+		return user;
+	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
+	    &hlen) < 0 || hlen < 4)
+		return NULL;
+	snprintf(tmp, len, "guest-%02x%02x%02x%02x", hash[0], hash[1], hash[2],
+	    hash[3]);
+	ssh_clean_pubkey_hash(&hash);
+	return tmp;
+}
+
+/* The key's SHA256 fingerprint into out. */
+static void
+session_fingerprint(ssh_key key, char *out, size_t len)
+{
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+	char *fp;
+
+	snprintf(out, len, "?");
+	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
+	    &hlen) < 0)
+		return;
+	if ((fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
+	    hlen))) {
+		snprintf(out, len, "%s", fp);
+		ssh_string_free_char(fp);
+	}
+	ssh_clean_pubkey_hash(&hash);
+}
+
+/* Public-key auth: a probe (state NONE) is answered for listed keys, a
+ * signed offer (VALID) logs the user in. */
+static int
+session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
+    char state, void *ud)
+{
+	struct session *s = ud;
+	char tmp[64], fp[128];
+	const char *user = session_user_for(s, key, tmp, sizeof(tmp));
+
+	(void)ssh;
+	session_fingerprint(key, fp, sizeof(fp));
+	if (!user) {
+		if (state == SSH_PUBLICKEY_STATE_VALID ||
+		    state == SSH_PUBLICKEY_STATE_NONE)
+			log_info("session %lu: key %s refused (from %s)", s->num,
+			    fp, s->peer);
+		session_banner(s);
+		return SSH_AUTH_DENIED;
+	}
+	if (state == SSH_PUBLICKEY_STATE_NONE)
+		return SSH_AUTH_SUCCESS;
+	if (state != SSH_PUBLICKEY_STATE_VALID)
+		return SSH_AUTH_DENIED;
+	s->authed = 1;
+	snprintf(s->user, sizeof(s->user), "%s", user);
+	snprintf(s->fp, sizeof(s->fp), "%s", fp);
+	session_printable(room ? room : "", s->room, sizeof(s->room));
+	log_info("session %lu: %s authenticated with %s for room '%s'", s->num,
+	    s->user, fp, s->room);
+	return SSH_AUTH_SUCCESS;
+}
+
+/* ------------------------------------------------------------ session -- */
+
+/* Note the peer's address and turn Nagle off (halves a round trip). */
+static void
+session_socket_setup(struct session *s)
+{
+	int fd = ssh_get_fd(s->ssh), one = 1;
+	struct sockaddr_storage sa;
+	socklen_t slen = sizeof(sa);
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fd_set_cloexec(fd, 1);
+	if (getpeername(fd, (struct sockaddr *)&sa, &slen) == 0) {
+		if (sa.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr,
+			    host, sizeof(host));
+		else if (sa.ss_family == AF_INET6)
+			inet_ntop(AF_INET6,
+			    &((struct sockaddr_in6 *)&sa)->sin6_addr, host,
+			    sizeof(host));
+	}
+	snprintf(s->peer, sizeof(s->peer), "%s", host);
+}
+
+/* See session.h. */
+int
+session_accept(struct server *srv)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->ssh = ssh_new())) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->srv = srv;
+	if (ssh_bind_accept(srv->bind, s->ssh) != SSH_OK) {
+		log_warn("accept: %s", ssh_get_error(srv->bind));
+		ssh_free(s->ssh);
+		free(s);
+		return -EIO;
+	}
+	s->num = ++srv->next_id;
+	session_socket_setup(s);
+	if (srv->nsessions >= SERVER_MAX_SESSIONS) {
+		log_warn("session %lu: refused: %zu sessions already", s->num,
+		    srv->nsessions);
+		ssh_disconnect(s->ssh);
+		ssh_free(s->ssh);
+		free(s);
+		return -EAGAIN;
+	}
+	ssh_set_blocking(s->ssh, 0);
+	s->cb.size = sizeof(s->cb);
+	s->cb.userdata = s;
+	s->cb.auth_pubkey_function = session_auth_pubkey_cb;
+	s->cb.channel_open_request_session_function = session_channel_open_cb;
+	ssh_callbacks_init(&s->cb);
+	ssh_set_server_callbacks(s->ssh, &s->cb);
+	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
+	s->deadline_ms = time_mono_ms() + SERVER_AUTH_TIMEOUT_MS;
+	if (ssh_handle_key_exchange(s->ssh) == SSH_ERROR) {
+		log_warn("session %lu: key exchange with %s failed: %s", s->num,
+		    s->peer, ssh_get_error(s->ssh));
+		ssh_free(s->ssh);
+		free(s);
+		return -EIO;
+	}
+	ssh_event_add_session(srv->loop.event, s->ssh);
+	s->in_event = 1;
+	s->next = srv->sessions;
+	srv->sessions = s;
+	srv->nsessions++;
+	log_info("session %lu: connection from %s", s->num, s->peer);
+	return 0;
+}
+
+/* See session.h. */
+void
+session_tick(struct session *s)
+{
+	struct chan **pp;
+
+	if (s->dead)
+		return;
+	if (!s->authed && time_mono_ms() > s->deadline_ms) {
+		log_info("session %lu: no authentication in %d s; closing",
+		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);
+		s->dead = 1;
+		return;
+	}
+	for (struct chan *c = s->chans; c; c = c->next)
+		chan_tick(c);
+	for (pp = &s->chans; *pp;) {
+		struct chan *c = *pp;
+
+		if (c->closing) {
+			*pp = c->next;
+			chan_free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+	if (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) {
+		log_info("session %lu: %s%sclosed", s->num, s->user,
+		    s->user[0] ? " " : "");
+		s->dead = 1;
+	}
+}
+
+/* See session.h. */
+void
+session_free(struct session *s)
+{
+	while (s->chans) {
+		struct chan *c = s->chans;
+
+		s->chans = c->next;
+		chan_free(c);
+	}
+	if (s->in_event)
+		ssh_event_remove_session(s->srv->loop.event, s->ssh);
+	ssh_disconnect(s->ssh);
+	ssh_free(s->ssh);
+	free(s);
+}

@@ -1,0 +1,123 @@
+/*
+ * session.h: one SSH connection (struct session) and its channels
+ * (struct chan).  session.c owns the libssh callbacks: authentication,
+ * channel open, channel requests and data; what a channel does once its
+ * request is known is its kind's (stream.c: exec and sftp, control.c: the
+ * atrium subsystem, chat.c: the shell), reached through struct chan_ops.
+ *
+ * Rules kept here for every kind: nothing is freed inside a libssh callback
+ * (closing only marks; session_tick reaps); nothing writes more than the
+ * channel's window; input a kind cannot take yet stays in libssh (which
+ * then stops growing the client's window) and is drained with
+ * ssh_channel_read_nonblocking when the kind can take it again.
+ */
+#ifndef ATRIUMD_SESSION_H
+#define ATRIUMD_SESSION_H
+
+#include <libssh/libssh.h>
+#include <libssh/callbacks.h>
+
+#include "buf.h"
+#include "server.h"
+
+#define CHAN_MAX_ENV		32		/* env requests kept */
+#define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
+#define CHAN_MAX_INPEND		65536		/* input drained, not taken */
+
+struct chan;
+struct room;
+
+struct chan_ops {
+	const char *name;	/* "exec", "sftp", "control", "chat" */
+	/* Bytes from the client; returns how many were taken (0: later). */
+	size_t (*input)(struct chan *c, const char *p, size_t n);
+	/* The client sent EOF and every byte before it was taken. */
+	void (*eof)(struct chan *c);
+	/* The room is ready: connect and begin. */
+	void (*start)(struct chan *c, struct room *r);
+	/* Every loop turn, after the poll (resume output, finish). */
+	void (*tick)(struct chan *c);
+	/* The window size changed (c->cols, c->rows). */
+	void (*resize)(struct chan *c);
+	/* A "signal" request (name without SIG). */
+	void (*signal)(struct chan *c, const char *sig);
+	/* The channel is going: release the kind's state (outside callbacks). */
+	void (*free)(struct chan *c);
+};
+
+struct chan {
+	struct session *s;		/* owner */
+	ssh_channel ch;			/* libssh's channel */
+	struct ssh_channel_callbacks_struct cb;	/* registered on ch */
+	const struct chan_ops *ops;	/* NULL until a request picks a kind */
+	void *kind;			/* the kind's state */
+	int pty;			/* a pty was requested */
+	char term[64];			/* TERM from pty-req */
+	int cols, rows;			/* terminal size */
+	char *env[CHAN_MAX_ENV];	/* "NAME=VALUE" from env requests */
+	int nenv;
+	struct buf out;			/* to the client's stdout, capped */
+	struct buf err;			/* to the client's stderr, capped */
+	struct buf inpend;		/* drained from libssh, not yet taken */
+	int in_blocked;			/* libssh holds input we did not take */
+	int in_eof;			/* the client sent EOF */
+	int eof_done;			/* ops->eof was called */
+	int waiting_room;		/* ops->start when the room is ready */
+	int finish;			/* exit when out and err are flushed */
+	int exit_code;			/* with finish, when exit_signal[0] == 0 */
+	char exit_signal[16];		/* "KILL"... with finish */
+	int finished;			/* exit sent, EOF and close sent */
+	int closing;			/* reap at the next tick */
+	struct chan *next;		/* in s->chans */
+};
+
+struct session {
+	struct server *srv;		/* owner */
+	ssh_session ssh;		/* libssh's session */
+	struct ssh_server_callbacks_struct cb;
+	unsigned long num;		/* for logs */
+	char peer[64];			/* client address */
+	char room[80];			/* SSH user name (the room), as given */
+	char user[64];			/* user named by the key */
+	char fp[128];			/* SHA256 fingerprint of the key */
+	int authed;			/* auth succeeded */
+	int banner_sent;		/* the refusal banner went out */
+	int in_event;			/* added to the ssh_event */
+	long long deadline_ms;		/* auth must be done by then */
+	int dead;			/* free at the next reap */
+	struct chan *chans;
+	struct session *next;		/* in srv->sessions */
+};
+
+/* Accept one connection from the listener.  0 or -errno (logged). */
+int session_accept(struct server *srv);
+
+/* Timeouts, channel ticks and reaping; call every loop turn. */
+void session_tick(struct session *s);
+
+/* Free a session and its channels (outside callbacks). */
+void session_free(struct session *s);
+
+/* Queue bytes to the client's stdout / stderr.  0 or -ENOBUFS (dropped). */
+int chan_write(struct chan *c, const void *p, size_t n);
+int chan_write_err(struct chan *c, const void *p, size_t n);
+
+/* Write what the window allows of out and err now.  Bytes left queued. */
+size_t chan_flush(struct chan *c);
+
+/* End the channel once out and err are flushed: exit-status code (or
+ * exit-signal sig when sig is not NULL), EOF, close. */
+void chan_exit(struct chan *c, int code, const char *sig);
+
+/* Tell the client why on stderr and exit with status 1. */
+void chan_refuse(struct chan *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Ask for the room (s->room): ops->start is called when it is ready, or
+ * the channel is refused when it cannot start. */
+void chan_wait_room(struct chan *c);
+
+/* A new id for an exec, unique in this process. */
+void chan_new_id(struct chan *c, char *out, size_t len);
+
+#endif

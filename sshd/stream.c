@@ -1,0 +1,505 @@
+/*
+ * stream.c: exec requests and the sftp subsystem (stream.h).  Called by
+ * session.c through chan_ops.
+ *
+ * The command runs in the room's sandbox, started by atrium-agent; atriumd
+ * makes the pipes (or a pty pair), passes the command's ends with the exec
+ * line (SCM_RIGHTS) and pumps its own ends:
+ *
+ *   client data  -> stdin pipe   (what the pipe cannot take stays in libssh,
+ *                                 so the client's window closes: backpressure)
+ *   stdout pipe  -> channel      (at most the window; a closed window
+ *   stderr pipe  -> channel err   removes the pipe from the poll set)
+ *   client EOF   -> stdin closed
+ *   exec_result  -> exit-status or exit-signal, once stdout and stderr hit
+ *                   EOF (or after STREAM_LINGER_MS without output when a
+ *                   background process keeps them open)
+ *
+ * Workload: from a byte to 100 MB and more through stdin or stdout; the
+ * pipes are enlarged so each poll moves big chunks.
+ */
+#include "stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agentlink.h"
+#include "log.h"
+#include "room.h"
+#include "util.h"
+
+#define STREAM_PIPE_SIZE	(1024 * 1024)
+#define STREAM_CHUNK		65536
+#define STREAM_LINGER_MS	2000
+#define STREAM_MAX_CONNECT	20	/* tries while the agent restarts */
+
+struct stream {
+	struct chan *c;			/* owner */
+	char *command;			/* bash -c this; NULL for sftp */
+	char id[32];			/* exec id on the agent link */
+	struct agentlink link;		/* to the room's agent */
+	int started;			/* exec line sent */
+	int tty;			/* a pty instead of pipes */
+	int in_fd;			/* stdin pipe (write end) or pty master */
+	int out_fd;			/* stdout pipe (read end) or pty master */
+	int err_fd;			/* stderr pipe (read end), -1 with tty */
+	struct watch w_in, w_out, w_err;
+	int in_full;			/* stdin pipe full: wait for POLLOUT */
+	int eof_pending;		/* client EOF before the pipes existed */
+	int out_eof, err_eof;		/* pipe ended */
+	int out_paused, err_paused;	/* window closed */
+	int have_result;		/* exec_result (or the end) arrived */
+	int code;			/* its exit code */
+	char sig[16];			/* its signal name, or "" */
+	long long last_io_ms;		/* output seen then */
+	int connect_tries;
+};
+
+/* Poll set for the current state. */
+static void
+stream_update(struct stream *st)
+{
+	short out = 0, in = 0;
+
+	if (st->out_fd >= 0 && !st->out_eof && !st->out_paused)
+		out |= POLLIN;
+	if (st->in_fd >= 0 && st->in_full)
+		in |= POLLOUT;
+	if (st->tty) {
+		loop_want(&st->w_out, out | in);
+		return;
+	}
+	if (st->out_fd >= 0)
+		loop_want(&st->w_out, out);
+	if (st->err_fd >= 0)
+		loop_want(&st->w_err, !st->err_eof && !st->err_paused ? POLLIN : 0);
+	if (st->in_fd >= 0)
+		loop_want(&st->w_in, in);
+}
+
+/* Close our end of stdin (client EOF, or the command stopped reading). */
+static void
+stream_close_stdin(struct stream *st)
+{
+	if (st->tty || st->in_fd < 0)
+		return;
+	loop_del(&st->w_in);
+	close(st->in_fd);
+	st->in_fd = -1;
+	st->in_full = 0;
+}
+
+/* Move one chunk from a pipe to the channel, at most the window. */
+static void
+stream_pump(struct stream *st, int fd, int is_err)
+{
+	char chunk[STREAM_CHUNK];
+	uint32_t w = ssh_channel_window_size(st->c->ch);
+	int *eof = is_err ? &st->err_eof : &st->out_eof;
+	int *paused = is_err ? &st->err_paused : &st->out_paused;
+	ssize_t n;
+
+	if (w == 0) {
+		*paused = 1;
+		return;
+	}
+	n = read(fd, chunk, w < sizeof(chunk) ? w : sizeof(chunk));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* EOF, or EIO on a pty master once the command is gone. */
+		*eof = 1;
+		return;
+	}
+	st->last_io_ms = time_mono_ms();
+	if ((is_err ? ssh_channel_write_stderr(st->c->ch, chunk, (uint32_t)n)
+	    : ssh_channel_write(st->c->ch, chunk, (uint32_t)n)) == SSH_ERROR)
+		*eof = 1;
+}
+
+/* Output side of a pipe or the pty master became ready. */
+static void
+stream_out_cb(struct watch *w, int revents)
+{
+	struct stream *st = w->arg;
+
+	if (st->tty && (revents & POLLOUT))
+		st->in_full = 0;
+	if (revents & (POLLIN | POLLHUP | POLLERR))
+		stream_pump(st, w->fd, 0);
+	stream_update(st);
+}
+
+/* stderr pipe ready. */
+static void
+stream_err_cb(struct watch *w, int revents)
+{
+	struct stream *st = w->arg;
+
+	if (revents & (POLLIN | POLLHUP | POLLERR))
+		stream_pump(st, w->fd, 1);
+	stream_update(st);
+}
+
+/* stdin pipe writable again (or its reader went away). */
+static void
+stream_in_cb(struct watch *w, int revents)
+{
+	struct stream *st = w->arg;
+
+	if (revents & POLLERR)
+		stream_close_stdin(st);
+	else
+		st->in_full = 0;
+	stream_update(st);
+}
+
+/* Client bytes to stdin; 0 taken while not started or the pipe is full. */
+static size_t
+stream_input(struct chan *c, const char *p, size_t n)
+{
+	struct stream *st = c->kind;
+	ssize_t w;
+
+	if (!st->started && !st->have_result)
+		return 0;
+	if (st->in_fd < 0)
+		return n;	/* nobody reads stdin any more: discard */
+	if (st->in_full)
+		return 0;
+	w = write(st->in_fd, p, n);
+	if (w > 0)
+		return (size_t)w;
+	if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+		st->in_full = 1;
+		stream_update(st);
+		return 0;
+	}
+	stream_close_stdin(st);
+	return n;
+}
+
+/* Client EOF: close stdin (later, if the pipes do not exist yet). */
+static void
+stream_eof(struct chan *c)
+{
+	struct stream *st = c->kind;
+
+	if (!st->started)
+		st->eof_pending = 1;
+	stream_close_stdin(st);
+}
+
+/* The exec is over as far as the agent can tell. */
+static void
+stream_set_result(struct stream *st, int code, const char *sig)
+{
+	if (st->have_result)
+		return;
+	st->have_result = 1;
+	st->code = code;
+	snprintf(st->sig, sizeof(st->sig), "%s", sig ? sig : "");
+	st->last_io_ms = time_mono_ms();
+}
+
+/* A line from the agent: our exec_result, or an error. */
+static void
+stream_line(void *arg, json_object *obj, const char *line, size_t len)
+{
+	struct stream *st = arg;
+	const char *type = json_get_string(obj, "type");
+	const char *id = json_get_string(obj, "id");
+
+	(void)line; (void)len;
+	if (!type || (id && strcmp(id, st->id) != 0))
+		return;
+	if (strcmp(type, "exec_result") == 0) {
+		stream_set_result(st, (int)json_get_int(obj, "exitCode", 255),
+		    json_get_string(obj, "signal"));
+	} else if (strcmp(type, "error") == 0) {
+		const char *msg = json_get_string(obj, "message");
+
+		chan_write_err(st->c, "atrium: ", 8);
+		chan_write_err(st->c, msg ? msg : "error", strlen(msg ? msg : "error"));
+		chan_write_err(st->c, "\n", 1);
+		stream_set_result(st, 1, NULL);
+	}
+}
+
+/* The agent went away (restart or crash) before the result. */
+static void
+stream_end(void *arg)
+{
+	struct stream *st = arg;
+	const char *msg = "atrium: the room's agent stopped while the command "
+	    "ran; run it again\n";
+
+	if (st->have_result)
+		return;
+	chan_write_err(st->c, msg, strlen(msg));
+	stream_set_result(st, 255, NULL);
+}
+
+/* Make the command's stdio: three pipes, or a pty sized like the client.
+ * theirs[] gets the command's ends.  0 or -errno. */
+static int
+stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
+{
+	int p[3][2];
+
+	if (st->tty) {
+		struct winsize ws = { .ws_row = (unsigned short)st->c->rows,
+		    .ws_col = (unsigned short)st->c->cols };
+		int master, slave;
+
+		if (openpty(&master, &slave, NULL, NULL, &ws) < 0)
+			return -errno;
+		fd_set_cloexec(master, 1);
+		fd_set_cloexec(slave, 1);
+		st->in_fd = st->out_fd = master;
+		theirs[0] = slave;
+		*ntheirs = 1;
+		return 0;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int e = -errno;
+
+			while (i-- > 0) {
+				close(p[i][0]);
+				close(p[i][1]);
+			}
+			return e;
+		}
+		fcntl(p[i][0], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
+	}
+	st->in_fd = p[0][1];
+	theirs[0] = p[0][0];
+	st->out_fd = p[1][0];
+	theirs[1] = p[1][1];
+	st->err_fd = p[2][0];
+	theirs[2] = p[2][1];
+	*ntheirs = 3;
+	return 0;
+}
+
+/* The exec line: command or argv, fds, tty and the client's env. */
+static json_object *
+stream_exec_line(struct stream *st, int nfds)
+{
+	json_object *o = json_object_new_object(), *env = json_object_new_object();
+	struct chan *c = st->c;
+
+	json_object_object_add(o, "type", json_object_new_string("exec"));
+	json_object_object_add(o, "id", json_object_new_string(st->id));
+	if (st->command) {
+		json_object_object_add(o, "command",
+		    json_object_new_string(st->command));
+	} else {
+		json_object *argv = json_object_new_array();
+
+		json_object_array_add(argv, json_object_new_string(STREAM_SFTP_SERVER));
+		json_object_array_add(argv, json_object_new_string("-d"));
+		json_object_array_add(argv, json_object_new_string("/workspace"));
+		json_object_object_add(o, "argv", argv);
+	}
+	json_object_object_add(o, "fds", json_object_new_int(nfds));
+	json_object_object_add(o, "tty", json_object_new_boolean(st->tty));
+	for (int i = 0; i < c->nenv; i++) {
+		char *eq = strchr(c->env[i], '=');
+
+		*eq = '\0';
+		json_object_object_add(env, c->env[i], json_object_new_string(eq + 1));
+		*eq = '=';
+	}
+	if (c->pty && c->term[0])
+		json_object_object_add(env, "TERM", json_object_new_string(c->term));
+	json_object_object_add(o, "env", env);
+	return o;
+}
+
+/* Send hello and exec with the command's fds. */
+static int
+stream_send_exec(struct stream *st)
+{
+	int theirs[3], n = 0, r;
+	json_object *hello = json_object_new_object(), *exec;
+
+	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "user", json_object_new_string(st->c->s->user));
+	json_object_object_add(hello, "kind", json_object_new_string("exec"));
+	json_object_object_add(hello, "history", json_object_new_int(0));
+	r = agentlink_send(&st->link, hello);
+	json_object_put(hello);
+	if (r < 0 || (r = stream_make_fds(st, theirs, &n)) < 0)
+		return r;
+	exec = stream_exec_line(st, n);
+	r = agentlink_send_fds(&st->link, exec, theirs, n);
+	json_object_put(exec);
+	for (int i = 0; i < n; i++)
+		close(theirs[i]);
+	return r;
+}
+
+/* Room ready: connect, send, start pumping. */
+static void
+stream_start(struct chan *c, struct room *r)
+{
+	struct stream *st = c->kind;
+	struct loop *loop = &c->s->srv->loop;
+	int rc;
+
+	rc = agentlink_connect(&st->link, loop, r->run, stream_line, stream_end,
+	    st);
+	if (rc < 0 && ++st->connect_tries < STREAM_MAX_CONNECT) {
+		chan_wait_room(c);	/* the agent is restarting */
+		return;
+	}
+	if (rc < 0 || (rc = stream_send_exec(st)) < 0) {
+		log_error("session %lu: cannot start the command in %s: %s",
+		    c->s->num, r->name, strerror(-rc));
+		chan_refuse(c, "atrium: cannot start the command in room '%s' "
+		    "(%s); try again", r->name, strerror(-rc));
+		return;
+	}
+	st->started = 1;
+	st->last_io_ms = time_mono_ms();
+	if (st->tty) {
+		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
+	} else {
+		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
+		loop_add(loop, &st->w_err, st->err_fd, POLLIN, stream_err_cb, st);
+		loop_add(loop, &st->w_in, st->in_fd, 0, stream_in_cb, st);
+	}
+	if (st->eof_pending)
+		stream_close_stdin(st);
+}
+
+/* Resume output the window now allows (libssh 0.10 does not tell us when
+ * the client reopens it); finish once everything is out. */
+static void
+stream_tick(struct chan *c)
+{
+	struct stream *st = c->kind;
+	int out_done, err_done;
+
+	if (!st->started)
+		return;
+	if ((st->out_paused || st->err_paused) &&
+	    ssh_channel_window_size(c->ch) > 0) {
+		st->out_paused = st->err_paused = 0;
+		stream_update(st);
+	}
+	out_done = st->out_eof || st->out_fd < 0;
+	err_done = st->tty || st->err_eof || st->err_fd < 0;
+	if (!st->have_result)
+		return;
+	/* A paused pipe is the client being slow, not a stuck command. */
+	if (!(out_done && err_done) && (st->out_paused || st->err_paused ||
+	    time_mono_ms() - st->last_io_ms < STREAM_LINGER_MS))
+		return;
+	chan_exit(c, st->code, st->sig[0] ? st->sig : NULL);
+}
+
+/* Forward window changes to the pty. */
+static void
+stream_resize(struct chan *c)
+{
+	struct stream *st = c->kind;
+	struct winsize ws = { .ws_row = (unsigned short)c->rows,
+	    .ws_col = (unsigned short)c->cols };
+
+	if (st->tty && st->out_fd >= 0)
+		ioctl(st->out_fd, TIOCSWINSZ, &ws);
+}
+
+/* Send a signal line for our exec. */
+static void
+stream_send_signal(struct stream *st, const char *sig)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string("signal"));
+	json_object_object_add(o, "id", json_object_new_string(st->id));
+	json_object_object_add(o, "signal", json_object_new_string(sig));
+	agentlink_send(&st->link, o);
+	json_object_put(o);
+}
+
+/* A signal request from the client, for our running exec. */
+static void
+stream_signal(struct chan *c, const char *sig)
+{
+	struct stream *st = c->kind;
+
+	if (st->started && !st->have_result)
+		stream_send_signal(st, sig);
+}
+
+/* Channel gone: kill a command still running, close everything. */
+static void
+stream_free(struct chan *c)
+{
+	struct stream *st = c->kind;
+
+	if (st->started && !st->have_result) {
+		log_info("session %lu: client left during %s; killing it",
+		    c->s->num, st->id);
+		stream_send_signal(st, "KILL");
+	}
+	agentlink_close(&st->link);
+	loop_del(&st->w_in);
+	loop_del(&st->w_out);
+	loop_del(&st->w_err);
+	if (st->in_fd >= 0 && st->in_fd != st->out_fd)
+		close(st->in_fd);
+	if (st->out_fd >= 0)
+		close(st->out_fd);
+	if (st->err_fd >= 0)
+		close(st->err_fd);
+	buf_free(&st->link.out);
+	jsonl_free(&st->link.in);
+	free(st->command);
+	free(st);
+}
+
+static const struct chan_ops stream_ops = {
+	.name = "exec",
+	.input = stream_input,
+	.eof = stream_eof,
+	.start = stream_start,
+	.tick = stream_tick,
+	.resize = stream_resize,
+	.signal = stream_signal,
+	.free = stream_free,
+};
+
+/* See stream.h. */
+int
+stream_open(struct chan *c, const char *command)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st || (command && !(st->command = strdup(command)))) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->c = c;
+	st->in_fd = st->out_fd = st->err_fd = -1;
+	st->tty = command && c->pty;
+	agentlink_init(&st->link);
+	chan_new_id(c, st->id, sizeof(st->id));
+	c->kind = st;
+	c->ops = &stream_ops;
+	chan_wait_room(c);
+	return 0;
+}

@@ -1,0 +1,178 @@
+/*
+ * tui_editor.c: the input line of tui_editor.h.  Called by chat.c.
+ * Invariants: cursor <= len <= cap; bytes is the UTF-8 size of cps[0..len)
+ * and never passes max_bytes.
+ */
+#include "tui_editor.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Empty line of at most max_bytes of UTF-8; cannot fail. */
+void
+tui_editor_init(struct tui_editor *e, size_t max_bytes)
+{
+	memset(e, 0, sizeof(*e));
+	e->max_bytes = max_bytes;
+}
+
+/* Free the code points. */
+void
+tui_editor_free(struct tui_editor *e)
+{
+	free(e->cps);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Bytes of cp in UTF-8 (1-4). */
+size_t
+tui_utf8_len(uint32_t cp)
+{
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* Encode cp into out (room for 4); bytes written. */
+size_t
+tui_utf8_put(uint32_t cp, char *out)
+{
+	unsigned char *o = (unsigned char *)out;
+
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xf0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Insert at the cursor; -ENOBUFS past the limit, -ENOMEM. */
+int
+tui_editor_insert(struct tui_editor *e, uint32_t cp)
+{
+	size_t n = tui_utf8_len(cp);
+
+	if (e->bytes + n > e->max_bytes)
+		return -ENOBUFS;
+	if (e->len == e->cap) {
+		size_t ncap = e->cap ? e->cap * 2 : 64;
+		uint32_t *p = realloc(e->cps, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		e->cps = p;
+		e->cap = ncap;
+	}
+	memmove(e->cps + e->cursor + 1, e->cps + e->cursor,
+	    (e->len - e->cursor) * sizeof(*e->cps));
+	e->cps[e->cursor++] = cp;
+	e->len++;
+	e->bytes += n;
+	return 0;
+}
+
+/* Remove the code point at i. */
+static void
+tui_editor_remove(struct tui_editor *e, size_t i)
+{
+	e->bytes -= tui_utf8_len(e->cps[i]);
+	memmove(e->cps + i, e->cps + i + 1, (e->len - i - 1) * sizeof(*e->cps));
+	e->len--;
+}
+
+/* Delete before the cursor. */
+void
+tui_editor_backspace(struct tui_editor *e)
+{
+	if (e->cursor == 0)
+		return;
+	tui_editor_remove(e, --e->cursor);
+}
+
+/* Delete at the cursor. */
+void
+tui_editor_delete(struct tui_editor *e)
+{
+	if (e->cursor < e->len)
+		tui_editor_remove(e, e->cursor);
+}
+
+/* Cursor one left (stops at the start). */
+void
+tui_editor_left(struct tui_editor *e)
+{
+	if (e->cursor > 0)
+		e->cursor--;
+}
+
+/* Cursor one right (stops at the end). */
+void
+tui_editor_right(struct tui_editor *e)
+{
+	if (e->cursor < e->len)
+		e->cursor++;
+}
+
+/* Cursor to the start. */
+void
+tui_editor_home(struct tui_editor *e)
+{
+	e->cursor = 0;
+}
+
+/* Cursor to the end. */
+void
+tui_editor_end(struct tui_editor *e)
+{
+	e->cursor = e->len;
+}
+
+/* Delete from the start to the cursor (Ctrl-U). */
+void
+tui_editor_kill_start(struct tui_editor *e)
+{
+	for (size_t i = 0; i < e->cursor; i++)
+		e->bytes -= tui_utf8_len(e->cps[i]);
+	memmove(e->cps, e->cps + e->cursor, (e->len - e->cursor) * sizeof(*e->cps));
+	e->len -= e->cursor;
+	e->cursor = 0;
+}
+
+/* Empty the line, keeping its memory. */
+void
+tui_editor_clear(struct tui_editor *e)
+{
+	e->len = e->cursor = e->bytes = 0;
+}
+
+/* UTF-8 of [from, to) into out, truncated to whole characters. */
+size_t
+tui_editor_utf8(const struct tui_editor *e, size_t from, size_t to,
+    char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	if (outlen == 0)
+		return 0;
+	for (size_t i = from; i < to && i < e->len; i++) {
+		if (n + tui_utf8_len(e->cps[i]) + 1 > outlen)
+			break;
+		n += tui_utf8_put(e->cps[i], out + n);
+	}
+	out[n] = '\0';
+	return n;
+}

@@ -1,0 +1,54 @@
+/*
+ * tui_editor.h: the chat's input line as code points with a cursor.  Pure
+ * functions, no I/O; tui_draw.c shows it, chat.c feeds it keys.  Each code
+ * point is taken as one column wide (wide characters come later).
+ */
+#ifndef ATRIUMD_TUI_EDITOR_H
+#define ATRIUMD_TUI_EDITOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tui_editor {
+	uint32_t *cps;		/* code points */
+	size_t len;		/* in use */
+	size_t cap;		/* allocated */
+	size_t max_bytes;	/* UTF-8 size limit of the line */
+	size_t bytes;		/* UTF-8 size now */
+	size_t cursor;		/* 0..len */
+};
+
+void tui_editor_init(struct tui_editor *e, size_t max_bytes);
+void tui_editor_free(struct tui_editor *e);
+
+/* Insert at the cursor.  0, -ENOBUFS past max_bytes, -ENOMEM. */
+int tui_editor_insert(struct tui_editor *e, uint32_t cp);
+
+/* Delete before / at the cursor (no-op at the ends). */
+void tui_editor_backspace(struct tui_editor *e);
+void tui_editor_delete(struct tui_editor *e);
+
+/* Move the cursor. */
+void tui_editor_left(struct tui_editor *e);
+void tui_editor_right(struct tui_editor *e);
+void tui_editor_home(struct tui_editor *e);
+void tui_editor_end(struct tui_editor *e);
+
+/* Delete from the start to the cursor (Ctrl-U). */
+void tui_editor_kill_start(struct tui_editor *e);
+
+/* Empty the line. */
+void tui_editor_clear(struct tui_editor *e);
+
+/* UTF-8 of code points [from, to) into out (NUL-terminated, truncated to
+ * outlen).  Returns bytes written. */
+size_t tui_editor_utf8(const struct tui_editor *e, size_t from, size_t to,
+    char *out, size_t outlen);
+
+/* Bytes of cp in UTF-8. */
+size_t tui_utf8_len(uint32_t cp);
+
+/* Encode cp; returns bytes (1-4) written to out (room for 4). */
+size_t tui_utf8_put(uint32_t cp, char *out);
+
+#endif

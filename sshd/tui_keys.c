@@ -1,0 +1,142 @@
+/*
+ * tui_keys.c: the key decoder of tui_keys.h.  Called by chat.c for each
+ * byte a pty client sends.  Invariants: seqlen < TUI_KEYS_MAX_SEQ (longer
+ * sequences are discarded to their final byte); need is 0 outside UTF-8.
+ */
+#include "tui_keys.h"
+
+#include <string.h>
+
+enum { KS_GROUND, KS_ESC, KS_CSI, KS_SS3, KS_UTF8 };
+
+/* Ground state; cannot fail. */
+void
+tui_keys_init(struct tui_keys *k)
+{
+	memset(k, 0, sizeof(*k));
+}
+
+/* Set a key; always 1. */
+static int
+tui_keys_emit(struct tui_key *out, enum tui_key_type type, uint32_t cp)
+{
+	out->type = type;
+	out->cp = cp;
+	return 1;
+}
+
+/* Final byte of a CSI sequence with its parameters. */
+static int
+tui_keys_csi(struct tui_keys *k, unsigned char fin, struct tui_key *out)
+{
+	k->seq[k->seqlen] = '\0';
+	switch (fin) {
+	case 'A': return tui_keys_emit(out, TUI_KEY_UP, 0);
+	case 'B': return tui_keys_emit(out, TUI_KEY_DOWN, 0);
+	case 'C': return tui_keys_emit(out, TUI_KEY_RIGHT, 0);
+	case 'D': return tui_keys_emit(out, TUI_KEY_LEFT, 0);
+	case 'H': return tui_keys_emit(out, TUI_KEY_HOME, 0);
+	case 'F': return tui_keys_emit(out, TUI_KEY_END, 0);
+	case '~':
+		if (strcmp(k->seq, "1") == 0 || strcmp(k->seq, "7") == 0)
+			return tui_keys_emit(out, TUI_KEY_HOME, 0);
+		if (strcmp(k->seq, "4") == 0 || strcmp(k->seq, "8") == 0)
+			return tui_keys_emit(out, TUI_KEY_END, 0);
+		if (strcmp(k->seq, "3") == 0)
+			return tui_keys_emit(out, TUI_KEY_DELETE, 0);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A byte outside any sequence. */
+static int
+tui_keys_ground(struct tui_keys *k, unsigned char b, struct tui_key *out)
+{
+	int cr = k->cr;
+
+	k->cr = 0;
+	if (b == 0x1b) {
+		k->state = KS_ESC;
+		return 0;
+	}
+	if (b == '\r') {
+		k->cr = 1;
+		return tui_keys_emit(out, TUI_KEY_ENTER, 0);
+	}
+	if (b == '\n')
+		return cr ? 0 : tui_keys_emit(out, TUI_KEY_ENTER, 0);
+	if (b == 0x7f || b == 0x08)
+		return tui_keys_emit(out, TUI_KEY_BACKSPACE, 0);
+	if (b < 0x20)
+		return tui_keys_emit(out, TUI_KEY_CTRL, (uint32_t)('a' + b - 1));
+	if (b < 0x80)
+		return tui_keys_emit(out, TUI_KEY_CHAR, b);
+	if ((b & 0xe0) == 0xc0) {
+		k->cp = b & 0x1f;
+		k->need = 1;
+	} else if ((b & 0xf0) == 0xe0) {
+		k->cp = b & 0x0f;
+		k->need = 2;
+	} else if ((b & 0xf8) == 0xf0) {
+		k->cp = b & 0x07;
+		k->need = 3;
+	} else {
+		return tui_keys_emit(out, TUI_KEY_CHAR, 0xfffd);
+	}
+	k->state = KS_UTF8;
+	return 0;
+}
+
+/* A continuation byte of a UTF-8 sequence. */
+static int
+tui_keys_utf8(struct tui_keys *k, unsigned char b, struct tui_key *out)
+{
+	k->cp = (k->cp << 6) | (b & 0x3f);
+	if (--k->need > 0)
+		return 0;
+	k->state = KS_GROUND;
+	if (k->cp < 0x80 || k->cp > 0x10ffff ||
+	    (k->cp >= 0xd800 && k->cp <= 0xdfff))
+		return tui_keys_emit(out, TUI_KEY_CHAR, 0xfffd);
+	return tui_keys_emit(out, TUI_KEY_CHAR, k->cp);
+}
+
+/* See tui_keys.h. */
+int
+tui_keys_feed(struct tui_keys *k, unsigned char b, struct tui_key out[2])
+{
+	switch (k->state) {
+	case KS_ESC:
+		k->seqlen = 0;
+		k->state = b == '[' ? KS_CSI : b == 'O' ? KS_SS3 : KS_GROUND;
+		if (k->state == KS_GROUND && b != 0x1b)
+			return tui_keys_ground(k, b, out);	/* Alt-x: x */
+		if (b == 0x1b)
+			k->state = KS_ESC;
+		return 0;
+	case KS_SS3:
+		k->state = KS_GROUND;
+		return tui_keys_csi(k, b, out);
+	case KS_CSI:
+		if (b >= 0x40 && b <= 0x7e) {
+			k->state = KS_GROUND;
+			return tui_keys_csi(k, b, out);
+		}
+		if (k->seqlen < TUI_KEYS_MAX_SEQ - 1)
+			k->seq[k->seqlen++] = (char)b;
+		return 0;
+	case KS_UTF8:
+		if ((b & 0xc0) != 0x80) {
+			/* Broken sequence: U+FFFD, then b afresh. */
+			k->state = KS_GROUND;
+			k->need = 0;
+			tui_keys_emit(out, TUI_KEY_CHAR, 0xfffd);
+			return 1 + tui_keys_ground(k, b, out + 1);
+		}
+		return tui_keys_utf8(k, b, out);
+	default:
+		return tui_keys_ground(k, b, out);
+	}
+}

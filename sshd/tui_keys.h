@@ -1,0 +1,49 @@
+/*
+ * tui_keys.h: bytes from a terminal to key events.  A state machine fed one
+ * byte at a time, so input split at any boundary decodes the same; UTF-8 is
+ * decoded here (bad sequences give U+FFFD), escape sequences (CSI, SS3) map
+ * to keys or are dropped whole.  No I/O.
+ */
+#ifndef ATRIUMD_TUI_KEYS_H
+#define ATRIUMD_TUI_KEYS_H
+
+#include <stdint.h>
+
+enum tui_key_type {
+	TUI_KEY_CHAR,		/* cp holds a printable code point */
+	TUI_KEY_ENTER,
+	TUI_KEY_BACKSPACE,
+	TUI_KEY_DELETE,
+	TUI_KEY_LEFT,
+	TUI_KEY_RIGHT,
+	TUI_KEY_UP,
+	TUI_KEY_DOWN,
+	TUI_KEY_HOME,
+	TUI_KEY_END,
+	TUI_KEY_CTRL,		/* cp holds the letter: 'c' for Ctrl-C */
+};
+
+struct tui_key {
+	enum tui_key_type type;
+	uint32_t cp;
+};
+
+#define TUI_KEYS_MAX_SEQ	16	/* escape sequence bytes kept */
+
+struct tui_keys {
+	int state;		/* ground, escape, csi, ss3, utf8 */
+	uint32_t cp;		/* UTF-8 code point so far */
+	int need;		/* UTF-8 continuation bytes still to come */
+	char seq[TUI_KEYS_MAX_SEQ];	/* CSI parameters so far */
+	int seqlen;
+	int cr;			/* last byte was CR: a following LF is not a key */
+};
+
+void tui_keys_init(struct tui_keys *k);
+
+/* Feed one byte.  The number of keys it completes (0, 1, or 2 when it
+ * broke a UTF-8 sequence: U+FFFD, then its own key), stored in out[]. */
+int tui_keys_feed(struct tui_keys *k, unsigned char byte,
+    struct tui_key out[2]);
+
+#endif

@@ -1,0 +1,246 @@
+"""Fixtures shared by Atrium's integration tests.
+
+- build:        the build directory ($ATRIUM_BUILD, default build), checked
+                once to hold every program.
+- data_dir:     a fresh DATA directory whose authorized_keys lets in "alice"
+                and "bob" (new ed25519 key pairs made with ssh-keygen); the
+                key of "eve" exists but is not authorized.
+- atriumd:      a factory: atriumd(data, *extra_args) starts build/atriumd on
+                127.0.0.1 and a free port, waits until the port answers, and
+                at teardown stops it (SIGTERM, then SIGKILL), unmounts what is
+                left under DATA/run and kills any child left behind.
+- ssh_run:      run the real OpenSSH client: ssh_run(server, room, *cmd,
+                user="alice", input=None) -> (exit code, stdout, stderr).
+- model_server: a scripted model server (tests/model_server.py), if present.
+
+Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("ATRIUM_BUILD", "build")
+BUILD_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
+PROGRAMS = ("atriumd", "atrium-fs", "atrium-agent", "atrium-sandbox-init")
+USERS = ("alice", "bob", "eve")
+AUTHORIZED = ("alice", "bob")
+
+SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+            "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+            "-o", "ConnectTimeout=20", "-o", "IdentitiesOnly=yes"]
+
+
+@pytest.fixture(scope="session")
+def build():
+    """The build directory; fails once, clearly, when a program is missing."""
+    missing = [p for p in PROGRAMS
+               if not os.access(os.path.join(BUILD_DIR, p), os.X_OK)]
+    if missing:
+        pytest.fail("missing in %s: %s; run `make all` (or set ATRIUM_BUILD)"
+                    % (BUILD_DIR, ", ".join(missing)), pytrace=False)
+    return BUILD_DIR
+
+
+class DataDir:
+    """A DATA directory and the client keys made for it."""
+
+    def __init__(self, path, keys):
+        self.path = path
+        self.keys = keys          # user -> private key path
+
+    def __str__(self):
+        return self.path
+
+    def pubkey(self, user):
+        with open(self.keys[user] + ".pub") as f:
+            return f.read().strip()
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    keydir = tmp_path / "keys"
+    keydir.mkdir(mode=0o700)
+    keys = {}
+    for user in USERS:
+        path = str(keydir / ("id_" + user))
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "",
+                        "-C", user + "@test", "-f", path], check=True)
+        keys[user] = path
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    d = DataDir(str(data), keys)
+    with open(data / "authorized_keys", "w") as f:
+        for user in AUTHORIZED:
+            f.write(d.pubkey(user) + "\n")
+    os.chmod(data / "authorized_keys", 0o600)
+    return d
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pids_using(path):
+    """Pids (other than ours) whose command line names path."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if path in cmd:
+            pids.append(int(entry))
+    return pids
+
+
+def mounts_under(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return [p for p in points if p == path or p.startswith(path + "/")]
+
+
+class Atriumd:
+    """A running atriumd; see the atriumd fixture."""
+
+    def __init__(self, build_dir, data, extra, env):
+        self.build = build_dir
+        self.data = str(data)
+        self.keys = getattr(data, "keys", {})
+        self.port = free_port()
+        self.extra = list(extra)
+        self.env = env
+        self.log_path = os.path.join(os.path.dirname(self.data.rstrip("/")),
+                                     "atriumd-%d.log" % self.port)
+        self.proc = None
+        self.stdout = ""
+
+    def start(self):
+        args = [os.path.join(self.build, "atriumd"), "--data", self.data,
+                "--listen", "127.0.0.1:%d" % self.port] + self.extra
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                     stderr=self.log, env=self.env,
+                                     text=True)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("atriumd exited %s:\n%s" % (
+                    self.proc.returncode, self.read_log()))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("atriumd did not listen:\n" + self.read_log())
+
+    def read_log(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def read_stdout(self):
+        """What atriumd printed on stdout (after it stopped)."""
+        if self.proc and self.proc.stdout and not self.proc.stdout.closed:
+            self.stdout += self.proc.stdout.read()
+            self.proc.stdout.close()
+        return self.stdout
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Stop atriumd (SIGKILL after timeout); returns its exit code."""
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.read_stdout()
+        return self.proc.returncode
+
+    def cleanup(self):
+        self.stop()
+        self.read_stdout()
+        run = os.path.join(self.data, "run")
+        # Children get SIGTERM when atriumd dies; give them a moment.
+        deadline = time.time() + 5
+        while time.time() < deadline and _pids_using(self.data):
+            time.sleep(0.1)
+        for pid in _pids_using(self.data):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for m in sorted(mounts_under(run), reverse=True):
+            subprocess.run(["fusermount3", "-u", "-z", m],
+                           capture_output=True)
+        self.log.close()
+
+
+@pytest.fixture
+def atriumd(build):
+    """Factory: atriumd(data, *extra_args, env=None) -> a started Atriumd."""
+    started = []
+
+    def start(data, *extra, env=None):
+        d = Atriumd(build, data, extra, env)
+        started.append(d)
+        return d.start()
+
+    yield start
+    # Stop every server first: several may share one DATA (restart tests).
+    for d in started:
+        d.stop()
+    for d in started:
+        d.cleanup()
+    for d in started:
+        left = _pids_using(d.data)
+        assert not left, "processes left behind: %s" % left
+        assert not mounts_under(os.path.join(d.data, "run")), \
+            "mounts left behind"
+
+
+def ssh_command(server, room, *cmd, user="alice", opts=(), key=None):
+    """argv of the OpenSSH client for ROOM@127.0.0.1 on server's port."""
+    return (["ssh", "-p", str(server.port), "-i", key or server.keys[user]]
+            + SSH_OPTS + list(opts) + ["%s@127.0.0.1" % room] + list(cmd))
+
+
+def _ssh_run(server, room, *cmd, user="alice", input=None, opts=(),
+             timeout=60, key=None):
+    p = subprocess.run(ssh_command(server, room, *cmd, user=user, opts=opts,
+                                   key=key),
+                       input=input, capture_output=True, timeout=timeout,
+                       text=isinstance(input, str) or input is None)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture
+def ssh_run():
+    """ssh_run(server, room, *cmd, user=, input=, opts=) -> (rc, out, err)."""
+    return _ssh_run
+
+
+if os.path.exists(os.path.join(ROOT, "tests", "model_server.py")):
+    @pytest.fixture
+    def model_server():
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from model_server import ModelServer
+        srv = ModelServer()
+        srv.start()
+        yield srv
+        srv.stop()
