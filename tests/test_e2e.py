@@ -1,0 +1,302 @@
+"""End to end: a person, an SSH client, atriumd, a room's atrium-agent and
+atrium-fs, the sandbox, and a scripted model server, all real processes.
+
+What each test asserts is what a user of the room would see: the events
+of the `atrium` subsystem, the output of ssh commands, files on the
+workspace, and what reached the model.
+"""
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD_DIR, ROOT, ssh_command
+from model_server import Fault, Reply, ToolCall
+
+
+class Room:
+    """A client of the `atrium` subsystem: send JSON lines, await events."""
+
+    def __init__(self, server, room, user="alice"):
+        self.proc = subprocess.Popen(
+            ssh_command(server, room, user=user, opts=["-s"]) + ["atrium"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        self.events = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.events.put(json.loads(line))
+        self.events.put(None)
+
+    def send(self, **obj):
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def expect(self, pred, timeout=30, what="event"):
+        """The first event (after those already seen) for which pred holds."""
+        end = time.time() + timeout
+        while True:
+            left = end - time.time()
+            if left <= 0:
+                raise AssertionError("no %s within %ss; saw %s"
+                                     % (what, timeout, self.seen[-20:]))
+            try:
+                ev = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            if ev is None:
+                raise AssertionError("room closed while waiting for %s; saw %s"
+                                     % (what, self.seen[-20:]))
+            self.seen.append(ev)
+            if pred(ev):
+                return ev
+
+    def until_turn_end(self, timeout=60):
+        return self.expect(lambda e: e["type"] == "turn_end", timeout, "turn_end")
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def of_type(t, **fields):
+    return lambda e: e["type"] == t and all(e.get(k) == v for k, v in fields.items())
+
+
+@pytest.fixture
+def room_server(atriumd, data_dir, model_server):
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model", env=env)
+
+
+def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run):
+    r = Room(room_server, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="prompt", text="run: echo made-by-agent > agent.txt; cat agent.txt")
+        call = r.expect(of_type("tool_call", name="bash"))
+        assert "agent.txt" in call["input"]["command"]
+        res = r.expect(of_type("tool_result", id=call["id"]))
+        assert res["status"] == "ok"
+        assert "made-by-agent" in res["output"]
+        end = r.until_turn_end()
+        assert end["stop_reason"] == "end_turn"
+    finally:
+        r.close()
+    # The model got the command's output as the tool result.
+    second = model_server.requests[1]["body"]["messages"]
+    results = [b for m in second for b in m["content"]
+               if isinstance(m["content"], list) and b.get("type") == "tool_result"]
+    assert "made-by-agent" in json.dumps(results)
+    # People see the file the agent wrote, owned by the sandbox user.
+    rc, out, err = ssh_run(room_server, "demo", "cat agent.txt; stat -c %u agent.txt")
+    assert (rc, out) == (0, "made-by-agent\n64222\n")
+
+
+def test_chat_mention_is_a_prompt_everyone_sees(room_server, model_server):
+    a, b = Room(room_server, "team"), Room(room_server, "team", user="bob")
+    try:
+        a.expect(of_type("welcome"))
+        b.expect(of_type("welcome"))
+        a.send(type="chat", text="@agent what is in here?")
+        for c in (a, b):
+            c.expect(of_type("message", user="alice"))
+            c.expect(lambda e: e["type"] == "agent_delta")
+            msg = c.expect(of_type("message", user="agent"))
+            assert "what is in here?" in msg["text"]
+            c.until_turn_end()
+    finally:
+        a.close()
+        b.close()
+    # The prompt reached the model with its text unchanged.
+    sent = json.dumps(model_server.requests[0]["body"]["messages"])
+    assert "@agent what is in here?" in sent
+
+
+def test_no_model_configured_says_how(atriumd, data_dir):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    srv = atriumd(data_dir, env=env)
+    r = Room(srv, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="prompt", text="hello?")
+        msg = r.expect(of_type("message", user="agent"))
+        assert "No model is configured" in msg["text"]
+        assert "ANTHROPIC_API_KEY" in msg["text"]
+        r.until_turn_end()
+        # The room itself still works.
+        r.send(type="exec", id="x1", command="echo still here")
+        res = r.expect(of_type("exec_result", id="x1"))
+        assert (res["exitCode"], res["stdout"]) == (0, "still here\n")
+    finally:
+        r.close()
+
+
+def test_rejected_api_key_is_explained_and_nothing_is_lost(atriumd, data_dir):
+    from model_server import ModelServer
+    with ModelServer(api_key="the-right-key") as ms:
+        env = dict(os.environ, ANTHROPIC_API_KEY="a-wrong-key")
+        srv = atriumd(data_dir, "--model-url", ms.url, env=env)
+        r = Room(srv, "demo")
+        try:
+            r.expect(of_type("welcome"))
+            r.send(type="chat", text="a line before the failure")
+            r.send(type="prompt", text="please answer")
+            err = r.expect(of_type("error"))
+            assert "401" in err["message"]
+            assert "API key" in err["message"]
+            r.until_turn_end()
+        finally:
+            r.close()
+        # A newcomer still sees the history.
+        r = Room(srv, "demo", user="bob")
+        try:
+            r.send(type="history", since=0, limit=100)
+            r.expect(lambda e: e["type"] == "message"
+                     and e.get("text") == "a line before the failure")
+        finally:
+            r.close()
+        assert "a-wrong-key" not in open(os.path.join(str(data_dir), "rooms", "demo",
+                                                      "room.db"), "rb").read().decode("latin-1")
+
+
+def test_rate_limit_is_retried_with_a_notice(room_server, model_server):
+    model_server.script(Fault(429, retry_after=1), Reply(text="answer after waiting"))
+    r = Room(room_server, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="prompt", text="hi")
+        note = r.expect(of_type("notice"))
+        assert "429" in note["text"] and "retrying" in note["text"]
+        msg = r.expect(of_type("message", user="agent"))
+        assert msg["text"] == "answer after waiting"
+        r.until_turn_end()
+    finally:
+        r.close()
+    assert len(model_server.requests) == 2
+
+
+def test_openai_provider_from_atrium_conf(atriumd, data_dir, model_server):
+    with open(os.path.join(str(data_dir), "atrium.conf"), "w") as f:
+        f.write("# a local OpenAI-compatible server\nprovider = openai\n"
+                "model = local-model\nmodel-url = %s\n" % model_server.openai_url)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    srv = atriumd(data_dir, env=env)
+    model_server.script(Reply(tool_calls=[ToolCall("bash", {"command": "echo $((6*7))"})]),
+                        Reply(text="It is 42."))
+    r = Room(srv, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="prompt", text="compute")
+        res = r.expect(of_type("tool_result"))
+        assert res["output"].strip() == "42"
+        assert r.expect(of_type("message", user="agent"))["text"] == "It is 42."
+        r.until_turn_end()
+    finally:
+        r.close()
+    req = model_server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["body"]["model"] == "local-model"
+    assert "authorization" not in {k.lower() for k in req["headers"]}
+
+
+def test_deny_all_policy_keeps_commands_from_running(room_server, ssh_run):
+    r = Room(room_server, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="config", approval="deny_all")
+        r.expect(of_type("config"))
+        r.send(type="prompt", text="run: touch forbidden.txt")
+        res = r.expect(of_type("tool_result"))
+        assert res["status"] == "denied"
+        r.until_turn_end()
+    finally:
+        r.close()
+    rc, out, err = ssh_run(room_server, "demo", "ls")
+    assert rc == 0 and "forbidden.txt" not in out
+
+
+def test_room_survives_a_restart(atriumd, data_dir, model_server, ssh_run):
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
+    args = ("--model-url", model_server.url)
+    srv = atriumd(data_dir, *args, env=env)
+    r = Room(srv, "keep")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="chat", text="remember this line")
+        r.send(type="prompt", text="run: echo kept > kept.txt")
+        r.until_turn_end()
+    finally:
+        r.close()
+    srv.stop(signal.SIGKILL)
+    srv.cleanup()
+    srv = atriumd(data_dir, *args, env=env)
+    assert ssh_run(srv, "keep", "cat kept.txt")[:2] == (0, "kept\n")
+    r = Room(srv, "keep", user="bob")
+    try:
+        r.send(type="history", since=0, limit=200)
+        r.expect(of_type("message", text="remember this line"))
+        r.expect(of_type("tool_result", status="ok"))
+        r.send(type="prompt", text="and now?")
+        r.until_turn_end()
+    finally:
+        r.close()
+    # The model's next request carries the transcript from before the restart.
+    sent = json.dumps(model_server.requests[-1]["body"]["messages"])
+    assert "echo kept > kept.txt" in sent and "and now?" in sent
+
+
+def test_stopped_room_mounts_on_the_host(atriumd, data_dir, ssh_run, build, tmp_path):
+    srv = atriumd(data_dir)
+    assert ssh_run(srv, "files", "mkdir -p src && echo 'int x;' > src/a.c")[0] == 0
+    db = os.path.join(str(data_dir), "rooms", "files", "workspace.db")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    # While the room runs, a second mount is refused.
+    p = subprocess.run([os.path.join(build, "atrium-fs"), "mount", db, str(mnt)],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "already mounted" in p.stderr
+    srv.stop()
+    srv.cleanup()
+    subprocess.run([os.path.join(build, "atrium-fs"), "mount", db, str(mnt)], check=True)
+    try:
+        with open(mnt / "src" / "a.c") as f:
+            assert f.read() == "int x;\n"
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=True)
+    assert subprocess.run([os.path.join(build, "atrium-fs"), "fsck", db]).returncode == 0
+
+
+def test_make_install_places_programs_pages_and_unit(tmp_path):
+    dest = tmp_path / "dest"
+    subprocess.run(["make", "-s", "-C", ROOT, "install", "DESTDIR=%s" % dest,
+                    "PREFIX=/usr/local", "BUILD=%s" % BUILD_DIR],
+                   check=True, capture_output=True)
+    for f in ("usr/local/bin/atriumd", "usr/local/bin/atrium-fs",
+              "usr/local/bin/atrium-agent", "usr/local/bin/atrium-sandbox-init",
+              "usr/local/share/man/man8/atriumd.8",
+              "usr/local/share/man/man8/atrium-agent.8",
+              "usr/local/share/man/man8/atrium-fs.8",
+              "lib/systemd/system/atriumd.service"):
+        assert (dest / f).exists(), f
+    unit = (dest / "lib/systemd/system/atriumd.service").read_text()
+    assert "ExecStart=/usr/local/bin/atriumd" in unit
+    assert os.access(dest / "usr/local/bin/atriumd", os.X_OK)
