@@ -92,9 +92,10 @@ LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_common)
 UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
 UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
 
-unit: $(UNIT_BINS)
+# The sandbox test runs atrium-sandbox-init from beside its own build.
+unit: $(UNIT_BINS) $(BUILD)/atrium-sandbox-init
 	@tests/run_unit.sh $(UNIT_BINS)
-unit-asan: $(UNIT_ASAN_BINS)
+unit-asan: $(UNIT_ASAN_BINS) $(BUILD)/asan/atrium-sandbox-init
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    tests/run_unit.sh $(UNIT_ASAN_BINS)
 
@@ -117,7 +118,8 @@ run: deps
 	$(BUILD)/atriumd --data ./data --listen :2222
 
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BINS) $(UNIT_ASAN_BINS)
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
+	    $(BUILD)/asan/atrium-sandbox-init
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
