@@ -46,7 +46,8 @@ struct exec {
 	long long audit_id;
 	struct buf out[2];		/* captured stdout, stderr */
 	int truncated;
-	struct buf carry[2];		/* unfinished UTF-8 of shared output */
+	struct buf carry[2];		/* shared output not yet sent: an
+				 * unfinished UTF-8 sequence and one chunk */
 };
 
 int
@@ -81,36 +82,6 @@ exec_unlink(struct agent *a, struct exec *e)
 	}
 }
 
-/* Stream a shared command's output to the room, whole characters only. */
-static void
-exec_share_output(struct exec *e, int stream, const char *p, size_t n)
-{
-	struct buf *carry = &e->carry[stream - 1];
-	json_object *ev;
-	struct buf text;
-	size_t done;
-
-	if (buf_append(carry, p, n) < 0) {
-		buf_reset(carry);
-		return;
-	}
-	done = text_utf8_complete(carry->data, carry->len);
-	if (!done)
-		return;
-	buf_init(&text, done * 3 + 4);
-	if (text_utf8_append(&text, carry->data, done) == 0) {
-		ev = room_event_new("exec_output");
-		json_object_object_add(ev, "id", json_object_new_string(e->id));
-		json_object_object_add(ev, "stream", json_object_new_string(
-		    stream == PROC_STDOUT ? "stdout" : "stderr"));
-		json_object_object_add(ev, "text", json_object_new_string_len(
-		    text.data, (int)text.len));
-		room_emit(e->a, ev, 0);
-	}
-	buf_free(&text);
-	buf_consume(carry, done);
-}
-
 static void
 exec_on_output(void *arg, int stream, const char *p, size_t n)
 {
@@ -119,7 +90,8 @@ exec_on_output(void *arg, int stream, const char *p, size_t n)
 	size_t take = n < buf_room(b) ? n : buf_room(b);
 
 	if (e->share)
-		exec_share_output(e, stream, p, n);
+		room_emit_output(e->a, "exec_output", e->id, stream,
+		    &e->carry[stream - 1], p, n);
 	if (take < n)
 		e->truncated = 1;
 	buf_append(b, p, take);
@@ -184,7 +156,8 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	    end->how.code : 128 + end->how.code, signame[0] ? signame : NULL);
 	for (int s = 0; e->share && s < 2; s++)
 		if (e->carry[s].len)
-			exec_share_output(e, s + 1, "", 0);
+			room_emit_output(a, "exec_output", e->id, s + 1,
+			    &e->carry[s], "", 0);
 	if (e->share) {
 		if (e->owner && e->owner->kind == CONN_EXEC)
 			room_send(e->owner, json_object_get(ev));
@@ -403,7 +376,7 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 	e->passed_fds = nfds > 0;
 	for (int i = 0; i < 2; i++) {
 		buf_init(&e->out[i], PROTO_MAX_CAPTURE);
-		buf_init(&e->carry[i], 64);
+		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
 	room_db_audit_start(a->db, c->user, "exec", what, cwd, &e->audit_id);
 	if (e->share) {

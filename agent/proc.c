@@ -96,7 +96,7 @@ proc_close_fd(struct proc *p, int *fd)
 static ssize_t
 proc_read_stream(struct proc *p, int *fd, int stream)
 {
-	char chunk[65536];
+	char chunk[PROC_CHUNK];
 	ssize_t n = read(*fd, chunk, sizeof(chunk));
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))

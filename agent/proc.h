@@ -17,6 +17,7 @@ struct proc;
 
 #define PROC_STDOUT	1
 #define PROC_STDERR	2
+#define PROC_CHUNK	65536	/* most bytes one output callback carries */
 
 struct proc_end {
 	struct sandbox_exit how;	/* exit code or signal */

@@ -32,9 +32,11 @@
 #include "log.h"
 #include "loop.h"
 #include "names.h"
+#include "proc.h"
 #include "protocol.h"
 #include "room_db.h"
 #include "settings.h"
+#include "text.h"
 #include "turn.h"
 #include "util.h"
 
@@ -579,4 +581,34 @@ room_close_all(struct agent *a)
 		a->listen_fd = -1;
 		unlink(a->sock_path);
 	}
+}
+
+void
+room_emit_output(struct agent *a, const char *type, const char *id,
+    int stream, struct buf *carry, const char *p, size_t n)
+{
+	json_object *ev;
+	struct buf text;
+	size_t done;
+
+	if (buf_append(carry, p, n) < 0) {
+		log_warn("%s: %zu bytes of output did not fit; dropped", id, n);
+		buf_reset(carry);
+		return;
+	}
+	done = text_utf8_complete(carry->data, carry->len);
+	if (!done)
+		return;
+	buf_init(&text, done * 3 + 4);
+	if (text_utf8_append(&text, carry->data, done) == 0) {
+		ev = room_event_new(type);
+		json_object_object_add(ev, "id", json_object_new_string(id));
+		json_object_object_add(ev, "stream", json_object_new_string(
+		    stream == PROC_STDOUT ? "stdout" : "stderr"));
+		json_object_object_add(ev, "text", json_object_new_string_len(
+		    text.data, (int)text.len));
+		room_emit(a, ev, 0);
+	}
+	buf_free(&text);
+	buf_consume(carry, done);
 }

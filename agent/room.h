@@ -51,6 +51,14 @@ json_object *room_event_new(const char *type);
  * member.  Takes ownership of ev.  0 or -errno (storage failed). */
 int room_emit(struct agent *a, json_object *ev, int store);
 
+/* Stream a command's output to the room as a live event of type (e.g.
+ * "exec_output", "tool_output") with id, stream and text, in whole UTF-8
+ * characters: an unfinished sequence at the end waits in carry (a buffer
+ * of at least PROC_CHUNK + 4 bytes) for the next call; invalid bytes are
+ * replaced.  stream is PROC_STDOUT or PROC_STDERR. */
+void room_emit_output(struct agent *a, const char *type, const char *id,
+    int stream, struct buf *carry, const char *p, size_t n);
+
 /* Stamp ev and queue it to one connection only.  Takes ownership. */
 void room_send(struct conn *c, json_object *ev);
 

@@ -24,7 +24,7 @@ struct tool_run {
 	char id[128];			/* the model's tool call id */
 	struct proc *proc;
 	struct outcap cap;
-	struct buf carry[2];		/* unfinished UTF-8 per stream */
+	struct buf carry[2];		/* output not yet streamed, per stream */
 	long long audit_id;
 	int timeout_s;
 	tool_bash_done_fn *done;	/* NULL once cancelled */
@@ -55,35 +55,6 @@ tool_bash_result(const char *output, int exited, int code,
 	return s;
 }
 
-/* Send whole characters of a stream to the room as tool_output. */
-static void
-tool_bash_stream(struct tool_run *r, int stream, const char *p, size_t n)
-{
-	struct buf *carry = &r->carry[stream - 1], text;
-	json_object *ev;
-	size_t done;
-
-	if (buf_append(carry, p, n) < 0) {
-		buf_reset(carry);
-		return;
-	}
-	done = text_utf8_complete(carry->data, carry->len);
-	if (!done)
-		return;
-	buf_init(&text, done * 3 + 4);
-	if (text_utf8_append(&text, carry->data, done) == 0) {
-		ev = room_event_new("tool_output");
-		json_object_object_add(ev, "id", json_object_new_string(r->id));
-		json_object_object_add(ev, "stream", json_object_new_string(
-		    stream == PROC_STDOUT ? "stdout" : "stderr"));
-		json_object_object_add(ev, "text", json_object_new_string_len(
-		    text.data, (int)text.len));
-		room_emit(r->a, ev, 0);
-	}
-	buf_free(&text);
-	buf_consume(carry, done);
-}
-
 static void
 tool_bash_on_output(void *arg, int stream, const char *p, size_t n)
 {
@@ -91,7 +62,8 @@ tool_bash_on_output(void *arg, int stream, const char *p, size_t n)
 
 	outcap_add(&r->cap, p, n);
 	if (r->done)
-		tool_bash_stream(r, stream, p, n);
+		room_emit_output(r->a, "tool_output", r->id, stream,
+		    &r->carry[stream - 1], p, n);
 }
 
 static void
@@ -169,8 +141,8 @@ tool_bash_start(struct agent *a, const char *call_id, json_object *input,
 	}
 	r->a = a;
 	snprintf(r->id, sizeof(r->id), "%s", call_id);
-	buf_init(&r->carry[0], 64);
-	buf_init(&r->carry[1], 64);
+	buf_init(&r->carry[0], PROC_CHUNK + 4);
+	buf_init(&r->carry[1], PROC_CHUNK + 4);
 	r->timeout_s = timeout_s;
 	r->done = done;
 	r->arg = arg;

@@ -300,3 +300,28 @@ def test_make_install_places_programs_pages_and_unit(tmp_path):
     unit = (dest / "lib/systemd/system/atriumd.service").read_text()
     assert "ExecStart=/usr/local/bin/atriumd" in unit
     assert os.access(dest / "usr/local/bin/atriumd", os.X_OK)
+
+
+def test_command_output_streams_whole_to_the_room(room_server):
+    """A shared command's and an agent command's output reach every member
+    live, all of it, in order."""
+    want = "".join("%d\n" % i for i in range(1, 20001))
+    a, b = Room(room_server, "stream"), Room(room_server, "stream", user="bob")
+    try:
+        a.expect(of_type("welcome"))
+        b.expect(of_type("welcome"))
+        a.send(type="exec", id="s1", command="seq 1 20000", share=True)
+        got = []
+        b.expect(lambda e: (e["type"] == "exec_output" and e["id"] == "s1"
+                            and got.append(e["text"])) or
+                 (e["type"] == "exec_result" and e["id"] == "s1"), what="exec_result")
+        assert "".join(got) == want
+        a.send(type="prompt", text="run: seq 1 20000")
+        got = []
+        b.expect(lambda e: (e["type"] == "tool_output" and got.append(e["text"]))
+                 or e["type"] == "tool_result", what="tool_result")
+        assert "".join(got) == want
+        b.until_turn_end()
+    finally:
+        a.close()
+        b.close()
