@@ -23,7 +23,7 @@ as it is written.  Each request takes the next scripted step:
 
 With no step left, a default rule answers (so demos and tests across
 processes work): a tool result -> "Command output:\\n" + its content; a user
-line "run: CMD" -> "Running it." and a bash call {"command": CMD}; anything
+line holding "run: CMD" (at its start or after a space, as in "@agent run: ls") -> "Running it." and a bash call {"command": CMD}; anything
 else -> "echo: " + the user's text.
 
 variant="ollama" sends each tool call whole in one chunk without ids and
@@ -208,10 +208,12 @@ def default_reply(api, body):
             text = _text_of(m.get("content"))
             break
     for line in text.splitlines():
-        if line.startswith("run: ") and line[5:].strip():
+        # "run: CMD" may follow a mention, as in "@agent run: ls".
+        at = line.find("run: ")
+        if at >= 0 and (at == 0 or line[at - 1] == " ") and line[at + 5:].strip():
             return Reply(text="Running it.",
                          tool_calls=[ToolCall("bash",
-                                              {"command": line[5:].strip()})])
+                                              {"command": line[at + 5:].strip()})])
     return Reply(text="echo: " + text)
 
 
