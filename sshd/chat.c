@@ -52,6 +52,7 @@ struct chat {
 	int connect_tries;
 	long long last_seq;		/* newest event seen, for reconnects */
 	unsigned long nexec;		/* !CMD counter */
+	char streamed[64];		/* tool call whose output was shown live */
 };
 
 /* ------------------------------------------------------------ commands -- */
@@ -191,13 +192,43 @@ chat_summary(json_object *input, char *out, size_t len)
 	    strlen(s) > CHAT_SUMMARY ? "..." : "");
 }
 
+/* A tool's result.  Output already shown live is not shown again: only
+ * its last line when the tool failed ("exit status 2"). */
+static void
+chat_tool_result(struct chat *ch, json_object *o)
+{
+	const char *status = json_get_string(o, "status") ?: "?";
+	const char *out = json_get_string(o, "output") ?: "";
+	const char *id = json_get_string(o, "id") ?: "";
+	int ok = strcmp(status, "ok") == 0, live = ch->streamed[0] &&
+	    strcmp(ch->streamed, id) == 0 && !json_get_bool(o, "replay", 0);
+	char text[CHAT_RESULT_SHOWN + 64];
+	size_t n = strlen(out);
+	const char *last;
+
+	while (n > 0 && out[n - 1] == '\n')
+		n--;
+	if (live) {
+		last = out + n;
+		while (last > out && last[-1] != '\n')
+			last--;
+		snprintf(text, sizeof(text), "tool %s%s%.*s", status,
+		    ok ? "" : ": ", ok ? 0 : (int)(out + n - last), last);
+	} else {
+		snprintf(text, sizeof(text), "tool %s%s%.*s", status,
+		    n ? ":\n" : "", (int)(n > CHAT_RESULT_SHOWN ?
+		    CHAT_RESULT_SHOWN : n), out);
+	}
+	ch->streamed[0] = '\0';
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+}
+
 /* Events about tools and approvals. */
 static int
 chat_event_tool(struct chat *ch, const char *type, json_object *o)
 {
 	char text[CHAT_RESULT_SHOWN + 512], sum[CHAT_SUMMARY + 8];
 	json_object *input = NULL;
-	const char *s;
 
 	json_object_object_get_ex(o, "input", &input);
 	if (strcmp(type, "tool_call") == 0) {
@@ -216,15 +247,13 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
 	} else if (strcmp(type, "tool_output") == 0 ||
 	    strcmp(type, "exec_output") == 0) {
+		if (type[0] == 't')
+			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
+			    json_get_string(o, "id") ?: "");
 		chat_print(ch, TUI_STYLE_OUTPUT, NULL,
 		    json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
-		s = json_get_string(o, "status") ?: "?";
-		snprintf(text, sizeof(text), "tool %s: %s%s%.*s", s,
-		    json_get_string(o, "id") ?: "?", strcmp(s, "ok") ? "\n" : "",
-		    strcmp(s, "ok") ? CHAT_RESULT_SHOWN : 0,
-		    json_get_string(o, "output") ?: "");
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+		chat_tool_result(ch, o);
 	} else {
 		return 0;
 	}
