@@ -63,6 +63,9 @@ class Table:
 
     def show(self):
         print()
+        print("ratio = atrium / baseline: below 1 is faster for times (s),"
+              " above 1 is faster for rates (MB/s).")
+        print()
         print("| workload | baseline | baseline | atrium | ratio |")
         print("|---|---|---:|---:|---:|")
         for name, bn, b, o, r, unit in self.rows:
