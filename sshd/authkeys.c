@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -239,6 +240,13 @@ authkeys_load_text(struct authkeys *ak, char *text)
 		r = authkeys_parse_line(line, &l);
 		if (r == 0)
 			continue;
+		if (r > 0 && strcasecmp(l.user, AUTHKEYS_AGENT_NAME) == 0) {
+			/* Nobody may speak in the room as its agent. */
+			log_warn("%s:%d: the name '%s' is the room's agent's; "
+			    "give this key another name (user=\"NAME\" or its "
+			    "comment), skipped", ak->path, lineno, l.user);
+			continue;
+		}
 		if (r < 0 || authkeys_add(ak, &l, &cap) < 0)
 			log_warn("%s:%d: not a public key line, skipped",
 			    ak->path, lineno);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <libssh/libssh.h>
 
+#define AUTHKEYS_AGENT_NAME	"agent"	/* reserved: the room's agent */
 #define AUTHKEYS_MAX_LINE	16384	/* longer lines are refused */
 #define AUTHKEYS_MAX_KEYS	10000	/* keys kept from one file */
 #define AUTHKEYS_MAX_FILE	(8 * 1024 * 1024)

@@ -325,3 +325,16 @@ def test_command_output_streams_whole_to_the_room(room_server):
     finally:
         a.close()
         b.close()
+
+
+def test_nobody_may_log_in_as_the_agent(atriumd, data_dir, ssh_run):
+    """A key named "agent" in authorized_keys is skipped: its holder could
+    otherwise speak in the room as the agent."""
+    pub = data_dir.pubkey("eve").split()
+    with open(os.path.join(str(data_dir), "authorized_keys"), "a") as f:
+        f.write("%s %s agent\n" % (pub[0], pub[1]))
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "demo", "true", user="eve")
+    assert rc == 255 and "Permission denied" in err
+    assert "the name 'agent' is the room's agent's" in srv.read_log()
+    assert ssh_run(srv, "demo", "true")[0] == 0
