@@ -55,6 +55,9 @@ struct agent {
 	struct turn *turn;		/* the running turn, or NULL */
 	struct exec *execs;		/* people's running commands */
 	int tool_procs;			/* agent commands running */
+	int ws_personality;		/* io_uring personality of the sandbox
+					 * uid for the file tools (wsio.c), 0
+					 * until first needed */
 	long long seq;			/* last seq handed out */
 	long long seq_marked;		/* last seq written to meta */
 	long long idle_since;		/* monotonic ms; 0 while busy */

@@ -9,6 +9,13 @@
  * POLL_REMOVE requests carry LOOP_UD_REMOVE and their completions are
  * ignored.
  *
+ * One-shot I/O operations (loop_io_*) carry LOOP_UD_IO with a slot of the
+ * io table and the slot's generation; a slot is free again as soon as its
+ * completion arrives (before its callback runs, which may submit the next
+ * operation).  A forgotten operation keeps its slot, with no callback, until
+ * its completion arrives, so the slot is never reused while the kernel may
+ * still answer for it.
+ *
  * Timers are few (a handful per room): a small array scanned linearly; the
  * nearest deadline is the wait's timeout.
  *
@@ -28,6 +35,8 @@
 #include "util.h"
 
 #define LOOP_UD_REMOVE	(1ULL << 63)
+#define LOOP_UD_IO	(1ULL << 62)
+#define LOOP_MAX_IOS	4096	/* I/O operations in flight at most */
 #define LOOP_MAX_FDS	65536	/* highest fd number the table grows to */
 #define LOOP_BATCH	64	/* completions handled per peek */
 
@@ -46,8 +55,17 @@ struct loop_timer {
 	void *arg;
 };
 
+struct loop_io {
+	int busy;		/* submitted, completion not yet seen */
+	uint32_t gen;		/* bumped each time the slot is freed */
+	loop_io_fn *fn;		/* NULL once forgotten */
+	void *arg;
+};
+
 struct loop {
 	struct io_uring ring;
+	struct loop_io *ios;	/* one-shot operations, by slot */
+	int nios;		/* slots in ios */
 	struct loop_fd *fds;	/* indexed by fd */
 	int nfds;		/* entries in fds */
 	struct loop_timer *timers;
@@ -82,6 +100,7 @@ loop_free(struct loop *l)
 	if (!l)
 		return;
 	io_uring_queue_exit(&l->ring);
+	free(l->ios);
 	free(l->fds);
 	free(l->timers);
 	free(l);
@@ -144,7 +163,7 @@ loop_disarm(struct loop *l, int fd)
 		}
 		f->armed = 0;
 	}
-	f->gen = (f->gen + 1) & 0x7fffffff;
+	f->gen = (f->gen + 1) & 0x3fffffff;	/* bit 62 is LOOP_UD_IO's */
 }
 
 /* Grow the fd table to hold fd.  0, -EINVAL or -ENOMEM. */
@@ -303,6 +322,101 @@ loop_next_timeout(struct loop *l)
 	return best;
 }
 
+/* ---- one-shot I/O ---------------------------------------------------- */
+
+struct io_uring_sqe *
+loop_io_sqe(struct loop *l)
+{
+	return loop_sqe(l);
+}
+
+/* A free slot of the io table, growing it.  Its index or -ENOMEM. */
+static int
+loop_io_slot(struct loop *l)
+{
+	struct loop_io *n;
+	int want, first = l->nios;
+
+	for (int i = 0; i < l->nios; i++)
+		if (!l->ios[i].busy)
+			return i;
+	if (l->nios >= LOOP_MAX_IOS)
+		return -ENOMEM;
+	want = l->nios ? l->nios * 2 : 16;
+	n = realloc(l->ios, (size_t)want * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (int i = l->nios; i < want; i++)
+		n[i] = (struct loop_io){ .gen = 1 };
+	l->ios = n;
+	l->nios = want;
+	return first;
+}
+
+long long
+loop_io_submit(struct loop *l, struct io_uring_sqe *sqe, loop_io_fn *fn,
+    void *arg)
+{
+	int slot = loop_io_slot(l);
+	struct loop_io *io;
+
+	if (slot < 0) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, LOOP_UD_REMOVE);
+		return slot;
+	}
+	io = &l->ios[slot];
+	io->busy = 1;
+	io->fn = fn;
+	io->arg = arg;
+	io_uring_sqe_set_data64(sqe, LOOP_UD_IO | (uint64_t)io->gen << 32 |
+	    (uint32_t)slot);
+	return (long long)((uint64_t)io->gen << 32 | (uint32_t)slot);
+}
+
+void
+loop_io_forget(struct loop *l, long long id)
+{
+	int slot = (int)(id & 0xffffffff);
+	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
+
+	if (slot < 0 || slot >= l->nios || !l->ios[slot].busy ||
+	    l->ios[slot].gen != gen)
+		return;
+	l->ios[slot].fn = NULL;
+	l->ios[slot].arg = NULL;
+}
+
+int
+loop_personality(struct loop *l)
+{
+	return io_uring_register_personality(&l->ring);
+}
+
+/* Deliver one I/O completion: free its slot, then call its callback. */
+static void
+loop_io_dispatch(struct loop *l, uint64_t ud, int res)
+{
+	int slot = (int)(ud & 0xffffffffu);
+	uint32_t gen = (uint32_t)((ud & ~LOOP_UD_IO) >> 32);
+	struct loop_io *io;
+	loop_io_fn *fn;
+	void *arg;
+
+	if (slot >= l->nios)
+		return;
+	io = &l->ios[slot];
+	if (!io->busy || io->gen != gen)
+		return;
+	fn = io->fn;
+	arg = io->arg;
+	*io = (struct loop_io){ .gen = (gen + 1) & 0x3fffffff };
+	if (!io->gen)
+		io->gen = 1;
+	if (fn)
+		fn(l, res, arg);
+}
+
 /* Deliver one poll completion to its fd's callback, then re-arm. */
 static void
 loop_dispatch(struct loop *l, uint64_t ud, int res)
@@ -311,7 +425,13 @@ loop_dispatch(struct loop *l, uint64_t ud, int res)
 	uint32_t gen = (uint32_t)(ud >> 32);
 	struct loop_fd *f;
 
-	if (ud & LOOP_UD_REMOVE || fd >= l->nfds)
+	if (ud & LOOP_UD_REMOVE)
+		return;
+	if (ud & LOOP_UD_IO) {
+		loop_io_dispatch(l, ud, res);
+		return;
+	}
+	if (fd >= l->nfds)
 		return;
 	f = &l->fds[fd];
 	if (f->gen != gen || !f->mask)

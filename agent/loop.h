@@ -53,4 +53,30 @@ int loop_run(struct loop *l);
 /* Make loop_run return after the current iteration. */
 void loop_stop(struct loop *l);
 
+/*
+ * One-shot I/O operations on the loop's ring (the file tools' opens, reads,
+ * writes...).  Take an SQE with loop_io_sqe, fill it with an io_uring_prep_*
+ * function (and its personality), then hand it over with loop_io_submit: the
+ * completion calls fn with the CQE's result.  Operations are submitted with
+ * the next wait.
+ */
+struct io_uring_sqe;
+typedef void loop_io_fn(struct loop *l, int res, void *arg);
+
+/* An SQE to fill.  NULL when the ring is stuck (logged). */
+struct io_uring_sqe *loop_io_sqe(struct loop *l);
+
+/* Tag a filled SQE so that its completion calls fn(res, arg).  The
+ * operation's id (> 0), or -ENOMEM (the SQE is turned into a no-op). */
+long long loop_io_submit(struct loop *l, struct io_uring_sqe *sqe,
+    loop_io_fn *fn, void *arg);
+
+/* Forget operation id: its completion, when it comes, calls nothing.  Safe
+ * with an id that has completed. */
+void loop_io_forget(struct loop *l, long long id);
+
+/* Register the calling thread's current credentials as a personality of
+ * the ring (for an SQE's personality field).  Its id (> 0) or -errno. */
+int loop_personality(struct loop *l);
+
 #endif

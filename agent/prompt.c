@@ -29,9 +29,11 @@ prompt_system(const char *room, json_object *members, const char *agents_md,
 	    "You work in the room's workspace, mounted at /workspace (your "
 	    "current directory). Use the bash tool to run commands there; "
 	    "they run in a sandbox without network access, and everyone in "
-	    "the room sees them and their output. Some commands may need a "
-	    "person's approval, and a denied command is reported to you as "
-	    "denied. Be concise: your answers appear in a terminal chat.\n",
+	    "the room sees them and their output. To look at and change "
+	    "files, prefer the read, write, edit, ls and grep tools: paths "
+	    "are relative to /workspace. Some calls may need a person's "
+	    "approval, and a denied call is reported to you as denied. Be "
+	    "concise: your answers appear in a terminal chat.\n",
 	    room);
 	if (r == 0 && n) {
 		r = buf_printf(&b, "\nPeople in the room now:");
@@ -64,6 +66,77 @@ prompt_system(const char *room, json_object *members, const char *agents_md,
 	return b.data;
 }
 
+/* The file tools' schemas: name, description, JSON schema. */
+static const char *const prompt_file_tools[][3] = {
+	{ "read", "Read a text file of the workspace. Lines come numbered "
+	    "(number, tab, text); at most 2000 lines or 256 KiB per call, with "
+	    "a note saying the offset to read on from when more remains.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"path\":{\"type\":\"string\",\"description\":\"The file, "
+	    "relative to /workspace.\"},"
+	    "\"offset\":{\"type\":\"integer\",\"description\":\"First "
+	    "line to show, 1-based (default 1).\"},"
+	    "\"limit\":{\"type\":\"integer\",\"description\":\"Lines to "
+	    "show (default and most 2000).\"}},"
+	    "\"required\":[\"path\"]}" },
+	{ "write", "Create or replace a file of the workspace with the given "
+	    "content, making missing parent directories. The file is replaced "
+	    "whole and atomically. To change part of a file, use edit.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"path\":{\"type\":\"string\",\"description\":\"The file, "
+	    "relative to /workspace.\"},"
+	    "\"content\":{\"type\":\"string\",\"description\":\"The "
+	    "file's entire new content.\"}},"
+	    "\"required\":[\"path\",\"content\"]}" },
+	{ "edit", "Replace an exact piece of text in a file: old_string must "
+	    "occur exactly once (include enough surrounding lines, with exact "
+	    "whitespace), unless replace_all is true. Read the file first.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"path\":{\"type\":\"string\",\"description\":\"The file, "
+	    "relative to /workspace.\"},"
+	    "\"old_string\":{\"type\":\"string\",\"description\":\"The "
+	    "exact text to replace.\"},"
+	    "\"new_string\":{\"type\":\"string\",\"description\":\"The "
+	    "text to put in its place.\"},"
+	    "\"replace_all\":{\"type\":\"boolean\",\"description\":"
+	    "\"Replace every occurrence (default false).\"}},"
+	    "\"required\":[\"path\",\"old_string\",\"new_string\"]}" },
+	{ "ls", "List a directory of the workspace, or find files with a glob "
+	    "pattern. Paths come relative to /workspace, directories ending "
+	    "in /. A pattern with a / matches the path below the directory "
+	    "(\"src/**/*.c\", \"**\" spans directories), one without matches "
+	    "names at any depth (\"*.c\"). .git is not searched.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"path\":{\"type\":\"string\",\"description\":\"The "
+	    "directory (default: the workspace).\"},"
+	    "\"pattern\":{\"type\":\"string\",\"description\":\"A glob "
+	    "such as **/*.c; without it, only the directory's own entries.\"}}}" },
+	{ "grep", "Search file contents with a POSIX extended regular "
+	    "expression (no \\d, use [0-9]). Matching lines come as "
+	    "file:line: text, capped.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"pattern\":{\"type\":\"string\",\"description\":\"The "
+	    "regular expression.\"},"
+	    "\"path\":{\"type\":\"string\",\"description\":\"A file or "
+	    "directory to search (default: the workspace).\"},"
+	    "\"glob\":{\"type\":\"string\",\"description\":\"Only files "
+	    "matching this glob, e.g. *.py.\"},"
+	    "\"ignore_case\":{\"type\":\"boolean\"}},"
+	    "\"required\":[\"pattern\"]}" },
+};
+
+/* One tool object {name, description, input_schema}. */
+static json_object *
+prompt_tool(const char *name, const char *desc, json_object *schema)
+{
+	json_object *t = json_object_new_object();
+
+	json_object_object_add(t, "name", json_object_new_string(name));
+	json_object_object_add(t, "description", json_object_new_string(desc));
+	json_object_object_add(t, "input_schema", schema);
+	return t;
+}
+
 json_object *
 prompt_tools(int timeout_s)
 {
@@ -79,13 +152,14 @@ prompt_tools(int timeout_s)
 	    "command to run.\"},\"timeout\":{\"type\":\"integer\","
 	    "\"description\":\"Seconds before the command is killed.\"}},"
 	    "\"required\":[\"command\"]}");
-	bash = json_object_new_object();
-	json_object_object_add(bash, "name", json_object_new_string("bash"));
-	json_object_object_add(bash, "description",
-	    json_object_new_string(desc));
-	json_object_object_add(bash, "input_schema", schema);
+	bash = prompt_tool("bash", desc, schema);
 	tools = json_object_new_array();
 	json_object_array_add(tools, bash);
+	for (size_t i = 0; i < sizeof(prompt_file_tools) /
+	    sizeof(prompt_file_tools[0]); i++)
+		json_object_array_add(tools, prompt_tool(prompt_file_tools[i][0],
+		    prompt_file_tools[i][1],
+		    json_tokener_parse(prompt_file_tools[i][2])));
 	return tools;
 }
 

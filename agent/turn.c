@@ -6,7 +6,7 @@
  *   MODEL      one model request (http.c)      transcript ends with a user
  *   RETRY      a timer before the next attempt message: redo the request
  *   APPROVAL   an approval_request and timer   assistant tool_use stored;
- *   TOOL       one bash command (tool_bash.c)  journal row per call answered
+ *   TOOL       one tool call (tools.c)         journal row per call answered
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
  * tool_call events) before any tool runs; a tool's journal start before it
@@ -40,7 +40,7 @@
 #include "provider.h"
 #include "room.h"
 #include "room_db.h"
-#include "tool_bash.h"
+#include "tools.h"
 #include "util.h"
 
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
@@ -68,7 +68,8 @@ struct turn {
 	json_object *calls;		/* tool_use blocks being answered */
 	int call_step;			/* their assistant message's step */
 	int next;			/* index of the call in hand */
-	struct tool_run *run;
+	const struct tool_def *run_def;	/* the running call's tool */
+	void *run;			/* and the call, or NULL */
 	long long ask_deadline;		/* monotonic ms an ask times out */
 };
 
@@ -597,17 +598,25 @@ turn_tool_run(struct turn *t, int idx)
 	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
 	json_object *in = NULL;
 	const char *id = json_get_string(b, "id");
+	const struct tool_def *def = tools_find(json_get_string(b, "name"));
 	char err[512];
 
+	if (!def) {	/* turn_tool_known answered unknown names */
+		turn_tool_end(t, idx, "error", "error: unknown tool");
+		return 0;
+	}
 	json_object_object_get_ex(b, "input", &in);
 	room_db_tool_start(t->a->db, t->id, t->call_step, idx, id ? id : "",
-	    "bash", json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN));
+	    def->name, json_object_to_json_string_ext(in,
+	    JSON_C_TO_STRING_PLAIN));
 	turn_checkpoint(t);
-	if (tool_bash_start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
+	if (def->start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
 	    err, sizeof(err)) < 0) {
+		t->run = NULL;
 		turn_tool_end(t, idx, "error", err);
 		return 0;
 	}
+	t->run_def = def;
 	t->phase = PHASE_TOOL;
 	return 1;
 }
@@ -642,6 +651,9 @@ turn_ask_event(struct turn *t, json_object *b, long seconds)
 	json_object_object_add(ev, "tool", json_object_new_string(
 	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 	json_object_object_add(ev, "input", json_object_get(in));
+	json_object_object_add(ev, "modifies", json_object_new_boolean(
+	    !tools_find(json_get_string(b, "name")) ||
+	    tools_find(json_get_string(b, "name"))->modifies));
 	json_object_object_add(ev, "seconds", json_object_new_int64(seconds));
 	return ev;
 }
@@ -695,14 +707,16 @@ turn_tool_known(struct turn *t, int idx, json_object *b)
 	name = json_get_string(b, "name");
 	if (id && json_object_object_get_ex(t->bad_args, id, &raw)) {
 		snprintf(msg, sizeof(msg), "error: the arguments of this tool "
-		    "call were not a JSON object (%.600s); send {\"command\": "
-		    "\"...\"}", json_object_get_string(raw));
+		    "call were not a JSON object (%.600s); send an object with "
+		    "the fields of the tool's schema, such as {\"command\": "
+		    "\"...\"} for bash", json_object_get_string(raw));
 		turn_tool_end(t, idx, "error", msg);
 		return 1;
 	}
-	if (!name || strcmp(name, "bash") != 0) {
+	if (!tools_find(name)) {
 		snprintf(msg, sizeof(msg), "error: there is no tool named "
-		    "\"%.100s\"; the only tool is bash", name ? name : "");
+		    "\"%.100s\"; the tools are %s", name ? name : "",
+		    tools_names());
 		turn_tool_end(t, idx, "error", msg);
 		return 1;
 	}
@@ -766,7 +780,8 @@ turn_tools_next(struct turn *t)
 			t->next++;
 			continue;
 		}
-		switch (approval_decide(a->approval, a->allow_list, "bash", in)) {
+		switch (approval_decide(a->approval, a->allow_list,
+		    json_get_string(b, "name"), in)) {
 		case APPROVAL_ASK:
 			turn_ask(t, b);
 			return;
@@ -937,8 +952,9 @@ turn_approve(struct agent *a, const char *user, const char *id, int approve)
 		return -ENOENT;
 	loop_del_timer(a->loop, t->timer);
 	t->timer = 0;
-	room_notice(a, "%s %s the agent's command", user, approve ?
-	    "approved" : "denied");
+	room_notice(a, "%s %s the agent's %s call", user, approve ?
+	    "approved" : "denied", json_get_string(b, "name") ?
+	    json_get_string(b, "name") : "tool");
 	if (approve && turn_tool_run(t, t->next))
 		return 0;
 	if (!approve) {
@@ -965,7 +981,7 @@ turn_stop(struct agent *a, const char *user)
 		loop_del_timer(a->loop, t->timer);
 	t->timer = 0;
 	if (t->run)
-		tool_bash_cancel(t->run);
+		t->run_def->cancel(t->run);
 	t->run = NULL;
 	room_notice(a, "%s stopped the agent", user);
 	if (t->calls) {
@@ -996,7 +1012,7 @@ turn_shutdown(struct agent *a)
 	if (!t)
 		return;
 	if (t->run)
-		tool_bash_abandon(t->run);
+		t->run_def->abandon(t->run);
 	t->run = NULL;
 	a->turn = NULL;
 	turn_free(t);

@@ -110,7 +110,7 @@ test_tools(void)
 {
 	json_object *t = prompt_tools(120), *schema = NULL;
 
-	CHECK_INT(json_object_array_length(t), 1);
+	CHECK_INT(json_object_array_length(t), 6);
 	CHECK_STR(json_get_string(json_object_array_get_idx(t, 0), "name"),
 	    "bash");
 	CHECK(json_object_object_get_ex(json_object_array_get_idx(t, 0),

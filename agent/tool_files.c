@@ -1,0 +1,240 @@
+/*
+ * tool_files.c: how a file tool call runs (tool_files.h).  turn.c starts a
+ * call through tools.c; the call is audited (user "agent", kind "tool",
+ * the tool's name and path as its command), then its body runs in a
+ * coroutine (wsio.h) started from a 0 ms timer, so that done is never
+ * called inside start.  When the body returns, on the loop's stack: the
+ * audit is ended, the text is made valid UTF-8 and done gets it.
+ *
+ * Cancel marks the call: the operation in flight completes, the body
+ * unwinds (every later operation fails with -ECANCELED) and the call is
+ * freed without done.  Abandon (shutdown) frees it at once unless an
+ * operation is in flight, whose buffers the kernel may still write: then
+ * the call's memory is left for the process's exit.
+ */
+#include "tool_files.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "jsonl.h"
+#include "log.h"
+#include "loop.h"
+#include "room_db.h"
+#include "text.h"
+#include "wsio.h"
+
+struct tool_files_run {
+	struct wsio w;			/* first: the coroutine's state */
+	struct agent *a;
+	const char *name;		/* the tool's */
+	tool_files_fn *fn;
+	json_object *input;		/* our reference */
+	struct buf out;			/* the result text */
+	int failed;			/* fn returned an error */
+	long long audit_id;
+	long long timer;		/* the start timer, until it fires */
+	tool_done_fn *done;		/* NULL once cancelled */
+	void *arg;
+};
+
+static void
+tool_files_free(struct tool_files_run *r)
+{
+	json_object_put(r->input);
+	buf_free(&r->out);
+	free(r);
+}
+
+static void
+tool_files_body(struct wsio *w)
+{
+	struct tool_files_run *r = w->arg;
+
+	r->failed = r->fn(w, r->input, &r->out) < 0;
+}
+
+/* The body has returned: audit, answer, free. */
+static void
+tool_files_finished(struct wsio *w)
+{
+	struct tool_files_run *r = w->arg;
+	struct buf text;
+
+	room_db_audit_end(r->a->db, r->audit_id, r->failed || !r->done ? 1 : 0,
+	    NULL);
+	wsio_release(w);
+	if (r->done) {
+		buf_init(&text, r->out.len * 3 + 64);
+		if (text_utf8_append(&text, r->out.data ? r->out.data : "",
+		    r->out.len) < 0 || !text.data)
+			buf_printf(&text, "%s", r->out.len ? "(the result could "
+			    "not be encoded)" : "");
+		r->done(r->arg, r->failed ? "error" : "ok", text.data ?
+		    text.data : "");
+		buf_free(&text);
+	}
+	tool_files_free(r);
+}
+
+static long
+tool_files_kick(struct loop *l, long long id, void *arg)
+{
+	struct tool_files_run *r = arg;
+
+	r->timer = 0;
+	wsio_run(&r->w);
+	return LOOP_NOMORE;
+}
+
+/* What the audit shows: "NAME PATH" or "grep PATTERN PATH". */
+static void
+tool_files_audit_text(const char *name, json_object *input, char *out,
+    size_t outlen)
+{
+	const char *path = json_get_string(input, "path");
+	const char *pat = json_get_string(input, "pattern");
+
+	snprintf(out, outlen, "%s%s%.200s%s%.1000s%s", name, pat ? " " : "",
+	    pat ? pat : "", path ? " " : "", path ? path : "",
+	    strcmp(name, "ls") == 0 && !path ? " ." : "");
+}
+
+/* Start any file tool.  0 with *run, or -errno with a message in err. */
+static int
+tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
+    json_object *input, tool_done_fn *done, void *arg, void **run,
+    char *err, size_t errlen)
+{
+	struct tool_files_run *r;
+	char what[1300];
+
+	*run = NULL;
+	if (!input || !json_object_is_type(input, json_type_object)) {
+		snprintf(err, errlen, "the %s tool needs a JSON object of "
+		    "arguments", name);
+		return -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r || wsio_init(&r->w, a, tool_files_body, tool_files_finished,
+	    r) < 0) {
+		free(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->a = a;
+	r->name = name;
+	r->fn = fn;
+	r->input = json_object_get(input);
+	r->done = done;
+	r->arg = arg;
+	buf_init(&r->out, TOOL_FILES_MAX_OUTPUT + TOOL_FILES_OUT_SLACK);
+	r->timer = loop_add_timer(a->loop, 0, tool_files_kick, r);
+	if (r->timer < 0) {
+		wsio_release(&r->w);
+		tool_files_free(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	tool_files_audit_text(name, input, what, sizeof(what));
+	room_db_audit_start(a->db, "agent", "tool", what, WSIO_ROOT,
+	    &r->audit_id);
+	*run = r;
+	return 0;
+}
+
+#define TOOL_FILES_STARTER(tool) \
+int \
+tool_files_start_##tool(struct agent *a, const char *call_id, \
+    json_object *input, tool_done_fn *done, void *arg, void **run, \
+    char *err, size_t errlen) \
+{ \
+	return tool_files_start(a, #tool, tool_##tool##_run, input, done, \
+	    arg, run, err, errlen); \
+}
+
+TOOL_FILES_STARTER(read)
+TOOL_FILES_STARTER(write)
+TOOL_FILES_STARTER(edit)
+TOOL_FILES_STARTER(ls)
+TOOL_FILES_STARTER(grep)
+
+void
+tool_files_cancel(void *run)
+{
+	struct tool_files_run *r = run;
+
+	if (!r)
+		return;
+	r->done = NULL;
+	wsio_cancel(&r->w);
+	if (r->timer > 0) {	/* never started: nothing in flight */
+		loop_del_timer(r->a->loop, r->timer);
+		r->timer = 0;
+		room_db_audit_end(r->a->db, r->audit_id, 1, NULL);
+		wsio_release(&r->w);
+		tool_files_free(r);
+	}
+}
+
+void
+tool_files_abandon(void *run)
+{
+	struct tool_files_run *r = run;
+
+	if (!r)
+		return;
+	if (r->timer > 0)
+		loop_del_timer(r->a->loop, r->timer);
+	room_db_audit_end(r->a->db, r->audit_id, 1, NULL);
+	if (wsio_release(&r->w)) {
+		log_warn("%s tool abandoned with I/O in flight", r->name);
+		return;		/* the kernel may still write into it */
+	}
+	tool_files_free(r);
+}
+
+int
+tool_files_path(struct wsio *w, json_object *input, const char *key,
+    char *rel, size_t rellen, struct buf *out)
+{
+	json_object *v = NULL;
+	const char *path = NULL;
+	char err[512];
+	int r;
+
+	if (json_object_object_get_ex(input, key, &v) && v &&
+	    !json_object_is_type(v, json_type_string)) {
+		buf_printf(out, "\"%s\" must be a string", key);
+		return -1;
+	}
+	if (v) {
+		path = json_object_get_string(v);
+		if (strlen(path) != (size_t)json_object_get_string_len(v)) {
+			buf_printf(out, "\"%s\" must not contain a NUL "
+			    "character", key);
+			return -1;
+		}
+	}
+	if (wsio_path(path, rel, rellen, err, sizeof(err)) < 0) {
+		buf_printf(out, "%s", err);
+		return -1;
+	}
+	r = wsio_open_root(w);
+	if (r < 0) {
+		buf_printf(out, "the workspace cannot be opened (%s): is it "
+		    "mounted? The agent's log says more", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+int
+tool_files_binary(const char *p, size_t n)
+{
+	return memchr(p, '\0', n) != NULL;
+}

@@ -1,0 +1,40 @@
+/*
+ * tools.h: the agent's tools by name (tools.c), the one table turn.c runs
+ * calls through.  bash runs a command in the sandbox (tool_bash.c); read,
+ * write, edit, ls and grep work on the workspace tree through the loop's
+ * io_uring with no process spawned (tool_files.c and its family).
+ */
+#ifndef ATRIUM_AGENT_TOOLS_H
+#define ATRIUM_AGENT_TOOLS_H
+
+#include <stddef.h>
+#include <json-c/json.h>
+
+struct agent;
+
+/* A call's end: status "ok" or "error" and the text for the model (the
+ * callee keeps it; copy it).  Never called during start, nor after
+ * cancel or abandon. */
+typedef void tool_done_fn(void *arg, const char *status, const char *output);
+
+struct tool_def {
+	const char *name;		/* as the model calls it */
+	int modifies;			/* may change the workspace */
+	/* Start a call: 0 with *run, or -errno with a message for the model
+	 * in err (bad input, could not start). */
+	int (*start)(struct agent *a, const char *call_id, json_object *input,
+	    tool_done_fn *done, void *arg, void **run, char *err,
+	    size_t errlen);
+	/* Stop a running call; its done will not come. */
+	void (*cancel)(void *run);
+	/* Drop it now, at shutdown. */
+	void (*abandon)(void *run);
+};
+
+/* The tool called name, or NULL. */
+const struct tool_def *tools_find(const char *name);
+
+/* The tools' names, "bash, read, write, edit, ls, grep". */
+const char *tools_names(void);
+
+#endif

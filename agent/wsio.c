@@ -1,0 +1,585 @@
+/*
+ * wsio.c: the file tools' workspace I/O (wsio.h).
+ *
+ * Whose rights.  The agent runs as root, but the file tools must act
+ * exactly as a command in the sandbox would: files they create belong to
+ * the sandbox uid and gid, and what that uid may not read or write they may
+ * not either.  So every operation beneath the root carries an io_uring
+ * personality holding the sandbox uid's credentials.  A personality
+ * captures the registering thread's credentials (uid, gid, fsuid, fsgid,
+ * groups, capabilities), so wsio_personality registers it once while this
+ * thread's credentials are switched, per thread only (raw syscalls: glibc's
+ * setgroups would change every thread): fsuid and fsgid to the sandbox's,
+ * no supplementary groups (as sandbox.c's setgroups(0)), and no effective
+ * capability (so no DAC override, no CAP_FOWNER, no CAP_CHOWN); then it
+ * switches straight back.  The kernel then checks permissions and sets
+ * owners with those credentials, for a plain directory and for the FUSE
+ * mount alike (atrium-fs takes the caller's fsuid and fsgid from each
+ * request).  Chowning files after creating them as root was rejected: it
+ * would still read and overwrite what the sandbox uid may not.
+ *
+ * Only the root itself is opened with the agent's own credentials (its
+ * parent, the room's run directory, is root's 0700); that fd is O_PATH and
+ * grants nothing by itself.
+ *
+ * Suspension.  An operation is an SQE submitted with loop_io_submit; the
+ * coroutine yields until wsio_io_done resumes it with the result.  The SQE
+ * points at the coroutine's stack (paths, open_how, statx buffers), which
+ * stays put while it is suspended.
+ */
+#include "wsio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "coro.h"
+#include "log.h"
+#include "loop.h"
+
+#define WSIO_RESOLVE	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | \
+			 RESOLVE_NO_XDEV)
+#define WSIO_READ_CHUNK	(256 * 1024)	/* bytes per read operation */
+
+/* ---- credentials ----------------------------------------------------- */
+
+/* Switch this thread's filesystem credentials to uid/gid with no groups
+ * and no effective capability, keeping what is needed to switch back in
+ * saved.  0 or -errno. */
+static int
+wsio_creds_drop(uid_t uid, gid_t gid, struct __user_cap_data_struct *saved)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2];
+
+	if (syscall(SYS_capget, &h, saved) < 0)
+		return -errno;
+	memcpy(none, saved, sizeof(none));
+	none[0].effective = none[1].effective = 0;
+	setfsgid(gid);
+	setfsuid(uid);
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
+		return -errno;
+	if (syscall(SYS_capset, &h, none) < 0)
+		return -errno;
+	if ((uid_t)setfsuid((uid_t)-1) != uid ||
+	    (gid_t)setfsgid((gid_t)-1) != gid)
+		return -EPERM;
+	return 0;
+}
+
+/* Back to root's credentials.  Aborts when that fails: the process would
+ * otherwise go on with the wrong rights. */
+static void
+wsio_creds_restore(struct __user_cap_data_struct *saved, gid_t *groups,
+    int ngroups)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+
+	if (syscall(SYS_capset, &h, saved) < 0 ||
+	    syscall(SYS_setgroups, (size_t)ngroups, groups) < 0) {
+		log_error("cannot restore the agent's credentials: %s",
+		    strerror(errno));
+		abort();
+	}
+	setfsuid(0);
+	setfsgid(0);
+	if (setfsuid((uid_t)-1) != 0 || setfsgid((gid_t)-1) != 0) {
+		log_error("cannot restore the agent's fsuid/fsgid");
+		abort();
+	}
+}
+
+/* The ring's personality for the sandbox uid, registered on first use.
+ * Its id (> 0), or -errno (logged). */
+static int
+wsio_personality(struct agent *a)
+{
+	struct __user_cap_data_struct saved[2];
+	gid_t *groups;
+	int n, r;
+
+	if (a->ws_personality > 0)
+		return a->ws_personality;
+	if (geteuid() != 0) {
+		log_error("the file tools need root to act as the sandbox uid");
+		return -EPERM;
+	}
+	n = getgroups(0, NULL);
+	groups = calloc((size_t)(n > 0 ? n : 1), sizeof(*groups));
+	if (n < 0 || !groups || getgroups(n, groups) != n) {
+		free(groups);
+		return -ENOMEM;
+	}
+	r = wsio_creds_drop(a->cfg.sandbox_uid, a->cfg.sandbox_gid, saved);
+	if (r == 0)
+		r = loop_personality(a->loop);
+	wsio_creds_restore(saved, groups, n);
+	free(groups);
+	if (r < 0) {
+		log_error("cannot register the sandbox uid's io_uring "
+		    "personality: %s", strerror(-r));
+		return r;
+	}
+	a->ws_personality = r;
+	return r;
+}
+
+/* ---- the coroutine ----------------------------------------------------- */
+
+static void
+wsio_entry(void *arg)
+{
+	struct wsio *w = arg;
+
+	w->body(w);
+	if (w->root >= 0)
+		wsio_close(w, w->root);
+	w->root = -1;
+}
+
+int
+wsio_init(struct wsio *w, struct agent *a, void (*body)(struct wsio *w),
+    void (*finished)(struct wsio *w), void *arg)
+{
+	*w = (struct wsio){ .a = a, .body = body, .finished = finished,
+	    .arg = arg, .root = -1 };
+	w->co = coro_new(wsio_entry, w);
+	return w->co ? 0 : -ENOMEM;
+}
+
+void
+wsio_run(struct wsio *w)
+{
+	if (coro_resume(w->co) && w->finished)
+		w->finished(w);
+}
+
+void
+wsio_cancel(struct wsio *w)
+{
+	w->cancelled = 1;
+}
+
+int
+wsio_release(struct wsio *w)
+{
+	int busy = w->op != 0;
+
+	if (busy)
+		loop_io_forget(w->a->loop, w->op);
+	w->op = 0;
+	if (!busy) {
+		coro_free(w->co);
+		w->co = NULL;
+	}
+	return busy;
+}
+
+static void
+wsio_io_done(struct loop *l, int res, void *arg)
+{
+	struct wsio *w = arg;
+
+	w->op = 0;
+	w->res = res;
+	wsio_run(w);
+}
+
+/* A fresh SQE, or NULL (cancelled or ring stuck: *err set). */
+static struct io_uring_sqe *
+wsio_sqe(struct wsio *w, int *err)
+{
+	struct io_uring_sqe *sqe;
+
+	if (w->cancelled) {
+		*err = -ECANCELED;
+		return NULL;
+	}
+	sqe = loop_io_sqe(w->a->loop);
+	if (!sqe)
+		*err = -EIO;
+	return sqe;
+}
+
+/* Submit the prepared sqe with the sandbox personality (or the agent's
+ * own, as_root) and wait for its result. */
+static int
+wsio_wait(struct wsio *w, struct io_uring_sqe *sqe, int as_root)
+{
+	long long id;
+
+	if (!as_root)
+		sqe->personality = (__u16)w->personality;
+	id = loop_io_submit(w->a->loop, sqe, wsio_io_done, w);
+	if (id < 0)
+		return (int)id;
+	w->op = id;
+	coro_yield(w->co);
+	return w->res;
+}
+
+/* ---- paths and messages ---------------------------------------------- */
+
+/* Append component c (n bytes) to out at *len.  0 or -ENAMETOOLONG. */
+static int
+wsio_path_add(char *out, size_t outlen, size_t *len, const char *c, size_t n)
+{
+	size_t need = *len + (*len ? 1 : 0) + n + 1;
+
+	if (need > outlen)
+		return -ENAMETOOLONG;
+	if (*len)
+		out[(*len)++] = '/';
+	memcpy(out + *len, c, n);
+	*len += n;
+	out[*len] = '\0';
+	return 0;
+}
+
+int
+wsio_path(const char *in, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	const char *p = in ? in : "";
+	size_t len = 0, rootlen = strlen(WSIO_ROOT);
+	int depth = 0;
+
+	out[0] = '\0';
+	if (strncmp(p, WSIO_ROOT, rootlen) == 0 &&
+	    (p[rootlen] == '\0' || p[rootlen] == '/'))
+		p += rootlen;
+	else if (p[0] == '/') {
+		snprintf(err, errlen, "path escapes the workspace: %.300s is "
+		    "outside /workspace; give a path relative to /workspace "
+		    "or one under /workspace/", in);
+		return -EINVAL;
+	}
+	while (*p) {
+		const char *c;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		n = (size_t)(p - c);
+		if (n == 0 || (n == 1 && c[0] == '.'))
+			continue;
+		depth += n == 2 && c[0] == '.' && c[1] == '.' ? -1 : 1;
+		if (depth < 0) {
+			snprintf(err, errlen, "path escapes the workspace: "
+			    "%.300s goes above /workspace with \"..\"", in);
+			return -EINVAL;
+		}
+		if (wsio_path_add(out, outlen, &len, c, n) < 0) {
+			snprintf(err, errlen, "the path %.100s... is too long",
+			    in);
+			return -EINVAL;
+		}
+	}
+	if (!len)
+		snprintf(out, outlen, ".");
+	return 0;
+}
+
+void
+wsio_error(char *out, size_t outlen, const char *path, int err)
+{
+	switch (-err) {
+	case EXDEV:
+		snprintf(out, outlen, "path escapes the workspace: %s leads "
+		    "outside /workspace (through \"..\", an absolute symbolic "
+		    "link or one pointing outside); use a path inside the "
+		    "workspace", path);
+		break;
+	case ELOOP:
+		snprintf(out, outlen, "path escapes the workspace or loops: %s "
+		    "goes through too many symbolic links or one the workspace "
+		    "does not allow", path);
+		break;
+	case ENOENT:
+		snprintf(out, outlen, "%s does not exist (use ls to see what "
+		    "is there)", path);
+		break;
+	case EACCES:
+	case EPERM:
+		snprintf(out, outlen, "permission denied: %s (the sandbox user "
+		    "has no right to it; check its mode and owner with bash "
+		    "ls -l)", path);
+		break;
+	case ENOTDIR:
+		snprintf(out, outlen, "%s: a component of the path is not a "
+		    "directory", path);
+		break;
+	case EISDIR:
+		snprintf(out, outlen, "%s is a directory (use ls to list it)",
+		    path);
+		break;
+	case ENAMETOOLONG:
+		snprintf(out, outlen, "%s: a name in the path is too long (255 "
+		    "bytes at most)", path);
+		break;
+	case ENOSPC:
+	case EDQUOT:
+		snprintf(out, outlen, "%s: the workspace is full", path);
+		break;
+	case ECANCELED:
+		snprintf(out, outlen, "%s: the call was stopped", path);
+		break;
+	default:
+		snprintf(out, outlen, "%s: %s", path, strerror(-err));
+	}
+}
+
+/* ---- operations (in the coroutine) ------------------------------------ */
+
+int
+wsio_open_root(struct wsio *w)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0, p = wsio_personality(w->a);
+
+	if (p < 0)
+		return p;
+	w->personality = p;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_openat(sqe, AT_FDCWD, w->a->workspace, O_PATH |
+	    O_DIRECTORY | O_CLOEXEC, 0);
+	r = wsio_wait(w, sqe, 1);
+	if (r >= 0)
+		w->root = r;
+	else
+		log_warn("cannot open the workspace %s: %s", w->a->workspace,
+		    strerror(-r));
+	return r < 0 ? r : 0;
+}
+
+int
+wsio_open(struct wsio *w, int dirfd, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = { .flags = (unsigned)(flags | O_CLOEXEC),
+	    .mode = flags & O_CREAT ? mode : 0, .resolve = WSIO_RESOLVE };
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_openat2(sqe, dirfd >= 0 ? dirfd : w->root, rel, &how);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_fstat(struct wsio *w, int fd, struct statx *st)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, STATX_TYPE |
+	    STATX_MODE | STATX_SIZE, st);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_stat_name(struct wsio *w, int dirfd, const char *name, struct statx *st)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (strchr(name, '/'))
+		return -EINVAL;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_statx(sqe, dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE |
+	    STATX_MODE | STATX_SIZE, st);
+	return wsio_wait(w, sqe, 0);
+}
+
+ssize_t
+wsio_read(struct wsio *w, int fd, void *buf, size_t n, off_t off)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_read(sqe, fd, buf, (unsigned)(n > WSIO_READ_CHUNK ?
+	    WSIO_READ_CHUNK : n), (__u64)off);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	while (done < n) {
+		struct io_uring_sqe *sqe;
+		size_t chunk = n - done > WSIO_READ_CHUNK ? WSIO_READ_CHUNK :
+		    n - done;
+		int r = 0;
+
+		if (!(sqe = wsio_sqe(w, &r)))
+			return r;
+		io_uring_prep_write(sqe, fd, p + done, (unsigned)chunk,
+		    (__u64)done);
+		r = wsio_wait(w, sqe, 0);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+int
+wsio_close(struct wsio *w, int fd)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (fd < 0)
+		return 0;
+	if (w->cancelled || !(sqe = wsio_sqe(w, &r)))
+		return close(fd) < 0 ? -errno : 0;
+	io_uring_prep_close(sqe, fd);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_mkdir(struct wsio *w, int dirfd, const char *name, mode_t mode)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (strchr(name, '/'))
+		return -EINVAL;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_mkdirat(sqe, dirfd, name, mode);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (strchr(from, '/') || strchr(to, '/'))
+		return -EINVAL;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_renameat(sqe, dirfd, from, dirfd, to, 0);
+	return wsio_wait(w, sqe, 0);
+}
+
+int
+wsio_unlink(struct wsio *w, int dirfd, const char *name)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (strchr(name, '/'))
+		return -EINVAL;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_unlinkat(sqe, dirfd, name, 0);
+	return wsio_wait(w, sqe, 0);
+}
+
+/* Read all of fd (size bytes expected, at most max) into a new buffer. */
+static int
+wsio_slurp(struct wsio *w, int fd, size_t size, size_t max, char **data,
+    size_t *len)
+{
+	size_t cap = size + 1, n = 0;
+	char *p = malloc(cap + 1);
+	ssize_t got;
+
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {	/* the file grew: take more, up to max */
+			char *q;
+
+			if (cap > max) {
+				free(p);
+				return -EFBIG;
+			}
+			cap *= 2;
+			q = realloc(p, cap + 1);
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+		}
+		got = wsio_read(w, fd, p + n, cap - n, (off_t)n);
+		if (got < 0) {
+			free(p);
+			return (int)got;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	if (n > max) {
+		free(p);
+		return -EFBIG;
+	}
+	p[n] = '\0';
+	*data = p;
+	*len = n;
+	return 0;
+}
+
+int
+wsio_read_file(struct wsio *w, const char *rel, size_t max, char **data,
+    size_t *len, struct statx *st)
+{
+	struct statx sx;
+	int fd, r;
+
+	*data = NULL;
+	*len = 0;
+	fd = wsio_open(w, -1, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	r = wsio_fstat(w, fd, &sx);
+	if (r == 0 && S_ISDIR(sx.stx_mode))
+		r = -EISDIR;
+	else if (r == 0 && !S_ISREG(sx.stx_mode))
+		r = -EINVAL;
+	else if (r == 0 && sx.stx_size > max)
+		r = -EFBIG;
+	if (r == 0)
+		r = wsio_slurp(w, fd, (size_t)sx.stx_size, max, data, len);
+	wsio_close(w, fd);
+	if (r == 0 && st)
+		*st = sx;
+	return r;
+}
+
+ssize_t
+wsio_getdents(int fd, void *buf, size_t n)
+{
+	long r = syscall(SYS_getdents64, fd, buf, n);
+
+	return r < 0 ? -errno : r;
+}

@@ -1,0 +1,112 @@
+/*
+ * wsio.h: the file tools' access to the workspace (wsio.c): every operation
+ * goes through the agent's io_uring loop, resolved beneath an O_PATH fd of
+ * the workspace root, with the sandbox uid's credentials, from a coroutine
+ * that is suspended while the operation is in flight.
+ *
+ * Paths: the model's path is relative to /workspace or absolute under it
+ * (wsio_path makes it relative); everything is then opened with openat2
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV relative to the
+ * root, so `..`, absolute paths and symlinks that leave the workspace fail
+ * (EXDEV), and a path never reaches another mount.
+ *
+ * The functions marked "in the coroutine" may only be called from the
+ * coroutine of a started struct wsio; they return -ECANCELED once the call
+ * was cancelled, without touching the workspace.
+ */
+#ifndef ATRIUM_AGENT_WSIO_H
+#define ATRIUM_AGENT_WSIO_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct agent;
+struct coro;
+
+#define WSIO_ROOT	"/workspace"	/* where the sandbox sees the root */
+
+struct wsio {
+	struct agent *a;
+	struct coro *co;		/* runs body(arg) */
+	void (*body)(struct wsio *w);	/* the tool's work, in the coroutine */
+	void (*finished)(struct wsio *w);	/* after body returned, on the
+						 * loop's stack */
+	void *arg;			/* the owner's */
+	int root;			/* O_PATH fd of the workspace, or -1 */
+	int personality;		/* the ring's sandbox-uid credentials */
+	long long op;			/* I/O in flight (loop_io id), or 0 */
+	int res;			/* its result once complete */
+	int cancelled;			/* stop at the next operation */
+};
+
+/* Prepare w to run body in a new coroutine.  0 or -ENOMEM. */
+int wsio_init(struct wsio *w, struct agent *a, void (*body)(struct wsio *w),
+    void (*finished)(struct wsio *w), void *arg);
+
+/* Run (or go on running) the coroutine on the loop's stack; calls
+ * finished when the body has returned. */
+void wsio_run(struct wsio *w);
+
+/* Cancel: the operation in flight completes, then every operation fails
+ * with -ECANCELED and the body unwinds. */
+void wsio_cancel(struct wsio *w);
+
+/* Release the coroutine.  When an operation is still in flight (shutdown)
+ * its completion is forgotten and 1 is returned: the caller must then keep
+ * the memory the operation may still write to.  0 otherwise. */
+int wsio_release(struct wsio *w);
+
+/* The model's path as a path relative to the workspace root, into out:
+ * NULL or "" -> ".", "/workspace/x" -> "x", "./a//b/" -> "a/b".  -EINVAL
+ * with a message for the model in err when the path is absolute outside
+ * /workspace or its ".." climb above the root.  Pure. */
+int wsio_path(const char *in, char *out, size_t outlen, char *err,
+    size_t errlen);
+
+/* The message for the model about err (-errno) on path (as the model gave
+ * it, or relative).  Pure. */
+void wsio_error(char *out, size_t outlen, const char *path, int err);
+
+/* ---- in the coroutine ---- */
+
+/* Open the root (done once per call, first).  0 or -errno. */
+int wsio_open_root(struct wsio *w);
+
+/* openat2 of rel beneath the root (dirfd < 0) or beneath dirfd.  The fd or
+ * -errno (-EXDEV: escapes the workspace). */
+int wsio_open(struct wsio *w, int dirfd, const char *rel, int flags,
+    mode_t mode);
+
+/* statx of an open fd (an O_PATH one too). */
+int wsio_fstat(struct wsio *w, int fd, struct statx *st);
+
+/* statx of one name in directory dirfd, not following a symlink. */
+int wsio_stat_name(struct wsio *w, int dirfd, const char *name,
+    struct statx *st);
+
+/* pread: bytes read (0 at the end) or -errno. */
+ssize_t wsio_read(struct wsio *w, int fd, void *buf, size_t n, off_t off);
+
+/* Write all n bytes at offset 0 onward.  0 or -errno. */
+int wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n);
+
+/* Close fd (synchronously once cancelled).  0 or -errno. */
+int wsio_close(struct wsio *w, int fd);
+
+/* mkdirat, renameat (same directory), unlinkat of single names in dirfd. */
+int wsio_mkdir(struct wsio *w, int dirfd, const char *name, mode_t mode);
+int wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to);
+int wsio_unlink(struct wsio *w, int dirfd, const char *name);
+
+/* Read a whole regular file rel (at most max bytes) into a malloc'd
+ * NUL-terminated buffer; its statx in st when st is not NULL.  0, -EISDIR,
+ * -EINVAL (not a regular file), -EFBIG (over max), or -errno. */
+int wsio_read_file(struct wsio *w, const char *rel, size_t max, char **data,
+    size_t *len, struct statx *st);
+
+/* getdents64 on a directory fd opened beneath the root (synchronous: the
+ * ring has no getdents).  Bytes filled, 0 at the end, or -errno. */
+ssize_t wsio_getdents(int fd, void *buf, size_t n);
+
+#endif

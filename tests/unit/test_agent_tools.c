@@ -1,0 +1,248 @@
+/*
+ * test_agent_tools.c: the pure parts of the file tools: path checks
+ * (wsio_path), error messages, edit's replacement and counting, read's line
+ * numbering and caps, glob matching.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonl.h"
+#include "unit.h"
+#include "../../agent/prompt.h"
+#include "../../agent/tool_files.h"
+#include "../../agent/tools.h"
+#include "../../agent/wsio.h"
+
+/* wsio_path's result for in, or "ERR" when refused. */
+static const char *
+path_of(const char *in)
+{
+	static char out[4096];
+	char err[512];
+
+	if (wsio_path(in, out, sizeof(out), err, sizeof(err)) < 0) {
+		CHECK(strstr(err, "path escapes the workspace") != NULL);
+		return "ERR";
+	}
+	return out;
+}
+
+static void
+test_paths(void)
+{
+	CHECK_STR(path_of(NULL), ".");
+	CHECK_STR(path_of(""), ".");
+	CHECK_STR(path_of("."), ".");
+	CHECK_STR(path_of("a.txt"), "a.txt");
+	CHECK_STR(path_of("./a//b/"), "a/b");
+	CHECK_STR(path_of("/workspace"), ".");
+	CHECK_STR(path_of("/workspace/"), ".");
+	CHECK_STR(path_of("/workspace/src/x.c"), "src/x.c");
+	CHECK_STR(path_of("a/../b"), "a/../b");
+	CHECK_STR(path_of("a/.."), "a/..");
+	CHECK_STR(path_of(".."), "ERR");
+	CHECK_STR(path_of("../x"), "ERR");
+	CHECK_STR(path_of("a/../../x"), "ERR");
+	CHECK_STR(path_of("/workspace/../etc"), "ERR");
+	CHECK_STR(path_of("/etc/passwd"), "ERR");
+	CHECK_STR(path_of("/workspacex/a"), "ERR");
+	CHECK_STR(path_of("/"), "ERR");
+}
+
+static void
+test_errors(void)
+{
+	char m[512];
+
+	wsio_error(m, sizeof(m), "x", -EXDEV);
+	CHECK(strstr(m, "path escapes the workspace") != NULL);
+	wsio_error(m, sizeof(m), "x", -ENOENT);
+	CHECK(strstr(m, "x does not exist") != NULL);
+	wsio_error(m, sizeof(m), "x", -EACCES);
+	CHECK(strstr(m, "permission denied") != NULL);
+}
+
+static void
+test_edit(void)
+{
+	char *out;
+	size_t len, n;
+	const char *t = "b = 2\nb = 2\nc\n";
+
+	CHECK_INT(tool_edit_apply(t, strlen(t), "c", 1, "d", 1, 0, &out, &len,
+	    &n), 0);
+	CHECK_STR(out, "b = 2\nb = 2\nd\n");
+	CHECK_INT(n, 1);
+	CHECK_INT(len, strlen(t));
+	free(out);
+	CHECK_INT(tool_edit_apply(t, strlen(t), "b = 2", 5, "x", 1, 0, &out,
+	    &len, &n), -EEXIST);
+	CHECK_INT(n, 2);
+	CHECK(out == NULL);
+	CHECK_INT(tool_edit_apply(t, strlen(t), "b = 2", 5, "x", 1, 1, &out,
+	    &len, &n), 0);
+	CHECK_STR(out, "x\nx\nc\n");
+	CHECK_INT(len, 6);
+	free(out);
+	CHECK_INT(tool_edit_apply(t, strlen(t), "zz", 2, "x", 1, 1, &out, &len,
+	    &n), -ENOENT);
+	CHECK_INT(n, 0);
+	/* Occurrences do not overlap: "aaaa" holds "aa" twice. */
+	CHECK_INT(tool_edit_apply("aaaa", 4, "aa", 2, "b", 1, 1, &out, &len,
+	    &n), 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(out, "bb");
+	free(out);
+	/* Deleting, and text with a NUL in it. */
+	CHECK_INT(tool_edit_apply("a\0b", 3, "\0", 1, "", 0, 0, &out, &len,
+	    &n), 0);
+	CHECK_INT(len, 2);
+	CHECK(memcmp(out, "ab", 2) == 0);
+	free(out);
+}
+
+/* read's output for text with first/limit/max. */
+static char *
+read_of(const char *text, long first, long limit, size_t max, int *full,
+    size_t chunk)
+{
+	struct tool_read_fmt f;
+	struct buf out;
+	size_t n = strlen(text), i = 0;
+
+	buf_init(&out, 1 << 20);
+	tool_read_fmt_init(&f, &out, first, limit, max);
+	while (i < n && !f.full) {
+		size_t k = n - i < chunk ? n - i : chunk;
+
+		i += tool_read_fmt_feed(&f, text + i, k);
+	}
+	if (!f.full)
+		tool_read_fmt_end(&f);
+	*full = f.full;
+	tool_read_fmt_free(&f);
+	if (!out.data)
+		buf_printf(&out, "%s", "");
+	return out.data;
+}
+
+static void
+test_read_format(void)
+{
+	int full;
+	char *s;
+
+	s = read_of("a\nb\nc", 1, 2000, 1 << 20, &full, 1);
+	CHECK_STR(s, "     1\ta\n     2\tb\n     3\tc\n");
+	CHECK_INT(full, 0);
+	free(s);
+	s = read_of("a\nb\nc\nd\n", 2, 2, 1 << 20, &full, 3);
+	CHECK_STR(s, "     2\tb\n     3\tc\n");
+	CHECK_INT(full, 1);
+	free(s);
+	/* The byte cap stops before a line that does not fit. */
+	s = read_of("aaaa\nbbbb\ncccc\n", 1, 2000, 20, &full, 100);
+	CHECK_STR(s, "     1\taaaa\n");
+	CHECK_INT(full, 2);
+	free(s);
+	s = read_of("", 1, 2000, 100, &full, 10);
+	CHECK_STR(s, "");
+	free(s);
+}
+
+static void
+test_read_long_line(void)
+{
+	size_t n = TOOL_READ_LINE_MAX + 100;
+	char *text = malloc(n + 2), *s;
+	int full;
+
+	memset(text, 'x', n);
+	text[n] = '\n';
+	text[n + 1] = '\0';
+	s = read_of(text, 1, 10, 1 << 20, &full, 4096);
+	CHECK(strstr(s, "[... 100 more bytes on this line]") != NULL);
+	CHECK_INT(strlen(s), 7 + TOOL_READ_LINE_MAX +
+	    strlen(" [... 100 more bytes on this line]") + 1);
+	free(s);
+	free(text);
+}
+
+static void
+test_glob(void)
+{
+	CHECK(tool_glob_match("*.c", "a.c"));
+	CHECK(!tool_glob_match("*.c", "src/a.c"));
+	CHECK(tool_glob_match("**/*.c", "a.c"));
+	CHECK(tool_glob_match("**/*.c", "src/x/a.c"));
+	CHECK(!tool_glob_match("**/*.c", "src/x/a.h"));
+	CHECK(tool_glob_match("src/**", "src/x/a.h"));
+	CHECK(tool_glob_match("src/**/a.h", "src/a.h"));
+	CHECK(tool_glob_match("src/**/a.h", "src/x/y/a.h"));
+	CHECK(!tool_glob_match("src/**/a.h", "srcx/a.h"));
+	CHECK(tool_glob_match("a?c", "abc"));
+	CHECK(!tool_glob_match("a?c", "a/c"));
+	CHECK(!tool_glob_match("a*c", "a/c"));
+	CHECK(tool_glob_match("[a-c]x", "bx"));
+	CHECK(!tool_glob_match("[!a-c]x", "bx"));
+	CHECK(tool_glob_match("[!a-c]x", "dx"));
+	CHECK(tool_glob_match("\\*", "*"));
+	CHECK(!tool_glob_match("\\*", "a"));
+	CHECK(tool_glob_match("a[", "a["));
+	CHECK(tool_glob_match("a**b", "axxb"));
+	CHECK(tool_find_match("*.h", "src/util/x.h"));
+	CHECK(!tool_find_match("util/*", "src/util/x.h"));
+	CHECK(tool_find_match("util/*", "util/x.h"));
+}
+
+static void
+test_table(void)
+{
+	CHECK(tools_find("bash") && tools_find("bash")->modifies);
+	CHECK(tools_find("write") && tools_find("write")->modifies);
+	CHECK(tools_find("edit") && tools_find("edit")->modifies);
+	CHECK(tools_find("read") && !tools_find("read")->modifies);
+	CHECK(tools_find("ls") && !tools_find("ls")->modifies);
+	CHECK(tools_find("grep") && !tools_find("grep")->modifies);
+	CHECK(tools_find("rm") == NULL);
+	CHECK(tools_find(NULL) == NULL);
+	CHECK(tool_files_binary("a\0b", 3));
+	CHECK(!tool_files_binary("abc", 3));
+}
+
+/* Every tool of the table has a schema the model sees, bash first. */
+static void
+test_schemas(void)
+{
+	static const char *const names[] = { "bash", "read", "write", "edit",
+	    "ls", "grep" };
+	json_object *t = prompt_tools(120), *schema;
+
+	CHECK_INT(json_object_array_length(t), 6);
+	for (size_t i = 0; i < 6; i++) {
+		json_object *tool = json_object_array_get_idx(t, i);
+
+		schema = NULL;
+		CHECK_STR(json_get_string(tool, "name"), names[i]);
+		CHECK(tools_find(names[i]) != NULL);
+		CHECK(json_object_object_get_ex(tool, "input_schema", &schema));
+		CHECK(schema && json_object_is_type(schema, json_type_object));
+		CHECK_STR(json_get_string(schema, "type"), "object");
+	}
+	json_object_put(t);
+}
+
+int
+main(void)
+{
+	TEST(test_paths);
+	TEST(test_errors);
+	TEST(test_edit);
+	TEST(test_read_format);
+	TEST(test_read_long_line);
+	TEST(test_glob);
+	TEST(test_table);
+	TEST(test_schemas);
+	return unit_done("test_agent_tools");
+}
