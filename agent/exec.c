@@ -304,7 +304,9 @@ exec_spawn(struct agent *a, struct conn *c, struct exec *e, json_object *req,
 		o.stdin_data = json_object_get_string(js);
 		o.stdin_len = (size_t)json_object_get_string_len(js);
 	}
-	o.timeout_s = a->cfg.command_timeout;
+	/* People's commands (ssh exec, sftp sessions, sshfs mounts) may run
+	 * as long as they like unless the operator set a limit. */
+	o.timeout_s = a->cfg.exec_timeout;
 	o.output = exec_on_output;
 	o.exit = exec_on_exit;
 	o.arg = e;

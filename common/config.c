@@ -42,6 +42,7 @@ static const struct config_key config_keys[] = {
 	STR("approval", approval),
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
+	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
 	NUM("sandbox-uid", CT_UID, sandbox_uid, 1, 0x7fffffff),
 	NUM("sandbox-gid", CT_GID, sandbox_gid, 1, 0x7fffffff),
 	NUM("sandbox-memory-mb", CT_LONG, sandbox_memory_mb, 0, 1L << 30),

@@ -29,7 +29,9 @@ struct config {
 	int idle_timeout;		/* seconds before an idle room stops */
 	char approval[16];		/* default policy of a new room */
 	int max_tokens;			/* output tokens per model request */
-	int command_timeout;		/* seconds a command may run (0: none) */
+	int command_timeout;		/* seconds an agent's command may run */
+	int exec_timeout;		/* seconds a person's command may run
+					 * (exec, sftp; 0: no limit) */
 	uid_t sandbox_uid;		/* unprivileged uid commands run as */
 	gid_t sandbox_gid;
 	long sandbox_memory_mb;		/* memory limit per command */

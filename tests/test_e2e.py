@@ -338,3 +338,25 @@ def test_nobody_may_log_in_as_the_agent(atriumd, data_dir, ssh_run):
     assert rc == 255 and "Permission denied" in err
     assert "the name 'agent' is the room's agent's" in srv.read_log()
     assert ssh_run(srv, "demo", "true")[0] == 0
+
+
+def test_agent_commands_time_out_but_peoples_do_not(atriumd, data_dir, model_server,
+                                                    ssh_run):
+    """--command-timeout bounds the agent's commands; a person's exec (and
+    so an sftp session or an sshfs mount) runs as long as it needs."""
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
+    srv = atriumd(data_dir, "--model-url", model_server.url,
+                  "--command-timeout", "1", env=env)
+    rc, out, err = ssh_run(srv, "demo", "sleep 2.5; echo survived")
+    assert (rc, out) == (0, "survived\n")
+    r = Room(srv, "demo")
+    try:
+        r.expect(of_type("welcome"))
+        r.send(type="prompt", text="run: sleep 5; echo never")
+        res = r.expect(of_type("tool_result"), timeout=20)
+        assert res["status"] == "error"
+        assert "never" not in res["output"]
+        assert "timed out" in res["output"] or "time" in res["output"]
+        r.until_turn_end()
+    finally:
+        r.close()
