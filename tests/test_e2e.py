@@ -360,3 +360,41 @@ def test_agent_commands_time_out_but_peoples_do_not(atriumd, data_dir, model_ser
         r.until_turn_end()
     finally:
         r.close()
+
+
+def _git_ssh(server, data_dir):
+    return ("ssh -p %d -i %s -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+            "-o BatchMode=yes -o LogLevel=ERROR -o IdentitiesOnly=yes"
+            % (server.port, data_dir.keys["alice"]))
+
+
+def test_git_clone_push_and_rsync_over_ssh(atriumd, data_dir, ssh_run, tmp_path):
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "code", "git init -q --bare repo.git && echo ok")
+    assert (rc, out) == (0, "ok\n"), err
+    env = dict(os.environ, GIT_SSH_COMMAND=_git_ssh(srv, data_dir),
+               GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@x", GIT_COMMITTER_NAME="a",
+               GIT_COMMITTER_EMAIL="a@x")
+    url = "ssh://code@127.0.0.1:%d/workspace/repo.git" % srv.port
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", url, str(work)], env=env, check=True)
+    (work / "README").write_text("hello from git\n")
+    for cmd in (["add", "README"], ["commit", "-q", "-m", "first"],
+                ["push", "-q", "origin", "HEAD:main"]):
+        subprocess.run(["git", "-C", str(work)] + cmd, env=env, check=True,
+                       capture_output=True)
+    again = tmp_path / "again"
+    subprocess.run(["git", "clone", "-q", "-b", "main", url, str(again)], env=env, check=True)
+    assert (again / "README").read_text() == "hello from git\n"
+
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "f.txt").write_text("synced\n")
+    rsh = _git_ssh(srv, data_dir)
+    subprocess.run(["rsync", "-a", "-e", rsh, str(src) + "/", "code@127.0.0.1:dst/"],
+                   check=True, capture_output=True)
+    assert ssh_run(srv, "code", "cat dst/sub/f.txt")[:2] == (0, "synced\n")
+    back = tmp_path / "back"
+    subprocess.run(["rsync", "-a", "-e", rsh, "code@127.0.0.1:dst/", str(back) + "/"],
+                   check=True, capture_output=True)
+    assert (back / "sub" / "f.txt").read_text() == "synced\n"
