@@ -138,6 +138,14 @@ main(int argc, char **argv)
 	}
 	if (main_flags(&cfg, argc, argv, 0))
 		return 2;
+	if (geteuid() != 0) {
+		/* Rooms mount FUSE filesystems for several uids and start each
+		 * command in a sandbox as the sandbox uid: both need root. */
+		fprintf(stderr, "atriumd: must run as root (it mounts each "
+		    "room's workspace and runs commands in sandboxes as uid %u); "
+		    "try: sudo %s\n", (unsigned)cfg.sandbox_uid, argv[0]);
+		return 1;
+	}
 	if (setup_data_dir(&cfg) < 0)
 		return 1;
 	if (realpath(cfg.data_dir, abs))

@@ -398,3 +398,11 @@ def test_git_clone_push_and_rsync_over_ssh(atriumd, data_dir, ssh_run, tmp_path)
     subprocess.run(["rsync", "-a", "-e", rsh, "code@127.0.0.1:dst/", str(back) + "/"],
                    check=True, capture_output=True)
     assert (back / "sub" / "f.txt").read_text() == "synced\n"
+
+
+def test_atriumd_says_it_needs_root(build, tmp_path):
+    p = subprocess.run(["setpriv", "--reuid=64222", "--regid=64222", "--clear-groups",
+                        os.path.join(build, "atriumd"), "--data", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 1
+    assert "must run as root" in p.stderr
