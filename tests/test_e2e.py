@@ -400,9 +400,18 @@ def test_git_clone_push_and_rsync_over_ssh(atriumd, data_dir, ssh_run, tmp_path)
     assert (back / "sub" / "f.txt").read_text() == "synced\n"
 
 
-def test_atriumd_says_it_needs_root(build, tmp_path):
-    p = subprocess.run(["setpriv", "--reuid=64222", "--regid=64222", "--clear-groups",
-                        os.path.join(build, "atriumd"), "--data", str(tmp_path / "d")],
-                       capture_output=True, text=True, timeout=10)
-    assert p.returncode == 1
+def test_atriumd_says_it_needs_root(build):
+    import shutil
+    import tempfile
+    # A copy the unprivileged uid can reach whatever the clone's location.
+    d = tempfile.mkdtemp(prefix="atrium-nonroot-")
+    try:
+        os.chmod(d, 0o755)
+        prog = shutil.copy(os.path.join(build, "atriumd"), d)
+        p = subprocess.run(["setpriv", "--reuid=64222", "--regid=64222",
+                            "--clear-groups", prog, "--data", os.path.join(d, "data")],
+                           capture_output=True, text=True, timeout=10)
+    finally:
+        shutil.rmtree(d)
+    assert p.returncode == 1, p.stderr
     assert "must run as root" in p.stderr
