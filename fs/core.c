@@ -18,9 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdlib.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* Free a half-made or closed fs. */
@@ -29,12 +27,14 @@ core_free(struct fs *fs)
 {
 	if (!fs)
 		return;
+	space_close(fs);
 	db_stmts_free(fs);
 	if (fs->db)
 		sqlite3_close(fs->db);
 	inode_pins_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_mutex_destroy(&fs->lock);
+	free(fs->dir);
 	free(fs->path);
 	free(fs);
 }
@@ -92,6 +92,27 @@ fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
 	return r;
 }
 
+/* Drop the inodes a crash left unlinked.  0 or -errno; a full disk is no
+ * reason to refuse the mount (they go next time). */
+static int
+core_clean_orphans(struct fs *fs)
+{
+	int r;
+
+	if ((r = db_op_begin(fs, 0, 0)) == 0)
+		r = db_op_end(fs, inode_purge_unlinked(fs));
+	if (r > 0)
+		log_info("removed %d unlinked inodes left by a crash", r);
+	if (r >= 0)
+		r = db_commit(fs, 0);
+	if (r == -ENOSPC) {
+		log_warn("%s: no room to remove inodes left unlinked by a crash; "
+		    "they are removed at a later mount", fs->path);
+		r = 0;
+	}
+	return r;
+}
+
 /* Open (and migrate) a filesystem: 0, -ENOENT, -EPROTO, -EINVAL or -errno. */
 int
 fs_open(const char *path, int flags, struct fs **out)
@@ -107,20 +128,12 @@ fs_open(const char *path, int flags, struct fs **out)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
-	if ((r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
-	    (r = schema_open_check(fs->db, fs->readonly)) < 0) {
+	if ((r = space_init(fs)) < 0 ||
+	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
+	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
 		core_free(fs);
 		return r;
-	}
-	if (flags & FS_OPEN_CLEAN_ORPHANS) {
-		if ((r = db_op_begin(fs)) == 0)
-			r = db_op_end(fs, inode_purge_unlinked(fs));
-		if (r > 0)
-			log_info("removed %d unlinked inodes left by a crash", r);
-		if (r < 0 || (r = db_commit(fs, 0)) < 0) {
-			core_free(fs);
-			return r;
-		}
 	}
 	*out = fs;
 	return 0;
@@ -134,11 +147,13 @@ fs_close(struct fs *fs)
 		return;
 	fs_committer_stop(fs);
 	fs_lock(fs);
-	/* Nothing is looked up any more: unlinked inodes can go now. */
+	/* Nothing is looked up any more: unlinked inodes can go now, in a
+	 * group of their own (their size is unknown here, see db.c). */
 	inode_pins_free(fs);
-	if (!fs->readonly && db_op_begin(fs) == 0)
+	if (!fs->readonly && db_commit(fs, 0) == 0 && db_op_begin(fs, 0, 0) == 0)
 		db_op_end(fs, inode_purge_unlinked(fs));
 	db_commit(fs, 1);
+	space_close(fs);
 	fs_unlock(fs);
 	core_free(fs);
 }
@@ -192,7 +207,8 @@ fs_committer_stop(struct fs *fs)
 	fs->committer_running = 0;
 }
 
-/* Commit now (durably when full): 0 or -errno. */
+/* Commit now (durably when full): 0, or -EIO for ever once the mount has
+ * failed (see db.c). */
 int
 fs_sync(struct fs *fs, int full)
 {
@@ -200,6 +216,18 @@ fs_sync(struct fs *fs, int full)
 
 	fs_lock(fs);
 	r = db_commit(fs, full);
+	fs_unlock(fs);
+	return r;
+}
+
+/* The sticky error of a failed mount: 0, or -EIO. */
+int
+fs_error(struct fs *fs)
+{
+	int r;
+
+	fs_lock(fs);
+	r = fs->failed;
 	fs_unlock(fs);
 	return r;
 }
@@ -231,7 +259,8 @@ fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 
 	fs_lock(fs);
 	if (inode_unpin(fs, ino, n) == 0 && !fs->readonly &&
-	    inode_get(fs, ino, &a) == 0 && a.nlink == 0 && db_op_begin(fs) == 0)
+	    inode_get(fs, ino, &a) == 0 && a.nlink == 0 &&
+	    db_op_begin(fs, 0, a.size) == 0)
 		db_op_end(fs, inode_release(fs, ino));
 	fs_unlock(fs);
 }
@@ -304,10 +333,13 @@ int
 fs_setattr(struct fs *fs, uint64_t ino, const struct fs_setattr *sa,
     struct fs_attr *out)
 {
+	uint64_t frees = 0;
 	int r;
 
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0) {
+	if ((sa->valid & FS_SET_SIZE) && inode_get(fs, ino, out) == 0)
+		frees = out->size;
+	if ((r = db_op_begin(fs, 0, frees)) == 0) {
 		if ((r = inode_get(fs, ino, out)) == 0 &&
 		    (r = core_apply_setattr(fs, out, sa)) == 0)
 			r = inode_put(fs, out);
@@ -401,7 +433,7 @@ fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t parent,
 	    !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
 		return -EINVAL;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0) {
+	if ((r = db_op_begin(fs, DB_GROW_META, 0)) == 0) {
 		r = core_new(fs, ctx, parent, name, mode, rdev, &ino);
 		r = db_op_end(fs, r);
 	}
@@ -443,7 +475,7 @@ fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t parent,
 	if (target[0] == '\0')
 		return -ENOENT;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0) {
+	if ((r = db_op_begin(fs, DB_GROW_META + strlen(target), 0)) == 0) {
 		if ((r = core_new(fs, ctx, parent, name, S_IFLNK | 0777, 0, &ino)) == 0)
 			r = core_set_target(fs, ino, target);
 		r = db_op_end(fs, r);
@@ -515,7 +547,7 @@ fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 
 	memset(out, 0, sizeof(*out));
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, DB_GROW_META, 0)) == 0)
 		r = db_op_end(fs, core_link(fs, ino, parent, name));
 	if (r == 0)
 		r = core_created(fs, ino, pin, out);
@@ -571,6 +603,20 @@ core_remove(struct fs *fs, uint64_t parent, const char *name, int isdir)
 	return core_drop_entry(fs, parent, name, &a);
 }
 
+/* The size of the inode parent/name names, 0 when none: what removing or
+ * replacing it may delete. */
+uint64_t
+core_entry_size(struct fs *fs, uint64_t parent, const char *name)
+{
+	struct fs_attr a;
+	uint64_t ino;
+
+	if (strlen(name) > FS_NAME_MAX || dir_lookup(fs, parent, name, &ino) < 0 ||
+	    inode_get(fs, ino, &a) < 0)
+		return 0;
+	return a.size;
+}
+
 /* Remove a non-directory name: 0, -EISDIR, -ENOENT or -errno. */
 int
 fs_unlink(struct fs *fs, uint64_t parent, const char *name)
@@ -578,7 +624,7 @@ fs_unlink(struct fs *fs, uint64_t parent, const char *name)
 	int r;
 
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, 0, core_entry_size(fs, parent, name))) == 0)
 		r = db_op_end(fs, core_remove(fs, parent, name, 0));
 	fs_unlock(fs);
 	return r;
@@ -591,7 +637,7 @@ fs_rmdir(struct fs *fs, uint64_t parent, const char *name)
 	int r;
 
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, 0, 0)) == 0)
 		r = db_op_end(fs, core_remove(fs, parent, name, 1));
 	fs_unlock(fs);
 	return r;
@@ -664,7 +710,7 @@ fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	if (size == 0)
 		return 0;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
 		r = db_op_end(fs, core_write(fs, ino, off, buf, size));
 	fs_unlock(fs);
 	return r < 0 ? r : (ssize_t)size;
@@ -698,35 +744,21 @@ fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len)
 	int r;
 
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, DB_GROW_META, 0)) == 0)
 		r = db_op_end(fs, core_fallocate(fs, ino, mode, off, len));
 	fs_unlock(fs);
 	return r;
 }
 
-/* Space of the disk holding the database: 0 or -errno. */
+/* Space of the disk holding the database, less the reserve kept for
+ * deletions (fs/space.c): 0 or -errno. */
 int
 fs_statfs(struct fs *fs, struct fs_statfs *out)
 {
-	struct statvfs sv;
-	char *dir = strdup(fs->path);
-	int r = 0;
+	int r;
 
-	memset(out, 0, sizeof(*out));
-	if (!dir)
-		return -ENOMEM;
-	/* Space is the space of the disk holding the database. */
-	if (statvfs(dirname(dir), &sv) < 0)
-		r = -errno;
-	free(dir);
-	if (r < 0)
-		return r;
-	out->bsize = sv.f_frsize;
-	out->blocks = sv.f_blocks;
-	out->bfree = sv.f_bfree;
-	out->bavail = sv.f_bavail;
-	out->files = sv.f_files ? sv.f_files : 1000000;
-	out->ffree = sv.f_ffree ? sv.f_ffree : out->files;
-	out->namemax = FS_NAME_MAX;
-	return 0;
+	fs_lock(fs);
+	r = space_statfs(fs, out);
+	fs_unlock(fs);
+	return r;
 }

@@ -1,7 +1,7 @@
 /*
  * db.c: the SQLite connection of a mounted filesystem: statement cache,
- * error mapping and grouped transactions.  Called by the other core files
- * with fs->lock held.
+ * error mapping, grouped transactions and what happens when the disk is
+ * full.  Called by the other core files with fs->lock held.
  *
  * Grouped commits: a FUSE write is at most 1 MiB and often 4 KiB; one
  * transaction (and WAL frame set) per request would dominate the cost.  So
@@ -9,13 +9,56 @@
  * stays open across operations; each operation runs in a savepoint inside it
  * (db_op_begin / db_op_end), so a failed operation rolls back alone and every
  * commit boundary falls between whole operations.  The transaction commits
- * when it is DB_COMMIT_MS old or has DB_COMMIT_OPS operations, when the
- * committer thread finds it idle, on fsync (durably), and on close.  A crash
- * loses at most the last uncommitted group, never consistency.
+ * when it is DB_COMMIT_MS old, has DB_COMMIT_OPS operations or
+ * DB_COMMIT_BYTES of data, when the committer thread finds it idle, on fsync
+ * (durably), and on close.  A crash loses at most the last uncommitted group,
+ * never consistency.
  *
  * All reads and writes use the one connection, so readers see the open
  * transaction's changes.  synchronous=NORMAL in WAL mode; fsync commits and
  * then syncs the WAL file, so what fsync returned for is on disk.
+ *
+ * A full disk.  The promise: a full disk gives ENOSPC to the writer, never
+ * a corrupt database, and nothing a writer was told had succeeded is lost
+ * without the mount saying so.  The difficulty: the operations of a group
+ * were answered before their commit, and SQLite cannot keep a transaction
+ * whose writing failed: SQLITE_FULL (or an I/O error) while writing pages to
+ * the WAL, at COMMIT or when a big transaction spills its cache, rolls the
+ * whole transaction back.  A failed commit cannot be retried later, so
+ * everything below is about never letting a commit fail with answered work
+ * in it, and about saying so loudly when it happens anyway:
+ *
+ *  1. Room is checked before work is accepted (space.c): a growing
+ *     operation (write, create, mkdir, link, symlink, rename, setxattr,
+ *     fallocate) that would leave less than a reserve free gets ENOSPC
+ *     before it touches the database.  Operations that free space (unlink,
+ *     rmdir, truncate, chmod, removexattr) may use the reserve, as may
+ *     SQLite's checkpoints, so the user can always delete to make room.
+ *     Free room counts the database's own free pages, which new data reuses,
+ *     so deleting a file makes room even though the file does not shrink.
+ *  2. The room a group's commit will write to the WAL is reserved
+ *     (fallocate past the WAL's end) as each operation is admitted, so the
+ *     commit finds it even if another program fills the disk meanwhile; an
+ *     operation that cannot reserve its share gets ENOSPC (a freeing one
+ *     runs alone instead, see 3).
+ *  3. Near full (less than SPACE_LOW_MARGIN above the reserve), and where
+ *     the WAL's filesystem cannot preallocate, each operation is committed
+ *     alone before it is answered.  A commit that fails then rolls back only
+ *     that operation, whose caller gets ENOSPC; nothing answered is in the
+ *     transaction.
+ *  4. If a commit (or a statement, on a cache spill) fails anyway with
+ *     answered operations in the group, they are lost: the mount enters a
+ *     failed state, logged once, in which every change, every fsync and
+ *     every flush (close) of a written file returns EIO until the workspace
+ *     is remounted.  It cannot go on serving: the kernel has cached names,
+ *     inodes and pages that no longer exist in the database, and inode
+ *     numbers would be handed out again.  A failed WAL sync does the same:
+ *     after a failed fsync nothing committed can be vouched for.
+ *  5. A statement cannot run outside the group by accident: once SQLite has
+ *     rolled the group back under an operation, db_stmt refuses statements
+ *     until the operation ends, so no half operation is ever committed.
+ * What fsync returned 0 for was committed and synced before, and SQLite
+ * never loses committed data on ENOSPC, so it survives all of this.
  */
 #include "fs_int.h"
 
@@ -24,6 +67,10 @@
 
 #define DB_COMMIT_MS 250
 #define DB_COMMIT_OPS 20000
+/* WAL bytes a group may need (its reservation) before it commits: well
+ * under the page cache (64 MiB), so SQLite does not spill a group to the
+ * WAL early, and well under SPACE_LOW_MARGIN (space.c). */
+#define DB_COMMIT_BYTES (16u << 20)
 
 /* Wall-clock time in nanoseconds since the epoch. */
 int64_t
@@ -36,8 +83,8 @@ fs_now_ns(void)
 }
 
 /* Monotonic milliseconds. */
-static long long
-db_mono_ms(void)
+long long
+fs_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -45,16 +92,15 @@ db_mono_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Map an SQLite result code to -errno, logging what failed. */
+/* -errno for an SQLite result code and the system errno behind it (SQLite
+ * reports some ENOSPC as I/O errors, e.g. when growing the -shm file). */
 int
-db_errno(struct fs *fs, int rc, const char *what)
+db_errno_map(int rc, int sys_errno)
 {
-	int prim = rc & 0xff;
-
-	log_error("%s: %s (%s)", what, sqlite3_errstr(rc),
-	    fs && fs->db ? sqlite3_errmsg(fs->db) : "");
-	switch (prim) {
+	switch (rc & 0xff) {
 	case SQLITE_FULL: return -ENOSPC;
+	case SQLITE_IOERR:
+		return sys_errno == ENOSPC || sys_errno == EDQUOT ? -ENOSPC : -EIO;
 	case SQLITE_NOMEM: return -ENOMEM;
 	case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
 	case SQLITE_READONLY: return -EROFS;
@@ -62,6 +108,22 @@ db_errno(struct fs *fs, int rc, const char *what)
 	case SQLITE_CONSTRAINT: return -EEXIST;
 	default: return -EIO;
 	}
+}
+
+/* Map an SQLite result code to -errno and remember it; log what failed,
+ * except a full disk, which space.c reports once rather than per statement. */
+int
+db_errno(struct fs *fs, int rc, const char *what)
+{
+	int sys = fs && fs->db ? sqlite3_system_errno(fs->db) : 0;
+	int r = db_errno_map(rc, sys);
+
+	if (r != -ENOSPC)
+		log_error("%s: %s (%s)", what, sqlite3_errstr(rc),
+		    fs && fs->db ? sqlite3_errmsg(fs->db) : "");
+	if (fs)
+		fs->last_err = r;
+	return r;
 }
 
 /* The cached prepared statement for sql (a string literal), reset and with
@@ -72,6 +134,11 @@ db_stmt(struct fs *fs, const char *sql)
 	sqlite3_stmt *st;
 	int i, rc;
 
+	/* Inside an operation SQLite is always in the group transaction; out
+	 * of it, SQLite rolled the group back (full disk, I/O error), and a
+	 * statement now would commit on its own, half an operation. */
+	if (fs->in_op && sqlite3_get_autocommit(fs->db))
+		return NULL;
 	for (i = 0; i < fs->nstmts; i++) {
 		if (fs->stmts[i].sql == sql) {
 			st = fs->stmts[i].st;
@@ -119,37 +186,156 @@ db_exec(struct fs *fs, const char *sql)
 	return st ? db_done(fs, st) : -EIO;
 }
 
-/* Start a mutating operation: open the group transaction if needed and a
- * savepoint for this operation.  0 or -errno (-EROFS when read-only). */
-int
-db_op_begin(struct fs *fs)
+/* Enter the sticky failed state, once, saying what was lost (lost answered
+ * operations, or 0 when a sync failed).  Every change, fsync and flush then
+ * gets EIO until the workspace is remounted. */
+static void
+db_fail(struct fs *fs, int r, unsigned lost)
 {
+	const char *todo = r == -ENOSPC ?
+	    "free space on the disk holding it, then remount it" :
+	    "check that disk (dmesg), then remount it";
+
+	if (fs->failed)
+		return;
+	fs->failed = -EIO;
+	if (lost)
+		log_error("%s: %s while saving the last %u changes, which were "
+		    "already answered: they are lost.  The workspace is read-only "
+		    "from now on (changes, fsync and close of written files get "
+		    "EIO); %s", fs->path, strerror(-r), lost, todo);
+	else
+		log_error("%s: %s while syncing to disk: committed changes may not "
+		    "be on disk.  The workspace is read-only from now on (changes, "
+		    "fsync and close of written files get EIO); %s", fs->path,
+		    strerror(-r), todo);
+}
+
+/* The group transaction is gone (rolled back by SQLite or by us) with the
+ * first `answered` of its operations already answered: forget it, and fail
+ * the mount if that lost answered work. */
+static void
+db_group_lost(struct fs *fs, int r, unsigned answered)
+{
+	fs->txn_open = 0;
+	fs->txn_ops = 0;
+	fs->txn_need = 0;
+	if (answered > 0)
+		db_fail(fs, r, answered);
+	else if (r == -ENOSPC)
+		space_note_full(fs);
+}
+
+/* 1 when our idea of the group transaction holds; 0 when SQLite rolled it
+ * back on its own (it does so on SQLITE_FULL or an I/O error while writing
+ * pages), after accounting for the loss. */
+static int
+db_group_alive(struct fs *fs)
+{
+	if (!fs->txn_open || !sqlite3_get_autocommit(fs->db))
+		return 1;
+	db_group_lost(fs, fs->last_err < 0 ? fs->last_err : -EIO, fs->txn_ops);
+	return 0;
+}
+
+/* Commit the group; `unanswered` of its operations (0 or the last one) have
+ * not been answered yet and will be told the result.  0, or -ENOSPC/-errno
+ * when it failed and lost only unanswered work, or -EIO (failed state). */
+static int
+db_commit_group(struct fs *fs, int unanswered)
+{
+	unsigned answered;
+	int r;
+
+	if (!db_group_alive(fs) || !fs->txn_open)
+		return fs->failed;
+	answered = fs->txn_ops - (unsigned)unanswered;
+	if ((r = db_exec(fs, "COMMIT")) == 0) {
+		fs->txn_open = 0;
+		fs->txn_ops = 0;
+		fs->txn_need = 0;
+		return 0;
+	}
+	/* A COMMIT that fails writing rolls back (sqlite3VdbeHalt); if this
+	 * one did not, do it: a half-kept group could not be answered for. */
+	if (!sqlite3_get_autocommit(fs->db))
+		db_exec(fs, "ROLLBACK");
+	db_group_lost(fs, r, answered);
+	return fs->failed ? fs->failed : r;
+}
+
+/* Start a mutating operation that may add up to grow bytes (0 for one that
+ * only frees or rewrites) and delete up to frees bytes: check and reserve
+ * the room (space.c), open the group transaction if needed and a savepoint
+ * for this operation.  0, -EROFS (read-only), -EIO (failed state), -ENOSPC
+ * (no room) or -errno. */
+int
+db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
+{
+	int64_t need;
 	int r;
 
 	if (fs->readonly)
 		return -EROFS;
+	db_group_alive(fs);     /* a read may have lost it (a cache spill) */
+	if (fs->failed)
+		return fs->failed;
+	if ((r = space_admit(fs, grow, frees, &need)) < 0)
+		return r;
+	/* Near full, each operation commits alone before it is answered, so
+	 * a commit that fails for room fails only that operation. */
+	if (fs->space_low && fs->txn_open && (r = db_commit_group(fs, 0)) < 0)
+		return r;
 	if (!fs->txn_open) {
 		if ((r = db_exec(fs, "BEGIN IMMEDIATE")) < 0)
 			return r;
 		fs->txn_open = 1;
-		fs->txn_start_ms = db_mono_ms();
+		fs->txn_start_ms = fs_mono_ms();
 		fs->txn_ops = 0;
+		fs->txn_need = 0;
 	}
-	return db_exec(fs, "SAVEPOINT op");
+	if ((r = db_exec(fs, "SAVEPOINT op")) < 0) {
+		db_group_alive(fs);
+		return fs->failed ? fs->failed : r;
+	}
+	fs->txn_need += need;
+	fs->last_err = 0;
+	fs->in_op = 1;
+	return 0;
+}
+
+/* 1 when the open group is due for a commit. */
+static int
+db_group_due(struct fs *fs)
+{
+	return fs->space_low || fs->txn_ops >= DB_COMMIT_OPS ||
+	    fs->txn_need >= DB_COMMIT_BYTES ||
+	    fs_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS;
 }
 
 /* End the operation begun by db_op_begin: keep its changes when rc >= 0,
- * undo them otherwise; commit the group when it is due.  Returns rc. */
+ * undo them otherwise; commit the group when it is due (always when near
+ * full).  Returns rc, or the error that undid the operation after all:
+ * -ENOSPC when only it was lost, -EIO when answered work was (failed). */
 int
 db_op_end(struct fs *fs, int rc)
 {
+	int lost = fs->last_err < 0 ? fs->last_err : -EIO;
+	int r;
+
+	fs->in_op = 0;
+	if (!db_group_alive(fs))
+		return fs->failed ? fs->failed : rc < 0 ? rc : lost;
 	if (rc < 0)
 		db_exec(fs, "ROLLBACK TO op");
 	db_exec(fs, "RELEASE op");
-	fs->txn_ops++;
-	if (fs->txn_ops >= DB_COMMIT_OPS ||
-	    db_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS)
-		db_commit(fs, 0);
+	if (!db_group_alive(fs))
+		return fs->failed ? fs->failed : rc < 0 ? rc : lost;
+	if (rc >= 0)
+		fs->txn_ops++;
+	if (db_group_due(fs) && (r = db_commit_group(fs, rc >= 0)) < 0 &&
+	    rc >= 0)
+		rc = r;
 	return rc;
 }
 
@@ -169,25 +355,26 @@ db_sync_wal(struct fs *fs)
 	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "syncing the WAL");
 }
 
-/* Commit the open group transaction, if any; durably when full.  On failure
- * the group is rolled back and -errno returned. */
+/* Commit the open group (every operation in it was answered), durably when
+ * full.  0, or -EIO once the mount has failed: the sticky error that every
+ * later fsync returns too, as the kernel's errseq does. */
 int
 db_commit(struct fs *fs, int full)
 {
-	int r = 0;
+	int r;
 
-	if (fs->txn_open) {
-		r = db_exec(fs, "COMMIT");
-		if (r < 0) {
-			log_error("commit of %u operations failed; they are lost",
-			    fs->txn_ops);
-			db_exec(fs, "ROLLBACK");
-		}
-		fs->txn_open = 0;
+	if (fs->failed)
+		return fs->failed;
+	if ((r = db_commit_group(fs, 0)) < 0)
+		return r;
+	if (full && !fs->readonly && (r = db_sync_wal(fs)) < 0) {
+		/* After a failed fsync the kernel may have dropped the pages:
+		 * a later sync could succeed without them (as PostgreSQL
+		 * learnt), so nothing committed can be vouched for now. */
+		db_fail(fs, r, 0);
+		return fs->failed;
 	}
-	if (r == 0 && full && !fs->readonly)
-		r = db_sync_wal(fs);
-	return r;
+	return 0;
 }
 
 /* Finalize every cached statement. */

@@ -12,7 +12,11 @@
  * a longer transaction that is committed in groups (see fs/db.c), so each
  * call is atomic and the database is consistent at every commit.
  *
- * Errors: every function returns 0 (or a byte count) or -errno.
+ * Errors: every function returns 0 (or a byte count) or -errno.  A call
+ * that adds data or names gets -ENOSPC when the disk holding the database is
+ * nearly full (calls that free space still work); once a failed commit has
+ * lost work already answered, every mutating call and fs_sync get -EIO
+ * until the filesystem is opened again (fs/db.c tells why).
  */
 #ifndef ATRIUM_FS_H
 #define ATRIUM_FS_H
@@ -121,8 +125,13 @@ void fs_close(struct fs *fs);
 int fs_committer_start(struct fs *fs, unsigned interval_ms);
 void fs_committer_stop(struct fs *fs);
 
-/* Commit pending work now; durable on disk when full is set.  0 or -errno. */
+/* Commit pending work now; durable on disk when full is set.  0 or -errno;
+ * -EIO for ever once a failed commit lost answered work (see fs/db.c). */
 int fs_sync(struct fs *fs, int full);
+
+/* 0, or -EIO once the filesystem has failed that way (read-only until it is
+ * opened again): what flush (close) of a written file reports. */
+int fs_error(struct fs *fs);
 
 /* --- names and inodes (fs/core.c) --- */
 

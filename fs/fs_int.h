@@ -35,10 +35,31 @@ struct fs {
 	sqlite3 *db;              /* the one connection, reads and writes */
 	char *path;
 	int readonly;
-	/* Grouped commits: one transaction spans many operations. */
+	/* Grouped commits: one transaction spans many operations (db.c). */
 	int txn_open;
 	long long txn_start_ms;   /* when the open transaction began */
-	unsigned txn_ops;         /* operations in it */
+	unsigned txn_ops;         /* operations in it that succeeded (answered) */
+	int64_t txn_need;         /* WAL bytes reserved for it (space.c) */
+	int in_op;                /* between db_op_begin and db_op_end */
+	int last_err;             /* -errno of the last failed statement */
+	/* Sticky failure: -EIO once a commit lost answered work; every change,
+	 * fsync and flush then fails until the mount is remounted (db.c). */
+	int failed;
+	/* Room on the disk (space.c). */
+	char *dir;                /* the database's directory */
+	int64_t space_avail;      /* bytes free for the database (estimate) */
+	int64_t space_reserve;    /* bytes kept for operations that free space */
+	long long space_ms;       /* when space_avail was measured */
+	int space_low;            /* near full: commit each operation alone */
+	int space_full;           /* growth is refused */
+	int space_said_full;      /* the last thing logged was "full" */
+	long long space_said_ms;  /* when "full" was last logged */
+	int64_t space_reserve_min;   /* settings, from SPACE_* (tests change them) */
+	int64_t space_low_margin;
+	int wal_fd;               /* the -wal file, for fallocate; -1 */
+	int wal_no_reserve;       /* its filesystem cannot preallocate */
+	int64_t wal_reserved_end; /* allocated up to here (past its end) */
+	int64_t wal_seen_size;    /* its size when last looked at */
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;
@@ -58,16 +79,30 @@ int schema_create(sqlite3 *db, uint32_t uid, uint32_t gid);
 int schema_open_check(sqlite3 *db, int readonly);
 
 /* --- db.c --- */
+/* db_op_begin's grow for an operation that adds a row or two. */
+#define DB_GROW_META 4096
 int64_t fs_now_ns(void);
+long long fs_mono_ms(void);
+int db_errno_map(int rc, int sys_errno);
 int db_errno(struct fs *fs, int rc, const char *what);
 sqlite3_stmt *db_stmt(struct fs *fs, const char *sql);
 int db_done(struct fs *fs, sqlite3_stmt *st);
 int db_exec(struct fs *fs, const char *sql);
-int db_op_begin(struct fs *fs);
+int db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees);
 int db_op_end(struct fs *fs, int rc);
 int db_commit(struct fs *fs, int full);
 void db_stmts_free(struct fs *fs);
 int db_configure(sqlite3 *db);
+
+/* --- core.c --- */
+uint64_t core_entry_size(struct fs *fs, uint64_t parent, const char *name);
+
+/* --- space.c --- */
+int space_init(struct fs *fs);
+int space_admit(struct fs *fs, uint64_t grow, uint64_t frees, int64_t *need);
+void space_close(struct fs *fs);
+void space_note_full(struct fs *fs);
+int space_statfs(struct fs *fs, struct fs_statfs *out);
 
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };

@@ -32,6 +32,8 @@
 #define FS_TIMEOUT 86400.0
 /* Biggest write and read the kernel may send (libfuse's buffer limit). */
 #define FS_MAX_IO (1u << 20)
+/* fi->fh of a file opened for writing: its close reports a failed mount. */
+#define OPS_FH_WRITTEN 1
 
 /* The core behind a request. */
 static struct fs *
@@ -319,6 +321,18 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    newname, flags));
 }
 
+/* Open flags of a new handle: keep the page cache; a file opened for
+ * writing is flushed on close (for the failed-mount error, see op_flush). */
+static void
+ops_open_flags(struct fuse_file_info *fi)
+{
+	int writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+
+	fi->keep_cache = 1;
+	fi->noflush = !writing;
+	fi->fh = writing ? OPS_FH_WRITTEN : 0;
+}
+
 /* Open a file: O_TRUNC truncates here (atomic_o_trunc); keep the page cache. */
 static void
 op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -330,9 +344,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fi->keep_cache = 1;
-	/* flush has nothing to do: every write is already in the database. */
-	fi->noflush = 1;
+	ops_open_flags(fi);
 	fuse_reply_open(req, fi);
 }
 
@@ -363,8 +375,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	fi->keep_cache = 1;
-	fi->noflush = 1;
+	ops_open_flags(fi);
 	ops_entry(&a, &e);
 	fuse_reply_create(req, &e, fi);
 }
@@ -411,13 +422,17 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_write(req, (size_t)n);
 }
 
-/* Nothing to flush (every write is already in the database). */
+/* close(2) of a file: every write it sent is already in the database (the
+ * kernel sends its dirty pages first, and reports their errors itself), so
+ * only a failed mount has something to say: EIO, to files opened for
+ * writing.  No commit here: close promises no durability, and a commit per
+ * close would cost `tar x` dearly. */
 static void
 op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, fi->fh == OPS_FH_WRITTEN ?
+	    -fs_error(ops_fs(req)) : 0);
 }
 
 /* Nothing is kept per open file. */

@@ -181,7 +181,8 @@ fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newparent,
 	if (strlen(name) > FS_NAME_MAX)
 		return -ENAMETOOLONG;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, DB_GROW_META,
+	    core_entry_size(fs, newparent, newname))) == 0)
 		r = db_op_end(fs, rename_do(fs, parent, name, newparent, newname,
 		    flags));
 	fs_unlock(fs);

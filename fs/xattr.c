@@ -86,7 +86,7 @@ fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *value,
 	if (size > FS_XATTR_VALUE_MAX)
 		return -E2BIG;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, DB_GROW_META + size, 0)) == 0)
 		r = db_op_end(fs, xattr_set(fs, ino, name, value, size, flags));
 	fs_unlock(fs);
 	return r;
@@ -185,7 +185,7 @@ fs_removexattr(struct fs *fs, uint64_t ino, const char *name)
 	if ((r = xattr_check_name(name)) < 0)
 		return r == -EOPNOTSUPP ? r : -ENODATA;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs)) == 0)
+	if ((r = db_op_begin(fs, 0, 0)) == 0)
 		r = db_op_end(fs, xattr_remove(fs, ino, name));
 	fs_unlock(fs);
 	return r;

@@ -560,3 +560,153 @@ def test_random_writes_truncates_and_mmap_match_a_model(fs):
         assert f.read() == bytes(model)
     fs.unmount()
     fsck_clean(fs)
+
+
+# --- a full disk --------------------------------------------------------------
+# The database lives on a small tmpfs (its "disk"); the mount point too, so
+# one fixture cleans both up, FUSE first.
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0755", "tmpfs",
+                    str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        mnt = disk / "mnt"
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-uz", str(mnt)], capture_output=True)
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def write_file(path, data, fsync):
+    """Write, maybe fsync, close: raises OSError as the writer would see it."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+
+
+def check_files(m, files):
+    for name, digest in files.items():
+        with open(m.p(name), "rb") as f:
+            assert sha(f.read()) == digest, name
+
+
+def test_full_disk_gives_enospc_and_loses_nothing(small_disk):
+    m = Mount(small_disk).mount()
+    try:
+        # Fill the disk: every other file fsynced, the others only closed.
+        done, err = {}, None
+        for i in range(200):
+            data = os.urandom(512 * 1024)
+            try:
+                write_file(m.p(f"f{i:03d}"), data, fsync=i % 2 == 0)
+            except OSError as e:
+                err = e
+                break
+            done[f"f{i:03d}"] = sha(data)
+        assert err is not None, "24 MiB took 100 MiB of writes"
+        assert err.errno == errno.ENOSPC, err
+        assert len(done) >= 8, f"only {len(done)} files fit"
+        # A full disk shows as full, and dd is told so too.
+        sv = os.statvfs(m.dir)
+        assert sv.f_bavail * sv.f_frsize < 1024 * 1024
+        r = subprocess.run(["dd", "if=/dev/zero", f"of={m.p('dd')}", "bs=1M",
+                            "count=4", "conv=fsync"], capture_output=True,
+                           text=True)
+        assert r.returncode != 0 and "No space left on device" in r.stderr
+        # Nothing that was answered is lost, and the database is sound.
+        m.unmount()
+        fsck_clean(m)
+        m.mount()
+        check_files(m, done)
+        # Deleting files makes room again (the database does not shrink:
+        # its free pages are reused).
+        for name in (f"f{len(done):03d}", "dd", "f000", "f001"):
+            if os.path.exists(m.p(name)):
+                os.unlink(m.p(name))
+            done.pop(name, None)
+        data = os.urandom(256 * 1024)
+        write_file(m.p("after-delete"), data, fsync=True)
+        done["after-delete"] = sha(data)
+        # So does a bigger disk.
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)],
+                       check=True)
+        for i in range(8):
+            data = os.urandom(1024 * 1024)
+            write_file(m.p(f"g{i}"), data, fsync=True)
+            done[f"g{i}"] = sha(data)
+        m.unmount()
+        fsck_clean(m)
+        m.mount()
+        check_files(m, done)
+    finally:
+        m.unmount()
+    fsck_clean(m)
+
+
+def test_disk_filled_by_another_process(tmp_path):
+    """Far from full, writes are grouped; another program then takes all
+    the room at once, under a group of answered writes.  Their room in the
+    WAL was reserved when they were admitted (tmpfs can preallocate), so the
+    writer gets ENOSPC, the mount stays sound, and nothing is lost."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs",
+                    str(disk)], check=True)
+    m = Mount(disk)
+    log = tmp_path / "fs.log"
+    try:
+        with open(log, "w") as lf:
+            r = subprocess.run([BIN, "mount", m.db, m.dir], stderr=lf,
+                               timeout=60)
+        assert r.returncode == 0
+        m.pid = mount_pid(m.db)
+        synced = os.urandom(300 * 1024)
+        write_file(m.p("synced"), synced, fsync=True)
+        done, err = {}, None
+        for i in range(400):
+            if i == 20:
+                # Take everything but 1 MiB, in one go.
+                sv = os.statvfs(disk)
+                free = sv.f_bavail * sv.f_frsize - 1024 * 1024
+                subprocess.run(["fallocate", "-l", str(free),
+                                str(disk / "hog")], check=True)
+            data = os.urandom(256 * 1024)
+            try:
+                write_file(m.p(f"w{i:03d}"), data, fsync=False)
+            except OSError as e:
+                err = e
+                break
+            done[f"w{i:03d}"] = sha(data)
+        assert err is not None and err.errno == errno.ENOSPC, err
+        assert len(done) >= 20
+        # The mount is sound: fsync works, deleting works.
+        fd = os.open(m.p("synced"), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # The file being written when ENOSPC came (if its create got that
+        # far) can be deleted.
+        if os.path.exists(m.p(f"w{len(done):03d}")):
+            os.unlink(m.p(f"w{len(done):03d}"))
+        m.unmount()
+        assert "are lost" not in log.read_text()
+        assert "is full" in log.read_text()
+        fsck_clean(m)
+        m.mount()
+        with open(m.p("synced"), "rb") as f:
+            assert f.read() == synced
+        check_files(m, done)
+    finally:
+        m.unmount()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
