@@ -443,24 +443,6 @@ turn_model_complete(struct turn *t)
 	turn_tools_next(t);
 }
 
-/* Is a stream error of this type worth a retry? */
-static int
-turn_stream_error_retryable(const char *type)
-{
-	static const char *const fatal[] = { "invalid", "auth", "permission",
-	    "not_found", "quota", "billing" };
-	char low[64];
-	size_t i;
-
-	for (i = 0; type && type[i] && i + 1 < sizeof(low); i++)
-		low[i] = (char)tolower((unsigned char)type[i]);
-	low[i] = '\0';
-	for (i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
-		if (strstr(low, fatal[i]))
-			return 0;
-	return 1;
-}
-
 /* What to tell people about a failed request, and whether to retry. */
 static int
 turn_describe_failure(struct turn *t, const struct http_result *r,
@@ -474,7 +456,7 @@ turn_describe_failure(struct turn *t, const struct http_result *r,
 		type = provider_stream_error(t->stream, &msg);
 		snprintf(what, whatlen, "model error (%s): %s",
 		    type ? type : "error", msg ? msg : "");
-		return turn_stream_error_retryable(type);
+		return provider_error_retryable(type);
 	}
 	if (r->status >= 200 && r->status < 300 && t->feed_err) {
 		snprintf(what, whatlen, "the model server at %s answered in a "

@@ -65,6 +65,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "util.h"
+
 #define DB_COMMIT_MS 250
 #define DB_COMMIT_OPS 20000
 /* WAL bytes a group may need (its reservation) before it commits: well
@@ -80,16 +82,6 @@ fs_now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Monotonic milliseconds. */
-long long
-fs_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* -errno for an SQLite result code and the system errno behind it (SQLite
@@ -290,7 +282,7 @@ db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 		if ((r = db_exec(fs, "BEGIN IMMEDIATE")) < 0)
 			return r;
 		fs->txn_open = 1;
-		fs->txn_start_ms = fs_mono_ms();
+		fs->txn_start_ms = time_mono_ms();
 		fs->txn_ops = 0;
 		fs->txn_need = 0;
 	}
@@ -310,7 +302,7 @@ db_group_due(struct fs *fs)
 {
 	return fs->space_low || fs->txn_ops >= DB_COMMIT_OPS ||
 	    fs->txn_need >= DB_COMMIT_BYTES ||
-	    fs_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS;
+	    time_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS;
 }
 
 /* End the operation begun by db_op_begin: keep its changes when rc >= 0,

@@ -82,7 +82,6 @@ int schema_open_check(sqlite3 *db, int readonly);
 /* db_op_begin's grow for an operation that adds a row or two. */
 #define DB_GROW_META 4096
 int64_t fs_now_ns(void);
-long long fs_mono_ms(void);
 int db_errno_map(int rc, int sys_errno);
 int db_errno(struct fs *fs, int rc, const char *what);
 sqlite3_stmt *db_stmt(struct fs *fs, const char *sql);

@@ -49,6 +49,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define SPACE_RESERVE_MIN (8LL << 20)
 #define SPACE_LOW_MARGIN (64LL << 20)
 /* Longest time between two measurements. */
@@ -180,7 +182,7 @@ space_measure(struct fs *fs, struct statvfs *sv)
 	fs->space_avail = (int64_t)sv->f_bavail * (int64_t)sv->f_frsize +
 	    freepages * psize;
 	fs->space_reserve = fs->space_reserve_min + pages * psize / 64;
-	fs->space_ms = fs_mono_ms();
+	fs->space_ms = time_mono_ms();
 	return 0;
 }
 
@@ -190,7 +192,7 @@ space_measure(struct fs *fs, struct statvfs *sv)
 void
 space_note_full(struct fs *fs)
 {
-	long long now = fs_mono_ms();
+	long long now = time_mono_ms();
 
 	fs->space_ms = -SPACE_TTL_MS - 1;
 	if (fs->space_full)
@@ -220,7 +222,7 @@ space_admit(struct fs *fs, uint64_t grow, uint64_t frees, int64_t *need)
 	int r;
 
 	*need = n;
-	if (fs_mono_ms() - fs->space_ms >= SPACE_TTL_MS ||
+	if (time_mono_ms() - fs->space_ms >= SPACE_TTL_MS ||
 	    fs->space_avail - room < fs->space_reserve + fs->space_low_margin) {
 		if ((r = space_measure(fs, NULL)) < 0) {
 			/* Unknown room: stay safe, commit each operation. */
