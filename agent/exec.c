@@ -269,6 +269,8 @@ exec_fds(struct conn *c, json_object *req, const char *id, int tty, int *fds)
 		room_error(c, id, "exec announced %lld fds but %s: send 3 "
 		    "(stdin, stdout, stderr) or 1 with tty, with the line",
 		    n, c->nfds < n ? "fewer arrived" : "that count is wrong");
+		/* Those that came with this line serve nothing now. */
+		room_drop_fds(c);
 		return -EBADF;
 	}
 	if (n == 1)

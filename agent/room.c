@@ -200,8 +200,51 @@ room_take_fds(struct conn *c, int *fds, int n)
 		return -EBADF;
 	memcpy(fds, c->fds, (size_t)n * sizeof(int));
 	memmove(c->fds, c->fds + n, (size_t)(c->nfds - n) * sizeof(int));
+	memmove(c->fd_end, c->fd_end + n,
+	    (size_t)(c->nfds - n) * sizeof(c->fd_end[0]));
 	c->nfds -= n;
 	return 0;
+}
+
+/* Close the first n queued fds. */
+static void
+room_close_fds(struct conn *c, int n)
+{
+	int fds[ROOM_MAX_FDS_QUEUED];
+
+	if (n <= 0 || room_take_fds(c, fds, n) < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+void
+room_drop_fds(struct conn *c)
+{
+	int n = 0;
+
+	while (n < c->nfds && c->fd_end[n] == c->fd_end[0])
+		n++;
+	room_close_fds(c, n);
+}
+
+/* Close the fds no line can claim any more before the line that starts at
+ * stream offset pos.  The kernel hands fds over with the first byte of the
+ * sendmsg that carried them and ends the read there, so the line they came
+ * with starts inside that read: fds from a read that ended at or before
+ * pos belonged to an earlier line, which did not take them (not an exec,
+ * or a bad one).  Left queued they would be taken by the next exec. */
+static void
+room_line_fds(struct conn *c, long long pos)
+{
+	int stale = 0;
+
+	while (stale < c->nfds && c->fd_end[stale] <= pos)
+		stale++;
+	if (stale > 0)
+		log_warn("closed %d fd(s) that came without an exec line",
+		    stale);
+	room_close_fds(c, stale);
 }
 
 /* A presence event: who is here, and who joined or left. */
@@ -482,11 +525,13 @@ room_conn_read(struct conn *c)
 		room_conn_close(c, n == 0 ? "disconnected" : "receive failed");
 		return;
 	}
+	c->rx += n;
 	for (int i = 0; i < nfds; i++) {
 		if (c->nfds == ROOM_MAX_FDS_QUEUED) {
 			close(fds[i]);
 			room_conn_close(c, "sent fds without exec lines");
 		} else {
+			c->fd_end[c->nfds] = c->rx;
 			c->fds[c->nfds++] = fds[i];
 		}
 	}
@@ -495,11 +540,14 @@ room_conn_read(struct conn *c)
 		return;
 	}
 	while (!c->closing && (r = jsonl_next(&c->in, &line, &len)) != 0) {
-		if (r == -EMSGSIZE)
+		if (r == -EMSGSIZE) {
 			room_error(c, NULL, "line longer than %d bytes ignored",
 			    PROTO_MAX_LINE);
-		else if (r == 1)
+		} else if (r == 1) {
+			/* The line is at the front of what jsonl holds. */
+			room_line_fds(c, c->rx - (long long)c->in.in.len);
 			room_line(c, line, len);
+		}
 	}
 }
 

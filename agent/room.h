@@ -30,7 +30,10 @@ struct conn {
 	struct jsonl in;		/* framed input, PROTO_MAX_LINE */
 	struct buf out;			/* queued output, ROOM_MAX_OUTPUT */
 	int fds[ROOM_MAX_FDS_QUEUED];	/* received, not yet claimed */
+	long long fd_end[ROOM_MAX_FDS_QUEUED];	/* rx after the read that
+					 * brought each (see room_line_fds) */
 	int nfds;
+	long long rx;			/* bytes received so far */
 	const char *closing;		/* reason; reaped in room_flush */
 };
 
@@ -82,5 +85,9 @@ void room_conn_close(struct conn *c, const char *reason);
 /* Take n received fds from c's queue, in order.  0 or -EBADF when fewer
  * than n were received. */
 int room_take_fds(struct conn *c, int *fds, int n);
+
+/* Close the received fds at the front of c's queue that came in one read
+ * (those sent with a bad exec line). */
+void room_drop_fds(struct conn *c);
 
 #endif

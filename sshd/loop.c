@@ -1,26 +1,63 @@
 /*
  * loop.c: the watches of loop.h.  Called by every part of atriumd that owns
- * an fd (server, rooms, sessions).  Invariant: w->have is exactly what the
- * ssh_event polls for w->fd (0: not in the event).
+ * an fd (server, rooms, sessions).  Invariants: w->have is exactly what the
+ * ssh_event polls for w->fd (0: not in the event), through w->slot; a slot
+ * on loop->dead has no watch and its fd leaves the event at the next
+ * loop_sync, before any fd is added (libssh removes by fd number, and the
+ * number may have been reused).
  */
 #include "loop.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "log.h"
+
+struct loop_slot {
+	struct watch *w;	/* NULL once detached */
+	int fd;
+	struct loop_slot *next;	/* in loop->dead */
+};
 
 /* Trampoline from libssh to the watch's owner; always 0 (keep polling). */
 static int
 loop_dispatch(socket_t fd, int revents, void *userdata)
 {
-	struct watch *w = userdata;
+	struct loop_slot *slot = userdata;
+	struct watch *w = slot->w;
 
 	(void)fd;
-	if (w->fn)
+	if (w && w->fn)
 		w->fn(w, revents);
 	return 0;
+}
+
+/* Detach w from its slot; the slot's fd leaves the event at loop_sync. */
+static void
+loop_detach(struct loop *l, struct watch *w)
+{
+	if (!w->slot)
+		return;
+	w->slot->w = NULL;
+	w->slot->next = l->dead;
+	l->dead = w->slot;
+	w->slot = NULL;
+	w->have = 0;
+}
+
+/* Take the detached slots' fds out of the event (outside callbacks). */
+static void
+loop_bury(struct loop *l)
+{
+	while (l->dead) {
+		struct loop_slot *slot = l->dead;
+
+		l->dead = slot->next;
+		ssh_event_remove_fd(l->event, slot->fd);
+		free(slot);
+	}
 }
 
 /* 0, or -ENOMEM when libssh cannot make an event. */
@@ -28,6 +65,7 @@ int
 loop_init(struct loop *l)
 {
 	l->watches = NULL;
+	l->dead = NULL;
 	l->event = ssh_event_new();
 	return l->event ? 0 : -ENOMEM;
 }
@@ -38,6 +76,7 @@ loop_destroy(struct loop *l)
 {
 	while (l->watches)
 		loop_del(l->watches);
+	loop_bury(l);
 	if (l->event)
 		ssh_event_free(l->event);
 	l->event = NULL;
@@ -54,6 +93,7 @@ loop_add(struct loop *l, struct watch *w, int fd, short want, watch_fn fn,
 	w->fn = fn;
 	w->arg = arg;
 	w->loop = l;
+	w->slot = NULL;
 	w->next = l->watches;
 	l->watches = w;
 }
@@ -65,7 +105,7 @@ loop_want(struct watch *w, short want)
 	w->want = want;
 }
 
-/* Unlink w and drop its fd from the event. */
+/* Unlink w; its fd leaves the event at the next loop_sync. */
 void
 loop_del(struct watch *w)
 {
@@ -79,30 +119,34 @@ loop_del(struct watch *w)
 			break;
 		}
 	}
-	if (w->have)
-		ssh_event_remove_fd(l->event, w->fd);
-	w->have = 0;
+	loop_detach(l, w);
 	w->loop = NULL;
 	w->next = NULL;
 }
 
-/* Re-register each watch whose wish changed. */
+/* Re-register each watch whose wish changed: removals first. */
 void
 loop_sync(struct loop *l)
 {
+	for (struct watch *w = l->watches; w; w = w->next)
+		if (w->want != w->have)
+			loop_detach(l, w);
+	loop_bury(l);
 	for (struct watch *w = l->watches; w; w = w->next) {
-		if (w->want == w->have)
+		struct loop_slot *slot;
+
+		if (w->want == w->have || !w->want)
 			continue;
-		if (w->have)
-			ssh_event_remove_fd(l->event, w->fd);
-		w->have = 0;
-		if (w->want) {
-			if (ssh_event_add_fd(l->event, w->fd, w->want,
-			    loop_dispatch, w) != SSH_OK) {
-				log_error("cannot poll fd %d", w->fd);
-				continue;
-			}
-			w->have = w->want;
+		if (!(slot = calloc(1, sizeof(*slot))) ||
+		    ssh_event_add_fd(l->event, w->fd, w->want, loop_dispatch,
+		    slot) != SSH_OK) {
+			free(slot);
+			log_error("cannot poll fd %d", w->fd);
+			continue;
 		}
+		slot->w = w;
+		slot->fd = w->fd;
+		w->slot = slot;
+		w->have = w->want;
 	}
 }

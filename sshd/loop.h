@@ -10,6 +10,13 @@
  * added to or removed from the poll set while libssh iterates over it, and
  * a watch that wants nothing (a paused producer) is out of the poll set and
  * cannot spin.
+ *
+ * loop_del may be called anywhere, callbacks included (a child reaped from
+ * the signal callback, a pipe that fails inside its own callback): libssh
+ * 0.10 frees a handle removed during ssh_event_dopoll and then touches it.
+ * So the event polls through a slot the loop owns; loop_del only detaches
+ * the watch from its slot (dispatch then skips it) and loop_sync removes
+ * the slot's fd from the event, before adding any.
  */
 #ifndef ATRIUMD_LOOP_H
 #define ATRIUMD_LOOP_H
@@ -18,6 +25,7 @@
 
 struct loop;
 struct watch;
+struct loop_slot;
 
 /* Called from inside ssh_event_dopoll with the poll revents. */
 typedef void (*watch_fn)(struct watch *w, int revents);
@@ -29,12 +37,14 @@ struct watch {
 	watch_fn fn;		/* owner's callback */
 	void *arg;		/* owner's object */
 	struct loop *loop;	/* NULL until loop_add */
+	struct loop_slot *slot;	/* what the event polls for fd, while have */
 	struct watch *next;	/* in loop->watches */
 };
 
 struct loop {
 	ssh_event event;	/* the one event of the process */
 	struct watch *watches;	/* every added watch */
+	struct loop_slot *dead;	/* detached slots still in the event */
 };
 
 /* Make the loop.  0 or -ENOMEM. */
@@ -50,8 +60,8 @@ void loop_add(struct loop *l, struct watch *w, int fd, short want,
 /* Change the wished events; takes effect at the next loop_sync. */
 void loop_want(struct watch *w, short want);
 
-/* Stop watching (outside callbacks).  The fd is not closed.  Safe on a
- * watch that was never added. */
+/* Stop watching (anywhere, callbacks included).  The fd is not closed and
+ * may be closed at once.  Safe on a watch that was never added. */
 void loop_del(struct watch *w);
 
 /* Bring the poll set in line with every watch's wish (outside callbacks). */

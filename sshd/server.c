@@ -10,13 +10,19 @@
  */
 #include "server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,12 +58,110 @@ server_parse_listen(const char *listen, char *addr, size_t alen, char *port,
 	return 0;
 }
 
-/* Listener readable: accept one connection. */
+/* See server.h. */
+int
+server_fds_left(struct server *srv, int channel)
+{
+	struct rlimit rl;
+	long limit, reserve;
+	int lowest;
+
+	/* Read each time: an operator may change it (prlimit). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	limit = rl.rlim_cur < (rlim_t)INT_MAX ? (long)rl.rlim_cur : INT_MAX;
+	reserve = limit / 8 < 32 ? 32 : limit / 8;
+	/* fds are handed out lowest first: the lowest free one tells how
+	 * many are in use. */
+	lowest = fcntl(srv->sigfd, F_DUPFD_CLOEXEC, 0);
+	if (lowest < 0)
+		return 0;
+	close(lowest);
+	return lowest < limit - (channel ? reserve / 2 : reserve);
+}
+
+/* The peer's address as text. */
+static void
+server_peer(const struct sockaddr_storage *sa, char *out, size_t len)
+{
+	const void *addr = NULL;
+
+	if (sa->ss_family == AF_INET)
+		addr = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa->ss_family == AF_INET6)
+		addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!addr || !inet_ntop(sa->ss_family, addr, out, (socklen_t)len))
+		snprintf(out, len, "?");
+}
+
+/* Why a new connection from peer is refused, or NULL to take it. */
+static const char *
+server_refusal(struct server *srv, const char *peer)
+{
+	size_t unauth = 0, from_peer = 0;
+
+	if (srv->nsessions >= SERVER_MAX_SESSIONS)
+		return "too many connections";
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (s->authed || s->dead)
+			continue;
+		unauth++;
+		if (strcmp(s->peer, peer) == 0)
+			from_peer++;
+	}
+	if (unauth >= SERVER_MAX_UNAUTH)
+		return "too many connections not yet authenticated";
+	if (from_peer >= SERVER_MAX_UNAUTH_PEER)
+		return "too many connections from that address not yet "
+		    "authenticated";
+	if (!server_fds_left(srv, 0))
+		return "short of file descriptors";
+	return NULL;
+}
+
+/* Listener readable: accept one connection, or refuse it at once.  Out
+ * of fds, the listener rests a while instead of spinning on accept. */
 static void
 server_listen_cb(struct watch *w, int revents)
 {
+	struct server *srv = w->arg;
+	struct sockaddr_storage sa;
+	socklen_t slen = sizeof(sa);
+	char peer[INET6_ADDRSTRLEN + 1];
+	const char *why;
+	int fd;
+
 	(void)revents;
-	session_accept(w->arg);
+	fd = accept4(ssh_bind_get_fd(srv->bind), (struct sockaddr *)&sa, &slen,
+	    SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			log_warn("cannot accept connections: %s; pausing for "
+			    "%d ms", strerror(errno), SERVER_ACCEPT_PAUSE_MS);
+			srv->accept_resume_ms = time_mono_ms() +
+			    SERVER_ACCEPT_PAUSE_MS;
+			loop_want(&srv->listen_w, 0);
+		}
+		return;
+	}
+	server_peer(&sa, peer, sizeof(peer));
+	if ((why = server_refusal(srv, peer))) {
+		log_warn("connection from %s refused: %s", peer, why);
+		close(fd);
+		return;
+	}
+	session_accept(srv, fd, peer);
+}
+
+/* Listen again once an out-of-fds pause is over. */
+static void
+server_accept_resume(struct server *srv)
+{
+	if (!srv->accept_resume_ms || time_mono_ms() < srv->accept_resume_ms)
+		return;
+	srv->accept_resume_ms = 0;
+	loop_want(&srv->listen_w, POLLIN);
 }
 
 /* Reap every exited child and tell the rooms. */
@@ -196,6 +300,7 @@ server_turn(struct server *srv)
 	}
 	server_reap(srv);
 	rooms_tick(&srv->rooms);
+	server_accept_resume(srv);
 	loop_sync(&srv->loop);
 }
 

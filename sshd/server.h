@@ -15,6 +15,9 @@
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
+#define SERVER_MAX_UNAUTH	256	/* of them not yet authenticated */
+#define SERVER_MAX_UNAUTH_PEER	64	/* ... from one address */
+#define SERVER_ACCEPT_PAUSE_MS	1000	/* no accept after running out of fds */
 
 struct session;
 
@@ -31,7 +34,14 @@ struct server {
 	size_t nsessions;
 	unsigned long next_id;		/* for exec ids and session numbers */
 	int stopping;			/* SIGTERM/SIGINT seen */
+	long long accept_resume_ms;	/* listener paused until then; 0: not */
 };
+
+/* 1 when atriumd has file descriptors to spare for a new connection
+ * (channel 0) or a new channel (channel 1).  A reserve of an eighth of
+ * the limit (at least 32) is kept from new connections and half of it
+ * from new channels, so sessions already in can go on and rooms start. */
+int server_fds_left(struct server *srv, int channel);
 
 /* Listen and prepare.  0, or -errno with the reason logged. */
 int server_init(struct server *srv, const struct config *cfg,

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "chat.h"
 #include "control.h"
@@ -61,12 +62,21 @@ chan_write_err(struct chan *c, const void *p, size_t n)
 	return buf_append(&c->err, p, n);
 }
 
+/* See session.h. */
+uint32_t
+chan_can_write(struct chan *c)
+{
+	if (ssh_get_poll_flags(c->s->ssh) & SSH_WRITE_PENDING)
+		return 0;
+	return ssh_channel_window_size(c->ch);
+}
+
 /* Write from b what the window allows; 0 or -1 on a channel error. */
 static int
 chan_flush_one(struct chan *c, struct buf *b, int is_err)
 {
 	while (b->len) {
-		uint32_t w = ssh_channel_window_size(c->ch);
+		uint32_t w = chan_can_write(c);
 		size_t n = b->len < w ? b->len : w;
 		int r;
 
@@ -165,16 +175,40 @@ chan_try_finish(struct chan *c)
 	c->closing = 1;
 }
 
+/* Move everything libssh holds for c into inpend (see CHAN_MAX_INPEND).
+ * 1 when something moved, 0 when nothing was held, -1 when c is closing. */
+static int
+chan_take_held(struct chan *c)
+{
+	int avail = ssh_channel_poll(c->ch, 0), n;
+	char *tmp;
+
+	if (avail <= 0)
+		return 0;
+	if ((size_t)avail > CHAN_MAX_INPEND) {
+		log_warn("session %lu: the client sent %d bytes past its "
+		    "window; closing the connection", c->s->num, avail);
+		c->closing = 1;
+		c->s->dead = 1;
+		return -1;
+	}
+	if (!(tmp = malloc((size_t)avail)))
+		return 0;
+	n = ssh_channel_read_nonblocking(c->ch, tmp, (uint32_t)avail, 0);
+	if (n > 0)
+		buf_append(&c->inpend, tmp, (size_t)n);
+	free(tmp);
+	return n > 0;
+}
+
 /* Take input from libssh's buffer while the kind accepts it; report EOF
  * once every byte before it was taken. */
 static void
 chan_drain_input(struct chan *c)
 {
-	char tmp[CHAN_MAX_INPEND];
-
 	while (c->ops && !c->closing) {
 		size_t used;
-		int n;
+		int r;
 
 		if (c->inpend.len) {
 			used = c->ops->input(c, c->inpend.data, c->inpend.len);
@@ -184,15 +218,11 @@ chan_drain_input(struct chan *c)
 		}
 		if (!c->in_blocked)
 			break;
-		n = ssh_channel_read_nonblocking(c->ch, tmp, sizeof(tmp), 0);
-		if (n <= 0) {
+		if ((r = chan_take_held(c)) < 0)
+			return;
+		if (r == 0) {
 			c->in_blocked = 0;
 			break;
-		}
-		used = c->ops->input(c, tmp, (size_t)n);
-		if (used < (size_t)n) {
-			buf_append(&c->inpend, tmp + used, (size_t)n - used);
-			return;
 		}
 	}
 	if (c->ops && c->in_eof && !c->in_blocked && !c->inpend.len &&
@@ -221,11 +251,56 @@ chan_poll_room(struct chan *c)
 		    c->s->room, r ? r->error : strerror(-rc));
 }
 
+/* libssh 0.10's channel as laid out in its private channels.h, up to the
+ * client's maximum packet size, which its API does not show. */
+struct chan_libssh010 {
+	ssh_session session;
+	uint32_t local_channel, local_window;
+	int local_eof;
+	uint32_t local_maxpacket, remote_channel, remote_window;
+	int remote_eof;
+	uint32_t remote_maxpacket;
+};
+
+/* The client's maximum packet size for c, or -1 when this libssh is not
+ * laid out as 0.10 is (checked against two fields the API does show). */
+static long
+chan_remote_maxpacket(struct chan *c)
+{
+	struct chan_libssh010 h;
+	const char *v = ssh_version(0);
+
+	if (!v || strncmp(v, "0.10.", 5) != 0)
+		return -1;
+	memcpy(&h, (const void *)c->ch, sizeof(h));
+	if (h.session != c->s->ssh ||
+	    h.remote_window != ssh_channel_window_size(c->ch))
+		return -1;
+	return (long)h.remote_maxpacket;
+}
+
+/* Refuse a channel whose maximum packet would hang or crawl libssh's
+ * writes; nothing is ever written to it.  1 when c may be used. */
+static int
+chan_vet(struct chan *c)
+{
+	long mp = chan_remote_maxpacket(c);
+
+	c->vetted = 1;
+	if (mp < 0 || mp >= CHAN_MIN_PACKET)
+		return 1;
+	log_warn("session %lu: channel refused: the client's maximum packet "
+	    "is %ld bytes (at least %d needed)", c->s->num, mp,
+	    CHAN_MIN_PACKET);
+	c->closing = 1;		/* chan_flush and the kinds never write */
+	return 0;
+}
+
 /* One channel's turn. */
 static void
 chan_tick(struct chan *c)
 {
-	if (c->closing)
+	if (c->closing || (!c->vetted && !chan_vet(c)))
 		return;
 	if (c->waiting_room && !c->finish)
 		chan_poll_room(c);
@@ -264,9 +339,16 @@ chan_data_cb(ssh_session ssh, ssh_channel ch, void *data, uint32_t len,
 	struct chan *c = ud;
 	size_t used;
 
-	(void)ssh; (void)ch; (void)is_stderr;
-	if (c->closing)
+	(void)ssh; (void)ch;
+	if (c->closing || is_stderr)
+		return (int)len;	/* nothing reads a client's stderr */
+	if (len > CHAN_MAX_UNREAD) {
+		log_warn("session %lu: the client sent %u bytes past its "
+		    "window; closing the connection", c->s->num, len);
+		c->closing = 1;
+		c->s->dead = 1;
 		return (int)len;
+	}
 	if (!c->ops || c->in_blocked || c->inpend.len) {
 		c->in_blocked = 1;
 		return 0;
@@ -439,13 +521,22 @@ session_channel_open_cb(ssh_session ssh, void *ud)
 	struct session *s = ud;
 	struct chan *c;
 
-	if (!s->authed || !(c = calloc(1, sizeof(*c))))
+	if (!s->authed)
+		return NULL;
+	if (s->nchans >= SESSION_MAX_CHANNELS || !server_fds_left(s->srv, 1)) {
+		log_warn("session %lu: channel refused: %s", s->num,
+		    s->nchans >= SESSION_MAX_CHANNELS ? "too many channels on "
+		    "one connection" : "atriumd is short of file descriptors");
+		return NULL;
+	}
+	if (!(c = calloc(1, sizeof(*c))))
 		return NULL;
 	if (!(c->ch = ssh_channel_new(ssh))) {
 		free(c);
 		return NULL;
 	}
 	c->s = s;
+	s->nchans++;
 	c->cols = 80;
 	c->rows = 24;
 	buf_init(&c->out, CHAN_MAX_OUT);
@@ -527,6 +618,35 @@ session_fingerprint(ssh_key key, char *out, size_t len)
 	ssh_clean_pubkey_hash(&hash);
 }
 
+/* Count a refused auth request; past SESSION_MAX_AUTH_FAILS the
+ * connection is closed (at the next tick, outside callbacks). */
+static int
+session_auth_denied(struct session *s)
+{
+	if (++s->auth_fails == SESSION_MAX_AUTH_FAILS) {
+		log_info("session %lu: %d refused authentications from %s; "
+		    "closing", s->num, s->auth_fails, s->peer);
+		s->dead = 1;
+	}
+	return SSH_AUTH_DENIED;
+}
+
+/* "none" and password requests: refused (public keys only), counted. */
+static int
+session_auth_none_cb(ssh_session ssh, const char *user, void *ud)
+{
+	(void)ssh; (void)user;
+	return session_auth_denied(ud);
+}
+
+static int
+session_auth_password_cb(ssh_session ssh, const char *user,
+    const char *password, void *ud)
+{
+	(void)ssh; (void)user; (void)password;
+	return session_auth_denied(ud);
+}
+
 /* Public-key auth: a probe (state NONE) is answered for listed keys, a
  * signed offer (VALID) logs the user in. */
 static int
@@ -545,12 +665,12 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 			log_info("session %lu: key %s refused (from %s)", s->num,
 			    fp, s->peer);
 		session_banner(s);
-		return SSH_AUTH_DENIED;
+		return session_auth_denied(s);
 	}
 	if (state == SSH_PUBLICKEY_STATE_NONE)
 		return SSH_AUTH_SUCCESS;
 	if (state != SSH_PUBLICKEY_STATE_VALID)
-		return SSH_AUTH_DENIED;
+		return session_auth_denied(s);
 	s->authed = 1;
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->fp, sizeof(s->fp), "%s", fp);
@@ -562,60 +682,53 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 
 /* ------------------------------------------------------------ session -- */
 
-/* Note the peer's address and turn Nagle off (halves a round trip). */
+/* Turn Nagle off (halves a round trip); no child inherits the socket.
+ * Non-blocking: libssh 0.10 leaves the socket blocking and, once poll says
+ * it is writable, sends all it holds, so a client that stops reading
+ * would stall every session in send(); libssh only ever sends after
+ * POLLOUT, so a non-blocking send writes part and never fails for a
+ * full socket. */
 static void
-session_socket_setup(struct session *s)
+session_socket_setup(int fd)
 {
-	int fd = ssh_get_fd(s->ssh), one = 1;
-	struct sockaddr_storage sa;
-	socklen_t slen = sizeof(sa);
-	char host[INET6_ADDRSTRLEN] = "?";
+	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fd_set_cloexec(fd, 1);
-	if (getpeername(fd, (struct sockaddr *)&sa, &slen) == 0) {
-		if (sa.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr,
-			    host, sizeof(host));
-		else if (sa.ss_family == AF_INET6)
-			inet_ntop(AF_INET6,
-			    &((struct sockaddr_in6 *)&sa)->sin6_addr, host,
-			    sizeof(host));
-	}
-	snprintf(s->peer, sizeof(s->peer), "%s", host);
+	fd_set_nonblock(fd, 1);
 }
 
 /* See session.h. */
 int
-session_accept(struct server *srv)
+session_accept(struct server *srv, int fd, const char *peer)
 {
 	struct session *s = calloc(1, sizeof(*s));
 
 	if (!s || !(s->ssh = ssh_new())) {
 		free(s);
+		close(fd);
 		return -ENOMEM;
 	}
 	s->srv = srv;
-	if (ssh_bind_accept(srv->bind, s->ssh) != SSH_OK) {
-		log_warn("accept: %s", ssh_get_error(srv->bind));
+	s->num = ++srv->next_id;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	session_socket_setup(fd);
+	if (ssh_bind_accept_fd(srv->bind, s->ssh, fd) != SSH_OK) {
+		log_warn("session %lu: accept: %s", s->num,
+		    ssh_get_error(srv->bind));
+		/* The session owns the socket once libssh took it. */
+		if (ssh_get_fd(s->ssh) != fd)
+			close(fd);
 		ssh_free(s->ssh);
 		free(s);
 		return -EIO;
-	}
-	s->num = ++srv->next_id;
-	session_socket_setup(s);
-	if (srv->nsessions >= SERVER_MAX_SESSIONS) {
-		log_warn("session %lu: refused: %zu sessions already", s->num,
-		    srv->nsessions);
-		ssh_disconnect(s->ssh);
-		ssh_free(s->ssh);
-		free(s);
-		return -EAGAIN;
 	}
 	ssh_set_blocking(s->ssh, 0);
 	s->cb.size = sizeof(s->cb);
 	s->cb.userdata = s;
 	s->cb.auth_pubkey_function = session_auth_pubkey_cb;
+	s->cb.auth_none_function = session_auth_none_cb;
+	s->cb.auth_password_function = session_auth_password_cb;
 	s->cb.channel_open_request_session_function = session_channel_open_cb;
 	ssh_callbacks_init(&s->cb);
 	ssh_set_server_callbacks(s->ssh, &s->cb);
@@ -658,6 +771,7 @@ session_tick(struct session *s)
 
 		if (c->closing) {
 			*pp = c->next;
+			s->nchans--;
 			chan_free(c);
 		} else {
 			pp = &c->next;

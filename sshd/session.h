@@ -22,7 +22,20 @@
 
 #define CHAN_MAX_ENV		32		/* env requests kept */
 #define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
-#define CHAN_MAX_INPEND		65536		/* input drained, not taken */
+/* libssh 0.10 grants a client about 1.3 MB of window, keeps what arrives
+ * beyond it, and grows the window on every read however much it holds:
+ * so input is drained only whole (all libssh holds, into inpend) and only
+ * once inpend is empty, which keeps what it holds under a window.  More
+ * than CHAN_MAX_INPEND held means the client ignores the window, and the
+ * connection is closed (as it is at CHAN_MAX_UNREAD seen by the data
+ * callback). */
+#define CHAN_MAX_INPEND		(2 * 1024 * 1024) /* input drained, not taken */
+#define CHAN_MAX_UNREAD		(4 * 1024 * 1024)
+/* A smaller maximum packet from the client is refused: libssh 0.10 loops
+ * forever writing to a channel whose maximum packet is 10 bytes. */
+#define CHAN_MIN_PACKET		1024
+#define SESSION_MAX_CHANNELS	32	/* channels open at once per connection */
+#define SESSION_MAX_AUTH_FAILS	10	/* refused auth requests, then closed */
 
 struct chan;
 struct room;
@@ -68,6 +81,7 @@ struct chan {
 	char exit_signal[16];		/* "KILL"... with finish */
 	int finished;			/* exit sent, EOF and close sent */
 	int closing;			/* reap at the next tick */
+	int vetted;			/* the client's packet size was checked */
 	struct chan *next;		/* in s->chans */
 };
 
@@ -81,6 +95,8 @@ struct session {
 	char user[64];			/* user named by the key */
 	char fp[128];			/* SHA256 fingerprint of the key */
 	int authed;			/* auth succeeded */
+	int auth_fails;			/* refused auth requests so far */
+	int nchans;			/* channels in chans */
 	int banner_sent;		/* the refusal banner went out */
 	int in_event;			/* added to the ssh_event */
 	long long deadline_ms;		/* auth must be done by then */
@@ -89,8 +105,9 @@ struct session {
 	struct session *next;		/* in srv->sessions */
 };
 
-/* Accept one connection from the listener.  0 or -errno (logged). */
-int session_accept(struct server *srv);
+/* Take one accepted connection from peer (fd, owned from now on: closed on
+ * failure).  0 or -errno (logged). */
+int session_accept(struct server *srv, int fd, const char *peer);
 
 /* Timeouts, channel ticks and reaping; call every loop turn. */
 void session_tick(struct session *s);
@@ -101,6 +118,11 @@ void session_free(struct session *s);
 /* Queue bytes to the client's stdout / stderr.  0 or -ENOBUFS (dropped). */
 int chan_write(struct chan *c, const void *p, size_t n);
 int chan_write_err(struct chan *c, const void *p, size_t n);
+
+/* Bytes the client may be sent on c now: its window, or 0 while libssh
+ * still holds output the socket did not take (a client's window may be
+ * 4 GiB: without this a client that stops reading grows atriumd). */
+uint32_t chan_can_write(struct chan *c);
 
 /* Write what the window allows of out and err now.  Bytes left queued. */
 size_t chan_flush(struct chan *c);

@@ -8,8 +8,10 @@
  *
  *   client data  -> stdin pipe   (what the pipe cannot take stays in libssh,
  *                                 so the client's window closes: backpressure)
- *   stdout pipe  -> channel      (at most the window; a closed window
- *   stderr pipe  -> channel err   removes the pipe from the poll set)
+ *   stdout pipe  -> channel      (at most the window, and only while
+ *   stderr pipe  -> channel err   libssh holds nothing unsent; else the
+ *                                 pipe leaves the poll set until the tick
+ *                                 sees both clear)
  *   client EOF   -> stdin closed
  *   exec_result  -> exit-status or exit-signal, once stdout and stderr hit
  *                   EOF (or after STREAM_LINGER_MS without output when a
@@ -103,7 +105,7 @@ static void
 stream_pump(struct stream *st, int fd, int is_err)
 {
 	char chunk[STREAM_CHUNK];
-	uint32_t w = ssh_channel_window_size(st->c->ch);
+	uint32_t w = chan_can_write(st->c);
 	int *eof = is_err ? &st->err_eof : &st->out_eof;
 	int *paused = is_err ? &st->err_paused : &st->out_paused;
 	ssize_t n;
@@ -265,6 +267,7 @@ stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
 			return -errno;
 		fd_set_cloexec(master, 1);
 		fd_set_cloexec(slave, 1);
+		fd_set_nonblock(master, 1);
 		st->in_fd = st->out_fd = master;
 		theirs[0] = slave;
 		*ntheirs = 1;
@@ -282,6 +285,10 @@ stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
 		}
 		fcntl(p[i][0], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
 	}
+	/* Our ends never block the loop (a command that does not read its
+	 * stdin would stall every session); theirs stay blocking. */
+	for (int i = 0; i < 3; i++)
+		fd_set_nonblock(p[i][i == 0 ? 1 : 0], 1);
 	st->in_fd = p[0][1];
 	theirs[0] = p[0][0];
 	st->out_fd = p[1][0];
@@ -394,8 +401,7 @@ stream_tick(struct chan *c)
 
 	if (!st->started)
 		return;
-	if ((st->out_paused || st->err_paused) &&
-	    ssh_channel_window_size(c->ch) > 0) {
+	if ((st->out_paused || st->err_paused) && chan_can_write(c) > 0) {
 		st->out_paused = st->err_paused = 0;
 		stream_update(st);
 	}
