@@ -385,6 +385,10 @@ def test_client_leaving_kills_its_command(srv):
     p = subprocess.Popen(ssh_command(srv, "demo", "echo started; sleep 313"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"started\n"
+    # bash forks the sleep just after the echo: give it a moment.
+    end = time.time() + 10
+    while time.time() < end and not sleepers(313):
+        time.sleep(0.05)
     assert sleepers(313)
     p.kill()
     p.wait()
