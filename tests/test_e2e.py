@@ -60,7 +60,9 @@ class Room:
                 return ev
 
     def until_turn_end(self, timeout=60):
-        return self.expect(lambda e: e["type"] == "turn_end", timeout, "turn_end")
+        """The end of a live turn (not one replayed from history)."""
+        return self.expect(lambda e: e["type"] == "turn_end" and not e.get("replay"),
+                           timeout, "turn_end")
 
     def close(self):
         try:
