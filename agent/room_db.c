@@ -4,7 +4,7 @@
  * (the checkpoints that make a turn resumable), the audit of commands and
  * token usage.  Only atrium-agent writes it; one connection, WAL mode.
  *
- * Schema (user_version 1):
+ * Schema (user_version 2):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -18,7 +18,16 @@
  *       stop_reason, steps, input_tokens, output_tokens, created, started,
  *       ended)
  *   transcript(id INTEGER PRIMARY KEY, turn, step, role user|assistant,
- *       json)  the neutral messages sent to the model, in order
+ *       json, input_tokens)  the neutral messages of the conversation, in
+ *       order, all kept; input_tokens: on an assistant row, the prompt
+ *       tokens the provider counted for the request that answered it
+ *       (NULL when unknown)
+ *   compactions(id INTEGER PRIMARY KEY, turn, state pending|done, reason
+ *       window|refused, cut, upto, summary, input_tokens, output_tokens,
+ *       requested, done)  summaries of older turns: the rows with id < cut
+ *       are sent as the summary of the latest done row; upto is the last
+ *       row when it was made.  A pending row is a summary step asked for
+ *       and not yet made (checkpoint: the step is made again after a crash)
  *   tool_journal(id INTEGER PRIMARY KEY, turn, step, idx, call_id, name,
  *       input, state started|ended, status, output, started, ended)
  *       UNIQUE(turn, step, idx): call idx of the assistant message of step
@@ -85,6 +94,16 @@ static const char *const room_db_migrations[] = {
 	"CREATE TABLE usage (day TEXT NOT NULL, model TEXT NOT NULL,"
 	"  input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
 	"  requests INTEGER NOT NULL, PRIMARY KEY (day, model));",
+	/* 1 -> 2: compaction */
+	"ALTER TABLE transcript ADD COLUMN input_tokens INTEGER;"
+	"CREATE TABLE compactions (id INTEGER PRIMARY KEY,"
+	"  turn INTEGER NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('pending','done')),"
+	"  reason TEXT NOT NULL, cut INTEGER, upto INTEGER, summary TEXT,"
+	"  input_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  output_tokens INTEGER NOT NULL DEFAULT 0,"
+	"  requested TEXT NOT NULL, done TEXT,"
+	"  CHECK (state = 'pending' OR (cut IS NOT NULL AND summary IS NOT NULL)));",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -552,6 +571,160 @@ room_db_transcript_replace(struct room_db *db, long long rowid,
 	return room_db_write(db, "UPDATE transcript SET json = ? WHERE id = ?",
 	    "sI", json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN),
 	    rowid);
+}
+
+int
+room_db_transcript_answer(struct room_db *db, long long turn, int step,
+    json_object *msg, long input_tokens)
+{
+	return room_db_write(db, "INSERT INTO transcript (turn, step, role,"
+	    " json, input_tokens) VALUES (?, ?, 'assistant', ?, ?)", "IisI",
+	    turn, step, json_object_to_json_string_ext(msg,
+	    JSON_C_TO_STRING_PLAIN), (long long)input_tokens);
+}
+
+void
+room_db_rows_free(struct room_db_msg *rows, size_t n)
+{
+	if (!rows)
+		return;
+	for (size_t i = 0; i < n; i++)
+		json_object_put(rows[i].msg);
+	free(rows);
+}
+
+/* Fill m from the current row of a SELECT id, turn, step, role, json,
+ * input_tokens.  0, or -EBADMSG when the JSON is unreadable. */
+static int
+room_db_row_read(sqlite3_stmt *st, struct room_db_msg *m)
+{
+	const char *json = (const char *)sqlite3_column_text(st, 4);
+
+	memset(m, 0, sizeof(*m));
+	m->rowid = sqlite3_column_int64(st, 0);
+	m->turn = sqlite3_column_int64(st, 1);
+	m->step = sqlite3_column_int(st, 2);
+	snprintf(m->role, sizeof(m->role), "%s", sqlite3_column_text(st, 3));
+	m->input_tokens = (long)sqlite3_column_int64(st, 5);
+	m->bytes = json ? strlen(json) : 0;
+	m->msg = json ? json_tokener_parse(json) : NULL;
+	return m->msg ? 0 : -EBADMSG;
+}
+
+int
+room_db_transcript_rows(struct room_db *db, long long from,
+    struct room_db_msg **rows, size_t *n)
+{
+	long long count = room_db_int(db, -1, "SELECT count(*) FROM transcript"
+	    " WHERE id >= ?", "I", from);
+	struct room_db_msg *out;
+	sqlite3_stmt *st;
+	size_t k = 0;
+	int rc;
+
+	*rows = NULL;
+	*n = 0;
+	if (count < 0)
+		return -EIO;
+	if (count > ROOM_DB_MAX_ROWS) {
+		log_error("room.db: %lld transcript rows to load, more than %d",
+		    count, ROOM_DB_MAX_ROWS);
+		return -EFBIG;
+	}
+	out = calloc((size_t)count + 1, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	st = room_db_prep(db, "SELECT id, turn, step, role, json,"
+	    " coalesce(input_tokens, 0) FROM transcript WHERE id >= ?"
+	    " ORDER BY id", "I", from);
+	if (!st) {
+		free(out);
+		return -EIO;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && k < (size_t)count) {
+		if (room_db_row_read(st, &out[k]) == 0)
+			k++;
+		else
+			log_warn("room.db: unreadable transcript row skipped");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		room_db_rows_free(out, k);
+		return room_db_fail(db, "transcript");
+	}
+	*rows = out;
+	*n = k;
+	return 0;
+}
+
+/* ---- compactions ------------------------------------------------------- */
+
+int
+room_db_compaction_get(struct room_db *db, int pending,
+    struct room_db_compaction *c)
+{
+	sqlite3_stmt *st;
+	const char *summary;
+	int found = 0;
+
+	memset(c, 0, sizeof(*c));
+	st = room_db_prep(db, "SELECT id, turn, reason, coalesce(cut, 0),"
+	    " coalesce(upto, 0), summary FROM compactions WHERE state = ?"
+	    " ORDER BY id DESC LIMIT 1", "s", pending ? "pending" : "done");
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		c->id = sqlite3_column_int64(st, 0);
+		c->turn = sqlite3_column_int64(st, 1);
+		c->pending = pending;
+		snprintf(c->reason, sizeof(c->reason), "%s",
+		    sqlite3_column_text(st, 2));
+		c->cut = sqlite3_column_int64(st, 3);
+		c->upto = sqlite3_column_int64(st, 4);
+		summary = (const char *)sqlite3_column_text(st, 5);
+		found = 1;
+		if (summary && !(c->summary = strdup(summary)))
+			found = -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	if (found < 0)
+		memset(c, 0, sizeof(*c));
+	return found;
+}
+
+int
+room_db_compaction_request(struct room_db *db, long long turn,
+    const char *reason)
+{
+	char now[40];
+
+	if (room_db_int(db, 0, "SELECT count(*) FROM compactions WHERE state ="
+	    " 'pending'", "") > 0)
+		return 0;
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO compactions (turn, state, reason,"
+	    " requested) VALUES (?, 'pending', ?, ?)", "Iss", turn, reason,
+	    now);
+}
+
+int
+room_db_compaction_done(struct room_db *db, long long id, long long cut,
+    long long upto, const char *summary, long in, long out)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "UPDATE compactions SET state = 'done', cut ="
+	    " ?, upto = ?, summary = ?, input_tokens = ?, output_tokens = ?,"
+	    " done = ? WHERE id = ?", "IIsIIsI", cut, upto, summary,
+	    (long long)in, (long long)out, now, id);
+}
+
+int
+room_db_compaction_drop(struct room_db *db, long long id)
+{
+	return room_db_write(db, "DELETE FROM compactions WHERE id = ? AND"
+	    " state = 'pending'", "I", id);
 }
 
 /* ---- tool journal ------------------------------------------------------ */

@@ -16,7 +16,7 @@
 
 #include <json-c/json.h>
 
-#define ROOM_DB_VERSION	1	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	2	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -85,11 +85,47 @@ struct room_db_msg {
 	int step;
 	char role[16];
 	json_object *msg;	/* caller's reference */
+	long input_tokens;	/* assistant rows: the request's prompt tokens
+				 * as the provider counted them; 0 unknown */
+	size_t bytes;		/* length of the stored JSON */
 };
 /* The last message: 1 found, 0 empty transcript. */
 int room_db_transcript_last(struct room_db *db, struct room_db_msg *m);
 int room_db_transcript_replace(struct room_db *db, long long rowid,
     json_object *msg);
+/* Store the model's answer with the prompt tokens of its request. */
+int room_db_transcript_answer(struct room_db *db, long long turn, int step,
+    json_object *msg, long input_tokens);
+#define ROOM_DB_MAX_ROWS	200000	/* transcript rows loaded at once */
+/* The rows with id >= from, oldest first, into a new array *rows of *n
+ * (free with room_db_rows_free).  -EFBIG past ROOM_DB_MAX_ROWS. */
+int room_db_transcript_rows(struct room_db *db, long long from,
+    struct room_db_msg **rows, size_t *n);
+void room_db_rows_free(struct room_db_msg *rows, size_t n);
+
+/* --- compactions: summaries of the older transcript (compact.h). */
+struct room_db_compaction {
+	long long id;		/* 0: none */
+	long long turn;		/* the turn whose step made it */
+	int pending;		/* asked for, summary not yet made */
+	char reason[16];	/* window (the estimate) or refused (the
+				 * provider said the prompt was too long) */
+	long long cut;		/* done: first transcript row sent in full */
+	long long upto;		/* done: last transcript row when made */
+	char *summary;		/* done: malloc'd; NULL while pending */
+};
+/* The latest done compaction (pending 0) or the pending request (1).
+ * 1 found (free c->summary), 0 none (c zeroed). */
+int room_db_compaction_get(struct room_db *db, int pending,
+    struct room_db_compaction *c);
+/* Ask for a summary step (a pending row), unless one is pending. */
+int room_db_compaction_request(struct room_db *db, long long turn,
+    const char *reason);
+/* The pending row id is made: its cut, upto, summary and tokens. */
+int room_db_compaction_done(struct room_db *db, long long id, long long cut,
+    long long upto, const char *summary, long in, long out);
+/* Forget the pending request id (nothing could be summarised). */
+int room_db_compaction_drop(struct room_db *db, long long id);
 
 /* --- tool journal: a call (turn, step, idx) is started, then ended.
  * Denied and interrupted calls are ended without a start. */

@@ -5,6 +5,8 @@
  *   phase      in flight                      what room.db holds meanwhile
  *   MODEL      one model request (http.c)      transcript ends with a user
  *   RETRY      a timer before the next attempt message: redo the request
+ *              (a summary request when        (and a pending compactions
+ *              summarising)                    row: summarise first)
  *   APPROVAL   an approval_request and timer   assistant tool_use stored;
  *   TOOL       one tool call (tools.c)         journal row per call answered
  *
@@ -16,6 +18,13 @@
  * it again); an assistant message with tool calls means answer the calls
  * with no journal end, where a start without an end becomes "interrupted"
  * and is never run again.
+ *
+ * Before each request, context.c decides from room.db whether a summary
+ * step comes first (the transcript nears the model's window, or the
+ * provider refused the last request as too long): its pending row is
+ * committed before the summary request, and the summary, the step and the
+ * compaction event are committed together; then the step's request is
+ * made with the summary and the recent turns (compact.h).
  *
  * A turn ends with turn_end (stop_reason end_turn, max_tokens, stopped,
  * error, max_steps) and always leaves the transcript valid: every tool_use
@@ -32,6 +41,8 @@
 
 #include "agent.h"
 #include "approval.h"
+#include "compact.h"
+#include "context.h"
 #include "http.h"
 #include "jsonl.h"
 #include "log.h"
@@ -40,11 +51,13 @@
 #include "provider.h"
 #include "room.h"
 #include "room_db.h"
+#include "text.h"
 #include "tools.h"
 #include "util.h"
 
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
-#define TURN_MAX_AGENTS_READ	(1024 * 1024)	/* AGENTS.md read at most */
+#define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
+#define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
 
 enum turn_phase { PHASE_IDLE, PHASE_MODEL, PHASE_RETRY, PHASE_APPROVAL,
 	PHASE_TOOL };
@@ -71,6 +84,20 @@ struct turn {
 	const struct tool_def *run_def;	/* the running call's tool */
 	void *run;			/* and the call, or NULL */
 	long long ask_deadline;		/* monotonic ms an ask times out */
+	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
+	int summarising;		/* the request is a summary request */
+	int refused_summarised;		/* this step was refused as too long
+					 * and summarised: a second refusal
+					 * ends the turn */
+	int sum_shrink;			/* summary requests refused as too
+					 * long in this turn: each halves the
+					 * next one's text */
+	char sum_reason[16];		/* window or refused */
+	long long sum_id;		/* the pending compactions row */
+	long long sum_cut, sum_upto;	/* transcript rowids: first row kept,
+					 * last row */
+	size_t sum_msgs, sum_kept;	/* rows summarised, rows kept */
+	long sum_before, sum_window;	/* estimate before, window (tokens) */
 };
 
 static void turn_model_start(struct turn *t);
@@ -231,66 +258,6 @@ turn_http_body(void *arg, const char *p, size_t n)
 	return r;
 }
 
-/* The system prompt: room, members, AGENTS.md.  malloc'd or NULL. */
-static char *
-turn_system_prompt(struct agent *a)
-{
-	char path[PATH_MAX + 16], *md = NULL, *s;
-	json_object *members = room_members(a);
-	size_t len = 0;
-	int r;
-
-	snprintf(path, sizeof(path), "%s/AGENTS.md", a->workspace);
-	r = read_small_file(path, TURN_MAX_AGENTS_READ, &md, &len);
-	if (r < 0 && r != -ENOENT)
-		log_warn("AGENTS.md not read: %s", strerror(-r));
-	s = prompt_system(a->room, members, r == 0 ? md : NULL, len);
-	free(md);
-	json_object_put(members);
-	return s;
-}
-
-/* Build the request of this step.  0 or -errno (message in err). */
-static int
-turn_build(struct turn *t, struct provider_http *http, char *err,
-    size_t errlen)
-{
-	struct agent *a = t->a;
-	struct provider_request req = { 0 };
-	json_object *messages = NULL, *tools;
-	int timeout = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
-	    AGENT_DEFAULT_TOOL_TIMEOUT;
-	char *system;
-	int r;
-
-	if (provider_kind_parse(a->provider, &t->kind) < 0) {
-		snprintf(err, errlen, "the room's provider \"%s\" is unknown: "
-		    "set it to anthropic or openai", a->provider);
-		return -EINVAL;
-	}
-	r = room_db_transcript_load(a->db, &messages);
-	if (r < 0) {
-		snprintf(err, errlen, "the room's transcript could not be read");
-		return r;
-	}
-	system = turn_system_prompt(a);
-	tools = prompt_tools(timeout);
-	req.model = a->model;
-	req.system = system;
-	req.messages = messages;
-	req.tools = tools;
-	req.max_tokens = a->cfg.max_tokens > 0 ? a->cfg.max_tokens : 4096;
-	r = provider_build(t->kind, agent_model_url(a),
-	    a->have_api_key ? a->api_key : NULL, &req, http);
-	if (r < 0)
-		snprintf(err, errlen, "the model request could not be built "
-		    "(%s)", strerror(-r));
-	free(system);
-	json_object_put(messages);
-	json_object_put(tools);
-	return r;
-}
-
 /* No key and the provider's public URL: tell the room how to set one up. */
 static void
 turn_no_model(struct turn *t)
@@ -306,6 +273,112 @@ turn_no_model(struct turn *t)
 
 static void turn_model_done(void *arg, const struct http_result *r);
 
+/* Nothing older than this turn and the one before it is left to summarise
+ * and the conversation is still too long: the pending request is dropped
+ * and the turn fails, saying what to do. */
+static void
+turn_summary_impossible(struct turn *t, const struct context *c)
+{
+	char msg[700];
+
+	room_db_compaction_drop(t->a->db, c->pending.id);
+	snprintf(msg, sizeof(msg), "the conversation is too long for the "
+	    "model's context window (about %ld tokens, window %ld) and "
+	    "nothing older than this turn and the one before it is left to "
+	    "summarise: send a new, shorter prompt (the next turn can "
+	    "summarise this one), or set context-window to the model's real "
+	    "window if it is larger", c->estimate, c->window);
+	turn_fail(t, msg);
+}
+
+/* Tell the room why and what is summarised. */
+static void
+turn_summary_notice(struct turn *t, const struct context *c)
+{
+	char turns[64];
+	long long from = c->rows[0].turn, to = c->rows[c->cut - 1].turn;
+
+	if (from == to)
+		snprintf(turns, sizeof(turns), "turn %lld", from);
+	else
+		snprintf(turns, sizeof(turns), "turns %lld to %lld", from, to);
+	room_notice(t->a, "compacting the conversation: %s (about %ld of "
+	    "%ld tokens); summarising its %zu oldest messages (%s) and "
+	    "keeping the %zu most recent whole",
+	    strcmp(t->sum_reason, "refused") == 0 ? "the model refused it as "
+	    "longer than its context window" : "it nears the model's context "
+	    "window", c->estimate, c->window, c->cut, turns, t->sum_kept);
+}
+
+/* Make this step a summary step: the pending row asked for and committed
+ * (so a crash makes the step again), the room told, the request built.
+ * 0, 1 when the turn ended here, or -errno (message in err). */
+static int
+turn_summary_prepare(struct turn *t, const struct context *c,
+    struct provider_http *http, char *err, size_t errlen)
+{
+	struct agent *a = t->a;
+	struct room_db_compaction p;
+	int r;
+
+	if (c->cut == 0) {
+		turn_summary_impossible(t, c);
+		return 1;
+	}
+	if (room_db_compaction_request(a->db, t->id, "window") < 0 ||
+	    room_db_compaction_get(a->db, 1, &p) != 1) {
+		snprintf(err, errlen, "the summary step could not be recorded "
+		    "in room.db: the agent's log says why");
+		return -EIO;
+	}
+	turn_checkpoint(t);
+	t->summarising = 1;
+	snprintf(t->sum_reason, sizeof(t->sum_reason), "%s", p.reason);
+	free(p.summary);
+	t->sum_id = p.id;
+	t->sum_cut = c->rows[c->cut].rowid;
+	t->sum_upto = c->rows[c->n - 1].rowid;
+	t->sum_msgs = c->cut;
+	t->sum_kept = c->n - c->cut;
+	t->sum_before = c->estimate;
+	t->sum_window = c->window;
+	if (t->attempt == 0)
+		turn_summary_notice(t, c);
+	log_info("turn %lld: summarising %zu messages (about %ld tokens of "
+	    "%ld)", t->id, c->cut, c->estimate, c->window);
+	r = context_build_summary(a, c, t->sum_shrink, http);
+	if (r < 0)
+		snprintf(err, errlen, "the summary request could not be built "
+		    "(%s)", strerror(-r));
+	return r;
+}
+
+/* Build this step's request: a summary when the context asks for one,
+ * else the conversation.  0, 1 when the turn ended here, or -errno
+ * (message in err). */
+static int
+turn_prepare(struct turn *t, struct provider_http *http, char *err,
+    size_t errlen)
+{
+	struct context c;
+	int r = context_load(t->a, t->id, &c, err, errlen);
+
+	if (r < 0)
+		return r;
+	t->kind = c.kind;
+	t->summarising = 0;
+	if (context_wants_summary(&c)) {
+		r = turn_summary_prepare(t, &c, http, err, errlen);
+	} else {
+		r = context_build(t->a, &c, http);
+		if (r < 0)
+			snprintf(err, errlen, "the model request could not be "
+			    "built (%s)", strerror(-r));
+	}
+	context_free(&c);
+	return r;
+}
+
 static void
 turn_model_start(struct turn *t)
 {
@@ -315,7 +388,8 @@ turn_model_start(struct turn *t)
 	struct http_cbs cbs = { .arg = t, .body = turn_http_body,
 	    .done = turn_model_done };
 	struct provider_http http = { 0 };
-	char err[512];
+	char err[700];
+	int r;
 
 	if (!a->have_api_key && !a->cfg.model_url[0]) {
 		turn_no_model(t);
@@ -328,10 +402,15 @@ turn_model_start(struct turn *t)
 		turn_finish(t, "max_steps");
 		return;
 	}
-	if (turn_build(t, &http, err, sizeof(err)) < 0) {
-		turn_fail(t, err);
+	r = turn_prepare(t, &http, err, sizeof(err));
+	if (r != 0) {
+		provider_http_free(&http);
+		if (r < 0)
+			turn_fail(t, err);
 		return;
 	}
+	if (t->summarising)	/* the summary is not the agent's answer */
+		sink.text = NULL;
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	t->bad_args = json_object_new_object();
@@ -347,8 +426,136 @@ turn_model_start(struct turn *t)
 		return;
 	}
 	provider_http_free(&http);
-	log_debug("turn %lld step %d: model request, attempt %d", t->id,
-	    t->step + 1, t->attempt);
+	log_debug("turn %lld step %d: %s request, attempt %d", t->id,
+	    t->step + 1, t->summarising ? "summary" : "model", t->attempt);
+}
+
+/* ---- the summary step ------------------------------------------------------ */
+
+/* The stored compaction event: what was summarised, and the summary. */
+static void
+turn_summary_event(struct turn *t, const char *summary, long in, long out)
+{
+	json_object *ev = room_event_new("compaction");
+
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "reason",
+	    json_object_new_string(t->sum_reason));
+	json_object_object_add(ev, "summarized",
+	    json_object_new_int64((int64_t)t->sum_msgs));
+	json_object_object_add(ev, "kept",
+	    json_object_new_int64((int64_t)t->sum_kept));
+	json_object_object_add(ev, "tokens_before",
+	    json_object_new_int64(t->sum_before));
+	json_object_object_add(ev, "context_window",
+	    json_object_new_int64(t->sum_window));
+	/* The event stays a fraction of a protocol line; room.db keeps it
+	 * whole. */
+	json_object_object_add(ev, "summary", json_object_new_string_len(
+	    summary, (int)text_utf8_complete(summary, strnlen(summary,
+	    TURN_EVENT_SUMMARY_MAX))));
+	json_object_object_add(ev, "usage", json_object_new_object());
+	json_object_object_add(json_object_object_get(ev, "usage"),
+	    "input_tokens", json_object_new_int64(in));
+	json_object_object_add(json_object_object_get(ev, "usage"),
+	    "output_tokens", json_object_new_int64(out));
+	room_emit(t->a, ev, 1);
+}
+
+/* The summary came: commit it as a step of the turn, then make the step's
+ * request again, now with the summary. */
+static void
+turn_summary_complete(struct turn *t)
+{
+	struct agent *a = t->a;
+	json_object *msg = provider_stream_message(t->stream);
+	char *summary = msg ? compact_summary_text(msg) : NULL;
+	long in = 0, out = 0;
+
+	json_object_put(msg);
+	if (!summary) {
+		turn_fail(t, "the model answered the request to summarise the "
+		    "older conversation with no text; the next turn tries "
+		    "again");
+		return;
+	}
+	provider_stream_usage(t->stream, &in, &out);
+	room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
+	    summary, in, out);
+	room_db_turn_step(a->db, t->id, in, out);
+	room_db_usage_add(a->db, a->model, in, out);
+	t->in_tokens += in;
+	t->out_tokens += out;
+	t->step++;
+	turn_summary_event(t, summary, in, out);
+	turn_checkpoint(t);
+	free(summary);
+	log_info("turn %lld: %zu messages summarised", t->id, t->sum_msgs);
+	t->summarising = 0;
+	t->attempt = 0;
+	turn_model_start(t);
+}
+
+/* Was the request refused as too long for the model's window? */
+static int
+turn_is_too_long(struct turn *t, const struct http_result *r)
+{
+	const char *type, *msg = NULL;
+
+	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
+		type = provider_stream_error(t->stream, &msg);
+		return compact_too_long_error(type, msg);
+	}
+	return compact_too_long(r->status, r->body, r->body_len);
+}
+
+/* A request refused as too long: summarise and make it again, once per
+ * step.  1 when handled here (the turn goes on or has ended), 0 when the
+ * failure is another one. */
+static int
+turn_refused_too_long(struct turn *t, const struct http_result *r)
+{
+	char msg[600];
+
+	if (!turn_is_too_long(t, r))
+		return 0;
+	if (t->summarising && t->sum_shrink < TURN_MAX_SHRINK) {
+		log_warn("turn %lld: the summary request was refused as too "
+		    "long: making it smaller", t->id);
+		t->sum_shrink++;
+		t->attempt = 0;
+		turn_model_start(t);
+		return 1;
+	}
+	if (t->summarising) {
+		snprintf(msg, sizeof(msg), "the model refused even the request "
+		    "to summarise the older conversation as too long for its "
+		    "context window: set context-window to the model's real "
+		    "window (now taken as %ld tokens)", t->sum_window);
+		turn_fail(t, msg);
+		return 1;
+	}
+	if (t->refused_summarised) {
+		turn_fail(t, "the model refused the request as too long for its "
+		    "context window even after the older turns were "
+		    "summarised: this turn and the one before it are too long "
+		    "by themselves; send a new, shorter prompt (the next turn "
+		    "can summarise this one), or set context-window to the "
+		    "model's real window");
+		return 1;
+	}
+	log_warn("turn %lld: the model refused the request as too long: "
+	    "summarising", t->id);
+	t->refused_summarised = 1;
+	if (room_db_compaction_request(t->a->db, t->id, "refused") < 0) {
+		turn_fail(t, "the summary step could not be recorded in "
+		    "room.db: the agent's log says why");
+		return 1;
+	}
+	turn_checkpoint(t);
+	t->attempt = 0;
+	turn_model_start(t);
+	return 1;
 }
 
 /* ---- the model's answer --------------------------------------------------- */
@@ -421,12 +628,13 @@ turn_model_complete(struct turn *t)
 	provider_stream_usage(t->stream, &in, &out);
 	calls = turn_tool_uses(msg);
 	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
-	room_db_transcript_add(a->db, t->id, t->step, "assistant", msg);
+	room_db_transcript_answer(a->db, t->id, t->step, msg, in);
 	room_db_turn_step(a->db, t->id, in, out);
 	room_db_usage_add(a->db, a->model, in, out);
 	t->in_tokens += in;
 	t->out_tokens += out;
 	t->attempt = 0;
+	t->refused_summarised = 0;
 	turn_announce(t, msg, calls);
 	turn_checkpoint(t);
 	json_object_put(msg);
@@ -511,12 +719,17 @@ turn_model_done(void *arg, const struct http_result *r)
 	if (r->status >= 200 && r->status < 300 && !r->curl_code &&
 	    !t->feed_err) {
 		if (provider_stream_finish(t->stream) == 0) {
-			turn_model_complete(t);
+			if (t->summarising)
+				turn_summary_complete(t);
+			else
+				turn_model_complete(t);
 			return;
 		}
 		snprintf(what, sizeof(what), "the model's answer was cut short");
 		hint[0] = '\0';
 		retry = 1;
+	} else if (turn_refused_too_long(t, r)) {
+		return;
 	} else {
 		retry = turn_describe_failure(t, r, what, sizeof(what), hint,
 		    sizeof(hint));

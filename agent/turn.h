@@ -1,7 +1,9 @@
 /*
  * turn.h: the agent's turns, a checkpointed state machine (turn.c).
  *
- *   prompt -> [queued] -> model request -> stream deltas -> response stored
+ *   prompt -> [queued] -> [summary step, when the transcript nears the
+ *     model's window: summary stored] -> model request -> stream deltas
+ *     -> response stored
  *     -> for each tool call, in order: approval -> journal start (committed)
  *        -> run -> journal end (committed) -> tool_result
  *     -> tool results stored -> next model request ... -> turn_end

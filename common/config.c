@@ -41,6 +41,7 @@ static const struct config_key config_keys[] = {
 	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
 	STR("approval", approval),
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
+	NUM("context-window", CT_INT, context_window, 0, 100000000),
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
 	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
 	NUM("sandbox-uid", CT_UID, sandbox_uid, 1, 0x7fffffff),
@@ -198,10 +199,40 @@ config_trim(char *s)
 	return s;
 }
 
+/* Apply one line of a settings file (NUL-terminated, no newline).  0, or
+ * -EINVAL with "PATH:LINE: reason" in err. */
+static int
+config_load_line(struct config *c, char *line, const char *path, int lineno,
+    char *err, size_t errlen)
+{
+	char *eq, msg[256], *hash = strchr(line, '#');
+
+	if (hash)
+		*hash = '\0';
+	line = config_trim(line);
+	if (!*line)
+		return 0;
+	eq = strchr(line, '=');
+	if (!eq) {
+		snprintf(err, errlen, "%s:%d: expected 'key = value'", path,
+		    lineno);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	if (config_set(c, config_trim(line), config_trim(eq + 1), msg,
+	    sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Lines are cut by hand, not with strtok: blank lines must count in the
+ * line numbers errors give, and a NUL byte must not hide the rest. */
 int
 config_load_file(struct config *c, const char *path, char *err, size_t errlen)
 {
-	char *text, *line, *save = NULL, msg[256];
+	char *text, *end, *next;
 	size_t len;
 	int r, lineno = 0;
 
@@ -212,33 +243,26 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 		return r;
 	}
-	for (char *p = text; (line = strtok_r(p, "\n", &save)); p = NULL) {
-		char *eq, *hash = strchr(line, '#');
+	end = text + len;
+	for (char *line = text; line < end && r == 0; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(end - line));
 
+		next = nl ? nl + 1 : end;
+		if (nl)
+			*nl = '\0';
 		lineno++;
-		if (hash)
-			*hash = '\0';
-		line = config_trim(line);
-		if (!*line)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq) {
-			snprintf(err, errlen, "%s:%d: expected 'key = value'",
-			    path, lineno);
-			free(text);
-			return -EINVAL;
-		}
-		*eq = '\0';
-		r = config_set(c, config_trim(line), config_trim(eq + 1), msg,
-		    sizeof(msg));
-		if (r < 0) {
-			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
-			free(text);
-			return -EINVAL;
+		if (memchr(line, '\0', (size_t)((nl ? nl : end) - line))) {
+			snprintf(err, errlen, "%s:%d: a NUL byte; settings "
+			    "must be plain text 'key = value' lines", path,
+			    lineno);
+			r = -EINVAL;
+		} else {
+			r = config_load_line(c, line, path, lineno, err,
+			    errlen);
 		}
 	}
 	free(text);
-	return 0;
+	return r;
 }
 
 const char *

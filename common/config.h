@@ -29,6 +29,9 @@ struct config {
 	int idle_timeout;		/* seconds before an idle room stops */
 	char approval[16];		/* default policy of a new room */
 	int max_tokens;			/* output tokens per model request */
+	int context_window;		/* tokens the model takes in (0: the
+					 * provider's usual); older turns are
+					 * summarised as the transcript nears it */
 	int command_timeout;		/* seconds an agent's command may run */
 	int exec_timeout;		/* seconds a person's command may run
 					 * (exec, sftp; 0: no limit) */

@@ -56,6 +56,10 @@
  *                    stderr [, truncated]   (stored when shared)
  *   presence         users [names], joined | left (name)
  *   config*          provider, model, approval, allow_list, user
+ *   compaction*      turn, reason (window | refused), summarized, kept,
+ *                    tokens_before, context_window, summary, usage: older
+ *                    turns were summarised for the model; history stays
+ *                    whole
  *   notice           text                 e.g. "model busy, retrying in 4 s"
  *   error            message [, id]       what was wrong, what to do
  *

@@ -1,0 +1,482 @@
+"""atrium-agent's context compaction, driven directly on its unix socket
+with a scripted model server, a real sandbox and a real room.db: with a tiny
+--context-window the older turns are summarised by a model request of their
+own (no tools), later requests start with that summary and carry only the
+recent turns, a kill -9 during the summary request resumes cleanly, and a
+provider that answers "prompt is too long" gets a summary and a retry.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_compact.py
+The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
+(ATRIUM_BUILD defaults to build).
+"""
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from model_server import Fault, Hang, ModelServer, Reply  # noqa: E402
+
+BUILD = os.environ.get("ATRIUM_BUILD", "build")
+BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
+AGENT = os.path.join(BIN_DIR, "atrium-agent")
+ROOM = "demo"
+HEAD = "Summary of the earlier conversation"
+TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root"),
+    pytest.mark.skipif(not os.path.exists(AGENT), reason="build first: "
+                       "make all"),
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bwrap"),
+]
+
+
+# --- the agent and its socket (as in test_agent.py) ---------------------------
+
+class Client:
+    """One connection to agent.sock, speaking JSON lines."""
+
+    def __init__(self, path, user="alice", **hello):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.buf = b""
+        self.events = []
+        self.send(dict(type="hello", user=user, kind="chat", **hello))
+        self.welcome = self.wait("welcome")
+
+    def send(self, obj):
+        self.sock.sendall((json.dumps(obj) + "\n").encode())
+
+    def _read(self, timeout):
+        self.sock.settimeout(max(timeout, 0.01))
+        try:
+            chunk = self.sock.recv(65536)
+        except socket.timeout:
+            return True
+        if not chunk:
+            return False
+        self.buf += chunk
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self.events.append(json.loads(line))
+        return True
+
+    def wait(self, type, timeout=15):
+        """The first event of type; the events before it are dropped."""
+        return self.collect(type, timeout)[-1]
+
+    def collect(self, until, timeout=20, stop=None):
+        """Every event up to and including the first `until` event; None
+        when stop() comes true first."""
+        end = time.monotonic() + timeout
+        out = []
+        while True:
+            while self.events:
+                ev = self.events.pop(0)
+                out.append(ev)
+                if ev.get("type") == until:
+                    return out
+            if stop and stop():
+                self.events[:0] = out
+                return None
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s within %ss; got %s" % (
+                    until, timeout, out[-20:]))
+            if not self._read(min(left, 0.1)):
+                raise AssertionError("closed; got %s" % out)
+
+    def close(self):
+        self.sock.close()
+
+
+class Room:
+    """A data directory for one room and the agent processes serving it."""
+
+    def __init__(self, base):
+        self.base = base
+        self.room_dir = os.path.join(base, "rooms", ROOM)
+        self.run_dir = os.path.join(base, "run", ROOM)
+        self.workspace = os.path.join(self.run_dir, "workspace")
+        os.makedirs(self.room_dir)
+        os.makedirs(self.workspace)
+        os.chmod(self.workspace, 0o777)
+        self.sock = os.path.join(self.run_dir, "agent.sock")
+        self.log = os.path.join(base, "agent.log")
+        self.procs, self.clients, self.args = [], [], []
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+
+    def start(self, *args):
+        if args:
+            self.args = list(args)
+        r, w = os.pipe()
+        with open(self.log, "ab") as log:
+            p = subprocess.Popen(
+                [AGENT, "--room-dir", self.room_dir, "--run-dir",
+                 self.run_dir, "--ready-fd", str(w), "--bin-dir", BIN_DIR,
+                 *self.args], pass_fds=(w,), env=self.env, stderr=log)
+        os.close(w)
+        self.procs.append(p)
+        with os.fdopen(r, "rb") as f:
+            assert f.readline() == b"ready\n", self.log_text()
+        self.proc = p
+
+    def log_text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def connect(self, user="alice", **kw):
+        c = Client(self.sock, user=user, **kw)
+        self.clients.append(c)
+        return c
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def db(self):
+        return sqlite3.connect(os.path.join(self.room_dir, "room.db"))
+
+    def cleanup(self):
+        for c in self.clients:
+            c.close()
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        if os.path.exists(self.log):
+            assert "Sanitizer" not in self.log_text(), self.log_text()
+
+
+# --- a model server that tells summary requests apart ---------------------------
+
+class SummaryServer(ModelServer):
+    """A ModelServer whose requests without tools (summary requests) take
+    their steps from summary_steps, then get "Summary #N ..." answers;
+    other requests take the usual script and default rule."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.summary_steps = []
+        self.summaries = 0
+        self._mine = threading.local()
+
+    def _record(self, path, headers, body):
+        self._mine.summary = isinstance(body, dict) and "tools" not in body
+        super()._record(path, headers, body)
+
+    def _next_step(self):
+        if not getattr(self._mine, "summary", False):
+            return super()._next_step()
+        with self._lock:
+            if self.summary_steps:
+                return self.summary_steps.pop(0)
+            self.summaries += 1
+            return Reply(text="Summary #%d: alice and the agent traded "
+                         "long lines." % self.summaries)
+
+
+def is_summary(req):
+    return "tools" not in req["body"]
+
+
+def chat_messages(body):
+    """The conversation of a request, without OpenAI's system message."""
+    return [m for m in body["messages"] if m.get("role") != "system"]
+
+
+def text_of(msg):
+    c = msg.get("content")
+    if isinstance(c, str):
+        return c
+    return "\n".join(b.get("text", "") for b in c if isinstance(b, dict))
+
+
+@pytest.fixture
+def room():
+    base = tempfile.mkdtemp(prefix="atrium-compact-")
+    r = Room(base)
+    try:
+        yield r
+    finally:
+        r.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def model():
+    srv = SummaryServer().start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def start(room, model, provider, *extra):
+    url = model.url if provider == "anthropic" else model.openai_url
+    room.start("--provider", provider, "--model-url", url,
+               "--retry-base-ms", "50", "--max-retries", "3", *extra)
+
+
+TINY = ("--context-window", "3000", "--max-tokens", "100")
+
+
+def prompt_text(n):
+    """A prompt of about 800 bytes that says which turn it is."""
+    return "marker-%02d " % n + " ".join("word%d" % i for i in range(130))
+
+
+def turn(c, model, n, stop=None):
+    """Send prompt n; its events up to turn_end, or None when stop()."""
+    c.send({"type": "prompt", "text": prompt_text(n)})
+    return c.collect("turn_end", timeout=30, stop=stop)
+
+
+def turns_until_summary(c, model, first=1, limit=8, stop=None):
+    """Run turns first, first+1, ... until one makes a summary request;
+    (its number, its events or None)."""
+    for n in range(first, first + limit):
+        seen = sum(map(is_summary, model.requests))
+        evs = turn(c, model, n, stop=stop)
+        if sum(map(is_summary, model.requests)) > seen:
+            return n, evs
+        assert evs[-1]["stop_reason"] == "end_turn", evs
+    raise AssertionError("no summary request after %d turns" % limit)
+
+
+# --- the window nears: summarise, then send the summary and recent turns -------
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_older_turns_are_summarised(room, model, provider):
+    start(room, model, provider, *TINY)
+    c = room.connect()
+    n, evs = turns_until_summary(c, model)
+    assert n >= 3, "a summary with nothing to summarise"
+    assert evs[-1]["stop_reason"] == "end_turn"
+    notices = [e["text"] for e in evs if e["type"] == "notice"]
+    assert any(t.startswith("compacting the conversation: ")
+               for t in notices), notices
+    comp = [e for e in evs if e["type"] == "compaction"][0]
+    assert comp["summary"] == ("Summary #1: alice and the agent traded "
+                               "long lines.")
+    assert comp["context_window"] == 3000 and comp["summarized"] > 0
+
+    idx = [i for i, r in enumerate(model.requests) if is_summary(r)][0]
+    summ, after = model.requests[idx]["body"], model.requests[idx + 1]["body"]
+    # The summary request: no tools, the older turns as text in it, and
+    # the summary is not streamed to the room as the agent's answer.
+    assert "tools" not in summ and "tool_choice" not in summ
+    sent = json.dumps(summ)
+    assert "marker-01" in sent and "marker-%02d" % (n - 1) not in sent
+    assert not any(e["type"] == "agent_delta" and "Summary #1" in e["text"]
+                   for e in evs)
+    # The next request: the summary first, then only the recent turns.
+    msgs = chat_messages(after)
+    assert msgs[0]["role"] == "user"
+    first = text_of(msgs[0])
+    assert first.index(HEAD) < first.index("Summary #1")
+    body = json.dumps(after)
+    assert "marker-01" not in body
+    assert "marker-%02d" % (n - 1) in body and "marker-%02d" % n in body
+    assert after["tools"]
+    # The stored transcript is whole; the summary is kept in room.db.
+    db = room.db()
+    assert db.execute("SELECT count(*) FROM transcript").fetchone()[0] \
+        == 2 * n
+    (state, summary, cut), = db.execute(
+        "SELECT state, summary, cut FROM compactions").fetchall()
+    assert state == "done" and summary.startswith("Summary #1")
+    stored = [json.loads(j) for j, in db.execute(
+        "SELECT json FROM events WHERE type = 'compaction'")]
+    assert stored and stored[0]["summary"] == summary
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
+    # Later turns keep sending the summary; the next one folds it in.
+    m, evs = turns_until_summary(c, model, first=n + 1)
+    idx2 = [i for i, r in enumerate(model.requests) if is_summary(r)][1]
+    again = json.dumps(model.requests[idx2]["body"])
+    assert "Summary #1" in again and "marker-%02d" % (n - 1) in again
+    last = chat_messages(model.requests[-1]["body"])
+    assert "Summary #2" in text_of(last[0]) and "Summary #1" not in \
+        json.dumps(last)
+    assert evs[-1]["stop_reason"] == "end_turn"
+
+
+def unpaired_calls(body):
+    """Tool results sent without their call right before them, and calls
+    without their results right after, in either wire format."""
+    msgs, bad = chat_messages(body), []
+    for i, m in enumerate(msgs):
+        prev = msgs[i - 1] if i else {}
+        if m.get("role") == "tool":            # OpenAI
+            j = i - 1
+            while j >= 0 and msgs[j].get("role") == "tool":
+                j -= 1
+            ids = [c["id"] for c in msgs[j].get("tool_calls") or []] \
+                if j >= 0 else []
+            if m.get("tool_call_id") not in ids:
+                bad.append(m)
+        elif isinstance(m.get("content"), list):   # Anthropic
+            ids = [b.get("id") for b in prev.get("content") or []
+                   if isinstance(b, dict) and b.get("type") == "tool_use"] \
+                if isinstance(prev.get("content"), list) else []
+            for b in m["content"]:
+                if b.get("type") == "tool_result" and \
+                        b.get("tool_use_id") not in ids:
+                    bad.append(b)
+    return bad
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_tool_calls_stay_paired_after_summary(room, model, provider):
+    start(room, model, provider, *TINY, "--approval", "allow_all")
+    c = room.connect()
+    for n in range(1, 8):
+        c.send({"type": "prompt", "text": "run: echo marker-%02d %s" % (
+            n, "x" * 500)})
+        evs = c.collect("turn_end", timeout=30)
+        assert evs[-1]["stop_reason"] == "end_turn", evs
+        assert [e["status"] for e in evs if e["type"] == "tool_result"] \
+            == ["ok"]
+        if sum(map(is_summary, model.requests)) >= 2:
+            break
+    else:
+        raise AssertionError("fewer than two summaries in 7 turns")
+    summaries = [r for r in model.requests if is_summary(r)]
+    assert "[agent calls bash]" in json.dumps(summaries[0]["body"])
+    for r in model.requests:
+        if not is_summary(r):
+            assert unpaired_calls(r["body"]) == [], r["body"]
+            assert chat_messages(r["body"])[0]["role"] == "user"
+    assert HEAD in json.dumps(model.requests[-1]["body"])
+
+
+def test_summary_request_refused_is_made_smaller(room, model):
+    model.summary_steps = [Fault(400, error_type="invalid_request_error",
+                                 message=TOO_LONG)]
+    start(room, model, "anthropic", "--context-window", "6000",
+          "--max-tokens", "100")
+    c = room.connect()
+    n, evs = turns_until_summary(c, model, limit=15)
+    assert evs[-1]["stop_reason"] == "end_turn", evs
+    first, second = [json.dumps(r["body"]) for r in model.requests
+                     if is_summary(r)]
+    assert "marker-01" in first and "left out" not in first
+    # The retry leaves the oldest messages out, keeps the latest.
+    assert len(second) < len(first) * 3 / 4
+    assert "marker-01" not in second and "oldest messages are left out" \
+        in second
+    assert "marker-%02d" % (n - 2) in second
+    assert any(e["type"] == "compaction" for e in evs)
+    assert HEAD in json.dumps(model.requests[-1]["body"])
+
+
+def test_kill9_during_summary_request_resumes(room, model):
+    model.summary_steps = [Hang()]
+    start(room, model, "anthropic", *TINY)
+    c = room.connect()
+    n, evs = turns_until_summary(
+        c, model, stop=lambda: any(map(is_summary, model.requests)))
+    assert evs is None           # the summary request hangs
+    first = [r for r in model.requests if is_summary(r)][0]
+    pending = room.db().execute("SELECT state FROM compactions").fetchall()
+    assert pending == [("pending",)]
+    room.kill9()
+    room.start()
+    d = room.connect("bob")
+    evs = d.collect("turn_end", timeout=30)
+    assert evs[-1]["stop_reason"] == "end_turn", evs
+    # The summary request was made again, the same as the lost one.
+    summaries = [r for r in model.requests if is_summary(r)]
+    assert len(summaries) == 2
+    assert summaries[1]["body"] == first["body"]
+    assert any(e["type"] == "compaction" for e in evs)
+    after = chat_messages(model.requests[-1]["body"])
+    assert HEAD in text_of(after[0])
+    assert "marker-%02d" % n in json.dumps(after)
+    rows = room.db().execute("SELECT state FROM compactions").fetchall()
+    assert rows == [("done",)]
+    # The answer of the resumed turn is in the room, once.
+    answers = [e for e in evs if e["type"] == "message" and
+               e.get("user") == "agent"]
+    assert len(answers) == 1 and "marker-%02d" % n in answers[0]["text"]
+
+
+# --- the provider says the prompt is too long ---------------------------------------
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_prompt_too_long_summarises_and_retries(room, model, provider):
+    start(room, model, provider)        # the provider's usual window
+    c = room.connect()
+    for n in (1, 2, 3):
+        assert turn(c, model, n)[-1]["stop_reason"] == "end_turn"
+    assert not any(map(is_summary, model.requests))
+    model.script(Fault(400, error_type="invalid_request_error",
+                       message=TOO_LONG))
+    before = len(model.requests)
+    evs = turn(c, model, 4)
+    assert evs[-1]["stop_reason"] == "end_turn", evs
+    reqs = model.requests[before:]
+    assert [is_summary(r) for r in reqs] == [False, True, False]
+    assert "marker-01" in json.dumps(reqs[1]["body"])
+    retry = json.dumps(reqs[2]["body"])
+    assert HEAD in retry and "marker-01" not in retry
+    assert "marker-03" in retry and "marker-04" in retry
+    notice = [e["text"] for e in evs if e["type"] == "notice"][0]
+    assert notice.startswith("compacting the conversation: the model "
+                             "refused it as longer than its context window")
+    assert not any(e["type"] == "error" for e in evs)
+    reason, = room.db().execute("SELECT reason FROM compactions").fetchone()
+    assert reason == "refused"
+
+
+def test_prompt_too_long_again_fails_the_turn(room, model):
+    start(room, model, "anthropic")
+    c = room.connect()
+    for n in (1, 2, 3):
+        turn(c, model, n)
+    model.script(*[Fault(400, error_type="invalid_request_error",
+                         message=TOO_LONG)] * 2)
+    before = len(model.requests)
+    evs = turn(c, model, 4)
+    assert [is_summary(r) for r in model.requests[before:]] == \
+        [False, True, False]
+    assert evs[-1]["stop_reason"] == "error"
+    err = [e for e in evs if e["type"] == "error"][0]["message"]
+    assert "too long" in err and "even after" in err
+    assert "new, shorter prompt" in err
+    # The room goes on: the next turn works and keeps the summary.
+    evs = turn(c, model, 5)
+    assert evs[-1]["stop_reason"] == "end_turn"
+    assert HEAD in json.dumps(model.requests[-1]["body"])
+
+
+def test_prompt_too_long_with_nothing_to_summarise(room, model):
+    start(room, model, "openai")
+    c = room.connect()
+    model.script(Fault(400, error_type="invalid_request_error",
+                       message=TOO_LONG))
+    evs = turn(c, model, 1)
+    assert evs[-1]["stop_reason"] == "error"
+    err = [e for e in evs if e["type"] == "error"][0]["message"]
+    assert "too long" in err and "nothing older" in err
+    assert not any(map(is_summary, model.requests))
+    assert room.db().execute("SELECT count(*) FROM compactions"
+                             ).fetchone()[0] == 0
+    assert turn(c, model, 2)[-1]["stop_reason"] == "end_turn"
