@@ -338,6 +338,13 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "notice") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
+	} else if (strcmp(type, "compaction") == 0) {
+		/* Live, a notice already said so; history has only this. */
+		if (!json_get_bool(o, "replay", 0))
+			return 1;
+		snprintf(text, sizeof(text), "the agent summarised %lld earlier "
+		    "messages for the model (the history stays whole)",
+		    json_get_int(o, "summarized", 0));
 	} else if (strcmp(type, "error") == 0) {
 		chat_print(ch, TUI_STYLE_ERROR, NULL,
 		    json_get_string(o, "message") ?: "error");
