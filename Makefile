@@ -30,7 +30,8 @@ LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 \
             libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev bubblewrap \
             openssh-client openssh-server openssh-sftp-server sshfs git procps \
-            python3 python3-pytest python3-paramiko tmux rsync
+            python3 python3-pytest python3-paramiko tmux rsync \
+            clang libclang-rt-14-dev
 
 COMMON_SRC := $(wildcard common/*.c)
 FS_SRC     := $(wildcard fs/*.c)
@@ -45,7 +46,7 @@ obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
 
-.PHONY: all deps run check unit unit-asan integration bench install clean
+.PHONY: all deps run check unit unit-asan fuzz fuzz-replay bench install clean
 all: $(addprefix $(BUILD)/,$(PROGS))
 
 # --- programs --------------------------------------------------------------
@@ -122,7 +123,15 @@ check: deps
 	    $(BUILD)/asan/atrium-sandbox-init
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
+	@$(MAKE) --no-print-directory fuzz-replay
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
+
+# libFuzzer targets of tests/fuzz/ (clang): FUZZ_SECONDS each (default 30),
+# FUZZ_JOBS at once.  make check replays their seed corpora only.
+fuzz: deps
+	@tests/fuzz/run.sh
+fuzz-replay:
+	@FUZZ_SECONDS=0 tests/fuzz/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all

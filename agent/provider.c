@@ -23,6 +23,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #define PROVIDER_JSON_DEPTH 64
 #define PROVIDER_RETRY_CAP_MS 60000L
 #define PROVIDER_ERR_SAMPLE 200	/* bytes of a non-JSON error body shown */
+#define PROVIDER_MAX_TOKENS (1L << 40)	/* usage reported, per request */
 
 /* "anthropic" / "openai" to a kind; -EINVAL for anything else. */
 int
@@ -98,7 +100,8 @@ provider_json_str(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
-/* obj[key] as an integer, or dflt. */
+/* obj[key] as an integer, or dflt (also for a number a long cannot
+ * hold). */
 long
 provider_json_long(json_object *obj, const char *key, long dflt)
 {
@@ -109,8 +112,13 @@ provider_json_long(json_object *obj, const char *key, long dflt)
 		return dflt;
 	if (json_object_is_type(v, json_type_int))
 		return (long)json_object_get_int64(v);
-	if (json_object_is_type(v, json_type_double))
-		return (long)json_object_get_double(v);
+	if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+
+		/* 1e300 or NaN would make the cast undefined. */
+		return d >= (double)LONG_MIN && d < (double)LONG_MAX ?
+		    (long)d : dflt;
+	}
 	return dflt;
 }
 
@@ -538,15 +546,20 @@ provider_stream_stop_reason(struct provider_stream *s)
 	return s->stop_reason[0] ? s->stop_reason : NULL;
 }
 
-/* Token usage so far (0 when the provider did not say). */
+/* Token usage so far (0 when the provider did not say), each within
+ * 0..PROVIDER_MAX_TOKENS: the server's numbers, which callers add up. */
 void
 provider_stream_usage(struct provider_stream *s, long *input_tokens,
     long *output_tokens)
 {
 	if (input_tokens)
-		*input_tokens = s->input_tokens;
+		*input_tokens = s->input_tokens < 0 ? 0 :
+		    s->input_tokens > PROVIDER_MAX_TOKENS ?
+		    PROVIDER_MAX_TOKENS : s->input_tokens;
 	if (output_tokens)
-		*output_tokens = s->output_tokens;
+		*output_tokens = s->output_tokens < 0 ? 0 :
+		    s->output_tokens > PROVIDER_MAX_TOKENS ?
+		    PROVIDER_MAX_TOKENS : s->output_tokens;
 }
 
 /* The recorded error's type and message, or NULL when there was none. */
@@ -740,7 +753,7 @@ provider_parse_retry_after(const char *v)
 	if (end != v) {
 		while (isspace((unsigned char)*end))
 			end++;
-		if (*end || secs < 0)
+		if (*end || !(secs >= 0))	/* also "nan": no cast */
 			return -1;
 		return secs > PROVIDER_RETRY_CAP_MS / 1000.0 ?
 		    PROVIDER_RETRY_CAP_MS : (long)(secs * 1000.0);
@@ -766,7 +779,7 @@ provider_parse_retry_after_ms(const char *v)
 
 	while (isspace((unsigned char)*end))
 		end++;
-	if (end == v || *end || ms < 0)
+	if (end == v || *end || !(ms >= 0))	/* also "nan" */
 		return -1;
 	return ms > PROVIDER_RETRY_CAP_MS ? PROVIDER_RETRY_CAP_MS : (long)ms;
 }

@@ -32,6 +32,7 @@
  * to the event: name, so proxies that drop event: lines still work.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,11 +262,15 @@ anthropic_usage(struct provider_stream *s, json_object *usage)
 {
 	long in = provider_json_long(usage, "input_tokens", -1);
 	long out = provider_json_long(usage, "output_tokens", -1);
+	long cc = provider_json_long(usage, "cache_creation_input_tokens", 0);
+	long cr = provider_json_long(usage, "cache_read_input_tokens", 0);
 
+	/* The server's numbers: a huge one must not overflow the sum. */
+	if (in >= 0 && (__builtin_add_overflow(in, cc > 0 ? cc : 0, &in) ||
+	    __builtin_add_overflow(in, cr > 0 ? cr : 0, &in)))
+		in = LONG_MAX;
 	if (in >= 0)
-		s->input_tokens = in + provider_json_long(usage,
-		    "cache_creation_input_tokens", 0) + provider_json_long(
-		    usage, "cache_read_input_tokens", 0);
+		s->input_tokens = in;
 	if (out >= 0)
 		s->output_tokens = out;
 }

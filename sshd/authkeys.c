@@ -146,8 +146,11 @@ authkeys_parse_line(char *line, struct authkeys_line *out)
 	out->base64 = authkeys_skip_space(p);
 	if (*out->base64 == '\0')
 		return -EINVAL;
-	p = authkeys_cut_word((char *)out->base64);
-	out->comment = p ? authkeys_skip_space(p) : "";
+	/* The blob is one word: quotes belong to options, not to it. */
+	p = (char *)out->base64 + strcspn(out->base64, " \t");
+	if (*p)
+		*p++ = '\0';
+	out->comment = authkeys_skip_space(p);
 	r = opts ? authkeys_option_user(opts, out->user, sizeof(out->user)) : 0;
 	if (r < 0)
 		return -EINVAL;

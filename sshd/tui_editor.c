@@ -145,6 +145,8 @@ tui_editor_end(struct tui_editor *e)
 void
 tui_editor_kill_start(struct tui_editor *e)
 {
+	if (e->cursor == 0)
+		return;		/* nothing to kill; cps may still be NULL */
 	for (size_t i = 0; i < e->cursor; i++)
 		e->bytes -= tui_utf8_len(e->cps[i]);
 	memmove(e->cps, e->cps + e->cursor, (e->len - e->cursor) * sizeof(*e->cps));

@@ -948,6 +948,40 @@ test_retry_delay(void)
 	CHECK_INT(provider_retry_delay_ms(400, NULL, NULL, 1000), 60000);
 }
 
+/* Found by tests/fuzz/fuzz_provider.c and fuzz_provider_error.c: numbers
+ * from the server that a long cannot hold were cast or added regardless
+ * (undefined behaviour), and "nan" passed as a Retry-After delay. */
+static void
+test_fuzzfound_numbers(void)
+{
+	static const char *huge_index =
+	    "data: {\"choices\":[{\"index\":1e3000,\"delta\":"
+	    "{\"content\":\"Hi\"},\"finish_reason\":\"length\"}]}\n\n";
+	static const char *huge_usage =
+	    "event: message_start\ndata: {\"type\":\"message_start\","
+	    "\"message\":{\"usage\":{\"input_tokens\":9223372036854775807,"
+	    "\"cache_read_input_tokens\":5,\"output_tokens\":-4}}}\n\n"
+	    "event: content_block_delta\ndata: {\"type\":"
+	    "\"content_block_delta\",\"index\":-1e300}\n\n";
+	struct provider_stream *s;
+	long in = -1, out = -1;
+
+	s = provider_stream_new(PROVIDER_OPENAI, NULL);
+	CHECK_INT(provider_stream_feed(s, huge_index, strlen(huge_index)), 0);
+	provider_stream_free(s);
+	s = provider_stream_new(PROVIDER_ANTHROPIC, NULL);
+	CHECK_INT(provider_stream_feed(s, huge_usage, strlen(huge_usage)),
+	    -EBADMSG);
+	provider_stream_usage(s, &in, &out);
+	CHECK_INT(in, 1L << 40);
+	CHECK_INT(out, 0);
+	provider_stream_free(s);
+	CHECK(provider_retry_delay_ms(1, "nan", NULL, 1000) >= 750);
+	CHECK(provider_retry_delay_ms(1, "nan", NULL, 1000) <= 1250);
+	CHECK(provider_retry_delay_ms(1, NULL, "-nan", 1000) <= 1250);
+	CHECK_INT(provider_retry_delay_ms(1, "inf", NULL, 1000), 60000);
+}
+
 int
 main(void)
 {
@@ -969,5 +1003,6 @@ main(void)
 	TEST(test_error_message);
 	TEST(test_should_retry);
 	TEST(test_retry_delay);
+	TEST(test_fuzzfound_numbers);
 	return unit_done("test_agent_provider");
 }

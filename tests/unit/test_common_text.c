@@ -202,6 +202,39 @@ test_config(void)
 	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
 }
 
+/* Found by tests/fuzz/fuzz_config.c: blank lines were not counted in the
+ * line an error names, and a NUL byte hid the rest of the file. */
+static void
+test_config_fuzzfound(void)
+{
+	char path[] = "/tmp/atrium-conf-XXXXXX", err[256];
+	static const char nul[] = "model = a\0\nprovider = gemini\n";
+	struct config c;
+	FILE *f;
+	int fd;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "\n\x01\n");
+	fclose(f);
+	config_defaults(&c);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, ":2: expected 'key = value'") != NULL);
+	f = fopen(path, "w");
+	fprintf(f, "# head\n\n\nmodel = x\n\n\nbogus\n");
+	fclose(f);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, ":7: expected 'key = value'") != NULL);
+	f = fopen(path, "w");
+	fwrite(nul, 1, sizeof(nul) - 1, f);
+	fclose(f);
+	config_defaults(&c);
+	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, ":1: a NUL byte") != NULL);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -212,5 +245,6 @@ main(void)
 	TEST(test_user_names);
 	TEST(test_paths);
 	TEST(test_config);
+	TEST(test_config_fuzzfound);
 	return unit_done("test_common_text");
 }

@@ -114,6 +114,21 @@ test_types(void)
 	CHECK(!authkeys_is_type(""));
 }
 
+/* Found by tests/fuzz/fuzz_authkeys.c: a '"' in the key blob was taken as
+ * an option's quote, so the blob ran on to the end of the line, spaces and
+ * comment included. */
+static void
+test_quote_in_blob(void)
+{
+	char s[512];
+	struct authkeys_line l;
+
+	CHECK_INT(parse("ssh-ed25519 AAAA\"C3Nz x\n", &l, s, sizeof(s)), 1);
+	CHECK_STR(l.base64, "AAAA\"C3Nz");
+	CHECK_STR(l.comment, "x");
+	CHECK_STR(l.user, "x");
+}
+
 int
 main(void)
 {
@@ -124,5 +139,6 @@ main(void)
 	TEST(test_blank_and_comment_lines);
 	TEST(test_bad_lines);
 	TEST(test_types);
+	TEST(test_quote_in_blob);
 	return unit_done("test_sshd_authkeys");
 }

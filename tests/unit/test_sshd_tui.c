@@ -187,6 +187,25 @@ test_chat_commands(void)
 	CHECK_INT(chat_command("!", &o, reply, sizeof(reply)), 0);
 }
 
+/* Found by tests/fuzz/fuzz_tui_editor.c: Ctrl-U on a line never typed in
+ * did pointer arithmetic on its NULL code points (undefined behaviour). */
+static void
+test_editor_kill_empty(void)
+{
+	struct tui_editor e;
+
+	tui_editor_init(&e, 64);
+	tui_editor_kill_start(&e);
+	CHECK_INT(e.len, 0);
+	CHECK_INT(e.cursor, 0);
+	CHECK_INT(tui_editor_insert(&e, 'a'), 0);
+	tui_editor_home(&e);
+	tui_editor_kill_start(&e);
+	CHECK_INT(e.len, 1);
+	CHECK_INT(e.bytes, 1);
+	tui_editor_free(&e);
+}
+
 int
 main(void)
 {
@@ -194,6 +213,7 @@ main(void)
 	TEST(test_keys_escape_sequences);
 	TEST(test_keys_utf8);
 	TEST(test_editor);
+	TEST(test_editor_kill_empty);
 	TEST(test_draw_sanitizes);
 	TEST(test_chat_commands);
 	return unit_done("test_sshd_tui");

@@ -1,0 +1,123 @@
+#!/bin/bash
+# tests/fuzz/run.sh: build the libFuzzer targets of tests/fuzz/ and run them.
+#
+#   tests/fuzz/run.sh [NAME...]     all targets, or fuzz_NAME only
+#
+# Each tests/fuzz/fuzz_NAME.c is linked with the sources it tests (listed
+# below; never a main.c) into build/fuzz/fuzz_NAME with clang's libFuzzer,
+# ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
+# corpus once) on its seeds in tests/fuzz/corpus/NAME/.  New inputs go to
+# build/fuzz/corpus/NAME/, crashing ones to build/fuzz/artifacts/, logs to
+# build/fuzz/logs/.  A target fails when it crashes, leaks, trips a
+# sanitizer or an invariant, or times out.  FUZZ_JOBS targets run at once
+# (default 1).  Needs clang and Debian's libclang-rt-14-dev.
+# Prints one line per target and a closing "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+
+OUT=${FUZZ_BUILD:-build/fuzz}
+SECS=${FUZZ_SECONDS:-30}
+JOBS=${FUZZ_JOBS:-1}
+CC=${FUZZ_CC:-clang}
+
+# The sources each target needs besides its own file.
+declare -A SRC=(
+	[jsonl]="common/jsonl.c common/buf.c"
+	[names]="common/names.c"
+	[config]="common/config.c common/util.c"
+	[sse]="agent/sse.c common/buf.c"
+	[provider]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c"
+	[provider_error]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c"
+	[authkeys]="sshd/authkeys.c common/names.c common/util.c common/log.c"
+	[authkeys_file]="sshd/authkeys.c common/names.c common/util.c common/log.c"
+	[tui_keys]="sshd/tui_keys.c"
+	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c"
+)
+
+CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
+	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+	-fno-sanitize-recover=all -Icommon -Iagent -Isshd -Itests/fuzz
+	$(pkg-config --cflags json-c libssh)"
+LIBS="$(pkg-config --libs json-c libssh)"
+
+if [ $# -gt 0 ]; then
+	names=("$@")
+else
+	names=()
+	for f in tests/fuzz/fuzz_*.c; do
+		n=${f#tests/fuzz/fuzz_}
+		names+=("${n%.c}")
+	done
+fi
+
+mkdir -p "$OUT/logs" "$OUT/artifacts"
+if ! command -v "$CC" >/dev/null; then
+	echo "fuzz: $CC not found; install clang and libclang-rt-14-dev" >&2
+	exit 2
+fi
+
+# Build one target; 0 or the compiler's status.
+build() {
+	local n=$1
+	if [ -z "${SRC[$n]+x}" ]; then
+		echo "fuzz_$n: no source list in tests/fuzz/run.sh" \
+		    >"$OUT/logs/$n.log"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	$CC $CFLAGS -o "$OUT/fuzz_$n" "tests/fuzz/fuzz_$n.c" ${SRC[$n]} \
+	    $LIBS >"$OUT/logs/$n.build" 2>&1
+}
+
+# Build and run one target; its status goes to logs/NAME.rc.
+one() {
+	local n=$1 rc
+	local limit="-max_total_time=$SECS"
+	[ "$SECS" = 0 ] && limit="-runs=0"
+	if ! build "$n"; then
+		cat "$OUT/logs/$n.build" >"$OUT/logs/$n.log" 2>/dev/null
+		echo build >"$OUT/logs/$n.rc"
+		return
+	fi
+	mkdir -p "$OUT/corpus/$n" "tests/fuzz/corpus/$n"
+	local dict=
+	[ -f "tests/fuzz/$n.dict" ] && dict="-dict=tests/fuzz/$n.dict"
+	# shellcheck disable=SC2086
+	"$OUT/fuzz_$n" "$limit" $dict -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$n-" \
+	    "$OUT/corpus/$n" "tests/fuzz/corpus/$n" >"$OUT/logs/$n.log" 2>&1
+	rc=$?
+	echo "$rc" >"$OUT/logs/$n.rc"
+}
+
+running=0
+for n in "${names[@]}"; do
+	rm -f "$OUT/logs/$n.rc"
+	one "$n" &
+	running=$((running + 1))
+	if [ "$running" -ge "$JOBS" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+done
+wait
+
+passed=0 failed=0
+for n in "${names[@]}"; do
+	rc=$(cat "$OUT/logs/$n.rc" 2>/dev/null || echo missing)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' \
+	    "$OUT/logs/$n.log" | tail -n 1)
+	if [ "$rc" = 0 ]; then
+		passed=$((passed + 1))
+		echo "fuzz_$n: ok, ${execs:-0} runs"
+	else
+		failed=$((failed + 1))
+		echo "fuzz_$n: FAILED (${rc}); see $OUT/logs/$n.log" \
+		    "and $OUT/artifacts/"
+		grep -m 3 -E 'ERROR|runtime error|invariant broken|error:|no source' \
+		    "$OUT/logs/$n.log" | sed 's/^/    /'
+	fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
