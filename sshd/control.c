@@ -7,6 +7,13 @@
  * Backpressure both ways: client lines are taken only while the agent link
  * has room; agent lines are read only while the channel's queue is under
  * CONTROL_MAX_QUEUED.
+ *
+ * Client EOF ends the session once what the client asked for is answered:
+ * the turns its prompts (and @agent chat lines) started have ended and its
+ * execs have their results.  So a script can pipe requests in and read
+ * every answer out:
+ *
+ *   echo '{"type":"prompt","text":"run the tests"}' | ssh -s ROOM@HOST atrium
  */
 #include "control.h"
 
@@ -23,6 +30,7 @@
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
 #define CONTROL_MAX_CONNECT	20
+#define CONTROL_MAX_EXECS	64	/* exec ids remembered for EOF */
 
 struct control {
 	struct chan *c;			/* owner */
@@ -31,6 +39,11 @@ struct control {
 	int started;			/* hello sent */
 	int ended;			/* the agent went away */
 	int connect_tries;
+	int eof;			/* the client sends no more */
+	int turns_owed;			/* its prompts whose turn has not ended */
+	long long our_turn;		/* running turn it started, or -1 */
+	int nexecs;			/* its execs without a result */
+	char execs[CONTROL_MAX_EXECS][64];	/* and their ids */
 };
 
 /* An error line to the client only. */
@@ -47,6 +60,60 @@ control_error(struct control *ct, const char *msg)
 		chan_write(ct->c, line.data, line.len);
 	buf_free(&line);
 	json_object_put(o);
+}
+
+/* Remember what a request the client sent will be answered by. */
+static void
+control_owe(struct control *ct, const char *type, json_object *o)
+{
+	const char *text = json_get_string(o, "text");
+	const char *id = json_get_string(o, "id");
+
+	if (!type)
+		return;
+	if (strcmp(type, "prompt") == 0 ||
+	    (strcmp(type, "chat") == 0 && text && strstr(text, "@agent")))
+		ct->turns_owed++;
+	else if (strcmp(type, "exec") == 0 && id && strlen(id) < 64 &&
+	    ct->nexecs < CONTROL_MAX_EXECS)
+		memcpy(ct->execs[ct->nexecs++], id, strlen(id) + 1);
+}
+
+/* Strike what an event from the room answers; after EOF, end the session
+ * once nothing is owed. */
+static void
+control_settle(struct control *ct, json_object *o)
+{
+	const char *type = json_get_string(o, "type");
+	const char *id = json_get_string(o, "id");
+	const char *user = json_get_string(o, "user");
+
+	if (!type || json_get_bool(o, "replay", 0))
+		return;
+	if (strcmp(type, "turn_start") == 0 && user &&
+	    strcmp(user, ct->c->s->user) == 0 && ct->turns_owed > 0)
+		ct->our_turn = json_get_int(o, "turn", -1);
+	else if (strcmp(type, "turn_end") == 0 && ct->our_turn >= 0 &&
+	    json_get_int(o, "turn", -2) == ct->our_turn) {
+		ct->our_turn = -1;
+		ct->turns_owed--;
+	} else if (strcmp(type, "exec_result") == 0 && id) {
+		for (int i = 0; i < ct->nexecs; i++)
+			if (strcmp(ct->execs[i], id) == 0) {
+				memcpy(ct->execs[i], ct->execs[--ct->nexecs],
+				    sizeof(ct->execs[i]));
+				break;
+			}
+	} else if (strcmp(type, "error") == 0 && ct->eof &&
+	    !json_object_object_get_ex(o, "turn", NULL)) {
+		/* A request refused outright will not be answered otherwise. */
+		if (ct->turns_owed > 0 && ct->our_turn < 0)
+			ct->turns_owed--;
+		else if (ct->nexecs > 0 && !id)
+			ct->nexecs--;
+	}
+	if (ct->eof && ct->turns_owed <= 0 && ct->nexecs == 0)
+		chan_exit(ct->c, 0, NULL);
 }
 
 /* Check one client line and pass it on. */
@@ -71,6 +138,8 @@ control_client_line(struct control *ct, char *line, size_t len)
 	else if (agentlink_send_line(&ct->link, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "
 		    "slow down or reconnect");
+	else
+		control_owe(ct, type, o);
 	json_object_put(o);
 }
 
@@ -101,11 +170,16 @@ control_input(struct chan *c, const char *p, size_t n)
 	return n;
 }
 
-/* Client EOF: the session ends when our queue is out. */
+/* Client EOF: the session ends once its requests are answered (see the
+ * head of this file) and our queue is out. */
 static void
 control_eof(struct chan *c)
 {
-	chan_exit(c, 0, NULL);
+	struct control *ct = c->kind;
+
+	ct->eof = 1;
+	if (ct->ended || (ct->turns_owed <= 0 && ct->nexecs == 0))
+		chan_exit(c, 0, NULL);
 }
 
 /* A line from the agent goes to the client as it came. */
@@ -114,9 +188,10 @@ control_line(void *arg, json_object *obj, const char *line, size_t len)
 {
 	struct control *ct = arg;
 
-	(void)obj;
 	chan_write(ct->c, line, len);
 	chan_write(ct->c, "\n", 1);
+	if (obj)
+		control_settle(ct, obj);
 	if (ct->c->out.len > CONTROL_MAX_QUEUED)
 		agentlink_pause(&ct->link, 1);
 }
@@ -201,6 +276,7 @@ control_open(struct chan *c)
 	if (!ct)
 		return -ENOMEM;
 	ct->c = c;
+	ct->our_turn = -1;
 	agentlink_init(&ct->link);
 	jsonl_init(&ct->in, PROTO_MAX_LINE);
 	c->kind = ct;

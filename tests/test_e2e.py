@@ -417,3 +417,24 @@ def test_atriumd_says_it_needs_root(build):
         shutil.rmtree(d)
     assert p.returncode == 1, p.stderr
     assert "must run as root" in p.stderr
+
+
+def test_piped_requests_get_every_answer_before_the_session_ends(room_server):
+    """A script may pipe its requests in and close stdin: the session stays
+    until its turn has ended and its exec has its result, then exits 0."""
+    reqs = (json.dumps({"type": "prompt", "text": "run: sleep 1; echo from-the-agent"})
+            + "\n" + json.dumps({"type": "exec", "id": "e1", "command": "sleep 1.5; echo done"})
+            + "\n")
+    p = subprocess.run(ssh_command(room_server, "script", opts=["-s"]) + ["atrium"],
+                       input=reqs, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert "turn_end" in types
+    assert any(e["type"] == "tool_result" and "from-the-agent" in e["output"] for e in events)
+    res = [e for e in events if e["type"] == "exec_result"]
+    assert res and res[0]["stdout"] == "done\n"
+    # With nothing asked, closing stdin ends the session at once.
+    p = subprocess.run(ssh_command(room_server, "script", opts=["-s"]) + ["atrium"],
+                       input="", capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0
