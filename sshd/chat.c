@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "agentlink.h"
 #include "log.h"
@@ -29,12 +30,14 @@
 #define CHAT_MAX_CONNECT	20
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
+#define CHAT_MAX_WAITING	16	/* approval requests remembered */
 
 #define CHAT_HELP \
 	"commands: TEXT says it to the room (mention @agent to ask the agent); " \
 	"!CMD runs CMD in the workspace for all to see; /stop stops the " \
-	"agent's turn; /who lists who is here; /approve ID and /deny ID answer " \
-	"an approval request; /policy deny_all|allow_list|allow_all|ask; " \
+	"agent's turn; /who lists who is here; y or /approve, n or /deny " \
+	"answer the approval request waiting (/approve ID for another); " \
+	"/policy deny_all|allow_list|allow_all|ask; " \
 	"/model NAME; /help; /quit (or Ctrl-D on an empty line)"
 
 struct chat {
@@ -53,6 +56,9 @@ struct chat {
 	long long last_seq;		/* newest event seen, for reconnects */
 	unsigned long nexec;		/* !CMD counter */
 	char streamed[64];		/* tool call whose output was shown live */
+	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
+						 * oldest first */
+	int nwaiting;
 };
 
 /* ------------------------------------------------------------ commands -- */
@@ -78,9 +84,32 @@ chat_arg(const char *line)
 	return p && *p ? p : NULL;
 }
 
+/* An approve request for id. */
+static json_object *
+chat_answer(const char *id, int approve)
+{
+	json_object *o = chat_req("approve");
+
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "approve", json_object_new_boolean(approve));
+	return o;
+}
+
+/* y, yes, n or no alone: 1 for yes, 0 for no, -1 for anything else. */
+static int
+chat_yes_no(const char *line)
+{
+	if (!strcasecmp(line, "y") || !strcasecmp(line, "yes"))
+		return 1;
+	if (!strcasecmp(line, "n") || !strcasecmp(line, "no"))
+		return 0;
+	return -1;
+}
+
 /* See chat.h. */
 int
-chat_command(const char *line, json_object **out, char *reply, size_t len)
+chat_command(const char *line, const char *waiting, json_object **out,
+    char *reply, size_t len)
 {
 	const char *arg = chat_arg(line);
 	size_t wl = strcspn(line, " ");
@@ -97,6 +126,10 @@ chat_command(const char *line, json_object **out, char *reply, size_t len)
 		*out = chat_req("exec");
 		json_object_object_add(*out, "command", json_object_new_string(line + 1));
 		json_object_object_add(*out, "share", json_object_new_boolean(1));
+		return 1;
+	}
+	if (waiting && chat_yes_no(line) >= 0) {
+		*out = chat_answer(waiting, chat_yes_no(line));
 		return 1;
 	}
 	if (line[0] != '/') {
@@ -116,15 +149,11 @@ chat_command(const char *line, json_object **out, char *reply, size_t len)
 		return 1;
 	}
 	if (IS("/approve") || IS("/deny")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %.*s ID (the id shown in "
-			    "the approval request)", (int)wl, line);
+		if (!arg && !waiting) {
+			snprintf(reply, len, "no approval request is waiting");
 			return 0;
 		}
-		*out = chat_req("approve");
-		json_object_object_add(*out, "id", json_object_new_string(arg));
-		json_object_object_add(*out, "approve",
-		    json_object_new_boolean(IS("/approve")));
+		*out = chat_answer(arg ? arg : waiting, IS("/approve"));
 		return 1;
 	}
 	if (IS("/policy")) {
@@ -223,6 +252,32 @@ chat_tool_result(struct chat *ch, json_object *o)
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 }
 
+/* Remember an approval request as waiting (the oldest is forgotten when
+ * too many wait), or strike one that was answered or ran. */
+static void
+chat_track_waiting(struct chat *ch, const char *id, int add)
+{
+	int i;
+
+	if (!id || strlen(id) >= sizeof(ch->waiting[0]))
+		return;
+	for (i = 0; i < ch->nwaiting && strcmp(ch->waiting[i], id); i++)
+		;
+	if (i < ch->nwaiting) {
+		memmove(ch->waiting[i], ch->waiting[i + 1],
+		    (size_t)(ch->nwaiting - i - 1) * sizeof(ch->waiting[0]));
+		ch->nwaiting--;
+	}
+	if (!add)
+		return;
+	if (ch->nwaiting == CHAT_MAX_WAITING) {
+		memmove(ch->waiting[0], ch->waiting[1],
+		    (size_t)(CHAT_MAX_WAITING - 1) * sizeof(ch->waiting[0]));
+		ch->nwaiting--;
+	}
+	memcpy(ch->waiting[ch->nwaiting++], id, strlen(id) + 1);
+}
+
 /* Events about tools and approvals. */
 static int
 chat_event_tool(struct chat *ch, const char *type, json_object *o)
@@ -237,22 +292,27 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		    json_get_string(o, "name") ?: "?", sum);
 		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
 	} else if (strcmp(type, "approval_request") == 0) {
+		if (json_get_bool(o, "replay", 0))
+			return 1;
+		chat_track_waiting(ch, json_get_string(o, "id"), 1);
 		chat_summary(input, sum, sizeof(sum));
-		snprintf(text, sizeof(text), "approval needed: %s %s -- answer "
-		    "with /approve %s or /deny %s (%lld s)",
-		    json_get_string(o, "tool") ?: "?", sum,
-		    json_get_string(o, "id") ?: "?",
-		    json_get_string(o, "id") ?: "?",
-		    json_get_int(o, "seconds", 0));
+		snprintf(text, sizeof(text), "approval needed: %s %s -- y to "
+		    "run it, n to refuse (%lld s; /approve %s for this one "
+		    "when others wait)", json_get_string(o, "tool") ?: "?",
+		    sum, json_get_int(o, "seconds", 0),
+		    json_get_string(o, "id") ?: "?");
 		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
 	} else if (strcmp(type, "tool_output") == 0 ||
 	    strcmp(type, "exec_output") == 0) {
+		if (type[0] == 't')
+			chat_track_waiting(ch, json_get_string(o, "id"), 0);
 		if (type[0] == 't')
 			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
 			    json_get_string(o, "id") ?: "");
 		chat_print(ch, TUI_STYLE_OUTPUT, NULL,
 		    json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
+		chat_track_waiting(ch, json_get_string(o, "id"), 0);
 		chat_tool_result(ch, o);
 	} else {
 		return 0;
@@ -424,7 +484,8 @@ chat_submit(struct chat *ch, const char *line)
 {
 	char reply[1024], id[32];
 	json_object *req = NULL;
-	int r = chat_command(line, &req, reply, sizeof(reply));
+	int r = chat_command(line, ch->nwaiting ?
+	    ch->waiting[ch->nwaiting - 1] : NULL, &req, reply, sizeof(reply));
 
 	if (r == 2) {
 		ch->leaving = 1;

@@ -17,9 +17,11 @@
 int chat_open(struct chan *c);
 
 /* Turn one input line into a request for the room, or into text for the
- * user alone.  Returns 1 with *out (caller puts) to send, 0 with reply set
+ * user alone.  waiting is the id of the newest approval request still
+ * waiting for an answer, or NULL: then y, n, /approve and /deny alone
+ * answer it.  Returns 1 with *out (caller puts) to send, 0 with reply set
  * (help, errors), 2 for /quit, 3 for an empty line.  Pure. */
-int chat_command(const char *line, json_object **out, char *reply,
-    size_t replylen);
+int chat_command(const char *line, const char *waiting, json_object **out,
+    char *reply, size_t replylen);
 
 #endif

@@ -438,3 +438,29 @@ def test_piped_requests_get_every_answer_before_the_session_ends(room_server):
     p = subprocess.run(ssh_command(room_server, "script", opts=["-s"]) + ["atrium"],
                        input="", capture_output=True, text=True, timeout=20)
     assert p.returncode == 0
+
+
+def test_approval_answered_with_y_in_the_chat(atriumd, data_dir, model_server, ssh_run):
+    """Under the ask policy every member sees what the agent wants to run;
+    one of them types y and it runs; n refuses the next one."""
+    from test_ssh import chat_plain
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
+    srv = atriumd(data_dir, "--model-url", model_server.url, "--approval", "ask",
+                  env=env)
+    a, b = chat_plain(srv, "ask", "alice"), chat_plain(srv, "ask", "bob")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        b.expect(lambda l: b"you are bob" in l)
+        a.send("@agent run: echo yes-ran > approved.txt\n")
+        for c in (a, b):
+            c.expect(lambda l: b"approval needed: bash echo yes-ran" in l)
+        b.send("y\n")
+        a.expect(lambda l: b"agent done" in l, timeout=30)
+        a.send("@agent run: echo no-ran > refused.txt\n")
+        a.expect(lambda l: b"approval needed: bash echo no-ran" in l)
+        a.send("n\n")
+        a.expect(lambda l: b"tool denied" in l, timeout=30)
+    finally:
+        a.close()
+        b.close()
+    assert ssh_run(srv, "ask", "cat approved.txt; ls")[1] == "yes-ran\napproved.txt\n"
