@@ -436,11 +436,15 @@ def test_forwarding_is_refused(srv, ssh_run):
     assert rc == 255 and "port forwarding failed" in err
 
 
-def test_exec_with_a_terminal_and_environment(srv, ssh_run):
+def test_exec_with_a_terminal_and_environment(srv, ssh_run, monkeypatch):
+    # The client sends its own TERM with the pty request: fix it, since CI
+    # may run with none.
+    monkeypatch.setenv("TERM", "xterm-256color")
     rc, out, err = ssh_run(srv, "demo", "stty size; echo $TERM $LANG",
                            opts=["-tt", "-o", "SetEnv=LANG=C.UTF-8"], input="")
     assert rc == 0, err
-    assert out.replace("\r", "").split("\n")[:2] == ["24 80", "xterm C.UTF-8"]
+    assert out.replace("\r", "").split("\n")[:2] == ["24 80",
+                                                      "xterm-256color C.UTF-8"]
 
 
 def program_pid(srv, room, program):
