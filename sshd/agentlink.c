@@ -223,7 +223,8 @@ agentlink_pending(const struct agentlink *l)
 	return l->out.len;
 }
 
-/* Best-effort final flush, then close and free the buffers. */
+/* Best-effort final flush, then close and free the buffers, leaving them
+ * empty (no allocation) for a reconnect. */
 void
 agentlink_close(struct agentlink *l)
 {

@@ -62,7 +62,8 @@ void agentlink_pause(struct agentlink *l, int paused);
 /* Bytes queued and not yet written. */
 size_t agentlink_pending(const struct agentlink *l);
 
-/* Write what is queued now (best effort), then close. */
+/* Write what is queued now (best effort), then close.  The link holds no
+ * memory after it and may be connected again. */
 void agentlink_close(struct agentlink *l);
 
 #endif

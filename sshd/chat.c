@@ -740,8 +740,6 @@ chat_free(struct chan *c)
 	struct chat *ch = c->kind;
 
 	agentlink_close(&ch->link);
-	buf_free(&ch->link.out);
-	jsonl_free(&ch->link.in);
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
 	buf_free(&ch->line);

@@ -252,8 +252,6 @@ control_free(struct chan *c)
 	struct control *ct = c->kind;
 
 	agentlink_close(&ct->link);
-	buf_free(&ct->link.out);
-	jsonl_free(&ct->link.in);
 	jsonl_free(&ct->in);
 	free(ct);
 }

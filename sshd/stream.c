@@ -472,8 +472,6 @@ stream_free(struct chan *c)
 		close(st->out_fd);
 	if (st->err_fd >= 0)
 		close(st->err_fd);
-	buf_free(&st->link.out);
-	jsonl_free(&st->link.in);
 	free(st->command);
 	free(st);
 }
