@@ -9,7 +9,6 @@ every agent and model server is stopped at teardown, also when a test fails.
 import json
 import os
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -23,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from model_server import (Cut, Fault, Hang, ModelServer, Reply,  # noqa: E402
-                          StreamError, ToolCall)
+                          StreamError)
 
 BUILD = os.environ.get("ATRIUM_BUILD", "build")
 BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
@@ -89,8 +88,9 @@ class Client:
                 raise AssertionError("agent closed the connection waiting "
                                      "for %s; got %s" % (type, self.events))
 
-    def collect(self, until, timeout=15, **match):
-        """Every event up to and including the first `until` event."""
+    def collect(self, until, timeout=15, stop=None, **match):
+        """Every event up to and including the first `until` event; None
+        (the events kept for later) when stop() comes true first."""
         end = time.monotonic() + timeout
         out = []
         while True:
@@ -100,11 +100,14 @@ class Client:
                 if ev.get("type") == until and all(
                         ev.get(k) == v for k, v in match.items()):
                     return out
+            if stop and stop():
+                self.events[:0] = out
+                return None
             left = end - time.monotonic()
             if left <= 0:
                 raise AssertionError("no %s within %ss; got %s" % (
                     until, timeout, out[-20:]))
-            if not self._read(left):
+            if not self._read(min(left, 0.1) if stop else left):
                 raise AssertionError("closed; got %s" % out)
 
     def close(self):

@@ -12,13 +12,9 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 import json
 import os
 import shutil
-import socket
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 import pytest
 
@@ -27,141 +23,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from model_server import Fault, Hang, ModelServer, Reply  # noqa: E402
 
-BUILD = os.environ.get("ATRIUM_BUILD", "build")
-BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
-AGENT = os.path.join(BIN_DIR, "atrium-agent")
-ROOM = "demo"
+# The agent and its socket, as test_agent.py drives them.
+from test_agent import Room, pytestmark  # noqa: E402,F401
+
 HEAD = "Summary of the earlier conversation"
 TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
-
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root"),
-    pytest.mark.skipif(not os.path.exists(AGENT), reason="build first: "
-                       "make all"),
-    pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bwrap"),
-]
-
-
-# --- the agent and its socket (as in test_agent.py) ---------------------------
-
-class Client:
-    """One connection to agent.sock, speaking JSON lines."""
-
-    def __init__(self, path, user="alice", **hello):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.buf = b""
-        self.events = []
-        self.send(dict(type="hello", user=user, kind="chat", **hello))
-        self.welcome = self.wait("welcome")
-
-    def send(self, obj):
-        self.sock.sendall((json.dumps(obj) + "\n").encode())
-
-    def _read(self, timeout):
-        self.sock.settimeout(max(timeout, 0.01))
-        try:
-            chunk = self.sock.recv(65536)
-        except socket.timeout:
-            return True
-        if not chunk:
-            return False
-        self.buf += chunk
-        while b"\n" in self.buf:
-            line, self.buf = self.buf.split(b"\n", 1)
-            self.events.append(json.loads(line))
-        return True
-
-    def wait(self, type, timeout=15):
-        """The first event of type; the events before it are dropped."""
-        return self.collect(type, timeout)[-1]
-
-    def collect(self, until, timeout=20, stop=None):
-        """Every event up to and including the first `until` event; None
-        when stop() comes true first."""
-        end = time.monotonic() + timeout
-        out = []
-        while True:
-            while self.events:
-                ev = self.events.pop(0)
-                out.append(ev)
-                if ev.get("type") == until:
-                    return out
-            if stop and stop():
-                self.events[:0] = out
-                return None
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError("no %s within %ss; got %s" % (
-                    until, timeout, out[-20:]))
-            if not self._read(min(left, 0.1)):
-                raise AssertionError("closed; got %s" % out)
-
-    def close(self):
-        self.sock.close()
-
-
-class Room:
-    """A data directory for one room and the agent processes serving it."""
-
-    def __init__(self, base):
-        self.base = base
-        self.room_dir = os.path.join(base, "rooms", ROOM)
-        self.run_dir = os.path.join(base, "run", ROOM)
-        self.workspace = os.path.join(self.run_dir, "workspace")
-        os.makedirs(self.room_dir)
-        os.makedirs(self.workspace)
-        os.chmod(self.workspace, 0o777)
-        self.sock = os.path.join(self.run_dir, "agent.sock")
-        self.log = os.path.join(base, "agent.log")
-        self.procs, self.clients, self.args = [], [], []
-        self.env = {k: v for k, v in os.environ.items()
-                    if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-
-    def start(self, *args):
-        if args:
-            self.args = list(args)
-        r, w = os.pipe()
-        with open(self.log, "ab") as log:
-            p = subprocess.Popen(
-                [AGENT, "--room-dir", self.room_dir, "--run-dir",
-                 self.run_dir, "--ready-fd", str(w), "--bin-dir", BIN_DIR,
-                 *self.args], pass_fds=(w,), env=self.env, stderr=log)
-        os.close(w)
-        self.procs.append(p)
-        with os.fdopen(r, "rb") as f:
-            assert f.readline() == b"ready\n", self.log_text()
-        self.proc = p
-
-    def log_text(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()
-
-    def connect(self, user="alice", **kw):
-        c = Client(self.sock, user=user, **kw)
-        self.clients.append(c)
-        return c
-
-    def kill9(self):
-        self.proc.kill()
-        self.proc.wait(10)
-
-    def db(self):
-        return sqlite3.connect(os.path.join(self.room_dir, "room.db"))
-
-    def cleanup(self):
-        for c in self.clients:
-            c.close()
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        if os.path.exists(self.log):
-            assert "Sanitizer" not in self.log_text(), self.log_text()
 
 
 # --- a model server that tells summary requests apart ---------------------------
