@@ -122,6 +122,25 @@ provider_json_long(json_object *obj, const char *key, long dflt)
 	return dflt;
 }
 
+json_object *
+provider_tool_object(json_object *tool, const char *schema_key)
+{
+	json_object *o = json_object_new_object(), *schema;
+	const char *desc = provider_json_str(tool, "description");
+
+	json_object_object_add(o, "name", json_object_new_string(
+	    provider_json_str(tool, "name") ?: ""));
+	if (desc)
+		json_object_object_add(o, "description",
+		    json_object_new_string(desc));
+	if (json_object_object_get_ex(tool, "input_schema", &schema))
+		json_object_get(schema);
+	else
+		schema = json_tokener_parse("{\"type\":\"object\"}");
+	json_object_object_add(o, schema_key, schema);
+	return o;
+}
+
 /* --- HTTP request helpers --------------------------------------------- */
 
 /* Append one header; see provider_impl.h. */

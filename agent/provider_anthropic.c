@@ -121,23 +121,9 @@ anthropic_tools(json_object *tools)
 {
 	json_object *out = json_object_new_array();
 
-	for (size_t i = 0; out && i < json_object_array_length(tools); i++) {
-		json_object *t = json_object_array_get_idx(tools, i);
-		json_object *o = json_object_new_object(), *schema;
-		const char *desc = provider_json_str(t, "description");
-
-		json_object_object_add(o, "name", json_object_new_string(
-		    provider_json_str(t, "name") ?: ""));
-		if (desc)
-			json_object_object_add(o, "description",
-			    json_object_new_string(desc));
-		if (json_object_object_get_ex(t, "input_schema", &schema))
-			json_object_get(schema);
-		else
-			schema = json_tokener_parse("{\"type\":\"object\"}");
-		json_object_object_add(o, "input_schema", schema);
-		json_object_array_add(out, o);
-	}
+	for (size_t i = 0; out && i < json_object_array_length(tools); i++)
+		json_object_array_add(out, provider_tool_object(
+		    json_object_array_get_idx(tools, i), "input_schema"));
 	return out;
 }
 

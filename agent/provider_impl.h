@@ -46,6 +46,12 @@ json_object *provider_json_parse(const char *p, size_t n);
 /* Member key of obj as a string / integer, or NULL / dflt when absent or of
  * another type. */
 const char *provider_json_str(json_object *obj, const char *key);
+
+/* One tool of the agent's list as {name, description, SCHEMA_KEY: schema},
+ * the shape both wire formats use ("input_schema" for Anthropic,
+ * "parameters" inside OpenAI's function); {"type":"object"} when the tool
+ * has no schema.  A new object. */
+json_object *provider_tool_object(json_object *tool, const char *schema_key);
 long provider_json_long(json_object *obj, const char *key, long dflt);
 
 /* Record an error (type, printf message) and return rc, which is -EPROTO
