@@ -7,6 +7,7 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 every agent and model server is stopped at teardown, also when a test fails.
 """
 import json
+import contextlib
 import os
 import shutil
 import socket
@@ -27,6 +28,7 @@ from model_server import (Cut, Fault, Hang, ModelServer, Reply,  # noqa: E402
 BUILD = os.environ.get("ATRIUM_BUILD", "build")
 BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
 AGENT = os.path.join(BIN_DIR, "atrium-agent")
+FS = os.path.join(BIN_DIR, "atrium-fs")
 ROOM = "demo"
 
 pytestmark = [
@@ -166,6 +168,24 @@ class Room:
 
     def db(self):
         return sqlite3.connect(os.path.join(self.room_dir, "room.db"))
+
+    @contextlib.contextmanager
+    def on_atrium_fs(self):
+        """The workspace as a real atrium-fs mount, for the block's length;
+        the agent is stopped before it is unmounted."""
+        db = os.path.join(self.room_dir, "workspace.db")
+        subprocess.run([FS, "mkfs", db], check=True, capture_output=True,
+                       timeout=30)
+        subprocess.run([FS, "mount", db, self.workspace], check=True,
+                       capture_output=True, timeout=30)
+        try:
+            os.chmod(self.workspace, 0o777)
+            yield
+        finally:
+            self.cleanup()
+            self.procs, self.clients = [], []
+            subprocess.run(["umount", "-l", self.workspace],
+                           capture_output=True)
 
     def cleanup(self):
         for c in self.clients:
@@ -646,19 +666,10 @@ def test_bad_lines_and_limits(room, model):
 
 # --- on the real workspace filesystem ---------------------------------------------
 
-FS = os.path.join(BIN_DIR, "atrium-fs")
-
-
 @pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),
                     reason="needs atrium-fs and /dev/fuse")
 def test_tool_runs_on_atrium_fs_mount(room, model):
-    db = os.path.join(room.room_dir, "workspace.db")
-    subprocess.run([FS, "mkfs", db], check=True, capture_output=True,
-                   timeout=30)
-    subprocess.run([FS, "mount", db, room.workspace], check=True,
-                   capture_output=True, timeout=30)
-    try:
-        os.chmod(room.workspace, 0o777)
+    with room.on_atrium_fs():
         room.start("--model-url", model.url, *fast())
         c = room.connect()
         c.send({"type": "prompt", "text": "run: echo hi > f.txt && cat f.txt"})
@@ -667,7 +678,3 @@ def test_tool_runs_on_atrium_fs_mount(room, model):
         c.wait("turn_end")
         with open(os.path.join(room.workspace, "f.txt")) as f:
             assert f.read() == "hi\n"
-    finally:
-        room.cleanup()
-        room.procs, room.clients = [], []
-        subprocess.run(["umount", "-l", room.workspace], capture_output=True)

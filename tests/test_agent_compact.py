@@ -11,9 +11,7 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 
 import pytest
@@ -24,7 +22,7 @@ sys.path.insert(0, HERE)
 from model_server import Fault, Hang, ModelServer, Reply  # noqa: E402
 
 # The agent and its socket, as test_agent.py drives them.
-from test_agent import Room, pytestmark  # noqa: E402,F401
+from test_agent import pytestmark, room  # noqa: E402,F401
 
 HEAD = "Summary of the earlier conversation"
 TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
@@ -72,17 +70,6 @@ def text_of(msg):
     if isinstance(c, str):
         return c
     return "\n".join(b.get("text", "") for b in c if isinstance(b, dict))
-
-
-@pytest.fixture
-def room():
-    base = tempfile.mkdtemp(prefix="atrium-compact-")
-    r = Room(base)
-    try:
-        yield r
-    finally:
-        r.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -17,7 +16,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import Reply, ToolCall  # noqa: E402
-from test_agent import (BIN_DIR, fast, model, pytestmark,  # noqa: E402,F401
+from test_agent import (FS, fast, model, pytestmark,  # noqa: E402,F401
                         room, tool_results_in)
 
 SANDBOX_UID = 64222
@@ -313,19 +312,10 @@ def test_bad_input_and_unknown_tool(room, model):
 
 # --- on the real workspace filesystem -------------------------------------------
 
-FS = os.path.join(BIN_DIR, "atrium-fs")
-
-
 @pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),
                     reason="needs atrium-fs and /dev/fuse")
 def test_file_tools_on_atrium_fs_mount(room, model):
-    db = os.path.join(room.room_dir, "workspace.db")
-    subprocess.run([FS, "mkfs", db], check=True, capture_output=True,
-                   timeout=30)
-    subprocess.run([FS, "mount", db, room.workspace], check=True,
-                   capture_output=True, timeout=30)
-    try:
-        os.chmod(room.workspace, 0o777)
+    with room.on_atrium_fs():
         res, sent = run_calls(room, model, [
             ToolCall("write", {"path": "d/f.txt", "content": "alpha\nbeta\n"}),
             ToolCall("edit", {"path": "d/f.txt", "old_string": "beta",
@@ -340,7 +330,3 @@ def test_file_tools_on_atrium_fs_mount(room, model):
         assert sent[4].split("\n") == ["d/", "d/f.txt"]
         st = os.stat(ws(room, "d", "f.txt"))
         assert (st.st_uid, st.st_gid) == (SANDBOX_UID, SANDBOX_UID)
-    finally:
-        room.cleanup()
-        room.procs, room.clients = [], []
-        subprocess.run(["umount", "-l", room.workspace], capture_output=True)
