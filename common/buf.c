@@ -68,6 +68,29 @@ buf_append(struct buf *b, const void *p, size_t n)
 	return 0;
 }
 
+char *
+buf_tail(struct buf *b, size_t n)
+{
+	int r;
+
+	if (n > b->max - b->len) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	if ((r = buf_reserve(b, b->len + n)) < 0) {
+		errno = -r;
+		return NULL;
+	}
+	return b->data + b->len;
+}
+
+void
+buf_added(struct buf *b, size_t n)
+{
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
 int
 buf_printf(struct buf *b, const char *fmt, ...)
 {

@@ -31,6 +31,14 @@ int buf_append(struct buf *b, const void *p, size_t n);
 int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Space for up to n more bytes at the end, to be filled (by read(), say)
+ * and then counted with buf_added.  NULL with errno ENOBUFS when n would
+ * pass max, ENOMEM when allocation failed. */
+char *buf_tail(struct buf *b, size_t n);
+
+/* Count n bytes written into the space buf_tail gave (n <= that n). */
+void buf_added(struct buf *b, size_t n);
+
 /* Drop the first n bytes (n > len drops all). */
 void buf_consume(struct buf *b, size_t n);
 

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "libssh_compat.h"
 #include "log.h"
 #include "session.h"
 #include "util.h"
@@ -239,6 +240,8 @@ server_listen(struct server *srv)
 		    ssh_get_error(srv->bind));
 		return -EINVAL;
 	}
+	if (compat_bind_setup(srv->bind) < 0)
+		return -EINVAL;
 	if (ssh_bind_listen(srv->bind) < 0) {
 		log_error("cannot listen on %s: %s (is another server on that "
 		    "port?)", srv->cfg->listen, ssh_get_error(srv->bind));
@@ -248,7 +251,9 @@ server_listen(struct server *srv)
 	fd_set_cloexec(ssh_bind_get_fd(srv->bind), 1);
 	loop_add(&srv->loop, &srv->listen_w, ssh_bind_get_fd(srv->bind), POLLIN,
 	    server_listen_cb, srv);
-	log_info("listening on %s:%s", addr, port);
+	/* An IPv6 address is written in brackets, as --listen takes it. */
+	log_info("listening on %s%s%s:%s", strchr(addr, ':') ? "[" : "", addr,
+	    strchr(addr, ':') ? "]" : "", port);
 	return 0;
 }
 
@@ -262,6 +267,8 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
+	if ((r = compat_init()) < 0)
+		return r;
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
 	rooms_init(&srv->rooms, cfg, &srv->loop, bin_dir);

@@ -25,6 +25,7 @@
 
 #include "chat.h"
 #include "control.h"
+#include "libssh_compat.h"
 #include "log.h"
 #include "names.h"
 #include "stream.h"
@@ -66,12 +67,12 @@ chan_write_err(struct chan *c, const void *p, size_t n)
 uint32_t
 chan_can_write(struct chan *c)
 {
-	if (ssh_get_poll_flags(c->s->ssh) & SSH_WRITE_PENDING)
-		return 0;
-	return ssh_channel_window_size(c->ch);
+	return compat_can_write(c->s->ssh, c->ch);
 }
 
-/* Write from b what the window allows; 0 or -1 on a channel error. */
+/* Write from b what the window allows; what libssh does not take stays in
+ * b (a key re-exchange makes it take nothing: libssh_compat.c W1).  0, or
+ * -1 on a channel error. */
 static int
 chan_flush_one(struct chan *c, struct buf *b, int is_err)
 {
@@ -82,13 +83,13 @@ chan_flush_one(struct chan *c, struct buf *b, int is_err)
 
 		if (n == 0)
 			return 0;
-		if (n > 32768)
-			n = 32768;
-		r = is_err ? ssh_channel_write_stderr(c->ch, b->data, (uint32_t)n)
-		    : ssh_channel_write(c->ch, b->data, (uint32_t)n);
-		if (r == SSH_ERROR)
+		r = is_err ? sshio.write_stderr(c->ch, b->data, (uint32_t)n)
+		    : sshio.write(c->ch, b->data, (uint32_t)n);
+		if (r < 0)
 			return -1;
-		if (r <= 0)
+		if ((size_t)r > n)
+			r = (int)n;	/* never trust a count past the ask */
+		if (r == 0)
 			return 0;
 		buf_consume(b, (size_t)r);
 	}
@@ -99,7 +100,7 @@ chan_flush_one(struct chan *c, struct buf *b, int is_err)
 size_t
 chan_flush(struct chan *c)
 {
-	if (c->finished || c->closing || !ssh_channel_is_open(c->ch))
+	if (c->finished || c->closing || !sshio.is_open(c->ch))
 		return 0;
 	if (chan_flush_one(c, &c->out, 0) < 0 ||
 	    chan_flush_one(c, &c->err, 1) < 0) {
@@ -108,6 +109,37 @@ chan_flush(struct chan *c)
 		c->closing = 1;
 	}
 	return c->out.len + c->err.len;
+}
+
+/* See session.h. */
+int
+chan_pump_wants(const struct chan *c, int is_err)
+{
+	return (is_err ? &c->err : &c->out)->len < CHAN_PUMP_LOW && !c->closing;
+}
+
+/* See session.h. */
+int
+chan_pump(struct chan *c, int fd, int is_err)
+{
+	struct buf *q = is_err ? &c->err : &c->out;
+	char *space;
+	ssize_t n;
+
+	if (!chan_pump_wants(c, is_err))
+		return -EAGAIN;
+	if (!(space = buf_tail(q, CHAN_PUMP_READ)))
+		return -errno;
+	do {
+		n = read(fd, space, CHAN_PUMP_READ);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		buf_added(q, (size_t)n);
+		return 1;
+	}
+	if (n == 0 || errno == EIO)
+		return 0;	/* EIO: a pty master whose command is gone */
+	return -errno;
 }
 
 /* Remember the exit; chan_try_finish sends it once the queues are out. */
@@ -180,25 +212,20 @@ chan_try_finish(struct chan *c)
 static int
 chan_take_held(struct chan *c)
 {
-	int avail = ssh_channel_poll(c->ch, 0), n;
-	char *tmp;
+	int n = compat_take_held(c->ch, &c->inpend, CHAN_MAX_INPEND);
 
-	if (avail <= 0)
-		return 0;
-	if ((size_t)avail > CHAN_MAX_INPEND) {
-		log_warn("session %lu: the client sent %d bytes past its "
-		    "window; closing the connection", c->s->num, avail);
-		c->closing = 1;
-		c->s->dead = 1;
-		return -1;
-	}
-	if (!(tmp = malloc((size_t)avail)))
-		return 0;
-	n = ssh_channel_read_nonblocking(c->ch, tmp, (uint32_t)avail, 0);
-	if (n > 0)
-		buf_append(&c->inpend, tmp, (size_t)n);
-	free(tmp);
-	return n > 0;
+	if (n >= 0)
+		return n > 0;
+	if (n == -EMSGSIZE)
+		log_warn("session %lu: the client sent more than %d bytes past "
+		    "its window; closing the connection", c->s->num,
+		    CHAN_MAX_INPEND);
+	else
+		log_error("session %lu: cannot take the client's input: %s; "
+		    "closing the connection", c->s->num, strerror(-n));
+	c->closing = 1;
+	c->s->dead = 1;
+	return -1;
 }
 
 /* Take input from libssh's buffer while the kind accepts it; report EOF
@@ -251,40 +278,12 @@ chan_poll_room(struct chan *c)
 		    c->s->room, r ? r->error : strerror(-rc));
 }
 
-/* libssh 0.10's channel as laid out in its private channels.h, up to the
- * client's maximum packet size, which its API does not show. */
-struct chan_libssh010 {
-	ssh_session session;
-	uint32_t local_channel, local_window;
-	int local_eof;
-	uint32_t local_maxpacket, remote_channel, remote_window;
-	int remote_eof;
-	uint32_t remote_maxpacket;
-};
-
-/* The client's maximum packet size for c, or -1 when this libssh is not
- * laid out as 0.10 is (checked against two fields the API does show). */
-static long
-chan_remote_maxpacket(struct chan *c)
-{
-	struct chan_libssh010 h;
-	const char *v = ssh_version(0);
-
-	if (!v || strncmp(v, "0.10.", 5) != 0)
-		return -1;
-	memcpy(&h, (const void *)c->ch, sizeof(h));
-	if (h.session != c->s->ssh ||
-	    h.remote_window != ssh_channel_window_size(c->ch))
-		return -1;
-	return (long)h.remote_maxpacket;
-}
-
 /* Refuse a channel whose maximum packet would hang or crawl libssh's
  * writes; nothing is ever written to it.  1 when c may be used. */
 static int
 chan_vet(struct chan *c)
 {
-	long mp = chan_remote_maxpacket(c);
+	long mp = compat_remote_maxpacket(c->s->ssh, c->ch);
 
 	c->vetted = 1;
 	if (mp < 0 || mp >= CHAN_MIN_PACKET)
@@ -682,20 +681,44 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 
 /* ------------------------------------------------------------ session -- */
 
-/* Turn Nagle off (halves a round trip); no child inherits the socket.
- * Non-blocking: libssh 0.10 leaves the socket blocking and, once poll says
- * it is writable, sends all it holds, so a client that stops reading
- * would stall every session in send(); libssh only ever sends after
- * POLLOUT, so a non-blocking send writes part and never fails for a
- * full socket. */
+/* An address and port as SSH_CONNECTION writes them ("::1 2222"). */
 static void
-session_socket_setup(int fd)
+session_sockaddr_text(const struct sockaddr_storage *sa, char *out,
+    size_t len)
 {
-	int one = 1;
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	fd_set_cloexec(fd, 1);
-	fd_set_nonblock(fd, 1);
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(out, len, "%s %u", host, port);
+}
+
+/* SSH_CONNECTION for fd: "CLIENT PORT SERVER PORT", as sshd(8) sets it. */
+static void
+session_addresses(struct session *s, int fd)
+{
+	struct sockaddr_storage peer = { 0 }, local = { 0 };
+	socklen_t plen = sizeof(peer), llen = sizeof(local);
+	char p[INET6_ADDRSTRLEN + 8], l[INET6_ADDRSTRLEN + 8];
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&local, &llen) < 0) {
+		s->connection[0] = '\0';
+		return;
+	}
+	session_sockaddr_text(&peer, p, sizeof(p));
+	session_sockaddr_text(&local, l, sizeof(l));
+	snprintf(s->connection, sizeof(s->connection), "%s %s", p, l);
 }
 
 /* See session.h. */
@@ -712,7 +735,8 @@ session_accept(struct server *srv, int fd, const char *peer)
 	s->srv = srv;
 	s->num = ++srv->next_id;
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
-	session_socket_setup(fd);
+	compat_socket_setup(fd);
+	session_addresses(s, fd);
 	if (ssh_bind_accept_fd(srv->bind, s->ssh, fd) != SSH_OK) {
 		log_warn("session %lu: accept: %s", s->num,
 		    ssh_get_error(srv->bind));
@@ -750,6 +774,27 @@ session_accept(struct server *srv, int fd, const char *peer)
 	return 0;
 }
 
+/* The connection is gone: say so, and why when libssh ended it. */
+static void
+session_closed(struct session *s)
+{
+	const char *why = ssh_get_error(s->ssh);
+
+	s->dead = 1;
+	if (!(ssh_get_status(s->ssh) & SSH_CLOSED_ERROR) || !why || !why[0]) {
+		log_info("session %lu: %s%sclosed", s->num, s->user,
+		    s->user[0] ? " " : "");
+		return;
+	}
+	/* libssh_compat.c W7: a client that sends channel data during a key
+	 * re-exchange breaks RFC 4253 7.1, and libssh ends the connection. */
+	log_warn("session %lu: %s%sconnection ended: %s%s", s->num, s->user,
+	    s->user[0] ? " " : "", why,
+	    strstr(why, "type 9") ? " (the client sent channel data during a "
+	    "key re-exchange, which RFC 4253 7.1 forbids; asyncssh before 2.14 "
+	    "does this: raise its rekey limit or upgrade it)" : "");
+}
+
 /* See session.h. */
 void
 session_tick(struct session *s)
@@ -777,11 +822,8 @@ session_tick(struct session *s)
 			pp = &c->next;
 		}
 	}
-	if (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) {
-		log_info("session %lu: %s%sclosed", s->num, s->user,
-		    s->user[0] ? " " : "");
-		s->dead = 1;
-	}
+	if (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR))
+		session_closed(s);
 }
 
 /* See session.h. */

@@ -22,6 +22,8 @@
 
 #define CHAN_MAX_ENV		32		/* env requests kept */
 #define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
+#define CHAN_PUMP_LOW		(128 * 1024)	/* chan_pump reads below this */
+#define CHAN_PUMP_READ		(128 * 1024)	/* ... this much at most */
 /* libssh 0.10 grants a client about 1.3 MB of window, keeps what arrives
  * beyond it, and grows the window on every read however much it holds:
  * so input is drained only whole (all libssh holds, into inpend) and only
@@ -91,6 +93,7 @@ struct session {
 	struct ssh_server_callbacks_struct cb;
 	unsigned long num;		/* for logs */
 	char peer[64];			/* client address */
+	char connection[128];		/* SSH_CONNECTION: "CLIENT PORT SERVER PORT" */
 	char room[80];			/* SSH user name (the room), as given */
 	char user[64];			/* user named by the key */
 	char fp[128];			/* SHA256 fingerprint of the key */
@@ -123,6 +126,18 @@ int chan_write_err(struct chan *c, const void *p, size_t n);
  * still holds output the socket did not take (a client's window may be
  * 4 GiB: without this a client that stops reading grows atriumd). */
 uint32_t chan_can_write(struct chan *c);
+
+/* A pipe's bytes reach the client through c's queues: chan_pump reads
+ * from fd into the stdout (is_err: stderr) queue while it holds less than
+ * CHAN_PUMP_LOW, and chan_flush writes them, keeping what the channel does
+ * not take yet.  Returns 1 when bytes were read, 0 at EOF (or EIO from a
+ * pty master whose command is gone), -EAGAIN when fd has nothing now or
+ * the queue is full, another -errno on a read error.  Every kind writes to
+ * the client only through these queues. */
+int chan_pump(struct chan *c, int fd, int is_err);
+
+/* 1 when chan_pump would take bytes now (the queue has room). */
+int chan_pump_wants(const struct chan *c, int is_err);
 
 /* Write what the window allows of out and err now.  Bytes left queued. */
 size_t chan_flush(struct chan *c);

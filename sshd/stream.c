@@ -8,17 +8,20 @@
  *
  *   client data  -> stdin pipe   (what the pipe cannot take stays in libssh,
  *                                 so the client's window closes: backpressure)
- *   stdout pipe  -> channel      (at most the window, and only while
- *   stderr pipe  -> channel err   libssh holds nothing unsent; else the
- *                                 pipe leaves the poll set until the tick
- *                                 sees both clear)
+ *   stdout pipe  -> channel      through the channel's queues (chan_pump,
+ *   stderr pipe  -> channel err   chan_flush): a pipe is read only while its
+ *                                 queue has room, and what the channel does
+ *                                 not take yet stays queued, so no byte is
+ *                                 lost or reordered, whatever libssh returns
  *   client EOF   -> stdin closed
  *   exec_result  -> exit-status or exit-signal, once stdout and stderr hit
- *                   EOF (or after STREAM_LINGER_MS without output when a
- *                   background process keeps them open)
+ *                   EOF and their queues are out (or after STREAM_LINGER_MS
+ *                   without output when a background process keeps them
+ *                   open)
  *
- * Workload: from a byte to 100 MB and more through stdin or stdout; the
- * pipes are enlarged so each poll moves big chunks.
+ * Workload: from a byte to gigabytes through stdin or stdout; the pipes are
+ * enlarged so each read moves big chunks, and each loop turn moves up to
+ * STREAM_TURN_READS chunks per pipe while the client's window allows.
  */
 #include "stream.h"
 
@@ -37,10 +40,11 @@
 #include "agentlink.h"
 #include "log.h"
 #include "room.h"
+#include "sftp_flow.h"
 #include "util.h"
 
 #define STREAM_PIPE_SIZE	(1024 * 1024)
-#define STREAM_CHUNK		65536
+#define STREAM_TURN_READS	8	/* reads per pipe per loop turn, at most */
 #define STREAM_LINGER_MS	2000
 #define STREAM_MAX_CONNECT	20	/* tries while the agent restarts */
 
@@ -57,13 +61,14 @@ struct stream {
 	struct watch w_in, w_out, w_err;
 	int in_full;			/* stdin pipe full: wait for POLLOUT */
 	int eof_pending;		/* client EOF before the pipes existed */
-	int out_eof, err_eof;		/* pipe ended */
-	int out_paused, err_paused;	/* window closed */
+	int out_eof, err_eof;		/* pipe ended (or failed) */
 	int have_result;		/* exec_result (or the end) arrived */
 	int code;			/* its exit code */
 	char sig[16];			/* its signal name, or "" */
 	long long last_io_ms;		/* output seen then */
 	int connect_tries;
+	int sftp;			/* the sftp subsystem: flow counts */
+	struct sftp_flow flow;		/* its requests and responses */
 };
 
 /* Poll set for the current state. */
@@ -72,7 +77,7 @@ stream_update(struct stream *st)
 {
 	short out = 0, in = 0;
 
-	if (st->out_fd >= 0 && !st->out_eof && !st->out_paused)
+	if (st->out_fd >= 0 && !st->out_eof && chan_pump_wants(st->c, 0))
 		out |= POLLIN;
 	if (st->in_fd >= 0 && st->in_full)
 		in |= POLLOUT;
@@ -83,7 +88,8 @@ stream_update(struct stream *st)
 	if (st->out_fd >= 0)
 		loop_want(&st->w_out, out);
 	if (st->err_fd >= 0)
-		loop_want(&st->w_err, !st->err_eof && !st->err_paused ? POLLIN : 0);
+		loop_want(&st->w_err, !st->err_eof && chan_pump_wants(st->c, 1)
+		    ? POLLIN : 0);
 	if (st->in_fd >= 0)
 		loop_want(&st->w_in, in);
 }
@@ -100,32 +106,51 @@ stream_close_stdin(struct stream *st)
 	st->in_full = 0;
 }
 
-/* Move one chunk from a pipe to the channel, at most the window. */
-static void
-stream_pump(struct stream *st, int fd, int is_err)
+/* Read one chunk of stdout (is_err: stderr) into the channel's queue.
+ * 1 when bytes moved; 0 otherwise (EOF and read errors end that pipe). */
+static int
+stream_read(struct stream *st, int is_err)
 {
-	char chunk[STREAM_CHUNK];
-	uint32_t w = chan_can_write(st->c);
+	int fd = is_err ? st->err_fd : st->out_fd;
 	int *eof = is_err ? &st->err_eof : &st->out_eof;
-	int *paused = is_err ? &st->err_paused : &st->out_paused;
-	ssize_t n;
+	size_t before = st->c->out.len;
+	int r;
 
-	if (w == 0) {
-		*paused = 1;
-		return;
+	if (fd < 0 || *eof)
+		return 0;
+	r = chan_pump(st->c, fd, is_err);
+	if (r > 0) {
+		if (st->sftp && !is_err)
+			sftp_flow_answered(&st->flow, st->c->out.data + before,
+			    st->c->out.len - before);
+		st->last_io_ms = time_mono_ms();
+		return 1;
 	}
-	n = read(fd, chunk, w < sizeof(chunk) ? w : sizeof(chunk));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		/* EOF, or EIO on a pty master once the command is gone. */
-		*eof = 1;
-		return;
+	if (r == -EAGAIN)
+		return 0;
+	if (r < 0)
+		log_warn("session %lu: reading the command's %s: %s",
+		    st->c->s->num, is_err ? "stderr" : "stdout", strerror(-r));
+	*eof = 1;
+	return 0;
+}
+
+/* Move output while the window and the pipes allow, up to
+ * STREAM_TURN_READS chunks a pipe (the loop serves other sessions too). */
+static void
+stream_pump(struct stream *st)
+{
+	for (int i = 0; i < STREAM_TURN_READS; i++) {
+		int moved;
+
+		chan_flush(st->c);
+		moved = stream_read(st, 0);
+		if (!st->tty)
+			moved += stream_read(st, 1);
+		if (!moved)
+			break;
 	}
-	st->last_io_ms = time_mono_ms();
-	if ((is_err ? ssh_channel_write_stderr(st->c->ch, chunk, (uint32_t)n)
-	    : ssh_channel_write(st->c->ch, chunk, (uint32_t)n)) == SSH_ERROR)
-		*eof = 1;
+	chan_flush(st->c);
 }
 
 /* Output side of a pipe or the pty master became ready. */
@@ -137,7 +162,7 @@ stream_out_cb(struct watch *w, int revents)
 	if (st->tty && (revents & POLLOUT))
 		st->in_full = 0;
 	if (revents & (POLLIN | POLLHUP | POLLERR))
-		stream_pump(st, w->fd, 0);
+		stream_read(st, 0);
 	stream_update(st);
 }
 
@@ -148,7 +173,7 @@ stream_err_cb(struct watch *w, int revents)
 	struct stream *st = w->arg;
 
 	if (revents & (POLLIN | POLLHUP | POLLERR))
-		stream_pump(st, w->fd, 1);
+		stream_read(st, 1);
 	stream_update(st);
 }
 
@@ -178,9 +203,14 @@ stream_input(struct chan *c, const char *p, size_t n)
 		return n;	/* nobody reads stdin any more: discard */
 	if (st->in_full)
 		return 0;
+	if (st->sftp && (n = sftp_flow_allowed(&st->flow, p, n)) == 0)
+		return 0;	/* sftp-server holds enough: see sftp_flow.h */
 	w = write(st->in_fd, p, n);
-	if (w > 0)
+	if (w > 0) {
+		if (st->sftp)
+			sftp_flow_sent(&st->flow, p, (size_t)w);
 		return (size_t)w;
+	}
 	if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
 		st->in_full = 1;
 		stream_update(st);
@@ -391,8 +421,9 @@ stream_start(struct chan *c, struct room *r)
 		stream_close_stdin(st);
 }
 
-/* Resume output the window now allows (libssh 0.10 does not tell us when
- * the client reopens it); finish once everything is out. */
+/* Move output (libssh 0.10 does not say when the client grows its window,
+ * so every turn looks: libssh_compat.c W2); finish once the command is
+ * over and everything it wrote is out. */
 static void
 stream_tick(struct chan *c)
 {
@@ -401,16 +432,14 @@ stream_tick(struct chan *c)
 
 	if (!st->started)
 		return;
-	if ((st->out_paused || st->err_paused) && chan_can_write(c) > 0) {
-		st->out_paused = st->err_paused = 0;
-		stream_update(st);
-	}
+	stream_pump(st);
+	stream_update(st);
 	out_done = st->out_eof || st->out_fd < 0;
 	err_done = st->tty || st->err_eof || st->err_fd < 0;
 	if (!st->have_result)
 		return;
-	/* A paused pipe is the client being slow, not a stuck command. */
-	if (!(out_done && err_done) && (st->out_paused || st->err_paused ||
+	/* Queued output is the client being slow, not a stuck command. */
+	if (!(out_done && err_done) && (c->out.len || c->err.len ||
 	    time_mono_ms() - st->last_io_ms < STREAM_LINGER_MS))
 		return;
 	chan_exit(c, st->code, st->sig[0] ? st->sig : NULL);
@@ -500,6 +529,7 @@ stream_open(struct chan *c, const char *command)
 	st->c = c;
 	st->in_fd = st->out_fd = st->err_fd = -1;
 	st->tty = command && c->pty;
+	st->sftp = !command;
 	agentlink_init(&st->link);
 	chan_new_id(c, st->id, sizeof(st->id));
 	c->kind = st;

@@ -1,0 +1,185 @@
+/*
+ * libssh_compat.c: what atriumd needs from libssh 0.10 beyond its
+ * documentation (libssh_compat.h).  Called by server.c (start-up, the
+ * listener), session.c (sockets, channel output and input).
+ *
+ * Each workaround, and the libssh behaviour it answers (seen with Debian
+ * 12's libssh 0.10.6; 0.11 fixes the second):
+ *
+ *  W1 ssh_channel_write on a non-blocking session returns 0, not an error
+ *     and not SSH_AGAIN, while a key re-exchange is in progress, and a short
+ *     count when the window runs out.  Bytes it did not take are the
+ *     caller's to keep: session.c's chan_flush is the only caller and keeps
+ *     them queued (sshio.write below).
+ *  W2 The write-wontblock channel callback fires only when the socket
+ *     flushes, not when the client grows the window.  Nothing waits for
+ *     it: every loop turn asks compat_can_write.
+ *  W3 A writable socket makes libssh send all it holds with a blocking
+ *     send, so one client that stops reading would stall every session:
+ *     compat_socket_setup makes the socket non-blocking (libssh only sends
+ *     after POLLOUT, so a partial send is all that can happen).  And a
+ *     client's window may be 4 GiB: compat_can_write answers 0 while libssh
+ *     still holds unsent output, so nothing piles up inside libssh.
+ *  W4 libssh grants a client about 1.3 MB of window, keeps what arrives
+ *     beyond what the data callback takes, and grows the window on every
+ *     read however much it holds.  compat_take_held drains all it holds at
+ *     once, and only when the caller has taken everything before, which
+ *     keeps what libssh holds under one window.
+ *  W5 A channel whose maximum packet is tiny (10 bytes) makes every write
+ *     loop forever; the API does not show the client's maximum packet, so
+ *     compat_remote_maxpacket reads it from the private channel struct,
+ *     only on a 0.10 libssh and only when two fields the API does show
+ *     match (compat_init decides at start-up).
+ *  W6 By default libssh accepts SHA-1 "ssh-rsa" user-auth signatures,
+ *     although its server-sig-algs does not offer them; OpenSSH refuses
+ *     them.  compat_bind_setup lists the accepted algorithms.
+ *  W7 A channel data packet that arrives during a key re-exchange (after
+ *     the client's KEXINIT) is rejected by libssh's packet filter, and the
+ *     connection ends.  RFC 4253 7.1 forbids such packets; asyncssh before
+ *     2.14 sends them.  Nothing outside libssh can change this:
+ *     session.c logs the reason when it happens.
+ *
+ * Two rules that are not workarounds but libssh's threading and callback
+ * model: nothing is freed inside a libssh callback (session.c), and an fd
+ * leaves the ssh_event only outside ssh_event_dopoll (loop.c).
+ */
+#include "libssh_compat.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "log.h"
+#include "util.h"
+
+/* Signature algorithms accepted for user authentication (W6): OpenSSH's
+ * default set, without "ssh-rsa" (SHA-1). */
+#define COMPAT_USER_SIG_ALGS \
+	"ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384," \
+	"ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com," \
+	"sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256"
+
+static int
+sshio_pending(ssh_session s)
+{
+	return (ssh_get_poll_flags(s) & SSH_WRITE_PENDING) != 0;
+}
+
+/* libssh's real calls; a test may replace any of them. */
+struct sshio sshio = {
+	.write = ssh_channel_write,
+	.write_stderr = ssh_channel_write_stderr,
+	.window = ssh_channel_window_size,
+	.pending = sshio_pending,
+	.is_open = ssh_channel_is_open,
+};
+
+/* Set by compat_init: the private channel layout may be read (W5).  Fixed
+ * after start-up, like configuration. */
+static int compat_layout_known;
+
+/* See libssh_compat.h. */
+int
+compat_init(void)
+{
+	const char *v = ssh_version(0);
+	int major = 0, minor = 0;
+
+	if (!v || sscanf(v, "%d.%d", &major, &minor) != 2 ||
+	    (major == 0 && minor < 10)) {
+		log_error("libssh %s is too old: atriumd needs 0.10 or newer",
+		    v ? v : "(unknown)");
+		return -ENOTSUP;
+	}
+	compat_layout_known = major == 0 && minor == 10;
+	if (!compat_layout_known)
+		log_info("libssh %s: the check of a client's maximum packet "
+		    "size is off (it reads libssh 0.10's channel layout)", v);
+	return 0;
+}
+
+/* See libssh_compat.h. */
+int
+compat_bind_setup(ssh_bind bind)
+{
+	if (ssh_bind_options_set(bind, SSH_BIND_OPTIONS_PUBKEY_ACCEPTED_KEY_TYPES,
+	    COMPAT_USER_SIG_ALGS) < 0) {
+		log_error("cannot set the accepted signature algorithms: %s",
+		    ssh_get_error(bind));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* See libssh_compat.h (W3). */
+void
+compat_socket_setup(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fd_set_cloexec(fd, 1);
+	fd_set_nonblock(fd, 1);
+}
+
+/* See libssh_compat.h (W2, W3). */
+uint32_t
+compat_can_write(ssh_session s, ssh_channel ch)
+{
+	if (sshio.pending(s))
+		return 0;
+	return sshio.window(ch);
+}
+
+/* libssh 0.10's channel as laid out in its private channels.h, up to the
+ * client's maximum packet size (W5). */
+struct compat_chan010 {
+	ssh_session session;
+	uint32_t local_channel, local_window;
+	int local_eof;
+	uint32_t local_maxpacket, remote_channel, remote_window;
+	int remote_eof;
+	uint32_t remote_maxpacket;
+};
+
+/* See libssh_compat.h (W5). */
+long
+compat_remote_maxpacket(ssh_session s, ssh_channel ch)
+{
+	struct compat_chan010 h;
+
+	if (!compat_layout_known)
+		return -1;
+	memcpy(&h, (const void *)ch, sizeof(h));
+	if (h.session != s || h.remote_window != ssh_channel_window_size(ch))
+		return -1;
+	return (long)h.remote_maxpacket;
+}
+
+/* See libssh_compat.h (W4). */
+int
+compat_take_held(ssh_channel ch, struct buf *q, size_t max_held)
+{
+	int avail = ssh_channel_poll(ch, 0), n, r;
+	char *tmp;
+
+	if (avail <= 0)
+		return 0;
+	if ((size_t)avail > max_held)
+		return -EMSGSIZE;
+	if (!(tmp = malloc((size_t)avail)))
+		return -ENOMEM;
+	n = ssh_channel_read_nonblocking(ch, tmp, (uint32_t)avail, 0);
+	r = n > 0 ? buf_append(q, tmp, (size_t)n) : 0;
+	free(tmp);
+	if (n == SSH_ERROR)
+		return -EIO;
+	if (r < 0)
+		return r;
+	return n > 0 ? n : 0;
+}

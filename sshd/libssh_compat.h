@@ -1,0 +1,64 @@
+/*
+ * libssh_compat.h: every place where atriumd depends on how libssh 0.10
+ * behaves beyond its documentation, or works around what it does wrong,
+ * in one file (libssh_compat.c says which behaviour each one answers).
+ *
+ * It also holds sshio, the table of libssh calls on the output path, so
+ * that a test can make a channel write return 0, short counts or errors
+ * (after SQLite's replaceable syscall table).
+ */
+#ifndef ATRIUMD_LIBSSH_COMPAT_H
+#define ATRIUMD_LIBSSH_COMPAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libssh/libssh.h>
+#include <libssh/server.h>
+
+struct buf;
+
+/* The libssh calls that move a channel's output; tests replace them. */
+struct sshio {
+	/* ssh_channel_write / _stderr: bytes taken (0 and short counts are
+	 * normal), or SSH_ERROR. */
+	int (*write)(ssh_channel ch, const void *p, uint32_t n);
+	int (*write_stderr)(ssh_channel ch, const void *p, uint32_t n);
+	/* The client's window on ch. */
+	uint32_t (*window)(ssh_channel ch);
+	/* Nonzero while libssh holds output its socket has not taken. */
+	int (*pending)(ssh_session s);
+	/* Nonzero while ch may be written to. */
+	int (*is_open)(ssh_channel ch);
+};
+
+extern struct sshio sshio;
+
+/* At start-up: check the linked libssh and learn whether its private
+ * channel layout is the one compat_remote_maxpacket reads.  Logs what
+ * applies.  0, or -ENOTSUP when libssh is older than 0.10. */
+int compat_init(void);
+
+/* Options for the listener that libssh's defaults get wrong for a
+ * server: no SHA-1 "ssh-rsa" signatures.  0 or -EINVAL (logged). */
+int compat_bind_setup(ssh_bind bind);
+
+/* An accepted socket made ready for libssh: non-blocking, no Nagle,
+ * close-on-exec. */
+void compat_socket_setup(int fd);
+
+/* Bytes that may be written to ch now: its window, or 0 while libssh
+ * still holds output the socket has not taken. */
+uint32_t compat_can_write(ssh_session s, ssh_channel ch);
+
+/* The client's maximum packet size on ch, or -1 when unknown. */
+long compat_remote_maxpacket(ssh_session s, ssh_channel ch);
+
+/* Move every byte libssh holds for ch's stdout into q (at most
+ * max_held).  Returns bytes moved, 0 when none, -EMSGSIZE when libssh
+ * holds more than max_held (the client ignored its window), -ENOMEM, or
+ * -EIO when libssh fails.  After -ENOMEM or -EIO input may be lost, so
+ * the caller ends the connection. */
+int compat_take_held(ssh_channel ch, struct buf *q, size_t max_held);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * sftp_flow.h: flow control for the sftp subsystem by counting requests.
+ *
+ * OpenSSH's sftp-server reads its stdin whenever it can and answers one
+ * request per turn of its loop, so a client that keeps many small writes in
+ * flight (PuTTY's pscp and psftp send 4 KiB writes with no cap but the
+ * window) piles megabytes into its input buffer, which it then copies on
+ * every request: an upload slows down the longer it runs.  Counting the
+ * packets in each direction (every SFTP request has exactly one response)
+ * lets atriumd hold the client's bytes once SFTP_FLOW_MAX_PENDING requests
+ * are unanswered; they stay in libssh, so the client's window closes.
+ *
+ * Pure: no I/O.  The framing is SFTP's (draft-ietf-secsh-filexfer-02 3):
+ * uint32 length, then that many bytes.
+ */
+#ifndef ATRIUMD_SFTP_FLOW_H
+#define ATRIUMD_SFTP_FLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SFTP_FLOW_MAX_PENDING	64	/* requests the server may hold */
+
+/* One direction's framing state. */
+struct sftp_frames {
+	uint8_t hdr[4];		/* length bytes seen of the current packet */
+	int hdr_have;		/* how many of them (0-4) */
+	uint32_t body_left;	/* bytes of the current body still to come */
+	unsigned long started;	/* packets whose first byte was seen */
+};
+
+struct sftp_flow {
+	struct sftp_frames req;		/* client to server */
+	struct sftp_frames resp;	/* server to client */
+};
+
+/* Requests sent and not yet answered. */
+unsigned long sftp_flow_pending(const struct sftp_flow *f);
+
+/* How many of the n client bytes at p may go to the server now: all of
+ * them, or up to the start of the request that would pass the limit. */
+size_t sftp_flow_allowed(const struct sftp_flow *f, const char *p, size_t n);
+
+/* Count n client bytes that went to the server (n no more than allowed). */
+void sftp_flow_sent(struct sftp_flow *f, const char *p, size_t n);
+
+/* Count n bytes the server wrote (responses). */
+void sftp_flow_answered(struct sftp_flow *f, const char *p, size_t n);
+
+#endif
