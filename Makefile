@@ -28,7 +28,8 @@ LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 \
-            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev bubblewrap \
+            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev \
+            bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps \
             python3 python3-pytest python3-paramiko tmux rsync \
             clang libclang-rt-14-dev

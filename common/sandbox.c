@@ -42,7 +42,8 @@
 #include "util.h"
 
 #define SB_STAGE	"/tmp"	/* where the child stages bind sources */
-#define SB_MAX_ARGS	160
+/* bwrap arguments: the fixed ones, SB_MAX_ENV variables, every host path */
+#define SB_MAX_ARGS	256
 #define SB_MAX_ENV	16	/* extra variables a caller may pass */
 
 static const char *const sb_bwrap_paths[] = { "/usr/bin/bwrap", "/bin/bwrap" };

@@ -20,7 +20,9 @@
 #include "buf.h"
 #include "server.h"
 
-#define CHAN_MAX_ENV		32		/* env requests kept */
+/* env requests kept: with TERM, SSH_CONNECTION, SSH_CLIENT and SSH_TTY
+ * this is the agent's EXEC_MAX_ENV. */
+#define CHAN_MAX_ENV		12
 #define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
 #define CHAN_PUMP_LOW		(128 * 1024)	/* chan_pump reads below this */
 #define CHAN_PUMP_READ		(128 * 1024)	/* ... this much at most */

@@ -329,6 +329,30 @@ stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
 	return 0;
 }
 
+/* SSH_CONNECTION, SSH_CLIENT and SSH_TTY, as sshd(8) sets them (after the
+ * client's own, which cannot replace them).  Inside the sandbox a pty is
+ * the command's /dev/console, so that is its SSH_TTY. */
+static void
+stream_ssh_env(struct stream *st, json_object *env)
+{
+	const char *conn = st->c->s->connection;
+	char client[sizeof(st->c->s->connection)];
+	const char *sp1, *sp2;
+
+	if (!conn[0] || !(sp1 = strchr(conn, ' ')) ||
+	    !(sp2 = strchr(sp1 + 1, ' ')))
+		return;
+	/* "CLIENT CPORT SERVER SPORT" -> "CLIENT CPORT SPORT" */
+	snprintf(client, sizeof(client), "%.*s %s", (int)(sp2 - conn), conn,
+	    strrchr(conn, ' ') + 1);
+	json_object_object_add(env, "SSH_CONNECTION",
+	    json_object_new_string(conn));
+	json_object_object_add(env, "SSH_CLIENT", json_object_new_string(client));
+	if (st->tty)
+		json_object_object_add(env, "SSH_TTY",
+		    json_object_new_string("/dev/console"));
+}
+
 /* The exec line: command or argv, fds, tty and the client's env. */
 static json_object *
 stream_exec_line(struct stream *st, int nfds)
@@ -360,6 +384,7 @@ stream_exec_line(struct stream *st, int nfds)
 	}
 	if (c->pty && c->term[0])
 		json_object_object_add(env, "TERM", json_object_new_string(c->term));
+	stream_ssh_env(st, env);
 	json_object_object_add(o, "env", env);
 	return o;
 }
