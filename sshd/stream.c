@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "agentlink.h"
+#include "git_path.h"
 #include "log.h"
 #include "room.h"
 #include "sftp_flow.h"
@@ -541,13 +542,26 @@ static const struct chan_ops stream_ops = {
 	.free = stream_free,
 };
 
+/* The command to run for what the client asked: git's absolute paths
+ * fall back to the workspace (git_path.h).  NULL when out of memory. */
+static char *
+stream_command(const char *asked)
+{
+	size_t len = 2 * strlen(asked) + 96;
+	char *cmd = malloc(len);
+
+	if (cmd && git_path_command(asked, cmd, len) != 1)
+		snprintf(cmd, len, "%s", asked);
+	return cmd;
+}
+
 /* See stream.h. */
 int
 stream_open(struct chan *c, const char *command)
 {
 	struct stream *st = calloc(1, sizeof(*st));
 
-	if (!st || (command && !(st->command = strdup(command)))) {
+	if (!st || (command && !(st->command = stream_command(command)))) {
 		free(st);
 		return -ENOMEM;
 	}
