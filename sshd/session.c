@@ -560,6 +560,54 @@ session_channel_open_cb(ssh_session ssh, void *ud)
 	return c->ch;
 }
 
+/* What a refused request asked for, for the log; NULL for requests not
+ * worth a line (keepalives, and what libssh answers by itself). */
+static const char *
+session_refused_what(ssh_message msg, char *tmp, size_t len)
+{
+	int type = ssh_message_type(msg), sub = ssh_message_subtype(msg);
+
+	if (type == SSH_REQUEST_CHANNEL_OPEN && sub == SSH_CHANNEL_DIRECT_TCPIP) {
+		snprintf(tmp, len, "a connection to %s:%d",
+		    ssh_message_channel_request_open_destination(msg),
+		    ssh_message_channel_request_open_destination_port(msg));
+		return tmp;
+	}
+	if (type == SSH_REQUEST_CHANNEL_OPEN)
+		return sub == SSH_CHANNEL_X11 ? "an X11 channel" :
+		    "a channel of another kind than session";
+	if (type == SSH_REQUEST_GLOBAL &&
+	    sub == SSH_GLOBAL_REQUEST_TCPIP_FORWARD) {
+		snprintf(tmp, len, "remote port forwarding from %s:%d",
+		    ssh_message_global_request_address(msg),
+		    ssh_message_global_request_port(msg));
+		return tmp;
+	}
+	if (type == SSH_REQUEST_CHANNEL && sub == SSH_CHANNEL_REQUEST_X11)
+		return "X11 forwarding";
+	return NULL;
+}
+
+/* Requests libssh leaves to us that atriumd does not serve (forwarding,
+ * X11): logged, then refused by libssh's default reply (return 1).  Agent
+ * forwarding is refused inside libssh, which reports it to nobody. */
+static int
+session_message_cb(ssh_session ssh, ssh_message msg, void *ud)
+{
+	struct session *s = ud;
+	char tmp[INET6_ADDRSTRLEN + 300], shown[sizeof(tmp)];
+	const char *what = session_refused_what(msg, tmp, sizeof(tmp));
+
+	(void)ssh;
+	if (what) {
+		session_printable(what, shown, sizeof(shown));
+		log_info("session %lu: %s asked for %s: refused (atriumd does "
+		    "not forward)", s->num, s->user[0] ? s->user : s->peer,
+		    shown);
+	}
+	return 1;
+}
+
 /* Send the "how to get access" banner once. */
 static void
 session_banner(struct session *s)
@@ -756,6 +804,7 @@ session_accept(struct server *srv, int fd, const char *peer)
 	s->cb.channel_open_request_session_function = session_channel_open_cb;
 	ssh_callbacks_init(&s->cb);
 	ssh_set_server_callbacks(s->ssh, &s->cb);
+	ssh_set_message_callback(s->ssh, session_message_cb, s);
 	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
 	s->deadline_ms = time_mono_ms() + SERVER_AUTH_TIMEOUT_MS;
 	if (ssh_handle_key_exchange(s->ssh) == SSH_ERROR) {

@@ -388,6 +388,17 @@ def test_git_clone_push_and_rsync_over_ssh(atriumd, data_dir, ssh_run, tmp_path)
     again = tmp_path / "again"
     subprocess.run(["git", "clone", "-q", "-b", "main", url, str(again)], env=env, check=True)
     assert (again / "README").read_text() == "hello from git\n"
+    # The short ssh:// form names the repository from the workspace, as the
+    # sftp root does; a path that exists at / keeps its meaning.
+    short = tmp_path / "short"
+    p = subprocess.run(["git", "clone", "-q", "-b", "main",
+                        "ssh://code@127.0.0.1:%d/repo.git" % srv.port, str(short)],
+                       env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (short / "README").read_text() == "hello from git\n"
+    p = subprocess.run(["git", "clone", "-q", "ssh://code@127.0.0.1:%d/usr" % srv.port,
+                        str(tmp_path / "usr")], env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "'/usr' does not appear to be a git repository" in p.stderr
 
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)

@@ -428,12 +428,47 @@ def test_open_mode_accepts_any_key(atriumd, data_dir, ssh_run):
     assert "ANY public key is accepted" in srv.read_stdout()
 
 
-def test_forwarding_is_refused(srv, ssh_run):
+def test_forwarding_is_refused(srv, ssh_run, monkeypatch):
     rc, out, err = ssh_run(srv, "demo", opts=["-W", "127.0.0.1:22"], input="")
     assert rc == 255 and "forwarding failed" in err
     rc, out, err = ssh_run(srv, "demo", "true", opts=[
         "-o", "ExitOnForwardFailure=yes", "-R", "0:127.0.0.1:22"])
     assert rc == 255 and "port forwarding failed" in err
+    monkeypatch.setenv("DISPLAY", ":0")
+    rc, out, err = ssh_run(srv, "demo", "echo ran", opts=["-X"])
+    assert (rc, out) == (0, "ran\n") and "X11 forwarding request failed" in err
+    log = srv.read_log()
+    for what in ("a connection to 127.0.0.1:22",
+                 "remote port forwarding from localhost:0", "X11 forwarding"):
+        assert "alice asked for %s: refused" % what in log, log
+
+
+def test_exec_gets_the_ssh_variables(srv, ssh_run):
+    rc, out, err = ssh_run(srv, "demo", "echo $SSH_CONNECTION; echo $SSH_CLIENT;"
+                           " echo ${SSH_TTY-none}")
+    assert rc == 0, err
+    conn, client, tty = out.splitlines()
+    addr, cport, saddr, sport = conn.split()
+    assert (addr, saddr, sport) == ("127.0.0.1", "127.0.0.1", str(srv.port))
+    assert client == "127.0.0.1 %s %d" % (cport, srv.port) and tty == "none"
+    rc, out, err = ssh_run(srv, "demo", 'echo $SSH_TTY; tty', opts=["-tt"],
+                           input="")
+    assert rc == 0, err
+    assert out.replace("\r", "").split("\n")[:2] == ["/dev/console"] * 2
+
+
+def test_chown_to_another_user_is_not_permitted(srv, ssh_run):
+    # As for any unprivileged user (the sandbox's user namespace would say
+    # "Invalid argument", which sftp-server turns into "Bad message").
+    rc, out, err = ssh_run(srv, "demo", "touch f; chown 0 f; chgrp 0 f; "
+                           "chown $(id -u):$(id -g) f && echo own-ok")
+    assert out == "own-ok\n", err
+    assert err.count("Operation not permitted") == 2, err
+    p = subprocess.run(["sftp", "-P", str(srv.port), "-i", srv.keys["alice"]]
+                       + SSH_OPTS + ["-b", "-", "demo@127.0.0.1"],
+                       input="chown 0 f\n", capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
 
 
 def test_exec_with_a_terminal_and_environment(srv, ssh_run, monkeypatch):
