@@ -38,6 +38,10 @@
  *     connection ends.  RFC 4253 7.1 forbids such packets; asyncssh before
  *     2.14 sends them.  Nothing outside libssh can change this:
  *     session.c logs the reason when it happens.
+ *  W8 An "auth-agent-req" channel request is refused inside libssh unless
+ *     a callback is set, and a set callback makes libssh answer success.
+ *     So agent forwarding is left to libssh's refusal and goes unlogged
+ *     (session.c logs the other refused forwarding requests).
  *
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd
