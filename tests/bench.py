@@ -179,6 +179,34 @@ def start_atriumd(tmp, key):
     return p, port
 
 
+def host_fingerprint(hostkey):
+    out = subprocess.run(["ssh-keygen", "-lf", hostkey], capture_output=True,
+                         text=True, check=True).stdout
+    return out.split()[1]
+
+
+def pscp_upload(table, tmp, key, *servers):
+    """PuTTY's SFTP upload (4 KiB writes, no cap but the window) of 16 MiB,
+    to each (port, user, remote path, host key) in turn."""
+    if not shutil.which("pscp"):
+        print("pscp missing (putty-tools): skipping its upload", file=sys.stderr)
+        return
+    ppk = key + ".ppk"
+    run(["puttygen", key, "-O", "private", "-o", ppk])
+    src = os.path.join(tmp, "pscp.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(16 << 20))
+    env = dict(os.environ, HOME=tmp)  # PuTTY keeps its settings under HOME
+    results = [[] for _ in servers]
+    for _ in range(RUNS):
+        for (port, user, path, hostkey), out in zip(servers, results):
+            cmd = ["pscp", "-sftp", "-q", "-batch", "-P", str(port), "-i", ppk,
+                   "-hostkey", host_fingerprint(hostkey), src,
+                   "%s@127.0.0.1:%s" % (user, path)]
+            out.append(timed(lambda: run(cmd, env=env)))
+    table.add("pscp SFTP upload of 16 MiB", "OpenSSH sshd", *results)
+
+
 def ssh_workloads(table, tmp):
     key = os.path.join(tmp, "key")
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
@@ -202,6 +230,10 @@ def ssh_workloads(table, tmp):
                 src.wait()
                 out.append(size / t / 1e6)
         table.add("256 MiB through exec stdin", "OpenSSH sshd", base, ours, " MB/s")
+        pscp_upload(table, tmp, key, (sport, "root", "/tmp/bench-pscp",
+                                      os.path.join(tmp, "sshd_hostkey")),
+                    (aport, "bench", "pscp.bin",
+                     os.path.join(tmp, "data", "hostkey")))
     finally:
         for p in (sshd, atriumd):
             p.send_signal(signal.SIGTERM)
