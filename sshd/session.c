@@ -823,6 +823,19 @@ session_accept(struct server *srv, int fd, const char *peer)
 	return 0;
 }
 
+/* 1 when libssh's error says its packet filter rejected a connection
+ * protocol message (RFC 4254: 80-127), which happens only during a key
+ * exchange. */
+static int
+session_rejected_in_kex(const char *why)
+{
+	const char *p = strstr(why, "rejected packet (type ");
+	int type;
+
+	return p && sscanf(p, "rejected packet (type %d)", &type) == 1 &&
+	    type >= 80 && type <= 127;
+}
+
 /* The connection is gone: say so, and why when libssh ended it. */
 static void
 session_closed(struct session *s)
@@ -838,10 +851,10 @@ session_closed(struct session *s)
 	/* libssh_compat.c W7: a client that sends channel data during a key
 	 * re-exchange breaks RFC 4253 7.1, and libssh ends the connection. */
 	log_warn("session %lu: %s%sconnection ended: %s%s", s->num, s->user,
-	    s->user[0] ? " " : "", why,
-	    strstr(why, "type 9") ? " (the client sent channel data during a "
-	    "key re-exchange, which RFC 4253 7.1 forbids; asyncssh before 2.14 "
-	    "does this: raise its rekey limit or upgrade it)" : "");
+	    s->user[0] ? " " : "", why, session_rejected_in_kex(why) ?
+	    " (the client sent a channel message during a key re-exchange, "
+	    "which RFC 4253 7.1 forbids; asyncssh before 2.14 does this: "
+	    "raise its rekey limit or upgrade it)" : "");
 }
 
 /* See session.h. */
