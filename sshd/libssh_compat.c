@@ -42,6 +42,10 @@
  *     a callback is set, and a set callback makes libssh answer success.
  *     So agent forwarding is left to libssh's refusal and goes unlogged
  *     (session.c logs the other refused forwarding requests).
+ *  W9 A user-auth request whose signature libssh refuses (W6's SHA-1, for
+ *     one) gets no answer: libssh records a fatal error on the session and
+ *     drops the request, and the client waits.  session.c closes such a
+ *     connection at once, with the reason in the log.
  *
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd

@@ -841,20 +841,21 @@ static void
 session_closed(struct session *s)
 {
 	const char *why = ssh_get_error(s->ssh);
+	const char *who = s->user[0] ? s->user : s->peer;
 
 	s->dead = 1;
-	if (!(ssh_get_status(s->ssh) & SSH_CLOSED_ERROR) || !why || !why[0]) {
-		log_info("session %lu: %s%sclosed", s->num, s->user,
-		    s->user[0] ? " " : "");
-		return;
-	}
+	if (!(ssh_get_status(s->ssh) & SSH_CLOSED_ERROR) || !why || !why[0])
+		why = NULL;
 	/* libssh_compat.c W7: a client that sends channel data during a key
 	 * re-exchange breaks RFC 4253 7.1, and libssh ends the connection. */
-	log_warn("session %lu: %s%sconnection ended: %s%s", s->num, s->user,
-	    s->user[0] ? " " : "", why, session_rejected_in_kex(why) ?
-	    " (the client sent a channel message during a key re-exchange, "
-	    "which RFC 4253 7.1 forbids; asyncssh before 2.14 does this: "
-	    "raise its rekey limit or upgrade it)" : "");
+	if (why && session_rejected_in_kex(why))
+		log_warn("session %lu: %s: connection ended: %s (the client sent "
+		    "a channel message during a key re-exchange, which RFC 4253 "
+		    "7.1 forbids; asyncssh before 2.14 does this: raise its "
+		    "rekey limit or upgrade it)", s->num, who, why);
+	else
+		log_info("session %lu: %s closed%s%s%s", s->num, who,
+		    why ? " (" : "", why ? why : "", why ? ")" : "");
 }
 
 /* See session.h. */
@@ -868,6 +869,13 @@ session_tick(struct session *s)
 	if (!s->authed && time_mono_ms() > s->deadline_ms) {
 		log_info("session %lu: no authentication in %d s; closing",
 		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);
+		s->dead = 1;
+		return;
+	}
+	if (!s->authed && ssh_get_error_code(s->ssh) == SSH_FATAL) {
+		/* libssh_compat.c W9: a signature it refused, unanswered. */
+		log_info("session %lu: authentication from %s refused: %s; "
+		    "closing", s->num, s->peer, ssh_get_error(s->ssh));
 		s->dead = 1;
 		return;
 	}

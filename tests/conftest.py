@@ -119,6 +119,10 @@ class Atriumd:
         self.data = str(data)
         self.keys = getattr(data, "keys", {})
         self.port = free_port()
+        self.host = "127.0.0.1"
+        if "--listen" in extra:   # the test's own address, "[::1]:PORT" say
+            addr, _, port = extra[list(extra).index("--listen") + 1].rpartition(":")
+            self.host, self.port = addr.strip("[]"), int(port)
         self.extra = list(extra)
         self.env = env
         self.log_path = os.path.join(os.path.dirname(self.data.rstrip("/")),
@@ -127,8 +131,10 @@ class Atriumd:
         self.stdout = ""
 
     def start(self):
-        args = [os.path.join(self.build, "atriumd"), "--data", self.data,
-                "--listen", "127.0.0.1:%d" % self.port] + self.extra
+        args = [os.path.join(self.build, "atriumd"), "--data", self.data]
+        if "--listen" not in self.extra:
+            args += ["--listen", "127.0.0.1:%d" % self.port]
+        args += self.extra
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
                                      stderr=self.log, env=self.env,
@@ -139,7 +145,7 @@ class Atriumd:
                 raise RuntimeError("atriumd exited %s:\n%s" % (
                     self.proc.returncode, self.read_log()))
             try:
-                with socket.create_connection(("127.0.0.1", self.port), 0.2):
+                with socket.create_connection((self.host, self.port), 0.2):
                     return self
             except OSError:
                 time.sleep(0.05)

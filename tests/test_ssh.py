@@ -10,13 +10,15 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import SSH_OPTS, _pids_using, mounts_under, ssh_command
+from conftest import (SSH_OPTS, _pids_using, free_port, mounts_under,
+                      ssh_command)
 
 SANDBOX_UID = 64222
 
@@ -585,3 +587,59 @@ def test_agent_answer_reaches_the_chat(atriumd, data_dir, model_server):
     finally:
         a.close()
     assert b"\x1b" not in b"".join(a.seen)
+
+
+def test_sha1_rsa_signatures_are_refused(atriumd, data_dir, tmp_path):
+    # As OpenSSH refuses them: server-sig-algs does not offer ssh-rsa, and a
+    # client that signs with SHA-1 anyway is not let in; rsa-sha2 works.
+    import paramiko
+    from paramiko.auth_handler import AuthHandler
+    key = str(tmp_path / "id_rsa")
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "",
+                    "-C", "carol@test", "-f", key], check=True)
+    with open(os.path.join(str(data_dir), "authorized_keys"), "a") as f:
+        f.write(open(key + ".pub").read())
+    srv = atriumd(data_dir)
+    rc, out, err = _ssh_run_key(srv, key, "echo rsa-sha2")
+    assert (rc, out) == (0, "rsa-sha2\n"), err
+
+    def sign_with():
+        t = paramiko.Transport(("127.0.0.1", srv.port))
+        try:
+            t.start_client(timeout=10)
+            t.auth_publickey("demo", paramiko.RSAKey.from_private_key_file(key))
+            return "in"
+        except (paramiko.AuthenticationException, paramiko.SSHException,
+                EOFError):
+            return "refused"
+        finally:
+            t.close()
+    forced = AuthHandler._finalize_pubkey_algorithm
+    try:
+        AuthHandler._finalize_pubkey_algorithm = lambda self, kt: "ssh-rsa"
+        started = time.monotonic()
+        assert sign_with() == "refused"
+        # libssh leaves such a request unanswered; atriumd must not.
+        assert time.monotonic() - started < 10
+    finally:
+        AuthHandler._finalize_pubkey_algorithm = forced
+    assert sign_with() == "in"
+    assert "doesn't match server preference" in srv.read_log()
+
+
+def _ssh_run_key(srv, key, *cmd):
+    p = subprocess.run(ssh_command(srv, "demo", *cmd, key=key),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_ipv6_listen_address_is_shown_in_brackets(atriumd, data_dir):
+    if not socket.has_ipv6 or not os.path.exists("/proc/net/if_inet6"):
+        pytest.skip("no IPv6 on this host")
+    port = free_port()
+    srv = atriumd(data_dir, "--listen", "[::1]:%d" % port)
+    assert "listening on [::1]:%d" % port in srv.read_log()
+    p = subprocess.run(["ssh", "-p", str(port), "-i", srv.keys["alice"]]
+                       + SSH_OPTS + ["demo@::1", "echo six"],
+                       capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "six\n"), p.stderr
