@@ -50,6 +50,9 @@ static const struct config_key config_keys[] = {
 	NUM("sandbox-pids", CT_INT, sandbox_pids, 0, 1 << 22),
 	NUM("sandbox-cpu-percent", CT_INT, sandbox_cpu_percent, 0, 100 * 1024),
 	STR("bin-dir", bin_dir),
+	STR("max-startups", max_startups),
+	NUM("per-source-rate", CT_INT, per_source_rate, 0, 1000000),
+	NUM("per-source-startups", CT_INT, per_source_startups, 0, 1000000),
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -71,6 +74,9 @@ config_defaults(struct config *c)
 	c->sandbox_memory_mb = 2048;
 	c->sandbox_pids = 512;
 	c->sandbox_cpu_percent = 100;
+	snprintf(c->max_startups, sizeof(c->max_startups), "20:30:100");
+	c->per_source_rate = 10;
+	c->per_source_startups = 10;
 }
 
 /* Find a key, treating '_' and '-' alike. */

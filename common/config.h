@@ -41,6 +41,10 @@ struct config {
 	int sandbox_pids;		/* process limit per command */
 	int sandbox_cpu_percent;	/* CPU share per command, 100 = a core */
 	char bin_dir[PATH_MAX];		/* where atrium-fs, atrium-agent live */
+	char max_startups[32];		/* START:RATE:FULL, random early drop of
+					 * unauthenticated connections */
+	int per_source_rate;		/* connections a second per address */
+	int per_source_startups;	/* unauthenticated ones per address */
 };
 
 /* Fill in the defaults. */

@@ -46,6 +46,9 @@
  *     one) gets no answer: libssh records a fatal error on the session and
  *     drops the request, and the client waits.  session.c closes such a
  *     connection at once, with the reason in the log.
+ *  W10 libssh 0.10 offers finite-field Diffie-Hellman groups (up to 8192
+ *     bits), group exchange and SHA-1 MACs by default: compat_bind_setup
+ *     offers only curve25519 and ECDH, AEAD or CTR ciphers, SHA-2 MACs.
  *
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd
@@ -64,6 +67,19 @@
 #include "buf.h"
 #include "log.h"
 #include "util.h"
+
+/* Key exchange, ciphers and MACs offered (W10): modern and cheap only.
+ * No finite-field Diffie-Hellman (one group18 handshake cost 126 ms of the
+ * loop's CPU here, a gift to a flood), no group exchange, no SHA-1, no CBC. */
+#define COMPAT_KEX \
+	"curve25519-sha256,curve25519-sha256@libssh.org," \
+	"ecdh-sha2-nistp256,ecdh-sha2-nistp384,ecdh-sha2-nistp521"
+#define COMPAT_CIPHERS \
+	"chacha20-poly1305@openssh.com,aes256-gcm@openssh.com," \
+	"aes128-gcm@openssh.com,aes256-ctr,aes192-ctr,aes128-ctr"
+#define COMPAT_MACS \
+	"hmac-sha2-256-etm@openssh.com,hmac-sha2-512-etm@openssh.com," \
+	"hmac-sha2-256,hmac-sha2-512"
 
 /* Signature algorithms accepted for user authentication (W6): OpenSSH's
  * default set, without "ssh-rsa" (SHA-1). */
@@ -115,11 +131,25 @@ compat_init(void)
 int
 compat_bind_setup(ssh_bind bind)
 {
-	if (ssh_bind_options_set(bind, SSH_BIND_OPTIONS_PUBKEY_ACCEPTED_KEY_TYPES,
-	    COMPAT_USER_SIG_ALGS) < 0) {
-		log_error("cannot set the accepted signature algorithms: %s",
-		    ssh_get_error(bind));
-		return -EINVAL;
+	static const struct {
+		enum ssh_bind_options_e opt;
+		const char *value, *what;
+	} set[] = {
+		{ SSH_BIND_OPTIONS_KEY_EXCHANGE, COMPAT_KEX, "key exchanges" },
+		{ SSH_BIND_OPTIONS_CIPHERS_C_S, COMPAT_CIPHERS, "ciphers" },
+		{ SSH_BIND_OPTIONS_CIPHERS_S_C, COMPAT_CIPHERS, "ciphers" },
+		{ SSH_BIND_OPTIONS_HMAC_C_S, COMPAT_MACS, "MACs" },
+		{ SSH_BIND_OPTIONS_HMAC_S_C, COMPAT_MACS, "MACs" },
+		{ SSH_BIND_OPTIONS_PUBKEY_ACCEPTED_KEY_TYPES, COMPAT_USER_SIG_ALGS,
+		    "user-auth signature algorithms" },
+	};
+
+	for (size_t i = 0; i < sizeof(set) / sizeof(*set); i++) {
+		if (ssh_bind_options_set(bind, set[i].opt, set[i].value) < 0) {
+			log_error("cannot set the %s: %s", set[i].what,
+			    ssh_get_error(bind));
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -40,7 +40,8 @@ extern struct sshio sshio;
 int compat_init(void);
 
 /* Options for the listener that libssh's defaults get wrong for a
- * server: no SHA-1 "ssh-rsa" signatures.  0 or -EINVAL (logged). */
+ * server: only cheap, modern key exchanges, ciphers and MACs, and no SHA-1
+ * "ssh-rsa" signatures.  0 or -EINVAL (logged). */
 int compat_bind_setup(ssh_bind bind);
 
 /* An accepted socket made ready for libssh: non-blocking, no Nagle,

@@ -95,29 +95,95 @@ server_peer(const struct sockaddr_storage *sa, char *out, size_t len)
 		snprintf(out, len, "?");
 }
 
-/* Why a new connection from peer is refused, or NULL to take it. */
-static const char *
-server_refusal(struct server *srv, const char *peer)
+/* Connections not yet authenticated: all, and those from source. */
+static void
+server_count_unauth(struct server *srv, const struct admission_key *source,
+    int *total, int *from_source)
 {
-	size_t unauth = 0, from_peer = 0;
-
-	if (srv->nsessions >= SERVER_MAX_SESSIONS)
-		return "too many connections";
+	*total = *from_source = 0;
 	for (struct session *s = srv->sessions; s; s = s->next) {
 		if (s->authed || s->dead)
 			continue;
-		unauth++;
-		if (strcmp(s->peer, peer) == 0)
-			from_peer++;
+		(*total)++;
+		if (memcmp(&s->source, source, sizeof(*source)) == 0)
+			(*from_source)++;
 	}
-	if (unauth >= SERVER_MAX_UNAUTH)
-		return "too many connections not yet authenticated";
-	if (from_peer >= SERVER_MAX_UNAUTH_PEER)
-		return "too many connections from that address not yet "
-		    "authenticated";
+}
+
+/* Make room at max-startups' FULL: drop the oldest handshake of the source
+ * that holds the most (admission.h). */
+static void
+server_evict_busiest(struct server *srv)
+{
+	struct session *victim = NULL;
+	int most = 0;
+
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		int total, mine;
+
+		if (s->authed || s->dead)
+			continue;
+		server_count_unauth(srv, &s->source, &total, &mine);
+		if (mine > most || (mine == most && victim && s->num < victim->num)) {
+			most = mine;
+			victim = s;
+		}
+	}
+	if (victim) {
+		log_info("session %lu: handshake from %s dropped to make room "
+		    "(max-startups; %d from that address)", victim->num,
+		    victim->peer, most);
+		victim->dead = 1;
+	}
+}
+
+/* A number in [0, 100) for random early drop (xorshift: no need for more). */
+static int
+server_coin(struct server *srv)
+{
+	srv->rng ^= srv->rng << 13;
+	srv->rng ^= srv->rng >> 7;
+	srv->rng ^= srv->rng << 17;
+	return (int)(srv->rng % 100);
+}
+
+/* Why a new connection from source is refused, or NULL to take it. */
+static const char *
+server_refusal(struct server *srv, const struct admission_key *source)
+{
+	enum admission_verdict v;
+	int total, mine;
+
+	if (srv->nsessions >= SERVER_MAX_SESSIONS)
+		return "too many connections";
 	if (!server_fds_left(srv, 0))
 		return "short of file descriptors";
-	return NULL;
+	server_count_unauth(srv, source, &total, &mine);
+	v = admission_check(&srv->admission, source, time_mono_ms(), total,
+	    mine, server_coin(srv));
+	if (v == ADMIT_EVICT)
+		server_evict_busiest(srv);
+	return v == ADMIT || v == ADMIT_EVICT ? NULL : admission_reason(v);
+}
+
+/* One line a second at most, however fast connections are refused, with
+ * the count of those not logged (a flood must not flood the log). */
+static void
+server_log_refusal(struct server *srv, const char *peer, const char *why)
+{
+	long long now = time_mono_ms();
+
+	if (now - srv->refused_log_ms < 1000) {
+		srv->refused_quiet++;
+		return;
+	}
+	if (srv->refused_quiet)
+		log_warn("connection from %s refused: %s (and %lu more refused "
+		    "in the last seconds)", peer, why, srv->refused_quiet);
+	else
+		log_warn("connection from %s refused: %s", peer, why);
+	srv->refused_log_ms = now;
+	srv->refused_quiet = 0;
 }
 
 /* Listener readable: accept one connection, or refuse it at once.  Out
@@ -129,6 +195,7 @@ server_listen_cb(struct watch *w, int revents)
 	struct sockaddr_storage sa;
 	socklen_t slen = sizeof(sa);
 	char peer[INET6_ADDRSTRLEN + 1];
+	struct admission_key source;
 	const char *why;
 	int fd;
 
@@ -147,12 +214,13 @@ server_listen_cb(struct watch *w, int revents)
 		return;
 	}
 	server_peer(&sa, peer, sizeof(peer));
-	if ((why = server_refusal(srv, peer))) {
-		log_warn("connection from %s refused: %s", peer, why);
+	admission_key_of(&sa, &source);
+	if ((why = server_refusal(srv, &source))) {
+		server_log_refusal(srv, peer, why);
 		close(fd);
 		return;
 	}
-	session_accept(srv, fd, peer);
+	session_accept(srv, fd, peer, &source);
 }
 
 /* Listen again once an out-of-fds pause is over. */
@@ -257,6 +325,27 @@ server_listen(struct server *srv)
 	return 0;
 }
 
+/* The admission rules from the settings (admission.h). */
+static int
+server_admission(struct server *srv)
+{
+	struct admission_cfg ac = {
+		.rate = srv->cfg->per_source_rate,
+		.per_source = srv->cfg->per_source_startups,
+	};
+
+	if (admission_parse_startups(srv->cfg->max_startups, &ac) < 0) {
+		log_error("max-startups %s: use START:RATE:FULL, e.g. 20:30:100 "
+		    "(1 <= START <= FULL, RATE a percentage)",
+		    srv->cfg->max_startups);
+		return -EINVAL;
+	}
+	srv->rng = (uint64_t)time_mono_ms() * 2654435761u ^ (uint64_t)getpid();
+	if (!srv->rng)
+		srv->rng = 1;
+	return admission_init(&srv->admission, &ac);
+}
+
 /* See server.h. */
 int
 server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
@@ -267,7 +356,7 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
-	if ((r = compat_init()) < 0)
+	if ((r = compat_init()) < 0 || (r = server_admission(srv)) < 0)
 		return r;
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
@@ -371,4 +460,5 @@ server_destroy(struct server *srv)
 	if (srv->sigfd >= 0)
 		close(srv->sigfd);
 	authkeys_free(srv->keys);
+	admission_free(&srv->admission);
 }

@@ -8,6 +8,7 @@
 #include <libssh/libssh.h>
 #include <libssh/server.h>
 
+#include "admission.h"
 #include "authkeys.h"
 #include "config.h"
 #include "loop.h"
@@ -15,8 +16,6 @@
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
-#define SERVER_MAX_UNAUTH	256	/* of them not yet authenticated */
-#define SERVER_MAX_UNAUTH_PEER	64	/* ... from one address */
 #define SERVER_ACCEPT_PAUSE_MS	1000	/* no accept after running out of fds */
 
 struct session;
@@ -26,6 +25,10 @@ struct server {
 	struct loop loop;		/* the one event */
 	struct rooms rooms;		/* every room's processes */
 	struct authkeys *keys;		/* DATA/authorized_keys */
+	struct admission admission;	/* who may start a handshake */
+	uint64_t rng;			/* xorshift state for early drop */
+	long long refused_log_ms;	/* last refusal logged */
+	unsigned long refused_quiet;	/* refusals not logged since */
 	ssh_bind bind;			/* the listener */
 	struct watch listen_w;		/* on the listener */
 	struct watch signal_w;		/* on sigfd */

@@ -771,7 +771,8 @@ session_addresses(struct session *s, int fd)
 
 /* See session.h. */
 int
-session_accept(struct server *srv, int fd, const char *peer)
+session_accept(struct server *srv, int fd, const char *peer,
+    const struct admission_key *source)
 {
 	struct session *s = calloc(1, sizeof(*s));
 
@@ -783,6 +784,7 @@ session_accept(struct server *srv, int fd, const char *peer)
 	s->srv = srv;
 	s->num = ++srv->next_id;
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->source = *source;
 	compat_socket_setup(fd);
 	session_addresses(s, fd);
 	if (ssh_bind_accept_fd(srv->bind, s->ssh, fd) != SSH_OK) {

@@ -95,6 +95,7 @@ struct session {
 	struct ssh_server_callbacks_struct cb;
 	unsigned long num;		/* for logs */
 	char peer[64];			/* client address */
+	struct admission_key source;	/* its source, for admission */
 	char connection[128];		/* SSH_CONNECTION: "CLIENT PORT SERVER PORT" */
 	char room[80];			/* SSH user name (the room), as given */
 	char user[64];			/* user named by the key */
@@ -112,7 +113,8 @@ struct session {
 
 /* Take one accepted connection from peer (fd, owned from now on: closed on
  * failure).  0 or -errno (logged). */
-int session_accept(struct server *srv, int fd, const char *peer);
+int session_accept(struct server *srv, int fd, const char *peer,
+    const struct admission_key *source);
 
 /* Timeouts, channel ticks and reaping; call every loop turn. */
 void session_tick(struct session *s);

@@ -210,6 +210,10 @@ stream_input(struct chan *c, const char *p, size_t n)
 	if (w > 0) {
 		if (st->sftp)
 			sftp_flow_sent(&st->flow, p, (size_t)w);
+		if ((size_t)w < n) {
+			st->in_full = 1;	/* the pipe is full: wait for POLLOUT */
+			stream_update(st);
+		}
 		return (size_t)w;
 	}
 	if (w < 0 && (errno == EAGAIN || errno == EINTR)) {

@@ -368,7 +368,21 @@ def settle_to(srv, want, room="demo", timeout=15):
     return want if got[0] <= want[0] and got[1] <= want[1] else got
 
 
-def test_fifty_uploads_and_chats_at_once_then_back_to_idle(warm, tmp_path):
+@pytest.fixture
+def farm(atriumd, data_dir, ssh_run):
+    """A server set up for a build farm behind one address: fifty
+    connections at once from it pass the per-source admission limits,
+    which by default allow ten a second (atriumd(8) LIMITS)."""
+    srv = atriumd(data_dir, "--per-source-rate", "100",
+                  "--per-source-startups", "64", "--max-startups", "64:30:128")
+    rc, out, err = ssh_run(srv, "demo", "true")
+    assert rc == 0, err
+    time.sleep(0.5)
+    return srv
+
+
+def test_fifty_uploads_and_chats_at_once_then_back_to_idle(farm, tmp_path):
+    warm = farm
     src = tmp_path / "ten.bin"
     src.write_bytes(os.urandom(MB) * 10)
     time.sleep(0.5)

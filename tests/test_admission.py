@@ -1,0 +1,100 @@
+"""Who may start an SSH handshake, as users and attackers see it: atriumd
+offers only modern, cheap key exchange; addresses that hold idle
+connections open cannot lock out a user who comes from elsewhere; one
+address may still log in ten times a second.  Each address is its own
+loopback address (127.0.1.N), as separate hosts would be.
+
+Run as root after `make all`:
+    /usr/bin/python3 -m pytest -q tests/test_admission.py
+"""
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import ssh_command
+
+
+@pytest.fixture
+def srv(atriumd, data_dir):
+    return atriumd(data_dir)
+
+
+def ssh_from(srv, source, *cmd, opts=()):
+    """ssh ROOM@host CMD from a given local address."""
+    argv = ssh_command(srv, "gate", *cmd, opts=["-b", source] + list(opts))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def idle_connections(srv, source, count):
+    """TCP connections from source that never speak; those the server
+    refused at once come back closed."""
+    held = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", srv.port))
+        held.append(s)
+    return held
+
+
+def test_only_modern_key_exchange_is_offered(srv):
+    for opts in (["-o", "KexAlgorithms=diffie-hellman-group18-sha512"],
+                 ["-o", "KexAlgorithms=diffie-hellman-group14-sha1"],
+                 ["-o", "KexAlgorithms=diffie-hellman-group-exchange-sha256"],
+                 ["-o", "MACs=hmac-sha1", "-o", "Ciphers=aes128-ctr"],
+                 ["-o", "Ciphers=aes128-cbc"]):
+        p = ssh_from(srv, "127.0.0.1", "echo in", opts=opts)
+        assert (p.returncode, p.stdout) == (255, ""), opts
+    for kex in ("curve25519-sha256", "ecdh-sha2-nistp256"):
+        p = ssh_from(srv, "127.0.0.1", "echo in",
+                     opts=["-o", "KexAlgorithms=" + kex])
+        assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+
+
+def test_idle_connections_elsewhere_do_not_lock_a_user_out(srv):
+    """Ten addresses each hold more idle handshakes than they may (past
+    max-startups' FULL in total); a user from another address still gets in,
+    every time, and the log says why the others were refused."""
+    held = []
+    try:
+        for n in range(1, 11):
+            held += idle_connections(srv, "127.0.1.%d" % n, 12)
+        time.sleep(0.3)
+        for _ in range(5):
+            p = ssh_from(srv, "127.0.2.1", "echo in")
+            assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+            held += idle_connections(srv, "127.0.1.1", 3)  # and they retry
+    finally:
+        for s in held:
+            s.close()
+    log = srv.read_log()
+    assert "per-source-startups" in log and "(max-startups)" in log
+
+
+def test_one_address_may_log_in_ten_times_a_second(srv):
+    start = time.monotonic()
+    for i in range(10):
+        p = ssh_from(srv, "127.0.3.1", "echo %d" % i)
+        assert (p.returncode, p.stdout) == (0, "%d\n" % i), p.stderr
+    assert time.monotonic() - start < 10
+
+
+def test_a_source_that_connects_too_often_is_refused(atriumd, data_dir):
+    srv = atriumd(data_dir, "--per-source-rate", "2")
+    refused = 0
+    for _ in range(12):
+        s = socket.socket()
+        s.bind(("127.0.4.1", 0))
+        s.connect(("127.0.0.1", srv.port))
+        s.settimeout(5)
+        try:
+            refused += s.recv(64) == b""     # closed before any banner
+        except (ConnectionResetError, socket.timeout):
+            refused += 1
+        s.close()
+    assert refused >= 6
+    assert "connects too often (per-source-rate)" in srv.read_log()
+    p = ssh_from(srv, "127.0.4.2", "echo in")
+    assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
