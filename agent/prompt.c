@@ -111,9 +111,11 @@ static const char *const prompt_file_tools[][3] = {
 	    "directory (default: the workspace).\"},"
 	    "\"pattern\":{\"type\":\"string\",\"description\":\"A glob "
 	    "such as **/*.c; without it, only the directory's own entries.\"}}}" },
-	{ "grep", "Search file contents with a POSIX extended regular "
-	    "expression (no \\d, use [0-9]). Matching lines come as "
-	    "file:line: text, capped.",
+	{ "grep", "Search file contents with a regular expression in PCRE2 "
+	    "(Perl) syntax: \\d, \\b, [[:alpha:]], lazy quantifiers and "
+	    "lookarounds work. Matching lines come as file:line: text, "
+	    "capped. A pattern that backtracks too much on a line is "
+	    "refused with an error: avoid nested repetition like (a+)+.",
 	    "{\"type\":\"object\",\"properties\":{"
 	    "\"pattern\":{\"type\":\"string\",\"description\":\"The "
 	    "regular expression.\"},"

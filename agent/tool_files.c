@@ -133,6 +133,7 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 	r->done = done;
 	r->arg = arg;
 	buf_init(&r->out, TOOL_FILES_MAX_OUTPUT + TOOL_FILES_OUT_SLACK);
+	wsio_budget(&r->w, a->cfg.file_tool_timeout);
 	r->timer = loop_add_timer(a->loop, 0, tool_files_kick, r);
 	if (r->timer < 0) {
 		wsio_release(&r->w);
@@ -231,6 +232,19 @@ tool_files_path(struct wsio *w, json_object *input, const char *key,
 		return -1;
 	}
 	return 0;
+}
+
+void
+tool_files_stopped(struct buf *out, const char *what, int err, int budget_s)
+{
+	if (err == -ETIMEDOUT)
+		buf_printf(out, "%s stopped: it ran out of its time budget (%d "
+		    "s for one file tool call, the file-tool-timeout setting); "
+		    "give a narrower path, glob or pattern", what, budget_s);
+	else if (err == -ECANCELED)
+		buf_printf(out, "%s stopped: the call was stopped", what);
+	else
+		buf_printf(out, "%s failed: %s", what, strerror(-err));
 }
 
 int

@@ -6,11 +6,18 @@
  *   tool_read.c   read: numbered lines, capped
  *   tool_write.c  write (atomic replace, parents made) and edit (exact
  *                 replacement)
- *   tool_find.c   ls (list, or find with a glob) and grep (POSIX ERE)
+ *   tool_find.c   ls (list, or find with a glob: pathglob.c) and grep
+ *                 (PCRE2 with a budget: tool_regex.c)
  *
  * Every path is resolved beneath the workspace with the sandbox uid's
  * rights (wsio.c).  Errors are results with status "error" and a message
  * for the model, never a failed turn.
+ *
+ * Time.  A call has the file-tool-timeout setting's budget (wsio_budget);
+ * the scans (ls, grep, read) call wsio_pace for each entry, line or chunk,
+ * so they give the loop a turn every WSIO_SLICE_MS and stop with an error
+ * once the budget is spent.  write and edit are bounded by their sizes and
+ * are never cut midway (their temporary file must be removed or renamed).
  */
 #ifndef ATRIUM_AGENT_TOOL_FILES_H
 #define ATRIUM_AGENT_TOOL_FILES_H
@@ -22,6 +29,7 @@
 #include "tools.h"
 
 struct agent;
+struct pathglob;
 struct wsio;
 
 #define TOOL_FILES_MAX_OUTPUT	(1024 * 1024)	/* result text at most */
@@ -99,14 +107,16 @@ int tool_edit_apply(const char *text, size_t len, const char *old,
     size_t olen, const char *new, size_t nlen, int all, char **out,
     size_t *outlen, size_t *count);
 
-/* 1 when path matches the glob pattern: * and ? never match '/', [...]
- * classes, \ escapes, and a whole component ** matches any number of
- * components (none included). */
-int tool_glob_match(const char *pattern, const char *path);
+/* ls's and grep's rule for a glob (pathglob.h): a pattern with a '/'
+ * matches the path relative to the base; one without matches the last
+ * component, at any depth.  1 or 0. */
+int tool_find_match(struct pathglob *g, const char *rel);
 
-/* ls's and grep's rule: a pattern with a '/' matches the path relative to
- * the base; one without matches the last component, at any depth. */
-int tool_find_match(const char *pattern, const char *rel);
+/* The message for the model when a scan stopped with err from wsio_pace
+ * (-ETIMEDOUT: its budget of budget_s seconds is spent), into out: what
+ * ("grep in src") stopped, why, and what to do. */
+void tool_files_stopped(struct buf *out, const char *what, int err,
+    int budget_s);
 
 /* 1 when the bytes look binary (a NUL in them). */
 int tool_files_binary(const char *p, size_t n);

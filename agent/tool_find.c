@@ -2,11 +2,13 @@
  * tool_find.c: the ls and grep tools, and the walk they share.
  *
  *   ls {path?, pattern?}: without a pattern, the entries of one directory;
- *     with one, every entry beneath path that matches it (tool_find_match).
+ *     with one, every entry beneath path that matches it (tool_find_match,
+ *     a glob compiled by pathglob.c: linear time, whatever the pattern).
  *     Paths are shown relative to /workspace, directories with a '/'.
- *   grep {pattern, path?, glob?, ignore_case?}: lines matching a POSIX
- *     extended regex in a file, or in every regular file beneath a
- *     directory (those matching glob), as "file:line: text".
+ *   grep {pattern, path?, glob?, ignore_case?}: lines matching a PCRE2
+ *     regex (tool_regex.c: a budget per line) in a file, or in every
+ *     regular file beneath a directory (those matching glob), as
+ *     "file:line: text".
  *
  * The walk opens each directory beneath the root through the ring with the
  * sandbox uid's rights (so unreadable directories stay unread) and reads
@@ -14,6 +16,12 @@
  * at most TOOL_FILES_MAX_VISIT entries per call, in name order, does not
  * follow symlinks and does not descend into .git; results stop at
  * TOOL_FILES_MAX_OUTPUT bytes.  Each cut is said in a closing note.
+ *
+ * Time.  Every entry visited, entry matched, file and line searched passes
+ * through wsio_pace: the loop gets a turn every WSIO_SLICE_MS, and the
+ * call stops with an error (status error, what was found so far after
+ * the reason) when its time budget is spent.  A line whose match runs out
+ * of the regex budget stops grep the same way.
  */
 #include "tool_files.h"
 
@@ -21,14 +29,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "jsonl.h"
+#include "pathglob.h"
 #include "text.h"
+#include "tool_regex.h"
 #include "wsio.h"
 
 #define TOOL_FIND_DENTS		(32 * 1024)	/* getdents buffer */
@@ -36,113 +45,16 @@
 #define TOOL_GREP_CHUNK		(64 * 1024)
 #define TOOL_GREP_SCAN_MAX	(64 * 1024)	/* of a line matched against */
 
-/* ---- globs (pure) ---------------------------------------------------------- */
-
-/* One [...] class at *pp against c; advances *pp past it.  1 match, 0 not,
- * -1 malformed (then '[' is literal). */
-static int
-tool_glob_class(const char **pp, char c)
-{
-	const char *p = *pp + 1;
-	int neg = 0, hit = 0;
-
-	if (*p == '!' || *p == '^') {
-		neg = 1;
-		p++;
-	}
-	for (int first = 1; *p && (first || *p != ']'); first = 0) {
-		char lo = *p, hi;
-
-		if (lo == '\\' && p[1])
-			lo = *++p;
-		hi = lo;
-		if (p[1] == '-' && p[2] && p[2] != ']') {
-			hi = p[2] == '\\' && p[3] ? p[3] : p[2];
-			p += p[2] == '\\' && p[3] ? 3 : 2;
-		}
-		if (c >= lo && c <= hi)
-			hit = 1;
-		p++;
-	}
-	if (*p != ']')
-		return -1;
-	*pp = p + 1;
-	return c != '/' && hit != neg;
-}
-
-static int
-tool_glob_rec(const char *pat, const char *p, const char *s)
-{
-	for (;;) {
-		if (p[0] == '*' && p[1] == '*' && (p == pat || p[-1] == '/') &&
-		    (p[2] == '/' || p[2] == '\0')) {
-			if (!p[2])
-				return 1;
-			for (const char *t = s;; t++) {
-				if (tool_glob_rec(pat, p + 3, t))
-					return 1;
-				t = strchr(t, '/');
-				if (!t)
-					return 0;
-			}
-		}
-		switch (*p) {
-		case '\0':
-			return *s == '\0';
-		case '*':
-			while (*p == '*')
-				p++;
-			for (;; s++) {
-				if (tool_glob_rec(pat, p, s))
-					return 1;
-				if (*s == '\0' || *s == '/')
-					return 0;
-			}
-		case '?':
-			if (*s == '\0' || *s == '/')
-				return 0;
-			p++;
-			s++;
-			continue;
-		case '[': {
-			const char *q = p;
-			int m = *s ? tool_glob_class(&q, *s) : 0;
-
-			if (m == 0)
-				return 0;
-			if (m == 1) {
-				p = q;
-				s++;
-				continue;
-			}
-			break;	/* malformed: a literal '[' */
-		}
-		case '\\':
-			if (p[1])
-				p++;
-			break;
-		}
-		if (*p != *s)
-			return 0;
-		p++;
-		s++;
-	}
-}
+/* ---- globs ------------------------------------------------------------------ */
 
 int
-tool_glob_match(const char *pattern, const char *path)
-{
-	return tool_glob_rec(pattern, pattern, path);
-}
-
-int
-tool_find_match(const char *pattern, const char *rel)
+tool_find_match(struct pathglob *g, const char *rel)
 {
 	const char *base = strrchr(rel, '/');
 
-	if (strchr(pattern, '/'))
-		return tool_glob_match(pattern, rel);
-	return tool_glob_match(pattern, base ? base + 1 : rel);
+	if (pathglob_has_slash(g))
+		return pathglob_match(g, rel, NULL);
+	return pathglob_match(g, base ? base + 1 : rel, NULL);
 }
 
 /* ---- the walk -------------------------------------------------------------- */
@@ -224,7 +136,8 @@ tool_find_type(struct tool_find_walk *wk, int fd, struct dirent64 *d,
 	}
 }
 
-/* Read one directory's entries into wk.  0, or -errno for the walk. */
+/* Read one directory's entries into wk.  0, or -errno for the walk
+ * (-ETIMEDOUT, -ECANCELED from wsio_pace among them). */
 static int
 tool_find_dir(struct tool_find_walk *wk, const char *dir)
 {
@@ -252,6 +165,8 @@ tool_find_dir(struct tool_find_walk *wk, const char *dir)
 				wk->cut = 1;
 				break;
 			}
+			if ((r = wsio_pace(wk->w)) < 0)
+				break;
 			tool_find_type(wk, fd, d, &isdir, &isreg);
 			r = tool_find_add(wk, dir, d->d_name, isdir, isreg);
 		}
@@ -356,14 +271,48 @@ tool_find_pattern(json_object *input, const char *key, const char **pat,
 
 /* ---- ls ----------------------------------------------------------------------- */
 
+/* Print the walk's entries (those matching g when there is one).  0, or
+ * -errno from wsio_pace. */
+static int
+tool_ls_show(struct tool_find_walk *wk, struct pathglob *g, const char *pat,
+    const char *rel, struct buf *out)
+{
+	size_t shown = 0;
+	int cut = 0, r = 0;
+
+	for (size_t i = 0; i < wk->nents; i++) {
+		struct tool_find_entry *e = &wk->ents[i];
+
+		if ((r = wsio_pace(wk->w)) < 0)
+			return r;
+		if (g && !tool_find_match(g, e->sub))
+			continue;
+		if (out->len + strlen(e->rel) + 2 > TOOL_FILES_MAX_OUTPUT) {
+			cut = 1;
+			break;
+		}
+		buf_printf(out, "%s%s\n", e->rel, e->dir ? "/" : "");
+		shown++;
+	}
+	if (!shown && pat)
+		buf_printf(out, "no entries under %s match %s", rel, pat);
+	else if (!shown)
+		buf_printf(out, "(%s is empty)", strcmp(rel, ".") == 0 ?
+		    "the workspace" : rel);
+	else if (out->len && out->data[out->len - 1] == '\n')
+		out->data[--out->len] = '\0';
+	tool_find_notes(wk, cut, out);
+	return 0;
+}
+
 int
 tool_ls_run(struct wsio *w, json_object *input, struct buf *out)
 {
 	struct tool_find_walk wk = { .w = w };
-	char rel[PATH_MAX];
+	struct pathglob *g = NULL;
+	char rel[PATH_MAX], what[PATH_MAX + 16];
 	const char *pat;
-	size_t shown = 0;
-	int kind, r, cut = 0;
+	int kind, r;
 
 	if (tool_find_pattern(input, "pattern", &pat, out) < 0 ||
 	    tool_files_path(w, input, "path", rel, sizeof(rel), out) < 0 ||
@@ -375,30 +324,17 @@ tool_ls_run(struct wsio *w, json_object *input, struct buf *out)
 	}
 	wk.base = rel;
 	wk.recursive = pat != NULL;
-	r = tool_find_walk(&wk);
-	for (size_t i = 0; r == 0 && i < wk.nents; i++) {
-		struct tool_find_entry *e = &wk.ents[i];
-
-		if (pat && !tool_find_match(pat, e->sub))
-			continue;
-		if (out->len + strlen(e->rel) + 2 > TOOL_FILES_MAX_OUTPUT) {
-			cut = 1;
-			break;
-		}
-		buf_printf(out, "%s%s\n", e->rel, e->dir ? "/" : "");
-		shown++;
-	}
-	if (r == 0 && !shown && pat)
-		buf_printf(out, "no entries under %s match %s", rel, pat);
-	else if (r == 0 && !shown)
-		buf_printf(out, "(%s is empty)", strcmp(rel, ".") == 0 ?
-		    "the workspace" : rel);
-	else if (out->len && out->data[out->len - 1] == '\n')
-		out->data[--out->len] = '\0';
+	r = pat ? pathglob_new(pat, &g) : 0;
 	if (r == 0)
-		tool_find_notes(&wk, cut, out);
-	else
-		buf_printf(out, "listing %s failed: %s", rel, strerror(-r));
+		r = tool_find_walk(&wk);
+	if (r == 0)
+		r = tool_ls_show(&wk, g, pat, rel, out);
+	if (r < 0) {
+		buf_reset(out);
+		snprintf(what, sizeof(what), "listing %s", rel);
+		tool_files_stopped(out, what, r, w->budget_s);
+	}
+	pathglob_free(g);
 	tool_find_walk_free(&wk);
 	return r == 0 ? 0 : -1;
 }
@@ -407,7 +343,8 @@ tool_ls_run(struct wsio *w, json_object *input, struct buf *out)
 
 struct tool_grep {
 	struct wsio *w;
-	regex_t re;
+	struct tool_regex *re;
+	struct pathglob *glob;	/* which files beneath a directory, or NULL */
 	struct buf *out;
 	char *chunk;		/* read buffer */
 	struct buf line;	/* the line being assembled */
@@ -415,6 +352,9 @@ struct tool_grep {
 	long matches;
 	int out_cut;		/* results reached their cap */
 	int binary, skipped, unreadable;	/* files passed over */
+	int stop;		/* -errno that ended the search early: from
+				 * wsio_pace, or -ERANGE (the regex budget) */
+	char stop_at[PATH_MAX + 32];	/* "file:line" of the -ERANGE */
 };
 
 /* Test the assembled line (number n of rel) and print it on a match. */
@@ -423,8 +363,13 @@ tool_grep_line(struct tool_grep *g, const char *rel, long n)
 {
 	struct buf *o = g->out;
 	size_t before = o->len, show;
+	int m = tool_regex_match(g->re, g->line.data, g->line.len);
 
-	if (regexec(&g->re, g->line.data ? g->line.data : "", 0, NULL, 0) != 0)
+	if (m < 0) {
+		g->stop = m;
+		snprintf(g->stop_at, sizeof(g->stop_at), "%s:%ld", rel, n);
+	}
+	if (m <= 0)
 		return;
 	show = g->line.len > TOOL_GREP_LINE_MAX ? TOOL_GREP_LINE_MAX :
 	    g->line.len;
@@ -449,7 +394,7 @@ tool_grep_feed(struct tool_grep *g, const char *rel, const char *p,
 {
 	size_t i = 0;
 
-	while (i < n && !g->out_cut) {
+	while (i < n && !g->out_cut && !g->stop) {
 		const char *nl = memchr(p + i, '\n', n - i);
 		size_t len = nl ? (size_t)(nl - (p + i)) : n - i;
 		size_t room = buf_room(&g->line);
@@ -459,6 +404,8 @@ tool_grep_feed(struct tool_grep *g, const char *rel, const char *p,
 		i += len;
 		if (nl) {
 			i++;
+			if ((g->stop = wsio_pace(g->w)) < 0)
+				return;
 			tool_grep_line(g, rel, ++*lineno);
 			buf_reset(&g->line);
 			g->line_len = 0;
@@ -489,8 +436,8 @@ tool_grep_file(struct tool_grep *g, const char *rel)
 	}
 	buf_reset(&g->line);
 	g->line_len = 0;
-	while (!g->out_cut && (got = wsio_read(g->w, fd, g->chunk,
-	    TOOL_GREP_CHUNK, (off_t)pos)) > 0) {
+	while (!g->out_cut && !g->stop && (got = wsio_read(g->w, fd,
+	    g->chunk, TOOL_GREP_CHUNK, (off_t)pos)) > 0) {
 		if (pos == 0 && tool_files_binary(g->chunk, (size_t)got)) {
 			g->binary++;
 			binary = 1;
@@ -499,42 +446,49 @@ tool_grep_file(struct tool_grep *g, const char *rel)
 		tool_grep_feed(g, rel, g->chunk, (size_t)got, &lineno);
 		pos += (unsigned long long)got;
 	}
-	if (g->line_len && !g->out_cut && !binary)
+	if (g->line_len && !g->out_cut && !binary && !g->stop)
 		tool_grep_line(g, rel, ++lineno);
 	wsio_close(g->w, fd);
 }
 
-/* Compile the pattern.  0 or -1 (message in out). */
+/* Compile the pattern and the glob.  0 or -1 (message in out). */
 static int
 tool_grep_compile(struct tool_grep *g, json_object *input, struct buf *out)
 {
-	const char *pat;
+	const char *pat, *glob;
 	char msg[256];
 	int r;
 
-	if (tool_find_pattern(input, "pattern", &pat, out) < 0)
+	if (tool_find_pattern(input, "glob", &glob, out) < 0 ||
+	    tool_find_pattern(input, "pattern", &pat, out) < 0)
 		return -1;
 	if (!pat) {
-		buf_printf(out, "grep needs {\"pattern\": \"REGEX\"}, a POSIX "
-		    "extended regular expression");
+		buf_printf(out, "grep needs {\"pattern\": \"REGEX\"}, a regular "
+		    "expression in PCRE2 (Perl) syntax");
 		return -1;
 	}
-	r = regcomp(&g->re, pat, REG_EXTENDED | REG_NOSUB |
-	    (json_get_bool(input, "ignore_case", 0) ? REG_ICASE : 0));
-	if (r != 0) {
-		regerror(r, &g->re, msg, sizeof(msg));
-		buf_printf(out, "bad pattern %.200s: %s (a POSIX extended "
-		    "regular expression: no \\d or lookarounds; use "
-		    "[0-9])", pat, msg);
+	r = tool_regex_new(pat, json_get_bool(input, "ignore_case", 0),
+	    &g->re, msg, sizeof(msg));
+	if (r == -EINVAL) {
+		buf_printf(out, "bad pattern %.200s: %s (PCRE2 syntax, as in "
+		    "Perl: put a backslash before any of .[]{}()*+?|^$\\ to "
+		    "match it literally)", pat, msg);
+		return -1;
+	}
+	if (r == 0 && glob)
+		r = pathglob_new(glob, &g->glob);
+	if (r < 0) {
+		buf_printf(out, "out of memory");
 		return -1;
 	}
 	return 0;
 }
 
-/* The files to search: rel itself or the regular files under it. */
+/* The files to search: rel itself or the regular files under it.  0, or
+ * -errno of the walk (g->stop when the search was stopped). */
 static int
 tool_grep_files(struct tool_grep *g, struct tool_find_walk *wk,
-    const char *rel, int kind, const char *glob)
+    const char *rel, int kind)
 {
 	int r;
 
@@ -546,10 +500,18 @@ tool_grep_files(struct tool_grep *g, struct tool_find_walk *wk,
 		return 0;
 	}
 	r = tool_find_walk(wk);
-	for (size_t i = 0; r == 0 && i < wk->nents && !g->out_cut; i++)
-		if (wk->ents[i].reg && (!glob || tool_find_match(glob,
+	if (r == -ETIMEDOUT || r == -ECANCELED) {
+		g->stop = r;
+		return 0;
+	}
+	for (size_t i = 0; r == 0 && i < wk->nents && !g->out_cut &&
+	    !g->stop; i++) {
+		if (!wk->ents[i].reg || (g->glob && !tool_find_match(g->glob,
 		    wk->ents[i].sub)))
+			continue;
+		if ((g->stop = wsio_pace(g->w)) == 0)
 			tool_grep_file(g, wk->ents[i].rel);
+	}
 	return r;
 }
 
@@ -575,36 +537,64 @@ tool_grep_notes(struct tool_grep *g, struct tool_find_walk *wk,
 		    g->unreadable == 1 ? "" : "s");
 }
 
+/* grep was stopped early: the reason first, then the matches found. */
+static void
+tool_grep_stopped(struct tool_grep *g, const char *rel, struct buf *out)
+{
+	struct buf found;
+	char what[PATH_MAX + 16];
+
+	buf_init(&found, TOOL_FILES_MAX_OUTPUT);
+	buf_append(&found, out->data ? out->data : "", out->len);
+	buf_reset(out);
+	snprintf(what, sizeof(what), "grep in %s", strcmp(rel, ".") == 0 ?
+	    "the workspace" : rel);
+	if (g->stop == -ERANGE)
+		buf_printf(out, "%s stopped: the pattern is too costly: "
+		    "matching it against the line %s took more than its "
+		    "budget of %d backtracking steps; simplify it (no nested "
+		    "repetition such as (a+)+ or (.*)(.*), no backreference "
+		    "such as \\1 over long lines)", what, g->stop_at,
+		    TOOL_REGEX_MATCH_LIMIT);
+	else
+		tool_files_stopped(out, what, g->stop, g->w->budget_s);
+	if (found.len)
+		buf_printf(out, "\n[the %ld match%s found before it stopped:]\n"
+		    "%.*s", g->matches, g->matches == 1 ? "" : "es",
+		    (int)found.len, found.data);
+	buf_free(&found);
+}
+
 int
 tool_grep_run(struct wsio *w, json_object *input, struct buf *out)
 {
 	struct tool_grep g = { .w = w, .out = out };
 	struct tool_find_walk wk = { 0 };
 	char rel[PATH_MAX];
-	const char *glob;
-	int kind = -1, r;
+	int kind = -1, r = -1;
 
-	if (tool_find_pattern(input, "glob", &glob, out) < 0 ||
-	    tool_grep_compile(&g, input, out) < 0)
-		return -1;
-	if (tool_files_path(w, input, "path", rel, sizeof(rel), out) < 0 ||
+	if (tool_grep_compile(&g, input, out) < 0 ||
+	    tool_files_path(w, input, "path", rel, sizeof(rel), out) < 0 ||
 	    (kind = tool_find_base(w, rel, out)) <= 0) {
 		if (kind == 0)
 			buf_printf(out, "%s is neither a file nor a directory",
 			    rel);
-		regfree(&g.re);
-		return -1;
+		goto done;
 	}
 	g.chunk = malloc(TOOL_GREP_CHUNK);
 	buf_init(&g.line, TOOL_GREP_SCAN_MAX);
-	r = g.chunk ? tool_grep_files(&g, &wk, rel, kind, glob) : -ENOMEM;
-	if (r == 0)
+	r = g.chunk ? tool_grep_files(&g, &wk, rel, kind) : -ENOMEM;
+	if (r == 0 && g.stop)
+		tool_grep_stopped(&g, rel, out);
+	else if (r == 0)
 		tool_grep_notes(&g, &wk, rel, out);
 	else
 		buf_printf(out, "grep in %s failed: %s", rel, strerror(-r));
 	buf_free(&g.line);
 	free(g.chunk);
-	regfree(&g.re);
+done:
+	tool_regex_free(g.re);
+	pathglob_free(g.glob);
 	tool_find_walk_free(&wk);
-	return r == 0 ? 0 : -1;
+	return r == 0 && !g.stop ? 0 : -1;
 }

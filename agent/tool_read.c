@@ -170,8 +170,9 @@ tool_read_fd(struct wsio *w, int fd, const char *rel, long offset,
 		return -1;
 	}
 	tool_read_fmt_init(&f, out, offset, limit, TOOL_READ_MAX_BYTES);
-	while (!f.full && (got = wsio_read(w, fd, chunk, TOOL_READ_CHUNK,
-	    (off_t)pos)) > 0) {
+	/* Paced per chunk: a read far into a large file is a long scan. */
+	while (!f.full && (got = wsio_pace(w)) == 0 && (got = wsio_read(w, fd,
+	    chunk, TOOL_READ_CHUNK, (off_t)pos)) > 0) {
 		if (pos == 0 && tool_files_binary(chunk, (size_t)got)) {
 			buf_printf(out, "%s is a binary file (%llu bytes); read "
 			    "shows text only", rel, size);
@@ -181,7 +182,11 @@ tool_read_fd(struct wsio *w, int fd, const char *rel, long offset,
 		used = tool_read_fmt_feed(&f, chunk, (size_t)got);
 		pos += used;
 	}
-	if (got < 0 && got != -EMEDIUMTYPE) {
+	if (got == -ETIMEDOUT) {
+		buf_reset(out);
+		snprintf(chunk, TOOL_READ_CHUNK, "read of %s", rel);
+		tool_files_stopped(out, chunk, (int)got, w->budget_s);
+	} else if (got < 0 && got != -EMEDIUMTYPE) {
 		buf_reset(out);
 		wsio_error(chunk, TOOL_READ_CHUNK, rel, (int)got);
 		buf_printf(out, "%s", chunk);

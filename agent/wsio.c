@@ -26,6 +26,11 @@
  * coroutine yields until wsio_io_done resumes it with the result.  The SQE
  * points at the coroutine's stack (paths, open_how, statx buffers), which
  * stays put while it is suspended.
+ *
+ * Pacing.  wsio_pace suspends on a no-op operation, the same way: the
+ * loop then serves whatever else is ready (clients, timers, other I/O)
+ * before the no-op's completion resumes the coroutine.  The clock is read
+ * at each call (a vDSO read, cheap next to matching one line).
  */
 #include "wsio.h"
 
@@ -45,6 +50,7 @@
 #include "coro.h"
 #include "log.h"
 #include "loop.h"
+#include "util.h"
 
 #define WSIO_RESOLVE	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | \
 			 RESOLVE_NO_XDEV)
@@ -160,8 +166,16 @@ wsio_init(struct wsio *w, struct agent *a, void (*body)(struct wsio *w),
 void
 wsio_run(struct wsio *w)
 {
+	w->running_since = time_mono_ms();
 	if (coro_resume(w->co) && w->finished)
 		w->finished(w);
+}
+
+void
+wsio_budget(struct wsio *w, int seconds)
+{
+	w->budget_s = seconds > 0 ? seconds : 0;
+	w->deadline = seconds > 0 ? time_mono_ms() + seconds * 1000LL : 0;
 }
 
 void
@@ -226,6 +240,26 @@ wsio_wait(struct wsio *w, struct io_uring_sqe *sqe, int as_root)
 	w->op = id;
 	coro_yield(w->co);
 	return w->res;
+}
+
+int
+wsio_pace(struct wsio *w)
+{
+	long long now = time_mono_ms();
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (w->cancelled)
+		return -ECANCELED;
+	if (w->deadline && now >= w->deadline)
+		return -ETIMEDOUT;
+	if (now - w->running_since < WSIO_SLICE_MS)
+		return 0;
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_nop(sqe);
+	r = wsio_wait(w, sqe, 1);
+	return r < 0 ? r : 0;
 }
 
 /* ---- paths and messages ---------------------------------------------- */

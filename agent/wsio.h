@@ -13,6 +13,12 @@
  * The functions marked "in the coroutine" may only be called from the
  * coroutine of a started struct wsio; they return -ECANCELED once the call
  * was cancelled, without touching the workspace.
+ *
+ * Pacing.  Every operation suspends the coroutine, but work between
+ * operations (matching names, lines, patterns) does not: a long scan calls
+ * wsio_pace between units of its work, which gives the loop a turn once the
+ * coroutine has run WSIO_SLICE_MS without suspending, and ends the scan
+ * once the call's time budget (wsio_budget) is spent.
  */
 #ifndef ATRIUM_AGENT_WSIO_H
 #define ATRIUM_AGENT_WSIO_H
@@ -25,6 +31,7 @@ struct agent;
 struct coro;
 
 #define WSIO_ROOT	"/workspace"	/* where the sandbox sees the root */
+#define WSIO_SLICE_MS	10	/* longest run between two suspensions */
 
 struct wsio {
 	struct agent *a;
@@ -38,6 +45,9 @@ struct wsio {
 	long long op;			/* I/O in flight (loop_io id), or 0 */
 	int res;			/* its result once complete */
 	int cancelled;			/* stop at the next operation */
+	long long running_since;	/* monotonic ms of the last resume */
+	long long deadline;		/* monotonic ms the budget ends, or 0 */
+	int budget_s;			/* the budget in seconds, or 0 */
 };
 
 /* Prepare w to run body in a new coroutine.  0 or -ENOMEM. */
@@ -47,6 +57,10 @@ int wsio_init(struct wsio *w, struct agent *a, void (*body)(struct wsio *w),
 /* Run (or go on running) the coroutine on the loop's stack; calls
  * finished when the body has returned. */
 void wsio_run(struct wsio *w);
+
+/* Give the call a time budget of seconds from now (0: none), which
+ * wsio_pace enforces. */
+void wsio_budget(struct wsio *w, int seconds);
 
 /* Cancel: the operation in flight completes, then every operation fails
  * with -ECANCELED and the body unwinds. */
@@ -69,6 +83,12 @@ int wsio_path(const char *in, char *out, size_t outlen, char *err,
 void wsio_error(char *out, size_t outlen, const char *path, int err);
 
 /* ---- in the coroutine ---- */
+
+/* Between units of CPU work: suspend for one turn of the loop when the
+ * coroutine has run WSIO_SLICE_MS since it last suspended.  0, -ECANCELED
+ * (cancelled), -ETIMEDOUT (the budget is spent: stop and say so), or
+ * -errno when the ring is stuck. */
+int wsio_pace(struct wsio *w);
 
 /* Open the root (done once per call, first).  0 or -errno. */
 int wsio_open_root(struct wsio *w);

@@ -43,6 +43,7 @@ static const struct config_key config_keys[] = {
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
 	NUM("context-window", CT_INT, context_window, 0, 100000000),
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
+	NUM("file-tool-timeout", CT_INT, file_tool_timeout, 1, 86400),
 	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
 	NUM("sandbox-uid", CT_UID, sandbox_uid, 1, 0x7fffffff),
 	NUM("sandbox-gid", CT_GID, sandbox_gid, 1, 0x7fffffff),
@@ -69,6 +70,7 @@ config_defaults(struct config *c)
 	c->idle_timeout = 900;
 	c->max_tokens = 8192;
 	c->command_timeout = 120;
+	c->file_tool_timeout = 60;
 	c->sandbox_uid = 64222;
 	c->sandbox_gid = 64222;
 	c->sandbox_memory_mb = 2048;

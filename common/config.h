@@ -33,6 +33,9 @@ struct config {
 					 * provider's usual); older turns are
 					 * summarised as the transcript nears it */
 	int command_timeout;		/* seconds an agent's command may run */
+	int file_tool_timeout;		/* seconds of work for one read, ls or
+					 * grep call (they yield to the loop
+					 * meanwhile) */
 	int exec_timeout;		/* seconds a person's command may run
 					 * (exec, sftp; 0: no limit) */
 	uid_t sandbox_uid;		/* unprivileged uid commands run as */

@@ -10,6 +10,8 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -308,6 +310,94 @@ def test_bad_input_and_unknown_tool(room, model):
     assert "must not be empty" in sent[1]
     assert "must be a string" in sent[2] or "needs" in sent[2]
     assert "read, write, edit, ls, grep" in sent[3]
+
+
+# --- patterns chosen to be slow ---------------------------------------------------
+
+GLOB_BOMB = "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"
+
+
+class Pinger(threading.Thread):
+    """Another member, asking the room something every 0.1 s (a `who`, then
+    a chat line, in turn) and timing each answer."""
+
+    def __init__(self, client):
+        super().__init__(daemon=True)
+        self.c = client
+        self.times = []
+        self.failure = None
+        self.done = threading.Event()
+
+    def run(self):
+        n = 0
+        try:
+            while not self.done.is_set():
+                t = time.monotonic()
+                if n % 2 == 0:
+                    self.c.send({"type": "who"})
+                    self.c.wait("presence", timeout=10)
+                else:
+                    self.c.send({"type": "chat", "text": "ping %d" % n})
+                    self.c.wait("message", timeout=10, text="ping %d" % n)
+                self.times.append(time.monotonic() - t)
+                n += 1
+                time.sleep(0.1)
+        except Exception as e:  # reported by the test's thread
+            self.failure = e
+
+
+def test_slow_patterns_never_freeze_the_room(room, model):
+    """A glob and regexes that backtrack exponentially, and a grep longer
+    than its time budget: each call ends with the right answer or a clear
+    error, and another member is answered within a second all along."""
+    open(ws(room, "a" * 200), "w").close()
+    with open(ws(room, "long.txt"), "w") as f:
+        f.write("a" * 5000 + "\n")
+    with open(ws(room, "slow.txt"), "w") as f:
+        # About 8 ms of backtracking per line, under the per-line budget:
+        # some 40 s in all, over the 2 s budget given below.
+        f.write(("a" * 24 + "\n") * 5000)
+    calls = [
+        ToolCall("ls", {"pattern": GLOB_BOMB}),
+        ToolCall("ls", {"pattern": GLOB_BOMB[:-1] + "a"}),
+        ToolCall("grep", {"pattern": r"(.*)(.*)(.*)(.*)(.*)\5[xy]",
+                          "path": "long.txt"}),
+        ToolCall("grep", {"pattern": r"^(a|aa)+\1[xy]", "path": "slow.txt"}),
+        ToolCall("grep", {"pattern": "a{24}", "glob": GLOB_BOMB}),
+    ]
+    model.script(Reply("Working.", tool_calls=calls), Reply("Done."))
+    room.start("--model-url", model.url, *fast(
+        "--approval", "allow_all", "--file-tool-timeout", "2"))
+    alice = room.connect()
+    bob = room.connect(user="bob")
+    bob.send({"type": "who"})
+    bob.wait("presence")
+    bob.events.clear()
+    pinger = Pinger(bob)
+    pinger.start()
+    start = time.monotonic()
+    try:
+        alice.send({"type": "prompt", "text": "go"})
+        evs = alice.collect("turn_end", timeout=60)
+    finally:
+        pinger.done.set()
+        pinger.join(15)
+    took = time.monotonic() - start
+    assert pinger.failure is None, pinger.failure
+    assert len(pinger.times) >= 5, pinger.times
+    assert max(pinger.times) < 1.0, pinger.times
+    assert took < 20, took
+
+    res = [e for e in evs if e["type"] == "tool_result"]
+    sent = tool_results_in(model.requests[1]["body"])
+    assert [r["status"] for r in res] == ["ok", "ok", "error", "error", "ok"]
+    assert sent[0].startswith("no entries under . match ")
+    assert sent[1] == "a" * 200
+    assert "grep in long.txt stopped: the pattern is too costly" in sent[2]
+    assert "long.txt:1" in sent[2] and "backreference" in sent[2]
+    assert "grep in slow.txt stopped: it ran out of its time budget " \
+        "(2 s" in sent[3] and "file-tool-timeout" in sent[3]
+    assert sent[4].startswith("no matches")
 
 
 # --- on the real workspace filesystem -------------------------------------------

@@ -32,6 +32,7 @@ declare -A SRC=(
 	[authkeys_file]="sshd/authkeys.c common/names.c common/util.c common/log.c"
 	[tui_keys]="sshd/tui_keys.c"
 	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c"
+	[pathglob]="agent/pathglob.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes

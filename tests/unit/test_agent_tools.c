@@ -1,7 +1,9 @@
 /*
  * test_agent_tools.c: the pure parts of the file tools: path checks
  * (wsio_path), error messages, edit's replacement and counting, read's line
- * numbering and caps, glob matching.
+ * numbering and caps, glob matching (against the old backtracking
+ * matcher, kept here as the reference, and with a bound on its work), and
+ * grep's regex budget.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,8 +11,11 @@
 
 #include "jsonl.h"
 #include "unit.h"
+#include "../fuzz/glob_ref.h"
+#include "../../agent/pathglob.h"
 #include "../../agent/prompt.h"
 #include "../../agent/tool_files.h"
+#include "../../agent/tool_regex.h"
 #include "../../agent/tools.h"
 #include "../../agent/wsio.h"
 
@@ -169,31 +174,203 @@ test_read_long_line(void)
 	free(text);
 }
 
+/* ---- globs ---------------------------------------------------------------- */
+
+/* pathglob's answer for one pattern and path, and its work in *steps. */
+static int
+gm_steps(const char *pat, const char *path, unsigned long *steps)
+{
+	struct pathglob *g = NULL;
+	int m;
+
+	*steps = 0;
+	if (pathglob_new(pat, &g) < 0)
+		return -1;
+	m = pathglob_match(g, path, steps);
+	CHECK(*steps <= pathglob_states(g) * strlen(path) + 1);
+	pathglob_free(g);
+	return m;
+}
+
+static int
+gm(const char *pat, const char *path)
+{
+	unsigned long steps;
+
+	return gm_steps(pat, path, &steps);
+}
+
+/* ls's rule on a compiled pattern. */
+static int
+fm(const char *pat, const char *rel)
+{
+	struct pathglob *g = NULL;
+	int m;
+
+	if (pathglob_new(pat, &g) < 0)
+		return -1;
+	m = tool_find_match(g, rel);
+	pathglob_free(g);
+	return m;
+}
+
 static void
 test_glob(void)
 {
-	CHECK(tool_glob_match("*.c", "a.c"));
-	CHECK(!tool_glob_match("*.c", "src/a.c"));
-	CHECK(tool_glob_match("**/*.c", "a.c"));
-	CHECK(tool_glob_match("**/*.c", "src/x/a.c"));
-	CHECK(!tool_glob_match("**/*.c", "src/x/a.h"));
-	CHECK(tool_glob_match("src/**", "src/x/a.h"));
-	CHECK(tool_glob_match("src/**/a.h", "src/a.h"));
-	CHECK(tool_glob_match("src/**/a.h", "src/x/y/a.h"));
-	CHECK(!tool_glob_match("src/**/a.h", "srcx/a.h"));
-	CHECK(tool_glob_match("a?c", "abc"));
-	CHECK(!tool_glob_match("a?c", "a/c"));
-	CHECK(!tool_glob_match("a*c", "a/c"));
-	CHECK(tool_glob_match("[a-c]x", "bx"));
-	CHECK(!tool_glob_match("[!a-c]x", "bx"));
-	CHECK(tool_glob_match("[!a-c]x", "dx"));
-	CHECK(tool_glob_match("\\*", "*"));
-	CHECK(!tool_glob_match("\\*", "a"));
-	CHECK(tool_glob_match("a[", "a["));
-	CHECK(tool_glob_match("a**b", "axxb"));
-	CHECK(tool_find_match("*.h", "src/util/x.h"));
-	CHECK(!tool_find_match("util/*", "src/util/x.h"));
-	CHECK(tool_find_match("util/*", "util/x.h"));
+	CHECK(gm("*.c", "a.c"));
+	CHECK(!gm("*.c", "src/a.c"));
+	CHECK(gm("**/*.c", "a.c"));
+	CHECK(gm("**/*.c", "src/x/a.c"));
+	CHECK(!gm("**/*.c", "src/x/a.h"));
+	CHECK(gm("src/**", "src/x/a.h"));
+	CHECK(gm("src/**/a.h", "src/a.h"));
+	CHECK(gm("src/**/a.h", "src/x/y/a.h"));
+	CHECK(!gm("src/**/a.h", "srcx/a.h"));
+	CHECK(gm("a?c", "abc"));
+	CHECK(!gm("a?c", "a/c"));
+	CHECK(!gm("a*c", "a/c"));
+	CHECK(gm("[a-c]x", "bx"));
+	CHECK(!gm("[!a-c]x", "bx"));
+	CHECK(gm("[!a-c]x", "dx"));
+	CHECK(gm("\\*", "*"));
+	CHECK(!gm("\\*", "a"));
+	CHECK(gm("a[", "a["));
+	CHECK(gm("a**b", "axxb"));
+	CHECK(gm("**", ""));
+	CHECK(gm("**", "a/b/c"));
+	CHECK(!gm("src/**", "src"));
+	CHECK(gm("[]]", "]"));
+	CHECK(!gm("[!]]", "/"));
+	CHECK(gm("a\\", "a\\"));
+	CHECK(fm("*.h", "src/util/x.h"));
+	CHECK(!fm("util/*", "src/util/x.h"));
+	CHECK(fm("util/*", "util/x.h"));
+}
+
+/* The pattern that froze the agent: * before each of 14 a's, then *b,
+ * against a name of 200 a's.  The old matcher's work grows as C(200, 14);
+ * pathglob's is bounded by its states per byte. */
+static void
+test_glob_bomb(void)
+{
+	const char *pat = "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b";
+	char name[201], path[4097], many[1025];
+	unsigned long steps;
+
+	memset(name, 'a', 200);
+	name[200] = '\0';
+	CHECK_INT(gm_steps(pat, name, &steps), 0);
+	CHECK(steps <= 201 * (2 * strlen(pat) + 2));
+	CHECK(steps < 20000);
+	name[199] = 'b';
+	CHECK_INT(gm_steps(pat, name, &steps), 1);
+	CHECK(steps < 20000);
+
+	/* The largest pattern ls takes, all stars, over a longest path. */
+	for (size_t i = 0; i < 1024; i += 2)
+		many[i] = '*', many[i + 1] = 'a';
+	many[1023] = 'b';
+	many[1024] = '\0';
+	memset(path, 'a', 4096);
+	path[4096] = '\0';
+	CHECK_INT(gm_steps(many, path, &steps), 0);
+	CHECK(steps <= 4097UL * 2050);
+	/* With slashes and ** too. */
+	for (size_t i = 0; i < 4096; i += 8)
+		path[i] = '/';
+	CHECK_INT(gm_steps("**/*a*a*a*a*a*a*a*a*a*a/**/*b", path, &steps), 0);
+	CHECK(steps <= 4097UL * 64);
+}
+
+/* Random short patterns and paths over a small alphabet: pathglob agrees
+ * with the reference on every one. */
+static void
+test_glob_random(void)
+{
+	static const char *const ptoks[] = { "a", "b", "/", "*", "**", "?",
+	    "[ab]", "[!a]", "[a-", "\\*", "\\", "[]a]", "[^/]", "**/", "/**",
+	    "-", "]", "[b-a]", "[\\]]" };
+	static const char sbytes[] = "aaabb//*[-]\\";
+	unsigned long long x = 0x9e3779b97f4a7c15ULL;
+	char pat[64], path[16];
+	int bad = 0;
+
+	for (int iter = 0; iter < 200000 && bad < 5; iter++) {
+		size_t np = 0, ns;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		for (int k = (int)(x % 7); k >= 0; k--) {
+			const char *t;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			t = ptoks[x % (sizeof(ptoks) / sizeof(ptoks[0]))];
+			memcpy(pat + np, t, strlen(t));
+			np += strlen(t);
+		}
+		pat[np] = '\0';
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		ns = x % 10;
+		for (size_t i = 0; i < ns; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			path[i] = sbytes[x % (sizeof(sbytes) - 1)];
+		}
+		path[ns] = '\0';
+		if (gm(pat, path) != ref_glob(pat, pat, path)) {
+			fprintf(stderr, "glob %s on %s: pathglob %d, reference "
+			    "%d\n", pat, path, gm(pat, path),
+			    ref_glob(pat, pat, path));
+			bad++;
+		}
+	}
+	CHECK_INT(bad, 0);
+}
+
+/* ---- grep's regexes ----------------------------------------------------------- */
+
+static int
+rm(const char *pat, int icase, const char *s)
+{
+	struct tool_regex *re = NULL;
+	char err[256];
+	int m;
+
+	if (tool_regex_new(pat, icase, &re, err, sizeof(err)) < 0)
+		return -100;
+	m = tool_regex_match(re, s, strlen(s));
+	tool_regex_free(re);
+	return m;
+}
+
+static void
+test_regex(void)
+{
+	struct tool_regex *re = NULL;
+	char err[256] = "", *line;
+	size_t n = 5000;
+
+	CHECK_INT(rm("return [0-9]+", 0, "\treturn 42;"), 1);
+	CHECK_INT(rm("^int", 0, "x int"), 0);
+	CHECK_INT(rm("RETURN", 1, "return"), 1);
+	CHECK_INT(rm("[[:digit:]]{2}", 0, "a42"), 1);
+	CHECK_INT(rm("\\d+\\b", 0, "x 7"), 1);
+	CHECK_INT(rm("(ab)\\1", 0, "abab"), 1);
+	CHECK_INT(rm("é", 0, "café"), 1);
+	/* A line that is not UTF-8 still matches where it can. */
+	CHECK_INT(rm("abc", 0, "\xff\xfe abc"), 1);
+	CHECK_INT(rm("^.$", 0, "\xff"), 0);
+	CHECK_INT(tool_regex_new("(unclosed", 0, &re, err, sizeof(err)),
+	    -EINVAL);
+	CHECK(re == NULL && strstr(err, "missing closing parenthesis"));
+
+	/* Backtracking bombs end with -ERANGE, not after minutes. */
+	line = malloc(n + 1);
+	memset(line, 'a', n);
+	line[n] = '\0';
+	CHECK_INT(rm("(.*)(.*)(.*)(.*)(.*)\\5[xy]", 0, line), -ERANGE);
+	CHECK_INT(rm("^(a|aa)+\\1[xy]", 0, line), -ERANGE);
+	CHECK_INT(rm("^(a+)+b", 0, line), -ERANGE);
+	CHECK_INT(rm("a{4000}", 0, line), 1);
+	free(line);
 }
 
 static void
@@ -242,6 +419,9 @@ main(void)
 	TEST(test_read_format);
 	TEST(test_read_long_line);
 	TEST(test_glob);
+	TEST(test_glob_bomb);
+	TEST(test_glob_random);
+	TEST(test_regex);
 	TEST(test_table);
 	TEST(test_schemas);
 	return unit_done("test_agent_tools");
