@@ -28,7 +28,11 @@ struct agent {
 	char room[80];			/* the room's name (basename of room_dir) */
 	char room_dir[PATH_MAX];	/* DATA/rooms/ROOM */
 	char run_dir[PATH_MAX];		/* DATA/run/ROOM */
-	char workspace[PATH_MAX];	/* RUN/workspace, bound as /workspace */
+	char workspace[PATH_MAX];	/* RUN/workspace, bound as /workspace:
+					 * only ever opened as the root
+					 * (wsio.c, O_PATH) and bound by the
+					 * sandbox, never joined with a name
+					 * (ws_file.h says why) */
 	char sock_path[PATH_MAX];	/* RUN/agent.sock */
 	char init_path[PATH_MAX];	/* atrium-sandbox-init */
 	int approval_timeout;		/* s before an unanswered ask is denied */
