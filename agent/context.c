@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "compact.h"
+#include "endpoint.h"
 #include "log.h"
 #include "prompt.h"
 #include "room.h"
@@ -116,11 +117,14 @@ context_request(struct agent *a, const struct context *c,
 		.tools = tools,
 		.max_tokens = (int)c->max_tokens,
 	};
+	struct endpoint e;
+	int r;
 
 	if (!messages)
 		return -ENOMEM;
-	return provider_build(c->kind, agent_model_url(a),
-	    a->have_api_key ? a->api_key : NULL, &req, out);
+	if ((r = endpoint_get(a, a->provider, &e)) < 0)
+		return r;
+	return provider_build(c->kind, e.url, e.key, &req, out);
 }
 
 int

@@ -44,6 +44,7 @@
 #include "approval.h"
 #include "compact.h"
 #include "context.h"
+#include "endpoint.h"
 #include "http.h"
 #include "jsonl.h"
 #include "log.h"
@@ -265,16 +266,22 @@ turn_http_body(void *arg, const char *p, size_t n)
 	return r;
 }
 
-/* No key and the provider's public URL: tell the room how to set one up. */
+/* The room's provider has neither key nor URL: tell the room how to set
+ * one up. */
 static void
 turn_no_model(struct turn *t)
 {
-	turn_say(t, "No model is configured for this room, so I cannot "
-	    "answer yet. To configure one, start atriumd with "
-	    "ANTHROPIC_API_KEY or OPENAI_API_KEY in its environment, or with "
-	    "--api-key-file FILE; or use a local OpenAI-compatible server "
-	    "with --provider openai --model-url http://127.0.0.1:11434/v1 "
-	    "(Ollama) and --model NAME.");
+	char text[1200];
+	int i = keys_index(t->a->provider);
+
+	snprintf(text, sizeof(text), "No model is configured for this room's "
+	    "provider (%s), so I cannot answer yet. To configure one, start "
+	    "atriumd with %s in its environment, or with --api-key-file FILE "
+	    "and --provider %s; or use a local OpenAI-compatible server with "
+	    "--provider openai --model-url http://127.0.0.1:11434/v1 (Ollama) "
+	    "and --model NAME.", t->a->provider, i >= 0 ? keys_env_name(i) :
+	    "ANTHROPIC_API_KEY or OPENAI_API_KEY", t->a->provider);
+	turn_say(t, text);
 	turn_finish(t, "end_turn");
 }
 
@@ -452,7 +459,7 @@ turn_model_start(struct turn *t)
 	struct agent *a = t->a;
 	int r;
 
-	if (!a->have_api_key && !a->cfg.model_url[0]) {
+	if (!endpoint_ready(a, a->provider)) {
 		turn_no_model(t);
 		return;
 	}
@@ -697,9 +704,11 @@ static int
 turn_describe_failure(struct turn *t, const struct http_result *r,
     char *what, size_t whatlen, char *hint, size_t hintlen)
 {
-	const char *url = agent_model_url(t->a), *type, *msg = NULL;
+	const char *type, *msg = NULL, *url;
+	struct endpoint e;
 	char pm[600];
 
+	url = endpoint_get(t->a, t->a->provider, &e) == 0 ? e.url : "?";
 	hint[0] = '\0';
 	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
 		type = provider_stream_error(t->stream, &msg);
@@ -726,9 +735,10 @@ turn_describe_failure(struct turn *t, const struct http_result *r,
 	    "rate-limited" : r->status >= 500 ? "server error" : "request "
 	    "refused", r->status, pm);
 	if (r->status == 401 || r->status == 403)
-		snprintf(hint, hintlen, "check the API key (ANTHROPIC_API_KEY "
-		    "or OPENAI_API_KEY in atriumd's environment, or "
-		    "--api-key-file)");
+		snprintf(hint, hintlen, "check %s's API key (%s in atriumd's "
+		    "environment, or --api-key-file with --provider %s)",
+		    t->a->provider, keys_env_name(keys_index(t->a->provider)),
+		    t->a->provider);
 	else if (r->status == 404)
 		snprintf(hint, hintlen, "check --model-url (%s) and the model "
 		    "name (%s)", url, t->a->model);
