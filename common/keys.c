@@ -51,7 +51,8 @@ keys_clear(struct keys *k)
 	explicit_bzero(k, sizeof(*k));
 }
 
-/* Copy v with spaces trimmed at both ends into out.  0 or -E2BIG. */
+/* Copy v with spaces trimmed at both ends into out.  0, -E2BIG, or
+ * -EINVAL for a key that is not one line (the pipe's format needs that). */
 static int
 keys_set(char *out, const char *v, size_t n)
 {
@@ -61,6 +62,8 @@ keys_set(char *out, const char *v, size_t n)
 		n--;
 	if (n >= KEYS_MAX)
 		return -E2BIG;
+	if (memchr(v, '\n', n) || memchr(v, '\r', n) || memchr(v, '\0', n))
+		return -EINVAL;
 	memcpy(out, v, n);
 	out[n] = '\0';
 	return 0;
@@ -79,9 +82,7 @@ keys_from_file(char *out, const char *path, char *err, size_t errlen)
 		    path, strerror(-r));
 		return r;
 	}
-	r = memchr(text, '\0', len) ? -EINVAL : keys_set(out, text, len);
-	if (r == 0 && strpbrk(out, "\r\n"))
-		r = -EINVAL;
+	r = keys_set(out, text, len);
 	explicit_bzero(text, len);
 	free(text);
 	if (r < 0) {
@@ -113,8 +114,8 @@ keys_load(struct keys *k, const struct config *c, char *err, size_t errlen)
 		}
 		if (v && keys_set(k->key[i], v, strlen(v)) < 0) {
 			keys_clear(k);
-			snprintf(err, errlen, "%s is too long (at most %d "
-			    "bytes)", keys_envs[i], KEYS_MAX - 1);
+			snprintf(err, errlen, "%s must be one line of at most "
+			    "%d bytes", keys_envs[i], KEYS_MAX - 1);
 			return -EINVAL;
 		}
 	}
