@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "keys.h"
 #include "sandbox.h"
 
 struct loop;
@@ -20,7 +21,6 @@ struct conn;
 struct turn;
 struct exec;
 
-#define AGENT_API_KEY_MAX	4096	/* longest API key kept */
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
 struct agent {
@@ -28,7 +28,11 @@ struct agent {
 	char room[80];			/* the room's name (basename of room_dir) */
 	char room_dir[PATH_MAX];	/* DATA/rooms/ROOM */
 	char run_dir[PATH_MAX];		/* DATA/run/ROOM */
-	char workspace[PATH_MAX];	/* RUN/workspace, bound as /workspace */
+	char workspace[PATH_MAX];	/* RUN/workspace, bound as /workspace:
+					 * only ever opened as the root
+					 * (wsio.c, O_PATH) and bound by the
+					 * sandbox, never joined with a name
+					 * (ws_file.h says why) */
 	char sock_path[PATH_MAX];	/* RUN/agent.sock */
 	char init_path[PATH_MAX];	/* atrium-sandbox-init */
 	int approval_timeout;		/* s before an unanswered ask is denied */
@@ -36,8 +40,8 @@ struct agent {
 	int max_retries;		/* model attempts in all, per step */
 	int model_idle_timeout;		/* s without a byte from the model */
 
-	char api_key[AGENT_API_KEY_MAX];	/* memory only, never logged */
-	int have_api_key;
+	struct keys keys;		/* the operator's, per provider (from
+					 * atriumd's pipe); never logged */
 
 	/* Room settings: the command line's, overridden from room.db. */
 	char provider[16];
@@ -63,8 +67,5 @@ struct agent {
 	long long idle_since;		/* monotonic ms; 0 while busy */
 	int exit_code;			/* loop_run's caller returns this */
 };
-
-/* The model server's base URL for the room's provider. */
-const char *agent_model_url(const struct agent *a);
 
 #endif

@@ -17,29 +17,21 @@
 
 #include "agent.h"
 #include "compact.h"
+#include "endpoint.h"
 #include "log.h"
 #include "prompt.h"
 #include "room.h"
-#include "util.h"
 
-#define CONTEXT_MAX_AGENTS_READ	(1024 * 1024)	/* AGENTS.md read at most */
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 
-/* The system prompt: room, members, AGENTS.md.  malloc'd or NULL. */
+/* The system prompt: room, members, AGENTS.md (read by turn.c through
+ * ws_file.h, never here).  malloc'd or NULL. */
 static char *
-context_system(struct agent *a)
+context_system(struct agent *a, const char *agents_md, size_t agents_len)
 {
-	char path[PATH_MAX + 16], *md = NULL, *s;
 	json_object *members = room_members(a);
-	size_t len = 0;
-	int r;
+	char *s = prompt_system(a->room, members, agents_md, agents_len);
 
-	snprintf(path, sizeof(path), "%s/AGENTS.md", a->workspace);
-	r = read_small_file(path, CONTEXT_MAX_AGENTS_READ, &md, &len);
-	if (r < 0 && r != -ENOENT)
-		log_warn("AGENTS.md not read: %s", strerror(-r));
-	s = prompt_system(a->room, members, r == 0 ? md : NULL, len);
-	free(md);
 	json_object_put(members);
 	return s;
 }
@@ -58,8 +50,8 @@ context_fixed_bytes(const struct context *c)
 }
 
 int
-context_load(struct agent *a, long long turn, struct context *c, char *err,
-    size_t errlen)
+context_load(struct agent *a, long long turn, const char *agents_md,
+    size_t agents_len, struct context *c, char *err, size_t errlen)
 {
 	int timeout = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
 	    AGENT_DEFAULT_TOOL_TIMEOUT;
@@ -76,7 +68,7 @@ context_load(struct agent *a, long long turn, struct context *c, char *err,
 		r = room_db_compaction_get(a->db, 1, &c->pending);
 	if (r >= 0)
 		r = room_db_transcript_rows(a->db, c->last.cut, &c->rows, &c->n);
-	c->system = context_system(a);
+	c->system = context_system(a, agents_md, agents_len);
 	c->tools = prompt_tools(timeout);
 	if (r >= 0 && (!c->system || !c->tools))
 		r = -ENOMEM;
@@ -125,11 +117,14 @@ context_request(struct agent *a, const struct context *c,
 		.tools = tools,
 		.max_tokens = (int)c->max_tokens,
 	};
+	struct endpoint e;
+	int r;
 
 	if (!messages)
 		return -ENOMEM;
-	return provider_build(c->kind, agent_model_url(a),
-	    a->have_api_key ? a->api_key : NULL, &req, out);
+	if ((r = endpoint_get(a, a->provider, &e)) < 0)
+		return r;
+	return provider_build(c->kind, e.url, e.key, &req, out);
 }
 
 int

@@ -31,10 +31,11 @@ struct context {
 	size_t cut;			/* index in rows of a new cut; 0 none */
 };
 
-/* Load the context of turn's next step.  0, or -errno with what went
- * wrong for the room in err. */
-int context_load(struct agent *a, long long turn, struct context *c,
-    char *err, size_t errlen);
+/* Load the context of turn's next step, with the workspace's AGENTS.md
+ * (NULL when there is none or it could not be read).  0, or -errno with
+ * what went wrong for the room in err. */
+int context_load(struct agent *a, long long turn, const char *agents_md,
+    size_t agents_len, struct context *c, char *err, size_t errlen);
 void context_free(struct context *c);
 
 /* Must a summary step come before the next request?  Yes when one was

@@ -2,7 +2,7 @@
  * main.c: atrium-agent, the actor of one room.
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
- *       [--ready-fd N] [--approval-timeout S] [--retry-base-ms N]
+ *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
  *       [--max-retries N] [--model-idle-timeout S] [--KEY VALUE ...]
  *
  * Every other --KEY VALUE is a setting of common/config (atriumd passes its
@@ -12,18 +12,25 @@
  * until it has been idle (no connection, no turn, no command) for
  * idle-timeout seconds, when it exits 0 so atriumd can unmount.
  *
- * The API key is read once into memory (config_api_key) and goes only into
- * the model request's headers.
+ * The process is made non-dumpable before anything else, so no other
+ * process of its uid can ptrace it or read its memory or environment, and
+ * it leaves no core.  The API keys come from atriumd on the --keys-fd pipe
+ * (keys.h), never from the environment or argv; started by hand, the agent
+ * loads them as atriumd would and wipes them from its environment.  Held
+ * in memory only, a provider's key goes only into that provider's requests
+ * (endpoint.h).
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "endpoint.h"
 #include "exec.h"
 #include "http.h"
 #include "log.h"
@@ -42,8 +49,8 @@ static void
 main_usage(void)
 {
 	fprintf(stderr, "usage: atrium-agent --room-dir DATA/rooms/ROOM "
-	    "--run-dir DATA/run/ROOM [--ready-fd N] [--approval-timeout S]\n"
-	    "       [--retry-base-ms N] [--max-retries N] "
+	    "--run-dir DATA/run/ROOM [--ready-fd N] [--keys-fd N]\n"
+	    "       [--approval-timeout S] [--retry-base-ms N] [--max-retries N] "
 	    "[--model-idle-timeout S] [--SETTING VALUE ...]\n");
 }
 
@@ -64,9 +71,16 @@ main_number(const char *flag, const char *v, long min, long max)
 	return n;
 }
 
+/* The process's own fds from the command line. */
+struct main_fds {
+	int ready;	/* "ready\n" goes here, or -1 */
+	int keys;	/* atriumd's keys pipe, or -1 */
+};
+
 /* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
 static int
-main_agent_flag(struct agent *a, const char *k, const char *v, int *ready_fd)
+main_agent_flag(struct agent *a, const char *k, const char *v,
+    struct main_fds *fds)
 {
 	long n;
 
@@ -79,7 +93,11 @@ main_agent_flag(struct agent *a, const char *k, const char *v, int *ready_fd)
 		return 1;
 	}
 	if (strcmp(k, "ready-fd") == 0)
-		return (*ready_fd = (int)main_number(k, v, 0, 65535)) < 0 ? -1 : 1;
+		return (fds->ready = (int)main_number(k, v, 0, 65535)) < 0 ?
+		    -1 : 1;
+	if (strcmp(k, "keys-fd") == 0)
+		return (fds->keys = (int)main_number(k, v, 0, 65535)) < 0 ?
+		    -1 : 1;
 	if (strcmp(k, "approval-timeout") == 0)
 		return (a->approval_timeout = (int)main_number(k, v, 1,
 		    86400)) < 0 ? -1 : 1;
@@ -97,7 +115,7 @@ main_agent_flag(struct agent *a, const char *k, const char *v, int *ready_fd)
 
 /* Parse the command line into a.  0, or -EINVAL (told on stderr). */
 static int
-main_args(struct agent *a, int argc, char **argv, int *ready_fd)
+main_args(struct agent *a, int argc, char **argv, struct main_fds *fds)
 {
 	char err[256];
 	int r;
@@ -110,7 +128,7 @@ main_args(struct agent *a, int argc, char **argv, int *ready_fd)
 			return -EINVAL;
 		}
 		k += 2;
-		r = main_agent_flag(a, k, v, ready_fd);
+		r = main_agent_flag(a, k, v, fds);
 		if (r < 0)
 			return -EINVAL;
 		if (r == 0 && config_set(&a->cfg, k, v, err, sizeof(err)) < 0) {
@@ -120,6 +138,10 @@ main_args(struct agent *a, int argc, char **argv, int *ready_fd)
 	}
 	if (!a->room_dir[0] || !a->run_dir[0]) {
 		main_usage();
+		return -EINVAL;
+	}
+	if (config_finish(&a->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "atrium-agent: %s\n", err);
 		return -EINVAL;
 	}
 	return 0;
@@ -159,23 +181,28 @@ main_paths(struct agent *a)
 	return 0;
 }
 
-/* Read the API key into memory.  0, or -errno (told on stderr). */
+/* The keys into memory: from atriumd's pipe, or (started by hand) from
+ * the key file and the environment; either way none is left in the
+ * environment.  0, or -errno (told in the log). */
 static int
-main_api_key(struct agent *a)
+main_keys(struct agent *a, int keys_fd)
 {
 	char err[512];
-	int r = config_api_key(&a->cfg, a->api_key, sizeof(a->api_key), err,
-	    sizeof(err));
+	int r;
 
+	if (keys_fd >= 0)
+		r = keys_read_fd(&a->keys, keys_fd, err, sizeof(err));
+	else
+		r = keys_load(&a->keys, &a->cfg, err, sizeof(err));
+	keys_scrub_env();
 	if (r < 0) {
-		log_error("%s: fix --api-key-file or the file's permissions",
-		    err);
+		log_error("%s", err);
 		return r;
 	}
-	a->have_api_key = r == 1 && a->api_key[0];
-	if (!a->have_api_key && !a->cfg.model_url[0])
-		log_warn("no API key configured: the agent will answer prompts "
-		    "with how to configure a model");
+	if (!endpoint_ready(a, a->cfg.provider))
+		log_warn("no API key and no model URL for %s: the agent will "
+		    "answer prompts with how to configure a model",
+		    a->cfg.provider);
 	return 0;
 }
 
@@ -296,7 +323,7 @@ main_teardown(struct agent *a)
 		close(a->signal_fd);
 	loop_free(a->loop);
 	json_object_put(a->allow_list);
-	explicit_bzero(a->api_key, sizeof(a->api_key));
+	keys_clear(&a->keys);
 }
 
 int
@@ -304,8 +331,16 @@ main(int argc, char **argv)
 {
 	static struct agent agent;
 	struct agent *a = &agent;
-	int ready_fd = -1, r;
+	struct main_fds fds = { -1, -1 };
+	int r;
 
+	/* First: keys are about to be in this process's memory. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		fprintf(stderr, "atrium-agent: cannot make the process "
+		    "non-dumpable: %s\n", strerror(errno));
+		return 1;
+	}
 	a->listen_fd = a->signal_fd = -1;
 	a->approval_timeout = 120;
 	a->retry_base_ms = 1000;
@@ -313,10 +348,10 @@ main(int argc, char **argv)
 	a->model_idle_timeout = 300;
 	config_defaults(&a->cfg);
 	log_init("atrium-agent", NULL);
-	if (main_args(a, argc, argv, &ready_fd) < 0 || main_paths(a) < 0)
+	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);
-	if (main_api_key(a) < 0)
+	if (main_keys(a, fds.keys) < 0)
 		return 1;
 	r = main_setup(a);
 	if (r < 0) {
@@ -324,12 +359,15 @@ main(int argc, char **argv)
 		main_teardown(a);
 		return 1;
 	}
-	log_info("serving room %s on %s (provider %s, model %s, approval %s)",
-	    a->room, a->sock_path, a->provider, a->model, a->approval);
-	if (ready_fd >= 0) {
-		if (write_all(ready_fd, "ready\n", 6) < 0)
+	log_info("serving room %s on %s (provider %s, model %s, approval %s; "
+	    "keys from %s, process %sdumpable)", a->room, a->sock_path,
+	    a->provider, a->model, a->approval, fds.keys >= 0 ? "atriumd" :
+	    "the environment", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) ? "" :
+	    "not ");
+	if (fds.ready >= 0) {
+		if (write_all(fds.ready, "ready\n", 6) < 0)
 			log_warn("could not write to the ready fd");
-		close(ready_fd);
+		close(fds.ready);
 	}
 	turn_resume(a);
 	r = loop_run(a->loop);

@@ -3,6 +3,13 @@
  * defaults; a `config` line from any member changes them for this room; they
  * live in room.db's config table so they survive restarts, and every change
  * is announced with a stored `config` event naming who made it.
+ *
+ * A room picks its provider and model, never where requests go or with
+ * which key: a field naming a URL or a key is refused, and so is a switch
+ * to a provider the operator has not configured (endpoint.h).  Switching
+ * provider without naming a model takes that provider's default model
+ * (the operator's --model when it is the operator's provider, anthropic's
+ * default otherwise); openai has none, so the switch must name one.
  */
 #include "settings.h"
 
@@ -12,6 +19,7 @@
 
 #include "agent.h"
 #include "approval.h"
+#include "endpoint.h"
 #include "jsonl.h"
 #include "log.h"
 #include "provider.h"
@@ -20,18 +28,6 @@
 
 #define SETTINGS_MAX_ALLOW	256	/* allow_list entries */
 #define SETTINGS_MAX_ENTRY	256	/* bytes of one entry */
-
-const char *
-agent_model_url(const struct agent *a)
-{
-	static struct config c;	/* config_model_url needs a struct config */
-
-	if (a->cfg.model_url[0])
-		return a->cfg.model_url;
-	c = a->cfg;
-	snprintf(c.provider, sizeof(c.provider), "%s", a->provider);
-	return config_model_url(&c);
-}
 
 /* 1 when v is an array of at most SETTINGS_MAX_ALLOW short strings. */
 static int
@@ -85,22 +81,81 @@ settings_load(struct agent *a)
 	return 0;
 }
 
-/* Check every field of req before changing anything.  0, or -EINVAL with
- * the reason sent to c. */
-static int
-settings_check(struct conn *c, json_object *req)
+/* The model a switch to provider p takes when the request names none:
+ * the operator's for the operator's provider, anthropic's default, or
+ * NULL (openai: the request must name one). */
+static const char *
+settings_default_model(const struct agent *a, const char *p)
 {
-	const char *p = json_get_string(req, "provider");
-	const char *m = json_get_string(req, "model");
-	const char *ap = json_get_string(req, "approval");
-	enum provider_kind k;
-	json_object *al = NULL;
+	if (strcmp(p, a->cfg.provider) == 0 && a->cfg.model[0])
+		return a->cfg.model;
+	if (strcmp(p, "anthropic") == 0)
+		return CONFIG_ANTHROPIC_MODEL;
+	return NULL;
+}
 
-	if (p && provider_kind_parse(p, &k) < 0) {
+/* Refuse a field that would choose a URL or a key: those are the
+ * operator's.  0, or -EPERM with the reason sent to c. */
+static int
+settings_operator_only(struct conn *c, json_object *req)
+{
+	json_object_object_foreach(req, name, v) {
+		(void)v;
+		if (strcasestr(name, "url") || strcasestr(name, "key")) {
+			room_error(c, NULL, "\"%.64s\" cannot be set by a room: "
+			    "the model URLs and API keys are the server "
+			    "operator's (atriumd's flags or atrium.conf); a "
+			    "room may set provider, model, approval and "
+			    "allow_list", name);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+/* Check the provider switch in req (p, model m).  0, or -EINVAL with the
+ * reason sent to c. */
+static int
+settings_check_provider(struct agent *a, struct conn *c, const char *p,
+    const char *m)
+{
+	enum provider_kind k;
+	char why[600];
+
+	if (provider_kind_parse(p, &k) < 0) {
 		room_error(c, NULL, "unknown provider \"%s\": use anthropic or "
 		    "openai", p);
 		return -EINVAL;
 	}
+	if (!endpoint_ready(a, p)) {
+		endpoint_missing(why, sizeof(why), p);
+		room_error(c, NULL, "%s; the room stays on %s", why,
+		    a->provider);
+		return -EINVAL;
+	}
+	if (!m && strcmp(p, a->provider) != 0 &&
+	    !settings_default_model(a, p)) {
+		room_error(c, NULL, "switching to %s needs a model name too: "
+		    "send \"model\" with \"provider\"", p);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Check every field of req before changing anything.  0, or -errno with
+ * the reason sent to c. */
+static int
+settings_check(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *p = json_get_string(req, "provider");
+	const char *m = json_get_string(req, "model");
+	const char *ap = json_get_string(req, "approval");
+	json_object *al = NULL;
+
+	if (settings_operator_only(c, req) < 0)
+		return -EPERM;
+	if (p && settings_check_provider(a, c, p, m) < 0)
+		return -EINVAL;
 	if (m && (!*m || strlen(m) >= sizeof(((struct agent *)0)->model))) {
 		room_error(c, NULL, "model must be a name of 1 to 127 bytes");
 		return -EINVAL;
@@ -142,8 +197,10 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 	const char *ap = json_get_string(req, "approval");
 	json_object *al = NULL;
 
-	if (settings_check(c, req) < 0)
+	if (settings_check(a, c, req) < 0)
 		return;
+	if (p && !m && strcmp(p, a->provider) != 0)
+		m = settings_default_model(a, p);
 	if (p) {
 		snprintf(a->provider, sizeof(a->provider), "%s", p);
 		room_db_config_set(a->db, "provider", p, c->user);

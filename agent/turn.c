@@ -3,6 +3,7 @@
  * checkpointed in room.db, so a crash at any point resumes where it was:
  *
  *   phase      in flight                      what room.db holds meanwhile
+ *   CONTEXT    AGENTS.md being read (ws_file.h) transcript ends with a user
  *   MODEL      one model request (http.c)      transcript ends with a user
  *   RETRY      a timer before the next attempt message: redo the request
  *              (a summary request when        (and a pending compactions
@@ -43,6 +44,7 @@
 #include "approval.h"
 #include "compact.h"
 #include "context.h"
+#include "endpoint.h"
 #include "http.h"
 #include "jsonl.h"
 #include "log.h"
@@ -54,13 +56,16 @@
 #include "text.h"
 #include "tools.h"
 #include "util.h"
+#include "ws_file.h"
 
+#define TURN_AGENTS_MD		"AGENTS.md"	/* at the workspace root */
+#define TURN_AGENTS_MD_READ	(1024 * 1024)	/* read at most */
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
 #define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
 #define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
 
-enum turn_phase { PHASE_IDLE, PHASE_MODEL, PHASE_RETRY, PHASE_APPROVAL,
-	PHASE_TOOL };
+enum turn_phase { PHASE_IDLE, PHASE_CONTEXT, PHASE_MODEL, PHASE_RETRY,
+	PHASE_APPROVAL, PHASE_TOOL };
 
 struct turn {
 	struct agent *a;
@@ -69,6 +74,8 @@ struct turn {
 	int step;			/* model responses stored so far */
 	long in_tokens, out_tokens;	/* totals of this turn */
 	enum turn_phase phase;
+	/* PHASE_CONTEXT */
+	struct ws_file_read *read;	/* AGENTS.md, before each request */
 	/* PHASE_MODEL / PHASE_RETRY */
 	enum provider_kind kind;
 	struct http_call *call;
@@ -114,6 +121,7 @@ turn_free(struct turn *t)
 		http_cancel(t->call);
 	if (t->timer)
 		loop_del_timer(t->a->loop, t->timer);
+	ws_file_read_cancel(t->read);
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
@@ -258,16 +266,22 @@ turn_http_body(void *arg, const char *p, size_t n)
 	return r;
 }
 
-/* No key and the provider's public URL: tell the room how to set one up. */
+/* The room's provider has neither key nor URL: tell the room how to set
+ * one up. */
 static void
 turn_no_model(struct turn *t)
 {
-	turn_say(t, "No model is configured for this room, so I cannot "
-	    "answer yet. To configure one, start atriumd with "
-	    "ANTHROPIC_API_KEY or OPENAI_API_KEY in its environment, or with "
-	    "--api-key-file FILE; or use a local OpenAI-compatible server "
-	    "with --provider openai --model-url http://127.0.0.1:11434/v1 "
-	    "(Ollama) and --model NAME.");
+	char text[1200];
+	int i = keys_index(t->a->provider);
+
+	snprintf(text, sizeof(text), "No model is configured for this room's "
+	    "provider (%s), so I cannot answer yet. To configure one, start "
+	    "atriumd with %s in its environment, or with --api-key-file FILE "
+	    "and --provider %s; or use a local OpenAI-compatible server with "
+	    "--provider openai --model-url http://127.0.0.1:11434/v1 (Ollama) "
+	    "and --model NAME.", t->a->provider, i >= 0 ? keys_env_name(i) :
+	    "ANTHROPIC_API_KEY or OPENAI_API_KEY", t->a->provider);
+	turn_say(t, text);
 	turn_finish(t, "end_turn");
 }
 
@@ -357,11 +371,12 @@ turn_summary_prepare(struct turn *t, const struct context *c,
  * else the conversation.  0, 1 when the turn ended here, or -errno
  * (message in err). */
 static int
-turn_prepare(struct turn *t, struct provider_http *http, char *err,
-    size_t errlen)
+turn_prepare(struct turn *t, const char *agents_md, size_t agents_len,
+    struct provider_http *http, char *err, size_t errlen)
 {
 	struct context c;
-	int r = context_load(t->a, t->id, &c, err, errlen);
+	int r = context_load(t->a, t->id, agents_md, agents_len, &c, err,
+	    errlen);
 
 	if (r < 0)
 		return r;
@@ -379,8 +394,9 @@ turn_prepare(struct turn *t, struct provider_http *http, char *err,
 	return r;
 }
 
+/* AGENTS.md is in (or not): build the request and start it. */
 static void
-turn_model_start(struct turn *t)
+turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 {
 	struct agent *a = t->a;
 	struct provider_sink sink = { .arg = t, .text = turn_sink_text,
@@ -391,18 +407,7 @@ turn_model_start(struct turn *t)
 	char err[700];
 	int r;
 
-	if (!a->have_api_key && !a->cfg.model_url[0]) {
-		turn_no_model(t);
-		return;
-	}
-	if (t->step >= TURN_MAX_STEPS) {
-		turn_say(t, "I stopped after " "50 model requests in this turn, "
-		    "the most allowed. Ask me to continue if there is more to "
-		    "do.");
-		turn_finish(t, "max_steps");
-		return;
-	}
-	r = turn_prepare(t, &http, err, sizeof(err));
+	r = turn_prepare(t, agents_md, agents_len, &http, err, sizeof(err));
 	if (r != 0) {
 		provider_http_free(&http);
 		if (r < 0)
@@ -428,6 +433,49 @@ turn_model_start(struct turn *t)
 	provider_http_free(&http);
 	log_debug("turn %lld step %d: %s request, attempt %d", t->id,
 	    t->step + 1, t->summarising ? "summary" : "model", t->attempt);
+}
+
+/* AGENTS.md was read through the confined path, or could not be: the
+ * prompt simply goes without it then. */
+static void
+turn_agents_md_done(void *arg, int err, char *data, size_t len)
+{
+	struct turn *t = arg;
+	char why[256];
+
+	t->read = NULL;
+	if (err < 0 && err != -ENOENT) {
+		ws_file_why(why, sizeof(why), err);
+		log_warn("%s not put in the system prompt: %s", TURN_AGENTS_MD,
+		    why);
+	}
+	turn_model_request(t, data, len);
+	free(data);
+}
+
+static void
+turn_model_start(struct turn *t)
+{
+	struct agent *a = t->a;
+	int r;
+
+	if (!endpoint_ready(a, a->provider)) {
+		turn_no_model(t);
+		return;
+	}
+	if (t->step >= TURN_MAX_STEPS) {
+		turn_say(t, "I stopped after " "50 model requests in this turn, "
+		    "the most allowed. Ask me to continue if there is more to "
+		    "do.");
+		turn_finish(t, "max_steps");
+		return;
+	}
+	t->phase = PHASE_CONTEXT;
+	r = ws_file_read_start(a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
+	    turn_agents_md_done, t, &t->read);
+	if (r < 0)
+		turn_fail(t, "the model request could not be prepared: out of "
+		    "memory");
 }
 
 /* ---- the summary step ------------------------------------------------------ */
@@ -656,9 +704,11 @@ static int
 turn_describe_failure(struct turn *t, const struct http_result *r,
     char *what, size_t whatlen, char *hint, size_t hintlen)
 {
-	const char *url = agent_model_url(t->a), *type, *msg = NULL;
+	const char *type, *msg = NULL, *url;
+	struct endpoint e;
 	char pm[600];
 
+	url = endpoint_get(t->a, t->a->provider, &e) == 0 ? e.url : "?";
 	hint[0] = '\0';
 	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
 		type = provider_stream_error(t->stream, &msg);
@@ -685,9 +735,10 @@ turn_describe_failure(struct turn *t, const struct http_result *r,
 	    "rate-limited" : r->status >= 500 ? "server error" : "request "
 	    "refused", r->status, pm);
 	if (r->status == 401 || r->status == 403)
-		snprintf(hint, hintlen, "check the API key (ANTHROPIC_API_KEY "
-		    "or OPENAI_API_KEY in atriumd's environment, or "
-		    "--api-key-file)");
+		snprintf(hint, hintlen, "check %s's API key (%s in atriumd's "
+		    "environment, or --api-key-file with --provider %s)",
+		    t->a->provider, keys_env_name(keys_index(t->a->provider)),
+		    t->a->provider);
 	else if (r->status == 404)
 		snprintf(hint, hintlen, "check --model-url (%s) and the model "
 		    "name (%s)", url, t->a->model);
@@ -1175,6 +1226,8 @@ turn_stop(struct agent *a, const char *user)
 	if (t->timer)
 		loop_del_timer(a->loop, t->timer);
 	t->timer = 0;
+	ws_file_read_cancel(t->read);
+	t->read = NULL;
 	if (t->run)
 		t->run_def->cancel(t->run);
 	t->run = NULL;
@@ -1209,6 +1262,8 @@ turn_shutdown(struct agent *a)
 	if (t->run)
 		t->run_def->abandon(t->run);
 	t->run = NULL;
+	ws_file_read_abandon(t->read);
+	t->read = NULL;
 	a->turn = NULL;
 	turn_free(t);
 }

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -103,6 +104,9 @@ wsio_creds_restore(struct __user_cap_data_struct *saved, gid_t *groups,
 		log_error("cannot restore the agent's fsuid/fsgid");
 		abort();
 	}
+	/* A credential change resets dumpability to fs.suid_dumpable, which
+	 * may be 1: the agent holds keys and stays non-dumpable (main.c). */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 /* The ring's personality for the sandbox uid, registered on first use.

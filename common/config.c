@@ -36,6 +36,8 @@ static const struct config_key config_keys[] = {
 	STR("provider", provider),
 	STR("model", model),
 	STR("model-url", model_url),
+	STR("anthropic-url", anthropic_url),
+	STR("openai-url", openai_url),
 	STR("api-key-file", api_key_file),
 	NUM("open", CT_BOOL, open, 0, 1),
 	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
@@ -65,7 +67,6 @@ config_defaults(struct config *c)
 	snprintf(c->data_dir, sizeof(c->data_dir), "./data");
 	snprintf(c->listen, sizeof(c->listen), ":2222");
 	snprintf(c->provider, sizeof(c->provider), "anthropic");
-	snprintf(c->model, sizeof(c->model), "claude-sonnet-4-5");
 	snprintf(c->approval, sizeof(c->approval), "allow_all");
 	c->idle_timeout = 900;
 	c->max_tokens = 8192;
@@ -273,56 +274,46 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
 	return r;
 }
 
-const char *
-config_model_url(const struct config *c)
-{
-	if (c->model_url[0])
-		return c->model_url;
-	if (!strcmp(c->provider, "openai"))
-		return "https://api.openai.com/v1";
-	return "https://api.anthropic.com";
-}
-
 int
-config_api_key(const struct config *c, char *out, size_t outlen, char *err,
-    size_t errlen)
+config_finish(struct config *c, char *err, size_t errlen)
 {
-	const char *env = !strcmp(c->provider, "openai") ?
-	    "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
-	const char *v;
-	char *text;
-	size_t len;
-	int r;
+	const char *own = !strcmp(c->provider, "openai") ? c->openai_url :
+	    c->anthropic_url;
 
-	out[0] = '\0';
-	if (c->api_key_file[0]) {
-		r = read_small_file(c->api_key_file, 16384, &text, &len);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot read the API key file %s:"
-			    " %s", c->api_key_file, strerror(-r));
-			return r;
-		}
-		v = config_trim(text);
-		r = snprintf(out, outlen, "%s", v);
-		memset(text, 0, len);
-		free(text);
-		if (r < 0 || (size_t)r >= outlen) {
-			out[0] = '\0';
-			snprintf(err, errlen, "the API key in %s is too long",
-			    c->api_key_file);
-			return -EINVAL;
-		}
-		return out[0] ? 1 : 0;
-	}
-	v = getenv(env);
-	if (!v || !*v)
-		return 0;
-	if ((size_t)snprintf(out, outlen, "%s", v) >= outlen) {
-		out[0] = '\0';
-		snprintf(err, errlen, "%s is too long", env);
+	if (!c->model[0] && !strcmp(c->provider, "openai")) {
+		snprintf(err, errlen, "provider openai needs a model name: "
+		    "give --model NAME (model = NAME in atrium.conf), the name "
+		    "the server knows, e.g. gpt-4o or llama3.1");
 		return -EINVAL;
 	}
-	return 1;
+	if (!c->model[0])
+		snprintf(c->model, sizeof(c->model), "%s",
+		    CONFIG_ANTHROPIC_MODEL);
+	if (c->model_url[0] && own[0] && strcmp(c->model_url, own) != 0) {
+		snprintf(err, errlen, "model-url (%s) and %s-url (%s) both "
+		    "name %s's server: keep one", c->model_url, c->provider,
+		    own, c->provider);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const char *
+config_provider_url(const struct config *c, const char *provider)
+{
+	int openai = !strcmp(provider, "openai");
+
+	if (!strcmp(provider, c->provider) && c->model_url[0])
+		return c->model_url;
+	return openai ? c->openai_url : c->anthropic_url;
+}
+
+const char *
+config_public_url(const char *provider)
+{
+	if (!strcmp(provider, "openai"))
+		return "https://api.openai.com/v1";
+	return "https://api.anthropic.com";
 }
 
 /* Format one setting's value as text. */

@@ -7,9 +7,10 @@
  * is also a flag "--key VALUE" of atriumd and atrium-agent; atriumd hands
  * its effective settings to each atrium-agent as such flags.
  *
- * The API key itself is never a setting: it comes from the file named by
- * api-key-file or from ANTHROPIC_API_KEY / OPENAI_API_KEY, and is read only
- * by the process that talks to the model (config_api_key).
+ * The API keys are never settings (keys.h).  The model URLs are the
+ * operator's alone, per provider: model-url is the configured provider's,
+ * anthropic-url and openai-url name either one's; a room may switch
+ * provider, never its URL.
  */
 #ifndef ATRIUM_CONFIG_H
 #define ATRIUM_CONFIG_H
@@ -22,9 +23,14 @@ struct config {
 	char data_dir[PATH_MAX];	/* --data: the root of rooms/ and run/ */
 	char listen[128];		/* --listen [ADDR]:PORT, default ":2222" */
 	char provider[16];		/* anthropic | openai */
-	char model[128];		/* model name sent to the provider */
-	char model_url[512];		/* base URL; "" = the provider's own */
-	char api_key_file[PATH_MAX];	/* file holding the key, or "" */
+	char model[128];		/* model name sent to the provider; ""
+					 * until config_finish: anthropic's
+					 * default, required for openai */
+	char model_url[512];		/* base URL of provider's server; "" =
+					 * anthropic_url / openai_url */
+	char anthropic_url[512];	/* anthropic's base URL, or "" */
+	char openai_url[512];		/* openai's base URL, or "" */
+	char api_key_file[PATH_MAX];	/* the key of provider, or "" */
 	int open;			/* accept any public key (trusted demos) */
 	int idle_timeout;		/* seconds before an idle room stops */
 	char approval[16];		/* default policy of a new room */
@@ -63,14 +69,22 @@ int config_set(struct config *c, const char *key, const char *value,
 int config_load_file(struct config *c, const char *path, char *err,
     size_t errlen);
 
-/* Default base URL of the configured provider when model_url is empty. */
-const char *config_model_url(const struct config *c);
+#define CONFIG_ANTHROPIC_MODEL	"claude-sonnet-4-5"	/* anthropic's default */
 
-/* The API key: api_key_file if set, else the provider's environment
- * variable.  1 with the key in out, 0 when none is configured, -errno when
- * the key file cannot be read (reason in err). */
-int config_api_key(const struct config *c, char *out, size_t outlen,
-    char *err, size_t errlen);
+/* Check the settings that depend on each other, once all are in: an empty
+ * model becomes CONFIG_ANTHROPIC_MODEL for anthropic and is an error for
+ * openai (its servers serve models of any name); model-url may not
+ * disagree with the provider's own anthropic-url / openai-url.  0, or
+ * -EINVAL with what to fix in err. */
+int config_finish(struct config *c, char *err, size_t errlen);
+
+/* The operator's base URL for provider: model_url when provider is the
+ * configured one and it is set, else anthropic_url or openai_url; "" when
+ * the operator set none. */
+const char *config_provider_url(const struct config *c, const char *provider);
+
+/* The provider's public base URL (for a provider with a key and no URL). */
+const char *config_public_url(const char *provider);
 
 /* Call fn for every setting that is not secret, as flag name and value, so a
  * parent can pass its settings on to a child's argv. */

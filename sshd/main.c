@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "keys.h"
 #include "log.h"
 #include "server.h"
 #include "setup.h"
@@ -121,6 +122,7 @@ int
 main(int argc, char **argv)
 {
 	static struct config cfg;
+	static struct keys keys;
 	static struct server srv;
 	char conf[PATH_MAX + 32], err[512], bin[PATH_MAX], abs[PATH_MAX];
 	int r;
@@ -138,6 +140,18 @@ main(int argc, char **argv)
 	}
 	if (main_flags(&cfg, argc, argv, 0))
 		return 2;
+	if (config_finish(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "atriumd: %s\n", err);
+		return 2;
+	}
+	/* Read once and wiped from the environment: each atrium-agent gets
+	 * them on a pipe, and no other child ever sees them. */
+	r = keys_load(&keys, &cfg, err, sizeof(err));
+	keys_scrub_env();
+	if (r < 0) {
+		fprintf(stderr, "atriumd: %s\n", err);
+		return 1;
+	}
 	if (geteuid() != 0) {
 		/* Rooms mount FUSE filesystems for several uids and start each
 		 * command in a sandbox as the sandbox uid: both need root. */
@@ -153,11 +167,14 @@ main(int argc, char **argv)
 	main_bin_dir(&cfg, bin, sizeof(bin));
 	if ((r = server_init(&srv, &cfg, bin)) < 0) {
 		server_destroy(&srv);
+		keys_clear(&keys);
 		return 1;
 	}
+	rooms_set_keys(&srv.rooms, &keys);
 	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
 	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted" : "");
 	r = server_run(&srv);
 	server_destroy(&srv);
+	keys_clear(&keys);
 	return r ? 1 : 0;
 }

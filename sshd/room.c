@@ -7,7 +7,9 @@
  * ROOM_RETRY (one atrium-fs per workspace.db, one atrium-agent per room.db);
  * every started child is reaped through rooms_child_exited; a room in
  * ROOM_READY has both children running and ready.  Children get
- * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3.
+ * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3 (the
+ * ready pipe is 3), plus, for atrium-agent, fd 4: a pipe holding the API
+ * keys (keys.h), so that no key is in any child's environment or argv.
  */
 #include "room.h"
 
@@ -24,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "keys.h"
 #include "log.h"
 #include "protocol.h"
 #include "sandbox.h"
@@ -38,6 +41,8 @@
 #define ROOM_MAX_RESTARTS	5	/* abnormal agent exits per window */
 #define ROOM_RESTART_WINDOW_MS	60000
 #define ROOM_MAX_ARGS		128
+#define ROOM_READY_FD		3	/* a child's ready pipe */
+#define ROOM_KEYS_FD		4	/* atrium-agent's keys pipe */
 
 static void room_mount(struct room *r);
 static void room_stop(struct room *r);
@@ -52,6 +57,12 @@ rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 	rs->loop = loop;
 	snprintf(rs->bin_dir, sizeof(rs->bin_dir), "%s", bin_dir);
 	snprintf(rs->data, sizeof(rs->data), "%s", cfg->data_dir);
+}
+
+void
+rooms_set_keys(struct rooms *rs, const struct keys *keys)
+{
+	rs->keys = keys;
 }
 
 /* Path of a sibling program. */
@@ -72,9 +83,21 @@ room_child_close(struct room_child *c)
 	c->ready_len = 0;
 }
 
-/* In the forked child: fd 3 is the ready pipe, nothing else leaks. */
+/* In the forked child: put fd at want (inheritable); -1 stays closed. */
 static void
-room_child_exec(char *const argv[], int ready_w, int is_agent)
+room_child_fd(int fd, int want)
+{
+	if (fd < 0)
+		return;
+	if (fd != want)
+		dup2(fd, want);
+	fcntl(want, F_SETFD, 0);
+}
+
+/* In the forked child: fd 3 is the ready pipe, fd 4 the keys pipe, nothing
+ * else leaks. */
+static void
+room_child_exec(char *const argv[], int ready_w, int keys_r)
 {
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
@@ -86,16 +109,16 @@ room_child_exec(char *const argv[], int ready_w, int is_agent)
 	if (null >= 0)
 		dup2(null, 0);
 	dup2(2, 1);
-	if (ready_w >= 0 && ready_w != 3)
-		dup2(ready_w, 3);
+	/* Above both targets first, so that neither dup2 overwrites the
+	 * other's source. */
 	if (ready_w >= 0)
-		fcntl(3, F_SETFD, 0);
-	close_range(ready_w >= 0 ? 4 : 3, ~0U, 0);
-	if (!is_agent) {
-		/* Only the agent talks to the model. */
-		unsetenv("ANTHROPIC_API_KEY");
-		unsetenv("OPENAI_API_KEY");
-	}
+		ready_w = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
+	if (keys_r >= 0)
+		keys_r = fcntl(keys_r, F_DUPFD_CLOEXEC, 10);
+	room_child_fd(ready_w, ROOM_READY_FD);
+	room_child_fd(keys_r, ROOM_KEYS_FD);
+	close_range(keys_r >= 0 ? ROOM_KEYS_FD + 1 : ready_w >= 0 ?
+	    ROOM_READY_FD + 1 : ROOM_READY_FD, ~0U, 0);
 	execv(argv[0], argv);
 	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
 	    strerror(errno));
@@ -104,11 +127,12 @@ room_child_exec(char *const argv[], int ready_w, int is_agent)
 
 static void room_ready_cb(struct watch *w, int revents);
 
-/* Start a child; with want_ready it gets a ready pipe as fd 3.  0 or -errno
+/* Start a child; with want_ready it gets a ready pipe as fd 3, and with
+ * keys_r >= 0 that fd as fd 4 (the caller closes it).  0 or -errno
  * (logged). */
 static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
-    int want_ready, int is_agent)
+    int want_ready, int keys_r)
 {
 	int p[2] = { -1, -1 };
 	pid_t pid;
@@ -129,7 +153,7 @@ room_spawn(struct room *r, struct room_child *c, char *const argv[],
 		return -e;
 	}
 	if (pid == 0)
-		room_child_exec(argv, p[1], is_agent);
+		room_child_exec(argv, p[1], keys_r);
 	c->pid = pid;
 	c->ready_len = 0;
 	c->ready_fd = -1;
@@ -216,7 +240,7 @@ room_mount(struct room *r)
 	r->mount_tries++;
 	r->state = ROOM_MOUNTING;
 	r->deadline_ms = time_mono_ms() + ROOM_MOUNT_WAIT_MS;
-	if (room_spawn(r, &r->fs, argv, 1, 0) < 0)
+	if (room_spawn(r, &r->fs, argv, 1, -1) < 0)
 		room_fail(r, "cannot start atrium-fs%s", "");
 }
 
@@ -240,23 +264,35 @@ room_arg_pair(const char *key, const char *value, void *arg)
 	argv[n + 2] = NULL;
 }
 
-/* Start atrium-agent with the room's dirs and every setting. */
+/* Start atrium-agent with the room's dirs, every setting and the keys'
+ * pipe. */
 static void
 room_start_agent(struct room *r)
 {
-	char *argv[ROOM_MAX_ARGS] = { NULL };
+	static const struct keys none;
+	char *argv[ROOM_MAX_ARGS] = { NULL }, fd[16];
 	char prog[PATH_MAX + 128];
-	int rc;
+	int rc, keys_r;
 
 	room_bin(r->rs, "atrium-agent", prog, sizeof(prog));
 	argv[0] = strdup(prog);
 	room_arg_pair("room-dir", r->dir, argv);
 	room_arg_pair("run-dir", r->run, argv);
-	room_arg_pair("ready-fd", "3", argv);
+	snprintf(fd, sizeof(fd), "%d", ROOM_READY_FD);
+	room_arg_pair("ready-fd", fd, argv);
+	snprintf(fd, sizeof(fd), "%d", ROOM_KEYS_FD);
+	room_arg_pair("keys-fd", fd, argv);
 	config_each(r->rs->cfg, room_arg_pair, argv);
 	r->state = ROOM_AGENT;
 	r->deadline_ms = time_mono_ms() + ROOM_AGENT_WAIT_MS;
-	rc = argv[0] ? room_spawn(r, &r->agent, argv, 1, 1) : -ENOMEM;
+	keys_r = keys_pipe(r->rs->keys ? r->rs->keys : &none);
+	if (keys_r < 0)
+		log_error("room %s: cannot make the keys' pipe: %s", r->name,
+		    strerror(-keys_r));
+	rc = argv[0] && keys_r >= 0 ? room_spawn(r, &r->agent, argv, 1,
+	    keys_r) : -ENOMEM;
+	if (keys_r >= 0)
+		close(keys_r);
 	for (size_t i = 0; argv[i]; i++)
 		free(argv[i]);
 	if (rc < 0)
@@ -298,7 +334,7 @@ room_start(struct room *r)
 	    (unsigned)cfg->sandbox_gid);
 	r->state = ROOM_MKFS;
 	r->deadline_ms = 0;
-	if (room_spawn(r, &r->mkfs, argv, 0, 0) < 0)
+	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
 		room_fail(r, "cannot start atrium-fs mkfs%s", "");
 }
 

@@ -62,12 +62,19 @@ struct room {
 
 struct rooms {
 	const struct config *cfg;	/* settings passed to each agent */
+	const struct keys *keys;	/* the API keys, piped to each agent
+					 * (keys.h); NULL: none */
 	struct loop *loop;		/* the event loop */
 	char bin_dir[PATH_MAX];		/* atrium-fs and atrium-agent */
 	char data[PATH_MAX];		/* absolute DATA */
 	int shutting_down;		/* no start, no restart */
 	struct room *list;
 };
+
+struct keys;
+
+/* The keys each agent gets on its --keys-fd pipe (kept, not copied). */
+void rooms_set_keys(struct rooms *rs, const struct keys *keys);
 
 void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
     const char *bin_dir);

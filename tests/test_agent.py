@@ -275,7 +275,8 @@ def test_tool_call_runs_in_workspace(room, variant):
     try:
         provider = "anthropic" if variant == "anthropic" else "openai"
         url = srv.url if provider == "anthropic" else srv.openai_url
-        room.start("--provider", provider, "--model-url", url, *fast())
+        room.start("--provider", provider, "--model-url", url,
+                   "--model", "test-model", *fast())
         c = room.connect()
         c.send({"type": "chat", "text": "@agent please\nrun: echo hi > f.txt"})
         evs = c.collect("turn_end", timeout=20)

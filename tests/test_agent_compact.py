@@ -84,6 +84,7 @@ def model():
 def start(room, model, provider, *extra):
     url = model.url if provider == "anthropic" else model.openai_url
     room.start("--provider", provider, "--model-url", url,
+               "--model", "test-model",
                "--retry-base-ms", "50", "--max-retries", "3", *extra)
 
 

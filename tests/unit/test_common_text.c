@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "config.h"
 #include "jsonl.h"
+#include "keys.h"
 #include "names.h"
 #include "unit.h"
 
@@ -157,8 +158,9 @@ test_paths(void)
 static void
 test_config(void)
 {
-	char path[] = "/tmp/atrium-conf-XXXXXX", err[256], key[64];
+	char path[] = "/tmp/atrium-conf-XXXXXX", err[256];
 	struct config c;
+	struct keys k;
 	FILE *f;
 	int fd;
 
@@ -185,9 +187,10 @@ test_config(void)
 	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
 	CHECK_STR(c.provider, "openai");
 	CHECK_STR(c.model, "llama3");
-	CHECK_STR(config_model_url(&c), "https://api.openai.com/v1");
-	/* The key file here is the settings file itself: one long line. */
-	CHECK_INT(config_api_key(&c, key, sizeof(key), err, sizeof(err)), -EINVAL);
+	CHECK_STR(config_provider_url(&c, "openai"), "");
+	CHECK_STR(config_public_url("openai"), "https://api.openai.com/v1");
+	/* The key file here is the settings file itself: several lines. */
+	CHECK_INT(keys_load(&k, &c, err, sizeof(err)), -EINVAL);
 	f = fopen(path, "w");
 	fprintf(f, "provider = openai\nbogus line\n");
 	fclose(f);
@@ -196,10 +199,69 @@ test_config(void)
 	f = fopen(path, "w");
 	fprintf(f, "  sk-test-key \n");
 	fclose(f);
-	CHECK_INT(config_api_key(&c, key, sizeof(key), err, sizeof(err)), 1);
-	CHECK_STR(key, "sk-test-key");
+	setenv("OPENAI_API_KEY", "sk-env-openai", 1);
+	setenv("ANTHROPIC_API_KEY", "sk-env-anthropic", 1);
+	CHECK_INT(keys_load(&k, &c, err, sizeof(err)), 0);
+	/* The file is openai's (the provider it came with); the env the
+	 * other's. */
+	CHECK_STR(keys_get(&k, "openai"), "sk-test-key");
+	CHECK_STR(keys_get(&k, "anthropic"), "sk-env-anthropic");
+	keys_scrub_env();
+	CHECK(getenv("OPENAI_API_KEY") == NULL);
+	CHECK(getenv("ANTHROPIC_API_KEY") == NULL);
 	unlink(path);
 	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
+}
+
+/* Models and URLs per provider: openai has no default model, and
+ * model-url is the configured provider's URL only. */
+static void
+test_config_finish(void)
+{
+	char err[512];
+	struct config c;
+
+	config_defaults(&c);
+	CHECK_INT(config_finish(&c, err, sizeof(err)), 0);
+	CHECK_STR(c.model, CONFIG_ANTHROPIC_MODEL);
+	config_defaults(&c);
+	CHECK_INT(config_set(&c, "provider", "openai", err, sizeof(err)), 0);
+	CHECK_INT(config_finish(&c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "--model NAME") != NULL);
+	CHECK_INT(config_set(&c, "model", "llama3", err, sizeof(err)), 0);
+	CHECK_INT(config_set(&c, "model-url", "http://o/v1", err,
+	    sizeof(err)), 0);
+	CHECK_INT(config_set(&c, "anthropic-url", "http://a", err,
+	    sizeof(err)), 0);
+	CHECK_INT(config_finish(&c, err, sizeof(err)), 0);
+	CHECK_STR(config_provider_url(&c, "openai"), "http://o/v1");
+	CHECK_STR(config_provider_url(&c, "anthropic"), "http://a");
+	CHECK_INT(config_set(&c, "openai-url", "http://other/v1", err,
+	    sizeof(err)), 0);
+	CHECK_INT(config_finish(&c, err, sizeof(err)), -EINVAL);
+}
+
+/* Keys cross the pipe whole, each under its own provider. */
+static void
+test_keys_pipe(void)
+{
+	struct keys k, back;
+	char err[256];
+	int fd, p[2];
+
+	keys_clear(&k);
+	snprintf(k.key[KEYS_OPENAI], KEYS_MAX, "sk-o");
+	fd = keys_pipe(&k);
+	CHECK(fd >= 0);
+	CHECK_INT(keys_read_fd(&back, fd, err, sizeof(err)), 0);
+	CHECK(keys_get(&back, "anthropic") == NULL);
+	CHECK_STR(keys_get(&back, "openai"), "sk-o");
+	CHECK(keys_get(&back, "gemini") == NULL);
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], "google sk\n", 10) == 10);
+	close(p[1]);
+	CHECK_INT(keys_read_fd(&back, p[0], err, sizeof(err)), -EINVAL);
+	CHECK(keys_get(&back, "openai") == NULL);
 }
 
 /* Found by tests/fuzz/fuzz_config.c: blank lines were not counted in the
@@ -245,6 +307,8 @@ main(void)
 	TEST(test_user_names);
 	TEST(test_paths);
 	TEST(test_config);
+	TEST(test_config_finish);
+	TEST(test_keys_pipe);
 	TEST(test_config_fuzzfound);
 	return unit_done("test_common_text");
 }

@@ -1,0 +1,221 @@
+/*
+ * keys.c: the operator's API keys, per provider (keys.h).  Every buffer
+ * that held a key is wiped before it is freed or goes out of scope.
+ */
+#include "keys.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define KEYS_FILE_MAX	16384	/* bytes of a key file */
+#define KEYS_WIRE_MAX	(KEYS_PROVIDERS * (KEYS_MAX + 16))
+
+static const char *const keys_names[KEYS_PROVIDERS] = { "anthropic",
+	"openai" };
+static const char *const keys_envs[KEYS_PROVIDERS] = { "ANTHROPIC_API_KEY",
+	"OPENAI_API_KEY" };
+
+int
+keys_index(const char *provider)
+{
+	for (int i = 0; i < KEYS_PROVIDERS; i++)
+		if (provider && strcmp(provider, keys_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+const char *
+keys_env_name(int idx)
+{
+	return idx >= 0 && idx < KEYS_PROVIDERS ? keys_envs[idx] : "";
+}
+
+const char *
+keys_get(const struct keys *k, const char *provider)
+{
+	int i = keys_index(provider);
+
+	return i >= 0 && k->key[i][0] ? k->key[i] : NULL;
+}
+
+void
+keys_clear(struct keys *k)
+{
+	explicit_bzero(k, sizeof(*k));
+}
+
+/* Copy v with spaces trimmed at both ends into out.  0, -E2BIG, or
+ * -EINVAL for a key that is not one line (the pipe's format needs that). */
+static int
+keys_set(char *out, const char *v, size_t n)
+{
+	while (n && isspace((unsigned char)*v))
+		v++, n--;
+	while (n && isspace((unsigned char)v[n - 1]))
+		n--;
+	if (n >= KEYS_MAX)
+		return -E2BIG;
+	if (memchr(v, '\n', n) || memchr(v, '\r', n) || memchr(v, '\0', n))
+		return -EINVAL;
+	memcpy(out, v, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* The key file's key into out.  0 or -errno (reason in err). */
+static int
+keys_from_file(char *out, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int r = read_small_file(path, KEYS_FILE_MAX, &text, &len);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the API key file %s: %s",
+		    path, strerror(-r));
+		return r;
+	}
+	r = keys_set(out, text, len);
+	explicit_bzero(text, len);
+	free(text);
+	if (r < 0) {
+		explicit_bzero(out, KEYS_MAX);
+		snprintf(err, errlen, "the API key in %s must be one line of "
+		    "at most %d bytes", path, KEYS_MAX - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+keys_load(struct keys *k, const struct config *c, char *err, size_t errlen)
+{
+	int own = keys_index(c->provider);
+
+	keys_clear(k);
+	for (int i = 0; i < KEYS_PROVIDERS; i++) {
+		const char *v = getenv(keys_envs[i]);
+		int r;
+
+		if (i == own && c->api_key_file[0]) {
+			if ((r = keys_from_file(k->key[i], c->api_key_file,
+			    err, errlen)) < 0) {
+				keys_clear(k);
+				return r;
+			}
+			continue;
+		}
+		if (v && keys_set(k->key[i], v, strlen(v)) < 0) {
+			keys_clear(k);
+			snprintf(err, errlen, "%s must be one line of at most "
+			    "%d bytes", keys_envs[i], KEYS_MAX - 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void
+keys_scrub_env(void)
+{
+	for (int i = 0; i < KEYS_PROVIDERS; i++) {
+		char *v = getenv(keys_envs[i]);
+
+		if (v)
+			explicit_bzero(v, strlen(v));
+		unsetenv(keys_envs[i]);
+	}
+}
+
+int
+keys_pipe(const struct keys *k)
+{
+	char wire[KEYS_WIRE_MAX];
+	size_t n = 0;
+	int p[2], r = 0;
+
+	for (int i = 0; i < KEYS_PROVIDERS; i++)
+		if (k->key[i][0])
+			n += (size_t)snprintf(wire + n, sizeof(wire) - n,
+			    "%s %s\n", keys_names[i], k->key[i]);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		explicit_bzero(wire, sizeof(wire));
+		return -errno;
+	}
+	/* Far below a pipe's 64 KiB: the write cannot block. */
+	if (n && write_all(p[1], wire, n) < 0)
+		r = -errno;
+	explicit_bzero(wire, sizeof(wire));
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	return p[0];
+}
+
+/* One "PROVIDER KEY" line (n bytes, no newline) into k.  0 or -EINVAL. */
+static int
+keys_parse_line(struct keys *k, const char *line, size_t n)
+{
+	const char *sp = memchr(line, ' ', n);
+	char name[16];
+	int i;
+
+	if (!sp || (size_t)(sp - line) >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, line, (size_t)(sp - line));
+	name[sp - line] = '\0';
+	if ((i = keys_index(name)) < 0)
+		return -EINVAL;
+	return keys_set(k->key[i], sp + 1, n - (size_t)(sp + 1 - line)) < 0 ?
+	    -EINVAL : 0;
+}
+
+int
+keys_read_fd(struct keys *k, int fd, char *err, size_t errlen)
+{
+	char wire[KEYS_WIRE_MAX];
+	size_t n = 0;
+	ssize_t got;
+	int r = 0;
+
+	keys_clear(k);
+	while (n < sizeof(wire) && (got = read(fd, wire + n,
+	    sizeof(wire) - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			r = -errno;
+			snprintf(err, errlen, "cannot read the keys' fd %d: %s",
+			    fd, strerror(errno));
+			break;
+		}
+		n += (size_t)got;
+	}
+	close(fd);
+	for (size_t at = 0; r == 0 && at < n;) {
+		const char *nl = memchr(wire + at, '\n', n - at);
+
+		if (!nl || keys_parse_line(k, wire + at,
+		    (size_t)(nl - (wire + at))) < 0) {
+			r = -EINVAL;
+			snprintf(err, errlen, "the keys' fd %d holds a bad "
+			    "line: atriumd and atrium-agent must be of one "
+			    "version", fd);
+			break;
+		}
+		at = (size_t)(nl + 1 - wire);
+	}
+	explicit_bzero(wire, sizeof(wire));
+	if (r < 0)
+		keys_clear(k);
+	return r;
+}
