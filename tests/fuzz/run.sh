@@ -28,8 +28,8 @@ declare -A SRC=(
 	[sse]="agent/sse.c common/buf.c"
 	[provider]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c"
 	[provider_error]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c"
-	[authkeys]="sshd/authkeys.c common/names.c common/util.c common/log.c"
-	[authkeys_file]="sshd/authkeys.c common/names.c common/util.c common/log.c"
+	[authkeys]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c common/names.c common/util.c common/log.c"
+	[authkeys_file]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c common/names.c common/util.c common/log.c"
 	[tui_keys]="sshd/tui_keys.c"
 	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c"
 )
