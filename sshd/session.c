@@ -8,6 +8,12 @@
  * then channels.  A channel's first request (exec, subsystem, shell) picks
  * its kind; a bad room name is refused at that point, after auth, so the
  * user sees why on stderr.
+ *
+ * The key's authorized_keys options (authkeys_opts.h) apply in two places:
+ * from= and expiry-time= when the key is offered (session_user_for), and
+ * no-pty and command= when a channel asks for a pty or picks its kind
+ * (chan_pty_cb, chan_forced).  The session keeps its own copy of them, as
+ * the file may be re-read while it lives.
  */
 #include "session.h"
 
