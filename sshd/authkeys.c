@@ -3,8 +3,14 @@
  * session.c at each public-key offer, after authkeys_refresh.
  *
  * The parser is pure (unit-tested from raw lines); the set keeps libssh
- * keys with their user names.  Workload: a few keys to a few hundred, looked
- * up once or twice per connection, so a linear scan is fine.
+ * keys with their user names and their options (owned copies, see
+ * authkeys_opts.h).  Workload: a few keys to a few hundred, looked up
+ * once or twice per connection, so a linear scan is fine.
+ *
+ * What the operator learns at load, one line each: a line refused (and
+ * why: a bad option names itself), an environment= that is ignored, a
+ * from= host name that can never match.  At authentication session.c
+ * logs why a listed key was refused (authkeys_found.why).
  */
 #include "authkeys.h"
 
@@ -15,6 +21,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "addr_match.h"
 #include "log.h"
 #include "names.h"
 #include "util.h"
@@ -22,6 +29,7 @@
 struct authkeys_entry {
 	ssh_key key;		/* public key */
 	char user[64];		/* its user name */
+	struct authkey_opts opts;	/* its line's options (owned copy) */
 };
 
 struct authkeys {
@@ -62,14 +70,15 @@ authkeys_skip_space(char *p)
 }
 
 /* End the word at p (options may quote spaces); returns the rest, or NULL
- * for an unterminated quote. */
+ * for an unterminated quote.  As OpenSSH's sshkey_advance_past_options,
+ * \" is skipped whole, inside quotes or not; no other escape exists. */
 static char *
 authkeys_cut_word(char *p)
 {
 	int quoted = 0;
 
 	for (; *p; p++) {
-		if (*p == '\\' && quoted && p[1]) {
+		if (*p == '\\' && p[1] == '"') {
 			p++;
 			continue;
 		}
@@ -85,47 +94,15 @@ authkeys_cut_word(char *p)
 	return p;
 }
 
-/* Find user="NAME" in an options field; 1 with out set, 0 when absent,
- * -EINVAL when it is not a valid user name. */
-static int
-authkeys_option_user(const char *opts, char *out, size_t outlen)
-{
-	const char *p = opts;
-
-	while (*p) {
-		if (strncasecmp(p, "user=\"", 6) == 0) {
-			const char *v = p + 6, *end = strchr(v, '"');
-			size_t n;
-
-			if (!end)
-				return -EINVAL;
-			n = (size_t)(end - v);
-			if (n == 0 || n >= outlen)
-				return -EINVAL;
-			memcpy(out, v, n);
-			out[n] = '\0';
-			return user_name_valid(out) ? 1 : -EINVAL;
-		}
-		/* Next option: skip to a comma outside quotes. */
-		int quoted = 0;
-		for (; *p && (quoted || *p != ','); p++)
-			if (*p == '"')
-				quoted = !quoted;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
 /* Parse one authorized_keys line in place (see authkeys.h). */
 int
 authkeys_parse_line(char *line, struct authkeys_line *out)
 {
 	char *p, *first, *opts = NULL;
 	size_t n;
-	int r;
 
 	memset(out, 0, sizeof(*out));
+	snprintf(out->why, sizeof(out->why), "not a public key line");
 	n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
 	    line[n - 1] == ' ' || line[n - 1] == '\t'))
@@ -151,10 +128,14 @@ authkeys_parse_line(char *line, struct authkeys_line *out)
 	if (*p)
 		*p++ = '\0';
 	out->comment = authkeys_skip_space(p);
-	r = opts ? authkeys_option_user(opts, out->user, sizeof(out->user)) : 0;
-	if (r < 0)
+	out->has_opts = opts != NULL;
+	if (opts && authkey_opts_parse(opts, &out->opts) < 0) {
+		snprintf(out->why, sizeof(out->why), "%s", out->opts.error);
 		return -EINVAL;
-	if (r == 0)
+	}
+	if (out->opts.user[0])
+		snprintf(out->user, sizeof(out->user), "%s", out->opts.user);
+	else
 		user_name_from(out->comment, out->user, sizeof(out->user));
 	return 1;
 }
@@ -175,8 +156,10 @@ authkeys_new(const char *path)
 static void
 authkeys_clear(struct authkeys *ak)
 {
-	for (size_t i = 0; i < ak->nkeys; i++)
+	for (size_t i = 0; i < ak->nkeys; i++) {
 		ssh_key_free(ak->keys[i].key);
+		authkey_opts_free(&ak->keys[i].opts);
+	}
 	free(ak->keys);
 	ak->keys = NULL;
 	ak->nkeys = 0;
@@ -192,12 +175,14 @@ authkeys_free(struct authkeys *ak)
 	free(ak);
 }
 
-/* Add the key of one parsed line; 0, or -EINVAL when libssh refuses it. */
+/* Add the key of one parsed line; 0, -EINVAL when libssh refuses it,
+ * -ENOMEM. */
 static int
 authkeys_add(struct authkeys *ak, const struct authkeys_line *l,
     size_t *cap)
 {
 	ssh_key key = NULL;
+	struct authkeys_entry *e;
 
 	if (ssh_pki_import_pubkey_base64(l->base64,
 	    ssh_key_type_from_name(l->type), &key) != SSH_OK)
@@ -213,11 +198,50 @@ authkeys_add(struct authkeys *ak, const struct authkeys_line *l,
 		ak->keys = n;
 		*cap = ncap;
 	}
-	ak->keys[ak->nkeys].key = key;
-	snprintf(ak->keys[ak->nkeys].user, sizeof(ak->keys[0].user), "%s",
-	    l->user);
+	e = &ak->keys[ak->nkeys];
+	if (authkey_opts_copy(&e->opts, &l->opts) < 0) {
+		ssh_key_free(key);
+		return -ENOMEM;
+	}
+	e->key = key;
+	snprintf(e->user, sizeof(e->user), "%s", l->user);
 	ak->nkeys++;
 	return 0;
+}
+
+/* Say at load what an accepted key's options will not do: environment=
+ * is ignored, a from= host name never matches (no DNS). */
+static void
+authkeys_notes(const struct authkeys *ak, const struct authkeys_entry *e,
+    int lineno)
+{
+	char fp[128], host[64];
+
+	if (!e->opts.environment && !e->opts.from)
+		return;
+	authkeys_fingerprint(e->key, fp, sizeof(fp));
+	if (e->opts.environment)
+		log_warn("%s:%d: key %s: option environment= ignored (atriumd "
+		    "does not let keys set the environment)", ak->path, lineno,
+		    fp);
+	if (e->opts.from && addr_match_check(e->opts.from, host,
+	    sizeof(host)) == 1)
+		log_warn("%s:%d: key %s: from=\"%s\": '%s' is a host name, "
+		    "which never matches: atriumd matches the client's address "
+		    "only (no DNS)", ak->path, lineno, fp, e->opts.from, host);
+}
+
+/* Why a parsed line is skipped, or NULL to keep it. */
+static const char *
+authkeys_skip_why(const struct authkeys_line *l, int r)
+{
+	if (r < 0)
+		return l->why;
+	/* Nobody may speak in the room as its agent. */
+	if (strcasecmp(l->user, AUTHKEYS_AGENT_NAME) == 0)
+		return "the name 'agent' is the room's agent's; give this key "
+		    "another name (user=\"NAME\" or its comment)";
+	return NULL;
 }
 
 /* Replace the set with the keys in text; bad lines are logged and skipped. */
@@ -232,6 +256,7 @@ authkeys_load_text(struct authkeys *ak, char *text)
 	for (char *line = strtok_r(text, "\n", &save); line;
 	    line = strtok_r(NULL, "\n", &save)) {
 		struct authkeys_line l;
+		const char *why;
 		int r;
 
 		lineno++;
@@ -243,16 +268,15 @@ authkeys_load_text(struct authkeys *ak, char *text)
 		r = authkeys_parse_line(line, &l);
 		if (r == 0)
 			continue;
-		if (r > 0 && strcasecmp(l.user, AUTHKEYS_AGENT_NAME) == 0) {
-			/* Nobody may speak in the room as its agent. */
-			log_warn("%s:%d: the name '%s' is the room's agent's; "
-			    "give this key another name (user=\"NAME\" or its "
-			    "comment), skipped", ak->path, lineno, l.user);
+		if ((why = authkeys_skip_why(&l, r))) {
+			log_warn("%s:%d: %s; line skipped", ak->path, lineno, why);
 			continue;
 		}
-		if (r < 0 || authkeys_add(ak, &l, &cap) < 0)
+		if (authkeys_add(ak, &l, &cap) < 0)
 			log_warn("%s:%d: not a public key line, skipped",
 			    ak->path, lineno);
+		else
+			authkeys_notes(ak, &ak->keys[ak->nkeys - 1], lineno);
 		if (ak->nkeys >= AUTHKEYS_MAX_KEYS)
 			break;
 	}
@@ -295,14 +319,52 @@ authkeys_refresh(struct authkeys *ak)
 	return 0;
 }
 
-/* Linear scan: the first listed match names the user. */
-const char *
-authkeys_find(struct authkeys *ak, ssh_key key)
+/* Linear scan: the first line listing key whose options allow this
+ * connection names the user (sshd, too, tries each line in turn). */
+int
+authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out)
 {
-	for (size_t i = 0; i < ak->nkeys; i++)
-		if (ssh_key_cmp(ak->keys[i].key, key, SSH_KEY_CMP_PUBLIC) == 0)
-			return ak->keys[i].user;
-	return NULL;
+	int listed = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < ak->nkeys; i++) {
+		struct authkeys_entry *e = &ak->keys[i];
+
+		if (ssh_key_cmp(e->key, key, SSH_KEY_CMP_PUBLIC) != 0)
+			continue;
+		if (authkey_opts_check(&e->opts, addr, now,
+		    listed ? NULL : out->why, listed ? 0 : sizeof(out->why))
+		    < 0) {
+			listed = 1;
+			continue;
+		}
+		out->user = e->user;
+		out->opts = &e->opts;
+		out->why[0] = '\0';
+		return 1;
+	}
+	return listed ? -EACCES : 0;
+}
+
+/* See authkeys.h. */
+void
+authkeys_fingerprint(ssh_key key, char *out, size_t len)
+{
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+	char *fp;
+
+	snprintf(out, len, "?");
+	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
+	    &hlen) < 0)
+		return;
+	if ((fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
+	    hlen))) {
+		snprintf(out, len, "%s", fp);
+		ssh_string_free_char(fp);
+	}
+	ssh_clean_pubkey_hash(&hash);
 }
 
 /* Keys loaded by the last refresh. */

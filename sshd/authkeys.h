@@ -5,9 +5,12 @@
  *   [options] TYPE BASE64 [COMMENT]
  *
  * options is a comma-separated list (quoted strings may hold commas and
- * spaces); of them atriumd reads only user="NAME".  The user a key names is
- * that option, else the comment made into a name (user_name_from: "alice@lap"
- * is "alice").  Blank lines and lines starting with '#' are skipped.
+ * spaces, \" is a quote); authkeys_opts.h parses and applies it, and a
+ * line with an option atriumd does not honour is refused.  The user a key
+ * names is its user="NAME" option, else the comment made into a name
+ * (user_name_from: "alice@lap" is "alice").  Blank lines and lines
+ * starting with '#' are skipped.  A key listed on several lines is
+ * allowed by the first whose options allow the connection (as sshd).
  *
  * The file is re-read when its mtime or size changes, so keys can be added
  * while atriumd runs.
@@ -18,6 +21,8 @@
 #include <stddef.h>
 #include <time.h>
 #include <libssh/libssh.h>
+
+#include "authkeys_opts.h"
 
 #define AUTHKEYS_AGENT_NAME	"agent"	/* reserved: the room's agent */
 #define AUTHKEYS_MAX_LINE	16384	/* longer lines are refused */
@@ -30,10 +35,13 @@ struct authkeys_line {
 	const char *base64;	/* the key blob */
 	const char *comment;	/* "" when none */
 	char user[64];		/* the user the key names */
+	int has_opts;		/* the line has an options field */
+	struct authkey_opts opts;	/* its options (strings in the line) */
+	char why[200];		/* with -EINVAL: what is wrong, for the log */
 };
 
 /* Parse one line in place.  1 with *out filled, 0 for a blank or comment
- * line, -EINVAL for a malformed line. */
+ * line, -EINVAL for a malformed line or options atriumd refuses (why). */
 int authkeys_parse_line(char *line, struct authkeys_line *out);
 
 /* Is name a key type atriumd knows (so a first word that is not one is the
@@ -50,8 +58,22 @@ void authkeys_free(struct authkeys *ak);
  * cannot be read (the previous keys stay; logged once per change). */
 int authkeys_refresh(struct authkeys *ak);
 
-/* The user named by key, or NULL when the key is not listed. */
-const char *authkeys_find(struct authkeys *ak, ssh_key key);
+/* What authkeys_match found: valid until the next refresh. */
+struct authkeys_found {
+	const char *user;		/* the user the key names */
+	const struct authkey_opts *opts;	/* its line's options */
+	char why[300];			/* when refused: why, for the log */
+};
+
+/* Look key up for a client at numeric address addr at time now.  1 when
+ * a line allows it (*out filled), 0 when the key is not listed, -EACCES
+ * when it is but no line's options allow this connection (out->why says
+ * why, from the first such line). */
+int authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out);
+
+/* key's SHA256 fingerprint ("SHA256:...") into out; "?" on failure. */
+void authkeys_fingerprint(ssh_key key, char *out, size_t len);
 
 /* Number of keys loaded. */
 size_t authkeys_count(const struct authkeys *ak);

@@ -8,6 +8,12 @@
  * then channels.  A channel's first request (exec, subsystem, shell) picks
  * its kind; a bad room name is refused at that point, after auth, so the
  * user sees why on stderr.
+ *
+ * The key's authorized_keys options (authkeys_opts.h) apply in two places:
+ * from= and expiry-time= when the key is offered (session_user_for), and
+ * no-pty and command= when a channel asks for a pty or picks its kind
+ * (chan_pty_cb, chan_forced).  The session keeps its own copy of them, as
+ * the file may be re-read while it lives.
  */
 #include "session.h"
 
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chat.h"
@@ -399,6 +406,12 @@ chan_pty_cb(ssh_session ssh, ssh_channel ch, const char *term, int cols,
 	(void)ssh; (void)ch; (void)pxw; (void)pxh;
 	if (c->ops)
 		return -1;
+	if (c->s->opts.no_pty) {
+		/* The command still runs, without a terminal. */
+		log_info("session %lu: %s: pty refused (the key has restrict "
+		    "or no-pty)", c->s->num, c->s->user);
+		return -1;
+	}
 	c->pty = 1;
 	snprintf(c->term, sizeof(c->term), "%s", term ? term : "");
 	c->cols = cols > 0 && cols < 10000 ? cols : 80;
@@ -463,6 +476,24 @@ chan_begin(struct chan *c)
 	return 1;
 }
 
+/* The key's command="..." in place of what the client asked (asked: the
+ * command, the subsystem's name, or NULL for a shell), as sshd does.
+ * The request's result for libssh: 0, or -1 when out of memory. */
+static int
+chan_forced(struct chan *c, const char *what, const char *asked)
+{
+	int r;
+
+	log_info("session %lu: %s in %s: %s replaced by the key's forced "
+	    "command", c->s->num, c->s->user, c->s->room, what);
+	r = stream_open_forced(c, c->s->opts.command, asked);
+	if (r == -E2BIG)
+		chan_refuse(c, "atrium: this key has a forced command, and the "
+		    "command asked for is longer than %d bytes, the most "
+		    "SSH_ORIGINAL_COMMAND can pass on", STREAM_MAX_ORIGINAL);
+	return r == -ENOMEM ? -1 : 0;
+}
+
 /* exec request: a command in the sandbox. */
 static int
 chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
@@ -473,6 +504,8 @@ chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
+	if (c->s->opts.command)
+		return chan_forced(c, "exec", command);
 	log_info("session %lu: %s in %s: exec", c->s->num, c->s->user,
 	    c->s->room);
 	return stream_open(c, command) < 0 ? -1 : 0;
@@ -490,6 +523,9 @@ chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 		return -1;
 	if ((r = chan_begin(c)) <= 0)
 		return r;
+	if (c->s->opts.command)	/* sshd's forced command overrides these too */
+		return chan_forced(c, strcmp(name, "sftp") == 0 ?
+		    "subsystem sftp" : "subsystem atrium", name);
 	log_info("session %lu: %s in %s: subsystem %s", c->s->num, c->s->user,
 	    c->s->room, name);
 	r = strcmp(name, "sftp") == 0 ? stream_open(c, NULL) : control_open(c);
@@ -506,6 +542,8 @@ chan_shell_cb(ssh_session ssh, ssh_channel ch, void *ud)
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
+	if (c->s->opts.command)
+		return chan_forced(c, "shell", NULL);
 	log_info("session %lu: %s in %s: chat", c->s->num, c->s->user,
 	    c->s->room);
 	return chat_open(c) < 0 ? -1 : 0;
@@ -623,19 +661,31 @@ session_banner(struct session *s)
 	}
 }
 
-/* The user for key: from authorized_keys, or with --open one made from
- * the fingerprint.  NULL when refused. */
+/* The user for key: from authorized_keys (whose options must allow this
+ * client now: from=, expiry-time=), or with --open one made from the
+ * fingerprint.  NULL when refused (why says why when the key is listed:
+ * a key its options refuse stays refused under --open).  *opts: the
+ * key's options, or NULL for none. */
 static const char *
-session_user_for(struct session *s, ssh_key key, char *tmp, size_t len)
+session_user_for(struct session *s, ssh_key key, char *tmp, size_t len,
+    const struct authkey_opts **opts, char *why, size_t whylen)
 {
 	struct server *srv = s->srv;
-	const char *user;
+	struct authkeys_found found;
 	unsigned char *hash = NULL;
 	size_t hlen = 0;
+	int r;
 
+	*opts = NULL;
 	authkeys_refresh(srv->keys);
-	if ((user = authkeys_find(srv->keys, key)) || !srv->cfg->open)
-		return user;
+	r = authkeys_match(srv->keys, key, s->peer, time(NULL), &found);
+	snprintf(why, whylen, "%s", found.why);
+	if (r != 0) {
+		*opts = found.opts;
+		return found.user;
+	}
+	if (!srv->cfg->open)
+		return NULL;
 	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
 	    &hlen) < 0 || hlen < 4)
 		return NULL;
@@ -645,24 +695,19 @@ session_user_for(struct session *s, ssh_key key, char *tmp, size_t len)
 	return tmp;
 }
 
-/* The key's SHA256 fingerprint into out. */
-static void
-session_fingerprint(ssh_key key, char *out, size_t len)
+/* Remember the options of the key s authenticated with (a copy: the set
+ * may be re-read while s lives).  0 or -ENOMEM. */
+static int
+session_keep_opts(struct session *s, const struct authkey_opts *opts)
 {
-	unsigned char *hash = NULL;
-	size_t hlen = 0;
-	char *fp;
-
-	snprintf(out, len, "?");
-	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
-	    &hlen) < 0)
-		return;
-	if ((fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
-	    hlen))) {
-		snprintf(out, len, "%s", fp);
-		ssh_string_free_char(fp);
+	if (!opts)
+		return 0;
+	if (authkey_opts_copy(&s->opts, opts) < 0) {
+		log_error("session %lu: out of memory for the key's options",
+		    s->num);
+		return -ENOMEM;
 	}
-	ssh_clean_pubkey_hash(&hash);
+	return 0;
 }
 
 /* Count a refused auth request; past SESSION_MAX_AUTH_FAILS the
@@ -701,29 +746,34 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
     char state, void *ud)
 {
 	struct session *s = ud;
-	char tmp[64], fp[128];
-	const char *user = session_user_for(s, key, tmp, sizeof(tmp));
+	char tmp[64], fp[128], why[300];
+	const struct authkey_opts *opts;
+	const char *user;
 
 	(void)ssh;
-	session_fingerprint(key, fp, sizeof(fp));
+	authkeys_fingerprint(key, fp, sizeof(fp));
+	user = session_user_for(s, key, tmp, sizeof(tmp), &opts, why,
+	    sizeof(why));
 	if (!user) {
 		if (state == SSH_PUBLICKEY_STATE_VALID ||
 		    state == SSH_PUBLICKEY_STATE_NONE)
-			log_info("session %lu: key %s refused (from %s)", s->num,
-			    fp, s->peer);
+			log_info("session %lu: key %s refused (from %s)%s%s",
+			    s->num, fp, s->peer, why[0] ? ": " : "", why);
 		session_banner(s);
 		return session_auth_denied(s);
 	}
 	if (state == SSH_PUBLICKEY_STATE_NONE)
 		return SSH_AUTH_SUCCESS;
-	if (state != SSH_PUBLICKEY_STATE_VALID)
+	if (state != SSH_PUBLICKEY_STATE_VALID || session_keep_opts(s, opts) < 0)
 		return session_auth_denied(s);
 	s->authed = 1;
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->fp, sizeof(s->fp), "%s", fp);
 	session_printable(room ? room : "", s->room, sizeof(s->room));
-	log_info("session %lu: %s authenticated with %s for room '%s'", s->num,
-	    s->user, fp, s->room);
+	log_info("session %lu: %s authenticated with %s for room '%s'%s%s%s",
+	    s->num, s->user, fp, s->room, s->opts.command ? " (forced command)"
+	    : "", s->opts.no_pty ? " (no pty)" : "", s->opts.from ?
+	    " (from= matched)" : "");
 	return SSH_AUTH_SUCCESS;
 }
 
@@ -912,5 +962,6 @@ session_free(struct session *s)
 		ssh_event_remove_session(s->srv->loop.event, s->ssh);
 	ssh_disconnect(s->ssh);
 	ssh_free(s->ssh);
+	authkey_opts_free(&s->opts);
 	free(s);
 }

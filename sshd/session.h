@@ -17,6 +17,7 @@
 #include <libssh/libssh.h>
 #include <libssh/callbacks.h>
 
+#include "authkeys_opts.h"
 #include "buf.h"
 #include "server.h"
 
@@ -100,6 +101,8 @@ struct session {
 	char room[80];			/* SSH user name (the room), as given */
 	char user[64];			/* user named by the key */
 	char fp[128];			/* SHA256 fingerprint of the key */
+	struct authkey_opts opts;	/* that key's options (owned copy;
+					 * empty for --open guests) */
 	int authed;			/* auth succeeded */
 	int auth_fails;			/* refused auth requests so far */
 	int nchans;			/* channels in chans */

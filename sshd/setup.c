@@ -57,9 +57,13 @@ setup_hostkey(const char *data)
 	return 0;
 }
 
-/* Append the valid key lines of text to out, naming users in names. */
+/* Append the valid key lines of text to out, naming users in names.
+ * Keys with options (from=, command=, ...) are counted in *skipped, not
+ * taken: root's file was written for sshd, and letting them in under
+ * another server's rules is the operator's call, not the seed's. */
 static void
-setup_take_keys(const char *text, struct buf *out, struct buf *names)
+setup_take_keys(const char *text, struct buf *out, struct buf *names,
+    int *skipped)
 {
 	const char *p = text;
 
@@ -73,7 +77,11 @@ setup_take_keys(const char *text, struct buf *out, struct buf *names)
 			memcpy(line, p, n);
 			line[n] = '\0';
 			memcpy(copy, line, n + 1);
-			if (authkeys_parse_line(copy, &l) == 1 &&
+			int r = authkeys_parse_line(copy, &l);
+
+			if (r != 0 && l.has_opts)
+				(*skipped)++;
+			else if (r == 1 &&
 			    (!out->data || !strstr(out->data, l.base64)) &&
 			    buf_printf(out, "%s\n", line) == 0)
 				buf_printf(names, "%s%s", names->len ? ", " : "",
@@ -85,20 +93,22 @@ setup_take_keys(const char *text, struct buf *out, struct buf *names)
 
 /* Read one file of ~/.ssh into the seed. */
 static void
-setup_seed_file(const char *path, struct buf *out, struct buf *names)
+setup_seed_file(const char *path, struct buf *out, struct buf *names,
+    int *skipped)
 {
 	char *text = NULL;
 	size_t len;
 
 	if (read_small_file(path, SETUP_MAX_SEED, &text, &len) < 0)
 		return;
-	setup_take_keys(text, out, names);
+	setup_take_keys(text, out, names, skipped);
 	free(text);
 }
 
 /* Collect ~/.ssh/authorized_keys and every ~/.ssh/NAME.pub. */
 static void
-setup_collect(const char *home, struct buf *out, struct buf *names)
+setup_collect(const char *home, struct buf *out, struct buf *names,
+    int *skipped)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300];
 	DIR *d;
@@ -106,7 +116,7 @@ setup_collect(const char *home, struct buf *out, struct buf *names)
 
 	snprintf(dir, sizeof(dir), "%s/.ssh", home);
 	snprintf(path, sizeof(path), "%s/authorized_keys", dir);
-	setup_seed_file(path, out, names);
+	setup_seed_file(path, out, names, skipped);
 	if (!(d = opendir(dir)))
 		return;
 	while ((e = readdir(d))) {
@@ -114,7 +124,7 @@ setup_collect(const char *home, struct buf *out, struct buf *names)
 
 		if (n > 4 && strcmp(e->d_name + n - 4, ".pub") == 0) {
 			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			setup_seed_file(path, out, names);
+			setup_seed_file(path, out, names, skipped);
 		}
 	}
 	closedir(d);
@@ -140,7 +150,7 @@ setup_authorized_keys(const struct config *cfg)
 	char path[PATH_MAX + 32];
 	struct buf keys, names;
 	const char *home = setup_home();
-	int fd, r = 0;
+	int fd, r = 0, skipped = 0;
 
 	snprintf(path, sizeof(path), "%s/authorized_keys", cfg->data_dir);
 	if (access(path, F_OK) == 0)
@@ -149,7 +159,7 @@ setup_authorized_keys(const struct config *cfg)
 	buf_init(&names, 64 * 1024);
 	buf_printf(&keys, "# Who may enter: one OpenSSH public key a line; the "
 	    "key's comment (or user=\"NAME\" before it) names the user.\n");
-	setup_collect(home, &keys, &names);
+	setup_collect(home, &keys, &names, &skipped);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || write_all(fd, keys.data, keys.len) < 0) {
 		r = -errno;
@@ -170,6 +180,11 @@ setup_authorized_keys(const struct config *cfg)
 		    "names the user),\natriumd: then connect with: ssh -p %s "
 		    "demo@localhost\n", path, home, path,
 		    setup_listen_port(cfg->listen));
+	if (r == 0 && skipped)
+		printf("atriumd: skipped %d key line(s) of %s/.ssh that carry "
+		    "options (from=, command=, restrict, ...): atriumd honours "
+		    "them as sshd does; add such a line to %s yourself if you "
+		    "mean it\n", skipped, home, path);
 	fflush(stdout);
 	buf_free(&keys);
 	buf_free(&names);

@@ -52,6 +52,10 @@
 struct stream {
 	struct chan *c;			/* owner */
 	char *command;			/* bash -c this; NULL for sftp */
+	int forced;			/* command is the key's command= */
+	char *original;			/* with forced: SSH_ORIGINAL_COMMAND,
+					 * NULL when the client asked for a
+					 * shell */
 	char id[32];			/* exec id on the agent link */
 	struct agentlink link;		/* to the room's agent */
 	int started;			/* exec line sent */
@@ -358,6 +362,17 @@ stream_ssh_env(struct stream *st, json_object *env)
 		    json_object_new_string("/dev/console"));
 }
 
+/* May the client's variable e ("NAME=VALUE") reach the command?  Any,
+ * except under a forced command: then LANG and LC_* only (sshd's usual
+ * AcceptEnv), since BASH_ENV, PATH or LD_PRELOAD would let the client run
+ * what it likes in place of the key's command. */
+static int
+stream_env_allowed(const struct stream *st, const char *e)
+{
+	return !st->forced || strncmp(e, "LANG=", 5) == 0 ||
+	    strncmp(e, "LC_", 3) == 0;
+}
+
 /* The exec line: command or argv, fds, tty and the client's env. */
 static json_object *
 stream_exec_line(struct stream *st, int nfds)
@@ -383,6 +398,8 @@ stream_exec_line(struct stream *st, int nfds)
 	for (int i = 0; i < c->nenv; i++) {
 		char *eq = strchr(c->env[i], '=');
 
+		if (!stream_env_allowed(st, c->env[i]))
+			continue;
 		*eq = '\0';
 		json_object_object_add(env, c->env[i], json_object_new_string(eq + 1));
 		*eq = '=';
@@ -390,6 +407,9 @@ stream_exec_line(struct stream *st, int nfds)
 	if (c->pty && c->term[0])
 		json_object_object_add(env, "TERM", json_object_new_string(c->term));
 	stream_ssh_env(st, env);
+	if (st->original)
+		json_object_object_add(env, "SSH_ORIGINAL_COMMAND",
+		    json_object_new_string(st->original));
 	json_object_object_add(o, "env", env);
 	return o;
 }
@@ -532,6 +552,7 @@ stream_free(struct chan *c)
 	if (st->err_fd >= 0)
 		close(st->err_fd);
 	free(st->command);
+	free(st->original);
 	free(st);
 }
 
@@ -559,6 +580,19 @@ stream_command(const char *asked)
 	return cmd;
 }
 
+/* Make st c's kind and wait for the room. */
+static void
+stream_attach(struct chan *c, struct stream *st)
+{
+	st->c = c;
+	st->in_fd = st->out_fd = st->err_fd = -1;
+	agentlink_init(&st->link);
+	chan_new_id(c, st->id, sizeof(st->id));
+	c->kind = st;
+	c->ops = &stream_ops;
+	chan_wait_room(c);
+}
+
 /* See stream.h. */
 int
 stream_open(struct chan *c, const char *command)
@@ -569,14 +603,32 @@ stream_open(struct chan *c, const char *command)
 		free(st);
 		return -ENOMEM;
 	}
-	st->c = c;
-	st->in_fd = st->out_fd = st->err_fd = -1;
 	st->tty = command && c->pty;
 	st->sftp = !command;
-	agentlink_init(&st->link);
-	chan_new_id(c, st->id, sizeof(st->id));
-	c->kind = st;
-	c->ops = &stream_ops;
-	chan_wait_room(c);
+	stream_attach(c, st);
+	return 0;
+}
+
+/* See stream.h. */
+int
+stream_open_forced(struct chan *c, const char *command, const char *original)
+{
+	struct stream *st;
+
+	if (original && strlen(original) > STREAM_MAX_ORIGINAL)
+		return -E2BIG;
+	if (!(st = calloc(1, sizeof(*st))))
+		return -ENOMEM;
+	st->command = strdup(command);	/* the operator's: run as written */
+	st->original = original ? strdup(original) : NULL;
+	if (!st->command || (original && !st->original)) {
+		free(st->command);
+		free(st->original);
+		free(st);
+		return -ENOMEM;
+	}
+	st->forced = 1;
+	st->tty = c->pty;
+	stream_attach(c, st);
 	return 0;
 }

@@ -14,4 +14,17 @@
  * NULL.  0 or -ENOMEM. */
 int stream_open(struct chan *c, const char *command);
 
+/* SSH_ORIGINAL_COMMAND is passed on up to this size: the agent's exec
+ * request holds every variable in 8 KiB. */
+#define STREAM_MAX_ORIGINAL	4096
+
+/* Make c an exec of a key's forced command (command="..."), run as
+ * written (bash -c, a pty when the client asked for one), in place of
+ * what the client asked: original is SSH_ORIGINAL_COMMAND (the command,
+ * or a subsystem's name), NULL for a shell.  Of the client's variables
+ * only LANG and LC_* pass.  0, -E2BIG when original is longer than
+ * STREAM_MAX_ORIGINAL, or -ENOMEM. */
+int stream_open_forced(struct chan *c, const char *command,
+    const char *original);
+
 #endif

@@ -7,11 +7,14 @@
  * Checks: the result is 1, 0 or -EINVAL; 0 only for a blank or '#' line;
  * on 1 the type is known, the key blob is one non-empty word, the comment
  * has no surrounding blanks, every pointer lies in the line, and the user
- * is a valid user name.  A line ending in \n or \r\n parses the same.
+ * is a valid user name; option strings lie in the line and a from= list
+ * parsed is one addr_match_list accepts.  A refused line says why.  A
+ * line ending in \n or \r\n parses the same.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "addr_match.h"
 #include "authkeys.h"
 #include "fuzz.h"
 #include "names.h"
@@ -37,8 +40,13 @@ parse(const char *s, const char *suffix, struct authkeys_line *out,
 	memcpy(*copy + n, suffix, m + 1);
 	r = authkeys_parse_line(*copy, out);
 	FUZZ_CHECK(r == 1 || r == 0 || r == -EINVAL);
+	if (r == -EINVAL)
+		FUZZ_CHECK(out->why[0] != '\0');
 	if (r != 1)
 		return r;
+	FUZZ_CHECK(!out->opts.command || inside(out->opts.command, *copy, n + m));
+	FUZZ_CHECK(!out->opts.from || (inside(out->opts.from, *copy, n + m) &&
+	    addr_match_list("192.0.2.1", out->opts.from) >= 0));
 	FUZZ_CHECK(out->type && out->base64 && out->comment);
 	FUZZ_CHECK(inside(out->type, *copy, n + m));
 	FUZZ_CHECK(inside(out->base64, *copy, n + m));
