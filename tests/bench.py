@@ -207,6 +207,85 @@ def pscp_upload(table, tmp, key, *servers):
     table.add("pscp SFTP upload of 16 MiB", "OpenSSH sshd", *results)
 
 
+class Flood:
+    """Hostile clients, each from its own loopback address: idle ones that
+    hold TCP connections open (and reopen them when dropped), and ones that
+    repeat handshakes up to the server's expensive step (key exchange and a
+    refused key).  Bounded: they stop when the block ends."""
+
+    def __init__(self, port, badkey, idle=10, handshakes=10):
+        self.port, self.badkey = port, badkey
+        self.idle, self.handshakes = idle, handshakes
+        self.stop = False
+
+    def _hold(self, source):
+        held = []
+        while not self.stop:
+            held = [s for s in held if s.fileno() >= 0]
+            while len(held) < 10 and not self.stop:
+                s = socket.socket()
+                try:
+                    s.bind((source, 0))
+                    s.connect(("127.0.0.1", self.port))
+                    held.append(s)
+                except OSError:
+                    s.close()
+                    break
+            time.sleep(0.2)
+            for s in list(held):
+                s.setblocking(False)
+                try:
+                    if s.recv(1, socket.MSG_PEEK) == b"":
+                        s.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+        for s in held:
+            s.close()
+
+    def __enter__(self):
+        import threading
+        self.threads = [threading.Thread(target=self._hold,
+                                         args=("127.0.8.%d" % (i + 1),))
+                        for i in range(self.idle)]
+        for t in self.threads:
+            t.start()
+        loop = ("while :; do ssh -p %d -b 127.0.9.$1 -i %s -o BatchMode=yes "
+                "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                "-o LogLevel=QUIET x@127.0.0.1 true; done" % (self.port,
+                                                             self.badkey))
+        self.procs = [subprocess.Popen(["bash", "-c", loop, "flood", str(i + 1)],
+                                       stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
+                      for i in range(self.handshakes)]
+        time.sleep(1)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop = True
+        for p in self.procs:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        for t in self.threads:
+            t.join()
+
+
+def login_under_flood(table, tmp, key, port):
+    """A user's `ssh HOST true` from an address of its own, alone and with
+    twenty hostile clients (the issue's target: within 2x)."""
+    badkey = os.path.join(tmp, "badkey")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", badkey])
+    login = ssh_cmd(key, port, "bench", "true")
+    login[1:1] = ["-b", "127.0.10.1"]
+    alone = [timed(lambda: run(login)) for _ in range(RUNS * 2)]
+    with Flood(port, badkey):
+        loaded = [timed(lambda: run(login, timeout=60)) for _ in range(RUNS * 2)]
+    table.add("ssh HOST true, 20 hostile clients", "unloaded atriumd",
+              alone, loaded)
+
+
 def ssh_workloads(table, tmp):
     key = os.path.join(tmp, "key")
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
@@ -230,6 +309,7 @@ def ssh_workloads(table, tmp):
                 src.wait()
                 out.append(size / t / 1e6)
         table.add("256 MiB through exec stdin", "OpenSSH sshd", base, ours, " MB/s")
+        login_under_flood(table, tmp, key, aport)
         pscp_upload(table, tmp, key, (sport, "root", "/tmp/bench-pscp",
                                       os.path.join(tmp, "sshd_hostkey")),
                     (aport, "bench", "pscp.bin",
