@@ -49,6 +49,16 @@
  *  W10 libssh 0.10 offers finite-field Diffie-Hellman groups (up to 8192
  *     bits), group exchange and SHA-1 MACs by default: compat_bind_setup
  *     offers only curve25519 and ECDH, AEAD or CTR ciphers, SHA-2 MACs.
+ *  W11 Not worked around: libssh writes its key exchange reply at once but
+ *     its NEWKEYS, queued right after, only at the next poll.  On a loaded
+ *     host the client can receive the reply and send its own NEWKEYS and
+ *     data before ours arrives (seen with tcpdump).  PuTTY 0.78's exec
+ *     and scp uploads then stop sending for good about one time in ten
+ *     with a key re-exchange every MiB (never its downloads or SFTP
+ *     uploads, never against OpenSSH's sshd, which writes both packets in
+ *     one go).  Flushing at the start of the next loop turn does not close
+ *     the gap when the process is descheduled in between; the fix needs
+ *     libssh to write both together.
  *
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd
