@@ -378,7 +378,10 @@ db_stmts_free(struct fs *fs)
 	fs->nstmts = 0;
 }
 
-/* Connection settings every opener uses: WAL, a busy timeout, a big cache. */
+/* Connection settings every opener uses: WAL, a busy timeout, a big cache.
+ * secure_delete is off: Debian builds SQLite with it on, which overwrites
+ * every freed page, so deleting a 300 MB file wrote 300 MB into the WAL
+ * (and could fail on a full disk, where deleting must always work). */
 int
 db_configure(sqlite3 *db)
 {
@@ -387,7 +390,8 @@ db_configure(sqlite3 *db)
 	    "PRAGMA synchronous=NORMAL;"
 	    "PRAGMA cache_size=-65536;"
 	    "PRAGMA temp_store=MEMORY;"
-	    "PRAGMA journal_size_limit=67108864;";
+	    "PRAGMA journal_size_limit=67108864;"
+	    "PRAGMA secure_delete=OFF;";
 	char *err = NULL;
 
 	sqlite3_busy_timeout(db, 10000);

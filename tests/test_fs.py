@@ -333,6 +333,23 @@ def test_truncate_chmod_utime_statfs(fs):
     assert "user.note" in os.listxattr(fs.p("f"))
 
 
+def test_deleting_a_big_file_does_not_write_it_again(fs):
+    # Debian's SQLite overwrites freed pages unless told not to: deleting
+    # a file then wrote its whole size into the WAL.
+    with open(fs.p("big"), "wb") as f:
+        f.write(os.urandom(1 << 20) * 64)
+        os.fsync(f.fileno())
+    wal = fs.db + "-wal"
+    subprocess.run(["sync"])
+    before = os.stat(fs.db).st_size + os.path.getsize(wal)
+    os.unlink(fs.p("big"))
+    with open(fs.p("after"), "wb") as f:   # an fsync commits the delete
+        f.write(b"x")
+        os.fsync(f.fileno())
+    grown = os.stat(fs.db).st_size + os.path.getsize(wal) - before
+    assert grown < 8 << 20, "deleting 64 MiB wrote %d bytes" % grown
+
+
 def test_persistence_across_remount(fs):
     os.makedirs(fs.p("keep", "deep"))
     with open(fs.p("keep", "deep", "file"), "w") as f:
