@@ -92,6 +92,8 @@ chan_flush_one(struct chan *c, struct buf *b, int is_err)
 			return 0;
 		r = is_err ? sshio.write_stderr(c->ch, b->data, (uint32_t)n)
 		    : sshio.write(c->ch, b->data, (uint32_t)n);
+		if (r == SSH_AGAIN)
+			return 0;	/* as 0: what later libssh may say */
 		if (r < 0)
 			return -1;
 		if ((size_t)r > n)

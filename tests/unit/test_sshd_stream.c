@@ -4,7 +4,8 @@
  * chan_flush) is driven through sshd/libssh_compat.c's sshio table with a
  * fake libssh whose writes take nothing (as during a key re-exchange),
  * short counts or everything, whose window and pending state change at
- * random, and the bytes that come out must equal the bytes that went in.
+ * random (and SSH_AGAIN, which means the same), and the bytes that come
+ * out must equal the bytes that went in.
  * Also: SFTP request counting (sshd/sftp_flow.c) fed at every byte
  * boundary, and the git path fallback (sshd/git_path.c).
  */
@@ -56,7 +57,7 @@ fake_take(int is_err, const void *p, uint32_t n)
 		return SSH_ERROR;
 	if (r < 2) {
 		fake.zero_writes++;
-		return 0;
+		return r == 0 ? 0 : SSH_AGAIN;	/* both mean "nothing now" */
 	}
 	k = r < 5 ? (uint32_t)(rnd(&fake.rng) % n) : n;
 	if (k < n)
