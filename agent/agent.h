@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <json-c/json.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "keys.h"
 #include "sandbox.h"
@@ -50,6 +51,8 @@ struct agent {
 	json_object *allow_list;	/* array of strings */
 
 	struct sandbox sb;		/* template for every command */
+	struct cgroup_tree cg;		/* the host's cgroups (room_limits.c) */
+	struct cgroup_set room_cg;	/* the room's group */
 	struct loop *loop;
 	struct room_db *db;
 	struct http *http;

@@ -286,6 +286,7 @@ exec_spawn(struct agent *a, struct conn *c, struct exec *e, json_object *req,
 	struct proc_opts o = { .fds = { -1, -1, -1 } };
 	char *env[EXEC_MAX_ENV + 1], envstore[8192];
 	json_object *js;
+	int r;
 
 	if (exec_env(c, req, env, envstore, sizeof(envstore)) < 0) {
 		room_error(c, e->id, "env must be an object of at most %d "
@@ -312,7 +313,15 @@ exec_spawn(struct agent *a, struct conn *c, struct exec *e, json_object *req,
 	o.output = exec_on_output;
 	o.exit = exec_on_exit;
 	o.arg = e;
-	if (proc_spawn(a, &o, &e->proc) < 0) {
+	r = proc_spawn(a, &o, &e->proc);
+	if (r == -ENOTSUP) {
+		room_error(c, e->id, "the command was not run: its resource "
+		    "limits (memory, pids, CPU cgroups) cannot be applied on "
+		    "this server; ask the operator to fix the cgroup setup "
+		    "(atriumd's log says what is missing)");
+		return r;
+	}
+	if (r < 0) {
 		room_error(c, e->id, "could not start the command in the "
 		    "sandbox; the agent's log says why");
 		return -EIO;

@@ -39,6 +39,7 @@
 #include "protocol.h"
 #include "room.h"
 #include "room_db.h"
+#include "room_limits.h"
 #include "settings.h"
 #include "turn.h"
 #include "util.h"
@@ -291,9 +292,8 @@ main_setup(struct agent *a)
 	settings_load(a);
 	a->sb = (struct sandbox){ .workspace = a->workspace,
 	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
-	    .uid = a->cfg.sandbox_uid, .gid = a->cfg.sandbox_gid,
-	    .memory_mb = a->cfg.sandbox_memory_mb, .pids = a->cfg.sandbox_pids,
-	    .cpu_percent = a->cfg.sandbox_cpu_percent };
+	    .uid = a->cfg.sandbox_uid, .gid = a->cfg.sandbox_gid };
+	room_limits_open(a);
 	if (sandbox_write_identity(a->run_dir, a->cfg.sandbox_uid,
 	    a->cfg.sandbox_gid) < 0)
 		log_warn("could not write the sandbox's passwd and group");
@@ -316,6 +316,7 @@ main_teardown(struct agent *a)
 		turn_shutdown(a);
 		exec_kill_all(a);
 		room_close_all(a);
+		room_limits_close(a);
 	}
 	room_db_close(a->db);
 	http_free(a->http);

@@ -157,8 +157,14 @@ tool_bash_start(struct agent *a, const char *call_id, json_object *input,
 	if (rc < 0) {
 		room_db_audit_end(a->db, r->audit_id, 126, NULL);
 		tool_bash_free(r);
-		snprintf(err, errlen, "the command could not be started in the "
-		    "sandbox (%s)", strerror(-rc));
+		if (rc == -ENOTSUP)
+			snprintf(err, errlen, "the command was not run: the "
+			    "room's resource limits (cgroups) cannot be applied "
+			    "on this server; the operator must fix that (see "
+			    "atriumd's log)");
+		else
+			snprintf(err, errlen, "the command could not be started "
+			    "in the sandbox (%s)", strerror(-rc));
 		return rc;
 	}
 	a->tool_procs++;

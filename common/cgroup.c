@@ -1,7 +1,9 @@
 /*
- * cgroup.c: per-command cgroups on v2 or v1 (cgroup.h).  Called by the
- * sandbox around each spawn; the joining half runs in a forked child and so
- * uses only open, write and close.
+ * cgroup.c: making, joining, killing and removing atrium's cgroups on v2
+ * or v1 (cgroup.h).  atriumd makes PARENT at start, atrium-agent its
+ * room's group, sandbox.c one group per command around each spawn; the
+ * joining half runs in a forked child and so uses only open, write and
+ * close.  The stale-group sweep is cgroup_sweep.c.
  */
 #include "cgroup.h"
 
@@ -15,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CG_ROOT "/sys/fs/cgroup"
+/* Controller names, in CGROUP_* bit order; v1 mounts each at ROOT/NAME. */
+static const char *const cg_names[CGROUP_NCTL] = { "memory", "pids", "cpu" };
 
-/* Write text to DIR/FILE.  0 or -errno. */
+/* Write text to DIR/FILE.  0 or -errno.  Async-signal-safe. */
 static int
 cg_write(const char *dir, const char *file, const char *text)
 {
@@ -35,123 +38,225 @@ cg_write(const char *dir, const char *file, const char *text)
 	return err;
 }
 
-/* Is the unified (v2) hierarchy mounted with the controllers we need? */
+/* The controllers that ROOT/cgroup.controllers lists (v2), as CGROUP_*. */
 static int
-cg_is_v2(void)
+cg_v2_controllers(const char *root)
 {
-	char buf[256] = "";
-	FILE *f = fopen(CG_ROOT "/cgroup.controllers", "re");
+	char path[300], buf[512] = "", *tok, *save = NULL;
+	int have = 0;
+	FILE *f;
 
-	if (!f)
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+	if (!(f = fopen(path, "re")))
 		return 0;
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';
 	fclose(f);
-	return strstr(buf, "memory") && strstr(buf, "pids");
+	for (tok = strtok_r(buf, " \n", &save); tok;
+	    tok = strtok_r(NULL, " \n", &save))
+		for (int i = 0; i < CGROUP_NCTL; i++)
+			if (strcmp(tok, cg_names[i]) == 0)
+				have |= 1 << i;
+	return have;
 }
 
-/* Make parent/atrium/name; the path goes to out.  0 or -errno. */
-static int
-cg_mkdir(const char *parent, const char *name, char *out, size_t outlen)
+/* Where controller i's hierarchy starts: ROOT (v2) or ROOT/NAME (v1). */
+static void
+cg_base(const struct cgroup_tree *t, int i, char *out, size_t outlen)
 {
-	char mid[CGROUP_PATH_MAX];
+	if (t->v2)
+		snprintf(out, outlen, "%s", t->root);
+	else
+		snprintf(out, outlen, "%s/%s", t->root, cg_names[i]);
+}
 
-	snprintf(mid, sizeof(mid), "%s/atrium", parent);
-	if (mkdir(mid, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	if ((size_t)snprintf(out, outlen, "%s/%s", mid, name) >= outlen)
+/* v2: let the groups below dir use our controllers. */
+static void
+cg_enable_below(const struct cgroup_tree *t, const char *dir)
+{
+	char what[16];
+
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		if (!(t->have & (1 << i)))
+			continue;
+		snprintf(what, sizeof(what), "+%s", cg_names[i]);
+		cg_write(dir, "cgroup.subtree_control", what);
+	}
+}
+
+/* Make BASE/PARENT/rel and the missing groups above it; the path goes
+ * to out.  On v2 each new group's parent hands its controllers down.
+ * 0 or -errno. */
+static int
+cg_make_path(const struct cgroup_tree *t, const char *base, const char *rel,
+    char *out, size_t outlen)
+{
+	char up[CGROUP_PATH_MAX];
+	size_t n;
+
+	if ((size_t)snprintf(out, outlen, "%s/%s%s%s", base, t->parent,
+	    *rel ? "/" : "", rel) >= outlen)
 		return -ENAMETOOLONG;
-	if (mkdir(out, 0755) < 0 && errno != EEXIST) {
-		int err = -errno;
-		out[0] = '\0';
-		return err;
+	/* Each '/' after base ends an ancestor; the last step is out. */
+	for (n = strlen(base) + 1; n <= strlen(out); n++) {
+		if (out[n] != '/' && out[n] != '\0')
+			continue;
+		snprintf(up, sizeof(up), "%.*s", (int)n, out);
+		if (mkdir(up, 0755) == 0) {
+			if (t->v2) {
+				char above[CGROUP_PATH_MAX];
+
+				snprintf(above, sizeof(above), "%.*s",
+				    (int)(strrchr(up, '/') - up), up);
+				cg_enable_below(t, above);
+			}
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
 	}
 	return 0;
 }
 
-/* v2: one group with all three limits. */
+int
+cgroup_probe(struct cgroup_tree *t, const char *root, const char *parent)
+{
+	char base[300], dir[CGROUP_PATH_MAX];
+	int v2have;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->root, sizeof(t->root), "%s", root);
+	snprintf(t->parent, sizeof(t->parent), "%s", parent);
+	v2have = cg_v2_controllers(root);
+	t->v2 = v2have != 0;
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		if (t->v2 && !(v2have & (1 << i)))
+			continue;
+		cg_base(t, i, base, sizeof(base));
+		snprintf(dir, sizeof(dir), "%s/cgroup.procs", base);
+		if (access(dir, F_OK) != 0)
+			continue;
+		t->have |= 1 << i;	/* cg_make_path enables what is had */
+		if (cg_make_path(t, base, "", dir, sizeof(dir)) < 0 ||
+		    access(dir, W_OK) != 0)
+			t->have &= ~(1 << i);
+	}
+	return t->have;
+}
+
+void
+cgroup_missing(int have, char *out, size_t outlen)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < CGROUP_NCTL && used < outlen; i++)
+		if (!(have & (1 << i)))
+			used += (size_t)snprintf(out + used, outlen - used,
+			    "%s%s", used ? ", " : "", cg_names[i]);
+}
+
+/* Write controller i's limit from l into dir (v2 or v1 files).  0 when
+ * written or there is none to write, or -errno. */
 static int
-cg_create_v2(const char *name, long memory_mb, int pids, int cpu_percent,
-    struct cgroup_set *set)
+cg_write_limit(const struct cgroup_tree *t, int i, const char *dir,
+    const struct reslimits *l)
 {
 	char v[64];
 	int r;
 
-	/* Let the groups below the root and below atrium/ use controllers. */
-	cg_write(CG_ROOT, "cgroup.subtree_control", "+memory +pids +cpu");
-	if (mkdir(CG_ROOT "/atrium", 0755) < 0 && errno != EEXIST)
-		return -errno;
-	cg_write(CG_ROOT "/atrium", "cgroup.subtree_control",
-	    "+memory +pids +cpu");
-	r = cg_mkdir(CG_ROOT, name, set->dir[0], CGROUP_PATH_MAX);
-	if (r < 0)
+	if (i == 0 && l->memory > 0) {
+		snprintf(v, sizeof(v), "%lld", l->memory);
+		r = cg_write(dir, t->v2 ? "memory.max" : "memory.limit_in_bytes", v);
+		/* Swap would let a group hold more than its limit; the file is
+		 * missing where swap is not accounted, and then none is. */
+		if (r == 0 && t->v2)
+			cg_write(dir, "memory.swap.max", "0");
+		else if (r == 0)
+			cg_write(dir, "memory.memsw.limit_in_bytes", v);
 		return r;
-	if (memory_mb > 0) {
-		snprintf(v, sizeof(v), "%ld", memory_mb * 1024 * 1024);
-		cg_write(set->dir[0], "memory.max", v);
-		cg_write(set->dir[0], "memory.swap.max", "0");
 	}
-	if (pids > 0) {
-		snprintf(v, sizeof(v), "%d", pids);
-		cg_write(set->dir[0], "pids.max", v);
+	if (i == 1 && l->pids > 0) {
+		snprintf(v, sizeof(v), "%d", l->pids);
+		return cg_write(dir, "pids.max", v);
 	}
-	if (cpu_percent > 0) {
-		snprintf(v, sizeof(v), "%d 100000", cpu_percent * 1000);
-		cg_write(set->dir[0], "cpu.max", v);
+	if (i == 2 && l->cpus > 0) {
+		/* Quota per 100 ms period: a thousandth of a CPU is 100 us. */
+		if (t->v2) {
+			snprintf(v, sizeof(v), "%d 100000", l->cpus * 100);
+			return cg_write(dir, "cpu.max", v);
+		}
+		if ((r = cg_write(dir, "cpu.cfs_period_us", "100000")) < 0)
+			return r;
+		snprintf(v, sizeof(v), "%d", l->cpus * 100);
+		return cg_write(dir, "cpu.cfs_quota_us", v);
 	}
 	return 0;
 }
 
-/* v1: a group in each of the memory, pids and cpu hierarchies. */
+/* Is there a limit in l for controller i? */
 static int
-cg_create_v1(const char *name, long memory_mb, int pids, int cpu_percent,
-    struct cgroup_set *set)
+cg_wants(const struct reslimits *l, int i)
 {
-	char v[64];
-	int made = 0;
-
-	if (memory_mb > 0 && cg_mkdir(CG_ROOT "/memory", name, set->dir[0],
-	    CGROUP_PATH_MAX) == 0) {
-		snprintf(v, sizeof(v), "%ld", memory_mb * 1024 * 1024);
-		cg_write(set->dir[0], "memory.limit_in_bytes", v);
-		made++;
-	}
-	if (pids > 0 && cg_mkdir(CG_ROOT "/pids", name, set->dir[1],
-	    CGROUP_PATH_MAX) == 0) {
-		snprintf(v, sizeof(v), "%d", pids);
-		cg_write(set->dir[1], "pids.max", v);
-		made++;
-	}
-	if (cpu_percent > 0 && cg_mkdir(CG_ROOT "/cpu", name, set->dir[2],
-	    CGROUP_PATH_MAX) == 0) {
-		cg_write(set->dir[2], "cpu.cfs_period_us", "100000");
-		snprintf(v, sizeof(v), "%d", cpu_percent * 1000);
-		cg_write(set->dir[2], "cpu.cfs_quota_us", v);
-		made++;
-	}
-	return made ? 0 : -ENOTSUP;
+	return i == 0 ? l->memory > 0 : i == 1 ? l->pids > 0 : l->cpus > 0;
 }
 
 int
-cgroup_create(const char *name, long memory_mb, int pids, int cpu_percent,
-    struct cgroup_set *set)
+cgroup_make(const struct cgroup_tree *t, const char *rel,
+    const struct reslimits *l, struct cgroup_set *set)
 {
+	char base[300];
+	int err = 0, r;
+
 	memset(set, 0, sizeof(*set));
-	if (cg_is_v2())
-		return cg_create_v2(name, memory_mb, pids, cpu_percent, set) < 0 ?
-		    -ENOTSUP : 0;
-	return cg_create_v1(name, memory_mb, pids, cpu_percent, set);
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		/* v2: one group holds every controller, in dir[0]. */
+		char *dir = set->dir[t->v2 ? 0 : i];
+
+		if (!(t->have & (1 << i))) {
+			if (cg_wants(l, i) && !err)
+				err = -ENOTSUP;
+			continue;
+		}
+		if (!dir[0]) {
+			cg_base(t, i, base, sizeof(base));
+			if ((r = cg_make_path(t, base, rel, dir,
+			    CGROUP_PATH_MAX)) < 0) {
+				dir[0] = '\0';
+				err = err ? err : r;
+				continue;
+			}
+		}
+		if ((r = cg_write_limit(t, i, dir, l)) < 0 && !err)
+			err = r;
+	}
+	return err;
+}
+
+int
+cgroup_exists(const struct cgroup_tree *t, const char *rel)
+{
+	char base[300], dir[CGROUP_PATH_MAX];
+
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		if (!(t->have & (1 << i)))
+			continue;
+		cg_base(t, i, base, sizeof(base));
+		snprintf(dir, sizeof(dir), "%s/%s/%s", base, t->parent, rel);
+		if (access(dir, F_OK) != 0)
+			return 0;
+	}
+	return 1;
 }
 
 int
 cgroup_join_self(const struct cgroup_set *set)
 {
-	int err = 0;
+	int err = 0, r;
 
-	for (int i = 0; i < CGROUP_MAX_DIRS; i++) {
-		if (set->dir[i][0] && cg_write(set->dir[i], "cgroup.procs", "0") < 0)
-			err = -errno;
-	}
+	for (int i = 0; i < CGROUP_NCTL; i++)
+		if (set->dir[i][0] &&
+		    (r = cg_write(set->dir[i], "cgroup.procs", "0")) < 0)
+			err = r;
 	return err;
 }
 
@@ -178,7 +283,7 @@ cg_kill_listed(const char *dir)
 void
 cgroup_kill(const struct cgroup_set *set)
 {
-	for (int i = 0; i < CGROUP_MAX_DIRS; i++) {
+	for (int i = 0; i < CGROUP_NCTL; i++) {
 		if (!set->dir[i][0])
 			continue;
 		if (cg_write(set->dir[i], "cgroup.kill", "1") == 0)
@@ -194,7 +299,7 @@ cgroup_destroy(struct cgroup_set *set)
 {
 	struct timespec ts = { 0, 2000000 };
 
-	for (int i = 0; i < CGROUP_MAX_DIRS; i++) {
+	for (int i = 0; i < CGROUP_NCTL; i++) {
 		if (!set->dir[i][0])
 			continue;
 		for (int tries = 0; tries < 50 && rmdir(set->dir[i]) < 0 &&

@@ -1,31 +1,76 @@
 /*
- * cgroup.h: one cgroup per sandboxed command, on cgroup v2 (unified) or v1
- * (memory, pids and cpu hierarchies), whichever the host has.  The groups
- * live under "atrium/" in each hierarchy:
+ * cgroup.h: atrium's cgroups, on cgroup v2 (unified) or v1 (separate
+ * memory, pids and cpu hierarchies), whichever the host has.  Three levels
+ * (limits.h says which settings and who sets each):
  *
- *   v2  /sys/fs/cgroup/atrium/NAME          memory.max pids.max cpu.max
- *   v1  /sys/fs/cgroup/memory/atrium/NAME   memory.limit_in_bytes
- *       /sys/fs/cgroup/pids/atrium/NAME     pids.max
- *       /sys/fs/cgroup/cpu/atrium/NAME      cpu.cfs_quota_us, cpu.cfs_period_us
+ *   ROOT/PARENT                  every room together     atriumd at start
+ *   ROOT/PARENT/ROOM             one room                atrium-agent
+ *   ROOT/PARENT/ROOM/cmd-PID-N   one command             sandbox.c
  *
- * A host where none of this is writable (not root, read-only cgroupfs) runs
- * commands without these limits: cgroup_create returns -ENOTSUP and the
- * caller logs it once.
+ *   v2   ROOT/PARENT/...          memory.max, memory.swap.max, pids.max,
+ *                                 cpu.max; controllers enabled down the
+ *                                 tree through cgroup.subtree_control
+ *   v1   ROOT/memory/PARENT/...   memory.limit_in_bytes (and
+ *                                 memory.memsw.limit_in_bytes when swap
+ *                                 is accounted)
+ *        ROOT/pids/PARENT/...     pids.max
+ *        ROOT/cpu/PARENT/...      cpu.cfs_period_us, cpu.cfs_quota_us
+ *
+ * ROOT is cgroup-root (/sys/fs/cgroup), PARENT cgroup-parent ("atrium").
+ * PID in cmd-PID-N is the atrium-agent's that made it: a command group
+ * whose agent is gone (killed, crashed) is stale, and cgroup_sweep removes
+ * it, killing what is left in it.  Only one process per room makes
+ * command groups, so a live agent's groups are never touched, even by
+ * another atriumd that shares the host.
+ *
+ * Whether commands may run without limits is the caller's choice: every
+ * function here says what it could not do, and does the rest.
  */
 #ifndef ATRIUM_CGROUP_H
 #define ATRIUM_CGROUP_H
 
-#define CGROUP_MAX_DIRS 3
-#define CGROUP_PATH_MAX 256
+#include <sys/types.h>
 
-struct cgroup_set {
-	char dir[CGROUP_MAX_DIRS][CGROUP_PATH_MAX];	/* "" when unused */
+#include "reslimits.h"
+
+#define CGROUP_MEMORY	0x1
+#define CGROUP_PIDS	0x2
+#define CGROUP_CPU	0x4
+#define CGROUP_ALL	0x7
+#define CGROUP_NCTL	3	/* controllers, and v1 hierarchies */
+#define CGROUP_PATH_MAX	512
+
+/* Where atrium's groups live on this host (from cgroup_probe). */
+struct cgroup_tree {
+	char root[256];		/* cgroupfs mount, "/sys/fs/cgroup" */
+	char parent[64];	/* atrium's group below it */
+	int v2;			/* the unified hierarchy holds our controllers */
+	int have;		/* CGROUP_* that are usable */
 };
 
-/* Make the groups named name with the limits (0: none).  0 or -errno;
- * -ENOTSUP when no hierarchy is usable. */
-int cgroup_create(const char *name, long memory_mb, int pids, int cpu_percent,
-    struct cgroup_set *set);
+/* One group in each hierarchy (v1), or one for all (v2: dir[0]). */
+struct cgroup_set {
+	char dir[CGROUP_NCTL][CGROUP_PATH_MAX];	/* "" when unused */
+};
+
+/* Find the controllers under root and make sure PARENT can be made in
+ * each (it is made, without limits).  Fills t; returns t->have. */
+int cgroup_probe(struct cgroup_tree *t, const char *root, const char *parent);
+
+/* The controllers missing from have, as "memory, pids", into out ("" when
+ * none is). */
+void cgroup_missing(int have, char *out, size_t outlen);
+
+/* Make PARENT/rel (rel "" is PARENT itself) with the limits l, and its
+ * missing ancestors without.  The set gets the groups made (even on
+ * failure, so a caller that runs without limits can still use them).
+ * 0 when every limit asked for is in place; -ENOTSUP when a controller
+ * that one needs is missing; another -errno when the kernel refused. */
+int cgroup_make(const struct cgroup_tree *t, const char *rel,
+    const struct reslimits *l, struct cgroup_set *set);
+
+/* PARENT/rel exists in every usable hierarchy: 1, else 0. */
+int cgroup_exists(const struct cgroup_tree *t, const char *rel);
 
 /* Move the calling process into every group of the set.  0 or -errno.
  * Async-signal-safe: called in a forked child. */
@@ -34,7 +79,18 @@ int cgroup_join_self(const struct cgroup_set *set);
 /* SIGKILL every process in the set's groups. */
 void cgroup_kill(const struct cgroup_set *set);
 
-/* Remove the groups (they must be empty, retried briefly). */
+/* Remove the groups (they must be empty; retried briefly while the
+ * killed processes go). */
 void cgroup_destroy(struct cgroup_set *set);
+
+/* The agent pid a command group's name holds ("cmd-PID-N"), or 0 when
+ * name is not a command group's. */
+pid_t cgroup_cmd_owner(const char *name);
+
+/* Remove the stale command groups below PARENT/room, or below every room
+ * when room is NULL (and then the room groups left empty).  A group is
+ * stale when its agent pid is self or no running atrium-agent.  How many
+ * groups were removed. */
+int cgroup_sweep(const struct cgroup_tree *t, const char *room, pid_t self);
 
 #endif

@@ -14,14 +14,22 @@
 
 #include "util.h"
 
-enum config_type { CT_STRING, CT_INT, CT_LONG, CT_BOOL, CT_UID, CT_GID };
+enum config_type {
+	CT_STRING, CT_INT, CT_LONG, CT_BOOL, CT_UID, CT_GID,
+	CT_SIZE,	/* long long bytes, "512M" or "2G" accepted */
+	CT_CPUS,	/* int thousandths of a CPU, "1.5" accepted */
+};
+
+/* Bounds of sizes (1 PiB) and CPU counts (1024 CPUs, in thousandths). */
+#define CONFIG_MAX_SIZE	(1LL << 50)
+#define CONFIG_MAX_CPUS	(1024 * 1000)
 
 struct config_key {
 	const char *name;	/* flag name, '-' separated */
 	enum config_type type;
 	size_t offset;		/* into struct config */
 	size_t size;		/* of a CT_STRING field */
-	long min, max;		/* bounds of numbers */
+	long long min, max;	/* bounds of numbers */
 };
 
 #define STR(name, field) \
@@ -52,6 +60,17 @@ static const struct config_key config_keys[] = {
 	NUM("sandbox-memory-mb", CT_LONG, sandbox_memory_mb, 0, 1L << 30),
 	NUM("sandbox-pids", CT_INT, sandbox_pids, 0, 1 << 22),
 	NUM("sandbox-cpu-percent", CT_INT, sandbox_cpu_percent, 0, 100 * 1024),
+	NUM("room-memory", CT_SIZE, room_memory, 0, CONFIG_MAX_SIZE),
+	NUM("room-pids", CT_INT, room_pids, 0, 1 << 22),
+	NUM("room-cpus", CT_CPUS, room_cpus, 0, CONFIG_MAX_CPUS),
+	NUM("total-memory", CT_SIZE, total_memory, 0, CONFIG_MAX_SIZE),
+	NUM("total-pids", CT_INT, total_pids, 0, 1 << 22),
+	NUM("total-cpus", CT_CPUS, total_cpus, 0, CONFIG_MAX_CPUS),
+	NUM("no-limits", CT_BOOL, no_limits, 0, 1),
+	STR("cgroup-root", cgroup_root),
+	STR("cgroup-parent", cgroup_parent),
+	NUM("max-commands-per-user", CT_INT, max_commands_per_user, 0, 1000000),
+	NUM("max-rooms-per-user", CT_INT, max_rooms_per_user, 0, 1000000),
 	STR("bin-dir", bin_dir),
 	STR("max-startups", max_startups),
 	NUM("per-source-rate", CT_INT, per_source_rate, 0, 1000000),
@@ -77,6 +96,14 @@ config_defaults(struct config *c)
 	c->sandbox_memory_mb = 2048;
 	c->sandbox_pids = 512;
 	c->sandbox_cpu_percent = 100;
+	/* Why these numbers: atriumd(8), LIMITS. */
+	c->room_memory = 4LL << 30;
+	c->room_pids = 1024;
+	c->room_cpus = 1000;
+	snprintf(c->cgroup_root, sizeof(c->cgroup_root), "/sys/fs/cgroup");
+	snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "atrium");
+	c->max_commands_per_user = 16;
+	c->max_rooms_per_user = 20;
 	snprintf(c->max_startups, sizeof(c->max_startups), "20:30:100");
 	c->per_source_rate = 10;
 	c->per_source_startups = 10;
@@ -97,30 +124,146 @@ config_find(const char *key)
 	return NULL;
 }
 
-/* Parse a bounded integer or a boolean into *out.  0 or -EINVAL. */
+int
+config_parse_size(const char *text, long long *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	long long v;
+	int shift = 0;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*text))
+		return -EINVAL;
+	v = strtoll(text, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end && (u = strchr(units, toupper((unsigned char)*end)))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end || v > (CONFIG_MAX_SIZE >> shift))
+		return -EINVAL;
+	*out = v << shift;
+	return 0;
+}
+
+int
+config_parse_cpus(const char *text, int *out)
+{
+	long whole = 0, frac = 0;
+	int digits = 0;
+	const char *p = text;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++)
+		if ((whole = whole * 10 + (*p - '0')) > CONFIG_MAX_CPUS / 1000)
+			return -EINVAL;
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++, digits++) {
+			if (digits < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (*p != '0')
+				return -EINVAL;	/* finer than a thousandth */
+		}
+	}
+	if (*p || (p[-1] == '.'))
+		return -EINVAL;
+	while (digits < 3)
+		frac *= 10, digits++;
+	if (whole * 1000 + frac > CONFIG_MAX_CPUS)
+		return -EINVAL;
+	*out = (int)(whole * 1000 + frac);
+	return 0;
+}
+
+/* Parse a boolean into *out.  0 or -EINVAL. */
 static int
-config_number(const struct config_key *k, const char *value, long *out)
+config_bool(const char *value, long long *out)
+{
+	if (!strcmp(value, "1") || !strcmp(value, "true") ||
+	    !strcmp(value, "yes") || !strcmp(value, "on") || !*value)
+		*out = 1;
+	else if (!strcmp(value, "0") || !strcmp(value, "false") ||
+	    !strcmp(value, "no") || !strcmp(value, "off"))
+		*out = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* Parse a bounded number, size, CPU count or boolean into *out.  0 or
+ * -EINVAL. */
+static int
+config_number(const struct config_key *k, const char *value, long long *out)
 {
 	char *end;
-	long v;
+	long long v;
+	int cpus;
 
-	if (k->type == CT_BOOL) {
-		if (!strcmp(value, "1") || !strcmp(value, "true") ||
-		    !strcmp(value, "yes") || !strcmp(value, "on") || !*value)
-			*out = 1;
-		else if (!strcmp(value, "0") || !strcmp(value, "false") ||
-		    !strcmp(value, "no") || !strcmp(value, "off"))
-			*out = 0;
-		else
+	if (k->type == CT_BOOL)
+		return config_bool(value, out);
+	if (k->type == CT_SIZE) {
+		if (config_parse_size(value, &v) < 0)
 			return -EINVAL;
-		return 0;
+	} else if (k->type == CT_CPUS) {
+		if (config_parse_cpus(value, &cpus) < 0)
+			return -EINVAL;
+		v = cpus;
+	} else {
+		errno = 0;
+		v = strtoll(value, &end, 10);
+		if (errno || end == value || *end)
+			return -EINVAL;
 	}
-	errno = 0;
-	v = strtol(value, &end, 10);
-	if (errno || end == value || *end || v < k->min || v > k->max)
+	if (v < k->min || v > k->max)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* The message for a number that config_number refused. */
+static void
+config_number_error(const struct config_key *k, const char *value, char *err,
+    size_t errlen)
+{
+	if (k->type == CT_BOOL)
+		snprintf(err, errlen, "%s must be true or false, not '%s'",
+		    k->name, value);
+	else if (k->type == CT_SIZE)
+		snprintf(err, errlen, "%s must be a size in bytes, with K, M "
+		    "or G for KiB, MiB or GiB (e.g. 512M or 4G), not '%s'",
+		    k->name, value);
+	else if (k->type == CT_CPUS)
+		snprintf(err, errlen, "%s must be a number of CPUs such as 2 "
+		    "or 1.5 (at most %d), not '%s'", k->name,
+		    CONFIG_MAX_CPUS / 1000, value);
+	else
+		snprintf(err, errlen, "%s must be a whole number from %lld "
+		    "to %lld, not '%s'", k->name, k->min, k->max, value);
+}
+
+/* A cgroup parent is one or more names of [A-Za-z0-9._-] joined by '/',
+ * none of them "." or "..": it must stay below cgroup-root. */
+static int
+config_cgroup_parent_valid(const char *v)
+{
+	size_t n;
+
+	for (; *v; v += n + (v[n] == '/')) {
+		n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
+		    "wxyz0123456789._-");
+		if (n == 0 || (v[n] && v[n] != '/') || (v[n] == '/' && !v[n + 1]) ||
+		    (n == 1 && v[0] == '.') || (n == 2 && !strncmp(v, "..", 2)))
+			return 0;
+	}
+	return 1;
 }
 
 /* Check values that only some strings may take. */
@@ -135,6 +278,17 @@ config_check_string(const char *key, const char *value, char *err,
 	    strcmp(value, "openai")) {
 		snprintf(err, errlen,
 		    "provider must be anthropic or openai, not '%s'", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "cgroup-root") && value[0] != '/') {
+		snprintf(err, errlen, "cgroup-root must be an absolute path, "
+		    "not '%s'", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "cgroup-parent") && (!*value ||
+	    !config_cgroup_parent_valid(value))) {
+		snprintf(err, errlen, "cgroup-parent must be names of A-Z, a-z, "
+		    "0-9, '.', '_' and '-' joined by '/', not '%s'", value);
 		return -EINVAL;
 	}
 	if (!strcmp(key, "approval")) {
@@ -154,7 +308,7 @@ config_set(struct config *c, const char *key, const char *value,
 {
 	const struct config_key *k = config_find(key);
 	char *field;
-	long v;
+	long long v;
 	int r;
 
 	if (!k) {
@@ -175,18 +329,13 @@ config_set(struct config *c, const char *key, const char *value,
 		return 0;
 	}
 	if (config_number(k, value, &v) < 0) {
-		if (k->type == CT_BOOL)
-			snprintf(err, errlen, "%s must be true or false, not '%s'",
-			    k->name, value);
-		else
-			snprintf(err, errlen, "%s must be a whole number from "
-			    "%ld to %ld, not '%s'", k->name, k->min, k->max,
-			    value);
+		config_number_error(k, value, err, errlen);
 		return -EINVAL;
 	}
 	switch (k->type) {
-	case CT_INT: case CT_BOOL: *(int *)field = (int)v; break;
-	case CT_LONG: *(long *)field = v; break;
+	case CT_INT: case CT_BOOL: case CT_CPUS: *(int *)field = (int)v; break;
+	case CT_LONG: *(long *)field = (long)v; break;
+	case CT_SIZE: *(long long *)field = v; break;
 	case CT_UID: *(uid_t *)field = (uid_t)v; break;
 	case CT_GID: *(gid_t *)field = (gid_t)v; break;
 	case CT_STRING: break;
@@ -327,6 +476,9 @@ config_value(const struct config *c, const struct config_key *k, char *out,
 	case CT_STRING: snprintf(out, outlen, "%s", field); break;
 	case CT_INT: case CT_BOOL: snprintf(out, outlen, "%d", *(const int *)field); break;
 	case CT_LONG: snprintf(out, outlen, "%ld", *(const long *)field); break;
+	case CT_SIZE: snprintf(out, outlen, "%lld", *(const long long *)field); break;
+	case CT_CPUS: snprintf(out, outlen, "%d.%03d", *(const int *)field / 1000,
+	    *(const int *)field % 1000); break;
 	case CT_UID: snprintf(out, outlen, "%u", (unsigned)*(const uid_t *)field); break;
 	case CT_GID: snprintf(out, outlen, "%u", (unsigned)*(const gid_t *)field); break;
 	}

@@ -49,6 +49,21 @@ struct config {
 	long sandbox_memory_mb;		/* memory limit per command */
 	int sandbox_pids;		/* process limit per command */
 	int sandbox_cpu_percent;	/* CPU share per command, 100 = a core */
+	long long room_memory;		/* bytes for all of a room's commands */
+	int room_pids;			/* processes of all of a room's commands */
+	int room_cpus;			/* CPU of a room, in thousandths */
+	long long total_memory;		/* bytes for every room together; 0:
+					 * from the host (limits.h) */
+	int total_pids;			/* processes of every room; 0: auto */
+	int total_cpus;			/* CPU of every room, thousandths; 0:
+					 * auto */
+	int no_limits;			/* run commands even where cgroup limits
+					 * cannot be applied */
+	char cgroup_root[256];		/* where cgroupfs is mounted */
+	char cgroup_parent[64];		/* atrium's group below it */
+	int max_commands_per_user;	/* a person's exec and sftp at once,
+					 * across rooms; 0: no limit */
+	int max_rooms_per_user;		/* rooms a user may create; 0: none */
 	char bin_dir[PATH_MAX];		/* where atrium-fs, atrium-agent live */
 	char max_startups[32];		/* START:RATE:FULL, random early drop of
 					 * unauthenticated connections */
@@ -85,6 +100,14 @@ const char *config_provider_url(const struct config *c, const char *provider);
 
 /* The provider's public base URL (for a provider with a key and no URL). */
 const char *config_public_url(const char *provider);
+
+/* Parse a size: plain bytes or a K, M, G or T suffix (powers of 1024,
+ * optionally followed by "B" or "iB").  0 with *out set, or -EINVAL. */
+int config_parse_size(const char *text, long long *out);
+
+/* Parse a CPU count such as "2", "1.5" or "0.25" into thousandths of a
+ * CPU (at most three decimals).  0 with *out set, or -EINVAL. */
+int config_parse_cpus(const char *text, int *out);
 
 /* Call fn for every setting that is not secret, as flag name and value, so a
  * parent can pass its settings on to a child's argv. */

@@ -2,6 +2,8 @@
  * sandbox.c: run one command in bubblewrap over a room's workspace
  * (sandbox.h).  Called by atrium-agent for every command of a room.
  *
+ * Before the fork the command's cgroup is made below the room's (remade
+ * first if it has gone: a sweep by another atriumd, an operator's rmdir).
  * The forked child, still root, joins the command's cgroups, sets rlimits,
  * and gives itself a private mount namespace with a small tmpfs over /tmp
  * holding bind mounts of what the sandbox needs:
@@ -282,7 +284,16 @@ sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
-	cgroup_join_self(&p->cg);
+	r = cgroup_join_self(&p->cg);
+	if (r < 0 && sb->require_limits) {
+		snprintf(msg, sizeof(msg), "atrium: cannot put the command in "
+		    "its cgroup (%s), so it does not run without its limits\n",
+		    strerror(-r));
+		if (write(2, msg, strlen(msg)) < 0) {
+			/* stderr is gone too */
+		}
+		_exit(126);
+	}
 	sb_child_rlimits();
 	r = sb_child_stage(sb);
 	if (r == 0)
@@ -315,13 +326,49 @@ sb_bwrap_path(void)
 	return NULL;
 }
 
+/* Make the command's cgroup ("ROOM/cmd-PID-N", cgroup.h) into p->cg.
+ * 0, or -ENOTSUP (logged) when its limits cannot be applied and they are
+ * required; without the requirement the command runs with what could be
+ * made. */
+static int
+sb_cgroups(const struct sandbox *sb, struct sandbox_proc *p)
+{
+	struct cgroup_set room;
+	struct timespec ts;
+	char rel[160];
+	int r = -ENOTSUP;
+
+	if (sb->cg) {
+		const char *name = sb->room ? sb->room : "cmd";
+		int rc;
+
+		r = cgroup_exists(sb->cg, name) ? 0 :
+		    cgroup_make(sb->cg, name, &sb->room_limits, &room);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		snprintf(rel, sizeof(rel), "%s/cmd-%d-%lld%09ld", name,
+		    (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
+		rc = cgroup_make(sb->cg, rel, &sb->limits, &p->cg);
+		r = r ? r : rc;
+	}
+	if (r == 0)
+		return 0;
+	if (!sb->require_limits) {
+		log_debug("command runs without all its cgroup limits: %s",
+		    strerror(-r));
+		return 0;
+	}
+	log_error("cannot apply the command's cgroup limits (%s): not "
+	    "running it (atriumd --no-limits runs commands without them)",
+	    strerror(-r));
+	cgroup_destroy(&p->cg);
+	return -ENOTSUP;
+}
+
 int
 sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sandbox_proc *p)
 {
 	const char *bwrap = sb_bwrap_path();
-	struct timespec ts;
-	char name[160];
 	int pipefd[2], r;
 
 	memset(p, 0, sizeof(*p));
@@ -334,12 +381,12 @@ sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	snprintf(name, sizeof(name), "%s-%d-%lld%09ld", sb->room ? sb->room :
-	    "cmd", (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
-	r = cgroup_create(name, sb->memory_mb, sb->pids, sb->cpu_percent, &p->cg);
-	if (r < 0)
-		log_debug("no cgroup limits for this command: %s", strerror(-r));
+	r = sb_cgroups(sb, p);
+	if (r < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return r;
+	}
 	p->pid = fork();
 	if (p->pid < 0) {
 		r = -errno;

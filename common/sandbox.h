@@ -13,9 +13,11 @@
  *   network         none (only lo); own pid, ipc, uts, user namespaces
  *   environment     cleared: PATH, HOME, USER, LANG, TERM and what the caller
  *                   passes in env; never a secret
- *   limits          memory, pids and CPU through a cgroup per command (v1 or
- *                   v2, whichever the host has; skipped with a warning when
- *                   neither is writable) and rlimits (core, nofile, fsize)
+ *   limits          memory, pids and CPU through a cgroup per command below
+ *                   the room's (cgroup.h, v1 or v2); when they cannot be
+ *                   applied the command does not run (-ENOTSUP), unless
+ *                   require_limits is off (the operator's --no-limits);
+ *                   and rlimits (core, nofile)
  *
  * Inside, atrium-sandbox-init is the command's parent: it reports on a pipe
  * whether the command exited (and its code) or was killed (and the signal),
@@ -38,9 +40,11 @@ struct sandbox {
 	const char *init_path;	/* host path of atrium-sandbox-init */
 	uid_t uid;		/* unprivileged uid the command runs as */
 	gid_t gid;
-	long memory_mb;		/* 0: no memory limit */
-	int pids;		/* 0: no process limit */
-	int cpu_percent;	/* 0: no CPU limit */
+	const struct cgroup_tree *cg;	/* where the groups go; NULL: none */
+	struct reslimits room_limits;	/* of the room's group, remade with
+					 * them when it has gone */
+	struct reslimits limits;		/* of each command's group */
+	int require_limits;		/* no limits, no command */
 };
 
 struct sandbox_cmd {
@@ -68,7 +72,8 @@ struct sandbox_exit {
 };
 
 /* Start the command.  The caller keeps its fds; the child gets copies.
- * 0 with *p filled, or -errno (logged). */
+ * 0 with *p filled, or -errno (logged): -ENOTSUP when require_limits is
+ * set and the command's cgroup limits cannot be applied. */
 int sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sandbox_proc *p);
 

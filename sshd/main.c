@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "host_limits.h"
 #include "keys.h"
 #include "log.h"
 #include "server.h"
@@ -28,7 +29,8 @@ static const char main_usage[] =
 	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
-/* Value of flag i ("--k=v" or "--k v"); --open may stand alone. */
+/* Value of flag i ("--k=v" or "--k v"); --open and --no-limits may stand
+ * alone. */
 static const char *
 main_value(int argc, char **argv, int *i, const char *key, char *eqbuf,
     size_t len)
@@ -39,7 +41,7 @@ main_value(int argc, char **argv, int *i, const char *key, char *eqbuf,
 		snprintf(eqbuf, len, "%s", eq + 1);
 		return eqbuf;
 	}
-	if (strcmp(key, "open") == 0 &&
+	if ((strcmp(key, "open") == 0 || strcmp(key, "no-limits") == 0) &&
 	    (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0))
 		return "1";
 	if (*i + 1 >= argc)
@@ -165,6 +167,7 @@ main(int argc, char **argv)
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
 	main_bin_dir(&cfg, bin, sizeof(bin));
+	host_limits_start(&cfg);
 	if ((r = server_init(&srv, &cfg, bin)) < 0) {
 		server_destroy(&srv);
 		keys_clear(&keys);

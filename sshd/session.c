@@ -35,6 +35,7 @@
 #include "libssh_compat.h"
 #include "log.h"
 #include "names.h"
+#include "room_quota.h"
 #include "stream.h"
 #include "util.h"
 
@@ -274,8 +275,19 @@ static void
 chan_poll_room(struct chan *c)
 {
 	struct room *r = NULL;
-	int rc = rooms_use(&c->s->srv->rooms, c->s->room, &r);
+	char why[256];
+	int rc;
 
+	if (room_quota_admit(c->s->srv->cfg->data_dir, c->s->room, c->s->user,
+	    c->s->srv->cfg->max_rooms_per_user, why, sizeof(why)) < 0) {
+		c->waiting_room = 0;
+		log_info("session %lu: %s: room %s not created: %s", c->s->num,
+		    c->s->user, c->s->room, why);
+		chan_refuse(c, "atrium: room '%s' not created: %s", c->s->room,
+		    why);
+		return;
+	}
+	rc = rooms_use(&c->s->srv->rooms, c->s->room, &r);
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;

@@ -580,6 +580,42 @@ stream_command(const char *asked)
 	return cmd;
 }
 
+/* The user's commands (exec and sftp channels not yet over) in every
+ * session of the server, in every room. */
+static int
+stream_user_count(struct server *srv, const char *user)
+{
+	int n = 0;
+
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (strcmp(s->user, user) != 0)
+			continue;
+		for (struct chan *c = s->chans; c; c = c->next)
+			if (c->ops == &stream_ops && !c->closing &&
+			    !((struct stream *)c->kind)->have_result)
+				n++;
+	}
+	return n;
+}
+
+/* Refuse c when its user already runs max-commands-per-user commands
+ * (the agent's own commands count for their room, not for a user).
+ * 1 when refused. */
+static int
+stream_over_user_cap(struct chan *c)
+{
+	int max = c->s->srv->cfg->max_commands_per_user;
+
+	if (max <= 0 || stream_user_count(c->s->srv, c->s->user) < max)
+		return 0;
+	log_info("session %lu: %s: command refused, %d running (the "
+	    "max-commands-per-user cap)", c->s->num, c->s->user, max);
+	chan_refuse(c, "atrium: command refused: you already run %d commands "
+	    "(ssh exec and sftp, across all rooms), the most allowed per user "
+	    "(max-commands-per-user = %d); wait for one to end", max, max);
+	return 1;
+}
+
 /* Make st c's kind and wait for the room. */
 static void
 stream_attach(struct chan *c, struct stream *st)
@@ -597,8 +633,11 @@ stream_attach(struct chan *c, struct stream *st)
 int
 stream_open(struct chan *c, const char *command)
 {
-	struct stream *st = calloc(1, sizeof(*st));
+	struct stream *st;
 
+	if (stream_over_user_cap(c))
+		return 0;
+	st = calloc(1, sizeof(*st));
 	if (!st || (command && !(st->command = stream_command(command)))) {
 		free(st);
 		return -ENOMEM;
@@ -617,6 +656,8 @@ stream_open_forced(struct chan *c, const char *command, const char *original)
 
 	if (original && strlen(original) > STREAM_MAX_ORIGINAL)
 		return -E2BIG;
+	if (stream_over_user_cap(c))
+		return 0;
 	if (!(st = calloc(1, sizeof(*st))))
 		return -ENOMEM;
 	st->command = strdup(command);	/* the operator's: run as written */

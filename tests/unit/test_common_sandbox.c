@@ -4,6 +4,7 @@
  * in the environment) and the kill of a whole process tree.  Needs root and
  * bubblewrap, as atrium-agent does.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 
 static char ws[] = "/tmp/atrium-sbtest-XXXXXX";
 static char run[PATH_MAX], init_path[PATH_MAX + 32];
+static struct cgroup_tree cg;	/* a parent of this test's own */
 
 /* Run a shell command; its stdout (capped) into out, how it ended into ex. */
 static void
@@ -28,7 +30,9 @@ run_cmd(const char *shell, char *out, size_t outlen, struct sandbox_exit *ex)
 	struct sandbox sb = {
 		.workspace = ws, .run_dir = run, .room = "sbtest",
 		.init_path = init_path, .uid = 64222, .gid = 64222,
-		.memory_mb = 256, .pids = 64, .cpu_percent = 100,
+		.cg = &cg, .limits = { 256 << 20, 64, 1000 },
+		.room_limits = { 512 << 20, 128, 1000 },
+		.require_limits = cg.have == CGROUP_ALL,
 	};
 	struct sandbox_cmd cmd = { .shell = shell, .fd_in = -1, .fd_err = -1 };
 	struct sandbox_proc p;
@@ -130,13 +134,77 @@ test_limits(void)
 	run_cmd("cat /proc/self/cgroup; /usr/bin/python3 -c "
 	    "'x = bytearray(600 << 20); print(\"allocated\")'", out,
 	    sizeof(out), &ex);
-	if (access("/sys/fs/cgroup/memory/atrium", F_OK) != 0 &&
-	    access("/sys/fs/cgroup/atrium", F_OK) != 0) {
+	if (cg.have != CGROUP_ALL) {
 		printf("test_limits: no writable cgroups here, skipped\n");
 		return;
 	}
 	CHECK(strstr(out, "allocated") == NULL);
 	CHECK(ex.code != 0);
+}
+
+/* The number of entries named cmd-* in the sbtest room's memory group. */
+static int
+cmd_groups(void)
+{
+	char path[CGROUP_PATH_MAX];
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s%s/%s/sbtest", cg.root,
+	    cg.v2 ? "" : "/memory", cg.parent);
+	if (!(dp = opendir(path)))
+		return 0;
+	while ((d = readdir(dp)))
+		n += strncmp(d->d_name, "cmd-", 4) == 0;
+	closedir(dp);
+	return n;
+}
+
+static void
+test_groups_removed_and_swept(void)
+{
+	struct cgroup_set stale;
+	char out[256], rel[64];
+	struct sandbox_exit ex;
+
+	if (cg.have != CGROUP_ALL)
+		return;
+	/* A command's group goes when the command ends. */
+	run_cmd("true", out, sizeof(out), &ex);
+	CHECK_INT(cmd_groups(), 0);
+	/* One left by a dead agent (pid 1 is no atrium-agent) is swept, and
+	 * so is one of ours when we are the one starting. */
+	snprintf(rel, sizeof(rel), "sbtest/cmd-1-42");
+	CHECK(cgroup_make(&cg, rel, &(struct reslimits){ 1 << 30, 10, 500 },
+	    &stale) == 0);
+	snprintf(rel, sizeof(rel), "sbtest/cmd-%d-7", (int)getpid());
+	CHECK(cgroup_make(&cg, rel, &(struct reslimits){ 0, 0, 0 },
+	    &stale) == 0);
+	CHECK_INT(cmd_groups(), 2);
+	CHECK_INT(cgroup_sweep(&cg, "sbtest", getpid()), 2);
+	CHECK_INT(cmd_groups(), 0);
+}
+
+static void
+test_refused_without_cgroups(void)
+{
+	struct cgroup_tree none;
+	struct sandbox sb = {
+		.workspace = ws, .run_dir = run, .room = "sbtest",
+		.init_path = init_path, .uid = 64222, .gid = 64222,
+		.cg = &none, .limits = { 256 << 20, 64, 1000 },
+		.require_limits = 1,
+	};
+	struct sandbox_cmd cmd = { .shell = "true", .fd_in = -1, .fd_out = -1,
+	    .fd_err = -1 };
+	struct sandbox_proc p;
+
+	/* A cgroup root with no controllers: the command must not run. */
+	cgroup_probe(&none, run, "atrium");
+	CHECK_INT(none.have, 0);
+	CHECK_INT(sandbox_spawn(&sb, &cmd, &p), -ENOTSUP);
+	CHECK_INT(p.pid, -1);
 }
 
 int
@@ -154,6 +222,12 @@ main(void)
 	mkdir(run, 0700);
 	CHECK(sandbox_write_identity(run, 64222, 64222) == 0);
 	CHECK(self_dir(dir, sizeof(dir)) == 0);
+	{
+		char parent[64];
+
+		snprintf(parent, sizeof(parent), "atrium-unit-%d", (int)getpid());
+		cgroup_probe(&cg, "/sys/fs/cgroup", parent);
+	}
 	snprintf(init_path, sizeof(init_path), "%s/../atrium-sandbox-init", dir);
 	TEST(test_exit_code_and_output);
 	TEST(test_signal_is_reported);
@@ -161,6 +235,18 @@ main(void)
 	TEST(test_isolation);
 	TEST(test_background_tree_dies);
 	TEST(test_limits);
+	TEST(test_groups_removed_and_swept);
+	TEST(test_refused_without_cgroups);
+	{
+		struct cgroup_set parent = { { "" } };
+
+		cgroup_sweep(&cg, NULL, getpid());
+		if (cg.have) {
+			cgroup_make(&cg, "", &(struct reslimits){ 0, 0, 0 },
+			    &parent);
+			cgroup_destroy(&parent);
+		}
+	}
 	{
 		char cmd[PATH_MAX * 2 + 16];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s %s", ws, run);

@@ -1,0 +1,141 @@
+/*
+ * cgroup_sweep.c: removing stale command groups (cgroup.h).  A command's
+ * group is removed when the command ends (sandbox_release); one is left
+ * behind only when its atrium-agent died first (kill -9, a crash), and then
+ * the sandbox died with it (bwrap's parent-death signal), so the group is
+ * empty or nearly.  atrium-agent sweeps its room when it starts (the
+ * restart after a crash), atriumd every room when it starts.
+ *
+ * Which groups are stale is read from their names: cmd-PID-N belongs to
+ * agent PID, and is left alone while an atrium-agent of that pid runs, so
+ * two atriumd sharing a host (tests, a restart overlapping the old
+ * process) never remove each other's live groups.
+ */
+#include "cgroup.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pid_t
+cgroup_cmd_owner(const char *name)
+{
+	const char *p = name + 4;
+	long pid = 0;
+
+	if (strncmp(name, "cmd-", 4) != 0 || !isdigit((unsigned char)*p))
+		return 0;
+	for (; isdigit((unsigned char)*p); p++)
+		if ((pid = pid * 10 + (*p - '0')) > 0x3fffffff)
+			return 0;
+	if (*p++ != '-' || !isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	return *p ? 0 : (pid_t)pid;
+}
+
+/* 1 when pid is a running atrium-agent. */
+static int
+cgs_agent_runs(pid_t pid)
+{
+	char path[64], comm[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	return strcmp(comm, "atrium-agent\n") == 0;
+}
+
+/* Remove the stale command groups in one room's group dir.  How many. */
+static int
+cgs_room(const char *dir, pid_t self)
+{
+	struct cgroup_set set;
+	char path[CGROUP_PATH_MAX + 256];
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int n = 0;
+	pid_t owner;
+
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp))) {
+		owner = cgroup_cmd_owner(d->d_name);
+		if (!owner || (owner != self && cgs_agent_runs(owner)))
+			continue;
+		memset(&set, 0, sizeof(set));
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		    d->d_name) >= sizeof(set.dir[0]))
+			continue;
+		memcpy(set.dir[0], path, strlen(path) + 1);
+		cgroup_kill(&set);
+		cgroup_destroy(&set);
+		n += access(path, F_OK) != 0;
+	}
+	closedir(dp);
+	return n;
+}
+
+/* Sweep below one hierarchy's PARENT.  How many groups were removed. */
+static int
+cgs_hierarchy(const char *top, const char *room, pid_t self)
+{
+	char dir[CGROUP_PATH_MAX + 256];
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	if (room) {
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", top, room) >=
+		    sizeof(dir))
+			return 0;
+		return cgs_room(dir, self);
+	}
+	if (!(dp = opendir(top)))
+		return 0;
+	while ((d = readdir(dp))) {
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", top,
+		    d->d_name) >= sizeof(dir))
+			continue;
+		n += cgs_room(dir, self);
+		/* A room group with no command left goes too; one that is
+		 * busy (another server's running room) stays. */
+		rmdir(dir);
+	}
+	closedir(dp);
+	return n;
+}
+
+int
+cgroup_sweep(const struct cgroup_tree *t, const char *room, pid_t self)
+{
+	static const char *const names[CGROUP_NCTL] = { "memory", "pids", "cpu" };
+	char top[CGROUP_PATH_MAX];
+	int n = 0, here;
+
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		if (!(t->have & (1 << i)))
+			continue;
+		if (t->v2)
+			snprintf(top, sizeof(top), "%s/%s", t->root, t->parent);
+		else
+			snprintf(top, sizeof(top), "%s/%s/%s", t->root,
+			    names[i], t->parent);
+		/* v1 holds a command in three trees: count it once. */
+		here = cgs_hierarchy(top, room, self);
+		n = here > n ? here : n;
+		if (t->v2)
+			break;	/* one tree holds every controller */
+	}
+	return n;
+}

@@ -1,0 +1,272 @@
+"""Resource limits of rooms and users, end to end: real atriumd, real
+sandbox, real cgroups (v1 or v2, whichever the host has).
+
+Each test gives its atriumd a cgroup parent of its own (--cgroup-parent
+atrium-test-...), removed afterwards, so that tests running at the same
+time on the host, and a real atriumd, never share a budget or sweep each
+other's groups.  Caps are small (a 256 MiB room, 200 MiB allocations) to
+stay well within a shared machine.
+
+Fail-closed is simulated honestly and without touching the host: the
+test-visible setting --cgroup-root points at an empty directory, exactly
+what a host without the memory, pids and cpu controllers looks like to
+atriumd (nothing is mounted there, so no group can be made or limited).
+
+Run as root after `make all`:
+    /usr/bin/python3 -m pytest -q tests/test_limits.py
+"""
+import glob
+import itertools
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ssh_command
+from test_robustness import agent_pid, settle
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="atriumd mounts FUSE: run as root")
+
+CG = "/sys/fs/cgroup"
+V2 = os.path.exists(os.path.join(CG, "cgroup.controllers"))
+HIERARCHIES = [CG] if V2 else [os.path.join(CG, c)
+                               for c in ("memory", "pids", "cpu")]
+HAVE_CGROUPS = all(os.access(h, os.W_OK) for h in HIERARCHIES)
+needs_cgroups = pytest.mark.skipif(not HAVE_CGROUPS,
+                                   reason="no writable cgroup controllers")
+_serial = itertools.count()
+
+
+def _rmtree_groups(top):
+    """rmdir a cgroup subtree bottom-up (groups hold no files to delete)."""
+    for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+        for _ in range(50):
+            try:
+                os.rmdir(dirpath)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
+
+
+@pytest.fixture
+def cgparent():
+    """A cgroup parent of this test's own; removed at the end (ask for it
+    before atriumd, so it outlives the server)."""
+    name = "atrium-test-%d-%d" % (os.getpid(), next(_serial))
+    yield name
+    for h in HIERARCHIES:
+        _rmtree_groups(os.path.join(h, name))
+
+
+def group(parent, *rel, ctl="memory"):
+    base = CG if V2 else os.path.join(CG, ctl)
+    return os.path.join(base, parent, *rel)
+
+
+def cmd_groups(parent, room):
+    return glob.glob(group(parent, room, "cmd-*"))
+
+
+def start(atriumd, data_dir, parent, *extra):
+    return atriumd(data_dir, "--cgroup-parent", parent, *extra)
+
+
+def popen_ssh(srv, room, cmd, user="alice"):
+    return subprocess.Popen(ssh_command(srv, room, cmd, user=user),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+# ------------------------------------------------------------ room caps --
+
+ALLOC = ("python3 -c \"import time; b = b'x' * (200 << 20); "
+         "print('allocated', flush=True); time.sleep(4)\"")
+
+
+@needs_cgroups
+def test_room_memory_cap_holds_across_commands(cgparent, atriumd, data_dir):
+    """Three commands each allocating 200 MiB under a 256 MiB room cap (and
+    a 2 GiB per-command cap): the room never holds more than its cap, and
+    the users see which commands were killed or could not allocate."""
+    srv = start(atriumd, data_dir, cgparent, "--room-memory", "256M",
+                "--sandbox-memory-mb", "2048")
+    procs = [popen_ssh(srv, "demo", ALLOC) for _ in range(3)]
+    results = [p.communicate(timeout=90) + (p.returncode,) for p in procs]
+    ok = [r for r in results if r[2] == 0 and r[0] == "allocated\n"]
+    failed = [r for r in results if r not in ok]
+    assert len(ok) <= 1, results
+    assert failed, results
+    for out, err, rc in failed:
+        # What the user sees: killed by the OOM killer before it could
+        # report (the exit-signal KILL, which ssh reports as 255), or
+        # python's MemoryError (exit 1, with the traceback on stderr).
+        assert "allocated" not in out, (out, err, rc)
+        assert rc == 255 or (rc == 1 and "MemoryError" in err), \
+            (out, err, rc)
+    if V2:
+        peak_file, limit_file = "memory.peak", "memory.max"
+    else:
+        peak_file, limit_file = ("memory.max_usage_in_bytes",
+                                 "memory.limit_in_bytes")
+    room = group(cgparent, "demo")
+    with open(os.path.join(room, limit_file)) as f:
+        assert int(f.read()) == 256 << 20
+    if os.path.exists(os.path.join(room, peak_file)):
+        with open(os.path.join(room, peak_file)) as f:
+            assert int(f.read()) <= 256 << 20
+
+
+FORKS = ("python3 -c \"import os, time\nn = 0\ntry:\n"
+         "    while n < 200:\n"
+         "        if os.fork() == 0:\n            time.sleep(5); os._exit(0)\n"
+         "        n += 1\n"
+         "except OSError as e:\n    print('forks', n, e.errno)\n"
+         "else:\n    print('forks', n, 0)\"")
+
+
+@needs_cgroups
+def test_room_pids_cap(cgparent, atriumd, data_dir, ssh_run):
+    """A room capped at 40 processes stops a fork loop well before the
+    per-command cap (512) would."""
+    srv = start(atriumd, data_dir, cgparent, "--room-pids", "40")
+    rc, out, err = ssh_run(srv, "demo", FORKS, timeout=60)
+    words = out.split()
+    assert words[:1] == ["forks"], (rc, out, err)
+    assert int(words[1]) < 40 and int(words[2]) == 11, out   # EAGAIN
+    with open(group(cgparent, "demo", ctl="pids") + "/pids.max") as f:
+        assert f.read().strip() == "40"
+
+
+@needs_cgroups
+def test_cpu_and_nesting_written(cgparent, atriumd, data_dir):
+    """room-cpus takes a fraction, and a command never gets more than its
+    room (clamped, since v1 refuses a quota above the parent's): one CPU
+    per command becomes half of one under a room of 0.5."""
+    srv = start(atriumd, data_dir, cgparent, "--room-cpus", "0.5",
+                "--total-cpus", "1.5")
+    p = popen_ssh(srv, "demo", "sleep 30")
+    try:
+        assert settle(lambda: cmd_groups(cgparent, "demo"), 15)
+        cmd = os.path.basename(cmd_groups(cgparent, "demo")[0])
+        if V2:
+            quota = lambda *rel: open(group(cgparent, *rel) +
+                                      "/cpu.max").read().split()[0]
+        else:
+            quota = lambda *rel: open(group(cgparent, *rel, ctl="cpu") +
+                                      "/cpu.cfs_quota_us").read().strip()
+        assert quota() == "150000"
+        assert quota("demo") == "50000"
+        assert quota("demo", cmd) == "50000"
+    finally:
+        p.terminate()
+        p.communicate(timeout=30)
+
+
+# --------------------------------------------------------- fail closed --
+
+def test_commands_refused_when_limits_cannot_be_applied(
+        cgparent, atriumd, data_dir, ssh_run, tmp_path):
+    """A cgroup root with no controllers (an empty directory): atriumd
+    warns at start, and every command is refused with a clear message."""
+    empty = tmp_path / "no-cgroups"
+    empty.mkdir()
+    srv = start(atriumd, data_dir, cgparent, "--cgroup-root", str(empty))
+    rc, out, err = ssh_run(srv, "demo", "echo ran")
+    assert rc != 0 and "ran" not in out, (rc, out, err)
+    assert "resource limits" in err and "cannot be applied" in err, err
+    log = srv.read_log()
+    assert "WARN" in log and "memory, pids, cpu" in log, log
+    assert "every command will be refused" in log, log
+
+
+def test_no_limits_runs_commands_and_warns(cgparent, atriumd, data_dir,
+                                           ssh_run, tmp_path):
+    empty = tmp_path / "no-cgroups"
+    empty.mkdir()
+    srv = start(atriumd, data_dir, cgparent, "--cgroup-root", str(empty),
+                "--no-limits")
+    rc, out, err = ssh_run(srv, "demo", "echo ran")
+    assert (rc, out) == (0, "ran\n"), err
+    warn = [l for l in srv.read_log().splitlines()
+            if " WARN " in l and "--no-limits" in l]
+    assert warn and "memory, pids, cpu" in warn[0], srv.read_log()
+
+
+# ------------------------------------------------------ groups cleaned --
+
+@needs_cgroups
+def test_groups_removed_at_end_and_stale_swept(cgparent, atriumd, data_dir,
+                                                ssh_run):
+    """A command's group goes when it ends; one left by a dead agent is
+    swept when atriumd starts, and when a killed agent is restarted."""
+    stale = [os.path.join(h, cgparent, "demo", "cmd-1-1")
+             for h in HIERARCHIES]
+    for d in stale:
+        os.makedirs(d)
+    srv = start(atriumd, data_dir, cgparent)
+    assert not any(os.path.exists(d) for d in stale)
+    assert "removed 1 stale command cgroup" in srv.read_log()
+
+    rc, out, err = ssh_run(srv, "demo", "true")
+    assert rc == 0, err
+    assert settle(lambda: not cmd_groups(cgparent, "demo"), 5)
+
+    # kill -9 the agent while a command runs: its group is left behind
+    # until the restarted agent sweeps it.
+    p = popen_ssh(srv, "demo", "sleep 300")
+    assert settle(lambda: cmd_groups(cgparent, "demo"), 15)
+    old = cmd_groups(cgparent, "demo")
+    pid = agent_pid(srv, "demo")
+    os.kill(pid, signal.SIGKILL)
+    p.communicate(timeout=30)
+    rc, out, err = ssh_run(srv, "demo", "echo again")
+    assert (rc, out) == (0, "again\n"), err
+    assert agent_pid(srv, "demo") not in (None, pid)
+    assert settle(lambda: not any(os.path.exists(d) for d in old), 10), old
+
+
+# ------------------------------------------------------------ user caps --
+
+@needs_cgroups
+def test_user_concurrent_commands_cap(cgparent, atriumd, data_dir, ssh_run):
+    """16 commands of alice across two rooms run; the 17th is refused with
+    the cap named; bob is not affected."""
+    # 17 connections at once from one address: past the per-source
+    # admission limits, which are not what this test is about.
+    srv = start(atriumd, data_dir, cgparent, "--per-source-rate", "0",
+                "--per-source-startups", "0")
+    procs = [popen_ssh(srv, room, "sleep 60")
+             for room in ("one", "two") for _ in range(8)]
+    try:
+        assert settle(lambda: len(cmd_groups(cgparent, "one")) +
+                      len(cmd_groups(cgparent, "two")) == 16, 60)
+        rc, out, err = ssh_run(srv, "one", "echo seventeenth")
+        assert rc != 0 and "seventeenth" not in out, (rc, out, err)
+        assert "max-commands-per-user = 16" in err, err
+        rc, out, err = ssh_run(srv, "two", "echo bob", user="bob")
+        assert (rc, out) == (0, "bob\n"), err
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.communicate(timeout=30)
+
+
+def test_user_rooms_created_cap(cgparent, atriumd, data_dir, ssh_run):
+    srv = start(atriumd, data_dir, cgparent, "--max-rooms-per-user", "2",
+                "--no-limits")
+    for room in ("r1", "r2"):
+        rc, out, err = ssh_run(srv, room, "true")
+        assert rc == 0, err
+    rc, out, err = ssh_run(srv, "r3", "true")
+    assert rc != 0 and "max-rooms-per-user = 2" in err, (rc, err)
+    assert not os.path.exists(os.path.join(srv.data, "rooms", "r3"))
+    rc, out, err = ssh_run(srv, "r1", "echo old")     # not a creation
+    assert (rc, out) == (0, "old\n"), err
+    rc, out, err = ssh_run(srv, "r3", "true", user="bob")
+    assert rc == 0, err
