@@ -172,7 +172,8 @@ main(int argc, char **argv)
 	}
 	rooms_set_keys(&srv.rooms, &keys);
 	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
-	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted" : "");
+	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown ones as guests "
+	    "(open rooms, rooms they create, private rooms when invited)" : "");
 	r = server_run(&srv);
 	server_destroy(&srv);
 	keys_clear(&keys);

@@ -81,6 +81,19 @@ server_fds_left(struct server *srv, int channel)
 	return lowest < limit - (channel ? reserve / 2 : reserve);
 }
 
+/* See server.h. */
+void
+server_end_room(struct server *srv, const char *room, const char *msg)
+{
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (!s->authed || strcmp(s->room, room) != 0)
+			continue;
+		for (struct chan *c = s->chans; c; c = c->next)
+			if (c->ops && !c->finish && !c->closing)
+				chan_refuse(c, "%s", msg);
+	}
+}
+
 /* The peer's address as text. */
 static void
 server_peer(const struct sockaddr_storage *sa, char *out, size_t len)

@@ -46,6 +46,10 @@ struct server {
  * from new channels, so sessions already in can go on and rooms start. */
 int server_fds_left(struct server *srv, int channel);
 
+/* End every channel of every session in room (deleted), each with msg on
+ * the client's stderr and exit status 1. */
+void server_end_room(struct server *srv, const char *room, const char *msg);
+
 /* Listen and prepare.  0, or -errno with the reason logged. */
 int server_init(struct server *srv, const struct config *cfg,
     const char *bin_dir);
