@@ -631,7 +631,8 @@ chat_own(struct chat *ch, json_object *req)
 	char msg[512];
 
 	if (strcmp(type, "rooms") == 0) {
-		chat_rooms(ch, room_access_list(s->srv, s));
+		chat_rooms(ch, room_access_list(s->srv->cfg->data_dir,
+		    &s->srv->rooms, s->user, s->opts.admin));
 		return 1;
 	}
 	if (strcmp(type, "delete") != 0)

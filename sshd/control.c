@@ -147,7 +147,8 @@ control_own(struct control *ct, const char *type, json_object *o)
 	char msg[512];
 
 	if (strcmp(type, "rooms") == 0) {
-		control_event(ct, room_access_list(s->srv, s));
+		control_event(ct, room_access_list(s->srv->cfg->data_dir,
+		    &s->srv->rooms, s->user, s->opts.admin));
 		return 1;
 	}
 	if (strcmp(type, "delete") != 0)

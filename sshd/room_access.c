@@ -35,10 +35,17 @@
 
 /* DATA/rooms/ROOM into out. */
 static void
+room_access_path(const char *data, const char *room, char *out, size_t len)
+{
+	snprintf(out, len, "%s/rooms/%s", data, room);
+}
+
+/* The same for srv's DATA. */
+static void
 room_access_dir(const struct server *srv, const char *room, char *out,
     size_t len)
 {
-	snprintf(out, len, "%s/rooms/%s", srv->cfg->data_dir, room);
+	room_access_path(srv->cfg->data_dir, room, out, len);
 }
 
 /* 1 when the room has a directory (it was created). */
@@ -110,7 +117,7 @@ room_access_hello(const struct session *s, json_object *hello)
 
 /* One room of a listing. */
 static json_object *
-room_access_entry(struct server *srv, const char *room,
+room_access_entry(const struct rooms *rs, const char *room,
     const struct access_list *l)
 {
 	json_object *o = json_object_new_object(), *m = json_object_new_array();
@@ -124,7 +131,7 @@ room_access_entry(struct server *srv, const char *room,
 		json_object_array_add(m, json_object_new_string(l->members[i]));
 	json_object_object_add(o, "members", m);
 	json_object_object_add(o, "state", json_object_new_string(
-	    rooms_running(&srv->rooms, room) ? "running" : "stopped"));
+	    rs && rooms_running(rs, room) ? "running" : "stopped"));
 	return o;
 }
 
@@ -137,7 +144,8 @@ room_access_filter(const struct dirent *d)
 
 /* See room_access.h. */
 json_object *
-room_access_list(struct server *srv, const struct session *s)
+room_access_list(const char *data, const struct rooms *rs, const char *user,
+    int admin)
 {
 	json_object *ev = json_object_new_object(), *arr;
 	char dir[ROOM_ACCESS_PATH];
@@ -150,16 +158,18 @@ room_access_list(struct server *srv, const struct session *s)
 		return NULL;
 	}
 	json_object_object_add(ev, "type", json_object_new_string("rooms"));
-	snprintf(dir, sizeof(dir), "%s/rooms", srv->cfg->data_dir);
+	snprintf(dir, sizeof(dir), "%s/rooms", data);
 	n = scandir(dir, &names, room_access_filter, alphasort);
 	for (int i = 0; i < n; i++) {
-		room_access_dir(srv, names[i]->d_name, dir, sizeof(dir));
+		const char *room = names[i]->d_name;
+
+		room_access_path(data, room, dir, sizeof(dir));
 		if (listed < ROOM_ACCESS_MAX_LISTED &&
-		    !rooms_deleting(&srv->rooms, names[i]->d_name) &&
+		    !(rs && rooms_deleting(rs, room)) &&
 		    access_db_read(dir, &l) == 0 &&
-		    access_may_enter(&l, s->user, s->opts.admin)) {
-			json_object_array_add(arr, room_access_entry(srv,
-			    names[i]->d_name, &l));
+		    access_may_enter(&l, user, admin)) {
+			json_object_array_add(arr, room_access_entry(rs, room,
+			    &l));
 			listed++;
 		}
 		free(names[i]);

@@ -27,10 +27,14 @@ int room_access_admit(struct chan *c, const char *what);
  * owner). */
 void room_access_hello(const struct session *s, json_object *hello);
 
-/* The rooms s's user may enter, as a `rooms` event (rooms: [{room,
- * owner, visibility, members, state}], by name).  NULL when out of
- * memory. */
-json_object *room_access_list(struct server *srv, const struct session *s);
+struct rooms;
+
+/* The rooms user (admin: every room) may enter among those in DATA, as a
+ * `rooms` event (rooms: [{room, owner, visibility, members, state}], by
+ * name); state comes from rs ("stopped" for all when rs is NULL: atriumd
+ * is not running).  NULL when out of memory. */
+json_object *room_access_list(const char *data, const struct rooms *rs,
+    const char *user, int admin);
 
 /* Delete room (which must be s's room: the confirmation), when s's user
  * owns it or is an admin: its sessions end, its processes stop, its

@@ -369,6 +369,7 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
+	srv->ctl.fd = -1;
 	if ((r = compat_init()) < 0 || (r = server_admission(srv)) < 0)
 		return r;
 	if ((r = loop_init(&srv->loop)) < 0)
@@ -384,6 +385,7 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	}
 	if ((r = server_listen(srv)) < 0)
 		return r;
+	ctl_init(&srv->ctl, srv);
 	loop_sync(&srv->loop);
 	return 0;
 }
@@ -409,6 +411,7 @@ server_turn(struct server *srv)
 	}
 	server_reap(srv);
 	rooms_tick(&srv->rooms);
+	ctl_tick(&srv->ctl);
 	server_accept_resume(srv);
 	loop_sync(&srv->loop);
 }
@@ -420,6 +423,7 @@ server_stop(struct server *srv)
 	long long until = time_mono_ms() + SERVER_STOP_WAIT_MS;
 
 	loop_del(&srv->listen_w);
+	ctl_free(&srv->ctl);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->dead = 1;
 	server_turn(srv);

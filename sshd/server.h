@@ -11,6 +11,7 @@
 #include "admission.h"
 #include "authkeys.h"
 #include "config.h"
+#include "ctl.h"
 #include "loop.h"
 #include "room.h"
 
@@ -25,6 +26,7 @@ struct server {
 	struct loop loop;		/* the one event */
 	struct rooms rooms;		/* every room's processes */
 	struct authkeys *keys;		/* DATA/authorized_keys */
+	struct ctl ctl;			/* the operator socket */
 	struct admission admission;	/* who may start a handshake */
 	uint64_t rng;			/* xorshift state for early drop */
 	long long refused_log_ms;	/* last refusal logged */

@@ -536,7 +536,8 @@ chan_rooms(struct chan *c)
 		return room_access_admit(c, "subsystem rooms") ?
 		    chan_forced(c, "subsystem rooms", "rooms") : 0;
 	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
-	if (!(ev = room_access_list(c->s->srv, c->s)))
+	if (!(ev = room_access_list(c->s->srv->cfg->data_dir,
+	    &c->s->srv->rooms, c->s->user, c->s->opts.admin)))
 		return -1;
 	buf_init(&line, CHAN_MAX_OUT);
 	if (jsonl_format(&line, ev) == 0)

@@ -348,3 +348,54 @@ def test_state_survives_a_restart(atriumd, data_dir, ssh_run):
     rc, out, err = ssh_run(srv, "kept", "echo carol-in", user="carol")
     assert refused_private(rc, err), err
     assert listing(srv, "bob")["kept"]["members"] == ["bob"]
+
+
+def atriumd_room(build, *args):
+    p = subprocess.run([os.path.join(build, "atriumd"), "room"] + list(args),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_operator_deletes_a_room_while_atriumd_runs(srv, build, ssh_run):
+    ssh_run(srv, "busy", "true")
+    make_private(srv, "busy")
+    a = chat_plain(srv, "busy", "alice")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        assert _pids_using(room_dir(srv, "busy"))
+        rc, out, err = atriumd_room(build, "list", srv.data)
+        assert rc == 0, err
+        rooms = {r["room"]: r for r in json.loads(out)["rooms"]}
+        assert rooms["busy"]["visibility"] == "private"
+        assert rooms["busy"]["state"] == "running"
+        rc, out, err = atriumd_room(build, "delete", srv.data, "busy")
+        assert rc == 0 and json.loads(out) == {"type": "deleted",
+                                               "room": "busy"}, err
+        a.proc.wait(15)
+        assert a.proc.returncode == 1
+        assert "deleted by the server's operator" in \
+            a.proc.stderr.read().decode()
+    finally:
+        a.close()
+    assert wait_gone(srv, "busy", timeout=1)
+    rc, out, err = atriumd_room(build, "delete", srv.data, "busy")
+    assert rc == 1 and "there is no room 'busy'" in err
+
+
+def test_operator_deletes_a_room_while_atriumd_is_stopped(atriumd, data_dir,
+                                                         build, ssh_run):
+    srv = atriumd(data_dir)
+    ssh_run(srv, "old", "echo x > f")
+    ssh_run(srv, "young", "true")
+    srv.stop()
+    rc, out, err = atriumd_room(build, "list", srv.data)
+    assert rc == 0, err
+    rooms = {r["room"]: r for r in json.loads(out)["rooms"]}
+    assert rooms["old"]["owner"] == "alice"
+    assert rooms["old"]["state"] == "stopped"
+    rc, out, err = atriumd_room(build, "delete", srv.data, "old")
+    assert rc == 0, err
+    assert not os.path.exists(room_dir(srv, "old"))
+    assert os.path.exists(room_dir(srv, "young"))
+    rc, out, err = atriumd_room(build, "delete", srv.data, "../x")
+    assert rc == 2 and "usage" in err
