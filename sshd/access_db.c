@@ -13,6 +13,13 @@
  * (agent/room_access.c), which covers a change committed between this
  * read and the session's start.
  *
+ * Read-only, never read-write: room.db has one writer, its agent.  So a
+ * read of a cold room leaves an empty room.db-wal and room.db-shm behind
+ * (only a writer may remove them); SQLite takes them as they are at the
+ * agent's next open.  (immutable=1 would leave nothing, but would read
+ * around a WAL an agent that was killed left uncheckpointed, or one that
+ * is starting right then.)
+ *
  * Workload: one open, two small queries and a close per decision (a
  * fraction of a millisecond; room.db is local).  A busy room.db (WAL
  * recovery) waits ACCESS_DB_BUSY_MS at most, then the decision fails
