@@ -23,7 +23,7 @@ ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icommon -MMD -MP \
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.

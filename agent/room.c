@@ -12,7 +12,12 @@
  * logged reason; the loop never blocks on a socket.
  *
  * Connections are freed only in room_flush (marked `closing` before), never
- * inside their own callback.
+ * inside their own callback.  A connection told to go with a last event
+ * (room_conn_end: access_denied) is closed by room_flush once that event
+ * is written.
+ *
+ * Who may enter and manage the room is room_access.c's: hello is checked
+ * there before the connection joins.
  */
 #include "room.h"
 
@@ -34,6 +39,7 @@
 #include "names.h"
 #include "proc.h"
 #include "protocol.h"
+#include "room_access.h"
 #include "room_db.h"
 #include "settings.h"
 #include "text.h"
@@ -160,7 +166,7 @@ room_members(struct agent *a)
 	for (struct conn *c = a->conns; c; c = c->next) {
 		int seen = 0;
 
-		if (!room_is_member(c) || c->closing)
+		if (!room_is_member(c) || c->closing || c->ending)
 			continue;
 		for (size_t i = 0; i < json_object_array_length(arr); i++)
 			if (strcmp(json_object_get_string(
@@ -182,6 +188,13 @@ room_conn_count(struct agent *a)
 		if (!c->closing)
 			n++;
 	return n;
+}
+
+void
+room_conn_end(struct conn *c, const char *reason)
+{
+	if (!c->closing && !c->ending)
+		c->ending = reason;
 }
 
 void
@@ -307,9 +320,12 @@ room_flush(struct agent *a)
 {
 	struct conn **pp = &a->conns, *c;
 
-	for (c = a->conns; c; c = c->next)
+	for (c = a->conns; c; c = c->next) {
 		if (!c->closing && c->out.len)
 			room_conn_write(c);
+		if (c->ending && !c->closing && !c->out.len)
+			room_conn_close(c, c->ending);
+	}
 	while ((c = *pp)) {
 		if (c->closing) {
 			*pp = c->next;
@@ -340,46 +356,66 @@ room_replay_one(const char *json, void *arg)
 	return c->closing != NULL;
 }
 
-/* hello: user, kind, history, since -> welcome and the replay. */
+/* The kind a hello names; CONN_NEW when unknown (error sent). */
+static enum conn_kind
+room_hello_kind(struct conn *c, const char *kind)
+{
+	if (!kind || strcmp(kind, "chat") == 0)
+		return CONN_CHAT;
+	if (strcmp(kind, "control") == 0)
+		return CONN_CONTROL;
+	if (strcmp(kind, "exec") == 0)
+		return CONN_EXEC;
+	room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
+	    " control or exec", kind);
+	return CONN_NEW;
+}
+
+/* The welcome event: who, where, the settings and who owns the room. */
+static void
+room_welcome(struct agent *a, struct conn *c)
+{
+	json_object *ev = room_event_new("welcome");
+	char now[40];
+
+	json_object_object_add(ev, "room", json_object_new_string(a->room));
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "provider", json_object_new_string(a->provider));
+	json_object_object_add(ev, "model", json_object_new_string(a->model));
+	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
+	room_access_describe(a, ev);
+	json_object_object_add(ev, "seq", json_object_new_int64(a->seq));
+	time_now_iso(now, sizeof(now));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+	room_queue_event(c, ev);	/* seq is the latest, not a new one */
+	json_object_put(ev);
+}
+
+/* hello: user, kind, admin, may_create, history, since -> welcome and the
+ * replay, or access_denied. */
 static void
 room_hello(struct conn *c, json_object *req)
 {
 	struct agent *a = c->a;
 	const char *user = json_get_string(req, "user");
-	const char *kind = json_get_string(req, "kind");
 	long long history = json_get_int(req, "history", 0);
 	long long since = json_get_int(req, "since", -1);
-	json_object *ev;
-	char now[40];
+	enum conn_kind kind;
 
 	if (!user || !user_name_valid(user)) {
 		room_error(c, NULL, "hello needs a valid user name (1-32 of "
 		    "A-Z a-z 0-9 . _ -)");
 		return;
 	}
-	if (!kind || strcmp(kind, "chat") == 0)
-		c->kind = CONN_CHAT;
-	else if (strcmp(kind, "control") == 0)
-		c->kind = CONN_CONTROL;
-	else if (strcmp(kind, "exec") == 0)
-		c->kind = CONN_EXEC;
-	else {
-		room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
-		    " control or exec", kind);
+	if ((kind = room_hello_kind(c, json_get_string(req, "kind"))) ==
+	    CONN_NEW)
 		return;
-	}
 	snprintf(c->user, sizeof(c->user), "%s", user);
-	ev = room_event_new("welcome");
-	json_object_object_add(ev, "room", json_object_new_string(a->room));
-	json_object_object_add(ev, "user", json_object_new_string(c->user));
-	json_object_object_add(ev, "provider", json_object_new_string(a->provider));
-	json_object_object_add(ev, "model", json_object_new_string(a->model));
-	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
-	json_object_object_add(ev, "seq", json_object_new_int64(a->seq));
-	time_now_iso(now, sizeof(now));
-	json_object_object_add(ev, "time", json_object_new_string(now));
-	room_queue_event(c, ev);	/* seq is the latest, not a new one */
-	json_object_put(ev);
+	c->admin = json_get_bool(req, "admin", 0);
+	if (room_access_hello(a, c, req) < 0)
+		return;
+	c->kind = kind;
+	room_welcome(a, c);
 	if (since >= 0)
 		room_db_events_each(a->db, since, history, room_replay_one, c);
 	else if (history > 0)
@@ -461,6 +497,8 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 			room_error(c, NULL, "the agent is not running a turn");
 	} else if (strcmp(type, "config") == 0) {
 		settings_request(c->a, c, req);
+	} else if (room_access_request(c->a, c, type, req)) {
+		/* invite, kick, visibility, access */
 	} else if (strcmp(type, "history") == 0) {
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {
@@ -486,7 +524,9 @@ room_line(struct conn *c, const char *line, size_t len)
 		return;
 	}
 	type = json_get_string(req, "type");
-	if (!type) {
+	if (c->ending) {
+		/* on its way out: nothing more is taken from it */
+	} else if (!type) {
 		room_error(c, NULL, "a request needs a \"type\"");
 	} else if (c->kind == CONN_NEW) {
 		if (strcmp(type, "hello") == 0)

@@ -27,6 +27,7 @@ struct conn {
 	int fd;
 	enum conn_kind kind;		/* CONN_NEW until hello */
 	char user[64];
+	int admin;			/* hello said the key has atrium-admin */
 	struct jsonl in;		/* framed input, PROTO_MAX_LINE */
 	struct buf out;			/* queued output, ROOM_MAX_OUTPUT */
 	int fds[ROOM_MAX_FDS_QUEUED];	/* received, not yet claimed */
@@ -35,6 +36,8 @@ struct conn {
 	int nfds;
 	long long rx;			/* bytes received so far */
 	const char *closing;		/* reason; reaped in room_flush */
+	const char *ending;		/* reason; closed once its queued
+					 * output is written (room_conn_end) */
 };
 
 /* Listen on a->sock_path (0600, stale socket removed).  0 or -errno. */
@@ -81,6 +84,10 @@ int room_conn_count(struct agent *a);
 
 /* Mark a connection to be closed (reason logged) at the next flush. */
 void room_conn_close(struct conn *c, const char *reason);
+
+/* End a connection once what is queued to it is written (a last event
+ * such as access_denied); its input is ignored from now on. */
+void room_conn_end(struct conn *c, const char *reason);
 
 /* Take n received fds from c's queue, in order.  0 or -EBADF when fewer
  * than n were received. */

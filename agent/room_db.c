@@ -4,7 +4,7 @@
  * (the checkpoints that make a turn resumable), the audit of commands and
  * token usage.  Only atrium-agent writes it; one connection, WAL mode.
  *
- * Schema (user_version 2):
+ * Schema (user_version 3):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -12,8 +12,16 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)
  *       last_seq: the highest seq handed out, live events included
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
- *       provider, model, approval, allow_list (a JSON array)
+ *       provider, model, approval, allow_list (a JSON array); visibility
+ *       (open | private; absent: open)
  *   members(user TEXT PRIMARY KEY, first_seen TEXT, last_seen TEXT)
+ *       who has joined (chat or control), and when last
+ *   access(user TEXT PRIMARY KEY, role owner|member, by TEXT, time TEXT)
+ *       who may enter a private room: at most one owner (a partial
+ *       unique index), who made the room; the members the owner or an
+ *       admin invited (by).  atriumd reads this table and config's
+ *       visibility read-only (sshd/access_db.c) to decide entry before it
+ *       starts a command; keep both in step with it.
  *   turns(id INTEGER PRIMARY KEY, user, prompt, state queued|running|done,
  *       stop_reason, steps, input_tokens, output_tokens, created, started,
  *       ended)
@@ -104,6 +112,23 @@ static const char *const room_db_migrations[] = {
 	"  output_tokens INTEGER NOT NULL DEFAULT 0,"
 	"  requested TEXT NOT NULL, done TEXT,"
 	"  CHECK (state = 'pending' OR (cut IS NOT NULL AND summary IS NOT NULL)));",
+	/* 2 -> 3: access.  A room made before owners were recorded gets as
+	 * owner the first person seen in it (joined, or ran a command), and
+	 * everyone who joined it becomes a member, so making it private
+	 * later keeps them in.  Rooms stay open. */
+	"CREATE TABLE access (user TEXT PRIMARY KEY,"
+	"  role TEXT NOT NULL CHECK (role IN ('owner','member')),"
+	"  by TEXT, time TEXT NOT NULL);"
+	"CREATE UNIQUE INDEX access_one_owner ON access (role)"
+	"  WHERE role = 'owner';"
+	"INSERT INTO access (user, role, by, time)"
+	"  SELECT user, 'owner', NULL, t FROM"
+	"  (SELECT user, first_seen AS t FROM members UNION ALL"
+	"   SELECT user, started FROM audit WHERE kind = 'exec')"
+	"  WHERE user != 'agent' ORDER BY t LIMIT 1;"
+	"INSERT OR IGNORE INTO access (user, role, by, time)"
+	"  SELECT user, 'member', NULL, first_seen FROM members"
+	"  WHERE user != 'agent';",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -413,6 +438,56 @@ room_db_member_seen(struct room_db *db, const char *user)
 	return room_db_write(db, "INSERT INTO members (user, first_seen,"
 	    " last_seen) VALUES (?, ?, ?) ON CONFLICT (user) DO UPDATE SET"
 	    " last_seen = excluded.last_seen", "sss", user, now, now);
+}
+
+/* ---- access ------------------------------------------------------------ */
+
+int
+room_db_access_load(struct room_db *db, struct access_list *out)
+{
+	char vis[16];
+	sqlite3_stmt *st;
+	int rc;
+
+	access_list_init(out);
+	if (room_db_config_get(db, "visibility", vis, sizeof(vis)) == 1 &&
+	    access_visibility_parse(vis, &out->visibility) < 0)
+		out->visibility = ACCESS_PRIVATE;	/* unknown: fail closed */
+	st = room_db_prep(db, "SELECT user, role FROM access ORDER BY time,"
+	    " user", "");
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *user = (const char *)sqlite3_column_text(st, 0);
+		const char *role = (const char *)sqlite3_column_text(st, 1);
+
+		if (strcmp(role, "owner") == 0)
+			snprintf(out->owner, sizeof(out->owner), "%s", user);
+		else
+			access_list_add(out, user);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : room_db_fail(db, "access");
+}
+
+int
+room_db_access_set(struct room_db *db, const char *user, const char *role,
+    const char *by)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT INTO access (user, role, by, time)"
+	    " VALUES (?, ?, ?, ?) ON CONFLICT (user) DO UPDATE SET role ="
+	    " excluded.role, by = excluded.by, time = excluded.time", "ssss",
+	    user, role, by, now);
+}
+
+int
+room_db_access_remove(struct room_db *db, const char *user)
+{
+	return room_db_write(db, "DELETE FROM access WHERE user = ? AND role ="
+	    " 'member'", "s", user);
 }
 
 /* ---- turns ------------------------------------------------------------- */

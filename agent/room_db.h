@@ -16,7 +16,9 @@
 
 #include <json-c/json.h>
 
-#define ROOM_DB_VERSION	2	/* PRAGMA user_version of the current schema */
+#include "access.h"
+
+#define ROOM_DB_VERSION	3	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -52,6 +54,16 @@ int room_db_config_get(struct room_db *db, const char *key, char *out,
 
 /* --- members: who has ever joined, and when last. */
 int room_db_member_seen(struct room_db *db, const char *user);
+
+/* --- access: the room's owner, members (access table) and visibility
+ * (config key "visibility"); access.h decides with them. */
+int room_db_access_load(struct room_db *db, struct access_list *out);
+/* Make user the room's owner or a member (role "owner" | "member"), by
+ * whom (NULL: the room itself).  -EIO when a second owner is refused. */
+int room_db_access_set(struct room_db *db, const char *user,
+    const char *role, const char *by);
+/* Remove a member (never the owner). */
+int room_db_access_remove(struct room_db *db, const char *user);
 
 /* --- turns */
 enum room_db_turn_state { TURN_QUEUED, TURN_RUNNING, TURN_DONE };

@@ -1,6 +1,7 @@
 /*
  * settings.c: the room's settings (settings.h).  The command line gives the
- * defaults; a `config` line from any member changes them for this room; they
+ * defaults; a `config` line from the room's owner or an admin
+ * (room_access.h) changes them for this room; they
  * live in room.db's config table so they survive restarts, and every change
  * is announced with a stored `config` event naming who made it.
  *
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "provider.h"
 #include "room.h"
+#include "room_access.h"
 #include "room_db.h"
 
 #define SETTINGS_MAX_ALLOW	256	/* allow_list entries */
@@ -197,6 +199,9 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 	const char *ap = json_get_string(req, "approval");
 	json_object *al = NULL;
 
+	if (!room_access_may_manage(a, c, "change the room's model, "
+	    "provider or approval policy"))
+		return;
 	if (settings_check(a, c, req) < 0)
 		return;
 	if (p && !m && strcmp(p, a->provider) != 0)

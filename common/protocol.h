@@ -8,9 +8,13 @@
  * Connection start (atriumd -> agent only; a subsystem client never sends it,
  * atriumd refuses `hello` from clients so a user cannot be forged):
  *   hello     user, kind ("chat" | "control" | "exec"), history (N latest
- *             stored events to replay, default 0), since (replay seq > since)
- *   -> welcome  room, user, seq (latest), provider, model, approval
- *      then the replayed events (each with "replay": true), then live ones.
+ *             stored events to replay, default 0), since (replay seq > since),
+ *             admin (the key has atrium-admin), may_create (the key may
+ *             create this room: it becomes the owner of a room without one)
+ *   -> welcome  room, user, seq (latest), provider, model, approval, owner,
+ *      visibility; then the replayed events (each with "replay": true),
+ *      then live ones.  Or, when the room may not be entered (access.h),
+ *      access_denied, and the connection ends.
  *   kind "exec" connections are not members: no presence, no broadcasts
  *   except the results of their own execs.
  *
@@ -35,6 +39,12 @@
  *   config    model, provider, approval, allow_list[], skills[], seed_git
  *   history   since, limit          replay stored events with seq > since
  *   who                             -> presence
+ *   invite    user                  make user a member      } the owner's
+ *   kick      user                  remove, end its sessions} and admins'
+ *   visibility visibility ("open" | "private")              } only
+ *   access                          -> access (to this client)
+ *   rooms, delete (room)            atriumd's own, never sent to the agent
+ *                                   (sshd/room_access.h)
  *
  * From the room (each has type, seq and time; seq is room-wide and rises;
  * events marked * are stored in room.db and replayed, the others are live
@@ -60,6 +70,10 @@
  *                    tokens_before, context_window, summary, usage: older
  *                    turns were summarised for the model; history stays
  *                    whole
+ *   access*          owner, visibility, members, change (owner | invite |
+ *                    kick | visibility), user, by: after a change; live and
+ *                    without change when asked
+ *   access_denied    room, message, owner: to one connection, its last
  *   notice           text                 e.g. "model busy, retrying in 4 s"
  *   error            message [, id]       what was wrong, what to do
  *

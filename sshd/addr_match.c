@@ -6,8 +6,7 @@
  * Each entry is tried first as ADDRESS[/MASKLEN] (inet_pton), as
  * OpenSSH's addr_match_list prefers CIDR, and only when that fails as a
  * wildcard on the address's text.  Lists are short (a few entries), so
- * every call splits its own copy; the wildcard matcher backtracks to the
- * last '*' only, so it is linear in practice and never recursive.
+ * every call splits its own copy; the wildcards are pattern.c's.
  */
 #include "addr_match.h"
 
@@ -17,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pattern.h"
 
 /* An address of either family: family AF_INET (4 bytes used) or AF_INET6. */
 struct addr_match_addr {
@@ -105,32 +106,6 @@ addr_match_net(const struct addr_match_addr *a,
 	return 1;
 }
 
-/* '*' and '?' wildcard match of s against p, ignoring case. */
-static int
-addr_match_glob(const char *s, const char *p)
-{
-	const char *star = NULL, *resume = NULL;
-
-	while (*s) {
-		if (*p == '*') {
-			star = p++;
-			resume = s;
-		} else if (*p && (*p == '?' || tolower((unsigned char)*p) ==
-		    tolower((unsigned char)*s))) {
-			p++;
-			s++;
-		} else if (star) {
-			p = star + 1;
-			s = ++resume;
-		} else {
-			return 0;
-		}
-	}
-	while (*p == '*')
-		p++;
-	return *p == '\0';
-}
-
 /* Could entry (valid, not negated) match a numeric address at all?  A
  * network can; a wildcard only when it holds nothing but hex digits,
  * '.', ':' and wildcards; anything else is a host name. */
@@ -188,7 +163,7 @@ addr_match_entry(const char *entry, const struct addr_match_addr *a,
 		return a && addr_match_net(a, &net, masklen);
 	if (strchr(entry, '/'))
 		return -EINVAL;	/* neither a network nor a pattern */
-	return text && addr_match_glob(text, entry);
+	return text && pattern_match(text, entry, 1);
 }
 
 /* See addr_match.h. */

@@ -24,6 +24,7 @@
 
 #include "addr_match.h"
 #include "names.h"
+#include "pattern.h"
 
 /* What an option does; see the table in authkeys_opts.h. */
 enum authkey_kind {
@@ -32,10 +33,12 @@ enum authkey_kind {
 	AK_NO_PTY,
 	AK_PTY,
 	AK_REFUSE,		/* the key is refused (certificates ...) */
+	AK_ADMIN,		/* atrium-admin */
 	AK_USER,		/* the options that take a value: */
 	AK_COMMAND,
 	AK_FROM,
 	AK_EXPIRY,
+	AK_ROOMS,
 	AK_ENVIRONMENT,
 	AK_VALUE_NOOP,		/* permitopen=, permitlisten=, tunnel= */
 	AK_VALUE_REFUSE,	/* principals= */
@@ -63,6 +66,8 @@ static const struct authkey_opt_def authkey_opt_defs[] = {
 	{ "cert-authority", AK_REFUSE, "atriumd does not accept certificates" },
 	{ "verify-required", AK_REFUSE, "atriumd cannot check a security key's "
 	    "user verification" },
+	{ "atrium-admin", AK_ADMIN, NULL },
+	{ "rooms", AK_ROOMS, NULL },
 	{ "user", AK_USER, NULL },
 	{ "command", AK_COMMAND, NULL },
 	{ "from", AK_FROM, NULL },
@@ -210,6 +215,18 @@ authkey_expiry(struct authkey_opts *out, const char *value)
 	return 0;
 }
 
+/* rooms="PATTERNS": atriumd's own; checked now, once. */
+static int
+authkey_rooms(struct authkey_opts *out, char *value)
+{
+	if (pattern_list_check(value) < 0)
+		return authkey_fail(out, "rooms=\"%.64s\" is not a valid "
+		    "pattern list (room names with * and ?, comma-separated, "
+		    "!PATTERN to exclude, at most %d)", value,
+		    PATTERN_MAX_ENTRIES);
+	return authkey_set_once(out, &out->rooms, value, "rooms");
+}
+
 /* user="NAME": atriumd's own; a valid user name, once. */
 static int
 authkey_user(struct authkey_opts *out, const char *value)
@@ -243,6 +260,8 @@ authkey_apply_value(struct authkey_opts *out, const struct authkey_opt_def *d,
 		return authkey_from(out, value);
 	case AK_EXPIRY:
 		return authkey_expiry(out, value);
+	case AK_ROOMS:
+		return authkey_rooms(out, value);
 	case AK_ENVIRONMENT:
 		/* Checked like sshd (NAME=...), then ignored. */
 		if (value[0] == '=' || !strchr(value, '='))
@@ -271,6 +290,9 @@ authkey_apply_flag(struct authkey_opts *out, const struct authkey_opt_def *d)
 		return 0;
 	case AK_REFUSE:
 		return authkey_fail(out, "%s refuses the key: %s", d->name, d->why);
+	case AK_ADMIN:
+		out->admin = 1;
+		return 0;
 	case AK_NOOP:
 		return 0;
 	default:
@@ -367,13 +389,22 @@ authkey_opts_check(const struct authkey_opts *o, const char *addr,
 
 /* See authkeys_opts.h. */
 int
+authkey_opts_may_create(const struct authkey_opts *o, const char *room)
+{
+	return o->admin || !o->rooms || pattern_list_match(room, o->rooms) == 1;
+}
+
+/* See authkeys_opts.h. */
+int
 authkey_opts_copy(struct authkey_opts *dst, const struct authkey_opts *src)
 {
 	*dst = *src;
 	dst->owned = 1;
 	dst->command = src->command ? strdup(src->command) : NULL;
 	dst->from = src->from ? strdup(src->from) : NULL;
-	if ((src->command && !dst->command) || (src->from && !dst->from)) {
+	dst->rooms = src->rooms ? strdup(src->rooms) : NULL;
+	if ((src->command && !dst->command) || (src->from && !dst->from) ||
+	    (src->rooms && !dst->rooms)) {
 		authkey_opts_free(dst);
 		return -ENOMEM;
 	}
@@ -389,6 +420,7 @@ authkey_opts_free(struct authkey_opts *o)
 	if (o->owned) {
 		free(o->command);
 		free(o->from);
+		free(o->rooms);
 	}
 	memset(o, 0, sizeof(*o));
 }

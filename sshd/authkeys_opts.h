@@ -9,6 +9,11 @@
  * AUTHORIZED KEYS, says the same to operators):
  *
  *   user="NAME"          names the user (atriumd's own option)
+ *   atrium-admin         atriumd's own: the key may enter and manage
+ *                        every room (access.h)
+ *   rooms="PATTERNS"     atriumd's own: the rooms the key may create,
+ *                        an OpenSSH pattern list (pattern.h); rooms
+ *                        that exist are entered by their access list
  *   from="LIST"          the client's address must match (addr_match.h)
  *   expiry-time="TIME"   YYYYMMDD[HHMM[SS]], local time ("Z": UTC);
  *                        refused from then on (several: the earliest)
@@ -48,7 +53,11 @@ struct authkey_opts {
 	time_t expiry;		/* expiry-time=: refused from then; 0: never */
 	int no_pty;		/* restrict or no-pty (not undone by pty) */
 	int environment;	/* environment= options given (ignored) */
-	int owned;		/* command and from are malloc'ed copies */
+	int admin;		/* atrium-admin: enters and manages any room */
+	char *rooms;		/* rooms="...": may create only these; NULL:
+				 * any */
+	int owned;		/* command, from and rooms are malloc'ed
+				 * copies */
 	char error[160];	/* why the field was refused */
 };
 
@@ -64,6 +73,10 @@ int authkey_expiry_parse(const char *text, time_t *out);
  * match or the key has expired. */
 int authkey_opts_check(const struct authkey_opts *o, const char *addr,
     time_t now, char *why, size_t len);
+
+/* May a key with these options create the room called room (a room that
+ * does not exist yet)?  1 or 0: admins may; rooms= must match when set. */
+int authkey_opts_may_create(const struct authkey_opts *o, const char *room);
 
 /* Copy src into dst with owned strings.  0 or -ENOMEM (dst then empty). */
 int authkey_opts_copy(struct authkey_opts *dst, const struct authkey_opts *src);

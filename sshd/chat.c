@@ -7,6 +7,13 @@
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.
  *
+ * Room access: /invite, /kick, /private, /public and /access are room
+ * requests (the agent checks that the user owns the room or is an admin);
+ * /rooms and /delete are atriumd's own (room_access.h), answered here.
+ * An access_denied event (removed, or the room went private) ends the
+ * chat with its message on stderr and status 1; the chat does not
+ * reconnect then.
+ *
  * A slow client does not hold the room up: when more than CHAT_MAX_QUEUED
  * bytes wait for it, they are dropped and a note says so (the room keeps
  * the history).
@@ -22,6 +29,8 @@
 #include "agentlink.h"
 #include "log.h"
 #include "room.h"
+#include "room_access.h"
+#include "server.h"
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
@@ -38,7 +47,9 @@
 	"agent's turn; /who lists who is here; y or /approve, n or /deny " \
 	"answer the approval request waiting (/approve ID for another); " \
 	"/policy deny_all|allow_list|allow_all|ask; " \
-	"/model NAME; /help; /quit (or Ctrl-D on an empty line)"
+	"/model NAME; owner: /invite USER, /kick USER, /private, /public, " \
+	"/delete ROOM; /access shows who may enter; /rooms lists the rooms " \
+	"you may enter; /help; /quit (or Ctrl-D on an empty line)"
 
 struct chat {
 	struct chan *c;			/* owner */
@@ -52,6 +63,7 @@ struct chat {
 	int started;			/* hello sent */
 	int reconnect;			/* the agent went away: connect again */
 	int leaving;			/* exit once our lines are sent */
+	int denied;			/* access_denied came: the end */
 	int connect_tries;
 	long long last_seq;		/* newest event seen, for reconnects */
 	unsigned long nexec;		/* !CMD counter */
@@ -165,6 +177,38 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		}
 		*out = chat_req("config");
 		json_object_object_add(*out, "approval", json_object_new_string(arg));
+		return 1;
+	}
+	if (IS("/invite") || IS("/kick")) {
+		if (!arg) {
+			snprintf(reply, len, "usage: %s USER", IS("/invite") ?
+			    "/invite" : "/kick");
+			return 0;
+		}
+		*out = chat_req(IS("/invite") ? "invite" : "kick");
+		json_object_object_add(*out, "user", json_object_new_string(arg));
+		return 1;
+	}
+	if (IS("/private") || IS("/public")) {
+		*out = chat_req("visibility");
+		json_object_object_add(*out, "visibility", json_object_new_string(
+		    IS("/private") ? "private" : "open"));
+		return 1;
+	}
+	if (IS("/access") || IS("/rooms")) {
+		*out = chat_req(IS("/access") ? "access" : "rooms");
+		return 1;
+	}
+	if (IS("/delete")) {
+		if (!arg) {
+			snprintf(reply, len, "/delete ROOM deletes this room for "
+			    "everyone, for good: its workspace, its history and "
+			    "its agent's transcript.  Type /delete and the "
+			    "room's name to confirm.");
+			return 0;
+		}
+		*out = chat_req("delete");
+		json_object_object_add(*out, "room", json_object_new_string(arg));
 		return 1;
 	}
 	if (IS("/model")) {
@@ -354,6 +398,56 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 	return 1;
 }
 
+/* The members of an access event or a listed room, "a, b" ("none"). */
+static void
+chat_members_text(json_object *o, char *out, size_t len)
+{
+	json_object *m = NULL;
+	size_t n, used = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(o, "members", &m) ||
+	    !json_object_is_type(m, json_type_array) ||
+	    !(n = json_object_array_length(m))) {
+		snprintf(out, len, "none");
+		return;
+	}
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		int w = snprintf(out + used, len - used, "%s%s", i ? ", " : "",
+		    json_object_get_string(json_object_array_get_idx(m, i)));
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* An access event: what changed, then the list. */
+static void
+chat_access_text(json_object *o, char *out, size_t len)
+{
+	const char *change = json_get_string(o, "change") ?: "";
+	const char *by = json_get_string(o, "by") ?: "someone";
+	const char *user = json_get_string(o, "user") ?: "?";
+	char members[1024], what[256];
+
+	chat_members_text(o, members, sizeof(members));
+	if (strcmp(change, "invite") == 0)
+		snprintf(what, sizeof(what), "%s invited %s; ", by, user);
+	else if (strcmp(change, "kick") == 0)
+		snprintf(what, sizeof(what), "%s removed %s; ", by, user);
+	else if (strcmp(change, "visibility") == 0)
+		snprintf(what, sizeof(what), "%s made the room %s; ", by,
+		    json_get_string(o, "visibility") ?: "?");
+	else if (strcmp(change, "owner") == 0)
+		snprintf(what, sizeof(what), "%s owns the room; ", user);
+	else
+		what[0] = '\0';
+	snprintf(out, len, "%sroom: %s, owner %s, members %s", what,
+	    json_get_string(o, "visibility") ?: "?",
+	    json_get_string(o, "owner") ?: "none", members);
+}
+
 /* Events about people and settings. */
 static int
 chat_event_room(struct chat *ch, const char *type, json_object *o)
@@ -361,10 +455,12 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 	char text[2048];
 
 	if (strcmp(type, "welcome") == 0) {
-		snprintf(text, sizeof(text), "you are %s in room %s (model %s, "
-		    "approval %s); /help lists the commands",
+		snprintf(text, sizeof(text), "you are %s in room %s (owner %s, "
+		    "%s; model %s, approval %s); /help lists the commands",
 		    json_get_string(o, "user") ?: "?",
 		    json_get_string(o, "room") ?: ch->c->s->room,
+		    json_get_string(o, "owner") ?: "none",
+		    json_get_string(o, "visibility") ?: "open",
 		    json_get_string(o, "model") ?: "?",
 		    json_get_string(o, "approval") ?: "?");
 	} else if (strcmp(type, "presence") == 0) {
@@ -396,6 +492,8 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    "%lld out)", json_get_string(o, "stop_reason") ?: "?",
 		    u ? json_get_int(u, "input_tokens", 0) : 0,
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
+	} else if (strcmp(type, "access") == 0) {
+		chat_access_text(o, text, sizeof(text));
 	} else if (strcmp(type, "notice") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
@@ -444,6 +542,20 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 	return 1;
 }
 
+/* Removed from the room, or refused at hello: say why on stderr and
+ * end with status 1; no reconnect. */
+static void
+chat_denied(struct chat *ch, const char *msg)
+{
+	if (ch->denied)
+		return;
+	ch->denied = ch->leaving = 1;
+	log_info("session %lu: %s: %s", ch->c->s->num, ch->c->s->user,
+	    msg ? msg : "access denied");
+	tui_draw_clear_bottom(&ch->draw, &ch->c->out);
+	chan_refuse(ch->c, "%s", msg ? msg : "atrium: access denied");
+}
+
 /* A line from the room. */
 static void
 chat_line(void *arg, json_object *o, const char *line, size_t len)
@@ -457,6 +569,10 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 		return;
 	if (seq > ch->last_seq)
 		ch->last_seq = seq;
+	if (strcmp(type, "access_denied") == 0) {
+		chat_denied(ch, json_get_string(o, "message"));
+		return;
+	}
 	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
 	    chat_event_exec(ch, type, o))
 		return;
@@ -469,7 +585,7 @@ chat_end(void *arg)
 {
 	struct chat *ch = arg;
 
-	if (ch->leaving)
+	if (ch->leaving || ch->denied)
 		return;
 	chat_print(ch, TUI_STYLE_NOTICE, NULL,
 	    "the room's agent restarted; reconnecting");
@@ -477,6 +593,55 @@ chat_end(void *arg)
 }
 
 /* -------------------------------------------------------------- input -- */
+
+/* Print a `rooms` listing, a line per room. */
+static void
+chat_rooms(struct chat *ch, json_object *ev)
+{
+	json_object *arr = NULL;
+	char text[1400], members[1024];
+	size_t n;
+
+	if (!ev || !json_object_object_get_ex(ev, "rooms", &arr) ||
+	    !(n = json_object_array_length(arr))) {
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, "no room you may enter");
+		json_object_put(ev);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(arr, i);
+
+		chat_members_text(r, members, sizeof(members));
+		snprintf(text, sizeof(text), "room %s: %s, %s, owner %s, "
+		    "members %s", json_get_string(r, "room") ?: "?",
+		    json_get_string(r, "visibility") ?: "?",
+		    json_get_string(r, "state") ?: "?",
+		    json_get_string(r, "owner") ?: "none", members);
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+	}
+	json_object_put(ev);
+}
+
+/* atriumd's own requests (rooms, delete): 1 when req was one. */
+static int
+chat_own(struct chat *ch, json_object *req)
+{
+	const char *type = json_get_string(req, "type");
+	struct session *s = ch->c->s;
+	char msg[512];
+
+	if (strcmp(type, "rooms") == 0) {
+		chat_rooms(ch, room_access_list(s->srv->cfg->data_dir,
+		    &s->srv->rooms, s->user, s->opts.admin));
+		return 1;
+	}
+	if (strcmp(type, "delete") != 0)
+		return 0;
+	if (room_access_delete(s->srv, s, json_get_string(req, "room"), msg,
+	    sizeof(msg)) < 0)
+		chat_print(ch, TUI_STYLE_ERROR, NULL, msg);
+	return 1;
+}
 
 /* Act on one finished input line. */
 static void
@@ -497,6 +662,10 @@ chat_submit(struct chat *ch, const char *line)
 	}
 	if (r != 1)
 		return;
+	if (chat_own(ch, req)) {
+		json_object_put(req);
+		return;
+	}
 	if (strcmp(json_get_string(req, "type"), "exec") == 0) {
 		snprintf(id, sizeof(id), "chat-%lu-%lu", ch->c->s->num,
 		    ++ch->nexec);
@@ -685,6 +854,7 @@ chat_start(struct chan *c, struct room *r)
 	hello = chat_req("hello");
 	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("chat"));
+	room_access_hello(c->s, hello);
 	if (ch->last_seq > 0)
 		json_object_object_add(hello, "since",
 		    json_object_new_int64(ch->last_seq));
@@ -704,7 +874,7 @@ chat_tick(struct chan *c)
 {
 	struct chat *ch = c->kind;
 
-	if (ch->reconnect && !c->waiting_room) {
+	if (ch->reconnect && !c->waiting_room && !ch->denied) {
 		agentlink_close(&ch->link);
 		ch->started = 0;
 		chan_wait_room(c);

@@ -8,6 +8,13 @@
  * has room; agent lines are read only while the channel's queue is under
  * CONTROL_MAX_QUEUED.
  *
+ * Two requests are atriumd's own, answered here and never sent to the
+ * agent (they reach beyond one room's agent): `rooms` (the rooms the
+ * user may enter: room_access.h) and `delete` (room: this room's name, to
+ * confirm; its owner or an admin only).  An `access_denied` event from the
+ * room (the user was removed, or the room went private) is passed on, its
+ * message goes to stderr, and the session ends with status 1.
+ *
  * Client EOF ends the session once what the client asked for is answered:
  * the turns its prompts (and @agent chat lines) started have ended and its
  * execs have their results.  So a script can pipe requests in and read
@@ -27,6 +34,8 @@
 #include "log.h"
 #include "protocol.h"
 #include "room.h"
+#include "room_access.h"
+#include "server.h"
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
 #define CONTROL_MAX_CONNECT	20
@@ -38,6 +47,7 @@ struct control {
 	struct jsonl in;		/* client bytes, framed */
 	int started;			/* hello sent */
 	int ended;			/* the agent went away */
+	int denied;			/* access_denied came: the end */
 	int connect_tries;
 	int eof;			/* the client sends no more */
 	int turns_owed;			/* its prompts whose turn has not ended */
@@ -116,6 +126,39 @@ control_settle(struct control *ct, json_object *o)
 		chan_exit(ct->c, 0, NULL);
 }
 
+/* One event line of atriumd's own to the client. */
+static void
+control_event(struct control *ct, json_object *ev)
+{
+	struct buf line;
+
+	buf_init(&line, CHAN_MAX_OUT);
+	if (ev && jsonl_format(&line, ev) == 0)
+		chan_write(ct->c, line.data, line.len);
+	buf_free(&line);
+	json_object_put(ev);
+}
+
+/* atriumd's own requests: rooms and delete.  1 when type was one. */
+static int
+control_own(struct control *ct, const char *type, json_object *o)
+{
+	struct session *s = ct->c->s;
+	char msg[512];
+
+	if (strcmp(type, "rooms") == 0) {
+		control_event(ct, room_access_list(s->srv->cfg->data_dir,
+		    &s->srv->rooms, s->user, s->opts.admin));
+		return 1;
+	}
+	if (strcmp(type, "delete") != 0)
+		return 0;
+	if (room_access_delete(s->srv, s, json_get_string(o, "room"), msg,
+	    sizeof(msg)) < 0)
+		control_error(ct, msg);
+	return 1;
+}
+
 /* Check one client line and pass it on. */
 static void
 control_client_line(struct control *ct, char *line, size_t len)
@@ -135,6 +178,8 @@ control_client_line(struct control *ct, char *line, size_t len)
 	if (type && strcmp(type, "hello") == 0)
 		control_error(ct, "hello is sent by the server: start with "
 		    "your first request (chat, prompt, exec...)");
+	else if (type && control_own(ct, type, o))
+		;
 	else if (agentlink_send_line(&ct->link, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "
 		    "slow down or reconnect");
@@ -187,9 +232,17 @@ static void
 control_line(void *arg, json_object *obj, const char *line, size_t len)
 {
 	struct control *ct = arg;
+	const char *type;
 
 	chan_write(ct->c, line, len);
 	chan_write(ct->c, "\n", 1);
+	if (obj && !ct->denied && (type = json_get_string(obj, "type")) &&
+	    strcmp(type, "access_denied") == 0) {
+		ct->denied = ct->ended = 1;
+		chan_refuse(ct->c, "%s", json_get_string(obj, "message") ?:
+		    "atrium: access denied");
+		return;
+	}
 	if (obj)
 		control_settle(ct, obj);
 	if (ct->c->out.len > CONTROL_MAX_QUEUED)
@@ -202,6 +255,8 @@ control_end(void *arg)
 {
 	struct control *ct = arg;
 
+	if (ct->denied)
+		return;
 	ct->ended = 1;
 	control_error(ct, "the room's agent stopped; reconnect to go on");
 	chan_exit(ct->c, 1, NULL);
@@ -230,6 +285,7 @@ control_start(struct chan *c, struct room *r)
 	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("control"));
 	json_object_object_add(hello, "history", json_object_new_int(0));
+	room_access_hello(c->s, hello);
 	agentlink_send(&ct->link, hello);
 	json_object_put(hello);
 	ct->started = 1;

@@ -2,7 +2,8 @@
  * main.c: atriumd's command line.  Settings come from the defaults, then
  * DATA/atrium.conf, then flags (--key VALUE for every key of config.h, plus
  * --open without a value); then the data directory is prepared and the
- * server runs until SIGTERM or SIGINT.
+ * server runs until SIGTERM or SIGINT.  `atriumd room ...` is the
+ * operator's room command instead (room_cli.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include "host_limits.h"
 #include "keys.h"
 #include "log.h"
+#include "room_cli.h"
 #include "server.h"
 #include "setup.h"
 #include "util.h"
@@ -27,6 +29,7 @@ static const char main_usage[] =
 	"               [--model NAME] [--model-url URL] [--api-key-file FILE] "
 	"[--open]\n"
 	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
+	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open and --no-limits may stand
@@ -131,6 +134,8 @@ main(int argc, char **argv)
 
 	umask(022);
 	log_init("atriumd", NULL);
+	if (argc > 1 && strcmp(argv[1], "room") == 0)
+		return room_cli_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	config_defaults(&cfg);
 	if (main_flags(&cfg, argc, argv, 1))
@@ -175,7 +180,8 @@ main(int argc, char **argv)
 	}
 	rooms_set_keys(&srv.rooms, &keys);
 	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
-	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted" : "");
+	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown ones as guests "
+	    "(open rooms, rooms they create, private rooms when invited)" : "");
 	r = server_run(&srv);
 	server_destroy(&srv);
 	keys_clear(&keys);

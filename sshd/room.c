@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 
 static void room_mount(struct room *r);
 static void room_stop(struct room *r);
+static void room_remove(struct room *r);
 
 /* An empty set of rooms; cannot fail. */
 void
@@ -420,6 +422,61 @@ room_describe(int status, char *out, size_t len)
 		snprintf(out, len, "ended (status %d)", status);
 }
 
+/* One path of a removal walk (depth first, physical, this filesystem
+ * only): unlink or rmdir it. */
+static int
+room_remove_one(const char *path, const struct stat *sb, int flag,
+    struct FTW *ftw)
+{
+	(void)sb; (void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
+	    errno != ENOENT)
+		log_warn("cannot remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Remove dir and what it holds, without crossing a mount point.  0, or
+ * -errno when dir is still there. */
+static int
+room_remove_tree(const char *dir)
+{
+	struct stat sb;
+
+	if (lstat(dir, &sb) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	nftw(dir, room_remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return lstat(dir, &sb) == 0 ? -ENOTEMPTY : 0;
+}
+
+/* See room.h. */
+int
+rooms_remove_dirs(const char *data, const char *name)
+{
+	char dir[PATH_MAX + 80];
+	int r, r2;
+
+	snprintf(dir, sizeof(dir), "%s/rooms/%s", data, name);
+	r = room_remove_tree(dir);
+	snprintf(dir, sizeof(dir), "%s/run/%s", data, name);
+	r2 = room_remove_tree(dir);
+	if (r < 0 || r2 < 0)
+		log_error("room %s: could not remove all of its files: %s (is "
+		    "its workspace still mounted?)", name,
+		    strerror(-(r < 0 ? r : r2)));
+	return r < 0 ? r : r2;
+}
+
+/* The room is stopped: remove its directories and forget the deletion. */
+static void
+room_remove(struct room *r)
+{
+	if (rooms_remove_dirs(r->rs->data, r->name) == 0)
+		log_info("room %s: deleted", r->name);
+	r->deleting = 0;
+	r->failed = 0;
+	r->restart = 0;
+}
+
 /* A stopping room whose children are gone becomes cold (or starts again). */
 static void
 room_check_stopped(struct room *r)
@@ -431,7 +488,9 @@ room_check_stopped(struct room *r)
 	r->state = ROOM_COLD;
 	r->deadline_ms = 0;
 	log_info("room %s: stopped", r->name);
-	if (r->restart && !r->rs->shutting_down)
+	if (r->deleting)
+		room_remove(r);
+	else if (r->restart && !r->rs->shutting_down)
 		room_start(r);
 }
 
@@ -565,6 +624,10 @@ rooms_use(struct rooms *rs, const char *name, struct room **out)
 	if (!r && !(r = room_new(rs, name)))
 		return -ENOMEM;
 	*out = r;
+	if (r->deleting) {
+		snprintf(r->error, sizeof(r->error), "the room is being deleted");
+		return -1;
+	}
 	if (r->state == ROOM_READY)
 		return 1;
 	if (r->failed && (r->state == ROOM_STOPPING ||
@@ -579,6 +642,55 @@ rooms_use(struct rooms *rs, const char *name, struct room **out)
 	else if (r->state == ROOM_STOPPING)
 		r->restart = 1;
 	return r->failed ? -1 : 0;
+}
+
+/* The record of room name, or NULL. */
+static struct room *
+room_find(const struct rooms *rs, const char *name)
+{
+	struct room *r;
+
+	for (r = rs->list; r && strcmp(r->name, name) != 0; r = r->next)
+		;
+	return r;
+}
+
+/* See room.h. */
+int
+rooms_running(const struct rooms *rs, const char *name)
+{
+	const struct room *r = room_find(rs, name);
+
+	return r && r->state != ROOM_COLD;
+}
+
+/* See room.h. */
+int
+rooms_deleting(const struct rooms *rs, const char *name)
+{
+	const struct room *r = room_find(rs, name);
+
+	return r && r->deleting;
+}
+
+/* See room.h. */
+int
+rooms_delete(struct rooms *rs, const char *name)
+{
+	struct room *r = room_find(rs, name);
+
+	if (!r && !(r = room_new(rs, name)))
+		return -ENOMEM;
+	if (r->deleting)
+		return -EALREADY;
+	r->deleting = 1;
+	r->restart = 0;
+	log_info("room %s: deleting", r->name);
+	if (r->state != ROOM_STOPPING)
+		room_stop(r);
+	if (r->state == ROOM_COLD)
+		room_remove(r);
+	return 0;
 }
 
 /* Deadlines of one room. */

@@ -7,6 +7,10 @@
  * other sessions: callers poll rooms_use each loop turn until it says ready
  * or failed.
  *
+ * Deleting a room (rooms_delete) stops it like an idle one, then removes
+ * its directories; its record stays, cold, and a later use makes a new
+ * room of that name.
+ *
  * After start: atrium-agent exiting 0 means idle, so atrium-fs is stopped
  * and the room is cold again; atrium-agent dying otherwise is restarted
  * (its turn resumes from room.db); atrium-fs dying restarts the room.
@@ -54,6 +58,7 @@ struct room {
 	int restart;			/* start again once stopped */
 	int agent_restarts;		/* abnormal agent exits in the window */
 	long long restarts_since_ms;	/* start of that window */
+	int deleting;			/* delete once stopped; no start */
 	int failed;			/* the last start failed */
 	long long failed_ms;
 	char error[256];		/* why, for the user */
@@ -82,6 +87,22 @@ void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 /* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
  * -1 when it could not start (reason in (*out)->error), -ENOMEM. */
 int rooms_use(struct rooms *rs, const char *name, struct room **out);
+
+/* 1 when room name has processes (starting, running or stopping). */
+int rooms_running(const struct rooms *rs, const char *name);
+
+/* 1 while room name is being deleted. */
+int rooms_deleting(const struct rooms *rs, const char *name);
+
+/* Delete room name (valid): stop its processes, then remove its
+ * directories (rooms_remove_dirs); rooms_use refuses it meanwhile.  The
+ * caller ends its sessions.  0, -EALREADY when under way, -ENOMEM. */
+int rooms_delete(struct rooms *rs, const char *name);
+
+/* Remove DATA/rooms/NAME and DATA/run/NAME and everything in them,
+ * never crossing into a mount (a workspace still mounted stays, and the
+ * call fails).  0 or -errno (logged). */
+int rooms_remove_dirs(const char *data, const char *name);
 
 /* A child exited (from waitpid).  1 if it was one of the rooms'. */
 int rooms_child_exited(struct rooms *rs, pid_t pid, int status);

@@ -81,6 +81,19 @@ server_fds_left(struct server *srv, int channel)
 	return lowest < limit - (channel ? reserve / 2 : reserve);
 }
 
+/* See server.h. */
+void
+server_end_room(struct server *srv, const char *room, const char *msg)
+{
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (!s->authed || strcmp(s->room, room) != 0)
+			continue;
+		for (struct chan *c = s->chans; c; c = c->next)
+			if (c->ops && !c->finish && !c->closing)
+				chan_refuse(c, "%s", msg);
+	}
+}
+
 /* The peer's address as text. */
 static void
 server_peer(const struct sockaddr_storage *sa, char *out, size_t len)
@@ -356,6 +369,7 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
+	srv->ctl.fd = -1;
 	if ((r = compat_init()) < 0 || (r = server_admission(srv)) < 0)
 		return r;
 	if ((r = loop_init(&srv->loop)) < 0)
@@ -371,6 +385,7 @@ server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
 	}
 	if ((r = server_listen(srv)) < 0)
 		return r;
+	ctl_init(&srv->ctl, srv);
 	loop_sync(&srv->loop);
 	return 0;
 }
@@ -396,6 +411,7 @@ server_turn(struct server *srv)
 	}
 	server_reap(srv);
 	rooms_tick(&srv->rooms);
+	ctl_tick(&srv->ctl);
 	server_accept_resume(srv);
 	loop_sync(&srv->loop);
 }
@@ -407,6 +423,7 @@ server_stop(struct server *srv)
 	long long until = time_mono_ms() + SERVER_STOP_WAIT_MS;
 
 	loop_del(&srv->listen_w);
+	ctl_free(&srv->ctl);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->dead = 1;
 	server_turn(srv);

@@ -11,6 +11,7 @@
 #include "admission.h"
 #include "authkeys.h"
 #include "config.h"
+#include "ctl.h"
 #include "loop.h"
 #include "room.h"
 
@@ -25,6 +26,7 @@ struct server {
 	struct loop loop;		/* the one event */
 	struct rooms rooms;		/* every room's processes */
 	struct authkeys *keys;		/* DATA/authorized_keys */
+	struct ctl ctl;			/* the operator socket */
 	struct admission admission;	/* who may start a handshake */
 	uint64_t rng;			/* xorshift state for early drop */
 	long long refused_log_ms;	/* last refusal logged */
@@ -45,6 +47,10 @@ struct server {
  * the limit (at least 32) is kept from new connections and half of it
  * from new channels, so sessions already in can go on and rooms start. */
 int server_fds_left(struct server *srv, int channel);
+
+/* End every channel of every session in room (deleted), each with msg on
+ * the client's stderr and exit status 1. */
+void server_end_room(struct server *srv, const char *room, const char *msg);
 
 /* Listen and prepare.  0, or -errno with the reason logged. */
 int server_init(struct server *srv, const struct config *cfg,

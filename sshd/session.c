@@ -9,6 +9,12 @@
  * its kind; a bad room name is refused at that point, after auth, so the
  * user sees why on stderr.
  *
+ * Room access (room_access.h) is decided when a channel picks its kind,
+ * before the room is started: a refused exec, sftp, atrium subsystem or
+ * chat gets the reason on stderr and exit status 1.  The `rooms`
+ * subsystem enters no room: it lists those the user may enter (any valid
+ * room name will do as the SSH user: ssh -s x@HOST rooms).
+ *
  * The key's authorized_keys options (authkeys_opts.h) apply in two places:
  * from= and expiry-time= when the key is offered (session_user_for), and
  * no-pty and command= when a channel asks for a pty or picks its kind
@@ -31,10 +37,12 @@
 #include <unistd.h>
 
 #include "chat.h"
+#include "jsonl.h"
 #include "control.h"
 #include "libssh_compat.h"
 #include "log.h"
 #include "names.h"
+#include "room_access.h"
 #include "room_quota.h"
 #include "stream.h"
 #include "util.h"
@@ -518,6 +526,8 @@ chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
+	if (!room_access_admit(c, "exec"))
+		return 0;
 	if (c->s->opts.command)
 		return chan_forced(c, "exec", command);
 	log_info("session %lu: %s in %s: exec", c->s->num, c->s->user,
@@ -525,7 +535,34 @@ chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 	return stream_open(c, command) < 0 ? -1 : 0;
 }
 
-/* subsystem request: sftp or atrium; others are rejected. */
+/* subsystem rooms: one `rooms` line (the rooms the user may enter), then
+ * exit status 0.  Under a forced command, the command runs instead. */
+static int
+chan_rooms(struct chan *c)
+{
+	json_object *ev;
+	struct buf line;
+	int r = chan_begin(c);
+
+	if (r <= 0)
+		return r;
+	if (c->s->opts.command)	/* it runs in the room: admitted first */
+		return room_access_admit(c, "subsystem rooms") ?
+		    chan_forced(c, "subsystem rooms", "rooms") : 0;
+	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
+	if (!(ev = room_access_list(c->s->srv->cfg->data_dir,
+	    &c->s->srv->rooms, c->s->user, c->s->opts.admin)))
+		return -1;
+	buf_init(&line, CHAN_MAX_OUT);
+	if (jsonl_format(&line, ev) == 0)
+		chan_write(c, line.data, line.len);
+	buf_free(&line);
+	json_object_put(ev);
+	chan_exit(c, 0, NULL);
+	return 0;
+}
+
+/* subsystem request: sftp, atrium or rooms; others are rejected. */
 static int
 chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 {
@@ -533,10 +570,15 @@ chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 	int r;
 
 	(void)ssh; (void)ch;
+	if (strcmp(name, "rooms") == 0)
+		return chan_rooms(c);
 	if (strcmp(name, "sftp") != 0 && strcmp(name, "atrium") != 0)
 		return -1;
 	if ((r = chan_begin(c)) <= 0)
 		return r;
+	if (!room_access_admit(c, strcmp(name, "sftp") == 0 ? "sftp" :
+	    "the atrium subsystem"))
+		return 0;
 	if (c->s->opts.command)	/* sshd's forced command overrides these too */
 		return chan_forced(c, strcmp(name, "sftp") == 0 ?
 		    "subsystem sftp" : "subsystem atrium", name);
@@ -556,6 +598,8 @@ chan_shell_cb(ssh_session ssh, ssh_channel ch, void *ud)
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
+	if (!room_access_admit(c, "chat"))
+		return 0;
 	if (c->s->opts.command)
 		return chan_forced(c, "shell", NULL);
 	log_info("session %lu: %s in %s: chat", c->s->num, c->s->user,

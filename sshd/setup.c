@@ -212,8 +212,11 @@ setup_data_dir(const struct config *cfg)
 	if ((r = setup_hostkey(cfg->data_dir)) < 0)
 		return r;
 	if (cfg->open)
-		printf("atriumd: --open: ANY public key is accepted; use this "
-		    "only on a trusted network\n");
+		printf("atriumd: --open: ANY public key is accepted; a key not "
+		    "in authorized_keys enters as a guest (guest-XXXXXXXX, from "
+		    "its fingerprint) with no options: it may enter every open "
+		    "room and create rooms (owning them), and private rooms "
+		    "only when invited; use this only on a trusted network\n");
 	r = setup_authorized_keys(cfg);
 	fflush(stdout);
 	return r;

@@ -41,6 +41,7 @@
 #include "git_path.h"
 #include "log.h"
 #include "room.h"
+#include "room_access.h"
 #include "sftp_flow.h"
 #include "util.h"
 
@@ -266,6 +267,19 @@ stream_line(void *arg, json_object *obj, const char *line, size_t len)
 	if (strcmp(type, "exec_result") == 0) {
 		stream_set_result(st, (int)json_get_int(obj, "exitCode", 255),
 		    json_get_string(obj, "signal"));
+	} else if (strcmp(type, "access_denied") == 0) {
+		/* Removed from the room (or refused at hello): the agent
+		 * ends the command and the connection. */
+		const char *msg = json_get_string(obj, "message");
+
+		if (st->have_result)
+			return;
+		log_info("session %lu: %s: %s", st->c->s->num,
+		    st->c->s->user, msg ? msg : "access denied");
+		chan_write_err(st->c, msg ? msg : "atrium: access denied",
+		    strlen(msg ? msg : "atrium: access denied"));
+		chan_write_err(st->c, "\n", 1);
+		stream_set_result(st, 1, NULL);
 	} else if (strcmp(type, "error") == 0) {
 		const char *msg = json_get_string(obj, "message");
 
@@ -425,6 +439,7 @@ stream_send_exec(struct stream *st)
 	json_object_object_add(hello, "user", json_object_new_string(st->c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("exec"));
 	json_object_object_add(hello, "history", json_object_new_int(0));
+	room_access_hello(st->c->s, hello);
 	r = agentlink_send(&st->link, hello);
 	json_object_put(hello);
 	if (r < 0 || (r = stream_make_fds(st, theirs, &n)) < 0)

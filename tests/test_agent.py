@@ -47,6 +47,9 @@ class Client:
         self.sock.connect(path)
         self.buf = b""
         self.events = []
+        # As atriumd says of a key without rooms=: the first user of a new
+        # room owns it (and so may change its settings).
+        hello.setdefault("may_create", True)
         self.send(dict(type="hello", user=user, kind=kind, **hello))
         self.welcome = self.wait("welcome")
 

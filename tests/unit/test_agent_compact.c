@@ -369,7 +369,7 @@ test_db_summary_rows(void)
 
 	unlink(path);
 	CHECK_INT(room_db_open(path, &db), 0);
-	CHECK_INT(room_db_version(db), 2);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
 	CHECK_INT(room_db_transcript_add(db, 1, 0, "user", m), 0);
 	CHECK_INT(room_db_transcript_answer(db, 1, 0, m, 1234), 0);
 	CHECK_INT(room_db_transcript_add(db, 2, 0, "user", m), 0);
@@ -415,7 +415,8 @@ test_db_summary_rows(void)
 }
 
 /* A room.db of schema 1 (as the previous atrium-agent made it) with a
- * transcript: it opens migrated to 2, its rows whole. */
+ * transcript: it opens migrated to the current schema, its rows whole.
+ * (Later migrations read members and audit, which schema 1 has.) */
 static void
 test_db_migration_1_to_2(void)
 {
@@ -434,10 +435,15 @@ test_db_migration_1_to_2(void)
 	    "INSERT INTO transcript (turn, step, role, json) VALUES (1, 0, "
 	    "'user', '{\"role\":\"user\",\"content\":[{\"type\":\"text\","
 	    "\"text\":\"old\"}]}');"
+	    "CREATE TABLE members (user TEXT PRIMARY KEY, first_seen TEXT NOT "
+	    "NULL, last_seen TEXT NOT NULL);"
+	    "CREATE TABLE audit (id INTEGER PRIMARY KEY, user TEXT NOT NULL,"
+	    " kind TEXT NOT NULL, command TEXT NOT NULL, cwd TEXT, exit_code "
+	    "INTEGER, signal TEXT, started TEXT NOT NULL, ended TEXT);"
 	    "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(s);
 	CHECK_INT(room_db_open(path, &db), 0);
-	CHECK_INT(room_db_version(db), 2);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
 	CHECK_INT(room_db_transcript_rows(db, 0, &rows, &n), 0);
 	CHECK_INT(n, 1);
 	CHECK_INT(rows[0].input_tokens, 0);
@@ -449,7 +455,7 @@ test_db_migration_1_to_2(void)
 	room_db_close(db);
 	/* and opens again as it is */
 	CHECK_INT(room_db_open(path, &db), 0);
-	CHECK_INT(room_db_version(db), 2);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
 	CHECK_INT(room_db_compaction_get(db, 1, &c), 1);
 	room_db_close(db);
 }

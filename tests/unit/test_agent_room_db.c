@@ -46,6 +46,75 @@ test_create_and_reopen(void)
 	room_db_close(db);
 }
 
+/* A room.db of schema 2 with people in it: the migration to 3 makes the
+ * first person seen the owner and those who joined members, open. */
+static void
+test_access_migration(void)
+{
+	char p2[80];
+	sqlite3 *s;
+	struct room_db *db;
+	struct access_list l;
+
+	snprintf(p2, sizeof(p2), "%s-v2", path);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	room_db_close(db);
+	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(s, "DROP TABLE access; PRAGMA user_version = 2;"
+	    "INSERT INTO members VALUES ('bob', '2026-01-02', '2026-01-03');"
+	    "INSERT INTO members VALUES ('carol', '2026-01-04', '2026-01-04');"
+	    "INSERT INTO audit (user, kind, command, started) VALUES"
+	    " ('alice', 'exec', 'make', '2026-01-01');"
+	    "INSERT INTO audit (user, kind, command, started) VALUES"
+	    " ('agent', 'tool', 'ls', '2025-01-01')", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(s);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	CHECK_INT(room_db_version(db), 3);
+	CHECK_INT(room_db_access_load(db, &l), 0);
+	CHECK_STR(l.owner, "alice");
+	CHECK_INT(l.visibility, ACCESS_OPEN);
+	CHECK_INT(l.nmembers, 2);
+	CHECK_INT(access_is_member(&l, "bob"), 1);
+	CHECK_INT(access_is_member(&l, "carol"), 1);
+	room_db_close(db);
+	unlink(p2);
+}
+
+/* Owner, members and visibility as the agent changes them. */
+static void
+test_access_rows(void)
+{
+	char p2[80];
+	struct room_db *db;
+	struct access_list l;
+
+	snprintf(p2, sizeof(p2), "%s-acc", path);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	CHECK_INT(room_db_access_load(db, &l), 0);
+	CHECK_STR(l.owner, "");
+	CHECK_INT(room_db_access_set(db, "alice", "owner", NULL), 0);
+	CHECK_INT(room_db_access_set(db, "bob", "member", "alice"), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	/* A second owner is refused by the schema. */
+	CHECK_INT(room_db_access_set(db, "eve", "owner", NULL), -EIO);
+	room_db_commit(db);
+	CHECK_INT(room_db_config_set(db, "visibility", "private", "alice"), 0);
+	CHECK_INT(room_db_access_load(db, &l), 0);
+	CHECK_STR(l.owner, "alice");
+	CHECK_INT(l.visibility, ACCESS_PRIVATE);
+	CHECK_INT(l.nmembers, 1);
+	CHECK_STR(l.members[0], "bob");
+	/* The owner is never removed as a member. */
+	CHECK_INT(room_db_access_remove(db, "alice"), 0);
+	CHECK_INT(room_db_access_remove(db, "bob"), 0);
+	CHECK_INT(room_db_access_load(db, &l), 0);
+	CHECK_STR(l.owner, "alice");
+	CHECK_INT(l.nmembers, 0);
+	room_db_close(db);
+	unlink(p2);
+}
+
 static void
 test_newer_schema_refused(void)
 {
@@ -151,6 +220,8 @@ main(void)
 	snprintf(path, sizeof(path), "/tmp/test_agent_room_db.%d", (int)getpid());
 	TEST(test_create_and_reopen);
 	TEST(test_newer_schema_refused);
+	TEST(test_access_migration);
+	TEST(test_access_rows);
 	TEST(test_events_and_seq);
 	TEST(test_turn_checkpoints);
 	unlink(path);

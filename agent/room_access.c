@@ -1,0 +1,309 @@
+/*
+ * room_access.c: owner, members and visibility of the room (room_access.h).
+ *
+ * atrium-agent is the only writer of room.db, so every change of the
+ * access list is made here, stored, then announced to every member with
+ * a stored `access` event (room.c's rule: persist, then announce).
+ * atriumd decides entry before it starts a command by reading the same
+ * rows read-only (sshd/access_db.c); this file decides again at each
+ * hello, with the list as committed now, so a session that raced a change
+ * (or a chat reconnecting after a restart) is judged by the room itself.
+ *
+ * Who a connection is comes only from atriumd's hello (clients may not
+ * send hello): user, admin (the key has atrium-admin) and may_create (the
+ * key's rooms= allows this room's name).  The list is read from room.db
+ * for each decision: a few rows, and no copy to keep in step.
+ *
+ * Ending a user's sessions (kick, or a room made private) queues an
+ * `access_denied` event to each of its connections and ends them once it
+ * is written (room_conn_end); atriumd shows its message on the client's
+ * stderr and ends the channel with status 1.  Closing an exec connection
+ * kills its command (exec.c).
+ */
+#include "room_access.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "access.h"
+#include "agent.h"
+#include "jsonl.h"
+#include "log.h"
+#include "names.h"
+#include "room.h"
+#include "room_db.h"
+
+/* The list as committed (and as written in this loop turn); on a read
+ * error the room is treated as private with no members: fail closed. */
+static void
+room_access_load(struct agent *a, struct access_list *l)
+{
+	if (room_db_access_load(a->db, l) < 0) {
+		access_list_init(l);
+		l->visibility = ACCESS_PRIVATE;
+	}
+}
+
+/* The members as a new JSON array. */
+static json_object *
+room_access_members(const struct access_list *l)
+{
+	json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < l->nmembers; i++)
+		json_object_array_add(arr, json_object_new_string(l->members[i]));
+	return arr;
+}
+
+/* An `access` event: the list now, and what changed (NULL for a query). */
+static json_object *
+room_access_event(const struct access_list *l, const char *change,
+    const char *user, const char *by)
+{
+	json_object *ev = room_event_new("access");
+
+	json_object_object_add(ev, "owner", l->owner[0] ?
+	    json_object_new_string(l->owner) : NULL);
+	json_object_object_add(ev, "visibility",
+	    json_object_new_string(access_visibility_name(l->visibility)));
+	json_object_object_add(ev, "members", room_access_members(l));
+	if (change)
+		json_object_object_add(ev, "change",
+		    json_object_new_string(change));
+	if (user)
+		json_object_object_add(ev, "user", json_object_new_string(user));
+	if (by)
+		json_object_object_add(ev, "by", json_object_new_string(by));
+	return ev;
+}
+
+/* Store and announce the list after a change. */
+static void
+room_access_announce(struct agent *a, const char *change, const char *user,
+    const char *by)
+{
+	struct access_list l;
+
+	room_access_load(a, &l);
+	room_emit(a, room_access_event(&l, change, user, by), 1);
+}
+
+/* Tell c why it is out, and end it once that is written. */
+static void
+room_access_deny(struct agent *a, struct conn *c, const char *msg,
+    const char *owner)
+{
+	json_object *ev = room_event_new("access_denied");
+
+	json_object_object_add(ev, "room", json_object_new_string(a->room));
+	json_object_object_add(ev, "message", json_object_new_string(msg));
+	json_object_object_add(ev, "owner", owner && owner[0] ?
+	    json_object_new_string(owner) : NULL);
+	room_send(c, ev);
+	room_conn_end(c, "access denied");
+}
+
+/* End the connections of every user l no longer lets in (user: only
+ * that one's, whoever else may stay), each with msg. */
+static int
+room_access_evict(struct agent *a, const struct access_list *l,
+    const char *user, const char *msg)
+{
+	int n = 0;
+
+	for (struct conn *c = a->conns; c; c = c->next) {
+		if (c->closing || c->ending || c->kind == CONN_NEW)
+			continue;
+		if (user ? strcmp(c->user, user) != 0 :
+		    access_may_enter(l, c->user, c->admin))
+			continue;
+		log_info("%s: session ended (%s)", c->user, msg);
+		room_access_deny(a, c, msg, l->owner);
+		n++;
+	}
+	return n;
+}
+
+/* See room_access.h. */
+int
+room_access_hello(struct agent *a, struct conn *c, json_object *req)
+{
+	struct access_list l;
+	char msg[512];
+
+	room_access_load(a, &l);
+	if (!l.owner[0] && json_get_bool(req, "may_create", 0) &&
+	    room_db_access_set(a->db, c->user, "owner", NULL) == 0) {
+		log_info("%s owns the room (its first user)", c->user);
+		room_access_announce(a, "owner", c->user, NULL);
+		room_access_load(a, &l);
+	}
+	if (access_may_enter(&l, c->user, c->admin))
+		return 0;
+	access_refusal(&l, a->room, c->user, msg, sizeof(msg));
+	log_info("%s refused: the room is private and %s is not a member",
+	    c->user, c->user);
+	room_access_deny(a, c, msg, l.owner);
+	return -EACCES;
+}
+
+/* See room_access.h. */
+void
+room_access_describe(struct agent *a, json_object *ev)
+{
+	struct access_list l;
+
+	room_access_load(a, &l);
+	json_object_object_add(ev, "owner", l.owner[0] ?
+	    json_object_new_string(l.owner) : NULL);
+	json_object_object_add(ev, "visibility",
+	    json_object_new_string(access_visibility_name(l.visibility)));
+}
+
+/* See room_access.h. */
+int
+room_access_may_manage(struct agent *a, struct conn *c, const char *what)
+{
+	struct access_list l;
+	char msg[256];
+
+	room_access_load(a, &l);
+	if (access_may_manage(&l, c->user, c->admin))
+		return 1;
+	access_not_owner(&l, what, msg, sizeof(msg));
+	log_info("%s may not %s: refused", c->user, what);
+	room_error(c, NULL, "%s", msg);
+	return 0;
+}
+
+/* The "user" of an invite or kick, checked.  NULL with an error sent. */
+static const char *
+room_access_target(struct conn *c, json_object *req, const char *type)
+{
+	const char *user = json_get_string(req, "user");
+
+	if (!user || !user_name_valid(user) || strcmp(user, "agent") == 0) {
+		room_error(c, NULL, "%s needs \"user\": the name of a person "
+		    "(1-32 of A-Z a-z 0-9 . _ -), as the server's "
+		    "authorized_keys names them", type);
+		return NULL;
+	}
+	return user;
+}
+
+/* invite: make user a member. */
+static void
+room_access_invite(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *user = room_access_target(c, req, "invite");
+	struct access_list l;
+
+	if (!user || !room_access_may_manage(a, c, "invite people"))
+		return;
+	room_access_load(a, &l);
+	if (access_is_member(&l, user)) {
+		room_error(c, NULL, "%s is already %s of this room", user,
+		    strcmp(l.owner, user) == 0 ? "the owner" : "a member");
+		return;
+	}
+	if (l.nmembers >= ACCESS_MAX_MEMBERS ||
+	    room_db_access_set(a->db, user, "member", c->user) < 0) {
+		room_error(c, NULL, "cannot add %s: a room has at most %d "
+		    "members", user, ACCESS_MAX_MEMBERS);
+		return;
+	}
+	log_info("%s invited %s", c->user, user);
+	room_access_announce(a, "invite", user, c->user);
+}
+
+/* kick: remove user and end its sessions here. */
+static void
+room_access_kick(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *user = room_access_target(c, req, "kick");
+	struct access_list l;
+	char msg[300];
+	int was, ended;
+
+	if (!user || !room_access_may_manage(a, c, "remove people"))
+		return;
+	room_access_load(a, &l);
+	if (strcmp(l.owner, user) == 0) {
+		room_error(c, NULL, "%s owns this room and cannot be removed",
+		    user);
+		return;
+	}
+	was = access_is_member(&l, user);
+	if (was && room_db_access_remove(a->db, user) < 0) {
+		room_error(c, NULL, "cannot remove %s now; try again", user);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "atrium: %s removed you from room '%s'%s",
+	    c->user, a->room, l.visibility == ACCESS_OPEN ? " (it is open: "
+	    "you may come back unless it is made private)" : "");
+	room_access_load(a, &l);
+	ended = room_access_evict(a, &l, user, msg);
+	if (!was && !ended) {
+		room_error(c, NULL, "%s is not a member of this room and is not "
+		    "in it", user);
+		return;
+	}
+	log_info("%s removed %s (%d session(s) ended)", c->user, user, ended);
+	room_access_announce(a, "kick", user, c->user);
+}
+
+/* visibility: open or private; going private ends the sessions of people
+ * it no longer lets in. */
+static void
+room_access_visibility(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *v = json_get_string(req, "visibility");
+	enum access_visibility vis;
+	struct access_list l;
+	char msg[300];
+
+	if (access_visibility_parse(v, &vis) < 0) {
+		room_error(c, NULL, "visibility needs \"visibility\": \"open\" "
+		    "(any authorized user may enter) or \"private\" (the owner "
+		    "and members only)");
+		return;
+	}
+	if (!room_access_may_manage(a, c, "change who may enter"))
+		return;
+	if (room_db_config_set(a->db, "visibility", access_visibility_name(vis),
+	    c->user) < 0) {
+		room_error(c, NULL, "cannot change the visibility now; try "
+		    "again");
+		return;
+	}
+	log_info("%s made the room %s", c->user, access_visibility_name(vis));
+	room_access_load(a, &l);
+	snprintf(msg, sizeof(msg), "atrium: %s made room '%s' private, and "
+	    "you are not a member", c->user, a->room);
+	if (vis == ACCESS_PRIVATE)
+		room_access_evict(a, &l, NULL, msg);
+	room_access_announce(a, "visibility", NULL, c->user);
+}
+
+/* See room_access.h. */
+int
+room_access_request(struct agent *a, struct conn *c, const char *type,
+    json_object *req)
+{
+	struct access_list l;
+
+	if (strcmp(type, "invite") == 0) {
+		room_access_invite(a, c, req);
+	} else if (strcmp(type, "kick") == 0) {
+		room_access_kick(a, c, req);
+	} else if (strcmp(type, "visibility") == 0) {
+		room_access_visibility(a, c, req);
+	} else if (strcmp(type, "access") == 0) {
+		room_access_load(a, &l);
+		room_send(c, room_access_event(&l, NULL, NULL, NULL));
+	} else {
+		return 0;
+	}
+	return 1;
+}

@@ -1,0 +1,36 @@
+/*
+ * room_access.h: the room's access list as atrium-agent keeps it: who
+ * owns the room, who is a member, whether it is open or private
+ * (common/access.h decides; room.db's access table and config key
+ * "visibility" hold it).  Called by room.c at each hello and for the
+ * requests invite, kick, visibility and access, and by settings.c before
+ * a config change.
+ */
+#ifndef ATRIUM_AGENT_ROOM_ACCESS_H
+#define ATRIUM_AGENT_ROOM_ACCESS_H
+
+#include <json-c/json.h>
+
+struct agent;
+struct conn;
+
+/* At hello (c->user and c->admin set, c still CONN_NEW): claim the room
+ * for c->user when it has no owner and the hello says the key may create
+ * it (may_create), then decide entry.  0 when c may enter; -EACCES when
+ * not: an access_denied event is queued to c and c ends once it is sent. */
+int room_access_hello(struct agent *a, struct conn *c, json_object *req);
+
+/* Add the room's owner and visibility to ev (welcome). */
+void room_access_describe(struct agent *a, json_object *ev);
+
+/* invite, kick, visibility, access: 1 when type was one of them (handled,
+ * answered or refused with an error), 0 otherwise. */
+int room_access_request(struct agent *a, struct conn *c, const char *type,
+    json_object *req);
+
+/* May c change the room's settings?  1, or 0 with an error sent to c
+ * naming the owner. */
+int room_access_may_manage(struct agent *a, struct conn *c,
+    const char *what);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * ctl.h: atriumd's operator socket, DATA/run/atriumd.sock (0600, root's),
+ * through which `atriumd room ...` (room_cli.h) reaches a running atriumd.
+ * One JSON object a line each way, one request per connection:
+ *
+ *   {"type":"rooms"}               -> {"type":"rooms","rooms":[...]}
+ *   {"type":"delete","room":NAME}  -> {"type":"deleted","room":NAME}
+ *                                     once its directories are gone
+ *   anything else, or a failure    -> {"type":"error","message":...}
+ *
+ * Only a peer with atriumd's own uid (root) is served.
+ */
+#ifndef ATRIUMD_CTL_H
+#define ATRIUMD_CTL_H
+
+#include "loop.h"
+
+#define CTL_SOCKET_NAME		"atriumd.sock"	/* in DATA/run/ */
+#define CTL_MAX_LINE		4096		/* a request */
+#define CTL_MAX_CONNS		16		/* served at once */
+#define CTL_DELETE_WAIT_MS	30000		/* a deletion's answer */
+
+struct server;
+struct ctl_conn;
+
+struct ctl {
+	struct server *srv;		/* owner */
+	int fd;				/* the listening socket, -1: none */
+	struct watch w;			/* on fd */
+	char path[4200];		/* DATA/run/atriumd.sock */
+	struct ctl_conn *conns;		/* being served */
+	int nconns;
+};
+
+/* Listen on DATA/run/atriumd.sock (a stale one is replaced).  0 or
+ * -errno (logged; atriumd runs on without it). */
+int ctl_init(struct ctl *ctl, struct server *srv);
+
+/* Answer deletions that finished or timed out; reap connections.  Every
+ * loop turn, outside callbacks. */
+void ctl_tick(struct ctl *ctl);
+
+/* Close everything and remove the socket. */
+void ctl_free(struct ctl *ctl);
+
+#endif

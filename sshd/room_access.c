@@ -1,0 +1,215 @@
+/*
+ * room_access.c: atriumd's room access decisions (room_access.h).  Called
+ * by session.c when a channel asks for exec, a subsystem or the chat
+ * (room_access_admit, before the room is started), by the channel kinds
+ * for their hello (room_access_hello), and for the `rooms` and `delete`
+ * requests of the chat and the atrium subsystem.
+ *
+ * atriumd keeps no access state: every decision reads the room's room.db
+ * (access_db.h says why that, and not a question to the agent) and the
+ * key options the session authenticated with.  The room's name is the
+ * only thing the client chooses, and it only says which list applies.
+ *
+ * A room that does not exist yet is created by its first use; a key with
+ * rooms="PATTERNS" may create only rooms whose name matches, so such a
+ * use is refused here before anything is made.  The creator becomes the
+ * owner when its agent gets the first hello (may_create).
+ */
+#include "room_access.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "access.h"
+#include "access_db.h"
+#include "log.h"
+#include "names.h"
+#include "server.h"
+#include "session.h"
+
+#define ROOM_ACCESS_PATH	(PATH_MAX + 320)	/* DATA/rooms/ROOM */
+
+/* DATA/rooms/ROOM into out. */
+static void
+room_access_path(const char *data, const char *room, char *out, size_t len)
+{
+	snprintf(out, len, "%s/rooms/%s", data, room);
+}
+
+/* The same for srv's DATA. */
+static void
+room_access_dir(const struct server *srv, const char *room, char *out,
+    size_t len)
+{
+	room_access_path(srv->cfg->data_dir, room, out, len);
+}
+
+/* 1 when the room has a directory (it was created). */
+static int
+room_access_exists(const struct server *srv, const char *room)
+{
+	char dir[ROOM_ACCESS_PATH];
+	struct stat sb;
+
+	room_access_dir(srv, room, dir, sizeof(dir));
+	return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The first use of a room: may this key create it?  1, or 0 refused. */
+static int
+room_access_admit_new(struct chan *c, const char *what)
+{
+	struct session *s = c->s;
+
+	if (authkey_opts_may_create(&s->opts, s->room))
+		return 1;
+	log_info("session %lu: %s refused %s in room '%s': it does not exist "
+	    "and the key may create only rooms=\"%s\"", s->num, s->user, what,
+	    s->room, s->opts.rooms);
+	chan_refuse(c, "atrium: room '%s' does not exist, and your key may "
+	    "not create it (it may create rooms matching \"%s\"). Check the "
+	    "name, or ask the server's operator.", s->room, s->opts.rooms);
+	return 0;
+}
+
+/* See room_access.h. */
+int
+room_access_admit(struct chan *c, const char *what)
+{
+	struct session *s = c->s;
+	struct access_list l;
+	char dir[ROOM_ACCESS_PATH], msg[512];
+
+	if (!room_access_exists(s->srv, s->room))
+		return room_access_admit_new(c, what);
+	room_access_dir(s->srv, s->room, dir, sizeof(dir));
+	if (access_db_read(dir, &l) < 0) {
+		log_warn("session %lu: %s refused %s in room '%s': its access "
+		    "list cannot be read", s->num, s->user, what, s->room);
+		chan_refuse(c, "atrium: cannot read who may enter room '%s' "
+		    "now; try again in a moment, and tell the server's operator "
+		    "if it persists.", s->room);
+		return 0;
+	}
+	if (access_may_enter(&l, s->user, s->opts.admin))
+		return 1;
+	access_refusal(&l, s->room, s->user, msg, sizeof(msg));
+	log_info("session %lu: %s refused %s in room '%s': private, owner %s, "
+	    "not a member", s->num, s->user, what, s->room,
+	    l.owner[0] ? l.owner : "(none)");
+	chan_refuse(c, "%s", msg);
+	return 0;
+}
+
+/* See room_access.h. */
+void
+room_access_hello(const struct session *s, json_object *hello)
+{
+	json_object_object_add(hello, "admin",
+	    json_object_new_boolean(s->opts.admin));
+	json_object_object_add(hello, "may_create", json_object_new_boolean(
+	    authkey_opts_may_create(&s->opts, s->room)));
+}
+
+/* One room of a listing. */
+static json_object *
+room_access_entry(const struct rooms *rs, const char *room,
+    const struct access_list *l)
+{
+	json_object *o = json_object_new_object(), *m = json_object_new_array();
+
+	json_object_object_add(o, "room", json_object_new_string(room));
+	json_object_object_add(o, "owner", l->owner[0] ?
+	    json_object_new_string(l->owner) : NULL);
+	json_object_object_add(o, "visibility",
+	    json_object_new_string(access_visibility_name(l->visibility)));
+	for (int i = 0; i < l->nmembers; i++)
+		json_object_array_add(m, json_object_new_string(l->members[i]));
+	json_object_object_add(o, "members", m);
+	json_object_object_add(o, "state", json_object_new_string(
+	    rs && rooms_running(rs, room) ? "running" : "stopped"));
+	return o;
+}
+
+/* Only the names of rooms. */
+static int
+room_access_filter(const struct dirent *d)
+{
+	return room_name_valid(d->d_name);
+}
+
+/* See room_access.h. */
+json_object *
+room_access_list(const char *data, const struct rooms *rs, const char *user,
+    int admin)
+{
+	json_object *ev = json_object_new_object(), *arr;
+	char dir[ROOM_ACCESS_PATH];
+	struct dirent **names = NULL;
+	struct access_list l;
+	int n, listed = 0;
+
+	if (!ev || !(arr = json_object_new_array())) {
+		json_object_put(ev);
+		return NULL;
+	}
+	json_object_object_add(ev, "type", json_object_new_string("rooms"));
+	snprintf(dir, sizeof(dir), "%s/rooms", data);
+	n = scandir(dir, &names, room_access_filter, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *room = names[i]->d_name;
+
+		room_access_path(data, room, dir, sizeof(dir));
+		if (listed < ROOM_ACCESS_MAX_LISTED &&
+		    !(rs && rooms_deleting(rs, room)) &&
+		    access_db_read(dir, &l) == 0 &&
+		    access_may_enter(&l, user, admin)) {
+			json_object_array_add(arr, room_access_entry(rs, room,
+			    &l));
+			listed++;
+		}
+		free(names[i]);
+	}
+	free(names);
+	json_object_object_add(ev, "rooms", arr);
+	if (listed == ROOM_ACCESS_MAX_LISTED)
+		json_object_object_add(ev, "truncated",
+		    json_object_new_boolean(1));
+	return ev;
+}
+
+/* See room_access.h. */
+int
+room_access_delete(struct server *srv, const struct session *s,
+    const char *room, char *msg, size_t len)
+{
+	struct access_list l;
+	char dir[ROOM_ACCESS_PATH], bye[256];
+
+	if (!room || strcmp(room, s->room) != 0) {
+		snprintf(msg, len, "to delete this room, name it: \"%s\" (a "
+		    "session deletes only its own room)", s->room);
+		return -EINVAL;
+	}
+	room_access_dir(srv, room, dir, sizeof(dir));
+	if (!room_access_exists(srv, room) || access_db_read(dir, &l) < 0) {
+		snprintf(msg, len, "cannot read who owns room '%s' now; try "
+		    "again", room);
+		return -EIO;
+	}
+	if (!access_may_manage(&l, s->user, s->opts.admin)) {
+		access_not_owner(&l, "delete it", msg, len);
+		log_info("session %lu: %s may not delete room '%s': refused",
+		    s->num, s->user, room);
+		return -EPERM;
+	}
+	log_info("session %lu: %s deletes room '%s'", s->num, s->user, room);
+	snprintf(bye, sizeof(bye), "atrium: room '%s' was deleted by %s",
+	    room, s->user);
+	server_end_room(srv, room, bye);
+	return rooms_delete(&srv->rooms, room);
+}

@@ -1,0 +1,165 @@
+/*
+ * room_cli.c: `atriumd room list|delete` (room_cli.h).  Called by main.c
+ * before any server set-up; a short-lived process of its own, so it may
+ * block (on the operator socket, for at most ROOM_CLI_WAIT_MS).
+ *
+ * Whether atriumd runs on DATA is told by its operator socket: a connect
+ * that succeeds reaches it; ENOENT or ECONNREFUSED (a socket left by an
+ * atriumd that died) mean none runs, and the command acts on DATA itself
+ * (a room's processes die with atriumd, so nothing runs in it then).  An
+ * atriumd starting at that very moment is the operator's to avoid.
+ */
+#include "room_cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "jsonl.h"
+#include "names.h"
+#include "room.h"
+#include "room_access.h"
+#include "util.h"
+
+#define ROOM_CLI_WAIT_MS	(CTL_DELETE_WAIT_MS + 5000)
+
+static const char room_cli_usage[] =
+	"usage: atriumd room list DATA\n"
+	"       atriumd room delete DATA ROOM\n";
+
+/* Connect to DATA/run/atriumd.sock.  The fd, or -errno. */
+static int
+room_cli_connect(const char *data)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, e;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/run/%s",
+	    data, CTL_SOCKET_NAME) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	e = -errno;
+	close(fd);
+	return e;
+}
+
+/* Send req to atriumd on fd and print its one-line answer.  0 when it is
+ * not an error, 1 otherwise. */
+static int
+room_cli_ask(int fd, const char *req)
+{
+	char line[1 << 20];
+	size_t len = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	json_object *ans;
+	const char *err;
+
+	if (write_all(fd, req, strlen(req)) < 0) {
+		fprintf(stderr, "atriumd room: cannot talk to atriumd: %s\n",
+		    strerror(errno));
+		return 1;
+	}
+	while (len < sizeof(line) - 1 && !memchr(line, '\n', len)) {
+		ssize_t n;
+
+		if (poll(&p, 1, ROOM_CLI_WAIT_MS) <= 0 ||
+		    (n = read(fd, line + len, sizeof(line) - 1 - len)) <= 0) {
+			fprintf(stderr, "atriumd room: no answer from atriumd; "
+			    "see its log\n");
+			return 1;
+		}
+		len += (size_t)n;
+	}
+	line[len] = '\0';
+	ans = jsonl_parse_object(line, strcspn(line, "\n"), &err);
+	if (ans && json_get_string(ans, "type") &&
+	    strcmp(json_get_string(ans, "type"), "error") == 0) {
+		fprintf(stderr, "atriumd room: %s\n",
+		    json_get_string(ans, "message") ?: "failed");
+		json_object_put(ans);
+		return 1;
+	}
+	json_object_put(ans);
+	fputs(line, stdout);
+	return 0;
+}
+
+/* delete with no atriumd running: remove the room's directories. */
+static int
+room_cli_delete_here(const char *data, const char *room)
+{
+	char dir[PATH_MAX + 80];
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), "%s/rooms/%s", data, room);
+	if (stat(dir, &sb) < 0) {
+		fprintf(stderr, "atriumd room: there is no room '%s' in %s\n",
+		    room, data);
+		return 1;
+	}
+	if (rooms_remove_dirs(data, room) < 0) {
+		fprintf(stderr, "atriumd room: could not remove all of room "
+		    "'%s' (is its workspace still mounted under %s/run?)\n",
+		    room, data);
+		return 1;
+	}
+	printf("{\"type\":\"deleted\",\"room\":\"%s\"}\n", room);
+	return 0;
+}
+
+/* list with no atriumd running: every room, stopped. */
+static int
+room_cli_list_here(const char *data)
+{
+	json_object *ev = room_access_list(data, NULL, "", 1);
+
+	if (!ev)
+		return 1;
+	printf("%s\n", json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(ev);
+	return 0;
+}
+
+/* See room_cli.h. */
+int
+room_cli_main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "", *data = argc > 2 ?
+	    argv[2] : NULL, *room = argc > 3 ? argv[3] : NULL;
+	char req[256];
+	int fd, del = strcmp(cmd, "delete") == 0;
+
+	if (!data || (!del && strcmp(cmd, "list") != 0) ||
+	    argc != (del ? 4 : 3) || (del && !room_name_valid(room))) {
+		fputs(room_cli_usage, stderr);
+		return 2;
+	}
+	if (del)
+		snprintf(req, sizeof(req), "{\"type\":\"delete\",\"room\":"
+		    "\"%s\"}\n", room);
+	else
+		snprintf(req, sizeof(req), "{\"type\":\"rooms\"}\n");
+	if ((fd = room_cli_connect(data)) >= 0) {
+		int r = room_cli_ask(fd, req);
+
+		close(fd);
+		return r;
+	}
+	if (fd != -ENOENT && fd != -ECONNREFUSED) {
+		fprintf(stderr, "atriumd room: cannot reach atriumd on %s/run/%s: "
+		    "%s\n", data, CTL_SOCKET_NAME, strerror(-fd));
+		return 1;
+	}
+	return del ? room_cli_delete_here(data, room) : room_cli_list_here(data);
+}
