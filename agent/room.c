@@ -392,30 +392,36 @@ room_hello(struct conn *c, json_object *req)
 	}
 }
 
-/* Check the text of chat/prompt.  Its text, or NULL (error sent). */
-static const char *
+/* The text of chat/prompt, cleaned (utf8.h): what people send each other
+ * reaches terminals and the model, so it is stored as valid UTF-8 without
+ * control characters whatever the client sent.  A new string to free, or
+ * NULL (error sent). */
+static char *
 room_text(struct conn *c, json_object *req)
 {
 	const char *text = json_get_string(req, "text");
+	char *clean;
 
-	if (!text || !*text) {
-		room_error(c, NULL, "%s needs a non-empty \"text\"",
-		    json_get_string(req, "type"));
-		return NULL;
-	}
-	if (strlen(text) > PROTO_MAX_TEXT) {
+	if (text && strlen(text) > PROTO_MAX_TEXT) {
 		room_error(c, NULL, "text is %zu bytes; the limit is %d bytes: "
 		    "send a shorter message, or put it in a file in the "
 		    "workspace and refer to it", strlen(text), PROTO_MAX_TEXT);
 		return NULL;
 	}
-	return text;
+	clean = text ? utf8_clean_str(text) : NULL;
+	if (!clean || !clean[strspn(clean, " \t\n")]) {
+		room_error(c, NULL, "%s needs a non-empty \"text\" (control "
+		    "characters do not count)", json_get_string(req, "type"));
+		free(clean);
+		return NULL;
+	}
+	return clean;
 }
 
 static void
 room_chat(struct conn *c, json_object *req)
 {
-	const char *text = room_text(c, req);
+	char *text = room_text(c, req);
 	json_object *ev;
 
 	if (!text)
@@ -426,6 +432,7 @@ room_chat(struct conn *c, json_object *req)
 	room_emit(c->a, ev, 1);
 	if (strstr(text, "@agent"))
 		turn_prompt(c->a, c->user, text);
+	free(text);
 }
 
 static void
@@ -446,10 +453,11 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	if (strcmp(type, "chat") == 0) {
 		room_chat(c, req);
 	} else if (strcmp(type, "prompt") == 0) {
-		const char *text = room_text(c, req);
+		char *text = room_text(c, req);
 
 		if (text)
 			turn_prompt(c->a, c->user, text);
+		free(text);
 	} else if (strcmp(type, "approve") == 0) {
 		if (!id || turn_approve(c->a, c->user, id,
 		    json_get_bool(req, "approve", 0)) < 0)
@@ -644,11 +652,11 @@ room_emit_output(struct agent *a, const char *type, const char *id,
 		buf_reset(carry);
 		return;
 	}
-	done = text_utf8_complete(carry->data, carry->len);
+	done = utf8_complete(carry->data, carry->len);
 	if (!done)
 		return;
 	buf_init(&text, done * 3 + 4);
-	if (text_utf8_append(&text, carry->data, done) == 0) {
+	if (utf8_repair(&text, carry->data, done) == 0) {
 		ev = room_event_new(type);
 		json_object_object_add(ev, "id", json_object_new_string(id));
 		json_object_object_add(ev, "stream", json_object_new_string(

@@ -25,6 +25,7 @@
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
+#include "utf8.h"
 
 #define CHAT_MAX_QUEUED		(256 * 1024)
 #define CHAT_MAX_CONNECT	20
@@ -478,14 +479,24 @@ chat_end(void *arg)
 
 /* -------------------------------------------------------------- input -- */
 
-/* Act on one finished input line. */
+/* Act on one finished input line.  The line is cleaned first (utf8.h):
+ * a plain client may send any bytes, and what it says reaches every
+ * member's terminal and the room's history. */
 static void
-chat_submit(struct chat *ch, const char *line)
+chat_submit(struct chat *ch, const char *raw)
 {
-	char reply[1024], id[32];
+	char reply[1024], id[32], *line = utf8_clean_str(raw);
 	json_object *req = NULL;
-	int r = chat_command(line, ch->nwaiting ?
-	    ch->waiting[ch->nwaiting - 1] : NULL, &req, reply, sizeof(reply));
+	int r;
+
+	if (!line) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "out of memory: the "
+		    "line was not sent");
+		return;
+	}
+	r = chat_command(line, ch->nwaiting ? ch->waiting[ch->nwaiting - 1] :
+	    NULL, &req, reply, sizeof(reply));
+	free(line);
 
 	if (r == 2) {
 		ch->leaving = 1;
@@ -517,8 +528,8 @@ chat_key(struct chat *ch, const struct tui_key *k)
 
 	switch (k->type) {
 	case TUI_KEY_CHAR:
-		if (k->cp >= 0x20 && !(k->cp >= 0x7f && k->cp <= 0x9f) &&
-		    tui_editor_insert(e, k->cp) < 0)
+		/* A control character is refused (-EINVAL) quietly. */
+		if (tui_editor_insert(e, k->cp) == -ENOBUFS)
 			chat_print(ch, TUI_STYLE_ERROR, NULL, "line too long: "
 			    "at most 16 KiB");
 		break;
