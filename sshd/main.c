@@ -18,6 +18,7 @@
 #include "log.h"
 #include "server.h"
 #include "setup.h"
+#include "strictmodes.h"
 #include "util.h"
 
 static const char main_usage[] =
@@ -160,7 +161,7 @@ main(int argc, char **argv)
 		    "try: sudo %s\n", (unsigned)cfg.sandbox_uid, argv[0]);
 		return 1;
 	}
-	if (setup_data_dir(&cfg) < 0)
+	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);

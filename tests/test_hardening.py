@@ -1,0 +1,68 @@
+"""What atriumd keeps apart: a DATA directory others could change is
+refused, no host user but root and the sandbox reaches a mounted workspace,
+the sandbox's seccomp filter denies the kernel's riskiest interfaces, and an
+agent that stops answering is replaced.
+
+Run as root after `make all`:
+    /usr/bin/python3 -m pytest -q tests/test_hardening.py
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import free_port
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="atriumd mounts FUSE: run as root")
+
+
+
+def start_refused(build, data):
+    """atriumd on data: (exit status, stderr) of a start expected to fail."""
+    p = subprocess.run([os.path.join(build, "atriumd"), "--data", str(data),
+                        "--listen", "127.0.0.1:%d" % free_port()],
+                       capture_output=True, text=True, timeout=20)
+    return p.returncode, p.stderr
+
+
+# ------------------------------------------------------- DATA's modes --
+
+def _make_hostkey(data):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                    os.path.join(str(data), "hostkey")], check=True)
+    os.remove(os.path.join(str(data), "hostkey.pub"))
+
+
+@pytest.mark.parametrize("name,mode,fix", [
+    ("", 0o777, "chmod 700"),
+    ("", 0o770, "chmod 700"),
+    ("run", 0o757, "chmod 700"),
+    ("authorized_keys", 0o620, "chmod 600"),
+    ("authorized_keys", 0o602, "chmod 600"),
+    ("atrium.conf", 0o666, "chmod 600"),
+    ("hostkey", 0o604, "chmod 600"),
+])
+def test_data_others_can_change_is_refused(build, data_dir, name, mode, fix):
+    path = os.path.join(str(data_dir), name) if name else str(data_dir)
+    if name == "run":
+        os.mkdir(path)
+    elif name == "atrium.conf":
+        with open(path, "w") as f:
+            f.write("idle-timeout = 60\n")
+    elif name == "hostkey":
+        _make_hostkey(data_dir)
+    os.chmod(path, mode)
+    rc, err = start_refused(build, data_dir)
+    assert rc == 1, err
+    assert "%s %s" % (fix, path) in err, err
+    assert not os.path.exists(os.path.join(str(data_dir), "rooms"))
+
+
+def test_data_owned_by_another_user_is_refused(build, data_dir):
+    path = os.path.join(str(data_dir), "authorized_keys")
+    os.chown(path, 12345, 12345)
+    rc, err = start_refused(build, data_dir)
+    assert rc == 1 and "chown root %s" % path in err, err
