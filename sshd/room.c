@@ -30,6 +30,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "sandbox.h"
+#include "setup.h"
 #include "util.h"
 
 #define ROOM_MOUNT_WAIT_MS	15000	/* atrium-fs mount to "ready" */
@@ -313,12 +314,12 @@ room_start(struct room *r)
 	r->mount_tries = 0;
 	r->restart = 0;
 	r->started_ms = time_mono_ms();
-	if ((rc = mkdir_p(r->dir, 0700)) < 0 || (rc = mkdir_p(r->run, 0755)) < 0) {
+	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
+	    (rc = setup_run_dir(r->run, cfg->sandbox_gid)) < 0) {
 		room_fail(r, "cannot make the room's directories: %s",
 		    strerror(-rc));
 		return;
 	}
-	chmod(r->run, 0755);
 	if ((rc = sandbox_write_identity(r->run, cfg->sandbox_uid,
 	    cfg->sandbox_gid)) < 0)
 		log_warn("room %s: cannot write the sandbox identity: %s",

@@ -7,17 +7,21 @@ Run as root after `make all`:
     /usr/bin/python3 -m pytest -q tests/test_hardening.py
 """
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
 
-from conftest import free_port
+from conftest import DataDir, _pids_using, free_port
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
 
+SANDBOX_GID = 64222
+STRANGER = ["setpriv", "--reuid=12345", "--regid=12345", "--clear-groups"]
 
 
 def start_refused(build, data):
@@ -66,3 +70,39 @@ def test_data_owned_by_another_user_is_refused(build, data_dir):
     os.chown(path, 12345, 12345)
     rc, err = start_refused(build, data_dir)
     assert rc == 1 and "chown root %s" % path in err, err
+
+
+# ------------------------------------------ the mounted workspace --
+
+@pytest.fixture
+def open_data(data_dir):
+    """A DATA of mode 0755 on a path every host user can walk."""
+    base = tempfile.mkdtemp(prefix="atrium-open-")
+    os.chmod(base, 0o755)
+    data = os.path.join(base, "data")
+    shutil.copytree(str(data_dir), data)
+    os.chmod(data, 0o755)
+    yield DataDir(data, data_dir.keys)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_workspace_is_out_of_reach_of_other_host_users(open_data, atriumd,
+                                                        ssh_run):
+    srv = atriumd(open_data)
+    rc, out, err = ssh_run(srv, "vault", "mkdir d && echo secret > d/f.txt"
+                           " && echo top > top.txt && ls")
+    assert (rc, out) == (0, "d\ntop.txt\n"), err
+    run = os.path.join(open_data.path, "run")
+    ws = os.path.join(run, "vault", "workspace")
+    for cmd in (["ls", ws], ["cat", os.path.join(ws, "top.txt")],
+                ["cat", os.path.join(ws, "d", "f.txt")], ["stat", ws]):
+        p = subprocess.run(STRANGER + cmd, capture_output=True, text=True)
+        assert p.returncode != 0 and "Permission denied" in p.stderr, \
+            (cmd, p.stdout, p.stderr)
+    for d in (run, os.path.dirname(ws)):
+        st = os.stat(d)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
+            (0, SANDBOX_GID, 0o710), d
+    # The room's own commands still work.
+    rc, out, err = ssh_run(srv, "vault", "cat d/f.txt top.txt")
+    assert (rc, out) == (0, "secret\ntop\n"), err
