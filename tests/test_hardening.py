@@ -106,3 +106,85 @@ def test_workspace_is_out_of_reach_of_other_host_users(open_data, atriumd,
     # The room's own commands still work.
     rc, out, err = ssh_run(srv, "vault", "cat d/f.txt top.txt")
     assert (rc, out) == (0, "secret\ntop\n"), err
+
+
+# --------------------------------------------- the sandbox's seccomp --
+
+# Each denied syscall and the errno a command gets for it (io_uring: ENOSYS,
+# as a kernel without it answers, so programs fall back).
+DENIED = {
+    "io_uring_setup": "ENOSYS", "io_uring_enter": "ENOSYS",
+    "io_uring_register": "ENOSYS", "keyctl": "EPERM", "add_key": "EPERM",
+    "request_key": "EPERM", "bpf": "EPERM", "perf_event_open": "EPERM",
+    "userfaultfd": "EPERM", "mount": "EPERM", "umount2": "EPERM",
+    "pivot_root": "EPERM", "fsopen": "EPERM", "fsmount": "EPERM",
+    "fsconfig": "EPERM", "move_mount": "EPERM", "open_tree": "EPERM",
+    "mount_setattr": "EPERM", "kexec_load": "EPERM",
+    "kexec_file_load": "EPERM", "init_module": "EPERM",
+    "finit_module": "EPERM", "delete_module": "EPERM",
+}
+
+PROBE_C = r"""#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TRY(name) do { errno = 0; long r = syscall(SYS_##name, 0, 0, 0, 0, 0, 0); \
+	printf("%s %s\n", #name, r < 0 ? strerrorname_np(errno) : "OK"); } while (0)
+int main(void) {
+@CALLS@
+	return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """A program calling each denied syscall, printing "NAME ERRNO"."""
+    d = tmp_path_factory.mktemp("probe")
+    src = d / "probe.c"
+    src.write_text(PROBE_C.replace("@CALLS@", "\n".join(
+        "\tTRY(%s);" % n for n in DENIED)))
+    subprocess.run(["cc", "-O1", "-o", str(d / "probe"), str(src)],
+                   check=True)
+    return (d / "probe").read_bytes()
+
+
+def test_sandbox_denies_risky_syscalls(atriumd, data_dir, ssh_run, probe):
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "jail", "cat > probe && chmod +x probe && "
+                           "./probe && grep Seccomp_filters /proc/self/status",
+                           input=probe)
+    assert rc == 0, err
+    got = dict(line.split() for line in out.decode().splitlines())
+    filters = got.pop("Seccomp_filters:")
+    assert got == DENIED
+    assert filters == "2"      # the deny filter and the chown filter
+
+
+def test_ordinary_programs_still_work_in_the_sandbox(atriumd, data_dir,
+                                                     ssh_run):
+    srv = atriumd(data_dir)
+    script = (
+        "set -e; git init -q repo; cd repo; echo hi > f; git add f; "
+        "git -c user.name=a -c user.email=a@b commit -qm one; git log --oneline"
+        " | wc -l; printf 'all:\\n\\t@echo made\\n' > Makefile; make; "
+        "python3 -c 'import asyncio, subprocess, tempfile; "
+        "print(asyncio.run(asyncio.sleep(0, \"py\")))'")
+    rc, out, err = ssh_run(srv, "jail", script)
+    assert (rc, out) == (0, "1\nmade\npy\n"), err
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_command_does_not_run_without_its_filter(build):
+    """When the kernel refuses the filter, the command is not run."""
+    p = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e",
+                        "inject=seccomp:error=EINVAL",
+                        os.path.join(build, "atrium-sandbox-init"), "3", "-n",
+                        "--", "echo", "it ran"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 125
+    assert "it ran" not in p.stdout
+    assert "cannot install the sandbox's seccomp filter" in p.stderr
+    assert "the command was not run" in p.stderr
