@@ -179,7 +179,7 @@ room_conn_count(struct agent *a)
 	int n = 0;
 
 	for (struct conn *c = a->conns; c; c = c->next)
-		if (!c->closing)
+		if (!c->closing && c->kind != CONN_MONITOR)
 			n++;
 	return n;
 }
@@ -363,9 +363,11 @@ room_hello(struct conn *c, json_object *req)
 		c->kind = CONN_CONTROL;
 	else if (strcmp(kind, "exec") == 0)
 		c->kind = CONN_EXEC;
+	else if (strcmp(kind, "monitor") == 0)
+		c->kind = CONN_MONITOR;
 	else {
 		room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
-		    " control or exec", kind);
+		    " control, exec or monitor", kind);
 		return;
 	}
 	snprintf(c->user, sizeof(c->user), "%s", user);
@@ -481,6 +483,20 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	}
 }
 
+/* A line from atriumd's watchdog.  "pong" is queued like any output and
+ * so written once this loop turn ends: the answer proves that the loop
+ * turns.  It carries no seq (it is not a room event). */
+static void
+room_monitor_line(struct conn *c, const char *type)
+{
+	static const char pong[] = "{\"type\":\"pong\"}\n";
+
+	if (strcmp(type, "ping") == 0)
+		room_queue(c, pong, sizeof(pong) - 1);
+	else
+		room_error(c, NULL, "a monitor connection may send only ping");
+}
+
 /* One framed line from c. */
 static void
 room_line(struct conn *c, const char *line, size_t len)
@@ -503,6 +519,8 @@ room_line(struct conn *c, const char *line, size_t len)
 			room_error(c, NULL, "send hello first");
 	} else if (strcmp(type, "hello") == 0) {
 		room_error(c, NULL, "hello was already sent");
+	} else if (c->kind == CONN_MONITOR) {
+		room_monitor_line(c, type);
 	} else if (strcmp(type, "exec") == 0) {
 		exec_request(c->a, c, req);
 	} else if (strcmp(type, "signal") == 0) {

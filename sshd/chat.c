@@ -44,6 +44,8 @@
 struct chat {
 	struct chan *c;			/* owner */
 	struct agentlink link;		/* to the room's agent */
+	const struct room *room;	/* once started (rooms live until
+					 * shutdown) */
 	int ansi;			/* line UI, else plain lines */
 	struct tui_keys keys;		/* ansi: key decoder */
 	struct tui_editor ed;		/* ansi: the input line */
@@ -470,10 +472,14 @@ chat_end(void *arg)
 {
 	struct chat *ch = arg;
 
+	const char *why = rooms_agent_why(ch->room);
+	char text[256];
+
 	if (ch->leaving)
 		return;
-	chat_print(ch, TUI_STYLE_NOTICE, NULL,
-	    "the room's agent restarted; reconnecting");
+	snprintf(text, sizeof(text), "the room's agent %s; reconnecting",
+	    why ? why : "restarted");
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	ch->reconnect = 1;
 }
 
@@ -693,6 +699,7 @@ chat_start(struct chan *c, struct room *r)
 		    r->name, strerror(-rc));
 		return;
 	}
+	ch->room = r;
 	hello = chat_req("hello");
 	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("chat"));

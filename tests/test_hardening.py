@@ -11,11 +11,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
 
-from conftest import DataDir, _pids_using, free_port
+from conftest import DataDir, _pids_using, free_port, ssh_command
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -188,3 +189,89 @@ def test_command_does_not_run_without_its_filter(build):
     assert "it ran" not in p.stdout
     assert "cannot install the sandbox's seccomp filter" in p.stderr
     assert "the command was not run" in p.stderr
+
+
+# ------------------------------------------------ the agent's watchdog --
+
+def agent_pid(srv, room):
+    for pid in _pids_using(os.path.join(srv.data, "rooms", room)):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0) == b"atrium-agent":
+            return pid
+    return None
+
+
+class ChatReader:
+    """A plain chat session (ssh -T) whose lines are collected."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(text in l for l in self.lines):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_agent_that_stops_answering_is_restarted(atriumd, data_dir, ssh_run):
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "frozen", "echo before > f.txt")
+    assert rc == 0, err
+    chat = ChatReader(ssh_command(srv, "frozen", user="bob", opts=["-T"]))
+    try:
+        assert chat.wait_for(b"you are bob")
+        old = agent_pid(srv, "frozen")
+        os.kill(old, signal.SIGSTOP)
+        start = time.time()
+        while time.time() - start < 20 and agent_pid(srv, "frozen") in \
+                (None, old):
+            time.sleep(0.1)
+        took = time.time() - start
+        assert agent_pid(srv, "frozen") not in (None, old), srv.read_log()
+        assert 9 <= took <= 16, took
+        log = srv.read_log()
+        assert "atrium-agent (pid %d) has not answered for 10 s" % old in log
+        assert chat.wait_for(b"stopped answering for 10 s and was restarted")
+        assert chat.wait_for(b"you are bob", timeout=20) and \
+            sum(b"you are bob" in l for l in chat.lines) == 2
+    finally:
+        chat.close()
+    rc, out, err = ssh_run(srv, "frozen", "cat f.txt")
+    assert (rc, out) == (0, "before\n"), err
+
+
+def test_busy_agent_is_not_killed(atriumd, data_dir, ssh_run):
+    """The ping is answered from the agent's loop, which keeps turning
+    while a command runs."""
+    srv = atriumd(data_dir, "--agent-timeout", "2")
+    rc, out, err = ssh_run(srv, "busy", "true")
+    assert rc == 0, err
+    pid = agent_pid(srv, "busy")
+    rc, out, err = ssh_run(srv, "busy", "sleep 5; echo slept")
+    assert (rc, out) == (0, "slept\n"), err
+    assert agent_pid(srv, "busy") == pid
+    assert "has not answered" not in srv.read_log()
