@@ -220,10 +220,11 @@ class ChatReader:
         for line in self.proc.stdout:
             self.lines.append(line)
 
-    def wait_for(self, text, timeout=20):
+    def wait_for(self, text, timeout=20, count=1):
+        """True once count lines holding text have come."""
         end = time.time() + timeout
         while time.time() < end:
-            if any(text in l for l in self.lines):
+            if sum(text in l for l in self.lines) >= count:
                 return True
             time.sleep(0.05)
         return False
@@ -256,8 +257,7 @@ def test_agent_that_stops_answering_is_restarted(atriumd, data_dir, ssh_run):
         log = srv.read_log()
         assert "atrium-agent (pid %d) has not answered for 10 s" % old in log
         assert chat.wait_for(b"stopped answering for 10 s and was restarted")
-        assert chat.wait_for(b"you are bob", timeout=20) and \
-            sum(b"you are bob" in l for l in chat.lines) == 2
+        assert chat.wait_for(b"you are bob", timeout=20, count=2)
     finally:
         chat.close()
     rc, out, err = ssh_run(srv, "frozen", "cat f.txt")
