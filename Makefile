@@ -14,7 +14,7 @@ PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
-PKGS     := fuse3 sqlite3 libcurl json-c libssh liburing libpcre2-8
+PKGS     := fuse3 sqlite3 libcurl json-c libssh liburing libpcre2-8 libseccomp
 WARN     := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-unused-parameter
 DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314
@@ -25,13 +25,15 @@ LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 2>/dev/null) -lpthread
 LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
+LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 \
             libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev libpcre2-dev \
+            libseccomp-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps \
-            python3 python3-pytest python3-paramiko tmux rsync \
+            python3 python3-pytest python3-paramiko tmux rsync strace \
             clang libclang-rt-14-dev
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -40,8 +42,10 @@ AGENT_SRC  := $(wildcard agent/*.c)
 SSHD_SRC   := $(wildcard sshd/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
-# common/sandbox_init.c is its own program, not part of libcommon.
-LIBCOMMON_SRC := $(filter-out common/sandbox_init.c,$(COMMON_SRC))
+# common/sandbox_init.c and its filters are their own program, not part of
+# libcommon (only it links libseccomp).
+INIT_SRC      := common/sandbox_init.c common/sandbox_seccomp.c
+LIBCOMMON_SRC := $(filter-out $(INIT_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
@@ -61,8 +65,8 @@ $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
 $(1)/atriumd: $(call obj,$(1),$(SSHD_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
-$(1)/atrium-sandbox-init: $(call obj,$(1),common/sandbox_init.c)
-	$$(CC) $(2) -o $$@ $$^
+$(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
+	$$(CC) $(2) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<

@@ -104,7 +104,7 @@ exec_add_capture(json_object *ev, const char *key, struct buf *b)
 	struct buf t;
 
 	buf_init(&t, b->len * 3 + 4);
-	if (text_utf8_append(&t, b->data ? b->data : "", b->len) == 0)
+	if (utf8_repair(&t, b->data ? b->data : "", b->len) == 0)
 		json_object_object_add(ev, key, json_object_new_string_len(
 		    t.data ? t.data : "", (int)t.len));
 	buf_free(&t);
@@ -362,7 +362,7 @@ void
 exec_request(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *id = json_get_string(req, "id"), *what;
-	char *argv[EXEC_MAX_ARGV], cwd[PATH_MAX], gen[32];
+	char *argv[EXEC_MAX_ARGV], cwd[PATH_MAX], gen[32], *shown;
 	int fds[3] = { -1, -1, -1 }, nfds, tty = json_get_bool(req, "tty", 0);
 	json_object *arr = NULL, *ev;
 	struct exec *e;
@@ -396,7 +396,11 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 		ev = room_event_new("exec_start");
 		json_object_object_add(ev, "id", json_object_new_string(e->id));
 		json_object_object_add(ev, "user", json_object_new_string(e->user));
-		json_object_object_add(ev, "command", json_object_new_string(what));
+		/* Shown to everyone: cleaned; the command runs as sent. */
+		shown = utf8_clean_str(what);
+		json_object_object_add(ev, "command",
+		    json_object_new_string(shown ? shown : ""));
+		free(shown);
 		room_emit(a, ev, 1);
 	}
 	if (exec_spawn(a, c, e, req, json_get_string(req, "command") ? NULL :

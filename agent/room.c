@@ -185,7 +185,7 @@ room_conn_count(struct agent *a)
 	int n = 0;
 
 	for (struct conn *c = a->conns; c; c = c->next)
-		if (!c->closing)
+		if (!c->closing && c->kind != CONN_MONITOR)
 			n++;
 	return n;
 }
@@ -366,8 +366,10 @@ room_hello_kind(struct conn *c, const char *kind)
 		return CONN_CONTROL;
 	if (strcmp(kind, "exec") == 0)
 		return CONN_EXEC;
+	if (strcmp(kind, "monitor") == 0)
+		return CONN_MONITOR;
 	room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
-	    " control or exec", kind);
+	    " control, exec or monitor", kind);
 	return CONN_NEW;
 }
 
@@ -411,6 +413,12 @@ room_hello(struct conn *c, json_object *req)
 	    CONN_NEW)
 		return;
 	snprintf(c->user, sizeof(c->user), "%s", user);
+	if (kind == CONN_MONITOR) {
+		/* atriumd's liveness probe (only atriumd reaches this socket):
+		 * no room access to decide, no welcome, no presence. */
+		c->kind = kind;
+		return;
+	}
 	c->admin = json_get_bool(req, "admin", 0);
 	if (room_access_hello(a, c, req) < 0)
 		return;
@@ -428,30 +436,36 @@ room_hello(struct conn *c, json_object *req)
 	}
 }
 
-/* Check the text of chat/prompt.  Its text, or NULL (error sent). */
-static const char *
+/* The text of chat/prompt, cleaned (utf8.h): what people send each other
+ * reaches terminals and the model, so it is stored as valid UTF-8 without
+ * control characters whatever the client sent.  A new string to free, or
+ * NULL (error sent). */
+static char *
 room_text(struct conn *c, json_object *req)
 {
 	const char *text = json_get_string(req, "text");
+	char *clean;
 
-	if (!text || !*text) {
-		room_error(c, NULL, "%s needs a non-empty \"text\"",
-		    json_get_string(req, "type"));
-		return NULL;
-	}
-	if (strlen(text) > PROTO_MAX_TEXT) {
+	if (text && strlen(text) > PROTO_MAX_TEXT) {
 		room_error(c, NULL, "text is %zu bytes; the limit is %d bytes: "
 		    "send a shorter message, or put it in a file in the "
 		    "workspace and refer to it", strlen(text), PROTO_MAX_TEXT);
 		return NULL;
 	}
-	return text;
+	clean = text ? utf8_clean_str(text) : NULL;
+	if (!clean || !clean[strspn(clean, " \t\n")]) {
+		room_error(c, NULL, "%s needs a non-empty \"text\" (control "
+		    "characters do not count)", json_get_string(req, "type"));
+		free(clean);
+		return NULL;
+	}
+	return clean;
 }
 
 static void
 room_chat(struct conn *c, json_object *req)
 {
-	const char *text = room_text(c, req);
+	char *text = room_text(c, req);
 	json_object *ev;
 
 	if (!text)
@@ -462,6 +476,7 @@ room_chat(struct conn *c, json_object *req)
 	room_emit(c->a, ev, 1);
 	if (strstr(text, "@agent"))
 		turn_prompt(c->a, c->user, text);
+	free(text);
 }
 
 static void
@@ -482,10 +497,11 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	if (strcmp(type, "chat") == 0) {
 		room_chat(c, req);
 	} else if (strcmp(type, "prompt") == 0) {
-		const char *text = room_text(c, req);
+		char *text = room_text(c, req);
 
 		if (text)
 			turn_prompt(c->a, c->user, text);
+		free(text);
 	} else if (strcmp(type, "approve") == 0) {
 		if (!id || turn_approve(c->a, c->user, id,
 		    json_get_bool(req, "approve", 0)) < 0)
@@ -509,6 +525,20 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	} else {
 		room_error(c, NULL, "unknown request type \"%s\"", type);
 	}
+}
+
+/* A line from atriumd's watchdog.  "pong" is queued like any output and
+ * so written once this loop turn ends: the answer proves that the loop
+ * turns.  It carries no seq (it is not a room event). */
+static void
+room_monitor_line(struct conn *c, const char *type)
+{
+	static const char pong[] = "{\"type\":\"pong\"}\n";
+
+	if (strcmp(type, "ping") == 0)
+		room_queue(c, pong, sizeof(pong) - 1);
+	else
+		room_error(c, NULL, "a monitor connection may send only ping");
 }
 
 /* One framed line from c. */
@@ -535,6 +565,8 @@ room_line(struct conn *c, const char *line, size_t len)
 			room_error(c, NULL, "send hello first");
 	} else if (strcmp(type, "hello") == 0) {
 		room_error(c, NULL, "hello was already sent");
+	} else if (c->kind == CONN_MONITOR) {
+		room_monitor_line(c, type);
 	} else if (strcmp(type, "exec") == 0) {
 		exec_request(c->a, c, req);
 	} else if (strcmp(type, "signal") == 0) {
@@ -684,11 +716,11 @@ room_emit_output(struct agent *a, const char *type, const char *id,
 		buf_reset(carry);
 		return;
 	}
-	done = text_utf8_complete(carry->data, carry->len);
+	done = utf8_complete(carry->data, carry->len);
 	if (!done)
 		return;
 	buf_init(&text, done * 3 + 4);
-	if (text_utf8_append(&text, carry->data, done) == 0) {
+	if (utf8_repair(&text, carry->data, done) == 0) {
 		ev = room_event_new(type);
 		json_object_object_add(ev, "id", json_object_new_string(id));
 		json_object_object_add(ev, "stream", json_object_new_string(

@@ -19,7 +19,9 @@ struct agent;
 #define ROOM_MAX_FDS_QUEUED	(PROTO_MAX_FDS * 2)
 #define ROOM_MAX_CONNS	1024
 
-enum conn_kind { CONN_NEW, CONN_CHAT, CONN_CONTROL, CONN_EXEC };
+/* CONN_MONITOR is atriumd's watchdog: it sends only "ping", answered with
+ * "pong" from the loop, and does not keep the room from going idle. */
+enum conn_kind { CONN_NEW, CONN_CHAT, CONN_CONTROL, CONN_EXEC, CONN_MONITOR };
 
 struct conn {
 	struct conn *next;
@@ -79,7 +81,8 @@ void room_notice(struct agent *a, const char *fmt, ...)
 /* Names of the members connected now, a new JSON array (deduplicated). */
 json_object *room_members(struct agent *a);
 
-/* Connections open now (any kind). */
+/* Connections open now (any kind but atriumd's monitor, which must not
+ * keep an idle room running). */
 int room_conn_count(struct agent *a);
 
 /* Mark a connection to be closed (reason logged) at the next flush. */

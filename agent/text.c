@@ -1,7 +1,7 @@
 /*
- * text.c: UTF-8 repair and output capping (text.h).  Commands print any
- * bytes; events are JSON and must be UTF-8, so output is repaired on its way
- * into an event, and streams are cut only at character boundaries.
+ * text.c: output capping (text.h).  Commands print any bytes; events are
+ * JSON and must be UTF-8, so the kept output is repaired (common/utf8.c) on
+ * its way into an event.
  *
  * outcap keeps a head buffer and a ring for the tail, so a command that
  * prints gigabytes costs a fixed amount of memory: the model gets the start
@@ -13,87 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Length of a UTF-8 sequence starting with byte c, or 0 when c cannot
- * start one. */
-static int
-text_seq_len(unsigned char c)
-{
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return 2;
-	if (c >= 0xe0 && c <= 0xef)
-		return 3;
-	if (c >= 0xf0 && c <= 0xf4)
-		return 4;
-	return 0;
-}
-
-/* Valid sequence length at p (n bytes available): >0 valid, 0 invalid,
- * -1 valid so far but incomplete. */
-static int
-text_seq_check(const unsigned char *p, size_t n)
-{
-	int len = text_seq_len(p[0]);
-
-	if (len == 0)
-		return 0;
-	for (int i = 1; i < len; i++) {
-		if ((size_t)i >= n)
-			return -1;
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	/* Overlong 3/4-byte forms, surrogates, and beyond U+10FFFF. */
-	if (len == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) ||
-	    (p[0] == 0xed && p[1] >= 0xa0)))
-		return 0;
-	if (len == 4 && ((p[0] == 0xf0 && p[1] < 0x90) ||
-	    (p[0] == 0xf4 && p[1] >= 0x90)))
-		return 0;
-	return len;
-}
-
-size_t
-text_utf8_complete(const char *p, size_t n)
-{
-	/* Only the last 3 bytes can start an unfinished sequence. */
-	for (size_t back = 1; back <= 3 && back <= n; back++) {
-		const unsigned char *s = (const unsigned char *)p + n - back;
-		int len = text_seq_len(*s);
-
-		if ((*s & 0xc0) == 0x80)
-			continue;
-		if (len > (int)back && text_seq_check(s, back) == -1)
-			return n - back;
-		break;
-	}
-	return n;
-}
-
-int
-text_utf8_append(struct buf *out, const char *p, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)p;
-	size_t i = 0, start = 0;
-	int r;
-
-	while (i < n) {
-		int len = s[i] ? text_seq_check(s + i, n - i) : 0;
-
-		if (len > 0) {
-			i += (size_t)len;
-			continue;
-		}
-		if ((r = buf_append(out, p + start, i - start)) < 0 ||
-		    (r = buf_append(out, "\xef\xbf\xbd", 3)) < 0)
-			return r;
-		i++;
-		start = i;
-	}
-	return buf_append(out, p + start, i - start);
-}
 
 int
 outcap_init(struct outcap *o, size_t head, size_t tail)
@@ -149,7 +68,7 @@ outcap_text(const struct outcap *o, char **out)
 		in_tail = o->tail_max;
 	}
 	buf_init(&b, o->head.len * 3 + in_tail * 3 + sizeof(note));
-	r = text_utf8_append(&b, o->head.data ? o->head.data : "", o->head.len);
+	r = utf8_repair(&b, o->head.data ? o->head.data : "", o->head.len);
 	if (r == 0 && cut) {
 		snprintf(note, sizeof(note), "\n[... %zu bytes of output cut "
 		    "here: the first %zu and last %zu bytes are shown ...]\n",
@@ -167,7 +86,7 @@ outcap_text(const struct outcap *o, char **out)
 
 			for (size_t i = 0; i < in_tail; i++)
 				lin[i] = o->tail[(start + i) % o->tail_max];
-			r = text_utf8_append(&b, lin, in_tail);
+			r = utf8_repair(&b, lin, in_tail);
 			free(lin);
 		}
 	}

@@ -1,7 +1,7 @@
 /*
- * text.h: pure text helpers of the agent (text.c): UTF-8 repair for output
- * that goes into JSON, and the head-and-tail cap of a command's output that
- * goes back to the model.  No I/O; unit-tested.
+ * text.h: the head-and-tail cap of a command's output that goes back to the
+ * model (text.c), and the UTF-8 helpers every user of it needs (utf8.h).
+ * No I/O; unit-tested.
  */
 #ifndef ATRIUM_AGENT_TEXT_H
 #define ATRIUM_AGENT_TEXT_H
@@ -9,14 +9,7 @@
 #include <stddef.h>
 
 #include "buf.h"
-
-/* Length of the longest prefix of p[0..n) that does not end inside an
- * incomplete UTF-8 sequence (what to send now; the rest waits for more). */
-size_t text_utf8_complete(const char *p, size_t n);
-
-/* Append p[0..n) to out with every invalid UTF-8 byte and NUL replaced by
- * U+FFFD.  -ENOBUFS / -ENOMEM from buf_append. */
-int text_utf8_append(struct buf *out, const char *p, size_t n);
+#include "utf8.h"
 
 /* Output kept for the model: the first `head` bytes and the last `tail`
  * bytes of everything added, and a count of all bytes. */

@@ -70,7 +70,7 @@ tool_files_finished(struct wsio *w)
 	wsio_release(w);
 	if (r->done) {
 		buf_init(&text, r->out.len * 3 + 64);
-		if (text_utf8_append(&text, r->out.data ? r->out.data : "",
+		if (utf8_repair(&text, r->out.data ? r->out.data : "",
 		    r->out.len) < 0 || !text.data)
 			buf_printf(&text, "%s", r->out.len ? "(the result could "
 			    "not be encoded)" : "");

@@ -373,9 +373,9 @@ tool_grep_line(struct tool_grep *g, const char *rel, long n)
 		return;
 	show = g->line.len > TOOL_GREP_LINE_MAX ? TOOL_GREP_LINE_MAX :
 	    g->line.len;
-	show = text_utf8_complete(g->line.data, show);
+	show = utf8_complete(g->line.data, show);
 	if (buf_printf(o, "%s:%ld: ", rel, n) < 0 ||
-	    text_utf8_append(o, g->line.data, show) < 0 ||
+	    utf8_repair(o, g->line.data, show) < 0 ||
 	    buf_printf(o, "%s\n", show < g->line_len ? " [...]" : "") < 0 ||
 	    o->len > TOOL_FILES_MAX_OUTPUT) {
 		o->len = before;

@@ -52,7 +52,7 @@ tool_read_fmt_line(struct tool_read_fmt *f)
 	if (f->line >= f->first && !f->full) {
 		r = buf_printf(o, "%6ld\t", f->line);
 		if (r == 0)
-			r = text_utf8_append(o, f->cur.data ? f->cur.data : "",
+			r = utf8_repair(o, f->cur.data ? f->cur.data : "",
 			    f->cur.len);
 		if (r == 0 && f->cur_len > f->cur.len)
 			r = buf_printf(o, " [... %zu more bytes on this line]",

@@ -500,7 +500,7 @@ turn_summary_event(struct turn *t, const char *summary, long in, long out)
 	/* The event stays a fraction of a protocol line; room.db keeps it
 	 * whole. */
 	json_object_object_add(ev, "summary", json_object_new_string_len(
-	    summary, (int)text_utf8_complete(summary, strnlen(summary,
+	    summary, (int)utf8_complete(summary, strnlen(summary,
 	    TURN_EVENT_SUMMARY_MAX))));
 	json_object_object_add(ev, "usage", json_object_new_object());
 	json_object_object_add(json_object_object_get(ev, "usage"),

@@ -19,8 +19,8 @@
  * would still read and overwrite what the sandbox uid may not.
  *
  * Only the root itself is opened with the agent's own credentials (its
- * parent, the room's run directory, is root's 0700); that fd is O_PATH and
- * grants nothing by itself.
+ * parent, the room's run directory, is root's, 0710 to the sandbox's group
+ * only); that fd is O_PATH and grants nothing by itself.
  *
  * Suspension.  An operation is an SQE submitted with loop_io_submit; the
  * coroutine yields until wsio_io_done resumes it with the result.  The SQE

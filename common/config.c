@@ -49,6 +49,7 @@ static const struct config_key config_keys[] = {
 	STR("api-key-file", api_key_file),
 	NUM("open", CT_BOOL, open, 0, 1),
 	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
+	NUM("agent-timeout", CT_INT, agent_timeout, 0, 86400),
 	STR("approval", approval),
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
 	NUM("context-window", CT_INT, context_window, 0, 100000000),
@@ -88,6 +89,7 @@ config_defaults(struct config *c)
 	snprintf(c->provider, sizeof(c->provider), "anthropic");
 	snprintf(c->approval, sizeof(c->approval), "allow_all");
 	c->idle_timeout = 900;
+	c->agent_timeout = 10;
 	c->max_tokens = 8192;
 	c->command_timeout = 120;
 	c->file_tool_timeout = 60;

@@ -33,6 +33,9 @@ struct config {
 	char api_key_file[PATH_MAX];	/* the key of provider, or "" */
 	int open;			/* accept any public key (trusted demos) */
 	int idle_timeout;		/* seconds before an idle room stops */
+	int agent_timeout;		/* seconds an agent may leave atriumd's
+					 * ping unanswered before it is killed
+					 * and restarted (0: never) */
 	char approval[16];		/* default policy of a new room */
 	int max_tokens;			/* output tokens per model request */
 	int context_window;		/* tokens the model takes in (0: the

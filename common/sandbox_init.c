@@ -14,28 +14,23 @@
  * command's status.  SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it are
  * passed to the command's process group.
  *
- * Before the command starts it installs a seccomp filter that
- * makes a chown to another user or group fail with EPERM, as it does for
- * any unprivileged user.  The sandbox's user namespace maps one uid and one
- * gid, and the kernel answers EINVAL for the others; OpenSSH's sftp-server
- * turns EINVAL into "bad message", so `cp -a` onto an sshfs mount failed
- * with "Bad message" where tools expect "Operation not permitted".
+ * Before the command starts it installs the sandbox's seccomp filters
+ * (sandbox_seccomp.c): one denies the kernel interfaces a command has no
+ * use for (io_uring, keyrings, bpf, perf, userfaultfd, mounts, kexec,
+ * modules), one makes a chown to another user or group fail with EPERM.
+ * When the first cannot be installed the command does not run: it exits
+ * 125 with the reason on stderr, as a sandbox that cannot be made does.
  */
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <signal.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "sandbox_seccomp.h"
 
 static volatile sig_atomic_t init_child;
 
@@ -45,78 +40,6 @@ init_forward(int sig)
 {
 	if (init_child > 0)
 		kill(-init_child, sig);
-}
-
-/* The filter's architecture: it passes everything on any other. */
-#if defined(__x86_64__)
-#define INIT_AUDIT_ARCH		AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define INIT_AUDIT_ARCH		AUDIT_ARCH_AARCH64
-#endif
-
-/* Where the low 32 bits of syscall argument i are in seccomp_data. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define INIT_ARG_LO(i)	(offsetof(struct seccomp_data, args) + 8 * (i))
-#else
-#define INIT_ARG_LO(i)	(offsetof(struct seccomp_data, args) + 8 * (i) + 4)
-#endif
-
-#define INIT_LD(off)	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
-#define INIT_JEQ(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
-#define INIT_RET(v)	BPF_STMT(BPF_RET | BPF_K, (v))
-
-/* Accept an id argument equal to ours or to -1 ("unchanged"), else EPERM:
- * four instructions. */
-#define INIT_ID_CHECK(arg, id) \
-	INIT_LD(INIT_ARG_LO(arg)), \
-	INIT_JEQ((id), 2, 0), \
-	INIT_JEQ((uint32_t)-1, 1, 0), \
-	INIT_RET(SECCOMP_RET_ERRNO | EPERM)
-
-/* Both ids of a chown whose uid is argument arg, then allow: nine
- * instructions. */
-#define INIT_CHOWN_CHECK(arg, uid, gid) \
-	INIT_ID_CHECK((arg), (uid)), \
-	INIT_ID_CHECK((arg) + 1, (gid)), \
-	INIT_RET(SECCOMP_RET_ALLOW)
-
-/* EPERM for a chown to another user or group than ours.  The filter is
- * written as BPF because libseccomp cannot compare one argument twice in a
- * rule (our id, and -1).  0, or -1 when it cannot be installed: then the
- * kernel's EINVAL stands, which is no weaker (the id is unmapped anyway). */
-static int
-init_chown_filter(void)
-{
-#ifdef INIT_AUDIT_ARCH
-	uint32_t uid = (uint32_t)getuid(), gid = (uint32_t)getgid();
-	struct sock_filter code[] = {
-		INIT_LD(offsetof(struct seccomp_data, arch)),
-		INIT_JEQ(INIT_AUDIT_ARCH, 1, 0),
-		INIT_RET(SECCOMP_RET_ALLOW),
-		INIT_LD(offsetof(struct seccomp_data, nr)),
-		/* fchown and fchownat jump over the checks before them */
-		INIT_JEQ(__NR_fchownat, 0, 9),
-		INIT_CHOWN_CHECK(2, uid, gid),
-		INIT_JEQ(__NR_fchown, 0, 9),
-		INIT_CHOWN_CHECK(1, uid, gid),
-#ifdef __NR_chown
-		INIT_JEQ(__NR_chown, 1, 0),
-		INIT_JEQ(__NR_lchown, 0, 9),
-		INIT_CHOWN_CHECK(1, uid, gid),
-#endif
-		INIT_RET(SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {
-		.len = (unsigned short)(sizeof(code) / sizeof(*code)),
-		.filter = code,
-	};
-
-	/* bwrap set no_new_privs already; asking again costs nothing. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		return -1;
-#endif
-	return 0;
 }
 
 /* The command: its own group (and tty), default signals, then exec. */
@@ -144,7 +67,7 @@ main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = init_forward };
 	int status_fd, tty, status;
-	char report[32];
+	char report[32], err[256];
 	pid_t pid;
 
 	if (argc < 5 || strcmp(argv[3], "--") != 0) {
@@ -153,7 +76,14 @@ main(int argc, char **argv)
 	}
 	status_fd = atoi(argv[1]);
 	tty = strcmp(argv[2], "-t") == 0;
-	init_chown_filter();
+	if (sandbox_seccomp_deny(err, sizeof(err)) < 0) {
+		/* Fail closed: no command runs without its filter. */
+		fprintf(stderr, "atrium-sandbox-init: cannot install the "
+		    "sandbox's seccomp filter (%s); the command was not run\n",
+		    err);
+		return 125;
+	}
+	sandbox_seccomp_chown();
 	pid = fork();
 	if (pid < 0) {
 		perror("atrium-sandbox-init: fork");

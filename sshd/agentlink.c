@@ -129,7 +129,11 @@ agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", run_dir,
 	    AGENT_SOCKET_NAME) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking before connect: an agent that has stopped reading
+	 * fills its backlog, and a blocking connect would then hang every
+	 * session on the loop; this one fails with EAGAIN instead (a unix
+	 * socket's connect never returns EINPROGRESS). */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -138,7 +142,6 @@ agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
 		close(fd);
 		return e;
 	}
-	fd_set_nonblock(fd, 1);
 	l->fd = fd;
 	l->paused = l->ended = 0;
 	l->on_line = on_line;

@@ -34,6 +34,7 @@
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
+#include "utf8.h"
 
 #define CHAT_MAX_QUEUED		(256 * 1024)
 #define CHAT_MAX_CONNECT	20
@@ -54,6 +55,8 @@
 struct chat {
 	struct chan *c;			/* owner */
 	struct agentlink link;		/* to the room's agent */
+	const struct room *room;	/* once started (rooms live until
+					 * shutdown) */
 	int ansi;			/* line UI, else plain lines */
 	struct tui_keys keys;		/* ansi: key decoder */
 	struct tui_editor ed;		/* ansi: the input line */
@@ -585,10 +588,14 @@ chat_end(void *arg)
 {
 	struct chat *ch = arg;
 
+	const char *why = rooms_agent_why(ch->room);
+	char text[256];
+
 	if (ch->leaving || ch->denied)
 		return;
-	chat_print(ch, TUI_STYLE_NOTICE, NULL,
-	    "the room's agent restarted; reconnecting");
+	snprintf(text, sizeof(text), "the room's agent %s; reconnecting",
+	    why ? why : "restarted");
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	ch->reconnect = 1;
 }
 
@@ -643,14 +650,24 @@ chat_own(struct chat *ch, json_object *req)
 	return 1;
 }
 
-/* Act on one finished input line. */
+/* Act on one finished input line.  The line is cleaned first (utf8.h):
+ * a plain client may send any bytes, and what it says reaches every
+ * member's terminal and the room's history. */
 static void
-chat_submit(struct chat *ch, const char *line)
+chat_submit(struct chat *ch, const char *raw)
 {
-	char reply[1024], id[32];
+	char reply[1024], id[32], *line = utf8_clean_str(raw);
 	json_object *req = NULL;
-	int r = chat_command(line, ch->nwaiting ?
-	    ch->waiting[ch->nwaiting - 1] : NULL, &req, reply, sizeof(reply));
+	int r;
+
+	if (!line) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "out of memory: the "
+		    "line was not sent");
+		return;
+	}
+	r = chat_command(line, ch->nwaiting ? ch->waiting[ch->nwaiting - 1] :
+	    NULL, &req, reply, sizeof(reply));
+	free(line);
 
 	if (r == 2) {
 		ch->leaving = 1;
@@ -686,8 +703,8 @@ chat_key(struct chat *ch, const struct tui_key *k)
 
 	switch (k->type) {
 	case TUI_KEY_CHAR:
-		if (k->cp >= 0x20 && !(k->cp >= 0x7f && k->cp <= 0x9f) &&
-		    tui_editor_insert(e, k->cp) < 0)
+		/* A control character is refused (-EINVAL) quietly. */
+		if (tui_editor_insert(e, k->cp) == -ENOBUFS)
 			chat_print(ch, TUI_STYLE_ERROR, NULL, "line too long: "
 			    "at most 16 KiB");
 		break;
@@ -851,6 +868,7 @@ chat_start(struct chan *c, struct room *r)
 		    r->name, strerror(-rc));
 		return;
 	}
+	ch->room = r;
 	hello = chat_req("hello");
 	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("chat"));

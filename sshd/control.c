@@ -1,8 +1,10 @@
 /*
  * control.c: the `atrium` subsystem (control.h).  Called by session.c
  * through chan_ops.  JSON lines go both ways unchanged, except that a client
- * may not send `hello` (atriumd says who the user is) and lines over
- * PROTO_MAX_LINE or not JSON objects are answered with an `error` line.
+ * may not send `hello` (atriumd says who the user is), lines over
+ * PROTO_MAX_LINE, not valid UTF-8 or not JSON objects are answered with an
+ * `error` line, and the text of a chat or prompt loses its control
+ * characters (utf8_clean) before the room sees it.
  *
  * Backpressure both ways: client lines are taken only while the agent link
  * has room; agent lines are read only while the channel's queue is under
@@ -36,6 +38,7 @@
 #include "room.h"
 #include "room_access.h"
 #include "server.h"
+#include "utf8.h"
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
 #define CONTROL_MAX_CONNECT	20
@@ -159,13 +162,56 @@ control_own(struct control *ct, const char *type, json_object *o)
 	return 1;
 }
 
+/* Clean the text of a chat or prompt (utf8.h): it reaches every member's
+ * terminal and the room's history.  1 when o changed (send it re-encoded),
+ * 0 when it is as it came, -ENOMEM. */
+static int
+control_clean_text(const char *type, json_object *o)
+{
+	const char *text = json_get_string(o, "text");
+	char *clean;
+	int changed;
+
+	if (!type || (strcmp(type, "chat") && strcmp(type, "prompt")) || !text)
+		return 0;
+	if (!(clean = utf8_clean_str(text)))
+		return -ENOMEM;
+	changed = strcmp(clean, text) != 0;
+	if (changed)
+		json_object_object_add(o, "text", json_object_new_string(clean));
+	free(clean);
+	return changed;
+}
+
+/* Queue one checked request to the agent: the line as it came, or o
+ * re-encoded when control_clean_text changed it.  0 or -errno. */
+static int
+control_forward(struct control *ct, const char *type, json_object *o,
+    const char *line, size_t len)
+{
+	int r = control_clean_text(type, o);
+
+	if (r < 0)
+		return r;
+	return r ? agentlink_send(&ct->link, o) :
+	    agentlink_send_line(&ct->link, line, len);
+}
+
 /* Check one client line and pass it on. */
 static void
 control_client_line(struct control *ct, char *line, size_t len)
 {
 	const char *err, *type;
-	json_object *o = jsonl_parse_object(line, len, &err);
+	json_object *o;
 
+	if (!utf8_valid(line, len)) {
+		/* JSON text is UTF-8 (RFC 8259); raw bytes would reach the
+		 * room's history and other members' terminals as they are. */
+		control_error(ct, "not valid UTF-8: send JSON text as UTF-8 "
+		    "(escape other bytes as \\uXXXX)");
+		return;
+	}
+	o = jsonl_parse_object(line, len, &err);
 	if (!o) {
 		char msg[160];
 
@@ -180,7 +226,7 @@ control_client_line(struct control *ct, char *line, size_t len)
 		    "your first request (chat, prompt, exec...)");
 	else if (type && control_own(ct, type, o))
 		;
-	else if (agentlink_send_line(&ct->link, line, len) < 0)
+	else if (control_forward(ct, type, o, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "
 		    "slow down or reconnect");
 	else

@@ -21,6 +21,7 @@
 #include "room_cli.h"
 #include "server.h"
 #include "setup.h"
+#include "strictmodes.h"
 #include "util.h"
 
 static const char main_usage[] =
@@ -167,7 +168,7 @@ main(int argc, char **argv)
 		    "try: sudo %s\n", (unsigned)cfg.sandbox_uid, argv[0]);
 		return 1;
 	}
-	if (setup_data_dir(&cfg) < 0)
+	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);

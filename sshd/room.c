@@ -31,6 +31,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "sandbox.h"
+#include "setup.h"
 #include "util.h"
 
 #define ROOM_MOUNT_WAIT_MS	15000	/* atrium-fs mount to "ready" */
@@ -44,6 +45,7 @@
 #define ROOM_MAX_ARGS		128
 #define ROOM_READY_FD		3	/* a child's ready pipe */
 #define ROOM_KEYS_FD		4	/* atrium-agent's keys pipe */
+#define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
 
 static void room_mount(struct room *r);
 static void room_stop(struct room *r);
@@ -315,12 +317,12 @@ room_start(struct room *r)
 	r->mount_tries = 0;
 	r->restart = 0;
 	r->started_ms = time_mono_ms();
-	if ((rc = mkdir_p(r->dir, 0700)) < 0 || (rc = mkdir_p(r->run, 0755)) < 0) {
+	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
+	    (rc = setup_run_dir(r->run, cfg->sandbox_gid)) < 0) {
 		room_fail(r, "cannot make the room's directories: %s",
 		    strerror(-rc));
 		return;
 	}
-	chmod(r->run, 0755);
 	if ((rc = sandbox_write_identity(r->run, cfg->sandbox_uid,
 	    cfg->sandbox_gid)) < 0)
 		log_warn("room %s: cannot write the sandbox identity: %s",
@@ -348,6 +350,7 @@ room_stop(struct room *r)
 
 	room_child_close(&r->fs);
 	room_child_close(&r->agent);
+	agentwatch_stop(&r->watch);
 	if (r->agent.pid > 0 && kill(r->agent.pid, SIGTERM) == 0)
 		any = 1;
 	if (r->fs.pid > 0 && kill(r->fs.pid, SIGTERM) == 0)
@@ -377,6 +380,7 @@ room_child_ready(struct room *r, struct room_child *c)
 		log_info("room %s: ready (%lld ms)", r->name, ms);
 		r->state = ROOM_READY;
 		r->deadline_ms = 0;
+		agentwatch_start(&r->watch, time_mono_ms());
 	}
 }
 
@@ -539,6 +543,7 @@ room_agent_exited(struct room *r, int status, const char *how)
 	long long now = time_mono_ms();
 
 	room_child_close(&r->agent);
+	agentwatch_stop(&r->watch);
 	if (r->state == ROOM_AGENT) {
 		room_fail(r, "atrium-agent %s before it was ready; see "
 		    "atriumd's log", how);
@@ -605,6 +610,7 @@ room_new(struct rooms *rs, const char *name)
 	snprintf(r->dir, sizeof(r->dir), "%s/rooms/%s", rs->data, name);
 	snprintf(r->run, sizeof(r->run), "%s/run/%s", rs->data, name);
 	r->fs.ready_fd = r->agent.ready_fd = r->mkfs.ready_fd = -1;
+	agentwatch_init(&r->watch);
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
 	r->mkfs.what = "atrium-fs mkfs";
@@ -693,10 +699,41 @@ rooms_delete(struct rooms *rs, const char *name)
 	return 0;
 }
 
-/* Deadlines of one room. */
+/* The agent answered nothing for the timeout: kill it; its exit restarts
+ * it (room_agent_exited) and its turn resumes from room.db. */
+static void
+room_agent_hung(struct room *r)
+{
+	int secs = r->rs->cfg->agent_timeout;
+
+	snprintf(r->agent_why, sizeof(r->agent_why), "stopped answering for "
+	    "%d s and was restarted", secs);
+	r->agent_why_ms = time_mono_ms();
+	log_warn("room %s: atrium-agent (pid %d) has not answered for %d s "
+	    "(--agent-timeout); killing it to restart it", r->name,
+	    (int)r->agent.pid, secs);
+	agentwatch_stop(&r->watch);
+	if (r->agent.pid > 0)
+		kill(r->agent.pid, SIGKILL);
+}
+
+/* See room.h. */
+const char *
+rooms_agent_why(const struct room *r)
+{
+	if (!r || !r->agent_why[0] ||
+	    time_mono_ms() - r->agent_why_ms > ROOM_WHY_SHOWN_MS)
+		return NULL;
+	return r->agent_why;
+}
+
+/* Deadlines of one room, and its agent's watchdog. */
 static void
 room_tick(struct room *r, long long now)
 {
+	if (r->state == ROOM_READY && agentwatch_tick(&r->watch, r->rs->loop,
+	    r->run, now, r->rs->cfg->agent_timeout * 1000LL))
+		room_agent_hung(r);
 	if (!r->deadline_ms || now < r->deadline_ms)
 		return;
 	switch (r->state) {
@@ -770,6 +807,7 @@ rooms_free(struct rooms *rs)
 		rs->list = r->next;
 		room_child_close(&r->fs);
 		room_child_close(&r->agent);
+		agentwatch_stop(&r->watch);
 		room_unmount_stale(r);
 		free(r);
 	}

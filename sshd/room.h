@@ -13,7 +13,9 @@
  *
  * After start: atrium-agent exiting 0 means idle, so atrium-fs is stopped
  * and the room is cold again; atrium-agent dying otherwise is restarted
- * (its turn resumes from room.db); atrium-fs dying restarts the room.
+ * (its turn resumes from room.db), and so is one that has not answered
+ * the watchdog's ping for agent-timeout seconds (agentwatch.h: it is
+ * killed first); atrium-fs dying restarts the room.
  */
 #ifndef ATRIUMD_ROOM_H
 #define ATRIUMD_ROOM_H
@@ -21,6 +23,7 @@
 #include <limits.h>
 #include <sys/types.h>
 
+#include "agentwatch.h"
 #include "config.h"
 #include "loop.h"
 
@@ -59,6 +62,10 @@ struct room {
 	int agent_restarts;		/* abnormal agent exits in the window */
 	long long restarts_since_ms;	/* start of that window */
 	int deleting;			/* delete once stopped; no start */
+	struct agentwatch watch;	/* pings the agent while ready */
+	char agent_why[160];		/* why atriumd last killed the agent,
+					 * for the chat's notice */
+	long long agent_why_ms;		/* when */
 	int failed;			/* the last start failed */
 	long long failed_ms;
 	char error[256];		/* why, for the user */
@@ -107,7 +114,12 @@ int rooms_remove_dirs(const char *data, const char *name);
 /* A child exited (from waitpid).  1 if it was one of the rooms'. */
 int rooms_child_exited(struct rooms *rs, pid_t pid, int status);
 
-/* Timeouts and retries; call every loop turn. */
+/* What atriumd last did to the room's agent and why ("stopped answering
+ * for 10 s and was restarted"), when that was within the last few seconds,
+ * else NULL: for a chat that lost its connection to say why. */
+const char *rooms_agent_why(const struct room *r);
+
+/* Timeouts, retries and the agents' watchdog; call every loop turn. */
 void rooms_tick(struct rooms *rs);
 
 /* Stop every room (SIGTERM; SIGKILL when force). */

@@ -191,6 +191,24 @@ setup_authorized_keys(const struct config *cfg)
 	return r;
 }
 
+/* See setup.h. */
+int
+setup_run_dir(const char *path, gid_t sandbox_gid)
+{
+	int fd, r = 0;
+
+	if (mkdir(path, SETUP_RUN_MODE) < 0 && errno != EEXIST)
+		return -errno;
+	/* Through an fd: a symlink put in its place is not followed. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fchown(fd, 0, sandbox_gid) < 0 || fchmod(fd, SETUP_RUN_MODE) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 /* Make DATA, its host key and its authorized_keys. */
 int
 setup_data_dir(const struct config *cfg)
@@ -207,8 +225,12 @@ setup_data_dir(const struct config *cfg)
 	if ((r = mkdir_p(sub, 0700)) < 0)
 		return r;
 	snprintf(sub, sizeof(sub), "%s/run", cfg->data_dir);
-	if ((r = mkdir_p(sub, 0755)) < 0)
+	if ((r = setup_run_dir(sub, cfg->sandbox_gid)) < 0) {
+		log_error("%s: cannot make it root's, group %u, mode %o: %s",
+		    sub, (unsigned)cfg->sandbox_gid, SETUP_RUN_MODE,
+		    strerror(-r));
 		return r;
+	}
 	if ((r = setup_hostkey(cfg->data_dir)) < 0)
 		return r;
 	if (cfg->open)

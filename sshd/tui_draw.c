@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "utf8.h"
+
 #define TUI_PROMPT_SUFFIX	"> "
 
 /* Rendering state for one client; cannot fail. */
@@ -42,24 +44,32 @@ tui_draw_color(const char *name)
 	return 31 + (int)(h % 6);
 }
 
-/* Drop C0 controls except tab and newline, DEL, and the C1 controls
- * (U+0080-U+009F, encoded as C2 80..9F). */
+/* Clean text as utf8_clean does (invalid bytes become U+FFFD; C0 controls
+ * but tab and newline, DEL and C1 go), with each newline written as nl.
+ * The agent cleans what people send; this holds for every other field too
+ * (names, commands, output), whatever the agent let through. */
 void
 tui_draw_sanitize(struct buf *out, const char *text, size_t len,
     const char *nl)
 {
-	const unsigned char *p = (const unsigned char *)text;
+	struct buf clean;
+	const char *p, *end, *e;
 
-	for (size_t i = 0; i < len; i++) {
-		if (p[i] == '\n') {
-			buf_append(out, nl, strlen(nl));
-		} else if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 &&
-		    p[i + 1] <= 0x9f) {
-			i++;
-		} else if (p[i] == '\t' || (p[i] >= 0x20 && p[i] != 0x7f)) {
-			buf_append(out, &p[i], 1);
-		}
+	buf_init(&clean, len * 3 + 1);
+	if (utf8_clean(&clean, text, len) < 0 || !clean.data) {
+		buf_free(&clean);
+		return;
 	}
+	p = clean.data;
+	end = p + clean.len;
+	while (p < end) {
+		e = memchr(p, '\n', (size_t)(end - p));
+		buf_append(out, p, (size_t)((e ? e : end) - p));
+		if (e)
+			buf_append(out, nl, strlen(nl));
+		p = e ? e + 1 : end;
+	}
+	buf_free(&clean);
 }
 
 /* Columns of UTF-8 text (one per code point). */

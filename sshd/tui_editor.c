@@ -1,7 +1,8 @@
 /*
  * tui_editor.c: the input line of tui_editor.h.  Called by chat.c.
  * Invariants: cursor <= len <= cap; bytes is the UTF-8 size of cps[0..len)
- * and never passes max_bytes.
+ * and never passes max_bytes; every code point passes tui_editor_allowed,
+ * so the line is always valid UTF-8 without control characters.
  */
 #include "tui_editor.h"
 
@@ -60,12 +61,25 @@ tui_utf8_put(uint32_t cp, char *out)
 	return 4;
 }
 
-/* Insert at the cursor; -ENOBUFS past the limit, -ENOMEM. */
+/* 1 when cp may stand in a line people read: not a C0 control, DEL or a
+ * C1 control (terminals obey those), not a surrogate and not past U+10FFFF
+ * (neither encodes as valid UTF-8). */
+int
+tui_editor_allowed(uint32_t cp)
+{
+	return cp >= 0x20 && !(cp >= 0x7f && cp <= 0x9f) &&
+	    !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
+}
+
+/* Insert at the cursor; -EINVAL for a code point that is not allowed,
+ * -ENOBUFS past the limit, -ENOMEM. */
 int
 tui_editor_insert(struct tui_editor *e, uint32_t cp)
 {
 	size_t n = tui_utf8_len(cp);
 
+	if (!tui_editor_allowed(cp))
+		return -EINVAL;
 	if (e->bytes + n > e->max_bytes)
 		return -ENOBUFS;
 	if (e->len == e->cap) {

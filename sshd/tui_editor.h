@@ -21,7 +21,12 @@ struct tui_editor {
 void tui_editor_init(struct tui_editor *e, size_t max_bytes);
 void tui_editor_free(struct tui_editor *e);
 
-/* Insert at the cursor.  0, -ENOBUFS past max_bytes, -ENOMEM. */
+/* 1 when cp may be part of a line: not a control character (C0, DEL,
+ * C1), not a surrogate, at most U+10FFFF. */
+int tui_editor_allowed(uint32_t cp);
+
+/* Insert at the cursor.  0, -EINVAL for a code point tui_editor_allowed
+ * refuses, -ENOBUFS past max_bytes, -ENOMEM. */
 int tui_editor_insert(struct tui_editor *e, uint32_t cp);
 
 /* Delete before / at the cursor (no-op at the ends). */

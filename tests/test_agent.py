@@ -668,6 +668,23 @@ def test_bad_lines_and_limits(room, model):
     assert c.wait("presence", left="bob")["users"] == ["alice"]
 
 
+def test_chat_text_is_stored_clean(room, model):
+    """Controls and invalid UTF-8 in a chat line never reach the members or
+    the history: the agent cleans whatever a connection sends."""
+    room.start("--model-url", model.url)
+    c = room.connect()
+    other = room.connect("bob")
+    c.sock.sendall(b'{"type":"chat","text":"a\\u001b[2J\xc2\x9b\\u0085'
+                   b'\\u0007b\xff\x9bc\\r\\nd\\te \xc3\xa9"}\n')
+    want = "a[2Jb\ufffd\ufffdc\nd\te \u00e9"
+    assert other.wait("message")["text"] == want
+    c.send({"type": "chat", "text": "\u001b\u009b\u0000"})
+    assert "non-empty" in c.wait("error")["message"]
+    c.send({"type": "history", "since": 0})
+    msgs = [e for e in c.collect("message", text=want) if e["type"] == "message"]
+    assert [m["text"] for m in msgs] == [want]
+
+
 # --- on the real workspace filesystem ---------------------------------------------
 
 @pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),

@@ -222,6 +222,56 @@ def test_plain_chat_between_two_users(srv):
         assert b"\x1b" not in b"".join(c.seen)
 
 
+def strict_json(line):
+    """A room event, which must be valid UTF-8 JSON."""
+    return json.loads(line.decode("utf-8"))
+
+
+def test_chat_text_is_cleaned_before_anyone_sees_it(srv):
+    """Escape sequences, C1 controls and invalid UTF-8 typed in the chat or
+    sent on the room protocol reach neither other members nor history."""
+    a = chat_plain(srv, "clean", "alice")
+    j = json_lines(srv, "clean", "bob")
+    b = chat_plain(srv, "clean", "bob")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        j.expect(lambda l: strict_json(l)["type"] == "welcome")
+        b.expect(lambda l: b"you are alice" in l or b"you are bob" in l)
+        a.proc.stdin.write(b"one\x1b[31m\x9b2J\xc2\x9b\x07two\xff\r\n")
+        a.proc.stdin.flush()
+        typed = "one[31m\ufffd2Jtwo\ufffd"
+        msg = strict_json(j.expect(
+            lambda l: strict_json(l)["type"] == "message"))
+        assert (msg["user"], msg["text"]) == ("alice", typed)
+        assert b.expect(lambda l: l.startswith(b"alice: ")) == \
+            ("alice: " + typed + "\n").encode()
+        # Raw bytes that are not UTF-8: refused, with an error event.
+        j.proc.stdin.write(b'{"type":"chat","text":"raw\x9b\xff"}\n')
+        j.proc.stdin.flush()
+        err = strict_json(j.expect(lambda l: strict_json(l)["type"] == "error"))
+        assert "UTF-8" in err["message"]
+        # Escaped controls and C1 as UTF-8: cleaned.
+        j.proc.stdin.write(b'{"type":"chat","text":"api\\u001b]0;x\\u0007'
+                           b'\xc2\x9b\\u009b ok\\r"}\n')
+        j.proc.stdin.flush()
+        msg = strict_json(j.expect(
+            lambda l: strict_json(l)["type"] == "message"))
+        assert msg["text"] == "api]0;x ok"
+        assert b.expect(lambda l: b"api" in l) == b"bob: api]0;x ok\n"
+        j.send('{"type":"history","since":0}\n')
+        texts = []
+        while len(texts) < 2:
+            ev = strict_json(j.expect(
+                lambda l: strict_json(l)["type"] == "message"))
+            texts.append(ev["text"])
+        assert texts == [typed, "api]0;x ok"]
+        assert b"\x1b" not in b"".join(b.seen)
+    finally:
+        a.close()
+        j.close()
+        b.close()
+
+
 def tmux(*args):
     return subprocess.run(["tmux", "-L", "atrium-test"] + list(args),
                           capture_output=True, text=True)

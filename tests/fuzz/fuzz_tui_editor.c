@@ -58,9 +58,13 @@ apply(struct tui_editor *e, struct model *m, const struct tui_key *k)
 
 	switch (k->type) {
 	case TUI_KEY_CHAR:
-		if (k->cp < 0x20 || (k->cp >= 0x7f && k->cp <= 0x9f))
-			break;
 		r = tui_editor_insert(e, k->cp);
+		/* Controls, surrogates and beyond U+10FFFF never get in. */
+		if (k->cp < 0x20 || (k->cp >= 0x7f && k->cp <= 0x9f) ||
+		    (k->cp >= 0xd800 && k->cp <= 0xdfff) || k->cp > 0x10ffff) {
+			FUZZ_CHECK(r == -EINVAL);
+			break;
+		}
 		FUZZ_CHECK(r == 0 || r == -ENOBUFS);
 		FUZZ_CHECK((r == -ENOBUFS) ==
 		    (m->bytes + tui_utf8_len(k->cp) > m->max));

@@ -33,6 +33,7 @@ declare -A SRC=(
 	[tui_keys]="sshd/tui_keys.c"
 	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c"
 	[pathglob]="agent/pathglob.c"
+	[utf8]="common/utf8.c common/buf.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes

@@ -1,6 +1,6 @@
 /*
- * test_agent_text.c: UTF-8 repair and the head-and-tail cap of command
- * output (agent/text.c), and the bash tool's result text for the model
+ * test_agent_text.c: the head-and-tail cap of command output
+ * (agent/text.c), and the bash tool's result text for the model
  * (agent/tool_bash.c).
  */
 #include <stdlib.h>
@@ -9,38 +9,6 @@
 #include "../../agent/text.h"
 #include "../../agent/tool_bash.h"
 #include "unit.h"
-
-static void
-test_utf8_complete(void)
-{
-	CHECK_INT(text_utf8_complete("abc", 3), 3);
-	CHECK_INT(text_utf8_complete("a\xc3", 2), 1);		/* é cut */
-	CHECK_INT(text_utf8_complete("a\xc3\xa9", 3), 3);
-	CHECK_INT(text_utf8_complete("\xe2\x82", 2), 0);	/* € cut */
-	CHECK_INT(text_utf8_complete("x\xf0\x9f\x98", 4), 1);	/* emoji cut */
-	CHECK_INT(text_utf8_complete("x\xff", 2), 2);		/* invalid: send */
-	CHECK_INT(text_utf8_complete("", 0), 0);
-}
-
-static void
-test_utf8_append(void)
-{
-	struct buf b;
-
-	buf_init(&b, 1024);
-	CHECK_INT(text_utf8_append(&b, "ok \xc3\xa9", 5), 0);
-	CHECK_STR(b.data, "ok \xc3\xa9");
-	buf_reset(&b);
-	CHECK_INT(text_utf8_append(&b, "a\xff" "b\xc3", 4), 0);
-	CHECK_STR(b.data, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
-	buf_reset(&b);
-	CHECK_INT(text_utf8_append(&b, "n\0m", 3), 0);	/* NUL replaced */
-	CHECK_STR(b.data, "n\xef\xbf\xbdm");
-	buf_reset(&b);
-	CHECK_INT(text_utf8_append(&b, "\xed\xa0\x80", 3), 0);	/* surrogate */
-	CHECK_INT(b.len, 9);
-	buf_free(&b);
-}
 
 static void
 test_outcap_small(void)
@@ -112,8 +80,6 @@ test_bash_result(void)
 int
 main(void)
 {
-	TEST(test_utf8_complete);
-	TEST(test_utf8_append);
 	TEST(test_outcap_small);
 	TEST(test_outcap_cut_keeps_head_and_tail);
 	TEST(test_bash_result);

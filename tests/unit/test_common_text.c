@@ -1,6 +1,7 @@
 /*
- * test_common_text.c: the pure pieces of common/: the capped buffer, the
- * JSON-lines framer (fed at every split point), names and paths, settings.
+ * test_common_text.c: the pure pieces of common/: the capped buffer, UTF-8
+ * repair and cleaning, the JSON-lines framer (fed at every split point),
+ * names and paths, settings.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "jsonl.h"
 #include "keys.h"
 #include "names.h"
+#include "utf8.h"
 #include "unit.h"
 
 static void
@@ -297,10 +299,87 @@ test_config_fuzzfound(void)
 	unlink(path);
 }
 
+static void
+test_utf8_complete(void)
+{
+	CHECK_INT(utf8_complete("abc", 3), 3);
+	CHECK_INT(utf8_complete("a\xc3", 2), 1);		/* é cut */
+	CHECK_INT(utf8_complete("a\xc3\xa9", 3), 3);
+	CHECK_INT(utf8_complete("\xe2\x82", 2), 0);	/* € cut */
+	CHECK_INT(utf8_complete("x\xf0\x9f\x98", 4), 1);	/* emoji cut */
+	CHECK_INT(utf8_complete("x\xff", 2), 2);		/* invalid: send */
+	CHECK_INT(utf8_complete("", 0), 0);
+}
+
+static void
+test_utf8_repair(void)
+{
+	struct buf b;
+
+	buf_init(&b, 1024);
+	CHECK_INT(utf8_repair(&b, "ok \xc3\xa9", 5), 0);
+	CHECK_STR(b.data, "ok \xc3\xa9");
+	buf_reset(&b);
+	CHECK_INT(utf8_repair(&b, "a\xff" "b\xc3", 4), 0);
+	CHECK_STR(b.data, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	buf_reset(&b);
+	CHECK_INT(utf8_repair(&b, "n\0m", 3), 0);	/* NUL replaced */
+	CHECK_STR(b.data, "n\xef\xbf\xbdm");
+	buf_reset(&b);
+	CHECK_INT(utf8_repair(&b, "\xed\xa0\x80", 3), 0);	/* surrogate */
+	CHECK_INT(b.len, 9);
+	buf_free(&b);
+}
+
+/* What people send each other: valid UTF-8 without controls. */
+static void
+test_utf8_clean(void)
+{
+	struct buf b;
+	char *s;
+
+	buf_init(&b, 1024);
+	/* ESC, BEL, CR and DEL go; tab and newline stay. */
+	CHECK_INT(utf8_clean(&b, "a\x1b[2Jb\tc\r\nd\x07\x7f" "e", 14), 0);
+	CHECK_STR(b.data, "a[2Jb\tc\nde");
+	buf_reset(&b);
+	/* C1 as UTF-8 (U+009B CSI) goes; U+00A0 stays. */
+	CHECK_INT(utf8_clean(&b, "x\xc2\x9by\xc2\x85z\xc2\xa0", 10), 0);
+	CHECK_STR(b.data, "xyz\xc2\xa0");
+	buf_reset(&b);
+	/* A raw C1 byte is invalid UTF-8: replaced, never passed on. */
+	CHECK_INT(utf8_clean(&b, "p\x9bq\x85r\xff", 6), 0);
+	CHECK_STR(b.data, "p\xef\xbf\xbdq\xef\xbf\xbdr\xef\xbf\xbd");
+	buf_reset(&b);
+	CHECK_INT(utf8_clean(&b, "n\0m\xe2\x82\xac", 6), 0);	/* NUL goes */
+	CHECK_STR(b.data, "nm\xe2\x82\xac");
+	buf_free(&b);
+	s = utf8_clean_str("\x1b]0;title\x07hi \xc0\xaf");
+	CHECK_STR(s, "]0;titlehi \xef\xbf\xbd\xef\xbf\xbd");
+	free(s);
+}
+
+static void
+test_utf8_valid(void)
+{
+	CHECK_INT(utf8_valid("ok \xc3\xa9 \xf0\x9f\x98\x80", 10), 1);
+	CHECK_INT(utf8_valid("", 0), 1);
+	CHECK_INT(utf8_valid("a\x9b", 2), 0);		/* raw C1 byte */
+	CHECK_INT(utf8_valid("\xc0\xaf", 2), 0);		/* overlong */
+	CHECK_INT(utf8_valid("\xed\xa0\x80", 3), 0);	/* surrogate */
+	CHECK_INT(utf8_valid("\xf4\x90\x80\x80", 4), 0);	/* > U+10FFFF */
+	CHECK_INT(utf8_valid("\xe2\x82", 2), 0);		/* cut */
+	CHECK_INT(utf8_valid("a\0b", 3), 0);
+}
+
 int
 main(void)
 {
 	TEST(test_buf_caps);
+	TEST(test_utf8_complete);
+	TEST(test_utf8_repair);
+	TEST(test_utf8_clean);
+	TEST(test_utf8_valid);
 	TEST(test_jsonl_every_split);
 	TEST(test_jsonl_parse);
 	TEST(test_room_names);

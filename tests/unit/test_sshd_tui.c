@@ -118,6 +118,15 @@ test_editor(void)
 	CHECK_INT(e.bytes, 3);
 	tui_editor_clear(&e);
 	CHECK_INT(e.len, 0);
+	/* Controls (ESC, DEL, C1 CSI), surrogates, past U+10FFFF: refused. */
+	CHECK_INT(tui_editor_insert(&e, 0x1b), -EINVAL);
+	CHECK_INT(tui_editor_insert(&e, 0x7f), -EINVAL);
+	CHECK_INT(tui_editor_insert(&e, 0x9b), -EINVAL);
+	CHECK_INT(tui_editor_insert(&e, 0xd800), -EINVAL);
+	CHECK_INT(tui_editor_insert(&e, 0x110000), -EINVAL);
+	CHECK_INT(tui_editor_insert(&e, 0xa0), 0);
+	CHECK_INT(e.len, 1);
+	tui_editor_clear(&e);
 	tui_editor_backspace(&e);	/* at the start: nothing */
 	tui_editor_free(&e);
 }
@@ -131,6 +140,10 @@ test_draw_sanitizes(void)
 	buf_init(&b, 4096);
 	tui_draw_sanitize(&b, "a\x1b[2Jb\nc\xc2\x9b" "d\x07", 12, "\r\n");
 	CHECK_STR(b.data, "a[2Jb\r\ncd");
+	buf_reset(&b);
+	/* A raw C1 byte (CSI to some terminals) is invalid UTF-8. */
+	tui_draw_sanitize(&b, "x\x9b" "2Jy\xff\n", 7, "|");
+	CHECK_STR(b.data, "x\xef\xbf\xbd" "2Jy\xef\xbf\xbd|");
 	buf_reset(&b);
 	tui_draw_init(&d, 0, 0, 80, 24);
 	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi\nthere");

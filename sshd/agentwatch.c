@@ -1,0 +1,119 @@
+/*
+ * agentwatch.c: the watchdog of agentwatch.h.  Called by room.c from its
+ * tick (every turn of atriumd's loop, at least every SERVER_POLL_MS).
+ *
+ * The probe measures the agent's loop, not its work: the pong is queued by
+ * the agent's line handler and written before its loop sleeps, so an agent
+ * busy with a long turn, a command or a slow model still answers within a
+ * loop turn; only a loop that does not turn (stopped, stuck in a call,
+ * spinning) stays silent.  Any line from the agent counts as an answer.
+ * One ping is out at a time, every WATCH_PING_MS at most (a fraction of
+ * the timeout), so a stopped agent costs one queued line, not a pile.
+ * The connect is non-blocking (agentlink.c): a full backlog is one more
+ * silent tick, never a stalled loop.
+ */
+#include "agentwatch.h"
+
+#include <string.h>
+
+#include "util.h"
+
+#define WATCH_PING_MS	2000	/* longest gap between pings */
+#define WATCH_MIN_PING_MS 100
+
+/* Any line: the agent's loop turned since the ping. */
+static void
+agentwatch_line(void *arg, json_object *obj, const char *line, size_t len)
+{
+	struct agentwatch *w = arg;
+
+	(void)obj; (void)line; (void)len;
+	w->answered_ms = time_mono_ms();
+	w->ping_out = 0;
+}
+
+/* The agent closed the connection: reconnect from the next tick (not
+ * inside the link's own callback). */
+static void
+agentwatch_end(void *arg)
+{
+	struct agentwatch *w = arg;
+
+	w->ended = 1;
+}
+
+void
+agentwatch_init(struct agentwatch *w)
+{
+	memset(w, 0, sizeof(*w));
+	agentlink_init(&w->link);
+}
+
+void
+agentwatch_start(struct agentwatch *w, long long now)
+{
+	agentwatch_stop(w);
+	w->watching = 1;
+	w->answered_ms = now;
+	w->next_ping_ms = now;
+}
+
+void
+agentwatch_stop(struct agentwatch *w)
+{
+	agentlink_close(&w->link);
+	w->watching = w->hello_sent = w->ended = w->ping_out = 0;
+}
+
+/* Connect (again) and say hello.  0 or -errno. */
+static int
+agentwatch_connect(struct agentwatch *w, struct loop *loop,
+    const char *run_dir)
+{
+	json_object *hello;
+	int r;
+
+	if (w->ended) {
+		agentlink_close(&w->link);
+		w->ended = w->hello_sent = w->ping_out = 0;
+	}
+	if (w->link.fd >= 0)
+		return 0;
+	r = agentlink_connect(&w->link, loop, run_dir, agentwatch_line,
+	    agentwatch_end, w);
+	if (r < 0)
+		return r;
+	hello = json_object_new_object();
+	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "user", json_object_new_string("atriumd"));
+	json_object_object_add(hello, "kind", json_object_new_string("monitor"));
+	r = agentlink_send(&w->link, hello);
+	json_object_put(hello);
+	w->hello_sent = r == 0;
+	return r;
+}
+
+int
+agentwatch_tick(struct agentwatch *w, struct loop *loop, const char *run_dir,
+    long long now, long long timeout_ms)
+{
+	long long every = timeout_ms / 4;
+	static const char ping[] = "{\"type\":\"ping\"}";
+
+	if (!w->watching || timeout_ms <= 0)
+		return 0;
+	if (now - w->answered_ms >= timeout_ms)
+		return 1;
+	if (now < w->next_ping_ms || w->ping_out)
+		return 0;
+	if (every > WATCH_PING_MS)
+		every = WATCH_PING_MS;
+	if (every < WATCH_MIN_PING_MS)
+		every = WATCH_MIN_PING_MS;
+	w->next_ping_ms = now + every;
+	if (agentwatch_connect(w, loop, run_dir) < 0 || !w->hello_sent)
+		return 0;
+	if (agentlink_send_line(&w->link, ping, sizeof(ping) - 1) == 0)
+		w->ping_out = 1;
+	return 0;
+}

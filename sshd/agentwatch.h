@@ -1,0 +1,40 @@
+/*
+ * agentwatch.h: atriumd's watchdog on one room's atrium-agent
+ * (agentwatch.c).  A crashed agent is noticed by its exit; a hung one (an
+ * endless loop, a blocking call, SIGSTOP) keeps its socket open and answers
+ * nothing, so sessions would wait on it for ever.  The watchdog keeps one
+ * connection to RUN/agent.sock (hello kind "monitor") and pings it; the
+ * agent answers "pong" from its loop.  When no line has come back for the
+ * timeout, the room kills the agent and restarts it as after a crash.
+ */
+#ifndef ATRIUMD_AGENTWATCH_H
+#define ATRIUMD_AGENTWATCH_H
+
+#include "agentlink.h"
+#include "loop.h"
+
+struct agentwatch {
+	struct agentlink link;	/* the monitor connection, fd -1 when none */
+	int watching;		/* between agentwatch_start and _stop */
+	int hello_sent;		/* on this connection */
+	int ended;		/* the agent closed it: connect again */
+	int ping_out;		/* a ping is waiting for its pong */
+	long long answered_ms;	/* last line from the agent (or the start) */
+	long long next_ping_ms;	/* when to ping next */
+};
+
+/* Not watching; cannot fail. */
+void agentwatch_init(struct agentwatch *w);
+
+/* Begin watching an agent that just became ready, at now. */
+void agentwatch_start(struct agentwatch *w, long long now);
+
+/* Stop watching and close the connection. */
+void agentwatch_stop(struct agentwatch *w);
+
+/* Connect and ping as due.  1 when the agent has answered nothing for
+ * timeout_ms (the caller kills it), else 0. */
+int agentwatch_tick(struct agentwatch *w, struct loop *loop,
+    const char *run_dir, long long now, long long timeout_ms);
+
+#endif
