@@ -710,7 +710,8 @@ fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	if (size == 0)
 		return 0;
 	fs_lock(fs);
-	if ((r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
+	if ((r = quota_admit(fs, size)) == 0 &&
+	    (r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
 		r = db_op_end(fs, core_write(fs, ino, off, buf, size));
 	fs_unlock(fs);
 	return r < 0 ? r : (ssize_t)size;
@@ -732,6 +733,11 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 		return S_ISDIR(a.mode) ? -EISDIR : -ENODEV;
 	if (off > (uint64_t)FS_FILE_MAX || len > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
+	/* Holes are not stored, so fallocate stores nothing; but it promises
+	 * that writing the range will not fail for room, which the quota
+	 * must be able to keep: len is what the range may come to store. */
+	if ((r = quota_reserve_check(fs, len)) < 0)
+		return r;
 	if ((mode & FALLOC_FL_KEEP_SIZE) || off + len <= a.size)
 		return 0;
 	return inode_set_size(fs, ino, off + len);
@@ -751,14 +757,15 @@ fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len)
 }
 
 /* Space of the disk holding the database, less the reserve kept for
- * deletions (fs/space.c): 0 or -errno. */
+ * deletions (fs/space.c), within the quota (fs/quota.c): 0 or -errno. */
 int
 fs_statfs(struct fs *fs, struct fs_statfs *out)
 {
 	int r;
 
 	fs_lock(fs);
-	r = space_statfs(fs, out);
+	if ((r = space_statfs(fs, out)) == 0)
+		quota_statfs(fs, out);
 	fs_unlock(fs);
 	return r;
 }

@@ -293,6 +293,7 @@ db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 	fs->txn_need += need;
 	fs->last_err = 0;
 	fs->in_op = 1;
+	quota_op_begin(fs);
 	return 0;
 }
 
@@ -305,12 +306,9 @@ db_group_due(struct fs *fs)
 	    time_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS;
 }
 
-/* End the operation begun by db_op_begin: keep its changes when rc >= 0,
- * undo them otherwise; commit the group when it is due (always when near
- * full).  Returns rc, or the error that undid the operation after all:
- * -ENOSPC when only it was lost, -EIO when answered work was (failed). */
-int
-db_op_end(struct fs *fs, int rc)
+/* The body of db_op_end, quota aside. */
+static int
+db_op_finish(struct fs *fs, int rc)
 {
 	int lost = fs->last_err < 0 ? fs->last_err : -EIO;
 	int r;
@@ -328,6 +326,23 @@ db_op_end(struct fs *fs, int rc)
 	if (db_group_due(fs) && (r = db_commit_group(fs, rc >= 0)) < 0 &&
 	    rc >= 0)
 		rc = r;
+	return rc;
+}
+
+/* End the operation begun by db_op_begin: keep its changes when rc >= 0
+ * and it stayed within the quota (else -EDQUOT, quota.c), undo them
+ * otherwise; commit the group when it is due (always when near full).
+ * Returns rc, or the error that undid the operation after all: -EDQUOT,
+ * -ENOSPC when only it was lost, -EIO when answered work was (failed). */
+int
+db_op_end(struct fs *fs, int rc)
+{
+	int r;
+
+	if (rc >= 0 && (r = quota_op_check(fs)) < 0)
+		rc = r;
+	rc = db_op_finish(fs, rc);
+	quota_op_end(fs, rc >= 0);
 	return rc;
 }
 

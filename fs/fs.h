@@ -14,7 +14,8 @@
  *
  * Errors: every function returns 0 (or a byte count) or -errno.  A call
  * that adds data or names gets -ENOSPC when the disk holding the database is
- * nearly full (calls that free space still work); once a failed commit has
+ * nearly full, and -EDQUOT when it would pass the workspace's quota (calls
+ * that free space still work in both cases); once a failed commit has
  * lost work already answered, every mutating call and fs_sync get -EIO
  * until the filesystem is opened again (fs/db.c tells why).
  */
@@ -180,6 +181,18 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
     uint64_t len);
 
 int fs_statfs(struct fs *fs, struct fs_statfs *out);
+
+/* --- quota (fs/quota.c) --- */
+
+/* Limit the bytes stored and the inodes (0: no limit); a call that would
+ * grow past one gets -EDQUOT, one that frees always works.  Call before
+ * serving; the first limit counts the workspace once.  0 or -errno. */
+int fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes);
+/* 1 when little of the byte quota is left: writers should bypass the
+ * kernel's writeback cache, so that EDQUOT reaches write(2) (fs/quota.c). */
+int fs_quota_near(struct fs *fs);
+/* What the quota counts now (see fs/quota.c).  0. */
+int fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes);
 
 /* --- extended attributes (fs/xattr.c) --- */
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,

@@ -60,6 +60,12 @@ struct fs {
 	int wal_no_reserve;       /* its filesystem cannot preallocate */
 	int64_t wal_reserved_end; /* allocated up to here (past its end) */
 	int64_t wal_seen_size;    /* its size when last looked at */
+	/* The quota (quota.c): limits (0: none) are configuration; used_* are
+	 * the kept operations' totals, op_* the running operation's changes. */
+	int64_t quota_bytes, quota_inodes;
+	int64_t used_bytes, used_inodes;
+	int64_t op_bytes, op_inodes;
+	int quota_counting;       /* triggers installed, used_* counted */
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;
@@ -102,6 +108,14 @@ int space_admit(struct fs *fs, uint64_t grow, uint64_t frees, int64_t *need);
 void space_close(struct fs *fs);
 void space_note_full(struct fs *fs);
 int space_statfs(struct fs *fs, struct fs_statfs *out);
+
+/* --- quota.c --- */
+void quota_op_begin(struct fs *fs);
+int quota_op_check(struct fs *fs);
+void quota_op_end(struct fs *fs, int kept);
+int quota_admit(struct fs *fs, uint64_t bytes);
+int quota_reserve_check(struct fs *fs, uint64_t len);
+void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };

@@ -322,13 +322,18 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 /* Open flags of a new handle: keep the page cache; a file opened for
- * writing is flushed on close (for the failed-mount error, see op_flush). */
+ * writing is flushed on close (for the failed-mount error, see op_flush).
+ * Near the quota a writer gets direct I/O instead, so that each write(2)
+ * is answered by the core and sees EDQUOT (fs_quota_near); the page cache
+ * of that file is dropped, not kept, as direct writes bypass it.  Such a
+ * handle cannot be mapped shared (the kernel refuses it). */
 static void
-ops_open_flags(struct fuse_file_info *fi)
+ops_open_flags(fuse_req_t req, struct fuse_file_info *fi)
 {
 	int writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 
-	fi->keep_cache = 1;
+	fi->direct_io = writing && fs_quota_near(ops_fs(req));
+	fi->keep_cache = !fi->direct_io;
 	fi->noflush = !writing;
 	fi->fh = writing ? OPS_FH_WRITTEN : 0;
 }
@@ -344,7 +349,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	ops_open_flags(fi);
+	ops_open_flags(req, fi);
 	fuse_reply_open(req, fi);
 }
 
@@ -375,7 +380,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	ops_open_flags(fi);
+	ops_open_flags(req, fi);
 	ops_entry(&a, &e);
 	fuse_reply_create(req, &e, fi);
 }
@@ -410,12 +415,16 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	ssize_t n;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	n = fs_write(ops_fs(req), ino, (uint64_t)off, buf, size);
+	/* From the writeback cache, the kernel turns every error but ENOSPC
+	 * into close's EIO, which reads as a broken disk: out of quota is
+	 * out of room. */
+	if (n == -EDQUOT && fi && fi->writepage)
+		n = -ENOSPC;
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

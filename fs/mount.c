@@ -11,9 +11,13 @@
  * whether the mount went live, so the SQLite connection and the flock are
  * never carried across a fork.
  *
+ * Options of our own among the -o ones: no_writeback, and quota=BYTES and
+ * quota_inodes=N (fs/quota.c), which are set before the first request.
+ *
  * Signals: SIGTERM, SIGINT and SIGHUP end the session loop (libfuse's
  * handlers), after which the mount is removed and pending work committed.
  */
+#include "config.h"
 #include "fs.h"
 #include "fuse_ops.h"
 #include "log.h"
@@ -42,6 +46,8 @@ struct mount_state {
 	int signals_set;
 	int mounted;
 	char dir[PATH_MAX];      /* absolute mount point */
+	long long quota_bytes;   /* -o quota=, 0: none */
+	long long quota_inodes;  /* -o quota_inodes=, 0: none */
 };
 
 /* Explain a failure to open db on stderr. */
@@ -97,8 +103,34 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 	return 0;
 }
 
+/* Take tok when it is one of our own options (see the head): 1 when
+ * taken, 0 when it is libfuse's, -1 when its value is bad (reported). */
+static int
+mount_own_opt(const char *tok, struct mount_state *m)
+{
+	long long *to = NULL;
+	const char *v = NULL;
+
+	if (strcmp(tok, "no_writeback") == 0) {
+		m->ops.writeback = 0;
+		return 1;
+	}
+	if (strncmp(tok, "quota=", 6) == 0)
+		to = &m->quota_bytes, v = tok + 6;
+	else if (strncmp(tok, "quota_inodes=", 13) == 0)
+		to = &m->quota_inodes, v = tok + 13;
+	else
+		return 0;
+	if (config_parse_size(v, to) < 0) {
+		fprintf(stderr, "atrium-fs: -o %s: want a number, optionally with "
+		    "a K, M, G or T suffix (0: no limit)\n", tok);
+		return -1;
+	}
+	return 1;
+}
+
 /* Copy the comma-separated FUSE options in into out, less our own
- * (no_writeback, which clears m->ops.writeback).  0 or -1 (reported). */
+ * (mount_own_opt).  0 or -1 (reported). */
 static int
 mount_split_opts(const char *in, char *out, size_t outlen,
     struct mount_state *m)
@@ -113,8 +145,11 @@ mount_split_opts(const char *in, char *out, size_t outlen,
 	if (!(copy = strdup(in)))
 		return -1;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "no_writeback") == 0) {
-			m->ops.writeback = 0;
+		if ((n = mount_own_opt(tok, m)) != 0) {
+			if (n < 0) {
+				free(copy);
+				return -1;
+			}
 			continue;
 		}
 		n = snprintf(out + used, outlen - used, ",%s", tok);
@@ -149,6 +184,12 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 	m->ops.writeback = 1;
 	if (mount_split_opts(o->fuse_opts, extra, sizeof(extra), m) < 0)
 		return -1;
+	if ((n = fs_quota_set(m->fs, (uint64_t)m->quota_bytes,
+	    (uint64_t)m->quota_inodes)) < 0) {
+		fprintf(stderr, "atrium-fs: cannot count %s for its quota: %s\n",
+		    o->db, strerror(-n));
+		return -1;
+	}
 	n = snprintf(opts, sizeof(opts), "allow_other,default_permissions,"
 	    "fsname=atrium-fs,subtype=atrium-fs%s", extra);
 	if (n < 0 || (size_t)n >= sizeof(opts)) {

@@ -1,0 +1,301 @@
+/*
+ * quota.c: the workspace's byte and inode quota (-o quota=, quota_inodes=).
+ * Called by db.c (each operation's begin and end), core.c (write,
+ * fallocate, statfs) and mount.c (fs_quota_set), with fs->lock held except
+ * in fs_quota_set and fs_quota_usage, which take it.
+ *
+ * Why: one room must not fill the disk that every room shares.  The
+ * ENOSPC gate (space.c) protects the database from the disk; this protects
+ * the disk's other users from the room.
+ *
+ * What counts, in bytes: what the database keeps for the user's data, not
+ * the logical sizes, so a sparse file's holes cost nothing (an extending
+ * truncate stores nothing and always fits) while bytes past a short chunk's
+ * end that a later write fills with zeros do count:
+ *   chunk bytes       sum of length(chunks.data)
+ *   symlink targets   sum of length(symlinks.target)
+ *   xattrs            sum of name and value lengths
+ *   names             sum of dirents name lengths (hard links and long
+ *                     names are not free: 65000 links of 255 bytes per
+ *                     inode would otherwise escape both limits)
+ * Inodes: every inode but the root, unlinked-but-open ones included (their
+ * bytes are still on disk); they are freed when the last opener lets go.
+ * SQLite's own overhead (b-tree pages, indexes, about 100 bytes a row) is
+ * not counted: the inode limit bounds it.
+ *
+ * How it is counted.  TEMP triggers on this connection (never in the file,
+ * so the on-disk schema and fsck do not change) call quota_add() with each
+ * row's change, so every path that adds or drops rows (write, truncate,
+ * unlink, rename over a file, purge of orphans, xattrs) is counted without
+ * being taught about quotas.  recursive_triggers is on so that INSERT OR
+ * REPLACE (chunks_put) fires the delete trigger for the row it replaces.
+ * The changes of the running operation add up in op_bytes / op_inodes; at
+ * its end (db_op_end) an operation that grew past a limit gets EDQUOT and
+ * its savepoint is rolled back, so nothing of it stays and nothing before
+ * it is touched.  An operation that only shrinks, or does not grow, always
+ * passes: deleting works even over the quota (e.g. after it was lowered).
+ * Only an operation that is kept (committed or part of a kept group) adds
+ * its changes to used_bytes / used_inodes.
+ *
+ * Why the totals live in memory, computed at mount: a total computed from
+ * the data is right by construction, after any crash or kill -9, whatever
+ * was lost of the last group.  A total kept in a row of the database would
+ * be right too if written in the same transaction, but it is one more write
+ * per group and one more thing that could drift and need checking.  The
+ * price is one scan at mount, reading only the b-tree leaves of chunks
+ * (length() does not load a blob's overflow pages): about 20 MB for a
+ * 10 GiB workspace.  Without a quota nothing is installed or scanned.  If
+ * a group is lost (db.c's failed state) the totals may be off, but every
+ * change then fails until the remount, which counts again.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+
+/* Below this much quota left, files are opened for writing without the
+ * writeback cache (fs_quota_near): four times the dirty data the kernel
+ * holds for a FUSE mount (about 48 MiB), so that writes which passed the
+ * writeback cache before the quota came near cannot carry it far past. */
+#define QUOTA_NEAR_BYTES (192LL << 20)
+
+/* The triggers, and why each is shaped so: see the head.  Names are TEXT,
+ * whose length() counts characters: the casts count bytes. */
+static const char quota_triggers[] =
+	"PRAGMA recursive_triggers = ON;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_ins AFTER INSERT ON "
+	" main.chunks BEGIN SELECT quota_add(length(NEW.data), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_del AFTER DELETE ON "
+	" main.chunks BEGIN SELECT quota_add(-length(OLD.data), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_upd AFTER UPDATE OF data "
+	" ON main.chunks BEGIN "
+	" SELECT quota_add(length(NEW.data) - length(OLD.data), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_ins AFTER INSERT ON "
+	" main.symlinks BEGIN SELECT quota_add(length(NEW.target), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_del AFTER DELETE ON "
+	" main.symlinks BEGIN SELECT quota_add(-length(OLD.target), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_xattr_ins AFTER INSERT ON "
+	" main.xattrs BEGIN SELECT quota_add(length(CAST(NEW.name AS BLOB)) + "
+	" length(NEW.value), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_xattr_del AFTER DELETE ON "
+	" main.xattrs BEGIN SELECT quota_add(-length(CAST(OLD.name AS BLOB)) - "
+	" length(OLD.value), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_xattr_upd AFTER UPDATE ON "
+	" main.xattrs BEGIN SELECT quota_add(length(CAST(NEW.name AS BLOB)) + "
+	" length(NEW.value) - length(CAST(OLD.name AS BLOB)) - "
+	" length(OLD.value), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_name_ins AFTER INSERT ON "
+	" main.dirents BEGIN SELECT quota_add(length(CAST(NEW.name AS BLOB)), 0);"
+	" END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_name_del AFTER DELETE ON "
+	" main.dirents BEGIN SELECT quota_add(-length(CAST(OLD.name AS BLOB)), 0);"
+	" END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_name_upd AFTER UPDATE OF name ON "
+	" main.dirents BEGIN SELECT quota_add(length(CAST(NEW.name AS BLOB)) - "
+	" length(CAST(OLD.name AS BLOB)), 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_inode_ins AFTER INSERT ON "
+	" main.inodes BEGIN SELECT quota_add(0, 1); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_inode_del AFTER DELETE ON "
+	" main.inodes BEGIN SELECT quota_add(0, -1); END;";
+
+/* The totals as the data says, the same sums the triggers keep. */
+static const char quota_scan_sql[] =
+	"SELECT (SELECT coalesce(sum(length(data)), 0) FROM chunks)"
+	" + (SELECT coalesce(sum(length(target)), 0) FROM symlinks)"
+	" + (SELECT coalesce(sum(length(CAST(name AS BLOB)) + length(value)), 0)"
+	"    FROM xattrs)"
+	" + (SELECT coalesce(sum(length(CAST(name AS BLOB))), 0) FROM dirents),"
+	" (SELECT count(*) FROM inodes WHERE ino <> 1)";
+
+/* quota_add(bytes, inodes): the triggers' way in.  Runs inside a statement
+ * of the thread holding fs->lock. */
+static void
+quota_add_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct fs *fs = sqlite3_user_data(ctx);
+
+	(void)argc;
+	fs->op_bytes += sqlite3_value_int64(argv[0]);
+	fs->op_inodes += sqlite3_value_int64(argv[1]);
+	sqlite3_result_null(ctx);
+}
+
+/* Count what the database holds into used_bytes / used_inodes.  0 or
+ * -errno. */
+static int
+quota_scan(struct fs *fs)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(fs->db, quota_scan_sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_errno(fs, rc, "quota scan");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		fs->used_bytes = sqlite3_column_int64(st, 0);
+		fs->used_inodes = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : db_errno(fs, rc, "quota scan");
+}
+
+/* Install the counting (function and triggers) and count once.  Called
+ * with no operation open.  0 or -errno. */
+static int
+quota_install(struct fs *fs)
+{
+	char *err = NULL;
+	int rc;
+
+	if (fs->quota_counting)
+		return 0;
+	rc = sqlite3_create_function(fs->db, "quota_add", 2, SQLITE_UTF8, fs,
+	    quota_add_fn, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return db_errno(fs, rc, "quota_add");
+	if (sqlite3_exec(fs->db, quota_triggers, NULL, NULL, &err) != SQLITE_OK) {
+		log_error("%s: installing the quota triggers: %s", fs->path,
+		    err ? err : "?");
+		sqlite3_free(err);
+		return -EIO;
+	}
+	fs->quota_counting = 1;
+	return quota_scan(fs);
+}
+
+/* Set the limits (0: none) of a writable filesystem; the first limit set
+ * installs the counting.  0, -EROFS or -errno. */
+int
+fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes)
+{
+	int r = 0;
+
+	fs_lock(fs);
+	if (fs->readonly)
+		r = (bytes || inodes) ? -EROFS : 0;
+	else if ((bytes || inodes) && (r = db_commit(fs, 0)) == 0)
+		r = quota_install(fs);
+	if (r == 0) {
+		fs->quota_bytes = (int64_t)bytes;
+		fs->quota_inodes = (int64_t)inodes;
+	}
+	fs_unlock(fs);
+	return r;
+}
+
+/* What is counted now (0 and 0 when no quota was ever set).  0. */
+int
+fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes)
+{
+	fs_lock(fs);
+	*bytes = fs->used_bytes > 0 ? (uint64_t)fs->used_bytes : 0;
+	*inodes = fs->used_inodes > 0 ? (uint64_t)fs->used_inodes : 0;
+	fs_unlock(fs);
+	return 0;
+}
+
+/* 1 when a byte quota is set and less than QUOTA_NEAR_BYTES of it is
+ * left.  Why it matters: with the writeback cache, write(2) returns once
+ * the kernel has the page; an EDQUOT from its later writeback reaches
+ * the writer only as close's EIO (the kernel keeps just ENOSPC and EIO
+ * for close, see fs/fuse_ops.c).  Near the quota, files are opened in
+ * direct I/O so each write(2) gets EDQUOT itself. */
+int
+fs_quota_near(struct fs *fs)
+{
+	int near;
+
+	fs_lock(fs);
+	near = fs->quota_bytes &&
+	    fs->quota_bytes - fs->used_bytes < QUOTA_NEAR_BYTES;
+	fs_unlock(fs);
+	return near;
+}
+
+/* An operation starts: nothing of it counted yet. */
+void
+quota_op_begin(struct fs *fs)
+{
+	fs->op_bytes = 0;
+	fs->op_inodes = 0;
+}
+
+/* 0, or -EDQUOT when the running operation grew past a limit (see the
+ * head: shrinking and standing still always pass). */
+int
+quota_op_check(struct fs *fs)
+{
+	if (fs->quota_bytes && fs->op_bytes > 0 &&
+	    fs->used_bytes + fs->op_bytes > fs->quota_bytes)
+		return -EDQUOT;
+	if (fs->quota_inodes && fs->op_inodes > 0 &&
+	    fs->used_inodes + fs->op_inodes > fs->quota_inodes)
+		return -EDQUOT;
+	return 0;
+}
+
+/* The running operation ended: add its changes when it was kept. */
+void
+quota_op_end(struct fs *fs, int kept)
+{
+	if (kept) {
+		fs->used_bytes += fs->op_bytes;
+		fs->used_inodes += fs->op_inodes;
+	}
+	fs->op_bytes = 0;
+	fs->op_inodes = 0;
+}
+
+/* 0 when an operation about to store up to bytes more may try (it is
+ * checked exactly at its end), -EDQUOT when the byte quota is already used
+ * up, or would surely be (fallocate), so no work is done in vain. */
+int
+quota_admit(struct fs *fs, uint64_t bytes)
+{
+	if (!fs->quota_bytes || bytes == 0)
+		return 0;
+	if (fs->used_bytes >= fs->quota_bytes)
+		return -EDQUOT;
+	return 0;
+}
+
+/* 0, or -EDQUOT when len more stored bytes would pass the byte quota:
+ * what fallocate promises (later writes find room) cannot be promised. */
+int
+quota_reserve_check(struct fs *fs, uint64_t len)
+{
+	if (!fs->quota_bytes)
+		return 0;
+	if (len > (uint64_t)INT64_MAX ||
+	    fs->used_bytes + (int64_t)len > fs->quota_bytes)
+		return -EDQUOT;
+	return 0;
+}
+
+/* Lower out's totals and free figures to the quota's, where smaller, so
+ * df inside the workspace shows the room's share, not the host's disk. */
+void
+quota_statfs(struct fs *fs, struct fs_statfs *out)
+{
+	uint64_t total, left;
+
+	if (fs->quota_bytes && out->bsize) {
+		total = (uint64_t)fs->quota_bytes / out->bsize;
+		left = fs->used_bytes >= fs->quota_bytes ? 0 :
+		    (uint64_t)(fs->quota_bytes - fs->used_bytes) / out->bsize;
+		if (total < out->blocks)
+			out->blocks = total;
+		if (left < out->bfree)
+			out->bfree = left;
+		if (left < out->bavail)
+			out->bavail = left;
+	}
+	if (fs->quota_inodes) {
+		total = (uint64_t)fs->quota_inodes;
+		left = fs->used_inodes >= fs->quota_inodes ? 0 :
+		    (uint64_t)(fs->quota_inodes - fs->used_inodes);
+		if (total < out->files)
+			out->files = total;
+		if (left < out->ffree)
+			out->ffree = left;
+	}
+}
