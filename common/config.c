@@ -67,6 +67,8 @@ static const struct config_key config_keys[] = {
 	NUM("total-memory", CT_SIZE, total_memory, 0, CONFIG_MAX_SIZE),
 	NUM("total-pids", CT_INT, total_pids, 0, 1 << 22),
 	NUM("total-cpus", CT_CPUS, total_cpus, 0, CONFIG_MAX_CPUS),
+	NUM("quota", CT_SIZE, quota, 0, CONFIG_MAX_SIZE),
+	NUM("quota-inodes", CT_SIZE, quota_inodes, 0, CONFIG_MAX_SIZE),
 	NUM("no-limits", CT_BOOL, no_limits, 0, 1),
 	STR("cgroup-root", cgroup_root),
 	STR("cgroup-parent", cgroup_parent),
@@ -102,6 +104,8 @@ config_defaults(struct config *c)
 	c->room_memory = 4LL << 30;
 	c->room_pids = 1024;
 	c->room_cpus = 1000;
+	c->quota = 10LL << 30;
+	c->quota_inodes = 1000000;
 	snprintf(c->cgroup_root, sizeof(c->cgroup_root), "/sys/fs/cgroup");
 	snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "atrium");
 	c->max_commands_per_user = 16;

@@ -60,6 +60,9 @@ struct config {
 	int total_pids;			/* processes of every room; 0: auto */
 	int total_cpus;			/* CPU of every room, thousandths; 0:
 					 * auto */
+	long long quota;		/* bytes a room's workspace may store
+					 * (atrium-fs -o quota=); 0: none */
+	long long quota_inodes;		/* files a workspace may hold; 0: none */
 	int no_limits;			/* run commands even where cgroup limits
 					 * cannot be applied */
 	char cgroup_root[256];		/* where cgroupfs is mounted */

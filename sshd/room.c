@@ -229,14 +229,19 @@ room_unmount_stale(struct room *r)
 		    strerror(errno));
 }
 
-/* Start atrium-fs mount; the next step comes with its ready line. */
+/* Start atrium-fs mount, with the workspace quota (0: none); the next
+ * step comes with its ready line. */
 static void
 room_mount(struct room *r)
 {
 	char prog[PATH_MAX + 128], db[PATH_MAX + 128], mnt[PATH_MAX + 128];
-	char *argv[] = { prog, "mount", "-f", "--ready-fd", "3", db, mnt, NULL };
+	char opts[96];
+	char *argv[] = { prog, "mount", "-f", "--ready-fd", "3", "-o", opts, db,
+	    mnt, NULL };
 
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld",
+	    r->rs->cfg->quota, r->rs->cfg->quota_inodes);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	room_unmount_stale(r);
