@@ -76,7 +76,8 @@ def wait_gone(pid, timeout=15):
 class Mount:
     """One atrium-fs database and its mount point under a tmp dir."""
 
-    def __init__(self, tmp, owner=None):
+    def __init__(self, tmp, owner=None, opts=None):
+        self.opts = ["-o", opts] if opts else []
         self.db = str(tmp / "workspace.db")
         self.dir = str(tmp / "mnt")
         os.makedirs(self.dir, exist_ok=True)
@@ -86,7 +87,7 @@ class Mount:
         self.pid = 0
 
     def mount(self):
-        r = run("mount", self.db, self.dir)
+        r = run("mount", *self.opts, self.db, self.dir)
         assert r.returncode == 0, r.stderr
         assert is_mounted(self.dir)
         self.pid = mount_pid(self.db)
@@ -732,3 +733,135 @@ def test_disk_filled_by_another_process(tmp_path):
     finally:
         m.unmount()
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+# --- quota ------------------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def quota_mount(tmp, opts="quota=8M"):
+    return Mount(tmp, opts=opts).mount()
+
+
+def test_quota_stops_a_write_and_keeps_what_was_written(tmp_path):
+    m = quota_mount(tmp_path)
+    try:
+        keep = os.urandom(MiB)
+        write_file(m.p("keep"), keep, fsync=True)
+        # Far more than 1 MiB at a time, as head -c does: write(2) itself
+        # is told (near the quota, writers bypass the writeback cache).
+        fd = os.open(m.p("big"), os.O_WRONLY | os.O_CREAT, 0o644)
+        written, err = 0, None
+        try:
+            while written < 10 * MiB:
+                written += os.write(fd, b"x" * (128 * 1024))
+        except OSError as e:
+            err = e
+        finally:
+            os.close(fd)
+        assert err is not None and err.errno == errno.EDQUOT, err
+        assert 6 * MiB <= written <= 7 * MiB + 1, written
+        with open(m.p("big"), "rb") as f:
+            assert f.read() == b"x" * written
+        check_files(m, {"keep": sha(keep)})
+        # df shows the quota, and that it is (nearly) all used.
+        sv = os.statvfs(m.dir)
+        assert sv.f_blocks * sv.f_frsize == 8 * MiB
+        assert sv.f_bavail * sv.f_frsize < 256 * 1024
+        # Deleting frees it at once; the room is usable again.
+        # (The bytes go when the kernel forgets the inode, which it sends
+        # asynchronously right after the unlink.)
+        os.unlink(m.p("big"))
+        end = time.time() + 2
+        while time.time() < end:
+            sv = os.statvfs(m.dir)
+            if sv.f_bavail * sv.f_frsize >= 6 * MiB:
+                break
+            time.sleep(0.01)
+        assert sv.f_bavail * sv.f_frsize >= 6 * MiB
+        again = os.urandom(5 * MiB)
+        write_file(m.p("again"), again, fsync=False)
+        check_files(m, {"keep": sha(keep), "again": sha(again)})
+    finally:
+        m.unmount()
+    fsck_clean(m)
+
+
+def test_quota_inodes_stops_the_101st_create(tmp_path):
+    m = quota_mount(tmp_path, "quota_inodes=100")
+    try:
+        os.mkdir(m.p("d"))
+        for i in range(99):
+            open(m.p("d", f"f{i}"), "w").close()
+        sv = os.statvfs(m.dir)
+        assert sv.f_files == 100 and sv.f_ffree == 0
+        for make in (lambda: open(m.p("x"), "w").close(),
+                     lambda: os.mkdir(m.p("y")),
+                     lambda: os.symlink("d", m.p("z"))):
+            with pytest.raises(OSError) as e:
+                make()
+            assert e.value.errno == errno.EDQUOT
+        os.unlink(m.p("d", "f0"))
+        open(m.p("x"), "w").close()
+    finally:
+        m.unmount()
+    fsck_clean(m)
+
+
+def test_quota_sparse_file_counts_only_what_is_stored(tmp_path):
+    m = quota_mount(tmp_path)
+    try:
+        with open(m.p("sparse"), "wb") as f:
+            f.truncate(1 << 30)
+            f.seek(512 * MiB)
+            f.write(b"s" * 4096)
+        assert os.stat(m.p("sparse")).st_size == 1 << 30
+        sv = os.statvfs(m.dir)
+        assert sv.f_bavail * sv.f_frsize > 7 * MiB
+        # fallocate promises room: more than is left is refused.
+        fd = os.open(m.p("fa"), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            with pytest.raises(OSError) as e:
+                os.posix_fallocate(fd, 0, 100 * MiB)
+            assert e.value.errno == errno.EDQUOT
+            os.posix_fallocate(fd, 0, MiB)
+        finally:
+            os.close(fd)
+    finally:
+        m.unmount()
+
+
+def quota_used(m):
+    sv = os.statvfs(m.dir)
+    return ((sv.f_blocks - sv.f_bfree) * sv.f_frsize, sv.f_files - sv.f_ffree)
+
+
+def test_quota_totals_survive_remount_and_kill_9(tmp_path):
+    m = quota_mount(tmp_path, "quota=64M,quota_inodes=1000")
+    try:
+        for i in range(5):
+            write_file(m.p(f"f{i}"), os.urandom(MiB + i), fsync=True)
+        os.mkdir(m.p("d"))
+        os.symlink("f0", m.p("d", "link"))
+        os.unlink(m.p("f4"))
+        end = time.time() + 2   # f4 goes with the kernel's forget
+        while quota_used(m)[1] != 6 and time.time() < end:
+            time.sleep(0.01)
+        before = quota_used(m)
+        assert before[1] == 6
+        assert 4 * MiB <= before[0] <= 4 * MiB + 64 * 1024
+        m.remount()
+        assert quota_used(m) == before
+        # kill -9 after a synced state: the mount counts it again.
+        write_file(m.p("g"), os.urandom(2 * MiB), fsync=True)
+        synced = quota_used(m)
+        os.kill(m.pid, signal.SIGKILL)
+        wait_gone(m.pid)
+        subprocess.run(["fusermount3", "-uz", m.dir], capture_output=True)
+        m.pid = 0
+        m.mount()
+        assert quota_used(m) == synced
+    finally:
+        m.unmount()
+    fsck_clean(m)
