@@ -270,3 +270,18 @@ def test_user_rooms_created_cap(cgparent, atriumd, data_dir, ssh_run):
     assert (rc, out) == (0, "old\n"), err
     rc, out, err = ssh_run(srv, "r3", "true", user="bob")
     assert rc == 0, err
+
+
+def test_workspace_quota_through_atriumd(atriumd, data_dir, ssh_run):
+    """--quota reaches each room's workspace: a write past it fails with
+    "Disk quota exceeded", df shows the quota, and deleting makes room."""
+    srv = atriumd(data_dir, "--quota", "8M")
+    rc, out, err = ssh_run(srv, "quota", "head -c 10M /dev/zero > f; "
+                           "echo rc=$?; df -B1 --output=size /workspace | tail -1")
+    assert "Disk quota exceeded" in err, err
+    lines = out.split()
+    assert lines[0] == "rc=1", out
+    assert int(lines[1]) == 8 << 20, out
+    rc, out, err = ssh_run(srv, "quota", "rm f; head -c 5M /dev/zero > g && "
+                           "stat -c %s g")
+    assert (rc, out) == (0, "%d\n" % (5 << 20)), err
