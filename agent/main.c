@@ -39,6 +39,7 @@
 #include "protocol.h"
 #include "room.h"
 #include "room_db.h"
+#include "room_ids.h"
 #include "room_limits.h"
 #include "settings.h"
 #include "turn.h"
@@ -277,6 +278,7 @@ static int
 main_setup(struct agent *a)
 {
 	char path[PATH_MAX + 16];
+	struct room_ids ids;
 	int r;
 
 	if ((r = mkdir_p(a->room_dir, 0700)) < 0 ||
@@ -290,12 +292,18 @@ main_setup(struct agent *a)
 		return r;
 	a->seq = a->seq_marked = room_db_last_seq(a->db);
 	settings_load(a);
+	/* The room's own identity, as atriumd recorded it (room_ids.h); the
+	 * file tools and every command use it. */
+	if ((r = room_ids_get(a->room_dir, &a->cfg, &ids)) < 0) {
+		log_error("%s/%s: cannot read the room's sandbox uid: %s",
+		    a->room_dir, ROOM_IDS_FILE, strerror(-r));
+		return r;
+	}
 	a->sb = (struct sandbox){ .workspace = a->workspace,
 	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
-	    .uid = a->cfg.sandbox_uid, .gid = a->cfg.sandbox_gid };
+	    .uid = ids.uid, .gid = ids.gid };
 	room_limits_open(a);
-	if (sandbox_write_identity(a->run_dir, a->cfg.sandbox_uid,
-	    a->cfg.sandbox_gid) < 0)
+	if (sandbox_write_identity(a->run_dir, ids.uid, ids.gid) < 0)
 		log_warn("could not write the sandbox's passwd and group");
 	if (!(a->loop = loop_new(256)))
 		return -ENOMEM;

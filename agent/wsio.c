@@ -3,7 +3,7 @@
  *
  * Whose rights.  The agent runs as root, but the file tools must act
  * exactly as a command in the sandbox would: files they create belong to
- * the sandbox uid and gid, and what that uid may not read or write they may
+ * the room's sandbox uid and gid, and what that uid may not read or write they may
  * not either.  So every operation beneath the root carries an io_uring
  * personality holding the sandbox uid's credentials.  A personality
  * captures the registering thread's credentials (uid, gid, fsuid, fsgid,
@@ -109,7 +109,8 @@ wsio_creds_restore(struct __user_cap_data_struct *saved, gid_t *groups,
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* The ring's personality for the sandbox uid, registered on first use.
+/* The ring's personality for the room's sandbox uid (a->sb, from
+ * room_ids.h), registered on first use.
  * Its id (> 0), or -errno (logged). */
 static int
 wsio_personality(struct agent *a)
@@ -130,7 +131,7 @@ wsio_personality(struct agent *a)
 		free(groups);
 		return -ENOMEM;
 	}
-	r = wsio_creds_drop(a->cfg.sandbox_uid, a->cfg.sandbox_gid, saved);
+	r = wsio_creds_drop(a->sb.uid, a->sb.gid, saved);
 	if (r == 0)
 		r = loop_personality(a->loop);
 	wsio_creds_restore(saved, groups, n);

@@ -56,6 +56,8 @@ static const struct config_key config_keys[] = {
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
 	NUM("file-tool-timeout", CT_INT, file_tool_timeout, 1, 86400),
 	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
+	NUM("sandbox-uid-base", CT_UID, sandbox_uid_base, 1, 0x7fffffff),
+	NUM("sandbox-uid-count", CT_INT, sandbox_uid_count, 1, 1 << 24),
 	NUM("sandbox-uid", CT_UID, sandbox_uid, 1, 0x7fffffff),
 	NUM("sandbox-gid", CT_GID, sandbox_gid, 1, 0x7fffffff),
 	NUM("sandbox-memory-mb", CT_LONG, sandbox_memory_mb, 0, 1L << 30),
@@ -95,6 +97,11 @@ config_defaults(struct config *c)
 	c->max_tokens = 8192;
 	c->command_timeout = 120;
 	c->file_tool_timeout = 60;
+	/* Above any account, subordinate uid range (useradd gives them up
+	 * to 600100000) or systemd-nspawn's container range (up to
+	 * 1879048191), and below systemd's foreign range: atriumd(8). */
+	c->sandbox_uid_base = 2000000000;
+	c->sandbox_uid_count = 65536;
 	c->sandbox_uid = 64222;
 	c->sandbox_gid = 64222;
 	c->sandbox_memory_mb = 2048;
@@ -439,6 +446,14 @@ config_finish(struct config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "provider openai needs a model name: "
 		    "give --model NAME (model = NAME in atrium.conf), the name "
 		    "the server knows, e.g. gpt-4o or llama3.1");
+		return -EINVAL;
+	}
+	if ((long long)c->sandbox_uid_base + c->sandbox_uid_count - 1 >
+	    0x7fffffffLL) {
+		snprintf(err, errlen, "sandbox-uid-base (%u) plus "
+		    "sandbox-uid-count (%d) goes past the largest uid, %lld",
+		    (unsigned)c->sandbox_uid_base, c->sandbox_uid_count,
+		    0x7fffffffLL);
 		return -EINVAL;
 	}
 	if (!c->model[0])

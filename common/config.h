@@ -47,8 +47,14 @@ struct config {
 					 * meanwhile) */
 	int exec_timeout;		/* seconds a person's command may run
 					 * (exec, sftp; 0: no limit) */
-	uid_t sandbox_uid;		/* unprivileged uid commands run as */
-	gid_t sandbox_gid;
+	uid_t sandbox_uid_base;		/* first uid (and gid) of the range a
+					 * new room's own is taken from
+					 * (room_ids.h) */
+	int sandbox_uid_count;		/* how many uids the range holds */
+	uid_t sandbox_uid;		/* the one uid all rooms shared before
+					 * rooms had their own: rooms made then
+					 * keep it (room_ids.h) */
+	gid_t sandbox_gid;		/* and their gid */
 	long sandbox_memory_mb;		/* memory limit per command */
 	int sandbox_pids;		/* process limit per command */
 	int sandbox_cpu_percent;	/* CPU share per command, 100 = a core */
@@ -95,7 +101,8 @@ int config_load_file(struct config *c, const char *path, char *err,
 /* Check the settings that depend on each other, once all are in: an empty
  * model becomes CONFIG_ANTHROPIC_MODEL for anthropic and is an error for
  * openai (its servers serve models of any name); model-url may not
- * disagree with the provider's own anthropic-url / openai-url.  0, or
+ * disagree with the provider's own anthropic-url / openai-url; the
+ * sandbox uid range must end below 2^31.  0, or
  * -EINVAL with what to fix in err. */
 int config_finish(struct config *c, char *err, size_t errlen);
 

@@ -162,10 +162,11 @@ main(int argc, char **argv)
 	}
 	if (geteuid() != 0) {
 		/* Rooms mount FUSE filesystems for several uids and start each
-		 * command in a sandbox as the sandbox uid: both need root. */
+		 * command in a sandbox as its room's uid: both need root. */
 		fprintf(stderr, "atriumd: must run as root (it mounts each "
-		    "room's workspace and runs commands in sandboxes as uid %u); "
-		    "try: sudo %s\n", (unsigned)cfg.sandbox_uid, argv[0]);
+		    "room's workspace and runs commands in sandboxes as each "
+		    "room's own uid, from %u); try: sudo %s\n",
+		    (unsigned)cfg.sandbox_uid_base, argv[0]);
 		return 1;
 	}
 	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0)

@@ -30,6 +30,7 @@
 #include "keys.h"
 #include "log.h"
 #include "protocol.h"
+#include "room_ids.h"
 #include "sandbox.h"
 #include "setup.h"
 #include "util.h"
@@ -308,39 +309,57 @@ room_start_agent(struct room *r)
 		room_fail(r, "cannot start atrium-agent%s", "");
 }
 
+/* Decide the room's sandbox identity (room_ids.h), then make its
+ * directories with it: DATA/run/ROOM is root's and the room's group's, so
+ * no other room's uid may pass.  0, or -1 with the room failed. */
+static int
+room_prepare(struct room *r)
+{
+	char rooms_dir[PATH_MAX + 16], why[224];
+	int rc;
+
+	snprintf(rooms_dir, sizeof(rooms_dir), "%s/rooms", r->rs->data);
+	if (room_ids_assign(rooms_dir, r->name, r->rs->cfg, &r->ids, why,
+	    sizeof(why)) < 0) {
+		room_fail(r, "%s", why);
+		return -1;
+	}
+	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
+	    (rc = setup_run_dir(r->run, r->ids.gid, SETUP_RUN_MODE)) < 0) {
+		room_fail(r, "cannot make the room's directories: %s",
+		    strerror(-rc));
+		return -1;
+	}
+	if ((rc = sandbox_write_identity(r->run, r->ids.uid, r->ids.gid)) < 0)
+		log_warn("room %s: cannot write the sandbox identity: %s",
+		    r->name, strerror(-rc));
+	return 0;
+}
+
 /* Make the room's directories and begin its start. */
 static void
 room_start(struct room *r)
 {
-	const struct config *cfg = r->rs->cfg;
 	char db[PATH_MAX + 128], prog[PATH_MAX + 128], owner[64];
 	char *argv[] = { prog, "mkfs", "--owner", owner, db, NULL };
-	int rc;
 
 	r->failed = 0;
 	r->error[0] = '\0';
 	r->mount_tries = 0;
 	r->restart = 0;
 	r->started_ms = time_mono_ms();
-	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
-	    (rc = setup_run_dir(r->run, cfg->sandbox_gid)) < 0) {
-		room_fail(r, "cannot make the room's directories: %s",
-		    strerror(-rc));
+	if (room_prepare(r) < 0)
 		return;
-	}
-	if ((rc = sandbox_write_identity(r->run, cfg->sandbox_uid,
-	    cfg->sandbox_gid)) < 0)
-		log_warn("room %s: cannot write the sandbox identity: %s",
-		    r->name, strerror(-rc));
-	log_info("room %s: starting", r->name);
+	log_info("room %s: starting (uid %u, gid %u)", r->name,
+	    (unsigned)r->ids.uid, (unsigned)r->ids.gid);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	if (access(db, F_OK) == 0) {
 		room_mount(r);
 		return;
 	}
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
-	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)cfg->sandbox_uid,
-	    (unsigned)cfg->sandbox_gid);
+	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)r->ids.uid,
+	    (unsigned)r->ids.gid);
 	r->state = ROOM_MKFS;
 	r->deadline_ms = 0;
 	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)

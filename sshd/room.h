@@ -26,6 +26,7 @@
 #include "agentwatch.h"
 #include "config.h"
 #include "loop.h"
+#include "room_ids.h"
 
 enum room_state {
 	ROOM_COLD,		/* no process */
@@ -53,6 +54,8 @@ struct room {
 	char name[64];			/* room name (valid) */
 	char dir[PATH_MAX + 80];	/* DATA/rooms/ROOM */
 	char run[PATH_MAX + 80];	/* DATA/run/ROOM */
+	struct room_ids ids;		/* its sandbox uid and gid, decided at
+					 * each start (room_ids.h) */
 	enum room_state state;
 	struct room_child mkfs, fs, agent;
 	long long started_ms;		/* when the current start began */

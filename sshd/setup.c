@@ -193,17 +193,17 @@ setup_authorized_keys(const struct config *cfg)
 
 /* See setup.h. */
 int
-setup_run_dir(const char *path, gid_t sandbox_gid)
+setup_run_dir(const char *path, gid_t gid, mode_t mode)
 {
 	int fd, r = 0;
 
-	if (mkdir(path, SETUP_RUN_MODE) < 0 && errno != EEXIST)
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
 		return -errno;
 	/* Through an fd: a symlink put in its place is not followed. */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fchown(fd, 0, sandbox_gid) < 0 || fchmod(fd, SETUP_RUN_MODE) < 0)
+	if (fchown(fd, 0, gid) < 0 || fchmod(fd, mode) < 0)
 		r = -errno;
 	close(fd);
 	return r;
@@ -225,10 +225,9 @@ setup_data_dir(const struct config *cfg)
 	if ((r = mkdir_p(sub, 0700)) < 0)
 		return r;
 	snprintf(sub, sizeof(sub), "%s/run", cfg->data_dir);
-	if ((r = setup_run_dir(sub, cfg->sandbox_gid)) < 0) {
-		log_error("%s: cannot make it root's, group %u, mode %o: %s",
-		    sub, (unsigned)cfg->sandbox_gid, SETUP_RUN_MODE,
-		    strerror(-r));
+	if ((r = setup_run_dir(sub, 0, SETUP_RUN_TOP_MODE)) < 0) {
+		log_error("%s: cannot make it root's, mode %o: %s", sub,
+		    SETUP_RUN_TOP_MODE, strerror(-r));
 		return r;
 	}
 	if ((r = setup_hostkey(cfg->data_dir)) < 0)

@@ -1,6 +1,6 @@
 /*
  * setup.h: first start of atriumd.  Makes DATA (0700), DATA/run (root,
- * the sandbox's group, 0710), DATA/hostkey (ed25519, 0600) and, when
+ * 0711), DATA/hostkey (ed25519, 0600) and, when
  * DATA/authorized_keys is missing, seeds it from the running user's ~/.ssh,
  * printing to stdout what it did and how to connect.
  */
@@ -11,15 +11,18 @@
 
 #include "config.h"
 
-/* DATA/run and each DATA/run/ROOM hold the mounted workspaces, which
- * atrium-fs serves with allow_other: only root and the sandbox's group may
- * pass through them, whatever DATA's own mode (the sandbox stages its
- * binds as root, and no other host user has any business there). */
-#define SETUP_RUN_MODE	0710
+/* Each DATA/run/ROOM holds a mounted workspace, which atrium-fs serves
+ * with allow_other: only root and the room's own group may pass through it,
+ * whatever DATA's own mode (the sandbox stages its binds as root, and no
+ * other host user, nor another room's uid, has any business there).
+ * DATA/run above them is root's alone, with search (not read) for all:
+ * every room has its own group, and none may list the others' names. */
+#define SETUP_RUN_MODE		0710
+#define SETUP_RUN_TOP_MODE	0711
 
-/* Make path (its parent exists) a directory owned by root and group
- * sandbox_gid with SETUP_RUN_MODE, fixing an existing one.  0 or -errno. */
-int setup_run_dir(const char *path, gid_t sandbox_gid);
+/* Make path (its parent exists) a directory owned by root and group gid
+ * with mode, fixing an existing one.  0 or -errno. */
+int setup_run_dir(const char *path, gid_t gid, mode_t mode);
 
 /* Prepare DATA.  0, or -errno with the reason logged. */
 int setup_data_dir(const struct config *cfg);

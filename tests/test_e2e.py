@@ -87,7 +87,8 @@ def room_server(atriumd, data_dir, model_server):
                    model_server.url, "--model", "test-model", env=env)
 
 
-def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run):
+def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run,
+                                          data_dir):
     r = Room(room_server, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -106,9 +107,11 @@ def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run):
     results = [b for m in second for b in m["content"]
                if isinstance(m["content"], list) and b.get("type") == "tool_result"]
     assert "made-by-agent" in json.dumps(results)
-    # People see the file the agent wrote, owned by the sandbox user.
+    # People see the file the agent wrote, owned by the room's own uid.
     rc, out, err = ssh_run(room_server, "demo", "cat agent.txt; stat -c %u agent.txt")
-    assert (rc, out) == (0, "made-by-agent\n64222\n")
+    with open(os.path.join(str(data_dir), "rooms", "demo", "uid")) as f:
+        uid = f.read().split(":")[0]
+    assert (rc, out) == (0, "made-by-agent\n%s\n" % uid)
 
 
 def test_chat_mention_is_a_prompt_everyone_sees(room_server, model_server):

@@ -21,7 +21,6 @@ from conftest import DataDir, _pids_using, free_port, ssh_command
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
 
-SANDBOX_GID = 64222
 STRANGER = ["setpriv", "--reuid=12345", "--regid=12345", "--clear-groups"]
 
 
@@ -100,10 +99,14 @@ def test_workspace_is_out_of_reach_of_other_host_users(open_data, atriumd,
         p = subprocess.run(STRANGER + cmd, capture_output=True, text=True)
         assert p.returncode != 0 and "Permission denied" in p.stderr, \
             (cmd, p.stdout, p.stderr)
-    for d in (run, os.path.dirname(ws)):
+    # DATA/run: root's, searchable, not listable; DATA/run/ROOM: root's
+    # and the room's own group's alone.
+    with open(os.path.join(open_data.path, "rooms", "vault", "uid")) as f:
+        gid = int(f.read().split(":")[1])
+    for d, want in ((run, (0, 0, 0o711)),
+                    (os.path.dirname(ws), (0, gid, 0o710))):
         st = os.stat(d)
-        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
-            (0, SANDBOX_GID, 0o710), d
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == want, d
     # The room's own commands still work.
     rc, out, err = ssh_run(srv, "vault", "cat d/f.txt top.txt")
     assert (rc, out) == (0, "secret\ntop\n"), err

@@ -20,7 +20,7 @@ import pytest
 from conftest import (SSH_OPTS, _pids_using, free_port, mounts_under,
                       ssh_command)
 
-SANDBOX_UID = 64222
+DEFAULT_UID_BASE = 2000000000
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -102,7 +102,11 @@ def test_exec_output_and_exit_status(srv, ssh_run):
 def test_exec_runs_in_workspace_as_sandbox_user(srv, ssh_run):
     rc, out, err = ssh_run(srv, "demo", "pwd; id -u")
     assert rc == 0, err
-    assert out.split() == ["/workspace", str(SANDBOX_UID)]
+    # The room's own uid, the first of the default range (room_ids.h).
+    with open(os.path.join(srv.data, "rooms", "demo", "uid")) as f:
+        uid = f.read().split(":")[0]
+    assert out.split() == ["/workspace", uid]
+    assert int(uid) == DEFAULT_UID_BASE
 
 
 def test_stdout_and_stderr_stay_apart(srv, ssh_run):
