@@ -121,6 +121,50 @@ chat_yes_no(const char *line)
 	return -1;
 }
 
+/* The room access commands (/invite, /kick, /private, /public, /access,
+ * /rooms, /delete; wl: the command word's length, arg: what follows it),
+ * as chat_command answers them; -1 when line is none of them. */
+static int
+chat_access_command(const char *line, size_t wl, const char *arg,
+    json_object **out, char *reply, size_t len)
+{
+#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
+	if (IS("/invite") || IS("/kick")) {
+		if (!arg) {
+			snprintf(reply, len, "usage: %s USER", IS("/invite") ?
+			    "/invite" : "/kick");
+			return 0;
+		}
+		*out = chat_req(IS("/invite") ? "invite" : "kick");
+		json_object_object_add(*out, "user", json_object_new_string(arg));
+		return 1;
+	}
+	if (IS("/private") || IS("/public")) {
+		*out = chat_req("visibility");
+		json_object_object_add(*out, "visibility", json_object_new_string(
+		    IS("/private") ? "private" : "open"));
+		return 1;
+	}
+	if (IS("/access") || IS("/rooms")) {
+		*out = chat_req(IS("/access") ? "access" : "rooms");
+		return 1;
+	}
+	if (IS("/delete")) {
+		if (!arg) {
+			snprintf(reply, len, "/delete ROOM deletes this room for "
+			    "everyone, for good: its workspace, its history and "
+			    "its agent's transcript.  Type /delete and the "
+			    "room's name to confirm.");
+			return 0;
+		}
+		*out = chat_req("delete");
+		json_object_object_add(*out, "room", json_object_new_string(arg));
+		return 1;
+	}
+#undef IS
+	return -1;
+}
+
 /* See chat.h. */
 int
 chat_command(const char *line, const char *waiting, json_object **out,
@@ -128,6 +172,7 @@ chat_command(const char *line, const char *waiting, json_object **out,
 {
 	const char *arg = chat_arg(line);
 	size_t wl = strcspn(line, " ");
+	int r;
 
 	*out = NULL;
 	reply[0] = '\0';
@@ -182,38 +227,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		json_object_object_add(*out, "approval", json_object_new_string(arg));
 		return 1;
 	}
-	if (IS("/invite") || IS("/kick")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %s USER", IS("/invite") ?
-			    "/invite" : "/kick");
-			return 0;
-		}
-		*out = chat_req(IS("/invite") ? "invite" : "kick");
-		json_object_object_add(*out, "user", json_object_new_string(arg));
-		return 1;
-	}
-	if (IS("/private") || IS("/public")) {
-		*out = chat_req("visibility");
-		json_object_object_add(*out, "visibility", json_object_new_string(
-		    IS("/private") ? "private" : "open"));
-		return 1;
-	}
-	if (IS("/access") || IS("/rooms")) {
-		*out = chat_req(IS("/access") ? "access" : "rooms");
-		return 1;
-	}
-	if (IS("/delete")) {
-		if (!arg) {
-			snprintf(reply, len, "/delete ROOM deletes this room for "
-			    "everyone, for good: its workspace, its history and "
-			    "its agent's transcript.  Type /delete and the "
-			    "room's name to confirm.");
-			return 0;
-		}
-		*out = chat_req("delete");
-		json_object_object_add(*out, "room", json_object_new_string(arg));
-		return 1;
-	}
+	if ((r = chat_access_command(line, wl, arg, out, reply, len)) >= 0)
+		return r;
 	if (IS("/model")) {
 		if (!arg) {
 			snprintf(reply, len, "usage: /model NAME");
