@@ -132,8 +132,9 @@ stream_read(struct stream *st, int is_err)
 		st->last_io_ms = time_mono_ms();
 		return 1;
 	}
-	if (r == -EAGAIN)
-		return 0;
+	if (r == -EAGAIN || r == -ENOMEM)
+		return 0;	/* nothing now; out of memory: try again later,
+				 * rather than cut the output short */
 	if (r < 0)
 		log_warn("session %lu: reading the command's %s: %s",
 		    st->c->s->num, is_err ? "stderr" : "stdout", strerror(-r));
