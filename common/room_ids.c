@@ -97,31 +97,12 @@ room_ids_get(const char *room_dir, const struct config *cfg,
 static int
 room_ids_write(const char *room_dir, const struct room_ids *ids)
 {
-	char path[PATH_MAX + 320], tmp[PATH_MAX + 320], line[32];
-	int fd, r, n;
-
-	snprintf(path, sizeof(path), "%s/%s", room_dir, ROOM_IDS_FILE);
-	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", room_dir, ROOM_IDS_FILE);
-	n = snprintf(line, sizeof(line), "%u:%u\n", (unsigned)ids->uid,
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%u:%u\n", (unsigned)ids->uid,
 	    (unsigned)ids->gid);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, line, (size_t)n);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	else if ((fd = open(room_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return r;
+
+	return write_file_atomic(room_dir, ROOM_IDS_FILE, line, (size_t)n, 0600,
+	    1);
 }
 
 /* Mark id in used (a bit per uid of the range) when the range holds it. */

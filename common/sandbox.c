@@ -471,22 +471,7 @@ sandbox_release(struct sandbox_proc *p)
 static int
 sb_write_file(const char *dir, const char *name, const char *text)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	int fd, r;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, text, strlen(text));
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return write_file_atomic(dir, name, text, strlen(text), 0644, 0);
 }
 
 int

@@ -77,6 +77,39 @@ write_all(int fd, const void *p, size_t n)
 }
 
 int
+write_file_atomic(const char *dir, const char *name, const void *p,
+    size_t n, mode_t mode, int durable)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int fd, r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    sizeof(path) || (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp",
+	    dir, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    mode);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, p, n);
+	if (r == 0 && durable && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	if (durable && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+int
 mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];

@@ -21,6 +21,12 @@ int fd_set_cloexec(int fd, int on);
  * 0 or -errno. */
 int write_all(int fd, const void *p, size_t n);
 
+/* Replace dir/name with n bytes of p, atomically: a temporary file in dir
+ * renamed over it, so a reader or a crash sees the old file or the whole
+ * new one.  durable: fsync the file and dir too.  0 or -errno. */
+int write_file_atomic(const char *dir, const char *name, const void *p,
+    size_t n, mode_t mode, int durable);
+
 /* mkdir -p with mode for each made directory.  0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
 
