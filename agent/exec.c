@@ -140,6 +140,18 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	return ev;
 }
 
+/* Record how e ended.  The command has run: a failure (logged by room_db)
+ * leaves its audit row without an end, which says so. */
+static void
+exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
+{
+	int r = room_db_audit_end(a->db, e->audit_id, code, sig);
+
+	if (r < 0)
+		log_error("%s: the end of audit row %lld not recorded: %s",
+		    e->id, e->audit_id, room_db_strerror(r));
+}
+
 static void
 exec_on_exit(void *arg, const struct proc_end *end)
 {
@@ -152,7 +164,7 @@ exec_on_exit(void *arg, const struct proc_end *end)
 		snprintf(signame, sizeof(signame), "%s",
 		    proc_signal_name(end->how.code) ?
 		    proc_signal_name(end->how.code) : "unknown");
-	room_db_audit_end(a->db, e->audit_id, end->how.how == SANDBOX_EXITED ?
+	exec_audit_end(a, e, end->how.how == SANDBOX_EXITED ?
 	    end->how.code : 128 + end->how.code, signame[0] ? signame : NULL);
 	for (int s = 0; e->share && s < 2; s++)
 		if (e->carry[s].len)
@@ -161,7 +173,11 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	if (e->share) {
 		if (e->owner && e->owner->kind == CONN_EXEC)
 			room_send(e->owner, json_object_get(ev));
-		room_emit(a, ev, 1);
+		if (room_emit(a, ev, 1) < 0 && e->owner &&
+		    e->owner->kind != CONN_EXEC)
+			room_error(e->owner, e->id, "command %s ended, but the "
+			    "room could not record its result, so the room was "
+			    "not shown it", e->id);
 	} else if (e->owner) {
 		room_send(e->owner, ev);
 	} else {
@@ -366,6 +382,7 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 	int fds[3] = { -1, -1, -1 }, nfds, tty = json_get_bool(req, "tty", 0);
 	json_object *arr = NULL, *ev;
 	struct exec *e;
+	int r;
 
 	if (!id) {
 		snprintf(gen, sizeof(gen), "x%lld", a->seq + 1);
@@ -391,7 +408,15 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 		buf_init(&e->out[i], PROTO_MAX_CAPTURE);
 		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
-	room_db_audit_start(a->db, c->user, "exec", what, cwd, &e->audit_id);
+	/* No command runs without its audit row on disk. */
+	if ((r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
+	    &e->audit_id)) < 0) {
+		room_error(c, e->id, "the command was not run: the room could "
+		    "not record it in its audit (%s); try again once room.db "
+		    "can be written", room_db_strerror(r));
+		exec_free(e);
+		goto out;
+	}
 	if (e->share) {
 		ev = room_event_new("exec_start");
 		json_object_object_add(ev, "id", json_object_new_string(e->id));
@@ -401,16 +426,23 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 		json_object_object_add(ev, "command",
 		    json_object_new_string(shown ? shown : ""));
 		free(shown);
-		room_emit(a, ev, 1);
+		if ((r = room_emit(a, ev, 1)) < 0) {
+			room_unrecorded(c, e->id, "the start of this shared "
+			    "command", r);
+			exec_audit_end(a, e, 126, NULL);
+			exec_free(e);
+			goto out;
+		}
 	}
 	if (exec_spawn(a, c, e, req, json_get_string(req, "command") ? NULL :
 	    argv, cwd, fds, nfds) < 0) {
-		room_db_audit_end(a->db, e->audit_id, 126, NULL);
+		exec_audit_end(a, e, 126, NULL);
 		exec_free(e);
 	} else {
 		e->next = a->execs;
 		a->execs = e;
 	}
+out:
 	for (int i = 0; i < nfds; i++)	/* the sandbox has its copies */
 		if (i == 0 || fds[i] != fds[0])
 			close(fds[i]);
@@ -458,7 +490,7 @@ exec_kill_all(struct agent *a)
 		a->execs = e->next;
 		if (e->proc)
 			proc_abandon(e->proc);
-		room_db_audit_end(a->db, e->audit_id, 128 + SIGKILL, "KILL");
+		exec_audit_end(a, e, 128 + SIGKILL, "KILL");
 		exec_free(e);
 	}
 }

@@ -213,13 +213,18 @@ main_before_sleep(struct loop *l, void *arg)
 {
 	struct agent *a = arg;
 
-	if (a->seq > a->seq_marked) {
-		room_db_seq_mark(a->db, a->seq);
+	/* What is committed here is bookkeeping (the seq high-water, who
+	 * was last seen, the turn's steps between checkpoints): what is
+	 * announced was committed on its own before it was queued
+	 * (room_emit), so a failure here is logged by room_db and retried
+	 * on the next turn of the loop, never a reason to hold output. */
+	if (a->seq > a->seq_marked && room_db_seq_mark(a->db, a->seq) == 0)
 		a->seq_marked = a->seq;
-	}
-	room_db_commit(a->db);
+	if (room_db_commit(a->db) < 0)
+		a->seq_marked = 0;	/* rolled back: mark it again */
 	room_flush(a);
-	room_db_commit(a->db);
+	if (room_db_commit(a->db) < 0)
+		a->seq_marked = 0;
 }
 
 static long

@@ -110,6 +110,16 @@ room_emit(struct agent *a, json_object *ev, int store)
 	if (store) {
 		r = room_db_event_add(a->db, a->seq,
 		    json_get_string(ev, "time"), json_get_string(ev, "type"), s);
+		if (r == 0)
+			r = room_db_commit(a->db);
+		if (r < 0) {
+			/* Never announce what the record lacks. */
+			log_error("%s event %lld not recorded, not sent: %s",
+			    json_get_string(ev, "type"), a->seq,
+			    room_db_strerror(r));
+			json_object_put(ev);
+			return r;
+		}
 	}
 	for (struct conn *c = a->conns; c; c = c->next)
 		if (room_is_member(c))
@@ -142,6 +152,14 @@ room_error(struct conn *c, const char *id, const char *fmt, ...)
 	if (id)
 		json_object_object_add(ev, "id", json_object_new_string(id));
 	room_send(c, ev);
+}
+
+void
+room_unrecorded(struct conn *c, const char *id, const char *what, int err)
+{
+	room_error(c, id, "the room could not record %s (%s), so nobody was "
+	    "told of it; try again once room.db can be written (history and "
+	    "who still work)", what, room_db_strerror(err));
 }
 
 void
@@ -430,7 +448,10 @@ room_hello(struct conn *c, json_object *req)
 		room_db_events_each(a->db, 0, history, room_replay_one, c);
 	if (room_is_member(c)) {
 		log_info("%s joined", c->user);
-		room_db_member_seen(a->db, c->user);
+		/* Joining is reading: a room.db that cannot be written (logged
+		 * there) still lets people in to read the history. */
+		if (room_db_member_seen(a->db, c->user) < 0)
+			log_warn("%s: last seen not recorded", c->user);
 		room_presence(a, "joined", c->user);
 		turn_joined(a, c);
 	}
@@ -467,14 +488,16 @@ room_chat(struct conn *c, json_object *req)
 {
 	char *text = room_text(c, req);
 	json_object *ev;
+	int r;
 
 	if (!text)
 		return;
 	ev = room_event_new("message");
 	json_object_object_add(ev, "user", json_object_new_string(c->user));
 	json_object_object_add(ev, "text", json_object_new_string(text));
-	room_emit(c->a, ev, 1);
-	if (strstr(text, "@agent"))
+	if ((r = room_emit(c->a, ev, 1)) < 0)
+		room_unrecorded(c, NULL, "your message", r);
+	else if (strstr(text, "@agent"))
 		turn_prompt(c->a, c->user, text);
 	free(text);
 }

@@ -56,8 +56,16 @@ void room_flush(struct agent *a);
 json_object *room_event_new(const char *type);
 
 /* Stamp ev (seq, time), store it when store is set, and queue it to every
- * member.  Takes ownership of ev.  0 or -errno (storage failed). */
+ * member.  Takes ownership of ev.  A stored event is committed before it is
+ * queued; when room.db cannot take it (full disk, read-only) it is queued to
+ * nobody and the result is that -errno (room_db_strerror says why): the
+ * caller tells whoever asked for it (room_unrecorded). */
 int room_emit(struct agent *a, json_object *ev, int store);
+/* Tell c that what it asked for (what: "your message"; id: its request,
+ * or NULL) could not be recorded in room.db (err, from room_emit or a
+ * room_db write), so nobody was told of it. */
+void room_unrecorded(struct conn *c, const char *id, const char *what,
+    int err);
 
 /* Stream a command's output to the room as a live event of type (e.g.
  * "exec_output", "tool_output") with id, stream and text, in whole UTF-8

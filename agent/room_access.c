@@ -78,15 +78,17 @@ room_access_event(const struct access_list *l, const char *change,
 	return ev;
 }
 
-/* Store and announce the list after a change. */
-static void
+/* Store and announce the list after a change: it commits the change with
+ * the event.  0, or -errno when room.db could not take them (the change is
+ * rolled back with it and nobody is told; room_unrecorded). */
+static int
 room_access_announce(struct agent *a, const char *change, const char *user,
     const char *by)
 {
 	struct access_list l;
 
 	room_access_load(a, &l);
-	room_emit(a, room_access_event(&l, change, user, by), 1);
+	return room_emit(a, room_access_event(&l, change, user, by), 1);
 }
 
 /* Tell c why it is out, and end it once that is written. */
@@ -135,8 +137,10 @@ room_access_hello(struct agent *a, struct conn *c, json_object *req)
 	room_access_load(a, &l);
 	if (!l.owner[0] && json_get_bool(req, "may_create", 0) &&
 	    room_db_access_set(a->db, c->user, "owner", NULL) == 0) {
-		log_info("%s owns the room (its first user)", c->user);
-		room_access_announce(a, "owner", c->user, NULL);
+		/* Not recorded (full disk): the room stays without an owner
+		 * and open; the next person to come may claim it. */
+		if (room_access_announce(a, "owner", c->user, NULL) == 0)
+			log_info("%s owns the room (its first user)", c->user);
 		room_access_load(a, &l);
 	}
 	if (access_may_enter(&l, c->user, c->admin))
@@ -198,6 +202,7 @@ room_access_invite(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *user = room_access_target(c, req, "invite");
 	struct access_list l;
+	int r;
 
 	if (!user || !room_access_may_manage(a, c, "invite people"))
 		return;
@@ -207,14 +212,17 @@ room_access_invite(struct agent *a, struct conn *c, json_object *req)
 		    strcmp(l.owner, user) == 0 ? "the owner" : "a member");
 		return;
 	}
-	if (l.nmembers >= ACCESS_MAX_MEMBERS ||
-	    room_db_access_set(a->db, user, "member", c->user) < 0) {
+	if (l.nmembers >= ACCESS_MAX_MEMBERS) {
 		room_error(c, NULL, "cannot add %s: a room has at most %d "
 		    "members", user, ACCESS_MAX_MEMBERS);
 		return;
 	}
+	if ((r = room_db_access_set(a->db, user, "member", c->user)) < 0 ||
+	    (r = room_access_announce(a, "invite", user, c->user)) < 0) {
+		room_unrecorded(c, NULL, "the invitation", r);
+		return;
+	}
 	log_info("%s invited %s", c->user, user);
-	room_access_announce(a, "invite", user, c->user);
 }
 
 /* kick: remove user and end its sessions here. */
@@ -224,7 +232,7 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 	const char *user = room_access_target(c, req, "kick");
 	struct access_list l;
 	char msg[300];
-	int was, ended;
+	int was, ended, r = 0;
 
 	if (!user || !room_access_may_manage(a, c, "remove people"))
 		return;
@@ -235,8 +243,10 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	was = access_is_member(&l, user);
-	if (was && room_db_access_remove(a->db, user) < 0) {
-		room_error(c, NULL, "cannot remove %s now; try again", user);
+	/* On disk before anyone is sent away. */
+	if (was && ((r = room_db_access_remove(a->db, user)) < 0 ||
+	    (r = room_db_commit(a->db)) < 0)) {
+		room_unrecorded(c, NULL, "the removal", r);
 		return;
 	}
 	snprintf(msg, sizeof(msg), "atrium: %s removed you from room '%s'%s",
@@ -250,7 +260,9 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	log_info("%s removed %s (%d session(s) ended)", c->user, user, ended);
-	room_access_announce(a, "kick", user, c->user);
+	if ((r = room_access_announce(a, "kick", user, c->user)) < 0)
+		room_unrecorded(c, NULL, "the announcement of the removal "
+		    "(it is done)", r);
 }
 
 /* visibility: open or private; going private ends the sessions of people
@@ -262,6 +274,7 @@ room_access_visibility(struct agent *a, struct conn *c, json_object *req)
 	enum access_visibility vis;
 	struct access_list l;
 	char msg[300];
+	int r;
 
 	if (access_visibility_parse(v, &vis) < 0) {
 		room_error(c, NULL, "visibility needs \"visibility\": \"open\" "
@@ -271,10 +284,11 @@ room_access_visibility(struct agent *a, struct conn *c, json_object *req)
 	}
 	if (!room_access_may_manage(a, c, "change who may enter"))
 		return;
-	if (room_db_config_set(a->db, "visibility", access_visibility_name(vis),
-	    c->user) < 0) {
-		room_error(c, NULL, "cannot change the visibility now; try "
-		    "again");
+	/* On disk before anyone is sent away. */
+	if ((r = room_db_config_set(a->db, "visibility",
+	    access_visibility_name(vis), c->user)) < 0 ||
+	    (r = room_db_commit(a->db)) < 0) {
+		room_unrecorded(c, NULL, "the change of visibility", r);
 		return;
 	}
 	log_info("%s made the room %s", c->user, access_visibility_name(vis));
@@ -283,7 +297,9 @@ room_access_visibility(struct agent *a, struct conn *c, json_object *req)
 	    "you are not a member", c->user, a->room);
 	if (vis == ACCESS_PRIVATE)
 		room_access_evict(a, &l, NULL, msg);
-	room_access_announce(a, "visibility", NULL, c->user);
+	if ((r = room_access_announce(a, "visibility", NULL, c->user)) < 0)
+		room_unrecorded(c, NULL, "the announcement of the change of "
+		    "visibility (it is done)", r);
 }
 
 /* See room_access.h. */

@@ -133,26 +133,68 @@ static const char *const room_db_migrations[] = {
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
 
-/* Log an SQLite failure once; always -EIO. */
+/* The negative errno for an SQLite result code: what a full disk
+ * (-ENOSPC), a read-only file or mount (-EROFS), a lock held elsewhere
+ * (-EBUSY) or memory (-ENOMEM) did; -EIO for everything else (I/O errors,
+ * corruption, a refused constraint). */
+static int
+room_db_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+/* Log an SQLite failure once; its errno (room_db_errno), -EIO at least. */
 static int
 room_db_fail(struct room_db *db, const char *what)
 {
+	int r = room_db_errno(sqlite3_extended_errcode(db->db));
+
 	log_error("room.db: %s: %s", what, sqlite3_errmsg(db->db));
-	return -EIO;
+	return r < 0 ? r : -EIO;
 }
 
-/* Run SQL without results.  0 or -EIO. */
+/* Run SQL without results.  0 or a negative errno (room_db_errno). */
 static int
 room_db_run(struct room_db *db, const char *sql)
 {
 	char *err = NULL;
+	int rc = sqlite3_exec(db->db, sql, NULL, NULL, &err), r;
 
-	if (sqlite3_exec(db->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+	if (rc != SQLITE_OK) {
 		log_error("room.db: %.60s: %s", sql, err ? err : "?");
 		sqlite3_free(err);
-		return -EIO;
+		r = room_db_errno(rc);
+		return r < 0 ? r : -EIO;
 	}
 	return 0;
+}
+
+/* After a failed statement: SQLite may have rolled the whole transaction
+ * back by itself (it does on SQLITE_FULL and some I/O errors); forget it
+ * then, so that the next write begins a new one. */
+static void
+room_db_check_tx(struct room_db *db)
+{
+	if (db->in_tx && sqlite3_get_autocommit(db->db)) {
+		log_warn("room.db: the open transaction was rolled back");
+		db->in_tx = 0;
+	}
 }
 
 /* Open a write transaction unless one is open. */
@@ -178,9 +220,34 @@ room_db_commit(struct room_db *db)
 		return 0;
 	r = room_db_run(db, "COMMIT");
 	db->in_tx = 0;
-	if (r < 0)
+	if (r < 0 && !sqlite3_get_autocommit(db->db))
 		room_db_run(db, "ROLLBACK");
 	return r;
+}
+
+void
+room_db_rollback(struct room_db *db)
+{
+	if (!db || !db->in_tx)
+		return;
+	db->in_tx = 0;
+	if (!sqlite3_get_autocommit(db->db))
+		room_db_run(db, "ROLLBACK");
+}
+
+const char *
+room_db_strerror(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+		return "the disk holding room.db is full";
+	case -EROFS:
+		return "room.db is read-only";
+	case -EBUSY:
+		return "room.db is locked by another process";
+	default:
+		return strerror(err < 0 ? -err : err);
+	}
 }
 
 /*
@@ -230,16 +297,17 @@ room_db_prep(struct room_db *db, const char *sql, const char *fmt, ...)
 	return st;
 }
 
-/* Run one write statement inside the lazy transaction.  0 or -EIO. */
+/* Run one write statement inside the lazy transaction.  0 or a negative
+ * errno (room_db_errno). */
 static int
 room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 {
 	sqlite3_stmt *st;
 	va_list ap;
-	int rc;
+	int rc, r;
 
-	if (room_db_begin(db) < 0)
-		return -EIO;
+	if ((r = room_db_begin(db)) < 0)
+		return r;
 	va_start(ap, fmt);
 	st = room_db_vprep(db, sql, fmt, ap);
 	va_end(ap);
@@ -247,8 +315,11 @@ room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 		return -EIO;
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return room_db_fail(db, sql);
+	if (rc != SQLITE_DONE) {
+		r = room_db_fail(db, sql);
+		room_db_check_tx(db);
+		return r;
+	}
 	return 0;
 }
 
@@ -504,6 +575,8 @@ room_db_turn_add(struct room_db *db, const char *user, const char *prompt,
 	    " VALUES (?, ?, 'queued', ?)", "sss", user, prompt, now);
 	if (r == 0 && id)
 		*id = sqlite3_last_insert_rowid(db->db);
+	if (r == 0)
+		r = room_db_commit(db);	/* on disk before the command runs */
 	return r;
 }
 
@@ -879,6 +952,8 @@ room_db_audit_start(struct room_db *db, const char *user, const char *kind,
 	    cwd, now);
 	if (r == 0 && id)
 		*id = sqlite3_last_insert_rowid(db->db);
+	if (r == 0)
+		r = room_db_commit(db);	/* on disk before the command runs */
 	return r;
 }
 

@@ -8,8 +8,13 @@
  * turn commits explicitly at each checkpoint, so nothing is announced to the
  * room before it is on disk.
  *
- * Every function returns 0 or a negative errno (-EIO for an SQLite error,
- * logged with the statement), unless it says otherwise.
+ * Every function returns 0 or a negative errno, unless it says otherwise:
+ * -ENOSPC when the disk is full, -EROFS when room.db is read-only, -EBUSY
+ * when it is locked, -EIO for any other SQLite error (logged with the
+ * statement).  A failed write may roll back the whole open transaction:
+ * whoever must know that a row is on disk before acting on it (a stored
+ * event before it is announced, an audit row before its command runs)
+ * commits at once and acts only when the commit returned 0.
  */
 #ifndef ATRIUM_AGENT_ROOM_DB_H
 #define ATRIUM_AGENT_ROOM_DB_H
@@ -29,8 +34,13 @@ void room_db_close(struct room_db *db);
 /* Its schema version (user_version), for tests. */
 int room_db_version(struct room_db *db);
 
-/* Commit the open transaction, if any. */
+/* Commit the open transaction, if any; on failure it is rolled back. */
 int room_db_commit(struct room_db *db);
+/* Roll back the open transaction, if any: the writes since the last
+ * commit are undone. */
+void room_db_rollback(struct room_db *db);
+/* Why a write failed, for people: "the disk holding room.db is full". */
+const char *room_db_strerror(int err);
 
 /* --- events: everything the room sent that is replayed to late joiners */
 int room_db_event_add(struct room_db *db, long long seq, const char *time,
@@ -155,7 +165,9 @@ struct room_db_tool {
 int room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
     struct room_db_tool *t);
 
-/* --- audit: every command run in the sandbox. */
+/* --- audit: every command run in the sandbox.  audit_start commits the
+ * open transaction with its row: a command may run only when it returned
+ * 0 (nothing runs unaudited). */
 int room_db_audit_start(struct room_db *db, const char *user,
     const char *kind, const char *command, const char *cwd, long long *id);
 int room_db_audit_end(struct room_db *db, long long id, int exit_code,

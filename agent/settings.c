@@ -177,8 +177,9 @@ settings_check(struct agent *a, struct conn *c, json_object *req)
 	return 0;
 }
 
-/* The stored `config` event with the room's settings now. */
-static void
+/* The stored `config` event with the room's settings now; it commits the
+ * settings' rows with it.  0 or -errno (room_emit). */
+static int
 settings_announce(struct agent *a, const char *user)
 {
 	json_object *ev = room_event_new("config");
@@ -188,7 +189,59 @@ settings_announce(struct agent *a, const char *user)
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	json_object_object_add(ev, "allow_list", json_object_get(a->allow_list));
 	json_object_object_add(ev, "user", json_object_new_string(user));
-	room_emit(a, ev, 1);
+	return room_emit(a, ev, 1);
+}
+
+/* Store the requested settings and announce them; in memory they change
+ * only when both worked.  0 or -errno (all rolled back). */
+static int
+settings_store(struct agent *a, struct conn *c, const char *p, const char *m,
+    const char *ap, json_object *al)
+{
+	char old_p[sizeof(a->provider)], old_m[sizeof(a->model)];
+	char old_ap[sizeof(a->approval)];
+	json_object *old_al = json_object_get(a->allow_list);
+	int r;
+
+	/* What was written before is kept whatever happens here. */
+	if ((r = room_db_commit(a->db)) < 0) {
+		json_object_put(old_al);
+		return r;
+	}
+	memcpy(old_p, a->provider, sizeof(old_p));
+	memcpy(old_m, a->model, sizeof(old_m));
+	memcpy(old_ap, a->approval, sizeof(old_ap));
+	if (p) {
+		snprintf(a->provider, sizeof(a->provider), "%s", p);
+		r = room_db_config_set(a->db, "provider", p, c->user);
+	}
+	if (m && r == 0) {
+		snprintf(a->model, sizeof(a->model), "%s", m);
+		r = room_db_config_set(a->db, "model", m, c->user);
+	}
+	if (ap && r == 0) {
+		snprintf(a->approval, sizeof(a->approval), "%s", ap);
+		r = room_db_config_set(a->db, "approval", ap, c->user);
+	}
+	if (al && r == 0) {
+		json_object_put(a->allow_list);
+		a->allow_list = json_object_get(al);
+		r = room_db_config_set(a->db, "allow_list",
+		    json_object_to_json_string_ext(al, JSON_C_TO_STRING_PLAIN),
+		    c->user);
+	}
+	if (r == 0)
+		r = settings_announce(a, c->user);
+	if (r < 0) {
+		room_db_rollback(a->db);
+		memcpy(a->provider, old_p, sizeof(old_p));
+		memcpy(a->model, old_m, sizeof(old_m));
+		memcpy(a->approval, old_ap, sizeof(old_ap));
+		json_object_put(a->allow_list);
+		a->allow_list = json_object_get(old_al);
+	}
+	json_object_put(old_al);
+	return r;
 }
 
 void
@@ -198,6 +251,7 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 	const char *m = json_get_string(req, "model");
 	const char *ap = json_get_string(req, "approval");
 	json_object *al = NULL;
+	int r;
 
 	if (!room_access_may_manage(a, c, "change the room's model, "
 	    "provider or approval policy"))
@@ -206,26 +260,12 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 		return;
 	if (p && !m && strcmp(p, a->provider) != 0)
 		m = settings_default_model(a, p);
-	if (p) {
-		snprintf(a->provider, sizeof(a->provider), "%s", p);
-		room_db_config_set(a->db, "provider", p, c->user);
-	}
-	if (m) {
-		snprintf(a->model, sizeof(a->model), "%s", m);
-		room_db_config_set(a->db, "model", m, c->user);
-	}
-	if (ap) {
-		snprintf(a->approval, sizeof(a->approval), "%s", ap);
-		room_db_config_set(a->db, "approval", ap, c->user);
-	}
-	if (json_object_object_get_ex(req, "allow_list", &al)) {
-		json_object_put(a->allow_list);
-		a->allow_list = json_object_get(al);
-		room_db_config_set(a->db, "allow_list",
-		    json_object_to_json_string_ext(al, JSON_C_TO_STRING_PLAIN),
-		    c->user);
+	json_object_object_get_ex(req, "allow_list", &al);
+	if ((r = settings_store(a, c, p, m, ap, al)) < 0) {
+		room_unrecorded(c, NULL, "the change of settings (they are "
+		    "as they were)", r);
+		return;
 	}
 	log_info("%s changed the room's settings: provider %s, model %s, "
 	    "approval %s", c->user, a->provider, a->model, a->approval);
-	settings_announce(a, c->user);
 }

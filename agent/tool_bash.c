@@ -75,6 +75,18 @@ tool_bash_free(struct tool_run *r)
 	free(r);
 }
 
+/* Record how the command ended.  It has run: a failure (logged by
+ * room_db) leaves its audit row without an end, which says so. */
+static void
+tool_bash_audit_end(struct tool_run *r, int code, const char *sig)
+{
+	int rc = room_db_audit_end(r->a->db, r->audit_id, code, sig);
+
+	if (rc < 0)
+		log_error("%s: the end of audit row %lld not recorded: %s",
+		    r->id, r->audit_id, room_db_strerror(rc));
+}
+
 static void
 tool_bash_on_exit(void *arg, const struct proc_end *end)
 {
@@ -85,8 +97,8 @@ tool_bash_on_exit(void *arg, const struct proc_end *end)
 	int exited = end->how.how == SANDBOX_EXITED;
 
 	r->a->tool_procs--;
-	room_db_audit_end(r->a->db, r->audit_id, exited ? end->how.code :
-	    128 + end->how.code, sig);
+	tool_bash_audit_end(r, exited ? end->how.code : 128 + end->how.code,
+	    sig);
 	if (r->done) {
 		if (outcap_text(&r->cap, &out) == 0)
 			res = tool_bash_result(out, exited, end->how.code, sig,
@@ -151,11 +163,18 @@ tool_bash_start(struct agent *a, const char *call_id, json_object *input,
 	o.output = tool_bash_on_output;
 	o.exit = tool_bash_on_exit;
 	o.arg = r;
-	room_db_audit_start(a->db, "agent", "tool", cmd, "/workspace",
-	    &r->audit_id);
+	/* No command runs without its audit row on disk. */
+	if ((rc = room_db_audit_start(a->db, "agent", "tool", cmd,
+	    "/workspace", &r->audit_id)) < 0) {
+		tool_bash_free(r);
+		snprintf(err, errlen, "the command was not run: the room "
+		    "could not record it in its audit (%s)",
+		    room_db_strerror(rc));
+		return rc;
+	}
 	rc = proc_spawn(a, &o, &r->proc);
 	if (rc < 0) {
-		room_db_audit_end(a->db, r->audit_id, 126, NULL);
+		tool_bash_audit_end(r, 126, NULL);
 		tool_bash_free(r);
 		if (rc == -ENOTSUP)
 			snprintf(err, errlen, "the command was not run: the "
@@ -187,7 +206,7 @@ tool_bash_abandon(struct tool_run *r)
 	if (!r)
 		return;
 	r->a->tool_procs--;
-	room_db_audit_end(r->a->db, r->audit_id, 137, "KILL");
+	tool_bash_audit_end(r, 137, "KILL");
 	proc_abandon(r->proc);
 	tool_bash_free(r);
 }

@@ -50,6 +50,18 @@ tool_files_free(struct tool_files_run *r)
 	free(r);
 }
 
+/* Record how the tool ended.  It has run: a failure (logged by room_db)
+ * leaves its audit row without an end, which says so. */
+static void
+tool_files_audit_end(struct tool_files_run *r, int code)
+{
+	int rc = room_db_audit_end(r->a->db, r->audit_id, code, NULL);
+
+	if (rc < 0)
+		log_error("%s: the end of audit row %lld not recorded: %s",
+		    r->name, r->audit_id, room_db_strerror(rc));
+}
+
 static void
 tool_files_body(struct wsio *w)
 {
@@ -65,8 +77,7 @@ tool_files_finished(struct wsio *w)
 	struct tool_files_run *r = w->arg;
 	struct buf text;
 
-	room_db_audit_end(r->a->db, r->audit_id, r->failed || !r->done ? 1 : 0,
-	    NULL);
+	tool_files_audit_end(r, r->failed || !r->done ? 1 : 0);
 	wsio_release(w);
 	if (r->done) {
 		buf_init(&text, r->out.len * 3 + 64);
@@ -112,6 +123,7 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 {
 	struct tool_files_run *r;
 	char what[1300];
+	int rc;
 
 	*run = NULL;
 	if (!input || !json_object_is_type(input, json_type_object)) {
@@ -134,16 +146,25 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 	r->arg = arg;
 	buf_init(&r->out, TOOL_FILES_MAX_OUTPUT + TOOL_FILES_OUT_SLACK);
 	wsio_budget(&r->w, a->cfg.file_tool_timeout);
+	/* Nothing touches the workspace without its audit row on disk. */
+	tool_files_audit_text(name, input, what, sizeof(what));
+	if ((rc = room_db_audit_start(a->db, "agent", "tool", what, WSIO_ROOT,
+	    &r->audit_id)) < 0) {
+		wsio_release(&r->w);
+		tool_files_free(r);
+		snprintf(err, errlen, "the %s tool was not run: the room could "
+		    "not record it in its audit (%s)", name,
+		    room_db_strerror(rc));
+		return rc;
+	}
 	r->timer = loop_add_timer(a->loop, 0, tool_files_kick, r);
 	if (r->timer < 0) {
+		tool_files_audit_end(r, 126);
 		wsio_release(&r->w);
 		tool_files_free(r);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	tool_files_audit_text(name, input, what, sizeof(what));
-	room_db_audit_start(a->db, "agent", "tool", what, WSIO_ROOT,
-	    &r->audit_id);
 	*run = r;
 	return 0;
 }
@@ -176,7 +197,7 @@ tool_files_cancel(void *run)
 	if (r->timer > 0) {	/* never started: nothing in flight */
 		loop_del_timer(r->a->loop, r->timer);
 		r->timer = 0;
-		room_db_audit_end(r->a->db, r->audit_id, 1, NULL);
+		tool_files_audit_end(r, 1);
 		wsio_release(&r->w);
 		tool_files_free(r);
 	}
@@ -191,7 +212,7 @@ tool_files_abandon(void *run)
 		return;
 	if (r->timer > 0)
 		loop_del_timer(r->a->loop, r->timer);
-	room_db_audit_end(r->a->db, r->audit_id, 1, NULL);
+	tool_files_audit_end(r, 1);
 	if (wsio_release(&r->w)) {
 		log_warn("%s tool abandoned with I/O in flight", r->name);
 		return;		/* the kernel may still write into it */
