@@ -445,6 +445,59 @@ test_schema_version(void)
 	CHECK_INT(fsck_count(), -EPROTO);
 }
 
+/* The quota counts stored bytes (not holes) and inodes, refuses growth past
+ * either with -EDQUOT and changes nothing then, frees at once on unlink,
+ * and counts the same again after a reopen. */
+static void
+test_quota_accounting(void)
+{
+	struct fs *fs = new_fs();
+	static char data[150000];
+	struct fs_attr a;
+	uint64_t bytes, inodes, bytes2, inodes2, ino;
+	char name[16];
+
+	CHECK_INT(fs_quota_set(fs, 200000, 10), 0);
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "a", S_IFREG | 0644, 0,
+	    0, &a), 0);
+	ino = a.ino;
+	CHECK_INT(fs_write(fs, ino, 0, data, 100000), 100000);
+	CHECK_INT(fs_quota_usage(fs, &bytes, &inodes), 0);
+	CHECK(bytes >= 100000 && bytes < 100100);
+	CHECK_INT(inodes, 1);
+	CHECK_INT(fs_write(fs, ino, 100000, data, 150000), -EDQUOT);
+	CHECK_INT(fs_getattr(fs, ino, &a), 0);
+	CHECK_INT(a.size, 100000);
+	CHECK_INT(fs_quota_usage(fs, &bytes2, &inodes2), 0);
+	CHECK_INT(bytes2, bytes);
+	CHECK_INT(fs_truncate(fs, ino, 10u << 20), 0);	/* a hole: free */
+	CHECK_INT(fs_quota_usage(fs, &bytes2, &inodes2), 0);
+	CHECK_INT(bytes2, bytes);
+	for (int i = 1; i < 10; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, name,
+		    S_IFREG | 0644, 0, 0, &a), 0);
+	}
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "one-more",
+	    S_IFREG | 0644, 0, 0, &a), -EDQUOT);
+	CHECK_INT(ino_of(fs, FS_ROOT_INO, "one-more"), 0);
+	CHECK_INT(fs_quota_usage(fs, &bytes, &inodes), 0);
+	fs_close(fs);
+	CHECK_INT(fs_open(db_path, FS_OPEN_CLEAN_ORPHANS, &fs), 0);
+	CHECK_INT(fs_quota_set(fs, 200000, 10), 0);
+	CHECK_INT(fs_quota_usage(fs, &bytes2, &inodes2), 0);
+	CHECK_INT(bytes2, bytes);
+	CHECK_INT(inodes2, inodes);
+	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "a"), 0);
+	CHECK_INT(fs_quota_usage(fs, &bytes2, &inodes2), 0);
+	CHECK(bytes2 < bytes - 99000);
+	CHECK_INT(inodes2, inodes - 1);
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "one-more",
+	    S_IFREG | 0644, 0, 0, &a), 0);
+	fs_close(fs);
+	CHECK_INT(fsck_count(), 0);
+}
+
 int
 main(void)
 {
@@ -462,6 +515,7 @@ main(void)
 	TEST(test_persistence_and_xattr);
 	TEST(test_fsck_damage);
 	TEST(test_schema_version);
+	TEST(test_quota_accounting);
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
