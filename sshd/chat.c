@@ -648,21 +648,15 @@ chat_rooms(struct chat *ch, json_object *ev)
 static int
 chat_own(struct chat *ch, json_object *req)
 {
-	const char *type = json_get_string(req, "type");
-	struct session *s = ch->c->s;
+	json_object *ev;
 	char msg[512];
+	int r = room_access_request(ch->c->s, req, &ev, msg, sizeof(msg));
 
-	if (strcmp(type, "rooms") == 0) {
-		chat_rooms(ch, room_access_list(s->srv->cfg->data_dir,
-		    &s->srv->rooms, s->user, s->opts.admin));
-		return 1;
-	}
-	if (strcmp(type, "delete") != 0)
-		return 0;
-	if (room_access_delete(s->srv, s, json_get_string(req, "room"), msg,
-	    sizeof(msg)) < 0)
+	if (r < 0)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, msg);
-	return 1;
+	else if (ev)
+		chat_rooms(ch, ev);
+	return r != 0;
 }
 
 /* Act on one finished input line.  The line is cleaned first (utf8.h):

@@ -142,24 +142,19 @@ control_event(struct control *ct, json_object *ev)
 	json_object_put(ev);
 }
 
-/* atriumd's own requests: rooms and delete.  1 when type was one. */
+/* atriumd's own requests: rooms and delete.  1 when o was one. */
 static int
-control_own(struct control *ct, const char *type, json_object *o)
+control_own(struct control *ct, json_object *o)
 {
-	struct session *s = ct->c->s;
+	json_object *ev;
 	char msg[512];
+	int r = room_access_request(ct->c->s, o, &ev, msg, sizeof(msg));
 
-	if (strcmp(type, "rooms") == 0) {
-		control_event(ct, room_access_list(s->srv->cfg->data_dir,
-		    &s->srv->rooms, s->user, s->opts.admin));
-		return 1;
-	}
-	if (strcmp(type, "delete") != 0)
-		return 0;
-	if (room_access_delete(s->srv, s, json_get_string(o, "room"), msg,
-	    sizeof(msg)) < 0)
+	if (r < 0)
 		control_error(ct, msg);
-	return 1;
+	else if (ev)
+		control_event(ct, ev);
+	return r != 0;
 }
 
 /* Clean the text of a chat or prompt (utf8.h): it reaches every member's
@@ -224,7 +219,7 @@ control_client_line(struct control *ct, char *line, size_t len)
 	if (type && strcmp(type, "hello") == 0)
 		control_error(ct, "hello is sent by the server: start with "
 		    "your first request (chat, prompt, exec...)");
-	else if (type && control_own(ct, type, o))
+	else if (control_own(ct, o))
 		;
 	else if (control_forward(ct, type, o, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "

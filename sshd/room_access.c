@@ -213,3 +213,24 @@ room_access_delete(struct server *srv, const struct session *s,
 	server_end_room(srv, room, bye);
 	return rooms_delete(&srv->rooms, room);
 }
+
+/* See room_access.h. */
+int
+room_access_request(struct session *s, json_object *req, json_object **ev,
+    char *msg, size_t len)
+{
+	const char *type = json_get_string(req, "type");
+
+	*ev = NULL;
+	if (!type)
+		return 0;
+	if (strcmp(type, "rooms") == 0) {
+		*ev = room_access_list(s->srv->cfg->data_dir, &s->srv->rooms,
+		    s->user, s->opts.admin);
+		return 1;
+	}
+	if (strcmp(type, "delete") != 0)
+		return 0;
+	return room_access_delete(s->srv, s, json_get_string(req, "room"), msg,
+	    len) < 0 ? -1 : 1;
+}
