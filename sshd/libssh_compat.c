@@ -49,17 +49,17 @@
  *  W10 libssh 0.10 offers finite-field Diffie-Hellman groups (up to 8192
  *     bits), group exchange and SHA-1 MACs by default: compat_bind_setup
  *     offers only curve25519 and ECDH, AEAD or CTR ciphers, SHA-2 MACs.
- *  W11 Not worked around: libssh writes its key exchange reply at once but
- *     its NEWKEYS, queued right after, only at the next poll.  On a loaded
- *     host the client can receive the reply and send its own NEWKEYS and
- *     data before ours arrives (seen with tcpdump).  PuTTY 0.78's exec
- *     and scp uploads then stop sending for good about one time in ten
- *     with a key re-exchange every MiB (never its downloads or SFTP
- *     uploads, never against OpenSSH's sshd, which writes both packets in
- *     one go).  Flushing at the start of the next loop turn does not close
- *     the gap when the process is descheduled in between; the fix needs
- *     libssh to write both together.
- *
+ *  W11 Not libssh's: PuTTY 0.78's exec and scp uploads (plink 'cat > f',
+ *     pscp -scp) that meet a key re-exchange stop sending for good about
+ *     one time in ten on a loaded host, with window to spare and nothing
+ *     queued in either socket, until any packet arrives from the server
+ *     (an SSH_MSG_IGNORE sent by hand in the stall resumed every one).
+ *     Never against OpenSSH's sshd, which answers with other timing; never
+ *     with OpenSSH's clients.  compat_nudge sends one SSH_MSG_IGNORE when
+ *     an upload of at least COMPAT_NUDGE_BURST goes quiet, and again with
+ *     backoff while it stays quiet: at most COMPAT_NUDGE_MAX tiny packets
+ *     per quiet spell, which every client must accept (RFC 4253 11.2).
+
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd
  * leaves the ssh_event only outside ssh_event_dopoll (loop.c).
@@ -230,4 +230,34 @@ compat_take_held(ssh_channel ch, struct buf *q, size_t max_held)
 	if (r < 0)
 		return r;
 	return n > 0 ? n : 0;
+}
+
+/* W11: an upload this big that goes quiet is nudged, after
+ * COMPAT_NUDGE_FIRST_MS, then four times longer each time, at most
+ * COMPAT_NUDGE_MAX times.  Typing never reaches the burst. */
+#define COMPAT_NUDGE_BURST	(1u << 20)
+#define COMPAT_NUDGE_FIRST_MS	200
+#define COMPAT_NUDGE_MAX	3
+
+/* See libssh_compat.h (W11). */
+void
+compat_nudge_rx(struct compat_nudge *n, size_t len, long long now_ms)
+{
+	n->burst += len;
+	n->last_rx_ms = now_ms;
+	n->sent = 0;
+}
+
+/* See libssh_compat.h (W11). */
+void
+compat_nudge_tick(struct compat_nudge *n, ssh_session s, long long now_ms)
+{
+	long long wait = (long long)COMPAT_NUDGE_FIRST_MS << (2 * n->sent);
+
+	if (n->burst < COMPAT_NUDGE_BURST || now_ms - n->last_rx_ms < wait)
+		return;
+	/* Queued like any packet; an error shows on the session's status. */
+	ssh_send_ignore(s, "");
+	if (++n->sent == COMPAT_NUDGE_MAX)
+		n->burst = 0;
 }

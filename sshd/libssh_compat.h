@@ -62,4 +62,18 @@ long compat_remote_maxpacket(ssh_session s, ssh_channel ch);
  * the caller ends the connection. */
 int compat_take_held(ssh_channel ch, struct buf *q, size_t max_held);
 
+/* W11: a client's upload that goes quiet gets an SSH_MSG_IGNORE, which
+ * wakes a client that stopped after a key re-exchange.  One per session,
+ * zeroed with it; compat_nudge_rx on each arrival of channel data,
+ * compat_nudge_tick every loop turn. */
+struct compat_nudge {
+	uint64_t burst;		/* bytes arrived since the last full round */
+	long long last_rx_ms;	/* when data last arrived */
+	int sent;		/* nudges sent since then */
+};
+
+void compat_nudge_rx(struct compat_nudge *n, size_t len, long long now_ms);
+void compat_nudge_tick(struct compat_nudge *n, ssh_session s,
+    long long now_ms);
+
 #endif

@@ -370,6 +370,7 @@ chan_data_cb(ssh_session ssh, ssh_channel ch, void *data, uint32_t len,
 	(void)ssh; (void)ch;
 	if (c->closing || is_stderr)
 		return (int)len;	/* nothing reads a client's stderr */
+	compat_nudge_rx(&c->s->nudge, len, time_mono_ms());
 	if (len > CHAN_MAX_UNREAD) {
 		log_warn("session %lu: the client sent %u bytes past its "
 		    "window; closing the connection", c->s->num, len);
@@ -991,6 +992,7 @@ session_tick(struct session *s)
 	}
 	for (struct chan *c = s->chans; c; c = c->next)
 		chan_tick(c);
+	compat_nudge_tick(&s->nudge, s->ssh, time_mono_ms());
 	for (pp = &s->chans; *pp;) {
 		struct chan *c = *pp;
 

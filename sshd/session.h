@@ -19,6 +19,7 @@
 
 #include "authkeys_opts.h"
 #include "buf.h"
+#include "libssh_compat.h"
 #include "server.h"
 
 /* env requests kept: with TERM, SSH_CONNECTION, SSH_CLIENT and SSH_TTY
@@ -109,6 +110,7 @@ struct session {
 	int banner_sent;		/* the refusal banner went out */
 	int in_event;			/* added to the ssh_event */
 	long long deadline_ms;		/* auth must be done by then */
+	struct compat_nudge nudge;	/* libssh_compat.c W11 */
 	int dead;			/* free at the next reap */
 	struct chan *chans;
 	struct session *next;		/* in srv->sessions */
