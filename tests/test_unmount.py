@@ -238,3 +238,45 @@ def test_sshfs_ends_when_unmounted_while_another_room_runs(
         if fs.poll() is None:
             fs.kill()
         fs.wait()
+
+
+def test_refused_mount_names_the_namespace_that_keeps_the_old_one(tmp_path):
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    r = atrium_fs("mount", db, mnt)
+    assert r.returncode == 0, r.stderr
+    pid = holder_pid(db)
+    # A process in a mount namespace of its own, with a private copy of
+    # the mount (as a container or a private-/tmp service would hold).
+    keeper = subprocess.Popen(["unshare", "-m", "--propagation", "private",
+                               "sleep", str(SLEEP + 7)])
+    try:
+        end = time.time() + 10
+        while time.time() < end and keeper.pid not in sleeper_pids(SLEEP + 7):
+            time.sleep(0.05)
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert not wait_gone(pid, 0.5)
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode != 0
+        assert "still held by atrium-fs pid %d" % pid in r.stderr
+        assert "its mount at %s is gone" % os.path.realpath(mnt) in r.stderr
+        assert "pid %d (sleep)" % keeper.pid in r.stderr
+        assert "another mount namespace" in r.stderr
+        assert "kill %d" % pid in r.stderr
+        assert "unmount it first" not in r.stderr
+        # Once the copy goes, the daemon ends and the database mounts again.
+        keeper.kill()
+        keeper.wait()
+        assert wait_gone(pid, GONE_WITHIN)
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode == 0, r.stderr
+    finally:
+        if keeper.poll() is None:
+            keeper.kill()
+            keeper.wait()
+        lazy_unmount(mnt)
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
