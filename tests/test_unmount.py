@@ -129,16 +129,35 @@ def mount_dev(path):
     return devs[-1] if devs else None
 
 
-def namespaces_holding(dev):
-    """Pids of processes whose mount namespace still has a mount of dev."""
-    pids = []
+def descendants(root):
+    """Pids of root's descendants (other tests may run on the host: only
+    this server's processes count)."""
+    children = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open("/proc/%s/mountinfo" % entry) as f:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def namespaces_holding(dev, root):
+    """root's descendants whose mount namespace still has a mount of dev."""
+    pids = []
+    for pid in descendants(root):
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
                 if any(line.split()[2] == dev for line in f):
-                    pids.append(int(entry))
+                    pids.append(pid)
         except OSError:
             continue
     return pids
@@ -203,7 +222,7 @@ def test_idle_room_stops_and_restarts_while_another_room_runs(
         "the stopped room's atrium-fs is still alive"
     assert not mounts_under(run)
     # Nothing keeps the stopped workspace: no namespace holds a copy.
-    assert not namespaces_holding(dev)
+    assert not namespaces_holding(dev, srv.proc.pid)
     rc, out, err = ssh_run(srv, "sleepy", "cat n.txt")
     assert (rc, out) == (0, "one\n"), err + srv.read_log()
     assert before.running() and after.running()
