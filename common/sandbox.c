@@ -5,8 +5,15 @@
  * Before the fork the command's cgroup is made below the room's (remade
  * first if it has gone: a sweep by another atriumd, an operator's rmdir).
  * The forked child, still root, joins the command's cgroups, sets rlimits,
- * and gives itself a private mount namespace with a small tmpfs over /tmp
- * holding bind mounts of what the sandbox needs:
+ * puts the command's stdio in place (so a sandbox that cannot be made says
+ * why on the command's stderr) and gives itself a private mount namespace.
+ * That namespace is a copy of the host's, and bwrap's outer process stays in
+ * it while the command runs, so first every FUSE mount but the room's own
+ * workspace is detached from it (sandbox_mounts.c): a copy would keep
+ * another workspace's, or an sshfs's, FUSE connection and daemon alive after
+ * its unmount on the host.  When one cannot be detached the command does not
+ * run.  Then a small tmpfs over /tmp holds bind mounts of what the sandbox
+ * needs:
  *
  *   /tmp/workspace    the room's workspace (from an fd opened beforehand,
  *                     so a workspace that lives under /tmp is still found)
@@ -41,6 +48,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox_mounts.h"
 #include "util.h"
 
 #define SB_STAGE	"/tmp"	/* where the child stages bind sources */
@@ -208,19 +216,14 @@ sb_stage_one(int fd, const char *name, int dir)
 	return mount(src, dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
 }
 
-/* In the child: a private mount namespace with the bind sources staged on
- * a tmpfs over /tmp (see the head of this file). */
+/* In the child: open the bind sources (fd[0..3], see the head).  Opened
+ * inside the new namespace (a bind mount may not cross namespaces) but
+ * before the tmpfs hides anything under /tmp.  0 or -errno. */
 static int
-sb_child_stage(const struct sandbox *sb)
+sb_child_open_sources(const struct sandbox *sb, int fd[4])
 {
 	char path[PATH_MAX];
-	int fd[4], r = 0;
 
-	/* Open the sources inside the new namespace (a bind mount may not
-	 * cross namespaces) but before the tmpfs hides anything under /tmp. */
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return -errno;
 	fd[0] = open(sb->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "%s/passwd", sb->run_dir);
 	fd[1] = open(path, O_PATH | O_CLOEXEC);
@@ -230,17 +233,43 @@ sb_child_stage(const struct sandbox *sb)
 	for (int i = 0; i < 4; i++)
 		if (fd[i] < 0)
 			return -errno;
+	return 0;
+}
+
+/* In the child: a private mount namespace holding no FUSE mount but the
+ * room's workspace (sandbox_mounts.c), with the bind sources staged on a
+ * tmpfs over /tmp (see the head of this file).  0 or -errno with the
+ * reason in err. */
+static int
+sb_child_stage(const struct sandbox *sb, char *err, size_t errlen)
+{
+	int fd[4], keep, r = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+	    (r = sb_child_open_sources(sb, fd)) < 0) {
+		r = r < 0 ? r : -errno;
+		snprintf(err, errlen, "%s", strerror(-r));
+		return r;
+	}
+	if ((r = sandbox_mounts_id(fd[0], &keep)) < 0) {
+		snprintf(err, errlen, "cannot tell which mount the workspace "
+		    "is (statx STATX_MNT_ID: %s)", strerror(-r));
+		return r;
+	}
+	if ((r = sandbox_mounts_detach_fuse(keep, err, errlen)) < 0)
+		return r;
 	if (mount("atrium", SB_STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
 	    "mode=0755,size=64k") < 0)
-		return -errno;
-	if ((r = sb_stage_one(fd[0], "workspace", 1)) < 0 ||
+		r = -errno;
+	if (r == 0 && ((r = sb_stage_one(fd[0], "workspace", 1)) < 0 ||
 	    (r = sb_stage_one(fd[1], "passwd", 0)) < 0 ||
 	    (r = sb_stage_one(fd[2], "group", 0)) < 0 ||
-	    (r = sb_stage_one(fd[3], "atrium-init", 0)) < 0)
-		return r;
+	    (r = sb_stage_one(fd[3], "atrium-init", 0)) < 0))
+		snprintf(err, errlen, "%s", strerror(-r));
 	for (int i = 0; i < 4; i++)
 		close(fd[i]);
-	return 0;
+	return r;
 }
 
 /* In the child: limits that hold even without cgroups. */
@@ -275,7 +304,8 @@ static void __attribute__((noreturn))
 sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sandbox_proc *p, int status_w, const char *bwrap)
 {
-	char links[6][64], names[SB_MAX_ENV][64], msg[512];
+	char links[6][64], names[SB_MAX_ENV][64], msg[PATH_MAX + 512];
+	char why[PATH_MAX + 256];
 	struct sb_argv a = { .n = 0 };
 	sigset_t all;
 	int r;
@@ -295,21 +325,27 @@ sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 		_exit(126);
 	}
 	sb_child_rlimits();
-	r = sb_child_stage(sb);
+	/* The command's stdio first, so that a sandbox that cannot be made
+	 * says why on the command's stderr. */
+	r = sb_child_fds(cmd, status_w);
+	if (r < 0)
+		snprintf(why, sizeof(why), "%s", strerror(-r));
 	if (r == 0)
-		r = sb_child_fds(cmd, status_w);
+		r = sb_child_stage(sb, why, sizeof(why));
 	if (r == 0) {
 		close_range(4, ~0U, 0);
 		sb_build_argv(sb, cmd, &a, links, names, bwrap);
 		r = a.overflow ? -E2BIG : sb_child_drop(sb);
+		if (r < 0)
+			snprintf(why, sizeof(why), "%s", strerror(-r));
 	}
 	if (r == 0) {
 		static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
 		execve(bwrap, (char *const *)a.v, envp);
-		r = -errno;
+		snprintf(why, sizeof(why), "%s", strerror(errno));
 	}
-	snprintf(msg, sizeof(msg), "atrium: cannot start the sandbox: %s\n",
-	    strerror(-r));
+	snprintf(msg, sizeof(msg), "atrium: cannot start the sandbox: %s; "
+	    "the command was not run\n", why);
 	if (write(2, msg, strlen(msg)) < 0) {
 		/* stderr is gone too */
 	}

@@ -3,8 +3,11 @@
  * daemon serving DB for as long as it is mounted.  Called by fs/mount.c
  * (acquire, record, release) and fs/main.c (probe, for fsck).
  *
- * The file holds "PID\nMOUNTPOINT\n" of the holder so that a refused second
- * mount can say where the first one is.  The kernel drops the flock when the
+ * The file holds "PID\nMOUNTPOINT\nMAJOR:MINOR\n" of the holder so that a
+ * refused second mount can say where the first one is, and whether that
+ * mount still exists (fs/mount_holder.c looks for MAJOR:MINOR, the FUSE
+ * connection's device, in the mount tables).  The third line is missing
+ * from the files of older atrium-fs and when the device could not be found.  The kernel drops the flock when the
  * holder dies, so a stale file never blocks a mount; its text is rewritten
  * by the next holder.
  */
@@ -12,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,37 +31,41 @@ lockfile_path(const char *db, char *out, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-/* Read the holder's pid and mount point from fd. */
+/* Read what the holder recorded from fd into *h. */
 static void
-lockfile_read(int fd, char *holder, size_t holdersize, pid_t *pid)
+lockfile_read(int fd, struct lockfile_holder *h)
 {
-	char buf[4200];
+	char buf[PATH_MAX + 128];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	char *nl;
+	char *p, *nl;
 
-	*pid = 0;
-	if (holdersize)
-		holder[0] = '\0';
+	memset(h, 0, sizeof(*h));
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	*pid = (pid_t)strtol(buf, &nl, 10);
-	if (*nl == '\n') {
-		nl++;
-		nl[strcspn(nl, "\n")] = '\0';
-		snprintf(holder, holdersize, "%s", nl);
+	h->pid = (pid_t)strtol(buf, &p, 10);
+	if (h->pid < 0 || *p != '\n') {
+		h->pid = 0;
+		return;
 	}
+	p++;
+	if (!(nl = strchr(p, '\n')))
+		return;
+	*nl = '\0';
+	snprintf(h->dir, sizeof(h->dir), "%s", p);
+	if (sscanf(nl + 1, "%u:%u\n", &h->major, &h->minor) == 2)
+		h->has_dev = 1;
 }
 
 /* Take the mount lock without waiting: 0, -EBUSY (holder filled) or -errno. */
 int
-lockfile_acquire(const char *db, int *fd, char *holder, size_t holdersize,
-    pid_t *pid)
+lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h)
 {
 	char path[4096];
 	int r;
 
 	*fd = -1;
+	memset(h, 0, sizeof(*h));
 	if ((r = lockfile_path(db, path, sizeof(path))) < 0)
 		return r;
 	if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
@@ -66,19 +74,23 @@ lockfile_acquire(const char *db, int *fd, char *holder, size_t holdersize,
 		return 0;
 	r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 	if (r == -EBUSY)
-		lockfile_read(*fd, holder, holdersize, pid);
+		lockfile_read(*fd, h);
 	close(*fd);
 	*fd = -1;
 	return r;
 }
 
-/* Write our pid and mount point into the held lock: 0 or -errno. */
+/* Write our pid, mount point and device into the held lock: 0 or -errno. */
 int
-lockfile_record(int fd, const char *dir)
+lockfile_record(int fd, const char *dir, int dev_known, unsigned major,
+    unsigned minor)
 {
-	char buf[4200];
-	int n = snprintf(buf, sizeof(buf), "%ld\n%s\n", (long)getpid(), dir);
+	char buf[PATH_MAX + 128], dev[32] = "";
+	int n;
 
+	if (dev_known)
+		snprintf(dev, sizeof(dev), "%u:%u\n", major, minor);
+	n = snprintf(buf, sizeof(buf), "%ld\n%s\n%s", (long)getpid(), dir, dev);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return -ENAMETOOLONG;
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
@@ -88,14 +100,12 @@ lockfile_record(int fd, const char *dir)
 
 /* Whether a daemon holds the mount lock: 1, 0 or -errno. */
 int
-lockfile_probe(const char *db, char *holder, size_t holdersize, pid_t *pid)
+lockfile_probe(const char *db, struct lockfile_holder *h)
 {
 	char path[4096];
 	int fd, r;
 
-	*pid = 0;
-	if (holdersize)
-		holder[0] = '\0';
+	memset(h, 0, sizeof(*h));
 	if ((r = lockfile_path(db, path, sizeof(path))) < 0)
 		return r;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -106,7 +116,7 @@ lockfile_probe(const char *db, char *holder, size_t holdersize, pid_t *pid)
 	}
 	r = errno == EWOULDBLOCK ? 1 : -errno;
 	if (r == 1)
-		lockfile_read(fd, holder, holdersize, pid);
+		lockfile_read(fd, h);
 	close(fd);
 	return r;
 }

@@ -136,18 +136,17 @@ fsck_print(void *arg, const char *problem)
 static int
 cmd_fsck(int argc, char **argv)
 {
-	char holder[PATH_MAX];
+	struct lockfile_holder h;
 	const char *db;
-	pid_t pid;
 	int mounted, n = 0, r;
 
 	if (argc != 2)
 		return usage();
 	db = argv[1];
-	mounted = lockfile_probe(db, holder, sizeof(holder), &pid) == 1;
+	mounted = lockfile_probe(db, &h) == 1;
 	if (mounted)
 		fprintf(stderr, "atrium-fs: note: %s is mounted at %s by pid %ld; "
-		    "checking its last committed state\n", db, holder, (long)pid);
+		    "checking its last committed state\n", db, h.dir, (long)h.pid);
 	r = fsck_run(db, mounted, fsck_print, &n);
 	if (r == -ENOENT) {
 		fprintf(stderr, "atrium-fs: %s does not exist; check the path\n", db);

@@ -72,23 +72,16 @@ mount_open_error(const char *db, int r)
 static int
 mount_open(const struct mount_opts *o, struct mount_state *m)
 {
-	char holder[PATH_MAX];
-	pid_t pid;
+	struct lockfile_holder h;
 	int r;
 
 	if (access(o->db, F_OK) < 0) {
 		mount_open_error(o->db, -ENOENT);
 		return -1;
 	}
-	r = lockfile_acquire(o->db, &m->lock_fd, holder, sizeof(holder), &pid);
+	r = lockfile_acquire(o->db, &m->lock_fd, &h);
 	if (r == -EBUSY) {
-		if (pid > 0 && holder[0])
-			fprintf(stderr, "atrium-fs: %s is already mounted at %s by "
-			    "pid %ld; unmount it first (fusermount3 -u %s)\n",
-			    o->db, holder, (long)pid, holder);
-		else
-			fprintf(stderr, "atrium-fs: %s is being mounted by another "
-			    "atrium-fs; unmount that one first\n", o->db);
+		mount_holder_explain(o->db, &h);
 		return -1;
 	}
 	if (r < 0) {
@@ -287,7 +280,8 @@ static int
 mount_serve(const struct mount_opts *o, int status_fd)
 {
 	struct mount_state m;
-	int r;
+	unsigned major = 0, minor = 0;
+	int dev_known, r;
 
 	memset(&m, 0, sizeof(m));
 	m.lock_fd = -1;
@@ -295,7 +289,11 @@ mount_serve(const struct mount_opts *o, int status_fd)
 		mount_teardown(&m);
 		return 1;
 	}
-	if ((r = lockfile_record(m.lock_fd, m.dir)) < 0)
+	/* The device lets a refused mount tell whether this mount still
+	 * exists (mount_holder.c); the mount table, not stat, which would
+	 * wait on this very daemon. */
+	dev_known = mount_holder_dev(m.dir, &major, &minor) == 0;
+	if ((r = lockfile_record(m.lock_fd, m.dir, dev_known, major, minor)) < 0)
 		log_warn("recording the mount in %s-mount: %s", o->db, strerror(-r));
 	log_info("%s mounted at %s", o->db, m.dir);
 	mount_announce(o, status_fd);

@@ -5,6 +5,7 @@
 #ifndef ATRIUM_MOUNT_H
 #define ATRIUM_MOUNT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,20 +23,38 @@ struct mount_opts {
  * exits once the mount is live (0) or has failed (1). */
 int mount_run(const struct mount_opts *o);
 
+/* Who holds a database's mount lock, as its lock file records it. */
+struct lockfile_holder {
+	pid_t pid;		/* the daemon; 0 when not yet recorded */
+	char dir[PATH_MAX];	/* its mount point; "" when not yet recorded */
+	int has_dev;		/* 1 when major:minor were recorded */
+	unsigned major, minor;	/* st_dev of the mount (its FUSE connection) */
+};
+
 /* Take the exclusive lock DB-mount for the life of the mount.  The lock's fd
- * into *fd.  -EBUSY when another process holds it: its pid and mount point
- * into holder (empty if not yet written).  0 or -errno. */
-int lockfile_acquire(const char *db, int *fd, char *holder, size_t holdersize,
-    pid_t *pid);
+ * into *fd.  -EBUSY when another process holds it: what it recorded into
+ * *h (empty if not yet written).  0 or -errno. */
+int lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h);
 
-/* Record our pid and mount point in the held lock file.  0 or -errno. */
-int lockfile_record(int fd, const char *dir);
+/* Record our pid, mount point and the mount's major:minor (dev_known 0:
+ * unknown) in the held lock file.  0 or -errno. */
+int lockfile_record(int fd, const char *dir, int dev_known, unsigned major,
+    unsigned minor);
 
-/* 1 when some process holds DB's mount lock (its pid and mount point into
- * holder, pid), 0 when none does, or -errno. */
-int lockfile_probe(const char *db, char *holder, size_t holdersize, pid_t *pid);
+/* 1 when some process holds DB's mount lock (what it recorded into *h),
+ * 0 when none does, or -errno. */
+int lockfile_probe(const char *db, struct lockfile_holder *h);
 
 /* Clear the record and release the lock. */
 void lockfile_release(int fd);
+
+/* The major:minor of the atrium-fs mount on top at dir in our mount
+ * namespace: 0, or -ENOENT when dir is not one (mount_holder.c). */
+int mount_holder_dev(const char *dir, unsigned *major, unsigned *minor);
+
+/* Say on stderr why DB cannot be mounted, given the holder of its lock:
+ * mounted (and where), being mounted, or held by a daemon whose mount is
+ * gone here but kept by a copy in another mount namespace (mount_holder.c). */
+void mount_holder_explain(const char *db, const struct lockfile_holder *h);
 
 #endif

@@ -1,0 +1,301 @@
+"""Unmounting a FUSE filesystem on the server while rooms run commands: the
+filesystem's daemon ends, whatever runs in other rooms.  A sandbox keeps no
+copy of a mount it does not need (its own room's workspace aside), so no
+sandbox keeps a FUSE connection alive after its mount is gone on the host.
+
+Each test holds commands running in two other rooms, one started before the
+mount and one after it (the one a copy of the mount would go with).
+
+Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_unmount.py
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD_DIR, SSH_OPTS, mounts_under, ssh_command
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+]
+
+# Long enough that a daemon kept alive by a copy of its mount outlives every
+# wait below by far; the clients are killed (and their commands with them)
+# at the end of each test.
+SLEEP = 120
+# How long a daemon may take to exit once its mount is gone.  It is given a
+# little more than the second it should take, for a loaded test machine.
+GONE_WITHIN = 3
+
+
+def alive(pid):
+    """True while pid runs (a zombie counts as gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def sleeper_pids(seconds):
+    want = b"sleep\x00%d\x00" % seconds
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                if f.read() == want:
+                    pids.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+class Command:
+    """`sleep SECONDS` running in a room, started through ssh; ended by
+    stop() (the client leaving kills it)."""
+
+    def __init__(self, srv, room, seconds):
+        self.seconds = seconds
+        self.proc = subprocess.Popen(
+            ssh_command(srv, room, "echo started; exec sleep %d" % seconds),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.proc.stdout.readline() == b"started\n", \
+            self.proc.stderr.read()
+        end = time.time() + 10
+        while time.time() < end and not sleeper_pids(seconds):
+            time.sleep(0.05)
+        assert sleeper_pids(seconds)
+
+    def running(self):
+        return self.proc.poll() is None and bool(sleeper_pids(self.seconds))
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def commands():
+    """commands(srv, room, seconds) -> a running Command, stopped at the
+    end of the test."""
+    started = []
+
+    def start(srv, room, seconds):
+        c = Command(srv, room, seconds)
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.stop()
+
+
+def atrium_fs(*args):
+    return subprocess.run([os.path.join(BUILD_DIR, "atrium-fs"), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def holder_pid(db):
+    """The pid recorded in DB-mount by the daemon serving db, or 0."""
+    try:
+        with open(db + "-mount") as f:
+            return int(f.readline().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def mount_dev(path):
+    """major:minor of the mount at path in our namespace, or None."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        devs = [line.split()[2] for line in f if line.split()[4] == path]
+    return devs[-1] if devs else None
+
+
+def descendants(root):
+    """Pids of root's descendants (other tests may run on the host: only
+    this server's processes count)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def namespaces_holding(dev, root):
+    """root's descendants whose mount namespace still has a mount of dev."""
+    pids = []
+    for pid in descendants(root):
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                if any(line.split()[2] == dev for line in f):
+                    pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def lazy_unmount(path):
+    if mounts_under(path):
+        subprocess.run(["fusermount3", "-u", "-z", path], capture_output=True)
+
+
+def test_hand_mount_ends_its_daemon_while_rooms_run(atriumd, data_dir,
+                                                    commands, tmp_path):
+    srv = atriumd(data_dir)
+    before = commands(srv, "one", SLEEP + 1)
+    db, mnt = str(tmp_path / "b.db"), str(tmp_path / "b")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    r = atrium_fs("mount", db, mnt)
+    assert r.returncode == 0, r.stderr
+    try:
+        pid = holder_pid(db)
+        assert pid > 0
+        after = commands(srv, "two", SLEEP + 2)
+        with open(os.path.join(mnt, "kept.txt"), "w") as f:
+            f.write("kept\n")
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert wait_gone(pid, GONE_WITHIN), \
+            "atrium-fs outlived its unmount while rooms run commands"
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode == 0, r.stderr
+        with open(os.path.join(mnt, "kept.txt")) as f:
+            assert f.read() == "kept\n"
+        assert before.running() and after.running()
+    finally:
+        lazy_unmount(mnt)
+
+
+def test_idle_room_stops_and_restarts_while_another_room_runs(
+        atriumd, data_dir, commands, ssh_run):
+    srv = atriumd(data_dir, "--idle-timeout", "3")
+    before = commands(srv, "one", SLEEP + 3)
+    rc, out, err = ssh_run(srv, "sleepy", "echo one > n.txt")
+    assert rc == 0, err
+    db = os.path.join(srv.data, "rooms", "sleepy", "workspace.db")
+    run = os.path.join(srv.data, "run", "sleepy")
+    fs_pid = holder_pid(db)
+    assert fs_pid > 0
+    dev = mount_dev(os.path.join(run, "workspace"))
+    assert dev
+    after = commands(srv, "two", SLEEP + 4)
+    # The room must still be up when the second command starts, or the
+    # test would prove nothing.
+    assert mounts_under(run) and alive(fs_pid)
+    end = time.time() + 20
+    while time.time() < end and "room sleepy: idle; stopping" \
+            not in srv.read_log():
+        time.sleep(0.1)
+    assert "room sleepy: idle; stopping" in srv.read_log()
+    assert wait_gone(fs_pid, GONE_WITHIN + 5), \
+        "the stopped room's atrium-fs is still alive"
+    assert not mounts_under(run)
+    # Nothing keeps the stopped workspace: no namespace holds a copy.
+    assert not namespaces_holding(dev, srv.proc.pid)
+    rc, out, err = ssh_run(srv, "sleepy", "cat n.txt")
+    assert (rc, out) == (0, "one\n"), err + srv.read_log()
+    assert before.running() and after.running()
+
+
+@pytest.mark.skipif(not shutil.which("sshfs"), reason="needs sshfs")
+def test_sshfs_ends_when_unmounted_while_another_room_runs(
+        atriumd, data_dir, commands, tmp_path):
+    srv = atriumd(data_dir)
+    before = commands(srv, "one", SLEEP + 5)
+    mnt = str(tmp_path / "sshfs")
+    os.mkdir(mnt)
+    fs = subprocess.Popen(["sshfs", "-f", "-p", str(srv.port), "-o",
+                           "IdentityFile=" + srv.keys["alice"]] + SSH_OPTS
+                          + ["files@127.0.0.1:", mnt],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.time() + 20
+        while time.time() < end and not mounts_under(mnt):
+            assert fs.poll() is None, fs.stderr.read()
+            time.sleep(0.1)
+        assert mounts_under(mnt)
+        after = commands(srv, "two", SLEEP + 6)
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert wait_gone(fs.pid, GONE_WITHIN), \
+            "sshfs outlived its unmount while rooms run commands"
+        assert before.running() and after.running()
+    finally:
+        lazy_unmount(mnt)
+        if fs.poll() is None:
+            fs.kill()
+        fs.wait()
+
+
+def test_refused_mount_names_the_namespace_that_keeps_the_old_one(tmp_path):
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    r = atrium_fs("mount", db, mnt)
+    assert r.returncode == 0, r.stderr
+    pid = holder_pid(db)
+    # A process in a mount namespace of its own, with a private copy of
+    # the mount (as a container or a private-/tmp service would hold).
+    keeper = subprocess.Popen(["unshare", "-m", "--propagation", "private",
+                               "sleep", str(SLEEP + 7)])
+    try:
+        end = time.time() + 10
+        while time.time() < end and keeper.pid not in sleeper_pids(SLEEP + 7):
+            time.sleep(0.05)
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        assert not wait_gone(pid, 0.5)
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode != 0
+        assert "still held by atrium-fs pid %d" % pid in r.stderr
+        assert "its mount at %s is gone" % os.path.realpath(mnt) in r.stderr
+        assert "pid %d (sleep)" % keeper.pid in r.stderr
+        assert "another mount namespace" in r.stderr
+        assert "kill %d" % pid in r.stderr
+        assert "unmount it first" not in r.stderr
+        # Once the copy goes, the daemon ends and the database mounts again.
+        keeper.kill()
+        keeper.wait()
+        assert wait_gone(pid, GONE_WITHIN)
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode == 0, r.stderr
+    finally:
+        if keeper.poll() is None:
+            keeper.kill()
+            keeper.wait()
+        lazy_unmount(mnt)
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
