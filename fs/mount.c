@@ -175,6 +175,15 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 	struct stat st;
 	int n;
 
+	if ((!realpath(o->dir, m->dir) || stat(m->dir, &st) < 0) &&
+	    errno == ENOTCONN) {
+		/* A FUSE mount whose daemon died (kill -9, a crash): mounting
+		 * on top would hide it, not repair it. */
+		fprintf(stderr, "atrium-fs: %s is a stale mount of a daemon "
+		    "that is gone (transport endpoint not connected); unmount "
+		    "it first with: fusermount3 -u %s\n", o->dir, o->dir);
+		return -1;
+	}
 	if (!realpath(o->dir, m->dir) || stat(m->dir, &st) < 0 ||
 	    !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "atrium-fs: mount point %s is not a directory; "
