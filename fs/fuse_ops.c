@@ -121,6 +121,7 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	if (d->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= conn->capable;
+	d->writeback_on = !!(conn->want & FUSE_CAP_WRITEBACK_CACHE);
 	conn->time_gran = 1;
 }
 
@@ -682,16 +683,27 @@ op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 	    (uint64_t)len));
 }
 
-/* lseek SEEK_DATA and SEEK_HOLE (the kernel does the others itself, and
- * writes back its dirty pages before asking). */
+/* lseek SEEK_DATA and SEEK_HOLE (the kernel does the others itself).
+ * The kernel asks without writing back its dirty pages first, so data
+ * still in the writeback cache would look like a hole, and a copy made by
+ * SEEK_DATA would lose it.  Invalidating the file's pages makes the kernel
+ * write each dirty one back (its launder step) before it returns; those
+ * writes are served by other threads while this one waits. */
 static void
 op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
     struct fuse_file_info *fi)
 {
+	struct fuse_ops_data *d = fuse_req_userdata(req);
 	uint64_t pos;
 	int r;
 
 	(void)fi;
+	if (d->se && d->writeback_on &&
+	    (r = fuse_lowlevel_notify_inval_inode(d->se, ino, 0, 0)) < 0 &&
+	    r != -ENOENT) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	if (off < 0) {
 		fuse_reply_err(req, ENXIO);
 		return;
