@@ -131,6 +131,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (!fs->readonly && (r = stored_install(fs)) < 0) ||
 	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
 		core_free(fs);
 		return r;
@@ -295,20 +296,23 @@ core_resize(struct fs *fs, struct fs_attr *a, uint64_t size)
 	return 0;
 }
 
-/* Apply sa to a in memory (and chunks for a size change).  0 or -errno. */
+/* Apply sa to a in memory (and chunks for a size change).  Times are kept
+ * as ext4 keeps them (clamped to its range).  ctime follows ext4 too: every
+ * setattr sets it, even one that changes nothing (chown(-1, -1)), except a
+ * truncate(2) to the size the file has, which changes nothing at all.
+ * 0 or -errno. */
 static int
 core_apply_setattr(struct fs *fs, struct fs_attr *a, const struct fs_setattr *sa)
 {
-	struct timespec now;
-	int64_t ns = fs_now_ns();
+	struct timespec now = inode_now();
+	int resized = (sa->valid & FS_SET_SIZE) && sa->size != a->size;
 	int r;
 
-	now.tv_sec = (time_t)(ns / 1000000000LL);
-	now.tv_nsec = (long)(ns % 1000000000LL);
 	if (sa->valid & FS_SET_SIZE) {
 		if ((r = core_resize(fs, a, sa->size)) < 0)
 			return r;
-		a->mtime = now;
+		if (resized)
+			a->mtime = now;
 	}
 	if (sa->valid & FS_SET_MODE)
 		a->mode = (a->mode & S_IFMT) | (sa->mode & 07777);
@@ -319,12 +323,15 @@ core_apply_setattr(struct fs *fs, struct fs_attr *a, const struct fs_setattr *sa
 	if (sa->valid & FS_SET_ATIME_NOW)
 		a->atime = now;
 	else if (sa->valid & FS_SET_ATIME)
-		a->atime = sa->atime;
+		a->atime = inode_time_clamp(sa->atime);
 	if (sa->valid & FS_SET_MTIME_NOW)
 		a->mtime = now;
 	else if (sa->valid & FS_SET_MTIME)
-		a->mtime = sa->mtime;
-	a->ctime = (sa->valid & FS_SET_CTIME) ? sa->ctime : now;
+		a->mtime = inode_time_clamp(sa->mtime);
+	if (sa->valid & FS_SET_CTIME)
+		a->ctime = inode_time_clamp(sa->ctime);
+	else if (resized || sa->valid != FS_SET_SIZE)
+		a->ctime = now;
 	return 0;
 }
 
@@ -345,17 +352,20 @@ fs_setattr(struct fs *fs, uint64_t ino, const struct fs_setattr *sa,
 			r = inode_put(fs, out);
 		r = db_op_end(fs, r);
 	}
+	/* Read back what stat shows (st_blocks follows the chunks kept). */
 	if (r == 0)
-		out->blocks = (out->size + 511) / 512;
+		r = inode_get(fs, ino, out);
 	fs_unlock(fs);
 	return r;
 }
 
-/* Set the size of a regular file: 0 or -errno. */
+/* Open-time O_TRUNC: size 0, and mtime and ctime now even when it was
+ * empty already (as the kernel's do_truncate asks of ext4): 0 or -errno. */
 int
 fs_truncate(struct fs *fs, uint64_t ino, uint64_t size)
 {
-	struct fs_setattr sa = { .valid = FS_SET_SIZE, .size = size };
+	struct fs_setattr sa = { .valid = FS_SET_SIZE | FS_SET_MTIME_NOW,
+	    .size = size };
 	struct fs_attr a;
 
 	return fs_setattr(fs, ino, &sa, &a);
@@ -717,6 +727,24 @@ fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	return r < 0 ? r : (ssize_t)size;
 }
 
+/* fallocate PUNCH_HOLE (always with KEEP_SIZE) and ZERO_RANGE on a:
+ * the range becomes a hole (fs/holes.c); ZERO_RANGE without KEEP_SIZE
+ * extends the file to its end, as on ext4.  mtime and ctime now. */
+static int
+core_zero_range(struct fs *fs, const struct fs_attr *a, int mode, uint64_t off,
+    uint64_t len)
+{
+	int r;
+
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if ((r = holes_punch(fs, a->ino, a->size, off, len)) < 0)
+		return r;
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > a->size)
+		return inode_set_size(fs, a->ino, off + len);
+	return inode_touch(fs, a->ino, INODE_MTIME | INODE_CTIME);
+}
+
 /* The body of fs_fallocate. */
 static int
 core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
@@ -725,7 +753,9 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 	struct fs_attr a;
 	int r;
 
-	if (mode & ~FALLOC_FL_KEEP_SIZE)
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+	    FALLOC_FL_ZERO_RANGE) ||
+	    ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE)))
 		return -EOPNOTSUPP;
 	if ((r = inode_get(fs, ino, &a)) < 0)
 		return r;
@@ -733,6 +763,8 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 		return S_ISDIR(a.mode) ? -EISDIR : -ENODEV;
 	if (off > (uint64_t)FS_FILE_MAX || len > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		return core_zero_range(fs, &a, mode, off, len);
 	/* Holes are not stored, so fallocate stores nothing; but it promises
 	 * that writing the range will not fail for room, which the quota
 	 * must be able to keep: len is what the range may come to store. */
@@ -743,15 +775,38 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 	return inode_set_size(fs, ino, off + len);
 }
 
-/* Reserve (extend) a file: 0, -EOPNOTSUPP or -errno. */
+/* Reserve (extend) a file, or punch or zero a range of it: 0, -EOPNOTSUPP
+ * or -errno. */
 int
 fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len)
 {
+	uint64_t frees = (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) ?
+	    len : 0;
 	int r;
 
 	fs_lock(fs);
-	if ((r = db_op_begin(fs, DB_GROW_META, 0)) == 0)
+	/* A punch rewrites at most the two chunks at its ends. */
+	if ((r = db_op_begin(fs, DB_GROW_META + (frees ? 2 * FS_CHUNK : 0),
+	    frees)) == 0)
 		r = db_op_end(fs, core_fallocate(fs, ino, mode, off, len));
+	fs_unlock(fs);
+	return r;
+}
+
+/* SEEK_DATA or SEEK_HOLE from off: the offset into *out; -ENXIO at or past
+ * the end or when no data follows, -EINVAL for another whence, or -errno. */
+int
+fs_seek(struct fs *fs, uint64_t ino, uint64_t off, int whence, uint64_t *out)
+{
+	struct fs_attr a;
+	int r;
+
+	*out = 0;
+	fs_lock(fs);
+	if ((r = inode_get(fs, ino, &a)) == 0 && !S_ISREG(a.mode))
+		r = S_ISDIR(a.mode) ? -EISDIR : -EINVAL;
+	if (r == 0)
+		r = holes_seek(fs, ino, a.size, off, whence, out);
 	fs_unlock(fs);
 	return r;
 }

@@ -29,7 +29,7 @@
 
 #define FS_ROOT_INO 1
 /* The schema version (PRAGMA user_version) this program writes. */
-#define FS_SCHEMA_VERSION 1
+#define FS_SCHEMA_VERSION 2
 #define FS_NAME_MAX 255
 #define FS_SYMLINK_MAX 4095
 #define FS_XATTR_NAME_MAX 255
@@ -47,7 +47,7 @@ struct fs_attr {
 	uint32_t uid, gid;
 	uint64_t size;
 	uint64_t rdev;
-	uint64_t blocks;         /* 512-byte units */
+	uint64_t blocks;         /* 512-byte units of what is stored */
 	struct timespec atime, mtime, ctime;
 };
 
@@ -174,11 +174,18 @@ ssize_t fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
 /* Write size bytes at off; bytes written or -errno. */
 ssize_t fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size);
-/* Open-time O_TRUNC. */
+/* Open-time O_TRUNC: the size, and mtime and ctime now. */
 int fs_truncate(struct fs *fs, uint64_t ino, uint64_t size);
-/* fallocate mode 0 or FALLOC_FL_KEEP_SIZE: extend the size (holes are zeros). */
+/* fallocate: mode 0 or FALLOC_FL_KEEP_SIZE extend the size (holes are
+ * zeros); FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE and FALLOC_FL_ZERO_RANGE
+ * (with or without KEEP_SIZE) make the range a hole that stores nothing,
+ * ZERO_RANGE extending the file as on ext4.  Other modes: -EOPNOTSUPP. */
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
     uint64_t len);
+/* lseek SEEK_DATA / SEEK_HOLE (fs/holes.c): the offset into *out, -ENXIO at
+ * or past the end or when only holes follow off. */
+int fs_seek(struct fs *fs, uint64_t ino, uint64_t off, int whence,
+    uint64_t *out);
 
 int fs_statfs(struct fs *fs, struct fs_statfs *out);
 

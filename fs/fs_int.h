@@ -22,6 +22,16 @@
  * enough that a 4 KiB write into an existing chunk copies little. */
 #define FS_CHUNK 65536
 #define FS_STMT_MAX 96
+/* What one directory entry adds to its directory's stored bytes (and so to
+ * its st_size): ext4's record, 8 bytes and the name rounded up to 4. */
+#define STORED_DIRENT_SQL(col) "(8 + ((length(CAST(" col " AS BLOB)) + 3) & ~3))"
+/* A directory's st_size: whole 4 KiB blocks holding "." and ".." (24
+ * bytes) and its entries' records, as ext4's grows. */
+#define STORED_DIR_BLOCK 4096
+#define STORED_DIR_DOTS 24
+/* The times ext4 keeps with 256-byte inodes (fs/inode.c clamps to them). */
+#define FS_TIME_MIN (-2147483648LL)    /* 1901-12-13 20:45:52 UTC */
+#define FS_TIME_MAX 15032385535LL      /* 2446-05-10 22:38:55 UTC */
 
 /* Lookup counts of inodes the kernel (or another user of the core) holds. */
 struct pin {
@@ -109,6 +119,16 @@ void space_close(struct fs *fs);
 void space_note_full(struct fs *fs);
 int space_statfs(struct fs *fs, struct fs_statfs *out);
 
+/* --- stored.c --- */
+int stored_install(struct fs *fs);
+void stored_attr(struct fs_attr *a, uint64_t stored);
+
+/* --- holes.c --- */
+int holes_seek(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
+    int whence, uint64_t *out);
+int holes_punch(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
+    uint64_t len);
+
 /* --- quota.c --- */
 void quota_op_begin(struct fs *fs);
 int quota_op_check(struct fs *fs);
@@ -119,6 +139,8 @@ void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };
+struct timespec inode_now(void);
+struct timespec inode_time_clamp(struct timespec ts);
 int inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out);
 int inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
     uint64_t rdev, uint32_t nlink, uint64_t *ino);

@@ -1,5 +1,5 @@
 /*
- * fsck.c: check a workspace database against the invariants I1..I8 listed
+ * fsck.c: check a workspace database against the invariants I1..I9 listed
  * at the head of fs/schema.c.  Called by `atrium-fs fsck` (fs/main.c) and
  * the unit tests.  Read-only: it opens its own read-only connection and
  * never repairs.
@@ -88,6 +88,24 @@ static const char *const fsck_checks[] = {
 	"(SELECT 1 FROM dirents d WHERE d.ino = i.ino)",
 };
 
+/* I9, on databases of schema 2 and later (an older one is checked by the
+ * rest, and migrated at its next writable open). */
+static const char *const fsck_checks_v2[] = {
+	"SELECT printf('inode %d has a time with nanoseconds out of range', ino) "
+	"FROM inodes WHERE atime_ns NOT BETWEEN 0 AND 999999999 OR mtime_ns "
+	"NOT BETWEEN 0 AND 999999999 OR ctime_ns NOT BETWEEN 0 AND 999999999",
+	"SELECT printf('file %d says it stores %d bytes, its chunks hold %d', "
+	"ino, stored, want) FROM (SELECT ino, stored, (SELECT coalesce("
+	"sum(length(data)), 0) FROM chunks c WHERE c.ino = inodes.ino) AS want "
+	"FROM inodes WHERE " FSCK_TYPE("mode") " = " FSCK_REG ") "
+	"WHERE stored != want",
+	"SELECT printf('directory %d says its entries take %d bytes, they take "
+	"%d', ino, stored, want) FROM (SELECT ino, stored, (SELECT coalesce("
+	"sum(" STORED_DIRENT_SQL("name") "), 0) FROM dirents d WHERE d.parent = "
+	"inodes.ino) AS want FROM inodes WHERE " FSCK_TYPE("mode") " = "
+	FSCK_DIR ") WHERE stored != want",
+};
+
 /* Run one check; the number of problems it reported, or -errno. */
 static int
 fsck_one(sqlite3 *db, const char *sql, int mounted, fsck_report_cb report,
@@ -131,6 +149,13 @@ fsck_run(const char *path, int mounted, fsck_report_cb report, void *arg)
 	sqlite3_exec(fs->db, "BEGIN", NULL, NULL, NULL);
 	for (size_t i = 0; i < sizeof(fsck_checks) / sizeof(fsck_checks[0]); i++) {
 		if ((r = fsck_one(fs->db, fsck_checks[i], mounted, report, arg)) < 0)
+			break;
+		total += r;
+	}
+	for (size_t i = 0; r >= 0 && schema_version(fs->db) >= 2 &&
+	    i < sizeof(fsck_checks_v2) / sizeof(fsck_checks_v2[0]); i++) {
+		if ((r = fsck_one(fs->db, fsck_checks_v2[i], mounted, report,
+		    arg)) < 0)
 			break;
 		total += r;
 	}

@@ -121,6 +121,7 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	if (d->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= conn->capable;
+	d->writeback_on = !!(conn->want & FUSE_CAP_WRITEBACK_CACHE);
 	conn->time_gran = 1;
 }
 
@@ -338,13 +339,16 @@ ops_open_flags(fuse_req_t req, struct fuse_file_info *fi)
 	fi->fh = writing ? OPS_FH_WRITTEN : 0;
 }
 
-/* Open a file: O_TRUNC truncates here (atomic_o_trunc); keep the page cache. */
+/* Open a file: O_TRUNC truncates here (atomic_o_trunc), whatever the
+ * access mode: the kernel has checked write permission for it (as for
+ * ext4, O_RDONLY|O_TRUNC truncates) and, trusting this open, only drops
+ * its own page cache and size.  Keep the page cache otherwise. */
 static void
 op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int r;
 
-	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY &&
+	if ((fi->flags & O_TRUNC) &&
 	    (r = fs_truncate(ops_fs(req), ino, 0)) < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -663,7 +667,9 @@ op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fuse_reply_err(req, -fs_removexattr(ops_fs(req), ino, name));
 }
 
-/* fallocate modes 0 and KEEP_SIZE; others EOPNOTSUPP. */
+/* fallocate modes 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE; others
+ * EOPNOTSUPP.  The kernel writes back and drops its cached pages of a
+ * punched or zeroed range itself. */
 static void
 op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
     struct fuse_file_info *fi)
@@ -675,6 +681,37 @@ op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 	}
 	fuse_reply_err(req, -fs_fallocate(ops_fs(req), ino, mode, (uint64_t)off,
 	    (uint64_t)len));
+}
+
+/* lseek SEEK_DATA and SEEK_HOLE (the kernel does the others itself).
+ * The kernel asks without writing back its dirty pages first, so data
+ * still in the writeback cache would look like a hole, and a copy made by
+ * SEEK_DATA would lose it.  Invalidating the file's pages makes the kernel
+ * write each dirty one back (its launder step) before it returns; those
+ * writes are served by other threads while this one waits. */
+static void
+op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+    struct fuse_file_info *fi)
+{
+	struct fuse_ops_data *d = fuse_req_userdata(req);
+	uint64_t pos;
+	int r;
+
+	(void)fi;
+	if (d->se && d->writeback_on &&
+	    (r = fuse_lowlevel_notify_inval_inode(d->se, ino, 0, 0)) < 0 &&
+	    r != -ENOENT) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	if ((r = fs_seek(ops_fs(req), ino, (uint64_t)off, whence, &pos)) < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_lseek(req, (off_t)pos);
 }
 
 const struct fuse_lowlevel_ops fuse_ops_table = {
@@ -710,4 +747,5 @@ const struct fuse_lowlevel_ops fuse_ops_table = {
 	.listxattr = op_listxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
+	.lseek = op_lseek,
 };

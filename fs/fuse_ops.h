@@ -12,8 +12,10 @@ struct fs;
 /* The session's userdata: the core, and what init learnt of the kernel. */
 struct fuse_ops_data {
 	struct fs *fs;
+	struct fuse_session *se;  /* set by the mounter, for notifications */
 	int writeback;    /* set by the mounter: ask for the writeback cache */
 	int no_opendir;   /* set by init: opendir may answer ENOSYS */
+	int writeback_on; /* set by init: the kernel holds dirty pages */
 };
 
 extern const struct fuse_lowlevel_ops fuse_ops_table;

@@ -16,26 +16,50 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* Fill a timespec from integer nanoseconds. */
-static struct timespec
-inode_ts(int64_t ns)
+/* The time now. */
+struct timespec
+inode_now(void)
 {
 	struct timespec ts;
 
-	ts.tv_sec = (time_t)(ns / 1000000000LL);
-	ts.tv_nsec = (long)(ns % 1000000000LL);
-	if (ts.tv_nsec < 0) {
-		ts.tv_nsec += 1000000000L;
-		ts.tv_sec--;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+/* ts as ext4 keeps it: seconds clamped to FS_TIME_MIN..FS_TIME_MAX, and no
+ * nanoseconds at either limit (the kernel's timestamp_truncate). */
+struct timespec
+inode_time_clamp(struct timespec ts)
+{
+	if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999L)
+		ts.tv_nsec = 0;
+	if ((long long)ts.tv_sec <= FS_TIME_MIN) {
+		ts.tv_sec = (time_t)FS_TIME_MIN;
+		ts.tv_nsec = 0;
+	} else if ((long long)ts.tv_sec >= FS_TIME_MAX) {
+		ts.tv_sec = (time_t)FS_TIME_MAX;
+		ts.tv_nsec = 0;
 	}
 	return ts;
 }
 
-/* Integer nanoseconds from a timespec. */
-static int64_t
-inode_ns(struct timespec ts)
+/* A timespec from a seconds and a nanoseconds column of st. */
+static struct timespec
+inode_column_time(sqlite3_stmt *st, int col)
 {
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)sqlite3_column_int64(st, col);
+	ts.tv_nsec = (long)sqlite3_column_int64(st, col + 1);
+	return ts;
+}
+
+/* Bind ts to parameters i (seconds) and i+1 (nanoseconds) of st. */
+static void
+inode_bind_time(sqlite3_stmt *st, int i, struct timespec ts)
+{
+	sqlite3_bind_int64(st, i, (sqlite3_int64)ts.tv_sec);
+	sqlite3_bind_int64(st, i + 1, (sqlite3_int64)ts.tv_nsec);
 }
 
 /* Read inode ino into out: 0, -ENOENT or -errno. */
@@ -43,7 +67,8 @@ int
 inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
 	sqlite3_stmt *st = db_stmt(fs, "SELECT mode, nlink, uid, gid, size, "
-	    "rdev, atime, mtime, ctime FROM inodes WHERE ino = ?");
+	    "rdev, atime, atime_ns, mtime, mtime_ns, ctime, ctime_ns, stored "
+	    "FROM inodes WHERE ino = ?");
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -62,10 +87,10 @@ inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
 	out->gid = (uint32_t)sqlite3_column_int64(st, 3);
 	out->size = (uint64_t)sqlite3_column_int64(st, 4);
 	out->rdev = (uint64_t)sqlite3_column_int64(st, 5);
-	out->atime = inode_ts(sqlite3_column_int64(st, 6));
-	out->mtime = inode_ts(sqlite3_column_int64(st, 7));
-	out->ctime = inode_ts(sqlite3_column_int64(st, 8));
-	out->blocks = (out->size + 511) / 512;
+	out->atime = inode_column_time(st, 6);
+	out->mtime = inode_column_time(st, 8);
+	out->ctime = inode_column_time(st, 10);
+	stored_attr(out, (uint64_t)sqlite3_column_int64(st, 12));
 	sqlite3_reset(st);
 	return 0;
 }
@@ -76,8 +101,8 @@ inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
     uint64_t rdev, uint32_t nlink, uint64_t *ino)
 {
 	sqlite3_stmt *st = db_stmt(fs, "INSERT INTO inodes(mode, nlink, uid, "
-	    "gid, size, rdev, atime, mtime, ctime) VALUES(?,?,?,?,0,?,?,?,?)");
-	int64_t now = fs_now_ns();
+	    "gid, size, rdev, atime, atime_ns, mtime, mtime_ns, ctime, ctime_ns) "
+	    "VALUES(?1,?2,?3,?4,0,?5,?6,?7,?6,?7,?6,?7)");
 	int r;
 
 	if (!st)
@@ -87,9 +112,7 @@ inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
 	sqlite3_bind_int64(st, 3, uid);
 	sqlite3_bind_int64(st, 4, gid);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)rdev);
-	sqlite3_bind_int64(st, 6, now);
-	sqlite3_bind_int64(st, 7, now);
-	sqlite3_bind_int64(st, 8, now);
+	inode_bind_time(st, 6, inode_now());
 	if ((r = db_done(fs, st)) < 0)
 		return r;
 	*ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
@@ -101,18 +124,20 @@ int
 inode_put(struct fs *fs, const struct fs_attr *a)
 {
 	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET mode=?, uid=?, gid=?, "
-	    "size=?, atime=?, mtime=?, ctime=? WHERE ino=?");
+	    "size=?, atime=?, atime_ns=?, mtime=?, mtime_ns=?, ctime=?, "
+	    "ctime_ns=? WHERE ino=?");
 
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, a->mode);
 	sqlite3_bind_int64(st, 2, a->uid);
 	sqlite3_bind_int64(st, 3, a->gid);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)a->size);
-	sqlite3_bind_int64(st, 5, inode_ns(a->atime));
-	sqlite3_bind_int64(st, 6, inode_ns(a->mtime));
-	sqlite3_bind_int64(st, 7, inode_ns(a->ctime));
-	sqlite3_bind_int64(st, 8, (sqlite3_int64)a->ino);
+	/* A directory's st_size is derived (stored.c): its row keeps 0. */
+	sqlite3_bind_int64(st, 4, S_ISDIR(a->mode) ? 0 : (sqlite3_int64)a->size);
+	inode_bind_time(st, 5, a->atime);
+	inode_bind_time(st, 7, a->mtime);
+	inode_bind_time(st, 9, a->ctime);
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)a->ino);
 	return db_done(fs, st);
 }
 
@@ -120,14 +145,14 @@ inode_put(struct fs *fs, const struct fs_attr *a)
 int
 inode_add_nlink(struct fs *fs, uint64_t ino, int delta)
 {
-	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET nlink = max(nlink + ?, 0), "
-	    "ctime = ? WHERE ino = ?");
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET nlink = max(nlink + ?1, 0), "
+	    "ctime = ?2, ctime_ns = ?3 WHERE ino = ?4");
 
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int(st, 1, delta);
-	sqlite3_bind_int64(st, 2, fs_now_ns());
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	inode_bind_time(st, 2, inode_now());
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ino);
 	return db_done(fs, st);
 }
 
@@ -137,14 +162,17 @@ inode_touch(struct fs *fs, uint64_t ino, int which)
 {
 	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET "
 	    "atime = CASE WHEN ?1 & 1 THEN ?2 ELSE atime END, "
+	    "atime_ns = CASE WHEN ?1 & 1 THEN ?3 ELSE atime_ns END, "
 	    "mtime = CASE WHEN ?1 & 2 THEN ?2 ELSE mtime END, "
-	    "ctime = CASE WHEN ?1 & 4 THEN ?2 ELSE ctime END WHERE ino = ?3");
+	    "mtime_ns = CASE WHEN ?1 & 2 THEN ?3 ELSE mtime_ns END, "
+	    "ctime = CASE WHEN ?1 & 4 THEN ?2 ELSE ctime END, "
+	    "ctime_ns = CASE WHEN ?1 & 4 THEN ?3 ELSE ctime_ns END WHERE ino = ?4");
 
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int(st, 1, which);
-	sqlite3_bind_int64(st, 2, fs_now_ns());
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	inode_bind_time(st, 2, inode_now());
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ino);
 	return db_done(fs, st);
 }
 
@@ -152,14 +180,14 @@ inode_touch(struct fs *fs, uint64_t ino, int which)
 int
 inode_set_size(struct fs *fs, uint64_t ino, uint64_t size)
 {
-	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET size = ?, mtime = ?2, "
-	    "ctime = ?2 WHERE ino = ?3");
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET size = ?1, mtime = ?2, "
+	    "mtime_ns = ?3, ctime = ?2, ctime_ns = ?3 WHERE ino = ?4");
 
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)size);
-	sqlite3_bind_int64(st, 2, fs_now_ns());
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ino);
+	inode_bind_time(st, 2, inode_now());
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ino);
 	return db_done(fs, st);
 }
 

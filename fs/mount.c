@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #define MOUNT_COMMIT_MS 100
@@ -157,6 +158,20 @@ mount_split_opts(const char *in, char *out, size_t outlen,
 	return 0;
 }
 
+/* 1 when dir is a FUSE mount whose daemon died (kill -9, a crash):
+ * mounting on top would hide it, not repair it.  statfs always reaches
+ * the daemon, where stat may be answered from the kernel's cache. */
+static int
+mount_point_is_stale(const char *dir)
+{
+	struct statfs sf;
+	char path[PATH_MAX];
+
+	if (!realpath(dir, path))
+		return errno == ENOTCONN;
+	return statfs(path, &sf) < 0 && errno == ENOTCONN;
+}
+
 /* Create the FUSE session with our fixed options plus o->fuse_opts, and
  * mount it.  0 or -1 (reported). */
 static int
@@ -168,6 +183,12 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 	struct stat st;
 	int n;
 
+	if (mount_point_is_stale(o->dir)) {
+		fprintf(stderr, "atrium-fs: %s is a stale mount of a daemon "
+		    "that is gone (transport endpoint not connected); unmount "
+		    "it first with: fusermount3 -u %s\n", o->dir, o->dir);
+		return -1;
+	}
 	if (!realpath(o->dir, m->dir) || stat(m->dir, &st) < 0 ||
 	    !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "atrium-fs: mount point %s is not a directory; "
@@ -193,6 +214,7 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 	m->se = fuse_session_new(&args, &fuse_ops_table, sizeof(fuse_ops_table),
 	    &m->ops);
 	fuse_opt_free_args(&args);
+	m->ops.se = m->se;
 	if (!m->se) {
 		fprintf(stderr, "atrium-fs: bad FUSE options \"%s\"; see "
 		    "atrium-fs(8)\n", opts);

@@ -4,15 +4,23 @@
  * whenever it opens a database; fs/fsck.c checks the invariants listed here.
  * man/atrium-fs.8 documents the same tables.
  *
- * Tables (user_version 1):
+ * Tables (user_version 2):
  *
  *   meta(key TEXT PRIMARY KEY, value)
  *       format = 'atrium-fs', chunk_size = 65536, created = ns since epoch.
  *   inodes(ino INTEGER PRIMARY KEY AUTOINCREMENT, mode, nlink, uid, gid,
- *          size, rdev, atime, mtime, ctime)
+ *          size, rdev, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns,
+ *          stored)
  *       One row per file, directory, symlink, fifo, socket or device.  ino is
  *       the FUSE inode number (1 is the root) and is never reused, so FUSE
- *       generations stay 0.  Times are integer nanoseconds since the epoch.
+ *       generations stay 0.  A time is whole seconds since the epoch (atime,
+ *       negative before 1970) plus nanoseconds 0..999999999 (atime_ns), as
+ *       struct timespec: every time ext4 keeps (1901 to 2446) fits, which
+ *       int64 nanoseconds (1677 to 2262) did not.  stored is what the inode
+ *       keeps: a regular file's chunk bytes (st_blocks), a directory's entry
+ *       records, 8 + the name's length rounded up to 4 each (st_size), 0
+ *       for the others; TEMP triggers keep it (fs/stored.c).  size is 0 for
+ *       a directory.
  *   dirents(id INTEGER PRIMARY KEY, parent, name TEXT, ino)
  *       One row per name.  id is the readdir cookie: stable while other
  *       entries come and go, and kept by rename.  UNIQUE(parent, name).
@@ -36,8 +44,10 @@
  *   I7  a symlink has exactly one symlinks row and its size is the target's
  *       length; symlinks rows belong to symlinks; xattrs to existing inodes.
  *   I8  every directory is reachable from the root (no cycles).
+ *   I9  times' nanoseconds lie in 0..999999999; stored is the sum of the
+ *       file's chunk lengths, or of the directory's entry records.
  *
- * Migrations: user_version 0 is an empty file (mkfs creates version 1).  A
+ * Migrations: user_version 0 is an empty file (mkfs creates the newest).  A
  * database with a newer user_version than SCHEMA_VERSION is refused; an older
  * one is migrated forward step by step in schema_migrations[], each step in
  * the same transaction as the version bump.
@@ -63,7 +73,9 @@ static const char schema_v1[] =
 	" mode INTEGER NOT NULL, nlink INTEGER NOT NULL,"
 	" uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
 	" size INTEGER NOT NULL DEFAULT 0, rdev INTEGER NOT NULL DEFAULT 0,"
-	" atime INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL);"
+	" atime INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,"
+	" atime_ns INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0,"
+	" ctime_ns INTEGER NOT NULL DEFAULT 0, stored INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX inodes_unlinked ON inodes(ino) WHERE nlink = 0;"
 	"CREATE TABLE dirents("
 	" id INTEGER PRIMARY KEY, parent INTEGER NOT NULL,"
@@ -82,7 +94,10 @@ static const char schema_v1[] =
 /* A step from version i to i+1; 0 or -errno.  Index 0 is never run: an empty
  * database is made by schema_create, not migrated. */
 typedef int (*schema_step)(sqlite3 *db);
-static const schema_step schema_migrations[SCHEMA_VERSION] = { NULL };
+static int schema_v1_to_v2(sqlite3 *db);
+static const schema_step schema_migrations[SCHEMA_VERSION] = {
+	NULL, schema_v1_to_v2,
+};
 
 /* Run sql on db; 0 or -EIO with the reason logged. */
 static int
@@ -127,16 +142,49 @@ schema_create(sqlite3 *db, uint32_t uid, uint32_t gid)
 	snprintf(sql, sizeof(sql),
 	    "INSERT INTO meta VALUES('format','atrium-fs'),('chunk_size',%d),"
 	    "('created',%lld);"
-	    "INSERT INTO inodes(ino,mode,nlink,uid,gid,size,rdev,atime,mtime,ctime)"
-	    " VALUES(1,%d,2,%u,%u,0,0,%lld,%lld,%lld);"
+	    "INSERT INTO inodes(ino,mode,nlink,uid,gid,size,rdev,atime,mtime,ctime,"
+	    "atime_ns,mtime_ns,ctime_ns)"
+	    " VALUES(1,%d,2,%u,%u,0,0,%lld,%lld,%lld,%lld,%lld,%lld);"
 	    "PRAGMA user_version=%d;",
 	    FS_CHUNK, (long long)now, S_IFDIR | 0755, uid, gid,
-	    (long long)now, (long long)now, (long long)now, SCHEMA_VERSION);
+	    (long long)(now / 1000000000), (long long)(now / 1000000000),
+	    (long long)(now / 1000000000), (long long)(now % 1000000000),
+	    (long long)(now % 1000000000), (long long)(now % 1000000000),
+	    SCHEMA_VERSION);
 	if ((r = schema_exec(db, schema_v1)) < 0 || (r = schema_exec(db, sql)) < 0) {
 		schema_exec(db, "ROLLBACK");
 		return r;
 	}
 	return schema_exec(db, "COMMIT");
+}
+
+/* Version 1 to 2: times become seconds plus nanoseconds (floor division,
+ * so 1969 stays 1969), and every inode gets its stored bytes. */
+static int
+schema_v1_to_v2(sqlite3 *db)
+{
+	static const char sql[] =
+		"ALTER TABLE inodes ADD COLUMN atime_ns INTEGER NOT NULL DEFAULT 0;"
+		"ALTER TABLE inodes ADD COLUMN mtime_ns INTEGER NOT NULL DEFAULT 0;"
+		"ALTER TABLE inodes ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0;"
+		"ALTER TABLE inodes ADD COLUMN stored INTEGER NOT NULL DEFAULT 0;"
+		"UPDATE inodes SET"
+		" atime_ns = (atime % 1000000000 + 1000000000) % 1000000000,"
+		" mtime_ns = (mtime % 1000000000 + 1000000000) % 1000000000,"
+		" ctime_ns = (ctime % 1000000000 + 1000000000) % 1000000000,"
+		" atime = (atime - (atime % 1000000000 + 1000000000) % 1000000000)"
+		"  / 1000000000,"
+		" mtime = (mtime - (mtime % 1000000000 + 1000000000) % 1000000000)"
+		"  / 1000000000,"
+		" ctime = (ctime - (ctime % 1000000000 + 1000000000) % 1000000000)"
+		"  / 1000000000;"
+		"UPDATE inodes SET stored = (SELECT coalesce(sum(length(data)), 0)"
+		" FROM chunks c WHERE c.ino = inodes.ino) WHERE (mode & 61440) = 32768;"
+		"UPDATE inodes SET stored = (SELECT coalesce(sum(" STORED_DIRENT_SQL("name")
+		"), 0) FROM dirents d WHERE d.parent = inodes.ino), size = 0"
+		" WHERE (mode & 61440) = 16384;";
+
+	return schema_exec(db, sql);
 }
 
 /* Check that meta says this is an atrium-fs database: 0 or -EINVAL. */
