@@ -455,23 +455,22 @@ stream_send_exec(struct stream *st)
 
 /* Room ready: connect, send, start pumping. */
 static void
-stream_start(struct chan *c, struct room *r)
+stream_start(struct chan *c)
 {
 	struct stream *st = c->kind;
 	struct loop *loop = &c->s->srv->loop;
 	int rc;
 
-	rc = agentlink_connect(&st->link, loop, r->run, stream_line, stream_end,
-	    st);
+	rc = chan_connect_agent(c, &st->link, stream_line, stream_end, st);
 	if (rc < 0 && ++st->connect_tries < STREAM_MAX_CONNECT) {
 		chan_wait_room(c);	/* the agent is restarting */
 		return;
 	}
 	if (rc < 0 || (rc = stream_send_exec(st)) < 0) {
 		log_error("session %lu: cannot start the command in %s: %s",
-		    c->s->num, r->name, strerror(-rc));
+		    c->s->num, c->s->room, strerror(-rc));
 		chan_refuse(c, "atrium: cannot start the command in room '%s' "
-		    "(%s); try again", r->name, strerror(-rc));
+		    "(%s); try again", c->s->room, strerror(-rc));
 		return;
 	}
 	st->started = 1;
