@@ -32,22 +32,25 @@ monitor_ask_req(const char *type, const char *room)
 	return o;
 }
 
-/* Send req (consumed) and wait for the answer (*ans, the caller's; *fd
- * when fd is not NULL).  0 or -errno; -EPIPE also stops the server. */
+/* Send req (consumed) and wait for the answer (*ans, the caller's), with
+ * up to max fds into fds[0..*nfds) (fds NULL: none).  0 or -errno; a
+ * failure also stops the server. */
 static int
-monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
+monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
+    int *fds, int *nfds, int max)
 {
 	int r;
 
 	*ans = NULL;
-	if (fd)
-		*fd = -1;
+	if (nfds)
+		*nfds = 0;
 	if (!req)
 		return -ENOMEM;
 	if (srv->mon_fd < 0)
 		r = -EPIPE;
-	else if ((r = privsep_send(srv->mon_fd, req, -1)) == 0)
-		r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, ans, fd);
+	else if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) == 0)
+		r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, ans, fds,
+		    nfds, max);
 	json_object_put(req);
 	if (r < 0 && !srv->stopping) {
 		log_error("the monitor does not answer (%s); stopping",
@@ -55,6 +58,18 @@ monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
 		srv->stopping = 1;
 		srv->exit_code = 1;
 	}
+	return r;
+}
+
+/* The same with one fd at most, *fd (-1: none; fd NULL: none wanted). */
+static int
+monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
+{
+	int n = 0, r = monitor_ask_n(srv, req, ans, fd, fd ? &n : NULL,
+	    fd ? 1 : 0);
+
+	if (fd && n == 0)
+		*fd = -1;
 	return r;
 }
 
@@ -115,6 +130,30 @@ int
 monitor_ask_authkeys(struct server *srv)
 {
 	return monitor_ask_fd(srv, monitor_ask_req("authkeys", NULL));
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_pipes(struct server *srv, int p[3][2])
+{
+	json_object *ans;
+	int fds[6], n = 0, r;
+
+	r = monitor_ask_n(srv, monitor_ask_req("pipes", NULL), &ans, fds, &n,
+	    6);
+	if (r == 0 && n != 6) {
+		long long e = json_get_int(ans, "errno", EIO);
+
+		r = e > 0 && e < 4096 ? -(int)e : -EIO;
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+	}
+	json_object_put(ans);
+	for (int i = 0; r == 0 && i < 3; i++) {
+		p[i][0] = fds[2 * i];
+		p[i][1] = fds[2 * i + 1];
+	}
+	return r;
 }
 
 /* See monitor_ask.h. */
@@ -223,7 +262,8 @@ monitor_ask_event(struct watch *w, int revents)
 	int r;
 
 	(void)revents;
-	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, NULL)) < 0) {
+	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, NULL, NULL,
+	    0)) < 0) {
 		loop_del(w);
 		if (!srv->stopping)
 			log_error("the monitor is gone (%s); stopping",

@@ -49,6 +49,10 @@ json_object *monitor_ask_rooms(struct server *srv, const char *user,
 /* Delete room (the caller checked the user may).  0 or -errno. */
 int monitor_ask_delete(struct server *srv, const char *room);
 
+/* Three pipes (p[i][0] reads, p[i][1] writes; CLOEXEC, blocking), 1 MiB
+ * each, for a command's stdin, stdout and stderr.  0 or -errno. */
+int monitor_ask_pipes(struct server *srv, int p[3][2]);
+
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);
 

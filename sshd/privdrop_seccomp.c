@@ -2,11 +2,11 @@
  * privdrop_seccomp.c: the network process's seccomp filter (privdrop.h),
  * an allow list: what its loop, libssh, OpenSSL's libcrypto, json-c and
  * glibc's allocator call while serving sessions, found with strace over
- * the whole test suite.  Anything else fails with EPERM, so a path not
- * seen there fails one request, not every session; and for the calls an
+ * the test suite.  Anything else fails with EPERM, so a path not seen
+ * there fails one request, not every session; and for the calls an
  * attacker who took the process would want (execve, ptrace, socket,
- * connect, bind, mount, setuid, bpf, io_uring, keyctl...) EPERM is the
- * end of it.  Syscalls of another architecture's table (i386, x32) kill
+ * connect, bind, pipe, mount, setuid, bpf, io_uring, keyctl...) EPERM is
+ * the end of it.  Syscalls of another architecture's table (i386, x32) kill
  * the process: nothing here makes them.
  *
  * Opening files stays allowed (openpty opens /dev/ptmx and /dev/pts/N),
@@ -29,13 +29,12 @@ static const char *const privdrop_allowed[] = {
 	"brk", "mmap", "munmap", "mremap", "madvise", "mprotect",
 	/* descriptors */
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek",
-	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "pipe",
-	"pipe2", "openat", "open", "fstat", "newfstatat", "stat", "lstat",
+	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "openat",
+	"open", "fstat", "newfstatat", "stat", "lstat",
 	"statx", "access", "faccessat", "faccessat2", "readlink",
 	/* sockets: accepted and passed ones only, never a new one */
 	"accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg",
 	"shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
-	"socketpair",
 	/* the loop */
 	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
 	"epoll_wait", "epoll_pwait", "eventfd2",

@@ -39,7 +39,7 @@ privsep_set_timeout(int sock, int timeout_ms)
 
 /* See privsep.h. */
 int
-privsep_send(int sock, json_object *obj, int fd)
+privsep_send(int sock, json_object *obj, const int *fds, int nfds)
 {
 	const char *text = json_object_to_json_string_ext(obj,
 	    JSON_C_TO_STRING_PLAIN);
@@ -47,10 +47,10 @@ privsep_send(int sock, json_object *obj, int fd)
 	uint32_t n = (uint32_t)len;
 	ssize_t sent;
 
-	if (!text || len == 0 || len > PRIVSEP_MAX_ANSWER)
+	if (!text || len == 0 || len > PRIVSEP_MAX_ANSWER || nfds < 0 ||
+	    nfds > PRIVSEP_MAX_FDS)
 		return -EINVAL;
-	sent = fdpass_send(sock, &n, sizeof(n), fd >= 0 ? &fd : NULL,
-	    fd >= 0 ? 1 : 0);
+	sent = fdpass_send(sock, &n, sizeof(n), fds, nfds);
 	if (sent < 0)
 		return (int)sent;
 	if ((size_t)sent < sizeof(n) &&
@@ -82,46 +82,53 @@ privsep_read_all(int sock, void *p, size_t len)
 	return 0;
 }
 
-/* The length prefix, and the fd that came with its first byte. */
-static int
-privsep_recv_length(int sock, uint32_t *len, int *fd)
+/* Close fds[0..n). */
+static void
+privsep_close_all(const int *fds, int n)
 {
-	int fds[1], nfds = 0;
-	ssize_t n;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
 
-	n = fdpass_recv(sock, len, sizeof(*len), fds, &nfds, 1);
+/* The length prefix, and the fds that came with its first byte. */
+static int
+privsep_recv_length(int sock, uint32_t *len, int *fds, int *nfds, int max)
+{
+	ssize_t n;
+	int r;
+
+	n = fdpass_recv(sock, len, sizeof(*len), fds, nfds, max);
 	if (n == 0)
 		return -EPIPE;
 	if (n < 0)
 		return n == -EAGAIN ? -ETIMEDOUT : (int)n;
-	*fd = nfds ? fds[0] : -1;
-	if ((size_t)n < sizeof(*len)) {
-		int r = privsep_read_all(sock, (char *)len + n,
-		    sizeof(*len) - (size_t)n);
-
-		if (r < 0) {
-			if (*fd >= 0)
-				close(*fd);
-			*fd = -1;
-			return r;
-		}
+	if ((size_t)n < sizeof(*len) && (r = privsep_read_all(sock,
+	    (char *)len + n, sizeof(*len) - (size_t)n)) < 0) {
+		privsep_close_all(fds, *nfds);
+		*nfds = 0;
+		return r;
 	}
 	return 0;
 }
 
 /* See privsep.h. */
 int
-privsep_recv(int sock, size_t max, json_object **out, int *fd)
+privsep_recv(int sock, size_t max, json_object **out, int *fds,
+    int *nfds, int maxfds)
 {
+	int got[PRIVSEP_MAX_FDS], ngot = 0, r;
 	uint32_t len = 0;
 	const char *why;
 	char *text;
-	int got = -1, r;
 
 	*out = NULL;
-	if (fd)
-		*fd = -1;
-	if ((r = privsep_recv_length(sock, &len, &got)) < 0)
+	if (nfds)
+		*nfds = 0;
+	if (!fds || !nfds)
+		maxfds = 0;
+	else if (maxfds > PRIVSEP_MAX_FDS)
+		maxfds = PRIVSEP_MAX_FDS;
+	if ((r = privsep_recv_length(sock, &len, got, &ngot, maxfds)) < 0)
 		return r;
 	if (len == 0 || len > max || !(text = malloc((size_t)len + 1))) {
 		r = len == 0 || len > max ? -EPROTO : -ENOMEM;
@@ -133,13 +140,12 @@ privsep_recv(int sock, size_t max, json_object **out, int *fd)
 	free(text);
 	if (r < 0)
 		goto fail;
-	if (fd)
-		*fd = got;
-	else if (got >= 0)
-		close(got);
+	if (ngot > 0) {
+		memcpy(fds, got, sizeof(int) * (size_t)ngot);
+		*nfds = ngot;
+	}
 	return 0;
 fail:
-	if (got >= 0)
-		close(got);
+	privsep_close_all(got, ngot);
 	return r;
 }

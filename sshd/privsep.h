@@ -13,8 +13,8 @@
  *   0       4     length N of the body, host byte order, 1 .. max
  *   4       N     one JSON object, with "type"
  *
- * An answer may carry one file descriptor (SCM_RIGHTS, on the length
- * bytes); its body then says "fd": true.  Requests never carry one: the
+ * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes,
+ * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  Requests never carry one: the
  * monitor takes none.  The request set, each checked by the monitor
  * (monitor.c) as it would check a client:
  *
@@ -27,6 +27,11 @@
  *   rooms {user, admin}     -> the `rooms` event of the room protocol
  *   delete {room}           -> {rc}: the room stops and its files go
  *   authkeys {}             -> {fd: true} + DATA/authorized_keys read-only
+ *   pipes {}                -> {fd: true} + three pipes for a command's
+ *                              stdin, stdout, stderr (read end, write end
+ *                              each), 1 MiB each: resizing a pipe past the
+ *                              per-user soft limit (fs.pipe-user-pages-soft)
+ *                              needs a privilege the network process lacks
  *
  * Events: end_room {room, message} (end the room's channels), wake {}.
  */
@@ -37,18 +42,22 @@
 
 #define PRIVSEP_MAX_REQUEST	(16 * 1024)		/* network -> monitor */
 #define PRIVSEP_MAX_ANSWER	(8 * 1024 * 1024)	/* monitor -> network */
+#define PRIVSEP_MAX_FDS		6	/* with one answer */
 #define PRIVSEP_IO_TIMEOUT_MS	5000	/* the monitor waits no longer for
 					 * a frame to finish or be taken */
 
-/* Send obj as one frame on sock (blocking), with fd attached when
- * fd >= 0.  0 or -errno. */
-int privsep_send(int sock, json_object *obj, int fd);
+/* Send obj as one frame on sock (blocking), with fds[0..nfds) attached
+ * (nfds <= PRIVSEP_MAX_FDS).  0 or -errno. */
+int privsep_send(int sock, json_object *obj, const int *fds, int nfds);
 
 /* Receive one frame of at most max bytes (blocking).  *out is the object
- * (the caller's), *fd the attached descriptor or -1 (fd may be NULL:
- * one is then closed).  0, -EPIPE at end of stream, -EPROTO for a frame
- * too long or not a JSON object, another -errno. */
-int privsep_recv(int sock, size_t max, json_object **out, int *fd);
+ * (the caller's); the descriptors that came with it are stored in
+ * fds[0..*nfds) (more than maxfds fail the call, and so does any when fds
+ * is NULL).  0, -EPIPE at end of stream, -EPROTO for a
+ * frame too long, not a JSON object, or with too many fds, another
+ * -errno. */
+int privsep_recv(int sock, size_t max, json_object **out, int *fds,
+    int *nfds, int maxfds);
 
 /* Bound each blocking read and write on sock to timeout_ms.  0 or -errno. */
 int privsep_set_timeout(int sock, int timeout_ms);

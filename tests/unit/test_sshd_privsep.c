@@ -37,36 +37,46 @@ fake_monitor(struct server *srv, struct config *cfg, int fd)
 }
 
 /* Send text as one request to the monitor and let it serve it; the
- * answer (NULL when none) is the caller's. */
+ * answer (NULL when none) is the caller's, and so are the fds that came
+ * with it, into fds[0..*nfds) (up to 6). */
 static json_object *
-ask(struct server *srv, int net, const char *text)
+ask_fds(struct server *srv, int net, const char *text, int *fds, int *nfds)
 {
 	json_object *req = jsonl_parse_object(text, strlen(text), &(const
 	    char *){ NULL }), *ans = NULL;
 	struct watch w = { .arg = srv };
 
 	CHECK(req != NULL);
-	CHECK_INT(privsep_send(net, req, -1), 0);
+	CHECK_INT(privsep_send(net, req, NULL, 0), 0);
 	json_object_put(req);
 	monitor_serve(&w, 0);
 	if (!srv->stopping)
-		CHECK_INT(privsep_recv(net, PRIVSEP_MAX_ANSWER, &ans, NULL), 0);
+		CHECK_INT(privsep_recv(net, PRIVSEP_MAX_ANSWER, &ans, fds,
+		    nfds, 6), 0);
 	return ans;
+}
+
+/* The same without fds. */
+static json_object *
+ask(struct server *srv, int net, const char *text)
+{
+	return ask_fds(srv, net, text, NULL, NULL);
 }
 
 static void
 test_frames_and_fds(void)
 {
-	int sv[2], fd = -1, p[2];
+	int sv[2], fd = -1, n = 0, p[2];
 	json_object *o = json_object_new_object(), *got = NULL;
 	char c = 0;
 
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	CHECK_INT(pipe(p), 0);
 	json_object_object_add(o, "type", json_object_new_string("x"));
-	CHECK_INT(privsep_send(sv[0], o, p[1]), 0);
-	CHECK_INT(privsep_recv(sv[1], 1024, &got, &fd), 0);
+	CHECK_INT(privsep_send(sv[0], o, &p[1], 1), 0);
+	CHECK_INT(privsep_recv(sv[1], 1024, &got, &fd, &n, 1), 0);
 	CHECK_STR(json_get_string(got, "type"), "x");
+	CHECK_INT(n, 1);
 	CHECK(fd >= 0);
 	CHECK_INT(write(fd, "y", 1), 1);
 	CHECK_INT(read(p[0], &c, 1), 1);
@@ -74,8 +84,8 @@ test_frames_and_fds(void)
 	json_object_put(got);
 	close(fd);
 	/* Too long for the receiver's cap. */
-	CHECK_INT(privsep_send(sv[0], o, -1), 0);
-	CHECK_INT(privsep_recv(sv[1], 4, &got, NULL), -EPROTO);
+	CHECK_INT(privsep_send(sv[0], o, NULL, 0), 0);
+	CHECK_INT(privsep_recv(sv[1], 4, &got, NULL, NULL, 0), -EPROTO);
 	CHECK(got == NULL);
 	json_object_put(o);
 	close(sv[0]);
@@ -83,7 +93,7 @@ test_frames_and_fds(void)
 	/* End of stream. */
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	close(sv[0]);
-	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL), -EPIPE);
+	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL, NULL, 0), -EPIPE);
 	close(sv[1]);
 	close(p[0]);
 	close(p[1]);
@@ -99,12 +109,34 @@ test_not_json_is_refused(void)
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	CHECK_INT(write(sv[0], &n, 4), 4);
 	CHECK_INT(write(sv[0], "[1,2]", 5), 5);
-	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL), -EPROTO);
+	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL, NULL, 0), -EPROTO);
 	n = 0;
 	CHECK_INT(write(sv[0], &n, 4), 4);
-	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL), -EPROTO);
+	CHECK_INT(privsep_recv(sv[1], 1024, &got, NULL, NULL, 0), -EPROTO);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* pipes: three pipes of 1 MiB, read end then write end. */
+static void
+check_pipes(struct server *srv, int net)
+{
+	int fds[6], n = 0;
+	char c = 0;
+	json_object *ans = ask_fds(srv, net, "{\"type\":\"pipes\"}", fds,
+	    &n);
+
+	CHECK(json_get_bool(ans, "fd", 0));
+	CHECK_INT(n, 6);
+	for (int i = 0; i + 1 < n; i += 2) {
+		CHECK_INT(fcntl(fds[i], F_GETPIPE_SZ), 1024 * 1024);
+		CHECK_INT(write(fds[i + 1], "p", 1), 1);
+		CHECK_INT(read(fds[i], &c, 1), 1);
+		CHECK_INT(c, 'p');
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	json_object_put(ans);
 }
 
 static void
@@ -132,6 +164,7 @@ test_requests_in_the_set(void)
 	CHECK_INT(json_get_int(ans, "errno", 0), ENOENT);
 	json_object_put(ans);
 	CHECK(!srv.stopping);
+	check_pipes(&srv, sv[1]);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -171,6 +204,31 @@ test_requests_outside_the_set(void)
 	check_refused("{\"type\":\"why\",\"room\":7}");
 }
 
+/* A request may not carry descriptors. */
+static void
+test_fds_in_a_request_end_it(void)
+{
+	struct server srv;
+	struct config cfg;
+	struct watch w = { .arg = &srv };
+	json_object *req = json_object_new_object();
+	int sv[2], p[2];
+
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_INT(pipe(p), 0);
+	fake_monitor(&srv, &cfg, sv[0]);
+	json_object_object_add(req, "type", json_object_new_string("why"));
+	json_object_object_add(req, "room", json_object_new_string("lab"));
+	CHECK_INT(privsep_send(sv[1], req, p, 1), 0);
+	monitor_serve(&w, 0);
+	CHECK(srv.stopping);
+	json_object_put(req);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void
 test_raw_bytes_end_it(void)
 {
@@ -204,5 +262,6 @@ main(void)
 	TEST(test_requests_in_the_set);
 	TEST(test_requests_outside_the_set);
 	TEST(test_raw_bytes_end_it);
+	TEST(test_fds_in_a_request_end_it);
 	return unit_done("sshd_privsep");
 }
