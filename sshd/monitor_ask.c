@@ -15,21 +15,39 @@
 
 #include "jsonl.h"
 #include "log.h"
+#include "names.h"
 #include "privsep.h"
 #include "server.h"
 
-/* A request of type with room (may be NULL) set. */
+/* A request of type with room (may be NULL) set; NULL when out of memory
+ * or for a name the monitor would refuse (it would end this process:
+ * no client's name may get that far). */
 static json_object *
 monitor_ask_req(const char *type, const char *room)
 {
-	json_object *o = json_object_new_object();
+	json_object *o;
 
-	if (!o)
+	if (room && !room_name_valid(room))
+		return NULL;
+	if (!(o = json_object_new_object()))
 		return NULL;
 	json_object_object_add(o, "type", json_object_new_string(type));
 	if (room)
 		json_object_object_add(o, "room", json_object_new_string(room));
 	return o;
+}
+
+/* Add "user" to *req, or drop *req for a name the monitor would refuse. */
+static void
+monitor_ask_user(json_object **req, const char *user)
+{
+	if (*req && user && user_name_valid(user)) {
+		json_object_object_add(*req, "user",
+		    json_object_new_string(user));
+		return;
+	}
+	json_object_put(*req);
+	*req = NULL;
 }
 
 /* Send req (consumed) and wait for the answer (*ans, the caller's), with
@@ -45,7 +63,7 @@ monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
 	if (nfds)
 		*nfds = 0;
 	if (!req)
-		return -ENOMEM;
+		return -EINVAL;
 	if (srv->mon_fd < 0)
 		r = -EPIPE;
 	else if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) == 0)
@@ -82,9 +100,7 @@ monitor_ask_use(struct server *srv, const char *room, const char *user,
 	const char *state;
 	int r;
 
-	if (req)
-		json_object_object_add(req, "user",
-		    json_object_new_string(user));
+	monitor_ask_user(&req, user);
 	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));
 		return -1;
@@ -225,12 +241,10 @@ monitor_ask_rooms(struct server *srv, const char *user, int admin)
 {
 	json_object *req = monitor_ask_req("rooms", NULL), *ans;
 
-	if (req) {
-		json_object_object_add(req, "user",
-		    json_object_new_string(user));
+	monitor_ask_user(&req, user);
+	if (req)
 		json_object_object_add(req, "admin",
 		    json_object_new_boolean(admin));
-	}
 	if (monitor_ask(srv, req, &ans, NULL) < 0)
 		return NULL;
 	return ans;

@@ -4,7 +4,9 @@
  * and waits for its answer: the monitor answers from its own loop at once
  * (nothing it does for a request waits on a child), so the wait is a
  * round trip on a socketpair.  When the monitor is gone every call fails
- * with -EPIPE and the network process stops (srv->stopping).
+ * with -EPIPE and the network process stops (srv->stopping).  A room or
+ * user name the monitor would refuse (it ends this process for one) is
+ * not sent: the call fails with -EINVAL.
  */
 #ifndef ATRIUMD_MONITOR_ASK_H
 #define ATRIUMD_MONITOR_ASK_H

@@ -132,3 +132,17 @@ def test_network_process_death_stops_atriumd(atriumd, data_dir, ssh_run):
     srv.proc.wait(15)
     assert srv.proc.returncode == 1
     assert "network process killed by signal 9" in srv.read_log()
+
+
+def test_monitor_death_ends_the_network_process(atriumd, data_dir, ssh_run):
+    srv = atriumd(data_dir)
+    rc, _, err = ssh_run(srv, "lab", "true")
+    assert rc == 0, err
+    net = srv.network_pid()
+    os.kill(srv.proc.pid, signal.SIGKILL)
+    srv.proc.wait(5)
+    deadline = time.time() + 10
+    while time.time() < deadline and os.path.exists("/proc/%d" % net):
+        time.sleep(0.1)
+    assert not os.path.exists("/proc/%d" % net), \
+        "the network process outlived its monitor"
