@@ -292,6 +292,11 @@ monitor_serve(struct watch *w, int revents)
 	(void)revents;
 	r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_REQUEST, &req, NULL, NULL,
 	    0);
+	if (r == -EPIPE && srv->stopping) {
+		/* It closed its sessions and exited, as asked. */
+		loop_del(&srv->mon_w);
+		return;
+	}
 	if (r < 0) {
 		monitor_abandon(srv, r == -EPIPE ? "closed its request socket" :
 		    "sent a malformed request");

@@ -124,6 +124,16 @@ def test_only_the_network_process_holds_connections(atriumd, data_dir):
         p.wait()
 
 
+def test_clean_stop(atriumd, data_dir, ssh_run):
+    srv = atriumd(data_dir)
+    rc, _, err = ssh_run(srv, "lab", "true")
+    assert rc == 0, err
+    net = srv.network_pid()
+    assert srv.stop() == 0
+    assert not os.path.exists("/proc/%d" % net)
+    assert " ERROR " not in srv.read_log(), srv.read_log()
+
+
 def test_network_process_death_stops_atriumd(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
     rc, _, err = ssh_run(srv, "lab", "true")
