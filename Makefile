@@ -23,7 +23,7 @@ ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icommon -MMD -MP \
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
@@ -145,13 +145,16 @@ bench: deps
 # --- install -----------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/atrium \
-	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/lib/systemd/system
+	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/lib/systemd/system \
+	    $(DESTDIR)/usr/lib/sysusers.d
 	install -m 755 $(BUILD)/atriumd $(BUILD)/atrium-fs $(BUILD)/atrium-agent \
 	    $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(BUILD)/atrium-sandbox-init $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/atriumd.service \
 	    > $(DESTDIR)/lib/systemd/system/atriumd.service
+	install -m 644 packaging/atrium.sysusers \
+	    $(DESTDIR)/usr/lib/sysusers.d/atrium.conf
 
 clean:
 	rm -rf $(BUILD)

@@ -132,24 +132,19 @@ mkdir_p(const char *path, mode_t mode)
 }
 
 int
-read_small_file(const char *path, size_t max, char **out, size_t *len)
+read_small_fd(int fd, size_t max, char **out, size_t *len)
 {
 	char *data = NULL;
 	size_t n = 0;
-	int fd, err = 0;
+	int err = 0;
 
 	*out = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	data = malloc(max + 2);
-	if (!data) {
-		close(fd);
+	if (!data)
 		return -ENOMEM;
-	}
 	for (;;) {
-		ssize_t r = read(fd, data + n, max + 1 - n);
+		ssize_t r = pread(fd, data + n, max + 1 - n, (off_t)n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -165,7 +160,6 @@ read_small_file(const char *path, size_t max, char **out, size_t *len)
 			break;
 		}
 	}
-	close(fd);
 	if (err) {
 		free(data);
 		return err;
@@ -174,6 +168,21 @@ read_small_file(const char *path, size_t max, char **out, size_t *len)
 	*out = data;
 	*len = n;
 	return 0;
+}
+
+int
+read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd, r;
+
+	*out = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = read_small_fd(fd, max, out, len);
+	close(fd);
+	return r;
 }
 
 int

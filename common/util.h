@@ -34,6 +34,10 @@ int mkdir_p(const char *path, mode_t mode);
  * string.  0 or -errno (-EFBIG when larger than max). */
 int read_small_file(const char *path, size_t max, char **out, size_t *len);
 
+/* The same from an open file, from its start (pread: the offset is not
+ * moved). */
+int read_small_fd(int fd, size_t max, char **out, size_t *len);
+
 /* Directory of the running executable, for finding sibling binaries. */
 int self_dir(char *out, size_t outlen);
 

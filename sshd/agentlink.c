@@ -118,10 +118,9 @@ agentlink_cb(struct watch *w, int revents)
 	}
 }
 
-/* Connect to the room's socket. */
+/* See agentlink.h. */
 int
-agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
-    agentlink_line_fn on_line, agentlink_end_fn on_end, void *arg)
+agentlink_dial(const char *run_dir)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -142,6 +141,18 @@ agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
 		close(fd);
 		return e;
 	}
+	return fd;
+}
+
+/* See agentlink.h. */
+int
+agentlink_attach(struct agentlink *l, struct loop *loop, int fd,
+    agentlink_line_fn on_line, agentlink_end_fn on_end, void *arg)
+{
+	if (fd < 0)
+		return fd;
+	fd_set_nonblock(fd, 1);
+	fd_set_cloexec(fd, 1);
 	l->fd = fd;
 	l->paused = l->ended = 0;
 	l->on_line = on_line;
@@ -152,6 +163,15 @@ agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
 	jsonl_init(&l->in, PROTO_MAX_LINE);
 	loop_add(loop, &l->w, fd, POLLIN, agentlink_cb, l);
 	return 0;
+}
+
+/* Connect to the room's socket. */
+int
+agentlink_connect(struct agentlink *l, struct loop *loop, const char *run_dir,
+    agentlink_line_fn on_line, agentlink_end_fn on_end, void *arg)
+{
+	return agentlink_attach(l, loop, agentlink_dial(run_dir), on_line,
+	    on_end, arg);
 }
 
 /* Queue a raw line. */

@@ -39,6 +39,15 @@ struct agentlink {
 /* Mark l unconnected (before first use). */
 void agentlink_init(struct agentlink *l);
 
+/* A new non-blocking connection to RUN/agent.sock: the fd, or -errno (the
+ * monitor dials for the network process, which cannot reach RUN). */
+int agentlink_dial(const char *run_dir);
+
+/* Use fd (a connection agentlink_dial made; owned from now on), or pass
+ * on a negative fd as the result.  0 or that -errno. */
+int agentlink_attach(struct agentlink *l, struct loop *loop, int fd,
+    agentlink_line_fn on_line, agentlink_end_fn on_end, void *arg);
+
 /* Connect to RUN/agent.sock.  0, or -errno (e.g. -ENOENT, -ECONNREFUSED
  * while the agent restarts). */
 int agentlink_connect(struct agentlink *l, struct loop *loop,

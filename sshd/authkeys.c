@@ -15,6 +15,7 @@
 #include "authkeys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,30 +283,42 @@ authkeys_load_text(struct authkeys *ak, char *text)
 	}
 }
 
-/* Re-read when mtime or size changed. */
+/* The file could not be opened (r): no key logs in, said once. */
+static int
+authkeys_missing(struct authkeys *ak, int r)
+{
+	if (!ak->missing_logged)
+		log_warn("%s: %s; no key can log in", ak->path, strerror(-r));
+	ak->missing_logged = 1;
+	authkeys_clear(ak);
+	ak->mtime = 0;
+	return r;
+}
+
+/* See authkeys.h. */
 int
-authkeys_refresh(struct authkeys *ak)
+authkeys_refresh_fd(struct authkeys *ak, int fd)
 {
 	struct stat st;
 	char *text = NULL;
 	size_t len;
 	int r;
 
-	if (stat(ak->path, &st) < 0) {
+	if (fd < 0)
+		return authkeys_missing(ak, fd);
+	if (fstat(fd, &st) < 0) {
 		r = -errno;
-		if (!ak->missing_logged)
-			log_warn("%s: %s; no key can log in", ak->path,
-			    strerror(-r));
-		ak->missing_logged = 1;
-		authkeys_clear(ak);
-		ak->mtime = 0;
-		return r;
+		close(fd);
+		return authkeys_missing(ak, r);
 	}
 	ak->missing_logged = 0;
 	if (ak->mtime == st.st_mtim.tv_sec && ak->mtime_ns == st.st_mtim.tv_nsec
-	    && ak->size == st.st_size)
+	    && ak->size == st.st_size) {
+		close(fd);
 		return 0;
-	r = read_small_file(ak->path, AUTHKEYS_MAX_FILE, &text, &len);
+	}
+	r = read_small_fd(fd, AUTHKEYS_MAX_FILE, &text, &len);
+	close(fd);
 	if (r < 0) {
 		log_error("%s: %s", ak->path, strerror(-r));
 		return r;
@@ -317,6 +330,15 @@ authkeys_refresh(struct authkeys *ak)
 	ak->size = st.st_size;
 	log_info("%s: %zu key(s)", ak->path, ak->nkeys);
 	return 0;
+}
+
+/* Re-read when mtime or size changed. */
+int
+authkeys_refresh(struct authkeys *ak)
+{
+	int fd = open(ak->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	return authkeys_refresh_fd(ak, fd < 0 ? -errno : fd);
 }
 
 /* Linear scan: the first line listing key whose options allow this

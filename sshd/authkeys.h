@@ -58,6 +58,11 @@ void authkeys_free(struct authkeys *ak);
  * cannot be read (the previous keys stay; logged once per change). */
 int authkeys_refresh(struct authkeys *ak);
 
+/* The same from fd, the file opened for reading by someone who may (the
+ * monitor, for the network process); fd is closed.  A negative fd is the
+ * -errno of the open. */
+int authkeys_refresh_fd(struct authkeys *ak, int fd);
+
 /* What authkeys_match found: valid until the next refresh. */
 struct authkeys_found {
 	const char *user;		/* the user the key names */

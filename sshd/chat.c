@@ -28,7 +28,7 @@
 
 #include "agentlink.h"
 #include "log.h"
-#include "room.h"
+#include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"
 #include "tui_draw.h"
@@ -55,8 +55,6 @@
 struct chat {
 	struct chan *c;			/* owner */
 	struct agentlink link;		/* to the room's agent */
-	const struct room *room;	/* once started (rooms live until
-					 * shutdown) */
 	int ansi;			/* line UI, else plain lines */
 	struct tui_keys keys;		/* ansi: key decoder */
 	struct tui_editor ed;		/* ansi: the input line */
@@ -603,13 +601,13 @@ chat_end(void *arg)
 {
 	struct chat *ch = arg;
 
-	const char *why = rooms_agent_why(ch->room);
-	char text[256];
+	char why[160], text[256];
 
 	if (ch->leaving || ch->denied)
 		return;
+	monitor_ask_why(ch->c->s->srv, ch->c->s->room, why, sizeof(why));
 	snprintf(text, sizeof(text), "the room's agent %s; reconnecting",
-	    why ? why : "restarted");
+	    why[0] ? why : "restarted");
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	ch->reconnect = 1;
 }
@@ -861,12 +859,11 @@ chat_eof(struct chan *c)
 
 /* Room ready: connect and join with recent history. */
 static void
-chat_start(struct chan *c, struct room *r)
+chat_start(struct chan *c)
 {
 	struct chat *ch = c->kind;
 	json_object *hello;
-	int rc = agentlink_connect(&ch->link, &c->s->srv->loop, r->run,
-	    chat_line, chat_end, ch);
+	int rc = chan_connect_agent(c, &ch->link, chat_line, chat_end, ch);
 
 	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -874,10 +871,9 @@ chat_start(struct chan *c, struct room *r)
 	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
-		    r->name, strerror(-rc));
+		    c->s->room, strerror(-rc));
 		return;
 	}
-	ch->room = r;
 	hello = chat_req("hello");
 	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
 	json_object_object_add(hello, "kind", json_object_new_string("chat"));

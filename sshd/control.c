@@ -305,12 +305,12 @@ control_end(void *arg)
 
 /* Room ready: connect and say hello for the user. */
 static void
-control_start(struct chan *c, struct room *r)
+control_start(struct chan *c)
 {
 	struct control *ct = c->kind;
 	json_object *hello;
-	int rc = agentlink_connect(&ct->link, &c->s->srv->loop, r->run,
-	    control_line, control_end, ct);
+	int rc = chan_connect_agent(c, &ct->link, control_line, control_end,
+	    ct);
 
 	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -318,7 +318,7 @@ control_start(struct chan *c, struct room *r)
 	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
-		    r->name, strerror(-rc));
+		    c->s->room, strerror(-rc));
 		return;
 	}
 	hello = json_object_new_object();

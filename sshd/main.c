@@ -1,16 +1,22 @@
 /*
  * main.c: atriumd's command line.  Settings come from the defaults, then
  * DATA/atrium.conf, then flags (--key VALUE for every key of config.h, plus
- * --open without a value); then the data directory is prepared and the
- * server runs until SIGTERM or SIGINT.  `atriumd room ...` is the
- * operator's room command instead (room_cli.h).
+ * --open without a value); then the data directory is prepared, the
+ * host key loaded and the listener bound, as root; then atriumd splits in
+ * two (server.h): the parent stays root as the monitor, the child drops
+ * to the privsep user (privdrop.h) and serves the network, and both run
+ * until SIGTERM or SIGINT.  `atriumd room ...` is the operator's room
+ * command instead (room_cli.h).
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,11 +24,15 @@
 #include "host_limits.h"
 #include "keys.h"
 #include "log.h"
+#include "privdrop.h"
+#include "privsep.h"
 #include "room_cli.h"
 #include "server.h"
 #include "setup.h"
 #include "strictmodes.h"
 #include "util.h"
+
+#define MAIN_NETWORK_PID	"atriumd-network.pid"	/* in DATA/run */
 
 static const char main_usage[] =
 	"usage: atriumd [--data DIR] [--listen [ADDR]:PORT] "
@@ -123,6 +133,82 @@ main_raise_fd_limit(void)
 	}
 }
 
+/* Where the monitor says which process is the network one, for the
+ * operator (and the tests): DATA/run/atriumd-network.pid. */
+static void
+main_publish_pid(const struct config *c, pid_t pid)
+{
+	char dir[PATH_MAX + 8], text[32];
+	int n = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/run", c->data_dir);
+	if ((r = write_file_atomic(dir, MAIN_NETWORK_PID, text, (size_t)n,
+	    0644, 0)) < 0)
+		log_warn("%s/%s: %s", dir, MAIN_NETWORK_PID, strerror(-r));
+}
+
+/* The forked child: give up root, then serve the network.  Never
+ * returns. */
+static void
+main_network(struct server *srv, struct keys *keys,
+    const struct privdrop_id *id, pid_t monitor, int mon_fd, int ev_fd)
+{
+	int r;
+
+	/* The API keys are the monitor's, for the agents it starts. */
+	keys_clear(keys);
+	prctl(PR_SET_NAME, "atriumd-net", 0, 0, 0);
+	if (privdrop_apply(id, monitor) < 0)
+		_exit(1);
+	log_info("network process (pid %d) runs as %s (uid %u), without "
+	    "capabilities, under seccomp", (int)getpid(), id->name,
+	    (unsigned)id->uid);
+	r = server_init_network(srv, mon_fd, ev_fd);
+	if (r == 0)
+		r = server_run(srv);
+	server_destroy(srv);
+	_exit(r ? 1 : 0);
+}
+
+/* Two socketpairs (requests, events) and the fork.  The parent's return:
+ * the exit status. */
+static int
+main_split(struct server *srv, struct keys *keys, const char *bin,
+    const struct privdrop_id *id)
+{
+	int req[2], ev[2], r;
+	pid_t monitor = getpid(), pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ev) < 0) {
+		log_error("socketpair: %s", strerror(errno));
+		return 1;
+	}
+	if ((pid = fork()) < 0) {
+		log_error("fork: %s", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		close(req[0]);
+		close(ev[0]);
+		main_network(srv, keys, id, monitor, req[1], ev[1]);
+	}
+	close(req[1]);
+	close(ev[1]);
+	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);
+	privsep_set_timeout(ev[0], PRIVSEP_IO_TIMEOUT_MS);
+	main_publish_pid(srv->cfg, pid);
+	if (server_init_monitor(srv, bin, req[0], ev[0], pid) < 0) {
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	rooms_set_keys(&srv->rooms, keys);
+	r = server_run(srv);
+	server_destroy(srv);
+	return r ? 1 : 0;
+}
+
 /* Settings, first start, then serve until SIGTERM.  0, 1 or 2 (usage). */
 int
 main(int argc, char **argv)
@@ -130,6 +216,7 @@ main(int argc, char **argv)
 	static struct config cfg;
 	static struct keys keys;
 	static struct server srv;
+	struct privdrop_id id;
 	char conf[PATH_MAX + 32], err[512], bin[PATH_MAX], abs[PATH_MAX];
 	int r;
 
@@ -169,23 +256,22 @@ main(int argc, char **argv)
 		    (unsigned)cfg.sandbox_uid_base, argv[0]);
 		return 1;
 	}
-	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0)
+	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0 ||
+	    privdrop_resolve(cfg.privsep_user, &id) < 0)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
 	main_bin_dir(&cfg, bin, sizeof(bin));
 	host_limits_start(&cfg);
-	if ((r = server_init(&srv, &cfg, bin)) < 0) {
+	if (server_bind(&srv, &cfg) < 0) {
 		server_destroy(&srv);
 		keys_clear(&keys);
 		return 1;
 	}
-	rooms_set_keys(&srv.rooms, &keys);
 	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
 	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown ones as guests "
 	    "(open rooms, rooms they create, private rooms when invited)" : "");
-	r = server_run(&srv);
-	server_destroy(&srv);
+	r = main_split(&srv, &keys, bin, &id);
 	keys_clear(&keys);
-	return r ? 1 : 0;
+	return r;
 }

@@ -52,6 +52,14 @@ static void room_mount(struct room *r);
 static void room_stop(struct room *r);
 static void room_remove(struct room *r);
 
+/* Tell the owner a room's start settled, one way or the other. */
+static void
+room_changed(struct room *r)
+{
+	if (r->rs->changed)
+		r->rs->changed(r->rs->changed_arg);
+}
+
 /* An empty set of rooms; cannot fail. */
 void
 rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
@@ -182,6 +190,7 @@ room_fail(struct room *r, const char *fmt, const char *detail)
 	r->failed_ms = time_mono_ms();
 	r->restart = 0;
 	room_stop(r);
+	room_changed(r);
 }
 
 /* fusermount3 -u -z PATH, for when atriumd is not root.  0 or -1.  Runs
@@ -405,6 +414,7 @@ room_child_ready(struct room *r, struct room_child *c)
 		r->state = ROOM_READY;
 		r->deadline_ms = 0;
 		agentwatch_start(&r->watch, time_mono_ms());
+		room_changed(r);
 	}
 }
 
@@ -674,9 +684,9 @@ rooms_use(struct rooms *rs, const char *name, struct room **out)
 	return r->failed ? -1 : 0;
 }
 
-/* The record of room name, or NULL. */
-static struct room *
-room_find(const struct rooms *rs, const char *name)
+/* See room.h. */
+struct room *
+rooms_find(const struct rooms *rs, const char *name)
 {
 	struct room *r;
 
@@ -689,7 +699,7 @@ room_find(const struct rooms *rs, const char *name)
 int
 rooms_running(const struct rooms *rs, const char *name)
 {
-	const struct room *r = room_find(rs, name);
+	const struct room *r = rooms_find(rs, name);
 
 	return r && r->state != ROOM_COLD;
 }
@@ -698,7 +708,7 @@ rooms_running(const struct rooms *rs, const char *name)
 int
 rooms_deleting(const struct rooms *rs, const char *name)
 {
-	const struct room *r = room_find(rs, name);
+	const struct room *r = rooms_find(rs, name);
 
 	return r && r->deleting;
 }
@@ -707,7 +717,7 @@ rooms_deleting(const struct rooms *rs, const char *name)
 int
 rooms_delete(struct rooms *rs, const char *name)
 {
-	struct room *r = room_find(rs, name);
+	struct room *r = rooms_find(rs, name);
 
 	if (!r && !(r = room_new(rs, name)))
 		return -ENOMEM;

@@ -84,6 +84,9 @@ struct rooms {
 	char data[PATH_MAX];		/* absolute DATA */
 	int shutting_down;		/* no start, no restart */
 	struct room *list;
+	void (*changed)(void *arg);	/* a room became ready or failed (so
+					 * the network process asks again) */
+	void *changed_arg;
 };
 
 struct keys;
@@ -97,6 +100,9 @@ void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 /* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
  * -1 when it could not start (reason in (*out)->error), -ENOMEM. */
 int rooms_use(struct rooms *rs, const char *name, struct room **out);
+
+/* The record of room name, or NULL. */
+struct room *rooms_find(const struct rooms *rs, const char *name);
 
 /* 1 when room name has processes (starting, running or stopping). */
 int rooms_running(const struct rooms *rs, const char *name);

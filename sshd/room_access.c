@@ -7,7 +7,10 @@
  *
  * atriumd keeps no access state: every decision reads the room's room.db
  * (access_db.h says why that, and not a question to the agent) and the
- * key options the session authenticated with.  The room's name is the
+ * key options the session authenticated with.  The network process cannot
+ * read DATA: the monitor reads room.db for it (monitor_ask_access,
+ * monitor_ask_rooms) and room_access_list runs in the monitor (and in
+ * `atriumd room list`).  The room's name is the
  * only thing the client chooses, and it only says which list applies.
  *
  * A room that does not exist yet is created by its first use; a key with
@@ -27,6 +30,7 @@
 #include "access.h"
 #include "access_db.h"
 #include "log.h"
+#include "monitor_ask.h"
 #include "names.h"
 #include "server.h"
 #include "session.h"
@@ -38,25 +42,6 @@ static void
 room_access_path(const char *data, const char *room, char *out, size_t len)
 {
 	snprintf(out, len, "%s/rooms/%s", data, room);
-}
-
-/* The same for srv's DATA. */
-static void
-room_access_dir(const struct server *srv, const char *room, char *out,
-    size_t len)
-{
-	room_access_path(srv->cfg->data_dir, room, out, len);
-}
-
-/* 1 when the room has a directory (it was created). */
-static int
-room_access_exists(const struct server *srv, const char *room)
-{
-	char dir[ROOM_ACCESS_PATH];
-	struct stat sb;
-
-	room_access_dir(srv, room, dir, sizeof(dir));
-	return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
 /* The first use of a room: may this key create it?  1, or 0 refused. */
@@ -82,12 +67,12 @@ room_access_admit(struct chan *c, const char *what)
 {
 	struct session *s = c->s;
 	struct access_list l;
-	char dir[ROOM_ACCESS_PATH], msg[512];
+	char msg[512];
+	int r = monitor_ask_access(s->srv, s->room, &l);
 
-	if (!room_access_exists(s->srv, s->room))
+	if (r == 0)
 		return room_access_admit_new(c, what);
-	room_access_dir(s->srv, s->room, dir, sizeof(dir));
-	if (access_db_read(dir, &l) < 0) {
+	if (r < 0) {
 		log_warn("session %lu: %s refused %s in room '%s': its access "
 		    "list cannot be read", s->num, s->user, what, s->room);
 		chan_refuse(c, "atrium: cannot read who may enter room '%s' "
@@ -188,15 +173,14 @@ room_access_delete(struct server *srv, const struct session *s,
     const char *room, char *msg, size_t len)
 {
 	struct access_list l;
-	char dir[ROOM_ACCESS_PATH], bye[256];
+	char bye[256];
 
 	if (!room || strcmp(room, s->room) != 0) {
 		snprintf(msg, len, "to delete this room, name it: \"%s\" (a "
 		    "session deletes only its own room)", s->room);
 		return -EINVAL;
 	}
-	room_access_dir(srv, room, dir, sizeof(dir));
-	if (!room_access_exists(srv, room) || access_db_read(dir, &l) < 0) {
+	if (monitor_ask_access(srv, room, &l) <= 0) {
 		snprintf(msg, len, "cannot read who owns room '%s' now; try "
 		    "again", room);
 		return -EIO;
@@ -211,7 +195,7 @@ room_access_delete(struct server *srv, const struct session *s,
 	snprintf(bye, sizeof(bye), "atrium: room '%s' was deleted by %s",
 	    room, s->user);
 	server_end_room(srv, room, bye);
-	return rooms_delete(&srv->rooms, room);
+	return monitor_ask_delete(srv, room);
 }
 
 /* See room_access.h. */
@@ -225,8 +209,7 @@ room_access_request(struct session *s, json_object *req, json_object **ev,
 	if (!type)
 		return 0;
 	if (strcmp(type, "rooms") == 0) {
-		*ev = room_access_list(s->srv->cfg->data_dir, &s->srv->rooms,
-		    s->user, s->opts.admin);
+		*ev = monitor_ask_rooms(s->srv, s->user, s->opts.admin);
 		return 1;
 	}
 	if (strcmp(type, "delete") != 0)

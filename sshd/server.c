@@ -1,5 +1,7 @@
 /*
- * server.c: the listener and the main loop (server.h).  Called by main.c.
+ * server.c: the listener and the main loop of both of atriumd's processes
+ * (server.h).  Called by main.c: server_bind before the fork, then
+ * server_init_monitor or server_init_network, then server_run.
  *
  * One thread: ssh_event_dopoll serves the listener, every session, child
  * pipes, agent sockets and a signalfd; after each poll, server_turn runs
@@ -28,6 +30,8 @@
 
 #include "libssh_compat.h"
 #include "log.h"
+#include "monitor.h"
+#include "monitor_ask.h"
 #include "session.h"
 #include "util.h"
 
@@ -85,6 +89,10 @@ server_fds_left(struct server *srv, int channel)
 void
 server_end_room(struct server *srv, const char *room, const char *msg)
 {
+	if (srv->role == SERVER_MONITOR) {
+		monitor_end_room(srv, room, msg);
+		return;
+	}
 	for (struct session *s = srv->sessions; s; s = s->next) {
 		if (!s->authed || strcmp(s->room, room) != 0)
 			continue;
@@ -246,6 +254,24 @@ server_accept_resume(struct server *srv)
 	loop_want(&srv->listen_w, POLLIN);
 }
 
+/* The network process ended: the monitor stops too (a service manager
+ * starts atriumd again; the rooms' processes stop as on a normal stop). */
+static void
+server_network_exited(struct server *srv, int status)
+{
+	srv->net_pid = 0;
+	if (srv->stopping && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	if (WIFSIGNALED(status))
+		log_error("network process killed by signal %d; stopping every "
+		    "room", WTERMSIG(status));
+	else
+		log_error("network process exited %d; stopping every room",
+		    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	srv->stopping = 1;
+	srv->exit_code = 1;
+}
+
 /* Reap every exited child and tell the rooms. */
 static void
 server_reap(struct server *srv)
@@ -253,8 +279,14 @@ server_reap(struct server *srv)
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		rooms_child_exited(&srv->rooms, pid, status);
+	if (srv->role != SERVER_MONITOR)
+		return;		/* the network process has no child */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (srv->net_pid > 0 && pid == srv->net_pid)
+			server_network_exited(srv, status);
+		else
+			rooms_child_exited(&srv->rooms, pid, status);
+	}
 }
 
 /* Signals: SIGCHLD reaps, SIGTERM/SIGINT stop the server. */
@@ -270,7 +302,9 @@ server_signal_cb(struct watch *w, int revents)
 			continue;
 		if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
 		    !srv->stopping) {
-			log_info("signal %u: stopping every room", si.ssi_signo);
+			log_info("signal %u: stopping %s", si.ssi_signo,
+			    srv->role == SERVER_MONITOR ? "every room" :
+			    "every session");
 			srv->stopping = 1;
 		}
 	}
@@ -299,7 +333,7 @@ server_signals(struct server *srv)
 	return 0;
 }
 
-/* Make the listener from the settings. */
+/* Load the host key and bind the listener from the settings. */
 static int
 server_listen(struct server *srv)
 {
@@ -330,8 +364,6 @@ server_listen(struct server *srv)
 	}
 	ssh_bind_set_blocking(srv->bind, 0);
 	fd_set_cloexec(ssh_bind_get_fd(srv->bind), 1);
-	loop_add(&srv->loop, &srv->listen_w, ssh_bind_get_fd(srv->bind), POLLIN,
-	    server_listen_cb, srv);
 	/* An IPv6 address is written in brackets, as --listen takes it. */
 	log_info("listening on %s%s%s:%s", strchr(addr, ':') ? "[" : "", addr,
 	    strchr(addr, ':') ? "]" : "", port);
@@ -361,31 +393,78 @@ server_admission(struct server *srv)
 
 /* See server.h. */
 int
-server_init(struct server *srv, const struct config *cfg, const char *bin_dir)
+server_bind(struct server *srv, const struct config *cfg)
 {
-	char path[PATH_MAX + 32];
 	int r;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
-	if ((r = compat_init()) < 0 || (r = server_admission(srv)) < 0)
+	srv->mon_fd = srv->ev_fd = -1;
+	if ((r = compat_init()) < 0)
 		return r;
+	return server_listen(srv);
+}
+
+/* The loop and the signals, in either process. */
+static int
+server_init_loop(struct server *srv)
+{
+	int r;
+
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
-	rooms_init(&srv->rooms, cfg, &srv->loop, bin_dir);
-	snprintf(path, sizeof(path), "%s/authorized_keys", cfg->data_dir);
+	if ((r = server_signals(srv)) < 0)
+		log_error("cannot set up signals: %s", strerror(-r));
+	return r;
+}
+
+/* See server.h. */
+int
+server_init_monitor(struct server *srv, const char *bin_dir, int mon_fd,
+    int ev_fd, pid_t net)
+{
+	int r;
+
+	srv->role = SERVER_MONITOR;
+	srv->mon_fd = mon_fd;
+	srv->ev_fd = ev_fd;
+	srv->net_pid = net;
+	/* The monitor holds no connection, not even the listener. */
+	ssh_bind_free(srv->bind);
+	srv->bind = NULL;
+	if ((r = server_init_loop(srv)) < 0)
+		return r;
+	rooms_init(&srv->rooms, srv->cfg, &srv->loop, bin_dir);
+	srv->rooms.changed = monitor_wake;
+	srv->rooms.changed_arg = srv;
+	loop_add(&srv->loop, &srv->mon_w, mon_fd, POLLIN, monitor_serve, srv);
+	ctl_init(&srv->ctl, srv);
+	loop_sync(&srv->loop);
+	return 0;
+}
+
+/* See server.h. */
+int
+server_init_network(struct server *srv, int mon_fd, int ev_fd)
+{
+	char path[PATH_MAX + 32];
+	int r;
+
+	srv->role = SERVER_NETWORK;
+	srv->mon_fd = mon_fd;
+	srv->ev_fd = ev_fd;
+	if ((r = server_admission(srv)) < 0 || (r = server_init_loop(srv)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
-	authkeys_refresh(srv->keys);
-	if ((r = server_signals(srv)) < 0) {
-		log_error("cannot set up signals: %s", strerror(-r));
-		return r;
-	}
-	if ((r = server_listen(srv)) < 0)
-		return r;
-	ctl_init(&srv->ctl, srv);
+	authkeys_refresh_fd(srv->keys, monitor_ask_authkeys(srv));
+	loop_add(&srv->loop, &srv->listen_w, ssh_bind_get_fd(srv->bind), POLLIN,
+	    server_listen_cb, srv);
+	loop_add(&srv->loop, &srv->mon_w, ev_fd, POLLIN, monitor_ask_event,
+	    srv);
 	loop_sync(&srv->loop);
 	return 0;
 }
@@ -416,7 +495,8 @@ server_turn(struct server *srv)
 	loop_sync(&srv->loop);
 }
 
-/* Close every session, stop every room, wait for them. */
+/* Close every session, stop every room, wait for them (and, in the
+ * monitor, for the network process). */
 static void
 server_stop(struct server *srv)
 {
@@ -427,13 +507,18 @@ server_stop(struct server *srv)
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->dead = 1;
 	server_turn(srv);
+	if (srv->net_pid > 0)
+		kill(srv->net_pid, SIGTERM);
 	rooms_shutdown(&srv->rooms, 0);
-	while (!rooms_all_stopped(&srv->rooms) && time_mono_ms() < until) {
+	while ((!rooms_all_stopped(&srv->rooms) || srv->net_pid > 0) &&
+	    time_mono_ms() < until) {
 		loop_sync(&srv->loop);
 		ssh_event_dopoll(srv->loop.event, SERVER_POLL_MS);
 		server_reap(srv);
 		rooms_tick(&srv->rooms);
 	}
+	if (srv->net_pid > 0)
+		kill(srv->net_pid, SIGKILL);
 	if (!rooms_all_stopped(&srv->rooms)) {
 		rooms_shutdown(&srv->rooms, 1);
 		for (int i = 0; i < 20 && !rooms_all_stopped(&srv->rooms); i++) {
@@ -457,10 +542,10 @@ server_run(struct server *srv)
 		server_turn(srv);
 	}
 	server_stop(srv);
-	return 0;
+	return srv->exit_code;
 }
 
-/* Free everything server_init made (after server_run). */
+/* Free everything server_bind and server_init_* made (after server_run). */
 void
 server_destroy(struct server *srv)
 {
@@ -476,6 +561,10 @@ server_destroy(struct server *srv)
 		ssh_bind_free(srv->bind);
 	if (srv->sigfd >= 0)
 		close(srv->sigfd);
+	if (srv->mon_fd >= 0)
+		close(srv->mon_fd);
+	if (srv->ev_fd >= 0)
+		close(srv->ev_fd);
 	authkeys_free(srv->keys);
 	admission_free(&srv->admission);
 }

@@ -1,6 +1,10 @@
 /*
- * server.h: atriumd's one process: the listener, every session, every room,
- * on one thread and one ssh_event (see loop.h).
+ * server.h: the loop of each of atriumd's two processes, on one thread and
+ * one ssh_event (see loop.h).  The network process (unprivileged: see
+ * privdrop.h) has the listener and every session, and asks the monitor
+ * for what needs root (monitor_ask.h); the monitor (root) has the rooms
+ * and the operator socket and serves those requests (monitor.h).  Both
+ * are a struct server with a role; what the other role owns stays empty.
  */
 #ifndef ATRIUMD_SERVER_H
 #define ATRIUMD_SERVER_H
@@ -21,7 +25,13 @@
 
 struct session;
 
+enum server_role {
+	SERVER_NETWORK,		/* clients' connections, no privilege */
+	SERVER_MONITOR,		/* rooms, root */
+};
+
 struct server {
+	enum server_role role;
 	const struct config *cfg;	/* effective settings */
 	struct loop loop;		/* the one event */
 	struct rooms rooms;		/* every room's processes */
@@ -40,6 +50,13 @@ struct server {
 	unsigned long next_id;		/* for exec ids and session numbers */
 	int stopping;			/* SIGTERM/SIGINT seen */
 	long long accept_resume_ms;	/* listener paused until then; 0: not */
+	int mon_fd;			/* request socket (privsep.h): the
+					 * network's end or the monitor's; -1 */
+	int ev_fd;			/* event socket, either end; -1 */
+	struct watch mon_w;		/* monitor: on mon_fd; network: ev_fd */
+	pid_t net_pid;			/* monitor: the network process; 0 once
+					 * it is gone */
+	int exit_code;			/* of the process once stopped */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection
@@ -52,11 +69,24 @@ int server_fds_left(struct server *srv, int channel);
  * the client's stderr and exit status 1. */
 void server_end_room(struct server *srv, const char *room, const char *msg);
 
-/* Listen and prepare.  0, or -errno with the reason logged. */
-int server_init(struct server *srv, const struct config *cfg,
-    const char *bin_dir);
+/* Before the fork, as root: load the host key and bind the listener.
+ * 0, or -errno with the reason logged. */
+int server_bind(struct server *srv, const struct config *cfg);
 
-/* Serve until SIGTERM/SIGINT, then stop every room.  0 on a clean stop. */
+/* After the fork, in the monitor: drop the listener, serve requests on
+ * mon_fd, send events on ev_fd, watch net (the network process).  0 or
+ * -errno (logged). */
+int server_init_monitor(struct server *srv, const char *bin_dir, int mon_fd,
+    int ev_fd, pid_t net);
+
+/* After the fork, in the network process (privileges already dropped):
+ * accept connections, ask on mon_fd, read events on ev_fd.  0 or -errno
+ * (logged). */
+int server_init_network(struct server *srv, int mon_fd, int ev_fd);
+
+/* Serve until SIGTERM/SIGINT (or until the other process is gone), then
+ * stop: the network process closes every session, the monitor stops
+ * every room.  The process's exit status. */
 int server_run(struct server *srv);
 
 void server_destroy(struct server *srv);

@@ -43,7 +43,8 @@
 #include "log.h"
 #include "names.h"
 #include "room_access.h"
-#include "room_quota.h"
+#include "agentlink.h"
+#include "monitor_ask.h"
 #include "stream.h"
 #include "util.h"
 
@@ -278,33 +279,40 @@ chan_drain_input(struct chan *c)
 	}
 }
 
-/* Ask for the room; start the kind or refuse. */
+/* Ask the monitor for the room; start the kind or refuse. */
 static void
 chan_poll_room(struct chan *c)
 {
-	struct room *r = NULL;
 	char why[256];
 	int rc;
 
-	if (room_quota_admit(c->s->srv->cfg->data_dir, c->s->room, c->s->user,
-	    c->s->srv->cfg->max_rooms_per_user, why, sizeof(why)) < 0) {
-		c->waiting_room = 0;
+	rc = monitor_ask_use(c->s->srv, c->s->room, c->s->user, why,
+	    sizeof(why));
+	if (rc == 0)
+		return;
+	c->waiting_room = 0;
+	if (rc == 1) {
+		c->ops->start(c);
+	} else if (rc == MONITOR_ASK_REFUSED) {
 		log_info("session %lu: %s: room %s not created: %s", c->s->num,
 		    c->s->user, c->s->room, why);
 		chan_refuse(c, "atrium: room '%s' not created: %s", c->s->room,
 		    why);
-		return;
-	}
-	rc = rooms_use(&c->s->srv->rooms, c->s->room, &r);
-	if (rc == 0)
-		return;
-	c->waiting_room = 0;
-	if (rc == 1)
-		c->ops->start(c, r);
-	else
+	} else {
 		chan_refuse(c, "atrium: room '%s' could not start: %s. Try again "
 		    "in a moment; if it persists, tell the server's operator.",
-		    c->s->room, r ? r->error : strerror(-rc));
+		    c->s->room, why);
+	}
+}
+
+/* See session.h. */
+int
+chan_connect_agent(struct chan *c, struct agentlink *l,
+    void (*on_line)(void *, json_object *, const char *, size_t),
+    void (*on_end)(void *), void *arg)
+{
+	return agentlink_attach(l, &c->s->srv->loop,
+	    monitor_ask_agent(c->s->srv, c->s->room), on_line, on_end, arg);
 }
 
 /* Refuse a channel whose maximum packet would hang or crawl libssh's
@@ -551,8 +559,8 @@ chan_rooms(struct chan *c)
 		return room_access_admit(c, "subsystem rooms") ?
 		    chan_forced(c, "subsystem rooms", "rooms") : 0;
 	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
-	if (!(ev = room_access_list(c->s->srv->cfg->data_dir,
-	    &c->s->srv->rooms, c->s->user, c->s->opts.admin)))
+	if (!(ev = monitor_ask_rooms(c->s->srv, c->s->user,
+	    c->s->opts.admin)))
 		return -1;
 	buf_init(&line, CHAN_MAX_OUT);
 	if (jsonl_format(&line, ev) == 0)
@@ -736,7 +744,7 @@ session_user_for(struct session *s, ssh_key key, char *tmp, size_t len,
 	int r;
 
 	*opts = NULL;
-	authkeys_refresh(srv->keys);
+	authkeys_refresh_fd(srv->keys, monitor_ask_authkeys(srv));
 	r = authkeys_match(srv->keys, key, s->peer, time(NULL), &found);
 	snprintf(why, whylen, "%s", found.why);
 	if (r != 0) {

@@ -17,6 +17,8 @@
 #include <libssh/libssh.h>
 #include <libssh/callbacks.h>
 
+#include <json-c/json.h>
+
 #include "authkeys_opts.h"
 #include "buf.h"
 #include "libssh_compat.h"
@@ -52,8 +54,8 @@ struct chan_ops {
 	size_t (*input)(struct chan *c, const char *p, size_t n);
 	/* The client sent EOF and every byte before it was taken. */
 	void (*eof)(struct chan *c);
-	/* The room is ready: connect and begin. */
-	void (*start)(struct chan *c, struct room *r);
+	/* The room is ready: connect (chan_connect_agent) and begin. */
+	void (*start)(struct chan *c);
 	/* Every loop turn, after the poll (resume output, finish). */
 	void (*tick)(struct chan *c);
 	/* The window size changed (c->cols, c->rows). */
@@ -162,6 +164,14 @@ void chan_refuse(struct chan *c, const char *fmt, ...)
 /* Ask for the room (s->room): ops->start is called when it is ready, or
  * the channel is refused when it cannot start. */
 void chan_wait_room(struct chan *c);
+
+struct agentlink;
+
+/* Connect l to the agent of c's (ready) room: the monitor dials it.  0,
+ * or -errno (-ECONNREFUSED, -ENOENT while the agent restarts). */
+int chan_connect_agent(struct chan *c, struct agentlink *l,
+    void (*on_line)(void *, json_object *, const char *, size_t),
+    void (*on_end)(void *), void *arg);
 
 /* A new id for an exec, unique in this process. */
 void chan_new_id(struct chan *c, char *out, size_t len);

@@ -42,10 +42,10 @@
 #include "log.h"
 #include "room.h"
 #include "room_access.h"
+#include "monitor_ask.h"
 #include "sftp_flow.h"
 #include "util.h"
 
-#define STREAM_PIPE_SIZE	(1024 * 1024)
 #define STREAM_TURN_READS	8	/* reads per pipe per loop turn, at most */
 #define STREAM_LINGER_MS	2000
 #define STREAM_MAX_CONNECT	20	/* tries while the agent restarts */
@@ -310,7 +310,7 @@ stream_end(void *arg)
 static int
 stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
 {
-	int p[3][2];
+	int p[3][2], e;
 
 	if (st->tty) {
 		struct winsize ws = { .ws_row = (unsigned short)st->c->rows,
@@ -327,18 +327,10 @@ stream_make_fds(struct stream *st, int theirs[3], int *ntheirs)
 		*ntheirs = 1;
 		return 0;
 	}
-	for (int i = 0; i < 3; i++) {
-		if (pipe2(p[i], O_CLOEXEC) < 0) {
-			int e = -errno;
-
-			while (i-- > 0) {
-				close(p[i][0]);
-				close(p[i][1]);
-			}
-			return e;
-		}
-		fcntl(p[i][0], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
-	}
+	/* The monitor makes them: only it may grow a pipe to 1 MiB once
+	 * this user's pipes pass the kernel's per-user soft limit. */
+	if ((e = monitor_ask_pipes(st->c->s->srv, p)) < 0)
+		return e;
 	/* Our ends never block the loop (a command that does not read its
 	 * stdin would stall every session); theirs stay blocking. */
 	for (int i = 0; i < 3; i++)
@@ -455,23 +447,22 @@ stream_send_exec(struct stream *st)
 
 /* Room ready: connect, send, start pumping. */
 static void
-stream_start(struct chan *c, struct room *r)
+stream_start(struct chan *c)
 {
 	struct stream *st = c->kind;
 	struct loop *loop = &c->s->srv->loop;
 	int rc;
 
-	rc = agentlink_connect(&st->link, loop, r->run, stream_line, stream_end,
-	    st);
+	rc = chan_connect_agent(c, &st->link, stream_line, stream_end, st);
 	if (rc < 0 && ++st->connect_tries < STREAM_MAX_CONNECT) {
 		chan_wait_room(c);	/* the agent is restarting */
 		return;
 	}
 	if (rc < 0 || (rc = stream_send_exec(st)) < 0) {
 		log_error("session %lu: cannot start the command in %s: %s",
-		    c->s->num, r->name, strerror(-rc));
+		    c->s->num, c->s->room, strerror(-rc));
 		chan_refuse(c, "atrium: cannot start the command in room '%s' "
-		    "(%s); try again", r->name, strerror(-rc));
+		    "(%s); try again", c->s->room, strerror(-rc));
 		return;
 	}
 	st->started = 1;

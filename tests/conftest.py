@@ -151,6 +151,13 @@ class Atriumd:
                 time.sleep(0.05)
         raise RuntimeError("atriumd did not listen:\n" + self.read_log())
 
+    def network_pid(self):
+        """atriumd's network process (the one holding the sessions), as
+        its monitor publishes it in DATA/run."""
+        with open(os.path.join(self.data, "run",
+                               "atriumd-network.pid")) as f:
+            return int(f.read())
+
     def read_log(self):
         try:
             with open(self.log_path) as f:

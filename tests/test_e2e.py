@@ -300,7 +300,8 @@ def test_make_install_places_programs_pages_and_unit(tmp_path):
               "usr/local/share/man/man8/atriumd.8",
               "usr/local/share/man/man8/atrium-agent.8",
               "usr/local/share/man/man8/atrium-fs.8",
-              "lib/systemd/system/atriumd.service"):
+              "lib/systemd/system/atriumd.service",
+              "usr/lib/sysusers.d/atrium.conf"):
         assert (dest / f).exists(), f
     unit = (dest / "lib/systemd/system/atriumd.service").read_text()
     assert "ExecStart=/usr/local/bin/atriumd" in unit

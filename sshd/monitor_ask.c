@@ -1,0 +1,295 @@
+/*
+ * monitor_ask.c: the network process's side of the request socket
+ * (monitor_ask.h).  Called by session.c, chat.c, control.c, stream.c and
+ * room_access.c wherever the single-process atriumd used to act as root.
+ *
+ * One request is in flight at a time (the process has one thread), so an
+ * answer is always the answer to the request just sent.
+ */
+#include "monitor_ask.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonl.h"
+#include "log.h"
+#include "names.h"
+#include "privsep.h"
+#include "server.h"
+
+/* A request of type with room (may be NULL) set; NULL when out of memory
+ * or for a name the monitor would refuse (it would end this process:
+ * no client's name may get that far). */
+static json_object *
+monitor_ask_req(const char *type, const char *room)
+{
+	json_object *o;
+
+	if (room && !room_name_valid(room))
+		return NULL;
+	if (!(o = json_object_new_object()))
+		return NULL;
+	json_object_object_add(o, "type", json_object_new_string(type));
+	if (room)
+		json_object_object_add(o, "room", json_object_new_string(room));
+	return o;
+}
+
+/* Add "user" to *req, or drop *req for a name the monitor would refuse. */
+static void
+monitor_ask_user(json_object **req, const char *user)
+{
+	if (*req && user && user_name_valid(user)) {
+		json_object_object_add(*req, "user",
+		    json_object_new_string(user));
+		return;
+	}
+	json_object_put(*req);
+	*req = NULL;
+}
+
+/* Send req (consumed) and wait for the answer (*ans, the caller's), with
+ * up to max fds into fds[0..*nfds) (fds NULL: none).  0 or -errno; a
+ * failure also stops the server. */
+static int
+monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
+    int *fds, int *nfds, int max)
+{
+	int r;
+
+	*ans = NULL;
+	if (nfds)
+		*nfds = 0;
+	if (!req)
+		return -EINVAL;
+	if (srv->mon_fd < 0)
+		r = -EPIPE;
+	else if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) == 0)
+		r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, ans, fds,
+		    nfds, max);
+	json_object_put(req);
+	if (r < 0 && !srv->stopping) {
+		log_error("the monitor does not answer (%s); stopping",
+		    strerror(-r));
+		srv->stopping = 1;
+		srv->exit_code = 1;
+	}
+	return r;
+}
+
+/* The same with one fd at most, *fd (-1: none; fd NULL: none wanted). */
+static int
+monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
+{
+	int n = 0, r = monitor_ask_n(srv, req, ans, fd, fd ? &n : NULL,
+	    fd ? 1 : 0);
+
+	if (fd && n == 0)
+		*fd = -1;
+	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_use(struct server *srv, const char *room, const char *user,
+    char *err, size_t errlen)
+{
+	json_object *req = monitor_ask_req("use", room), *ans;
+	const char *state;
+	int r;
+
+	monitor_ask_user(&req, user);
+	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0) {
+		snprintf(err, errlen, "%s", strerror(-r));
+		return -1;
+	}
+	state = json_get_string(ans, "state");
+	snprintf(err, errlen, "%s", json_get_string(ans, "error") ?: "");
+	r = state && strcmp(state, "ready") == 0 ? 1 :
+	    state && strcmp(state, "starting") == 0 ? 0 :
+	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED : -1;
+	json_object_put(ans);
+	return r;
+}
+
+/* The fd an answer carried, or its errno. */
+static int
+monitor_ask_fd(struct server *srv, json_object *req)
+{
+	json_object *ans;
+	int fd, r;
+
+	if ((r = monitor_ask(srv, req, &ans, &fd)) < 0)
+		return r;
+	if (fd < 0) {
+		long long e = json_get_int(ans, "errno", EIO);
+
+		r = e > 0 && e < 4096 ? -(int)e : -EIO;
+	} else {
+		r = fd;
+	}
+	json_object_put(ans);
+	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_agent(struct server *srv, const char *room)
+{
+	return monitor_ask_fd(srv, monitor_ask_req("agent", room));
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_authkeys(struct server *srv)
+{
+	return monitor_ask_fd(srv, monitor_ask_req("authkeys", NULL));
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_pipes(struct server *srv, int p[3][2])
+{
+	json_object *ans;
+	int fds[6], n = 0, r;
+
+	r = monitor_ask_n(srv, monitor_ask_req("pipes", NULL), &ans, fds, &n,
+	    6);
+	if (r == 0 && n != 6) {
+		long long e = json_get_int(ans, "errno", EIO);
+
+		r = e > 0 && e < 4096 ? -(int)e : -EIO;
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+	}
+	json_object_put(ans);
+	for (int i = 0; r == 0 && i < 3; i++) {
+		p[i][0] = fds[2 * i];
+		p[i][1] = fds[2 * i + 1];
+	}
+	return r;
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_why(struct server *srv, const char *room, char *out, size_t len)
+{
+	json_object *ans;
+
+	out[0] = '\0';
+	if (monitor_ask(srv, monitor_ask_req("why", room), &ans, NULL) < 0)
+		return;
+	snprintf(out, len, "%s", json_get_string(ans, "why") ?: "");
+	json_object_put(ans);
+}
+
+/* Fill l from an access answer. */
+static int
+monitor_ask_list(json_object *ans, struct access_list *l)
+{
+	json_object *members;
+	size_t n;
+
+	access_list_init(l);
+	snprintf(l->owner, sizeof(l->owner), "%s",
+	    json_get_string(ans, "owner") ?: "");
+	if (access_visibility_parse(json_get_string(ans, "visibility") ?: "",
+	    &l->visibility) < 0)
+		return -EPROTO;
+	if (!json_object_object_get_ex(ans, "members", &members) ||
+	    !json_object_is_type(members, json_type_array))
+		return -EPROTO;
+	n = json_object_array_length(members);
+	for (size_t i = 0; i < n; i++) {
+		const char *m = json_object_get_string(
+		    json_object_array_get_idx(members, i));
+
+		if (m && access_list_add(l, m) == -ENOSPC)
+			break;
+	}
+	return 1;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_access(struct server *srv, const char *room,
+    struct access_list *l)
+{
+	json_object *ans;
+	long long e;
+	int r;
+
+	access_list_init(l);
+	if ((r = monitor_ask(srv, monitor_ask_req("access", room), &ans,
+	    NULL)) < 0)
+		return r;
+	if ((e = json_get_int(ans, "errno", 0)) > 0)
+		r = e < 4096 ? -(int)e : -EIO;
+	else if (!json_get_bool(ans, "exists", 0))
+		r = 0;
+	else
+		r = monitor_ask_list(ans, l);
+	json_object_put(ans);
+	return r;
+}
+
+/* See monitor_ask.h. */
+json_object *
+monitor_ask_rooms(struct server *srv, const char *user, int admin)
+{
+	json_object *req = monitor_ask_req("rooms", NULL), *ans;
+
+	monitor_ask_user(&req, user);
+	if (req)
+		json_object_object_add(req, "admin",
+		    json_object_new_boolean(admin));
+	if (monitor_ask(srv, req, &ans, NULL) < 0)
+		return NULL;
+	return ans;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_delete(struct server *srv, const char *room)
+{
+	json_object *ans;
+	long long rc;
+	int r;
+
+	if ((r = monitor_ask(srv, monitor_ask_req("delete", room), &ans,
+	    NULL)) < 0)
+		return r;
+	rc = json_get_int(ans, "rc", -EIO);
+	json_object_put(ans);
+	return rc <= 0 && rc > -4096 ? (int)rc : -EIO;
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_event(struct watch *w, int revents)
+{
+	struct server *srv = w->arg;
+	json_object *ev;
+	const char *type, *room, *msg;
+	int r;
+
+	(void)revents;
+	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, NULL, NULL,
+	    0)) < 0) {
+		loop_del(w);
+		if (!srv->stopping)
+			log_error("the monitor is gone (%s); stopping",
+			    strerror(-r));
+		srv->stopping = 1;
+		srv->exit_code = 1;
+		return;
+	}
+	type = json_get_string(ev, "type");
+	room = json_get_string(ev, "room");
+	msg = json_get_string(ev, "message");
+	if (type && strcmp(type, "end_room") == 0 && room && msg)
+		server_end_room(srv, room, msg);
+	json_object_put(ev);
+}

@@ -1,0 +1,43 @@
+/*
+ * privdrop.h: how atriumd's network process gives up root (privdrop.c),
+ * in the forked child before it touches a client's byte:
+ *
+ *   1. supplementary groups cleared, gid and uid set (real, effective,
+ *      saved) to the privsep user's (--privsep-user; default `atrium`
+ *      when that user exists, else `nobody`);
+ *   2. every capability dropped: bounding set, ambient set, then
+ *      permitted, effective and inheritable (the uid change clears them
+ *      too; capset says so explicitly), and checked: setuid(0) must fail;
+ *   3. PR_SET_NO_NEW_PRIVS (nothing it could exec gains anything) and
+ *      not dumpable (no other process of that user may ptrace it or read
+ *      its memory, which holds the host key);
+ *   4. PR_SET_PDEATHSIG: it ends with the monitor;
+ *   5. the seccomp filter (privdrop_seccomp.c).
+ */
+#ifndef ATRIUMD_PRIVDROP_H
+#define ATRIUMD_PRIVDROP_H
+
+#include <sys/types.h>
+
+#define PRIVDROP_DEFAULT_USER	"atrium"
+#define PRIVDROP_FALLBACK_USER	"nobody"
+
+struct privdrop_id {
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+};
+
+/* Look the privsep user up (want: --privsep-user, "" for the default),
+ * before the fork (NSS may need files the network process cannot open).
+ * 0, or -errno with the reason logged (unknown user, or root). */
+int privdrop_resolve(const char *want, struct privdrop_id *out);
+
+/* In the network process: steps 1 to 5 above; monitor is the parent's
+ * pid.  0, or -errno with the reason logged: the caller exits. */
+int privdrop_apply(const struct privdrop_id *id, pid_t monitor);
+
+/* Install the network process's seccomp filter.  0 or -errno (logged). */
+int privdrop_seccomp(void);
+
+#endif

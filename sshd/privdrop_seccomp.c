@@ -1,0 +1,112 @@
+/*
+ * privdrop_seccomp.c: the network process's seccomp filter (privdrop.h),
+ * an allow list: what its loop, libssh, OpenSSL's libcrypto, json-c and
+ * glibc's allocator call while serving sessions, found with strace over
+ * the test suite.  Anything else fails with EPERM, so a path not seen
+ * there fails one request, not every session; and for the calls an
+ * attacker who took the process would want (execve, ptrace, socket,
+ * connect, bind, pipe, mount, setuid, bpf, io_uring, keyctl...) EPERM is
+ * the end of it.  Syscalls of another architecture's table (i386, x32) kill
+ * the process: nothing here makes them.
+ *
+ * Opening files stays allowed (openpty opens /dev/ptmx and /dev/pts/N),
+ * as the privsep user, who may read nothing of DATA.  ioctl is limited to
+ * what terminals and non-blocking sockets need, so that TIOCSTI and the
+ * rest of the ioctl surface are out of reach.
+ */
+#include "privdrop.h"
+
+#include <errno.h>
+#include <seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "log.h"
+
+static const char *const privdrop_allowed[] = {
+	/* memory */
+	"brk", "mmap", "munmap", "mremap", "madvise", "mprotect",
+	/* descriptors */
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek",
+	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "openat",
+	"open", "fstat", "newfstatat", "stat", "lstat",
+	"statx", "access", "faccessat", "faccessat2", "readlink",
+	/* sockets: accepted and passed ones only, never a new one */
+	"accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg",
+	"shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
+	/* the loop */
+	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
+	"epoll_wait", "epoll_pwait", "eventfd2",
+	/* signals (the signalfd is made before the filter) */
+	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "sigaltstack",
+	"signalfd4",
+	"restart_syscall", "tgkill", "tkill",
+	/* time */
+	"clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep",
+	"clock_nanosleep",
+	/* this process */
+	"getpid", "gettid", "getppid", "getuid", "geteuid", "getgid",
+	"getegid", "getresuid", "getresgid", "getgroups", "getrlimit",
+	"prlimit64", "getrandom", "futex", "set_robust_list", "rseq",
+	"sched_yield", "sched_getaffinity", "uname", "sysinfo", "membarrier",
+	"exit", "exit_group",
+};
+
+/* ioctl requests a pty master and non-blocking fds need. */
+static const unsigned long privdrop_ioctls[] = {
+	TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, TIOCGPTN,
+	TIOCSPTLCK, TIOCGPTPEER, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
+};
+
+/* The rules into ctx.  0, or -errno with what failed logged. */
+static int
+privdrop_seccomp_rules(scmp_filter_ctx ctx)
+{
+	int r;
+
+	for (size_t i = 0; i < sizeof(privdrop_allowed) /
+	    sizeof(*privdrop_allowed); i++) {
+		int nr = seccomp_syscall_resolve_name(privdrop_allowed[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;	/* not on this architecture */
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0) {
+			log_error("seccomp: cannot allow %s: %s",
+			    privdrop_allowed[i], strerror(-r));
+			return r;
+		}
+	}
+	for (size_t i = 0; i < sizeof(privdrop_ioctls) /
+	    sizeof(*privdrop_ioctls); i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
+		    privdrop_ioctls[i]));
+		if (r < 0) {
+			log_error("seccomp: cannot allow ioctl %#lx: %s",
+			    privdrop_ioctls[i], strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* See privdrop.h. */
+int
+privdrop_seccomp(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	int r;
+
+	if (!ctx) {
+		log_error("seccomp: libseccomp cannot make a filter");
+		return -ENOMEM;
+	}
+	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+	if ((r = privdrop_seccomp_rules(ctx)) == 0 &&
+	    (r = seccomp_load(ctx)) < 0)
+		log_error("seccomp: the kernel refused the filter: %s",
+		    strerror(-r));
+	seccomp_release(ctx);
+	return r;
+}
