@@ -33,6 +33,7 @@ core_free(struct fs *fs)
 		sqlite3_close(fs->db);
 	inode_pins_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
+	pthread_cond_destroy(&fs->reclaim_cond);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
 	free(fs->path);
@@ -127,7 +128,9 @@ fs_open(const char *path, int flags, struct fs **out)
 	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
+	pthread_cond_init(&fs->reclaim_cond, NULL);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
+	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
@@ -146,12 +149,15 @@ fs_close(struct fs *fs)
 	if (!fs)
 		return;
 	fs_committer_stop(fs);
+	fs_reclaimer_stop(fs);
 	fs_lock(fs);
 	/* Nothing is looked up any more: unlinked inodes can go now, in a
-	 * group of their own (their size is unknown here, see db.c). */
+	 * group of their own (their size is unknown here, see db.c); big
+	 * ones, and what the reclaimer had left, a batch at a time. */
 	inode_pins_free(fs);
 	if (!fs->readonly && db_commit(fs, 0) == 0 && db_op_begin(fs, 0, 0) == 0)
 		db_op_end(fs, inode_purge_unlinked(fs));
+	reclaim_at_close(fs);
 	db_commit(fs, 1);
 	space_close(fs);
 	fs_unlock(fs);
@@ -289,7 +295,9 @@ core_resize(struct fs *fs, struct fs_attr *a, uint64_t size)
 		return -EINVAL;
 	if (size > (uint64_t)FS_FILE_MAX)
 		return -EFBIG;
-	if (size < a->size && (r = chunks_truncate(fs, a->ino, size)) < 0)
+	if (size < a->size && (r = reclaim_truncate(fs, a, size)) < 0)
+		return r;
+	if ((r = reclaim_expose(fs, a->ino, a->size, size)) < 0)
 		return r;
 	a->size = size;
 	return 0;
@@ -695,7 +703,8 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		return -EINVAL;
 	if (off > (uint64_t)FS_FILE_MAX || size > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
-	if ((r = chunks_write(fs, ino, off, buf, size)) < 0)
+	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
+	    (r = chunks_write(fs, ino, off, buf, size)) < 0)
 		return r;
 	return inode_set_size(fs, ino, off + size > a.size ? off + size : a.size);
 }
@@ -740,6 +749,8 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 		return r;
 	if ((mode & FALLOC_FL_KEEP_SIZE) || off + len <= a.size)
 		return 0;
+	if ((r = reclaim_expose(fs, ino, a.size, off + len)) < 0)
+		return r;
 	return inode_set_size(fs, ino, off + len);
 }
 

@@ -4,7 +4,12 @@
  * chunks.c).  Nothing outside fs/ includes it, and nothing here knows FUSE.
  *
  * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
- * takes it; every helper declared here expects it held.
+ * takes it; every helper declared here expects it held.  Three kinds of
+ * thread take it: the FUSE workers (one request each), the committer
+ * (core.c: commits an idle group) and the reclaimer (reclaim.c: frees the
+ * chunks of deleted and truncated files a batch at a time, releasing the
+ * lock between batches).  Nobody sleeps or waits for I/O of its own while
+ * holding it, except on the database.
  */
 #ifndef ATRIUM_FS_INT_H
 #define ATRIUM_FS_INT_H
@@ -22,6 +27,8 @@
  * enough that a 4 KiB write into an existing chunk copies little. */
 #define FS_CHUNK 65536
 #define FS_STMT_MAX 96
+/* Inodes the reclaimer remembers; more start a scan instead (reclaim.c). */
+#define RECLAIM_QUEUE_MAX 256
 
 /* Lookup counts of inodes the kernel (or another user of the core) holds. */
 struct pin {
@@ -77,6 +84,15 @@ struct fs {
 	pthread_cond_t committer_cond;
 	int committer_running, committer_stop;
 	unsigned commit_interval_ms;
+	/* Background freeing (reclaim.c), all guarded by lock. */
+	int reclaim_defer;        /* big deletes and truncates are deferred */
+	uint64_t reclaim_q[RECLAIM_QUEUE_MAX]; /* inodes that may hold garbage */
+	unsigned reclaim_n;
+	uint64_t reclaim_scan_from; /* next inode to scan for garbage; 0: none */
+	uint64_t reclaim_scan_to;   /* last inode of this scan; 0: not known */
+	pthread_t reclaimer;
+	pthread_cond_t reclaim_cond;  /* wakes the reclaimer: work, or stop */
+	int reclaimer_running, reclaimer_stop;
 };
 
 /* --- schema.c --- */
@@ -127,6 +143,7 @@ int inode_add_nlink(struct fs *fs, uint64_t ino, int delta);
 int inode_touch(struct fs *fs, uint64_t ino, int which);
 int inode_set_size(struct fs *fs, uint64_t ino, uint64_t size);
 int inode_release(struct fs *fs, uint64_t ino);
+int inode_delete(struct fs *fs, uint64_t ino);
 int inode_purge_unlinked(struct fs *fs);
 void inode_pin(struct fs *fs, uint64_t ino, uint64_t n);
 uint64_t inode_unpin(struct fs *fs, uint64_t ino, uint64_t n);
@@ -153,6 +170,19 @@ int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_delete(struct fs *fs, uint64_t ino);
+int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
+int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
+int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
+
+/* --- reclaim.c --- */
+void reclaim_init(struct fs *fs);
+int reclaim_big(uint64_t bytes);
+int reclaim_defers(struct fs *fs, uint64_t size, uint64_t keep);
+int reclaim_defer(struct fs *fs, uint64_t ino);
+int reclaim_expose(struct fs *fs, uint64_t ino, uint64_t oldsize,
+    uint64_t newsize);
+int reclaim_truncate(struct fs *fs, const struct fs_attr *a, uint64_t size);
+void reclaim_at_close(struct fs *fs);
 
 static inline void
 fs_lock(struct fs *fs)
