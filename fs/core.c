@@ -164,7 +164,8 @@ fs_close(struct fs *fs)
 	core_free(fs);
 }
 
-/* The committer thread: commits an open group once it is interval old. */
+/* The committer thread: commits an open group once it is interval old,
+ * and checkpoints the WAL with the lock released (checkpoint.c). */
 static void *
 core_committer(void *arg)
 {
@@ -172,6 +173,7 @@ core_committer(void *arg)
 	struct timespec ts;
 
 	fs_lock(fs);
+	ckpt_start(fs);
 	while (!fs->committer_stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)fs->commit_interval_ms * 1000000L;
@@ -180,7 +182,9 @@ core_committer(void *arg)
 		pthread_cond_timedwait(&fs->committer_cond, &fs->lock, &ts);
 		if (fs->txn_open)
 			db_commit(fs, 0);
+		ckpt_run(fs);
 	}
+	ckpt_stop(fs);
 	fs_unlock(fs);
 	return NULL;
 }
@@ -714,11 +718,16 @@ ssize_t
 fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size)
 {
+	long long deadline = 0;
 	int r;
 
 	if (size == 0)
 		return 0;
 	fs_lock(fs);
+	/* Over the quota while deleted files are still being freed: free
+	 * them first (reclaim.c). */
+	while (!quota_fits(fs, size) && reclaim_help(fs, &deadline))
+		;
 	if ((r = quota_admit(fs, size)) == 0 &&
 	    (r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
 		r = db_op_end(fs, core_write(fs, ino, off, buf, size));

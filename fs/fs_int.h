@@ -6,7 +6,8 @@
  * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
  * takes it; every helper declared here expects it held.  Three kinds of
  * thread take it: the FUSE workers (one request each), the committer
- * (core.c: commits an idle group) and the reclaimer (reclaim.c: frees the
+ * (core.c: commits an idle group; checkpoint.c: checkpoints the WAL on a
+ * connection of its own, with the lock released) and the reclaimer (reclaim.c: frees the
  * chunks of deleted and truncated files a batch at a time, releasing the
  * lock between batches).  Nobody sleeps or waits for I/O of its own while
  * holding it, except on the database.
@@ -84,6 +85,10 @@ struct fs {
 	pthread_cond_t committer_cond;
 	int committer_running, committer_stop;
 	unsigned commit_interval_ms;
+	/* Checkpoints off the lock (checkpoint.c). */
+	sqlite3 *ckpt_db;         /* the committer's own connection; NULL */
+	int wal_pages;            /* WAL pages after the last commit */
+	int ckpt_failed;          /* the last checkpoint failed (logged) */
 	/* Background freeing (reclaim.c), all guarded by lock. */
 	int reclaim_defer;        /* big deletes and truncates are deferred */
 	uint64_t reclaim_q[RECLAIM_QUEUE_MAX]; /* inodes that may hold garbage */
@@ -115,6 +120,11 @@ int db_commit(struct fs *fs, int full);
 void db_stmts_free(struct fs *fs);
 int db_configure(sqlite3 *db);
 
+/* --- checkpoint.c --- */
+int ckpt_start(struct fs *fs);
+void ckpt_stop(struct fs *fs);
+void ckpt_run(struct fs *fs);
+
 /* --- core.c --- */
 uint64_t core_entry_size(struct fs *fs, uint64_t parent, const char *name);
 
@@ -130,6 +140,7 @@ void quota_op_begin(struct fs *fs);
 int quota_op_check(struct fs *fs);
 void quota_op_end(struct fs *fs, int kept);
 int quota_admit(struct fs *fs, uint64_t bytes);
+int quota_fits(struct fs *fs, uint64_t bytes);
 int quota_reserve_check(struct fs *fs, uint64_t len);
 void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
@@ -183,6 +194,7 @@ int reclaim_expose(struct fs *fs, uint64_t ino, uint64_t oldsize,
     uint64_t newsize);
 int reclaim_truncate(struct fs *fs, const struct fs_attr *a, uint64_t size);
 void reclaim_at_close(struct fs *fs);
+int reclaim_help(struct fs *fs, long long *deadline);
 
 static inline void
 fs_lock(struct fs *fs)

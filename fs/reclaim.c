@@ -45,7 +45,11 @@
  * a full disk and may use the reserve (space.c); deleting always ends up
  * freeing.  Until a batch runs, the chunks it will free still count in the
  * quota (quota.c, by the triggers on the rows) and in df (the database's
- * free pages): a full room recovers as the batches run, in seconds.
+ * free pages): a full room recovers as the batches run, in seconds.  A
+ * write that finds no room meanwhile (ENOSPC from db_op_begin, or more
+ * than the quota leaves, fs_write) runs batches itself, for at most RECLAIM_HELP_MS,
+ * before it gives up (reclaim_help): deleting to make room works at once,
+ * as it did when deletes freed everything before returning.
  */
 #include "fs_int.h"
 
@@ -69,6 +73,8 @@
 #define RECLAIM_SCAN_WINDOW 1024
 /* After a failed batch, try again this much later. */
 #define RECLAIM_RETRY_MS 1000
+/* How long a writer short of room frees pending deletes itself. */
+#define RECLAIM_HELP_MS 2000
 /* How long fs_close goes on freeing before leaving it to the next mount. */
 #define RECLAIM_CLOSE_MS 3000
 
@@ -337,6 +343,21 @@ reclaim_work(struct fs *fs)
 	if (fs->reclaim_scan_from != 0)
 		return reclaim_scan(fs);
 	return 0;
+}
+
+/* A growing operation found no room (ENOSPC, EDQUOT) while freeing is
+ * pending: do one unit of it now, in the caller's thread, so the room a
+ * delete promised is there for the writer that needs it.  Gives up at
+ * *deadline (0: set it now, RECLAIM_HELP_MS ahead).  1 when it did some
+ * (try again), else 0. */
+int
+reclaim_help(struct fs *fs, long long *deadline)
+{
+	if (*deadline == 0)
+		*deadline = time_mono_ms() + RECLAIM_HELP_MS;
+	if (fs->in_op || time_mono_ms() >= *deadline)
+		return 0;
+	return reclaim_work(fs) > 0;
 }
 
 /* One unit of background freeing: 1 when some was done (there may be

@@ -262,6 +262,26 @@ test_crash_leftovers_are_found_and_freed(void)
 }
 
 static void
+test_full_quota_recovers_by_deleting(void)
+{
+	struct fs *fs = new_fs();
+	unsigned char *buf = calloc(1, 1 << 20);
+	struct fs_attr a;
+
+	CHECK(buf != NULL);
+	CHECK_INT(fs_quota_set(fs, 4u << 20, 0), 0);
+	make_file(fs, "big", 60);
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "new", S_IFREG | 0644, 0, 0, &a), 0);
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, 1 << 20), -EDQUOT);
+	/* deleting makes room for the very next write, not only later */
+	CHECK_INT(fs_unlink(fs, 1, "big"), 0);
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, 1 << 20), 1 << 20);
+	free(buf);
+	fs_close(fs);
+	CHECK_INT(fsck_run(db_path, 0, NULL, NULL), 0);
+}
+
+static void
 test_close_finishes_what_is_left(void)
 {
 	struct fs *fs = new_fs();
@@ -287,6 +307,7 @@ main(void)
 	TEST(test_small_delete_is_at_once);
 	TEST(test_truncate_then_grow_shows_no_old_bytes);
 	TEST(test_crash_leftovers_are_found_and_freed);
+	TEST(test_full_quota_recovers_by_deleting);
 	TEST(test_close_finishes_what_is_left);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
 	if (system(cmd) != 0)
