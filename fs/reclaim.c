@@ -447,8 +447,12 @@ fs_reclaimer_start(struct fs *fs, int thread)
 	fs_unlock(fs);
 	if (!thread || fs->readonly || fs->reclaimer_running)
 		return 0;
-	if ((r = pthread_create(&fs->reclaimer, NULL, reclaim_main, fs)) != 0)
+	if ((r = pthread_create(&fs->reclaimer, NULL, reclaim_main, fs)) != 0) {
+		fs_lock(fs);
+		fs->reclaim_defer = 0;      /* nobody would free them */
+		fs_unlock(fs);
 		return -r;
+	}
 	fs->reclaimer_running = 1;
 	return 0;
 }
