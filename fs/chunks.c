@@ -184,21 +184,16 @@ chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 	return rc == SQLITE_DONE ? 0 : db_errno(fs, rc, "chunks_read");
 }
 
-/* Drop the bytes at and past size (the caller sets the size).  0 or -errno. */
+/* Cut the chunk holding byte size, if any, to end there (the chunks past
+ * it are the caller's).  0 or -errno. */
 int
-chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
+chunks_trim(struct fs *fs, uint64_t ino, uint64_t size)
 {
 	uint64_t keep = size % FS_CHUNK;
 	sqlite3_stmt *st;
-	int r;
 
-	st = db_stmt(fs, "DELETE FROM chunks WHERE ino = ? AND idx >= ?");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)((size + FS_CHUNK - 1) / FS_CHUNK));
-	if ((r = db_done(fs, st)) < 0 || keep == 0)
-		return r;
+	if (keep == 0)
+		return 0;
 	st = db_stmt(fs, "UPDATE chunks SET data = substr(data, 1, ?1) "
 	    "WHERE ino = ?2 AND idx = ?3 AND length(data) > ?1");
 	if (!st)
@@ -209,9 +204,65 @@ chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
 	return db_done(fs, st);
 }
 
+/* Drop the bytes at and past size (the caller sets the size).  0 or -errno. */
+int
+chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	st = db_stmt(fs, "DELETE FROM chunks WHERE ino = ? AND idx >= ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)((size + FS_CHUNK - 1) / FS_CHUNK));
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	return chunks_trim(fs, ino, size);
+}
+
 /* Delete every chunk of ino.  0 or -errno. */
 int
 chunks_delete(struct fs *fs, uint64_t ino)
 {
 	return chunks_truncate(fs, ino, 0);
+}
+
+/* Delete the chunks of ino with from <= idx < to (fs/reclaim.c: garbage a
+ * growing file uncovers).  0 or -errno. */
+int
+chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to)
+{
+	sqlite3_stmt *st;
+
+	if (to <= from)
+		return 0;
+	st = db_stmt(fs, "DELETE FROM chunks WHERE ino = ? AND idx >= ? "
+	    "AND idx < ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)from);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)to);
+	return db_done(fs, st);
+}
+
+/* Delete at most max chunks of ino at idx >= from, the lowest first (one
+ * batch of fs/reclaim.c).  The number deleted, or -errno. */
+int
+chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max)
+{
+	sqlite3_stmt *st = db_stmt(fs, "DELETE FROM chunks WHERE rowid IN "
+	    "(SELECT rowid FROM chunks WHERE ino = ?1 AND idx >= ?2 "
+	    "ORDER BY idx LIMIT ?3)");
+	int r;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)from);
+	sqlite3_bind_int(st, 3, max);
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	return sqlite3_changes(fs->db);
 }

@@ -33,6 +33,7 @@ core_free(struct fs *fs)
 		sqlite3_close(fs->db);
 	inode_pins_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
+	pthread_cond_destroy(&fs->reclaim_cond);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
 	free(fs->path);
@@ -127,7 +128,9 @@ fs_open(const char *path, int flags, struct fs **out)
 	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
+	pthread_cond_init(&fs->reclaim_cond, NULL);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
+	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
@@ -147,19 +150,23 @@ fs_close(struct fs *fs)
 	if (!fs)
 		return;
 	fs_committer_stop(fs);
+	fs_reclaimer_stop(fs);
 	fs_lock(fs);
 	/* Nothing is looked up any more: unlinked inodes can go now, in a
-	 * group of their own (their size is unknown here, see db.c). */
+	 * group of their own (their size is unknown here, see db.c); big
+	 * ones, and what the reclaimer had left, a batch at a time. */
 	inode_pins_free(fs);
 	if (!fs->readonly && db_commit(fs, 0) == 0 && db_op_begin(fs, 0, 0) == 0)
 		db_op_end(fs, inode_purge_unlinked(fs));
+	reclaim_at_close(fs);
 	db_commit(fs, 1);
 	space_close(fs);
 	fs_unlock(fs);
 	core_free(fs);
 }
 
-/* The committer thread: commits an open group once it is interval old. */
+/* The committer thread: commits an open group once it is interval old,
+ * and checkpoints the WAL with the lock released (checkpoint.c). */
 static void *
 core_committer(void *arg)
 {
@@ -167,6 +174,7 @@ core_committer(void *arg)
 	struct timespec ts;
 
 	fs_lock(fs);
+	ckpt_start(fs);
 	while (!fs->committer_stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)fs->commit_interval_ms * 1000000L;
@@ -175,7 +183,9 @@ core_committer(void *arg)
 		pthread_cond_timedwait(&fs->committer_cond, &fs->lock, &ts);
 		if (fs->txn_open)
 			db_commit(fs, 0);
+		ckpt_run(fs);
 	}
+	ckpt_stop(fs);
 	fs_unlock(fs);
 	return NULL;
 }
@@ -290,7 +300,9 @@ core_resize(struct fs *fs, struct fs_attr *a, uint64_t size)
 		return -EINVAL;
 	if (size > (uint64_t)FS_FILE_MAX)
 		return -EFBIG;
-	if (size < a->size && (r = chunks_truncate(fs, a->ino, size)) < 0)
+	if (size < a->size && (r = reclaim_truncate(fs, a, size)) < 0)
+		return r;
+	if ((r = reclaim_expose(fs, a->ino, a->size, size)) < 0)
 		return r;
 	a->size = size;
 	return 0;
@@ -705,7 +717,8 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		return -EINVAL;
 	if (off > (uint64_t)FS_FILE_MAX || size > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
-	if ((r = chunks_write(fs, ino, off, buf, size)) < 0)
+	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
+	    (r = chunks_write(fs, ino, off, buf, size)) < 0)
 		return r;
 	return inode_set_size(fs, ino, off + size > a.size ? off + size : a.size);
 }
@@ -715,11 +728,16 @@ ssize_t
 fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size)
 {
+	long long deadline = 0;
 	int r;
 
 	if (size == 0)
 		return 0;
 	fs_lock(fs);
+	/* Over the quota while deleted files are still being freed: free
+	 * them first (reclaim.c). */
+	while (!quota_fits(fs, size) && reclaim_help(fs, &deadline))
+		;
 	if ((r = quota_admit(fs, size)) == 0 &&
 	    (r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
 		r = db_op_end(fs, core_write(fs, ino, off, buf, size));
@@ -734,13 +752,17 @@ static int
 core_zero_range(struct fs *fs, const struct fs_attr *a, int mode, uint64_t off,
     uint64_t len)
 {
+	int grow = !(mode & FALLOC_FL_KEEP_SIZE) && off + len > a->size;
 	int r;
 
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EOPNOTSUPP;
+	/* Growing uncovers what a shrink left for reclaim.c: gone first. */
+	if (grow && (r = reclaim_expose(fs, a->ino, a->size, off + len)) < 0)
+		return r;
 	if ((r = holes_punch(fs, a->ino, a->size, off, len)) < 0)
 		return r;
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > a->size)
+	if (grow)
 		return inode_set_size(fs, a->ino, off + len);
 	return inode_touch(fs, a->ino, INODE_MTIME | INODE_CTIME);
 }
@@ -772,6 +794,8 @@ core_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
 		return r;
 	if ((mode & FALLOC_FL_KEEP_SIZE) || off + len <= a.size)
 		return 0;
+	if ((r = reclaim_expose(fs, ino, a.size, off + len)) < 0)
+		return r;
 	return inode_set_size(fs, ino, off + len);
 }
 

@@ -15,7 +15,10 @@
  * never consistency.
  *
  * All reads and writes use the one connection, so readers see the open
- * transaction's changes.  synchronous=NORMAL in WAL mode; fsync commits and
+ * transaction's changes.  Only WAL checkpoints use another: while the
+ * committer runs, checkpoint.c takes them out of COMMIT and runs them on a
+ * connection of its own without fs->lock.  A background delete
+ * (reclaim.c) is an ordinary operation of a group, a batch at a time.  synchronous=NORMAL in WAL mode; fsync commits and
  * then syncs the WAL file, so what fsync returned for is on disk.
  *
  * A full disk.  The promise: a full disk gives ENOSPC to the writer, never
@@ -264,6 +267,7 @@ db_commit_group(struct fs *fs, int unanswered)
 int
 db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 {
+	long long deadline = 0;
 	int64_t need;
 	int r;
 
@@ -272,7 +276,12 @@ db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 	db_group_alive(fs);     /* a read may have lost it (a cache spill) */
 	if (fs->failed)
 		return fs->failed;
-	if ((r = space_admit(fs, grow, frees, &need)) < 0)
+	/* Short of room while deleted files are still being freed: free
+	 * them first (reclaim.c). */
+	while ((r = space_admit(fs, grow, frees, &need)) == -ENOSPC && grow &&
+	    reclaim_help(fs, &deadline))
+		;
+	if (r < 0)
 		return r;
 	/* Near full, each operation commits alone before it is answered, so
 	 * a commit that fails for room fails only that operation. */

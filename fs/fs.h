@@ -126,6 +126,14 @@ void fs_close(struct fs *fs);
 int fs_committer_start(struct fs *fs, unsigned interval_ms);
 void fs_committer_stop(struct fs *fs);
 
+/* From fs_reclaimer_start on, deleting or truncating a big file frees its
+ * chunks in the background (fs/reclaim.c): with thread, a thread of its
+ * own does it; else the caller calls fs_reclaim_batch, which does one unit
+ * of it: 1 when it did some, 0 when nothing is left, or -errno. */
+int fs_reclaimer_start(struct fs *fs, int thread);
+void fs_reclaimer_stop(struct fs *fs);
+int fs_reclaim_batch(struct fs *fs);
+
 /* Commit pending work now; durable on disk when full is set.  0 or -errno;
  * -EIO for ever once a failed commit lost answered work (see fs/db.c). */
 int fs_sync(struct fs *fs, int full);

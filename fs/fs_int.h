@@ -4,7 +4,13 @@
  * chunks.c).  Nothing outside fs/ includes it, and nothing here knows FUSE.
  *
  * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
- * takes it; every helper declared here expects it held.
+ * takes it; every helper declared here expects it held.  Three kinds of
+ * thread take it: the FUSE workers (one request each), the committer
+ * (core.c: commits an idle group; checkpoint.c: checkpoints the WAL on a
+ * connection of its own, with the lock released) and the reclaimer (reclaim.c: frees the
+ * chunks of deleted and truncated files a batch at a time, releasing the
+ * lock between batches).  Nobody sleeps or waits for I/O of its own while
+ * holding it, except on the database.
  */
 #ifndef ATRIUM_FS_INT_H
 #define ATRIUM_FS_INT_H
@@ -32,6 +38,8 @@
 /* The times ext4 keeps with 256-byte inodes (fs/inode.c clamps to them). */
 #define FS_TIME_MIN (-2147483648LL)    /* 1901-12-13 20:45:52 UTC */
 #define FS_TIME_MAX 15032385535LL      /* 2446-05-10 22:38:55 UTC */
+/* Inodes the reclaimer remembers; more start a scan instead (reclaim.c). */
+#define RECLAIM_QUEUE_MAX 256
 
 /* Lookup counts of inodes the kernel (or another user of the core) holds. */
 struct pin {
@@ -87,6 +95,19 @@ struct fs {
 	pthread_cond_t committer_cond;
 	int committer_running, committer_stop;
 	unsigned commit_interval_ms;
+	/* Checkpoints off the lock (checkpoint.c). */
+	sqlite3 *ckpt_db;         /* the committer's own connection; NULL */
+	int wal_pages;            /* WAL pages after the last commit */
+	int ckpt_failed;          /* the last checkpoint failed (logged) */
+	/* Background freeing (reclaim.c), all guarded by lock. */
+	int reclaim_defer;        /* big deletes and truncates are deferred */
+	uint64_t reclaim_q[RECLAIM_QUEUE_MAX]; /* inodes that may hold garbage */
+	unsigned reclaim_n;
+	uint64_t reclaim_scan_from; /* next inode to scan for garbage; 0: none */
+	uint64_t reclaim_scan_to;   /* last inode of this scan; 0: not known */
+	pthread_t reclaimer;
+	pthread_cond_t reclaim_cond;  /* wakes the reclaimer: work, or stop */
+	int reclaimer_running, reclaimer_stop;
 };
 
 /* --- schema.c --- */
@@ -108,6 +129,11 @@ int db_op_end(struct fs *fs, int rc);
 int db_commit(struct fs *fs, int full);
 void db_stmts_free(struct fs *fs);
 int db_configure(sqlite3 *db);
+
+/* --- checkpoint.c --- */
+int ckpt_start(struct fs *fs);
+void ckpt_stop(struct fs *fs);
+void ckpt_run(struct fs *fs);
 
 /* --- core.c --- */
 uint64_t core_entry_size(struct fs *fs, uint64_t parent, const char *name);
@@ -134,6 +160,7 @@ void quota_op_begin(struct fs *fs);
 int quota_op_check(struct fs *fs);
 void quota_op_end(struct fs *fs, int kept);
 int quota_admit(struct fs *fs, uint64_t bytes);
+int quota_fits(struct fs *fs, uint64_t bytes);
 int quota_reserve_check(struct fs *fs, uint64_t len);
 void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
@@ -149,6 +176,7 @@ int inode_add_nlink(struct fs *fs, uint64_t ino, int delta);
 int inode_touch(struct fs *fs, uint64_t ino, int which);
 int inode_set_size(struct fs *fs, uint64_t ino, uint64_t size);
 int inode_release(struct fs *fs, uint64_t ino);
+int inode_delete(struct fs *fs, uint64_t ino);
 int inode_purge_unlinked(struct fs *fs);
 void inode_pin(struct fs *fs, uint64_t ino, uint64_t n);
 uint64_t inode_unpin(struct fs *fs, uint64_t ino, uint64_t n);
@@ -175,6 +203,20 @@ int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_delete(struct fs *fs, uint64_t ino);
+int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
+int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
+int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
+
+/* --- reclaim.c --- */
+void reclaim_init(struct fs *fs);
+int reclaim_big(uint64_t bytes);
+int reclaim_defers(struct fs *fs, uint64_t size, uint64_t keep);
+int reclaim_defer(struct fs *fs, uint64_t ino);
+int reclaim_expose(struct fs *fs, uint64_t ino, uint64_t oldsize,
+    uint64_t newsize);
+int reclaim_truncate(struct fs *fs, const struct fs_attr *a, uint64_t size);
+void reclaim_at_close(struct fs *fs);
+int reclaim_help(struct fs *fs, long long *deadline);
 
 static inline void
 fs_lock(struct fs *fs)

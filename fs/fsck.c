@@ -7,7 +7,8 @@
  * Each check is one query whose rows are the problems, already worded by
  * SQLite's printf(), so adding a check is adding a row to fsck_checks[].
  * Parameters: ?1 is 1 when a daemon has the database mounted (unlinked
- * inodes may then still be open, so they are no problem), ?2 the chunk size.
+ * inodes may then still be open, and chunks past a file's size not freed
+ * yet by its reclaimer, so they are no problem), ?2 the chunk size.
  */
 #include "fs_int.h"
 
@@ -69,7 +70,14 @@ static const char *const fsck_checks[] = {
 	"the size %d or the chunk size', c.idx, c.ino, length(c.data), "
 	"c.idx * ?2, i.size) FROM chunks c JOIN inodes i ON i.ino = c.ino "
 	"WHERE length(c.data) = 0 OR length(c.data) > ?2 OR c.idx < 0 OR "
-	"c.idx * ?2 + length(c.data) > i.size",
+	"(c.idx * ?2 < i.size AND c.idx * ?2 + length(c.data) > i.size)",
+	/* I6: chunks wholly past the size await the reclaimer (reclaim.c) */
+	"SELECT printf('inode %d has %d chunks past its size %d, left by a "
+	"truncate whose freeing was cut short (they are freed at the next "
+	"mount)', i.ino, count(*), i.size) FROM chunks c JOIN inodes i ON "
+	"i.ino = c.ino WHERE NOT ?1 AND length(c.data) > 0 AND "
+	"length(c.data) <= ?2 AND c.idx >= 0 AND c.idx * ?2 >= i.size "
+	"GROUP BY i.ino",
 	/* I7 */
 	"SELECT printf('symlink %d has no target or a size that is not its "
 	"length', i.ino) FROM inodes i LEFT JOIN symlinks s ON s.ino = i.ino "

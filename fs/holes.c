@@ -25,9 +25,11 @@
 #include <unistd.h>
 
 /* SEEK_DATA: the first data byte at or after off into *out; -ENXIO when
- * only holes follow. */
+ * only holes follow.  Chunks at or past size are a shrunk file's leftovers
+ * that reclaim.c has not freed yet: not data. */
 static int
-holes_next_data(struct fs *fs, uint64_t ino, uint64_t off, uint64_t *out)
+holes_next_data(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
+    uint64_t *out)
 {
 	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, length(data) FROM chunks "
 	    "WHERE ino = ? AND idx >= ? ORDER BY idx");
@@ -41,6 +43,8 @@ holes_next_data(struct fs *fs, uint64_t ino, uint64_t off, uint64_t *out)
 		uint64_t start = (uint64_t)sqlite3_column_int64(st, 0) * FS_CHUNK;
 		uint64_t end = start + (uint64_t)sqlite3_column_int64(st, 1);
 
+		if (start >= size)
+			break;
 		if (end > off) {
 			*out = start > off ? start : off;
 			r = 0;
@@ -99,7 +103,7 @@ holes_seek(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
 	if (off >= size)
 		return -ENXIO;
 	if (whence == SEEK_DATA)
-		return holes_next_data(fs, ino, off, out);
+		return holes_next_data(fs, ino, size, off, out);
 	return holes_next_hole(fs, ino, size, off, out);
 }
 

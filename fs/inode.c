@@ -9,7 +9,8 @@
  * while pinned (an open file stays readable), and is deleted when the last
  * pin goes.  Pins live only in memory, in a chained hash table: after a
  * crash nothing is pinned, and inode_purge_unlinked drops every nlink-0 inode
- * at the next mount.
+ * at the next mount.  A big file's rows are not deleted there but handed to
+ * the reclaimer (reclaim.c), which frees them in batches.
  */
 #include "fs_int.h"
 
@@ -191,8 +192,9 @@ inode_set_size(struct fs *fs, uint64_t ino, uint64_t size)
 	return db_done(fs, st);
 }
 
-/* Delete every row of inode ino. */
-static int
+/* Delete every row of inode ino (in one statement per table: the caller
+ * sees to it that few chunks are left, see reclaim.c).  0 or -errno. */
+int
 inode_delete(struct fs *fs, uint64_t ino)
 {
 	static const char *const sqls[] = {
@@ -225,15 +227,20 @@ inode_release(struct fs *fs, uint64_t ino)
 		return 0;
 	if ((r = inode_get(fs, ino, &a)) < 0)
 		return r == -ENOENT ? 0 : r;
-	return a.nlink == 0 ? inode_delete(fs, ino) : 0;
+	if (a.nlink != 0)
+		return 0;
+	return reclaim_defers(fs, a.size, 0) ? reclaim_defer(fs, ino) :
+	    inode_delete(fs, ino);
 }
 
-/* Delete every unpinned inode with nlink 0.  The number deleted or -errno. */
+/* Delete every unpinned inode with nlink 0, but hand those bigger than one
+ * batch to the reclaimer.  The number deleted or -errno. */
 int
 inode_purge_unlinked(struct fs *fs)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT ino FROM inodes WHERE nlink = 0 "
-	    "AND ino > ? ORDER BY ino LIMIT 1");
+	sqlite3_stmt *st = db_stmt(fs, "SELECT ino, size FROM inodes "
+	    "WHERE nlink = 0 AND ino > ? ORDER BY ino LIMIT 1");
+	uint64_t size;
 	uint64_t ino = 0;
 	int n = 0, r;
 
@@ -246,12 +253,17 @@ inode_purge_unlinked(struct fs *fs)
 			return r == SQLITE_DONE ? n : db_errno(fs, r, "purge");
 		}
 		ino = (uint64_t)sqlite3_column_int64(st, 0);
+		size = (uint64_t)sqlite3_column_int64(st, 1);
 		sqlite3_reset(st);
-		if (!inode_pinned(fs, ino) && ino != FS_ROOT_INO) {
-			if ((r = inode_delete(fs, ino)) < 0)
-				return r;
-			n++;
+		if (inode_pinned(fs, ino) || ino == FS_ROOT_INO)
+			continue;
+		if (reclaim_big(size)) {
+			reclaim_defer(fs, ino);
+			continue;
 		}
+		if ((r = inode_delete(fs, ino)) < 0)
+			return r;
+		n++;
 	}
 	return -EIO;
 }

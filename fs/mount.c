@@ -277,6 +277,9 @@ mount_loop(struct mount_state *m)
 	fuse_loop_cfg_set_max_threads(cfg, MOUNT_MAX_THREADS);
 	if (fs_committer_start(m->fs, MOUNT_COMMIT_MS) < 0)
 		log_warn("no committer thread: writes commit only as they go");
+	if (fs_reclaimer_start(m->fs, 1) < 0)
+		log_warn("no reclaimer thread: deleted files are freed at unmount "
+		    "and at the next mount");
 	r = fuse_session_loop_mt(m->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return r < 0 ? -1 : 0;

@@ -258,6 +258,15 @@ quota_admit(struct fs *fs, uint64_t bytes)
 	return 0;
 }
 
+/* 1 when bytes more stored bytes stay within the byte quota (or there is
+ * none); what a writer checks before it frees pending deletes itself. */
+int
+quota_fits(struct fs *fs, uint64_t bytes)
+{
+	return !fs->quota_bytes || (bytes <= (uint64_t)INT64_MAX &&
+	    fs->used_bytes + (int64_t)bytes <= fs->quota_bytes);
+}
+
 /* 0, or -EDQUOT when len more stored bytes would pass the byte quota:
  * what fallocate promises (later writes find room) cannot be promised. */
 int

@@ -38,9 +38,13 @@
  *       2 + its subdirectories.  Any other inode's nlink equals its dirents.
  *   I5  every inode other than the root has a dirent, except inodes with
  *       nlink 0, which exist only while a mounted daemon still has them
- *       open or looked up (they are deleted on forget and on the next mount).
+ *       open or looked up, or is freeing them in the background (they are
+ *       deleted on forget, by the reclaimer, and on the next mount).
  *   I6  chunks belong to existing regular files; 0 < length <= chunk_size and
- *       idx*chunk_size + length <= size.
+ *       idx*chunk_size + length <= size, except chunks wholly past the size
+ *       (idx*chunk_size >= size), which a deferred truncate leaves for the
+ *       reclaimer (fs/reclaim.c) and, like unlinked inodes, exist only while
+ *       a mounted daemon is freeing them (or until the next mount).
  *   I7  a symlink has exactly one symlinks row and its size is the target's
  *       length; symlinks rows belong to symlinks; xattrs to existing inodes.
  *   I8  every directory is reachable from the root (no cycles).

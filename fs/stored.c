@@ -78,6 +78,10 @@ stored_attr(struct fs_attr *a, uint64_t stored)
 	uint64_t bytes;
 
 	if (S_ISREG(a->mode)) {
+		/* A file keeps no more than its size; more is a shrink's
+		 * leftovers that reclaim.c frees in the background. */
+		if (stored > a->size)
+			stored = a->size;
 		a->blocks = (stored + 511) / 512;
 	} else if (S_ISDIR(a->mode)) {
 		bytes = STORED_DIR_DOTS + stored;

@@ -230,6 +230,39 @@ def test_seek_hole_and_seek_data(fs):
         assert os.lseek(f.fileno(), 0, os.SEEK_DATA) == 5 * CHUNK
 
 
+def test_a_shrunk_files_leftovers_are_neither_data_nor_uncovered(fs):
+    """A big shrink frees its chunks in the background (reclaim.c); until
+    then SEEK_DATA must not find them, st_blocks must not count them, and
+    growing the file again must show zeros, not the old bytes."""
+    p = fs.p("f")
+    mib = 1 << 20
+    with open(p, "wb") as f:
+        f.write(b"a")
+        f.seek(8 * mib)
+        block = b"x" * mib
+        for _ in range(256):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+        f.truncate(4 * mib)
+    fd = os.open(p, os.O_RDWR)
+    try:
+        with pytest.raises(OSError) as e:
+            os.lseek(fd, CHUNK, os.SEEK_DATA)
+        assert e.value.errno == errno.ENXIO
+        assert os.fstat(fd).st_blocks * 512 <= 4 * mib
+        fallocate(fd, FALLOC_FL_ZERO_RANGE, 4 * mib, 300 * mib)
+        assert os.fstat(fd).st_size == 304 * mib
+        os.lseek(fd, 4 * mib, os.SEEK_SET)
+        left = 300 * mib
+        while left:
+            got = os.read(fd, min(left, 4 * mib))
+            assert got and got.count(0) == len(got)
+            left -= len(got)
+    finally:
+        os.close(fd)
+
+
 def test_punch_hole_and_zero_range_read_zeros_and_free(fs):
     p = fs.p("f")
     data = bytearray(os.urandom(8 * CHUNK))

@@ -1,0 +1,103 @@
+/*
+ * checkpoint.c: WAL checkpoints outside fs->lock.  Called by core.c: the
+ * committer thread starts, runs and stops it.
+ *
+ * Why: SQLite checkpoints at the commit that takes the WAL past 1000 pages
+ * (wal_autocheckpoint): it copies them into the database and fsyncs it,
+ * 20 to 200 ms on a busy disk, and the commit runs under fs->lock, so every
+ * request of the workspace waited for it.  Freeing a big file in the
+ * background (reclaim.c) commits often, and its checkpoints were what a
+ * stat still waited for.
+ *
+ * How: while the committer runs, the main connection's WAL hook only notes
+ * the WAL's size (fs->wal_pages) and wakes the committer past CKPT_PAGES;
+ * the committer then releases fs->lock and runs a PASSIVE checkpoint on a
+ * connection of its own (fs->ckpt_db), which copies committed frames while
+ * the main connection goes on reading and writing.  SQLite restarts the WAL
+ * from its start at the first write transaction after a checkpoint that
+ * copied everything.  Should the WAL still grow past CKPT_PAGES_MAX, and
+ * whenever the disk is near full (space.c: fs->space_low), the committing
+ * thread checkpoints itself at CKPT_PAGES, as SQLite would, so the WAL
+ * (which keeps its largest size on disk) stays as small as before.  Without the committer (fsck, the unit
+ * tests) SQLite's own checkpoints stay.
+ *
+ * Threading: fs->ckpt_db is used only by the committer thread, with or
+ * without fs->lock; fs->wal_pages and fs->ckpt_failed only under fs->lock.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+
+/* SQLite's wal_autocheckpoint default. */
+#define CKPT_PAGES 1000
+/* 16 MiB of 4 KiB pages: one group's worth (DB_COMMIT_BYTES, db.c). */
+#define CKPT_PAGES_MAX 4096
+
+/* The main connection's WAL hook (after each commit, fs->lock held). */
+static int
+ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct fs *fs = arg;
+
+	fs->wal_pages = pages;
+	if (pages >= CKPT_PAGES_MAX || (pages >= CKPT_PAGES && fs->space_low))
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+		    NULL, NULL);
+	else if (pages >= CKPT_PAGES)
+		pthread_cond_signal(&fs->committer_cond);
+	return SQLITE_OK;
+}
+
+/* Open the checkpointing connection and take the checkpoints over from
+ * SQLite (fs->lock held).  0 or -errno; on failure SQLite's stay. */
+int
+ckpt_start(struct fs *fs)
+{
+	int rc;
+
+	if (fs->readonly || fs->ckpt_db)
+		return 0;
+	rc = sqlite3_open_v2(fs->path, &fs->ckpt_db,
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		log_warn("%s: no connection for checkpoints (%s); SQLite "
+		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));
+		sqlite3_close(fs->ckpt_db);
+		fs->ckpt_db = NULL;
+		return -EIO;
+	}
+	sqlite3_wal_hook(fs->db, ckpt_hook, fs);
+	return 0;
+}
+
+/* Give the checkpoints back to SQLite and close the connection (fs->lock
+ * held).  Accepts a stopped one. */
+void
+ckpt_stop(struct fs *fs)
+{
+	if (!fs->ckpt_db)
+		return;
+	sqlite3_wal_autocheckpoint(fs->db, CKPT_PAGES);
+	sqlite3_close(fs->ckpt_db);
+	fs->ckpt_db = NULL;
+}
+
+/* Checkpoint if the WAL has grown past CKPT_PAGES, with fs->lock released
+ * meanwhile (held on entry and on return). */
+void
+ckpt_run(struct fs *fs)
+{
+	int rc;
+
+	if (!fs->ckpt_db || fs->wal_pages < CKPT_PAGES)
+		return;
+	fs->wal_pages = 0;
+	fs_unlock(fs);
+	rc = sqlite3_wal_checkpoint_v2(fs->ckpt_db, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	fs_lock(fs);
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY && !fs->ckpt_failed)
+		log_warn("%s: checkpoint: %s (tried again as the WAL grows)",
+		    fs->path, sqlite3_errstr(rc));
+	fs->ckpt_failed = rc != SQLITE_OK && rc != SQLITE_BUSY;
+}

@@ -1,0 +1,199 @@
+"""atrium-fs frees the space of big deleted and truncated files in the
+background: what a user of the mounted workspace sees while it does, and
+after a kill -9 in the middle of it.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_fs_reclaim.py
+"""
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from test_fs import Mount, fsck_clean, run, sha, wait_gone
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+]
+
+MiB = 1 << 20
+PROBE_FILES = 600
+
+
+def write_big(path, size):
+    block = os.urandom(MiB)
+    with open(path, "wb") as f:
+        for _ in range(size // MiB):
+            f.write(block)
+        os.fsync(f.fileno())
+
+
+class Prober:
+    """A stat that reaches the daemon (a name never looked up before) and
+    a read the kernel has not cached (a file never read since the mount)."""
+
+    def __init__(self, m):
+        self.m = m
+        self.next = 0
+
+    def make_files(self):
+        for i in range(PROBE_FILES):
+            with open(self.m.p(f"r{i:03d}"), "wb") as f:
+                f.write(b"%d" % i * 1000)
+
+    def once(self):
+        i = self.next
+        self.next += 1
+        assert i < PROBE_FILES, "out of probe files"
+        t0 = time.monotonic()
+        with pytest.raises(FileNotFoundError):
+            os.stat(self.m.p(f"absent{i}"))
+        t1 = time.monotonic()
+        with open(self.m.p(f"r{i:03d}"), "rb") as f:
+            assert f.read() == b"%d" % i * 1000
+        t2 = time.monotonic()
+        return max(t1 - t0, t2 - t1)
+
+    def limit(self):
+        """How long a probe may take while a big file is freed: 100 ms or
+        50 times its usual (median) time with nothing being freed, or, on
+        a machine busy with other work, twice the slowest of those.  A
+        request held up by the freeing waits seconds."""
+        times = []
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            times.append(self.once())
+            time.sleep(0.03)
+        times.sort()
+        return max(0.1, 50 * times[len(times) // 2], 2 * times[-1])
+
+    def during(self, seconds):
+        """The slowest probe over the next seconds."""
+        worst, end = 0.0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            worst = max(worst, self.once())
+            time.sleep(0.03)
+        return worst
+
+
+def drop_cached_pages(path):
+    """Have the kernel forget the cached pages of one file (clean after
+    the unmount's checkpoint), so SQLite reads them from the disk as it
+    would for a file written long ago."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def freelist_bytes(db):
+    c = sqlite3.connect(db)
+    try:
+        pages = c.execute("PRAGMA freelist_count").fetchone()[0]
+        return pages * c.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        c.close()
+
+
+def df_used(m):
+    """What df in the mount shows used: with a quota, the room's bytes."""
+    sv = os.statvfs(m.dir)
+    return (sv.f_blocks - sv.f_bfree) * sv.f_frsize
+
+
+# As atriumd mounts a room's workspace: its quota triggers read each freed
+# row, which made freeing slower still.
+ROOM_OPTS = "quota=10737418240,quota_inodes=1000000"
+
+
+def test_big_rm_and_truncate_do_not_stall_other_requests(tmp_path):
+    m = Mount(tmp_path, opts=ROOM_OPTS).mount()
+    try:
+        probe = Prober(m)
+        probe.make_files()
+        write_big(m.p("big"), 1024 * MiB)
+        write_big(m.p("trunc"), 512 * MiB)
+        m.unmount()
+        drop_cached_pages(m.db)
+        m.mount()                      # nothing cached in the kernel
+        limit = probe.limit()
+        used = df_used(m)
+
+        subprocess.run(["rm", m.p("big")], check=True, timeout=60)
+        t = time.monotonic()
+        assert not os.path.exists(m.p("big"))
+        worst = max(time.monotonic() - t, probe.during(5))
+        assert worst <= limit, f"a request took {worst:.3f}s after rm"
+        # It is being freed meanwhile: df shows more room.
+        assert df_used(m) < used - 16 * MiB
+
+        os.truncate(m.p("trunc"), 0)
+        t = time.monotonic()
+        assert os.stat(m.p("trunc")).st_size == 0
+        worst = max(time.monotonic() - t, probe.during(5))
+        assert worst <= limit, f"a request took {worst:.3f}s after truncate"
+        # Growing it again shows zeros, never the old bytes.
+        with open(m.p("trunc"), "r+b") as f:
+            f.seek(300 * MiB)
+            f.write(b"end")
+        with open(m.p("trunc"), "rb") as f:
+            f.seek(300 * MiB - 4 * MiB)
+            assert f.read() == bytes(4 * MiB) + b"end"
+    finally:
+        m.unmount()
+
+
+def test_kill_9_during_a_background_delete(tmp_path):
+    m = Mount(tmp_path, opts=ROOM_OPTS).mount()
+    try:
+        synced = os.urandom(MiB + 123)
+        with open(m.p("synced"), "wb") as f:
+            f.write(synced)
+            os.fsync(f.fileno())
+        write_big(m.p("big"), 256 * MiB)
+        write_big(m.p("cut"), 64 * MiB)
+        with open(m.p("cut"), "rb") as f:
+            head = f.read(1000)
+        used = df_used(m)
+        free_before = freelist_bytes(m.db)
+        os.unlink(m.p("big"))
+        os.truncate(m.p("cut"), 1000)
+        time.sleep(0.5)                # some batches are committed
+        os.kill(m.pid, signal.SIGKILL)
+        wait_gone(m.pid)
+        subprocess.run(["fusermount3", "-uz", m.dir], capture_output=True)
+        m.pid = 0
+        assert freelist_bytes(m.db) < free_before + 200 * MiB, \
+            "the delete was over before the kill: make the file bigger"
+        # What is left is only what the next mount frees.
+        r = run("fsck", m.db)
+        assert r.returncode in (0, 1), r.stderr
+        for line in r.stdout.splitlines():
+            assert "freed at the next mount" in line or \
+                "removed at the next mount" in line, line
+
+        m.mount()
+        with open(m.p("synced"), "rb") as f:
+            assert sha(f.read()) == sha(synced)
+        with open(m.p("cut"), "rb") as f:
+            assert f.read() == head
+        # Growing the cut file again shows zeros, not what was cut.
+        with open(m.p("cut"), "r+b") as f:
+            f.seek(8 * MiB)
+            f.write(b"x")
+        with open(m.p("cut"), "rb") as f:
+            assert f.read() == head + bytes(8 * MiB - 1000) + b"x"
+        end = time.time() + 120
+        while freelist_bytes(m.db) < free_before + 300 * MiB and \
+                time.time() < end:
+            time.sleep(0.2)
+        assert freelist_bytes(m.db) >= free_before + 300 * MiB
+        assert df_used(m) < used - 300 * MiB
+    finally:
+        m.unmount()
+    fsck_clean(m)
