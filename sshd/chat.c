@@ -19,10 +19,16 @@
  * channel only whole, and only while the channel holds less than
  * CHAT_OUT_LOW, so the bytes on the wire never end inside an escape
  * sequence or a UTF-8 character.  A slow client does not hold the room
- * up: a frame that does not fit in CHAT_MAX_QUEUED drops every queued
- * frame (whole ones, none of which went out), and once the client has
+ * up.  While more than CHAT_PAUSE_AT waits, the room's events are not
+ * read (a burst of output waits in the socket for a client that reads);
+ * when the client has not caught up after CHAT_STALL_MS, or a frame does
+ * not fit in CHAT_MAX_QUEUED, every queued frame is dropped (whole ones,
+ * none of which went out), reading goes on, and once the client has
  * caught up the screen is drawn again from the model (tui_draw_redraw)
- * with a note; in plain mode the note alone says lines were dropped.
+ * with a note; in plain mode the note says lines were dropped.
+ *
+ * Command output comes in chunks cut anywhere: its unfinished last line
+ * is kept (`partial`) until the rest comes or something else is shown.
  * Ctrl-L and a new window size redraw the same way.
  *
  * Colour is off when the client sent NO_COLOR (non-empty) through an env
@@ -45,9 +51,14 @@
 #include "tui_editor.h"
 #include "tui_keys.h"
 #include "utf8.h"
+#include "util.h"
 
 #define CHAT_MAX_QUEUED		(256 * 1024)	/* frames waiting for the client */
 #define CHAT_OUT_LOW		(64 * 1024)	/* ... moved below this */
+#define CHAT_PAUSE_AT		(CHAT_MAX_QUEUED / 2)	/* stop reading the room */
+#define CHAT_STALL_MS		1000	/* paused this long: drop, redraw */
+#define CHAT_MAX_PARTIAL	(2 * 1024 * 1024)	/* unfinished output kept
+					 * (more than one event holds) */
 #define CHAT_MAX_FRAME		(1024 * 1024)	/* one frame, at most */
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
@@ -91,6 +102,9 @@ struct chat {
 	struct buf q;			/* whole frames for the client */
 	int redraw_owed;		/* frames were dropped: redraw (ansi) or
 					 * say so (plain) once caught up */
+	long long paused_ms;		/* when reading the room was paused
+					 * for the client (0: not paused) */
+	struct buf partial;		/* command output's unfinished line */
 	struct buf line;		/* plain: the line being read */
 	int discarding;			/* plain: inside an over-long line */
 	int started;			/* hello sent */
@@ -313,23 +327,59 @@ chat_frame(struct chat *ch)
 	return &ch->frame;
 }
 
+/* Drop every queued frame; the client is owed a redraw (or a note). */
+static void
+chat_drop(struct chat *ch)
+{
+	if (!ch->redraw_owed)
+		log_info("session %lu: %s: chat output dropped: the client "
+		    "reads slower than the room talks", ch->c->s->num,
+		    ch->c->s->user);
+	buf_reset(&ch->q);
+	ch->redraw_owed = 1;
+}
+
 /* Queue the frame whole.  When it does not fit (or was cut short: it
- * would pass CHAT_MAX_FRAME), every queued frame is dropped and a redraw
- * is owed; while it is owed, frames are not queued (the redraw shows
- * where they left the screen). */
+ * would pass CHAT_MAX_FRAME), every queued frame is dropped; with ansi,
+ * while a redraw is owed frames are not queued (the redraw shows where
+ * they left the screen), plain lines go on after the note.  Reading the
+ * room pauses while the queue is long (chat_tick resumes it). */
 static void
 chat_frame_done(struct chat *ch)
 {
+	const char *f = ch->frame.data ? ch->frame.data : "";
+
 	if (ch->redraw_owed && ch->ansi) {
 		buf_reset(&ch->frame);
 	} else if (ch->frame.len >= CHAT_MAX_FRAME ||
-	    buf_append(&ch->q, ch->frame.data ? ch->frame.data : "",
-	    ch->frame.len) < 0) {
-		buf_reset(&ch->q);
-		ch->redraw_owed = 1;
+	    buf_append(&ch->q, f, ch->frame.len) < 0) {
+		chat_drop(ch);
+		if (!ch->ansi && ch->frame.len < CHAT_MAX_FRAME)
+			buf_append(&ch->q, f, ch->frame.len);
 	}
 	buf_reset(&ch->frame);
 	chat_flush(ch);
+	if (ch->q.len > CHAT_PAUSE_AT && !ch->paused_ms) {
+		ch->paused_ms = time_mono_ms();
+		agentlink_pause(&ch->link, 1);
+	}
+}
+
+/* Every loop turn (never inside the link's callbacks): resume reading
+ * the room once the client took the queue, or after CHAT_STALL_MS drop
+ * what it did not take and resume anyway. */
+static void
+chat_resume(struct chat *ch)
+{
+	if (!ch->paused_ms)
+		return;
+	if (ch->q.len > CHAT_PAUSE_AT &&
+	    time_mono_ms() - ch->paused_ms < CHAT_STALL_MS)
+		return;
+	if (ch->q.len > CHAT_PAUSE_AT)
+		chat_drop(ch);
+	ch->paused_ms = 0;
+	agentlink_pause(&ch->link, 0);
 }
 
 /* Raw bytes as a frame of their own (plain echo, the goodbye). */
@@ -340,9 +390,9 @@ chat_raw(struct chat *ch, const char *p, size_t n)
 	chat_frame_done(ch);
 }
 
-/* Print one line above the input line. */
+/* Show one line above the input line, as it is. */
 static void
-chat_print(struct chat *ch, enum tui_style style, const char *name,
+chat_show(struct chat *ch, enum tui_style style, const char *name,
     const char *text)
 {
 	struct buf *f = chat_frame(ch);
@@ -351,6 +401,48 @@ chat_print(struct chat *ch, enum tui_style style, const char *name,
 	tui_draw_line(&ch->draw, f, style, name, text);
 	tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
 	chat_frame_done(ch);
+}
+
+/* Show the unfinished output line kept, if any. */
+static void
+chat_output_flush(struct chat *ch)
+{
+	if (!ch->partial.len)
+		return;
+	chat_show(ch, TUI_STYLE_OUTPUT, NULL, ch->partial.data);
+	buf_reset(&ch->partial);
+}
+
+/* Print one line above the input line (after the output kept). */
+static void
+chat_print(struct chat *ch, enum tui_style style, const char *name,
+    const char *text)
+{
+	chat_output_flush(ch);
+	chat_show(ch, style, name, text);
+}
+
+/* A chunk of command output: its whole lines now, the rest kept. */
+static void
+chat_output(struct chat *ch, const char *text)
+{
+	const char *nl;
+	size_t n = strlen(text), keep;
+
+	if (buf_append(&ch->partial, text, n) < 0) {
+		chat_output_flush(ch);
+		if (buf_append(&ch->partial, text, n) < 0) {
+			chat_show(ch, TUI_STYLE_OUTPUT, NULL, text);
+			return;
+		}
+	}
+	nl = memrchr(ch->partial.data, '\n', ch->partial.len);
+	if (!nl)
+		return;
+	keep = ch->partial.len - (size_t)(nl + 1 - ch->partial.data);
+	ch->partial.data[nl - ch->partial.data] = '\0';
+	chat_show(ch, TUI_STYLE_OUTPUT, NULL, ch->partial.data);
+	buf_consume(&ch->partial, ch->partial.len - keep);
 }
 
 /* Draw the whole screen again from the model (Ctrl-L, a new size). */
@@ -462,8 +554,7 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (type[0] == 't')
 			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
 			    json_get_string(o, "id") ?: "");
-		chat_print(ch, TUI_STYLE_OUTPUT, NULL,
-		    json_get_string(o, "text") ?: "");
+		chat_output(ch, json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
 		chat_tool_result(ch, o);
@@ -701,6 +792,7 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 	struct buf *f;
 
 	if (strcmp(type, "agent_delta") == 0) {
+		chat_output_flush(ch);
 		f = chat_frame(ch);
 		tui_draw_clear_bottom(&ch->draw, f);
 		tui_draw_stream(&ch->draw, f, text);
@@ -751,6 +843,7 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 	(void)line; (void)len;
 	if (!type)
 		return;
+
 	if (seq > ch->last_seq)
 		ch->last_seq = seq;
 	if (strcmp(type, "access_denied") == 0) {
@@ -1081,6 +1174,7 @@ chat_tick(struct chan *c)
 		return;
 	}
 	chat_flush(ch);
+	chat_resume(ch);
 	if (ch->leaving && agentlink_pending(&ch->link) == 0 && !c->finish) {
 		if (ch->ansi) {
 			tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
@@ -1117,6 +1211,7 @@ chat_free(struct chan *c)
 	buf_free(&ch->line);
 	buf_free(&ch->frame);
 	buf_free(&ch->q);
+	buf_free(&ch->partial);
 	free(ch);
 }
 
@@ -1158,6 +1253,7 @@ chat_open(struct chan *c)
 	buf_init(&ch->line, CHAT_MAX_LINE);
 	buf_init(&ch->frame, CHAT_MAX_FRAME);
 	buf_init(&ch->q, CHAT_MAX_QUEUED);
+	buf_init(&ch->partial, CHAT_MAX_PARTIAL);
 	c->kind = ch;
 	c->ops = &chat_ops;
 	chan_wait_room(c);
