@@ -196,7 +196,7 @@ tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
 	const char *attr = tui_draw_attr(d, style);
 
 	buf_init(&clean, len * 3 + 1);
-	buf_init(&row, len * 3 + TUI_DRAW_MAX_STREAM);
+	buf_init(&row, len * TUI_DRAW_TAB + TUI_DRAW_MAX_STREAM);
 	tui_draw_sanitize(&clean, text, len, "\n");
 	p = clean.data ? clean.data : "";
 	end = p + clean.len;
@@ -246,13 +246,15 @@ tui_draw_stream_max(const struct tui_draw *d)
 }
 
 /* Print the kept stream's first rows (out NULL: only into the model)
- * until what is kept fits in tui_draw_stream_max rows at d->cols.  Until
- * then the line wraps on the terminal as any line does. */
+ * until what is kept fits in tui_draw_stream_max rows at d->cols (and in
+ * half its buffer, so the next piece has room).  Until then the line
+ * wraps on the terminal as any line does. */
 static void
 tui_draw_stream_wrap(struct tui_draw *d, struct buf *out)
 {
-	while (d->stream.len && tui_width_rows(d->stream.data, d->stream.len,
-	    d->cols) > tui_draw_stream_max(d)) {
+	while (d->stream.len && (d->stream.len > TUI_DRAW_MAX_STREAM / 2 ||
+	    tui_width_rows(d->stream.data, d->stream.len, d->cols) >
+	    tui_draw_stream_max(d))) {
 		int w;
 		size_t n = tui_width_fit(d->stream.data, d->stream.len,
 		    d->cols, NULL);
