@@ -18,6 +18,13 @@
  *
  * Who may enter and manage the room is room_access.c's: hello is checked
  * there before the connection joins.
+ *
+ * Presence is about people: only chat connections (a person at a
+ * terminal) are announced as joining and leaving and listed by who;
+ * control connections (scripts) get the room's events without being
+ * announced.  `sync` is answered in line order, so its `synced` follows
+ * every answer the connection's earlier lines got at once (atriumd ends a
+ * piped protocol session on it).
  */
 #include "room.h"
 

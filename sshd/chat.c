@@ -25,11 +25,11 @@
  * not fit in CHAT_MAX_QUEUED, every queued frame is dropped (whole ones,
  * none of which went out), reading goes on, and once the client has
  * caught up the screen is drawn again from the model (tui_draw_redraw)
- * with a note; in plain mode the note says lines were dropped.
+ * with a note; in plain mode the note says lines were dropped.  Ctrl-L
+ * and a new window size redraw the same way.
  *
  * Command output comes in chunks cut anywhere: its unfinished last line
  * is kept (`partial`) until the rest comes or something else is shown.
- * Ctrl-L and a new window size redraw the same way.
  *
  * Colour is off when the client sent NO_COLOR (non-empty) through an env
  * request (SetEnv or SendEnv); bold and reverse stay.
