@@ -18,6 +18,13 @@
  *
  * Who may enter and manage the room is room_access.c's: hello is checked
  * there before the connection joins.
+ *
+ * Presence is about people: only chat connections (a person at a
+ * terminal) are announced as joining and leaving and listed by who;
+ * control connections (scripts) get the room's events without being
+ * announced.  `sync` is answered in line order, so its `synced` follows
+ * every answer the connection's earlier lines got at once (atriumd ends a
+ * piped protocol session on it).
  */
 #include "room.h"
 
@@ -197,6 +204,52 @@ room_members(struct agent *a)
 	return arr;
 }
 
+/* 1 when c is a person in an interactive session (the terminal chat):
+ * only they are announced as joining and leaving, and listed as here. */
+static int
+room_is_present(const struct conn *c)
+{
+	return c->kind == CONN_CHAT && !c->closing && !c->ending;
+}
+
+/* The people here (room_is_present), each once, and how long each has
+ * been idle ({"alice": seconds}, the least of their sessions). */
+static json_object *
+room_present(struct agent *a, json_object **idle)
+{
+	json_object *arr = json_object_new_array(), *prev;
+	long long now = time_mono_ms();
+
+	*idle = json_object_new_object();
+	for (struct conn *c = a->conns; c; c = c->next) {
+		long long secs = (now - c->last_line_ms) / 1000;
+
+		if (!room_is_present(c))
+			continue;
+		if (json_object_object_get_ex(*idle, c->user, &prev)) {
+			if (secs < json_object_get_int64(prev))
+				json_object_object_add(*idle, c->user,
+				    json_object_new_int64(secs));
+			continue;
+		}
+		json_object_array_add(arr, json_object_new_string(c->user));
+		json_object_object_add(*idle, c->user,
+		    json_object_new_int64(secs));
+	}
+	return arr;
+}
+
+/* A presence event: users (room_present), their idle seconds. */
+static json_object *
+room_presence_event(struct agent *a)
+{
+	json_object *ev = room_event_new("presence"), *idle;
+
+	json_object_object_add(ev, "users", room_present(a, &idle));
+	json_object_object_add(ev, "idle", idle);
+	return ev;
+}
+
 int
 room_conn_count(struct agent *a)
 {
@@ -282,9 +335,8 @@ room_line_fds(struct conn *c, long long pos)
 static void
 room_presence(struct agent *a, const char *how, const char *user)
 {
-	json_object *ev = room_event_new("presence");
+	json_object *ev = room_presence_event(a);
 
-	json_object_object_add(ev, "users", room_members(a));
 	if (how)
 		json_object_object_add(ev, how, json_object_new_string(user));
 	room_emit(a, ev, 0);
@@ -304,7 +356,7 @@ room_conn_free(struct agent *a, struct conn *c)
 	close(c->fd);
 	jsonl_free(&c->in);
 	buf_free(&c->out);
-	if (room_is_member(c))
+	if (c->kind == CONN_CHAT)
 		room_presence(a, "left", c->user);
 	free(c);
 }
@@ -452,7 +504,8 @@ room_hello(struct conn *c, json_object *req)
 		 * there) still lets people in to read the history. */
 		if (room_db_member_seen(a->db, c->user) < 0)
 			log_warn("%s: last seen not recorded", c->user);
-		room_presence(a, "joined", c->user);
+		if (kind == CONN_CHAT)
+			room_presence(a, "joined", c->user);
 		turn_joined(a, c);
 	}
 }
@@ -511,6 +564,42 @@ room_history(struct conn *c, json_object *req)
 	room_db_events_each(c->a->db, since, limit, room_replay_one, c);
 }
 
+/* prompt: the question is shown to the room as the asker's (a stored
+ * `prompt` event, so the history has it too), then the turn starts. */
+static void
+room_prompt(struct conn *c, json_object *req)
+{
+	char *text = room_text(c, req);
+	json_object *ev;
+	int r;
+
+	if (!text)
+		return;
+	ev = room_event_new("prompt");
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	if ((r = room_emit(c->a, ev, 1)) < 0)
+		room_unrecorded(c, NULL, "your prompt", r);
+	else
+		turn_prompt(c->a, c->user, text);
+	free(text);
+}
+
+/* sync: answered with `synced` (same id) once every line c sent before it
+ * is handled.  Lines are handled in order and c's output is queued in
+ * order, so a client that sees `synced` has seen every answer its earlier
+ * lines get at once (a turn's or an exec's later events aside). */
+static void
+room_sync(struct conn *c, json_object *req)
+{
+	json_object *ev = room_event_new("synced");
+	const char *id = json_get_string(req, "id");
+
+	if (id)
+		json_object_object_add(ev, "id", json_object_new_string(id));
+	room_send(c, ev);
+}
+
 /* Lines a member may send after hello. */
 static void
 room_member_line(struct conn *c, const char *type, json_object *req)
@@ -520,11 +609,7 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	if (strcmp(type, "chat") == 0) {
 		room_chat(c, req);
 	} else if (strcmp(type, "prompt") == 0) {
-		char *text = room_text(c, req);
-
-		if (text)
-			turn_prompt(c->a, c->user, text);
-		free(text);
+		room_prompt(c, req);
 	} else if (strcmp(type, "approve") == 0) {
 		if (!id || turn_approve(c->a, c->user, id,
 		    json_get_bool(req, "approve", 0)) < 0)
@@ -541,10 +626,9 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	} else if (strcmp(type, "history") == 0) {
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {
-		json_object *ev = room_event_new("presence");
-
-		json_object_object_add(ev, "users", room_members(c->a));
-		room_send(c, ev);
+		room_send(c, room_presence_event(c->a));
+	} else if (strcmp(type, "sync") == 0) {
+		room_sync(c, req);
 	} else {
 		room_error(c, NULL, "unknown request type \"%s\"", type);
 	}
@@ -577,6 +661,7 @@ room_line(struct conn *c, const char *line, size_t len)
 		return;
 	}
 	type = json_get_string(req, "type");
+	c->last_line_ms = time_mono_ms();
 	if (c->ending) {
 		/* on its way out: nothing more is taken from it */
 	} else if (!type) {
@@ -675,6 +760,7 @@ room_accept(struct loop *l, int lfd, int mask, void *arg)
 	}
 	c->a = a;
 	c->fd = fd;
+	c->last_line_ms = time_mono_ms();
 	jsonl_init(&c->in, PROTO_MAX_LINE);
 	buf_init(&c->out, ROOM_MAX_OUTPUT);
 	c->next = a->conns;

@@ -40,6 +40,8 @@ struct conn {
 	const char *closing;		/* reason; reaped in room_flush */
 	const char *ending;		/* reason; closed once its queued
 					 * output is written (room_conn_end) */
+	long long last_line_ms;		/* monotonic ms of its last line (or
+					 * of connecting): idle time in who */
 };
 
 /* Listen on a->sock_path (0600, stale socket removed).  0 or -errno. */

@@ -180,9 +180,12 @@ settings_check(struct agent *a, struct conn *c, json_object *req)
 /* The stored `config` event with the room's settings now; it commits the
  * settings' rows with it.  0 or -errno (room_emit). */
 static int
-settings_announce(struct agent *a, const char *user)
+settings_announce(struct agent *a, const char *user, json_object *changed)
 {
 	json_object *ev = room_event_new("config");
+
+	/* What this request set, so the room is told exactly that. */
+	json_object_object_add(ev, "changed", changed);
 
 	json_object_object_add(ev, "provider", json_object_new_string(a->provider));
 	json_object_object_add(ev, "model", json_object_new_string(a->model));
@@ -190,6 +193,24 @@ settings_announce(struct agent *a, const char *user)
 	json_object_object_add(ev, "allow_list", json_object_get(a->allow_list));
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	return room_emit(a, ev, 1);
+}
+
+/* The names of the settings a request set, as a new array. */
+static json_object *
+settings_changed(const char *p, const char *m, const char *ap,
+    json_object *al)
+{
+	json_object *arr = json_object_new_array();
+
+	if (p)
+		json_object_array_add(arr, json_object_new_string("provider"));
+	if (m)
+		json_object_array_add(arr, json_object_new_string("model"));
+	if (ap)
+		json_object_array_add(arr, json_object_new_string("approval"));
+	if (al)
+		json_object_array_add(arr, json_object_new_string("allow_list"));
+	return arr;
 }
 
 /* Store the requested settings and announce them; in memory they change
@@ -231,7 +252,8 @@ settings_store(struct agent *a, struct conn *c, const char *p, const char *m,
 		    c->user);
 	}
 	if (r == 0)
-		r = settings_announce(a, c->user);
+		r = settings_announce(a, c->user, settings_changed(p, m, ap,
+		    al));
 	if (r < 0) {
 		room_db_rollback(a->db);
 		memcpy(a->provider, old_p, sizeof(old_p));

@@ -14,9 +14,25 @@
  * chat with its message on stderr and status 1; the chat does not
  * reconnect then.
  *
- * A slow client does not hold the room up: when more than CHAT_MAX_QUEUED
- * bytes wait for it, they are dropped and a note says so (the room keeps
- * the history).
+ * Output goes out in frames: each print, stream step or key's redraw is
+ * rendered whole into `frame`, then queued (`q`); the queue moves to the
+ * channel only whole, and only while the channel holds less than
+ * CHAT_OUT_LOW, so the bytes on the wire never end inside an escape
+ * sequence or a UTF-8 character.  A slow client does not hold the room
+ * up.  While more than CHAT_PAUSE_AT waits, the room's events are not
+ * read (a burst of output waits in the socket for a client that reads);
+ * when the client has not caught up after CHAT_STALL_MS, or a frame does
+ * not fit in CHAT_MAX_QUEUED, every queued frame is dropped (whole ones,
+ * none of which went out), reading goes on, and once the client has
+ * caught up the screen is drawn again from the model (tui_draw_redraw)
+ * with a note; in plain mode the note says lines were dropped.  Ctrl-L
+ * and a new window size redraw the same way.
+ *
+ * Command output comes in chunks cut anywhere: its unfinished last line
+ * is kept (`partial`) until the rest comes or something else is shown.
+ *
+ * Colour is off when the client sent NO_COLOR (non-empty) through an env
+ * request (SetEnv or SendEnv); bold and reverse stay.
  */
 #include "chat.h"
 
@@ -35,22 +51,43 @@
 #include "tui_editor.h"
 #include "tui_keys.h"
 #include "utf8.h"
+#include "util.h"
 
-#define CHAT_MAX_QUEUED		(256 * 1024)
+#define CHAT_MAX_QUEUED		(256 * 1024)	/* frames waiting for the client */
+#define CHAT_OUT_LOW		(64 * 1024)	/* ... moved below this */
+#define CHAT_PAUSE_AT		(CHAT_MAX_QUEUED / 2)	/* stop reading the room */
+#define CHAT_STALL_MS		1000	/* paused this long: drop, redraw */
+#define CHAT_MAX_PARTIAL	(2 * 1024 * 1024)	/* unfinished output kept
+					 * (more than one event holds) */
+#define CHAT_MAX_FRAME		(1024 * 1024)	/* one frame, at most */
+#define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
+				"than the room; the screen was drawn again)"
 #define CHAT_MAX_CONNECT	20
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
 #define CHAT_MAX_WAITING	16	/* approval requests remembered */
 
+/* One command a line, so that it reads as a table at any width. */
 #define CHAT_HELP \
-	"commands: TEXT says it to the room (mention @agent to ask the agent); " \
-	"!CMD runs CMD in the workspace for all to see; /stop stops the " \
-	"agent's turn; /who lists who is here; y or /approve, n or /deny " \
-	"answer the approval request waiting (/approve ID for another); " \
-	"/policy deny_all|allow_list|allow_all|ask; " \
-	"/model NAME; owner: /invite USER, /kick USER, /private, /public, " \
-	"/delete ROOM; /access shows who may enter; /rooms lists the rooms " \
-	"you may enter; /help; /quit (or Ctrl-D on an empty line)"
+	"commands:\n" \
+	"  TEXT              say TEXT to the room\n" \
+	"  @agent TEXT       ask the agent (the room sees it)\n" \
+	"  !CMD              run CMD in the workspace for all to see\n" \
+	"  /stop             stop the agent's turn\n" \
+	"  /who              who is here, and how long idle\n" \
+	"  y, /approve [ID]  run what the agent asks to run\n" \
+	"  n, /deny [ID]     refuse it\n" \
+	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
+	"  /model NAME       the agent's model\n" \
+	"  /invite USER      let USER into a private room (owner)\n" \
+	"  /kick USER        remove USER (owner)\n" \
+	"  /private, /public who may enter (owner)\n" \
+	"  /access           who may enter\n" \
+	"  /rooms            the rooms you may enter\n" \
+	"  /delete ROOM      delete this room for good (owner)\n" \
+	"  /help             this list\n" \
+	"  /quit             leave (or Ctrl-D on an empty line)\n" \
+	"keys: Left/Right, Home/End, Ctrl-A/E/U, Ctrl-C clears, Ctrl-L redraws"
 
 struct chat {
 	struct chan *c;			/* owner */
@@ -59,6 +96,13 @@ struct chat {
 	struct tui_keys keys;		/* ansi: key decoder */
 	struct tui_editor ed;		/* ansi: the input line */
 	struct tui_draw draw;		/* rendering state */
+	struct buf frame;		/* the frame being rendered */
+	struct buf q;			/* whole frames for the client */
+	int redraw_owed;		/* frames were dropped: redraw (ansi) or
+					 * say so (plain) once caught up */
+	long long paused_ms;		/* when reading the room was paused
+					 * for the client (0: not paused) */
+	struct buf partial;		/* command output's unfinished line */
 	struct buf line;		/* plain: the line being read */
 	int discarding;			/* plain: inside an over-long line */
 	int started;			/* hello sent */
@@ -237,36 +281,175 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		return 1;
 	}
 #undef IS
-	snprintf(reply, len, "unknown command %.*s; %s", (int)(wl > 40 ? 40 : wl),
-	    line, CHAT_HELP);
+	snprintf(reply, len, "unknown command %.*s; /help lists the commands",
+	    (int)(wl > 40 ? 40 : wl), line);
 	return 0;
 }
 
 /* ------------------------------------------------------------- output -- */
 
-/* Drop what a slow client has not read, once, with a note. */
+/* Move queued frames to the channel while it is nearly empty; once a
+ * drop left the client behind, draw the screen again (or, plain, say
+ * so) first. */
 static void
-chat_maybe_drop(struct chat *ch)
+chat_flush(struct chat *ch)
 {
-	if (ch->c->out.len <= CHAT_MAX_QUEUED)
+	struct chan *c = ch->c;
+
+	if (c->out.len >= CHAT_OUT_LOW)
 		return;
-	buf_reset(&ch->c->out);
-	ch->draw.bottom_rows = 0;
-	if (ch->ansi)
-		buf_append(&ch->c->out, "\r\n", 2);
-	tui_draw_line(&ch->draw, &ch->c->out, TUI_STYLE_NOTICE, NULL,
-	    "(output dropped: your connection is slower than the room)");
+	if (ch->redraw_owed) {
+		ch->redraw_owed = 0;
+		buf_reset(&ch->frame);
+		if (ch->ansi) {
+			tui_model_add(&ch->draw.model, "\x1b[2m* " CHAT_DROPPED_NOTE
+			    "\x1b[0m", strlen(CHAT_DROPPED_NOTE) + 10);
+			tui_draw_redraw(&ch->draw, &ch->frame, c->s->room,
+			    &ch->ed, c->cols, c->rows);
+		} else {
+			tui_draw_line(&ch->draw, &ch->frame, TUI_STYLE_NOTICE,
+			    NULL, CHAT_DROPPED_NOTE);
+		}
+		chan_write(c, ch->frame.data, ch->frame.len);
+		buf_reset(&ch->frame);
+	}
+	if (ch->q.len && chan_write(c, ch->q.data, ch->q.len) == 0)
+		buf_reset(&ch->q);
 }
 
-/* Print one line above the input line. */
+/* Start rendering a frame; returns the buffer to render into. */
+static struct buf *
+chat_frame(struct chat *ch)
+{
+	buf_reset(&ch->frame);
+	return &ch->frame;
+}
+
+/* Drop every queued frame; the client is owed a redraw (or a note). */
+static void
+chat_drop(struct chat *ch)
+{
+	if (!ch->redraw_owed)
+		log_info("session %lu: %s: chat output dropped: the client "
+		    "reads slower than the room talks", ch->c->s->num,
+		    ch->c->s->user);
+	buf_reset(&ch->q);
+	ch->redraw_owed = 1;
+}
+
+/* Queue the frame whole.  When it does not fit (or was cut short: it
+ * would pass CHAT_MAX_FRAME), every queued frame is dropped; with ansi,
+ * while a redraw is owed frames are not queued (the redraw shows where
+ * they left the screen), plain lines go on after the note.  Reading the
+ * room pauses while the queue is long (chat_tick resumes it). */
+static void
+chat_frame_done(struct chat *ch)
+{
+	const char *f = ch->frame.data ? ch->frame.data : "";
+
+	if (ch->redraw_owed && ch->ansi) {
+		buf_reset(&ch->frame);
+	} else if (ch->frame.len >= CHAT_MAX_FRAME ||
+	    buf_append(&ch->q, f, ch->frame.len) < 0) {
+		chat_drop(ch);
+		if (!ch->ansi && ch->frame.len < CHAT_MAX_FRAME)
+			buf_append(&ch->q, f, ch->frame.len);
+	}
+	buf_reset(&ch->frame);
+	chat_flush(ch);
+	if (ch->q.len > CHAT_PAUSE_AT && !ch->paused_ms) {
+		ch->paused_ms = time_mono_ms();
+		agentlink_pause(&ch->link, 1);
+	}
+}
+
+/* Every loop turn (never inside the link's callbacks): resume reading
+ * the room once the client took the queue, or after CHAT_STALL_MS drop
+ * what it did not take and resume anyway. */
+static void
+chat_resume(struct chat *ch)
+{
+	if (!ch->paused_ms)
+		return;
+	if (ch->q.len > CHAT_PAUSE_AT &&
+	    time_mono_ms() - ch->paused_ms < CHAT_STALL_MS)
+		return;
+	if (ch->q.len > CHAT_PAUSE_AT)
+		chat_drop(ch);
+	ch->paused_ms = 0;
+	agentlink_pause(&ch->link, 0);
+}
+
+/* Raw bytes as a frame of their own (plain echo, the goodbye). */
+static void
+chat_raw(struct chat *ch, const char *p, size_t n)
+{
+	buf_append(chat_frame(ch), p, n);
+	chat_frame_done(ch);
+}
+
+/* Show one line above the input line, as it is. */
+static void
+chat_show(struct chat *ch, enum tui_style style, const char *name,
+    const char *text)
+{
+	struct buf *f = chat_frame(ch);
+
+	tui_draw_clear_bottom(&ch->draw, f);
+	tui_draw_line(&ch->draw, f, style, name, text);
+	tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
+	chat_frame_done(ch);
+}
+
+/* Show the unfinished output line kept, if any. */
+static void
+chat_output_flush(struct chat *ch)
+{
+	if (!ch->partial.len)
+		return;
+	chat_show(ch, TUI_STYLE_OUTPUT, NULL, ch->partial.data);
+	buf_reset(&ch->partial);
+}
+
+/* Print one line above the input line (after the output kept). */
 static void
 chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text)
 {
-	chat_maybe_drop(ch);
-	tui_draw_clear_bottom(&ch->draw, &ch->c->out);
-	tui_draw_line(&ch->draw, &ch->c->out, style, name, text);
-	tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+	chat_output_flush(ch);
+	chat_show(ch, style, name, text);
+}
+
+/* A chunk of command output: its whole lines now, the rest kept. */
+static void
+chat_output(struct chat *ch, const char *text)
+{
+	const char *nl;
+	size_t n = strlen(text), keep;
+
+	if (buf_append(&ch->partial, text, n) < 0) {
+		chat_output_flush(ch);
+		if (buf_append(&ch->partial, text, n) < 0) {
+			chat_show(ch, TUI_STYLE_OUTPUT, NULL, text);
+			return;
+		}
+	}
+	nl = memrchr(ch->partial.data, '\n', ch->partial.len);
+	if (!nl)
+		return;
+	keep = ch->partial.len - (size_t)(nl + 1 - ch->partial.data);
+	ch->partial.data[nl - ch->partial.data] = '\0';
+	chat_show(ch, TUI_STYLE_OUTPUT, NULL, ch->partial.data);
+	buf_consume(&ch->partial, ch->partial.len - keep);
+}
+
+/* Draw the whole screen again from the model (Ctrl-L, a new size). */
+static void
+chat_redraw(struct chat *ch)
+{
+	tui_draw_redraw(&ch->draw, chat_frame(ch), ch->c->s->room, &ch->ed,
+	    ch->c->cols, ch->c->rows);
+	chat_frame_done(ch);
 }
 
 /* Short text for a tool input: its command, else its JSON. */
@@ -369,8 +552,7 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (type[0] == 't')
 			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
 			    json_get_string(o, "id") ?: "");
-		chat_print(ch, TUI_STYLE_OUTPUT, NULL,
-		    json_get_string(o, "text") ?: "");
+		chat_output(ch, json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
 		chat_tool_result(ch, o);
@@ -464,6 +646,81 @@ chat_access_text(json_object *o, char *out, size_t len)
 	    json_get_string(o, "owner") ?: "none", members);
 }
 
+/* Idle seconds as "active", "idle 5s", "idle 3m", "idle 2h". */
+static void
+chat_idle_text(long long secs, char *out, size_t len)
+{
+	if (secs < 60)
+		snprintf(out, len, secs < 10 ? "active" : "idle %llds", secs);
+	else if (secs < 3600)
+		snprintf(out, len, "idle %lldm", secs / 60);
+	else
+		snprintf(out, len, "idle %lldh", secs / 3600);
+}
+
+/* The answer to /who: a line per person, with idle time when known. */
+static void
+chat_who_text(json_object *o, json_object *users, char *out, size_t len)
+{
+	json_object *idle = NULL, *secs;
+	size_t n = json_object_is_type(users, json_type_array) ?
+	    json_object_array_length(users) : 0, used;
+	char how[32];
+
+	json_object_object_get_ex(o, "idle", &idle);
+	used = (size_t)snprintf(out, len, n ? "here (%zu):" : "nobody is "
+	    "here in a chat", n);
+	for (size_t i = 0; i < n && used < len; i++) {
+		const char *name = json_object_get_string(
+		    json_object_array_get_idx(users, i));
+
+		how[0] = '\0';
+		if (idle && json_object_object_get_ex(idle, name, &secs))
+			chat_idle_text(json_object_get_int64(secs), how,
+			    sizeof(how));
+		used += (size_t)snprintf(out + used, len - used, "\n  %-20s %s",
+		    name ? name : "?", how);
+	}
+}
+
+/* A settings change, as exactly what the request set ("changed"); older
+ * events without it show the settings after the change. */
+static void
+chat_config_text(json_object *o, char *out, size_t len)
+{
+	static const struct { const char *key, *what; } names[] = {
+		{ "provider", "the provider" }, { "model", "the model" },
+		{ "approval", "the approval policy" },
+		{ "allow_list", "the allow list" },
+	};
+	json_object *changed = NULL, *v;
+	size_t used = (size_t)snprintf(out, len, "%s set ",
+	    json_get_string(o, "user") ?: "someone");
+	int any = 0;
+
+	json_object_object_get_ex(o, "changed", &changed);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) &&
+	    used < len; i++) {
+		int set = 0;
+
+		for (size_t j = 0; changed && j < json_object_array_length(
+		    changed); j++)
+			set |= strcmp(json_object_get_string(
+			    json_object_array_get_idx(changed, j)),
+			    names[i].key) == 0;
+		if ((changed && !set) || (!changed && i != 1 && i != 2) ||
+		    !json_object_object_get_ex(o, names[i].key, &v))
+			continue;
+		used += (size_t)snprintf(out + used, len - used, "%s%s to %s",
+		    any++ ? ", " : "", names[i].what,
+		    json_object_is_type(v, json_type_string) ?
+		    json_object_get_string(v) : json_object_to_json_string_ext(
+		    v, JSON_C_TO_STRING_PLAIN));
+	}
+	if (!any && used < len)
+		snprintf(out + used, len - used, "nothing new");
+}
+
 /* Events about people and settings. */
 static int
 chat_event_room(struct chat *ch, const char *type, json_object *o)
@@ -488,18 +745,11 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		else if ((who = json_get_string(o, "left")))
 			snprintf(text, sizeof(text), "%s left", who);
 		else if (json_object_object_get_ex(o, "users", &users))
-			snprintf(text, sizeof(text), "here: %s",
-			    json_object_to_json_string_ext(users,
-			    JSON_C_TO_STRING_PLAIN));
+			chat_who_text(o, users, text, sizeof(text));
 		else
 			return 1;
 	} else if (strcmp(type, "config") == 0) {
-		snprintf(text, sizeof(text), "%s set%s%s%s%s",
-		    json_get_string(o, "user") ?: "someone",
-		    json_get_string(o, "model") ? " model " : "",
-		    json_get_string(o, "model") ?: "",
-		    json_get_string(o, "approval") ? " approval " : "",
-		    json_get_string(o, "approval") ?: "");
+		chat_config_text(o, text, sizeof(text));
 	} else if (strcmp(type, "turn_end") == 0) {
 		json_object *u = NULL;
 
@@ -537,21 +787,28 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 	const char *user = json_get_string(o, "user") ?: "?";
 	const char *text = json_get_string(o, "text") ?: "";
 
+	struct buf *f;
+
 	if (strcmp(type, "agent_delta") == 0) {
-		chat_maybe_drop(ch);
-		tui_draw_clear_bottom(&ch->draw, &ch->c->out);
-		tui_draw_stream(&ch->draw, &ch->c->out, text);
-		tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+		chat_output_flush(ch);
+		f = chat_frame(ch);
+		tui_draw_clear_bottom(&ch->draw, f);
+		tui_draw_stream(&ch->draw, f, text);
+		tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
+		chat_frame_done(ch);
 		return 1;
 	}
-	if (strcmp(type, "message") != 0)
+	/* A prompt: the question, as its asker's message. */
+	if (strcmp(type, "message") != 0 && strcmp(type, "prompt") != 0)
 		return 0;
 	if (strcmp(user, "agent") == 0 && ch->draw.streaming &&
 	    !json_get_bool(o, "replay", 0)) {
 		/* The deltas already showed it. */
-		tui_draw_clear_bottom(&ch->draw, &ch->c->out);
-		tui_draw_stream_end(&ch->draw, &ch->c->out);
-		tui_draw_bottom(&ch->draw, &ch->c->out, ch->c->s->room, &ch->ed);
+		f = chat_frame(ch);
+		tui_draw_clear_bottom(&ch->draw, f);
+		tui_draw_stream_end(&ch->draw, f);
+		tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
+		chat_frame_done(ch);
 		return 1;
 	}
 	chat_print(ch, TUI_STYLE_MESSAGE, user, text);
@@ -568,7 +825,8 @@ chat_denied(struct chat *ch, const char *msg)
 	ch->denied = ch->leaving = 1;
 	log_info("session %lu: %s: %s", ch->c->s->num, ch->c->s->user,
 	    msg ? msg : "access denied");
-	tui_draw_clear_bottom(&ch->draw, &ch->c->out);
+	tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
+	chat_frame_done(ch);
 	chan_refuse(ch->c, "%s", msg ? msg : "atrium: access denied");
 }
 
@@ -583,6 +841,7 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 	(void)line; (void)len;
 	if (!type)
 		return;
+
 	if (seq > ch->last_seq)
 		ch->last_seq = seq;
 	if (strcmp(type, "access_denied") == 0) {
@@ -663,7 +922,7 @@ chat_own(struct chat *ch, json_object *req)
 static void
 chat_submit(struct chat *ch, const char *raw)
 {
-	char reply[1024], id[32], *line = utf8_clean_str(raw);
+	char reply[2048], id[32], *line = utf8_clean_str(raw);
 	json_object *req = NULL;
 	int r;
 
@@ -739,6 +998,8 @@ chat_key(struct chat *ch, const struct tui_key *k)
 			tui_editor_home(e);
 		else if (k->cp == 'e')
 			tui_editor_end(e);
+		else if (k->cp == 'l')
+			chat_redraw(ch);
 		break;
 	default:
 		break;
@@ -761,13 +1022,13 @@ chat_plain_echo(struct chat *ch, char b)
 			l->len--;
 		if (l->len) {
 			l->data[--l->len] = '\0';
-			chan_write(ch->c, "\b \b", 3);
+			chat_raw(ch, "\b \b", 3);
 		}
 		return 1;
 	}
 	if (b == 0x03) {
 		buf_reset(l);
-		chan_write(ch->c, "^C\r\n", 4);
+		chat_raw(ch, "^C\r\n", 4);
 		return 1;
 	}
 	if (b == 0x04 && l->len == 0) {
@@ -775,9 +1036,9 @@ chat_plain_echo(struct chat *ch, char b)
 		return 1;
 	}
 	if (b == '\r')
-		chan_write(ch->c, "\r\n", 2);
+		chat_raw(ch, "\r\n", 2);
 	else if ((unsigned char)b >= 0x20 && b != 0x7f && !ch->discarding)
-		chan_write(ch->c, &b, 1);
+		chat_raw(ch, &b, 1);
 	else if (b != '\n')
 		return 1;	/* other controls are dropped */
 	return 0;
@@ -839,8 +1100,13 @@ chat_input(struct chan *c, const char *p, size_t n)
 		for (int j = 0; j < nk; j++)
 			chat_key(ch, &keys[j]);
 	}
-	tui_draw_clear_bottom(&ch->draw, &c->out);
-	tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+	if (!ch->leaving) {
+		struct buf *f = chat_frame(ch);
+
+		tui_draw_clear_bottom(&ch->draw, f);
+		tui_draw_bottom(&ch->draw, f, c->s->room, &ch->ed);
+		chat_frame_done(ch);
+	}
 	return n;
 }
 
@@ -903,16 +1169,22 @@ chat_tick(struct chan *c)
 		chan_wait_room(c);
 		return;
 	}
-	if (ch->leaving && agentlink_pending(&ch->link) == 0) {
+	chat_flush(ch);
+	chat_resume(ch);
+	if (ch->leaving && agentlink_pending(&ch->link) == 0 && !c->finish) {
 		if (ch->ansi) {
-			tui_draw_clear_bottom(&ch->draw, &c->out);
-			chan_write(c, "bye\r\n", 5);
+			tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
+			buf_append(&ch->frame, "bye\r\n", 5);
+			chat_frame_done(ch);
 		}
-		chan_exit(c, 0, NULL);
+		if (ch->q.len == 0)
+			chan_exit(c, 0, NULL);
 	}
 }
 
-/* New window size: redraw the input line for it. */
+/* New window size: the screen is drawn again for it.  What was on the
+ * screen may have been rewrapped by the terminal in any way, so the
+ * bottom region cannot be found again: the whole screen is redrawn. */
 static void
 chat_resize(struct chan *c)
 {
@@ -920,10 +1192,7 @@ chat_resize(struct chan *c)
 
 	if (!ch->ansi)
 		return;
-	tui_draw_clear_bottom(&ch->draw, &c->out);
-	ch->draw.cols = c->cols;
-	ch->draw.rows = c->rows;
-	tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+	chat_redraw(ch);
 }
 
 /* Release the chat (outside callbacks). */
@@ -936,6 +1205,9 @@ chat_free(struct chan *c)
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
 	buf_free(&ch->line);
+	buf_free(&ch->frame);
+	buf_free(&ch->q);
+	buf_free(&ch->partial);
 	free(ch);
 }
 
@@ -948,6 +1220,16 @@ static const struct chan_ops chat_ops = {
 	.resize = chat_resize,
 	.free = chat_free,
 };
+
+/* 1 when the client sent NO_COLOR with a value (no-color.org). */
+static int
+chat_no_color(const struct chan *c)
+{
+	for (int i = 0; i < c->nenv; i++)
+		if (strncmp(c->env[i], "NO_COLOR=", 9) == 0 && c->env[i][9])
+			return 1;
+	return 0;
+}
 
 /* See chat.h. */
 int
@@ -962,12 +1244,18 @@ chat_open(struct chan *c)
 	agentlink_init(&ch->link);
 	tui_keys_init(&ch->keys);
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
-	tui_draw_init(&ch->draw, ch->ansi, c->pty, c->cols, c->rows);
+	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,
+	    c->rows);
 	buf_init(&ch->line, CHAT_MAX_LINE);
+	buf_init(&ch->frame, CHAT_MAX_FRAME);
+	buf_init(&ch->q, CHAT_MAX_QUEUED);
+	buf_init(&ch->partial, CHAT_MAX_PARTIAL);
 	c->kind = ch;
 	c->ops = &chat_ops;
 	chan_wait_room(c);
-	if (ch->ansi)
-		tui_draw_bottom(&ch->draw, &c->out, c->s->room, &ch->ed);
+	if (ch->ansi) {
+		tui_draw_bottom(&ch->draw, chat_frame(ch), c->s->room, &ch->ed);
+		chat_frame_done(ch);
+	}
 	return 0;
 }

@@ -18,9 +18,14 @@
  * message goes to stderr, and the session ends with status 1.
  *
  * Client EOF ends the session once what the client asked for is answered:
- * the turns its prompts (and @agent chat lines) started have ended and its
- * execs have their results.  So a script can pipe requests in and read
- * every answer out:
+ * every line it sent before EOF was handled by the room and answered (a
+ * `sync` request goes to the agent after the last of them; its `synced`
+ * answer, which is not passed on, comes after every answer to the lines
+ * before it), the turns its prompts (and @agent chat lines) started have
+ * ended and its execs have their results.  Lines sent before the room is
+ * up wait in libssh (input is not taken before hello), and EOF is seen
+ * only once every byte before it was taken, whatever the timing.  So a
+ * script can pipe requests in and read every answer out:
  *
  *   echo '{"type":"prompt","text":"run the tests"}' | ssh -s ROOM@HOST atrium
  */
@@ -42,7 +47,8 @@
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
 #define CONTROL_MAX_CONNECT	20
-#define CONTROL_MAX_EXECS	64	/* exec ids remembered for EOF */
+#define CONTROL_MAX_EXECS	4096	/* execs waiting for a result */
+#define CONTROL_EXEC_ID		64	/* longest id remembered, with NUL */
 
 struct control {
 	struct chan *c;			/* owner */
@@ -53,10 +59,14 @@ struct control {
 	int denied;			/* access_denied came: the end */
 	int connect_tries;
 	int eof;			/* the client sends no more */
+	int sync_sent;			/* our sync follows its last line */
+	int synced;			/* ... and was answered */
+	char sync_id[64];		/* its id */
 	int turns_owed;			/* its prompts whose turn has not ended */
 	long long our_turn;		/* running turn it started, or -1 */
 	int nexecs;			/* its execs without a result */
-	char execs[CONTROL_MAX_EXECS][64];	/* and their ids */
+	int capexecs;			/* execs allocated */
+	char (*execs)[CONTROL_EXEC_ID];	/* their ids */
 };
 
 /* An error line to the client only. */
@@ -75,6 +85,48 @@ control_error(struct control *ct, const char *msg)
 	json_object_put(o);
 }
 
+/* Room for one more exec id: 0, or -ENOBUFS past CONTROL_MAX_EXECS,
+ * -ENOMEM. */
+static int
+control_exec_room(struct control *ct)
+{
+	int cap = ct->capexecs ? ct->capexecs * 2 : 16;
+	void *p;
+
+	if (ct->nexecs < ct->capexecs)
+		return 0;
+	if (ct->nexecs >= CONTROL_MAX_EXECS)
+		return -ENOBUFS;
+	if (cap > CONTROL_MAX_EXECS)
+		cap = CONTROL_MAX_EXECS;
+	if (!(p = realloc(ct->execs, (size_t)cap * sizeof(ct->execs[0]))))
+		return -ENOMEM;
+	ct->execs = p;
+	ct->capexecs = cap;
+	return 0;
+}
+
+/* An exec line may go on only while its result can be waited for (the
+ * id remembered): 1, or 0 with an error sent. */
+static int
+control_exec_allowed(struct control *ct, const char *type, json_object *o)
+{
+	const char *id = json_get_string(o, "id");
+	char msg[160];
+	int r;
+
+	if (!type || strcmp(type, "exec") || !id || strlen(id) >= CONTROL_EXEC_ID)
+		return 1;
+	if ((r = control_exec_room(ct)) == 0)
+		return 1;
+	snprintf(msg, sizeof(msg), r == -ENOBUFS ? "exec %s was not run: %d "
+	    "commands of this session wait for their results; wait for some "
+	    "to end" : "exec %s was not run: out of memory", id,
+	    CONTROL_MAX_EXECS);
+	control_error(ct, msg);
+	return 0;
+}
+
 /* Remember what a request the client sent will be answered by. */
 static void
 control_owe(struct control *ct, const char *type, json_object *o)
@@ -87,9 +139,51 @@ control_owe(struct control *ct, const char *type, json_object *o)
 	if (strcmp(type, "prompt") == 0 ||
 	    (strcmp(type, "chat") == 0 && text && strstr(text, "@agent")))
 		ct->turns_owed++;
-	else if (strcmp(type, "exec") == 0 && id && strlen(id) < 64 &&
-	    ct->nexecs < CONTROL_MAX_EXECS)
+	else if (strcmp(type, "exec") == 0 && id &&
+	    strlen(id) < CONTROL_EXEC_ID && ct->nexecs < ct->capexecs)
 		memcpy(ct->execs[ct->nexecs++], id, strlen(id) + 1);
+}
+
+/* Strike an exec the room answered (its result, or an error naming it).
+ * 1 when id was one of ours. */
+static int
+control_strike_exec(struct control *ct, const char *id)
+{
+	for (int i = 0; id && i < ct->nexecs; i++)
+		if (strcmp(ct->execs[i], id) == 0) {
+			memcpy(ct->execs[i], ct->execs[--ct->nexecs],
+			    sizeof(ct->execs[i]));
+			return 1;
+		}
+	return 0;
+}
+
+/* After EOF: end the session once nothing is owed. */
+static void
+control_maybe_done(struct control *ct)
+{
+	if (ct->eof && ct->synced && ct->turns_owed <= 0 && ct->nexecs == 0)
+		chan_exit(ct->c, 0, NULL);
+}
+
+/* After EOF, once connected: ask the agent for a `synced` after the
+ * client's last line.  A link too full to take it is tried again from
+ * the tick. */
+static void
+control_sync(struct control *ct)
+{
+	json_object *o;
+
+	if (!ct->eof || !ct->started || ct->sync_sent || ct->ended)
+		return;
+	snprintf(ct->sync_id, sizeof(ct->sync_id), "atriumd-eof-%lu-%p",
+	    ct->c->s->num, (void *)ct);
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("sync"));
+	json_object_object_add(o, "id", json_object_new_string(ct->sync_id));
+	if (agentlink_send(&ct->link, o) == 0)
+		ct->sync_sent = 1;
+	json_object_put(o);
 }
 
 /* Strike what an event from the room answers; after EOF, end the session
@@ -111,12 +205,10 @@ control_settle(struct control *ct, json_object *o)
 		ct->our_turn = -1;
 		ct->turns_owed--;
 	} else if (strcmp(type, "exec_result") == 0 && id) {
-		for (int i = 0; i < ct->nexecs; i++)
-			if (strcmp(ct->execs[i], id) == 0) {
-				memcpy(ct->execs[i], ct->execs[--ct->nexecs],
-				    sizeof(ct->execs[i]));
-				break;
-			}
+		control_strike_exec(ct, id);
+	} else if (strcmp(type, "error") == 0 && id &&
+	    control_strike_exec(ct, id)) {
+		/* an exec refused (too many running, a bad field) */
 	} else if (strcmp(type, "error") == 0 && ct->eof &&
 	    !json_object_object_get_ex(o, "turn", NULL)) {
 		/* A request refused outright will not be answered otherwise. */
@@ -125,8 +217,7 @@ control_settle(struct control *ct, json_object *o)
 		else if (ct->nexecs > 0 && !id)
 			ct->nexecs--;
 	}
-	if (ct->eof && ct->turns_owed <= 0 && ct->nexecs == 0)
-		chan_exit(ct->c, 0, NULL);
+	control_maybe_done(ct);
 }
 
 /* One event line of atriumd's own to the client. */
@@ -221,6 +312,8 @@ control_client_line(struct control *ct, char *line, size_t len)
 		    "your first request (chat, prompt, exec...)");
 	else if (control_own(ct, o))
 		;
+	else if (!control_exec_allowed(ct, type, o))
+		;
 	else if (control_forward(ct, type, o, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "
 		    "slow down or reconnect");
@@ -264,8 +357,11 @@ control_eof(struct chan *c)
 	struct control *ct = c->kind;
 
 	ct->eof = 1;
-	if (ct->ended || (ct->turns_owed <= 0 && ct->nexecs == 0))
+	if (ct->ended) {
 		chan_exit(c, 0, NULL);
+		return;
+	}
+	control_sync(ct);
 }
 
 /* A line from the agent goes to the client as it came. */
@@ -273,11 +369,18 @@ static void
 control_line(void *arg, json_object *obj, const char *line, size_t len)
 {
 	struct control *ct = arg;
-	const char *type;
+	const char *type = obj ? json_get_string(obj, "type") : NULL;
+	const char *id = obj ? json_get_string(obj, "id") : NULL;
 
+	if (type && id && ct->sync_sent && !ct->synced &&
+	    strcmp(type, "synced") == 0 && strcmp(id, ct->sync_id) == 0) {
+		ct->synced = 1;
+		control_maybe_done(ct);
+		return;
+	}
 	chan_write(ct->c, line, len);
 	chan_write(ct->c, "\n", 1);
-	if (obj && !ct->denied && (type = json_get_string(obj, "type")) &&
+	if (obj && !ct->denied && type &&
 	    strcmp(type, "access_denied") == 0) {
 		ct->denied = ct->ended = 1;
 		chan_refuse(ct->c, "%s", json_get_string(obj, "message") ?:
@@ -330,6 +433,7 @@ control_start(struct chan *c)
 	agentlink_send(&ct->link, hello);
 	json_object_put(hello);
 	ct->started = 1;
+	control_sync(ct);
 }
 
 /* Resume reading the agent once the client caught up. */
@@ -340,6 +444,7 @@ control_tick(struct chan *c)
 
 	if (ct->link.paused && c->out.len < CONTROL_MAX_QUEUED / 2)
 		agentlink_pause(&ct->link, 0);
+	control_sync(ct);
 }
 
 /* Release the control channel (outside callbacks). */
@@ -350,6 +455,7 @@ control_free(struct chan *c)
 
 	agentlink_close(&ct->link);
 	jsonl_free(&ct->in);
+	free(ct->execs);
 	free(ct);
 }
 

@@ -1,29 +1,43 @@
 /*
  * tui_draw.c: rendering for the chat (tui_draw.h).  Called by chat.c with
- * the channel's capped output buffer; a full buffer drops bytes, and chat.c
- * then redraws (the room's events, not the wire bytes, are the truth).
- * Invariant: with ansi, the cursor sits on the prompt row after
- * tui_draw_bottom, bottom_rows rows below the top of the region.
+ * the chat's output queue; when a slow client's queue is dropped, chat.c
+ * redraws from the model (the lines kept, not the wire bytes, are the
+ * truth).
+ *
+ * Invariants, with ansi: the cursor sits on the prompt row after
+ * tui_draw_bottom, bottom_rows rows below the top of the region, and
+ * bottom_rows is counted with tui_width_rows at the width drawn for; the
+ * kept stream fits the screen at d->cols x d->rows after each
+ * tui_draw_stream (tui_draw_stream_wrap); every line printed ends with an attribute reset
+ * and is added to the model as printed.
  */
 #include "tui_draw.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "tui_width.h"
 #include "utf8.h"
 
 #define TUI_PROMPT_SUFFIX	"> "
+#define TUI_RESET		"\x1b[0m"
+#define TUI_CLEAR		TUI_RESET "\x1b[H\x1b[2J"	/* home, erase all */
+#define TUI_MAX_REDRAW		512	/* lines a redraw may show */
+#define TUI_VIEW_BYTES		(16 * 1024 + 8)	/* the input line shown, at most */
 
 /* Rendering state for one client; cannot fail. */
 void
-tui_draw_init(struct tui_draw *d, int ansi, int crlf, int cols, int rows)
+tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf, int cols,
+    int rows)
 {
 	memset(d, 0, sizeof(*d));
 	d->ansi = ansi;
+	d->color = ansi && color;
 	d->crlf = ansi || crlf;
 	d->cols = cols > 0 ? cols : 80;
 	d->rows = rows > 0 ? rows : 24;
 	buf_init(&d->stream, TUI_DRAW_MAX_STREAM);
+	tui_model_init(&d->model);
 }
 
 /* Free the kept stream line. */
@@ -31,6 +45,7 @@ void
 tui_draw_free(struct tui_draw *d)
 {
 	buf_free(&d->stream);
+	tui_model_free(&d->model);
 }
 
 /* FNV-1a of the name onto six colours. */
@@ -72,16 +87,29 @@ tui_draw_sanitize(struct buf *out, const char *text, size_t len,
 	buf_free(&clean);
 }
 
-/* Columns of UTF-8 text (one per code point). */
-static int
-tui_draw_width(const char *s, size_t len)
+/* Append s[0..n) (one line, sanitised) with each tab turned into spaces
+ * up to the next tab stop; col is the column where s starts. */
+static void
+tui_draw_expand(struct buf *out, const char *s, size_t n, int col)
 {
-	int w = 0;
+	static const char spaces[TUI_DRAW_TAB] = "        ";
+	size_t i = 0, len;
+	int w;
 
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			w++;
-	return w;
+	while (i < n) {
+		if (s[i] == '\t') {
+			int pad = TUI_DRAW_TAB - col % TUI_DRAW_TAB;
+
+			buf_append(out, spaces, (size_t)pad);
+			col += pad;
+			i++;
+			continue;
+		}
+		len = tui_width_next(s + i, n - i, &w);
+		buf_append(out, s + i, len);
+		col += w;
+		i += len;
+	}
 }
 
 /* Move to the top of the bottom region and erase it (ansi only). */
@@ -97,32 +125,95 @@ tui_draw_clear_bottom(struct tui_draw *d, struct buf *out)
 	d->bottom_rows = 0;
 }
 
+/* The attributes a style's text is drawn in ("" for none), also on the
+ * continuation lines of a multi-line text. */
+static const char *
+tui_draw_attr(const struct tui_draw *d, enum tui_style style)
+{
+	if (!d->ansi)
+		return "";
+	switch (style) {
+	case TUI_STYLE_NOTICE:
+		return "\x1b[2m";
+	case TUI_STYLE_ERROR:
+		return d->color ? "\x1b[1;31m" : "\x1b[1m";
+	case TUI_STYLE_TOOL:
+		return d->color ? "\x1b[36m" : "";
+	default:
+		return "";
+	}
+}
+
 /* The prefix of a line in each style. */
 static void
 tui_draw_prefix(struct tui_draw *d, struct buf *out, enum tui_style style,
     const char *name)
 {
+	const char *attr = tui_draw_attr(d, style);
+
+	buf_append(out, attr, strlen(attr));
 	switch (style) {
 	case TUI_STYLE_MESSAGE:
-		if (d->ansi)
+		if (d->color)
 			buf_printf(out, "\x1b[1;%dm", tui_draw_color(name));
+		else if (d->ansi)
+			buf_append(out, "\x1b[1m", 4);
 		tui_draw_sanitize(out, name, strlen(name), "");
-		buf_append(out, d->ansi ? ":\x1b[0m " : ": ",
+		buf_append(out, d->ansi ? ":" TUI_RESET " " : ": ",
 		    d->ansi ? 6 : 2);
 		break;
 	case TUI_STYLE_NOTICE:
-		buf_append(out, d->ansi ? "\x1b[2m* " : "* ", d->ansi ? 6 : 2);
+		buf_append(out, "* ", 2);
 		break;
 	case TUI_STYLE_ERROR:
-		buf_append(out, d->ansi ? "\x1b[1;31m! " : "! ",
-		    d->ansi ? 9 : 2);
+		buf_append(out, "! ", 2);
 		break;
 	case TUI_STYLE_TOOL:
-		buf_append(out, d->ansi ? "\x1b[36m> " : "> ", d->ansi ? 7 : 2);
+		buf_append(out, "> ", 2);
 		break;
 	case TUI_STYLE_OUTPUT:
 		break;
 	}
+}
+
+/* One finished screen line (ansi): out, the end of the line, the model. */
+static void
+tui_draw_emit(struct tui_draw *d, struct buf *out, const char *row,
+    size_t len)
+{
+	buf_append(out, row, len);
+	buf_append(out, TUI_RESET "\r\n", 6);
+	tui_model_add(&d->model, row, len);
+}
+
+/* A styled text as lines with attributes, tabs expanded (ansi). */
+static void
+tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
+    const char *name, const char *text, size_t len)
+{
+	struct buf clean, row;
+	const char *p, *end, *e;
+	const char *attr = tui_draw_attr(d, style);
+
+	buf_init(&clean, len * 3 + 1);
+	buf_init(&row, len * TUI_DRAW_TAB + TUI_DRAW_MAX_STREAM);
+	tui_draw_sanitize(&clean, text, len, "\n");
+	p = clean.data ? clean.data : "";
+	end = p + clean.len;
+	for (int first = 1; first || p < end; first = 0) {
+		e = memchr(p, '\n', (size_t)(end - p));
+		buf_reset(&row);
+		if (first)
+			tui_draw_prefix(d, &row, style, name);
+		else
+			buf_append(&row, attr, strlen(attr));
+		tui_draw_expand(&row, p, (size_t)((e ? e : end) - p),
+		    row.len ? tui_width_str(row.data, row.len) : 0);
+		tui_draw_emit(d, out, row.data ? row.data : "", row.len);
+		p = e ? e + 1 : end;
+	}
+	buf_free(&row);
+	buf_free(&clean);
 }
 
 /* Finish an open stream, then print a styled line. */
@@ -134,20 +225,68 @@ tui_draw_line(struct tui_draw *d, struct buf *out, enum tui_style style,
 	size_t len = strlen(text);
 
 	tui_draw_stream_end(d, out);
-	tui_draw_prefix(d, out, style, name ? name : "?");
 	while (len && text[len - 1] == '\n')
 		len--;
+	if (d->ansi) {
+		tui_draw_line_ansi(d, out, style, name ? name : "?", text, len);
+		return;
+	}
+	tui_draw_prefix(d, out, style, name ? name : "?");
 	tui_draw_sanitize(out, text, len, nl);
-	if (d->ansi && style != TUI_STYLE_OUTPUT)
-		buf_append(out, "\x1b[0m", 4);
 	buf_append(out, nl, strlen(nl));
 }
 
-/* Agent text: plain prints it now; ansi keeps the unfinished line. */
+/* Rows the kept stream may fill: all but the prompt row and one more, so
+ * the bottom region always fits on the screen (moving up past the top
+ * row is clamped by terminals, and would leave stale rows). */
+static int
+tui_draw_stream_max(const struct tui_draw *d)
+{
+	return d->rows > 3 ? d->rows - 2 : 1;
+}
+
+/* Print the kept stream's first rows (out NULL: only into the model)
+ * until what is kept fits in tui_draw_stream_max rows at d->cols (and in
+ * half its buffer, so the next piece has room).  Until then the line
+ * wraps on the terminal as any line does. */
+static void
+tui_draw_stream_wrap(struct tui_draw *d, struct buf *out)
+{
+	while (d->stream.len && (d->stream.len > TUI_DRAW_MAX_STREAM / 2 ||
+	    tui_width_rows(d->stream.data, d->stream.len, d->cols) >
+	    tui_draw_stream_max(d))) {
+		int w;
+		size_t n = tui_width_fit(d->stream.data, d->stream.len,
+		    d->cols, NULL);
+
+		if (n == 0)	/* one cluster wider than the terminal */
+			n = tui_width_next(d->stream.data, d->stream.len, &w);
+		if (out)
+			tui_draw_emit(d, out, d->stream.data, n);
+		else
+			tui_model_add(&d->model, d->stream.data, n);
+		buf_consume(&d->stream, n);
+	}
+}
+
+/* Agent text, plain: printed as it comes. */
+static void
+tui_draw_stream_plain(struct tui_draw *d, struct buf *out, const char *text)
+{
+	const char *nl = d->crlf ? "\r\n" : "\n";
+
+	if (d->stream.len) {
+		buf_append(out, d->stream.data, d->stream.len);
+		buf_reset(&d->stream);
+	}
+	tui_draw_sanitize(out, text, strlen(text), nl);
+}
+
+/* Agent text: plain prints it now; ansi keeps the unfinished row. */
 void
 tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 {
-	const char *nl = d->crlf ? "\r\n" : "\n";
+	struct buf clean;
 
 	if (!d->streaming) {
 		d->streaming = 1;
@@ -155,27 +294,28 @@ tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 		tui_draw_prefix(d, &d->stream, TUI_STYLE_MESSAGE, "agent");
 	}
 	if (!d->ansi) {
-		/* Plain: print as it comes. */
-		if (d->stream.len) {
-			buf_append(out, d->stream.data, d->stream.len);
-			buf_reset(&d->stream);
-		}
-		tui_draw_sanitize(out, text, strlen(text), nl);
+		tui_draw_stream_plain(d, out, text);
 		return;
 	}
+	buf_init(&clean, strlen(text) * 3 + 1);
 	for (const char *p = text; *p;) {
 		const char *e = strchr(p, '\n');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 
-		tui_draw_sanitize(&d->stream, p, n, "");
+		buf_reset(&clean);
+		tui_draw_sanitize(&clean, p, n, "");
+		tui_draw_expand(&d->stream, clean.data ? clean.data : "",
+		    clean.len, d->stream.len ? tui_width_str(d->stream.data,
+		    d->stream.len) % d->cols : 0);
+		tui_draw_stream_wrap(d, out);
 		if (!e)
 			break;
-		buf_append(out, d->stream.data ? d->stream.data : "",
+		tui_draw_emit(d, out, d->stream.data ? d->stream.data : "",
 		    d->stream.len);
-		buf_append(out, nl, strlen(nl));
 		buf_reset(&d->stream);
 		p = e + 1;
 	}
+	buf_free(&clean);
 }
 
 /* Close the stream: print its kept tail and end the line. */
@@ -188,40 +328,73 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 		return;
 	d->streaming = 0;
 	if (d->ansi && d->stream.len)
-		buf_append(out, d->stream.data, d->stream.len);
-	if (d->ansi)
-		buf_append(out, "\x1b[0m", 4);
-	buf_append(out, nl, strlen(nl));
+		tui_draw_emit(d, out, d->stream.data, d->stream.len);
+	else if (!d->ansi)
+		buf_append(out, nl, strlen(nl));
 	buf_reset(&d->stream);
 }
 
-/* Draw the kept stream line and the prompt, cursor where the editor has it. */
+/* Draw the kept stream row and the prompt, cursor where the editor has it.
+ * The prompt row never wraps: the line scrolls sideways in what is left
+ * of the row after "ROOM> " (just "> " when the room's name leaves too
+ * little). */
 void
 tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e)
 {
-	char text[4096];
-	int avail, w;
-	size_t from = 0;
+	char text[TUI_VIEW_BYTES];
+	size_t from, to;
+	int pw, avail, col;
 
 	if (!d->ansi)
 		return;
 	d->bottom_rows = 0;
 	if (d->streaming && d->stream.len) {
-		w = tui_draw_width(d->stream.data, d->stream.len);
 		buf_append(out, d->stream.data, d->stream.len);
-		buf_append(out, "\x1b[0m\r\n", 6);
-		d->bottom_rows = w / d->cols + 1;
+		buf_append(out, TUI_RESET "\r\n", 6);
+		d->bottom_rows = tui_width_rows(d->stream.data, d->stream.len,
+		    d->cols);
 	}
-	buf_printf(out, "\x1b[1m%s%s\x1b[0m", room, TUI_PROMPT_SUFFIX);
-	/* Scroll the line sideways so the cursor stays on screen. */
-	avail = d->cols - (int)strlen(room) - (int)strlen(TUI_PROMPT_SUFFIX) - 1;
-	if (avail < 1)
-		avail = 1;
-	if (e->cursor > (size_t)avail)
-		from = e->cursor - (size_t)avail;
-	tui_editor_utf8(e, from, from + (size_t)avail, text, sizeof(text));
+	pw = (int)(strlen(room) + strlen(TUI_PROMPT_SUFFIX));
+	if (pw + 2 > d->cols)
+		room = "";
+	pw = (int)(strlen(room) + strlen(TUI_PROMPT_SUFFIX));
+	avail = d->cols - pw > 1 ? d->cols - pw : 1;
+	tui_editor_view(e, avail, &from, &to, &col);
+	buf_printf(out, "\x1b[1m%s%s" TUI_RESET, room, TUI_PROMPT_SUFFIX);
+	tui_editor_utf8(e, from, to, text, sizeof(text));
 	buf_append(out, text, strlen(text));
-	buf_printf(out, "\r\x1b[%dC", (int)(strlen(room) +
-	    strlen(TUI_PROMPT_SUFFIX) + e->cursor - from));
+	buf_printf(out, "\r\x1b[%dC", pw + col);
+}
+
+/* See tui_draw.h. */
+void
+tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
+    const struct tui_editor *e, int cols, int rows)
+{
+	const char *line[TUI_MAX_REDRAW];
+	size_t len[TUI_MAX_REDRAW], pos = 0;
+	int n = 0, left;
+
+	if (!d->ansi)
+		return;
+	d->cols = cols > 0 ? cols : d->cols;
+	d->rows = rows > 0 ? rows : d->rows;
+	tui_draw_stream_wrap(d, NULL);
+	left = d->rows - 1 - (d->streaming && d->stream.len ?
+	    tui_width_rows(d->stream.data, d->stream.len, d->cols) : 0);
+	while (n < TUI_MAX_REDRAW &&
+	    tui_model_prev(&d->model, &pos, &line[n], &len[n])) {
+		left -= tui_width_rows(line[n], len[n], d->cols);
+		if (left < 0)
+			break;
+		n++;
+	}
+	buf_append(out, TUI_CLEAR, strlen(TUI_CLEAR));
+	while (n-- > 0) {
+		buf_append(out, line[n], len[n]);
+		buf_append(out, TUI_RESET "\r\n", 6);
+	}
+	d->bottom_rows = 0;
+	tui_draw_bottom(d, out, room, e);
 }

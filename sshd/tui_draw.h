@@ -1,9 +1,20 @@
 /*
  * tui_draw.h: the chat's output as bytes for the client's terminal.  With
  * ansi on: lines printed above a bottom region that holds the agent's
- * unfinished line (while it streams) and the input line "ROOM> ", which is
- * cleared and redrawn around each print; names in a stable colour.  With
- * ansi off: plain lines ending in "\n", no escape sequence at all.
+ * unfinished row (while it streams) and the input line "ROOM> ", which is
+ * cleared and redrawn around each print; names in a stable colour (bold
+ * only with colour off: NO_COLOR).  With ansi off: plain lines ending in
+ * "\n" (CR LF on a pty), no escape sequence at all.
+ *
+ * Everything placed on the screen is measured with tui_width.h (wide
+ * characters, grapheme clusters, escapes of no width), tabs are expanded
+ * to spaces, and the bottom region never spans more rows than it counts:
+ * the agent's streamed line wraps as it grows, but is kept within the
+ * screen (past that, its first rows are printed above as they fill), and
+ * the input line keeps to one row.
+ * Printed lines are also kept in a model (tui_model.h), so the whole
+ * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
+ * or after output was dropped.
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
@@ -14,8 +25,10 @@
 
 #include "buf.h"
 #include "tui_editor.h"
+#include "tui_model.h"
 
 #define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* unfinished agent line kept */
+#define TUI_DRAW_TAB		8		/* tab stops */
 
 enum tui_style {
 	TUI_STYLE_MESSAGE,	/* "name: text" */
@@ -27,15 +40,20 @@ enum tui_style {
 
 struct tui_draw {
 	int ansi;		/* escape sequences allowed */
+	int color;		/* colours allowed (ansi without NO_COLOR) */
 	int crlf;		/* lines end in CR LF (any pty), else LF */
 	int cols, rows;		/* terminal size */
 	int bottom_rows;	/* rows above the prompt row we drew */
 	int streaming;		/* an agent line is open */
-	struct buf stream;	/* its unfinished last line */
+	struct buf stream;	/* ansi: its unfinished line; plain: its
+				 * prefix until the first text */
+	struct tui_model model;	/* ansi: printed lines, for redraws */
 };
 
-/* ansi: the line UI; crlf: a pty without it (TERM=dumb) also wants CR LF. */
-void tui_draw_init(struct tui_draw *d, int ansi, int crlf, int cols, int rows);
+/* ansi: the line UI; color: colours in it; crlf: a pty without ansi
+ * (TERM=dumb) also wants CR LF. */
+void tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf,
+    int cols, int rows);
 void tui_draw_free(struct tui_draw *d);
 
 /* ANSI colour (31-36) for a name, the same every time. */
@@ -49,15 +67,21 @@ void tui_draw_clear_bottom(struct tui_draw *d, struct buf *out);
 void tui_draw_line(struct tui_draw *d, struct buf *out, enum tui_style style,
     const char *name, const char *text);
 
-/* Streamed agent text: whole lines are printed, the rest kept. */
+/* Streamed agent text: whole lines (and, with ansi, rows that would not
+ * fit on the screen) are printed, the rest kept. */
 void tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text);
 
 /* The stream is over: print what is kept. */
 void tui_draw_stream_end(struct tui_draw *d, struct buf *out);
 
-/* Draw the bottom region: the kept stream line and "ROOM> " input. */
+/* Draw the bottom region: the kept stream row and "ROOM> " input. */
 void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e);
+
+/* ansi: clear the screen and draw it again from the model, as many recent
+ * lines as fit above the bottom region, for cols x rows. */
+void tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
+    const struct tui_editor *e, int cols, int rows);
 
 /* Append text without control characters (newline kept as nl). */
 void tui_draw_sanitize(struct buf *out, const char *text, size_t len,

@@ -2,13 +2,18 @@
  * tui_editor.c: the input line of tui_editor.h.  Called by chat.c.
  * Invariants: cursor <= len <= cap; bytes is the UTF-8 size of cps[0..len)
  * and never passes max_bytes; every code point passes tui_editor_allowed,
- * so the line is always valid UTF-8 without control characters.
+ * so the line is always valid UTF-8 without control characters.  The
+ * cursor moves and deletes by grapheme cluster (tui_width.h): an emoji
+ * with its selector or a letter with its accents is one step, as the
+ * terminal draws it.
  */
 #include "tui_editor.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tui_width.h"
 
 /* Empty line of at most max_bytes of UTF-8; cannot fail. */
 void
@@ -99,46 +104,52 @@ tui_editor_insert(struct tui_editor *e, uint32_t cp)
 	return 0;
 }
 
-/* Remove the code point at i. */
+/* Remove cps[from..to). */
 static void
-tui_editor_remove(struct tui_editor *e, size_t i)
+tui_editor_remove(struct tui_editor *e, size_t from, size_t to)
 {
-	e->bytes -= tui_utf8_len(e->cps[i]);
-	memmove(e->cps + i, e->cps + i + 1, (e->len - i - 1) * sizeof(*e->cps));
-	e->len--;
+	for (size_t i = from; i < to; i++)
+		e->bytes -= tui_utf8_len(e->cps[i]);
+	memmove(e->cps + from, e->cps + to, (e->len - to) * sizeof(*e->cps));
+	e->len -= to - from;
 }
 
-/* Delete before the cursor. */
+/* Delete the cluster before the cursor. */
 void
 tui_editor_backspace(struct tui_editor *e)
 {
+	size_t start;
+
 	if (e->cursor == 0)
 		return;
-	tui_editor_remove(e, --e->cursor);
+	start = tui_width_cluster_before(e->cps, e->len, e->cursor);
+	tui_editor_remove(e, start, e->cursor);
+	e->cursor = start;
 }
 
-/* Delete at the cursor. */
+/* Delete the cluster at the cursor. */
 void
 tui_editor_delete(struct tui_editor *e)
 {
 	if (e->cursor < e->len)
-		tui_editor_remove(e, e->cursor);
+		tui_editor_remove(e, e->cursor,
+		    tui_width_cluster(e->cps, e->len, e->cursor, NULL));
 }
 
-/* Cursor one left (stops at the start). */
+/* Cursor one cluster left (stops at the start). */
 void
 tui_editor_left(struct tui_editor *e)
 {
 	if (e->cursor > 0)
-		e->cursor--;
+		e->cursor = tui_width_cluster_before(e->cps, e->len, e->cursor);
 }
 
-/* Cursor one right (stops at the end). */
+/* Cursor one cluster right (stops at the end). */
 void
 tui_editor_right(struct tui_editor *e)
 {
 	if (e->cursor < e->len)
-		e->cursor++;
+		e->cursor = tui_width_cluster(e->cps, e->len, e->cursor, NULL);
 }
 
 /* Cursor to the start. */
@@ -161,10 +172,7 @@ tui_editor_kill_start(struct tui_editor *e)
 {
 	if (e->cursor == 0)
 		return;		/* nothing to kill; cps may still be NULL */
-	for (size_t i = 0; i < e->cursor; i++)
-		e->bytes -= tui_utf8_len(e->cps[i]);
-	memmove(e->cps, e->cps + e->cursor, (e->len - e->cursor) * sizeof(*e->cps));
-	e->len -= e->cursor;
+	tui_editor_remove(e, 0, e->cursor);
 	e->cursor = 0;
 }
 
@@ -191,4 +199,27 @@ tui_editor_utf8(const struct tui_editor *e, size_t from, size_t to,
 	}
 	out[n] = '\0';
 	return n;
+}
+
+/* See tui_editor.h. */
+void
+tui_editor_view(const struct tui_editor *e, int cols, size_t *from,
+    size_t *to, int *cursor_col)
+{
+	size_t i = 0, end;
+	int w, col = tui_width_cps(e->cps, 0, e->cursor);
+
+	/* Start at the first cluster from which the cursor is in view. */
+	while (i < e->cursor && col >= cols) {
+		i = tui_width_cluster(e->cps, e->len, i, &w);
+		col -= w;
+	}
+	*from = i;
+	*cursor_col = col;
+	for (col = 0; i < e->len; i = end, col += w) {
+		end = tui_width_cluster(e->cps, e->len, i, &w);
+		if (col + w > cols)
+			break;
+	}
+	*to = i;
 }

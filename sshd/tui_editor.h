@@ -1,7 +1,8 @@
 /*
  * tui_editor.h: the chat's input line as code points with a cursor.  Pure
- * functions, no I/O; tui_draw.c shows it, chat.c feeds it keys.  Each code
- * point is taken as one column wide (wide characters come later).
+ * functions, no I/O; tui_draw.c shows it, chat.c feeds it keys.  Moves and
+ * deletes go by grapheme cluster and widths are terminal columns
+ * (tui_width.h), so wide characters and emoji stay whole.
  */
 #ifndef ATRIUMD_TUI_EDITOR_H
 #define ATRIUMD_TUI_EDITOR_H
@@ -29,7 +30,7 @@ int tui_editor_allowed(uint32_t cp);
  * refuses, -ENOBUFS past max_bytes, -ENOMEM. */
 int tui_editor_insert(struct tui_editor *e, uint32_t cp);
 
-/* Delete before / at the cursor (no-op at the ends). */
+/* Delete the cluster before / at the cursor (no-op at the ends). */
 void tui_editor_backspace(struct tui_editor *e);
 void tui_editor_delete(struct tui_editor *e);
 
@@ -44,6 +45,13 @@ void tui_editor_kill_start(struct tui_editor *e);
 
 /* Empty the line. */
 void tui_editor_clear(struct tui_editor *e);
+
+/* The part of the line shown in cols columns: code points [*from, *to)
+ * hold whole clusters, the cursor is in view (scrolled sideways as little
+ * as needed, keeping its column under cols so it never reaches the
+ * row's end), and *cursor_col is its column from the start of the view. */
+void tui_editor_view(const struct tui_editor *e, int cols, size_t *from,
+    size_t *to, int *cursor_col);
 
 /* UTF-8 of code points [from, to) into out (NUL-terminated, truncated to
  * outlen).  Returns bytes written. */

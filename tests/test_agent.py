@@ -254,7 +254,10 @@ def test_prompt_streams_deltas_then_message(room, model):
     c.send({"type": "prompt", "text": "hello agent"})
     evs = [e for e in c.collect("turn_end") if e["type"] != "presence"]
     types = [e["type"] for e in evs]
-    assert types[0] == "turn_start" and evs[0]["user"] == "alice"
+    # The question is shown to the room as its asker's, then the turn.
+    assert types[0] == "prompt" and evs[0]["user"] == "alice"
+    assert evs[0]["text"] == "hello agent"
+    assert types[1] == "turn_start" and evs[1]["user"] == "alice"
     assert "agent_delta" in types
     msg = [e for e in evs if e["type"] == "message"][0]
     assert msg["user"] == "agent"

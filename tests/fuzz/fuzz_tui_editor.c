@@ -8,6 +8,9 @@
  * bytes == the UTF-8 size of its code points <= max_bytes, and give back
  * exactly its code points as UTF-8 (tui_editor_utf8) at Enter.  Two line
  * limits run: a tiny one to reach the limit often, and chat's own.
+ * Moves and deletes go by grapheme cluster: the model steps over the
+ * clusters sshd/tui_width.c finds in its own array.  The view of the line
+ * at a few widths keeps the cursor in view and never passes the width.
  */
 #include <errno.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include "fuzz.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
+#include "tui_width.h"
 
 #define CHAT_LINE (16 * 1024)	/* sshd/chat.h: CHAT_MAX_LINE */
 
@@ -47,6 +51,28 @@ model_remove(struct model *m, size_t at)
 	memmove(m->cps + at, m->cps + at + 1,
 	    (m->len - at - 1) * sizeof(m->cps[0]));
 	m->len--;
+}
+
+/* The model's cluster boundaries around its cursor. */
+static size_t
+model_next(const struct model *m)
+{
+	return tui_width_cluster(m->cps, m->len, m->cursor, NULL);
+}
+
+static size_t
+model_prev(const struct model *m)
+{
+	return tui_width_cluster_before(m->cps, m->len, m->cursor);
+}
+
+/* Remove [from, to) and put the cursor at from. */
+static void
+model_remove_range(struct model *m, size_t from, size_t to)
+{
+	while (to-- > from)
+		model_remove(m, from);
+	m->cursor = from;
 }
 
 /* Apply one key to both, as chat_key does. */
@@ -89,20 +115,22 @@ apply(struct tui_editor *e, struct model *m, const struct tui_key *k)
 	case TUI_KEY_BACKSPACE:
 		tui_editor_backspace(e);
 		if (m->cursor > 0)
-			model_remove(m, --m->cursor);
+			model_remove_range(m, model_prev(m), m->cursor);
 		break;
 	case TUI_KEY_DELETE:
 		tui_editor_delete(e);
 		if (m->cursor < m->len)
-			model_remove(m, m->cursor);
+			model_remove_range(m, m->cursor, model_next(m));
 		break;
 	case TUI_KEY_LEFT:
 		tui_editor_left(e);
-		m->cursor -= m->cursor > 0;
+		if (m->cursor > 0)
+			m->cursor = model_prev(m);
 		break;
 	case TUI_KEY_RIGHT:
 		tui_editor_right(e);
-		m->cursor += m->cursor < m->len;
+		if (m->cursor < m->len)
+			m->cursor = model_next(m);
 		break;
 	case TUI_KEY_HOME:
 		tui_editor_home(e);
@@ -119,7 +147,8 @@ apply(struct tui_editor *e, struct model *m, const struct tui_key *k)
 		} else if (k->cp == 'd' && m->len > 0) {
 			tui_editor_delete(e);
 			if (m->cursor < m->len)
-				model_remove(m, m->cursor);
+				model_remove_range(m, m->cursor,
+				    model_next(m));
 		} else if (k->cp == 'u') {
 			tui_editor_kill_start(e);
 			while (m->cursor > 0)
@@ -151,6 +180,21 @@ check(const struct tui_editor *e, const struct model *m)
 	FUZZ_CHECK(bytes == e->bytes);
 	FUZZ_CHECK(e->len == 0 ||
 	    memcmp(e->cps, m->cps, e->len * sizeof(m->cps[0])) == 0);
+}
+
+/* The view at a width from the hash: whole clusters, the cursor in it
+ * and short of the width, no more columns than the width. */
+static void
+check_view(const struct tui_editor *e, uint64_t h)
+{
+	int cols = 1 + (int)((h >> 32) % 40), col;
+	size_t from, to;
+
+	tui_editor_view(e, cols, &from, &to, &col);
+	FUZZ_CHECK(from <= e->cursor && to <= e->len && from <= to);
+	FUZZ_CHECK(col == tui_width_cps(e->cps, from, e->cursor));
+	FUZZ_CHECK(col < cols);
+	FUZZ_CHECK(tui_width_cps(e->cps, from, to) <= cols);
 }
 
 /* Some slices of the line as UTF-8 into small buffers. */
@@ -191,6 +235,7 @@ run(const uint8_t *p, size_t size, size_t max_bytes)
 			check(&e, &m);
 		}
 		check_slices(&e, fuzz_hash(p, i + 1));
+		check_view(&e, fuzz_hash(p, i + 1));
 	}
 	tui_editor_free(&e);
 }

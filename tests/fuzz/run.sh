@@ -31,7 +31,8 @@ declare -A SRC=(
 	[authkeys]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c"
 	[authkeys_file]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c"
 	[tui_keys]="sshd/tui_keys.c"
-	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c"
+	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c sshd/tui_width.c"
+	[tui_width]="sshd/tui_width.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
 )
@@ -40,8 +41,8 @@ CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd -Itests/fuzz
-	$(pkg-config --cflags json-c libssh)"
-LIBS="$(pkg-config --libs json-c libssh)"
+	$(pkg-config --cflags json-c libssh libutf8proc)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc)"
 
 if [ $# -gt 0 ]; then
 	names=("$@")

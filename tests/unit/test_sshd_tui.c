@@ -1,8 +1,9 @@
 /*
  * test_sshd_tui.c: the chat's pure pieces from raw input: the key decoder
  * (sshd/tui_keys.c) fed byte by byte, the line editor (sshd/tui_editor.c),
- * the renderer's sanitising (sshd/tui_draw.c) and the chat commands
- * (sshd/chat.c: chat_command).
+ * the renderer's sanitising and row counting (sshd/tui_draw.c), the
+ * width of text (sshd/tui_width.c), the recent-lines model
+ * (sshd/tui_model.c) and the chat commands (sshd/chat.c: chat_command).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,6 +15,8 @@
 #include "../../sshd/tui_draw.h"
 #include "../../sshd/tui_editor.h"
 #include "../../sshd/tui_keys.h"
+#include "../../sshd/tui_model.h"
+#include "../../sshd/tui_width.h"
 
 /* Decode bytes; the keys into out (at most max), their count. */
 static int
@@ -145,7 +148,7 @@ test_draw_sanitizes(void)
 	tui_draw_sanitize(&b, "x\x9b" "2Jy\xff\n", 7, "|");
 	CHECK_STR(b.data, "x\xef\xbf\xbd" "2Jy\xef\xbf\xbd|");
 	buf_reset(&b);
-	tui_draw_init(&d, 0, 0, 80, 24);
+	tui_draw_init(&d, 0, 0, 0, 80, 24);
 	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi\nthere");
 	CHECK_STR(b.data, "alice: hi\nthere\n");
 	CHECK_INT(tui_draw_color("alice"), tui_draw_color("alice"));
@@ -193,9 +196,15 @@ test_chat_commands(void)
 	CHECK_INT(chat_command("   ", NULL, &o, reply, sizeof(reply)), 3);
 	CHECK_INT(chat_command("/help", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "/approve") != NULL);
+	/* A table: one command a line, each line short enough for 80. */
+	CHECK(strstr(reply, "\n  /quit ") != NULL);
+	for (const char *l = reply, *e; *l; l = e + (*e != '\0')) {
+		e = strchr(l, '\n') ?: l + strlen(l);
+		CHECK(e - l <= 78 || strncmp(l, "keys:", 5) == 0);
+	}
 	CHECK_INT(chat_command("/frob x", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "unknown command /frob") != NULL);
-	CHECK(strstr(reply, "/quit") != NULL);
+	CHECK(strstr(reply, "/help") != NULL);
 	/* Answers to the approval request that waits. */
 	CHECK_INT(chat_command("/approve", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK_STR(reply, "no approval request is waiting");
@@ -222,6 +231,181 @@ test_chat_commands(void)
 	json_object_put(o);
 	CHECK_INT(chat_command("/approve", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK_INT(chat_command("!", NULL, &o, reply, sizeof(reply)), 0);
+}
+
+/* Columns and rows of a C string. */
+#define W(s)		tui_width_str(s, strlen(s))
+#define ROWS(s, cols)	tui_width_rows(s, strlen(s), cols)
+
+static void
+test_width(void)
+{
+	int w;
+
+	/* ASCII, CJK (wide), a combining accent, escapes: no columns. */
+	CHECK_INT(W("abc"), 3);
+	CHECK_INT(W("\xe4\xbd\xa0\xe5\xa5\xbd"), 4);
+	CHECK_INT(W("e\xcc\x81"), 1);
+	CHECK_INT(W("\x1b[1;31magent:\x1b[0m x"), 8);
+	CHECK_INT(W("\x1b]0;title\x07ok"), 2);
+	/* An emoji ZWJ sequence and a heart with its emoji selector are one
+	 * cluster each, two columns wide. */
+	CHECK_INT((int)tui_width_next("\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f"
+	    "\x92\xbbx", 12, &w), 11);
+	CHECK_INT(w, 2);
+	CHECK_INT((int)tui_width_next("\xe2\x9d\xa4\xef\xb8\x8f", 6, &w), 6);
+	CHECK_INT(w, 2);
+	CHECK_INT(tui_width_cp(0x1f600), 2);
+	CHECK_INT(tui_width_cp(0x200d), 0);
+	CHECK_INT(tui_width_cp(0x301), 0);
+	/* Rows: exactly the width is one row; escapes do not count; a wide
+	 * character that would straddle the edge starts the next row. */
+	CHECK_INT(ROWS("", 10), 1);
+	CHECK_INT(ROWS("0123456789", 10), 1);
+	CHECK_INT(ROWS("01234567890", 10), 2);
+	CHECK_INT(ROWS("\x1b[1;35magent:\x1b[0m 12", 10), 1);
+	CHECK_INT(ROWS("012345678\xe4\xbd\xa0", 10), 2);
+	CHECK_INT((int)tui_width_fit("012345678\xe4\xbd\xa0", 12, 10, &w), 9);
+	CHECK_INT(w, 9);
+}
+
+static void
+test_editor_wide(void)
+{
+	struct tui_editor e;
+	size_t from, to;
+	int col;
+	static const uint32_t text[] = { 0x4f60, 0x597d, 'a', 0x1f469, 0x200d,
+	    0x1f4bb, 'e', 0x301 };
+
+	tui_editor_init(&e, 256);
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+		CHECK_INT(tui_editor_insert(&e, text[i]), 0);
+	/* The cursor is at column 2+2+1+2+1 = 8. */
+	tui_editor_view(&e, 40, &from, &to, &col);
+	CHECK_INT((int)from, 0);
+	CHECK_INT((int)to, 8);
+	CHECK_INT(col, 8);
+	/* Left steps over "e" + accent, then the whole ZWJ sequence. */
+	tui_editor_left(&e);
+	CHECK_INT((int)e.cursor, 6);
+	tui_editor_left(&e);
+	CHECK_INT((int)e.cursor, 3);
+	tui_editor_backspace(&e);	/* "a" */
+	CHECK_INT((int)e.cursor, 2);
+	tui_editor_delete(&e);		/* the ZWJ sequence */
+	CHECK_INT((int)e.len, 4);
+	/* Narrow view: scrolled so the cursor stays inside it. */
+	tui_editor_end(&e);
+	tui_editor_view(&e, 4, &from, &to, &col);
+	CHECK(col < 4);
+	CHECK(tui_width_cps(e.cps, from, to) <= 4);
+	tui_editor_free(&e);
+}
+
+/* Count how many rows the bottom region says it spans after drawing. */
+static void
+test_draw_stream_rows(void)
+{
+	struct tui_draw d;
+	struct tui_editor e;
+	struct buf b;
+	char line[64];
+
+	buf_init(&b, 1 << 20);
+	tui_editor_init(&e, 64);
+	tui_draw_init(&d, 1, 1, 1, 20, 10);
+	/* "agent: " is 7 columns: 13 more fill the row exactly. */
+	tui_draw_stream(&d, &b, "0123456789abc");
+	tui_draw_bottom(&d, &b, "room", &e);
+	CHECK_INT(d.bottom_rows, 1);
+	/* Past the row: two rows (the region is counted by width, not by
+	 * bytes, the colour escapes of "agent:" aside). */
+	tui_draw_clear_bottom(&d, &b);
+	tui_draw_stream(&d, &b, "\xe4\xbd\xa0\xe5\xa5\xbd");
+	tui_draw_bottom(&d, &b, "room", &e);
+	CHECK_INT(d.bottom_rows, 2);
+	/* Long CJK text streamed in pieces: the region grows to the
+	 * screen's height less two rows (8 of 10), never past it; the
+	 * third character of a piece never straddles the edge. */
+	for (int i = 0; i < 30; i++) {
+		tui_draw_clear_bottom(&d, &b);
+		tui_draw_stream(&d, &b, "\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\xa7");
+		tui_draw_bottom(&d, &b, "room", &e);
+		CHECK(d.bottom_rows <= 8);
+		CHECK_INT(d.bottom_rows, tui_width_rows(d.stream.data,
+		    d.stream.len, 20));
+	}
+	CHECK_INT(d.bottom_rows, 8);
+	tui_draw_clear_bottom(&d, &b);
+	tui_draw_stream_end(&d, &b);
+	/* The model holds the rows printed early, then the rest. */
+	{
+		size_t pos = 0, len;
+		const char *l;
+		int n = 0;
+
+		while (tui_model_prev(&d.model, &pos, &l, &len))
+			n++;
+		CHECK(n >= 2);
+	}
+	/* A tab is expanded to spaces up to the next stop. */
+	buf_reset(&b);
+	tui_draw_line(&d, &b, TUI_STYLE_OUTPUT, NULL, "a\tb");
+	snprintf(line, sizeof(line), "a       b\x1b[0m\r\n");
+	CHECK_STR(b.data, line);
+	tui_draw_free(&d);
+	tui_editor_free(&e);
+	buf_free(&b);
+}
+
+static void
+test_draw_no_color(void)
+{
+	struct tui_draw d;
+	struct buf b;
+
+	buf_init(&b, 4096);
+	tui_draw_init(&d, 1, 0, 1, 80, 24);
+	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi");
+	tui_draw_line(&d, &b, TUI_STYLE_ERROR, NULL, "bad");
+	/* Bold stays; no colour (SGR 30-37) anywhere. */
+	CHECK(strstr(b.data, "\x1b[1malice:") != NULL);
+	CHECK(strstr(b.data, "\x1b[3") == NULL);
+	CHECK(strstr(b.data, ";3") == NULL);
+	tui_draw_free(&d);
+	buf_free(&b);
+}
+
+static void
+test_model(void)
+{
+	struct tui_model m;
+	char big[TUI_MODEL_MAX_LINE * 2];
+	const char *l;
+	size_t pos = 0, len;
+	int n = 0;
+
+	tui_model_init(&m);
+	tui_model_add(&m, "one", 3);
+	tui_model_add(&m, "two\nignored", 12);
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 3 && memcmp(l, "two", 3) == 0);
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 3 && memcmp(l, "one", 3) == 0);
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 0);
+	/* Long lines are cut; old lines go; it never passes its budget. */
+	memset(big, 'x', sizeof(big));
+	for (int i = 0; i < 40; i++)
+		tui_model_add(&m, big, sizeof(big));
+	CHECK(m.lines.len <= TUI_MODEL_MAX);
+	pos = 0;
+	while (tui_model_prev(&m, &pos, &l, &len)) {
+		CHECK(len <= TUI_MODEL_MAX_LINE);
+		n++;
+	}
+	CHECK(n >= 7);
+	tui_model_free(&m);
 }
 
 /* Found by tests/fuzz/fuzz_tui_editor.c: Ctrl-U on a line never typed in
@@ -253,5 +437,10 @@ main(void)
 	TEST(test_editor_kill_empty);
 	TEST(test_draw_sanitizes);
 	TEST(test_chat_commands);
+	TEST(test_width);
+	TEST(test_editor_wide);
+	TEST(test_draw_stream_rows);
+	TEST(test_draw_no_color);
+	TEST(test_model);
 	return unit_done("test_sshd_tui");
 }

@@ -1,0 +1,55 @@
+/*
+ * fuzz_tui_width.c: libFuzzer entry point for sshd/tui_width.c, which
+ * measures every text the chat draws (anything people, commands and the
+ * model send).  Invariants: each unit is 1..n bytes and 0..2 columns; the
+ * units tile the text; the row count matches a simple reference walk over
+ * them; a fitted prefix is whole units within the width; the width of a
+ * text is the sum of its units'.
+ */
+#include "fuzz.h"
+#include "tui_width.h"
+
+/* Rows by the reference walk: a unit that would pass the row's end
+ * starts the next row. */
+static int
+ref_rows(const char *s, size_t n, int cols)
+{
+	int rows = 1, col = 0, w;
+
+	for (size_t i = 0, len; i < n; i += len) {
+		len = tui_width_next(s + i, n - i, &w);
+		if (col + w > cols) {
+			rows++;
+			col = 0;
+		}
+		col += w;
+	}
+	return rows;
+}
+
+/* libFuzzer's entry: the input as text, measured at a few widths. */
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	int total = 0, w, used;
+
+	for (size_t i = 0, len; i < size; i += len) {
+		len = tui_width_next(s + i, size - i, &w);
+		FUZZ_CHECK(len >= 1 && len <= size - i);
+		FUZZ_CHECK(w >= 0 && w <= 2);
+		total += w;
+	}
+	FUZZ_CHECK(total == tui_width_str(s, size));
+	for (int cols = 1; cols <= 81; cols += 16) {
+		size_t fit = tui_width_fit(s, size, cols, &used);
+
+		FUZZ_CHECK(fit <= size && used <= cols);
+		FUZZ_CHECK(used == tui_width_str(s, fit));
+		FUZZ_CHECK(tui_width_rows(s, size, cols) == ref_rows(s, size,
+		    cols));
+		FUZZ_CHECK(cols < 2 ||
+		    total <= tui_width_rows(s, size, cols) * cols);
+	}
+	return 0;
+}
