@@ -150,13 +150,17 @@ def descendants(root):
     return found
 
 
-def namespaces_holding(dev, root):
-    """root's descendants whose mount namespace still has a mount of dev."""
+def namespaces_holding(dev, point, root):
+    """root's descendants whose mount namespace still has dev mounted at
+    point.  Both, because a freed device number is soon reused by another
+    mount, which processes in the host's namespace (atriumd's network
+    process, the agents) then see."""
     pids = []
     for pid in descendants(root):
         try:
             with open("/proc/%d/mountinfo" % pid) as f:
-                if any(line.split()[2] == dev for line in f):
+                if any(line.split()[2] == dev and line.split()[4] == point
+                       for line in f):
                     pids.append(pid)
         except OSError:
             continue
@@ -222,7 +226,8 @@ def test_idle_room_stops_and_restarts_while_another_room_runs(
         "the stopped room's atrium-fs is still alive"
     assert not mounts_under(run)
     # Nothing keeps the stopped workspace: no namespace holds a copy.
-    assert not namespaces_holding(dev, srv.proc.pid)
+    assert not namespaces_holding(dev, os.path.join(run, "workspace"),
+                                  srv.proc.pid)
     rc, out, err = ssh_run(srv, "sleepy", "cat n.txt")
     assert (rc, out) == (0, "one\n"), err + srv.read_log()
     assert before.running() and after.running()
