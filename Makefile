@@ -34,7 +34,7 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps \
             python3 python3-pytest python3-paramiko tmux rsync strace \
-            clang libclang-rt-14-dev
+            clang libclang-rt-14-dev fio
 
 COMMON_SRC := $(wildcard common/*.c)
 FS_SRC     := $(wildcard fs/*.c)

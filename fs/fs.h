@@ -219,6 +219,21 @@ ssize_t fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 ssize_t fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size);
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
 
+/* --- space used (fs/du.c) --- */
+
+/* What a database stores against its size on disk. */
+struct fs_du {
+	uint64_t data_bytes;     /* bytes of file data stored (holes cost 0) */
+	uint64_t file_sizes;     /* the regular files' sizes added up */
+	uint64_t inodes;
+	uint64_t db_bytes;       /* the database file */
+	uint64_t wal_bytes;      /* its write-ahead log (0 when there is none) */
+};
+
+/* Count them from the last committed state (safe while mounted).
+ * 0 or -errno, as fs_open. */
+int fs_du(const char *path, struct fs_du *out);
+
 /* --- fsck (fs/fsck.c) --- */
 
 /* Check every invariant of fs/schema.c; each problem is passed to report

@@ -1,5 +1,5 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount and fsck over the core.
+ * main.c: the atrium-fs command line: mkfs, mount, fsck and du over the core.
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
@@ -19,6 +19,7 @@ static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
 	"       atrium-fs fsck DB\n"
+	"       atrium-fs du DB\n"
 	"see atrium-fs(8)\n";
 
 /* Print usage to stderr; the exit status 2. */
@@ -171,6 +172,52 @@ cmd_fsck(int argc, char **argv)
 	return 0;
 }
 
+/* The database's overhead over its data, as "12.5%" (or "-" without data). */
+static void
+du_overhead(const struct fs_du *u, char *buf, size_t size)
+{
+	double total = (double)u->db_bytes + (double)u->wal_bytes;
+
+	if (u->data_bytes == 0)
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%.1f%%",
+		    (total - (double)u->data_bytes) * 100.0 / (double)u->data_bytes);
+}
+
+/* atrium-fs du DB */
+static int
+cmd_du(int argc, char **argv)
+{
+	struct fs_du u;
+	char overhead[32];
+	int r;
+
+	if (argc != 2)
+		return usage();
+	r = fs_du(argv[1], &u);
+	if (r == -ENOENT || r == -EPROTO || r == -EINVAL) {
+		fprintf(stderr, "atrium-fs: %s %s\n", argv[1], r == -ENOENT ?
+		    "does not exist; check the path" : r == -EPROTO ?
+		    "was written by a newer atrium-fs; upgrade atrium-fs to read it" :
+		    "is not an atrium-fs database");
+		return 2;
+	}
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: reading %s failed: %s\n", argv[1],
+		    strerror(-r));
+		return 2;
+	}
+	du_overhead(&u, overhead, sizeof(overhead));
+	printf("data stored:   %llu bytes\n", (unsigned long long)u.data_bytes);
+	printf("file sizes:    %llu bytes\n", (unsigned long long)u.file_sizes);
+	printf("inodes:        %llu\n", (unsigned long long)u.inodes);
+	printf("database:      %llu bytes\n", (unsigned long long)u.db_bytes);
+	printf("wal:           %llu bytes\n", (unsigned long long)u.wal_bytes);
+	printf("overhead:      %s\n", overhead);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -183,6 +230,8 @@ main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (strcmp(argv[1], "fsck") == 0)
 		return cmd_fsck(argc - 1, argv + 1);
+	if (strcmp(argv[1], "du") == 0)
+		return cmd_du(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
