@@ -110,6 +110,39 @@ exec_add_capture(json_object *ev, const char *key, struct buf *b)
 	buf_free(&t);
 }
 
+/* Room left in one protocol line for an exec_result's other fields. */
+#define EXEC_RESULT_SLACK	4096
+
+/* Bytes of ev as one protocol line. */
+static size_t
+exec_line_len(json_object *ev)
+{
+	return strlen(json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Add e's captured stdout and stderr to ev.  Escaping can make them take
+ * up to six times their bytes, and a line over PROTO_MAX_LINE would be
+ * refused whole, result and exit status with it: so while the line is too
+ * long, the captures are halved (keeping their heads) and marked
+ * truncated. */
+static void
+exec_add_captures(json_object *ev, struct exec *e)
+{
+	for (;;) {
+		exec_add_capture(ev, "stdout", &e->out[0]);
+		exec_add_capture(ev, "stderr", &e->out[1]);
+		if (exec_line_len(ev) + EXEC_RESULT_SLACK <= PROTO_MAX_LINE)
+			break;
+		for (int i = 0; i < 2; i++)
+			buf_truncate(&e->out[i], e->out[i].len / 2);
+		e->truncated = 1;
+	}
+	if (e->truncated)
+		json_object_object_add(ev, "truncated",
+		    json_object_new_boolean(1));
+}
+
 /* The exec_result event for e's end. */
 static json_object *
 exec_result_event(struct exec *e, const struct proc_end *end)
@@ -130,13 +163,8 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	if (end->timed_out)
 		json_object_object_add(ev, "timedOut",
 		    json_object_new_boolean(1));
-	if (!e->passed_fds) {
-		exec_add_capture(ev, "stdout", &e->out[0]);
-		exec_add_capture(ev, "stderr", &e->out[1]);
-		if (e->truncated)
-			json_object_object_add(ev, "truncated",
-			    json_object_new_boolean(1));
-	}
+	if (!e->passed_fds)
+		exec_add_captures(ev, e);
 	return ev;
 }
 

@@ -134,6 +134,15 @@ buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
+void
+buf_truncate(struct buf *b, size_t n)
+{
+	if (n >= b->len)
+		return;
+	b->len = n;
+	b->data[n] = '\0';
+}
+
 size_t
 buf_room(const struct buf *b)
 {

@@ -45,6 +45,9 @@ void buf_consume(struct buf *b, size_t n);
 /* Forget the contents but keep the allocation. */
 void buf_reset(struct buf *b);
 
+/* Keep only the first n bytes (n >= len keeps all). */
+void buf_truncate(struct buf *b, size_t n);
+
 /* Bytes that may still be appended. */
 size_t buf_room(const struct buf *b);
 

@@ -455,6 +455,29 @@ def test_piped_requests_get_every_answer_before_the_session_ends(room_server):
     assert p.returncode == 0
 
 
+def test_a_huge_captured_output_still_brings_its_result(room_server):
+    """Captured output is escaped into one protocol line: a command that
+    prints megabytes of newlines and quotes (up to six bytes of JSON each)
+    still gets its exec_result, cut and marked truncated, shared or not."""
+    cmd = "yes '\"' | head -c 3000000; seq 1 300000 >&2; exit 7"
+    reqs = "".join(json.dumps({"type": "exec", "id": i, "command": cmd,
+                               "share": share}) + "\n"
+                   for i, share in (("plain", False), ("shared", True)))
+    p = subprocess.run(ssh_command(room_server, "bigout", opts=["-s"])
+                       + ["atrium"], input=reqs, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert all(len(line.encode()) <= 1 << 20 for line in lines)
+    res = {e["id"]: e for e in map(json.loads, lines)
+           if e["type"] == "exec_result"}
+    for i in ("plain", "shared"):
+        r = res[i]
+        assert r["exitCode"] == 7 and r["truncated"] is True
+        assert r["stdout"].startswith('"\n"\n') and set(r["stdout"]) <= set('"\n')
+        assert r["stderr"].startswith("1\n2\n3\n")
+
+
 def test_approval_answered_with_y_in_the_chat(atriumd, data_dir, model_server, ssh_run):
     """Under the ask policy every member sees what the agent wants to run;
     one of them types y and it runs; n refuses the next one."""

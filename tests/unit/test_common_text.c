@@ -331,6 +331,25 @@ test_utf8_repair(void)
 	buf_free(&b);
 }
 
+static void
+test_buf_truncate(void)
+{
+	struct buf b;
+
+	buf_init(&b, 64);
+	buf_truncate(&b, 0);			/* nothing allocated yet */
+	CHECK_INT(b.len, 0);
+	CHECK_INT(buf_append(&b, "abcdef", 6), 0);
+	buf_truncate(&b, 10);			/* longer: kept whole */
+	CHECK_STR(b.data, "abcdef");
+	buf_truncate(&b, 3);
+	CHECK_INT(b.len, 3);
+	CHECK_STR(b.data, "abc");
+	CHECK_INT(buf_append(&b, "x", 1), 0);
+	CHECK_STR(b.data, "abcx");
+	buf_free(&b);
+}
+
 /* What people send each other: valid UTF-8 without controls. */
 static void
 test_utf8_clean(void)
@@ -378,6 +397,7 @@ main(void)
 	TEST(test_buf_caps);
 	TEST(test_utf8_complete);
 	TEST(test_utf8_repair);
+	TEST(test_buf_truncate);
 	TEST(test_utf8_clean);
 	TEST(test_utf8_valid);
 	TEST(test_jsonl_every_split);
