@@ -32,6 +32,7 @@ core_free(struct fs *fs)
 	if (fs->db)
 		sqlite3_close(fs->db);
 	inode_pins_free(fs);
+	xattr_cache_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
@@ -127,10 +128,12 @@ fs_open(const char *path, int flags, struct fs **out)
 	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
+	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (r = xattr_cache_load(fs)) < 0 ||
 	    (!fs->readonly && (r = stored_install(fs)) < 0) ||
 	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
 		core_free(fs);
