@@ -224,16 +224,13 @@ fs_sync(struct fs *fs, int full)
 	return r;
 }
 
-/* The sticky error of a failed mount: 0, or -EIO. */
+/* The sticky error of a failed mount: 0, or -EIO.  Read without fs->lock
+ * (db_fail sets it atomically, once), so that close(2) of a written file,
+ * which asks this, never waits behind a commit or an fsync. */
 int
 fs_error(struct fs *fs)
 {
-	int r;
-
-	fs_lock(fs);
-	r = fs->failed;
-	fs_unlock(fs);
-	return r;
+	return __atomic_load_n(&fs->failed, __ATOMIC_ACQUIRE);
 }
 
 /* Attributes of parent/name, pinned if asked: 0, -ENOENT or -errno. */

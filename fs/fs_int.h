@@ -57,7 +57,8 @@ struct fs {
 	int in_op;                /* between db_op_begin and db_op_end */
 	int last_err;             /* -errno of the last failed statement */
 	/* Sticky failure: -EIO once a commit lost answered work; every change,
-	 * fsync and flush then fails until the mount is remounted (db.c). */
+	 * fsync and flush then fails until the mount is remounted (db.c).
+	 * Set once, atomically; fs_error reads it without lock. */
 	int failed;
 	/* Room on the disk (space.c). */
 	char *dir;                /* the database's directory */

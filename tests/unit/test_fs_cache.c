@@ -5,7 +5,8 @@
  * memory and without fs->lock (a call made while another thread holds the
  * lock returns), an inode with attributes still reads them, removed and
  * reopened attributes read right, and a cache that outgrows its bound falls
- * back to SQLite without a wrong answer.  readdirplus (one query per page)
+ * back to SQLite without a wrong answer.  fs_error answers without the lock
+ * too.  readdirplus (one query per page)
  * hands out the same attributes as getattr.
  */
 #include "../../fs/fs_int.h"
@@ -168,9 +169,11 @@ struct probe {
 	struct fs *fs;
 	uint64_t ino;
 	ssize_t get, list;
+	int err;
 };
 
-/* getxattr and listxattr of an inode without attributes. */
+/* getxattr and listxattr of an inode without attributes, and the failed
+ * state that close(2) of a written file asks for. */
 static void *
 probe_run(void *arg)
 {
@@ -178,16 +181,17 @@ probe_run(void *arg)
 
 	p->get = fs_getxattr(p->fs, p->ino, "security.selinux", NULL, 0);
 	p->list = fs_listxattr(p->fs, p->ino, NULL, 0);
+	p->err = fs_error(p->fs);
 	return NULL;
 }
 
 /* While another thread holds fs->lock (as a commit or an fsync does), the
- * answer for an inode without attributes still comes. */
+ * answers for an inode without attributes and fs_error still come. */
 static void
 test_xattr_without_lock(void)
 {
 	struct fs *fs = new_fs();
-	struct probe p = { fs, new_file(fs, "quiet"), 1, 1 };
+	struct probe p = { fs, new_file(fs, "quiet"), 1, 1, 1 };
 	struct timespec deadline;
 	pthread_t t;
 	int joined;
@@ -203,6 +207,7 @@ test_xattr_without_lock(void)
 		pthread_join(t, NULL);
 	CHECK_INT(p.get, -ENODATA);
 	CHECK_INT(p.list, 0);
+	CHECK_INT(p.err, 0);
 	fs_close(fs);
 }
 
