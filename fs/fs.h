@@ -213,9 +213,6 @@ ssize_t fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 /* NUL-separated names, as listxattr(2). */
 ssize_t fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size);
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
-/* 1 when ino surely has no extended attribute, so that fs_getxattr and
- * fs_listxattr answer it at once without fs->lock; else 0. */
-int fs_xattr_none(struct fs *fs, uint64_t ino);
 
 /* --- fsck (fs/fsck.c) --- */
 

@@ -1,7 +1,7 @@
 /*
  * mount.c: `atrium-fs mount`: lock the database, open it, mount it, report
- * readiness, serve requests on several threads (fs/loop.c says how) until
- * unmounted, then close cleanly.  Called by fs/main.c.
+ * readiness, serve requests on several threads until unmounted, then close
+ * cleanly.  Called by fs/main.c.
  *
  * Order matters for the caller: everything that can fail (a missing
  * database, a second mount, a newer schema, a bad mount point) fails before
@@ -21,7 +21,6 @@
 #include "fs.h"
 #include "fuse_ops.h"
 #include "log.h"
-#include "loop.h"
 #include "mount.h"
 
 #include <errno.h>
@@ -36,8 +35,7 @@
 #include <unistd.h>
 
 #define MOUNT_COMMIT_MS 100
-/* Request threads (fs/loop.c): a slow request holds one of them. */
-#define MOUNT_THREADS 16
+#define MOUNT_MAX_THREADS 16
 #define MOUNT_OPTS_MAX 4096
 
 /* What a mount holds while it lives. */
@@ -270,12 +268,17 @@ mount_announce(const struct mount_opts *o, int status_fd)
 static int
 mount_loop(struct mount_state *m)
 {
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	int r;
 
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, MOUNT_MAX_THREADS);
 	if (fs_committer_start(m->fs, MOUNT_COMMIT_MS) < 0)
 		log_warn("no committer thread: writes commit only as they go");
-	if ((r = loop_serve(m->se, m->fs, MOUNT_THREADS)) < 0)
-		log_error("serving requests: %s", strerror(-r));
+	r = fuse_session_loop_mt(m->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
 	return r < 0 ? -1 : 0;
 }
 

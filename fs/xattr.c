@@ -96,13 +96,6 @@ xattr_cache_none(struct fs *fs, uint64_t ino)
 	return none;
 }
 
-/* fs.h: the cache's answer, for the request loop (fs/loop.c). */
-int
-fs_xattr_none(struct fs *fs, uint64_t ino)
-{
-	return xattr_cache_none(fs, ino);
-}
-
 /* ino may have attributes from now on (before its row is written). */
 static void
 xattr_cache_note(struct fs *fs, uint64_t ino)
