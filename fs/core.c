@@ -32,6 +32,7 @@ core_free(struct fs *fs)
 	if (fs->db)
 		sqlite3_close(fs->db);
 	inode_pins_free(fs);
+	xattr_cache_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_cond_destroy(&fs->reclaim_cond);
 	pthread_mutex_destroy(&fs->lock);
@@ -129,11 +130,13 @@ fs_open(const char *path, int flags, struct fs **out)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
 	pthread_cond_init(&fs->reclaim_cond, NULL);
+	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
 	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (r = xattr_cache_load(fs)) < 0 ||
 	    (!fs->readonly && (r = stored_install(fs)) < 0) ||
 	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
 		core_free(fs);
@@ -231,16 +234,13 @@ fs_sync(struct fs *fs, int full)
 	return r;
 }
 
-/* The sticky error of a failed mount: 0, or -EIO. */
+/* The sticky error of a failed mount: 0, or -EIO.  Read without fs->lock
+ * (db_fail sets it atomically, once), so that close(2) of a written file,
+ * which asks this, never waits behind a commit or an fsync. */
 int
 fs_error(struct fs *fs)
 {
-	int r;
-
-	fs_lock(fs);
-	r = fs->failed;
-	fs_unlock(fs);
-	return r;
+	return __atomic_load_n(&fs->failed, __ATOMIC_ACQUIRE);
 }
 
 /* Attributes of parent/name, pinned if asked: 0, -ENOENT or -errno. */

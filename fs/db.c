@@ -193,7 +193,8 @@ db_fail(struct fs *fs, int r, unsigned lost)
 
 	if (fs->failed)
 		return;
-	fs->failed = -EIO;
+	/* Atomic: fs_error reads it without fs->lock. */
+	__atomic_store_n(&fs->failed, -EIO, __ATOMIC_RELEASE);
 	if (lost)
 		log_error("%s: %s while saving the last %u changes, which were "
 		    "already answered: they are lost.  The workspace is read-only "

@@ -8,7 +8,10 @@
  * is FS_ROOT_INO), never by path.
  *
  * Threads: every public fs_* function takes the filesystem's one mutex, so
- * any thread may call any function.  Mutating calls run in a savepoint inside
+ * any thread may call any function.  The exception: fs_getxattr and
+ * fs_listxattr of an inode that has no extended attribute are answered
+ * from a cache under a lock of its own (fs/xattr.c), so they never wait
+ * behind another call, a commit or an fsync; nor does fs_error.  Mutating calls run in a savepoint inside
  * a longer transaction that is committed in groups (see fs/db.c), so each
  * call is atomic and the database is consistent at every commit.
  *

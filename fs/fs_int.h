@@ -7,15 +7,20 @@
  * takes it; every helper declared here expects it held.  Three kinds of
  * thread take it: the FUSE workers (one request each), the committer
  * (core.c: commits an idle group; checkpoint.c: checkpoints the WAL on a
- * connection of its own, with the lock released) and the reclaimer (reclaim.c: frees the
- * chunks of deleted and truncated files a batch at a time, releasing the
- * lock between batches).  Nobody sleeps or waits for I/O of its own while
- * holding it, except on the database.
+ * connection of its own, with the lock released) and the reclaimer
+ * (reclaim.c: frees the chunks of deleted and truncated files a batch at a
+ * time, releasing the lock between batches).  Nobody sleeps or waits for
+ * I/O of its own while holding it, except on the database.  The one
+ * exception to "every public function takes it" is the xattr cache
+ * (xattr.c), under its own fs->xattr_lock, which is taken alone or inside
+ * fs->lock, never the other way round, so that getxattr and listxattr of
+ * an inode without attributes never wait for fs->lock.
  */
 #ifndef ATRIUM_FS_INT_H
 #define ATRIUM_FS_INT_H
 
 #include "fs.h"
+#include "inoset.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -61,7 +66,8 @@ struct fs {
 	int in_op;                /* between db_op_begin and db_op_end */
 	int last_err;             /* -errno of the last failed statement */
 	/* Sticky failure: -EIO once a commit lost answered work; every change,
-	 * fsync and flush then fails until the mount is remounted (db.c). */
+	 * fsync and flush then fails until the mount is remounted (db.c).
+	 * Set once, atomically; fs_error reads it without lock. */
 	int failed;
 	/* Room on the disk (space.c). */
 	char *dir;                /* the database's directory */
@@ -90,6 +96,11 @@ struct fs {
 	/* Lookup counts (inode.c). */
 	struct pin **pins;
 	size_t npins, pin_buckets;
+	/* The xattr cache (xattr.c): every inode that may have an extended
+	 * attribute.  Guarded by xattr_lock alone, not by lock. */
+	pthread_mutex_t xattr_lock;
+	struct inoset xattr_inos;
+	int xattr_inos_known;     /* 0: not loaded or outgrown, ask SQLite */
 	/* The committer thread (core.c). */
 	pthread_t committer;
 	pthread_cond_t committer_cond;
@@ -164,10 +175,26 @@ int quota_fits(struct fs *fs, uint64_t bytes);
 int quota_reserve_check(struct fs *fs, uint64_t len);
 void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
+/* --- xattr.c --- */
+/* Most inodes with extended attributes the cache holds (8 bytes of table
+ * per member at most twice over, so at most 4 MiB); past it, every getxattr
+ * asks SQLite until the next mount. */
+#define XATTR_CACHE_MAX (1u << 18)
+void xattr_cache_init(struct fs *fs, size_t max);
+int xattr_cache_load(struct fs *fs);
+void xattr_cache_free(struct fs *fs);
+
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };
 struct timespec inode_now(void);
 struct timespec inode_time_clamp(struct timespec ts);
+/* The columns of inodes (prefixed by a table alias and a dot, or "") that
+ * inode_from_row decodes, in its order. */
+#define INODE_COLUMNS(t) t "mode, " t "nlink, " t "uid, " t "gid, " t "size, " \
+	t "rdev, " t "atime, " t "atime_ns, " t "mtime, " t "mtime_ns, " \
+	t "ctime, " t "ctime_ns, " t "stored"
+void inode_from_row(sqlite3_stmt *st, int col, uint64_t ino,
+    struct fs_attr *out);
 int inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out);
 int inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
     uint64_t rdev, uint32_t nlink, uint64_t *ino);

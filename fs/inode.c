@@ -63,13 +63,31 @@ inode_bind_time(sqlite3_stmt *st, int i, struct timespec ts)
 	sqlite3_bind_int64(st, i + 1, (sqlite3_int64)ts.tv_nsec);
 }
 
+/* Inode ino's attributes into out from the INODE_COLUMNS of st's row,
+ * starting at column col. */
+void
+inode_from_row(sqlite3_stmt *st, int col, uint64_t ino, struct fs_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ino = ino;
+	out->mode = (uint32_t)sqlite3_column_int64(st, col);
+	out->nlink = (uint32_t)sqlite3_column_int64(st, col + 1);
+	out->uid = (uint32_t)sqlite3_column_int64(st, col + 2);
+	out->gid = (uint32_t)sqlite3_column_int64(st, col + 3);
+	out->size = (uint64_t)sqlite3_column_int64(st, col + 4);
+	out->rdev = (uint64_t)sqlite3_column_int64(st, col + 5);
+	out->atime = inode_column_time(st, col + 6);
+	out->mtime = inode_column_time(st, col + 8);
+	out->ctime = inode_column_time(st, col + 10);
+	stored_attr(out, (uint64_t)sqlite3_column_int64(st, col + 12));
+}
+
 /* Read inode ino into out: 0, -ENOENT or -errno. */
 int
 inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT mode, nlink, uid, gid, size, "
-	    "rdev, atime, atime_ns, mtime, mtime_ns, ctime, ctime_ns, stored "
-	    "FROM inodes WHERE ino = ?");
+	sqlite3_stmt *st = db_stmt(fs, "SELECT " INODE_COLUMNS("")
+	    " FROM inodes WHERE ino = ?");
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -81,17 +99,7 @@ inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
 		sqlite3_reset(st);
 		return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "inode_get");
 	}
-	out->ino = ino;
-	out->mode = (uint32_t)sqlite3_column_int64(st, 0);
-	out->nlink = (uint32_t)sqlite3_column_int64(st, 1);
-	out->uid = (uint32_t)sqlite3_column_int64(st, 2);
-	out->gid = (uint32_t)sqlite3_column_int64(st, 3);
-	out->size = (uint64_t)sqlite3_column_int64(st, 4);
-	out->rdev = (uint64_t)sqlite3_column_int64(st, 5);
-	out->atime = inode_column_time(st, 6);
-	out->mtime = inode_column_time(st, 8);
-	out->ctime = inode_column_time(st, 10);
-	stored_attr(out, (uint64_t)sqlite3_column_int64(st, 12));
+	inode_from_row(st, 0, ino, out);
 	sqlite3_reset(st);
 	return 0;
 }

@@ -6,10 +6,108 @@
  * ACLs) is refused with EOPNOTSUPP since the kernel would not enforce ACLs
  * it reads from here.  Names are at most 255 bytes, values 64 KiB, as on
  * Linux.
+ *
+ * The cache.  Most inodes have no extended attribute, yet `ls -l` asks for
+ * two of each file it lists (security.selinux and the ACL), and every first
+ * write to a file asks for security.capability.  fs->xattr_inos holds every
+ * inode that has, or may have, an attribute; for any other inode getxattr
+ * answers ENODATA and listxattr an empty list from memory, without SQL and
+ * without fs->lock, so that answer never waits behind a commit or an fsync.
+ * The one rule that keeps it right: an inode is added before the first row
+ * of its attributes is written (fs_setxattr, the only writer of the xattrs
+ * table while mounted), and nothing is ever removed from the set while the
+ * filesystem is open.  A member that has no attribute any more (removed, its
+ * inode deleted, or its setxattr rolled back or lost) costs one SQL query,
+ * never a wrong answer, and inode numbers are never reused (AUTOINCREMENT).
+ * The set is filled from the xattrs table at open.  It holds at most
+ * XATTR_CACHE_MAX inodes; when it would grow past that (or memory runs
+ * out) it is dropped, and every call asks SQLite until the next mount.
+ * fs->xattr_lock guards it alone; fs_setxattr takes it inside fs->lock.
  */
 #include "fs_int.h"
 
 #include <errno.h>
+
+/* Set up the empty, unloaded cache (every call asks SQLite until
+ * xattr_cache_load). */
+void
+xattr_cache_init(struct fs *fs, size_t max)
+{
+	pthread_mutex_init(&fs->xattr_lock, NULL);
+	inoset_init(&fs->xattr_inos, max);
+	fs->xattr_inos_known = 0;
+}
+
+/* Forget the set: every call asks SQLite from now on. */
+static void
+xattr_cache_drop(struct fs *fs)
+{
+	inoset_clear(&fs->xattr_inos);
+	fs->xattr_inos_known = 0;
+}
+
+/* Fill the cache with the inodes that have attributes: 0 or -errno (the
+ * cache is then left unknown, which is slower but right). */
+int
+xattr_cache_load(struct fs *fs)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = 0;
+
+	rc = sqlite3_prepare_v2(fs->db, "SELECT DISTINCT ino FROM xattrs", -1,
+	    &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_errno(fs, rc, "loading the xattr cache");
+	pthread_mutex_lock(&fs->xattr_lock);
+	xattr_cache_drop(fs);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = inoset_add(&fs->xattr_inos,
+		    (uint64_t)sqlite3_column_int64(st, 0));
+	if (r == 0 && rc == SQLITE_DONE)
+		fs->xattr_inos_known = 1;
+	else
+		xattr_cache_drop(fs);
+	pthread_mutex_unlock(&fs->xattr_lock);
+	sqlite3_finalize(st);
+	if (r == -ENOSPC)
+		log_info("%s: more than %zu inodes have extended attributes; "
+		    "they are not cached", fs->path, fs->xattr_inos.max);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 :
+	    db_errno(fs, rc, "loading the xattr cache");
+}
+
+/* Free the cache (at close). */
+void
+xattr_cache_free(struct fs *fs)
+{
+	inoset_clear(&fs->xattr_inos);
+	pthread_mutex_destroy(&fs->xattr_lock);
+}
+
+/* 1 when ino surely has no attribute (answer from memory), else 0. */
+static int
+xattr_cache_none(struct fs *fs, uint64_t ino)
+{
+	int none;
+
+	pthread_mutex_lock(&fs->xattr_lock);
+	none = fs->xattr_inos_known && !inoset_has(&fs->xattr_inos, ino);
+	pthread_mutex_unlock(&fs->xattr_lock);
+	return none;
+}
+
+/* ino may have attributes from now on (before its row is written). */
+static void
+xattr_cache_note(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->xattr_lock);
+	if (fs->xattr_inos_known && inoset_add(&fs->xattr_inos, ino) < 0) {
+		log_info("%s: more than %zu inodes have extended attributes; "
+		    "they are not cached any more", fs->path, fs->xattr_inos.max);
+		xattr_cache_drop(fs);
+	}
+	pthread_mutex_unlock(&fs->xattr_lock);
+}
 
 /* 0 when name is storable, or -errno. */
 static int
@@ -62,6 +160,7 @@ xattr_set(struct fs *fs, uint64_t ino, const char *name, const void *value,
 		return -EEXIST;
 	if (r == 0 && (flags & FS_XATTR_REPLACE))
 		return -ENODATA;
+	xattr_cache_note(fs, ino);
 	st = db_stmt(fs, "INSERT OR REPLACE INTO xattrs(ino, name, value) "
 	    "VALUES(?, ?, ?)");
 	if (!st)
@@ -101,7 +200,7 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	ssize_t r = -ENODATA;
 	int rc;
 
-	if (xattr_check_name(name) < 0)
+	if (xattr_check_name(name) < 0 || xattr_cache_none(fs, ino))
 		return -ENODATA;
 	fs_lock(fs);
 	if (!(st = db_stmt(fs, "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
@@ -135,6 +234,8 @@ fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size)
 	size_t total = 0;
 	int rc;
 
+	if (xattr_cache_none(fs, ino))
+		return 0;
 	fs_lock(fs);
 	if (!(st = db_stmt(fs, "SELECT name FROM xattrs WHERE ino = ? ORDER BY name"))) {
 		fs_unlock(fs);
