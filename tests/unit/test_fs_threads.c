@@ -10,9 +10,12 @@
  *     freed in the background), grow again, rename, set xattrs and
  *     create/remove names, checking every read against a copy in memory:
  *     data read back equals data written, a regrown range reads as zeros;
- *   - one thread stats, looks up, lists and reads everyone's files and
- *     checks what it sees is consistent (a file never reads past its size,
- *     the deleted big file is never found again).
+ *     and now and then hold a big file open (pinned) past its unlink, read
+ *     it, and forget it, so the reclaimer frees it;
+ *   - one thread stats, looks up (pinning and forgetting), lists and reads
+ *     everyone's files and checks what it can: no call fails, a read never
+ *     returns more than a file can hold, the deleted big file is never
+ *     found again.
  * The filesystem must then close and pass fsck.
  *
  * The checks in threads go to each thread's own counters (unit.h's are not
@@ -189,6 +192,33 @@ worker_names(struct worker *w, int round)
 		fail(&w->errors, w->first, sizeof(w->first), "getxattr", 1, 0);
 }
 
+/* A big file held open (pinned, as the kernel holds it) after its unlink:
+ * it still reads what was written, and its last forget frees it in the
+ * background. */
+static void
+worker_held_unlinked(struct worker *w, int round)
+{
+	char name[24];
+	struct fs_attr a;
+	const uint64_t len = 20 * CHUNK;     /* past RECLAIM_INLINE_BYTES */
+	int byte = (w->id * 61 + round) % 250 + 1;
+
+	snprintf(name, sizeof(name), "%s.held%d", w->name, round);
+	W_EXPECT(w, "held mknod", fs_mknod(w->fs, &root_ctx, 1, name,
+	    S_IFREG | 0600, 0, 1, &a), 0);
+	memset(w->buf, byte, len);
+	W_EXPECT(w, "held write", fs_write(w->fs, a.ino, 0, w->buf, len),
+	    (long long)len);
+	W_EXPECT(w, "held unlink", fs_unlink(w->fs, 1, name), 0);
+	memset(w->buf, 0, len);
+	W_EXPECT(w, "held read", fs_read(w->fs, a.ino, 0, w->buf, len),
+	    (long long)len);
+	if (w->buf[0] != byte || w->buf[len - 1] != byte ||
+	    memcmp(w->buf, w->buf + 1, len - 1) != 0)
+		fail(&w->errors, w->first, sizeof(w->first), "held read", 1, 0);
+	fs_forget(w->fs, a.ino, 1);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -204,6 +234,8 @@ worker_main(void *arg)
 			worker_names(w, round);
 		if (round % 15 == 7)
 			W_EXPECT(w, "sync", fs_sync(w->fs, 0), 0);
+		if (round % 20 == 11)
+			worker_held_unlinked(w, round);
 	}
 	worker_verify(w, "at the end");
 	return NULL;
@@ -238,8 +270,11 @@ observe_once(struct observer *o, unsigned char *buf)
 		r = fs_getattr(o->fs, w->ino, &a);
 		if (r != 0)
 			fail(&o->errors, o->first, sizeof(o->first), "getattr", r, 0);
-		r = fs_lookup(o->fs, 1, w->name, 0, &a);
-		if (r != 0 && r != -ENOENT)   /* ENOENT: renamed away just now */
+		/* pinned and forgotten, as the kernel looks up and forgets */
+		r = fs_lookup(o->fs, 1, w->name, 1, &a);
+		if (r == 0)
+			fs_forget(o->fs, a.ino, 1);
+		else if (r != -ENOENT)        /* ENOENT: renamed away just now */
 			fail(&o->errors, o->first, sizeof(o->first), "lookup", r, 0);
 		n = fs_read(o->fs, w->ino, 0, buf, FILE_MAX);
 		if (n < 0 || n > FILE_MAX)
