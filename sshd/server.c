@@ -4,13 +4,15 @@
  * server_init_monitor or server_init_network, then server_run.
  *
  * One thread: ssh_event_dopoll serves the listener, every session, child
- * pipes, agent sockets and a signalfd (in the network process, a new
- * connection's key exchange is the exception: it runs on a handshake
- * thread, kexpool.h, and comes back through an eventfd on this loop); after each poll, server_turn runs
+ * pipes, agent sockets and a signalfd; after each poll, server_turn runs
  * the work that must happen outside callbacks (channel ticks, the window
  * workaround, reaping, room timeouts) and then loop_sync updates the poll
- * set.  Signals are blocked and read from the signalfd, so no handler runs
- * inside libssh.
+ * set.  In the network process a new connection's key exchange is the
+ * exception: it runs on a handshake thread (kexpool.h) and comes back
+ * through an eventfd on this loop; until then the session is on the list
+ * (admission counts it) but in_kex, and only the thread touches it.
+ * Signals are blocked and read from the signalfd, so no handler runs
+ * inside libssh (nor on a handshake thread: they inherit the mask).
  */
 #include "server.h"
 

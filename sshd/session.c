@@ -3,11 +3,13 @@
  * session_accept when the listener is readable, session_tick after each
  * poll, session_free when a session is dead.
  *
- * Flow of a connection: accept, key exchange (finished inside dopoll),
- * public-key auth against authorized_keys (the SSH user name is the room),
- * then channels.  A channel's first request (exec, subsystem, shell) picks
- * its kind; a bad room name is refused at that point, after auth, so the
- * user sees why on stderr.
+ * Flow of a connection: accept, key exchange (on a handshake thread,
+ * kexpool.h, until the client asks for ssh-userauth; session_kex_done
+ * takes it back and sets the callbacks below), public-key auth against
+ * authorized_keys (the SSH user name is the room), then channels.  A
+ * channel's first request (exec, subsystem, shell) picks its kind; a bad
+ * room name is refused at that point, after auth, so the user sees why on
+ * stderr.
  *
  * Room access (room_access.h) is decided when a channel picks its kind,
  * before the room is started: a refused exec, sftp, atrium subsystem or
