@@ -9,6 +9,12 @@
  * the end of it.  Syscalls of another architecture's table (i386, x32) kill
  * the process: nothing here makes them.
  *
+ * Threads, and nothing else: clone is allowed with exactly the flags
+ * glibc's pthread_create passes (the handshake threads, kexpool.h), so no
+ * fork, vfork or new namespace; clone3, whose flags sit in memory where a
+ * filter cannot read them, fails with ENOSYS, on which glibc falls back
+ * to clone.
+ *
  * Opening files stays allowed (openpty opens /dev/ptmx and /dev/pts/N),
  * as the privsep user, who may read nothing of DATA.  ioctl is limited to
  * what terminals and non-blocking sockets need, so that TIOCSTI and the
@@ -18,6 +24,7 @@
 
 #include <errno.h>
 #include <seccomp.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -59,6 +66,28 @@ static const unsigned long privdrop_ioctls[] = {
 	TIOCSPTLCK, TIOCGPTPEER, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
 };
 
+/* The clone flags of glibc's pthread_create (nptl/pthread_create.c): a
+ * thread sharing everything, with no exit signal. */
+#define PRIVDROP_THREAD_FLAGS \
+	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SYSVSEM | CLONE_SIGHAND | \
+	 CLONE_THREAD | CLONE_SETTLS | CLONE_PARENT_SETTID | \
+	 CLONE_CHILD_CLEARTID)
+
+/* clone for threads only; clone3 answered ENOSYS (see the top). */
+static int
+privdrop_seccomp_threads(scmp_filter_ctx ctx)
+{
+	int r, nr = seccomp_syscall_resolve_name("clone3");
+
+	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, PRIVDROP_THREAD_FLAGS));
+	if (r == 0 && nr != __NR_SCMP_ERROR)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	if (r < 0)
+		log_error("seccomp: cannot allow threads: %s", strerror(-r));
+	return r;
+}
+
 /* The rules into ctx.  0, or -errno with what failed logged. */
 static int
 privdrop_seccomp_rules(scmp_filter_ctx ctx)
@@ -77,6 +106,8 @@ privdrop_seccomp_rules(scmp_filter_ctx ctx)
 			return r;
 		}
 	}
+	if ((r = privdrop_seccomp_threads(ctx)) < 0)
+		return r;
 	for (size_t i = 0; i < sizeof(privdrop_ioctls) /
 	    sizeof(*privdrop_ioctls); i++) {
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,

@@ -7,8 +7,12 @@
  * pipes, agent sockets and a signalfd; after each poll, server_turn runs
  * the work that must happen outside callbacks (channel ticks, the window
  * workaround, reaping, room timeouts) and then loop_sync updates the poll
- * set.  Signals are blocked and read from the signalfd, so no handler runs
- * inside libssh.
+ * set.  In the network process a new connection's key exchange is the
+ * exception: it runs on a handshake thread (kexpool.h) and comes back
+ * through an eventfd on this loop; until then the session is on the list
+ * (admission counts it) but in_kex, and only the thread touches it.
+ * Signals are blocked and read from the signalfd, so no handler runs
+ * inside libssh (nor on a handshake thread: they inherit the mask).
  */
 #include "server.h"
 
@@ -244,6 +248,19 @@ server_listen_cb(struct watch *w, int revents)
 	session_accept(srv, fd, peer, &source);
 }
 
+/* Key exchanges handed back by the handshake threads. */
+static void
+server_kex_cb(struct watch *w, int revents)
+{
+	struct server *srv = w->arg;
+	struct kex_job *j;
+
+	(void)revents;
+	kexpool_ack(&srv->kexpool);
+	while ((j = kexpool_collect(&srv->kexpool)))
+		session_kex_done(j);
+}
+
 /* Listen again once an out-of-fds pause is over. */
 static void
 server_accept_resume(struct server *srv)
@@ -461,6 +478,11 @@ server_init_network(struct server *srv, int mon_fd, int ev_fd)
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
 	authkeys_refresh_fd(srv->keys, monitor_ask_authkeys(srv));
+	if ((r = kexpool_start(&srv->kexpool, 0)) < 0)
+		return r;
+	log_info("%d handshake threads", srv->kexpool.n);
+	loop_add(&srv->loop, &srv->kex_w, kexpool_fd(&srv->kexpool), POLLIN,
+	    server_kex_cb, srv);
 	loop_add(&srv->loop, &srv->listen_w, ssh_bind_get_fd(srv->bind), POLLIN,
 	    server_listen_cb, srv);
 	loop_add(&srv->loop, &srv->mon_w, ev_fd, POLLIN, monitor_ask_event,
@@ -480,7 +502,11 @@ server_turn(struct server *srv)
 	for (pp = &srv->sessions; *pp;) {
 		struct session *s = *pp;
 
-		if (s->dead) {
+		if (s->dead && s->in_kex) {
+			/* A thread has it: it comes back, then goes. */
+			kexpool_cancel(&srv->kexpool, &s->kex);
+			pp = &s->next;
+		} else if (s->dead) {
 			*pp = s->next;
 			srv->nsessions--;
 			session_free(s);
@@ -549,6 +575,14 @@ server_run(struct server *srv)
 void
 server_destroy(struct server *srv)
 {
+	struct kex_job *j;
+
+	/* The threads first: then no session is anyone's but ours. */
+	kexpool_stop(&srv->kexpool);
+	while ((j = kexpool_collect(&srv->kexpool)))
+		((struct session *)j->owner)->in_kex = 0;
+	loop_del(&srv->kex_w);
+	kexpool_free(&srv->kexpool);
 	while (srv->sessions) {
 		struct session *s = srv->sessions;
 

@@ -1,6 +1,8 @@
 /*
  * server.h: the loop of each of atriumd's two processes, on one thread and
- * one ssh_event (see loop.h).  The network process (unprivileged: see
+ * one ssh_event (see loop.h); the network process also has a few
+ * handshake threads (kexpool.h) that run new connections' key exchanges
+ * and hand them to its loop.  The network process (unprivileged: see
  * privdrop.h) has the listener and every session, and asks the monitor
  * for what needs root (monitor_ask.h); the monitor (root) has the rooms
  * and the operator socket and serves those requests (monitor.h).  Both
@@ -16,6 +18,7 @@
 #include "authkeys.h"
 #include "config.h"
 #include "ctl.h"
+#include "kexpool.h"
 #include "loop.h"
 #include "room.h"
 
@@ -38,6 +41,8 @@ struct server {
 	struct authkeys *keys;		/* DATA/authorized_keys */
 	struct ctl ctl;			/* the operator socket */
 	struct admission admission;	/* who may start a handshake */
+	struct kexpool kexpool;		/* network: the handshake threads */
+	struct watch kex_w;		/* network: on kexpool_fd */
 	uint64_t rng;			/* xorshift state for early drop */
 	long long refused_log_ms;	/* last refusal logged */
 	unsigned long refused_quiet;	/* refusals not logged since */

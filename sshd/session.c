@@ -3,11 +3,13 @@
  * session_accept when the listener is readable, session_tick after each
  * poll, session_free when a session is dead.
  *
- * Flow of a connection: accept, key exchange (finished inside dopoll),
- * public-key auth against authorized_keys (the SSH user name is the room),
- * then channels.  A channel's first request (exec, subsystem, shell) picks
- * its kind; a bad room name is refused at that point, after auth, so the
- * user sees why on stderr.
+ * Flow of a connection: accept, key exchange (on a handshake thread,
+ * kexpool.h, until the client asks for ssh-userauth; session_kex_done
+ * takes it back and sets the callbacks below), public-key auth against
+ * authorized_keys (the SSH user name is the room), then channels.  A
+ * channel's first request (exec, subsystem, shell) picks its kind; a bad
+ * room name is refused at that point, after auth, so the user sees why on
+ * stderr.
  *
  * Room access (room_access.h) is decided when a channel picks its kind,
  * before the room is started: a refused exec, sftp, atrium subsystem or
@@ -915,6 +917,58 @@ session_accept(struct server *srv, int fd, const char *peer,
 		return -EIO;
 	}
 	ssh_set_blocking(s->ssh, 0);
+	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
+	s->deadline_ms = time_mono_ms() + SERVER_AUTH_TIMEOUT_MS;
+	/* The key exchange runs on a handshake thread (kexpool.h), which
+	 * hands the session back to session_kex_done. */
+	s->kex.ssh = s->ssh;
+	s->kex.deadline_ms = s->deadline_ms;
+	s->kex.owner = s;
+	if (kexpool_submit(&srv->kexpool, &s->kex) < 0) {
+		log_warn("session %lu: connection from %s refused: every "
+		    "handshake thread is full", s->num, s->peer);
+		ssh_free(s->ssh);
+		free(s);
+		return -EAGAIN;
+	}
+	s->in_kex = 1;
+	s->next = srv->sessions;
+	srv->sessions = s;
+	srv->nsessions++;
+	log_info("session %lu: connection from %s", s->num, s->peer);
+	return 0;
+}
+
+/* Why a handshake thread gave a session back unready, for the log. */
+static void
+session_kex_failed(struct session *s, const struct kex_job *j)
+{
+	if (j->result == -ETIMEDOUT)
+		log_info("session %lu: no authentication in %d s; closing",
+		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);
+	else if (j->result == -ECONNRESET)
+		log_info("session %lu: %s closed during the key exchange%s%s%s",
+		    s->num, s->peer, j->why[0] ? " (" : "", j->why,
+		    j->why[0] ? ")" : "");
+	else
+		log_warn("session %lu: key exchange with %s failed: %s", s->num,
+		    s->peer, j->why[0] ? j->why : strerror(-j->result));
+}
+
+/* See session.h. */
+void
+session_kex_done(struct kex_job *j)
+{
+	struct session *s = j->owner;
+
+	s->in_kex = 0;
+	if (s->dead)
+		return;		/* cancelled: reaped at this turn's end */
+	if (j->result < 0) {
+		session_kex_failed(s, j);
+		s->dead = 1;
+		return;
+	}
 	s->cb.size = sizeof(s->cb);
 	s->cb.userdata = s;
 	s->cb.auth_pubkey_function = session_auth_pubkey_cb;
@@ -924,22 +978,8 @@ session_accept(struct server *srv, int fd, const char *peer,
 	ssh_callbacks_init(&s->cb);
 	ssh_set_server_callbacks(s->ssh, &s->cb);
 	ssh_set_message_callback(s->ssh, session_message_cb, s);
-	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
-	s->deadline_ms = time_mono_ms() + SERVER_AUTH_TIMEOUT_MS;
-	if (ssh_handle_key_exchange(s->ssh) == SSH_ERROR) {
-		log_warn("session %lu: key exchange with %s failed: %s", s->num,
-		    s->peer, ssh_get_error(s->ssh));
-		ssh_free(s->ssh);
-		free(s);
-		return -EIO;
-	}
-	ssh_event_add_session(srv->loop.event, s->ssh);
+	ssh_event_add_session(s->srv->loop.event, s->ssh);
 	s->in_event = 1;
-	s->next = srv->sessions;
-	srv->sessions = s;
-	srv->nsessions++;
-	log_info("session %lu: connection from %s", s->num, s->peer);
-	return 0;
 }
 
 /* 1 when libssh's error says its packet filter rejected a connection
@@ -983,8 +1023,8 @@ session_tick(struct session *s)
 {
 	struct chan **pp;
 
-	if (s->dead)
-		return;
+	if (s->dead || s->in_kex)
+		return;		/* in_kex: the thread keeps the deadline */
 	if (!s->authed && time_mono_ms() > s->deadline_ms) {
 		log_info("session %lu: no authentication in %d s; closing",
 		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);

@@ -111,6 +111,9 @@ struct session {
 	int nchans;			/* channels in chans */
 	int banner_sent;		/* the refusal banner went out */
 	int in_event;			/* added to the ssh_event */
+	int in_kex;			/* a handshake thread has ssh: the main
+					 * loop touches neither ssh nor kex */
+	struct kex_job kex;		/* its key exchange (kexpool.h) */
 	long long deadline_ms;		/* auth must be done by then */
 	struct compat_nudge nudge;	/* libssh_compat.c W11 */
 	int dead;			/* free at the next reap */
@@ -122,6 +125,11 @@ struct session {
  * failure).  0 or -errno (logged). */
 int session_accept(struct server *srv, int fd, const char *peer,
     const struct admission_key *source);
+
+/* A key exchange handed back by a handshake thread (j is a session's
+ * kex): authentication goes on in the main loop, or the session is
+ * marked dead with the reason logged. */
+void session_kex_done(struct kex_job *j);
 
 /* Timeouts, channel ticks and reaping; call every loop turn. */
 void session_tick(struct session *s);

@@ -156,3 +156,44 @@ def test_monitor_death_ends_the_network_process(atriumd, data_dir, ssh_run):
         time.sleep(0.1)
     assert not os.path.exists("/proc/%d" % net), \
         "the network process outlived its monitor"
+
+
+def threads(pid):
+    """{tid: comm} of a process's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            out[int(tid)] = f.read().strip()
+    return out
+
+
+def test_handshake_threads_are_as_confined(atriumd, data_dir, ssh_run):
+    """Key exchanges run on the network process's handshake threads
+    (`ps -T` shows them as atriumd-kex), which have its uid, no
+    capabilities and its seccomp filter; logins go through them."""
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "lab", "echo", "hi")
+    assert (rc, out) == (0, "hi\n"), err
+    pid = srv.network_pid()
+    kex = [t for t, comm in threads(pid).items() if comm == "atriumd-kex"]
+    assert kex, threads(pid)
+    net_uid = status(pid)["Uid"]
+    for tid in kex:
+        st = status_of_thread(pid, tid)
+        assert st["Uid"] == net_uid and int(st["Uid"].split()[0]) != 0
+        for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert int(st[caps], 16) == 0, (tid, caps, st[caps])
+        assert st["NoNewPrivs"] == "1" and st["Seccomp"] == "2", st
+    assert "handshake threads" in srv.read_log()
+    for _ in range(3):
+        rc, out, err = ssh_run(srv, "lab", "echo", "again")
+        assert (rc, out) == (0, "again\n"), err
+
+
+def status_of_thread(pid, tid):
+    out = {}
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            out[key] = value.strip()
+    return out
