@@ -7,8 +7,9 @@
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.
  *
- * Room access: /invite, /kick, /private, /public and /access are room
- * requests (the agent checks that the user owns the room or is an admin);
+ * Room access: /invite, /kick, /private, /public, /access and /limits
+ * (the room's limits: agent/room_limits.h) are room requests (the agent
+ * checks that the user owns the room or is an admin);
  * /rooms and /delete are atriumd's own (room_access.h), answered here.
  * An access_denied event (removed, or the room went private) ends the
  * chat with its message on stderr and status 1; the chat does not
@@ -83,8 +84,7 @@
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
-	"  /limits           the room's memory, pids and CPU limits\n" \
-	"  /limits memory 1G pids 200 cpus 0.5  lower them (owner)\n" \
+	"  /limits [memory 1G pids 200 cpus 0.5]  show, or lower (owner)\n" \
 	"  /access           who may enter\n" \
 	"  /rooms            the rooms you may enter\n" \
 	"  /delete ROOM      delete this room for good (owner)\n" \
