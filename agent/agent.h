@@ -53,6 +53,9 @@ struct agent {
 	struct sandbox sb;		/* template for every command */
 	struct cgroup_tree cg;		/* the host's cgroups (room_limits.c) */
 	struct cgroup_set room_cg;	/* the room's group */
+	struct reslimits owner_limits;	/* what the owner lowered the room's
+					 * limits to (0: the operator's);
+					 * room.db's limit_* (room_limits.c) */
 	struct loop *loop;
 	struct room_db *db;
 	struct http *http;

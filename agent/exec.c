@@ -9,6 +9,13 @@
  *              exec_result go to every member (start and result stored).
  *
  * Every command is audited in room.db (who, command, cwd, status, times).
+ * Each exec line from a chat or control connection is answered on that
+ * connection alone with exactly one unstamped {"type":"exec_done"} once it
+ * is over (refused, or its command ended; exec_done_to): atriumd counts a
+ * person's commands across rooms with it (max-commands-per-user) and
+ * takes the line out.  It goes only to the connection that asked, so no
+ * member can end another's count; execs on atriumd's exec connections
+ * (ssh ROOM@host CMD) are counted by their channel instead.
  * A command belongs to the connection that asked for it: when that closes,
  * the command is killed.  exec_result of a command killed by a signal has
  * exitCode 128+N and the signal's name.
@@ -180,6 +187,14 @@ exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
 		    e->id, e->audit_id, room_db_strerror(r));
 }
 
+/* Tell atriumd that an exec line of c is over (see the head). */
+static void
+exec_done_to(struct conn *c)
+{
+	if (c && c->kind != CONN_EXEC)
+		room_send_link(c, "{\"type\":\"exec_done\"}");
+}
+
 static void
 exec_on_exit(void *arg, const struct proc_end *end)
 {
@@ -194,6 +209,7 @@ exec_on_exit(void *arg, const struct proc_end *end)
 		    proc_signal_name(end->how.code) : "unknown");
 	exec_audit_end(a, e, end->how.how == SANDBOX_EXITED ?
 	    end->how.code : 128 + end->how.code, signame[0] ? signame : NULL);
+	exec_done_to(e->owner);
 	for (int s = 0; e->share && s < 2; s++)
 		if (e->carry[s].len)
 			room_emit_output(a, "exec_output", e->id, s + 1,
@@ -402,15 +418,17 @@ exec_check(struct agent *a, struct conn *c, json_object *req, const char *id,
 	    JSON_C_TO_STRING_PLAIN);
 }
 
-void
-exec_request(struct agent *a, struct conn *c, json_object *req)
+/* exec_request's work: 1 when the command started, 0 when it was
+ * refused (reported to c). */
+static int
+exec_start(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *id = json_get_string(req, "id"), *what;
 	char *argv[EXEC_MAX_ARGV], cwd[PATH_MAX], gen[32], *shown;
 	int fds[3] = { -1, -1, -1 }, nfds, tty = json_get_bool(req, "tty", 0);
 	json_object *arr = NULL, *ev;
 	struct exec *e;
-	int r;
+	int r, started = 0;
 
 	if (!id) {
 		snprintf(gen, sizeof(gen), "x%lld", a->seq + 1);
@@ -418,13 +436,13 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 	}
 	nfds = exec_fds(c, req, id, tty, fds);
 	if (nfds < 0)
-		return;
+		return 0;
 	what = exec_check(a, c, req, id, argv, cwd, sizeof(cwd));
 	json_object_object_get_ex(req, "argv", &arr);
 	if (!what || !(e = calloc(1, sizeof(*e)))) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		return;
+		return 0;
 	}
 	e->a = a;
 	e->owner = c;
@@ -469,11 +487,20 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 	} else {
 		e->next = a->execs;
 		a->execs = e;
+		started = 1;
 	}
 out:
 	for (int i = 0; i < nfds; i++)	/* the sandbox has its copies */
 		if (i == 0 || fds[i] != fds[0])
 			close(fds[i]);
+	return started;
+}
+
+void
+exec_request(struct agent *a, struct conn *c, json_object *req)
+{
+	if (!exec_start(a, c, req))
+		exec_done_to(c);
 }
 
 void

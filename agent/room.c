@@ -48,6 +48,7 @@
 #include "protocol.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "room_limits.h"
 #include "settings.h"
 #include "text.h"
 #include "turn.h"
@@ -94,6 +95,14 @@ room_queue_event(struct conn *c, json_object *ev)
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	room_queue(c, s, strlen(s));
+	room_queue(c, "\n", 1);
+}
+
+/* See room.h. */
+void
+room_send_link(struct conn *c, const char *line)
+{
+	room_queue(c, line, strlen(line));
 	room_queue(c, "\n", 1);
 }
 
@@ -623,6 +632,8 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		settings_request(c->a, c, req);
 	} else if (room_access_request(c->a, c, type, req)) {
 		/* invite, kick, visibility, access */
+	} else if (strcmp(type, "limits") == 0) {
+		room_limits_request(c->a, c, req);
 	} else if (strcmp(type, "history") == 0) {
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {

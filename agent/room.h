@@ -77,6 +77,10 @@ void room_unrecorded(struct conn *c, const char *id, const char *what,
 void room_emit_output(struct agent *a, const char *type, const char *id,
     int stream, struct buf *carry, const char *p, size_t n);
 
+/* Queue line (one JSON object, no newline) to c alone, unstamped: a line
+ * for atriumd about this link (exec_done), not a room event. */
+void room_send_link(struct conn *c, const char *line);
+
 /* Stamp ev and queue it to one connection only.  Takes ownership. */
 void room_send(struct conn *c, json_object *ev);
 

@@ -5,18 +5,34 @@
  * handed to the sandbox template so that every command's group goes below
  * it, and removed when the agent exits.
  *
- * The room's owner cannot change these limits: room.db's settings have no
- * limit keys (yet); the operator's settings are the room's.
+ * The room's owner (or an admin) may lower the limits for the room, never
+ * raise them above the operator's (room-memory, room-pids, room-cpus,
+ * themselves under the total): the `limits` request.  The lowered values
+ * live in room.db's config table (limit_memory in bytes, limit_pids,
+ * limit_cpus in thousandths of a CPU; "0": the operator's), so they
+ * survive restarts; reslimits_nest takes the lower of the two.
  */
 #ifndef ATRIUM_AGENT_ROOM_LIMITS_H
 #define ATRIUM_AGENT_ROOM_LIMITS_H
 
+#include <json-c/json.h>
+
 struct agent;
+struct conn;
 
 /* Probe the host's cgroups, make the room's group, sweep and fill a->sb's
- * limits.  Never fails: what cannot be done is logged, and the sandbox
- * then refuses commands unless --no-limits was given. */
+ * limits, with the owner's lowered values from room.db.  Never fails:
+ * what cannot be done is logged, and the sandbox then refuses commands
+ * unless --no-limits was given. */
 void room_limits_open(struct agent *a);
+
+/* A `limits` line from c.  Without memory, pids or cpus: a `limits` event
+ * to c alone (the limits now and the operator's maximum).  With them (the
+ * owner or an admin only): checked against the operator's maximum,
+ * applied to the room's group at once and to commands started after,
+ * stored, and announced to every member with a stored `limits` event.
+ * Errors go to c. */
+void room_limits_request(struct agent *a, struct conn *c, json_object *req);
 
 /* Remove the room's group (it is empty once every command has ended). */
 void room_limits_close(struct agent *a);

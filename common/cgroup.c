@@ -7,6 +7,7 @@
  */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +17,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 /* Controller names, in CGROUP_* bit order; v1 mounts each at ROOT/NAME. */
 static const char *const cg_names[CGROUP_NCTL] = { "memory", "pids", "cpu" };
@@ -166,6 +169,10 @@ cg_write_limit(const struct cgroup_tree *t, int i, const char *dir,
 
 	if (i == 0 && l->memory > 0) {
 		snprintf(v, sizeof(v), "%lld", l->memory);
+		/* v1 keeps memory <= memory+swap: raising an existing group's
+		 * limit needs memsw raised first, lowering needs it after. */
+		if (!t->v2)
+			cg_write(dir, "memory.memsw.limit_in_bytes", v);
 		r = cg_write(dir, t->v2 ? "memory.max" : "memory.limit_in_bytes", v);
 		/* Swap would let a group hold more than its limit; the file is
 		 * missing where swap is not accounted, and then none is. */
@@ -228,6 +235,64 @@ cgroup_make(const struct cgroup_tree *t, const char *rel,
 		}
 		if ((r = cg_write_limit(t, i, dir, l)) < 0 && !err)
 			err = r;
+	}
+	return err;
+}
+
+/* v1 refuses a parent's CPU quota below a child's: bring each group
+ * directly below dir (commands) down to quota first.  Best effort: a
+ * group that went meanwhile is no matter. */
+static void
+cg_v1_lower_children_cpu(const char *dir, long quota)
+{
+	char child[CGROUP_PATH_MAX + 300], v[32];
+	struct dirent *d;
+	long cur;
+	DIR *dp = opendir(dir);
+	FILE *f;
+
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		snprintf(child, sizeof(child), "%s/%s/cpu.cfs_quota_us", dir,
+		    d->d_name);
+		if (!(f = fopen(child, "re")))
+			continue;
+		if (fscanf(f, "%ld", &cur) != 1)
+			cur = -1;
+		fclose(f);
+		if (cur >= 0 && cur <= quota)
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", dir, d->d_name);
+		snprintf(v, sizeof(v), "%ld", quota);
+		cg_write(child, "cpu.cfs_quota_us", v);
+	}
+	closedir(dp);
+}
+
+int
+cgroup_relimit(const struct cgroup_tree *t, const struct cgroup_set *set,
+    const struct reslimits *l)
+{
+	int err = 0, r;
+
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		const char *dir = set->dir[t->v2 ? 0 : i];
+
+		if (!(t->have & (1 << i)) || !dir[0]) {
+			if (cg_wants(l, i) && !err)
+				err = -ENOTSUP;
+			continue;
+		}
+		if (i == 2 && !t->v2 && l->cpus > 0)
+			cg_v1_lower_children_cpu(dir, (long)l->cpus * 100);
+		if ((r = cg_write_limit(t, i, dir, l)) < 0) {
+			log_warn("cannot set the %s limit of %s: %s",
+			    cg_names[i], dir, strerror(-r));
+			err = err ? err : r;
+		}
 	}
 	return err;
 }
@@ -302,6 +367,12 @@ cgroup_destroy(struct cgroup_set *set)
 	for (int i = 0; i < CGROUP_NCTL; i++) {
 		if (!set->dir[i][0])
 			continue;
+		/* v1: a removed group lingers in the kernel while references
+		 * to it remain, and its CPU quota still counts against its
+		 * parent's: a room could not then be lowered below it
+		 * (cgroup_relimit).  Gone, it asks for nothing.  (No such file
+		 * elsewhere: nothing is written.) */
+		cg_write(set->dir[i], "cpu.cfs_quota_us", "-1");
 		for (int tries = 0; tries < 50 && rmdir(set->dir[i]) < 0 &&
 		    errno == EBUSY; tries++)
 			nanosleep(&ts, NULL);

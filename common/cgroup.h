@@ -69,6 +69,15 @@ void cgroup_missing(int have, char *out, size_t outlen);
 int cgroup_make(const struct cgroup_tree *t, const char *rel,
     const struct reslimits *l, struct cgroup_set *set);
 
+/* Write the limits l into the groups of set (made by cgroup_make), at
+ * once: what runs in them is held to the new limits from now on.  On v1
+ * a lower CPU quota is first written into the groups below (commands),
+ * which the kernel requires.  0, -ENOTSUP when a controller that l needs
+ * is missing, or the kernel's -errno (-EBUSY: the group uses more memory
+ * than l allows and cannot give it back). */
+int cgroup_relimit(const struct cgroup_tree *t, const struct cgroup_set *set,
+    const struct reslimits *l);
+
 /* PARENT/rel exists in every usable hierarchy: 1, else 0. */
 int cgroup_exists(const struct cgroup_tree *t, const char *rel);
 

@@ -67,8 +67,8 @@ reslimits_clamp(struct reslimits *l, const struct reslimits *above)
 }
 
 void
-reslimits_nest(const struct config *c, struct reslimits *total,
-    struct reslimits *room, struct reslimits *cmd)
+reslimits_nest(const struct config *c, const struct reslimits *owner,
+    struct reslimits *total, struct reslimits *room, struct reslimits *cmd)
 {
 	total->memory = c->total_memory;
 	total->pids = c->total_pids;
@@ -77,6 +77,13 @@ reslimits_nest(const struct config *c, struct reslimits *total,
 	room->pids = c->room_pids;
 	room->cpus = c->room_cpus;
 	reslimits_clamp(room, total);
+	if (owner) {
+		/* The owner's values below the operator's; never above. */
+		struct reslimits op = *room;
+
+		*room = *owner;
+		reslimits_clamp(room, &op);
+	}
 	cmd->memory = (long long)c->sandbox_memory_mb << 20;
 	cmd->pids = c->sandbox_pids;
 	cmd->cpus = c->sandbox_cpu_percent * 10;
@@ -88,9 +95,12 @@ reslimits_format(const struct reslimits *l, char *out, size_t outlen)
 {
 	char mem[32], pids[32], cpus[32];
 
-	if (l->memory > 0)
+	if (l->memory >= (1LL << 30))
 		snprintf(mem, sizeof(mem), "%.1f GiB memory",
 		    (double)l->memory / (1 << 30));
+	else if (l->memory > 0)
+		snprintf(mem, sizeof(mem), "%.0f MiB memory",
+		    (double)l->memory / (1 << 20));
 	else
 		snprintf(mem, sizeof(mem), "no memory limit");
 	if (l->pids > 0)

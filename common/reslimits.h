@@ -46,9 +46,12 @@ int reslimits_host(long long *mem_total, int *ncpus);
 /* The three levels from the settings, each clamped to the one above (a 0
  * below a limit takes the limit above: "no limit here" still means the
  * parent's).  The total's zeros are taken as they are: fill them first
- * with reslimits_total_auto. */
-void reslimits_nest(const struct config *c, struct reslimits *total,
-    struct reslimits *room, struct reslimits *cmd);
+ * with reslimits_total_auto.  owner, when not NULL, is what the room's
+ * owner lowered the room to (0: the operator's): the room's limit is the
+ * lower of the two, never above the operator's.  The one place that
+ * computes a room's effective limits. */
+void reslimits_nest(const struct config *c, const struct reslimits *owner,
+    struct reslimits *total, struct reslimits *room, struct reslimits *cmd);
 
 /* "4.0 GiB memory, 1024 pids, 1.5 CPUs" (or "no ... limit"), into out. */
 void reslimits_format(const struct reslimits *l, char *out, size_t outlen);

@@ -66,6 +66,20 @@ agentlink_flush(struct agentlink *l)
 	}
 }
 
+/* An exec_done for one of our exec lines (agentlink.h): uncount it.
+ * 1 when obj was one (it is ours, not the owner's). */
+static int
+agentlink_exec_done(struct agentlink *l, json_object *obj)
+{
+	const char *type = json_get_string(obj, "type");
+
+	if (!type || strcmp(type, "exec_done") != 0)
+		return 0;
+	if (l->execs > 0)
+		l->execs--;
+	return 1;
+}
+
 /* Hand every whole line to the owner; an over-long line is dropped. */
 static void
 agentlink_deliver(struct agentlink *l)
@@ -86,7 +100,10 @@ agentlink_deliver(struct agentlink *l)
 			log_warn("bad line from the agent: %s", err);
 			continue;
 		}
-		l->on_line(l->arg, obj, line, len);
+		if (agentlink_exec_done(l, obj))
+			;
+		else
+			l->on_line(l->arg, obj, line, len);
 		json_object_put(obj);
 	}
 }
@@ -154,7 +171,7 @@ agentlink_attach(struct agentlink *l, struct loop *loop, int fd,
 	fd_set_nonblock(fd, 1);
 	fd_set_cloexec(fd, 1);
 	l->fd = fd;
-	l->paused = l->ended = 0;
+	l->paused = l->ended = l->execs = 0;
 	l->on_line = on_line;
 	l->on_end = on_end;
 	l->arg = arg;
@@ -257,9 +274,30 @@ agentlink_close(struct agentlink *l)
 		close(l->fd);
 	}
 	l->fd = -1;
+	l->execs = 0;
 	l->on_end = NULL;
 	buf_free(&l->out);
 	jsonl_free(&l->in);
 	buf_init(&l->out, AGENTLINK_MAX_OUT);
 	jsonl_init(&l->in, PROTO_MAX_LINE);
+}
+
+/* See agentlink.h. */
+int
+agentlink_send_exec(struct agentlink *l, json_object *obj, const char *line,
+    size_t len)
+{
+	int r = line ? agentlink_send_line(l, line, len) :
+	    agentlink_send(l, obj);
+
+	if (r == 0)
+		l->execs++;
+	return r;
+}
+
+/* See agentlink.h. */
+int
+agentlink_execs(const struct agentlink *l)
+{
+	return l->fd >= 0 && !l->ended ? l->execs : 0;
 }

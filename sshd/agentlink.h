@@ -4,6 +4,13 @@
  * socket takes them; lines in are framed by jsonl and handed to the owner's
  * callback.  The owner pauses reading (agentlink_pause) when it cannot keep
  * up, so the agent's socket fills and the agent sees backpressure.
+ *
+ * A person's commands: the owner counts each exec line it sends
+ * (agentlink_send_exec); the agent answers each, on this link alone, with
+ * one {"type":"exec_done"} once it was refused or its command ended, which
+ * is taken here (never passed to the owner) and uncounts it.  Only the
+ * agent can write to the link, so no client can end a count; when the
+ * link ends, the agent's commands for it are killed and the count is 0.
  */
 #ifndef ATRIUMD_AGENTLINK_H
 #define ATRIUMD_AGENTLINK_H
@@ -31,6 +38,7 @@ struct agentlink {
 	struct jsonl in;	/* bytes not yet framed */
 	int paused;		/* owner asked not to read */
 	int ended;		/* end reported (EOF or error) */
+	int execs;		/* exec lines sent, not yet exec_done */
 	agentlink_line_fn on_line;
 	agentlink_end_fn on_end;
 	void *arg;
@@ -59,6 +67,14 @@ int agentlink_send(struct agentlink *l, json_object *obj);
 
 /* Queue a raw line (newline added).  Same results. */
 int agentlink_send_line(struct agentlink *l, const char *line, size_t len);
+
+/* Queue an exec line (obj, or the raw line when line is not NULL) and
+ * count it until its exec_done.  Same results as agentlink_send. */
+int agentlink_send_exec(struct agentlink *l, json_object *obj,
+    const char *line, size_t len);
+
+/* The link's exec lines not yet done (0 once it ended or closed). */
+int agentlink_execs(const struct agentlink *l);
 
 /* Send obj as one line with fds attached (SCM_RIGHTS).  Only while nothing
  * else is queued (-EBUSY otherwise); the fds stay the caller's to close. */

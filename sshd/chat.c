@@ -7,8 +7,9 @@
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.
  *
- * Room access: /invite, /kick, /private, /public and /access are room
- * requests (the agent checks that the user owns the room or is an admin);
+ * Room access: /invite, /kick, /private, /public, /access and /limits
+ * (the room's limits: agent/room_limits.h) are room requests (the agent
+ * checks that the user owns the room or is an admin);
  * /rooms and /delete are atriumd's own (room_access.h), answered here.
  * An access_denied event (removed, or the room went private) ends the
  * chat with its message on stderr and status 1; the chat does not
@@ -50,6 +51,7 @@
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
+#include "user_cap.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -82,6 +84,7 @@
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
+	"  /limits [memory 1G pids 200 cpus 0.5]  show, or lower (owner)\n" \
 	"  /access           who may enter\n" \
 	"  /rooms            the rooms you may enter\n" \
 	"  /delete ROOM      delete this room for good (owner)\n" \
@@ -207,6 +210,35 @@ chat_access_command(const char *line, size_t wl, const char *arg,
 	return -1;
 }
 
+/* /limits [memory SIZE] [pids N] [cpus N] as a limits request into out
+ * (none: the query).  1, or 0 with the usage in reply. */
+static int
+chat_limits_command(const char *arg, json_object **out, char *reply,
+    size_t len)
+{
+	char copy[256], *save = NULL, *key, *val;
+
+	*out = chat_req("limits");
+	if (!arg)
+		return 1;
+	snprintf(copy, sizeof(copy), "%s", arg);
+	for (key = strtok_r(copy, " \t", &save); key;
+	    key = strtok_r(NULL, " \t", &save)) {
+		val = strtok_r(NULL, " \t", &save);
+		if (!val || (strcmp(key, "memory") && strcmp(key, "pids") &&
+		    strcmp(key, "cpus"))) {
+			json_object_put(*out);
+			*out = NULL;
+			snprintf(reply, len, "usage: /limits shows the room's "
+			    "limits; /limits memory SIZE pids N cpus N lowers "
+			    "them (owner; \"max\" for the operator's)");
+			return 0;
+		}
+		json_object_object_add(*out, key, json_object_new_string(val));
+	}
+	return 1;
+}
+
 /* See chat.h. */
 int
 chat_command(const char *line, const char *waiting, json_object **out,
@@ -271,6 +303,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 	}
 	if ((r = chat_access_command(line, wl, arg, out, reply, len)) >= 0)
 		return r;
+	if (IS("/limits"))
+		return chat_limits_command(arg, out, reply, len);
 	if (IS("/model")) {
 		if (!arg) {
 			snprintf(reply, len, "usage: /model NAME");
@@ -760,7 +794,7 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
-	} else if (strcmp(type, "notice") == 0) {
+	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
 		/* Live, a notice already said so; history has only this. */
@@ -916,13 +950,30 @@ chat_own(struct chat *ch, json_object *req)
 	return r != 0;
 }
 
+/* Send a !CMD exec, counted against the user's cap (user_cap.h). */
+static void
+chat_exec(struct chat *ch, json_object *req)
+{
+	char id[32], msg[512];
+
+	if (user_cap_full(ch->c, msg, sizeof(msg))) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, msg);
+		return;
+	}
+	snprintf(id, sizeof(id), "chat-%lu-%lu", ch->c->s->num, ++ch->nexec);
+	json_object_object_add(req, "id", json_object_new_string(id));
+	if (agentlink_send_exec(&ch->link, req, NULL, 0) < 0)
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not taking "
+		    "lines now; wait a moment and send again");
+}
+
 /* Act on one finished input line.  The line is cleaned first (utf8.h):
  * a plain client may send any bytes, and what it says reaches every
  * member's terminal and the room's history. */
 static void
 chat_submit(struct chat *ch, const char *raw)
 {
-	char reply[2048], id[32], *line = utf8_clean_str(raw);
+	char reply[2048], *line = utf8_clean_str(raw);
 	json_object *req = NULL;
 	int r;
 
@@ -950,9 +1001,9 @@ chat_submit(struct chat *ch, const char *raw)
 		return;
 	}
 	if (strcmp(json_get_string(req, "type"), "exec") == 0) {
-		snprintf(id, sizeof(id), "chat-%lu-%lu", ch->c->s->num,
-		    ++ch->nexec);
-		json_object_object_add(req, "id", json_object_new_string(id));
+		chat_exec(ch, req);
+		json_object_put(req);
+		return;
 	}
 	if (agentlink_send(&ch->link, req) < 0)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not taking "

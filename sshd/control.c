@@ -43,6 +43,7 @@
 #include "room.h"
 #include "room_access.h"
 #include "server.h"
+#include "user_cap.h"
 #include "utf8.h"
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
@@ -269,8 +270,36 @@ control_clean_text(const char *type, json_object *o)
 	return changed;
 }
 
+/* An exec line may go on only while the user is under
+ * max-commands-per-user (user_cap.h): 1, or 0 with an error (naming the
+ * exec's id, so a client waiting for it is answered) sent. */
+static int
+control_exec_under_cap(struct control *ct, const char *type, json_object *o)
+{
+	const char *id = json_get_string(o, "id");
+	json_object *ev;
+	char msg[512];
+	struct buf line;
+
+	if (!type || strcmp(type, "exec") || !user_cap_full(ct->c, msg,
+	    sizeof(msg)))
+		return 1;
+	ev = json_object_new_object();
+	json_object_object_add(ev, "type", json_object_new_string("error"));
+	if (id)
+		json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "message", json_object_new_string(msg));
+	buf_init(&line, CHAN_MAX_OUT);
+	if (jsonl_format(&line, ev) == 0)
+		chan_write(ct->c, line.data, line.len);
+	buf_free(&line);
+	json_object_put(ev);
+	return 0;
+}
+
 /* Queue one checked request to the agent: the line as it came, or o
- * re-encoded when control_clean_text changed it.  0 or -errno. */
+ * re-encoded when control_clean_text changed it; an exec is counted
+ * until its exec_done (agentlink.h).  0 or -errno. */
 static int
 control_forward(struct control *ct, const char *type, json_object *o,
     const char *line, size_t len)
@@ -279,6 +308,8 @@ control_forward(struct control *ct, const char *type, json_object *o,
 
 	if (r < 0)
 		return r;
+	if (type && strcmp(type, "exec") == 0)
+		return agentlink_send_exec(&ct->link, o, r ? NULL : line, len);
 	return r ? agentlink_send(&ct->link, o) :
 	    agentlink_send_line(&ct->link, line, len);
 }
@@ -312,7 +343,8 @@ control_client_line(struct control *ct, char *line, size_t len)
 		    "your first request (chat, prompt, exec...)");
 	else if (control_own(ct, o))
 		;
-	else if (!control_exec_allowed(ct, type, o))
+	else if (!control_exec_allowed(ct, type, o) ||
+	    !control_exec_under_cap(ct, type, o))
 		;
 	else if (control_forward(ct, type, o, line, len) < 0)
 		control_error(ct, "the room is not taking requests now; "

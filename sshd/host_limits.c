@@ -63,7 +63,7 @@ host_limits_start(struct config *c)
 	int r, swept;
 
 	host_limits_auto(c);
-	reslimits_nest(c, &total, &room, &cmd);
+	reslimits_nest(c, NULL, &total, &room, &cmd);
 	cgroup_probe(&t, c->cgroup_root, c->cgroup_parent);
 	host_limits_warn(c, &t);
 	r = cgroup_make(&t, "", &total, &parent);

@@ -313,6 +313,7 @@ chan_connect_agent(struct chan *c, struct agentlink *l,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg)
 {
+	c->link = l;
 	return agentlink_attach(l, &c->s->srv->loop,
 	    monitor_ask_agent(c->s->srv, c->s->room), on_line, on_end, arg);
 }

@@ -45,6 +45,7 @@
 #define SESSION_MAX_CHANNELS	32	/* channels open at once per connection */
 #define SESSION_MAX_AUTH_FAILS	10	/* refused auth requests, then closed */
 
+struct agentlink;
 struct chan;
 struct room;
 
@@ -90,6 +91,8 @@ struct chan {
 	int finished;			/* exit sent, EOF and close sent */
 	int closing;			/* reap at the next tick */
 	int vetted;			/* the client's packet size was checked */
+	struct agentlink *link;		/* the kind's link to the agent, once
+					 * connected (its execs: user_cap.h) */
 	struct chan *next;		/* in s->chans */
 };
 

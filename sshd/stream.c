@@ -44,6 +44,7 @@
 #include "room_access.h"
 #include "monitor_ask.h"
 #include "sftp_flow.h"
+#include "user_cap.h"
 #include "util.h"
 
 #define STREAM_TURN_READS	8	/* reads per pipe per loop turn, at most */
@@ -587,39 +588,24 @@ stream_command(const char *asked)
 	return cmd;
 }
 
-/* The user's commands (exec and sftp channels not yet over) in every
- * session of the server, in every room. */
-static int
-stream_user_count(struct server *srv, const char *user)
+/* See stream.h. */
+int
+stream_busy(const struct chan *c)
 {
-	int n = 0;
-
-	for (struct session *s = srv->sessions; s; s = s->next) {
-		if (strcmp(s->user, user) != 0)
-			continue;
-		for (struct chan *c = s->chans; c; c = c->next)
-			if (c->ops == &stream_ops && !c->closing &&
-			    !((struct stream *)c->kind)->have_result)
-				n++;
-	}
-	return n;
+	return c->ops == &stream_ops &&
+	    !((const struct stream *)c->kind)->have_result;
 }
 
 /* Refuse c when its user already runs max-commands-per-user commands
- * (the agent's own commands count for their room, not for a user).
- * 1 when refused. */
+ * (user_cap.h).  1 when refused. */
 static int
 stream_over_user_cap(struct chan *c)
 {
-	int max = c->s->srv->cfg->max_commands_per_user;
+	char msg[512];
 
-	if (max <= 0 || stream_user_count(c->s->srv, c->s->user) < max)
+	if (!user_cap_full(c, msg, sizeof(msg)))
 		return 0;
-	log_info("session %lu: %s: command refused, %d running (the "
-	    "max-commands-per-user cap)", c->s->num, c->s->user, max);
-	chan_refuse(c, "atrium: command refused: you already run %d commands "
-	    "(ssh exec and sftp, across all rooms), the most allowed per user "
-	    "(max-commands-per-user = %d); wait for one to end", max, max);
+	chan_refuse(c, "%s", msg);
 	return 1;
 }
 

@@ -27,4 +27,8 @@ int stream_open(struct chan *c, const char *command);
 int stream_open_forced(struct chan *c, const char *command,
     const char *original);
 
+/* 1 when c is an exec or sftp channel whose command has not ended (a
+ * person's command, user_cap.h). */
+int stream_busy(const struct chan *c);
+
 #endif

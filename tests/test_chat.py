@@ -305,7 +305,7 @@ def test_who_help_policy_and_prompt_text(srv, model_server, tmux):
         assert all(w.startswith(b"  ") and b"active" in w for w in who), who
         a.send("/help\n")
         a.expect(lambda l: l == b"* commands:\n")
-        table = [a.expect(lambda l: True) for _ in range(18)]
+        table = [a.expect(lambda l: True) for _ in range(19)]
         assert any(l.startswith(b"  /quit ") for l in table), table
         assert all(len(l) <= 80 for l in table), table
         a.send("/policy ask\n")
@@ -449,12 +449,13 @@ def test_piped_prompts_and_execs_are_all_answered(srv, ssh_run):
                                          for o in lines), timeout=600)
     assert rc == 0, err
     evs = [json.loads(l) for l in out.splitlines()]
-    # Each exec ran, or was refused by name (the room runs 64 at once).
+    # Each exec ran, or was refused by name (a person runs 16 at once:
+    # --max-commands-per-user counts the subsystem's execs too).
     results = {e["id"]: e for e in evs if e["type"] == "exec_result"}
     refused = {e["id"] for e in evs if e["type"] == "error" and "id" in e}
     assert set(results) | refused == {"x%d" % i for i in range(KINDS)}
     assert not set(results) & refused
-    assert len(results) >= 64
+    assert len(results) >= 16
     assert all(r["stdout"] == "out-%s\n" % i[1:] for i, r in results.items())
     asked = [e["text"] for e in evs if e["type"] == "prompt"]
     assert asked == ["question %d" % i for i in range(KINDS)]

@@ -285,3 +285,151 @@ def test_workspace_quota_through_atriumd(atriumd, data_dir, ssh_run):
     rc, out, err = ssh_run(srv, "quota", "rm f; head -c 5M /dev/zero > g && "
                            "stat -c %s g")
     assert (rc, out) == (0, "%d\n" % (5 << 20)), err
+
+
+# ------------------------------------------- the owner lowers the limits --
+
+def _limits(ev, by=None):
+    return ev["type"] == "limits" and (by is None or ev.get("by") == by)
+
+
+def _room_file(parent, room, ctl, name):
+    if V2:
+        name = {"memory.limit_in_bytes": "memory.max",
+                "cpu.cfs_quota_us": "cpu.max"}.get(name, name)
+    with open(os.path.join(group(parent, room, ctl=ctl), name)) as f:
+        return f.read().split()[0]
+
+
+def _alloc(mib):
+    return ("python3 -c \"b = b'x' * (%d << 20); print('allocated', "
+            "flush=True)\"" % mib)
+
+
+@needs_cgroups
+def test_owner_lowers_room_memory_at_once(cgparent, atriumd, data_dir,
+                                          ssh_run):
+    """The owner lowers the room's memory below the operator's: the room's
+    group holds the new limit at once, a command allocating more than it
+    is killed (or cannot allocate) and one under it runs."""
+    from test_access import events
+    srv = start(atriumd, data_dir, cgparent, "--room-memory", "1G",
+                "--sandbox-memory-mb", "2048")
+    rc, out, err = ssh_run(srv, "lean", _alloc(200))
+    assert (rc, out) == (0, "allocated\n"), err      # the operator's 1 GiB
+    seen = events(srv, "lean", {"type": "limits", "memory": "100M"},
+                  until=lambda e: _limits(e, by="alice"))
+    assert seen[-1]["memory"] == 100 << 20
+    assert seen[-1]["max"]["memory"] == 1 << 30
+    assert _room_file(cgparent, "lean", "memory",
+                      "memory.limit_in_bytes") == str(100 << 20)
+    rc, out, err = ssh_run(srv, "lean", _alloc(200))
+    assert "allocated" not in out, (rc, out, err)
+    assert rc == 255 or (rc == 1 and "MemoryError" in err), (rc, out, err)
+    rc, out, err = ssh_run(srv, "lean", _alloc(20))
+    assert (rc, out) == (0, "allocated\n"), err
+
+
+@needs_cgroups
+def test_limits_owner_only_never_above_and_kept(cgparent, atriumd, data_dir,
+                                                ssh_run):
+    """A member cannot change the limits (told who the owner is), the owner
+    cannot raise them above the operator's (told the maximum), and what the
+    owner set survives an atriumd restart, in the room's group too."""
+    from test_access import events
+    from test_ssh import chat_plain
+    srv = start(atriumd, data_dir, cgparent, "--room-pids", "300",
+                "--room-cpus", "1")
+    ssh_run(srv, "kept", "true")                     # alice owns it
+    seen = events(srv, "kept", {"type": "limits", "pids": 50},
+                  user="bob", until=lambda e: e["type"] == "error")
+    assert "only the room's owner (alice)" in seen[-1]["message"], seen
+    b = chat_plain(srv, "kept", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        b.send("/limits cpus 0.2\n")
+        b.expect(lambda l: b"only the room's owner (alice)" in l)
+        b.send("/limits\n")                          # anyone may look
+        b.expect(lambda l: b"limits of this room: " in l and
+                 b"300 pids" in l)
+    finally:
+        b.close()
+    seen = events(srv, "kept", {"type": "limits", "pids": 301},
+                  {"type": "limits", "cpus": "2"},
+                  until=count_errors(2))
+    errors = [e["message"] for e in seen if e["type"] == "error"]
+    assert "pids 301 is above this room's maximum of 300" in errors[0]
+    assert "cpus 2 is above this room's maximum of 1" in errors[1]
+    a = chat_plain(srv, "kept", "alice")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        a.send("/limits pids 120 cpus 0.5\n")
+        a.expect(lambda l: b"alice set the room's limits: " in l and
+                 b"120 pids, 0.5 CPUs" in l)
+    finally:
+        a.close()
+    assert _room_file(cgparent, "kept", "pids", "pids.max") == "120"
+    srv.stop()
+    srv = start(atriumd, data_dir, cgparent, "--room-pids", "300",
+                "--room-cpus", "1")
+    seen = events(srv, "kept", {"type": "limits"},
+                  until=lambda e: _limits(e) and not e.get("replay"))
+    assert (seen[-1]["pids"], seen[-1]["cpus"]) == (120, 0.5), seen[-1]
+    assert _room_file(cgparent, "kept", "pids", "pids.max") == "120"
+    assert _room_file(cgparent, "kept", "cpu", "cpu.cfs_quota_us") == "50000"
+
+
+def count_errors(n):
+    seen = []
+    return lambda e: e["type"] == "error" and (seen.append(e) or
+                                               len(seen) == n)
+
+
+# ---------------------------------- every kind of command counts per user --
+
+@needs_cgroups
+def test_user_cap_counts_chat_and_protocol_execs(cgparent, atriumd, data_dir,
+                                                 ssh_run):
+    """With a cap of 2: an ssh exec and a chat !sleep in another room run;
+    a subsystem exec, a chat !command and an ssh exec are then refused
+    with the cap named; once one ends, a subsystem exec is accepted.  The
+    cap is per person: bob runs meanwhile."""
+    import json
+    from test_ssh import Lines, chat_plain
+    srv = start(atriumd, data_dir, cgparent, "--max-commands-per-user", "2")
+    running = popen_ssh(srv, "one", "sleep 60")
+    chat = chat_plain(srv, "two", "alice")
+    ctl = Lines(ssh_command(srv, "one", "-s", "atrium"))
+    try:
+        chat.expect(lambda l: b"you are alice" in l)
+        chat.send("!sleep 60\n")
+        assert settle(lambda: len(cmd_groups(cgparent, "one")) +
+                      len(cmd_groups(cgparent, "two")) == 2, 30)
+        ctl.expect(lambda l: json.loads(l)["type"] == "welcome")
+        ctl.send(json.dumps({"type": "exec", "id": "e3",
+                             "command": "echo third"}) + "\n")
+        line = ctl.expect(lambda l: json.loads(l).get("id") == "e3")
+        ev = json.loads(line)
+        assert ev["type"] == "error", ev
+        assert "max-commands-per-user = 2" in ev["message"], ev
+        chat.send("!echo fourth\n")
+        chat.expect(lambda l: b"max-commands-per-user = 2" in l)
+        rc, out, err = ssh_run(srv, "one", "echo fifth")
+        assert rc != 0 and "max-commands-per-user = 2" in err, (rc, err)
+        rc, out, err = ssh_run(srv, "one", "echo bob", user="bob")
+        assert (rc, out) == (0, "bob\n"), err
+        running.terminate()
+        running.communicate(timeout=30)
+        assert settle(lambda: len(cmd_groups(cgparent, "one")) == 0, 30)
+        ctl.send(json.dumps({"type": "exec", "id": "e6",
+                             "command": "echo sixth"}) + "\n")
+        line = ctl.expect(lambda l: json.loads(l).get("id") == "e6" and
+                          json.loads(l)["type"] in ("exec_result", "error"))
+        ev = json.loads(line)
+        assert ev["type"] == "exec_result" and ev["stdout"] == "sixth\n", ev
+    finally:
+        if running.poll() is None:
+            running.terminate()
+            running.communicate(timeout=30)
+        ctl.close()
+        chat.close()

@@ -120,7 +120,7 @@ test_nesting(void)
 	cfg.total_memory = 21 * GiB;
 	cfg.total_pids = 8192;
 	cfg.total_cpus = 1500;
-	reslimits_nest(&cfg, &t, &r, &c);
+	reslimits_nest(&cfg, NULL, &t, &r, &c);
 	CHECK(r.memory == 4 * GiB && r.pids == 1024 && r.cpus == 1000);
 	CHECK(c.memory == 2 * GiB && c.pids == 512 && c.cpus == 1000);
 	/* A room cap below the command's: the command's is clamped (cgroup
@@ -128,17 +128,43 @@ test_nesting(void)
 	cfg.room_memory = 256LL << 20;
 	cfg.room_pids = 40;
 	cfg.room_cpus = 500;
-	reslimits_nest(&cfg, &t, &r, &c);
+	reslimits_nest(&cfg, NULL, &t, &r, &c);
 	CHECK(c.memory == 256LL << 20 && c.pids == 40 && c.cpus == 500);
 	/* No limit at a level takes the one above. */
 	cfg.room_memory = 0;
 	cfg.sandbox_memory_mb = 0;
-	reslimits_nest(&cfg, &t, &r, &c);
+	reslimits_nest(&cfg, NULL, &t, &r, &c);
 	CHECK(r.memory == 21 * GiB && c.memory == 21 * GiB);
 	/* And a room above the total is brought down to it. */
 	cfg.room_cpus = 4000;
-	reslimits_nest(&cfg, &t, &r, &c);
+	reslimits_nest(&cfg, NULL, &t, &r, &c);
 	CHECK_INT(r.cpus, 1500);
+}
+
+/* The owner may lower a room's limits, never raise them. */
+static void
+test_owner_lowers(void)
+{
+	struct reslimits t, r, c, own = { 0 };
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cfg.total_memory = 21 * GiB;
+	cfg.total_pids = 8192;
+	cfg.total_cpus = 1500;
+	own.memory = 1 * GiB;
+	own.pids = 200;
+	own.cpus = 500;
+	reslimits_nest(&cfg, &own, &t, &r, &c);
+	CHECK(r.memory == GiB && r.pids == 200 && r.cpus == 500);
+	/* Commands nest below the lowered room. */
+	CHECK(c.memory == GiB && c.pids == 200 && c.cpus == 500);
+	/* Above the operator's: the operator's. */
+	own.memory = 64 * GiB;
+	own.pids = 0;
+	own.cpus = 4000;
+	reslimits_nest(&cfg, &own, &t, &r, &c);
+	CHECK(r.memory == 4 * GiB && r.pids == 1024 && r.cpus == 1000);
 }
 
 static void
@@ -162,6 +188,7 @@ main(void)
 	TEST(test_settings);
 	TEST(test_total_from_host);
 	TEST(test_nesting);
+	TEST(test_owner_lowers);
 	TEST(test_command_group_names);
 	return unit_done("test_common_limits");
 }

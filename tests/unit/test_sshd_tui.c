@@ -192,6 +192,22 @@ test_chat_commands(void)
 	CHECK_INT(chat_command("/who", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "type"), "who");
 	json_object_put(o);
+	CHECK_INT(chat_command("/limits", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "limits");
+	CHECK(!json_object_object_get_ex(o, "memory", NULL));
+	json_object_put(o);
+	CHECK_INT(chat_command("/limits memory 1G pids 200 cpus 0.5", NULL, &o,
+	    reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "memory"), "1G");
+	CHECK_STR(json_get_string(o, "pids"), "200");
+	CHECK_STR(json_get_string(o, "cpus"), "0.5");
+	json_object_put(o);
+	CHECK_INT(chat_command("/limits disk 1G", NULL, &o, reply,
+	    sizeof(reply)), 0);
+	CHECK(o == NULL && strstr(reply, "usage: /limits") != NULL);
+	CHECK_INT(chat_command("/limits memory", NULL, &o, reply,
+	    sizeof(reply)), 0);
+	CHECK(o == NULL);
 	CHECK_INT(chat_command("/quit", NULL, &o, reply, sizeof(reply)), 2);
 	CHECK_INT(chat_command("   ", NULL, &o, reply, sizeof(reply)), 3);
 	CHECK_INT(chat_command("/help", NULL, &o, reply, sizeof(reply)), 0);
