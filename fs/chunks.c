@@ -167,7 +167,7 @@ chunks_find(struct fs *fs, uint64_t ino, uint64_t first, uint64_t last,
 	int n = 0, rc;
 
 	st = db_stmt(fs, "SELECT idx, rowid, length(data) FROM chunks "
-	    "WHERE ino = ? AND idx BETWEEN ? AND ?");
+	    "WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx");
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
@@ -186,12 +186,13 @@ chunks_find(struct fs *fs, uint64_t ino, uint64_t first, uint64_t last,
 
 /* Copy the part of chunk ref inside [off, off+size) to its place in out,
  * reading only that range of the blob (a 4 KiB read of a 64 KiB chunk
- * reads one or two pages, and SQLite reads overflow pages straight into
- * out).  *blob is opened on first use and moved to each next row.  0 or
- * -errno. */
+ * does not fetch the rest, and SQLite reads whole overflow pages straight
+ * into out), after zeroing the hole between *done (bytes of out already
+ * filled) and it.  *blob is opened on first use and moved to each next
+ * row.  0 or -errno. */
 static int
 chunks_copy(struct fs *fs, sqlite3_blob **blob, const struct chunk_ref *ref,
-    uint64_t off, size_t size, unsigned char *out)
+    uint64_t off, size_t size, unsigned char *out, uint64_t *done)
 {
 	uint64_t start = ref->idx * FS_CHUNK;
 	uint64_t end = off + size;
@@ -201,6 +202,9 @@ chunks_copy(struct fs *fs, sqlite3_blob **blob, const struct chunk_ref *ref,
 
 	if (to <= from)
 		return 0;
+	if (from - off > *done)
+		memset(out + *done, 0, from - off - *done);
+	*done = to - off;
 	if (*blob)
 		rc = sqlite3_blob_reopen(*blob, ref->rowid);
 	else
@@ -224,15 +228,20 @@ chunks_read_piece(struct fs *fs, uint64_t ino, uint64_t off, unsigned char *out,
 {
 	struct chunk_ref refs[CHUNKS_READ_REFS];
 	sqlite3_blob *blob = NULL;
+	uint64_t done = 0;
 	int n, i, r = 0;
 
+	/* Rows come in idx order (the primary key's index), so the holes
+	 * between them are zeroed as they go, not the whole buffer first. */
 	n = chunks_find(fs, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
 	    refs, CHUNKS_READ_REFS);
 	if (n < 0)
 		return n;
 	for (i = 0; i < n && r == 0; i++)
-		r = chunks_copy(fs, &blob, &refs[i], off, size, out);
+		r = chunks_copy(fs, &blob, &refs[i], off, size, out, &done);
 	sqlite3_blob_close(blob);
+	if (r == 0 && done < size)
+		memset(out + done, 0, size - done);
 	return r;
 }
 
@@ -244,7 +253,6 @@ chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 	unsigned char *out = buf;
 	int r;
 
-	memset(buf, 0, size);
 	while (size > 0) {
 		size_t n = size < CHUNKS_READ_MAX ? size : CHUNKS_READ_MAX;
 

@@ -137,6 +137,8 @@ int db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees);
 int db_op_end(struct fs *fs, int rc);
 int db_commit(struct fs *fs, int full);
 void db_stmts_free(struct fs *fs);
+int db_read_begin(struct fs *fs);
+void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
 
 /* --- checkpoint.c --- */
