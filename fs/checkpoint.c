@@ -30,11 +30,12 @@
 
 /* WAL sizes, whatever the page size: checkpoint in the background past
  * CKPT_BYTES (each checkpoint syncs the WAL and the database: fewer, bigger
- * ones cost a 1 GiB write a quarter of the syncs of SQLite's default of
- * 1000 pages of 4 KiB); while committing past CKPT_BYTES_MAX, two groups'
- * worth (DB_COMMIT_BYTES, db.c); and near a full disk past CKPT_BYTES_LOW,
- * SQLite's default, so the WAL needs little room. */
-#define CKPT_BYTES (16 << 20)
+ * ones cost a 1 GiB write half the syncs of SQLite's default of 1000 pages
+ * of 4 KiB), leaving it room to finish before the WAL reaches
+ * CKPT_BYTES_MAX, two groups' worth (DB_COMMIT_BYTES, db.c), where the
+ * committing thread checkpoints under the lock; and near a full disk past
+ * CKPT_BYTES_LOW, SQLite's default, so the WAL needs little room. */
+#define CKPT_BYTES (8 << 20)
 #define CKPT_BYTES_MAX (32 << 20)
 #define CKPT_BYTES_LOW (4000 << 10)
 
