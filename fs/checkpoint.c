@@ -17,7 +17,7 @@
  * from its start at the first write transaction after a checkpoint that
  * copied everything.  Should the WAL still grow past CKPT_BYTES_MAX, and
  * whenever the disk is near full (space.c: fs->space_low), the committing
- * thread checkpoints itself at CKPT_BYTES_LOW, as SQLite would, so the WAL
+ * thread checkpoints itself at CKPT_BYTES, as SQLite would, so the WAL
  * (which keeps its largest size on disk) stays as small as before.  Without the committer (fsck, the unit
  * tests) SQLite's own checkpoints stay.
  *
@@ -28,16 +28,15 @@
 
 #include <errno.h>
 
-/* WAL sizes, whatever the page size: checkpoint in the background past
- * CKPT_BYTES (each checkpoint syncs the WAL and the database: fewer, bigger
- * ones cost a 1 GiB write half the syncs of SQLite's default of 1000 pages
- * of 4 KiB), leaving it room to finish before the WAL reaches
- * CKPT_BYTES_MAX, two groups' worth (DB_COMMIT_BYTES, db.c), where the
- * committing thread checkpoints under the lock; and near a full disk past
- * CKPT_BYTES_LOW, SQLite's default, so the WAL needs little room. */
-#define CKPT_BYTES (8 << 20)
-#define CKPT_BYTES_MAX (32 << 20)
-#define CKPT_BYTES_LOW (4000 << 10)
+/* WAL sizes, the same whatever the database's page size: checkpoint in the
+ * background past CKPT_BYTES (SQLite's default of 1000 pages of 4 KiB),
+ * and in the committing thread, under the lock, past CKPT_BYTES_MAX (one
+ * group's worth, DB_COMMIT_BYTES in db.c) or, near a full disk, past
+ * CKPT_BYTES.  In bytes so that a database with bigger pages checkpoints
+ * as often, not four times less often with a four times longer wait under
+ * the lock. */
+#define CKPT_BYTES (4000 << 10)
+#define CKPT_BYTES_MAX (16 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int
@@ -47,7 +46,7 @@ ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 
 	fs->wal_pages = pages;
 	if (pages >= fs->ckpt_pages_max ||
-	    (pages >= fs->ckpt_pages_low && fs->space_low))
+	    (pages >= fs->ckpt_pages && fs->space_low))
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 		    NULL, NULL);
 	else if (pages >= fs->ckpt_pages)
@@ -70,7 +69,6 @@ ckpt_sizes(struct fs *fs)
 		return -EIO;
 	fs->ckpt_pages = CKPT_BYTES / psize;
 	fs->ckpt_pages_max = CKPT_BYTES_MAX / psize;
-	fs->ckpt_pages_low = CKPT_BYTES_LOW / psize;
 	return 0;
 }
 
@@ -105,7 +103,7 @@ ckpt_stop(struct fs *fs)
 {
 	if (!fs->ckpt_db)
 		return;
-	sqlite3_wal_autocheckpoint(fs->db, fs->ckpt_pages_low);
+	sqlite3_wal_autocheckpoint(fs->db, fs->ckpt_pages);
 	sqlite3_close(fs->ckpt_db);
 	fs->ckpt_db = NULL;
 }

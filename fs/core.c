@@ -87,7 +87,7 @@ fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
 		sqlite3_close(db);
 		return r;
 	}
-	if ((r = schema_page_size(db)) == 0 && (r = db_configure(db)) == 0)
+	if ((r = db_configure(db)) == 0)
 		r = schema_version(db) != 0 ? -EEXIST : schema_create(db, uid, gid);
 	sqlite3_close(db);
 	return r;

@@ -27,11 +27,6 @@
 /* Bytes per chunk row: big enough that a 1 MiB write is 16 rows, small
  * enough that a 4 KiB write into an existing chunk copies little. */
 #define FS_CHUNK 65536
-/* The SQLite page size mkfs gives a new database (schema.c): a 64 KiB chunk
- * then takes 4 overflow pages and 2 KiB of its leaf, about 3% over its size,
- * and costs 4 WAL frames instead of 16 of 4 KiB pages.  An existing database
- * keeps the page size it was made with. */
-#define FS_PAGE_SIZE 16384
 #define FS_STMT_MAX 96
 /* What one directory entry adds to its directory's stored bytes (and so to
  * its st_size): ext4's record, 8 bytes and the name rounded up to 4. */
@@ -105,7 +100,6 @@ struct fs {
 	int wal_pages;            /* WAL pages after the last commit */
 	int ckpt_pages;           /* checkpoint in the background past this */
 	int ckpt_pages_max;       /* checkpoint while committing past this */
-	int ckpt_pages_low;       /* the same when the disk is near full */
 	int ckpt_failed;          /* the last checkpoint failed (logged) */
 	/* Background freeing (reclaim.c), all guarded by lock. */
 	int reclaim_defer;        /* big deletes and truncates are deferred */
@@ -121,7 +115,6 @@ struct fs {
 /* --- schema.c --- */
 int schema_version(sqlite3 *db);
 int schema_create(sqlite3 *db, uint32_t uid, uint32_t gid);
-int schema_page_size(sqlite3 *db);
 int schema_open_check(sqlite3 *db, int readonly);
 
 /* --- db.c --- */

@@ -132,17 +132,6 @@ schema_version(sqlite3 *db)
 	return v;
 }
 
-/* Give a new, still empty database FS_PAGE_SIZE pages (it must come before
- * journal_mode=WAL and the first table).  0 or -EIO. */
-int
-schema_page_size(sqlite3 *db)
-{
-	char sql[64];
-
-	snprintf(sql, sizeof(sql), "PRAGMA page_size=%d", FS_PAGE_SIZE);
-	return schema_exec(db, sql);
-}
-
 /* Create the tables and the root directory owned by uid:gid in an empty db.
  * 0 or -errno. */
 int

@@ -903,35 +903,23 @@ def read_ranges_check(path, want):
                 assert f.read(n) == want[off:off + n], (off, n)
 
 
-def test_new_database_uses_16k_pages(fs):
-    # atrium-fs(8): a 64 KiB chunk is 4 overflow pages of 16 KiB, not 16
-    # of 4 KiB, and the file's bytes are stored about once.
-    assert db_pragma(fs.db, "page_size") == 16384
-    with open(fs.p("f"), "wb") as f:
-        for _ in range(32):
-            f.write(os.urandom(1 << 20))
-        os.fsync(f.fileno())
-    fs.unmount()
-    pages = db_pragma(fs.db, "page_count") - db_pragma(fs.db, "freelist_count")
-    assert pages * 16384 < 32 * (1 << 20) * 1.06
-
-
 def test_reads_of_any_range_after_remount(fs):
     want = write_pieces(fs.p("f"), os.urandom)
     fs.remount()        # nothing in the kernel's cache: reads reach the daemon
     read_ranges_check(fs.p("f"), want)
 
 
-def test_a_database_made_with_4k_pages_keeps_working(tmp_path):
-    # Databases made before 16 KiB pages keep their 4 KiB ones.
+def test_a_database_with_16k_pages_works(tmp_path):
+    # Reads of part of a chunk and checkpoints (sized in bytes) do not
+    # depend on 4 KiB pages.
     m = Mount(tmp_path)
     con = sqlite3.connect(m.db)
     con.execute("PRAGMA journal_mode=DELETE")
-    con.execute("PRAGMA page_size=4096")
+    con.execute("PRAGMA page_size=16384")
     con.execute("VACUUM")
     con.execute("PRAGMA journal_mode=WAL")
     con.close()
-    assert db_pragma(m.db, "page_size") == 4096
+    assert db_pragma(m.db, "page_size") == 16384
     m.mount()
     try:
         want = write_pieces(m.p("f"), os.urandom)
@@ -942,6 +930,6 @@ def test_a_database_made_with_4k_pages_keeps_working(tmp_path):
         read_ranges_check(m.p("f"), want)
     finally:
         m.unmount()
-    assert db_pragma(m.db, "page_size") == 4096
+    assert db_pragma(m.db, "page_size") == 16384
     r = run("fsck", m.db)
     assert r.returncode == 0, r.stdout + r.stderr
