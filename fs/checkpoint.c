@@ -10,14 +10,14 @@
  * stat still waited for.
  *
  * How: while the committer runs, the main connection's WAL hook only notes
- * the WAL's size (fs->wal_pages) and wakes the committer past CKPT_PAGES;
+ * the WAL's size (fs->wal_pages) and wakes the committer past CKPT_BYTES;
  * the committer then releases fs->lock and runs a PASSIVE checkpoint on a
  * connection of its own (fs->ckpt_db), which copies committed frames while
  * the main connection goes on reading and writing.  SQLite restarts the WAL
  * from its start at the first write transaction after a checkpoint that
- * copied everything.  Should the WAL still grow past CKPT_PAGES_MAX, and
+ * copied everything.  Should the WAL still grow past CKPT_BYTES_MAX, and
  * whenever the disk is near full (space.c: fs->space_low), the committing
- * thread checkpoints itself at CKPT_PAGES, as SQLite would, so the WAL
+ * thread checkpoints itself at CKPT_BYTES, as SQLite would, so the WAL
  * (which keeps its largest size on disk) stays as small as before.  Without the committer (fsck, the unit
  * tests) SQLite's own checkpoints stay.
  *
@@ -28,10 +28,15 @@
 
 #include <errno.h>
 
-/* SQLite's wal_autocheckpoint default. */
-#define CKPT_PAGES 1000
-/* 16 MiB of 4 KiB pages: one group's worth (DB_COMMIT_BYTES, db.c). */
-#define CKPT_PAGES_MAX 4096
+/* WAL sizes, the same whatever the database's page size: checkpoint in the
+ * background past CKPT_BYTES (SQLite's default of 1000 pages of 4 KiB),
+ * and in the committing thread, under the lock, past CKPT_BYTES_MAX (one
+ * group's worth, DB_COMMIT_BYTES in db.c) or, near a full disk, past
+ * CKPT_BYTES.  In bytes so that a database with bigger pages checkpoints
+ * as often, not four times less often with a four times longer wait under
+ * the lock. */
+#define CKPT_BYTES (4000 << 10)
+#define CKPT_BYTES_MAX (16 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int
@@ -40,12 +45,31 @@ ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	struct fs *fs = arg;
 
 	fs->wal_pages = pages;
-	if (pages >= CKPT_PAGES_MAX || (pages >= CKPT_PAGES && fs->space_low))
+	if (pages >= fs->ckpt_pages_max ||
+	    (pages >= fs->ckpt_pages && fs->space_low))
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 		    NULL, NULL);
-	else if (pages >= CKPT_PAGES)
+	else if (pages >= fs->ckpt_pages)
 		pthread_cond_signal(&fs->committer_cond);
 	return SQLITE_OK;
+}
+
+/* The thresholds in pages of this database (fs->lock held).  0 or -EIO. */
+static int
+ckpt_sizes(struct fs *fs)
+{
+	sqlite3_stmt *st = db_stmt(fs, "PRAGMA page_size");
+	int psize = 0;
+
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		psize = sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	if (psize <= 0)
+		return -EIO;
+	fs->ckpt_pages = CKPT_BYTES / psize;
+	fs->ckpt_pages_max = CKPT_BYTES_MAX / psize;
+	return 0;
 }
 
 /* Open the checkpointing connection and take the checkpoints over from
@@ -53,10 +77,12 @@ ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 int
 ckpt_start(struct fs *fs)
 {
-	int rc;
+	int rc, r;
 
 	if (fs->readonly || fs->ckpt_db)
 		return 0;
+	if ((r = ckpt_sizes(fs)) < 0)
+		return r;
 	rc = sqlite3_open_v2(fs->path, &fs->ckpt_db,
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
@@ -77,19 +103,19 @@ ckpt_stop(struct fs *fs)
 {
 	if (!fs->ckpt_db)
 		return;
-	sqlite3_wal_autocheckpoint(fs->db, CKPT_PAGES);
+	sqlite3_wal_autocheckpoint(fs->db, fs->ckpt_pages);
 	sqlite3_close(fs->ckpt_db);
 	fs->ckpt_db = NULL;
 }
 
-/* Checkpoint if the WAL has grown past CKPT_PAGES, with fs->lock released
+/* Checkpoint if the WAL has grown past CKPT_BYTES, with fs->lock released
  * meanwhile (held on entry and on return). */
 void
 ckpt_run(struct fs *fs)
 {
 	int rc;
 
-	if (!fs->ckpt_db || fs->wal_pages < CKPT_PAGES)
+	if (!fs->ckpt_db || fs->wal_pages < fs->ckpt_pages)
 		return;
 	fs->wal_pages = 0;
 	fs_unlock(fs);

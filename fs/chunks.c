@@ -150,38 +150,119 @@ chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	return 0;
 }
 
+/* A stored chunk met by a read: where its row is and how long it is. */
+struct chunk_ref {
+	uint64_t idx;
+	sqlite3_int64 rowid;
+	uint64_t len;
+};
+
+/* The chunks of ino with first <= idx <= last, at most max of them, in
+ * refs (length(data) does not load the blob).  Their number or -errno. */
+static int
+chunks_find(struct fs *fs, uint64_t ino, uint64_t first, uint64_t last,
+    struct chunk_ref *refs, int max)
+{
+	sqlite3_stmt *st;
+	int n = 0, rc;
+
+	st = db_stmt(fs, "SELECT idx, rowid, length(data) FROM chunks "
+	    "WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)first);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)last);
+	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		refs[n].idx = (uint64_t)sqlite3_column_int64(st, 0);
+		refs[n].rowid = sqlite3_column_int64(st, 1);
+		refs[n++].len = (uint64_t)sqlite3_column_int64(st, 2);
+	}
+	if (n == max)
+		rc = SQLITE_DONE;
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? n : db_errno(fs, rc, "chunks_find");
+}
+
+/* Copy the part of chunk ref inside [off, off+size) to its place in out,
+ * reading only that range of the blob (a 4 KiB read of a 64 KiB chunk
+ * does not fetch the rest, and SQLite reads whole overflow pages straight
+ * into out), after zeroing the hole between *done (bytes of out already
+ * filled) and it.  *blob is opened on first use and moved to each next
+ * row.  0 or -errno. */
+static int
+chunks_copy(struct fs *fs, sqlite3_blob **blob, const struct chunk_ref *ref,
+    uint64_t off, size_t size, unsigned char *out, uint64_t *done)
+{
+	uint64_t start = ref->idx * FS_CHUNK;
+	uint64_t end = off + size;
+	uint64_t from = start > off ? start : off;
+	uint64_t to = start + ref->len < end ? start + ref->len : end;
+	int rc;
+
+	if (to <= from)
+		return 0;
+	if (from - off > *done)
+		memset(out + *done, 0, from - off - *done);
+	*done = to - off;
+	if (*blob)
+		rc = sqlite3_blob_reopen(*blob, ref->rowid);
+	else
+		rc = sqlite3_blob_open(fs->db, "main", "chunks", "data",
+		    ref->rowid, 0, blob);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_blob_read(*blob, out + (from - off), (int)(to - from),
+		    (int)(from - start));
+	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_read");
+}
+
+/* Chunks a read of at most CHUNKS_READ_MAX bytes can meet: reads are cut
+ * into pieces this big. */
+#define CHUNKS_READ_MAX (1u << 20)
+#define CHUNKS_READ_REFS (CHUNKS_READ_MAX / FS_CHUNK + 1)
+
+/* chunks_read of at most CHUNKS_READ_MAX bytes. */
+static int
+chunks_read_piece(struct fs *fs, uint64_t ino, uint64_t off, unsigned char *out,
+    size_t size)
+{
+	struct chunk_ref refs[CHUNKS_READ_REFS];
+	sqlite3_blob *blob = NULL;
+	uint64_t done = 0;
+	int n, i, r = 0;
+
+	/* Rows come in idx order (the primary key's index), so the holes
+	 * between them are zeroed as they go, not the whole buffer first. */
+	n = chunks_find(fs, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
+	    refs, CHUNKS_READ_REFS);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n && r == 0; i++)
+		r = chunks_copy(fs, &blob, &refs[i], off, size, out, &done);
+	sqlite3_blob_close(blob);
+	if (r == 0 && done < size)
+		memset(out + done, 0, size - done);
+	return r;
+}
+
 /* Read size bytes at off into buf, zeros for holes (the caller clamped size
  * to the file's size).  0 or -errno. */
 int
 chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 {
-	sqlite3_stmt *st;
 	unsigned char *out = buf;
-	uint64_t end = off + size;
-	int rc;
+	int r;
 
-	memset(buf, 0, size);
-	if (size == 0)
-		return 0;
-	st = db_stmt(fs, "SELECT idx, data FROM chunks WHERE ino = ? "
-	    "AND idx BETWEEN ? AND ?");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)(off / FS_CHUNK));
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)((end - 1) / FS_CHUNK));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t start = (uint64_t)sqlite3_column_int64(st, 0) * FS_CHUNK;
-		const unsigned char *data = sqlite3_column_blob(st, 1);
-		uint64_t len = (uint64_t)sqlite3_column_bytes(st, 1);
-		uint64_t from = start > off ? start : off;
-		uint64_t to = start + len < end ? start + len : end;
+	while (size > 0) {
+		size_t n = size < CHUNKS_READ_MAX ? size : CHUNKS_READ_MAX;
 
-		if (data && to > from)
-			memcpy(out + (from - off), data + (from - start), to - from);
+		if ((r = chunks_read_piece(fs, ino, off, out, n)) < 0)
+			return r;
+		off += n;
+		out += n;
+		size -= n;
 	}
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : db_errno(fs, rc, "chunks_read");
+	return 0;
 }
 
 /* Cut the chunk holding byte size, if any, to end there (the chunks past

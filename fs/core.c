@@ -685,9 +685,10 @@ ssize_t
 fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 {
 	struct fs_attr a;
-	int r;
+	int r, snap;
 
 	fs_lock(fs);
+	snap = db_read_begin(fs);
 	if ((r = inode_get(fs, ino, &a)) == 0 && S_ISDIR(a.mode))
 		r = -EISDIR;
 	if (r == 0) {
@@ -697,6 +698,7 @@ fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 			size = (size_t)(a.size - off);
 		r = chunks_read(fs, ino, off, buf, size);
 	}
+	db_read_end(fs, snap);
 	fs_unlock(fs);
 	return r < 0 ? r : (ssize_t)size;
 }

@@ -109,6 +109,8 @@ struct fs {
 	/* Checkpoints off the lock (checkpoint.c). */
 	sqlite3 *ckpt_db;         /* the committer's own connection; NULL */
 	int wal_pages;            /* WAL pages after the last commit */
+	int ckpt_pages;           /* checkpoint in the background past this */
+	int ckpt_pages_max;       /* checkpoint while committing past this */
 	int ckpt_failed;          /* the last checkpoint failed (logged) */
 	/* Background freeing (reclaim.c), all guarded by lock. */
 	int reclaim_defer;        /* big deletes and truncates are deferred */
@@ -139,6 +141,8 @@ int db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees);
 int db_op_end(struct fs *fs, int rc);
 int db_commit(struct fs *fs, int full);
 void db_stmts_free(struct fs *fs);
+int db_read_begin(struct fs *fs);
+void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
 
 /* --- checkpoint.c --- */
