@@ -11,6 +11,8 @@
  */
 #include "../../fs/fs_int.h"
 #include "unit.h"
+#define FS_FIXTURE_NAME "test_fs_cache"
+#include "fs_fixture.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,21 +21,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static char dir_tmpl[] = "/tmp/test_fs_cache.XXXXXX";
-static char db_path[256];
-static int db_seq;
-static const struct fs_ctx root_ctx = { 0, 0 };
 
 /* A new empty filesystem, opened as a mount would open it. */
 static struct fs *
 new_fs(void)
 {
-	struct fs *fs = NULL;
-
-	snprintf(db_path, sizeof(db_path), "%s/fs%d.db", dir_tmpl, ++db_seq);
-	CHECK_INT(fs_mkfs(db_path, 0, 0), 0);
-	CHECK_INT(fs_open(db_path, FS_OPEN_CLEAN_ORPHANS, &fs), 0);
-	return fs;
+	return fixture_new_fs();
 }
 
 /* A new regular file name in the root: its inode number (0 on failure). */
@@ -284,21 +277,14 @@ test_readdirplus_attrs(void)
 int
 main(void)
 {
-	if (!mkdtemp(dir_tmpl)) {
-		perror("mkdtemp");
+	if (fixture_begin())
 		return 1;
-	}
 	TEST(test_inoset_members);
 	TEST(test_inoset_bound);
 	TEST(test_xattr_answers);
 	TEST(test_xattr_outgrown);
 	TEST(test_xattr_without_lock);
 	TEST(test_readdirplus_attrs);
-	{
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", dir_tmpl);
-	}
+	fixture_end();
 	return unit_done("test_fs_cache");
 }

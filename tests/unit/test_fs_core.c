@@ -6,6 +6,8 @@
  */
 #include "../../fs/fs.h"
 #include "unit.h"
+#define FS_FIXTURE_NAME "test_fs_core"
+#include "fs_fixture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,21 +19,12 @@
 
 #define CHUNK 65536
 
-static char dir_tmpl[] = "/tmp/test_fs_core.XXXXXX";
-static char db_path[256];
-static int db_seq;
-static const struct fs_ctx root_ctx = { 0, 0 };
 
 /* A new empty filesystem, opened as a mount would open it. */
 static struct fs *
 new_fs(void)
 {
-	struct fs *fs = NULL;
-
-	snprintf(db_path, sizeof(db_path), "%s/fs%d.db", dir_tmpl, ++db_seq);
-	CHECK_INT(fs_mkfs(db_path, 0, 0), 0);
-	CHECK_INT(fs_open(db_path, FS_OPEN_CLEAN_ORPHANS, &fs), 0);
-	return fs;
+	return fixture_new_fs();
 }
 
 /* Inode number of parent/name, or 0. */
@@ -84,7 +77,7 @@ test_owner_and_setgid(void)
 	struct fs_setattr sa = { .valid = FS_SET_MODE | FS_SET_GID,
 	    .mode = 02775, .gid = 50 };
 
-	snprintf(db_path, sizeof(db_path), "%s/owner.db", dir_tmpl);
+	snprintf(db_path, sizeof(db_path), "%s/owner.db", db_dir);
 	CHECK_INT(fs_mkfs(db_path, 64222, 64223), 0);
 	CHECK_INT(fs_open(db_path, 0, &fs), 0);
 	CHECK_INT(fs_getattr(fs, FS_ROOT_INO, &a), 0);
@@ -501,10 +494,8 @@ test_quota_accounting(void)
 int
 main(void)
 {
-	if (!mkdtemp(dir_tmpl)) {
-		perror("mkdtemp");
+	if (fixture_begin())
 		return 1;
-	}
 	TEST(test_mkfs_refuses_existing);
 	TEST(test_owner_and_setgid);
 	TEST(test_names_and_links);
@@ -516,11 +507,6 @@ main(void)
 	TEST(test_fsck_damage);
 	TEST(test_schema_version);
 	TEST(test_quota_accounting);
-	{
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", dir_tmpl);
-	}
+	fixture_end();
 	return unit_done("test_fs_core");
 }

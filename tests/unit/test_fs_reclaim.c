@@ -8,6 +8,8 @@
  */
 #include "../../fs/fs.h"
 #include "unit.h"
+#define FS_FIXTURE_NAME "test_fs_reclaim"
+#include "fs_fixture.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -19,20 +21,13 @@
 #define CHUNK 65536
 #define BATCH 16        /* RECLAIM_BATCH of fs/reclaim.c */
 
-static char dir_tmpl[] = "/tmp/test_fs_reclaim.XXXXXX";
-static char db_path[256];
-static int db_seq;
-static const struct fs_ctx root_ctx = { 0, 0 };
 
 /* A new empty filesystem, opened as a mount opens it, freeing deferred. */
 static struct fs *
 new_fs(void)
 {
-	struct fs *fs = NULL;
+	struct fs *fs = fixture_new_fs();
 
-	snprintf(db_path, sizeof(db_path), "%s/fs%d.db", dir_tmpl, ++db_seq);
-	CHECK_INT(fs_mkfs(db_path, 0, 0), 0);
-	CHECK_INT(fs_open(db_path, FS_OPEN_CLEAN_ORPHANS, &fs), 0);
 	CHECK_INT(fs_reclaimer_start(fs, 0), 0);
 	return fs;
 }
@@ -302,20 +297,14 @@ test_close_finishes_what_is_left(void)
 int
 main(void)
 {
-	char cmd[300];
-
-	if (!mkdtemp(dir_tmpl)) {
-		perror("mkdtemp");
+	if (fixture_begin())
 		return 1;
-	}
 	TEST(test_unlink_frees_in_batches);
 	TEST(test_small_delete_is_at_once);
 	TEST(test_truncate_then_grow_shows_no_old_bytes);
 	TEST(test_crash_leftovers_are_found_and_freed);
 	TEST(test_full_quota_recovers_by_deleting);
 	TEST(test_close_finishes_what_is_left);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir_tmpl);
+	fixture_end();
 	return unit_done("test_fs_reclaim");
 }

@@ -7,6 +7,8 @@
  */
 #include "../../fs/fs.h"
 #include "unit.h"
+#define FS_FIXTURE_NAME "test_fs_semantics"
+#include "fs_fixture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,21 +22,12 @@
 #define TIME_MIN (-2147483648LL)     /* 1901-12-13 20:45:52 UTC */
 #define TIME_MAX 15032385535LL       /* 2446-05-10 22:38:55 UTC */
 
-static char dir_tmpl[] = "/tmp/test_fs_semantics.XXXXXX";
-static char db_path[256];
-static int db_seq;
-static const struct fs_ctx root_ctx = { 0, 0 };
 
 /* A new empty filesystem, opened as a mount would open it. */
 static struct fs *
 new_fs(void)
 {
-	struct fs *fs = NULL;
-
-	snprintf(db_path, sizeof(db_path), "%s/fs%d.db", dir_tmpl, ++db_seq);
-	CHECK_INT(fs_mkfs(db_path, 0, 0), 0);
-	CHECK_INT(fs_open(db_path, FS_OPEN_CLEAN_ORPHANS, &fs), 0);
-	return fs;
+	return fixture_new_fs();
 }
 
 /* Close and open again, as a remount does. */
@@ -403,7 +396,7 @@ test_migration_from_v1(void)
 	struct fs_attr a;
 	sqlite3 *db;
 
-	snprintf(db_path, sizeof(db_path), "%s/v1.db", dir_tmpl);
+	snprintf(db_path, sizeof(db_path), "%s/v1.db", db_dir);
 	CHECK_INT(sqlite3_open(db_path, &db), SQLITE_OK);
 	CHECK_INT(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
@@ -428,10 +421,8 @@ test_migration_from_v1(void)
 int
 main(void)
 {
-	if (!mkdtemp(dir_tmpl)) {
-		perror("mkdtemp");
+	if (fixture_begin())
 		return 1;
-	}
 	TEST(test_times_range_and_clamp);
 	TEST(test_setattr_ctime_rule);
 	TEST(test_sparse_blocks);
@@ -440,11 +431,6 @@ main(void)
 	TEST(test_directory_sizes);
 	TEST(test_fsck_checks_stored);
 	TEST(test_migration_from_v1);
-	{
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir_tmpl);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", dir_tmpl);
-	}
+	fixture_end();
 	return unit_done("test_fs_semantics");
 }
