@@ -657,37 +657,6 @@ room_db_transcript_add(struct room_db *db, long long turn, int step,
 }
 
 int
-room_db_transcript_load(struct room_db *db, json_object **out)
-{
-	json_object *arr = json_object_new_array(), *m;
-	sqlite3_stmt *st;
-	int rc;
-
-	*out = NULL;
-	if (!arr)
-		return -ENOMEM;
-	st = room_db_prep(db, "SELECT json FROM transcript ORDER BY id", "");
-	if (!st) {
-		json_object_put(arr);
-		return -EIO;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		m = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
-		if (m)
-			json_object_array_add(arr, m);
-		else
-			log_warn("room.db: unreadable transcript row skipped");
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		json_object_put(arr);
-		return room_db_fail(db, "transcript");
-	}
-	*out = arr;
-	return 0;
-}
-
-int
 room_db_transcript_last(struct room_db *db, struct room_db_msg *m)
 {
 	sqlite3_stmt *st;

@@ -100,8 +100,6 @@ int room_db_turn_step(struct room_db *db, long long id, long in, long out);
 /* --- transcript: neutral-form messages, one row each. */
 int room_db_transcript_add(struct room_db *db, long long turn, int step,
     const char *role, json_object *msg);
-/* The whole transcript as a new JSON array. */
-int room_db_transcript_load(struct room_db *db, json_object **out);
 struct room_db_msg {
 	long long rowid, turn;
 	int step;

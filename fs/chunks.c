@@ -302,13 +302,6 @@ chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
 	return chunks_trim(fs, ino, size);
 }
 
-/* Delete every chunk of ino.  0 or -errno. */
-int
-chunks_delete(struct fs *fs, uint64_t ino)
-{
-	return chunks_truncate(fs, ino, 0);
-}
-
 /* Delete the chunks of ino with from <= idx < to (fs/reclaim.c: garbage a
  * growing file uncovers).  0 or -errno. */
 int

@@ -233,7 +233,6 @@ int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
 int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
-int chunks_delete(struct fs *fs, uint64_t ino);
 int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
 int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);

@@ -1,6 +1,6 @@
 /*
  * authkeys.c: parse and match DATA/authorized_keys (authkeys.h).  Called by
- * session.c at each public-key offer, after authkeys_refresh.
+ * session.c at each public-key offer, after authkeys_refresh_fd.
  *
  * The parser is pure (unit-tested from raw lines); the set keeps libssh
  * keys with their user names and their options (owned copies, see
@@ -330,15 +330,6 @@ authkeys_refresh_fd(struct authkeys *ak, int fd)
 	ak->size = st.st_size;
 	log_info("%s: %zu key(s)", ak->path, ak->nkeys);
 	return 0;
-}
-
-/* Re-read when mtime or size changed. */
-int
-authkeys_refresh(struct authkeys *ak)
-{
-	int fd = open(ak->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-	return authkeys_refresh_fd(ak, fd < 0 ? -errno : fd);
 }
 
 /* Linear scan: the first line listing key whose options allow this

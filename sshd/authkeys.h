@@ -54,13 +54,11 @@ struct authkeys;
 struct authkeys *authkeys_new(const char *path);
 void authkeys_free(struct authkeys *ak);
 
-/* Re-read the file if it changed since the last read.  0, or -errno when it
- * cannot be read (the previous keys stay; logged once per change). */
-int authkeys_refresh(struct authkeys *ak);
-
-/* The same from fd, the file opened for reading by someone who may (the
- * monitor, for the network process); fd is closed.  A negative fd is the
- * -errno of the open. */
+/* Re-read the file, open for reading on fd, if it changed since the last
+ * read (mtime or size).  The monitor opens it for the network process,
+ * which may not; fd is closed.  A negative fd is the -errno of the open.
+ * 0, or -errno when it cannot be read (the previous keys stay; logged once
+ * per change). */
 int authkeys_refresh_fd(struct authkeys *ak, int fd);
 
 /* What authkeys_match found: valid until the next refresh. */

@@ -8,6 +8,7 @@
  * Checks: a readable file always loads (bad lines are skipped, not fatal),
  * never more than AUTHKEYS_MAX_KEYS keys, and nothing leaks.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -34,7 +35,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(pwrite(fd, data, size, 0) == (ssize_t)size);
 	ak = authkeys_new(path);
 	FUZZ_CHECK(ak != NULL);
-	FUZZ_CHECK(authkeys_refresh(ak) == 0);
+	FUZZ_CHECK(authkeys_refresh_fd(ak, open(path, O_RDONLY | O_CLOEXEC)) == 0);
 	FUZZ_CHECK(authkeys_count(ak) <= AUTHKEYS_MAX_KEYS);
 	authkeys_free(ak);
 	return 0;
