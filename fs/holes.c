@@ -24,27 +24,40 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The chunks of a file of size bytes from the one holding off on, in
+ * order: (idx, stored length) rows.  Chunks at or past the size are a
+ * shrunk file's leftovers that reclaim.c has not freed yet, not the file's:
+ * left out.  NULL when the statement cannot be had. */
+static sqlite3_stmt *
+holes_chunks_from(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, length(data) FROM chunks "
+	    "WHERE ino = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx");
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)(off / FS_CHUNK));
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)((size + FS_CHUNK - 1) /
+	    FS_CHUNK));
+	return st;
+}
+
 /* SEEK_DATA: the first data byte at or after off into *out; -ENXIO when
- * only holes follow.  Chunks at or past size are a shrunk file's leftovers
- * that reclaim.c has not freed yet: not data. */
+ * only holes follow. */
 static int
 holes_next_data(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
     uint64_t *out)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, length(data) FROM chunks "
-	    "WHERE ino = ? AND idx >= ? ORDER BY idx");
+	sqlite3_stmt *st = holes_chunks_from(fs, ino, size, off);
 	int rc, r = -ENXIO;
 
 	if (!st)
 		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)(off / FS_CHUNK));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t start = (uint64_t)sqlite3_column_int64(st, 0) * FS_CHUNK;
 		uint64_t end = start + (uint64_t)sqlite3_column_int64(st, 1);
 
-		if (start >= size)
-			break;
 		if (end > off) {
 			*out = start > off ? start : off;
 			r = 0;
@@ -63,15 +76,12 @@ static int
 holes_next_hole(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
     uint64_t *out)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, length(data) FROM chunks "
-	    "WHERE ino = ? AND idx >= ? ORDER BY idx");
+	sqlite3_stmt *st = holes_chunks_from(fs, ino, size, off);
 	uint64_t pos = off;
 	int rc;
 
 	if (!st)
 		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)(off / FS_CHUNK));
 	/* Walk the run of data that holds pos, chunk after chunk. */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t start = (uint64_t)sqlite3_column_int64(st, 0) * FS_CHUNK;
