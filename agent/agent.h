@@ -21,6 +21,7 @@ struct http;
 struct conn;
 struct turn;
 struct exec;
+struct term;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
@@ -64,6 +65,7 @@ struct agent {
 	struct conn *conns;		/* connected clients, newest first */
 	struct turn *turn;		/* the running turn, or NULL */
 	struct exec *execs;		/* people's running commands */
+	struct term *term;		/* the room's shared terminal, NULL */
 	int tool_procs;			/* agent commands running */
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0

@@ -36,6 +36,7 @@
 #include "log.h"
 #include "loop.h"
 #include "names.h"
+#include "term.h"
 #include "protocol.h"
 #include "room.h"
 #include "room_db.h"
@@ -222,6 +223,7 @@ main_before_sleep(struct loop *l, void *arg)
 		a->seq_marked = a->seq;
 	if (room_db_commit(a->db) < 0)
 		a->seq_marked = 0;	/* rolled back: mark it again */
+	term_flush(a);
 	room_flush(a);
 	if (room_db_commit(a->db) < 0)
 		a->seq_marked = 0;
@@ -328,6 +330,7 @@ main_teardown(struct agent *a)
 	if (a->loop) {
 		turn_shutdown(a);
 		exec_kill_all(a);
+		term_kill(a);
 		room_close_all(a);
 		room_limits_close(a);
 	}

@@ -50,6 +50,7 @@
 #include "room_db.h"
 #include "room_limits.h"
 #include "settings.h"
+#include "term.h"
 #include "text.h"
 #include "turn.h"
 #include "util.h"
@@ -104,6 +105,13 @@ room_send_link(struct conn *c, const char *line)
 {
 	room_queue(c, line, strlen(line));
 	room_queue(c, "\n", 1);
+}
+
+/* See room.h. */
+void
+room_send_lines(struct conn *c, const char *p, size_t n)
+{
+	room_queue(c, p, n);
 }
 
 static int
@@ -256,6 +264,7 @@ room_presence_event(struct agent *a)
 
 	json_object_object_add(ev, "users", room_present(a, &idle));
 	json_object_object_add(ev, "idle", idle);
+	json_object_object_add(ev, "term", term_members(a));
 	return ev;
 }
 
@@ -360,6 +369,7 @@ room_conn_free(struct agent *a, struct conn *c)
 	else if (strcmp(c->closing, "disconnected") != 0)
 		log_info("connection closed: %s", c->closing);
 	exec_conn_gone(a, c);
+	term_conn_gone(a, c);
 	for (int i = 0; i < c->nfds; i++)
 		close(c->fds[i]);
 	close(c->fd);
@@ -640,6 +650,8 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		room_send(c, room_presence_event(c->a));
 	} else if (strcmp(type, "sync") == 0) {
 		room_sync(c, req);
+	} else if (term_line(c, type, req)) {
+		/* term_open, term_input, term_resize, term_close */
 	} else {
 		room_error(c, NULL, "unknown request type \"%s\"", type);
 	}

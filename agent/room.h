@@ -81,6 +81,10 @@ void room_emit_output(struct agent *a, const char *type, const char *id,
  * for atriumd about this link (exec_done), not a room event. */
 void room_send_link(struct conn *c, const char *line);
 
+/* Queue whole lines (each ending in a newline) to c alone, unstamped: a
+ * live view such as the terminal's screen (term.h), not a room event. */
+void room_send_lines(struct conn *c, const char *p, size_t n);
+
 /* Stamp ev and queue it to one connection only.  Takes ownership. */
 void room_send(struct conn *c, json_object *ev);
 

@@ -45,6 +45,13 @@
  *   access                          -> access (to this client)
  *   rooms, delete (room)            atriumd's own, never sent to the agent
  *                                   (sshd/room_access.h)
+ *   term_open cols, rows            attach to the room's shared terminal
+ *                                   (started when none runs); cols x rows
+ *                                   is the area this client gives it
+ *   term_resize cols, rows          that area changed
+ *   term_input data                 bytes (a string, at most
+ *                                   PROTO_TERM_MAX_INPUT) for its shell
+ *   term_close                      detach (the shell runs on)
  *
  * From the room (each has type, seq and time; seq is room-wide and rises;
  * events marked * are stored in room.db and replayed, the others are live
@@ -64,7 +71,8 @@
  *   exec_output      id, stream, text     (shared execs only)
  *   exec_result      id, exitCode [, signal (name, e.g. "KILL")], stdout,
  *                    stderr [, truncated]   (stored when shared)
- *   presence         users [names], joined | left (name)
+ *   presence         users [names], idle {name: s}, term [names in the
+ *                    shared terminal], joined | left (name)
  *   config*          provider, model, approval, allow_list, user
  *   compaction*      turn, reason (window | refused), summarized, kept,
  *                    tokens_before, context_window, summary, usage: older
@@ -75,6 +83,12 @@
  *                    without change when asked
  *   access_denied    room, message, owner: to one connection, its last
  *   notice           text                 e.g. "model busy, retrying in 4 s"
+ *   term_screen      full, cols, rows, cursor [x, y, visible], lines
+ *                    [[y, [[x, w, attrs, fg, bg, text], ...]], ...]
+ *                    [, members]: the shared terminal's screen as cells
+ *                    (agent/term_encode.h), to attached clients only;
+ *                    no seq: a live view, never stored or replayed
+ *   term_end         reason               the terminal ended (no seq)
  *   error            message [, id]       what was wrong, what to do
  *
  * time is UTC, "2026-11-30T03:44:26.123Z".
@@ -86,6 +100,9 @@
 #define PROTO_MAX_TEXT		(64 * 1024)	/* chat / prompt text */
 #define PROTO_MAX_CAPTURE	(1024 * 1024)	/* captured stdout/stderr */
 #define PROTO_MAX_FDS		3		/* fds passed with one exec */
+#define PROTO_TERM_MAX_COLS	500		/* the shared terminal's size */
+#define PROTO_TERM_MAX_ROWS	200
+#define PROTO_TERM_MAX_INPUT	4096		/* one term_input's data */
 
 #define AGENT_SOCKET_NAME	"agent.sock"	/* in DATA/run/ROOM/ */
 #define WORKSPACE_DIR_NAME	"workspace"	/* mount point in DATA/run/ROOM/ */

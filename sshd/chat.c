@@ -48,6 +48,7 @@
 #include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"
+#include "term_view.h"
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
@@ -76,6 +77,7 @@
 	"  @agent TEXT       ask the agent (the room sees it)\n" \
 	"  !CMD              run CMD in the workspace for all to see\n" \
 	"  /stop             stop the agent's turn\n" \
+	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
 	"  /who              who is here, and how long idle\n" \
 	"  y, /approve [ID]  run what the agent asks to run\n" \
 	"  n, /deny [ID]     refuse it\n" \
@@ -119,6 +121,9 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
+	struct term_view *term;		/* in /term: the shared terminal's
+					 * view (chat frames are not drawn,
+					 * only kept in the model), else NULL */
 };
 
 /* ------------------------------------------------------------ commands -- */
@@ -278,6 +283,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		snprintf(reply, len, "%s", CHAT_HELP);
 		return 0;
 	}
+	if (IS("/term"))
+		return 4;
 	if (IS("/stop") || IS("/who")) {
 		*out = chat_req(IS("/stop") ? "stop" : "who");
 		return 1;
@@ -335,7 +342,10 @@ chat_flush(struct chat *ch)
 	if (ch->redraw_owed) {
 		ch->redraw_owed = 0;
 		buf_reset(&ch->frame);
-		if (ch->ansi) {
+		if (ch->term) {
+			term_view_redraw(ch->term, &ch->frame, c->cols, c->rows,
+			    c->s->room);
+		} else if (ch->ansi) {
 			tui_model_add(&ch->draw.model, "\x1b[2m* " CHAT_DROPPED_NOTE
 			    "\x1b[0m", strlen(CHAT_DROPPED_NOTE) + 10);
 			tui_draw_redraw(&ch->draw, &ch->frame, c->s->room,
@@ -377,7 +387,7 @@ chat_drop(struct chat *ch)
  * they left the screen), plain lines go on after the note.  Reading the
  * room pauses while the queue is long (chat_tick resumes it). */
 static void
-chat_frame_done(struct chat *ch)
+chat_queue_frame(struct chat *ch)
 {
 	const char *f = ch->frame.data ? ch->frame.data : "";
 
@@ -395,6 +405,17 @@ chat_frame_done(struct chat *ch)
 		ch->paused_ms = time_mono_ms();
 		agentlink_pause(&ch->link, 1);
 	}
+}
+
+/* A chat frame: queued, unless the member is in /term (then the chat's
+ * model has what it showed, and the return draws it). */
+static void
+chat_frame_done(struct chat *ch)
+{
+	if (ch->term)
+		buf_reset(&ch->frame);
+	else
+		chat_queue_frame(ch);
 }
 
 /* Every loop turn (never inside the link's callbacks): resume reading
@@ -849,6 +870,126 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 	return 1;
 }
 
+/* ---------------------------------------------------------- /term mode -- */
+/* The member is in the room's shared terminal (agent/term.h): the screen
+ * is term_view's, keys go to the shell until Ctrl-], and the chat's own
+ * frames are kept out of sight until the member returns. */
+
+/* A term_open or term_resize request for this window's area. */
+static json_object *
+chat_term_req(struct chat *ch, const char *type)
+{
+	json_object *o = chat_req(type);
+	int cols, rows;
+
+	term_view_area(ch->c->cols, ch->c->rows, &cols, &rows);
+	json_object_object_add(o, "cols", json_object_new_int(cols));
+	json_object_object_add(o, "rows", json_object_new_int(rows));
+	return o;
+}
+
+/* Back to the chat, drawn again; notice (the terminal ended) is shown,
+ * or, when the member left it (NULL), the room is told. */
+static void
+chat_term_leave(struct chat *ch, const char *notice)
+{
+	json_object *req;
+
+	if (!ch->term)
+		return;
+	if (!notice) {
+		req = chat_req("term_close");
+		agentlink_send(&ch->link, req);
+		json_object_put(req);
+	}
+	term_view_free(ch->term);
+	ch->term = NULL;
+	term_view_leave(chat_frame(ch));
+	chat_queue_frame(ch);
+	chat_redraw(ch);
+	if (notice)
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, notice);
+}
+
+/* /term: attach to the room's terminal and draw it. */
+static void
+chat_term_enter(struct chat *ch)
+{
+	json_object *req;
+
+	if (!ch->ansi) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "/term needs a terminal: "
+		    "connect with ssh -t and a TERM other than dumb");
+		return;
+	}
+	if (!ch->term && !(ch->term = term_view_new(ch->draw.color))) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "out of memory: /term "
+		    "did not start");
+		return;
+	}
+	req = chat_term_req(ch, "term_open");
+	if (agentlink_send(&ch->link, req) < 0) {
+		json_object_put(req);
+		chat_term_leave(ch, "the room is not taking lines now; wait "
+		    "a moment and type /term again");
+		return;
+	}
+	json_object_put(req);
+	term_view_redraw(ch->term, chat_frame(ch), ch->c->cols, ch->c->rows,
+	    ch->c->s->room);
+	chat_queue_frame(ch);
+}
+
+/* A term_screen or term_end event: 1 when it was one. */
+static int
+chat_term_event(struct chat *ch, const char *type, json_object *o)
+{
+	char text[256];
+
+	if (strcmp(type, "term_end") == 0) {
+		snprintf(text, sizeof(text), "the room's terminal ended: %s",
+		    json_get_string(o, "reason") ?: "?");
+		chat_term_leave(ch, text);
+		return 1;
+	}
+	if (strcmp(type, "term_screen") != 0)
+		return 0;
+	if (ch->term && term_view_apply(ch->term, o, chat_frame(ch),
+	    ch->c->cols, ch->c->rows, ch->c->s->room) == 0)
+		chat_queue_frame(ch);
+	return 1;
+}
+
+/* Keys in /term: to the shell, in bounded term_input lines, while the
+ * link has room; Ctrl-] returns to the chat.  Bytes taken. */
+static size_t
+chat_term_input(struct chat *ch, const char *p, size_t n)
+{
+	struct buf b;
+	size_t used = 0;
+	int leave = 0;
+	json_object *req;
+
+	buf_init(&b, 3 * TERM_VIEW_INPUT_CHUNK + 16);
+	while (used < n && !leave &&
+	    agentlink_pending(&ch->link) < AGENTLINK_MAX_OUT / 2) {
+		buf_reset(&b);
+		used += term_view_input(ch->term, p + used, n - used, &b,
+		    &leave);
+		if (!b.len)
+			continue;
+		req = chat_req("term_input");
+		json_object_object_add(req, "data",
+		    json_object_new_string_len(b.data, (int)b.len));
+		agentlink_send(&ch->link, req);
+		json_object_put(req);
+	}
+	buf_free(&b);
+	if (leave)
+		chat_term_leave(ch, NULL);
+	return used;
+}
+
 /* Removed from the room, or refused at hello: say why on stderr and
  * end with status 1; no reconnect. */
 static void
@@ -856,6 +997,7 @@ chat_denied(struct chat *ch, const char *msg)
 {
 	if (ch->denied)
 		return;
+	chat_term_leave(ch, NULL);
 	ch->denied = ch->leaving = 1;
 	log_info("session %lu: %s: %s", ch->c->s->num, ch->c->s->user,
 	    msg ? msg : "access denied");
@@ -882,7 +1024,8 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 		chat_denied(ch, json_get_string(o, "message"));
 		return;
 	}
-	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
+	if (chat_term_event(ch, type, o) ||
+	    chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
 	    chat_event_exec(ch, type, o))
 		return;
 	chat_event_room(ch, type, o);
@@ -898,6 +1041,8 @@ chat_end(void *arg)
 
 	if (ch->leaving || ch->denied)
 		return;
+	chat_term_leave(ch, "the room's terminal ended: the room's agent "
+	    "went away");
 	monitor_ask_why(ch->c->s->srv, ch->c->s->room, why, sizeof(why));
 	snprintf(text, sizeof(text), "the room's agent %s; reconnecting",
 	    why[0] ? why : "restarted");
@@ -988,6 +1133,10 @@ chat_submit(struct chat *ch, const char *raw)
 
 	if (r == 2) {
 		ch->leaving = 1;
+		return;
+	}
+	if (r == 4) {
+		chat_term_enter(ch);
 		return;
 	}
 	if (r == 0) {
@@ -1141,6 +1290,8 @@ chat_input(struct chan *c, const char *p, size_t n)
 		return n;
 	if (agentlink_pending(&ch->link) > AGENTLINK_MAX_OUT / 2)
 		return 0;
+	if (ch->term)
+		return chat_term_input(ch, p, n);
 	if (!ch->ansi) {
 		chat_plain_input(ch, p, n);
 		return n;
@@ -1243,6 +1394,16 @@ chat_resize(struct chan *c)
 
 	if (!ch->ansi)
 		return;
+	if (ch->term) {
+		json_object *req = chat_term_req(ch, "term_resize");
+
+		agentlink_send(&ch->link, req);
+		json_object_put(req);
+		term_view_redraw(ch->term, chat_frame(ch), c->cols, c->rows,
+		    c->s->room);
+		chat_queue_frame(ch);
+		return;
+	}
 	chat_redraw(ch);
 }
 
@@ -1253,6 +1414,7 @@ chat_free(struct chan *c)
 	struct chat *ch = c->kind;
 
 	agentlink_close(&ch->link);
+	term_view_free(ch->term);
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
 	buf_free(&ch->line);

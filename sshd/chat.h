@@ -20,7 +20,8 @@ int chat_open(struct chan *c);
  * user alone.  waiting is the id of the newest approval request still
  * waiting for an answer, or NULL: then y, n, /approve and /deny alone
  * answer it.  Returns 1 with *out (caller puts) to send, 0 with reply set
- * (help, errors), 2 for /quit, 3 for an empty line.  Pure. */
+ * (help, errors), 2 for /quit, 3 for an empty line, 4 for /term (the
+ * room's shared terminal).  Pure. */
 int chat_command(const char *line, const char *waiting, json_object **out,
     char *reply, size_t replylen);
 

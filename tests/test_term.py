@@ -1,0 +1,237 @@
+"""`/term`, the room's shared terminal, as people see it: the real OpenSSH
+client in tmux (send-keys, capture-pane) against atriumd with the real
+agent, its pty and libvterm screen, and bash in the room's sandbox.
+
+Two members with different window sizes see and type into one shell; a
+member who comes late sees the screen as it is (drawn, not replayed);
+Ctrl-] goes back to the chat; `exit` sends everyone back with a notice;
+the shell is the room's sandbox (its uid, /workspace, no network); escape
+sequences the shell prints never reach a member's terminal.
+
+Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_term.py
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import ssh_command
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0,
+                       reason="atriumd mounts FUSE: run as root"),
+    pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux"),
+]
+
+STATUS = "Ctrl-] back to the chat"
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model", env=env)
+
+
+class Tmux:
+    """A tmux server of this test's own (other tests may run beside it)."""
+
+    def __init__(self):
+        self.sock = "atrium-term-%d" % os.getpid()
+
+    def __call__(self, *args):
+        return subprocess.run(["tmux", "-L", self.sock] + list(args),
+                              capture_output=True, text=True)
+
+    def open(self, name, srv, room, user="alice", cols=80, rows=24):
+        cmd = " ".join(ssh_command(srv, room, user=user, opts=["-t"]))
+        self("new-session", "-d", "-s", name, "-x", str(cols), "-y",
+             str(rows), "exec " + cmd)
+        self("set-option", "-t", name, "remain-on-exit", "on")
+        self.wait(name, room + ">")
+
+    def screen(self, name, history=False):
+        args = ["capture-pane", "-p", "-t", name]
+        if history:
+            args += ["-S", "-"]
+        return self(*args).stdout
+
+    def rows(self, name):
+        return [r.rstrip() for r in self.screen(name).split("\n")]
+
+    def wait(self, name, text, timeout=20):
+        end = time.time() + timeout
+        screen = ""
+        while time.time() < end:
+            screen = self.screen(name)
+            if text(screen) if callable(text) else text in screen:
+                return screen
+            time.sleep(0.1)
+        pytest.fail("%r not on the screen of %s:\n%s" % (text, name, screen))
+
+    def keys(self, name, *keys):
+        self("send-keys", "-t", name, *keys)
+
+    def type(self, name, text):
+        """Type text literally, then Enter."""
+        self("send-keys", "-t", name, "-l", text)
+        self("send-keys", "-t", name, "Enter")
+
+    def kill(self):
+        self("kill-server")
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    t.kill()
+
+
+def enter_term(tmux, name):
+    tmux.type(name, "/term")
+    tmux.wait(name, lambda s: STATUS in s and any(
+        r.rstrip().endswith("$") for r in s.split("\n")))
+
+
+def line_alone(text):
+    """A predicate: some row of the screen is exactly text."""
+    return lambda s: any(r.rstrip() == text for r in s.split("\n"))
+
+
+def room_uid(srv, room):
+    with open(os.path.join(srv.data, "rooms", room, "uid")) as f:
+        return f.read().split(":")[0]
+
+
+def test_two_members_of_different_sizes_share_one_shell(srv, tmux):
+    """Both see what either types and what the shell prints; the pty is
+    as large as the smaller window (less its status line), and the larger
+    window shows nothing beyond it but its own status line."""
+    tmux.open("a", srv, "shared", "alice", cols=80, rows=24)
+    tmux.open("b", srv, "shared", "bob", cols=110, rows=32)
+    enter_term(tmux, "a")
+    enter_term(tmux, "b")
+    tmux.type("a", "echo hello-$((6*7))")
+    for name in ("a", "b"):
+        tmux.wait(name, line_alone("hello-42"))
+        tmux.wait(name, "echo hello-$((6*7))")
+    tmux.type("b", "echo from-bob-$((2+3)); stty size")
+    for name in ("a", "b"):
+        tmux.wait(name, line_alone("from-bob-5"))
+        tmux.wait(name, line_alone("23 80"))
+    rows = tmux.rows("b")
+    assert all(len(r) <= 80 for r in rows[:23]), rows
+    assert all(not r for r in rows[23:31]), rows
+    assert STATUS in rows[31] and "alice" in rows[31] and "bob" in rows[31]
+    # Both screens hold the same terminal rows.
+    assert tmux.rows("a")[:23] == rows[:23]
+
+
+def test_a_late_member_sees_the_screen_not_a_replay(srv, tmux):
+    """What came before and scrolled away is not sent again: a member who
+    attaches late gets the screen as it is, drawn in place, so nothing of
+    the earlier output lands in its terminal's scrollback."""
+    tmux.open("a", srv, "late", "alice", cols=80, rows=20)
+    enter_term(tmux, "a")
+    tmux.type("a", "seq 1000 1300; echo seq-$((1+1))-done")
+    tmux.wait("a", line_alone("seq-2-done"))
+    tmux.open("c", srv, "late", "alice", cols=90, rows=26)
+    enter_term(tmux, "c")
+    screen = tmux.wait("c", line_alone("seq-2-done"))
+    assert "1300" in screen, screen
+    # Only the visible screen was drawn: the early lines never came.
+    history = tmux.screen("c", history=True)
+    assert "1001" not in history, history
+    # Typing after joining goes to the same shell.
+    tmux.type("c", "echo late-$((3*3))")
+    tmux.wait("a", line_alone("late-9"))
+    tmux.wait("c", line_alone("late-9"))
+
+
+def test_ctrl_bracket_returns_to_the_chat(srv, tmux):
+    """Ctrl-] leaves the terminal for the chat, drawn again with what was
+    said meanwhile; the shell runs on, and /term shows it again."""
+    tmux.open("a", srv, "back", "alice", cols=80, rows=24)
+    tmux.open("b", srv, "back", "bob", cols=80, rows=24)
+    enter_term(tmux, "a")
+    tmux.type("a", "echo kept-$((40+2))")
+    tmux.wait("a", line_alone("kept-42"))
+    tmux.type("b", "said while alice was away")
+    tmux.wait("b", "bob: said while alice was away")
+    screen = tmux.screen("a")
+    assert "said while alice was away" not in screen, screen
+    tmux.keys("a", "C-]")
+    screen = tmux.wait("a", "bob: said while alice was away")
+    assert STATUS not in screen and "kept-42" not in screen, screen
+    assert tmux.rows("a")[-1].startswith("back>") or \
+        "back>" in screen, screen
+    tmux.type("a", "back in the chat")
+    tmux.wait("b", "alice: back in the chat")
+    enter_term(tmux, "a")
+    tmux.wait("a", line_alone("kept-42"))
+
+
+def test_exit_in_the_shell_returns_everyone_to_the_chat(srv, tmux):
+    tmux.open("a", srv, "bye", "alice", cols=80, rows=24)
+    tmux.open("b", srv, "bye", "bob", cols=70, rows=20)
+    enter_term(tmux, "a")
+    enter_term(tmux, "b")
+    tmux.type("b", "exit")
+    for name in ("a", "b"):
+        screen = tmux.wait(name, "the room's terminal ended")
+        assert "the shell exited (status 0)" in screen, screen
+        tmux.wait(name, lambda s: STATUS not in s)
+    tmux.type("a", "still chatting")
+    tmux.wait("b", "alice: still chatting")
+    # A new /term starts a new shell.
+    enter_term(tmux, "b")
+
+
+def test_shell_is_the_rooms_sandbox(srv, tmux, ssh_run):
+    """The room's uid, /workspace (the same files as every other way in),
+    and no network but loopback."""
+    tmux.open("a", srv, "box", "alice", cols=100, rows=24)
+    enter_term(tmux, "a")
+    tmux.type("a", "echo U=$(id -u) D=$(pwd) N=$(tail -n +3 /proc/net/dev "
+              "| cut -d: -f1 | xargs) > made-in-term.txt; cat made-in-term.txt")
+    uid = room_uid(srv, "box")
+    want = "U=%s D=/workspace N=lo" % uid
+    tmux.wait("a", line_alone(want))
+    rc, out, err = ssh_run(srv, "box", "cat made-in-term.txt")
+    assert (rc, out) == (0, want + "\n"), err
+
+
+def test_escape_sequences_stay_in_the_emulator(srv, tmux):
+    """A title set by the shell is not another member's window title, and
+    colours arrive as the emulator's cells, not as the shell's bytes."""
+    tmux.open("a", srv, "esc", "alice", cols=80, rows=24)
+    tmux.open("b", srv, "esc", "bob", cols=80, rows=24)
+    enter_term(tmux, "a")
+    enter_term(tmux, "b")
+    before = tmux("display-message", "-p", "-t", "b", "#{pane_title}").stdout
+    tmux.type("a", "printf '\\033]2;EVIL-TITLE\\007\\033[31mred-%s\\033[0m\\n' "
+              "$((1+1))")
+    tmux.wait("b", line_alone("red-2"))
+    title = tmux("display-message", "-p", "-t", "b", "#{pane_title}").stdout
+    assert "EVIL" not in title and title == before, title
+    coloured = tmux("capture-pane", "-p", "-e", "-t", "b").stdout
+    assert re.search(r"\x1b\[(0;)?31mred-2", coloured), coloured
+
+
+def test_who_lists_who_is_in_the_terminal(srv, tmux):
+    from test_ssh import json_lines
+    tmux.open("a", srv, "whoterm", "alice", cols=80, rows=24)
+    enter_term(tmux, "a")
+    j = json_lines(srv, "whoterm", "bob")
+    try:
+        j.send(json.dumps({"type": "who"}) + "\n")
+        line = j.expect(lambda l: b'"presence"' in l and b'"users"' in l)
+        ev = json.loads(line)
+        assert ev["term"] == ["alice"], ev
+    finally:
+        j.close()
