@@ -48,7 +48,7 @@
 #include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"
-#include "term_view.h"
+#include "term_mode.h"
 #include "tui_draw.h"
 #include "tui_editor.h"
 #include "tui_keys.h"
@@ -121,8 +121,7 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
-	struct term_view *term;		/* in /term: the shared terminal's
-					 * view (chat frames are not drawn,
+	struct term_mode *term;		/* in /term (chat frames are then
 					 * only kept in the model), else NULL */
 };
 
@@ -343,8 +342,7 @@ chat_flush(struct chat *ch)
 		ch->redraw_owed = 0;
 		buf_reset(&ch->frame);
 		if (ch->term) {
-			term_view_redraw(ch->term, &ch->frame, c->cols, c->rows,
-			    c->s->room);
+			term_mode_redraw(ch->term);
 		} else if (ch->ansi) {
 			tui_model_add(&ch->draw.model, "\x1b[2m* " CHAT_DROPPED_NOTE
 			    "\x1b[0m", strlen(CHAT_DROPPED_NOTE) + 10);
@@ -871,123 +869,58 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 }
 
 /* ---------------------------------------------------------- /term mode -- */
-/* The member is in the room's shared terminal (agent/term.h): the screen
- * is term_view's, keys go to the shell until Ctrl-], and the chat's own
- * frames are kept out of sight until the member returns. */
+/* In /term the screen and the keys are term_mode's (term_mode.h); chat
+ * frames are only kept in the model until the member comes back. */
 
-/* A term_open or term_resize request for this window's area. */
-static json_object *
-chat_term_req(struct chat *ch, const char *type)
-{
-	json_object *o = chat_req(type);
-	int cols, rows;
-
-	term_view_area(ch->c->cols, ch->c->rows, &cols, &rows);
-	json_object_object_add(o, "cols", json_object_new_int(cols));
-	json_object_object_add(o, "rows", json_object_new_int(rows));
-	return o;
-}
-
-/* Back to the chat, drawn again; notice (the terminal ended) is shown,
- * or, when the member left it (NULL), the room is told. */
+/* Back to the chat, drawn again, with notice (the terminal ended), or,
+ * when the member left (NULL), after telling the room. */
 static void
 chat_term_leave(struct chat *ch, const char *notice)
 {
-	json_object *req;
-
 	if (!ch->term)
 		return;
-	if (!notice) {
-		req = chat_req("term_close");
-		agentlink_send(&ch->link, req);
-		json_object_put(req);
-	}
-	term_view_free(ch->term);
+	term_mode_leave(ch->term, notice == NULL);
 	ch->term = NULL;
-	term_view_leave(chat_frame(ch));
-	chat_queue_frame(ch);
 	chat_redraw(ch);
 	if (notice)
 		chat_print(ch, TUI_STYLE_NOTICE, NULL, notice);
 }
 
-/* /term: attach to the room's terminal and draw it. */
+static void
+chat_term_queue(void *arg)
+{
+	chat_queue_frame(arg);
+}
+
+/* /term: hand the screen and the keys to the room's terminal. */
 static void
 chat_term_enter(struct chat *ch)
 {
-	json_object *req;
+	struct term_mode_host h = { .c = ch->c, .link = &ch->link,
+	    .frame = chat_frame(ch), .queue = chat_term_queue, .arg = ch };
+	char err[256];
 
-	if (!ch->ansi) {
+	if (!ch->ansi)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, "/term needs a terminal: "
 		    "connect with ssh -t and a TERM other than dumb");
-		return;
-	}
-	if (!ch->term && !(ch->term = term_view_new(ch->draw.color))) {
-		chat_print(ch, TUI_STYLE_ERROR, NULL, "out of memory: /term "
-		    "did not start");
-		return;
-	}
-	req = chat_term_req(ch, "term_open");
-	if (agentlink_send(&ch->link, req) < 0) {
-		json_object_put(req);
-		chat_term_leave(ch, "the room is not taking lines now; wait "
-		    "a moment and type /term again");
-		return;
-	}
-	json_object_put(req);
-	term_view_redraw(ch->term, chat_frame(ch), ch->c->cols, ch->c->rows,
-	    ch->c->s->room);
-	chat_queue_frame(ch);
+	else if (!ch->term &&
+	    !(ch->term = term_mode_enter(&h, ch->draw.color, err, sizeof(err))))
+		chat_print(ch, TUI_STYLE_ERROR, NULL, err);
 }
 
 /* A term_screen or term_end event: 1 when it was one. */
 static int
 chat_term_event(struct chat *ch, const char *type, json_object *o)
 {
-	char text[256];
+	char notice[256];
+	int ended;
 
-	if (strcmp(type, "term_end") == 0) {
-		snprintf(text, sizeof(text), "the room's terminal ended: %s",
-		    json_get_string(o, "reason") ?: "?");
-		chat_term_leave(ch, text);
-		return 1;
-	}
-	if (strcmp(type, "term_screen") != 0)
-		return 0;
-	if (ch->term && term_view_apply(ch->term, o, chat_frame(ch),
-	    ch->c->cols, ch->c->rows, ch->c->s->room) == 0)
-		chat_queue_frame(ch);
+	if (!ch->term || !term_mode_event(ch->term, type, o, &ended, notice,
+	    sizeof(notice)))
+		return strncmp(type, "term_", 5) == 0;
+	if (ended)
+		chat_term_leave(ch, notice);
 	return 1;
-}
-
-/* Keys in /term: to the shell, in bounded term_input lines, while the
- * link has room; Ctrl-] returns to the chat.  Bytes taken. */
-static size_t
-chat_term_input(struct chat *ch, const char *p, size_t n)
-{
-	struct buf b;
-	size_t used = 0;
-	int leave = 0;
-	json_object *req;
-
-	buf_init(&b, 3 * TERM_VIEW_INPUT_CHUNK + 16);
-	while (used < n && !leave &&
-	    agentlink_pending(&ch->link) < AGENTLINK_MAX_OUT / 2) {
-		buf_reset(&b);
-		used += term_view_input(ch->term, p + used, n - used, &b,
-		    &leave);
-		if (!b.len)
-			continue;
-		req = chat_req("term_input");
-		json_object_object_add(req, "data",
-		    json_object_new_string_len(b.data, (int)b.len));
-		agentlink_send(&ch->link, req);
-		json_object_put(req);
-	}
-	buf_free(&b);
-	if (leave)
-		chat_term_leave(ch, NULL);
-	return used;
 }
 
 /* Removed from the room, or refused at hello: say why on stderr and
@@ -1283,6 +1216,7 @@ chat_input(struct chan *c, const char *p, size_t n)
 {
 	struct chat *ch = c->kind;
 	struct tui_key keys[2];
+	int leave;
 
 	if (!ch->started || ch->reconnect)
 		return 0;
@@ -1290,8 +1224,13 @@ chat_input(struct chan *c, const char *p, size_t n)
 		return n;
 	if (agentlink_pending(&ch->link) > AGENTLINK_MAX_OUT / 2)
 		return 0;
-	if (ch->term)
-		return chat_term_input(ch, p, n);
+	if (ch->term) {
+		size_t used = term_mode_input(ch->term, p, n, &leave);
+
+		if (leave)
+			chat_term_leave(ch, NULL);
+		return used;
+	}
 	if (!ch->ansi) {
 		chat_plain_input(ch, p, n);
 		return n;
@@ -1395,13 +1334,7 @@ chat_resize(struct chan *c)
 	if (!ch->ansi)
 		return;
 	if (ch->term) {
-		json_object *req = chat_term_req(ch, "term_resize");
-
-		agentlink_send(&ch->link, req);
-		json_object_put(req);
-		term_view_redraw(ch->term, chat_frame(ch), c->cols, c->rows,
-		    c->s->room);
-		chat_queue_frame(ch);
+		term_mode_resize(ch->term);
 		return;
 	}
 	chat_redraw(ch);
@@ -1414,7 +1347,7 @@ chat_free(struct chan *c)
 	struct chat *ch = c->kind;
 
 	agentlink_close(&ch->link);
-	term_view_free(ch->term);
+	term_mode_free(ch->term);
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
 	buf_free(&ch->line);

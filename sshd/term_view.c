@@ -204,12 +204,29 @@ tv_names(struct term_view *tv, json_object *arr)
 		if (!json_object_is_type(o, json_type_string) ||
 		    !(name = utf8_clean_str(json_object_get_string(o))))
 			continue;
+		for (char *p = name; *p; p++)
+			if (*p == '\t' || *p == '\n')
+				*p = ' ';	/* kept by utf8_clean */
 		if (used < sizeof(tv->names))
 			used += (size_t)snprintf(tv->names + used,
 			    sizeof(tv->names) - used, "%s%s", used ? ", " : "",
 			    name);
 		free(name);
 	}
+}
+
+/* The cursor from [x, y, visible]; one outside the screen is hidden. */
+static void
+tv_cursor(struct term_view *tv, json_object *cur)
+{
+	long long x = json_object_get_int64(json_object_array_get_idx(cur, 0));
+	long long y = json_object_get_int64(json_object_array_get_idx(cur, 1));
+	int inside = x >= 0 && x < tv->cols && y >= 0 && y < tv->rows;
+
+	tv->cx = inside ? (int)x : 0;
+	tv->cy = inside ? (int)y : 0;
+	tv->cvisible = inside && json_object_get_int(
+	    json_object_array_get_idx(cur, 2)) != 0;
 }
 
 /* Size, cursor and names from ev.  1 when the screen must be drawn
@@ -234,12 +251,8 @@ tv_header(struct term_view *tv, json_object *ev)
 	tv->rows = (int)rows;
 	if (json_object_object_get_ex(ev, "cursor", &cur) &&
 	    json_object_is_type(cur, json_type_array) &&
-	    json_object_array_length(cur) == 3) {
-		tv->cx = json_object_get_int(json_object_array_get_idx(cur, 0));
-		tv->cy = json_object_get_int(json_object_array_get_idx(cur, 1));
-		tv->cvisible = json_object_get_int(
-		    json_object_array_get_idx(cur, 2)) != 0;
-	}
+	    json_object_array_length(cur) == 3)
+		tv_cursor(tv, cur);
 	if (json_object_object_get_ex(ev, "members", &names) &&
 	    json_object_is_type(names, json_type_array))
 		tv_names(tv, names);
@@ -247,6 +260,13 @@ tv_header(struct term_view *tv, json_object *ev)
 }
 
 /* ------------------------------------------------------------ drawing -- */
+
+/* Append the C string s. */
+static void
+tv_put(struct buf *out, const char *s)
+{
+	buf_append(out, s, strlen(s));
+}
 
 /* The code point at s (valid UTF-8, n > 0); its length in *len. */
 static uint32_t
@@ -346,7 +366,7 @@ tv_draw_row(const struct term_view *tv, struct buf *out, int y, int cols)
 	for (int i = 0; i < row->n; i++)
 		tv_draw_run(tv, out, &row->runs[i], cols < tv->cols ? cols :
 		    tv->cols);
-	buf_append(out, TV_RESET, strlen(TV_RESET));
+	tv_put(out, TV_RESET);
 }
 
 /* The status line on the window's last row, in reverse video, padded to
@@ -371,7 +391,7 @@ tv_draw_status(const struct term_view *tv, struct buf *out, int cols,
 	buf_append(out, text, fit);
 	for (; used < cols; used++)
 		buf_append(out, " ", 1);
-	buf_append(out, TV_RESET, strlen(TV_RESET));
+	tv_put(out, TV_RESET);
 }
 
 /* The cursor where the pty has it (hidden when the shell hid it or it is
@@ -385,7 +405,7 @@ tv_draw_cursor(const struct term_view *tv, struct buf *out, int cols,
 
 	if (tv->cols)
 		buf_printf(out, "\x1b[%d;%dH", tv->cy + 1, tv->cx + 1);
-	buf_append(out, shown ? "\x1b[?25h" : "\x1b[?25l", 6);
+	tv_put(out, shown ? "\x1b[?25h" : "\x1b[?25l");
 }
 
 void
@@ -394,7 +414,7 @@ term_view_redraw(struct term_view *tv, struct buf *out, int cols, int rows,
 {
 	int trows = tv->rows < rows - 1 ? tv->rows : rows - 1;
 
-	buf_append(out, TV_RESET "\x1b[H\x1b[2J", strlen(TV_RESET) + 6);
+	tv_put(out, TV_RESET "\x1b[H\x1b[2J");
 	for (int y = 0; y < trows; y++)
 		tv_draw_row(tv, out, y, cols);
 	tv_draw_status(tv, out, cols, rows, room);
@@ -473,6 +493,5 @@ term_view_input(struct term_view *tv, const char *p, size_t n,
 void
 term_view_leave(struct buf *out)
 {
-	buf_append(out, TV_RESET "\x1b[?25h\x1b[H\x1b[2J",
-	    strlen(TV_RESET) + 12);
+	tv_put(out, TV_RESET "\x1b[?25h\x1b[H\x1b[2J");
 }

@@ -33,6 +33,7 @@ declare -A SRC=(
 	[tui_keys]="sshd/tui_keys.c"
 	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c sshd/tui_width.c"
 	[tui_width]="sshd/tui_width.c"
+	[term_view]="sshd/term_view.c sshd/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
 )
