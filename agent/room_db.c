@@ -39,7 +39,7 @@
  *   tool_journal(id INTEGER PRIMARY KEY, turn, step, idx, call_id, name,
  *       input, state started|ended, status, output, started, ended)
  *       UNIQUE(turn, step, idx): call idx of the assistant message of step
- *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool, command, cwd,
+ *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool|term, command, cwd,
  *       exit_code, signal, started, ended)
  *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
  *       PRIMARY KEY(day, model))
