@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -235,3 +236,27 @@ def test_who_lists_who_is_in_the_terminal(srv, tmux):
         assert ev["term"] == ["alice"], ev
     finally:
         j.close()
+
+
+def test_a_stopped_member_holds_nobody_up(srv, tmux):
+    """A member whose client stops reading (SIGSTOP) does not slow the
+    shell or the others; once it reads again it sees the screen as it
+    is, the same as everyone else's."""
+    tmux.open("a", srv, "slow", "alice", cols=80, rows=24)
+    tmux.open("b", srv, "slow", "bob", cols=80, rows=24)
+    enter_term(tmux, "a")
+    enter_term(tmux, "b")
+    pid = int(tmux("display-message", "-p", "-t", "b",
+                   "#{pane_pid}").stdout)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        tmux.type("a", "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; "
+                  "do seq 1 5000; done; echo all-$((1+2))-done")
+        tmux.wait("a", line_alone("all-3-done"), timeout=30)
+        tmux.type("a", "echo after-$((2*3))")
+        tmux.wait("a", line_alone("after-6"))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    tmux.wait("b", line_alone("after-6"), timeout=30)
+    time.sleep(0.5)
+    assert tmux.rows("b")[:23] == tmux.rows("a")[:23]
