@@ -260,3 +260,45 @@ def test_a_stopped_member_holds_nobody_up(srv, tmux):
     tmux.wait("b", line_alone("after-6"), timeout=30)
     time.sleep(0.5)
     assert tmux.rows("b")[:23] == tmux.rows("a")[:23]
+
+
+def test_the_pty_follows_the_window(srv, tmux):
+    """A member's new window size reaches the shell (SIGWINCH, stty), and
+    the screen is drawn again for it."""
+    tmux.open("a", srv, "resize", "alice", cols=80, rows=24)
+    enter_term(tmux, "a")
+    tmux("resize-window", "-t", "a", "-x", "60", "-y", "20")
+    tmux.wait("a", "terminal 60x19")
+    tmux.type("a", "stty size")
+    tmux.wait("a", line_alone("19 60"))
+    rows = tmux.rows("a")
+    assert STATUS in rows[19], rows
+
+
+def test_protocol_clients_attach_with_term_open(srv):
+    """Through the atrium subsystem: term_open, term_input, then the
+    screen as cells in term_screen lines that carry no seq."""
+    from test_ssh import json_lines
+    j = json_lines(srv, "proto", "alice")
+    try:
+        j.send(json.dumps({"type": "term_open", "cols": 40, "rows": 10})
+               + "\n")
+        first = json.loads(j.expect(lambda l: b'"term_screen"' in l))
+        assert first["full"] and (first["cols"], first["rows"]) == (40, 10)
+        assert "seq" not in first and first["members"] == ["alice"]
+        j.send(json.dumps({"type": "term_input",
+                           "data": "echo proto-$((5*5))\r"}) + "\n")
+
+        def has_answer(line):
+            if b'"term_screen"' not in line:
+                return False
+            ev = json.loads(line)
+            return any(run[5] == "proto-25" for _, runs in ev["lines"]
+                       for run in runs)
+        j.expect(has_answer)
+        j.send(json.dumps({"type": "term_input", "data": "x" * 5000})
+               + "\n")
+        err = json.loads(j.expect(lambda l: b'"error"' in l))
+        assert "at most 4096 bytes" in err["message"], err
+    finally:
+        j.close()
