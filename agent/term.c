@@ -49,6 +49,8 @@ struct term_member {
 	struct conn *c;
 	int cols, rows;			/* its area for the terminal */
 	int owe_full;			/* send the whole screen next */
+	int told_full;			/* was told its input was dropped;
+					 * not again until some is taken */
 };
 
 struct term {
@@ -656,14 +658,63 @@ term_open(struct conn *c, json_object *req)
 	term_fit(a->term);
 }
 
+/* The cursor key a member's terminal sent as p[0..3) (CSI or SS3 form,
+ * no modifier), or VTERM_KEY_NONE. */
+static VTermKey
+term_cursor_key(const char *p, size_t n)
+{
+	static const char keys[] = "ABCDHF";
+	static const VTermKey map[] = { VTERM_KEY_UP, VTERM_KEY_DOWN,
+	    VTERM_KEY_RIGHT, VTERM_KEY_LEFT, VTERM_KEY_HOME, VTERM_KEY_END };
+	const char *k;
+
+	if (n < 3 || p[0] != 0x1b || (p[1] != '[' && p[1] != 'O') || !p[2] ||
+	    !(k = strchr(keys, p[2])))
+		return VTERM_KEY_NONE;
+	return map[k - keys];
+}
+
+/* Queue a member's keys for the shell.  The member's terminal sends
+ * cursor keys in its own mode, which knows nothing of the shell's: they
+ * are sent again as the emulator's mode wants them (ESC O A once a
+ * program asked for application cursor keys, as vim and less do), so
+ * the program gets the keys it asked for.  0 or -ENOBUFS. */
+static int
+term_queue_keys(struct term *t, const char *p, size_t n)
+{
+	size_t i = 0, from = 0;
+	int r = 0;
+
+	while (r == 0 && i < n) {
+		VTermKey key = term_cursor_key(p + i, n - i);
+
+		if (key == VTERM_KEY_NONE) {
+			i++;
+			continue;
+		}
+		if (i > from)
+			r = term_queue_input(t, p + from, i - from);
+		if (r == 0 && buf_room(&t->in) < 8)
+			r = -ENOBUFS;
+		if (r == 0)
+			vterm_keyboard_key(t->vt, key, VTERM_MOD_NONE);
+		i += 3;
+		from = i;
+	}
+	if (r == 0 && n > from)
+		r = term_queue_input(t, p + from, n - from);
+	return r;
+}
+
 /* term_input: bytes from an attached member for the shell. */
 static void
 term_input(struct conn *c, json_object *req)
 {
 	struct term *t = c->a->term;
+	struct term_member *m = t ? term_member(t, c) : NULL;
 	json_object *d = NULL;
 
-	if (!t || !term_member(t, c)) {
+	if (!m) {
 		room_error(c, NULL, "term_input without term_open: attach to "
 		    "the room's terminal first");
 		return;
@@ -675,10 +726,14 @@ term_input(struct conn *c, json_object *req)
 		    "most %d bytes", TERM_MAX_INPUT_LINE);
 		return;
 	}
-	if (term_queue_input(t, json_object_get_string(d),
-	    (size_t)json_object_get_string_len(d)) < 0)
+	if (term_queue_keys(t, json_object_get_string(d),
+	    (size_t)json_object_get_string_len(d)) == 0)
+		m->told_full = 0;
+	else if (!m->told_full) {
+		m->told_full = 1;
 		room_error(c, NULL, "the terminal's shell is not reading its "
-		    "input: what you typed was dropped");
+		    "input: what you type is dropped until it reads again");
+	}
 }
 
 int

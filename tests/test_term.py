@@ -302,3 +302,17 @@ def test_protocol_clients_attach_with_term_open(srv):
         assert "at most 4096 bytes" in err["message"], err
     finally:
         j.close()
+
+
+def test_cursor_keys_follow_the_programs_mode(srv, tmux):
+    """A program that asks for application cursor keys (vim, less) gets
+    ESC O A for Up, whatever mode the member's own terminal is in; one
+    that did not ask gets ESC [ A."""
+    tmux.open("a", srv, "keys", "alice", cols=80, rows=24)
+    enter_term(tmux, "a")
+    tmux.type("a", "read -r x; echo \"normal:${x:1}\"")
+    tmux.keys("a", "Up", "Enter")
+    tmux.wait("a", line_alone("normal:[A"))
+    tmux.type("a", "printf '\\033[?1h'; read -r x; echo \"app:${x:1}\"")
+    tmux.keys("a", "Up", "Enter")
+    tmux.wait("a", line_alone("app:OA"))
