@@ -452,6 +452,19 @@ room_hello_kind(struct conn *c, const char *kind)
 	return CONN_NEW;
 }
 
+/* The tokens used today, for the chat's status line. */
+static void
+room_welcome_usage(struct agent *a, json_object *ev)
+{
+	long long in = 0, out = 0;
+	json_object *u = json_object_new_object();
+
+	room_db_usage_today(a->db, &in, &out);
+	json_object_object_add(u, "input_tokens", json_object_new_int64(in));
+	json_object_object_add(u, "output_tokens", json_object_new_int64(out));
+	json_object_object_add(ev, "usage_today", u);
+}
+
 /* The welcome event: who, where, the settings and who owns the room. */
 static void
 room_welcome(struct agent *a, struct conn *c)
@@ -465,6 +478,7 @@ room_welcome(struct agent *a, struct conn *c)
 	json_object_object_add(ev, "model", json_object_new_string(a->model));
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	room_access_describe(a, ev);
+	room_welcome_usage(a, ev);
 	json_object_object_add(ev, "seq", json_object_new_int64(a->seq));
 	time_now_iso(now, sizeof(now));
 	json_object_object_add(ev, "time", json_object_new_string(now));
@@ -564,13 +578,53 @@ room_chat(struct conn *c, json_object *req)
 	free(text);
 }
 
+/* history: since, before, limit, user, match (protocol.h); at most
+ * PROTO_MAX_HISTORY events, the latest that match. */
 static void
 room_history(struct conn *c, json_object *req)
 {
-	long long since = json_get_int(req, "since", 0);
-	long long limit = json_get_int(req, "limit", 0);
+	struct room_db_filter f = {
+		.since = json_get_int(req, "since", 0),
+		.before = json_get_int(req, "before", 0),
+		.limit = (long)json_get_int(req, "limit", 0),
+		.user = json_get_string(req, "user"),
+		.match = json_get_string(req, "match"),
+	};
 
-	room_db_events_each(c->a->db, since, limit, room_replay_one, c);
+	if (f.limit <= 0 || f.limit > PROTO_MAX_HISTORY)
+		f.limit = PROTO_MAX_HISTORY;
+	if (f.match && !*f.match)
+		f.match = NULL;
+	if (room_db_events_find(c->a->db, &f, room_replay_one, c) == -EINVAL)
+		room_error(c, NULL, "history: match is too long (at most 300 "
+		    "bytes)");
+}
+
+/* typing: tell the other members that c's user is typing (live only). */
+static void
+room_typing(struct conn *c)
+{
+	json_object *ev = room_event_new("typing");
+
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	room_emit(c->a, ev, 0);
+}
+
+/* The usage event: the tokens the model used in this room today. */
+static json_object *
+room_usage_event(struct agent *a)
+{
+	json_object *ev = room_event_new("usage");
+	long long in = 0, out = 0;
+	char now[40];
+
+	room_db_usage_today(a->db, &in, &out);
+	time_now_iso(now, sizeof(now));
+	now[10] = '\0';
+	json_object_object_add(ev, "day", json_object_new_string(now));
+	json_object_object_add(ev, "input_tokens", json_object_new_int64(in));
+	json_object_object_add(ev, "output_tokens", json_object_new_int64(out));
+	return ev;
 }
 
 /* prompt: the question is shown to the room as the asker's (a stored
@@ -638,6 +692,10 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {
 		room_send(c, room_presence_event(c->a));
+	} else if (strcmp(type, "typing") == 0) {
+		room_typing(c);
+	} else if (strcmp(type, "usage") == 0) {
+		room_send(c, room_usage_event(c->a));
 	} else if (strcmp(type, "sync") == 0) {
 		room_sync(c, req);
 	} else {
