@@ -309,14 +309,16 @@ tui_draw_line(struct tui_draw *d, struct buf *out, enum tui_style style,
 	buf_append(out, nl, strlen(nl));
 }
 
-/* Rows the kept stream may fill: all but the prompt and status rows and
- * one more, so
+/* Rows the kept stream may fill: all but the prompt row, the status
+ * line's and one more, so
  * the bottom region always fits on the screen (moving up past the top
  * row is clamped by terminals, and would leave stale rows). */
 static int
 tui_draw_stream_max(const struct tui_draw *d)
 {
-	return d->rows > 4 ? d->rows - 3 : 1;
+	int fixed = 2 + (d->status[0] ? 1 : 0);
+
+	return d->rows > fixed + 1 ? d->rows - fixed : 1;
 }
 
 /* Print the kept stream's first rows (out NULL: only into the model)
