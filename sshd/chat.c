@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "agentlink.h"
 #include "log.h"
@@ -98,7 +99,8 @@
 	"  Up/Down           your earlier lines, also from past sessions\n" \
 	"  Tab               complete a command, a name or a path after !\n" \
 	"  PgUp/PgDn         scroll back through the room's history\n" \
-	"  Ctrl-A/E, Home/End, Alt-B/F  move; Ctrl-K/U/W cut, Ctrl-Y paste\n" \
+	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
+	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
 	"  Ctrl-C clears the line, Ctrl-L draws the screen again"
 
 /* ------------------------------------------------------------ commands -- */
@@ -472,8 +474,18 @@ void
 chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text)
 {
+	/* A line of the chat's own (an answer to a command) is stamped
+	 * with the time it was shown. */
+	int own = ch->ansi && !ch->draw.time_ms;
+	struct timespec now;
+
+	if (own && clock_gettime(CLOCK_REALTIME, &now) == 0)
+		tui_draw_set_time(&ch->draw, (long long)now.tv_sec * 1000 +
+		    now.tv_nsec / 1000000);
 	chat_output_flush(ch);
 	chat_show(ch, style, name, text);
+	if (own)
+		tui_draw_set_time(&ch->draw, 0);
 }
 
 /* A chunk of command output: its whole lines now, the rest kept. */
@@ -982,14 +994,15 @@ chat_status_refresh(struct chat *ch)
 
 	if (!ch->ansi)
 		return 0;
-	tui_status_text(&ch->status, ch->c->s->room, time_mono_ms(), text,
-	    sizeof(text));
-	n = strlen(text);
-	if (ch->scroll.offset)
-		snprintf(text + n, sizeof(text) - n, " | %s, PgDn returns",
+	n = 0;
+	text[0] = '\0';
+	if (ch->scroll.offset)	/* first: the line is cut to the width */
+		n = (size_t)snprintf(text, sizeof(text), "%s, PgDn returns | ",
 		    ch->scroll.loading ? "loading older lines" :
 		    ch->scroll.exhausted ? "the room's first line" :
 		    "scrolled back");
+	tui_status_text(&ch->status, ch->c->s->room, time_mono_ms(), text + n,
+	    sizeof(text) - n);
 	if (strcmp(text, ch->draw.status) == 0)
 		return 0;
 	tui_draw_set_status(&ch->draw, text);

@@ -128,6 +128,9 @@ tui_status_turn(struct tui_status *st, const char *type, json_object *o,
 		tui_status_started(st, json_get_string(o, "id"), time_ms);
 	} else if (!strcmp(type, "approval_request")) {
 		tui_status_agent(st, TUI_AGENT_WAITING, o);
+	} else if (!strcmp(type, "tool_output") &&
+	    st->agent == TUI_AGENT_WAITING) {
+		st->agent = TUI_AGENT_RUNNING;	/* approved: it runs */
 	} else if (!strcmp(type, "turn_end")) {
 		tui_status_agent(st, TUI_AGENT_IDLE, o);
 		json_object_object_get_ex(o, "usage", &u);
