@@ -29,6 +29,7 @@
 #include "room.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@
 #include "protocol.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "ws_list.h"
+#include "wsio.h"
 #include "room_limits.h"
 #include "settings.h"
 #include "text.h"
@@ -600,6 +603,89 @@ room_history(struct conn *c, json_object *req)
 		    "bytes)");
 }
 
+/* A `complete` request on its way: who asked (found again by pointer
+ * among the live connections: it may have gone meanwhile), and the word. */
+struct room_complete {
+	struct agent *a;
+	struct conn *c;			/* compared, never followed */
+	char user[64];
+	char id[64];
+	char word[WS_LIST_MAX_PATH];
+	size_t dirlen;			/* the word's directory part, with '/' */
+};
+
+/* The listing is in: `completions` (id, path, names as full words) to the
+ * connection that asked, if it is still there. */
+static void
+room_complete_done(void *arg, int err, json_object *names)
+{
+	struct room_complete *rc = arg;
+	struct conn *c = rc->a->conns;
+	json_object *ev, *full;
+	char w[WS_LIST_MAX_PATH + NAME_MAX + 2];
+
+	while (c && c != rc->c)
+		c = c->next;
+	if (c && !c->closing && strcmp(c->user, rc->user) == 0 &&
+	    (ev = room_event_new("completions")) && (full =
+	    json_object_new_array())) {
+		for (size_t i = 0; names && i < json_object_array_length(names);
+		    i++) {
+			snprintf(w, sizeof(w), "%.*s%s", (int)rc->dirlen,
+			    rc->word, json_object_get_string(
+			    json_object_array_get_idx(names, i)));
+			json_object_array_add(full, json_object_new_string(w));
+		}
+		json_object_object_add(ev, "id", json_object_new_string(rc->id));
+		json_object_object_add(ev, "path",
+		    json_object_new_string(rc->word));
+		json_object_object_add(ev, "names", full);
+		if (err)
+			log_info("completion of %s: %s", rc->word,
+			    strerror(-err));
+		room_send(c, ev);
+	}
+	json_object_put(names);
+	free(rc);
+}
+
+/* complete: id, path (a word as typed after "!"): the workspace's names
+ * that complete it, listed through the confined path (ws_list.h). */
+static void
+room_complete(struct conn *c, json_object *req)
+{
+	const char *word = json_get_string(req, "path") ?: "";
+	const char *slash = strrchr(word, '/');
+	struct room_complete *rc;
+	char dir[WS_LIST_MAX_PATH], rel[WS_LIST_MAX_PATH], err[256];
+
+	if (strlen(word) >= WS_LIST_MAX_PATH) {
+		room_error(c, json_get_string(req, "id"), "complete: the path "
+		    "is too long");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - word + 1) :
+	    0, word);
+	if (wsio_path(dir, rel, sizeof(rel), err, sizeof(err)) < 0) {
+		room_error(c, json_get_string(req, "id"), "complete: %s", err);
+		return;
+	}
+	if (!(rc = calloc(1, sizeof(*rc))))
+		return;
+	rc->a = c->a;
+	rc->c = c;
+	snprintf(rc->user, sizeof(rc->user), "%s", c->user);
+	snprintf(rc->id, sizeof(rc->id), "%s", json_get_string(req, "id") ?:
+	    "");
+	snprintf(rc->word, sizeof(rc->word), "%s", word);
+	rc->dirlen = strlen(dir);
+	if (ws_list_start(c->a, rel, slash ? slash + 1 : word,
+	    room_complete_done, rc) < 0) {
+		room_error(c, rc->id, "complete: could not list %s", dir);
+		free(rc);
+	}
+}
+
 /* typing: tell the other members that c's user is typing (live only). */
 static void
 room_typing(struct conn *c)
@@ -694,6 +780,8 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		room_send(c, room_presence_event(c->a));
 	} else if (strcmp(type, "typing") == 0) {
 		room_typing(c);
+	} else if (strcmp(type, "complete") == 0) {
+		room_complete(c, req);
 	} else if (strcmp(type, "usage") == 0) {
 		room_send(c, room_usage_event(c->a));
 	} else if (strcmp(type, "sync") == 0) {

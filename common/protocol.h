@@ -48,6 +48,10 @@
  *                                   case, at most 300 bytes)
  *   who                             -> presence
  *   typing                          -> typing (user) to the members, live
+ *   complete  id, path              -> completions (id, path, names): the
+ *                                   workspace's names completing path,
+ *                                   listed through the confined path
+ *                                   (agent/ws_list.h)
  *   usage                           -> usage (day, input_tokens,
  *                                   output_tokens): the model's tokens in
  *                                   this room today (UTC)

@@ -1009,9 +1009,8 @@ chat_status_refresh(struct chat *ch)
 	return 1;
 }
 
-/* Draw the bottom region again (the status line or the input line
- * changed). */
-static void
+/* See chat_int.h. */
+void
 chat_bottom(struct chat *ch)
 {
 	struct buf *f = chat_frame(ch);
@@ -1071,6 +1070,10 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 		ch->last_seq = seq;
 	if (strcmp(type, "access_denied") == 0) {
 		chat_denied(ch, json_get_string(o, "message"));
+		return;
+	}
+	if (strcmp(type, "completions") == 0) {
+		chat_complete_answer(ch, o);
 		return;
 	}
 	if (chat_batch_line(ch, type, o))
@@ -1387,10 +1390,10 @@ chat_start(struct chan *c)
 	ch->reconnect = 0;
 	ch->connect_tries = 0;
 	chat_batch_reset(ch);
-	if (!ch->ansi)
-		return;
+	/* hello's replay is drawn as it comes; a search typed at once
+	 * must not take it for its own answer. */
 	chat_batch_ask(ch, CHAT_BATCH_JOIN, NULL);
-	if (!ch->history_loaded) {
+	if (ch->ansi && !ch->history_loaded) {
 		json_object *req = chat_req("history");
 
 		/* Up recalls this user's lines of earlier sessions: the
@@ -1461,6 +1464,7 @@ chat_free(struct chan *c)
 	tui_draw_free(&ch->draw);
 	tui_history_free(&ch->hist);
 	chat_scroll_free(ch);
+	free(ch->complete_before);
 	buf_free(&ch->line);
 	buf_free(&ch->frame);
 	buf_free(&ch->q);

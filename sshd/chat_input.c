@@ -2,7 +2,8 @@
  * chat_input.c: the keys of the chat's line UI (chat_int.h).  Called by
  * chat.c with each key tui_keys.c decoded from a pty client.  The line
  * editor's keys act on tui_editor.h; Up and Down walk tui_history.h; Tab
- * completes (tui_complete.h); PgUp and PgDn scroll (chat_scroll.c); a
+ * completes (tui_complete.h; a path after "!" is listed by the room,
+ * whose answer completes the line if it has not changed meanwhile); PgUp and PgDn scroll (chat_scroll.c); a
  * bracketed paste goes into the line whole, its line breaks kept, so
  * Enter after it sends the pasted lines as one message.
  *
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonl.h"
 #include "tui_complete.h"
 #include "util.h"
 
@@ -95,27 +97,95 @@ chat_input_list(struct chat *ch, const char *word, const char **cands,
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 }
 
-/* Tab: complete the word before the cursor.  Paths after '!' are listed
- * by the room (its confined view of the workspace), which this build's
- * room does not offer yet: such a word is left as it is. */
+/* Insert the completion of word from cands, or list them when Tab
+ * cannot choose.  A directory's path gets no space after it. */
+static void
+chat_input_apply(struct chat *ch, const char *word, const char **cands,
+    int n)
+{
+	char ext[TUI_COMPLETE_MAX_WORD + 2];
+	int m = tui_complete_from(word, cands, n, ext, sizeof(ext));
+	size_t len = strlen(ext);
+
+	if (m == 1 && len >= 2 && ext[len - 2] == '/')
+		ext[len - 1] = '\0';
+	if (m == 1 && len == 1 && word[0] && word[strlen(word) - 1] == '/')
+		ext[0] = '\0';
+	for (const char *p = ext; *p; p++)
+		tui_editor_insert(&ch->ed, (unsigned char)*p);
+	if (m > 1 && !ext[0])
+		chat_input_list(ch, word, cands, n);
+}
+
+/* A path after "!": the room lists the workspace (through its confined
+ * view of it, as its file tools do) and answers with `completions`. */
+static void
+chat_input_ask_path(struct chat *ch, const char *before, const char *word)
+{
+	json_object *req = chat_req("complete");
+
+	if (!req)
+		return;
+	free(ch->complete_before);
+	ch->complete_before = strdup(before);
+	snprintf(ch->complete_id, sizeof(ch->complete_id), "c%lu",
+	    ++ch->ncomplete);
+	json_object_object_add(req, "id",
+	    json_object_new_string(ch->complete_id));
+	json_object_object_add(req, "path", json_object_new_string(
+	    word[0] == '!' ? word + 1 : word));
+	agentlink_send(&ch->link, req);
+	json_object_put(req);
+}
+
+/* Tab: complete the word before the cursor. */
 static void
 chat_input_complete(struct chat *ch)
 {
-	char before[CHAT_MAX_LINE + 8], ext[TUI_COMPLETE_MAX_WORD + 2];
+	char before[CHAT_MAX_LINE + 8];
 	char names[CHAT_MAX_CANDS][TUI_STATUS_NAME + 1];
 	const char *cands[CHAT_MAX_CANDS + 1];
 	size_t len = tui_editor_utf8(&ch->ed, 0, ch->ed.cursor, before,
 	    sizeof(before)), start = tui_complete_word_start(before, len);
-	int kind = tui_complete_kind(before, start), n, m;
+	int kind = tui_complete_kind(before, start);
 
-	if (kind == 'p')
+	if (kind == 'p') {
+		chat_input_ask_path(ch, before, before + start);
 		return;
-	n = chat_input_cands(ch, kind, names, cands);
-	m = tui_complete_from(before + start, cands, n, ext, sizeof(ext));
-	for (const char *p = ext; *p; p++)
-		tui_editor_insert(&ch->ed, (unsigned char)*p);
-	if (m > 1 && !ext[0])
-		chat_input_list(ch, before + start, cands, n);
+	}
+	chat_input_apply(ch, before + start, cands,
+	    chat_input_cands(ch, kind, names, cands));
+}
+
+/* See chat_int.h. */
+void
+chat_complete_answer(struct chat *ch, json_object *o)
+{
+	char before[CHAT_MAX_LINE + 8];
+	const char *cands[CHAT_MAX_CANDS + 1], *word;
+	json_object *names = NULL;
+	size_t len, start;
+	int n = 0;
+
+	if (!ch->complete_before || strcmp(json_get_string(o, "id") ?: "",
+	    ch->complete_id) != 0)
+		return;
+	len = tui_editor_utf8(&ch->ed, 0, ch->ed.cursor, before,
+	    sizeof(before));
+	if (strcmp(before, ch->complete_before) == 0 &&
+	    json_object_object_get_ex(o, "names", &names) &&
+	    json_object_is_type(names, json_type_array)) {
+		start = tui_complete_word_start(before, len);
+		word = before + start + (before[start] == '!');
+		for (size_t i = 0; i < json_object_array_length(names) &&
+		    n < CHAT_MAX_CANDS; i++)
+			cands[n++] = json_object_get_string(
+			    json_object_array_get_idx(names, i));
+		chat_input_apply(ch, word, cands, n);
+		chat_bottom(ch);
+	}
+	free(ch->complete_before);
+	ch->complete_before = NULL;
 }
 
 /* Insert a key's code point; a paste's line break goes in as one. */

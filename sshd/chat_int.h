@@ -93,6 +93,11 @@ struct chat {
 	unsigned long nsync;		/* batches asked for */
 	char batch[CHAT_MAX_BATCH];	/* batches on their way, oldest first */
 	int nbatch;
+	char complete_id[16];		/* the path completion asked for */
+	char *complete_before;		/* the line before the cursor then
+					 * (malloc'd): an answer to a line
+					 * since changed is dropped */
+	unsigned long ncomplete;	/* completions asked for */
 	char streamed[64];		/* tool call whose output was shown live */
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
@@ -106,6 +111,8 @@ void chat_frame_done(struct chat *ch);
 void chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text);
 void chat_redraw(struct chat *ch);
+/* Draw the bottom region again (the status or the input line changed). */
+void chat_bottom(struct chat *ch);
 void chat_submit(struct chat *ch, const char *raw);
 void chat_dispatch(struct chat *ch, const char *type, json_object *o);
 /* Make the status line's text again from its state; 1 when it changed
@@ -116,6 +123,8 @@ void chat_mode_end(struct chat *ch);
 
 /* chat_input.c: one key of the line UI. */
 void chat_key(struct chat *ch, const struct tui_key *k);
+/* The room's answer to a path completion (`completions`). */
+void chat_complete_answer(struct chat *ch, json_object *o);
 /* After the keys of one read: tell the room this user is typing (at most
  * every CHAT_TYPING_EVERY_MS, only for lines that are not commands). */
 void chat_typing(struct chat *ch);

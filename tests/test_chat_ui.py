@@ -205,6 +205,38 @@ def test_tab_completion(srv, tmux):
     wait_input(tmux, "a", "tabs> hey @agent")
 
 
+def test_tab_completes_workspace_paths(srv, tmux, ssh_run):
+    """Paths after ! are listed by the room through its confined view of
+    the workspace: a symlink out of it lists nothing."""
+    rc, out, err = ssh_run(srv, "paths", "mkdir -p src && touch src/main.c "
+                           "src/util.c README.md && ln -s /etc out")
+    assert rc == 0, err
+    tmux.open("a", srv, "paths", "alice", cols=80, rows=12)
+    tmux.keys("a", "-l", "!cat sr")
+    tmux.keys("a", "Tab")
+    wait_input(tmux, "a", "paths> !cat src/")
+    tmux.keys("a", "-l", "m")
+    tmux.keys("a", "Tab")
+    wait_input(tmux, "a", "paths> !cat src/main.c")
+    tmux.keys("a", "C-u")
+    tmux.keys("a", "-l", "!RE")
+    tmux.keys("a", "Tab")
+    wait_input(tmux, "a", "paths> !README.md")
+    tmux.keys("a", "C-u")
+    tmux.keys("a", "-l", "!cat out/pass")
+    tmux.keys("a", "Tab")
+    time.sleep(1)      # the room's answer came: nothing to complete
+    tmux.keys("a", "-l", "END")
+    wait_input(tmux, "a", "paths> !cat out/passEND")
+    tmux.keys("a", "C-u")
+    tmux.keys("a", "-l", "!cat ../")
+    tmux.keys("a", "Tab")
+    time.sleep(1)
+    tmux.keys("a", "-l", "END")
+    wait_input(tmux, "a", "paths> !cat ../END")
+    assert "passwd" not in tmux.screen("a", history=True)
+
+
 def test_bracketed_paste_is_one_message(srv, tmux):
     from test_ssh import json_lines
     tmux.open("a", srv, "paste", "alice", cols=80, rows=12)
