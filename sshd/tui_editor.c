@@ -6,7 +6,8 @@
  * is always valid UTF-8 without control characters but newlines.  The
  * cursor moves and deletes by grapheme cluster (tui_width.h): an emoji
  * with its selector or a letter with its accents is one step, as the
- * terminal draws it.
+ * terminal draws it; the cursor is always between clusters (text put
+ * before a combining mark takes the mark, and the cursor goes past it).
  */
 #include "tui_editor.h"
 
@@ -104,14 +105,44 @@ tui_editor_put(struct tui_editor *e, uint32_t cp)
 	return 0;
 }
 
+/* The start of the cluster that holds cps[at] (at itself when a cluster
+ * starts there; len at the end): word moves and cuts go by code point,
+ * and must land between clusters, as every other move does. */
+static size_t
+tui_editor_snap(const struct tui_editor *e, size_t at)
+{
+	size_t i = 0, next;
+
+	while (i < at && (next = tui_width_cluster(e->cps, e->len, i, NULL))
+	    <= at)
+		i = next;
+	return i;
+}
+
+/* A cursor inside a cluster (text went in before a combining mark, which
+ * now belongs to it) moves on to the cluster's end. */
+static void
+tui_editor_snap_forward(struct tui_editor *e)
+{
+	size_t at;
+
+	if (e->cursor < e->len && (at = tui_editor_snap(e, e->cursor)) !=
+	    e->cursor)
+		e->cursor = tui_width_cluster(e->cps, e->len, at, NULL);
+}
+
 /* Insert at the cursor; -EINVAL for a code point that is not allowed,
  * -ENOBUFS past the limit, -ENOMEM. */
 int
 tui_editor_insert(struct tui_editor *e, uint32_t cp)
 {
+	int r;
+
 	if (!tui_editor_allowed(cp))
 		return -EINVAL;
-	return tui_editor_put(e, cp);
+	if ((r = tui_editor_put(e, cp)) == 0)
+		tui_editor_snap_forward(e);
+	return r;
 }
 
 /* See tui_editor.h. */
@@ -239,7 +270,7 @@ tui_editor_kill_word(struct tui_editor *e)
 		i--;
 	while (i > 0 && !tui_editor_blank(e->cps[i - 1]))
 		i--;
-	tui_editor_kill(e, i, e->cursor);
+	tui_editor_kill(e, tui_editor_snap(e, i), e->cursor);
 }
 
 /* See tui_editor.h. */
@@ -248,9 +279,13 @@ tui_editor_yank(struct tui_editor *e)
 {
 	int r;
 
-	for (size_t i = 0; i < e->kill_len; i++)
-		if ((r = tui_editor_put(e, e->kill[i])) < 0)
+	for (size_t i = 0; i < e->kill_len; i++) {
+		if ((r = tui_editor_put(e, e->kill[i])) < 0) {
+			tui_editor_snap_forward(e);
 			return r;
+		}
+	}
+	tui_editor_snap_forward(e);
 	return 0;
 }
 
@@ -271,6 +306,7 @@ tui_editor_word_left(struct tui_editor *e)
 		e->cursor--;
 	while (e->cursor > 0 && tui_editor_wordch(e->cps[e->cursor - 1]))
 		e->cursor--;
+	e->cursor = tui_editor_snap(e, e->cursor);
 }
 
 /* Cursor past the end of this or the next word (Alt-F). */
@@ -281,6 +317,7 @@ tui_editor_word_right(struct tui_editor *e)
 		e->cursor++;
 	while (e->cursor < e->len && tui_editor_wordch(e->cps[e->cursor]))
 		e->cursor++;
+	tui_editor_snap_forward(e);
 }
 
 /* Decode one UTF-8 code point at s (valid or not); its length in *n. */
