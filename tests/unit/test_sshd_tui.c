@@ -692,6 +692,82 @@ test_time(void)
 	CHECK_STR(out, "3 min 4 s");
 }
 
+static void
+test_model_tags_and_scrollback(void)
+{
+	struct tui_model m, older;
+	const char *l;
+	size_t pos = 0, len;
+
+	tui_model_init(&m);
+	tui_model_init_max(&older, 1 << 20);
+	m.tag = 0;
+	tui_model_add(&m, "welcome", 7);	/* no event of its own */
+	m.tag = 41;
+	tui_model_add(&m, "forty-one", 9);
+	m.tag = 42;
+	tui_model_add(&m, "forty-two", 9);
+	CHECK(tui_model_first_tag(&m) == 41);
+	CHECK_INT((int)tui_model_count(&m), 3);
+	/* The tag never shows in the line given back. */
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 9 && memcmp(l, "forty-two", 9) == 0);
+	/* Older lines go before: the walk goes on into them. */
+	older.tag = 7;
+	tui_model_add(&older, "seven", 5);
+	CHECK_INT(tui_model_prepend(&m, &older), 0);
+	CHECK(tui_model_first_tag(&m) == 7);
+	pos = 0;
+	for (int i = 0; i < 4; i++)
+		CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 5 && memcmp(l, "seven", 5) == 0);
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 0);
+	tui_model_free(&m);
+	tui_model_free(&older);
+}
+
+static void
+test_draw_status_time_and_highlight(void)
+{
+	struct tui_draw d;
+	struct tui_editor e;
+	struct buf b;
+	long long ms;
+
+	buf_init(&b, 1 << 16);
+	tui_editor_init(&e, 64);
+	tui_draw_init(&d, 1, 1, 1, 30, 10);
+	/* A time: the date line first, then HH:MM before the line, and the
+	 * gutter under it for command output. */
+	CHECK_INT(tui_time_parse("2026-11-30T03:44:26.123Z", &ms), 0);
+	tui_draw_set_time(&d, ms);
+	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi");
+	tui_draw_line(&d, &b, TUI_STYLE_OUTPUT, NULL, "out");
+	CHECK(strstr(b.data, "-- ") != NULL);
+	CHECK(strstr(b.data, "2026 --") != NULL);
+	CHECK(strstr(b.data, "\r\n      out") != NULL);
+	/* The date line comes once per date. */
+	CHECK(strstr(strstr(b.data, "2026 --") + 1, "2026 --") == NULL);
+	/* /history's match in reverse video, whatever its case. */
+	buf_reset(&b);
+	snprintf(d.highlight, sizeof(d.highlight), "alpha");
+	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "bob", "an ALPHA test");
+	CHECK(strstr(b.data, "an \x1b[7mALPHA\x1b[27m test") != NULL);
+	d.highlight[0] = '\0';
+	/* The status line: one row in reverse, cut to the width, counted
+	 * in the region above the prompt. */
+	buf_reset(&b);
+	tui_draw_set_status(&d, "room | here: alice, bob | agent: idle | 12 "
+	    "tokens today");
+	tui_draw_bottom(&d, &b, "room", &e);
+	CHECK_INT(d.bottom_rows, 1);
+	CHECK(strstr(b.data, "\x1b[7mroom | here: alice, bob | age\x1b[0m") !=
+	    NULL);
+	tui_draw_free(&d);
+	tui_editor_free(&e);
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -714,5 +790,7 @@ main(void)
 	TEST(test_status);
 	TEST(test_approval_text);
 	TEST(test_time);
+	TEST(test_model_tags_and_scrollback);
+	TEST(test_draw_status_time_and_highlight);
 	return unit_done("test_sshd_tui");
 }
