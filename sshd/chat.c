@@ -1421,7 +1421,8 @@ chat_tick(struct chan *c)
 	}
 	chat_flush(ch);
 	chat_resume(ch);
-	if (ch->ansi && !ch->leaving && chat_status_refresh(ch))
+	if (ch->ansi && !ch->leaving && tui_status_expire(&ch->status,
+	    time_mono_ms()) && chat_status_refresh(ch))
 		chat_bottom(ch);	/* someone stopped typing */
 	if (ch->leaving && agentlink_pending(&ch->link) == 0 && !c->finish) {
 		if (ch->ansi) {

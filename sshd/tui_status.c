@@ -166,6 +166,22 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 }
 
 /* See tui_status.h. */
+int
+tui_status_expire(struct tui_status *st, long long now_ms)
+{
+	int any = 0;
+
+	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
+		if (st->typing[i].until_ms && st->typing[i].until_ms <= now_ms) {
+			st->typing[i].until_ms = 0;
+			st->typing[i].name[0] = '\0';
+			any = 1;
+		}
+	}
+	return any;
+}
+
+/* See tui_status.h. */
 long long
 tui_status_took(struct tui_status *st, const char *id, long long end_ms)
 {

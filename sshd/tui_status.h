@@ -60,6 +60,10 @@ void tui_status_event(struct tui_status *st, const char *type,
 void tui_status_text(const struct tui_status *st, const char *room,
     long long now_ms, char *out, size_t len);
 
+/* Forget who stopped typing by now_ms: 1 when someone did (the line
+ * changes), else 0.  Cheap: chat.c asks on every tick. */
+int tui_status_expire(struct tui_status *st, long long now_ms);
+
 /* How long the command with id ran, when it ended at end_ms: its
  * milliseconds, or -1 when its start was not seen.  The entry is
  * forgotten. */
