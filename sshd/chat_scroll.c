@@ -222,7 +222,9 @@ chat_scroll_load(struct chat *ch)
 void
 chat_scroll_page(struct chat *ch, int dir)
 {
-	size_t page = ch->draw.rows > 4 ? (size_t)ch->draw.rows - 3 : 1;
+	/* A screen less two lines: what was at the edge stays in view,
+	 * also when a line above wraps over two rows. */
+	size_t page = ch->draw.rows > 5 ? (size_t)ch->draw.rows - 4 : 1;
 	size_t total = tui_model_count(&ch->draw.model) +
 	    tui_model_count(&ch->scroll.older);
 

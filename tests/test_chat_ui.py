@@ -98,8 +98,8 @@ def test_status_line_times_blocks_and_approval(srv, model_server, tmux):
     rows = [untimed(r) for r in tmux.rows("b")]
     start = rows.index("> alice $ echo block-out; sleep 0.3; exit 3")
     assert rows[start + 1] == "      block-out", rows
-    assert re.fullmatch(r"\* exit 3 after 0\.[3-9]\d s", rows[start + 2]), \
-        rows
+    took = re.fullmatch(r"\* exit 3 after (\d+\.\d+) s", rows[start + 2])
+    assert took and float(took.group(1)) >= 0.3, rows
     # An approval says exactly what will run; the status line says the
     # agent waits for it, then runs it.
     tmux.keys("a", "/policy ask", "Enter")
@@ -117,8 +117,8 @@ def test_status_line_times_blocks_and_approval(srv, model_server, tmux):
     tokens = int(re.search(r"(\d+) tokens today", st).group(1))
     assert tokens > 0, st
     rows = [untimed(r) for r in tmux.rows("a")]
-    assert any(re.fullmatch(r"\* tool ok after 1\.\d\d s", r)
-               for r in rows), rows
+    took = [re.fullmatch(r"\* tool ok after (\d+\.\d+) s", r) for r in rows]
+    assert any(t and float(t.group(1)) >= 1.0 for t in took), rows
     # /cost asks the room for the same count.
     tmux.keys("a", "/cost", "Enter")
     tmux.wait("a", "tokens used in this room today")
