@@ -191,6 +191,22 @@ test_chat_commands(void)
 	json_object_put(o);
 	CHECK_INT(chat_command("/policy maybe", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "usage") != NULL);
+	CHECK_INT(chat_command("/me waves", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "chat");
+	CHECK_STR(json_get_string(o, "text"), "/me waves");
+	json_object_put(o);
+	CHECK_INT(chat_command("/history fix bug", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "history");
+	CHECK_STR(json_get_string(o, "match"), "fix bug");
+	json_object_put(o);
+	CHECK_INT(chat_command("/history", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK(strstr(reply, "usage: /history TEXT") != NULL);
+	CHECK_INT(chat_command("/cost", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "usage");
+	json_object_put(o);
+	CHECK_INT(chat_command("/term", NULL, &o, reply, sizeof(reply)), 4);
+	CHECK(o == NULL);
 	CHECK_INT(chat_command("/model m2", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "model"), "m2");
 	json_object_put(o);
