@@ -29,6 +29,7 @@
 #include "room.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@
 #include "protocol.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "ws_list.h"
+#include "wsio.h"
 #include "room_limits.h"
 #include "settings.h"
 #include "term.h"
@@ -462,6 +465,19 @@ room_hello_kind(struct conn *c, const char *kind)
 	return CONN_NEW;
 }
 
+/* The tokens used today, for the chat's status line. */
+static void
+room_welcome_usage(struct agent *a, json_object *ev)
+{
+	long long in = 0, out = 0;
+	json_object *u = json_object_new_object();
+
+	room_db_usage_today(a->db, &in, &out);
+	json_object_object_add(u, "input_tokens", json_object_new_int64(in));
+	json_object_object_add(u, "output_tokens", json_object_new_int64(out));
+	json_object_object_add(ev, "usage_today", u);
+}
+
 /* The welcome event: who, where, the settings and who owns the room. */
 static void
 room_welcome(struct agent *a, struct conn *c)
@@ -475,6 +491,7 @@ room_welcome(struct agent *a, struct conn *c)
 	json_object_object_add(ev, "model", json_object_new_string(a->model));
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	room_access_describe(a, ev);
+	room_welcome_usage(a, ev);
 	json_object_object_add(ev, "seq", json_object_new_int64(a->seq));
 	time_now_iso(now, sizeof(now));
 	json_object_object_add(ev, "time", json_object_new_string(now));
@@ -574,13 +591,136 @@ room_chat(struct conn *c, json_object *req)
 	free(text);
 }
 
+/* history: since, before, limit, user, match (protocol.h); at most
+ * PROTO_MAX_HISTORY events, the latest that match. */
 static void
 room_history(struct conn *c, json_object *req)
 {
-	long long since = json_get_int(req, "since", 0);
-	long long limit = json_get_int(req, "limit", 0);
+	struct room_db_filter f = {
+		.since = json_get_int(req, "since", 0),
+		.before = json_get_int(req, "before", 0),
+		.limit = (long)json_get_int(req, "limit", 0),
+		.user = json_get_string(req, "user"),
+		.match = json_get_string(req, "match"),
+	};
 
-	room_db_events_each(c->a->db, since, limit, room_replay_one, c);
+	if (f.limit <= 0 || f.limit > PROTO_MAX_HISTORY)
+		f.limit = PROTO_MAX_HISTORY;
+	if (f.match && !*f.match)
+		f.match = NULL;
+	if (room_db_events_find(c->a->db, &f, room_replay_one, c) == -EINVAL)
+		room_error(c, NULL, "history: match is too long (at most 300 "
+		    "bytes)");
+}
+
+/* A `complete` request on its way: who asked (found again by pointer
+ * among the live connections: it may have gone meanwhile), and the word. */
+struct room_complete {
+	struct agent *a;
+	struct conn *c;			/* compared, never followed */
+	char user[64];
+	char id[64];
+	char word[WS_LIST_MAX_PATH];
+	size_t dirlen;			/* the word's directory part, with '/' */
+};
+
+/* The listing is in: `completions` (id, path, names as full words) to the
+ * connection that asked, if it is still there. */
+static void
+room_complete_done(void *arg, int err, json_object *names)
+{
+	struct room_complete *rc = arg;
+	struct conn *c = rc->a->conns;
+	json_object *ev, *full;
+	char w[WS_LIST_MAX_PATH + NAME_MAX + 2];
+
+	while (c && c != rc->c)
+		c = c->next;
+	if (c && !c->closing && strcmp(c->user, rc->user) == 0 &&
+	    (ev = room_event_new("completions")) && (full =
+	    json_object_new_array())) {
+		for (size_t i = 0; names && i < json_object_array_length(names);
+		    i++) {
+			snprintf(w, sizeof(w), "%.*s%s", (int)rc->dirlen,
+			    rc->word, json_object_get_string(
+			    json_object_array_get_idx(names, i)));
+			json_object_array_add(full, json_object_new_string(w));
+		}
+		json_object_object_add(ev, "id", json_object_new_string(rc->id));
+		json_object_object_add(ev, "path",
+		    json_object_new_string(rc->word));
+		json_object_object_add(ev, "names", full);
+		if (err)
+			log_info("completion of %s: %s", rc->word,
+			    strerror(-err));
+		room_send(c, ev);
+	}
+	json_object_put(names);
+	free(rc);
+}
+
+/* complete: id, path (a word as typed after "!"): the workspace's names
+ * that complete it, listed through the confined path (ws_list.h). */
+static void
+room_complete(struct conn *c, json_object *req)
+{
+	const char *word = json_get_string(req, "path") ?: "";
+	const char *slash = strrchr(word, '/');
+	struct room_complete *rc;
+	char dir[WS_LIST_MAX_PATH], rel[WS_LIST_MAX_PATH], err[256];
+
+	if (strlen(word) >= WS_LIST_MAX_PATH) {
+		room_error(c, json_get_string(req, "id"), "complete: the path "
+		    "is too long");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - word + 1) :
+	    0, word);
+	if (wsio_path(dir, rel, sizeof(rel), err, sizeof(err)) < 0) {
+		room_error(c, json_get_string(req, "id"), "complete: %s", err);
+		return;
+	}
+	if (!(rc = calloc(1, sizeof(*rc))))
+		return;
+	rc->a = c->a;
+	rc->c = c;
+	snprintf(rc->user, sizeof(rc->user), "%s", c->user);
+	snprintf(rc->id, sizeof(rc->id), "%s", json_get_string(req, "id") ?:
+	    "");
+	snprintf(rc->word, sizeof(rc->word), "%s", word);
+	rc->dirlen = strlen(dir);
+	if (ws_list_start(c->a, rel, slash ? slash + 1 : word,
+	    room_complete_done, rc) < 0) {
+		room_error(c, rc->id, "complete: could not list %s", dir);
+		free(rc);
+	}
+}
+
+/* typing: tell the other members that c's user is typing (live only). */
+static void
+room_typing(struct conn *c)
+{
+	json_object *ev = room_event_new("typing");
+
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	room_emit(c->a, ev, 0);
+}
+
+/* The usage event: the tokens the model used in this room today. */
+static json_object *
+room_usage_event(struct agent *a)
+{
+	json_object *ev = room_event_new("usage");
+	long long in = 0, out = 0;
+	char now[40];
+
+	room_db_usage_today(a->db, &in, &out);
+	time_now_iso(now, sizeof(now));
+	now[10] = '\0';
+	json_object_object_add(ev, "day", json_object_new_string(now));
+	json_object_object_add(ev, "input_tokens", json_object_new_int64(in));
+	json_object_object_add(ev, "output_tokens", json_object_new_int64(out));
+	return ev;
 }
 
 /* prompt: the question is shown to the room as the asker's (a stored
@@ -648,6 +788,12 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {
 		room_send(c, room_presence_event(c->a));
+	} else if (strcmp(type, "typing") == 0) {
+		room_typing(c);
+	} else if (strcmp(type, "complete") == 0) {
+		room_complete(c, req);
+	} else if (strcmp(type, "usage") == 0) {
+		room_send(c, room_usage_event(c->a));
 	} else if (strcmp(type, "sync") == 0) {
 		room_sync(c, req);
 	} else if (term_line(c, type, req)) {

@@ -445,6 +445,57 @@ room_db_events_each(struct room_db *db, long long since, long limit,
 	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;
 }
 
+/* LIKE's pattern for text inside anything: %text% with %, _ and \
+ * escaped by \.  NULL when it would not fit. */
+static char *
+room_db_like(const char *text, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (len < 3)
+		return NULL;
+	out[o++] = '%';
+	for (const char *p = text; *p; p++) {
+		if (o + 4 > len)
+			return NULL;
+		if (*p == '%' || *p == '_' || *p == '\\')
+			out[o++] = '\\';
+		out[o++] = *p;
+	}
+	out[o++] = '%';
+	out[o] = '\0';
+	return out;
+}
+
+int
+room_db_events_find(struct room_db *db, const struct room_db_filter *f,
+    int (*fn)(const char *json, void *arg), void *arg)
+{
+	char like[1024];
+	sqlite3_stmt *st;
+	int rc;
+
+	if (f->match && !room_db_like(f->match, like, sizeof(like)))
+		return -EINVAL;
+	st = room_db_prep(db, "SELECT json FROM (SELECT seq, json FROM events"
+	    " WHERE seq > ? AND (? <= 0 OR seq < ?)"
+	    " AND (? IS NULL OR (type IN ('message', 'prompt', 'exec_start')"
+	    "   AND json_extract(json, '$.user') = ?))"
+	    " AND (? IS NULL OR coalesce(json_extract(json, '$.text'),"
+	    "   json_extract(json, '$.command'), json_extract(json, '$.output'),"
+	    "   json_extract(json, '$.stdout'), '') LIKE ? ESCAPE '\\')"
+	    " ORDER BY seq DESC LIMIT ?) ORDER BY seq", "IIIssssI", f->since,
+	    f->before, f->before, f->user, f->user, f->match ? like : NULL,
+	    f->match ? like : NULL, f->limit > 0 ? (long long)f->limit : -1LL);
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (fn((const char *)sqlite3_column_text(st, 0), arg))
+			break;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;
+}
+
 long long
 room_db_last_seq(struct room_db *db)
 {
@@ -935,6 +986,20 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 	time_now_iso(now, sizeof(now));
 	return room_db_write(db, "UPDATE audit SET exit_code = ?, signal = ?,"
 	    " ended = ? WHERE id = ?", "issI", exit_code, signal, now, id);
+}
+
+int
+room_db_usage_today(struct room_db *db, long long *in, long long *out)
+{
+	char day[40];
+
+	time_now_iso(day, sizeof(day));
+	day[10] = '\0';
+	*in = room_db_int(db, 0, "SELECT coalesce(sum(input_tokens), 0) FROM"
+	    " usage WHERE day = ?", "s", day);
+	*out = room_db_int(db, 0, "SELECT coalesce(sum(output_tokens), 0) FROM"
+	    " usage WHERE day = ?", "s", day);
+	return 0;
 }
 
 int

@@ -50,6 +50,21 @@ int room_db_event_add(struct room_db *db, long long seq, const char *time,
  * result stops the walk. */
 int room_db_events_each(struct room_db *db, long long since, long limit,
     int (*fn)(const char *json, void *arg), void *arg);
+/* What a `history` request asks for (room.c): events with since < seq <
+ * before (before <= 0: no bound), the latest limit of them; with user set,
+ * only that user's own lines (message, prompt, exec_start); with match
+ * set, only events whose text, command or output holds it (any case). */
+struct room_db_filter {
+	long long since, before;
+	long limit;
+	const char *user;	/* NULL: anyone */
+	const char *match;	/* NULL: anything */
+};
+/* Call fn with each stored event that f lets through, oldest first. */
+int room_db_events_find(struct room_db *db, const struct room_db_filter *f,
+    int (*fn)(const char *json, void *arg), void *arg);
+/* Tokens the model used today (UTC day), all models together. */
+int room_db_usage_today(struct room_db *db, long long *in, long long *out);
 /* The highest seq ever handed out (stored events and the meta high-water). */
 long long room_db_last_seq(struct room_db *db);
 /* Remember that seq was handed out (live events are not stored). */

@@ -37,8 +37,24 @@
  *             exec_output and exec_result (the chat's "!cmd").
  *   signal    id, signal ("INT", "TERM", "KILL", "HUP")   to a running exec
  *   config    model, provider, approval, allow_list[], skills[], seed_git
- *   history   since, limit          replay stored events with seq > since
+ *   history   since, before, limit, user, match
+ *                                   replay stored events with since < seq
+ *                                   < before (before 0: no bound), the
+ *                                   latest `limit` of them (at most
+ *                                   PROTO_MAX_HISTORY, also when 0); user:
+ *                                   only that user's message, prompt and
+ *                                   exec_start; match: only events whose
+ *                                   text, command or output holds it (any
+ *                                   case, at most 300 bytes)
  *   who                             -> presence
+ *   typing                          -> typing (user) to the members, live
+ *   complete  id, path              -> completions (id, path, names): the
+ *                                   workspace's names completing path,
+ *                                   listed through the confined path
+ *                                   (agent/ws_list.h)
+ *   usage                           -> usage (day, input_tokens,
+ *                                   output_tokens): the model's tokens in
+ *                                   this room today (UTC)
  *   invite    user                  make user a member      } the owner's
  *   kick      user                  remove, end its sessions} and admins'
  *   visibility visibility ("open" | "private")              } only
@@ -56,7 +72,10 @@
  * From the room (each has type, seq and time; seq is room-wide and rises;
  * events marked * are stored in room.db and replayed, the others are live
  * only):
- *   welcome          see above
+ *   welcome          see above (also usage_today {input_tokens,
+ *                    output_tokens})
+ *   typing           user                 a member is typing (live)
+ *   usage            day, input_tokens, output_tokens   (to the asker)
  *   message*         user, text [, turn]  a person's line, or the agent's
  *                    finished text (user "agent") repeating its deltas
  *   agent_delta      turn, text           streamed text of the agent
@@ -103,6 +122,7 @@
 #define PROTO_TERM_MAX_COLS	500		/* the shared terminal's size */
 #define PROTO_TERM_MAX_ROWS	200
 #define PROTO_TERM_MAX_INPUT	4096		/* one term_input's data */
+#define PROTO_MAX_HISTORY	500		/* events one history answers */
 
 #define AGENT_SOCKET_NAME	"agent.sock"	/* in DATA/run/ROOM/ */
 #define WORKSPACE_DIR_NAME	"workspace"	/* mount point in DATA/run/ROOM/ */

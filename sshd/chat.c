@@ -35,13 +35,14 @@
  * Colour is off when the client sent NO_COLOR (non-empty) through an env
  * request (SetEnv or SendEnv); bold and reverse stay.
  */
-#include "chat.h"
+#include "chat_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "agentlink.h"
 #include "log.h"
@@ -49,9 +50,8 @@
 #include "room_access.h"
 #include "server.h"
 #include "term_mode.h"
-#include "tui_draw.h"
-#include "tui_editor.h"
-#include "tui_keys.h"
+#include "tui_approval.h"
+#include "tui_time.h"
 #include "user_cap.h"
 #include "utf8.h"
 #include "util.h"
@@ -68,7 +68,8 @@
 #define CHAT_MAX_CONNECT	20
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
-#define CHAT_MAX_WAITING	16	/* approval requests remembered */
+#define CHAT_PASTE_ON		"\x1b[?2004h"	/* bracketed paste mode */
+#define CHAT_PASTE_OFF		"\x1b[?2004l"
 
 /* One command a line, so that it reads as a table at any width. */
 #define CHAT_HELP \
@@ -76,13 +77,16 @@
 	"  TEXT              say TEXT to the room\n" \
 	"  @agent TEXT       ask the agent (the room sees it)\n" \
 	"  !CMD              run CMD in the workspace for all to see\n" \
+	"  /me TEXT          say what you do: * you TEXT\n" \
+	"  /who              who is here, idle how long, in /term\n" \
 	"  /stop             stop the agent's turn\n" \
-	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
-	"  /who              who is here, and how long idle\n" \
 	"  y, /approve [ID]  run what the agent asks to run\n" \
 	"  n, /deny [ID]     refuse it\n" \
 	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
 	"  /model NAME       the agent's model\n" \
+	"  /history TEXT     search the room's stored history\n" \
+	"  /cost             tokens the model used here today\n" \
+	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
@@ -92,43 +96,18 @@
 	"  /delete ROOM      delete this room for good (owner)\n" \
 	"  /help             this list\n" \
 	"  /quit             leave (or Ctrl-D on an empty line)\n" \
-	"keys: Left/Right, Home/End, Ctrl-A/E/U, Ctrl-C clears, Ctrl-L redraws"
-
-struct chat {
-	struct chan *c;			/* owner */
-	struct agentlink link;		/* to the room's agent */
-	int ansi;			/* line UI, else plain lines */
-	struct tui_keys keys;		/* ansi: key decoder */
-	struct tui_editor ed;		/* ansi: the input line */
-	struct tui_draw draw;		/* rendering state */
-	struct buf frame;		/* the frame being rendered */
-	struct buf q;			/* whole frames for the client */
-	int redraw_owed;		/* frames were dropped: redraw (ansi) or
-					 * say so (plain) once caught up */
-	long long paused_ms;		/* when reading the room was paused
-					 * for the client (0: not paused) */
-	struct buf partial;		/* command output's unfinished line */
-	struct buf line;		/* plain: the line being read */
-	int discarding;			/* plain: inside an over-long line */
-	int started;			/* hello sent */
-	int reconnect;			/* the agent went away: connect again */
-	int leaving;			/* exit once our lines are sent */
-	int denied;			/* access_denied came: the end */
-	int connect_tries;
-	long long last_seq;		/* newest event seen, for reconnects */
-	unsigned long nexec;		/* !CMD counter */
-	char streamed[64];		/* tool call whose output was shown live */
-	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
-						 * oldest first */
-	int nwaiting;
-	struct term_mode *term;		/* in /term (chat frames are then
-					 * only kept in the model), else NULL */
-};
+	"keys:\n" \
+	"  Up/Down           your earlier lines, also from past sessions\n" \
+	"  Tab               complete a command, a name or a path after !\n" \
+	"  PgUp/PgDn         scroll back through the room's history\n" \
+	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
+	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
+	"  Ctrl-C clears the line, Ctrl-L draws the screen again"
 
 /* ------------------------------------------------------------ commands -- */
 
 /* A new request object of type. */
-static json_object *
+json_object *
 chat_req(const char *type)
 {
 	json_object *o = json_object_new_object();
@@ -243,6 +222,34 @@ chat_limits_command(const char *arg, json_object **out, char *reply,
 	return 1;
 }
 
+/* /me TEXT (a message the chat shows as "* user TEXT"), /history TEXT
+ * (a search of the stored history) and /term, as chat_command answers
+ * them; -1 when line is none of them. */
+static int
+chat_text_command(const char *line, size_t wl, const char *arg,
+    json_object **out, char *reply, size_t len)
+{
+#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
+	if (IS("/me") || IS("/history")) {
+		if (!arg) {
+			snprintf(reply, len, "usage: %s TEXT", IS("/me") ?
+			    "/me" : "/history");
+			return 0;
+		}
+		*out = chat_req(IS("/me") ? "chat" : "history");
+		json_object_object_add(*out, IS("/me") ? "text" : "match",
+		    json_object_new_string(IS("/me") ? line : arg));
+		if (IS("/history"))
+			json_object_object_add(*out, "limit",
+			    json_object_new_int(CHAT_SEARCH_MAX));
+		return 1;
+	}
+	if (IS("/term"))
+		return 4;
+#undef IS
+	return -1;
+}
+
 /* See chat.h. */
 int
 chat_command(const char *line, const char *waiting, json_object **out,
@@ -282,12 +289,13 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		snprintf(reply, len, "%s", CHAT_HELP);
 		return 0;
 	}
-	if (IS("/term"))
-		return 4;
-	if (IS("/stop") || IS("/who")) {
-		*out = chat_req(IS("/stop") ? "stop" : "who");
+	if (IS("/stop") || IS("/who") || IS("/cost")) {
+		*out = chat_req(IS("/stop") ? "stop" : IS("/who") ? "who" :
+		    "usage");
 		return 1;
 	}
+	if ((r = chat_text_command(line, wl, arg, out, reply, len)) >= 0)
+		return r;
 	if (IS("/approve") || IS("/deny")) {
 		if (!arg && !waiting) {
 			snprintf(reply, len, "no approval request is waiting");
@@ -360,7 +368,7 @@ chat_flush(struct chat *ch)
 }
 
 /* Start rendering a frame; returns the buffer to render into. */
-static struct buf *
+struct buf *
 chat_frame(struct chat *ch)
 {
 	buf_reset(&ch->frame);
@@ -405,15 +413,24 @@ chat_queue_frame(struct chat *ch)
 	}
 }
 
-/* A chat frame: queued, unless the member is in /term (then the chat's
- * model has what it showed, and the return draws it). */
-static void
+/* A chat frame is done: queued, unless it was drawn into a model or the
+ * member is in /term (then the chat's model has what it showed, and the
+ * return draws it). */
+void
 chat_frame_done(struct chat *ch)
 {
-	if (ch->term)
+	ch->frame_count++;
+	if (ch->render_only || ch->term) {
 		buf_reset(&ch->frame);
-	else
-		chat_queue_frame(ch);
+		return;
+	}
+	if (ch->scroll.offset && ch->ansi) {
+		/* Scrolled back: the view, drawn again, is the frame. */
+		buf_reset(&ch->frame);
+		tui_draw_view(&ch->draw, &ch->frame, ch->c->s->room, &ch->ed,
+		    &ch->scroll.older, ch->scroll.offset);
+	}
+	chat_queue_frame(ch);
 }
 
 /* Every loop turn (never inside the link's callbacks): resume reading
@@ -458,19 +475,29 @@ chat_show(struct chat *ch, enum tui_style style, const char *name,
 static void
 chat_output_flush(struct chat *ch)
 {
-	if (!ch->partial.len)
+	if (!ch->partial.len || ch->render_only)
 		return;
 	chat_show(ch, TUI_STYLE_OUTPUT, NULL, ch->partial.data);
 	buf_reset(&ch->partial);
 }
 
 /* Print one line above the input line (after the output kept). */
-static void
+void
 chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text)
 {
+	/* A line of the chat's own (an answer to a command) is stamped
+	 * with the time it was shown. */
+	int own = ch->ansi && !ch->draw.time_ms;
+	struct timespec now;
+
+	if (own && clock_gettime(CLOCK_REALTIME, &now) == 0)
+		tui_draw_set_time(&ch->draw, (long long)now.tv_sec * 1000 +
+		    now.tv_nsec / 1000000);
 	chat_output_flush(ch);
 	chat_show(ch, style, name, text);
+	if (own)
+		tui_draw_set_time(&ch->draw, 0);
 }
 
 /* A chunk of command output: its whole lines now, the rest kept. */
@@ -497,9 +524,16 @@ chat_output(struct chat *ch, const char *text)
 }
 
 /* Draw the whole screen again from the model (Ctrl-L, a new size). */
-static void
+void
 chat_redraw(struct chat *ch)
 {
+	if (ch->scroll.offset) {
+		ch->draw.cols = ch->c->cols > 0 ? ch->c->cols : ch->draw.cols;
+		ch->draw.rows = ch->c->rows > 0 ? ch->c->rows : ch->draw.rows;
+		chat_frame(ch);
+		chat_frame_done(ch);	/* draws the view */
+		return;
+	}
 	tui_draw_redraw(&ch->draw, chat_frame(ch), ch->c->s->room, &ch->ed,
 	    ch->c->cols, ch->c->rows);
 	chat_frame_done(ch);
@@ -515,6 +549,27 @@ chat_summary(json_object *input, char *out, size_t len)
 
 	snprintf(out, len, "%.*s%s", CHAT_SUMMARY, s,
 	    strlen(s) > CHAT_SUMMARY ? "..." : "");
+}
+
+/* Add " after 1.2 s" to the first line of text when the start of the
+ * command id was seen (the end's time is the event's: draw.time_ms). */
+static void
+chat_took(struct chat *ch, const char *id, char *text, size_t len)
+{
+	long long ms = tui_status_took(&ch->status, id, ch->draw.time_ms);
+	size_t first = strcspn(text, "\n"), tail = strlen(text) - first;
+	char took[48];
+	int n;
+
+	if (ms < 0)
+		return;
+	memcpy(took, " after ", 7);
+	tui_time_duration(ms, took + 7, sizeof(took) - 7);
+	n = (int)strlen(took);
+	if (strlen(text) + (size_t)n + 1 > len)
+		return;
+	memmove(text + first + n, text + first, tail + 1);
+	memcpy(text + first, took, (size_t)n);
 }
 
 /* A tool's result.  Output already shown live is not shown again: only
@@ -545,6 +600,7 @@ chat_tool_result(struct chat *ch, json_object *o)
 		    CHAT_RESULT_SHOWN : n), out);
 	}
 	ch->streamed[0] = '\0';
+	chat_took(ch, id, text, sizeof(text));
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 }
 
@@ -574,6 +630,22 @@ chat_track_waiting(struct chat *ch, const char *id, int add)
 	memcpy(ch->waiting[ch->nwaiting++], id, strlen(id) + 1);
 }
 
+/* An approval request, saying exactly what will run (tui_approval.h). */
+static void
+chat_approval(struct chat *ch, json_object *o)
+{
+	char *text = malloc(TUI_APPROVAL_MAX * 2 + 1024);
+
+	if (!text) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "approval needed (out of "
+		    "memory to show it): y to run it, n to refuse");
+		return;
+	}
+	tui_approval_text(o, text, TUI_APPROVAL_MAX * 2 + 1024);
+	chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+	free(text);
+}
+
 /* Events about tools and approvals. */
 static int
 chat_event_tool(struct chat *ch, const char *type, json_object *o)
@@ -591,13 +663,7 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (json_get_bool(o, "replay", 0))
 			return 1;
 		chat_track_waiting(ch, json_get_string(o, "id"), 1);
-		chat_summary(input, sum, sizeof(sum));
-		snprintf(text, sizeof(text), "approval needed: %s %s -- y to "
-		    "run it, n to refuse (%lld s; /approve %s for this one "
-		    "when others wait)", json_get_string(o, "tool") ?: "?",
-		    sum, json_get_int(o, "seconds", 0),
-		    json_get_string(o, "id") ?: "?");
-		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+		chat_approval(ch, o);
 	} else if (strcmp(type, "tool_output") == 0 ||
 	    strcmp(type, "exec_output") == 0) {
 		if (type[0] == 't')
@@ -623,7 +689,7 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 	const char *sig;
 
 	if (strcmp(type, "exec_start") == 0) {
-		snprintf(text, sizeof(text), "%s ran: %s",
+		snprintf(text, sizeof(text), "%s $ %s",
 		    json_get_string(o, "user") ?: "?",
 		    json_get_string(o, "command") ?: "");
 		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
@@ -642,6 +708,7 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 		else
 			snprintf(text, sizeof(text), "exit %lld",
 			    json_get_int(o, "exitCode", -1));
+		chat_took(ch, json_get_string(o, "id"), text, sizeof(text));
 		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	} else {
 		return 0;
@@ -711,6 +778,23 @@ chat_idle_text(long long secs, char *out, size_t len)
 		snprintf(out, len, "idle %lldh", secs / 3600);
 }
 
+/* 1 when name is in the presence event's "term" list (the members in
+ * the room's shared terminal, when the room says). */
+static int
+chat_in_term(json_object *o, const char *name)
+{
+	json_object *term = NULL;
+
+	if (!name || !json_object_object_get_ex(o, "term", &term) ||
+	    !json_object_is_type(term, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(term); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(
+		    term, i)) ?: "", name) == 0)
+			return 1;
+	return 0;
+}
+
 /* The answer to /who: a line per person, with idle time when known. */
 static void
 chat_who_text(json_object *o, json_object *users, char *out, size_t len)
@@ -731,8 +815,9 @@ chat_who_text(json_object *o, json_object *users, char *out, size_t len)
 		if (idle && json_object_object_get_ex(idle, name, &secs))
 			chat_idle_text(json_object_get_int64(secs), how,
 			    sizeof(how));
-		used += (size_t)snprintf(out + used, len - used, "\n  %-20s %s",
-		    name ? name : "?", how);
+		used += (size_t)snprintf(out + used, len - used, "\n  %-20s %s%s",
+		    name ? name : "?", how, chat_in_term(o, name) ?
+		    ", in /term" : "");
 	}
 }
 
@@ -813,6 +898,12 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
+	} else if (strcmp(type, "usage") == 0) {
+		snprintf(text, sizeof(text), "tokens used in this room today "
+		    "(%s, UTC): %lld in, %lld out",
+		    json_get_string(o, "day") ?: "?",
+		    json_get_int(o, "input_tokens", 0),
+		    json_get_int(o, "output_tokens", 0));
 	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
@@ -863,6 +954,17 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 		tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
 		chat_frame_done(ch);
 		return 1;
+	}
+	if (strncmp(text, "/me ", 4) == 0 && text[4]) {
+		/* An action: "* alice waves". */
+		char *act = malloc(strlen(user) + strlen(text) + 2);
+
+		if (act) {
+			sprintf(act, "%s %s", user, text + 4);
+			chat_print(ch, TUI_STYLE_NOTICE, NULL, act);
+			free(act);
+			return 1;
+		}
 	}
 	chat_print(ch, TUI_STYLE_MESSAGE, user, text);
 	return 1;
@@ -935,8 +1037,89 @@ chat_denied(struct chat *ch, const char *msg)
 	log_info("session %lu: %s: %s", ch->c->s->num, ch->c->s->user,
 	    msg ? msg : "access denied");
 	tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
+	if (ch->ansi)
+		buf_append(&ch->frame, CHAT_PASTE_OFF, strlen(CHAT_PASTE_OFF));
 	chat_frame_done(ch);
 	chan_refuse(ch->c, "%s", msg ? msg : "atrium: access denied");
+}
+
+/* See chat_int.h. */
+void
+chat_dispatch(struct chat *ch, const char *type, json_object *o)
+{
+	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
+	    chat_event_exec(ch, type, o))
+		return;
+	chat_event_room(ch, type, o);
+}
+
+/* See chat_int.h. */
+int
+chat_status_refresh(struct chat *ch)
+{
+	char text[sizeof(ch->draw.status)];
+	size_t n;
+
+	if (!ch->ansi)
+		return 0;
+	n = 0;
+	text[0] = '\0';
+	if (ch->scroll.offset)	/* first: the line is cut to the width */
+		n = (size_t)snprintf(text, sizeof(text), "%s, PgDn returns | ",
+		    ch->scroll.loading ? "loading older lines" :
+		    ch->scroll.exhausted ? "the room's first line" :
+		    "scrolled back");
+	tui_status_text(&ch->status, ch->c->s->room, time_mono_ms(), text + n,
+	    sizeof(text) - n);
+	if (strcmp(text, ch->draw.status) == 0)
+		return 0;
+	tui_draw_set_status(&ch->draw, text);
+	return 1;
+}
+
+/* See chat_int.h. */
+void
+chat_bottom(struct chat *ch)
+{
+	struct buf *f = chat_frame(ch);
+
+	if (!ch->ansi)
+		return;
+	tui_draw_clear_bottom(&ch->draw, f);
+	tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
+	chat_frame_done(ch);
+}
+
+/* An event drawn at the bottom, as it comes: with its time, after the
+ * status line took it; while scrolled back, into the model only, and
+ * the view is drawn once after. */
+static void
+chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
+{
+	long long ms = 0;
+	size_t before = ch->scroll.offset ?
+	    tui_model_count(&ch->draw.model) : 0;
+	int scrolled = ch->scroll.offset > 0, changed;
+
+	tui_time_parse(json_get_string(o, "time"), &ms);
+	tui_draw_set_time(&ch->draw, ms);
+	/* The welcome carries the latest seq: no line of it marks where the
+	 * scrollback's older events begin. */
+	ch->draw.model.tag = strcmp(type, "welcome") ? seq : 0;
+	tui_status_event(&ch->status, type, o, ms, time_mono_ms());
+	changed = chat_status_refresh(ch);
+	ch->render_only = scrolled;
+	buf_reset(&ch->frame);
+	ch->frame_count = 0;
+	chat_dispatch(ch, type, o);
+	ch->render_only = 0;
+	tui_draw_set_time(&ch->draw, 0);
+	ch->draw.model.tag = 0;
+	if (scrolled)
+		chat_scroll_follow(ch, tui_model_count(&ch->draw.model) -
+		    before);
+	else if (changed && !ch->frame_count)
+		chat_bottom(ch);
 }
 
 /* A line from the room. */
@@ -957,11 +1140,15 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 		chat_denied(ch, json_get_string(o, "message"));
 		return;
 	}
-	if (chat_term_event(ch, type, o) ||
-	    chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
-	    chat_event_exec(ch, type, o))
+	if (chat_term_event(ch, type, o))
 		return;
-	chat_event_room(ch, type, o);
+	if (strcmp(type, "completions") == 0) {
+		chat_complete_answer(ch, o);
+		return;
+	}
+	if (chat_batch_line(ch, type, o))
+		return;
+	chat_event(ch, type, o, seq);
 }
 
 /* The agent went away: say so and connect again from the tick. */
@@ -1048,10 +1235,10 @@ chat_exec(struct chat *ch, json_object *req)
 /* Act on one finished input line.  The line is cleaned first (utf8.h):
  * a plain client may send any bytes, and what it says reaches every
  * member's terminal and the room's history. */
-static void
+void
 chat_submit(struct chat *ch, const char *raw)
 {
-	char reply[2048], *line = utf8_clean_str(raw);
+	char reply[4096], *line = utf8_clean_str(raw);
 	json_object *req = NULL;
 	int r;
 
@@ -1060,6 +1247,8 @@ chat_submit(struct chat *ch, const char *raw)
 		    "line was not sent");
 		return;
 	}
+	if (ch->ansi)
+		tui_history_add(&ch->hist, line, 0);
 	r = chat_command(line, ch->nwaiting ? ch->waiting[ch->nwaiting - 1] :
 	    NULL, &req, reply, sizeof(reply));
 	free(line);
@@ -1078,6 +1267,12 @@ chat_submit(struct chat *ch, const char *raw)
 	}
 	if (r != 1)
 		return;
+	if (strcmp(json_get_string(req, "type"), "history") == 0) {
+		if (chat_search_start(ch, req) < 0)
+			chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not "
+			    "taking lines now; wait a moment and search again");
+		return;
+	}
 	if (chat_own(ch, req)) {
 		json_object_put(req);
 		return;
@@ -1091,52 +1286,6 @@ chat_submit(struct chat *ch, const char *raw)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not taking "
 		    "lines now; wait a moment and send again");
 	json_object_put(req);
-}
-
-/* One key of the line UI. */
-static void
-chat_key(struct chat *ch, const struct tui_key *k)
-{
-	struct tui_editor *e = &ch->ed;
-	char line[CHAT_MAX_LINE + 8];
-
-	switch (k->type) {
-	case TUI_KEY_CHAR:
-		/* A control character is refused (-EINVAL) quietly. */
-		if (tui_editor_insert(e, k->cp) == -ENOBUFS)
-			chat_print(ch, TUI_STYLE_ERROR, NULL, "line too long: "
-			    "at most 16 KiB");
-		break;
-	case TUI_KEY_ENTER:
-		tui_editor_utf8(e, 0, e->len, line, sizeof(line));
-		tui_editor_clear(e);
-		chat_submit(ch, line);
-		break;
-	case TUI_KEY_BACKSPACE: tui_editor_backspace(e); break;
-	case TUI_KEY_DELETE: tui_editor_delete(e); break;
-	case TUI_KEY_LEFT: tui_editor_left(e); break;
-	case TUI_KEY_RIGHT: tui_editor_right(e); break;
-	case TUI_KEY_HOME: tui_editor_home(e); break;
-	case TUI_KEY_END: tui_editor_end(e); break;
-	case TUI_KEY_CTRL:
-		if (k->cp == 'c')
-			tui_editor_clear(e);
-		else if (k->cp == 'd' && e->len == 0)
-			ch->leaving = 1;
-		else if (k->cp == 'd')
-			tui_editor_delete(e);
-		else if (k->cp == 'u')
-			tui_editor_kill_start(e);
-		else if (k->cp == 'a')
-			tui_editor_home(e);
-		else if (k->cp == 'e')
-			tui_editor_end(e);
-		else if (k->cp == 'l')
-			chat_redraw(ch);
-		break;
-	default:
-		break;
-	}
 }
 
 /* Plain mode on a pty (TERM=dumb): the terminal is raw, so echo what is
@@ -1241,12 +1390,9 @@ chat_input(struct chan *c, const char *p, size_t n)
 		for (int j = 0; j < nk; j++)
 			chat_key(ch, &keys[j]);
 	}
-	if (!ch->leaving) {
-		struct buf *f = chat_frame(ch);
-
-		tui_draw_clear_bottom(&ch->draw, f);
-		tui_draw_bottom(&ch->draw, f, c->s->room, &ch->ed);
-		chat_frame_done(ch);
+	if (!ch->leaving && !ch->term) {
+		chat_typing(ch);
+		chat_bottom(ch);
 	}
 	return n;
 }
@@ -1296,6 +1442,22 @@ chat_start(struct chan *c)
 	ch->started = 1;
 	ch->reconnect = 0;
 	ch->connect_tries = 0;
+	chat_batch_reset(ch);
+	/* hello's replay is drawn as it comes; a search typed at once
+	 * must not take it for its own answer. */
+	chat_batch_ask(ch, CHAT_BATCH_JOIN, NULL);
+	if (ch->ansi && !ch->history_loaded) {
+		json_object *req = chat_req("history");
+
+		/* Up recalls this user's lines of earlier sessions: the
+		 * room keeps them (its messages, prompts and commands). */
+		json_object_object_add(req, "user",
+		    json_object_new_string(c->s->user));
+		json_object_object_add(req, "limit",
+		    json_object_new_int(CHAT_INPUT_HISTORY));
+		ch->history_loaded = chat_batch_ask(ch, CHAT_BATCH_INPUT,
+		    req) == 0;
+	}
 }
 
 /* Reconnect after an agent restart; leave once our lines are out. */
@@ -1312,10 +1474,18 @@ chat_tick(struct chan *c)
 	}
 	chat_flush(ch);
 	chat_resume(ch);
+	if (ch->ansi && !ch->leaving && tui_status_expire(&ch->status,
+	    time_mono_ms()) && chat_status_refresh(ch))
+		chat_bottom(ch);	/* someone stopped typing */
 	if (ch->leaving && agentlink_pending(&ch->link) == 0 && !c->finish) {
 		if (ch->ansi) {
+			ch->scroll.offset = 0;
+			term_mode_leave(ch->term, 0);	/* the link's end
+							 * detaches it */
+			ch->term = NULL;
 			tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
-			buf_append(&ch->frame, "bye\r\n", 5);
+			buf_append(&ch->frame, CHAT_PASTE_OFF "bye\r\n",
+			    strlen(CHAT_PASTE_OFF) + 5);
 			chat_frame_done(ch);
 		}
 		if (ch->q.len == 0)
@@ -1350,6 +1520,9 @@ chat_free(struct chan *c)
 	term_mode_free(ch->term);
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
+	tui_history_free(&ch->hist);
+	chat_scroll_free(ch);
+	free(ch->complete_before);
 	buf_free(&ch->line);
 	buf_free(&ch->frame);
 	buf_free(&ch->q);
@@ -1392,6 +1565,10 @@ chat_open(struct chan *c)
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
 	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,
 	    c->rows);
+	tui_status_init(&ch->status, c->s->user);
+	tui_history_init(&ch->hist);
+	tui_model_init_max(&ch->scroll.older, CHAT_SCROLL_MAX);
+	tui_model_init_max(&ch->scroll.batch, CHAT_SCROLL_MAX);
 	buf_init(&ch->line, CHAT_MAX_LINE);
 	buf_init(&ch->frame, CHAT_MAX_FRAME);
 	buf_init(&ch->q, CHAT_MAX_QUEUED);
@@ -1400,7 +1577,10 @@ chat_open(struct chan *c)
 	c->ops = &chat_ops;
 	chan_wait_room(c);
 	if (ch->ansi) {
-		tui_draw_bottom(&ch->draw, chat_frame(ch), c->s->room, &ch->ed);
+		chat_status_refresh(ch);
+		/* Pasted text comes bracketed: its lines are one message. */
+		buf_append(chat_frame(ch), CHAT_PASTE_ON, strlen(CHAT_PASTE_ON));
+		tui_draw_bottom(&ch->draw, &ch->frame, c->s->room, &ch->ed);
 		chat_frame_done(ch);
 	}
 	return 0;

@@ -15,7 +15,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
+#include "tui_time.h"
 #include "tui_width.h"
 #include "utf8.h"
 
@@ -23,7 +25,13 @@
 #define TUI_RESET		"\x1b[0m"
 #define TUI_CLEAR		TUI_RESET "\x1b[H\x1b[2J"	/* home, erase all */
 #define TUI_MAX_REDRAW		512	/* lines a redraw may show */
-#define TUI_VIEW_BYTES		(16 * 1024 + 8)	/* the input line shown, at most */
+#define TUI_VIEW_BYTES		(64 * 1024 + 8)	/* the input line shown, at most
+						 * (arrows for newlines) */
+#define TUI_GUTTER		"      "	/* under "HH:MM " */
+#define TUI_DIM			"\x1b[2m"
+#define TUI_UNDIM		"\x1b[22m"
+#define TUI_REVERSE		"\x1b[7m"
+#define TUI_UNREVERSE		"\x1b[27m"
 
 /* Rendering state for one client; cannot fail. */
 void
@@ -90,13 +98,20 @@ tui_draw_sanitize(struct buf *out, const char *text, size_t len,
 /* Append s[0..n) (one line, sanitised) with each tab turned into spaces
  * up to the next tab stop; col is the column where s starts. */
 static void
-tui_draw_expand(struct buf *out, const char *s, size_t n, int col)
+tui_draw_expand(struct buf *out, const char *s, size_t n, int col,
+    const char *hl)
 {
 	static const char spaces[TUI_DRAW_TAB] = "        ";
-	size_t i = 0, len;
+	size_t i = 0, len, hl_len = hl ? strlen(hl) : 0, hl_end = 0;
 	int w;
 
 	while (i < n) {
+		if (hl_len && i >= hl_end && i + hl_len <= n &&
+		    strncasecmp(s + i, hl, hl_len) == 0) {
+			/* A match of /history TEXT, in reverse video. */
+			buf_append(out, TUI_REVERSE, strlen(TUI_REVERSE));
+			hl_end = i + hl_len;
+		}
 		if (s[i] == '\t') {
 			int pad = TUI_DRAW_TAB - col % TUI_DRAW_TAB;
 
@@ -109,7 +124,13 @@ tui_draw_expand(struct buf *out, const char *s, size_t n, int col)
 		buf_append(out, s + i, len);
 		col += w;
 		i += len;
+		if (hl_end && i >= hl_end) {
+			buf_append(out, TUI_UNREVERSE, strlen(TUI_UNREVERSE));
+			hl_end = 0;
+		}
 	}
+	if (hl_end)
+		buf_append(out, TUI_UNREVERSE, strlen(TUI_UNREVERSE));
 }
 
 /* Move to the top of the bottom region and erase it (ansi only). */
@@ -186,6 +207,54 @@ tui_draw_emit(struct tui_draw *d, struct buf *out, const char *row,
 	tui_model_add(&d->model, row, len);
 }
 
+/* See tui_draw.h. */
+void
+tui_draw_set_status(struct tui_draw *d, const char *text)
+{
+	snprintf(d->status, sizeof(d->status), "%s", text ? text : "");
+}
+
+/* See tui_draw.h. */
+void
+tui_draw_set_time(struct tui_draw *d, long long ms)
+{
+	d->time_ms = ms;
+}
+
+/* The date line, before the first line of a new date (ansi, with a
+ * time). */
+static void
+tui_draw_date(struct tui_draw *d, struct buf *out)
+{
+	char date[64], row[128];
+	int day;
+
+	if (!d->time_ms || (day = tui_time_day(d->time_ms)) == d->day)
+		return;
+	d->day = day;
+	tui_time_date(d->time_ms, date, sizeof(date));
+	snprintf(row, sizeof(row), TUI_DIM "-- %s --", date);
+	tui_draw_emit(d, out, row, strlen(row));
+}
+
+/* The start of a first row: the time, dim, or for command output (and
+ * without a time) the gutter that keeps it under the text. */
+static void
+tui_draw_stamp(const struct tui_draw *d, struct buf *row, int first,
+    enum tui_style style)
+{
+	char hhmm[16];
+
+	if (!d->time_ms)
+		return;
+	if (!first || style == TUI_STYLE_OUTPUT) {
+		buf_append(row, TUI_GUTTER, strlen(TUI_GUTTER));
+		return;
+	}
+	tui_time_hhmm(d->time_ms, hhmm, sizeof(hhmm));
+	buf_printf(row, TUI_DIM "%s" TUI_UNDIM " ", hhmm);
+}
+
 /* A styled text as lines with attributes, tabs expanded (ansi). */
 static void
 tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
@@ -200,15 +269,19 @@ tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
 	tui_draw_sanitize(&clean, text, len, "\n");
 	p = clean.data ? clean.data : "";
 	end = p + clean.len;
+	if (style != TUI_STYLE_OUTPUT)
+		tui_draw_date(d, out);
 	for (int first = 1; first || p < end; first = 0) {
 		e = memchr(p, '\n', (size_t)(end - p));
 		buf_reset(&row);
+		tui_draw_stamp(d, &row, first, style);
 		if (first)
 			tui_draw_prefix(d, &row, style, name);
 		else
 			buf_append(&row, attr, strlen(attr));
 		tui_draw_expand(&row, p, (size_t)((e ? e : end) - p),
-		    row.len ? tui_width_str(row.data, row.len) : 0);
+		    row.len ? tui_width_str(row.data, row.len) : 0,
+		    d->highlight[0] ? d->highlight : NULL);
 		tui_draw_emit(d, out, row.data ? row.data : "", row.len);
 		p = e ? e + 1 : end;
 	}
@@ -236,13 +309,16 @@ tui_draw_line(struct tui_draw *d, struct buf *out, enum tui_style style,
 	buf_append(out, nl, strlen(nl));
 }
 
-/* Rows the kept stream may fill: all but the prompt row and one more, so
+/* Rows the kept stream may fill: all but the prompt row, the status
+ * line's and one more, so
  * the bottom region always fits on the screen (moving up past the top
  * row is clamped by terminals, and would leave stale rows). */
 static int
 tui_draw_stream_max(const struct tui_draw *d)
 {
-	return d->rows > 3 ? d->rows - 2 : 1;
+	int fixed = 2 + (d->status[0] ? 1 : 0);
+
+	return d->rows > fixed + 1 ? d->rows - fixed : 1;
 }
 
 /* Print the kept stream's first rows (out NULL: only into the model)
@@ -291,6 +367,10 @@ tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 	if (!d->streaming) {
 		d->streaming = 1;
 		buf_reset(&d->stream);
+		if (d->ansi) {
+			tui_draw_date(d, out);
+			tui_draw_stamp(d, &d->stream, 1, TUI_STYLE_MESSAGE);
+		}
 		tui_draw_prefix(d, &d->stream, TUI_STYLE_MESSAGE, "agent");
 	}
 	if (!d->ansi) {
@@ -306,7 +386,7 @@ tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 		tui_draw_sanitize(&clean, p, n, "");
 		tui_draw_expand(&d->stream, clean.data ? clean.data : "",
 		    clean.len, d->stream.len ? tui_width_str(d->stream.data,
-		    d->stream.len) % d->cols : 0);
+		    d->stream.len) % d->cols : 0, NULL);
 		tui_draw_stream_wrap(d, out);
 		if (!e)
 			break;
@@ -334,6 +414,32 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 	buf_reset(&d->stream);
 }
 
+/* The status line, one row in reverse video, cut to the width (its text
+ * is cleaned when set: names and commands come from the room). */
+static void
+tui_draw_status_row(struct tui_draw *d, struct buf *out)
+{
+	struct buf clean;
+	size_t n;
+	int used = 0;
+
+	if (!d->status[0])
+		return;
+	buf_init(&clean, sizeof(d->status) * 3 + 1);
+	tui_draw_sanitize(&clean, d->status, strlen(d->status), " ");
+	n = clean.data ? tui_width_fit(clean.data, clean.len, d->cols - 1,
+	    &used) : 0;
+	buf_append(out, TUI_REVERSE, strlen(TUI_REVERSE));
+	if (n)
+		buf_append(out, clean.data, n);
+	/* The whole row in reverse, so it reads as a bar. */
+	for (; used < d->cols - 1; used++)
+		buf_append(out, " ", 1);
+	buf_append(out, TUI_RESET "\r\n", 6);
+	d->bottom_rows++;
+	buf_free(&clean);
+}
+
 /* Draw the kept stream row and the prompt, cursor where the editor has it.
  * The prompt row never wraps: the line scrolls sideways in what is left
  * of the row after "ROOM> " (just "> " when the room's name leaves too
@@ -355,6 +461,7 @@ tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 		d->bottom_rows = tui_width_rows(d->stream.data, d->stream.len,
 		    d->cols);
 	}
+	tui_draw_status_row(d, out);
 	pw = (int)(strlen(room) + strlen(TUI_PROMPT_SUFFIX));
 	if (pw + 2 > d->cols)
 		room = "";
@@ -362,29 +469,45 @@ tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 	avail = d->cols - pw > 1 ? d->cols - pw : 1;
 	tui_editor_view(e, avail, &from, &to, &col);
 	buf_printf(out, "\x1b[1m%s%s" TUI_RESET, room, TUI_PROMPT_SUFFIX);
-	tui_editor_utf8(e, from, to, text, sizeof(text));
+	tui_editor_show(e, from, to, text, sizeof(text));
 	buf_append(out, text, strlen(text));
 	buf_printf(out, "\r\x1b[%dC", pw + col);
 }
 
+/* The line before *pos, walking the model back and then older (its
+ * walk in *opos); 0 when both are done. */
+static int
+tui_draw_prev(const struct tui_draw *d, const struct tui_model *older,
+    size_t *pos, size_t *opos, const char **line, size_t *len)
+{
+	if (*pos != (size_t)-1 &&
+	    tui_model_prev(&d->model, pos, line, len))
+		return 1;
+	*pos = (size_t)-1;
+	return older && tui_model_prev(older, opos, line, len);
+}
+
 /* See tui_draw.h. */
 void
-tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
-    const struct tui_editor *e, int cols, int rows)
+tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
+    const struct tui_editor *e, const struct tui_model *older,
+    size_t offset)
 {
 	const char *line[TUI_MAX_REDRAW];
-	size_t len[TUI_MAX_REDRAW], pos = 0;
+	size_t len[TUI_MAX_REDRAW], pos = 0, opos = 0;
 	int n = 0, left;
 
 	if (!d->ansi)
 		return;
-	d->cols = cols > 0 ? cols : d->cols;
-	d->rows = rows > 0 ? rows : d->rows;
 	tui_draw_stream_wrap(d, NULL);
-	left = d->rows - 1 - (d->streaming && d->stream.len ?
-	    tui_width_rows(d->stream.data, d->stream.len, d->cols) : 0);
+	left = d->rows - 1 - (d->status[0] ? 1 : 0) - (d->streaming &&
+	    d->stream.len ? tui_width_rows(d->stream.data, d->stream.len,
+	    d->cols) : 0);
+	while (offset > 0 && tui_draw_prev(d, older, &pos, &opos, &line[0],
+	    &len[0]))
+		offset--;
 	while (n < TUI_MAX_REDRAW &&
-	    tui_model_prev(&d->model, &pos, &line[n], &len[n])) {
+	    tui_draw_prev(d, older, &pos, &opos, &line[n], &len[n])) {
 		left -= tui_width_rows(line[n], len[n], d->cols);
 		if (left < 0)
 			break;
@@ -397,4 +520,14 @@ tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
 	}
 	d->bottom_rows = 0;
 	tui_draw_bottom(d, out, room, e);
+}
+
+/* See tui_draw.h. */
+void
+tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
+    const struct tui_editor *e, int cols, int rows)
+{
+	d->cols = cols > 0 ? cols : d->cols;
+	d->rows = rows > 0 ? rows : d->rows;
+	tui_draw_view(d, out, room, e, NULL, 0);
 }

@@ -1,9 +1,12 @@
 /*
  * tui_draw.h: the chat's output as bytes for the client's terminal.  With
  * ansi on: lines printed above a bottom region that holds the agent's
- * unfinished row (while it streams) and the input line "ROOM> ", which is
- * cleared and redrawn around each print; names in a stable colour (bold
- * only with colour off: NO_COLOR).  With ansi off: plain lines ending in
+ * unfinished row (while it streams), the status line and the input line
+ * "ROOM> ", which is cleared and redrawn around each print; each printed
+ * text starts with its time (HH:MM, the server's time zone) and a date
+ * line comes first when the date changed; command output is indented
+ * under it; names in a stable colour (bold only with colour off:
+ * NO_COLOR).  With ansi off: plain lines ending in
  * "\n" (CR LF on a pty), no escape sequence at all.
  *
  * Everything placed on the screen is measured with tui_width.h (wide
@@ -48,6 +51,13 @@ struct tui_draw {
 	struct buf stream;	/* ansi: its unfinished line; plain: its
 				 * prefix until the first text */
 	struct tui_model model;	/* ansi: printed lines, for redraws */
+	char status[512];	/* ansi: the status line's text ("" none) */
+	long long time_ms;	/* ansi: the time of the event being drawn
+				 * (0: none), shown as HH:MM before it */
+	int day;		/* ansi: the date of the last time shown
+				 * (tui_time_day), for the date line */
+	char highlight[128];	/* ansi: text shown in reverse video in the
+				 * lines drawn (a /history search), "" none */
 };
 
 /* ansi: the line UI; color: colours in it; crlf: a pty without ansi
@@ -74,7 +84,14 @@ void tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text);
 /* The stream is over: print what is kept. */
 void tui_draw_stream_end(struct tui_draw *d, struct buf *out);
 
-/* Draw the bottom region: the kept stream row and "ROOM> " input. */
+/* The status line's text (plain text, cut to the row when drawn) and the
+ * time of what is drawn next (0: none).  The next tui_draw_bottom shows
+ * them. */
+void tui_draw_set_status(struct tui_draw *d, const char *text);
+void tui_draw_set_time(struct tui_draw *d, long long ms);
+
+/* Draw the bottom region: the kept stream row, the status line (reverse
+ * video, one row) and "ROOM> " input. */
 void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e);
 
@@ -82,6 +99,14 @@ void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
  * lines as fit above the bottom region, for cols x rows. */
 void tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, int cols, int rows);
+
+/* ansi: clear the screen and draw the lines of older (oldest first; may
+ * be NULL) followed by the model's, leaving out the newest offset of them
+ * (scrolled back), as many as fit above the bottom region, then the
+ * bottom region. */
+void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
+    const struct tui_editor *e, const struct tui_model *older,
+    size_t offset);
 
 /* Append text without control characters (newline kept as nl). */
 void tui_draw_sanitize(struct buf *out, const char *text, size_t len,

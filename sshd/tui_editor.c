@@ -2,10 +2,12 @@
  * tui_editor.c: the input line of tui_editor.h.  Called by chat.c.
  * Invariants: cursor <= len <= cap; bytes is the UTF-8 size of cps[0..len)
  * and never passes max_bytes; every code point passes tui_editor_allowed,
- * so the line is always valid UTF-8 without control characters.  The
+ * or is a newline put there by tui_editor_newline (a paste), so the line
+ * is always valid UTF-8 without control characters but newlines.  The
  * cursor moves and deletes by grapheme cluster (tui_width.h): an emoji
  * with its selector or a letter with its accents is one step, as the
- * terminal draws it.
+ * terminal draws it; the cursor is always between clusters (text put
+ * before a combining mark takes the mark, and the cursor goes past it).
  */
 #include "tui_editor.h"
 
@@ -28,6 +30,7 @@ void
 tui_editor_free(struct tui_editor *e)
 {
 	free(e->cps);
+	free(e->kill);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -76,15 +79,13 @@ tui_editor_allowed(uint32_t cp)
 	    !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
 }
 
-/* Insert at the cursor; -EINVAL for a code point that is not allowed,
- * -ENOBUFS past the limit, -ENOMEM. */
-int
-tui_editor_insert(struct tui_editor *e, uint32_t cp)
+/* Insert cp at the cursor, unchecked; -ENOBUFS past the limit,
+ * -ENOMEM. */
+static int
+tui_editor_put(struct tui_editor *e, uint32_t cp)
 {
 	size_t n = tui_utf8_len(cp);
 
-	if (!tui_editor_allowed(cp))
-		return -EINVAL;
 	if (e->bytes + n > e->max_bytes)
 		return -ENOBUFS;
 	if (e->len == e->cap) {
@@ -102,6 +103,53 @@ tui_editor_insert(struct tui_editor *e, uint32_t cp)
 	e->len++;
 	e->bytes += n;
 	return 0;
+}
+
+/* The start of the cluster that holds cps[at] (at itself when a cluster
+ * starts there; len at the end): word moves and cuts go by code point,
+ * and must land between clusters, as every other move does. */
+static size_t
+tui_editor_snap(const struct tui_editor *e, size_t at)
+{
+	size_t i = 0, next;
+
+	while (i < at && (next = tui_width_cluster(e->cps, e->len, i, NULL))
+	    <= at)
+		i = next;
+	return i;
+}
+
+/* A cursor inside a cluster (text went in before a combining mark, which
+ * now belongs to it) moves on to the cluster's end. */
+static void
+tui_editor_snap_forward(struct tui_editor *e)
+{
+	size_t at;
+
+	if (e->cursor < e->len && (at = tui_editor_snap(e, e->cursor)) !=
+	    e->cursor)
+		e->cursor = tui_width_cluster(e->cps, e->len, at, NULL);
+}
+
+/* Insert at the cursor; -EINVAL for a code point that is not allowed,
+ * -ENOBUFS past the limit, -ENOMEM. */
+int
+tui_editor_insert(struct tui_editor *e, uint32_t cp)
+{
+	int r;
+
+	if (!tui_editor_allowed(cp))
+		return -EINVAL;
+	if ((r = tui_editor_put(e, cp)) == 0)
+		tui_editor_snap_forward(e);
+	return r;
+}
+
+/* See tui_editor.h. */
+int
+tui_editor_newline(struct tui_editor *e)
+{
+	return tui_editor_put(e, '\n');
 }
 
 /* Remove cps[from..to). */
@@ -166,14 +214,156 @@ tui_editor_end(struct tui_editor *e)
 	e->cursor = e->len;
 }
 
+/* Keep cps[from..to) as the killed text, remove it, cursor at from.  When
+ * the copy cannot be made the text still goes (the key did what it
+ * says), and Ctrl-Y yanks nothing. */
+static void
+tui_editor_kill(struct tui_editor *e, size_t from, size_t to)
+{
+	size_t n = to - from;
+
+	if (n == 0)
+		return;		/* nothing to kill; cps may still be NULL */
+	if (n > e->kill_cap) {
+		uint32_t *p = realloc(e->kill, n * sizeof(*p));
+
+		if (p) {
+			e->kill = p;
+			e->kill_cap = n;
+		}
+	}
+	e->kill_len = n <= e->kill_cap ? n : 0;
+	if (e->kill_len)
+		memcpy(e->kill, e->cps + from, n * sizeof(*e->cps));
+	tui_editor_remove(e, from, to);
+	e->cursor = from;
+}
+
 /* Delete from the start to the cursor (Ctrl-U). */
 void
 tui_editor_kill_start(struct tui_editor *e)
 {
-	if (e->cursor == 0)
-		return;		/* nothing to kill; cps may still be NULL */
-	tui_editor_remove(e, 0, e->cursor);
-	e->cursor = 0;
+	tui_editor_kill(e, 0, e->cursor);
+}
+
+/* Delete from the cursor to the end (Ctrl-K). */
+void
+tui_editor_kill_end(struct tui_editor *e)
+{
+	tui_editor_kill(e, e->cursor, e->len);
+}
+
+/* 1 for a blank (space, tab, newline) between shell words. */
+static int
+tui_editor_blank(uint32_t cp)
+{
+	return cp == ' ' || cp == '\t' || cp == '\n';
+}
+
+/* The word before the cursor and the blanks after it (Ctrl-W). */
+void
+tui_editor_kill_word(struct tui_editor *e)
+{
+	size_t i = e->cursor;
+
+	while (i > 0 && tui_editor_blank(e->cps[i - 1]))
+		i--;
+	while (i > 0 && !tui_editor_blank(e->cps[i - 1]))
+		i--;
+	tui_editor_kill(e, tui_editor_snap(e, i), e->cursor);
+}
+
+/* See tui_editor.h. */
+int
+tui_editor_yank(struct tui_editor *e)
+{
+	int r;
+
+	for (size_t i = 0; i < e->kill_len; i++) {
+		if ((r = tui_editor_put(e, e->kill[i])) < 0) {
+			tui_editor_snap_forward(e);
+			return r;
+		}
+	}
+	tui_editor_snap_forward(e);
+	return 0;
+}
+
+/* 1 for a letter or digit of a word (Alt-B/F): ASCII alphanumerics and
+ * every code point past ASCII (letters of other scripts, CJK). */
+static int
+tui_editor_wordch(uint32_t cp)
+{
+	return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
+	    (cp >= 'A' && cp <= 'Z') || cp >= 0x80;
+}
+
+/* Cursor to the start of this or the previous word (Alt-B). */
+void
+tui_editor_word_left(struct tui_editor *e)
+{
+	while (e->cursor > 0 && !tui_editor_wordch(e->cps[e->cursor - 1]))
+		e->cursor--;
+	while (e->cursor > 0 && tui_editor_wordch(e->cps[e->cursor - 1]))
+		e->cursor--;
+	e->cursor = tui_editor_snap(e, e->cursor);
+}
+
+/* Cursor past the end of this or the next word (Alt-F). */
+void
+tui_editor_word_right(struct tui_editor *e)
+{
+	while (e->cursor < e->len && !tui_editor_wordch(e->cps[e->cursor]))
+		e->cursor++;
+	while (e->cursor < e->len && tui_editor_wordch(e->cps[e->cursor]))
+		e->cursor++;
+	tui_editor_snap_forward(e);
+}
+
+/* Decode one UTF-8 code point at s (valid or not); its length in *n. */
+static uint32_t
+tui_editor_decode(const unsigned char *s, size_t *n)
+{
+	int need = s[0] < 0x80 ? 0 : (s[0] & 0xe0) == 0xc0 ? 1 :
+	    (s[0] & 0xf0) == 0xe0 ? 2 : (s[0] & 0xf8) == 0xf0 ? 3 : -1;
+	uint32_t cp = need == 0 ? s[0] : need == 1 ? s[0] & 0x1f :
+	    need == 2 ? s[0] & 0x0f : s[0] & 0x07;
+
+	*n = 1;
+	if (need < 0)
+		return 0xfffd;
+	for (int i = 1; i <= need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0xfffd;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	*n = (size_t)need + 1;
+	return cp;
+}
+
+/* See tui_editor.h. */
+int
+tui_editor_set(struct tui_editor *e, const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t n;
+	int r;
+
+	tui_editor_clear(e);
+	while (*p) {
+		uint32_t cp = tui_editor_decode(p, &n);
+
+		p += n;
+		if (cp == '\n')
+			r = tui_editor_newline(e);
+		else if (tui_editor_allowed(cp))
+			r = tui_editor_insert(e, cp);
+		else
+			continue;
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* Empty the line, keeping its memory. */
@@ -196,6 +386,31 @@ tui_editor_utf8(const struct tui_editor *e, size_t from, size_t to,
 		if (n + tui_utf8_len(e->cps[i]) + 1 > outlen)
 			break;
 		n += tui_utf8_put(e->cps[i], out + n);
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* See tui_editor.h. */
+size_t
+tui_editor_show(const struct tui_editor *e, size_t from, size_t to,
+    char *out, size_t outlen)
+{
+	static const char arrow[] = "\u21b5";
+	size_t n = 0, k;
+
+	if (outlen == 0)
+		return 0;
+	for (size_t i = from; i < to && i < e->len; i++) {
+		k = e->cps[i] == '\n' ? sizeof(arrow) - 1 :
+		    tui_utf8_len(e->cps[i]);
+		if (n + k + 1 > outlen)
+			break;
+		if (e->cps[i] == '\n')
+			memcpy(out + n, arrow, k);
+		else
+			tui_utf8_put(e->cps[i], out + n);
+		n += k;
 	}
 	out[n] = '\0';
 	return n;

@@ -17,6 +17,9 @@ struct tui_editor {
 	size_t max_bytes;	/* UTF-8 size limit of the line */
 	size_t bytes;		/* UTF-8 size now */
 	size_t cursor;		/* 0..len */
+	uint32_t *kill;		/* the text Ctrl-K/U/W took, for Ctrl-Y */
+	size_t kill_len;	/* in use */
+	size_t kill_cap;	/* allocated */
 };
 
 void tui_editor_init(struct tui_editor *e, size_t max_bytes);
@@ -40,8 +43,31 @@ void tui_editor_right(struct tui_editor *e);
 void tui_editor_home(struct tui_editor *e);
 void tui_editor_end(struct tui_editor *e);
 
-/* Delete from the start to the cursor (Ctrl-U). */
+/* Delete from the start to the cursor (Ctrl-U), from the cursor to the
+ * end (Ctrl-K), or the word before the cursor with the blanks after it
+ * (Ctrl-W: a word is a run of non-blanks, as in a shell).  What went is
+ * kept for tui_editor_yank (when memory allows). */
 void tui_editor_kill_start(struct tui_editor *e);
+void tui_editor_kill_end(struct tui_editor *e);
+void tui_editor_kill_word(struct tui_editor *e);
+
+/* Insert what was last killed at the cursor (Ctrl-Y).  0, or as
+ * tui_editor_insert. */
+int tui_editor_yank(struct tui_editor *e);
+
+/* Cursor to the start of this or the previous word (Alt-B), or past the
+ * end of this or the next word (Alt-F); a word is letters and digits. */
+void tui_editor_word_left(struct tui_editor *e);
+void tui_editor_word_right(struct tui_editor *e);
+
+/* Insert a newline at the cursor (a pasted line break: the line is sent
+ * as one message with its lines).  0, -ENOBUFS, -ENOMEM. */
+int tui_editor_newline(struct tui_editor *e);
+
+/* Replace the line with the UTF-8 text (its newlines kept, other control
+ * characters dropped), cursor at the end.  0, or -ENOBUFS when it was cut
+ * at max_bytes, -ENOMEM. */
+int tui_editor_set(struct tui_editor *e, const char *text);
 
 /* Empty the line. */
 void tui_editor_clear(struct tui_editor *e);
@@ -56,6 +82,11 @@ void tui_editor_view(const struct tui_editor *e, int cols, size_t *from,
 /* UTF-8 of code points [from, to) into out (NUL-terminated, truncated to
  * outlen).  Returns bytes written. */
 size_t tui_editor_utf8(const struct tui_editor *e, size_t from, size_t to,
+    char *out, size_t outlen);
+
+/* The same for the screen: a newline is shown as U+21B5 (one column, as
+ * tui_width_cluster counts it). */
+size_t tui_editor_show(const struct tui_editor *e, size_t from, size_t to,
     char *out, size_t outlen);
 
 /* Bytes of cp in UTF-8. */

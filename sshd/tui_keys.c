@@ -44,6 +44,14 @@ tui_keys_csi(struct tui_keys *k, unsigned char fin, struct tui_key *out)
 			return tui_keys_emit(out, TUI_KEY_END, 0);
 		if (strcmp(k->seq, "3") == 0)
 			return tui_keys_emit(out, TUI_KEY_DELETE, 0);
+		if (strcmp(k->seq, "5") == 0)
+			return tui_keys_emit(out, TUI_KEY_PGUP, 0);
+		if (strcmp(k->seq, "6") == 0)
+			return tui_keys_emit(out, TUI_KEY_PGDN, 0);
+		if (strcmp(k->seq, "200") == 0)
+			return tui_keys_emit(out, TUI_KEY_PASTE_START, 0);
+		if (strcmp(k->seq, "201") == 0)
+			return tui_keys_emit(out, TUI_KEY_PASTE_END, 0);
 		return 0;
 	default:
 		return 0;
@@ -69,6 +77,8 @@ tui_keys_ground(struct tui_keys *k, unsigned char b, struct tui_key *out)
 		return cr ? 0 : tui_keys_emit(out, TUI_KEY_ENTER, 0);
 	if (b == 0x7f || b == 0x08)
 		return tui_keys_emit(out, TUI_KEY_BACKSPACE, 0);
+	if (b == '\t')
+		return tui_keys_emit(out, TUI_KEY_TAB, 0);
 	if (b < 0x20)
 		return tui_keys_emit(out, TUI_KEY_CTRL, (uint32_t)('a' + b - 1));
 	if (b < 0x80)
@@ -111,8 +121,10 @@ tui_keys_feed(struct tui_keys *k, unsigned char b, struct tui_key out[2])
 	case KS_ESC:
 		k->seqlen = 0;
 		k->state = b == '[' ? KS_CSI : b == 'O' ? KS_SS3 : KS_GROUND;
+		if (k->state == KS_GROUND && b > 0x20 && b < 0x7f)
+			return tui_keys_emit(out, TUI_KEY_ALT, b);	/* Alt-x */
 		if (k->state == KS_GROUND && b != 0x1b)
-			return tui_keys_ground(k, b, out);	/* Alt-x: x */
+			return tui_keys_ground(k, b, out);
 		if (b == 0x1b)
 			k->state = KS_ESC;
 		return 0;

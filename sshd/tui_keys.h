@@ -2,7 +2,9 @@
  * tui_keys.h: bytes from a terminal to key events.  A state machine fed one
  * byte at a time, so input split at any boundary decodes the same; UTF-8 is
  * decoded here (bad sequences give U+FFFD), escape sequences (CSI, SS3) map
- * to keys or are dropped whole.  No I/O.
+ * to keys or are dropped whole; ESC before a printable ASCII key is that
+ * key with Alt.  Bracketed paste (ESC [ 200 ~ ... ESC [ 201 ~) gives
+ * PASTE_START and PASTE_END around the pasted keys.  No I/O.
  */
 #ifndef ATRIUMD_TUI_KEYS_H
 #define ATRIUMD_TUI_KEYS_H
@@ -21,6 +23,12 @@ enum tui_key_type {
 	TUI_KEY_HOME,
 	TUI_KEY_END,
 	TUI_KEY_CTRL,		/* cp holds the letter: 'c' for Ctrl-C */
+	TUI_KEY_ALT,		/* cp holds the ASCII key: 'b' for Alt-B */
+	TUI_KEY_PGUP,
+	TUI_KEY_PGDN,
+	TUI_KEY_TAB,
+	TUI_KEY_PASTE_START,	/* bracketed paste: what follows was pasted */
+	TUI_KEY_PASTE_END,
 };
 
 struct tui_key {

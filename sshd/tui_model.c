@@ -5,17 +5,40 @@
  */
 #include "tui_model.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tui_width.h"
 
 #define TUI_MODEL_RESET		"\x1b[0m"
+#define TUI_MODEL_SEP		"\x1e"	/* ends a line's tag */
 
 /* An empty model; memory is taken on the first line. */
 void
 tui_model_init(struct tui_model *m)
 {
-	buf_init(&m->lines, TUI_MODEL_MAX);
+	tui_model_init_max(m, TUI_MODEL_MAX);
+}
+
+/* An empty model of at most max bytes. */
+void
+tui_model_init_max(struct tui_model *m, size_t max)
+{
+	buf_init(&m->lines, max);
+	m->dropped = 0;
+}
+
+/* See tui_model.h. */
+size_t
+tui_model_count(const struct tui_model *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->lines.len; i++)
+		n += m->lines.data[i] == '\n';
+	return n;
 }
 
 /* Free the lines. */
@@ -34,6 +57,7 @@ tui_model_make_room(struct tui_model *m, size_t need)
 
 		buf_consume(&m->lines, nl ? (size_t)(nl - m->lines.data) + 1 :
 		    m->lines.len);
+		m->dropped++;
 	}
 }
 
@@ -42,9 +66,9 @@ void
 tui_model_add(struct tui_model *m, const char *line, size_t len)
 {
 	const char *nl = memchr(line, '\n', len);
-	size_t keep = 0, cut, tail_len;
+	size_t keep = 0, cut, tail_len, tag_len;
 	int w, cut_short;
-	char *tail;
+	char *tail, tag[32];
 
 	if (nl)
 		len = (size_t)(nl - line);
@@ -59,14 +83,19 @@ tui_model_add(struct tui_model *m, const char *line, size_t len)
 	}
 	if (cut_short)
 		len = keep;
-	tail_len = len + (cut_short ? strlen(TUI_MODEL_RESET) : 0) + 1;
+	tag_len = (size_t)snprintf(tag, sizeof(tag), "%lld" TUI_MODEL_SEP,
+	    m->tag > 0 ? m->tag : 0);
+	tail_len = tag_len + len + (cut_short ? strlen(TUI_MODEL_RESET) : 0)
+	    + 1;
 	tui_model_make_room(m, tail_len);
 	/* All of it or nothing: a line without its '\n' would join the next. */
 	if (!(tail = buf_tail(&m->lines, tail_len)))
 		return;
-	memcpy(tail, line, len);
+	memcpy(tail, tag, tag_len);
+	memcpy(tail + tag_len, line, len);
 	if (cut_short)
-		memcpy(tail + len, TUI_MODEL_RESET, strlen(TUI_MODEL_RESET));
+		memcpy(tail + tag_len + len, TUI_MODEL_RESET,
+		    strlen(TUI_MODEL_RESET));
 	tail[tail_len - 1] = '\n';
 	buf_added(&m->lines, tail_len);
 }
@@ -77,6 +106,7 @@ tui_model_prev(const struct tui_model *m, size_t *pos, const char **line,
     size_t *len)
 {
 	size_t end = *pos ? *pos : m->lines.len, start;
+	const char *sep;
 
 	/* end is the offset just past the '\n' of the line to give. */
 	if (end == 0 || !m->lines.data || end == (size_t)-1)
@@ -84,8 +114,50 @@ tui_model_prev(const struct tui_model *m, size_t *pos, const char **line,
 	start = end - 1;
 	while (start > 0 && m->lines.data[start - 1] != '\n')
 		start--;
+	sep = memchr(m->lines.data + start, TUI_MODEL_SEP[0], end - 1 - start);
+	if (sep)
+		start = (size_t)(sep + 1 - m->lines.data);
 	*line = m->lines.data + start;
 	*len = end - 1 - start;
+	while (start > 0 && m->lines.data[start - 1] != '\n')
+		start--;	/* back over the tag */
 	*pos = start ? start : (size_t)-1;
 	return 1;
+}
+
+/* See tui_model.h. */
+long long
+tui_model_first_tag(const struct tui_model *m)
+{
+	const char *p = m->lines.data, *end = p + m->lines.len;
+
+	while (p && p < end) {
+		long long tag = strtoll(p, NULL, 10);
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (tag > 0)
+			return tag;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+/* See tui_model.h. */
+int
+tui_model_prepend(struct tui_model *m, const struct tui_model *front)
+{
+	struct buf joined;
+
+	if (!front->lines.len)
+		return 0;
+	buf_init(&joined, m->lines.max);
+	if (buf_append(&joined, front->lines.data, front->lines.len) < 0 ||
+	    (m->lines.len && buf_append(&joined, m->lines.data,
+	    m->lines.len) < 0)) {
+		buf_free(&joined);
+		return -ENOBUFS;
+	}
+	buf_free(&m->lines);
+	m->lines = joined;
+	return 0;
 }

@@ -4,6 +4,9 @@
  * output was dropped) rather than from the bytes that went out.  Each line
  * is one logical line as tui_draw.c renders it (attributes included, reset
  * at its end, no newline); the newest are kept within a byte budget.
+ * Each line is stored as "TAG\x1e" then the line (lines never hold
+ * control characters but ESC), so that the scrollback knows which room
+ * event its oldest line came from.
  * Pure: no I/O.
  */
 #ifndef ATRIUMD_TUI_MODEL_H
@@ -18,9 +21,15 @@
 
 struct tui_model {
 	struct buf lines;	/* lines, each ended by '\n', oldest first */
+	unsigned long dropped;	/* lines dropped to make room, ever */
+	long long tag;		/* kept with each line added next: the seq
+				 * of the room event it shows (0: none) */
 };
 
 void tui_model_init(struct tui_model *m);
+/* The same with a byte budget of max (the scrollback loaded from the
+ * room holds more than the recent lines). */
+void tui_model_init_max(struct tui_model *m, size_t max);
 void tui_model_free(struct tui_model *m);
 
 /* Keep a line (without its newline; a newline inside ends it there).  The
@@ -28,6 +37,16 @@ void tui_model_free(struct tui_model *m);
  * start, cut between whole units (tui_width.h), with a reset after it.
  * Cannot fail: when memory runs out the line is not kept. */
 void tui_model_add(struct tui_model *m, const char *line, size_t len);
+
+/* Put the lines of front (older ones) before m's.  0, or -ENOBUFS when
+ * they do not all fit (m unchanged). */
+int tui_model_prepend(struct tui_model *m, const struct tui_model *front);
+
+/* Lines kept. */
+size_t tui_model_count(const struct tui_model *m);
+
+/* The tag of the oldest line with one (tag > 0), or 0. */
+long long tui_model_first_tag(const struct tui_model *m);
 
 /* Walk from the newest line back: *pos starts at 0 (meaning the end);
  * each call gives the next older line in *line, *len and returns 1, or 0

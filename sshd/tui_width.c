@@ -170,6 +170,13 @@ tui_width_cluster(const uint32_t *cps, size_t n, size_t from, int *width)
 	size_t i = from + 1;
 	int w = tui_width_cp(cps[from]);
 
+	if (cps[from] == '\n') {
+		/* A pasted line break in the input line: drawn as one arrow. */
+		if (width)
+			*width = 1;
+		return from + 1;
+	}
+
 	while (i < n && !utf8proc_grapheme_break_stateful(
 	    (utf8proc_int32_t)cps[i - 1], (utf8proc_int32_t)cps[i], &state)) {
 		w = tui_width_merge(w, cps[i]);

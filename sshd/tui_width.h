@@ -47,7 +47,9 @@ int tui_width_rows(const char *s, size_t n, int cols);
 size_t tui_width_fit(const char *s, size_t n, int cols, int *used);
 
 /* The grapheme cluster of cps[from..n) starting at from (from < n): the
- * index just past it, its columns in *width (may be NULL). */
+ * index just past it, its columns in *width (may be NULL).  A newline is a
+ * cluster of its own, one column wide (the input line shows a pasted line
+ * break as an arrow, tui_editor_show). */
 size_t tui_width_cluster(const uint32_t *cps, size_t n, size_t from,
     int *width);
 

@@ -119,6 +119,11 @@ def settled(tmux, name, done_text, timeout=30):
     return last
 
 
+def untimed(row):
+    """A row without the time the chat shows before each line ("HH:MM ")."""
+    return re.sub(r"^\d\d:\d\d ", "", row)
+
+
 def prompt_row(tmux, name, room):
     rows = tmux.rows(name)
     assert rows and rows[-1].startswith(room + ">"), rows
@@ -142,16 +147,17 @@ def test_answer_after_long_output_loses_no_line(srv, model_server, tmux,
     tmux.keys("a", "@agent count to a hundred", "Enter")
     for name in ("a", "b"):
         screen = settled(tmux, name, "agent done")
-        lines = screen.split("\n")
+        lines = [untimed(l) for l in screen.split("\n")]
         numbers = [l.strip() for l in lines if re.fullmatch(r"\d+", l.strip())]
         assert numbers == [str(i) for i in range(1, 101)], screen
         assert any(l.startswith("* tool ok") for l in lines), screen
         answer = [l for l in lines if l.startswith("agent: All one")]
         assert answer == ["agent: " + LONG_ANSWER], screen
-        # Nothing after the answer but the turn's end and the prompt.
-        visible = tmux.rows(name)
+        # Nothing after the answer but the turn's end, the status line
+        # and the prompt.
+        visible = [untimed(r) for r in tmux.rows(name)]
         assert visible[-1].startswith("seqroom>")
-        assert any(r.startswith("* agent done") for r in visible[-3:]), visible
+        assert any(r.startswith("* agent done") for r in visible[-4:]), visible
 
 
 # --- wide characters ---------------------------------------------------------
@@ -163,11 +169,11 @@ def test_streamed_cjk_answer_leaves_no_stale_row(srv, model_server, tmux,
     tmux.open("a", srv, "wide", "alice", cols=cols, rows=40)
     tmux.keys("a", "@agent say it in kanji", "Enter")
     screen = settled(tmux, "a", "agent done")
-    lines = screen.split("\n")
+    lines = [untimed(l) for l in screen.split("\n")]
     answer = [l for l in lines if l.startswith("agent: ")]
     # Joined rows (-J) give the answer back whole, once.
     assert answer == ["agent: " + CJK_ANSWER], screen
-    visible = tmux.rows("a")
+    visible = [untimed(r) for r in tmux.rows("a")]
     assert visible[-1] == "wide>"
     assert sum(1 for r in visible if r.startswith("agent: ")) == 1, visible
     # Every row of the answer is full but for a wide character that did
@@ -252,9 +258,10 @@ def test_resize_while_typing_and_ctrl_l(srv, tmux):
     tmux.keys("a", "C-l")
     tmux.wait("a", lambda s: "SCRIBBLED" not in s and
               s.rstrip().split("\n")[-1] == "resize> " + typed)
-    rows = tmux.rows("a")
+    rows = [untimed(r) for r in tmux.rows("a")]
     assert rows[-1] == "resize> " + typed
-    assert rows[0].startswith("* you are alice"), rows
+    assert rows[0].startswith("-- "), rows      # the date line
+    assert rows[1].startswith("* you are alice"), rows
     assert any(r == "alice: first line for the history" for r in rows), rows
     tmux.keys("a", "Enter")
     tmux.wait("a", "alice: " + typed)
@@ -305,7 +312,8 @@ def test_who_help_policy_and_prompt_text(srv, model_server, tmux):
         assert all(w.startswith(b"  ") and b"active" in w for w in who), who
         a.send("/help\n")
         a.expect(lambda l: l == b"* commands:\n")
-        table = [a.expect(lambda l: True) for _ in range(20)]
+        table = [a.expect(lambda l: True) for _ in range(29)]
+        assert b"Ctrl-L" in table[-1], table
         assert any(l.startswith(b"  /quit ") for l in table), table
         assert all(len(l) <= 80 for l in table), table
         a.send("/policy ask\n")

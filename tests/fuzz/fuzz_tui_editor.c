@@ -8,6 +8,8 @@
  * bytes == the UTF-8 size of its code points <= max_bytes, and give back
  * exactly its code points as UTF-8 (tui_editor_utf8) at Enter.  Two line
  * limits run: a tiny one to reach the limit often, and chat's own.
+ * Ctrl-K/U/W cut into a kill buffer that Ctrl-Y puts back, Alt-B/F move
+ * by word, and Tab stands for a pasted line break (tui_editor_newline).
  * Moves and deletes go by grapheme cluster: the model steps over the
  * clusters sshd/tui_width.c finds in its own array.  The view of the line
  * at a few widths keeps the cursor in view and never passes the width.
@@ -26,6 +28,8 @@
 struct model {
 	uint32_t cps[CHAT_LINE];
 	size_t len, cursor, bytes, max;
+	uint32_t kill[CHAT_LINE];	/* what Ctrl-K/U/W took last */
+	size_t kill_len;
 };
 
 /* Insert at the cursor unless the line is full. */
@@ -66,6 +70,31 @@ model_prev(const struct model *m)
 	return tui_width_cluster_before(m->cps, m->len, m->cursor);
 }
 
+/* The start of the model's cluster holding at (a reference walk). */
+static size_t
+model_snap(const struct model *m, size_t at)
+{
+	size_t i = 0;
+
+	while (i < at) {
+		size_t next = tui_width_cluster(m->cps, m->len, i, NULL);
+
+		if (next > at)
+			break;
+		i = next;
+	}
+	return i;
+}
+
+/* A cursor inside a cluster moves on to its end, as the editor's does. */
+static void
+model_snap_forward(struct model *m)
+{
+	if (m->cursor < m->len && model_snap(m, m->cursor) != m->cursor)
+		m->cursor = tui_width_cluster(m->cps, m->len,
+		    model_snap(m, m->cursor), NULL);
+}
+
 /* Remove [from, to) and put the cursor at from. */
 static void
 model_remove_range(struct model *m, size_t from, size_t to)
@@ -73,6 +102,103 @@ model_remove_range(struct model *m, size_t from, size_t to)
 	while (to-- > from)
 		model_remove(m, from);
 	m->cursor = from;
+}
+
+/* Ctrl-K/U/W: keep [from, to) as the killed text (when there is any),
+ * remove it. */
+static void
+model_kill(struct model *m, size_t from, size_t to)
+{
+	if (to == from)
+		return;
+	memcpy(m->kill, m->cps + from, (to - from) * sizeof(m->cps[0]));
+	m->kill_len = to - from;
+	model_remove_range(m, from, to);
+}
+
+static int
+model_blank(uint32_t cp)
+{
+	return cp == ' ' || cp == '\t' || cp == '\n';
+}
+
+static int
+model_wordch(uint32_t cp)
+{
+	return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
+	    (cp >= 'A' && cp <= 'Z') || cp >= 0x80;
+}
+
+/* Ctrl-W on the model: the word before the cursor, blanks after it. */
+static void
+model_kill_word(struct model *m)
+{
+	size_t i = m->cursor;
+
+	while (i > 0 && model_blank(m->cps[i - 1]))
+		i--;
+	while (i > 0 && !model_blank(m->cps[i - 1]))
+		i--;
+	model_kill(m, model_snap(m, i), m->cursor);
+}
+
+/* Ctrl-Y on the model: the killed text, until the line is full. */
+static void
+model_yank(struct model *m)
+{
+	for (size_t i = 0; i < m->kill_len; i++) {
+		if (m->bytes + tui_utf8_len(m->kill[i]) > m->max)
+			break;
+		model_insert(m, m->kill[i]);
+	}
+	model_snap_forward(m);
+}
+
+/* Alt-B / Alt-F on the model. */
+static void
+model_word(struct model *m, int left)
+{
+	if (left) {
+		while (m->cursor > 0 && !model_wordch(m->cps[m->cursor - 1]))
+			m->cursor--;
+		while (m->cursor > 0 && model_wordch(m->cps[m->cursor - 1]))
+			m->cursor--;
+		m->cursor = model_snap(m, m->cursor);
+		return;
+	}
+	while (m->cursor < m->len && !model_wordch(m->cps[m->cursor]))
+		m->cursor++;
+	while (m->cursor < m->len && model_wordch(m->cps[m->cursor]))
+		m->cursor++;
+	model_snap_forward(m);
+}
+
+/* The keys added with the line editor: Ctrl-K/W/Y, Alt-B/F, and Tab as
+ * a pasted line break (the one control a line may hold). */
+static void
+apply_more(struct tui_editor *e, struct model *m, const struct tui_key *k)
+{
+	if (k->type == TUI_KEY_TAB) {
+		int r = tui_editor_newline(e);
+
+		FUZZ_CHECK((r == -ENOBUFS) == (m->bytes + 1 > m->max));
+		model_insert(m, '\n');
+	} else if (k->type == TUI_KEY_ALT && (k->cp == 'b' || k->cp == 'f')) {
+		if (k->cp == 'b')
+			tui_editor_word_left(e);
+		else
+			tui_editor_word_right(e);
+		model_word(m, k->cp == 'b');
+	} else if (k->type == TUI_KEY_CTRL && k->cp == 'k') {
+		tui_editor_kill_end(e);
+		model_kill(m, m->cursor, m->len);
+	} else if (k->type == TUI_KEY_CTRL && k->cp == 'w') {
+		tui_editor_kill_word(e);
+		model_kill_word(m);
+	} else if (k->type == TUI_KEY_CTRL && k->cp == 'y') {
+		tui_editor_yank(e);
+		model_yank(m);
+	}
 }
 
 /* Apply one key to both, as chat_key does. */
@@ -95,6 +221,8 @@ apply(struct tui_editor *e, struct model *m, const struct tui_key *k)
 		FUZZ_CHECK((r == -ENOBUFS) ==
 		    (m->bytes + tui_utf8_len(k->cp) > m->max));
 		model_insert(m, k->cp);
+		if (r == 0)
+			model_snap_forward(m);
 		break;
 	case TUI_KEY_ENTER: {
 		size_t n = tui_editor_utf8(e, 0, e->len, line, sizeof(line));
@@ -151,17 +279,19 @@ apply(struct tui_editor *e, struct model *m, const struct tui_key *k)
 				    model_next(m));
 		} else if (k->cp == 'u') {
 			tui_editor_kill_start(e);
-			while (m->cursor > 0)
-				model_remove(m, --m->cursor);
+			model_kill(m, 0, m->cursor);
 		} else if (k->cp == 'a') {
 			tui_editor_home(e);
 			m->cursor = 0;
 		} else if (k->cp == 'e') {
 			tui_editor_end(e);
 			m->cursor = m->len;
+		} else {
+			apply_more(e, m, k);
 		}
 		break;
 	default:
+		apply_more(e, m, k);
 		break;
 	}
 }
@@ -225,7 +355,7 @@ run(const uint8_t *p, size_t size, size_t max_bytes)
 
 	tui_editor_init(&e, max_bytes);
 	tui_keys_init(&k);
-	m.len = m.cursor = m.bytes = 0;
+	m.len = m.cursor = m.bytes = m.kill_len = 0;
 	m.max = max_bytes;
 	for (size_t i = 0; i < size; i++) {
 		int got = tui_keys_feed(&k, p[i], keys);

@@ -5,7 +5,8 @@
  * The input is fed one byte at a time (the decoder's only way).  Checks
  * after every byte: 0 to 2 keys, of known types; a character is a Unicode
  * scalar value that is not a C0 control or DEL; Ctrl keys carry the
- * letter of a C0 control; the state stays within its bounds (seqlen below
+ * letter of a C0 control (Tab is its own key), Alt keys a printable ASCII
+ * character; the state stays within its bounds (seqlen below
  * TUI_KEYS_MAX_SEQ, need 0..3).  Feeding the same bytes to a fresh decoder
  * gives the same keys (no hidden state).
  */
@@ -18,14 +19,16 @@
 static void
 check_key(const struct tui_key *k)
 {
-	FUZZ_CHECK(k->type >= TUI_KEY_CHAR && k->type <= TUI_KEY_CTRL);
+	FUZZ_CHECK(k->type >= TUI_KEY_CHAR && k->type <= TUI_KEY_PASTE_END);
 	if (k->type == TUI_KEY_CHAR) {
 		FUZZ_CHECK(k->cp >= 0x20 && k->cp != 0x7f);
 		FUZZ_CHECK(k->cp <= 0x10ffff);
 		FUZZ_CHECK(k->cp < 0xd800 || k->cp > 0xdfff);
 	}
 	if (k->type == TUI_KEY_CTRL)
-		FUZZ_CHECK(k->cp >= '`' && k->cp <= 'a' + 30);
+		FUZZ_CHECK(k->cp >= '`' && k->cp <= 'a' + 30 && k->cp != 'i');
+	if (k->type == TUI_KEY_ALT)
+		FUZZ_CHECK(k->cp > 0x20 && k->cp < 0x7f);
 }
 
 /* Decode all bytes; a hash of the keys. */

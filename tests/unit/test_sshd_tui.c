@@ -3,7 +3,10 @@
  * (sshd/tui_keys.c) fed byte by byte, the line editor (sshd/tui_editor.c),
  * the renderer's sanitising and row counting (sshd/tui_draw.c), the
  * width of text (sshd/tui_width.c), the recent-lines model
- * (sshd/tui_model.c) and the chat commands (sshd/chat.c: chat_command).
+ * (sshd/tui_model.c), the chat commands (sshd/chat.c: chat_command), the
+ * editor's cut and word keys, the input history (tui_history.c), Tab
+ * completion (tui_complete.c), the status line (tui_status.c), approval
+ * texts (tui_approval.c) and event times (tui_time.c).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -17,6 +20,11 @@
 #include "../../sshd/tui_keys.h"
 #include "../../sshd/tui_model.h"
 #include "../../sshd/tui_width.h"
+#include "../../sshd/tui_approval.h"
+#include "../../sshd/tui_complete.h"
+#include "../../sshd/tui_history.h"
+#include "../../sshd/tui_status.h"
+#include "../../sshd/tui_time.h"
 
 /* Decode bytes; the keys into out (at most max), their count. */
 static int
@@ -63,7 +71,7 @@ test_keys_escape_sequences(void)
 	CHECK(k[3].type == TUI_KEY_END);
 	CHECK(k[4].type == TUI_KEY_DELETE);
 	/* Unknown and over-long sequences vanish whole. */
-	CHECK_INT(decode("\x1b[200~x", 7, k, 8), 1);
+	CHECK_INT(decode("\x1b[209~x", 7, k, 8), 1);
 	CHECK(k[0].type == TUI_KEY_CHAR && k[0].cp == 'x');
 	CHECK_INT(decode("\x1b[1111111111111111111111111111Zy", 32, k, 8), 1);
 	CHECK(k[0].cp == 'y');
@@ -183,6 +191,22 @@ test_chat_commands(void)
 	json_object_put(o);
 	CHECK_INT(chat_command("/policy maybe", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "usage") != NULL);
+	CHECK_INT(chat_command("/me waves", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "chat");
+	CHECK_STR(json_get_string(o, "text"), "/me waves");
+	json_object_put(o);
+	CHECK_INT(chat_command("/history fix bug", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "history");
+	CHECK_STR(json_get_string(o, "match"), "fix bug");
+	json_object_put(o);
+	CHECK_INT(chat_command("/history", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK(strstr(reply, "usage: /history TEXT") != NULL);
+	CHECK_INT(chat_command("/cost", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "usage");
+	json_object_put(o);
+	CHECK_INT(chat_command("/term", NULL, &o, reply, sizeof(reply)), 4);
+	CHECK(o == NULL);
 	CHECK_INT(chat_command("/model m2", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "model"), "m2");
 	json_object_put(o);
@@ -443,6 +467,323 @@ test_editor_kill_empty(void)
 	tui_editor_free(&e);
 }
 
+
+/* The line as UTF-8, for checks. */
+static const char *
+line_of(const struct tui_editor *e)
+{
+	static char out[256];
+
+	tui_editor_utf8(e, 0, e->len, out, sizeof(out));
+	return out;
+}
+
+static void
+test_editor_cut_and_words(void)
+{
+	struct tui_editor e;
+	char shown[64];
+
+	tui_editor_init(&e, 64);
+	CHECK_INT(tui_editor_set(&e, "git commit  -m fix"), 0);
+	/* Ctrl-W: the word before the cursor and the blanks after it. */
+	tui_editor_kill_word(&e);
+	CHECK_STR(line_of(&e), "git commit  -m ");
+	tui_editor_kill_word(&e);
+	CHECK_STR(line_of(&e), "git commit  ");
+	/* Ctrl-Y puts back what went last. */
+	CHECK_INT(tui_editor_yank(&e), 0);
+	CHECK_STR(line_of(&e), "git commit  -m ");
+	/* Alt-B/F: words of letters and digits. */
+	tui_editor_word_left(&e);
+	CHECK_INT(e.cursor, 13);	/* at "m" */
+	tui_editor_word_left(&e);
+	CHECK_INT(e.cursor, 4);		/* at "commit" */
+	tui_editor_word_right(&e);
+	CHECK_INT(e.cursor, 10);
+	/* Ctrl-K from there; Ctrl-U from the start to the cursor. */
+	tui_editor_kill_end(&e);
+	CHECK_STR(line_of(&e), "git commit");
+	tui_editor_left(&e);
+	tui_editor_kill_start(&e);
+	CHECK_STR(line_of(&e), "t");
+	CHECK_INT(tui_editor_yank(&e), 0);
+	CHECK_STR(line_of(&e), "git commit");
+	/* A pasted line break stays in the line, shown as an arrow of one
+	 * column; tui_editor_set keeps newlines and drops other controls. */
+	CHECK_INT(tui_editor_set(&e, "a\nb\x1b[31m"), 0);
+	CHECK_STR(line_of(&e), "a\nb[31m");
+	tui_editor_show(&e, 0, e.len, shown, sizeof(shown));
+	CHECK_STR(shown, "a\xe2\x86\xb5" "b[31m");
+	CHECK_INT(tui_width_cps(e.cps, 0, e.len), 7);
+	/* The limit holds for newlines, yanks and set as for typing. */
+	tui_editor_free(&e);
+	tui_editor_init(&e, 4);
+	CHECK_INT(tui_editor_set(&e, "abcdef"), -ENOBUFS);
+	CHECK_STR(line_of(&e), "abcd");
+	CHECK_INT(tui_editor_newline(&e), -ENOBUFS);
+	tui_editor_kill_start(&e);
+	CHECK_INT(tui_editor_yank(&e), 0);
+	CHECK_INT(tui_editor_yank(&e), -ENOBUFS);
+	CHECK_INT(e.bytes, 4);
+	tui_editor_free(&e);
+}
+
+static void
+test_keys_alt_pages_paste(void)
+{
+	struct tui_key k[8];
+
+	CHECK_INT(decode("\x1b" "b\x1b[5~\x1b[6~\t", 11, k, 8), 4);
+	CHECK(k[0].type == TUI_KEY_ALT && k[0].cp == 'b');
+	CHECK(k[1].type == TUI_KEY_PGUP);
+	CHECK(k[2].type == TUI_KEY_PGDN);
+	CHECK(k[3].type == TUI_KEY_TAB);
+	CHECK_INT(decode("\x1b[200~a\rb\x1b[201~", 15, k, 8), 5);
+	CHECK(k[0].type == TUI_KEY_PASTE_START);
+	CHECK(k[2].type == TUI_KEY_ENTER);
+	CHECK(k[4].type == TUI_KEY_PASTE_END);
+}
+
+static void
+test_history(void)
+{
+	struct tui_history h;
+
+	tui_history_init(&h);
+	tui_history_add(&h, "typed now", 0);
+	/* Lines from the room come before this session's, oldest first. */
+	tui_history_add(&h, "old one", 1);
+	tui_history_add(&h, "old two", 1);
+	tui_history_add(&h, "old two", 1);	/* a repeat is kept once */
+	tui_history_add(&h, "  ", 0);		/* blank: not kept */
+	CHECK_INT(h.n, 3);
+	CHECK_STR(tui_history_up(&h, "draft"), "typed now");
+	CHECK_STR(tui_history_up(&h, "typed now"), "old two");
+	CHECK_STR(tui_history_up(&h, "old two"), "old one");
+	CHECK(tui_history_up(&h, "old one") == NULL);
+	CHECK_STR(tui_history_down(&h), "old two");
+	CHECK_STR(tui_history_down(&h), "typed now");
+	CHECK_STR(tui_history_down(&h), "draft");
+	CHECK(tui_history_down(&h) == NULL);
+	/* Full: the oldest goes. */
+	for (int i = 0; i < TUI_HISTORY_MAX + 5; i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "line %d", i);
+		tui_history_add(&h, line, 0);
+	}
+	CHECK_INT(h.n, TUI_HISTORY_MAX);
+	CHECK_STR(tui_history_up(&h, ""), "line 204");
+	tui_history_free(&h);
+}
+
+static void
+test_complete(void)
+{
+	const char *names[] = { "@agent", "@alice", "@albert", "@bob" };
+	char out[64];
+
+	/* A command: the one that fits, and a space after it. */
+	CHECK_INT(tui_complete_from("/hi", tui_complete_commands, 20, out,
+	    sizeof(out)), 1);
+	CHECK_STR(out, "story ");
+	/* Several: their common part, and the caller lists them. */
+	CHECK_INT(tui_complete_from("@al", names, 4, out, sizeof(out)), 2);
+	CHECK_STR(out, "");
+	CHECK_INT(tui_complete_from("@a", names, 4, out, sizeof(out)), 3);
+	CHECK_INT(tui_complete_from("@b", names, 4, out, sizeof(out)), 1);
+	CHECK_STR(out, "ob ");
+	CHECK_INT(tui_complete_from("@z", names, 4, out, sizeof(out)), 0);
+	/* What the word before the cursor takes. */
+	CHECK_INT(tui_complete_word_start("/kick bo", 8), 6);
+	CHECK_INT(tui_complete_kind("/kick bo", 6), 'n');
+	CHECK_INT(tui_complete_kind("/ki", 0), 'c');
+	CHECK_INT(tui_complete_kind("hi @ag", 3), '@');
+	CHECK_INT(tui_complete_kind("!cat sr", 5), 'p');
+	/* Every command /help lists completes. */
+	for (int i = 0; tui_complete_commands[i]; i++)
+		CHECK(tui_complete_commands[i][0] == '/');
+}
+
+/* An event from JSON text, for the status line. */
+static json_object *
+ev(const char *json)
+{
+	return json_tokener_parse(json);
+}
+
+static void
+test_status(void)
+{
+	struct tui_status st;
+	char text[256];
+	json_object *o;
+
+	tui_status_init(&st, "alice");
+	o = ev("{\"usage_today\":{\"input_tokens\":100,\"output_tokens\":5}}");
+	tui_status_event(&st, "welcome", o, 0, 0);
+	json_object_put(o);
+	o = ev("{\"users\":[\"alice\",\"bob\"]}");
+	tui_status_event(&st, "presence", o, 0, 0);
+	json_object_put(o);
+	o = ev("{\"user\":\"bob\"}");
+	tui_status_event(&st, "typing", o, 0, 1000);
+	json_object_put(o);
+	o = ev("{\"id\":\"t1\",\"name\":\"bash\",\"input\":{\"command\":"
+	    "\"make test\\nmore\"}}");
+	tui_status_event(&st, "tool_call", o, 5000, 1000);
+	json_object_put(o);
+	tui_status_text(&st, "lab", 2000, text, sizeof(text));
+	CHECK_STR(text, "lab | here: alice, bob | bob is typing | agent: "
+	    "running `make test` | 105 tokens today");
+	/* Typing shows for a while; a replayed turn end adds no tokens,
+	 * a live one does. */
+	o = ev("{\"replay\":true,\"usage\":{\"input_tokens\":7}}");
+	tui_status_event(&st, "turn_end", o, 0, 0);
+	json_object_put(o);
+	o = ev("{\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}");
+	tui_status_event(&st, "turn_end", o, 0, 0);
+	json_object_put(o);
+	tui_status_text(&st, "lab", 1000 + TUI_STATUS_TYPING_MS, text,
+	    sizeof(text));
+	CHECK_STR(text, "lab | here: alice, bob | agent: idle | 115 tokens "
+	    "today");
+	o = ev("{\"tool\":\"bash\",\"input\":{\"command\":\"rm -rf x\"}}");
+	tui_status_event(&st, "approval_request", o, 0, 0);
+	json_object_put(o);
+	tui_status_text(&st, "lab", 0, text, sizeof(text));
+	CHECK(strstr(text, "agent: waiting for approval of `rm -rf x`"));
+	/* The tool call's duration, once. */
+	CHECK(tui_status_took(&st, "t1", 7500) == 2500);
+	CHECK(tui_status_took(&st, "t1", 7500) == -1);
+	/* Cut to the buffer, never past it. */
+	tui_status_text(&st, "lab", 0, text, 10);
+	CHECK_STR(text, "lab | her");
+}
+
+static void
+test_approval_text(void)
+{
+	char text[1024];
+	json_object *o;
+
+	o = ev("{\"id\":\"c1\",\"tool\":\"bash\",\"seconds\":120,\"input\":"
+	    "{\"command\":\"rm -rf build && make\"}}");
+	tui_approval_text(o, text, sizeof(text));
+	json_object_put(o);
+	CHECK(strncmp(text, "approval needed: bash rm -rf build && make\n"
+	    "y to run it, n to refuse (120 s;", 75) == 0);
+	o = ev("{\"id\":\"c2\",\"tool\":\"edit\",\"seconds\":9,\"input\":"
+	    "{\"path\":\"src/a.c\",\"old_string\":\"x = 1;\\ny = 2;\","
+	    "\"new_string\":\"x = 3;\"}}");
+	tui_approval_text(o, text, sizeof(text));
+	json_object_put(o);
+	CHECK(strncmp(text, "approval needed: edit src/a.c\n- x = 1;\n"
+	    "- y = 2;\n+ x = 3;\ny to run", 59) == 0);
+	/* Bounded whatever the input's size. */
+	o = ev("{\"tool\":\"write\",\"input\":{\"path\":\"f\",\"content\":"
+	    "\"a\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na"
+	    "\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na"
+	    "\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\"}}");
+	tui_approval_text(o, text, 64);
+	json_object_put(o);
+	CHECK_INT((int)strlen(text), 63);
+}
+
+static void
+test_time(void)
+{
+	long long ms;
+	char out[64];
+
+	CHECK_INT(tui_time_parse("2026-11-30T03:44:26.123Z", &ms), 0);
+	CHECK(ms == 1796010266123LL);
+	CHECK_INT(tui_time_parse("2026-13-30T03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(tui_time_parse("yesterday", &ms), -EINVAL);
+	CHECK_INT(tui_time_parse(NULL, &ms), -EINVAL);
+	tui_time_duration(210, out, sizeof(out));
+	CHECK_STR(out, "0.21 s");
+	tui_time_duration(184000, out, sizeof(out));
+	CHECK_STR(out, "3 min 4 s");
+}
+
+static void
+test_model_tags_and_scrollback(void)
+{
+	struct tui_model m, older;
+	const char *l;
+	size_t pos = 0, len;
+
+	tui_model_init(&m);
+	tui_model_init_max(&older, 1 << 20);
+	m.tag = 0;
+	tui_model_add(&m, "welcome", 7);	/* no event of its own */
+	m.tag = 41;
+	tui_model_add(&m, "forty-one", 9);
+	m.tag = 42;
+	tui_model_add(&m, "forty-two", 9);
+	CHECK(tui_model_first_tag(&m) == 41);
+	CHECK_INT((int)tui_model_count(&m), 3);
+	/* The tag never shows in the line given back. */
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 9 && memcmp(l, "forty-two", 9) == 0);
+	/* Older lines go before: the walk goes on into them. */
+	older.tag = 7;
+	tui_model_add(&older, "seven", 5);
+	CHECK_INT(tui_model_prepend(&m, &older), 0);
+	CHECK(tui_model_first_tag(&m) == 7);
+	pos = 0;
+	for (int i = 0; i < 4; i++)
+		CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 5 && memcmp(l, "seven", 5) == 0);
+	CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 0);
+	tui_model_free(&m);
+	tui_model_free(&older);
+}
+
+static void
+test_draw_status_time_and_highlight(void)
+{
+	struct tui_draw d;
+	struct tui_editor e;
+	struct buf b;
+	long long ms;
+
+	buf_init(&b, 1 << 16);
+	tui_editor_init(&e, 64);
+	tui_draw_init(&d, 1, 1, 1, 30, 10);
+	/* A time: the date line first, then HH:MM before the line, and the
+	 * gutter under it for command output. */
+	CHECK_INT(tui_time_parse("2026-11-30T03:44:26.123Z", &ms), 0);
+	tui_draw_set_time(&d, ms);
+	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi");
+	tui_draw_line(&d, &b, TUI_STYLE_OUTPUT, NULL, "out");
+	CHECK(strstr(b.data, "-- ") != NULL);
+	CHECK(strstr(b.data, "2026 --") != NULL);
+	CHECK(strstr(b.data, "\r\n      out") != NULL);
+	/* The date line comes once per date. */
+	CHECK(strstr(strstr(b.data, "2026 --") + 1, "2026 --") == NULL);
+	/* /history's match in reverse video, whatever its case. */
+	buf_reset(&b);
+	snprintf(d.highlight, sizeof(d.highlight), "alpha");
+	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "bob", "an ALPHA test");
+	CHECK(strstr(b.data, "an \x1b[7mALPHA\x1b[27m test") != NULL);
+	d.highlight[0] = '\0';
+	/* The status line: one row in reverse, cut to the width, counted
+	 * in the region above the prompt. */
+	buf_reset(&b);
+	tui_draw_set_status(&d, "room | here: alice, bob | agent: idle | 12 "
+	    "tokens today");
+	tui_draw_bottom(&d, &b, "room", &e);
+	CHECK_INT(d.bottom_rows, 1);
+	CHECK(strstr(b.data, "\x1b[7mroom | here: alice, bob | age\x1b[0m") !=
+	    NULL);
+	tui_draw_free(&d);
+	tui_editor_free(&e);
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -458,5 +799,14 @@ main(void)
 	TEST(test_draw_stream_rows);
 	TEST(test_draw_no_color);
 	TEST(test_model);
+	TEST(test_editor_cut_and_words);
+	TEST(test_keys_alt_pages_paste);
+	TEST(test_history);
+	TEST(test_complete);
+	TEST(test_status);
+	TEST(test_approval_text);
+	TEST(test_time);
+	TEST(test_model_tags_and_scrollback);
+	TEST(test_draw_status_time_and_highlight);
 	return unit_done("test_sshd_tui");
 }

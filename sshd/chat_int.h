@@ -1,0 +1,144 @@
+/*
+ * chat_int.h: the chat's state, shared by the files that make up the chat
+ * (chat.c: events and output; chat_input.c: keys and the line editor's
+ * commands; chat_scroll.c: what is loaded from the room's stored history:
+ * scrollback, /history search, the input history).  Not for other parts
+ * of atriumd: they see chat.h.
+ */
+#ifndef ATRIUMD_CHAT_INT_H
+#define ATRIUMD_CHAT_INT_H
+
+#include "agentlink.h"
+#include "buf.h"
+#include "chat.h"
+#include "tui_draw.h"
+#include "tui_editor.h"
+#include "tui_history.h"
+#include "tui_keys.h"
+#include "tui_model.h"
+#include "tui_status.h"
+
+struct term_mode;
+
+#define CHAT_MAX_WAITING	16	/* approval requests remembered */
+#define CHAT_MAX_BATCH		8	/* history requests on their way */
+#define CHAT_SCROLL_LOAD	100	/* events loaded per PgUp past the top */
+#define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
+#define CHAT_INPUT_HISTORY	200	/* own lines loaded for Up */
+#define CHAT_SEARCH_MAX		30	/* events a /history search shows */
+#define CHAT_TYPING_EVERY_MS	3000	/* `typing` sent at most this often */
+
+/* What a history request's answer is for; each is followed by a `sync`
+ * (its id "b<kind><n>"), whose `synced` ends it. */
+enum chat_batch {
+	CHAT_BATCH_JOIN = 'j',		/* hello's replay: drawn as usual */
+	CHAT_BATCH_INPUT = 'i',		/* own lines, for Up */
+	CHAT_BATCH_SCROLL = 's',	/* older events, for PgUp */
+	CHAT_BATCH_SEARCH = 'f',	/* /history TEXT */
+};
+
+/* The scrollback (PgUp/PgDn): lines of the screen model plus older ones
+ * loaded from the room on demand. */
+struct chat_scroll {
+	size_t offset;			/* lines scrolled back; 0: live */
+	struct tui_model older;		/* loaded, oldest first */
+	struct tui_model batch;		/* a load being drawn */
+	int loading;			/* a load is on its way */
+	int exhausted;			/* the room has nothing older */
+	int batch_day;			/* the date line state of the load */
+	int hits;			/* events a /history search found */
+	char match[128];		/* what it looks for */
+};
+
+struct chat {
+	struct chan *c;			/* owner */
+	struct agentlink link;		/* to the room's agent */
+	int ansi;			/* line UI, else plain lines */
+	struct tui_keys keys;		/* ansi: key decoder */
+	struct tui_editor ed;		/* ansi: the input line */
+	struct tui_draw draw;		/* rendering state */
+	struct tui_status status;	/* ansi: the status line's state */
+	struct tui_history hist;	/* ansi: the input line's history */
+	struct chat_scroll scroll;	/* ansi: PgUp/PgDn */
+	struct term_mode *term;		/* in /term (chat frames are then
+					 * only kept in the model), else NULL */
+	struct buf frame;		/* the frame being rendered */
+	struct buf q;			/* whole frames for the client */
+	int redraw_owed;		/* frames were dropped: redraw (ansi) or
+					 * say so (plain) once caught up */
+	unsigned frame_count;		/* frames made since chat_event began */
+	int render_only;		/* drawing a loaded batch into a model:
+					 * frames are not sent */
+	long long paused_ms;		/* when reading the room was paused
+					 * for the client (0: not paused) */
+	struct buf partial;		/* command output's unfinished line */
+	struct buf line;		/* plain: the line being read */
+	int discarding;			/* plain: inside an over-long line */
+	int pasting;			/* ansi: inside a bracketed paste */
+	long long typing_ms;		/* when `typing` was last sent */
+	int started;			/* hello sent */
+	int history_loaded;		/* the input history was asked for */
+	int reconnect;			/* the agent went away: connect again */
+	int leaving;			/* exit once our lines are sent */
+	int denied;			/* access_denied came: the end */
+	int connect_tries;
+	long long last_seq;		/* newest event seen, for reconnects */
+	unsigned long nexec;		/* !CMD counter */
+	unsigned long nsync;		/* batches asked for */
+	char batch[CHAT_MAX_BATCH];	/* batches on their way, oldest first */
+	int nbatch;
+	char complete_id[16];		/* the path completion asked for */
+	char *complete_before;		/* the line before the cursor then
+					 * (malloc'd): an answer to a line
+					 * since changed is dropped */
+	unsigned long ncomplete;	/* completions asked for */
+	char streamed[64];		/* tool call whose output was shown live */
+	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
+						 * oldest first */
+	int nwaiting;
+};
+
+/* chat.c */
+json_object *chat_req(const char *type);
+struct buf *chat_frame(struct chat *ch);
+void chat_frame_done(struct chat *ch);
+void chat_print(struct chat *ch, enum tui_style style, const char *name,
+    const char *text);
+void chat_redraw(struct chat *ch);
+/* Draw the bottom region again (the status or the input line changed). */
+void chat_bottom(struct chat *ch);
+void chat_submit(struct chat *ch, const char *raw);
+void chat_dispatch(struct chat *ch, const char *type, json_object *o);
+/* Make the status line's text again from its state; 1 when it changed
+ * (the caller draws it). */
+int chat_status_refresh(struct chat *ch);
+
+/* chat_input.c: one key of the line UI. */
+void chat_key(struct chat *ch, const struct tui_key *k);
+/* The room's answer to a path completion (`completions`). */
+void chat_complete_answer(struct chat *ch, json_object *o);
+/* After the keys of one read: tell the room this user is typing (at most
+ * every CHAT_TYPING_EVERY_MS, only for lines that are not commands). */
+void chat_typing(struct chat *ch);
+
+/* chat_scroll.c */
+/* Ask the room for a batch: req (a history request, put here) then a
+ * sync that ends it.  0, or -1 when the room is not taking lines or too
+ * many batches wait. */
+int chat_batch_ask(struct chat *ch, enum chat_batch kind, json_object *req);
+/* A line from the room that belongs to the batch at the head (a replayed
+ * event, or the synced that ends it): 1 when taken here. */
+int chat_batch_line(struct chat *ch, const char *type, json_object *o);
+/* Forget the batches (the link to the room was lost). */
+void chat_batch_reset(struct chat *ch);
+/* PgUp (dir -1) and PgDn (dir 1). */
+void chat_scroll_page(struct chat *ch, int dir);
+/* After lines were added at the bottom while scrolled back: keep the
+ * view where it was (added lines) and draw it. */
+void chat_scroll_follow(struct chat *ch, size_t added);
+void chat_scroll_free(struct chat *ch);
+/* /history TEXT: req is the history request (put here).  0, or -1 when
+ * the room is not taking lines. */
+int chat_search_start(struct chat *ch, json_object *req);
+
+#endif
