@@ -30,13 +30,16 @@
 
 /* WAL sizes, the same whatever the database's page size: checkpoint in the
  * background past CKPT_BYTES (SQLite's default of 1000 pages of 4 KiB),
- * and in the committing thread, under the lock, past CKPT_BYTES_MAX (one
- * group's worth, DB_COMMIT_BYTES in db.c) or, near a full disk, past
- * CKPT_BYTES.  In bytes so that a database with bigger pages checkpoints
- * as often, not four times less often with a four times longer wait under
- * the lock. */
+ * and in the committing thread, under the lock, past CKPT_BYTES_MAX or,
+ * near a full disk, past CKPT_BYTES.  CKPT_BYTES_MAX is four groups
+ * (DB_COMMIT_BYTES in db.c), no more than space.c's low margin: at one
+ * group, every commit of a big write (a group of 16 MiB) checkpointed and
+ * synced the database under the lock, and the writer waited for it; with
+ * room for four, the background checkpoint keeps up while the writer goes
+ * on.  In bytes so that a database with bigger pages checkpoints as often,
+ * not four times less often with a four times longer wait under the lock. */
 #define CKPT_BYTES (4000 << 10)
-#define CKPT_BYTES_MAX (16 << 20)
+#define CKPT_BYTES_MAX (64 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int

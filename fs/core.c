@@ -51,7 +51,9 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	*out = NULL;
 	if (access(path, F_OK) < 0)
 		return -errno;
-	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	/* The writer's WAL appends go through walbuf.c, in big writes. */
+	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX,
+	    readonly ? NULL : walbuf_vfs_name());
 	if (rc != SQLITE_OK) {
 		log_error("opening %s: %s", path, sqlite3_errstr(rc));
 		sqlite3_close(*out);

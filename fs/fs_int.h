@@ -145,6 +145,9 @@ int db_read_begin(struct fs *fs);
 void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
 
+/* --- walbuf.c --- */
+const char *walbuf_vfs_name(void);
+
 /* --- checkpoint.c --- */
 int ckpt_start(struct fs *fs);
 void ckpt_stop(struct fs *fs);
