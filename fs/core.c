@@ -237,8 +237,8 @@ fs_sync(struct fs *fs, int full)
 }
 
 /* The sticky error of a failed mount: 0, or -EIO.  Read without fs->lock
- * (db_fail sets it atomically, once), so that close(2) of a written file,
- * which asks this, never waits behind a commit or an fsync. */
+ * (db_fail sets it atomically, once), so that asking never waits behind a
+ * commit or an fsync. */
 int
 fs_error(struct fs *fs)
 {
