@@ -722,7 +722,7 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	if (off > (uint64_t)FS_FILE_MAX || size > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
 	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
-	    (r = chunks_write(fs, ino, off, buf, size)) < 0)
+	    (r = chunks_write(fs, ino, a.size, off, buf, size)) < 0)
 		return r;
 	return inode_set_size(fs, ino, off + size > a.size ? off + size : a.size);
 }

@@ -233,8 +233,8 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 /* --- chunks.c --- */
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
-int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
-    size_t size);
+int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,
+    const void *buf, size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
