@@ -95,6 +95,19 @@ ckpt_start(struct fs *fs)
 		fs->ckpt_db = NULL;
 		return -EIO;
 	}
+	/* A connection that has read nothing has not opened the WAL yet, and
+	 * SQLite (3.40) takes a checkpoint request on it for "not in WAL
+	 * mode": it does nothing and returns SQLITE_OK (and -1 frames).  So
+	 * every checkpoint was left to the committing thread, under the lock,
+	 * at CKPT_BYTES_MAX.  One read of the header opens the WAL. */
+	rc = sqlite3_exec(fs->ckpt_db, "PRAGMA schema_version", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		log_warn("%s: the checkpoint connection cannot read (%s); SQLite "
+		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));
+		sqlite3_close(fs->ckpt_db);
+		fs->ckpt_db = NULL;
+		return -EIO;
+	}
 	sqlite3_wal_hook(fs->db, ckpt_hook, fs);
 	return 0;
 }
