@@ -36,7 +36,8 @@
 #include <stdlib.h>
 
 #define WALBUF_NAME "atrium-walbuf"
-/* Bytes gathered before they are written: 256 frames of 4 KiB pages. */
+/* Bytes gathered before they are written: about 250 frames of 4 KiB
+ * pages. */
 #define WALBUF_BYTES (1u << 20)
 /* Bytes per write call: the unix VFS writes at most 128 KiB - 1 per call
  * (seekAndWriteFd masks the length with 0x1ffff, and a longer write comes
@@ -105,10 +106,12 @@ walbuf_is_commit_header(const void *p, int n, sqlite3_int64 off)
 static int
 walbuf_gather(struct walbuf_file *f, const void *p, int n, sqlite3_int64 off)
 {
+	int follows = off == f->off + (sqlite3_int64)f->len;
 	int rc;
 
-	if (f->len && (off != f->off + (sqlite3_int64)f->len ||
-	    f->len + (size_t)n > WALBUF_BYTES) && (rc = walbuf_flush(f)) != SQLITE_OK)
+	/* Bigger than a piece (no page is): written at once, in order. */
+	if (f->len && (!follows || f->len + (size_t)n > WALBUF_BYTES ||
+	    (size_t)n > WALBUF_PIECE) && (rc = walbuf_flush(f)) != SQLITE_OK)
 		return rc;
 	if ((size_t)n > WALBUF_PIECE)
 		return f->real->pMethods->xWrite(f->real, p, n, off);
@@ -161,6 +164,8 @@ walbuf_close(sqlite3_file *file)
 	return rc != SQLITE_OK ? rc : rc2;
 }
 
+/* xRead, and below xTruncate, xSync, xFileSize and xFileControl: the
+ * real file's, once what is gathered is written out. */
 static int
 walbuf_read(sqlite3_file *file, void *p, int n, sqlite3_int64 off)
 {
@@ -207,7 +212,8 @@ walbuf_file_control(sqlite3_file *file, int op, void *arg)
 	    f->real->pMethods->xFileControl(f->real, op, arg);
 }
 
-/* The rest is the real file's. */
+/* The rest is the real file's: locks, sector size, the -shm index of a
+ * database file, memory-mapped pages. */
 static int
 walbuf_lock(sqlite3_file *file, int lock)
 {
