@@ -30,13 +30,16 @@
 
 /* WAL sizes, the same whatever the database's page size: checkpoint in the
  * background past CKPT_BYTES (SQLite's default of 1000 pages of 4 KiB),
- * and in the committing thread, under the lock, past CKPT_BYTES_MAX (one
- * group's worth, DB_COMMIT_BYTES in db.c) or, near a full disk, past
- * CKPT_BYTES.  In bytes so that a database with bigger pages checkpoints
- * as often, not four times less often with a four times longer wait under
- * the lock. */
+ * and in the committing thread, under the lock, past CKPT_BYTES_MAX or,
+ * near a full disk, past CKPT_BYTES.  CKPT_BYTES_MAX is four groups
+ * (DB_COMMIT_BYTES in db.c), no more than space.c's low margin: at one
+ * group, every commit of a big write (a group of 16 MiB) checkpointed and
+ * synced the database under the lock, and the writer waited for it; with
+ * room for four, the background checkpoint keeps up while the writer goes
+ * on.  In bytes so that a database with bigger pages checkpoints as often,
+ * not four times less often with a four times longer wait under the lock. */
 #define CKPT_BYTES (4000 << 10)
-#define CKPT_BYTES_MAX (16 << 20)
+#define CKPT_BYTES_MAX (64 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int
@@ -87,6 +90,19 @@ ckpt_start(struct fs *fs)
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		log_warn("%s: no connection for checkpoints (%s); SQLite "
+		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));
+		sqlite3_close(fs->ckpt_db);
+		fs->ckpt_db = NULL;
+		return -EIO;
+	}
+	/* A connection that has read nothing has not opened the WAL yet, and
+	 * SQLite (3.40) takes a checkpoint request on it for "not in WAL
+	 * mode": it does nothing and returns SQLITE_OK (and -1 frames).  So
+	 * every checkpoint was left to the committing thread, under the lock,
+	 * at CKPT_BYTES_MAX.  One read of the header opens the WAL. */
+	rc = sqlite3_exec(fs->ckpt_db, "PRAGMA schema_version", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		log_warn("%s: the checkpoint connection cannot read (%s); SQLite "
 		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));
 		sqlite3_close(fs->ckpt_db);
 		fs->ckpt_db = NULL;

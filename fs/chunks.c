@@ -9,8 +9,9 @@
  * truncate down deletes and trims.
  *
  * Workload: the kernel sends writes of up to 1 MiB, mostly sequential, so
- * most chunks are written whole (one INSERT OR REPLACE without reading);
- * a write inside an existing chunk's length is done in place through
+ * most chunks are written whole (one INSERT OR REPLACE without reading),
+ * as is the first piece of a chunk past the file's end (an append); a
+ * write inside an existing chunk's length is done in place through
  * incremental blob I/O, and only a write that extends a short chunk reads
  * and rewrites it.
  */
@@ -88,18 +89,40 @@ chunks_extend(struct fs *fs, sqlite3_int64 rowid, size_t len, size_t coff,
 	return r;
 }
 
-/* Write n bytes of p at offset coff of chunk idx.  0 or -errno. */
+/* Store chunk idx, which has no row, as zeros up to coff then n bytes of
+ * p.  0 or -errno. */
+static int
+chunks_write_new(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
+    const void *p, size_t n)
+{
+	unsigned char *buf;
+	int r;
+
+	if (coff == 0)
+		return chunks_put(fs, ino, idx, p, n);
+	if (!(buf = calloc(1, coff + n)))
+		return -ENOMEM;
+	memcpy(buf + coff, p, n);
+	r = chunks_put(fs, ino, idx, buf, coff + n);
+	free(buf);
+	return r;
+}
+
+/* Write n bytes of p at offset coff of chunk idx; fresh when the chunk
+ * is known to have no row.  0 or -errno. */
 static int
 chunks_write_one(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
-    const void *p, size_t n)
+    const void *p, size_t n, int fresh)
 {
 	sqlite3_stmt *st;
 	sqlite3_int64 rowid;
 	size_t len;
-	int rc, r;
+	int rc;
 
 	if (coff == 0 && n == FS_CHUNK)
 		return chunks_put(fs, ino, idx, p, n);
+	if (fresh)
+		return chunks_write_new(fs, ino, idx, coff, p, n);
 	st = db_stmt(fs, "SELECT rowid, length(data) FROM chunks "
 	    "WHERE ino = ? AND idx = ?");
 	if (!st)
@@ -116,22 +139,17 @@ chunks_write_one(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
 		return chunks_extend(fs, rowid, len, coff, p, n);
 	if (rc != SQLITE_DONE)
 		return db_errno(fs, rc, "chunks_write");
-	if (coff == 0)
-		return chunks_put(fs, ino, idx, p, n);
-	unsigned char *buf = calloc(1, coff + n);
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf + coff, p, n);
-	r = chunks_put(fs, ino, idx, buf, coff + n);
-	free(buf);
-	return r;
+	return chunks_write_new(fs, ino, idx, coff, p, n);
 }
 
-/* Write size bytes of buf at off (the caller updates the size).  0 or
- * -errno; a failure part way is undone by the caller's savepoint. */
+/* Write size bytes of buf at off into a file of filesize bytes (the caller
+ * updates the size, and has dropped any chunk left past it: a chunk that
+ * starts at or past filesize has no row, so a write there, an append,
+ * stores it without looking).  0 or -errno; a failure part way is undone
+ * by the caller's savepoint. */
 int
-chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
-    size_t size)
+chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,
+    const void *buf, size_t size)
 {
 	const unsigned char *p = buf;
 	int r;
@@ -141,7 +159,8 @@ chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		size_t coff = (size_t)(off % FS_CHUNK);
 		size_t n = FS_CHUNK - coff < size ? FS_CHUNK - coff : size;
 
-		if ((r = chunks_write_one(fs, ino, idx, coff, p, n)) < 0)
+		if ((r = chunks_write_one(fs, ino, idx, coff, p, n,
+		    idx * FS_CHUNK >= filesize)) < 0)
 			return r;
 		p += n;
 		off += n;

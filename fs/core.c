@@ -51,7 +51,9 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	*out = NULL;
 	if (access(path, F_OK) < 0)
 		return -errno;
-	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	/* The writer's WAL appends go through walbuf.c, in big writes. */
+	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX,
+	    readonly ? NULL : walbuf_vfs_name());
 	if (rc != SQLITE_OK) {
 		log_error("opening %s: %s", path, sqlite3_errstr(rc));
 		sqlite3_close(*out);
@@ -235,8 +237,8 @@ fs_sync(struct fs *fs, int full)
 }
 
 /* The sticky error of a failed mount: 0, or -EIO.  Read without fs->lock
- * (db_fail sets it atomically, once), so that close(2) of a written file,
- * which asks this, never waits behind a commit or an fsync. */
+ * (db_fail sets it atomically, once), so that asking never waits behind a
+ * commit or an fsync. */
 int
 fs_error(struct fs *fs)
 {
@@ -720,7 +722,7 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	if (off > (uint64_t)FS_FILE_MAX || size > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
 	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
-	    (r = chunks_write(fs, ino, off, buf, size)) < 0)
+	    (r = chunks_write(fs, ino, a.size, off, buf, size)) < 0)
 		return r;
 	return inode_set_size(fs, ino, off + size > a.size ? off + size : a.size);
 }

@@ -51,9 +51,9 @@
  *     transaction.
  *  4. If a commit (or a statement, on a cache spill) fails anyway with
  *     answered operations in the group, they are lost: the mount enters a
- *     failed state, logged once, in which every change, every fsync and
- *     every flush (close) of a written file returns EIO until the workspace
- *     is remounted.  It cannot go on serving: the kernel has cached names,
+ *     failed state, logged once, in which every change and every fsync
+ *     returns EIO until the workspace is remounted (so does a close that
+ *     still writes data or times back: those are changes; fuse_ops.c).  It cannot go on serving: the kernel has cached names,
  *     inodes and pages that no longer exist in the database, and inode
  *     numbers would be handed out again.  A failed WAL sync does the same:
  *     after a failed fsync nothing committed can be vouched for.
@@ -182,8 +182,8 @@ db_exec(struct fs *fs, const char *sql)
 }
 
 /* Enter the sticky failed state, once, saying what was lost (lost answered
- * operations, or 0 when a sync failed).  Every change, fsync and flush then
- * gets EIO until the workspace is remounted. */
+ * operations, or 0 when a sync failed).  Every change and fsync then gets
+ * EIO until the workspace is remounted. */
 static void
 db_fail(struct fs *fs, int r, unsigned lost)
 {
@@ -198,13 +198,12 @@ db_fail(struct fs *fs, int r, unsigned lost)
 	if (lost)
 		log_error("%s: %s while saving the last %u changes, which were "
 		    "already answered: they are lost.  The workspace is read-only "
-		    "from now on (changes, fsync and close of written files get "
-		    "EIO); %s", fs->path, strerror(-r), lost, todo);
+		    "from now on (changes and fsync get EIO); %s", fs->path,
+		    strerror(-r), lost, todo);
 	else
 		log_error("%s: %s while syncing to disk: committed changes may not "
-		    "be on disk.  The workspace is read-only from now on (changes, "
-		    "fsync and close of written files get EIO); %s", fs->path,
-		    strerror(-r), todo);
+		    "be on disk.  The workspace is read-only from now on (changes "
+		    "and fsync get EIO); %s", fs->path, strerror(-r), todo);
 }
 
 /* The group transaction is gone (rolled back by SQLite or by us) with the

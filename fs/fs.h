@@ -142,7 +142,7 @@ int fs_reclaim_batch(struct fs *fs);
 int fs_sync(struct fs *fs, int full);
 
 /* 0, or -EIO once the filesystem has failed that way (read-only until it is
- * opened again): what flush (close) of a written file reports. */
+ * opened again).  Read without the lock. */
 int fs_error(struct fs *fs);
 
 /* --- names and inodes (fs/core.c) --- */

@@ -145,6 +145,9 @@ int db_read_begin(struct fs *fs);
 void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
 
+/* --- walbuf.c --- */
+const char *walbuf_vfs_name(void);
+
 /* --- checkpoint.c --- */
 int ckpt_start(struct fs *fs);
 void ckpt_stop(struct fs *fs);
@@ -230,8 +233,8 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 /* --- chunks.c --- */
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
-int chunks_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
-    size_t size);
+int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,
+    const void *buf, size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);

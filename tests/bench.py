@@ -19,6 +19,8 @@ Settings (environment):
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
   BENCH_PARTS="fs ssh"  which parts to run
+  BENCH_FS="tar git creates ls make seq random"  which filesystem workloads
+                      (random reads the file seq wrote)
 """
 import json
 import os
@@ -536,14 +538,17 @@ def database_size(table, fst):
 
 def fs_workloads(table, tmp):
     with FsTargets(tmp) as fst:
-        steps = [("tar x, grep", lambda: tar_and_grep(table, fst, tmp)),
-                 ("git clone", lambda: git_clone(table, fst, tmp)),
-                 ("creates, stat, rm", lambda: creates_stat_rm(table, fst)),
-                 ("ls -l", lambda: ls_big_dir(table, fst)),
-                 ("make -j2", lambda: make_j2(table, fst, tmp)),
-                 ("sequential I/O", lambda: seq_rw(table, fst)),
-                 ("random read", lambda: random_read(table, fst, tmp))]
-        for name, step in steps:
+        steps = [("tar", "tar x, grep", lambda: tar_and_grep(table, fst, tmp)),
+                 ("git", "git clone", lambda: git_clone(table, fst, tmp)),
+                 ("creates", "creates, stat, rm", lambda: creates_stat_rm(table, fst)),
+                 ("ls", "ls -l", lambda: ls_big_dir(table, fst)),
+                 ("make", "make -j2", lambda: make_j2(table, fst, tmp)),
+                 ("seq", "sequential I/O", lambda: seq_rw(table, fst)),
+                 ("random", "random read", lambda: random_read(table, fst, tmp))]
+        chosen = os.environ.get("BENCH_FS", " ".join(k for k, _, _ in steps)).split()
+        for key, name, step in steps:
+            if key not in chosen:
+                continue
             t0 = time.time()
             print(" %s..." % name, file=sys.stderr)
             step()

@@ -1,0 +1,103 @@
+/*
+ * test_fs_checkpoint.c: the committer's background checkpoints
+ * (fs/checkpoint.c), without FUSE.  Checked: once a commit takes the WAL
+ * past CKPT_BYTES (4000 KiB), the committer copies it into the database
+ * on its own connection, without waiting for the WAL to reach
+ * CKPT_BYTES_MAX, where the committing thread would do it under the lock.
+ * What was copied is read from the -shm index the way SQLite keeps it:
+ * the WAL's last committed frame (mxFrame) in the header and the frames
+ * already copied (nBackfill) after its two copies.
+ */
+#include "../../fs/fs_int.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FS_FIXTURE_NAME "test_fs_checkpoint"
+#include "fs_fixture.h"
+
+#define MIB (1u << 20)
+/* The -shm index (SQLite's wal.c): WalIndexHdr is 48 bytes, kept twice,
+ * then WalCkptInfo, which starts with nBackfill; mxFrame is at 16. */
+#define SHM_MX_FRAME 16
+#define SHM_BACKFILL 96
+
+/* The WAL's committed frames and those copied into the database, from
+ * the -shm file of db_path.  0, or -1 when it cannot be read. */
+static int
+shm_frames(uint32_t *mx_frame, uint32_t *backfill)
+{
+	char path[300];
+	unsigned char hdr[SHM_BACKFILL + 4];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s-shm", db_path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	ok = pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr);
+	close(fd);
+	if (!ok)
+		return -1;
+	memcpy(mx_frame, hdr + SHM_MX_FRAME, 4);
+	memcpy(backfill, hdr + SHM_BACKFILL, 4);
+	return 0;
+}
+
+/* Write size bytes to a new file in the root, 1 MiB at a time. */
+static void
+write_file(struct fs *fs, const char *name, size_t size)
+{
+	unsigned char *buf = calloc(1, MIB);
+	struct fs_attr a;
+
+	if (!buf)
+		return;
+	memset(buf, 'c', MIB);
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, name, S_IFREG | 0644, 0, 0,
+	    &a), 0);
+	for (size_t off = 0; off < size; off += MIB)
+		CHECK_INT(fs_write(fs, a.ino, off, buf, MIB), MIB);
+	free(buf);
+}
+
+/* 8 MiB committed: within two seconds the committer has copied every
+ * frame of it, while the WAL is far below CKPT_BYTES_MAX (64 MiB). */
+static void
+test_committer_checkpoints_in_the_background(void)
+{
+	struct fs *fs = fixture_new_fs();
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	uint32_t mx = 0, backfill = 0;
+	int tries;
+
+	if (!fs)
+		return;
+	CHECK_INT(fs_committer_start(fs, 10), 0);
+	write_file(fs, "eight", 8 * MIB);
+	CHECK_INT(fs_sync(fs, 0), 0);
+	for (tries = 0; tries < 100; tries++) {
+		if (shm_frames(&mx, &backfill) == 0 && mx > 0 && backfill == mx)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	CHECK(mx > 2048);           /* 8 MiB is more than 2048 pages */
+	CHECK_INT(backfill, mx);
+	fs_committer_stop(fs);
+	fs_close(fs);
+	CHECK_INT(fsck_run(db_path, 0, NULL, NULL), 0);
+}
+
+int
+main(void)
+{
+	if (fixture_begin())
+		return 1;
+	TEST(test_committer_checkpoints_in_the_background);
+	fixture_end();
+	return unit_done("test_fs_checkpoint");
+}
