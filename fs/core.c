@@ -28,6 +28,7 @@ core_free(struct fs *fs)
 	if (!fs)
 		return;
 	space_close(fs);
+	readers_free(fs);
 	db_stmts_free(fs);
 	if (fs->db)
 		sqlite3_close(fs->db);
@@ -35,6 +36,7 @@ core_free(struct fs *fs)
 	xattr_cache_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_cond_destroy(&fs->reclaim_cond);
+	pthread_mutex_destroy(&fs->pin_lock);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
 	free(fs->path);
@@ -128,6 +130,7 @@ fs_open(const char *path, int flags, struct fs **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->pin_lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
 	pthread_cond_init(&fs->reclaim_cond, NULL);
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
@@ -136,6 +139,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (r = readers_init(fs)) < 0 ||
 	    (r = xattr_cache_load(fs)) < 0 ||
 	    (!fs->readonly && (r = stored_install(fs)) < 0) ||
 	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
@@ -254,6 +258,8 @@ fs_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
 	memset(out, 0, sizeof(*out));
 	if (strlen(name) > FS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if ((r = readers_lookup(fs, parent, name, pin, out)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	if ((r = dir_lookup(fs, parent, name, &ino)) == 0 &&
 	    (r = inode_get(fs, ino, out)) == 0 && pin)
@@ -282,6 +288,8 @@ fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
 	int r;
 
+	if ((r = readers_getattr(fs, ino, out)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	r = inode_get(fs, ino, out);
 	fs_unlock(fs);
@@ -517,6 +525,8 @@ fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
 
 	if (size == 0)
 		return -ERANGE;
+	if ((r = readers_readlink(fs, ino, buf, size)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	if (!(st = db_stmt(fs, "SELECT target FROM symlinks WHERE ino = ?"))) {
 		fs_unlock(fs);
@@ -671,11 +681,18 @@ fs_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
     fs_readdir_cb cb, void *arg)
 {
 	struct fs_attr a;
+	int64_t resume;
 	int r;
 
+	if ((r = readers_readdir(fs, ino, off, plus, cb, arg, &resume)) !=
+	    READERS_ASK_WRITER)
+		return r;
+	/* The rest of the page (all of it, or from where the snapshot could
+	 * no longer answer) from the writer. */
 	fs_lock(fs);
 	if ((r = inode_get(fs, ino, &a)) == 0)
-		r = S_ISDIR(a.mode) ? dir_list(fs, ino, off, plus, cb, arg) : -ENOTDIR;
+		r = S_ISDIR(a.mode) ? dir_list(fs, ino, resume, plus, cb, arg) :
+		    -ENOTDIR;
 	fs_unlock(fs);
 	return r;
 }
@@ -685,8 +702,11 @@ ssize_t
 fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 {
 	struct fs_attr a;
+	ssize_t n;
 	int r, snap;
 
+	if ((n = readers_read(fs, ino, off, buf, size)) != READERS_ASK_WRITER)
+		return n;
 	fs_lock(fs);
 	snap = db_read_begin(fs);
 	if ((r = inode_get(fs, ino, &a)) == 0 && S_ISDIR(a.mode))

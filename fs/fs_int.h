@@ -93,7 +93,9 @@ struct fs {
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;
-	/* Lookup counts (inode.c). */
+	/* Lookup counts (inode.c), under pin_lock alone (pooled reads pin
+	 * without fs->lock; taken inside fs->lock, never around it). */
+	pthread_mutex_t pin_lock;
 	struct pin **pins;
 	size_t npins, pin_buckets;
 	/* The xattr cache (xattr.c): every inode that may have an extended
@@ -101,6 +103,9 @@ struct fs {
 	pthread_mutex_t xattr_lock;
 	struct inoset xattr_inos;
 	int xattr_inos_known;     /* 0: not loaded or outgrown, ask SQLite */
+	/* Read-only connections and what the open group touched (readers.c,
+	 * its own locks). */
+	struct readers *readers;
 	/* The committer thread (core.c). */
 	pthread_t committer;
 	pthread_cond_t committer_cond;
@@ -144,6 +149,21 @@ void db_stmts_free(struct fs *fs);
 int db_read_begin(struct fs *fs);
 void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
+
+/* --- readers.c --- */
+/* A pooled read's answer when the writer must do the read (fs->lock). */
+#define READERS_ASK_WRITER (-EAGAIN)
+int readers_init(struct fs *fs);
+void readers_free(struct fs *fs);
+void readers_group_end(struct fs *fs);
+int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
+int readers_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
+    struct fs_attr *out);
+int readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size);
+ssize_t readers_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
+    size_t size);
+int readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
+    fs_readdir_cb cb, void *arg, int64_t *resume);
 
 /* --- checkpoint.c --- */
 int ckpt_start(struct fs *fs);
