@@ -3,18 +3,22 @@
  * database helpers of db.c, and the row helpers of inode.c, dir.c and
  * chunks.c).  Nothing outside fs/ includes it, and nothing here knows FUSE.
  *
- * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
- * takes it; every helper declared here expects it held.  Three kinds of
- * thread take it: the FUSE workers (one request each), the committer
- * (core.c: commits an idle group; checkpoint.c: checkpoints the WAL on a
- * connection of its own, with the lock released) and the reclaimer
- * (reclaim.c: frees the chunks of deleted and truncated files a batch at a
- * time, releasing the lock between batches).  Nobody sleeps or waits for
- * I/O of its own while holding it, except on the database.  The one
- * exception to "every public function takes it" is the xattr cache
- * (xattr.c), under its own fs->xattr_lock, which is taken alone or inside
- * fs->lock, never the other way round, so that getxattr and listxattr of
- * an inode without attributes never wait for fs->lock.
+ * Locking: fs->lock is the writer's.  Every public fs_* function that
+ * changes something takes it, and every helper declared here expects it
+ * held, except where noted.  Three kinds of thread take it: the FUSE
+ * workers (one request each), the committer (core.c: commits an idle
+ * group; checkpoint.c: checkpoints the WAL on a connection of its own, with
+ * the lock released) and the reclaimer (reclaim.c: frees the chunks of
+ * deleted and truncated files a batch at a time, releasing the lock between
+ * batches).  Nobody sleeps or waits for I/O of its own while holding it,
+ * except on the database.  Reads (getattr, lookup, read, readlink,
+ * readdir) first try a read-only connection without it (readers.c, which
+ * owns the threading model and its locks), and take it only when what they
+ * read was changed by the open group.  Besides: fs->pin_lock guards the
+ * lookup counts (inode.c) and fs->xattr_lock the xattr cache (xattr.c);
+ * each is taken alone or inside fs->lock, never the other way round, so
+ * that pooled reads can pin inodes and getxattr of an inode without
+ * attributes never waits for fs->lock.
  */
 #ifndef ATRIUM_FS_INT_H
 #define ATRIUM_FS_INT_H

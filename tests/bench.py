@@ -19,6 +19,10 @@ Settings (environment):
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
   BENCH_PARTS="fs ssh"  which parts to run
+  BENCH_FS_STEPS      the filesystem steps to run, comma-separated (all when
+                      unset): tar x, git clone, creates, ls -l, make -j2,
+                      sequential I/O, random read (which reads the file
+                      that sequential I/O leaves)
 """
 import json
 import os
@@ -543,6 +547,10 @@ def fs_workloads(table, tmp):
                  ("make -j2", lambda: make_j2(table, fst, tmp)),
                  ("sequential I/O", lambda: seq_rw(table, fst)),
                  ("random read", lambda: random_read(table, fst, tmp))]
+        only = os.environ.get("BENCH_FS_STEPS")
+        if only:
+            wanted = [w.strip() for w in only.split(",")]
+            steps = [s for s in steps if any(s[0].startswith(w) for w in wanted)]
         for name, step in steps:
             t0 = time.time()
             print(" %s..." % name, file=sys.stderr)
