@@ -1,6 +1,7 @@
 """atrium-fs frees the space of big deleted and truncated files in the
 background: what a user of the mounted workspace sees while it does, and
-after a kill -9 in the middle of it.
+after a kill -9 in the middle of it; and reads do not wait for another
+process that writes and fsyncs.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_fs_reclaim.py
 """
@@ -197,3 +198,36 @@ def test_kill_9_during_a_background_delete(tmp_path):
     finally:
         m.unmount()
     fsck_clean(m)
+
+
+def write_and_fsync(path, stop):
+    """Another process's work: 32 MiB written and fsynced, over and over,
+    until stop is set."""
+    block = os.urandom(MiB)
+    while not stop.is_set():
+        with open(path, "wb") as f:
+            for _ in range(32):
+                f.write(block)
+            os.fsync(f.fileno())
+
+
+def test_reads_do_not_wait_for_a_writer_and_its_fsyncs(tmp_path):
+    import threading
+    m = Mount(tmp_path, opts=ROOM_OPTS).mount()
+    stop = threading.Event()
+    writer = threading.Thread(target=write_and_fsync, args=(m.p("w"), stop))
+    try:
+        probe = Prober(m)
+        probe.make_files()
+        m.unmount()
+        m.mount()                      # nothing cached in the kernel
+        limit = probe.limit()
+        writer.start()
+        time.sleep(0.5)
+        worst = probe.during(5)
+        assert worst <= limit, f"a read took {worst:.3f}s beside the writer"
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        m.unmount()
