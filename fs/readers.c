@@ -250,6 +250,7 @@ reader_get(struct fs *fs)
 {
 	struct readers *rs = fs->readers;
 	struct reader *rd = NULL;
+	int broken;
 
 	pthread_mutex_lock(&rs->pool_lock);
 	while (!rs->free && !rs->broken && rs->nopen >= READERS_MAX)
@@ -258,8 +259,9 @@ reader_get(struct fs *fs)
 		rs->free = rd->next;
 	else if (!rs->broken)
 		rs->nopen++;
+	broken = rs->broken;
 	pthread_mutex_unlock(&rs->pool_lock);
-	if (rd || rs->broken)
+	if (rd || broken)
 		return rd;
 	if (!(rd = reader_open(fs))) {
 		pthread_mutex_lock(&rs->pool_lock);
