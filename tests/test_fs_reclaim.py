@@ -200,34 +200,34 @@ def test_kill_9_during_a_background_delete(tmp_path):
     fsck_clean(m)
 
 
-def write_and_fsync(path, stop):
-    """Another process's work: 32 MiB written and fsynced, over and over,
-    until stop is set."""
-    block = os.urandom(MiB)
-    while not stop.is_set():
-        with open(path, "wb") as f:
-            for _ in range(32):
-                f.write(block)
-            os.fsync(f.fileno())
+# Another process's work: 32 MiB written and fsynced, over and over.
+WRITER = """
+import os, sys
+block = os.urandom(1 << 20)
+while True:
+    with open(sys.argv[1], "wb") as f:
+        for _ in range(32):
+            f.write(block)
+        os.fsync(f.fileno())
+"""
 
 
 def test_reads_do_not_wait_for_a_writer_and_its_fsyncs(tmp_path):
-    import threading
+    import sys
     m = Mount(tmp_path, opts=ROOM_OPTS).mount()
-    stop = threading.Event()
-    writer = threading.Thread(target=write_and_fsync, args=(m.p("w"), stop))
+    writer = None
     try:
         probe = Prober(m)
         probe.make_files()
         m.unmount()
         m.mount()                      # nothing cached in the kernel
         limit = probe.limit()
-        writer.start()
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, m.p("w")])
         time.sleep(0.5)
         worst = probe.during(5)
         assert worst <= limit, f"a read took {worst:.3f}s beside the writer"
     finally:
-        stop.set()
-        if writer.is_alive():
-            writer.join()
+        if writer:
+            writer.kill()
+            writer.wait()
         m.unmount()
