@@ -164,6 +164,8 @@ int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
 int readers_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
     struct fs_attr *out);
 int readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size);
+ssize_t readers_getxattr(struct fs *fs, uint64_t ino, const char *name,
+    void *buf, size_t size);
 ssize_t readers_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
 int readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,

@@ -2,8 +2,9 @@
  * readers.c: reads that never wait for a writer or an fsync.  A pool of
  * read-only SQLite connections (WAL snapshots of the committed state), and
  * the set of inodes the open group has touched, which says when such a
- * snapshot may answer.  Called by core.c: each read-side fs_* call
- * (getattr, lookup, read, readlink, readdir) tries here first, without
+ * snapshot may answer.  Called by core.c and xattr.c: each read-side fs_*
+ * call (getattr, lookup, read, readlink, readdir, getxattr of an inode
+ * that has attributes) tries here first, without
  * fs->lock, and does the read on the writer's connection under fs->lock
  * when this file answers READERS_ASK_WRITER.
  *
@@ -93,8 +94,8 @@
 #define READERS_MAX 4
 /* Each reader's SQLite page cache (file pages are in the kernel's cache). */
 #define READERS_CACHE_KIB 2048
-/* Prepared statements per reader. */
-#define READERS_STMTS 8
+/* Prepared statements per reader (this file has 12). */
+#define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
 #define READERS_TOUCHED_MAX (1u << 17)
 /* Chunks a read piece of at most READERS_PIECE bytes can meet. */
@@ -488,6 +489,46 @@ readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
 		memcpy(buf, sqlite3_column_blob(st, 0), n);
 		buf[n] = '\0';
 		r = (int)n;
+	}
+	sqlite3_reset(st);
+	readers_end(fs, rd);
+	if ((rc != SQLITE_ROW && rc != SQLITE_DONE) ||
+	    !readers_clean(fs, seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return r;
+}
+
+/* fs_getxattr on a reader (name checked by the caller): the value's size
+ * (or the value into buf when size > 0), -ENODATA, -ERANGE, or
+ * READERS_ASK_WRITER. */
+ssize_t
+readers_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
+    size_t size)
+{
+	struct reader *rd;
+	sqlite3_stmt *st;
+	uint64_t seq;
+	ssize_t r = -ENODATA;
+	int rc;
+
+	if (!(rd = readers_begin(fs, ino, &seq)))
+		return READERS_ASK_WRITER;
+	if (!(st = reader_stmt(rd,
+	    "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
+		readers_end(fs, rd);
+		return READERS_ASK_WRITER;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+		if (size > 0 && n > size)
+			r = -ERANGE;
+		else {
+			if (size > 0 && n > 0)
+				memcpy(buf, sqlite3_column_blob(st, 0), n);
+			r = (ssize_t)n;
+		}
 	}
 	sqlite3_reset(st);
 	readers_end(fs, rd);

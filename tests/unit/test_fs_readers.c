@@ -2,12 +2,13 @@
  * test_fs_readers.c: reads on the read-only connections (fs/readers.c).
  *   - While an fsync is stuck on the disk (the shim VFS holds every sync),
  *     holding the writer's lock, another thread's getattr, lookup, read,
- *     readlink and readdirplus all return, with the right answers.
+ *     readlink, readdirplus and getxattr all return, with the right
+ *     answers.
  *   - Changes answered but not yet committed are what every read shows:
  *     a write in place (same size), a write to a file whose directory the
  *     group did not touch (lookup and readdirplus of that directory must
  *     show its new size), a rename between two directories, an unlink,
- *     a chmod, a new symlink.
+ *     a chmod, a new symlink, a changed extended attribute.
  */
 #include "../../fs/fs.h"
 #include "unit.h"
@@ -55,6 +56,7 @@ make_tree(struct fs *fs, struct tree *t)
 	CHECK_INT(fs_write(fs, t->y, 0, buf, 100), 100);
 	CHECK_INT(fs_symlink(fs, &root_ctx, 1, "l", "target", 0, &a), 0);
 	t->l = a.ino;
+	CHECK_INT(fs_setxattr(fs, t->f, "user.k", "v1", 2, 0), 0);
 	CHECK_INT(fs_sync(fs, 0), 0);
 }
 
@@ -131,6 +133,8 @@ reading_main(void *arg)
 	reading_expect(r, fs_lookup(r->fs, r->t->d, "none", 0, &a), -ENOENT);
 	reading_expect(r, fs_readlink(r->fs, r->t->l, target, sizeof(target)), 6);
 	reading_expect(r, listed_size(r->fs, r->t->d, "y"), 100);
+	reading_expect(r, fs_getxattr(r->fs, r->t->f, "user.k", target,
+	    sizeof(target)), 2);
 	pthread_mutex_lock(&r->mu);
 	r->done = 1;
 	pthread_cond_signal(&r->cond);
@@ -241,6 +245,11 @@ test_reads_see_answered_changes(void)
 	CHECK_INT(fs_symlink(fs, &root_ctx, t.e, "l2", "elsewhere", 0, &a), 0);
 	CHECK_INT(fs_readlink(fs, a.ino, target, sizeof(target)), 9);
 	CHECK_STR(target, "elsewhere");
+	/* A changed extended attribute. */
+	CHECK_INT(fs_setxattr(fs, t.f, "user.k", "v22", 3, 0), 0);
+	memset(target, 0, sizeof(target));
+	CHECK_INT(fs_getxattr(fs, t.f, "user.k", target, sizeof(target)), 3);
+	CHECK_STR(target, "v22");
 	/* And all of it still so once committed. */
 	CHECK_INT(fs_sync(fs, 0), 0);
 	CHECK_INT(fs_lookup(fs, t.e, "y2", 0, &a), 0);
