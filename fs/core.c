@@ -28,6 +28,7 @@ core_free(struct fs *fs)
 	if (!fs)
 		return;
 	space_close(fs);
+	readers_free(fs);
 	db_stmts_free(fs);
 	if (fs->db)
 		sqlite3_close(fs->db);
@@ -35,6 +36,7 @@ core_free(struct fs *fs)
 	xattr_cache_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_cond_destroy(&fs->reclaim_cond);
+	pthread_mutex_destroy(&fs->pin_lock);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
 	free(fs->path);
@@ -67,6 +69,27 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	return db_configure(*out);
 }
 
+/* Give a new database SQLite's pointer map (auto_vacuum=INCREMENTAL, which
+ * frees nothing by itself): a chunk's 64 KiB is a chain of overflow pages,
+ * and to read at an offset inside it SQLite reads every page before it to
+ * find the next, 8 preads for an average 4 KiB random read; with a pointer
+ * map it finds them from one cached map page instead (a 4 KiB random read
+ * took 18 to 19 us in the daemon, now 11 to 12).  Only before the first
+ * table and the switch to WAL.  0 or -EIO (logged). */
+static int
+core_set_pointer_map(sqlite3 *db)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL,
+	    &err) != SQLITE_OK) {
+		log_error("setting up the pointer map: %s", err ? err : "?");
+		sqlite3_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* Create a filesystem in an empty or missing file: 0, -EEXIST or -errno. */
 int
 fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
@@ -90,7 +113,7 @@ fs_mkfs(const char *path, uint32_t uid, uint32_t gid)
 		sqlite3_close(db);
 		return r;
 	}
-	if ((r = db_configure(db)) == 0)
+	if ((r = core_set_pointer_map(db)) == 0 && (r = db_configure(db)) == 0)
 		r = schema_version(db) != 0 ? -EEXIST : schema_create(db, uid, gid);
 	sqlite3_close(db);
 	return r;
@@ -130,6 +153,7 @@ fs_open(const char *path, int flags, struct fs **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->pin_lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
 	pthread_cond_init(&fs->reclaim_cond, NULL);
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
@@ -138,6 +162,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (r = readers_init(fs)) < 0 ||
 	    (r = xattr_cache_load(fs)) < 0 ||
 	    (!fs->readonly && (r = stored_install(fs)) < 0) ||
 	    ((flags & FS_OPEN_CLEAN_ORPHANS) && (r = core_clean_orphans(fs)) < 0)) {
@@ -256,6 +281,8 @@ fs_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
 	memset(out, 0, sizeof(*out));
 	if (strlen(name) > FS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if ((r = readers_lookup(fs, parent, name, pin, out)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	if ((r = dir_lookup(fs, parent, name, &ino)) == 0 &&
 	    (r = inode_get(fs, ino, out)) == 0 && pin)
@@ -284,6 +311,8 @@ fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
 	int r;
 
+	if ((r = readers_getattr(fs, ino, out)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	r = inode_get(fs, ino, out);
 	fs_unlock(fs);
@@ -519,6 +548,8 @@ fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
 
 	if (size == 0)
 		return -ERANGE;
+	if ((r = readers_readlink(fs, ino, buf, size)) != READERS_ASK_WRITER)
+		return r;
 	fs_lock(fs);
 	if (!(st = db_stmt(fs, "SELECT target FROM symlinks WHERE ino = ?"))) {
 		fs_unlock(fs);
@@ -673,11 +704,18 @@ fs_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
     fs_readdir_cb cb, void *arg)
 {
 	struct fs_attr a;
+	int64_t resume;
 	int r;
 
+	if ((r = readers_readdir(fs, ino, off, plus, cb, arg, &resume)) !=
+	    READERS_ASK_WRITER)
+		return r;
+	/* The rest of the page (all of it, or from where the snapshot could
+	 * no longer answer) from the writer. */
 	fs_lock(fs);
 	if ((r = inode_get(fs, ino, &a)) == 0)
-		r = S_ISDIR(a.mode) ? dir_list(fs, ino, off, plus, cb, arg) : -ENOTDIR;
+		r = S_ISDIR(a.mode) ? dir_list(fs, ino, resume, plus, cb, arg) :
+		    -ENOTDIR;
 	fs_unlock(fs);
 	return r;
 }
@@ -687,8 +725,11 @@ ssize_t
 fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 {
 	struct fs_attr a;
+	ssize_t n;
 	int r, snap;
 
+	if ((n = readers_read(fs, ino, off, buf, size)) != READERS_ASK_WRITER)
+		return n;
 	fs_lock(fs);
 	snap = db_read_begin(fs);
 	if ((r = inode_get(fs, ino, &a)) == 0 && S_ISDIR(a.mode))

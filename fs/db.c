@@ -14,8 +14,10 @@
  * (durably), and on close.  A crash loses at most the last uncommitted group,
  * never consistency.
  *
- * All reads and writes use the one connection, so readers see the open
- * transaction's changes.  Only WAL checkpoints use another: while the
+ * Changes, and reads of what the open group touched, use the one
+ * connection, so they see the open transaction's changes; other reads run
+ * on read-only connections of their own (readers.c), which this file tells
+ * when a group ends.  WAL checkpoints use another too: while the
  * committer runs, checkpoint.c takes them out of COMMIT and runs them on a
  * connection of its own without fs->lock.  A background delete
  * (reclaim.c) is an ordinary operation of a group, a batch at a time.  synchronous=NORMAL in WAL mode; fsync commits and
@@ -212,6 +214,7 @@ db_fail(struct fs *fs, int r, unsigned lost)
 static void
 db_group_lost(struct fs *fs, int r, unsigned answered)
 {
+	readers_group_end(fs);
 	fs->txn_open = 0;
 	fs->txn_ops = 0;
 	fs->txn_need = 0;
@@ -246,6 +249,8 @@ db_commit_group(struct fs *fs, int unanswered)
 		return fs->failed;
 	answered = fs->txn_ops - (unsigned)unanswered;
 	if ((r = db_exec(fs, "COMMIT")) == 0) {
+		/* After COMMIT returned: pooled reads see the group now. */
+		readers_group_end(fs);
 		fs->txn_open = 0;
 		fs->txn_ops = 0;
 		fs->txn_need = 0;

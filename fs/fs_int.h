@@ -3,18 +3,22 @@
  * database helpers of db.c, and the row helpers of inode.c, dir.c and
  * chunks.c).  Nothing outside fs/ includes it, and nothing here knows FUSE.
  *
- * Locking: struct fs has one mutex, fs->lock.  Every public fs_* function
- * takes it; every helper declared here expects it held.  Three kinds of
- * thread take it: the FUSE workers (one request each), the committer
- * (core.c: commits an idle group; checkpoint.c: checkpoints the WAL on a
- * connection of its own, with the lock released) and the reclaimer
- * (reclaim.c: frees the chunks of deleted and truncated files a batch at a
- * time, releasing the lock between batches).  Nobody sleeps or waits for
- * I/O of its own while holding it, except on the database.  The one
- * exception to "every public function takes it" is the xattr cache
- * (xattr.c), under its own fs->xattr_lock, which is taken alone or inside
- * fs->lock, never the other way round, so that getxattr and listxattr of
- * an inode without attributes never wait for fs->lock.
+ * Locking: fs->lock is the writer's.  Every public fs_* function that
+ * changes something takes it, and every helper declared here expects it
+ * held, except where noted.  Three kinds of thread take it: the FUSE
+ * workers (one request each), the committer (core.c: commits an idle
+ * group; checkpoint.c: checkpoints the WAL on a connection of its own, with
+ * the lock released) and the reclaimer (reclaim.c: frees the chunks of
+ * deleted and truncated files a batch at a time, releasing the lock between
+ * batches).  Nobody sleeps or waits for I/O of its own while holding it,
+ * except on the database.  Reads (getattr, lookup, read, readlink,
+ * readdir) first try a read-only connection without it (readers.c, which
+ * owns the threading model and its locks), and take it only when what they
+ * read was changed by the open group.  Besides: fs->pin_lock guards the
+ * lookup counts (inode.c) and fs->xattr_lock the xattr cache (xattr.c);
+ * each is taken alone or inside fs->lock, never the other way round, so
+ * that pooled reads can pin inodes and getxattr of an inode without
+ * attributes never waits for fs->lock.
  */
 #ifndef ATRIUM_FS_INT_H
 #define ATRIUM_FS_INT_H
@@ -93,7 +97,9 @@ struct fs {
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;
-	/* Lookup counts (inode.c). */
+	/* Lookup counts (inode.c), under pin_lock alone (pooled reads pin
+	 * without fs->lock; taken inside fs->lock, never around it). */
+	pthread_mutex_t pin_lock;
 	struct pin **pins;
 	size_t npins, pin_buckets;
 	/* The xattr cache (xattr.c): every inode that may have an extended
@@ -101,6 +107,9 @@ struct fs {
 	pthread_mutex_t xattr_lock;
 	struct inoset xattr_inos;
 	int xattr_inos_known;     /* 0: not loaded or outgrown, ask SQLite */
+	/* Read-only connections and what the open group touched (readers.c,
+	 * its own locks). */
+	struct readers *readers;
 	/* The committer thread (core.c). */
 	pthread_t committer;
 	pthread_cond_t committer_cond;
@@ -147,6 +156,23 @@ int db_configure(sqlite3 *db);
 
 /* --- walbuf.c --- */
 const char *walbuf_vfs_name(void);
+
+/* --- readers.c --- */
+/* A pooled read's answer when the writer must do the read (fs->lock). */
+#define READERS_ASK_WRITER (-EAGAIN)
+int readers_init(struct fs *fs);
+void readers_free(struct fs *fs);
+void readers_group_end(struct fs *fs);
+int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
+int readers_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
+    struct fs_attr *out);
+int readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size);
+ssize_t readers_getxattr(struct fs *fs, uint64_t ino, const char *name,
+    void *buf, size_t size);
+ssize_t readers_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
+    size_t size);
+int readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
+    fs_readdir_cb cb, void *arg, int64_t *resume);
 
 /* --- checkpoint.c --- */
 int ckpt_start(struct fs *fs);

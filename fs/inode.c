@@ -7,7 +7,8 @@
  * Lookup counts ("pins"): the kernel holds an inode from each lookup-like
  * reply until it forgets it; an unlinked inode (nlink 0) must keep its rows
  * while pinned (an open file stays readable), and is deleted when the last
- * pin goes.  Pins live only in memory, in a chained hash table: after a
+ * pin goes.  Pins live only in memory, in a chained hash table under
+ * fs->pin_lock (pooled reads pin without fs->lock, readers.c): after a
  * crash nothing is pinned, and inode_purge_unlinked drops every nlink-0 inode
  * at the next mount.  A big file's rows are not deleted there but handed to
  * the reclaimer (reclaim.c), which frees them in batches.
@@ -310,8 +311,8 @@ inode_pins_grow(struct fs *fs)
 
 /* Add n lookups to ino.  An allocation failure is logged (the inode then
  * lives until the next mount if it is unlinked). */
-void
-inode_pin(struct fs *fs, uint64_t ino, uint64_t n)
+static void
+inode_pin_locked(struct fs *fs, uint64_t ino, uint64_t n)
 {
 	struct pin *p;
 	size_t b;
@@ -339,10 +340,19 @@ inode_pin(struct fs *fs, uint64_t ino, uint64_t n)
 	fs->npins++;
 }
 
+/* Add n lookups to ino (fs->pin_lock taken here, fs->lock or not). */
+void
+inode_pin(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	pthread_mutex_lock(&fs->pin_lock);
+	inode_pin_locked(fs, ino, n);
+	pthread_mutex_unlock(&fs->pin_lock);
+}
+
 /* Drop n lookups of ino; the lookups left.  An underflow is a broken
  * invariant of the kernel protocol: logged, and the count is cleared. */
-uint64_t
-inode_unpin(struct fs *fs, uint64_t ino, uint64_t n)
+static uint64_t
+inode_unpin_locked(struct fs *fs, uint64_t ino, uint64_t n)
 {
 	struct pin **pp, *p;
 
@@ -367,24 +377,41 @@ inode_unpin(struct fs *fs, uint64_t ino, uint64_t n)
 	return 0;
 }
 
-/* 1 when ino has lookups, else 0. */
+/* Drop n lookups of ino (fs->pin_lock taken here); the lookups left. */
+uint64_t
+inode_unpin(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	uint64_t left;
+
+	pthread_mutex_lock(&fs->pin_lock);
+	left = inode_unpin_locked(fs, ino, n);
+	pthread_mutex_unlock(&fs->pin_lock);
+	return left;
+}
+
+/* 1 when ino has lookups, else 0.  A pooled lookup (readers.c) may pin ino
+ * just after a no: the caller (fs->lock held) deletes only inodes without
+ * names, and such a lookup found the name in a directory the caller's
+ * change touched, so it drops its pin and asks the writer again. */
 int
 inode_pinned(struct fs *fs, uint64_t ino)
 {
 	struct pin *p;
+	int found = 0;
 
-	if (!fs->pin_buckets)
-		return 0;
-	for (p = fs->pins[inode_bucket(fs, ino)]; p; p = p->next)
-		if (p->ino == ino)
-			return 1;
-	return 0;
+	pthread_mutex_lock(&fs->pin_lock);
+	if (fs->pin_buckets)
+		for (p = fs->pins[inode_bucket(fs, ino)]; p && !found; p = p->next)
+			found = p->ino == ino;
+	pthread_mutex_unlock(&fs->pin_lock);
+	return found;
 }
 
 /* Free the pin table. */
 void
 inode_pins_free(struct fs *fs)
 {
+	pthread_mutex_lock(&fs->pin_lock);
 	for (size_t i = 0; i < fs->pin_buckets; i++) {
 		struct pin *p = fs->pins[i], *next;
 		for (; p; p = next) {
@@ -395,4 +422,5 @@ inode_pins_free(struct fs *fs)
 	free(fs->pins);
 	fs->pins = NULL;
 	fs->pin_buckets = fs->npins = 0;
+	pthread_mutex_unlock(&fs->pin_lock);
 }

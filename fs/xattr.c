@@ -12,7 +12,9 @@
  * write to a file asks for security.capability.  fs->xattr_inos holds every
  * inode that has, or may have, an attribute; for any other inode getxattr
  * answers ENODATA and listxattr an empty list from memory, without SQL and
- * without fs->lock, so that answer never waits behind a commit or an fsync.
+ * without fs->lock, so that answer never waits behind a commit or an fsync;
+ * for an inode that has some, a read-only connection answers unless the
+ * open group changed them (readers.c).
  * The one rule that keeps it right: an inode is added before the first row
  * of its attributes is written (fs_setxattr, the only writer of the xattrs
  * table while mounted), and nothing is ever removed from the set while the
@@ -202,6 +204,10 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 
 	if (xattr_check_name(name) < 0 || xattr_cache_none(fs, ino))
 		return -ENODATA;
+	/* Not changed by the open group: a read-only connection answers. */
+	if ((r = readers_getxattr(fs, ino, name, buf, size)) != READERS_ASK_WRITER)
+		return r;
+	r = -ENODATA;
 	fs_lock(fs);
 	if (!(st = db_stmt(fs, "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
 		fs_unlock(fs);

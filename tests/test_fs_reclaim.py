@@ -1,6 +1,7 @@
 """atrium-fs frees the space of big deleted and truncated files in the
 background: what a user of the mounted workspace sees while it does, and
-after a kill -9 in the middle of it.
+after a kill -9 in the middle of it; and reads do not wait for another
+process that writes and fsyncs.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_fs_reclaim.py
 """
@@ -197,3 +198,36 @@ def test_kill_9_during_a_background_delete(tmp_path):
     finally:
         m.unmount()
     fsck_clean(m)
+
+
+# Another process's work: 32 MiB written and fsynced, over and over.
+WRITER = """
+import os, sys
+block = os.urandom(1 << 20)
+while True:
+    with open(sys.argv[1], "wb") as f:
+        for _ in range(32):
+            f.write(block)
+        os.fsync(f.fileno())
+"""
+
+
+def test_reads_do_not_wait_for_a_writer_and_its_fsyncs(tmp_path):
+    import sys
+    m = Mount(tmp_path, opts=ROOM_OPTS).mount()
+    writer = None
+    try:
+        probe = Prober(m)
+        probe.make_files()
+        m.unmount()
+        m.mount()                      # nothing cached in the kernel
+        limit = probe.limit()
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, m.p("w")])
+        time.sleep(0.5)
+        worst = probe.during(5)
+        assert worst <= limit, f"a read took {worst:.3f}s beside the writer"
+    finally:
+        if writer:
+            writer.kill()
+            writer.wait()
+        m.unmount()

@@ -1,7 +1,9 @@
 /*
  * shim_vfs.h: a SQLite VFS for unit tests that forwards to the default one
  * and, while shim_full is set, fails every write with SQLITE_FULL, as a
- * full disk does.  shim_install() registers it as the default VFS.  Shared
+ * full disk does; while syncs are held (shim_hold_syncs), every sync waits
+ * until they are let go, as on a disk that takes its time.  shim_install()
+ * registers it as the default VFS.  Shared
  * by the tests of atrium-fs (test_fs_full.c) and of room.db
  * (test_agent_room_db_full.c); each test is one program, so the code is
  * static here.
@@ -9,8 +11,10 @@
 #ifndef ATRIUM_TEST_SHIM_VFS_H
 #define ATRIUM_TEST_SHIM_VFS_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <time.h>
 
 
 static int shim_full;              /* fail every write with SQLITE_FULL */
@@ -33,8 +37,60 @@ static int shim_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 { return shim_full ? SQLITE_FULL : REAL(f)->pMethods->xWrite(REAL(f), p, n, off); }
 static int shim_truncate(sqlite3_file *f, sqlite3_int64 size)
 { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
+/* Held syncs: shim_hold guards the two counts. */
+static pthread_mutex_t shim_hold = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t shim_hold_cond = PTHREAD_COND_INITIALIZER;
+static int shim_holding, shim_held;   /* syncs held; syncs waiting */
+
+/* Make every sync from now on wait until shim_release_syncs. */
+static inline void
+shim_hold_syncs(void)
+{
+	pthread_mutex_lock(&shim_hold);
+	shim_holding = 1;
+	pthread_mutex_unlock(&shim_hold);
+}
+
+/* 1 once a sync is waiting, 0 if none came within secs seconds. */
+static inline int
+shim_sync_waiting(int secs)
+{
+	struct timespec ts;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += secs;
+	pthread_mutex_lock(&shim_hold);
+	while (!shim_held && r == 0)
+		r = pthread_cond_timedwait(&shim_hold_cond, &shim_hold, &ts);
+	r = shim_held > 0;
+	pthread_mutex_unlock(&shim_hold);
+	return r;
+}
+
+/* Let the held syncs go on. */
+static inline void
+shim_release_syncs(void)
+{
+	pthread_mutex_lock(&shim_hold);
+	shim_holding = 0;
+	pthread_cond_broadcast(&shim_hold_cond);
+	pthread_mutex_unlock(&shim_hold);
+}
+
 static int shim_sync(sqlite3_file *f, int flags)
-{ return REAL(f)->pMethods->xSync(REAL(f), flags); }
+{
+	pthread_mutex_lock(&shim_hold);
+	if (shim_holding) {
+		shim_held++;
+		pthread_cond_broadcast(&shim_hold_cond);
+		while (shim_holding)
+			pthread_cond_wait(&shim_hold_cond, &shim_hold);
+		shim_held--;
+	}
+	pthread_mutex_unlock(&shim_hold);
+	return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
 static int shim_size(sqlite3_file *f, sqlite3_int64 *size)
 { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
 static int shim_lock(sqlite3_file *f, int l)

@@ -1,0 +1,834 @@
+/*
+ * readers.c: reads that never wait for a writer or an fsync.  A pool of
+ * read-only SQLite connections (WAL snapshots of the committed state), and
+ * the set of inodes the open group has touched, which says when such a
+ * snapshot may answer.  Called by core.c and xattr.c: each read-side fs_*
+ * call (getattr, lookup, read, readlink, readdir, getxattr of an inode
+ * that has attributes) tries here first, without
+ * fs->lock, and does the read on the writer's connection under fs->lock
+ * when this file answers READERS_ASK_WRITER.
+ *
+ * The threading model of atrium-fs (db.c owns the commit rules, this file
+ * the rest):
+ *   - The writer: one connection (fs->db) behind fs->lock, for every
+ *     change, commit and fsync, for the committer and the reclaimer, and for
+ *     every read this file turns away.  libfuse's worker threads (up to 16)
+ *     serve requests; a change waits for fs->lock, a read normally not.
+ *   - The readers: up to READERS_MAX connections, opened read-only on first
+ *     need, each used by one thread at a time (taken from and given back to
+ *     a free list under pool_lock; with all of them busy a reader waits for
+ *     another reader, never for the writer).  A pooled read is one read
+ *     transaction (BEGIN ... COMMIT), so one WAL snapshot, ended before the
+ *     connection goes back: no snapshot outlives its request.
+ *   - The touched set, under touched_lock: every inode whose inodes row the
+ *     open group has inserted, updated or deleted, and seq, which moves on
+ *     each time a group ends (committed or given up, db.c).  The writer
+ *     connection's update hook adds each row as it is written, so before
+ *     the operation is answered.
+ *
+ * The one rule: a pooled read may answer only about inodes the open group
+ * has not touched, checked while seq has not moved since before its
+ * snapshot was taken.  Data, entries, targets and xattrs follow inode rows:
+ * every operation that changes a file's chunks, a directory's entries, a
+ * symlink or an xattr also writes that inode's row (its times, or stored
+ * through stored.c's triggers, whose writes fire the hook too), and a new
+ * path that changes them must too.  A directory's entries are its own: a
+ * lookup or readdir needs the directory untouched, readdirplus its entries
+ * too (their attributes), a plain readdir only the directory (an entry's
+ * type never changes).
+ *
+ * Why that is enough.  Let s be seq as read before the snapshot.  A change
+ * answered before the request began was either committed before the
+ * snapshot (which then has it) or is in a group still open when the
+ * snapshot was taken.  That group's inodes leave the set only when it ends,
+ * after its COMMIT returned, and seq moves with it: seq still s at the
+ * check means the group is still open and its inodes still in the set, so
+ * the read goes to the writer.  A change answered after the request began
+ * is concurrent with it, and either answer is right.
+ *
+ * The races, one by one:
+ *   - A write that begins while a pooled read runs is not in its snapshot:
+ *     the read answers with what came before (they were concurrent).
+ *   - A commit while a pooled read runs moves seq: the check fails and the
+ *     writer does the read again (at most once per group for a read).
+ *   - Between COMMIT and the clearing of the set a touched inode is still
+ *     in it: the read goes to the writer, which sees the same.
+ *   - An operation rolled back to its savepoint leaves its marks until the
+ *     group ends (too many marks only cost speed).  A group SQLite rolled
+ *     back, or the failed state of db.c, ends the group too: the committed
+ *     state is then what the writer's connection sees as well.
+ *   - Chunks freed (reclaim.c, truncate, unlink) and their pages reused:
+ *     the writer writes new pages to the WAL only, a snapshot keeps reading
+ *     the frames of its commit, and a checkpoint never copies frames past
+ *     the oldest reader's mark into the database, so no snapshot sees a
+ *     page change under it.
+ *   - Checkpoints (checkpoint.c) are PASSIVE: they stop at readers' marks
+ *     and never wait for them.  SQLite starts the WAL again from its start
+ *     only when no reader uses it; snapshots last one request, so the WAL
+ *     is not held long.
+ *   - Lookup counts: a pooled lookup or readdirplus pins the inode before
+ *     its check (the pin table has its own lock, fs->pin_lock), so an
+ *     unlink racing with it keeps the inode.  When the check then fails the
+ *     pin is dropped again (a lookup does the read again on the writer and
+ *     drops it through fs_forget; a readdirplus page is finished by the
+ *     writer from there, and the pin dropped alone: an inode unlinked in
+ *     that instant stays until the reclaimer's next scan or the next
+ *     mount, as after a crash).
+ *   - More than READERS_TOUCHED_MAX touched inodes: every read goes to the
+ *     writer until the group ends.
+ *   - A reader's SQLite error (busy, I/O, no memory): the writer does the
+ *     read, and reports the error if it has it too.
+ *
+ * Lock order: fs->lock, then touched_lock or fs->pin_lock (each taken
+ * alone, never together); pool_lock alone.  None is held across I/O except
+ * fs->lock.  Memory: each reader has a page cache of READERS_CACHE_KIB.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Read-only connections at most: two cores, and more readers than
+ * threads that read at once only cost memory. */
+#define READERS_MAX 4
+/* Each reader's SQLite page cache (file pages are in the kernel's cache). */
+#define READERS_CACHE_KIB 2048
+/* Prepared statements per reader (this file has 12). */
+#define READERS_STMTS 16
+/* Touched inodes remembered (16 bytes each at most); past it, all of them. */
+#define READERS_TOUCHED_MAX (1u << 17)
+/* Chunks a read piece of at most READERS_PIECE bytes can meet. */
+#define READERS_PIECE (1u << 20)
+#define READERS_REFS (READERS_PIECE / FS_CHUNK + 1)
+
+/* One read-only connection and its statements. */
+struct reader {
+	sqlite3 *db;
+	struct { const char *sql; sqlite3_stmt *st; } stmts[READERS_STMTS];
+	int nstmts;
+	struct reader *next;      /* in the free list */
+};
+
+struct readers {
+	pthread_mutex_t pool_lock;   /* guards free, nopen, broken */
+	pthread_cond_t pool_cond;    /* a reader came back */
+	struct reader *free;
+	int nopen;                   /* connections opened (free or in use) */
+	int broken;                  /* opening failed: the writer reads */
+	pthread_mutex_t touched_lock;   /* guards touched, touched_all, seq */
+	struct inoset touched;
+	int touched_all;             /* the set overflowed: all are touched */
+	uint64_t seq;                /* groups ended so far */
+	uint64_t last_marked;        /* the writer's last mark (fs->lock) */
+};
+
+/* Mark ino touched by the open group (fs->lock held). */
+static void
+readers_mark(struct fs *fs, uint64_t ino)
+{
+	struct readers *rs = fs->readers;
+
+	/* A write of 1 MiB updates its inode's row 17 times. */
+	if (ino == rs->last_marked)
+		return;
+	pthread_mutex_lock(&rs->touched_lock);
+	if (!rs->touched_all && inoset_add(&rs->touched, ino) < 0)
+		rs->touched_all = 1;
+	pthread_mutex_unlock(&rs->touched_lock);
+	rs->last_marked = ino;
+}
+
+/* The writer connection's update hook: a row of main.inodes written. */
+static void
+readers_hook(void *arg, int op, const char *db, const char *table,
+    sqlite3_int64 rowid)
+{
+	(void)op;
+	if (rowid > 0 && strcmp(table, "inodes") == 0 && strcmp(db, "main") == 0)
+		readers_mark(arg, (uint64_t)rowid);
+}
+
+/* The open group has ended (committed, or given up): nothing is touched
+ * any more, and reads in flight check again (fs->lock held). */
+void
+readers_group_end(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->touched_lock);
+	if (rs->touched.count || rs->touched_all)
+		inoset_clear(&rs->touched);
+	rs->touched_all = 0;
+	rs->seq++;
+	pthread_mutex_unlock(&rs->touched_lock);
+	rs->last_marked = 0;
+}
+
+/* Set up the pool (no connection yet) and the touched set's hook, before
+ * any change is made.  0 or -ENOMEM. */
+int
+readers_init(struct fs *fs)
+{
+	struct readers *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return -ENOMEM;
+	pthread_mutex_init(&rs->pool_lock, NULL);
+	pthread_cond_init(&rs->pool_cond, NULL);
+	pthread_mutex_init(&rs->touched_lock, NULL);
+	inoset_init(&rs->touched, READERS_TOUCHED_MAX);
+	fs->readers = rs;
+	sqlite3_update_hook(fs->db, readers_hook, fs);
+	return 0;
+}
+
+/* Close one reader. */
+static void
+reader_close(struct reader *rd)
+{
+	for (int i = 0; i < rd->nstmts; i++)
+		sqlite3_finalize(rd->stmts[i].st);
+	sqlite3_close(rd->db);
+	free(rd);
+}
+
+/* Close every reader (all are back: no request runs) and free the pool.
+ * Accepts a pool never set up. */
+void
+readers_free(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+	struct reader *rd;
+
+	if (!rs)
+		return;
+	if (fs->db)
+		sqlite3_update_hook(fs->db, NULL, NULL);
+	while ((rd = rs->free)) {
+		rs->free = rd->next;
+		reader_close(rd);
+	}
+	inoset_clear(&rs->touched);
+	pthread_mutex_destroy(&rs->touched_lock);
+	pthread_cond_destroy(&rs->pool_cond);
+	pthread_mutex_destroy(&rs->pool_lock);
+	free(rs);
+	fs->readers = NULL;
+}
+
+/* A new read-only connection to fs's database, or NULL (logged). */
+static struct reader *
+reader_open(struct fs *fs)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+	char sql[64];
+	int rc;
+
+	if (!rd)
+		return NULL;
+	rc = sqlite3_open_v2(fs->path, &rd->db,
+	    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%d", READERS_CACHE_KIB);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(rd->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		log_warn("%s: no read-only connection (%s): reads wait for "
+		    "writes", fs->path, sqlite3_errstr(rc));
+		reader_close(rd);
+		return NULL;
+	}
+	sqlite3_busy_timeout(rd->db, 10000);
+	return rd;
+}
+
+/* A free reader, opened if there are fewer than READERS_MAX, else waited
+ * for; NULL when none can be opened (then the writer reads). */
+static struct reader *
+reader_get(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+	struct reader *rd = NULL;
+	int broken;
+
+	pthread_mutex_lock(&rs->pool_lock);
+	while (!rs->free && !rs->broken && rs->nopen >= READERS_MAX)
+		pthread_cond_wait(&rs->pool_cond, &rs->pool_lock);
+	if ((rd = rs->free))
+		rs->free = rd->next;
+	else if (!rs->broken)
+		rs->nopen++;
+	broken = rs->broken;
+	pthread_mutex_unlock(&rs->pool_lock);
+	if (rd || broken)
+		return rd;
+	if (!(rd = reader_open(fs))) {
+		pthread_mutex_lock(&rs->pool_lock);
+		rs->nopen--;
+		rs->broken = 1;
+		pthread_cond_broadcast(&rs->pool_cond);
+		pthread_mutex_unlock(&rs->pool_lock);
+	}
+	return rd;
+}
+
+/* Give a reader back (its read transaction ended). */
+static void
+reader_put(struct fs *fs, struct reader *rd)
+{
+	struct readers *rs = fs->readers;
+
+	pthread_mutex_lock(&rs->pool_lock);
+	rd->next = rs->free;
+	rs->free = rd;
+	pthread_cond_signal(&rs->pool_cond);
+	pthread_mutex_unlock(&rs->pool_lock);
+}
+
+/* The reader's cached statement for sql (a string literal), reset and
+ * cleared; NULL on failure. */
+static sqlite3_stmt *
+reader_stmt(struct reader *rd, const char *sql)
+{
+	sqlite3_stmt *st;
+
+	for (int i = 0; i < rd->nstmts; i++) {
+		if (rd->stmts[i].sql == sql) {
+			sqlite3_reset(rd->stmts[i].st);
+			sqlite3_clear_bindings(rd->stmts[i].st);
+			return rd->stmts[i].st;
+		}
+	}
+	if (rd->nstmts >= READERS_STMTS ||
+	    sqlite3_prepare_v3(rd->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+	    NULL) != SQLITE_OK)
+		return NULL;
+	rd->stmts[rd->nstmts].sql = sql;
+	rd->stmts[rd->nstmts++].st = st;
+	return st;
+}
+
+/* Run a statement of no rows on the reader: 0 or -EIO. */
+static int
+reader_exec(struct reader *rd, const char *sql)
+{
+	sqlite3_stmt *st = reader_stmt(rd, sql);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/* The groups ended so far: read before a snapshot is taken. */
+static uint64_t
+readers_seq(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+	uint64_t seq;
+
+	pthread_mutex_lock(&rs->touched_lock);
+	seq = rs->seq;
+	pthread_mutex_unlock(&rs->touched_lock);
+	return seq;
+}
+
+/* 1 when a snapshot taken after seq was read may answer about ino and ino2
+ * (0: none): no group has ended since and neither is touched; else 0. */
+static int
+readers_clean(struct fs *fs, uint64_t seq, uint64_t ino, uint64_t ino2)
+{
+	struct readers *rs = fs->readers;
+	int ok;
+
+	pthread_mutex_lock(&rs->touched_lock);
+	ok = rs->seq == seq && !rs->touched_all &&
+	    !inoset_has(&rs->touched, ino) &&
+	    (ino2 == 0 || !inoset_has(&rs->touched, ino2));
+	pthread_mutex_unlock(&rs->touched_lock);
+	return ok;
+}
+
+/* A reader in a read transaction, with the seq read before it; NULL when
+ * the writer must read (no reader, or ino already touched). */
+static struct reader *
+readers_begin(struct fs *fs, uint64_t ino, uint64_t *seq)
+{
+	struct reader *rd;
+
+	if (!fs->readers)
+		return NULL;
+	*seq = readers_seq(fs);
+	/* Touched now: the writer answers, no use taking a snapshot. */
+	if (!readers_clean(fs, *seq, ino, 0) || !(rd = reader_get(fs)))
+		return NULL;
+	if (reader_exec(rd, "BEGIN") < 0) {
+		reader_put(fs, rd);
+		return NULL;
+	}
+	return rd;
+}
+
+/* End the read transaction and give the reader back. */
+static void
+readers_end(struct fs *fs, struct reader *rd)
+{
+	if (reader_exec(rd, "COMMIT") < 0)
+		reader_exec(rd, "ROLLBACK");
+	reader_put(fs, rd);
+}
+
+/* Inode ino on the reader: 0, -ENOENT or -EIO. */
+static int
+reader_inode(struct reader *rd, uint64_t ino, struct fs_attr *out)
+{
+	sqlite3_stmt *st = reader_stmt(rd, "SELECT " INODE_COLUMNS("")
+	    " FROM inodes WHERE ino = ?");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		inode_from_row(st, 0, ino, out);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : -EIO;
+}
+
+/* fs_getattr on a reader: 0, -ENOENT, or READERS_ASK_WRITER. */
+int
+readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out)
+{
+	struct reader *rd;
+	uint64_t seq;
+	int r;
+
+	if (!(rd = readers_begin(fs, ino, &seq)))
+		return READERS_ASK_WRITER;
+	r = reader_inode(rd, ino, out);
+	readers_end(fs, rd);
+	if (r == -EIO || !readers_clean(fs, seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return r;
+}
+
+/* parent/name on the reader: its inode into out, 0, -ENOENT or -EIO. */
+static int
+reader_lookup(struct reader *rd, uint64_t parent, const char *name,
+    struct fs_attr *out)
+{
+	sqlite3_stmt *st = reader_stmt(rd, "SELECT d.ino, " INODE_COLUMNS("i.")
+	    " FROM dirents d JOIN inodes i ON i.ino = d.ino "
+	    "WHERE d.parent = ? AND d.name = ?");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)parent);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		inode_from_row(st, 1, (uint64_t)sqlite3_column_int64(st, 0), out);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : -EIO;
+}
+
+/* fs_lookup on a reader (name checked by the caller): 0, -ENOENT, or
+ * READERS_ASK_WRITER (nothing then pinned). */
+int
+readers_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
+    struct fs_attr *out)
+{
+	struct reader *rd;
+	uint64_t seq;
+	int r;
+
+	if (!(rd = readers_begin(fs, parent, &seq)))
+		return READERS_ASK_WRITER;
+	r = reader_lookup(rd, parent, name, out);
+	readers_end(fs, rd);
+	if (r == -EIO)
+		return READERS_ASK_WRITER;
+	/* Pinned before the check: an unlink from now on keeps the inode. */
+	if (r == 0 && pin)
+		inode_pin(fs, out->ino, 1);
+	if (!readers_clean(fs, seq, parent, r == 0 ? out->ino : 0)) {
+		if (r == 0 && pin)
+			fs_forget(fs, out->ino, 1);
+		return READERS_ASK_WRITER;
+	}
+	return r;
+}
+
+/* fs_readlink on a reader: the target's length, -EINVAL, or
+ * READERS_ASK_WRITER. */
+int
+readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct reader *rd;
+	sqlite3_stmt *st;
+	uint64_t seq;
+	int rc, r = -EINVAL;
+
+	if (!(rd = readers_begin(fs, ino, &seq)))
+		return READERS_ASK_WRITER;
+	if (!(st = reader_stmt(rd, "SELECT target FROM symlinks WHERE ino = ?"))) {
+		readers_end(fs, rd);
+		return READERS_ASK_WRITER;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+		if (n > size - 1)
+			n = size - 1;
+		memcpy(buf, sqlite3_column_blob(st, 0), n);
+		buf[n] = '\0';
+		r = (int)n;
+	}
+	sqlite3_reset(st);
+	readers_end(fs, rd);
+	if ((rc != SQLITE_ROW && rc != SQLITE_DONE) ||
+	    !readers_clean(fs, seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return r;
+}
+
+/* fs_getxattr on a reader (name checked by the caller): the value's size
+ * (or the value into buf when size > 0), -ENODATA, -ERANGE, or
+ * READERS_ASK_WRITER. */
+ssize_t
+readers_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
+    size_t size)
+{
+	struct reader *rd;
+	sqlite3_stmt *st;
+	uint64_t seq;
+	ssize_t r = -ENODATA;
+	int rc;
+
+	if (!(rd = readers_begin(fs, ino, &seq)))
+		return READERS_ASK_WRITER;
+	if (!(st = reader_stmt(rd,
+	    "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
+		readers_end(fs, rd);
+		return READERS_ASK_WRITER;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+		if (size > 0 && n > size)
+			r = -ERANGE;
+		else {
+			if (size > 0 && n > 0)
+				memcpy(buf, sqlite3_column_blob(st, 0), n);
+			r = (ssize_t)n;
+		}
+	}
+	sqlite3_reset(st);
+	readers_end(fs, rd);
+	if ((rc != SQLITE_ROW && rc != SQLITE_DONE) ||
+	    !readers_clean(fs, seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return r;
+}
+
+/* A stored chunk met by a read. */
+struct reader_ref {
+	uint64_t idx;
+	sqlite3_int64 rowid;
+	uint64_t len;
+};
+
+/* The chunks of ino with first <= idx <= last (at most READERS_REFS) into
+ * refs: their number or -EIO. */
+static int
+reader_chunks(struct reader *rd, uint64_t ino, uint64_t first, uint64_t last,
+    struct reader_ref *refs)
+{
+	sqlite3_stmt *st = reader_stmt(rd, "SELECT idx, rowid, length(data) "
+	    "FROM chunks WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx");
+	int n = 0, rc = SQLITE_DONE;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)first);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)last);
+	while (n < (int)READERS_REFS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		refs[n].idx = (uint64_t)sqlite3_column_int64(st, 0);
+		refs[n].rowid = sqlite3_column_int64(st, 1);
+		refs[n++].len = (uint64_t)sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? n : -EIO;
+}
+
+/* Copy what chunk ref holds of [off, off+size) into out, zeroing the hole
+ * between *done and it (as chunks.c's chunks_copy; the blob handle moves
+ * from row to row).  0 or -EIO. */
+static int
+reader_copy(struct reader *rd, sqlite3_blob **blob, const struct reader_ref *ref,
+    uint64_t off, size_t size, unsigned char *out, uint64_t *done)
+{
+	uint64_t start = ref->idx * FS_CHUNK, end = off + size;
+	uint64_t from = start > off ? start : off;
+	uint64_t to = start + ref->len < end ? start + ref->len : end;
+	int rc;
+
+	if (to <= from)
+		return 0;
+	if (from - off > *done)
+		memset(out + *done, 0, from - off - *done);
+	*done = to - off;
+	if (*blob)
+		rc = sqlite3_blob_reopen(*blob, ref->rowid);
+	else
+		rc = sqlite3_blob_open(rd->db, "main", "chunks", "data", ref->rowid,
+		    0, blob);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_blob_read(*blob, out + (from - off), (int)(to - from),
+		    (int)(from - start));
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+/* size (at most READERS_PIECE) bytes of ino at off, zeros for holes.
+ * 0 or -EIO. */
+static int
+reader_piece(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *out,
+    size_t size)
+{
+	struct reader_ref refs[READERS_REFS];
+	sqlite3_blob *blob = NULL;
+	uint64_t done = 0;
+	int n, r = 0;
+
+	n = reader_chunks(rd, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
+	    refs);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && r == 0; i++)
+		r = reader_copy(rd, &blob, &refs[i], off, size, out, &done);
+	sqlite3_blob_close(blob);
+	if (r == 0 && done < size)
+		memset(out + done, 0, size - done);
+	return r;
+}
+
+/* The body of readers_read: bytes read, -EISDIR, -ENOENT or -EIO. */
+static ssize_t
+reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
+    size_t size)
+{
+	struct fs_attr a;
+	size_t left;
+	int r;
+
+	if ((r = reader_inode(rd, ino, &a)) < 0)
+		return r;
+	if (S_ISDIR(a.mode))
+		return -EISDIR;
+	if (off >= a.size)
+		return 0;
+	if (size > a.size - off)
+		size = (size_t)(a.size - off);
+	for (left = size; left > 0; ) {
+		size_t n = left < READERS_PIECE ? left : READERS_PIECE;
+		if ((r = reader_piece(rd, ino, off, buf, n)) < 0)
+			return r;
+		off += n;
+		buf += n;
+		left -= n;
+	}
+	return (ssize_t)size;
+}
+
+/* fs_read on a reader: bytes read, -EISDIR, -ENOENT, or
+ * READERS_ASK_WRITER. */
+ssize_t
+readers_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
+{
+	struct reader *rd;
+	uint64_t seq;
+	ssize_t n;
+
+	if (!(rd = readers_begin(fs, ino, &seq)))
+		return READERS_ASK_WRITER;
+	n = reader_read(rd, ino, off, buf, size);
+	readers_end(fs, rd);
+	if (n == -EIO || !readers_clean(fs, seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return n;
+}
+
+/* A readdir on a reader: what it is listing and how far it got. */
+struct reader_list {
+	struct fs *fs;
+	struct reader *rd;
+	uint64_t seq, ino;
+	int plus;
+	fs_readdir_cb cb;
+	void *arg;
+	int given;               /* entries cb took */
+	int64_t last;            /* the cookie of the last one */
+	int refused;             /* the snapshot could not answer for one */
+};
+
+/* Give cb one entry if the snapshot may still answer for it (its inode
+ * too for readdirplus, pinned before the check and kept when taken).
+ * 0 to go on; 1 when cb is full or the check failed (stop here: the writer
+ * goes on from the last entry given). */
+static int
+reader_give(struct reader_list *l, struct fs_dirent *de, int pin)
+{
+	uint64_t ino = l->plus ? de->ino : 0;
+	int full;
+
+	if (pin)
+		inode_pin(l->fs, de->ino, 1);
+	if (!readers_clean(l->fs, l->seq, l->ino, ino)) {
+		if (pin)
+			inode_unpin(l->fs, de->ino, 1);
+		l->refused = 1;
+		return 1;
+	}
+	if ((full = l->cb(l->arg, de)) && pin)
+		inode_unpin(l->fs, de->ino, 1);
+	if (!full) {
+		l->given++;
+		l->last = de->off;
+	}
+	return full ? 1 : 0;
+}
+
+/* The parent of directory ino on the reader (the root's is itself):
+ * 0 or -EIO. */
+static int
+reader_parent(struct reader *rd, uint64_t ino, uint64_t *parent)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*parent = FS_ROOT_INO;
+	if (ino == FS_ROOT_INO)
+		return 0;
+	if (!(st = reader_stmt(rd,
+	    "SELECT parent FROM dirents WHERE ino = ? LIMIT 1")))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*parent = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/* "." (cookie 1) and ".." (cookie 2) after cookie off, as dir.c gives
+ * them (never pinned).  0 to go on, 1 to stop, or -EIO. */
+static int
+reader_list_dots(struct reader_list *l, const struct fs_attr *self,
+    int64_t off)
+{
+	struct fs_attr pa;
+	struct fs_dirent de;
+	uint64_t parent;
+
+	for (int64_t c = off + 1; c <= 2; c++) {
+		const struct fs_attr *a = self;
+		if (c == 2) {
+			if (reader_parent(l->rd, l->ino, &parent) < 0 ||
+			    reader_inode(l->rd, parent, &pa) < 0)
+				return -EIO;
+			a = &pa;
+		}
+		de.name = c == 1 ? "." : "..";
+		de.ino = a->ino;
+		de.mode = a->mode;
+		de.off = c;
+		de.attr = l->plus ? a : NULL;
+		if (reader_give(l, &de, 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* The entries of the directory after cookie off (dir.c's cookies: an
+ * entry's id + 2), with attributes for readdirplus.  0 or -EIO. */
+static int
+reader_list_entries(struct reader_list *l, int64_t off)
+{
+	sqlite3_stmt *st = reader_stmt(l->rd, l->plus ?
+	    "SELECT d.id, d.name, d.ino, " INODE_COLUMNS("i.") " FROM dirents d "
+	    "JOIN inodes i ON i.ino = d.ino "
+	    "WHERE d.parent = ? AND d.id > ? ORDER BY d.id" :
+	    "SELECT d.id, d.name, d.ino, i.mode FROM dirents d "
+	    "JOIN inodes i ON i.ino = d.ino "
+	    "WHERE d.parent = ? AND d.id > ? ORDER BY d.id");
+	struct fs_attr a;
+	struct fs_dirent de;
+	int rc;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)l->ino);
+	sqlite3_bind_int64(st, 2, off < 2 ? 0 : off - 2);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		de.off = sqlite3_column_int64(st, 0) + 2;
+		de.name = (const char *)sqlite3_column_text(st, 1);
+		de.ino = (uint64_t)sqlite3_column_int64(st, 2);
+		de.mode = (uint32_t)sqlite3_column_int64(st, 3);
+		de.attr = NULL;
+		if (l->plus) {
+			inode_from_row(st, 3, de.ino, &a);
+			de.attr = &a;
+		}
+		if (!de.name || reader_give(l, &de, l->plus))
+			break;
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The body of readers_readdir: 0, -ENOENT, -ENOTDIR or -EIO. */
+static int
+reader_list(struct reader_list *l, int64_t off)
+{
+	struct fs_attr a;
+	int r;
+
+	if ((r = reader_inode(l->rd, l->ino, &a)) < 0)
+		return r;
+	if (!S_ISDIR(a.mode))
+		return -ENOTDIR;
+	if (off < 2 && (r = reader_list_dots(l, &a, off)) != 0)
+		return r < 0 ? r : 0;
+	return reader_list_entries(l, off);
+}
+
+/* fs_readdir on a reader: 0, -ENOENT or -ENOTDIR; or READERS_ASK_WRITER
+ * with the cookie the writer is to go on from in *resume (off when this
+ * gave nothing, else where the snapshot could no longer answer). */
+int
+readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
+    fs_readdir_cb cb, void *arg, int64_t *resume)
+{
+	struct reader_list l = { .fs = fs, .ino = ino, .plus = plus, .cb = cb,
+	    .arg = arg, .last = off };
+	int r;
+
+	*resume = off;
+	if (!(l.rd = readers_begin(fs, ino, &l.seq)))
+		return READERS_ASK_WRITER;
+	r = reader_list(&l, off);
+	readers_end(fs, l.rd);
+	*resume = l.last;
+	if (l.given > 0 && !l.refused && r != -EIO)
+		return 0;
+	if (r == -EIO || l.refused || !readers_clean(fs, l.seq, ino, 0))
+		return READERS_ASK_WRITER;
+	return r;
+}
