@@ -310,9 +310,13 @@ def test_cursor_keys_follow_the_programs_mode(srv, tmux):
     that did not ask gets ESC [ A."""
     tmux.open("a", srv, "keys", "alice", cols=80, rows=24)
     enter_term(tmux, "a")
-    tmux.type("a", "read -r x; echo \"normal:${x:1}\"")
+    # Up only once read(1) waits: earlier, bash's line editor could take it.
+    tmux.type("a", "echo one-$((1+1)); read -r x; echo \"normal:${x:1}\"")
+    tmux.wait("a", line_alone("one-2"))
     tmux.keys("a", "Up", "Enter")
     tmux.wait("a", line_alone("normal:[A"))
-    tmux.type("a", "printf '\\033[?1h'; read -r x; echo \"app:${x:1}\"")
+    tmux.type("a", "printf '\\033[?1h'; echo two-$((1+2)); read -r x; "
+              "echo \"app:${x:1}\"")
+    tmux.wait("a", line_alone("two-3"))
     tmux.keys("a", "Up", "Enter")
     tmux.wait("a", line_alone("app:OA"))
