@@ -59,6 +59,13 @@
  *     an upload of at least COMPAT_NUDGE_BURST goes quiet, and again with
  *     backoff while it stays quiet: at most COMPAT_NUDGE_MAX tiny packets
  *     per quiet spell, which every client must accept (RFC 4253 11.2).
+ *  W12 libssh 0.10 offers zlib compression to clients that ask (asyncssh
+ *     and paramiko ask by default, ssh -C does), and zlib's state costs
+ *     about 300 KiB per connection (deflate's window and hash chains at
+ *     memory level 8, inflate's window): more than the whole of an idle
+ *     chat member, chosen by the client.  compat_session_setup offers no
+ *     compression (ssh_server_init_kex, since ssh_bind_accept_fd already
+ *     made the offer); every client accepts "none".
 
  * Two rules that are not workarounds but libssh's threading and callback
  * model: nothing is freed inside a libssh callback (session.c), and an fd
@@ -160,6 +167,21 @@ compat_bind_setup(ssh_bind bind)
 			    ssh_get_error(bind));
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/* See libssh_compat.h (W12). */
+int
+compat_session_setup(ssh_session s)
+{
+	/* The list itself: libssh's "no" means "none,zlib@openssh.com".
+	 * ssh_bind_accept_fd already built the offer from the listener's
+	 * options: build it again from the session's. */
+	if (ssh_options_set(s, SSH_OPTIONS_COMPRESSION, "none") < 0 ||
+	    ssh_server_init_kex(s) != SSH_OK) {
+		log_error("cannot turn compression off: %s", ssh_get_error(s));
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -44,6 +44,10 @@ int compat_init(void);
  * "ssh-rsa" signatures.  0 or -EINVAL (logged). */
 int compat_bind_setup(ssh_bind bind);
 
+/* A session's own options, after ssh_bind_accept_fd copied the
+ * listener's (W12): no compression.  0 or -EINVAL (logged). */
+int compat_session_setup(ssh_session s);
+
 /* An accepted socket made ready for libssh: non-blocking, no Nagle,
  * close-on-exec. */
 void compat_socket_setup(int fd);

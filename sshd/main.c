@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "util.h"
 
 #define MAIN_NETWORK_PID	"atriumd-network.pid"	/* in DATA/run */
+#define MAIN_MMAP_THRESHOLD	(128 * 1024)	/* glibc's initial one, kept */
 
 static const char main_usage[] =
 	"usage: atriumd [--data DIR] [--listen [ADDR]:PORT] "
@@ -133,6 +135,21 @@ main_raise_fd_limit(void)
 	}
 }
 
+/* A fixed threshold for malloc's own mappings.  glibc raises it to the
+ * size of every large block freed (up to 32 MiB), after which a burst's
+ * buffers (a frame, a queue, a long protocol line, each up to megabytes
+ * for each of a thousand connections) come from the heap, whose free
+ * space between live blocks is never given back: measured here, a 200 KiB
+ * command output shown to 200 members left 170 MB of free heap.  Blocks
+ * of 128 KiB and more are mapped and unmapped instead. */
+static void
+main_tune_malloc(void)
+{
+	if (mallopt(M_MMAP_THRESHOLD, MAIN_MMAP_THRESHOLD) != 1)
+		log_warn("mallopt M_MMAP_THRESHOLD failed; memory after bursts "
+		    "may not be given back");
+}
+
 /* Where the monitor says which process is the network one, for the
  * operator (and the tests): DATA/run/atriumd-network.pid. */
 static void
@@ -225,6 +242,7 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "room") == 0)
 		return room_cli_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
+	main_tune_malloc();
 	config_defaults(&cfg);
 	if (main_flags(&cfg, argc, argv, 1))
 		return 2;
