@@ -7,6 +7,10 @@ for times).  Nothing here asserts: the numbers are for people to read.
 
   filesystem  a native directory (the disk, and tmpfs) beside an atrium-fs mount
   ssh         OpenSSH's sshd on a loopback port beside atriumd
+  chat        one room's interactive members (issue 8's scale): a line's
+              latency to 200 members (beside 1 member), the same with 10
+              members stopped, atriumd's memory per idle member with 1,000
+              (absolute targets; see "chat" below for how each is measured)
 
 Rows with a target (issue 7's, for the filesystem) say pass or MISS beside
 it; notes under the table give atrium-fs's peak RSS and its database's size
@@ -18,7 +22,9 @@ Settings (environment):
                       sequential I/O and the random reads (at most BENCH_RUNS)
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
-  BENCH_PARTS="fs ssh"  which parts to run
+  BENCH_PARTS="fs ssh chat"  which parts to run
+  BENCH_CHAT_MEMBERS=200, BENCH_CHAT_IDLE=1000, BENCH_CHAT_LINES=30
+                      the chat part's members, idle members, lines per row
 """
 import json
 import os
@@ -94,6 +100,11 @@ def at_least(value, unit):
     return Target(">= %g%s" % (value, unit), lambda b, o, r: o >= value)
 
 
+def number(x, unit):
+    """x with its unit, or nothing for a row without a baseline (NaN)."""
+    return "%.3g%s" % (x, unit) if x == x else "-"
+
+
 class Table:
     def __init__(self):
         self.rows = []
@@ -109,8 +120,8 @@ class Table:
         if target:
             verdict = "  target %s: %s" % (target.text,
                                           "pass" if target.check(b, o, r) else "MISS")
-        print("  %-34s %s %.4g%s  atrium %.4g%s%s" % (name, base_name, b, unit, o,
-                                                      unit, verdict), file=sys.stderr)
+        print("  %-34s %s %s  atrium %.4g%s%s" % (name, base_name, number(b, unit),
+                                                  o, unit, verdict), file=sys.stderr)
 
     def note(self, text):
         """A line printed under the table (peak RSS, database size...)."""
@@ -126,9 +137,9 @@ class Table:
         print("|---|---|---:|---:|---:|---|---|")
         for name, bn, b, o, r, unit, t in self.rows:
             verdict = ("pass" if t.check(b, o, r) else "**MISS**") if t else ""
-            print("| %s | %s | %.3g %s | %.3g %s | %.2fx | %s | %s |" % (
-                name, bn, b, unit.strip(), o, unit.strip(), r,
-                t.text if t else "", verdict))
+            print("| %s | %s | %s | %.3g %s | %s | %s | %s |" % (
+                name, bn, number(b, " " + unit.strip()), o, unit.strip(),
+                "%.2fx" % r if r == r else "", t.text if t else "", verdict))
         if self.notes:
             print()
             for n in self.notes:
@@ -762,8 +773,9 @@ def ssh_workloads(table, tmp):
 #             (a window of 2 KiB they never reopen) after 200 KiB of a
 #             command's output was shown to all.
 #   memory    PSS and RSS of atriumd's two processes (monitor and network)
-#             before and after 1,000 members joined and went idle; the
-#             delta divided by 1,000.
+#             before and after members joined (up to 1,000) and went idle,
+#             each reading once atriumd gave freed memory back; the delta
+#             divided by the members who joined in between.
 
 CHAT_ROOM = "chatbench"
 CHAT_MEMBERS = int(os.environ.get("BENCH_CHAT_MEMBERS", "200"))
@@ -953,10 +965,12 @@ def chat_workloads(table, tmp):
                   [percentile(many, 0.99)], [percentile(slow, 0.99)],
                   target=at_most(0.05, "s"))
         pids = atriumd_pids(atriumd, data)
+        # Both readings after atriumd gave freed memory back (every 5 s).
+        members.settle(6)
         before = atriumd_memory(pids)
         n_before = len(members.members)
         members.open(CHAT_IDLE - n_before)
-        members.settle(5)
+        members.settle(6)
         after = atriumd_memory(pids)
         n = len(members.members) - n_before
         table.add("atriumd PSS per idle member (%d)" % len(members.members),

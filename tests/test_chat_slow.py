@@ -72,7 +72,8 @@ def said(sender, receiver, text):
 def test_stopped_client_does_not_delay_others(srv, tmux):
     """bob's ssh is stopped while alice floods the room with command
     output and talks: another session (alice's second terminal) gets
-    each of her lines within 2 s all along; once bob goes on, his screen is drawn again
+    each of her lines within 2 s all along; once bob goes on, his screen
+    is drawn again
     whole: the prompt at the bottom, alice's last line above it, the
     note that output was dropped, no broken escape sequence."""
     pid = open_stoppable(tmux, "b", srv, "stall", "bob")
