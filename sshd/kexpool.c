@@ -27,6 +27,7 @@
 
 #include <libssh/server.h>
 
+#include "libssh_compat.h"
 #include "log.h"
 #include "util.h"
 
@@ -141,6 +142,7 @@ kex_sweep(struct kex_worker *w, struct kex_job **mine, int stopping)
 			*pp = j->next;
 			kex_hand_back(w, j, r);
 		} else {
+			compat_quickack(ssh_get_fd(j->ssh));
 			pp = &j->next;
 		}
 	}
