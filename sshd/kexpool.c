@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <libssh/server.h>
@@ -155,6 +156,10 @@ kex_worker_main(void *arg)
 	struct kex_worker *w = arg;
 	struct kex_job *mine = NULL, *j;
 
+	/* This thread only (Linux: PRIO_PROCESS 0 is the calling thread). */
+	if (setpriority(PRIO_PROCESS, 0, KEXPOOL_NICE) < 0)
+		log_warn("handshake thread: cannot lower its priority: %s",
+		    strerror(errno));
 	for (;;) {
 		int stopping = atomic_load(&w->pool->stop);
 
