@@ -937,6 +937,8 @@ def chat_stopped_members(members, sender, n):
 
 
 def chat_workloads(table, tmp):
+    tmp = os.path.join(tmp, "chat")   # a DATA of its own beside the ssh part's
+    os.mkdir(tmp)
     key = os.path.join(tmp, "chatkey")
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
     atriumd, port = start_atriumd(tmp, key)
