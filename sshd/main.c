@@ -34,6 +34,7 @@
 #include "util.h"
 
 #define MAIN_NETWORK_PID	"atriumd-network.pid"	/* in DATA/run */
+#define MAIN_MIN_NOFILE		65536	/* descriptors, as the packaged unit */
 #define MAIN_MMAP_THRESHOLD	(128 * 1024)	/* glibc's initial one, kept */
 
 static const char main_usage[] =
@@ -122,14 +123,28 @@ main_bin_dir(const struct config *c, char *out, size_t len)
 	}
 }
 
-/* Each session holds a socket and up to four pipes or sockets per channel:
- * take every fd the hard limit allows. */
+/* Each session holds a socket and up to four pipes or sockets per channel
+ * (a chat member: two descriptors here, one in its room's agent): take
+ * every fd the hard limit allows, and as root raise a hard limit under
+ * MAIN_MIN_NOFILE to it (a login shell's 4096 would stop a room near
+ * 2,000 members).  The rooms' processes inherit the limit. */
 static void
 main_raise_fd_limit(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_max < MAIN_MIN_NOFILE) {
+		struct rlimit want = { MAIN_MIN_NOFILE, MAIN_MIN_NOFILE };
+
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			return;
+		log_info("file descriptors: hard limit %lu kept (%s); "
+		    "connections are refused near it",
+		    (unsigned long)rl.rlim_max, strerror(errno));
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
