@@ -25,9 +25,8 @@ pytestmark = [
                        reason="atriumd mounts FUSE: run as root"),
 ]
 
-# Far more than a stopped client's window (2 MiB with OpenSSH), the socket
-# buffers between (several MiB on loopback) and
-# atriumd's queue for it: each command's output is about 540 KB.
+# More than a stopped client's window (2 MiB with OpenSSH) and atriumd's
+# queue for it: each command's output is about 740 KB on bob's screen.
 FLOODS = 8
 PROMPT_BOUND = 2.0   # seconds: generous; a stuck room would never deliver
 
@@ -73,9 +72,9 @@ def test_stopped_client_does_not_delay_others(srv, tmux):
     """bob's ssh is stopped while alice floods the room with command
     output and talks: another session (alice's second terminal) gets
     each of her lines within 2 s all along; once bob goes on, his screen
-    is drawn again
-    whole: the prompt at the bottom, alice's last line above it, the
-    note that output was dropped, no broken escape sequence."""
+    is drawn again whole: the prompt at the bottom, alice's last line
+    above it, the note that output was dropped, no broken escape
+    sequence, no output line cut in two."""
     pid = open_stoppable(tmux, "b", srv, "stall", "bob")
     a = chat_plain(srv, "stall", "alice")
     c = chat_plain(srv, "stall", "alice")
