@@ -35,7 +35,7 @@
  * a buffer that never shrinks, so a write of a whole window (megabytes)
  * to a client that is slow for a moment stays allocated for the life of
  * the connection.  The next write waits until that queue is empty. */
-#define CHAN_WRITE_CHUNK	(64 * 1024)
+#define CHAN_WRITE_CHUNK	(16 * 1024)
 /* libssh 0.10 grants a client about 1.3 MB of window, keeps what arrives
  * beyond it, and grows the window on every read however much it holds:
  * so input is drained only whole (all libssh holds, into inpend) and only
