@@ -1209,11 +1209,13 @@ chat_start(struct chan *c)
 	ch->connect_tries = 0;
 }
 
-/* Give back what a burst grew (a history replay, a command's output):
- * an idle member keeps only small buffers. */
+/* Give back what a burst grew (a history replay, a command's output, an
+ * agent's long answer): an idle member keeps only small buffers (the
+ * model's lines, which redraws need, stay). */
 static void
 chat_shrink(struct chat *ch)
 {
+	buf_shrink(&ch->draw.stream, CHAT_KEEP);
 	buf_shrink(&ch->frame, CHAT_KEEP);
 	buf_shrink(&ch->q, CHAT_KEEP);
 	buf_shrink(&ch->partial, CHAT_KEEP);
