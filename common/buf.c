@@ -127,6 +127,13 @@ buf_consume(struct buf *b, size_t n)
 }
 
 void
+buf_shrink(struct buf *b, size_t keep)
+{
+	if (b->len == 0 && b->cap > keep)
+		buf_free(b);
+}
+
+void
 buf_reset(struct buf *b)
 {
 	b->len = 0;

@@ -42,6 +42,12 @@ void buf_added(struct buf *b, size_t n);
 /* Drop the first n bytes (n > len drops all). */
 void buf_consume(struct buf *b, size_t n);
 
+/* Give memory back: an empty buffer holding more than keep bytes frees
+ * them (the next append allocates again).  Long-lived connections call it
+ * once a burst is out, so an idle one costs at most keep, not the largest
+ * burst it ever queued. */
+void buf_shrink(struct buf *b, size_t keep);
+
 /* Forget the contents but keep the allocation. */
 void buf_reset(struct buf *b);
 

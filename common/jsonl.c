@@ -72,6 +72,13 @@ jsonl_feed(struct jsonl *j, const void *p, size_t n)
 	return 0;
 }
 
+void
+jsonl_shrink(struct jsonl *j, size_t keep)
+{
+	jsonl_compact(j);
+	buf_shrink(&j->in, keep);
+}
+
 int
 jsonl_next(struct jsonl *j, char **line, size_t *len)
 {

@@ -32,6 +32,10 @@ void jsonl_free(struct jsonl *j);
  * after each feed), -ENOMEM on allocation failure. */
 int jsonl_feed(struct jsonl *j, const void *p, size_t n);
 
+/* Give memory back once every whole line was taken and no partial one is
+ * held (buf_shrink).  Lines returned before are no longer valid. */
+void jsonl_shrink(struct jsonl *j, size_t keep);
+
 /* Take the next line.  Returns 1 with *line (NUL-terminated, no newline, valid
  * until the next feed or next call) and *len set; 0 when no whole line is
  * buffered; -EMSGSIZE once for each over-long line.  Empty lines are skipped. */

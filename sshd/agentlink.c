@@ -127,6 +127,9 @@ agentlink_cb(struct watch *w, int revents)
 			l->ended = 1;
 	}
 	agentlink_update(l);
+	/* An idle link keeps small buffers, whatever a burst grew. */
+	jsonl_shrink(&l->in, AGENTLINK_KEEP);
+	buf_shrink(&l->out, AGENTLINK_KEEP);
 	if (l->ended && l->on_end) {
 		agentlink_end_fn fn = l->on_end;
 

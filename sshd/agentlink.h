@@ -22,6 +22,7 @@
 #include "loop.h"
 
 #define AGENTLINK_MAX_OUT	(4 * 1024 * 1024)	/* queued to the agent */
+#define AGENTLINK_KEEP		4096	/* per buffer, kept once it is empty */
 
 struct agentlink;
 

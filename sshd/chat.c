@@ -63,6 +63,7 @@
 #define CHAT_MAX_PARTIAL	(2 * 1024 * 1024)	/* unfinished output kept
 					 * (more than one event holds) */
 #define CHAT_MAX_FRAME		(1024 * 1024)	/* one frame, at most */
+#define CHAT_KEEP		4096	/* per buffer, kept once it is empty */
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
 #define CHAT_MAX_CONNECT	20
@@ -1460,6 +1461,19 @@ chat_start(struct chan *c)
 	}
 }
 
+/* Give back what a burst grew (a history replay, a command's output, an
+ * agent's long answer): an idle member keeps only small buffers (the
+ * model's lines, which redraws need, stay). */
+static void
+chat_shrink(struct chat *ch)
+{
+	buf_shrink(&ch->draw.stream, CHAT_KEEP);
+	buf_shrink(&ch->frame, CHAT_KEEP);
+	buf_shrink(&ch->q, CHAT_KEEP);
+	buf_shrink(&ch->partial, CHAT_KEEP);
+	buf_shrink(&ch->line, CHAT_KEEP);
+}
+
 /* Reconnect after an agent restart; leave once our lines are out. */
 static void
 chat_tick(struct chan *c)
@@ -1474,6 +1488,7 @@ chat_tick(struct chan *c)
 	}
 	chat_flush(ch);
 	chat_resume(ch);
+	chat_shrink(ch);
 	if (ch->ansi && !ch->leaving && tui_status_expire(&ch->status,
 	    time_mono_ms()) && chat_status_refresh(ch))
 		chat_bottom(ch);	/* someone stopped typing */

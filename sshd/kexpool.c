@@ -23,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <libssh/server.h>
 
+#include "libssh_compat.h"
 #include "log.h"
 #include "util.h"
 
@@ -141,6 +143,7 @@ kex_sweep(struct kex_worker *w, struct kex_job **mine, int stopping)
 			*pp = j->next;
 			kex_hand_back(w, j, r);
 		} else {
+			compat_quickack(ssh_get_fd(j->ssh));
 			pp = &j->next;
 		}
 	}
@@ -153,6 +156,10 @@ kex_worker_main(void *arg)
 	struct kex_worker *w = arg;
 	struct kex_job *mine = NULL, *j;
 
+	/* This thread only (Linux: PRIO_PROCESS 0 is the calling thread). */
+	if (setpriority(PRIO_PROCESS, 0, KEXPOOL_NICE) < 0)
+		log_warn("handshake thread: cannot lower its priority: %s",
+		    strerror(errno));
 	for (;;) {
 		int stopping = atomic_load(&w->pool->stop);
 

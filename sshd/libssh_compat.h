@@ -44,6 +44,14 @@ int compat_init(void);
  * "ssh-rsa" signatures.  0 or -EINVAL (logged). */
 int compat_bind_setup(ssh_bind bind);
 
+/* A session's own options, after ssh_bind_accept_fd copied the
+ * listener's (W12): no compression.  0 or -EINVAL (logged). */
+int compat_session_setup(ssh_session s);
+
+/* Acknowledge the client's next segment at once (W13); call again after
+ * each poll while the handshake goes on: the kernel may turn it off. */
+void compat_quickack(int fd);
+
 /* An accepted socket made ready for libssh: non-blocking, no Nagle,
  * close-on-exec. */
 void compat_socket_setup(int fd);

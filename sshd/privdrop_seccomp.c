@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <termios.h>
 
 #include "log.h"
@@ -88,6 +89,19 @@ privdrop_seccomp_threads(scmp_filter_ctx ctx)
 	return r;
 }
 
+/* setpriority on the calling thread only (the handshake threads lower
+ * their own: kexpool.h); an unprivileged caller can only lower it. */
+static int
+privdrop_seccomp_nice(scmp_filter_ctx ctx)
+{
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 2,
+	    SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS), SCMP_A1(SCMP_CMP_EQ, 0));
+
+	if (r < 0)
+		log_error("seccomp: cannot allow setpriority: %s", strerror(-r));
+	return r;
+}
+
 /* The rules into ctx.  0, or -errno with what failed logged. */
 static int
 privdrop_seccomp_rules(scmp_filter_ctx ctx)
@@ -106,7 +120,8 @@ privdrop_seccomp_rules(scmp_filter_ctx ctx)
 			return r;
 		}
 	}
-	if ((r = privdrop_seccomp_threads(ctx)) < 0)
+	if ((r = privdrop_seccomp_threads(ctx)) < 0 ||
+	    (r = privdrop_seccomp_nice(ctx)) < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(privdrop_ioctls) /
 	    sizeof(*privdrop_ioctls); i++) {

@@ -25,6 +25,7 @@
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
 #define SERVER_ACCEPT_PAUSE_MS	1000	/* no accept after running out of fds */
+#define SERVER_TRIM_MS		5000	/* free heap given back this often */
 
 struct session;
 
@@ -55,6 +56,7 @@ struct server {
 	unsigned long next_id;		/* for exec ids and session numbers */
 	int stopping;			/* SIGTERM/SIGINT seen */
 	long long accept_resume_ms;	/* listener paused until then; 0: not */
+	long long trim_ms;		/* free heap last given back */
 	int mon_fd;			/* request socket (privsep.h): the
 					 * network's end or the monitor's; -1 */
 	int ev_fd;			/* event socket, either end; -1 */

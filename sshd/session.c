@@ -100,6 +100,8 @@ chan_flush_one(struct chan *c, struct buf *b, int is_err)
 		size_t n = b->len < w ? b->len : w;
 		int r;
 
+		if (n > CHAN_WRITE_CHUNK)
+			n = CHAN_WRITE_CHUNK;
 		if (n == 0)
 			return 0;
 		r = is_err ? sshio.write_stderr(c->ch, b->data, (uint32_t)n)
@@ -348,6 +350,10 @@ chan_tick(struct chan *c)
 		c->ops->tick(c);
 	chan_flush(c);
 	chan_try_finish(c);
+	/* An idle channel keeps small queues, whatever a burst grew. */
+	buf_shrink(&c->out, CHAN_KEEP);
+	buf_shrink(&c->err, CHAN_KEEP);
+	buf_shrink(&c->inpend, CHAN_KEEP);
 }
 
 /* Release a channel (outside callbacks). */
@@ -916,6 +922,11 @@ session_accept(struct server *srv, int fd, const char *peer,
 		ssh_free(s->ssh);
 		free(s);
 		return -EIO;
+	}
+	if (compat_session_setup(s->ssh) < 0) {
+		ssh_free(s->ssh);
+		free(s);
+		return -EINVAL;
 	}
 	ssh_set_blocking(s->ssh, 0);
 	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);

@@ -30,6 +30,12 @@
 #define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
 #define CHAN_PUMP_LOW		(128 * 1024)	/* chan_pump reads below this */
 #define CHAN_PUMP_READ		(128 * 1024)	/* ... this much at most */
+#define CHAN_KEEP		4096	/* per queue, kept once it is empty */
+/* One write to libssh at most: it queues what the socket does not take in
+ * a buffer that never shrinks, so a write of a whole window (megabytes)
+ * to a client that is slow for a moment stays allocated for the life of
+ * the connection.  The next write waits until that queue is empty. */
+#define CHAN_WRITE_CHUNK	(16 * 1024)
 /* libssh 0.10 grants a client about 1.3 MB of window, keeps what arrives
  * beyond it, and grows the window on every read however much it holds:
  * so input is drained only whole (all libssh holds, into inpend) and only

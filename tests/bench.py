@@ -7,6 +7,10 @@ for times).  Nothing here asserts: the numbers are for people to read.
 
   filesystem  a native directory (the disk, and tmpfs) beside an atrium-fs mount
   ssh         OpenSSH's sshd on a loopback port beside atriumd
+  chat        one room's interactive members (issue 8's scale): a line's
+              latency to 200 members (beside 1 member), the same with 10
+              members stopped, atriumd's memory per idle member with 1,000
+              (absolute targets; see "chat" below for how each is measured)
 
 Rows with a target (issue 7's, for the filesystem) say pass or MISS beside
 it; notes under the table give atrium-fs's peak RSS and its database's size
@@ -18,7 +22,9 @@ Settings (environment):
                       sequential I/O and the random reads (at most BENCH_RUNS)
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
-  BENCH_PARTS="fs ssh"  which parts to run
+  BENCH_PARTS="fs ssh chat"  which parts to run
+  BENCH_CHAT_MEMBERS=200, BENCH_CHAT_IDLE=1000, BENCH_CHAT_LINES=30
+                      the chat part's members, idle members, lines per row
   BENCH_FS="tar git creates ls make seq random"  which filesystem workloads
                       (random reads the file seq wrote)
 """
@@ -96,21 +102,28 @@ def at_least(value, unit):
     return Target(">= %g%s" % (value, unit), lambda b, o, r: o >= value)
 
 
+def number(x, unit):
+    """x with its unit, or nothing for a row without a baseline (NaN)."""
+    return "%.3g%s" % (x, unit) if x == x else "-"
+
+
 class Table:
     def __init__(self):
         self.rows = []
         self.notes = []
 
     def add(self, name, base_name, base, ours, unit="s", target=None):
-        b, o = statistics.median(base), statistics.median(ours)
+        # base None: a row with a target alone and no baseline.
+        b = statistics.median(base) if base else float("nan")
+        o = statistics.median(ours)
         r = o / b if b else float("nan")
         self.rows.append((name, base_name, b, o, r, unit, target))
         verdict = ""
         if target:
             verdict = "  target %s: %s" % (target.text,
                                           "pass" if target.check(b, o, r) else "MISS")
-        print("  %-34s %s %.4g%s  atrium %.4g%s%s" % (name, base_name, b, unit, o,
-                                                      unit, verdict), file=sys.stderr)
+        print("  %-34s %s %s  atrium %.4g%s%s" % (name, base_name, number(b, unit),
+                                                  o, unit, verdict), file=sys.stderr)
 
     def note(self, text):
         """A line printed under the table (peak RSS, database size...)."""
@@ -126,9 +139,9 @@ class Table:
         print("|---|---|---:|---:|---:|---|---|")
         for name, bn, b, o, r, unit, t in self.rows:
             verdict = ("pass" if t.check(b, o, r) else "**MISS**") if t else ""
-            print("| %s | %s | %.3g %s | %.3g %s | %.2fx | %s | %s |" % (
-                name, bn, b, unit.strip(), o, unit.strip(), r,
-                t.text if t else "", verdict))
+            print("| %s | %s | %s | %.3g %s | %s | %s | %s |" % (
+                name, bn, number(b, " " + unit.strip()), o, unit.strip(),
+                "%.2fx" % r if r == r else "", t.text if t else "", verdict))
         if self.notes:
             print()
             for n in self.notes:
@@ -750,11 +763,246 @@ def ssh_workloads(table, tmp):
                 p.kill()
 
 
+# --- chat --------------------------------------------------------------------
+#
+# Many interactive members of one room, each an asyncssh connection of its
+# own (from its own loopback address, paced under the admission limits)
+# with a pty request (xterm, 80x24) and a shell: the full-screen chat, as
+# a person's terminal gets it.
+#
+#   latency   one member types a line and Enter; the time until the line's
+#             text has arrived on every other member's connection (each
+#             arrival is one sample; the client's own decryption counts).
+#             Measured with one other member (the baseline) and with 200.
+#   stopped   the same with 200 members while 10 more stopped reading
+#             (a window of 2 KiB they never reopen) after 200 KiB of a
+#             command's output was shown to all.
+#   memory    PSS and RSS of atriumd's two processes (monitor and network)
+#             before and after members joined (up to 1,000) and went idle,
+#             each reading once atriumd gave freed memory back; the delta
+#             divided by the members who joined in between.
+
+CHAT_ROOM = "chatbench"
+CHAT_MEMBERS = int(os.environ.get("BENCH_CHAT_MEMBERS", "200"))
+CHAT_IDLE = int(os.environ.get("BENCH_CHAT_IDLE", "1000"))
+CHAT_LINES = int(os.environ.get("BENCH_CHAT_LINES", "30"))
+
+
+def at_most(value, unit):
+    """An absolute value (time, size) of at most value."""
+    return Target("<= %g%s" % (value, unit), lambda b, o, r: o <= value)
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+def process_memory(pid):
+    """(PSS, RSS) of pid in bytes."""
+    pss = rss = 0
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1]) * 1024
+            elif line.startswith("Rss:"):
+                rss = int(line.split()[1]) * 1024
+    return pss, rss
+
+
+class ChatMembers:
+    """Interactive chat members on asyncssh connections, in one asyncio
+    loop.  Each member's received bytes are scanned for the awaited text;
+    arrivals are stamped with time.monotonic() as they are read."""
+
+    def __init__(self, port, key):
+        import asyncio
+        import asyncssh
+        self.asyncio, self.asyncssh = asyncio, asyncssh
+        self.port, self.key = port, asyncssh.read_private_key(key)
+        self.loop = asyncio.new_event_loop()
+        self.members = []
+        self.nsource = 0
+        self.awaited, self.arrived = None, {}
+        self.sender = None   # its session: its own echo is not an arrival
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def _session_class(self):
+        bench = self
+
+        class Member(self.asyncssh.SSHClientSession):
+            def __init__(self):
+                self.tail = ""
+                self.ready = bench.asyncio.Event()
+
+            def data_received(self, data, datatype):
+                if self is bench.sender:
+                    return
+                self.tail = (self.tail + data)[-256:]
+                if not self.ready.is_set() and CHAT_ROOM + ">" in self.tail:
+                    self.ready.set()
+                if bench.awaited and bench.awaited in self.tail:
+                    bench.arrived.setdefault(id(self), time.monotonic())
+                    self.tail = ""
+        return Member
+
+    async def _open_one(self, window=None):
+        self.nsource += 1
+        source = "127.0.%d.%d" % (20 + self.nsource // 250, 1 + self.nsource % 250)
+        conn = await self.asyncssh.connect(
+            "127.0.0.1", self.port, username=CHAT_ROOM, client_keys=[self.key],
+            known_hosts=None, local_addr=(source, 0),
+            encryption_algs=["aes128-gcm@openssh.com"])
+        kw = {"window": window, "max_pktsize": 1024} if window else {}
+        chan, sess = await conn.create_session(
+            self._session_class(), term_type="xterm", term_size=(80, 24), **kw)
+        await self.asyncio.wait_for(sess.ready.wait(), 120)
+        return conn, chan, sess
+
+    async def _open(self, n, window=None):
+        sem = self.asyncio.Semaphore(16)   # handshakes at once
+
+        async def one():
+            async with sem:
+                return await self._open_one(window)
+        return await self.asyncio.gather(*[one() for _ in range(n)])
+
+    def open(self, n, window=None):
+        """n more members, each once it shows the prompt."""
+        got = self.run(self._open(n, window))
+        self.members += got
+        return got
+
+    async def _say(self, sender, text, receivers, timeout):
+        self.awaited, self.arrived = text, {}
+        t0 = time.monotonic()
+        sender[1].write(text + "\r")
+        end = t0 + timeout
+        while len(self.arrived) < receivers and time.monotonic() < end:
+            await self.asyncio.sleep(0.001)
+        self.awaited = None
+        return [t - t0 for t in self.arrived.values()]
+
+    def say(self, sender, text, receivers, timeout=10):
+        """Send text (and Enter) from sender; each receiver's delay."""
+        return self.run(self._say(sender, text, receivers, timeout))
+
+    def settle(self, seconds):
+        self.run(self.asyncio.sleep(seconds))
+
+    def close(self):
+        for conn, chan, sess in self.members:
+            conn.close()
+        self.run(self.asyncio.sleep(0.5))
+        self.loop.close()
+
+
+def chat_latencies(members, sender, receivers, lines, tag):
+    """Every receiver's delay for each of lines chat lines."""
+    out = []
+    for i in range(lines):
+        got = members.say(sender, "%s-%04d-zq" % (tag, i), receivers)
+        if len(got) < receivers:
+            print("  %s line %d: %d of %d members saw it in 10 s"
+                  % (tag, i, len(got), receivers), file=sys.stderr)
+            got += [10.0] * (receivers - len(got))
+        out += got
+        members.settle(0.05)
+    return out
+
+
+def atriumd_pids(proc, data):
+    with open(os.path.join(data, "run", "atriumd-network.pid")) as f:
+        return [proc.pid, int(f.read())]
+
+
+def atriumd_memory(pids):
+    pss = rss = 0
+    for pid in pids:
+        p, r = process_memory(pid)
+        pss, rss = pss + p, rss + r
+    return pss, rss
+
+
+def chat_stopped_members(members, sender, n):
+    """n members that stop reading, then enough of a command's output for
+    all (about 200 KiB) that their queues fill."""
+    stopped = members.open(n, window=2048)
+    for conn, chan, sess in stopped:
+        chan.pause_reading()
+    members.say(sender, "!seq 1 30000; echo seq-$((1+1))-zq", 0, timeout=0)
+    members.awaited, members.arrived = "seq-2-zq", {}
+    end = time.monotonic() + 60
+    while len(members.arrived) < CHAT_MEMBERS and time.monotonic() < end:
+        members.settle(0.05)
+    members.awaited = None
+    members.settle(2)   # past the stall: their queued frames dropped
+
+
+def chat_workloads(table, tmp):
+    tmp = os.path.join(tmp, "chat")   # a DATA of its own beside the ssh part's
+    os.mkdir(tmp)
+    key = os.path.join(tmp, "chatkey")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    atriumd, port = start_atriumd(tmp, key)
+    data = os.path.join(tmp, "data")
+    members = ChatMembers(port, key)
+    try:
+        run(ssh_cmd(key, port, "bench", "true"))  # nothing to do with rooms yet
+        sender, first = members.open(2)
+        members.sender = sender[2]
+        members.settle(1)
+        alone = chat_latencies(members, sender, 1, CHAT_LINES, "one")
+        members.open(CHAT_MEMBERS - 1)
+        members.settle(2)
+        many = chat_latencies(members, sender, CHAT_MEMBERS, CHAT_LINES, "many")
+        table.add("chat line to %d members, p99" % CHAT_MEMBERS, "to 1 member",
+                  [percentile(alone, 0.99)], [percentile(many, 0.99)],
+                  target=at_most(0.05, "s"))
+        table.note("chat line to %d members: p50 %.1f ms, p99 %.1f ms, max "
+                   "%.1f ms (%d samples); to 1 member p50 %.1f ms" % (
+                       CHAT_MEMBERS, percentile(many, 0.5) * 1e3,
+                       percentile(many, 0.99) * 1e3, max(many) * 1e3,
+                       len(many), percentile(alone, 0.5) * 1e3))
+        chat_stopped_members(members, sender, 10)
+        slow = chat_latencies(members, sender, CHAT_MEMBERS, CHAT_LINES, "slow")
+        table.add("... with 10 members stopped, p99", "none stopped",
+                  [percentile(many, 0.99)], [percentile(slow, 0.99)],
+                  target=at_most(0.05, "s"))
+        pids = atriumd_pids(atriumd, data)
+        # Both readings after atriumd gave freed memory back (every 5 s).
+        members.settle(6)
+        before = atriumd_memory(pids)
+        n_before = len(members.members)
+        members.open(CHAT_IDLE - n_before)
+        members.settle(6)
+        after = atriumd_memory(pids)
+        n = len(members.members) - n_before
+        table.add("atriumd PSS per idle member (%d)" % len(members.members),
+                  "", None, [(after[0] - before[0]) / n / 1024], " KiB",
+                  target=at_most(256, " KiB"))
+        table.add("atriumd RSS per idle member (%d)" % len(members.members),
+                  "", None, [(after[1] - before[1]) / n / 1024], " KiB",
+                  target=at_most(256, " KiB"))
+        check = chat_latencies(members, sender, len(members.members) - 11, 3, "all")
+        table.note("chat line to all %d members: p99 %.1f ms" % (
+            len(members.members) - 1, percentile(check, 0.99) * 1e3))
+    finally:
+        members.close()
+        atriumd.send_signal(signal.SIGTERM)
+        try:
+            atriumd.wait(10)
+        except subprocess.TimeoutExpired:
+            atriumd.kill()
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("make bench needs root (FUSE mounts, tmpfs, sshd)")
     table = Table()
-    parts = os.environ.get("BENCH_PARTS", "fs ssh").split()
+    parts = os.environ.get("BENCH_PARTS", "fs ssh chat").split()
     with tempfile.TemporaryDirectory(prefix="atrium-bench-") as tmp:
         if "fs" in parts:
             print("filesystem workloads (%d runs, %d of the heavy ones%s)..."
@@ -764,6 +1012,9 @@ def main():
         if "ssh" in parts:
             print("ssh workloads...", file=sys.stderr)
             ssh_workloads(table, tmp)
+        if "chat" in parts:
+            print("chat workloads...", file=sys.stderr)
+            chat_workloads(table, tmp)
     table.show()
 
 

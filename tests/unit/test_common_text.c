@@ -36,6 +36,61 @@ test_buf_caps(void)
 	buf_free(&b);
 }
 
+/* An emptied buffer past keep gives its bytes back; a small one, or one
+ * still holding bytes, keeps them; it works again after. */
+static void
+test_buf_shrink(void)
+{
+	struct buf b;
+	char big[10000] = { 0 };
+
+	buf_init(&b, 1 << 20);
+	CHECK_INT(buf_append(&b, big, sizeof(big)), 0);
+	buf_shrink(&b, 4096);
+	CHECK(b.data != NULL);		/* not empty: kept */
+	buf_consume(&b, sizeof(big));
+	buf_shrink(&b, 4096);
+	CHECK(b.data == NULL);
+	CHECK_INT(b.cap, 0);
+	CHECK_INT(buf_append(&b, "ab", 2), 0);
+	buf_shrink(&b, 4096);
+	buf_consume(&b, 2);
+	buf_shrink(&b, 4096);
+	CHECK(b.data != NULL);		/* under keep: kept */
+	CHECK_STR(b.data, "");
+	buf_free(&b);
+}
+
+/* A framer that handed out every line gives its buffer back; a partial
+ * line stays, whole, and is completed later. */
+static void
+test_jsonl_shrink(void)
+{
+	struct jsonl j;
+	char line[9000], *got;
+	size_t len;
+
+	memset(line, 'a', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	jsonl_init(&j, 1 << 16);
+	CHECK_INT(jsonl_feed(&j, line, sizeof(line)), 0);
+	CHECK_INT(jsonl_feed(&j, "{\"x\"", 4), 0);
+	CHECK_INT(jsonl_next(&j, &got, &len), 1);
+	CHECK_INT(len, sizeof(line) - 1);
+	jsonl_shrink(&j, 4096);
+	CHECK(j.in.data != NULL);	/* the partial line is kept */
+	CHECK_INT(jsonl_feed(&j, ":1}\n", 4), 0);
+	CHECK_INT(jsonl_next(&j, &got, &len), 1);
+	CHECK_STR(got, "{\"x\":1}");
+	CHECK_INT(jsonl_next(&j, &got, &len), 0);
+	jsonl_shrink(&j, 4096);
+	CHECK(j.in.data == NULL);
+	CHECK_INT(jsonl_feed(&j, "{}\n", 3), 0);
+	CHECK_INT(jsonl_next(&j, &got, &len), 1);
+	CHECK_STR(got, "{}");
+	jsonl_free(&j);
+}
+
 /* Feed text in two parts split at k; collect the lines, joined by '|'. */
 static void
 jsonl_split(const char *text, size_t k, size_t max, char *out, size_t outlen,
@@ -395,6 +450,8 @@ int
 main(void)
 {
 	TEST(test_buf_caps);
+	TEST(test_buf_shrink);
+	TEST(test_jsonl_shrink);
 	TEST(test_utf8_complete);
 	TEST(test_utf8_repair);
 	TEST(test_buf_truncate);
