@@ -141,3 +141,31 @@ def test_daily_token_cap_refuses_the_next_prompt(room, model):
                     "UTC, or when the owner or the operator raises the cap."]
     assert len(model.requests) == 1
     assert model.pending() == 1
+
+
+def test_caps_and_prices_from_atrium_conf_and_flags(atriumd, data_dir,
+                                                     model_server):
+    from test_e2e import Room as Session, of_type
+    with open(os.path.join(str(data_dir), "atrium.conf"), "w") as f:
+        f.write("max_steps = 7\nmax-tokens-per-day = 5000\n"
+                "prices = test-model=2/8\n")
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-cost")
+    # A flag overrides the file.
+    srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                  model_server.url, "--model", "test-model",
+                  "--max-steps", "6", env=env)
+    model_server.script(Reply("hi", usage=(1000, 100)))
+    s = Session(srv, "demo")
+    try:
+        s.expect(of_type("welcome"))
+        s.send(type="prompt", text="hello")
+        s.until_turn_end()
+        s.send(type="usage")
+        ev = s.expect(of_type("usage"))
+        s.send(type="caps")
+        caps = s.expect(of_type("caps"))
+    finally:
+        s.close()
+    assert (ev["max_steps"], ev["max_tokens_per_day"]) == (6, 5000)
+    assert abs(ev["today"]["cost"] - (1000 * 2 + 100 * 8) / 1e6) < 1e-9
+    assert caps["max"] == {"max_steps": 6, "max_tokens_per_day": 5000}
