@@ -13,7 +13,8 @@
  *       last_seq: the highest seq handed out, live events included
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
- *       (open | private; absent: open)
+ *       (open | private; absent: open); the owner's lowered limit_* and
+ *       cap_* values (room_limits.c, caps.c; "0": the operator's)
  *   members(user TEXT PRIMARY KEY, first_seen TEXT, last_seen TEXT)
  *       who has joined (chat or control), and when last
  *   access(user TEXT PRIMARY KEY, role owner|member, by TEXT, time TEXT)
