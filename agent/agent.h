@@ -57,6 +57,8 @@ struct agent {
 	struct reslimits owner_limits;	/* what the owner lowered the room's
 					 * limits to (0: the operator's);
 					 * room.db's limit_* (room_limits.c) */
+	int owner_max_steps;		/* the owner's lowered caps (0: the */
+	long long owner_max_tokens;	/* operator's); room.db's cap_* (caps.c) */
 	struct loop *loop;
 	struct room_db *db;
 	struct http *http;

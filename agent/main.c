@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "caps.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -299,6 +300,7 @@ main_setup(struct agent *a)
 		return r;
 	a->seq = a->seq_marked = room_db_last_seq(a->db);
 	settings_load(a);
+	caps_load(a);
 	/* The room's own identity, as atriumd recorded it (room_ids.h); the
 	 * file tools and every command use it. */
 	if ((r = room_ids_get(a->room_dir, &a->cfg, &ids)) < 0) {

@@ -51,11 +51,13 @@
 #include "room_db.h"
 #include "ws_list.h"
 #include "wsio.h"
+#include "caps.h"
 #include "room_limits.h"
 #include "settings.h"
 #include "term.h"
 #include "text.h"
 #include "turn.h"
+#include "usage.h"
 #include "util.h"
 
 static void room_conn_io(struct loop *l, int fd, int mask, void *arg);
@@ -706,23 +708,6 @@ room_typing(struct conn *c)
 	room_emit(c->a, ev, 0);
 }
 
-/* The usage event: the tokens the model used in this room today. */
-static json_object *
-room_usage_event(struct agent *a)
-{
-	json_object *ev = room_event_new("usage");
-	long long in = 0, out = 0;
-	char now[40];
-
-	room_db_usage_today(a->db, &in, &out);
-	time_now_iso(now, sizeof(now));
-	now[10] = '\0';
-	json_object_object_add(ev, "day", json_object_new_string(now));
-	json_object_object_add(ev, "input_tokens", json_object_new_int64(in));
-	json_object_object_add(ev, "output_tokens", json_object_new_int64(out));
-	return ev;
-}
-
 /* prompt: the question is shown to the room as the asker's (a stored
  * `prompt` event, so the history has it too), then the turn starts. */
 static void
@@ -784,6 +769,8 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 		/* invite, kick, visibility, access */
 	} else if (strcmp(type, "limits") == 0) {
 		room_limits_request(c->a, c, req);
+	} else if (strcmp(type, "caps") == 0) {
+		caps_request(c->a, c, req);
 	} else if (strcmp(type, "history") == 0) {
 		room_history(c, req);
 	} else if (strcmp(type, "who") == 0) {
@@ -793,7 +780,7 @@ room_member_line(struct conn *c, const char *type, json_object *req)
 	} else if (strcmp(type, "complete") == 0) {
 		room_complete(c, req);
 	} else if (strcmp(type, "usage") == 0) {
-		room_send(c, room_usage_event(c->a));
+		room_send(c, usage_event(c->a));
 	} else if (strcmp(type, "sync") == 0) {
 		room_sync(c, req);
 	} else if (term_line(c, type, req)) {

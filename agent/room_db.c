@@ -4,7 +4,7 @@
  * (the checkpoints that make a turn resumable), the audit of commands and
  * token usage.  Only atrium-agent writes it; one connection, WAL mode.
  *
- * Schema (user_version 3):
+ * Schema (user_version 4):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -13,7 +13,8 @@
  *       last_seq: the highest seq handed out, live events included
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
- *       (open | private; absent: open)
+ *       (open | private; absent: open); the owner's lowered limit_* and
+ *       cap_* values (room_limits.c, caps.c; "0": the operator's)
  *   members(user TEXT PRIMARY KEY, first_seen TEXT, last_seen TEXT)
  *       who has joined (chat or control), and when last
  *   access(user TEXT PRIMARY KEY, role owner|member, by TEXT, time TEXT)
@@ -42,7 +43,10 @@
  *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool|term, command, cwd,
  *       exit_code, signal, started, ended)
  *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
- *       PRIMARY KEY(day, model))
+ *       PRIMARY KEY(day, model))  the room's tokens per UTC day and model
+ *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
+ *       output_tokens, requests, PRIMARY KEY(day, user, model))  the same,
+ *       per person who prompted the turn; per turn: turns' token columns
  *
  * Migrations: room_db_migrations[i] takes user_version i to i + 1; each runs
  * in its own transaction with the version bump, so a crash leaves either the
@@ -129,6 +133,12 @@ static const char *const room_db_migrations[] = {
 	"INSERT OR IGNORE INTO access (user, role, by, time)"
 	"  SELECT user, 'member', NULL, first_seen FROM members"
 	"  WHERE user != 'agent';",
+	/* 3 -> 4: usage per person.  Earlier days are not split by person:
+	 * the turns table has their totals, not their models. */
+	"CREATE TABLE usage_users (day TEXT NOT NULL, user TEXT NOT NULL,"
+	"  model TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
+	"  output_tokens INTEGER NOT NULL, requests INTEGER NOT NULL,"
+	"  PRIMARY KEY (day, user, model));",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -1002,17 +1012,56 @@ room_db_usage_today(struct room_db *db, long long *in, long long *out)
 	return 0;
 }
 
+/* Add one request's tokens to the room's and user's rows of today. */
 int
-room_db_usage_add(struct room_db *db, const char *model, long in, long out)
+room_db_usage_add(struct room_db *db, const char *user, const char *model,
+    long in, long out)
 {
 	char day[40];
+	int r;
 
 	time_now_iso(day, sizeof(day));
 	day[10] = '\0';
-	return room_db_write(db, "INSERT INTO usage (day, model, input_tokens,"
+	r = room_db_write(db, "INSERT INTO usage (day, model, input_tokens,"
 	    " output_tokens, requests) VALUES (?, ?, ?, ?, 1) ON CONFLICT"
 	    " (day, model) DO UPDATE SET input_tokens = input_tokens +"
 	    " excluded.input_tokens, output_tokens = output_tokens +"
 	    " excluded.output_tokens, requests = requests + 1", "ssII", day,
 	    model, (long long)in, (long long)out);
+	if (r < 0)
+		return r;
+	return room_db_write(db, "INSERT INTO usage_users (day, user, model,"
+	    " input_tokens, output_tokens, requests) VALUES (?, ?, ?, ?, ?, 1)"
+	    " ON CONFLICT (day, user, model) DO UPDATE SET input_tokens ="
+	    " input_tokens + excluded.input_tokens, output_tokens ="
+	    " output_tokens + excluded.output_tokens, requests = requests + 1",
+	    "sssII", day, user, model, (long long)in, (long long)out);
+}
+
+int
+room_db_usage_rows(struct room_db *db, const char *period, int by_user,
+    room_db_usage_fn *fn, void *arg)
+{
+	static const char *const sql[2] = {
+		"SELECT model, '', sum(input_tokens), sum(output_tokens),"
+		" sum(requests) FROM usage WHERE substr(day, 1, length(?1)) ="
+		" ?1 GROUP BY model ORDER BY model",
+		"SELECT user, model, sum(input_tokens), sum(output_tokens),"
+		" sum(requests) FROM usage_users WHERE substr(day, 1,"
+		" length(?1)) = ?1 GROUP BY user, model ORDER BY user, model",
+	};
+	sqlite3_stmt *st = room_db_prep(db, sql[by_user ? 1 : 0], "s", period);
+	int rc, r = 0;
+
+	if (!st)
+		return -EIO;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = fn((const char *)sqlite3_column_text(st, 0),
+		    (const char *)sqlite3_column_text(st, 1),
+		    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+		    sqlite3_column_int64(st, 4), arg);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = room_db_fail(db, "usage rows");
+	sqlite3_finalize(st);
+	return r;
 }

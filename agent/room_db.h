@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	3	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	4	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -186,8 +186,19 @@ int room_db_audit_start(struct room_db *db, const char *user,
 int room_db_audit_end(struct room_db *db, long long id, int exit_code,
     const char *signal);
 
-/* --- usage: tokens per day and model. */
-int room_db_usage_add(struct room_db *db, const char *model, long in,
-    long out);
+/* --- usage: tokens per day and model, and per person who prompted.
+ * add: one model request's tokens on today's rows (UTC), in the open
+ * transaction.  0 or -errno. */
+int room_db_usage_add(struct room_db *db, const char *user,
+    const char *model, long in, long out);
+/* One row of room_db_usage_rows: by model (user is the model, model "")
+ * or by user and model.  Returns 0 to go on, else stops with that. */
+typedef int room_db_usage_fn(const char *user, const char *model,
+    long long in, long long out, long long requests, void *arg);
+/* Call fn for each model (by_user 0) or user and model (by_user 1) with
+ * the sums of the days that start with period ("2026-12-01": that day,
+ * "2026-12": that month).  0, fn's non-zero, or -EIO. */
+int room_db_usage_rows(struct room_db *db, const char *period, int by_user,
+    room_db_usage_fn *fn, void *arg);
 
 #endif

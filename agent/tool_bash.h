@@ -2,7 +2,8 @@
  * tool_bash.h: the agent's bash tool (tool_bash.c): one command in the
  * sandbox, output streamed to the room as tool_output, and the result for
  * the model: the combined output (64 KiB at most, head and tail kept) with
- * the exit status after it when not 0.
+ * the exit status after it when not 0, and, when more was cut, where the
+ * whole output was saved (output_save.h) or why it was not.
  */
 #ifndef ATRIUM_AGENT_TOOL_BASH_H
 #define ATRIUM_AGENT_TOOL_BASH_H

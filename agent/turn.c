@@ -42,6 +42,7 @@
 
 #include "agent.h"
 #include "approval.h"
+#include "caps.h"
 #include "compact.h"
 #include "context.h"
 #include "endpoint.h"
@@ -453,6 +454,35 @@ turn_agents_md_done(void *arg, int err, char *data, size_t len)
 	free(data);
 }
 
+/* Before each model request: end the turn with a message to the room
+ * when it has made its steps or the room has used its tokens for the
+ * day.  1 when it ended. */
+static int
+turn_capped(struct turn *t)
+{
+	struct agent *a = t->a;
+	char text[256];
+
+	if (t->step >= caps_max_steps(a)) {
+		snprintf(text, sizeof(text), "I stopped after %d model requests "
+		    "in this turn, the most this room allows. Ask me to "
+		    "continue if there is more to do.", caps_max_steps(a));
+		turn_say(t, text);
+		turn_finish(t, "max_steps");
+		return 1;
+	}
+	if (caps_day_spent(a)) {
+		snprintf(text, sizeof(text), "This room has used its %lld "
+		    "tokens for today (UTC), the most it allows; I can work "
+		    "again after midnight UTC, or when the owner or the "
+		    "operator raises the cap.", caps_max_tokens_per_day(a));
+		turn_say(t, text);
+		turn_finish(t, "max_tokens_per_day");
+		return 1;
+	}
+	return 0;
+}
+
 static void
 turn_model_start(struct turn *t)
 {
@@ -463,13 +493,8 @@ turn_model_start(struct turn *t)
 		turn_no_model(t);
 		return;
 	}
-	if (t->step >= TURN_MAX_STEPS) {
-		turn_say(t, "I stopped after " "50 model requests in this turn, "
-		    "the most allowed. Ask me to continue if there is more to "
-		    "do.");
-		turn_finish(t, "max_steps");
+	if (turn_capped(t))
 		return;
-	}
 	t->phase = PHASE_CONTEXT;
 	r = ws_file_read_start(a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
 	    turn_agents_md_done, t, &t->read);
@@ -531,7 +556,7 @@ turn_summary_complete(struct turn *t)
 	room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
 	    summary, in, out);
 	room_db_turn_step(a->db, t->id, in, out);
-	room_db_usage_add(a->db, a->model, in, out);
+	room_db_usage_add(a->db, t->user, a->model, in, out);
 	t->in_tokens += in;
 	t->out_tokens += out;
 	t->step++;
@@ -678,7 +703,7 @@ turn_model_complete(struct turn *t)
 	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
 	room_db_transcript_answer(a->db, t->id, t->step, msg, in);
 	room_db_turn_step(a->db, t->id, in, out);
-	room_db_usage_add(a->db, a->model, in, out);
+	room_db_usage_add(a->db, t->user, a->model, in, out);
 	t->in_tokens += in;
 	t->out_tokens += out;
 	t->attempt = 0;

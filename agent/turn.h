@@ -16,7 +16,6 @@
 struct agent;
 struct conn;
 
-#define TURN_MAX_STEPS	50		/* model requests per turn */
 
 /* Queue a prompt from user; starts it when no turn runs.  0 or -errno. */
 int turn_prompt(struct agent *a, const char *user, const char *text);

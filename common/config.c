@@ -53,6 +53,10 @@ static const struct config_key config_keys[] = {
 	STR("approval", approval),
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
 	NUM("context-window", CT_INT, context_window, 0, 100000000),
+	NUM("max-steps", CT_INT, max_steps, 1, 100000),
+	NUM("max-tokens-per-day", CT_SIZE, max_tokens_per_day, 0,
+	    CONFIG_MAX_SIZE),
+	STR("prices", prices),
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
 	NUM("file-tool-timeout", CT_INT, file_tool_timeout, 1, 86400),
 	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
@@ -96,6 +100,7 @@ config_defaults(struct config *c)
 	c->idle_timeout = 900;
 	c->agent_timeout = 10;
 	c->max_tokens = 8192;
+	c->max_steps = 50;
 	c->command_timeout = 120;
 	c->file_tool_timeout = 60;
 	/* Above any account, subordinate uid range (useradd gives them up

@@ -41,6 +41,12 @@ struct config {
 	int context_window;		/* tokens the model takes in (0: the
 					 * provider's usual); older turns are
 					 * summarised as the transcript nears it */
+	int max_steps;			/* model requests in one turn */
+	long long max_tokens_per_day;	/* a room's tokens (in + out) in a UTC
+					 * day; 0: no cap */
+	char prices[1024];		/* "MODEL=IN/OUT,...": US dollars per
+					 * million input and output tokens;
+					 * "": no cost is shown */
 	int command_timeout;		/* seconds an agent's command may run */
 	int file_tool_timeout;		/* seconds of work for one read, ls or
 					 * grep call (they yield to the loop

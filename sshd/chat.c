@@ -86,7 +86,8 @@
 	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
 	"  /model NAME       the agent's model\n" \
 	"  /history TEXT     search the room's stored history\n" \
-	"  /cost             tokens the model used here today\n" \
+	"  /cost             tokens the model used here: today, this month\n" \
+	"  /caps [steps 20 tokens 100000]  show, or lower (owner)\n" \
 	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
@@ -320,6 +321,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		return r;
 	if (IS("/limits"))
 		return chat_limits_command(arg, out, reply, len);
+	if (IS("/caps"))
+		return chat_caps_command(arg, out, reply, len);
 	if (IS("/model")) {
 		if (!arg) {
 			snprintf(reply, len, "usage: /model NAME");
@@ -900,12 +903,9 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
 	} else if (strcmp(type, "usage") == 0) {
-		snprintf(text, sizeof(text), "tokens used in this room today "
-		    "(%s, UTC): %lld in, %lld out",
-		    json_get_string(o, "day") ?: "?",
-		    json_get_int(o, "input_tokens", 0),
-		    json_get_int(o, "output_tokens", 0));
-	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0) {
+		chat_cost_text(o, text, sizeof(text));
+	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0 ||
+	    strcmp(type, "caps") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
 		/* Live, a notice already said so; history has only this. */

@@ -98,6 +98,13 @@ struct chat {
 	int nwaiting;
 };
 
+/* chat_cost.c: a `usage` event as the lines /cost shows (plain integers),
+ * and /caps [steps N] [tokens N] as a caps request into out (1, or 0 with
+ * the usage in reply). */
+void chat_cost_text(json_object *o, char *text, size_t len);
+int chat_caps_command(const char *arg, json_object **out, char *reply,
+    size_t len);
+
 /* chat.c */
 json_object *chat_req(const char *type);
 struct buf *chat_frame(struct chat *ch);

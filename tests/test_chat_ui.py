@@ -119,9 +119,19 @@ def test_status_line_times_blocks_and_approval(srv, model_server, tmux):
     rows = [untimed(r) for r in tmux.rows("a")]
     took = [re.fullmatch(r"\* tool ok after (\d+\.\d+) s", r) for r in rows]
     assert any(t and float(t.group(1)) >= 1.0 for t in took), rows
-    # /cost asks the room for the same count.
+    # /cost asks the room for the same count, in plain integers: today,
+    # this month, by model and by person, and the caps.
     tmux.keys("a", "/cost", "Enter")
-    tmux.wait("a", "tokens used in this room today")
+    screen = tmux.wait("a", "caps: 50 steps per turn")
+    # The lines after the first are indented under it.
+    rows = [untimed(r).strip() for r in tmux.rows("a")]
+    today = next(r for r in rows if r.startswith("today ("))
+    got = re.fullmatch(r"today \(\d{4}-\d\d-\d\d, UTC\): (\d+) tokens in, "
+                       r"(\d+) out, 2 requests", today)
+    assert got and int(got.group(1)) + int(got.group(2)) == tokens, rows
+    assert any(re.fullmatch(r"by alice: \d+ in, \d+ out", r)
+               for r in rows), rows
+    assert "this month (" in screen
 
 
 # --- the line editor -----------------------------------------------------------
@@ -305,13 +315,13 @@ def test_help_table_history_search_and_me(srv, tmux):
     tmux.wait("a", "Ctrl-L draws")
     rows = tmux.rows("a")
     start = next(i for i, r in enumerate(rows) if r.endswith("* commands:"))
-    table = rows[start + 1:start + 23]
+    table = rows[start + 1:start + 24]
     # One command a line, each within the width, every command there.
     assert all(len(r) <= 80 and r.startswith("      ") for r in table), \
         [r for r in table if len(r) > 80 or not r.startswith("      ")]
     for cmd in ("/me", "/who", "/history", "/cost", "/term", "/quit",
                 "/approve", "/deny", "/policy", "/model", "/invite",
-                "/kick", "/private", "/stop", "!CMD", "@agent"):
+                "/kick", "/private", "/stop", "/caps", "!CMD", "@agent"):
         words = [[w.rstrip(",") for w in r.split()[:2]] for r in table]
         assert sum(1 for w in words if cmd in w) == 1, (cmd, table)
     tmux.keys("a", "C-l")

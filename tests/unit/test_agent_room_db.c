@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "../../agent/room_db.h"
+#include "../../agent/usage.h"
+#include "util.h"
 #include "unit.h"
 
 static char path[64];
@@ -60,7 +62,8 @@ test_access_migration(void)
 	CHECK_INT(room_db_open(p2, &db), 0);
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
-	CHECK_INT(sqlite3_exec(s, "DROP TABLE access; PRAGMA user_version = 2;"
+	CHECK_INT(sqlite3_exec(s, "DROP TABLE access; DROP TABLE usage_users;"
+	    "PRAGMA user_version = 2;"
 	    "INSERT INTO members VALUES ('bob', '2026-01-02', '2026-01-03');"
 	    "INSERT INTO members VALUES ('carol', '2026-01-04', '2026-01-04');"
 	    "INSERT INTO audit (user, kind, command, started) VALUES"
@@ -70,7 +73,7 @@ test_access_migration(void)
 	    SQLITE_OK);
 	sqlite3_close(s);
 	CHECK_INT(room_db_open(p2, &db), 0);
-	CHECK_INT(room_db_version(db), 3);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
 	CHECK_INT(room_db_access_load(db, &l), 0);
 	CHECK_STR(l.owner, "alice");
 	CHECK_INT(l.visibility, ACCESS_OPEN);
@@ -79,6 +82,82 @@ test_access_migration(void)
 	CHECK_INT(access_is_member(&l, "carol"), 1);
 	room_db_close(db);
 	unlink(p2);
+}
+
+/* Sums the usage rows gave, per model or per user. */
+struct usage_seen {
+	char rows[4][96];
+	int n;
+};
+
+static int
+usage_seen_row(const char *user, const char *model, long long in,
+    long long out, long long requests, void *arg)
+{
+	struct usage_seen *u = arg;
+
+	if (u->n < 4)
+		snprintf(u->rows[u->n++], sizeof(u->rows[0]), "%s/%s %lld %lld "
+		    "%lld", user, model, in, out, requests);
+	return 0;
+}
+
+/* A room.db of schema 3 keeps its usage; from 4 on each request is
+ * counted per model and per person, summed over a day or a month. */
+static void
+test_usage_rows(void)
+{
+	char p2[80], day[40];
+	sqlite3 *s;
+	struct room_db *db;
+	struct usage_seen u = { .n = 0 };
+
+	snprintf(p2, sizeof(p2), "%s-usage", path);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	room_db_close(db);
+	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(s, "DROP TABLE usage_users;"
+	    "PRAGMA user_version = 3;"
+	    "INSERT INTO usage VALUES ('2026-01-05', 'm1', 10, 1, 1)", NULL,
+	    NULL, NULL), SQLITE_OK);
+	sqlite3_close(s);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
+	CHECK_INT(room_db_usage_add(db, "alice", "m1", 100, 20), 0);
+	CHECK_INT(room_db_usage_add(db, "alice", "m1", 1, 2), 0);
+	CHECK_INT(room_db_usage_add(db, "bob", "m2", 5, 6), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(room_db_usage_rows(db, "2026-01", 0, usage_seen_row, &u), 0);
+	CHECK_INT(u.n, 1);
+	CHECK_STR(u.rows[0], "m1/ 10 1 1");
+	time_now_iso(day, sizeof(day));
+	day[10] = '\0';
+	u.n = 0;
+	CHECK_INT(room_db_usage_rows(db, day, 1, usage_seen_row, &u), 0);
+	CHECK_INT(u.n, 2);
+	CHECK_STR(u.rows[0], "alice/m1 101 22 2");
+	CHECK_STR(u.rows[1], "bob/m2 5 6 1");
+	room_db_close(db);
+	unlink(p2);
+}
+
+/* The operator's price table: "MODEL=IN/OUT", comma separated. */
+static void
+test_usage_price(void)
+{
+	double in = 0, out = 0;
+
+	CHECK_INT(usage_price("a=3/15, b-2=0.25/1.5", "b-2", &in, &out), 1);
+	CHECK(in == 0.25 && out == 1.5);
+	CHECK_INT(usage_price("a=3/15", "a", &in, &out), 1);
+	CHECK(in == 3 && out == 15);
+	CHECK_INT(usage_price("a=3/15", "b", &in, &out), 0);
+	CHECK_INT(usage_price("aa=3/15", "a", &in, &out), 0);
+	CHECK_INT(usage_price("a=3", "a", &in, &out), 0);
+	CHECK_INT(usage_price("a=-1/2", "a", &in, &out), 0);
+	CHECK_INT(usage_price("a=1/2x", "a", &in, &out), 0);
+	CHECK_INT(usage_price("", "a", &in, &out), 0);
+	CHECK_INT(usage_price("a=nan/1", "a", &in, &out), 0);
 }
 
 /* Owner, members and visibility as the agent changes them. */
@@ -222,6 +301,8 @@ main(void)
 	TEST(test_newer_schema_refused);
 	TEST(test_access_migration);
 	TEST(test_access_rows);
+	TEST(test_usage_rows);
+	TEST(test_usage_price);
 	TEST(test_events_and_seq);
 	TEST(test_turn_checkpoints);
 	unlink(path);

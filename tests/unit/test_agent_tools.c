@@ -12,6 +12,7 @@
 #include "jsonl.h"
 #include "unit.h"
 #include "../fuzz/glob_ref.h"
+#include "../../agent/output_save.h"
 #include "../../agent/pathglob.h"
 #include "../../agent/prompt.h"
 #include "../../agent/tool_files.h"
@@ -410,6 +411,21 @@ test_schemas(void)
 	json_object_put(t);
 }
 
+/* A saved output's name: UTC time to the millisecond (so names sort by
+ * age), then the call id with anything that could make a path dropped. */
+static void
+test_output_save_name(void)
+{
+	char name[128];
+
+	output_save_name(name, sizeof(name), "toolu_01AbC-9", 1764577200123LL);
+	CHECK_STR(name, "bash-20251201-082000-123-toolu_01AbC-9.txt");
+	output_save_name(name, sizeof(name), "../../etc/x y\n", 5);
+	CHECK_STR(name, "bash-19700101-000000-005-etcxy.txt");
+	output_save_name(name, sizeof(name), "", 0);
+	CHECK_STR(name, "bash-19700101-000000-000.txt");
+}
+
 int
 main(void)
 {
@@ -424,5 +440,6 @@ main(void)
 	TEST(test_regex);
 	TEST(test_table);
 	TEST(test_schemas);
+	TEST(test_output_save_name);
 	return unit_done("test_agent_tools");
 }

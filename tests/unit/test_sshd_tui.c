@@ -15,6 +15,7 @@
 #include "unit.h"
 #include "jsonl.h"
 #include "../../sshd/chat.h"
+#include "../../sshd/chat_int.h"
 #include "../../sshd/tui_draw.h"
 #include "../../sshd/tui_editor.h"
 #include "../../sshd/tui_keys.h"
@@ -232,6 +233,20 @@ test_chat_commands(void)
 	CHECK_INT(chat_command("/limits memory", NULL, &o, reply,
 	    sizeof(reply)), 0);
 	CHECK(o == NULL);
+	CHECK_INT(chat_command("/caps", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "caps");
+	json_object_put(o);
+	CHECK_INT(chat_command("/caps steps 10 tokens 5000", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "max_steps"), "10");
+	CHECK_STR(json_get_string(o, "max_tokens_per_day"), "5000");
+	json_object_put(o);
+	CHECK_INT(chat_command("/caps memory 1G", NULL, &o, reply,
+	    sizeof(reply)), 0);
+	CHECK(o == NULL && strstr(reply, "usage: /caps") != NULL);
+	CHECK_INT(chat_command("/cost", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "usage");
+	json_object_put(o);
 	CHECK_INT(chat_command("/quit", NULL, &o, reply, sizeof(reply)), 2);
 	CHECK_INT(chat_command("   ", NULL, &o, reply, sizeof(reply)), 3);
 	CHECK_INT(chat_command("/help", NULL, &o, reply, sizeof(reply)), 0);
@@ -784,6 +799,34 @@ test_draw_status_time_and_highlight(void)
 	buf_free(&b);
 }
 
+/* /cost's lines: plain integers, the cost only where the room gave one. */
+static void
+test_chat_cost_text(void)
+{
+	json_object *o = json_tokener_parse("{\"type\":\"usage\","
+	    "\"day\":\"2026-12-01\",\"month\":\"2026-12\","
+	    "\"today\":{\"input_tokens\":1234567,\"output_tokens\":89,"
+	    "\"requests\":3,\"cost\":3.70503,\"models\":[{\"model\":"
+	    "\"m1\",\"input_tokens\":1234567,\"output_tokens\":89,"
+	    "\"cost\":3.70503}],\"users\":[{\"user\":\"bob\","
+	    "\"input_tokens\":7,\"output_tokens\":1}]},"
+	    "\"this_month\":{\"input_tokens\":2000000,\"output_tokens\":90,"
+	    "\"requests\":4,\"models\":[],\"users\":[]},"
+	    "\"max_steps\":50,\"max_tokens_per_day\":null}");
+	char text[2048];
+
+	chat_cost_text(o, text, sizeof(text));
+	CHECK(strstr(text, "today (2026-12-01, UTC): 1234567 tokens in, 89 "
+	    "out, 3 requests, cost $3.7050") != NULL);
+	CHECK(strstr(text, "\n  model m1: 1234567 in, 89 out, cost $3.7050")
+	    != NULL);
+	CHECK(strstr(text, "\n  by bob: 7 in, 1 out") != NULL);
+	CHECK(strstr(text, "this month (2026-12): 2000000 tokens in, 90 out, "
+	    "4 requests\n") != NULL);
+	CHECK(strstr(text, "caps: 50 steps per turn, no cap on tokens") != NULL);
+	json_object_put(o);
+}
+
 int
 main(void)
 {
@@ -808,5 +851,6 @@ main(void)
 	TEST(test_time);
 	TEST(test_model_tags_and_scrollback);
 	TEST(test_draw_status_time_and_highlight);
+	TEST(test_chat_cost_text);
 	return unit_done("test_sshd_tui");
 }
