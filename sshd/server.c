@@ -10,7 +10,8 @@
  * set.  There is no periodic tick: what server_turn must do at a time it
  * asks for as a deadline (loop.h: loop_wake_at), and the poll sleeps until
  * the earliest one or an fd, so an idle server costs no CPU and no
- * wake-up whatever its number of idle sessions.  In the network process a new connection's key exchange is the
+ * wake-up whatever its number of idle sessions.
+ * In the network process a new connection's key exchange is the
  * exception: it runs on a handshake thread (kexpool.h) and comes back
  * through an eventfd on this loop; until then the session is on the list
  * (admission counts it) but in_kex, and only the thread touches it.
