@@ -7,6 +7,9 @@
  * sandbox's pid namespace is gone, so nothing writes any more), the result
  * is read from the init's status pipe, the exit callback runs, and the proc
  * is freed.  Nothing else frees it, except proc_abandon at shutdown.
+ * Its cgroups are removed without waiting: one still busy (v1 keeps a
+ * group until its killed processes are gone) is retried from a timer with
+ * a growing interval, so the loop never sleeps on a removal.
  *
  * Signals: KILL kills the whole tree (sandbox_kill).  Others go to the
  * sandbox's atrium-sandbox-init (found by walking down from bwrap), which
@@ -288,6 +291,63 @@ proc_spawn(struct agent *a, const struct proc_opts *o, struct proc **out)
 	return 0;
 }
 
+/* A command's cgroups that were still busy when it ended (v1 keeps a group
+ * while its killed processes go): retried from a timer, never slept on. */
+struct proc_cg_retry {
+	struct cgroup_set cg;
+	int tries;
+};
+
+#define PROC_CG_FIRST_MS	2	/* the first retry; doubled each time */
+#define PROC_CG_MAX_MS		256	/* up to this */
+#define PROC_CG_TRIES		40	/* about 8 s in all, then left to the
+					 * next start's sweep (cgroup_sweep) */
+
+/* Timer: remove what can go; again later while some is busy. */
+static long
+proc_cg_retry_tick(struct loop *l, long long id, void *arg)
+{
+	struct proc_cg_retry *rt = arg;
+	long next = PROC_CG_FIRST_MS << (rt->tries < 7 ? rt->tries : 7);
+
+	(void)l; (void)id;
+	if (cgroup_remove_now(&rt->cg) == 0) {
+		free(rt);
+		return LOOP_NOMORE;
+	}
+	if (++rt->tries >= PROC_CG_TRIES) {
+		for (int i = 0; i < CGROUP_NCTL; i++)
+			if (rt->cg.dir[i][0])
+				log_warn("cgroup %s still busy; leaving it to "
+				    "the room's next start", rt->cg.dir[i]);
+		free(rt);
+		return LOOP_NOMORE;
+	}
+	return next > PROC_CG_MAX_MS ? PROC_CG_MAX_MS : next;
+}
+
+/* Release the sandbox without waiting for its cgroups: the busy ones go
+ * to a retry timer (or, when even that cannot be had, are waited for). */
+static void
+proc_release(struct proc *p)
+{
+	struct proc_cg_retry *rt;
+
+	if (sandbox_release_nowait(&p->sp) == 0)
+		return;
+	if (!(rt = calloc(1, sizeof(*rt)))) {
+		cgroup_destroy(&p->sp.cg);
+		return;
+	}
+	rt->cg = p->sp.cg;
+	memset(&p->sp.cg, 0, sizeof(p->sp.cg));
+	if (loop_add_timer(p->a->loop, PROC_CG_FIRST_MS, proc_cg_retry_tick,
+	    rt) < 0) {
+		cgroup_destroy(&rt->cg);
+		free(rt);
+	}
+}
+
 /* The command ended: reap, drain, report, free. */
 static void
 proc_on_exit(struct loop *l, int fd, int mask, void *arg)
@@ -305,7 +365,7 @@ proc_on_exit(struct loop *l, int fd, int mask, void *arg)
 	    PROC_STDERR) > 0)
 		;
 	sandbox_result(&p->sp, status, &end.how);
-	sandbox_release(&p->sp);
+	proc_release(p);
 	end.timed_out = p->timed_out;
 	end.killed = p->killed;
 	if (p->exit)

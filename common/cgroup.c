@@ -359,10 +359,10 @@ cgroup_kill(const struct cgroup_set *set)
 	}
 }
 
-void
-cgroup_destroy(struct cgroup_set *set)
+int
+cgroup_remove_now(struct cgroup_set *set)
 {
-	struct timespec ts = { 0, 2000000 };
+	int left = 0;
 
 	for (int i = 0; i < CGROUP_NCTL; i++) {
 		if (!set->dir[i][0])
@@ -373,9 +373,21 @@ cgroup_destroy(struct cgroup_set *set)
 		 * (cgroup_relimit).  Gone, it asks for nothing.  (No such file
 		 * elsewhere: nothing is written.) */
 		cg_write(set->dir[i], "cpu.cfs_quota_us", "-1");
-		for (int tries = 0; tries < 50 && rmdir(set->dir[i]) < 0 &&
-		    errno == EBUSY; tries++)
-			nanosleep(&ts, NULL);
-		set->dir[i][0] = '\0';
+		if (rmdir(set->dir[i]) < 0 && errno == EBUSY)
+			left++;
+		else
+			set->dir[i][0] = '\0';
 	}
+	return left;
+}
+
+void
+cgroup_destroy(struct cgroup_set *set)
+{
+	struct timespec ts = { 0, 2000000 };
+
+	for (int tries = 0; tries < 50 && cgroup_remove_now(set); tries++)
+		nanosleep(&ts, NULL);
+	for (int i = 0; i < CGROUP_NCTL; i++)
+		set->dir[i][0] = '\0';
 }

@@ -89,8 +89,13 @@ int cgroup_join_self(const struct cgroup_set *set);
 void cgroup_kill(const struct cgroup_set *set);
 
 /* Remove the groups (they must be empty; retried briefly while the
- * killed processes go). */
+ * killed processes go: it sleeps, so not for an event loop). */
 void cgroup_destroy(struct cgroup_set *set);
+
+/* One attempt, without waiting: remove each group that can go and forget
+ * it; keep those still busy (processes not yet gone, a group below).  How
+ * many are left: a loop retries from a timer. */
+int cgroup_remove_now(struct cgroup_set *set);
 
 /* The agent pid a command group's name holds ("cmd-PID-N"), or 0 when
  * name is not a command group's. */

@@ -492,6 +492,17 @@ sandbox_kill(struct sandbox_proc *p)
 	cgroup_kill(&p->cg);
 }
 
+int
+sandbox_release_nowait(struct sandbox_proc *p)
+{
+	if (p->status_fd >= 0)
+		close(p->status_fd);
+	p->status_fd = -1;
+	cgroup_kill(&p->cg);
+	p->pid = -1;
+	return cgroup_remove_now(&p->cg);
+}
+
 void
 sandbox_release(struct sandbox_proc *p)
 {

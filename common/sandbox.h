@@ -89,6 +89,11 @@ void sandbox_kill(struct sandbox_proc *p);
 /* Close the status pipe and remove the cgroups.  After the child is reaped. */
 void sandbox_release(struct sandbox_proc *p);
 
+/* As sandbox_release, but never waits: the groups still busy stay in
+ * p->cg (cgroup_remove_now) and their number is returned, for the caller
+ * to retry from its loop's timer. */
+int sandbox_release_nowait(struct sandbox_proc *p);
+
 /* Write DIR/passwd and DIR/group naming uid/gid as "atrium" with home
  * /workspace, for sftp-server, git and ssh tools that look themselves up. */
 int sandbox_write_identity(const char *run_dir, uid_t uid, gid_t gid);

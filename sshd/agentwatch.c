@@ -1,6 +1,8 @@
 /*
  * agentwatch.c: the watchdog of agentwatch.h.  Called by room.c from its
- * tick (every turn of atriumd's loop, at least every SERVER_POLL_MS).
+ * tick (every turn of atriumd's loop); agentwatch_next tells the loop when
+ * the next ping or the timeout is due, so the watchdog's are the only
+ * wake-ups of a monitor whose rooms are idle.
  *
  * The probe measures the agent's loop, not its work: the pong is queued by
  * the agent's line handler and written before its loop sleeps, so an agent
@@ -116,4 +118,18 @@ agentwatch_tick(struct agentwatch *w, struct loop *loop, const char *run_dir,
 	if (agentlink_send_line(&w->link, ping, sizeof(ping) - 1) == 0)
 		w->ping_out = 1;
 	return 0;
+}
+
+/* See agentwatch.h. */
+long long
+agentwatch_next(const struct agentwatch *w, long long timeout_ms)
+{
+	long long hung;
+
+	if (!w->watching || timeout_ms <= 0)
+		return 0;
+	hung = w->answered_ms + timeout_ms;
+	if (w->ping_out || w->next_ping_ms >= hung)
+		return hung;
+	return w->next_ping_ms;
 }

@@ -32,6 +32,10 @@ void agentwatch_start(struct agentwatch *w, long long now);
 /* Stop watching and close the connection. */
 void agentwatch_stop(struct agentwatch *w);
 
+/* When agentwatch_tick has work next (the next ping or the timeout;
+ * monotonic ms), or 0 when it has none. */
+long long agentwatch_next(const struct agentwatch *w, long long timeout_ms);
+
 /* Connect and ping as due.  1 when the agent has answered nothing for
  * timeout_ms (the caller kills it), else 0. */
 int agentwatch_tick(struct agentwatch *w, struct loop *loop,

@@ -1492,6 +1492,10 @@ chat_tick(struct chan *c)
 	if (ch->ansi && !ch->leaving && tui_status_expire(&ch->status,
 	    time_mono_ms()) && chat_status_refresh(ch))
 		chat_bottom(ch);	/* someone stopped typing */
+	if (ch->ansi && !ch->leaving)
+		chan_wake_at(c, tui_status_next_expiry(&ch->status));
+	if (ch->paused_ms || ch->leaving)
+		chan_wake_soon(c);	/* a stall and a goodbye are polled */
 	if (ch->leaving && agentlink_pending(&ch->link) == 0 && !c->finish) {
 		if (ch->ansi) {
 			ch->scroll.offset = 0;

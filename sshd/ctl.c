@@ -243,6 +243,8 @@ ctl_tick(struct ctl *ctl)
 		else if (time_mono_ms() > c->deadline_ms)
 			ctl_error(c, "the room's processes did not stop in time; "
 			    "see atriumd's log");
+		else
+			loop_wake_at(&ctl->srv->loop, c->deadline_ms + 1);
 	}
 	while ((c = *pp)) {
 		if (!c->done) {

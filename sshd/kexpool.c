@@ -168,7 +168,9 @@ kex_worker_main(void *arg)
 		kex_sweep(w, &mine, stopping);
 		if (stopping)
 			return NULL;
-		ssh_event_dopoll(w->ev, KEXPOOL_TICK_MS);
+		/* Deadlines only while handshakes are held: an idle thread
+		 * sleeps until its eventfd (a new job, a cancel, stop). */
+		ssh_event_dopoll(w->ev, mine ? KEXPOOL_TICK_MS : -1);
 	}
 }
 

@@ -288,15 +288,21 @@ compat_nudge_rx(struct compat_nudge *n, size_t len, long long now_ms)
 }
 
 /* See libssh_compat.h (W11). */
-void
+long long
 compat_nudge_tick(struct compat_nudge *n, ssh_session s, long long now_ms)
 {
 	long long wait = (long long)COMPAT_NUDGE_FIRST_MS << (2 * n->sent);
 
-	if (n->burst < COMPAT_NUDGE_BURST || now_ms - n->last_rx_ms < wait)
-		return;
+	if (n->burst < COMPAT_NUDGE_BURST)
+		return 0;
+	if (now_ms - n->last_rx_ms < wait)
+		return n->last_rx_ms + wait;
 	/* Queued like any packet; an error shows on the session's status. */
 	ssh_send_ignore(s, "");
-	if (++n->sent == COMPAT_NUDGE_MAX)
+	if (++n->sent == COMPAT_NUDGE_MAX) {
 		n->burst = 0;
+		return 0;
+	}
+	return n->last_rx_ms + ((long long)COMPAT_NUDGE_FIRST_MS <<
+	    (2 * n->sent));
 }

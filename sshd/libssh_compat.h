@@ -81,7 +81,9 @@ struct compat_nudge {
 };
 
 void compat_nudge_rx(struct compat_nudge *n, size_t len, long long now_ms);
-void compat_nudge_tick(struct compat_nudge *n, ssh_session s,
+/* Send a nudge when one is due; returns when the next one may be (ms,
+ * monotonic), or 0 when none is wanted. */
+long long compat_nudge_tick(struct compat_nudge *n, ssh_session s,
     long long now_ms);
 
 #endif

@@ -9,11 +9,13 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "log.h"
+#include "util.h"
 
 struct loop_slot {
 	struct watch *w;	/* NULL once detached */
@@ -66,6 +68,7 @@ loop_init(struct loop *l)
 {
 	l->watches = NULL;
 	l->dead = NULL;
+	l->next_ms = time_mono_ms();	/* the first turn runs at once */
 	l->event = ssh_event_new();
 	return l->event ? 0 : -ENOMEM;
 }
@@ -149,4 +152,34 @@ loop_sync(struct loop *l)
 		w->slot = slot;
 		w->have = w->want;
 	}
+}
+
+/* See loop.h. */
+void
+loop_wake_at(struct loop *l, long long when_ms)
+{
+	if (when_ms > 0 && (!l->next_ms || when_ms < l->next_ms))
+		l->next_ms = when_ms;
+}
+
+/* See loop.h. */
+void
+loop_wake_soon(struct loop *l)
+{
+	loop_wake_at(l, time_mono_ms() + LOOP_POLL_MS);
+}
+
+/* See loop.h. */
+int
+loop_timeout(struct loop *l)
+{
+	long long left;
+
+	if (!l->next_ms)
+		return -1;
+	left = l->next_ms - time_mono_ms();
+	l->next_ms = 0;
+	if (left <= 0)
+		return 0;
+	return left > INT_MAX ? INT_MAX : (int)left;
 }

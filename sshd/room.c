@@ -794,14 +794,26 @@ room_tick(struct room *r, long long now)
 	}
 }
 
+/* Ask the loop to wake for the room's next deadline and its watchdog. */
+static void
+room_wake(struct room *r)
+{
+	if (r->state == ROOM_READY)
+		loop_wake_at(r->rs->loop, agentwatch_next(&r->watch,
+		    r->rs->cfg->agent_timeout * 1000LL));
+	loop_wake_at(r->rs->loop, r->deadline_ms);
+}
+
 /* Run the deadlines of every room. */
 void
 rooms_tick(struct rooms *rs)
 {
 	long long now = time_mono_ms();
 
-	for (struct room *r = rs->list; r; r = r->next)
+	for (struct room *r = rs->list; r; r = r->next) {
 		room_tick(r, now);
+		room_wake(r);
+	}
 }
 
 /* Stop every room; force sends SIGKILL to what is left. */

@@ -7,7 +7,11 @@
  * pipes, agent sockets and a signalfd; after each poll, server_turn runs
  * the work that must happen outside callbacks (channel ticks, the window
  * workaround, reaping, room timeouts) and then loop_sync updates the poll
- * set.  In the network process a new connection's key exchange is the
+ * set.  There is no periodic tick: what server_turn must do at a time it
+ * asks for as a deadline (loop.h: loop_wake_at), and the poll sleeps until
+ * the earliest one or an fd, so an idle server costs no CPU and no
+ * wake-up whatever its number of idle sessions.
+ * In the network process a new connection's key exchange is the
  * exception: it runs on a handshake thread (kexpool.h) and comes back
  * through an eventfd on this loop; until then the session is on the list
  * (admission counts it) but in_kex, and only the thread touches it.
@@ -40,7 +44,7 @@
 #include "session.h"
 #include "util.h"
 
-#define SERVER_POLL_MS		100	/* ticks while anything is pending */
+#define SERVER_STOP_POLL_MS	100	/* looks at stopping rooms this often */
 #define SERVER_STOP_WAIT_MS	6000	/* rooms get this long to stop */
 
 /* Split "[ADDR]:PORT" into address and port; ":2222" binds every address. */
@@ -266,8 +270,12 @@ server_kex_cb(struct watch *w, int revents)
 static void
 server_accept_resume(struct server *srv)
 {
-	if (!srv->accept_resume_ms || time_mono_ms() < srv->accept_resume_ms)
+	if (!srv->accept_resume_ms)
 		return;
+	if (time_mono_ms() < srv->accept_resume_ms) {
+		loop_wake_at(&srv->loop, srv->accept_resume_ms);
+		return;
+	}
 	srv->accept_resume_ms = 0;
 	loop_want(&srv->listen_w, POLLIN);
 }
@@ -557,7 +565,7 @@ server_stop(struct server *srv)
 	while ((!rooms_all_stopped(&srv->rooms) || srv->net_pid > 0) &&
 	    time_mono_ms() < until) {
 		loop_sync(&srv->loop);
-		ssh_event_dopoll(srv->loop.event, SERVER_POLL_MS);
+		ssh_event_dopoll(srv->loop.event, SERVER_STOP_POLL_MS);
 		server_reap(srv);
 		rooms_tick(&srv->rooms);
 	}
@@ -578,7 +586,8 @@ int
 server_run(struct server *srv)
 {
 	while (!srv->stopping) {
-		int r = ssh_event_dopoll(srv->loop.event, SERVER_POLL_MS);
+		int r = ssh_event_dopoll(srv->loop.event,
+		    loop_timeout(&srv->loop));
 
 		if (r == SSH_ERROR && errno != EINTR && errno != 0) {
 			/* A session's error surfaces here; its tick reaps it. */

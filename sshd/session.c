@@ -337,14 +337,31 @@ chan_vet(struct chan *c)
 	return 0;
 }
 
+/* See session.h. */
+void
+chan_wake_at(struct chan *c, long long when_ms)
+{
+	loop_wake_at(&c->s->srv->loop, when_ms);
+}
+
+/* See session.h. */
+void
+chan_wake_soon(struct chan *c)
+{
+	loop_wake_soon(&c->s->srv->loop);
+}
+
 /* One channel's turn. */
 static void
 chan_tick(struct chan *c)
 {
 	if (c->closing || (!c->vetted && !chan_vet(c)))
 		return;
-	if (c->waiting_room && !c->finish)
+	if (c->waiting_room && !c->finish) {
 		chan_poll_room(c);
+		if (c->waiting_room)
+			chan_wake_soon(c);	/* asked again */
+	}
 	chan_drain_input(c);
 	if (c->ops && c->ops->tick && !c->closing)
 		c->ops->tick(c);
@@ -1037,6 +1054,8 @@ session_tick(struct session *s)
 
 	if (s->dead || s->in_kex)
 		return;		/* in_kex: the thread keeps the deadline */
+	if (!s->authed)
+		loop_wake_at(&s->srv->loop, s->deadline_ms + 1);
 	if (!s->authed && time_mono_ms() > s->deadline_ms) {
 		log_info("session %lu: no authentication in %d s; closing",
 		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);
@@ -1052,7 +1071,8 @@ session_tick(struct session *s)
 	}
 	for (struct chan *c = s->chans; c; c = c->next)
 		chan_tick(c);
-	compat_nudge_tick(&s->nudge, s->ssh, time_mono_ms());
+	loop_wake_at(&s->srv->loop, compat_nudge_tick(&s->nudge, s->ssh,
+	    time_mono_ms()));
 	for (pp = &s->chans; *pp;) {
 		struct chan *c = *pp;
 

@@ -182,6 +182,11 @@ void chan_refuse(struct chan *c, const char *fmt, ...)
  * the channel is refused when it cannot start. */
 void chan_wait_room(struct chan *c);
 
+/* Have the loop look at c again by when_ms (monotonic; 0: no need), or
+ * within a short poll interval (soon): for a kind's deadlines (loop.h). */
+void chan_wake_at(struct chan *c, long long when_ms);
+void chan_wake_soon(struct chan *c);
+
 struct agentlink;
 
 /* Connect l to the agent of c's (ready) room: the monitor dials it.  0,

@@ -498,8 +498,10 @@ stream_tick(struct chan *c)
 		return;
 	/* Queued output is the client being slow, not a stuck command. */
 	if (!(out_done && err_done) && (c->out.len || c->err.len ||
-	    time_mono_ms() - st->last_io_ms < STREAM_LINGER_MS))
+	    time_mono_ms() - st->last_io_ms < STREAM_LINGER_MS)) {
+		chan_wake_soon(c);	/* the linger is polled */
 		return;
+	}
 	chan_exit(c, st->code, st->sig[0] ? st->sig : NULL);
 }
 

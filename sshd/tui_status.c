@@ -183,6 +183,21 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 
 /* See tui_status.h. */
 long long
+tui_status_next_expiry(const struct tui_status *st)
+{
+	long long next = 0;
+
+	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
+		long long t = st->typing[i].until_ms;
+
+		if (t && (!next || t < next))
+			next = t;
+	}
+	return next;
+}
+
+/* See tui_status.h. */
+long long
 tui_status_took(struct tui_status *st, const char *id, long long end_ms)
 {
 	for (int i = 0; id && i < TUI_STATUS_MAX_RUNS; i++) {

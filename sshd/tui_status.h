@@ -64,6 +64,10 @@ void tui_status_text(const struct tui_status *st, const char *room,
  * changes), else 0.  Cheap: chat.c asks on every tick. */
 int tui_status_expire(struct tui_status *st, long long now_ms);
 
+/* When the next typing entry expires (monotonic ms), or 0 when none is
+ * shown: chat.c asks its loop to wake then. */
+long long tui_status_next_expiry(const struct tui_status *st);
+
 /* How long the command with id ran, when it ended at end_ms: its
  * milliseconds, or -1 when its start was not seen.  The entry is
  * forgotten. */

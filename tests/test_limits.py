@@ -230,6 +230,42 @@ def test_groups_removed_at_end_and_stale_swept(cgparent, atriumd, data_dir,
     assert settle(lambda: not any(os.path.exists(d) for d in old), 10), old
 
 
+@needs_cgroups
+def test_busy_command_group_is_retried_not_slept_on(cgparent, atriumd,
+                                                     data_dir, ssh_run,
+                                                     tmp_path):
+    """A command's group that cannot be removed yet when the command ends
+    (busy: here a group below it, as while its killed processes go) is
+    retried from a timer: the agent's loop never sleeps on it, answers
+    the next request meanwhile, and removes the group once it can go."""
+    srv = start(atriumd, data_dir, cgparent)
+    p = popen_ssh(srv, "busy", "sleep 2")
+    assert settle(lambda: cmd_groups(cgparent, "busy"), 15)
+    cmd = cmd_groups(cgparent, "busy")[0]
+    hold = os.path.join(cmd, "hold")
+    os.mkdir(hold)
+    trace = str(tmp_path / "agent.trace")
+    # The loop is the agent's main thread: every sleep of it shows here.
+    st = subprocess.Popen(["strace", "-qq", "-e",
+                           "trace=nanosleep,clock_nanosleep", "-o", trace,
+                           "-p", str(agent_pid(srv, "busy"))],
+                          stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)     # attached
+        assert p.communicate(timeout=30)[0] == ""
+        rc, out, err = ssh_run(srv, "busy", "echo answered")
+        assert (rc, out) == (0, "answered\n"), err
+        assert os.path.isdir(cmd), "the busy group was removed anyway?"
+    finally:
+        st.terminate()
+        st.wait()
+    with open(trace) as f:
+        slept = [l for l in f if "nanosleep" in l]
+    assert not slept, slept[:5]
+    os.rmdir(hold)
+    assert settle(lambda: not os.path.exists(cmd), 15), cmd
+
+
 # ------------------------------------------------------------ user caps --
 
 @needs_cgroups
