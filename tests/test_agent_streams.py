@@ -15,7 +15,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from model_server import ModelServer, Replay, Reply  # noqa: E402
+from model_server import Cut, ModelServer, Replay, Reply  # noqa: E402
 from test_agent import fast, pytestmark, room  # noqa: E402,F401
 
 STREAMS = os.path.join(HERE, "streams")
@@ -172,6 +172,22 @@ def test_recorded_midstream_error_is_shown_dropped_and_retried(
     # The discard is live only, as the deltas it voids.
     assert not db.execute("SELECT 1 FROM events WHERE type = "
                           "'agent_discard'").fetchall()
+
+
+def test_connection_dropped_mid_answer_says_so_and_drops_the_text(room,
+                                                                  model):
+    model.script(Cut(Reply(text="partial words here"), after_events=5),
+                 Reply(text="Whole."))
+    c = start(room, model, "anthropic")
+    c.send({"type": "prompt", "text": "hi"})
+    evs = c.collect("turn_end", timeout=20)
+    types = [e["type"] for e in evs]
+    assert types.index("agent_delta") < types.index("agent_discard") < \
+        types.index("notice")
+    notices = [e["text"] for e in evs if e["type"] == "notice"]
+    assert len(notices) == 1
+    assert "broke during the answer" in notices[0], notices
+    assert [e["text"] for e in evs if e["type"] == "message"] == ["Whole."]
 
 
 def test_midstream_error_every_attempt_fails_the_turn(room, model):
