@@ -647,6 +647,7 @@ provider_body_sample(const char *body, size_t len, char *out, size_t outlen)
 	size_t i = 0, o = 0;
 	int in_tag = 0;
 
+	len = strnlen(body, len);	/* a NUL ends the text, as it would */
 	while (i < len && isspace((unsigned char)body[i]))
 		i++;
 	if (i == len || body[i] != '<') {

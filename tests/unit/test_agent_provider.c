@@ -914,7 +914,7 @@ test_error_message(void)
 	    sizeof(out));
 	CHECK_STR(out, "5006: bad input");
 	provider_error_message(PROVIDER_OPENAI, 502,
-	    "<html>\r\n<b>Bad\tgateway</b>\x01</html>", 36, out, sizeof(out));
+	    "<html>\r\n<b>Bad\tgateway</b>\x01</html>", 34, out, sizeof(out));
 	CHECK_STR(out, "Bad gateway");
 	e = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>"
 	    "<center><h1>502 Bad Gateway</h1></center><hr><center>nginx"
