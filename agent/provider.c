@@ -32,12 +32,17 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "buf.h"
 #include "provider_impl.h"
+#include "utf8.h"
 
 #define PROVIDER_JSON_DEPTH 64
 #define PROVIDER_RETRY_CAP_MS 60000L
 #define PROVIDER_ERR_SAMPLE 200	/* bytes of a non-JSON error body shown */
 #define PROVIDER_MAX_TOKENS (1L << 40)	/* usage reported, per request */
+
+static void provider_sanitize(const char *text, size_t n, char *out,
+    size_t outlen);
 
 /* "anthropic" / "openai" to a kind; -EINVAL for anything else. */
 int
@@ -421,14 +426,19 @@ int
 provider_stream_fail(struct provider_stream *s, int rc, const char *type,
     const char *fmt, ...)
 {
+	char raw[sizeof(s->err_msg) * 2];
 	va_list ap;
 
 	if (s->err_type[0])
 		return rc;	/* the first error is the one to report */
-	snprintf(s->err_type, sizeof(s->err_type), "%s", type);
+	provider_sanitize(type, strlen(type), s->err_type, sizeof(s->err_type));
+	if (!s->err_type[0])
+		snprintf(s->err_type, sizeof(s->err_type), "api_error");
 	va_start(ap, fmt);
-	vsnprintf(s->err_msg, sizeof(s->err_msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* The message may be the server's own words: made one clean line. */
+	provider_sanitize(raw, sizeof(raw), s->err_msg, sizeof(s->err_msg));
 	return rc;
 }
 
@@ -592,25 +602,70 @@ provider_stream_error(struct provider_stream *s, const char **message)
 
 /* --- errors and retries ------------------------------------------------ */
 
-/* Copy text into out (outlen > 0) with control characters made spaces and
- * runs of spaces squeezed, stopping at n bytes or at outlen - 1. */
+/* Copy text into out (outlen > 0) as one printable line: invalid UTF-8
+ * repaired to U+FFFD, control characters dropped (tab and newline made
+ * spaces), runs of spaces squeezed, stopping at n bytes of text or at
+ * outlen - 1 bytes of out, never inside a UTF-8 sequence.  It may be a
+ * server's own words, so it reaches the room only through here. */
 static void
 provider_sanitize(const char *text, size_t n, char *out, size_t outlen)
 {
-	size_t o = 0;
+	struct buf clean;
+	size_t o = 0, len;
 
-	for (size_t i = 0; i < n && text[i] && o + 1 < outlen; i++) {
-		unsigned char c = (unsigned char)text[i];
+	out[0] = '\0';
+	len = strnlen(text, n);
+	buf_init(&clean, len * 3 + 1);
+	if (utf8_clean(&clean, text, len) < 0) {
+		buf_free(&clean);
+		return;
+	}
+	for (size_t i = 0; i < clean.len && o + 1 < outlen; i++) {
+		char c = clean.data[i];
 
-		if (c < 0x20 || c == 0x7f)
+		if (c == '\t' || c == '\n')
 			c = ' ';
 		if (c == ' ' && (o == 0 || out[o - 1] == ' '))
 			continue;
-		out[o++] = (char)c;
+		out[o++] = c;
 	}
+	buf_free(&clean);
+	o = utf8_complete(out, o);
 	while (o > 0 && out[o - 1] == ' ')
 		o--;
 	out[o] = '\0';
+}
+
+/* A non-JSON error body (a proxy's plain text or HTML page) as one line in
+ * out: an HTML page's tags dropped (what is left is its title and
+ * headings: "502 Bad Gateway nginx"), then sanitised and cut to
+ * PROVIDER_ERR_SAMPLE bytes. */
+static void
+provider_body_sample(const char *body, size_t len, char *out, size_t outlen)
+{
+	char text[PROVIDER_ERR_SAMPLE * 8];
+	size_t i = 0, o = 0;
+	int in_tag = 0;
+
+	len = strnlen(body, len);	/* a NUL ends the text, as it would */
+	while (i < len && isspace((unsigned char)body[i]))
+		i++;
+	if (i == len || body[i] != '<') {
+		provider_sanitize(body, len, out, outlen < PROVIDER_ERR_SAMPLE + 1 ?
+		    outlen : PROVIDER_ERR_SAMPLE + 1);
+		return;
+	}
+	for (; i < len && o + 1 < sizeof(text); i++) {
+		if (body[i] == '<')
+			in_tag = 1;
+		else if (body[i] == '>') {
+			in_tag = 0;
+			text[o++] = ' ';	/* "</h1><p>" parts words */
+		} else if (!in_tag)
+			text[o++] = body[i];
+	}
+	provider_sanitize(text, o, out, outlen < PROVIDER_ERR_SAMPLE + 1 ?
+	    outlen : PROVIDER_ERR_SAMPLE + 1);
 }
 
 /* The error type and message in a parsed error body, in any of the shapes
@@ -672,8 +727,7 @@ provider_error_message(enum provider_kind kind, int status, const char *body,
 			snprintf(tmp, sizeof(tmp), "%s", msg);
 		provider_sanitize(tmp, sizeof(tmp), out, outlen);
 	} else if (body && len) {
-		provider_sanitize(body, len < PROVIDER_ERR_SAMPLE ? len :
-		    PROVIDER_ERR_SAMPLE, out, outlen);
+		provider_body_sample(body, len, out, outlen);
 	} else {
 		snprintf(out, outlen, "HTTP status %d with an empty body",
 		    status);

@@ -24,7 +24,9 @@
  *   message_delta        delta.stop_reason, usage.output_tokens (cumulative)
  *   message_stop         the answer is complete
  *   ping                 ignored, as are unknown events
- *   error                error {type,message}: -EPROTO
+ *   error                error {type,message}, or llama-server's
+ *                        {code,message,type:"server_error"}: -EPROTO
+ *                        (the event: name decides, whatever data.type)
  *
  * Invariants: at most ANTHROPIC_MAX_OPEN blocks open at once (the API
  * sends them one after another); each block's text or input is capped at
@@ -405,18 +407,20 @@ anthropic_message_delta(struct provider_stream *s, json_object *d)
 	return 0;
 }
 
-/* The error event: -EPROTO with the provider's type and message. */
+/* The error event: -EPROTO with the server's own type and message, in
+ * either shape real servers send: Anthropic's {"type":"error","error":
+ * {"type","message"}} or llama-server's {"code":500,"message",
+ * "type":"server_error"} (provider_error_fields reads both). */
 static int
 anthropic_error(struct provider_stream *s, json_object *d)
 {
-	json_object *e = NULL;
-	const char *type, *msg;
+	const char *type = NULL, *msg = provider_error_fields(d, &type);
 
-	json_object_object_get_ex(d, "error", &e);
-	type = provider_json_str(e, "type");
-	msg = provider_json_str(e, "message");
-	return provider_stream_fail(s, -EPROTO, type ? type : "api_error",
-	    "%s", msg ? msg : "the model's stream reported an error");
+	if (type && strcmp(type, "error") == 0)
+		type = NULL;	/* the envelope's type, not the error's */
+	return provider_stream_fail(s, -EPROTO, type && *type ? type :
+	    "api_error", "%s", msg && *msg ? msg :
+	    "the model's stream reported an error without a message");
 }
 
 /* One parsed event by type. */
@@ -469,8 +473,14 @@ provider_anthropic_event(struct provider_stream *s, const struct sse_event *ev)
 		    "the model's stream sent an event that is not JSON: %.80s",
 		    ev->data);
 	}
-	type = provider_json_str(d, "type");
-	rc = anthropic_dispatch(s, type ? type : ev->event, d);
+	/* An error event is an error whatever its data's type says
+	 * (llama-server puts "server_error" there). */
+	if (strcmp(ev->event, "error") == 0)
+		rc = anthropic_error(s, d);
+	else if ((type = provider_json_str(d, "type")))
+		rc = anthropic_dispatch(s, type, d);
+	else
+		rc = anthropic_dispatch(s, ev->event, d);
 	json_object_put(d);
 	return rc;
 }

@@ -42,6 +42,8 @@
  *                                 the answer was cut at length
  *   usage (last chunk, choices [])  prompt_tokens, completion_tokens
  *   {"error":{...}} or {"object":"error",...}   -EPROTO
+ *   event "error" (llama-server's "error: {code,message,type}" line,
+ *   which sse.c reads as an event)  -EPROTO with the server's message
  *
  * Completeness: [DONE] ends the answer.  Without it, an answer that had a
  * finish_reason (Workers AI may send it only on the usage chunk) is taken
@@ -553,13 +555,22 @@ provider_openai_event(struct provider_stream *s, const struct sse_event *ev)
 	if (st->done)
 		return 0;	/* nothing counts after [DONE] */
 	d = provider_json_parse(p, n);
+	if (strcmp(ev->event, "error") == 0 && (!d ||
+	    !json_object_is_type(d, json_type_object))) {
+		json_object_put(d);
+		return provider_stream_fail(s, -EPROTO, "api_error", "%.*s",
+		    (int)(n < 400 ? n : 400), p);
+	}
 	if (!d || !json_object_is_type(d, json_type_object)) {
 		json_object_put(d);
 		return provider_stream_fail(s, -EBADMSG, "invalid_stream",
 		    "the model's stream sent an event that is not JSON: %.80s",
 		    ev->data);
 	}
-	rc = openai_chunk(s, d);
+	/* An error event (llama-server's "error:" line, see sse.c) may hold
+	 * {code,message,type} with no "error" member. */
+	rc = strcmp(ev->event, "error") == 0 ? openai_error(s, d) :
+	    openai_chunk(s, d);
 	json_object_put(d);
 	return rc;
 }

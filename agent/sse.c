@@ -13,6 +13,8 @@
  *   event     the event's type (default "message")
  *   data      appended to the data, lines joined with \n
  *   id        the last event id (kept across events; ignored if it has NUL)
+ *   error     not in the standard: llama-server's "error: {json}" line,
+ *             read as "event: error" with that data
  *   other     (retry, unknown) ignored
  *
  * Invariants: line holds the current line without its terminator; data
@@ -128,6 +130,15 @@ sse_field(struct sse *s, const char *name, size_t nlen, const char *v,
 	}
 	if (nlen == 5 && memcmp(name, "event", 5) == 0)
 		return sse_set_field(&s->event, v, vlen);
+	if (nlen == 5 && memcmp(name, "error", 5) == 0) {
+		/* llama-server's OpenAI-format streams report a failure as an
+		 * "error: {json}" line, a field the standard would ignore:
+		 * read it as "event: error" + "data: {json}", so the
+		 * server's message is not lost. */
+		int rc = sse_set_field(&s->event, "error", 5);
+
+		return rc ? rc : sse_field(s, "data", 4, v, vlen);
+	}
 	if (nlen == 2 && memcmp(name, "id", 2) == 0) {
 		if (memchr(v, '\0', vlen))
 			return 0;	/* the standard ignores such ids */

@@ -82,6 +82,7 @@ struct turn {
 	struct http_call *call;
 	struct provider_stream *stream;
 	int feed_err;			/* provider_stream_feed's failure */
+	int streamed;			/* this attempt sent agent_delta text */
 	int attempt;			/* attempts of this step so far */
 	long long timer;		/* retry or approval timer, 0 */
 	json_object *bad_args;		/* call id -> raw arguments */
@@ -242,6 +243,26 @@ turn_sink_text(void *arg, const char *text, size_t len)
 	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
 	json_object_object_add(ev, "text", json_object_new_string_len(text,
 	    (int)len));
+	room_emit(t->a, ev, 0);
+	t->streamed = 1;
+}
+
+/* An attempt that streamed text failed: tell clients to drop that text
+ * (agent_discard; like the deltas it is not stored), so a retry's text is
+ * not shown after it.  retry: another attempt follows. */
+static void
+turn_discard_partial(struct turn *t, int retry)
+{
+	json_object *ev;
+
+	if (!t->streamed)
+		return;
+	t->streamed = 0;
+	ev = room_event_new("agent_discard");
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "step", json_object_new_int(t->step + 1));
+	json_object_object_add(ev, "attempt", json_object_new_int(t->attempt));
+	json_object_object_add(ev, "retry", json_object_new_boolean(retry));
 	room_emit(t->a, ev, 0);
 }
 
@@ -422,6 +443,7 @@ turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 	t->bad_args = json_object_new_object();
 	t->stream = provider_stream_new(t->kind, &sink);
 	t->feed_err = 0;
+	t->streamed = 0;
 	t->attempt++;
 	t->phase = PHASE_MODEL;
 	if (!t->stream || http_start(a->http, &http, TURN_CONNECT_TIMEOUT,
@@ -747,6 +769,12 @@ turn_describe_failure(struct turn *t, const struct http_result *r,
 		snprintf(hint, hintlen, "check --provider and --model-url");
 		return 0;
 	}
+	if (r->curl_code && r->status >= 200 && r->status < 300) {
+		snprintf(what, whatlen, "the connection to the model server at "
+		    "%s broke during the answer (%s)", url, r->error[0] ?
+		    r->error : "no reason given");
+		return provider_should_retry(0, NULL, 0);
+	}
 	if (r->status == 0 || (r->curl_code && r->status < 300)) {
 		snprintf(what, whatlen, "could not reach the model server at "
 		    "%s (%s)", url, r->error[0] ? r->error : "no answer");
@@ -801,15 +829,20 @@ turn_model_done(void *arg, const struct http_result *r)
 				turn_model_complete(t);
 			return;
 		}
-		snprintf(what, sizeof(what), "the model's answer was cut short");
+		snprintf(what, sizeof(what), "the model's answer was cut short: "
+		    "the server ended the stream before the answer was "
+		    "complete, without an error message");
 		hint[0] = '\0';
 		retry = 1;
-	} else if (turn_refused_too_long(t, r)) {
+	} else if (turn_is_too_long(t, r)) {
+		turn_discard_partial(t, 1);
+		turn_refused_too_long(t, r);
 		return;
 	} else {
 		retry = turn_describe_failure(t, r, what, sizeof(what), hint,
 		    sizeof(hint));
 	}
+	turn_discard_partial(t, retry && t->attempt < a->max_retries);
 	if (retry && t->attempt < a->max_retries) {
 		delay = provider_retry_delay_ms(t->attempt, r->retry_after,
 		    r->retry_after_ms, a->retry_base_ms);

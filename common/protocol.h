@@ -79,6 +79,9 @@
  *   message*         user, text [, turn]  a person's line, or the agent's
  *                    finished text (user "agent") repeating its deltas
  *   agent_delta      turn, text           streamed text of the agent
+ *   agent_discard    turn, step, attempt, retry   the attempt's streamed
+ *                    text is void (it failed mid-answer): drop it; retry
+ *                    says another attempt follows
  *   turn_start*      turn, user           a turn began (who prompted)
  *   tool_call*       turn, id, name, input
  *   approval_request id, tool, input, seconds

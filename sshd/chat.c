@@ -943,6 +943,18 @@ chat_event_message(struct chat *ch, const char *type, json_object *o)
 		chat_frame_done(ch);
 		return 1;
 	}
+	if (strcmp(type, "agent_discard") == 0) {
+		/* An attempt failed mid-answer: its text is not the answer. */
+		f = chat_frame(ch);
+		tui_draw_clear_bottom(&ch->draw, f);
+		tui_draw_stream_drop(&ch->draw, f);
+		tui_draw_bottom(&ch->draw, f, ch->c->s->room, &ch->ed);
+		chat_frame_done(ch);
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, json_get_bool(o, "retry",
+		    0) ? "the agent's answer was cut short; it is being "
+		    "retried" : "the agent's answer was cut short");
+		return 1;
+	}
 	/* A prompt: the question, as its asker's message. */
 	if (strcmp(type, "message") != 0 && strcmp(type, "prompt") != 0)
 		return 0;

@@ -414,6 +414,22 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 	buf_reset(&d->stream);
 }
 
+/* Drop the stream: the answer it showed was cut short and is not kept.
+ * ansi: its unfinished row goes (rows already scrolled up stay); plain:
+ * the printed text stays, its line is ended. */
+void
+tui_draw_stream_drop(struct tui_draw *d, struct buf *out)
+{
+	const char *nl = d->crlf ? "\r\n" : "\n";
+
+	if (!d->streaming)
+		return;
+	d->streaming = 0;
+	if (!d->ansi)
+		buf_append(out, nl, strlen(nl));
+	buf_reset(&d->stream);
+}
+
 /* The status line, one row in reverse video, cut to the width (its text
  * is cleaned when set: names and commands come from the room). */
 static void

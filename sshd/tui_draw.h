@@ -84,6 +84,10 @@ void tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text);
 /* The stream is over: print what is kept. */
 void tui_draw_stream_end(struct tui_draw *d, struct buf *out);
 
+/* The stream's answer was cut short: drop what is kept of it (ansi) or
+ * end its line (plain). */
+void tui_draw_stream_drop(struct tui_draw *d, struct buf *out);
+
 /* The status line's text (plain text, cut to the row when drawn) and the
  * time of what is drawn next (0: none).  The next tui_draw_bottom shows
  * them. */

@@ -20,6 +20,8 @@ as it is written.  Each request takes the next scripted step:
     Cut(reply, after_events=N)      N events, then the connection is dropped
     StreamError(reply, after_events=N, error_type)  N events, then an error
     Hang()                          headers, then nothing until stop()
+    Replay(path)                    a recorded response (tests/streams/),
+                                    its body sent byte for byte
 
 With no step left, a default rule answers (so demos and tests across
 processes work): a tool result -> "Command output:\\n" + its content; a user
@@ -46,7 +48,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["ModelServer", "Reply", "ToolCall", "Fault", "Cut", "StreamError",
-           "Hang", "default_reply"]
+           "Hang", "Replay", "default_reply"]
 
 MAX_BODY = 64 << 20
 
@@ -119,6 +121,45 @@ class StreamError:
 
 class Hang:
     """Send the response headers and nothing more until the server stops."""
+
+
+class Replay:
+    """A recorded response, sent as it was recorded.  The file holds
+    "# ..." comment lines saying what it represents, then the response's
+    head ("status: N" and "Name: value" header lines) up to the first empty
+    line, then the body, to the end of the file, byte for byte.  A
+    text/event-stream body goes out chunked, one chunk per event (as servers
+    flush them); any other body with a Content-Length."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            data = f.read()
+        head, sep, self.body = data.partition(b"\n\n")
+        if not sep:
+            raise ValueError("%s: no empty line after the head" % path)
+        self.status = 200
+        self.headers = []
+        for line in head.decode().split("\n"):
+            if not line or line.startswith("#"):
+                continue
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "status":
+                self.status = int(value)
+            else:
+                self.headers.append((name.strip(), value.strip()))
+        self.path = path
+
+    def events(self):
+        """The body cut after each blank line (\n\n), terminators kept."""
+        out, rest = [], self.body
+        while rest:
+            i = rest.find(b"\n\n")
+            if i < 0:
+                out.append(rest)
+                break
+            out.append(rest[:i + 2])
+            rest = rest[i + 2:]
+        return out
 
 
 # --- error bodies ------------------------------------------------------------
@@ -437,6 +478,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve_step(self, api, body, step):
         if isinstance(step, Fault):
             return self._fault(api, step)
+        if isinstance(step, Replay):
+            return self._replay(step)
         if isinstance(step, Hang):
             self._start_stream(api)
             self.server.owner._released.wait()
@@ -458,6 +501,27 @@ class _Handler(BaseHTTPRequestHandler):
             return self._drop()
         if isinstance(step, StreamError):
             self._chunk(self._stream_error(api, step))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _replay(self, step):
+        # The recorded head only: no Server or Date of this server's own.
+        self.log_request(step.status)
+        self.send_response_only(step.status)
+        stream = any(k.lower() == "content-type" and "event-stream" in v
+                     for k, v in step.headers)
+        for k, v in step.headers:
+            self.send_header(k, v)
+        if not stream:
+            self.send_header("Content-Length", str(len(step.body)))
+            self.end_headers()
+            self.wfile.write(step.body)
+            self.wfile.flush()
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for data in step.events():
+            self._chunk(data)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import ssh_command
-from model_server import Reply, ToolCall
+from model_server import Reply, StreamError, ToolCall
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -181,6 +181,28 @@ def test_streamed_cjk_answer_leaves_no_stale_row(srv, model_server, tmux,
     end = next(i for i, r in enumerate(visible) if r.startswith("* agent done"))
     body = "".join(visible[start:end])
     assert body == "agent: " + CJK_ANSWER, visible
+
+
+def test_retried_answer_replaces_the_cut_one(srv, model_server, tmux):
+    """An answer that fails mid-stream and is retried: its partial text
+    goes, one dim line says so, and the retry's answer is shown once."""
+    model_server.script(
+        StreamError(Reply("PARTIAL-ANSWER-THAT-FAILS"), after_events=5),
+        Reply("The whole answer."))
+    tmux.open("a", srv, "retry", "alice", cols=80, rows=24)
+    tmux.keys("a", "@agent answer me", "Enter")
+    screen = settled(tmux, "a", "agent done")
+    lines = [untimed(l) for l in screen.split("\n")]
+    assert "PARTIAL" not in screen, screen
+    assert "* the agent's answer was cut short; it is being retried" in \
+        lines, screen
+    assert [l for l in lines if l.startswith("agent: ")] == [
+        "agent: The whole answer."], screen
+    assert any("overloaded_error" in l and "retrying" in l
+               for l in lines), screen
+    row = [r for r in tmux.screen("a", escapes=True).split("\n")
+           if "cut short" in r][0]
+    assert "\x1b[2m" in row        # dim
 
 
 def width(s):

@@ -14,7 +14,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_server import (Cut, Fault, Hang, ModelServer, Reply,  # noqa: E402
-                          StreamError, ToolCall)
+                          Replay, StreamError, ToolCall)
+
+STREAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "streams")
 
 
 # --- an independent client ---------------------------------------------------
@@ -352,6 +354,29 @@ def test_stream_error(srv):
     assert len(events) == 2 and events[-1][0] is None
     assert json.loads(events[-1][1])["error"]["message"] == "boom"
     assert json.loads(events[-1][1])["error"]["type"] == "server_error"
+
+
+def test_replay_sends_recordings_byte_for_byte(srv):
+    """Each recorded file's body goes out exactly, an event per chunk, with
+    the recorded status and headers and none of the server's own."""
+    names = sorted(os.listdir(STREAMS))
+    assert len(names) >= 10
+    for name in names:
+        path = os.path.join(STREAMS, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        assert data.startswith(b"# "), name     # says what it represents
+        body = data.split(b"\n\n", 1)[1]
+        rec = Replay(path)
+        srv.script(rec)
+        r = post(srv.openai_url, "/v1/chat/completions", OPENAI)
+        assert r.status == rec.status, name
+        assert r.body == body, name
+        assert "date" not in r.headers or any(
+            k.lower() == "date" for k, _ in rec.headers), name
+        if name.endswith(".sse"):
+            assert r.complete and len(r.chunks) == len(body.split(b"\n\n")) - 1
+            assert all(c.endswith(b"\n\n") for c in r.chunks), name
 
 
 def test_hang_and_stop():

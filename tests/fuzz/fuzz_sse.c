@@ -120,6 +120,13 @@ ref_line(struct ref *r, const char *l, size_t n)
 	vlen = nlen < n ? n - nlen - 1 : 0;
 	if (vlen > 0 && v[0] == ' ')
 		v++, vlen--;
+	if (nlen == 5 && memcmp(l, "error", 5) == 0) {
+		/* llama-server's "error:" line: event "error" plus data. */
+		memcpy(r->event, "error", 5);
+		r->elen = 5;
+		nlen = 4;
+		l = "data";
+	}
 	if (nlen == 4 && memcmp(l, "data", 4) == 0) {
 		if (r->dlen + vlen + 1 > r->max + 1)
 			return -EMSGSIZE;

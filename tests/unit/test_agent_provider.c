@@ -646,6 +646,45 @@ test_openai_error(void)
 	json_object_put(s);
 }
 
+/* llama-server: Anthropic-format error event with its own data shape, and
+ * the OpenAI-format "error:" line (not an SSE field the standard knows). */
+static const char llama_anth_error[] =
+    EV("message_start", "{\"type\":\"message_start\",\"message\":"
+	"{\"usage\":{\"input_tokens\":5,\"output_tokens\":0}}}")
+    EV("content_block_start", "{\"type\":\"content_block_start\","
+	"\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}")
+    EV("content_block_delta", "{\"type\":\"content_block_delta\","
+	"\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Ok.\"}}")
+    EV("error", "{\"code\":500,\"message\":\"Failed to parse tool call "
+	"arguments\\n\\u0007\\u001b[31mbad\",\"type\":\"server_error\"}");
+static const char llama_oai_error[] =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Ok.\"}}]}"
+    "\n\n"
+    "error: {\"code\":500,\"message\":\"the request exceeds the available "
+    "context size\",\"type\":\"server_error\"}\n\n";
+
+static void
+test_llama_error_shapes(void)
+{
+	json_object *s = run_all(PROVIDER_ANTHROPIC, llama_anth_error);
+
+	CHECK_INT(geti(s, "feed"), -EPROTO);
+	CHECK_STR(gets(s, "text"), "Ok.");
+	CHECK_STR(gets(s, "etype"), "server_error");
+	/* The server's words, made one printable line. */
+	CHECK_STR(gets(s, "emsg"), "Failed to parse tool call arguments "
+	    "[31mbad");
+	CHECK(provider_error_retryable(gets(s, "etype")));
+	json_object_put(s);
+
+	s = run_all(PROVIDER_OPENAI, llama_oai_error);
+	CHECK_INT(geti(s, "feed"), -EPROTO);
+	CHECK_STR(gets(s, "etype"), "server_error");
+	CHECK_STR(gets(s, "emsg"), "the request exceeds the available context "
+	    "size");
+	json_object_put(s);
+}
+
 static void
 test_openai_malformed_tool(void)
 {
@@ -875,8 +914,21 @@ test_error_message(void)
 	    sizeof(out));
 	CHECK_STR(out, "5006: bad input");
 	provider_error_message(PROVIDER_OPENAI, 502,
-	    "<html>\r\n<b>Bad\tgateway</b>\x01</html>", 36, out, sizeof(out));
-	CHECK_STR(out, "<html> <b>Bad gateway</b> </html>");
+	    "<html>\r\n<b>Bad\tgateway</b>\x01</html>", 34, out, sizeof(out));
+	CHECK_STR(out, "Bad gateway");
+	e = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>"
+	    "<center><h1>502 Bad Gateway</h1></center><hr><center>nginx"
+	    "</center></body></html>\r\n";
+	provider_error_message(PROVIDER_OPENAI, 502, e, strlen(e), out,
+	    sizeof(out));
+	CHECK_STR(out, "502 Bad Gateway 502 Bad Gateway nginx");
+	/* Plain text with invalid UTF-8 and a cut inside a character. */
+	provider_error_message(PROVIDER_OPENAI, 503, "upstream \xff\x1b[2J"
+	    "down \xc3\xa9t\xc3\xa9", 24, out, sizeof(out));
+	CHECK_STR(out, "upstream \xef\xbf\xbd[2Jdown \xc3\xa9t\xc3\xa9");
+	provider_error_message(PROVIDER_OPENAI, 503, "\xc3\xa9\xc3\xa9", 4,
+	    out, 4);
+	CHECK_STR(out, "\xc3\xa9");
 	memset(junk, 'z', sizeof(junk));
 	provider_error_message(PROVIDER_ANTHROPIC, 500, junk, sizeof(junk),
 	    out, sizeof(out));
@@ -996,6 +1048,7 @@ main(void)
 	TEST(test_openai_ollama);
 	TEST(test_openai_endings);
 	TEST(test_openai_error);
+	TEST(test_llama_error_shapes);
 	TEST(test_openai_malformed_tool);
 	TEST(test_request_anthropic);
 	TEST(test_request_openai);

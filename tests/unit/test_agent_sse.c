@@ -127,6 +127,16 @@ test_sse_fields(void)
 	expect("data: a:b: c\n\n", "message|a:b: c|;");
 }
 
+/* llama-server's OpenAI-format streams send "error: {json}": read as an
+ * error event, so its message reaches the room. */
+static void
+test_sse_error_field(void)
+{
+	expect("data: {\"a\":1}\n\nerror: {\"code\":500}\n\n",
+	    "message|{\"a\":1}|;error|{\"code\":500}|;");
+	expect("error: x\r\n\r\ndata: y\n\n", "error|x|;message|y|;");
+}
+
 static void
 test_sse_finish(void)
 {
@@ -204,6 +214,7 @@ main(void)
 	TEST(test_sse_basic);
 	TEST(test_sse_line_endings);
 	TEST(test_sse_fields);
+	TEST(test_sse_error_field);
 	TEST(test_sse_finish);
 	TEST(test_sse_cap);
 	TEST(test_sse_callback_error);
