@@ -50,6 +50,11 @@ struct agent {
 	char model[128];
 	char approval[16];
 	json_object *allow_list;	/* array of strings */
+	json_object *config_skills;	/* the room's config skills (skills.h),
+					 * from room.db */
+	json_object *skills;		/* the skills the running turn offers:
+					 * config's, then the workspace's as
+					 * read at the turn's start */
 
 	struct sandbox sb;		/* template for every command */
 	struct cgroup_tree cg;		/* the host's cgroups (room_limits.c) */

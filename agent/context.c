@@ -25,12 +25,14 @@
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 
 /* The system prompt: room, members, AGENTS.md (read by turn.c through
- * ws_file.h, never here).  malloc'd or NULL. */
+ * ws_file.h, never here), the skills of the turn (a->skills, read by
+ * turn.c through ws_skills.h).  malloc'd or NULL. */
 static char *
 context_system(struct agent *a, const char *agents_md, size_t agents_len)
 {
 	json_object *members = room_members(a);
-	char *s = prompt_system(a->room, members, agents_md, agents_len);
+	char *s = prompt_system(a->room, members, agents_md, agents_len,
+	    a->skills);
 
 	json_object_put(members);
 	return s;

@@ -340,6 +340,8 @@ main_teardown(struct agent *a)
 		close(a->signal_fd);
 	loop_free(a->loop);
 	json_object_put(a->allow_list);
+	json_object_put(a->config_skills);
+	json_object_put(a->skills);
 	keys_clear(&a->keys);
 }
 
