@@ -71,6 +71,7 @@ struct agent {
 	struct turn *turn;		/* the running turn, or NULL */
 	struct exec *execs;		/* people's running commands */
 	struct term *term;		/* the room's shared terminal, NULL */
+	struct seed *seed;		/* a running seed_git clone, NULL */
 	int tool_procs;			/* agent commands running */
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0

@@ -43,6 +43,7 @@
 #include "room_ids.h"
 #include "room_limits.h"
 #include "settings.h"
+#include "seed.h"
 #include "turn.h"
 #include "util.h"
 
@@ -329,6 +330,7 @@ main_teardown(struct agent *a)
 {
 	if (a->loop) {
 		turn_shutdown(a);
+		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
 		room_close_all(a);

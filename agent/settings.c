@@ -14,7 +14,7 @@
  *
  * `skills` (skills.h) replaces the room's config skills as a whole; they
  * are stored parsed, as one JSON array under the key "skills".  `seed_git`
- * is refused with a message: this server does not clone into a workspace.
+ * is an action, not a setting (seed.h): it comes in a line of its own.
  */
 #include "settings.h"
 
@@ -32,6 +32,7 @@
 #include "room.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "seed.h"
 #include "skills.h"
 
 #define SETTINGS_MAX_ALLOW	256	/* allow_list entries */
@@ -194,12 +195,6 @@ settings_check(struct agent *a, struct conn *c, json_object *req)
 	if (ap && !approval_policy_valid(ap)) {
 		room_error(c, NULL, "unknown approval policy \"%s\": use "
 		    "deny_all, allow_list, allow_all or ask", ap);
-		return -EINVAL;
-	}
-	if (json_object_object_get_ex(req, "seed_git", NULL)) {
-		room_error(c, NULL, "seed_git is not supported by this server: "
-		    "clone the repository yourself, e.g. with git over ssh into "
-		    "the room's workspace");
 		return -EINVAL;
 	}
 	if (json_object_object_get_ex(req, "allow_list", &al) &&
@@ -367,6 +362,31 @@ settings_parse_skills(struct conn *c, json_object *req,
 	return 0;
 }
 
+/* A `config` line with seed_git: alone in its line (besides type and
+ * id), a string; then seed.c takes it. */
+static void
+settings_seed(struct agent *a, struct conn *c, json_object *req,
+    json_object *seed)
+{
+	json_object_object_foreach(req, name, v) {
+		(void)v;
+		if (strcmp(name, "type") && strcmp(name, "id") &&
+		    strcmp(name, "seed_git")) {
+			room_error(c, NULL, "send seed_git in a config line of "
+			    "its own (this one also has \"%.64s\")", name);
+			return;
+		}
+	}
+	if (!json_object_is_type(seed, json_type_string)) {
+		room_error(c, NULL, "seed_git must be a string: an https:// "
+		    "URL, or a file:// URL or path under the server's seed "
+		    "directory");
+		return;
+	}
+	seed_request(a, c, json_object_get_string(seed),
+	    (size_t)json_object_get_string_len(seed));
+}
+
 void
 settings_request(struct agent *a, struct conn *c, json_object *req)
 {
@@ -375,11 +395,16 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 		.model = json_get_string(req, "model"),
 		.approval = json_get_string(req, "approval"),
 	};
+	json_object *seed;
 	int r;
 
 	if (!room_access_may_manage(a, c, "change the room's model, "
 	    "provider, approval policy or skills"))
 		return;
+	if (json_object_object_get_ex(req, "seed_git", &seed)) {
+		settings_seed(a, c, req, seed);
+		return;
+	}
 	if (settings_check(a, c, req) < 0 ||
 	    settings_parse_skills(c, req, &q) < 0)
 		goto out;

@@ -1,14 +1,13 @@
 """Skills: from the room's config and from the workspace's
 .atrium/skills/NAME/SKILL.md files, listed by name and description in the
 system prompt, loaded whole by the `skill` tool; a SKILL.md that leads out
-of the workspace is never read.  And seed_git, which this server refuses.
+of the workspace is never read.  Seeding is in test_agent_seed.py.
 
 Real parts: atrium-agent, its sandbox uid's confined reads (openat2
 RESOLVE_BENEATH), atrium-fs where named, and the scripted model server.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_skills.py
 """
-import json
 import os
 import sys
 
@@ -161,18 +160,6 @@ def test_bad_config_skills_are_refused(room, model):
     room.start()
     prompt_and_wait(room)
     assert "- deploy: How to ship" in model.requests[-1]["body"]["system"]
-
-
-def test_seed_git_is_refused_with_a_message(room, model):
-    room.start("--model-url", model.url, *fast())
-    c = room.connect()
-    c.send({"type": "config", "seed_git": "https://example.com/r.git",
-            "approval": "deny_all"})
-    assert "seed_git is not supported" in c.wait("error")["message"]
-    c.send({"type": "sync", "id": "s"})
-    # Nothing of the line was applied.
-    assert room.connect("bob").welcome["approval"] != "deny_all"
-    assert json.dumps(sorted(os.listdir(room.workspace))) == "[]"
 
 
 def test_only_the_owner_sets_skills(room, model):
