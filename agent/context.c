@@ -71,7 +71,8 @@ context_load(struct agent *a, long long turn, const char *agents_md,
 	if (r >= 0)
 		r = room_db_transcript_rows(a->db, c->last.cut, &c->rows, &c->n);
 	c->system = context_system(a, agents_md, agents_len);
-	c->tools = prompt_tools(timeout);
+	c->tools = prompt_tools(timeout, a->skills &&
+	    json_object_array_length(a->skills) > 0);
 	if (r >= 0 && (!c->system || !c->tools))
 		r = -ENOMEM;
 	if (r < 0) {

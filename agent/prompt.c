@@ -153,12 +153,6 @@ static const char *const prompt_file_tools[][3] = {
 	    "matching this glob, e.g. *.py.\"},"
 	    "\"ignore_case\":{\"type\":\"boolean\"}},"
 	    "\"required\":[\"pattern\"]}" },
-	{ "skill", "Load one of the room's skills, listed in the system "
-	    "prompt: returns its full instructions.",
-	    "{\"type\":\"object\",\"properties\":{"
-	    "\"name\":{\"type\":\"string\",\"description\":\"The "
-	    "skill's name, as listed.\"}},"
-	    "\"required\":[\"name\"]}" },
 };
 
 /* One tool object {name, description, input_schema}. */
@@ -173,8 +167,19 @@ prompt_tool(const char *name, const char *desc, json_object *schema)
 	return t;
 }
 
+/* The skill tool's schema, offered only to a room with skills. */
+static json_object *
+prompt_skill_tool(void)
+{
+	return prompt_tool("skill", "Load one of the room's skills, listed "
+	    "in the system prompt: returns its full instructions.",
+	    json_tokener_parse("{\"type\":\"object\",\"properties\":{"
+	    "\"name\":{\"type\":\"string\",\"description\":\"The "
+	    "skill's name, as listed.\"}},\"required\":[\"name\"]}"));
+}
+
 json_object *
-prompt_tools(int timeout_s)
+prompt_tools(int timeout_s, int with_skill)
 {
 	char desc[512];
 	json_object *tools, *bash, *schema;
@@ -196,6 +201,8 @@ prompt_tools(int timeout_s)
 		json_object_array_add(tools, prompt_tool(prompt_file_tools[i][0],
 		    prompt_file_tools[i][1],
 		    json_tokener_parse(prompt_file_tools[i][2])));
+	if (with_skill)
+		json_object_array_add(tools, prompt_skill_tool());
 	return tools;
 }
 

@@ -18,8 +18,10 @@
 char *prompt_system(const char *room, json_object *members,
     const char *agents_md, size_t agents_len, json_object *skills);
 
-/* The tools offered to the model, a new JSON array. */
-json_object *prompt_tools(int timeout_s);
+/* The tools offered to the model, a new JSON array; the skill tool only
+ * when with_skill is set (the room has skills: a room without them pays
+ * nothing for it). */
+json_object *prompt_tools(int timeout_s, int with_skill);
 
 /* A person's prompt as the model sees it: "user:\n" then the text,
  * unchanged.  malloc'd, NULL on ENOMEM. */

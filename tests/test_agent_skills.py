@@ -101,6 +101,9 @@ def test_skill_files_are_read_at_each_turn(room, model):
     room.start("--model-url", model.url, *fast())
     prompt_and_wait(room)
     assert "Skills:" not in model.requests[-1]["body"]["system"]
+    # A room without skills is not offered the tool.
+    assert "skill" not in [t["name"] for t in
+                           model.requests[-1]["body"]["tools"]]
     write_skill(room, "late", "---\ndescription: Added later\n---\nx\n")
     prompt_and_wait(room)
     assert "- late: Added later" in model.requests[-1]["body"]["system"]

@@ -109,14 +109,19 @@ test_user_text(void)
 static void
 test_tools(void)
 {
-	json_object *t = prompt_tools(120), *schema = NULL;
+	json_object *t = prompt_tools(120, 0), *schema = NULL;
 
-	CHECK_INT(json_object_array_length(t), 7);
+	CHECK_INT(json_object_array_length(t), 6);
 	CHECK_STR(json_get_string(json_object_array_get_idx(t, 0), "name"),
 	    "bash");
 	CHECK(json_object_object_get_ex(json_object_array_get_idx(t, 0),
 	    "input_schema", &schema));
 	CHECK(strstr(json_object_to_json_string(schema), "\"command\""));
+	json_object_put(t);
+	t = prompt_tools(120, 1);
+	CHECK_INT(json_object_array_length(t), 7);
+	CHECK_STR(json_get_string(json_object_array_get_idx(t, 6), "name"),
+	    "skill");
 	json_object_put(t);
 }
 

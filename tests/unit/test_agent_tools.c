@@ -394,7 +394,7 @@ test_schemas(void)
 {
 	static const char *const names[] = { "bash", "read", "write", "edit",
 	    "ls", "grep", "skill" };
-	json_object *t = prompt_tools(120), *schema;
+	json_object *t = prompt_tools(120, 1), *schema;
 
 	CHECK_INT(json_object_array_length(t), 7);
 	for (size_t i = 0; i < 7; i++) {
