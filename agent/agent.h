@@ -50,6 +50,11 @@ struct agent {
 	char model[128];
 	char approval[16];
 	json_object *allow_list;	/* array of strings */
+	json_object *config_skills;	/* the room's config skills (skills.h),
+					 * from room.db */
+	json_object *skills;		/* the skills the running turn offers:
+					 * config's, then the workspace's as
+					 * read at the turn's start */
 
 	struct sandbox sb;		/* template for every command */
 	struct cgroup_tree cg;		/* the host's cgroups (room_limits.c) */
@@ -68,6 +73,7 @@ struct agent {
 	struct turn *turn;		/* the running turn, or NULL */
 	struct exec *execs;		/* people's running commands */
 	struct term *term;		/* the room's shared terminal, NULL */
+	struct seed *seed;		/* a running seed_git clone, NULL */
 	int tool_procs;			/* agent commands running */
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0

@@ -25,12 +25,14 @@
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 
 /* The system prompt: room, members, AGENTS.md (read by turn.c through
- * ws_file.h, never here).  malloc'd or NULL. */
+ * ws_file.h, never here), the skills of the turn (a->skills, read by
+ * turn.c through ws_skills.h).  malloc'd or NULL. */
 static char *
 context_system(struct agent *a, const char *agents_md, size_t agents_len)
 {
 	json_object *members = room_members(a);
-	char *s = prompt_system(a->room, members, agents_md, agents_len);
+	char *s = prompt_system(a->room, members, agents_md, agents_len,
+	    a->skills);
 
 	json_object_put(members);
 	return s;
@@ -69,7 +71,8 @@ context_load(struct agent *a, long long turn, const char *agents_md,
 	if (r >= 0)
 		r = room_db_transcript_rows(a->db, c->last.cut, &c->rows, &c->n);
 	c->system = context_system(a, agents_md, agents_len);
-	c->tools = prompt_tools(timeout);
+	c->tools = prompt_tools(timeout, a->skills &&
+	    json_object_array_length(a->skills) > 0);
 	if (r >= 0 && (!c->system || !c->tools))
 		r = -ENOMEM;
 	if (r < 0) {

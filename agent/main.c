@@ -44,6 +44,7 @@
 #include "room_ids.h"
 #include "room_limits.h"
 #include "settings.h"
+#include "seed.h"
 #include "turn.h"
 #include "util.h"
 
@@ -331,6 +332,7 @@ main_teardown(struct agent *a)
 {
 	if (a->loop) {
 		turn_shutdown(a);
+		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
 		room_close_all(a);
@@ -342,6 +344,8 @@ main_teardown(struct agent *a)
 		close(a->signal_fd);
 	loop_free(a->loop);
 	json_object_put(a->allow_list);
+	json_object_put(a->config_skills);
+	json_object_put(a->skills);
 	keys_clear(&a->keys);
 }
 

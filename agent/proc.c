@@ -270,6 +270,9 @@ proc_spawn(struct agent *a, const struct proc_opts *o, struct proc **out)
 		cmd.cwd = o->cwd;
 		cmd.env = o->env;
 		cmd.tty = o->tty;
+		cmd.network = o->network;
+		cmd.seed_root = o->seed_root;
+		cmd.seed_rel = o->seed_rel;
 		cmd.fd_in = child[0];
 		cmd.fd_out = child[1];
 		cmd.fd_err = child[2];

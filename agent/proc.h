@@ -36,6 +36,9 @@ struct proc_opts {
 	const char *stdin_data;		/* fds[0] < 0 and set: written to it */
 	size_t stdin_len;
 	int timeout_s;			/* 0: none */
+	int network;			/* sandbox.h: the host's network */
+	const char *seed_root;		/* sandbox.h: /seed, or NULL */
+	const char *seed_rel;
 	/* Output of a captured stream (PROC_STDOUT / PROC_STDERR). */
 	void (*output)(void *arg, int stream, const char *p, size_t n);
 	/* The command ended; p is freed right after this returns. */

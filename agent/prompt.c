@@ -10,12 +10,38 @@
 #include <string.h>
 
 #include "buf.h"
+#include "jsonl.h"
+#include "skills.h"
 
-#define PROMPT_MAX	(PROMPT_MAX_AGENTS_MD + 16 * 1024)
+#define PROMPT_MAX	(PROMPT_MAX_AGENTS_MD + PROMPT_MAX_SKILLS + 16 * 1024)
+#define PROMPT_MAX_SKILLS	(SKILLS_MAX * (SKILLS_MAX_NAME + \
+				 SKILLS_MAX_DESC + 8) + 512)
+
+/* The skills' names and descriptions, one a line.  0 or -errno. */
+static int
+prompt_skills(struct buf *b, json_object *skills)
+{
+	size_t n = skills ? json_object_array_length(skills) : 0;
+	int r;
+
+	if (n == 0)
+		return 0;
+	r = buf_printf(b, "\nSkills: instructions for particular tasks. When "
+	    "a task matches one, load its instructions with the skill tool "
+	    "(input: its name) before you start:\n");
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		json_object *s = json_object_array_get_idx(skills, i);
+		const char *d = json_get_string(s, "description");
+
+		r = buf_printf(b, "- %s%s%s\n", json_get_string(s, "name"),
+		    d && *d ? ": " : "", d ? d : "");
+	}
+	return r;
+}
 
 char *
 prompt_system(const char *room, json_object *members, const char *agents_md,
-    size_t agents_len)
+    size_t agents_len, json_object *skills)
 {
 	struct buf b;
 	size_t n = members ? json_object_array_length(members) : 0;
@@ -59,6 +85,8 @@ prompt_system(const char *room, json_object *members, const char *agents_md,
 		if (r == 0)
 			r = buf_printf(&b, "\n");
 	}
+	if (r == 0)
+		r = prompt_skills(&b, skills);
 	if (r < 0) {
 		buf_free(&b);
 		return NULL;
@@ -139,8 +167,19 @@ prompt_tool(const char *name, const char *desc, json_object *schema)
 	return t;
 }
 
+/* The skill tool's schema, offered only to a room with skills. */
+static json_object *
+prompt_skill_tool(void)
+{
+	return prompt_tool("skill", "Load one of the room's skills, listed "
+	    "in the system prompt: returns its full instructions.",
+	    json_tokener_parse("{\"type\":\"object\",\"properties\":{"
+	    "\"name\":{\"type\":\"string\",\"description\":\"The "
+	    "skill's name, as listed.\"}},\"required\":[\"name\"]}"));
+}
+
 json_object *
-prompt_tools(int timeout_s)
+prompt_tools(int timeout_s, int with_skill)
 {
 	char desc[512];
 	json_object *tools, *bash, *schema;
@@ -162,6 +201,8 @@ prompt_tools(int timeout_s)
 		json_object_array_add(tools, prompt_tool(prompt_file_tools[i][0],
 		    prompt_file_tools[i][1],
 		    json_tokener_parse(prompt_file_tools[i][2])));
+	if (with_skill)
+		json_object_array_add(tools, prompt_skill_tool());
 	return tools;
 }
 

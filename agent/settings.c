@@ -11,11 +11,16 @@
  * provider without naming a model takes that provider's default model
  * (the operator's --model when it is the operator's provider, anthropic's
  * default otherwise); openai has none, so the switch must name one.
+ *
+ * `skills` (skills.h) replaces the room's config skills as a whole; they
+ * are stored parsed, as one JSON array under the key "skills".  `seed_git`
+ * is an action, not a setting (seed.h): it comes in a line of its own.
  */
 #include "settings.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
@@ -27,6 +32,8 @@
 #include "room.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "seed.h"
+#include "skills.h"
 
 #define SETTINGS_MAX_ALLOW	256	/* allow_list entries */
 #define SETTINGS_MAX_ENTRY	256	/* bytes of one entry */
@@ -53,6 +60,28 @@ settings_allow_valid(json_object *v)
 	return 1;
 }
 
+/* The config skills from room.db into a->config_skills (and a->skills,
+ * until a turn reads the workspace's): an empty set when there are none or
+ * the stored value is not a valid set. */
+static void
+settings_load_skills(struct agent *a)
+{
+	char *v = malloc(SKILLS_MAX_CONFIG + 1);
+	json_object *stored = NULL, *set = NULL;
+	char why[256];
+
+	if (v && room_db_config_get(a->db, "skills", v,
+	    SKILLS_MAX_CONFIG + 1) == 1 && (stored = json_tokener_parse(v)) &&
+	    !(set = skills_from_config(stored, why, sizeof(why))))
+		log_warn("the room's stored skills are ignored: %s", why);
+	json_object_put(stored);
+	free(v);
+	json_object_put(a->config_skills);
+	a->config_skills = set ? set : json_object_new_array();
+	json_object_put(a->skills);
+	a->skills = json_object_get(a->config_skills);
+}
+
 int
 settings_load(struct agent *a)
 {
@@ -71,6 +100,7 @@ settings_load(struct agent *a)
 	if (room_db_config_get(a->db, "approval", v, sizeof(v)) == 1 &&
 	    approval_policy_valid(v))
 		memcpy(a->approval, v, strlen(v) + 1);
+	settings_load_skills(a);
 	if (room_db_config_get(a->db, "allow_list", v, sizeof(v)) == 1 &&
 	    (list = json_tokener_parse(v))) {
 		if (settings_allow_valid(list)) {
@@ -177,6 +207,21 @@ settings_check(struct agent *a, struct conn *c, json_object *req)
 	return 0;
 }
 
+/* The names of the room's config skills, a new array. */
+static json_object *
+settings_skill_names(struct agent *a)
+{
+	json_object *names = json_object_new_array();
+	size_t n = a->config_skills ?
+	    json_object_array_length(a->config_skills) : 0;
+
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(names, json_object_new_string(
+		    json_get_string(json_object_array_get_idx(a->config_skills,
+		    i), "name")));
+	return names;
+}
+
 /* The stored `config` event with the room's settings now; it commits the
  * settings' rows with it.  0 or -errno (room_emit). */
 static int
@@ -191,69 +236,95 @@ settings_announce(struct agent *a, const char *user, json_object *changed)
 	json_object_object_add(ev, "model", json_object_new_string(a->model));
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	json_object_object_add(ev, "allow_list", json_object_get(a->allow_list));
+	json_object_object_add(ev, "skills", settings_skill_names(a));
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	return room_emit(a, ev, 1);
 }
 
+/* What one `config` line asks to set; NULL for what it leaves alone. */
+struct settings_req {
+	const char *provider;
+	const char *model;
+	const char *approval;
+	json_object *allow_list;	/* borrowed */
+	json_object *skills;		/* parsed (skills.h), owned */
+};
+
 /* The names of the settings a request set, as a new array. */
 static json_object *
-settings_changed(const char *p, const char *m, const char *ap,
-    json_object *al)
+settings_changed(const struct settings_req *q)
 {
 	json_object *arr = json_object_new_array();
 
-	if (p)
+	if (q->provider)
 		json_object_array_add(arr, json_object_new_string("provider"));
-	if (m)
+	if (q->model)
 		json_object_array_add(arr, json_object_new_string("model"));
-	if (ap)
+	if (q->approval)
 		json_object_array_add(arr, json_object_new_string("approval"));
-	if (al)
+	if (q->allow_list)
 		json_object_array_add(arr, json_object_new_string("allow_list"));
+	if (q->skills)
+		json_object_array_add(arr, json_object_new_string("skills"));
 	return arr;
+}
+
+/* Write q's rows and change a's settings in memory.  0 or -errno (the
+ * caller rolls back both). */
+static int
+settings_write(struct agent *a, const char *user, const struct settings_req *q)
+{
+	int r = 0;
+
+	if (q->provider) {
+		snprintf(a->provider, sizeof(a->provider), "%s", q->provider);
+		r = room_db_config_set(a->db, "provider", q->provider, user);
+	}
+	if (q->model && r == 0) {
+		snprintf(a->model, sizeof(a->model), "%s", q->model);
+		r = room_db_config_set(a->db, "model", q->model, user);
+	}
+	if (q->approval && r == 0) {
+		snprintf(a->approval, sizeof(a->approval), "%s", q->approval);
+		r = room_db_config_set(a->db, "approval", q->approval, user);
+	}
+	if (q->allow_list && r == 0) {
+		json_object_put(a->allow_list);
+		a->allow_list = json_object_get(q->allow_list);
+		r = room_db_config_set(a->db, "allow_list",
+		    json_object_to_json_string_ext(q->allow_list,
+		    JSON_C_TO_STRING_PLAIN), user);
+	}
+	if (q->skills && r == 0) {
+		json_object_put(a->config_skills);
+		a->config_skills = json_object_get(q->skills);
+		r = room_db_config_set(a->db, "skills",
+		    json_object_to_json_string_ext(q->skills,
+		    JSON_C_TO_STRING_PLAIN), user);
+	}
+	return r;
 }
 
 /* Store the requested settings and announce them; in memory they change
  * only when both worked.  0 or -errno (all rolled back). */
 static int
-settings_store(struct agent *a, struct conn *c, const char *p, const char *m,
-    const char *ap, json_object *al)
+settings_store(struct agent *a, struct conn *c, const struct settings_req *q)
 {
 	char old_p[sizeof(a->provider)], old_m[sizeof(a->model)];
 	char old_ap[sizeof(a->approval)];
 	json_object *old_al = json_object_get(a->allow_list);
+	json_object *old_sk = json_object_get(a->config_skills);
 	int r;
 
 	/* What was written before is kept whatever happens here. */
-	if ((r = room_db_commit(a->db)) < 0) {
-		json_object_put(old_al);
-		return r;
-	}
+	if ((r = room_db_commit(a->db)) < 0)
+		goto out;
 	memcpy(old_p, a->provider, sizeof(old_p));
 	memcpy(old_m, a->model, sizeof(old_m));
 	memcpy(old_ap, a->approval, sizeof(old_ap));
-	if (p) {
-		snprintf(a->provider, sizeof(a->provider), "%s", p);
-		r = room_db_config_set(a->db, "provider", p, c->user);
-	}
-	if (m && r == 0) {
-		snprintf(a->model, sizeof(a->model), "%s", m);
-		r = room_db_config_set(a->db, "model", m, c->user);
-	}
-	if (ap && r == 0) {
-		snprintf(a->approval, sizeof(a->approval), "%s", ap);
-		r = room_db_config_set(a->db, "approval", ap, c->user);
-	}
-	if (al && r == 0) {
-		json_object_put(a->allow_list);
-		a->allow_list = json_object_get(al);
-		r = room_db_config_set(a->db, "allow_list",
-		    json_object_to_json_string_ext(al, JSON_C_TO_STRING_PLAIN),
-		    c->user);
-	}
+	r = settings_write(a, c->user, q);
 	if (r == 0)
-		r = settings_announce(a, c->user, settings_changed(p, m, ap,
-		    al));
+		r = settings_announce(a, c->user, settings_changed(q));
 	if (r < 0) {
 		room_db_rollback(a->db);
 		memcpy(a->provider, old_p, sizeof(old_p));
@@ -261,33 +332,93 @@ settings_store(struct agent *a, struct conn *c, const char *p, const char *m,
 		memcpy(a->approval, old_ap, sizeof(old_ap));
 		json_object_put(a->allow_list);
 		a->allow_list = json_object_get(old_al);
+		json_object_put(a->config_skills);
+		a->config_skills = json_object_get(old_sk);
 	}
+out:
 	json_object_put(old_al);
+	json_object_put(old_sk);
 	return r;
+}
+
+/* The skills of req parsed into q->skills when it has any.  0, or -EINVAL
+ * with the reason sent to c. */
+static int
+settings_parse_skills(struct conn *c, json_object *req,
+    struct settings_req *q)
+{
+	json_object *v;
+	char why[300];
+
+	if (!json_object_object_get_ex(req, "skills", &v))
+		return 0;
+	if (!(q->skills = skills_from_config(v, why, sizeof(why))) ||
+	    strlen(json_object_to_json_string_ext(q->skills,
+	    JSON_C_TO_STRING_PLAIN)) > SKILLS_MAX_CONFIG) {
+		room_error(c, NULL, "%s", q->skills ? "the skills are over "
+		    "512 KiB in all: make them shorter" : why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A `config` line with seed_git: alone in its line (besides type and
+ * id), a string; then seed.c takes it. */
+static void
+settings_seed(struct agent *a, struct conn *c, json_object *req,
+    json_object *seed)
+{
+	json_object_object_foreach(req, name, v) {
+		(void)v;
+		if (strcmp(name, "type") && strcmp(name, "id") &&
+		    strcmp(name, "seed_git")) {
+			room_error(c, NULL, "send seed_git in a config line of "
+			    "its own (this one also has \"%.64s\")", name);
+			return;
+		}
+	}
+	if (!json_object_is_type(seed, json_type_string)) {
+		room_error(c, NULL, "seed_git must be a string: an https:// "
+		    "URL, or a file:// URL or path under the server's seed "
+		    "directory");
+		return;
+	}
+	seed_request(a, c, json_object_get_string(seed),
+	    (size_t)json_object_get_string_len(seed));
 }
 
 void
 settings_request(struct agent *a, struct conn *c, json_object *req)
 {
-	const char *p = json_get_string(req, "provider");
-	const char *m = json_get_string(req, "model");
-	const char *ap = json_get_string(req, "approval");
-	json_object *al = NULL;
+	struct settings_req q = {
+		.provider = json_get_string(req, "provider"),
+		.model = json_get_string(req, "model"),
+		.approval = json_get_string(req, "approval"),
+	};
+	json_object *seed;
 	int r;
 
 	if (!room_access_may_manage(a, c, "change the room's model, "
-	    "provider or approval policy"))
+	    "provider, approval policy or skills"))
 		return;
-	if (settings_check(a, c, req) < 0)
-		return;
-	if (p && !m && strcmp(p, a->provider) != 0)
-		m = settings_default_model(a, p);
-	json_object_object_get_ex(req, "allow_list", &al);
-	if ((r = settings_store(a, c, p, m, ap, al)) < 0) {
-		room_unrecorded(c, NULL, "the change of settings (they are "
-		    "as they were)", r);
+	if (json_object_object_get_ex(req, "seed_git", &seed)) {
+		settings_seed(a, c, req, seed);
 		return;
 	}
+	if (settings_check(a, c, req) < 0 ||
+	    settings_parse_skills(c, req, &q) < 0)
+		goto out;
+	if (q.provider && !q.model && strcmp(q.provider, a->provider) != 0)
+		q.model = settings_default_model(a, q.provider);
+	json_object_object_get_ex(req, "allow_list", &q.allow_list);
+	if ((r = settings_store(a, c, &q)) < 0) {
+		room_unrecorded(c, NULL, "the change of settings (they are "
+		    "as they were)", r);
+		goto out;
+	}
 	log_info("%s changed the room's settings: provider %s, model %s, "
-	    "approval %s", c->user, a->provider, a->model, a->approval);
+	    "approval %s, %zu config skills", c->user, a->provider, a->model,
+	    a->approval, json_object_array_length(a->config_skills));
+out:
+	json_object_put(q.skills);
 }

@@ -9,6 +9,7 @@
 
 #include "tool_bash.h"
 #include "tool_files.h"
+#include "tool_skill.h"
 
 static int
 tools_bash_start(struct agent *a, const char *call_id, json_object *input,
@@ -44,6 +45,7 @@ static const struct tool_def tools_table[] = {
 	{ "ls", 0, tool_files_start_ls, tool_files_cancel, tool_files_abandon },
 	{ "grep", 0, tool_files_start_grep, tool_files_cancel,
 	    tool_files_abandon },
+	{ "skill", 0, tool_skill_start, tool_skill_cancel, tool_skill_abandon },
 };
 
 const struct tool_def *
@@ -59,5 +61,5 @@ tools_find(const char *name)
 const char *
 tools_names(void)
 {
-	return "bash, read, write, edit, ls, grep";
+	return "bash, read, write, edit, ls, grep, skill";
 }

@@ -2,7 +2,8 @@
  * tools.h: the agent's tools by name (tools.c), the one table turn.c runs
  * calls through.  bash runs a command in the sandbox (tool_bash.c); read,
  * write, edit, ls and grep work on the workspace tree through the loop's
- * io_uring with no process spawned (tool_files.c and its family).
+ * io_uring with no process spawned (tool_files.c and its family); skill
+ * returns one of the room's skills (tool_skill.c).
  */
 #ifndef ATRIUM_AGENT_TOOLS_H
 #define ATRIUM_AGENT_TOOLS_H
@@ -34,7 +35,7 @@ struct tool_def {
 /* The tool called name, or NULL. */
 const struct tool_def *tools_find(const char *name);
 
-/* The tools' names, "bash, read, write, edit, ls, grep". */
+/* The tools' names, "bash, read, write, edit, ls, grep, skill". */
 const char *tools_names(void);
 
 #endif

@@ -3,7 +3,8 @@
  * checkpointed in room.db, so a crash at any point resumes where it was:
  *
  *   phase      in flight                      what room.db holds meanwhile
- *   CONTEXT    AGENTS.md being read (ws_file.h) transcript ends with a user
+ *   CONTEXT    the skills (first step, ws_skills.h) transcript ends with a user
+ *              and AGENTS.md (ws_file.h) read
  *   MODEL      one model request (http.c)      transcript ends with a user
  *   RETRY      a timer before the next attempt message: redo the request
  *              (a summary request when        (and a pending compactions
@@ -57,7 +58,9 @@
 #include "text.h"
 #include "tools.h"
 #include "util.h"
+#include "skills.h"
 #include "ws_file.h"
+#include "ws_skills.h"
 
 #define TURN_AGENTS_MD		"AGENTS.md"	/* at the workspace root */
 #define TURN_AGENTS_MD_READ	(1024 * 1024)	/* read at most */
@@ -77,6 +80,8 @@ struct turn {
 	enum turn_phase phase;
 	/* PHASE_CONTEXT */
 	struct ws_file_read *read;	/* AGENTS.md, before each request */
+	struct ws_skills *skills_read;	/* the workspace's skills, once */
+	int skills_loaded;		/* a->skills is this turn's set */
 	/* PHASE_MODEL / PHASE_RETRY */
 	enum provider_kind kind;
 	struct http_call *call;
@@ -124,6 +129,7 @@ turn_free(struct turn *t)
 	if (t->timer)
 		loop_del_timer(t->a->loop, t->timer);
 	ws_file_read_cancel(t->read);
+	ws_skills_read_cancel(t->skills_read);
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
@@ -505,11 +511,65 @@ turn_capped(struct turn *t)
 	return 0;
 }
 
+/* Read AGENTS.md, then make the request. */
+static void
+turn_read_agents_md(struct turn *t)
+{
+	int r = ws_file_read_start(t->a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
+	    turn_agents_md_done, t, &t->read);
+
+	if (r < 0)
+		turn_fail(t, "the model request could not be prepared: out of "
+		    "memory");
+}
+
+/* The turn's skills: the room's config ones, then the workspace's (found,
+ * taken; NULL when they could not be read) whose names are free. */
+static void
+turn_skills_set(struct agent *a, json_object *found)
+{
+	json_object *set = json_object_new_array();
+	size_t n = a->config_skills ?
+	    json_object_array_length(a->config_skills) : 0;
+
+	for (size_t i = 0; i < n; i++)
+		skills_add(set, json_object_get(
+		    json_object_array_get_idx(a->config_skills, i)));
+	n = found ? json_object_array_length(found) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *s = json_object_array_get_idx(found, i);
+
+		if (!skills_add(set, json_object_get(s)))
+			log_warn("skill %s of the workspace skipped: the room's "
+			    "config has one of that name, or the room has %d "
+			    "skills already", json_get_string(s, "name"),
+			    SKILLS_MAX);
+	}
+	json_object_put(found);
+	json_object_put(a->skills);
+	a->skills = set;
+}
+
+/* The workspace's skills were read on the confined path, or could not be:
+ * the turn goes on with the config's alone then. */
+static void
+turn_skills_done(void *arg, int err, json_object *found)
+{
+	struct turn *t = arg;
+
+	t->skills_read = NULL;
+	if (err < 0)
+		log_warn("the workspace's skills were not read: %s",
+		    strerror(-err));
+	turn_skills_set(t->a, found);
+	t->skills_loaded = 1;
+	turn_read_agents_md(t);
+}
+
 static void
 turn_model_start(struct turn *t)
 {
 	struct agent *a = t->a;
-	int r;
 
 	if (!endpoint_ready(a, a->provider)) {
 		turn_no_model(t);
@@ -518,11 +578,13 @@ turn_model_start(struct turn *t)
 	if (turn_capped(t))
 		return;
 	t->phase = PHASE_CONTEXT;
-	r = ws_file_read_start(a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
-	    turn_agents_md_done, t, &t->read);
-	if (r < 0)
+	if (t->skills_loaded) {
+		turn_read_agents_md(t);
+	} else if (ws_skills_read_start(a, turn_skills_done, t,
+	    &t->skills_read) < 0) {
 		turn_fail(t, "the model request could not be prepared: out of "
 		    "memory");
+	}
 }
 
 /* ---- the summary step ------------------------------------------------------ */
@@ -1285,7 +1347,9 @@ turn_stop(struct agent *a, const char *user)
 		loop_del_timer(a->loop, t->timer);
 	t->timer = 0;
 	ws_file_read_cancel(t->read);
+	ws_skills_read_cancel(t->skills_read);
 	t->read = NULL;
+	t->skills_read = NULL;
 	if (t->run)
 		t->run_def->cancel(t->run);
 	t->run = NULL;
@@ -1321,7 +1385,9 @@ turn_shutdown(struct agent *a)
 		t->run_def->abandon(t->run);
 	t->run = NULL;
 	ws_file_read_abandon(t->read);
+	ws_skills_read_abandon(t->skills_read);
 	t->read = NULL;
+	t->skills_read = NULL;
 	a->turn = NULL;
 	turn_free(t);
 }

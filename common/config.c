@@ -81,6 +81,7 @@ static const struct config_key config_keys[] = {
 	NUM("max-commands-per-user", CT_INT, max_commands_per_user, 0, 1000000),
 	NUM("max-rooms-per-user", CT_INT, max_rooms_per_user, 0, 1000000),
 	STR("bin-dir", bin_dir),
+	STR("seed-dir", seed_dir),
 	STR("privsep-user", privsep_user),
 	STR("max-startups", max_startups),
 	NUM("per-source-rate", CT_INT, per_source_rate, 0, 1000000),

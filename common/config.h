@@ -83,6 +83,9 @@ struct config {
 					 * across rooms; 0: no limit */
 	int max_rooms_per_user;		/* rooms a user may create; 0: none */
 	char bin_dir[PATH_MAX];		/* where atrium-fs, atrium-agent live */
+	char seed_dir[PATH_MAX];	/* a room's seed_git may clone a local
+					 * repository from beneath it; "":
+					 * none (agent/seed.c) */
 	char privsep_user[64];		/* atriumd's network process runs as
 					 * this user; "": atrium, else nobody */
 	char max_startups[32];		/* START:RATE:FULL, random early drop of

@@ -39,10 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +135,7 @@ sb_build_argv(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sb_argv *a, char links[][64], char names[][64], const char *bwrap)
 {
 	sb_add(a, bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
+	    cmd->network ? "--share-net" : "--unshare-net",
 	    "--die-with-parent", "--new-session", "--clearenv",
 	    "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 	    "/usr/bin:/sbin:/bin", "--setenv", "HOME", "/workspace",
@@ -150,6 +153,11 @@ sb_build_argv(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 		sb_add(a, "--setenv", names[k], eq + 1, NULL);
 	}
 	sb_add_host(a, links);
+	if (cmd->network && access("/etc/resolv.conf", F_OK) == 0)
+		sb_add(a, "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
+		    NULL);
+	if (cmd->seed_root)
+		sb_add(a, "--ro-bind", SB_STAGE "/seed", "/seed", NULL);
 	sb_add(a, "--ro-bind", SB_STAGE "/passwd", "/etc/passwd",
 	    "--ro-bind", SB_STAGE "/group", "/etc/group",
 	    "--proc", "/proc", "--dev", "/dev",
@@ -236,14 +244,47 @@ sb_child_open_sources(const struct sandbox *sb, int fd[4])
 	return 0;
 }
 
+int
+sandbox_seed_open(const char *root_path, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	int root, fd;
+
+	root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+	fd = fd < 0 ? -errno : fd;
+	close(root);
+	return fd;
+}
+
+/* In the child: bind the seed directory open at fd (the command's
+ * seed_rel beneath its seed_root, opened before the stage's tmpfs could
+ * hide it) read-only at STAGE/seed.  0 or -errno. */
+static int
+sb_child_stage_seed(int fd)
+{
+	int r = sb_stage_one(fd, "seed", 1);
+
+	if (r == 0 && mount(NULL, SB_STAGE "/seed", NULL, MS_BIND |
+	    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		r = -errno;
+	return r;
+}
+
 /* In the child: a private mount namespace holding no FUSE mount but the
  * room's workspace (sandbox_mounts.c), with the bind sources staged on a
  * tmpfs over /tmp (see the head of this file).  0 or -errno with the
  * reason in err. */
 static int
-sb_child_stage(const struct sandbox *sb, char *err, size_t errlen)
+sb_child_stage(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    char *err, size_t errlen)
 {
-	int fd[4], keep, r = 0;
+	int fd[4], keep, seed = -1, r = 0;
 
 	if (unshare(CLONE_NEWNS) < 0 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
@@ -251,6 +292,12 @@ sb_child_stage(const struct sandbox *sb, char *err, size_t errlen)
 		r = r < 0 ? r : -errno;
 		snprintf(err, errlen, "%s", strerror(-r));
 		return r;
+	}
+	if (cmd->seed_root &&
+	    (seed = sandbox_seed_open(cmd->seed_root, cmd->seed_rel)) < 0) {
+		snprintf(err, errlen, "the seed directory: %s",
+		    strerror(-seed));
+		return seed;
 	}
 	if ((r = sandbox_mounts_id(fd[0], &keep)) < 0) {
 		snprintf(err, errlen, "cannot tell which mount the workspace "
@@ -267,8 +314,12 @@ sb_child_stage(const struct sandbox *sb, char *err, size_t errlen)
 	    (r = sb_stage_one(fd[2], "group", 0)) < 0 ||
 	    (r = sb_stage_one(fd[3], "atrium-init", 0)) < 0))
 		snprintf(err, errlen, "%s", strerror(-r));
+	if (r == 0 && seed >= 0 && (r = sb_child_stage_seed(seed)) < 0)
+		snprintf(err, errlen, "the seed directory: %s", strerror(-r));
 	for (int i = 0; i < 4; i++)
 		close(fd[i]);
+	if (seed >= 0)
+		close(seed);
 	return r;
 }
 
@@ -331,7 +382,7 @@ sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	if (r < 0)
 		snprintf(why, sizeof(why), "%s", strerror(-r));
 	if (r == 0)
-		r = sb_child_stage(sb, why, sizeof(why));
+		r = sb_child_stage(sb, cmd, why, sizeof(why));
 	if (r == 0) {
 		close_range(4, ~0U, 0);
 		sb_build_argv(sb, cmd, &a, links, names, bwrap);

@@ -10,7 +10,14 @@
  *   /usr, /bin...   the host's, read-only; /etc: a few files, read-only,
  *                   plus passwd and group naming the sandbox uid
  *   /tmp, /run      private tmpfs; /proc and /dev of its own
- *   network         none (only lo); own pid, ipc, uts, user namespaces
+ *   network         none (only lo), unless the command's `network` is set
+ *                   (the host's, with /etc/resolv.conf: used for one
+ *                   command only, a seed_git clone of an https URL);
+ *                   own pid, ipc, uts, user namespaces
+ *   /seed           only when the command's seed_root is set: the host
+ *                   directory seed_rel beneath seed_root, read-only,
+ *                   resolved with RESOLVE_BENEATH (no symlink or ..
+ *                   leads out of seed_root)
  *   environment     cleared: PATH, HOME, USER, LANG, TERM and what the caller
  *                   passes in env; never a secret
  *   limits          memory, pids and CPU through a cgroup per command below
@@ -56,6 +63,10 @@ struct sandbox_cmd {
 	int fd_out;
 	int fd_err;
 	int tty;		/* fd_in is a pty slave: make it the ctty */
+	int network;		/* share the host's network (see the head) */
+	const char *seed_root;	/* a host directory the operator allows, */
+	const char *seed_rel;	/* and a path beneath it bound read-only at
+				 * /seed; NULL: no /seed */
 };
 
 struct sandbox_proc {
@@ -93,6 +104,12 @@ void sandbox_release(struct sandbox_proc *p);
  * p->cg (cgroup_remove_now) and their number is returned, for the caller
  * to retry from its loop's timer. */
 int sandbox_release_nowait(struct sandbox_proc *p);
+
+/* Open the directory rel beneath the directory root_path (O_PATH), as the
+ * sandbox binds /seed: openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, so
+ * a symlink or ".." that leads out of root_path fails with -EXDEV.  The fd
+ * or -errno. */
+int sandbox_seed_open(const char *root_path, const char *rel);
 
 /* Write DIR/passwd and DIR/group naming uid/gid as "atrium" with home
  * /workspace, for sftp-server, git and ssh tools that look themselves up. */

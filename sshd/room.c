@@ -43,7 +43,7 @@
 #define ROOM_FAILED_HOLD_MS	2000	/* a failed room is not retried sooner */
 #define ROOM_MAX_RESTARTS	5	/* abnormal agent exits per window */
 #define ROOM_RESTART_WINDOW_MS	60000
-#define ROOM_MAX_ARGS		128
+#define ROOM_MAX_ARGS		256	/* the agent's argv: every setting */
 #define ROOM_READY_FD		3	/* a child's ready pipe */
 #define ROOM_KEYS_FD		4	/* atrium-agent's keys pipe */
 #define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
@@ -263,24 +263,36 @@ room_mount(struct room *r)
 		room_fail(r, "cannot start atrium-fs%s", "");
 }
 
-/* Add "--key value" to argv. */
+/* The agent's argv as it is built; full once a pair did not fit. */
+struct room_argv {
+	char *v[ROOM_MAX_ARGS];
+	size_t n;
+	int failed;		/* a pair did not fit, or out of memory */
+};
+
+/* Add "--key value" to a struct room_argv.  A setting is never dropped
+ * silently: one that cannot be added fails the agent's start. */
 static void
 room_arg_pair(const char *key, const char *value, void *arg)
 {
-	char **argv = arg;
-	size_t n = 0;
+	struct room_argv *a = arg;
 
-	while (argv[n])
-		n++;
-	if (n + 3 >= ROOM_MAX_ARGS)
-		return;
-	if (asprintf(&argv[n], "--%s", key) < 0 ||
-	    !(argv[n + 1] = strdup(value))) {
-		free(argv[n]);
-		argv[n] = NULL;
+	if (a->n + 3 > ROOM_MAX_ARGS) {
+		a->failed = 1;
 		return;
 	}
-	argv[n + 2] = NULL;
+	if (asprintf(&a->v[a->n], "--%s", key) < 0) {
+		a->v[a->n] = NULL;
+		a->failed = 1;
+		return;
+	}
+	if (!(a->v[a->n + 1] = strdup(value))) {
+		free(a->v[a->n]);
+		a->v[a->n] = NULL;
+		a->failed = 1;
+		return;
+	}
+	a->n += 2;
 }
 
 /* Start atrium-agent with the room's dirs, every setting and the keys'
@@ -289,31 +301,47 @@ static void
 room_start_agent(struct room *r)
 {
 	static const struct keys none;
-	char *argv[ROOM_MAX_ARGS] = { NULL }, fd[16];
+	struct room_argv *args = calloc(1, sizeof(*args));
+	char **argv = args ? args->v : NULL, fd[16];
 	char prog[PATH_MAX + 128];
 	int rc, keys_r;
 
+	if (!args) {
+		room_fail(r, "cannot start atrium-agent%s", ": out of memory");
+		return;
+	}
 	room_bin(r->rs, "atrium-agent", prog, sizeof(prog));
-	argv[0] = strdup(prog);
-	room_arg_pair("room-dir", r->dir, argv);
-	room_arg_pair("run-dir", r->run, argv);
+	if (!(argv[0] = strdup(prog)))
+		args->failed = 1;
+	args->n = 1;
+	room_arg_pair("room-dir", r->dir, args);
+	room_arg_pair("run-dir", r->run, args);
 	snprintf(fd, sizeof(fd), "%d", ROOM_READY_FD);
-	room_arg_pair("ready-fd", fd, argv);
+	room_arg_pair("ready-fd", fd, args);
 	snprintf(fd, sizeof(fd), "%d", ROOM_KEYS_FD);
-	room_arg_pair("keys-fd", fd, argv);
-	config_each(r->rs->cfg, room_arg_pair, argv);
+	room_arg_pair("keys-fd", fd, args);
+	config_each(r->rs->cfg, room_arg_pair, args);
+	if (args->failed) {
+		for (size_t i = 0; i < args->n; i++)
+			free(argv[i]);
+		free(args);
+		room_fail(r, "cannot start atrium-agent%s", ": its settings "
+		    "do not fit its command line (out of memory, or more "
+		    "than ROOM_MAX_ARGS)");
+		return;
+	}
 	r->state = ROOM_AGENT;
 	r->deadline_ms = time_mono_ms() + ROOM_AGENT_WAIT_MS;
 	keys_r = keys_pipe(r->rs->keys ? r->rs->keys : &none);
 	if (keys_r < 0)
 		log_error("room %s: cannot make the keys' pipe: %s", r->name,
 		    strerror(-keys_r));
-	rc = argv[0] && keys_r >= 0 ? room_spawn(r, &r->agent, argv, 1,
-	    keys_r) : -ENOMEM;
+	rc = keys_r >= 0 ? room_spawn(r, &r->agent, argv, 1, keys_r) : -ENOMEM;
 	if (keys_r >= 0)
 		close(keys_r);
-	for (size_t i = 0; argv[i]; i++)
+	for (size_t i = 0; i < args->n; i++)
 		free(argv[i]);
+	free(args);
 	if (rc < 0)
 		room_fail(r, "cannot start atrium-agent%s", "");
 }

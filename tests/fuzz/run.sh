@@ -36,6 +36,7 @@ declare -A SRC=(
 	[term_view]="sshd/term_view.c sshd/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
+	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes

@@ -78,18 +78,19 @@ test_system_prompt(void)
 	json_object *members = json_tokener_parse("[\"alice\", \"bob\"]");
 	char *big = malloc(PROMPT_MAX_AGENTS_MD + 100), *s;
 
-	s = prompt_system("demo", members, "Use tabs.\n", 10);
+	s = prompt_system("demo", members, "Use tabs.\n", 10, NULL);
 	CHECK(s && strstr(s, "\"demo\""));
 	CHECK(s && strstr(s, "/workspace"));
 	CHECK(s && strstr(s, "alice, bob"));
 	CHECK(s && strstr(s, "AGENTS.md"));
 	CHECK(s && strstr(s, "Use tabs.\n"));
 	free(s);
-	s = prompt_system("demo", NULL, NULL, 0);
+	s = prompt_system("demo", NULL, NULL, 0, NULL);
 	CHECK(s && !strstr(s, "AGENTS.md") && !strstr(s, "People in"));
 	free(s);
 	memset(big, 'z', PROMPT_MAX_AGENTS_MD + 100);
-	s = prompt_system("demo", NULL, big, PROMPT_MAX_AGENTS_MD + 100);
+	s = prompt_system("demo", NULL, big, PROMPT_MAX_AGENTS_MD + 100,
+	    NULL);
 	CHECK(s && strstr(s, "only the first 32768 are shown"));
 	free(s);
 	free(big);
@@ -108,7 +109,7 @@ test_user_text(void)
 static void
 test_tools(void)
 {
-	json_object *t = prompt_tools(120), *schema = NULL;
+	json_object *t = prompt_tools(120, 0), *schema = NULL;
 
 	CHECK_INT(json_object_array_length(t), 6);
 	CHECK_STR(json_get_string(json_object_array_get_idx(t, 0), "name"),
@@ -116,6 +117,11 @@ test_tools(void)
 	CHECK(json_object_object_get_ex(json_object_array_get_idx(t, 0),
 	    "input_schema", &schema));
 	CHECK(strstr(json_object_to_json_string(schema), "\"command\""));
+	json_object_put(t);
+	t = prompt_tools(120, 1);
+	CHECK_INT(json_object_array_length(t), 7);
+	CHECK_STR(json_get_string(json_object_array_get_idx(t, 6), "name"),
+	    "skill");
 	json_object_put(t);
 }
 

@@ -394,11 +394,11 @@ static void
 test_schemas(void)
 {
 	static const char *const names[] = { "bash", "read", "write", "edit",
-	    "ls", "grep" };
-	json_object *t = prompt_tools(120), *schema;
+	    "ls", "grep", "skill" };
+	json_object *t = prompt_tools(120, 1), *schema;
 
-	CHECK_INT(json_object_array_length(t), 6);
-	for (size_t i = 0; i < 6; i++) {
+	CHECK_INT(json_object_array_length(t), 7);
+	for (size_t i = 0; i < 7; i++) {
 		json_object *tool = json_object_array_get_idx(t, i);
 
 		schema = NULL;

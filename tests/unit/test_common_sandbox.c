@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,9 +28,11 @@ static char ws[] = "/tmp/atrium-sbtest-XXXXXX";
 static char run[PATH_MAX], init_path[PATH_MAX + 32];
 static struct cgroup_tree cg;	/* a parent of this test's own */
 
-/* Run a shell command; its stdout (capped) into out, how it ended into ex. */
+/* Run tmpl's command; its stdout and stderr (capped) into out, how it
+ * ended into ex. */
 static void
-run_cmd(const char *shell, char *out, size_t outlen, struct sandbox_exit *ex)
+run_cmd_as(const struct sandbox_cmd *tmpl, char *out, size_t outlen,
+    struct sandbox_exit *ex)
 {
 	struct sandbox sb = {
 		.workspace = ws, .run_dir = run, .room = "sbtest",
@@ -34,7 +41,7 @@ run_cmd(const char *shell, char *out, size_t outlen, struct sandbox_exit *ex)
 		.room_limits = { 512 << 20, 128, 1000 },
 		.require_limits = cg.have == CGROUP_ALL,
 	};
-	struct sandbox_cmd cmd = { .shell = shell, .fd_in = -1, .fd_err = -1 };
+	struct sandbox_cmd cmd = *tmpl;
 	struct sandbox_proc p;
 	int pipefd[2], status;
 	size_t n = 0;
@@ -52,6 +59,15 @@ run_cmd(const char *shell, char *out, size_t outlen, struct sandbox_exit *ex)
 	CHECK(waitpid(p.pid, &status, 0) == p.pid);
 	sandbox_result(&p, status, ex);
 	sandbox_release(&p);
+}
+
+/* Run a shell command; its stdout (capped) into out, how it ended into ex. */
+static void
+run_cmd(const char *shell, char *out, size_t outlen, struct sandbox_exit *ex)
+{
+	struct sandbox_cmd cmd = { .shell = shell, .fd_in = -1 };
+
+	run_cmd_as(&cmd, out, outlen, ex);
 }
 
 static void
@@ -108,6 +124,73 @@ test_isolation(void)
 	CHECK(strstr(out, " lo:") != NULL);
 	CHECK(strstr(out, "eth0") == NULL);
 	CHECK(strstr(out, "HOME=/workspace") != NULL);
+}
+
+/* A listener on the host's 127.0.0.1: reachable only from a command that
+ * shares the host's network. */
+static void
+test_network_for_one_command(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	struct sandbox_cmd cmd = { .fd_in = -1 };
+	struct sandbox_exit ex;
+	char out[4096], shell[128];
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    listen(l, 4) == 0 &&
+	    getsockname(l, (struct sockaddr *)&sa, &len) == 0);
+	snprintf(shell, sizeof(shell), "echo > /dev/tcp/127.0.0.1/%d && "
+	    "echo reached", ntohs(sa.sin_port));
+	cmd.shell = shell;
+	run_cmd_as(&cmd, out, sizeof(out), &ex);
+	CHECK(strstr(out, "reached") == NULL);
+	cmd.network = 1;
+	run_cmd_as(&cmd, out, sizeof(out), &ex);
+	CHECK_STR(out, "reached\n");
+	close(l);
+}
+
+/* /seed: a directory beneath the allowed one, read-only; nothing that
+ * leads out of the allowed directory is bound. */
+static void
+test_seed_bound_read_only(void)
+{
+	char base[] = "/tmp/atrium-seedtest-XXXXXX", allowed[PATH_MAX];
+	char path[PATH_MAX + 64], out[4096];
+	struct sandbox_cmd cmd = { .fd_in = -1, .shell = "cat /seed/f; "
+	    "touch /seed/x 2>/dev/null || echo read-only" };
+	struct sandbox_exit ex;
+	FILE *f;
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(allowed, sizeof(allowed), "%s/allowed", base);
+	snprintf(path, sizeof(path), "%s/repo", allowed);
+	CHECK(mkdir(allowed, 0755) == 0 && mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/repo/f", allowed);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("seeded\n", f);
+	fclose(f);
+	chmod(path, 0644);
+	snprintf(path, sizeof(path), "%s/out", allowed);
+	CHECK(symlink("/etc", path) == 0);
+	cmd.seed_root = allowed;
+	cmd.seed_rel = "repo";
+	run_cmd_as(&cmd, out, sizeof(out), &ex);
+	CHECK_STR(out, "seeded\nread-only\n");
+	CHECK_INT(ex.code, 0);
+	for (int i = 0; i < 3; i++) {
+		cmd.seed_rel = i == 0 ? "out" : i == 1 ? "../allowed/repo" :
+		    "/etc";
+		run_cmd_as(&cmd, out, sizeof(out), &ex);
+		CHECK(strstr(out, "the seed directory") != NULL);
+		CHECK_INT(ex.code, 126);
+	}
+	CHECK_INT(sandbox_seed_open(allowed, "out"), -EXDEV);
+	snprintf(path, sizeof(path), "rm -rf %s", base);
+	CHECK(system(path) == 0);
 }
 
 static void
@@ -233,6 +316,8 @@ main(void)
 	TEST(test_signal_is_reported);
 	TEST(test_missing_command);
 	TEST(test_isolation);
+	TEST(test_network_for_one_command);
+	TEST(test_seed_bound_read_only);
 	TEST(test_background_tree_dies);
 	TEST(test_limits);
 	TEST(test_groups_removed_and_swept);

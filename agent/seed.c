@@ -1,0 +1,337 @@
+/*
+ * seed.c: `seed_git` (seed.h).  The request is checked here, before
+ * anything runs: the source's bytes, its kind (https URL without
+ * credentials in it, or a local path), and for a local path that it lies
+ * beneath the operator's --seed-dir, resolved the way the sandbox will bind
+ * it (sandbox_seed_open: RESOLVE_BENEATH, so the answer given here is the
+ * one the sandbox enforces again in its own namespace).
+ *
+ * Then one sandboxed bash checks that the workspace is empty and execs
+ * git clone into /workspace; its output is kept head and tail (text.h)
+ * and the tail goes to the room when it ends.
+ */
+#include "seed.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "proc.h"
+#include "room.h"
+#include "room_db.h"
+#include "sandbox.h"
+#include "text.h"
+#include "utf8.h"
+
+#define SEED_HEAD	2048	/* bytes of git's output kept from the start */
+#define SEED_TAIL	2048	/* and from the end */
+#define SEED_SAID	600	/* bytes of it put in the final notice */
+#define SEED_EXIT_NOT_EMPTY 3	/* the script's "workspace not empty" */
+
+/* Refuses a non-empty workspace, then clones $1 into it.  safe.directory
+ * (which git reads only from a global or system file): a local source
+ * belongs to a host user, not the room's uid; the file is on the
+ * sandbox's own /tmp and the workspace gets no config of it. */
+#define SEED_SCRIPT \
+	"if [ -n \"$(ls -A /workspace)\" ]; then echo 'the workspace is not " \
+	"empty: seed_git only fills an empty workspace' >&2; exit 3; fi; " \
+	"export GIT_CONFIG_GLOBAL=/tmp/seed.gitconfig; " \
+	"git config --global safe.directory '*' || exit 125; " \
+	"exec git clone --no-hardlinks -- \"$1\" /workspace"
+
+struct seed {
+	struct agent *a;
+	struct proc *proc;
+	struct outcap out;		/* git's output, head and tail */
+	long long audit_id;
+	char user[64];			/* who asked */
+	char source[SEED_MAX_SOURCE + 1];	/* as asked, for the room */
+};
+
+/* 1 when s is n bytes of printable ASCII without spaces. */
+static int
+seed_printable(const char *s, size_t n)
+{
+	if (n == 0 || n > SEED_MAX_SOURCE || strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return 0;
+	return 1;
+}
+
+/* An https URL the sandbox may fetch: a host, no user or password in it
+ * (those would end in argv and the audit).  1 or 0 with why in err. */
+static int
+seed_url_ok(const char *url, char *err, size_t errlen)
+{
+	const char *host = url + strlen("https://");
+	size_t n = strcspn(host, "/?#");
+
+	if (n == 0 || memchr(host, '@', n)) {
+		snprintf(err, errlen, "seed_git's URL needs a host and no user "
+		    "name or password in it (the repository must be public, "
+		    "or cloned over ssh by a person)");
+		return 0;
+	}
+	return 1;
+}
+
+/* rel: path below root (the operator's seed dir as given, or its real
+ * path), into rel; 1 when path is root or beneath it, else 0. */
+static int
+seed_below(const char *root, const char *path, char *rel, size_t rellen)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (strncmp(path, root, n) != 0 || (path[n] && path[n] != '/'))
+		return 0;
+	path += n;
+	while (*path == '/')
+		path++;
+	snprintf(rel, rellen, "%s", *path ? path : ".");
+	return 1;
+}
+
+/* Why sandbox_seed_open failed with err, for the person who asked. */
+static const char *
+seed_open_why(int err)
+{
+	if (err == -EXDEV || err == -ELOOP)
+		return "it leads outside the seed directory (a symbolic link "
+		    "or ..)";
+	if (err == -ENOENT)
+		return "it does not exist";
+	if (err == -ENOTDIR)
+		return "it is not a directory";
+	return strerror(-err);
+}
+
+/* A local source: path must be a directory beneath the operator's seed
+ * directory.  0 with *root and rel set, or -EPERM with why in err. */
+static int
+seed_local_ok(struct agent *a, const char *path, const char **root,
+    char *real, char *rel, size_t rellen, char *err, size_t errlen)
+{
+	int fd;
+
+	if (!a->cfg.seed_dir[0]) {
+		snprintf(err, errlen, "this server clones no local repository: "
+		    "its operator has set no seed directory (atriumd "
+		    "--seed-dir DIR); use an https URL");
+		return -EPERM;
+	}
+	*root = a->cfg.seed_dir;
+	if (!seed_below(*root, path, rel, rellen)) {
+		*root = realpath(a->cfg.seed_dir, real) ? real : NULL;
+		if (!*root || !seed_below(*root, path, rel, rellen)) {
+			snprintf(err, errlen, "seed_git may only clone a local "
+			    "repository from under %s", a->cfg.seed_dir);
+			return -EPERM;
+		}
+	}
+	if ((fd = sandbox_seed_open(*root, rel)) < 0) {
+		snprintf(err, errlen, "seed_git cannot clone %s: %s", path,
+		    seed_open_why(fd));
+		return -EPERM;
+	}
+	close(fd);
+	return 0;
+}
+
+static void
+seed_free(struct seed *s)
+{
+	outcap_free(&s->out);
+	free(s);
+}
+
+/* The last SEED_SAID bytes of git's output, cleaned for the room, into
+ * out. */
+static void
+seed_tail(struct seed *s, char *out, size_t outlen)
+{
+	char *text = NULL, *clean;
+	size_t n, from;
+
+	out[0] = '\0';
+	if (outcap_text(&s->out, &text) < 0)
+		return;
+	for (char *q = text; *q; q++)
+		if (*q == '\r')
+			*q = '\n';
+	if ((clean = utf8_clean_str(text))) {
+		n = strlen(clean);
+		while (n && clean[n - 1] == '\n')
+			clean[--n] = '\0';
+		from = n > SEED_SAID ? n - SEED_SAID : 0;
+		while (from < n && (clean[from] & 0xc0) == 0x80)
+			from++;
+		snprintf(out, outlen, "%s", clean + from);
+	}
+	free(clean);
+	free(text);
+}
+
+static void
+seed_on_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct seed *s = arg;
+
+	(void)stream;
+	outcap_add(&s->out, p, n);
+}
+
+/* Tell the room how the clone ended. */
+static void
+seed_report(struct seed *s, const struct proc_end *end, int code)
+{
+	char said[SEED_SAID + 8];
+
+	seed_tail(s, said, sizeof(said));
+	if (code == 0)
+		room_notice(s->a, "seed_git: %s is cloned into the workspace",
+		    s->source);
+	else if (code == SEED_EXIT_NOT_EMPTY)
+		room_notice(s->a, "seed_git of %s refused: %s", s->source,
+		    said);
+	else if (end->timed_out)
+		room_notice(s->a, "seed_git of %s stopped after %d s: %s",
+		    s->source, SEED_TIMEOUT_S, said);
+	else
+		room_notice(s->a, "seed_git of %s failed (exit %d): %s",
+		    s->source, code, said);
+}
+
+static void
+seed_on_exit(void *arg, const struct proc_end *end)
+{
+	struct seed *s = arg;
+	int code = end->how.how == SANDBOX_EXITED ? end->how.code :
+	    128 + end->how.code;
+
+	if (end->timed_out && code == 0)
+		code = 124;
+	if (room_db_audit_end(s->a->db, s->audit_id, code, NULL) < 0)
+		log_warn("seed_git's audit row has no end");
+	log_info("seed_git of %s by %s ended with %d", s->source, s->user,
+	    code);
+	seed_report(s, end, code);
+	s->a->seed = NULL;
+	seed_free(s);
+}
+
+/* Audit and spawn the clone of src (an URL, or /seed with root and rel).
+ * 0 or -errno (logged). */
+static int
+seed_spawn(struct seed *s, const char *src, int network, const char *root,
+    const char *rel)
+{
+	static char *const env[] = { "GIT_TERMINAL_PROMPT=0", NULL };
+	char *argv[] = { "/bin/bash", "-c", SEED_SCRIPT, "seed", (char *)src,
+	    NULL };
+	struct proc_opts o = { .fds = { -1, -1, -1 }, .capture = 1,
+	    .argv = argv, .env = env, .timeout_s = SEED_TIMEOUT_S,
+	    .network = network, .seed_root = root, .seed_rel = rel,
+	    .output = seed_on_output, .exit = seed_on_exit, .arg = s };
+	char what[SEED_MAX_SOURCE + 32];
+	int r;
+
+	snprintf(what, sizeof(what), "git clone %s", s->source);
+	if ((r = room_db_audit_start(s->a->db, s->user, "seed", what,
+	    "/workspace", &s->audit_id)) < 0)
+		return r;
+	if ((r = proc_spawn(s->a, &o, &s->proc)) < 0)
+		room_db_audit_end(s->a->db, s->audit_id, 126, NULL);
+	return r;
+}
+
+/* Check src; 0 with what to spawn (network, root and rel for a local
+ * one), or -errno with why in err. */
+static int
+seed_check(struct agent *a, const char *src, size_t len, int *network,
+    const char **root, char *real, char *rel, size_t rellen, char *err,
+    size_t errlen)
+{
+	const char *path = src;
+
+	*network = 0;
+	*root = NULL;
+	if (!seed_printable(src, len)) {
+		snprintf(err, errlen, "seed_git must be an https:// URL, a "
+		    "file:// URL or an absolute path: 1 to %d printable "
+		    "characters without spaces", SEED_MAX_SOURCE);
+		return -EINVAL;
+	}
+	if (strncmp(src, "https://", 8) == 0) {
+		*network = 1;
+		return seed_url_ok(src, err, errlen) ? 0 : -EINVAL;
+	}
+	if (strncmp(src, "file://", 7) == 0)
+		path = src + 7;
+	if (path[0] != '/') {
+		snprintf(err, errlen, "seed_git must be an https:// URL, or a "
+		    "file:// URL or absolute path of a repository under the "
+		    "server's seed directory");
+		return -EINVAL;
+	}
+	return seed_local_ok(a, path, root, real, rel, rellen, err, errlen);
+}
+
+void
+seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
+{
+	char err[PATH_MAX + 256], real[PATH_MAX], rel[SEED_MAX_SOURCE + 2];
+	const char *root;
+	struct seed *s;
+	int network;
+
+	if (a->seed) {
+		room_error(c, NULL, "seed_git is already cloning %s",
+		    a->seed->source);
+		return;
+	}
+	if (seed_check(a, src, len, &network, &root, real, rel, sizeof(rel),
+	    err, sizeof(err)) < 0) {
+		room_error(c, NULL, "%s", err);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || outcap_init(&s->out, SEED_HEAD, SEED_TAIL) < 0) {
+		free(s);
+		room_error(c, NULL, "seed_git did not start: out of memory");
+		return;
+	}
+	s->a = a;
+	snprintf(s->user, sizeof(s->user), "%s", c->user);
+	snprintf(s->source, sizeof(s->source), "%s", src);
+	if (seed_spawn(s, root ? "/seed" : src, network, root, rel) < 0) {
+		room_error(c, NULL, "seed_git did not start: the agent's log "
+		    "says why");
+		seed_free(s);
+		return;
+	}
+	a->seed = s;
+	room_notice(a, "%s started seed_git: cloning %s into the workspace",
+	    c->user, src);
+}
+
+void
+seed_shutdown(struct agent *a)
+{
+	struct seed *s = a->seed;
+
+	if (!s)
+		return;
+	proc_abandon(s->proc);
+	room_db_audit_end(a->db, s->audit_id, 137, NULL);
+	a->seed = NULL;
+	seed_free(s);
+}
