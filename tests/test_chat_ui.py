@@ -389,3 +389,16 @@ def test_mouse_wheel_scrolls_back(srv, tmux):
     tmux.keys("a", "/quit", "Enter")
     tmux.wait("a", "bye")
     assert mouse_modes(tmux, "a") == (0, 0)
+
+
+def test_typing_clears_while_the_room_is_quiet(srv, tmux):
+    """"bob is typing" goes from alice's status line once bob stopped,
+    though nothing else happens in the room to redraw it."""
+    tmux.open("a", srv, "quiet", "alice", cols=80, rows=12)
+    tmux.open("b", srv, "quiet", "bob", cols=80, rows=12)
+    tmux.wait("a", lambda s: "bob" in status_row(tmux, "a"))
+    tmux.keys("b", "-l", "half a thought")
+    tmux.wait("a", lambda s: "bob is typing" in status_row(tmux, "a"))
+    tmux.wait("a", lambda s: "typing" not in status_row(tmux, "a"),
+              timeout=30)
+    assert input_row(tmux, "b") == "quiet> half a thought"
