@@ -94,8 +94,7 @@
 	"  /history TEXT     search the room's stored history\n" \
 	"  /cost             tokens the model used here today\n" \
 	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
-	"  /mouse on|off     the wheel scrolls the chat, or the terminal keeps\n" \
-	"                    the mouse (on at first; Shift+drag selects)\n" \
+	"  /mouse on|off     the wheel scrolls the chat, or the terminal has it\n" \
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
@@ -109,8 +108,7 @@
 	"  Up/Down           your earlier lines, also from past sessions\n" \
 	"  Tab               complete a command, a name or a path after !\n" \
 	"  PgUp/PgDn         scroll back through the room's history\n" \
-	"  mouse wheel       the same, 3 lines at a time (/mouse off gives\n" \
-	"                    the mouse back to the terminal for selecting)\n" \
+	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
 	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
 	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
 	"  Ctrl-C clears the line, Ctrl-L draws the screen again"

@@ -305,13 +305,13 @@ def test_help_table_history_search_and_me(srv, tmux):
     tmux.wait("a", "Ctrl-L draws")
     rows = tmux.rows("a")
     start = next(i for i, r in enumerate(rows) if r.endswith("* commands:"))
-    table = rows[start + 1:start + 23]
+    table = rows[start + 1:start + 24]
     # One command a line, each within the width, every command there.
     assert all(len(r) <= 80 and r.startswith("      ") for r in table), \
         [r for r in table if len(r) > 80 or not r.startswith("      ")]
     for cmd in ("/me", "/who", "/history", "/cost", "/term", "/quit",
                 "/approve", "/deny", "/policy", "/model", "/invite",
-                "/kick", "/private", "/stop", "!CMD", "@agent"):
+                "/kick", "/private", "/stop", "!CMD", "@agent", "/mouse"):
         words = [[w.rstrip(",") for w in r.split()[:2]] for r in table]
         assert sum(1 for w in words if cmd in w) == 1, (cmd, table)
     tmux.keys("a", "C-l")
