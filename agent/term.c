@@ -674,11 +674,46 @@ term_cursor_key(const char *p, size_t n)
 	return map[k - keys];
 }
 
+#define TERM_PASTE_START	"\x1b[200~"	/* a bracketed paste's marks */
+#define TERM_PASTE_END		"\x1b[201~"
+#define TERM_PASTE_MARK_LEN	6
+
+/* A bracketed paste's start (1) or end (2) at p, else 0. */
+static int
+term_paste_mark(const char *p, size_t n)
+{
+	if (n < TERM_PASTE_MARK_LEN)
+		return 0;
+	if (memcmp(p, TERM_PASTE_START, TERM_PASTE_MARK_LEN) == 0)
+		return 1;
+	if (memcmp(p, TERM_PASTE_END, TERM_PASTE_MARK_LEN) == 0)
+		return 2;
+	return 0;
+}
+
+/* Send the key or paste mark at p (key, else mark) as the emulator's
+ * modes want it.  Bytes it took. */
+static size_t
+term_encode_special(struct term *t, VTermKey key, int mark)
+{
+	if (key != VTERM_KEY_NONE) {
+		vterm_keyboard_key(t->vt, key, VTERM_MOD_NONE);
+		return 3;
+	}
+	if (mark == 1)
+		vterm_keyboard_start_paste(t->vt);
+	else
+		vterm_keyboard_end_paste(t->vt);
+	return TERM_PASTE_MARK_LEN;
+}
+
 /* Queue a member's keys for the shell.  The member's terminal sends
- * cursor keys in its own mode, which knows nothing of the shell's: they
- * are sent again as the emulator's mode wants them (ESC O A once a
- * program asked for application cursor keys, as vim and less do), so
- * the program gets the keys it asked for.  0 or -ENOBUFS. */
+ * cursor keys and pastes in its own modes, which know nothing of the
+ * shell's: they are sent again as the emulator's modes want them (ESC O
+ * A once a program asked for application cursor keys, as vim and less
+ * do; a paste bracketed only for a program that asked for bracketed
+ * paste, else its text alone), so the program gets the keys it asked
+ * for.  0 or -ENOBUFS. */
 static int
 term_queue_keys(struct term *t, const char *p, size_t n)
 {
@@ -687,8 +722,10 @@ term_queue_keys(struct term *t, const char *p, size_t n)
 
 	while (r == 0 && i < n) {
 		VTermKey key = term_cursor_key(p + i, n - i);
+		int mark = key == VTERM_KEY_NONE ? term_paste_mark(p + i,
+		    n - i) : 0;
 
-		if (key == VTERM_KEY_NONE) {
+		if (key == VTERM_KEY_NONE && !mark) {
 			i++;
 			continue;
 		}
@@ -697,8 +734,7 @@ term_queue_keys(struct term *t, const char *p, size_t n)
 		if (r == 0 && buf_room(&t->in) < 8)
 			r = -ENOBUFS;
 		if (r == 0)
-			vterm_keyboard_key(t->vt, key, VTERM_MOD_NONE);
-		i += 3;
+			i += term_encode_special(t, key, mark);
 		from = i;
 	}
 	if (r == 0 && n > from)

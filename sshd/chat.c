@@ -71,6 +71,12 @@
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
 #define CHAT_PASTE_ON		"\x1b[?2004h"	/* bracketed paste mode */
 #define CHAT_PASTE_OFF		"\x1b[?2004l"
+/* Mouse button reports (for the wheel), SGR encoded: no byte limits on
+ * the position, and nothing a terminal sends can look like text. */
+#define CHAT_MOUSE_ON		"\x1b[?1000h\x1b[?1006h"
+#define CHAT_MOUSE_OFF		"\x1b[?1006l\x1b[?1000l"
+/* What leaves the client's terminal as the chat found it. */
+#define CHAT_MODES_OFF		CHAT_PASTE_OFF CHAT_MOUSE_OFF
 
 /* One command a line, so that it reads as a table at any width. */
 #define CHAT_HELP \
@@ -89,6 +95,7 @@
 	"  /cost             tokens the model used here: today, this month\n" \
 	"  /caps [steps 20 tokens 100000]  show, or lower (owner)\n" \
 	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
+	"  /mouse on|off     the wheel scrolls the chat, or the terminal has it\n" \
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
@@ -102,6 +109,7 @@
 	"  Up/Down           your earlier lines, also from past sessions\n" \
 	"  Tab               complete a command, a name or a path after !\n" \
 	"  PgUp/PgDn         scroll back through the room's history\n" \
+	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
 	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
 	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
 	"  Ctrl-C clears the line, Ctrl-L draws the screen again"
@@ -248,6 +256,13 @@ chat_text_command(const char *line, size_t wl, const char *arg,
 	}
 	if (IS("/term"))
 		return 4;
+	if (IS("/mouse")) {
+		if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off")))
+			return strcmp(arg, "on") == 0 ? 5 : 6;
+		snprintf(reply, len, "usage: /mouse on (the wheel scrolls the "
+		    "chat) or /mouse off (the terminal keeps the mouse)");
+		return 0;
+	}
 #undef IS
 	return -1;
 }
@@ -340,6 +355,19 @@ chat_command(const char *line, const char *waiting, json_object **out,
 
 /* ------------------------------------------------------------- output -- */
 
+/* The terminal modes the line UI asks for, into out: bracketed paste, and
+ * the mouse unless /mouse off.  Part of every full redraw, so they are
+ * back after /term and after dropped frames. */
+static void
+chat_modes_on(const struct chat *ch, struct buf *out)
+{
+	buf_append(out, CHAT_PASTE_ON, strlen(CHAT_PASTE_ON));
+	if (ch->mouse_off)
+		buf_append(out, CHAT_MOUSE_OFF, strlen(CHAT_MOUSE_OFF));
+	else
+		buf_append(out, CHAT_MOUSE_ON, strlen(CHAT_MOUSE_ON));
+}
+
 /* Move queued frames to the channel while it is nearly empty; once a
  * drop left the client behind, draw the screen again (or, plain, say
  * so) first. */
@@ -358,6 +386,7 @@ chat_flush(struct chat *ch)
 		} else if (ch->ansi) {
 			tui_model_add(&ch->draw.model, "\x1b[2m* " CHAT_DROPPED_NOTE
 			    "\x1b[0m", strlen(CHAT_DROPPED_NOTE) + 10);
+			chat_modes_on(ch, &ch->frame);
 			tui_draw_redraw(&ch->draw, &ch->frame, c->s->room,
 			    &ch->ed, c->cols, c->rows);
 		} else {
@@ -527,10 +556,22 @@ chat_output(struct chat *ch, const char *text)
 	buf_consume(&ch->partial, ch->partial.len - keep);
 }
 
+/* Queue the modes as a frame of their own (a scrolled-back frame is the
+ * view alone). */
+static void
+chat_queue_modes(struct chat *ch)
+{
+	if (!ch->ansi || ch->term || ch->render_only)
+		return;
+	chat_modes_on(ch, chat_frame(ch));
+	chat_queue_frame(ch);
+}
+
 /* Draw the whole screen again from the model (Ctrl-L, a new size). */
 void
 chat_redraw(struct chat *ch)
 {
+	chat_queue_modes(ch);
 	if (ch->scroll.offset) {
 		ch->draw.cols = ch->c->cols > 0 ? ch->c->cols : ch->draw.cols;
 		ch->draw.rows = ch->c->rows > 0 ? ch->c->rows : ch->draw.rows;
@@ -1023,6 +1064,18 @@ chat_term_enter(struct chat *ch)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, err);
 }
 
+/* /mouse on|off: the wheel scrolls the chat, or the terminal keeps the
+ * mouse (for selecting text without Shift).  Kept for this session. */
+static void
+chat_mouse(struct chat *ch, int on)
+{
+	ch->mouse_off = !on;
+	chat_queue_modes(ch);
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, on ? "mouse on: the wheel "
+	    "scrolls the chat (Shift+drag selects text in most terminals)" :
+	    "mouse off: the terminal keeps the mouse; PgUp/PgDn scroll");
+}
+
 /* A term_screen or term_end event: 1 when it was one. */
 static int
 chat_term_event(struct chat *ch, const char *type, json_object *o)
@@ -1051,7 +1104,7 @@ chat_denied(struct chat *ch, const char *msg)
 	    msg ? msg : "access denied");
 	tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
 	if (ch->ansi)
-		buf_append(&ch->frame, CHAT_PASTE_OFF, strlen(CHAT_PASTE_OFF));
+		buf_append(&ch->frame, CHAT_MODES_OFF, strlen(CHAT_MODES_OFF));
 	chat_frame_done(ch);
 	chan_refuse(ch->c, "%s", msg ? msg : "atrium: access denied");
 }
@@ -1272,6 +1325,10 @@ chat_submit(struct chat *ch, const char *raw)
 	}
 	if (r == 4) {
 		chat_term_enter(ch);
+		return;
+	}
+	if (r == 5 || r == 6) {
+		chat_mouse(ch, r == 5);
 		return;
 	}
 	if (r == 0) {
@@ -1515,8 +1572,8 @@ chat_tick(struct chan *c)
 							 * detaches it */
 			ch->term = NULL;
 			tui_draw_clear_bottom(&ch->draw, chat_frame(ch));
-			buf_append(&ch->frame, CHAT_PASTE_OFF "bye\r\n",
-			    strlen(CHAT_PASTE_OFF) + 5);
+			buf_append(&ch->frame, CHAT_MODES_OFF "bye\r\n",
+			    strlen(CHAT_MODES_OFF) + 5);
 			chat_frame_done(ch);
 		}
 		if (ch->q.len == 0)
@@ -1609,8 +1666,9 @@ chat_open(struct chan *c)
 	chan_wait_room(c);
 	if (ch->ansi) {
 		chat_status_refresh(ch);
-		/* Pasted text comes bracketed: its lines are one message. */
-		buf_append(chat_frame(ch), CHAT_PASTE_ON, strlen(CHAT_PASTE_ON));
+		/* Pasted text comes bracketed: its lines are one message;
+		 * the wheel scrolls back. */
+		chat_modes_on(ch, chat_frame(ch));
 		tui_draw_bottom(&ch->draw, &ch->frame, c->s->room, &ch->ed);
 		chat_frame_done(ch);
 	}

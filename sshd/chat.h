@@ -23,7 +23,8 @@ int chat_open(struct chan *c);
  * answer it.  Returns 1 with *out (caller puts) to send (a history request
  * for /history TEXT, usage for /cost, a chat line "/me TEXT" for /me),
  * 0 with reply set (help, errors), 2 for /quit, 3 for an empty line, 4
- * for /term (the caller opens the shared terminal).  Pure. */
+ * for /term (the caller opens the shared terminal), 5 for /mouse on, 6
+ * for /mouse off.  Pure. */
 int chat_command(const char *line, const char *waiting, json_object **out,
     char *reply, size_t replylen);
 

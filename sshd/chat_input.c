@@ -264,6 +264,12 @@ chat_key(struct chat *ch, const struct tui_key *k)
 	case TUI_KEY_DOWN: chat_input_history(ch, 0); break;
 	case TUI_KEY_PGUP: chat_scroll_page(ch, -1); break;
 	case TUI_KEY_PGDN: chat_scroll_page(ch, 1); break;
+	case TUI_KEY_WHEEL_UP:
+		chat_scroll_lines(ch, -1, CHAT_WHEEL_LINES);
+		break;
+	case TUI_KEY_WHEEL_DOWN:
+		chat_scroll_lines(ch, 1, CHAT_WHEEL_LINES);
+		break;
 	case TUI_KEY_PASTE_START: ch->pasting = 1; break;
 	case TUI_KEY_PASTE_END: ch->pasting = 0; break;
 	case TUI_KEY_CTRL: chat_input_ctrl(ch, k->cp); break;

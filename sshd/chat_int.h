@@ -26,6 +26,7 @@ struct term_mode;
 #define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
 #define CHAT_INPUT_HISTORY	200	/* own lines loaded for Up */
 #define CHAT_SEARCH_MAX		30	/* events a /history search shows */
+#define CHAT_WHEEL_LINES	3	/* lines one wheel step scrolls */
 #define CHAT_TYPING_EVERY_MS	3000	/* `typing` sent at most this often */
 
 /* What a history request's answer is for; each is followed by a `sync`
@@ -75,6 +76,7 @@ struct chat {
 	struct buf line;		/* plain: the line being read */
 	int discarding;			/* plain: inside an over-long line */
 	int pasting;			/* ansi: inside a bracketed paste */
+	int mouse_off;			/* /mouse off: no wheel reports */
 	long long typing_ms;		/* when `typing` was last sent */
 	int started;			/* hello sent */
 	int history_loaded;		/* the input history was asked for */
@@ -140,6 +142,8 @@ int chat_batch_line(struct chat *ch, const char *type, json_object *o);
 void chat_batch_reset(struct chat *ch);
 /* PgUp (dir -1) and PgDn (dir 1). */
 void chat_scroll_page(struct chat *ch, int dir);
+/* The wheel: lines back (dir -1) or forward (dir 1). */
+void chat_scroll_lines(struct chat *ch, int dir, size_t lines);
 /* After lines were added at the bottom while scrolled back: keep the
  * view where it was (added lines) and draw it. */
 void chat_scroll_follow(struct chat *ch, size_t added);

@@ -224,19 +224,27 @@ chat_scroll_page(struct chat *ch, int dir)
 {
 	/* A screen less two lines: what was at the edge stays in view,
 	 * also when a line above wraps over two rows. */
+	chat_scroll_lines(ch, dir,
+	    ch->draw.rows > 5 ? (size_t)ch->draw.rows - 4 : 1);
+}
+
+/* See chat_int.h.  Older lines are loaded a page ahead of the view. */
+void
+chat_scroll_lines(struct chat *ch, int dir, size_t lines)
+{
 	size_t page = ch->draw.rows > 5 ? (size_t)ch->draw.rows - 4 : 1;
 	size_t total = tui_model_count(&ch->draw.model) +
 	    tui_model_count(&ch->scroll.older);
 
 	if (dir < 0) {
-		ch->scroll.offset += page;
+		ch->scroll.offset += lines;
 		if (ch->scroll.offset + page >= total)
 			chat_scroll_load(ch);
 		if (ch->scroll.offset >= total)
 			ch->scroll.offset = total ? total - 1 : 0;
 	} else {
-		ch->scroll.offset = ch->scroll.offset > page ?
-		    ch->scroll.offset - page : 0;
+		ch->scroll.offset = ch->scroll.offset > lines ?
+		    ch->scroll.offset - lines : 0;
 	}
 	chat_scroll_follow(ch, 0);
 }

@@ -28,6 +28,7 @@
 #include "utf8.h"
 
 #define TV_RESET	"\x1b[0m"
+#define TV_MOUSE_OFF	"\x1b[?1006l\x1b[?1000l"
 #define TV_STATUS_HELP	"Ctrl-] back to the chat"
 #define TV_ATTR_BOLD	1	/* agent/term_encode.h's bits */
 #define TV_ATTR_UNDER	2
@@ -414,7 +415,9 @@ term_view_redraw(struct term_view *tv, struct buf *out, int cols, int rows,
 {
 	int trows = tv->rows < rows - 1 ? tv->rows : rows - 1;
 
-	tv_put(out, TV_RESET "\x1b[H\x1b[2J");
+	/* The chat's mouse reports off: in the shared terminal the mouse
+	 * is the member's terminal's again (selecting text). */
+	tv_put(out, TV_MOUSE_OFF TV_RESET "\x1b[H\x1b[2J");
 	for (int y = 0; y < trows; y++)
 		tv_draw_row(tv, out, y, cols);
 	tv_draw_status(tv, out, cols, rows, room);

@@ -7,7 +7,14 @@
 
 #include <string.h>
 
-enum { KS_GROUND, KS_ESC, KS_CSI, KS_SS3, KS_UTF8 };
+enum { KS_GROUND, KS_ESC, KS_CSI, KS_SS3, KS_UTF8, KS_X10 };
+
+/* Mouse buttons as terminals report them: the wheel is 64 (up) and 65
+ * (down), with Shift, Alt and Ctrl as the bits 4, 8 and 16. */
+#define TUI_MOUSE_MODIFIERS	(4 | 8 | 16)
+#define TUI_MOUSE_WHEEL_UP	64
+#define TUI_MOUSE_WHEEL_DOWN	65
+#define TUI_MOUSE_MAX_NUM	99999	/* larger numbers: not a report */
 
 /* Ground state; cannot fail. */
 void
@@ -25,11 +32,66 @@ tui_keys_emit(struct tui_key *out, enum tui_key_type type, uint32_t cp)
 	return 1;
 }
 
+/* A mouse button number: the wheel's scroll, anything else (clicks,
+ * drags, other buttons) nothing, so a click never becomes text. */
+static int
+tui_keys_mouse_button(unsigned long button, struct tui_key *out)
+{
+	button &= ~(unsigned long)TUI_MOUSE_MODIFIERS;
+	if (button == TUI_MOUSE_WHEEL_UP)
+		return tui_keys_emit(out, TUI_KEY_WHEEL_UP, 0);
+	if (button == TUI_MOUSE_WHEEL_DOWN)
+		return tui_keys_emit(out, TUI_KEY_WHEEL_DOWN, 0);
+	return 0;
+}
+
+/* One decimal number of at most TUI_MOUSE_MAX_NUM at *p, moved past it;
+ * -1 when there is none or it is larger. */
+static long
+tui_keys_number(const char **p)
+{
+	long n = 0;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	while (**p >= '0' && **p <= '9') {
+		n = n * 10 + (**p - '0');
+		if (n > TUI_MOUSE_MAX_NUM)
+			return -1;
+		(*p)++;
+	}
+	return n;
+}
+
+/* An SGR mouse report: the parameters "<b;x;y" and the final byte (M for
+ * a press, m for a release).  Anything malformed or cut is dropped. */
+static int
+tui_keys_sgr_mouse(const struct tui_keys *k, unsigned char fin,
+    struct tui_key *out)
+{
+	const char *p = k->seq + 1;
+	long v[3];
+
+	if (k->seqlen >= TUI_KEYS_MAX_SEQ - 1)
+		return 0;		/* longer than any real report */
+	for (int i = 0; i < 3; i++) {
+		if ((v[i] = tui_keys_number(&p)) < 0)
+			return 0;
+		if (*p != (i < 2 ? ';' : '\0'))
+			return 0;
+		p++;
+	}
+	return fin == 'M' ? tui_keys_mouse_button((unsigned long)v[0], out) : 0;
+}
+
 /* Final byte of a CSI sequence with its parameters. */
 static int
 tui_keys_csi(struct tui_keys *k, unsigned char fin, struct tui_key *out)
 {
 	k->seq[k->seqlen] = '\0';
+	if (k->seq[0] == '<')
+		return (fin == 'M' || fin == 'm') ?
+		    tui_keys_sgr_mouse(k, fin, out) : 0;
 	switch (fin) {
 	case 'A': return tui_keys_emit(out, TUI_KEY_UP, 0);
 	case 'B': return tui_keys_emit(out, TUI_KEY_DOWN, 0);
@@ -113,6 +175,20 @@ tui_keys_utf8(struct tui_keys *k, unsigned char b, struct tui_key *out)
 	return tui_keys_emit(out, TUI_KEY_CHAR, k->cp);
 }
 
+/* A byte of a legacy mouse report (ESC [ M then button, column and row,
+ * each plus 32): taken whole, the wheel scrolls. */
+static int
+tui_keys_x10(struct tui_keys *k, unsigned char b, struct tui_key *out)
+{
+	if (k->x10 == 3)
+		k->x10_button = b;
+	if (--k->x10 > 0)
+		return 0;
+	k->state = KS_GROUND;
+	return k->x10_button < 32 ? 0 :
+	    tui_keys_mouse_button(k->x10_button - 32u, out);
+}
+
 /* See tui_keys.h. */
 int
 tui_keys_feed(struct tui_keys *k, unsigned char b, struct tui_key out[2])
@@ -132,6 +208,11 @@ tui_keys_feed(struct tui_keys *k, unsigned char b, struct tui_key out[2])
 		k->state = KS_GROUND;
 		return tui_keys_csi(k, b, out);
 	case KS_CSI:
+		if (b == 'M' && k->seqlen == 0) {
+			k->state = KS_X10;	/* ESC [ M b x y: 3 raw bytes */
+			k->x10 = 3;
+			return 0;
+		}
 		if (b >= 0x40 && b <= 0x7e) {
 			k->state = KS_GROUND;
 			return tui_keys_csi(k, b, out);
@@ -148,6 +229,8 @@ tui_keys_feed(struct tui_keys *k, unsigned char b, struct tui_key out[2])
 			return 1 + tui_keys_ground(k, b, out + 1);
 		}
 		return tui_keys_utf8(k, b, out);
+	case KS_X10:
+		return tui_keys_x10(k, b, out);
 	default:
 		return tui_keys_ground(k, b, out);
 	}

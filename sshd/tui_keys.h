@@ -4,7 +4,10 @@
  * decoded here (bad sequences give U+FFFD), escape sequences (CSI, SS3) map
  * to keys or are dropped whole; ESC before a printable ASCII key is that
  * key with Alt.  Bracketed paste (ESC [ 200 ~ ... ESC [ 201 ~) gives
- * PASTE_START and PASTE_END around the pasted keys.  No I/O.
+ * PASTE_START and PASTE_END around the pasted keys.  Mouse reports (SGR,
+ * ESC [ < b ; x ; y M/m, and the legacy ESC [ M b x y) give WHEEL_UP and
+ * WHEEL_DOWN for the wheel and nothing for clicks or other buttons.  No
+ * I/O.
  */
 #ifndef ATRIUMD_TUI_KEYS_H
 #define ATRIUMD_TUI_KEYS_H
@@ -29,6 +32,8 @@ enum tui_key_type {
 	TUI_KEY_TAB,
 	TUI_KEY_PASTE_START,	/* bracketed paste: what follows was pasted */
 	TUI_KEY_PASTE_END,
+	TUI_KEY_WHEEL_UP,	/* mouse wheel (when the chat asked for it) */
+	TUI_KEY_WHEEL_DOWN,
 };
 
 struct tui_key {
@@ -36,14 +41,16 @@ struct tui_key {
 	uint32_t cp;
 };
 
-#define TUI_KEYS_MAX_SEQ	16	/* escape sequence bytes kept */
+#define TUI_KEYS_MAX_SEQ	32	/* escape sequence bytes kept */
 
 struct tui_keys {
-	int state;		/* ground, escape, csi, ss3, utf8 */
+	int state;		/* ground, escape, csi, ss3, utf8, x10 mouse */
 	uint32_t cp;		/* UTF-8 code point so far */
 	int need;		/* UTF-8 continuation bytes still to come */
 	char seq[TUI_KEYS_MAX_SEQ];	/* CSI parameters so far */
-	int seqlen;
+	int seqlen;		/* TUI_KEYS_MAX_SEQ - 1: maybe cut */
+	int x10;		/* legacy mouse report bytes still to come */
+	unsigned char x10_button;	/* its first byte */
 	int cr;			/* last byte was CR: a following LF is not a key */
 };
 

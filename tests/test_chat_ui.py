@@ -317,13 +317,15 @@ def test_help_table_history_search_and_me(srv, tmux):
     tmux.wait("a", "Ctrl-L draws")
     rows = tmux.rows("a")
     start = next(i for i, r in enumerate(rows) if r.endswith("* commands:"))
-    table = rows[start + 1:start + 24]
+    end = next(i for i, r in enumerate(rows) if r.strip() == "keys:")
+    table = rows[start + 1:end]
     # One command a line, each within the width, every command there.
     assert all(len(r) <= 80 and r.startswith("      ") for r in table), \
         [r for r in table if len(r) > 80 or not r.startswith("      ")]
     for cmd in ("/me", "/who", "/history", "/cost", "/term", "/quit",
                 "/approve", "/deny", "/policy", "/model", "/invite",
-                "/kick", "/private", "/stop", "/caps", "!CMD", "@agent"):
+                "/kick", "/private", "/stop", "/caps", "!CMD", "@agent",
+                "/mouse"):
         words = [[w.rstrip(",") for w in r.split()[:2]] for r in table]
         assert sum(1 for w in words if cmd in w) == 1, (cmd, table)
     tmux.keys("a", "C-l")
@@ -346,3 +348,71 @@ def test_help_table_history_search_and_me(srv, tmux):
               '"nowhere-to-be-found"')
     tmux.keys("a", "/me waves", "Enter")
     tmux.wait("a", "* alice waves")
+
+
+def mouse_modes(tmux, name):
+    """What the pane's terminal was asked for: (button reports, SGR)."""
+    out = tmux("display-message", "-p", "-t", name,
+               "#{mouse_standard_flag} #{mouse_sgr_flag}").stdout.split()
+    return tuple(int(x) for x in out)
+
+
+def sgr_mouse(tmux, name, report):
+    """The bytes a terminal sends for a mouse event: ESC [ < report."""
+    data = ("\x1b[<" + report).encode()
+    tmux("send-keys", "-t", name, "-H", *("%02x" % b for b in data))
+
+
+def stored_rows(tmux, name):
+    """The numbers of the stored lines on the screen, top to bottom."""
+    return [int(m.group(1)) for m in
+            (re.fullmatch(r"alice: stored line (\d+)", untimed(r))
+             for r in tmux.rows(name)) if m]
+
+
+def test_mouse_wheel_scrolls_back(srv, tmux):
+    """The chat asks for SGR mouse reports: wheel up shows older lines 3 at
+    a time, wheel down comes back, a click types nothing; /mouse off hands
+    the mouse back to the terminal, and /quit leaves it as it was."""
+    seed(srv, "wheel", ["stored line %03d" % i for i in range(1, 41)])
+    tmux.open("a", srv, "wheel", "alice", cols=80, rows=20)
+    tmux.wait("a", "stored line 040")
+    assert mouse_modes(tmux, "a") == (1, 1)
+    assert stored_rows(tmux, "a")[-1] == 40
+    sgr_mouse(tmux, "a", "0;5;5M")      # a click and its release
+    sgr_mouse(tmux, "a", "0;5;5m")
+    sgr_mouse(tmux, "a", "64;5;5M")     # wheel up
+    tmux.wait("a", lambda s: "PgDn returns" in s)
+    time.sleep(0.3)
+    first = stored_rows(tmux, "a")
+    assert first[-1] < 40, first
+    sgr_mouse(tmux, "a", "64;5;5M")     # 3 lines further back
+    tmux.wait("a", lambda s: stored_rows(tmux, "a")[-1] == first[-1] - 3)
+    assert stored_rows(tmux, "a")[0] == first[0] - 3
+    assert input_row(tmux, "a") == "wheel>", tmux.rows("a")
+    sgr_mouse(tmux, "a", "65;5;5M")     # wheel down
+    sgr_mouse(tmux, "a", "65;5;5M")
+    tmux.wait("a", lambda s: "PgDn returns" not in s and
+              stored_rows(tmux, "a")[-1] == 40)
+    tmux.keys("a", "/mouse off", "Enter")
+    tmux.wait("a", "mouse off: the terminal keeps the mouse")
+    assert mouse_modes(tmux, "a") == (0, 0)
+    tmux.keys("a", "/mouse on", "Enter")
+    tmux.wait("a", "mouse on: the wheel scrolls the chat")
+    assert mouse_modes(tmux, "a") == (1, 1)
+    tmux.keys("a", "/quit", "Enter")
+    tmux.wait("a", "bye")
+    assert mouse_modes(tmux, "a") == (0, 0)
+
+
+def test_typing_clears_while_the_room_is_quiet(srv, tmux):
+    """"bob is typing" goes from alice's status line once bob stopped,
+    though nothing else happens in the room to redraw it."""
+    tmux.open("a", srv, "quiet", "alice", cols=80, rows=12)
+    tmux.open("b", srv, "quiet", "bob", cols=80, rows=12)
+    tmux.wait("a", lambda s: "bob" in status_row(tmux, "a"))
+    tmux.keys("b", "-l", "half a thought")
+    tmux.wait("a", lambda s: "bob is typing" in status_row(tmux, "a"))
+    tmux.wait("a", lambda s: "typing" not in status_row(tmux, "a"),
+              timeout=30)
+    assert input_row(tmux, "b") == "quiet> half a thought"

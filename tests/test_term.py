@@ -320,3 +320,43 @@ def test_cursor_keys_follow_the_programs_mode(srv, tmux):
     tmux.wait("a", line_alone("two-3"))
     tmux.keys("a", "Up", "Enter")
     tmux.wait("a", line_alone("app:OA"))
+
+
+def test_pastes_are_bracketed_only_for_programs_that_ask(srv, tmux):
+    """The chat asks the member's terminal for bracketed pastes; in the
+    shared terminal a program that asked for them (?2004h) gets the paste
+    between ESC [ 200 ~ and ESC [ 201 ~, one that did not gets the text
+    alone (no stray escape sequences in cat's input)."""
+    tmux.open("a", srv, "paste", "alice", cols=80, rows=24)
+    enter_term(tmux, "a")
+    tmux("set-buffer", "-b", "p", "pasted-text")
+    # read(1) in a shell that turned bracketed paste off first: plain text.
+    tmux.type("a", "printf '\\033[?2004l'; echo one-$((1+1)); read -r x; "
+              "printf 'plain:%s\\n' \"$x\" | cat -v")
+    tmux.wait("a", line_alone("one-2"))
+    tmux("paste-buffer", "-p", "-b", "p", "-t", "a")
+    tmux.keys("a", "Enter")
+    tmux.wait("a", line_alone("plain:pasted-text"))
+    tmux.type("a", "printf '\\033[?2004h'; echo two-$((1+2)); read -r x; "
+              "printf 'bracketed:%s\\n' \"$x\" | cat -v")
+    tmux.wait("a", line_alone("two-3"))
+    tmux("paste-buffer", "-p", "-b", "p", "-t", "a")
+    tmux.keys("a", "Enter")
+    tmux.wait("a", line_alone("bracketed:^[[200~pasted-text^[[201~"))
+
+
+def test_the_chats_mouse_reports_are_off_in_the_terminal(srv, tmux):
+    """The chat asks for mouse reports (the wheel scrolls it); in the
+    shared terminal they are off, so the mouse selects text as in any
+    shell, and back in the chat they are on again."""
+    def modes():
+        return tmux("display-message", "-p", "-t", "a",
+                    "#{mouse_standard_flag}#{mouse_sgr_flag}").stdout.strip()
+
+    tmux.open("a", srv, "mouse", "alice", cols=80, rows=24)
+    assert modes() == "11"
+    enter_term(tmux, "a")
+    assert modes() == "00"
+    tmux.keys("a", "C-]")
+    tmux.wait("a", lambda s: STATUS not in s)
+    tmux.wait("a", lambda s: modes() == "11")

@@ -7,7 +7,7 @@
  * scalar value that is not a C0 control or DEL; Ctrl keys carry the
  * letter of a C0 control (Tab is its own key), Alt keys a printable ASCII
  * character; the state stays within its bounds (seqlen below
- * TUI_KEYS_MAX_SEQ, need 0..3).  Feeding the same bytes to a fresh decoder
+ * TUI_KEYS_MAX_SEQ, need 0..3, a legacy mouse report 0..3 bytes to go).  Feeding the same bytes to a fresh decoder
  * gives the same keys (no hidden state).
  */
 #include <string.h>
@@ -19,7 +19,7 @@
 static void
 check_key(const struct tui_key *k)
 {
-	FUZZ_CHECK(k->type >= TUI_KEY_CHAR && k->type <= TUI_KEY_PASTE_END);
+	FUZZ_CHECK(k->type >= TUI_KEY_CHAR && k->type <= TUI_KEY_WHEEL_DOWN);
 	if (k->type == TUI_KEY_CHAR) {
 		FUZZ_CHECK(k->cp >= 0x20 && k->cp != 0x7f);
 		FUZZ_CHECK(k->cp <= 0x10ffff);
@@ -48,6 +48,7 @@ decode(const uint8_t *p, size_t n)
 		FUZZ_CHECK(got >= 0 && got <= 2);
 		FUZZ_CHECK(k.seqlen >= 0 && k.seqlen < TUI_KEYS_MAX_SEQ);
 		FUZZ_CHECK(k.need >= 0 && k.need <= 3);
+		FUZZ_CHECK(k.x10 >= 0 && k.x10 <= 3);
 		for (int j = 0; j < got; j++) {
 			check_key(&out[j]);
 			h = (h ^ out[j].type) * 1099511628211ull;

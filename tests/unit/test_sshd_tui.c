@@ -175,6 +175,14 @@ test_chat_commands(void)
 	CHECK_STR(json_get_string(o, "type"), "chat");
 	CHECK_STR(json_get_string(o, "text"), "hello @agent");
 	json_object_put(o);
+	/* /mouse on|off is the chat's own; anything else is its usage. */
+	CHECK_INT(chat_command("/mouse on", NULL, &o, reply, sizeof(reply)), 5);
+	CHECK_INT(chat_command("/mouse off", NULL, &o, reply, sizeof(reply)), 6);
+	CHECK(o == NULL);
+	CHECK_INT(chat_command("/mouse", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK(strstr(reply, "usage: /mouse") != NULL);
+	CHECK_INT(chat_command("/mouse sideways", NULL, &o, reply,
+	    sizeof(reply)), 0);
 	CHECK_INT(chat_command("!make test", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "type"), "exec");
 	CHECK_STR(json_get_string(o, "command"), "make test");
@@ -560,6 +568,42 @@ test_keys_alt_pages_paste(void)
 	CHECK(k[4].type == TUI_KEY_PASTE_END);
 }
 
+/* Mouse reports: the wheel scrolls (SGR and legacy, with modifiers);
+ * clicks, drags, releases, other buttons and malformed or over-long
+ * reports give nothing, and never text. */
+static void
+test_keys_mouse(void)
+{
+	static const char wheel[] = "\x1b[<64;10;5M\x1b[<65;1;1M"
+	    "\x1b[<80;3;4M\x1b[M`!!\x1b[Ma!!";
+	static const char *const ignored[] = {
+		"\x1b[<0;10;5M", "\x1b[<0;10;5m", "\x1b[<2;1;1M",
+		"\x1b[<32;4;4M", "\x1b[<66;1;1M", "\x1b[<64;1;1m",
+		"\x1b[<64;1M", "\x1b[<64;1;1;1M", "\x1b[<;1;1M",
+		"\x1b[<64;1;1X", "\x1b[<6:4;1;1M", "\x1b[<64;999999;1M",
+		"\x1b[<64;1111111111111111111111111111;1M",
+		"\x1b[M !!", "\x1b[M\x01" "ab", "\x1b[M\xff\xff\xff",
+	};
+	struct tui_key k[8];
+
+	CHECK_INT(decode(wheel, sizeof(wheel) - 1, k, 8), 5);
+	CHECK(k[0].type == TUI_KEY_WHEEL_UP);
+	CHECK(k[1].type == TUI_KEY_WHEEL_DOWN);
+	CHECK(k[2].type == TUI_KEY_WHEEL_UP);	/* Ctrl+wheel */
+	CHECK(k[3].type == TUI_KEY_WHEEL_UP);	/* legacy: 96 - 32 */
+	CHECK(k[4].type == TUI_KEY_WHEEL_DOWN);
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+		char in[96];
+		int n = snprintf(in, sizeof(in), "%sz", ignored[i]);
+
+		CHECK_INT(decode(in, (size_t)n, k, 8), 1);
+		CHECK(k[0].type == TUI_KEY_CHAR && k[0].cp == 'z');
+	}
+	/* Keypad Enter (SS3 M) is not a mouse report. */
+	CHECK_INT(decode("\x1bOMz", 4, k, 8), 1);
+	CHECK(k[0].cp == 'z');
+}
+
 static void
 test_history(void)
 {
@@ -844,6 +888,7 @@ main(void)
 	TEST(test_model);
 	TEST(test_editor_cut_and_words);
 	TEST(test_keys_alt_pages_paste);
+	TEST(test_keys_mouse);
 	TEST(test_history);
 	TEST(test_complete);
 	TEST(test_status);
