@@ -24,32 +24,10 @@
 #include "agent.h"
 #include "caps.h"
 #include "jsonl.h"
+#include "prices.h"
 #include "room.h"
 #include "room_db.h"
 #include "util.h"
-
-int
-usage_price(const char *prices, const char *model, double *in, double *out)
-{
-	size_t ml = strlen(model);
-	const char *p = prices;
-	char *end;
-
-	while (p && *p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (strncmp(p, model, ml) == 0 && p[ml] == '=') {
-			*in = strtod(p + ml + 1, &end);
-			if (*end != '/' || !isfinite(*in) || *in < 0)
-				return 0;
-			*out = strtod(end + 1, &end);
-			return isfinite(*out) && *out >= 0 && (*end == '\0' ||
-			    *end == ',' || *end == ' ');
-		}
-		p = strchr(p, ',');
-	}
-	return 0;
-}
 
 /* What one period's rows add up to, as they are collected. */
 struct usage_period {
@@ -75,7 +53,7 @@ usage_model_row(const char *model, const char *unused, long long in,
 	    json_object_new_int64(out));
 	json_object_object_add(row, "requests",
 	    json_object_new_int64(requests));
-	if (usage_price(p->prices, model, &pin, &pout)) {
+	if (prices_lookup(p->prices, model, &pin, &pout)) {
 		double c = (in * pin + out * pout) / 1e6;
 
 		json_object_object_add(row, "cost", json_object_new_double(c));

@@ -3,7 +3,7 @@
  * `usage` request: today and this month (UTC), by model and by person,
  * with the cost where the operator's price table (--prices
  * "MODEL=IN/OUT,...", US dollars per million input and output tokens)
- * names the model.
+ * names the model (common/prices.c reads the table).
  */
 #ifndef ATRIUM_AGENT_USAGE_H
 #define ATRIUM_AGENT_USAGE_H
@@ -11,12 +11,6 @@
 #include <json-c/json.h>
 
 struct agent;
-
-/* The price of model per million input and output tokens from the table
- * prices.  1 found (in, out set), 0 not named or the table is malformed
- * there. */
-int usage_price(const char *prices, const char *model, double *in,
-    double *out);
 
 /* A `usage` event for a: day and month, their totals, per model and per
  * person, the caps and, where known, the cost.  NULL on no memory. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prices.h"
 #include "util.h"
 
 enum config_type {
@@ -463,6 +464,8 @@ config_finish(struct config *c, char *err, size_t errlen)
 		    0x7fffffffLL);
 		return -EINVAL;
 	}
+	if (prices_check(c->prices, err, errlen) < 0)
+		return -EINVAL;
 	if (!c->model[0])
 		snprintf(c->model, sizeof(c->model), "%s",
 		    CONFIG_ANTHROPIC_MODEL);

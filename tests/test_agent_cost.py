@@ -8,6 +8,7 @@ price table; the step cap (--max-steps) and the daily token cap
 Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_cost.py
 """
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -169,3 +170,37 @@ def test_caps_and_prices_from_atrium_conf_and_flags(atriumd, data_dir,
     assert (ev["max_steps"], ev["max_tokens_per_day"]) == (6, 5000)
     assert abs(ev["today"]["cost"] - (1000 * 2 + 100 * 8) / 1e6) < 1e-9
     assert caps["max"] == {"max_steps": 6, "max_tokens_per_day": 5000}
+
+
+# --- a malformed price table stops the start, it is not "unpriced" ------------
+
+BAD_PRICES = "m-priced=3/15, other=1-2"
+
+
+def _refused(argv):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert p.returncode == 2
+    assert 'prices: entry "other=1-2" is not MODEL=IN/OUT' in p.stderr
+    assert "dollars per million input and output tokens" in p.stderr
+
+
+def test_atriumd_refuses_a_malformed_price_flag(build, data_dir):
+    from conftest import free_port
+    _refused([os.path.join(build, "atriumd"), "--data", str(data_dir),
+              "--listen", "127.0.0.1:%d" % free_port(),
+              "--prices", BAD_PRICES])
+
+
+def test_atriumd_refuses_a_malformed_price_in_atrium_conf(build, data_dir):
+    from conftest import free_port
+    with open(os.path.join(str(data_dir), "atrium.conf"), "w") as f:
+        f.write("prices = %s\n" % BAD_PRICES)
+    _refused([os.path.join(build, "atriumd"), "--data", str(data_dir),
+              "--listen", "127.0.0.1:%d" % free_port()])
+
+
+def test_agent_refuses_a_malformed_price_table(room):
+    from test_agent import AGENT, BIN_DIR
+    _refused([AGENT, "--room-dir", room.room_dir, "--run-dir", room.run_dir,
+              "--bin-dir", BIN_DIR, "--model-url", "http://127.0.0.1:9",
+              "--prices", BAD_PRICES])

@@ -141,25 +141,6 @@ test_usage_rows(void)
 	unlink(p2);
 }
 
-/* The operator's price table: "MODEL=IN/OUT", comma separated. */
-static void
-test_usage_price(void)
-{
-	double in = 0, out = 0;
-
-	CHECK_INT(usage_price("a=3/15, b-2=0.25/1.5", "b-2", &in, &out), 1);
-	CHECK(in == 0.25 && out == 1.5);
-	CHECK_INT(usage_price("a=3/15", "a", &in, &out), 1);
-	CHECK(in == 3 && out == 15);
-	CHECK_INT(usage_price("a=3/15", "b", &in, &out), 0);
-	CHECK_INT(usage_price("aa=3/15", "a", &in, &out), 0);
-	CHECK_INT(usage_price("a=3", "a", &in, &out), 0);
-	CHECK_INT(usage_price("a=-1/2", "a", &in, &out), 0);
-	CHECK_INT(usage_price("a=1/2x", "a", &in, &out), 0);
-	CHECK_INT(usage_price("", "a", &in, &out), 0);
-	CHECK_INT(usage_price("a=nan/1", "a", &in, &out), 0);
-}
-
 /* Owner, members and visibility as the agent changes them. */
 static void
 test_access_rows(void)
@@ -302,7 +283,6 @@ main(void)
 	TEST(test_access_migration);
 	TEST(test_access_rows);
 	TEST(test_usage_rows);
-	TEST(test_usage_price);
 	TEST(test_events_and_seq);
 	TEST(test_turn_checkpoints);
 	unlink(path);

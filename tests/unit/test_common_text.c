@@ -12,6 +12,7 @@
 #include "jsonl.h"
 #include "keys.h"
 #include "names.h"
+#include "prices.h"
 #include "utf8.h"
 #include "unit.h"
 
@@ -270,6 +271,42 @@ test_config(void)
 	CHECK_INT(config_load_file(&c, path, err, sizeof(err)), 0);
 }
 
+/* The operator's price table: "MODEL=IN/OUT", comma separated; one bad
+ * entry makes the whole table malformed, named in the message. */
+static void
+test_prices(void)
+{
+	char err[512];
+	double in = 0, out = 0;
+
+	CHECK_INT(prices_lookup("a=3/15, b-2=0.25/1.5", "b-2", &in, &out), 1);
+	CHECK(in == 0.25 && out == 1.5);
+	CHECK_INT(prices_lookup("a=3/15", "a", &in, &out), 1);
+	CHECK(in == 3 && out == 15);
+	CHECK_INT(prices_lookup("a=3/15", "b", &in, &out), 0);
+	CHECK_INT(prices_lookup("aa=3/15", "a", &in, &out), 0);
+	CHECK_INT(prices_lookup("", "a", &in, &out), 0);
+	CHECK_INT(prices_lookup("x=1, a=3", "a", &in, &out), 0);
+	CHECK_INT(prices_check("", err, sizeof(err)), 0);
+	CHECK_INT(prices_check(" a=3/15 , b=0/0,", err, sizeof(err)), 0);
+	CHECK_INT(prices_check("vendor/m:8b=1e-1/2.5", err, sizeof(err)), 0);
+	static const char *const bad[] = {
+		"a=3", "a=-1/2", "a=1/2x", "a=nan/1", "a=inf/1", "=1/2",
+		"a =1/2", "a= 1/2", "a=1/", "a=/2", "a=1/2 b=3/4", "a",
+		"a=1//2", "a=+1/2",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char table[64];
+
+		snprintf(table, sizeof(table), "ok=1/2, %s", bad[i]);
+		err[0] = '\0';
+		CHECK_INT(prices_check(table, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, bad[i]) != NULL);
+		CHECK(strstr(err, "MODEL=IN/OUT") != NULL);
+		CHECK_INT(prices_lookup(table, "ok", &in, &out), 0);
+	}
+}
+
 /* Models and URLs per provider: openai has no default model, and
  * model-url is the configured provider's URL only. */
 static void
@@ -296,6 +333,11 @@ test_config_finish(void)
 	CHECK_INT(config_set(&c, "openai-url", "http://other/v1", err,
 	    sizeof(err)), 0);
 	CHECK_INT(config_finish(&c, err, sizeof(err)), -EINVAL);
+	config_defaults(&c);
+	CHECK_INT(config_set(&c, "prices", "m=3/15,n=3-15", err,
+	    sizeof(err)), 0);
+	CHECK_INT(config_finish(&c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "\"n=3-15\"") != NULL);
 }
 
 /* Keys cross the pipe whole, each under its own provider. */
@@ -464,6 +506,7 @@ main(void)
 	TEST(test_paths);
 	TEST(test_config);
 	TEST(test_config_finish);
+	TEST(test_prices);
 	TEST(test_keys_pipe);
 	TEST(test_config_fuzzfound);
 	return unit_done("test_common_text");
