@@ -704,6 +704,47 @@ provider_error_fields(json_object *obj, const char **type)
 	return msg;
 }
 
+/* An SSE event that carries an error: the event is named "error", or its
+ * data has an "error" member (OpenAI's mid-stream shape).  Keeps the first
+ * such event's parsed data in *arg and stops the framer. */
+static int
+provider_sse_error_event(void *arg, const struct sse_event *ev)
+{
+	json_object **found = arg;
+	json_object *obj = provider_json_parse(ev->data, ev->data_len);
+	const char *type;
+
+	if (obj && (strcmp(ev->event, "error") == 0 ||
+	    json_object_object_get_ex(obj, "error", NULL)) &&
+	    provider_error_fields(obj, &type)) {
+		*found = obj;
+		return 1;
+	}
+	json_object_put(obj);
+	return 0;
+}
+
+/* A non-2xx body as JSON: the body itself, or, when the server answered
+ * with a stream (`data: {"error":{...}}`, or `event: error`), the data of
+ * its first error event, read as the stream parsers read it.  NULL when
+ * the body is neither. */
+static json_object *
+provider_error_body(const char *body, size_t len)
+{
+	json_object *obj = provider_json_parse(body, len), *found = NULL;
+	struct sse *s;
+
+	if (obj)
+		return obj;
+	s = sse_new(0, provider_sse_error_event, &found);
+	if (!s)
+		return NULL;
+	if (sse_feed(s, body, len) == 0)
+		sse_finish(s);
+	sse_free(s);
+	return found;
+}
+
 /* The provider's own message from a non-2xx body; see provider.h.  The
  * result reads "TYPE: MESSAGE" when the body names a type. */
 void
@@ -717,7 +758,7 @@ provider_error_message(enum provider_kind kind, int status, const char *body,
 	(void)kind;	/* the shapes do not clash, so one parser reads both */
 	if (!out || outlen == 0)
 		return;
-	obj = body && len ? provider_json_parse(body, len) : NULL;
+	obj = body && len ? provider_error_body(body, len) : NULL;
 	if (obj)
 		msg = provider_error_fields(obj, &type);
 	if (msg && *msg) {

@@ -91,8 +91,9 @@ void provider_stream_usage(struct provider_stream *s, long *input_tokens,
 const char *provider_stream_error(struct provider_stream *s,
     const char **message);
 
-/* A non-2xx response: the provider's own message from its JSON error body
- * (or the start of the body, sanitised) into out. */
+/* A non-2xx response: the provider's own message from its JSON error body,
+ * or from the first error event when the body is an event stream (or the
+ * start of the body, sanitised) into out. */
 void provider_error_message(enum provider_kind kind, int status,
     const char *body, size_t len, char *out, size_t outlen);
 

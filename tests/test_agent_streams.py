@@ -233,3 +233,29 @@ def test_refused_request_fails_at_once_with_server_message(room, model):
         "{\"type\":\"object\",\"patternProperties\":{}}" in err[0]["message"]
     assert evs[-1]["stop_reason"] == "error"
     assert len(model.requests) == 1
+
+
+def test_refusal_sent_as_a_stream_shows_the_servers_message(room, model):
+    model.script(recording("sse_error_400.sse"))
+    c = start(room, model, "openai")
+    c.send({"type": "prompt", "text": "hi"})
+    evs = c.collect("turn_end", timeout=20)
+    err = [e for e in evs if e["type"] == "error"]
+    assert len(err) == 1
+    assert "(400): invalid_request_error: Invalid value for " \
+        "'temperature': must be at most 2." in err[0]["message"]
+    assert "data:" not in err[0]["message"]
+    assert evs[-1]["stop_reason"] == "error"
+    assert len(model.requests) == 1
+
+
+def test_server_error_event_stream_is_shown_and_retried(room, model):
+    model.script(recording("event_error_503.sse"), Reply(text="back"))
+    c = start(room, model, "anthropic")
+    c.send({"type": "prompt", "text": "hi"})
+    evs = c.collect("turn_end", timeout=20)
+    notices = [e["text"] for e in evs if e["type"] == "notice"]
+    assert len(notices) == 1
+    assert "(503): unavailable_error: Loading model" in notices[0]
+    assert "event:" not in notices[0]
+    assert [e["text"] for e in evs if e["type"] == "message"][-1] == "back"

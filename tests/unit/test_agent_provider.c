@@ -937,6 +937,24 @@ test_error_message(void)
 	CHECK_STR(out, "HTTP status 503 with an empty body");
 	provider_error_message(PROVIDER_ANTHROPIC, 429, a, strlen(a), out, 10);
 	CHECK_STR(out, "rate_limi");
+	/* Error bodies sent as a stream: the first error event's message,
+	 * not the raw bytes; other events before it are passed over. */
+	e = "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: error\r\n"
+	    "data: {\"type\":\"error\",\"error\":{\"type\":"
+	    "\"overloaded_error\",\"message\":\"Overloaded\"}}\r\n\r\n";
+	provider_error_message(PROVIDER_ANTHROPIC, 529, e, strlen(e), out,
+	    sizeof(out));
+	CHECK_STR(out, "overloaded_error: Overloaded");
+	e = "data: {\"message\":\"not an error\"}\n\ndata: {\"error\":"
+	    "{\"message\":\"no such model\",\"code\":404}}\n\n";
+	provider_error_message(PROVIDER_OPENAI, 404, e, strlen(e), out,
+	    sizeof(out));
+	CHECK_STR(out, "404: no such model");
+	/* A stream with no error event in it is shown as any other body. */
+	e = "data: {\"message\":\"hi\"}\n\n";
+	provider_error_message(PROVIDER_OPENAI, 500, e, strlen(e), out,
+	    sizeof(out));
+	CHECK_STR(out, "data: {\"message\":\"hi\"}");
 }
 
 static void
