@@ -6,7 +6,10 @@
  * it (sandbox_seed_open: RESOLVE_BENEATH, so the answer given here is the
  * one the sandbox enforces again in its own namespace).
  *
- * Then one sandboxed bash checks that the workspace is empty and execs
+ * Next the workspace's root is listed on the file tools' confined path
+ * (ws_list.h, off the loop): a workspace with any entry is refused with an
+ * `error` to the asker.  Then one sandboxed bash checks again that the
+ * workspace is empty (a file may have come in between) and execs
  * git clone into /workspace; its output is kept head and tail (text.h)
  * and the tail goes to the room when it ends.
  */
@@ -27,6 +30,7 @@
 #include "sandbox.h"
 #include "text.h"
 #include "utf8.h"
+#include "ws_list.h"
 
 #define SEED_HEAD	2048	/* bytes of git's output kept from the start */
 #define SEED_TAIL	2048	/* and from the end */
@@ -51,6 +55,17 @@ struct seed {
 	long long audit_id;
 	char user[64];			/* who asked */
 	char source[SEED_MAX_SOURCE + 1];	/* as asked, for the room */
+};
+
+/* A seed_git waiting for the listing of the workspace's root. */
+struct seed_wait {
+	struct agent *a;
+	struct conn *c;			/* who asked: found again by
+					 * seed_asker, it may have gone */
+	char user[64];			/* and as whom */
+	int hidden;			/* 1: listing names starting "." */
+	size_t len;			/* of source */
+	char source[SEED_MAX_SOURCE + 1];	/* as asked, checked */
 };
 
 /* 1 when s is n bytes of printable ASCII without spaces. */
@@ -285,8 +300,11 @@ seed_check(struct agent *a, const char *src, size_t len, int *network,
 	return seed_local_ok(a, path, root, real, rel, rellen, err, errlen);
 }
 
-void
-seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
+/* Clone src for c, the workspace having been seen empty: the source is
+ * checked again (it may have changed during the listing) and the clone
+ * spawned.  A refusal goes to c as an `error`. */
+static void
+seed_start(struct agent *a, struct conn *c, const char *src, size_t len)
 {
 	char err[PATH_MAX + 256], real[PATH_MAX], rel[SEED_MAX_SOURCE + 2];
 	const char *root;
@@ -311,8 +329,9 @@ seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
 	}
 	s->a = a;
 	snprintf(s->user, sizeof(s->user), "%s", c->user);
-	snprintf(s->source, sizeof(s->source), "%s", src);
-	if (seed_spawn(s, root ? "/seed" : src, network, root, rel) < 0) {
+	snprintf(s->source, sizeof(s->source), "%.*s", (int)len, src);
+	if (seed_spawn(s, root ? "/seed" : s->source, network, root,
+	    rel) < 0) {
 		room_error(c, NULL, "seed_git did not start: the agent's log "
 		    "says why");
 		seed_free(s);
@@ -320,7 +339,87 @@ seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
 	}
 	a->seed = s;
 	room_notice(a, "%s started seed_git: cloning %s into the workspace",
-	    c->user, src);
+	    c->user, s->source);
+}
+
+/* The connection that asked for w, if it is still open as the same user. */
+static struct conn *
+seed_asker(struct seed_wait *w)
+{
+	struct conn *c = w->a->conns;
+
+	while (c && c != w->c)
+		c = c->next;
+	return c && !c->closing && strcmp(c->user, w->user) == 0 ? c : NULL;
+}
+
+/* A listing of the workspace's root ended (ws_list.h): plain names first,
+ * then names starting with "." (ws_list gives those only when asked).
+ * Any name refuses the request; none after both starts the clone. */
+static void
+seed_listed(void *arg, int err, json_object *names)
+{
+	struct seed_wait *w = arg;
+	struct conn *c = seed_asker(w);
+	size_t n = names ? json_object_array_length(names) : 0;
+
+	json_object_put(names);
+	if (!c)
+		log_info("seed_git of %s dropped: %s has left", w->source,
+		    w->user);
+	else if (err < 0)
+		room_error(c, NULL, "seed_git did not start: the workspace "
+		    "could not be listed (%s)", strerror(-err));
+	else if (n > 0)
+		room_error(c, NULL, "the workspace is not empty: seed_git only "
+		    "fills an empty workspace; remove its files first, or "
+		    "seed a new room");
+	else if (!w->hidden) {
+		w->hidden = 1;
+		if (ws_list_start(w->a, ".", ".", seed_listed, w) == 0)
+			return;
+		room_error(c, NULL, "seed_git did not start: out of memory");
+	} else
+		seed_start(w->a, c, w->source, w->len);
+	free(w);
+}
+
+/* The source is checked now, so that a bad one is answered at once; then
+ * the workspace's root is listed on the confined path, off the loop
+ * (ws_list.h), and seed_listed goes on.  The sandboxed script checks for
+ * emptiness once more, for a file made in between. */
+void
+seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
+{
+	char err[PATH_MAX + 256], real[PATH_MAX], rel[SEED_MAX_SOURCE + 2];
+	const char *root;
+	struct seed_wait *w;
+	int network;
+
+	if (a->seed) {
+		room_error(c, NULL, "seed_git is already cloning %s",
+		    a->seed->source);
+		return;
+	}
+	if (seed_check(a, src, len, &network, &root, real, rel, sizeof(rel),
+	    err, sizeof(err)) < 0) {
+		room_error(c, NULL, "%s", err);
+		return;
+	}
+	if (!(w = calloc(1, sizeof(*w)))) {
+		room_error(c, NULL, "seed_git did not start: out of memory");
+		return;
+	}
+	w->a = a;
+	w->c = c;
+	snprintf(w->user, sizeof(w->user), "%s", c->user);
+	memcpy(w->source, src, len);	/* seed_check: len fits, no NUL */
+	w->source[len] = '\0';
+	w->len = len;
+	if (ws_list_start(a, ".", "", seed_listed, w) < 0) {
+		free(w);
+		room_error(c, NULL, "seed_git did not start: out of memory");
+	}
 }
 
 void

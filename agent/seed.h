@@ -10,7 +10,9 @@
  * reachable, by a symlink or "..".  The clone runs as the room's uid, in
  * its cgroup, for at most SEED_TIMEOUT_S; its start, its end and git's
  * last words reach the room as notices, and it is audited (kind seed).
- * A workspace that is not empty is left alone, and the room told so.
+ * A workspace that is not empty is left alone: the asker gets an `error`
+ * when the listing before the clone finds an entry, and the room a notice
+ * when the sandbox's own check does (a file made in between).
  */
 #ifndef ATRIUM_AGENT_SEED_H
 #define ATRIUM_AGENT_SEED_H
@@ -23,9 +25,11 @@ struct conn;
 #define SEED_TIMEOUT_S	600	/* the clone's wall-clock limit */
 #define SEED_MAX_SOURCE	2048	/* bytes of a URL or path */
 
-/* Check the source of c's `seed_git` (len bytes as sent) and start the
- * clone; a refusal goes to c as an `error` saying why.  The caller has
- * checked that c may change the room's settings. */
+/* Check the source of c's `seed_git` (len bytes as sent), list the
+ * workspace's root (asynchronously, ws_list.h) and, when it is empty,
+ * start the clone; a refusal goes to c as an `error` saying why, unless c
+ * has left by then.  The caller has checked that c may change the room's
+ * settings. */
 void seed_request(struct agent *a, struct conn *c, const char *src,
     size_t len);
 

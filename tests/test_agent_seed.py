@@ -122,16 +122,32 @@ def test_seed_without_seed_dir_is_refused(room, model):
     assert os.listdir(room.workspace) == []
 
 
-def test_seed_into_non_empty_workspace_is_refused(room, model):
+@pytest.mark.parametrize("name", ["mine.txt", ".hidden"])
+def test_seed_into_non_empty_workspace_is_an_error_to_the_config(room, model,
+                                                                 name):
     seeds = seeds_of(room)
-    with open(os.path.join(room.workspace, "mine.txt"), "w") as f:
+    with open(os.path.join(room.workspace, name), "w") as f:
         f.write("keep me\n")
     room.start("--model-url", model.url, "--seed-dir", seeds, *fast())
     c = room.connect()
     seed(c, seeds + "/proj")
-    ev = _notice(c, "refused", 60)
-    assert "the workspace is not empty" in ev["text"]
-    assert sorted(os.listdir(room.workspace)) == ["mine.txt"]
+    err = c.wait("error", timeout=30)
+    assert "the workspace is not empty" in err["message"]
+    assert "seed_git only fills an empty workspace" in err["message"]
+    # Refused before anything ran: no clone started, nothing audited.
+    assert seeds_of_audit(room) == []
+    assert sorted(os.listdir(room.workspace)) == [name]
+
+
+def seeds_of_audit(room):
+    """The seed rows of the room's audit log."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(room.room_dir, "room.db"))
+    try:
+        return db.execute("SELECT * FROM audit WHERE kind = 'seed'"
+                          ).fetchall()
+    finally:
+        db.close()
 
 
 def test_https_seed_runs_with_network_for_that_command(room, model):
