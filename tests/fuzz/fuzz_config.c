@@ -7,7 +7,9 @@
  * "PATH:LINE: ..." with LINE counted as an editor counts it (a reference
  * reads the file line by line itself); whatever was loaded survives the
  * trip a parent makes to hand settings to a child (config_each, then
- * config_set of each pair into fresh defaults gives the same settings).
+ * config_set of each pair into fresh defaults gives the same settings);
+ * the same text as a price table (prices.c) is either accepted whole or
+ * refused with a message, and a refused table prices no model.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 #include "config.h"
 #include "fuzz.h"
+#include "prices.h"
 
 /* Every setting as "key=value\n" text, for comparing two configs. */
 struct dump {
@@ -173,11 +176,34 @@ check_set(const uint8_t *data, size_t size)
 	free(value);
 }
 
+/* The input as a price table, looked up under the name of its first
+ * entry's model. */
+static void
+check_prices(const uint8_t *data, size_t size)
+{
+	char *text = fuzz_cstring(data, size), err[256], model[64] = "";
+	double in = -1, out = -1;
+	int r;
+
+	err[0] = '\0';
+	r = prices_check(text, err, sizeof(err));
+	FUZZ_CHECK(r == 0 || r == -EINVAL);
+	FUZZ_CHECK(r == 0 ? err[0] == '\0' : strlen(err) > 0);
+	sscanf(text, " %63[^=,]", model);
+	model[sizeof(model) - 1] = '\0';
+	if (prices_lookup(text, model, &in, &out)) {
+		FUZZ_CHECK(r == 0);
+		FUZZ_CHECK(in >= 0 && out >= 0);
+	}
+	free(text);
+}
+
 /* libFuzzer's entry: One file, and one key NUL value pair. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_load(data, size);
 	check_set(data, size);
+	check_prices(data, size);
 	return 0;
 }
