@@ -23,7 +23,6 @@
 
 #include "agent.h"
 #include "log.h"
-#include "loop.h"
 #include "wsio.h"
 
 #define OUTPUT_SAVE_PREFIX	"bash-"
@@ -33,7 +32,6 @@
 struct output_save {
 	struct agent *a;
 	struct wsio w;
-	long long timer;		/* the kick, until the body starts */
 	char name[OUTPUT_SAVE_NAME_MAX];	/* the file's name */
 	char *data;			/* what to write (ours) */
 	size_t len;
@@ -189,16 +187,6 @@ output_save_finished(struct wsio *w)
 	output_save_free(s);
 }
 
-static long
-output_save_kick(struct loop *l, long long id, void *arg)
-{
-	struct output_save *s = arg;
-
-	s->timer = 0;
-	wsio_run(&s->w);
-	return LOOP_NOMORE;
-}
-
 int
 output_save_start(struct agent *a, const char *call_id, const char *data,
     size_t len, output_save_done_fn *done, void *arg,
@@ -224,8 +212,7 @@ output_save_start(struct agent *a, const char *call_id, const char *data,
 	clock_gettime(CLOCK_REALTIME, &now);
 	output_save_name(s->name, sizeof(s->name), call_id,
 	    (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
-	s->timer = loop_add_timer(a->loop, 0, output_save_kick, s);
-	if (s->timer < 0) {
+	if (wsio_start(&s->w) < 0) {
 		wsio_release(&s->w);
 		output_save_free(s);
 		return -ENOMEM;
@@ -240,25 +227,13 @@ output_save_cancel(struct output_save *s)
 	if (!s)
 		return;
 	s->done = NULL;
-	if (s->timer > 0) {	/* never started: nothing in flight */
-		loop_del_timer(s->a->loop, s->timer);
-		wsio_release(&s->w);
+	if (wsio_stop(&s->w))
 		output_save_free(s);
-		return;
-	}
-	wsio_cancel(&s->w);
 }
 
 void
 output_save_abandon(struct output_save *s)
 {
-	if (!s)
-		return;
-	if (s->timer > 0)
-		loop_del_timer(s->a->loop, s->timer);
-	if (wsio_release(&s->w)) {
-		log_warn("an output save abandoned with I/O in flight");
-		return;		/* the kernel may still write into it */
-	}
-	output_save_free(s);
+	if (s && !wsio_abandon(&s->w, "an output save"))
+		output_save_free(s);
 }

@@ -23,7 +23,6 @@
 #include "agent.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
 #include "room_db.h"
 #include "text.h"
 #include "wsio.h"
@@ -37,7 +36,6 @@ struct tool_files_run {
 	struct buf out;			/* the result text */
 	int failed;			/* fn returned an error */
 	long long audit_id;
-	long long timer;		/* the start timer, until it fires */
 	tool_done_fn *done;		/* NULL once cancelled */
 	void *arg;
 };
@@ -90,16 +88,6 @@ tool_files_finished(struct wsio *w)
 		buf_free(&text);
 	}
 	tool_files_free(r);
-}
-
-static long
-tool_files_kick(struct loop *l, long long id, void *arg)
-{
-	struct tool_files_run *r = arg;
-
-	r->timer = 0;
-	wsio_run(&r->w);
-	return LOOP_NOMORE;
 }
 
 /* What the audit shows: "NAME PATH" or "grep PATTERN PATH". */
@@ -157,8 +145,7 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 		    room_db_strerror(rc));
 		return rc;
 	}
-	r->timer = loop_add_timer(a->loop, 0, tool_files_kick, r);
-	if (r->timer < 0) {
+	if (wsio_start(&r->w) < 0) {
 		tool_files_audit_end(r, 126);
 		wsio_release(&r->w);
 		tool_files_free(r);
@@ -193,12 +180,8 @@ tool_files_cancel(void *run)
 	if (!r)
 		return;
 	r->done = NULL;
-	wsio_cancel(&r->w);
-	if (r->timer > 0) {	/* never started: nothing in flight */
-		loop_del_timer(r->a->loop, r->timer);
-		r->timer = 0;
+	if (wsio_stop(&r->w)) {	/* never started: finished will not run */
 		tool_files_audit_end(r, 1);
-		wsio_release(&r->w);
 		tool_files_free(r);
 	}
 }
@@ -207,17 +190,14 @@ void
 tool_files_abandon(void *run)
 {
 	struct tool_files_run *r = run;
+	char what[64];
 
 	if (!r)
 		return;
-	if (r->timer > 0)
-		loop_del_timer(r->a->loop, r->timer);
 	tool_files_audit_end(r, 1);
-	if (wsio_release(&r->w)) {
-		log_warn("%s tool abandoned with I/O in flight", r->name);
-		return;		/* the kernel may still write into it */
-	}
-	tool_files_free(r);
+	snprintf(what, sizeof(what), "%s tool", r->name);
+	if (!wsio_abandon(&r->w, what))
+		tool_files_free(r);
 }
 
 int

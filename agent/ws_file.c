@@ -14,8 +14,6 @@
 #include <string.h>
 
 #include "agent.h"
-#include "log.h"
-#include "loop.h"
 #include "wsio.h"
 
 #define WS_FILE_MAX_NAME	256	/* bytes of a relative path */
@@ -28,7 +26,6 @@ struct ws_file_read {
 	int err;			/* the body's result */
 	char *data;			/* what it read, until handed over */
 	size_t len;
-	long long timer;		/* the start timer, until it fires */
 	ws_file_done_fn *done;		/* NULL once cancelled */
 	void *arg;
 };
@@ -72,16 +69,6 @@ ws_file_finished(struct wsio *w)
 	ws_file_free(r);
 }
 
-static long
-ws_file_kick(struct loop *l, long long id, void *arg)
-{
-	struct ws_file_read *r = arg;
-
-	r->timer = 0;
-	wsio_run(&r->w);
-	return LOOP_NOMORE;
-}
-
 int
 ws_file_read_start(struct agent *a, const char *rel, size_t max,
     ws_file_done_fn *done, void *arg, struct ws_file_read **out)
@@ -102,8 +89,7 @@ ws_file_read_start(struct agent *a, const char *rel, size_t max,
 	r->max = max;
 	r->done = done;
 	r->arg = arg;
-	r->timer = loop_add_timer(a->loop, 0, ws_file_kick, r);
-	if (r->timer < 0) {
+	if (wsio_start(&r->w) < 0) {
 		wsio_release(&r->w);
 		ws_file_free(r);
 		return -ENOMEM;
@@ -118,26 +104,20 @@ ws_file_read_cancel(struct ws_file_read *r)
 	if (!r)
 		return;
 	r->done = NULL;
-	wsio_cancel(&r->w);
-	if (r->timer > 0) {	/* never started: nothing in flight */
-		loop_del_timer(r->a->loop, r->timer);
-		wsio_release(&r->w);
+	if (wsio_stop(&r->w))
 		ws_file_free(r);
-	}
 }
 
 void
 ws_file_read_abandon(struct ws_file_read *r)
 {
+	char what[WS_FILE_MAX_NAME + 16];
+
 	if (!r)
 		return;
-	if (r->timer > 0)
-		loop_del_timer(r->a->loop, r->timer);
-	if (wsio_release(&r->w)) {
-		log_warn("read of %s abandoned with I/O in flight", r->rel);
-		return;		/* the kernel may still write into it */
-	}
-	ws_file_free(r);
+	snprintf(what, sizeof(what), "read of %s", r->rel);
+	if (!wsio_abandon(&r->w, what))
+		ws_file_free(r);
 }
 
 void

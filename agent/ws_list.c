@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 
 #include "agent.h"
-#include "log.h"
-#include "loop.h"
 #include "wsio.h"
 
 #define WS_LIST_DENTS		(32 * 1024)	/* getdents buffer */
@@ -120,15 +118,6 @@ ws_list_finished(struct wsio *w)
 	free(l);
 }
 
-static long
-ws_list_kick(struct loop *lp, long long id, void *arg)
-{
-	struct ws_list *l = arg;
-
-	wsio_run(&l->w);
-	return LOOP_NOMORE;
-}
-
 /* See ws_list.h. */
 int
 ws_list_start(struct agent *a, const char *dir, const char *prefix,
@@ -153,7 +142,7 @@ ws_list_start(struct agent *a, const char *dir, const char *prefix,
 	l->done = done;
 	l->arg = arg;
 	wsio_budget(&l->w, 5);
-	if (loop_add_timer(a->loop, 0, ws_list_kick, l) < 0) {
+	if (wsio_start(&l->w) < 0) {
 		wsio_release(&l->w);
 		json_object_put(l->names);
 		free(l);

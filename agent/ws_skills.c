@@ -17,7 +17,6 @@
 
 #include "agent.h"
 #include "log.h"
-#include "loop.h"
 #include "skills.h"
 #include "ws_file.h"
 #include "wsio.h"
@@ -29,7 +28,6 @@ struct ws_skills {
 	struct agent *a;
 	int err;			/* the body's result */
 	json_object *found;		/* skills read, until handed over */
-	long long timer;		/* the start timer, until it fires */
 	ws_skills_done_fn *done;	/* NULL once cancelled */
 	void *arg;
 };
@@ -154,18 +152,6 @@ ws_skills_finished(struct wsio *w)
 	ws_skills_free(r);
 }
 
-static long
-ws_skills_kick(struct loop *l, long long id, void *arg)
-{
-	struct ws_skills *r = arg;
-
-	(void)l;
-	(void)id;
-	r->timer = 0;
-	wsio_run(&r->w);
-	return LOOP_NOMORE;
-}
-
 int
 ws_skills_read_start(struct agent *a, ws_skills_done_fn *done, void *arg,
     struct ws_skills **out)
@@ -184,8 +170,7 @@ ws_skills_read_start(struct agent *a, ws_skills_done_fn *done, void *arg,
 	r->a = a;
 	r->done = done;
 	r->arg = arg;
-	r->timer = loop_add_timer(a->loop, 0, ws_skills_kick, r);
-	if (r->timer < 0) {
+	if (wsio_start(&r->w) < 0) {
 		wsio_release(&r->w);
 		ws_skills_free(r);
 		return -ENOMEM;
@@ -200,25 +185,13 @@ ws_skills_read_cancel(struct ws_skills *r)
 	if (!r)
 		return;
 	r->done = NULL;
-	wsio_cancel(&r->w);
-	if (r->timer > 0) {	/* never started: nothing in flight */
-		loop_del_timer(r->a->loop, r->timer);
-		wsio_release(&r->w);
+	if (wsio_stop(&r->w))
 		ws_skills_free(r);
-	}
 }
 
 void
 ws_skills_read_abandon(struct ws_skills *r)
 {
-	if (!r)
-		return;
-	if (r->timer > 0)
-		loop_del_timer(r->a->loop, r->timer);
-	if (wsio_release(&r->w)) {
-		log_warn("read of the workspace's skills abandoned with I/O "
-		    "in flight");
-		return;		/* the kernel may still write into it */
-	}
-	ws_skills_free(r);
+	if (r && !wsio_abandon(&r->w, "read of the workspace's skills"))
+		ws_skills_free(r);
 }

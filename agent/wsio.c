@@ -176,6 +176,53 @@ wsio_run(struct wsio *w)
 		w->finished(w);
 }
 
+static long
+wsio_kick(struct loop *l, long long id, void *arg)
+{
+	struct wsio *w = arg;
+
+	w->timer = 0;
+	wsio_run(w);
+	return LOOP_NOMORE;
+}
+
+int
+wsio_start(struct wsio *w)
+{
+	long long t = loop_add_timer(w->a->loop, 0, wsio_kick, w);
+
+	if (t < 0)
+		return -ENOMEM;
+	w->timer = t;
+	return 0;
+}
+
+int
+wsio_stop(struct wsio *w)
+{
+	if (w->timer <= 0) {
+		wsio_cancel(w);
+		return 0;
+	}
+	/* Never started: nothing in flight, and finished will never run. */
+	loop_del_timer(w->a->loop, w->timer);
+	w->timer = 0;
+	wsio_release(w);
+	return 1;
+}
+
+int
+wsio_abandon(struct wsio *w, const char *what)
+{
+	if (w->timer > 0)
+		loop_del_timer(w->a->loop, w->timer);
+	w->timer = 0;
+	if (!wsio_release(w))
+		return 0;
+	log_warn("%s abandoned with I/O in flight", what);
+	return 1;
+}
+
 void
 wsio_budget(struct wsio *w, int seconds)
 {

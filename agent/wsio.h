@@ -48,6 +48,7 @@ struct wsio {
 	long long running_since;	/* monotonic ms of the last resume */
 	long long deadline;		/* monotonic ms the budget ends, or 0 */
 	int budget_s;			/* the budget in seconds, or 0 */
+	long long timer;		/* wsio_start's timer, until it fires */
 };
 
 /* Prepare w to run body in a new coroutine.  0 or -ENOMEM. */
@@ -57,6 +58,23 @@ int wsio_init(struct wsio *w, struct agent *a, void (*body)(struct wsio *w),
 /* Run (or go on running) the coroutine on the loop's stack; calls
  * finished when the body has returned. */
 void wsio_run(struct wsio *w);
+
+/* The lifecycle every workspace job shares (tool_files.c, ws_file.c,
+ * ws_skills.c, ws_list.c, output_save.c).  wsio_start runs the body from a
+ * 0 ms timer, so finished is never called inside the job's own start
+ * function: 0 or -ENOMEM (then wsio_release and free the job). */
+int wsio_start(struct wsio *w);
+
+/* Cancel a started job.  1 when its body never ran: the coroutine is
+ * released and the caller frees the job now.  0 otherwise: the body
+ * unwinds (every later operation fails with -ECANCELED) and finished runs
+ * as usual. */
+int wsio_stop(struct wsio *w);
+
+/* Drop a job at shutdown, what naming it in the log.  0: released, free
+ * the job.  1: an operation was in flight, whose buffers the kernel may
+ * still write: the job's memory must be left for the process's exit. */
+int wsio_abandon(struct wsio *w, const char *what);
 
 /* Give the call a time budget of seconds from now (0: none), which
  * wsio_pace enforces. */

@@ -176,41 +176,41 @@ struct chunk_ref {
 	uint64_t len;
 };
 
-/* The chunks of ino with first <= idx <= last, at most max of them, in
- * refs (length(data) does not load the blob).  Their number or -errno. */
-static int
-chunks_find(struct fs *fs, uint64_t ino, uint64_t first, uint64_t last,
-    struct chunk_ref *refs, int max)
-{
-	sqlite3_stmt *st;
-	int n = 0, rc;
+/* Chunks a read of at most CHUNKS_READ_MAX bytes can meet: reads are cut
+ * into pieces this big. */
+#define CHUNKS_READ_MAX (1u << 20)
+#define CHUNKS_READ_REFS (CHUNKS_READ_MAX / FS_CHUNK + 1)
 
-	st = db_stmt(fs, "SELECT idx, rowid, length(data) FROM chunks "
-	    "WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)first);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)last);
-	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		refs[n].idx = (uint64_t)sqlite3_column_int64(st, 0);
-		refs[n].rowid = sqlite3_column_int64(st, 1);
-		refs[n++].len = (uint64_t)sqlite3_column_int64(st, 2);
+/* The chunks of ino with first <= idx <= last, at most CHUNKS_READ_REFS of
+ * them, in refs (length(data) does not load the blob), with find prepared
+ * from CHUNKS_FIND_SQL.  Their number, or minus an SQLite error code. */
+static int
+chunks_find(sqlite3_stmt *find, uint64_t ino, uint64_t first, uint64_t last,
+    struct chunk_ref *refs)
+{
+	int n = 0, rc = SQLITE_DONE;
+
+	sqlite3_bind_int64(find, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(find, 2, (sqlite3_int64)first);
+	sqlite3_bind_int64(find, 3, (sqlite3_int64)last);
+	while (n < (int)CHUNKS_READ_REFS &&
+	    (rc = sqlite3_step(find)) == SQLITE_ROW) {
+		refs[n].idx = (uint64_t)sqlite3_column_int64(find, 0);
+		refs[n].rowid = sqlite3_column_int64(find, 1);
+		refs[n++].len = (uint64_t)sqlite3_column_int64(find, 2);
 	}
-	if (n == max)
-		rc = SQLITE_DONE;
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? n : db_errno(fs, rc, "chunks_find");
+	sqlite3_reset(find);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? n : -rc;
 }
 
 /* Copy the part of chunk ref inside [off, off+size) to its place in out,
  * reading only that range of the blob (a 4 KiB read of a 64 KiB chunk
  * does not fetch the rest, and SQLite reads whole overflow pages straight
  * into out), after zeroing the hole between *done (bytes of out already
- * filled) and it.  *blob is opened on first use and moved to each next
- * row.  0 or -errno. */
+ * filled) and it.  *blob is opened on db at first use and moved to each
+ * next row.  SQLITE_OK or an SQLite error code. */
 static int
-chunks_copy(struct fs *fs, sqlite3_blob **blob, const struct chunk_ref *ref,
+chunks_copy(sqlite3 *db, sqlite3_blob **blob, const struct chunk_ref *ref,
     uint64_t off, size_t size, unsigned char *out, uint64_t *done)
 {
 	uint64_t start = ref->idx * FS_CHUNK;
@@ -220,68 +220,83 @@ chunks_copy(struct fs *fs, sqlite3_blob **blob, const struct chunk_ref *ref,
 	int rc;
 
 	if (to <= from)
-		return 0;
+		return SQLITE_OK;
 	if (from - off > *done)
 		memset(out + *done, 0, from - off - *done);
 	*done = to - off;
 	if (*blob)
 		rc = sqlite3_blob_reopen(*blob, ref->rowid);
 	else
-		rc = sqlite3_blob_open(fs->db, "main", "chunks", "data",
-		    ref->rowid, 0, blob);
+		rc = sqlite3_blob_open(db, "main", "chunks", "data", ref->rowid,
+		    0, blob);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_blob_read(*blob, out + (from - off), (int)(to - from),
 		    (int)(from - start));
-	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_read");
+	return rc;
 }
 
-/* Chunks a read of at most CHUNKS_READ_MAX bytes can meet: reads are cut
- * into pieces this big. */
-#define CHUNKS_READ_MAX (1u << 20)
-#define CHUNKS_READ_REFS (CHUNKS_READ_MAX / FS_CHUNK + 1)
-
-/* chunks_read of at most CHUNKS_READ_MAX bytes. */
+/* chunks_read_on of at most CHUNKS_READ_MAX bytes. */
 static int
-chunks_read_piece(struct fs *fs, uint64_t ino, uint64_t off, unsigned char *out,
-    size_t size)
+chunks_read_piece(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
+    unsigned char *out, size_t size)
 {
 	struct chunk_ref refs[CHUNKS_READ_REFS];
 	sqlite3_blob *blob = NULL;
 	uint64_t done = 0;
-	int n, i, r = 0;
+	int n, i, rc = SQLITE_OK;
 
 	/* Rows come in idx order (the primary key's index), so the holes
 	 * between them are zeroed as they go, not the whole buffer first. */
-	n = chunks_find(fs, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
-	    refs, CHUNKS_READ_REFS);
+	n = chunks_find(find, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
+	    refs);
 	if (n < 0)
-		return n;
-	for (i = 0; i < n && r == 0; i++)
-		r = chunks_copy(fs, &blob, &refs[i], off, size, out, &done);
+		return -n;
+	for (i = 0; i < n && rc == SQLITE_OK; i++)
+		rc = chunks_copy(db, &blob, &refs[i], off, size, out, &done);
 	sqlite3_blob_close(blob);
-	if (r == 0 && done < size)
+	if (rc == SQLITE_OK && done < size)
 		memset(out + done, 0, size - done);
-	return r;
+	return rc;
 }
 
-/* Read size bytes at off into buf, zeros for holes (the caller clamped size
- * to the file's size).  0 or -errno. */
+/* Read size bytes of ino at off into buf, zeros for holes (the caller
+ * clamped size to the file's size), on connection db with find prepared
+ * there from CHUNKS_FIND_SQL.  The writer and the readers (readers.c) both
+ * read through here, each on its own connection and statement cache.
+ * SQLITE_OK or an SQLite error code. */
 int
-chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
+chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
+    void *buf, size_t size)
 {
 	unsigned char *out = buf;
-	int r;
+	int rc;
 
 	while (size > 0) {
 		size_t n = size < CHUNKS_READ_MAX ? size : CHUNKS_READ_MAX;
 
-		if ((r = chunks_read_piece(fs, ino, off, out, n)) < 0)
-			return r;
+		rc = chunks_read_piece(db, find, ino, off, out, n);
+		if (rc != SQLITE_OK)
+			return rc;
 		off += n;
 		out += n;
 		size -= n;
 	}
-	return 0;
+	return SQLITE_OK;
+}
+
+/* chunks_read_on the writer's connection (fs->lock held).  0 or -errno. */
+int
+chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
+{
+	sqlite3_stmt *find;
+	int rc;
+
+	if (size == 0)
+		return 0;
+	if (!(find = db_stmt(fs, CHUNKS_FIND_SQL)))
+		return -EIO;
+	rc = chunks_read_on(fs->db, find, ino, off, buf, size);
+	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_read");
 }
 
 /* Cut the chunk holding byte size, if any, to end there (the chunks past

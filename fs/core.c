@@ -539,22 +539,16 @@ fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t parent,
 	return r;
 }
 
-/* A symlink's target into buf: its length, -EINVAL or -errno. */
+/* Symlink ino's target through st, prepared from READLINK_SQL on the
+ * caller's connection (the writer's or a reader's), into buf (size > 0),
+ * cut to fit and ended by a NUL; its length into *len.  SQLITE_ROW,
+ * SQLITE_DONE when ino is no symlink, or an SQLite error code. */
 int
-fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
+core_readlink_on(sqlite3_stmt *st, uint64_t ino, char *buf, size_t size,
+    int *len)
 {
-	sqlite3_stmt *st;
-	int rc, r = -EINVAL;
+	int rc;
 
-	if (size == 0)
-		return -ERANGE;
-	if ((r = readers_readlink(fs, ino, buf, size)) != READERS_ASK_WRITER)
-		return r;
-	fs_lock(fs);
-	if (!(st = db_stmt(fs, "SELECT target FROM symlinks WHERE ino = ?"))) {
-		fs_unlock(fs);
-		return -EIO;
-	}
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t n = (size_t)sqlite3_column_bytes(st, 0);
@@ -562,11 +556,33 @@ fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
 			n = size - 1;
 		memcpy(buf, sqlite3_column_blob(st, 0), n);
 		buf[n] = '\0';
-		r = (int)n;
-	} else if (rc != SQLITE_DONE) {
-		r = db_errno(fs, rc, "readlink");
+		*len = (int)n;
 	}
 	sqlite3_reset(st);
+	return rc;
+}
+
+/* A symlink's target into buf: its length, -EINVAL or -errno. */
+int
+fs_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	sqlite3_stmt *st;
+	int rc, r;
+
+	if (size == 0)
+		return -ERANGE;
+	if ((r = readers_readlink(fs, ino, buf, size)) != READERS_ASK_WRITER)
+		return r;
+	fs_lock(fs);
+	if (!(st = db_stmt(fs, READLINK_SQL))) {
+		fs_unlock(fs);
+		return -EIO;
+	}
+	rc = core_readlink_on(st, ino, buf, size, &r);
+	if (rc == SQLITE_DONE)
+		r = -EINVAL;
+	else if (rc != SQLITE_ROW)
+		r = db_errno(fs, rc, "readlink");
 	fs_unlock(fs);
 	return r;
 }

@@ -181,6 +181,10 @@ void ckpt_run(struct fs *fs);
 
 /* --- core.c --- */
 uint64_t core_entry_size(struct fs *fs, uint64_t parent, const char *name);
+/* A symlink's target (core_readlink_on). */
+#define READLINK_SQL "SELECT target FROM symlinks WHERE ino = ?"
+int core_readlink_on(sqlite3_stmt *st, uint64_t ino, char *buf, size_t size,
+    int *len);
 
 /* --- space.c --- */
 int space_init(struct fs *fs);
@@ -216,6 +220,10 @@ void quota_statfs(struct fs *fs, struct fs_statfs *out);
 void xattr_cache_init(struct fs *fs, size_t max);
 int xattr_cache_load(struct fs *fs);
 void xattr_cache_free(struct fs *fs);
+/* One attribute's value (xattr_get_on). */
+#define XATTR_GET_SQL "SELECT value FROM xattrs WHERE ino = ? AND name = ?"
+int xattr_get_on(sqlite3_stmt *st, uint64_t ino, const char *name, void *buf,
+    size_t size, ssize_t *len);
 
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };
@@ -228,6 +236,9 @@ struct timespec inode_time_clamp(struct timespec ts);
 	t "ctime, " t "ctime_ns, " t "stored"
 void inode_from_row(sqlite3_stmt *st, int col, uint64_t ino,
     struct fs_attr *out);
+/* One inode's row (inode_get_on). */
+#define INODE_GET_SQL "SELECT " INODE_COLUMNS("") " FROM inodes WHERE ino = ?"
+int inode_get_on(sqlite3_stmt *st, uint64_t ino, struct fs_attr *out);
 int inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out);
 int inode_new(struct fs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
     uint64_t rdev, uint32_t nlink, uint64_t *ino);
@@ -257,6 +268,11 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
     fs_readdir_cb cb, void *arg);
 
 /* --- chunks.c --- */
+/* The chunks of a file that a read meets, in order (chunks_read_on). */
+#define CHUNKS_FIND_SQL "SELECT idx, rowid, length(data) FROM chunks " \
+	"WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx"
+int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
+    void *buf, size_t size);
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
 int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,

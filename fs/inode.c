@@ -83,26 +83,38 @@ inode_from_row(sqlite3_stmt *st, int col, uint64_t ino, struct fs_attr *out)
 	stored_attr(out, (uint64_t)sqlite3_column_int64(st, col + 12));
 }
 
+/* Read inode ino into out through st, prepared from INODE_GET_SQL on the
+ * caller's connection (the writer's or a reader's: each has its own
+ * statement cache).  SQLITE_ROW, SQLITE_DONE when there is no such inode,
+ * or an SQLite error code, which the caller maps its own way. */
+int
+inode_get_on(sqlite3_stmt *st, uint64_t ino, struct fs_attr *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		inode_from_row(st, 0, ino, out);
+	sqlite3_reset(st);
+	return rc;
+}
+
 /* Read inode ino into out: 0, -ENOENT or -errno. */
 int
 inode_get(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT " INODE_COLUMNS("")
-	    " FROM inodes WHERE ino = ?");
+	sqlite3_stmt *st = db_stmt(fs, INODE_GET_SQL);
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	if (!st)
+	if (!st) {
+		memset(out, 0, sizeof(*out));
 		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		sqlite3_reset(st);
-		return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "inode_get");
 	}
-	inode_from_row(st, 0, ino, out);
-	sqlite3_reset(st);
-	return 0;
+	rc = inode_get_on(st, ino, out);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "inode_get");
 }
 
 /* Insert a new inode with times now; its number into *ino.  0 or -errno. */

@@ -6,7 +6,11 @@
  * call (getattr, lookup, read, readlink, readdir, getxattr of an inode
  * that has attributes) tries here first, without
  * fs->lock, and does the read on the writer's connection under fs->lock
- * when this file answers READERS_ASK_WRITER.
+ * when this file answers READERS_ASK_WRITER.  The SQL of each read and the
+ * decoding of its rows are the writer's own (inode_get_on, core_readlink_on,
+ * xattr_get_on, chunks_read_on): they take a statement prepared on the
+ * caller's connection, so both paths read alike while each connection
+ * keeps its own statement cache.
  *
  * The threading model of atrium-fs (db.c owns the commit rules, this file
  * the rest):
@@ -98,9 +102,6 @@
 #define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
 #define READERS_TOUCHED_MAX (1u << 17)
-/* Chunks a read piece of at most READERS_PIECE bytes can meet. */
-#define READERS_PIECE (1u << 20)
-#define READERS_REFS (READERS_PIECE / FS_CHUNK + 1)
 
 /* One read-only connection and its statements. */
 struct reader {
@@ -386,17 +387,14 @@ readers_end(struct fs *fs, struct reader *rd)
 static int
 reader_inode(struct reader *rd, uint64_t ino, struct fs_attr *out)
 {
-	sqlite3_stmt *st = reader_stmt(rd, "SELECT " INODE_COLUMNS("")
-	    " FROM inodes WHERE ino = ?");
+	sqlite3_stmt *st = reader_stmt(rd, INODE_GET_SQL);
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	if (!st)
+	if (!st) {
+		memset(out, 0, sizeof(*out));
 		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		inode_from_row(st, 0, ino, out);
-	sqlite3_reset(st);
+	}
+	rc = inode_get_on(st, ino, out);
 	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : -EIO;
 }
 
@@ -473,24 +471,12 @@ readers_readlink(struct fs *fs, uint64_t ino, char *buf, size_t size)
 	struct reader *rd;
 	sqlite3_stmt *st;
 	uint64_t seq;
-	int rc, r = -EINVAL;
+	int rc = SQLITE_ERROR, r = -EINVAL;
 
 	if (!(rd = readers_begin(fs, ino, &seq)))
 		return READERS_ASK_WRITER;
-	if (!(st = reader_stmt(rd, "SELECT target FROM symlinks WHERE ino = ?"))) {
-		readers_end(fs, rd);
-		return READERS_ASK_WRITER;
-	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		if (n > size - 1)
-			n = size - 1;
-		memcpy(buf, sqlite3_column_blob(st, 0), n);
-		buf[n] = '\0';
-		r = (int)n;
-	}
-	sqlite3_reset(st);
+	if ((st = reader_stmt(rd, READLINK_SQL)))
+		rc = core_readlink_on(st, ino, buf, size, &r);
 	readers_end(fs, rd);
 	if ((rc != SQLITE_ROW && rc != SQLITE_DONE) ||
 	    !readers_clean(fs, seq, ino, 0))
@@ -509,114 +495,16 @@ readers_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	sqlite3_stmt *st;
 	uint64_t seq;
 	ssize_t r = -ENODATA;
-	int rc;
+	int rc = SQLITE_ERROR;
 
 	if (!(rd = readers_begin(fs, ino, &seq)))
 		return READERS_ASK_WRITER;
-	if (!(st = reader_stmt(rd,
-	    "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
-		readers_end(fs, rd);
-		return READERS_ASK_WRITER;
-	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		if (size > 0 && n > size)
-			r = -ERANGE;
-		else {
-			if (size > 0 && n > 0)
-				memcpy(buf, sqlite3_column_blob(st, 0), n);
-			r = (ssize_t)n;
-		}
-	}
-	sqlite3_reset(st);
+	if ((st = reader_stmt(rd, XATTR_GET_SQL)))
+		rc = xattr_get_on(st, ino, name, buf, size, &r);
 	readers_end(fs, rd);
 	if ((rc != SQLITE_ROW && rc != SQLITE_DONE) ||
 	    !readers_clean(fs, seq, ino, 0))
 		return READERS_ASK_WRITER;
-	return r;
-}
-
-/* A stored chunk met by a read. */
-struct reader_ref {
-	uint64_t idx;
-	sqlite3_int64 rowid;
-	uint64_t len;
-};
-
-/* The chunks of ino with first <= idx <= last (at most READERS_REFS) into
- * refs: their number or -EIO. */
-static int
-reader_chunks(struct reader *rd, uint64_t ino, uint64_t first, uint64_t last,
-    struct reader_ref *refs)
-{
-	sqlite3_stmt *st = reader_stmt(rd, "SELECT idx, rowid, length(data) "
-	    "FROM chunks WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx");
-	int n = 0, rc = SQLITE_DONE;
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)first);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)last);
-	while (n < (int)READERS_REFS && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		refs[n].idx = (uint64_t)sqlite3_column_int64(st, 0);
-		refs[n].rowid = sqlite3_column_int64(st, 1);
-		refs[n++].len = (uint64_t)sqlite3_column_int64(st, 2);
-	}
-	sqlite3_reset(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? n : -EIO;
-}
-
-/* Copy what chunk ref holds of [off, off+size) into out, zeroing the hole
- * between *done and it (as chunks.c's chunks_copy; the blob handle moves
- * from row to row).  0 or -EIO. */
-static int
-reader_copy(struct reader *rd, sqlite3_blob **blob, const struct reader_ref *ref,
-    uint64_t off, size_t size, unsigned char *out, uint64_t *done)
-{
-	uint64_t start = ref->idx * FS_CHUNK, end = off + size;
-	uint64_t from = start > off ? start : off;
-	uint64_t to = start + ref->len < end ? start + ref->len : end;
-	int rc;
-
-	if (to <= from)
-		return 0;
-	if (from - off > *done)
-		memset(out + *done, 0, from - off - *done);
-	*done = to - off;
-	if (*blob)
-		rc = sqlite3_blob_reopen(*blob, ref->rowid);
-	else
-		rc = sqlite3_blob_open(rd->db, "main", "chunks", "data", ref->rowid,
-		    0, blob);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_blob_read(*blob, out + (from - off), (int)(to - from),
-		    (int)(from - start));
-	return rc == SQLITE_OK ? 0 : -EIO;
-}
-
-/* size (at most READERS_PIECE) bytes of ino at off, zeros for holes.
- * 0 or -EIO. */
-static int
-reader_piece(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *out,
-    size_t size)
-{
-	struct reader_ref refs[READERS_REFS];
-	sqlite3_blob *blob = NULL;
-	uint64_t done = 0;
-	int n, r = 0;
-
-	n = reader_chunks(rd, ino, off / FS_CHUNK, (off + size - 1) / FS_CHUNK,
-	    refs);
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n && r == 0; i++)
-		r = reader_copy(rd, &blob, &refs[i], off, size, out, &done);
-	sqlite3_blob_close(blob);
-	if (r == 0 && done < size)
-		memset(out + done, 0, size - done);
 	return r;
 }
 
@@ -625,8 +513,8 @@ static ssize_t
 reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
     size_t size)
 {
+	sqlite3_stmt *find;
 	struct fs_attr a;
-	size_t left;
 	int r;
 
 	if ((r = reader_inode(rd, ino, &a)) < 0)
@@ -637,14 +525,10 @@ reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
 		return 0;
 	if (size > a.size - off)
 		size = (size_t)(a.size - off);
-	for (left = size; left > 0; ) {
-		size_t n = left < READERS_PIECE ? left : READERS_PIECE;
-		if ((r = reader_piece(rd, ino, off, buf, n)) < 0)
-			return r;
-		off += n;
-		buf += n;
-		left -= n;
-	}
+	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)))
+		return -EIO;
+	if (chunks_read_on(rd->db, find, ino, off, buf, size) != SQLITE_OK)
+		return -EIO;
 	return (ssize_t)size;
 }
 

@@ -193,13 +193,40 @@ fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *value,
 	return r;
 }
 
+/* Attribute name of ino through st, prepared from XATTR_GET_SQL on the
+ * caller's connection (the writer's or a reader's): into *len its size
+ * when size is 0, else -ERANGE or its size with the value in buf.
+ * SQLITE_ROW, SQLITE_DONE when there is no such attribute, or an SQLite
+ * error code. */
+int
+xattr_get_on(sqlite3_stmt *st, uint64_t ino, const char *name, void *buf,
+    size_t size, ssize_t *len)
+{
+	int rc;
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+		if (size > 0 && n > size)
+			*len = -ERANGE;
+		else {
+			if (size > 0 && n > 0)
+				memcpy(buf, sqlite3_column_blob(st, 0), n);
+			*len = (ssize_t)n;
+		}
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
 /* An attribute's value (or size when size is 0): its size or -errno. */
 ssize_t
 fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
     size_t size)
 {
 	sqlite3_stmt *st;
-	ssize_t r = -ENODATA;
+	ssize_t r;
 	int rc;
 
 	if (xattr_check_name(name) < 0 || xattr_cache_none(fs, ino))
@@ -207,27 +234,16 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	/* Not changed by the open group: a read-only connection answers. */
 	if ((r = readers_getxattr(fs, ino, name, buf, size)) != READERS_ASK_WRITER)
 		return r;
-	r = -ENODATA;
 	fs_lock(fs);
-	if (!(st = db_stmt(fs, "SELECT value FROM xattrs WHERE ino = ? AND name = ?"))) {
+	if (!(st = db_stmt(fs, XATTR_GET_SQL))) {
 		fs_unlock(fs);
 		return -EIO;
 	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		if (size > 0 && n > size)
-			r = -ERANGE;
-		else {
-			if (size > 0 && n > 0)
-				memcpy(buf, sqlite3_column_blob(st, 0), n);
-			r = (ssize_t)n;
-		}
-	} else if (rc != SQLITE_DONE) {
+	rc = xattr_get_on(st, ino, name, buf, size, &r);
+	if (rc == SQLITE_DONE)
+		r = -ENODATA;
+	else if (rc != SQLITE_ROW)
 		r = db_errno(fs, rc, "getxattr");
-	}
-	sqlite3_reset(st);
 	fs_unlock(fs);
 	return r;
 }

@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 
 import pytest
 
-from conftest import ssh_command
+from test_chat import Tmux as ChatTmux
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -38,52 +37,18 @@ def srv(atriumd, data_dir, model_server):
                    model_server.url, "--model", "test-model", env=env)
 
 
-class Tmux:
-    """A tmux server of this test's own (other tests may run beside it)."""
+class Tmux(ChatTmux):
+    """test_chat's tmux driver on a socket of its own, and typing a whole
+    line at once (the shell echoes it back as one)."""
 
     def __init__(self):
+        super().__init__()
         self.sock = "atrium-term-%d" % os.getpid()
-
-    def __call__(self, *args):
-        return subprocess.run(["tmux", "-L", self.sock] + list(args),
-                              capture_output=True, text=True)
-
-    def open(self, name, srv, room, user="alice", cols=80, rows=24):
-        cmd = " ".join(ssh_command(srv, room, user=user, opts=["-t"]))
-        self("new-session", "-d", "-s", name, "-x", str(cols), "-y",
-             str(rows), "exec " + cmd)
-        self("set-option", "-t", name, "remain-on-exit", "on")
-        self.wait(name, room + ">")
-
-    def screen(self, name, history=False):
-        args = ["capture-pane", "-p", "-t", name]
-        if history:
-            args += ["-S", "-"]
-        return self(*args).stdout
-
-    def rows(self, name):
-        return [r.rstrip() for r in self.screen(name).split("\n")]
-
-    def wait(self, name, text, timeout=20):
-        end = time.time() + timeout
-        screen = ""
-        while time.time() < end:
-            screen = self.screen(name)
-            if text(screen) if callable(text) else text in screen:
-                return screen
-            time.sleep(0.1)
-        pytest.fail("%r not on the screen of %s:\n%s" % (text, name, screen))
-
-    def keys(self, name, *keys):
-        self("send-keys", "-t", name, *keys)
 
     def type(self, name, text):
         """Type text literally, then Enter."""
         self("send-keys", "-t", name, "-l", text)
         self("send-keys", "-t", name, "Enter")
-
-    def kill(self):
-        self("kill-server")
 
 
 @pytest.fixture
