@@ -300,27 +300,47 @@ seed_check(struct agent *a, const char *src, size_t len, int *network,
 	return seed_local_ok(a, path, root, real, rel, rellen, err, errlen);
 }
 
+/* What seed_check found of a source. */
+struct seed_src {
+	int network;			/* an https clone */
+	const char *root;		/* --seed-dir, for a local source */
+	char real[PATH_MAX];
+	char rel[SEED_MAX_SOURCE + 2];	/* beneath root */
+};
+
+/* May c seed from src now?  No clone may be running and the source must
+ * pass seed_check; a refusal is answered to c.  0 with *ss filled, or
+ * -1. */
+static int
+seed_admit(struct agent *a, struct conn *c, const char *src, size_t len,
+    struct seed_src *ss)
+{
+	char err[PATH_MAX + 256];
+
+	if (a->seed) {
+		room_error(c, NULL, "seed_git is already cloning %s",
+		    a->seed->source);
+		return -1;
+	}
+	if (seed_check(a, src, len, &ss->network, &ss->root, ss->real,
+	    ss->rel, sizeof(ss->rel), err, sizeof(err)) < 0) {
+		room_error(c, NULL, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Clone src for c, the workspace having been seen empty: the source is
  * checked again (it may have changed during the listing) and the clone
  * spawned.  A refusal goes to c as an `error`. */
 static void
 seed_start(struct agent *a, struct conn *c, const char *src, size_t len)
 {
-	char err[PATH_MAX + 256], real[PATH_MAX], rel[SEED_MAX_SOURCE + 2];
-	const char *root;
+	struct seed_src ss;
 	struct seed *s;
-	int network;
 
-	if (a->seed) {
-		room_error(c, NULL, "seed_git is already cloning %s",
-		    a->seed->source);
+	if (seed_admit(a, c, src, len, &ss) < 0)
 		return;
-	}
-	if (seed_check(a, src, len, &network, &root, real, rel, sizeof(rel),
-	    err, sizeof(err)) < 0) {
-		room_error(c, NULL, "%s", err);
-		return;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s || outcap_init(&s->out, SEED_HEAD, SEED_TAIL) < 0) {
 		free(s);
@@ -330,8 +350,8 @@ seed_start(struct agent *a, struct conn *c, const char *src, size_t len)
 	s->a = a;
 	snprintf(s->user, sizeof(s->user), "%s", c->user);
 	snprintf(s->source, sizeof(s->source), "%.*s", (int)len, src);
-	if (seed_spawn(s, root ? "/seed" : s->source, network, root,
-	    rel) < 0) {
+	if (seed_spawn(s, ss.root ? "/seed" : s->source, ss.network, ss.root,
+	    ss.rel) < 0) {
 		room_error(c, NULL, "seed_git did not start: the agent's log "
 		    "says why");
 		seed_free(s);
@@ -391,21 +411,11 @@ seed_listed(void *arg, int err, json_object *names)
 void
 seed_request(struct agent *a, struct conn *c, const char *src, size_t len)
 {
-	char err[PATH_MAX + 256], real[PATH_MAX], rel[SEED_MAX_SOURCE + 2];
-	const char *root;
+	struct seed_src ss;
 	struct seed_wait *w;
-	int network;
 
-	if (a->seed) {
-		room_error(c, NULL, "seed_git is already cloning %s",
-		    a->seed->source);
+	if (seed_admit(a, c, src, len, &ss) < 0)
 		return;
-	}
-	if (seed_check(a, src, len, &network, &root, real, rel, sizeof(rel),
-	    err, sizeof(err)) < 0) {
-		room_error(c, NULL, "%s", err);
-		return;
-	}
 	if (!(w = calloc(1, sizeof(*w)))) {
 		room_error(c, NULL, "seed_git did not start: out of memory");
 		return;
