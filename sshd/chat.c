@@ -203,33 +203,50 @@ chat_access_command(const char *line, size_t wl, const char *arg,
 	return -1;
 }
 
-/* /limits [memory SIZE] [pids N] [cpus N] as a limits request into out
- * (none: the query).  1, or 0 with the usage in reply. */
-static int
-chat_limits_command(const char *arg, json_object **out, char *reply,
+/* See chat_int.h. */
+int
+chat_pairs_command(const char *type, const struct chat_pair *pairs,
+    const char *arg, const char *usage, json_object **out, char *reply,
     size_t len)
 {
 	char copy[256], *save = NULL, *key, *val;
+	const struct chat_pair *p;
 
-	*out = chat_req("limits");
+	*out = chat_req(type);
 	if (!arg)
 		return 1;
 	snprintf(copy, sizeof(copy), "%s", arg);
 	for (key = strtok_r(copy, " \t", &save); key;
 	    key = strtok_r(NULL, " \t", &save)) {
 		val = strtok_r(NULL, " \t", &save);
-		if (!val || (strcmp(key, "memory") && strcmp(key, "pids") &&
-		    strcmp(key, "cpus"))) {
+		for (p = pairs; p->word && strcmp(p->word, key); p++)
+			;
+		if (!val || !p->word) {
 			json_object_put(*out);
 			*out = NULL;
-			snprintf(reply, len, "usage: /limits shows the room's "
-			    "limits; /limits memory SIZE pids N cpus N lowers "
-			    "them (owner; \"max\" for the operator's)");
+			snprintf(reply, len, "%s", usage);
 			return 0;
 		}
-		json_object_object_add(*out, key, json_object_new_string(val));
+		json_object_object_add(*out, p->field,
+		    json_object_new_string(val));
 	}
 	return 1;
+}
+
+/* /limits [memory SIZE] [pids N] [cpus N] as a limits request into out
+ * (none: the query).  1, or 0 with the usage in reply. */
+static int
+chat_limits_command(const char *arg, json_object **out, char *reply,
+    size_t len)
+{
+	static const struct chat_pair pairs[] = {
+		{ "memory", "memory" }, { "pids", "pids" }, { "cpus", "cpus" },
+		{ NULL, NULL }
+	};
+
+	return chat_pairs_command("limits", pairs, arg, "usage: /limits shows "
+	    "the room's limits; /limits memory SIZE pids N cpus N lowers them "
+	    "(owner; \"max\" for the operator's)", out, reply, len);
 }
 
 /* /me TEXT (a message the chat shows as "* user TEXT"), /history TEXT

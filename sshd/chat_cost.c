@@ -115,27 +115,13 @@ int
 chat_caps_command(const char *arg, json_object **out, char *reply,
     size_t len)
 {
-	char copy[256], *save = NULL, *key, *val;
+	static const struct chat_pair pairs[] = {
+		{ "steps", "max_steps" }, { "tokens", "max_tokens_per_day" },
+		{ NULL, NULL }
+	};
 
-	*out = chat_req("caps");
-	if (!arg)
-		return 1;
-	snprintf(copy, sizeof(copy), "%s", arg);
-	for (key = strtok_r(copy, " \t", &save); key;
-	    key = strtok_r(NULL, " \t", &save)) {
-		val = strtok_r(NULL, " \t", &save);
-		if (!val || (strcmp(key, "steps") && strcmp(key, "tokens"))) {
-			json_object_put(*out);
-			*out = NULL;
-			snprintf(reply, len, "usage: /caps shows the room's caps; "
-			    "/caps steps N tokens N lowers the steps per turn "
-			    "and tokens per day (owner; \"max\" for the "
-			    "operator's)");
-			return 0;
-		}
-		json_object_object_add(*out, strcmp(key, "steps") == 0 ?
-		    "max_steps" : "max_tokens_per_day",
-		    json_object_new_string(val));
-	}
-	return 1;
+	return chat_pairs_command("caps", pairs, arg, "usage: /caps shows the "
+	    "room's caps; /caps steps N tokens N lowers the steps per turn "
+	    "and tokens per day (owner; \"max\" for the operator's)", out,
+	    reply, len);
 }

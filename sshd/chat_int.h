@@ -104,6 +104,17 @@ struct chat {
  * and /caps [steps N] [tokens N] as a caps request into out (1, or 0 with
  * the usage in reply). */
 void chat_cost_text(json_object *o, char *text, size_t len);
+/* A chat word and the request field it sets. */
+struct chat_pair {
+	const char *word;
+	const char *field;
+};
+/* "/CMD WORD VALUE ..." as a request of type with each word's field set
+ * to its value (pairs ends with a NULL word; no arg: the bare request, a
+ * query).  1 with *out, or 0 with usage in reply. */
+int chat_pairs_command(const char *type, const struct chat_pair *pairs,
+    const char *arg, const char *usage, json_object **out, char *reply,
+    size_t len);
 int chat_caps_command(const char *arg, json_object **out, char *reply,
     size_t len);
 
