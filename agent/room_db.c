@@ -440,19 +440,9 @@ int
 room_db_events_each(struct room_db *db, long long since, long limit,
     int (*fn)(const char *json, void *arg), void *arg)
 {
-	sqlite3_stmt *st;
-	int rc;
+	struct room_db_filter f = { .since = since, .limit = limit };
 
-	st = room_db_prep(db, "SELECT json FROM (SELECT seq, json FROM events"
-	    " WHERE seq > ? ORDER BY seq DESC LIMIT ?) ORDER BY seq", "II",
-	    since, limit > 0 ? (long long)limit : -1LL);
-	if (!st)
-		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (fn((const char *)sqlite3_column_text(st, 0), arg))
-			break;
-	sqlite3_finalize(st);
-	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;
+	return room_db_events_find(db, &f, fn, arg);
 }
 
 /* LIKE's pattern for text inside anything: %text% with %, _ and \
