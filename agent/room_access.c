@@ -103,7 +103,7 @@ room_access_deny(struct agent *a, struct conn *c, const char *msg,
 	json_object_object_add(ev, "owner", owner && owner[0] ?
 	    json_object_new_string(owner) : NULL);
 	room_send(c, ev);
-	room_conn_end(c, "access denied");
+	conn_end(c, "access denied");
 }
 
 /* End the connections of every user l no longer lets in (user: only
