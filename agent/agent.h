@@ -73,6 +73,8 @@ struct agent {
 	int signal_fd;
 	struct conn *conns;		/* connected clients, newest first */
 	struct turn *turn;		/* the running turn, or NULL */
+	long long turn_wait;		/* timer of a turn suspended by a failed
+					 * checkpoint (turn.c), or 0 */
 	struct exec *execs;		/* people's running commands */
 	struct term *term;		/* the room's shared terminal, NULL */
 	struct seed *seed;		/* a running seed_git clone, NULL */

@@ -254,6 +254,13 @@ journal_commit(struct journal *j)
 	return 0;
 }
 
+void
+journal_abort(struct journal *j, int err)
+{
+	room_db_rollback(j->a->db);
+	journal_drop(j, err);
+}
+
 int
 journal_failed(const struct journal *j)
 {

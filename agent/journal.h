@@ -46,6 +46,10 @@ int journal_live(struct journal *j, json_object *ev);
  * is marked failed (journal_failed) until a later commit stores something,
  * and the error is returned for the caller to handle. */
 int journal_commit(struct journal *j);
+/* A write for the open transaction failed with err: roll it back, drop
+ * what it recorded (unannounced) and mark the journal failed, as a failed
+ * commit does. */
+void journal_abort(struct journal *j, int err);
 /* The error of the last commit that failed, while no commit with writes
  * has succeeded since; 0 when room.db takes writes. */
 int journal_failed(const struct journal *j);
