@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from test_agent import BIN_DIR, Room, pytestmark  # noqa: F401 (same skips)
+from test_agent import BIN_DIR, Room, pytestmark, room  # noqa: F401
 from model_server import ModelServer
 
 SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
@@ -263,3 +263,28 @@ def test_one_failed_commit_stops_the_turn_and_says_so(model):
         assert "room.db works again" in texts
     finally:
         fr.cleanup()
+
+
+def test_replies_take_no_seq_so_a_reconnect_sees_no_gap(room):
+    """Answers to one connection carry the last room seq and take none: the
+    next room event follows the one before them, and a client that comes
+    back with since= gets it with no gap."""
+    room.start()
+    a = room.connect("alice", kind="control")
+    a.send({"type": "chat", "text": "one"})
+    one = a.wait("message", text="one")
+    for i in range(3):
+        a.send({"type": "who"})
+        a.send({"type": "usage"})
+        a.send({"type": "nonsense"})
+        a.send({"type": "sync", "id": str(i)})
+        synced = a.wait("synced", id=str(i))
+        assert synced["seq"] == one["seq"]
+    assert a.welcome["seq"] < one["seq"]
+    a.send({"type": "chat", "text": "two"})
+    two = a.wait("message", text="two")
+    assert two["seq"] == one["seq"] + 1
+    b = room.connect("bob", kind="control", since=one["seq"])
+    assert b.welcome["seq"] == two["seq"]
+    got = b.wait("message", text="two")
+    assert got["replay"] and got["seq"] == two["seq"]
