@@ -10,7 +10,9 @@
  *       every stored event exactly as sent (message, turn_start, tool_call,
  *       tool_result, turn_end, exec_start, shared exec_result, config)
  *   meta(key TEXT PRIMARY KEY, value TEXT)
- *       last_seq: the highest seq handed out, live events included
+ *       last_seq: the end of the block of seqs reserved for live events
+ *       (journal.c); no seq at or below it or events.seq is handed out
+ *       again
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
  *       (open | private; absent: open); the owner's lowered limit_* and

@@ -21,6 +21,14 @@
  * with no journal end, where a start without an end becomes "interrupted"
  * and is never run again.
  *
+ * Each checkpoint is one transaction with the events it records (room.h:
+ * room_record): they are announced only once it committed (journal.h).
+ * Every write of a checkpoint is checked; when one fails, or the commit
+ * does, the checkpoint is rolled back whole and the turn is suspended
+ * (turn_suspend): it stops where room.db says it is, never past a tool's
+ * unrecorded start, tells the room, and resumes from room.db once a
+ * commit stores something again or after a restart.
+ *
  * Before each request, context.c decides from room.db whether a summary
  * step comes first (the transcript nears the model's window, or the
  * provider refused the last request as too long): its pending row is
