@@ -16,7 +16,7 @@
  *
  * Ending a user's sessions (kick, or a room made private) queues an
  * `access_denied` event to each of its connections and ends them once it
- * is written (room_conn_end); atriumd shows its message on the client's
+ * is written (conn_end); atriumd shows its message on the client's
  * stderr and ends the channel with status 1.  Closing an exec connection
  * kills its command (exec.c).
  */
