@@ -133,6 +133,13 @@ unit-tsan: $(UNIT_TSAN_BINS) $(BUILD)/tsan/tests/tsan_canary
 	    echo "unit-tsan: the canary's race went unreported" >&2; exit 1; fi
 	@TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" tests/run_unit.sh $(UNIT_TSAN_BINS)
 
+# The fault-injecting SQLite VFS, preloaded into a real atrium-agent by
+# tests/test_agent_journal.py to fail room.db's commits one at a time.
+$(BUILD)/tests/fault_vfs.so: tests/fault_vfs.c tests/unit/shim_vfs.h
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -Wno-unused-function $(DEFS) $(CFLAGS) -fPIC -shared \
+	    -Itests -o $@ $< $(shell pkg-config --libs sqlite3 2>/dev/null) -lpthread
+
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
@@ -153,6 +160,7 @@ run: deps
 
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
+	    $(BUILD)/tests/fault_vfs.so \
 	    $(BUILD)/asan/atrium-sandbox-init $(UNIT_TSAN_BINS) \
 	    $(BUILD)/tsan/tests/tsan_canary
 	@$(MAKE) --no-print-directory unit

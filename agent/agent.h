@@ -19,6 +19,8 @@ struct loop;
 struct room_db;
 struct http;
 struct conn;
+struct conn_hooks;
+struct journal;
 struct turn;
 struct exec;
 struct term;
@@ -71,6 +73,8 @@ struct agent {
 	int signal_fd;
 	struct conn *conns;		/* connected clients, newest first */
 	struct turn *turn;		/* the running turn, or NULL */
+	long long turn_wait;		/* timer of a turn suspended by a failed
+					 * checkpoint (turn.c), or 0 */
 	struct exec *execs;		/* people's running commands */
 	struct term *term;		/* the room's shared terminal, NULL */
 	struct seed *seed;		/* a running seed_git clone, NULL */
@@ -78,8 +82,10 @@ struct agent {
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0
 					 * until first needed */
-	long long seq;			/* last seq handed out */
-	long long seq_marked;		/* last seq written to meta */
+	struct journal *journal;	/* records, commits, announces: the
+					 * room's seqs (journal.h) */
+	const struct conn_hooks *conn_hooks;	/* what a line asks for
+					 * (requests.h) */
 	long long idle_since;		/* monotonic ms; 0 while busy */
 	int exit_code;			/* loop_run's caller returns this */
 };

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "journal.h"
 #include "log.h"
 #include "names.h"
 #include "proc.h"
@@ -325,12 +326,12 @@ exec_fds(struct conn *c, json_object *req, const char *id, int tty, int *fds)
 	if (n == 0)
 		return 0;
 	if (!((n == 3 && !tty) || (n == 1 && tty)) ||
-	    room_take_fds(c, fds, (int)n) < 0) {
+	    conn_take_fds(c, fds, (int)n) < 0) {
 		room_error(c, id, "exec announced %lld fds but %s: send 3 "
 		    "(stdin, stdout, stderr) or 1 with tty, with the line",
 		    n, c->nfds < n ? "fewer arrived" : "that count is wrong");
 		/* Those that came with this line serve nothing now. */
-		room_drop_fds(c);
+		conn_drop_fds(c);
 		return -EBADF;
 	}
 	if (n == 1)
@@ -431,7 +432,7 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 	int r, started = 0;
 
 	if (!id) {
-		snprintf(gen, sizeof(gen), "x%lld", a->seq + 1);
+		snprintf(gen, sizeof(gen), "x%lld", journal_seq(a->journal) + 1);
 		id = gen;
 	}
 	nfds = exec_fds(c, req, id, tty, fds);

@@ -34,11 +34,13 @@
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
+#include "journal.h"
 #include "log.h"
 #include "loop.h"
 #include "names.h"
 #include "term.h"
 #include "protocol.h"
+#include "requests.h"
 #include "room.h"
 #include "room_db.h"
 #include "room_ids.h"
@@ -216,19 +218,17 @@ main_before_sleep(struct loop *l, void *arg)
 {
 	struct agent *a = arg;
 
-	/* What is committed here is bookkeeping (the seq high-water, who
-	 * was last seen, the turn's steps between checkpoints): what is
-	 * announced was committed on its own before it was queued
-	 * (room_emit), so a failure here is logged by room_db and retried
-	 * on the next turn of the loop, never a reason to hold output. */
-	if (a->seq > a->seq_marked && room_db_seq_mark(a->db, a->seq) == 0)
-		a->seq_marked = a->seq;
-	if (room_db_commit(a->db) < 0)
-		a->seq_marked = 0;	/* rolled back: mark it again */
+	/* Persist, then announce, then write: the journal commits what this
+	 * loop turn recorded (bookkeeping, the seq reservation of live
+	 * events) and only then queues it; a failure is logged there and
+	 * whoever recorded something learns it at their own checkpoint.
+	 * Freeing connections may announce presence: commit and write once
+	 * more. */
+	journal_commit(a->journal);
 	term_flush(a);
-	room_flush(a);
-	if (room_db_commit(a->db) < 0)
-		a->seq_marked = 0;
+	conn_flush(a);
+	journal_commit(a->journal);
+	conn_flush(a);
 }
 
 static long
@@ -237,7 +237,7 @@ main_idle_check(struct loop *l, long long id, void *arg)
 	struct agent *a = arg;
 	long long now = time_mono_ms();
 
-	if (room_conn_count(a) || turn_busy(a) || exec_count(a) ||
+	if (conn_count(a) || turn_busy(a) || exec_count(a) ||
 	    a->tool_procs) {
 		a->idle_since = 0;
 		return MAIN_IDLE_CHECK_MS;
@@ -299,7 +299,8 @@ main_setup(struct agent *a)
 	snprintf(path, sizeof(path), "%s/%s", a->room_dir, ROOM_DB_NAME);
 	if ((r = room_db_open(path, &a->db)) < 0)
 		return r;
-	a->seq = a->seq_marked = room_db_last_seq(a->db);
+	if ((r = journal_new(a, &a->journal)) < 0)
+		return r;
 	settings_load(a);
 	caps_load(a);
 	/* The room's own identity, as atriumd recorded it (room_ids.h); the
@@ -318,7 +319,7 @@ main_setup(struct agent *a)
 	if (!(a->loop = loop_new(256)))
 		return -ENOMEM;
 	if ((r = http_new(a->loop, &a->http)) < 0 ||
-	    (r = main_signals(a)) < 0 || (r = room_listen(a)) < 0)
+	    (r = main_signals(a)) < 0 || (r = conn_listen(a, &requests_hooks)) < 0)
 		return r;
 	loop_set_before_sleep(a->loop, main_before_sleep, a);
 	if (loop_add_timer(a->loop, MAIN_IDLE_CHECK_MS, main_idle_check, a) < 0)
@@ -335,9 +336,12 @@ main_teardown(struct agent *a)
 		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
-		room_close_all(a);
+		conn_close_all(a);
 		room_limits_close(a);
 	}
+	if (a->journal)
+		journal_commit(a->journal);
+	journal_free(a->journal);
 	room_db_close(a->db);
 	http_free(a->http);
 	if (a->signal_fd >= 0)

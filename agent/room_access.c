@@ -16,7 +16,7 @@
  *
  * Ending a user's sessions (kick, or a room made private) queues an
  * `access_denied` event to each of its connections and ends them once it
- * is written (room_conn_end); atriumd shows its message on the client's
+ * is written (conn_end); atriumd shows its message on the client's
  * stderr and ends the channel with status 1.  Closing an exec connection
  * kills its command (exec.c).
  */
@@ -103,7 +103,7 @@ room_access_deny(struct agent *a, struct conn *c, const char *msg,
 	json_object_object_add(ev, "owner", owner && owner[0] ?
 	    json_object_new_string(owner) : NULL);
 	room_send(c, ev);
-	room_conn_end(c, "access denied");
+	conn_end(c, "access denied");
 }
 
 /* End the connections of every user l no longer lets in (user: only

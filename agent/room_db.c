@@ -10,7 +10,9 @@
  *       every stored event exactly as sent (message, turn_start, tool_call,
  *       tool_result, turn_end, exec_start, shared exec_result, config)
  *   meta(key TEXT PRIMARY KEY, value TEXT)
- *       last_seq: the highest seq handed out, live events included
+ *       last_seq: the end of the block of seqs reserved for live events
+ *       (journal.c); no seq at or below it or events.seq is handed out
+ *       again
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
  *       (open | private; absent: open); the owner's lowered limit_* and
@@ -72,6 +74,9 @@
 struct room_db {
 	sqlite3 *db;
 	int in_tx;		/* BEGIN issued, COMMIT pending */
+	int tx_lost;		/* -errno: SQLite rolled the open transaction
+				 * back by itself; the next commit or
+				 * rollback reports it (0: none) */
 };
 
 static const char *const room_db_migrations[] = {
@@ -169,6 +174,22 @@ room_db_errno(int rc)
 	}
 }
 
+/* After a failed statement (err): SQLite may have rolled the whole
+ * transaction back by itself (it does on SQLITE_FULL and some I/O errors);
+ * forget it then, so that the next write begins a new one, and remember
+ * the loss: the next room_db_commit fails with err, so that writes made
+ * after the loss are never committed as if the lost ones were with them
+ * (a checkpoint is all of its writes or none). */
+static void
+room_db_check_tx(struct room_db *db, int err)
+{
+	if (db->in_tx && sqlite3_get_autocommit(db->db)) {
+		log_warn("room.db: the open transaction was rolled back");
+		db->in_tx = 0;
+		db->tx_lost = err;
+	}
+}
+
 /* Log an SQLite failure once; its errno (room_db_errno), -EIO at least. */
 static int
 room_db_fail(struct room_db *db, const char *what)
@@ -176,7 +197,9 @@ room_db_fail(struct room_db *db, const char *what)
 	int r = room_db_errno(sqlite3_extended_errcode(db->db));
 
 	log_error("room.db: %s: %s", what, sqlite3_errmsg(db->db));
-	return r < 0 ? r : -EIO;
+	r = r < 0 ? r : -EIO;
+	room_db_check_tx(db, r);
+	return r;
 }
 
 /* Run SQL without results.  0 or a negative errno (room_db_errno). */
@@ -195,17 +218,6 @@ room_db_run(struct room_db *db, const char *sql)
 	return 0;
 }
 
-/* After a failed statement: SQLite may have rolled the whole transaction
- * back by itself (it does on SQLITE_FULL and some I/O errors); forget it
- * then, so that the next write begins a new one. */
-static void
-room_db_check_tx(struct room_db *db)
-{
-	if (db->in_tx && sqlite3_get_autocommit(db->db)) {
-		log_warn("room.db: the open transaction was rolled back");
-		db->in_tx = 0;
-	}
-}
 
 /* Open a write transaction unless one is open. */
 static int
@@ -226,7 +238,14 @@ room_db_commit(struct room_db *db)
 {
 	int r;
 
-	if (!db || !db->in_tx)
+	if (!db)
+		return 0;
+	if (db->tx_lost) {
+		r = db->tx_lost;
+		room_db_rollback(db);
+		return r;
+	}
+	if (!db->in_tx)
 		return 0;
 	r = room_db_run(db, "COMMIT");
 	db->in_tx = 0;
@@ -235,10 +254,19 @@ room_db_commit(struct room_db *db)
 	return r;
 }
 
+int
+room_db_in_tx(struct room_db *db)
+{
+	return db && (db->in_tx || db->tx_lost);
+}
+
 void
 room_db_rollback(struct room_db *db)
 {
-	if (!db || !db->in_tx)
+	if (!db)
+		return;
+	db->tx_lost = 0;
+	if (!db->in_tx)
 		return;
 	db->in_tx = 0;
 	if (!sqlite3_get_autocommit(db->db))
@@ -327,7 +355,6 @@ room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		r = room_db_fail(db, sql);
-		room_db_check_tx(db);
 		return r;
 	}
 	return 0;

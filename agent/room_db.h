@@ -34,8 +34,13 @@ void room_db_close(struct room_db *db);
 /* Its schema version (user_version), for tests. */
 int room_db_version(struct room_db *db);
 
-/* Commit the open transaction, if any; on failure it is rolled back. */
+/* Commit the open transaction, if any; on failure it is rolled back.  When
+ * a failed write made SQLite roll the transaction back by itself, the
+ * commit after it fails with that write's error (and rolls back what was
+ * written since), so a checkpoint is all of its writes or none. */
 int room_db_commit(struct room_db *db);
+/* 1 while a transaction is open (a write since the last commit). */
+int room_db_in_tx(struct room_db *db);
 /* Roll back the open transaction, if any: the writes since the last
  * commit are undone. */
 void room_db_rollback(struct room_db *db);
@@ -67,7 +72,8 @@ int room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 int room_db_usage_today(struct room_db *db, long long *in, long long *out);
 /* The highest seq ever handed out (stored events and the meta high-water). */
 long long room_db_last_seq(struct room_db *db);
-/* Remember that seq was handed out (live events are not stored). */
+/* Remember that every seq up to seq may have been handed out (live events
+ * are not stored; journal.c reserves ahead), in the open transaction. */
 int room_db_seq_mark(struct room_db *db, long long seq);
 
 /* --- config: the room's own settings (provider, model, approval,

@@ -4,7 +4,7 @@
  * State: at most one struct term per room (a->term).  Its pty master is
  * non-blocking and always read, whatever the members do: every byte goes
  * into libvterm, whose damage marks rows dirty; nothing is forwarded as it
- * came.  Before the loop sleeps (term_flush, then room_flush writes) each
+ * came.  Before the loop sleeps (term_flush, then conn_flush writes) each
  * attached member is sent the dirty rows, or the whole screen when it
  * attached, the size changed or it had fallen behind; updates go out at
  * most every TERM_FRAME_MS (a timer wakes the loop for the rest), so a

@@ -57,7 +57,7 @@ struct conn;
 int term_line(struct conn *c, const char *type, json_object *req);
 
 /* Send what changed on the screen to the attached members.  Called before
- * room_flush, every loop turn. */
+ * conn_flush, every loop turn. */
 void term_flush(struct agent *a);
 
 /* c is going: detach it. */

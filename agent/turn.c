@@ -21,6 +21,14 @@
  * with no journal end, where a start without an end becomes "interrupted"
  * and is never run again.
  *
+ * Each checkpoint is one transaction with the events it records (room.h:
+ * room_record): they are announced only once it committed (journal.h).
+ * Every write of a checkpoint is checked; when one fails, or the commit
+ * does, the checkpoint is rolled back whole and the turn is suspended
+ * (turn_suspend): it stops where room.db says it is, never past a tool's
+ * unrecorded start, tells the room, and resumes from room.db once a
+ * commit stores something again or after a restart.
+ *
  * Before each request, context.c decides from room.db whether a summary
  * step comes first (the transcript nears the model's window, or the
  * provider refused the last request as too long): its pending row is
@@ -48,6 +56,7 @@
 #include "context.h"
 #include "endpoint.h"
 #include "http.h"
+#include "journal.h"
 #include "jsonl.h"
 #include "log.h"
 #include "loop.h"
@@ -67,6 +76,8 @@
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
 #define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
 #define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
+#define TURN_WAIT_MS		1000	/* a suspended turn looks this often
+						 * whether room.db takes writes */
 
 enum turn_phase { PHASE_IDLE, PHASE_CONTEXT, PHASE_MODEL, PHASE_RETRY,
 	PHASE_APPROVAL, PHASE_TOOL };
@@ -136,11 +147,61 @@ turn_free(struct turn *t)
 	free(t);
 }
 
-/* Commit now: a checkpoint.  Failure is logged by room_db. */
-static void
-turn_checkpoint(struct turn *t)
+/* A suspended turn waits: once a commit stores something again (a chat
+ * line, a prompt), it resumes from room.db. */
+static long
+turn_wait_cb(struct loop *l, long long id, void *arg)
 {
-	room_db_commit(t->a->db);
+	struct agent *a = arg;
+
+	if (journal_failed(a->journal))
+		return TURN_WAIT_MS;
+	a->turn_wait = 0;
+	turn_resume(a);
+	return LOOP_NOMORE;
+}
+
+/* room.db did not take a checkpoint (err): stop the turn where room.db
+ * says it is, since nothing in memory past the last commit is recorded,
+ * and say so to the room.  The turn stays running in room.db; the journal
+ * stays failed (journal_failed) until a commit stores something, and
+ * turn_resume then picks the turn up from its last checkpoint: a call
+ * whose start was not recorded never ran, one whose end was not recorded
+ * is reported as interrupted.  Frees t. */
+static void
+turn_suspend(struct turn *t, int err)
+{
+	struct agent *a = t->a;
+
+	log_error("turn %lld stopped: room.db did not take its checkpoint: %s",
+	    t->id, room_db_strerror(err));
+	room_notice(a, "the agent stopped: room.db could not record its work "
+	    "(%s). It picks up from its last recorded step once room.db can "
+	    "be written again (send a message or a prompt, or restart the "
+	    "room); nothing it did after that step is lost from the record.",
+	    room_db_strerror(err));
+	a->turn = NULL;
+	turn_free(t);
+	if (!a->turn_wait)
+		a->turn_wait = loop_add_timer(a->loop, TURN_WAIT_MS,
+		    turn_wait_cb, a);
+}
+
+/* A checkpoint: the writes since the last one committed, then what they
+ * recorded announced.  r is the first of those writes' failures (0: none):
+ * then they are rolled back instead.  0, or -errno when room.db did not
+ * take them: the turn is suspended and t freed (turn_suspend), so the
+ * caller returns at once. */
+static int
+turn_checkpoint(struct turn *t, int r)
+{
+	if (r < 0)
+		journal_abort(t->a->journal, r);
+	else
+		r = journal_commit(t->a->journal);
+	if (r < 0)
+		turn_suspend(t, r);
+	return r;
 }
 
 /* The tool_use blocks of an assistant message, a new array (maybe empty). */
@@ -181,8 +242,9 @@ turn_message_text(json_object *msg, struct buf *b)
 	}
 }
 
-/* A message from "agent" to the room (stored). */
-static void
+/* A message from "agent" to the room, recorded for the next checkpoint.
+ * 0 or -errno. */
+static int
 turn_say(struct turn *t, const char *text)
 {
 	json_object *ev = room_event_new("message");
@@ -190,7 +252,7 @@ turn_say(struct turn *t, const char *text)
 	json_object_object_add(ev, "user", json_object_new_string("agent"));
 	json_object_object_add(ev, "text", json_object_new_string(text));
 	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
-	room_emit(t->a, ev, 1);
+	return room_record(t->a, ev);
 }
 
 static long
@@ -200,14 +262,17 @@ turn_resume_cb(struct loop *l, long long id, void *arg)
 	return LOOP_NOMORE;
 }
 
-/* End the turn: turn_end stored and committed, the next prompt scheduled. */
+/* End the turn: turn_end stored and committed with what was recorded
+ * before it (r: the first of those writes' failures, or 0), the next
+ * prompt scheduled.  t is freed either way (turn_checkpoint). */
 static void
-turn_finish(struct turn *t, const char *stop_reason)
+turn_finish_after(struct turn *t, const char *stop_reason, int r)
 {
 	struct agent *a = t->a;
 	json_object *ev = room_event_new("turn_end"), *usage;
 
-	room_db_turn_end(a->db, t->id, stop_reason);
+	if (r == 0)
+		r = room_db_turn_end(a->db, t->id, stop_reason);
 	usage = json_object_new_object();
 	json_object_object_add(usage, "input_tokens",
 	    json_object_new_int64(t->in_tokens));
@@ -217,12 +282,22 @@ turn_finish(struct turn *t, const char *stop_reason)
 	json_object_object_add(ev, "stop_reason",
 	    json_object_new_string(stop_reason));
 	json_object_object_add(ev, "usage", usage);
-	room_emit(a, ev, 1);
-	turn_checkpoint(t);
+	if (r == 0)
+		r = room_record(a, ev);
+	else
+		json_object_put(ev);
+	if (turn_checkpoint(t, r) < 0)
+		return;
 	log_info("turn %lld ended: %s", t->id, stop_reason);
 	a->turn = NULL;
 	turn_free(t);
 	loop_add_timer(a->loop, 0, turn_resume_cb, a);
+}
+
+static void
+turn_finish(struct turn *t, const char *stop_reason)
+{
+	turn_finish_after(t, stop_reason, 0);
 }
 
 /* End the turn with an error event for the room. */
@@ -309,8 +384,7 @@ turn_no_model(struct turn *t)
 	    "--provider openai --model-url http://127.0.0.1:11434/v1 (Ollama) "
 	    "and --model NAME.", t->a->provider, i >= 0 ? keys_env_name(i) :
 	    "ANTHROPIC_API_KEY or OPENAI_API_KEY", t->a->provider);
-	turn_say(t, text);
-	turn_finish(t, "end_turn");
+	turn_finish_after(t, "end_turn", turn_say(t, text));
 }
 
 static void turn_model_done(void *arg, const struct http_result *r);
@@ -373,7 +447,8 @@ turn_summary_prepare(struct turn *t, const struct context *c,
 		    "in room.db: the agent's log says why");
 		return -EIO;
 	}
-	turn_checkpoint(t);
+	if (turn_checkpoint(t, 0) < 0)
+		return 1;
 	t->summarising = 1;
 	snprintf(t->sum_reason, sizeof(t->sum_reason), "%s", p.reason);
 	free(p.summary);
@@ -495,8 +570,7 @@ turn_capped(struct turn *t)
 		snprintf(text, sizeof(text), "I stopped after %d model requests "
 		    "in this turn, the most this room allows. Ask me to "
 		    "continue if there is more to do.", caps_max_steps(a));
-		turn_say(t, text);
-		turn_finish(t, "max_steps");
+		turn_finish_after(t, "max_steps", turn_say(t, text));
 		return 1;
 	}
 	if (caps_day_spent(a)) {
@@ -504,8 +578,7 @@ turn_capped(struct turn *t)
 		    "tokens for today (UTC), the most it allows; I can work "
 		    "again after midnight UTC, or when the owner or the "
 		    "operator raises the cap.", caps_max_tokens_per_day(a));
-		turn_say(t, text);
-		turn_finish(t, "max_tokens_per_day");
+		turn_finish_after(t, "max_tokens_per_day", turn_say(t, text));
 		return 1;
 	}
 	return 0;
@@ -589,8 +662,9 @@ turn_model_start(struct turn *t)
 
 /* ---- the summary step ------------------------------------------------------ */
 
-/* The stored compaction event: what was summarised, and the summary. */
-static void
+/* The stored compaction event: what was summarised, and the summary,
+ * recorded for the next checkpoint.  0 or -errno. */
+static int
 turn_summary_event(struct turn *t, const char *summary, long in, long out)
 {
 	json_object *ev = room_event_new("compaction");
@@ -616,7 +690,7 @@ turn_summary_event(struct turn *t, const char *summary, long in, long out)
 	    "input_tokens", json_object_new_int64(in));
 	json_object_object_add(json_object_object_get(ev, "usage"),
 	    "output_tokens", json_object_new_int64(out));
-	room_emit(t->a, ev, 1);
+	return room_record(t->a, ev);
 }
 
 /* The summary came: commit it as a step of the turn, then make the step's
@@ -628,6 +702,7 @@ turn_summary_complete(struct turn *t)
 	json_object *msg = provider_stream_message(t->stream);
 	char *summary = msg ? compact_summary_text(msg) : NULL;
 	long in = 0, out = 0;
+	int r;
 
 	json_object_put(msg);
 	if (!summary) {
@@ -637,16 +712,20 @@ turn_summary_complete(struct turn *t)
 		return;
 	}
 	provider_stream_usage(t->stream, &in, &out);
-	room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
+	r = room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
 	    summary, in, out);
-	room_db_turn_step(a->db, t->id, in, out);
-	room_db_usage_add(a->db, t->user, a->model, in, out);
+	if (r == 0)
+		r = room_db_turn_step(a->db, t->id, in, out);
+	if (r == 0)
+		r = room_db_usage_add(a->db, t->user, a->model, in, out);
+	if (r == 0)
+		r = turn_summary_event(t, summary, in, out);
+	free(summary);
+	if (turn_checkpoint(t, r) < 0)
+		return;
 	t->in_tokens += in;
 	t->out_tokens += out;
 	t->step++;
-	turn_summary_event(t, summary, in, out);
-	turn_checkpoint(t);
-	free(summary);
 	log_info("turn %lld: %zu messages summarised", t->id, t->sum_msgs);
 	t->summarising = 0;
 	t->attempt = 0;
@@ -709,7 +788,8 @@ turn_refused_too_long(struct turn *t, const struct http_result *r)
 		    "room.db: the agent's log says why");
 		return 1;
 	}
-	turn_checkpoint(t);
+	if (turn_checkpoint(t, 0) < 0)
+		return 1;
 	t->attempt = 0;
 	turn_model_start(t);
 	return 1;
@@ -738,19 +818,22 @@ turn_fix_inputs(struct turn *t, json_object *calls)
 	}
 }
 
-/* Announce the answer: the finished text, then each tool call. */
-static void
+/* Record the answer's events for the checkpoint: the finished text, then
+ * each tool call.  0 or the first failure. */
+static int
 turn_announce(struct turn *t, json_object *msg, json_object *calls)
 {
 	struct buf text;
 	json_object *ev;
+	int r = 0;
 
 	buf_init(&text, 16 * 1024 * 1024);
 	turn_message_text(msg, &text);
 	if (text.len)
-		turn_say(t, text.data);
+		r = turn_say(t, text.data);
 	buf_free(&text);
-	for (size_t i = 0; i < json_object_array_length(calls); i++) {
+	for (size_t i = 0; r == 0 && i < json_object_array_length(calls);
+	    i++) {
 		json_object *b = json_object_array_get_idx(calls, i), *in = NULL;
 
 		json_object_object_get_ex(b, "input", &in);
@@ -761,8 +844,9 @@ turn_announce(struct turn *t, json_object *msg, json_object *calls)
 		json_object_object_add(ev, "name", json_object_new_string(
 		    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 		json_object_object_add(ev, "input", json_object_get(in));
-		room_emit(t->a, ev, 1);
+		r = room_record(t->a, ev);
 	}
+	return r;
 }
 
 /* A complete answer: store it (checkpoint), announce it, go on. */
@@ -774,6 +858,7 @@ turn_model_complete(struct turn *t)
 	const char *stop = provider_stream_stop_reason(t->stream);
 	long in = 0, out = 0;
 	char stop_reason[32];
+	int r;
 
 	snprintf(stop_reason, sizeof(stop_reason), "%s", stop && *stop ? stop :
 	    "end_turn");
@@ -785,16 +870,22 @@ turn_model_complete(struct turn *t)
 	provider_stream_usage(t->stream, &in, &out);
 	calls = turn_tool_uses(msg);
 	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
-	room_db_transcript_answer(a->db, t->id, t->step, msg, in);
-	room_db_turn_step(a->db, t->id, in, out);
-	room_db_usage_add(a->db, t->user, a->model, in, out);
+	r = room_db_transcript_answer(a->db, t->id, t->step, msg, in);
+	if (r == 0)
+		r = room_db_turn_step(a->db, t->id, in, out);
+	if (r == 0)
+		r = room_db_usage_add(a->db, t->user, a->model, in, out);
+	if (r == 0)
+		r = turn_announce(t, msg, calls);
+	json_object_put(msg);
+	if (turn_checkpoint(t, r) < 0) {
+		json_object_put(calls);
+		return;
+	}
 	t->in_tokens += in;
 	t->out_tokens += out;
 	t->attempt = 0;
 	t->refused_summarised = 0;
-	turn_announce(t, msg, calls);
-	turn_checkpoint(t);
-	json_object_put(msg);
 	if (json_object_array_length(calls) == 0) {
 		json_object_put(calls);
 		turn_finish(t, stop_reason);
@@ -922,17 +1013,20 @@ turn_model_done(void *arg, const struct http_result *r)
 
 /* ---- tool calls ------------------------------------------------------------ */
 
-/* Record call idx's end (journal, tool_result event) and commit. */
-static void
+/* Record call idx's end (journal, tool_result event) and commit.  0, or
+ * -errno when room.db did not take it: the turn is suspended and t freed
+ * (turn_checkpoint). */
+static int
 turn_tool_end(struct turn *t, int idx, const char *status,
     const char *output)
 {
 	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
 	json_object *in = NULL, *ev;
 	const char *id = json_get_string(b, "id");
+	int r;
 
 	json_object_object_get_ex(b, "input", &in);
-	room_db_tool_end(t->a->db, t->id, t->call_step, idx, id ? id : "",
+	r = room_db_tool_end(t->a->db, t->id, t->call_step, idx, id ? id : "",
 	    json_get_string(b, "name") ? json_get_string(b, "name") : "",
 	    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN), status,
 	    output);
@@ -941,8 +1035,11 @@ turn_tool_end(struct turn *t, int idx, const char *status,
 	json_object_object_add(ev, "id", json_object_new_string(id ? id : ""));
 	json_object_object_add(ev, "status", json_object_new_string(status));
 	json_object_object_add(ev, "output", json_object_new_string(output));
-	room_emit(t->a, ev, 1);
-	turn_checkpoint(t);
+	if (r == 0)
+		r = room_record(t->a, ev);
+	else
+		json_object_put(ev);
+	return turn_checkpoint(t, r);
 }
 
 static void
@@ -951,13 +1048,16 @@ turn_tool_done(void *arg, const char *status, const char *output)
 	struct turn *t = arg;
 
 	t->run = NULL;
-	turn_tool_end(t, t->next, status, output);
+	if (turn_tool_end(t, t->next, status, output) < 0)
+		return;
 	t->next++;
 	turn_tools_next(t);
 }
 
-/* Run call idx: journal start committed first, then the command.  1 when
- * it is running, 0 when it ended at once (error recorded). */
+/* Run call idx: journal start committed first, then the command; never
+ * past a start that room.db did not take.  1 when it is running, 0 when
+ * it ended at once (error recorded), -errno when the turn was suspended
+ * (t freed). */
 static int
 turn_tool_run(struct turn *t, int idx)
 {
@@ -967,20 +1067,20 @@ turn_tool_run(struct turn *t, int idx)
 	const struct tool_def *def = tools_find(json_get_string(b, "name"));
 	char err[512];
 
-	if (!def) {	/* turn_tool_known answered unknown names */
-		turn_tool_end(t, idx, "error", "error: unknown tool");
-		return 0;
-	}
+	int r;
+
+	if (!def)	/* turn_tool_known answered unknown names */
+		return turn_tool_end(t, idx, "error", "error: unknown tool");
 	json_object_object_get_ex(b, "input", &in);
-	room_db_tool_start(t->a->db, t->id, t->call_step, idx, id ? id : "",
-	    def->name, json_object_to_json_string_ext(in,
+	r = room_db_tool_start(t->a->db, t->id, t->call_step, idx,
+	    id ? id : "", def->name, json_object_to_json_string_ext(in,
 	    JSON_C_TO_STRING_PLAIN));
-	turn_checkpoint(t);
+	if ((r = turn_checkpoint(t, r)) < 0)
+		return r;
 	if (def->start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
 	    err, sizeof(err)) < 0) {
 		t->run = NULL;
-		turn_tool_end(t, idx, "error", err);
-		return 0;
+		return turn_tool_end(t, idx, "error", err);
 	}
 	t->run_def = def;
 	t->phase = PHASE_TOOL;
@@ -998,7 +1098,8 @@ turn_approval_timeout(struct loop *l, long long id, void *arg)
 	    "approval request within %d s", t->a->approval_timeout);
 	room_notice(t->a, "approval request timed out after %d s: denied",
 	    t->a->approval_timeout);
-	turn_tool_end(t, t->next, "denied", why);
+	if (turn_tool_end(t, t->next, "denied", why) < 0)
+		return LOOP_NOMORE;
 	t->next++;
 	turn_tools_next(t);
 	return LOOP_NOMORE;
@@ -1049,7 +1150,10 @@ turn_joined(struct agent *a, struct conn *c)
 }
 
 /* Deal with call idx without running anything when its fate is already
- * known.  1 when it was answered here, 0 when it still needs a decision. */
+ * known.  1 when it was answered here, 0 when it still needs a decision,
+ * -errno when the turn was suspended (t freed): also when the journal
+ * cannot be read, since a call whose start cannot be ruled out is never
+ * run. */
 static int
 turn_tool_known(struct turn *t, int idx, json_object *b)
 {
@@ -1059,38 +1163,37 @@ turn_tool_known(struct turn *t, int idx, json_object *b)
 	char msg[1024];
 	int found = room_db_tool_get(t->a->db, t->id, t->call_step, idx, &j);
 
+	if (found < 0)
+		return turn_checkpoint(t, found);
 	if (found == 1 && j.ended) {
 		free(j.output);
 		return 1;
 	}
-	if (found == 1 && j.started) {
-		turn_tool_end(t, idx, "interrupted", "interrupted: the agent "
-		    "stopped while this command was running, so its result is "
-		    "unknown; it was not run again. Check its effects before "
-		    "running it again.");
-		return 1;
-	}
+	if (found == 1 && j.started)
+		return turn_tool_end(t, idx, "interrupted", "interrupted: the "
+		    "agent stopped while this command was running, so its "
+		    "result is unknown; it was not run again. Check its "
+		    "effects before running it again.") < 0 ? -1 : 1;
 	name = json_get_string(b, "name");
 	if (id && json_object_object_get_ex(t->bad_args, id, &raw)) {
 		snprintf(msg, sizeof(msg), "error: the arguments of this tool "
 		    "call were not a JSON object (%.600s); send an object with "
 		    "the fields of the tool's schema, such as {\"command\": "
 		    "\"...\"} for bash", json_object_get_string(raw));
-		turn_tool_end(t, idx, "error", msg);
-		return 1;
+		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
 	}
 	if (!tools_find(name)) {
 		snprintf(msg, sizeof(msg), "error: there is no tool named "
 		    "\"%.100s\"; the tools are %s", name ? name : "",
 		    tools_names());
-		turn_tool_end(t, idx, "error", msg);
-		return 1;
+		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
 	}
 	return 0;
 }
 
 /* The user message answering every call of t->calls, from the journal,
- * stored and committed.  0 or -errno. */
+ * stored and committed.  0, or -errno when the turn was suspended (t
+ * freed). */
 static int
 turn_store_results(struct turn *t)
 {
@@ -1116,12 +1219,17 @@ turn_store_results(struct turn *t)
 		json_object_array_add(content, res);
 		if (found == 1)
 			free(j.output);
+		if (found < 0 && r == 0)
+			r = found;
 	}
 	json_object_object_add(msg, "role", json_object_new_string("user"));
 	json_object_object_add(msg, "content", content);
-	r = room_db_transcript_add(t->a->db, t->id, t->call_step, "user", msg);
+	if (r == 0)
+		r = room_db_transcript_add(t->a->db, t->id, t->call_step, "user",
+		    msg);
 	json_object_put(msg);
-	turn_checkpoint(t);
+	if ((r = turn_checkpoint(t, r)) < 0)
+		return r;
 	json_object_put(t->calls);
 	t->calls = NULL;
 	t->next = 0;
@@ -1137,12 +1245,15 @@ turn_tools_next(struct turn *t)
 	struct agent *a = t->a;
 	json_object *b, *in;
 	char why[200];
+	int r;
 
 	while ((size_t)t->next < json_object_array_length(t->calls)) {
 		b = json_object_array_get_idx(t->calls, (size_t)t->next);
 		in = NULL;
 		json_object_object_get_ex(b, "input", &in);
-		if (turn_tool_known(t, t->next, b)) {
+		if ((r = turn_tool_known(t, t->next, b)) < 0)
+			return;
+		if (r) {
 			t->next++;
 			continue;
 		}
@@ -1154,27 +1265,27 @@ turn_tools_next(struct turn *t)
 		case APPROVAL_DENY:
 			snprintf(why, sizeof(why), "denied: the room's approval "
 			    "policy (%s) does not allow this call", a->approval);
-			turn_tool_end(t, t->next, "denied", why);
+			if (turn_tool_end(t, t->next, "denied", why) < 0)
+				return;
 			t->next++;
 			continue;
 		case APPROVAL_ALLOW:
-			if (turn_tool_run(t, t->next))
+			if (turn_tool_run(t, t->next) != 0)
 				return;
 			t->next++;
 			continue;
 		}
 	}
-	if (turn_store_results(t) < 0) {
-		turn_fail(t, "the tool results could not be stored in room.db");
+	if (turn_store_results(t) < 0)
 		return;
-	}
 	turn_model_start(t);
 }
 
 /* ---- starting, resuming, stopping -------------------------------------------- */
 
 /* Put the prompt in the transcript (merged into a trailing user message so
- * roles keep alternating), mark the turn running, announce it. */
+ * roles keep alternating), mark the turn running, announce it.  0, or
+ * -errno when room.db did not take it (the turn is suspended, t freed). */
 static int
 turn_begin(struct turn *t, const char *prompt)
 {
@@ -1211,10 +1322,14 @@ turn_begin(struct turn *t, const char *prompt)
 	ev = room_event_new("turn_start");
 	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
 	json_object_object_add(ev, "user", json_object_new_string(t->user));
-	room_emit(a, ev, 1);
-	turn_checkpoint(t);
+	if (r == 0)
+		r = room_record(a, ev);
+	else
+		json_object_put(ev);
+	if ((r = turn_checkpoint(t, r)) < 0)
+		return r;
 	log_info("turn %lld started by %s", t->id, t->user);
-	return r;
+	return 0;
 }
 
 /* Decide the next step of a running turn from the transcript's end. */
@@ -1252,7 +1367,9 @@ turn_resume(struct agent *a)
 	struct turn *t;
 	int found;
 
-	if (a->turn)
+	/* A turn stopped by a failed checkpoint waits for room.db to take
+	 * writes again (journal.h): running it now would fail again. */
+	if (a->turn || journal_failed(a->journal))
 		return;
 	found = room_db_turn_next(a->db, &rt);
 	if (found != 1)
@@ -1273,7 +1390,6 @@ turn_resume(struct agent *a)
 	if (rt.state == TURN_QUEUED) {
 		if (turn_begin(t, rt.prompt) < 0) {
 			free(rt.prompt);
-			turn_fail(t, "the prompt could not be stored in room.db");
 			return;
 		}
 	} else {
@@ -1321,11 +1437,12 @@ turn_approve(struct agent *a, const char *user, const char *id, int approve)
 	room_notice(a, "%s %s the agent's %s call", user, approve ?
 	    "approved" : "denied", json_get_string(b, "name") ?
 	    json_get_string(b, "name") : "tool");
-	if (approve && turn_tool_run(t, t->next))
+	if (approve && turn_tool_run(t, t->next) != 0)
 		return 0;
 	if (!approve) {
 		snprintf(why, sizeof(why), "denied by %s", user);
-		turn_tool_end(t, t->next, "denied", why);
+		if (turn_tool_end(t, t->next, "denied", why) < 0)
+			return 0;
 	}
 	t->next++;
 	turn_tools_next(t);
@@ -1365,10 +1482,11 @@ turn_stop(struct agent *a, const char *user)
 
 			if (found == 1 && j.ended)
 				free(j.output);
-			else
-				turn_tool_end(t, t->next, "stopped", why);
+			else if (turn_tool_end(t, t->next, "stopped", why) < 0)
+				return 0;
 		}
-		turn_store_results(t);
+		if (turn_store_results(t) < 0)
+			return 0;
 	}
 	turn_finish(t, "stopped");
 	return 0;

@@ -1,0 +1,325 @@
+/*
+ * conn.c: the room's connections, the transport (conn.h): accept, read and
+ * frame lines, queue and write output, pass fds, close and reap.  What a
+ * line asks for is the request table's (requests.c, through conn_hooks);
+ * what the room announces is the journal's (journal.c), which queues only
+ * committed events.  This file knows neither.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fdpass.h"
+#include "log.h"
+#include "loop.h"
+#include "util.h"
+
+static void conn_io(struct loop *l, int fd, int mask, void *arg);
+
+/* See conn.h. */
+void
+conn_queue(struct conn *c, const char *line, size_t len)
+{
+	if (c->closing)
+		return;
+	if (buf_append(&c->out, line, len) < 0)
+		conn_close(c, "fell too far behind (output queue full)");
+}
+
+/* See conn.h. */
+void
+conn_queue_event(struct conn *c, json_object *ev)
+{
+	const char *s = json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	conn_queue(c, s, strlen(s));
+	conn_queue(c, "\n", 1);
+}
+
+int
+conn_is_member(const struct conn *c)
+{
+	return c->kind == CONN_CHAT || c->kind == CONN_CONTROL;
+}
+
+int
+conn_count(struct agent *a)
+{
+	int n = 0;
+
+	for (struct conn *c = a->conns; c; c = c->next)
+		if (!c->closing && c->kind != CONN_MONITOR)
+			n++;
+	return n;
+}
+
+void
+conn_end(struct conn *c, const char *reason)
+{
+	if (!c->closing && !c->ending)
+		c->ending = reason;
+}
+
+void
+conn_close(struct conn *c, const char *reason)
+{
+	if (c->closing)
+		return;
+	c->closing = reason;
+	loop_del_fd(c->a->loop, c->fd);
+}
+
+int
+conn_take_fds(struct conn *c, int *fds, int n)
+{
+	if (n < 0 || n > c->nfds)
+		return -EBADF;
+	memcpy(fds, c->fds, (size_t)n * sizeof(int));
+	memmove(c->fds, c->fds + n, (size_t)(c->nfds - n) * sizeof(int));
+	memmove(c->fd_end, c->fd_end + n,
+	    (size_t)(c->nfds - n) * sizeof(c->fd_end[0]));
+	c->nfds -= n;
+	return 0;
+}
+
+/* Close the first n queued fds. */
+static void
+conn_close_fds(struct conn *c, int n)
+{
+	int fds[ROOM_MAX_FDS_QUEUED];
+
+	if (n <= 0 || conn_take_fds(c, fds, n) < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+void
+conn_drop_fds(struct conn *c)
+{
+	int n = 0;
+
+	while (n < c->nfds && c->fd_end[n] == c->fd_end[0])
+		n++;
+	conn_close_fds(c, n);
+}
+
+/* Close the fds no line can claim any more before the line that starts at
+ * stream offset pos.  The kernel hands fds over with the first byte of the
+ * sendmsg that carried them and ends the read there, so the line they came
+ * with starts inside that read: fds from a read that ended at or before
+ * pos belonged to an earlier line, which did not take them (not an exec,
+ * or a bad one).  Left queued they would be taken by the next exec. */
+static void
+conn_line_fds(struct conn *c, long long pos)
+{
+	int stale = 0;
+
+	while (stale < c->nfds && c->fd_end[stale] <= pos)
+		stale++;
+	if (stale > 0)
+		log_warn("closed %d fd(s) that came without an exec line",
+		    stale);
+	conn_close_fds(c, stale);
+}
+
+/* Free a closed connection: what the layer above holds for it (its
+ * commands, its presence: conn_hooks.gone), its fds, its buffers. */
+static void
+conn_free(struct agent *a, struct conn *c)
+{
+	if (c->kind != CONN_NEW && c->kind != CONN_EXEC)
+		log_info("%s left (%s)", c->user, c->closing);
+	else if (strcmp(c->closing, "disconnected") != 0)
+		log_info("connection closed: %s", c->closing);
+	a->conn_hooks->gone(c);
+	for (int i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	close(c->fd);
+	jsonl_free(&c->in);
+	buf_free(&c->out);
+	free(c);
+}
+
+/* Write what c has queued; watch for writability when the socket is full. */
+static void
+conn_write(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->out.len > 0 && !c->closing) {
+		n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0) {
+			conn_close(c, "disconnected");
+			return;
+		}
+		buf_consume(&c->out, (size_t)n);
+	}
+	if (c->closing)
+		return;
+	loop_add_fd(c->a->loop, c->fd, LOOP_READ |
+	    (c->out.len ? LOOP_WRITE : 0), conn_io, c);
+}
+
+void
+conn_flush(struct agent *a)
+{
+	struct conn **pp = &a->conns, *c;
+
+	for (c = a->conns; c; c = c->next) {
+		if (!c->closing && c->out.len)
+			conn_write(c);
+		if (c->ending && !c->closing && !c->out.len)
+			conn_close(c, c->ending);
+	}
+	while ((c = *pp)) {
+		if (c->closing) {
+			*pp = c->next;
+			conn_free(a, c);
+			pp = &a->conns;	/* presence may have queued output */
+		} else {
+			pp = &c->next;
+		}
+	}
+	for (c = a->conns; c; c = c->next)
+		if (!c->closing && c->out.len)
+			conn_write(c);
+}
+
+/* Read what is waiting on c and handle its whole lines. */
+static void
+conn_read(struct conn *c)
+{
+	char chunk[65536], *line;
+	int fds[PROTO_MAX_FDS], nfds = 0, r;
+	size_t len;
+	ssize_t n;
+
+	n = fdpass_recv(c->fd, chunk, sizeof(chunk), fds, &nfds,
+	    PROTO_MAX_FDS);
+	if (n == -EAGAIN || n == -EINTR)
+		return;
+	if (n <= 0) {
+		conn_close(c, n == 0 ? "disconnected" : "receive failed");
+		return;
+	}
+	c->rx += n;
+	for (int i = 0; i < nfds; i++) {
+		if (c->nfds == ROOM_MAX_FDS_QUEUED) {
+			close(fds[i]);
+			conn_close(c, "sent fds without exec lines");
+		} else {
+			c->fd_end[c->nfds] = c->rx;
+			c->fds[c->nfds++] = fds[i];
+		}
+	}
+	if (jsonl_feed(&c->in, chunk, (size_t)n) < 0) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	while (!c->closing && (r = jsonl_next(&c->in, &line, &len)) != 0) {
+		if (r == -EMSGSIZE) {
+			c->a->conn_hooks->line(c, NULL, 0);
+		} else if (r == 1) {
+			/* The line is at the front of what jsonl holds. */
+			conn_line_fds(c, c->rx - (long long)c->in.in.len);
+			c->a->conn_hooks->line(c, line, len);
+		}
+	}
+}
+
+static void
+conn_io(struct loop *l, int fd, int mask, void *arg)
+{
+	struct conn *c = arg;
+
+	if (mask & LOOP_WRITE)
+		conn_write(c);
+	if ((mask & LOOP_READ) && !c->closing)
+		conn_read(c);
+}
+
+/* A new client on the listening socket. */
+static void
+conn_accept(struct loop *l, int lfd, int mask, void *arg)
+{
+	struct agent *a = arg;
+	struct conn *c;
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (conn_count(a) >= ROOM_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		log_warn("connection refused: %d connections open",
+		    conn_count(a));
+		close(fd);
+		return;
+	}
+	c->a = a;
+	c->fd = fd;
+	c->last_line_ms = time_mono_ms();
+	jsonl_init(&c->in, PROTO_MAX_LINE);
+	buf_init(&c->out, ROOM_MAX_OUTPUT);
+	c->next = a->conns;
+	a->conns = c;
+	if (loop_add_fd(l, fd, LOOP_READ, conn_io, c) < 0)
+		conn_close(c, "cannot watch socket");
+}
+
+int
+conn_listen(struct agent *a, const struct conn_hooks *hooks)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, r;
+
+	if (strlen(a->sock_path) >= sizeof(sa.sun_path)) {
+		log_error("socket path too long: %s", a->sock_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, a->sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(a->sock_path);	/* a stale socket of an earlier run */
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(a->sock_path, 0600) < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		log_error("cannot listen on %s: %s", a->sock_path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	a->listen_fd = fd;
+	a->conn_hooks = hooks;
+	return loop_add_fd(a->loop, fd, LOOP_READ, conn_accept, a);
+}
+
+void
+conn_close_all(struct agent *a)
+{
+	for (struct conn *c = a->conns; c; c = c->next)
+		conn_close(c, "agent stopping");
+	conn_flush(a);
+	if (a->listen_fd >= 0) {
+		loop_del_fd(a->loop, a->listen_fd);
+		close(a->listen_fd);
+		a->listen_fd = -1;
+		unlink(a->sock_path);
+	}
+}
+

@@ -1,0 +1,321 @@
+/*
+ * journal.c: record, commit, then announce (journal.h).  The room's one
+ * path from "this happened" to a client's socket.
+ *
+ * Sequence numbers.  j->seq is the last seq handed out.  A stored event's
+ * seq is committed with its row (events.seq), in the transaction that
+ * stores it; a live event (not stored) takes a seq from a block reserved in
+ * room.db's meta last_seq (JOURNAL_SEQ_RESERVE ahead), so that it goes out
+ * without a commit of its own and a crash never hands out a seq twice: on
+ * start the next seq follows the highest stored or reserved one.  j->durable
+ * is that committed high-water mark; a seq above it is announced only after
+ * the commit that makes it durable.
+ *
+ * Announcing.  Stamped events wait in j->pending, in seq order, until
+ * they may go: a stored one once its commit succeeded, a live one once its
+ * seq is durable and everything stamped before it went.  Going means being
+ * queued to each member whose watermark (conn.seq_out) is below it, which
+ * then moves up: every member gets every event once, in seq order.  The
+ * connection layer writes its queue whenever the socket takes it: only
+ * announced events are ever in it.
+ *
+ * Failure.  When a commit fails, SQLite rolled the transaction back: its
+ * stored events are dropped unannounced, the live ones whose seq is not
+ * durable too, and j->seq falls back to the last announced seq (numbers
+ * nobody saw may be used again; numbers somebody saw never are).  j->err
+ * keeps the failure until a commit with writes succeeds: the turn reads
+ * it (journal_failed) and stays stopped, saying so to the room.
+ *
+ * Replies to one connection (errors, answers to who, usage, sync) take no
+ * seq: they carry the last announced one, like the welcome, so a client
+ * that reconnects with since=seq sees no gap.
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "conn.h"
+#include "jsonl.h"
+#include "log.h"
+#include "room_db.h"
+#include "util.h"
+
+/* A stamped event waiting for its commit. */
+struct journal_pending {
+	struct journal_pending *next;
+	long long seq;
+	int stored;			/* in room.db's open transaction */
+	json_object *ev;		/* owned */
+};
+
+struct journal {
+	struct agent *a;
+	long long seq;			/* last seq handed out */
+	long long durable;		/* highest seq committed (stored or
+					 * reserved) */
+	long long reserving;		/* reservation written in the open
+					 * transaction, not yet committed */
+	long long announced;		/* last seq queued to the members */
+	struct journal_pending *head, *tail;	/* oldest first */
+	size_t npending;
+	int err;			/* last failed commit's -errno, 0 */
+};
+
+int
+journal_new(struct agent *a, struct journal **out)
+{
+	struct journal *j = calloc(1, sizeof(*j));
+
+	*out = NULL;
+	if (!j)
+		return -ENOMEM;
+	j->a = a;
+	j->seq = j->durable = j->announced = room_db_last_seq(a->db);
+	*out = j;
+	return 0;
+}
+
+/* Drop the first pending entry. */
+static void
+journal_pop(struct journal *j)
+{
+	struct journal_pending *p = j->head;
+
+	j->head = p->next;
+	if (!j->head)
+		j->tail = NULL;
+	j->npending--;
+	json_object_put(p->ev);
+	free(p);
+}
+
+void
+journal_free(struct journal *j)
+{
+	if (!j)
+		return;
+	while (j->head)
+		journal_pop(j);
+	free(j);
+}
+
+/* Give ev the next seq and the time. */
+static long long
+journal_stamp(struct journal *j, json_object *ev)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	json_object_object_add(ev, "seq", json_object_new_int64(++j->seq));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+	return j->seq;
+}
+
+/* Queue ev to every member below it, and move the watermarks. */
+static void
+journal_announce(struct journal *j, long long seq, json_object *ev)
+{
+	for (struct conn *c = j->a->conns; c; c = c->next) {
+		if (!conn_is_member(c) || c->seq_out >= seq)
+			continue;
+		conn_queue_event(c, ev);
+		c->seq_out = seq;
+	}
+	j->announced = seq;
+}
+
+/* Announce the pending events that may go now (journal.c's head); with
+ * committed set, every stored one may. */
+static void
+journal_release(struct journal *j, int committed)
+{
+	while (j->head && (j->head->stored ? committed :
+	    j->head->seq <= j->durable)) {
+		journal_announce(j, j->head->seq, j->head->ev);
+		journal_pop(j);
+	}
+}
+
+/* Append ev (stamped seq) to the pending list.  Takes ev. */
+static int
+journal_wait(struct journal *j, long long seq, int stored, json_object *ev)
+{
+	struct journal_pending *p;
+
+	if (j->npending >= JOURNAL_MAX_PENDING ||
+	    !(p = calloc(1, sizeof(*p)))) {
+		json_object_put(ev);
+		return -ENOMEM;
+	}
+	p->seq = seq;
+	p->stored = stored;
+	p->ev = ev;
+	if (j->tail)
+		j->tail->next = p;
+	else
+		j->head = p;
+	j->tail = p;
+	j->npending++;
+	return 0;
+}
+
+int
+journal_record(struct journal *j, json_object *ev)
+{
+	long long seq;
+	const char *s;
+	int r;
+
+	if (!ev)
+		return -ENOMEM;
+	seq = journal_stamp(j, ev);
+	s = json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	r = room_db_event_add(j->a->db, seq, json_get_string(ev, "time"),
+	    json_get_string(ev, "type"), s);
+	if (r < 0) {
+		log_error("%s event %lld not recorded, not sent: %s",
+		    json_get_string(ev, "type"), seq, room_db_strerror(r));
+		j->seq--;
+		json_object_put(ev);
+		return r;
+	}
+	return journal_wait(j, seq, 1, ev);
+}
+
+/* Reserve seqs ahead of seq in the open transaction, unless reserved. */
+static void
+journal_reserve(struct journal *j, long long seq)
+{
+	if (seq <= j->durable || seq <= j->reserving)
+		return;
+	if (room_db_seq_mark(j->a->db, seq + JOURNAL_SEQ_RESERVE) == 0)
+		j->reserving = seq + JOURNAL_SEQ_RESERVE;
+}
+
+int
+journal_live(struct journal *j, json_object *ev)
+{
+	long long seq;
+
+	if (!ev)
+		return -ENOMEM;
+	seq = journal_stamp(j, ev);
+	if (!j->head && seq <= j->durable) {
+		journal_announce(j, seq, ev);
+		json_object_put(ev);
+		return 0;
+	}
+	journal_reserve(j, seq);
+	return journal_wait(j, seq, 0, ev);
+}
+
+/* The commit failed: drop what it would have made durable. */
+static void
+journal_drop(struct journal *j, int err)
+{
+	long long dropped = 0;
+
+	j->reserving = 0;
+	journal_release(j, 0);
+	for (struct journal_pending *p = j->head; p; p = p->next)
+		dropped++;
+	while (j->head)
+		journal_pop(j);
+	if (dropped)
+		log_error("%lld event(s) not recorded, not sent: %s",
+		    dropped, room_db_strerror(err));
+	j->seq = j->announced;
+	j->err = err;
+}
+
+int
+journal_commit(struct journal *j)
+{
+	int wrote = room_db_in_tx(j->a->db), r;
+
+	r = room_db_commit(j->a->db);
+	if (r < 0) {
+		journal_drop(j, r);
+		return r;
+	}
+	for (struct journal_pending *p = j->head; p; p = p->next)
+		if (p->stored && p->seq > j->durable)
+			j->durable = p->seq;
+	if (j->reserving > j->durable)
+		j->durable = j->reserving;
+	j->reserving = 0;
+	if (wrote)
+		j->err = 0;
+	journal_release(j, 1);
+	return 0;
+}
+
+void
+journal_abort(struct journal *j, int err)
+{
+	room_db_rollback(j->a->db);
+	journal_drop(j, err);
+}
+
+int
+journal_failed(const struct journal *j)
+{
+	return j->err;
+}
+
+long long
+journal_seq(const struct journal *j)
+{
+	return j->announced;
+}
+
+void
+journal_stamp_reply(const struct journal *j, json_object *ev)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	json_object_object_add(ev, "seq", json_object_new_int64(j->announced));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+}
+
+/* Append one stored event's JSON to c, marked as a replay. */
+static int
+journal_replay_one(const char *json, void *arg)
+{
+	struct conn *c = arg;
+	size_t n = strlen(json);
+
+	if (n < 2 || json[n - 1] != '}')
+		return 0;
+	conn_queue(c, json, n - 1);
+	conn_queue(c, ",\"replay\":true}\n", 16);
+	return c->closing != NULL;
+}
+
+int
+journal_replay(struct journal *j, struct conn *c, struct room_db_filter *f)
+{
+	/* Only what was announced: the open transaction's rows are visible
+	 * to this connection to room.db, and may yet be rolled back. */
+	if (f->before <= 0 || f->before > j->announced + 1)
+		f->before = j->announced + 1;
+	return room_db_events_find(j->a->db, f, journal_replay_one, c);
+}
+
+int
+journal_join(struct journal *j, struct conn *c, long long since, long limit)
+{
+	struct room_db_filter f = { .since = since < 0 ? 0 : since,
+	    .limit = limit };
+	int r = 0;
+
+	if (since >= 0 || limit > 0)
+		r = journal_replay(j, c, &f);
+	c->seq_out = j->announced;
+	return r;
+}

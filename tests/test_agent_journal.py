@@ -1,0 +1,290 @@
+"""The journal is the truth: a commit of room.db that fails at any point of
+a turn never runs a tool twice and never shows a client an event that is
+not stored.
+
+A real atrium-agent runs with tests/fault_vfs.c preloaded (the shim VFS
+of the unit tests, as a library): its K-th commit fails as on a full disk,
+for every K a turn with one counted bash call makes.  The client watches,
+the agent is killed, started again without the fault, and the turn ends
+from room.db.  Then: the command ran at most once (its side effect is a
+line appended to a file in the workspace), every stored kind of event a
+client saw is in room.db with the seq it was shown with, and no seq was
+shown twice, across the restart too.  A second test fails one commit only
+and shows the room being told, and the turn going on once room.db takes a
+write again, without a restart.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_journal.py
+(make check builds build/tests/fault_vfs.so first).
+"""
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from test_agent import BIN_DIR, Room, pytestmark, room  # noqa: F401
+from model_server import ModelServer
+
+SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
+STORED = {"message", "prompt", "turn_start", "tool_call", "tool_result",
+          "turn_end"}
+PROMPT = "run: echo x >> count"
+
+pytestmark = pytestmark + [
+    pytest.mark.skipif(not os.path.exists(SHIM), reason="build first: make "
+                       "build/tests/fault_vfs.so"),
+]
+
+
+@pytest.fixture
+def model():
+    srv = ModelServer().start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+class FaultRoom:
+    """A fresh room whose agent fails its commit number `at` (0: none)."""
+
+    def __init__(self, model, at, sticky):
+        self.base = tempfile.mkdtemp(prefix="atrium-journal-")
+        self.room = Room(self.base)
+        self.mark = os.path.join(self.base, "fired")
+        self.count = os.path.join(self.base, "commits")
+        self.model = model
+        self.room.env.update(LD_PRELOAD=SHIM, ATRIUM_FAULT_COMMIT=str(at),
+                             ATRIUM_FAULT_STICKY="1" if sticky else "0",
+                             ATRIUM_FAULT_MARK=self.mark,
+                             ATRIUM_FAULT_COUNT=self.count)
+        self.shown = []     # every event a client was sent, live ones too
+
+    def start(self):
+        """Start the agent; False when it could not start (the fault hit
+        room.db's creation: nothing was shown to anybody)."""
+        try:
+            self.room.start("--model-url", self.model.url,
+                            "--retry-base-ms", "50", "--max-retries", "2")
+        except AssertionError:
+            return False
+        return True
+
+    def commits(self):
+        try:
+            with open(self.count) as f:
+                return int(f.read() or 0)
+        except FileNotFoundError:
+            return 0
+
+    def fired(self):
+        return os.path.exists(self.mark)
+
+    def watch(self, client, until, timeout):
+        """Read client's events into shown until one satisfies until, the
+        time is up, or the agent went away."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            while client.events:
+                ev = client.events.pop(0)
+                self.shown.append(ev)
+                if until(ev):
+                    return ev
+            if not client._read(0.1):
+                return None
+        return None
+
+    def workspace_count(self):
+        try:
+            with open(os.path.join(self.room.workspace, "count")) as f:
+                return f.read().count("x")
+        except FileNotFoundError:
+            return 0
+
+    def stored(self):
+        db = self.room.db()
+        try:
+            return {seq: (typ, js) for seq, typ, js in db.execute(
+                "SELECT seq, type, json FROM events")}
+        finally:
+            db.close()
+
+    def cleanup(self):
+        self.room.cleanup()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def turn_over(ev):
+    return ev.get("type") == "turn_end" or (
+        ev.get("type") == "notice" and "agent stopped" in ev.get("text", ""))
+
+
+def check_shown_were_stored(fr):
+    """Every stored kind of event shown is in room.db with its seq; no seq
+    was shown for two different events."""
+    stored = fr.stored()
+    seen = {}
+    for ev in fr.shown:
+        if ev.get("replay") or ev["type"] in ("welcome", "error", "synced"):
+            continue    # replays and replies carry seqs taken before
+        assert ev["seq"] not in seen or seen[ev["seq"]] == ev, (
+            "seq %d shown twice: %s and %s" % (ev["seq"], seen[ev["seq"]],
+                                               ev))
+        seen[ev["seq"]] = ev
+        if ev["type"] in STORED:
+            assert ev["seq"] in stored, ("shown, never stored", ev)
+            assert stored[ev["seq"]][0] == ev["type"], (ev, stored[ev["seq"]])
+
+
+def turns(fr):
+    """The states of the room's turns in room.db."""
+    db = fr.room.db()
+    try:
+        return [st for (st,) in db.execute("SELECT state FROM turns")]
+    finally:
+        db.close()
+
+
+def wait_turns_done(fr, client, timeout=20):
+    """Wait until room.db has turns and all are done, reading client's
+    events meanwhile."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        st = turns(fr)
+        if st and all(s == "done" for s in st):
+            return True
+        fr.watch(client, lambda ev: False, 0.2)
+    return False
+
+
+def run_with_fault(model, at, sticky):
+    """One turn with commit `at` failing; then a clean restart that ends
+    the turn from room.db.  Whether the fault fired."""
+    fr = FaultRoom(model, at, sticky)
+    try:
+        if fr.start():
+            c = fr.room.connect("alice")
+            c.send({"type": "prompt", "text": PROMPT})
+            fr.watch(c, turn_over, 20)
+            fr.room.kill9()
+        fired = fr.fired()
+        fr.room.env["ATRIUM_FAULT_COMMIT"] = "0"
+        assert fr.start(), fr.room.log_text()
+        c = fr.room.connect("alice")
+        if not turns(fr):
+            # The prompt never made it into room.db: ask again.
+            c.send({"type": "prompt", "text": PROMPT})
+        assert wait_turns_done(fr, c), (at, turns(fr), fr.shown[-10:],
+                                        fr.room.log_text()[-3000:])
+        n = fr.workspace_count()
+        assert n <= 1, "commit %d failed: the command ran %d times" % (at, n)
+        if n == 0:
+            results = [e for e in fr.shown if e["type"] == "tool_result"]
+            assert not any(r["status"] == "ok" for r in results), results
+        check_shown_were_stored(fr)
+        return fired
+    finally:
+        fr.cleanup()
+
+
+def test_failed_commit_at_every_checkpoint_never_runs_twice(model):
+    # A clean run says how many commits a turn makes.
+    fr = FaultRoom(model, 0, True)
+    try:
+        assert fr.start()
+        c = fr.room.connect("alice")
+        before = fr.commits()
+        c.send({"type": "prompt", "text": PROMPT})
+        assert fr.watch(c, lambda ev: ev.get("type") == "turn_end", 20)
+        time.sleep(0.3)
+        after = fr.commits()
+        assert fr.workspace_count() == 1
+        check_shown_were_stored(fr)
+    finally:
+        fr.cleanup()
+    assert after - before >= 4, (before, after)    # one per checkpoint
+    fired_in_turn = 0
+    for at in range(before + 1, after + 1):
+        fired_in_turn += run_with_fault(model, at, sticky=True)
+    assert fired_in_turn >= after - before
+
+
+def fresh_db(fr):
+    """Start the room over: no room.db, no count in the workspace."""
+    if os.path.exists(os.path.join(fr.room.workspace, "count")):
+        os.unlink(os.path.join(fr.room.workspace, "count"))
+    for f in ("room.db", "room.db-wal", "room.db-shm"):
+        if os.path.exists(os.path.join(fr.room.room_dir, f)):
+            os.unlink(os.path.join(fr.room.room_dir, f))
+
+
+def test_one_failed_commit_stops_the_turn_and_says_so(model):
+    """Fail the one commit that records a tool call's start (room.db takes
+    writes again right after): the command does not run, the turn stops
+    and the room is told; the next chat line is stored, and the turn goes
+    on from room.db without a restart, running the command once."""
+    fr = FaultRoom(model, 0, False)
+    try:
+        # Which commit records the start: the first one, after the join,
+        # whose failure leaves the call announced and without a result.
+        assert fr.start()
+        fr.room.connect("alice")
+        time.sleep(0.3)
+        fr.room.kill9()
+        joined = fr.commits()
+        for at in range(joined, joined + 8):
+            fresh_db(fr)
+            fr.shown = []
+            fr.room.env["ATRIUM_FAULT_COMMIT"] = str(at)
+            if os.path.exists(fr.mark):
+                os.unlink(fr.mark)
+            assert fr.start()
+            c = fr.room.connect("alice")
+            c.send({"type": "prompt", "text": PROMPT})
+            stopped = fr.watch(c, turn_over, 5)
+            kinds = [e["type"] for e in fr.shown]
+            if stopped and stopped["type"] == "notice" and \
+                    "tool_call" in kinds and "tool_result" not in kinds:
+                break
+            fr.room.kill9()
+        else:
+            raise AssertionError("no commit failed at the tool's start")
+        assert "room.db could not record" in stopped["text"]
+        assert fr.fired()
+        assert "tool_result" not in kinds, kinds
+        assert fr.workspace_count() == 0
+        c.send({"type": "chat", "text": "room.db works again"})
+        assert fr.watch(c, lambda ev: ev.get("type") == "turn_end", 20), \
+            fr.shown[-10:]
+        assert fr.workspace_count() == 1
+        check_shown_were_stored(fr)
+        texts = [e.get("text") for e in fr.shown if e["type"] == "message"]
+        assert "room.db works again" in texts
+    finally:
+        fr.cleanup()
+
+
+def test_replies_take_no_seq_so_a_reconnect_sees_no_gap(room):
+    """Answers to one connection carry the last room seq and take none: the
+    next room event follows the one before them, and a client that comes
+    back with since= gets it with no gap."""
+    room.start()
+    a = room.connect("alice", kind="control")
+    a.send({"type": "chat", "text": "one"})
+    one = a.wait("message", text="one")
+    for i in range(3):
+        a.send({"type": "who"})
+        a.send({"type": "usage"})
+        a.send({"type": "nonsense"})
+        a.send({"type": "sync", "id": str(i)})
+        synced = a.wait("synced", id=str(i))
+        assert synced["seq"] == one["seq"]
+    assert a.welcome["seq"] < one["seq"]
+    a.send({"type": "chat", "text": "two"})
+    two = a.wait("message", text="two")
+    assert two["seq"] == one["seq"] + 1
+    b = room.connect("bob", kind="control", since=one["seq"])
+    assert b.welcome["seq"] == two["seq"]
+    got = b.wait("message", text="two")
+    assert got["replay"] and got["seq"] == two["seq"]

@@ -1,0 +1,163 @@
+/*
+ * test_agent_journal.c: the journal (agent/journal.c) on a real room.db,
+ * with the shim VFS of shim_vfs.h failing every write while shim_full is
+ * set (a full disk).  Checked, by what one member's output queue holds:
+ * a recorded event reaches it only after its commit; one whose commit
+ * failed never does, and the failure stays until a commit stores
+ * something; a live event goes out at once while its seq is reserved,
+ * and is held until a commit otherwise; seqs never repeat, also across a
+ * reopen; a member who joins gets the announced events once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../agent/agent.h"
+#include "../../agent/conn.h"
+#include "../../agent/journal.h"
+#include "../../agent/room_db.h"
+#include "unit.h"
+
+#include "shim_vfs.h"
+
+static char path[64];
+
+/* A member's connection that nothing reads: its queue is the record of
+ * what it was sent. */
+static struct conn *
+member(struct agent *a)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	c->a = a;
+	c->fd = -1;
+	c->kind = CONN_CHAT;
+	buf_init(&c->out, ROOM_MAX_OUTPUT);
+	c->next = a->conns;
+	a->conns = c;
+	return c;
+}
+
+static json_object *
+event(const char *type, const char *text)
+{
+	json_object *ev = json_object_new_object();
+
+	json_object_object_add(ev, "type", json_object_new_string(type));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	return ev;
+}
+
+/* 1 when c's queue holds text. */
+static int
+sent(struct conn *c, const char *text)
+{
+	return c->out.len > 0 &&
+	    memmem(c->out.data, c->out.len, text, strlen(text)) != NULL;
+}
+
+static void
+test_announce_after_commit(void)
+{
+	struct agent a = { 0 };
+	struct journal *j;
+	struct conn *c;
+
+	CHECK_INT(room_db_open(path, &a.db), 0);
+	CHECK_INT(journal_new(&a, &j), 0);
+	a.journal = j;
+	c = member(&a);
+
+	CHECK_INT(journal_record(j, event("message", "first")), 0);
+	CHECK(!sent(c, "first"));		/* recorded, not committed */
+	CHECK_INT(journal_commit(j), 0);
+	CHECK(sent(c, "\"seq\":1,"));
+	CHECK(sent(c, "first"));
+	CHECK_INT((int)journal_seq(j), 1);
+
+	/* A live event needs its seq reserved first: held until a commit. */
+	CHECK_INT(journal_live(j, event("agent_delta", "live-one")), 0);
+	CHECK(!sent(c, "live-one"));
+	CHECK_INT(journal_commit(j), 0);
+	CHECK(sent(c, "live-one"));
+	/* Reserved now: the next goes at once. */
+	CHECK_INT(journal_live(j, event("agent_delta", "live-two")), 0);
+	CHECK(sent(c, "live-two"));
+
+	/* The disk fills: the recorded event is never sent. */
+	shim_full = 1;
+	{
+		int r = journal_record(j, event("message", "lost"));
+
+		if (r == 0)
+			r = journal_commit(j);
+		CHECK_INT(r, -ENOSPC);
+	}
+	CHECK(!sent(c, "lost"));
+	CHECK_INT(journal_failed(j), -ENOSPC);
+	/* Live events still go out, on the reserved seqs. */
+	CHECK_INT(journal_live(j, event("notice", "told")), 0);
+	CHECK(sent(c, "told"));
+	CHECK_INT(journal_commit(j), 0);	/* nothing to commit */
+	CHECK_INT(journal_failed(j), -ENOSPC);	/* still failed */
+	shim_full = 0;
+
+	CHECK_INT(journal_record(j, event("message", "back")), 0);
+	CHECK_INT(journal_commit(j), 0);
+	CHECK(sent(c, "back"));
+	CHECK_INT(journal_failed(j), 0);
+	CHECK_INT((int)journal_seq(j), 5);	/* 4 was "told" */
+
+	journal_free(j);
+	room_db_close(a.db);
+	buf_free(&c->out);
+	free(c);
+}
+
+/* After a reopen, seqs go on past everything shown. */
+static void
+test_reopen_never_repeats(void)
+{
+	struct agent a = { 0 };
+	struct journal *j;
+	struct conn *c;
+
+	CHECK_INT(room_db_open(path, &a.db), 0);
+	CHECK_INT(journal_new(&a, &j), 0);
+	a.journal = j;
+	CHECK((int)journal_seq(j) >= 5);
+	c = member(&a);
+	/* A joiner gets the stored events once, and then only new ones. */
+	CHECK_INT(journal_join(j, c, 0, 0), 0);
+	CHECK(sent(c, "first") && sent(c, "back") && !sent(c, "lost"));
+	CHECK_INT(journal_live(j, event("agent_delta", "after")), 0);
+	CHECK_INT(journal_commit(j), 0);
+	CHECK(sent(c, "after"));
+	/* Past the block reserved for "live-one" (seq 2): any seq shown
+	 * as live before the reopen may be in it. */
+	CHECK(journal_seq(j) > 2 + JOURNAL_SEQ_RESERVE);
+	journal_free(j);
+	room_db_close(a.db);
+	buf_free(&c->out);
+	free(c);
+}
+
+int
+main(void)
+{
+	char wal[96];
+
+	shim_install();
+	snprintf(path, sizeof(path), "/tmp/test_agent_journal.%d",
+	    (int)getpid());
+	TEST(test_announce_after_commit);
+	TEST(test_reopen_never_repeats);
+	unlink(path);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", path);
+	unlink(wal);
+	return unit_done("test_agent_journal");
+}
