@@ -22,6 +22,7 @@ struct conn;
 struct turn;
 struct exec;
 struct term;
+struct dirworker;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
@@ -78,6 +79,9 @@ struct agent {
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0
 					 * until first needed */
+	struct dirworker *dirworker;	/* the file tools' getdents64 thread
+					 * (dirworker.h), NULL until first
+					 * needed */
 	long long seq;			/* last seq handed out */
 	long long seq_marked;		/* last seq written to meta */
 	long long idle_since;		/* monotonic ms; 0 while busy */

@@ -31,6 +31,7 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "dirworker.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -343,6 +344,7 @@ main_teardown(struct agent *a)
 	if (a->signal_fd >= 0)
 		close(a->signal_fd);
 	loop_free(a->loop);
+	dirworker_free(a->dirworker);
 	json_object_put(a->allow_list);
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
