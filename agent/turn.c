@@ -76,6 +76,7 @@ struct turn {
 	long long id;			/* turns.id */
 	char user[64];			/* who prompted */
 	int step;			/* model responses stored so far */
+	long long busy_mark;		/* loop_busy_us when this step began */
 	long in_tokens, out_tokens;	/* totals of this turn */
 	enum turn_phase phase;
 	/* PHASE_CONTEXT */
@@ -134,6 +135,19 @@ turn_free(struct turn *t)
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
 	free(t);
+}
+
+/* A debug line with the agent's own time (its loop's work: the model's
+ * and the commands' time excluded, the checkpoint commits included)
+ * since the step began, for make bench; then the next step begins. */
+static void
+turn_step_timing(struct turn *t)
+{
+	long long now = loop_busy_us(t->a->loop);
+
+	log_debug("turn %lld step %d: agent time %lld us", t->id, t->step,
+	    now - t->busy_mark);
+	t->busy_mark = now;
 }
 
 /* Commit now: a checkpoint.  Failure is logged by room_db. */
@@ -219,6 +233,7 @@ turn_finish(struct turn *t, const char *stop_reason)
 	json_object_object_add(ev, "usage", usage);
 	room_emit(a, ev, 1);
 	turn_checkpoint(t);
+	turn_step_timing(t);
 	log_info("turn %lld ended: %s", t->id, stop_reason);
 	a->turn = NULL;
 	turn_free(t);
@@ -460,6 +475,8 @@ turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 		return;
 	}
 	provider_http_free(&http);
+	if (t->attempt == 1 && t->step > 0)
+		turn_step_timing(t);
 	log_debug("turn %lld step %d: %s request, attempt %d", t->id,
 	    t->step + 1, t->summarising ? "summary" : "model", t->attempt);
 }
@@ -1263,6 +1280,7 @@ turn_resume(struct agent *a)
 		return;
 	}
 	t->a = a;
+	t->busy_mark = loop_busy_us(a->loop);
 	t->id = rt.id;
 	snprintf(t->user, sizeof(t->user), "%s", rt.user);
 	t->step = rt.steps;
