@@ -476,6 +476,15 @@ loop_busy_us(struct loop *l)
 	return loop_now_us() - l->born_us - l->waited_us;
 }
 
+long long
+loop_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
 static int
 loop_once(struct loop *l)
 {

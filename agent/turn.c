@@ -77,6 +77,7 @@ struct turn {
 	char user[64];			/* who prompted */
 	int step;			/* model responses stored so far */
 	long long busy_mark;		/* loop_busy_us when this step began */
+	long long cpu_mark;		/* loop_cpu_us then */
 	long in_tokens, out_tokens;	/* totals of this turn */
 	enum turn_phase phase;
 	/* PHASE_CONTEXT */
@@ -143,11 +144,12 @@ turn_free(struct turn *t)
 static void
 turn_step_timing(struct turn *t)
 {
-	long long now = loop_busy_us(t->a->loop);
+	long long now = loop_busy_us(t->a->loop), cpu = loop_cpu_us();
 
-	log_debug("turn %lld step %d: agent time %lld us", t->id, t->step,
-	    now - t->busy_mark);
+	log_debug("turn %lld step %d: agent time %lld us, cpu %lld us", t->id,
+	    t->step, now - t->busy_mark, cpu - t->cpu_mark);
 	t->busy_mark = now;
+	t->cpu_mark = cpu;
 }
 
 /* Commit now: a checkpoint.  Failure is logged by room_db. */
@@ -1281,6 +1283,7 @@ turn_resume(struct agent *a)
 	}
 	t->a = a;
 	t->busy_mark = loop_busy_us(a->loop);
+	t->cpu_mark = loop_cpu_us();
 	t->id = rt.id;
 	snprintf(t->user, sizeof(t->user), "%s", rt.user);
 	t->step = rt.steps;
