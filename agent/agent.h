@@ -79,6 +79,8 @@ struct agent {
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0
 					 * until first needed */
+	int spawner;			/* socket to the sandbox spawner
+					 * (spawner.h), or -1 */
 	struct dirworker *dirworker;	/* the file tools' getdents64 thread
 					 * (dirworker.h), NULL until first
 					 * needed */

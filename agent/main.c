@@ -32,6 +32,7 @@
 #include "agent.h"
 #include "caps.h"
 #include "dirworker.h"
+#include "spawner.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -345,6 +346,7 @@ main_teardown(struct agent *a)
 		close(a->signal_fd);
 	loop_free(a->loop);
 	dirworker_free(a->dirworker);
+	spawner_stop(a->spawner);
 	json_object_put(a->allow_list);
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
@@ -366,7 +368,7 @@ main(int argc, char **argv)
 		    "non-dumpable: %s\n", strerror(errno));
 		return 1;
 	}
-	a->listen_fd = a->signal_fd = -1;
+	a->listen_fd = a->signal_fd = a->spawner = -1;
 	a->approval_timeout = 120;
 	a->retry_base_ms = 1000;
 	a->max_retries = 6;
@@ -376,6 +378,9 @@ main(int argc, char **argv)
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);
+	/* Before any thread and any key: the sandboxes' fork (spawner.h). */
+	if ((a->spawner = spawner_start(argc, argv, a->room_dir)) < 0)
+		return 1;
 	if (main_keys(a, fds.keys) < 0)
 		return 1;
 	r = main_setup(a);
