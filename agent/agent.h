@@ -87,6 +87,7 @@ struct agent {
 	long long seq;			/* last seq handed out */
 	long long seq_marked;		/* last seq written to meta */
 	long long idle_since;		/* monotonic ms; 0 while busy */
+	int heap_trimmed;		/* malloc_trim since the last work */
 	int exit_code;			/* loop_run's caller returns this */
 };
 

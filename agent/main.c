@@ -21,6 +21,7 @@
  * (endpoint.h).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,15 @@ main_idle_check(struct loop *l, long long id, void *arg)
 	struct agent *a = arg;
 	long long now = time_mono_ms();
 
+	if (turn_busy(a) || exec_count(a) || a->tool_procs) {
+		a->heap_trimmed = 0;
+	} else if (!a->heap_trimmed) {
+		/* Nothing runs: what a turn's requests and transcript
+		 * grew goes back to the system, keeping an idle room's
+		 * agent small. */
+		malloc_trim(0);
+		a->heap_trimmed = 1;
+	}
 	if (room_conn_count(a) || turn_busy(a) || exec_count(a) ||
 	    a->tool_procs) {
 		a->idle_since = 0;
