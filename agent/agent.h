@@ -24,6 +24,7 @@ struct journal;
 struct turn;
 struct exec;
 struct term;
+struct dirworker;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
@@ -86,7 +87,13 @@ struct agent {
 					 * room's seqs (journal.h) */
 	const struct conn_hooks *conn_hooks;	/* what a line asks for
 					 * (requests.h) */
+	int spawner;			/* socket to the sandbox spawner
+					 * (spawner.h), or -1 */
+	struct dirworker *dirworker;	/* the file tools' getdents64 thread
+					 * (dirworker.h), NULL until first
+					 * needed */
 	long long idle_since;		/* monotonic ms; 0 while busy */
+	int heap_trimmed;		/* malloc_trim since the last work */
 	int exit_code;			/* loop_run's caller returns this */
 };
 

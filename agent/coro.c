@@ -5,6 +5,14 @@
  * (__sanitizer_start_switch_fiber / finish), as ASan needs to know which
  * stack is live; ASan still prints one "doesn't fully support
  * makecontext/swapcontext" warning per process, which is expected.
+ *
+ * Stacks are kept for reuse (at most CORO_SPARE): the file tools make one
+ * or two coroutines per tool call, and unmapping a stack in a process with
+ * other threads (io_uring's workers share the address space) flushes the
+ * TLB of every CPU they ran on, which cost more than the rest of a step.
+ * A kept stack holds only the pages its last user touched.  The spares are
+ * process-wide allocator state, like malloc's, used from the loop's thread
+ * only (coro.h: single-threaded).
  */
 #include "coro.h"
 
@@ -20,6 +28,14 @@
 #else
 #define CORO_ASAN 0
 #endif
+
+#define CORO_SPARE	2	/* stacks kept for reuse */
+
+/* Unused stacks (map of CORO_STACK + one guard page), loop thread only. */
+static struct {
+	char *map[CORO_SPARE];
+	int n;
+} coro_spare;
 
 struct coro {
 	ucontext_t ctx;			/* the coroutine's own context */
@@ -91,13 +107,18 @@ coro_new(coro_fn *fn, void *arg)
 	if (!c)
 		return NULL;
 	c->map_len = CORO_STACK + page;
-	c->map = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-	    MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (c->map == MAP_FAILED) {
-		free(c);
-		return NULL;
+	if (coro_spare.n > 0) {
+		c->map = coro_spare.map[--coro_spare.n];
+	} else {
+		c->map = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+		    -1, 0);
+		if (c->map == MAP_FAILED) {
+			free(c);
+			return NULL;
+		}
+		mprotect(c->map, page, PROT_NONE);
 	}
-	mprotect(c->map, page, PROT_NONE);
 	if (coro_getcontext(&c->ctx) < 0) {
 		coro_free(c);
 		return NULL;
@@ -118,8 +139,12 @@ coro_free(struct coro *c)
 {
 	if (!c)
 		return;
-	if (c->map && c->map != MAP_FAILED)
-		munmap(c->map, c->map_len);
+	if (c->map && c->map != MAP_FAILED) {
+		if (coro_spare.n < CORO_SPARE && !CORO_ASAN)
+			coro_spare.map[coro_spare.n++] = c->map;
+		else
+			munmap(c->map, c->map_len);
+	}
 	free(c);
 }
 

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "util.h"
@@ -74,7 +75,11 @@ struct loop {
 	loop_hook_fn *before_sleep;
 	void *before_sleep_arg;
 	int stop;
+	long long born_us;	/* monotonic us at loop_new */
+	long long waited_us;	/* spent in the ring's wait since then */
 };
+
+static long long loop_now_us(void);
 
 struct loop *
 loop_new(unsigned entries)
@@ -91,6 +96,7 @@ loop_new(unsigned entries)
 		return NULL;
 	}
 	l->next_timer_id = 1;
+	l->born_us = loop_now_us();
 	return l;
 }
 
@@ -454,6 +460,31 @@ loop_dispatch(struct loop *l, uint64_t ud, int res)
 }
 
 /* One wait and its dispatch.  0, or -errno from io_uring. */
+/* Monotonic microseconds. */
+static long long
+loop_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+long long
+loop_busy_us(struct loop *l)
+{
+	return loop_now_us() - l->born_us - l->waited_us;
+}
+
+long long
+loop_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
 static int
 loop_once(struct loop *l)
 {
@@ -461,7 +492,7 @@ loop_once(struct loop *l)
 	struct __kernel_timespec ts;
 	uint64_t ud[LOOP_BATCH];
 	int res[LOOP_BATCH], r;
-	long long ms;
+	long long ms, t0;
 	unsigned n;
 
 	if (l->before_sleep)
@@ -469,8 +500,10 @@ loop_once(struct loop *l)
 	ms = loop_next_timeout(l);
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (ms % 1000) * 1000000;
+	t0 = loop_now_us();
 	r = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1,
 	    ms >= 0 ? &ts : NULL, NULL);
+	l->waited_us += loop_now_us() - t0;
 	if (r < 0 && r != -ETIME && r != -EINTR)
 		return r;
 	while ((n = io_uring_peek_batch_cqe(&l->ring, cqes, LOOP_BATCH)) > 0) {

@@ -50,6 +50,15 @@ void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);
 /* Run until loop_stop.  0, or -errno when io_uring failed. */
 int loop_run(struct loop *l);
 
+/* Microseconds the loop has spent working (not waiting in the ring)
+ * since loop_new: the agent's own time, for the per-step timing line. */
+long long loop_busy_us(struct loop *l);
+
+/* CPU microseconds of the calling thread (the loop's) so far: the part
+ * of loop_busy_us that was not spent waiting for a CPU or in a blocking
+ * system call. */
+long long loop_cpu_us(void);
+
 /* Make loop_run return after the current iteration. */
 void loop_stop(struct loop *l);
 

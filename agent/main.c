@@ -21,6 +21,7 @@
  * (endpoint.h).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "dirworker.h"
+#include "spawner.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -237,6 +240,15 @@ main_idle_check(struct loop *l, long long id, void *arg)
 	struct agent *a = arg;
 	long long now = time_mono_ms();
 
+	if (turn_busy(a) || exec_count(a) || a->tool_procs) {
+		a->heap_trimmed = 0;
+	} else if (!a->heap_trimmed) {
+		/* Nothing runs: what a turn's requests and transcript
+		 * grew goes back to the system, keeping an idle room's
+		 * agent small. */
+		malloc_trim(0);
+		a->heap_trimmed = 1;
+	}
 	if (conn_count(a) || turn_busy(a) || exec_count(a) ||
 	    a->tool_procs) {
 		a->idle_since = 0;
@@ -347,6 +359,8 @@ main_teardown(struct agent *a)
 	if (a->signal_fd >= 0)
 		close(a->signal_fd);
 	loop_free(a->loop);
+	dirworker_free(a->dirworker);
+	spawner_stop(a->spawner);
 	json_object_put(a->allow_list);
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
@@ -368,7 +382,7 @@ main(int argc, char **argv)
 		    "non-dumpable: %s\n", strerror(errno));
 		return 1;
 	}
-	a->listen_fd = a->signal_fd = -1;
+	a->listen_fd = a->signal_fd = a->spawner = -1;
 	a->approval_timeout = 120;
 	a->retry_base_ms = 1000;
 	a->max_retries = 6;
@@ -378,6 +392,9 @@ main(int argc, char **argv)
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);
+	/* Before any thread and any key: the sandboxes' fork (spawner.h). */
+	if ((a->spawner = spawner_start(argc, argv, a->room_dir)) < 0)
+		return 1;
 	if (main_keys(a, fds.keys) < 0)
 		return 1;
 	r = main_setup(a);

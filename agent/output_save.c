@@ -83,7 +83,7 @@ output_save_cmp(const void *x, const void *y)
 /* Our files' names in dirfd (malloc'd, the caller frees each and the
  * array), sorted oldest first.  The count, or -errno. */
 static int
-output_save_list(int dirfd, char ***names)
+output_save_list(struct wsio *w, int dirfd, char ***names)
 {
 	char ents[8192], **v = calloc(OUTPUT_SAVE_SCAN_MAX, sizeof(*v));
 	ssize_t got;
@@ -93,7 +93,7 @@ output_save_list(int dirfd, char ***names)
 	if (!v)
 		return -ENOMEM;
 	while (n < OUTPUT_SAVE_SCAN_MAX &&
-	    (got = wsio_getdents(dirfd, ents, sizeof(ents))) > 0) {
+	    (got = wsio_getdents(w, dirfd, ents, sizeof(ents))) > 0) {
 		for (ssize_t off = 0; off < got && n < OUTPUT_SAVE_SCAN_MAX;) {
 			struct dirent64 *d = (struct dirent64 *)(ents + off);
 
@@ -114,7 +114,7 @@ static void
 output_save_prune(struct wsio *w, int dirfd)
 {
 	char **names;
-	int n = output_save_list(dirfd, &names);
+	int n = output_save_list(w, dirfd, &names);
 
 	for (int i = 0; i < n; i++) {
 		if (i < n - (OUTPUT_SAVE_KEEP - 1))

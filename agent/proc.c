@@ -1,7 +1,8 @@
 /*
  * proc.c: a sandboxed command on the event loop (proc.h).
  *
- * Life: proc_spawn makes the pipes it needs, calls sandbox_spawn, closes the
+ * Life: proc_spawn makes the pipes it needs, calls spawner_spawn (the
+ * sandbox is forked by the spawner process, spawner.h), closes the
  * child's ends, and watches the pipes and a pidfd of bwrap.  When the pidfd
  * is readable the command has ended: it is reaped, the pipes are drained (the
  * sandbox's pid namespace is gone, so nothing writes any more), the result
@@ -30,6 +31,7 @@
 #include "agent.h"
 #include "log.h"
 #include "loop.h"
+#include "spawner.h"
 #include "util.h"
 
 struct proc {
@@ -276,7 +278,7 @@ proc_spawn(struct agent *a, const struct proc_opts *o, struct proc **out)
 		cmd.fd_in = child[0];
 		cmd.fd_out = child[1];
 		cmd.fd_err = child[2];
-		r = sandbox_spawn(&a->sb, &cmd, &p->sp);
+		r = spawner_spawn(a->spawner, &a->sb, &cmd, &p->sp);
 	}
 	proc_close_child(o, child);
 	if (r < 0) {

@@ -12,7 +12,9 @@
  *
  * The walk opens each directory beneath the root through the ring with the
  * sandbox uid's rights (so unreadable directories stay unread) and reads
- * it with getdents64 synchronously (the ring has no getdents).  It visits
+ * it with getdents64 on the directory reader thread (wsio_getdents: the
+ * ring has no getdents, and the loop must not wait on the filesystem),
+ * suspended meanwhile like any other operation.  It visits
  * at most TOOL_FILES_MAX_VISIT entries per call, in name order, does not
  * follow symlinks and does not descend into .git; results stop at
  * TOOL_FILES_MAX_OUTPUT bytes.  Each cut is said in a closing note.
@@ -151,7 +153,7 @@ tool_find_dir(struct tool_find_walk *wk, const char *dir)
 		wk->unreadable++;
 		return 0;
 	}
-	while (r == 0 && !wk->cut && (n = wsio_getdents(fd, wk->dents,
+	while (r == 0 && !wk->cut && (n = wsio_getdents(wk->w, fd, wk->dents,
 	    TOOL_FIND_DENTS)) > 0) {
 		for (ssize_t off = 0; r == 0 && off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(wk->dents + off);

@@ -87,6 +87,8 @@ struct turn {
 	long long id;			/* turns.id */
 	char user[64];			/* who prompted */
 	int step;			/* model responses stored so far */
+	long long busy_mark;		/* loop_busy_us when this step began */
+	long long cpu_mark;		/* loop_cpu_us then */
 	long in_tokens, out_tokens;	/* totals of this turn */
 	enum turn_phase phase;
 	/* PHASE_CONTEXT */
@@ -145,6 +147,20 @@ turn_free(struct turn *t)
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
 	free(t);
+}
+
+/* A debug line with the agent's own time (its loop's work: the model's
+ * and the commands' time excluded, the checkpoint commits included)
+ * since the step began, for make bench; then the next step begins. */
+static void
+turn_step_timing(struct turn *t)
+{
+	long long now = loop_busy_us(t->a->loop), cpu = loop_cpu_us();
+
+	log_debug("turn %lld step %d: agent time %lld us, cpu %lld us", t->id,
+	    t->step, now - t->busy_mark, cpu - t->cpu_mark);
+	t->busy_mark = now;
+	t->cpu_mark = cpu;
 }
 
 /* A suspended turn waits: once a commit stores something again (a chat
@@ -288,6 +304,7 @@ turn_finish_after(struct turn *t, const char *stop_reason, int r)
 		json_object_put(ev);
 	if (turn_checkpoint(t, r) < 0)
 		return;
+	turn_step_timing(t);
 	log_info("turn %lld ended: %s", t->id, stop_reason);
 	a->turn = NULL;
 	turn_free(t);
@@ -535,6 +552,8 @@ turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 		return;
 	}
 	provider_http_free(&http);
+	if (t->attempt == 1 && t->step > 0)
+		turn_step_timing(t);
 	log_debug("turn %lld step %d: %s request, attempt %d", t->id,
 	    t->step + 1, t->summarising ? "summary" : "model", t->attempt);
 }
@@ -1380,6 +1399,8 @@ turn_resume(struct agent *a)
 		return;
 	}
 	t->a = a;
+	t->busy_mark = loop_busy_us(a->loop);
+	t->cpu_mark = loop_cpu_us();
 	t->id = rt.id;
 	snprintf(t->user, sizeof(t->user), "%s", rt.user);
 	t->step = rt.steps;

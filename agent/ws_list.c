@@ -2,7 +2,8 @@
  * ws_list.c: one directory's matching names (ws_list.h).  Called by
  * room.c for a `complete` request.  The body runs in a coroutine (wsio.h)
  * started from a 0 ms timer, so done never runs inside start; getdents64
- * is synchronous (the ring has none), paced by wsio_pace, and stops after
+ * runs on the directory reader thread (wsio_getdents), the walk is paced
+ * by wsio_pace, and it stops after
  * WS_LIST_MAX_VISIT entries.
  */
 #include "ws_list.h"
@@ -53,7 +54,7 @@ ws_list_read(struct ws_list *l, int fd, char *dents)
 	ssize_t n;
 	int r = 0;
 
-	while (r == 0 && (n = wsio_getdents(fd, dents, WS_LIST_DENTS)) > 0) {
+	while (r == 0 && (n = wsio_getdents(&l->w, fd, dents, WS_LIST_DENTS)) > 0) {
 		for (ssize_t off = 0; r == 0 && off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(dents + off);
 			char name[NAME_MAX + 2];

@@ -3,8 +3,9 @@
  * (ws_skills.h).  Shaped like ws_file.c: the body runs in a coroutine
  * started from a 0 ms timer, so done never comes inside start; cancel only
  * forgets done, and the body unwinds (every later operation fails with
- * -ECANCELED) and frees the read from its finished hook.  getdents64 is
- * synchronous (the ring has none) and paced by wsio_pace.
+ * -ECANCELED) and frees the read from its finished hook.  getdents64 runs
+ * on the directory reader thread (wsio_getdents); the walk is paced by
+ * wsio_pace.
  */
 #include "ws_skills.h"
 
@@ -48,7 +49,7 @@ ws_skills_names(struct wsio *w, int fd, char *dents, json_object *names)
 	ssize_t n;
 	int r = 0;
 
-	while (r == 0 && (n = wsio_getdents(fd, dents, WS_SKILLS_DENTS)) > 0) {
+	while (r == 0 && (n = wsio_getdents(w, fd, dents, WS_SKILLS_DENTS)) > 0) {
 		for (ssize_t off = 0; r == 0 && off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(dents + off);
 

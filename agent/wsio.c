@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -49,6 +50,7 @@
 
 #include "agent.h"
 #include "coro.h"
+#include "dirworker.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
@@ -662,10 +664,55 @@ wsio_read_file(struct wsio *w, const char *rel, size_t max, char **data,
 	return r;
 }
 
-ssize_t
-wsio_getdents(int fd, void *buf, size_t n)
+/* The agent's directory reader, started on first use.  NULL on -ENOMEM. */
+static struct dirworker *
+wsio_dirworker(struct agent *a)
 {
-	long r = syscall(SYS_getdents64, fd, buf, n);
+	if (!a->dirworker)
+		a->dirworker = dirworker_new();
+	return a->dirworker;
+}
 
-	return r < 0 ? -errno : r;
+ssize_t
+wsio_getdents(struct wsio *w, int fd, void *buf, size_t n)
+{
+	struct dirworker *d = wsio_dirworker(w->a);
+	struct dirworker_job *j;
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	j = calloc(1, sizeof(*j));
+	if (!d || !j) {
+		free(j);
+		io_uring_prep_nop(sqe);
+		wsio_wait(w, sqe, 1);
+		return -ENOMEM;
+	}
+	*j = (struct dirworker_job){ .fd = fd, .buf = buf, .n = n };
+	j->efd = eventfd(0, EFD_CLOEXEC);
+	r = j->efd < 0 ? -errno : dirworker_post(d, j);
+	if (r < 0) {
+		if (j->efd >= 0)
+			close(j->efd);
+		free(j);
+		io_uring_prep_nop(sqe);
+		wsio_wait(w, sqe, 1);
+		return r;
+	}
+	io_uring_prep_read(sqe, j->efd, &j->count, sizeof(j->count), 0);
+	r = wsio_wait(w, sqe, 1);
+	if (r != (int)sizeof(j->count)) {
+		/* The ring would not take the read (out of slots): wait for
+		 * the worker here, since it will still write to j and buf. */
+		eventfd_t v;
+
+		while (eventfd_read(j->efd, &v) < 0 && errno == EINTR)
+			;
+	}
+	r = (int)j->res;
+	close(j->efd);
+	free(j);
+	return r;
 }

@@ -143,8 +143,11 @@ int wsio_unlink(struct wsio *w, int dirfd, const char *name);
 int wsio_read_file(struct wsio *w, const char *rel, size_t max, char **data,
     size_t *len, struct statx *st);
 
-/* getdents64 on a directory fd opened beneath the root (synchronous: the
- * ring has no getdents).  Bytes filled, 0 at the end, or -errno. */
-ssize_t wsio_getdents(int fd, void *buf, size_t n);
+/* getdents64 on a directory fd opened beneath the root, run by the
+ * agent's directory reader thread (dirworker.h: the ring has no getdents,
+ * and a stalled filesystem must not stop the loop) while the coroutine is
+ * suspended.  buf must stay put until it returns (the coroutine's stack
+ * or the job's memory).  Bytes filled, 0 at the end, or -errno. */
+ssize_t wsio_getdents(struct wsio *w, int fd, void *buf, size_t n);
 
 #endif

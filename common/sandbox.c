@@ -452,34 +452,47 @@ sb_cgroups(const struct sandbox *sb, struct sandbox_proc *p)
 }
 
 int
-sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
-    struct sandbox_proc *p)
+sandbox_prepare(const struct sandbox *sb, struct sandbox_proc *p)
 {
-	const char *bwrap = sb_bwrap_path();
-	int pipefd[2], r;
-
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
 	p->status_fd = -1;
-	if (!bwrap) {
+	if (!sb_bwrap_path()) {
 		log_error("bubblewrap (bwrap) is not installed: apt-get install"
 		    " bubblewrap");
 		return -ENOENT;
 	}
+	return sb_cgroups(sb, p);
+}
+
+/* fork, or (beside_me) a clone whose parent is the caller's parent. */
+static pid_t
+sb_fork(int beside_me)
+{
+	if (!beside_me)
+		return fork();
+	return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL,
+	    NULL, 0);
+}
+
+int
+sandbox_start(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p, int beside_me)
+{
+	const char *bwrap = sb_bwrap_path();
+	int pipefd[2], r;
+
+	p->pid = -1;
+	p->status_fd = -1;
+	if (!bwrap)
+		return -ENOENT;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
-	r = sb_cgroups(sb, p);
-	if (r < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return r;
-	}
-	p->pid = fork();
+	p->pid = sb_fork(beside_me);
 	if (p->pid < 0) {
 		r = -errno;
 		close(pipefd[0]);
 		close(pipefd[1]);
-		cgroup_destroy(&p->cg);
 		log_error("fork: %s", strerror(-r));
 		return r;
 	}
@@ -488,6 +501,17 @@ sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	close(pipefd[1]);
 	p->status_fd = pipefd[0];
 	return 0;
+}
+
+int
+sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p)
+{
+	int r = sandbox_prepare(sb, p);
+
+	if (r == 0 && (r = sandbox_start(sb, cmd, p, 0)) < 0)
+		cgroup_destroy(&p->cg);
+	return r;
 }
 
 /* Parse the init's report ("exit N" or "signal N"); 0 when it made one. */

@@ -88,6 +88,18 @@ struct sandbox_exit {
 int sandbox_spawn(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sandbox_proc *p);
 
+/* sandbox_spawn in two halves, for a caller that forks in another
+ * process (agent/spawner.c): sandbox_prepare makes the command's cgroups
+ * into p (0, -ENOENT without bwrap, -ENOTSUP as above; logged), and
+ * sandbox_start, in the forking process, starts the command with p's
+ * cgroups: with beside_me the child is made with CLONE_PARENT, so it is
+ * the caller's parent's child (reaped and watched by it), else forked.
+ * 0 with p->pid and p->status_fd set, or -errno (logged); the cgroups
+ * stay for the caller to destroy. */
+int sandbox_prepare(const struct sandbox *sb, struct sandbox_proc *p);
+int sandbox_start(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+    struct sandbox_proc *p, int beside_me);
+
 /* Decide how the command ended, given bwrap's wait status (from waitpid)
  * and what the init wrote on status_fd.  Call after the child was reaped. */
 void sandbox_result(struct sandbox_proc *p, int wait_status,

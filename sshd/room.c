@@ -10,6 +10,10 @@
  * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3 (the
  * ready pipe is 3), plus, for atrium-agent, fd 4: a pipe holding the API
  * keys (keys.h), so that no key is in any child's environment or argv.
+ *
+ * Nothing here waits for a child: fusermount3 too (a stale mount when
+ * atriumd is not root) is reaped through rooms_child_exited, and a mount
+ * that has to wait for it waits in ROOM_RETRY.
  */
 #include "room.h"
 
@@ -193,50 +197,60 @@ room_fail(struct room *r, const char *fmt, const char *detail)
 	room_changed(r);
 }
 
-/* fusermount3 -u -z PATH, for when atriumd is not root.  0 or -1.  Runs
- * synchronously: it is rare (after a crash) and quick. */
-static int
-room_fusermount(const char *path)
+/* The first fusermount3 that exists, or NULL. */
+static const char *
+room_fusermount_path(void)
 {
-	char *argv[] = { "fusermount3", "-u", "-z", (char *)path, NULL };
-	int status;
-	pid_t pid = fork();
+	static const char *const paths[] = { "/usr/bin/fusermount3",
+	    "/bin/fusermount3" };
 
-	if (pid == 0) {
-		sigset_t none;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++)
+		if (access(paths[i], X_OK) == 0)
+			return paths[i];
+	return NULL;
+}
 
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		close_range(3, ~0U, 0);
-		execvp(argv[0], argv);
-		_exit(127);
+/* Start fusermount3 -u -z PATH, for when atriumd is not root; its exit
+ * comes through rooms_child_exited (room_umount_exited), so the loop never
+ * waits for it.  0 or -errno (logged). */
+static int
+room_fusermount(struct room *r, const char *path)
+{
+	const char *prog = room_fusermount_path();
+	char *argv[] = { (char *)prog, "-u", "-z", (char *)path, NULL };
+
+	if (!prog) {
+		log_warn("room %s: cannot unmount %s: fusermount3 is not "
+		    "installed (apt-get install fuse3)", r->name, path);
+		return -ENOENT;
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	return room_spawn(r, &r->umount, argv, 0, -1);
 }
 
 /* Lazily unmount a stale mount left at RUN/workspace (a crashed atrium-fs
- * or atriumd); quiet when nothing is mounted. */
-static void
+ * or atriumd); quiet when nothing is mounted.  1 while an unmount by
+ * fusermount3 is under way (wait for room_umount_exited), else 0. */
+static int
 room_unmount_stale(struct room *r)
 {
 	char mnt[PATH_MAX + 128];
 	struct stat st, parent;
 
+	if (r->umount.pid > 0)
+		return 1;
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	if (stat(mnt, &st) == 0 && stat(r->run, &parent) == 0 &&
 	    st.st_dev == parent.st_dev)
-		return;
+		return 0;
 	if (umount2(mnt, MNT_DETACH) == 0)
 		log_info("room %s: unmounted a stale mount at %s", r->name,
 		    mnt);
-	else if (errno == EPERM && room_fusermount(mnt) == 0)
-		log_info("room %s: unmounted a stale mount at %s (fusermount3)",
-		    r->name, mnt);
+	else if (errno == EPERM)
+		return room_fusermount(r, mnt) == 0;
 	else if (errno != EINVAL && errno != ENOENT)
 		log_warn("room %s: cannot unmount %s: %s", r->name, mnt,
 		    strerror(errno));
+	return 0;
 }
 
 /* Start atrium-fs mount, with the workspace quota (0: none); the next
@@ -254,7 +268,18 @@ room_mount(struct room *r)
 	    r->rs->cfg->quota, r->rs->cfg->quota_inodes);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
-	room_unmount_stale(r);
+	if (room_unmount_stale(r)) {
+		/* fusermount3 runs: mount when it has ended (or at the
+		 * deadline, which gives up once the tries are used). */
+		if (++r->mount_tries > ROOM_MOUNT_TRIES) {
+			room_fail(r, "the stale mount of the workspace could not "
+			    "be removed%s; see atriumd's log", "");
+			return;
+		}
+		r->state = ROOM_RETRY;
+		r->deadline_ms = time_mono_ms() + ROOM_MOUNT_WAIT_MS;
+		return;
+	}
 	mkdir(mnt, 0755);
 	r->mount_tries++;
 	r->state = ROOM_MOUNTING;
@@ -598,6 +623,22 @@ room_fs_exited(struct room *r, const char *how)
 	room_check_stopped(r);
 }
 
+/* fusermount3 ended: a mount that waited for it goes on. */
+static void
+room_umount_exited(struct room *r, int status, const char *how)
+{
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		log_warn("room %s: fusermount3 could not remove the stale mount "
+		    "(%s)", r->name, how);
+	else
+		log_info("room %s: unmounted a stale mount (fusermount3)",
+		    r->name);
+	if (r->state == ROOM_RETRY && !r->rs->shutting_down) {
+		r->deadline_ms = 0;
+		room_mount(r);
+	}
+}
+
 /* atrium-agent ended. */
 static void
 room_agent_exited(struct room *r, int status, const char *how)
@@ -641,7 +682,8 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 	for (struct room *r = rs->list; r; r = r->next) {
 		struct room_child *c = pid == r->fs.pid ? &r->fs :
 		    pid == r->agent.pid ? &r->agent :
-		    pid == r->mkfs.pid ? &r->mkfs : NULL;
+		    pid == r->mkfs.pid ? &r->mkfs :
+		    pid == r->umount.pid ? &r->umount : NULL;
 
 		if (!c)
 			continue;
@@ -652,6 +694,8 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 			room_mkfs_exited(r, status, how);
 		else if (c == &r->fs)
 			room_fs_exited(r, how);
+		else if (c == &r->umount)
+			room_umount_exited(r, status, how);
 		else
 			room_agent_exited(r, status, how);
 		return 1;
@@ -672,10 +716,12 @@ room_new(struct rooms *rs, const char *name)
 	snprintf(r->dir, sizeof(r->dir), "%s/rooms/%s", rs->data, name);
 	snprintf(r->run, sizeof(r->run), "%s/run/%s", rs->data, name);
 	r->fs.ready_fd = r->agent.ready_fd = r->mkfs.ready_fd = -1;
+	r->umount.ready_fd = -1;
 	agentwatch_init(&r->watch);
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
 	r->mkfs.what = "atrium-fs mkfs";
+	r->umount.what = "fusermount3";
 	r->next = rs->list;
 	rs->list = r;
 	return r;
@@ -815,6 +861,8 @@ room_tick(struct room *r, long long now)
 			kill(r->fs.pid, SIGKILL);
 		if (r->mkfs.pid > 0)
 			kill(r->mkfs.pid, SIGKILL);
+		if (r->umount.pid > 0)
+			kill(r->umount.pid, SIGKILL);
 		r->deadline_ms = 0;
 		break;
 	default:
@@ -866,7 +914,7 @@ int
 rooms_all_stopped(const struct rooms *rs)
 {
 	for (const struct room *r = rs->list; r; r = r->next)
-		if (r->fs.pid || r->agent.pid || r->mkfs.pid)
+		if (r->fs.pid || r->agent.pid || r->mkfs.pid || r->umount.pid)
 			return 0;
 	return 1;
 }

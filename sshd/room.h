@@ -31,7 +31,8 @@
 enum room_state {
 	ROOM_COLD,		/* no process */
 	ROOM_MKFS,		/* atrium-fs mkfs running */
-	ROOM_RETRY,		/* waiting to mount again (DB still locked) */
+	ROOM_RETRY,		/* waiting to mount again (DB still locked,
+				 * or fusermount3 of a stale mount runs) */
 	ROOM_MOUNTING,		/* atrium-fs mount started, not ready yet */
 	ROOM_AGENT,		/* atrium-agent started, not ready yet */
 	ROOM_READY,		/* agent.sock accepts sessions */
@@ -58,6 +59,7 @@ struct room {
 					 * each start (room_ids.h) */
 	enum room_state state;
 	struct room_child mkfs, fs, agent;
+	struct room_child umount;	/* fusermount3 of a stale mount */
 	long long started_ms;		/* when the current start began */
 	long long deadline_ms;		/* of the current step; 0: none */
 	int mount_tries;		/* mounts tried in this start */

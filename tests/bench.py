@@ -11,6 +11,10 @@ for times).  Nothing here asserts: the numbers are for people to read.
               latency to 200 members (beside 1 member), the same with 10
               members stopped, atriumd's memory per idle member with 1,000
               (absolute targets; see "chat" below for how each is measured)
+  agent       one room's atrium-agent against the scripted model server:
+              its own time per step, a streamed delta's latency to a
+              client, its idle memory; and atriumd's CPU with 100 idle
+              sessions (absolute targets, issue 9's; see "agent" below)
 
 Rows with a target (issue 7's, for the filesystem) say pass or MISS beside
 it; notes under the table give atrium-fs's peak RSS and its database's size
@@ -22,7 +26,9 @@ Settings (environment):
                       sequential I/O and the random reads (at most BENCH_RUNS)
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
-  BENCH_PARTS="fs ssh chat"  which parts to run
+  BENCH_PARTS="fs ssh chat agent"  which parts to run
+  BENCH_AGENT_STEPS=200, BENCH_AGENT_DELTAS=200, BENCH_IDLE_SESSIONS=100
+                      the agent part's steps, streamed deltas, idle sessions
   BENCH_CHAT_MEMBERS=200, BENCH_CHAT_IDLE=1000, BENCH_CHAT_LINES=30
                       the chat part's members, idle members, lines per row
   BENCH_FS="tar git creates ls make seq random"  which filesystem workloads
@@ -998,11 +1004,212 @@ def chat_workloads(table, tmp):
             atriumd.kill()
 
 
+# --- agent -------------------------------------------------------------------
+#
+# One room's atrium-agent, started directly on a plain workspace directory
+# (as tests/test_agent.py does), against tests/model_server.py in this
+# process; then atriumd with idle sessions.
+#
+#   step time  a turn of BENCH_AGENT_STEPS steps, each a model answer with
+#              one read call of a small file, run with ATRIUM_LOG=debug:
+#              the agent logs each step's own time (its loop's working
+#              time, so neither the model's nor a command's; the step's
+#              checkpoint commits included), median and p99; and the
+#              part of it spent on a CPU (the rest: waiting for one, on a
+#              busy machine, or in a blocking system call)
+#   delta      an answer of BENCH_AGENT_DELTAS words streamed 10 ms apart:
+#              each word from the moment the model server flushed it to
+#              the moment a client connected to the agent's socket read
+#              it, median (both clocks are this process's)
+#   memory     the agent's own resident memory (RssAnon: libraries' pages
+#              are shared by every agent, and shown in a note) when its
+#              room is idle: freshly started with one member connected,
+#              and after the turns above
+#   idle CPU   atriumd's two processes (every thread) with
+#              BENCH_IDLE_SESSIONS interactive chat members idle, over
+#              10 s, from each thread's schedstat run time
+
+AGENT_STEPS = int(os.environ.get("BENCH_AGENT_STEPS", "200"))
+AGENT_DELTAS = int(os.environ.get("BENCH_AGENT_DELTAS", "200"))
+IDLE_SESSIONS = int(os.environ.get("BENCH_IDLE_SESSIONS", "100"))
+
+
+def vm_rss(pid):
+    """(VmRSS, RssAnon) of pid in bytes: all its resident pages, and those
+    of them that are its own (the rest are shared libraries' pages, shared
+    with every other agent)."""
+    got = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "RssAnon:")):
+                got[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return got.get("VmRSS", 0), got.get("RssAnon", 0)
+
+
+def cpu_ns(pids):
+    """Run time so far of every thread of pids, in ns."""
+    total = 0
+    for pid in pids:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except FileNotFoundError:
+                pass    # a thread that ended
+    return total
+
+
+def stamped_client(test_agent):
+    """test_agent.Client whose events carry "_t", the monotonic time at
+    which they were read."""
+    class Stamped(test_agent.Client):
+        def _read(self, timeout):
+            n = len(self.events)
+            ok = super()._read(timeout)
+            now = time.monotonic()
+            for ev in self.events[n:]:
+                ev["_t"] = now
+            return ok
+    return Stamped
+
+
+def agent_step_times(room, model, client):
+    """Each step's own time in seconds, from the agent's debug lines."""
+    import re
+    from model_server import Reply, ToolCall
+    with open(os.path.join(room.workspace, "small.txt"), "w") as f:
+        f.write("hello\n" * 10)
+    model.script(*[Reply("", tool_calls=[ToolCall("read", {"path": "small.txt"})])
+                   for _ in range(AGENT_STEPS)], Reply("Done."))
+    client.send({"type": "prompt", "text": "read it %d times" % AGENT_STEPS})
+    evs = client.collect("turn_end", timeout=60 + AGENT_STEPS)
+    if evs[-1].get("stop_reason") != "end_turn":
+        print("  agent steps: the turn ended with %s" % evs[-1], file=sys.stderr)
+    found = re.findall(r"step \d+: agent time (\d+) us, cpu (\d+) us",
+                       room.log_text())
+    return [int(w) / 1e6 for w, c in found], [int(c) / 1e6 for w, c in found]
+
+
+def agent_delta_latencies(model, client):
+    """Each streamed word's delay from the model server to the client."""
+    import re
+    from model_server import Reply
+    words = ["d%04dq" % i for i in range(AGENT_DELTAS)]
+    model.sent.clear()
+    model.script(Reply(" ".join(words), delay=0.01))
+    client.send({"type": "prompt", "text": "stream"})
+    evs = client.collect("turn_end", timeout=60)
+    arrived = {}
+    for ev in evs:
+        if ev["type"] == "agent_delta":
+            for w in re.findall(r"d\d{4}q", ev["text"]):
+                arrived.setdefault(w, ev["_t"])
+    sent = {}
+    for t, data in list(model.sent):
+        for w in re.findall(rb"d\d{4}q", data):
+            sent.setdefault(w.decode(), t)
+    return [arrived[w] - sent[w] for w in words if w in arrived and w in sent]
+
+
+def agent_room(tmp, name):
+    import test_agent
+    base = os.path.join(tmp, name)
+    os.mkdir(base)
+    room = test_agent.Room(base)
+    room.env["ATRIUM_LOG"] = "debug"
+    return room, stamped_client(test_agent)
+
+
+def agent_turns(table, tmp):
+    from model_server import ModelServer
+    fresh, Client = agent_room(tmp, "agent-idle")
+    room, _ = agent_room(tmp, "agent-turns")
+    with ModelServer() as model:
+        try:
+            fresh.start("--model-url", model.url)
+            idle_client = Client(fresh.sock)
+            time.sleep(2)
+            idle_rss = vm_rss(fresh.proc.pid)
+            idle_client.close()
+            fresh.cleanup()
+            room.start("--model-url", model.url, "--approval", "allow_all",
+                       "--max-steps", str(AGENT_STEPS + 10))
+            c = Client(room.sock)
+            steps = agent_step_times(room, model, c)
+            lat = agent_delta_latencies(model, c)
+            c.close()
+            time.sleep(2)
+            busy_rss = vm_rss(room.proc.pid)
+        finally:
+            room.cleanup()
+    if steps[0]:
+        wall, cpu = steps
+        table.add("agent's own time per step, p99 (%d)" % len(wall), "",
+                  None, [percentile(wall, 0.99) * 1e3], " ms",
+                  target=at_most(2, " ms"))
+        table.add("... of it on a CPU, p99", "", None,
+                  [percentile(cpu, 0.99) * 1e3], " ms",
+                  target=at_most(2, " ms"))
+        table.note("agent's own time per step: median %.3f ms, p99 %.3f ms, "
+                   "max %.3f ms (%d steps); on a CPU: median %.3f ms, p99 "
+                   "%.3f ms" % (
+                       statistics.median(wall) * 1e3,
+                       percentile(wall, 0.99) * 1e3, max(wall) * 1e3,
+                       len(wall), statistics.median(cpu) * 1e3,
+                       percentile(cpu, 0.99) * 1e3))
+    if lat:
+        table.add("model delta to client, median (%d)" % len(lat), "", None,
+                  [statistics.median(lat) * 1e3], " ms",
+                  target=at_most(5, " ms"))
+        table.note("model delta to client: median %.2f ms, p99 %.2f ms" % (
+            statistics.median(lat) * 1e3, percentile(lat, 0.99) * 1e3))
+    table.add("idle room's agent RSS, its own", "", None,
+              [idle_rss[1] / 2**20], " MiB", target=at_most(4, " MiB"))
+    table.add("... after %d steps, idle" % AGENT_STEPS, "", None,
+              [busy_rss[1] / 2**20], " MiB", target=at_most(4, " MiB"))
+    table.note("idle agent RSS with shared libraries' pages: %.1f MiB fresh, "
+               "%.1f MiB after the turns (anonymous: %.1f and %.1f MiB)" % (
+                   idle_rss[0] / 2**20, busy_rss[0] / 2**20,
+                   idle_rss[1] / 2**20, busy_rss[1] / 2**20))
+
+
+def atriumd_idle_cpu(table, tmp):
+    tmp = os.path.join(tmp, "idle")
+    os.mkdir(tmp)
+    key = os.path.join(tmp, "idlekey")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    atriumd, port = start_atriumd(tmp, key)
+    members = ChatMembers(port, key)
+    try:
+        members.open(IDLE_SESSIONS)
+        members.settle(3)
+        pids = atriumd_pids(atriumd, os.path.join(tmp, "data"))
+        before = cpu_ns(pids)
+        members.settle(10)
+        used = cpu_ns(pids) - before
+    finally:
+        members.close()
+        atriumd.send_signal(signal.SIGTERM)
+        try:
+            atriumd.wait(10)
+        except subprocess.TimeoutExpired:
+            atriumd.kill()
+    table.add("atriumd CPU, %d idle sessions, 10 s" % IDLE_SESSIONS, "",
+              None, [used / 1e9 / 10 * 100], " %", target=at_most(0.05, " %"))
+    table.note("atriumd with %d idle sessions: %.2f ms of CPU in 10 s" % (
+        IDLE_SESSIONS, used / 1e6))
+
+
+def agent_workloads(table, tmp):
+    agent_turns(table, tmp)
+    atriumd_idle_cpu(table, tmp)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("make bench needs root (FUSE mounts, tmpfs, sshd)")
     table = Table()
-    parts = os.environ.get("BENCH_PARTS", "fs ssh chat").split()
+    parts = os.environ.get("BENCH_PARTS", "fs ssh chat agent").split()
     with tempfile.TemporaryDirectory(prefix="atrium-bench-") as tmp:
         if "fs" in parts:
             print("filesystem workloads (%d runs, %d of the heavy ones%s)..."
@@ -1015,6 +1222,9 @@ def main():
         if "chat" in parts:
             print("chat workloads...", file=sys.stderr)
             chat_workloads(table, tmp)
+        if "agent" in parts:
+            print("agent workloads...", file=sys.stderr)
+            agent_workloads(table, tmp)
     table.show()
 
 

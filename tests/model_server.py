@@ -10,6 +10,9 @@ Completions streaming formats, for tests and demos (standard library only).
         srv.wait_requests(2, timeout=10)
         assert srv.requests[1]["body"]["messages"][-1]["role"] == "user"
 
+srv.sent holds (time.monotonic(), bytes) of every streamed event as it was
+flushed, for latency measurements in the same process (make bench).
+
 Endpoints: POST /v1/messages (Anthropic) and POST /v1/chat/completions
 (OpenAI).  Responses go out as the real services send them: HTTP/1.1,
 chunked transfer encoding, text/event-stream, one event per chunk, flushed
@@ -563,6 +566,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
+        self.server.owner.sent.append((time.monotonic(), data))
 
     def _drop(self):
         """Close the connection at once: no terminal chunk."""
@@ -597,6 +601,7 @@ class ModelServer:
         self.variant = variant
         self.verbose = verbose
         self.requests = []
+        self.sent = []      # (time.monotonic(), event bytes) once flushed
         self._steps = []
         self._lock = threading.Condition()
         self._released = threading.Event()

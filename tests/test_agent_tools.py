@@ -8,6 +8,8 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 """
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -420,3 +422,69 @@ def test_file_tools_on_atrium_fs_mount(room, model):
         assert sent[4].split("\n") == ["d/", "d/f.txt"]
         st = os.stat(ws(room, "d", "f.txt"))
         assert (st.st_uid, st.st_gid) == (SANDBOX_UID, SANDBOX_UID)
+
+
+def fs_pid(room):
+    """The pid of the atrium-fs serving the room's workspace."""
+    db = os.path.join(room.room_dir, "workspace.db")
+    out = subprocess.run(["pgrep", "-f", "atrium-fs mount %s" % db],
+                         capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, out
+    return int(out[0])
+
+
+@pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),
+                    reason="needs atrium-fs and /dev/fuse")
+def test_stalled_listing_never_freezes_the_room(room, model):
+    """ls of a directory while the workspace's filesystem does not answer
+    (atrium-fs stopped): the listing waits, but another member's chat line
+    is answered at once, and the listing completes once it answers."""
+    with room.on_atrium_fs():
+        os.makedirs(ws(room, "warm"))
+        os.makedirs(ws(room, "cold"))
+        for i in range(50):
+            open(ws(room, "cold", "f%02d" % i), "w").close()
+        # A first listing (of another directory: the kernel then caches
+        # it) teaches the kernel that atrium-fs needs no opendir; the stat
+        # caches the entry, and with no group bits on the way no ACL is
+        # asked for: only the listing itself then needs the stopped
+        # daemon.  Asking for approval holds the call until atrium-fs is
+        # stopped.
+        for d in (room.workspace, ws(room, "warm"), ws(room, "cold")):
+            os.chmod(d, 0o707)
+        model.script(Reply("", tool_calls=[ToolCall("ls", {"path": "warm"})]),
+                     Reply("Warm."),
+                     Reply("", tool_calls=[ToolCall("ls", {"path": "cold"})]),
+                     Reply("Done."))
+        room.start("--model-url", model.url, "--approval", "ask", *fast())
+        alice = room.connect()
+        bob = room.connect(user="bob")
+        alice.send({"type": "prompt", "text": "list it"})
+        req = alice.wait("approval_request")
+        alice.send({"type": "approve", "id": req["id"], "approve": True})
+        alice.wait("turn_end", timeout=15)
+        os.stat(ws(room, "cold"))
+        alice.send({"type": "prompt", "text": "list cold"})
+        req = alice.wait("approval_request")
+        pid = fs_pid(room)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            alice.send({"type": "approve", "id": req["id"], "approve": True})
+            time.sleep(0.5)     # the listing is now waiting on atrium-fs
+            bob.events.clear()
+            t = time.monotonic()
+            bob.send({"type": "chat", "text": "still here?"})
+            bob.wait("message", timeout=10, text="still here?")
+            took = time.monotonic() - t
+            # Still waiting: the listing needs atrium-fs.
+            until = time.monotonic() + 0.5
+            assert alice.collect("tool_result", timeout=5, stop=lambda:
+                                 time.monotonic() > until) is None
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert took < 1.0, took
+        evs = alice.collect("turn_end", timeout=30)
+        res = [e for e in evs if e["type"] == "tool_result"]
+        assert [r["status"] for r in res] == ["ok"], res
+        sent = tool_results_in(model.requests[-1]["body"])[-1]
+        assert sent.split("\n")[:2] == ["cold/f00", "cold/f01"], sent
