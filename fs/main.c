@@ -1,6 +1,7 @@
 /*
  * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export and
- * import over the core (the last two in files of their own: fs/commands.h).
+ * import over the core (the last two, and fsck --repair, in files of their
+ * own: fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
@@ -22,7 +23,7 @@
 static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
-	"       atrium-fs fsck DB\n"
+	"       atrium-fs fsck [--repair] DB\n"
 	"       atrium-fs du DB\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
@@ -139,7 +140,7 @@ fsck_print(void *arg, const char *problem)
 	printf("%s\n", problem);
 }
 
-/* atrium-fs fsck DB */
+/* atrium-fs fsck [--repair] DB */
 static int
 cmd_fsck(int argc, char **argv)
 {
@@ -147,6 +148,8 @@ cmd_fsck(int argc, char **argv)
 	const char *db;
 	int mounted, n = 0, r;
 
+	if (argc == 3 && strcmp(argv[1], "--repair") == 0)
+		return repair_run(argv[2]);
 	if (argc != 2)
 		return usage();
 	db = argv[1];

@@ -138,6 +138,9 @@ def test_round_trip_keeps_everything_a_user_sees(tmp_path):
     r = import_(b.db, str(tmp_path / "ws.tar"))
     assert r.returncode == 0, r.stderr
     assert run("fsck", b.db).returncode == 0
+    # du counts the same data: holes stay free, nothing is stored twice.
+    du_a, du_b = run("du", a.db).stdout, run("du", b.db).stdout
+    assert du_a.splitlines()[:3] == du_b.splitlines()[:3]
     b.mount()
     try:
         got = snapshot(b.dir)
