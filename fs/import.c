@@ -278,7 +278,8 @@ import_link(struct import *im, struct archive_entry *e, uint64_t parent,
 		    &there)) == 0 && (r = fs_link(im->fs, a.ino, parent, name, 0,
 		    &a)) < 0)
 			r = import_failed(im, "linking it", r);
-		*ino = a.ino;
+		if (r == 0)
+			*ino = a.ino;
 	}
 	free(target);
 	return r < 0 ? -1 : 0;
