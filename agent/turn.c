@@ -1024,10 +1024,35 @@ turn_ask_event(struct turn *t, json_object *b, long seconds)
 	return ev;
 }
 
-/* Ask the room about call b. */
+/* 1 when someone connected could answer an approval request now: a
+ * member in the chat or on the control protocol. */
+static int
+turn_someone_can_answer(struct agent *a)
+{
+	json_object *who = room_members(a);
+	int n = (int)json_object_array_length(who);
+
+	json_object_put(who);
+	return n > 0;
+}
+
+/* Ask the room about call b; with no one connected to answer, it is
+ * denied at once rather than left to time out. */
 static void
 turn_ask(struct turn *t, json_object *b)
 {
+	if (!turn_someone_can_answer(t->a)) {
+		room_notice(t->a, "the agent's %s call was denied: the approval "
+		    "policy is ask and no one is connected to answer",
+		    json_get_string(b, "name") ? json_get_string(b, "name") :
+		    "tool");
+		turn_tool_end(t, t->next, "denied", "denied: the room's "
+		    "approval policy is ask and no one who could approve this "
+		    "call is connected");
+		t->next++;
+		turn_tools_next(t);
+		return;
+	}
 	room_emit(t->a, turn_ask_event(t, b, t->a->approval_timeout), 0);
 	t->phase = PHASE_APPROVAL;
 	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;

@@ -35,7 +35,8 @@ def run_tool(c, command):
 def test_long_output_saved_over_ssh(atriumd, data_dir, model_server, ssh_run):
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-output")
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
-                  model_server.url, "--model", "test-model", env=env)
+                  model_server.url, "--model", "test-model",
+                  "--approval", "allow_all", env=env)
     s = Session(srv, "demo")
     try:
         s.expect(of_type("welcome"))
@@ -65,6 +66,7 @@ def test_save_beyond_the_quota_is_said_and_the_turn_goes_on(
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-output")
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
                   model_server.url, "--model", "test-model", "--quota", "1M",
+                  "--approval", "allow_all",
                   env=env)
     s = Session(srv, "demo")
     try:
