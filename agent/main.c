@@ -36,6 +36,7 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "names.h"
 #include "term.h"
 #include "protocol.h"
@@ -332,6 +333,7 @@ main_teardown(struct agent *a)
 {
 	if (a->loop) {
 		turn_shutdown(a);
+		mcp_free(a);
 		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
@@ -346,6 +348,7 @@ main_teardown(struct agent *a)
 	json_object_put(a->allow_list);
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
+	json_object_put(a->mcp_config);
 	keys_clear(&a->keys);
 }
 

@@ -51,6 +51,7 @@
 #include "jsonl.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "prompt.h"
 #include "provider.h"
 #include "room.h"
@@ -130,6 +131,7 @@ turn_free(struct turn *t)
 		loop_del_timer(t->a->loop, t->timer);
 	ws_file_read_cancel(t->read);
 	ws_skills_read_cancel(t->skills_read);
+	mcp_unwait(t->a, t);
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
@@ -566,6 +568,26 @@ turn_skills_done(void *arg, int err, json_object *found)
 	turn_read_agents_md(t);
 }
 
+/* Read the skills (once a turn) and AGENTS.md for the next request. */
+static void
+turn_read_context(struct turn *t)
+{
+	if (t->skills_loaded) {
+		turn_read_agents_md(t);
+	} else if (ws_skills_read_start(t->a, turn_skills_done, t,
+	    &t->skills_read) < 0) {
+		turn_fail(t, "the model request could not be prepared: out of "
+		    "memory");
+	}
+}
+
+/* The room's MCP servers are started (or failed): their tools are known. */
+static void
+turn_mcp_ready(void *arg)
+{
+	turn_read_context(arg);
+}
+
 static void
 turn_model_start(struct turn *t)
 {
@@ -578,13 +600,8 @@ turn_model_start(struct turn *t)
 	if (turn_capped(t))
 		return;
 	t->phase = PHASE_CONTEXT;
-	if (t->skills_loaded) {
-		turn_read_agents_md(t);
-	} else if (ws_skills_read_start(a, turn_skills_done, t,
-	    &t->skills_read) < 0) {
-		turn_fail(t, "the model request could not be prepared: out of "
-		    "memory");
-	}
+	if (mcp_prepare(a, t->id, turn_mcp_ready, t) == 0)
+		turn_read_context(t);
 }
 
 /* ---- the summary step ------------------------------------------------------ */
@@ -964,7 +981,8 @@ turn_tool_run(struct turn *t, int idx)
 	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
 	json_object *in = NULL;
 	const char *id = json_get_string(b, "id");
-	const struct tool_def *def = tools_find(json_get_string(b, "name"));
+	const struct tool_def *def = tools_lookup(t->a, json_get_string(b,
+	    "name"));
 	char err[512];
 
 	if (!def) {	/* turn_tool_known answered unknown names */
@@ -973,11 +991,11 @@ turn_tool_run(struct turn *t, int idx)
 	}
 	json_object_object_get_ex(b, "input", &in);
 	room_db_tool_start(t->a->db, t->id, t->call_step, idx, id ? id : "",
-	    def->name, json_object_to_json_string_ext(in,
+	    json_get_string(b, "name"), json_object_to_json_string_ext(in,
 	    JSON_C_TO_STRING_PLAIN));
 	turn_checkpoint(t);
-	if (def->start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
-	    err, sizeof(err)) < 0) {
+	if (tools_start(def, t->a, json_get_string(b, "name"), id ? id : "",
+	    in, turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {
 		t->run = NULL;
 		turn_tool_end(t, idx, "error", err);
 		return 0;
@@ -1018,8 +1036,8 @@ turn_ask_event(struct turn *t, json_object *b, long seconds)
 	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 	json_object_object_add(ev, "input", json_object_get(in));
 	json_object_object_add(ev, "modifies", json_object_new_boolean(
-	    !tools_find(json_get_string(b, "name")) ||
-	    tools_find(json_get_string(b, "name"))->modifies));
+	    !tools_lookup(t->a, json_get_string(b, "name")) ||
+	    tools_lookup(t->a, json_get_string(b, "name"))->modifies));
 	json_object_object_add(ev, "seconds", json_object_new_int64(seconds));
 	return ev;
 }
@@ -1104,7 +1122,7 @@ turn_tool_known(struct turn *t, int idx, json_object *b)
 		turn_tool_end(t, idx, "error", msg);
 		return 1;
 	}
-	if (!tools_find(name)) {
+	if (!tools_lookup(t->a, name)) {
 		snprintf(msg, sizeof(msg), "error: there is no tool named "
 		    "\"%.100s\"; the tools are %s", name ? name : "",
 		    tools_names());
