@@ -14,7 +14,8 @@
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
  * tool_call events) before any tool runs; a tool's journal start before it
- * is spawned; its end before the next call; the tool results message before
+ * is spawned (with, for the turn's first call that may change the
+ * workspace, the turn's undo point: undo.h, where a snapshot plugs in); its end before the next call; the tool results message before
  * the next request.  On start (turn_resume) the last transcript message says
  * what to do next: a user message means the model call was in flight (make
  * it again); an assistant message with tool calls means answer the calls
@@ -58,6 +59,7 @@
 #include "room_db.h"
 #include "text.h"
 #include "tools.h"
+#include "undo.h"
 #include "util.h"
 #include "skills.h"
 #include "ws_file.h"
@@ -990,6 +992,14 @@ turn_tool_run(struct turn *t, int idx)
 		return 0;
 	}
 	json_object_object_get_ex(b, "input", &in);
+	/* The undo point goes in the commit of the journal start, so the
+	 * workspace is as it was before this turn's first write. */
+	if (def->modifies && undo_before_write(t->a, t->id, t->call_step, idx,
+	    json_get_string(b, "name")) < 0) {
+		turn_tool_end(t, idx, "error", "error: not run: the room could "
+		    "not record the turn's undo point in room.db");
+		return 0;
+	}
 	room_db_tool_start(t->a->db, t->id, t->call_step, idx, id ? id : "",
 	    json_get_string(b, "name"), json_object_to_json_string_ext(in,
 	    JSON_C_TO_STRING_PLAIN));

@@ -475,6 +475,22 @@ def test_ask_with_no_one_connected_is_denied_at_once(room, model):
     assert not os.path.exists(os.path.join(room.workspace, "alone.txt"))
 
 
+def test_first_write_of_a_turn_is_its_undo_point(room, model):
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
+    model.script(Reply("Working.", tool_calls=[
+        ToolCall("ls", {"pattern": "*"}),
+        ToolCall("write", {"path": "u.txt", "content": "u\n"}),
+        ToolCall("bash", {"command": "echo more >> u.txt"})]),
+        Reply("Done."))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "go"})
+    start = c.wait("turn_start")
+    c.wait("turn_end")
+    rows = room.db().execute(
+        "SELECT turn, idx, tool, snapshot FROM turn_undo").fetchall()
+    assert rows == [(start["turn"], 1, "write", None)]
+
+
 def test_ask_approve_and_timeout(room, model):
     room.start("--model-url", model.url, "--approval", "ask", *fast())
     c = room.connect()
