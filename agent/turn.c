@@ -15,8 +15,9 @@
  * Checkpoints (explicit commits): the model's response (assistant message,
  * tool_call events) before any tool runs; a tool's journal start before it
  * is spawned (with, for the turn's first call that may change the
- * workspace, the turn's undo point: undo.h, where a snapshot plugs in); its end before the next call; the tool results message before
- * the next request.  On start (turn_resume) the last transcript message says
+ * workspace, the turn's undo point: undo.h, where a snapshot plugs in);
+ * its end before the next call; the tool results message before the next
+ * request.  On start (turn_resume) the last transcript message says
  * what to do next: a user message means the model call was in flight (make
  * it again); an assistant message with tool calls means answer the calls
  * with no journal end, where a start without an end becomes "interrupted"
