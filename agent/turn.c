@@ -1271,6 +1271,13 @@ turn_begin(struct turn *t, const char *prompt)
 	return r;
 }
 
+/* The MCP servers are up (or failed) after a resume: answer the calls. */
+static void
+turn_mcp_resumed(void *arg)
+{
+	turn_tools_next(arg);
+}
+
 /* Decide the next step of a running turn from the transcript's end. */
 static void
 turn_continue(struct turn *t)
@@ -1296,7 +1303,11 @@ turn_continue(struct turn *t)
 	t->calls = calls;
 	t->call_step = last.step;
 	t->next = 0;
-	turn_tools_next(t);
+	/* After a restart the MCP servers are not up yet: start them first,
+	 * so that a call approved but not begun can still run. */
+	t->phase = PHASE_CONTEXT;
+	if (mcp_prepare(t->a, t->id, turn_mcp_resumed, t) == 0)
+		turn_tools_next(t);
 }
 
 void

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -180,3 +181,30 @@ def test_mcp_config_is_checked(room, model):
     bob = room.connect("bob")
     bob.send({"type": "config", "mcp": []})
     assert "owner" in bob.wait("error")["message"]
+
+
+def test_mcp_call_interrupted_by_a_crash_is_never_sent_again(room, model):
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
+    configure(room, [server_conf(room, "hang")])
+    model.script(
+        Reply("Adding.", tool_calls=[ToolCall("mcp__calc__add",
+                                              {"a": 1, "b": 1})]),
+        Reply("It was interrupted."))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "add"})
+    call = c.wait("tool_call")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not any(
+            m.get("method") == "tools/call" for m in server_log(room)):
+        time.sleep(0.05)
+    room.kill9()
+    room.start()
+    d = room.connect("alice", since=call["seq"])
+    res = d.wait("tool_result", timeout=20)
+    assert res["id"] == call["id"] and res["status"] == "interrupted"
+    d.wait("turn_end", timeout=20)
+    # The restarted server was started for the resumed turn, yet the call
+    # reached a server once only.
+    methods = [m["method"] for m in server_log(room)]
+    assert methods.count("tools/call") == 1
+    assert methods.count("initialize") == 2
