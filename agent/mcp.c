@@ -896,7 +896,37 @@ mcp_server_of(struct agent *a, const char *name)
 const struct tool_def *
 mcp_tool_find(struct agent *a, const char *name)
 {
-	return mcp_server_of(a, name) ? &mcp_tool_def : NULL;
+	struct mcp_server *s = mcp_server_of(a, name);
+
+	return s && s->state == MCP_READY && json_object_object_get_ex(
+	    s->names, name, NULL) ? &mcp_tool_def : NULL;
+}
+
+/* The tools of s for a message to the model. */
+static void mcp_tool_list(struct mcp_server *s, char *out, size_t outlen);
+
+int
+mcp_tool_missing(struct agent *a, const char *name, char *out,
+    size_t outlen)
+{
+	struct mcp_server *s = mcp_server_of(a, name);
+	char list[1024];
+
+	if (!name || strncmp(name, "mcp__", 5) != 0)
+		return 0;
+	if (!s) {
+		snprintf(out, outlen, "error: there is no MCP server for the "
+		    "tool \"%.80s\" in this room", name);
+	} else if (s->state != MCP_READY) {
+		snprintf(out, outlen, "error: the MCP server %s is not running "
+		    "(%s); it is started again at the next turn", s->name,
+		    s->why[0] ? s->why : "not started yet");
+	} else {
+		mcp_tool_list(s, list, sizeof(list));
+		snprintf(out, outlen, "error: the MCP server %s has no tool "
+		    "\"%.80s\"; its tools are: %s", s->name, name, list);
+	}
+	return 1;
 }
 
 void
@@ -926,7 +956,6 @@ mcp_free(struct agent *a)
 
 /* ---- the tool ----------------------------------------------------------- */
 
-/* The tools of s for a message to the model. */
 static void
 mcp_tool_list(struct mcp_server *s, char *out, size_t outlen)
 {

@@ -47,9 +47,15 @@ void mcp_unwait(struct agent *a, void *arg);
 /* Append the ready servers' tools to tools (the model's list). */
 void mcp_tools_add(struct agent *a, json_object *tools);
 
-/* The tool definition for name when it names a configured server's tool
+/* The tool definition for name when it names a tool of a ready server
  * (mcp__SERVER__TOOL), else NULL. */
 const struct tool_def *mcp_tool_find(struct agent *a, const char *name);
+
+/* When name is an MCP tool's name (mcp__...) that mcp_tool_find does not
+ * find: 1, with the reason for the model in out (no such server, not
+ * running and why, no such tool and which there are).  Else 0. */
+int mcp_tool_missing(struct agent *a, const char *name, char *out,
+    size_t outlen);
 
 /* Stop every server now (shutdown). */
 void mcp_free(struct agent *a);

@@ -1133,6 +1133,11 @@ turn_tool_known(struct turn *t, int idx, json_object *b)
 		turn_tool_end(t, idx, "error", msg);
 		return 1;
 	}
+	if (!tools_lookup(t->a, name) &&
+	    mcp_tool_missing(t->a, name, msg, sizeof(msg))) {
+		turn_tool_end(t, idx, "error", msg);
+		return 1;
+	}
 	if (!tools_lookup(t->a, name)) {
 		snprintf(msg, sizeof(msg), "error: there is no tool named "
 		    "\"%.100s\"; the tools are %s", name ? name : "",

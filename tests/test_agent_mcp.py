@@ -208,3 +208,21 @@ def test_mcp_call_interrupted_by_a_crash_is_never_sent_again(room, model):
     methods = [m["method"] for m in server_log(room)]
     assert methods.count("tools/call") == 1
     assert methods.count("initialize") == 2
+
+
+def test_mcp_tool_that_does_not_exist_is_refused_without_asking(room, model):
+    room.start("--model-url", model.url, *fast())
+    configure(room, [server_conf(room, "good")])
+    model.script(
+        Reply("Trying.", tool_calls=[ToolCall("mcp__calc__divide",
+                                              {"a": 1, "b": 0})]),
+        Reply("No such tool."))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "divide"})
+    evs = c.collect("turn_end", timeout=30)
+    assert not [e for e in evs if e["type"] == "approval_request"]
+    res = [e for e in evs if e["type"] == "tool_result"][0]
+    assert res["status"] == "error"
+    assert "has no tool \"mcp__calc__divide\"" in res["output"]
+    assert "mcp__calc__add" in res["output"]
+    assert "tools/call" not in [m["method"] for m in server_log(room)]
