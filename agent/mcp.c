@@ -604,6 +604,14 @@ mcp_server_argv(struct mcp_server *s)
 	return argv;
 }
 
+static void
+mcp_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
 /* env of s as NAME=VALUE strings, NULL-ended (each malloc'd), or NULL. */
 static char **
 mcp_server_env(struct mcp_server *s)
@@ -619,19 +627,12 @@ mcp_server_env(struct mcp_server *s)
 		if (asprintf(&out[i], "%s=%s", k,
 		    json_object_get_string(v)) < 0) {
 			out[i] = NULL;
-			break;
+			mcp_strv_free(out);
+			return NULL;
 		}
 		i++;
 	}
 	return out;
-}
-
-static void
-mcp_strv_free(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
 }
 
 /* The audit line of s: "mcp NAME: command args...". */
