@@ -476,9 +476,11 @@ def test_ask_with_no_one_connected_is_denied_at_once(room, model):
 
 
 def test_first_write_of_a_turn_is_its_undo_point(room, model):
+    with open(os.path.join(room.workspace, "seen.txt"), "w") as f:
+        f.write("seen\n")
     room.start("--model-url", model.url, "--approval", "allow_all", *fast())
     model.script(Reply("Working.", tool_calls=[
-        ToolCall("ls", {"pattern": "*"}),
+        ToolCall("read", {"path": "seen.txt"}),
         ToolCall("write", {"path": "u.txt", "content": "u\n"}),
         ToolCall("bash", {"command": "echo more >> u.txt"})]),
         Reply("Done."))
