@@ -1016,17 +1016,36 @@ turn_tool_run(struct turn *t, int idx)
 	return 1;
 }
 
+static int turn_someone_can_answer(struct agent *a);
+
+#define TURN_ASK_CHECK_MS	1000	/* how often a waiting ask looks for
+					 * someone who could still answer */
+
+/* Timer of a waiting ask: deny it when its time is up, or when the last
+ * member who could answer has left; else look again soon. */
 static long
-turn_approval_timeout(struct loop *l, long long id, void *arg)
+turn_approval_tick(struct loop *l, long long id, void *arg)
 {
 	struct turn *t = arg;
+	long long left = t->ask_deadline - time_mono_ms();
 	char why[160];
 
+	if (left > 0 && turn_someone_can_answer(t->a))
+		return left < TURN_ASK_CHECK_MS ? (long)left :
+		    TURN_ASK_CHECK_MS;
 	t->timer = 0;
-	snprintf(why, sizeof(why), "denied: no one in the room answered the "
-	    "approval request within %d s", t->a->approval_timeout);
-	room_notice(t->a, "approval request timed out after %d s: denied",
-	    t->a->approval_timeout);
+	if (left > 0) {
+		snprintf(why, sizeof(why), "denied: everyone who could approve "
+		    "this call left the room before answering");
+		room_notice(t->a, "approval request denied: no one who could "
+		    "answer it is connected any more");
+	} else {
+		snprintf(why, sizeof(why), "denied: no one in the room answered "
+		    "the approval request within %d s",
+		    t->a->approval_timeout);
+		room_notice(t->a, "approval request timed out after %d s: "
+		    "denied", t->a->approval_timeout);
+	}
 	turn_tool_end(t, t->next, "denied", why);
 	t->next++;
 	turn_tools_next(t);
@@ -1085,8 +1104,9 @@ turn_ask(struct turn *t, json_object *b)
 	room_emit(t->a, turn_ask_event(t, b, t->a->approval_timeout), 0);
 	t->phase = PHASE_APPROVAL;
 	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;
-	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L,
-	    turn_approval_timeout, t);
+	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L <
+	    TURN_ASK_CHECK_MS ? t->a->approval_timeout * 1000L :
+	    TURN_ASK_CHECK_MS, turn_approval_tick, t);
 }
 
 void

@@ -475,6 +475,22 @@ def test_ask_with_no_one_connected_is_denied_at_once(room, model):
     assert not os.path.exists(os.path.join(room.workspace, "alone.txt"))
 
 
+def test_ask_is_denied_when_everyone_who_could_answer_leaves(room, model):
+    room.start("--model-url", model.url, *fast("--approval-timeout", "60"))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "run: touch left.txt"})
+    req = c.wait("approval_request")
+    c.close()
+    t0 = time.monotonic()
+    while len(model.requests) < 2 and time.monotonic() - t0 < 15:
+        time.sleep(0.05)
+    assert len(model.requests) == 2     # long before the 60 s
+    d = room.connect("alice", since=req["seq"])
+    res = d.wait("tool_result")
+    assert res["status"] == "denied" and "left the room" in res["output"]
+    assert not os.path.exists(os.path.join(room.workspace, "left.txt"))
+
+
 def test_first_write_of_a_turn_is_its_undo_point(room, model):
     with open(os.path.join(room.workspace, "seen.txt"), "w") as f:
         f.write("seen\n")
