@@ -36,7 +36,8 @@
  *             share = true: everyone in the room sees exec_start,
  *             exec_output and exec_result (the chat's "!cmd").
  *   signal    id, signal ("INT", "TERM", "KILL", "HUP")   to a running exec
- *   config    model, provider, approval, allow_list[], skills[], mcp[], seed_git
+ *   config    model, provider, approval, allow_list[], skills[], mcp[],
+ *             seed_git
  *   history   since, before, limit, user, match
  *                                   replay stored events with since < seq
  *                                   < before (before 0: no bound), the
