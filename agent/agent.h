@@ -25,6 +25,7 @@ struct turn;
 struct exec;
 struct term;
 struct dirworker;
+struct mcp;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
@@ -79,6 +80,9 @@ struct agent {
 	struct exec *execs;		/* people's running commands */
 	struct term *term;		/* the room's shared terminal, NULL */
 	struct seed *seed;		/* a running seed_git clone, NULL */
+	json_object *mcp_config;	/* the room's MCP servers (checked,
+					 * mcp_config.h), from room.db */
+	struct mcp *mcp;		/* their processes (mcp.c), NULL */
 	int tool_procs;			/* agent commands running */
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0

@@ -19,6 +19,7 @@
 #include "compact.h"
 #include "endpoint.h"
 #include "log.h"
+#include "mcp.h"
 #include "prompt.h"
 #include "room.h"
 
@@ -73,6 +74,8 @@ context_load(struct agent *a, long long turn, const char *agents_md,
 	c->system = context_system(a, agents_md, agents_len);
 	c->tools = prompt_tools(timeout, a->skills &&
 	    json_object_array_length(a->skills) > 0);
+	if (c->tools)
+		mcp_tools_add(a, c->tools);
 	if (r >= 0 && (!c->system || !c->tools))
 		r = -ENOMEM;
 	if (r < 0) {

@@ -40,6 +40,7 @@
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "names.h"
 #include "term.h"
 #include "protocol.h"
@@ -345,6 +346,7 @@ main_teardown(struct agent *a)
 {
 	if (a->loop) {
 		turn_shutdown(a);
+		mcp_free(a);
 		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
@@ -364,6 +366,7 @@ main_teardown(struct agent *a)
 	json_object_put(a->allow_list);
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
+	json_object_put(a->mcp_config);
 	keys_clear(&a->keys);
 }
 

@@ -4,7 +4,7 @@
  * (the checkpoints that make a turn resumable), the audit of commands and
  * token usage.  Only atrium-agent writes it; one connection, WAL mode.
  *
- * Schema (user_version 4):
+ * Schema (user_version 5):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -49,6 +49,10 @@
  *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
  *       output_tokens, requests, PRIMARY KEY(day, user, model))  the same,
  *       per person who prompted the turn; per turn: turns' token columns
+ *   turn_undo(turn INTEGER PRIMARY KEY, step, idx, tool, snapshot, time)
+ *       the first call of a turn that may change the workspace (undo.h):
+ *       the turn's undo point; snapshot names the workspace snapshot taken
+ *       before it (NULL: none; the filesystem offers none yet)
  *
  * Migrations: room_db_migrations[i] takes user_version i to i + 1; each runs
  * in its own transaction with the version bump, so a crash leaves either the
@@ -144,6 +148,10 @@ static const char *const room_db_migrations[] = {
 	"  model TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
 	"  output_tokens INTEGER NOT NULL, requests INTEGER NOT NULL,"
 	"  PRIMARY KEY (day, user, model));",
+	/* 4 -> 5: each turn's undo point (undo.h). */
+	"CREATE TABLE turn_undo (turn INTEGER PRIMARY KEY,"
+	"  step INTEGER NOT NULL, idx INTEGER NOT NULL, tool TEXT NOT NULL,"
+	"  snapshot TEXT, time TEXT NOT NULL);",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -979,6 +987,38 @@ room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
 			if (!t->output)
 				found = -ENOMEM;
 		}
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* ---- undo points (undo.h) --------------------------------------------- */
+
+int
+room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
+    const char *tool, const char *snapshot)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "INSERT OR IGNORE INTO turn_undo (turn, step,"
+	    " idx, tool, snapshot, time) VALUES (?, ?, ?, ?, ?, ?)", "Iiisss",
+	    turn, step, idx, tool, snapshot, now);
+}
+
+int
+room_db_undo_get(struct room_db *db, long long turn, int *step, int *idx)
+{
+	sqlite3_stmt *st = room_db_prep(db, "SELECT step, idx FROM turn_undo"
+	    " WHERE turn = ?", "I", turn);
+	int found = 0;
+
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*step = sqlite3_column_int(st, 0);
+		*idx = sqlite3_column_int(st, 1);
+		found = 1;
 	}
 	sqlite3_finalize(st);
 	return found;

@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	4	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	5	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -183,6 +183,15 @@ struct room_db_tool {
 /* 1 found (free t->output), 0 no row. */
 int room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
     struct room_db_tool *t);
+
+/* --- undo points: the first call of a turn that may change the
+ * workspace (undo.h).  mark records it unless the turn has one (in the
+ * open transaction; snapshot may be NULL); 0 or -errno.  get: 1 with
+ * *step and *idx, 0 when the turn has none, -EIO. */
+int room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
+    const char *tool, const char *snapshot);
+int room_db_undo_get(struct room_db *db, long long turn, int *step,
+    int *idx);
 
 /* --- audit: every command run in the sandbox.  audit_start commits the
  * open transaction with its row: a command may run only when it returned

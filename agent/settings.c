@@ -15,6 +15,8 @@
  * `skills` (skills.h) replaces the room's config skills as a whole; they
  * are stored parsed, as one JSON array under the key "skills".  `seed_git`
  * is an action, not a setting (seed.h): it comes in a line of its own.
+ * `mcp` (mcp_config.h) replaces the room's MCP servers as a whole, stored
+ * checked under the key "mcp"; mcp.c restarts what changed.
  */
 #include "settings.h"
 
@@ -28,6 +30,8 @@
 #include "endpoint.h"
 #include "jsonl.h"
 #include "log.h"
+#include "mcp.h"
+#include "mcp_config.h"
 #include "provider.h"
 #include "room.h"
 #include "room_access.h"
@@ -58,6 +62,28 @@ settings_allow_valid(json_object *v)
 			return 0;
 	}
 	return 1;
+}
+
+/* The room's MCP servers from room.db into a->mcp_config, checked again
+ * (an operator's key may have changed), and handed to mcp.c. */
+static void
+settings_load_mcp(struct agent *a)
+{
+	char *v = malloc(MCP_CONFIG_MAX + 1);
+	json_object *stored = NULL, *set = NULL;
+	char why[300];
+
+	if (v && room_db_config_get(a->db, "mcp", v, MCP_CONFIG_MAX + 1) == 1 &&
+	    (stored = json_tokener_parse(v)) &&
+	    !(set = mcp_config_parse(stored, &a->keys, why, sizeof(why))))
+		log_warn("the room's stored MCP servers are ignored: %s", why);
+	free(v);
+	json_object_put(stored);
+	json_object_put(a->mcp_config);
+	a->mcp_config = set ? set : json_object_new_array();
+	if (mcp_configure(a, a->mcp_config) < 0)
+		log_warn("the room's MCP servers could not be set up: out of "
+		    "memory");
 }
 
 /* The config skills from room.db into a->config_skills (and a->skills,
@@ -101,6 +127,7 @@ settings_load(struct agent *a)
 	    approval_policy_valid(v))
 		memcpy(a->approval, v, strlen(v) + 1);
 	settings_load_skills(a);
+	settings_load_mcp(a);
 	if (room_db_config_get(a->db, "allow_list", v, sizeof(v)) == 1 &&
 	    (list = json_tokener_parse(v))) {
 		if (settings_allow_valid(list)) {
@@ -237,6 +264,7 @@ settings_announce(struct agent *a, const char *user, json_object *changed)
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	json_object_object_add(ev, "allow_list", json_object_get(a->allow_list));
 	json_object_object_add(ev, "skills", settings_skill_names(a));
+	json_object_object_add(ev, "mcp", json_object_get(a->mcp_config));
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	return room_emit(a, ev, 1);
 }
@@ -248,6 +276,7 @@ struct settings_req {
 	const char *approval;
 	json_object *allow_list;	/* borrowed */
 	json_object *skills;		/* parsed (skills.h), owned */
+	json_object *mcp;		/* checked (mcp_config.h), owned */
 };
 
 /* The names of the settings a request set, as a new array. */
@@ -266,6 +295,8 @@ settings_changed(const struct settings_req *q)
 		json_object_array_add(arr, json_object_new_string("allow_list"));
 	if (q->skills)
 		json_object_array_add(arr, json_object_new_string("skills"));
+	if (q->mcp)
+		json_object_array_add(arr, json_object_new_string("mcp"));
 	return arr;
 }
 
@@ -302,6 +333,13 @@ settings_write(struct agent *a, const char *user, const struct settings_req *q)
 		    json_object_to_json_string_ext(q->skills,
 		    JSON_C_TO_STRING_PLAIN), user);
 	}
+	if (q->mcp && r == 0) {
+		json_object_put(a->mcp_config);
+		a->mcp_config = json_object_get(q->mcp);
+		r = room_db_config_set(a->db, "mcp",
+		    json_object_to_json_string_ext(q->mcp,
+		    JSON_C_TO_STRING_PLAIN), user);
+	}
 	return r;
 }
 
@@ -314,6 +352,7 @@ settings_store(struct agent *a, struct conn *c, const struct settings_req *q)
 	char old_ap[sizeof(a->approval)];
 	json_object *old_al = json_object_get(a->allow_list);
 	json_object *old_sk = json_object_get(a->config_skills);
+	json_object *old_mcp = json_object_get(a->mcp_config);
 	int r;
 
 	/* What was written before is kept whatever happens here. */
@@ -334,10 +373,13 @@ settings_store(struct agent *a, struct conn *c, const struct settings_req *q)
 		a->allow_list = json_object_get(old_al);
 		json_object_put(a->config_skills);
 		a->config_skills = json_object_get(old_sk);
+		json_object_put(a->mcp_config);
+		a->mcp_config = json_object_get(old_mcp);
 	}
 out:
 	json_object_put(old_al);
 	json_object_put(old_sk);
+	json_object_put(old_mcp);
 	return r;
 }
 
@@ -357,6 +399,24 @@ settings_parse_skills(struct conn *c, json_object *req,
 	    JSON_C_TO_STRING_PLAIN)) > SKILLS_MAX_CONFIG) {
 		room_error(c, NULL, "%s", q->skills ? "the skills are over "
 		    "512 KiB in all: make them shorter" : why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The MCP servers of req checked into q->mcp when it has any.  0, or
+ * -EINVAL with the reason sent to c. */
+static int
+settings_parse_mcp(struct agent *a, struct conn *c, json_object *req,
+    struct settings_req *q)
+{
+	json_object *v;
+	char why[300];
+
+	if (!json_object_object_get_ex(req, "mcp", &v))
+		return 0;
+	if (!(q->mcp = mcp_config_parse(v, &a->keys, why, sizeof(why)))) {
+		room_error(c, NULL, "%s", why);
 		return -EINVAL;
 	}
 	return 0;
@@ -399,14 +459,15 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 	int r;
 
 	if (!room_access_may_manage(a, c, "change the room's model, "
-	    "provider, approval policy or skills"))
+	    "provider, approval policy, skills or MCP servers"))
 		return;
 	if (json_object_object_get_ex(req, "seed_git", &seed)) {
 		settings_seed(a, c, req, seed);
 		return;
 	}
 	if (settings_check(a, c, req) < 0 ||
-	    settings_parse_skills(c, req, &q) < 0)
+	    settings_parse_skills(c, req, &q) < 0 ||
+	    settings_parse_mcp(a, c, req, &q) < 0)
 		goto out;
 	if (q.provider && !q.model && strcmp(q.provider, a->provider) != 0)
 		q.model = settings_default_model(a, q.provider);
@@ -416,9 +477,13 @@ settings_request(struct agent *a, struct conn *c, json_object *req)
 		    "as they were)", r);
 		goto out;
 	}
+	if (q.mcp && mcp_configure(a, a->mcp_config) < 0)
+		room_notice(a, "the room's MCP servers could not be set up: "
+		    "out of memory");
 	log_info("%s changed the room's settings: provider %s, model %s, "
 	    "approval %s, %zu config skills", c->user, a->provider, a->model,
 	    a->approval, json_object_array_length(a->config_skills));
 out:
 	json_object_put(q.skills);
+	json_object_put(q.mcp);
 }

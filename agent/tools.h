@@ -3,7 +3,8 @@
  * calls through.  bash runs a command in the sandbox (tool_bash.c); read,
  * write, edit, ls and grep work on the workspace tree through the loop's
  * io_uring with no process spawned (tool_files.c and its family); skill
- * returns one of the room's skills (tool_skill.c).
+ * returns one of the room's skills (tool_skill.c).  The room's MCP servers
+ * add tools named mcp__SERVER__TOOL (mcp.h), found with tools_lookup.
  */
 #ifndef ATRIUM_AGENT_TOOLS_H
 #define ATRIUM_AGENT_TOOLS_H
@@ -30,10 +31,24 @@ struct tool_def {
 	void (*cancel)(void *run);
 	/* Drop it now, at shutdown. */
 	void (*abandon)(void *run);
+	/* Instead of start, for a family of tools behind one definition (the
+	 * MCP servers' tools, mcp.h): the same, with the name called. */
+	int (*start_named)(struct agent *a, const char *name,
+	    const char *call_id, json_object *input, tool_done_fn *done,
+	    void *arg, void **run, char *err, size_t errlen);
 };
 
 /* The tool called name, or NULL. */
 const struct tool_def *tools_find(const char *name);
+
+/* The tool called name: a built-in one or one of the room's MCP servers'
+ * (mcp.h), or NULL. */
+const struct tool_def *tools_lookup(struct agent *a, const char *name);
+
+/* Start a call of def (found for name) as its start or start_named does. */
+int tools_start(const struct tool_def *def, struct agent *a, const char *name,
+    const char *call_id, json_object *input, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 
 /* The tools' names, "bash, read, write, edit, ls, grep, skill". */
 const char *tools_names(void);

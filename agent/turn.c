@@ -14,8 +14,10 @@
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
  * tool_call events) before any tool runs; a tool's journal start before it
- * is spawned; its end before the next call; the tool results message before
- * the next request.  On start (turn_resume) the last transcript message says
+ * is spawned (with, for the turn's first call that may change the
+ * workspace, the turn's undo point: undo.h, where a snapshot plugs in);
+ * its end before the next call; the tool results message before the next
+ * request.  On start (turn_resume) the last transcript message says
  * what to do next: a user message means the model call was in flight (make
  * it again); an assistant message with tool calls means answer the calls
  * with no journal end, where a start without an end becomes "interrupted"
@@ -60,12 +62,14 @@
 #include "jsonl.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "prompt.h"
 #include "provider.h"
 #include "room.h"
 #include "room_db.h"
 #include "text.h"
 #include "tools.h"
+#include "undo.h"
 #include "util.h"
 #include "skills.h"
 #include "ws_file.h"
@@ -143,6 +147,7 @@ turn_free(struct turn *t)
 		loop_del_timer(t->a->loop, t->timer);
 	ws_file_read_cancel(t->read);
 	ws_skills_read_cancel(t->skills_read);
+	mcp_unwait(t->a, t);
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
@@ -658,6 +663,26 @@ turn_skills_done(void *arg, int err, json_object *found)
 	turn_read_agents_md(t);
 }
 
+/* Read the skills (once a turn) and AGENTS.md for the next request. */
+static void
+turn_read_context(struct turn *t)
+{
+	if (t->skills_loaded) {
+		turn_read_agents_md(t);
+	} else if (ws_skills_read_start(t->a, turn_skills_done, t,
+	    &t->skills_read) < 0) {
+		turn_fail(t, "the model request could not be prepared: out of "
+		    "memory");
+	}
+}
+
+/* The room's MCP servers are started (or failed): their tools are known. */
+static void
+turn_mcp_ready(void *arg)
+{
+	turn_read_context(arg);
+}
+
 static void
 turn_model_start(struct turn *t)
 {
@@ -670,13 +695,8 @@ turn_model_start(struct turn *t)
 	if (turn_capped(t))
 		return;
 	t->phase = PHASE_CONTEXT;
-	if (t->skills_loaded) {
-		turn_read_agents_md(t);
-	} else if (ws_skills_read_start(a, turn_skills_done, t,
-	    &t->skills_read) < 0) {
-		turn_fail(t, "the model request could not be prepared: out of "
-		    "memory");
-	}
+	if (mcp_prepare(a, t->id, turn_mcp_ready, t) == 0)
+		turn_read_context(t);
 }
 
 /* ---- the summary step ------------------------------------------------------ */
@@ -1083,7 +1103,8 @@ turn_tool_run(struct turn *t, int idx)
 	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
 	json_object *in = NULL;
 	const char *id = json_get_string(b, "id");
-	const struct tool_def *def = tools_find(json_get_string(b, "name"));
+	const struct tool_def *def = tools_lookup(t->a, json_get_string(b,
+	    "name"));
 	char err[512];
 
 	int r;
@@ -1091,13 +1112,19 @@ turn_tool_run(struct turn *t, int idx)
 	if (!def)	/* turn_tool_known answered unknown names */
 		return turn_tool_end(t, idx, "error", "error: unknown tool");
 	json_object_object_get_ex(b, "input", &in);
-	r = room_db_tool_start(t->a->db, t->id, t->call_step, idx,
-	    id ? id : "", def->name, json_object_to_json_string_ext(in,
-	    JSON_C_TO_STRING_PLAIN));
+	/* The undo point goes in the commit of the journal start, so the
+	 * workspace is as it was before this turn's first write; neither
+	 * recorded, the call does not run. */
+	r = def->modifies ? undo_before_write(t->a, t->id, t->call_step, idx,
+	    json_get_string(b, "name")) : 0;
+	if (r == 0)
+		r = room_db_tool_start(t->a->db, t->id, t->call_step, idx,
+		    id ? id : "", json_get_string(b, "name"),
+		    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN));
 	if ((r = turn_checkpoint(t, r)) < 0)
 		return r;
-	if (def->start(t->a, id ? id : "", in, turn_tool_done, t, &t->run,
-	    err, sizeof(err)) < 0) {
+	if (tools_start(def, t->a, json_get_string(b, "name"), id ? id : "",
+	    in, turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {
 		t->run = NULL;
 		return turn_tool_end(t, idx, "error", err);
 	}
@@ -1106,17 +1133,36 @@ turn_tool_run(struct turn *t, int idx)
 	return 1;
 }
 
+static int turn_someone_can_answer(struct agent *a);
+
+#define TURN_ASK_CHECK_MS	1000	/* how often a waiting ask looks for
+					 * someone who could still answer */
+
+/* Timer of a waiting ask: deny it when its time is up, or when the last
+ * member who could answer has left; else look again soon. */
 static long
-turn_approval_timeout(struct loop *l, long long id, void *arg)
+turn_approval_tick(struct loop *l, long long id, void *arg)
 {
 	struct turn *t = arg;
+	long long left = t->ask_deadline - time_mono_ms();
 	char why[160];
 
+	if (left > 0 && turn_someone_can_answer(t->a))
+		return left < TURN_ASK_CHECK_MS ? (long)left :
+		    TURN_ASK_CHECK_MS;
 	t->timer = 0;
-	snprintf(why, sizeof(why), "denied: no one in the room answered the "
-	    "approval request within %d s", t->a->approval_timeout);
-	room_notice(t->a, "approval request timed out after %d s: denied",
-	    t->a->approval_timeout);
+	if (left > 0) {
+		snprintf(why, sizeof(why), "denied: everyone who could approve "
+		    "this call left the room before answering");
+		room_notice(t->a, "approval request denied: no one who could "
+		    "answer it is connected any more");
+	} else {
+		snprintf(why, sizeof(why), "denied: no one in the room answered "
+		    "the approval request within %d s",
+		    t->a->approval_timeout);
+		room_notice(t->a, "approval request timed out after %d s: "
+		    "denied", t->a->approval_timeout);
+	}
 	if (turn_tool_end(t, t->next, "denied", why) < 0)
 		return LOOP_NOMORE;
 	t->next++;
@@ -1138,21 +1184,48 @@ turn_ask_event(struct turn *t, json_object *b, long seconds)
 	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 	json_object_object_add(ev, "input", json_object_get(in));
 	json_object_object_add(ev, "modifies", json_object_new_boolean(
-	    !tools_find(json_get_string(b, "name")) ||
-	    tools_find(json_get_string(b, "name"))->modifies));
+	    !tools_lookup(t->a, json_get_string(b, "name")) ||
+	    tools_lookup(t->a, json_get_string(b, "name"))->modifies));
 	json_object_object_add(ev, "seconds", json_object_new_int64(seconds));
 	return ev;
 }
 
-/* Ask the room about call b. */
+/* 1 when someone connected could answer an approval request now: a
+ * member in the chat or on the control protocol. */
+static int
+turn_someone_can_answer(struct agent *a)
+{
+	json_object *who = room_members(a);
+	int n = (int)json_object_array_length(who);
+
+	json_object_put(who);
+	return n > 0;
+}
+
+/* Ask the room about call b; with no one connected to answer, it is
+ * denied at once rather than left to time out. */
 static void
 turn_ask(struct turn *t, json_object *b)
 {
+	if (!turn_someone_can_answer(t->a)) {
+		room_notice(t->a, "the agent's %s call was denied: the approval "
+		    "policy is ask and no one is connected to answer",
+		    json_get_string(b, "name") ? json_get_string(b, "name") :
+		    "tool");
+		if (turn_tool_end(t, t->next, "denied", "denied: the room's "
+		    "approval policy is ask and no one who could approve this "
+		    "call is connected") < 0)
+			return;
+		t->next++;
+		turn_tools_next(t);
+		return;
+	}
 	room_emit(t->a, turn_ask_event(t, b, t->a->approval_timeout), 0);
 	t->phase = PHASE_APPROVAL;
 	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;
-	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L,
-	    turn_approval_timeout, t);
+	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L <
+	    TURN_ASK_CHECK_MS ? t->a->approval_timeout * 1000L :
+	    TURN_ASK_CHECK_MS, turn_approval_tick, t);
 }
 
 void
@@ -1201,7 +1274,10 @@ turn_tool_known(struct turn *t, int idx, json_object *b)
 		    "\"...\"} for bash", json_object_get_string(raw));
 		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
 	}
-	if (!tools_find(name)) {
+	if (!tools_lookup(t->a, name) &&
+	    mcp_tool_missing(t->a, name, msg, sizeof(msg)))
+		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
+	if (!tools_lookup(t->a, name)) {
 		snprintf(msg, sizeof(msg), "error: there is no tool named "
 		    "\"%.100s\"; the tools are %s", name ? name : "",
 		    tools_names());
@@ -1351,6 +1427,13 @@ turn_begin(struct turn *t, const char *prompt)
 	return 0;
 }
 
+/* The MCP servers are up (or failed) after a resume: answer the calls. */
+static void
+turn_mcp_resumed(void *arg)
+{
+	turn_tools_next(arg);
+}
+
 /* Decide the next step of a running turn from the transcript's end. */
 static void
 turn_continue(struct turn *t)
@@ -1376,7 +1459,11 @@ turn_continue(struct turn *t)
 	t->calls = calls;
 	t->call_step = last.step;
 	t->next = 0;
-	turn_tools_next(t);
+	/* After a restart the MCP servers are not up yet: start them first,
+	 * so that a call approved but not begun can still run. */
+	t->phase = PHASE_CONTEXT;
+	if (mcp_prepare(t->a, t->id, turn_mcp_resumed, t) == 0)
+		turn_tools_next(t);
 }
 
 void

@@ -98,7 +98,7 @@ config_defaults(struct config *c)
 	snprintf(c->data_dir, sizeof(c->data_dir), "./data");
 	snprintf(c->listen, sizeof(c->listen), ":2222");
 	snprintf(c->provider, sizeof(c->provider), "anthropic");
-	snprintf(c->approval, sizeof(c->approval), "allow_all");
+	snprintf(c->approval, sizeof(c->approval), "ask");
 	c->idle_timeout = 900;
 	c->agent_timeout = 10;
 	c->max_tokens = 8192;

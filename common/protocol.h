@@ -36,7 +36,8 @@
  *             share = true: everyone in the room sees exec_start,
  *             exec_output and exec_result (the chat's "!cmd").
  *   signal    id, signal ("INT", "TERM", "KILL", "HUP")   to a running exec
- *   config    model, provider, approval, allow_list[], skills[], seed_git
+ *   config    model, provider, approval, allow_list[], skills[], mcp[],
+ *             seed_git
  *   history   since, before, limit, user, match
  *                                   replay stored events with since < seq
  *                                   < before (before 0: no bound), the
@@ -95,7 +96,8 @@
  *                    stderr [, truncated]   (stored when shared)
  *   presence         users [names], idle {name: s}, term [names in the
  *                    shared terminal], joined | left (name)
- *   config*          provider, model, approval, allow_list, user
+ *   config*          provider, model, approval, allow_list, skills, mcp, user,
+ *                    changed
  *   compaction*      turn, reason (window | refused), summarized, kept,
  *                    tokens_before, context_window, summary, usage: older
  *                    turns were summarised for the model; history stays

@@ -883,6 +883,21 @@ chat_who_text(json_object *o, json_object *users, char *out, size_t len)
 	}
 }
 
+/* The names of the MCP servers in list (a config event's "mcp"), or
+ * "none", into out. */
+static void
+chat_mcp_names(json_object *list, char *out, size_t len)
+{
+	size_t used = 0, n = json_object_is_type(list, json_type_array) ?
+	    json_object_array_length(list) : 0;
+
+	snprintf(out, len, "none");
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%s%s",
+		    i ? ", " : "", json_get_string(json_object_array_get_idx(
+		    list, i), "name") ?: "?");
+}
+
 /* A settings change, as exactly what the request set ("changed"); older
  * events without it show the settings after the change. */
 static void
@@ -892,8 +907,10 @@ chat_config_text(json_object *o, char *out, size_t len)
 		{ "provider", "the provider" }, { "model", "the model" },
 		{ "approval", "the approval policy" },
 		{ "allow_list", "the allow list" },
+		{ "mcp", "the MCP servers" },
 	};
 	json_object *changed = NULL, *v;
+	char names_text[512];
 	size_t used = (size_t)snprintf(out, len, "%s set ",
 	    json_get_string(o, "user") ?: "someone");
 	int any = 0;
@@ -911,8 +928,11 @@ chat_config_text(json_object *o, char *out, size_t len)
 		if ((changed && !set) || (!changed && i != 1 && i != 2) ||
 		    !json_object_object_get_ex(o, names[i].key, &v))
 			continue;
+		if (strcmp(names[i].key, "mcp") == 0)
+			chat_mcp_names(v, names_text, sizeof(names_text));
 		used += (size_t)snprintf(out + used, len - used, "%s%s to %s",
 		    any++ ? ", " : "", names[i].what,
+		    strcmp(names[i].key, "mcp") == 0 ? names_text :
 		    json_object_is_type(v, json_type_string) ?
 		    json_object_get_string(v) : json_object_to_json_string_ext(
 		    v, JSON_C_TO_STRING_PLAIN));

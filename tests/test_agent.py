@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from model_server import (Cut, Fault, Hang, ModelServer, Reply,  # noqa: E402
-                          StreamError)
+                          StreamError, ToolCall)
 
 BUILD = os.environ.get("ATRIUM_BUILD", "build")
 BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
@@ -282,7 +282,8 @@ def test_tool_call_runs_in_workspace(room, variant):
         provider = "anthropic" if variant == "anthropic" else "openai"
         url = srv.url if provider == "anthropic" else srv.openai_url
         room.start("--provider", provider, "--model-url", url,
-                   "--model", "test-model", *fast())
+                   "--model", "test-model", "--approval", "allow_all",
+                   *fast())
         c = room.connect()
         c.send({"type": "chat", "text": "@agent please\nrun: echo hi > f.txt"})
         evs = c.collect("turn_end", timeout=20)
@@ -305,7 +306,8 @@ def test_tool_call_runs_in_workspace(room, variant):
 
 
 def test_bash_output_and_exit_status_reach_model(room, model):
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
     c = room.connect()
     c.send({"type": "prompt", "text": "run: echo out; echo err >&2; exit 3"})
     evs = c.collect("turn_end")
@@ -435,6 +437,78 @@ def test_deny_all_does_not_run(room, model):
     assert "denied" in tool_results_in(model.requests[1]["body"])[0]
 
 
+def test_ask_is_the_default_and_a_member_answers(room, model):
+    room.start("--model-url", model.url, *fast())
+    c = room.connect()
+    assert c.welcome["approval"] == "ask"
+    bob = room.connect("bob")
+    c.send({"type": "prompt", "text": "run: touch asked.txt"})
+    req = bob.wait("approval_request")
+    assert req["tool"] == "bash" and req["input"]["command"] == "touch asked.txt"
+    assert not os.path.exists(os.path.join(room.workspace, "asked.txt"))
+    bob.send({"type": "approve", "id": req["id"], "approve": True})
+    assert c.wait("tool_result")["status"] == "ok"
+    assert os.path.exists(os.path.join(room.workspace, "asked.txt"))
+    c.wait("turn_end")
+
+
+def test_ask_with_no_one_connected_is_denied_at_once(room, model):
+    room.start("--model-url", model.url, *fast("--approval-timeout", "60"))
+    model.script(Reply("Running it.", tool_calls=[
+        ToolCall("bash", {"command": "touch alone.txt"})], delay=0.3),
+        Reply("I could not run it."))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "go"})
+    start = c.wait("turn_start")
+    c.close()
+    t0 = time.monotonic()
+    while len(model.requests) < 2 and time.monotonic() - t0 < 15:
+        time.sleep(0.05)
+    # Denied long before the 60 s an unanswered request would wait.
+    assert len(model.requests) == 2 and time.monotonic() - t0 < 15
+    d = room.connect("alice", since=start["seq"])
+    res = d.wait("tool_result")
+    assert res["status"] == "denied"
+    assert "no one who could approve" in res["output"]
+    assert "no one who could approve" in tool_results_in(
+        model.requests[1]["body"])[0]
+    assert not os.path.exists(os.path.join(room.workspace, "alone.txt"))
+
+
+def test_ask_is_denied_when_everyone_who_could_answer_leaves(room, model):
+    room.start("--model-url", model.url, *fast("--approval-timeout", "60"))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "run: touch left.txt"})
+    req = c.wait("approval_request")
+    c.close()
+    t0 = time.monotonic()
+    while len(model.requests) < 2 and time.monotonic() - t0 < 15:
+        time.sleep(0.05)
+    assert len(model.requests) == 2     # long before the 60 s
+    d = room.connect("alice", since=req["seq"])
+    res = d.wait("tool_result")
+    assert res["status"] == "denied" and "left the room" in res["output"]
+    assert not os.path.exists(os.path.join(room.workspace, "left.txt"))
+
+
+def test_first_write_of_a_turn_is_its_undo_point(room, model):
+    with open(os.path.join(room.workspace, "seen.txt"), "w") as f:
+        f.write("seen\n")
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
+    model.script(Reply("Working.", tool_calls=[
+        ToolCall("read", {"path": "seen.txt"}),
+        ToolCall("write", {"path": "u.txt", "content": "u\n"}),
+        ToolCall("bash", {"command": "echo more >> u.txt"})]),
+        Reply("Done."))
+    c = room.connect()
+    c.send({"type": "prompt", "text": "go"})
+    start = c.wait("turn_start")
+    c.wait("turn_end")
+    rows = room.db().execute(
+        "SELECT turn, idx, tool, snapshot FROM turn_undo").fetchall()
+    assert rows == [(start["turn"], 1, "write", None)]
+
+
 def test_ask_approve_and_timeout(room, model):
     room.start("--model-url", model.url, "--approval", "ask", *fast())
     c = room.connect()
@@ -493,7 +567,8 @@ def test_queued_prompt_gets_notice(room, model):
 
 
 def test_stop_during_command_kills_it(room, model):
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
     c = room.connect()
     c.send({"type": "prompt",
             "text": "run: echo started; sleep 30; echo done > after.txt"})
@@ -544,7 +619,8 @@ def test_history_and_transcript_survive_kill9(room, model):
 
 
 def test_kill9_during_tool_resumes_as_interrupted(room, model):
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
     c = room.connect()
     c.send({"type": "prompt", "text": "run: echo x >> log; sleep 30"})
     call = c.wait("tool_call")
@@ -694,7 +770,8 @@ def test_chat_text_is_stored_clean(room, model):
                     reason="needs atrium-fs and /dev/fuse")
 def test_tool_runs_on_atrium_fs_mount(room, model):
     with room.on_atrium_fs():
-        room.start("--model-url", model.url, *fast())
+        room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
         c = room.connect()
         c.send({"type": "prompt", "text": "run: echo hi > f.txt && cat f.txt"})
         res = c.wait("tool_result", timeout=20)

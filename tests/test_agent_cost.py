@@ -82,7 +82,8 @@ def test_step_cap_stops_a_model_that_calls_tools_forever(room):
              for _ in range(10)]
     with ModelServer() as srv:
         srv.script(*calls)
-        room.start("--model-url", srv.url, "--max-steps", "3", *fast())
+        room.start("--model-url", srv.url, "--max-steps", "3",
+                   "--approval", "allow_all", *fast())
         c = room.connect()
         evs = ask(c, "loop")
         assert evs[-1]["stop_reason"] == "max_steps"

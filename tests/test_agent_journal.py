@@ -66,6 +66,7 @@ class FaultRoom:
         room.db's creation: nothing was shown to anybody)."""
         try:
             self.room.start("--model-url", self.model.url,
+                            "--approval", "allow_all",
                             "--retry-base-ms", "50", "--max-retries", "2")
         except AssertionError:
             return False

@@ -35,7 +35,8 @@ def run_tool(c, command):
 def test_long_output_saved_over_ssh(atriumd, data_dir, model_server, ssh_run):
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-output")
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
-                  model_server.url, "--model", "test-model", env=env)
+                  model_server.url, "--model", "test-model",
+                  "--approval", "allow_all", env=env)
     s = Session(srv, "demo")
     try:
         s.expect(of_type("welcome"))
@@ -65,6 +66,7 @@ def test_save_beyond_the_quota_is_said_and_the_turn_goes_on(
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-output")
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
                   model_server.url, "--model", "test-model", "--quota", "1M",
+                  "--approval", "allow_all",
                   env=env)
     s = Session(srv, "demo")
     try:
@@ -94,7 +96,7 @@ def test_only_the_newest_files_are_kept(room, model):
             f.write("old\n")
     with open(os.path.join(out_dir, "notes.txt"), "w") as f:
         f.write("not ours\n")
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
     c = room.connect()
     res = run_tool(c, SEQ)
     m = SAVED.search(res["output"])
@@ -111,7 +113,7 @@ def test_a_symlink_out_of_the_workspace_saves_nothing(room, model, tmp_path):
     outside.mkdir()
     os.chmod(outside, 0o777)
     os.symlink(str(outside), os.path.join(room.workspace, ".atrium"))
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
     c = room.connect()
     res = run_tool(c, SEQ)
     assert res["status"] == "ok"
@@ -120,7 +122,7 @@ def test_a_symlink_out_of_the_workspace_saves_nothing(room, model, tmp_path):
 
 
 def test_short_output_saves_nothing(room, model):
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
     c = room.connect()
     res = run_tool(c, "seq 1 1000")
     assert "saved" not in res["output"]

@@ -57,7 +57,8 @@ def test_skills_listed_and_loaded(room, model, mounted):
     def scenario():
         write_skill(room, "shipping", DEPLOY)
         write_skill(room, "lint", "LINT-BODY: run make lint first\n")
-        room.start("--model-url", model.url, *fast())
+        room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
         ev = set_skills(room, [{"name": "review", "description":
                                 "Reviewing a change", "body":
                                 "REVIEW-BODY: read the diff twice"}])
@@ -98,7 +99,8 @@ def test_skills_listed_and_loaded(room, model, mounted):
 
 
 def test_skill_files_are_read_at_each_turn(room, model):
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
     prompt_and_wait(room)
     assert "Skills:" not in model.requests[-1]["body"]["system"]
     # A room without skills is not offered the tool.
@@ -127,7 +129,8 @@ def test_symlinked_skill_out_of_workspace_is_not_read(room, model, link):
         os.makedirs(d)
         os.symlink(path, os.path.join(d, "SKILL.md"))
     write_skill(room, "good", "GOOD-BODY\n")
-    room.start("--model-url", model.url, *fast())
+    room.start("--model-url", model.url, "--approval", "allow_all",
+               *fast())
     skill_call(model, "evil")
     evs = prompt_and_wait(room)
     system = model.requests[0]["body"]["system"]

@@ -38,7 +38,7 @@ def model():
 def start(room, model, provider):
     url = model.url if provider == "anthropic" else model.openai_url
     room.start("--provider", provider, "--model-url", url,
-               "--model", "test-model", *fast())
+               "--model", "test-model", "--approval", "allow_all", *fast())
     return room.connect()
 
 

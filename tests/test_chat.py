@@ -39,7 +39,8 @@ CJK_ANSWER = "漢字の行" * 24 + "😀🎉 完了"
 def srv(atriumd, data_dir, model_server):
     env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
     return atriumd(data_dir, "--provider", "anthropic", "--model-url",
-                   model_server.url, "--model", "test-model", env=env)
+                   model_server.url, "--model", "test-model",
+                   "--approval", "allow_all", env=env)
 
 
 class Tmux:

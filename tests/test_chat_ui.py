@@ -72,8 +72,8 @@ def test_status_line_times_blocks_and_approval(srv, model_server, tmux):
         Reply("It ran."))
     tmux.open("a", srv, "status", "alice", cols=100, rows=30)
     # alice made the room, so she owns it (and may set /policy below):
-    # her welcome is in before bob comes (the status line shows before
-    # the room has started).
+    # her welcome comes before bob connects, or his hello could reach
+    # the starting room first.
     tmux.wait("a", "you are alice")
     tmux.open("b", srv, "status", "bob", cols=100, rows=30)
     # Who is here, the agent idle, the tokens of today.

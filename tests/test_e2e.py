@@ -84,7 +84,8 @@ def of_type(t, **fields):
 def room_server(atriumd, data_dir, model_server):
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
     return atriumd(data_dir, "--provider", "anthropic", "--model-url",
-                   model_server.url, "--model", "test-model", env=env)
+                   model_server.url, "--model", "test-model",
+                   "--approval", "allow_all", env=env)
 
 
 def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run,
@@ -201,7 +202,8 @@ def test_rate_limit_is_retried_with_a_notice(room_server, model_server):
 def test_openai_provider_from_atrium_conf(atriumd, data_dir, model_server):
     with open(os.path.join(str(data_dir), "atrium.conf"), "w") as f:
         f.write("# a local OpenAI-compatible server\nprovider = openai\n"
-                "model = local-model\nmodel-url = %s\n" % model_server.openai_url)
+                "model = local-model\nmodel-url = %s\napproval = allow_all\n"
+                % model_server.openai_url)
     env = {k: v for k, v in os.environ.items()
            if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     srv = atriumd(data_dir, env=env)
@@ -241,7 +243,7 @@ def test_deny_all_policy_keeps_commands_from_running(room_server, ssh_run):
 
 def test_room_survives_a_restart(atriumd, data_dir, model_server, ssh_run):
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
-    args = ("--model-url", model_server.url)
+    args = ("--model-url", model_server.url, "--approval", "allow_all")
     srv = atriumd(data_dir, *args, env=env)
     r = Room(srv, "keep")
     try:
@@ -352,7 +354,7 @@ def test_agent_commands_time_out_but_peoples_do_not(atriumd, data_dir, model_ser
     so an sftp session or an sshfs mount) runs as long as it needs."""
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
     srv = atriumd(data_dir, "--model-url", model_server.url,
-                  "--command-timeout", "1", env=env)
+                  "--command-timeout", "1", "--approval", "allow_all", env=env)
     rc, out, err = ssh_run(srv, "demo", "sleep 2.5; echo survived")
     assert (rc, out) == (0, "survived\n")
     r = Room(srv, "demo")

@@ -37,12 +37,12 @@ def full_room():
 def fill(path):
     """Write path until the disk is full; the bytes written."""
     n = 0
-    with open(path, "wb") as f:
+    # Unbuffered: a short write near the end must not leave bytes in a
+    # buffer whose flush at close fails again with ENOSPC.
+    with open(path, "wb", buffering=0) as f:
         try:
             while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-                n += 65536
+                n += f.write(b"\0" * 65536)
         except OSError as e:
             assert e.errno == errno.ENOSPC, e
     return n

@@ -139,7 +139,7 @@ def test_agent_files_belong_to_the_room_uid(atriumd, data_dir, ssh_run,
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-uids")
     srv = atriumd(data_dir, *uid_args(), "--provider", "anthropic",
                   "--model-url", model_server.url, "--model", "test-model",
-                  env=env)
+                  "--approval", "allow_all", env=env)
     assert ids_of(srv, ssh_run, "alpha")[0] == str(BASE)
     model_server.script(
         Reply("Writing.", tool_calls=[

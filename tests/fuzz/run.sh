@@ -37,6 +37,7 @@ declare -A SRC=(
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
+	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes

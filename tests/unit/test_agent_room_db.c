@@ -63,7 +63,7 @@ test_access_migration(void)
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
 	CHECK_INT(sqlite3_exec(s, "DROP TABLE access; DROP TABLE usage_users;"
-	    "PRAGMA user_version = 2;"
+	    "DROP TABLE turn_undo; PRAGMA user_version = 2;"
 	    "INSERT INTO members VALUES ('bob', '2026-01-02', '2026-01-03');"
 	    "INSERT INTO members VALUES ('carol', '2026-01-04', '2026-01-04');"
 	    "INSERT INTO audit (user, kind, command, started) VALUES"
@@ -117,7 +117,7 @@ test_usage_rows(void)
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
 	CHECK_INT(sqlite3_exec(s, "DROP TABLE usage_users;"
-	    "PRAGMA user_version = 3;"
+	    "DROP TABLE turn_undo; PRAGMA user_version = 3;"
 	    "INSERT INTO usage VALUES ('2026-01-05', 'm1', 10, 1, 1)", NULL,
 	    NULL, NULL), SQLITE_OK);
 	sqlite3_close(s);
@@ -272,6 +272,27 @@ test_turn_checkpoints(void)
 	json_object_put(msg);
 }
 
+/* A turn's undo point is its first writing call, recorded once. */
+static void
+test_undo_points(void)
+{
+	struct room_db *db;
+	int step = -1, idx = -1;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_undo_get(db, 77, &step, &idx), 0);
+	CHECK_INT(room_db_undo_mark(db, 77, 1, 2, "write", NULL), 0);
+	CHECK_INT(room_db_undo_mark(db, 77, 3, 0, "bash", NULL), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	room_db_close(db);
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_undo_get(db, 77, &step, &idx), 1);
+	CHECK_INT(step, 1);
+	CHECK_INT(idx, 2);
+	CHECK_INT(room_db_undo_get(db, 78, &step, &idx), 0);
+	room_db_close(db);
+}
+
 int
 main(void)
 {
@@ -285,6 +306,7 @@ main(void)
 	TEST(test_usage_rows);
 	TEST(test_events_and_seq);
 	TEST(test_turn_checkpoints);
+	TEST(test_undo_points);
 	unlink(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	unlink(wal);
