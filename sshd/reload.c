@@ -96,6 +96,13 @@ reload_read(const struct reload *rl, struct config *fresh)
 	}
 	/* The data directory is where this file was read from. */
 	memcpy(fresh->data_dir, rl->cfg->data_dir, sizeof(fresh->data_dir));
+	/* Host totals left unset were measured at start (host_limits.h). */
+	if (!fresh->total_memory)
+		fresh->total_memory = rl->cfg->total_memory;
+	if (!fresh->total_pids)
+		fresh->total_pids = rl->cfg->total_pids;
+	if (!fresh->total_cpus)
+		fresh->total_cpus = rl->cfg->total_cpus;
 	if (config_finish(fresh, err, sizeof(err)) < 0) {
 		log_error("reload: %s; nothing changed", err);
 		return -1;
