@@ -241,7 +241,8 @@ deb: deps
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	git ls-files -z | xargs -0 cp --parents -t $(DEB_SRC)
 	cp -r packaging/debian $(DEB_SRC)/debian
-	cd $(DEB_SRC) && dpkg-buildpackage -b -us -uc -j$(JOBS)
+	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
+	    dpkg-buildpackage -b -us -uc -j$(JOBS)
 	lintian --fail-on error,warning $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb
 	@echo "built $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb"
 
