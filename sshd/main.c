@@ -34,6 +34,7 @@
 #include "room_cli.h"
 #include "server.h"
 #include "setup.h"
+#include "status.h"
 #include "strictmodes.h"
 #include "util.h"
 
@@ -48,6 +49,7 @@ static const char main_usage[] =
 	"[--open]\n"
 	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
 	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
+	"       atriumd status [DATA] | atriumd --version\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open and --no-limits may stand
@@ -262,6 +264,8 @@ main(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	if (argc > 1 && strcmp(argv[1], "room") == 0)
 		return room_cli_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return status_cli_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	main_tune_malloc();
 	config_defaults(&cfg);

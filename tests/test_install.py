@@ -168,3 +168,40 @@ def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def test_status_lists_active_rooms_with_their_numbers(build, atriumd,
+                                                      data_dir, tmp_path):
+    from test_e2e import Room, of_type
+    srv = atriumd(data_dir)
+    status = [os.path.join(build, "atriumd"), "status", srv.data]
+    p = subprocess.run(status, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[0].split() == [
+        "ROOM", "STATE", "CONNS", "PROCS", "MEMORY", "WORKSPACE", "AGENT"]
+    assert p.stdout.count("\n") == 1, "no room is active yet"
+    a, b = Room(srv, "busy"), Room(srv, "busy", user="bob")
+    try:
+        a.expect(of_type("welcome"))
+        b.expect(of_type("welcome"))
+        p = subprocess.run(status, capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        row = [line.split() for line in p.stdout.split("\n")
+               if line.startswith("busy ")]
+        assert len(row) == 1, p.stdout
+        room, state, conns, procs, mem, ws, _, pid = row[0]
+        assert state == "ready"
+        assert int(conns) == 2, p.stdout
+        assert int(procs) >= 2, p.stdout          # atrium-fs, atrium-agent
+        assert mem[-1] == "M" and float(mem[:-1]) > 1, p.stdout
+        assert ws[-1] in "KM", p.stdout
+        assert "atrium-agent" in open("/proc/%s/cmdline" % pid).read()
+    finally:
+        a.close()
+        b.close()
+    p = subprocess.run([os.path.join(build, "atriumd"), "status",
+                        str(tmp_path / "none")], capture_output=True,
+                       text=True)
+    assert p.returncode == 1
+    assert "no atriumd running on %s" % (tmp_path / "none") in p.stderr
