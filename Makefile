@@ -234,14 +234,19 @@ uninstall:
 # --- Debian package ------------------------------------------------------------
 # dpkg-buildpackage in a copy of the tracked sources with packaging/debian/
 # as its debian/; the .deb lands in $(BUILD)/deb/.  DEB_BUILD_OPTIONS=nocheck
-# skips make check inside the package build.
+# skips make check inside the package build.  The package's own make runs
+# without this one's MAKEFLAGS and command-line variables (make puts them
+# in the environment): a BUILD=DIR given here must not become the build
+# (and make clean) directory of the copy inside DIR.
 DEB_ARCH = $(shell dpkg --print-architecture)
 DEB_SRC  = $(BUILD)/deb/atrium-$(VERSION)
 deb: deps
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	git ls-files -z | xargs -0 cp --parents -t $(DEB_SRC)
 	cp -r packaging/debian $(DEB_SRC)/debian
-	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD \
+	    -u PREFIX -u DESTDIR -u BINDIR -u SBINDIR -u LIBEXECDIR \
+	    DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
 	    dpkg-buildpackage -b -us -uc -j$(JOBS)
 	lintian --fail-on error,warning $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb
 	@echo "built $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb"
@@ -249,4 +254,5 @@ deb: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not those of the package's own build under $(BUILD)/deb)
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
