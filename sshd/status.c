@@ -18,6 +18,7 @@
 #include "jsonl.h"
 #include "protocol.h"
 #include "room_cli.h"
+#include "util.h"
 
 #define STATUS_MAX_PROCS	65536	/* processes read from /proc */
 #define STATUS_MAX_DEPTH	64	/* parents walked up from one */
@@ -214,6 +215,11 @@ status_room(const struct status_procs *ps, const struct room *r)
 	    json_object_new_int64(status_workspace(r)));
 	json_object_object_add(o, "agent_pid",
 	    json_object_new_int64(r->agent.pid));
+	/* The watchdog's last answer from the agent: a busy agent still
+	 * answers from its loop, a hung one does not. */
+	json_object_object_add(o, "agent_answered_s",
+	    json_object_new_int64(r->watch.watching ? (time_mono_ms() -
+	    r->watch.answered_ms) / 1000 : -1));
 	return o;
 }
 
@@ -266,12 +272,16 @@ status_size(long long bytes, char *out, size_t len)
 static void
 status_print_room(json_object *o)
 {
-	char mem[32], ws[32], agent[32];
+	char mem[32], ws[32], agent[64];
 	long long pid = json_get_int(o, "agent_pid", 0);
+	long long answered = json_get_int(o, "agent_answered_s", -1);
 
 	status_size(json_get_int(o, "memory", 0), mem, sizeof(mem));
 	status_size(json_get_int(o, "workspace", 0), ws, sizeof(ws));
-	if (pid > 0)
+	if (pid > 0 && answered >= 0)
+		snprintf(agent, sizeof(agent), "pid %lld, answered %llds ago",
+		    pid, answered);
+	else if (pid > 0)
 		snprintf(agent, sizeof(agent), "pid %lld", pid);
 	else
 		snprintf(agent, sizeof(agent), "-");

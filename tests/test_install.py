@@ -190,13 +190,15 @@ def test_status_lists_active_rooms_with_their_numbers(build, atriumd,
         row = [line.split() for line in p.stdout.split("\n")
                if line.startswith("busy ")]
         assert len(row) == 1, p.stdout
-        room, state, conns, procs, mem, ws, _, pid = row[0]
+        room, state, conns, procs, mem, ws, _, pid = row[0][:8]
+        assert " answered " in p.stdout and "s ago" in p.stdout, p.stdout
         assert state == "ready"
         assert int(conns) == 2, p.stdout
         assert int(procs) >= 2, p.stdout          # atrium-fs, atrium-agent
         assert mem[-1] == "M" and float(mem[:-1]) > 1, p.stdout
         assert ws[-1] in "KM", p.stdout
-        assert "atrium-agent" in open("/proc/%s/cmdline" % pid).read()
+        assert "atrium-agent" in open("/proc/%s/cmdline" %
+                                      pid.rstrip(",")).read()
     finally:
         a.close()
         b.close()
