@@ -5,8 +5,10 @@
  * host key loaded and the listener bound, as root; then atriumd splits in
  * two (server.h): the parent stays root as the monitor, the child drops
  * to the privsep user (privdrop.h) and serves the network, and both run
- * until SIGTERM or SIGINT.  `atriumd room ...` is the operator's room
- * command instead (room_cli.h).
+ * until SIGTERM or SIGINT; SIGHUP makes the monitor reread its settings
+ * (reload.h).  `atriumd room ...` and `atriumd status` are the operator's
+ * commands instead (room_cli.h, status.h); --version and --log-level are
+ * every program's (cli.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "banner.h"
+#include "cli.h"
 #include "config.h"
 #include "helpers.h"
 #include "host_limits.h"
