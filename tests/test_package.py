@@ -34,15 +34,6 @@ def installed():
     return "ok installed" in p.stdout or "config-files" in p.stdout
 
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="dpkg -i needs root"),
-    pytest.mark.skipif(not shutil.which("dpkg-buildpackage"),
-                       reason="no dpkg-buildpackage (make deps installs it)"),
-    pytest.mark.skipif(installed(), reason="atrium is installed here: not "
-                       "touching an operator's install"),
-]
-
-
 def user_exists(name):
     try:
         pwd.getpwnam(name)
@@ -57,6 +48,16 @@ def group_exists(name):
         return True
     except KeyError:
         return False
+
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="dpkg -i needs root"),
+    pytest.mark.skipif(not shutil.which("dpkg-buildpackage"),
+                       reason="no dpkg-buildpackage (make deps installs it)"),
+    pytest.mark.skipif(installed() or user_exists("atrium"),
+                       reason="atrium is installed here, or its user exists: "
+                       "not touching an operator's install"),
+]
 
 
 def users_processes(name):
@@ -178,3 +179,10 @@ def test_package_builds_installs_serves_and_purges(tmp_path, data_dir):
     finally:
         if installed():
             subprocess.run(["dpkg", "-P", "atrium"], capture_output=True)
+        # The user this test made must not outlive it: other checkouts'
+        # atriumd would keep starting as it (their processes keep its
+        # uid; new ones fall back to nobody again).
+        if user_exists("atrium"):
+            subprocess.run(["userdel", "-f", "atrium"], capture_output=True)
+        if group_exists("atrium"):
+            subprocess.run(["groupdel", "-f", "atrium"], capture_output=True)
