@@ -32,6 +32,7 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "cli.h"
 #include "dirworker.h"
 #include "spawner.h"
 #include "endpoint.h"
@@ -392,6 +393,8 @@ main(int argc, char **argv)
 	a->model_idle_timeout = 300;
 	config_defaults(&a->cfg);
 	log_init("atrium-agent", NULL);
+	if ((r = cli_common("atrium-agent", &argc, argv)) != 0)
+		return r > 0 ? 0 : 2;
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);

@@ -6,6 +6,7 @@
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
+#include "cli.h"
 #include "commands.h"
 #include "fs.h"
 #include "log.h"
@@ -264,7 +265,11 @@ static const struct {
 int
 main(int argc, char **argv)
 {
+	int r;
+
 	log_init("atrium-fs", NULL);
+	if ((r = cli_common("atrium-fs", &argc, argv)) != 0)
+		return r > 0 ? 0 : 2;
 	if (argc < 2)
 		return usage();
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
