@@ -32,7 +32,7 @@
 
 #define FS_ROOT_INO 1
 /* The schema version (PRAGMA user_version) this program writes. */
-#define FS_SCHEMA_VERSION 2
+#define FS_SCHEMA_VERSION 3
 #define FS_NAME_MAX 255
 #define FS_SYMLINK_MAX 4095
 #define FS_XATTR_NAME_MAX 255
@@ -226,7 +226,9 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
 
 /* What a database stores against its size on disk. */
 struct fs_du {
-	uint64_t data_bytes;     /* bytes of file data stored (holes cost 0) */
+	uint64_t data_bytes;     /* bytes of file data stored (holes cost 0),
+	                          * each block once however many share it */
+	uint64_t snap_only_bytes; /* of those, held by snapshots alone */
 	uint64_t file_sizes;     /* the regular files' sizes added up */
 	uint64_t inodes;
 	uint64_t db_bytes;       /* the database file */
@@ -236,6 +238,34 @@ struct fs_du {
 /* Count them from the last committed state (safe while mounted).
  * 0 or -errno, as fs_open. */
 int fs_du(const char *path, struct fs_du *out);
+
+/* --- snapshots (fs/snapshot.c) --- */
+
+/* A snapshot name: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not
+ * starting with '-'. */
+#define FS_SNAPSHOT_NAME_MAX 128
+/* 0 when name is a valid snapshot name, else -EINVAL. */
+int fs_snapshot_name_ok(const char *name);
+
+struct fs_snapshot_info {
+	const char *name;        /* valid during the callback only */
+	int64_t created_ns;      /* when it was taken, ns since the epoch */
+	uint64_t inodes;         /* inodes it holds */
+	uint64_t shared_bytes;   /* data it shares with the tree or others */
+	uint64_t own_bytes;      /* data only it holds: what dropping frees */
+};
+typedef int (*fs_snapshot_cb)(void *arg, const struct fs_snapshot_info *s);
+
+/* Take a snapshot of the whole tree under name, copying metadata only.
+ * -EINVAL for a bad name, -EEXIST when one has that name. */
+int fs_snapshot_take(struct fs *fs, const char *name);
+/* Make the tree what snapshot name saw; the snapshot stays.  -ENOENT,
+ * -EBUSY while inodes are looked up (mounted), -EDQUOT past the quota. */
+int fs_snapshot_restore(struct fs *fs, const char *name);
+/* Drop snapshot name, freeing the data only it held.  -ENOENT. */
+int fs_snapshot_drop(struct fs *fs, const char *name);
+/* cb for each snapshot, oldest first, until it returns non-zero. */
+int fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg);
 
 /* --- fsck (fs/fsck.c) --- */
 

@@ -1,5 +1,6 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck and du over the core.
+ * main.c: the atrium-fs command line: mkfs, mount, fsck, du and the
+ * snapshot commands (snapshot, snapshots, restore, drop) over the core.
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
@@ -14,12 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
 	"       atrium-fs fsck DB\n"
 	"       atrium-fs du DB\n"
+	"       atrium-fs snapshot DB NAME\n"
+	"       atrium-fs snapshots DB\n"
+	"       atrium-fs restore DB NAME\n"
+	"       atrium-fs drop DB NAME\n"
 	"see atrium-fs(8)\n";
 
 /* Print usage to stderr; the exit status 2. */
@@ -210,11 +217,146 @@ cmd_du(int argc, char **argv)
 	}
 	du_overhead(&u, overhead, sizeof(overhead));
 	printf("data stored:   %llu bytes\n", (unsigned long long)u.data_bytes);
+	printf("snapshots only: %llu bytes\n",
+	    (unsigned long long)u.snap_only_bytes);
 	printf("file sizes:    %llu bytes\n", (unsigned long long)u.file_sizes);
 	printf("inodes:        %llu\n", (unsigned long long)u.inodes);
 	printf("database:      %llu bytes\n", (unsigned long long)u.db_bytes);
 	printf("wal:           %llu bytes\n", (unsigned long long)u.wal_bytes);
 	printf("overhead:      %s\n", overhead);
+	return 0;
+}
+
+/* Say on stderr why db could not be opened (r from fs_open); exit status 2. */
+static int
+open_failed(const char *db, int r)
+{
+	fprintf(stderr, "atrium-fs: %s %s\n", db, r == -ENOENT ?
+	    "does not exist; check the path" : r == -EPROTO ?
+	    "was written by a newer atrium-fs; upgrade atrium-fs to use it" :
+	    r == -EINVAL ? "is not an atrium-fs database" : strerror(-r));
+	return 2;
+}
+
+/* Hold db's mount lock for a command that changes an unmounted database
+ * (so that no mount starts meanwhile) into *fd.  0, or the exit status 2
+ * with the reason said. */
+static int
+lock_unmounted(const char *db, int *fd)
+{
+	struct lockfile_holder h;
+	int r;
+
+	*fd = -1;
+	if (access(db, F_OK) < 0)
+		return open_failed(db, -ENOENT);
+	if ((r = lockfile_acquire(db, fd, &h)) == -EBUSY) {
+		fprintf(stderr, "atrium-fs: %s is mounted%s%s (pid %ld); unmount it "
+		    "first: snapshots of a mounted workspace are not served by "
+		    "its daemon yet\n", db, h.dir[0] ? " at " : "", h.dir,
+		    (long)h.pid);
+		return 2;
+	}
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: cannot lock %s-mount: %s; check that "
+		    "its directory is writable\n", db, strerror(-r));
+		return 2;
+	}
+	return 0;
+}
+
+/* What a snapshot command's failure r means for name, on stderr; 1. */
+static int
+snapshot_failed(const char *what, const char *db, const char *name, int r)
+{
+	if (r == -EINVAL)
+		fprintf(stderr, "atrium-fs: \"%s\" is not a snapshot name: use 1 "
+		    "to %d letters, digits and . _ : @ + - (not first)\n", name,
+		    FS_SNAPSHOT_NAME_MAX);
+	else if (r == -EEXIST)
+		fprintf(stderr, "atrium-fs: %s already has a snapshot named %s; "
+		    "drop it first or pick another name\n", db, name);
+	else if (r == -ENOENT)
+		fprintf(stderr, "atrium-fs: %s has no snapshot named %s; "
+		    "`atrium-fs snapshots %s` lists them\n", db, name, db);
+	else if (r == -EDQUOT || r == -ENOSPC)
+		fprintf(stderr, "atrium-fs: %s of %s: %s; free some room first\n",
+		    what, name, strerror(-r));
+	else
+		fprintf(stderr, "atrium-fs: %s of %s in %s failed: %s\n", what,
+		    name, db, strerror(-r));
+	return 1;
+}
+
+/* atrium-fs snapshot|restore|drop DB NAME, on an unmounted database. */
+static int
+cmd_snapshot_change(int argc, char **argv)
+{
+	struct fs *fs;
+	const char *db, *name;
+	int fd, r;
+
+	if (argc != 3)
+		return usage();
+	db = argv[1];
+	name = argv[2];
+	if (strcmp(argv[0], "snapshot") == 0 && fs_snapshot_name_ok(name) < 0)
+		return snapshot_failed("snapshot", db, name, -EINVAL);
+	if ((r = lock_unmounted(db, &fd)) != 0)
+		return r;
+	if ((r = fs_open(db, FS_OPEN_CLEAN_ORPHANS, &fs)) < 0) {
+		lockfile_release(fd);
+		return open_failed(db, r);
+	}
+	if (strcmp(argv[0], "snapshot") == 0)
+		r = fs_snapshot_take(fs, name);
+	else if (strcmp(argv[0], "restore") == 0)
+		r = fs_snapshot_restore(fs, name);
+	else
+		r = fs_snapshot_drop(fs, name);
+	fs_close(fs);
+	lockfile_release(fd);
+	return r < 0 ? snapshot_failed(argv[0], db, name, r) : 0;
+}
+
+/* One line of `atrium-fs snapshots`. */
+static int
+snapshot_print(void *arg, const struct fs_snapshot_info *s)
+{
+	time_t t = (time_t)(s->created_ns / 1000000000);
+	char when[32];
+	struct tm tm;
+
+	(void)arg;
+	if (!gmtime_r(&t, &tm) ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	printf("%-24s %s %10llu %14llu %14llu\n", s->name, when,
+	    (unsigned long long)s->inodes, (unsigned long long)s->shared_bytes,
+	    (unsigned long long)s->own_bytes);
+	return 0;
+}
+
+/* atrium-fs snapshots DB: read-only, so safe while mounted. */
+static int
+cmd_snapshots(int argc, char **argv)
+{
+	struct fs *fs;
+	int r;
+
+	if (argc != 2)
+		return usage();
+	if ((r = fs_open(argv[1], FS_OPEN_READONLY, &fs)) < 0)
+		return open_failed(argv[1], r);
+	printf("%-24s %-20s %10s %14s %14s\n", "NAME", "TAKEN", "INODES",
+	    "SHARED", "OWN");
+	r = fs_snapshot_list(fs, snapshot_print, NULL);
+	fs_close(fs);
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: listing the snapshots of %s failed: "
+		    "%s\n", argv[1], strerror(-r));
+		return 2;
+	}
 	return 0;
 }
 
@@ -232,6 +374,11 @@ main(int argc, char **argv)
 		return cmd_fsck(argc - 1, argv + 1);
 	if (strcmp(argv[1], "du") == 0)
 		return cmd_du(argc - 1, argv + 1);
+	if (strcmp(argv[1], "snapshot") == 0 || strcmp(argv[1], "restore") == 0 ||
+	    strcmp(argv[1], "drop") == 0)
+		return cmd_snapshot_change(argc - 1, argv + 1);
+	if (strcmp(argv[1], "snapshots") == 0)
+		return cmd_snapshots(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);

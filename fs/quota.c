@@ -63,12 +63,12 @@
 static const char quota_triggers[] =
 	"PRAGMA recursive_triggers = ON;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_ins AFTER INSERT ON "
-	" main.chunks BEGIN SELECT quota_add(length(NEW.data), 0); END;"
+	" main.chunks BEGIN SELECT quota_add(NEW.len, 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_del AFTER DELETE ON "
-	" main.chunks BEGIN SELECT quota_add(-length(OLD.data), 0); END;"
-	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_upd AFTER UPDATE OF data "
+	" main.chunks BEGIN SELECT quota_add(-OLD.len, 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_upd AFTER UPDATE OF len "
 	" ON main.chunks BEGIN "
-	" SELECT quota_add(length(NEW.data) - length(OLD.data), 0); END;"
+	" SELECT quota_add(NEW.len - OLD.len, 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_ins AFTER INSERT ON "
 	" main.symlinks BEGIN SELECT quota_add(length(NEW.target), 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_del AFTER DELETE ON "
@@ -99,7 +99,7 @@ static const char quota_triggers[] =
 
 /* The totals as the data says, the same sums the triggers keep. */
 static const char quota_scan_sql[] =
-	"SELECT (SELECT coalesce(sum(length(data)), 0) FROM chunks)"
+	"SELECT (SELECT coalesce(sum(len), 0) FROM chunks)"
 	" + (SELECT coalesce(sum(length(target)), 0) FROM symlinks)"
 	" + (SELECT coalesce(sum(length(CAST(name AS BLOB)) + length(value)), 0)"
 	"    FROM xattrs)"

@@ -1,0 +1,356 @@
+/*
+ * snapshot.c: named snapshots of the whole tree, and restoring and
+ * dropping them (fs.h: fs_snapshot_*).  Called by `atrium-fs snapshot`,
+ * `snapshots`, `restore` and `drop` (fs/main.c) on an unmounted database,
+ * and by the unit tests; each call takes fs->lock and is one operation of
+ * the grouped commits (db.c), committed durably before it returns.
+ *
+ * What a snapshot is (schema.c): a copy of the metadata rows of every
+ * linked inode (inodes, dirents, chunks, symlinks, xattrs) in the snap_
+ * tables under the snapshot's id.  Its chunks name the same blocks as the
+ * live tree's, so taking one copies no file data: a 1 GiB file costs its
+ * 16,384 chunk rows (a few hundred KiB), and from then on chunks.c copies a
+ * block before writing it.  Restoring replaces the live rows by the
+ * snapshot's, so it too costs rows, not data; what the live tree alone
+ * held goes with its last reference (the schema's triggers), and so do the
+ * blocks only a dropped snapshot named.
+ *
+ * Order inside a restore: the live inodes go first and come back last, so
+ * that the stored-bytes triggers (stored.c), which add each chunk's and
+ * entry's bytes to an inode that exists, find none while the rows move,
+ * and the restored inodes keep the stored bytes they had.  The quota
+ * triggers (quota.c) count every row that goes and comes, so a restore that
+ * would take the workspace past its quota fails with EDQUOT.
+ *
+ * Inode numbers are never reused (AUTOINCREMENT), so a restored inode is
+ * the one the snapshot saw, and no inode made since can be confused with
+ * it.  A restore refuses (EBUSY) while the kernel holds inodes looked up:
+ * that needs the mounted daemon to invalidate them, which it does not yet.
+ *
+ * Names: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not starting
+ * with '-' (they are shown on terminals and given on command lines).
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+
+/* Bytes an operation of this file writes per row it copies (db.c's grow). */
+#define SNAPSHOT_ROW_BYTES 128
+
+/* 0 when name is a valid snapshot name, else -EINVAL. */
+int
+fs_snapshot_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > FS_SNAPSHOT_NAME_MAX || name[0] == '-')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("._:@+-", c)))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Learn whether the database holds a snapshot (chunks.c skips asking
+ * whether a block is shared when none does).  0 or -errno. */
+int
+snapshot_load(struct fs *fs)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	fs->snaps_maybe = 0;
+	if (schema_version(fs->db) < 3)
+		return 0;
+	rc = sqlite3_prepare_v2(fs->db, "SELECT 1 FROM snapshots LIMIT 1", -1,
+	    &st, NULL);
+	if (rc != SQLITE_OK)
+		return db_errno(fs, rc, "looking for snapshots");
+	rc = sqlite3_step(st);
+	fs->snaps_maybe = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	    db_errno(fs, rc, "looking for snapshots");
+}
+
+/* Run one of this file's statements with ?1 bound to id.  0 or -errno. */
+static int
+snapshot_exec(struct fs *fs, const char *sql, int64_t id)
+{
+	sqlite3_stmt *st = db_stmt(fs, sql);
+
+	if (!st)
+		return -EIO;
+	if (sqlite3_bind_parameter_count(st) >= 1)
+		sqlite3_bind_int64(st, 1, id);
+	return db_done(fs, st);
+}
+
+/* Run the n statements of sqls with ?1 bound to id.  0 or -errno. */
+static int
+snapshot_exec_all(struct fs *fs, const char *const *sqls, size_t n, int64_t id)
+{
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		if ((r = snapshot_exec(fs, sqls[i], id)) < 0)
+			return r;
+	return 0;
+}
+
+/* The id of snapshot name into *id: 0, -ENOENT or -errno. */
+static int
+snapshot_find(struct fs *fs, const char *name, int64_t *id)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT id FROM snapshots WHERE name = ?");
+	int rc;
+
+	*id = 0;
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "snapshot_find");
+}
+
+/* The metadata rows of the live tree (id 0) or of snapshot id: what a copy
+ * of them writes, for db_op_begin.  0 when they cannot be counted (the
+ * operation then finds out). */
+static uint64_t
+snapshot_rows(struct fs *fs, int64_t id)
+{
+	sqlite3_stmt *st = id ? db_stmt(fs, "SELECT (SELECT count(*) FROM "
+	    "snap_inodes WHERE snap = ?1) + (SELECT count(*) FROM snap_dirents "
+	    "WHERE snap = ?1) + (SELECT count(*) FROM snap_chunks WHERE "
+	    "snap = ?1)") : db_stmt(fs, "SELECT (SELECT count(*) FROM inodes) + "
+	    "(SELECT count(*) FROM dirents) + (SELECT count(*) FROM chunks)");
+	uint64_t n = 0;
+
+	if (!st)
+		return 0;
+	if (id)
+		sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
+/* Run op(fs, id) as one operation growing the database by about grow
+ * bytes, and commit it durably.  op's result, or -errno. */
+static int
+snapshot_op(struct fs *fs, uint64_t grow, int (*op)(struct fs *, int64_t),
+    int64_t id)
+{
+	int r;
+
+	if ((r = db_op_begin(fs, grow, 0)) < 0)
+		return r;
+	if ((r = db_op_end(fs, op(fs, id))) < 0)
+		return r;
+	return db_commit(fs, 1);
+}
+
+/* Copy the live rows under snapshot id (made by the caller). */
+static int
+snapshot_copy_live(struct fs *fs, int64_t id)
+{
+	static const char *const sqls[] = {
+		"INSERT INTO snap_inodes(snap, ino, " INODE_COLUMNS("") ") "
+		"SELECT ?1, ino, " INODE_COLUMNS("") " FROM inodes "
+		"WHERE nlink > 0",
+		"INSERT INTO snap_dirents SELECT ?1, id, parent, name, ino "
+		"FROM dirents",
+		"INSERT INTO snap_chunks SELECT ?1, c.ino, c.idx, c.block, c.len "
+		"FROM chunks c JOIN inodes i ON i.ino = c.ino WHERE i.nlink > 0",
+		"INSERT INTO snap_symlinks SELECT ?1, s.ino, s.target FROM "
+		"symlinks s JOIN inodes i ON i.ino = s.ino WHERE i.nlink > 0",
+		"INSERT INTO snap_xattrs SELECT ?1, x.ino, x.name, x.value FROM "
+		"xattrs x JOIN inodes i ON i.ino = x.ino WHERE i.nlink > 0",
+	};
+
+	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
+}
+
+/* Take snapshot name of the live tree: 0, -EINVAL (a bad name), -EEXIST,
+ * or -errno. */
+int
+fs_snapshot_take(struct fs *fs, const char *name)
+{
+	sqlite3_stmt *st;
+	int64_t id;
+	int r;
+
+	if ((r = fs_snapshot_name_ok(name)) < 0)
+		return r;
+	fs_lock(fs);
+	if ((r = snapshot_find(fs, name, &id)) != -ENOENT) {
+		fs_unlock(fs);
+		return r == 0 ? -EEXIST : r;
+	}
+	/* The id comes from AUTOINCREMENT: a dropped snapshot's is never
+	 * reused, so a half-seen id cannot mix two snapshots' rows. */
+	if ((r = db_op_begin(fs, SNAPSHOT_ROW_BYTES *
+	    (snapshot_rows(fs, 0) + 1), 0)) < 0) {
+		fs_unlock(fs);
+		return r;
+	}
+	fs->snaps_maybe = 1;      /* before any write can meet a shared block */
+	if (!(st = db_stmt(fs, "INSERT INTO snapshots(name, created) "
+	    "VALUES(?, ?)"))) {
+		r = -EIO;
+	} else {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, fs_now_ns());
+		if ((r = db_done(fs, st)) == 0)
+			r = snapshot_copy_live(fs, sqlite3_last_insert_rowid(fs->db));
+	}
+	if ((r = db_op_end(fs, r)) == 0)
+		r = db_commit(fs, 1);
+	fs_unlock(fs);
+	return r;
+}
+
+/* Replace the live rows by snapshot id's (see the head for the order). */
+static int
+snapshot_put_back(struct fs *fs, int64_t id)
+{
+	static const char *const sqls[] = {
+		"DELETE FROM inodes",
+		"DELETE FROM dirents",
+		"DELETE FROM symlinks",
+		"DELETE FROM xattrs",
+		"DELETE FROM chunks",
+		"INSERT INTO chunks(ino, idx, block, len) SELECT ino, idx, block, "
+		"len FROM snap_chunks WHERE snap = ?1",
+		"INSERT INTO dirents(id, parent, name, ino) SELECT id, parent, "
+		"name, ino FROM snap_dirents WHERE snap = ?1",
+		"INSERT INTO symlinks(ino, target) SELECT ino, target FROM "
+		"snap_symlinks WHERE snap = ?1",
+		"INSERT INTO xattrs(ino, name, value) SELECT ino, name, value "
+		"FROM snap_xattrs WHERE snap = ?1",
+		"INSERT INTO inodes(ino, " INODE_COLUMNS("") ") SELECT ino, "
+		INODE_COLUMNS("") " FROM snap_inodes WHERE snap = ?1",
+	};
+
+	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
+}
+
+/* 1 when the kernel (or another user of the core) holds inodes looked up. */
+static int
+snapshot_pinned(struct fs *fs)
+{
+	size_t n;
+
+	pthread_mutex_lock(&fs->pin_lock);
+	n = fs->npins;
+	pthread_mutex_unlock(&fs->pin_lock);
+	return n > 0;
+}
+
+/* Make the live tree what snapshot name saw (the snapshot stays): 0,
+ * -ENOENT, -EBUSY (inodes looked up), -EDQUOT, or -errno. */
+int
+fs_snapshot_restore(struct fs *fs, const char *name)
+{
+	int64_t id;
+	int r;
+
+	fs_lock(fs);
+	if ((r = snapshot_find(fs, name, &id)) == 0 && snapshot_pinned(fs))
+		r = -EBUSY;
+	if (r == 0 && (r = snapshot_op(fs, SNAPSHOT_ROW_BYTES *
+	    (snapshot_rows(fs, id) + 1), snapshot_put_back, id)) == 0)
+		r = xattr_cache_load(fs);
+	fs_unlock(fs);
+	return r;
+}
+
+/* Delete snapshot id's rows (the blocks no one else names go with them). */
+static int
+snapshot_delete(struct fs *fs, int64_t id)
+{
+	static const char *const sqls[] = {
+		"DELETE FROM snap_chunks WHERE snap = ?1",
+		"DELETE FROM snap_inodes WHERE snap = ?1",
+		"DELETE FROM snap_dirents WHERE snap = ?1",
+		"DELETE FROM snap_symlinks WHERE snap = ?1",
+		"DELETE FROM snap_xattrs WHERE snap = ?1",
+		"DELETE FROM snapshots WHERE id = ?1",
+	};
+
+	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
+}
+
+/* Drop snapshot name: 0, -ENOENT or -errno. */
+int
+fs_snapshot_drop(struct fs *fs, const char *name)
+{
+	int64_t id;
+	int r;
+
+	fs_lock(fs);
+	if ((r = snapshot_find(fs, name, &id)) == 0 &&
+	    (r = snapshot_op(fs, DB_GROW_META, snapshot_delete, id)) == 0)
+		r = snapshot_load(fs);
+	fs_unlock(fs);
+	return r;
+}
+
+/* Each snapshot, oldest first: name, time, inodes, bytes it names, and
+ * of those the bytes nobody else names (neither the live tree nor another
+ * snapshot): what dropping it frees. */
+static const char snapshot_list_sql[] =
+	"SELECT n.name, n.created, (SELECT count(*) FROM snap_inodes i WHERE "
+	"i.snap = n.id), (SELECT coalesce(sum(len), 0) FROM snap_chunks s "
+	"WHERE s.snap = n.id), (SELECT coalesce(sum(s.len), 0) FROM "
+	"snap_chunks s WHERE s.snap = n.id AND NOT EXISTS (SELECT 1 FROM "
+	"chunks c WHERE c.block = s.block) AND NOT EXISTS (SELECT 1 FROM "
+	"snap_chunks o WHERE o.block = s.block AND o.snap != s.snap)) "
+	"FROM snapshots n ORDER BY n.id";
+
+/* Call cb for each snapshot, oldest first, until it returns non-zero.
+ * 0 or -errno. */
+int
+fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg)
+{
+	struct fs_snapshot_info s;
+	sqlite3_stmt *st;
+	int rc, began, stop = 0;
+
+	fs_lock(fs);
+	if (schema_version(fs->db) < 3) {         /* read-only, not migrated */
+		fs_unlock(fs);
+		return 0;
+	}
+	began = db_read_begin(fs);
+	if (!(st = db_stmt(fs, snapshot_list_sql))) {
+		db_read_end(fs, began);
+		fs_unlock(fs);
+		return -EIO;
+	}
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t total = (uint64_t)sqlite3_column_int64(st, 3);
+
+		s.name = (const char *)sqlite3_column_text(st, 0);
+		s.created_ns = sqlite3_column_int64(st, 1);
+		s.inodes = (uint64_t)sqlite3_column_int64(st, 2);
+		s.own_bytes = (uint64_t)sqlite3_column_int64(st, 4);
+		s.shared_bytes = total - s.own_bytes;
+		stop = cb(arg, &s);
+	}
+	sqlite3_reset(st);
+	db_read_end(fs, began);
+	fs_unlock(fs);
+	if (!stop && rc != SQLITE_DONE)
+		return db_errno(fs, rc, "listing snapshots");
+	return 0;
+}
