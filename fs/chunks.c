@@ -96,18 +96,19 @@ chunks_lookup(struct fs *fs, uint64_t ino, uint64_t idx, sqlite3_int64 *block,
 	return rc == SQLITE_DONE ? 0 : db_errno(fs, rc, "chunks_lookup");
 }
 
-/* 1 when a snapshot names block (so it must not be written), 0 when the
- * live tree has it alone, or -errno. */
+/* 1 when a snapshot or another live chunk names block (so it must not be
+ * written), 0 when one chunk has it alone, or -errno. */
 static int
 chunks_shared(struct fs *fs, sqlite3_int64 block)
 {
 	sqlite3_stmt *st;
 	int rc;
 
-	if (!fs->snaps_maybe)
+	if (!fs->snaps_maybe && !fs->blocks_shared_live)
 		return 0;
-	if (!(st = db_stmt(fs, "SELECT 1 FROM snap_chunks WHERE block = ? "
-	    "LIMIT 1")))
+	if (!(st = db_stmt(fs, "SELECT 1 WHERE EXISTS (SELECT 1 FROM "
+	    "snap_chunks WHERE block = ?1) OR (SELECT count(*) FROM chunks "
+	    "WHERE block = ?1) > 1")))
 		return -EIO;
 	sqlite3_bind_int64(st, 1, block);
 	rc = sqlite3_step(st);

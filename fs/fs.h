@@ -259,9 +259,20 @@ typedef int (*fs_snapshot_cb)(void *arg, const struct fs_snapshot_info *s);
 /* Take a snapshot of the whole tree under name, copying metadata only.
  * -EINVAL for a bad name, -EEXIST when one has that name. */
 int fs_snapshot_take(struct fs *fs, const char *name);
-/* Make the tree what snapshot name saw; the snapshot stays.  -ENOENT,
- * -EBUSY while inodes are looked up (mounted), -EDQUOT past the quota. */
-int fs_snapshot_restore(struct fs *fs, const char *name);
+/* What a restore on a mounted workspace tells the kernel to forget (the
+ * adapter's fuse_lowlevel_notify_inval_*); called without the fs's lock. */
+struct fs_notify {
+	void *arg;
+	void (*inode)(void *arg, uint64_t ino);     /* attributes and pages */
+	void (*entry)(void *arg, uint64_t parent, const char *name);
+};
+/* Make the tree what snapshot name saw; the snapshot stays.  Inodes the
+ * kernel holds that the snapshot lacks or has otherwise stay, unlinked,
+ * for the files open on them (the snapshot's version of such a file comes
+ * back under a new inode number).  notify is NULL when nothing is mounted.
+ * -ENOENT, -EDQUOT past the quota. */
+int fs_snapshot_restore(struct fs *fs, const char *name,
+    const struct fs_notify *notify);
 /* Drop snapshot name, freeing the data only it held.  -ENOENT. */
 int fs_snapshot_drop(struct fs *fs, const char *name);
 /* cb for each snapshot, oldest first, until it returns non-zero. */

@@ -97,6 +97,10 @@ struct fs {
 	/* Whether a snapshot may exist (snapshot.c): 0 only when none does,
 	 * so that writes skip asking whether a block is shared. */
 	int snaps_maybe;
+	/* Set by a restore while inodes were held: a kept (unlinked) file
+	 * and its restored copy may name one block, so a write asks whether
+	 * another live chunk names it too (chunks.c). */
+	int blocks_shared_live;
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;

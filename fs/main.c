@@ -5,6 +5,7 @@
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
+#include "control.h"
 #include "fs.h"
 #include "log.h"
 #include "mount.h"
@@ -239,8 +240,8 @@ open_failed(const char *db, int r)
 }
 
 /* Hold db's mount lock for a command that changes an unmounted database
- * (so that no mount starts meanwhile) into *fd.  0, or the exit status 2
- * with the reason said. */
+ * (so that no mount starts meanwhile) into *fd: 0, 1 when a daemon has it
+ * mounted (*fd -1), or the exit status 2 with the reason said. */
 static int
 lock_unmounted(const char *db, int *fd)
 {
@@ -250,19 +251,32 @@ lock_unmounted(const char *db, int *fd)
 	*fd = -1;
 	if (access(db, F_OK) < 0)
 		return open_failed(db, -ENOENT);
-	if ((r = lockfile_acquire(db, fd, &h)) == -EBUSY) {
-		fprintf(stderr, "atrium-fs: %s is mounted%s%s (pid %ld); unmount it "
-		    "first: snapshots of a mounted workspace are not served by "
-		    "its daemon yet\n", db, h.dir[0] ? " at " : "", h.dir,
-		    (long)h.pid);
-		return 2;
-	}
+	if ((r = lockfile_acquire(db, fd, &h)) == -EBUSY)
+		return 1;
 	if (r < 0) {
 		fprintf(stderr, "atrium-fs: cannot lock %s-mount: %s; check that "
 		    "its directory is writable\n", db, strerror(-r));
 		return 2;
 	}
 	return 0;
+}
+
+/* verb on snapshot name through the control socket of the daemon that
+ * has db mounted: 0, -errno, or the exit status 2 with the reason said. */
+static int
+snapshot_mounted(const char *db, const char *verb, const char *name)
+{
+	struct lockfile_holder h;
+	int r = control_request(db, verb, name);
+
+	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
+		return r;
+	if (lockfile_probe(db, &h) != 1)
+		h.dir[0] = '\0';
+	fprintf(stderr, "atrium-fs: %s is mounted%s%s but its daemon does not "
+	    "answer on %s-ctl; unmount it and try again\n", db,
+	    h.dir[0] ? " at " : "", h.dir, db);
+	return 2;
 }
 
 /* What a snapshot command's failure r means for name, on stderr; 1. */
@@ -288,11 +302,33 @@ snapshot_failed(const char *what, const char *db, const char *name, int r)
 	return 1;
 }
 
-/* atrium-fs snapshot|restore|drop DB NAME, on an unmounted database. */
+/* verb on name in the unmounted db (its lock held as fd).  0 or -errno. */
+static int
+snapshot_offline(const char *db, int fd, const char *verb, const char *name)
+{
+	struct fs *fs;
+	int r;
+
+	if ((r = fs_open(db, FS_OPEN_CLEAN_ORPHANS, &fs)) < 0) {
+		lockfile_release(fd);
+		return open_failed(db, r);
+	}
+	if (strcmp(verb, "snapshot") == 0)
+		r = fs_snapshot_take(fs, name);
+	else if (strcmp(verb, "restore") == 0)
+		r = fs_snapshot_restore(fs, name, NULL);
+	else
+		r = fs_snapshot_drop(fs, name);
+	fs_close(fs);
+	lockfile_release(fd);
+	return r;
+}
+
+/* atrium-fs snapshot|restore|drop DB NAME: on the database itself, or
+ * through the mounting daemon (fs/control.c) when it is mounted. */
 static int
 cmd_snapshot_change(int argc, char **argv)
 {
-	struct fs *fs;
 	const char *db, *name;
 	int fd, r;
 
@@ -300,22 +336,14 @@ cmd_snapshot_change(int argc, char **argv)
 		return usage();
 	db = argv[1];
 	name = argv[2];
-	if (strcmp(argv[0], "snapshot") == 0 && fs_snapshot_name_ok(name) < 0)
-		return snapshot_failed("snapshot", db, name, -EINVAL);
-	if ((r = lock_unmounted(db, &fd)) != 0)
-		return r;
-	if ((r = fs_open(db, FS_OPEN_CLEAN_ORPHANS, &fs)) < 0) {
-		lockfile_release(fd);
-		return open_failed(db, r);
-	}
-	if (strcmp(argv[0], "snapshot") == 0)
-		r = fs_snapshot_take(fs, name);
-	else if (strcmp(argv[0], "restore") == 0)
-		r = fs_snapshot_restore(fs, name);
-	else
-		r = fs_snapshot_drop(fs, name);
-	fs_close(fs);
-	lockfile_release(fd);
+	if (fs_snapshot_name_ok(name) < 0)
+		return snapshot_failed(argv[0], db, name, -EINVAL);
+	if ((r = lock_unmounted(db, &fd)) == 0)
+		r = snapshot_offline(db, fd, argv[0], name);
+	else if (r == 1)
+		r = snapshot_mounted(db, argv[0], name);
+	if (r == 2)
+		return 2;
 	return r < 0 ? snapshot_failed(argv[0], db, name, r) : 0;
 }
 

@@ -33,6 +33,18 @@
 #include "fs_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
+
+/* What a restore tells the kernel to forget: an entry (name set) or an
+ * inode (name NULL). */
+struct snapshot_inval_item {
+	uint64_t ino;            /* the entry's directory, or the inode */
+	char *name;
+};
+struct snapshot_inval {
+	struct snapshot_inval_item *items;
+	size_t n, cap;
+};
 
 /* Bytes an operation of this file writes per row it copies (db.c's grow). */
 #define SNAPSHOT_ROW_BYTES 128
@@ -219,58 +231,259 @@ fs_snapshot_take(struct fs *fs, const char *name)
 	return r;
 }
 
-/* Replace the live rows by snapshot id's (see the head for the order). */
+/* Whether inode row i is what snapshot row s says, but for atime and the
+ * stored bytes (a read does not change a file; stored follows the rows). */
+#define SNAP_SAME_ROW(i, s) "(" i ".mode = " s ".mode AND " i ".nlink = " \
+	s ".nlink AND " i ".uid = " s ".uid AND " i ".gid = " s ".gid AND " \
+	i ".size = " s ".size AND " i ".rdev = " s ".rdev AND " i ".mtime = " \
+	s ".mtime AND " i ".mtime_ns = " s ".mtime_ns AND " i ".ctime = " \
+	s ".ctime AND " i ".ctime_ns = " s ".ctime_ns)"
+
+/* The inodes the kernel holds, into a malloc'd *out of *n (pin_lock).
+ * 0 or -ENOMEM. */
+static int
+snapshot_pins(struct fs *fs, uint64_t **out, size_t *n)
+{
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&fs->pin_lock);
+	if (fs->npins && !(*out = malloc(fs->npins * sizeof(**out)))) {
+		pthread_mutex_unlock(&fs->pin_lock);
+		return -ENOMEM;
+	}
+	for (i = 0; i < fs->pin_buckets; i++)
+		for (struct pin *p = fs->pins[i]; p; p = p->next)
+			(*out)[k++] = p->ino;
+	*n = k;
+	pthread_mutex_unlock(&fs->pin_lock);
+	return 0;
+}
+
+/* Fill temp.snap_pinned with the inodes the kernel holds, and
+ * temp.snap_keep with those of them a restore of id must keep as they are
+ * (unlinked) for the kernel's open files: the ones the snapshot lacks, and
+ * files whose row the snapshot has otherwise (their snapshot version comes
+ * back under a new number, new, as after a rename over them).  0 or -errno. */
+static int
+snapshot_choose_kept(struct fs *fs, int64_t id)
+{
+	static const char *const sqls[] = {
+		"DELETE FROM temp.snap_pinned",
+		"DELETE FROM temp.snap_keep",
+		/* the kernel holds the root without looking it up */
+		"INSERT INTO temp.snap_pinned VALUES(1)",
+	};
+	static const char *const keep[] = {
+		"INSERT INTO temp.snap_keep(ino) SELECT i.ino FROM temp.snap_pinned "
+		"p JOIN inodes i ON i.ino = p.ino LEFT JOIN snap_inodes s ON "
+		"s.snap = ?1 AND s.ino = i.ino WHERE i.ino != 1 AND (s.ino IS NULL "
+		"OR ((i.mode & 61440) != 16384 AND NOT " SNAP_SAME_ROW("i", "s")
+		"))",
+		/* new numbers past every one handed out (AUTOINCREMENT) */
+		"UPDATE temp.snap_keep SET new = (SELECT max(coalesce((SELECT seq "
+		"FROM sqlite_sequence WHERE name = 'inodes'), 0), (SELECT "
+		"coalesce(max(ino), 0) FROM inodes))) + r.n FROM (SELECT k.ino, "
+		"row_number() OVER (ORDER BY k.ino) AS n FROM temp.snap_keep k "
+		"JOIN snap_inodes s ON s.snap = ?1 AND s.ino = k.ino) r "
+		"WHERE r.ino = temp.snap_keep.ino",
+	};
+	sqlite3_stmt *st;
+	uint64_t *pins;
+	size_t n;
+	int r;
+
+	if ((r = snapshot_exec_all(fs, sqls, 3, id)) < 0 ||
+	    (r = snapshot_pins(fs, &pins, &n)) < 0)
+		return r;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (!(st = db_stmt(fs, "INSERT OR IGNORE INTO temp.snap_pinned "
+		    "VALUES(?)"))) {
+			r = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)pins[i]);
+		r = db_done(fs, st);
+	}
+	free(pins);
+	return r < 0 ? r : snapshot_exec_all(fs, keep, 2, id);
+}
+
+/* Names and inodes the kernel may hold that a restore of id changes:
+ * entries (under held directories) whose inode differs, or whose inode
+ * comes back renumbered; held inodes whose row differs. */
+static const char snapshot_changed_names[] =
+	"SELECT parent, name FROM (SELECT parent, name, ino FROM dirents EXCEPT "
+	"SELECT parent, name, ino FROM snap_dirents WHERE snap = ?1) WHERE "
+	"parent IN (SELECT ino FROM temp.snap_pinned) UNION SELECT parent, name "
+	"FROM (SELECT parent, name, ino FROM snap_dirents WHERE snap = ?1 EXCEPT "
+	"SELECT parent, name, ino FROM dirents) WHERE parent IN (SELECT ino FROM "
+	"temp.snap_pinned) UNION SELECT d.parent, d.name FROM snap_dirents d "
+	"JOIN temp.snap_keep k ON k.ino = d.ino WHERE d.snap = ?1 AND d.parent "
+	"IN (SELECT ino FROM temp.snap_pinned)";
+static const char snapshot_changed_inodes[] =
+	"SELECT p.ino FROM temp.snap_pinned p LEFT JOIN inodes i ON i.ino = "
+	"p.ino LEFT JOIN snap_inodes s ON s.snap = ?1 AND s.ino = p.ino WHERE "
+	"i.ino IS NULL OR s.ino IS NULL OR i.stored != s.stored OR NOT "
+	SNAP_SAME_ROW("i", "s");
+
+/* Add one invalidation to inv.  0 or -ENOMEM. */
+static int
+snapshot_inval_add(struct snapshot_inval *inv, uint64_t ino, const char *name)
+{
+	struct snapshot_inval_item *it;
+
+	if (inv->n == inv->cap) {
+		size_t cap = inv->cap ? inv->cap * 2 : 64;
+		if (!(it = realloc(inv->items, cap * sizeof(*it))))
+			return -ENOMEM;
+		inv->items = it;
+		inv->cap = cap;
+	}
+	it = &inv->items[inv->n];
+	it->ino = ino;
+	it->name = NULL;
+	if (name && !(it->name = strdup(name)))
+		return -ENOMEM;
+	inv->n++;
+	return 0;
+}
+
+/* Run one of the queries above for id into inv.  0 or -errno. */
+static int
+snapshot_collect(struct fs *fs, const char *sql, int64_t id, int names,
+    struct snapshot_inval *inv)
+{
+	sqlite3_stmt *st = db_stmt(fs, sql);
+	int rc, r = 0;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = snapshot_inval_add(inv, (uint64_t)sqlite3_column_int64(st, 0),
+		    names ? (const char *)sqlite3_column_text(st, 1) : NULL);
+	sqlite3_reset(st);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = db_errno(fs, rc, "snapshot_collect");
+	return r;
+}
+
+/* Replace the live rows by snapshot id's (see the head for the order),
+ * keeping temp.snap_keep's inodes unlinked and giving the snapshot's
+ * versions of them their new numbers. */
 static int
 snapshot_put_back(struct fs *fs, int64_t id)
 {
+#define KEPT "(SELECT ino FROM temp.snap_keep)"
+#define NEW_INO "coalesce(k.new, s.ino)"
+#define JOIN_KEEP " s LEFT JOIN temp.snap_keep k ON k.ino = s.ino WHERE s.snap = ?1"
 	static const char *const sqls[] = {
-		"DELETE FROM inodes",
+		"DELETE FROM inodes WHERE ino NOT IN " KEPT,
 		"DELETE FROM dirents",
-		"DELETE FROM symlinks",
-		"DELETE FROM xattrs",
-		"DELETE FROM chunks",
-		"INSERT INTO chunks(ino, idx, block, len) SELECT ino, idx, block, "
-		"len FROM snap_chunks WHERE snap = ?1",
-		"INSERT INTO dirents(id, parent, name, ino) SELECT id, parent, "
-		"name, ino FROM snap_dirents WHERE snap = ?1",
-		"INSERT INTO symlinks(ino, target) SELECT ino, target FROM "
-		"snap_symlinks WHERE snap = ?1",
-		"INSERT INTO xattrs(ino, name, value) SELECT ino, name, value "
-		"FROM snap_xattrs WHERE snap = ?1",
-		"INSERT INTO inodes(ino, " INODE_COLUMNS("") ") SELECT ino, "
-		INODE_COLUMNS("") " FROM snap_inodes WHERE snap = ?1",
+		"DELETE FROM symlinks WHERE ino NOT IN " KEPT,
+		"DELETE FROM xattrs WHERE ino NOT IN " KEPT,
+		"DELETE FROM chunks WHERE ino NOT IN " KEPT,
+		"UPDATE inodes SET nlink = 0 WHERE ino IN " KEPT,
+		"INSERT INTO chunks(ino, idx, block, len) SELECT " NEW_INO
+		", s.idx, s.block, s.len FROM snap_chunks" JOIN_KEEP,
+		"INSERT INTO dirents(id, parent, name, ino) SELECT s.id, s.parent, "
+		"s.name, " NEW_INO " FROM snap_dirents" JOIN_KEEP,
+		"INSERT INTO symlinks(ino, target) SELECT " NEW_INO ", s.target "
+		"FROM snap_symlinks" JOIN_KEEP,
+		"INSERT INTO xattrs(ino, name, value) SELECT " NEW_INO ", s.name, "
+		"s.value FROM snap_xattrs" JOIN_KEEP,
+		"INSERT INTO inodes(ino, " INODE_COLUMNS("") ") SELECT " NEW_INO
+		", " INODE_COLUMNS("s.") " FROM snap_inodes" JOIN_KEEP,
 	};
+#undef KEPT
+#undef NEW_INO
+#undef JOIN_KEEP
 
 	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
 }
 
-/* 1 when the kernel (or another user of the core) holds inodes looked up. */
+/* The restore of id as one operation (fs->lock held): what the kernel
+ * must forget into inv when not NULL.  0 or -errno. */
 static int
-snapshot_pinned(struct fs *fs)
+snapshot_restore_op(struct fs *fs, int64_t id, struct snapshot_inval *inv)
 {
-	size_t n;
+	int r;
 
-	pthread_mutex_lock(&fs->pin_lock);
-	n = fs->npins;
-	pthread_mutex_unlock(&fs->pin_lock);
-	return n > 0;
+	if ((r = snapshot_choose_kept(fs, id)) < 0)
+		return r;
+	if (inv && ((r = snapshot_collect(fs, snapshot_changed_names, id, 1,
+	    inv)) < 0 || (r = snapshot_collect(fs, snapshot_changed_inodes, id,
+	    0, inv)) < 0))
+		return r;
+	return snapshot_put_back(fs, id);
 }
 
-/* Make the live tree what snapshot name saw (the snapshot stays): 0,
- * -ENOENT, -EBUSY (inodes looked up), -EDQUOT, or -errno. */
-int
-fs_snapshot_restore(struct fs *fs, const char *name)
+/* Free what snapshot_restore_op collected. */
+static void
+snapshot_inval_free(struct snapshot_inval *inv)
 {
+	for (size_t i = 0; i < inv->n; i++)
+		free(inv->items[i].name);
+	free(inv->items);
+	memset(inv, 0, sizeof(*inv));
+}
+
+/* Restore id under fs->lock, committed durably; inv as for
+ * snapshot_restore_op.  0 or -errno. */
+static int
+snapshot_restore_locked(struct fs *fs, int64_t id, struct snapshot_inval *inv)
+{
+	uint64_t grow = SNAPSHOT_ROW_BYTES * (snapshot_rows(fs, id) + 1);
+	int r;
+
+	/* The TEMP tables live on the writer's connection only. */
+	if ((r = db_exec(fs, "CREATE TEMP TABLE IF NOT EXISTS snap_pinned("
+	    "ino INTEGER PRIMARY KEY)")) < 0 ||
+	    (r = db_exec(fs, "CREATE TEMP TABLE IF NOT EXISTS snap_keep("
+	    "ino INTEGER PRIMARY KEY, new INTEGER)")) < 0 ||
+	    (r = db_op_begin(fs, grow, 0)) < 0 ||
+	    (r = db_op_end(fs, snapshot_restore_op(fs, id, inv))) < 0 ||
+	    (r = db_commit(fs, 1)) < 0)
+		return r;
+	/* A kept file and its restored copy may name one block (chunks.c). */
+	fs->blocks_shared_live = 1;
+	return xattr_cache_load(fs);
+}
+
+/* Make the live tree what snapshot name saw (the snapshot stays).  With
+ * notify (a mounted workspace): first every inode the kernel holds is
+ * invalidated, so that it writes its dirty pages back before the rows
+ * change; then, once committed and with fs->lock released (an invalidation
+ * may wait for the kernel's writes, which need the lock), each name and
+ * inode that changed.  0, -ENOENT, -EDQUOT or -errno. */
+int
+fs_snapshot_restore(struct fs *fs, const char *name,
+    const struct fs_notify *notify)
+{
+	struct snapshot_inval inv = { 0 };
+	uint64_t *pins;
+	size_t n;
 	int64_t id;
 	int r;
 
+	if (notify && snapshot_pins(fs, &pins, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			notify->inode(notify->arg, pins[i]);
+		free(pins);
+	}
 	fs_lock(fs);
-	if ((r = snapshot_find(fs, name, &id)) == 0 && snapshot_pinned(fs))
-		r = -EBUSY;
-	if (r == 0 && (r = snapshot_op(fs, SNAPSHOT_ROW_BYTES *
-	    (snapshot_rows(fs, id) + 1), snapshot_put_back, id)) == 0)
-		r = xattr_cache_load(fs);
+	if ((r = snapshot_find(fs, name, &id)) == 0)
+		r = snapshot_restore_locked(fs, id, notify ? &inv : NULL);
 	fs_unlock(fs);
+	for (size_t i = 0; r == 0 && i < inv.n; i++) {
+		if (inv.items[i].name)
+			notify->entry(notify->arg, inv.items[i].ino, inv.items[i].name);
+		else
+			notify->inode(notify->arg, inv.items[i].ino);
+	}
+	snapshot_inval_free(&inv);
 	return r;
 }
 

@@ -220,12 +220,107 @@ def test_snapshot_commands_say_what_is_wrong(tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr
     m.mount()
     try:
-        r = run("snapshot", m.db, "b")
-        assert r.returncode == 2 and "is mounted at " + m.dir in r.stderr
-        assert list(snapshots(m.db)) == ["a"]     # listing works mounted
+        ok("snapshot", m.db, "b")                 # through the daemon
+        r = run("restore", m.db, "nope")
+        assert r.returncode == 1 and "has no snapshot named nope" in r.stderr
+        assert list(snapshots(m.db)) == ["a", "b"]
+        st = os.stat(m.db + "-ctl")
+        assert (st.st_mode & 0o777) == 0o600
     finally:
         m.unmount()
+    assert not os.path.exists(m.db + "-ctl")
+    r = run("drop", m.db, "b")                    # offline again
+    assert r.returncode == 0, r.stderr
     assert list(snapshots(m.db)) == ["a"]
+
+
+def contents(root):
+    """Each path's type and content (no times: the kernel flushes those
+    from its writeback cache when it likes)."""
+    return {k: (v[0], v[1], v[3]) for k, v in tree_state(root).items()}
+
+
+def test_mounted_snapshot_restore_drop_with_files_open(tmp_path):
+    """On a mounted workspace: the kernel sees the restored tree at once,
+    and files open for reading and writing keep the file they had opened,
+    as after a rename over them."""
+    m = Mount(tmp_path).mount()
+    try:
+        make_tree(m)
+        reader = open(m.p("src", "big.bin"), "rb")
+        writer = open(m.p("src", "small.txt"), "r+b")
+        writer.seek(0, 2)
+        writer.write(b"first\n")
+        writer.flush()
+        want = contents(m.dir)
+        ok("snapshot", m.db, "s")
+        # change the tree, through the open files too
+        writer.write(b"second\n")
+        writer.flush()
+        with open(m.p("src", "big.bin"), "r+b") as f:
+            f.write(b"Z" * 5000)
+        os.unlink(m.p("sparse"))
+        os.mkdir(m.p("later"))
+        with open(m.p("later", "f"), "w") as f:
+            f.write("later\n")
+        seen_before = reader.read(100)
+        ok("restore", m.db, "s")
+        assert contents(m.dir) == want            # no stale cache
+        assert not os.path.exists(m.p("later"))
+        # the open files still reach what they had opened
+        reader.seek(0)
+        assert reader.read(100) == b"Z" * 100
+        assert seen_before == b"Z" * 100
+        writer.write(b"third\n")
+        writer.flush()
+        writer.seek(0)
+        assert writer.read() == b"small\nfirst\nsecond\nthird\n"
+        with open(m.p("src", "small.txt"), "rb") as f:
+            assert f.read() == b"small\nfirst\n"
+        ok("drop", m.db, "s")
+        reader.close()
+        writer.close()
+        fsck_clean(m.db)
+        assert contents(m.dir) == want
+        with open(m.p("src", "small.txt"), "ab") as f:    # writable
+            f.write(b"after\n")
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+    m.mount()
+    try:
+        with open(m.p("src", "small.txt"), "rb") as f:
+            assert f.read() == b"small\nfirst\nafter\n"
+    finally:
+        m.unmount()
+
+
+def test_restore_under_a_running_command(tmp_path):
+    """A command appending to a log in the workspace keeps running through
+    a restore; its later appends land in the restored file."""
+    m = Mount(tmp_path).mount()
+    try:
+        os.mkdir(m.p("work"))
+        with open(m.p("work", "log"), "w") as f:
+            f.write("start\n")
+        ok("snapshot", m.db, "s")
+        cmd = subprocess.Popen(
+            ["sh", "-c", "i=0; while [ $i -lt 200 ]; do echo line$i >> log; "
+             "i=$((i+1)); sleep 0.01; done; echo done > finished"],
+            cwd=m.p("work"), stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        ok("restore", m.db, "s")
+        assert cmd.wait(timeout=60) == 0
+        assert cmd.stderr.read() == b""
+        with open(m.p("work", "log")) as f:
+            lines = f.read().splitlines()
+        assert lines[0] == "start" and lines[-1] == "line199"
+        assert len(lines) < 201                   # what came before went
+        assert open(m.p("work", "finished")).read() == "done\n"
+        fsck_clean(m.db)
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
 
 
 def test_snapshot_of_a_big_file_costs_metadata_only(tmp_path):
