@@ -8,7 +8,7 @@
  * entries, attributes, negative lookups, symlink targets and file pages for
  * a long time (FS_TIMEOUT, keep_cache), and hold dirty pages (the writeback
  * cache, unless mounted with -o no_writeback).  Anything changed behind the
- * kernel's back (a snapshot restore, later) must be invalidated through
+ * kernel's back (a snapshot restore, fs/control.c) must be invalidated through
  * fuse_lowlevel_notify_inval_*.
  *
  * Lookup counts: every reply that hands the kernel an inode (lookup, mknod,
