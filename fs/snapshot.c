@@ -15,10 +15,11 @@
  * held goes with its last reference (the schema's triggers), and so do the
  * blocks only a dropped snapshot named.
  *
- * Order inside a restore: the live inodes go first and come back last, so
- * that the stored-bytes triggers (stored.c), which add each chunk's and
- * entry's bytes to an inode that exists, find none while the rows move,
- * and the restored inodes keep the stored bytes they had.  The quota
+ * Order inside a restore: the live inodes that differ go first and the
+ * snapshot's come back last, so that the stored-bytes triggers (stored.c),
+ * which add each chunk's and entry's bytes to an inode that exists, find
+ * none of them while the rows move, and the restored inodes keep the
+ * stored bytes they had.  Only rows that differ move.  The quota
  * triggers (quota.c) count every row that goes and comes, so a restore that
  * would take the workspace past its quota fails with EDQUOT.
  *
@@ -370,36 +371,63 @@ snapshot_collect(struct fs *fs, const char *sql, int64_t id, int names,
 	return r;
 }
 
-/* Replace the live rows by snapshot id's (see the head for the order),
- * keeping temp.snap_keep's inodes unlinked and giving the snapshot's
- * versions of them their new numbers. */
+/* Replace the live rows that differ from snapshot id's by the snapshot's
+ * (see the head for the order), keeping temp.snap_keep's inodes unlinked
+ * and giving the snapshot's versions of them their new numbers.  Rows the
+ * snapshot has as they are stay untouched, so a restore costs what
+ * changed since, not the size of the tree.  An inode row that is the same
+ * (ctime included, which only the filesystem sets) has the same chunks,
+ * entries, target and attributes, so the stored-bytes triggers never fire
+ * for an inode that stays. */
 static int
 snapshot_put_back(struct fs *fs, int64_t id)
 {
 #define KEPT "(SELECT ino FROM temp.snap_keep)"
 #define NEW_INO "coalesce(k.new, s.ino)"
-#define JOIN_KEEP " s LEFT JOIN temp.snap_keep k ON k.ino = s.ino WHERE s.snap = ?1"
+#define JOIN_KEEP " s LEFT JOIN temp.snap_keep k ON k.ino = s.ino WHERE " \
+	"s.snap = ?1"
+#define UNLESS_IN_SNAP(t, same) " WHERE NOT EXISTS (SELECT 1 FROM " t \
+	JOIN_KEEP " AND " same ")"
+#define UNLESS_KEPT_OR_IN_SNAP(t, same) " WHERE ino NOT IN " KEPT " AND NOT " \
+	"EXISTS (SELECT 1 FROM " t JOIN_KEEP " AND " same ")"
 	static const char *const sqls[] = {
-		"DELETE FROM inodes WHERE ino NOT IN " KEPT,
-		"DELETE FROM dirents",
-		"DELETE FROM symlinks WHERE ino NOT IN " KEPT,
-		"DELETE FROM xattrs WHERE ino NOT IN " KEPT,
-		"DELETE FROM chunks WHERE ino NOT IN " KEPT,
+		"DELETE FROM inodes WHERE ino NOT IN " KEPT " AND NOT EXISTS "
+		"(SELECT 1 FROM snap_inodes s WHERE s.snap = ?1 AND s.ino = "
+		"inodes.ino AND (" INODE_COLUMNS("s.") ") = (" INODE_COLUMNS(
+		"inodes.") "))",
 		"UPDATE inodes SET nlink = 0 WHERE ino IN " KEPT,
+		"DELETE FROM dirents" UNLESS_IN_SNAP("snap_dirents", "s.id = "
+		"dirents.id AND s.parent = dirents.parent AND s.name = "
+		"dirents.name AND " NEW_INO " = dirents.ino"),
+		"DELETE FROM chunks" UNLESS_KEPT_OR_IN_SNAP("snap_chunks", NEW_INO " = "
+		"chunks.ino AND s.idx = chunks.idx AND s.block = chunks.block AND "
+		"s.len = chunks.len"),
+		"DELETE FROM symlinks" UNLESS_KEPT_OR_IN_SNAP("snap_symlinks", NEW_INO
+		" = symlinks.ino AND s.target = symlinks.target"),
+		"DELETE FROM xattrs" UNLESS_KEPT_OR_IN_SNAP("snap_xattrs", NEW_INO " = "
+		"xattrs.ino AND s.name = xattrs.name AND s.value = xattrs.value"),
 		"INSERT INTO chunks(ino, idx, block, len) SELECT " NEW_INO
-		", s.idx, s.block, s.len FROM snap_chunks" JOIN_KEEP,
+		", s.idx, s.block, s.len FROM snap_chunks" JOIN_KEEP " AND NOT "
+		"EXISTS (SELECT 1 FROM chunks c WHERE c.ino = " NEW_INO " AND "
+		"c.idx = s.idx)",
 		"INSERT INTO dirents(id, parent, name, ino) SELECT s.id, s.parent, "
-		"s.name, " NEW_INO " FROM snap_dirents" JOIN_KEEP,
+		"s.name, " NEW_INO " FROM snap_dirents" JOIN_KEEP " AND NOT EXISTS "
+		"(SELECT 1 FROM dirents d WHERE d.id = s.id)",
 		"INSERT INTO symlinks(ino, target) SELECT " NEW_INO ", s.target "
-		"FROM snap_symlinks" JOIN_KEEP,
+		"FROM snap_symlinks" JOIN_KEEP " AND NOT EXISTS (SELECT 1 FROM "
+		"symlinks l WHERE l.ino = " NEW_INO ")",
 		"INSERT INTO xattrs(ino, name, value) SELECT " NEW_INO ", s.name, "
-		"s.value FROM snap_xattrs" JOIN_KEEP,
+		"s.value FROM snap_xattrs" JOIN_KEEP " AND NOT EXISTS (SELECT 1 "
+		"FROM xattrs x WHERE x.ino = " NEW_INO " AND x.name = s.name)",
 		"INSERT INTO inodes(ino, " INODE_COLUMNS("") ") SELECT " NEW_INO
-		", " INODE_COLUMNS("s.") " FROM snap_inodes" JOIN_KEEP,
+		", " INODE_COLUMNS("s.") " FROM snap_inodes" JOIN_KEEP " AND NOT "
+		"EXISTS (SELECT 1 FROM inodes i WHERE i.ino = " NEW_INO ")",
 	};
 #undef KEPT
 #undef NEW_INO
 #undef JOIN_KEEP
+#undef UNLESS_IN_SNAP
+#undef UNLESS_KEPT_OR_IN_SNAP
 
 	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
 }
