@@ -130,7 +130,7 @@ control_do(struct control *c, char *line)
 	if (fs_snapshot_name_ok(name) < 0)
 		return -EINVAL;
 	if (strcmp(line, "snapshot") == 0)
-		return fs_snapshot_take(c->fs, name);
+		return fs_snapshot_take(c->fs, name, &notify);
 	if (strcmp(line, "restore") == 0)
 		return fs_snapshot_restore(c->fs, name, &notify);
 	if (strcmp(line, "drop") == 0)

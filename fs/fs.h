@@ -256,16 +256,19 @@ struct fs_snapshot_info {
 };
 typedef int (*fs_snapshot_cb)(void *arg, const struct fs_snapshot_info *s);
 
-/* Take a snapshot of the whole tree under name, copying metadata only.
- * -EINVAL for a bad name, -EEXIST when one has that name. */
-int fs_snapshot_take(struct fs *fs, const char *name);
-/* What a restore on a mounted workspace tells the kernel to forget (the
- * adapter's fuse_lowlevel_notify_inval_*); called without the fs's lock. */
+/* What a snapshot command on a mounted workspace tells the kernel to
+ * forget (the adapter's fuse_lowlevel_notify_inval_*); called without the
+ * fs's lock. */
 struct fs_notify {
 	void *arg;
 	void (*inode)(void *arg, uint64_t ino);     /* attributes and pages */
 	void (*entry)(void *arg, uint64_t parent, const char *name);
 };
+/* Take a snapshot of the whole tree under name, copying metadata only;
+ * notify (mounted) flushes the kernel's dirty pages first.  -EINVAL for a
+ * bad name, -EEXIST when one has that name. */
+int fs_snapshot_take(struct fs *fs, const char *name,
+    const struct fs_notify *notify);
 /* Make the tree what snapshot name saw; the snapshot stays.  Inodes the
  * kernel holds that the snapshot lacks or has otherwise stay, unlinked,
  * for the files open on them (the snapshot's version of such a file comes
@@ -277,6 +280,11 @@ int fs_snapshot_restore(struct fs *fs, const char *name,
 int fs_snapshot_drop(struct fs *fs, const char *name);
 /* cb for each snapshot, oldest first, until it returns non-zero. */
 int fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg);
+
+/* A handle of ino was opened (delta 1) or closed (-1) for writing: while
+ * one is open the kernel may hold dirty pages, which snapshot and restore
+ * have it write back first (fs/inode.c). */
+void fs_writers(struct fs *fs, uint64_t ino, int delta);
 
 /* --- fsck (fs/fsck.c) --- */
 

@@ -54,6 +54,7 @@
 struct pin {
 	uint64_t ino;
 	uint64_t n;
+	uint64_t writers;         /* handles open for writing (fs_writers) */
 	struct pin *next;
 };
 

@@ -314,7 +314,7 @@ snapshot_offline(const char *db, int fd, const char *verb, const char *name)
 		return open_failed(db, r);
 	}
 	if (strcmp(verb, "snapshot") == 0)
-		r = fs_snapshot_take(fs, name);
+		r = fs_snapshot_take(fs, name, NULL);
 	else if (strcmp(verb, "restore") == 0)
 		r = fs_snapshot_restore(fs, name, NULL);
 	else

@@ -172,6 +172,8 @@ snapshot_op(struct fs *fs, uint64_t grow, int (*op)(struct fs *, int64_t),
 	return db_commit(fs, 1);
 }
 
+static void snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n);
+
 /* Copy the live rows under snapshot id (made by the caller). */
 static int
 snapshot_copy_live(struct fs *fs, int64_t id)
@@ -193,10 +195,13 @@ snapshot_copy_live(struct fs *fs, int64_t id)
 	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
 }
 
-/* Take snapshot name of the live tree: 0, -EINVAL (a bad name), -EEXIST,
+/* Take snapshot name of the live tree (with notify, a mounted one: what
+ * the kernel's writeback cache holds is written first, so the snapshot has
+ * every write that returned before it): 0, -EINVAL (a bad name), -EEXIST,
  * or -errno. */
 int
-fs_snapshot_take(struct fs *fs, const char *name)
+fs_snapshot_take(struct fs *fs, const char *name,
+    const struct fs_notify *notify)
 {
 	sqlite3_stmt *st;
 	int64_t id;
@@ -204,6 +209,7 @@ fs_snapshot_take(struct fs *fs, const char *name)
 
 	if ((r = fs_snapshot_name_ok(name)) < 0)
 		return r;
+	snapshot_flush_kernel(fs, notify);
 	fs_lock(fs);
 	if ((r = snapshot_find(fs, name, &id)) != -ENOENT) {
 		fs_unlock(fs);
@@ -240,10 +246,10 @@ fs_snapshot_take(struct fs *fs, const char *name)
 	s ".mtime AND " i ".mtime_ns = " s ".mtime_ns AND " i ".ctime = " \
 	s ".ctime AND " i ".ctime_ns = " s ".ctime_ns)"
 
-/* The inodes the kernel holds, into a malloc'd *out of *n (pin_lock).
- * 0 or -ENOMEM. */
+/* The inodes the kernel holds (only those open for writing when
+ * writers), into a malloc'd *out of *n (pin_lock).  0 or -ENOMEM. */
 static int
-snapshot_pins(struct fs *fs, uint64_t **out, size_t *n)
+snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
 {
 	size_t i, k = 0;
 
@@ -256,10 +262,28 @@ snapshot_pins(struct fs *fs, uint64_t **out, size_t *n)
 	}
 	for (i = 0; i < fs->pin_buckets; i++)
 		for (struct pin *p = fs->pins[i]; p; p = p->next)
-			(*out)[k++] = p->ino;
+			if (!writers || p->writers)
+				(*out)[k++] = p->ino;
 	*n = k;
 	pthread_mutex_unlock(&fs->pin_lock);
 	return 0;
+}
+
+/* Have the kernel write back the dirty pages it holds (an invalidation of
+ * an inode waits for them; only files open for writing have any, since
+ * the kernel writes a file's back when it is closed), without fs->lock,
+ * which those writes need.  Nothing without n (not mounted). */
+static void
+snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n)
+{
+	uint64_t *pins;
+	size_t k;
+
+	if (!n || snapshot_pins(fs, 1, &pins, &k) < 0)
+		return;
+	for (size_t i = 0; i < k; i++)
+		n->inode(n->arg, pins[i]);
+	free(pins);
 }
 
 /* Fill temp.snap_pinned with the inodes the kernel holds, and
@@ -296,7 +320,7 @@ snapshot_choose_kept(struct fs *fs, int64_t id)
 	int r;
 
 	if ((r = snapshot_exec_all(fs, sqls, 3, id)) < 0 ||
-	    (r = snapshot_pins(fs, &pins, &n)) < 0)
+	    (r = snapshot_pins(fs, 0, &pins, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		if (!(st = db_stmt(fs, "INSERT OR IGNORE INTO temp.snap_pinned "
@@ -491,16 +515,10 @@ fs_snapshot_restore(struct fs *fs, const char *name,
     const struct fs_notify *notify)
 {
 	struct snapshot_inval inv = { 0 };
-	uint64_t *pins;
-	size_t n;
 	int64_t id;
 	int r;
 
-	if (notify && snapshot_pins(fs, &pins, &n) == 0) {
-		for (size_t i = 0; i < n; i++)
-			notify->inode(notify->arg, pins[i]);
-		free(pins);
-	}
+	snapshot_flush_kernel(fs, notify);
 	fs_lock(fs);
 	if ((r = snapshot_find(fs, name, &id)) == 0)
 		r = snapshot_restore_locked(fs, id, notify ? &inv : NULL);

@@ -68,9 +68,9 @@ test_copy_on_write_and_restore(void)
 	    &a), 0);
 	f = a.ino;
 	CHECK_INT(fs_write(fs, f, 0, orig, sizeof(orig)), (int)sizeof(orig));
-	CHECK_INT(fs_snapshot_take(fs, "s1"), 0);
-	CHECK_INT(fs_snapshot_take(fs, "s1"), -EEXIST);
-	CHECK_INT(fs_snapshot_take(fs, "bad/name"), -EINVAL);
+	CHECK_INT(fs_snapshot_take(fs, "s1", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s1", NULL), -EEXIST);
+	CHECK_INT(fs_snapshot_take(fs, "bad/name", NULL), -EINVAL);
 	/* every kind of write into shared blocks */
 	memcpy(now, orig, sizeof(orig));
 	memset(x, 'x', sizeof(x));
@@ -121,7 +121,7 @@ test_list_and_shared_bytes(void)
 	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "f", S_IFREG | 0644, 0, 0,
 	    &a), 0);
 	CHECK_INT(fs_write(fs, a.ino, 0, buf, sizeof(buf)), (int)sizeof(buf));
-	CHECK_INT(fs_snapshot_take(fs, "a"), 0);
+	CHECK_INT(fs_snapshot_take(fs, "a", NULL), 0);
 	CHECK_INT(fs_snapshot_list(fs, count_cb, v), 0);
 	CHECK_INT((int)v[0], 1);
 	CHECK_INT((int)v[1], 0);
@@ -151,7 +151,7 @@ test_restore_keeps_held_inodes(void)
 	    &a), 0);
 	f = a.ino;
 	CHECK_INT(fs_write(fs, f, 0, one, sizeof(one)), CHUNK);
-	CHECK_INT(fs_snapshot_take(fs, "s"), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s", NULL), 0);
 	CHECK_INT(fs_write(fs, f, 0, two, sizeof(two)), CHUNK);
 	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "g", S_IFREG | 0644, 0, 0,
 	    &a), 0);
