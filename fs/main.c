@@ -355,11 +355,19 @@ snapshot_print(void *arg, const struct fs_snapshot_info *s)
 	char when[32];
 	struct tm tm;
 
+	char name[FS_SNAPSHOT_NAME_MAX + 1];
+	size_t i;
+
 	(void)arg;
+	/* Names were checked when taken; a database from elsewhere may hold
+	 * anything, and this goes to a terminal. */
+	for (i = 0; s->name && s->name[i] && i < FS_SNAPSHOT_NAME_MAX; i++)
+		name[i] = s->name[i] > ' ' && s->name[i] < 127 ? s->name[i] : '?';
+	name[i] = '\0';
 	if (!gmtime_r(&t, &tm) ||
 	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(when, sizeof(when), "-");
-	printf("%-24s %s %10llu %14llu %14llu\n", s->name, when,
+	printf("%-24s %s %10llu %14llu %14llu\n", name, when,
 	    (unsigned long long)s->inodes, (unsigned long long)s->shared_bytes,
 	    (unsigned long long)s->own_bytes);
 	return 0;

@@ -28,7 +28,9 @@
  * row's change, so every path that adds or drops rows (write, truncate,
  * unlink, rename over a file, purge of orphans, xattrs) is counted without
  * being taught about quotas.  recursive_triggers is on so that INSERT OR
- * REPLACE (chunks_put) fires the delete trigger for the row it replaces.
+ * REPLACE (xattrs) fires the delete trigger for the row it replaces.  A
+ * chunk counts its len: the bytes of the live tree, not the blocks that
+ * only snapshots keep (atrium-fs du shows those).
  * The changes of the running operation add up in op_bytes / op_inodes; at
  * its end (db_op_end) an operation that grew past a limit gets EDQUOT and
  * its savepoint is rolled back, so nothing of it stays and nothing before

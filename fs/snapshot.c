@@ -172,7 +172,45 @@ snapshot_op(struct fs *fs, uint64_t grow, int (*op)(struct fs *, int64_t),
 	return db_commit(fs, 1);
 }
 
-static void snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n);
+/* The inodes the kernel holds (only those open for writing when
+ * writers), into a malloc'd *out of *n (pin_lock).  0 or -ENOMEM. */
+static int
+snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
+{
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&fs->pin_lock);
+	if (fs->npins && !(*out = malloc(fs->npins * sizeof(**out)))) {
+		pthread_mutex_unlock(&fs->pin_lock);
+		return -ENOMEM;
+	}
+	for (i = 0; i < fs->pin_buckets; i++)
+		for (struct pin *p = fs->pins[i]; p; p = p->next)
+			if (!writers || p->writers)
+				(*out)[k++] = p->ino;
+	*n = k;
+	pthread_mutex_unlock(&fs->pin_lock);
+	return 0;
+}
+
+/* Have the kernel write back the dirty pages it holds (an invalidation of
+ * an inode waits for them; only files open for writing have any, since
+ * the kernel writes a file's back when it is closed), without fs->lock,
+ * which those writes need.  Nothing without n (not mounted). */
+static void
+snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n)
+{
+	uint64_t *pins;
+	size_t k;
+
+	if (!n || snapshot_pins(fs, 1, &pins, &k) < 0)
+		return;
+	for (size_t i = 0; i < k; i++)
+		n->inode(n->arg, pins[i]);
+	free(pins);
+}
 
 /* Copy the live rows under snapshot id (made by the caller). */
 static int
@@ -245,46 +283,6 @@ fs_snapshot_take(struct fs *fs, const char *name,
 	i ".size = " s ".size AND " i ".rdev = " s ".rdev AND " i ".mtime = " \
 	s ".mtime AND " i ".mtime_ns = " s ".mtime_ns AND " i ".ctime = " \
 	s ".ctime AND " i ".ctime_ns = " s ".ctime_ns)"
-
-/* The inodes the kernel holds (only those open for writing when
- * writers), into a malloc'd *out of *n (pin_lock).  0 or -ENOMEM. */
-static int
-snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
-{
-	size_t i, k = 0;
-
-	*out = NULL;
-	*n = 0;
-	pthread_mutex_lock(&fs->pin_lock);
-	if (fs->npins && !(*out = malloc(fs->npins * sizeof(**out)))) {
-		pthread_mutex_unlock(&fs->pin_lock);
-		return -ENOMEM;
-	}
-	for (i = 0; i < fs->pin_buckets; i++)
-		for (struct pin *p = fs->pins[i]; p; p = p->next)
-			if (!writers || p->writers)
-				(*out)[k++] = p->ino;
-	*n = k;
-	pthread_mutex_unlock(&fs->pin_lock);
-	return 0;
-}
-
-/* Have the kernel write back the dirty pages it holds (an invalidation of
- * an inode waits for them; only files open for writing have any, since
- * the kernel writes a file's back when it is closed), without fs->lock,
- * which those writes need.  Nothing without n (not mounted). */
-static void
-snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n)
-{
-	uint64_t *pins;
-	size_t k;
-
-	if (!n || snapshot_pins(fs, 1, &pins, &k) < 0)
-		return;
-	for (size_t i = 0; i < k; i++)
-		n->inode(n->arg, pins[i]);
-	free(pins);
-}
 
 /* Fill temp.snap_pinned with the inodes the kernel holds, and
  * temp.snap_keep with those of them a restore of id must keep as they are
