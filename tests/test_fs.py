@@ -334,6 +334,24 @@ def test_truncate_chmod_utime_statfs(fs):
     assert "user.note" in os.listxattr(fs.p("f"))
 
 
+def test_selinux_labels_are_not_kept(fs):
+    # As on a filesystem without labels (and on any FUSE mount under
+    # SELinux): refused, so that ls -l stops asking for one per file.
+    p = fs.p("f")
+    open(p, "w").close()
+    for call in (lambda: os.getxattr(p, "security.selinux"),
+                 lambda: os.setxattr(p, "security.selinux", b"x"),
+                 lambda: os.removexattr(p, "security.selinux")):
+        with pytest.raises(OSError) as e:
+            call()
+        assert e.value.errno == errno.EOPNOTSUPP
+    os.setxattr(p, "security.note", b"kept")
+    assert os.getxattr(p, "security.note") == b"kept"
+    assert os.listxattr(p) == ["security.note"]
+    r = subprocess.run(["ls", "-l", fs.dir], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "" and " f\n" in r.stdout
+
+
 def daemon_wchar(pid):
     """Bytes the process has handed to write calls so far."""
     with open("/proc/%d/io" % pid) as f:
