@@ -5,9 +5,9 @@
  * kernel has already checked the caller may use them), with two exceptions
  * that are refused with EOPNOTSUPP, as a filesystem without them answers:
  *   - system.* (POSIX ACLs): the kernel would not enforce ACLs it reads
- *     from here.  getxattr answers ENODATA instead, which the kernel's ACL
- *     cache takes for "no ACL" (an error there would fail permission
- *     checks).
+ *     from here (the mount does not turn POSIX ACLs on, so the kernel never
+ *     asks for one to check a permission: only programs do, and `ls -l`
+ *     stops asking at the first EOPNOTSUPP, as for the label below).
  *   - security.selinux, a label that nothing reads from here: with SELinux
  *     on, the kernel labels a FUSE mount itself and never asks the daemon;
  *     without it, the label means nothing.  getxattr refuses it too, and
@@ -243,7 +243,7 @@ xattr_get_on(sqlite3_stmt *st, uint64_t ino, const char *name, void *buf,
 }
 
 /* An attribute's value (or size when size is 0): its size, -ENODATA,
- * -EOPNOTSUPP for the security label (see the head) or -errno. */
+ * -EOPNOTSUPP for an ACL or the security label (see the head) or -errno. */
 ssize_t
 fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
     size_t size)
@@ -252,9 +252,9 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	ssize_t r;
 	int rc;
 
-	if (xattr_is_label(name))
-		return -EOPNOTSUPP;
-	if (xattr_check_name(name) < 0 || xattr_cache_none(fs, ino))
+	if ((r = xattr_check_name(name)) < 0)
+		return r == -EOPNOTSUPP ? r : -ENODATA;
+	if (xattr_cache_none(fs, ino))
 		return -ENODATA;
 	/* Not changed by the open group: a read-only connection answers. */
 	if ((r = readers_getxattr(fs, ino, name, buf, size)) != READERS_ASK_WRITER)

@@ -5,8 +5,8 @@
  * memory and without fs->lock (a call made while another thread holds the
  * lock returns), an inode with attributes still reads them, removed and
  * reopened attributes read right, and a cache that outgrows its bound falls
- * back to SQLite without a wrong answer.  The SELinux label is refused
- * (EOPNOTSUPP), also one stored before.  fs_error answers without the lock
+ * back to SQLite without a wrong answer.  The SELinux label and ACLs are
+ * refused (EOPNOTSUPP), also a label stored before.  fs_error answers without the lock
  * too.  readdirplus (one query per page)
  * hands out the same attributes as getattr.
  */
@@ -159,9 +159,10 @@ test_xattr_outgrown(void)
 	fs_close(fs);
 }
 
-/* The SELinux label is refused as by a filesystem without labels (so that
- * ls -l stops asking for it), for an inode with attributes or without, and
- * a label an older version stored is neither read nor listed. */
+/* The SELinux label and ACLs are refused as by a filesystem without them
+ * (so that ls -l stops asking for them), for an inode with attributes or
+ * without, and a label an older version stored is neither read nor
+ * listed. */
 static void
 test_xattr_label_refused(void)
 {
@@ -172,6 +173,10 @@ test_xattr_label_refused(void)
 	CHECK_INT(fs_getxattr(fs, a, "security.selinux", NULL, 0), -EOPNOTSUPP);
 	CHECK_INT(fs_setxattr(fs, a, "security.selinux", "x", 1, 0), -EOPNOTSUPP);
 	CHECK_INT(fs_removexattr(fs, a, "security.selinux"), -EOPNOTSUPP);
+	CHECK_INT(fs_getxattr(fs, a, "system.posix_acl_access", NULL, 0),
+	    -EOPNOTSUPP);
+	CHECK_INT(fs_setxattr(fs, a, "system.posix_acl_access", "x", 1, 0),
+	    -EOPNOTSUPP);
 	CHECK_INT(fs_setxattr(fs, b, "user.n", "v", 1, 0), 0);
 	CHECK_INT(fs_setxattr(fs, b, "security.other", "w", 1, 0), 0);
 	fs_lock(fs);
