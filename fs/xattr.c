@@ -18,9 +18,9 @@
  *     an older atrium-fs stays in its row but is neither read nor listed.
  * Names are at most 255 bytes, values 64 KiB, as on Linux.
  *
- * The cache.  Most inodes have no extended attribute, yet `ls -l` asks for
- * two of each file it lists (security.selinux and the ACL), and every first
- * write to a file asks for security.capability.  fs->xattr_inos holds every
+ * The cache.  Most inodes have no extended attribute, yet the kernel asks
+ * for security.capability before every write(2) to a file (FUSE keeps no
+ * "has no security attributes" flag on its inodes).  fs->xattr_inos holds every
  * inode that has, or may have, an attribute; for any other inode getxattr
  * answers ENODATA and listxattr an empty list from memory, without SQL and
  * without fs->lock, so that answer never waits behind a commit or an fsync;
