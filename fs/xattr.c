@@ -20,10 +20,11 @@
  *
  * The cache.  Most inodes have no extended attribute, yet the kernel asks
  * for security.capability before every write(2) to a file (FUSE keeps no
- * "has no security attributes" flag on its inodes).  fs->xattr_inos holds every
- * inode that has, or may have, an attribute; for any other inode getxattr
- * answers ENODATA and listxattr an empty list from memory, without SQL and
- * without fs->lock, so that answer never waits behind a commit or an fsync;
+ * "has no security attributes" flag on its inodes).  fs->xattr_inos holds
+ * every inode that has, or may have, an attribute; for any other inode
+ * getxattr answers ENODATA and listxattr an empty list from memory, without
+ * SQL and without fs->lock, so that answer never waits behind a commit or
+ * an fsync;
  * for an inode that has some, a read-only connection answers unless the
  * open group changed them (readers.c).
  * The one rule that keeps it right: an inode is added before the first row

@@ -6,9 +6,9 @@
  * lock returns), an inode with attributes still reads them, removed and
  * reopened attributes read right, and a cache that outgrows its bound falls
  * back to SQLite without a wrong answer.  The SELinux label and ACLs are
- * refused (EOPNOTSUPP), also a label stored before.  fs_error answers without the lock
- * too.  readdirplus (one query per page)
- * hands out the same attributes as getattr.
+ * refused (EOPNOTSUPP), also a label stored before.  fs_error answers
+ * without the lock too.  readdirplus (one query per page) hands out the
+ * same attributes as getattr.
  */
 #include "../../fs/fs_int.h"
 #include "unit.h"
