@@ -3,24 +3,54 @@
 #   make run     install missing packages, build, start atriumd on :2222
 #   make check   install missing packages, build, run every test
 #   make bench   measure against native baselines
+#   make deb     build atrium_VERSION_ARCH.deb with Debian's tooling
+#   make install / make uninstall   PREFIX=/usr/local DESTDIR=
 #
 # Binaries go to build/; sanitizer builds to build/asan/ (ASan, UBSan) and
 # build/tsan/ (ThreadSanitizer, the threaded unit tests only).
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
+BINDIR      ?= $(PREFIX)/bin
+SBINDIR     ?= $(PREFIX)/sbin
+LIBEXECDIR  ?= $(PREFIX)/libexec/atrium
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),$(PREFIX)/lib/systemd/system)
+SYSUSERSDIR ?= $(or $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null),$(PREFIX)/lib/sysusers.d)
 CC       ?= cc
 CFLAGS   ?= -O2 -g
+# One version for every program and the package: the newest entry of
+# packaging/debian/changelog.
+VERSION  := $(shell awk -F'[()]' 'NR == 1 { print $$2 }' packaging/debian/changelog)
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 PKGS     := fuse3 sqlite3 libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm
-WARN     := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
-            -Wno-unused-parameter
-DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314
-ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icommon -MMD -MP \
+# -Werror only where the compiler is known (make check, CI: WERROR=1): a
+# packager's newer compiler warns about new things and must still build.
+WERROR   ?=
+WARN     := -std=c17 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
+            -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DATRIUM_VERSION='"$(VERSION)"'
+ALL_CFLAGS = $(WARN) $(DEFS) $(CPPFLAGS) $(CFLAGS) -Icommon -MMD -MP \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# atriumd is a root network daemon: the release build is hardened whatever
+# CFLAGS says (hardening-check verifies it).  The sanitizer builds are not:
+# ASan and TSan bring their own checks and clash with FORTIFY.
+HARDEN_CFLAGS  := -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3 -fstack-protector-strong \
+                  -fstack-clash-protection -fPIE \
+                  $(if $(filter x86_64 i%86,$(shell uname -m)),-fcf-protection)
+HARDEN_LDFLAGS := -pie -Wl,-z,relro,-z,now
+# Objects depend on the flags that shape their code (not on -Werror): a
+# build with other flags (a new version, a packager's CFLAGS) rebuilds
+# every object rather than linking old and new ones together.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW   := $(DEFS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(HARDEN_CFLAGS) $(HARDEN_LDFLAGS)
+ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm 2>/dev/null) -lpthread
@@ -35,7 +65,8 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps \
             python3 python3-pytest python3-paramiko tmux rsync strace \
-            clang libclang-rt-14-dev fio
+            clang libclang-rt-14-dev fio \
+            debhelper devscripts lintian fakeroot adduser
 
 COMMON_SRC := $(wildcard common/*.c)
 FS_SRC     := $(wildcard fs/*.c)
@@ -52,29 +83,30 @@ obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
 
-.PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench install clean
+.PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench \
+        install uninstall deb clean
 all: $(addprefix $(BUILD)/,$(PROGS))
 
 # --- programs --------------------------------------------------------------
-define program_rules # $(1)=build dir, $(2)=extra cflags
+define program_rules # $(1)=build dir, $(2)=extra cflags, $(3)=extra ldflags
 $(1)/libcommon.a: $(call obj,$(1),$(LIBCOMMON_SRC))
 	@mkdir -p $$(@D)
 	$$(AR) rcs $$@ $$^
 $(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
-	$$(CC) $(2) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
 $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
-	$$(CC) $(2) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
 $(1)/atriumd: $(call obj,$(1),$(SSHD_SRC)) $(1)/libcommon.a
-	$$(CC) $(2) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
-	$$(CC) $(2) -o $$@ $$^ $$(LIBS_init)
-$(1)/obj/%.o: %.c
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
+$(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-$(eval $(call program_rules,$(BUILD),))
+$(eval $(call program_rules,$(BUILD),$(HARDEN_CFLAGS),$(HARDEN_LDFLAGS)))
 $(eval $(call program_rules,$(BUILD)/asan,$(SAN)))
 # ThreadSanitizer for the code that runs threads (fs/: the committer, the
 # reclaimer, the checkpoints).  -O1 after CFLAGS' -O2: TSan's stacks stay
@@ -152,7 +184,7 @@ run: deps
 	$(BUILD)/atriumd --data ./data --listen :2222
 
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
+	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
 	    $(BUILD)/asan/atrium-sandbox-init $(UNIT_TSAN_BINS) \
 	    $(BUILD)/tsan/tests/tsan_canary
 	@$(MAKE) --no-print-directory unit
@@ -173,20 +205,54 @@ bench: deps
 	$(PYTHON) tests/bench.py
 
 # --- install -----------------------------------------------------------------
+# atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the agent
+# and the sandbox's init are started only by atriumd and the agent, so they
+# stay off PATH in libexec (atriumd finds them from its own place).
+INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
+    $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
+    $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/atrium \
-	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/lib/systemd/system \
-	    $(DESTDIR)/usr/lib/sysusers.d
-	install -m 755 $(BUILD)/atriumd $(BUILD)/atrium-fs $(BUILD)/atrium-agent \
-	    $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(BUILD)/atrium-sandbox-init $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	sed 's|@PREFIX@|$(PREFIX)|g' packaging/atriumd.service \
-	    > $(DESTDIR)/lib/systemd/system/atriumd.service
-	install -m 644 packaging/atrium.sysusers \
-	    $(DESTDIR)/usr/lib/sysusers.d/atrium.conf
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR) \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
+	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BUILD)/atrium-agent $(BUILD)/atrium-sandbox-init \
+	    $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
+	    > $(DESTDIR)$(UNITDIR)/atriumd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/atriumd.service
+	install -m 644 packaging/atrium.sysusers $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+
+uninstall:
+	rm -f $(INSTALLED)
+	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
+
+# --- Debian package ------------------------------------------------------------
+# dpkg-buildpackage in a copy of the tracked sources with packaging/debian/
+# as its debian/; the .deb lands in $(BUILD)/deb/.  DEB_BUILD_OPTIONS=nocheck
+# skips make check inside the package build.  The package's own make runs
+# without this one's MAKEFLAGS and command-line variables (make puts them
+# in the environment): a BUILD=DIR given here must not become the build
+# (and make clean) directory of the copy inside DIR.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_SRC  = $(BUILD)/deb/atrium-$(VERSION)
+deb: deps
+	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
+	git ls-files -z | xargs -0 cp --parents -t $(DEB_SRC)
+	cp -r packaging/debian $(DEB_SRC)/debian
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD \
+	    -u PREFIX -u DESTDIR -u BINDIR -u SBINDIR -u LIBEXECDIR \
+	    DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
+	    dpkg-buildpackage -b -us -uc -j$(JOBS)
+	lintian --fail-on error,warning $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb
+	@echo "built $(BUILD)/deb/atrium_$(VERSION)_$(DEB_ARCH).deb"
 
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not those of the package's own build under $(BUILD)/deb)
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

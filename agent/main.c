@@ -31,6 +31,7 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "cli.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -371,6 +372,8 @@ main(int argc, char **argv)
 	a->model_idle_timeout = 300;
 	config_defaults(&a->cfg);
 	log_init("atrium-agent", NULL);
+	if ((r = cli_common("atrium-agent", &argc, argv)) != 0)
+		return r > 0 ? 0 : 2;
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);

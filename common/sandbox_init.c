@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "sandbox_seccomp.h"
 
 static volatile sig_atomic_t init_child;
@@ -70,6 +71,10 @@ main(int argc, char **argv)
 	char report[32], err[256];
 	pid_t pid;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("atrium-sandbox-init %s\n", ATRIUM_VERSION);
+		return 0;
+	}
 	if (argc < 5 || strcmp(argv[3], "--") != 0) {
 		fprintf(stderr, "usage: atrium-sandbox-init FD -t|-n -- ARGV...\n");
 		return 125;

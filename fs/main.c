@@ -4,6 +4,7 @@
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
+#include "cli.h"
 #include "fs.h"
 #include "log.h"
 #include "mount.h"
@@ -221,7 +222,11 @@ cmd_du(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	int r;
+
 	log_init("atrium-fs", NULL);
+	if ((r = cli_common("atrium-fs", &argc, argv)) != 0)
+		return r > 0 ? 0 : 2;
 	if (argc < 2)
 		return usage();
 	if (strcmp(argv[1], "mkfs") == 0)

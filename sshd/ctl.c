@@ -27,6 +27,7 @@
 #include "names.h"
 #include "room_access.h"
 #include "server.h"
+#include "status.h"
 #include "util.h"
 
 struct ctl_conn {
@@ -119,10 +120,13 @@ ctl_request(struct ctl_conn *c, const char *line, size_t len)
 	if (type && strcmp(type, "rooms") == 0)
 		ctl_answer(c, room_access_list(srv->cfg->data_dir, &srv->rooms,
 		    "", 1));
+	else if (type && strcmp(type, "status") == 0)
+		ctl_answer(c, status_json(&srv->rooms));
 	else if (type && strcmp(type, "delete") == 0)
 		ctl_delete(c, json_get_string(req, "room"));
 	else
-		ctl_error(c, "unknown request: send {\"type\":\"rooms\"} or "
+		ctl_error(c, "unknown request: send {\"type\":\"rooms\"}, "
+		    "{\"type\":\"status\"} or "
 		    "{\"type\":\"delete\",\"room\":NAME}");
 	json_object_put(req);
 }

@@ -21,15 +21,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "banner.h"
 #include "config.h"
+#include "helpers.h"
 #include "host_limits.h"
 #include "keys.h"
 #include "log.h"
 #include "privdrop.h"
 #include "privsep.h"
+#include "reload.h"
 #include "room_cli.h"
 #include "server.h"
 #include "setup.h"
+#include "status.h"
 #include "strictmodes.h"
 #include "util.h"
 
@@ -44,6 +49,7 @@ static const char main_usage[] =
 	"[--open]\n"
 	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
 	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
+	"       atriumd status [DATA] | atriumd --version\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open and --no-limits may stand
@@ -102,25 +108,6 @@ main_flags(struct config *c, int argc, char **argv, int only_data)
 		}
 	}
 	return 0;
-}
-
-/* Where atrium-fs and atrium-agent are; warns when they are missing. */
-static void
-main_bin_dir(const struct config *c, char *out, size_t len)
-{
-	const char *progs[] = { "atrium-fs", "atrium-agent" };
-	char path[PATH_MAX + 32];
-
-	if (c->bin_dir[0])
-		snprintf(out, len, "%s", c->bin_dir);
-	else if (self_dir(out, len) < 0)
-		snprintf(out, len, ".");
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%s", out, progs[i]);
-		if (access(path, X_OK) < 0)
-			log_warn("%s: not found; rooms cannot start (use "
-			    "--bin-dir DIR)", path);
-	}
 }
 
 /* Each session holds a socket and up to four pipes or sockets per channel
@@ -203,11 +190,26 @@ main_network(struct server *srv, struct keys *keys,
 	_exit(r ? 1 : 0);
 }
 
+/* main_flags for a reload: every flag over the file's settings. */
+static int
+main_reload_flags(struct config *c, int argc, char **argv)
+{
+	return main_flags(c, argc, argv, 0);
+}
+
+/* The monitor's SIGHUP (server.h). */
+static void
+main_reload(void *arg)
+{
+	reload_run(arg);
+}
+
 /* Two socketpairs (requests, events) and the fork.  The parent's return:
  * the exit status. */
 static int
-main_split(struct server *srv, struct keys *keys, const char *bin,
-    const struct privdrop_id *id)
+main_split(struct server *srv, struct keys *keys,
+    const struct helpers *progs, const struct privdrop_id *id,
+    struct reload *rl)
 {
 	int req[2], ev[2], r;
 	pid_t monitor = getpid(), pid;
@@ -231,11 +233,13 @@ main_split(struct server *srv, struct keys *keys, const char *bin,
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);
 	privsep_set_timeout(ev[0], PRIVSEP_IO_TIMEOUT_MS);
 	main_publish_pid(srv->cfg, pid);
-	if (server_init_monitor(srv, bin, req[0], ev[0], pid) < 0) {
+	if (server_init_monitor(srv, progs, req[0], ev[0], pid) < 0) {
 		kill(pid, SIGKILL);
 		return 1;
 	}
 	rooms_set_keys(&srv->rooms, keys);
+	srv->reload = main_reload;
+	srv->reload_arg = rl;
 	r = server_run(srv);
 	server_destroy(srv);
 	return r ? 1 : 0;
@@ -248,14 +252,20 @@ main(int argc, char **argv)
 	static struct config cfg;
 	static struct keys keys;
 	static struct server srv;
+	static struct helpers progs;
 	struct privdrop_id id;
-	char conf[PATH_MAX + 32], err[512], bin[PATH_MAX], abs[PATH_MAX];
+	struct reload rl;
+	char conf[PATH_MAX + 32], err[512], abs[PATH_MAX];
 	int r;
 
 	umask(022);
 	log_init("atriumd", NULL);
+	if ((r = cli_common("atriumd", &argc, argv)) != 0)
+		return r > 0 ? 0 : 2;
 	if (argc > 1 && strcmp(argv[1], "room") == 0)
 		return room_cli_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return status_cli_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	main_tune_malloc();
 	config_defaults(&cfg);
@@ -294,17 +304,23 @@ main(int argc, char **argv)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
-	main_bin_dir(&cfg, bin, sizeof(bin));
+	if (helpers_find(cfg.bin_dir, &progs) < 0)
+		return 1;
 	host_limits_start(&cfg);
+	banner_host_key(&cfg);
 	if (server_bind(&srv, &cfg) < 0) {
 		server_destroy(&srv);
 		keys_clear(&keys);
 		return 1;
 	}
-	log_info("data %s, programs in %s, idle timeout %d s%s", cfg.data_dir,
-	    bin, cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown ones as guests "
-	    "(open rooms, rooms they create, private rooms when invited)" : "");
-	r = main_split(&srv, &keys, bin, &id);
+	log_info("atriumd %s: data %s, programs %s and %s, idle timeout %d s%s",
+	    ATRIUM_VERSION, cfg.data_dir, progs.fs, progs.agent,
+	    cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown "
+	    "ones as guests (open rooms, rooms they create, private rooms when "
+	    "invited)" : "");
+	banner_model(&cfg, &keys);
+	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys };
+	r = main_split(&srv, &keys, &progs, &id, &rl);
 	keys_clear(&keys);
 	return r;
 }

@@ -63,12 +63,12 @@ room_changed(struct room *r)
 /* An empty set of rooms; cannot fail. */
 void
 rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
-    const char *bin_dir)
+    const struct helpers *progs)
 {
 	memset(rs, 0, sizeof(*rs));
 	rs->cfg = cfg;
 	rs->loop = loop;
-	snprintf(rs->bin_dir, sizeof(rs->bin_dir), "%s", bin_dir);
+	rs->progs = *progs;
 	snprintf(rs->data, sizeof(rs->data), "%s", cfg->data_dir);
 }
 
@@ -78,11 +78,12 @@ rooms_set_keys(struct rooms *rs, const struct keys *keys)
 	rs->keys = keys;
 }
 
-/* Path of a sibling program. */
+/* Path of atrium-fs or atrium-agent (helpers.h). */
 static void
 room_bin(const struct rooms *rs, const char *prog, char *out, size_t len)
 {
-	snprintf(out, len, "%s/%s", rs->bin_dir, prog);
+	snprintf(out, len, "%s", strcmp(prog, "atrium-agent") == 0 ?
+	    rs->progs.agent : rs->progs.fs);
 }
 
 /* Forget a child's ready pipe. */

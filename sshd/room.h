@@ -25,6 +25,7 @@
 
 #include "agentwatch.h"
 #include "config.h"
+#include "helpers.h"
 #include "loop.h"
 #include "room_ids.h"
 
@@ -80,7 +81,7 @@ struct rooms {
 	const struct keys *keys;	/* the API keys, piped to each agent
 					 * (keys.h); NULL: none */
 	struct loop *loop;		/* the event loop */
-	char bin_dir[PATH_MAX];		/* atrium-fs and atrium-agent */
+	struct helpers progs;		/* atrium-fs and atrium-agent */
 	char data[PATH_MAX];		/* absolute DATA */
 	int shutting_down;		/* no start, no restart */
 	struct room *list;
@@ -95,7 +96,7 @@ struct keys;
 void rooms_set_keys(struct rooms *rs, const struct keys *keys);
 
 void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
-    const char *bin_dir);
+    const struct helpers *progs);
 
 /* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
  * -1 when it could not start (reason in (*out)->error), -ENOMEM. */

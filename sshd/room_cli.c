@@ -34,8 +34,8 @@ static const char room_cli_usage[] =
 	"usage: atriumd room list DATA\n"
 	"       atriumd room delete DATA ROOM\n";
 
-/* Connect to DATA/run/atriumd.sock.  The fd, or -errno. */
-static int
+/* See room_cli.h. */
+int
 room_cli_connect(const char *data)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -53,44 +53,61 @@ room_cli_connect(const char *data)
 	return e;
 }
 
-/* Send req to atriumd on fd and print its one-line answer.  0 when it is
- * not an error, 1 otherwise. */
-static int
-room_cli_ask(int fd, const char *req)
+/* See room_cli.h. */
+json_object *
+room_cli_request(int fd, const char *req, const char *who)
 {
-	char line[1 << 20];
+	static char line[1 << 20];
 	size_t len = 0;
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	json_object *ans;
 	const char *err;
 
 	if (write_all(fd, req, strlen(req)) < 0) {
-		fprintf(stderr, "atriumd room: cannot talk to atriumd: %s\n",
+		fprintf(stderr, "%s: cannot talk to atriumd: %s\n", who,
 		    strerror(errno));
-		return 1;
+		return NULL;
 	}
 	while (len < sizeof(line) - 1 && !memchr(line, '\n', len)) {
 		ssize_t n;
 
 		if (poll(&p, 1, ROOM_CLI_WAIT_MS) <= 0 ||
 		    (n = read(fd, line + len, sizeof(line) - 1 - len)) <= 0) {
-			fprintf(stderr, "atriumd room: no answer from atriumd; "
-			    "see its log\n");
-			return 1;
+			fprintf(stderr, "%s: no answer from atriumd; see its "
+			    "log\n", who);
+			return NULL;
 		}
 		len += (size_t)n;
 	}
 	line[len] = '\0';
 	ans = jsonl_parse_object(line, strcspn(line, "\n"), &err);
-	if (ans && json_get_string(ans, "type") &&
+	if (!ans) {
+		fprintf(stderr, "%s: atriumd's answer is not JSON: %s\n", who,
+		    err);
+		return NULL;
+	}
+	if (json_get_string(ans, "type") &&
 	    strcmp(json_get_string(ans, "type"), "error") == 0) {
-		fprintf(stderr, "atriumd room: %s\n",
+		fprintf(stderr, "%s: %s\n", who,
 		    json_get_string(ans, "message") ?: "failed");
 		json_object_put(ans);
-		return 1;
+		return NULL;
 	}
+	return ans;
+}
+
+/* Send req to atriumd on fd and print its one-line answer.  0 when it is
+ * not an error, else 1 (told on stderr). */
+static int
+room_cli_ask(int fd, const char *req)
+{
+	json_object *ans = room_cli_request(fd, req, "atriumd room");
+
+	if (!ans)
+		return 1;
+	printf("%s\n", json_object_to_json_string_ext(ans,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(ans);
-	fputs(line, stdout);
 	return 0;
 }
 

@@ -315,7 +315,8 @@ server_reap(struct server *srv)
 	}
 }
 
-/* Signals: SIGCHLD reaps, SIGTERM/SIGINT stop the server. */
+/* Signals: SIGCHLD reaps, SIGTERM/SIGINT stop the server, SIGHUP reloads
+ * the monitor's settings. */
 static void
 server_signal_cb(struct watch *w, int revents)
 {
@@ -326,6 +327,11 @@ server_signal_cb(struct watch *w, int revents)
 	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;
+		if (si.ssi_signo == SIGHUP) {
+			if (srv->reload && !srv->stopping)
+				srv->reload(srv->reload_arg);
+			continue;
+		}
 		if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
 		    !srv->stopping) {
 			log_info("signal %u: stopping %s", si.ssi_signo,
@@ -448,8 +454,8 @@ server_init_loop(struct server *srv)
 
 /* See server.h. */
 int
-server_init_monitor(struct server *srv, const char *bin_dir, int mon_fd,
-    int ev_fd, pid_t net)
+server_init_monitor(struct server *srv, const struct helpers *progs,
+    int mon_fd, int ev_fd, pid_t net)
 {
 	int r;
 
@@ -462,7 +468,7 @@ server_init_monitor(struct server *srv, const char *bin_dir, int mon_fd,
 	srv->bind = NULL;
 	if ((r = server_init_loop(srv)) < 0)
 		return r;
-	rooms_init(&srv->rooms, srv->cfg, &srv->loop, bin_dir);
+	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
 	loop_add(&srv->loop, &srv->mon_w, mon_fd, POLLIN, monitor_serve, srv);

@@ -55,6 +55,10 @@ struct server {
 	size_t nsessions;
 	unsigned long next_id;		/* for exec ids and session numbers */
 	int stopping;			/* SIGTERM/SIGINT seen */
+	/* SIGHUP: the monitor rereads its settings (reload.h); NULL in the
+	 * network process, which ignores it. */
+	void (*reload)(void *arg);
+	void *reload_arg;
 	long long accept_resume_ms;	/* listener paused until then; 0: not */
 	long long trim_ms;		/* free heap last given back */
 	int mon_fd;			/* request socket (privsep.h): the
@@ -83,8 +87,8 @@ int server_bind(struct server *srv, const struct config *cfg);
 /* After the fork, in the monitor: drop the listener, serve requests on
  * mon_fd, send events on ev_fd, watch net (the network process).  0 or
  * -errno (logged). */
-int server_init_monitor(struct server *srv, const char *bin_dir, int mon_fd,
-    int ev_fd, pid_t net);
+int server_init_monitor(struct server *srv, const struct helpers *progs,
+    int mon_fd, int ev_fd, pid_t net);
 
 /* After the fork, in the network process (privileges already dropped):
  * accept connections, ask on mon_fd, read events on ev_fd.  0 or -errno

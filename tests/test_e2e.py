@@ -290,24 +290,6 @@ def test_stopped_room_mounts_on_the_host(atriumd, data_dir, ssh_run, build, tmp_
     assert subprocess.run([os.path.join(build, "atrium-fs"), "fsck", db]).returncode == 0
 
 
-def test_make_install_places_programs_pages_and_unit(tmp_path):
-    dest = tmp_path / "dest"
-    subprocess.run(["make", "-s", "-C", ROOT, "install", "DESTDIR=%s" % dest,
-                    "PREFIX=/usr/local", "BUILD=%s" % BUILD_DIR],
-                   check=True, capture_output=True)
-    for f in ("usr/local/bin/atriumd", "usr/local/bin/atrium-fs",
-              "usr/local/bin/atrium-agent", "usr/local/bin/atrium-sandbox-init",
-              "usr/local/share/man/man8/atriumd.8",
-              "usr/local/share/man/man8/atrium-agent.8",
-              "usr/local/share/man/man8/atrium-fs.8",
-              "lib/systemd/system/atriumd.service",
-              "usr/lib/sysusers.d/atrium.conf"):
-        assert (dest / f).exists(), f
-    unit = (dest / "lib/systemd/system/atriumd.service").read_text()
-    assert "ExecStart=/usr/local/bin/atriumd" in unit
-    assert os.access(dest / "usr/local/bin/atriumd", os.X_OK)
-
-
 def test_command_output_streams_whole_to_the_room(room_server):
     """A shared command's and an agent command's output reach every member
     live, all of it, in order."""
