@@ -163,6 +163,7 @@ const char *walbuf_vfs_name(void);
 int readers_init(struct fs *fs);
 void readers_free(struct fs *fs);
 void readers_group_end(struct fs *fs);
+void readers_off(struct fs *fs);
 int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
 int readers_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
     struct fs_attr *out);

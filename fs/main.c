@@ -1,10 +1,13 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck and du over the core.
+ * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export and
+ * import over the core (the last two, and fsck --repair, in files of their
+ * own: fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
 #include "cli.h"
+#include "commands.h"
 #include "fs.h"
 #include "log.h"
 #include "mount.h"
@@ -12,15 +15,19 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
-	"       atrium-fs fsck DB\n"
+	"       atrium-fs fsck [--repair] DB\n"
 	"       atrium-fs du DB\n"
+	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
+	"       atrium-fs import DB < TAR\n"
 	"see atrium-fs(8)\n";
 
 /* Print usage to stderr; the exit status 2. */
@@ -134,7 +141,7 @@ fsck_print(void *arg, const char *problem)
 	printf("%s\n", problem);
 }
 
-/* atrium-fs fsck DB */
+/* atrium-fs fsck [--repair] DB */
 static int
 cmd_fsck(int argc, char **argv)
 {
@@ -142,6 +149,8 @@ cmd_fsck(int argc, char **argv)
 	const char *db;
 	int mounted, n = 0, r;
 
+	if (argc == 3 && strcmp(argv[1], "--repair") == 0)
+		return repair_run(argv[2]);
 	if (argc != 2)
 		return usage();
 	db = argv[1];
@@ -219,6 +228,40 @@ cmd_du(int argc, char **argv)
 	return 0;
 }
 
+/* atrium-fs export DB [SNAPSHOT].  In the C.UTF-8 locale, as import: names
+ * in UTF-8 pass through libarchive as they are. */
+static int
+cmd_export(int argc, char **argv)
+{
+	if (argc != 2 && argc != 3)
+		return usage();
+	setlocale(LC_CTYPE, "C.UTF-8");
+	return export_run(argv[1], argc == 3 ? argv[2] : NULL, STDOUT_FILENO);
+}
+
+/* atrium-fs import DB */
+static int
+cmd_import(int argc, char **argv)
+{
+	if (argc != 2)
+		return usage();
+	setlocale(LC_CTYPE, "C.UTF-8");
+	return import_run(argv[1], STDIN_FILENO);
+}
+
+/* The commands, by name. */
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "mkfs", cmd_mkfs },
+	{ "mount", cmd_mount },
+	{ "fsck", cmd_fsck },
+	{ "du", cmd_du },
+	{ "export", cmd_export },
+	{ "import", cmd_import },
+};
+
 int
 main(int argc, char **argv)
 {
@@ -229,14 +272,9 @@ main(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	if (argc < 2)
 		return usage();
-	if (strcmp(argv[1], "mkfs") == 0)
-		return cmd_mkfs(argc - 1, argv + 1);
-	if (strcmp(argv[1], "mount") == 0)
-		return cmd_mount(argc - 1, argv + 1);
-	if (strcmp(argv[1], "fsck") == 0)
-		return cmd_fsck(argc - 1, argv + 1);
-	if (strcmp(argv[1], "du") == 0)
-		return cmd_du(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);

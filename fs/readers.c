@@ -186,6 +186,20 @@ readers_init(struct fs *fs)
 	return 0;
 }
 
+/* From now on every read goes to the writer's connection, under fs->lock:
+ * a whole-tree reader (fs/tree.c) holds one read transaction open there, so
+ * that all it reads is of one moment, which pooled reads (a snapshot each)
+ * would not be.  Before any reader runs. */
+void
+readers_off(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+
+	pthread_mutex_lock(&rs->pool_lock);
+	rs->broken = 1;
+	pthread_mutex_unlock(&rs->pool_lock);
+}
+
 /* Close one reader. */
 static void
 reader_close(struct reader *rd)

@@ -1,0 +1,420 @@
+/*
+ * repair.c: `atrium-fs fsck --repair DB`, mending what fs/fsck.c finds
+ * wherever the mend cannot lose what a user could still read.  Called by
+ * fs/main.c; fsck without --repair stays read-only (fs/fsck.c).
+ *
+ * Each repair is a pair of queries on the invariants of fs/schema.c: one
+ * whose rows say, already worded, what is about to change (printed on
+ * stdout, one line each), and one that changes it.  What is repaired:
+ *   I1  entries naming the root are removed.
+ *   I2  entries in a missing directory, or naming a missing inode, are
+ *       removed (what they named becomes an orphan, below).
+ *   I4  a directory's second and later names are removed; link counts
+ *       are set to the names (a directory's to 2 + its subdirectories).
+ *   I5  orphans: an inode with no name and link count 0 is deleted with
+ *       its data; one with a link count goes into /lost+found as "#INO"
+ *       (made, mode 0700, when missing), as e2fsck does.
+ *   I6  chunks of no regular file, empty ones and ones wholly past the
+ *       file's size are deleted; one that reaches past the size is cut at
+ *       it (reads never showed those bytes).
+ *   I7  a symlink's size is set to its target's length; targets of
+ *       non-symlinks and xattrs of missing inodes are deleted.
+ *   I8  a directory not reachable from the root moves into /lost+found.
+ *   I9  nanoseconds out of range become 0; stored bytes are counted again.
+ * Not repaired (reported by the check that follows): bad names (I3),
+ * symlinks without a target (I7), chunks longer than the chunk size (I6),
+ * a root that is missing or no directory (I1), and SQLite's own damage.
+ * The quota's totals are not stored (fs/quota.c counts them at each
+ * mount), so there is nothing of them to repair.
+ *
+ * All of it is one transaction, taken with the mount lock held so that no
+ * daemon mounts the database meanwhile: a repair cut short changes
+ * nothing.  Passes repeat until one changes nothing (an orphan's removal
+ * can orphan what it held), at most REPAIR_PASSES times.
+ */
+#include "commands.h"
+#include "fs_int.h"
+#include "mount.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define REPAIR_PASSES 8
+/* Unreachable directories moved into /lost+found in one pass at most. */
+#define REPAIR_UNREACHABLE_MAX 100000
+
+#define R_DIR "16384"   /* S_IFDIR */
+#define R_REG "32768"   /* S_IFREG */
+#define R_LNK "40960"   /* S_IFLNK */
+#define R_TYPE(col) "((" col ") & 61440)"
+
+/* Rows of what to change (?1: the chunk size), then the change. */
+struct repair_step {
+	const char *say;
+	const char *fix;
+};
+
+#define R_BAD_PARENT "SELECT d.id FROM dirents d LEFT JOIN inodes p ON " \
+	"p.ino = d.parent WHERE p.ino IS NULL OR " R_TYPE("p.mode") " != " R_DIR
+#define R_DANGLING "SELECT d.id FROM dirents d LEFT JOIN inodes i ON " \
+	"i.ino = d.ino WHERE i.ino IS NULL"
+#define R_DIR_ALIAS "SELECT d.id FROM dirents d JOIN inodes i ON i.ino = " \
+	"d.ino WHERE " R_TYPE("i.mode") " = " R_DIR " AND d.id > (SELECT " \
+	"min(e.id) FROM dirents e WHERE e.ino = d.ino)"
+#define R_CHUNK_NO_FILE "SELECT c.rowid FROM chunks c LEFT JOIN inodes i " \
+	"ON i.ino = c.ino WHERE i.ino IS NULL OR " R_TYPE("i.mode") " != " R_REG
+#define R_CHUNK_PAST "SELECT c.rowid FROM chunks c JOIN inodes i ON " \
+	"i.ino = c.ino WHERE length(c.data) = 0 OR c.idx < 0 OR " \
+	"c.idx * ?1 >= i.size"
+#define R_CHUNK_CUT "SELECT c.rowid FROM chunks c JOIN inodes i ON " \
+	"i.ino = c.ino WHERE length(c.data) <= ?1 AND c.idx >= 0 AND " \
+	"c.idx * ?1 < i.size AND c.idx * ?1 + length(c.data) > i.size"
+#define R_UNLINKED "SELECT ino FROM inodes i WHERE ino != 1 AND nlink = 0 " \
+	"AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)"
+
+static const struct repair_step repair_steps[] = {
+	{ "SELECT printf('removed entry %Q in directory %d: it named the root', "
+	  "name, parent) FROM dirents WHERE ino = 1",
+	  "DELETE FROM dirents WHERE ino = 1" },
+	{ "SELECT printf('removed entry %Q of directory %d, which is missing or "
+	  "no directory', name, parent) FROM dirents WHERE id IN (" R_BAD_PARENT
+	  ")", "DELETE FROM dirents WHERE id IN (" R_BAD_PARENT ")" },
+	{ "SELECT printf('removed dangling entry %Q in directory %d (inode %d "
+	  "does not exist)', name, parent, ino) FROM dirents WHERE id IN ("
+	  R_DANGLING ")", "DELETE FROM dirents WHERE id IN (" R_DANGLING ")" },
+	{ "SELECT printf('removed entry %Q in directory %d: directory %d has "
+	  "another name', name, parent, ino) FROM dirents WHERE id IN ("
+	  R_DIR_ALIAS ")", "DELETE FROM dirents WHERE id IN (" R_DIR_ALIAS ")" },
+	{ "SELECT printf('deleted chunk %d of inode %d, which is no regular "
+	  "file', idx, ino) FROM chunks WHERE rowid IN (" R_CHUNK_NO_FILE ")",
+	  "DELETE FROM chunks WHERE rowid IN (" R_CHUNK_NO_FILE ")" },
+	{ "SELECT printf('deleted %d empty chunks or chunks past the size of "
+	  "file %d', count(*), ino) FROM chunks WHERE rowid IN (" R_CHUNK_PAST
+	  ") GROUP BY ino",
+	  "DELETE FROM chunks WHERE rowid IN (" R_CHUNK_PAST ")" },
+	{ "SELECT printf('cut chunk %d of file %d at the file''s size', idx, "
+	  "ino) FROM chunks WHERE rowid IN (" R_CHUNK_CUT ")",
+	  "UPDATE chunks SET data = substr(data, 1, (SELECT size FROM inodes i "
+	  "WHERE i.ino = chunks.ino) - idx * ?1) WHERE rowid IN ("
+	  R_CHUNK_CUT ")" },
+	{ "SELECT printf('deleted the symlink target of inode %d, which is no "
+	  "symlink', s.ino) FROM symlinks s LEFT JOIN inodes i ON i.ino = "
+	  "s.ino WHERE i.ino IS NULL OR " R_TYPE("i.mode") " != " R_LNK,
+	  "DELETE FROM symlinks WHERE ino NOT IN (SELECT ino FROM inodes WHERE "
+	  R_TYPE("mode") " = " R_LNK ")" },
+	{ "SELECT printf('set the size of symlink %d to its target''s length', "
+	  "i.ino) FROM inodes i JOIN symlinks s ON s.ino = i.ino WHERE "
+	  "i.size != length(s.target)",
+	  "UPDATE inodes SET size = (SELECT length(target) FROM symlinks s "
+	  "WHERE s.ino = inodes.ino) WHERE ino IN (SELECT i.ino FROM inodes i "
+	  "JOIN symlinks s ON s.ino = i.ino WHERE i.size != length(s.target))" },
+	{ "SELECT printf('deleted xattr %Q of missing inode %d', name, ino) "
+	  "FROM xattrs WHERE ino NOT IN (SELECT ino FROM inodes)",
+	  "DELETE FROM xattrs WHERE ino NOT IN (SELECT ino FROM inodes)" },
+	{ "SELECT printf('deleted unlinked inode %d and its data', ino) FROM "
+	  "inodes WHERE ino IN (" R_UNLINKED ")",
+	  "DELETE FROM chunks WHERE ino IN (" R_UNLINKED ");"
+	  "DELETE FROM symlinks WHERE ino IN (" R_UNLINKED ");"
+	  "DELETE FROM xattrs WHERE ino IN (" R_UNLINKED ");"
+	  "DELETE FROM inodes WHERE ino IN (" R_UNLINKED ")" },
+};
+
+/* Link counts, stored bytes and times: after every step that moves
+ * names or data (and after lost+found), so last in a pass. */
+static const struct repair_step repair_counts[] = {
+	{ "SELECT printf('set the link count of inode %d from %d to %d', ino, "
+	  "nlink, c) FROM (SELECT ino, nlink, mode, (SELECT count(*) FROM "
+	  "dirents d WHERE d.ino = inodes.ino) AS c FROM inodes) WHERE "
+	  R_TYPE("mode") " != " R_DIR " AND nlink != c AND c > 0",
+	  "UPDATE inodes SET nlink = (SELECT count(*) FROM dirents d WHERE "
+	  "d.ino = inodes.ino) WHERE " R_TYPE("mode") " != " R_DIR " AND "
+	  "nlink != (SELECT count(*) FROM dirents d WHERE d.ino = inodes.ino) "
+	  "AND EXISTS (SELECT 1 FROM dirents d WHERE d.ino = inodes.ino)" },
+	{ "SELECT printf('set the link count of directory %d from %d to %d', "
+	  "ino, nlink, want) FROM (SELECT ino, nlink, 2 + (SELECT count(*) FROM "
+	  "dirents d JOIN inodes j ON j.ino = d.ino WHERE d.parent = inodes.ino "
+	  "AND " R_TYPE("j.mode") " = " R_DIR ") AS want FROM inodes WHERE "
+	  R_TYPE("mode") " = " R_DIR " AND nlink > 0) WHERE nlink != want",
+	  "UPDATE inodes SET nlink = 2 + (SELECT count(*) FROM dirents d JOIN "
+	  "inodes j ON j.ino = d.ino WHERE d.parent = inodes.ino AND "
+	  R_TYPE("j.mode") " = " R_DIR ") WHERE " R_TYPE("mode") " = " R_DIR
+	  " AND nlink > 0" },
+	{ "SELECT printf('counted the stored bytes of file %d again (%d, not "
+	  "%d)', ino, want, stored) FROM (SELECT ino, stored, (SELECT coalesce("
+	  "sum(length(data)), 0) FROM chunks c WHERE c.ino = inodes.ino) AS "
+	  "want FROM inodes WHERE " R_TYPE("mode") " = " R_REG ") WHERE "
+	  "stored != want",
+	  "UPDATE inodes SET stored = (SELECT coalesce(sum(length(data)), 0) "
+	  "FROM chunks c WHERE c.ino = inodes.ino) WHERE " R_TYPE("mode") " = "
+	  R_REG },
+	{ "SELECT printf('counted the entry bytes of directory %d again (%d, "
+	  "not %d)', ino, want, stored) FROM (SELECT ino, stored, (SELECT "
+	  "coalesce(sum(" STORED_DIRENT_SQL("name") "), 0) FROM dirents d WHERE "
+	  "d.parent = inodes.ino) AS want FROM inodes WHERE " R_TYPE("mode")
+	  " = " R_DIR ") WHERE stored != want",
+	  "UPDATE inodes SET stored = (SELECT coalesce(sum("
+	  STORED_DIRENT_SQL("name") "), 0) FROM dirents d WHERE d.parent = "
+	  "inodes.ino) WHERE " R_TYPE("mode") " = " R_DIR },
+	{ "SELECT printf('set out-of-range nanoseconds of inode %d to 0', ino) "
+	  "FROM inodes WHERE atime_ns NOT BETWEEN 0 AND 999999999 OR mtime_ns "
+	  "NOT BETWEEN 0 AND 999999999 OR ctime_ns NOT BETWEEN 0 AND 999999999",
+	  "UPDATE inodes SET atime_ns = CASE WHEN atime_ns BETWEEN 0 AND "
+	  "999999999 THEN atime_ns ELSE 0 END, mtime_ns = CASE WHEN mtime_ns "
+	  "BETWEEN 0 AND 999999999 THEN mtime_ns ELSE 0 END, ctime_ns = CASE "
+	  "WHEN ctime_ns BETWEEN 0 AND 999999999 THEN ctime_ns ELSE 0 END" },
+};
+
+/* Print each row of say (?1 bound to the chunk size): how many, or -EIO. */
+static int
+repair_say(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int n = 0, rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		log_error("repair query failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	if (sqlite3_bind_parameter_count(st) >= 1)
+		sqlite3_bind_int(st, 1, FS_CHUNK);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		printf("%s\n", (const char *)sqlite3_column_text(st, 0));
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		log_error("repair query failed: %s", sqlite3_errstr(rc));
+		return -EIO;
+	}
+	return n;
+}
+
+/* Run the statements of sql (?1 bound to the chunk size).  0 or -EIO. */
+static int
+repair_do(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	const char *rest = sql;
+	int rc = SQLITE_OK;
+
+	while (rc == SQLITE_OK && rest && *rest) {
+		if ((rc = sqlite3_prepare_v2(db, rest, -1, &st, &rest)) !=
+		    SQLITE_OK || !st)
+			break;
+		if (sqlite3_bind_parameter_count(st) >= 1)
+			sqlite3_bind_int(st, 1, FS_CHUNK);
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_OK) {
+		log_error("repair failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Say, then fix, each step that finds something.  Changes made, or -EIO. */
+static int
+repair_steps_run(sqlite3 *db, const struct repair_step *steps, size_t n)
+{
+	int total = 0, r;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((r = repair_say(db, steps[i].say)) < 0)
+			return r;
+		if (r > 0 && repair_do(db, steps[i].fix) < 0)
+			return -EIO;
+		total += r;
+	}
+	return total;
+}
+
+/* One integer from sql, or def when it has no row; -EIO on failure. */
+static int64_t
+repair_int(sqlite3 *db, const char *sql, int64_t def)
+{
+	sqlite3_stmt *st;
+	int64_t v = def;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		v = -EIO;
+	sqlite3_finalize(st);
+	return v;
+}
+
+#define R_LOST_FOUND "SELECT d.ino FROM dirents d JOIN inodes i ON i.ino = " \
+	"d.ino WHERE d.parent = 1 AND d.name = 'lost+found' AND " \
+	R_TYPE("i.mode") " = " R_DIR
+#define R_ORPHANS "SELECT ino FROM inodes i WHERE ino != 1 AND nlink > 0 " \
+	"AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)"
+#define R_UNREACHABLE "WITH RECURSIVE r(ino) AS (SELECT 1 UNION SELECT " \
+	"d.ino FROM dirents d JOIN r ON d.parent = r.ino) SELECT min(i.ino) " \
+	"FROM inodes i WHERE " R_TYPE("i.mode") " = " R_DIR " AND i.ino NOT " \
+	"IN r AND EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)"
+
+/* /lost+found's inode, made (root's, 0700) when missing: > 0, or -errno. */
+static int64_t
+repair_lost_found(sqlite3 *db)
+{
+	struct timespec now = inode_now();
+	char sql[512];
+	int64_t ino;
+
+	if ((ino = repair_int(db, R_LOST_FOUND, 0)) != 0)
+		return ino;
+	if (repair_int(db, "SELECT 1 FROM dirents WHERE parent = 1 AND name = "
+	    "'lost+found'", 0) != 0) {
+		fprintf(stderr, "atrium-fs: /lost+found is not a directory; rename "
+		    "it to let fsck --repair put orphans there\n");
+		return -EEXIST;
+	}
+	snprintf(sql, sizeof(sql), "INSERT INTO inodes(mode, nlink, uid, gid, "
+	    "atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns) VALUES(%d, 2, "
+	    "0, 0, %lld, %lld, %lld, %ld, %ld, %ld); INSERT INTO dirents(parent, "
+	    "name, ino) VALUES(1, 'lost+found', last_insert_rowid())",
+	    S_IFDIR | 0700, (long long)now.tv_sec, (long long)now.tv_sec,
+	    (long long)now.tv_sec, now.tv_nsec, now.tv_nsec, now.tv_nsec);
+	if (repair_do(db, sql) < 0)
+		return -EIO;
+	printf("made /lost+found\n");
+	return repair_int(db, R_LOST_FOUND, -EIO);
+}
+
+/* Put orphans with a link count, and directories cut off from the root,
+ * into /lost+found as "#INO".  Changes made, or -errno. */
+static int
+repair_adopt(sqlite3 *db)
+{
+	char sql[512];
+	int64_t lf = 0, ino;
+	int n, moved = 0;
+
+	if ((n = repair_say(db, "SELECT printf('put orphan inode %d into "
+	    "/lost+found as #%d', ino, ino) FROM (" R_ORPHANS ")")) <= 0 &&
+	    repair_int(db, R_UNREACHABLE, 0) <= 0)
+		return n;
+	if ((lf = repair_lost_found(db)) < 0)
+		return (int)lf;
+	snprintf(sql, sizeof(sql), "INSERT OR IGNORE INTO dirents(parent, name, "
+	    "ino) SELECT %lld, '#' || ino, ino FROM (" R_ORPHANS ")",
+	    (long long)lf);
+	if (n > 0 && repair_do(db, sql) < 0)
+		return -EIO;
+	/* One directory of a cycle at a time: moving it may make the rest
+	 * reachable again. */
+	while (moved < REPAIR_UNREACHABLE_MAX &&
+	    (ino = repair_int(db, R_UNREACHABLE, 0)) > 0) {
+		snprintf(sql, sizeof(sql), "UPDATE OR IGNORE dirents SET parent = "
+		    "%lld, name = '#' || ino WHERE ino = %lld", (long long)lf,
+		    (long long)ino);
+		if (repair_do(db, sql) < 0)
+			return -EIO;
+		printf("moved directory %lld, which the root did not reach, into "
+		    "/lost+found as #%lld\n", (long long)ino, (long long)ino);
+		moved++;
+	}
+	return ino < 0 ? -EIO : n + moved;
+}
+
+/* Every pass, until one changes nothing.  Changes made, or -errno. */
+static int
+repair_passes(sqlite3 *db)
+{
+	int total = 0, n, r;
+
+	for (int pass = 0; pass < REPAIR_PASSES; pass++) {
+		if ((n = repair_steps_run(db, repair_steps,
+		    sizeof(repair_steps) / sizeof(repair_steps[0]))) < 0 ||
+		    (r = repair_adopt(db)) < 0)
+			return n < 0 ? n : r;
+		n += r;
+		if ((r = repair_steps_run(db, repair_counts,
+		    sizeof(repair_counts) / sizeof(repair_counts[0]))) < 0)
+			return r;
+		total += n + r;
+		if (n + r == 0)
+			break;
+	}
+	return total;
+}
+
+/* Repair db's file in one transaction.  Changes made, or -errno. */
+static int
+repair_db(struct fs *fs)
+{
+	int r;
+
+	fs_lock(fs);
+	if ((r = db_exec(fs, "BEGIN IMMEDIATE")) == 0) {
+		r = repair_passes(fs->db);
+		if (r < 0 || db_exec(fs, "COMMIT") < 0) {
+			db_exec(fs, "ROLLBACK");
+			r = r < 0 ? r : -EIO;
+		}
+	}
+	fs_unlock(fs);
+	return r;
+}
+
+/* fsck's report, once more after the repair. */
+static void
+repair_print_left(void *arg, const char *problem)
+{
+	(void)arg;
+	printf("not repaired: %s\n", problem);
+}
+
+int
+repair_run(const char *db)
+{
+	struct lockfile_holder h;
+	struct fs *fs;
+	int lock_fd, r;
+
+	if (access(db, F_OK) < 0) {
+		fs_explain_open(db, -errno, "repair");
+		return 2;
+	}
+	if ((r = lockfile_acquire(db, &lock_fd, &h)) < 0) {
+		if (r == -EBUSY)
+			fprintf(stderr, "atrium-fs: %s is mounted%s%s; unmount it "
+			    "before repairing it (fsck without --repair checks it "
+			    "mounted)\n", db, h.dir[0] ? " at " : "", h.dir);
+		else
+			fs_explain_open(db, r, "repair");
+		return 2;
+	}
+	if ((r = fs_open(db, 0, &fs)) < 0) {
+		lockfile_release(lock_fd);
+		fs_explain_open(db, r, "repair");
+		return 2;
+	}
+	r = repair_db(fs);
+	fs_close(fs);
+	if (r < 0) {
+		lockfile_release(lock_fd);
+		fprintf(stderr, "atrium-fs: repairing %s failed: %s; nothing was "
+		    "changed\n", db, strerror(-r));
+		return 2;
+	}
+	if (r == 0)
+		printf("nothing to repair\n");
+	r = fsck_run(db, 0, repair_print_left, NULL);
+	lockfile_release(lock_fd);
+	if (r < 0) {
+		fs_explain_open(db, r, "check");
+		return 2;
+	}
+	if (r > 0) {
+		fprintf(stderr, "atrium-fs: %s: %d problem%s left that fsck cannot "
+		    "repair safely\n", db, r, r == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}

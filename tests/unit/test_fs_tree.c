@@ -1,0 +1,122 @@
+/*
+ * test_fs_tree.c: the live tree view of fs/tree.h reads one moment.  A
+ * writer (opened as a mount opens it) changes, adds and removes files and
+ * commits while a view is open; the view goes on seeing the tree as it was
+ * when it opened: entries, attributes, data, holes, targets and xattrs.
+ */
+#include "../../fs/fs.h"
+#include "../../fs/tree.h"
+#include "unit.h"
+
+#define FS_FIXTURE_NAME "test_fs_tree"
+#include "fs_fixture.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Make /f (data at 0 and at 1 MiB, a hole between), /l -> f, xattr on /f. */
+static uint64_t
+make_tree(struct fs *fs)
+{
+	struct fs_attr a, l;
+
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "f", S_IFREG | 0644, 0, 0,
+	    &a), 0);
+	CHECK_INT(fs_write(fs, a.ino, 0, "old", 3), 3);
+	CHECK_INT(fs_write(fs, a.ino, 1 << 20, "end", 3), 3);
+	CHECK_INT(fs_setxattr(fs, a.ino, "user.k", "v1", 2, 0), 0);
+	CHECK_INT(fs_symlink(fs, &root_ctx, FS_ROOT_INO, "l", "f", 0, &l), 0);
+	CHECK_INT(fs_sync(fs, 1), 0);
+	return a.ino;
+}
+
+/* Change everything make_tree made, and commit. */
+static void
+change_tree(struct fs *fs, uint64_t ino)
+{
+	struct fs_attr a;
+
+	CHECK_INT(fs_write(fs, ino, 0, "NEW", 3), 3);
+	CHECK_INT(fs_write(fs, ino, 4096, "fill", 4), 4);
+	CHECK_INT(fs_setxattr(fs, ino, "user.k", "v2", 2, 0), 0);
+	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "l"), 0);
+	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "g", S_IFREG | 0644, 0, 0,
+	    &a), 0);
+	CHECK_INT(fs_sync(fs, 1), 0);
+}
+
+/* The root's entries through the view, as "name,name,". */
+static void
+list_root(struct tree *t, char *out, size_t size)
+{
+	struct tree_entry e;
+	int64_t off = 0;
+
+	out[0] = '\0';
+	while (t->ops->next_entry(t->src, FS_ROOT_INO, off, &e) == 1) {
+		strncat(out, e.name, size - strlen(out) - 2);
+		strcat(out, ",");
+		off = e.off;
+	}
+}
+
+static void
+test_view_keeps_its_moment(void)
+{
+	struct fs *fs = fixture_new_fs();
+	struct tree *t = NULL;
+	struct fs_attr a;
+	char buf[64], names[64];
+	uint64_t ino, off;
+
+	ino = make_tree(fs);
+	CHECK_INT(tree_open_live(db_path, &t), 0);
+	if (!t)
+		return;
+	change_tree(fs, ino);
+	list_root(t, names, sizeof(names));
+	CHECK_STR(names, "f,l,");
+	CHECK_INT(t->ops->read(t->src, ino, 0, buf, 3), 3);
+	CHECK(memcmp(buf, "old", 3) == 0);
+	CHECK_INT(t->ops->seek(t->src, ino, 3, SEEK_DATA, &off), 0);
+	CHECK_INT(off, 1 << 20);          /* the hole the writer filled */
+	CHECK_INT(t->ops->getxattr(t->src, ino, "user.k", buf, sizeof(buf)), 2);
+	CHECK(memcmp(buf, "v1", 2) == 0);
+	CHECK_INT(t->ops->readlink(t->src, ino + 1, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "f");
+	CHECK_INT(t->ops->getattr(t->src, ino, &a), 0);
+	CHECK_INT(a.size, (1 << 20) + 3);
+	tree_close(t);
+	/* A new view sees the change. */
+	CHECK_INT(tree_open_live(db_path, &t), 0);
+	if (t) {
+		list_root(t, names, sizeof(names));
+		CHECK_STR(names, "f,g,");
+		tree_close(t);
+	}
+	fs_close(fs);
+}
+
+static void
+test_snapshot_source_says_why_it_cannot_open(void)
+{
+	struct fs *fs = fixture_new_fs();
+	struct tree *t = NULL;
+
+	fs_close(fs);
+	CHECK_INT(tree_open_snapshot(db_path, "nightly", &t), -ENOTSUP);
+	CHECK(t == NULL);
+	CHECK_INT(tree_open_live("/nonexistent/ws.db", &t), -ENOENT);
+}
+
+int
+main(void)
+{
+	if (fixture_begin())
+		return 1;
+	TEST(test_view_keeps_its_moment);
+	TEST(test_snapshot_source_says_why_it_cannot_open);
+	fixture_end();
+	return unit_done("test_fs_tree");
+}
