@@ -1,50 +1,163 @@
 /*
- * chunks.c: a regular file's bytes, in rows of at most FS_CHUNK bytes keyed
- * (ino, idx).  Called by core.c with fs->lock held; the caller keeps the
- * inode's size and clamps reads to it.
+ * chunks.c: a regular file's bytes, in chunks of at most FS_CHUNK bytes
+ * keyed (ino, idx), each pointing at a block that holds its bytes (schema.c:
+ * blocks are shared with snapshots).  Called by core.c and holes.c with
+ * fs->lock held; the caller keeps the inode's size and clamps reads to it.
  *
- * Invariants (I6 of schema.c): 0 < length(data) <= FS_CHUNK and
- * idx*FS_CHUNK + length(data) <= size.  A missing chunk is a hole and bytes
- * past a short chunk's end read as zeros, so truncate up writes nothing and
- * truncate down deletes and trims.
+ * Invariants (I6 and I10 of schema.c): 0 < len <= FS_CHUNK, len is the
+ * block's length and idx*FS_CHUNK + len <= size.  A missing chunk is a hole
+ * and bytes past a short chunk's end read as zeros, so truncate up writes
+ * nothing and truncate down deletes and trims.  A block is the live tree's
+ * alone unless a snapshot names it; one that a snapshot names is never
+ * written: the chunk gets a copy first (copy on write), so a snapshot keeps
+ * what it saw, and rewriting a snapshotted file costs the chunks rewritten.
  *
  * Workload: the kernel sends writes of up to 1 MiB, mostly sequential, so
- * most chunks are written whole (one INSERT OR REPLACE without reading),
- * as is the first piece of a chunk past the file's end (an append); a
- * write inside an existing chunk's length is done in place through
- * incremental blob I/O, and only a write that extends a short chunk reads
- * and rewrites it.
+ * most chunks are written whole (a new block and one upsert, without
+ * reading; the block the chunk had goes with its last reference, by the
+ * schema's triggers), as is the first piece of a chunk past the file's end
+ * (an append); a write inside an existing chunk's length is done in place
+ * through incremental blob I/O on its block, and only a write that extends
+ * a short chunk reads and rewrites it.  Without snapshots (fs->snaps_maybe
+ * 0) no write asks whether a block is shared.
  */
 #include "fs_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-/* Replace (or insert) chunk idx of ino with n bytes of p.  0 or -errno. */
+/* Point chunk idx of ino at block, len bytes long (an upsert: the block it
+ * named before goes with its last reference).  0 or -errno. */
 static int
-chunks_put(struct fs *fs, uint64_t ino, uint64_t idx, const void *p, size_t n)
+chunks_point(struct fs *fs, uint64_t ino, uint64_t idx, sqlite3_int64 block,
+    size_t len)
 {
-	sqlite3_stmt *st = db_stmt(fs,
-	    "INSERT OR REPLACE INTO chunks(ino, idx, data) VALUES(?, ?, ?)");
+	sqlite3_stmt *st = db_stmt(fs, "INSERT INTO chunks(ino, idx, block, len) "
+	    "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(ino, idx) DO UPDATE SET "
+	    "block = excluded.block, len = excluded.len");
 
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
-	sqlite3_bind_blob(st, 3, p, (int)n, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, block);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)len);
 	return db_done(fs, st);
 }
 
-/* Write n bytes of p at coff inside the existing row rowid in place (the row
- * is at least coff+n long).  0 or -errno. */
+/* Replace (or insert) chunk idx of ino with n bytes of p, in a new block.
+ * 0 or -errno. */
 static int
-chunks_patch(struct fs *fs, sqlite3_int64 rowid, size_t coff, const void *p,
+chunks_put(struct fs *fs, uint64_t ino, uint64_t idx, const void *p, size_t n)
+{
+	sqlite3_stmt *st = db_stmt(fs, "INSERT INTO blocks(data) VALUES(?)");
+	int r;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, p, (int)n, SQLITE_STATIC);
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	return chunks_point(fs, ino, idx, sqlite3_last_insert_rowid(fs->db), n);
+}
+
+/* chunks_put for holes.c: chunk idx of ino becomes the n bytes of p. */
+int
+chunks_store(struct fs *fs, uint64_t ino, uint64_t idx, const void *p,
+    size_t n)
+{
+	return chunks_put(fs, ino, idx, p, n);
+}
+
+/* Chunk idx of ino: its block and length into *block and *len.  1 when it
+ * is stored, 0 when it is a hole, or -errno. */
+static int
+chunks_lookup(struct fs *fs, uint64_t ino, uint64_t idx, sqlite3_int64 *block,
+    size_t *len)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT block, len FROM chunks "
+	    "WHERE ino = ? AND idx = ?");
+	int rc;
+
+	*block = 0;
+	*len = 0;
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*block = sqlite3_column_int64(st, 0);
+		*len = (size_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : db_errno(fs, rc, "chunks_lookup");
+}
+
+/* 1 when a snapshot or another live chunk names block (so it must not be
+ * written), 0 when one chunk has it alone, or -errno. */
+static int
+chunks_shared(struct fs *fs, sqlite3_int64 block)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!fs->snaps_maybe && !fs->blocks_shared_live)
+		return 0;
+	if (!(st = db_stmt(fs, "SELECT 1 WHERE EXISTS (SELECT 1 FROM "
+	    "snap_chunks WHERE block = ?1) OR (SELECT count(*) FROM chunks "
+	    "WHERE block = ?1) > 1")))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, block);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
+	return db_errno(fs, rc, "chunks_shared");
+}
+
+/* Give chunk idx of ino, which names *block of len bytes, a block of its
+ * own holding the first keep (<= len) bytes: *block itself, cut to keep,
+ * when the live tree has it alone, else a copy (the snapshot keeps the
+ * original).  *block becomes the chunk's block.  0 or -errno. */
+static int
+chunks_own(struct fs *fs, uint64_t ino, uint64_t idx, sqlite3_int64 *block,
+    size_t len, size_t keep)
+{
+	sqlite3_stmt *st;
+	int shared, r;
+
+	if ((shared = chunks_shared(fs, *block)) < 0)
+		return shared;
+	if (!shared && keep == len)
+		return 0;
+	st = shared ? db_stmt(fs, "INSERT INTO blocks(data) SELECT "
+	    "substr(data, 1, ?1) FROM blocks WHERE id = ?2") :
+	    db_stmt(fs, "UPDATE blocks SET data = substr(data, 1, ?1) "
+	    "WHERE id = ?2");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)keep);
+	sqlite3_bind_int64(st, 2, *block);
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	if (shared)
+		*block = sqlite3_last_insert_rowid(fs->db);
+	return chunks_point(fs, ino, idx, *block, keep);
+}
+
+/* Write n bytes of p at coff inside block (at least coff+n long) in place.
+ * 0 or -errno. */
+static int
+chunks_patch(struct fs *fs, sqlite3_int64 block, size_t coff, const void *p,
     size_t n)
 {
 	sqlite3_blob *blob;
 	int rc;
 
-	rc = sqlite3_blob_open(fs->db, "main", "chunks", "data", rowid, 1, &blob);
+	rc = sqlite3_blob_open(fs->db, "main", "blocks", "data", block, 1, &blob);
 	if (rc != SQLITE_OK)
 		return db_errno(fs, rc, "chunks_patch open");
 	rc = sqlite3_blob_write(blob, p, (int)n, (int)coff);
@@ -52,13 +165,12 @@ chunks_patch(struct fs *fs, sqlite3_int64 rowid, size_t coff, const void *p,
 	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_patch write");
 }
 
-/* Rewrite row rowid (len bytes now) as coff+n bytes: old bytes, zeros up to
- * coff, then p.  0 or -errno. */
+/* Rewrite chunk idx of ino (block, len bytes now) as coff+n bytes: old
+ * bytes, zeros up to coff, then p, in a new block.  0 or -errno. */
 static int
-chunks_extend(struct fs *fs, sqlite3_int64 rowid, size_t len, size_t coff,
-    const void *p, size_t n)
+chunks_extend(struct fs *fs, uint64_t ino, uint64_t idx, sqlite3_int64 block,
+    size_t len, size_t coff, const void *p, size_t n)
 {
-	sqlite3_stmt *st;
 	sqlite3_blob *blob;
 	unsigned char *buf;
 	size_t newlen = coff + n;
@@ -66,9 +178,10 @@ chunks_extend(struct fs *fs, sqlite3_int64 rowid, size_t len, size_t coff,
 
 	if (!(buf = malloc(newlen)))
 		return -ENOMEM;
-	rc = sqlite3_blob_open(fs->db, "main", "chunks", "data", rowid, 0, &blob);
+	rc = sqlite3_blob_open(fs->db, "main", "blocks", "data", block, 0, &blob);
 	if (rc == SQLITE_OK) {
-		rc = sqlite3_blob_read(blob, buf, (int)len, 0);
+		rc = sqlite3_blob_read(blob, buf, (int)(len < coff ? len : coff),
+		    0);
 		sqlite3_blob_close(blob);
 	}
 	if (rc != SQLITE_OK) {
@@ -78,13 +191,7 @@ chunks_extend(struct fs *fs, sqlite3_int64 rowid, size_t len, size_t coff,
 	if (coff > len)
 		memset(buf + len, 0, coff - len);
 	memcpy(buf + coff, p, n);
-	if (!(st = db_stmt(fs, "UPDATE chunks SET data = ? WHERE rowid = ?"))) {
-		free(buf);
-		return -EIO;
-	}
-	sqlite3_bind_blob(st, 1, buf, (int)newlen, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, rowid);
-	r = db_done(fs, st);
+	r = chunks_put(fs, ino, idx, buf, newlen);
 	free(buf);
 	return r;
 }
@@ -114,32 +221,23 @@ static int
 chunks_write_one(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
     const void *p, size_t n, int fresh)
 {
-	sqlite3_stmt *st;
-	sqlite3_int64 rowid;
+	sqlite3_int64 block;
 	size_t len;
-	int rc;
+	int r;
 
 	if (coff == 0 && n == FS_CHUNK)
 		return chunks_put(fs, ino, idx, p, n);
 	if (fresh)
 		return chunks_write_new(fs, ino, idx, coff, p, n);
-	st = db_stmt(fs, "SELECT rowid, length(data) FROM chunks "
-	    "WHERE ino = ? AND idx = ?");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
-	rc = sqlite3_step(st);
-	rowid = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 1) : 0;
-	sqlite3_reset(st);
-	if (rc == SQLITE_ROW && len >= coff + n)
-		return chunks_patch(fs, rowid, coff, p, n);
-	if (rc == SQLITE_ROW)
-		return chunks_extend(fs, rowid, len, coff, p, n);
-	if (rc != SQLITE_DONE)
-		return db_errno(fs, rc, "chunks_write");
-	return chunks_write_new(fs, ino, idx, coff, p, n);
+	if ((r = chunks_lookup(fs, ino, idx, &block, &len)) < 0)
+		return r;
+	if (r == 0)
+		return chunks_write_new(fs, ino, idx, coff, p, n);
+	if (len < coff + n)
+		return chunks_extend(fs, ino, idx, block, len, coff, p, n);
+	if ((r = chunks_own(fs, ino, idx, &block, len, len)) < 0)
+		return r;
+	return chunks_patch(fs, block, coff, p, n);
 }
 
 /* Write size bytes of buf at off into a file of filesize bytes (the caller
@@ -172,7 +270,7 @@ chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,
 /* A stored chunk met by a read: where its row is and how long it is. */
 struct chunk_ref {
 	uint64_t idx;
-	sqlite3_int64 rowid;
+	sqlite3_int64 block;
 	uint64_t len;
 };
 
@@ -182,7 +280,7 @@ struct chunk_ref {
 #define CHUNKS_READ_REFS (CHUNKS_READ_MAX / FS_CHUNK + 1)
 
 /* The chunks of ino with first <= idx <= last, at most CHUNKS_READ_REFS of
- * them, in refs (length(data) does not load the blob), with find prepared
+ * them, in refs (the block rows are not read), with find prepared
  * from CHUNKS_FIND_SQL.  Their number, or minus an SQLite error code. */
 static int
 chunks_find(sqlite3_stmt *find, uint64_t ino, uint64_t first, uint64_t last,
@@ -196,7 +294,7 @@ chunks_find(sqlite3_stmt *find, uint64_t ino, uint64_t first, uint64_t last,
 	while (n < (int)CHUNKS_READ_REFS &&
 	    (rc = sqlite3_step(find)) == SQLITE_ROW) {
 		refs[n].idx = (uint64_t)sqlite3_column_int64(find, 0);
-		refs[n].rowid = sqlite3_column_int64(find, 1);
+		refs[n].block = sqlite3_column_int64(find, 1);
 		refs[n++].len = (uint64_t)sqlite3_column_int64(find, 2);
 	}
 	sqlite3_reset(find);
@@ -225,9 +323,9 @@ chunks_copy(sqlite3 *db, sqlite3_blob **blob, const struct chunk_ref *ref,
 		memset(out + *done, 0, from - off - *done);
 	*done = to - off;
 	if (*blob)
-		rc = sqlite3_blob_reopen(*blob, ref->rowid);
+		rc = sqlite3_blob_reopen(*blob, ref->block);
 	else
-		rc = sqlite3_blob_open(db, "main", "chunks", "data", ref->rowid,
+		rc = sqlite3_blob_open(db, "main", "blocks", "data", ref->block,
 		    0, blob);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_blob_read(*blob, out + (from - off), (int)(to - from),
@@ -300,23 +398,30 @@ chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 }
 
 /* Cut the chunk holding byte size, if any, to end there (the chunks past
- * it are the caller's).  0 or -errno. */
+ * it are the caller's); a block a snapshot shares is copied, not cut.
+ * 0 or -errno. */
 int
 chunks_trim(struct fs *fs, uint64_t ino, uint64_t size)
 {
 	uint64_t keep = size % FS_CHUNK;
-	sqlite3_stmt *st;
+	sqlite3_int64 block;
+	size_t len;
+	int r;
 
 	if (keep == 0)
 		return 0;
-	st = db_stmt(fs, "UPDATE chunks SET data = substr(data, 1, ?1) "
-	    "WHERE ino = ?2 AND idx = ?3 AND length(data) > ?1");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)keep);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)(size / FS_CHUNK));
-	return db_done(fs, st);
+	if ((r = chunks_lookup(fs, ino, size / FS_CHUNK, &block, &len)) <= 0)
+		return r;
+	if (len <= keep)
+		return 0;
+	return chunks_own(fs, ino, size / FS_CHUNK, &block, len, (size_t)keep);
+}
+
+/* Delete chunk idx of ino, if stored (holes.c).  0 or -errno. */
+int
+chunks_drop(struct fs *fs, uint64_t ino, uint64_t idx)
+{
+	return chunks_drop_range(fs, ino, idx, idx + 1);
 }
 
 /* Drop the bytes at and past size (the caller sets the size).  0 or -errno. */

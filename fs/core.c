@@ -162,6 +162,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
+	    (r = snapshot_load(fs)) < 0 ||
 	    (r = readers_init(fs)) < 0 ||
 	    (r = xattr_cache_load(fs)) < 0 ||
 	    (!fs->readonly && (r = stored_install(fs)) < 0) ||

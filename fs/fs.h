@@ -32,7 +32,7 @@
 
 #define FS_ROOT_INO 1
 /* The schema version (PRAGMA user_version) this program writes. */
-#define FS_SCHEMA_VERSION 2
+#define FS_SCHEMA_VERSION 3
 #define FS_NAME_MAX 255
 #define FS_SYMLINK_MAX 4095
 #define FS_XATTR_NAME_MAX 255
@@ -226,7 +226,9 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
 
 /* What a database stores against its size on disk. */
 struct fs_du {
-	uint64_t data_bytes;     /* bytes of file data stored (holes cost 0) */
+	uint64_t data_bytes;     /* bytes of file data stored (holes cost 0),
+	                          * each block once however many share it */
+	uint64_t snap_only_bytes; /* of those, held by snapshots alone */
 	uint64_t file_sizes;     /* the regular files' sizes added up */
 	uint64_t inodes;
 	uint64_t db_bytes;       /* the database file */
@@ -236,6 +238,53 @@ struct fs_du {
 /* Count them from the last committed state (safe while mounted).
  * 0 or -errno, as fs_open. */
 int fs_du(const char *path, struct fs_du *out);
+
+/* --- snapshots (fs/snapshot.c) --- */
+
+/* A snapshot name: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not
+ * starting with '-'. */
+#define FS_SNAPSHOT_NAME_MAX 128
+/* 0 when name is a valid snapshot name, else -EINVAL. */
+int fs_snapshot_name_ok(const char *name);
+
+struct fs_snapshot_info {
+	const char *name;        /* valid during the callback only */
+	int64_t created_ns;      /* when it was taken, ns since the epoch */
+	uint64_t inodes;         /* inodes it holds */
+	uint64_t shared_bytes;   /* data it shares with the tree or others */
+	uint64_t own_bytes;      /* data only it holds: what dropping frees */
+};
+typedef int (*fs_snapshot_cb)(void *arg, const struct fs_snapshot_info *s);
+
+/* What a snapshot command on a mounted workspace tells the kernel to
+ * forget (the adapter's fuse_lowlevel_notify_inval_*); called without the
+ * fs's lock. */
+struct fs_notify {
+	void *arg;
+	void (*inode)(void *arg, uint64_t ino);     /* attributes and pages */
+	void (*entry)(void *arg, uint64_t parent, const char *name);
+};
+/* Take a snapshot of the whole tree under name, copying metadata only;
+ * notify (mounted) flushes the kernel's dirty pages first.  -EINVAL for a
+ * bad name, -EEXIST when one has that name. */
+int fs_snapshot_take(struct fs *fs, const char *name,
+    const struct fs_notify *notify);
+/* Make the tree what snapshot name saw; the snapshot stays.  Inodes the
+ * kernel holds that the snapshot lacks or has otherwise stay, unlinked,
+ * for the files open on them (the snapshot's version of such a file comes
+ * back under a new inode number).  notify is NULL when nothing is mounted.
+ * -ENOENT, -EDQUOT past the quota. */
+int fs_snapshot_restore(struct fs *fs, const char *name,
+    const struct fs_notify *notify);
+/* Drop snapshot name, freeing the data only it held.  -ENOENT. */
+int fs_snapshot_drop(struct fs *fs, const char *name);
+/* cb for each snapshot, oldest first, until it returns non-zero. */
+int fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg);
+
+/* A handle of ino was opened (delta 1) or closed (-1) for writing: while
+ * one is open the kernel may hold dirty pages, which snapshot and restore
+ * have it write back first (fs/inode.c). */
+void fs_writers(struct fs *fs, uint64_t ino, int delta);
 
 /* --- fsck (fs/fsck.c) --- */
 

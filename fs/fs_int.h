@@ -36,7 +36,7 @@
 /* Bytes per chunk row: big enough that a 1 MiB write is 16 rows, small
  * enough that a 4 KiB write into an existing chunk copies little. */
 #define FS_CHUNK 65536
-#define FS_STMT_MAX 96
+#define FS_STMT_MAX 128
 /* What one directory entry adds to its directory's stored bytes (and so to
  * its st_size): ext4's record, 8 bytes and the name rounded up to 4. */
 #define STORED_DIRENT_SQL(col) "(8 + ((length(CAST(" col " AS BLOB)) + 3) & ~3))"
@@ -54,6 +54,7 @@
 struct pin {
 	uint64_t ino;
 	uint64_t n;
+	uint64_t writers;         /* handles open for writing (fs_writers) */
 	struct pin *next;
 };
 
@@ -94,6 +95,13 @@ struct fs {
 	int64_t used_bytes, used_inodes;
 	int64_t op_bytes, op_inodes;
 	int quota_counting;       /* triggers installed, used_* counted */
+	/* Whether a snapshot may exist (snapshot.c): 0 only when none does,
+	 * so that writes skip asking whether a block is shared. */
+	int snaps_maybe;
+	/* Set by a restore while inodes were held: a kept (unlinked) file
+	 * and its restored copy may name one block, so a write asks whether
+	 * another live chunk names it too (chunks.c). */
+	int blocks_shared_live;
 	/* Prepared statements, keyed by the address of their SQL literal. */
 	struct { const char *sql; sqlite3_stmt *st; } stmts[FS_STMT_MAX];
 	int nstmts;
@@ -270,7 +278,7 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 
 /* --- chunks.c --- */
 /* The chunks of a file that a read meets, in order (chunks_read_on). */
-#define CHUNKS_FIND_SQL "SELECT idx, rowid, length(data) FROM chunks " \
+#define CHUNKS_FIND_SQL "SELECT idx, block, len FROM chunks " \
 	"WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx"
 int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
     void *buf, size_t size);
@@ -280,8 +288,14 @@ int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,
     const void *buf, size_t size);
 int chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 int chunks_trim(struct fs *fs, uint64_t ino, uint64_t size);
+int chunks_store(struct fs *fs, uint64_t ino, uint64_t idx, const void *p,
+    size_t n);
+int chunks_drop(struct fs *fs, uint64_t ino, uint64_t idx);
 int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
 int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
+
+/* --- snapshot.c --- */
+int snapshot_load(struct fs *fs);
 
 /* --- reclaim.c --- */
 void reclaim_init(struct fs *fs);

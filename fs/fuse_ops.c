@@ -8,7 +8,7 @@
  * entries, attributes, negative lookups, symlink targets and file pages for
  * a long time (FS_TIMEOUT, keep_cache), and hold dirty pages (the writeback
  * cache, unless mounted with -o no_writeback).  Anything changed behind the
- * kernel's back (a snapshot restore, later) must be invalidated through
+ * kernel's back (a snapshot restore, fs/control.c) must be invalidated through
  * fuse_lowlevel_notify_inval_*.
  *
  * Lookup counts: every reply that hands the kernel an inode (lookup, mknod,
@@ -360,7 +360,10 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	ops_open_flags(req, fi);
-	fuse_reply_open(req, fi);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		fs_writers(ops_fs(req), ino, 1);
+	if (fuse_reply_open(req, fi) != 0 && (fi->flags & O_ACCMODE) != O_RDONLY)
+		fs_writers(ops_fs(req), ino, -1);
 }
 
 /* Create and open a file; without O_EXCL an existing file is opened. */
@@ -392,7 +395,11 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	ops_open_flags(req, fi);
 	ops_entry(&a, &e);
-	fuse_reply_create(req, &e, fi);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		fs_writers(ops_fs(req), a.ino, 1);
+	if (fuse_reply_create(req, &e, fi) != 0 &&
+	    (fi->flags & O_ACCMODE) != O_RDONLY)
+		fs_writers(ops_fs(req), a.ino, -1);
 }
 
 /* Reply up to size bytes at off (fewer at the end of the file). */
@@ -458,12 +465,12 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, ENOSYS);
 }
 
-/* Nothing is kept per open file. */
+/* Nothing is kept per open file but the count of writers (fs_writers). */
 static void
 op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)fi;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		fs_writers(ops_fs(req), ino, -1);
 	fuse_reply_err(req, 0);
 }
 

@@ -4,7 +4,7 @@
  * fs->lock held; the caller passes the file's size and keeps it.
  *
  * What is data: the bytes of the chunks stored, [idx*FS_CHUNK,
- * idx*FS_CHUNK + length(data)).  Everything else reads as zeros and is a
+ * idx*FS_CHUNK + len).  Everything else reads as zeros and is a
  * hole: a missing chunk, the tail past a short chunk's end, and the virtual
  * hole at the end of the file.  So SEEK_DATA and SEEK_HOLE answer in bytes,
  * not whole chunks; a chunk stores from its start, so data begins where
@@ -31,7 +31,7 @@
 static sqlite3_stmt *
 holes_chunks_from(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, length(data) FROM chunks "
+	sqlite3_stmt *st = db_stmt(fs, "SELECT idx, len FROM chunks "
 	    "WHERE ino = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx");
 
 	if (!st)
@@ -117,27 +117,18 @@ holes_seek(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
 	return holes_next_hole(fs, ino, size, off, out);
 }
 
-/* Rewrite chunk rowid (buf, len bytes) without its trailing zeros, or
- * delete it when only zeros are left.  0 or -errno. */
+/* Store chunk idx of ino as buf (len bytes) without its trailing zeros, or
+ * delete it when only zeros are left (in a new block: one a snapshot
+ * shares stays as it was).  0 or -errno. */
 static int
-holes_store_trimmed(struct fs *fs, sqlite3_int64 rowid,
+holes_store_trimmed(struct fs *fs, uint64_t ino, uint64_t idx,
     const unsigned char *buf, size_t len)
 {
-	sqlite3_stmt *st;
-
 	while (len > 0 && buf[len - 1] == 0)
 		len--;
-	if (len == 0) {
-		if (!(st = db_stmt(fs, "DELETE FROM chunks WHERE rowid = ?")))
-			return -EIO;
-		sqlite3_bind_int64(st, 1, rowid);
-		return db_done(fs, st);
-	}
-	if (!(st = db_stmt(fs, "UPDATE chunks SET data = ? WHERE rowid = ?")))
-		return -EIO;
-	sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, rowid);
-	return db_done(fs, st);
+	if (len == 0)
+		return chunks_drop(fs, ino, idx);
+	return chunks_store(fs, ino, idx, buf, len);
 }
 
 /* Zero bytes [from, to) of chunk idx (offsets inside the chunk), if it is
@@ -146,10 +137,9 @@ static int
 holes_zero_in_chunk(struct fs *fs, uint64_t ino, uint64_t idx, size_t from,
     size_t to)
 {
-	sqlite3_stmt *st = db_stmt(fs, "SELECT rowid, data FROM chunks "
-	    "WHERE ino = ? AND idx = ?");
+	sqlite3_stmt *st = db_stmt(fs, "SELECT b.data FROM chunks c JOIN "
+	    "blocks b ON b.id = c.block WHERE c.ino = ? AND c.idx = ?");
 	unsigned char *buf = NULL;
-	sqlite3_int64 rowid = 0;
 	size_t len = 0;
 	int rc, r;
 
@@ -158,10 +148,9 @@ holes_zero_in_chunk(struct fs *fs, uint64_t ino, uint64_t idx, size_t from,
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rowid = sqlite3_column_int64(st, 0);
-		len = (size_t)sqlite3_column_bytes(st, 1);
+		len = (size_t)sqlite3_column_bytes(st, 0);
 		if (from < len && (buf = malloc(len)))
-			memcpy(buf, sqlite3_column_blob(st, 1), len);
+			memcpy(buf, sqlite3_column_blob(st, 0), len);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_ROW)
@@ -171,7 +160,7 @@ holes_zero_in_chunk(struct fs *fs, uint64_t ino, uint64_t idx, size_t from,
 	if (!buf)
 		return -ENOMEM;
 	memset(buf + from, 0, (to < len ? to : len) - from);
-	r = holes_store_trimmed(fs, rowid, buf, len);
+	r = holes_store_trimmed(fs, ino, idx, buf, len);
 	free(buf);
 	return r;
 }
@@ -185,7 +174,6 @@ holes_punch(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
 {
 	uint64_t end = len > size - off ? size : off + len;
 	uint64_t first, last;
-	sqlite3_stmt *st;
 	int r;
 
 	if (off >= size || end <= off)
@@ -201,11 +189,5 @@ holes_punch(struct fs *fs, uint64_t ino, uint64_t size, uint64_t off,
 		return r;
 	if (last <= first + 1)
 		return 0;
-	st = db_stmt(fs, "DELETE FROM chunks WHERE ino = ? AND idx > ? AND idx < ?");
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)first);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)last);
-	return db_done(fs, st);
+	return chunks_drop_range(fs, ino, first + 1, last);
 }

@@ -355,6 +355,7 @@ inode_pin_locked(struct fs *fs, uint64_t ino, uint64_t n)
 	}
 	p->ino = ino;
 	p->n = n;
+	p->writers = 0;
 	p->next = fs->pins[b];
 	fs->pins[b] = p;
 	fs->npins++;
@@ -425,6 +426,26 @@ inode_pinned(struct fs *fs, uint64_t ino)
 			found = p->ino == ino;
 	pthread_mutex_unlock(&fs->pin_lock);
 	return found;
+}
+
+/* Count a handle of ino opened (delta 1) or closed (-1) for writing: the
+ * kernel may hold dirty pages of ino while one is open, which a snapshot
+ * command has it write back first (snapshot.c).  An open file is always
+ * looked up, so its pin exists. */
+void
+fs_writers(struct fs *fs, uint64_t ino, int delta)
+{
+	struct pin *p;
+
+	pthread_mutex_lock(&fs->pin_lock);
+	if (fs->pin_buckets)
+		for (p = fs->pins[inode_bucket(fs, ino)]; p; p = p->next)
+			if (p->ino == ino) {
+				if (delta > 0 || p->writers > 0)
+					p->writers += (uint64_t)(int64_t)delta;
+				break;
+			}
+	pthread_mutex_unlock(&fs->pin_lock);
 }
 
 /* Free the pin table. */

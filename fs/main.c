@@ -1,13 +1,15 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export and
- * import over the core (the last two, and fsck --repair, in files of their
- * own: fs/commands.h).
+ * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export,
+ * import and the snapshot commands (snapshot, snapshots, restore, drop)
+ * over the core (export, import and fsck --repair in files of their own:
+ * fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
 #include "cli.h"
 #include "commands.h"
+#include "control.h"
 #include "fs.h"
 #include "log.h"
 #include "mount.h"
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage_text[] =
@@ -28,6 +31,10 @@ static const char usage_text[] =
 	"       atrium-fs du DB\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
+	"       atrium-fs snapshot DB NAME\n"
+	"       atrium-fs snapshots DB\n"
+	"       atrium-fs restore DB NAME\n"
+	"       atrium-fs drop DB NAME\n"
 	"see atrium-fs(8)\n";
 
 /* Print usage to stderr; the exit status 2. */
@@ -220,11 +227,181 @@ cmd_du(int argc, char **argv)
 	}
 	du_overhead(&u, overhead, sizeof(overhead));
 	printf("data stored:   %llu bytes\n", (unsigned long long)u.data_bytes);
+	printf("snapshots only: %llu bytes\n",
+	    (unsigned long long)u.snap_only_bytes);
 	printf("file sizes:    %llu bytes\n", (unsigned long long)u.file_sizes);
 	printf("inodes:        %llu\n", (unsigned long long)u.inodes);
 	printf("database:      %llu bytes\n", (unsigned long long)u.db_bytes);
 	printf("wal:           %llu bytes\n", (unsigned long long)u.wal_bytes);
 	printf("overhead:      %s\n", overhead);
+	return 0;
+}
+
+/* Say on stderr why db could not be opened (r from fs_open); exit status 2. */
+static int
+open_failed(const char *db, int r)
+{
+	fprintf(stderr, "atrium-fs: %s %s\n", db, r == -ENOENT ?
+	    "does not exist; check the path" : r == -EPROTO ?
+	    "was written by a newer atrium-fs; upgrade atrium-fs to use it" :
+	    r == -EINVAL ? "is not an atrium-fs database" : strerror(-r));
+	return 2;
+}
+
+/* Hold db's mount lock for a command that changes an unmounted database
+ * (so that no mount starts meanwhile) into *fd: 0, 1 when a daemon has it
+ * mounted (*fd -1), or the exit status 2 with the reason said. */
+static int
+lock_unmounted(const char *db, int *fd)
+{
+	struct lockfile_holder h;
+	int r;
+
+	*fd = -1;
+	if (access(db, F_OK) < 0)
+		return open_failed(db, -ENOENT);
+	if ((r = lockfile_acquire(db, fd, &h)) == -EBUSY)
+		return 1;
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: cannot lock %s-mount: %s; check that "
+		    "its directory is writable\n", db, strerror(-r));
+		return 2;
+	}
+	return 0;
+}
+
+/* verb on snapshot name through the control socket of the daemon that
+ * has db mounted: 0, -errno, or the exit status 2 with the reason said. */
+static int
+snapshot_mounted(const char *db, const char *verb, const char *name)
+{
+	struct lockfile_holder h;
+	int r = control_request(db, verb, name);
+
+	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
+		return r;
+	if (lockfile_probe(db, &h) != 1)
+		h.dir[0] = '\0';
+	fprintf(stderr, "atrium-fs: %s is mounted%s%s but its daemon does not "
+	    "answer on %s-ctl; unmount it and try again\n", db,
+	    h.dir[0] ? " at " : "", h.dir, db);
+	return 2;
+}
+
+/* What a snapshot command's failure r means for name, on stderr; 1. */
+static int
+snapshot_failed(const char *what, const char *db, const char *name, int r)
+{
+	if (r == -EINVAL)
+		fprintf(stderr, "atrium-fs: \"%s\" is not a snapshot name: use 1 "
+		    "to %d letters, digits and . _ : @ + - (not first)\n", name,
+		    FS_SNAPSHOT_NAME_MAX);
+	else if (r == -EEXIST)
+		fprintf(stderr, "atrium-fs: %s already has a snapshot named %s; "
+		    "drop it first or pick another name\n", db, name);
+	else if (r == -ENOENT)
+		fprintf(stderr, "atrium-fs: %s has no snapshot named %s; "
+		    "`atrium-fs snapshots %s` lists them\n", db, name, db);
+	else if (r == -EDQUOT || r == -ENOSPC)
+		fprintf(stderr, "atrium-fs: %s of %s: %s; free some room first\n",
+		    what, name, strerror(-r));
+	else
+		fprintf(stderr, "atrium-fs: %s of %s in %s failed: %s\n", what,
+		    name, db, strerror(-r));
+	return 1;
+}
+
+/* verb on name in the unmounted db (its lock held as fd).  0 or -errno. */
+static int
+snapshot_offline(const char *db, int fd, const char *verb, const char *name)
+{
+	struct fs *fs;
+	int r;
+
+	if ((r = fs_open(db, FS_OPEN_CLEAN_ORPHANS, &fs)) < 0) {
+		lockfile_release(fd);
+		return open_failed(db, r);
+	}
+	if (strcmp(verb, "snapshot") == 0)
+		r = fs_snapshot_take(fs, name, NULL);
+	else if (strcmp(verb, "restore") == 0)
+		r = fs_snapshot_restore(fs, name, NULL);
+	else
+		r = fs_snapshot_drop(fs, name);
+	fs_close(fs);
+	lockfile_release(fd);
+	return r;
+}
+
+/* atrium-fs snapshot|restore|drop DB NAME: on the database itself, or
+ * through the mounting daemon (fs/control.c) when it is mounted. */
+static int
+cmd_snapshot_change(int argc, char **argv)
+{
+	const char *db, *name;
+	int fd, r;
+
+	if (argc != 3)
+		return usage();
+	db = argv[1];
+	name = argv[2];
+	if (fs_snapshot_name_ok(name) < 0)
+		return snapshot_failed(argv[0], db, name, -EINVAL);
+	if ((r = lock_unmounted(db, &fd)) == 0)
+		r = snapshot_offline(db, fd, argv[0], name);
+	else if (r == 1)
+		r = snapshot_mounted(db, argv[0], name);
+	if (r == 2)
+		return 2;
+	return r < 0 ? snapshot_failed(argv[0], db, name, r) : 0;
+}
+
+/* One line of `atrium-fs snapshots`. */
+static int
+snapshot_print(void *arg, const struct fs_snapshot_info *s)
+{
+	time_t t = (time_t)(s->created_ns / 1000000000);
+	char when[32];
+	struct tm tm;
+
+	char name[FS_SNAPSHOT_NAME_MAX + 1];
+	size_t i;
+
+	(void)arg;
+	/* Names were checked when taken; a database from elsewhere may hold
+	 * anything, and this goes to a terminal. */
+	for (i = 0; s->name && s->name[i] && i < FS_SNAPSHOT_NAME_MAX; i++)
+		name[i] = s->name[i] > ' ' && s->name[i] < 127 ? s->name[i] : '?';
+	name[i] = '\0';
+	if (!gmtime_r(&t, &tm) ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	printf("%-24s %s %10llu %14llu %14llu\n", name, when,
+	    (unsigned long long)s->inodes, (unsigned long long)s->shared_bytes,
+	    (unsigned long long)s->own_bytes);
+	return 0;
+}
+
+/* atrium-fs snapshots DB: read-only, so safe while mounted. */
+static int
+cmd_snapshots(int argc, char **argv)
+{
+	struct fs *fs;
+	int r;
+
+	if (argc != 2)
+		return usage();
+	if ((r = fs_open(argv[1], FS_OPEN_READONLY, &fs)) < 0)
+		return open_failed(argv[1], r);
+	printf("%-24s %-20s %10s %14s %14s\n", "NAME", "TAKEN", "INODES",
+	    "SHARED", "OWN");
+	r = fs_snapshot_list(fs, snapshot_print, NULL);
+	fs_close(fs);
+	if (r < 0) {
+		fprintf(stderr, "atrium-fs: listing the snapshots of %s failed: "
+		    "%s\n", argv[1], strerror(-r));
+		return 2;
+	}
 	return 0;
 }
 
@@ -260,6 +437,10 @@ static const struct {
 	{ "du", cmd_du },
 	{ "export", cmd_export },
 	{ "import", cmd_import },
+	{ "snapshot", cmd_snapshot_change },
+	{ "snapshots", cmd_snapshots },
+	{ "restore", cmd_snapshot_change },
+	{ "drop", cmd_snapshot_change },
 };
 
 int

@@ -14,10 +14,14 @@
  * Options of our own among the -o ones: no_writeback, and quota=BYTES and
  * quota_inodes=N (fs/quota.c), which are set before the first request.
  *
+ * The control socket (fs/control.c) lives from just before the mount is
+ * announced until the session loop ends.
+ *
  * Signals: SIGTERM, SIGINT and SIGHUP end the session loop (libfuse's
  * handlers), after which the mount is removed and pending work committed.
  */
 #include "config.h"
+#include "control.h"
 #include "fs.h"
 #include "fuse_ops.h"
 #include "log.h"
@@ -305,6 +309,7 @@ static int
 mount_serve(const struct mount_opts *o, int status_fd)
 {
 	struct mount_state m;
+	struct control *ctl;
 	unsigned major = 0, minor = 0;
 	int dev_known, r;
 
@@ -320,9 +325,13 @@ mount_serve(const struct mount_opts *o, int status_fd)
 	dev_known = mount_holder_dev(m.dir, &major, &minor) == 0;
 	if ((r = lockfile_record(m.lock_fd, m.dir, dev_known, major, minor)) < 0)
 		log_warn("recording the mount in %s-mount: %s", o->db, strerror(-r));
+	/* Before the mount is announced, so that a snapshot asked for right
+	 * after finds the socket. */
+	ctl = control_start(o->db, m.fs, m.se);
 	log_info("%s mounted at %s", o->db, m.dir);
 	mount_announce(o, status_fd);
 	r = mount_loop(&m);
+	control_stop(ctl);
 	mount_teardown(&m);
 	log_info("%s unmounted from %s", o->db, m.dir);
 	return r < 0 ? 1 : 0;

@@ -28,7 +28,9 @@
  * row's change, so every path that adds or drops rows (write, truncate,
  * unlink, rename over a file, purge of orphans, xattrs) is counted without
  * being taught about quotas.  recursive_triggers is on so that INSERT OR
- * REPLACE (chunks_put) fires the delete trigger for the row it replaces.
+ * REPLACE (xattrs) fires the delete trigger for the row it replaces.  A
+ * chunk counts its len: the bytes of the live tree, not the blocks that
+ * only snapshots keep (atrium-fs du shows those).
  * The changes of the running operation add up in op_bytes / op_inodes; at
  * its end (db_op_end) an operation that grew past a limit gets EDQUOT and
  * its savepoint is rolled back, so nothing of it stays and nothing before
@@ -63,12 +65,12 @@
 static const char quota_triggers[] =
 	"PRAGMA recursive_triggers = ON;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_ins AFTER INSERT ON "
-	" main.chunks BEGIN SELECT quota_add(length(NEW.data), 0); END;"
+	" main.chunks BEGIN SELECT quota_add(NEW.len, 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_del AFTER DELETE ON "
-	" main.chunks BEGIN SELECT quota_add(-length(OLD.data), 0); END;"
-	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_upd AFTER UPDATE OF data "
+	" main.chunks BEGIN SELECT quota_add(-OLD.len, 0); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_chunk_upd AFTER UPDATE OF len "
 	" ON main.chunks BEGIN "
-	" SELECT quota_add(length(NEW.data) - length(OLD.data), 0); END;"
+	" SELECT quota_add(NEW.len - OLD.len, 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_ins AFTER INSERT ON "
 	" main.symlinks BEGIN SELECT quota_add(length(NEW.target), 0); END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_link_del AFTER DELETE ON "
@@ -99,7 +101,7 @@ static const char quota_triggers[] =
 
 /* The totals as the data says, the same sums the triggers keep. */
 static const char quota_scan_sql[] =
-	"SELECT (SELECT coalesce(sum(length(data)), 0) FROM chunks)"
+	"SELECT (SELECT coalesce(sum(len), 0) FROM chunks)"
 	" + (SELECT coalesce(sum(length(target)), 0) FROM symlinks)"
 	" + (SELECT coalesce(sum(length(CAST(name AS BLOB)) + length(value)), 0)"
 	"    FROM xattrs)"

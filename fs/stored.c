@@ -14,9 +14,11 @@
  * bytes) add each chunk's and each entry's change to its inode's row, so
  * every path that writes, truncates, punches, renames or frees rows in the
  * background keeps it right without being taught about it.
- * recursive_triggers is on so that INSERT OR REPLACE (chunks_put) fires the
- * delete trigger for the row it replaces.  The migration to schema 2
- * computed it once for older databases, and fsck checks it (I9).
+ * A chunk's bytes are its len column (schema 3), so no trigger reads a
+ * block; chunks.c's upsert fires the update trigger.  recursive_triggers
+ * is on so that an INSERT OR REPLACE fires the delete trigger for the row
+ * it replaces.  The migration to schema 2 computed it once for older
+ * databases, and fsck checks it (I9).
  *
  * What stat shows (man/atrium-fs.8 says the same):
  *   regular file   st_blocks = stored bytes / 512, rounded up: holes and
@@ -35,13 +37,13 @@ static const char stored_triggers[] =
 	"PRAGMA recursive_triggers = ON;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS stored_chunk_ins AFTER INSERT ON "
 	" main.chunks BEGIN UPDATE inodes SET stored = stored + "
-	" length(NEW.data) WHERE ino = NEW.ino; END;"
+	" NEW.len WHERE ino = NEW.ino; END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS stored_chunk_del AFTER DELETE ON "
 	" main.chunks BEGIN UPDATE inodes SET stored = stored - "
-	" length(OLD.data) WHERE ino = OLD.ino; END;"
-	"CREATE TEMP TRIGGER IF NOT EXISTS stored_chunk_upd AFTER UPDATE OF data "
+	" OLD.len WHERE ino = OLD.ino; END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS stored_chunk_upd AFTER UPDATE OF len "
 	" ON main.chunks BEGIN UPDATE inodes SET stored = stored + "
-	" length(NEW.data) - length(OLD.data) WHERE ino = NEW.ino; END;"
+	" NEW.len - OLD.len WHERE ino = NEW.ino; END;"
 	"CREATE TEMP TRIGGER IF NOT EXISTS stored_name_ins AFTER INSERT ON "
 	" main.dirents BEGIN UPDATE inodes SET stored = stored + "
 	STORED_DIRENT_SQL("NEW.name") " WHERE ino = NEW.parent; END;"

@@ -454,9 +454,18 @@ test_fsck_damage(void)
 	/* orphan inode and chunk of a missing inode */
 	damage("INSERT INTO inodes(mode, nlink, uid, gid, size, rdev, atime, mtime, "
 	    "ctime) VALUES(33188, 1, 0, 0, 0, 0, 0, 0, 0)");
-	damage("INSERT INTO chunks(ino, idx, data) VALUES(12345, 0, x'00')");
+	damage("INSERT INTO blocks(id, data) VALUES(777, x'00');"
+	    "INSERT INTO chunks(ino, idx, block, len) VALUES(12345, 0, 777, 1)");
 	CHECK(fsck_count() >= 2);
 	damage("DELETE FROM inodes WHERE ino > 3; DELETE FROM chunks WHERE ino = 12345");
+	CHECK_INT(fsck_count(), 0);
+	/* a chunk whose length is not its block's, and a block nobody names */
+	damage("UPDATE chunks SET len = 99 WHERE ino = 3");
+	CHECK_INT(fsck_count(), 2);       /* the length, and stored bytes */
+	damage("UPDATE chunks SET len = 100 WHERE ino = 3");
+	damage("INSERT INTO blocks(id, data) VALUES(778, x'01')");
+	CHECK_INT(fsck_count(), 1);
+	damage("DELETE FROM blocks WHERE id = 778");
 	CHECK_INT(fsck_count(), 0);
 	/* a directory cycle cut off from the root */
 	damage("UPDATE dirents SET parent = 2 WHERE name = 'd'");

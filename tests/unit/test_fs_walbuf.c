@@ -94,8 +94,8 @@ stored_elsewhere(uint64_t ino)
 	long long n = -1;
 
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT coalesce(sum(length(data)), 0) FROM "
-	    "chunks WHERE ino = ?", -1, &st, NULL) == SQLITE_OK) {
+	    sqlite3_prepare_v2(db, "SELECT coalesce(sum(length(b.data)), 0) "
+	    "FROM chunks c JOIN blocks b ON b.id = c.block WHERE c.ino = ?", -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int64(st, 0);

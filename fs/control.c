@@ -1,0 +1,327 @@
+/*
+ * control.c: a mounted workspace's control socket, DB-ctl, through which
+ * `atrium-fs snapshot|restore|drop DB NAME` reach the daemon that has DB
+ * mounted (fs/main.c is the client, fs/mount.c starts and stops the
+ * server).  A restore there also tells the kernel what changed
+ * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
+ *
+ * The wire, one request per connection, both lines at most
+ * CONTROL_LINE_MAX bytes:
+ *   request   VERB SP NAME LF      VERB: snapshot, restore or drop
+ *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
+ * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
+ *
+ * Trust: the socket is made 0600 in the database's directory, next to the
+ * mount lock (DB-mount), and a peer must also have the daemon's uid (or be
+ * root, SO_PEERCRED): whoever may write the database may snapshot it,
+ * nobody else.  A peer that sends too much, too slowly (CONTROL_TIMEOUT_S)
+ * or something else than a request is answered with an error and closed.
+ *
+ * Threads: one thread accepts and serves requests one at a time (they are
+ * rare, and each takes fs->lock anyway); control_stop wakes it through a
+ * pipe and joins it before the fs is closed.  Only this thread and the
+ * session's workers run while it lives; the invalidations run without
+ * fs->lock (fs_snapshot_restore), since the kernel may answer one with
+ * writes of dirty pages that the workers must serve.
+ */
+#include "control.h"
+#include "fs.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CONTROL_LINE_MAX 256
+#define CONTROL_TIMEOUT_S 10
+/* How long the client waits for a restore of a big tree. */
+#define CONTROL_CLIENT_TIMEOUT_S 600
+
+struct control {
+	struct fs *fs;
+	struct fuse_session *se;   /* for the invalidations */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd;
+	int wake[2];               /* control_stop writes to wake[1] */
+	pthread_t thread;
+};
+
+/* The socket's path for db into out.  0 or -ENAMETOOLONG. */
+int
+control_path(const char *db, char *out, size_t size)
+{
+	int n = snprintf(out, size, "%s-ctl", db);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The kernel forgets inode ino's attributes and pages. */
+static void
+control_inval_inode(void *arg, uint64_t ino)
+{
+	struct control *c = arg;
+	int r = fuse_lowlevel_notify_inval_inode(c->se, ino, 0, 0);
+
+	if (r < 0 && r != -ENOENT)
+		log_warn("invalidating inode %llu: %s", (unsigned long long)ino,
+		    strerror(-r));
+}
+
+/* The kernel forgets the name in parent. */
+static void
+control_inval_entry(void *arg, uint64_t parent, const char *name)
+{
+	struct control *c = arg;
+	int r = fuse_lowlevel_notify_inval_entry(c->se, parent, name,
+	    strlen(name));
+
+	if (r < 0 && r != -ENOENT)
+		log_warn("invalidating %s in %llu: %s", name,
+		    (unsigned long long)parent, strerror(-r));
+}
+
+/* Read one line (without its LF) from fd into buf.  0, or -EPROTO for a
+ * line too long or cut short, or -errno (-EAGAIN: too slow). */
+static int
+control_read_line(int fd, char *buf, size_t size)
+{
+	size_t n = 0;
+	ssize_t got;
+
+	while (n < size) {
+		got = read(fd, buf + n, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EPROTO;
+		if (buf[n] == '\n') {
+			buf[n] = '\0';
+			return 0;
+		}
+		n++;
+	}
+	return -EPROTO;
+}
+
+/* Do one request line; 0 or -errno. */
+static int
+control_do(struct control *c, char *line)
+{
+	struct fs_notify notify = {
+		.arg = c, .inode = control_inval_inode,
+		.entry = control_inval_entry,
+	};
+	char *name = strchr(line, ' ');
+
+	if (!name)
+		return -EPROTO;
+	*name++ = '\0';
+	if (fs_snapshot_name_ok(name) < 0)
+		return -EINVAL;
+	if (strcmp(line, "snapshot") == 0)
+		return fs_snapshot_take(c->fs, name, &notify);
+	if (strcmp(line, "restore") == 0)
+		return fs_snapshot_restore(c->fs, name, &notify);
+	if (strcmp(line, "drop") == 0)
+		return fs_snapshot_drop(c->fs, name);
+	return -EPROTO;
+}
+
+/* 0 when the peer on fd may ask (the daemon's uid, or root), else -EPERM. */
+static int
+control_peer_ok(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	return cred.uid == 0 || cred.uid == geteuid() ? 0 : -EPERM;
+}
+
+/* Serve one connection, then close it. */
+static void
+control_serve(struct control *c, int fd)
+{
+	struct timeval tv = { .tv_sec = CONTROL_TIMEOUT_S };
+	char line[CONTROL_LINE_MAX], answer[CONTROL_LINE_MAX];
+	int r;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if ((r = control_peer_ok(fd)) == 0 &&
+	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
+		log_info("control: %s", line);
+		r = control_do(c, line);
+	}
+	if (r == 0)
+		snprintf(answer, sizeof(answer), "ok\n");
+	else
+		snprintf(answer, sizeof(answer), "error %d %s\n", -r,
+		    strerror(-r));
+	if (r < 0 && r != -ENOENT && r != -EEXIST && r != -EINVAL)
+		log_warn("control request failed: %s", strerror(-r));
+	if (write(fd, answer, strlen(answer)) < 0)
+		log_warn("control: answering: %s", strerror(errno));
+	close(fd);
+}
+
+/* The thread: accept and serve until woken by control_stop. */
+static void *
+control_main(void *arg)
+{
+	struct control *c = arg;
+	struct pollfd p[2] = {
+		{ .fd = c->listen_fd, .events = POLLIN },
+		{ .fd = c->wake[0], .events = POLLIN },
+	};
+	int fd;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			control_serve(c, fd);
+	}
+	return NULL;
+}
+
+/* Close what of c's descriptors is open. */
+static void
+control_close_fds(struct control *c)
+{
+	if (c->listen_fd >= 0)
+		close(c->listen_fd);
+	if (c->wake[0] >= 0)
+		close(c->wake[0]);
+	if (c->wake[1] >= 0)
+		close(c->wake[1]);
+}
+
+/* Bind c's socket at c->path, 0600 (a stale one is ours to remove: we
+ * hold the mount lock).  0 or -errno. */
+static int
+control_listen(struct control *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int r = 0;
+
+	memcpy(sa.sun_path, c->path, sizeof(sa.sun_path));
+	if ((c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	unlink(c->path);
+	old = umask(0077);
+	if (bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(c->path, 0600) < 0 || listen(c->listen_fd, 8) < 0)
+		r = -errno;
+	umask(old);
+	return r;
+}
+
+/* Start serving db's control socket for fs mounted through se.  NULL
+ * (logged) when it cannot: the mount then goes on without it. */
+struct control *
+control_start(const char *db, struct fs *fs, struct fuse_session *se)
+{
+	struct control *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return NULL;
+	c->fs = fs;
+	c->se = se;
+	c->listen_fd = c->wake[0] = c->wake[1] = -1;
+	if ((r = control_path(db, c->path, sizeof(c->path))) < 0 ||
+	    (r = control_listen(c)) < 0 ||
+	    (pipe2(c->wake, O_CLOEXEC) < 0 && (r = -errno)) ||
+	    (r = -pthread_create(&c->thread, NULL, control_main, c)) < 0) {
+		log_warn("%s: no control socket (%s): snapshot commands need the "
+		    "workspace unmounted", db, strerror(-r));
+		if (c->listen_fd >= 0)
+			unlink(c->path);
+		control_close_fds(c);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Stop serving, remove the socket, free c.  Accepts NULL. */
+void
+control_stop(struct control *c)
+{
+	if (!c)
+		return;
+	if (write(c->wake[1], "x", 1) < 0)
+		log_warn("control: waking the thread: %s", strerror(errno));
+	pthread_join(c->thread, NULL);
+	unlink(c->path);
+	control_close_fds(c);
+	free(c);
+}
+
+/* Send one request line to fd and read the answer into buf.  0 or -errno. */
+static int
+control_exchange(int fd, const char *verb, const char *name, char *buf,
+    size_t size)
+{
+	struct timeval tv = { .tv_sec = CONTROL_CLIENT_TIMEOUT_S };
+	char req[CONTROL_LINE_MAX];
+	int n = snprintf(req, sizeof(req), "%s %s\n", verb, name);
+
+	if (n < 0 || (size_t)n >= sizeof(req))
+		return -EINVAL;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (write(fd, req, (size_t)n) != n)
+		return -errno ? -errno : -EIO;
+	return control_read_line(fd, buf, size);
+}
+
+/* Ask the daemon serving db to run verb (snapshot, restore, drop) on
+ * snapshot name: 0, the -errno it answered, or -ECONNREFUSED when no
+ * daemon listens (-EPROTO for an answer not understood). */
+int
+control_request(const char *db, const char *verb, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char answer[CONTROL_LINE_MAX];
+	long err;
+	int fd, r;
+
+	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
+		return r;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	/* Any failure to connect is one answer: nobody listens (ENOENT
+	 * from the daemon means no such snapshot). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -ECONNREFUSED;
+	}
+	r = control_exchange(fd, verb, name, answer, sizeof(answer));
+	close(fd);
+	if (r < 0)
+		return r;
+	if (strcmp(answer, "ok") == 0)
+		return 0;
+	if (sscanf(answer, "error %ld", &err) == 1 && err > 0 && err < 4096)
+		return -(int)err;
+	return -EPROTO;
+}

@@ -1,0 +1,400 @@
+"""Snapshots of a workspace (`atrium-fs snapshot/snapshots/restore/drop`),
+schema 3's shared blocks, and the migration from a version-2 database.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_fs_snapshot.py
+"""
+import hashlib
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from test_fs import BIN, Mount, run
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Made by atrium-fs at schema 2 (before blocks): see test_v2_database_migrates.
+FIXTURE_V2 = os.path.join(HERE, "fixtures", "workspace-v2.db")
+FIXTURE_SUMS = {
+    "src/hello.txt":
+        "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447",
+    "src/pattern.bin":
+        "e870fec3223bac8f6147b08b31e6e6e4bb9abd783820bcd212b7737af6a02174",
+    "src/pattern-link.bin":
+        "e870fec3223bac8f6147b08b31e6e6e4bb9abd783820bcd212b7737af6a02174",
+    "src/sparse":
+        "8cb4b3d1c5cf11110b3fefccfff950e23f2036df98d8879fc59681e7afac5012",
+}
+CHUNK = 65536
+MiB = 1 << 20
+
+
+def tree_state(root):
+    """What a user sees of a tree: per path its type, mode, size, content
+    hash or link target, link count and xattrs."""
+    state = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                what = "-> " + os.readlink(p)
+            elif os.path.isdir(p):
+                what = "dir"
+            else:
+                with open(p, "rb") as f:
+                    what = hashlib.sha256(f.read()).hexdigest()
+            xattrs = {} if os.path.islink(p) else {
+                k: os.getxattr(p, k) for k in os.listxattr(p)}
+            state[rel] = (st.st_mode, st.st_size, st.st_nlink, what,
+                          int(st.st_mtime), xattrs)
+    return state
+
+
+def state_of(m):
+    """tree_state of the unmounted m as a fresh mount shows it (what the
+    kernel's writeback cache held, mtimes included, is in by then)."""
+    m.mount()
+    try:
+        return tree_state(m.dir)
+    finally:
+        m.unmount()
+
+
+def fsck_clean(db):
+    r = run("fsck", db)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def snapshots(db):
+    """{name: (inodes, shared, own)} from `atrium-fs snapshots`."""
+    r = run("snapshots", db)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "TAKEN", "INODES", "SHARED", "OWN"]
+    out = {}
+    for line in lines[1:]:
+        name, _, inodes, shared, own = line.split()
+        out[name] = (int(inodes), int(shared), int(own))
+    return out
+
+
+def ok(*args):
+    r = run(*args)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def db_bytes(db):
+    """The database and its WAL as the disk holds them."""
+    return sum(os.path.getsize(p) for p in (db, db + "-wal")
+               if os.path.exists(p))
+
+
+def make_tree(m):
+    os.makedirs(m.p("src", "deep"))
+    with open(m.p("src", "big.bin"), "wb") as f:
+        f.write(bytes(random.Random(1).getrandbits(8) for _ in range(5 * CHUNK + 123)))
+    with open(m.p("src", "small.txt"), "w") as f:
+        f.write("small\n")
+    os.link(m.p("src", "small.txt"), m.p("src", "deep", "hard.txt"))
+    os.symlink("small.txt", m.p("src", "link"))
+    os.setxattr(m.p("src", "small.txt"), "user.k", b"v1")
+    with open(m.p("sparse"), "wb") as f:
+        f.truncate(10 * CHUNK)
+        f.seek(7 * CHUNK + 5)
+        f.write(b"data")
+
+
+def change_tree(m):
+    """Every kind of change, including writes into blocks the snapshot
+    shares (in place, extending, truncating, punching)."""
+    with open(m.p("src", "big.bin"), "r+b") as f:
+        f.seek(CHUNK + 10)
+        f.write(b"X" * 100)                   # in place, inside a chunk
+        f.seek(5 * CHUNK + 100)
+        f.write(b"Y" * 1000)                  # extends the short last chunk
+        f.truncate(3 * CHUNK + 7)             # cuts a shared chunk
+    subprocess.run(["fallocate", "--punch-hole", "-o", str(7 * CHUNK), "-l",
+                    "10", m.p("sparse")], check=True)
+    with open(m.p("src", "small.txt"), "a") as f:
+        f.write("more\n")
+    os.setxattr(m.p("src", "small.txt"), "user.k", b"v2")
+    os.chmod(m.p("src", "small.txt"), 0o600)
+    os.unlink(m.p("src", "link"))
+    os.rename(m.p("src", "deep"), m.p("moved"))
+    os.mkdir(m.p("new"))
+    with open(m.p("new", "f"), "wb") as f:
+        f.write(os.urandom(3 * CHUNK))
+
+
+def test_v2_database_migrates_on_mount_keeping_every_byte(tmp_path):
+    m = Mount(tmp_path)
+    shutil.copy(FIXTURE_V2, m.db)
+    fsck_clean(m.db)                          # read-only: still version 2
+    m.mount()
+    try:
+        for rel, want in FIXTURE_SUMS.items():
+            with open(m.p(rel), "rb") as f:
+                assert hashlib.sha256(f.read()).hexdigest() == want, rel
+        st = os.stat(m.p("src", "hello.txt"))
+        assert (st.st_mode & 0o777, st.st_mtime_ns) == (0o640, 981173106789000000)
+        assert os.getxattr(m.p("src", "hello.txt"), "user.color") == b"blue"
+        assert os.readlink(m.p("src", "hello.lnk")) == "hello.txt"
+        assert os.stat(m.p("src", "pattern.bin")).st_nlink == 2
+        assert os.stat(m.p("src", "sparse")).st_blocks == 112   # holes kept
+        # and it still works as a filesystem
+        with open(m.p("src", "pattern.bin"), "r+b") as f:
+            f.write(b"new")
+        with open(m.p("src", "pattern-link.bin"), "rb") as f:
+            assert f.read(3) == b"new"
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+    assert sqlite3.connect(m.db).execute("PRAGMA user_version").fetchone()[0] == 3
+
+
+def test_snapshot_restore_and_drop(tmp_path):
+    m = Mount(tmp_path).mount()
+    try:
+        make_tree(m)
+    finally:
+        m.unmount()
+    before = state_of(m)
+    ok("snapshot", m.db, "before")
+    assert snapshots(m.db)["before"][2] == 0      # all shared with the tree
+    m.mount()
+    try:
+        assert tree_state(m.dir) == before
+        change_tree(m)
+    finally:
+        m.unmount()
+    changed = state_of(m)
+    assert changed != before
+    fsck_clean(m.db)
+    inodes, shared, own = snapshots(m.db)["before"]
+    assert inodes == 7              # the root and 6 (a hard link is one)
+    assert own > 0 and shared > 0
+    ok("snapshot", m.db, "after")
+    ok("restore", m.db, "before")
+    fsck_clean(m.db)
+    m.mount()
+    try:
+        assert tree_state(m.dir) == before
+        with open(m.p("src", "small.txt"), "a") as f:   # the tree is live
+            f.write("again\n")
+    finally:
+        m.unmount()
+    ok("restore", m.db, "after")
+    assert state_of(m) == changed
+    ok("drop", m.db, "before")
+    ok("drop", m.db, "after")
+    fsck_clean(m.db)
+    assert snapshots(m.db) == {}
+    du = dict(line.split(":", 1) for line in ok("du", m.db).stdout.splitlines())
+    assert du["snapshots only"].split()[0] == "0"
+
+
+def test_snapshot_commands_say_what_is_wrong(tmp_path):
+    m = Mount(tmp_path)
+    ok("snapshot", m.db, "a")
+    r = run("snapshot", m.db, "a")
+    assert r.returncode == 1 and "already has a snapshot named a" in r.stderr
+    for bad in ("", "-x", "a/b", "a b", "x" * 129, "\x1b[2J"):
+        r = run("snapshot", m.db, bad)
+        assert r.returncode == 1 and "is not a snapshot name" in r.stderr
+    for cmd in ("restore", "drop"):
+        r = run(cmd, m.db, "nope")
+        assert r.returncode == 1 and "has no snapshot named nope" in r.stderr
+    r = run("snapshot", str(tmp_path / "missing.db"), "a")
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    m.mount()
+    try:
+        ok("snapshot", m.db, "b")                 # through the daemon
+        r = run("restore", m.db, "nope")
+        assert r.returncode == 1 and "has no snapshot named nope" in r.stderr
+        assert list(snapshots(m.db)) == ["a", "b"]
+        st = os.stat(m.db + "-ctl")
+        assert (st.st_mode & 0o777) == 0o600
+    finally:
+        m.unmount()
+    assert not os.path.exists(m.db + "-ctl")
+    r = run("drop", m.db, "b")                    # offline again
+    assert r.returncode == 0, r.stderr
+    assert list(snapshots(m.db)) == ["a"]
+
+
+def contents(root):
+    """Each path's type and content (no times: the kernel flushes those
+    from its writeback cache when it likes)."""
+    return {k: (v[0], v[1], v[3]) for k, v in tree_state(root).items()}
+
+
+def test_mounted_snapshot_restore_drop_with_files_open(tmp_path):
+    """On a mounted workspace: the kernel sees the restored tree at once,
+    and files open for reading and writing keep the file they had opened,
+    as after a rename over them."""
+    m = Mount(tmp_path).mount()
+    try:
+        make_tree(m)
+        reader = open(m.p("src", "big.bin"), "rb")
+        writer = open(m.p("src", "small.txt"), "r+b")
+        writer.seek(0, 2)
+        writer.write(b"first\n")
+        writer.flush()
+        want = contents(m.dir)
+        ok("snapshot", m.db, "s")
+        # change the tree, through the open files too
+        writer.write(b"second\n")
+        writer.flush()
+        with open(m.p("src", "big.bin"), "r+b") as f:
+            f.write(b"Z" * 5000)
+        os.unlink(m.p("sparse"))
+        os.mkdir(m.p("later"))
+        with open(m.p("later", "f"), "w") as f:
+            f.write("later\n")
+        seen_before = reader.read(100)
+        ok("restore", m.db, "s")
+        assert contents(m.dir) == want            # no stale cache
+        assert not os.path.exists(m.p("later"))
+        # the open files still reach what they had opened
+        reader.seek(0)
+        assert reader.read(100) == b"Z" * 100
+        assert seen_before == b"Z" * 100
+        writer.write(b"third\n")
+        writer.flush()
+        writer.seek(0)
+        assert writer.read() == b"small\nfirst\nsecond\nthird\n"
+        with open(m.p("src", "small.txt"), "rb") as f:
+            assert f.read() == b"small\nfirst\n"
+        ok("drop", m.db, "s")
+        reader.close()
+        writer.close()
+        fsck_clean(m.db)
+        assert contents(m.dir) == want
+        with open(m.p("src", "small.txt"), "ab") as f:    # writable
+            f.write(b"after\n")
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+    m.mount()
+    try:
+        with open(m.p("src", "small.txt"), "rb") as f:
+            assert f.read() == b"small\nfirst\nafter\n"
+    finally:
+        m.unmount()
+
+
+def test_restore_under_a_running_command(tmp_path):
+    """A command appending to a log in the workspace keeps running through
+    a restore; its later appends land in the restored file."""
+    m = Mount(tmp_path).mount()
+    try:
+        os.mkdir(m.p("work"))
+        with open(m.p("work", "log"), "w") as f:
+            f.write("start\n")
+        ok("snapshot", m.db, "s")
+        cmd = subprocess.Popen(
+            ["sh", "-c", "i=0; while [ $i -lt 200 ]; do echo line$i >> log; "
+             "i=$((i+1)); sleep 0.01; done; echo done > finished"],
+            cwd=m.p("work"), stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        ok("restore", m.db, "s")
+        assert cmd.wait(timeout=60) == 0
+        assert cmd.stderr.read() == b""
+        with open(m.p("work", "log")) as f:
+            lines = f.read().splitlines()
+        assert lines[0] == "start" and lines[-1] == "line199"
+        assert len(lines) < 201                   # what came before went
+        assert open(m.p("work", "finished")).read() == "done\n"
+        fsck_clean(m.db)
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+
+
+def test_snapshot_of_a_big_file_costs_metadata_only(tmp_path):
+    """A 256 MiB file: the snapshot writes a few hundred KiB at most, and
+    rewriting 1 MiB of it afterwards costs about that 1 MiB."""
+    m = Mount(tmp_path).mount()
+    try:
+        with open(m.p("big"), "wb") as f:
+            for _ in range(256):
+                f.write(os.urandom(MiB))
+    finally:
+        m.unmount()
+    start = db_bytes(m.db)
+    ok("snapshot", m.db, "s")
+    taken = db_bytes(m.db) - start
+    assert taken < 256 * 1024, taken
+    m.mount()
+    try:
+        with open(m.p("big"), "r+b") as f:
+            f.seek(100 * MiB)
+            f.write(os.urandom(MiB))
+    finally:
+        m.unmount()
+    rewritten = db_bytes(m.db) - start - taken
+    assert rewritten < 2 * MiB, rewritten
+    assert snapshots(m.db)["s"][2] == MiB         # its own: the old MiB
+    fsck_clean(m.db)
+
+
+def kill_during(args, delay):
+    """Start atrium-fs args, SIGKILL it after delay seconds (or let it end)."""
+    p = subprocess.Popen([BIN, *args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+
+def test_kill_9_during_snapshot_restore_and_drop(tmp_path):
+    """Whatever moment a snapshot, restore or drop dies at, fsck is clean
+    and the snapshot is whole or absent."""
+    m = Mount(tmp_path).mount()
+    try:
+        for d in range(20):
+            os.mkdir(m.p("d%d" % d))
+            for i in range(150):
+                with open(m.p("d%d" % d, "f%d" % i), "w") as f:
+                    f.write("%d/%d\n" % (d, i))
+        with open(m.p("big"), "wb") as f:
+            f.write(os.urandom(64 * MiB))
+    finally:
+        m.unmount()
+    want = state_of(m)
+    rnd = random.Random(7)
+    for round_ in range(4):
+        name = "s%d" % round_
+        kill_during(["snapshot", m.db, name], rnd.uniform(0.0, 0.15))
+        fsck_clean(m.db)
+        if name not in snapshots(m.db):
+            ok("snapshot", m.db, name)
+        m.mount()
+        try:
+            os.unlink(m.p("big"))
+            os.rename(m.p("d3"), m.p("gone"))
+        finally:
+            m.unmount()
+        kill_during(["restore", m.db, name], rnd.uniform(0.0, 0.15))
+        fsck_clean(m.db)
+        if state_of(m) != want:                       # the restore did not happen
+            ok("restore", m.db, name)
+        kill_during(["drop", m.db, name], rnd.uniform(0.0, 0.1))
+        fsck_clean(m.db)
+        assert state_of(m) == want
+    ok("snapshot", m.db, "last")
+    for name in snapshots(m.db):
+        ok("drop", m.db, name)
+    fsck_clean(m.db)
