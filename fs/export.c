@@ -378,19 +378,23 @@ export_free(struct export *x)
 static int
 export_open_tree(struct export *x, const char *db, const char *snapshot)
 {
-	int r = snapshot ? tree_open_snapshot(db, snapshot, &x->t) :
-	    tree_open_live(db, &x->t);
+	int r;
 
+	if (snapshot && fs_snapshot_name_ok(snapshot) < 0) {
+		fprintf(stderr, "atrium-fs: export: that is not a snapshot name "
+		    "(1-%d bytes of letters, digits and ._:@+-); see atrium-fs "
+		    "snapshots %s\n", FS_SNAPSHOT_NAME_MAX, db);
+		return -1;
+	}
+	r = snapshot ? tree_open_snapshot(db, snapshot, &x->t) :
+	    tree_open_live(db, &x->t);
 	if (r == 0)
 		return 0;
 	if (r == -ENOTSUP)
 		fprintf(stderr, "atrium-fs: %s: this database has no snapshots\n", db);
-	else if (r == -ENOENT && snapshot)
+	else if (r == -ENOENT && snapshot && access(db, F_OK) == 0)
 		fprintf(stderr, "atrium-fs: %s has no snapshot \"%s\" (see "
-		    "atrium-fs snapshots)\n", db, snapshot);
-	else if (r == -ENOSYS)
-		fprintf(stderr, "atrium-fs: %s: this atrium-fs cannot read "
-		    "snapshots; upgrade it\n", db);
+		    "atrium-fs snapshots %s)\n", db, snapshot, db);
 	else
 		fs_explain_open(db, r, "export");
 	return -1;

@@ -109,13 +109,15 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	/* ls -l, git status: attributes come with the listing. */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
-	/* No inode has an ACL (xattr.c answers ENODATA for system.* and
-	 * refuses to set them), but only with POSIX ACLs on does the kernel
-	 * remember that: `ls -l` asks for every file's ACL, a round trip each
-	 * without it.  Permission checks stay the kernel's (they are already,
-	 * default_permissions), on the mode bits alone. */
-	if (conn->capable & FUSE_CAP_POSIX_ACL)
-		conn->want |= FUSE_CAP_POSIX_ACL;
+	/* No POSIX ACLs: no inode has one (xattr.c refuses system.* with
+	 * EOPNOTSUPP), and without them the kernel checks permissions on the
+	 * mode bits alone (default_permissions) and never asks for an ACL to
+	 * do so.  Only a program's own getxattr of an ACL reaches us, and its
+	 * EOPNOTSUPP makes `ls -l` stop asking on this filesystem after the
+	 * first file.  With them on, the kernel would ask once per inode and
+	 * again after each readdirplus (which forgets an inode's cached ACLs):
+	 * a round trip per file of every `ls -l` whose listing was not cached. */
+	conn->want &= ~FUSE_CAP_POSIX_ACL;
 	/* The kernel clears setuid/setgid itself, through setattr. */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	/* Locks stay in the kernel: this mount is the only way to the files. */

@@ -17,13 +17,28 @@
  *   I6  chunks of no regular file, empty ones and ones wholly past the
  *       file's size are deleted; one that reaches past the size is cut at
  *       it (reads never showed those bytes).
+ *   I10 chunks naming a missing block are deleted (those bytes read as
+ *       zeros from then on; stored is counted again); a chunk whose block
+ *       is longer than its len, or which shares its block with another
+ *       live chunk, gets a block of its own bytes, and one whose block is
+ *       shorter takes the block's length (repair_blocks below); a
+ *       snapshot's chunk naming a missing block is deleted, one whose block
+ *       is shorter takes its length; blocks named by nothing are deleted.
+ *   I11 snap_ rows of a missing snapshot are deleted, and a snapshot's
+ *       entries naming an inode the snapshot does not hold.
  *   I7  a symlink's size is set to its target's length; targets of
  *       non-symlinks and xattrs of missing inodes are deleted.
  *   I8  a directory not reachable from the root moves into /lost+found.
  *   I9  nanoseconds out of range become 0; stored bytes are counted again.
  * Not repaired (reported by the check that follows): bad names (I3),
  * symlinks without a target (I7), chunks longer than the chunk size (I6),
- * a root that is missing or no directory (I1), and SQLite's own damage.
+ * a root that is missing or no directory (I1), a snapshot without a root
+ * or whose chunk's block is longer than its len (I10, I11), and SQLite's
+ * own damage.
+ *
+ * A block is rewritten in place only when no snapshot and no other chunk
+ * names it; otherwise the chunk gets a new block with the bytes it keeps,
+ * so a repair never changes what a snapshot holds.
  * The quota's totals are not stored (fs/quota.c counts them at each
  * mount), so there is nothing of them to repair.
  *
@@ -38,6 +53,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define REPAIR_PASSES 8
@@ -65,11 +81,22 @@ struct repair_step {
 #define R_CHUNK_NO_FILE "SELECT c.rowid FROM chunks c LEFT JOIN inodes i " \
 	"ON i.ino = c.ino WHERE i.ino IS NULL OR " R_TYPE("i.mode") " != " R_REG
 #define R_CHUNK_PAST "SELECT c.rowid FROM chunks c JOIN inodes i ON " \
-	"i.ino = c.ino WHERE length(c.data) = 0 OR c.idx < 0 OR " \
-	"c.idx * ?1 >= i.size"
-#define R_CHUNK_CUT "SELECT c.rowid FROM chunks c JOIN inodes i ON " \
-	"i.ino = c.ino WHERE length(c.data) <= ?1 AND c.idx >= 0 AND " \
-	"c.idx * ?1 < i.size AND c.idx * ?1 + length(c.data) > i.size"
+	"i.ino = c.ino WHERE c.len <= 0 OR c.idx < 0 OR c.idx * ?1 >= i.size"
+#define R_CHUNK_NO_BLOCK "SELECT c.rowid FROM chunks c LEFT JOIN blocks " \
+	"b ON b.id = c.block WHERE b.id IS NULL"
+#define R_SNAP_NO_BLOCK "NOT EXISTS (SELECT 1 FROM blocks b WHERE b.id = " \
+	"snap_chunks.block)"
+#define R_SNAP_SHORT "snap_chunks.len > (SELECT length(b.data) FROM " \
+	"blocks b WHERE b.id = snap_chunks.block)"
+#define R_NO_SNAP(t) "SELECT printf('deleted %d rows of " t " of snapshot " \
+	"%d, which does not exist', count(*), snap) FROM " t " WHERE snap NOT " \
+	"IN (SELECT id FROM snapshots) GROUP BY snap", "DELETE FROM " t \
+	" WHERE snap NOT IN (SELECT id FROM snapshots)"
+#define R_SNAP_DANGLING "NOT EXISTS (SELECT 1 FROM snap_inodes i WHERE " \
+	"i.snap = snap_dirents.snap AND i.ino = snap_dirents.ino)"
+#define R_BLOCK_UNNAMED "NOT EXISTS (SELECT 1 FROM chunks c WHERE " \
+	"c.block = blocks.id) AND NOT EXISTS (SELECT 1 FROM snap_chunks s " \
+	"WHERE s.block = blocks.id)"
 #define R_UNLINKED "SELECT ino FROM inodes i WHERE ino != 1 AND nlink = 0 " \
 	"AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)"
 
@@ -93,11 +120,10 @@ static const struct repair_step repair_steps[] = {
 	  "file %d', count(*), ino) FROM chunks WHERE rowid IN (" R_CHUNK_PAST
 	  ") GROUP BY ino",
 	  "DELETE FROM chunks WHERE rowid IN (" R_CHUNK_PAST ")" },
-	{ "SELECT printf('cut chunk %d of file %d at the file''s size', idx, "
-	  "ino) FROM chunks WHERE rowid IN (" R_CHUNK_CUT ")",
-	  "UPDATE chunks SET data = substr(data, 1, (SELECT size FROM inodes i "
-	  "WHERE i.ino = chunks.ino) - idx * ?1) WHERE rowid IN ("
-	  R_CHUNK_CUT ")" },
+	{ "SELECT printf('deleted chunk %d of file %d: its block %d is "
+	  "missing (those bytes now read as zeros)', idx, ino, block) FROM "
+	  "chunks WHERE rowid IN (" R_CHUNK_NO_BLOCK ")",
+	  "DELETE FROM chunks WHERE rowid IN (" R_CHUNK_NO_BLOCK ")" },
 	{ "SELECT printf('deleted the symlink target of inode %d, which is no "
 	  "symlink', s.ino) FROM symlinks s LEFT JOIN inodes i ON i.ino = "
 	  "s.ino WHERE i.ino IS NULL OR " R_TYPE("i.mode") " != " R_LNK,
@@ -118,6 +144,30 @@ static const struct repair_step repair_steps[] = {
 	  "DELETE FROM symlinks WHERE ino IN (" R_UNLINKED ");"
 	  "DELETE FROM xattrs WHERE ino IN (" R_UNLINKED ");"
 	  "DELETE FROM inodes WHERE ino IN (" R_UNLINKED ")" },
+	{ R_NO_SNAP("snap_inodes") },
+	{ R_NO_SNAP("snap_dirents") },
+	{ R_NO_SNAP("snap_chunks") },
+	{ R_NO_SNAP("snap_symlinks") },
+	{ R_NO_SNAP("snap_xattrs") },
+	{ "SELECT printf('snapshot %d: removed entry %Q in directory %d: the "
+	  "snapshot holds no inode %d', snap, name, parent, ino) FROM "
+	  "snap_dirents WHERE " R_SNAP_DANGLING,
+	  "DELETE FROM snap_dirents WHERE " R_SNAP_DANGLING },
+	{ "SELECT printf('snapshot %d: deleted chunk %d of inode %d: its block "
+	  "%d is missing', snap, idx, ino, block) FROM snap_chunks WHERE "
+	  R_SNAP_NO_BLOCK, "DELETE FROM snap_chunks WHERE " R_SNAP_NO_BLOCK },
+	{ "SELECT printf('snapshot %d: set the length of chunk %d of inode %d "
+	  "from %d to its block''s', snap, idx, ino, len) FROM snap_chunks "
+	  "WHERE " R_SNAP_SHORT, "UPDATE snap_chunks SET len = (SELECT length("
+	  "b.data) FROM blocks b WHERE b.id = snap_chunks.block) WHERE "
+	  R_SNAP_SHORT },
+};
+
+/* Last in a pass, after every step that lets go of blocks. */
+static const struct repair_step repair_unnamed_blocks[] = {
+	{ "SELECT printf('deleted block %d (%d bytes), which no chunk or "
+	  "snapshot names', id, length(data)) FROM blocks WHERE "
+	  R_BLOCK_UNNAMED, "DELETE FROM blocks WHERE " R_BLOCK_UNNAMED },
 };
 
 /* Link counts, stored bytes and times: after every step that moves
@@ -142,10 +192,10 @@ static const struct repair_step repair_counts[] = {
 	  " AND nlink > 0" },
 	{ "SELECT printf('counted the stored bytes of file %d again (%d, not "
 	  "%d)', ino, want, stored) FROM (SELECT ino, stored, (SELECT coalesce("
-	  "sum(length(data)), 0) FROM chunks c WHERE c.ino = inodes.ino) AS "
+	  "sum(c.len), 0) FROM chunks c WHERE c.ino = inodes.ino) AS "
 	  "want FROM inodes WHERE " R_TYPE("mode") " = " R_REG ") WHERE "
 	  "stored != want",
-	  "UPDATE inodes SET stored = (SELECT coalesce(sum(length(data)), 0) "
+	  "UPDATE inodes SET stored = (SELECT coalesce(sum(c.len), 0) "
 	  "FROM chunks c WHERE c.ino = inodes.ino) WHERE " R_TYPE("mode") " = "
 	  R_REG },
 	{ "SELECT printf('counted the entry bytes of directory %d again (%d, "
@@ -248,6 +298,145 @@ repair_int(sqlite3 *db, const char *sql, int64_t def)
 	return v;
 }
 
+/* Live chunks whose len or block must change (I6's cut, I10's lengths
+ * and shared blocks), with the bytes each keeps: the least of its len,
+ * its block's length and what the file's size leaves it. */
+#define R_BLOCK_FIX "SELECT rowid, ino, idx, block, len, blen, want, " \
+	"shared, second FROM (SELECT c.rowid AS rowid, c.ino AS ino, c.idx " \
+	"AS idx, c.block AS block, c.len AS len, length(b.data) AS blen, " \
+	"min(c.len, length(b.data), i.size - c.idx * ?1) AS want, EXISTS (" \
+	"SELECT 1 FROM snap_chunks s WHERE s.block = c.block) OR EXISTS (" \
+	"SELECT 1 FROM chunks d WHERE d.block = c.block AND d.rowid != " \
+	"c.rowid) AS shared, EXISTS (SELECT 1 FROM chunks d WHERE d.block = " \
+	"c.block AND d.rowid < c.rowid) AS second FROM chunks c JOIN blocks " \
+	"b ON b.id = c.block JOIN inodes i ON i.ino = c.ino WHERE " \
+	R_TYPE("i.mode") " = " R_REG " AND c.len > 0 AND c.len <= ?1 AND " \
+	"c.idx >= 0 AND c.idx * ?1 < i.size) WHERE want != len OR want != " \
+	"blen OR second"
+
+/* One chunk R_BLOCK_FIX found. */
+struct repair_chunk {
+	int64_t rowid, ino, idx, block, len, blen, want;
+	int shared, second;
+};
+
+/* Say what repair_chunk_fix does to c, in one line. */
+static void
+repair_chunk_say(const struct repair_chunk *c)
+{
+	const char *copy = c->shared ? " (in a new block: a snapshot or "
+	    "another chunk names the old one)" : "";
+
+	if (c->want == 0)
+		printf("deleted chunk %lld of file %lld: its block %lld is "
+		    "empty\n", (long long)c->idx, (long long)c->ino,
+		    (long long)c->block);
+	else if (c->want < c->len && c->want < c->blen)
+		printf("cut chunk %lld of file %lld at the file's size%s\n",
+		    (long long)c->idx, (long long)c->ino, copy);
+	else if (c->blen < c->len)
+		printf("set the length of chunk %lld of file %lld from %lld to "
+		    "its block's %lld bytes\n", (long long)c->idx,
+		    (long long)c->ino, (long long)c->len, (long long)c->blen);
+	else if (c->want < c->blen)
+		printf("cut block %lld of chunk %lld of file %lld to the "
+		    "chunk's %lld bytes%s\n", (long long)c->block,
+		    (long long)c->idx, (long long)c->ino, (long long)c->want,
+		    copy);
+	else
+		printf("gave chunk %lld of file %lld a copy of block %lld, "
+		    "which another chunk names\n", (long long)c->idx,
+		    (long long)c->ino, (long long)c->block);
+}
+
+/* Make c name a block of exactly c->want bytes: a copy when another
+ * chunk or a snapshot names its block (a snapshot never changes), else
+ * the block cut in place.  0 or -EIO. */
+static int
+repair_chunk_fix(sqlite3 *db, const struct repair_chunk *c)
+{
+	char sql[512];
+
+	if (c->want == 0)
+		snprintf(sql, sizeof(sql), "DELETE FROM chunks WHERE rowid = "
+		    "%lld", (long long)c->rowid);
+	else if ((c->blen != c->want && c->shared) || c->second)
+		snprintf(sql, sizeof(sql), "INSERT INTO blocks(data) SELECT "
+		    "substr(data, 1, %lld) FROM blocks WHERE id = %lld; UPDATE "
+		    "chunks SET block = last_insert_rowid(), len = %lld WHERE "
+		    "rowid = %lld", (long long)c->want, (long long)c->block,
+		    (long long)c->want, (long long)c->rowid);
+	else
+		snprintf(sql, sizeof(sql), "UPDATE blocks SET data = substr("
+		    "data, 1, %lld) WHERE id = %lld AND length(data) > %lld; "
+		    "UPDATE chunks SET len = %lld WHERE rowid = %lld",
+		    (long long)c->want, (long long)c->block, (long long)c->want,
+		    (long long)c->want, (long long)c->rowid);
+	return repair_do(db, sql);
+}
+
+/* The rows of R_BLOCK_FIX, all read before any changes (a query must
+ * not see its own table change under it): *n of them, 0 or -errno. */
+static int
+repair_chunks_find(sqlite3 *db, struct repair_chunk **out, size_t *n)
+{
+	struct repair_chunk *a = NULL, *p;
+	size_t cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, R_BLOCK_FIX, -1, &st, NULL) != SQLITE_OK) {
+		log_error("repair query failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	sqlite3_bind_int(st, 1, FS_CHUNK);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (!(p = realloc(a, cap * sizeof(*a)))) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			a = p;
+		}
+		a[*n] = (struct repair_chunk){
+			sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+			sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+			sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+			sqlite3_column_int64(st, 6), sqlite3_column_int(st, 7),
+			sqlite3_column_int(st, 8) };
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	*out = a;
+	if (rc != SQLITE_DONE) {
+		log_error("repair query failed: %s", sqlite3_errstr(rc));
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	}
+	return 0;
+}
+
+/* I6's cut and I10's lengths and shared blocks.  Changes made, or
+ * -errno. */
+static int
+repair_blocks(sqlite3 *db)
+{
+	struct repair_chunk *a;
+	size_t n;
+	int r;
+
+	if ((r = repair_chunks_find(db, &a, &n)) == 0) {
+		for (size_t i = 0; i < n && r == 0; i++) {
+			repair_chunk_say(&a[i]);
+			r = repair_chunk_fix(db, &a[i]);
+		}
+	}
+	free(a);
+	return r < 0 ? r : (int)n;
+}
+
 #define R_LOST_FOUND "SELECT d.ino FROM dirents d JOIN inodes i ON i.ino = " \
 	"d.ino WHERE d.parent = 1 AND d.name = 'lost+found' AND " \
 	R_TYPE("i.mode") " = " R_DIR
@@ -333,6 +522,14 @@ repair_passes(sqlite3 *db)
 		    sizeof(repair_steps) / sizeof(repair_steps[0]))) < 0 ||
 		    (r = repair_adopt(db)) < 0)
 			return n < 0 ? n : r;
+		n += r;
+		if ((r = repair_blocks(db)) < 0)
+			return r;
+		n += r;
+		if ((r = repair_steps_run(db, repair_unnamed_blocks,
+		    sizeof(repair_unnamed_blocks) /
+		    sizeof(repair_unnamed_blocks[0]))) < 0)
+			return r;
 		n += r;
 		if ((r = repair_steps_run(db, repair_counts,
 		    sizeof(repair_counts) / sizeof(repair_counts[0]))) < 0)

@@ -16,8 +16,8 @@
  * stop at this view's snapshot, so its WAL may grow for the length of the
  * walk and is reset by its next checkpoint after the view closes.
  *
- * A snapshot source (schema 3, fs/snapshot.c) plugs in at
- * tree_open_snapshot with the same table of functions.
+ * The snapshot source, with the same table of functions, is
+ * fs/tree_snap.c's tree_open_snapshot.
  */
 #include "fs_int.h"
 #include "tree.h"
@@ -156,65 +156,6 @@ tree_open_live(const char *path, struct tree **out)
 	t->src = fs;
 	*out = t;
 	return 0;
-}
-
-/* 1 when the database has a table named table, 0 when not, or -errno. */
-static int
-tree_has_table(struct fs *fs, const char *table)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!(st = db_stmt(fs, "SELECT 1 FROM sqlite_master WHERE type = "
-	    "'table' AND name = ?")))
-		return -EIO;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_errno(fs, rc, "looking for snapshots");
-	return rc == SQLITE_ROW;
-}
-
-/* 1 when the snapshot table holds name, 0 when not, or -errno. */
-static int
-tree_has_snapshot(struct fs *fs, const char *name)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!(st = db_stmt(fs, "SELECT 1 FROM snapshots WHERE name = ?")))
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_errno(fs, rc, "looking for a snapshot");
-	return rc == SQLITE_ROW;
-}
-
-/* No snapshot source is built in yet: this says which of the three
- * answers a caller gets (no snapshots at all, no such one, or one that
- * this program cannot read), so that the command line is right today. */
-int
-tree_open_snapshot(const char *path, const char *name, struct tree **out)
-{
-	struct fs *fs;
-	int r;
-
-	*out = NULL;
-	if ((r = fs_open(path, FS_OPEN_READONLY, &fs)) < 0)
-		return r;
-	fs_lock(fs);
-	if ((r = tree_has_table(fs, "snapshots")) == 0)
-		r = -ENOTSUP;
-	else if (r > 0 && (r = tree_has_snapshot(fs, name)) == 0)
-		r = -ENOENT;
-	else if (r > 0)
-		r = -ENOSYS;
-	fs_unlock(fs);
-	fs_close(fs);
-	return r;
 }
 
 void

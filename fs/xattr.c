@@ -2,17 +2,29 @@
  * xattr.c: extended attributes (the xattrs table).  Called by fs/fuse_ops.c.
  *
  * The user.*, trusted.* and security.* namespaces are stored as given (the
- * kernel has already checked the caller may use them); system.* (POSIX
- * ACLs) is refused with EOPNOTSUPP since the kernel would not enforce ACLs
- * it reads from here.  Names are at most 255 bytes, values 64 KiB, as on
- * Linux.
+ * kernel has already checked the caller may use them), with two exceptions
+ * that are refused with EOPNOTSUPP, as a filesystem without them answers:
+ *   - system.* (POSIX ACLs): the kernel would not enforce ACLs it reads
+ *     from here (the mount does not turn POSIX ACLs on, so the kernel never
+ *     asks for one to check a permission: only programs do, and `ls -l`
+ *     stops asking at the first EOPNOTSUPP, as for the label below).
+ *   - security.selinux, a label that nothing reads from here: with SELinux
+ *     on, the kernel labels a FUSE mount itself and never asks the daemon;
+ *     without it, the label means nothing.  getxattr refuses it too, and
+ *     that is what makes it worth refusing: coreutils' `ls -l` asks for it
+ *     once per file listed until one answer says the filesystem keeps no
+ *     labels, and then never again on this device, so a listing of 100,000
+ *     files sends one such request instead of 100,000.  A label stored by
+ *     an older atrium-fs stays in its row but is neither read nor listed.
+ * Names are at most 255 bytes, values 64 KiB, as on Linux.
  *
- * The cache.  Most inodes have no extended attribute, yet `ls -l` asks for
- * two of each file it lists (security.selinux and the ACL), and every first
- * write to a file asks for security.capability.  fs->xattr_inos holds every
- * inode that has, or may have, an attribute; for any other inode getxattr
- * answers ENODATA and listxattr an empty list from memory, without SQL and
- * without fs->lock, so that answer never waits behind a commit or an fsync;
+ * The cache.  Most inodes have no extended attribute, yet the kernel asks
+ * for security.capability before every write(2) to a file (FUSE keeps no
+ * "has no security attributes" flag on its inodes).  fs->xattr_inos holds
+ * every inode that has, or may have, an attribute; for any other inode
+ * getxattr answers ENODATA and listxattr an empty list from memory, without
+ * SQL and without fs->lock, so that answer never waits behind a commit or
+ * an fsync;
  * for an inode that has some, a read-only connection answers unless the
  * open group changed them (readers.c).
  * The one rule that keeps it right: an inode is added before the first row
@@ -111,6 +123,17 @@ xattr_cache_note(struct fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->xattr_lock);
 }
 
+/* The one security label refused (see the head); listxattr's SQL skips it
+ * by this name. */
+#define XATTR_LABEL "security.selinux"
+
+/* 1 when name is the security label this filesystem does not keep. */
+static int
+xattr_is_label(const char *name)
+{
+	return strcmp(name, XATTR_LABEL) == 0;
+}
+
 /* 0 when name is storable, or -errno. */
 static int
 xattr_check_name(const char *name)
@@ -121,7 +144,7 @@ xattr_check_name(const char *name)
 		return -EINVAL;
 	if (n > FS_XATTR_NAME_MAX)
 		return -ERANGE;
-	if (strncmp(name, "system.", 7) == 0)
+	if (strncmp(name, "system.", 7) == 0 || xattr_is_label(name))
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -220,7 +243,8 @@ xattr_get_on(sqlite3_stmt *st, uint64_t ino, const char *name, void *buf,
 	return rc;
 }
 
-/* An attribute's value (or size when size is 0): its size or -errno. */
+/* An attribute's value (or size when size is 0): its size, -ENODATA,
+ * -EOPNOTSUPP for an ACL or the security label (see the head) or -errno. */
 ssize_t
 fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
     size_t size)
@@ -229,7 +253,9 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	ssize_t r;
 	int rc;
 
-	if (xattr_check_name(name) < 0 || xattr_cache_none(fs, ino))
+	if ((r = xattr_check_name(name)) < 0)
+		return r == -EOPNOTSUPP ? r : -ENODATA;
+	if (xattr_cache_none(fs, ino))
 		return -ENODATA;
 	/* Not changed by the open group: a read-only connection answers. */
 	if ((r = readers_getxattr(fs, ino, name, buf, size)) != READERS_ASK_WRITER)
@@ -259,7 +285,8 @@ fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size)
 	if (xattr_cache_none(fs, ino))
 		return 0;
 	fs_lock(fs);
-	if (!(st = db_stmt(fs, "SELECT name FROM xattrs WHERE ino = ? ORDER BY name"))) {
+	if (!(st = db_stmt(fs, "SELECT name FROM xattrs WHERE ino = ? "
+	    "AND name <> '" XATTR_LABEL "' ORDER BY name"))) {
 		fs_unlock(fs);
 		return -EIO;
 	}

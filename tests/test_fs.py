@@ -13,6 +13,7 @@ import shutil
 import signal
 import sqlite3
 import stat
+import struct
 import subprocess
 import tempfile
 import time
@@ -332,6 +333,31 @@ def test_truncate_chmod_utime_statfs(fs):
     os.setxattr(fs.p("f"), "user.note", b"hi")
     assert os.getxattr(fs.p("f"), "user.note") == b"hi"
     assert "user.note" in os.listxattr(fs.p("f"))
+
+
+def test_selinux_labels_and_acls_are_not_kept(fs):
+    # As on a filesystem without labels (and on any FUSE mount under
+    # SELinux) and without ACLs: refused, so that ls -l stops asking for
+    # them one file at a time.
+    p = fs.p("f")
+    open(p, "w").close()
+    # A valid access ACL (version 2: user::rw-, group::r--, other::r--).
+    acl = struct.pack("<I" + "HHI" * 3, 2, 0x01, 6, 0xFFFFFFFF,
+                      0x04, 4, 0xFFFFFFFF, 0x20, 4, 0xFFFFFFFF)
+    for call in (lambda: os.getxattr(p, "security.selinux"),
+                 lambda: os.setxattr(p, "security.selinux", b"x"),
+                 lambda: os.removexattr(p, "security.selinux"),
+                 lambda: os.getxattr(p, "system.posix_acl_access"),
+                 lambda: os.getxattr(fs.dir, "system.posix_acl_default"),
+                 lambda: os.setxattr(p, "system.posix_acl_access", acl)):
+        with pytest.raises(OSError) as e:
+            call()
+        assert e.value.errno == errno.EOPNOTSUPP
+    os.setxattr(p, "security.note", b"kept")
+    assert os.getxattr(p, "security.note") == b"kept"
+    assert os.listxattr(p) == ["security.note"]
+    r = subprocess.run(["ls", "-l", fs.dir], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "" and " f\n" in r.stdout
 
 
 def daemon_wchar(pid):

@@ -27,6 +27,13 @@ def ino_of(c, path):
     return ino
 
 
+def new_chunk(c, ino, idx, data):
+    """A chunk of ino naming a new block that holds data."""
+    c.execute("INSERT INTO blocks(data) VALUES(?)", (data,))
+    c.execute("INSERT INTO chunks(ino, idx, block, len) VALUES(?, ?, "
+              "last_insert_rowid(), ?)", (ino, idx, len(data)))
+
+
 def new_inode(c, mode, nlink, size=0):
     c.execute("INSERT INTO inodes(mode, nlink, uid, gid, size, atime, mtime, "
               "ctime) VALUES(?, ?, 0, 0, ?, ?, ?, ?)",
@@ -56,21 +63,21 @@ def ws(tmp_path):
 # Each damage: (name, SQL function, a line the repair prints).
 def orphan_with_links(c):
     ino = new_inode(c, 0o100644, 1, 3)
-    c.execute("INSERT INTO chunks VALUES(?, 0, 'abc')", (ino,))
+    new_chunk(c, ino, 0, b"abc")
     c.execute("UPDATE inodes SET stored = 3 WHERE ino = ?", (ino,))
 
 
 def orphan_unlinked(c):
     ino = new_inode(c, 0o100644, 0, 3)
-    c.execute("INSERT INTO chunks VALUES(?, 0, 'abc')", (ino,))
+    new_chunk(c, ino, 0, b"abc")
 
 
 def orphan_chunk(c):
-    c.execute("INSERT INTO chunks VALUES(99999, 0, 'lost')")
+    new_chunk(c, 99999, 0, b"lost")
 
 
 def chunk_of_a_directory(c):
-    c.execute("INSERT INTO chunks VALUES(?, 0, 'dir')", (ino_of(c, "d"),))
+    new_chunk(c, ino_of(c, "d"), 0, b"dir")
 
 
 def file_link_count(c):
@@ -85,6 +92,55 @@ def dir_link_count(c):
 def size_cuts_a_chunk(c):
     c.execute("UPDATE inodes SET size = 70000 WHERE ino = ?",
               (ino_of(c, "a/file"),))
+
+
+def size_cuts_a_snapshot_block(c):
+    """The cut block is also a snapshot's: the repair must copy it."""
+    size_cuts_a_chunk(c)
+
+
+def chunk_names_a_missing_block(c):
+    c.execute("UPDATE chunks SET block = 987654 WHERE ino = ? AND idx = 1",
+              (ino_of(c, "a/file"),))
+
+
+def chunk_len_past_its_block(c):
+    c.execute("UPDATE chunks SET len = 9 WHERE ino = ?",
+              (ino_of(c, "d/small"),))
+
+
+def chunks_share_a_block(c):
+    """Two live files naming one block: a write to one would show in the
+    other."""
+    small = ino_of(c, "d/small")
+    ino = new_inode(c, 0o100644, 1, 5)
+    c.execute("INSERT INTO chunks(ino, idx, block, len) SELECT ?, idx, "
+              "block, len FROM chunks WHERE ino = ?", (ino, small))
+    c.execute("UPDATE inodes SET stored = 5 WHERE ino = ?", (ino,))
+    c.execute("INSERT INTO dirents(parent, name, ino) VALUES(1, 'twin', ?)",
+              (ino,))
+
+
+def orphan_block(c):
+    c.execute("INSERT INTO blocks(data) VALUES(?)", (b"nobody" * 10,))
+
+
+def rows_of_a_missing_snapshot(c):
+    c.execute("INSERT INTO snap_inodes SELECT 777, ino, mode, nlink, uid, "
+              "gid, size, rdev, atime, mtime, ctime, atime_ns, mtime_ns, "
+              "ctime_ns, stored FROM inodes")
+    c.execute("INSERT INTO snap_dirents SELECT 777, id, parent, name, ino "
+              "FROM dirents")
+    c.execute("INSERT INTO blocks(data) VALUES(?)", (b"gone" * 100,))
+    c.execute("INSERT INTO snap_chunks VALUES(777, 99, 0, "
+              "last_insert_rowid(), 400)")
+    c.execute("INSERT INTO snap_xattrs VALUES(777, 1, 'user.x', 'v')")
+
+
+def snapshot_entry_names_nothing(c):
+    (snap,) = c.execute("SELECT id FROM snapshots").fetchone()
+    c.execute("INSERT INTO snap_dirents VALUES(?, 999999, 1, 'ghost', "
+              "424242)", (snap,))
 
 
 def stored_total(c):
@@ -130,6 +186,13 @@ DAMAGES = [
     (file_link_count, "set the link count of inode"),
     (dir_link_count, "set the link count of directory"),
     (size_cuts_a_chunk, "cut chunk 1 of file"),
+    (size_cuts_a_snapshot_block, "cut chunk 1 of file"),
+    (chunk_names_a_missing_block, "its block 987654 is missing"),
+    (chunk_len_past_its_block, "to its block's 5 bytes"),
+    (chunks_share_a_block, "a copy of block"),
+    (orphan_block, "which no chunk or snapshot names"),
+    (rows_of_a_missing_snapshot, "of snapshot 777, which does not exist"),
+    (snapshot_entry_names_nothing, "the snapshot holds no inode 424242"),
     (stored_total, "counted the stored bytes of file"),
     (unreachable_cycle, "which the root did not reach"),
     (dangling_entry, "removed dangling entry 'ghost'"),
@@ -148,6 +211,13 @@ def digest(path):
 @pytest.mark.parametrize("damage,said", DAMAGES,
                          ids=[d[0].__name__ for d in DAMAGES])
 def test_repair_mends_each_damage_and_fsck_is_clean(ws, damage, said):
+    snap_damages = (size_cuts_a_snapshot_block, snapshot_entry_names_nothing)
+    if damage in snap_damages:
+        assert run("snapshot", ws.db, "before").returncode == 0
+        with sqlite3.connect(ws.db) as c:
+            snap_blocks = c.execute("SELECT block, length(data) FROM "
+                                    "snap_chunks s JOIN blocks b ON b.id = "
+                                    "s.block ORDER BY 1").fetchall()
     with sqlite3.connect(ws.db) as c:
         damage(c)
     before = run("fsck", ws.db)
@@ -164,9 +234,19 @@ def test_repair_mends_each_damage_and_fsck_is_clean(ws, damage, said):
     assert again.returncode == 0 and "nothing to repair" in again.stdout
     ws.mount()
     try:
-        if damage is size_cuts_a_chunk:
+        if damage in (size_cuts_a_chunk, size_cuts_a_snapshot_block):
             with open(ws.p("a", "file"), "rb") as f:
                 assert f.read() == b"x" * 70000
+        elif damage is chunk_names_a_missing_block:
+            with open(ws.p("a", "file"), "rb") as f:
+                assert f.read() == (b"x" * 65536 + b"\0" * 65536 +
+                                    b"x" * (200000 - 131072))
+        elif damage is chunks_share_a_block:
+            # The twin gets its own block: writing it leaves d/small alone.
+            with open(ws.p("twin"), "r+") as f:
+                f.write("TWIN!")
+            with open(ws.p("twin")) as f:
+                assert f.read() == "TWIN!"
         elif damage is unreachable_cycle:
             lf = os.listdir(ws.p("lost+found"))
             assert len(lf) == 1
@@ -184,7 +264,8 @@ def test_repair_mends_each_damage_and_fsck_is_clean(ws, damage, said):
         assert os.stat(ws.p("d", "small")).st_nlink == 2
         st = os.stat(ws.p("a", "file")) if damage is not unreachable_cycle \
             else None
-        if st and damage is not size_cuts_a_chunk:
+        if st and damage not in (size_cuts_a_chunk, size_cuts_a_snapshot_block,
+                                 chunk_names_a_missing_block):
             assert st.st_blocks * 512 >= 200000        # stored bytes right
     finally:
         ws.unmount()
@@ -192,7 +273,12 @@ def test_repair_mends_each_damage_and_fsck_is_clean(ws, damage, said):
     u = run("du", ws.db)
     assert u.returncode == 0
     with sqlite3.connect(ws.db) as c:
-        stored = c.execute("SELECT sum(length(data)) FROM chunks").fetchone()
+        stored = c.execute("SELECT sum(length(data)) FROM blocks").fetchone()
+        if damage in snap_damages:
+            # What the snapshot holds is untouched, block by block.
+            assert c.execute("SELECT block, length(data) FROM snap_chunks "
+                             "s JOIN blocks b ON b.id = s.block ORDER BY "
+                             "1").fetchall() == snap_blocks
     assert ("data stored:   %d bytes" % stored[0]) in u.stdout
 
 

@@ -284,7 +284,7 @@ def test_export_and_import_of_a_big_tree_stay_in_bounded_memory(tmp_path):
     # SQLite's page cache (64 MiB) is most of it.
     assert rss < 128 * 1024, rss
     with sqlite3.connect(new) as c:
-        stored = c.execute("SELECT sum(length(data)) FROM chunks").fetchone()
+        stored = c.execute("SELECT sum(len) FROM chunks").fetchone()
     assert stored[0] == 256 * MiB + 8 * MiB
 
 
@@ -405,11 +405,71 @@ def test_import_refuses_a_workspace_with_files_or_mounted(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_export_of_a_snapshot_is_the_tree_when_it_was_taken(tmp_path):
+    """Snapshot, change every kind of thing, export the snapshot: it is the
+    tree of before the change, byte for byte, holes, links and xattrs too."""
+    m = Mount(tmp_path).mount()
+    try:
+        make_tree(m)
+        before = snapshot(m.dir)
+    finally:
+        m.unmount()
+    assert run("snapshot", m.db, "before").returncode == 0
+    m.mount()
+    try:
+        with open(m.p("src", "rand"), "r+b") as f:    # a block the snapshot
+            f.seek(MiB)                                # names: copied first
+            f.write(b"changed" * 1000)
+        os.truncate(m.p("src", "small"), 2)
+        os.unlink(m.p("hard2"))
+        os.rename(m.p("src", "deep"), m.p("moved"))
+        os.setxattr(m.p("src"), "user.dir", b"new")
+        with open(m.p("new-file"), "w") as f:
+            f.write("after")
+        with open(m.p("sparse"), "r+b") as f:
+            f.seek(GiB + 100)
+            f.write(b"filled")
+        commit(m)
+        after = snapshot(m.dir)
+        assert after != before
+        # While mounted and changing: the snapshot's export reads one moment.
+        r = export(m.db, str(tmp_path / "snap.tar"), "before")
+        assert r.returncode == 0, r.stderr
+    finally:
+        m.unmount()
+    b = Mount(tmp_path / "b")
+    r = import_(b.db, str(tmp_path / "snap.tar"))
+    assert r.returncode == 0, r.stderr
+    b.mount()
+    try:
+        got = snapshot(b.dir)
+    finally:
+        b.unmount()
+    assert got[1] == before[1]
+    assert got[0].keys() == before[0].keys()
+    for path in before[0]:
+        assert got[0][path] == before[0][path], path
+    # The live export is the changed tree, not the snapshot.
+    r = export(m.db, str(tmp_path / "live.tar"))
+    assert r.returncode == 0, r.stderr
+    c = Mount(tmp_path / "c")
+    assert import_(c.db, str(tmp_path / "live.tar")).returncode == 0
+    c.mount()
+    try:
+        live = snapshot(c.dir)
+    finally:
+        c.unmount()
+    assert live == after
+
+
 def test_export_names_its_errors(tmp_path):
     m = Mount(tmp_path)
     r = export(m.db, str(tmp_path / "s.tar"), "nightly")
     assert r.returncode == 1
-    assert "this database has no snapshots" in r.stderr
+    assert 'has no snapshot "nightly"' in r.stderr
+    r = export(m.db, str(tmp_path / "s.tar"), "-x\x1b[2J")
+    assert r.returncode == 1 and "not a snapshot name" in r.stderr
+    assert "\x1b" not in r.stderr
     r = export(str(tmp_path / "nope.db"), str(tmp_path / "n.tar"))
     assert r.returncode == 1 and "does not exist" in r.stderr
     r = run("export", m.db, "a", "b")

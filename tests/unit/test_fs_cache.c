@@ -5,9 +5,10 @@
  * memory and without fs->lock (a call made while another thread holds the
  * lock returns), an inode with attributes still reads them, removed and
  * reopened attributes read right, and a cache that outgrows its bound falls
- * back to SQLite without a wrong answer.  fs_error answers without the lock
- * too.  readdirplus (one query per page)
- * hands out the same attributes as getattr.
+ * back to SQLite without a wrong answer.  The SELinux label and ACLs are
+ * refused (EOPNOTSUPP), also a label stored before.  fs_error answers
+ * without the lock too.  readdirplus (one query per page) hands out the
+ * same attributes as getattr.
  */
 #include "../../fs/fs_int.h"
 #include "unit.h"
@@ -158,6 +159,41 @@ test_xattr_outgrown(void)
 	fs_close(fs);
 }
 
+/* The SELinux label and ACLs are refused as by a filesystem without them
+ * (so that ls -l stops asking for them), for an inode with attributes or
+ * without, and a label an older version stored is neither read nor
+ * listed. */
+static void
+test_xattr_label_refused(void)
+{
+	struct fs *fs = new_fs();
+	uint64_t a = new_file(fs, "plain"), b = new_file(fs, "noted");
+	char buf[64];
+
+	CHECK_INT(fs_getxattr(fs, a, "security.selinux", NULL, 0), -EOPNOTSUPP);
+	CHECK_INT(fs_setxattr(fs, a, "security.selinux", "x", 1, 0), -EOPNOTSUPP);
+	CHECK_INT(fs_removexattr(fs, a, "security.selinux"), -EOPNOTSUPP);
+	CHECK_INT(fs_getxattr(fs, a, "system.posix_acl_access", NULL, 0),
+	    -EOPNOTSUPP);
+	CHECK_INT(fs_setxattr(fs, a, "system.posix_acl_access", "x", 1, 0),
+	    -EOPNOTSUPP);
+	CHECK_INT(fs_setxattr(fs, b, "user.n", "v", 1, 0), 0);
+	CHECK_INT(fs_setxattr(fs, b, "security.other", "w", 1, 0), 0);
+	fs_lock(fs);
+	CHECK_INT(db_commit(fs, 0), 0);
+	CHECK_INT(sqlite3_exec(fs->db, "INSERT INTO xattrs(ino, name, value) "
+	    "SELECT ino, 'security.selinux', x'61' FROM xattrs WHERE name = "
+	    "'user.n'", NULL, NULL, NULL), SQLITE_OK);
+	CHECK_INT(sqlite3_changes(fs->db), 1);
+	fs_unlock(fs);
+	CHECK_INT(fs_getxattr(fs, b, "security.selinux", buf, sizeof(buf)),
+	    -EOPNOTSUPP);
+	CHECK_INT(fs_getxattr(fs, b, "security.other", buf, sizeof(buf)), 1);
+	CHECK_INT(fs_listxattr(fs, b, buf, sizeof(buf)), 22);
+	CHECK(memcmp(buf, "security.other\0user.n\0", 22) == 0);
+	fs_close(fs);
+}
+
 struct probe {
 	struct fs *fs;
 	uint64_t ino;
@@ -172,7 +208,7 @@ probe_run(void *arg)
 {
 	struct probe *p = arg;
 
-	p->get = fs_getxattr(p->fs, p->ino, "security.selinux", NULL, 0);
+	p->get = fs_getxattr(p->fs, p->ino, "security.capability", NULL, 0);
 	p->list = fs_listxattr(p->fs, p->ino, NULL, 0);
 	p->err = fs_error(p->fs);
 	return NULL;
@@ -283,6 +319,7 @@ main(void)
 	TEST(test_inoset_bound);
 	TEST(test_xattr_answers);
 	TEST(test_xattr_outgrown);
+	TEST(test_xattr_label_refused);
 	TEST(test_xattr_without_lock);
 	TEST(test_readdirplus_attrs);
 	fixture_end();

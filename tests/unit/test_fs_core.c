@@ -1,7 +1,8 @@
 /*
  * test_fs_core.c: the atrium-fs core (fs/fs.h) on a temporary database,
  * without FUSE: names, link counts, rename rules, content across chunk
- * boundaries and holes, truncate, lookup counts of unlinked inodes,
+ * boundaries and holes, truncate, lookup counts of unlinked inodes, new
+ * inodes' times on the kernel's coarse clock,
  * persistence, and fsck on a clean and on deliberately damaged databases.
  */
 #include "../../fs/fs.h"
@@ -15,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK 65536
@@ -93,6 +95,40 @@ test_owner_and_setgid(void)
 	CHECK_INT(fs_mknod(fs, &user, d.ino, "sub", S_IFDIR | 0755, 0, 0, &a), 0);
 	CHECK_INT(a.gid, 50);
 	CHECK(a.mode & S_ISGID);
+	fs_close(fs);
+}
+
+/* 1 when a is not later than b. */
+static int
+time_not_after(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+}
+
+/* New inodes are stamped by the kernel's clock (the coarse one that
+ * current_time() reads), never ahead of it: with the writeback cache the
+ * kernel then sees no time to update at a write in the same tick, and a
+ * later write's time never reads earlier than the create's.  A finer clock
+ * stamps ahead of the coarse one almost every time, so a few tries
+ * catch it. */
+static void
+test_times_follow_kernel_clock(void)
+{
+	struct fs *fs = new_fs();
+	struct timespec after;
+	struct fs_attr a;
+	char name[16];
+	int ahead = 0;
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, name,
+		    S_IFREG | 0644, 0, 0, &a), 0);
+		clock_gettime(CLOCK_REALTIME_COARSE, &after);
+		ahead += !time_not_after(a.mtime, after) ||
+		    !time_not_after(a.ctime, after);
+	}
+	CHECK_INT(ahead, 0);
 	fs_close(fs);
 }
 
@@ -507,6 +543,7 @@ main(void)
 		return 1;
 	TEST(test_mkfs_refuses_existing);
 	TEST(test_owner_and_setgid);
+	TEST(test_times_follow_kernel_clock);
 	TEST(test_names_and_links);
 	TEST(test_rename);
 	TEST(test_content);

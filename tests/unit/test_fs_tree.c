@@ -3,6 +3,7 @@
  * writer (opened as a mount opens it) changes, adds and removes files and
  * commits while a view is open; the view goes on seeing the tree as it was
  * when it opened: entries, attributes, data, holes, targets and xattrs.
+ * A snapshot's view, opened after the same changes, sees the snapshot.
  */
 #include "../../fs/fs.h"
 #include "../../fs/tree.h"
@@ -98,6 +99,51 @@ test_view_keeps_its_moment(void)
 	fs_close(fs);
 }
 
+/* The snapshot's view, opened after the changes, sees the tree of before
+ * them: entries, attributes, data, holes, targets and xattrs. */
+static void
+test_snapshot_view_is_its_moment(void)
+{
+	struct fs *fs = fixture_new_fs();
+	struct tree *t = NULL;
+	struct fs_attr a;
+	char buf[64], names[64];
+	uint64_t ino, off;
+
+	ino = make_tree(fs);
+	CHECK_INT(fs_snapshot_take(fs, "before", NULL), 0);
+	change_tree(fs, ino);
+	CHECK_INT(tree_open_snapshot(db_path, "before", &t), 0);
+	if (!t) {
+		fs_close(fs);
+		return;
+	}
+	list_root(t, names, sizeof(names));
+	CHECK_STR(names, "f,l,");
+	CHECK_INT(t->ops->read(t->src, ino, 0, buf, 8), 8);
+	CHECK(memcmp(buf, "old\0\0\0\0\0", 8) == 0);
+	CHECK_INT(t->ops->read(t->src, ino, (1 << 20) + 1, buf, 64), 2);
+	CHECK(memcmp(buf, "nd", 2) == 0);
+	CHECK_INT(t->ops->seek(t->src, ino, 0, SEEK_HOLE, &off), 0);
+	CHECK_INT(off, 3);
+	CHECK_INT(t->ops->seek(t->src, ino, 3, SEEK_DATA, &off), 0);
+	CHECK_INT(off, 1 << 20);          /* the hole the writer filled */
+	CHECK_INT(t->ops->seek(t->src, ino, (1 << 20) + 3, SEEK_DATA, &off),
+	    -ENXIO);
+	CHECK_INT(t->ops->getxattr(t->src, ino, "user.k", buf, 1), -ERANGE);
+	CHECK_INT(t->ops->getxattr(t->src, ino, "user.k", buf, sizeof(buf)), 2);
+	CHECK(memcmp(buf, "v1", 2) == 0);
+	CHECK_INT(t->ops->listxattr(t->src, ino, buf, sizeof(buf)), 7);
+	CHECK_STR(buf, "user.k");
+	CHECK_INT(t->ops->readlink(t->src, ino + 1, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "f");
+	CHECK_INT(t->ops->getattr(t->src, ino, &a), 0);
+	CHECK_INT(a.size, (1 << 20) + 3);
+	CHECK_INT(t->ops->getattr(t->src, ino + 2, &a), -ENOENT);  /* g */
+	tree_close(t);
+	fs_close(fs);
+}
+
 static void
 test_snapshot_source_says_why_it_cannot_open(void)
 {
@@ -105,8 +151,9 @@ test_snapshot_source_says_why_it_cannot_open(void)
 	struct tree *t = NULL;
 
 	fs_close(fs);
-	CHECK_INT(tree_open_snapshot(db_path, "nightly", &t), -ENOTSUP);
+	CHECK_INT(tree_open_snapshot(db_path, "nightly", &t), -ENOENT);
 	CHECK(t == NULL);
+	CHECK_INT(tree_open_snapshot("/nonexistent/ws.db", "a", &t), -ENOENT);
 	CHECK_INT(tree_open_live("/nonexistent/ws.db", &t), -ENOENT);
 }
 
@@ -116,6 +163,7 @@ main(void)
 	if (fixture_begin())
 		return 1;
 	TEST(test_view_keeps_its_moment);
+	TEST(test_snapshot_view_is_its_moment);
 	TEST(test_snapshot_source_says_why_it_cannot_open);
 	fixture_end();
 	return unit_done("test_fs_tree");
