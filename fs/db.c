@@ -317,7 +317,8 @@ db_group_due(struct fs *fs)
 {
 	return fs->space_low || fs->txn_ops >= DB_COMMIT_OPS ||
 	    fs->txn_need >= DB_COMMIT_BYTES ||
-	    time_mono_ms() - fs->txn_start_ms >= DB_COMMIT_MS;
+	    time_mono_ms() - fs->txn_start_ms >=
+	    (fs->txn_max_ms ? fs->txn_max_ms : DB_COMMIT_MS);
 }
 
 /* The body of db_op_end, quota aside. */

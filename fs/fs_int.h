@@ -66,6 +66,9 @@ struct fs {
 	/* Grouped commits: one transaction spans many operations (db.c). */
 	int txn_open;
 	long long txn_start_ms;   /* when the open transaction began */
+	long long txn_max_ms;     /* the age that commits it; 0: DB_COMMIT_MS
+	                           * (tests that must hold a group open set
+	                           * more) */
 	unsigned txn_ops;         /* operations in it that succeeded (answered) */
 	int64_t txn_need;         /* WAL bytes reserved for it (space.c) */
 	int in_op;                /* between db_op_begin and db_op_end */
