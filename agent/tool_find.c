@@ -211,7 +211,8 @@ tool_find_walk(struct tool_find_walk *wk)
 			free(dir);
 		}
 	}
-	qsort(wk->ents, wk->nents, sizeof(*wk->ents), tool_find_cmp);
+	if (wk->nents)	/* qsort's array may not be NULL, even when empty */
+		qsort(wk->ents, wk->nents, sizeof(*wk->ents), tool_find_cmp);
 	return r;
 }
 
