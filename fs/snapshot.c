@@ -282,7 +282,17 @@ fs_snapshot_take(struct fs *fs, const char *name,
 	s ".nlink AND " i ".uid = " s ".uid AND " i ".gid = " s ".gid AND " \
 	i ".size = " s ".size AND " i ".rdev = " s ".rdev AND " i ".mtime = " \
 	s ".mtime AND " i ".mtime_ns = " s ".mtime_ns AND " i ".ctime = " \
-	s ".ctime AND " i ".ctime_ns = " s ".ctime_ns)"
+	s ".ctime AND " i ".ctime_ns = " s ".ctime_ns AND " \
+	SNAP_SAME_ROWS("chunks", "idx, block, len", i, s) " AND " \
+	SNAP_SAME_ROWS("xattrs", "name, value", i, s) ")"
+/* The same rows of table for inode i as for snapshot ?1's inode s.  Times
+ * alone cannot tell: two changes within one tick of the clock that stamps
+ * them (the kernel's coarse clock, fs/inode.c) leave the same ctime. */
+#define SNAP_SAME_ROWS(table, cols, i, s) "NOT EXISTS (SELECT " cols \
+	" FROM " table " WHERE ino = " i ".ino EXCEPT SELECT " cols " FROM snap_" \
+	table " WHERE snap = ?1 AND ino = " s ".ino) AND NOT EXISTS (SELECT " \
+	cols " FROM snap_" table " WHERE snap = ?1 AND ino = " s ".ino EXCEPT " \
+	"SELECT " cols " FROM " table " WHERE ino = " i ".ino)"
 
 /* Fill temp.snap_pinned with the inodes the kernel holds, and
  * temp.snap_keep with those of them a restore of id must keep as they are
@@ -397,10 +407,10 @@ snapshot_collect(struct fs *fs, const char *sql, int64_t id, int names,
  * (see the head for the order), keeping temp.snap_keep's inodes unlinked
  * and giving the snapshot's versions of them their new numbers.  Rows the
  * snapshot has as they are stay untouched, so a restore costs what
- * changed since, not the size of the tree.  An inode row that is the same
- * (ctime included, which only the filesystem sets) has the same chunks,
- * entries, target and attributes, so the stored-bytes triggers never fire
- * for an inode that stays. */
+ * changed since, not the size of the tree.  Each table is compared row by
+ * row, since an inode row that is the same may still have other chunks or
+ * attributes (two changes in one clock tick); the stored-bytes triggers
+ * follow the chunks that move under an inode that stays. */
 static int
 snapshot_put_back(struct fs *fs, int64_t id)
 {
