@@ -56,7 +56,9 @@ def test_paramiko_asks_for_compression_and_gets_none(srv):
 
 
 def test_handshake_threads_run_at_nice_10(srv):
-    """ps -T shows atriumd-kex threads at nice 10, the main loop at 0."""
+    """ps -T shows atriumd-kex threads at nice 10, the main loop at the
+    nice it was started with (this test's own: 0 unless run under nice)."""
+    base = os.nice(0)
     pid = srv.network_pid()
     # A thread is named by its creator and lowers its own priority once it
     # runs: give a thread just made a moment to get there.
@@ -69,8 +71,11 @@ def test_handshake_threads_run_at_nice_10(srv):
             with open(task + "/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             nice.setdefault(comm, set()).add(int(fields[16]))
-        if nice.get("atriumd-kex") == {10} or time.time() > deadline:
+        if nice.get("atriumd-kex") == {max(10, base)} or \
+                time.time() > deadline:
             break
         time.sleep(0.1)
-    assert nice.get("atriumd-kex") == {10}, nice
-    assert nice.get("atriumd-net") == {0}, nice
+    # setpriority sets 10; a process started nicer than that cannot go
+    # back up without privilege, and stays where it was.
+    assert nice.get("atriumd-kex") == {max(10, base)}, nice
+    assert nice.get("atriumd-net") == {base}, nice
