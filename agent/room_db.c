@@ -91,6 +91,7 @@ struct room_db {
 	int tx_lost;		/* -errno: SQLite rolled the open transaction
 				 * back by itself; the next commit or
 				 * rollback reports it (0: none) */
+	long long epoch;	/* room_db_transcript_epoch */
 };
 
 static const char *const room_db_migrations[] = {
@@ -205,6 +206,7 @@ room_db_check_tx(struct room_db *db, int err)
 		log_warn("room.db: the open transaction was rolled back");
 		db->in_tx = 0;
 		db->tx_lost = err;
+		db->epoch++;
 	}
 }
 
@@ -269,6 +271,8 @@ room_db_commit(struct room_db *db)
 		return 0;
 	r = room_db_run1(db, "COMMIT");
 	db->in_tx = 0;
+	if (r < 0)
+		db->epoch++;
 	if (r < 0 && !sqlite3_get_autocommit(db->db))
 		room_db_run1(db, "ROLLBACK");
 	return r;
@@ -286,6 +290,7 @@ room_db_rollback(struct room_db *db)
 	if (!db)
 		return;
 	db->tx_lost = 0;
+	db->epoch++;
 	if (!db->in_tx)
 		return;
 	db->in_tx = 0;
@@ -463,6 +468,21 @@ room_db_run1(struct room_db *db, const char *sql)
 	return r;
 }
 
+/* Does sql change what a copy of the transcript in memory holds, other
+ * than by adding a row (room_db_transcript_epoch)?  Any statement on the
+ * transcript or compactions tables but the two that add a transcript row,
+ * so that a new one (an update, a delete) is counted without being
+ * listed here. */
+static int
+room_db_rewrites_transcript(const char *sql)
+{
+	static const char add[] = "INSERT INTO transcript ";
+
+	if (strncmp(sql, add, sizeof(add) - 1) == 0)
+		return 0;
+	return strstr(sql, "transcript") || strstr(sql, "compactions");
+}
+
 /* Run one write statement inside the lazy transaction.  0 or a negative
  * errno (room_db_errno). */
 static int
@@ -474,6 +494,8 @@ room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 
 	if ((r = room_db_begin(db)) < 0)
 		return r;
+	if (room_db_rewrites_transcript(sql))
+		db->epoch++;
 	va_start(ap, fmt);
 	st = room_db_vquery(db, sql, fmt, ap);
 	va_end(ap);
@@ -861,6 +883,12 @@ room_db_transcript_add(struct room_db *db, long long turn, int step,
 	return room_db_write(db, "INSERT INTO transcript (turn, step, role,"
 	    " json) VALUES (?, ?, ?, ?)", "Iiss", turn, step, role,
 	    json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+}
+
+long long
+room_db_transcript_epoch(struct room_db *db)
+{
+	return db->epoch;
 }
 
 int
