@@ -5,7 +5,9 @@
  *
  * Only the rows from the latest summary's cut on are loaded; the rows
  * before it stay in room.db for history and audit and reach the model only
- * through the summary.  Nothing here writes room.db.
+ * through the summary.  They are kept between steps in the turn's
+ * context_rows (its rule is in context.h): a step reads only the rows
+ * added since the last.  Nothing here writes room.db.
  */
 #include "context.h"
 
@@ -52,9 +54,89 @@ context_fixed_bytes(const struct context *c)
 	return n;
 }
 
+/* Forget the rows kept (they are read whole next time). */
+static void
+context_rows_clear(struct context_rows *k)
+{
+	room_db_rows_free(k->rows, k->n);
+	memset(k, 0, sizeof(*k));
+}
+
+void
+context_rows_free(struct context_rows *k)
+{
+	if (k)
+		context_rows_clear(k);
+}
+
+/* Append add[0..n) to k, taking their messages; frees add.  0 or
+ * -ENOMEM / -EFBIG (add freed, k unchanged). */
+static int
+context_rows_append(struct context_rows *k, struct room_db_msg *add,
+    size_t n)
+{
+	struct room_db_msg *grown;
+	size_t cap = k->cap ? k->cap : 64;
+
+	if (k->n + n > ROOM_DB_MAX_ROWS) {
+		log_error("transcript: more than %d rows to keep",
+		    ROOM_DB_MAX_ROWS);
+		room_db_rows_free(add, n);
+		return -EFBIG;
+	}
+	while (cap < k->n + n)
+		cap *= 2;
+	if (cap != k->cap) {
+		grown = realloc(k->rows, cap * sizeof(*grown));
+		if (!grown) {
+			room_db_rows_free(add, n);
+			return -ENOMEM;
+		}
+		k->rows = grown;
+		k->cap = cap;
+	}
+	if (n)
+		memcpy(k->rows + k->n, add, n * sizeof(*add));
+	k->n += n;
+	free(add);
+	return 0;
+}
+
+/* Bring k up to room.db's transcript from cut on: only the rows added
+ * since when the copy is still true (context.h), else all of them.  0 or
+ * -errno (k then empty). */
+static int
+context_rows_update(struct room_db *db, struct context_rows *k,
+    long long cut)
+{
+	long long epoch = room_db_transcript_epoch(db), from = cut;
+	struct room_db_msg *add;
+	size_t n;
+	int r;
+
+	if (k->valid && k->epoch == epoch && k->cut == cut && k->n > 0)
+		from = k->rows[k->n - 1].rowid + 1;
+	else
+		context_rows_clear(k);
+	r = room_db_transcript_rows(db, from, &add, &n);
+	if (r >= 0) {
+		log_debug("transcript: %zu row(s) read, %zu kept", n, k->n);
+		r = context_rows_append(k, add, n);
+	}
+	if (r < 0) {
+		context_rows_clear(k);
+		return r;
+	}
+	k->cut = cut;
+	k->epoch = epoch;
+	k->valid = 1;
+	return 0;
+}
+
 int
-context_load(struct agent *a, long long turn, const char *agents_md,
-    size_t agents_len, struct context *c, char *err, size_t errlen)
+context_load(struct agent *a, long long turn, struct context_rows *keep,
+    const char *agents_md, size_t agents_len, struct context *c, char *err,
+    size_t errlen)
 {
 	int timeout = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
 	    AGENT_DEFAULT_TOOL_TIMEOUT;
@@ -70,7 +152,11 @@ context_load(struct agent *a, long long turn, const char *agents_md,
 	if (r >= 0)
 		r = room_db_compaction_get(a->db, 1, &c->pending);
 	if (r >= 0)
-		r = room_db_transcript_rows(a->db, c->last.cut, &c->rows, &c->n);
+		r = context_rows_update(a->db, keep, c->last.cut);
+	if (r >= 0) {
+		c->rows = keep->rows;
+		c->n = keep->n;
+	}
 	c->system = context_system(a, agents_md, agents_len);
 	c->tools = prompt_tools(timeout, a->skills &&
 	    json_object_array_length(a->skills) > 0);
@@ -100,7 +186,6 @@ context_free(struct context *c)
 	json_object_put(c->tools);
 	free(c->last.summary);
 	free(c->pending.summary);
-	room_db_rows_free(c->rows, c->n);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -3,7 +3,9 @@
  * system prompt, the tools, the latest summary and the transcript rows after
  * its cut, the token estimate, and whether a summary step must come first.
  * Loaded from room.db before every step, so a resumed turn decides exactly
- * as the crashed one did.
+ * as the crashed one did; the transcript rows themselves are kept between
+ * a turn's steps (struct context_rows), and only the rows added since are
+ * read and parsed.
  */
 #ifndef ATRIUM_AGENT_CONTEXT_H
 #define ATRIUM_AGENT_CONTEXT_H
@@ -16,13 +18,34 @@
 
 struct agent;
 
+/* The transcript rows from the latest summary's cut on, kept in memory
+ * between the steps of one turn (parsing the whole transcript again was
+ * the biggest part of a step's own time).  Rule: the copy is used only
+ * while room_db_transcript_epoch and the cut are what they were when it
+ * was read; a replaced or deleted row, a summary asked for, made or
+ * dropped, or a rolled-back transaction (a failed checkpoint) changes the
+ * epoch, and the rows are then read whole again.  Only rows added since
+ * are read otherwise.  The turn owns it, so a new turn (and a resume after
+ * a restart or a failed checkpoint, which starts a new turn object) reads
+ * room.db whole.  Zeroed: empty. */
+struct context_rows {
+	struct room_db_msg *rows;	/* oldest first; each owns its msg */
+	size_t n, cap;
+	long long cut;			/* the summary's cut they start at */
+	long long epoch;		/* room_db_transcript_epoch when read */
+	int valid;			/* rows, cut and epoch are set */
+};
+void context_rows_free(struct context_rows *k);
+
 struct context {
 	enum provider_kind kind;
 	char *system;			/* the system prompt */
 	json_object *tools;		/* the tools offered */
 	struct room_db_compaction last;	/* the latest summary (id 0: none) */
 	struct room_db_compaction pending;	/* a summary step asked for */
-	struct room_db_msg *rows;	/* the transcript from last.cut on */
+	const struct room_db_msg *rows;	/* the transcript from last.cut on
+					 * (borrowed from the turn's
+					 * context_rows) */
 	size_t n;
 	long window;			/* the model's window, tokens */
 	long max_tokens;		/* of an answer */
@@ -32,10 +55,12 @@ struct context {
 };
 
 /* Load the context of turn's next step, with the workspace's AGENTS.md
- * (NULL when there is none or it could not be read).  0, or -errno with
- * what went wrong for the room in err. */
-int context_load(struct agent *a, long long turn, const char *agents_md,
-    size_t agents_len, struct context *c, char *err, size_t errlen);
+ * (NULL when there is none or it could not be read), its rows brought up
+ * to date in keep (which must outlive c).  0, or -errno with what went
+ * wrong for the room in err. */
+int context_load(struct agent *a, long long turn, struct context_rows *keep,
+    const char *agents_md, size_t agents_len, struct context *c, char *err,
+    size_t errlen);
 void context_free(struct context *c);
 
 /* Must a summary step come before the next request?  Yes when one was

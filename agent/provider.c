@@ -248,7 +248,7 @@ provider_http_free(struct provider_http *h)
 static json_object *
 provider_content_blocks(json_object *msg)
 {
-	json_object *content, *copy, *arr = json_object_new_array();
+	json_object *content, *arr = json_object_new_array();
 	const char *text;
 
 	if (!arr || !json_object_object_get_ex(msg, "content", &content))
@@ -276,10 +276,13 @@ provider_content_blocks(json_object *msg)
 		text = provider_json_str(b, "text");
 		if (strcmp(type, "text") == 0 && (!text || !*text))
 			continue;
-		/* A copy: the builders adjust blocks, the caller's stay. */
-		copy = NULL;
-		if (json_object_deep_copy(b, &copy, NULL) == 0)
-			json_object_array_add(arr, copy);
+		/* Shared with the caller (the transcript a turn keeps
+		 * between steps): a builder that must change a block
+		 * replaces it with a changed copy (anthropic_fix_blocks),
+		 * never changes it in place.  Copying every block of the
+		 * whole transcript at every step was the biggest part of
+		 * building a request. */
+		json_object_array_add(arr, json_object_get(b));
 	}
 	return arr;
 }

@@ -65,6 +65,21 @@ struct anthropic_state {
 
 /* --- request ------------------------------------------------------------ */
 
+/* Is block[key] a tool id the API takes ([A-Za-z0-9_-], not empty)? */
+static int
+anthropic_id_ok(json_object *block, const char *key)
+{
+	const char *id = provider_json_str(block, key);
+
+	if (!id || !*id)
+		return 0;
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+			return 0;
+	return 1;
+}
+
 /* Replace characters the API refuses in tool ids ([A-Za-z0-9_-] only; ids
  * may come from another provider) in block[key]. */
 static void
@@ -89,30 +104,61 @@ anthropic_fix_id(json_object *block, const char *key)
 	free(fixed);
 }
 
+/* Does a block of type t need anthropic_fix_block? */
+static int
+anthropic_block_ok(json_object *b, const char *t)
+{
+	json_object *in;
+
+	if (strcmp(t, "tool_use") == 0)
+		return anthropic_id_ok(b, "id") &&
+		    json_object_object_get_ex(b, "input", &in) &&
+		    json_object_is_type(in, json_type_object);
+	if (strcmp(t, "tool_result") == 0)
+		return anthropic_id_ok(b, "tool_use_id");
+	return 1;
+}
+
+/* Fix a block of type t in place (anthropic_block_ok said it needs it). */
+static void
+anthropic_fix_block(json_object *b, const char *t)
+{
+	json_object *in;
+
+	if (strcmp(t, "tool_use") == 0) {
+		anthropic_fix_id(b, "id");
+		if (!json_object_object_get_ex(b, "input", &in) ||
+		    !json_object_is_type(in, json_type_object))
+			json_object_object_add(b, "input",
+			    json_object_new_object());
+	} else if (strcmp(t, "tool_result") == 0) {
+		anthropic_fix_id(b, "tool_use_id");
+	}
+}
+
 /* Make tool blocks of a normalised transcript acceptable: safe ids and an
- * object input on every tool_use. */
+ * object input on every tool_use.  The blocks are the caller's
+ * (provider_transcript_normalize shares them): one that needs a fix is
+ * replaced in its (new) content array by a fixed copy. */
 static void
 anthropic_fix_blocks(json_object *msgs)
 {
 	for (size_t i = 0; i < json_object_array_length(msgs); i++) {
-		json_object *c, *in;
+		json_object *c;
 
 		json_object_object_get_ex(json_object_array_get_idx(msgs, i),
 		    "content", &c);
 		for (size_t j = 0; j < json_object_array_length(c); j++) {
 			json_object *b = json_object_array_get_idx(c, j);
 			const char *t = provider_json_str(b, "type");
+			json_object *copy = NULL;
 
-			if (strcmp(t, "tool_use") == 0) {
-				anthropic_fix_id(b, "id");
-				if (!json_object_object_get_ex(b, "input",
-				    &in) || !json_object_is_type(in,
-				    json_type_object))
-					json_object_object_add(b, "input",
-					    json_object_new_object());
-			} else if (strcmp(t, "tool_result") == 0) {
-				anthropic_fix_id(b, "tool_use_id");
-			}
+			if (!t || anthropic_block_ok(b, t))
+				continue;
+			if (json_object_deep_copy(b, &copy, NULL) != 0)
+				continue;
+			anthropic_fix_block(copy, t);
+			json_object_array_put_idx(c, j, copy);
 		}
 	}
 }

@@ -77,11 +77,13 @@ int provider_stream_add_text(struct provider_stream *s, const char *p,
 int provider_stream_add_tool(struct provider_stream *s, const char *id,
     const char *name, const char *raw, size_t n);
 
-/* A copy of the neutral transcript fit to send: role and content only,
- * content always an array of blocks, empty text blocks and empty messages
- * dropped, consecutive messages of one role merged, tool_result blocks
- * first in each user message.  NULL when messages is not an array of
- * messages with a user or assistant role. */
+/* The neutral transcript fit to send: role and content only, content
+ * always an array of blocks, empty text blocks and empty messages dropped,
+ * consecutive messages of one role merged, tool_result blocks first in
+ * each user message.  The arrays and messages are new; the blocks in them
+ * are the caller's, shared: a builder replaces a block it must change by a
+ * changed copy, never changes one in place.  NULL when messages is not an
+ * array of messages with a user or assistant role. */
 json_object *provider_transcript_normalize(json_object *messages);
 
 /* Append "Name: value" to out->headers.  0, -ENOMEM, or -EINVAL when the

@@ -75,12 +75,23 @@
 #include "log.h"
 #include "util.h"
 
+#define ROOM_DB_CACHE_SLOTS 128	/* about twice the texts this file runs */
+
+/* One kept statement (see "the statement cache" below). */
+struct room_db_cached {
+	const char *sql;	/* its text (sqlite3_sql: lives as long as st) */
+	sqlite3_stmt *st;	/* NULL: an empty slot */
+	int in_use;		/* handed out and not yet released */
+};
+
 struct room_db {
 	sqlite3 *db;
+	struct room_db_cached cache[ROOM_DB_CACHE_SLOTS]; /* by text's hash */
 	int in_tx;		/* BEGIN issued, COMMIT pending */
 	int tx_lost;		/* -errno: SQLite rolled the open transaction
 				 * back by itself; the next commit or
 				 * rollback reports it (0: none) */
+	long long epoch;	/* room_db_transcript_epoch */
 };
 
 static const char *const room_db_migrations[] = {
@@ -195,6 +206,7 @@ room_db_check_tx(struct room_db *db, int err)
 		log_warn("room.db: the open transaction was rolled back");
 		db->in_tx = 0;
 		db->tx_lost = err;
+		db->epoch++;
 	}
 }
 
@@ -227,6 +239,8 @@ room_db_run(struct room_db *db, const char *sql)
 }
 
 
+static int room_db_run1(struct room_db *db, const char *sql);
+
 /* Open a write transaction unless one is open. */
 static int
 room_db_begin(struct room_db *db)
@@ -235,7 +249,7 @@ room_db_begin(struct room_db *db)
 
 	if (db->in_tx)
 		return 0;
-	r = room_db_run(db, "BEGIN IMMEDIATE");
+	r = room_db_run1(db, "BEGIN IMMEDIATE");
 	if (r == 0)
 		db->in_tx = 1;
 	return r;
@@ -255,10 +269,12 @@ room_db_commit(struct room_db *db)
 	}
 	if (!db->in_tx)
 		return 0;
-	r = room_db_run(db, "COMMIT");
+	r = room_db_run1(db, "COMMIT");
 	db->in_tx = 0;
+	if (r < 0)
+		db->epoch++;
 	if (r < 0 && !sqlite3_get_autocommit(db->db))
-		room_db_run(db, "ROLLBACK");
+		room_db_run1(db, "ROLLBACK");
 	return r;
 }
 
@@ -274,11 +290,12 @@ room_db_rollback(struct room_db *db)
 	if (!db)
 		return;
 	db->tx_lost = 0;
+	db->epoch++;
 	if (!db->in_tx)
 		return;
 	db->in_tx = 0;
 	if (!sqlite3_get_autocommit(db->db))
-		room_db_run(db, "ROLLBACK");
+		room_db_run1(db, "ROLLBACK");
 }
 
 const char *
@@ -296,21 +313,108 @@ room_db_strerror(int err)
 	}
 }
 
-/*
- * Prepare sql and bind arguments described by fmt: 's' text (NULL binds
- * NULL), 'i' int, 'I' long long.  NULL on failure (logged).
+/* ---- the statement cache ----------------------------------------------
+ *
+ * Every statement this file runs is one of a few dozen fixed SQL texts, and
+ * a step of a turn runs a dozen of them: preparing each anew was about a
+ * quarter of a step's own time.  So each text is prepared once
+ * (SQLITE_PREPARE_PERSISTENT), kept in db->cache, and after each use reset
+ * with its bindings cleared (room_db_release), so that it holds no lock, no
+ * open read and no caller's text between uses.  A text already in use
+ * further up the stack (a callback that queries again) gets a statement of
+ * its own, finalized at release.  Everything is finalized at close.  SQLite
+ * re-prepares a kept statement itself after a schema change (migrations).
  */
-static sqlite3_stmt *
-room_db_vprep(struct room_db *db, const char *sql, const char *fmt,
-    va_list ap)
-{
-	sqlite3_stmt *st;
-	int i = 1, rc = SQLITE_OK;
 
-	if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK) {
+/* Where sql's statement lives or would go in db->cache: the slot holding
+ * it, else the first empty slot on its probe sequence; NULL when the table
+ * is full (the caller then uses a statement of its own). */
+static struct room_db_cached *
+room_db_cache_slot(struct room_db *db, const char *sql)
+{
+	unsigned long h = 5381;
+
+	for (const char *p = sql; *p; p++)
+		h = h * 33 + (unsigned char)*p;
+	for (unsigned i = 0; i < ROOM_DB_CACHE_SLOTS; i++) {
+		struct room_db_cached *c =
+		    &db->cache[(h + i) % ROOM_DB_CACHE_SLOTS];
+
+		if (!c->st || c->sql == sql || strcmp(c->sql, sql) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* sql's statement, ready to bind: the cached one when it is free, else a
+ * new one (cached when there is room).  NULL on failure (logged). */
+static sqlite3_stmt *
+room_db_stmt_get(struct room_db *db, const char *sql)
+{
+	struct room_db_cached *c = room_db_cache_slot(db, sql);
+	sqlite3_stmt *st;
+
+	if (c && c->st && !sqlite3_stmt_busy(c->st) && !c->in_use) {
+		c->in_use = 1;
+		return c->st;
+	}
+	if (sqlite3_prepare_v3(db->db, sql, -1, c && !c->st ?
+	    SQLITE_PREPARE_PERSISTENT : 0, &st, NULL) != SQLITE_OK) {
 		room_db_fail(db, sql);
 		return NULL;
 	}
+	if (c && !c->st) {
+		c->st = st;
+		c->sql = sqlite3_sql(st);
+		c->in_use = 1;
+	}
+	return st;
+}
+
+/* Give st back after use: a cached statement is reset and its bindings
+ * cleared; any other is finalized.  NULL is ignored. */
+static void
+room_db_release(struct room_db *db, sqlite3_stmt *st)
+{
+	struct room_db_cached *c;
+
+	if (!st)
+		return;
+	c = room_db_cache_slot(db, sqlite3_sql(st));
+	if (c && c->st == st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		c->in_use = 0;
+		return;
+	}
+	sqlite3_finalize(st);
+}
+
+/* Finalize every cached statement (before the connection closes). */
+static void
+room_db_cache_clear(struct room_db *db)
+{
+	for (unsigned i = 0; i < ROOM_DB_CACHE_SLOTS; i++) {
+		sqlite3_finalize(db->cache[i].st);
+		db->cache[i].st = NULL;
+		db->cache[i].in_use = 0;
+	}
+}
+
+/*
+ * sql's statement with arguments bound as fmt describes: 's' text (NULL
+ * binds NULL), 'i' int, 'I' long long.  Give it back with room_db_release.
+ * NULL on failure (logged).
+ */
+static sqlite3_stmt *
+room_db_vquery(struct room_db *db, const char *sql, const char *fmt,
+    va_list ap)
+{
+	sqlite3_stmt *st = room_db_stmt_get(db, sql);
+	int i = 1, rc = SQLITE_OK;
+
+	if (!st)
+		return NULL;
 	for (const char *f = fmt; *f && rc == SQLITE_OK; f++, i++) {
 		if (*f == 's') {
 			const char *s = va_arg(ap, const char *);
@@ -325,22 +429,58 @@ room_db_vprep(struct room_db *db, const char *sql, const char *fmt,
 	}
 	if (rc != SQLITE_OK) {
 		room_db_fail(db, sql);
-		sqlite3_finalize(st);
+		room_db_release(db, st);
 		return NULL;
 	}
 	return st;
 }
 
 static sqlite3_stmt *
-room_db_prep(struct room_db *db, const char *sql, const char *fmt, ...)
+room_db_query(struct room_db *db, const char *sql, const char *fmt, ...)
 {
 	sqlite3_stmt *st;
 	va_list ap;
 
 	va_start(ap, fmt);
-	st = room_db_vprep(db, sql, fmt, ap);
+	st = room_db_vquery(db, sql, fmt, ap);
 	va_end(ap);
 	return st;
+}
+
+/* Run one statement without arguments or results through the cache (the
+ * transaction's BEGIN, COMMIT and ROLLBACK, run at every checkpoint).  0 or
+ * a negative errno (room_db_errno), logged. */
+static int
+room_db_run1(struct room_db *db, const char *sql)
+{
+	sqlite3_stmt *st = room_db_stmt_get(db, sql);
+	int rc, r = 0;
+
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		log_error("room.db: %s: %s", sql, sqlite3_errmsg(db->db));
+		r = room_db_errno(sqlite3_extended_errcode(db->db));
+		r = r < 0 ? r : -EIO;
+	}
+	room_db_release(db, st);
+	return r;
+}
+
+/* Does sql change what a copy of the transcript in memory holds, other
+ * than by adding a row (room_db_transcript_epoch)?  Any statement on the
+ * transcript or compactions tables but the two that add a transcript row,
+ * so that a new one (an update, a delete) is counted without being
+ * listed here. */
+static int
+room_db_rewrites_transcript(const char *sql)
+{
+	static const char add[] = "INSERT INTO transcript ";
+
+	if (strncmp(sql, add, sizeof(add) - 1) == 0)
+		return 0;
+	return strstr(sql, "transcript") || strstr(sql, "compactions");
 }
 
 /* Run one write statement inside the lazy transaction.  0 or a negative
@@ -354,13 +494,15 @@ room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 
 	if ((r = room_db_begin(db)) < 0)
 		return r;
+	if (room_db_rewrites_transcript(sql))
+		db->epoch++;
 	va_start(ap, fmt);
-	st = room_db_vprep(db, sql, fmt, ap);
+	st = room_db_vquery(db, sql, fmt, ap);
 	va_end(ap);
 	if (!st)
 		return -EIO;
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	if (rc != SQLITE_DONE) {
 		r = room_db_fail(db, sql);
 		return r;
@@ -430,6 +572,7 @@ room_db_close(struct room_db *db)
 	if (!db)
 		return;
 	room_db_commit(db);
+	room_db_cache_clear(db);
 	sqlite3_close(db->db);
 	free(db);
 }
@@ -444,14 +587,14 @@ room_db_int(struct room_db *db, long long def, const char *sql,
 	va_list ap;
 
 	va_start(ap, fmt);
-	st = room_db_vprep(db, sql, fmt, ap);
+	st = room_db_vquery(db, sql, fmt, ap);
 	va_end(ap);
 	if (!st)
 		return def;
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    sqlite3_column_type(st, 0) != SQLITE_NULL)
 		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return v;
 }
 
@@ -512,7 +655,7 @@ room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 
 	if (f->match && !room_db_like(f->match, like, sizeof(like)))
 		return -EINVAL;
-	st = room_db_prep(db, "SELECT json FROM (SELECT seq, json FROM events"
+	st = room_db_query(db, "SELECT json FROM (SELECT seq, json FROM events"
 	    " WHERE seq > ? AND (? <= 0 OR seq < ?)"
 	    " AND (? IS NULL OR (type IN ('message', 'prompt', 'exec_start')"
 	    "   AND json_extract(json, '$.user') = ?))"
@@ -527,7 +670,7 @@ room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		if (fn((const char *)sqlite3_column_text(st, 0), arg))
 			break;
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;
 }
 
@@ -574,7 +717,7 @@ room_db_config_get(struct room_db *db, const char *key, char *out,
 	sqlite3_stmt *st;
 	int found = 0;
 
-	st = room_db_prep(db, "SELECT value FROM config WHERE key = ?", "s",
+	st = room_db_query(db, "SELECT value FROM config WHERE key = ?", "s",
 	    key);
 	if (!st)
 		return -EIO;
@@ -582,7 +725,7 @@ room_db_config_get(struct room_db *db, const char *key, char *out,
 		snprintf(out, outlen, "%s", sqlite3_column_text(st, 0));
 		found = 1;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return found;
 }
 
@@ -610,7 +753,7 @@ room_db_access_load(struct room_db *db, struct access_list *out)
 	if (room_db_config_get(db, "visibility", vis, sizeof(vis)) == 1 &&
 	    access_visibility_parse(vis, &out->visibility) < 0)
 		out->visibility = ACCESS_PRIVATE;	/* unknown: fail closed */
-	st = room_db_prep(db, "SELECT user, role FROM access ORDER BY time,"
+	st = room_db_query(db, "SELECT user, role FROM access ORDER BY time,"
 	    " user", "");
 	if (!st)
 		return -EIO;
@@ -623,7 +766,7 @@ room_db_access_load(struct room_db *db, struct access_list *out)
 		else
 			access_list_add(out, user);
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return rc == SQLITE_DONE ? 0 : room_db_fail(db, "access");
 }
 
@@ -674,7 +817,7 @@ room_db_turn_next(struct room_db *db, struct room_db_turn *t)
 	int found = 0;
 
 	memset(t, 0, sizeof(*t));
-	st = room_db_prep(db, "SELECT id, user, prompt, state, steps,"
+	st = room_db_query(db, "SELECT id, user, prompt, state, steps,"
 	    " input_tokens, output_tokens FROM turns WHERE state != 'done'"
 	    " ORDER BY state = 'running' DESC, id LIMIT 1", "");
 	if (!st)
@@ -692,7 +835,7 @@ room_db_turn_next(struct room_db *db, struct room_db_turn *t)
 		t->output_tokens = (long)sqlite3_column_int64(st, 6);
 		found = t->prompt ? 1 : -ENOMEM;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return found;
 }
 
@@ -742,6 +885,12 @@ room_db_transcript_add(struct room_db *db, long long turn, int step,
 	    json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
 }
 
+long long
+room_db_transcript_epoch(struct room_db *db)
+{
+	return db->epoch;
+}
+
 int
 room_db_transcript_last(struct room_db *db, struct room_db_msg *m)
 {
@@ -749,7 +898,7 @@ room_db_transcript_last(struct room_db *db, struct room_db_msg *m)
 	int found = 0;
 
 	memset(m, 0, sizeof(*m));
-	st = room_db_prep(db, "SELECT id, turn, step, role, json FROM"
+	st = room_db_query(db, "SELECT id, turn, step, role, json FROM"
 	    " transcript ORDER BY id DESC LIMIT 1", "");
 	if (!st)
 		return -EIO;
@@ -763,7 +912,7 @@ room_db_transcript_last(struct room_db *db, struct room_db_msg *m)
 		    (const char *)sqlite3_column_text(st, 4));
 		found = m->msg ? 1 : -EBADMSG;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return found;
 }
 
@@ -837,7 +986,7 @@ room_db_transcript_rows(struct room_db *db, long long from,
 	out = calloc((size_t)count + 1, sizeof(*out));
 	if (!out)
 		return -ENOMEM;
-	st = room_db_prep(db, "SELECT id, turn, step, role, json,"
+	st = room_db_query(db, "SELECT id, turn, step, role, json,"
 	    " coalesce(input_tokens, 0) FROM transcript WHERE id >= ?"
 	    " ORDER BY id", "I", from);
 	if (!st) {
@@ -850,7 +999,7 @@ room_db_transcript_rows(struct room_db *db, long long from,
 		else
 			log_warn("room.db: unreadable transcript row skipped");
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		room_db_rows_free(out, k);
 		return room_db_fail(db, "transcript");
@@ -871,7 +1020,7 @@ room_db_compaction_get(struct room_db *db, int pending,
 	int found = 0;
 
 	memset(c, 0, sizeof(*c));
-	st = room_db_prep(db, "SELECT id, turn, reason, coalesce(cut, 0),"
+	st = room_db_query(db, "SELECT id, turn, reason, coalesce(cut, 0),"
 	    " coalesce(upto, 0), summary FROM compactions WHERE state = ?"
 	    " ORDER BY id DESC LIMIT 1", "s", pending ? "pending" : "done");
 	if (!st)
@@ -889,7 +1038,7 @@ room_db_compaction_get(struct room_db *db, int pending,
 		if (summary && !(c->summary = strdup(summary)))
 			found = -ENOMEM;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	if (found < 0)
 		memset(c, 0, sizeof(*c));
 	return found;
@@ -969,7 +1118,7 @@ room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
 	int found = 0;
 
 	memset(t, 0, sizeof(*t));
-	st = room_db_prep(db, "SELECT started IS NOT NULL, state, status,"
+	st = room_db_query(db, "SELECT started IS NOT NULL, state, status,"
 	    " output FROM tool_journal WHERE turn = ? AND step = ? AND idx = ?",
 	    "Iii", turn, step, idx);
 	if (!st)
@@ -988,7 +1137,7 @@ room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
 				found = -ENOMEM;
 		}
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return found;
 }
 
@@ -1009,7 +1158,7 @@ room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
 int
 room_db_undo_get(struct room_db *db, long long turn, int *step, int *idx)
 {
-	sqlite3_stmt *st = room_db_prep(db, "SELECT step, idx FROM turn_undo"
+	sqlite3_stmt *st = room_db_query(db, "SELECT step, idx FROM turn_undo"
 	    " WHERE turn = ?", "I", turn);
 	int found = 0;
 
@@ -1020,7 +1169,7 @@ room_db_undo_get(struct room_db *db, long long turn, int *step, int *idx)
 		*idx = sqlite3_column_int(st, 1);
 		found = 1;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return found;
 }
 
@@ -1107,7 +1256,7 @@ room_db_usage_rows(struct room_db *db, const char *period, int by_user,
 		" sum(requests) FROM usage_users WHERE substr(day, 1,"
 		" length(?1)) = ?1 GROUP BY user, model ORDER BY user, model",
 	};
-	sqlite3_stmt *st = room_db_prep(db, sql[by_user ? 1 : 0], "s", period);
+	sqlite3_stmt *st = room_db_query(db, sql[by_user ? 1 : 0], "s", period);
 	int rc, r = 0;
 
 	if (!st)
@@ -1119,6 +1268,6 @@ room_db_usage_rows(struct room_db *db, const char *period, int by_user,
 		    sqlite3_column_int64(st, 4), arg);
 	if (r == 0 && rc != SQLITE_DONE)
 		r = room_db_fail(db, "usage rows");
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return r;
 }

@@ -138,6 +138,13 @@ int room_db_transcript_replace(struct room_db *db, long long rowid,
 int room_db_transcript_answer(struct room_db *db, long long turn, int step,
     json_object *msg, long input_tokens);
 #define ROOM_DB_MAX_ROWS	200000	/* transcript rows loaded at once */
+/* A number that changes whenever rows of the transcript or compactions
+ * tables may have changed other than by a transcript row being added: a
+ * row replaced or deleted, a summary asked for, made or dropped, a
+ * transaction rolled back (room_db_rollback, a failed commit, or SQLite
+ * by itself).  A copy of the transcript kept in memory stays true while
+ * it is unchanged, by reading only the rows added after its last. */
+long long room_db_transcript_epoch(struct room_db *db);
 /* The rows with id >= from, oldest first, into a new array *rows of *n
  * (free with room_db_rows_free).  -EFBIG past ROOM_DB_MAX_ROWS. */
 int room_db_transcript_rows(struct room_db *db, long long from,

@@ -99,6 +99,7 @@ struct turn {
 	struct ws_file_read *read;	/* AGENTS.md, before each request */
 	struct ws_skills *skills_read;	/* the workspace's skills, once */
 	int skills_loaded;		/* a->skills is this turn's set */
+	struct context_rows rows;	/* the transcript, kept between steps */
 	/* PHASE_MODEL / PHASE_RETRY */
 	enum provider_kind kind;
 	struct http_call *call;
@@ -151,6 +152,7 @@ turn_free(struct turn *t)
 	provider_stream_free(t->stream);
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
+	context_rows_free(&t->rows);
 	free(t);
 }
 
@@ -500,8 +502,8 @@ turn_prepare(struct turn *t, const char *agents_md, size_t agents_len,
     struct provider_http *http, char *err, size_t errlen)
 {
 	struct context c;
-	int r = context_load(t->a, t->id, agents_md, agents_len, &c, err,
-	    errlen);
+	int r = context_load(t->a, t->id, &t->rows, agents_md, agents_len, &c,
+	    err, errlen);
 
 	if (r < 0)
 		return r;
