@@ -38,6 +38,7 @@
 #include "settings.h"
 #include "term.h"
 #include "text.h"
+#include "snapshots.h"
 #include "undo.h"
 #include "turn.h"
 #include "usage.h"
@@ -366,6 +367,12 @@ room_redo(struct conn *c, json_object *req)
 }
 
 static void
+room_snapshots(struct conn *c, json_object *req)
+{
+	snapshots_request(c->a, c, json_get_string(req, "type"), req);
+}
+
+static void
 room_who(struct conn *c, json_object *req)
 {
 	room_send(c, room_presence_event(c->a));
@@ -449,6 +456,9 @@ static const struct request requests[] = {
 	{ "who", MEMBERS, room_who },
 	{ "undo", MEMBERS, room_undo },
 	{ "redo", MEMBERS, room_redo },
+	{ "snapshot", MEMBERS, room_snapshots },
+	{ "restore", MEMBERS, room_snapshots },
+	{ "snapshots", MEMBERS, room_snapshots },
 	{ "typing", MEMBERS, room_typing },
 	{ "complete", MEMBERS, room_complete },
 	{ "usage", MEMBERS, room_usage },

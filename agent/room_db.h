@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	5	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	6	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 

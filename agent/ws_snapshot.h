@@ -34,4 +34,13 @@ int ws_snapshot_request(const char *db, const char *verb, const char *name,
 int ws_snapshot_diff(const char *db, const char *name, int timeout_s,
     ws_diff_cb cb, void *arg, int *more);
 
+/* One snapshot of a list: its name, when it was taken (ns since the
+ * epoch) and the bytes of data it names.  Non-zero stops the list. */
+typedef int (*ws_list_cb)(void *arg, const char *name, long long created_ns,
+    unsigned long long bytes);
+
+/* The snapshots of db, oldest first.  0 or -errno as ws_snapshot_request. */
+int ws_snapshot_list(const char *db, int timeout_s, ws_list_cb cb,
+    void *arg);
+
 #endif

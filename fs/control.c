@@ -8,12 +8,15 @@
  * The wire, one request per connection, both lines at most
  * CONTROL_LINE_MAX bytes:
  *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
+ *             "list" LF            the snapshots, oldest first
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
  *   entry     KIND SP PATH LF      KIND: A, D or M (fs.h: fs_snapshot_diff)
  * where PATH has '%', control characters and DEL written as %XX, so that
  * an entry is one line whatever a name holds (CONTROL_ENTRY_MAX bytes).
+ * list's answer comes after one line per snapshot:
+ *   snapshot  "S" SP NAME SP CREATED_NS SP INODES SP SHARED SP OWN LF
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
  *
  * Trust: the socket is made 0600 in the database's directory, next to the
@@ -177,6 +180,26 @@ control_diff(struct control *c, int fd, const char *name)
 	return r;
 }
 
+/* One line of the list answer (arg: the peer's fd). */
+static int
+control_list_entry(void *arg, const struct fs_snapshot_info *s)
+{
+	char line[CONTROL_LINE_MAX + 128];
+	int n;
+
+	/* Names were checked when taken; one from elsewhere is skipped
+	 * rather than sent as something a line could not hold. */
+	if (!s->name || fs_snapshot_name_ok(s->name) < 0)
+		return 0;
+	n = snprintf(line, sizeof(line), "S %s %lld %llu %llu %llu\n", s->name,
+	    (long long)s->created_ns, (unsigned long long)s->inodes,
+	    (unsigned long long)s->shared_bytes,
+	    (unsigned long long)s->own_bytes);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return 0;
+	return control_write_all(*(int *)arg, line, (size_t)n) < 0;
+}
+
 /* Do one request line from fd; 0 or -errno. */
 static int
 control_do(struct control *c, int fd, char *line)
@@ -187,6 +210,8 @@ control_do(struct control *c, int fd, char *line)
 	};
 	char *name = strchr(line, ' ');
 
+	if (strcmp(line, "list") == 0)
+		return fs_snapshot_list(c->fs, control_list_entry, &fd);
 	if (!name)
 		return -EPROTO;
 	*name++ = '\0';
