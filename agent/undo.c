@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,6 +45,7 @@
 #include "room.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "utf8.h"
 #include "ws_snapshot.h"
 
 #define UNDO_SNAPSHOT_TIMEOUT_S 5
@@ -112,13 +114,15 @@ undo_before_write(struct agent *a, long long turn, int step, int idx,
 	char name[64] = "";
 	int s, i, r = room_db_undo_get(a->db, turn, &s, &i);
 
-	if (r == 0 && undo_snapshot(a, turn, name, sizeof(name)) == 0)
-		undo_retention(a);
+	if (r == 0)
+		undo_snapshot(a, turn, name, sizeof(name));
 	r = room_db_undo_mark(a->db, turn, step, idx, tool,
 	    name[0] ? name : NULL);
 	if (r < 0)
 		log_error("turn %lld: its undo point could not be recorded: %s",
 		    turn, room_db_strerror(r));
+	else if (name[0])
+		undo_retention(a);      /* counts the point just recorded */
 	return r;
 }
 
@@ -139,8 +143,16 @@ undo_plan_entry(void *arg, char kind, const char *path)
 	struct undo_plan *p = arg;
 	json_object *list = kind == 'M' ? p->modified :
 	    (kind == 'A') != p->redo ? p->added : p->removed;
+	/* A name may hold anything; these lists reach terminals. */
+	char *clean = utf8_clean_str(path);
 
-	json_object_array_add(list, json_object_new_string(path));
+	if (!clean)
+		return -ENOMEM;
+	for (char *q = clean; *q; q++)
+		if (*q == '\n' || *q == '\t')
+			*q = '?';
+	json_object_array_add(list, json_object_new_string(clean));
+	free(clean);
 	return 0;
 }
 

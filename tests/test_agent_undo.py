@@ -127,3 +127,52 @@ def test_only_who_may_manage_the_room_may_undo(room, model):
         bob.send({"type": "undo", "confirm": True})
         assert "owner" in bob.wait("error")["message"]
         assert os.path.exists(os.path.join(room.workspace, "made"))
+
+
+def snapshot_names(room):
+    out = subprocess.run(
+        [FS, "snapshots", os.path.join(room.room_dir, "workspace.db")],
+        capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines()[1:] if line]
+
+
+def test_retention_drops_old_undo_points_never_named_ones(room, model):
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   "--undo-keep", "1", *fast())
+        c = room.connect()
+        c.send({"type": "snapshot", "name": "mine"})
+        c.wait("notice")
+        first = run_turn(room, model, c)
+        model.script(Reply("Again.", tool_calls=[
+            ToolCall("write", {"path": "second", "content": "2\n"})]),
+            Reply("Done."))
+        c.send({"type": "prompt", "text": "more"})
+        second = c.wait("turn_start")["turn"]
+        c.wait("turn_end", timeout=30)
+        names = snapshot_names(room)
+        assert "mine" in names and "turn-%d" % second in names
+        assert "turn-%d" % first not in names
+        rows = room.db().execute("SELECT turn, snapshot FROM turn_undo "
+                                 "ORDER BY turn").fetchall()
+        assert rows == [(first, None), (second, "turn-%d" % second)]
+        # the one kept is undone; the dropped one cannot be
+        c.send({"type": "undo", "confirm": True})
+        assert c.wait("undo_done")["added"] == ["second"]
+        c.send({"type": "undo"})
+        assert "no turn of the agent" in c.wait("error")["message"]
+
+
+def test_preview_names_are_safe_for_a_terminal(room, model):
+    with room.on_atrium_fs():
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        model.script(Reply("Odd.", tool_calls=[ToolCall("bash", {
+            "command": "touch \"$(printf 'a\\033[2Jb\\nc')\""})]),
+            Reply("Done."))
+        c.send({"type": "prompt", "text": "odd"})
+        c.wait("turn_end", timeout=30)
+        c.send({"type": "undo"})
+        assert c.wait("undo_preview")["added"] == ["a[2Jb?c"]
