@@ -104,8 +104,7 @@
 	"  /rooms            the rooms you may enter\n" \
 	"  /delete ROOM      delete this room for good (owner)\n" \
 	"  /undo, /redo      take back the agent's last turn, or bring it back\n" \
-	"  /snapshot NAME    keep the workspace as it is now under NAME\n" \
-	"  /restore NAME     make the workspace what snapshot NAME kept\n" \
+	"  /snapshot NAME, /restore NAME  keep the workspace, or go back to it\n" \
 	"  /snapshots        the workspace's snapshots\n" \
 	"  /help             this list\n" \
 	"  /quit             leave (or Ctrl-D on an empty line)\n" \
