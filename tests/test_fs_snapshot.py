@@ -426,3 +426,19 @@ def test_diff_names_what_changed_since_a_snapshot(tmp_path):
     assert ok("diff", m.db, "before").stdout == want
     r = run("diff", m.db, "nope")
     assert r.returncode == 1 and "no snapshot named nope" in r.stderr
+
+
+def test_diff_is_capped(tmp_path):
+    """A change of more than 1000 paths lists the first 1000, by path,
+    and says there were more."""
+    m = Mount(tmp_path).mount()
+    try:
+        ok("snapshot", m.db, "empty")
+        for i in range(1005):
+            open(m.p("f%04d" % i), "w").close()
+        out = ok("diff", m.db, "empty").stdout.splitlines()
+    finally:
+        m.unmount()
+    assert out[:1000] == ["A f%04d" % i for i in range(1000)]
+    assert out[1000:] == ["... more than 1000 changes; the first 1000 are "
+                          "shown"]
