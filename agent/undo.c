@@ -230,6 +230,16 @@ undo_event(struct undo_plan *p, const char *what)
 	return ev;
 }
 
+/* undo_done or redo_done: the lists and who did it. */
+static json_object *
+undo_done_event(struct undo_plan *p, const char *user)
+{
+	json_object *ev = undo_event(p, "done");
+
+	json_object_object_add(ev, "user", json_object_new_string(user));
+	return ev;
+}
+
 /* Restore what p says, snapshotting the tree first for an undo (so that
  * a redo can come back).  0 or -errno (logged). */
 static int
@@ -292,7 +302,7 @@ undo_request(struct agent *a, struct conn *c, json_object *req, int redo)
 		    "was", redo ? "redo" : "undo", strerror(-r));
 	else if ((r = room_db_undo_set(a->db, p.target.turn, !redo,
 	    redo ? NULL : redo_name)) < 0 ||
-	    (r = room_emit(a, undo_event(&p, "done"), 1)) < 0)
+	    (r = room_emit(a, undo_done_event(&p, c->user), 1)) < 0)
 		room_unrecorded(c, NULL, redo ? "your redo" : "your undo", r);
 	undo_plan_free(&p);
 }

@@ -94,9 +94,12 @@ chat_undo_list(json_object *o, const char *key, const char *label,
 static void
 chat_undo_text(json_object *o, int redo, int done, char *text, size_t len)
 {
-	size_t used = (size_t)snprintf(text, len, "%s the agent's turn %lld:",
-	    done ? (redo ? "redone:" : "undone:") :
-	    (redo ? "/redo would redo" : "/undo would undo"),
+	const char *who = json_get_string(o, "user") ?: "someone";
+	size_t used = done ?
+	    (size_t)snprintf(text, len, "%s %s the agent's turn %lld:", who,
+	    redo ? "redid" : "undid", json_get_int(o, "turn", 0)) :
+	    (size_t)snprintf(text, len, "%s the agent's turn %lld:",
+	    redo ? "/redo would redo" : "/undo would undo",
 	    json_get_int(o, "turn", 0));
 
 	used = chat_undo_list(o, "added", redo ? "brings back" : "removes",

@@ -69,6 +69,7 @@ def test_undo_previews_the_turn_then_restores_and_redo_returns(room, model):
 
         c.send({"type": "undo", "confirm": True})
         d = c.wait("undo_done")
+        assert d["user"] == "alice"
         assert (d["added"], d["removed"], d["modified"], d["users"]) == (
             p["added"], p["removed"], p["modified"], p["users"])
         assert tree(room.workspace) == before

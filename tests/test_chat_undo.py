@@ -55,7 +55,7 @@ def test_undo_previews_confirms_and_redo_brings_back(srv, model_server,
     assert "also takes back the changes of: alice" in screen
     assert ls(ssh_run, srv) != before
     tmux.keys("a", "y", "Enter")
-    tmux.wait("a", "undone: the agent's turn")
+    tmux.wait("a", "alice undid the agent's turn")
     assert ls(ssh_run, srv) == before
 
     tmux.keys("a", "/redo", "Enter")
@@ -67,7 +67,7 @@ def test_undo_previews_confirms_and_redo_brings_back(srv, model_server,
     tmux.keys("a", "/redo", "Enter")
     tmux.wait("a", lambda s: s.count("y to redo") == 2)
     tmux.keys("a", "y", "Enter")
-    tmux.wait("a", "redone: the agent's turn")
+    tmux.wait("a", "alice redid the agent's turn")
     assert ls(ssh_run, srv) == "bobs\n" + after
 
 
