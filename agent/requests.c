@@ -38,6 +38,8 @@
 #include "settings.h"
 #include "term.h"
 #include "text.h"
+#include "snapshots.h"
+#include "undo.h"
 #include "turn.h"
 #include "usage.h"
 #include "util.h"
@@ -353,6 +355,24 @@ room_stop(struct conn *c, json_object *req)
 }
 
 static void
+room_undo(struct conn *c, json_object *req)
+{
+	undo_request(c->a, c, req, 0);
+}
+
+static void
+room_redo(struct conn *c, json_object *req)
+{
+	undo_request(c->a, c, req, 1);
+}
+
+static void
+room_snapshots(struct conn *c, json_object *req)
+{
+	snapshots_request(c->a, c, json_get_string(req, "type"), req);
+}
+
+static void
 room_who(struct conn *c, json_object *req)
 {
 	room_send(c, room_presence_event(c->a));
@@ -434,6 +454,11 @@ static const struct request requests[] = {
 	{ "caps", MEMBERS, room_caps },
 	{ "history", MEMBERS, room_history },
 	{ "who", MEMBERS, room_who },
+	{ "undo", MEMBERS, room_undo },
+	{ "redo", MEMBERS, room_redo },
+	{ "snapshot", MEMBERS, room_snapshots },
+	{ "restore", MEMBERS, room_snapshots },
+	{ "snapshots", MEMBERS, room_snapshots },
 	{ "typing", MEMBERS, room_typing },
 	{ "complete", MEMBERS, room_complete },
 	{ "usage", MEMBERS, room_usage },

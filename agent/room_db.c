@@ -49,10 +49,13 @@
  *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
  *       output_tokens, requests, PRIMARY KEY(day, user, model))  the same,
  *       per person who prompted the turn; per turn: turns' token columns
- *   turn_undo(turn INTEGER PRIMARY KEY, step, idx, tool, snapshot, time)
+ *   turn_undo(turn INTEGER PRIMARY KEY, step, idx, tool, snapshot, time,
+ *       undone, redo, undone_time)
  *       the first call of a turn that may change the workspace (undo.h):
  *       the turn's undo point; snapshot names the workspace snapshot taken
- *       before it (NULL: none; the filesystem offers none yet)
+ *       before it (NULL: none, the workspace was not snapshotted, or
+ *       retention dropped it); undone is 1 once the turn was undone, redo
+ *       names the snapshot taken just before that undo, undone_time when
  *
  * Migrations: room_db_migrations[i] takes user_version i to i + 1; each runs
  * in its own transaction with the version bump, so a crash leaves either the
@@ -163,6 +166,12 @@ static const char *const room_db_migrations[] = {
 	"CREATE TABLE turn_undo (turn INTEGER PRIMARY KEY,"
 	"  step INTEGER NOT NULL, idx INTEGER NOT NULL, tool TEXT NOT NULL,"
 	"  snapshot TEXT, time TEXT NOT NULL);",
+	/* 5 -> 6: undo and redo of a turn (undo.h): whether it is undone,
+	 * the snapshot taken just before the undo (what a redo restores)
+	 * and when it was undone. */
+	"ALTER TABLE turn_undo ADD COLUMN undone INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE turn_undo ADD COLUMN redo TEXT;"
+	"ALTER TABLE turn_undo ADD COLUMN undone_time TEXT;",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -1171,6 +1180,106 @@ room_db_undo_get(struct room_db *db, long long turn, int *step, int *idx)
 	}
 	room_db_release(db, st);
 	return found;
+}
+
+/* Copy column i of st into out (size bytes), "" for NULL. */
+static void
+room_db_undo_text(sqlite3_stmt *st, int i, char *out, size_t size)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+
+	snprintf(out, size, "%s", t ? t : "");
+}
+
+int
+room_db_undo_target(struct room_db *db, int redo, struct room_db_undo *u)
+{
+	/* Undo: the latest turn with a snapshot not undone.  Redo: the
+	 * earliest undone turn after it (undo goes back turn by turn, redo
+	 * forward), once a later turn wrote there is nothing to redo. */
+	static const char undo_sql[] = "SELECT turn, snapshot, time"
+	    " FROM turn_undo WHERE snapshot IS NOT NULL AND undone = 0"
+	    " ORDER BY turn DESC LIMIT 1";
+	static const char redo_sql[] = "SELECT turn, redo, undone_time"
+	    " FROM turn_undo WHERE undone = 1 AND redo IS NOT NULL AND turn >"
+	    " (SELECT coalesce(max(turn), 0) FROM turn_undo WHERE undone = 0"
+	    " AND snapshot IS NOT NULL) ORDER BY turn LIMIT 1";
+	sqlite3_stmt *st = room_db_prep(db, redo ? redo_sql : undo_sql, "");
+	int rc, found = 0;
+
+	memset(u, 0, sizeof(*u));
+	if (!st)
+		return -EIO;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		u->turn = sqlite3_column_int64(st, 0);
+		room_db_undo_text(st, 1, u->snapshot, sizeof(u->snapshot));
+		room_db_undo_text(st, 2, u->since, sizeof(u->since));
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -EIO;
+}
+
+int
+room_db_undo_set(struct room_db *db, long long turn, int undone,
+    const char *redo)
+{
+	char now[40];
+
+	time_now_iso(now, sizeof(now));
+	return room_db_write(db, "UPDATE turn_undo SET undone = ?,"
+	    " redo = coalesce(?, redo), undone_time = ? WHERE turn = ?", "issI",
+	    undone, redo, now, turn);
+}
+
+int
+room_db_undo_people(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg)
+{
+	/* A command that was running at since counts too: it may have
+	 * written after it. */
+	sqlite3_stmt *st = room_db_prep(db, "SELECT DISTINCT user FROM audit"
+	    " WHERE user != 'agent' AND (started >= ?1 OR ended IS NULL"
+	    " OR ended >= ?1) ORDER BY user LIMIT 100", "s", since);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (cb(arg, (const char *)sqlite3_column_text(st, 0)) != 0)
+			break;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int
+room_db_undo_retire(struct room_db *db, long long turn)
+{
+	return room_db_write(db, "UPDATE turn_undo SET snapshot = NULL,"
+	    " redo = NULL WHERE turn = ?", "I", turn);
+}
+
+int
+room_db_undo_expired(struct room_db *db, int keep, const char *before,
+    long long *turn, char *snapshot, size_t size)
+{
+	/* Beyond the newest keep, or taken before `before`. */
+	sqlite3_stmt *st = room_db_prep(db, "SELECT turn, snapshot FROM"
+	    " turn_undo WHERE snapshot IS NOT NULL AND (time < ? OR turn NOT IN"
+	    " (SELECT turn FROM turn_undo WHERE snapshot IS NOT NULL"
+	    " ORDER BY turn DESC LIMIT ?)) ORDER BY turn LIMIT 1", "si",
+	    before, keep);
+	int rc, found = 0;
+
+	if (!st)
+		return -EIO;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*turn = sqlite3_column_int64(st, 0);
+		room_db_undo_text(st, 1, snapshot, size);
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -EIO;
 }
 
 /* ---- audit, usage ------------------------------------------------------ */

@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	5	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	6	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -199,6 +199,32 @@ int room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
     const char *tool, const char *snapshot);
 int room_db_undo_get(struct room_db *db, long long turn, int *step,
     int *idx);
+
+/* The turn an undo (redo 0) or a redo (redo 1) would act on: its id, the
+ * snapshot to restore (turn-N for an undo, the one taken before the undo
+ * for a redo) and since when people's commands would be taken back too.
+ * 1 found, 0 none, -EIO. */
+struct room_db_undo {
+	long long turn;
+	char snapshot[160];
+	char since[40];
+};
+int room_db_undo_target(struct room_db *db, int redo,
+    struct room_db_undo *u);
+/* Mark turn undone (1, with redo: the snapshot taken before the undo) or
+ * redone (0, redo NULL keeps it).  In the open transaction; 0 or -errno. */
+int room_db_undo_set(struct room_db *db, long long turn, int undone,
+    const char *redo);
+/* cb for each person (never the agent) whose command ran at or after
+ * since, by name, at most 100.  0 or -EIO. */
+int room_db_undo_people(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg);
+/* Retention: the oldest turn whose snapshot is beyond the newest keep or
+ * taken before `before` (an ISO time): 1 with *turn and its snapshot name,
+ * 0 none, -EIO.  retire forgets the turn's snapshots once dropped. */
+int room_db_undo_expired(struct room_db *db, int keep, const char *before,
+    long long *turn, char *snapshot, size_t size);
+int room_db_undo_retire(struct room_db *db, long long turn);
 
 /* --- audit: every command run in the sandbox.  audit_start commits the
  * open transaction with its row: a command may run only when it returned

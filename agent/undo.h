@@ -10,20 +10,28 @@
  * exactly once per turn (a later call, or the same call resumed, finds
  * the row and does nothing).
  *
- * This is where a workspace snapshot plugs in when the filesystem offers
- * snapshots: take it here, before the first write, and store its name in
- * the row's snapshot column; "undo the last turn" then restores the
- * snapshot named by that turn's row.  Until then snapshot stays NULL.
+ * The workspace snapshot (turn-ID) is taken here, before the first
+ * write, and named in the row; undo_request restores it (undo.c).
  */
 #ifndef ATRIUM_AGENT_UNDO_H
 #define ATRIUM_AGENT_UNDO_H
 
+#include <json-c/json.h>
+
 struct agent;
+struct conn;
 
 /* Before call idx of the assistant message of step runs tool (which may
  * change the workspace): record the turn's undo point unless it has one.
  * 0, or -errno when it could not be recorded (the call must not run). */
 int undo_before_write(struct agent *a, long long turn, int step, int idx,
     const char *tool);
+
+/* The undo and redo requests of c (redo 0 or 1): without "confirm" the
+ * preview (undo_preview, redo_preview: turn, added, removed, modified,
+ * users) to c alone; with "confirm": true the restore, then undo_done or
+ * redo_done with the same lists to the room.  Errors go to c. */
+void undo_request(struct agent *a, struct conn *c, json_object *req,
+    int redo);
 
 #endif

@@ -60,6 +60,8 @@ static const struct config_key config_keys[] = {
 	STR("prices", prices),
 	NUM("command-timeout", CT_INT, command_timeout, 0, 86400 * 7),
 	NUM("file-tool-timeout", CT_INT, file_tool_timeout, 1, 86400),
+	NUM("undo-keep", CT_INT, undo_keep, 1, 100000),
+	NUM("undo-max-age", CT_INT, undo_max_age, 60, 86400 * 3650),
 	NUM("exec-timeout", CT_INT, exec_timeout, 0, 86400 * 365),
 	NUM("sandbox-uid-base", CT_UID, sandbox_uid_base, 1, 0x7fffffff),
 	NUM("sandbox-uid-count", CT_INT, sandbox_uid_count, 1, 1 << 24),
@@ -105,6 +107,8 @@ config_defaults(struct config *c)
 	c->max_steps = 50;
 	c->command_timeout = 120;
 	c->file_tool_timeout = 60;
+	c->undo_keep = 50;
+	c->undo_max_age = 7 * 86400;
 	/* Above any account, subordinate uid range (useradd gives them up
 	 * to 600100000) or systemd-nspawn's container range (up to
 	 * 1879048191), and below systemd's foreign range: atriumd(8). */

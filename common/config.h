@@ -51,6 +51,10 @@ struct config {
 	int file_tool_timeout;		/* seconds of work for one read, ls or
 					 * grep call (they yield to the loop
 					 * meanwhile) */
+	int undo_keep;			/* turns whose automatic undo snapshots
+					 * a room keeps (named ones: all) */
+	int undo_max_age;		/* seconds an automatic undo snapshot is
+					 * kept */
 	int exec_timeout;		/* seconds a person's command may run
 					 * (exec, sftp; 0: no limit) */
 	uid_t sandbox_uid_base;		/* first uid (and gid) of the range a

@@ -7,8 +7,16 @@
  *
  * The wire, one request per connection, both lines at most
  * CONTROL_LINE_MAX bytes:
- *   request   VERB SP NAME LF      VERB: snapshot, restore or drop
+ *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
+ *             "list" LF            the snapshots, oldest first
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
+ * diff's answer comes after its entries, one per line, at most
+ * FS_DIFF_MAX, then "more" LF when there were more:
+ *   entry     KIND SP PATH LF      KIND: A, D or M (fs.h: fs_snapshot_diff)
+ * where PATH has '%', control characters and DEL written as %XX, so that
+ * an entry is one line whatever a name holds (CONTROL_ENTRY_MAX bytes).
+ * list's answer comes after one line per snapshot:
+ *   snapshot  "S" SP NAME SP CREATED_NS SP INODES SP SHARED SP OWN LF
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
  *
  * Trust: the socket is made 0600 in the database's directory, next to the
@@ -45,6 +53,8 @@
 #define CONTROL_TIMEOUT_S 10
 /* How long the client waits for a restore of a big tree. */
 #define CONTROL_CLIENT_TIMEOUT_S 600
+/* A diff entry: kind, space, a path of up to PATH_MAX bytes each as %XX. */
+#define CONTROL_ENTRY_MAX (3 * 4096 + 8)
 
 struct control {
 	struct fs *fs;
@@ -114,9 +124,85 @@ control_read_line(int fd, char *buf, size_t size)
 	return -EPROTO;
 }
 
-/* Do one request line; 0 or -errno. */
+/* Write all of buf to fd; 0 or -errno. */
 static int
-control_do(struct control *c, char *line)
+control_write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One diff entry to the peer (arg: its fd), path escaped (see the head). */
+static int
+control_diff_entry(void *arg, char kind, const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char line[CONTROL_ENTRY_MAX];
+	size_t n = 0;
+
+	line[n++] = kind;
+	line[n++] = ' ';
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (n + 4 >= sizeof(line))
+			return -ENAMETOOLONG;
+		if (*p < 0x20 || *p == 0x7f || *p == '%') {
+			line[n++] = '%';
+			line[n++] = hex[*p >> 4];
+			line[n++] = hex[*p & 15];
+		} else {
+			line[n++] = (char)*p;
+		}
+	}
+	line[n++] = '\n';
+	return control_write_all(*(int *)arg, line, n);
+}
+
+/* diff name: its entries to fd, then "more" when capped.  0 or -errno. */
+static int
+control_diff(struct control *c, int fd, const char *name)
+{
+	int more = 0;
+	int r = fs_snapshot_diff(c->fs, name, FS_DIFF_MAX, control_diff_entry,
+	    &fd, &more);
+
+	if (r == 0 && more)
+		r = control_write_all(fd, "more\n", 5);
+	return r;
+}
+
+/* One line of the list answer (arg: the peer's fd). */
+static int
+control_list_entry(void *arg, const struct fs_snapshot_info *s)
+{
+	char line[CONTROL_LINE_MAX + 128];
+	int n;
+
+	/* Names were checked when taken; one from elsewhere is skipped
+	 * rather than sent as something a line could not hold. */
+	if (!s->name || fs_snapshot_name_ok(s->name) < 0)
+		return 0;
+	n = snprintf(line, sizeof(line), "S %s %lld %llu %llu %llu\n", s->name,
+	    (long long)s->created_ns, (unsigned long long)s->inodes,
+	    (unsigned long long)s->shared_bytes,
+	    (unsigned long long)s->own_bytes);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return 0;
+	return control_write_all(*(int *)arg, line, (size_t)n) < 0;
+}
+
+/* Do one request line from fd; 0 or -errno. */
+static int
+control_do(struct control *c, int fd, char *line)
 {
 	struct fs_notify notify = {
 		.arg = c, .inode = control_inval_inode,
@@ -124,6 +210,8 @@ control_do(struct control *c, char *line)
 	};
 	char *name = strchr(line, ' ');
 
+	if (strcmp(line, "list") == 0)
+		return fs_snapshot_list(c->fs, control_list_entry, &fd);
 	if (!name)
 		return -EPROTO;
 	*name++ = '\0';
@@ -135,6 +223,8 @@ control_do(struct control *c, char *line)
 		return fs_snapshot_restore(c->fs, name, &notify);
 	if (strcmp(line, "drop") == 0)
 		return fs_snapshot_drop(c->fs, name);
+	if (strcmp(line, "diff") == 0)
+		return control_diff(c, fd, name);
 	return -EPROTO;
 }
 
@@ -163,7 +253,7 @@ control_serve(struct control *c, int fd)
 	if ((r = control_peer_ok(fd)) == 0 &&
 	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
 		log_info("control: %s", line);
-		r = control_do(c, line);
+		r = control_do(c, fd, line);
 	}
 	if (r == 0)
 		snprintf(answer, sizeof(answer), "ok\n");
@@ -324,4 +414,87 @@ control_request(const char *db, const char *verb, const char *name)
 	if (sscanf(answer, "error %ld", &err) == 1 && err > 0 && err < 4096)
 		return -(int)err;
 	return -EPROTO;
+}
+
+/* Undo control_diff_entry's escapes in place.  0, or -EPROTO. */
+static int
+control_unescape(char *s)
+{
+	char *out = s;
+	unsigned v;
+
+	for (; *s; s++) {
+		if (*s != '%') {
+			*out++ = *s;
+			continue;
+		}
+		if (sscanf(s + 1, "%2x", &v) != 1 || v == 0 || !s[1] || !s[2])
+			return -EPROTO;
+		*out++ = (char)v;
+		s += 2;
+	}
+	*out = '\0';
+	return 0;
+}
+
+/* Read diff entries from fd until the final answer.  0 or -errno. */
+static int
+control_diff_read(int fd, control_diff_cb cb, void *arg, int *more)
+{
+	char *line = malloc(CONTROL_ENTRY_MAX);
+	long err;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	while ((r = control_read_line(fd, line, CONTROL_ENTRY_MAX)) == 0) {
+		if (strcmp(line, "ok") == 0)
+			break;
+		if (strcmp(line, "more") == 0) {
+			*more = 1;
+		} else if (sscanf(line, "error %ld", &err) == 1 && err > 0 &&
+		    err < 4096) {
+			r = -(int)err;
+			break;
+		} else if (strchr("ADM", line[0]) && line[0] && line[1] == ' ' &&
+		    control_unescape(line + 2) == 0) {
+			if (cb(arg, line[0], line + 2) != 0) {
+				r = -ECANCELED;
+				break;
+			}
+		} else {
+			r = -EPROTO;
+			break;
+		}
+	}
+	free(line);
+	return r;
+}
+
+int
+control_request_diff(const char *db, const char *name, control_diff_cb cb,
+    void *arg, int *more)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = CONTROL_CLIENT_TIMEOUT_S };
+	char req[CONTROL_LINE_MAX];
+	int fd, r, n = snprintf(req, sizeof(req), "diff %s\n", name);
+
+	*more = 0;
+	if (n < 0 || (size_t)n >= sizeof(req))
+		return -EINVAL;
+	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
+		return r;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -ECONNREFUSED;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = control_write_all(fd, req, (size_t)n);
+	if (r == 0)
+		r = control_diff_read(fd, cb, arg, more);
+	close(fd);
+	return r;
 }

@@ -26,4 +26,14 @@ void control_stop(struct control *c);
  * listens. */
 int control_request(const char *db, const char *verb, const char *name);
 
+/* One entry of a diff answer: kind 'A', 'D' or 'M' and the path (valid
+ * during the call).  Non-zero stops reading (-ECANCELED). */
+typedef int (*control_diff_cb)(void *arg, char kind, const char *path);
+
+/* Ask the daemon serving db what changed since snapshot name
+ * (fs_snapshot_diff): cb per entry, *more when capped.  0 or -errno;
+ * -ECONNREFUSED when none listens. */
+int control_request_diff(const char *db, const char *name,
+    control_diff_cb cb, void *arg, int *more);
+
 #endif

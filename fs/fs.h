@@ -281,6 +281,19 @@ int fs_snapshot_drop(struct fs *fs, const char *name);
 /* cb for each snapshot, oldest first, until it returns non-zero. */
 int fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg);
 
+/* --- what changed since a snapshot (fs/snapdiff.c) --- */
+
+/* The most entries a diff answers by default. */
+#define FS_DIFF_MAX 1000
+/* One changed path: kind 'A' (added since), 'D' (removed since) or 'M'
+ * (modified since); non-zero stops the diff. */
+typedef int (*fs_diff_cb)(void *arg, char kind, const char *path);
+/* cb for each path that differs between snapshot name and the live tree,
+ * sorted by path, at most max; *more says there were more.  -ENOENT when
+ * there is no such snapshot, -EINVAL for a bad name. */
+int fs_snapshot_diff(struct fs *fs, const char *name, size_t max,
+    fs_diff_cb cb, void *arg, int *more);
+
 /* A handle of ino was opened (delta 1) or closed (-1) for writing: while
  * one is open the kernel may hold dirty pages, which snapshot and restore
  * have it write back first (fs/inode.c). */

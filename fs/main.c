@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"       atrium-fs snapshot DB NAME\n"
 	"       atrium-fs snapshots DB\n"
 	"       atrium-fs restore DB NAME\n"
+	"       atrium-fs diff DB NAME\n"
 	"       atrium-fs drop DB NAME\n"
 	"see atrium-fs(8)\n";
 
@@ -356,6 +357,69 @@ cmd_snapshot_change(int argc, char **argv)
 	return r < 0 ? snapshot_failed(argv[0], db, name, r) : 0;
 }
 
+/* One line of `atrium-fs diff`: the kind and the path, with bytes a
+ * terminal would act on shown as '?'. */
+static int
+diff_print(void *arg, char kind, const char *path)
+{
+	(void)arg;
+	putchar(kind);
+	putchar(' ');
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+	putchar('\n');
+	return 0;
+}
+
+/* diff in the unmounted db (its lock held as fd).  0 or -errno. */
+static int
+diff_offline(const char *db, int fd, const char *name, int *more)
+{
+	struct fs *fs;
+	int r;
+
+	if ((r = fs_open(db, 0, &fs)) < 0) {
+		lockfile_release(fd);
+		return open_failed(db, r);
+	}
+	r = fs_snapshot_diff(fs, name, FS_DIFF_MAX, diff_print, NULL, more);
+	fs_close(fs);
+	lockfile_release(fd);
+	return r;
+}
+
+/* atrium-fs diff DB NAME: what changed since snapshot NAME, one path a
+ * line (A added, D removed, M modified), through the mounting daemon
+ * when DB is mounted. */
+static int
+cmd_diff(int argc, char **argv)
+{
+	const char *db, *name;
+	int fd, r, more = 0;
+
+	if (argc != 3)
+		return usage();
+	db = argv[1];
+	name = argv[2];
+	if (fs_snapshot_name_ok(name) < 0)
+		return snapshot_failed("diff", db, name, -EINVAL);
+	if ((r = lock_unmounted(db, &fd)) == 0) {
+		r = diff_offline(db, fd, name, &more);
+	} else if (r == 1) {
+		r = control_request_diff(db, name, diff_print, NULL, &more);
+		if (r == -ECONNREFUSED)
+			return snapshot_mounted(db, "diff", name);
+	}
+	if (r == 2)
+		return 2;
+	if (r < 0)
+		return snapshot_failed("diff", db, name, r);
+	if (more)
+		printf("... more than %d changes; the first %d are shown\n",
+		    FS_DIFF_MAX, FS_DIFF_MAX);
+	return 0;
+}
+
 /* One line of `atrium-fs snapshots`. */
 static int
 snapshot_print(void *arg, const struct fs_snapshot_info *s)
@@ -441,6 +505,7 @@ static const struct {
 	{ "snapshots", cmd_snapshots },
 	{ "restore", cmd_snapshot_change },
 	{ "drop", cmd_snapshot_change },
+	{ "diff", cmd_diff },
 };
 
 int

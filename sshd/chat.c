@@ -103,6 +103,9 @@
 	"  /access           who may enter\n" \
 	"  /rooms            the rooms you may enter\n" \
 	"  /delete ROOM      delete this room for good (owner)\n" \
+	"  /undo, /redo      take back the agent's last turn, or bring it back\n" \
+	"  /snapshot NAME, /restore NAME  keep the workspace, or go back to it\n" \
+	"  /snapshots        the workspace's snapshots\n" \
 	"  /help             this list\n" \
 	"  /quit             leave (or Ctrl-D on an empty line)\n" \
 	"keys:\n" \
@@ -148,8 +151,8 @@ chat_answer(const char *id, int approve)
 	return o;
 }
 
-/* y, yes, n or no alone: 1 for yes, 0 for no, -1 for anything else. */
-static int
+/* See chat_int.h. */
+int
 chat_yes_no(const char *line)
 {
 	if (!strcasecmp(line, "y") || !strcasecmp(line, "yes"))
@@ -350,6 +353,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		return 1;
 	}
 	if ((r = chat_access_command(line, wl, arg, out, reply, len)) >= 0)
+		return r;
+	if ((r = chat_undo_command(line, wl, arg, out, reply, len)) >= 0)
 		return r;
 	if (IS("/limits"))
 		return chat_limits_command(arg, out, reply, len);
@@ -1151,7 +1156,7 @@ void
 chat_dispatch(struct chat *ch, const char *type, json_object *o)
 {
 	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
-	    chat_event_exec(ch, type, o))
+	    chat_event_exec(ch, type, o) || chat_undo_event(ch, type, o))
 		return;
 	chat_event_room(ch, type, o);
 }
@@ -1352,9 +1357,16 @@ chat_submit(struct chat *ch, const char *raw)
 	}
 	if (ch->ansi)
 		tui_history_add(&ch->hist, line, 0);
-	r = chat_command(line, ch->nwaiting ? ch->waiting[ch->nwaiting - 1] :
-	    NULL, &req, reply, sizeof(reply));
+	/* A y or n right after an undo or redo preview answers it. */
+	reply[0] = '\0';
+	if ((r = chat_undo_answer(ch, line, &req)) < 0)
+		r = chat_command(line, ch->nwaiting ?
+		    ch->waiting[ch->nwaiting - 1] : NULL, &req, reply,
+		    sizeof(reply));
+	ch->confirm[0] = '\0';         /* a preview is answered once only */
 	free(line);
+	if (r == 0 && !reply[0])
+		return;
 
 	if (r == 2) {
 		ch->leaving = 1;

@@ -98,6 +98,8 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
+	char confirm[8];		/* "undo" or "redo" after its preview,
+					 * until the next line answers it */
 };
 
 /* chat_cost.c: a `usage` event as the lines /cost shows (plain integers),
@@ -118,8 +120,20 @@ int chat_pairs_command(const char *type, const struct chat_pair *pairs,
 int chat_caps_command(const char *arg, json_object **out, char *reply,
     size_t len);
 
+/* chat_undo.c: /undo, /redo, /snapshot NAME, /restore NAME, /snapshots
+ * as requests (1 with *out, 0 with the usage in reply, -1: none of
+ * them); the answer y or n to a preview (1 with the confirming request
+ * in *out, 0 declined, -1 no preview waits or line is not y or n); the
+ * room's undo, redo and snapshots events (1 when type was one). */
+int chat_undo_command(const char *line, size_t wl, const char *arg,
+    json_object **out, char *reply, size_t len);
+int chat_undo_answer(struct chat *ch, const char *line, json_object **out);
+int chat_undo_event(struct chat *ch, const char *type, json_object *o);
+
 /* chat.c */
 json_object *chat_req(const char *type);
+/* y, yes, n or no alone: 1 for yes, 0 for no, -1 for anything else. */
+int chat_yes_no(const char *line);
 struct buf *chat_frame(struct chat *ch);
 void chat_frame_done(struct chat *ch);
 void chat_print(struct chat *ch, enum tui_style style, const char *name,

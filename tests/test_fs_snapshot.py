@@ -398,3 +398,47 @@ def test_kill_9_during_snapshot_restore_and_drop(tmp_path):
     for name in snapshots(m.db):
         ok("drop", m.db, name)
     fsck_clean(m.db)
+
+
+def test_diff_names_what_changed_since_a_snapshot(tmp_path):
+    """diff lists, by path, what was added, removed and modified since a
+    snapshot, mounted (through the daemon) and unmounted alike."""
+    m = Mount(tmp_path).mount()
+    try:
+        os.makedirs(m.p("d"))
+        for name in ("keep", "edit", "gone", "d/old"):
+            with open(m.p(*name.split("/")), "w") as f:
+                f.write(name + "\n")
+        ok("snapshot", m.db, "before")
+        assert ok("diff", m.db, "before").stdout == ""
+        with open(m.p("edit"), "a") as f:
+            f.write("more\n")
+        os.unlink(m.p("gone"))
+        os.unlink(m.p("d", "old"))
+        with open(m.p("d", "new"), "w") as f:
+            f.write("new\n")
+        with open(m.p("odd\nname"), "w") as f:
+            f.write("odd\n")
+        want = "A d/new\nD d/old\nM edit\nD gone\nA odd?name\n"
+        assert ok("diff", m.db, "before").stdout == want
+    finally:
+        m.unmount()
+    assert ok("diff", m.db, "before").stdout == want
+    r = run("diff", m.db, "nope")
+    assert r.returncode == 1 and "no snapshot named nope" in r.stderr
+
+
+def test_diff_is_capped(tmp_path):
+    """A change of more than 1000 paths lists the first 1000, by path,
+    and says there were more."""
+    m = Mount(tmp_path).mount()
+    try:
+        ok("snapshot", m.db, "empty")
+        for i in range(1005):
+            open(m.p("f%04d" % i), "w").close()
+        out = ok("diff", m.db, "empty").stdout.splitlines()
+    finally:
+        m.unmount()
+    assert out[:1000] == ["A f%04d" % i for i in range(1000)]
+    assert out[1000:] == ["... more than 1000 changes; the first 1000 are "
+                          "shown"]

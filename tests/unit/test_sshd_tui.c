@@ -211,6 +211,26 @@ test_chat_commands(void)
 	json_object_put(o);
 	CHECK_INT(chat_command("/history", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "usage: /history TEXT") != NULL);
+	/* /undo asks for a preview only: confirming is the y after it. */
+	CHECK_INT(chat_command("/undo", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "undo");
+	CHECK(json_get_bool(o, "confirm", 0) == 0);
+	json_object_put(o);
+	CHECK_INT(chat_command("/redo", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "redo");
+	json_object_put(o);
+	CHECK_INT(chat_command("/snapshot before-refactor", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "snapshot");
+	CHECK_STR(json_get_string(o, "name"), "before-refactor");
+	json_object_put(o);
+	CHECK_INT(chat_command("/restore", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK(strstr(reply, "usage: /restore NAME") != NULL);
+	CHECK_INT(chat_command("/snapshot a b", NULL, &o, reply, sizeof(reply)),
+	    0);
+	CHECK_INT(chat_command("/snapshots", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "snapshots");
+	json_object_put(o);
 	CHECK_INT(chat_command("/cost", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "type"), "usage");
 	json_object_put(o);

@@ -1,0 +1,143 @@
+/*
+ * snapshots.c: named snapshots of the workspace for people (snapshots.h),
+ * through atrium-fs's control socket (ws_snapshot.h).
+ *
+ * A person's name is checked here as atrium-fs checks it (1..128 of
+ * [A-Za-z0-9._:@+-], not starting with '-'), and may not start with
+ * "turn-" or "redo-": those are the automatic snapshots of undo.c, which
+ * retention drops; a named one is never dropped by the room.
+ *
+ * Restoring refuses while a turn runs (the agent would go on in a tree
+ * that changed under it); like undo, the requests block the loop for at
+ * most SNAPSHOTS_TIMEOUT_S (metadata-only copies).
+ */
+#include "snapshots.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "conn.h"
+#include "jsonl.h"
+#include "log.h"
+#include "room.h"
+#include "room_access.h"
+#include "ws_snapshot.h"
+
+#define SNAPSHOTS_TIMEOUT_S 30
+#define SNAPSHOTS_NAME_MAX 128
+
+/* 1 when name is one a person may give, else 0. */
+static int
+snapshots_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > SNAPSHOTS_NAME_MAX || name[0] == '-' ||
+	    strncmp(name, "turn-", 5) == 0 || strncmp(name, "redo-", 5) == 0)
+		return 0;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._:@+-") == n;
+}
+
+/* What r from atrium-fs means for name, to c. */
+static void
+snapshots_failed(struct conn *c, const char *what, const char *name, int r)
+{
+	if (r == -EEXIST)
+		room_error(c, NULL, "there is a snapshot named %s already: pick "
+		    "another name", name);
+	else if (r == -ENOENT)
+		room_error(c, NULL, "there is no snapshot named %s: /snapshots "
+		    "lists them", name);
+	else if (r == -ECONNREFUSED)
+		room_error(c, NULL, "this room's workspace takes no snapshots "
+		    "(it is not an atrium-fs mount)");
+	else
+		room_error(c, NULL, "the %s of %s failed: %s", what, name,
+		    strerror(-r));
+}
+
+/* One snapshot into the list (arg). */
+static int
+snapshots_add(void *arg, const char *name, long long created_ns,
+    unsigned long long bytes)
+{
+	json_object *s = json_object_new_object();
+	time_t t = (time_t)(created_ns / 1000000000);
+	char when[32] = "-";
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_object_object_add(s, "name", json_object_new_string(name));
+	json_object_object_add(s, "time", json_object_new_string(when));
+	json_object_object_add(s, "bytes", json_object_new_int64(
+	    (int64_t)bytes));
+	json_object_object_add(s, "automatic", json_object_new_boolean(
+	    !snapshots_name_ok(name)));
+	json_object_array_add(arg, s);
+	return 0;
+}
+
+/* snapshots: the list to c. */
+static void
+snapshots_list(const char *db, struct conn *c)
+{
+	json_object *list = json_object_new_array(), *ev;
+	int r = ws_snapshot_list(db, SNAPSHOTS_TIMEOUT_S, snapshots_add, list);
+
+	if (r < 0) {
+		json_object_put(list);
+		snapshots_failed(c, "listing", "the workspace", r);
+		return;
+	}
+	ev = room_event_new("snapshots");
+	json_object_object_add(ev, "snapshots", list);
+	room_send(c, ev);
+}
+
+void
+snapshots_request(struct agent *a, struct conn *c, const char *type,
+    json_object *req)
+{
+	const char *name = json_get_string(req, "name");
+	int restore = strcmp(type, "restore") == 0;
+	char db[4200];
+	int r;
+
+	if (ws_snapshot_db(a->room_dir, db, sizeof(db)) < 0) {
+		room_error(c, NULL, "the room's path is too long");
+		return;
+	}
+	if (strcmp(type, "snapshots") == 0) {
+		snapshots_list(db, c);
+		return;
+	}
+	if (!room_access_may_manage(a, c, restore ? "restore a snapshot" :
+	    "take a snapshot"))
+		return;
+	if (!snapshots_name_ok(name)) {
+		room_error(c, NULL, "%s needs \"name\": 1 to %d letters, "
+		    "digits and . _ : @ + - (not first), not starting with "
+		    "turn- or redo- (the room's own)", type, SNAPSHOTS_NAME_MAX);
+		return;
+	}
+	if (restore && a->turn) {
+		room_error(c, NULL, "the agent is working: restore once "
+		    "its turn has ended (or stop it)");
+		return;
+	}
+	r = ws_snapshot_request(db, restore ? "restore" : "snapshot", name,
+	    SNAPSHOTS_TIMEOUT_S);
+	if (r < 0) {
+		snapshots_failed(c, type, name, r);
+		return;
+	}
+	log_info("%s %s snapshot %s", c->user, restore ? "restored" : "took",
+	    name);
+	room_notice(a, restore ? "%s restored the workspace to snapshot %s" :
+	    "%s took snapshot %s of the workspace", c->user, name);
+}

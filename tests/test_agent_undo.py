@@ -1,0 +1,179 @@
+"""Undo and redo of the agent's turns, through the room protocol, on a
+real atrium-fs mount with the real sandbox (only the model is scripted)."""
+import os
+import subprocess
+
+import pytest
+
+from test_agent import FS, Reply, ToolCall, fast, model, room  # noqa: F401
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+]
+
+
+def tree(root):
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p) as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def seed(ws):
+    for name in ("keep", "edit", "gone"):
+        with open(os.path.join(ws, name), "w") as f:
+            f.write(name + "\n")
+        os.chmod(os.path.join(ws, name), 0o666)  # the sandbox uid edits
+
+
+BASH = "echo new > made && echo more >> edit && rm gone"
+
+
+def run_turn(room, model, c):
+    model.script(Reply("Working.", tool_calls=[
+        ToolCall("bash", {"command": BASH})]), Reply("Done."))
+    c.send({"type": "prompt", "text": "change things"})
+    start = c.wait("turn_start")
+    c.wait("turn_end", timeout=30)
+    return start["turn"]
+
+
+def test_undo_previews_the_turn_then_restores_and_redo_returns(room, model):
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        before = tree(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        turn = run_turn(room, model, c)
+        after = tree(room.workspace)
+        assert after == {"keep": "keep\n", "edit": "edit\nmore\n",
+                         "made": "new\n"}
+        # a person's own command in the same interval
+        bob = room.connect("bob", kind="exec")
+        bob.send({"type": "exec", "id": "b1", "command": "echo b > bobs"})
+        assert bob.wait("exec_result", id="b1")["exitCode"] == 0
+
+        c.send({"type": "undo"})
+        p = c.wait("undo_preview")
+        assert p["turn"] == turn
+        assert p["added"] == ["bobs", "made"]
+        assert p["removed"] == ["gone"]
+        assert p["modified"] == ["edit"]
+        assert p["users"] == ["bob"]
+        assert tree(room.workspace)["made"] == "new\n"   # nothing yet
+
+        c.send({"type": "undo", "confirm": True})
+        d = c.wait("undo_done")
+        assert d["user"] == "alice"
+        assert (d["added"], d["removed"], d["modified"], d["users"]) == (
+            p["added"], p["removed"], p["modified"], p["users"])
+        assert tree(room.workspace) == before
+        c.send({"type": "undo"})
+        assert "no turn of the agent" in c.wait("error")["message"]
+
+        c.send({"type": "redo"})
+        r = c.wait("redo_preview")
+        assert r["turn"] == turn
+        assert r["added"] == ["bobs", "made"]
+        assert r["removed"] == ["gone"]
+        assert r["modified"] == ["edit"]
+        c.send({"type": "redo", "confirm": True})
+        c.wait("redo_done")
+        after["bobs"] = "b\n"
+        assert tree(room.workspace) == after
+        names = subprocess.run(
+            [FS, "snapshots", os.path.join(room.room_dir, "workspace.db")],
+            capture_output=True, text=True).stdout
+        assert "turn-%d" % turn in names and "redo-%d" % turn in names
+
+
+def test_undo_goes_back_turn_by_turn(room, model):
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        before = tree(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        run_turn(room, model, c)
+        middle = tree(room.workspace)
+        model.script(Reply("Again.", tool_calls=[
+            ToolCall("write", {"path": "second", "content": "2\n"})]),
+            Reply("Done."))
+        c.send({"type": "prompt", "text": "more"})
+        c.wait("turn_end", timeout=30)
+        for want in (middle, before):
+            c.send({"type": "undo", "confirm": True})
+            c.wait("undo_done")
+            assert tree(room.workspace) == want
+        for want in (middle,):
+            c.send({"type": "redo", "confirm": True})
+            c.wait("redo_done")
+            assert tree(room.workspace) == want
+
+
+def test_only_who_may_manage_the_room_may_undo(room, model):
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        run_turn(room, model, c)
+        c.send({"type": "access", "user": "bob", "role": "member"})
+        bob = room.connect("bob", may_create=False)
+        bob.send({"type": "undo", "confirm": True})
+        assert "owner" in bob.wait("error")["message"]
+        assert os.path.exists(os.path.join(room.workspace, "made"))
+
+
+def snapshot_names(room):
+    out = subprocess.run(
+        [FS, "snapshots", os.path.join(room.room_dir, "workspace.db")],
+        capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines()[1:] if line]
+
+
+def test_retention_drops_old_undo_points_never_named_ones(room, model):
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   "--undo-keep", "1", *fast())
+        c = room.connect()
+        c.send({"type": "snapshot", "name": "mine"})
+        c.wait("notice")
+        first = run_turn(room, model, c)
+        model.script(Reply("Again.", tool_calls=[
+            ToolCall("write", {"path": "second", "content": "2\n"})]),
+            Reply("Done."))
+        c.send({"type": "prompt", "text": "more"})
+        second = c.wait("turn_start")["turn"]
+        c.wait("turn_end", timeout=30)
+        names = snapshot_names(room)
+        assert "mine" in names and "turn-%d" % second in names
+        assert "turn-%d" % first not in names
+        rows = room.db().execute("SELECT turn, snapshot FROM turn_undo "
+                                 "ORDER BY turn").fetchall()
+        assert rows == [(first, None), (second, "turn-%d" % second)]
+        # the one kept is undone; the dropped one cannot be
+        c.send({"type": "undo", "confirm": True})
+        assert c.wait("undo_done")["added"] == ["second"]
+        c.send({"type": "undo"})
+        assert "no turn of the agent" in c.wait("error")["message"]
+
+
+def test_preview_names_are_safe_for_a_terminal(room, model):
+    with room.on_atrium_fs():
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        model.script(Reply("Odd.", tool_calls=[ToolCall("bash", {
+            "command": "touch \"$(printf 'a\\033[2Jb\\nc')\""})]),
+            Reply("Done."))
+        c.send({"type": "prompt", "text": "odd"})
+        c.wait("turn_end", timeout=30)
+        c.send({"type": "undo"})
+        assert c.wait("undo_preview")["added"] == ["a[2Jb?c"]
