@@ -1204,7 +1204,7 @@ room_db_undo_target(struct room_db *db, int redo, struct room_db_undo *u)
 	    " FROM turn_undo WHERE undone = 1 AND redo IS NOT NULL AND turn >"
 	    " (SELECT coalesce(max(turn), 0) FROM turn_undo WHERE undone = 0"
 	    " AND snapshot IS NOT NULL) ORDER BY turn LIMIT 1";
-	sqlite3_stmt *st = room_db_prep(db, redo ? redo_sql : undo_sql, "");
+	sqlite3_stmt *st = room_db_query(db, redo ? redo_sql : undo_sql, "");
 	int rc, found = 0;
 
 	memset(u, 0, sizeof(*u));
@@ -1216,7 +1216,7 @@ room_db_undo_target(struct room_db *db, int redo, struct room_db_undo *u)
 		room_db_undo_text(st, 2, u->since, sizeof(u->since));
 		found = 1;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -EIO;
 }
 
@@ -1238,7 +1238,7 @@ room_db_undo_people(struct room_db *db, const char *since,
 {
 	/* A command that was running at since counts too: it may have
 	 * written after it. */
-	sqlite3_stmt *st = room_db_prep(db, "SELECT DISTINCT user FROM audit"
+	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT user FROM audit"
 	    " WHERE user != 'agent' AND (started >= ?1 OR ended IS NULL"
 	    " OR ended >= ?1) ORDER BY user LIMIT 100", "s", since);
 	int rc;
@@ -1248,7 +1248,7 @@ room_db_undo_people(struct room_db *db, const char *since,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		if (cb(arg, (const char *)sqlite3_column_text(st, 0)) != 0)
 			break;
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -1264,7 +1264,7 @@ room_db_undo_expired(struct room_db *db, int keep, const char *before,
     long long *turn, char *snapshot, size_t size)
 {
 	/* Beyond the newest keep, or taken before `before`. */
-	sqlite3_stmt *st = room_db_prep(db, "SELECT turn, snapshot FROM"
+	sqlite3_stmt *st = room_db_query(db, "SELECT turn, snapshot FROM"
 	    " turn_undo WHERE snapshot IS NOT NULL AND (time < ? OR turn NOT IN"
 	    " (SELECT turn FROM turn_undo WHERE snapshot IS NOT NULL"
 	    " ORDER BY turn DESC LIMIT ?)) ORDER BY turn LIMIT 1", "si",
@@ -1278,7 +1278,7 @@ room_db_undo_expired(struct room_db *db, int keep, const char *before,
 		room_db_undo_text(st, 1, snapshot, size);
 		found = 1;
 	}
-	sqlite3_finalize(st);
+	room_db_release(db, st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -EIO;
 }
 

@@ -9,7 +9,10 @@
  *   A  a path the live tree has and the snapshot lacks (added since);
  *   D  a path the snapshot has and the live tree lacks (removed since);
  *   M  a path both have whose inode differs, or whose type or mode
- *      differs, or (not a directory) whose size or mtime differs.
+ *      differs, or (not a directory) whose size, mtime or chunks differ
+ *      (a rewrite within one tick of the coarse clock that stamps times
+ *      leaves size and mtime as they were; a written block is a new one,
+ *      since chunks.c copies a block a snapshot names before writing it).
  * A directory whose entries changed is not itself listed: its entries are.
  * A hard link is listed under each of its paths.
  *
@@ -40,7 +43,13 @@ static const char snapdiff_sql[] =
 	" UNION ALL SELECT 'M', l.path FROM l JOIN s ON l.path = s.path"
 	"  WHERE l.ino != s.ino OR l.mode != s.mode OR ((l.mode & 61440) != 16384"
 	"  AND (l.size != s.size OR l.mtime != s.mtime"
-	"  OR l.mtime_ns != s.mtime_ns))"
+	"  OR l.mtime_ns != s.mtime_ns"
+	"  OR EXISTS (SELECT idx, block, len FROM chunks WHERE ino = l.ino"
+	"   EXCEPT SELECT idx, block, len FROM snap_chunks"
+	"   WHERE snap = ?1 AND ino = s.ino)"
+	"  OR EXISTS (SELECT idx, block, len FROM snap_chunks"
+	"   WHERE snap = ?1 AND ino = s.ino"
+	"   EXCEPT SELECT idx, block, len FROM chunks WHERE ino = l.ino)))"
 	" ORDER BY 2, 1 LIMIT ?2";
 
 /* The id of snapshot name into *id: 0, -ENOENT or -errno. */
