@@ -299,6 +299,7 @@ int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
 
 /* --- snapshot.c --- */
 int snapshot_load(struct fs *fs);
+int snapshot_find(struct fs *fs, const char *name, int64_t *id);
 
 /* --- reclaim.c --- */
 void reclaim_init(struct fs *fs);

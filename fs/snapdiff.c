@@ -52,25 +52,6 @@ static const char snapdiff_sql[] =
 	"   EXCEPT SELECT idx, block, len FROM chunks WHERE ino = l.ino)))"
 	" ORDER BY 2, 1 LIMIT ?2";
 
-/* The id of snapshot name into *id: 0, -ENOENT or -errno. */
-static int
-snapdiff_find(struct fs *fs, const char *name, int64_t *id)
-{
-	sqlite3_stmt *st = db_stmt(fs, "SELECT id FROM snapshots WHERE name = ?");
-	int rc;
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc == SQLITE_ROW)
-		return 0;
-	return rc == SQLITE_DONE ? -ENOENT : db_errno(fs, rc, "snapdiff_find");
-}
-
 /* Run the query for snapshot id, calling cb per entry up to max; *more is
  * set when there were more.  0 or -errno. */
 static int
@@ -118,7 +99,7 @@ fs_snapshot_diff(struct fs *fs, const char *name, size_t max, fs_diff_cb cb,
 		return -ENOENT;
 	}
 	began = db_read_begin(fs);
-	if ((r = snapdiff_find(fs, name, &id)) == 0)
+	if ((r = snapshot_find(fs, name, &id)) == 0)
 		r = snapdiff_rows(fs, id, max, cb, arg, more);
 	db_read_end(fs, began);
 	fs_unlock(fs);

@@ -114,8 +114,9 @@ snapshot_exec_all(struct fs *fs, const char *const *sqls, size_t n, int64_t id)
 	return 0;
 }
 
-/* The id of snapshot name into *id: 0, -ENOENT or -errno. */
-static int
+/* The id of snapshot name into *id: 0, -ENOENT or -errno.  Also for
+ * snapdiff.c. */
+int
 snapshot_find(struct fs *fs, const char *name, int64_t *id)
 {
 	sqlite3_stmt *st = db_stmt(fs, "SELECT id FROM snapshots WHERE name = ?");
