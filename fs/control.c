@@ -367,21 +367,38 @@ control_stop(struct control *c)
 	free(c);
 }
 
-/* Send one request line to fd and read the answer into buf.  0 or -errno. */
+/* A connection to the daemon serving db, its answers awaited at most
+ * CONTROL_CLIENT_TIMEOUT_S: the fd, or -errno; any failure to connect is
+ * one answer, -ECONNREFUSED: nobody listens. */
 static int
-control_exchange(int fd, const char *verb, const char *name, char *buf,
-    size_t size)
+control_connect(const char *db)
 {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = CONTROL_CLIENT_TIMEOUT_S };
+	int fd, r;
+
+	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
+		return r;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -ECONNREFUSED;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Send one request line "verb name" to fd.  0 or -errno. */
+static int
+control_send(int fd, const char *verb, const char *name)
+{
 	char req[CONTROL_LINE_MAX];
 	int n = snprintf(req, sizeof(req), "%s %s\n", verb, name);
 
 	if (n < 0 || (size_t)n >= sizeof(req))
 		return -EINVAL;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (write(fd, req, (size_t)n) != n)
-		return -errno ? -errno : -EIO;
-	return control_read_line(fd, buf, size);
+	return control_write_all(fd, req, (size_t)n);
 }
 
 /* Ask the daemon serving db to run verb (snapshot, restore, drop) on
@@ -390,22 +407,14 @@ control_exchange(int fd, const char *verb, const char *name, char *buf,
 int
 control_request(const char *db, const char *verb, const char *name)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char answer[CONTROL_LINE_MAX];
 	long err;
 	int fd, r;
 
-	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
-		return r;
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
-	/* Any failure to connect is one answer: nobody listens (ENOENT
-	 * from the daemon means no such snapshot). */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -ECONNREFUSED;
-	}
-	r = control_exchange(fd, verb, name, answer, sizeof(answer));
+	if ((fd = control_connect(db)) < 0)
+		return fd;
+	if ((r = control_send(fd, verb, name)) == 0)
+		r = control_read_line(fd, answer, sizeof(answer));
 	close(fd);
 	if (r < 0)
 		return r;
@@ -475,25 +484,12 @@ int
 control_request_diff(const char *db, const char *name, control_diff_cb cb,
     void *arg, int *more)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = CONTROL_CLIENT_TIMEOUT_S };
-	char req[CONTROL_LINE_MAX];
-	int fd, r, n = snprintf(req, sizeof(req), "diff %s\n", name);
+	int fd, r;
 
 	*more = 0;
-	if (n < 0 || (size_t)n >= sizeof(req))
-		return -EINVAL;
-	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
-		return r;
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -ECONNREFUSED;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	r = control_write_all(fd, req, (size_t)n);
-	if (r == 0)
+	if ((fd = control_connect(db)) < 0)
+		return fd;
+	if ((r = control_send(fd, "diff", name)) == 0)
 		r = control_diff_read(fd, cb, arg, more);
 	close(fd);
 	return r;
