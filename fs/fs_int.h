@@ -236,6 +236,7 @@ void xattr_cache_free(struct fs *fs);
 #define XATTR_GET_SQL "SELECT value FROM xattrs WHERE ino = ? AND name = ?"
 int xattr_get_on(sqlite3_stmt *st, uint64_t ino, const char *name, void *buf,
     size_t size, ssize_t *len);
+ssize_t xattr_names_on(sqlite3_stmt *st, char *buf, size_t size);
 
 /* --- inode.c --- */
 enum { INODE_ATIME = 1, INODE_MTIME = 2, INODE_CTIME = 4 };

@@ -287,8 +287,7 @@ snap_listxattr(void *src, uint64_t ino, char *buf, size_t size)
 {
 	struct snap_src *s = src;
 	sqlite3_stmt *st;
-	size_t total = 0;
-	int rc;
+	ssize_t r;
 
 	fs_lock(s->fs);
 	if (!(st = snap_stmt(s, "SELECT name FROM snap_xattrs WHERE snap = ? "
@@ -297,21 +296,9 @@ snap_listxattr(void *src, uint64_t ino, char *buf, size_t size)
 		fs_unlock(s->fs);
 		return -EIO;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(st, 0) + 1;
-		if (size > 0 && total + n > size) {
-			rc = SQLITE_RANGE;
-			break;
-		}
-		if (size > 0)
-			memcpy(buf + total, sqlite3_column_text(st, 0), n);
-		total += n;
-	}
-	sqlite3_reset(st);
+	r = xattr_names_on(st, buf, size);
 	fs_unlock(s->fs);
-	if (rc == SQLITE_RANGE)
-		return -ERANGE;
-	return rc == SQLITE_DONE ? (ssize_t)total : -EIO;
+	return r;
 }
 
 static ssize_t

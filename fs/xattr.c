@@ -274,23 +274,15 @@ fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	return r;
 }
 
-/* Attribute names (or their size when size is 0): bytes or -errno. */
+/* The names st's rows give, each with its NUL, into buf (or their size
+ * when size is 0); st is reset.  Bytes, -ERANGE or -EIO.  Also for the
+ * snapshot tree view (tree_snap.c). */
 ssize_t
-fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size)
+xattr_names_on(sqlite3_stmt *st, char *buf, size_t size)
 {
-	sqlite3_stmt *st;
 	size_t total = 0;
 	int rc;
 
-	if (xattr_cache_none(fs, ino))
-		return 0;
-	fs_lock(fs);
-	if (!(st = db_stmt(fs, "SELECT name FROM xattrs WHERE ino = ? "
-	    "AND name <> '" XATTR_LABEL "' ORDER BY name"))) {
-		fs_unlock(fs);
-		return -EIO;
-	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t n = (size_t)sqlite3_column_bytes(st, 0) + 1;
 		if (size > 0 && total + n > size) {
@@ -302,10 +294,30 @@ fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size)
 		total += n;
 	}
 	sqlite3_reset(st);
-	fs_unlock(fs);
 	if (rc == SQLITE_RANGE)
 		return -ERANGE;
 	return rc == SQLITE_DONE ? (ssize_t)total : -EIO;
+}
+
+/* Attribute names (or their size when size is 0): bytes or -errno. */
+ssize_t
+fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	sqlite3_stmt *st;
+	ssize_t r;
+
+	if (xattr_cache_none(fs, ino))
+		return 0;
+	fs_lock(fs);
+	if (!(st = db_stmt(fs, "SELECT name FROM xattrs WHERE ino = ? "
+	    "AND name <> '" XATTR_LABEL "' ORDER BY name"))) {
+		fs_unlock(fs);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)ino);
+	r = xattr_names_on(st, buf, size);
+	fs_unlock(fs);
+	return r;
 }
 
 /* The body of fs_removexattr. */
