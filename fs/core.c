@@ -766,8 +766,9 @@ fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 /* The body of fs_write. */
 static int
 core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
-    size_t size)
+    size_t size, int stamp)
 {
+	uint64_t end = off + size;
 	struct fs_attr a;
 	int r;
 
@@ -782,13 +783,18 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
 	    (r = chunks_write(fs, ino, a.size, off, buf, size)) < 0)
 		return r;
-	return inode_set_size(fs, ino, off + size > a.size ? off + size : a.size);
+	if (end < a.size)
+		end = a.size;
+	if (stamp)
+		return inode_set_size(fs, ino, end);
+	return end == a.size ? 0 : inode_grow(fs, ino, end);
 }
 
-/* Write to a file: bytes written, -EFBIG or -errno. */
-ssize_t
-fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
-    size_t size)
+/* fs_write and fs_write_back: stamp says whether mtime and ctime become
+ * now. */
+static ssize_t
+core_write_locked(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size, int stamp)
 {
 	long long deadline = 0;
 	int r;
@@ -802,9 +808,25 @@ fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		;
 	if ((r = quota_admit(fs, size)) == 0 &&
 	    (r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)
-		r = db_op_end(fs, core_write(fs, ino, off, buf, size));
+		r = db_op_end(fs, core_write(fs, ino, off, buf, size, stamp));
 	fs_unlock(fs);
 	return r < 0 ? r : (ssize_t)size;
+}
+
+/* Write to a file: bytes written, -EFBIG or -errno. */
+ssize_t
+fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size)
+{
+	return core_write_locked(fs, ino, off, buf, size, 1);
+}
+
+/* Write back pages of the kernel's cache, which owns the file's times. */
+ssize_t
+fs_write_back(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
+    size_t size)
+{
+	return core_write_locked(fs, ino, off, buf, size, 0);
 }
 
 /* fallocate PUNCH_HOLE (always with KEEP_SIZE) and ZERO_RANGE on a:

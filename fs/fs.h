@@ -182,9 +182,15 @@ int fs_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
 /* Read up to size bytes at off into buf; bytes read or -errno. */
 ssize_t fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
-/* Write size bytes at off; bytes written or -errno. */
+/* Write size bytes at off; bytes written or -errno.  mtime and ctime
+ * become now. */
 ssize_t fs_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
     size_t size);
+/* fs_write of pages from the kernel's writeback cache: the times are the
+ * kernel's to set (it stamped them at write(2) and sends them in a setattr
+ * when they changed), so they are kept as they are. */
+ssize_t fs_write_back(struct fs *fs, uint64_t ino, uint64_t off,
+    const void *buf, size_t size);
 /* Open-time O_TRUNC: the size, and mtime and ctime now. */
 int fs_truncate(struct fs *fs, uint64_t ino, uint64_t size);
 /* fallocate: mode 0 or FALLOC_FL_KEEP_SIZE extend the size (holes are

@@ -259,6 +259,7 @@ int inode_put(struct fs *fs, const struct fs_attr *a);
 int inode_add_nlink(struct fs *fs, uint64_t ino, int delta);
 int inode_touch(struct fs *fs, uint64_t ino, int which);
 int inode_set_size(struct fs *fs, uint64_t ino, uint64_t size);
+int inode_grow(struct fs *fs, uint64_t ino, uint64_t size);
 int inode_release(struct fs *fs, uint64_t ino);
 int inode_delete(struct fs *fs, uint64_t ino);
 int inode_purge_unlinked(struct fs *fs);

@@ -436,7 +436,13 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = fs_write(ops_fs(req), ino, (uint64_t)off, buf, size);
+	/* A page written back was stamped by the kernel at write(2); a
+	 * later stamp here would differ from what it shows and, at the next
+	 * mount, move the file's mtime by the delay of the writeback. */
+	if (fi && fi->writepage)
+		n = fs_write_back(ops_fs(req), ino, (uint64_t)off, buf, size);
+	else
+		n = fs_write(ops_fs(req), ino, (uint64_t)off, buf, size);
 	/* From the writeback cache, the kernel turns every error but ENOSPC
 	 * into close's EIO, which reads as a broken disk: out of quota is
 	 * out of room. */

@@ -221,6 +221,21 @@ inode_set_size(struct fs *fs, uint64_t ino, uint64_t size)
 	return db_done(fs, st);
 }
 
+/* Set size, keeping the times (a write from the writeback cache).
+ * 0 or -errno. */
+int
+inode_grow(struct fs *fs, uint64_t ino, uint64_t size)
+{
+	sqlite3_stmt *st = db_stmt(fs, "UPDATE inodes SET size = ?1 "
+	    "WHERE ino = ?2");
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)size);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)ino);
+	return db_done(fs, st);
+}
+
 /* Delete every row of inode ino (in one statement per table: the caller
  * sees to it that few chunks are left, see reclaim.c).  0 or -errno. */
 int

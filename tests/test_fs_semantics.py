@@ -139,6 +139,29 @@ def test_timestamps_round_trip_and_clamp_as_ext4(fs):
     fsck_clean(fs)
 
 
+def test_written_file_keeps_the_mtime_it_showed_after_remount(fs):
+    # Under the writeback cache the kernel stamps a file's mtime at
+    # write(2) and writes the pages back later: what stat showed then is
+    # what the workspace keeps, however late the pages reach the daemon.
+    want = {}
+    for i in range(5):
+        p = fs.p(f"late{i}")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, b"x" * 5000)
+            want[p] = os.fstat(fd).st_mtime_ns
+            time.sleep(0.02)            # several clock ticks
+            os.fsync(fd)                # the pages go back now
+            assert os.fstat(fd).st_mtime_ns == want[p]
+        finally:
+            os.close(fd)
+    fs.remount()
+    for p, ns in want.items():
+        assert os.stat(p).st_mtime_ns == ns, p
+    fs.unmount()
+    fsck_clean(fs)
+
+
 def test_timestamps_clamp_at_once_without_writeback(tmp_path):
     m = Mount(tmp_path, opts="no_writeback").mount()
     try:
