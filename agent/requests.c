@@ -483,16 +483,23 @@ requests_find(const char *type)
 
 /* A line from atriumd's watchdog.  "pong" is queued like any output and
  * so written once this loop turn ends: the answer proves that the loop
- * turns.  It carries no seq (it is not a room event). */
+ * turns.  It says what the turn is doing (turn_report), for `atriumd
+ * status`, and carries no seq (it is not a room event). */
 static void
 room_monitor_line(struct conn *c, const char *type)
 {
-	static const char pong[] = "{\"type\":\"pong\"}\n";
+	json_object *pong;
 
-	if (strcmp(type, "ping") == 0)
-		conn_queue(c, pong, sizeof(pong) - 1);
-	else
+	if (strcmp(type, "ping") != 0) {
 		room_error(c, NULL, "a monitor connection may send only ping");
+		return;
+	}
+	if (!(pong = json_object_new_object()))
+		return;		/* no answer: the watchdog asks again */
+	json_object_object_add(pong, "type", json_object_new_string("pong"));
+	turn_report(c->a, pong);
+	conn_queue_event(c, pong);
+	json_object_put(pong);
 }
 
 /* A request of type from c, past hello. */

@@ -1625,3 +1625,26 @@ turn_busy(struct agent *a)
 {
 	return a->turn != NULL || room_db_turns_queued(a->db) > 0;
 }
+
+void
+turn_report(struct agent *a, json_object *o)
+{
+	static const char *const phases[] = { "idle", "context", "model",
+		"retry", "approval", "tool" };
+	const struct turn *t = a->turn;
+	long long queued = room_db_turns_queued(a->db);
+
+	json_object_object_add(o, "phase", json_object_new_string(
+	    t ? phases[t->phase] : "idle"));
+	if (queued > 0)
+		json_object_object_add(o, "queued",
+		    json_object_new_int64(queued));
+	if (!t)
+		return;
+	json_object_object_add(o, "turn", json_object_new_int64(t->id));
+	json_object_object_add(o, "user", json_object_new_string(t->user));
+	json_object_object_add(o, "step", json_object_new_int(t->step));
+	if (t->phase == PHASE_TOOL && t->run_def)
+		json_object_object_add(o, "tool",
+		    json_object_new_string(t->run_def->name));
+}

@@ -13,6 +13,8 @@
 #ifndef ATRIUM_AGENT_TURN_H
 #define ATRIUM_AGENT_TURN_H
 
+#include <json-c/json.h>
+
 struct agent;
 struct conn;
 
@@ -42,5 +44,11 @@ void turn_shutdown(struct agent *a);
 
 /* 1 while a turn runs or waits in the queue. */
 int turn_busy(struct agent *a);
+
+/* What the agent is doing, for the operator's `atriumd status` (through
+ * the watchdog's pong): "phase" (idle, context, model, retry, approval or
+ * tool), and with a turn its "turn" id, "user", "step", the running
+ * "tool", and "queued" prompts.  Added to o. */
+void turn_report(struct agent *a, json_object *o);
 
 #endif

@@ -16,22 +16,65 @@
  */
 #include "agentwatch.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "jsonl.h"
 #include "util.h"
 
 #define WATCH_PING_MS	2000	/* longest gap between pings */
 #define WATCH_MIN_PING_MS 100
 
-/* Any line: the agent's loop turned since the ping. */
+/* Copy the string key of obj into out, keeping letters, digits and
+ * ._- only: it is printed on the operator's terminal. */
+static void
+agentwatch_copy_word(json_object *obj, const char *key, char *out,
+    size_t size)
+{
+	const char *s = json_get_string(obj, key);
+	size_t n = 0;
+
+	for (; s && *s && n + 1 < size; s++)
+		if (isalnum((unsigned char)*s) || strchr("._-", *s))
+			out[n++] = *s;
+	out[n] = '\0';
+}
+
+/* The turn a pong reports; a pong without a known phase reports none. */
+static void
+agentwatch_read_turn(struct agentwatch_turn *t, json_object *obj)
+{
+	static const char *const phases[] = { "idle", "context", "model",
+		"retry", "approval", "tool" };
+	const char *phase = json_get_string(obj, "phase");
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; phase && i < sizeof(phases) / sizeof(*phases); i++)
+		if (strcmp(phase, phases[i]) == 0)
+			snprintf(t->phase, sizeof(t->phase), "%s", phases[i]);
+	if (!t->phase[0])
+		return;
+	t->turn = json_get_int(obj, "turn", 0);
+	t->step = json_get_int(obj, "step", 0);
+	t->queued = json_get_int(obj, "queued", 0);
+	agentwatch_copy_word(obj, "user", t->user, sizeof(t->user));
+	agentwatch_copy_word(obj, "tool", t->tool, sizeof(t->tool));
+}
+
+/* Any line: the agent's loop turned since the ping.  A pong also says
+ * what the turn is doing. */
 static void
 agentwatch_line(void *arg, json_object *obj, const char *line, size_t len)
 {
 	struct agentwatch *w = arg;
+	const char *type = json_get_string(obj, "type");
 
-	(void)obj; (void)line; (void)len;
+	(void)line; (void)len;
 	w->answered_ms = time_mono_ms();
 	w->ping_out = 0;
+	if (type && strcmp(type, "pong") == 0)
+		agentwatch_read_turn(&w->turn, obj);
 }
 
 /* The agent closed the connection: reconnect from the next tick (not
@@ -65,6 +108,7 @@ agentwatch_stop(struct agentwatch *w)
 {
 	agentlink_close(&w->link);
 	w->watching = w->hello_sent = w->ended = w->ping_out = 0;
+	memset(&w->turn, 0, sizeof(w->turn));
 }
 
 /* Connect (again) and say hello.  0 or -errno. */

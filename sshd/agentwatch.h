@@ -13,6 +13,18 @@
 #include "agentlink.h"
 #include "loop.h"
 
+/* What the agent's last pong said it was doing (turn_report in the
+ * agent), for `atriumd status`; checked and cleaned when read. */
+struct agentwatch_turn {
+	char phase[12];		/* idle, context, model, retry, approval, tool;
+				 * "" before the first pong */
+	long long turn;		/* the turn's id, 0 when idle */
+	char user[64];		/* who prompted it */
+	long long step;		/* model responses so far */
+	char tool[48];		/* the tool running in phase tool, or "" */
+	long long queued;	/* prompts waiting */
+};
+
 struct agentwatch {
 	struct agentlink link;	/* the monitor connection, fd -1 when none */
 	int watching;		/* between agentwatch_start and _stop */
@@ -21,6 +33,7 @@ struct agentwatch {
 	int ping_out;		/* a ping is waiting for its pong */
 	long long answered_ms;	/* last line from the agent (or the start) */
 	long long next_ping_ms;	/* when to ping next */
+	struct agentwatch_turn turn;	/* from the last pong */
 };
 
 /* Not watching; cannot fail. */

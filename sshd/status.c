@@ -194,6 +194,24 @@ status_state(enum room_state s)
 	return (unsigned)s < sizeof(names) / sizeof(*names) ? names[s] : "?";
 }
 
+/* What the agent's last pong said its turn was doing. */
+static void
+status_add_turn(json_object *o, const struct agentwatch_turn *t)
+{
+	json_object_object_add(o, "agent_phase",
+	    json_object_new_string(t->phase));
+	json_object_object_add(o, "agent_queued",
+	    json_object_new_int64(t->queued));
+	if (!t->turn)
+		return;
+	json_object_object_add(o, "agent_turn", json_object_new_int64(t->turn));
+	json_object_object_add(o, "agent_user", json_object_new_string(t->user));
+	json_object_object_add(o, "agent_step", json_object_new_int64(t->step));
+	if (t->tool[0])
+		json_object_object_add(o, "agent_tool",
+		    json_object_new_string(t->tool));
+}
+
 /* One room's entry. */
 static json_object *
 status_room(const struct status_procs *ps, const struct room *r)
@@ -220,6 +238,8 @@ status_room(const struct status_procs *ps, const struct room *r)
 	json_object_object_add(o, "agent_answered_s",
 	    json_object_new_int64(r->watch.watching ? (time_mono_ms() -
 	    r->watch.answered_ms) / 1000 : -1));
+	if (r->watch.watching && r->watch.turn.phase[0])
+		status_add_turn(o, &r->watch.turn);
 	return o;
 }
 
@@ -268,19 +288,46 @@ status_size(long long bytes, char *out, size_t len)
 		snprintf(out, len, "%.1f%c", v, units[u]);
 }
 
+/* The AGENT column's turn part: "idle", "turn 12 by ann, step 3, tool
+ * bash", with ", 2 queued" when prompts wait. */
+static void
+status_turn_text(json_object *o, char *out, size_t len)
+{
+	const char *phase = json_get_string(o, "agent_phase");
+	const char *tool = json_get_string(o, "agent_tool");
+	long long turn = json_get_int(o, "agent_turn", 0);
+	long long queued = json_get_int(o, "agent_queued", 0);
+	size_t n;
+
+	out[0] = '\0';
+	if (!phase)
+		return;
+	if (turn > 0)
+		snprintf(out, len, ", turn %lld by %s, step %lld, %s%s", turn,
+		    json_get_string(o, "agent_user") ?: "?",
+		    json_get_int(o, "agent_step", 0), tool ? "tool " : "",
+		    tool ? tool : phase);
+	else
+		snprintf(out, len, ", %s", phase);
+	n = strlen(out);
+	if (queued > 0 && n < len)
+		snprintf(out + n, len - n, ", %lld queued", queued);
+}
+
 /* One room's line of the table. */
 static void
 status_print_room(json_object *o)
 {
-	char mem[32], ws[32], agent[64];
+	char mem[32], ws[32], agent[256], turn[160];
 	long long pid = json_get_int(o, "agent_pid", 0);
 	long long answered = json_get_int(o, "agent_answered_s", -1);
 
 	status_size(json_get_int(o, "memory", 0), mem, sizeof(mem));
 	status_size(json_get_int(o, "workspace", 0), ws, sizeof(ws));
+	status_turn_text(o, turn, sizeof(turn));
 	if (pid > 0 && answered >= 0)
-		snprintf(agent, sizeof(agent), "pid %lld, answered %llds ago",
-		    pid, answered);
+		snprintf(agent, sizeof(agent), "pid %lld, answered %llds ago%s",
+		    pid, answered, turn);
 	else if (pid > 0)
 		snprintf(agent, sizeof(agent), "pid %lld", pid);
 	else

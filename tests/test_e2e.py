@@ -115,6 +115,39 @@ def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run,
     assert (rc, out) == (0, "made-by-agent\n%s\n" % uid)
 
 
+def atriumd_status_line(srv, room, want, timeout=15):
+    """The AGENT column of `atriumd status` for room, once it holds want."""
+    deadline = time.time() + timeout
+    line = ""
+    while time.time() < deadline:
+        p = subprocess.run([os.path.join(BUILD_DIR, "atriumd"), "status",
+                            srv.data], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        line = next((x for x in p.stdout.split("\n")
+                     if x.startswith(room + " ")), "")
+        if want in line:
+            return line
+        time.sleep(0.2)
+    raise AssertionError("%r never showed %r: %r" % (room, want, line))
+
+
+def test_status_shows_what_the_agent_is_doing(room_server, model_server):
+    r = Room(room_server, "watched")
+    try:
+        r.expect(of_type("welcome"))
+        assert ", idle" in atriumd_status_line(room_server, "watched", "idle")
+        r.send(type="prompt", text="run: sleep 30")
+        r.expect(of_type("tool_call", name="bash"))
+        line = atriumd_status_line(room_server, "watched", "tool bash")
+        assert ", turn " in line and " by alice, step " in line, line
+        r.send(type="stop")
+        r.until_turn_end()
+        atriumd_status_line(room_server, "watched", ", idle")
+    finally:
+        r.close()
+
+
 def test_chat_mention_is_a_prompt_everyone_sees(room_server, model_server):
     a, b = Room(room_server, "team"), Room(room_server, "team", user="bob")
     try:
