@@ -47,7 +47,9 @@ struct agent {
 	int model_idle_timeout;		/* s without a byte from the model */
 
 	struct keys keys;		/* the operator's, per provider (from
-					 * atriumd's pipe); never logged */
+					 * atriumd's channel); never logged */
+	int keys_fd;			/* atriumd's keys channel, on which a
+					 * reload sends new keys; -1 */
 
 	/* Room settings: the command line's, overridden from room.db. */
 	char provider[16];

@@ -86,7 +86,7 @@ main_number(const char *flag, const char *v, long min, long max)
 /* The process's own fds from the command line. */
 struct main_fds {
 	int ready;	/* "ready\n" goes here, or -1 */
-	int keys;	/* atriumd's keys pipe, or -1 */
+	int keys;	/* atriumd's keys channel (or a pipe), or -1 */
 };
 
 /* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
@@ -202,10 +202,22 @@ main_keys(struct agent *a, int keys_fd)
 	char err[512];
 	int r;
 
-	if (keys_fd >= 0)
+	a->keys_fd = -1;
+	if (keys_fd >= 0 && keys_is_channel(keys_fd)) {
+		/* atriumd sent the first set before it started us. */
+		r = keys_recv(&a->keys, keys_fd, err, sizeof(err));
+		if (r == -EAGAIN || r == -EPIPE)
+			snprintf(err, sizeof(err), "the keys' channel %d held "
+			    "no keys", keys_fd);
+		if (r < 0)
+			close(keys_fd);
+		else
+			a->keys_fd = keys_fd;
+	} else if (keys_fd >= 0) {
 		r = keys_read_fd(&a->keys, keys_fd, err, sizeof(err));
-	else
+	} else {
 		r = keys_load(&a->keys, &a->cfg, err, sizeof(err));
+	}
 	keys_scrub_env();
 	if (r < 0) {
 		log_error("%s", err);
@@ -216,6 +228,34 @@ main_keys(struct agent *a, int keys_fd)
 		    "answer prompts with how to configure a model",
 		    a->cfg.provider);
 	return 0;
+}
+
+/* A reload in atriumd sent new keys: the next model request uses them
+ * (one in flight keeps the key it was sent with).  A set that does not
+ * parse leaves the keys as they were. */
+static void
+main_keys_renewed(struct loop *l, int fd, int mask, void *arg)
+{
+	struct agent *a = arg;
+	struct keys fresh;
+	char err[512];
+	int r = keys_recv(&fresh, fd, err, sizeof(err));
+
+	if (r == 0) {
+		memcpy(&a->keys, &fresh, sizeof(fresh));
+		log_info("new API keys from atriumd, for the next model "
+		    "request on");
+	} else if (r == -EINVAL) {
+		log_error("%s; the keys in use are kept", err);
+	} else if (r != -EAGAIN) {
+		/* atriumd closed its end (or it broke): no more renewals. */
+		if (r != -EPIPE)
+			log_warn("%s; no further key renewals", err);
+		loop_del_fd(l, fd);
+		close(fd);
+		a->keys_fd = -1;
+	}
+	keys_clear(&fresh);
 }
 
 static void
@@ -336,6 +376,9 @@ main_setup(struct agent *a)
 	    (r = main_signals(a)) < 0 || (r = conn_listen(a, &requests_hooks)) < 0)
 		return r;
 	loop_set_before_sleep(a->loop, main_before_sleep, a);
+	if (a->keys_fd >= 0 && (r = loop_add_fd(a->loop, a->keys_fd,
+	    LOOP_READ, main_keys_renewed, a)) < 0)
+		return r;
 	if (loop_add_timer(a->loop, MAIN_IDLE_CHECK_MS, main_idle_check, a) < 0)
 		return -ENOMEM;
 	return 0;
@@ -368,6 +411,9 @@ main_teardown(struct agent *a)
 	json_object_put(a->config_skills);
 	json_object_put(a->skills);
 	json_object_put(a->mcp_config);
+	if (a->keys_fd >= 0)
+		close(a->keys_fd);
+	a->keys_fd = -1;
 	keys_clear(&a->keys);
 }
 

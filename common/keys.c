@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -134,17 +136,26 @@ keys_scrub_env(void)
 	}
 }
 
+/* k as the wire's lines into wire (KEYS_WIRE_MAX): their length. */
+static size_t
+keys_wire(const struct keys *k, char *wire)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < KEYS_PROVIDERS; i++)
+		if (k->key[i][0])
+			n += (size_t)snprintf(wire + n, KEYS_WIRE_MAX - n,
+			    "%s %s\n", keys_names[i], k->key[i]);
+	return n;
+}
+
 int
 keys_pipe(const struct keys *k)
 {
 	char wire[KEYS_WIRE_MAX];
-	size_t n = 0;
+	size_t n = keys_wire(k, wire);
 	int p[2], r = 0;
 
-	for (int i = 0; i < KEYS_PROVIDERS; i++)
-		if (k->key[i][0])
-			n += (size_t)snprintf(wire + n, sizeof(wire) - n,
-			    "%s %s\n", keys_names[i], k->key[i]);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		explicit_bzero(wire, sizeof(wire));
 		return -errno;
@@ -159,6 +170,48 @@ keys_pipe(const struct keys *k)
 		return r;
 	}
 	return p[0];
+}
+
+int
+keys_send(int fd, const struct keys *k)
+{
+	char wire[KEYS_WIRE_MAX];
+	size_t n = keys_wire(k, wire);
+	ssize_t sent;
+
+	/* A zero-length message would read as the channel's end. */
+	if (n == 0)
+		wire[n++] = '\n';
+	sent = send(fd, wire, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	explicit_bzero(wire, sizeof(wire));
+	if (sent < 0)
+		return -errno;
+	return (size_t)sent == n ? 0 : -EMSGSIZE;
+}
+
+int
+keys_channel(const struct keys *k, int *mine)
+{
+	int sv[2], r;
+
+	*mine = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if ((r = keys_send(sv[0], k)) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	*mine = sv[0];
+	return sv[1];
+}
+
+int
+keys_is_channel(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 /* One "PROVIDER KEY" line (n bytes, no newline) into k.  0 or -EINVAL. */
@@ -177,6 +230,28 @@ keys_parse_line(struct keys *k, const char *line, size_t n)
 		return -EINVAL;
 	return keys_set(k->key[i], sp + 1, n - (size_t)(sp + 1 - line)) < 0 ?
 	    -EINVAL : 0;
+}
+
+/* The wire's n bytes into k: 0, or -EINVAL with the reason in err.  An
+ * empty line (a channel's empty set) holds no key. */
+static int
+keys_parse(struct keys *k, const char *wire, size_t n, int fd, char *err,
+    size_t errlen)
+{
+	for (size_t at = 0; at < n;) {
+		const char *nl = memchr(wire + at, '\n', n - at);
+
+		if (!nl || (nl > wire + at && keys_parse_line(k, wire + at,
+		    (size_t)(nl - (wire + at))) < 0)) {
+			snprintf(err, errlen, "the keys' fd %d holds a bad "
+			    "line: atriumd and atrium-agent must be of one "
+			    "version", fd);
+			keys_clear(k);
+			return -EINVAL;
+		}
+		at = (size_t)(nl + 1 - wire);
+	}
+	return 0;
 }
 
 int
@@ -201,21 +276,37 @@ keys_read_fd(struct keys *k, int fd, char *err, size_t errlen)
 		n += (size_t)got;
 	}
 	close(fd);
-	for (size_t at = 0; r == 0 && at < n;) {
-		const char *nl = memchr(wire + at, '\n', n - at);
+	if (r == 0)
+		r = keys_parse(k, wire, n, fd, err, errlen);
+	explicit_bzero(wire, sizeof(wire));
+	return r;
+}
 
-		if (!nl || keys_parse_line(k, wire + at,
-		    (size_t)(nl - (wire + at))) < 0) {
-			r = -EINVAL;
-			snprintf(err, errlen, "the keys' fd %d holds a bad "
-			    "line: atriumd and atrium-agent must be of one "
-			    "version", fd);
-			break;
-		}
-		at = (size_t)(nl + 1 - wire);
+int
+keys_recv(struct keys *k, int fd, char *err, size_t errlen)
+{
+	char wire[KEYS_WIRE_MAX];
+	ssize_t got;
+	int r;
+
+	keys_clear(k);
+	do
+		got = recv(fd, wire, sizeof(wire), MSG_DONTWAIT | MSG_TRUNC);
+	while (got < 0 && errno == EINTR);
+	if (got < 0) {
+		r = -errno;
+		if (r != -EAGAIN)
+			snprintf(err, errlen, "cannot read the keys' channel "
+			    "%d: %s", fd, strerror(errno));
+	} else if (got == 0) {
+		r = -EPIPE;
+	} else if ((size_t)got > sizeof(wire)) {
+		r = -EINVAL;
+		snprintf(err, errlen, "the keys' channel %d sent %zd bytes, "
+		    "more than any set of keys", fd, got);
+	} else {
+		r = keys_parse(k, wire, (size_t)got, fd, err, errlen);
 	}
 	explicit_bzero(wire, sizeof(wire));
-	if (r < 0)
-		keys_clear(k);
 	return r;
 }

@@ -240,6 +240,7 @@ main_split(struct server *srv, struct keys *keys,
 		return 1;
 	}
 	rooms_set_keys(&srv->rooms, keys);
+	rl->rooms = &srv->rooms;
 	srv->reload = main_reload;
 	srv->reload_arg = rl;
 	r = server_run(srv);
@@ -321,7 +322,7 @@ main(int argc, char **argv)
 	    "ones as guests (open rooms, rooms they create, private rooms when "
 	    "invited)" : "");
 	banner_model(&cfg, &keys);
-	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys };
+	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys, NULL };
 	r = main_split(&srv, &keys, &progs, &id, &rl);
 	keys_clear(&keys);
 	return r;

@@ -13,6 +13,7 @@
 
 #include "banner.h"
 #include "log.h"
+#include "room.h"
 
 #define RELOAD_MAX_KEYS	96		/* settings config_each lists */
 #define RELOAD_LIST	1024		/* bytes of one logged key list */
@@ -180,6 +181,7 @@ reload_run(const struct reload *rl)
 {
 	char applied[RELOAD_LIST] = "", restart[RELOAD_LIST] = "";
 	struct config *fresh = calloc(1, sizeof(*fresh));
+	int key_changed;
 
 	log_info("SIGHUP: reading atrium.conf again");
 	if (!fresh || reload_read(rl, fresh) < 0 ||
@@ -190,12 +192,19 @@ reload_run(const struct reload *rl)
 		return;
 	}
 	free(fresh);
-	if (reload_key(rl) > 0)
-		reload_append(applied, sizeof(applied), "API key");
+	key_changed = reload_key(rl) > 0;
 	if (applied[0])
 		log_info("reload applied, for rooms started from now on "
 		    "(running rooms keep theirs until they stop): %s", applied);
-	else
+	if (key_changed) {
+		/* Unlike the settings above, a key reaches running agents:
+		 * a revoked key must stop being used now. */
+		log_info("reload applied: a new API key, for every room from "
+		    "its next model request");
+		if (rl->rooms)
+			rooms_send_keys(rl->rooms);
+	}
+	if (!applied[0] && !key_changed)
 		log_info("reload: nothing to apply");
 	if (restart[0])
 		log_warn("reload: changed but needs a restart of atriumd, so "

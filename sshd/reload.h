@@ -19,6 +19,8 @@
 #include "config.h"
 #include "keys.h"
 
+struct rooms;
+
 struct reload {
 	int argc;			/* atriumd's own command line, whose */
 	char **argv;			/*   flags still override the file */
@@ -27,6 +29,8 @@ struct reload {
 	struct config *cfg;		/* the monitor's settings, changed in
 					 * place (single-threaded loop) */
 	struct keys *keys;		/* the monitor's API keys */
+	struct rooms *rooms;		/* whose running agents get a new key
+					 * at once; NULL: none */
 };
 
 /* Reload as described above, logging one line for what was applied and

@@ -49,7 +49,7 @@
 #define ROOM_RESTART_WINDOW_MS	60000
 #define ROOM_MAX_ARGS		256	/* the agent's argv: every setting */
 #define ROOM_READY_FD		3	/* a child's ready pipe */
-#define ROOM_KEYS_FD		4	/* atrium-agent's keys pipe */
+#define ROOM_KEYS_FD		4	/* atrium-agent's keys channel */
 #define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
 
 static void room_mount(struct room *r);
@@ -82,6 +82,27 @@ rooms_set_keys(struct rooms *rs, const struct keys *keys)
 	rs->keys = keys;
 }
 
+void
+rooms_send_keys(struct rooms *rs)
+{
+	static const struct keys none;
+
+	for (struct room *r = rs->list; r; r = r->next) {
+		int e;
+
+		if (r->agent.keys_fd < 0)
+			continue;
+		if ((e = keys_send(r->agent.keys_fd, rs->keys ? rs->keys :
+		    &none)) < 0)
+			log_warn("room %s: cannot send the new API key to its "
+			    "agent (%s); it keeps the old one until it stops",
+			    r->name, strerror(-e));
+		else
+			log_info("room %s: new API key sent to its agent",
+			    r->name);
+	}
+}
+
 /* Path of atrium-fs or atrium-agent (helpers.h). */
 static void
 room_bin(const struct rooms *rs, const char *prog, char *out, size_t len)
@@ -101,6 +122,16 @@ room_child_close(struct room_child *c)
 	c->ready_len = 0;
 }
 
+/* The child is gone (or going): its keys' channel too. */
+static void
+room_child_gone(struct room_child *c)
+{
+	room_child_close(c);
+	if (c->keys_fd >= 0)
+		close(c->keys_fd);
+	c->keys_fd = -1;
+}
+
 /* In the forked child: put fd at want (inheritable); -1 stays closed. */
 static void
 room_child_fd(int fd, int want)
@@ -112,7 +143,7 @@ room_child_fd(int fd, int want)
 	fcntl(want, F_SETFD, 0);
 }
 
-/* In the forked child: fd 3 is the ready pipe, fd 4 the keys pipe, nothing
+/* In the forked child: fd 3 is the ready pipe, fd 4 the keys channel, nothing
  * else leaks. */
 static void
 room_child_exec(char *const argv[], int ready_w, int keys_r)
@@ -146,7 +177,7 @@ room_child_exec(char *const argv[], int ready_w, int keys_r)
 static void room_ready_cb(struct watch *w, int revents);
 
 /* Start a child; with want_ready it gets a ready pipe as fd 3, and with
- * keys_r >= 0 that fd as fd 4 (the caller closes it).  0 or -errno
+ * keys_r >= 0 that fd (the keys' channel) as fd 4 (the caller closes it).  0 or -errno
  * (logged). */
 static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
@@ -322,7 +353,7 @@ room_arg_pair(const char *key, const char *value, void *arg)
 }
 
 /* Start atrium-agent with the room's dirs, every setting and the keys'
- * pipe. */
+ * channel. */
 static void
 room_start_agent(struct room *r)
 {
@@ -330,7 +361,7 @@ room_start_agent(struct room *r)
 	struct room_argv *args = calloc(1, sizeof(*args));
 	char **argv = args ? args->v : NULL, fd[16];
 	char prog[PATH_MAX + 128];
-	int rc, keys_r;
+	int rc, keys_r, keys_mine = -1;
 
 	if (!args) {
 		room_fail(r, "cannot start atrium-agent%s", ": out of memory");
@@ -358,13 +389,18 @@ room_start_agent(struct room *r)
 	}
 	r->state = ROOM_AGENT;
 	r->deadline_ms = time_mono_ms() + ROOM_AGENT_WAIT_MS;
-	keys_r = keys_pipe(r->rs->keys ? r->rs->keys : &none);
+	keys_r = keys_channel(r->rs->keys ? r->rs->keys : &none, &keys_mine);
 	if (keys_r < 0)
-		log_error("room %s: cannot make the keys' pipe: %s", r->name,
-		    strerror(-keys_r));
+		log_error("room %s: cannot make the keys' channel: %s",
+		    r->name, strerror(-keys_r));
 	rc = keys_r >= 0 ? room_spawn(r, &r->agent, argv, 1, keys_r) : -ENOMEM;
 	if (keys_r >= 0)
 		close(keys_r);
+	if (r->agent.keys_fd >= 0)
+		close(r->agent.keys_fd);
+	r->agent.keys_fd = rc == 0 ? keys_mine : -1;
+	if (rc != 0 && keys_mine >= 0)
+		close(keys_mine);
 	for (size_t i = 0; i < args->n; i++)
 		free(argv[i]);
 	free(args);
@@ -436,7 +472,7 @@ room_stop(struct room *r)
 	int any = 0;
 
 	room_child_close(&r->fs);
-	room_child_close(&r->agent);
+	room_child_gone(&r->agent);
 	agentwatch_stop(&r->watch);
 	if (r->agent.pid > 0 && kill(r->agent.pid, SIGTERM) == 0)
 		any = 1;
@@ -646,7 +682,7 @@ room_agent_exited(struct room *r, int status, const char *how)
 {
 	long long now = time_mono_ms();
 
-	room_child_close(&r->agent);
+	room_child_gone(&r->agent);
 	agentwatch_stop(&r->watch);
 	if (r->state == ROOM_AGENT) {
 		room_fail(r, "atrium-agent %s before it was ready; see "
@@ -718,6 +754,8 @@ room_new(struct rooms *rs, const char *name)
 	snprintf(r->run, sizeof(r->run), "%s/run/%s", rs->data, name);
 	r->fs.ready_fd = r->agent.ready_fd = r->mkfs.ready_fd = -1;
 	r->umount.ready_fd = -1;
+	r->fs.keys_fd = r->agent.keys_fd = r->mkfs.keys_fd = -1;
+	r->umount.keys_fd = -1;
 	agentwatch_init(&r->watch);
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
@@ -929,7 +967,7 @@ rooms_free(struct rooms *rs)
 
 		rs->list = r->next;
 		room_child_close(&r->fs);
-		room_child_close(&r->agent);
+		room_child_gone(&r->agent);
 		agentwatch_stop(&r->watch);
 		room_unmount_stale(r);
 		free(r);

@@ -47,6 +47,7 @@ struct room_child {
 	char ready[16];		/* bytes of the ready line so far */
 	size_t ready_len;
 	const char *what;	/* "atrium-fs", "atrium-agent"... for logs */
+	int keys_fd;		/* atrium-agent's keys channel (keys.h), -1 */
 };
 
 struct rooms;
@@ -94,8 +95,13 @@ struct rooms {
 
 struct keys;
 
-/* The keys each agent gets on its --keys-fd pipe (kept, not copied). */
+/* The keys each agent gets on its --keys-fd channel (kept, not copied). */
 void rooms_set_keys(struct rooms *rs, const struct keys *keys);
+
+/* The keys changed (a reload): send them to every running agent, which
+ * uses them from its next model request on.  Logs each room it could not
+ * reach. */
+void rooms_send_keys(struct rooms *rs);
 
 void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
     const struct helpers *progs);

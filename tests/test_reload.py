@@ -1,7 +1,7 @@
 """SIGHUP (systemctl reload): atriumd reads atrium.conf again, applies what
-a room reads at its start (here a new API key file) to rooms started from
-then on, says in its log what it applied and what needs a restart, and
-drops no connected session.
+a room reads at its start to rooms started from then on and a new API key
+to running rooms too, says in its log what it applied and what needs a
+restart, and drops no connected session.
 
 Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_reload.py
 """
@@ -48,22 +48,30 @@ def test_sighup_applies_a_new_api_key_and_keeps_sessions(
         srv.proc.send_signal(signal.SIGHUP)
         wait_log(srv, "reload applied, for rooms started from now on "
                  "(running rooms keep theirs until they stop): "
-                 "api-key-file, API key")
+                 "api-key-file")
+        wait_log(srv, "reload applied: a new API key, for every room from "
+                 "its next model request")
+        wait_log(srv, "room kept: new API key sent to its agent")
         wait_log(srv, "needs a restart of atriumd, so not applied: "
                  "per-source-rate")
         wait_log(srv, "model test-model (anthropic) at %s; API key "
                  "configured" % model_server.url)
         assert "sk-after-reload" not in srv.read_log()
-        # The session from before the reload still talks to its room.
+        # The session from before the reload still talks to its room, and
+        # its running agent uses the new key at once.
         kept.send(type="chat", text="still here")
         kept.expect(of_type("message", text="still here"))
+        kept.send(type="prompt", text="hello from before")
+        kept.until_turn_end()
+        got = model_server.wait_requests(1)
+        assert got[-1]["headers"]["x-api-key"] == "sk-after-reload"
         # A room started after it sends the new key to the model.
         fresh = Room(srv, "fresh")
         try:
             fresh.expect(of_type("welcome"))
             fresh.send(type="prompt", text="hello")
             fresh.until_turn_end()
-            got = model_server.wait_requests(1)
+            got = model_server.wait_requests(2)
             assert got[-1]["headers"]["x-api-key"] == "sk-after-reload"
         finally:
             fresh.close()

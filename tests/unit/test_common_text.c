@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -363,6 +364,40 @@ test_keys_pipe(void)
 	CHECK(keys_get(&back, "openai") == NULL);
 }
 
+/* A channel carries the first set, then each renewal whole (an empty set
+ * included), refuses a bad one, and reports atriumd's end closing. */
+static void
+test_keys_channel(void)
+{
+	struct keys k, back;
+	char err[256];
+	int agent, mine;
+
+	keys_clear(&k);
+	snprintf(k.key[KEYS_ANTHROPIC], KEYS_MAX, "sk-a1");
+	agent = keys_channel(&k, &mine);
+	CHECK(agent >= 0 && mine >= 0);
+	CHECK(keys_is_channel(agent));
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), 0);
+	CHECK_STR(keys_get(&back, "anthropic"), "sk-a1");
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), -EAGAIN);
+	snprintf(k.key[KEYS_ANTHROPIC], KEYS_MAX, "sk-a2");
+	snprintf(k.key[KEYS_OPENAI], KEYS_MAX, "sk-o2");
+	CHECK_INT(keys_send(mine, &k), 0);
+	keys_clear(&k);
+	CHECK_INT(keys_send(mine, &k), 0);
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), 0);
+	CHECK_STR(keys_get(&back, "anthropic"), "sk-a2");
+	CHECK_STR(keys_get(&back, "openai"), "sk-o2");
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), 0);
+	CHECK(keys_get(&back, "anthropic") == NULL);
+	CHECK(send(mine, "google sk\n", 10, 0) == 10);
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), -EINVAL);
+	close(mine);
+	CHECK_INT(keys_recv(&back, agent, err, sizeof(err)), -EPIPE);
+	close(agent);
+}
+
 /* Found by tests/fuzz/fuzz_config.c: blank lines were not counted in the
  * line an error names, and a NUL byte hid the rest of the file. */
 static void
@@ -508,6 +543,7 @@ main(void)
 	TEST(test_config_finish);
 	TEST(test_prices);
 	TEST(test_keys_pipe);
+	TEST(test_keys_channel);
 	TEST(test_config_fuzzfound);
 	return unit_done("test_common_text");
 }
