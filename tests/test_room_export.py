@@ -1,0 +1,198 @@
+"""A whole room as one archive through the real OpenSSH client:
+`ssh ROOM@host atrium-export > room.tar` and `ssh NEW@host atrium-import <
+room.tar`, against a real atriumd with real rooms (only the model is
+scripted, by tests/model_server.py).
+
+Run as root after `make all`:
+    /usr/bin/python3 -m pytest -q tests/test_room_export.py
+"""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import ssh_command
+from test_access import add_key, make_private
+from test_ssh import chat_plain
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="atriumd mounts FUSE: run as root")
+
+API_KEY = "sk-test-secret-0123456789"
+
+# Made in the source room: a hard link, a sparse file, an xattr.
+MAKE_FILES = (
+    "printf 'hello world\\n' > a && ln a b && mkdir -p d/e && "
+    "printf deep > d/e/f && truncate -s 64M sparse && "
+    "printf x | dd of=sparse bs=1 seek=30000000 conv=notrunc 2>/dev/null && "
+    "python3 -c \"import os; os.setxattr('a', 'user.note', b'kept')\"")
+# What a user sees of them, to compare rooms.
+LOOK = ("sha256sum a b d/e/f sparse; stat -c '%h %s' a sparse; "
+        "python3 -c \"import os; print(os.getxattr('a', 'user.note'))\"")
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    add_key(data_dir, "bob")
+    add_key(data_dir, "carol", 'rooms="carol-*"')
+    env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model",
+                   "--quota", "16M", env=env)
+
+
+def run(srv, room, *cmd, user="alice", data=None, timeout=120):
+    """(rc, stdout bytes, stderr text) of ssh ROOM@host CMD."""
+    p = subprocess.run(ssh_command(srv, room, *cmd, user=user), input=data,
+                       capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def export(srv, room, user="alice"):
+    rc, out, err = run(srv, room, "atrium-export", user=user)
+    assert rc == 0, err + srv.read_log()
+    return out
+
+
+def room_dir(srv, room):
+    return os.path.join(srv.data, "rooms", room)
+
+
+def listing(srv, user="alice"):
+    """The rooms user may enter, by name, as the rooms subsystem lists them."""
+    p = subprocess.run(ssh_command(srv, "x", "rooms", user=user,
+                                   opts=["-s"]), capture_output=True,
+                       timeout=60)
+    ev = json.loads(p.stdout.decode().splitlines()[0])
+    return {r["room"]: r for r in ev["rooms"]}
+
+
+def chat_then_prompt(srv, room):
+    """A chat line and one agent turn (the model echoes the prompt)."""
+    a = chat_plain(srv, room, "alice")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        a.send("a line from before the move\n")
+        a.expect(lambda l: l.startswith(b"alice: a line from before"))
+        a.send("@agent ping please\n")
+        a.expect(lambda l: l.startswith(b"agent: echo: "), timeout=60)
+        a.expect(lambda l: b"agent done" in l, timeout=60)
+    finally:
+        a.close()
+
+
+def rewrite(archive, change):
+    """A copy of archive whose members went through change(info, data) ->
+    list of (info, data)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src, \
+            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isreg() else None
+            for info, d in change(m, data):
+                if d is not None:
+                    info.size = len(d)
+                dst.addfile(info, io.BytesIO(d) if d is not None else None)
+    return out.getvalue()
+
+
+def assert_refused(srv, room, archive, words, user="alice"):
+    rc, out, err = run(srv, room, "atrium-import", user=user, data=archive)
+    assert rc != 0
+    assert words in err, err
+    assert not os.path.exists(room_dir(srv, room)), "half-made room left"
+    return err
+
+
+def test_export_import_round_trip(srv):
+    rc, out, err = run(srv, "src", MAKE_FILES)
+    assert rc == 0, err
+    chat_then_prompt(srv, "src")
+    archive = export(srv, "src")
+    names = tarfile.open(fileobj=io.BytesIO(archive)).getnames()
+    assert names[:3] == ["atrium-room", "room.db", "workspace"]
+    assert "workspace/d/e/f" in names
+    assert API_KEY.encode() not in archive
+
+    rc, out, err = run(srv, "moved", "atrium-import", user="bob",
+                       data=archive)
+    assert rc == 0, err + srv.read_log()
+    rc, want, err = run(srv, "src", LOOK)
+    assert rc == 0, err
+    rc, got, err = run(srv, "moved", LOOK, user="bob")
+    assert rc == 0, err
+    assert got == want
+    assert b"2 12" in got and b"kept" in got
+    # Holes stay holes; the files are the new room's own uid's.
+    rc, got, err = run(srv, "moved", "stat -c '%b %B %u' sparse; id -u",
+                       user="bob")
+    blocks, size, owner, me = got.decode().split()
+    assert int(blocks) * int(size) < 1 << 20 and owner == me
+    # The importer owns it; the history is there to whoever enters.
+    assert listing(srv, "bob")["moved"]["owner"] == "bob"
+    b = chat_plain(srv, "moved", "bob")
+    try:
+        b.expect(lambda l: l == b"alice: a line from before the move\n")
+        b.expect(lambda l: l.startswith(b"agent: echo: "))
+    finally:
+        b.close()
+
+
+def test_import_refusals(srv):
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    rc, out, err = run(srv, "orig", "atrium-import", data=archive)
+    assert rc != 0 and "exists already" in err
+    # carol may create only carol-* rooms.
+    assert_refused(srv, "other", archive, "may not create it", user="carol")
+    assert_refused(srv, "cut", archive[:len(archive) // 2 + 100], "")
+    assert_refused(srv, "junk", b"not a tar at all" * 100, "")
+
+    def escape(m, data):
+        yield m, data
+        if m.name == "workspace/f":
+            evil = tarfile.TarInfo("workspace/../evil")
+            yield evil, b"out"
+    assert_refused(srv, "esc", rewrite(archive, escape), '".."')
+
+    def outside(m, data):
+        yield m, data
+        if m.name == "workspace":
+            yield tarfile.TarInfo("etc/passwd"), b"x"
+    assert_refused(srv, "outs", rewrite(archive, outside), "not under")
+
+    def bad_db(m, data):
+        yield m, (b"\0" * len(data) if m.name == "room.db" else data)
+    assert_refused(srv, "baddb", rewrite(archive, bad_db), "room.db")
+
+    def big(m, data):
+        yield m, data
+        if m.name == "workspace":
+            yield tarfile.TarInfo("workspace/big"), os.urandom(20 << 20)
+    assert_refused(srv, "huge", rewrite(archive, big), "quota")
+    # None of those rooms exists or is listed; the good one still works.
+    assert set(listing(srv)) == {"orig"}
+    rc, out, err = run(srv, "again", "atrium-import", data=archive)
+    assert rc == 0, err
+    assert run(srv, "again", "cat f")[1] == b"hi\n"
+
+
+def test_access_grants_of_an_archive_do_not_travel(srv):
+    rc, out, err = run(srv, "priv", "true")
+    assert rc == 0, err
+    make_private(srv, "priv")
+    rc, out, err = run(srv, "priv", "atrium-export", user="bob")
+    assert rc != 0 and "private" in err
+    archive = export(srv, "priv")
+    rc, out, err = run(srv, "bobs", "atrium-import", user="bob", data=archive)
+    assert rc == 0, err
+    rooms = listing(srv, "bob")["bobs"]
+    assert rooms["owner"] == "bob" and rooms["members"] == []
+    assert rooms["visibility"] == "private"
+    rc, out, err = run(srv, "bobs", "true", user="alice")
+    assert rc != 0 and "private" in err
