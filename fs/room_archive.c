@@ -22,8 +22,9 @@
  * runs the agent's own migrations and checks on it (atrium-agent
  * import-db) and nothing is lost in a translation that would have to be
  * kept in step with every schema change.  room.db holds no secret: API
- * keys never enter it (DESIGN.md), and its access grants are replaced on
- * import.
+ * keys never enter it (DESIGN.md), the copy's MCP servers lose their
+ * environment (where an owner puts access tokens) before it is written,
+ * and its access grants are replaced on import.
  *
  * import-room reads such an archive as hostile input into ROOM_DIR, which
  * must hold neither a workspace.db nor a room.db: the header must be
@@ -100,6 +101,37 @@ room_archive_copy_db(const char *db, const char *tmp)
 	return rc == SQLITE_OK ? 0 : 1;
 }
 
+/* What room.db holds that is not the room's to give away: the values of
+ * its MCP servers' environment (an owner's access tokens, typically), in
+ * the stored setting and in every stored config event.  The servers stay,
+ * with no env: the new owner sets it again. */
+static const char room_archive_scrub_sql[] =
+    "UPDATE config SET value = (SELECT json_group_array(json_remove("
+    " s.value, '$.env')) FROM json_each(config.value) s)"
+    " WHERE key = 'mcp' AND json_valid(value)"
+    " AND json_type(value) = 'array';"
+    "UPDATE events SET json = json_set(json, '$.mcp', (SELECT"
+    " json_group_array(json_remove(s.value, '$.env')) FROM"
+    " json_each(events.json, '$.mcp') s)) WHERE type = 'config'"
+    " AND json_valid(json) AND json_type(json, '$.mcp') = 'array';";
+
+/* Take the secrets out of the copy at tmp (ours alone).  0 or 1. */
+static int
+room_archive_scrub(const char *tmp)
+{
+	sqlite3 *h = NULL;
+	int rc = sqlite3_open_v2(tmp, &h, SQLITE_OPEN_READWRITE, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(h, room_archive_scrub_sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "atrium-fs: export-room: cannot clear the MCP "
+		    "servers' environment from the copy: %s\n",
+		    h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+	sqlite3_close(h);
+	return rc == SQLITE_OK ? 0 : 1;
+}
+
 /* One regular member's header: name, mode 0600, size, now.  0 or 1. */
 static int
 room_archive_header(struct archive *a, const char *name, int64_t size)
@@ -173,6 +205,10 @@ room_archive_put_history(struct archive *a, const char *room_dir)
 	}
 	if (room_archive_copy_db(db, tmp))
 		return 1;
+	if (room_archive_scrub(tmp)) {
+		unlink(tmp);
+		return 1;
+	}
 	fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	unlink(tmp);
 	if (fd < 0 || fstat(fd, &sb) < 0) {

@@ -16,13 +16,14 @@ import tarfile
 import pytest
 
 from conftest import ssh_command
-from test_access import add_key, make_private
+from test_access import add_key, events, make_private
 from test_ssh import chat_plain
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
 
 API_KEY = "sk-test-secret-0123456789"
+MCP_TOKEN = "ghp-owner-token-9876543210"
 
 # Made in the source room: a hard link, a sparse file, an xattr.
 MAKE_FILES = (
@@ -112,11 +113,19 @@ def test_export_import_round_trip(srv):
     rc, out, err = run(srv, "src", MAKE_FILES)
     assert rc == 0, err
     chat_then_prompt(srv, "src")
+    # The owner's token for an MCP server is the owner's, not the archive's.
+    mcp = [{"name": "gh", "command": "true", "env": {"GH_TOKEN": MCP_TOKEN}}]
+    seen = events(srv, "src", {"type": "config", "mcp": mcp},
+                  until=lambda e: e["type"] in ("config", "error"))
+    assert seen[-1]["type"] == "config", seen[-1]
     archive = export(srv, "src")
     names = tarfile.open(fileobj=io.BytesIO(archive)).getnames()
     assert names[:3] == ["atrium-room", "room.db", "workspace"]
     assert "workspace/d/e/f" in names
     assert API_KEY.encode() not in archive
+    assert MCP_TOKEN.encode() not in archive
+    assert b"GH_TOKEN" not in archive
+    assert b'"name":"gh"' in archive        # the server itself travels
 
     rc, out, err = run(srv, "moved", "atrium-import", user="bob",
                        data=archive)
