@@ -205,3 +205,43 @@ def test_access_grants_of_an_archive_do_not_travel(srv):
     assert rooms["visibility"] == "private"
     rc, out, err = run(srv, "bobs", "true", user="alice")
     assert rc != 0 and "private" in err
+
+
+def test_a_running_turn_comes_back_interrupted(srv, model_server):
+    from model_server import Reply, ToolCall
+    from test_ssh import Lines
+
+    def wait(c, pred, timeout=60):
+        return json.loads(c.expect(lambda l: pred(json.loads(l)), timeout))
+
+    events(srv, "busy", {"type": "config", "approval": "allow_all"},
+           until=lambda e: e["type"] in ("config", "error"))
+    model_server.script(Reply("Working.", tool_calls=[ToolCall(
+        "bash", {"command": "echo started; sleep 60"}, id="call-1")]))
+    c = Lines(ssh_command(srv, "busy", "-s", "atrium"))
+    try:
+        wait(c, lambda e: e["type"] == "welcome")
+        c.send(json.dumps({"type": "prompt", "text": "take your time"}) + "\n")
+        wait(c, lambda e: e["type"] == "tool_output")   # the call runs
+        archive = export(srv, "busy")
+        c.send(json.dumps({"type": "stop"}) + "\n")
+        wait(c, lambda e: e["type"] == "turn_end")
+    finally:
+        c.close()
+    model_server.script(Reply("Picked up after the move."))
+    rc, out, err = run(srv, "moved", "atrium-import", data=archive)
+    assert rc == 0, err
+    c = Lines(ssh_command(srv, "moved", "-s", "atrium"))
+    try:
+        wait(c, lambda e: e["type"] == "welcome")
+        # The room resumed the turn as it started, maybe before this
+        # connection was in: the end is live or in the history.
+        c.send(json.dumps({"type": "history", "since": 0}) + "\n")
+        res = wait(c, lambda e: e["type"] == "tool_result")
+        assert res["status"] == "interrupted" and res["id"] == "call-1"
+        wait(c, lambda e: e["type"] == "message" and "Picked up" in e["text"])
+    finally:
+        c.close()
+    # The model was told, and nothing ran the command again.
+    last = json.dumps(model_server.requests[-1]["body"])
+    assert "interrupted" in last
