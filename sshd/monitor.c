@@ -85,6 +85,7 @@ monitor_use(struct server *srv, json_object *req, const char *room,
 
 	if (!user)
 		return -1;
+	room_transfer_clear_stale(srv, room);
 	if (room_transfer_importing(srv, room)) {
 		monitor_put(ans, "state", "failed");
 		monitor_put(ans, "error", "it is being imported now; try again "
@@ -145,6 +146,7 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 	json_object *m;
 
 	snprintf(dir, sizeof(dir), "%s/rooms/%s", srv->cfg->data_dir, room);
+	room_transfer_clear_stale(srv, room);
 	if (room_transfer_importing(srv, room)) {
 		json_object_object_add(ans, "errno", json_object_new_int(EBUSY));
 		return 0;
@@ -168,6 +170,25 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* The rooms of a listing less those being imported (not made yet) and
+ * those an import cut short by a crash left (removed now). */
+static json_object *
+monitor_rooms_made(struct server *srv, json_object *rooms)
+{
+	json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(rooms);
+
+	for (size_t i = 0; out && i < n; i++) {
+		json_object *r = json_object_array_get_idx(rooms, i);
+		const char *name = json_get_string(r, "room");
+
+		if (!name || (!room_transfer_importing(srv, name) &&
+		    !room_transfer_clear_stale(srv, name)))
+			json_object_array_add(out, json_object_get(r));
+	}
+	return out;
+}
+
 /* rooms {user, admin}: the listing a session's user may see. */
 static int
 monitor_rooms(struct server *srv, json_object *req, const char *room,
@@ -182,7 +203,8 @@ monitor_rooms(struct server *srv, json_object *req, const char *room,
 	ev = room_access_list(srv->cfg->data_dir, &srv->rooms, user,
 	    json_get_bool(req, "admin", 0));
 	if (ev && json_object_object_get_ex(ev, "rooms", &rooms))
-		json_object_object_add(ans, "rooms", json_object_get(rooms));
+		json_object_object_add(ans, "rooms", monitor_rooms_made(srv,
+		    rooms));
 	if (ev && json_get_bool(ev, "truncated", 0))
 		json_object_object_add(ans, "truncated",
 		    json_object_new_boolean(1));

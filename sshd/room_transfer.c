@@ -23,7 +23,12 @@
  *      room.db.import);
  *   4. `atrium-agent import-db --owner USER DIR/room.db.import`: the
  *      history checked, migrated, its grants replaced by the importer;
- *   5. room.db.import renamed to room.db: the room exists for everyone.
+ *   5. room.db.import renamed to room.db, the mark removed: the room
+ *      exists for everyone.
+ * From step 2 to step 5 DATA/rooms/ROOM/importing marks the room: when
+ * atriumd stopped in between, the next request that names the room (use,
+ * access, export, import) finds the mark with no import running and
+ * removes the half-made room first (room_transfer_clear_stale).
  * Helpers' stderr goes to the client's stderr; the status pipe gets the
  * exit status after step 5 or the cleanup.  While an import runs, monitor
  * refuses `use` and `access` for the room, so no session starts or enters
@@ -55,6 +60,9 @@
 #include "server.h"
 
 #define TRANSFER_PIPE_SIZE	(1024 * 1024)
+/* In DATA/rooms/ROOM from step 2 to step 5 of an import: a room that has
+ * it while no import runs is what a crash left half-made. */
+#define TRANSFER_MARK		"importing"
 
 enum transfer_stage { STAGE_EXPORT, STAGE_UNPACK, STAGE_ADOPT };
 
@@ -194,6 +202,7 @@ room_transfer_export(struct server *srv, const char *room,
 	struct stat sb;
 	pid_t pid;
 
+	room_transfer_clear_stale(srv, room);
 	transfer_path(srv, room, NULL, dir, sizeof(dir));
 	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
 	    rooms_deleting(&srv->rooms, room)) {
@@ -241,6 +250,7 @@ transfer_import_check(struct server *srv, const char *room, const char *user,
 	char dir[PATH_MAX + 80];
 	struct stat sb;
 
+	room_transfer_clear_stale(srv, room);
 	transfer_path(srv, room, NULL, dir, sizeof(dir));
 	if (lstat(dir, &sb) == 0 || rooms_find(&srv->rooms, room) ||
 	    room_transfer_importing(srv, room)) {
@@ -279,6 +289,41 @@ transfer_remove_room(struct server *srv, const char *room)
 		    "remove DATA/rooms/%s by hand", room, room);
 }
 
+/* Step 2's mark.  0 or -errno. */
+static int
+transfer_mark(struct server *srv, const char *room)
+{
+	char path[PATH_MAX + 80];
+	int fd;
+
+	transfer_path(srv, room, TRANSFER_MARK, path, sizeof(path));
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return -errno;
+	if (fsync(fd) < 0) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_clear_stale(struct server *srv, const char *room)
+{
+	char path[PATH_MAX + 80];
+
+	if (room_transfer_importing(srv, room))
+		return 0;
+	transfer_path(srv, room, TRANSFER_MARK, path, sizeof(path));
+	if (access(path, F_OK) < 0)
+		return 0;
+	log_warn("room %s: an import was cut short (atriumd stopped during "
+	    "it); removing what it made", room);
+	transfer_remove_room(srv, room);
+	return 1;
+}
+
 /* See room_transfer.h. */
 int
 room_transfer_import(struct server *srv, const char *room,
@@ -295,6 +340,11 @@ room_transfer_import(struct server *srv, const char *room,
 	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, &ids, why,
 	    len)) < 0)
 		return r;
+	if ((r = transfer_mark(srv, room)) < 0) {
+		transfer_remove_room(srv, room);
+		snprintf(why, len, "cannot start the import: %s", strerror(-r));
+		return r;
+	}
 	if ((r = transfer_pipes(p)) < 0) {
 		transfer_remove_room(srv, room);
 		snprintf(why, len, "cannot start the import: %s", strerror(-r));
@@ -369,6 +419,9 @@ transfer_finish(struct server *srv, struct room_transfer *t)
 	transfer_path(srv, t->room, ROOM_DB_NAME ".import", from, sizeof(from));
 	transfer_path(srv, t->room, ROOM_DB_NAME, to, sizeof(to));
 	if (rename(from, to) < 0)
+		return -errno;
+	transfer_path(srv, t->room, TRANSFER_MARK, from, sizeof(from));
+	if (unlink(from) < 0)
 		return -errno;
 	log_info("room %s: imported, owner %s", t->room, t->user);
 	return 0;

@@ -38,6 +38,10 @@ int room_transfer_import(struct server *srv, const char *room,
 /* 1 while room is being imported (nothing may start or enter it). */
 int room_transfer_importing(const struct server *srv, const char *room);
 
+/* Remove room when a crash left it half-imported (its mark, no import
+ * running): before anything uses or lists it.  1 when it did. */
+int room_transfer_clear_stale(struct server *srv, const char *room);
+
 /* A child exited (from waitpid).  1 when it was a transfer's. */
 int room_transfer_child_exited(struct server *srv, pid_t pid, int status);
 

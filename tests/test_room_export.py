@@ -245,3 +245,32 @@ def test_a_running_turn_comes_back_interrupted(srv, model_server):
     # The model was told, and nothing ran the command again.
     last = json.dumps(model_server.requests[-1]["body"])
     assert "interrupted" in last
+
+
+def test_an_import_cut_by_a_crash_leaves_no_room(atriumd, data_dir, srv):
+    import signal
+    import time
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    p = subprocess.Popen(ssh_command(srv, "half", "atrium-import"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        p.stdin.write(archive[:len(archive) // 2])
+        p.stdin.flush()
+        mark = os.path.join(room_dir(srv, "half"), "importing")
+        end = time.time() + 30
+        while not os.path.exists(mark) and time.time() < end:
+            time.sleep(0.05)
+        assert os.path.exists(mark)
+        srv.stop(signal.SIGKILL)
+    finally:
+        p.kill()
+        p.wait()
+    srv2 = atriumd(data_dir)
+    assert "half" not in listing(srv2)
+    assert not os.path.exists(room_dir(srv2, "half"))
+    assert "import was cut short" in srv2.read_log()
+    rc, out, err = run(srv2, "half", "atrium-import", data=archive)
+    assert rc == 0, err
