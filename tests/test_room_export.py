@@ -274,3 +274,28 @@ def test_an_import_cut_by_a_crash_leaves_no_room(atriumd, data_dir, srv):
     assert "import was cut short" in srv2.read_log()
     rc, out, err = run(srv2, "half", "atrium-import", data=archive)
     assert rc == 0, err
+
+
+def test_export_streams_in_bounded_memory(atriumd, data_dir):
+    srv = atriumd(data_dir)
+    rc, out, err = run(srv, "bulk", "head -c 200M /dev/urandom > big && "
+                       "sha256sum big", timeout=300)
+    assert rc == 0, err
+    want = out.split()[0].decode()
+
+    def hwm_kib(pid):
+        with open("/proc/%d/status" % pid) as f:
+            return int([l for l in f if l.startswith("VmHWM")][0].split()[1])
+    before = hwm_kib(srv.network_pid())
+    p = subprocess.Popen(ssh_command(srv, "bulk", "atrium-export"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with tarfile.open(fileobj=p.stdout, mode="r|") as t:
+        for m in t:
+            if m.name == "workspace/big":
+                got = hashlib.sha256(t.extractfile(m).read()).hexdigest()
+    assert p.wait(120) == 0, p.stderr.read()
+    assert got == want
+    # 200 MiB went through atriumd's network process; its peak grew by
+    # far less (the pipes and the channel's queue bound it).
+    grew = hwm_kib(srv.network_pid()) - before
+    assert grew < 48 * 1024, "network process peak grew %d KiB" % grew
