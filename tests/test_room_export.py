@@ -299,3 +299,29 @@ def test_export_streams_in_bounded_memory(atriumd, data_dir):
     # far less (the pipes and the channel's queue bound it).
     grew = hwm_kib(srv.network_pid()) - before
     assert grew < 48 * 1024, "network process peak grew %d KiB" % grew
+
+
+def test_an_importer_who_leaves_leaves_no_room(srv):
+    import time
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    p = subprocess.Popen(ssh_command(srv, "gone", "atrium-import"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    mark = os.path.join(room_dir(srv, "gone"), "importing")
+    try:
+        p.stdin.write(archive[:len(archive) // 2])
+        p.stdin.flush()
+        end = time.time() + 30
+        while not os.path.exists(mark) and time.time() < end:
+            time.sleep(0.05)
+        assert os.path.exists(mark)
+    finally:
+        p.kill()
+        p.wait()
+    end = time.time() + 30
+    while os.path.exists(room_dir(srv, "gone")) and time.time() < end:
+        time.sleep(0.1)
+    assert not os.path.exists(room_dir(srv, "gone"))
+    assert "gone" not in listing(srv)
