@@ -23,8 +23,9 @@
  *      room.db.import);
  *   4. `atrium-agent import-db --owner USER DIR/room.db.import`: the
  *      history checked, migrated, its grants replaced by the importer;
- *   5. room.db.import renamed to room.db, the mark removed: the room
- *      exists for everyone.
+ *   5. workspace.db and room.db.import taken into the room's directory
+ *      (the latter as room.db), the helpers' directory and the mark
+ *      removed: the room exists for everyone.
  * From step 2 to step 5 DATA/rooms/ROOM/importing marks the room: when
  * atriumd stopped in between, the next request that names the room (use,
  * access, export, import) finds the mark with no import running and
@@ -34,19 +35,32 @@
  * refuses `use` and `access` for the room, so no session starts or enters
  * it half-made.
  *
- * Helpers run as root, as atrium-fs mkfs and mount do: they write DATA.
- * What they parse (the archive, the SQLite file) is hostile input, which
- * fs/import.c, fs/room_archive.c and agent/room_import.c check.
+ * An import's helpers parse a stranger's archive and SQLite file
+ * (fs/import.c, fs/room_archive.c and agent/room_import.c check them), so
+ * they run as the new room's uid, without groups or a way back, in a
+ * directory of their own, DATA/rooms/ROOM/import (the room's directory
+ * stays root's: they cannot touch its uid record or mark), which they
+ * reach as their working directory.  Step 5 takes from it only regular,
+ * single-linked files of that uid, makes them root's and links exactly
+ * the inodes it checked into the room's directory.  Their mount namespace
+ * holds copies of the rooms' FUSE mounts while they run (mounts here are
+ * private), so a workspace unmounted meanwhile keeps its daemon until the
+ * import ends: seconds to minutes, never a room's lifetime.  An export's helper
+ * reads the room's own databases and runs as root, as mkfs and mount.
  */
 #include "room_transfer.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -63,6 +77,12 @@
 /* In DATA/rooms/ROOM from step 2 to step 5 of an import: a room that has
  * it while no import runs is what a crash left half-made. */
 #define TRANSFER_MARK		"importing"
+/* The import's own directory in DATA/rooms/ROOM, the room's uid's: the
+ * helpers write there and nowhere else (transfer_adopt_file). */
+#define TRANSFER_STAGING	"import"
+/* Where the helpers see it (transfer_view): a directory every system
+ * has, shadowed only in their own mount namespace. */
+#define TRANSFER_VIEW		"/mnt"
 
 enum transfer_stage { STAGE_EXPORT, STAGE_UNPACK, STAGE_ADOPT };
 
@@ -72,22 +92,45 @@ struct room_transfer {
 	pid_t pid;			/* the helper running now */
 	char room[64];
 	char user[64];
+	struct room_ids ids;		/* import: the helpers run as these */
 	int err_w;			/* the client's stderr, kept for step 4 */
 	int status_w;			/* the status line goes here */
 };
 
-/* In the forked child: in, out, err as 0, 1, 2, nothing else, default
- * signals, the room's directory as the working directory (the helpers
- * are given "." so that what they say names no path of the server's);
- * then argv. */
+/* In the forked child, as root: dir where the room's uid can reach it
+ * and SQLite can name it.  SQLite opens by absolute path (it prepends
+ * getcwd), and DATA's directories are root's alone, so a private mount
+ * namespace shows dir at TRANSFER_VIEW, whose parents anyone may pass.
+ * 0 or -errno. */
+static int
+transfer_view(const char *dir)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(dir, TRANSFER_VIEW, NULL, MS_BIND, NULL) < 0 ||
+	    chdir(TRANSFER_VIEW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* In the forked child: dir as the working directory (the helpers are
+ * given "." so that what they say names no path of the server's), then
+ * as ids when not NULL (no groups, no way back, no new privileges: what
+ * an import's helpers parse is a stranger's), in, out, err as 0, 1, 2,
+ * nothing else, default signals; then argv. */
 static void
-transfer_child(char *const argv[], const char *dir, int in, int out,
-    int err)
+transfer_child(char *const argv[], const char *dir,
+    const struct room_ids *ids, int in, int out, int err)
 {
 	sigset_t none;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (chdir(dir) < 0)
+	if (ids ? transfer_view(dir) < 0 : chdir(dir) < 0)
+		_exit(126);
+	if (ids && (setgroups(0, NULL) < 0 ||
+	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
+	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0))
 		_exit(126);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -106,10 +149,11 @@ transfer_child(char *const argv[], const char *dir, int in, int out,
 	_exit(127);
 }
 
-/* Start argv in dir with in, out, err.  The pid, or -errno (logged). */
+/* Start argv in dir (as ids, when not NULL) with in, out, err.  The
+ * pid, or -errno (logged). */
 static pid_t
-transfer_spawn(char *const argv[], const char *dir, int in, int out,
-    int err)
+transfer_spawn(char *const argv[], const char *dir,
+    const struct room_ids *ids, int in, int out, int err)
 {
 	pid_t pid = fork();
 
@@ -118,7 +162,7 @@ transfer_spawn(char *const argv[], const char *dir, int in, int out,
 		return -errno;
 	}
 	if (pid == 0)
-		transfer_child(argv, dir, in, out, err);
+		transfer_child(argv, dir, ids, in, out, err);
 	return pid;
 }
 
@@ -221,7 +265,7 @@ room_transfer_export(struct server *srv, const char *room,
 		snprintf(why, len, "cannot start the export: %s", strerror(-r));
 		return r;
 	}
-	pid = transfer_spawn(argv, dir, null, p[0][1], p[1][1]);
+	pid = transfer_spawn(argv, dir, NULL, null, p[0][1], p[1][1]);
 	close(null);
 	transfer_close(&p[0][1], 1);
 	transfer_close(&p[1][1], 1);
@@ -272,12 +316,12 @@ transfer_unpack(struct server *srv, const char *room,
 	char *argv[] = { srv->rooms.progs.fs, "import-room", "--owner", owner,
 	    "--quota", quota, "--quota-inodes", inodes, ".", NULL };
 
-	transfer_path(srv, room, NULL, dir, sizeof(dir));
+	transfer_path(srv, room, TRANSFER_STAGING, dir, sizeof(dir));
 	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)ids->uid,
 	    (unsigned)ids->gid);
 	snprintf(quota, sizeof(quota), "%lld", srv->cfg->quota);
 	snprintf(inodes, sizeof(inodes), "%lld", srv->cfg->quota_inodes);
-	return transfer_spawn(argv, dir, in, err, err);
+	return transfer_spawn(argv, dir, ids, in, err, err);
 }
 
 /* Remove what a failed import made of room. */
@@ -307,6 +351,19 @@ transfer_mark(struct server *srv, const char *room)
 	return 0;
 }
 
+/* The helpers' directory, the room's uid's alone.  0 or -errno. */
+static int
+transfer_staging(struct server *srv, const char *room,
+    const struct room_ids *ids)
+{
+	char path[PATH_MAX + 80];
+
+	transfer_path(srv, room, TRANSFER_STAGING, path, sizeof(path));
+	if (mkdir(path, 0700) < 0 || chown(path, ids->uid, ids->gid) < 0)
+		return -errno;
+	return 0;
+}
+
 /* See room_transfer.h. */
 int
 room_transfer_clear_stale(struct server *srv, const char *room)
@@ -330,6 +387,7 @@ room_transfer_import(struct server *srv, const char *room,
     const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
 {
 	char rooms_dir[PATH_MAX + 16];
+	struct room_transfer *t;
 	struct room_ids ids;
 	int p[3][2], r;
 	pid_t pid;
@@ -340,7 +398,8 @@ room_transfer_import(struct server *srv, const char *room,
 	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, &ids, why,
 	    len)) < 0)
 		return r;
-	if ((r = transfer_mark(srv, room)) < 0) {
+	if ((r = transfer_mark(srv, room)) < 0 ||
+	    (r = transfer_staging(srv, room, &ids)) < 0) {
 		transfer_remove_room(srv, room);
 		snprintf(why, len, "cannot start the import: %s", strerror(-r));
 		return r;
@@ -352,8 +411,8 @@ room_transfer_import(struct server *srv, const char *room,
 	}
 	pid = transfer_unpack(srv, room, &ids, p[0][0], p[1][1]);
 	transfer_close(&p[0][0], 1);
-	if (pid < 0 || !transfer_add(srv, STAGE_UNPACK, pid, room, user,
-	    p[1][1], p[2][1])) {
+	if (pid < 0 || !(t = transfer_add(srv, STAGE_UNPACK, pid, room, user,
+	    p[1][1], p[2][1]))) {
 		if (pid > 0)
 			kill(pid, SIGKILL);
 		for (int i = 0; i < 3; i++)
@@ -362,6 +421,7 @@ room_transfer_import(struct server *srv, const char *room,
 		snprintf(why, len, "cannot start the import");
 		return -ENOMEM;
 	}
+	t->ids = ids;
 	log_info("room %s: import by %s started (pid %d, uid %u)", room, user,
 	    (int)pid, (unsigned)ids.uid);
 	fds[0] = p[0][1];
@@ -400,8 +460,8 @@ transfer_adopt(struct server *srv, struct room_transfer *t)
 
 	if (null < 0)
 		return -errno;
-	transfer_path(srv, t->room, NULL, dir, sizeof(dir));
-	pid = transfer_spawn(argv, dir, null, t->err_w, t->err_w);
+	transfer_path(srv, t->room, TRANSFER_STAGING, dir, sizeof(dir));
+	pid = transfer_spawn(argv, dir, &t->ids, null, t->err_w, t->err_w);
 	close(null);
 	if (pid < 0)
 		return (int)pid;
@@ -410,21 +470,95 @@ transfer_adopt(struct server *srv, struct room_transfer *t)
 	return 0;
 }
 
-/* Step 5: the history in place.  0 or -errno. */
+/* Take name from the helpers' directory (sfd) into the room's (rfd) as
+ * to, root's and 0600: only a single-linked regular file of the room's
+ * uid, with no write-ahead log left beside it, and exactly the inode that
+ * was checked (linked through /proc, so nothing swapped meanwhile counts).
+ * 0 or -errno. */
+static int
+transfer_adopt_file(int sfd, int rfd, const char *name, const char *to,
+    const struct room_ids *ids)
+{
+	char wal[128], self[64];
+	struct stat sb;
+	int fd, r = 0;
+
+	snprintf(wal, sizeof(wal), "%s-wal", name);
+	if (fstatat(sfd, wal, &sb, AT_SYMLINK_NOFOLLOW) == 0 && sb.st_size > 0)
+		return -EBUSY;		/* not closed cleanly */
+	fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0)
+		r = -errno;
+	else if (!S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+	    sb.st_uid != ids->uid)
+		r = -EPERM;
+	else if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0)
+		r = -errno;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (r == 0 && linkat(AT_FDCWD, self, rfd, to, AT_SYMLINK_FOLLOW) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Empty and remove the helpers' directory (files only: they made no
+ * other kind).  0 or -errno. */
+static int
+transfer_drop_staging(int rfd)
+{
+	int sfd = openat(rfd, TRANSFER_STAGING, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *d;
+	DIR *dir;
+	int r = 0;
+
+	if (sfd < 0 || !(dir = fdopendir(sfd))) {
+		if (sfd >= 0)
+			close(sfd);
+		return -errno;
+	}
+	while ((d = readdir(dir)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+		    unlinkat(sfd, d->d_name, 0) < 0)
+			r = -errno;
+	closedir(dir);
+	if (r == 0 && unlinkat(rfd, TRANSFER_STAGING, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+/* Step 5: the workspace and the history in place, the mark gone.  0 or
+ * -errno. */
 static int
 transfer_finish(struct server *srv, struct room_transfer *t)
 {
-	char from[PATH_MAX + 80], to[PATH_MAX + 80];
+	char dir[PATH_MAX + 80];
+	int rfd, sfd = -1, r;
 
-	transfer_path(srv, t->room, ROOM_DB_NAME ".import", from, sizeof(from));
-	transfer_path(srv, t->room, ROOM_DB_NAME, to, sizeof(to));
-	if (rename(from, to) < 0)
+	transfer_path(srv, t->room, NULL, dir, sizeof(dir));
+	if ((rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
-	transfer_path(srv, t->room, TRANSFER_MARK, from, sizeof(from));
-	if (unlink(from) < 0)
-		return -errno;
-	log_info("room %s: imported, owner %s", t->room, t->user);
-	return 0;
+	sfd = openat(rfd, TRANSFER_STAGING, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	r = sfd < 0 ? -errno : 0;
+	if (r == 0)
+		r = transfer_adopt_file(sfd, rfd, WORKSPACE_DB_NAME,
+		    WORKSPACE_DB_NAME, &t->ids);
+	if (r == 0)
+		r = transfer_adopt_file(sfd, rfd, ROOM_DB_NAME ".import",
+		    ROOM_DB_NAME, &t->ids);
+	if (sfd >= 0)
+		close(sfd);
+	if (r == 0)
+		r = transfer_drop_staging(rfd);
+	if (r == 0 && unlinkat(rfd, TRANSFER_MARK, 0) < 0)
+		r = -errno;
+	close(rfd);
+	if (r == 0)
+		log_info("room %s: imported, owner %s", t->room, t->user);
+	return r;
 }
 
 /* Write the status line and forget t. */

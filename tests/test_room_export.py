@@ -130,6 +130,12 @@ def test_export_import_round_trip(srv):
     rc, out, err = run(srv, "moved", "atrium-import", user="bob",
                        data=archive)
     assert rc == 0, err + srv.read_log()
+    # What the room's uid wrote is root's now, and its directory is gone.
+    assert sorted(os.listdir(room_dir(srv, "moved"))) == [
+        "room.db", "uid", "workspace.db"]
+    for name in ("room.db", "workspace.db"):
+        st = os.stat(os.path.join(room_dir(srv, "moved"), name))
+        assert (st.st_uid, st.st_mode & 0o777, st.st_nlink) == (0, 0o600, 1)
     rc, want, err = run(srv, "src", LOOK)
     assert rc == 0, err
     rc, got, err = run(srv, "moved", LOOK, user="bob")
@@ -301,6 +307,24 @@ def test_export_streams_in_bounded_memory(atriumd, data_dir):
     assert grew < 48 * 1024, "network process peak grew %d KiB" % grew
 
 
+def helper_uids(parent, word):
+    """The real uids of parent's children whose command line has word."""
+    uids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/status" % pid) as f:
+                uid = int([l for l in f if l.startswith("Uid:")][0].split()[1])
+        except (OSError, IndexError):
+            continue
+        if ppid == parent and word.encode() in cmd:
+            uids.append(uid)
+    return uids
+
+
 def test_an_importer_who_leaves_leaves_no_room(srv):
     import time
     rc, out, err = run(srv, "orig", "echo hi > f")
@@ -317,6 +341,10 @@ def test_an_importer_who_leaves_leaves_no_room(srv):
         while not os.path.exists(mark) and time.time() < end:
             time.sleep(0.05)
         assert os.path.exists(mark)
+        # The helper reading the stranger's archive is the new room's uid.
+        with open(os.path.join(room_dir(srv, "gone"), "uid")) as f:
+            uid = int(f.read().split(":")[0])
+        assert helper_uids(srv.proc.pid, "import-room") == [uid]
     finally:
         p.kill()
         p.wait()
