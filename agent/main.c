@@ -48,6 +48,7 @@
 #include "requests.h"
 #include "room.h"
 #include "room_db.h"
+#include "room_import.h"
 #include "room_ids.h"
 #include "room_limits.h"
 #include "settings.h"
@@ -441,6 +442,8 @@ main(int argc, char **argv)
 	log_init("atrium-agent", NULL);
 	if ((r = cli_common("atrium-agent", &argc, argv)) != 0)
 		return r > 0 ? 0 : 2;
+	if (argc > 1 && strcmp(argv[1], "import-db") == 0)
+		return room_import_main(argc - 1, argv + 1);
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);

@@ -613,6 +613,31 @@ room_db_version(struct room_db *db)
 	return (int)room_db_int(db, 0, "PRAGMA user_version", "");
 }
 
+/* The schema as one text: every table, index, trigger and view with its
+ * SQL, in order; SQLite's own statistics tables (which PRAGMA optimize may
+ * add) left out.  NULL when it cannot be read (logged). */
+char *
+room_db_schema_text(struct room_db *db)
+{
+	static const char sql[] =
+	    "SELECT group_concat(x, char(10)) FROM (SELECT type || ' ' || name"
+	    " || ' ' || tbl_name || ' ' || ifnull(sql, '') AS x FROM"
+	    " sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type,"
+	    " name)";
+	sqlite3_stmt *st = room_db_query(db, sql, "");
+	const unsigned char *t;
+	char *out = NULL;
+
+	if (!st)
+		return NULL;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		t = sqlite3_column_text(st, 0);
+		out = strdup(t ? (const char *)t : "");
+	}
+	room_db_release(db, st);
+	return out;
+}
+
 /* ---- events ---------------------------------------------------------- */
 
 int

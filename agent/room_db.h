@@ -31,6 +31,10 @@ struct room_db;
 int room_db_open(const char *path, struct room_db **out);
 void room_db_close(struct room_db *db);
 
+/* Its schema as one text (every object and its SQL, in order), to compare
+ * with a new database's (room_import.c): malloc'd, or NULL. */
+char *room_db_schema_text(struct room_db *db);
+
 /* Its schema version (user_version), for tests. */
 int room_db_version(struct room_db *db);
 

@@ -8,12 +8,51 @@
 #ifndef ATRIUM_FS_COMMANDS_H
 #define ATRIUM_FS_COMMANDS_H
 
+#include <stdint.h>
+
 /* Write the tree of db (of its snapshot when snapshot is not NULL) as a
  * pax tar to fd.  0, 1 on failure, 2 on a usage error. */
 int export_run(const char *db, const char *snapshot, int fd);
 
+struct archive;
+
+/* Write the live tree of db into a, a pax archive the caller opened and
+ * closes, with root as the name of the tree's root ("." in export_run) and
+ * every entry under it.  0, or 1 (said on stderr). */
+int export_into(struct archive *a, const char *db, const char *root);
+
 /* Read a tar from fd into db, a new or empty workspace.  0 or 1. */
 int import_run(const char *db, int fd);
+
+/* How import_into fills a workspace. */
+struct import_opts {
+	const char *prefix;	/* every member is under it, which is cut
+				 * off ("workspace"); NULL: any */
+	int owner;		/* every inode is uid:gid's, whatever the
+				 * archive says */
+	uint32_t uid, gid;
+	uint64_t quota_bytes;	/* the workspace's quota, 0: none */
+	uint64_t quota_inodes;
+};
+
+/* libarchive's reader on fd, for any tar (compressed or not), or NULL
+ * (said). */
+struct archive *import_archive_open(int fd);
+
+/* Read the rest of a (the caller's) into db, a new or empty workspace, as
+ * o says.  0, or 1 (said; a database this call made is removed). */
+int import_into(const char *db, struct archive *a,
+    const struct import_opts *o);
+
+/* A whole room (fs/room_archive.c): write room_dir's archive (header,
+ * room.db, workspace) to fd; 0, 1 on failure, 2 on a usage error. */
+int room_export_run(const char *room_dir, int fd);
+
+/* Read a room's archive from fd into room_dir, which holds no room yet:
+ * the workspace as o says (its prefix is set here), room.db to
+ * room_dir/room.db.import for atrium-agent import-db.  0, 1, or 2. */
+int room_import_run(const char *room_dir, int fd,
+    const struct import_opts *o);
 
 /* Repair what fsck finds in db that can be repaired safely, saying each
  * change on stdout, then check it again.  0 when clean afterwards, 1 when

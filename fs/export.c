@@ -24,6 +24,10 @@
  *   hdrcharset=BINARY: fs/main.c runs export in the C.UTF-8 locale).  Sockets
  *   cannot be in a tar: they are skipped, each with a note on stderr.
  *
+ * export_into writes the same entries into an archive the caller opened,
+ * under another root name (a room's archive puts the tree under
+ * "workspace", fs/room_archive.c).
+ *
  * Workload: a tree of any size in bounded memory.  The walk keeps one
  * cookie per directory level and the current path; data moves through one
  * buffer of EXPORT_BUF; the link resolver keeps only inodes with names not
@@ -68,6 +72,8 @@ struct export {
 	size_t namescap;
 	unsigned char *value;    /* one xattr value */
 	uint64_t entries, skipped;
+	const char *root;        /* the root's name: "." or a prefix */
+	int borrowed;            /* a is the caller's: not closed here */
 };
 
 /* Say what failed on stderr: 1 (the exit status's reason is printed). */
@@ -312,7 +318,7 @@ export_walk(struct export *x)
 	struct fs_attr a;
 	int r;
 
-	strcpy(x->path, ".");
+	snprintf(x->path, x->pathcap, "%s", x->root);	/* a short name */
 	if (export_entry(x, FS_ROOT_INO, &a) < 0 || export_push(x, FS_ROOT_INO) < 0)
 		return -1;
 	while (x->depth > 0) {
@@ -337,6 +343,16 @@ export_walk(struct export *x)
 	return 0;
 }
 
+/* Start the hard link resolver for x's archive.  0 or -1 (reported). */
+static int
+export_links(struct export *x)
+{
+	if (!(x->links = archive_entry_linkresolver_new()))
+		return export_fail(x, "starting the archive", -ENOMEM);
+	archive_entry_linkresolver_set_strategy(x->links, archive_format(x->a));
+	return 0;
+}
+
 /* Set up the archive writer on fd: pax, raw names.  0 or -1 (reported). */
 static int
 export_open_archive(struct export *x, int fd)
@@ -350,18 +366,14 @@ export_open_archive(struct export *x, int fd)
 	archive_write_set_format_option(x->a, "pax", "xattrheader", "SCHILY");
 	if (archive_write_open_fd(x->a, fd) != ARCHIVE_OK)
 		return export_fail(x, "starting the archive", 0);
-	if (!(x->links = archive_entry_linkresolver_new()))
-		return export_fail(x, "starting the archive", -ENOMEM);
-	archive_entry_linkresolver_set_strategy(x->links, archive_format(x->a));
-
-	return 0;
+	return export_links(x);
 }
 
 /* Free what export_run set up. */
 static void
 export_free(struct export *x)
 {
-	if (x->a)
+	if (x->a && !x->borrowed)
 		archive_write_free(x->a);
 	archive_entry_linkresolver_free(x->links);
 	tree_close(x->t);
@@ -400,10 +412,36 @@ export_open_tree(struct export *x, const char *db, const char *snapshot)
 	return -1;
 }
 
+/* Set up x's buffers.  0 or 1 (said). */
+static int
+export_alloc(struct export *x)
+{
+	x->pathcap = 4096;
+	x->namescap = 4096;
+	if (!(x->path = malloc(x->pathcap)) || !(x->buf = malloc(EXPORT_BUF)) ||
+	    !(x->zeros = calloc(1, EXPORT_BUF)) ||
+	    !(x->names = malloc(x->namescap)) ||
+	    !(x->value = malloc(FS_XATTR_VALUE_MAX))) {
+		fprintf(stderr, "atrium-fs: export: out of memory\n");
+		return 1;
+	}
+	x->path[0] = '\0';
+	return 0;
+}
+
+/* Say how many sockets were left out. */
+static void
+export_report(const struct export *x)
+{
+	if (x->skipped)
+		fprintf(stderr, "atrium-fs: export: %llu sockets skipped\n",
+		    (unsigned long long)x->skipped);
+}
+
 int
 export_run(const char *db, const char *snapshot, int fd)
 {
-	struct export x = { 0 };
+	struct export x = { .root = "." };
 	int r = -1;
 
 	if (isatty(fd)) {
@@ -411,26 +449,30 @@ export_run(const char *db, const char *snapshot, int fd)
 		    "standard output; redirect it to a file or a pipe\n");
 		return 2;
 	}
-	x.pathcap = 4096;
-	x.namescap = 4096;
-	if (!(x.path = malloc(x.pathcap)) || !(x.buf = malloc(EXPORT_BUF)) ||
-	    !(x.zeros = calloc(1, EXPORT_BUF)) || !(x.names = malloc(x.namescap)) ||
-	    !(x.value = malloc(FS_XATTR_VALUE_MAX))) {
-		fprintf(stderr, "atrium-fs: export: out of memory\n");
-		export_free(&x);
-		return 1;
-	}
-	x.path[0] = '\0';
-	if (export_open_tree(&x, db, snapshot) == 0 &&
+	if (export_alloc(&x) == 0 && export_open_tree(&x, db, snapshot) == 0 &&
 	    export_open_archive(&x, fd) == 0 && export_walk(&x) == 0) {
 		if (archive_write_close(x.a) != ARCHIVE_OK)
 			export_fail(&x, "finishing the archive", 0);
 		else
 			r = 0;
 	}
-	if (r == 0 && x.skipped)
-		fprintf(stderr, "atrium-fs: export: %llu sockets skipped\n",
-		    (unsigned long long)x.skipped);
+	if (r == 0)
+		export_report(&x);
+	export_free(&x);
+	return r == 0 ? 0 : 1;
+}
+
+int
+export_into(struct archive *a, const char *db, const char *root)
+{
+	struct export x = { .root = root, .a = a, .borrowed = 1 };
+	int r = -1;
+
+	if (export_alloc(&x) == 0 && export_open_tree(&x, db, NULL) == 0 &&
+	    export_links(&x) == 0 && export_walk(&x) == 0)
+		r = 0;
+	if (r == 0)
+		export_report(&x);
 	export_free(&x);
 	return r == 0 ? 0 : 1;
 }

@@ -29,6 +29,11 @@
  * half-filled.  A database this command made is removed again when the
  * import fails.
  *
+ * import_into reads the rest of an archive the caller opened (a room's
+ * archive, fs/room_archive.c), where every member must be under a prefix
+ * that is cut off, every inode may be given one owner, and the workspace's
+ * quota holds while it fills (-EDQUOT ends it).
+ *
  * Workload: any size in bounded memory.  Data moves a block at a time from
  * libarchive to fs_write; sparse members only write their data ranges and
  * then set the size, so holes stay holes.  Directories' times are set last
@@ -52,6 +57,7 @@
 #define IMPORT_BLOCK (1u << 20)
 
 struct import {
+	const struct import_opts *o;	/* never NULL */
 	struct fs *fs;
 	struct archive *a;
 	FILE *dirtimes;          /* struct import_dirtime records */
@@ -139,6 +145,23 @@ import_enter(struct import *im, uint64_t *dir, const char *name, int make)
 	return 0;
 }
 
+/* The member name path without the archive's prefix (import_opts): the
+ * rest, "" for the root; NULL (refused) when path is not under it. */
+static char *
+import_unprefix(struct import *im, char *path)
+{
+	size_t n;
+
+	if (!im->o->prefix)
+		return path;
+	n = strlen(im->o->prefix);
+	if (strncmp(path, im->o->prefix, n) == 0 &&
+	    (path[n] == '\0' || path[n] == '/'))
+		return path + n + (path[n] == '/');
+	import_refuse(im, "it is not under", im->o->prefix);
+	return NULL;
+}
+
 /* Walk path (cut in place) from the root: its parent directory into
  * *parent, its last name into *name (NULL for the root itself).  make
  * makes missing directories on the way.  0 or -1 (refused). */
@@ -203,8 +226,8 @@ import_owner(struct import *im, struct archive_entry *e, struct fs_ctx *ctx)
 
 	if (uid < 0 || gid < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
 		return import_refuse(im, "its uid or gid is out of range", NULL);
-	ctx->uid = (uint32_t)uid;
-	ctx->gid = (uint32_t)gid;
+	ctx->uid = im->o->owner ? im->o->uid : (uint32_t)uid;
+	ctx->gid = im->o->owner ? im->o->gid : (uint32_t)gid;
 	return 0;
 }
 
@@ -256,7 +279,7 @@ static int
 import_link(struct import *im, struct archive_entry *e, uint64_t parent,
     const char *name, uint64_t *ino)
 {
-	char *target = strdup(archive_entry_hardlink(e)), *tname;
+	char *target = strdup(archive_entry_hardlink(e)), *tname, *rel;
 	uint64_t tparent, there;
 	struct fs_attr a;
 	int r = -1;
@@ -265,7 +288,8 @@ import_link(struct import *im, struct archive_entry *e, uint64_t parent,
 		return import_failed(im, "reading it", -ENOMEM);
 	if (!name)
 		import_refuse(im, "the root cannot be a hard link", NULL);
-	else if (import_walk(im, target, 0, &tparent, &tname) == 0) {
+	else if ((rel = import_unprefix(im, target)) &&
+	    import_walk(im, rel, 0, &tparent, &tname) == 0) {
 		if (!tname)
 			import_refuse(im, "a hard link to the root is refused", NULL);
 		else if ((r = fs_lookup(im->fs, tparent, tname, 0, &a)) < 0)
@@ -431,7 +455,7 @@ import_member(struct import *im, struct archive_entry *e)
 {
 	const char *path = archive_entry_pathname(e);
 	uint64_t parent, ino = 0;
-	char *copy, *name;
+	char *copy, *name, *rel;
 	int r = -1;
 
 	im->member = path;
@@ -440,8 +464,8 @@ import_member(struct import *im, struct archive_entry *e)
 		    "cannot read)", NULL);
 	if (!(copy = strdup(path)))
 		return import_failed(im, "reading it", -ENOMEM);
-	if (import_acls(im, e) < 0 ||
-	    import_walk(im, copy, 1, &parent, &name) < 0)
+	if (import_acls(im, e) < 0 || !(rel = import_unprefix(im, copy)) ||
+	    import_walk(im, rel, 1, &parent, &name) < 0)
 		goto out;
 	if (archive_entry_hardlink(e))
 		r = import_link(im, e, parent, name, &ino);
@@ -568,21 +592,39 @@ import_open(struct import *im, const char *db, int *lock_fd, int *made)
 			fs_explain_open(db, r, "import into");
 		return -1;
 	}
+	if ((im->o->quota_bytes || im->o->quota_inodes) &&
+	    (r = fs_quota_set(im->fs, im->o->quota_bytes,
+	    im->o->quota_inodes)) < 0) {
+		fs_explain_open(db, r, "set the quota of");
+		return -1;
+	}
 	return fs_committer_start(im->fs, 1000) < 0 ? -1 : 0;
 }
 
-/* Start reading the archive from fd.  0 or -1 (said). */
-static int
-import_open_archive(struct import *im, int fd)
+struct archive *
+import_archive_open(int fd)
 {
-	if (!(im->a = archive_read_new()) ||
-	    archive_read_support_format_tar(im->a) != ARCHIVE_OK ||
-	    archive_read_support_filter_all(im->a) != ARCHIVE_OK ||
-	    archive_read_open_fd(im->a, fd, IMPORT_BLOCK) != ARCHIVE_OK) {
+	struct archive *a = archive_read_new();
+
+	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_support_filter_all(a) != ARCHIVE_OK ||
+	    archive_read_open_fd(a, fd, IMPORT_BLOCK) != ARCHIVE_OK) {
 		fprintf(stderr, "atrium-fs: import: cannot read the archive: %s\n",
-		    im->a ? archive_error_string(im->a) : strerror(ENOMEM));
-		return -1;
+		    a ? archive_error_string(a) : strerror(ENOMEM));
+		if (a)
+			archive_read_free(a);
+		return NULL;
 	}
+	return a;
+}
+
+/* Start reading the archive from fd (or take a, when not NULL).  0 or
+ * -1 (said). */
+static int
+import_open_archive(struct import *im, int fd, struct archive *a)
+{
+	if (!(im->a = a ? a : import_archive_open(fd)))
+		return -1;
 	if (!(im->dirtimes = tmpfile())) {
 		fprintf(stderr, "atrium-fs: import: cannot make a temporary file: "
 		    "%s\n", strerror(errno));
@@ -604,25 +646,22 @@ import_remove(const char *db)
 			unlink(path);
 }
 
-int
-import_run(const char *db, int fd)
+/* Import into db from fd, or from a (then the caller's).  0 or 1. */
+static int
+import_from(const char *db, int fd, struct archive *a,
+    const struct import_opts *o)
 {
-	struct import im = { 0 };
+	struct import im = { .o = o };
 	int lock_fd = -1, made = 0, r = -1;
 
-	if (isatty(fd)) {
-		fprintf(stderr, "atrium-fs: import reads a tar archive from "
-		    "standard input; redirect it from a file or a pipe\n");
-		return 2;
-	}
 	if (import_open(&im, db, &lock_fd, &made) == 0 &&
-	    import_open_archive(&im, fd) == 0 && import_all(&im) == 0) {
+	    import_open_archive(&im, fd, a) == 0 && import_all(&im) == 0) {
 		r = fs_sync(im.fs, 1);
 		if (r < 0)
 			fprintf(stderr, "atrium-fs: import: saving %s failed: %s\n",
 			    db, strerror(-r));
 	}
-	if (im.a)
+	if (im.a && !a)
 		archive_read_free(im.a);
 	if (im.dirtimes)
 		fclose(im.dirtimes);
@@ -637,4 +676,23 @@ import_run(const char *db, int fd)
 		    "archive: remove it before importing again\n", db);
 	}
 	return r < 0 ? 1 : 0;
+}
+
+int
+import_run(const char *db, int fd)
+{
+	static const struct import_opts plain;
+
+	if (isatty(fd)) {
+		fprintf(stderr, "atrium-fs: import reads a tar archive from "
+		    "standard input; redirect it from a file or a pipe\n");
+		return 2;
+	}
+	return import_from(db, fd, NULL, &plain);
+}
+
+int
+import_into(const char *db, struct archive *a, const struct import_opts *o)
+{
+	return import_from(db, -1, a, o);
 }

@@ -31,6 +31,9 @@ static const char usage_text[] =
 	"       atrium-fs du DB\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
+	"       atrium-fs export-room ROOM_DIR > TAR\n"
+	"       atrium-fs import-room [--owner UID:GID] [--quota BYTES]\n"
+	"                   [--quota-inodes N] ROOM_DIR < TAR\n"
 	"       atrium-fs snapshot DB NAME\n"
 	"       atrium-fs snapshots DB\n"
 	"       atrium-fs restore DB NAME\n"
@@ -490,6 +493,69 @@ cmd_import(int argc, char **argv)
 	return import_run(argv[1], STDIN_FILENO);
 }
 
+/* atrium-fs export-room ROOM_DIR: the room's history and workspace. */
+static int
+cmd_export_room(int argc, char **argv)
+{
+	if (argc != 2)
+		return usage();
+	setlocale(LC_CTYPE, "C.UTF-8");
+	return room_export_run(argv[1], STDOUT_FILENO);
+}
+
+/* A decimal count for --quota and --quota-inodes: 0 or -EINVAL. */
+static int
+parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || *end || errno || s[0] == '-')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* One option of import-room into o.  0 or -EINVAL (said). */
+static int
+import_room_option(int c, const char *arg, struct import_opts *o)
+{
+	int r = c == 'O' ? parse_owner(arg, &o->uid, &o->gid) :
+	    c == 'q' ? parse_count(arg, &o->quota_bytes) :
+	    c == 'i' ? parse_count(arg, &o->quota_inodes) : -EINVAL;
+
+	if (r < 0 && c != '?')
+		fprintf(stderr, "atrium-fs: import-room: bad value \"%s\" (--owner "
+		    "wants UID:GID, the quotas a number)\n", arg);
+	o->owner |= c == 'O';
+	return r;
+}
+
+/* atrium-fs import-room [--owner UID:GID] [--quota N] [--quota-inodes N]
+ * ROOM_DIR < TAR */
+static int
+cmd_import_room(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "owner", required_argument, NULL, 'O' },
+		{ "quota", required_argument, NULL, 'q' },
+		{ "quota-inodes", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct import_opts o = { 0 };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1)
+		if (import_room_option(c, optarg, &o) < 0)
+			return usage();
+	if (argc - optind != 1)
+		return usage();
+	setlocale(LC_CTYPE, "C.UTF-8");
+	return room_import_run(argv[optind], STDIN_FILENO, &o);
+}
+
 /* The commands, by name. */
 static const struct {
 	const char *name;
@@ -501,6 +567,8 @@ static const struct {
 	{ "du", cmd_du },
 	{ "export", cmd_export },
 	{ "import", cmd_import },
+	{ "export-room", cmd_export_room },
+	{ "import-room", cmd_import_room },
 	{ "snapshot", cmd_snapshot_change },
 	{ "snapshots", cmd_snapshots },
 	{ "restore", cmd_snapshot_change },

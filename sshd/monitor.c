@@ -32,6 +32,7 @@
 #include "privsep.h"
 #include "room_access.h"
 #include "room_quota.h"
+#include "room_transfer.h"
 #include "server.h"
 
 #define MONITOR_PIPE_SIZE	(1024 * 1024)	/* each of a command's pipes */
@@ -84,6 +85,13 @@ monitor_use(struct server *srv, json_object *req, const char *room,
 
 	if (!user)
 		return -1;
+	room_transfer_clear_stale(srv, room);
+	if (room_transfer_importing(srv, room)) {
+		monitor_put(ans, "state", "failed");
+		monitor_put(ans, "error", "it is being imported now; try again "
+		    "once the import is over");
+		return 0;
+	}
 	if (room_quota_admit(srv->cfg->data_dir, room, user,
 	    srv->cfg->max_rooms_per_user, why, sizeof(why)) < 0) {
 		monitor_put(ans, "state", "refused");
@@ -138,6 +146,11 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 	json_object *m;
 
 	snprintf(dir, sizeof(dir), "%s/rooms/%s", srv->cfg->data_dir, room);
+	room_transfer_clear_stale(srv, room);
+	if (room_transfer_importing(srv, room)) {
+		json_object_object_add(ans, "errno", json_object_new_int(EBUSY));
+		return 0;
+	}
 	if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
 		json_object_object_add(ans, "exists",
 		    json_object_new_boolean(0));
@@ -157,6 +170,25 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* The rooms of a listing less those being imported (not made yet) and
+ * those an import cut short by a crash left (removed now). */
+static json_object *
+monitor_rooms_made(struct server *srv, json_object *rooms)
+{
+	json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(rooms);
+
+	for (size_t i = 0; out && i < n; i++) {
+		json_object *r = json_object_array_get_idx(rooms, i);
+		const char *name = json_get_string(r, "room");
+
+		if (!name || (!room_transfer_importing(srv, name) &&
+		    !room_transfer_clear_stale(srv, name)))
+			json_object_array_add(out, json_object_get(r));
+	}
+	return out;
+}
+
 /* rooms {user, admin}: the listing a session's user may see. */
 static int
 monitor_rooms(struct server *srv, json_object *req, const char *room,
@@ -171,7 +203,8 @@ monitor_rooms(struct server *srv, json_object *req, const char *room,
 	ev = room_access_list(srv->cfg->data_dir, &srv->rooms, user,
 	    json_get_bool(req, "admin", 0));
 	if (ev && json_object_object_get_ex(ev, "rooms", &rooms))
-		json_object_object_add(ans, "rooms", json_object_get(rooms));
+		json_object_object_add(ans, "rooms", monitor_rooms_made(srv,
+		    rooms));
 	if (ev && json_get_bool(ev, "truncated", 0))
 		json_object_object_add(ans, "truncated",
 		    json_object_new_boolean(1));
@@ -235,6 +268,51 @@ monitor_pipes(struct server *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* The answer to export or import: the three pipes, or why not. */
+static void
+monitor_transfer_answer(json_object *ans, struct monitor_fds *fds, int r,
+    const int f[ROOM_TRANSFER_FDS], const char *why)
+{
+	if (r < 0) {
+		monitor_put(ans, "error", why);
+		return;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	for (int i = 0; i < ROOM_TRANSFER_FDS; i++)
+		fds->fd[fds->n++] = f[i];
+}
+
+/* export {room}: the room's archive (room_transfer.h). */
+static int
+monitor_export(struct server *srv, json_object *req, const char *room,
+    json_object *ans, struct monitor_fds *fds)
+{
+	int f[ROOM_TRANSFER_FDS];
+	char why[256];
+
+	monitor_transfer_answer(ans, fds, room_transfer_export(srv, room, f,
+	    why, sizeof(why)), f, why);
+	return 0;
+}
+
+/* import {room, user}: a new room from an archive (room_transfer.h);
+ * the network process checked the user may create it (rooms=), the
+ * monitor checks the rest. */
+static int
+monitor_import(struct server *srv, json_object *req, const char *room,
+    json_object *ans, struct monitor_fds *fds)
+{
+	const char *user = monitor_user(req);
+	int f[ROOM_TRANSFER_FDS];
+	char why[256];
+
+	if (!user)
+		return -1;
+	monitor_transfer_answer(ans, fds, room_transfer_import(srv, room, user,
+	    f, why, sizeof(why)), f, why);
+	return 0;
+}
+
 static const struct monitor_req monitor_reqs[] = {
 	{ "use", 1, monitor_use },
 	{ "agent", 1, monitor_agent },
@@ -244,6 +322,8 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "delete", 1, monitor_delete },
 	{ "authkeys", 0, monitor_authkeys },
 	{ "pipes", 0, monitor_pipes },
+	{ "export", 1, monitor_export },
+	{ "import", 1, monitor_import },
 };
 
 /* The network process broke the rules (or went away): end it, and the

@@ -293,3 +293,28 @@ monitor_ask_event(struct watch *w, int revents)
 		server_end_room(srv, room, msg);
 	json_object_put(ev);
 }
+
+/* See monitor_ask.h. */
+int
+monitor_ask_transfer(struct server *srv, const char *room, const char *user,
+    int fds[3], char *why, size_t len)
+{
+	json_object *req = monitor_ask_req(user ? "import" : "export", room), *ans;
+	int got[3], n = 0, r;
+
+	if (user)
+		monitor_ask_user(&req, user);
+	snprintf(why, len, "the server cannot do that now");
+	r = monitor_ask_n(srv, req, &ans, got, &n, 3);
+	if (r == 0 && n != 3) {
+		snprintf(why, len, "%s", json_get_string(ans, "error") ?:
+		    "the server cannot do that now");
+		for (int i = 0; i < n; i++)
+			close(got[i]);
+		r = -EPERM;
+	}
+	json_object_put(ans);
+	for (int i = 0; r == 0 && i < 3; i++)
+		fds[i] = got[i];
+	return r;
+}

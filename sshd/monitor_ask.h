@@ -55,6 +55,13 @@ int monitor_ask_delete(struct server *srv, const char *room);
  * each, for a command's stdin, stdout and stderr.  0 or -errno. */
 int monitor_ask_pipes(struct server *srv, int p[3][2]);
 
+/* A room archive's pipes (room_transfer.h): an export of room when user
+ * is NULL (fds: stdout, stderr, status, to read), else an import of the
+ * new room for user (fds: stdin to write, stderr, status).  0, or -errno
+ * with the monitor's reason for the user in why. */
+int monitor_ask_transfer(struct server *srv, const char *room,
+    const char *user, int fds[3], char *why, size_t len);
+
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);
 

@@ -32,6 +32,12 @@
  *                              each), 1 MiB each: resizing a pipe past the
  *                              per-user soft limit (fs.pipe-user-pages-soft)
  *                              needs a privilege the network process lacks
+ *   export {room}           -> {fd: true} + the read ends of the room
+ *                              archive's stdout, stderr and status
+ *                              (room_transfer.h), or {error}
+ *   import {room, user}     -> {fd: true} + the write end of a new room's
+ *                              archive and the read ends of stderr and
+ *                              status, or {error}
  *
  * Events: end_room {room, message} (end the room's channels), wake {}.
  */

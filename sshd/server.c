@@ -19,6 +19,7 @@
  * inside libssh (nor on a handshake thread: they inherit the mask).
  */
 #include "server.h"
+#include "room_transfer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -310,7 +311,7 @@ server_reap(struct server *srv)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (srv->net_pid > 0 && pid == srv->net_pid)
 			server_network_exited(srv, status);
-		else
+		else if (!room_transfer_child_exited(srv, pid, status))
 			rooms_child_exited(&srv->rooms, pid, status);
 	}
 }
@@ -567,6 +568,7 @@ server_stop(struct server *srv)
 	server_turn(srv);
 	if (srv->net_pid > 0)
 		kill(srv->net_pid, SIGTERM);
+	room_transfer_stop_all(srv);
 	rooms_shutdown(&srv->rooms, 0);
 	while ((!rooms_all_stopped(&srv->rooms) || srv->net_pid > 0) &&
 	    time_mono_ms() < until) {

@@ -28,6 +28,7 @@
 #define SERVER_TRIM_MS		5000	/* free heap given back this often */
 
 struct session;
+struct room_transfer;
 
 enum server_role {
 	SERVER_NETWORK,		/* clients' connections, no privilege */
@@ -68,6 +69,8 @@ struct server {
 	pid_t net_pid;			/* monitor: the network process; 0 once
 					 * it is gone */
 	int exit_code;			/* of the process once stopped */
+	struct room_transfer *transfers; /* monitor: exports and imports
+					 * under way (room_transfer.h) */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection

@@ -551,20 +551,37 @@ chan_forced(struct chan *c, const char *what, const char *asked)
 	return r == -ENOMEM ? -1 : 0;
 }
 
-/* exec request: a command in the sandbox. */
+/* The room archive commands, which atriumd runs itself rather than in
+ * the sandbox: 'e' for atrium-export, 'i' for atrium-import, else 0. */
+static int
+chan_archive_kind(const char *command)
+{
+	return strcmp(command, "atrium-export") == 0 ? 'e' :
+	    strcmp(command, "atrium-import") == 0 ? 'i' : 0;
+}
+
+/* exec request: a command in the sandbox, or a room archive.  Whoever
+ * may enter the room may export it; whoever may create it, while it does
+ * not exist, may import it (the monitor checks the rest). */
 static int
 chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 {
 	struct chan *c = ud;
-	int r = chan_begin(c);
+	int r = chan_begin(c), kind = chan_archive_kind(command);
 
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
-	if (!room_access_admit(c, "exec"))
+	if (!room_access_admit(c, kind == 'e' ? "export" : kind == 'i' ?
+	    "import" : "exec"))
 		return 0;
 	if (c->s->opts.command)
 		return chan_forced(c, "exec", command);
+	if (kind) {
+		log_info("session %lu: %s in %s: %s", c->s->num, c->s->user,
+		    c->s->room, command);
+		return stream_open_archive(c, kind == 'i') < 0 ? -1 : 0;
+	}
 	log_info("session %lu: %s in %s: exec", c->s->num, c->s->user,
 	    c->s->room);
 	return stream_open(c, command) < 0 ? -1 : 0;

@@ -75,8 +75,16 @@ struct stream {
 	long long last_io_ms;		/* output seen then */
 	int connect_tries;
 	int sftp;			/* the sftp subsystem: flow counts */
+	int archive;			/* 'e' atrium-export, 'i' atrium-import:
+					 * helpers of the monitor, no agent */
+	int status_fd;			/* archive: their exit status line */
+	struct watch w_status;
+	char status[16];		/* what came of it so far */
+	size_t status_len;
 	struct sftp_flow flow;		/* its requests and responses */
 };
+
+static void stream_start_archive(struct chan *c);
 
 /* Poll set for the current state. */
 static void
@@ -488,6 +496,8 @@ stream_tick(struct chan *c)
 	struct stream *st = c->kind;
 	int out_done, err_done;
 
+	if (st->archive && !st->started && !st->have_result)
+		stream_start_archive(c);
 	if (!st->started)
 		return;
 	stream_pump(st);
@@ -546,11 +556,16 @@ stream_free(struct chan *c)
 {
 	struct stream *st = c->kind;
 
-	if (st->started && !st->have_result) {
+	if (st->started && !st->have_result && !st->archive) {
 		log_info("session %lu: client left during %s; killing it",
 		    c->s->num, st->id);
 		stream_send_signal(st, "KILL");
 	}
+	/* An archive's helpers see their pipes close and end (an import
+	 * cut short removes its room). */
+	loop_del(&st->w_status);
+	if (st->status_fd >= 0)
+		close(st->status_fd);
 	agentlink_close(&st->link);
 	loop_del(&st->w_in);
 	loop_del(&st->w_out);
@@ -564,6 +579,75 @@ stream_free(struct chan *c)
 	free(st->command);
 	free(st->original);
 	free(st);
+}
+
+/* The status line of an archive's helpers: its exit status once whole
+ * (a status pipe that closes without one: the monitor went away). */
+static void
+stream_status_cb(struct watch *w, int revents)
+{
+	struct stream *st = w->arg;
+	ssize_t n = read(st->status_fd, st->status + st->status_len,
+	    sizeof(st->status) - 1 - st->status_len);
+
+	(void)revents;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		st->status_len += (size_t)n;
+		st->status[st->status_len] = '\0';
+		if (!strchr(st->status, '\n') &&
+		    st->status_len < sizeof(st->status) - 1)
+			return;
+	}
+	loop_del(&st->w_status);
+	close(st->status_fd);
+	st->status_fd = -1;
+	stream_set_result(st, strchr(st->status, '\n') ?
+	    (int)strtol(st->status, NULL, 10) : 255, NULL);
+	chan_wake_soon(st->c);
+}
+
+/* atrium-export or atrium-import: the monitor starts the helpers and
+ * hands over their pipes (room_transfer.h); they are pumped as a
+ * command's are. */
+static void
+stream_start_archive(struct chan *c)
+{
+	struct stream *st = c->kind;
+	struct loop *loop = &c->s->srv->loop;
+	char why[256];
+	int f[3], r;
+
+	r = monitor_ask_transfer(c->s->srv, c->s->room, st->archive == 'i' ?
+	    c->s->user : NULL, f, why, sizeof(why));
+	if (r < 0) {
+		log_info("session %lu: %s: %s of room %s refused: %s",
+		    c->s->num, c->s->user, st->archive == 'i' ? "import" :
+		    "export", c->s->room, why);
+		chan_refuse(c, "atrium: %s", why);
+		stream_set_result(st, 1, NULL);
+		return;
+	}
+	if (st->archive == 'i')
+		st->in_fd = f[0];
+	else
+		st->out_fd = f[0];
+	st->err_fd = f[1];
+	st->status_fd = f[2];
+	for (int i = 0; i < 3; i++)
+		fd_set_nonblock(f[i], 1);
+	st->started = 1;
+	st->last_io_ms = time_mono_ms();
+	if (st->out_fd >= 0)
+		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
+	loop_add(loop, &st->w_err, st->err_fd, POLLIN, stream_err_cb, st);
+	if (st->in_fd >= 0)
+		loop_add(loop, &st->w_in, st->in_fd, 0, stream_in_cb, st);
+	loop_add(loop, &st->w_status, st->status_fd, POLLIN, stream_status_cb,
+	    st);
+	if (st->eof_pending)
+		stream_close_stdin(st);
 }
 
 static const struct chan_ops stream_ops = {
@@ -616,7 +700,7 @@ static void
 stream_attach(struct chan *c, struct stream *st)
 {
 	st->c = c;
-	st->in_fd = st->out_fd = st->err_fd = -1;
+	st->in_fd = st->out_fd = st->err_fd = st->status_fd = -1;
 	agentlink_init(&st->link);
 	chan_new_id(c, st->id, sizeof(st->id));
 	c->kind = st;
@@ -640,6 +724,27 @@ stream_open(struct chan *c, const char *command)
 	st->tty = command && c->pty;
 	st->sftp = !command;
 	stream_attach(c, st);
+	return 0;
+}
+
+/* See stream.h. */
+int
+stream_open_archive(struct chan *c, int import)
+{
+	struct stream *st;
+
+	if (stream_over_user_cap(c))
+		return 0;
+	if (!(st = calloc(1, sizeof(*st))))
+		return -ENOMEM;
+	st->archive = import ? 'i' : 'e';
+	st->c = c;
+	st->in_fd = st->out_fd = st->err_fd = st->status_fd = -1;
+	agentlink_init(&st->link);
+	chan_new_id(c, st->id, sizeof(st->id));
+	c->kind = st;
+	c->ops = &stream_ops;
+	chan_wake_soon(c);	/* the next tick asks the monitor */
 	return 0;
 }
 

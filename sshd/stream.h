@@ -27,6 +27,12 @@ int stream_open(struct chan *c, const char *command);
 int stream_open_forced(struct chan *c, const char *command,
     const char *original);
 
+/* Make c an atrium-export (import 0) or atrium-import (import 1) of its
+ * room: the monitor's helpers (room_transfer.h) write the archive to the
+ * client's stdout or read it from the client's stdin, with their stderr
+ * and exit status passed on.  0 or -ENOMEM. */
+int stream_open_archive(struct chan *c, int import);
+
 /* 1 when c is an exec or sftp channel whose command has not ended (a
  * person's command, user_cap.h). */
 int stream_busy(const struct chan *c);

@@ -1,0 +1,658 @@
+/*
+ * room_transfer.c: whole-room exports and imports in the monitor
+ * (room_transfer.h).  Called by monitor.c (the export and import
+ * requests), server.c (reaping, shutdown) and monitor.c's use and access
+ * requests (a room being imported is neither started nor entered).
+ *
+ * An export is one child, `atrium-fs export-room DATA/rooms/ROOM`: it reads
+ * room.db and workspace.db each in one read transaction (consistent while
+ * the room runs: both are WAL databases with one writer elsewhere), so
+ * whether the room runs or not does not matter and nothing is started.
+ *
+ * An import makes the room, in this order, and removes it all again when
+ * any step fails (nothing half-made is left, and the user's room count
+ * does not keep it: room_quota.h counts only rooms that exist):
+ *   1. checks: the room's directory does not exist, no room of that name
+ *      runs, is deleted or imported; the user is under max-rooms-per-user
+ *      (room_quota_admit records the room for the user, as a first entry
+ *      does);
+ *   2. the room's sandbox identity (room_ids_assign, which makes the
+ *      directory), so the workspace's files are the new room's uid's;
+ *   3. `atrium-fs import-room --owner UID:GID --quota .. --quota-inodes ..
+ *      DIR` reading the archive from the client (workspace.db, and
+ *      room.db.import);
+ *   4. `atrium-agent import-db --owner USER DIR/room.db.import`: the
+ *      history checked, migrated, its grants replaced by the importer;
+ *   5. workspace.db and room.db.import taken into the room's directory
+ *      (the latter as room.db), the helpers' directory and the mark
+ *      removed: the room exists for everyone.
+ * From step 2 to step 5 DATA/rooms/ROOM/importing marks the room: when
+ * atriumd stopped in between, the next request that names the room (use,
+ * access, export, import) finds the mark with no import running and
+ * removes the half-made room first (room_transfer_clear_stale).
+ * Helpers' stderr goes to the client's stderr; the status pipe gets the
+ * exit status after step 5 or the cleanup.  While an import runs, monitor
+ * refuses `use` and `access` for the room, so no session starts or enters
+ * it half-made.
+ *
+ * An import's helpers parse a stranger's archive and SQLite file
+ * (fs/import.c, fs/room_archive.c and agent/room_import.c check them), so
+ * they run as the new room's uid, without groups or a way back, in a
+ * directory of their own, DATA/rooms/ROOM/import (the room's directory
+ * stays root's: they cannot touch its uid record or mark), which they
+ * reach as their working directory.  Step 5 takes from it only regular,
+ * single-linked files of that uid, makes them root's and links exactly
+ * the inodes it checked into the room's directory.  Their mount namespace
+ * holds copies of the rooms' FUSE mounts while they run (mounts here are
+ * private), so a workspace unmounted meanwhile keeps its daemon until the
+ * import ends: seconds to minutes, never a room's lifetime.  An export's helper
+ * reads the room's own databases and runs as root, as mkfs and mount.
+ */
+#include "room_transfer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "protocol.h"
+#include "room.h"
+#include "room_ids.h"
+#include "room_quota.h"
+#include "server.h"
+
+#define TRANSFER_PIPE_SIZE	(1024 * 1024)
+/* In DATA/rooms/ROOM from step 2 to step 5 of an import: a room that has
+ * it while no import runs is what a crash left half-made. */
+#define TRANSFER_MARK		"importing"
+/* The import's own directory in DATA/rooms/ROOM, the room's uid's: the
+ * helpers write there and nowhere else (transfer_adopt_file). */
+#define TRANSFER_STAGING	"import"
+/* Where the helpers see it (transfer_view): a directory every system
+ * has, shadowed only in their own mount namespace. */
+#define TRANSFER_VIEW		"/mnt"
+
+enum transfer_stage { STAGE_EXPORT, STAGE_UNPACK, STAGE_ADOPT };
+
+struct room_transfer {
+	struct room_transfer *next;
+	enum transfer_stage stage;
+	pid_t pid;			/* the helper running now */
+	char room[64];
+	char user[64];
+	struct room_ids ids;		/* import: the helpers run as these */
+	int err_w;			/* the client's stderr, kept for step 4 */
+	int status_w;			/* the status line goes here */
+};
+
+/* In the forked child, as root: dir where the room's uid can reach it
+ * and SQLite can name it.  SQLite opens by absolute path (it prepends
+ * getcwd), and DATA's directories are root's alone, so a private mount
+ * namespace shows dir at TRANSFER_VIEW, whose parents anyone may pass.
+ * 0 or -errno. */
+static int
+transfer_view(const char *dir)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(dir, TRANSFER_VIEW, NULL, MS_BIND, NULL) < 0 ||
+	    chdir(TRANSFER_VIEW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* In the forked child: dir as the working directory (the helpers are
+ * given "." so that what they say names no path of the server's), then
+ * as ids when not NULL (no groups, no way back, no new privileges: what
+ * an import's helpers parse is a stranger's), in, out, err as 0, 1, 2,
+ * nothing else, default signals; then argv. */
+static void
+transfer_child(char *const argv[], const char *dir,
+    const struct room_ids *ids, int in, int out, int err)
+{
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (ids ? transfer_view(dir) < 0 : chdir(dir) < 0)
+		_exit(126);
+	if (ids && (setgroups(0, NULL) < 0 ||
+	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
+	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0))
+		_exit(126);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	/* Above 2 first, so that no dup2 overwrites another's source. */
+	in = fcntl(in, F_DUPFD_CLOEXEC, 10);
+	out = fcntl(out, F_DUPFD_CLOEXEC, 10);
+	err = fcntl(err, F_DUPFD_CLOEXEC, 10);
+	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 ||
+	    dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		_exit(127);
+	close_range(3, ~0U, 0);
+	execv(argv[0], argv);
+	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+/* Start argv in dir (as ids, when not NULL) with in, out, err.  The
+ * pid, or -errno (logged). */
+static pid_t
+transfer_spawn(char *const argv[], const char *dir,
+    const struct room_ids *ids, int in, int out, int err)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		log_error("cannot fork for %s: %s", argv[0], strerror(errno));
+		return -errno;
+	}
+	if (pid == 0)
+		transfer_child(argv, dir, ids, in, out, err);
+	return pid;
+}
+
+/* A pipe with both ends CLOEXEC, enlarged (the archive's bulk goes
+ * through it).  0 or -errno. */
+static int
+transfer_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(p[0], F_SETPIPE_SZ, TRANSFER_PIPE_SIZE);
+	return 0;
+}
+
+/* Close each fd of v[0..n) that is open. */
+static void
+transfer_close(int *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] >= 0) {
+			close(v[i]);
+			v[i] = -1;
+		}
+}
+
+/* Three pipes: p[0] the bulk (archive), p[1] stderr, p[2] status.  0 or
+ * -errno (none left open). */
+static int
+transfer_pipes(int p[3][2])
+{
+	int r = 0;
+
+	for (int i = 0; i < 3; i++)
+		p[i][0] = p[i][1] = -1;
+	for (int i = 0; i < 3 && r == 0; i++)
+		r = transfer_pipe(p[i]);
+	if (r < 0)
+		for (int i = 0; i < 3; i++)
+			transfer_close(p[i], 2);
+	return r;
+}
+
+/* A record for a helper now running. */
+static struct room_transfer *
+transfer_add(struct server *srv, enum transfer_stage stage, pid_t pid,
+    const char *room, const char *user, int err_w, int status_w)
+{
+	struct room_transfer *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->stage = stage;
+	t->pid = pid;
+	snprintf(t->room, sizeof(t->room), "%s", room);
+	snprintf(t->user, sizeof(t->user), "%s", user ? user : "");
+	t->err_w = err_w;
+	t->status_w = status_w;
+	t->next = srv->transfers;
+	srv->transfers = t;
+	return t;
+}
+
+/* DATA/rooms/ROOM[/name] into out. */
+static void
+transfer_path(const struct server *srv, const char *room, const char *name,
+    char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/rooms/%s%s%s", srv->rooms.data,
+	    room, name ? "/" : "", name ? name : "") >= len)
+		out[0] = '\0';	/* DATA is shorter than PATH_MAX: never */
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_export(struct server *srv, const char *room,
+    int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
+{
+	char dir[PATH_MAX + 80];
+	char *argv[] = { srv->rooms.progs.fs, "export-room", ".", NULL };
+	int p[3][2], null, r;
+	struct stat sb;
+	pid_t pid;
+
+	room_transfer_clear_stale(srv, room);
+	transfer_path(srv, room, NULL, dir, sizeof(dir));
+	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
+	    rooms_deleting(&srv->rooms, room)) {
+		snprintf(why, len, "room '%s' does not exist (or is being made "
+		    "or deleted)", room);
+		return -ENOENT;
+	}
+	if ((r = transfer_pipes(p)) < 0) {
+		snprintf(why, len, "cannot start the export: %s", strerror(-r));
+		return r;
+	}
+	if ((null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		r = -errno;
+		for (int i = 0; i < 3; i++)
+			transfer_close(p[i], 2);
+		snprintf(why, len, "cannot start the export: %s", strerror(-r));
+		return r;
+	}
+	pid = transfer_spawn(argv, dir, NULL, null, p[0][1], p[1][1]);
+	close(null);
+	transfer_close(&p[0][1], 1);
+	transfer_close(&p[1][1], 1);
+	if (pid < 0 || !transfer_add(srv, STAGE_EXPORT, pid, room, NULL, -1,
+	    p[2][1])) {
+		if (pid > 0)
+			kill(pid, SIGKILL);	/* reaped as no one's */
+		transfer_close(p[2], 2);
+		transfer_close(&p[0][0], 1);
+		transfer_close(&p[1][0], 1);
+		snprintf(why, len, "cannot start the export");
+		return -ENOMEM;
+	}
+	log_info("room %s: export started (pid %d)", room, (int)pid);
+	fds[0] = p[0][0];
+	fds[1] = p[1][0];
+	fds[2] = p[2][0];
+	return 0;
+}
+
+/* Step 1 of an import: may user make room now?  0, or -errno with why. */
+static int
+transfer_import_check(struct server *srv, const char *room, const char *user,
+    char *why, size_t len)
+{
+	char dir[PATH_MAX + 80];
+	struct stat sb;
+
+	room_transfer_clear_stale(srv, room);
+	transfer_path(srv, room, NULL, dir, sizeof(dir));
+	if (lstat(dir, &sb) == 0 || rooms_find(&srv->rooms, room) ||
+	    room_transfer_importing(srv, room)) {
+		snprintf(why, len, "room '%s' exists already; a room is imported "
+		    "only under a new name (ssh NEWROOM@HOST atrium-import)", room);
+		return -EEXIST;
+	}
+	return room_quota_admit(srv->rooms.data, room, user,
+	    srv->cfg->max_rooms_per_user, why, len);
+}
+
+/* Step 3: atrium-fs import-room, reading in, writing to err.  The pid,
+ * or -errno. */
+static pid_t
+transfer_unpack(struct server *srv, const char *room,
+    const struct room_ids *ids, int in, int err)
+{
+	char dir[PATH_MAX + 80], owner[32], quota[32], inodes[32];
+	char *argv[] = { srv->rooms.progs.fs, "import-room", "--owner", owner,
+	    "--quota", quota, "--quota-inodes", inodes, ".", NULL };
+
+	transfer_path(srv, room, TRANSFER_STAGING, dir, sizeof(dir));
+	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)ids->uid,
+	    (unsigned)ids->gid);
+	snprintf(quota, sizeof(quota), "%lld", srv->cfg->quota);
+	snprintf(inodes, sizeof(inodes), "%lld", srv->cfg->quota_inodes);
+	return transfer_spawn(argv, dir, ids, in, err, err);
+}
+
+/* Remove what a failed import made of room. */
+static void
+transfer_remove_room(struct server *srv, const char *room)
+{
+	if (rooms_remove_dirs(srv->rooms.data, room) < 0)
+		log_error("room %s: a failed import left its directory behind; "
+		    "remove DATA/rooms/%s by hand", room, room);
+}
+
+/* Step 2's mark.  0 or -errno. */
+static int
+transfer_mark(struct server *srv, const char *room)
+{
+	char path[PATH_MAX + 80];
+	int fd;
+
+	transfer_path(srv, room, TRANSFER_MARK, path, sizeof(path));
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return -errno;
+	if (fsync(fd) < 0) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The helpers' directory, the room's uid's alone.  0 or -errno. */
+static int
+transfer_staging(struct server *srv, const char *room,
+    const struct room_ids *ids)
+{
+	char path[PATH_MAX + 80];
+
+	transfer_path(srv, room, TRANSFER_STAGING, path, sizeof(path));
+	if (mkdir(path, 0700) < 0 || chown(path, ids->uid, ids->gid) < 0)
+		return -errno;
+	return 0;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_clear_stale(struct server *srv, const char *room)
+{
+	char path[PATH_MAX + 80];
+
+	if (room_transfer_importing(srv, room))
+		return 0;
+	transfer_path(srv, room, TRANSFER_MARK, path, sizeof(path));
+	if (access(path, F_OK) < 0)
+		return 0;
+	log_warn("room %s: an import was cut short (atriumd stopped during "
+	    "it); removing what it made", room);
+	transfer_remove_room(srv, room);
+	return 1;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_import(struct server *srv, const char *room,
+    const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
+{
+	char rooms_dir[PATH_MAX + 16];
+	struct room_transfer *t;
+	struct room_ids ids;
+	int p[3][2], r;
+	pid_t pid;
+
+	if ((r = transfer_import_check(srv, room, user, why, len)) < 0)
+		return r;
+	snprintf(rooms_dir, sizeof(rooms_dir), "%s/rooms", srv->rooms.data);
+	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, &ids, why,
+	    len)) < 0)
+		return r;
+	if ((r = transfer_mark(srv, room)) < 0 ||
+	    (r = transfer_staging(srv, room, &ids)) < 0) {
+		transfer_remove_room(srv, room);
+		snprintf(why, len, "cannot start the import: %s", strerror(-r));
+		return r;
+	}
+	if ((r = transfer_pipes(p)) < 0) {
+		transfer_remove_room(srv, room);
+		snprintf(why, len, "cannot start the import: %s", strerror(-r));
+		return r;
+	}
+	pid = transfer_unpack(srv, room, &ids, p[0][0], p[1][1]);
+	transfer_close(&p[0][0], 1);
+	if (pid < 0 || !(t = transfer_add(srv, STAGE_UNPACK, pid, room, user,
+	    p[1][1], p[2][1]))) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		for (int i = 0; i < 3; i++)
+			transfer_close(p[i], 2);
+		transfer_remove_room(srv, room);
+		snprintf(why, len, "cannot start the import");
+		return -ENOMEM;
+	}
+	t->ids = ids;
+	log_info("room %s: import by %s started (pid %d, uid %u)", room, user,
+	    (int)pid, (unsigned)ids.uid);
+	fds[0] = p[0][1];
+	fds[1] = p[1][0];
+	fds[2] = p[2][0];
+	return 0;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_importing(const struct server *srv, const char *room)
+{
+	for (const struct room_transfer *t = srv->transfers; t; t = t->next)
+		if (t->stage != STAGE_EXPORT && strcmp(t->room, room) == 0)
+			return 1;
+	return 0;
+}
+
+/* Say on the client's stderr (when it is still there). */
+static void
+transfer_say(struct room_transfer *t, const char *msg)
+{
+	if (t->err_w >= 0 && write(t->err_w, msg, strlen(msg)) < 0)
+		log_debug("room %s: the importer's stderr is gone", t->room);
+}
+
+/* Step 4: atrium-agent import-db.  0 or -errno. */
+static int
+transfer_adopt(struct server *srv, struct room_transfer *t)
+{
+	char dir[PATH_MAX + 80];
+	char *argv[] = { srv->rooms.progs.agent, "import-db", "--owner",
+	    t->user, ROOM_DB_NAME ".import", NULL };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid_t pid;
+
+	if (null < 0)
+		return -errno;
+	transfer_path(srv, t->room, TRANSFER_STAGING, dir, sizeof(dir));
+	pid = transfer_spawn(argv, dir, &t->ids, null, t->err_w, t->err_w);
+	close(null);
+	if (pid < 0)
+		return (int)pid;
+	t->stage = STAGE_ADOPT;
+	t->pid = pid;
+	return 0;
+}
+
+/* Take name from the helpers' directory (sfd) into the room's (rfd) as
+ * to, root's and 0600: only a single-linked regular file of the room's
+ * uid, with no write-ahead log left beside it, and exactly the inode that
+ * was checked (linked through /proc, so nothing swapped meanwhile counts).
+ * 0 or -errno. */
+static int
+transfer_adopt_file(int sfd, int rfd, const char *name, const char *to,
+    const struct room_ids *ids)
+{
+	char wal[128], self[64];
+	struct stat sb;
+	int fd, r = 0;
+
+	snprintf(wal, sizeof(wal), "%s-wal", name);
+	if (fstatat(sfd, wal, &sb, AT_SYMLINK_NOFOLLOW) == 0 && sb.st_size > 0)
+		return -EBUSY;		/* not closed cleanly */
+	fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0)
+		r = -errno;
+	else if (!S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+	    sb.st_uid != ids->uid)
+		r = -EPERM;
+	else if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0)
+		r = -errno;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (r == 0 && linkat(AT_FDCWD, self, rfd, to, AT_SYMLINK_FOLLOW) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Empty and remove the helpers' directory (files only: they made no
+ * other kind).  0 or -errno. */
+static int
+transfer_drop_staging(int rfd)
+{
+	int sfd = openat(rfd, TRANSFER_STAGING, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *d;
+	DIR *dir;
+	int r = 0;
+
+	if (sfd < 0 || !(dir = fdopendir(sfd))) {
+		if (sfd >= 0)
+			close(sfd);
+		return -errno;
+	}
+	while ((d = readdir(dir)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+		    unlinkat(sfd, d->d_name, 0) < 0)
+			r = -errno;
+	closedir(dir);
+	if (r == 0 && unlinkat(rfd, TRANSFER_STAGING, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+/* Step 5: the workspace and the history in place, the mark gone.  0 or
+ * -errno. */
+static int
+transfer_finish(struct server *srv, struct room_transfer *t)
+{
+	char dir[PATH_MAX + 80];
+	int rfd, sfd = -1, r;
+
+	transfer_path(srv, t->room, NULL, dir, sizeof(dir));
+	if ((rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	sfd = openat(rfd, TRANSFER_STAGING, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC);
+	r = sfd < 0 ? -errno : 0;
+	if (r == 0)
+		r = transfer_adopt_file(sfd, rfd, WORKSPACE_DB_NAME,
+		    WORKSPACE_DB_NAME, &t->ids);
+	if (r == 0)
+		r = transfer_adopt_file(sfd, rfd, ROOM_DB_NAME ".import",
+		    ROOM_DB_NAME, &t->ids);
+	if (sfd >= 0)
+		close(sfd);
+	if (r == 0)
+		r = transfer_drop_staging(rfd);
+	if (r == 0 && unlinkat(rfd, TRANSFER_MARK, 0) < 0)
+		r = -errno;
+	close(rfd);
+	if (r == 0)
+		log_info("room %s: imported, owner %s", t->room, t->user);
+	return r;
+}
+
+/* Write the status line and forget t. */
+static void
+transfer_end(struct server *srv, struct room_transfer *t, int code)
+{
+	char line[16];
+	int n = snprintf(line, sizeof(line), "%d\n", code);
+
+	for (struct room_transfer **pp = &srv->transfers; *pp;
+	    pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	if (t->status_w >= 0 && write(t->status_w, line, (size_t)n) < 0)
+		log_debug("room %s: the transfer's client is gone", t->room);
+	transfer_close(&t->status_w, 1);
+	transfer_close(&t->err_w, 1);
+	free(t);
+}
+
+/* An import's helper ended with code: on to the next step, or undo the
+ * room. */
+static void
+transfer_import_step(struct server *srv, struct room_transfer *t, int code)
+{
+	int r = code == 0 ? 0 : -ECANCELED;
+
+	if (r == 0 && t->stage == STAGE_UNPACK) {
+		if ((r = transfer_adopt(srv, t)) == 0)
+			return;		/* step 4 runs */
+	} else if (r == 0) {
+		if ((r = transfer_finish(srv, t)) == 0) {
+			transfer_end(srv, t, 0);
+			return;
+		}
+	}
+	if (r != -ECANCELED) {
+		log_error("room %s: import failed: %s", t->room, strerror(-r));
+		transfer_say(t, "atriumd: the import failed on the server; the "
+		    "operator's log says why\n");
+	}
+	transfer_remove_room(srv, t->room);
+	transfer_say(t, "atriumd: nothing was imported: the room was not "
+	    "made\n");
+	log_info("room %s: import by %s refused or failed; removed", t->room,
+	    t->user);
+	transfer_end(srv, t, code ? code : 1);
+}
+
+/* The exit status of status, as a shell would show it. */
+static int
+transfer_code(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+	    WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_child_exited(struct server *srv, pid_t pid, int status)
+{
+	struct room_transfer *t = srv->transfers;
+	int code = transfer_code(status);
+
+	while (t && t->pid != pid)
+		t = t->next;
+	if (!t)
+		return 0;
+	t->pid = 0;
+	if (t->stage == STAGE_EXPORT) {
+		log_info("room %s: export ended with status %d", t->room, code);
+		transfer_end(srv, t, code);
+	} else {
+		transfer_import_step(srv, t, code);
+	}
+	return 1;
+}
+
+/* See room_transfer.h. */
+void
+room_transfer_stop_all(struct server *srv)
+{
+	struct room_transfer *t;
+	int status;
+
+	while ((t = srv->transfers)) {
+		if (t->pid > 0) {
+			kill(t->pid, SIGKILL);
+			waitpid(t->pid, &status, 0);
+		}
+		if (t->stage != STAGE_EXPORT)
+			transfer_remove_room(srv, t->room);
+		transfer_end(srv, t, 1);
+	}
+}

@@ -1,0 +1,355 @@
+"""A whole room as one archive through the real OpenSSH client:
+`ssh ROOM@host atrium-export > room.tar` and `ssh NEW@host atrium-import <
+room.tar`, against a real atriumd with real rooms (only the model is
+scripted, by tests/model_server.py).
+
+Run as root after `make all`:
+    /usr/bin/python3 -m pytest -q tests/test_room_export.py
+"""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import ssh_command
+from test_access import add_key, events, make_private
+from test_ssh import chat_plain
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="atriumd mounts FUSE: run as root")
+
+API_KEY = "sk-test-secret-0123456789"
+MCP_TOKEN = "ghp-owner-token-9876543210"
+
+# Made in the source room: a hard link, a sparse file, an xattr.
+MAKE_FILES = (
+    "printf 'hello world\\n' > a && ln a b && mkdir -p d/e && "
+    "printf deep > d/e/f && truncate -s 64M sparse && "
+    "printf x | dd of=sparse bs=1 seek=30000000 conv=notrunc 2>/dev/null && "
+    "python3 -c \"import os; os.setxattr('a', 'user.note', b'kept')\"")
+# What a user sees of them, to compare rooms.
+LOOK = ("sha256sum a b d/e/f sparse; stat -c '%h %s' a sparse; "
+        "python3 -c \"import os; print(os.getxattr('a', 'user.note'))\"")
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    add_key(data_dir, "bob")
+    add_key(data_dir, "carol", 'rooms="carol-*"')
+    env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model",
+                   "--quota", "16M", env=env)
+
+
+def run(srv, room, *cmd, user="alice", data=None, timeout=120):
+    """(rc, stdout bytes, stderr text) of ssh ROOM@host CMD."""
+    p = subprocess.run(ssh_command(srv, room, *cmd, user=user), input=data,
+                       capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def export(srv, room, user="alice"):
+    rc, out, err = run(srv, room, "atrium-export", user=user)
+    assert rc == 0, err + srv.read_log()
+    return out
+
+
+def room_dir(srv, room):
+    return os.path.join(srv.data, "rooms", room)
+
+
+def listing(srv, user="alice"):
+    """The rooms user may enter, by name, as the rooms subsystem lists them."""
+    p = subprocess.run(ssh_command(srv, "x", "rooms", user=user,
+                                   opts=["-s"]), capture_output=True,
+                       timeout=60)
+    ev = json.loads(p.stdout.decode().splitlines()[0])
+    return {r["room"]: r for r in ev["rooms"]}
+
+
+def chat_then_prompt(srv, room):
+    """A chat line and one agent turn (the model echoes the prompt)."""
+    a = chat_plain(srv, room, "alice")
+    try:
+        a.expect(lambda l: b"you are alice" in l)
+        a.send("a line from before the move\n")
+        a.expect(lambda l: l.startswith(b"alice: a line from before"))
+        a.send("@agent ping please\n")
+        a.expect(lambda l: l.startswith(b"agent: echo: "), timeout=60)
+        a.expect(lambda l: b"agent done" in l, timeout=60)
+    finally:
+        a.close()
+
+
+def rewrite(archive, change):
+    """A copy of archive whose members went through change(info, data) ->
+    list of (info, data)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src, \
+            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isreg() else None
+            for info, d in change(m, data):
+                if d is not None:
+                    info.size = len(d)
+                dst.addfile(info, io.BytesIO(d) if d is not None else None)
+    return out.getvalue()
+
+
+def assert_refused(srv, room, archive, words, user="alice"):
+    rc, out, err = run(srv, room, "atrium-import", user=user, data=archive)
+    assert rc != 0
+    assert words in err, err
+    assert not os.path.exists(room_dir(srv, room)), "half-made room left"
+    return err
+
+
+def test_export_import_round_trip(srv):
+    rc, out, err = run(srv, "src", MAKE_FILES)
+    assert rc == 0, err
+    chat_then_prompt(srv, "src")
+    # The owner's token for an MCP server is the owner's, not the archive's.
+    mcp = [{"name": "gh", "command": "true", "env": {"GH_TOKEN": MCP_TOKEN}}]
+    seen = events(srv, "src", {"type": "config", "mcp": mcp},
+                  until=lambda e: e["type"] in ("config", "error"))
+    assert seen[-1]["type"] == "config", seen[-1]
+    archive = export(srv, "src")
+    names = tarfile.open(fileobj=io.BytesIO(archive)).getnames()
+    assert names[:3] == ["atrium-room", "room.db", "workspace"]
+    assert "workspace/d/e/f" in names
+    assert API_KEY.encode() not in archive
+    assert MCP_TOKEN.encode() not in archive
+    assert b"GH_TOKEN" not in archive
+    assert b'"name":"gh"' in archive        # the server itself travels
+
+    rc, out, err = run(srv, "moved", "atrium-import", user="bob",
+                       data=archive)
+    assert rc == 0, err + srv.read_log()
+    # What the room's uid wrote is root's now, and its directory is gone.
+    assert sorted(os.listdir(room_dir(srv, "moved"))) == [
+        "room.db", "uid", "workspace.db"]
+    for name in ("room.db", "workspace.db"):
+        st = os.stat(os.path.join(room_dir(srv, "moved"), name))
+        assert (st.st_uid, st.st_mode & 0o777, st.st_nlink) == (0, 0o600, 1)
+    rc, want, err = run(srv, "src", LOOK)
+    assert rc == 0, err
+    rc, got, err = run(srv, "moved", LOOK, user="bob")
+    assert rc == 0, err
+    assert got == want
+    assert b"2 12" in got and b"kept" in got
+    # Holes stay holes; the files are the new room's own uid's.
+    rc, got, err = run(srv, "moved", "stat -c '%b %B %u' sparse; id -u",
+                       user="bob")
+    blocks, size, owner, me = got.decode().split()
+    assert int(blocks) * int(size) < 1 << 20 and owner == me
+    # The importer owns it; the history is there to whoever enters.
+    assert listing(srv, "bob")["moved"]["owner"] == "bob"
+    b = chat_plain(srv, "moved", "bob")
+    try:
+        b.expect(lambda l: l == b"alice: a line from before the move\n")
+        b.expect(lambda l: l.startswith(b"agent: echo: "))
+    finally:
+        b.close()
+
+
+def test_import_refusals(srv):
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    rc, out, err = run(srv, "orig", "atrium-import", data=archive)
+    assert rc != 0 and "exists already" in err
+    # carol may create only carol-* rooms.
+    assert_refused(srv, "other", archive, "may not create it", user="carol")
+    assert_refused(srv, "cut", archive[:len(archive) // 2 + 100], "")
+    assert_refused(srv, "junk", b"not a tar at all" * 100, "")
+
+    def escape(m, data):
+        yield m, data
+        if m.name == "workspace/f":
+            evil = tarfile.TarInfo("workspace/../evil")
+            yield evil, b"out"
+    assert_refused(srv, "esc", rewrite(archive, escape), '".."')
+
+    def outside(m, data):
+        yield m, data
+        if m.name == "workspace":
+            yield tarfile.TarInfo("etc/passwd"), b"x"
+    assert_refused(srv, "outs", rewrite(archive, outside), "not under")
+
+    def bad_db(m, data):
+        yield m, (b"\0" * len(data) if m.name == "room.db" else data)
+    assert_refused(srv, "baddb", rewrite(archive, bad_db), "room.db")
+
+    def big(m, data):
+        yield m, data
+        if m.name == "workspace":
+            yield tarfile.TarInfo("workspace/big"), os.urandom(20 << 20)
+    assert_refused(srv, "huge", rewrite(archive, big), "quota")
+    # None of those rooms exists or is listed; the good one still works.
+    assert set(listing(srv)) == {"orig"}
+    rc, out, err = run(srv, "again", "atrium-import", data=archive)
+    assert rc == 0, err
+    assert run(srv, "again", "cat f")[1] == b"hi\n"
+
+
+def test_access_grants_of_an_archive_do_not_travel(srv):
+    rc, out, err = run(srv, "priv", "true")
+    assert rc == 0, err
+    make_private(srv, "priv")
+    rc, out, err = run(srv, "priv", "atrium-export", user="bob")
+    assert rc != 0 and "private" in err
+    archive = export(srv, "priv")
+    rc, out, err = run(srv, "bobs", "atrium-import", user="bob", data=archive)
+    assert rc == 0, err
+    rooms = listing(srv, "bob")["bobs"]
+    assert rooms["owner"] == "bob" and rooms["members"] == []
+    assert rooms["visibility"] == "private"
+    rc, out, err = run(srv, "bobs", "true", user="alice")
+    assert rc != 0 and "private" in err
+
+
+def test_a_running_turn_comes_back_interrupted(srv, model_server):
+    from model_server import Reply, ToolCall
+    from test_ssh import Lines
+
+    def wait(c, pred, timeout=60):
+        return json.loads(c.expect(lambda l: pred(json.loads(l)), timeout))
+
+    events(srv, "busy", {"type": "config", "approval": "allow_all"},
+           until=lambda e: e["type"] in ("config", "error"))
+    model_server.script(Reply("Working.", tool_calls=[ToolCall(
+        "bash", {"command": "echo started; sleep 60"}, id="call-1")]))
+    c = Lines(ssh_command(srv, "busy", "-s", "atrium"))
+    try:
+        wait(c, lambda e: e["type"] == "welcome")
+        c.send(json.dumps({"type": "prompt", "text": "take your time"}) + "\n")
+        wait(c, lambda e: e["type"] == "tool_output")   # the call runs
+        archive = export(srv, "busy")
+        c.send(json.dumps({"type": "stop"}) + "\n")
+        wait(c, lambda e: e["type"] == "turn_end")
+    finally:
+        c.close()
+    model_server.script(Reply("Picked up after the move."))
+    rc, out, err = run(srv, "moved", "atrium-import", data=archive)
+    assert rc == 0, err
+    c = Lines(ssh_command(srv, "moved", "-s", "atrium"))
+    try:
+        wait(c, lambda e: e["type"] == "welcome")
+        # The room resumed the turn as it started, maybe before this
+        # connection was in: the end is live or in the history.
+        c.send(json.dumps({"type": "history", "since": 0}) + "\n")
+        res = wait(c, lambda e: e["type"] == "tool_result")
+        assert res["status"] == "interrupted" and res["id"] == "call-1"
+        wait(c, lambda e: e["type"] == "message" and "Picked up" in e["text"])
+    finally:
+        c.close()
+    # The model was told, and nothing ran the command again.
+    last = json.dumps(model_server.requests[-1]["body"])
+    assert "interrupted" in last
+
+
+def test_an_import_cut_by_a_crash_leaves_no_room(atriumd, data_dir, srv):
+    import signal
+    import time
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    p = subprocess.Popen(ssh_command(srv, "half", "atrium-import"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        p.stdin.write(archive[:len(archive) // 2])
+        p.stdin.flush()
+        mark = os.path.join(room_dir(srv, "half"), "importing")
+        end = time.time() + 30
+        while not os.path.exists(mark) and time.time() < end:
+            time.sleep(0.05)
+        assert os.path.exists(mark)
+        srv.stop(signal.SIGKILL)
+    finally:
+        p.kill()
+        p.wait()
+    srv2 = atriumd(data_dir)
+    assert "half" not in listing(srv2)
+    assert not os.path.exists(room_dir(srv2, "half"))
+    assert "import was cut short" in srv2.read_log()
+    rc, out, err = run(srv2, "half", "atrium-import", data=archive)
+    assert rc == 0, err
+
+
+def test_export_streams_in_bounded_memory(atriumd, data_dir):
+    srv = atriumd(data_dir)
+    rc, out, err = run(srv, "bulk", "head -c 200M /dev/urandom > big && "
+                       "sha256sum big", timeout=300)
+    assert rc == 0, err
+    want = out.split()[0].decode()
+
+    def hwm_kib(pid):
+        with open("/proc/%d/status" % pid) as f:
+            return int([l for l in f if l.startswith("VmHWM")][0].split()[1])
+    before = hwm_kib(srv.network_pid())
+    p = subprocess.Popen(ssh_command(srv, "bulk", "atrium-export"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with tarfile.open(fileobj=p.stdout, mode="r|") as t:
+        for m in t:
+            if m.name == "workspace/big":
+                got = hashlib.sha256(t.extractfile(m).read()).hexdigest()
+    assert p.wait(120) == 0, p.stderr.read()
+    assert got == want
+    # 200 MiB went through atriumd's network process; its peak grew by
+    # far less (the pipes and the channel's queue bound it).
+    grew = hwm_kib(srv.network_pid()) - before
+    assert grew < 48 * 1024, "network process peak grew %d KiB" % grew
+
+
+def helper_uids(parent, word):
+    """The real uids of parent's children whose command line has word."""
+    uids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/status" % pid) as f:
+                uid = int([l for l in f if l.startswith("Uid:")][0].split()[1])
+        except (OSError, IndexError):
+            continue
+        if ppid == parent and word.encode() in cmd:
+            uids.append(uid)
+    return uids
+
+
+def test_an_importer_who_leaves_leaves_no_room(srv):
+    import time
+    rc, out, err = run(srv, "orig", "echo hi > f")
+    assert rc == 0, err
+    archive = export(srv, "orig")
+    p = subprocess.Popen(ssh_command(srv, "gone", "atrium-import"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    mark = os.path.join(room_dir(srv, "gone"), "importing")
+    try:
+        p.stdin.write(archive[:len(archive) // 2])
+        p.stdin.flush()
+        end = time.time() + 30
+        while not os.path.exists(mark) and time.time() < end:
+            time.sleep(0.05)
+        assert os.path.exists(mark)
+        # The helper reading the stranger's archive is the new room's uid.
+        with open(os.path.join(room_dir(srv, "gone"), "uid")) as f:
+            uid = int(f.read().split(":")[0])
+        assert helper_uids(srv.proc.pid, "import-room") == [uid]
+    finally:
+        p.kill()
+        p.wait()
+    end = time.time() + 30
+    while os.path.exists(room_dir(srv, "gone")) and time.time() < end:
+        time.sleep(0.1)
+    assert not os.path.exists(room_dir(srv, "gone"))
+    assert "gone" not in listing(srv)
