@@ -8,6 +8,7 @@ Run as root after `make all`:
     /usr/bin/python3 -m pytest -q tests/test_admission.py
 """
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -124,3 +125,32 @@ def test_service_continues_through_a_handshake_flood(srv, data_dir):
         for f in flood:
             os.killpg(f.pid, signal.SIGKILL)
             f.wait()
+
+
+def test_a_burst_of_connections_is_queued_not_dropped(srv):
+    """Two hundred connections at once from twenty addresses (a flood's
+    reconnects arrive like this): the kernel queues every one for atriumd
+    instead of dropping SYNs, each of which the client would resend only
+    after a second, and a user's login right after still works."""
+    socks, waits = [], []
+    try:
+        start = time.monotonic()
+        for n in range(200):
+            s = socket.socket()
+            s.bind(("127.0.7.%d" % (n % 20 + 1), 0))
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", srv.port))
+            socks.append(s)
+        pending = list(socks)
+        while pending and time.monotonic() - start < 5:
+            _, ready, _ = select.select([], pending, [], 0.05)
+            for s in ready:
+                waits.append(time.monotonic() - start)
+                pending.remove(s)
+        assert not pending, "%d connections never completed" % len(pending)
+        assert max(waits) < 0.9, "slowest connect %.2f s" % max(waits)
+    finally:
+        for s in socks:
+            s.close()
+    p = ssh_from(srv, "127.0.7.100", "echo in")
+    assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
