@@ -31,7 +31,8 @@
  * which the client resends only after a second.  The kernel caps it at
  * net.core.somaxconn (4096 by default). */
 #define SERVER_LISTEN_BACKLOG	1024
-#define SERVER_ACCEPT_BATCH	64	/* accepted per loop turn at most */
+#define SERVER_ACCEPT_BATCH	16	/* accepted per loop turn at most: a few
+					 * ms, so sessions wait little */
 #define SERVER_REFUSAL_KINDS	8	/* reasons counted between log lines */
 #define SERVER_TRIM_MS		5000	/* free heap given back this often */
 

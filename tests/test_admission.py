@@ -84,6 +84,18 @@ def test_one_address_may_log_in_ten_times_a_second(srv):
     assert time.monotonic() - start < 10
 
 
+def test_one_address_may_start_ten_logins_within_a_second(srv):
+    """The default limits (per-source rate and startups) let ten logins
+    from one address start at once, not only one after another."""
+    procs = [subprocess.Popen(ssh_command(srv, "gate", "echo %d" % i,
+                                          opts=["-b", "127.0.3.2"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(10)]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert (p.returncode, out) == (0, "%d\n" % i), err
+
+
 def test_a_source_that_connects_too_often_is_refused(atriumd, data_dir):
     srv = atriumd(data_dir, "--per-source-rate", "2")
     refused = 0
