@@ -166,3 +166,37 @@ def test_a_burst_of_connections_is_queued_not_dropped(srv):
             s.close()
     p = ssh_from(srv, "127.0.7.100", "echo in")
     assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+
+
+def test_service_continues_through_raw_handshakes(srv):
+    """Ten addresses repeat handshakes up to the server's key exchange
+    reply (tests/ssh_flood.py: no work on the attacking side) as fast as
+    the per-source limits let them; a user from another address still
+    logs in, every time."""
+    from ssh_flood import Flood
+    flood = Flood(srv.port, ["127.0.5.%d" % n for n in range(11, 21)])
+    flood.run()
+    try:
+        time.sleep(1)
+        for _ in range(3):
+            p = ssh_from(srv, "127.0.6.2", "echo in")
+            assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    finally:
+        flood.stop.set()
+    assert flood.done > 10, "the flood never reached the server's reply"
+
+
+def test_debug_log_says_where_a_logins_time_went(atriumd, data_dir):
+    srv = atriumd(data_dir, "--log-level", "debug")
+    p = ssh_from(srv, "127.0.6.3", "echo in")
+    assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    deadline = time.time() + 10
+    while "phases from 127.0.6.3" not in srv.read_log() and \
+            time.time() < deadline:
+        time.sleep(0.1)
+    line = [l for l in srv.read_log().splitlines()
+            if "phases from 127.0.6.3" in l]
+    assert line, "no phases line"
+    for phase in ("kex-wait ", "kex ", "auth ", "channel ", "request ",
+                  "room ", "run ", "close ", "total ", "accepted at "):
+        assert phase in line[0], (phase, line[0])
