@@ -30,6 +30,7 @@
 
 #include "libssh_compat.h"
 #include "log.h"
+#include "phases.h"
 #include "util.h"
 
 /* Add one to an eventfd (it cannot overflow: it is read on every wake). */
@@ -78,8 +79,10 @@ kex_message_cb(ssh_session ssh, ssh_message msg, void *ud)
 	(void)ssh;
 	if (ssh_message_type(msg) == SSH_REQUEST_SERVICE &&
 	    (service = ssh_message_service_service(msg)) &&
-	    strcmp(service, "ssh-userauth") == 0)
+	    strcmp(service, "ssh-userauth") == 0 && !j->ready) {
 		j->ready = 1;
+		j->done_us = phases_now_us();
+	}
 	return 1;
 }
 
@@ -104,6 +107,7 @@ kex_hand_back(struct kex_worker *w, struct kex_job *j, int result)
 static void
 kex_begin(struct kex_worker *w, struct kex_job *j, struct kex_job **mine)
 {
+	j->start_us = phases_now_us();
 	ssh_set_message_callback(j->ssh, kex_message_cb, j);
 	if (ssh_handle_key_exchange(j->ssh) == SSH_ERROR ||
 	    ssh_event_add_session(w->ev, j->ssh) != SSH_OK) {
@@ -271,6 +275,7 @@ kexpool_submit(struct kexpool *p, struct kex_job *j)
 		return -EAGAIN;
 	j->worker = (int)(best - p->w);
 	j->ready = 0;
+	j->start_us = j->done_us = 0;
 	j->result = 0;
 	j->why[0] = '\0';
 	atomic_store(&j->cancel, 0);

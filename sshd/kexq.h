@@ -27,6 +27,8 @@ struct kex_job {
 	int result;		/* 0: ready for authentication; or -ETIMEDOUT,
 				 * -ECANCELED, -ECONNRESET, -EPROTO */
 	char why[160];		/* libssh's error text when it failed */
+	long long start_us;	/* thread: when it took the job (phases.h) */
+	long long done_us;	/* thread: when the client became ready */
 	int worker;		/* which thread has it (main loop's) */
 	void *owner;		/* the main loop's (its session) */
 	struct kex_job *next;	/* in one queue or one thread's list */

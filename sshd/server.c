@@ -197,32 +197,79 @@ server_refusal(struct server *srv, const struct admission_key *source)
 	return v == ADMIT || v == ADMIT_EVICT ? NULL : admission_reason(v);
 }
 
+/* Count a refusal not logged, by its reason. */
+static void
+server_count_refusal(struct server *srv, const char *why)
+{
+	for (int i = 0; i < SERVER_REFUSAL_KINDS; i++) {
+		if (!srv->refused_quiet[i].why)
+			srv->refused_quiet[i].why = why;
+		if (srv->refused_quiet[i].why == why) {
+			srv->refused_quiet[i].n++;
+			return;
+		}
+	}
+}
+
+/* The refusals counted since the last line, as " (and 57 more refused
+ * since: 50 REASON, 7 REASON)", into out; then counted anew. */
+static void
+server_refusal_tally(struct server *srv, char *out, size_t len)
+{
+	size_t used = 0;
+	unsigned long total = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < SERVER_REFUSAL_KINDS; i++)
+		total += srv->refused_quiet[i].n;
+	if (!total)
+		return;
+	used = (size_t)snprintf(out, len, " (and %lu more refused since:", total);
+	for (int i = 0; i < SERVER_REFUSAL_KINDS && used < len; i++) {
+		if (srv->refused_quiet[i].n)
+			used += (size_t)snprintf(out + used, len - used, "%s %lu %s",
+			    used && out[used - 1] == ':' ? "" : ",",
+			    srv->refused_quiet[i].n, srv->refused_quiet[i].why);
+	}
+	if (used < len)
+		snprintf(out + used, len - used, ")");
+	memset(srv->refused_quiet, 0, sizeof(srv->refused_quiet));
+}
+
 /* One line a second at most, however fast connections are refused, with
- * the count of those not logged (a flood must not flood the log). */
+ * the count of those not logged by reason (a flood must not flood the log,
+ * and a burst must still say what was refused and why). */
 static void
 server_log_refusal(struct server *srv, const char *peer, const char *why)
 {
 	long long now = time_mono_ms();
+	char tally[1024];
 
 	if (now - srv->refused_log_ms < 1000) {
-		srv->refused_quiet++;
+		server_count_refusal(srv, why);
 		return;
 	}
-	if (srv->refused_quiet)
-		log_warn("connection from %s refused: %s (and %lu more refused "
-		    "in the last seconds)", peer, why, srv->refused_quiet);
-	else
-		log_warn("connection from %s refused: %s", peer, why);
+	server_refusal_tally(srv, tally, sizeof(tally));
+	log_warn("connection from %s refused: %s%s", peer, why, tally);
 	srv->refused_log_ms = now;
-	srv->refused_quiet = 0;
 }
 
-/* Listener readable: accept one connection, or refuse it at once.  Out
- * of fds, the listener rests a while instead of spinning on accept. */
+/* Out of fds (or memory): the listener rests a while instead of spinning
+ * on accept. */
 static void
-server_listen_cb(struct watch *w, int revents)
+server_accept_pause(struct server *srv, int err)
 {
-	struct server *srv = w->arg;
+	log_warn("cannot accept connections: %s; pausing for %d ms",
+	    strerror(err), SERVER_ACCEPT_PAUSE_MS);
+	srv->accept_resume_ms = time_mono_ms() + SERVER_ACCEPT_PAUSE_MS;
+	loop_want(&srv->listen_w, 0);
+}
+
+/* Accept one connection and take it or refuse it at once.  1 when there
+ * may be more to accept, 0 when the queue is empty or accepting paused. */
+static int
+server_accept_one(struct server *srv)
+{
 	struct sockaddr_storage sa;
 	socklen_t slen = sizeof(sa);
 	char peer[INET6_ADDRSTRLEN + 1];
@@ -230,28 +277,39 @@ server_listen_cb(struct watch *w, int revents)
 	const char *why;
 	int fd;
 
-	(void)revents;
 	fd = accept4(ssh_bind_get_fd(srv->bind), (struct sockaddr *)&sa, &slen,
 	    SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM) {
-			log_warn("cannot accept connections: %s; pausing for "
-			    "%d ms", strerror(errno), SERVER_ACCEPT_PAUSE_MS);
-			srv->accept_resume_ms = time_mono_ms() +
-			    SERVER_ACCEPT_PAUSE_MS;
-			loop_want(&srv->listen_w, 0);
+			server_accept_pause(srv, errno);
+			return 0;
 		}
-		return;
+		/* EAGAIN: empty; ECONNABORTED and the like: that one only. */
+		return errno != EAGAIN && errno != EWOULDBLOCK;
 	}
 	server_peer(&sa, peer, sizeof(peer));
 	admission_key_of(&sa, &source);
 	if ((why = server_refusal(srv, &source))) {
 		server_log_refusal(srv, peer, why);
 		close(fd);
-		return;
+		return 1;
 	}
 	session_accept(srv, fd, peer, &source);
+	return 1;
+}
+
+/* Listener readable: accept what the kernel queued, a batch at a time so
+ * that a flood of connections cannot keep the loop from its sessions;
+ * what is left wakes the next poll at once. */
+static void
+server_listen_cb(struct watch *w, int revents)
+{
+	struct server *srv = w->arg;
+
+	(void)revents;
+	for (int i = 0; i < SERVER_ACCEPT_BATCH && server_accept_one(srv); i++)
+		;
 }
 
 /* Key exchanges handed back by the handshake threads. */
@@ -397,6 +455,13 @@ server_listen(struct server *srv)
 	}
 	ssh_bind_set_blocking(srv->bind, 0);
 	fd_set_cloexec(ssh_bind_get_fd(srv->bind), 1);
+	/* Accepted in batches until EAGAIN (server_listen_cb). */
+	fd_set_nonblock(ssh_bind_get_fd(srv->bind), 1);
+	/* A second listen() only sets the queue's length (see
+	 * SERVER_LISTEN_BACKLOG); failing, libssh's 10 stays. */
+	if (listen(ssh_bind_get_fd(srv->bind), SERVER_LISTEN_BACKLOG) < 0)
+		log_warn("cannot lengthen the listener's queue to %d: %s",
+		    SERVER_LISTEN_BACKLOG, strerror(errno));
 	/* An IPv6 address is written in brackets, as --listen takes it. */
 	log_info("listening on %s%s%s:%s", strchr(addr, ':') ? "[" : "", addr,
 	    strchr(addr, ':') ? "]" : "", port);

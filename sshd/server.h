@@ -25,6 +25,15 @@
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
 #define SERVER_ACCEPT_PAUSE_MS	1000	/* no accept after running out of fds */
+/* The listener's queue of connections the kernel has completed and atriumd
+ * not yet accepted.  libssh listens with 10: a flood's reconnects fill
+ * that between two loop turns, and the kernel then drops a user's SYN,
+ * which the client resends only after a second.  The kernel caps it at
+ * net.core.somaxconn (4096 by default). */
+#define SERVER_LISTEN_BACKLOG	1024
+#define SERVER_ACCEPT_BATCH	16	/* accepted per loop turn at most: a few
+					 * ms, so sessions wait little */
+#define SERVER_REFUSAL_KINDS	8	/* reasons counted between log lines */
 #define SERVER_TRIM_MS		5000	/* free heap given back this often */
 
 struct session;
@@ -47,7 +56,10 @@ struct server {
 	struct watch kex_w;		/* network: on kexpool_fd */
 	uint64_t rng;			/* xorshift state for early drop */
 	long long refused_log_ms;	/* last refusal logged */
-	unsigned long refused_quiet;	/* refusals not logged since */
+	struct {
+		const char *why;	/* a refusal's reason (static text) */
+		unsigned long n;	/* refused for it, not logged since */
+	} refused_quiet[SERVER_REFUSAL_KINDS];
 	ssh_bind bind;			/* the listener */
 	struct watch listen_w;		/* on the listener */
 	struct watch signal_w;		/* on sigfd */

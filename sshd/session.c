@@ -224,6 +224,7 @@ chan_try_finish(struct chan *c)
 		    "", "");
 	else
 		ssh_channel_request_send_exit_status(c->ch, c->exit_code);
+	phases_mark(&c->s->ph, PHASE_EXIT);
 	ssh_channel_send_eof(c->ch);
 	ssh_channel_close(c->ch);
 	c->finished = 1;
@@ -296,6 +297,7 @@ chan_poll_room(struct chan *c)
 		return;
 	c->waiting_room = 0;
 	if (rc == 1) {
+		phases_mark(&c->s->ph, PHASE_ROOM);
 		c->ops->start(c);
 	} else if (rc == MONITOR_ASK_REFUSED) {
 		log_info("session %lu: %s: room %s not created: %s", c->s->num,
@@ -521,6 +523,7 @@ chan_begin(struct chan *c)
 {
 	char shown[80];
 
+	phases_mark(&c->s->ph, PHASE_REQUEST);
 	if (c->ops || c->finish)
 		return -1;
 	if (!room_name_valid(c->s->room)) {
@@ -684,6 +687,7 @@ session_channel_open_cb(ssh_session ssh, void *ud)
 	}
 	c->s = s;
 	s->nchans++;
+	phases_mark(&s->ph, PHASE_CHANNEL);
 	c->cols = 80;
 	c->rows = 24;
 	buf_init(&c->out, CHAN_MAX_OUT);
@@ -877,6 +881,7 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 	if (state != SSH_PUBLICKEY_STATE_VALID || session_keep_opts(s, opts) < 0)
 		return session_auth_denied(s);
 	s->authed = 1;
+	phases_mark(&s->ph, PHASE_AUTH);
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->fp, sizeof(s->fp), "%s", fp);
 	session_printable(room ? room : "", s->room, sizeof(s->room));
@@ -941,6 +946,7 @@ session_accept(struct server *srv, int fd, const char *peer,
 		close(fd);
 		return -ENOMEM;
 	}
+	phases_mark(&s->ph, PHASE_ACCEPT);
 	s->srv = srv;
 	s->num = ++srv->next_id;
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
@@ -1008,6 +1014,11 @@ session_kex_done(struct kex_job *j)
 	struct session *s = j->owner;
 
 	s->in_kex = 0;
+	if (j->start_us)
+		phases_set(&s->ph, PHASE_KEX_START, j->start_us);
+	if (j->done_us)
+		phases_set(&s->ph, PHASE_KEX_DONE, j->done_us);
+	phases_mark(&s->ph, PHASE_KEX_BACK);
 	if (s->dead)
 		return;		/* cancelled: reaped at this turn's end */
 	if (j->result < 0) {
@@ -1109,6 +1120,11 @@ session_tick(struct session *s)
 void
 session_free(struct session *s)
 {
+	char times[400];
+
+	phases_mark(&s->ph, PHASE_CLOSE);
+	log_debug("session %lu phases from %s (ms): %s", s->num, s->peer,
+	    phases_format(&s->ph, times, sizeof(times)));
 	while (s->chans) {
 		struct chan *c = s->chans;
 

@@ -22,6 +22,7 @@
 #include "authkeys_opts.h"
 #include "buf.h"
 #include "libssh_compat.h"
+#include "phases.h"
 #include "server.h"
 
 /* env requests kept: with TERM, SSH_CONNECTION, SSH_CLIENT and SSH_TTY
@@ -124,6 +125,7 @@ struct session {
 					 * loop touches neither ssh nor kex */
 	struct kex_job kex;		/* its key exchange (kexpool.h) */
 	long long deadline_ms;		/* auth must be done by then */
+	struct phases ph;		/* where its time went (debug log) */
 	struct compat_nudge nudge;	/* libssh_compat.c W11 */
 	int dead;			/* free at the next reap */
 	struct chan *chans;

@@ -8,6 +8,7 @@ Run as root after `make all`:
     /usr/bin/python3 -m pytest -q tests/test_admission.py
 """
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -83,6 +84,18 @@ def test_one_address_may_log_in_ten_times_a_second(srv):
     assert time.monotonic() - start < 10
 
 
+def test_one_address_may_start_ten_logins_within_a_second(srv):
+    """The default limits (per-source rate and startups) let ten logins
+    from one address start at once, not only one after another."""
+    procs = [subprocess.Popen(ssh_command(srv, "gate", "echo %d" % i,
+                                          opts=["-b", "127.0.3.2"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(10)]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert (p.returncode, out) == (0, "%d\n" % i), err
+
+
 def test_a_source_that_connects_too_often_is_refused(atriumd, data_dir):
     srv = atriumd(data_dir, "--per-source-rate", "2")
     refused = 0
@@ -124,3 +137,66 @@ def test_service_continues_through_a_handshake_flood(srv, data_dir):
         for f in flood:
             os.killpg(f.pid, signal.SIGKILL)
             f.wait()
+
+
+def test_a_burst_of_connections_is_queued_not_dropped(srv):
+    """Two hundred connections at once from twenty addresses (a flood's
+    reconnects arrive like this): the kernel queues every one for atriumd
+    instead of dropping SYNs, each of which the client would resend only
+    after a second, and a user's login right after still works."""
+    socks, waits = [], []
+    try:
+        start = time.monotonic()
+        for n in range(200):
+            s = socket.socket()
+            s.bind(("127.0.7.%d" % (n % 20 + 1), 0))
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", srv.port))
+            socks.append(s)
+        pending = list(socks)
+        while pending and time.monotonic() - start < 5:
+            _, ready, _ = select.select([], pending, [], 0.05)
+            for s in ready:
+                waits.append(time.monotonic() - start)
+                pending.remove(s)
+        assert not pending, "%d connections never completed" % len(pending)
+        assert max(waits) < 0.9, "slowest connect %.2f s" % max(waits)
+    finally:
+        for s in socks:
+            s.close()
+    p = ssh_from(srv, "127.0.7.100", "echo in")
+    assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+
+
+def test_service_continues_through_raw_handshakes(srv):
+    """Ten addresses repeat handshakes up to the server's key exchange
+    reply (tests/ssh_flood.py: no work on the attacking side) as fast as
+    the per-source limits let them; a user from another address still
+    logs in, every time."""
+    from ssh_flood import Flood
+    flood = Flood(srv.port, ["127.0.5.%d" % n for n in range(11, 21)])
+    flood.run()
+    try:
+        time.sleep(1)
+        for _ in range(3):
+            p = ssh_from(srv, "127.0.6.2", "echo in")
+            assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    finally:
+        flood.stop.set()
+    assert flood.done > 10, "the flood never reached the server's reply"
+
+
+def test_debug_log_says_where_a_logins_time_went(atriumd, data_dir):
+    srv = atriumd(data_dir, "--log-level", "debug")
+    p = ssh_from(srv, "127.0.6.3", "echo in")
+    assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    deadline = time.time() + 10
+    while "phases from 127.0.6.3" not in srv.read_log() and \
+            time.time() < deadline:
+        time.sleep(0.1)
+    line = [l for l in srv.read_log().splitlines()
+            if "phases from 127.0.6.3" in l]
+    assert line, "no phases line"
+    for phase in ("kex-wait ", "kex ", "auth ", "channel ", "request ",
+                  "room ", "run ", "close ", "total ", "accepted at "):
+        assert phase in line[0], (phase, line[0])
