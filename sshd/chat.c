@@ -1,6 +1,6 @@
 /*
  * chat.c: the shell request, the room's chat (chat.h).  Called by
- * session.c through chan_ops.  Glue only: tui_keys.c turns bytes into keys,
+ * chan_requests.c (the shell request) through chan_ops.  Glue only: tui_keys.c turns bytes into keys,
  * tui_editor.c holds the input line, tui_draw.c renders; this file decides
  * what a key or a line means and what each room event shows.
  *

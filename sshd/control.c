@@ -1,5 +1,5 @@
 /*
- * control.c: the `atrium` subsystem (control.h).  Called by session.c
+ * control.c: the `atrium` subsystem (control.h).  Called by chan_requests.c
  * through chan_ops.  JSON lines go both ways unchanged, except that a client
  * may not send `hello` (atriumd says who the user is), lines over
  * PROTO_MAX_LINE, not valid UTF-8 or not JSON objects are answered with an

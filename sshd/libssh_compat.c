@@ -1,7 +1,7 @@
 /*
  * libssh_compat.c: what atriumd needs from libssh 0.10 beyond its
  * documentation (libssh_compat.h).  Called by server.c (start-up, the
- * listener), session.c (sockets, channel output and input).
+ * listener), session.c (sockets) and channel.c (channel output and input).
  *
  * Each workaround, and the libssh behaviour it answers (seen with Debian
  * 12's libssh 0.10.6; 0.11 fixes the second):
@@ -9,7 +9,7 @@
  *  W1 ssh_channel_write on a non-blocking session returns 0, not an error
  *     and not SSH_AGAIN, while a key re-exchange is in progress, and a short
  *     count when the window runs out.  Bytes it did not take are the
- *     caller's to keep: session.c's chan_flush is the only caller and keeps
+ *     caller's to keep: channel.c's chan_flush is the only caller and keeps
  *     them queued (sshio.write below).
  *  W2 The write-wontblock channel callback fires only when the socket
  *     flushes, not when the client grows the window.  Nothing waits for

@@ -1,7 +1,8 @@
 /*
  * session.h: one SSH connection (struct session) and its channels
- * (struct chan).  session.c owns the libssh callbacks: authentication,
- * channel open, channel requests and data; what a channel does once its
+ * (struct chan).  session.c owns the connection's libssh callbacks
+ * (authentication, channel open), channel.c a channel's transport and data
+ * callbacks, chan_requests.c its requests; what a channel does once its
  * request is known is its kind's (stream.c: exec and sftp, control.c: the
  * atrium subsystem, chat.c: the shell), reached through struct chan_ops.
  *

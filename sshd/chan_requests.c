@@ -1,0 +1,184 @@
+/*
+ * chan_requests.c: what a session channel is for, picked by its first
+ * request (chan_requests_bind sets libssh's callbacks for them):
+ *   exec        a command in the room's sandbox (stream.c), or a room
+ *               archive, atrium-export or atrium-import (stream.c, run by
+ *               the monitor);
+ *   subsystem   sftp (stream.c), atrium (the protocol, control.c) or
+ *               rooms (one line listing the rooms the user may enter);
+ *   shell       the chat (chat.c).
+ * Each is refused with a message on stderr when the room name is not one,
+ * or when room_access_admit says the user may not do it there; a key's
+ * forced command (command=) runs in place of any of them.  A later request
+ * on a channel whose kind is picked is rejected.
+ */
+#include "chan_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "chat.h"
+#include "control.h"
+#include "jsonl.h"
+#include "log.h"
+#include "monitor_ask.h"
+#include "names.h"
+#include "room_access.h"
+#include "stream.h"
+
+/* Shared by exec, subsystem and shell: is this request allowed to pick
+ * the channel's kind?  Refuses bad room names with a message.  1 to go
+ * on, 0 when refused (request still accepted so the client sees why), -1
+ * to reject the request. */
+static int
+chan_begin(struct chan *c)
+{
+	char shown[80];
+
+	phases_mark(&c->s->ph, PHASE_REQUEST);
+	if (c->ops || c->finish)
+		return -1;
+	if (!room_name_valid(c->s->room)) {
+		session_printable(c->s->room, shown, sizeof(shown));
+		chan_refuse(c, "atrium: '%s' is not a room name: use 1-63 "
+		    "characters of a-z, 0-9 and '-', starting with a letter "
+		    "or digit (ssh -p PORT ROOM@HOST)", shown);
+		return 0;
+	}
+	return 1;
+}
+
+/* The key's command="..." in place of what the client asked (asked: the
+ * command, the subsystem's name, or NULL for a shell), as sshd does.
+ * The request's result for libssh: 0, or -1 when out of memory. */
+static int
+chan_forced(struct chan *c, const char *what, const char *asked)
+{
+	int r;
+
+	log_info("session %lu: %s in %s: %s replaced by the key's forced "
+	    "command", c->s->num, c->s->user, c->s->room, what);
+	r = stream_open_forced(c, c->s->opts.command, asked);
+	if (r == -E2BIG)
+		chan_refuse(c, "atrium: this key has a forced command, and the "
+		    "command asked for is longer than %d bytes, the most "
+		    "SSH_ORIGINAL_COMMAND can pass on", STREAM_MAX_ORIGINAL);
+	return r == -ENOMEM ? -1 : 0;
+}
+
+/* The room archive commands, which atriumd runs itself rather than in
+ * the sandbox: 'e' for atrium-export, 'i' for atrium-import, else 0. */
+static int
+chan_archive_kind(const char *command)
+{
+	return strcmp(command, "atrium-export") == 0 ? 'e' :
+	    strcmp(command, "atrium-import") == 0 ? 'i' : 0;
+}
+
+/* exec request: a command in the sandbox, or a room archive.  Whoever
+ * may enter the room may export it; whoever may create it, while it does
+ * not exist, may import it (the monitor checks the rest). */
+static int
+chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
+{
+	struct chan *c = ud;
+	int r = chan_begin(c), kind = chan_archive_kind(command);
+
+	(void)ssh; (void)ch;
+	if (r <= 0)
+		return r;
+	if (!room_access_admit(c, kind == 'e' ? "export" : kind == 'i' ?
+	    "import" : "exec"))
+		return 0;
+	if (c->s->opts.command)
+		return chan_forced(c, "exec", command);
+	if (kind) {
+		log_info("session %lu: %s in %s: %s", c->s->num, c->s->user,
+		    c->s->room, command);
+		return stream_open_archive(c, kind == 'i') < 0 ? -1 : 0;
+	}
+	log_info("session %lu: %s in %s: exec", c->s->num, c->s->user,
+	    c->s->room);
+	return stream_open(c, command) < 0 ? -1 : 0;
+}
+
+/* subsystem rooms: one `rooms` line (the rooms the user may enter), then
+ * exit status 0.  Under a forced command, the command runs instead. */
+static int
+chan_rooms(struct chan *c)
+{
+	json_object *ev;
+	struct buf line;
+	int r = chan_begin(c);
+
+	if (r <= 0)
+		return r;
+	if (c->s->opts.command)	/* it runs in the room: admitted first */
+		return room_access_admit(c, "subsystem rooms") ?
+		    chan_forced(c, "subsystem rooms", "rooms") : 0;
+	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
+	if (!(ev = monitor_ask_rooms(c->s->srv, c->s->user,
+	    c->s->opts.admin)))
+		return -1;
+	buf_init(&line, CHAN_MAX_OUT);
+	if (jsonl_format(&line, ev) == 0)
+		chan_write(c, line.data, line.len);
+	buf_free(&line);
+	json_object_put(ev);
+	chan_exit(c, 0, NULL);
+	return 0;
+}
+
+/* subsystem request: sftp, atrium or rooms; others are rejected. */
+static int
+chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
+{
+	struct chan *c = ud;
+	int r;
+
+	(void)ssh; (void)ch;
+	if (strcmp(name, "rooms") == 0)
+		return chan_rooms(c);
+	if (strcmp(name, "sftp") != 0 && strcmp(name, "atrium") != 0)
+		return -1;
+	if ((r = chan_begin(c)) <= 0)
+		return r;
+	if (!room_access_admit(c, strcmp(name, "sftp") == 0 ? "sftp" :
+	    "the atrium subsystem"))
+		return 0;
+	if (c->s->opts.command)	/* sshd's forced command overrides these too */
+		return chan_forced(c, strcmp(name, "sftp") == 0 ?
+		    "subsystem sftp" : "subsystem atrium", name);
+	log_info("session %lu: %s in %s: subsystem %s", c->s->num, c->s->user,
+	    c->s->room, name);
+	r = strcmp(name, "sftp") == 0 ? stream_open(c, NULL) : control_open(c);
+	return r < 0 ? -1 : 0;
+}
+
+/* shell request: the chat. */
+static int
+chan_shell_cb(ssh_session ssh, ssh_channel ch, void *ud)
+{
+	struct chan *c = ud;
+	int r = chan_begin(c);
+
+	(void)ssh; (void)ch;
+	if (r <= 0)
+		return r;
+	if (!room_access_admit(c, "chat"))
+		return 0;
+	if (c->s->opts.command)
+		return chan_forced(c, "shell", NULL);
+	log_info("session %lu: %s in %s: chat", c->s->num, c->s->user,
+	    c->s->room);
+	return chat_open(c) < 0 ? -1 : 0;
+}
+
+/* See chan_int.h. */
+void
+chan_requests_bind(struct ssh_channel_callbacks_struct *cb)
+{
+	cb->channel_exec_request_function = chan_exec_cb;
+	cb->channel_subsystem_request_function = chan_subsystem_cb;
+	cb->channel_shell_request_function = chan_shell_cb;
+}
