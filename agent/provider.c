@@ -562,6 +562,7 @@ provider_http_body(struct provider_http *out, enum provider_kind kind,
 		return r;
 	}
 	out->body = b.data;	/* the buffer's own malloc'd bytes */
+	out->body_len = b.len;
 	return 0;
 }
 

@@ -65,6 +65,7 @@ struct provider_http {
 	char *url;
 	char **headers;			/* NULL-terminated "Name: value" */
 	char *body;			/* JSON */
+	size_t body_len;		/* its bytes */
 };
 
 /* Build the streaming request.  api_key may be NULL or "" (local servers).
