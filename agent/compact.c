@@ -305,33 +305,40 @@ compact_summary_request(const char *prev_summary,
 }
 
 json_object *
-compact_messages(const char *summary, const struct room_db_msg *rows,
+compact_summary_message(const char *summary)
+{
+	json_object *blk, *content, *msg;
+	size_t hl = strlen(COMPACT_SUMMARY_HEAD), sl;
+	char *text;
+
+	if (!summary)
+		return NULL;
+	sl = strlen(summary);
+	text = malloc(hl + sl + 1);
+	if (!text)
+		return NULL;
+	memcpy(text, COMPACT_SUMMARY_HEAD, hl);
+	memcpy(text + hl, summary, sl + 1);
+	blk = json_object_new_object();
+	content = json_object_new_array();
+	msg = json_object_new_object();
+	json_object_object_add(blk, "type", json_object_new_string("text"));
+	json_object_object_add(blk, "text", json_object_new_string(text));
+	free(text);
+	json_object_array_add(content, blk);
+	json_object_object_add(msg, "role", json_object_new_string("user"));
+	json_object_object_add(msg, "content", content);
+	return msg;
+}
+
+json_object *
+compact_messages(json_object *head, const struct room_db_msg *rows,
     size_t n)
 {
 	json_object *msgs = json_object_new_array();
 
-	if (summary) {
-		json_object *blk = json_object_new_object();
-		json_object *content = json_object_new_array();
-		json_object *msg = json_object_new_object();
-		size_t hl = strlen(COMPACT_SUMMARY_HEAD), sl = strlen(summary);
-		char *text = malloc(hl + sl + 1);
-
-		if (text) {
-			memcpy(text, COMPACT_SUMMARY_HEAD, hl);
-			memcpy(text + hl, summary, sl + 1);
-		}
-		json_object_object_add(blk, "type",
-		    json_object_new_string("text"));
-		json_object_object_add(blk, "text",
-		    json_object_new_string(text ? text : summary));
-		free(text);
-		json_object_array_add(content, blk);
-		json_object_object_add(msg, "role",
-		    json_object_new_string("user"));
-		json_object_object_add(msg, "content", content);
-		json_object_array_add(msgs, msg);
-	}
+	if (head)
+		json_object_array_add(msgs, json_object_get(head));
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(msgs, json_object_get(rows[i].msg));
 	return msgs;

@@ -85,9 +85,15 @@ const char *compact_summary_system(void);
 json_object *compact_summary_request(const char *prev_summary,
     const struct room_db_msg *rows, size_t n, size_t budget);
 
-/* The messages of a step: the summary as the first user message (when
- * summary is not NULL), then rows[0..n) as stored.  A new array. */
-json_object *compact_messages(const char *summary,
+/* The summary as the message that opens a step's messages: a new user
+ * message, NULL when summary is NULL or out of memory. */
+json_object *compact_summary_message(const char *summary);
+
+/* The messages of a step: head (compact_summary_message's, borrowed; may
+ * be NULL) first, then rows[0..n) as stored.  A new array holding
+ * references to those very objects, so that a request cache
+ * (provider.h) sees the same messages step after step. */
+json_object *compact_messages(json_object *head,
     const struct room_db_msg *rows, size_t n);
 
 /* The text of a summary answer (its text blocks joined), trimmed;

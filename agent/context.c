@@ -59,6 +59,8 @@ static void
 context_rows_clear(struct context_rows *k)
 {
 	room_db_rows_free(k->rows, k->n);
+	json_object_put(k->head);
+	provider_cache_free(k->wire);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -102,12 +104,12 @@ context_rows_append(struct context_rows *k, struct room_db_msg *add,
 	return 0;
 }
 
-/* Bring k up to room.db's transcript from cut on: only the rows added
- * since when the copy is still true (context.h), else all of them.  0 or
- * -errno (k then empty). */
+/* Bring k up to room.db's transcript from cut on, after the summary (may
+ * be NULL): only the rows added since when the copy is still true
+ * (context.h), else all of them.  0 or -errno (k then empty). */
 static int
 context_rows_update(struct room_db *db, struct context_rows *k,
-    long long cut)
+    long long cut, const char *summary)
 {
 	long long epoch = room_db_transcript_epoch(db), from = cut;
 	struct room_db_msg *add;
@@ -118,6 +120,9 @@ context_rows_update(struct room_db *db, struct context_rows *k,
 		from = k->rows[k->n - 1].rowid + 1;
 	else
 		context_rows_clear(k);
+	if (summary && !k->head && !(k->head = compact_summary_message(
+	    summary)))
+		return -ENOMEM;
 	r = room_db_transcript_rows(db, from, &add, &n);
 	if (r >= 0) {
 		log_debug("transcript: %zu row(s) read, %zu kept", n, k->n);
@@ -152,10 +157,13 @@ context_load(struct agent *a, long long turn, struct context_rows *keep,
 	if (r >= 0)
 		r = room_db_compaction_get(a->db, 1, &c->pending);
 	if (r >= 0)
-		r = context_rows_update(a->db, keep, c->last.cut);
+		r = context_rows_update(a->db, keep, c->last.cut,
+		    c->last.summary);
 	if (r >= 0) {
 		c->rows = keep->rows;
 		c->n = keep->n;
+		c->head = keep->head;
+		c->keep = keep;
 	}
 	c->system = context_system(a, agents_md, agents_len);
 	c->tools = prompt_tools(timeout, a->skills &&
@@ -195,11 +203,12 @@ context_wants_summary(const struct context *c)
 	return c->pending.id != 0 || (c->estimate > c->threshold && c->cut > 0);
 }
 
-/* Build a request of messages (borrowed) with system and tools. */
+/* Build a request of messages (borrowed) with system and tools, keeping
+ * the wire form of the settled messages in cache (NULL: not kept). */
 static int
 context_request(struct agent *a, const struct context *c,
     const char *system, json_object *messages, json_object *tools,
-    struct provider_http *out)
+    struct provider_cache *cache, struct provider_http *out)
 {
 	struct provider_request req = {
 		.model = a->model,
@@ -207,6 +216,7 @@ context_request(struct agent *a, const struct context *c,
 		.messages = messages,
 		.tools = tools,
 		.max_tokens = (int)c->max_tokens,
+		.cache = cache,
 	};
 	struct endpoint e;
 	int r;
@@ -222,8 +232,15 @@ int
 context_build(struct agent *a, const struct context *c,
     struct provider_http *out)
 {
-	json_object *msgs = compact_messages(c->last.summary, c->rows, c->n);
-	int r = context_request(a, c, c->system, msgs, c->tools, out);
+	json_object *msgs = compact_messages(c->head, c->rows, c->n);
+	struct context_rows *k = c->keep;
+	int r;
+
+	/* Without a cache (out of memory) the request is built whole. */
+	if (k && !k->wire)
+		k->wire = provider_cache_new();
+	r = context_request(a, c, c->system, msgs, c->tools, k ? k->wire :
+	    NULL, out);
 
 	json_object_put(msgs);
 	return r;
@@ -239,7 +256,7 @@ context_build_summary(struct agent *a, const struct context *c,
 	    (size_t)room - strlen(system) : 0;
 	json_object *msgs = compact_summary_request(c->last.summary, c->rows,
 	    c->cut, budget);
-	int r = context_request(a, c, system, msgs, NULL, out);
+	int r = context_request(a, c, system, msgs, NULL, NULL, out);
 
 	json_object_put(msgs);
 	return r;

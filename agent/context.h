@@ -5,7 +5,8 @@
  * Loaded from room.db before every step, so a resumed turn decides exactly
  * as the crashed one did; the transcript rows themselves are kept between
  * a turn's steps (struct context_rows), and only the rows added since are
- * read and parsed.
+ * read and parsed; so is their wire form (provider.h: struct
+ * provider_cache), and only the messages added since are serialised.
  */
 #ifndef ATRIUM_AGENT_CONTEXT_H
 #define ATRIUM_AGENT_CONTEXT_H
@@ -31,6 +32,12 @@ struct agent;
 struct context_rows {
 	struct room_db_msg *rows;	/* oldest first; each owns its msg */
 	size_t n, cap;
+	json_object *head;		/* the summary's message before them,
+					 * or NULL: made once with them, so
+					 * that wire sees the same object */
+	struct provider_cache *wire;	/* their wire form (provider.h), made
+					 * by the first request that uses
+					 * them; NULL until then */
 	long long cut;			/* the summary's cut they start at */
 	long long epoch;		/* room_db_transcript_epoch when read */
 	int valid;			/* rows, cut and epoch are set */
@@ -45,7 +52,10 @@ struct context {
 	struct room_db_compaction pending;	/* a summary step asked for */
 	const struct room_db_msg *rows;	/* the transcript from last.cut on
 					 * (borrowed from the turn's
-					 * context_rows) */
+					 * context_rows, as are head and
+					 * keep) */
+	json_object *head;		/* the summary's message, or NULL */
+	struct context_rows *keep;	/* for its wire cache */
 	size_t n;
 	long window;			/* the model's window, tokens */
 	long max_tokens;		/* of an answer */

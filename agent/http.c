@@ -35,6 +35,8 @@ struct http_call {
 	struct http *h;
 	CURL *easy;
 	struct curl_slist *headers;
+	char *body;		/* the request body, sent by curl from here
+				 * (CURLOPT_POSTFIELDS: not copied) */
 	struct http_cbs cbs;
 	long status;		/* known once the body starts */
 	struct buf err_body;	/* non-2xx body */
@@ -151,6 +153,7 @@ http_call_free(struct http_call *c)
 	}
 	curl_easy_cleanup(c->easy);
 	curl_slist_free_all(c->headers);
+	free(c->body);
 	buf_free(&c->err_body);
 	free(c);
 }
@@ -233,7 +236,7 @@ http_header_cb(char *p, size_t size, size_t nmemb, void *userp)
 /* Set the options of one POST.  0 or -EINVAL. */
 static int
 http_setup(struct http_call *c, const struct provider_http *req,
-    int connect_s, int idle_s)
+    size_t body_len, int connect_s, int idle_s)
 {
 	CURL *e = c->easy;
 
@@ -248,9 +251,10 @@ http_setup(struct http_call *c, const struct provider_http *req,
 		return -EINVAL;
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-	    (curl_off_t)strlen(req->body));
-	curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, req->body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+	/* A body of a long transcript is large: copying it for each request
+	 * was a part of a step's own time. */
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)connect_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -266,22 +270,34 @@ http_setup(struct http_call *c, const struct provider_http *req,
 }
 
 int
-http_start(struct http *h, const struct provider_http *req, int connect_s,
+http_start(struct http *h, struct provider_http *req, int connect_s,
     int idle_s, const struct http_cbs *cbs, struct http_call **out)
 {
 	struct http_call *c = calloc(1, sizeof(*c));
+	char *body = req->body;
+	size_t body_len = body && req->body_len ? req->body_len :
+	    body ? strlen(body) : 0;
 	int r;
 
 	*out = NULL;
-	if (!c)
-		return -ENOMEM;
+	req->body = NULL;
+	req->body_len = 0;
+	if (!c || !body) {
+		log_error("cannot start the model request: %s", c ?
+		    "it has no body" : strerror(ENOMEM));
+		free(body);
+		free(c);
+		return c ? -EINVAL : -ENOMEM;
+	}
+	c->body = body;
 	c->h = h;
 	c->cbs = *cbs;
 	buf_init(&c->err_body, HTTP_MAX_ERROR_BODY);
 	c->easy = curl_easy_init();
 	c->next = h->calls;
 	h->calls = c;
-	r = c->easy ? http_setup(c, req, connect_s, idle_s) : -ENOMEM;
+	r = c->easy ? http_setup(c, req, body_len, connect_s, idle_s) :
+	    -ENOMEM;
 	if (r == 0 && curl_multi_add_handle(h->multi, c->easy) != CURLM_OK)
 		r = -EIO;
 	if (r < 0) {

@@ -41,8 +41,10 @@ int http_new(struct loop *l, struct http **out);
 void http_free(struct http *h);
 
 /* Start a POST.  connect_s: connect timeout; idle_s: abort when no byte
- * arrives for that long.  0 with *out, or -errno (logged). */
-int http_start(struct http *h, const struct provider_http *req,
+ * arrives for that long.  The call takes req->body (NULL after, whatever
+ * the result): curl sends it from there, without a copy of its own.  0
+ * with *out, or -errno (logged). */
+int http_start(struct http *h, struct provider_http *req,
     int connect_s, int idle_s, const struct http_cbs *cbs,
     struct http_call **out);
 

@@ -7,7 +7,9 @@
  * on failures.  Dispatches to provider_anthropic.c and provider_openai.c,
  * and holds what they share: the stream object (SSE framer, answer blocks,
  * stop reason, usage, error), the transcript normalisation both request
- * builders start from, and the HTTP request helpers.
+ * builders start from, the request body with its cache of settled
+ * messages (provider.h: struct provider_cache), and the HTTP request
+ * helpers.
  *
  * Invariants: a stream's err is sticky (the first failure is what every
  * later call reports); content only ever holds whole blocks in neutral form
@@ -188,17 +190,6 @@ provider_http_url(struct provider_http *out, const char *base,
 	return 0;
 }
 
-/* out->body = body as compact JSON; see provider_impl.h. */
-int
-provider_http_body(struct provider_http *out, json_object *body)
-{
-	const char *s = json_object_to_json_string_ext(body,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-
-	out->body = s ? strdup(s) : NULL;
-	return out->body ? 0 : -ENOMEM;
-}
-
 /* Build the request for kind; see provider.h.  -EINVAL on a request
  * without model or messages, or a key or URL that cannot be sent. */
 int
@@ -309,8 +300,9 @@ provider_results_first(json_object *blocks)
 }
 
 /* Append a message of role with blocks to out, or merge the blocks into
- * out's last message when it has the same role.  Takes blocks. */
-static void
+ * out's last message when it has the same role.  Takes blocks.  1 when a
+ * new message was appended, 0 when merged. */
+static int
 provider_transcript_push(json_object *out, const char *role,
     json_object *blocks)
 {
@@ -325,24 +317,29 @@ provider_transcript_push(json_object *out, const char *role,
 			json_object_array_add(lc, json_object_get(
 			    json_object_array_get_idx(blocks, i)));
 		json_object_put(blocks);
-		return;
+		return 0;
 	}
 	msg = json_object_new_object();
 	json_object_object_add(msg, "role", json_object_new_string(role));
 	json_object_object_add(msg, "content", blocks);
 	json_object_array_add(out, msg);
+	return 1;
 }
 
-/* The transcript fit to send; see provider_impl.h. */
+/* The transcript from messages[from] on, fit to send; see
+ * provider_impl.h. */
 json_object *
-provider_transcript_normalize(json_object *messages)
+provider_transcript_normalize(json_object *messages, size_t from,
+    size_t *open_from)
 {
 	json_object *out;
 
+	*open_from = from;
 	if (!json_object_is_type(messages, json_type_array))
 		return NULL;
 	out = json_object_new_array();
-	for (size_t i = 0; out && i < json_object_array_length(messages); i++) {
+	for (size_t i = from; out && i < json_object_array_length(messages);
+	    i++) {
 		json_object *m = json_object_array_get_idx(messages, i);
 		const char *role = provider_json_str(m, "role");
 		json_object *blocks;
@@ -357,7 +354,8 @@ provider_transcript_normalize(json_object *messages)
 			json_object_put(blocks);
 			continue;
 		}
-		provider_transcript_push(out, role, blocks);
+		if (provider_transcript_push(out, role, blocks))
+			*open_from = i;
 	}
 	for (size_t i = 0; out && i < json_object_array_length(out); i++) {
 		json_object *m = json_object_array_get_idx(out, i), *c;
@@ -368,6 +366,204 @@ provider_transcript_normalize(json_object *messages)
 		json_object_object_add(m, "content", provider_results_first(c));
 	}
 	return out;
+}
+
+/* --- the request body, and the cache of its settled messages ------------ */
+
+struct provider_cache {
+	enum provider_kind kind;	/* the wire form text is in */
+	json_object **src;		/* the transcript messages text covers,
+					 * oldest first, each referenced */
+	size_t nsrc, cap;
+	struct buf text;		/* their wire messages, each followed
+					 * by ',' */
+};
+
+struct provider_cache *
+provider_cache_new(void)
+{
+	struct provider_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		buf_init(&c->text, PROVIDER_MAX_BODY);
+	return c;
+}
+
+/* Empty c, for messages of kind. */
+static void
+provider_cache_reset(struct provider_cache *c, enum provider_kind kind)
+{
+	for (size_t i = 0; i < c->nsrc; i++)
+		json_object_put(c->src[i]);
+	c->nsrc = 0;
+	buf_reset(&c->text);
+	c->kind = kind;
+}
+
+void
+provider_cache_free(struct provider_cache *c)
+{
+	if (!c)
+		return;
+	provider_cache_reset(c, c->kind);
+	free(c->src);
+	buf_free(&c->text);
+	free(c);
+}
+
+/* How many of messages' first entries c's text covers: all that it
+ * covers when they are the very objects it holds and in kind's form;
+ * else none, and c is emptied. */
+static size_t
+provider_cache_match(struct provider_cache *c, enum provider_kind kind,
+    json_object *messages)
+{
+	size_t i = 0;
+
+	if (c->kind == kind && c->nsrc <= json_object_array_length(messages))
+		while (i < c->nsrc &&
+		    json_object_array_get_idx(messages, i) == c->src[i])
+			i++;
+	if (i == c->nsrc)
+		return i;
+	provider_cache_reset(c, kind);
+	return 0;
+}
+
+/* Count messages[from, upto) as covered by c's text.  0 or -ENOMEM. */
+static int
+provider_cache_cover(struct provider_cache *c, json_object *messages,
+    size_t from, size_t upto)
+{
+	size_t cap = c->cap ? c->cap : 64;
+	json_object **grown;
+
+	while (cap < c->nsrc + (upto - from))
+		cap *= 2;
+	if (cap != c->cap) {
+		grown = realloc(c->src, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		c->src = grown;
+		c->cap = cap;
+	}
+	for (size_t i = from; i < upto; i++)
+		c->src[c->nsrc++] = json_object_get(
+		    json_object_array_get_idx(messages, i));
+	return 0;
+}
+
+/* Append obj as compact JSON, then sep when not 0.  0 or -errno. */
+static int
+provider_json_append(struct buf *out, json_object *obj, char sep)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(obj,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = buf_append(out, s, n);
+	if (r == 0 && sep)
+		r = buf_append(out, &sep, 1);
+	return r;
+}
+
+/* One normalised message in kind's wire form, with a ',' after each. */
+static int
+provider_wire_message(enum provider_kind kind, json_object *msg,
+    struct buf *out)
+{
+	if (kind == PROVIDER_ANTHROPIC)
+		return provider_anthropic_message(msg, out);
+	return provider_openai_message(msg, out);
+}
+
+/* Append the wire form of messages to out, each followed by ',': the
+ * settled ones from c, as far as it covers them, the rest made now and
+ * the newly settled ones kept in c.  0 or -errno (c emptied then). */
+static int
+provider_messages_wire(struct provider_cache *c, enum provider_kind kind,
+    json_object *messages, struct buf *out)
+{
+	size_t from = provider_cache_match(c, kind, messages), open_from, m;
+	json_object *norm = provider_transcript_normalize(messages, from,
+	    &open_from);
+	int r = norm ? 0 : -EINVAL;
+
+	m = norm ? json_object_array_length(norm) : 0;
+	for (size_t i = 0; r == 0 && i + 1 < m; i++)
+		r = provider_wire_message(kind,
+		    json_object_array_get_idx(norm, i), &c->text);
+	if (r == 0)
+		r = provider_cache_cover(c, messages, from, open_from);
+	if (r == 0 && c->text.len)
+		r = buf_append(out, c->text.data, c->text.len);
+	if (r == 0 && m > 0)
+		r = provider_wire_message(kind,
+		    json_object_array_get_idx(norm, m - 1), out);
+	json_object_put(norm);
+	if (r < 0)
+		provider_cache_reset(c, kind);
+	return r;
+}
+
+/* The body's text into b: head without its closing brace, then messages
+ * and tools; see provider_http_body. */
+static int
+provider_body_text(struct buf *b, enum provider_kind kind, json_object *head,
+    json_object *first, json_object *messages, json_object *tools,
+    struct provider_cache *cache)
+{
+	int r = provider_json_append(b, head, 0);
+
+	if (r == 0 && (b->len < 2 || b->data[b->len - 1] != '}'))
+		r = -EINVAL;	/* not an object */
+	if (r == 0) {
+		buf_truncate(b, b->len - 1);
+		r = buf_printf(b, "%s\"messages\":[", b->len > 1 ? "," : "");
+	}
+	if (r == 0 && first)
+		r = provider_json_append(b, first, ',');
+	if (r == 0)
+		r = provider_messages_wire(cache, kind, messages, b);
+	if (r == 0 && b->data[b->len - 1] == ',')
+		buf_truncate(b, b->len - 1);
+	if (r == 0)
+		r = buf_append(b, "]", 1);
+	if (r == 0 && tools) {
+		r = buf_append(b, ",\"tools\":", 9);
+		if (r == 0)
+			r = provider_json_append(b, tools, 0);
+	}
+	if (r == 0)
+		r = buf_append(b, "}", 1);
+	return r;
+}
+
+/* out->body; see provider_impl.h. */
+int
+provider_http_body(struct provider_http *out, enum provider_kind kind,
+    json_object *head, json_object *first, json_object *messages,
+    json_object *tools, struct provider_cache *cache)
+{
+	struct provider_cache *own = NULL;
+	struct buf b;
+	int r;
+
+	if (!cache && !(cache = own = provider_cache_new()))
+		return -ENOMEM;
+	buf_init(&b, PROVIDER_MAX_BODY);
+	r = provider_body_text(&b, kind, head, first, messages, tools, cache);
+	provider_cache_free(own);
+	if (r < 0) {
+		buf_free(&b);
+		return r;
+	}
+	out->body = b.data;	/* the buffer's own malloc'd bytes */
+	out->body_len = b.len;
+	return 0;
 }
 
 /* --- the stream -------------------------------------------------------- */

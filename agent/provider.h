@@ -29,12 +29,35 @@ enum provider_kind { PROVIDER_ANTHROPIC, PROVIDER_OPENAI };
 /* "anthropic" / "openai" to a kind; -EINVAL for anything else. */
 int provider_kind_parse(const char *name, enum provider_kind *out);
 
+/* The wire form of a transcript's settled messages, kept between the
+ * requests of one turn so that a step serialises only what changed since
+ * the last: a turn's transcript only grows, and rebuilding and printing
+ * the whole of it was the biggest part of a step's own time.
+ *
+ * A message is settled once a message of the other role follows it (the
+ * wire merges consecutive messages of one role, so the last may still
+ * grow).  The cache holds a reference to every transcript message its
+ * text covers and is used only when the request's messages begin with
+ * those very objects (so none of them was freed and its address reused);
+ * anything else, a change of format included, empties it and the text is
+ * made whole again.  Messages are never changed in place once they are in
+ * a transcript (provider_impl.h: provider_transcript_normalize), so the
+ * same object means the same text.  A request built with a cache is byte
+ * for byte the one built without. */
+struct provider_cache;
+
+/* An empty cache; NULL when out of memory.  Free with provider_cache_free
+ * (NULL is fine). */
+struct provider_cache *provider_cache_new(void);
+void provider_cache_free(struct provider_cache *c);
+
 struct provider_request {
 	const char *model;
 	const char *system;		/* system prompt, may be NULL */
 	json_object *messages;		/* neutral transcript (borrowed) */
 	json_object *tools;		/* [{name, description, input_schema}] */
 	int max_tokens;
+	struct provider_cache *cache;	/* the turn's, or NULL: build whole */
 };
 
 /* An HTTP request ready for libcurl.  Free with provider_http_free. */
@@ -42,6 +65,7 @@ struct provider_http {
 	char *url;
 	char **headers;			/* NULL-terminated "Name: value" */
 	char *body;			/* JSON */
+	size_t body_len;		/* its bytes */
 };
 
 /* Build the streaming request.  api_key may be NULL or "" (local servers).

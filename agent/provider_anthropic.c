@@ -4,7 +4,9 @@
  * Called through provider.c: provider_anthropic_build makes the request,
  * provider_anthropic_event takes each SSE event of the response.  The
  * neutral transcript is this API's own form, so the request is the
- * transcript tidied (provider_transcript_normalize) plus tool ids made safe.
+ * transcript tidied (provider_transcript_normalize) plus tool ids made safe,
+ * one message at a time (provider_anthropic_message), so that provider.c
+ * keeps the settled ones' text between requests.
  *
  * Request:  POST BASE/v1/messages  (BASE may already end in /v1)
  *   content-type: application/json, anthropic-version: 2023-06-01,
@@ -136,31 +138,45 @@ anthropic_fix_block(json_object *b, const char *t)
 	}
 }
 
-/* Make tool blocks of a normalised transcript acceptable: safe ids and an
- * object input on every tool_use.  The blocks are the caller's
+/* Make the tool blocks of a normalised message acceptable: safe ids and
+ * an object input on every tool_use.  The blocks are the caller's
  * (provider_transcript_normalize shares them): one that needs a fix is
- * replaced in its (new) content array by a fixed copy. */
+ * replaced in the message's (new) content array by a fixed copy. */
 static void
-anthropic_fix_blocks(json_object *msgs)
+anthropic_fix_blocks(json_object *msg)
 {
-	for (size_t i = 0; i < json_object_array_length(msgs); i++) {
-		json_object *c;
+	json_object *c = NULL;
 
-		json_object_object_get_ex(json_object_array_get_idx(msgs, i),
-		    "content", &c);
-		for (size_t j = 0; j < json_object_array_length(c); j++) {
-			json_object *b = json_object_array_get_idx(c, j);
-			const char *t = provider_json_str(b, "type");
-			json_object *copy = NULL;
+	json_object_object_get_ex(msg, "content", &c);
+	for (size_t j = 0; j < json_object_array_length(c); j++) {
+		json_object *b = json_object_array_get_idx(c, j);
+		const char *t = provider_json_str(b, "type");
+		json_object *copy = NULL;
 
-			if (!t || anthropic_block_ok(b, t))
-				continue;
-			if (json_object_deep_copy(b, &copy, NULL) != 0)
-				continue;
-			anthropic_fix_block(copy, t);
-			json_object_array_put_idx(c, j, copy);
-		}
+		if (!t || anthropic_block_ok(b, t))
+			continue;
+		if (json_object_deep_copy(b, &copy, NULL) != 0)
+			continue;
+		anthropic_fix_block(copy, t);
+		json_object_array_put_idx(c, j, copy);
 	}
+}
+
+/* One normalised message on the wire; see provider_impl.h. */
+int
+provider_anthropic_message(json_object *msg, struct buf *out)
+{
+	const char *s;
+	size_t n;
+	int r;
+
+	anthropic_fix_blocks(msg);
+	s = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	if (!s)
+		return -ENOMEM;
+	r = buf_append(out, s, n);
+	return r < 0 ? r : buf_append(out, ",", 1);
 }
 
 /* [{name, description, input_schema}] from the agent's tool list. */
@@ -175,17 +191,12 @@ anthropic_tools(json_object *tools)
 	return out;
 }
 
-/* The request body, or NULL when the transcript is not one. */
+/* The request body's members but messages and tools. */
 static json_object *
-anthropic_body(const struct provider_request *req)
+anthropic_head(const struct provider_request *req)
 {
-	json_object *msgs = provider_transcript_normalize(req->messages);
-	json_object *body;
+	json_object *body = json_object_new_object();
 
-	if (!msgs)
-		return NULL;
-	anthropic_fix_blocks(msgs);
-	body = json_object_new_object();
 	json_object_object_add(body, "model", json_object_new_string(
 	    req->model));
 	json_object_object_add(body, "max_tokens", json_object_new_int(
@@ -195,11 +206,6 @@ anthropic_body(const struct provider_request *req)
 	if (req->system && *req->system)
 		json_object_object_add(body, "system",
 		    json_object_new_string(req->system));
-	json_object_object_add(body, "messages", msgs);
-	if (json_object_is_type(req->tools, json_type_array) &&
-	    json_object_array_length(req->tools) > 0)
-		json_object_object_add(body, "tools",
-		    anthropic_tools(req->tools));
 	return body;
 }
 
@@ -209,7 +215,7 @@ provider_anthropic_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
 	size_t n = strlen(base_url);
-	json_object *body;
+	json_object *head, *tools;
 	int rc;
 
 	while (n > 0 && base_url[n - 1] == '/')
@@ -228,11 +234,14 @@ provider_anthropic_build(const char *base_url, const char *api_key,
 	    (api_key && (rc = provider_http_header(out, "x-api-key",
 	    api_key)) < 0))
 		return rc;
-	body = anthropic_body(req);
-	if (!body)
-		return -EINVAL;
-	rc = provider_http_body(out, body);
-	json_object_put(body);
+	head = anthropic_head(req);
+	tools = json_object_is_type(req->tools, json_type_array) &&
+	    json_object_array_length(req->tools) > 0 ?
+	    anthropic_tools(req->tools) : NULL;
+	rc = head ? provider_http_body(out, PROVIDER_ANTHROPIC, head, NULL,
+	    req->messages, tools, req->cache) : -ENOMEM;
+	json_object_put(head);
+	json_object_put(tools);
 	return rc;
 }
 

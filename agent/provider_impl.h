@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
+#include "buf.h"
 #include "provider.h"
 #include "sse.h"
 
@@ -77,14 +78,18 @@ int provider_stream_add_text(struct provider_stream *s, const char *p,
 int provider_stream_add_tool(struct provider_stream *s, const char *id,
     const char *name, const char *raw, size_t n);
 
-/* The neutral transcript fit to send: role and content only, content
- * always an array of blocks, empty text blocks and empty messages dropped,
- * consecutive messages of one role merged, tool_result blocks first in
- * each user message.  The arrays and messages are new; the blocks in them
- * are the caller's, shared: a builder replaces a block it must change by a
- * changed copy, never changes one in place.  NULL when messages is not an
- * array of messages with a user or assistant role. */
-json_object *provider_transcript_normalize(json_object *messages);
+/* The neutral transcript from messages[from] on, fit to send: role and
+ * content only, content always an array of blocks, empty text blocks and
+ * empty messages dropped, consecutive messages of one role merged,
+ * tool_result blocks first in each user message.  The arrays and messages
+ * are new; the blocks in them are the caller's, shared: a builder replaces
+ * a block it must change by a changed copy, never changes one in place.
+ * *open_from is the index in messages of the first message merged into the
+ * last one out (the one a later message may still merge into), or from
+ * when nothing is out.  NULL when messages is not an array of messages
+ * with a user or assistant role. */
+json_object *provider_transcript_normalize(json_object *messages,
+    size_t from, size_t *open_from);
 
 /* Append "Name: value" to out->headers.  0, -ENOMEM, or -EINVAL when the
  * value holds a line break (a header could be smuggled in). */
@@ -95,13 +100,28 @@ int provider_http_header(struct provider_http *out, const char *name,
 int provider_http_url(struct provider_http *out, const char *base,
     const char *path);
 
-/* out->body = body serialised.  0 or -ENOMEM. */
-int provider_http_body(struct provider_http *out, json_object *body);
+/* out->body = the head object (every member of the request body but
+ * messages and tools) serialised, with "messages": [first (may be NULL:
+ * OpenAI's system message), the transcript's messages in kind's wire form]
+ * and "tools": tools (may be NULL) added at its end.  The settled
+ * messages' text comes from and goes to cache (provider.h; NULL: none
+ * kept).  0, -EINVAL when messages is not a transcript, -ENOMEM, or
+ * -ENOBUFS past PROVIDER_MAX_BODY. */
+int provider_http_body(struct provider_http *out, enum provider_kind kind,
+    json_object *head, json_object *first, json_object *messages,
+    json_object *tools, struct provider_cache *cache);
+
+/* The largest request body built. */
+#define PROVIDER_MAX_BODY (1u << 30)
 
 /* --- the formats --- */
 
 int provider_anthropic_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out);
+/* One normalised message (provider_transcript_normalize; its blocks may be
+ * replaced) in the format's wire form, appended to out with a ',' after
+ * each wire message.  0 or -errno (buf_append's). */
+int provider_anthropic_message(json_object *msg, struct buf *out);
 void *provider_anthropic_state_new(void);
 void provider_anthropic_state_free(void *state);
 int provider_anthropic_event(struct provider_stream *s,
@@ -110,6 +130,7 @@ int provider_anthropic_finish(struct provider_stream *s);
 
 int provider_openai_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out);
+int provider_openai_message(json_object *msg, struct buf *out);
 void *provider_openai_state_new(void);
 void provider_openai_state_free(void *state);
 int provider_openai_event(struct provider_stream *s,

@@ -208,37 +208,47 @@ openai_assistant(json_object *out, json_object *blocks)
 	json_object_array_add(out, m);
 }
 
-/* Chat Completions messages from the system prompt and the transcript;
- * NULL when the transcript is not one. */
-static json_object *
-openai_messages(const char *system, json_object *transcript)
+/* One normalised message as Chat Completions messages; see
+ * provider_impl.h. */
+int
+provider_openai_message(json_object *msg, struct buf *out)
 {
-	json_object *msgs = provider_transcript_normalize(transcript);
-	json_object *out;
+	json_object *wire = json_object_new_array(), *blocks = NULL;
+	const char *s;
+	size_t n;
+	int r = 0;
 
-	if (!msgs)
+	if (!wire)
+		return -ENOMEM;
+	json_object_object_get_ex(msg, "content", &blocks);
+	if (strcmp(provider_json_str(msg, "role"), "user") == 0)
+		openai_user(wire, blocks);
+	else
+		openai_assistant(wire, blocks);
+	for (size_t i = 0; r == 0 && i < json_object_array_length(wire); i++) {
+		s = json_object_to_json_string_length(
+		    json_object_array_get_idx(wire, i), JSON_C_TO_STRING_PLAIN |
+		    JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+		r = s ? buf_append(out, s, n) : -ENOMEM;
+		if (r == 0)
+			r = buf_append(out, ",", 1);
+	}
+	json_object_put(wire);
+	return r;
+}
+
+/* The system prompt as the first message, or NULL when there is none. */
+static json_object *
+openai_system(const char *system)
+{
+	json_object *m;
+
+	if (!system || !*system)
 		return NULL;
-	out = json_object_new_array();
-	if (system && *system) {
-		json_object *m = json_object_new_object();
-
-		json_object_object_add(m, "role",
-		    json_object_new_string("system"));
-		json_object_object_add(m, "content",
-		    json_object_new_string(system));
-		json_object_array_add(out, m);
-	}
-	for (size_t i = 0; i < json_object_array_length(msgs); i++) {
-		json_object *m = json_object_array_get_idx(msgs, i), *blocks;
-
-		json_object_object_get_ex(m, "content", &blocks);
-		if (strcmp(provider_json_str(m, "role"), "user") == 0)
-			openai_user(out, blocks);
-		else
-			openai_assistant(out, blocks);
-	}
-	json_object_put(msgs);
-	return out;
+	m = json_object_new_object();
+	json_object_object_add(m, "role", json_object_new_string("system"));
+	json_object_object_add(m, "content", json_object_new_string(system));
+	return m;
 }
 
 /* [{type:function, function:{name, description, parameters}}]. */
@@ -271,17 +281,13 @@ openai_is_openai_com(const char *base_url)
 	return n == 14 && strncasecmp(h, "api.openai.com", 14) == 0;
 }
 
-/* The request body, or NULL when the transcript is not one. */
+/* The request body's members but messages and tools. */
 static json_object *
-openai_body(const char *base_url, const struct provider_request *req)
+openai_head(const char *base_url, const struct provider_request *req)
 {
-	json_object *msgs = openai_messages(req->system, req->messages);
-	json_object *body, *so;
+	json_object *body = json_object_new_object();
+	json_object *so = json_object_new_object();
 
-	if (!msgs)
-		return NULL;
-	body = json_object_new_object();
-	so = json_object_new_object();
 	json_object_object_add(body, "model",
 	    json_object_new_string(req->model));
 	json_object_object_add(body, "stream", json_object_new_boolean(1));
@@ -290,10 +296,6 @@ openai_body(const char *base_url, const struct provider_request *req)
 	json_object_object_add(body, openai_is_openai_com(base_url) ?
 	    "max_completion_tokens" : "max_tokens", json_object_new_int(
 	    req->max_tokens > 0 ? req->max_tokens : OPENAI_DEFAULT_MAX_TOKENS));
-	json_object_object_add(body, "messages", msgs);
-	if (json_object_is_type(req->tools, json_type_array) &&
-	    json_object_array_length(req->tools) > 0)
-		json_object_object_add(body, "tools", openai_tools(req->tools));
 	return body;
 }
 
@@ -302,7 +304,7 @@ int
 provider_openai_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
-	json_object *body;
+	json_object *head, *system, *tools;
 	char *auth = NULL;
 	int rc;
 
@@ -320,11 +322,16 @@ provider_openai_build(const char *base_url, const char *api_key,
 		if (rc < 0)
 			return rc;
 	}
-	body = openai_body(base_url, req);
-	if (!body)
-		return -EINVAL;
-	rc = provider_http_body(out, body);
-	json_object_put(body);
+	head = openai_head(base_url, req);
+	system = openai_system(req->system);
+	tools = json_object_is_type(req->tools, json_type_array) &&
+	    json_object_array_length(req->tools) > 0 ?
+	    openai_tools(req->tools) : NULL;
+	rc = head ? provider_http_body(out, PROVIDER_OPENAI, head, system,
+	    req->messages, tools, req->cache) : -ENOMEM;
+	json_object_put(head);
+	json_object_put(system);
+	json_object_put(tools);
 	return rc;
 }
 

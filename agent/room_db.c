@@ -2,7 +2,9 @@
  * room_db.c: room.db (room_db.h), the room's record: chat and every stored
  * event, the room's settings, the agent's transcript, turns, the tool journal
  * (the checkpoints that make a turn resumable), the audit of commands and
- * token usage.  Only atrium-agent writes it; one connection, WAL mode.
+ * token usage.  Only atrium-agent writes it; one connection, WAL mode,
+ * whose checkpoints a second connection makes on a thread
+ * (wal_checkpointer.h).
  *
  * Schema (user_version 5):
  *
@@ -77,6 +79,7 @@
 
 #include "log.h"
 #include "util.h"
+#include "wal_checkpointer.h"
 
 #define ROOM_DB_CACHE_SLOTS 128	/* about twice the texts this file runs */
 
@@ -95,6 +98,8 @@ struct room_db {
 				 * back by itself; the next commit or
 				 * rollback reports it (0: none) */
 	long long epoch;	/* room_db_transcript_epoch */
+	struct wal_checkpointer *ckpt;	/* its WAL checkpoints, off the loop;
+					 * NULL: SQLite's own, in commits */
 };
 
 static const char *const room_db_migrations[] = {
@@ -571,6 +576,9 @@ room_db_open(const char *path, struct room_db **out)
 		room_db_close(db);
 		return r;
 	}
+	if ((r = wal_checkpointer_start(db->db, path, &db->ckpt)) < 0)
+		log_warn("room.db's checkpoints stay in its commits: %s",
+		    strerror(-r));
 	*out = db;
 	return 0;
 }
@@ -581,6 +589,7 @@ room_db_close(struct room_db *db)
 	if (!db)
 		return;
 	room_db_commit(db);
+	wal_checkpointer_stop(db->ckpt);
 	room_db_cache_clear(db);
 	sqlite3_close(db->db);
 	free(db);

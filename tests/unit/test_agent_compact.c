@@ -282,8 +282,10 @@ test_messages_with_summary(void)
 	CHECK(json_object_array_get_idx(msgs, 0) == s.rows[0].msg);
 	json_object_put(msgs);
 
-	msgs = compact_messages("Alice listed the files twice.", s.rows + 8,
-	    4);
+	first = compact_summary_message("Alice listed the files twice.");
+	msgs = compact_messages(first, s.rows + 8, 4);
+	CHECK(json_object_array_get_idx(msgs, 0) == first);
+	json_object_put(first);
 	CHECK_INT(json_object_array_length(msgs), 5);
 	first = json_object_array_get_idx(msgs, 0);
 	CHECK_STR(json_object_get_string(json_object_object_get(first,

@@ -749,7 +749,7 @@ test_request_anthropic(void)
 	json_object *msgs = json_tokener_parse(transcript_json);
 	json_object *tools = json_tokener_parse(tools_json), *b;
 	struct provider_request req = { "claude-sonnet-4-5", "Be brief.", msgs,
-	    tools, 1024 };
+	    tools, 1024, NULL };
 	struct provider_http h;
 
 	CHECK_INT(provider_build(PROVIDER_ANTHROPIC, "http://127.0.0.1:9/",
@@ -804,13 +804,147 @@ test_request_anthropic(void)
 	json_object_put(tools);
 }
 
+/* The first n messages of all, as a new array of the very same objects
+ * (as context.c hands a turn's kept rows to each request). */
+static json_object *
+prefix_of(json_object *all, size_t n)
+{
+	json_object *out = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(out, json_object_get(
+		    json_object_array_get_idx(all, i)));
+	return out;
+}
+
+/* The body of a request for msgs built with cache (NULL: whole). */
+static char *
+body_of(enum provider_kind kind, json_object *msgs, json_object *tools,
+    struct provider_cache *cache)
+{
+	struct provider_request req = { "m", "Be brief.", msgs, tools, 100,
+	    cache };
+	struct provider_http h;
+	char *body;
+
+	if (provider_build(kind, "http://127.0.0.1:9/v1", NULL, &req, &h) < 0)
+		return NULL;
+	body = strdup(h.body);
+	provider_http_free(&h);
+	return body;
+}
+
+/* Does a body built with the turn's cache equal one built whole, step
+ * after step of a growing transcript? */
+static void
+check_cached_steps(enum provider_kind kind, json_object *all,
+    json_object *tools, struct provider_cache *cache)
+{
+	for (size_t n = 0; n <= json_object_array_length(all); n++) {
+		json_object *msgs = prefix_of(all, n);
+		char *cached = body_of(kind, msgs, tools, cache);
+		char *whole = body_of(kind, msgs, tools, NULL);
+
+		CHECK(cached != NULL && whole != NULL);
+		if (cached && whole && strcmp(cached, whole) != 0) {
+			fprintf(stderr, "kind %d, %zu messages:\n  cached %s\n"
+			    "  whole  %s\n", (int)kind, n, cached, whole);
+			CHECK(0);
+		}
+		free(cached);
+		free(whole);
+		json_object_put(msgs);
+	}
+}
+
+/* A transcript whose every merge and drop case comes up as it grows: the
+ * fixture's, then more steps (an assistant answer and its results). */
+static json_object *
+growing_transcript(void)
+{
+	json_object *all = json_tokener_parse(transcript_json);
+	char step[300];
+
+	for (int i = 0; i < 6; i++) {
+		snprintf(step, sizeof(step), "{\"role\":\"assistant\","
+		    "\"content\":[{\"type\":\"tool_use\",\"id\":\"t.%d\","
+		    "\"name\":\"read\",\"input\":{\"path\":\"f%d\"}}]}", i, i);
+		json_object_array_add(all, json_tokener_parse(step));
+		snprintf(step, sizeof(step), "{\"role\":\"user\",\"content\":"
+		    "[{\"type\":\"tool_result\",\"tool_use_id\":\"t.%d\","
+		    "\"content\":\"line %d/\"}]}", i, i);
+		json_object_array_add(all, json_tokener_parse(step));
+		if (i % 2)	/* a note of the user's, merged */
+			json_object_array_add(all, json_tokener_parse(
+			    "{\"role\":\"user\",\"content\":\"go on\"}"));
+	}
+	return all;
+}
+
+static void
+test_request_cache(void)
+{
+	json_object *all = growing_transcript();
+	json_object *tools = json_tokener_parse(tools_json), *msgs, *other;
+	struct provider_cache *cache = provider_cache_new();
+	size_t n = json_object_array_length(all);
+	char *before, *after;
+
+	CHECK(cache != NULL);
+	check_cached_steps(PROVIDER_ANTHROPIC, all, tools, cache);
+	/* Another format with the same cache, then back. */
+	check_cached_steps(PROVIDER_OPENAI, all, tools, cache);
+	check_cached_steps(PROVIDER_ANTHROPIC, all, NULL, cache);
+
+	/* A settled message replaced by another object (a summary made, a
+	 * row rewritten): the text is made again from the new one. */
+	other = json_tokener_parse("{\"role\":\"user\",\"content\":"
+	    "\"Summary: files listed\"}");
+	msgs = prefix_of(all, n);
+	json_object_array_put_idx(msgs, 0, other);
+	before = body_of(PROVIDER_OPENAI, msgs, tools, cache);
+	after = body_of(PROVIDER_OPENAI, msgs, tools, NULL);
+	CHECK(before && after && strcmp(before, after) == 0);
+	CHECK(before && strstr(before, "Summary: files listed") != NULL);
+	free(before);
+	free(after);
+	json_object_put(msgs);
+
+	/* The cache is used: a settled message is taken from it, not
+	 * printed again (which is why messages are never changed in place
+	 * once in a transcript). */
+	msgs = prefix_of(all, n);
+	before = body_of(PROVIDER_ANTHROPIC, msgs, tools, cache);
+	json_object_object_add(json_object_array_get_idx(all, 0), "content",
+	    json_object_new_string("Changed in place"));
+	after = body_of(PROVIDER_ANTHROPIC, msgs, tools, cache);
+	CHECK(before && after && strcmp(before, after) == 0);
+	CHECK(after && strstr(after, "Changed in place") == NULL);
+	free(after);
+	after = body_of(PROVIDER_ANTHROPIC, msgs, tools, NULL);
+	CHECK(after && strstr(after, "Changed in place") != NULL);
+	free(before);
+	free(after);
+	json_object_put(msgs);
+
+	/* Not a transcript: refused, with the cache or without. */
+	msgs = json_tokener_parse("[{\"role\":\"system\",\"content\":\"x\"}]");
+	CHECK(body_of(PROVIDER_ANTHROPIC, msgs, tools, cache) == NULL);
+	CHECK(body_of(PROVIDER_OPENAI, msgs, tools, NULL) == NULL);
+	json_object_put(msgs);
+	provider_cache_free(cache);
+	provider_cache_free(NULL);
+	json_object_put(all);
+	json_object_put(tools);
+}
+
 static void
 test_request_openai(void)
 {
 	json_object *msgs = json_tokener_parse(transcript_json);
 	json_object *tools = json_tokener_parse(tools_json), *b, *m;
 	struct provider_request req = { "llama3.2", "Be brief.", msgs, tools,
-	    512 };
+	    512, NULL };
 	struct provider_http h;
 
 	CHECK_INT(provider_build(PROVIDER_OPENAI, "http://127.0.0.1:11434/v1",
@@ -1070,6 +1204,7 @@ main(void)
 	TEST(test_openai_malformed_tool);
 	TEST(test_request_anthropic);
 	TEST(test_request_openai);
+	TEST(test_request_cache);
 	TEST(test_kind_parse);
 	TEST(test_error_message);
 	TEST(test_should_retry);

@@ -1,0 +1,210 @@
+/*
+ * wal_checkpointer.c: room.db's WAL checkpoints on a thread of their own
+ * (wal_checkpointer.h).
+ *
+ * The loop's side is the WAL hook, called by SQLite after each commit of
+ * the agent's connection with the WAL's size in pages: past the threshold
+ * it sets want and signals cv (the first time it starts the thread).
+ * The thread waits on cv, clears want and checkpoints with mu released,
+ * so the hook never waits for a checkpoint, only for mu, which is held
+ * for a few instructions.  PASSIVE copies the frames no reader still
+ * needs and syncs; frames it could not copy stay in the WAL for the next
+ * one.  A failed checkpoint loses nothing (the WAL keeps every frame): it
+ * is logged and tried again at the next commit past the threshold.
+ *
+ * When the thread cannot be started, the hook checkpoints on the loop
+ * itself, as SQLite would have.
+ *
+ * Ownership: want, stopping and started are under mu; ckdb is the
+ * thread's alone.  The thread blocks every signal (the agent takes its
+ * signals on a signalfd).
+ */
+#include "wal_checkpointer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define WAL_CHECKPOINTER_STACK	(256 * 1024)	/* SQLite's checkpoint
+						 * needs little stack */
+
+struct wal_checkpointer {
+	sqlite3 *db;			/* the agent's connection (loop) */
+	char *path;			/* room.db */
+	sqlite3 *ckdb;			/* the thread's connection, NULL until
+					 * its first checkpoint */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* want or stopping set */
+	int want;			/* a checkpoint is due (mu) */
+	int stopping;			/* wal_checkpointer_stop called (mu) */
+	int started;			/* the thread runs (mu) */
+	int failed;			/* the thread could not be started:
+					 * checkpoint on the loop (loop) */
+};
+
+/* The thread's connection, opened on first use; NULL when it cannot be
+ * (logged). */
+static sqlite3 *
+wal_checkpointer_conn(struct wal_checkpointer *w)
+{
+	if (w->ckdb)
+		return w->ckdb;
+	if (sqlite3_open_v2(w->path, &w->ckdb, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		log_error("room.db's checkpoints: cannot open %s: %s", w->path,
+		    w->ckdb ? sqlite3_errmsg(w->ckdb) : "out of memory");
+		sqlite3_close(w->ckdb);
+		w->ckdb = NULL;
+		return NULL;
+	}
+	/* As the agent's connection: sync the WAL, then the database, at
+	 * each checkpoint; keep little in memory. */
+	if (sqlite3_exec(w->ckdb, "PRAGMA synchronous=NORMAL;"
+	    " PRAGMA cache_size=16", NULL, NULL, NULL) != SQLITE_OK)
+		log_warn("room.db's checkpoints: %s", sqlite3_errmsg(w->ckdb));
+	return w->ckdb;
+}
+
+/* One PASSIVE checkpoint of db; failures are logged (SQLITE_BUSY: another
+ * checkpoint, maybe another process's, is running: the next one will do). */
+static void
+wal_checkpointer_run(sqlite3 *db, const char *dbname)
+{
+	int frames = 0, copied = 0;
+	int rc = sqlite3_wal_checkpoint_v2(db, dbname,
+	    SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
+
+	if (rc == SQLITE_OK)
+		log_debug("room.db checkpoint: %d of %d WAL frames copied",
+		    copied, frames);
+	else if (rc == SQLITE_BUSY)
+		log_debug("room.db checkpoint: busy, left for the next one");
+	else
+		log_warn("room.db checkpoint failed (the WAL keeps every "
+		    "commit; it is tried again later): %s",
+		    sqlite3_errmsg(db));
+}
+
+static void *
+wal_checkpointer_main(void *arg)
+{
+	struct wal_checkpointer *w = arg;
+	sqlite3 *db;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->want && !w->stopping)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->stopping)
+			break;
+		w->want = 0;
+		pthread_mutex_unlock(&w->mu);
+		if ((db = wal_checkpointer_conn(w)))
+			wal_checkpointer_run(db, "main");
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Start the thread, signals blocked in it.  0 or -errno. */
+static int
+wal_checkpointer_spawn(struct wal_checkpointer *w)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int r;
+
+	if ((r = pthread_attr_init(&attr)) != 0)
+		return -r;
+	pthread_attr_setstacksize(&attr, WAL_CHECKPOINTER_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&w->thread, &attr, wal_checkpointer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
+/* SQLite's WAL hook: after each commit of the agent's connection. */
+static int
+wal_checkpointer_hook(void *arg, sqlite3 *db, const char *dbname, int pages)
+{
+	struct wal_checkpointer *w = arg;
+	int r = 0;
+
+	if (pages < WAL_CHECKPOINTER_PAGES)
+		return SQLITE_OK;
+	if (w->failed) {
+		wal_checkpointer_run(db, dbname);
+		return SQLITE_OK;
+	}
+	pthread_mutex_lock(&w->mu);
+	if (!w->started && (r = wal_checkpointer_spawn(w)) == 0)
+		w->started = 1;
+	w->want = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (r < 0) {
+		log_warn("room.db's checkpoints: cannot start their thread "
+		    "(%s): made in the commits again", strerror(-r));
+		w->failed = 1;
+		wal_checkpointer_run(db, dbname);
+	}
+	return SQLITE_OK;
+}
+
+int
+wal_checkpointer_start(sqlite3 *db, const char *path,
+    struct wal_checkpointer **out)
+{
+	struct wal_checkpointer *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->db = db;
+	if (!(w->path = strdup(path)) ||
+	    pthread_mutex_init(&w->mu, NULL) != 0) {
+		free(w->path);
+		free(w);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&w->cv, NULL) != 0) {
+		pthread_mutex_destroy(&w->mu);
+		free(w->path);
+		free(w);
+		return -ENOMEM;
+	}
+	/* Replaces SQLite's own hook, which is its automatic checkpoint. */
+	sqlite3_wal_hook(db, wal_checkpointer_hook, w);
+	*out = w;
+	return 0;
+}
+
+void
+wal_checkpointer_stop(struct wal_checkpointer *w)
+{
+	int started;
+
+	if (!w)
+		return;
+	sqlite3_wal_autocheckpoint(w->db, WAL_CHECKPOINTER_PAGES);
+	pthread_mutex_lock(&w->mu);
+	w->stopping = 1;
+	started = w->started;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (started)
+		pthread_join(w->thread, NULL);
+	sqlite3_close(w->ckdb);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w->path);
+	free(w);
+}

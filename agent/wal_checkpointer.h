@@ -1,0 +1,40 @@
+/*
+ * wal_checkpointer.h: room.db's WAL checkpoints, made on a thread of their
+ * own instead of inside the commit that passes SQLite's threshold.
+ *
+ * SQLite checkpoints a WAL database from within a commit once the WAL
+ * holds 1000 pages: that commit copies them all into the database file
+ * and syncs both, on the agent's loop, in the middle of a turn's step
+ * (it was the largest of a step's own times, once every 40 steps or so).
+ * Here the connection's own checkpoints are turned off and a commit that
+ * leaves the WAL past WAL_CHECKPOINTER_PAGES pages only wakes a thread,
+ * which checkpoints (PASSIVE: it never blocks the writer, nor waits for a
+ * reader) through a connection of its own.  What a commit guarantees does
+ * not change: room.db is synchronous=NORMAL, so a commit survives a crash
+ * of any process at once, and a power loss once a checkpoint synced it.
+ *
+ * Single writer as before: the thread's connection only checkpoints.
+ */
+#ifndef ATRIUM_AGENT_WAL_CHECKPOINTER_H
+#define ATRIUM_AGENT_WAL_CHECKPOINTER_H
+
+#include <sqlite3.h>
+
+#define WAL_CHECKPOINTER_PAGES	1000	/* SQLite's own threshold */
+
+struct wal_checkpointer;
+
+/* Take over the checkpoints of db (a WAL database at path, used from one
+ * thread): its automatic checkpoints are replaced by a WAL hook that wakes
+ * the thread, which is started, and opens its connection, on the first
+ * checkpoint wanted.  0, or -errno (db keeps SQLite's own checkpoints
+ * then).  path is copied. */
+int wal_checkpointer_start(sqlite3 *db, const char *path,
+    struct wal_checkpointer **out);
+
+/* Stop: the thread finishes a checkpoint in progress and ends (joined; a
+ * checkpoint of a local file is bounded), its connection is closed, and
+ * db gets SQLite's own checkpoints back.  NULL is fine. */
+void wal_checkpointer_stop(struct wal_checkpointer *w);
+
+#endif
