@@ -9,8 +9,8 @@
  */
 #include "cli.h"
 #include "commands.h"
-#include "control.h"
 #include "fs.h"
+#include "fsctl_client.h"
 #include "log.h"
 #include "mount.h"
 
@@ -23,6 +23,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* How long a command waits for the mounted daemon's answer: a restore of
+ * a big tree with much changed may take a while. */
+#define CTL_TIMEOUT_S 600
 
 static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
@@ -277,7 +281,7 @@ static int
 snapshot_mounted(const char *db, const char *verb, const char *name)
 {
 	struct lockfile_holder h;
-	int r = control_request(db, verb, name);
+	int r = fsctl_request(db, verb, name, CTL_TIMEOUT_S);
 
 	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
 		return r;
@@ -306,6 +310,15 @@ snapshot_failed(const char *what, const char *db, const char *name, int r)
 	else if (r == -EDQUOT || r == -ENOSPC)
 		fprintf(stderr, "atrium-fs: %s of %s: %s; free some room first\n",
 		    what, name, strerror(-r));
+	else if (r == -ECONNRESET)
+		fprintf(stderr, "atrium-fs: the daemon that has %s mounted went "
+		    "away before answering the %s of %s: it was done whole or "
+		    "not at all; unmount and mount again, then see `atrium-fs "
+		    "snapshots %s`\n", db, what, name, db);
+	else if (r == -EAGAIN)
+		fprintf(stderr, "atrium-fs: the daemon that has %s mounted did "
+		    "not answer the %s of %s in %d s; it may still finish it\n",
+		    db, what, name, CTL_TIMEOUT_S);
 	else
 		fprintf(stderr, "atrium-fs: %s of %s in %s failed: %s\n", what,
 		    name, db, strerror(-r));
@@ -406,7 +419,7 @@ cmd_diff(int argc, char **argv)
 	if ((r = lock_unmounted(db, &fd)) == 0) {
 		r = diff_offline(db, fd, name, &more);
 	} else if (r == 1) {
-		r = control_request_diff(db, name, diff_print, NULL, &more);
+		r = fsctl_diff(db, name, CTL_TIMEOUT_S, diff_print, NULL, &more);
 		if (r == -ECONNREFUSED)
 			return snapshot_mounted(db, "diff", name);
 	}

@@ -681,7 +681,10 @@ def test_kill_9_of_the_daemon_inside_a_mounted_operation(tmp_path, kill_trees,
         wait_paused(env, cmd)
         os.kill(m.pid, signal.SIGKILL)
         assert wait_gone(m.pid)
-        assert cmd.wait(timeout=30) != 0
+        # The command says the daemon went away, and what to do.
+        assert cmd.wait(timeout=30) == 1
+        said = cmd.stderr.read().decode()
+        assert "went away before answering the %s of s" % op in said, said
         for f in (reader, writer):
             try:
                 f.close()
