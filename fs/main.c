@@ -310,6 +310,10 @@ snapshot_failed(const char *what, const char *db, const char *name, int r)
 	else if (r == -EDQUOT || r == -ENOSPC)
 		fprintf(stderr, "atrium-fs: %s of %s: %s; free some room first\n",
 		    what, name, strerror(-r));
+	else if (r == -EUCLEAN)
+		fprintf(stderr, "atrium-fs: snapshot %s of %s is damaged (it has "
+		    "no root directory) and was not restored; `atrium-fs fsck "
+		    "--repair %s` drops it\n", name, db, db);
 	else if (r == -ECONNRESET)
 		fprintf(stderr, "atrium-fs: the daemon that has %s mounted went "
 		    "away before answering the %s of %s: it was done whole or "
