@@ -1,6 +1,6 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export,
- * import and the snapshot commands (snapshot, snapshots, restore, drop)
+ * main.c: the atrium-fs command line: mkfs, mount, fsck, du, compact,
+ * export, import and the snapshot commands (snapshot, snapshots, restore, drop)
  * over the core (export, import and fsck --repair in files of their own:
  * fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
@@ -33,6 +33,7 @@ static const char usage_text[] =
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
 	"       atrium-fs fsck [--repair] DB\n"
 	"       atrium-fs du DB\n"
+	"       atrium-fs compact DB\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
 	"       atrium-fs snapshot DB NAME\n"
@@ -205,6 +206,16 @@ du_overhead(const struct fs_du *u, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%.1f%%",
 		    (total - (double)u->data_bytes) * 100.0 / (double)u->data_bytes);
+}
+
+/* atrium-fs compact DB: give the disk back what deleted files left free
+ * (fs/compact.c). */
+static int
+cmd_compact(int argc, char **argv)
+{
+	if (argc != 2)
+		return usage();
+	return compact_run(argv[1]);
 }
 
 /* atrium-fs du DB */
@@ -516,6 +527,7 @@ static const struct {
 	{ "mount", cmd_mount },
 	{ "fsck", cmd_fsck },
 	{ "du", cmd_du },
+	{ "compact", cmd_compact },
 	{ "export", cmd_export },
 	{ "import", cmd_import },
 	{ "snapshot", cmd_snapshot_change },
