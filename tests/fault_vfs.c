@@ -133,7 +133,7 @@ pause_wal_page(sqlite3_file *f, const unsigned char *p, int n,
 	return page == 1 ? 65536 : (int)page;
 }
 
-/* Count the WAL frame headers this write completes; *commit_end set to
+/* Count the WAL frame headers this write completes; pause_commit_end set to
  * the end of a big transaction's commit frame when one is among them.
  * 1 when a big transaction's commit header is among them. */
 static int

@@ -693,9 +693,15 @@ def test_kill_9_of_the_daemon_inside_a_mounted_operation(tmp_path, kill_trees,
         os.killpg(busy.pid, signal.SIGKILL)      # the shell and its cat
         busy.wait(timeout=30)
         busy = None
-        # A stale mount goes with a plain unmount.
-        r = subprocess.run(["fusermount3", "-u", m.dir], capture_output=True,
-                           text=True)
+        # A stale mount goes with a plain unmount, once the killed
+        # processes have let go of it (their exit takes a moment).
+        end = time.time() + 10
+        while True:
+            r = subprocess.run(["fusermount3", "-u", m.dir],
+                               capture_output=True, text=True)
+            if r.returncode == 0 or time.time() > end:
+                break
+            time.sleep(0.1)
         assert r.returncode == 0, r.stderr
         assert not is_mounted(m.dir)
         m.pid = 0
