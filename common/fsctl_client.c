@@ -2,7 +2,7 @@
  * fsctl_client.c: the client side of a mounted workspace's control socket
  * (fsctl_client.h), one request per connection.  The wire, served by
  * fs/control.c (whose head is the reference):
- *   request   VERB SP NAME LF  |  "list" LF
+ *   request   VERB SP NAME LF  |  "list" LF  |  "compact" LF
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * before the answer, a diff's entries "A|D|M" SP PATH LF (PATH with
  * '%', control characters and DEL as %XX) and maybe "more" LF; a list's
@@ -294,4 +294,12 @@ fsctl_list(const char *db, int timeout_s, fsctl_list_cb cb, void *arg)
 	struct fsctl_lines w = { .list = cb, .arg = arg };
 
 	return fsctl_exchange(db, "list\n", timeout_s, &w);
+}
+
+int
+fsctl_compact(const char *db, int timeout_s)
+{
+	struct fsctl_lines w = { 0 };
+
+	return fsctl_exchange(db, "compact\n", timeout_s, &w);
 }

@@ -63,4 +63,8 @@ typedef int (*fsctl_list_cb)(void *arg, const struct fsctl_snapshot *s);
 /* The snapshots of db, oldest first. */
 int fsctl_list(const char *db, int timeout_s, fsctl_list_cb cb, void *arg);
 
+/* Give the pages deletes freed inside db back to the disk
+ * (-EOPNOTSUPP: a database without SQLite's pointer map). */
+int fsctl_compact(const char *db, int timeout_s);
+
 #endif

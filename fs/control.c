@@ -9,6 +9,7 @@
  * FSCTL_LINE_MAX bytes (fsctl_client.h):
  *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
  *             "list" LF            the snapshots, oldest first
+ *             "compact" LF         give free pages back (fs_vacuum)
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
@@ -199,6 +200,14 @@ control_do(struct control *c, int fd, char *line)
 
 	if (strcmp(line, "list") == 0)
 		return fs_snapshot_list(c->fs, control_list_entry, &fd);
+	if (strcmp(line, "compact") == 0) {
+		int64_t given = fs_vacuum(c->fs);
+
+		if (given > 0)
+			log_info("compact: gave %lld pages back to the disk",
+			    (long long)given);
+		return given < 0 ? (int)given : 0;
+	}
 	if (!name)
 		return -EPROTO;
 	*name++ = '\0';

@@ -200,6 +200,18 @@ test_list(void)
 	CHECK_INT(list_with("A x\nok\n"), -EPROTO);     /* no diff asked */
 }
 
+static void
+test_compact(void)
+{
+	int rp;
+	pid_t pid = fake_daemon("error 95 Operation not supported\n", 33, 0,
+	    &rp);
+
+	CHECK_INT(fsctl_compact(db, 5), -EOPNOTSUPP);
+	fake_done(pid, rp);
+	CHECK_STR(seen, "compact\n");
+}
+
 int
 main(void)
 {
@@ -214,6 +226,7 @@ main(void)
 	TEST(test_nobody_listens);
 	TEST(test_diff);
 	TEST(test_list);
+	TEST(test_compact);
 	snprintf(seen, sizeof(seen), "%s/workspace.db-ctl", dir);
 	unlink(seen);
 	rmdir(dir);
