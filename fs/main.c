@@ -1,8 +1,8 @@
 /*
  * main.c: the atrium-fs command line: mkfs, mount, fsck, du, compact,
- * export, import and the snapshot commands (snapshot, snapshots, restore, drop)
- * over the core (export, import and fsck --repair in files of their own:
- * fs/commands.h).
+ * export, import and the snapshot commands (snapshot, snapshots, restore,
+ * drop, diff) over the core (export, import, fsck --repair and compact in
+ * files of their own: fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.

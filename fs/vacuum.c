@@ -78,10 +78,10 @@ vacuum_batch(struct fs *fs, int64_t *left)
 
 	if (page < 0)
 		return (int)page;
-	/* Each page moved is written to the WAL once, with its pointer-map
-	 * page: grow by twice the batch. */
-	if ((r = db_op_begin(fs, 2 * VACUUM_BATCH_PAGES * (uint64_t)page,
-	    0)) < 0)
+	/* An operation that frees, as a reclaim batch is: admitted on a full
+	 * disk, where giving pages back matters most, and may use the
+	 * reserve (space.c); near full it commits alone. */
+	if ((r = db_op_begin(fs, 0, VACUUM_BATCH_PAGES * (uint64_t)page)) < 0)
 		return r;
 	r = vacuum_pages(fs);
 	if ((r = db_op_end(fs, r)) < 0)
