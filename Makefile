@@ -166,7 +166,8 @@ unit-tsan: $(UNIT_TSAN_BINS) $(BUILD)/tsan/tests/tsan_canary
 	@TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" tests/run_unit.sh $(UNIT_TSAN_BINS)
 
 # The fault-injecting SQLite VFS, preloaded into a real atrium-agent by
-# tests/test_agent_journal.py to fail room.db's commits one at a time.
+# tests/test_agent_journal.py to fail room.db's commits one at a time, and
+# into atrium-fs by tests/test_fs_snapshot.py to pause it at a commit.
 $(BUILD)/tests/fault_vfs.so: tests/fault_vfs.c tests/unit/shim_vfs.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) -Wno-unused-function $(DEFS) $(CFLAGS) -fPIC -shared \

@@ -1,6 +1,6 @@
 /*
  * snapshots.c: named snapshots of the workspace for people (snapshots.h),
- * through atrium-fs's control socket (ws_snapshot.h).
+ * through atrium-fs's control socket (common/fsctl_client.h).
  *
  * A person's name is checked here as atrium-fs checks it (1..128 of
  * [A-Za-z0-9._:@+-], not starting with '-'), and may not start with
@@ -62,22 +62,21 @@ snapshots_failed(struct conn *c, const char *what, const char *name, int r)
 
 /* One snapshot into the list (arg). */
 static int
-snapshots_add(void *arg, const char *name, long long created_ns,
-    unsigned long long bytes)
+snapshots_add(void *arg, const struct fsctl_snapshot *snap)
 {
 	json_object *s = json_object_new_object();
-	time_t t = (time_t)(created_ns / 1000000000);
+	time_t t = (time_t)(snap->created_ns / 1000000000);
 	char when[32] = "-";
 	struct tm tm;
 
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_object_object_add(s, "name", json_object_new_string(name));
+	json_object_object_add(s, "name", json_object_new_string(snap->name));
 	json_object_object_add(s, "time", json_object_new_string(when));
 	json_object_object_add(s, "bytes", json_object_new_int64(
-	    (int64_t)bytes));
+	    (int64_t)(snap->shared + snap->own)));
 	json_object_object_add(s, "automatic", json_object_new_boolean(
-	    !snapshots_name_ok(name)));
+	    !snapshots_name_ok(snap->name)));
 	json_object_array_add(arg, s);
 	return 0;
 }
@@ -87,7 +86,7 @@ static void
 snapshots_list(const char *db, struct conn *c)
 {
 	json_object *list = json_object_new_array(), *ev;
-	int r = ws_snapshot_list(db, SNAPSHOTS_TIMEOUT_S, snapshots_add, list);
+	int r = fsctl_list(db, SNAPSHOTS_TIMEOUT_S, snapshots_add, list);
 
 	if (r < 0) {
 		json_object_put(list);
@@ -130,7 +129,7 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		    "its turn has ended (or stop it)");
 		return;
 	}
-	r = ws_snapshot_request(db, restore ? "restore" : "snapshot", name,
+	r = fsctl_request(db, restore ? "restore" : "snapshot", name,
 	    SNAPSHOTS_TIMEOUT_S);
 	if (r < 0) {
 		snapshots_failed(c, type, name, r);

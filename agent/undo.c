@@ -3,7 +3,7 @@
  *
  * The undo point: before the first call of a turn that may write, the
  * workspace is snapshotted as turn-ID through atrium-fs's control socket
- * (ws_snapshot.h) and the row in room.db's turn_undo names it, in the same
+ * (common/fsctl_client.h) and the row in room.db's turn_undo names it, in the same
  * commit as the call's journal start.  A snapshot that already exists
  * (the agent died between taking it and that commit) is the same point
  * and is used.  A workspace that is not an atrium-fs mount has no
@@ -61,7 +61,7 @@ undo_snapshot(struct agent *a, long long turn, char *name, size_t size)
 
 	snprintf(name, size, "turn-%lld", turn);
 	if ((r = ws_snapshot_db(a->room_dir, db, sizeof(db))) == 0)
-		r = ws_snapshot_request(db, "snapshot", name,
+		r = fsctl_request(db, "snapshot", name,
 		    UNDO_SNAPSHOT_TIMEOUT_S);
 	if (r == -EEXIST)                 /* taken before a crash: the same */
 		r = 0;
@@ -92,7 +92,7 @@ undo_retention(struct agent *a)
 	while (room_db_undo_expired(a->db, a->cfg.undo_keep, before, &turn, snap,
 	    sizeof(snap)) == 1) {
 		snprintf(redo, sizeof(redo), "redo-%lld", turn);
-		int r = ws_snapshot_request(db, "drop", snap,
+		int r = fsctl_request(db, "drop", snap,
 		    UNDO_SNAPSHOT_TIMEOUT_S);
 
 		if (r < 0 && r != -ENOENT) {
@@ -100,7 +100,7 @@ undo_retention(struct agent *a)
 			    strerror(-r));
 			return;
 		}
-		ws_snapshot_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
+		fsctl_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
 		if (room_db_undo_retire(a->db, turn) < 0)
 			return;
 		log_info("retention: dropped the undo point of turn %lld", turn);
@@ -194,7 +194,7 @@ undo_plan(struct agent *a, struct conn *c, int redo, struct undo_plan *p)
 		return -1;
 	}
 	if ((r = ws_snapshot_db(a->room_dir, db, sizeof(db))) == 0)
-		r = ws_snapshot_diff(db, p->target.snapshot,
+		r = fsctl_diff(db, p->target.snapshot,
 		    UNDO_RESTORE_TIMEOUT_S, undo_plan_entry, p, &p->more);
 	if (r == 0)
 		r = room_db_undo_people(a->db, p->target.since, undo_plan_user,
@@ -253,9 +253,9 @@ undo_apply(struct agent *a, struct undo_plan *p, char *redo, size_t size)
 		return r;
 	if (!p->redo) {
 		snprintf(redo, size, "redo-%lld", turn);
-		r = ws_snapshot_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
+		r = fsctl_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
 		if (r == 0 || r == -ENOENT)
-			r = ws_snapshot_request(db, "snapshot", redo,
+			r = fsctl_request(db, "snapshot", redo,
 			    UNDO_RESTORE_TIMEOUT_S);
 		if (r < 0) {
 			log_warn("undo of turn %lld: snapshot %s: %s", turn, redo,
@@ -263,7 +263,7 @@ undo_apply(struct agent *a, struct undo_plan *p, char *redo, size_t size)
 			return r;
 		}
 	}
-	r = ws_snapshot_request(db, "restore", p->target.snapshot,
+	r = fsctl_request(db, "restore", p->target.snapshot,
 	    UNDO_RESTORE_TIMEOUT_S);
 	if (r < 0)
 		log_warn("%s of turn %lld: restoring %s: %s", p->redo ? "redo" :

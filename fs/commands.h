@@ -1,6 +1,7 @@
 /*
  * commands.h: the atrium-fs commands that move a whole tree or mend one,
- * each in a file of its own (fs/export.c, fs/import.c, fs/repair.c), and
+ * each in a file of its own (fs/export.c, fs/import.c, fs/repair.c,
+ * fs/compact.c), and
  * the wording they share for a database that cannot be opened.  Called by
  * fs/main.c.  Each returns the process's exit status and has said on
  * stderr what went wrong.
@@ -58,6 +59,10 @@ int room_import_run(const char *room_dir, int fd,
  * change on stdout, then check it again.  0 when clean afterwards, 1 when
  * problems remain, 2 when it could not run. */
 int repair_run(const char *db);
+
+/* Give the disk back the free pages inside the unmounted db, saying its
+ * size on stdout.  0, 1 when it failed, 2 when it could not run. */
+int compact_run(const char *db);
 
 /* Say on stderr why db could not be opened for verb (r from fs_open). */
 void fs_explain_open(const char *db, int r, const char *verb);

@@ -1,20 +1,21 @@
 /*
  * control.c: a mounted workspace's control socket, DB-ctl, through which
- * `atrium-fs snapshot|restore|drop DB NAME` reach the daemon that has DB
- * mounted (fs/main.c is the client, fs/mount.c starts and stops the
- * server).  A restore there also tells the kernel what changed
+ * `atrium-fs snapshot|restore|drop|diff DB NAME` and the agent's undo
+ * reach the daemon that has DB mounted (common/fsctl_client.c is the one
+ * client, fs/mount.c starts and stops this server).  A restore there also tells the kernel what changed
  * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
  *
  * The wire, one request per connection, both lines at most
- * CONTROL_LINE_MAX bytes:
+ * FSCTL_LINE_MAX bytes (fsctl_client.h):
  *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
  *             "list" LF            the snapshots, oldest first
+ *             "compact" LF         give free pages back (fs_vacuum)
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
  *   entry     KIND SP PATH LF      KIND: A, D or M (fs.h: fs_snapshot_diff)
  * where PATH has '%', control characters and DEL written as %XX, so that
- * an entry is one line whatever a name holds (CONTROL_ENTRY_MAX bytes).
+ * an entry is one line whatever a name holds (FSCTL_ENTRY_MAX bytes).
  * list's answer comes after one line per snapshot:
  *   snapshot  "S" SP NAME SP CREATED_NS SP INODES SP SHARED SP OWN LF
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
@@ -34,6 +35,7 @@
  */
 #include "control.h"
 #include "fs.h"
+#include "fsctl_client.h"
 #include "log.h"
 
 #include <errno.h>
@@ -49,12 +51,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define CONTROL_LINE_MAX 256
 #define CONTROL_TIMEOUT_S 10
-/* How long the client waits for a restore of a big tree. */
-#define CONTROL_CLIENT_TIMEOUT_S 600
-/* A diff entry: kind, space, a path of up to PATH_MAX bytes each as %XX. */
-#define CONTROL_ENTRY_MAX (3 * 4096 + 8)
 
 struct control {
 	struct fs *fs;
@@ -64,15 +61,6 @@ struct control {
 	int wake[2];               /* control_stop writes to wake[1] */
 	pthread_t thread;
 };
-
-/* The socket's path for db into out.  0 or -ENAMETOOLONG. */
-int
-control_path(const char *db, char *out, size_t size)
-{
-	int n = snprintf(out, size, "%s-ctl", db);
-
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
 
 /* The kernel forgets inode ino's attributes and pages. */
 static void
@@ -147,7 +135,7 @@ static int
 control_diff_entry(void *arg, char kind, const char *path)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	char line[CONTROL_ENTRY_MAX];
+	char line[FSCTL_ENTRY_MAX];
 	size_t n = 0;
 
 	line[n++] = kind;
@@ -184,7 +172,7 @@ control_diff(struct control *c, int fd, const char *name)
 static int
 control_list_entry(void *arg, const struct fs_snapshot_info *s)
 {
-	char line[CONTROL_LINE_MAX + 128];
+	char line[FSCTL_LIST_LINE_MAX];
 	int n;
 
 	/* Names were checked when taken; one from elsewhere is skipped
@@ -212,6 +200,14 @@ control_do(struct control *c, int fd, char *line)
 
 	if (strcmp(line, "list") == 0)
 		return fs_snapshot_list(c->fs, control_list_entry, &fd);
+	if (strcmp(line, "compact") == 0) {
+		int64_t given = fs_vacuum(c->fs);
+
+		if (given > 0)
+			log_info("compact: gave %lld pages back to the disk",
+			    (long long)given);
+		return given < 0 ? (int)given : 0;
+	}
 	if (!name)
 		return -EPROTO;
 	*name++ = '\0';
@@ -245,7 +241,7 @@ static void
 control_serve(struct control *c, int fd)
 {
 	struct timeval tv = { .tv_sec = CONTROL_TIMEOUT_S };
-	char line[CONTROL_LINE_MAX], answer[CONTROL_LINE_MAX];
+	char line[FSCTL_LINE_MAX], answer[FSCTL_LINE_MAX];
 	int r;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -338,7 +334,7 @@ control_start(const char *db, struct fs *fs, struct fuse_session *se)
 	c->fs = fs;
 	c->se = se;
 	c->listen_fd = c->wake[0] = c->wake[1] = -1;
-	if ((r = control_path(db, c->path, sizeof(c->path))) < 0 ||
+	if ((r = fsctl_path(db, c->path, sizeof(c->path))) < 0 ||
 	    (r = control_listen(c)) < 0 ||
 	    (pipe2(c->wake, O_CLOEXEC) < 0 && (r = -errno)) ||
 	    (r = -pthread_create(&c->thread, NULL, control_main, c)) < 0) {
@@ -365,132 +361,4 @@ control_stop(struct control *c)
 	unlink(c->path);
 	control_close_fds(c);
 	free(c);
-}
-
-/* A connection to the daemon serving db, its answers awaited at most
- * CONTROL_CLIENT_TIMEOUT_S: the fd, or -errno; any failure to connect is
- * one answer, -ECONNREFUSED: nobody listens. */
-static int
-control_connect(const char *db)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = CONTROL_CLIENT_TIMEOUT_S };
-	int fd, r;
-
-	if ((r = control_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
-		return r;
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -ECONNREFUSED;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
-/* Send one request line "verb name" to fd.  0 or -errno. */
-static int
-control_send(int fd, const char *verb, const char *name)
-{
-	char req[CONTROL_LINE_MAX];
-	int n = snprintf(req, sizeof(req), "%s %s\n", verb, name);
-
-	if (n < 0 || (size_t)n >= sizeof(req))
-		return -EINVAL;
-	return control_write_all(fd, req, (size_t)n);
-}
-
-/* Ask the daemon serving db to run verb (snapshot, restore, drop) on
- * snapshot name: 0, the -errno it answered, or -ECONNREFUSED when no
- * daemon listens (-EPROTO for an answer not understood). */
-int
-control_request(const char *db, const char *verb, const char *name)
-{
-	char answer[CONTROL_LINE_MAX];
-	long err;
-	int fd, r;
-
-	if ((fd = control_connect(db)) < 0)
-		return fd;
-	if ((r = control_send(fd, verb, name)) == 0)
-		r = control_read_line(fd, answer, sizeof(answer));
-	close(fd);
-	if (r < 0)
-		return r;
-	if (strcmp(answer, "ok") == 0)
-		return 0;
-	if (sscanf(answer, "error %ld", &err) == 1 && err > 0 && err < 4096)
-		return -(int)err;
-	return -EPROTO;
-}
-
-/* Undo control_diff_entry's escapes in place.  0, or -EPROTO. */
-static int
-control_unescape(char *s)
-{
-	char *out = s;
-	unsigned v;
-
-	for (; *s; s++) {
-		if (*s != '%') {
-			*out++ = *s;
-			continue;
-		}
-		if (sscanf(s + 1, "%2x", &v) != 1 || v == 0 || !s[1] || !s[2])
-			return -EPROTO;
-		*out++ = (char)v;
-		s += 2;
-	}
-	*out = '\0';
-	return 0;
-}
-
-/* Read diff entries from fd until the final answer.  0 or -errno. */
-static int
-control_diff_read(int fd, control_diff_cb cb, void *arg, int *more)
-{
-	char *line = malloc(CONTROL_ENTRY_MAX);
-	long err;
-	int r;
-
-	if (!line)
-		return -ENOMEM;
-	while ((r = control_read_line(fd, line, CONTROL_ENTRY_MAX)) == 0) {
-		if (strcmp(line, "ok") == 0)
-			break;
-		if (strcmp(line, "more") == 0) {
-			*more = 1;
-		} else if (sscanf(line, "error %ld", &err) == 1 && err > 0 &&
-		    err < 4096) {
-			r = -(int)err;
-			break;
-		} else if (strchr("ADM", line[0]) && line[0] && line[1] == ' ' &&
-		    control_unescape(line + 2) == 0) {
-			if (cb(arg, line[0], line + 2) != 0) {
-				r = -ECANCELED;
-				break;
-			}
-		} else {
-			r = -EPROTO;
-			break;
-		}
-	}
-	free(line);
-	return r;
-}
-
-int
-control_request_diff(const char *db, const char *name, control_diff_cb cb,
-    void *arg, int *more)
-{
-	int fd, r;
-
-	*more = 0;
-	if ((fd = control_connect(db)) < 0)
-		return fd;
-	if ((r = control_send(fd, "diff", name)) == 0)
-		r = control_diff_read(fd, cb, arg, more);
-	close(fd);
-	return r;
 }

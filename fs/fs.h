@@ -137,6 +137,13 @@ int fs_reclaimer_start(struct fs *fs, int thread);
 void fs_reclaimer_stop(struct fs *fs);
 int fs_reclaim_batch(struct fs *fs);
 
+/* Give the pages deletes freed inside the database back to the disk, in
+ * bounded batches with fs->lock released between them (fs/vacuum.c): the
+ * pages given back, -EOPNOTSUPP for a database without SQLite's pointer
+ * map (only `atrium-fs compact` of the unmounted file shrinks it), or
+ * -errno. */
+int64_t fs_vacuum(struct fs *fs);
+
 /* Commit pending work now; durable on disk when full is set.  0 or -errno;
  * -EIO for ever once a failed commit lost answered work (see fs/db.c). */
 int fs_sync(struct fs *fs, int full);

@@ -1,16 +1,16 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck, du, export,
- * import and the snapshot commands (snapshot, snapshots, restore, drop)
- * over the core (export, import and fsck --repair in files of their own:
- * fs/commands.h).
+ * main.c: the atrium-fs command line: mkfs, mount, fsck, du, compact,
+ * export, import and the snapshot commands (snapshot, snapshots, restore,
+ * drop, diff) over the core (export, import, fsck --repair and compact in
+ * files of their own: fs/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
  */
 #include "cli.h"
 #include "commands.h"
-#include "control.h"
 #include "fs.h"
+#include "fsctl_client.h"
 #include "log.h"
 #include "mount.h"
 
@@ -24,11 +24,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How long a command waits for the mounted daemon's answer: a restore of
+ * a big tree with much changed may take a while. */
+#define CTL_TIMEOUT_S 600
+
 static const char usage_text[] =
 	"usage: atrium-fs mkfs [--owner UID:GID] DB\n"
 	"       atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR\n"
 	"       atrium-fs fsck [--repair] DB\n"
 	"       atrium-fs du DB\n"
+	"       atrium-fs compact DB\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
 	"       atrium-fs export-room ROOM_DIR > TAR\n"
@@ -206,6 +211,16 @@ du_overhead(const struct fs_du *u, char *buf, size_t size)
 		    (total - (double)u->data_bytes) * 100.0 / (double)u->data_bytes);
 }
 
+/* atrium-fs compact DB: give the disk back what deleted files left free
+ * (fs/compact.c). */
+static int
+cmd_compact(int argc, char **argv)
+{
+	if (argc != 2)
+		return usage();
+	return compact_run(argv[1]);
+}
+
 /* atrium-fs du DB */
 static int
 cmd_du(int argc, char **argv)
@@ -280,7 +295,7 @@ static int
 snapshot_mounted(const char *db, const char *verb, const char *name)
 {
 	struct lockfile_holder h;
-	int r = control_request(db, verb, name);
+	int r = fsctl_request(db, verb, name, CTL_TIMEOUT_S);
 
 	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
 		return r;
@@ -309,6 +324,19 @@ snapshot_failed(const char *what, const char *db, const char *name, int r)
 	else if (r == -EDQUOT || r == -ENOSPC)
 		fprintf(stderr, "atrium-fs: %s of %s: %s; free some room first\n",
 		    what, name, strerror(-r));
+	else if (r == -EUCLEAN)
+		fprintf(stderr, "atrium-fs: snapshot %s of %s is damaged (it has "
+		    "no root directory) and was not restored; `atrium-fs fsck "
+		    "--repair %s` drops it\n", name, db, db);
+	else if (r == -ECONNRESET)
+		fprintf(stderr, "atrium-fs: the daemon that has %s mounted went "
+		    "away before answering the %s of %s: it was done whole or "
+		    "not at all; unmount and mount again, then see `atrium-fs "
+		    "snapshots %s`\n", db, what, name, db);
+	else if (r == -EAGAIN)
+		fprintf(stderr, "atrium-fs: the daemon that has %s mounted did "
+		    "not answer the %s of %s in %d s; it may still finish it\n",
+		    db, what, name, CTL_TIMEOUT_S);
 	else
 		fprintf(stderr, "atrium-fs: %s of %s in %s failed: %s\n", what,
 		    name, db, strerror(-r));
@@ -409,7 +437,7 @@ cmd_diff(int argc, char **argv)
 	if ((r = lock_unmounted(db, &fd)) == 0) {
 		r = diff_offline(db, fd, name, &more);
 	} else if (r == 1) {
-		r = control_request_diff(db, name, diff_print, NULL, &more);
+		r = fsctl_diff(db, name, CTL_TIMEOUT_S, diff_print, NULL, &more);
 		if (r == -ECONNREFUSED)
 			return snapshot_mounted(db, "diff", name);
 	}
@@ -565,6 +593,7 @@ static const struct {
 	{ "mount", cmd_mount },
 	{ "fsck", cmd_fsck },
 	{ "du", cmd_du },
+	{ "compact", cmd_compact },
 	{ "export", cmd_export },
 	{ "import", cmd_import },
 	{ "export-room", cmd_export_room },

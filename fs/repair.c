@@ -25,16 +25,22 @@
  *       snapshot's chunk naming a missing block is deleted, one whose block
  *       is shorter takes its length; blocks named by nothing are deleted.
  *   I11 snap_ rows of a missing snapshot are deleted, and a snapshot's
- *       entries naming an inode the snapshot does not hold.
+ *       entries naming an inode the snapshot does not hold.  A snapshot
+ *       without its root directory is dropped whole: nothing in it can be
+ *       reached (export walks from the root) and restoring it would take
+ *       the tree's root away, so dropping loses nothing a user could read.
+ *   I10 for snapshots: a snapshot's chunk whose block is longer than the
+ *       chunk gets the chunk's bytes of it (what the snapshot showed): the
+ *       block is cut in place when every other chunk naming it (live or
+ *       of a snapshot) has the same length, else the chunk gets a block of
+ *       its own (repair_snap_blocks below); an empty one is deleted.
  *   I7  a symlink's size is set to its target's length; targets of
  *       non-symlinks and xattrs of missing inodes are deleted.
  *   I8  a directory not reachable from the root moves into /lost+found.
  *   I9  nanoseconds out of range become 0; stored bytes are counted again.
  * Not repaired (reported by the check that follows): bad names (I3),
  * symlinks without a target (I7), chunks longer than the chunk size (I6),
- * a root that is missing or no directory (I1), a snapshot without a root
- * or whose chunk's block is longer than its len (I10, I11), and SQLite's
- * own damage.
+ * a root that is missing or no directory (I1), and SQLite's own damage.
  *
  * A block is rewritten in place only when no snapshot and no other chunk
  * names it; otherwise the chunk gets a new block with the bytes it keeps,
@@ -97,6 +103,11 @@ struct repair_step {
 #define R_BLOCK_UNNAMED "NOT EXISTS (SELECT 1 FROM chunks c WHERE " \
 	"c.block = blocks.id) AND NOT EXISTS (SELECT 1 FROM snap_chunks s " \
 	"WHERE s.block = blocks.id)"
+#define R_SNAP_ROOTLESS "SELECT id FROM snapshots n WHERE NOT EXISTS " \
+	"(SELECT 1 FROM snap_inodes i WHERE i.snap = n.id AND i.ino = 1 AND " \
+	R_TYPE("i.mode") " = " R_DIR ")"
+#define R_DROP_ROOTLESS(t) "DELETE FROM " t " WHERE snap IN (" \
+	R_SNAP_ROOTLESS ");"
 #define R_UNLINKED "SELECT ino FROM inodes i WHERE ino != 1 AND nlink = 0 " \
 	"AND NOT EXISTS (SELECT 1 FROM dirents d WHERE d.ino = i.ino)"
 
@@ -144,6 +155,14 @@ static const struct repair_step repair_steps[] = {
 	  "DELETE FROM symlinks WHERE ino IN (" R_UNLINKED ");"
 	  "DELETE FROM xattrs WHERE ino IN (" R_UNLINKED ");"
 	  "DELETE FROM inodes WHERE ino IN (" R_UNLINKED ")" },
+	{ "SELECT printf('dropped snapshot %Q: it has no root directory, so "
+	  "none of its %d inodes could be reached', name, (SELECT count(*) "
+	  "FROM snap_inodes i WHERE i.snap = n.id)) FROM snapshots n WHERE id "
+	  "IN (" R_SNAP_ROOTLESS ")",
+	  R_DROP_ROOTLESS("snap_chunks") R_DROP_ROOTLESS("snap_dirents")
+	  R_DROP_ROOTLESS("snap_symlinks") R_DROP_ROOTLESS("snap_xattrs")
+	  R_DROP_ROOTLESS("snap_inodes")
+	  "DELETE FROM snapshots WHERE id IN (" R_SNAP_ROOTLESS ")" },
 	{ R_NO_SNAP("snap_inodes") },
 	{ R_NO_SNAP("snap_dirents") },
 	{ R_NO_SNAP("snap_chunks") },
@@ -437,6 +456,119 @@ repair_blocks(sqlite3 *db)
 	return r < 0 ? r : (int)n;
 }
 
+/* Snapshot chunks whose block is longer than they are, and whether
+ * another chunk names that block with another length (then it cannot be
+ * cut in place). */
+#define R_SNAP_LONG "SELECT s.snap, s.ino, s.idx, s.block, s.len, EXISTS (" \
+	"SELECT 1 FROM chunks c WHERE c.block = s.block AND c.len != s.len) " \
+	"OR EXISTS (SELECT 1 FROM snap_chunks o WHERE o.block = s.block AND " \
+	"o.len != s.len) FROM snap_chunks s JOIN blocks b ON b.id = s.block " \
+	"WHERE length(b.data) > s.len"
+
+/* One snapshot chunk R_SNAP_LONG found. */
+struct repair_snap_chunk {
+	int64_t snap, ino, idx, block, len;
+	int shared;
+};
+
+/* The rows of R_SNAP_LONG, all read before anything changes: *n of them
+ * into a malloc'd *out.  0 or -errno. */
+static int
+repair_snap_long_find(sqlite3 *db, struct repair_snap_chunk **out,
+    size_t *n)
+{
+	struct repair_snap_chunk *a = NULL, *p;
+	size_t cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, R_SNAP_LONG, -1, &st, NULL) != SQLITE_OK) {
+		log_error("repair query failed: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (!(p = realloc(a, cap * sizeof(*a)))) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			a = p;
+		}
+		a[(*n)++] = (struct repair_snap_chunk){
+			sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+			sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+			sqlite3_column_int64(st, 4), sqlite3_column_int(st, 5) };
+	}
+	sqlite3_finalize(st);
+	*out = a;
+	if (rc != SQLITE_DONE) {
+		log_error("repair query failed: %s", sqlite3_errstr(rc));
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	}
+	return 0;
+}
+
+/* Say and make c name exactly its len bytes of its block: an empty chunk
+ * goes, a block others name with another length is copied, one they name
+ * alike is cut in place.  0 or -EIO. */
+static int
+repair_snap_chunk_fix(sqlite3 *db, const struct repair_snap_chunk *c)
+{
+	char where[160], sql[640];
+	long long snap = c->snap, ino = c->ino, idx = c->idx;
+	long long block = c->block, len = c->len;
+
+	snprintf(where, sizeof(where), "snap = %lld AND ino = %lld AND idx = "
+	    "%lld", snap, ino, idx);
+	if (len <= 0) {
+		printf("snapshot %lld: deleted empty chunk %lld of inode %lld\n",
+		    snap, idx, ino);
+		snprintf(sql, sizeof(sql), "DELETE FROM snap_chunks WHERE %s",
+		    where);
+	} else if (c->shared) {
+		printf("snapshot %lld: gave chunk %lld of inode %lld a block of "
+		    "its own with the chunk's %lld bytes of block %lld, which is "
+		    "longer and named by other chunks\n", snap, idx, ino, len,
+		    block);
+		snprintf(sql, sizeof(sql), "INSERT INTO blocks(data) SELECT "
+		    "substr(data, 1, %lld) FROM blocks WHERE id = %lld; UPDATE "
+		    "snap_chunks SET block = last_insert_rowid() WHERE %s", len,
+		    block, where);
+	} else {
+		/* Chunks naming the block alike are cut by the first of them. */
+		snprintf(sql, sizeof(sql), "UPDATE blocks SET data = substr(data, "
+		    "1, %lld) WHERE id = %lld AND length(data) > %lld", len, block,
+		    len);
+		if (repair_do(db, sql) < 0)
+			return -EIO;
+		if (sqlite3_changes(db) > 0)
+			printf("snapshot %lld: cut block %lld of chunk %lld of inode "
+			    "%lld to the chunk's %lld bytes\n", snap, block, idx, ino,
+			    len);
+		return 0;
+	}
+	return repair_do(db, sql);
+}
+
+/* I10 for snapshots: chunks whose block is longer than they are.
+ * Changes made, or -errno. */
+static int
+repair_snap_blocks(sqlite3 *db)
+{
+	struct repair_snap_chunk *a;
+	size_t n;
+	int r;
+
+	if ((r = repair_snap_long_find(db, &a, &n)) == 0)
+		for (size_t i = 0; i < n && r == 0; i++)
+			r = repair_snap_chunk_fix(db, &a[i]);
+	free(a);
+	return r < 0 ? r : (int)n;
+}
+
 #define R_LOST_FOUND "SELECT d.ino FROM dirents d JOIN inodes i ON i.ino = " \
 	"d.ino WHERE d.parent = 1 AND d.name = 'lost+found' AND " \
 	R_TYPE("i.mode") " = " R_DIR
@@ -524,6 +656,9 @@ repair_passes(sqlite3 *db)
 			return n < 0 ? n : r;
 		n += r;
 		if ((r = repair_blocks(db)) < 0)
+			return r;
+		n += r;
+		if ((r = repair_snap_blocks(db)) < 0)
 			return r;
 		n += r;
 		if ((r = repair_steps_run(db, repair_unnamed_blocks,

@@ -513,12 +513,34 @@ snapshot_restore_locked(struct fs *fs, int64_t id, struct snapshot_inval *inv)
 	return xattr_cache_load(fs);
 }
 
+/* 0 when snapshot id holds its root directory; -EUCLEAN when it does not
+ * (a damaged database: restoring it would take the tree's root away;
+ * fsck --repair drops such a snapshot), or -errno. */
+static int
+snapshot_has_root(struct fs *fs, int64_t id)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT 1 FROM snap_inodes WHERE snap = "
+	    "? AND ino = 1 AND (mode & 61440) = 16384");
+	int rc;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -EUCLEAN : db_errno(fs, rc,
+	    "snapshot_has_root");
+}
+
 /* Make the live tree what snapshot name saw (the snapshot stays).  With
  * notify (a mounted workspace): first every inode the kernel holds is
  * invalidated, so that it writes its dirty pages back before the rows
  * change; then, once committed and with fs->lock released (an invalidation
  * may wait for the kernel's writes, which need the lock), each name and
- * inode that changed.  0, -ENOENT, -EDQUOT or -errno. */
+ * inode that changed.  0, -ENOENT, -EUCLEAN (a snapshot without its root:
+ * damaged), -EDQUOT or -errno. */
 int
 fs_snapshot_restore(struct fs *fs, const char *name,
     const struct fs_notify *notify)
@@ -529,7 +551,8 @@ fs_snapshot_restore(struct fs *fs, const char *name,
 
 	snapshot_flush_kernel(fs, notify);
 	fs_lock(fs);
-	if ((r = snapshot_find(fs, name, &id)) == 0)
+	if ((r = snapshot_find(fs, name, &id)) == 0 &&
+	    (r = snapshot_has_root(fs, id)) == 0)
 		r = snapshot_restore_locked(fs, id, notify ? &inv : NULL);
 	fs_unlock(fs);
 	for (size_t i = 0; r == 0 && i < inv.n; i++) {

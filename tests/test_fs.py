@@ -87,8 +87,11 @@ class Mount:
         assert r.returncode == 0, r.stderr
         self.pid = 0
 
-    def mount(self):
-        r = run("mount", *self.opts, self.db, self.dir)
+    def mount(self, env=None):
+        """Mount; env adds to the daemon's environment (a preloaded
+        library, say)."""
+        r = run("mount", *self.opts, self.db, self.dir,
+                env=dict(os.environ, **env) if env else None)
         assert r.returncode == 0, r.stderr
         assert is_mounted(self.dir)
         self.pid = mount_pid(self.db)

@@ -233,3 +233,98 @@ def test_reads_do_not_wait_for_a_writer_and_its_fsyncs(tmp_path):
             writer.kill()
             writer.wait()
         m.unmount()
+
+
+def db_file_bytes(db):
+    return sum(os.path.getsize(db + s) for s in ("", "-wal")
+               if os.path.exists(db + s))
+
+
+@pytest.mark.parametrize("pointer_map", [True, False],
+                         ids=["incremental", "older-database"])
+def test_compact_gives_the_disk_back_what_a_delete_freed(tmp_path,
+                                                         pointer_map):
+    """A deleted 64 MiB file leaves the database as big on the disk (its
+    pages wait inside for later writes); `atrium-fs compact` gives them
+    back, keeping every other byte.  A database of a release before the
+    pointer map is rewritten once, and has one afterwards."""
+    m = Mount(tmp_path)
+    if not pointer_map:
+        c = sqlite3.connect(m.db)
+        c.execute("PRAGMA auto_vacuum=NONE")
+        c.execute("VACUUM")
+        c.close()
+    m.mount()
+    try:
+        keep = os.urandom(300000)
+        with open(m.p("keep"), "wb") as f:
+            f.write(keep)
+        write_big(m.p("big"), 64 * MiB)
+    finally:
+        m.unmount()
+    full = db_file_bytes(m.db)
+    assert full > 64 * MiB
+    m.mount()
+    try:
+        os.unlink(m.p("big"))
+        end = time.time() + 60
+        while freelist_bytes(m.db) < 60 * MiB and time.time() < end:
+            time.sleep(0.1)
+    finally:
+        m.unmount()
+    assert freelist_bytes(m.db) >= 60 * MiB
+    assert db_file_bytes(m.db) > full - 8 * MiB      # nothing given back yet
+    r = run("compact", m.db)
+    assert r.returncode == 0, r.stderr
+    assert "bytes on the disk, was %d" % full in r.stdout, r.stdout
+    assert db_file_bytes(m.db) < 8 * MiB
+    assert freelist_bytes(m.db) == 0
+    c = sqlite3.connect(m.db)
+    assert c.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+    c.close()
+    fsck_clean(m)
+    m.mount()
+    try:
+        with open(m.p("keep"), "rb") as f:
+            assert f.read() == keep
+    finally:
+        m.unmount()
+
+
+def test_compact_of_a_mounted_workspace_goes_through_its_daemon(tmp_path):
+    """On a mounted workspace `atrium-fs compact` asks the daemon, which
+    moves the pages in small batches while the workspace stays in use: the
+    file shrinks before the command returns, and a reader and a writer
+    working meanwhile see every byte right."""
+    m = Mount(tmp_path).mount()
+    busy = None
+    try:
+        keep = os.urandom(3 * MiB)
+        with open(m.p("keep"), "wb") as f:
+            f.write(keep)
+        write_big(m.p("big"), 64 * MiB)
+        os.sync()
+        full = db_file_bytes(m.db)
+        os.unlink(m.p("big"))
+        end = time.time() + 60
+        while freelist_bytes(m.db) < 60 * MiB and time.time() < end:
+            time.sleep(0.1)
+        assert freelist_bytes(m.db) >= 60 * MiB
+        busy = subprocess.Popen(
+            ["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo $i >> log; "
+             "cat keep > /dev/null; i=$((i+1)); done"], cwd=m.dir)
+        r = run("compact", m.db)
+        assert r.returncode == 0, r.stderr
+        assert os.path.getsize(m.db) < 16 * MiB, r.stdout
+        assert busy.wait(timeout=120) == 0
+        with open(m.p("keep"), "rb") as f:
+            assert f.read() == keep
+        with open(m.p("log")) as f:
+            assert f.read().split() == [str(i) for i in range(300)]
+        assert full > 64 * MiB
+    finally:
+        if busy and busy.poll() is None:
+            busy.kill()
+            busy.wait()
+        m.unmount()
+    fsck_clean(m)

@@ -297,3 +297,96 @@ def test_repair_says_what_it_cannot_mend(ws):
     r = run("fsck", "--repair", ws.db)
     assert r.returncode == 1
     assert "not repaired: bad name 'a/b'" in r.stdout
+
+
+def export_digest(db, snapshot, path):
+    """sha256 of path's content in snapshot's export."""
+    import io
+    import subprocess
+    import tarfile
+    from test_fs import BIN
+    r = subprocess.run([BIN, "export", db, snapshot], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(fileobj=io.BytesIO(r.stdout)) as tar:
+        return hashlib.sha256(tar.extractfile("./" + path).read()).hexdigest()
+
+
+def test_repair_drops_a_snapshot_without_its_root(ws):
+    """A snapshot that lost its root row cannot be restored (that would
+    take the tree's root away) and nothing in it can be reached: the
+    repair drops it whole, and the other snapshots and the tree stay."""
+    for name in ("broken", "kept"):
+        assert run("snapshot", ws.db, name).returncode == 0
+    with sqlite3.connect(ws.db) as c:
+        c.execute("DELETE FROM snap_inodes WHERE ino = 1 AND snap = (SELECT "
+                  "id FROM snapshots WHERE name = 'broken')")
+    r = run("fsck", ws.db)
+    assert r.returncode == 1 and "snapshot 'broken' has no root directory" \
+        in r.stdout, r.stdout
+    r = run("restore", ws.db, "broken")
+    assert r.returncode == 1 and "is damaged (it has no root directory)" \
+        in r.stderr, r.stderr
+    r = run("fsck", "--repair", ws.db)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dropped snapshot 'broken': it has no root directory, so none " \
+        "of its 7 inodes could be reached" in r.stdout, r.stdout
+    assert run("fsck", ws.db).returncode == 0
+    listed = run("snapshots", ws.db).stdout.split()
+    assert "kept" in listed and "broken" not in listed
+    with sqlite3.connect(ws.db) as c:
+        for t in ("snap_inodes", "snap_dirents", "snap_chunks",
+                  "snap_symlinks", "snap_xattrs"):
+            assert c.execute("SELECT count(DISTINCT snap) FROM " + t)\
+                .fetchone()[0] <= 1, t
+    assert export_digest(ws.db, "kept", "a/file") == \
+        hashlib.sha256(b"x" * 200000).hexdigest()
+    ws.mount()
+    try:
+        with open(ws.p("a", "file"), "rb") as f:
+            assert f.read() == b"x" * 200000
+    finally:
+        ws.unmount()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "own"])
+def test_repair_trims_a_snapshot_chunk_shorter_than_its_block(ws, shared):
+    """A snapshot's chunk says 1000 bytes but names a 65,536-byte block:
+    the snapshot keeps showing its 1000 bytes (then zeros), from a block of
+    its own when the tree still names the long one, else from the block
+    cut in place; the tree's file is untouched."""
+    assert run("snapshot", ws.db, "s").returncode == 0
+    if not shared:                 # the tree's file moves to blocks of its own
+        ws.mount()
+        try:
+            with open(ws.p("a", "file"), "r+b") as f:
+                f.write(b"y" * 200000)
+        finally:
+            ws.unmount()
+    with sqlite3.connect(ws.db) as c:
+        ino = ino_of(c, "a/file")
+        c.execute("UPDATE snap_chunks SET len = 1000 WHERE ino = ? AND "
+                  "idx = 1", (ino,))
+        block = c.execute("SELECT block FROM snap_chunks WHERE ino = ? AND "
+                          "idx = 1", (ino,)).fetchone()[0]
+    r = run("fsck", ws.db)
+    assert r.returncode == 1 and "holds 65536 bytes, not 1000" in r.stdout
+    r = run("fsck", "--repair", ws.db)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if shared:
+        assert "gave chunk 1 of inode %d a block of its own with the " \
+            "chunk's 1000 bytes of block %d" % (ino, block) in r.stdout
+    else:
+        assert "cut block %d of chunk 1 of inode %d to the chunk's 1000 " \
+            "bytes" % (block, ino) in r.stdout
+    assert run("fsck", ws.db).returncode == 0
+    assert "nothing to repair" in run("fsck", "--repair", ws.db).stdout
+    want = b"x" * 65536 + b"x" * 1000 + bytes(64536) + b"x" * (200000 - 131072)
+    assert export_digest(ws.db, "s", "a/file") == \
+        hashlib.sha256(want).hexdigest()
+    ws.mount()
+    try:
+        with open(ws.p("a", "file"), "rb") as f:
+            assert f.read() == (b"x" if shared else b"y") * 200000
+    finally:
+        ws.unmount()

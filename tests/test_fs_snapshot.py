@@ -4,17 +4,19 @@ schema 3's shared blocks, and the migration from a version-2 database.
 Run as root: /usr/bin/python3 -m pytest -q tests/test_fs_snapshot.py
 """
 import hashlib
+import io
 import os
 import random
 import shutil
 import signal
 import sqlite3
 import subprocess
+import tarfile
 import time
 
 import pytest
 
-from test_fs import BIN, Mount, run
+from test_fs import BIN, Mount, is_mounted, run, wait_gone
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
@@ -442,3 +444,269 @@ def test_diff_is_capped(tmp_path):
     assert out[:1000] == ["A f%04d" % i for i in range(1000)]
     assert out[1000:] == ["... more than 1000 changes; the first 1000 are "
                           "shown"]
+
+
+# --- kill -9 inside an operation ---------------------------------------------
+# tests/fault_vfs.c, preloaded, pauses the process that writes the database
+# inside the operation's transaction (mid: before its commit frame; commit:
+# just after it), so that the kill lands there every time.
+SHIM = os.path.join(os.path.dirname(BIN), "tests", "fault_vfs.so")
+TREE_DIRS, TREE_FILES = 50, 200                   # 10,000 files
+
+
+def tree_tar():
+    """A tar of a 10,000-file tree, a 2 MiB file and a symlink."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        def add(name, data):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode = len(data), 0o644
+            tar.addfile(ti, io.BytesIO(data))
+        for d in range(TREE_DIRS):
+            ti = tarfile.TarInfo("d%d" % d)
+            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(ti)
+            for i in range(TREE_FILES):
+                add("d%d/f%d" % (d, i), b"%d/%d\n" % (d, i))
+        add("big", random.Random(3).randbytes(2 * MiB))
+        ti = tarfile.TarInfo("link")
+        ti.type, ti.linkname = tarfile.SYMTYPE, "big"
+        tar.addfile(ti)
+    return buf.getvalue()
+
+
+def exported(db, snapshot=None):
+    """{path: (type, mode, content hash or link target)} of the live tree
+    or a snapshot, as `atrium-fs export` writes it."""
+    r = subprocess.run([BIN, "export", db] + ([snapshot] if snapshot else []),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(r.stdout)) as tar:
+        for ti in tar:
+            data = tar.extractfile(ti).read() if ti.isreg() else b""
+            out[ti.name.rstrip("/")] = (ti.type, ti.mode, ti.linkname or
+                                        hashlib.sha256(data).hexdigest())
+    return out
+
+
+def change_big_tree(m):
+    """T0 to T1: a directory removed, one rewritten, one added."""
+    shutil.rmtree(m.p("d3"))
+    for i in range(TREE_FILES):
+        with open(m.p("d4", "f%d" % i), "a") as f:
+            f.write("changed\n")
+    os.mkdir(m.p("new"))
+    for i in range(TREE_FILES):
+        with open(m.p("new", "f%d" % i), "w") as f:
+            f.write("new %d\n" % i)
+
+
+def fresh_copy(tmp_path, src):
+    """A Mount of a copy of the unmounted database src under tmp_path."""
+    m = Mount(tmp_path)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(m.db + suffix):
+            os.unlink(m.db + suffix)
+    for suffix in ("", "-wal"):
+        if os.path.exists(src + suffix):
+            shutil.copy(src + suffix, m.db + suffix)
+    return m
+
+
+@pytest.fixture(scope="module")
+def kill_trees(tmp_path_factory):
+    """Two databases to copy: "plain" holds T0 and no snapshot; "changed"
+    holds snapshot s of T0 and T1 live.  With T0 and T1 as exported."""
+    base = tmp_path_factory.mktemp("kill-trees")
+    os.makedirs(base / "plain")
+    plain = Mount(base / "plain")
+    r = subprocess.run([BIN, "import", plain.db], input=tree_tar(),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    t0 = exported(plain.db)
+    os.makedirs(base / "changed")
+    changed = fresh_copy(base / "changed", plain.db)
+    ok("snapshot", changed.db, "s")
+    changed.mount()
+    try:
+        change_big_tree(changed)
+    finally:
+        changed.unmount()
+    t1 = exported(changed.db)
+    assert t1 != t0 and exported(changed.db, "s") == t0
+    return {"plain": plain.db, "changed": changed.db, "t0": t0, "t1": t1}
+
+
+def pause_env(tmp_path, mode):
+    arm, mark = str(tmp_path / "arm"), str(tmp_path / "paused")
+    return {"LD_PRELOAD": SHIM, "ATRIUM_PAUSE": mode, "ATRIUM_PAUSE_ARM": arm,
+            "ATRIUM_PAUSE_MARK": mark}
+
+
+def wait_paused(env, proc, timeout=60):
+    end = time.time() + timeout
+    while not os.path.exists(env["ATRIUM_PAUSE_MARK"]):
+        assert proc.poll() is None, "the operation ended before its pause: " \
+            + proc.stderr.read().decode(errors="replace")
+        assert time.time() < end, "the operation never paused"
+        time.sleep(0.01)
+
+
+def fsck_after_crash(db):
+    """fsck of a database whose writer was killed: clean, but for what
+    fsck itself says the next mount finishes (files unlinked while open)."""
+    r = run("fsck", db)
+    assert r.returncode in (0, 1), r.stderr
+    for line in r.stdout.splitlines():
+        assert "at the next mount" in line, r.stdout
+
+
+# What each operation leaves when killed before (mid) and after (commit)
+# its commit: whether snapshot s is there, and which tree is live.
+KILL_OUTCOME = {
+    ("snapshot", "mid"): ("plain", False, "t0"),
+    ("snapshot", "commit"): ("plain", True, "t0"),
+    ("restore", "mid"): ("changed", True, "t1"),
+    ("restore", "commit"): ("changed", True, "t0"),
+    ("drop", "mid"): ("changed", True, "t1"),
+    ("drop", "commit"): ("changed", False, "t1"),
+}
+
+
+def check_after_kill(m, trees, op, mode, touched=()):
+    """The snapshot whole or absent as the moment of the kill says, the
+    live tree the before or after state, and the database good to mount.
+    touched: paths written through the mount meanwhile, which the live
+    tree may hold in any state they passed through (what the kernel had
+    not handed over when the daemon died is lost); check_touched judges
+    them."""
+    _, has_s, live = KILL_OUTCOME[(op, mode)]
+    fsck_after_crash(m.db)
+    assert ("s" in snapshots(m.db)) == has_s
+    if has_s:
+        snap = exported(m.db, "s")                     # whole
+        if op == "snapshot" and touched:
+            # taken of the mounted tree: with every write made before it
+            assert snap.pop("./d2/f2")[2] == hashlib.sha256(
+                b"2/2\nopen\n").hexdigest()
+            assert snap.pop("./d0/log")[2] != ""
+        assert without(snap, touched) == without(trees["t0"], touched)
+    got = without(exported(m.db), touched)
+    assert got == without(trees[live], touched)        # never a mix
+    m.mount()
+    try:
+        with open(m.p("d0", "f7")) as f:
+            assert f.read() == "0/7\n"
+        for rel in touched:
+            check_touched(m, rel, op == "restore" and live == "t0")
+        with open(m.p("later"), "w") as f:             # writable again
+            f.write("later\n")
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+
+
+def without(state, paths):
+    """state less paths."""
+    return {k: v for k, v in state.items() if k[2:] not in paths}
+
+
+def check_touched(m, rel, restored):
+    """d2/f2 (open for writing) and d0/log (appended to by a command) as
+    a mounted operation's test left them: the live tree's state, or that
+    plus some of what was written; as the snapshot has them once it was
+    restored."""
+    try:
+        with open(m.p(rel), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        data = None
+    if rel == "d2/f2":
+        assert data in ((b"2/2\n",) if restored else
+                        (b"2/2\n", b"2/2\nopen\n")), data
+    else:
+        assert data is None or data == b"x\n" * (len(data) // 2), data
+        assert not (restored and data), "the restore left d0/log"
+
+
+pause_kill = pytest.mark.skipif(
+    not os.path.exists(SHIM), reason="build first: make build/tests/fault_vfs.so")
+
+
+@pause_kill
+@pytest.mark.parametrize("op,mode", sorted(KILL_OUTCOME))
+def test_kill_9_inside_an_unmounted_operation(tmp_path, kill_trees, op, mode):
+    """kill -9 of `atrium-fs snapshot|restore|drop` on an unmounted
+    database, inside its transaction: all of it or none of it."""
+    m = fresh_copy(tmp_path, kill_trees[KILL_OUTCOME[(op, mode)][0]])
+    env = pause_env(tmp_path, mode)
+    open(env["ATRIUM_PAUSE_ARM"], "w").close()
+    p = subprocess.Popen([BIN, op, m.db, "s"], env=dict(os.environ, **env),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_paused(env, p)
+    finally:
+        p.kill()
+        p.wait()
+    check_after_kill(m, kill_trees, op, mode)
+
+
+@pause_kill
+@pytest.mark.parametrize("op,mode", sorted(KILL_OUTCOME))
+def test_kill_9_of_the_daemon_inside_a_mounted_operation(tmp_path, kill_trees,
+                                                         op, mode):
+    """kill -9 of the mounted daemon while it runs `atrium-fs
+    snapshot|restore|drop` for the command line, with files open for
+    reading and writing and a command appending and reading meanwhile."""
+    m = fresh_copy(tmp_path, kill_trees[KILL_OUTCOME[(op, mode)][0]])
+    env = pause_env(tmp_path, mode)
+    m.mount(env=env)
+    busy = cmd = None
+    try:
+        reader = open(m.p("d1", "f1"), "rb")
+        writer = open(m.p("d2", "f2"), "r+b")
+        assert reader.read() == b"1/1\n"
+        writer.seek(0, 2)
+        writer.write(b"open\n")
+        writer.flush()
+        busy = subprocess.Popen(
+            ["sh", "-c", "while :; do echo x >> d0/log; cat big > /dev/null; "
+             "done"], cwd=m.dir, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        time.sleep(0.3)
+        open(env["ATRIUM_PAUSE_ARM"], "w").close()
+        cmd = subprocess.Popen([BIN, op, m.db, "s"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+        wait_paused(env, cmd)
+        os.kill(m.pid, signal.SIGKILL)
+        assert wait_gone(m.pid)
+        # The command says the daemon went away, and what to do.
+        assert cmd.wait(timeout=30) == 1
+        said = cmd.stderr.read().decode()
+        assert "went away before answering the %s of s" % op in said, said
+        for f in (reader, writer):
+            try:
+                f.close()
+            except OSError:
+                pass
+        os.killpg(busy.pid, signal.SIGKILL)      # the shell and its cat
+        busy.wait(timeout=30)
+        busy = None
+        # A stale mount goes with a plain unmount, once the killed
+        # processes have let go of it (their exit takes a moment).
+        end = time.time() + 10
+        while True:
+            r = subprocess.run(["fusermount3", "-u", m.dir],
+                               capture_output=True, text=True)
+            if r.returncode == 0 or time.time() > end:
+                break
+            time.sleep(0.1)
+        assert r.returncode == 0, r.stderr
+        assert not is_mounted(m.dir)
+        m.pid = 0
+    finally:
+        if busy:
+            os.killpg(busy.pid, signal.SIGKILL)
+        m.unmount()
+    check_after_kill(m, kill_trees, op, mode, touched=("d2/f2", "d0/log"))

@@ -1,0 +1,70 @@
+/*
+ * fsctl_client.h: asking the atrium-fs daemon that has a workspace
+ * database mounted for snapshot work, through its control socket DB-ctl
+ * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
+ * command line (fs/main.c) and by the agent (agent/undo.c,
+ * agent/snapshots.c).
+ *
+ * Every call blocks its caller for at most timeout_s seconds per read or
+ * write (SO_RCVTIMEO, SO_SNDTIMEO, the connect too), and every answer line
+ * is capped (FSCTL_LINE_MAX, FSCTL_ENTRY_MAX for a diff's entries) before
+ * it is stored.  Results, for every call:
+ *   0              done
+ *   -errno         what the daemon answered (-ENOENT: no such snapshot,
+ *                  -EEXIST, -EINVAL, -EDQUOT, ...)
+ *   -ECONNREFUSED  nobody serves DB-ctl (not mounted, or a stale socket)
+ *   -ECONNRESET    the daemon closed the connection before its answer
+ *                  (it died or stopped: the operation may or may not
+ *                  have happened)
+ *   -EAGAIN        no answer within timeout_s
+ *   -EPROTO        an answer that is not the wire's
+ *   -EINVAL        a name the request line cannot carry
+ */
+#ifndef ATRIUM_FSCTL_CLIENT_H
+#define ATRIUM_FSCTL_CLIENT_H
+
+#include <stddef.h>
+
+/* A request or answer line, LF included. */
+#define FSCTL_LINE_MAX 256
+/* A list's snapshot line: a name and five numbers. */
+#define FSCTL_LIST_LINE_MAX (FSCTL_LINE_MAX + 128)
+/* A diff entry: kind, space, a path of up to 4096 bytes each as %XX. */
+#define FSCTL_ENTRY_MAX (3 * 4096 + 8)
+
+/* The control socket's path for db into out: 0 or -ENAMETOOLONG. */
+int fsctl_path(const char *db, char *out, size_t size);
+
+/* verb (snapshot, restore, drop) on snapshot name of db. */
+int fsctl_request(const char *db, const char *verb, const char *name,
+    int timeout_s);
+
+/* One entry of a diff: kind 'A', 'D' or 'M' and the path relative to the
+ * workspace (valid during the call).  Non-zero stops it (-ECANCELED). */
+typedef int (*fsctl_diff_cb)(void *arg, char kind, const char *path);
+
+/* What changed in db's tree since snapshot name: cb per entry, *more set
+ * when the daemon capped the list. */
+int fsctl_diff(const char *db, const char *name, int timeout_s,
+    fsctl_diff_cb cb, void *arg, int *more);
+
+/* One snapshot of a list (name valid during the call). */
+struct fsctl_snapshot {
+	const char *name;
+	long long created_ns;         /* when taken, since the epoch */
+	unsigned long long inodes;    /* inodes it holds */
+	unsigned long long shared;    /* bytes it shares with others */
+	unsigned long long own;       /* bytes only it names */
+};
+
+/* Non-zero stops the list (-ECANCELED). */
+typedef int (*fsctl_list_cb)(void *arg, const struct fsctl_snapshot *s);
+
+/* The snapshots of db, oldest first. */
+int fsctl_list(const char *db, int timeout_s, fsctl_list_cb cb, void *arg);
+
+/* Give the pages deletes freed inside db back to the disk
+ * (-EOPNOTSUPP: a database without SQLite's pointer map). */
+int fsctl_compact(const char *db, int timeout_s);
+
+#endif
