@@ -49,6 +49,17 @@
  * kernel fails to write back a page that pwrite accepted: the database
  * file is synced only at the end of a complete checkpoint.
  *
+ * The frames a checkpoint copies are read the same way, in 256 KiB
+ * preads of the WAL rather than one per page.  What is read ahead is used
+ * only by the checkpoint that read it: the frames a checkpoint copies are
+ * committed and stay as they are until it ends, while the frames past
+ * them may still be being written by the writer, and the WAL starts over
+ * after a complete checkpoint.  A checkpoint runs on one thread, between
+ * SQLITE_FCNTL_CKPT_START and _DONE on its database file, so each
+ * checkpoint gets a number of its own for its thread (walbuf_ckpt_window),
+ * and a WAL file serves a read from what it read ahead only inside the
+ * checkpoint that read it.
+ *
  * Threading: a buffer belongs to one open WAL or database file of one
  * connection, which SQLite uses from one thread at a time (the writer
  * holds fs->lock; the committer alone uses the checkpoint connection).
@@ -74,6 +85,15 @@
  * a page. */
 #define WALBUF_FILE_HDR 32
 #define WALBUF_FRAME_HDR 24
+/* Bytes of WAL a checkpoint reads at once: about 60 frames of 4 KiB. */
+#define WALBUF_AHEAD (256u << 10)
+
+/* The number of the checkpoint this thread runs, 0 when none (see the
+ * top), and the checkpoints numbered so far, by every thread (atomic): a
+ * number is never given twice, so what one checkpoint read ahead is never
+ * used by another, on this thread or any other. */
+static _Thread_local uint64_t walbuf_ckpt_window;
+static uint64_t walbuf_ckpt_count;
 
 struct walbuf_file {
 	sqlite3_file base;        /* our methods */
@@ -90,6 +110,12 @@ struct walbuf_file {
 	sqlite3_int64 room_from, room_to;
 	int failed;               /* a gathered write failed: every call fails */
 	int db_fd;                /* SQLite's descriptor of it (walbuf_db_fd); -1 */
+	/* A WAL's bytes read ahead for a checkpoint: ahead_len bytes from
+	 * ahead_off, valid in checkpoint window ahead_window of this thread. */
+	unsigned char *ahead;
+	size_t ahead_len;
+	sqlite3_int64 ahead_off;
+	uint64_t ahead_window;
 };
 
 /* The start of the unix VFS's file object (os_unix.c: unixFile), the same
@@ -209,6 +235,7 @@ walbuf_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 		return walbuf_db_write(f, p, n, off);
 	if (!f->is_wal)
 		return f->real->pMethods->xWrite(f->real, p, n, off);
+	f->ahead_len = 0;
 	if (!f->buf && !(f->buf = malloc(WALBUF_BYTES)))
 		return f->real->pMethods->xWrite(f->real, p, n, off);
 	f->commit_next = walbuf_is_commit_header(p, n, off);
@@ -241,18 +268,73 @@ walbuf_close(sqlite3_file *file)
 
 	free(f->buf);
 	f->buf = NULL;
+	free(f->ahead);
+	f->ahead = NULL;
 	return rc != SQLITE_OK ? rc : rc2;
 }
 
+/* Read up to WALBUF_AHEAD bytes of the WAL from off, no further than its
+ * end, for this thread's running checkpoint.  1 when they hold the n bytes
+ * at off, 0 when not (nothing kept), or an SQLite error code. */
+static int
+walbuf_read_ahead(struct walbuf_file *f, int n, sqlite3_int64 off)
+{
+	sqlite3_int64 size = 0;
+	size_t len;
+	int rc;
+
+	f->ahead_len = 0;
+	if (!f->ahead && !(f->ahead = malloc(WALBUF_AHEAD)))
+		return 0;
+	if ((rc = f->real->pMethods->xFileSize(f->real, &size)) != SQLITE_OK)
+		return rc;
+	if (size < off + n)
+		return 0;
+	len = size - off < WALBUF_AHEAD ? (size_t)(size - off) : WALBUF_AHEAD;
+	if (len < (size_t)n)
+		return 0;
+	if ((rc = f->real->pMethods->xRead(f->real, f->ahead, (int)len, off)) !=
+	    SQLITE_OK)
+		return rc;
+	f->ahead_len = len;
+	f->ahead_off = off;
+	f->ahead_window = walbuf_ckpt_window;
+	return 1;
+}
+
+/* A WAL read inside this thread's checkpoint: from what was read ahead in
+ * it, reading ahead again when the bytes are not there.  SQLITE_OK, or
+ * SQLITE_NOTFOUND to read the plain way. */
+static int
+walbuf_read_in_ckpt(struct walbuf_file *f, void *p, int n, sqlite3_int64 off)
+{
+	int r;
+
+	if (!(f->ahead_len && f->ahead_window == walbuf_ckpt_window &&
+	    off >= f->ahead_off &&
+	    off + n <= f->ahead_off + (sqlite3_int64)f->ahead_len) &&
+	    (r = walbuf_read_ahead(f, n, off)) != 1)
+		return r == 0 ? SQLITE_NOTFOUND : r;
+	memcpy(p, f->ahead + (off - f->ahead_off), (size_t)n);
+	return SQLITE_OK;
+}
+
 /* xRead, and below xTruncate, xSync, xFileSize and xFileControl: the
- * real file's, once what is gathered is written out. */
+ * real file's, once what is gathered is written out; a checkpoint reads
+ * its WAL ahead (see the top). */
 static int
 walbuf_read(sqlite3_file *file, void *p, int n, sqlite3_int64 off)
 {
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
 
-	return rc != SQLITE_OK ? rc : f->real->pMethods->xRead(f->real, p, n, off);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (f->is_wal && walbuf_ckpt_window &&
+	    (rc = walbuf_read_in_ckpt(f, p, n, off)) != SQLITE_NOTFOUND)
+		return rc;
+	f->ahead_len = 0;
+	return f->real->pMethods->xRead(f->real, p, n, off);
 }
 
 static int
@@ -261,6 +343,7 @@ walbuf_truncate(sqlite3_file *file, sqlite3_int64 size)
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
 
+	f->ahead_len = 0;
 	return rc != SQLITE_OK ? rc : f->real->pMethods->xTruncate(f->real, size);
 }
 
@@ -319,6 +402,8 @@ walbuf_file_control(sqlite3_file *file, int op, void *arg)
 	    op == SQLITE_FCNTL_CKPT_DONE)) {
 		f->in_ckpt = op == SQLITE_FCNTL_CKPT_START;
 		f->room_from = f->room_to = 0;
+		walbuf_ckpt_window = f->in_ckpt ? __atomic_add_fetch(
+		    &walbuf_ckpt_count, 1, __ATOMIC_RELAXED) : 0;
 	}
 	if (rc != SQLITE_OK)
 		return rc;
