@@ -86,8 +86,10 @@ ckpt_start(struct fs *fs)
 		return 0;
 	if ((r = ckpt_sizes(fs)) < 0)
 		return r;
+	/* Through walbuf.c, which writes the pages a checkpoint appends in
+	 * big pieces. */
 	rc = sqlite3_open_v2(fs->path, &fs->ckpt_db,
-	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, walbuf_vfs_name());
 	if (rc != SQLITE_OK) {
 		log_warn("%s: no connection for checkpoints (%s); SQLite "
 		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));
