@@ -168,6 +168,9 @@ int db_configure(sqlite3 *db);
 /* --- walbuf.c --- */
 const char *walbuf_vfs_name(void);
 
+/* --- readahead.c --- */
+const char *readahead_vfs_name(void);
+
 /* --- readers.c --- */
 /* A pooled read's answer when the writer must do the read (fs->lock). */
 #define READERS_ASK_WRITER (-EAGAIN)

@@ -19,7 +19,9 @@
  *     every read this file turns away.  libfuse's worker threads (up to 16)
  *     serve requests; a change waits for fs->lock, a read normally not.
  *   - The readers: up to READERS_MAX connections, opened read-only on first
- *     need, each used by one thread at a time (taken from and given back to
+ *     need through readahead.c's VFS (which reads the database file ahead
+ *     within one read transaction, in a buffer of the connection's own),
+ *     each used by one thread at a time (taken from and given back to
  *     a free list under pool_lock; with all of them busy a reader waits for
  *     another reader, never for the writer).  A pooled read is one read
  *     transaction (BEGIN ... COMMIT), so one WAL snapshot, ended before the
@@ -85,7 +87,8 @@
  *
  * Lock order: fs->lock, then touched_lock or fs->pin_lock (each taken
  * alone, never together); pool_lock alone.  None is held across I/O except
- * fs->lock.  Memory: each reader has a page cache of READERS_CACHE_KIB.
+ * fs->lock.  Memory: each reader has a page cache of READERS_CACHE_KIB and
+ * a read-ahead buffer of 64 KiB.
  */
 #include "fs_int.h"
 
@@ -244,8 +247,9 @@ reader_open(struct fs *fs)
 
 	if (!rd)
 		return NULL;
+	/* Through readahead.c: a block's overflow pages in few preads. */
 	rc = sqlite3_open_v2(fs->path, &rd->db,
-	    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, readahead_vfs_name());
 	snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%d", READERS_CACHE_KIB);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(rd->db, sql, NULL, NULL, NULL);
