@@ -27,10 +27,10 @@
  *     reader's read transaction (BEGIN ... COMMIT), one WAL snapshot,
  *     which the reader keeps for its next requests while no group has
  *     ended (beginning and ending one cost three system calls, as many as
- *     the rest of a 4 KiB read): it ends when a group ends, at once for a free reader
- *     (readers_group_end, under fs->lock and pool_lock) and at the end of
- *     its request for one in use, so no snapshot outlives the group after
- *     it by more than a request.
+ *     the rest of a 4 KiB read): it ends when a group ends, at once for a
+ *     free reader (readers_group_end, under fs->lock and pool_lock) and at
+ *     the end of its request for one in use, so no snapshot outlives the
+ *     group after it by more than a request.
  *   - The touched set, under touched_lock: every inode whose inodes row the
  *     open group has inserted, updated or deleted, and seq, which moves on
  *     each time a group ends (committed or given up, db.c).  The writer
@@ -100,8 +100,9 @@
  * alone, never together); fs->lock, then pool_lock (readers_group_end);
  * nothing is taken while pool_lock is held.  None is held across I/O except
  * fs->lock, and pool_lock while readers_group_end ends free readers'
- * read transactions (no I/O but the -shm lock's fcntl).  Memory: each reader has a page cache of READERS_CACHE_KIB and
- * a read-ahead buffer of 64 KiB.
+ * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
+ * reader has a page cache of READERS_CACHE_KIB and a read-ahead buffer of
+ * 64 KiB.
  */
 #include "fs_int.h"
 
