@@ -335,11 +335,10 @@ chunks_copy(sqlite3 *db, sqlite3_blob **blob, const struct chunk_ref *ref,
 
 /* chunks_read_on of at most CHUNKS_READ_MAX bytes. */
 static int
-chunks_read_piece(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
-    unsigned char *out, size_t size)
+chunks_read_piece(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
+    uint64_t ino, uint64_t off, unsigned char *out, size_t size)
 {
 	struct chunk_ref refs[CHUNKS_READ_REFS];
-	sqlite3_blob *blob = NULL;
 	uint64_t done = 0;
 	int n, i, rc = SQLITE_OK;
 
@@ -350,8 +349,12 @@ chunks_read_piece(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
 	if (n < 0)
 		return -n;
 	for (i = 0; i < n && rc == SQLITE_OK; i++)
-		rc = chunks_copy(db, &blob, &refs[i], off, size, out, &done);
-	sqlite3_blob_close(blob);
+		rc = chunks_copy(db, blob, &refs[i], off, size, out, &done);
+	/* A handle whose reopen or read failed is aborted: not kept. */
+	if (rc != SQLITE_OK && *blob) {
+		sqlite3_blob_close(*blob);
+		*blob = NULL;
+	}
 	if (rc == SQLITE_OK && done < size)
 		memset(out + done, 0, size - done);
 	return rc;
@@ -359,12 +362,14 @@ chunks_read_piece(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
 
 /* Read size bytes of ino at off into buf, zeros for holes (the caller
  * clamped size to the file's size), on connection db with find prepared
- * there from CHUNKS_FIND_SQL.  The writer and the readers (readers.c) both
- * read through here, each on its own connection and statement cache.
- * SQLITE_OK or an SQLite error code. */
+ * there from CHUNKS_FIND_SQL.  *blob is a handle on db's blocks (NULL: one
+ * is opened at the first block met); it is left open for the caller to
+ * reuse in the same read transaction, or to close.  The writer and the
+ * readers (readers.c) both read through here, each on its own connection
+ * and statement cache.  SQLITE_OK or an SQLite error code. */
 int
-chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
-    void *buf, size_t size)
+chunks_read_on(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
+    uint64_t ino, uint64_t off, void *buf, size_t size)
 {
 	unsigned char *out = buf;
 	int rc;
@@ -372,7 +377,7 @@ chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
 	while (size > 0) {
 		size_t n = size < CHUNKS_READ_MAX ? size : CHUNKS_READ_MAX;
 
-		rc = chunks_read_piece(db, find, ino, off, out, n);
+		rc = chunks_read_piece(db, find, blob, ino, off, out, n);
 		if (rc != SQLITE_OK)
 			return rc;
 		off += n;
@@ -386,6 +391,7 @@ chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
 int
 chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 {
+	sqlite3_blob *blob = NULL;
 	sqlite3_stmt *find;
 	int rc;
 
@@ -393,7 +399,8 @@ chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)
 		return 0;
 	if (!(find = db_stmt(fs, CHUNKS_FIND_SQL)))
 		return -EIO;
-	rc = chunks_read_on(fs->db, find, ino, off, buf, size);
+	rc = chunks_read_on(fs->db, find, &blob, ino, off, buf, size);
+	sqlite3_blob_close(blob);
 	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "chunks_read");
 }
 

@@ -168,6 +168,9 @@ int db_configure(sqlite3 *db);
 /* --- walbuf.c --- */
 const char *walbuf_vfs_name(void);
 
+/* --- readahead.c --- */
+const char *readahead_vfs_name(void);
+
 /* --- readers.c --- */
 /* A pooled read's answer when the writer must do the read (fs->lock). */
 #define READERS_ASK_WRITER (-EAGAIN)
@@ -285,8 +288,8 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 /* The chunks of a file that a read meets, in order (chunks_read_on). */
 #define CHUNKS_FIND_SQL "SELECT idx, block, len FROM chunks " \
 	"WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx"
-int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, uint64_t ino, uint64_t off,
-    void *buf, size_t size);
+int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
+    uint64_t ino, uint64_t off, void *buf, size_t size);
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
 int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,

@@ -30,8 +30,6 @@
 
 /* Seconds the kernel may cache entries and attributes. */
 #define FS_TIMEOUT 86400.0
-/* Biggest write and read the kernel may send (libfuse's buffer limit). */
-#define FS_MAX_IO (1u << 20)
 
 /* The core behind a request. */
 static struct fs *

@@ -9,6 +9,10 @@
 
 struct fs;
 
+/* Biggest write and read the kernel may send (libfuse's buffer limit), and
+ * the read-ahead the daemon asks for. */
+#define FS_MAX_IO (1u << 20)
+
 /* The session's userdata: the core, and what init learnt of the kernel. */
 struct fuse_ops_data {
 	struct fs *fs;

@@ -325,6 +325,32 @@ mount_malloc_config(void)
 		    "arenas of their own");
 }
 
+/* Let the kernel read a file ahead by FS_MAX_IO, as init asked: a FUSE
+ * mount's read-ahead is capped by its backing device's, 128 KiB by
+ * default, so a sequential read came in requests of 128 to 256 KiB, each
+ * a round trip and a read transaction, four or more per MiB where one
+ * does.  Only a speed matter: a failure (a read-only /sys) is logged. */
+static void
+mount_set_readahead(unsigned major, unsigned minor)
+{
+	char path[64], val[16];
+	int fd, n, ok;
+
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+	    major, minor);
+	n = snprintf(val, sizeof(val), "%u\n", FS_MAX_IO >> 10);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+		log_info("%s: %s: reads ahead by the default", path,
+		    strerror(errno));
+		return;
+	}
+	ok = write(fd, val, (size_t)n) == n;
+	if (!ok)
+		log_info("%s: %s: reads ahead by the default", path,
+		    strerror(errno));
+	close(fd);
+}
+
 /* The whole mount in this process; status_fd (or -1) hears "live".  The
  * exit status. */
 static int
@@ -348,6 +374,8 @@ mount_serve(const struct mount_opts *o, int status_fd)
 	dev_known = mount_holder_dev(m.dir, &major, &minor) == 0;
 	if ((r = lockfile_record(m.lock_fd, m.dir, dev_known, major, minor)) < 0)
 		log_warn("recording the mount in %s-mount: %s", o->db, strerror(-r));
+	if (dev_known)
+		mount_set_readahead(major, minor);
 	/* Before the mount is announced, so that a snapshot asked for right
 	 * after finds the socket. */
 	ctl = control_start(o->db, m.fs, m.se);

@@ -19,11 +19,18 @@
  *     every read this file turns away.  libfuse's worker threads (up to 16)
  *     serve requests; a change waits for fs->lock, a read normally not.
  *   - The readers: up to READERS_MAX connections, opened read-only on first
- *     need, each used by one thread at a time (taken from and given back to
+ *     need through readahead.c's VFS (which reads the database file ahead
+ *     within one read transaction, in a buffer of the connection's own),
+ *     each used by one thread at a time (taken from and given back to
  *     a free list under pool_lock; with all of them busy a reader waits for
- *     another reader, never for the writer).  A pooled read is one read
- *     transaction (BEGIN ... COMMIT), so one WAL snapshot, ended before the
- *     connection goes back: no snapshot outlives its request.
+ *     another reader, never for the writer).  A pooled read runs in the
+ *     reader's read transaction (BEGIN ... COMMIT), one WAL snapshot,
+ *     which the reader keeps for its next requests while no group has
+ *     ended (beginning and ending one cost three system calls, as many as
+ *     the rest of a 4 KiB read): it ends when a group ends, at once for a
+ *     free reader (readers_group_end, under fs->lock and pool_lock) and at
+ *     the end of its request for one in use, so no snapshot outlives the
+ *     group after it by more than a request.
  *   - The touched set, under touched_lock: every inode whose inodes row the
  *     open group has inserted, updated or deleted, and seq, which moves on
  *     each time a group ends (committed or given up, db.c).  The writer
@@ -41,14 +48,16 @@
  * too (their attributes), a plain readdir only the directory (an entry's
  * type never changes).
  *
- * Why that is enough.  Let s be seq as read before the snapshot.  A change
- * answered before the request began was either committed before the
- * snapshot (which then has it) or is in a group still open when the
- * snapshot was taken.  That group's inodes leave the set only when it ends,
- * after its COMMIT returned, and seq moves with it: seq still s at the
- * check means the group is still open and its inodes still in the set, so
- * the read goes to the writer.  A change answered after the request began
- * is concurrent with it, and either answer is right.
+ * Why that is enough.  Let s be seq as read before the snapshot (taken for
+ * this request or kept from an earlier one).  A change answered before the
+ * request began was either committed before the snapshot (which then has
+ * it), or committed after it, which ended a group and moved seq past s, or
+ * is in the group still open.  That group's inodes leave the set only when
+ * it ends, after its COMMIT returned, and seq moves with it: seq still s at
+ * the check means no commit since the snapshot and the open group's
+ * inodes still in the set, so the read goes to the writer.  A change
+ * answered after the request began is concurrent with it, and either
+ * answer is right.
  *
  * The races, one by one:
  *   - A write that begins while a pooled read runs is not in its snapshot:
@@ -68,8 +77,12 @@
  *     page change under it.
  *   - Checkpoints (checkpoint.c) are PASSIVE: they stop at readers' marks
  *     and never wait for them.  SQLite starts the WAL again from its start
- *     only when no reader uses it; snapshots last one request, so the WAL
- *     is not held long.
+ *     only when no reader uses it; snapshots end with the group after them,
+ *     so the WAL is not held long (a snapshot begun once every frame is
+ *     checkpointed reads the database file alone and holds nothing back).
+ *   - A kept snapshot's blob handle (reader.blob) keeps the read
+ *     transaction open: it is closed before every COMMIT, and after any
+ *     error SQLite ended the transaction on (readers_end).
  *   - Lookup counts: a pooled lookup or readdirplus pins the inode before
  *     its check (the pin table has its own lock, fs->pin_lock), so an
  *     unlink racing with it keeps the inode.  When the check then fails the
@@ -84,8 +97,12 @@
  *     read, and reports the error if it has it too.
  *
  * Lock order: fs->lock, then touched_lock or fs->pin_lock (each taken
- * alone, never together); pool_lock alone.  None is held across I/O except
- * fs->lock.  Memory: each reader has a page cache of READERS_CACHE_KIB.
+ * alone, never together); fs->lock, then pool_lock (readers_group_end);
+ * nothing is taken while pool_lock is held.  None is held across I/O except
+ * fs->lock, and pool_lock while readers_group_end ends free readers'
+ * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
+ * reader has a page cache of READERS_CACHE_KIB and a read-ahead buffer of
+ * 64 KiB.
  */
 #include "fs_int.h"
 
@@ -103,11 +120,16 @@
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
 #define READERS_TOUCHED_MAX (1u << 17)
 
-/* One read-only connection and its statements. */
+/* One read-only connection and its statements.  Its owner (the request
+ * that took it, or under pool_lock, readers_group_end while it is free)
+ * alone uses it. */
 struct reader {
 	sqlite3 *db;
 	struct { const char *sql; sqlite3_stmt *st; } stmts[READERS_STMTS];
 	int nstmts;
+	int in_snap;              /* a read transaction is open (a snapshot) */
+	uint64_t snap_seq;        /* seq as read before it began */
+	sqlite3_blob *blob;       /* on blocks, in the snapshot, or NULL */
 	struct reader *next;      /* in the free list */
 };
 
@@ -150,12 +172,18 @@ readers_hook(void *arg, int op, const char *db, const char *table,
 		readers_mark(arg, (uint64_t)rowid);
 }
 
+static void reader_end_snapshot(struct reader *rd);
+
 /* The open group has ended (committed, or given up): nothing is touched
- * any more, and reads in flight check again (fs->lock held). */
+ * any more, reads in flight check again, and the free readers' snapshots,
+ * now older than the committed state, end, so that none holds back a
+ * checkpoint (fs->lock held).  A reader in use ends its own when its
+ * request is done (readers_end). */
 void
 readers_group_end(struct fs *fs)
 {
 	struct readers *rs = fs->readers;
+	struct reader *rd;
 
 	if (!rs)
 		return;
@@ -166,6 +194,10 @@ readers_group_end(struct fs *fs)
 	rs->seq++;
 	pthread_mutex_unlock(&rs->touched_lock);
 	rs->last_marked = 0;
+	pthread_mutex_lock(&rs->pool_lock);
+	for (rd = rs->free; rd; rd = rd->next)
+		reader_end_snapshot(rd);
+	pthread_mutex_unlock(&rs->pool_lock);
 }
 
 /* Set up the pool (no connection yet) and the touched set's hook, before
@@ -204,6 +236,7 @@ readers_off(struct fs *fs)
 static void
 reader_close(struct reader *rd)
 {
+	sqlite3_blob_close(rd->blob);
 	for (int i = 0; i < rd->nstmts; i++)
 		sqlite3_finalize(rd->stmts[i].st);
 	sqlite3_close(rd->db);
@@ -244,8 +277,9 @@ reader_open(struct fs *fs)
 
 	if (!rd)
 		return NULL;
+	/* Through readahead.c: a block's overflow pages in few preads. */
 	rc = sqlite3_open_v2(fs->path, &rd->db,
-	    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, readahead_vfs_name());
 	snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%d", READERS_CACHE_KIB);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(rd->db, sql, NULL, NULL, NULL);
@@ -368,8 +402,25 @@ readers_clean(struct fs *fs, uint64_t seq, uint64_t ino, uint64_t ino2)
 	return ok;
 }
 
+/* End the reader's read transaction, if any, and close its blob handle
+ * (which would keep the transaction open). */
+static void
+reader_end_snapshot(struct reader *rd)
+{
+	if (!rd->in_snap)
+		return;
+	sqlite3_blob_close(rd->blob);
+	rd->blob = NULL;
+	if (reader_exec(rd, "COMMIT") < 0)
+		reader_exec(rd, "ROLLBACK");
+	rd->in_snap = 0;
+}
+
 /* A reader in a read transaction, with the seq read before it; NULL when
- * the writer must read (no reader, or ino already touched). */
+ * the writer must read (no reader, or ino already touched).  The reader's
+ * snapshot is kept from its last request when no group has ended since
+ * (its seq is still seq): the one rule holds for it as for a new one, and
+ * beginning and ending a read transaction cost three system calls. */
 static struct reader *
 readers_begin(struct fs *fs, uint64_t ino, uint64_t *seq)
 {
@@ -381,19 +432,32 @@ readers_begin(struct fs *fs, uint64_t ino, uint64_t *seq)
 	/* Touched now: the writer answers, no use taking a snapshot. */
 	if (!readers_clean(fs, *seq, ino, 0) || !(rd = reader_get(fs)))
 		return NULL;
-	if (reader_exec(rd, "BEGIN") < 0) {
-		reader_put(fs, rd);
-		return NULL;
+	if (rd->in_snap && rd->snap_seq != *seq)
+		reader_end_snapshot(rd);
+	if (!rd->in_snap) {
+		if (reader_exec(rd, "BEGIN") < 0) {
+			reader_put(fs, rd);
+			return NULL;
+		}
+		rd->in_snap = 1;
+		rd->snap_seq = *seq;
 	}
+	*seq = rd->snap_seq;
 	return rd;
 }
 
-/* End the read transaction and give the reader back. */
+/* Give the reader back, its snapshot ended if a group has ended since it
+ * began (or SQLite ended it, after an error). */
 static void
 readers_end(struct fs *fs, struct reader *rd)
 {
-	if (reader_exec(rd, "COMMIT") < 0)
-		reader_exec(rd, "ROLLBACK");
+	if (rd->in_snap && sqlite3_get_autocommit(rd->db)) {
+		sqlite3_blob_close(rd->blob);
+		rd->blob = NULL;
+		rd->in_snap = 0;
+	}
+	if (rd->in_snap && rd->snap_seq != readers_seq(fs))
+		reader_end_snapshot(rd);
 	reader_put(fs, rd);
 }
 
@@ -541,7 +605,8 @@ reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
 		size = (size_t)(a.size - off);
 	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)))
 		return -EIO;
-	if (chunks_read_on(rd->db, find, ino, off, buf, size) != SQLITE_OK)
+	if (chunks_read_on(rd->db, find, &rd->blob, ino, off, buf, size) !=
+	    SQLITE_OK)
 		return -EIO;
 	return (ssize_t)size;
 }

@@ -408,6 +408,27 @@ def test_persistence_across_remount(fs):
     assert stat.S_IMODE(os.stat(fs.p("keep", "deep", "file")).st_mode) == 0o600
 
 
+def test_cold_sequential_read_reads_ahead_by_a_mib(fs):
+    """The kernel reads a file ahead by 1 MiB (its default for a FUSE
+    mount, 128 KiB, made four or more requests per MiB), and a file read
+    back cold, after a remount, in big requests and through the daemon's
+    own read-ahead of the database, is what was written."""
+    dev = os.stat(fs.dir).st_dev
+    bdi = "/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(dev), os.minor(dev))
+    with open(bdi) as f:
+        assert int(f.read()) == 1024
+    data = os.urandom(9 << 20) + b"tail"
+    with open(fs.p("big"), "wb") as f:
+        f.write(data)
+    fs.remount()
+    with open(fs.p("big"), "rb") as f:
+        got = b"".join(iter(lambda: f.read(1 << 20), b""))
+    assert sha(got) == sha(data)
+    with open(fs.p("big"), "rb") as f:
+        f.seek((5 << 20) + 4095)
+        assert f.read(4099) == data[(5 << 20) + 4095:(5 << 20) + 8194]
+
+
 def test_second_mount_is_refused(fs, tmp_path):
     other = tmp_path / "other"
     other.mkdir()

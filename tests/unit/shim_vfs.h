@@ -31,8 +31,13 @@ struct shim_file {
 
 static int shim_close(sqlite3_file *f)
 { return REAL(f)->pMethods->xClose(REAL(f)); }
+/* Reads of any file through the shim, for tests that count them. */
+static long shim_reads;
 static int shim_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
-{ return REAL(f)->pMethods->xRead(REAL(f), p, n, off); }
+{
+	__atomic_add_fetch(&shim_reads, 1, __ATOMIC_RELAXED);
+	return REAL(f)->pMethods->xRead(REAL(f), p, n, off);
+}
 static int shim_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 { return shim_full ? SQLITE_FULL : REAL(f)->pMethods->xWrite(REAL(f), p, n, off); }
 static int shim_truncate(sqlite3_file *f, sqlite3_int64 size)

@@ -9,6 +9,11 @@
  *     group did not touch (lookup and readdirplus of that directory must
  *     show its new size), a rename between two directories, an unlink,
  *     a chmod, a new symlink, a changed extended attribute.
+ *   - A reader keeps its snapshot between requests only until a group of
+ *     changes ends: after reads, a write and its commit, a checkpoint that
+ *     must copy every frame and empty the WAL (it fails while any
+ *     connection still reads an older snapshot) succeeds, and the reads
+ *     after it see the write.
  */
 #include "../../fs/fs.h"
 #include "unit.h"
@@ -18,6 +23,7 @@
 #include "shim_vfs.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -259,6 +265,53 @@ test_reads_see_answered_changes(void)
 	fs_close(fs);
 }
 
+/* A checkpoint of every frame that empties the WAL, on a connection of
+ * the test's own that waits for no one: SQLITE_OK, or SQLITE_BUSY while a
+ * reader holds an older snapshot. */
+static int
+checkpoint_truncate(void)
+{
+	sqlite3 *db;
+	int rc;
+
+	if (sqlite3_open(db_path, &db) != SQLITE_OK)
+		return SQLITE_ERROR;
+	rc = sqlite3_exec(db, "SELECT count(*) FROM meta", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_wal_checkpoint_v2(db, "main",
+		    SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* Reads keep a snapshot until the next group of changes ends. */
+static void
+test_snapshots_end_with_groups(void)
+{
+	static unsigned char buf[FILE_SIZE];
+	struct fs *fs = fixture_new_fs();
+	struct fs_attr a;
+	struct tree t;
+
+	if (!fs)
+		return;
+	make_tree(fs, &t);
+	for (int round = 0; round < 3; round++) {
+		/* Reads on the pooled connections. */
+		CHECK_INT(fs_read(fs, t.f, 0, buf, FILE_SIZE), FILE_SIZE);
+		CHECK_INT(fs_getattr(fs, t.x, &a), 0);
+		CHECK_INT(fs_lookup(fs, t.d, "y", 0, &a), 0);
+		memset(buf, 'd' + round, 100);
+		CHECK_INT(fs_write(fs, t.x, 0, buf, 100), 100);
+		CHECK_INT(fs_sync(fs, 0), 0);
+		CHECK_INT(checkpoint_truncate(), SQLITE_OK);
+		memset(buf, 0, 100);
+		CHECK_INT(fs_read(fs, t.x, 0, buf, 100), 100);
+		CHECK_INT(buf[99], 'd' + round);
+	}
+	fs_close(fs);
+}
+
 int
 main(void)
 {
@@ -267,6 +320,7 @@ main(void)
 		return 1;
 	TEST(test_reads_while_fsync_waits);
 	TEST(test_reads_see_answered_changes);
+	TEST(test_snapshots_end_with_groups);
 	fixture_end();
 	return unit_done("test_fs_readers");
 }
