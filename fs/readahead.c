@@ -41,6 +41,7 @@
  * one request).  The VFS is registered once (pthread_once).
  */
 #include "fs_int.h"
+#include "vfs_shim.h"
 
 #include <stdlib.h>
 
@@ -57,8 +58,7 @@
 #define READAHEAD_GAP (8u << 10)
 
 struct readahead_file {
-	sqlite3_file base;        /* our methods */
-	sqlite3_file *real;       /* the default VFS's file, after this struct */
+	struct vfs_shim_file shim;	/* our methods, the real file */
 	int is_main;              /* a main database file: the only one read ahead */
 	unsigned char *buf;       /* READAHEAD_MAX bytes, allocated on first use */
 	sqlite3_int64 off;        /* file offset of buf[0] */
@@ -71,13 +71,6 @@ static sqlite3_vfs readahead_vfs;
 static sqlite3_io_methods readahead_methods;
 static pthread_once_t readahead_once = PTHREAD_ONCE_INIT;
 static int readahead_registered;
-
-/* The default VFS under ours. */
-static sqlite3_vfs *
-readahead_real_vfs(void)
-{
-	return readahead_vfs.pAppData;
-}
 
 /* Forget what the buffer holds. */
 static void
@@ -108,7 +101,7 @@ readahead_read(sqlite3_file *file, void *p, int n, sqlite3_int64 off)
 	int window, rc;
 
 	if (!f->is_main || n <= 0 || off < 0)
-		return f->real->pMethods->xRead(f->real, p, n, off);
+		return vfs_shim_read(&f->shim.base, p, n, off);
 	if (f->len > 0 && off >= f->off && off + n <= f->off + f->len) {
 		memcpy(p, f->buf + (off - f->off), (size_t)n);
 		f->next = off + n;
@@ -118,10 +111,10 @@ readahead_read(sqlite3_file *file, void *p, int n, sqlite3_int64 off)
 	f->next = off + n;
 	readahead_drop(f);
 	if (n >= window || (!f->buf && !(f->buf = malloc(READAHEAD_MAX))))
-		return f->real->pMethods->xRead(f->real, p, n, off);
-	rc = f->real->pMethods->xRead(f->real, f->buf, window, off);
+		return vfs_shim_read(&f->shim.base, p, n, off);
+	rc = vfs_shim_read(&f->shim.base, f->buf, window, off);
 	if (rc != SQLITE_OK)
-		return f->real->pMethods->xRead(f->real, p, n, off);
+		return vfs_shim_read(&f->shim.base, p, n, off);
 	f->off = off;
 	f->len = window;
 	memcpy(p, f->buf, (size_t)n);
@@ -136,7 +129,7 @@ readahead_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 	struct readahead_file *f = (struct readahead_file *)file;
 
 	readahead_drop(f);
-	return f->real->pMethods->xWrite(f->real, p, n, off);
+	return vfs_shim_write(&f->shim.base, p, n, off);
 }
 
 static int
@@ -145,7 +138,7 @@ readahead_truncate(sqlite3_file *file, sqlite3_int64 size)
 	struct readahead_file *f = (struct readahead_file *)file;
 
 	readahead_drop(f);
-	return f->real->pMethods->xTruncate(f->real, size);
+	return vfs_shim_truncate(&f->shim.base, size);
 }
 
 /* xShmLock: a read transaction begins or ends, so the buffer is emptied
@@ -156,7 +149,7 @@ readahead_shm_lock(sqlite3_file *file, int offset, int n, int flags)
 	struct readahead_file *f = (struct readahead_file *)file;
 
 	readahead_drop(f);
-	return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+	return vfs_shim_shm_lock(&f->shim.base, offset, n, flags);
 }
 
 /* xClose: close the real file, free the buffer. */
@@ -164,7 +157,7 @@ static int
 readahead_close(sqlite3_file *file)
 {
 	struct readahead_file *f = (struct readahead_file *)file;
-	int rc = f->real->pMethods->xClose(f->real);
+	int rc = f->shim.real->pMethods->xClose(f->shim.real);
 
 	free(f->buf);
 	f->buf = NULL;
@@ -172,122 +165,24 @@ readahead_close(sqlite3_file *file)
 	return rc;
 }
 
-/* The rest is the real file's. */
-static int
-readahead_sync(sqlite3_file *file, int flags)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xSync(f->real, flags);
-}
-
-static int
-readahead_file_size(sqlite3_file *file, sqlite3_int64 *size)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xFileSize(f->real, size);
-}
-
-static int
-readahead_lock(sqlite3_file *file, int lock)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xLock(f->real, lock);
-}
-
-static int
-readahead_unlock(sqlite3_file *file, int lock)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xUnlock(f->real, lock);
-}
-
-static int
-readahead_check_reserved(sqlite3_file *file, int *out)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xCheckReservedLock(f->real, out);
-}
-
-static int
-readahead_file_control(sqlite3_file *file, int op, void *arg)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xFileControl(f->real, op, arg);
-}
-
-static int
-readahead_sector_size(sqlite3_file *file)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xSectorSize(f->real);
-}
-
-static int
-readahead_device_chars(sqlite3_file *file)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xDeviceCharacteristics(f->real);
-}
-
-static int
-readahead_shm_map(sqlite3_file *file, int pg, int pgsz, int extend,
-    void volatile **pp)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, pp);
-}
-
-static void
-readahead_shm_barrier(sqlite3_file *file)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	f->real->pMethods->xShmBarrier(f->real);
-}
-
+/* xShmUnmap: the index goes, and with it this read transaction. */
 static int
 readahead_shm_unmap(sqlite3_file *file, int del)
 {
 	struct readahead_file *f = (struct readahead_file *)file;
 
 	readahead_drop(f);
-	return f->real->pMethods->xShmUnmap(f->real, del);
+	return vfs_shim_shm_unmap(&f->shim.base, del);
 }
 
-/* Memory-mapped pages: readers.c sets no mmap_size, so SQLite never asks;
- * forwarded all the same. */
-static int
-readahead_fetch(sqlite3_file *file, sqlite3_int64 off, int n, void **pp)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xFetch(f->real, off, n, pp);
-}
-
-static int
-readahead_unfetch(sqlite3_file *file, sqlite3_int64 off, void *p)
-{
-	struct readahead_file *f = (struct readahead_file *)file;
-
-	return f->real->pMethods->xUnfetch(f->real, off, p);
-}
-
+/* What is not readahead's is the real file's (vfs_shim.h). */
 static sqlite3_io_methods readahead_methods = {
 	3, readahead_close, readahead_read, readahead_write, readahead_truncate,
-	readahead_sync, readahead_file_size, readahead_lock, readahead_unlock,
-	readahead_check_reserved, readahead_file_control, readahead_sector_size,
-	readahead_device_chars, readahead_shm_map, readahead_shm_lock,
-	readahead_shm_barrier, readahead_shm_unmap, readahead_fetch,
-	readahead_unfetch,
+	vfs_shim_sync, vfs_shim_file_size, vfs_shim_lock, vfs_shim_unlock,
+	vfs_shim_check_reserved, vfs_shim_file_control, vfs_shim_sector_size,
+	vfs_shim_device_chars, vfs_shim_shm_map, readahead_shm_lock,
+	vfs_shim_shm_barrier, readahead_shm_unmap, vfs_shim_fetch,
+	vfs_shim_unfetch,
 };
 
 /* xOpen: open the real file just after ours, and wrap it. */
@@ -296,81 +191,24 @@ readahead_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
     int flags, int *out_flags)
 {
 	struct readahead_file *f = (struct readahead_file *)file;
-	sqlite3_vfs *real = readahead_real_vfs();
-	int rc;
+	int rc = vfs_shim_open_real(vfs, name, &f->shim, sizeof(*f), flags,
+	    out_flags);
 
-	(void)vfs;
-	memset(f, 0, sizeof(*f));
-	f->real = (sqlite3_file *)(f + 1);
-	rc = real->xOpen(real, name, f->real, flags, out_flags);
-	if (rc != SQLITE_OK || !f->real->pMethods) {
-		f->base.pMethods = NULL;
+	if (rc != SQLITE_OK)
 		return rc;
-	}
-	/* A real file of an older method version lacks what ours forwards
-	 * (the default unix VFS has version 3). */
-	if (f->real->pMethods->iVersion < 3) {
-		f->real->pMethods->xClose(f->real);
-		f->base.pMethods = NULL;
-		return SQLITE_CANTOPEN;
-	}
 	f->is_main = !!(flags & SQLITE_OPEN_MAIN_DB);
 	f->window = READAHEAD_MIN;
 	f->next = -1;
-	f->base.pMethods = &readahead_methods;
+	f->shim.base.pMethods = &readahead_methods;
 	return SQLITE_OK;
-}
-
-/* The VFS calls that name no file, forwarded with the real VFS. */
-static int
-readahead_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
-{
-	(void)vfs;
-	return readahead_real_vfs()->xDelete(readahead_real_vfs(), name,
-	    sync_dir);
-}
-
-static int
-readahead_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
-{
-	(void)vfs;
-	return readahead_real_vfs()->xAccess(readahead_real_vfs(), name, flags,
-	    out);
-}
-
-static int
-readahead_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
-{
-	(void)vfs;
-	return readahead_real_vfs()->xFullPathname(readahead_real_vfs(), name,
-	    n, out);
 }
 
 /* Build and register the VFS, not as the default (pthread_once). */
 static void
 readahead_register_once(void)
 {
-	sqlite3_vfs *real = sqlite3_vfs_find(NULL);
-
-	if (!real || real->iVersion < 2) {
-		log_warn("no default SQLite VFS to read ahead over");
-		return;
-	}
-	readahead_vfs = *real;
-	readahead_vfs.pNext = NULL;
-	readahead_vfs.pAppData = real;
-	readahead_vfs.szOsFile = (int)sizeof(struct readahead_file) +
-	    real->szOsFile;
-	readahead_vfs.zName = READAHEAD_NAME;
-	readahead_vfs.xOpen = readahead_open;
-	readahead_vfs.xDelete = readahead_delete;
-	readahead_vfs.xAccess = readahead_access;
-	readahead_vfs.xFullPathname = readahead_full_pathname;
-	if (sqlite3_vfs_register(&readahead_vfs, 0) != SQLITE_OK) {
-		log_warn("registering the %s SQLite VFS failed", READAHEAD_NAME);
-		return;
-	}
-	readahead_registered = 1;
+	readahead_registered = vfs_shim_register(&readahead_vfs, READAHEAD_NAME,
+	    sizeof(struct readahead_file), readahead_open) == 0;
 }
 
 /* The name of the VFS to open a read-only connection with: ours, or NULL

@@ -66,6 +66,7 @@
  * The VFS is registered once (pthread_once).
  */
 #include "fs_int.h"
+#include "vfs_shim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,8 +97,7 @@ static _Thread_local uint64_t walbuf_ckpt_window;
 static uint64_t walbuf_ckpt_count;
 
 struct walbuf_file {
-	sqlite3_file base;        /* our methods */
-	sqlite3_file *real;       /* the default VFS's file, after this struct */
+	struct vfs_shim_file shim;	/* our methods, the real file */
 	int is_wal;
 	int is_db;                /* a main database file */
 	unsigned char *buf;       /* WALBUF_BYTES, allocated on first write */
@@ -130,13 +130,6 @@ static sqlite3_io_methods walbuf_methods;
 static pthread_once_t walbuf_once = PTHREAD_ONCE_INIT;
 static int walbuf_registered;
 
-/* The default VFS under ours. */
-static sqlite3_vfs *
-walbuf_real_vfs(void)
-{
-	return walbuf_vfs.pAppData;
-}
-
 /* Write what is gathered, in pieces of WALBUF_PIECE: SQLITE_OK or the
  * first error. */
 static int
@@ -147,7 +140,7 @@ walbuf_flush(struct walbuf_file *f)
 
 	while (rc == SQLITE_OK && done < f->len) {
 		n = f->len - done < WALBUF_PIECE ? f->len - done : WALBUF_PIECE;
-		rc = f->real->pMethods->xWrite(f->real, f->buf + done, (int)n,
+		rc = vfs_shim_write(&f->shim.base, f->buf + done, (int)n,
 		    f->off + (sqlite3_int64)done);
 		done += n;
 	}
@@ -186,7 +179,7 @@ walbuf_gather(struct walbuf_file *f, const void *p, int n, sqlite3_int64 off)
 	    (size_t)n > WALBUF_PIECE) && (rc = walbuf_flush(f)) != SQLITE_OK)
 		return rc;
 	if ((size_t)n > WALBUF_PIECE)
-		return f->real->pMethods->xWrite(f->real, p, n, off);
+		return vfs_shim_write(&f->shim.base, p, n, off);
 	if (f->len == 0)
 		f->off = off;
 	memcpy(f->buf + f->len, p, (size_t)n);
@@ -220,7 +213,7 @@ walbuf_db_write(struct walbuf_file *f, const void *p, int n, sqlite3_int64 off)
 		return walbuf_gather(f, p, n, off);
 	if (f->len && (rc = walbuf_flush(f)) != SQLITE_OK)
 		return rc;
-	return f->real->pMethods->xWrite(f->real, p, n, off);
+	return vfs_shim_write(&f->shim.base, p, n, off);
 }
 
 /* xWrite: a WAL's writes are gathered; the page after a commit frame's
@@ -234,10 +227,10 @@ walbuf_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 	if (f->is_db)
 		return walbuf_db_write(f, p, n, off);
 	if (!f->is_wal)
-		return f->real->pMethods->xWrite(f->real, p, n, off);
+		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->ahead_len = 0;
 	if (!f->buf && !(f->buf = malloc(WALBUF_BYTES)))
-		return f->real->pMethods->xWrite(f->real, p, n, off);
+		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->commit_next = walbuf_is_commit_header(p, n, off);
 	if ((rc = walbuf_gather(f, p, n, off)) != SQLITE_OK) {
 		f->len = 0;
@@ -264,7 +257,7 @@ walbuf_close(sqlite3_file *file)
 {
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
-	int rc2 = f->real->pMethods->xClose(f->real);
+	int rc2 = f->shim.real->pMethods->xClose(f->shim.real);
 
 	free(f->buf);
 	f->buf = NULL;
@@ -286,14 +279,14 @@ walbuf_read_ahead(struct walbuf_file *f, int n, sqlite3_int64 off)
 	f->ahead_len = 0;
 	if (!f->ahead && !(f->ahead = malloc(WALBUF_AHEAD)))
 		return 0;
-	if ((rc = f->real->pMethods->xFileSize(f->real, &size)) != SQLITE_OK)
+	if ((rc = vfs_shim_file_size(&f->shim.base, &size)) != SQLITE_OK)
 		return rc;
 	if (size < off + n)
 		return 0;
 	len = size - off < WALBUF_AHEAD ? (size_t)(size - off) : WALBUF_AHEAD;
 	if (len < (size_t)n)
 		return 0;
-	if ((rc = f->real->pMethods->xRead(f->real, f->ahead, (int)len, off)) !=
+	if ((rc = vfs_shim_read(&f->shim.base, f->ahead, (int)len, off)) !=
 	    SQLITE_OK)
 		return rc;
 	f->ahead_len = len;
@@ -334,7 +327,7 @@ walbuf_read(sqlite3_file *file, void *p, int n, sqlite3_int64 off)
 	    (rc = walbuf_read_in_ckpt(f, p, n, off)) != SQLITE_NOTFOUND)
 		return rc;
 	f->ahead_len = 0;
-	return f->real->pMethods->xRead(f->real, p, n, off);
+	return vfs_shim_read(&f->shim.base, p, n, off);
 }
 
 static int
@@ -344,7 +337,7 @@ walbuf_truncate(sqlite3_file *file, sqlite3_int64 size)
 	int rc = walbuf_settle(file);
 
 	f->ahead_len = 0;
-	return rc != SQLITE_OK ? rc : f->real->pMethods->xTruncate(f->real, size);
+	return rc != SQLITE_OK ? rc : vfs_shim_truncate(&f->shim.base, size);
 }
 
 static int
@@ -353,7 +346,7 @@ walbuf_sync(sqlite3_file *file, int flags)
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
 
-	return rc != SQLITE_OK ? rc : f->real->pMethods->xSync(f->real, flags);
+	return rc != SQLITE_OK ? rc : vfs_shim_sync(&f->shim.base, flags);
 }
 
 static int
@@ -362,7 +355,7 @@ walbuf_file_size(sqlite3_file *file, sqlite3_int64 *size)
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
 
-	return rc != SQLITE_OK ? rc : f->real->pMethods->xFileSize(f->real, size);
+	return rc != SQLITE_OK ? rc : vfs_shim_file_size(&f->shim.base, size);
 }
 
 /* SQLITE_FCNTL_SIZE_HINT during a checkpoint: allocate the blocks the
@@ -378,7 +371,7 @@ walbuf_db_allocate(struct walbuf_file *f, const sqlite3_int64 *size)
 	int r;
 
 	if (f->db_fd < 0 ||
-	    f->real->pMethods->xFileSize(f->real, &before) != SQLITE_OK ||
+	    vfs_shim_file_size(&f->shim.base, &before) != SQLITE_OK ||
 	    *size <= before)
 		return;
 	do
@@ -409,18 +402,18 @@ walbuf_file_control(sqlite3_file *file, int op, void *arg)
 		return rc;
 	if (f->is_db && f->in_ckpt && op == SQLITE_FCNTL_SIZE_HINT && arg)
 		walbuf_db_allocate(f, arg);
-	return f->real->pMethods->xFileControl(f->real, op, arg);
+	return vfs_shim_file_control(&f->shim.base, op, arg);
 }
 
-/* The rest is the real file's: locks, sector size, the -shm index of a
- * database file, memory-mapped pages. */
+/* Locks and the -shm index: what is gathered goes out first, since
+ * another connection may read the file once a lock moves. */
 static int
 walbuf_lock(sqlite3_file *file, int lock)
 {
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int rc = walbuf_settle(file);
 
-	return rc != SQLITE_OK ? rc : f->real->pMethods->xLock(f->real, lock);
+	return rc != SQLITE_OK ? rc : vfs_shim_lock(&f->shim.base, lock);
 }
 
 static int
@@ -431,40 +424,7 @@ walbuf_unlock(sqlite3_file *file, int lock)
 	/* Out first, even when failed: unlocking must not be refused. */
 	if (!f->failed && f->len)
 		walbuf_flush(f);
-	return f->real->pMethods->xUnlock(f->real, lock);
-}
-
-static int
-walbuf_check_reserved(sqlite3_file *file, int *out)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xCheckReservedLock(f->real, out);
-}
-
-static int
-walbuf_sector_size(sqlite3_file *file)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xSectorSize(f->real);
-}
-
-static int
-walbuf_device_chars(sqlite3_file *file)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xDeviceCharacteristics(f->real);
-}
-
-static int
-walbuf_shm_map(sqlite3_file *file, int pg, int pgsz, int extend,
-    void volatile **pp)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, pp);
+	return vfs_shim_unlock(&f->shim.base, lock);
 }
 
 static int
@@ -475,7 +435,7 @@ walbuf_shm_lock(sqlite3_file *file, int offset, int n, int flags)
 	/* Another connection may read the database once a lock moves. */
 	if (!f->failed && f->len)
 		walbuf_flush(f);
-	return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+	return vfs_shim_shm_lock(&f->shim.base, offset, n, flags);
 }
 
 /* Called on the database file (never a WAL) before SQLite publishes a
@@ -488,39 +448,17 @@ walbuf_shm_barrier(sqlite3_file *file)
 
 	if (!f->failed && f->len)
 		walbuf_flush(f);
-	f->real->pMethods->xShmBarrier(f->real);
+	vfs_shim_shm_barrier(&f->shim.base);
 }
 
-static int
-walbuf_shm_unmap(sqlite3_file *file, int del)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xShmUnmap(f->real, del);
-}
-
-static int
-walbuf_fetch(sqlite3_file *file, sqlite3_int64 off, int n, void **pp)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xFetch(f->real, off, n, pp);
-}
-
-static int
-walbuf_unfetch(sqlite3_file *file, sqlite3_int64 off, void *p)
-{
-	struct walbuf_file *f = (struct walbuf_file *)file;
-
-	return f->real->pMethods->xUnfetch(f->real, off, p);
-}
-
+/* What is not walbuf's is the real file's (vfs_shim.h). */
 static sqlite3_io_methods walbuf_methods = {
 	3, walbuf_close, walbuf_read, walbuf_write, walbuf_truncate,
 	walbuf_sync, walbuf_file_size, walbuf_lock, walbuf_unlock,
-	walbuf_check_reserved, walbuf_file_control, walbuf_sector_size,
-	walbuf_device_chars, walbuf_shm_map, walbuf_shm_lock,
-	walbuf_shm_barrier, walbuf_shm_unmap, walbuf_fetch, walbuf_unfetch,
+	vfs_shim_check_reserved, walbuf_file_control, vfs_shim_sector_size,
+	vfs_shim_device_chars, vfs_shim_shm_map, walbuf_shm_lock,
+	walbuf_shm_barrier, vfs_shim_shm_unmap, vfs_shim_fetch,
+	vfs_shim_unfetch,
 };
 
 /* The descriptor SQLite's unix VFS holds for the database at path, for
@@ -534,7 +472,7 @@ static int
 walbuf_db_fd(sqlite3_file *real, const char *path)
 {
 	const struct walbuf_unix_file *u = (const void *)real;
-	sqlite3_vfs *vfs = walbuf_real_vfs();
+	sqlite3_vfs *vfs = vfs_shim_real_vfs(&walbuf_vfs);
 	struct stat a, b;
 
 	if (!path || strcmp(vfs->zName, "unix") != 0 ||
@@ -552,77 +490,24 @@ walbuf_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags,
     int *out_flags)
 {
 	struct walbuf_file *f = (struct walbuf_file *)file;
-	sqlite3_vfs *real = walbuf_real_vfs();
-	int rc;
+	int rc = vfs_shim_open_real(vfs, name, &f->shim, sizeof(*f), flags,
+	    out_flags);
 
-	(void)vfs;
-	memset(f, 0, sizeof(*f));
-	f->real = (sqlite3_file *)(f + 1);
-	rc = real->xOpen(real, name, f->real, flags, out_flags);
-	if (rc != SQLITE_OK || !f->real->pMethods) {
-		f->base.pMethods = NULL;
+	if (rc != SQLITE_OK)
 		return rc;
-	}
-	/* A real file of an older method version lacks what ours forwards
-	 * (the default unix VFS has version 3). */
-	if (f->real->pMethods->iVersion < 3) {
-		f->real->pMethods->xClose(f->real);
-		f->base.pMethods = NULL;
-		return SQLITE_CANTOPEN;
-	}
 	f->is_wal = !!(flags & SQLITE_OPEN_WAL);
 	f->is_db = !!(flags & SQLITE_OPEN_MAIN_DB);
-	f->db_fd = f->is_db ? walbuf_db_fd(f->real, name) : -1;
-	f->base.pMethods = &walbuf_methods;
+	f->db_fd = f->is_db ? walbuf_db_fd(f->shim.real, name) : -1;
+	f->shim.base.pMethods = &walbuf_methods;
 	return SQLITE_OK;
-}
-
-/* The VFS calls that name no file, forwarded with the real VFS. */
-static int
-walbuf_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
-{
-	(void)vfs;
-	return walbuf_real_vfs()->xDelete(walbuf_real_vfs(), name, sync_dir);
-}
-
-static int
-walbuf_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
-{
-	(void)vfs;
-	return walbuf_real_vfs()->xAccess(walbuf_real_vfs(), name, flags, out);
-}
-
-static int
-walbuf_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
-{
-	(void)vfs;
-	return walbuf_real_vfs()->xFullPathname(walbuf_real_vfs(), name, n, out);
 }
 
 /* Build and register the VFS, not as the default (pthread_once). */
 static void
 walbuf_register_once(void)
 {
-	sqlite3_vfs *real = sqlite3_vfs_find(NULL);
-
-	if (!real || real->iVersion < 2) {
-		log_warn("no default SQLite VFS to gather WAL writes over");
-		return;
-	}
-	walbuf_vfs = *real;
-	walbuf_vfs.pNext = NULL;
-	walbuf_vfs.pAppData = real;
-	walbuf_vfs.szOsFile = (int)sizeof(struct walbuf_file) + real->szOsFile;
-	walbuf_vfs.zName = WALBUF_NAME;
-	walbuf_vfs.xOpen = walbuf_open;
-	walbuf_vfs.xDelete = walbuf_delete;
-	walbuf_vfs.xAccess = walbuf_access;
-	walbuf_vfs.xFullPathname = walbuf_full_pathname;
-	if (sqlite3_vfs_register(&walbuf_vfs, 0) != SQLITE_OK) {
-		log_warn("registering the %s SQLite VFS failed", WALBUF_NAME);
-		return;
-	}
-	walbuf_registered = 1;
+	walbuf_registered = vfs_shim_register(&walbuf_vfs, WALBUF_NAME,
+	    sizeof(struct walbuf_file), walbuf_open) == 0;
 }
 
 /* The name of the VFS to open a writing connection with: ours, or NULL
