@@ -211,29 +211,25 @@ server_count_refusal(struct server *srv, const char *why)
 	}
 }
 
-/* The refusals counted since the last line, as " (and 57 more refused
- * since: 50 REASON, 7 REASON)", into out; then counted anew. */
-static void
+/* The refusals counted since the last line, as "50 REASON, 7 REASON"
+ * into out, and how many in all; then counted anew. */
+static unsigned long
 server_refusal_tally(struct server *srv, char *out, size_t len)
 {
 	size_t used = 0;
 	unsigned long total = 0;
 
 	out[0] = '\0';
-	for (int i = 0; i < SERVER_REFUSAL_KINDS; i++)
+	for (int i = 0; i < SERVER_REFUSAL_KINDS; i++) {
+		if (!srv->refused_quiet[i].n || used >= len)
+			continue;
 		total += srv->refused_quiet[i].n;
-	if (!total)
-		return;
-	used = (size_t)snprintf(out, len, " (and %lu more refused since:", total);
-	for (int i = 0; i < SERVER_REFUSAL_KINDS && used < len; i++) {
-		if (srv->refused_quiet[i].n)
-			used += (size_t)snprintf(out + used, len - used, "%s %lu %s",
-			    used && out[used - 1] == ':' ? "" : ",",
-			    srv->refused_quiet[i].n, srv->refused_quiet[i].why);
+		used += (size_t)snprintf(out + used, len - used, "%s%lu %s",
+		    used ? ", " : "", srv->refused_quiet[i].n,
+		    srv->refused_quiet[i].why);
 	}
-	if (used < len)
-		snprintf(out + used, len - used, ")");
 	memset(srv->refused_quiet, 0, sizeof(srv->refused_quiet));
+	return total;
 }
 
 /* One line a second at most, however fast connections are refused, with
@@ -244,14 +240,40 @@ server_log_refusal(struct server *srv, const char *peer, const char *why)
 {
 	long long now = time_mono_ms();
 	char tally[1024];
+	unsigned long more;
 
 	if (now - srv->refused_log_ms < 1000) {
 		server_count_refusal(srv, why);
 		return;
 	}
-	server_refusal_tally(srv, tally, sizeof(tally));
-	log_warn("connection from %s refused: %s%s", peer, why, tally);
+	if ((more = server_refusal_tally(srv, tally, sizeof(tally))))
+		log_warn("connection from %s refused: %s (and %lu more refused "
+		    "since: %s)", peer, why, more, tally);
+	else
+		log_warn("connection from %s refused: %s", peer, why);
 	srv->refused_log_ms = now;
+}
+
+/* Refusals counted in the last second and not yet logged: said once the
+ * second is over even when no refusal follows, so that the log never
+ * keeps a refusal, or its reason, to itself. */
+static void
+server_refusals_flush(struct server *srv)
+{
+	long long due = srv->refused_log_ms + 1000;
+	char tally[1024];
+	unsigned long more;
+
+	if (!srv->refused_quiet[0].n)
+		return;
+	if (time_mono_ms() < due) {
+		loop_wake_at(&srv->loop, due);
+		return;
+	}
+	more = server_refusal_tally(srv, tally, sizeof(tally));
+	log_warn("%lu more connections refused in the last second: %s", more,
+	    tally);
+	srv->refused_log_ms = time_mono_ms();
 }
 
 /* Out of fds (or memory): the listener rests a while instead of spinning
@@ -615,6 +637,7 @@ server_turn(struct server *srv)
 	rooms_tick(&srv->rooms);
 	ctl_tick(&srv->ctl);
 	server_accept_resume(srv);
+	server_refusals_flush(srv);
 	server_trim(srv);
 	loop_sync(&srv->loop);
 }
