@@ -143,8 +143,8 @@ room_child_fd(int fd, int want)
 	fcntl(want, F_SETFD, 0);
 }
 
-/* In the forked child: fd 3 is the ready pipe, fd 4 the keys channel, nothing
- * else leaks. */
+/* In the forked child: fd 3 is the ready pipe, fd 4 the keys' channel,
+ * nothing else leaks. */
 static void
 room_child_exec(char *const argv[], int ready_w, int keys_r)
 {
@@ -177,8 +177,8 @@ room_child_exec(char *const argv[], int ready_w, int keys_r)
 static void room_ready_cb(struct watch *w, int revents);
 
 /* Start a child; with want_ready it gets a ready pipe as fd 3, and with
- * keys_r >= 0 that fd (the keys' channel) as fd 4 (the caller closes it).  0 or -errno
- * (logged). */
+ * keys_r >= 0 that fd (the keys' channel) as fd 4 (the caller closes
+ * it).  0 or -errno (logged). */
 static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
     int want_ready, int keys_r)

@@ -21,8 +21,8 @@
  * The key's authorized_keys options (authkeys_opts.h) apply in two places:
  * from= and expiry-time= when the key is offered (session_user_for), and
  * no-pty and command= when a channel asks for a pty or picks its kind
- * (channel.c's chan_pty_cb, chan_requests.c's chan_forced).  The session keeps its own copy of them, as
- * the file may be re-read while it lives.
+ * (channel.c's chan_pty_cb, chan_requests.c's chan_forced).  The session
+ * keeps its own copy of them, as the file may be re-read while it lives.
  */
 #include "chan_int.h"
 
