@@ -61,14 +61,16 @@ room_ids_parse(const char *text, struct room_ids *out)
 	return 0;
 }
 
-int
-room_ids_read(const char *room_dir, struct room_ids *out)
+/* "UID:GID" from room_dir/file: 0, -ENOENT, -EINVAL or -errno. */
+static int
+room_ids_read_file(const char *room_dir, const char *file,
+    struct room_ids *out)
 {
 	char path[PATH_MAX + 320], *text = NULL;
 	size_t len;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", room_dir, ROOM_IDS_FILE);
+	snprintf(path, sizeof(path), "%s/%s", room_dir, file);
 	r = read_small_file(path, ROOM_IDS_MAX_FILE, &text, &len);
 	if (r == -EFBIG)
 		return -EINVAL;
@@ -77,6 +79,12 @@ room_ids_read(const char *room_dir, struct room_ids *out)
 	r = strlen(text) == len ? room_ids_parse(text, out) : -EINVAL;
 	free(text);
 	return r;
+}
+
+int
+room_ids_read(const char *room_dir, struct room_ids *out)
+{
+	return room_ids_read_file(room_dir, ROOM_IDS_FILE, out);
 }
 
 int
@@ -92,17 +100,24 @@ room_ids_get(const char *room_dir, const struct config *cfg,
 	return 0;
 }
 
-/* Record ids for room_dir: a temporary file renamed into place, synced, so
- * a crash leaves either no record or a whole one.  0 or -errno. */
+/* "UID:GID\n" into room_dir/file, atomically.  0 or -errno. */
 static int
-room_ids_write(const char *room_dir, const struct room_ids *ids)
+room_ids_write_file(const char *room_dir, const char *file,
+    const struct room_ids *ids)
 {
 	char line[32];
 	int n = snprintf(line, sizeof(line), "%u:%u\n", (unsigned)ids->uid,
 	    (unsigned)ids->gid);
 
-	return write_file_atomic(room_dir, ROOM_IDS_FILE, line, (size_t)n, 0600,
-	    1);
+	return write_file_atomic(room_dir, file, line, (size_t)n, 0600, 1);
+}
+
+/* Record ids for room_dir: a temporary file renamed into place, synced, so
+ * a crash leaves either no record or a whole one.  0 or -errno. */
+static int
+room_ids_write(const char *room_dir, const struct room_ids *ids)
+{
+	return room_ids_write_file(room_dir, ROOM_IDS_FILE, ids);
 }
 
 /* Mark id in used (a bit per uid of the range) when the range holds it. */
@@ -216,4 +231,60 @@ room_ids_assign(const char *rooms_dir, const char *name,
 		snprintf(err, errlen, "cannot record its sandbox identity in "
 		    "%s: %s", dir, strerror(-r));
 	return r;
+}
+
+/* 1 when ids is the single identity every room had before rooms had
+ * their own (sandbox-uid, sandbox-gid), and it is outside the range. */
+static int
+room_ids_is_shared(const struct room_ids *ids, const struct config *cfg)
+{
+	long long i = (long long)ids->uid - (long long)cfg->sandbox_uid_base;
+
+	return ids->uid == cfg->sandbox_uid && ids->gid == cfg->sandbox_gid &&
+	    (i < 0 || i >= cfg->sandbox_uid_count);
+}
+
+int
+room_ids_unshare(const char *rooms_dir, const char *name,
+    const struct config *cfg, struct room_ids *ids, char *err, size_t errlen)
+{
+	char dir[PATH_MAX + 300];
+	struct room_ids own;
+	int r;
+
+	if (!room_ids_is_shared(ids, cfg))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/%s", rooms_dir, name);
+	if ((r = room_ids_allocate(rooms_dir, cfg, &own)) < 0) {
+		snprintf(err, errlen, "it still runs as the uid all rooms once "
+		    "shared (%u), and no uid of its own is free for it: %s",
+		    (unsigned)ids->uid, r == -ENOSPC ? "the operator can raise "
+		    "sandbox-uid-count or delete rooms" : strerror(-r));
+		return r;
+	}
+	/* The mark first: after a crash between the two writes the next
+	 * start finds the shared record and does this again. */
+	if ((r = room_ids_write_file(dir, ROOM_IDS_REOWN_FILE, ids)) < 0 ||
+	    (r = room_ids_write(dir, &own)) < 0) {
+		snprintf(err, errlen, "cannot record its own sandbox identity "
+		    "in %s: %s", dir, strerror(-r));
+		return r;
+	}
+	*ids = own;
+	return 1;
+}
+
+int
+room_ids_reown_from(const char *room_dir, struct room_ids *from)
+{
+	return room_ids_read_file(room_dir, ROOM_IDS_REOWN_FILE, from);
+}
+
+int
+room_ids_reown_done(const char *room_dir)
+{
+	char path[PATH_MAX + 320];
+
+	snprintf(path, sizeof(path), "%s/%s", room_dir, ROOM_IDS_REOWN_FILE);
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }

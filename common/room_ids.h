@@ -13,8 +13,10 @@
  * How a room without the file gets its identity (room_ids_assign):
  *   - a room that already has a workspace.db was made before rooms had
  *     their own uids: its files belong to the old single identity, the
- *     sandbox-uid and sandbox-gid settings (64222 by default), so it keeps
- *     them, recorded in the file;
+ *     sandbox-uid and sandbox-gid settings (64222 by default), which is
+ *     recorded first; atriumd then gives it a uid of its own at once
+ *     (room_ids_unshare below), as a room recorded with that identity
+ *     gets one at its next start;
  *   - a new room gets the lowest uid of sandbox-uid-base ..
  *     base + sandbox-uid-count - 1 that no room directory under DATA/rooms
  *     records (nor the old identity), with the gid of the same number.  None
@@ -33,6 +35,9 @@
 #include "config.h"
 
 #define ROOM_IDS_FILE	"uid"	/* in DATA/rooms/ROOM/ */
+/* The identity a room's files still have while atrium-fs reown gives them
+ * to the room's own (room_ids_unshare); gone once it has. */
+#define ROOM_IDS_REOWN_FILE	"uid.reown"
 
 struct room_ids {
 	uid_t uid;	/* the room's sandbox uid */
@@ -60,5 +65,22 @@ int room_ids_get(const char *room_dir, const struct config *cfg,
  * a damaged record, -errno otherwise, with a message for the user in err. */
 int room_ids_assign(const char *rooms_dir, const char *name,
     const struct config *cfg, struct room_ids *out, char *err, size_t errlen);
+
+/* A room whose identity *ids is still the one all rooms once shared gets
+ * one of its own: recorded, with the old one kept in ROOM_IDS_REOWN_FILE
+ * until its workspace's files are given to the new one (atrium-fs reown,
+ * which atriumd runs before the mount, then room_ids_reown_done).  1 when
+ * *ids changed, 0 when it was the room's own already, or -errno with a
+ * message for the user in err (-ENOSPC: no uid free). */
+int room_ids_unshare(const char *rooms_dir, const char *name,
+    const struct config *cfg, struct room_ids *ids, char *err, size_t errlen);
+
+/* The identity room_dir's files still have (ROOM_IDS_REOWN_FILE): 0,
+ * -ENOENT when none waits, -EINVAL or -errno. */
+int room_ids_reown_from(const char *room_dir, struct room_ids *from);
+
+/* The files are the room's own now: forget the old identity.  0 or
+ * -errno. */
+int room_ids_reown_done(const char *room_dir);
 
 #endif

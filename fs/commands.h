@@ -64,6 +64,11 @@ int repair_run(const char *db);
  * size on stdout.  0, 1 when it failed, 2 when it could not run. */
 int compact_run(const char *db);
 
+/* Give what uid:gid FROM owns in the unmounted db (live tree and
+ * snapshots) to TO ("UID:GID" each), in one transaction.  0, 1 when it
+ * failed (nothing changed), 2 when it could not run. */
+int reown_run(const char *db, const char *from, const char *to);
+
 /* Say on stderr why db could not be opened for verb (r from fs_open). */
 void fs_explain_open(const char *db, int r, const char *verb);
 

@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"       atrium-fs fsck [--repair] DB\n"
 	"       atrium-fs du DB\n"
 	"       atrium-fs compact DB\n"
+	"       atrium-fs reown DB FROM_UID:GID TO_UID:GID\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
 	"       atrium-fs export-room ROOM_DIR > TAR\n"
@@ -219,6 +220,15 @@ cmd_compact(int argc, char **argv)
 	if (argc != 2)
 		return usage();
 	return compact_run(argv[1]);
+}
+
+/* atrium-fs reown DB FROM_UID:GID TO_UID:GID */
+static int
+cmd_reown(int argc, char **argv)
+{
+	if (argc != 4)
+		return usage();
+	return reown_run(argv[1], argv[2], argv[3]);
 }
 
 /* atrium-fs du DB */
@@ -594,6 +604,7 @@ static const struct {
 	{ "fsck", cmd_fsck },
 	{ "du", cmd_du },
 	{ "compact", cmd_compact },
+	{ "reown", cmd_reown },
 	{ "export", cmd_export },
 	{ "import", cmd_import },
 	{ "export-room", cmd_export_room },

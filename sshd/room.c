@@ -408,6 +408,31 @@ room_start_agent(struct room *r)
 		room_fail(r, "cannot start atrium-agent%s", "");
 }
 
+/* A room that just got a uid of its own (room_ids_unshare) gives its
+ * workspace's files to it before the mount: `atrium-fs reown`, in the
+ * mkfs step's place (room_mkfs_exited goes on to the mount).  1 when it
+ * started (or failed the room), 0 when there is nothing to give. */
+static int
+room_reown(struct room *r, const char *db)
+{
+	char prog[PATH_MAX + 128], from[32], to[32];
+	char *argv[] = { prog, "reown", (char *)db, from, to, NULL };
+	struct room_ids old;
+
+	if (room_ids_reown_from(r->dir, &old) < 0)
+		return 0;
+	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	snprintf(from, sizeof(from), "%u:%u", (unsigned)old.uid,
+	    (unsigned)old.gid);
+	snprintf(to, sizeof(to), "%u:%u", (unsigned)r->ids.uid,
+	    (unsigned)r->ids.gid);
+	r->state = ROOM_MKFS;
+	r->deadline_ms = 0;
+	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
+		room_fail(r, "cannot start atrium-fs reown%s", "");
+	return 1;
+}
+
 /* Decide the room's sandbox identity (room_ids.h), then make its
  * directories with it: DATA/run/ROOM is root's and the room's group's, so
  * no other room's uid may pass.  0, or -1 with the room failed. */
@@ -415,6 +440,7 @@ static int
 room_prepare(struct room *r)
 {
 	char rooms_dir[PATH_MAX + 16], why[224];
+	struct room_ids shared;
 	int rc;
 
 	snprintf(rooms_dir, sizeof(rooms_dir), "%s/rooms", r->rs->data);
@@ -423,6 +449,16 @@ room_prepare(struct room *r)
 		room_fail(r, "%s", why);
 		return -1;
 	}
+	shared = r->ids;
+	if ((rc = room_ids_unshare(rooms_dir, r->name, r->rs->cfg, &r->ids,
+	    why, sizeof(why))) < 0) {
+		room_fail(r, "%s", why);
+		return -1;
+	}
+	if (rc > 0)
+		log_info("room %s: gets a sandbox uid of its own, %u, instead of "
+		    "the %u all rooms once shared", r->name, (unsigned)r->ids.uid,
+		    (unsigned)shared.uid);
 	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
 	    (rc = setup_run_dir(r->run, r->ids.gid, SETUP_RUN_MODE)) < 0) {
 		room_fail(r, "cannot make the room's directories: %s",
@@ -453,7 +489,8 @@ room_start(struct room *r)
 	    (unsigned)r->ids.uid, (unsigned)r->ids.gid);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	if (access(db, F_OK) == 0) {
-		room_mount(r);
+		if (!room_reown(r, db))
+			room_mount(r);
 		return;
 	}
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
@@ -626,11 +663,18 @@ room_check_stopped(struct room *r)
 static void
 room_mkfs_exited(struct room *r, int status, const char *how)
 {
-	if (r->state == ROOM_MKFS && WIFEXITED(status) &&
-	    WEXITSTATUS(status) == 0 && !r->rs->shutting_down)
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, e;
+
+	/* The child was mkfs, or reown (room_reown): a room whose files
+	 * are its own now forgets the identity they had. */
+	if (r->state == ROOM_MKFS && ok && (e = room_ids_reown_done(r->dir)) < 0)
+		log_warn("room %s: cannot remove %s/%s: %s", r->name, r->dir,
+		    ROOM_IDS_REOWN_FILE, strerror(-e));
+	if (r->state == ROOM_MKFS && ok && !r->rs->shutting_down)
 		room_mount(r);
 	else if (r->state == ROOM_MKFS)
-		room_fail(r, "atrium-fs mkfs %s; see atriumd's log", how);
+		room_fail(r, "atrium-fs mkfs or reown %s; see atriumd's log",
+		    how);
 	room_check_stopped(r);
 }
 

@@ -1,10 +1,11 @@
 """Each room runs as its own sandbox uid (common/room_ids.h): two rooms
 differ, a room keeps its uid across restarts, a room made before rooms had
-their own uids keeps the old one, the agent's file tools and commands
+their own uids gets one of its own, the agent's file tools and commands
 create files as the room's uid, one room cannot signal another's
 processes, and an exhausted range refuses new rooms with a clear reason.
 """
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -60,21 +61,74 @@ def test_rooms_get_their_own_uids_and_keep_them(atriumd, data_dir, ssh_run):
     assert ids_of(srv, ssh_run, "gamma")[0] == str(BASE + 2)
 
 
-def test_room_from_before_keeps_the_old_uid(build, atriumd, data_dir,
-                                            ssh_run):
-    """A room made when all rooms shared one uid has a workspace owned by
-    it and no uid file: it keeps that uid, recorded at its first start."""
-    room = os.path.join(str(data_dir), "rooms", "old")
+def make_old_room(build, data_dir, name, tmp_path, record=False):
+    """A room as made when all rooms shared one uid: a workspace whose
+    files and a snapshot are that uid's, and no uid file (or, with record,
+    one that records the shared uid, as a start since the upgrade did)."""
+    fs = os.path.join(build, "atrium-fs")
+    room = os.path.join(str(data_dir), "rooms", name)
+    db = os.path.join(room, "workspace.db")
+    mnt = tmp_path / ("mnt-" + name)
     os.makedirs(room, mode=0o700)
-    subprocess.run([os.path.join(build, "atrium-fs"), "mkfs", "--owner",
-                    "%d:%d" % (LEGACY, LEGACY),
-                    os.path.join(room, "workspace.db")], check=True)
+    mnt.mkdir()
+    subprocess.run([fs, "mkfs", "--owner", "%d:%d" % (LEGACY, LEGACY), db],
+                   check=True)
+    subprocess.run([fs, "mount", db, str(mnt)], check=True)
+    try:
+        (mnt / "src").mkdir()
+        (mnt / "src" / "a.c").write_text("int a;\n")
+        for p in (mnt / "src", mnt / "src" / "a.c"):
+            os.chown(p, LEGACY, LEGACY)
+        subprocess.run([fs, "snapshot", db, "before"], check=True)
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=True)
+    deadline = time.time() + 10
+    while os.path.exists(db + "-mount") and time.time() < deadline:
+        time.sleep(0.05)
+    if record:
+        with open(os.path.join(room, "uid"), "w") as f:
+            f.write("%d:%d\n" % (LEGACY, LEGACY))
+    return db
+
+
+def owners(db):
+    """{(uid, gid)} of every inode, live and in snapshots."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return set(con.execute("SELECT uid, gid FROM inodes UNION "
+                               "SELECT uid, gid FROM snap_inodes"))
+    finally:
+        con.close()
+
+
+def test_rooms_from_before_get_their_own_uids(build, atriumd, data_dir,
+                                             ssh_run, tmp_path):
+    """Rooms made when all rooms shared one uid (with no uid file, or with
+    the shared uid recorded) each get a uid of their own at their next
+    start, and their files, snapshots included, go with them: one such
+    room can no longer signal or trace another's commands."""
+    old = make_old_room(build, data_dir, "old", tmp_path)
+    older = make_old_room(build, data_dir, "older", tmp_path, record=True)
     srv = atriumd(data_dir, *uid_args())
-    rc, out, err = ssh_run(srv, "old", "id -u; touch x; stat -c %u x .")
-    assert (rc, out) == (0, "%d\n%d\n%d\n" % (LEGACY, LEGACY, LEGACY)), err
-    assert recorded(data_dir, "old") == "%d:%d\n" % (LEGACY, LEGACY)
-    # A new room still starts at the range's first uid.
-    assert ids_of(srv, ssh_run, "new")[0] == str(BASE)
+    got = {}
+    for name in ("old", "older"):
+        rc, out, err = ssh_run(srv, name, "id -u; stat -c '%u %g' . src "
+                               "src/a.c; cat src/a.c")
+        assert rc == 0, err
+        lines = out.split("\n")
+        got[name] = lines[0]
+        assert lines[1:4] == ["%s %s" % (lines[0], lines[0])] * 3, out
+        assert lines[4] == "int a;"
+        assert recorded(data_dir, name) == "%s:%s\n" % (lines[0], lines[0])
+        assert not os.path.exists(os.path.join(str(data_dir), "rooms", name,
+                                               "uid.reown"))
+    assert sorted(got.values()) == [str(BASE), str(BASE + 1)]
+    # Nothing in either workspace, snapshots included, is the shared uid's.
+    assert owners(old) == {(int(got["old"]),) * 2}
+    assert owners(older) == {(int(got["older"]),) * 2}
+    assert "gets a sandbox uid of its own" in srv.read_log()
+    # A new room takes the next free uid.
+    assert ids_of(srv, ssh_run, "new")[0] == str(BASE + 2)
 
 
 def test_exhausted_range_refuses_a_new_room(atriumd, data_dir, ssh_run):
