@@ -150,29 +150,6 @@ keys_wire(const struct keys *k, char *wire)
 }
 
 int
-keys_pipe(const struct keys *k)
-{
-	char wire[KEYS_WIRE_MAX];
-	size_t n = keys_wire(k, wire);
-	int p[2], r = 0;
-
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		explicit_bzero(wire, sizeof(wire));
-		return -errno;
-	}
-	/* Far below a pipe's 64 KiB: the write cannot block. */
-	if (n && write_all(p[1], wire, n) < 0)
-		r = -errno;
-	explicit_bzero(wire, sizeof(wire));
-	close(p[1]);
-	if (r < 0) {
-		close(p[0]);
-		return r;
-	}
-	return p[0];
-}
-
-int
 keys_send(int fd, const struct keys *k)
 {
 	char wire[KEYS_WIRE_MAX];

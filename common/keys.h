@@ -11,7 +11,7 @@
  * them to each atrium-agent on a channel it inherits (keys_channel below,
  * the agent's --keys-fd), never in the environment or on the command
  * line, which /proc/PID/environ and ps show.  An atrium-agent started by
- * hand loads them itself (or reads a pipe, keys_pipe) and wipes its
+ * hand loads them itself (or reads them from a pipe) and wipes its
  * environment the same way.
  *
  * On the wire: one "PROVIDER KEY\n" line per key held, nothing else.
@@ -50,9 +50,6 @@ int keys_load(struct keys *k, const struct config *c, char *err,
 /* Overwrite the key variables' values in place (so /proc/PID/environ no
  * longer shows them) and remove them from the environment. */
 void keys_scrub_env(void);
-
-/* A pipe holding k (see the head): its read end (O_CLOEXEC), or -errno. */
-int keys_pipe(const struct keys *k);
 
 /* Read the keys from fd to its end, and close it.  0, or -EINVAL / -errno
  * with the reason in err.  k is cleared first. */
