@@ -6,7 +6,9 @@
 # Each tests/fuzz/fuzz_NAME.c is linked with the sources it tests (listed
 # below; never a main.c) into build/fuzz/fuzz_NAME with clang's libFuzzer,
 # ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
-# corpus once) on its seeds in tests/fuzz/corpus/NAME/.  New inputs go to
+# corpus once) on its seeds in tests/fuzz/corpus/NAME/, with the dictionary
+# tests/fuzz/NAME.dict and the libFuzzer flags in tests/fuzz/NAME.options
+# (one line) when they exist.  New inputs go to
 # build/fuzz/corpus/NAME/, crashing ones to build/fuzz/artifacts/, logs to
 # build/fuzz/logs/.  A target fails when it crashes, leaks, trips a
 # sanitizer or an invariant, or times out.  FUZZ_JOBS targets run at once
@@ -19,6 +21,11 @@ OUT=${FUZZ_BUILD:-build/fuzz}
 SECS=${FUZZ_SECONDS:-30}
 JOBS=${FUZZ_JOBS:-1}
 CC=${FUZZ_CC:-clang}
+
+# The workspace core and the whole-room archive (fs/, less its main.c),
+# and what reads a room's history (room_import.c and room_db.c).
+FS_CORE=$(ls fs/*.c | grep -v '^fs/main\.c$' | tr '\n' ' ')
+ROOM_DB="agent/room_import.c agent/room_db.c agent/wal_checkpointer.c"
 
 # The sources each target needs besides its own file.
 declare -A SRC=(
@@ -38,14 +45,16 @@ declare -A SRC=(
 	[utf8]="common/utf8.c common/buf.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
+	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc)"
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive)
+	-lpthread"
 
 if [ $# -gt 0 ]; then
 	names=("$@")
@@ -87,10 +96,11 @@ one() {
 		return
 	fi
 	mkdir -p "$OUT/corpus/$n" "tests/fuzz/corpus/$n"
-	local dict=
+	local dict= opts=
 	[ -f "tests/fuzz/$n.dict" ] && dict="-dict=tests/fuzz/$n.dict"
+	[ -f "tests/fuzz/$n.options" ] && opts=$(head -n 1 "tests/fuzz/$n.options")
 	# shellcheck disable=SC2086
-	"$OUT/fuzz_$n" "$limit" $dict -timeout=10 -rss_limit_mb=2048 \
+	"$OUT/fuzz_$n" "$limit" $dict $opts -timeout=10 -rss_limit_mb=2048 \
 	    -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$n-" \
 	    "$OUT/corpus/$n" "tests/fuzz/corpus/$n" >"$OUT/logs/$n.log" 2>&1
 	rc=$?
