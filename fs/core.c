@@ -15,6 +15,7 @@
  * since a read that writes would serialise every reader behind a commit.
  */
 #include "fs_int.h"
+#include "fdfiles.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +52,7 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	int rc;
 
 	*out = NULL;
-	if (access(path, F_OK) < 0)
+	if (fdfiles_access(path, F_OK) < 0)	/* given as a descriptor? */
 		return -errno;
 	/* The writer's WAL appends go through walbuf.c, in big writes. */
 	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX,

@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "fdfiles.h"
 #include "fs.h"
 #include "fsctl_client.h"
 #include "log.h"
@@ -37,7 +38,7 @@ static const char usage_text[] =
 	"       atrium-fs reown DB FROM_UID:GID TO_UID:GID\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
-	"       atrium-fs export-room ROOM_DIR > TAR\n"
+	"       atrium-fs export-room [--fd NAME=FD]... ROOM_DIR > TAR\n"
 	"       atrium-fs import-room [--owner UID:GID] [--quota BYTES]\n"
 	"                   [--quota-inodes N] ROOM_DIR < TAR\n"
 	"       atrium-fs snapshot DB NAME\n"
@@ -531,14 +532,35 @@ cmd_import(int argc, char **argv)
 	return import_run(argv[1], STDIN_FILENO);
 }
 
-/* atrium-fs export-room ROOM_DIR: the room's history and workspace. */
+/* atrium-fs export-room [--fd NAME=FD]... ROOM_DIR: the room's history
+ * and workspace.  Each --fd gives a file of ROOM_DIR (which must then be
+ * ".") as an open descriptor: atriumd opens the room's databases for a
+ * helper that may not (fdfiles.h). */
 static int
 cmd_export_room(int argc, char **argv)
 {
-	if (argc != 2)
+	static const struct option longopts[] = {
+		{ "fd", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, given = 0;
+
+	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		if (c != 'f' || fdfiles_add(optarg) < 0) {
+			if (c == 'f')
+				fprintf(stderr, "atrium-fs: export-room: bad --fd "
+				    "\"%s\" (NAME=FD: a file name and an open "
+				    "descriptor above 2)\n", optarg);
+			return usage();
+		}
+		given = 1;
+	}
+	if (argc - optind != 1 || (given && strcmp(argv[optind], ".") != 0))
 		return usage();
+	if (fdfiles_install() < 0)
+		return 1;
 	setlocale(LC_CTYPE, "C.UTF-8");
-	return room_export_run(argv[1], STDOUT_FILENO);
+	return room_export_run(argv[optind], STDOUT_FILENO);
 }
 
 /* A decimal count for --quota and --quota-inodes: 0 or -EINVAL. */

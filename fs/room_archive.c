@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdfiles.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -197,7 +198,7 @@ room_archive_put_history(struct archive *a, const char *room_dir)
 	if (room_archive_path(room_dir, ROOM_DB_NAME, db, sizeof(db)) ||
 	    room_archive_path(room_dir, name, tmp, sizeof(tmp)))
 		return 1;
-	if (access(db, F_OK) < 0) {
+	if (fdfiles_access(db, F_OK) < 0) {
 		fprintf(stderr, "atrium-fs: export-room: %s: %s (a room that was "
 		    "never entered has no history to export)\n", db,
 		    strerror(errno));

@@ -4,10 +4,21 @@
  * requests), server.c (reaping, shutdown) and monitor.c's use and access
  * requests (a room being imported is neither started nor entered).
  *
- * An export is one child, `atrium-fs export-room DATA/rooms/ROOM`: it reads
- * room.db and workspace.db each in one read transaction (consistent while
- * the room runs: both are WAL databases with one writer elsewhere), so
- * whether the room runs or not does not matter and nothing is started.
+ * An export is one child, `atrium-fs export-room --fd NAME=N... .`: it
+ * reads room.db and workspace.db each in one read transaction (consistent
+ * while the room runs: both are WAL databases with one writer elsewhere),
+ * so whether the room runs or not does not matter and nothing is started.
+ * It runs as the room's own uid (room_ids_get), without groups or new
+ * privileges, in a directory of its own (DATA/rooms/ROOM/export-XXXXXX,
+ * that uid's, seen as /mnt as the import's is) where it writes its copy
+ * of the history.  The databases are root's: the monitor opens exactly
+ * them (transfer_export_files: each database read-only, its -wal
+ * read-only and its -shm read-write, as every reader of a WAL database
+ * shares it; the two made empty, as SQLite would, when a stopped room has
+ * none, so that a room starting meanwhile shares them with the helper)
+ * and passes them as descriptors 3 and up (fs/fdfiles.c).  The helper can
+ * reach nothing else of the room.  Its directory goes when it ends; one
+ * that atriumd's stop left behind goes at the room's next export.
  *
  * An import makes the room, in this order, and removes it all again when
  * any step fails (nothing half-made is left, and the user's room count
@@ -45,8 +56,7 @@
  * the inodes it checked into the room's directory.  Their mount namespace
  * holds copies of the rooms' FUSE mounts while they run (mounts here are
  * private), so a workspace unmounted meanwhile keeps its daemon until the
- * import ends: seconds to minutes, never a room's lifetime.  An export's helper
- * reads the room's own databases and runs as root, as mkfs and mount.
+ * import ends: seconds to minutes, never a room's lifetime.
  */
 #include "room_transfer.h"
 
@@ -80,9 +90,16 @@
 /* The import's own directory in DATA/rooms/ROOM, the room's uid's: the
  * helpers write there and nowhere else (transfer_adopt_file). */
 #define TRANSFER_STAGING	"import"
+/* An export's own directory in DATA/rooms/ROOM (mkdtemp's pattern), the
+ * room's uid's. */
+#define TRANSFER_EXPORT_DIR	"export-"
+#define TRANSFER_EXPORT_TEMPLATE TRANSFER_EXPORT_DIR "XXXXXX"
 /* Where the helpers see it (transfer_view): a directory every system
  * has, shadowed only in their own mount namespace. */
 #define TRANSFER_VIEW		"/mnt"
+/* The files an export's helper is given, in the order of its fds 3 and
+ * up: each database, then its -wal and -shm. */
+#define TRANSFER_EXPORT_FILES	6
 
 enum transfer_stage { STAGE_EXPORT, STAGE_UNPACK, STAGE_ADOPT };
 
@@ -92,7 +109,8 @@ struct room_transfer {
 	pid_t pid;			/* the helper running now */
 	char room[64];
 	char user[64];
-	struct room_ids ids;		/* import: the helpers run as these */
+	struct room_ids ids;		/* the helpers run as these */
+	char staging[32];		/* their directory in the room's */
 	int err_w;			/* the client's stderr, kept for step 4 */
 	int status_w;			/* the status line goes here */
 };
@@ -113,47 +131,69 @@ transfer_view(const char *dir)
 	return 0;
 }
 
+/* The descriptors a helper gets: 0, 1 and 2, then files from 3 on. */
+struct transfer_fds {
+	int std[3];			/* in, out, err */
+	const int *files;		/* n of them, or NULL */
+	int n;
+};
+
+/* In the forked child: fds->std as 0, 1, 2 and fds->files as 3 and up,
+ * nothing else open.  0 or -1. */
+static int
+transfer_child_fds(const struct transfer_fds *fds)
+{
+	int moved[3 + TRANSFER_EXPORT_FILES], n = 3 + fds->n;
+
+	if (fds->n > TRANSFER_EXPORT_FILES)
+		return -1;
+	/* Above every target first, so that no dup2 overwrites another's
+	 * source. */
+	for (int i = 0; i < n; i++) {
+		moved[i] = fcntl(i < 3 ? fds->std[i] : fds->files[i - 3],
+		    F_DUPFD_CLOEXEC, 16);
+		if (moved[i] < 0)
+			return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (dup2(moved[i], i) < 0)
+			return -1;
+	close_range((unsigned)n, ~0U, 0);
+	return 0;
+}
+
 /* In the forked child: dir as the working directory (the helpers are
  * given "." so that what they say names no path of the server's), then
- * as ids when not NULL (no groups, no way back, no new privileges: what
- * an import's helpers parse is a stranger's), in, out, err as 0, 1, 2,
- * nothing else, default signals; then argv. */
+ * as ids (no groups, no way back, no new privileges: what an import's
+ * helpers parse is a stranger's, and an export's need nothing of root's),
+ * the descriptors of fds, default signals; then argv. */
 static void
 transfer_child(char *const argv[], const char *dir,
-    const struct room_ids *ids, int in, int out, int err)
+    const struct room_ids *ids, const struct transfer_fds *fds)
 {
 	sigset_t none;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (ids ? transfer_view(dir) < 0 : chdir(dir) < 0)
-		_exit(126);
-	if (ids && (setgroups(0, NULL) < 0 ||
+	if (transfer_view(dir) < 0 || setgroups(0, NULL) < 0 ||
 	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
 	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0))
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0)
 		_exit(126);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	/* Above 2 first, so that no dup2 overwrites another's source. */
-	in = fcntl(in, F_DUPFD_CLOEXEC, 10);
-	out = fcntl(out, F_DUPFD_CLOEXEC, 10);
-	err = fcntl(err, F_DUPFD_CLOEXEC, 10);
-	if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 ||
-	    dup2(out, 1) < 0 || dup2(err, 2) < 0)
+	if (transfer_child_fds(fds) < 0)
 		_exit(127);
-	close_range(3, ~0U, 0);
 	execv(argv[0], argv);
 	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
 	    strerror(errno));
 	_exit(127);
 }
 
-/* Start argv in dir (as ids, when not NULL) with in, out, err.  The
- * pid, or -errno (logged). */
+/* Start argv in dir as ids with fds.  The pid, or -errno (logged). */
 static pid_t
-transfer_spawn(char *const argv[], const char *dir,
-    const struct room_ids *ids, int in, int out, int err)
+transfer_spawn_fds(char *const argv[], const char *dir,
+    const struct room_ids *ids, const struct transfer_fds *fds)
 {
 	pid_t pid = fork();
 
@@ -162,8 +202,18 @@ transfer_spawn(char *const argv[], const char *dir,
 		return -errno;
 	}
 	if (pid == 0)
-		transfer_child(argv, dir, ids, in, out, err);
+		transfer_child(argv, dir, ids, fds);
 	return pid;
+}
+
+/* Start argv in dir as ids with in, out, err.  The pid, or -errno. */
+static pid_t
+transfer_spawn(char *const argv[], const char *dir,
+    const struct room_ids *ids, int in, int out, int err)
+{
+	struct transfer_fds fds = { { in, out, err }, NULL, 0 };
+
+	return transfer_spawn_fds(argv, dir, ids, &fds);
 }
 
 /* A pipe with both ends CLOEXEC, enlarged (the archive's bulk goes
@@ -233,57 +283,6 @@ transfer_path(const struct server *srv, const char *room, const char *name,
 	if ((size_t)snprintf(out, len, "%s/rooms/%s%s%s", srv->rooms.data,
 	    room, name ? "/" : "", name ? name : "") >= len)
 		out[0] = '\0';	/* DATA is shorter than PATH_MAX: never */
-}
-
-/* See room_transfer.h. */
-int
-room_transfer_export(struct server *srv, const char *room,
-    int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
-{
-	char dir[PATH_MAX + 80];
-	char *argv[] = { srv->rooms.progs.fs, "export-room", ".", NULL };
-	int p[3][2], null, r;
-	struct stat sb;
-	pid_t pid;
-
-	room_transfer_clear_stale(srv, room);
-	transfer_path(srv, room, NULL, dir, sizeof(dir));
-	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
-	    rooms_deleting(&srv->rooms, room)) {
-		snprintf(why, len, "room '%s' does not exist (or is being made "
-		    "or deleted)", room);
-		return -ENOENT;
-	}
-	if ((r = transfer_pipes(p)) < 0) {
-		snprintf(why, len, "cannot start the export: %s", strerror(-r));
-		return r;
-	}
-	if ((null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		r = -errno;
-		for (int i = 0; i < 3; i++)
-			transfer_close(p[i], 2);
-		snprintf(why, len, "cannot start the export: %s", strerror(-r));
-		return r;
-	}
-	pid = transfer_spawn(argv, dir, NULL, null, p[0][1], p[1][1]);
-	close(null);
-	transfer_close(&p[0][1], 1);
-	transfer_close(&p[1][1], 1);
-	if (pid < 0 || !transfer_add(srv, STAGE_EXPORT, pid, room, NULL, -1,
-	    p[2][1])) {
-		if (pid > 0)
-			kill(pid, SIGKILL);	/* reaped as no one's */
-		transfer_close(p[2], 2);
-		transfer_close(&p[0][0], 1);
-		transfer_close(&p[1][0], 1);
-		snprintf(why, len, "cannot start the export");
-		return -ENOMEM;
-	}
-	log_info("room %s: export started (pid %d)", room, (int)pid);
-	fds[0] = p[0][0];
-	fds[1] = p[1][0];
-	fds[2] = p[2][0];
-	return 0;
 }
 
 /* Step 1 of an import: may user make room now?  0, or -errno with why. */
@@ -503,13 +502,13 @@ transfer_adopt_file(int sfd, int rfd, const char *name, const char *to,
 	return r;
 }
 
-/* Empty and remove the helpers' directory (files only: they made no
- * other kind).  0 or -errno. */
+/* Empty and remove the helpers' directory name in rfd (files only: they
+ * made no other kind).  0 or -errno. */
 static int
-transfer_drop_staging(int rfd)
+transfer_drop_dir(int rfd, const char *name)
 {
-	int sfd = openat(rfd, TRANSFER_STAGING, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
+	int sfd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
 	struct dirent *d;
 	DIR *dir;
 	int r = 0;
@@ -524,9 +523,232 @@ transfer_drop_staging(int rfd)
 		    unlinkat(sfd, d->d_name, 0) < 0)
 			r = -errno;
 	closedir(dir);
-	if (r == 0 && unlinkat(rfd, TRANSFER_STAGING, AT_REMOVEDIR) < 0)
+	if (r == 0 && unlinkat(rfd, name, AT_REMOVEDIR) < 0)
 		r = -errno;
 	return r;
+}
+
+/* What an export's helper is given: its directory, and the room's
+ * databases as descriptors with their --fd arguments. */
+struct transfer_export {
+	char staging[32];			/* in the room's directory */
+	int files[TRANSFER_EXPORT_FILES];	/* its fds 3 .. 3 + n - 1 */
+	int n;
+	char args[TRANSFER_EXPORT_FILES][96];	/* --fd=NAME=FD */
+};
+
+/* Close what x holds. */
+static void
+transfer_export_release(struct transfer_export *x)
+{
+	transfer_close(x->files, x->n);
+	x->n = 0;
+}
+
+/* Open database db of the room's directory rfd, then its -wal and -shm
+ * (made empty, root's, when missing), for the helper: appended to x.
+ * A database that does not exist is left out (the helper says so).
+ * 0 or -errno. */
+static int
+transfer_export_db(int rfd, const char *db, struct transfer_export *x)
+{
+	static const char *const suffix[] = { "", "-wal", "-shm" };
+	static const int mode[] = { O_RDONLY, O_RDONLY | O_CREAT,
+	    O_RDWR | O_CREAT };
+	char name[64];
+	struct stat sb;
+
+	for (int i = 0; i < 3; i++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "%s%s", db, suffix[i]);
+		fd = openat(rfd, name, mode[i] | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC, 0600);
+		if (fd < 0 && i == 0 && errno == ENOENT)
+			return 0;
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			close(fd);
+			return -EINVAL;
+		}
+		x->files[x->n] = fd;
+		snprintf(x->args[x->n], sizeof(x->args[0]), "--fd=%s=%d", name,
+		    3 + x->n);
+		x->n++;
+	}
+	return 0;
+}
+
+/* Remove the export directories in the room's directory rfd that no
+ * running export of room uses (atriumd stopped during those). */
+static void
+transfer_sweep_exports(struct server *srv, const char *room, int rfd)
+{
+	struct dirent *d;
+	DIR *dir;
+	int fd;
+
+	for (const struct room_transfer *t = srv->transfers; t; t = t->next)
+		if (t->stage == STAGE_EXPORT && strcmp(t->room, room) == 0)
+			return;
+	if ((fd = dup(rfd)) < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((d = readdir(dir)))
+		if (strncmp(d->d_name, TRANSFER_EXPORT_DIR,
+		    strlen(TRANSFER_EXPORT_DIR)) == 0 &&
+		    transfer_drop_dir(rfd, d->d_name) < 0)
+			log_warn("room %s: cannot remove %s, which an export left",
+			    room, d->d_name);
+	closedir(dir);
+}
+
+/* The helper's directory in dir (rfd), the room's uid's alone, into
+ * x->staging.  0 or -errno. */
+static int
+transfer_export_staging(const char *dir, int rfd, const struct room_ids *ids,
+    struct transfer_export *x)
+{
+	char path[PATH_MAX + 120];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, TRANSFER_EXPORT_TEMPLATE);
+	if (!mkdtemp(path))
+		return -errno;
+	snprintf(x->staging, sizeof(x->staging), "%s", strrchr(path, '/') + 1);
+	if (fchownat(rfd, x->staging, ids->uid, ids->gid,
+	    AT_SYMLINK_NOFOLLOW) < 0) {
+		int r = -errno;
+
+		unlinkat(rfd, x->staging, AT_REMOVEDIR);
+		return r;
+	}
+	return 0;
+}
+
+/* Everything an export of room (its directory dir) needs before its
+ * helper starts, into x.  0 or -errno (nothing left made or open). */
+static int
+transfer_export_prepare(struct server *srv, const char *room,
+    const char *dir, const struct room_ids *ids, struct transfer_export *x)
+{
+	int rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	memset(x, 0, sizeof(*x));
+	if (rfd < 0)
+		return -errno;
+	transfer_sweep_exports(srv, room, rfd);
+	r = transfer_export_db(rfd, ROOM_DB_NAME, x);
+	if (r == 0)
+		r = transfer_export_db(rfd, WORKSPACE_DB_NAME, x);
+	if (r == 0)
+		r = transfer_export_staging(dir, rfd, ids, x);
+	if (r < 0)
+		transfer_export_release(x);
+	close(rfd);
+	return r;
+}
+
+/* Remove an export's directory (when it has one). */
+static void
+transfer_export_cleanup(struct server *srv, const struct room_transfer *t)
+{
+	char dir[PATH_MAX + 80];
+	int rfd, r;
+
+	if (!t->staging[0])
+		return;
+	transfer_path(srv, t->room, NULL, dir, sizeof(dir));
+	if ((rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;		/* the room is gone, and the directory too */
+	if ((r = transfer_drop_dir(rfd, t->staging)) < 0 && r != -ENOENT)
+		log_warn("room %s: cannot remove the export's directory %s: %s",
+		    t->room, t->staging, strerror(-r));
+	close(rfd);
+}
+
+/* Start the export's helper as ids with x's files, writing to out and
+ * err.  The pid, or -errno. */
+static pid_t
+transfer_export_spawn(struct server *srv, const char *dir,
+    const struct room_ids *ids, struct transfer_export *x, int out, int err)
+{
+	char staging[PATH_MAX + 120];
+	char *argv[4 + TRANSFER_EXPORT_FILES] = { srv->rooms.progs.fs,
+	    "export-room" };
+	struct transfer_fds fds = { { -1, out, err }, x->files, x->n };
+	int argc = 2;
+	pid_t pid;
+
+	for (int i = 0; i < x->n; i++)
+		argv[argc++] = x->args[i];
+	argv[argc++] = ".";
+	argv[argc] = NULL;
+	if ((fds.std[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	snprintf(staging, sizeof(staging), "%s/%s", dir, x->staging);
+	pid = transfer_spawn_fds(argv, staging, ids, &fds);
+	close(fds.std[0]);
+	return pid;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_export(struct server *srv, const char *room,
+    int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
+{
+	char dir[PATH_MAX + 80];
+	struct transfer_export x;
+	struct room_transfer *t = NULL;
+	struct room_ids ids;
+	int p[3][2], r;
+	struct stat sb;
+	pid_t pid;
+
+	room_transfer_clear_stale(srv, room);
+	transfer_path(srv, room, NULL, dir, sizeof(dir));
+	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
+	    rooms_deleting(&srv->rooms, room)) {
+		snprintf(why, len, "room '%s' does not exist (or is being made "
+		    "or deleted)", room);
+		return -ENOENT;
+	}
+	if ((r = room_ids_get(dir, srv->cfg, &ids)) < 0 ||
+	    (r = transfer_export_prepare(srv, room, dir, &ids, &x)) < 0) {
+		log_error("room %s: cannot start an export: %s", room,
+		    strerror(-r));
+		snprintf(why, len, "cannot start the export: %s", strerror(-r));
+		return r;
+	}
+	if ((r = transfer_pipes(p)) < 0) {
+		transfer_export_release(&x);
+		snprintf(why, len, "cannot start the export: %s", strerror(-r));
+		return r;
+	}
+	pid = transfer_export_spawn(srv, dir, &ids, &x, p[0][1], p[1][1]);
+	transfer_export_release(&x);
+	transfer_close(&p[0][1], 1);
+	transfer_close(&p[1][1], 1);
+	if (pid < 0 || !(t = transfer_add(srv, STAGE_EXPORT, pid, room, NULL,
+	    -1, p[2][1]))) {
+		if (pid > 0)
+			kill(pid, SIGKILL);	/* reaped as no one's */
+		transfer_close(p[2], 2);
+		transfer_close(&p[0][0], 1);
+		transfer_close(&p[1][0], 1);
+		snprintf(why, len, "cannot start the export");
+		return -ENOMEM;
+	}
+	t->ids = ids;
+	memcpy(t->staging, x.staging, sizeof(t->staging));
+	log_info("room %s: export started (pid %d, uid %u)", room, (int)pid,
+	    (unsigned)ids.uid);
+	fds[0] = p[0][0];
+	fds[1] = p[1][0];
+	fds[2] = p[2][0];
+	return 0;
 }
 
 /* Step 5: the workspace and the history in place, the mark gone.  0 or
@@ -552,7 +774,7 @@ transfer_finish(struct server *srv, struct room_transfer *t)
 	if (sfd >= 0)
 		close(sfd);
 	if (r == 0)
-		r = transfer_drop_staging(rfd);
+		r = transfer_drop_dir(rfd, TRANSFER_STAGING);
 	if (r == 0 && unlinkat(rfd, TRANSFER_MARK, 0) < 0)
 		r = -errno;
 	close(rfd);
@@ -632,6 +854,7 @@ room_transfer_child_exited(struct server *srv, pid_t pid, int status)
 	t->pid = 0;
 	if (t->stage == STAGE_EXPORT) {
 		log_info("room %s: export ended with status %d", t->room, code);
+		transfer_export_cleanup(srv, t);
 		transfer_end(srv, t, code);
 	} else {
 		transfer_import_step(srv, t, code);
@@ -653,6 +876,8 @@ room_transfer_stop_all(struct server *srv)
 		}
 		if (t->stage != STAGE_EXPORT)
 			transfer_remove_room(srv, t->room);
+		else
+			transfer_export_cleanup(srv, t);
 		transfer_end(srv, t, 1);
 	}
 }

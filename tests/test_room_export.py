@@ -353,3 +353,62 @@ def test_an_importer_who_leaves_leaves_no_room(srv):
         time.sleep(0.1)
     assert not os.path.exists(room_dir(srv, "gone"))
     assert "gone" not in listing(srv)
+
+
+def room_processes(path):
+    """The pids whose command line names path (a room's agent does)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if path.encode() in f.read():
+                    pids.append(pid)
+        except OSError:
+            pass
+    return pids
+
+
+def room_uid(srv, room):
+    with open(os.path.join(room_dir(srv, room), "uid")) as f:
+        return int(f.read().split(":")[0])
+
+
+def test_the_exporter_is_the_rooms_uid(atriumd, data_dir, srv):
+    import signal
+    import time
+    # fsync: an export holds the workspace's last commit.
+    rc, out, err = run(srv, "held", "head -c 8M /dev/urandom > big && "
+                       "echo kept > small && sync big small")
+    assert rc == 0, err
+    uid = room_uid(srv, "held")
+    running = export(srv, "held")
+    # Nobody reads this one: its helper blocks on a full pipe, alive.
+    p = subprocess.Popen(ssh_command(srv, "held", "atrium-export"),
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        end = time.time() + 30
+        while not helper_uids(srv.proc.pid, "export-room") and \
+                time.time() < end:
+            time.sleep(0.05)
+        assert helper_uids(srv.proc.pid, "export-room") == [uid]
+        staging = [n for n in os.listdir(room_dir(srv, "held"))
+                   if n.startswith("export-")]
+        assert len(staging) == 1
+        st = os.stat(os.path.join(room_dir(srv, "held"), staging[0]))
+        assert (st.st_uid, st.st_mode & 0o777) == (uid, 0o700)
+        srv.stop(signal.SIGKILL)    # leaves the export's directory
+    finally:
+        p.kill()
+        p.wait()
+    srv2 = atriumd(data_dir)
+    assert not room_processes(room_dir(srv2, "held"))
+    stopped = export(srv2, "held")      # the room is not running now
+    assert not [n for n in os.listdir(room_dir(srv2, "held"))
+                if n.startswith("export-")]
+    rc, want, err = run(srv2, "held", "cat small; sha256sum < big")
+    assert rc == 0 and want.startswith(b"kept\n"), err
+    for name, archive in (("run", running), ("stop", stopped)):
+        rc, out, err = run(srv2, name, "atrium-import", data=archive)
+        assert rc == 0, err + srv2.read_log()
+        rc, got, err = run(srv2, name, "cat small; sha256sum < big")
+        assert got == want, err
