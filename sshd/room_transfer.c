@@ -171,13 +171,17 @@ static void
 transfer_child(char *const argv[], const char *dir,
     const struct room_ids *ids, const struct transfer_fds *fds)
 {
+	pid_t parent = getppid();
 	sigset_t none;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (transfer_view(dir) < 0 || setgroups(0, NULL) < 0 ||
 	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
 	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0)
+		_exit(126);
+	/* After the change of uid, which clears it; a parent gone already
+	 * is seen by getppid. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(126);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -401,6 +401,9 @@ def test_the_exporter_is_the_rooms_uid(atriumd, data_dir, srv):
         p.kill()
         p.wait()
     srv2 = atriumd(data_dir)
+    end = time.time() + 30      # the room's processes follow atriumd
+    while room_processes(room_dir(srv2, "held")) and time.time() < end:
+        time.sleep(0.1)
     assert not room_processes(room_dir(srv2, "held"))
     stopped = export(srv2, "held")      # the room is not running now
     assert not [n for n in os.listdir(room_dir(srv2, "held"))
