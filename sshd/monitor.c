@@ -93,7 +93,8 @@ monitor_use(struct server *srv, json_object *req, const char *room,
 		return 0;
 	}
 	if (room_quota_admit(srv->cfg->data_dir, room, user,
-	    srv->cfg->max_rooms_per_user, why, sizeof(why)) < 0) {
+	    srv->cfg->max_rooms_per_user, room_transfer_counts, srv, why,
+	    sizeof(why)) < 0) {
 		monitor_put(ans, "state", "refused");
 		monitor_put(ans, "error", why);
 		return 0;

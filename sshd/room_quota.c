@@ -1,8 +1,10 @@
 /*
  * room_quota.c: rooms created per user (room_quota.h).  Called by
- * session.c before a channel asks for its room.  The file is read and
+ * monitor.c before a first use makes a room, and by room_transfer.c
+ * before an import makes one and after one failed.  The file is read and
  * appended on the loop: it happens once per room ever created, the file
- * is small (a line per room), and local.
+ * is small (a line per room), and local; it is written whole again only
+ * when a room's making failed.
  */
 #include "room_quota.h"
 
@@ -92,7 +94,8 @@ rq_record(const char *path, const char *room, const char *user)
 
 int
 room_quota_admit(const char *data, const char *room, const char *user,
-    int max, char *err, size_t errlen)
+    int max, room_quota_exists_fn exists, void *arg, char *err,
+    size_t errlen)
 {
 	char path[PATH_MAX + 160], *text = NULL;
 	size_t len = 0;
@@ -110,8 +113,9 @@ room_quota_admit(const char *data, const char *room, const char *user,
 		    "created; tell the server's operator");
 		return r;
 	}
-	n = text ? room_quota_count(text, len, user, rq_room_exists,
-	    (void *)data) : 0;
+	n = !text ? 0 : exists ? room_quota_count(text, len, user, exists,
+	    arg) : room_quota_count(text, len, user, rq_room_exists,
+	    (void *)data);
 	free(text);
 	if (max > 0 && n >= max) {
 		snprintf(err, errlen, "you have created %d rooms, the most "
@@ -125,5 +129,80 @@ room_quota_admit(const char *data, const char *room, const char *user,
 		snprintf(err, errlen, "the server cannot record the room you "
 		    "create; tell the server's operator");
 	}
+	return r;
+}
+
+/* text (len bytes) less its lines for room, into out (as long at most):
+ * the length kept. */
+static size_t
+rq_without(const char *text, size_t len, const char *room, char *out)
+{
+	size_t n = strlen(room), kept = 0;
+
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t stop = nl ? (size_t)(nl - text) + 1 : len;
+
+		if (!(stop - i > n && memcmp(text + i, room, n) == 0 &&
+		    text[i + n] == ' ')) {
+			memcpy(out + kept, text + i, stop - i);
+			kept += stop - i;
+		}
+		i = stop;
+	}
+	return kept;
+}
+
+/* Write len bytes of text to path through path.tmp, synced, renamed.
+ * 0 or -errno. */
+static int
+rq_replace(const char *path, const char *text, size_t len)
+{
+	char tmp[PATH_MAX + 200];
+	int fd, r;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, text, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int
+room_quota_forget(const char *data, const char *room)
+{
+	char path[PATH_MAX + 160], *text = NULL, *out = NULL;
+	size_t len = 0, kept;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", data, ROOM_QUOTA_FILE);
+	r = read_small_file(path, ROOM_QUOTA_MAX_FILE, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r == 0 && !(out = malloc(len + 1)))
+		r = -ENOMEM;
+	if (r < 0) {
+		free(text);
+		log_error("%s: %s; room %s still counts for whoever first made "
+		    "it", path, strerror(-r), room);
+		return r;
+	}
+	kept = rq_without(text, len, room, out);
+	r = kept == len ? 0 : rq_replace(path, out, kept);
+	if (r < 0)
+		log_error("%s: %s; room %s still counts for whoever first made "
+		    "it", path, strerror(-r), room);
+	free(out);
+	free(text);
 	return r;
 }

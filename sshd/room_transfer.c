@@ -22,7 +22,9 @@
  *
  * An import makes the room, in this order, and removes it all again when
  * any step fails (nothing half-made is left, and the user's room count
- * does not keep it: room_quota.h counts only rooms that exist):
+ * gives its place back: room_quota_forget drops the room's record, and a
+ * room that a crash left half-made counts for nobody, as it is removed
+ * when counted, room_transfer_counts):
  *   1. checks: the room's directory does not exist, no room of that name
  *      runs, is deleted or imported; the user is under max-rooms-per-user
  *      (room_quota_admit records the room for the user, as a first entry
@@ -306,7 +308,7 @@ transfer_import_check(struct server *srv, const char *room, const char *user,
 		return -EEXIST;
 	}
 	return room_quota_admit(srv->rooms.data, room, user,
-	    srv->cfg->max_rooms_per_user, why, len);
+	    srv->cfg->max_rooms_per_user, room_transfer_counts, srv, why, len);
 }
 
 /* Step 3: atrium-fs import-room, reading in, writing to err.  The pid,
@@ -327,13 +329,16 @@ transfer_unpack(struct server *srv, const char *room,
 	return transfer_spawn(argv, dir, ids, in, err, err);
 }
 
-/* Remove what a failed import made of room. */
+/* Remove what a failed import made of room, and give its place back
+ * to the importer's count of rooms made (room_quota.h). */
 static void
 transfer_remove_room(struct server *srv, const char *room)
 {
 	if (rooms_remove_dirs(srv->rooms.data, room) < 0)
 		log_error("room %s: a failed import left its directory behind; "
 		    "remove DATA/rooms/%s by hand", room, room);
+	else
+		room_quota_forget(srv->rooms.data, room);
 }
 
 /* Step 2's mark.  0 or -errno. */
@@ -399,8 +404,10 @@ room_transfer_import(struct server *srv, const char *room,
 		return r;
 	snprintf(rooms_dir, sizeof(rooms_dir), "%s/rooms", srv->rooms.data);
 	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, &ids, why,
-	    len)) < 0)
+	    len)) < 0) {
+		transfer_remove_room(srv, room);
 		return r;
+	}
 	if ((r = transfer_mark(srv, room)) < 0 ||
 	    (r = transfer_staging(srv, room, &ids)) < 0) {
 		transfer_remove_room(srv, room);
@@ -431,6 +438,18 @@ room_transfer_import(struct server *srv, const char *room,
 	fds[1] = p[1][0];
 	fds[2] = p[2][0];
 	return 0;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_counts(const char *room, void *arg)
+{
+	struct server *srv = arg;
+	char path[PATH_MAX + 80];
+
+	room_transfer_clear_stale(srv, room);
+	transfer_path(srv, room, NULL, path, sizeof(path));
+	return access(path, F_OK) == 0;
 }
 
 /* See room_transfer.h. */

@@ -42,6 +42,11 @@ int room_transfer_importing(const struct server *srv, const char *room);
  * running): before anything uses or lists it.  1 when it did. */
 int room_transfer_clear_stale(struct server *srv, const char *room);
 
+/* Whether room counts toward its maker's rooms (room_quota_admit's
+ * exists, arg the server): 1 when it exists, after removing it when a
+ * crash left it half-imported (such a room counts for nobody). */
+int room_transfer_counts(const char *room, void *arg);
+
 /* A child exited (from waitpid).  1 when it was a transfer's. */
 int room_transfer_child_exited(struct server *srv, pid_t pid, int status);
 

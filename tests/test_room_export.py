@@ -415,3 +415,60 @@ def test_the_exporter_is_the_rooms_uid(atriumd, data_dir, srv):
         assert rc == 0, err + srv2.read_log()
         rc, got, err = run(srv2, name, "cat small; sha256sum < big")
         assert got == want, err
+
+
+def start_import(srv, room, archive):
+    """An import whose archive stops halfway: the room is being made (its
+    mark is there) and stays so until the client goes."""
+    import time
+    p = subprocess.Popen(ssh_command(srv, room, "atrium-import"),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    p.stdin.write(archive[:len(archive) // 2])
+    p.stdin.flush()
+    mark = os.path.join(room_dir(srv, room), "importing")
+    end = time.time() + 30
+    while not os.path.exists(mark) and time.time() < end:
+        time.sleep(0.05)
+    assert os.path.exists(mark)
+    return p
+
+
+def test_a_failed_import_gives_its_room_back(atriumd, data_dir):
+    import signal
+    cap = ("--max-rooms-per-user", "2")
+    srv = atriumd(data_dir, *cap)
+    rc, out, err = run(srv, "first", "echo hi > f && sync f")
+    assert rc == 0, err
+    archive = export(srv, "first")
+    # alice has one room of two.  An import refused, one whose client
+    # left, and one that a kill -9 of atriumd cut short...
+    assert_refused(srv, "junk", b"not a tar at all" * 100, "")
+    p = start_import(srv, "gone", archive)
+    p.kill()
+    p.wait()
+    p = start_import(srv, "half", archive)
+    try:
+        srv.stop(signal.SIGKILL)
+    finally:
+        p.kill()
+        p.wait()
+    # ...leave her a room to make, once, by import as by entering one.
+    srv2 = atriumd(data_dir, *cap)
+    rc, out, err = run(srv2, "second", "atrium-import", data=archive)
+    assert rc == 0, err + srv2.read_log()
+    assert run(srv2, "second", "cat f")[1] == b"hi\n"
+    assert not os.path.exists(room_dir(srv2, "half"))
+    rc, out, err = run(srv2, "third", "atrium-import", data=archive)
+    assert rc != 0 and "max-rooms-per-user = 2" in err, err
+    rc, out, err = run(srv2, "fourth", "true")
+    assert rc != 0 and "max-rooms-per-user = 2" in err, err
+    # The names whose making failed count for nobody: bob makes one and
+    # it is his, not alice's.
+    add_key(data_dir, "bob")
+    rc, out, err = run(srv2, "junk", "true", user="bob")
+    assert rc == 0, err
+    with open(os.path.join(srv2.data, "rooms.created")) as f:
+        lines = f.read().splitlines()
+    assert [l for l in lines if l.split()[0] == "junk"] == ["junk bob"]
+    assert not [l for l in lines if l.split()[0] in ("gone", "half")]
