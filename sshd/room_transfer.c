@@ -168,12 +168,12 @@ transfer_child_fds(const struct transfer_fds *fds)
  * given "." so that what they say names no path of the server's), then
  * as ids (no groups, no way back, no new privileges: what an import's
  * helpers parse is a stranger's, and an export's need nothing of root's),
- * the descriptors of fds, default signals; then argv. */
+ * the descriptors of fds, default signals; then argv.  parent is the
+ * monitor's pid, taken before the fork. */
 static void
 transfer_child(char *const argv[], const char *dir,
-    const struct room_ids *ids, const struct transfer_fds *fds)
+    const struct room_ids *ids, const struct transfer_fds *fds, pid_t parent)
 {
-	pid_t parent = getppid();
 	sigset_t none;
 
 	if (transfer_view(dir) < 0 || setgroups(0, NULL) < 0 ||
@@ -201,6 +201,7 @@ static pid_t
 transfer_spawn_fds(char *const argv[], const char *dir,
     const struct room_ids *ids, const struct transfer_fds *fds)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid < 0) {
@@ -208,7 +209,7 @@ transfer_spawn_fds(char *const argv[], const char *dir,
 		return -errno;
 	}
 	if (pid == 0)
-		transfer_child(argv, dir, ids, fds);
+		transfer_child(argv, dir, ids, fds, parent);
 	return pid;
 }
 
