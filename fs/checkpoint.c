@@ -20,7 +20,8 @@
  * thread checkpoints itself at CKPT_BYTES, as SQLite would.  Without the
  * committer (fsck, the unit tests) SQLite's own checkpoints stay.
  *
- * Why CKPT_BYTES_MAX is large (1 GiB): a big write commits a group of 16
+ * Why CKPT_BYTES_MAX is large (1.25 GiB: a write of 1 GiB and the b-tree
+ * and pointer-map pages that come with it, with room to spare): a big write commits a group of 16
  * MiB every few milliseconds, so the background checkpoint, which copies
  * into the database and syncs it, never finds the WAL all copied at a
  * moment when no group is open, and the WAL only restarts after a
@@ -54,7 +55,7 @@
  * database with bigger pages checkpoints as often, not four times less
  * often with a four times longer wait under the lock. */
 #define CKPT_BYTES (4000 << 10)
-#define CKPT_BYTES_MAX (1 << 30)
+#define CKPT_BYTES_MAX (1280 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int

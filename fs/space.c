@@ -7,10 +7,11 @@
  * Room is the disk's available bytes (statvfs of the database's directory)
  * plus the database's free pages, which new data reuses before the file
  * grows, minus what the WAL holds that the database does not yet (it grows
- * the database when it is checkpointed, and the WAL may hold up to 1 GiB of
- * a big write: checkpoint.c).  It is measured at most SPACE_TTL_MS apart and, in between, lowered
- * by what each admitted operation may add, so a burst of writes cannot
- * overrun it; near the limit it is measured before every operation.
+ * the database when it is checkpointed, and the WAL may hold up to 1.25
+ * GiB of a big write: checkpoint.c).  It is measured at most SPACE_TTL_MS
+ * apart and, in between, lowered by what each admitted operation may add,
+ * so a burst of writes cannot overrun it; near the limit it is measured
+ * before every operation.
  *
  * Two thresholds:
  *   reserve  space_reserve_min + 1/64 of the database: room only for
