@@ -20,18 +20,19 @@
  * thread checkpoints itself at CKPT_BYTES, as SQLite would.  Without the
  * committer (fsck, the unit tests) SQLite's own checkpoints stay.
  *
- * Why CKPT_BYTES_MAX is large (1.25 GiB: a write of 1 GiB and the b-tree
- * and pointer-map pages that come with it, with room to spare): a big write commits a group of 16
- * MiB every few milliseconds, so the background checkpoint, which copies
- * into the database and syncs it, never finds the WAL all copied at a
- * moment when no group is open, and the WAL only restarts after a
- * checkpoint by the committing thread.  At 64 MiB that happened every 64
- * MiB of a big write: a 1 GiB write (fio, 1 MiB blocks) spent a third of
- * its time with the writer checkpointing under fs->lock, waiting for the
- * disk to take the database's copy as well as the WAL (2.4 s of 6.5 s, 21
- * checkpoints).  With room for 1 GiB, a burst of that size is answered at
- * the speed the WAL is written, while the background checkpoint copies
- * behind it on the other core; the WAL restarts after the burst.  A writer
+ * Why CKPT_BYTES_MAX is large (1.25 GiB: a write of 1 GiB and the
+ * b-tree and pointer-map pages that come with it, with room to spare): a
+ * big write commits a group of 16 MiB every few milliseconds, so the
+ * background checkpoint, which copies into the database and syncs it,
+ * never finds the WAL all copied at a moment when no group is open, and
+ * the WAL only restarts after a checkpoint by the committing thread.  At
+ * 64 MiB that happened every 64 MiB of a big write: a 1 GiB write (fio,
+ * 1 MiB blocks) spent a third of its time with the writer checkpointing
+ * under fs->lock, waiting for the disk to take the database's copy as
+ * well as the WAL (2.4 s of 6.5 s, 21 checkpoints, on a loaded machine).
+ * With room for 1 GiB, a burst that size is answered at the speed the
+ * WAL is written, while the background checkpoint copies behind it on the
+ * other core; the WAL restarts after the burst.  A writer
  * that never pauses is still held to what the disk takes for both copies.
  * The WAL keeps its largest size on disk until the first commit after the
  * restart (journal_size_limit cuts it to 64 MiB), and what it holds and
