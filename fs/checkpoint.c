@@ -17,12 +17,33 @@
  * from its start at the first write transaction after a checkpoint that
  * copied everything.  Should the WAL still grow past CKPT_BYTES_MAX, and
  * whenever the disk is near full (space.c: fs->space_low), the committing
- * thread checkpoints itself at CKPT_BYTES, as SQLite would, so the WAL
- * (which keeps its largest size on disk) stays as small as before.  Without the committer (fsck, the unit
- * tests) SQLite's own checkpoints stay.
+ * thread checkpoints itself at CKPT_BYTES, as SQLite would.  Without the
+ * committer (fsck, the unit tests) SQLite's own checkpoints stay.
+ *
+ * Why CKPT_BYTES_MAX is large (1.25 GiB: a write of 1 GiB and the
+ * b-tree and pointer-map pages that come with it, with room to spare): a
+ * big write commits a group of 16 MiB every few milliseconds, so the
+ * background checkpoint, which copies into the database and syncs it,
+ * never finds the WAL all copied at a moment when no group is open, and
+ * the WAL only restarts after a checkpoint by the committing thread.  At
+ * 64 MiB that happened every 64 MiB of a big write: a 1 GiB write (fio,
+ * 1 MiB blocks) spent a third of its time with the writer checkpointing
+ * under fs->lock, waiting for the disk to take the database's copy as
+ * well as the WAL (2.4 s of 6.5 s, 21 checkpoints, on a loaded machine).
+ * With room for 1 GiB, a burst that size is answered at the speed the
+ * WAL is written, while the background checkpoint copies behind it on the
+ * other core; the WAL restarts after the burst.  A writer
+ * that never pauses is still held to what the disk takes for both copies.
+ * The WAL keeps its largest size on disk until the first commit after the
+ * restart (journal_size_limit cuts it to 64 MiB), and what it holds and
+ * the database does not yet is counted against the disk's free room
+ * (ckpt_pending_bytes, space.c), so a near-full disk turns to small WALs
+ * (fs->space_low) long before a checkpoint could find no room.  Recovery
+ * after a crash reads the whole WAL: up to about a second per GiB.
  *
  * Threading: fs->ckpt_db is used only by the committer thread, with or
- * without fs->lock; fs->wal_pages and fs->ckpt_failed only under fs->lock.
+ * without fs->lock; fs->wal_pages, wal_size, wal_backfilled and
+ * ckpt_failed only under fs->lock.
  */
 #include "fs_int.h"
 
@@ -30,16 +51,12 @@
 
 /* WAL sizes, the same whatever the database's page size: checkpoint in the
  * background past CKPT_BYTES (SQLite's default of 1000 pages of 4 KiB),
- * and in the committing thread, under the lock, past CKPT_BYTES_MAX or,
- * near a full disk, past CKPT_BYTES.  CKPT_BYTES_MAX is four groups
- * (DB_COMMIT_BYTES in db.c), no more than space.c's low margin: at one
- * group, every commit of a big write (a group of 16 MiB) checkpointed and
- * synced the database under the lock, and the writer waited for it; with
- * room for four, the background checkpoint keeps up while the writer goes
- * on.  In bytes so that a database with bigger pages checkpoints as often,
- * not four times less often with a four times longer wait under the lock. */
+ * and in the committing thread, under the lock, past CKPT_BYTES_MAX (see
+ * the top) or, near a full disk, past CKPT_BYTES.  In bytes so that a
+ * database with bigger pages checkpoints as often, not four times less
+ * often with a four times longer wait under the lock. */
 #define CKPT_BYTES (4000 << 10)
-#define CKPT_BYTES_MAX (64 << 20)
+#define CKPT_BYTES_MAX (1280 << 20)
 
 /* The main connection's WAL hook (after each commit, fs->lock held). */
 static int
@@ -47,12 +64,19 @@ ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
 	struct fs *fs = arg;
 
+	if (pages < fs->wal_size)
+		fs->wal_backfilled = 0;         /* the WAL restarted */
+	fs->wal_size = pages;
 	fs->wal_pages = pages;
 	if (pages >= fs->ckpt_pages_max ||
-	    (pages >= fs->ckpt_pages && fs->space_low))
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
-		    NULL, NULL);
-	else if (pages >= fs->ckpt_pages)
+	    (pages >= fs->ckpt_pages && fs->space_low)) {
+		int logged = -1, copied = -1;
+
+		if (sqlite3_wal_checkpoint_v2(db, name,
+		    SQLITE_CHECKPOINT_PASSIVE, &logged, &copied) == SQLITE_OK &&
+		    copied >= 0)
+			fs->wal_backfilled = copied;
+	} else if (pages >= fs->ckpt_pages)
 		pthread_cond_signal(&fs->committer_cond);
 	return SQLITE_OK;
 }
@@ -70,6 +94,7 @@ ckpt_sizes(struct fs *fs)
 		sqlite3_reset(st);
 	if (psize <= 0)
 		return -EIO;
+	fs->ckpt_page_size = psize;
 	fs->ckpt_pages = CKPT_BYTES / psize;
 	fs->ckpt_pages_max = CKPT_BYTES_MAX / psize;
 	return 0;
@@ -131,17 +156,34 @@ ckpt_stop(struct fs *fs)
 void
 ckpt_run(struct fs *fs)
 {
-	int rc;
+	int rc, logged = -1, copied = -1;
 
 	if (!fs->ckpt_db || fs->wal_pages < fs->ckpt_pages)
 		return;
 	fs->wal_pages = 0;
 	fs_unlock(fs);
 	rc = sqlite3_wal_checkpoint_v2(fs->ckpt_db, "main",
-	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	    SQLITE_CHECKPOINT_PASSIVE, &logged, &copied);
 	fs_lock(fs);
+	/* What it copied counts only in the WAL it copied from: not when the
+	 * writer restarted the WAL meanwhile (it is shorter now). */
+	if (rc == SQLITE_OK && copied >= 0 && logged <= fs->wal_size)
+		fs->wal_backfilled = copied;
 	if (rc != SQLITE_OK && rc != SQLITE_BUSY && !fs->ckpt_failed)
 		log_warn("%s: checkpoint: %s (tried again as the WAL grows)",
 		    fs->path, sqlite3_errstr(rc));
 	fs->ckpt_failed = rc != SQLITE_OK && rc != SQLITE_BUSY;
+}
+
+/* Bytes the WAL holds that are not in the database yet (fs->lock held): at
+ * most what copying them will add to the database.  0 without the
+ * committer, where SQLite checkpoints every 1000 pages itself. */
+int64_t
+ckpt_pending_bytes(const struct fs *fs)
+{
+	int pending = fs->wal_size - fs->wal_backfilled;
+
+	if (!fs->ckpt_db || pending <= 0)
+		return 0;
+	return (int64_t)pending * fs->ckpt_page_size;
 }

@@ -128,7 +128,11 @@ struct fs {
 	unsigned commit_interval_ms;
 	/* Checkpoints off the lock (checkpoint.c). */
 	sqlite3 *ckpt_db;         /* the committer's own connection; NULL */
-	int wal_pages;            /* WAL pages after the last commit */
+	int wal_pages;            /* WAL pages after the last commit; 0 once
+	                           * the committer has checkpointed them */
+	int wal_size;             /* WAL pages after the last commit */
+	int wal_backfilled;       /* of them, copied into the database */
+	int ckpt_page_size;       /* the database's page size, in bytes */
 	int ckpt_pages;           /* checkpoint in the background past this */
 	int ckpt_pages_max;       /* checkpoint while committing past this */
 	int ckpt_failed;          /* the last checkpoint failed (logged) */
@@ -193,6 +197,7 @@ int readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
 int ckpt_start(struct fs *fs);
 void ckpt_stop(struct fs *fs);
 void ckpt_run(struct fs *fs);
+int64_t ckpt_pending_bytes(const struct fs *fs);
 
 /* --- core.c --- */
 uint64_t core_entry_size(struct fs *fs, uint64_t parent, const char *name);

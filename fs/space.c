@@ -6,9 +6,12 @@
  *
  * Room is the disk's available bytes (statvfs of the database's directory)
  * plus the database's free pages, which new data reuses before the file
- * grows.  It is measured at most SPACE_TTL_MS apart and, in between, lowered
- * by what each admitted operation may add, so a burst of writes cannot
- * overrun it; near the limit it is measured before every operation.
+ * grows, minus what the WAL holds that the database does not yet (it grows
+ * the database when it is checkpointed, and the WAL may hold up to 1.25
+ * GiB of a big write: checkpoint.c).  It is measured at most SPACE_TTL_MS
+ * apart and, in between, lowered by what each admitted operation may add,
+ * so a burst of writes cannot overrun it; near the limit it is measured
+ * before every operation.
  *
  * Two thresholds:
  *   reserve  space_reserve_min + 1/64 of the database: room only for
@@ -179,8 +182,10 @@ space_measure(struct fs *fs, struct statvfs *sv)
 	freepages = space_pragma(fs, "PRAGMA freelist_count");
 	if (psize <= 0 || pages < 0 || freepages < 0)
 		return -EIO;
+	/* What the WAL holds and the database not yet will grow the database
+	 * when it is checkpointed: not free (checkpoint.c). */
 	fs->space_avail = (int64_t)sv->f_bavail * (int64_t)sv->f_frsize +
-	    freepages * psize;
+	    freepages * psize - ckpt_pending_bytes(fs);
 	fs->space_reserve = fs->space_reserve_min + pages * psize / 64;
 	fs->space_ms = time_mono_ms();
 	return 0;

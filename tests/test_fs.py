@@ -737,6 +737,50 @@ def test_full_disk_gives_enospc_and_loses_nothing(small_disk):
     fsck_clean(m)
 
 
+def test_big_write_on_a_disk_without_room_for_two_copies(tmp_path):
+    """One write bigger than half the disk: its bytes go to the log first
+    and then into the database, and both copies do not fit.  The writer
+    gets ENOSPC, never EIO; no checkpoint ever fails for room (what the
+    log holds counts as taken); deleting the file makes room again, and
+    what was fsynced survives."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs",
+                    str(disk)], check=True)
+    m = Mount(disk)
+    log = tmp_path / "fs.log"
+    try:
+        with open(log, "w") as lf:
+            r = subprocess.run([BIN, "mount", m.db, m.dir], stderr=lf,
+                               timeout=60)
+        assert r.returncode == 0
+        m.pid = mount_pid(m.db)
+        block = os.urandom(1024 * 1024)
+        err = None
+        try:
+            with open(m.p("big"), "wb") as f:
+                for _ in range(400):
+                    f.write(block)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            err = e
+        assert err is not None and err.errno == errno.ENOSPC, err
+        os.unlink(m.p("big"))
+        after = os.urandom(32 * 1024 * 1024)
+        write_file(m.p("after"), after, fsync=True)
+        m.unmount()
+        text = log.read_text()
+        assert "checkpoint" not in text and "are lost" not in text, text
+        fsck_clean(m)
+        m.mount()
+        with open(m.p("after"), "rb") as f:
+            assert f.read() == after
+    finally:
+        m.unmount()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
 def test_disk_filled_by_another_process(tmp_path):
     """Far from full, writes are grouped; another program then takes all
     the room at once, under a group of answered writes.  Their room in the

@@ -3,7 +3,9 @@
  * (fs/checkpoint.c), without FUSE.  Checked: once a commit takes the WAL
  * past CKPT_BYTES (4000 KiB), the committer copies it into the database
  * on its own connection, without waiting for the WAL to reach
- * CKPT_BYTES_MAX, where the committing thread would do it under the lock.
+ * CKPT_BYTES_MAX, where the committing thread would do it under the lock;
+ * until it has, what it has not copied counts against the free room
+ * (ckpt_pending_bytes), and once it has, nothing does.
  * What was copied is read from the -shm index the way SQLite keeps it:
  * the WAL's last committed frame (mxFrame) in the header and the frames
  * already copied (nBackfill) after its two copies.  And what it copied is
@@ -98,8 +100,23 @@ file_is_whole(struct fs *fs, const char *name, size_t size)
 	return ok;
 }
 
+/* What the WAL holds that the database does not yet (fs->lock). */
+static int64_t
+pending(struct fs *fs)
+{
+	int64_t n;
+
+	fs_lock(fs);
+	n = ckpt_pending_bytes(fs);
+	fs_unlock(fs);
+	return n;
+}
+
 /* 8 MiB committed: within two seconds the committer has copied every
- * frame of it, while the WAL is far below CKPT_BYTES_MAX (64 MiB). */
+ * frame of it, while the WAL is far below CKPT_BYTES_MAX (1.25 GiB), and
+ * nothing is counted as pending any more; just after the commit, what it
+ * had not copied yet was (copying 8 MiB takes far longer than taking the
+ * lock). */
 static void
 test_committer_checkpoints_in_the_background(void)
 {
@@ -113,13 +130,16 @@ test_committer_checkpoints_in_the_background(void)
 	CHECK_INT(fs_committer_start(fs, 10), 0);
 	write_file(fs, "eight", 8 * MIB);
 	CHECK_INT(fs_sync(fs, 0), 0);
+	CHECK(pending(fs) > 0);
 	for (tries = 0; tries < 100; tries++) {
-		if (shm_frames(&mx, &backfill) == 0 && mx > 0 && backfill == mx)
+		if (shm_frames(&mx, &backfill) == 0 && mx > 0 && backfill == mx &&
+		    pending(fs) == 0)
 			break;
 		nanosleep(&pause, NULL);
 	}
 	CHECK(mx > 2048);           /* 8 MiB is more than 2048 pages */
 	CHECK_INT(backfill, mx);
+	CHECK(pending(fs) == 0);
 	fs_committer_stop(fs);
 	fs_close(fs);
 	CHECK_INT(fsck_run(db_path, 0, NULL, NULL), 0);
