@@ -101,8 +101,8 @@
  * nothing is taken while pool_lock is held.  None is held across I/O except
  * fs->lock, and pool_lock while readers_group_end ends free readers'
  * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
- * reader has a page cache of READERS_CACHE_KIB and a read-ahead buffer of
- * 64 KiB.
+ * reader has a page cache of READERS_CACHE_KIB, a read-ahead buffer of
+ * 64 KiB and up to READAHEAD_KEEP (6 MiB) of kept pages (readahead.c).
  */
 #include "fs_int.h"
 
@@ -113,8 +113,11 @@
 /* Read-only connections at most: two cores, and more readers than
  * threads that read at once only cost memory. */
 #define READERS_MAX 4
-/* Each reader's SQLite page cache (file pages are in the kernel's cache). */
-#define READERS_CACHE_KIB 2048
+/* Each reader's SQLite page cache (file pages are in the kernel's cache).
+ * It holds the b-trees' top pages; random reads fill the rest with
+ * overflow pages read once, so the pages that find a block (leaves and
+ * pointer maps) are kept by readahead.c's VFS instead. */
+#define READERS_CACHE_KIB 512
 /* Prepared statements per reader (this file has 12). */
 #define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
