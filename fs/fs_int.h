@@ -290,6 +290,10 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 	"WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx"
 int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
     uint64_t ino, uint64_t off, void *buf, size_t size);
+int chunks_lookup_on(sqlite3_stmt *find, uint64_t ino, uint64_t idx,
+    sqlite3_int64 *block, uint64_t *len);
+int chunks_read_chunk_on(sqlite3 *db, sqlite3_blob **blob, uint64_t idx,
+    sqlite3_int64 block, uint64_t len, uint64_t coff, void *buf, size_t size);
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
 int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,

@@ -31,6 +31,14 @@
  *     free reader (readers_group_end, under fs->lock and pool_lock) and at
  *     the end of its request for one in use, so no snapshot outlives the
  *     group after it by more than a request.
+ *   - What a reader remembers, in its struct, of the last file it read:
+ *     its mode and size, and where each of its first READERS_MAP_CHUNKS
+ *     chunks is (block and length, or a hole), so that a random read of a
+ *     big file runs no statement but the blob read.  The rule: it is what
+ *     the reader's current snapshot says, and it is forgotten when that
+ *     snapshot ends (an epoch that moves with each BEGIN, and with each
+ *     other file).  Answers built from it are checked like any other
+ *     (readers_clean), so it changes no answer, only how it is found.
  *   - The touched set, under touched_lock: every inode whose inodes row the
  *     open group has inserted, updated or deleted, and seq, which moves on
  *     each time a group ends (committed or given up, db.c).  The writer
@@ -102,7 +110,8 @@
  * fs->lock, and pool_lock while readers_group_end ends free readers'
  * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
  * reader has a page cache of READERS_CACHE_KIB, a read-ahead buffer of
- * 64 KiB and up to READAHEAD_KEEP (6 MiB) of kept pages (readahead.c).
+ * 64 KiB, up to READAHEAD_KEEP (6 MiB) of kept pages (readahead.c) and a
+ * map of 256 KiB of its last file's chunks.
  */
 #include "fs_int.h"
 
@@ -122,6 +131,16 @@
 #define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
 #define READERS_TOUCHED_MAX (1u << 17)
+/* Chunks of the last file read that a reader remembers (16 bytes each):
+ * those of a 1 GiB file. */
+#define READERS_MAP_CHUNKS 16384
+
+/* Where chunk idx of the reader's file is, as its snapshot has it. */
+struct reader_chunk {
+	sqlite3_int64 block;      /* 0: a hole */
+	uint32_t len;             /* bytes stored */
+	uint32_t epoch;           /* valid while the reader's epoch is this */
+};
 
 /* One read-only connection and its statements.  Its owner (the request
  * that took it, or under pool_lock, readers_group_end while it is free)
@@ -133,6 +152,16 @@ struct reader {
 	int in_snap;              /* a read transaction is open (a snapshot) */
 	uint64_t snap_seq;        /* seq as read before it began */
 	sqlite3_blob *blob;       /* on blocks, in the snapshot, or NULL */
+	/* The last file read, as this snapshot has it: a random read of a
+	 * big file finds its inode and chunk here instead of running two
+	 * statements.  All of it is valid while epoch is unchanged, and
+	 * epoch moves with each new snapshot and each other file. */
+	uint32_t epoch;
+	uint64_t file_ino;        /* the file (0: none) */
+	uint32_t file_epoch;      /* its mode and size are of this epoch */
+	uint32_t file_mode;
+	uint64_t file_size;
+	struct reader_chunk *map; /* READERS_MAP_CHUNKS by idx, or NULL */
 	struct reader *next;      /* in the free list */
 };
 
@@ -243,6 +272,7 @@ reader_close(struct reader *rd)
 	for (int i = 0; i < rd->nstmts; i++)
 		sqlite3_finalize(rd->stmts[i].st);
 	sqlite3_close(rd->db);
+	free(rd->map);
 	free(rd);
 }
 
@@ -419,6 +449,19 @@ reader_end_snapshot(struct reader *rd)
 	rd->in_snap = 0;
 }
 
+/* Forget what the reader remembers of its last file: a new snapshot, or
+ * another file. */
+static void
+reader_new_epoch(struct reader *rd)
+{
+	/* Once in 2^32 epochs, entries of the epoch that comes back go. */
+	if (++rd->epoch == 0) {
+		if (rd->map)
+			memset(rd->map, 0, READERS_MAP_CHUNKS * sizeof(*rd->map));
+		rd->epoch = 1;
+	}
+}
+
 /* A reader in a read transaction, with the seq read before it; NULL when
  * the writer must read (no reader, or ino already touched).  The reader's
  * snapshot is kept from its last request when no group has ended since
@@ -444,6 +487,7 @@ readers_begin(struct fs *fs, uint64_t ino, uint64_t *seq)
 		}
 		rd->in_snap = 1;
 		rd->snap_seq = *seq;
+		reader_new_epoch(rd);
 	}
 	*seq = rd->snap_seq;
 	return rd;
@@ -589,23 +633,79 @@ readers_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	return r;
 }
 
+/* The mode and size of file ino in the reader's snapshot, remembered as
+ * its last file: 0, -ENOENT or -EIO. */
+static int
+reader_file(struct reader *rd, uint64_t ino, uint32_t *mode, uint64_t *size)
+{
+	struct fs_attr a;
+	int r;
+
+	if (rd->file_ino != ino || rd->file_epoch != rd->epoch) {
+		if ((r = reader_inode(rd, ino, &a)) < 0)
+			return r;
+		if (rd->file_ino != ino)
+			reader_new_epoch(rd);
+		rd->file_ino = ino;
+		rd->file_epoch = rd->epoch;
+		rd->file_mode = a.mode;
+		rd->file_size = a.size;
+	}
+	*mode = rd->file_mode;
+	*size = rd->file_size;
+	return 0;
+}
+
+/* Chunk idx (< READERS_MAP_CHUNKS) of the reader's file, remembered:
+ * its entry, or NULL (-EIO, or no memory for the map). */
+static const struct reader_chunk *
+reader_chunk(struct reader *rd, uint64_t idx)
+{
+	struct reader_chunk *c;
+	sqlite3_stmt *find;
+	sqlite3_int64 block;
+	uint64_t len;
+
+	if (!rd->map && !(rd->map = calloc(READERS_MAP_CHUNKS, sizeof(*rd->map))))
+		return NULL;
+	c = &rd->map[idx];
+	if (c->epoch == rd->epoch)
+		return c;
+	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)) ||
+	    chunks_lookup_on(find, rd->file_ino, idx, &block, &len) != SQLITE_OK ||
+	    len > FS_CHUNK)
+		return NULL;
+	c->block = block;
+	c->len = (uint32_t)len;
+	c->epoch = rd->epoch;
+	return c;
+}
+
 /* The body of readers_read: bytes read, -EISDIR, -ENOENT or -EIO. */
 static ssize_t
 reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
     size_t size)
 {
+	const struct reader_chunk *c;
 	sqlite3_stmt *find;
-	struct fs_attr a;
+	uint64_t fsize, idx = off / FS_CHUNK;
+	uint32_t mode;
 	int r;
 
-	if ((r = reader_inode(rd, ino, &a)) < 0)
+	if ((r = reader_file(rd, ino, &mode, &fsize)) < 0)
 		return r;
-	if (S_ISDIR(a.mode))
+	if (S_ISDIR(mode))
 		return -EISDIR;
-	if (off >= a.size)
+	if (off >= fsize)
 		return 0;
-	if (size > a.size - off)
-		size = (size_t)(a.size - off);
+	if (size > fsize - off)
+		size = (size_t)(fsize - off);
+	/* Inside one chunk (a random read): through the map. */
+	if (idx == (off + size - 1) / FS_CHUNK && idx < READERS_MAP_CHUNKS &&
+	    (c = reader_chunk(rd, idx)))
+		return chunks_read_chunk_on(rd->db, &rd->blob, idx, c->block,
+		    c->len, off % FS_CHUNK, buf, size) == SQLITE_OK ?
+		    (ssize_t)size : -EIO;
 	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)))
 		return -EIO;
 	if (chunks_read_on(rd->db, find, &rd->blob, ino, off, buf, size) !=
