@@ -170,6 +170,7 @@ const char *walbuf_vfs_name(void);
 
 /* --- readahead.c --- */
 const char *readahead_vfs_name(void);
+int readahead_keep(sqlite3 *db, size_t bytes);
 
 /* --- readers.c --- */
 /* A pooled read's answer when the writer must do the read (fs->lock). */

@@ -44,7 +44,8 @@
  * that are never read again, so those two pages came from the file too:
  * three preads per read where one would do (a 1 GiB file has 2,048 leaves
  * and 257 pointer-map pages, 9 MiB).  Beside the buffer, each connection
- * keeps up to READAHEAD_KEEP bytes of the pages SQLite asked for whole
+ * keeps up to a set number of bytes (readahead_keep; READAHEAD_KEEP until
+ * told) of the pages SQLite asked for whole
  * (a read of one page size, at a multiple of it) that are b-tree or
  * pointer-map pages, told by their first byte: a b-tree page's type (2,
  * 5, 10, 13) or a pointer-map entry's (1 to 5); an overflow or freelist
@@ -81,17 +82,18 @@
  * follows it: SQLite reads an overflow page's content without its 4-byte
  * header, and ptrmap pages lie between runs of overflow pages. */
 #define READAHEAD_GAP (8u << 10)
-/* Bytes of b-tree and pointer-map pages kept per connection: the
- * leaves and pointer maps of a 640 MiB file at 4 KiB pages (9 MiB would
- * hold a 1 GiB file's; the daemon's memory bound, atrium-fs(8), has room
- * for this much beside the 4 readers' page caches). */
-#define READAHEAD_KEEP (6u << 20)
+/* Bytes of b-tree and pointer-map pages a connection keeps until told
+ * otherwise (readahead_keep). */
+#define READAHEAD_KEEP (2u << 20)
+/* The file-control opcode of readahead_keep (SQLite leaves those above
+ * 100 to applications). */
+#define READAHEAD_FCNTL_KEEP 0x41524b00
 /* The page sizes SQLite allows. */
 #define READAHEAD_PAGE_MIN 512
 #define READAHEAD_PAGE_MAX 65536
 
 /* Slots per set of kept pages. */
-#define READAHEAD_WAYS 4
+#define READAHEAD_WAYS 16
 
 /* One kept page: where it was in the file, in which generation of the
  * buffer (valid while that is the file's generation), and when it was
@@ -111,6 +113,7 @@ struct readahead_file {
 	sqlite3_int64 next;       /* where the last read ended */
 	int window;               /* bytes the next read that misses reads */
 	uint64_t gen;             /* moves when the buffer is emptied (from 1) */
+	sqlite3_int64 keep_max;   /* bytes of pages it may keep */
 	int keep_page;            /* the page size kept pages have (0: none) */
 	uint32_t keep_sets;       /* sets of READAHEAD_WAYS slots */
 	uint64_t tick;            /* kept pages used or added so far */
@@ -181,27 +184,34 @@ readahead_worth_keeping(const unsigned char *p, int n, sqlite3_int64 off)
 	return (p[0] >= 1 && p[0] <= 5) || p[0] == 10 || p[0] == 13;
 }
 
+/* Forget the kept pages and their room. */
+static void
+readahead_keep_free(struct readahead_file *f)
+{
+	free(f->keep);
+	free(f->slots);
+	f->keep = NULL;
+	f->slots = NULL;
+	f->keep_page = 0;
+}
+
 /* Make room for pages of n bytes (a power of two): the slots are set up,
  * or set up again for another page size.  0, or -1 when there is no
- * memory (then nothing is kept). */
+ * memory or no room for one set (then nothing is kept). */
 static int
 readahead_keep_size(struct readahead_file *f, int n)
 {
-	uint32_t sets = READAHEAD_KEEP / READAHEAD_WAYS / (unsigned)n;
+	uint32_t sets = (uint32_t)(f->keep_max / READAHEAD_WAYS / n);
 
 	if (f->slots && f->keep_page == n)
 		return 0;
-	free(f->slots);
-	free(f->keep);
-	f->slots = NULL;
-	f->keep_page = 0;
+	readahead_keep_free(f);
+	if (sets == 0)
+		return -1;
 	f->keep = malloc((size_t)n * READAHEAD_WAYS * sets);
 	f->slots = calloc((size_t)READAHEAD_WAYS * sets, sizeof(*f->slots));
 	if (!f->keep || !f->slots) {
-		free(f->keep);
-		free(f->slots);
-		f->keep = NULL;
-		f->slots = NULL;
+		readahead_keep_free(f);
 		return -1;
 	}
 	f->keep_page = n;
@@ -325,6 +335,23 @@ readahead_shm_lock(sqlite3_file *file, int offset, int n, int flags)
 	return vfs_shim_shm_lock(&f->shim.base, offset, n, flags);
 }
 
+/* xFileControl: readahead_keep's opcode here, the rest the real file's. */
+static int
+readahead_file_control(sqlite3_file *file, int op, void *arg)
+{
+	struct readahead_file *f = (struct readahead_file *)file;
+	sqlite3_int64 bytes;
+
+	if (op != READAHEAD_FCNTL_KEEP)
+		return vfs_shim_file_control(file, op, arg);
+	bytes = *(sqlite3_int64 *)arg;
+	if (!f->is_main || bytes < 0)
+		return SQLITE_MISUSE;
+	readahead_keep_free(f);
+	f->keep_max = bytes;
+	return SQLITE_OK;
+}
+
 /* xClose: close the real file, free the buffer. */
 static int
 readahead_close(sqlite3_file *file)
@@ -333,12 +360,9 @@ readahead_close(sqlite3_file *file)
 	int rc = f->shim.real->pMethods->xClose(f->shim.real);
 
 	free(f->buf);
-	free(f->keep);
-	free(f->slots);
 	f->buf = NULL;
-	f->keep = NULL;
-	f->slots = NULL;
 	f->len = 0;
+	readahead_keep_free(f);
 	return rc;
 }
 
@@ -356,7 +380,7 @@ readahead_shm_unmap(sqlite3_file *file, int del)
 static sqlite3_io_methods readahead_methods = {
 	3, readahead_close, readahead_read, readahead_write, readahead_truncate,
 	vfs_shim_sync, vfs_shim_file_size, vfs_shim_lock, vfs_shim_unlock,
-	vfs_shim_check_reserved, vfs_shim_file_control, vfs_shim_sector_size,
+	vfs_shim_check_reserved, readahead_file_control, vfs_shim_sector_size,
 	vfs_shim_device_chars, vfs_shim_shm_map, readahead_shm_lock,
 	vfs_shim_shm_barrier, readahead_shm_unmap, vfs_shim_fetch,
 	vfs_shim_unfetch,
@@ -377,6 +401,7 @@ readahead_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 	f->window = READAHEAD_MIN;
 	f->next = -1;
 	f->gen = 1;
+	f->keep_max = READAHEAD_KEEP;
 	f->shim.base.pMethods = &readahead_methods;
 	return SQLITE_OK;
 }
@@ -396,4 +421,17 @@ readahead_vfs_name(void)
 {
 	pthread_once(&readahead_once, readahead_register_once);
 	return readahead_registered ? READAHEAD_NAME : NULL;
+}
+
+/* Let db, a connection opened with readahead_vfs_name(), keep up to bytes
+ * of pages of its database file (0: none); what it kept is forgotten.
+ * 0, or -1 when db's file is not one of this VFS's (SQLite's default VFS
+ * stood in for it). */
+int
+readahead_keep(sqlite3 *db, size_t bytes)
+{
+	sqlite3_int64 n = (sqlite3_int64)bytes;
+
+	return sqlite3_file_control(db, "main", READAHEAD_FCNTL_KEEP, &n) ==
+	    SQLITE_OK ? 0 : -1;
 }

@@ -22,7 +22,8 @@
  *     need through readahead.c's VFS (which reads the database file ahead
  *     within one read transaction, in a buffer of the connection's own),
  *     each used by one thread at a time (taken from and given back to
- *     a free list under pool_lock; with all of them busy a reader waits for
+ *     a free list under pool_lock, the readers that keep more pages
+ *     first; with all of them busy a reader waits for
  *     another reader, never for the writer).  A pooled read runs in the
  *     reader's read transaction (BEGIN ... COMMIT), one WAL snapshot,
  *     which the reader keeps for its next requests while no group has
@@ -110,8 +111,9 @@
  * fs->lock, and pool_lock while readers_group_end ends free readers'
  * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
  * reader has a page cache of READERS_CACHE_KIB, a read-ahead buffer of
- * 64 KiB, up to READAHEAD_KEEP (6 MiB) of kept pages (readahead.c) and a
- * map of 256 KiB of its last file's chunks.
+ * 64 KiB, kept pages (readahead.c: READERS_KEEP_BIG for the first
+ * READERS_BIG readers, READERS_KEEP_SMALL for the others) and a map of
+ * 256 KiB of its last file's chunks.
  */
 #include "fs_int.h"
 
@@ -127,6 +129,13 @@
  * overflow pages read once, so the pages that find a block (leaves and
  * pointer maps) are kept by readahead.c's VFS instead. */
 #define READERS_CACHE_KIB 512
+/* Pages that find a block (readahead.c) the first READERS_BIG readers
+ * keep, enough for the leaves and pointer maps of a 1 GiB file at 4 KiB
+ * pages; and the others.  The free list hands out a big one whenever one
+ * is free, so a lone reading thread always has one. */
+#define READERS_BIG 2
+#define READERS_KEEP_BIG (10u << 20)
+#define READERS_KEEP_SMALL (2u << 20)
 /* Prepared statements per reader (this file has 12). */
 #define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
@@ -162,6 +171,7 @@ struct reader {
 	uint32_t file_mode;
 	uint64_t file_size;
 	struct reader_chunk *map; /* READERS_MAP_CHUNKS by idx, or NULL */
+	int big;                  /* keeps READERS_KEEP_BIG of pages */
 	struct reader *next;      /* in the free list */
 };
 
@@ -300,9 +310,10 @@ readers_free(struct fs *fs)
 	fs->readers = NULL;
 }
 
-/* A new read-only connection to fs's database, or NULL (logged). */
+/* A new read-only connection to fs's database, the nth opened (from 1),
+ * or NULL (logged). */
 static struct reader *
-reader_open(struct fs *fs)
+reader_open(struct fs *fs, int nth)
 {
 	struct reader *rd = calloc(1, sizeof(*rd));
 	char sql[64];
@@ -323,6 +334,10 @@ reader_open(struct fs *fs)
 		return NULL;
 	}
 	sqlite3_busy_timeout(rd->db, 10000);
+	/* SQLite's default VFS, if readahead.c's could not be registered,
+	 * keeps nothing: reads still work, with more preads. */
+	rd->big = nth <= READERS_BIG;
+	readahead_keep(rd->db, rd->big ? READERS_KEEP_BIG : READERS_KEEP_SMALL);
 	return rd;
 }
 
@@ -333,7 +348,7 @@ reader_get(struct fs *fs)
 {
 	struct readers *rs = fs->readers;
 	struct reader *rd = NULL;
-	int broken;
+	int broken, nth = 0;
 
 	pthread_mutex_lock(&rs->pool_lock);
 	while (!rs->free && !rs->broken && rs->nopen >= READERS_MAX)
@@ -341,12 +356,12 @@ reader_get(struct fs *fs)
 	if ((rd = rs->free))
 		rs->free = rd->next;
 	else if (!rs->broken)
-		rs->nopen++;
+		nth = ++rs->nopen;
 	broken = rs->broken;
 	pthread_mutex_unlock(&rs->pool_lock);
 	if (rd || broken)
 		return rd;
-	if (!(rd = reader_open(fs))) {
+	if (!(rd = reader_open(fs, nth))) {
 		pthread_mutex_lock(&rs->pool_lock);
 		rs->nopen--;
 		rs->broken = 1;
@@ -356,15 +371,20 @@ reader_get(struct fs *fs)
 	return rd;
 }
 
-/* Give a reader back (its read transaction ended). */
+/* Give a reader back: a big one first in the free list, a small one
+ * last (at most READERS_MAX to walk). */
 static void
 reader_put(struct fs *fs, struct reader *rd)
 {
 	struct readers *rs = fs->readers;
+	struct reader **at;
 
 	pthread_mutex_lock(&rs->pool_lock);
-	rd->next = rs->free;
-	rs->free = rd;
+	at = &rs->free;
+	while (!rd->big && *at)
+		at = &(*at)->next;
+	rd->next = *at;
+	*at = rd;
 	pthread_cond_signal(&rs->pool_cond);
 	pthread_mutex_unlock(&rs->pool_lock);
 }

@@ -255,6 +255,9 @@ test_no_stale_kept_page(void)
 	    SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL), SQLITE_OK);
 	CHECK_INT(sqlite3_open_v2(path, &r, SQLITE_OPEN_READONLY,
 	    readahead_vfs_name()), SQLITE_OK);
+	/* Told how much to keep: this VFS's connections only. */
+	CHECK_INT(readahead_keep(r, 1 << 20), 0);
+	CHECK_INT(readahead_keep(w, 1 << 20), -1);
 	leaf_value(r, v);
 	CHECK_STR(v, "aaaa");
 	exec_ok(w, "UPDATE s SET v = 'bbbb' WHERE id = 250");
