@@ -474,10 +474,11 @@ reader_end_snapshot(struct reader *rd)
 static void
 reader_new_epoch(struct reader *rd)
 {
-	/* Once in 2^32 epochs, entries of the epoch that comes back go. */
+	/* Once in 2^32 epochs, what was of the epoch that comes back goes. */
 	if (++rd->epoch == 0) {
 		if (rd->map)
 			memset(rd->map, 0, READERS_MAP_CHUNKS * sizeof(*rd->map));
+		rd->file_ino = 0;
 		rd->epoch = 1;
 	}
 }
