@@ -387,6 +387,45 @@ chunks_read_on(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
 	return SQLITE_OK;
 }
 
+/* Chunk idx of ino on find (prepared from CHUNKS_FIND_SQL): its block
+ * and length into *block and *len (0 and 0 for a hole).  SQLITE_OK or an
+ * SQLite error code (readers.c keeps what it says for its snapshot). */
+int
+chunks_lookup_on(sqlite3_stmt *find, uint64_t ino, uint64_t idx,
+    sqlite3_int64 *block, uint64_t *len)
+{
+	struct chunk_ref refs[CHUNKS_READ_REFS];
+	int n = chunks_find(find, ino, idx, idx, refs);
+
+	*block = n >= 1 ? refs[0].block : 0;
+	*len = n >= 1 ? refs[0].len : 0;
+	return n < 0 ? -n : SQLITE_OK;
+}
+
+/* Read size bytes at coff (coff + size <= FS_CHUNK) of chunk idx whose
+ * block and length chunks_lookup_on gave (block 0: a hole), zeros past its
+ * length, into buf, through *blob as chunks_read_on does.  SQLITE_OK or
+ * an SQLite error code. */
+int
+chunks_read_chunk_on(sqlite3 *db, sqlite3_blob **blob, uint64_t idx,
+    sqlite3_int64 block, uint64_t len, uint64_t coff, void *buf, size_t size)
+{
+	struct chunk_ref ref = { idx, block, len };
+	uint64_t done = 0;
+	int rc = SQLITE_OK;
+
+	if (block != 0)
+		rc = chunks_copy(db, blob, &ref, idx * FS_CHUNK + coff, size, buf,
+		    &done);
+	if (rc != SQLITE_OK && *blob) {
+		sqlite3_blob_close(*blob);
+		*blob = NULL;
+	}
+	if (rc == SQLITE_OK && done < size)
+		memset((unsigned char *)buf + done, 0, size - done);
+	return rc;
+}
+
 /* chunks_read_on the writer's connection (fs->lock held).  0 or -errno. */
 int
 chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf, size_t size)

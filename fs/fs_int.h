@@ -174,6 +174,7 @@ const char *walbuf_vfs_name(void);
 
 /* --- readahead.c --- */
 const char *readahead_vfs_name(void);
+int readahead_keep(sqlite3 *db, size_t bytes);
 
 /* --- readers.c --- */
 /* A pooled read's answer when the writer must do the read (fs->lock). */
@@ -295,6 +296,10 @@ int dir_list(struct fs *fs, uint64_t ino, int64_t after, int plus,
 	"WHERE ino = ? AND idx BETWEEN ? AND ? ORDER BY idx"
 int chunks_read_on(sqlite3 *db, sqlite3_stmt *find, sqlite3_blob **blob,
     uint64_t ino, uint64_t off, void *buf, size_t size);
+int chunks_lookup_on(sqlite3_stmt *find, uint64_t ino, uint64_t idx,
+    sqlite3_int64 *block, uint64_t *len);
+int chunks_read_chunk_on(sqlite3 *db, sqlite3_blob **blob, uint64_t idx,
+    sqlite3_int64 block, uint64_t len, uint64_t coff, void *buf, size_t size);
 int chunks_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
     size_t size);
 int chunks_write(struct fs *fs, uint64_t ino, uint64_t filesize, uint64_t off,

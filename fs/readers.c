@@ -22,7 +22,8 @@
  *     need through readahead.c's VFS (which reads the database file ahead
  *     within one read transaction, in a buffer of the connection's own),
  *     each used by one thread at a time (taken from and given back to
- *     a free list under pool_lock; with all of them busy a reader waits for
+ *     a free list under pool_lock, the readers that keep more pages
+ *     first; with all of them busy a reader waits for
  *     another reader, never for the writer).  A pooled read runs in the
  *     reader's read transaction (BEGIN ... COMMIT), one WAL snapshot,
  *     which the reader keeps for its next requests while no group has
@@ -31,6 +32,14 @@
  *     free reader (readers_group_end, under fs->lock and pool_lock) and at
  *     the end of its request for one in use, so no snapshot outlives the
  *     group after it by more than a request.
+ *   - What a reader remembers, in its struct, of the last file it read:
+ *     its mode and size, and where each of its first READERS_MAP_CHUNKS
+ *     chunks is (block and length, or a hole), so that a random read of a
+ *     big file runs no statement but the blob read.  The rule: it is what
+ *     the reader's current snapshot says, and it is forgotten when that
+ *     snapshot ends (an epoch that moves with each BEGIN, and with each
+ *     other file).  Answers built from it are checked like any other
+ *     (readers_clean), so it changes no answer, only how it is found.
  *   - The touched set, under touched_lock: every inode whose inodes row the
  *     open group has inserted, updated or deleted, and seq, which moves on
  *     each time a group ends (committed or given up, db.c).  The writer
@@ -101,8 +110,10 @@
  * nothing is taken while pool_lock is held.  None is held across I/O except
  * fs->lock, and pool_lock while readers_group_end ends free readers'
  * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
- * reader has a page cache of READERS_CACHE_KIB and a read-ahead buffer of
- * 64 KiB.
+ * reader has a page cache of READERS_CACHE_KIB, a read-ahead buffer of
+ * 64 KiB, kept pages (readahead.c: READERS_KEEP_BIG for the first
+ * READERS_BIG readers, READERS_KEEP_SMALL for the others) and a map of
+ * 256 KiB of its last file's chunks.
  */
 #include "fs_int.h"
 
@@ -113,12 +124,32 @@
 /* Read-only connections at most: two cores, and more readers than
  * threads that read at once only cost memory. */
 #define READERS_MAX 4
-/* Each reader's SQLite page cache (file pages are in the kernel's cache). */
-#define READERS_CACHE_KIB 2048
+/* Each reader's SQLite page cache (file pages are in the kernel's cache).
+ * It holds the b-trees' top pages; random reads fill the rest with
+ * overflow pages read once, so the pages that find a block (leaves and
+ * pointer maps) are kept by readahead.c's VFS instead. */
+#define READERS_CACHE_KIB 512
+/* Pages that find a block (readahead.c) the first READERS_BIG readers
+ * keep, enough for the leaves and pointer maps of a 1 GiB file at 4 KiB
+ * pages; and the others.  The free list hands out a big one whenever one
+ * is free, so a lone reading thread always has one. */
+#define READERS_BIG 2
+#define READERS_KEEP_BIG (10u << 20)
+#define READERS_KEEP_SMALL (2u << 20)
 /* Prepared statements per reader (this file has 12). */
 #define READERS_STMTS 16
 /* Touched inodes remembered (16 bytes each at most); past it, all of them. */
 #define READERS_TOUCHED_MAX (1u << 17)
+/* Chunks of the last file read that a reader remembers (16 bytes each):
+ * those of a 1 GiB file. */
+#define READERS_MAP_CHUNKS 16384
+
+/* Where chunk idx of the reader's file is, as its snapshot has it. */
+struct reader_chunk {
+	sqlite3_int64 block;      /* 0: a hole */
+	uint32_t len;             /* bytes stored */
+	uint32_t epoch;           /* valid while the reader's epoch is this */
+};
 
 /* One read-only connection and its statements.  Its owner (the request
  * that took it, or under pool_lock, readers_group_end while it is free)
@@ -130,6 +161,17 @@ struct reader {
 	int in_snap;              /* a read transaction is open (a snapshot) */
 	uint64_t snap_seq;        /* seq as read before it began */
 	sqlite3_blob *blob;       /* on blocks, in the snapshot, or NULL */
+	/* The last file read, as this snapshot has it: a random read of a
+	 * big file finds its inode and chunk here instead of running two
+	 * statements.  All of it is valid while epoch is unchanged, and
+	 * epoch moves with each new snapshot and each other file. */
+	uint32_t epoch;
+	uint64_t file_ino;        /* the file (0: none) */
+	uint32_t file_epoch;      /* its mode and size are of this epoch */
+	uint32_t file_mode;
+	uint64_t file_size;
+	struct reader_chunk *map; /* READERS_MAP_CHUNKS by idx, or NULL */
+	int big;                  /* keeps READERS_KEEP_BIG of pages */
 	struct reader *next;      /* in the free list */
 };
 
@@ -240,6 +282,7 @@ reader_close(struct reader *rd)
 	for (int i = 0; i < rd->nstmts; i++)
 		sqlite3_finalize(rd->stmts[i].st);
 	sqlite3_close(rd->db);
+	free(rd->map);
 	free(rd);
 }
 
@@ -267,9 +310,10 @@ readers_free(struct fs *fs)
 	fs->readers = NULL;
 }
 
-/* A new read-only connection to fs's database, or NULL (logged). */
+/* A new read-only connection to fs's database, the nth opened (from 1),
+ * or NULL (logged). */
 static struct reader *
-reader_open(struct fs *fs)
+reader_open(struct fs *fs, int nth)
 {
 	struct reader *rd = calloc(1, sizeof(*rd));
 	char sql[64];
@@ -290,6 +334,10 @@ reader_open(struct fs *fs)
 		return NULL;
 	}
 	sqlite3_busy_timeout(rd->db, 10000);
+	/* SQLite's default VFS, if readahead.c's could not be registered,
+	 * keeps nothing: reads still work, with more preads. */
+	rd->big = nth <= READERS_BIG;
+	readahead_keep(rd->db, rd->big ? READERS_KEEP_BIG : READERS_KEEP_SMALL);
 	return rd;
 }
 
@@ -300,7 +348,7 @@ reader_get(struct fs *fs)
 {
 	struct readers *rs = fs->readers;
 	struct reader *rd = NULL;
-	int broken;
+	int broken, nth = 0;
 
 	pthread_mutex_lock(&rs->pool_lock);
 	while (!rs->free && !rs->broken && rs->nopen >= READERS_MAX)
@@ -308,12 +356,12 @@ reader_get(struct fs *fs)
 	if ((rd = rs->free))
 		rs->free = rd->next;
 	else if (!rs->broken)
-		rs->nopen++;
+		nth = ++rs->nopen;
 	broken = rs->broken;
 	pthread_mutex_unlock(&rs->pool_lock);
 	if (rd || broken)
 		return rd;
-	if (!(rd = reader_open(fs))) {
+	if (!(rd = reader_open(fs, nth))) {
 		pthread_mutex_lock(&rs->pool_lock);
 		rs->nopen--;
 		rs->broken = 1;
@@ -323,15 +371,20 @@ reader_get(struct fs *fs)
 	return rd;
 }
 
-/* Give a reader back (its read transaction ended). */
+/* Give a reader back: a big one first in the free list, a small one
+ * last (at most READERS_MAX to walk). */
 static void
 reader_put(struct fs *fs, struct reader *rd)
 {
 	struct readers *rs = fs->readers;
+	struct reader **at;
 
 	pthread_mutex_lock(&rs->pool_lock);
-	rd->next = rs->free;
-	rs->free = rd;
+	at = &rs->free;
+	while (!rd->big && *at)
+		at = &(*at)->next;
+	rd->next = *at;
+	*at = rd;
 	pthread_cond_signal(&rs->pool_cond);
 	pthread_mutex_unlock(&rs->pool_lock);
 }
@@ -416,6 +469,20 @@ reader_end_snapshot(struct reader *rd)
 	rd->in_snap = 0;
 }
 
+/* Forget what the reader remembers of its last file: a new snapshot, or
+ * another file. */
+static void
+reader_new_epoch(struct reader *rd)
+{
+	/* Once in 2^32 epochs, what was of the epoch that comes back goes. */
+	if (++rd->epoch == 0) {
+		if (rd->map)
+			memset(rd->map, 0, READERS_MAP_CHUNKS * sizeof(*rd->map));
+		rd->file_ino = 0;
+		rd->epoch = 1;
+	}
+}
+
 /* A reader in a read transaction, with the seq read before it; NULL when
  * the writer must read (no reader, or ino already touched).  The reader's
  * snapshot is kept from its last request when no group has ended since
@@ -441,6 +508,7 @@ readers_begin(struct fs *fs, uint64_t ino, uint64_t *seq)
 		}
 		rd->in_snap = 1;
 		rd->snap_seq = *seq;
+		reader_new_epoch(rd);
 	}
 	*seq = rd->snap_seq;
 	return rd;
@@ -586,23 +654,79 @@ readers_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 	return r;
 }
 
+/* The mode and size of file ino in the reader's snapshot, remembered as
+ * its last file: 0, -ENOENT or -EIO. */
+static int
+reader_file(struct reader *rd, uint64_t ino, uint32_t *mode, uint64_t *size)
+{
+	struct fs_attr a;
+	int r;
+
+	if (rd->file_ino != ino || rd->file_epoch != rd->epoch) {
+		if ((r = reader_inode(rd, ino, &a)) < 0)
+			return r;
+		if (rd->file_ino != ino)
+			reader_new_epoch(rd);
+		rd->file_ino = ino;
+		rd->file_epoch = rd->epoch;
+		rd->file_mode = a.mode;
+		rd->file_size = a.size;
+	}
+	*mode = rd->file_mode;
+	*size = rd->file_size;
+	return 0;
+}
+
+/* Chunk idx (< READERS_MAP_CHUNKS) of the reader's file, remembered:
+ * its entry, or NULL (-EIO, or no memory for the map). */
+static const struct reader_chunk *
+reader_chunk(struct reader *rd, uint64_t idx)
+{
+	struct reader_chunk *c;
+	sqlite3_stmt *find;
+	sqlite3_int64 block;
+	uint64_t len;
+
+	if (!rd->map && !(rd->map = calloc(READERS_MAP_CHUNKS, sizeof(*rd->map))))
+		return NULL;
+	c = &rd->map[idx];
+	if (c->epoch == rd->epoch)
+		return c;
+	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)) ||
+	    chunks_lookup_on(find, rd->file_ino, idx, &block, &len) != SQLITE_OK ||
+	    len > FS_CHUNK)
+		return NULL;
+	c->block = block;
+	c->len = (uint32_t)len;
+	c->epoch = rd->epoch;
+	return c;
+}
+
 /* The body of readers_read: bytes read, -EISDIR, -ENOENT or -EIO. */
 static ssize_t
 reader_read(struct reader *rd, uint64_t ino, uint64_t off, unsigned char *buf,
     size_t size)
 {
+	const struct reader_chunk *c;
 	sqlite3_stmt *find;
-	struct fs_attr a;
+	uint64_t fsize, idx = off / FS_CHUNK;
+	uint32_t mode;
 	int r;
 
-	if ((r = reader_inode(rd, ino, &a)) < 0)
+	if ((r = reader_file(rd, ino, &mode, &fsize)) < 0)
 		return r;
-	if (S_ISDIR(a.mode))
+	if (S_ISDIR(mode))
 		return -EISDIR;
-	if (off >= a.size)
+	if (off >= fsize)
 		return 0;
-	if (size > a.size - off)
-		size = (size_t)(a.size - off);
+	if (size > fsize - off)
+		size = (size_t)(fsize - off);
+	/* Inside one chunk (a random read): through the map. */
+	if (idx == (off + size - 1) / FS_CHUNK && idx < READERS_MAP_CHUNKS &&
+	    (c = reader_chunk(rd, idx)))
+		return chunks_read_chunk_on(rd->db, &rd->blob, idx, c->block,
+		    c->len, off % FS_CHUNK, buf, size) == SQLITE_OK ?
+		    (ssize_t)size : -EIO;
 	if (!(find = reader_stmt(rd, CHUNKS_FIND_SQL)))
 		return -EIO;
 	if (chunks_read_on(rd->db, find, &rd->blob, ino, off, buf, size) !=

@@ -511,21 +511,49 @@ def build_passthrough(tmp):
     return out if r.returncode == 0 else None
 
 
+def cpu_seconds(pid):
+    """A process's CPU time so far (utime + stime of /proc/PID/stat), in
+    seconds; 0 when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_passthrough(ptl, source, mnt):
+    """passthrough_ll over source at mnt, in the foreground of a child
+    whose pid is its daemon's (for its CPU time); the child."""
+    os.mkdir(mnt)
+    proc = subprocess.Popen([ptl, "-f", "-o", "source=" + source, mnt],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.time() + 10
+    while not os.path.ismount(mnt) and time.time() < end:
+        time.sleep(0.05)
+    return proc
+
+
 def random_read(table, fst, tmp):
     """fio 4 KiB random reads of seq_rw's file, starting with its pages
     dropped from the kernel's cache of the file (so that FUSE requests
     reach the daemon); FUSE daemons' backing files are in the host's page
-    cache."""
+    cache.  Beside IOPS, each FUSE daemon's CPU time (user and system)
+    over the run per read fio made: the work a read costs the daemon,
+    which a loaded machine changes less than it changes IOPS."""
     size = (1 << 30) // SCALE
     secs = "1" if SCALE > 1 else "3"
     ptl = build_passthrough(tmp)
     pmnt = os.path.join(tmp, "passthrough")
     targets = dict(fst.dirs)
+    pids = {"atrium-fs": lambda: fst.pid}
+    proc = None
     if ptl:
-        os.mkdir(pmnt)
-        run([ptl, "-o", "source=" + fst.dirs["disk"], pmnt])
+        proc = start_passthrough(ptl, fst.dirs["disk"], pmnt)
         targets["passthrough_ll"] = pmnt
+        pids["passthrough_ll"] = lambda: proc.pid
     res = {t: [] for t in targets}
+    cpu = {t: [] for t in pids}
     try:
         for _ in range(HEAVY_RUNS):
             for t, d in targets.items():
@@ -533,14 +561,23 @@ def random_read(table, fst, tmp):
                     read_through(os.path.join(fst.dirs["disk"], "seq"))
                 elif t == "atrium-fs":
                     read_through(fst.db)
+                c0 = cpu_seconds(pids[t]()) if t in pids else 0
                 job = fio("--filename=" + os.path.join(d, "seq"), "--size=%d" % size,
                           "--bs=4k", "--rw=randread", "--invalidate=1", "--norandommap",
                           "--randrepeat=0", "--time_based", "--runtime=" + secs)
                 res[t].append(job["read"]["iops"])
+                if t in pids and job["read"]["total_ios"]:
+                    cpu[t].append((cpu_seconds(pids[t]()) - c0) * 1e6 /
+                                  job["read"]["total_ios"])
             fst.sample()
     finally:
-        if ptl:
+        if proc:
             subprocess.run(["fusermount3", "-u", pmnt])
+            proc.wait(timeout=30)
+    table.note("daemon CPU per 4 KiB random read (user + system over the fio "
+               "run, per read fio made; median): " +
+               ", ".join("%s %.1f us" % (t, statistics.median(v))
+                         for t, v in cpu.items() if v))
     label = "4 KiB random read (fio)"
     if ptl:
         table.add(label, "passthrough_ll", res["passthrough_ll"], res["atrium-fs"],

@@ -14,6 +14,11 @@
  *     far fewer reads of the database than its 1,024 pages of 4 KiB (the
  *     shim VFS underneath counts them), and a 4 KiB read at a random place
  *     about one.
+ *   - A 4 KiB read at a random place of a 32 MiB file, whose blocks' leaves
+ *     and pointer maps do not stay in a reader's page cache, costs one read
+ *     of the database once those pages are kept, not three.
+ *   - A kept leaf is not used after the file changed under it: the same
+ *     case as the read-ahead's, with a row rewritten on its leaf.
  */
 #include "../../fs/fs.h"
 #include "../../fs/fs_int.h"
@@ -212,6 +217,96 @@ test_no_stale_read_ahead(void)
 	sqlite3_close(w);
 }
 
+/* The value of row 250 of table s as db reads it in a read transaction
+ * of its own, into out (16 bytes). */
+static void
+leaf_value(sqlite3 *db, char *out)
+{
+	sqlite3_stmt *st;
+
+	out[0] = 0;
+	CHECK_INT(sqlite3_prepare_v2(db, "SELECT v FROM s WHERE id = 250", -1,
+	    &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		snprintf(out, 16, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+/* The kept pages' case of test_no_stale_read_ahead: a leaf read and kept,
+ * its row rewritten in place and checkpointed into the file with the WAL
+ * kept, then a commit elsewhere (so the WAL starts again without the
+ * leaf): the next read takes the leaf from the file and must see the
+ * rewrite. */
+static void
+test_no_stale_kept_page(void)
+{
+	char path[300], v[16];
+	sqlite3 *w, *r;
+
+	snprintf(path, sizeof(path), "%s/leaf.db", db_dir);
+	CHECK_INT(sqlite3_open(path, &w), SQLITE_OK);
+	exec_ok(w, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+	    "CREATE TABLE t(id INTEGER PRIMARY KEY, data BLOB);"
+	    "CREATE TABLE s(id INTEGER PRIMARY KEY, v TEXT, pad BLOB);"
+	    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+	    "WHERE i < 300) INSERT INTO s SELECT i, 'aaaa', zeroblob(100) "
+	    "FROM n;");
+	CHECK_INT(sqlite3_wal_checkpoint_v2(w, "main",
+	    SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL), SQLITE_OK);
+	CHECK_INT(sqlite3_open_v2(path, &r, SQLITE_OPEN_READONLY,
+	    readahead_vfs_name()), SQLITE_OK);
+	/* Told how much to keep: this VFS's connections only. */
+	CHECK_INT(readahead_keep(r, 1 << 20), 0);
+	CHECK_INT(readahead_keep(w, 1 << 20), -1);
+	leaf_value(r, v);
+	CHECK_STR(v, "aaaa");
+	exec_ok(w, "UPDATE s SET v = 'bbbb' WHERE id = 250");
+	CHECK_INT(sqlite3_wal_checkpoint_v2(w, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL), SQLITE_OK);
+	exec_ok(w, "PRAGMA user_version=7; INSERT INTO t VALUES(0, x'00');");
+	leaf_value(r, v);
+	CHECK_STR(v, "bbbb");
+	sqlite3_close(r);
+	sqlite3_close(w);
+}
+
+/* Random 4 KiB reads of a file whose blocks' leaves and pointer maps are
+ * more than a reader's page cache keeps beside the overflow pages that
+ * random reads bring in: once those pages are kept, a read costs about
+ * one read of the database (its two overflow pages, read ahead together),
+ * where it cost three. */
+static void
+test_kept_pages_save_reads(void)
+{
+	static unsigned char big[512 * CHUNK];
+	struct fs *fs = fixture_new_fs();
+	struct fs_attr a;
+	long before;
+	int n = 2000;
+
+	if (!fs)
+		return;
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "big", S_IFREG | 0644, 0, 0, &a), 0);
+	memset(big, 'k', sizeof(big));
+	CHECK_INT(fs_write(fs, a.ino, 0, big, sizeof(big)), sizeof(big));
+	CHECK_INT(fs_sync(fs, 1), 0);
+	checkpoint();
+	srandom(11);
+	/* Once over every block: the leaves and pointer maps are kept. */
+	for (uint64_t off = 0; off < sizeof(big); off += CHUNK)
+		CHECK_INT(fs_read(fs, a.ino, off + 8192, big, 4096), 4096);
+	before = __atomic_load_n(&shim_reads, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++) {
+		uint64_t off = (uint64_t)(random() % (sizeof(big) / 4096)) * 4096;
+
+		CHECK_INT(fs_read(fs, a.ino, off, big, 4096), 4096);
+	}
+	CHECK(__atomic_load_n(&shim_reads, __ATOMIC_RELAXED) - before <=
+	    n * 13 / 10);
+	CHECK_INT(big[0], 'k');
+	fs_close(fs);
+}
+
 /* Sequential and random reads cost few reads of the database. */
 static void
 test_reads_read_ahead(void)
@@ -249,6 +344,8 @@ main(void)
 	TEST(test_reads_see_rewrites);
 	TEST(test_no_stale_read_ahead);
 	TEST(test_reads_read_ahead);
+	TEST(test_no_stale_kept_page);
+	TEST(test_kept_pages_save_reads);
 	fixture_end();
 	return unit_done("test_fs_readahead");
 }

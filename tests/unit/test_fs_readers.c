@@ -14,6 +14,11 @@
  *     must copy every frame and empty the WAL (it fails while any
  *     connection still reads an older snapshot) succeeds, and the reads
  *     after it see the write.
+ *   - What a reader remembers of the last file it read (its size and
+ *     where its chunks are) lasts only as long as its snapshot: a chunk
+ *     rewritten whole moves to a new block while a workspace snapshot keeps
+ *     the old one readable, and a reader that had read the chunk reads the
+ *     new bytes after the commit, and the new size after an append.
  */
 #include "../../fs/fs.h"
 #include "unit.h"
@@ -312,6 +317,53 @@ test_snapshots_end_with_groups(void)
 	fs_close(fs);
 }
 
+/* The 4 KiB at off of ino: 1 when every byte is c. */
+static int
+reads_as(struct fs *fs, uint64_t ino, uint64_t off, int c)
+{
+	unsigned char b[4096];
+
+	memset(b, 0, sizeof(b));
+	if (fs_read(fs, ino, off, b, sizeof(b)) != (ssize_t)sizeof(b))
+		return 0;
+	for (size_t i = 0; i < sizeof(b); i++)
+		if (b[i] != c)
+			return 0;
+	return 1;
+}
+
+/* A reader's remembered chunks and size go with its snapshot. */
+static void
+test_remembered_chunks_end_with_snapshots(void)
+{
+	static unsigned char buf[FILE_SIZE];
+	struct fs *fs = fixture_new_fs();
+	struct fs_attr a;
+
+	if (!fs)
+		return;
+	memset(buf, 'a', sizeof(buf));
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "m", S_IFREG | 0644, 0, 0, &a), 0);
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, FILE_SIZE), FILE_SIZE);
+	CHECK_INT(fs_sync(fs, 1), 0);
+	/* The old blocks stay readable in the database. */
+	CHECK_INT(fs_snapshot_take(fs, "keep", NULL), 0);
+	CHECK(reads_as(fs, a.ino, CHUNK + 4096, 'a'));
+	CHECK(reads_as(fs, a.ino, 2 * CHUNK, 'a'));
+	/* Chunk 1 whole: a new block (the snapshot has the old one). */
+	memset(buf, 'b', CHUNK);
+	CHECK_INT(fs_write(fs, a.ino, CHUNK, buf, CHUNK), CHUNK);
+	CHECK_INT(fs_sync(fs, 1), 0);
+	CHECK(reads_as(fs, a.ino, CHUNK + 4096, 'b'));
+	CHECK(reads_as(fs, a.ino, 2 * CHUNK, 'a'));
+	/* The size too: past the old end. */
+	memset(buf, 'c', 4096);
+	CHECK_INT(fs_write(fs, a.ino, FILE_SIZE, buf, 4096), 4096);
+	CHECK_INT(fs_sync(fs, 1), 0);
+	CHECK(reads_as(fs, a.ino, FILE_SIZE, 'c'));
+	fs_close(fs);
+}
+
 int
 main(void)
 {
@@ -321,6 +373,7 @@ main(void)
 	TEST(test_reads_while_fsync_waits);
 	TEST(test_reads_see_answered_changes);
 	TEST(test_snapshots_end_with_groups);
+	TEST(test_remembered_chunks_end_with_snapshots);
 	fixture_end();
 	return unit_done("test_fs_readers");
 }
