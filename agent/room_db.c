@@ -1319,7 +1319,7 @@ room_db_undo_expired(struct room_db *db, int keep, const char *before,
 /* ---- audit, usage ------------------------------------------------------ */
 
 int
-room_db_audit_start(struct room_db *db, const char *user, const char *kind,
+room_db_audit_add(struct room_db *db, const char *user, const char *kind,
     const char *command, const char *cwd, long long *id)
 {
 	char now[40];
@@ -1331,6 +1331,15 @@ room_db_audit_start(struct room_db *db, const char *user, const char *kind,
 	    cwd, now);
 	if (r == 0 && id)
 		*id = sqlite3_last_insert_rowid(db->db);
+	return r;
+}
+
+int
+room_db_audit_start(struct room_db *db, const char *user, const char *kind,
+    const char *command, const char *cwd, long long *id)
+{
+	int r = room_db_audit_add(db, user, kind, command, cwd, id);
+
 	if (r == 0)
 		r = room_db_commit(db);	/* on disk before the command runs */
 	return r;
