@@ -47,8 +47,7 @@ context_fixed_bytes(const struct context *c)
 {
 	size_t n = CONTEXT_REQUEST_OVERHEAD + strlen(c->system);
 
-	n += strlen(json_object_to_json_string_ext(c->tools,
-	    JSON_C_TO_STRING_PLAIN));
+	n += c->tools_bytes;
 	if (c->last.summary)
 		n += strlen(COMPACT_SUMMARY_HEAD) + strlen(c->last.summary);
 	return n;
@@ -61,6 +60,8 @@ context_rows_clear(struct context_rows *k)
 	room_db_rows_free(k->rows, k->n);
 	json_object_put(k->head);
 	provider_cache_free(k->wire);
+	json_object_put(k->builtin);
+	json_object_put(k->tools);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -138,6 +139,69 @@ context_rows_update(struct room_db *db, struct context_rows *k,
 	return 0;
 }
 
+/* 1 when list is builtin's tools, then mcp's, the very objects. */
+static int
+context_tools_same(json_object *list, json_object *builtin, json_object *mcp)
+{
+	size_t nb = json_object_array_length(builtin);
+	size_t nm = json_object_array_length(mcp);
+
+	if (json_object_array_length(list) != nb + nm)
+		return 0;
+	for (size_t i = 0; i < nb; i++)
+		if (json_object_array_get_idx(list, i) !=
+		    json_object_array_get_idx(builtin, i))
+			return 0;
+	for (size_t i = 0; i < nm; i++)
+		if (json_object_array_get_idx(list, nb + i) !=
+		    json_object_array_get_idx(mcp, i))
+			return 0;
+	return 1;
+}
+
+/* The tools to offer now: the built-in ones (for this bash timeout, the
+ * skill tool when the turn has skills), then the MCP servers' ready ones.
+ * k keeps the list and gives the same list object while it holds the very
+ * same tools, so that neither it nor its wire text (provider.h) is made
+ * again each step: building and printing it was a visible part of a
+ * step's own time.  A reference, or NULL on ENOMEM. */
+static json_object *
+context_tools(struct agent *a, struct context_rows *k, int timeout,
+    int with_skill)
+{
+	json_object *mcp = json_object_new_array(), *list;
+	size_t n;
+
+	if (!mcp)
+		return NULL;
+	mcp_tools_add(a, mcp);
+	if (!k->builtin || k->builtin_timeout != timeout ||
+	    k->builtin_skill != with_skill) {
+		json_object_put(k->builtin);
+		k->builtin = prompt_tools(timeout, with_skill);
+		k->builtin_timeout = timeout;
+		k->builtin_skill = with_skill;
+	}
+	if (k->builtin && (!k->tools ||
+	    !context_tools_same(k->tools, k->builtin, mcp))) {
+		list = json_object_new_array();
+		n = json_object_array_length(k->builtin);
+		for (size_t i = 0; list && i < n; i++)
+			json_object_array_add(list, json_object_get(
+			    json_object_array_get_idx(k->builtin, i)));
+		for (size_t i = 0; list && i < json_object_array_length(mcp);
+		    i++)
+			json_object_array_add(list, json_object_get(
+			    json_object_array_get_idx(mcp, i)));
+		json_object_put(k->tools);
+		k->tools = list;
+		k->tools_bytes = list ? strlen(json_object_to_json_string_ext(
+		    list, JSON_C_TO_STRING_PLAIN)) : 0;
+	}
+	json_object_put(mcp);
+	return k->builtin ? json_object_get(k->tools) : NULL;
+}
+
 int
 context_load(struct agent *a, long long turn, struct context_rows *keep,
     const char *agents_md, size_t agents_len, struct context *c, char *err,
@@ -166,10 +230,9 @@ context_load(struct agent *a, long long turn, struct context_rows *keep,
 		c->keep = keep;
 	}
 	c->system = context_system(a, agents_md, agents_len);
-	c->tools = prompt_tools(timeout, a->skills &&
+	c->tools = context_tools(a, keep, timeout, a->skills &&
 	    json_object_array_length(a->skills) > 0);
-	if (c->tools)
-		mcp_tools_add(a, c->tools);
+	c->tools_bytes = keep->tools_bytes;
 	if (r >= 0 && (!c->system || !c->tools))
 		r = -ENOMEM;
 	if (r < 0) {

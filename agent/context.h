@@ -41,13 +41,21 @@ struct context_rows {
 	long long cut;			/* the summary's cut they start at */
 	long long epoch;		/* room_db_transcript_epoch when read */
 	int valid;			/* rows, cut and epoch are set */
+	/* The tools offered (context.c: context_tools), kept with them. */
+	json_object *builtin;		/* prompt_tools(builtin_timeout,
+					 * builtin_skill), or NULL */
+	int builtin_timeout, builtin_skill;
+	json_object *tools;		/* builtin's, then the MCP servers'
+					 * tools; never changed in place */
+	size_t tools_bytes;		/* its compact JSON's length */
 };
 void context_rows_free(struct context_rows *k);
 
 struct context {
 	enum provider_kind kind;
 	char *system;			/* the system prompt */
-	json_object *tools;		/* the tools offered */
+	json_object *tools;		/* the tools offered (a reference) */
+	size_t tools_bytes;		/* their compact JSON's length */
 	struct room_db_compaction last;	/* the latest summary (id 0: none) */
 	struct room_db_compaction pending;	/* a summary step asked for */
 	const struct room_db_msg *rows;	/* the transcript from last.cut on

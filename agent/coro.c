@@ -1,9 +1,26 @@
 /*
- * coro.c: coroutines on ucontext (coro.h).  Each has an mmap'd stack of
- * CORO_STACK bytes with a guard page below it, so an overflow faults instead
- * of corrupting the heap.  Under AddressSanitizer every switch is announced
+ * coro.c: coroutines (coro.h).  Each has an mmap'd stack of CORO_STACK
+ * bytes with a guard page below it, so an overflow faults instead of
+ * corrupting the heap.
+ *
+ * Switching.  ucontext's swapcontext saves and restores the signal mask,
+ * one rt_sigprocmask system call per switch: a file tool call made about
+ * two dozen of them, a visible part of a step's time.  So ucontext is used
+ * once per coroutine, to get onto its new stack (makecontext, then
+ * setcontext from coro_resume); every later switch is _setjmp/_longjmp,
+ * which save and restore registers only.  That is sound here because the
+ * loop's thread never changes its signal mask while a coroutine is
+ * suspended, and every jump lands in a frame that is still live: the
+ * resumer's coro_resume (it has not returned while the coroutine runs) or
+ * the coroutine's own coro_yield (it has not returned while suspended).
+ * glibc's fortified longjmp (__longjmp_chk) refuses any jump to a lower
+ * stack address unless on the signal stack, which a jump onto a coroutine's
+ * stack usually is: this one file is built without _FORTIFY_SOURCE (it
+ * calls no other function that fortification covers).
+ *
+ * Under AddressSanitizer every switch is announced
  * (__sanitizer_start_switch_fiber / finish), as ASan needs to know which
- * stack is live; ASan still prints one "doesn't fully support
+ * stack is live; ASan may print one "doesn't fully support
  * makecontext/swapcontext" warning per process, which is expected.
  *
  * Stacks are kept for reuse (at most CORO_SPARE): the file tools make one
@@ -14,8 +31,10 @@
  * process-wide allocator state, like malloc's, used from the loop's thread
  * only (coro.h: single-threaded).
  */
+#undef _FORTIFY_SOURCE	/* before any header: see "Switching" above */
 #include "coro.h"
 
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -38,8 +57,10 @@ static struct {
 } coro_spare;
 
 struct coro {
-	ucontext_t ctx;			/* the coroutine's own context */
-	ucontext_t caller;		/* where coro_resume was called */
+	ucontext_t boot;		/* the first switch onto the stack */
+	jmp_buf self;			/* where the coroutine yielded */
+	jmp_buf caller;			/* where coro_resume was called */
+	int started;			/* boot has been used */
 	char *map;			/* guard page + stack */
 	size_t map_len;
 	coro_fn *fn;
@@ -85,8 +106,7 @@ coro_entry(unsigned int hi, unsigned int lo)
 	c->fn(c->arg);
 	c->done = 1;
 	coro_asan_start(NULL, c->caller_bottom, c->caller_size);
-	setcontext(&c->caller);
-	abort();	/* setcontext does not return */
+	_longjmp(c->caller, 1);
 }
 
 /* getcontext in a frame of its own: it returns twice, which would put
@@ -119,17 +139,17 @@ coro_new(coro_fn *fn, void *arg)
 		}
 		mprotect(c->map, page, PROT_NONE);
 	}
-	if (coro_getcontext(&c->ctx) < 0) {
+	if (coro_getcontext(&c->boot) < 0) {
 		coro_free(c);
 		return NULL;
 	}
-	c->ctx.uc_stack.ss_sp = c->map + page;
-	c->ctx.uc_stack.ss_size = CORO_STACK;
-	c->ctx.uc_link = NULL;
+	c->boot.uc_stack.ss_sp = c->map + page;
+	c->boot.uc_stack.ss_size = CORO_STACK;
+	c->boot.uc_link = NULL;
 	c->fn = fn;
 	c->arg = arg;
 	p = (uintptr_t)c;
-	makecontext(&c->ctx, (void (*)(void))coro_entry, 2,
+	makecontext(&c->boot, (void (*)(void))coro_entry, 2,
 	    (unsigned int)(p >> 32), (unsigned int)(p & 0xffffffffu));
 	return c;
 }
@@ -148,14 +168,28 @@ coro_free(struct coro *c)
 	free(c);
 }
 
+/* Jump to where c is to go on: onto its fresh stack the first time (the
+ * one switch that costs a system call), else into its coro_yield. */
+static void __attribute__((noreturn))
+coro_enter(struct coro *c)
+{
+	if (!c->started) {
+		c->started = 1;
+		setcontext(&c->boot);
+		abort();	/* setcontext returns only on failure */
+	}
+	_longjmp(c->self, 1);
+}
+
 int
 coro_resume(struct coro *c)
 {
 	if (c->done)
 		return 1;
-	coro_asan_start(&c->caller_fake, c->ctx.uc_stack.ss_sp,
-	    c->ctx.uc_stack.ss_size);
-	swapcontext(&c->caller, &c->ctx);
+	coro_asan_start(&c->caller_fake, c->boot.uc_stack.ss_sp,
+	    c->boot.uc_stack.ss_size);
+	if (_setjmp(c->caller) == 0)
+		coro_enter(c);
 	coro_asan_finish(c->caller_fake, NULL, NULL);
 	return c->done;
 }
@@ -164,6 +198,7 @@ void
 coro_yield(struct coro *c)
 {
 	coro_asan_start(&c->own_fake, c->caller_bottom, c->caller_size);
-	swapcontext(&c->ctx, &c->caller);
+	if (_setjmp(c->self) == 0)
+		_longjmp(c->caller, 1);
 	coro_asan_finish(c->own_fake, &c->caller_bottom, &c->caller_size);
 }

@@ -977,8 +977,8 @@ mcp_tool_list(struct mcp_server *s, char *out, size_t outlen)
 
 static int
 mcp_tool_start(struct agent *a, const char *name, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen)
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen)
 {
 	struct mcp_server *s = mcp_server_of(a, name);
 	json_object *orig = NULL, *p;

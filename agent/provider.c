@@ -377,6 +377,14 @@ struct provider_cache {
 	size_t nsrc, cap;
 	struct buf text;		/* their wire messages, each followed
 					 * by ',' */
+	/* The tool list's wire text, for the very list object tools_src
+	 * (referenced, so no other list can have its address while it is
+	 * kept; the caller never changes a list once it was sent) in
+	 * tools_kind's form. */
+	json_object *tools_src;
+	enum provider_kind tools_kind;
+	char *tools_text;
+	size_t tools_len;
 };
 
 struct provider_cache *
@@ -405,6 +413,8 @@ provider_cache_free(struct provider_cache *c)
 {
 	if (!c)
 		return;
+	json_object_put(c->tools_src);
+	free(c->tools_text);
 	provider_cache_reset(c, c->kind);
 	free(c->src);
 	buf_free(&c->text);
@@ -509,14 +519,48 @@ provider_messages_wire(struct provider_cache *c, enum provider_kind kind,
 	return r;
 }
 
+/* The wire text of tools (a non-empty list) for kind: kept in c when it
+ * was made for this very list, else made by wire and kept.  NULL on
+ * ENOMEM. */
+static const char *
+provider_tools_text(struct provider_cache *c, enum provider_kind kind,
+    json_object *tools, provider_tools_fn *wire, size_t *len)
+{
+	json_object *w;
+	const char *s;
+	char *copy = NULL;
+	size_t n = 0;
+
+	if (c->tools_src == tools && c->tools_kind == kind && c->tools_text) {
+		*len = c->tools_len;
+		return c->tools_text;
+	}
+	if ((w = wire(tools)) && (s = json_object_to_json_string_length(w,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n)))
+		copy = strndup(s, n);
+	json_object_put(w);
+	if (!copy)
+		return NULL;
+	json_object_put(c->tools_src);
+	free(c->tools_text);
+	c->tools_src = json_object_get(tools);
+	c->tools_kind = kind;
+	c->tools_text = copy;
+	c->tools_len = n;
+	*len = n;
+	return copy;
+}
+
 /* The body's text into b: head without its closing brace, then messages
  * and tools; see provider_http_body. */
 static int
 provider_body_text(struct buf *b, enum provider_kind kind, json_object *head,
     json_object *first, json_object *messages, json_object *tools,
-    struct provider_cache *cache)
+    provider_tools_fn *wire, struct provider_cache *cache)
 {
 	int r = provider_json_append(b, head, 0);
+	const char *text;
+	size_t n;
 
 	if (r == 0 && (b->len < 2 || b->data[b->len - 1] != '}'))
 		r = -EINVAL;	/* not an object */
@@ -532,10 +576,12 @@ provider_body_text(struct buf *b, enum provider_kind kind, json_object *head,
 		buf_truncate(b, b->len - 1);
 	if (r == 0)
 		r = buf_append(b, "]", 1);
-	if (r == 0 && tools) {
-		r = buf_append(b, ",\"tools\":", 9);
+	if (r == 0 && json_object_is_type(tools, json_type_array) &&
+	    json_object_array_length(tools) > 0) {
+		text = provider_tools_text(cache, kind, tools, wire, &n);
+		r = text ? buf_append(b, ",\"tools\":", 9) : -ENOMEM;
 		if (r == 0)
-			r = provider_json_append(b, tools, 0);
+			r = buf_append(b, text, n);
 	}
 	if (r == 0)
 		r = buf_append(b, "}", 1);
@@ -546,7 +592,8 @@ provider_body_text(struct buf *b, enum provider_kind kind, json_object *head,
 int
 provider_http_body(struct provider_http *out, enum provider_kind kind,
     json_object *head, json_object *first, json_object *messages,
-    json_object *tools, struct provider_cache *cache)
+    json_object *tools, provider_tools_fn *wire,
+    struct provider_cache *cache)
 {
 	struct provider_cache *own = NULL;
 	struct buf b;
@@ -555,7 +602,8 @@ provider_http_body(struct provider_http *out, enum provider_kind kind,
 	if (!cache && !(cache = own = provider_cache_new()))
 		return -ENOMEM;
 	buf_init(&b, PROVIDER_MAX_BODY);
-	r = provider_body_text(&b, kind, head, first, messages, tools, cache);
+	r = provider_body_text(&b, kind, head, first, messages, tools, wire,
+	    cache);
 	provider_cache_free(own);
 	if (r < 0) {
 		buf_free(&b);

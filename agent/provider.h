@@ -43,7 +43,11 @@ int provider_kind_parse(const char *name, enum provider_kind *out);
  * made whole again.  Messages are never changed in place once they are in
  * a transcript (provider_impl.h: provider_transcript_normalize), so the
  * same object means the same text.  A request built with a cache is byte
- * for byte the one built without. */
+ * for byte the one built without.
+ *
+ * The tool list's wire text is kept the same way, for the very list
+ * object it was made from (context.c offers one list object for as long
+ * as the tools stay the same, and never changes a list in place). */
 struct provider_cache;
 
 /* An empty cache; NULL when out of memory.  Free with provider_cache_free
@@ -55,7 +59,9 @@ struct provider_request {
 	const char *model;
 	const char *system;		/* system prompt, may be NULL */
 	json_object *messages;		/* neutral transcript (borrowed) */
-	json_object *tools;		/* [{name, description, input_schema}] */
+	json_object *tools;		/* [{name, description, input_schema}],
+					 * never changed once sent with a
+					 * cache (provider_cache) */
 	int max_tokens;
 	struct provider_cache *cache;	/* the turn's, or NULL: build whole */
 };

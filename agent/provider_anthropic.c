@@ -215,7 +215,7 @@ provider_anthropic_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
 	size_t n = strlen(base_url);
-	json_object *head, *tools;
+	json_object *head;
 	int rc;
 
 	while (n > 0 && base_url[n - 1] == '/')
@@ -235,13 +235,9 @@ provider_anthropic_build(const char *base_url, const char *api_key,
 	    api_key)) < 0))
 		return rc;
 	head = anthropic_head(req);
-	tools = json_object_is_type(req->tools, json_type_array) &&
-	    json_object_array_length(req->tools) > 0 ?
-	    anthropic_tools(req->tools) : NULL;
 	rc = head ? provider_http_body(out, PROVIDER_ANTHROPIC, head, NULL,
-	    req->messages, tools, req->cache) : -ENOMEM;
+	    req->messages, req->tools, anthropic_tools, req->cache) : -ENOMEM;
 	json_object_put(head);
-	json_object_put(tools);
 	return rc;
 }
 

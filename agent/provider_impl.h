@@ -100,16 +100,21 @@ int provider_http_header(struct provider_http *out, const char *name,
 int provider_http_url(struct provider_http *out, const char *base,
     const char *path);
 
+/* kind's wire form of the agent's tool list (a new array). */
+typedef json_object *provider_tools_fn(json_object *tools);
+
 /* out->body = the head object (every member of the request body but
  * messages and tools) serialised, with "messages": [first (may be NULL:
  * OpenAI's system message), the transcript's messages in kind's wire form]
- * and "tools": tools (may be NULL) added at its end.  The settled
- * messages' text comes from and goes to cache (provider.h; NULL: none
- * kept).  0, -EINVAL when messages is not a transcript, -ENOMEM, or
- * -ENOBUFS past PROVIDER_MAX_BODY. */
+ * and "tools": the agent's tools (NULL or empty: none) in the wire form
+ * wire makes, added at its end.  The settled messages' text, and the
+ * tools' text, come from and go to cache (provider.h; NULL: none kept).
+ * 0, -EINVAL when messages is not a transcript, -ENOMEM, or -ENOBUFS past
+ * PROVIDER_MAX_BODY. */
 int provider_http_body(struct provider_http *out, enum provider_kind kind,
     json_object *head, json_object *first, json_object *messages,
-    json_object *tools, struct provider_cache *cache);
+    json_object *tools, provider_tools_fn *wire,
+    struct provider_cache *cache);
 
 /* The largest request body built. */
 #define PROVIDER_MAX_BODY (1u << 30)

@@ -304,7 +304,7 @@ int
 provider_openai_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
-	json_object *head, *system, *tools;
+	json_object *head, *system;
 	char *auth = NULL;
 	int rc;
 
@@ -324,14 +324,10 @@ provider_openai_build(const char *base_url, const char *api_key,
 	}
 	head = openai_head(base_url, req);
 	system = openai_system(req->system);
-	tools = json_object_is_type(req->tools, json_type_array) &&
-	    json_object_array_length(req->tools) > 0 ?
-	    openai_tools(req->tools) : NULL;
 	rc = head ? provider_http_body(out, PROVIDER_OPENAI, head, system,
-	    req->messages, tools, req->cache) : -ENOMEM;
+	    req->messages, req->tools, openai_tools, req->cache) : -ENOMEM;
 	json_object_put(head);
 	json_object_put(system);
-	json_object_put(tools);
 	return rc;
 }
 

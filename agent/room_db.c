@@ -3,8 +3,9 @@
  * event, the room's settings, the agent's transcript, turns, the tool journal
  * (the checkpoints that make a turn resumable), the audit of commands and
  * token usage.  Only atrium-agent writes it; one connection, WAL mode,
- * whose checkpoints a second connection makes on a thread
- * (wal_checkpointer.h).
+ * opened through walbuf.h (a commit's WAL frames go out in one or a few
+ * pwrite calls, not two per page), whose checkpoints a second connection
+ * makes on a thread (wal_checkpointer.h).
  *
  * Schema (user_version 5):
  *
@@ -80,6 +81,7 @@
 #include "log.h"
 #include "util.h"
 #include "wal_checkpointer.h"
+#include "walbuf.h"
 
 #define ROOM_DB_CACHE_SLOTS 128	/* about twice the texts this file runs */
 
@@ -560,8 +562,10 @@ room_db_open(const char *path, struct room_db **out)
 	*out = NULL;
 	if (!db)
 		return -ENOMEM;
+	/* Through walbuf.h: a commit's WAL frames in one or a few writes. */
 	if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, walbuf_small_vfs_name())
+	    != SQLITE_OK) {
 		log_error("cannot open %s: %s", path, sqlite3_errmsg(db->db));
 		sqlite3_close(db->db);
 		free(db);
@@ -1319,7 +1323,7 @@ room_db_undo_expired(struct room_db *db, int keep, const char *before,
 /* ---- audit, usage ------------------------------------------------------ */
 
 int
-room_db_audit_start(struct room_db *db, const char *user, const char *kind,
+room_db_audit_add(struct room_db *db, const char *user, const char *kind,
     const char *command, const char *cwd, long long *id)
 {
 	char now[40];
@@ -1331,6 +1335,15 @@ room_db_audit_start(struct room_db *db, const char *user, const char *kind,
 	    cwd, now);
 	if (r == 0 && id)
 		*id = sqlite3_last_insert_rowid(db->db);
+	return r;
+}
+
+int
+room_db_audit_start(struct room_db *db, const char *user, const char *kind,
+    const char *command, const char *cwd, long long *id)
+{
+	int r = room_db_audit_add(db, user, kind, command, cwd, id);
+
 	if (r == 0)
 		r = room_db_commit(db);	/* on disk before the command runs */
 	return r;

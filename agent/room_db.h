@@ -232,8 +232,13 @@ int room_db_undo_retire(struct room_db *db, long long turn);
 
 /* --- audit: every command run in the sandbox.  audit_start commits the
  * open transaction with its row: a command may run only when it returned
- * 0 (nothing runs unaudited). */
+ * 0 (nothing runs unaudited).  audit_add writes the row in the open
+ * transaction only, for a caller that commits it with more (the turn: a
+ * tool call's journal start and its audit row in one commit); the command
+ * may run only once that commit succeeded. */
 int room_db_audit_start(struct room_db *db, const char *user,
+    const char *kind, const char *command, const char *cwd, long long *id);
+int room_db_audit_add(struct room_db *db, const char *user,
     const char *kind, const char *command, const char *cwd, long long *id);
 int room_db_audit_end(struct room_db *db, long long id, int exit_code,
     const char *signal);

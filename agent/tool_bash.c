@@ -97,7 +97,8 @@ tool_bash_free(struct tool_run *r)
 static void
 tool_bash_audit_end(struct tool_run *r, int code, const char *sig)
 {
-	int rc = room_db_audit_end(r->a->db, r->audit_id, code, sig);
+	int rc = r->audit_id > 0 ? room_db_audit_end(r->a->db, r->audit_id,
+	    code, sig) : 0;
 
 	if (rc < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
@@ -210,10 +211,21 @@ tool_bash_input(struct agent *a, json_object *input, const char **cmd,
 	return 0;
 }
 
+const char *
+tool_bash_audit(struct agent *a, const char *name, json_object *input,
+    char *buf, size_t buflen, char *err, size_t errlen)
+{
+	const char *cmd;
+	int timeout_s;
+
+	return tool_bash_input(a, input, &cmd, &timeout_s, err, errlen) < 0 ?
+	    NULL : cmd;
+}
+
 int
 tool_bash_start(struct agent *a, const char *call_id, json_object *input,
-    tool_bash_done_fn *done, void *arg, struct tool_run **out,
-    char *err, size_t errlen)
+    long long audit_id, tool_bash_done_fn *done, void *arg,
+    struct tool_run **out, char *err, size_t errlen)
 {
 	struct proc_opts o = { .fds = { -1, -1, -1 }, .capture = 1 };
 	struct tool_run *r;
@@ -243,18 +255,9 @@ tool_bash_start(struct agent *a, const char *call_id, json_object *input,
 	o.output = tool_bash_on_output;
 	o.exit = tool_bash_on_exit;
 	o.arg = r;
-	/* No command runs without its audit row on disk. */
-	if ((rc = room_db_audit_start(a->db, "agent", "tool", cmd,
-	    "/workspace", &r->audit_id)) < 0) {
-		tool_bash_free(r);
-		snprintf(err, errlen, "the command was not run: the room "
-		    "could not record it in its audit (%s)",
-		    room_db_strerror(rc));
-		return rc;
-	}
+	r->audit_id = audit_id;
 	rc = proc_spawn(a, &o, &r->proc);
-	if (rc < 0) {
-		tool_bash_audit_end(r, 126, NULL);
+	if (rc < 0) {		/* tools_start ends the audit row */
 		tool_bash_free(r);
 		if (rc == -ENOTSUP)
 			snprintf(err, errlen, "the command was not run: the "

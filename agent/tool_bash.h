@@ -22,11 +22,19 @@ struct tool_run;
 typedef void tool_bash_done_fn(void *arg, const char *status,
     const char *output);
 
-/* Start the call.  0 with *out, or -EINVAL with a message for the model in
- * err (bad input), or -errno (could not start; message in err). */
+#define TOOL_BASH_CWD	"/workspace"	/* what the audit shows as cwd */
+
+/* tools.h's audit hook: the command, or NULL with a message for the model
+ * in err (bad input). */
+const char *tool_bash_audit(struct agent *a, const char *name,
+    json_object *input, char *buf, size_t buflen, char *err, size_t errlen);
+
+/* Start the call, whose audit row (tools.h: "Auditing") is audit_id.  0
+ * with *out, or -EINVAL with a message for the model in err (bad input),
+ * or -errno (could not start; message in err). */
 int tool_bash_start(struct agent *a, const char *call_id, json_object *input,
-    tool_bash_done_fn *done, void *arg, struct tool_run **out,
-    char *err, size_t errlen);
+    long long audit_id, tool_bash_done_fn *done, void *arg,
+    struct tool_run **out, char *err, size_t errlen);
 
 /* Kill the command; its done callback will not come. */
 void tool_bash_cancel(struct tool_run *r);

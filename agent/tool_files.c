@@ -1,7 +1,8 @@
 /*
  * tool_files.c: how a file tool call runs (tool_files.h).  turn.c starts a
- * call through tools.c; the call is audited (user "agent", kind "tool",
- * the tool's name and path as its command), then its body runs in a
+ * call through tools.c once its audit row (user "agent", kind "tool", the
+ * tool's name and path as its command: tool_files_audit) is committed with
+ * the call's journal start (tools.h: "Auditing"); then its body runs in a
  * coroutine (wsio.h) started from a 0 ms timer, so that done is never
  * called inside start.  When the body returns, on the loop's stack: the
  * audit is ended, the text is made valid UTF-8 and done gets it.
@@ -53,7 +54,8 @@ tool_files_free(struct tool_files_run *r)
 static void
 tool_files_audit_end(struct tool_files_run *r, int code)
 {
-	int rc = room_db_audit_end(r->a->db, r->audit_id, code, NULL);
+	int rc = r->audit_id > 0 ? room_db_audit_end(r->a->db, r->audit_id,
+	    code, NULL) : 0;
 
 	if (rc < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
@@ -90,35 +92,48 @@ tool_files_finished(struct wsio *w)
 	tool_files_free(r);
 }
 
-/* What the audit shows: "NAME PATH" or "grep PATTERN PATH". */
-static void
-tool_files_audit_text(const char *name, json_object *input, char *out,
-    size_t outlen)
+/* The arguments are an object, as every file tool needs.  0 or -EINVAL
+ * (err). */
+static int
+tool_files_input(const char *name, json_object *input, char *err,
+    size_t errlen)
 {
-	const char *path = json_get_string(input, "path");
-	const char *pat = json_get_string(input, "pattern");
-
-	snprintf(out, outlen, "%s%s%.200s%s%.1000s%s", name, pat ? " " : "",
-	    pat ? pat : "", path ? " " : "", path ? path : "",
-	    strcmp(name, "ls") == 0 && !path ? " ." : "");
+	if (input && json_object_is_type(input, json_type_object))
+		return 0;
+	snprintf(err, errlen, "the %s tool needs a JSON object of arguments",
+	    name);
+	return -EINVAL;
 }
 
-/* Start any file tool.  0 with *run, or -errno with a message in err. */
+/* What the audit shows: "NAME PATH" or "grep PATTERN PATH", in buf. */
+const char *
+tool_files_audit(struct agent *a, const char *name, json_object *input,
+    char *buf, size_t buflen, char *err, size_t errlen)
+{
+	const char *path, *pat;
+
+	if (tool_files_input(name, input, err, errlen) < 0)
+		return NULL;
+	path = json_get_string(input, "path");
+	pat = json_get_string(input, "pattern");
+	snprintf(buf, buflen, "%s%s%.200s%s%.1000s%s", name, pat ? " " : "",
+	    pat ? pat : "", path ? " " : "", path ? path : "",
+	    strcmp(name, "ls") == 0 && !path ? " ." : "");
+	return buf;
+}
+
+/* Start any file tool (audit row audit_id committed).  0 with *run, or
+ * -errno with a message in err. */
 static int
 tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen)
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen)
 {
 	struct tool_files_run *r;
-	char what[1300];
-	int rc;
 
 	*run = NULL;
-	if (!input || !json_object_is_type(input, json_type_object)) {
-		snprintf(err, errlen, "the %s tool needs a JSON object of "
-		    "arguments", name);
+	if (tool_files_input(name, input, err, errlen) < 0)
 		return -EINVAL;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r || wsio_init(&r->w, a, tool_files_body, tool_files_finished,
 	    r) < 0) {
@@ -130,23 +145,12 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 	r->name = name;
 	r->fn = fn;
 	r->input = json_object_get(input);
+	r->audit_id = audit_id;
 	r->done = done;
 	r->arg = arg;
 	buf_init(&r->out, TOOL_FILES_MAX_OUTPUT + TOOL_FILES_OUT_SLACK);
 	wsio_budget(&r->w, a->cfg.file_tool_timeout);
-	/* Nothing touches the workspace without its audit row on disk. */
-	tool_files_audit_text(name, input, what, sizeof(what));
-	if ((rc = room_db_audit_start(a->db, "agent", "tool", what, WSIO_ROOT,
-	    &r->audit_id)) < 0) {
-		wsio_release(&r->w);
-		tool_files_free(r);
-		snprintf(err, errlen, "the %s tool was not run: the room could "
-		    "not record it in its audit (%s)", name,
-		    room_db_strerror(rc));
-		return rc;
-	}
-	if (wsio_start(&r->w) < 0) {
-		tool_files_audit_end(r, 126);
+	if (wsio_start(&r->w) < 0) {	/* tools_start ends the audit row */
 		wsio_release(&r->w);
 		tool_files_free(r);
 		snprintf(err, errlen, "out of memory");
@@ -159,11 +163,11 @@ tool_files_start(struct agent *a, const char *name, tool_files_fn *fn,
 #define TOOL_FILES_STARTER(tool) \
 int \
 tool_files_start_##tool(struct agent *a, const char *call_id, \
-    json_object *input, tool_done_fn *done, void *arg, void **run, \
-    char *err, size_t errlen) \
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg, \
+    void **run, char *err, size_t errlen) \
 { \
-	return tool_files_start(a, #tool, tool_##tool##_run, input, done, \
-	    arg, run, err, errlen); \
+	return tool_files_start(a, #tool, tool_##tool##_run, input, \
+	    audit_id, done, arg, run, err, errlen); \
 }
 
 TOOL_FILES_STARTER(read)

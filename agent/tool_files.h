@@ -27,6 +27,7 @@
 
 #include "buf.h"
 #include "tools.h"
+#include "wsio.h"
 
 struct agent;
 struct pathglob;
@@ -51,22 +52,26 @@ typedef int tool_files_fn(struct wsio *w, json_object *input,
 tool_files_fn tool_read_run, tool_write_run, tool_edit_run, tool_ls_run,
     tool_grep_run;
 
-/* tools.h's start, cancel and abandon for each file tool. */
+#define TOOL_FILES_CWD	WSIO_ROOT	/* what the audit shows as cwd */
+
+/* tools.h's audit, start, cancel and abandon for each file tool. */
+const char *tool_files_audit(struct agent *a, const char *name,
+    json_object *input, char *buf, size_t buflen, char *err, size_t errlen);
 int tool_files_start_read(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 int tool_files_start_write(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 int tool_files_start_edit(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 int tool_files_start_ls(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 int tool_files_start_grep(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 void tool_files_cancel(void *run);
 void tool_files_abandon(void *run);
 

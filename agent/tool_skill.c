@@ -60,7 +60,8 @@ tool_skill_lookup(struct agent *a, const char *name, char *err,
 
 int
 tool_skill_start(struct agent *a, const char *call_id, json_object *input,
-    tool_done_fn *done, void *arg, void **run, char *err, size_t errlen)
+    long long audit_id, tool_done_fn *done, void *arg, void **run, char *err,
+    size_t errlen)
 {
 	const char *name = json_get_string(input, "name");
 	struct tool_skill_run *r;

@@ -17,8 +17,8 @@ struct agent;
 
 /* tools.h's start, cancel and abandon for the skill tool. */
 int tool_skill_start(struct agent *a, const char *call_id,
-    json_object *input, tool_done_fn *done, void *arg, void **run,
-    char *err, size_t errlen);
+    json_object *input, long long audit_id, tool_done_fn *done, void *arg,
+    void **run, char *err, size_t errlen);
 void tool_skill_cancel(void *run);
 void tool_skill_abandon(void *run);
 

@@ -7,17 +7,22 @@
 
 #include <string.h>
 
+#include "agent.h"
+#include "log.h"
 #include "mcp.h"
+#include "room_db.h"
 #include "tool_bash.h"
 #include "tool_files.h"
 #include "tool_skill.h"
 
 static int
 tools_bash_start(struct agent *a, const char *call_id, json_object *input,
-    tool_done_fn *done, void *arg, void **run, char *err, size_t errlen)
+    long long audit_id, tool_done_fn *done, void *arg, void **run,
+    char *err, size_t errlen)
 {
 	struct tool_run *r = NULL;
-	int rc = tool_bash_start(a, call_id, input, done, arg, &r, err, errlen);
+	int rc = tool_bash_start(a, call_id, input, audit_id, done, arg, &r,
+	    err, errlen);
 
 	*run = r;
 	return rc;
@@ -35,21 +40,22 @@ tools_bash_abandon(void *run)
 	tool_bash_abandon(run);
 }
 
+#define TOOLS_FILE(tool, mod) { .name = #tool, .modifies = (mod), \
+	.audit = tool_files_audit, .audit_cwd = TOOL_FILES_CWD, \
+	.start = tool_files_start_##tool, .cancel = tool_files_cancel, \
+	.abandon = tool_files_abandon }
+
 static const struct tool_def tools_table[] = {
-	{ "bash", 1, tools_bash_start, tools_bash_cancel, tools_bash_abandon,
-	    NULL },
-	{ "read", 0, tool_files_start_read, tool_files_cancel,
-	    tool_files_abandon, NULL },
-	{ "write", 1, tool_files_start_write, tool_files_cancel,
-	    tool_files_abandon, NULL },
-	{ "edit", 1, tool_files_start_edit, tool_files_cancel,
-	    tool_files_abandon, NULL },
-	{ "ls", 0, tool_files_start_ls, tool_files_cancel, tool_files_abandon,
-	    NULL },
-	{ "grep", 0, tool_files_start_grep, tool_files_cancel,
-	    tool_files_abandon, NULL },
-	{ "skill", 0, tool_skill_start, tool_skill_cancel, tool_skill_abandon,
-	    NULL },
+	{ .name = "bash", .modifies = 1, .audit = tool_bash_audit,
+	    .audit_cwd = TOOL_BASH_CWD, .start = tools_bash_start,
+	    .cancel = tools_bash_cancel, .abandon = tools_bash_abandon },
+	TOOLS_FILE(read, 0),
+	TOOLS_FILE(write, 1),
+	TOOLS_FILE(edit, 1),
+	TOOLS_FILE(ls, 0),
+	TOOLS_FILE(grep, 0),
+	{ .name = "skill", .start = tool_skill_start,
+	    .cancel = tool_skill_cancel, .abandon = tool_skill_abandon },
 };
 
 const struct tool_def *
@@ -72,13 +78,24 @@ tools_lookup(struct agent *a, const char *name)
 
 int
 tools_start(const struct tool_def *def, struct agent *a, const char *name,
-    const char *call_id, json_object *input, tool_done_fn *done, void *arg,
-    void **run, char *err, size_t errlen)
+    const char *call_id, json_object *input, long long audit_id,
+    tool_done_fn *done, void *arg, void **run, char *err, size_t errlen)
 {
+	int r, rc;
+
 	if (def->start_named)
-		return def->start_named(a, name, call_id, input, done, arg, run,
+		r = def->start_named(a, name, call_id, input, audit_id, done,
+		    arg, run, err, errlen);
+	else
+		r = def->start(a, call_id, input, audit_id, done, arg, run,
 		    err, errlen);
-	return def->start(a, call_id, input, done, arg, run, err, errlen);
+	/* Not run: 126, as a shell says of a command it could not execute.
+	 * A failure here leaves the row without an end, which says so. */
+	if (r < 0 && audit_id > 0 &&
+	    (rc = room_db_audit_end(a->db, audit_id, 126, NULL)) < 0)
+		log_error("%s: the end of audit row %lld not recorded: %s",
+		    name, audit_id, room_db_strerror(rc));
+	return r;
 }
 
 const char *

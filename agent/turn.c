@@ -13,11 +13,16 @@
  *   TOOL       one tool call (tools.c)         journal row per call answered
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
- * tool_call events) before any tool runs; a tool's journal start before it
- * is spawned (with, for the turn's first call that may change the
- * workspace, the turn's undo point: undo.h, where a snapshot plugs in);
- * its end before the next call; the tool results message before the next
- * request.  On start (turn_resume) the last transcript message says
+ * tool_call events) before any tool runs; a tool's journal start and its
+ * audit row (tools.h: "Auditing") before it is spawned (with, for the
+ * turn's first call that may change the workspace, the turn's undo point:
+ * undo.h, where a snapshot plugs in); its end before the next call; the
+ * tool results message before the next request.  Each commits as late as
+ * that allows, with what follows: the response with its first call's
+ * start (or end, or approval request) or with the turn's end; a call's
+ * end with the next call's start or with the results message.  So a step
+ * with one call makes two commits, where each commit costs system calls
+ * (locks, WAL frames) that dominate a step's own time.  On start (turn_resume) the last transcript message says
  * what to do next: a user message means the model call was in flight (make
  * it again); an assistant message with tool calls means answer the calls
  * with no journal end, where a start without an end becomes "interrupted"
@@ -890,7 +895,9 @@ turn_announce(struct turn *t, json_object *msg, json_object *calls)
 	return r;
 }
 
-/* A complete answer: store it (checkpoint), announce it, go on. */
+/* A complete answer: record it and go on; it is committed (and so
+ * announced) with what comes next, before any tool runs: the turn's end,
+ * or the first call's start, end or approval request. */
 static void
 turn_model_complete(struct turn *t)
 {
@@ -919,19 +926,18 @@ turn_model_complete(struct turn *t)
 	if (r == 0)
 		r = turn_announce(t, msg, calls);
 	json_object_put(msg);
-	if (turn_checkpoint(t, r) < 0) {
-		json_object_put(calls);
-		return;
-	}
 	t->in_tokens += in;
 	t->out_tokens += out;
-	t->attempt = 0;
-	t->refused_summarised = 0;
-	if (json_object_array_length(calls) == 0) {
+	if (r < 0 || json_object_array_length(calls) == 0) {
+		/* The answer commits with the turn's end. */
 		json_object_put(calls);
-		turn_finish(t, stop_reason);
+		turn_finish_after(t, stop_reason, r);
 		return;
 	}
+	/* It commits with the first call's start or end, or with an
+	 * approval request (turn_tools_next reaches one of them). */
+	t->attempt = 0;
+	t->refused_summarised = 0;
 	json_object_put(t->calls);
 	t->calls = calls;
 	t->call_step = t->step;
@@ -1054,8 +1060,10 @@ turn_model_done(void *arg, const struct http_result *r)
 
 /* ---- tool calls ------------------------------------------------------------ */
 
-/* Record call idx's end (journal, tool_result event) and commit.  0, or
- * -errno when room.db did not take it: the turn is suspended and t freed
+/* Record call idx's end (journal, tool_result event) for the next
+ * checkpoint, which turn_tools_next always reaches: the next call's start
+ * or approval request, or the results message.  0, or -errno when a write
+ * failed: the checkpoint is rolled back, the turn suspended and t freed
  * (turn_checkpoint). */
 static int
 turn_tool_end(struct turn *t, int idx, const char *status,
@@ -1080,7 +1088,7 @@ turn_tool_end(struct turn *t, int idx, const char *status,
 		r = room_record(t->a, ev);
 	else
 		json_object_put(ev);
-	return turn_checkpoint(t, r);
+	return r < 0 ? turn_checkpoint(t, r) : 0;
 }
 
 static void
@@ -1095,38 +1103,45 @@ turn_tool_done(void *arg, const char *status, const char *output)
 	turn_tools_next(t);
 }
 
-/* Run call idx: journal start committed first, then the command; never
- * past a start that room.db did not take.  1 when it is running, 0 when
- * it ended at once (error recorded), -errno when the turn was suspended
- * (t freed). */
+/* Run call idx: its journal start and audit row committed first (with
+ * whatever was recorded before them: the answer, earlier calls' ends),
+ * then the command; never past a start that room.db did not take.  1
+ * when it is running, 0 when it ended at once (error recorded), -errno
+ * when the turn was suspended (t freed). */
 static int
 turn_tool_run(struct turn *t, int idx)
 {
 	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
 	json_object *in = NULL;
 	const char *id = json_get_string(b, "id");
-	const struct tool_def *def = tools_lookup(t->a, json_get_string(b,
-	    "name"));
-	char err[512];
-
+	const char *name = json_get_string(b, "name"), *what = NULL;
+	const struct tool_def *def = tools_lookup(t->a, name);
+	char err[512], buf[TOOLS_AUDIT_BUF];
+	long long audit_id = 0;
 	int r;
 
 	if (!def)	/* turn_tool_known answered unknown names */
 		return turn_tool_end(t, idx, "error", "error: unknown tool");
 	json_object_object_get_ex(b, "input", &in);
+	if (def->audit && !(what = def->audit(t->a, name, in, buf,
+	    sizeof(buf), err, sizeof(err))))
+		return turn_tool_end(t, idx, "error", err);
 	/* The undo point goes in the commit of the journal start, so the
 	 * workspace is as it was before this turn's first write; neither
-	 * recorded, the call does not run. */
+	 * recorded, the call does not run.  Nor does it unaudited. */
 	r = def->modifies ? undo_before_write(t->a, t->id, t->call_step, idx,
-	    json_get_string(b, "name")) : 0;
+	    name) : 0;
 	if (r == 0)
 		r = room_db_tool_start(t->a->db, t->id, t->call_step, idx,
-		    id ? id : "", json_get_string(b, "name"),
+		    id ? id : "", name,
 		    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN));
+	if (r == 0 && what)
+		r = room_db_audit_add(t->a->db, "agent", "tool", what,
+		    def->audit_cwd, &audit_id);
 	if ((r = turn_checkpoint(t, r)) < 0)
 		return r;
-	if (tools_start(def, t->a, json_get_string(b, "name"), id ? id : "",
-	    in, turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {
+	if (tools_start(def, t->a, name, id ? id : "", in, audit_id,
+	    turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {
 		t->run = NULL;
 		return turn_tool_end(t, idx, "error", err);
 	}
@@ -1209,6 +1224,10 @@ turn_someone_can_answer(struct agent *a)
 static void
 turn_ask(struct turn *t, json_object *b)
 {
+	/* What was recorded (the answer, earlier calls' ends) is committed
+	 * before the question, which may wait long. */
+	if (turn_checkpoint(t, 0) < 0)
+		return;
 	if (!turn_someone_can_answer(t->a)) {
 		room_notice(t->a, "the agent's %s call was denied: the approval "
 		    "policy is ask and no one is connected to answer",

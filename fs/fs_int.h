@@ -169,8 +169,8 @@ int db_read_begin(struct fs *fs);
 void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
 
-/* --- walbuf.c --- */
-const char *walbuf_vfs_name(void);
+/* --- common/walbuf.c --- */
+#include "walbuf.h"
 
 /* --- readahead.c --- */
 const char *readahead_vfs_name(void);

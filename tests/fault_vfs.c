@@ -8,7 +8,9 @@
  *   ATRIUM_FAULT_COMMIT=K   the K-th commit of the process fails with
  *                           SQLITE_FULL (0: none; commits are counted
  *                           by WAL commit frames: a 24-byte frame header
- *                           whose "database size after commit" is set)
+ *                           whose "database size after commit" is set,
+ *                           written alone or among the frames that
+ *                           walbuf.c hands over in one write)
  *   ATRIUM_FAULT_STICKY=1   and every write after it fails too (a full
  *                           disk); otherwise only that one
  *   ATRIUM_FAULT_MARK=PATH  created when the fault fires
@@ -32,8 +34,9 @@
  * write.  A pause lasts PAUSE_MAX_S at most, then the write goes on: a
  * test that forgot its kill does not hang forever.
  *
- * Failing the commit frame's header write is what a full disk does at
- * the last moment: the frames before it are written and never count.  The
+ * Failing the write that holds the commit frame's header is what a full
+ * disk does at the last moment: the frames before it (or beside it, in
+ * the same write) are written or not, and never count.  The
  * library removes LD_PRELOAD from its environment, so the commands the
  * agent starts run without it.
  */
@@ -61,13 +64,6 @@ fault_note(const char *path, const char *s)
 	if (write(fd, s, strlen(s)) < 0)
 		(void)0;
 	close(fd);
-}
-
-/* 1 when (p, n) is a WAL frame header that ends a transaction. */
-static int
-fault_is_commit(const unsigned char *p, int n, sqlite3_int64 off)
-{
-	return n == 24 && off >= 32 && (p[4] | p[5] | p[6] | p[7]) != 0;
 }
 
 #define PAUSE_MAX_S 120
@@ -184,6 +180,34 @@ pause_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 	return rc;
 }
 
+/* 1 when the write of (p, n) at off to f completes a WAL frame header
+ * that ends a transaction: alone, as SQLite writes it, or among whole
+ * frames, as walbuf.c does. */
+static int
+fault_is_commit(sqlite3_file *f, const unsigned char *p, int n,
+    sqlite3_int64 off)
+{
+	int page;
+	sqlite3_int64 frame, k;
+	unsigned char h[WAL_FRAME_HDR];
+
+	if (n == WAL_FRAME_HDR && off >= WAL_HDR)
+		return (p[4] | p[5] | p[6] | p[7]) != 0;
+	if (off + n <= WAL_HDR || (page = pause_wal_page(f, p, n, off)) <= 0)
+		return 0;
+	frame = WAL_FRAME_HDR + page;
+	k = off + 1 - WAL_HDR - WAL_FRAME_HDR;
+	k = k <= 0 ? 0 : (k + frame - 1) / frame;
+	for (; WAL_HDR + k * frame + WAL_FRAME_HDR <= off + n; k++) {
+		if (pause_peek(f, p, n, off, WAL_HDR + k * frame,
+		    WAL_FRAME_HDR, h) < 0)
+			return 0;
+		if ((h[4] | h[5] | h[6] | h[7]) != 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 fault_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
@@ -191,7 +215,7 @@ fault_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 
 	if (fault_fired && fault_sticky)
 		return SQLITE_FULL;
-	if (fault_is_commit(p, n, off)) {
+	if (fault_is_commit(f, p, n, off)) {
 		fault_commits++;
 		if (fault_at && fault_commits == fault_at && !fault_fired) {
 			fault_fired = 1;

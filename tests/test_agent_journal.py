@@ -221,14 +221,17 @@ def fresh_db(fr):
 
 
 def test_one_failed_commit_stops_the_turn_and_says_so(model):
-    """Fail the one commit that records a tool call's start (room.db takes
-    writes again right after): the command does not run, the turn stops
-    and the room is told; the next chat line is stored, and the turn goes
-    on from room.db without a restart, running the command once."""
+    """Fail the one commit that records a tool call's start, which holds
+    the model's answer that asked for the call too (room.db takes writes
+    again right after): the call is not announced, the command does not
+    run, the turn stops and the room is told; the next chat line is
+    stored, and the turn goes on from room.db without a restart, asking
+    the model again and running the command once."""
     fr = FaultRoom(model, 0, False)
     try:
         # Which commit records the start: the first one, after the join,
-        # whose failure leaves the call announced and without a result.
+        # whose failure comes after the model answered and leaves the call
+        # unannounced.
         assert fr.start()
         fr.room.connect("alice")
         time.sleep(0.3)
@@ -241,12 +244,13 @@ def test_one_failed_commit_stops_the_turn_and_says_so(model):
             if os.path.exists(fr.mark):
                 os.unlink(fr.mark)
             assert fr.start()
+            asked = len(model.requests)
             c = fr.room.connect("alice")
             c.send({"type": "prompt", "text": PROMPT})
             stopped = fr.watch(c, turn_over, 5)
             kinds = [e["type"] for e in fr.shown]
             if stopped and stopped["type"] == "notice" and \
-                    "tool_call" in kinds and "tool_result" not in kinds:
+                    len(model.requests) > asked and "tool_call" not in kinds:
                 break
             fr.room.kill9()
         else:
@@ -254,6 +258,8 @@ def test_one_failed_commit_stops_the_turn_and_says_so(model):
         assert "room.db could not record" in stopped["text"]
         assert fr.fired()
         assert "tool_result" not in kinds, kinds
+        assert "Running it." not in [e.get("text") for e in fr.shown
+                                     if e["type"] == "message"]
         assert fr.workspace_count() == 0
         c.send({"type": "chat", "text": "room.db works again"})
         assert fr.watch(c, lambda ev: ev.get("type") == "turn_end", 20), \

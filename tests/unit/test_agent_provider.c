@@ -881,6 +881,50 @@ growing_transcript(void)
 	return all;
 }
 
+/* The tools' wire text is kept for the very list object it was made of:
+ * not printed again for it, made again for another list or format. */
+static void
+test_request_cache_tools(void)
+{
+	json_object *msgs = json_tokener_parse("[{\"role\":\"user\","
+	    "\"content\":\"hi\"}]");
+	json_object *tools = json_tokener_parse(tools_json);
+	json_object *other = json_tokener_parse(tools_json);
+	struct provider_cache *cache = provider_cache_new();
+	char *first, *again, *whole;
+
+	CHECK(cache != NULL);
+	first = body_of(PROVIDER_ANTHROPIC, msgs, tools, cache);
+	CHECK(first && strstr(first, "\"description\":\"Run a command\""));
+	json_object_object_add(json_object_array_get_idx(tools, 0),
+	    "description", json_object_new_string("Changed in place"));
+	again = body_of(PROVIDER_ANTHROPIC, msgs, tools, cache);
+	CHECK(first && again && strcmp(first, again) == 0);
+	free(again);
+
+	json_object_object_add(json_object_array_get_idx(other, 0),
+	    "description", json_object_new_string("Another list"));
+	again = body_of(PROVIDER_ANTHROPIC, msgs, other, cache);
+	whole = body_of(PROVIDER_ANTHROPIC, msgs, other, NULL);
+	CHECK(again && strstr(again, "Another list"));
+	CHECK(again && whole && strcmp(again, whole) == 0);
+	free(again);
+	free(whole);
+
+	again = body_of(PROVIDER_OPENAI, msgs, other, cache);
+	whole = body_of(PROVIDER_OPENAI, msgs, other, NULL);
+	CHECK(again && strstr(again, "\"type\":\"function\""));
+	CHECK(again && whole && strcmp(again, whole) == 0);
+	free(again);
+	free(whole);
+
+	free(first);
+	provider_cache_free(cache);
+	json_object_put(tools);
+	json_object_put(other);
+	json_object_put(msgs);
+}
+
 static void
 test_request_cache(void)
 {
@@ -1205,6 +1249,7 @@ main(void)
 	TEST(test_request_anthropic);
 	TEST(test_request_openai);
 	TEST(test_request_cache);
+	TEST(test_request_cache_tools);
 	TEST(test_kind_parse);
 	TEST(test_error_message);
 	TEST(test_should_retry);

@@ -1,5 +1,5 @@
 /*
- * vfs_shim.c: the parts every SQLite VFS shim of atrium-fs shares
+ * vfs_shim.c: the parts every SQLite VFS shim of Atrium shares
  * (vfs_shim.h): registering one over the default VFS, opening the real
  * file behind a shim's, and the methods and VFS calls a shim forwards
  * unchanged.  Nothing here keeps state: a shim's files are its own.

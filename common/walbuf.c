@@ -1,7 +1,10 @@
 /*
  * walbuf.c: an SQLite VFS ("atrium-walbuf") over the default one that
- * hands the writes of a transaction to its WAL file in big pieces.  core.c
- * opens the writing connection through it; everything but the WAL's writes
+ * hands the writes of a transaction to its WAL file in big pieces.
+ * atrium-fs's core.c opens its writing connection through it, and
+ * atrium-agent's room_db.c its room.db connection (a turn's step commits
+ * a few small transactions, and the two pwrite calls per page were a
+ * tenth of a step's own time); everything but the WAL's writes
  * goes straight to the default VFS (the locks, the -shm index and the
  * database file are untouched, so other connections on the default VFS
  * share them as usual).
@@ -65,18 +68,31 @@
  * holds fs->lock; the committer alone uses the checkpoint connection).
  * The VFS is registered once (pthread_once).
  */
-#include "fs_int.h"
-#include "vfs_shim.h"
+#include "walbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include "log.h"
+#include "vfs_shim.h"
+
 #define WALBUF_NAME "atrium-walbuf"
+#define WALBUF_SMALL_NAME "atrium-walbuf-small"
 /* Bytes gathered before they are written: about 250 frames of 4 KiB
  * pages. */
 #define WALBUF_BYTES (1u << 20)
+/* The same for a connection of small transactions opened through the
+ * "small" VFS (walbuf_small_vfs_name): what its largest transaction
+ * touched of the buffer stays resident, and room.db's agent is meant to
+ * stay small when idle; a transaction bigger than this is written as it
+ * fills the buffer. */
+#define WALBUF_SMALL_BYTES (128u << 10)
 /* Bytes per write call: the unix VFS writes at most 128 KiB - 1 per call
  * (seekAndWriteFd masks the length with 0x1ffff, and a longer write comes
  * back short, as SQLITE_FULL). */
@@ -100,7 +116,8 @@ struct walbuf_file {
 	struct vfs_shim_file shim;	/* our methods, the real file */
 	int is_wal;
 	int is_db;                /* a main database file */
-	unsigned char *buf;       /* WALBUF_BYTES, allocated on first write */
+	unsigned char *buf;       /* cap bytes, allocated on first write */
+	size_t cap;               /* WALBUF_BYTES or WALBUF_SMALL_BYTES */
 	size_t len;               /* bytes gathered */
 	sqlite3_int64 off;        /* file offset of buf[0] */
 	int commit_next;          /* the last write was a commit frame's header */
@@ -125,10 +142,10 @@ struct walbuf_unix_file {
 	int h;
 };
 
-static sqlite3_vfs walbuf_vfs;
+static sqlite3_vfs walbuf_vfs, walbuf_small_vfs;
 static sqlite3_io_methods walbuf_methods;
 static pthread_once_t walbuf_once = PTHREAD_ONCE_INIT;
-static int walbuf_registered;
+static int walbuf_registered, walbuf_small_registered;
 
 /* Write what is gathered, in pieces of WALBUF_PIECE: SQLITE_OK or the
  * first error. */
@@ -175,7 +192,7 @@ walbuf_gather(struct walbuf_file *f, const void *p, int n, sqlite3_int64 off)
 	int rc;
 
 	/* Bigger than a piece (no page is): written at once, in order. */
-	if (f->len && (!follows || f->len + (size_t)n > WALBUF_BYTES ||
+	if (f->len && (!follows || f->len + (size_t)n > f->cap ||
 	    (size_t)n > WALBUF_PIECE) && (rc = walbuf_flush(f)) != SQLITE_OK)
 		return rc;
 	if ((size_t)n > WALBUF_PIECE)
@@ -196,7 +213,7 @@ walbuf_db_gathers(struct walbuf_file *f, int n, sqlite3_int64 off)
 	if (!f->in_ckpt || off < f->room_from || off + n > f->room_to)
 		return 0;
 	if (!f->buf)
-		f->buf = malloc(WALBUF_BYTES);
+		f->buf = malloc(f->cap);
 	return f->buf != NULL;
 }
 
@@ -229,7 +246,7 @@ walbuf_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 	if (!f->is_wal)
 		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->ahead_len = 0;
-	if (!f->buf && !(f->buf = malloc(WALBUF_BYTES)))
+	if (!f->buf && !(f->buf = malloc(f->cap)))
 		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->commit_next = walbuf_is_commit_header(p, n, off);
 	if ((rc = walbuf_gather(f, p, n, off)) != SQLITE_OK) {
@@ -495,6 +512,7 @@ walbuf_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags,
 
 	if (rc != SQLITE_OK)
 		return rc;
+	f->cap = vfs == &walbuf_small_vfs ? WALBUF_SMALL_BYTES : WALBUF_BYTES;
 	f->is_wal = !!(flags & SQLITE_OPEN_WAL);
 	f->is_db = !!(flags & SQLITE_OPEN_MAIN_DB);
 	f->db_fd = f->is_db ? walbuf_db_fd(f->shim.real, name) : -1;
@@ -502,12 +520,14 @@ walbuf_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags,
 	return SQLITE_OK;
 }
 
-/* Build and register the VFS, not as the default (pthread_once). */
+/* Build and register the VFSs, not as the default (pthread_once). */
 static void
 walbuf_register_once(void)
 {
 	walbuf_registered = vfs_shim_register(&walbuf_vfs, WALBUF_NAME,
 	    sizeof(struct walbuf_file), walbuf_open) == 0;
+	walbuf_small_registered = vfs_shim_register(&walbuf_small_vfs,
+	    WALBUF_SMALL_NAME, sizeof(struct walbuf_file), walbuf_open) == 0;
 }
 
 /* The name of the VFS to open a writing connection with: ours, or NULL
@@ -517,4 +537,12 @@ walbuf_vfs_name(void)
 {
 	pthread_once(&walbuf_once, walbuf_register_once);
 	return walbuf_registered ? WALBUF_NAME : NULL;
+}
+
+/* The same with a buffer of WALBUF_SMALL_BYTES. */
+const char *
+walbuf_small_vfs_name(void)
+{
+	pthread_once(&walbuf_once, walbuf_register_once);
+	return walbuf_small_registered ? WALBUF_SMALL_NAME : NULL;
 }

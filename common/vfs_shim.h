@@ -1,16 +1,17 @@
 /*
- * vfs_shim.h: what atrium-fs's SQLite VFS shims share (vfs_shim.c).  A
+ * vfs_shim.h: what Atrium's SQLite VFS shims share (vfs_shim.c).  A
  * shim is a VFS over the default one that changes a few methods of the
- * files it opens and forwards the rest: walbuf.c gathers the writer's WAL
- * writes, readahead.c reads the database file ahead for the readers.
+ * files it opens and forwards the rest: walbuf.c gathers a writer's WAL
+ * writes (atrium-fs's and atrium-agent's), fs/readahead.c reads the
+ * database file ahead for atrium-fs's readers.
  *
  * A shim's file struct begins with a struct vfs_shim_file, and SQLite
  * gives it room for the real file right after the shim's own struct
  * (vfs_shim_register sizes it so).  Its method table names its own
  * methods where it changes them and vfs_shim_* below for the rest.
  */
-#ifndef ATRIUM_FS_VFS_SHIM_H
-#define ATRIUM_FS_VFS_SHIM_H
+#ifndef ATRIUM_VFS_SHIM_H
+#define ATRIUM_VFS_SHIM_H
 
 #include <stddef.h>
 #include <sqlite3.h>

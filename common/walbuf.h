@@ -1,0 +1,18 @@
+/*
+ * walbuf.h: an SQLite VFS that writes a connection's WAL appends in big
+ * pieces, one or a few pwrite calls per commit where SQLite makes two per
+ * page (walbuf.c says how and what it guarantees).  atrium-fs's writer
+ * and checkpointer, and atrium-agent's room.db connection open through it.
+ */
+#ifndef ATRIUM_WALBUF_H
+#define ATRIUM_WALBUF_H
+
+/* The VFS's name for sqlite3_open_v2, registered over the default VFS on
+ * first use; NULL when it could not be (then open with the default). */
+const char *walbuf_vfs_name(void);
+/* The same with a small buffer (128 KiB, not 1 MiB), for a connection of
+ * small transactions in a process meant to stay small: what a buffer's
+ * largest transaction touched stays resident. */
+const char *walbuf_small_vfs_name(void);
+
+#endif
