@@ -10,9 +10,9 @@
  * each one woke a different sleeping thread, often on the other CPU, and
  * on the virtual machines measured (2 CPUs, Linux 6.18) a wakeup across
  * CPUs costs several times the request itself.  Served as below, 4 KiB
- * creates went from 940 to 2,200 a second to 3,700 to 5,500 in the same
- * runs, and the daemon's CPU per create from 230 to 410 us to 130 to 180
- * (man/atrium-fs.8, WHAT A SMALL FILE COSTS).
+ * creates went from a median of 2,190 a second to 3,900 in runs side by
+ * side, and the daemon's CPU per create from 226 us to 154 (man/atrium-fs.8,
+ * WHAT A SMALL FILE COSTS).
  *
  * The rule: at most one worker, the holder of the turn, reads requests.
  * Having read one, it serves it itself and then reads the next, so a
