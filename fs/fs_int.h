@@ -60,8 +60,9 @@ struct pin {
 
 struct fs {
 	pthread_mutex_t lock;     /* guards everything below */
-	/* Called, without any fs lock, by a thread about to wait for lock
-	 * held by another (fs_set_wait_hook); set before threads start. */
+	/* Called by a thread about to wait for lock, held by another, before
+	 * it waits (fs_set_wait_hook); set before any thread starts.  It may
+	 * take no lock of fs/ (workers_yield takes only its own). */
 	void (*wait_hook)(void *);
 	void *wait_hook_arg;
 	sqlite3 *db;              /* the one connection, reads and writes */
