@@ -229,7 +229,10 @@ workers_hand_request(struct workers *w, struct worker *me)
 	pthread_mutex_unlock(&w->lock);
 	more = w->src->pending(w->src->arg);
 	pthread_mutex_lock(&w->lock);
+	/* Buffers are up to a MiB each: the handed ones share two spares
+	 * beyond one per worker, as libfuse kept one per worker. */
 	if (!more || w->stop || (w->nidle == 0 && w->nthreads >= w->max) ||
+	    (w->nspare == 0 && w->nbufs >= w->max + 2) ||
 	    !(spare = workers_buf_get(w)))
 		return 0;
 	w->handed[w->htail++ % WORKERS_BUFS] = me->buf;
