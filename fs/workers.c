@@ -11,8 +11,9 @@
  * on the virtual machines measured (2 CPUs, Linux 6.18) a wakeup across
  * CPUs costs several times the request itself.  Served as below, 4 KiB
  * creates went from a median of 2,190 a second to 3,900 in runs side by
- * side, and the daemon's CPU per create from 226 us to 154 (man/atrium-fs.8,
- * WHAT A SMALL FILE COSTS).
+ * side on a busy machine, and the daemon's CPU per create from 226 us to
+ * 154; on a quiet one by a fifth (man/atrium-fs.8, WHAT A SMALL FILE
+ * COSTS).
  *
  * The rule: at most one worker, the holder of the turn, reads requests.
  * Having read one, it serves it itself and then reads the next, so a
