@@ -4,6 +4,7 @@ Run as root: /usr/bin/python3 -m pytest -q tests/test_fs.py
 The binary is $ATRIUM_BUILD/atrium-fs (ATRIUM_BUILD defaults to build).
 Every mount is unmounted at teardown, also when a test fails.
 """
+import contextlib
 import ctypes
 import errno
 import hashlib
@@ -684,6 +685,29 @@ def check_files(m, files):
             assert sha(f.read()) == digest, name
 
 
+@contextlib.contextmanager
+def logged_mount_on_tmpfs(tmp_path, size):
+    """A mount whose database is on a tmpfs of size (its "disk"), with
+    the daemon's log kept in a file: (disk, mount, log path).  Unmounted,
+    and the disk with it, at the end."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs",
+                    str(disk)], check=True)
+    m = Mount(disk)
+    log = tmp_path / "fs.log"
+    try:
+        with open(log, "w") as lf:
+            r = subprocess.run([BIN, "mount", m.db, m.dir], stderr=lf,
+                               timeout=60)
+        assert r.returncode == 0
+        m.pid = mount_pid(m.db)
+        yield disk, m, log
+    finally:
+        m.unmount()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
 def test_full_disk_gives_enospc_and_loses_nothing(small_disk):
     m = Mount(small_disk).mount()
     try:
@@ -743,18 +767,7 @@ def test_big_write_on_a_disk_without_room_for_two_copies(tmp_path):
     gets ENOSPC, never EIO; no checkpoint ever fails for room (what the
     log holds counts as taken); deleting the file makes room again, and
     what was fsynced survives."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs",
-                    str(disk)], check=True)
-    m = Mount(disk)
-    log = tmp_path / "fs.log"
-    try:
-        with open(log, "w") as lf:
-            r = subprocess.run([BIN, "mount", m.db, m.dir], stderr=lf,
-                               timeout=60)
-        assert r.returncode == 0
-        m.pid = mount_pid(m.db)
+    with logged_mount_on_tmpfs(tmp_path, "256m") as (disk, m, log):
         block = os.urandom(1024 * 1024)
         err = None
         try:
@@ -776,9 +789,6 @@ def test_big_write_on_a_disk_without_room_for_two_copies(tmp_path):
         m.mount()
         with open(m.p("after"), "rb") as f:
             assert f.read() == after
-    finally:
-        m.unmount()
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_disk_filled_by_another_process(tmp_path):
@@ -786,18 +796,7 @@ def test_disk_filled_by_another_process(tmp_path):
     the room at once, under a group of answered writes.  Their room in the
     WAL was reserved when they were admitted (tmpfs can preallocate), so the
     writer gets ENOSPC, the mount stays sound, and nothing is lost."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs",
-                    str(disk)], check=True)
-    m = Mount(disk)
-    log = tmp_path / "fs.log"
-    try:
-        with open(log, "w") as lf:
-            r = subprocess.run([BIN, "mount", m.db, m.dir], stderr=lf,
-                               timeout=60)
-        assert r.returncode == 0
-        m.pid = mount_pid(m.db)
+    with logged_mount_on_tmpfs(tmp_path, "160m") as (disk, m, log):
         synced = os.urandom(300 * 1024)
         write_file(m.p("synced"), synced, fsync=True)
         done, err = {}, None
@@ -840,9 +839,6 @@ def test_disk_filled_by_another_process(tmp_path):
         with open(m.p("synced"), "rb") as f:
             assert f.read() == synced
         check_files(m, done)
-    finally:
-        m.unmount()
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 # --- quota ------------------------------------------------------------------
