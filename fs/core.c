@@ -250,13 +250,6 @@ fs_committer_stop(struct fs *fs)
 	fs->committer_running = 0;
 }
 
-void
-fs_set_wait_hook(struct fs *fs, void (*hook)(void *), void *arg)
-{
-	fs->wait_hook = hook;
-	fs->wait_hook_arg = arg;
-}
-
 /* Commit now (durably when full): 0, or -EIO for ever once the mount has
  * failed (see db.c). */
 int

@@ -125,12 +125,6 @@ int fs_open(const char *path, int flags, struct fs **out);
 /* Commit what is pending, drop unlinked inodes, close.  Accepts NULL. */
 void fs_close(struct fs *fs);
 
-/* Have hook(arg) called by a thread about to wait for the filesystem's
- * lock while another holds it (a commit, an fsync, a big write), before
- * it waits: the mount's request workers hand on their turn to read
- * (fs/workers.c).  Before any thread starts; NULL for none. */
-void fs_set_wait_hook(struct fs *fs, void (*hook)(void *), void *arg);
-
 /* Start or stop the thread that commits grouped writes every interval. */
 int fs_committer_start(struct fs *fs, unsigned interval_ms);
 void fs_committer_stop(struct fs *fs);

@@ -60,11 +60,6 @@ struct pin {
 
 struct fs {
 	pthread_mutex_t lock;     /* guards everything below */
-	/* Called by a thread about to wait for lock, held by another, before
-	 * it waits (fs_set_wait_hook); set before any thread starts.  It may
-	 * take no lock of fs/ (workers_yield takes only its own). */
-	void (*wait_hook)(void *);
-	void *wait_hook_arg;
 	sqlite3 *db;              /* the one connection, reads and writes */
 	char *path;
 	int readonly;
@@ -335,10 +330,6 @@ int reclaim_help(struct fs *fs, long long *deadline);
 static inline void
 fs_lock(struct fs *fs)
 {
-	if (pthread_mutex_trylock(&fs->lock) == 0)
-		return;
-	if (fs->wait_hook)
-		fs->wait_hook(fs->wait_hook_arg);
 	pthread_mutex_lock(&fs->lock);
 }
 

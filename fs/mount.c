@@ -20,10 +20,9 @@
  * Signals: SIGTERM, SIGINT and SIGHUP end the session loop (libfuse's
  * handlers), after which the mount is removed and pending work committed.
  *
- * Threads: up to MOUNT_MAX_THREADS request workers and their watchdog
- * (fs/workers.c says how they take turns), the committer and the
- * reclaimer (fs/fs_int.h says what each may lock), all on one malloc
- * arena (mount_malloc_config), set before any of them starts.
+ * Threads: up to MOUNT_MAX_THREADS of libfuse's request workers, the
+ * committer and the reclaimer (fs/fs_int.h says what each may lock), all
+ * on one malloc arena (mount_malloc_config), set before any of them starts.
  */
 #include "config.h"
 #include "control.h"
@@ -31,7 +30,6 @@
 #include "fuse_ops.h"
 #include "log.h"
 #include "mount.h"
-#include "workers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,9 +45,6 @@
 
 #define MOUNT_COMMIT_MS 100
 #define MOUNT_MAX_THREADS 16
-/* A request served longer than this has the next ones read by another
- * worker (fs/workers.c). */
-#define MOUNT_TICK_MS 2
 #define MOUNT_OPTS_MAX 4096
 
 /* What a mount holds while it lives. */
@@ -282,16 +277,20 @@ mount_announce(const struct mount_opts *o, int status_fd)
 static int
 mount_loop(struct mount_state *m)
 {
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	int r;
 
-	/* Before the committer and the reclaimer start: they read it. */
-	fs_set_wait_hook(m->fs, workers_yield, NULL);
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, MOUNT_MAX_THREADS);
 	if (fs_committer_start(m->fs, MOUNT_COMMIT_MS) < 0)
 		log_warn("no committer thread: writes commit only as they go");
 	if (fs_reclaimer_start(m->fs, 1) < 0)
 		log_warn("no reclaimer thread: deleted files are freed at unmount "
 		    "and at the next mount");
-	r = workers_run_fuse(m->se, MOUNT_MAX_THREADS, MOUNT_TICK_MS);
+	r = fuse_session_loop_mt(m->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
 	return r < 0 ? -1 : 0;
 }
 
