@@ -408,6 +408,17 @@ room_start_agent(struct room *r)
 		room_fail(r, "cannot start atrium-agent%s", "");
 }
 
+/* Run argv (atrium-fs mkfs or reown) as the room's step before its mount;
+ * room_mkfs_exited goes on to the mount when it ends. */
+static void
+room_fs_step(struct room *r, char *const argv[])
+{
+	r->state = ROOM_MKFS;
+	r->deadline_ms = 0;
+	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
+		room_fail(r, "cannot start atrium-fs %s", argv[1]);
+}
+
 /* A room that just got a uid of its own (room_ids_unshare) gives its
  * workspace's files to it before the mount: `atrium-fs reown`, in the
  * mkfs step's place (room_mkfs_exited goes on to the mount).  1 when it
@@ -426,10 +437,7 @@ room_reown(struct room *r, const char *db)
 	    (unsigned)old.gid);
 	snprintf(to, sizeof(to), "%u:%u", (unsigned)r->ids.uid,
 	    (unsigned)r->ids.gid);
-	r->state = ROOM_MKFS;
-	r->deadline_ms = 0;
-	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
-		room_fail(r, "cannot start atrium-fs reown%s", "");
+	room_fs_step(r, argv);
 	return 1;
 }
 
@@ -496,10 +504,7 @@ room_start(struct room *r)
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
 	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)r->ids.uid,
 	    (unsigned)r->ids.gid);
-	r->state = ROOM_MKFS;
-	r->deadline_ms = 0;
-	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
-		room_fail(r, "cannot start atrium-fs mkfs%s", "");
+	room_fs_step(r, argv);
 }
 
 /* SIGTERM whatever runs; the room goes cold when the last child exits. */
