@@ -7,9 +7,16 @@
  * refused second mount can say where the first one is, and whether that
  * mount still exists (fs/mount_holder.c looks for MAJOR:MINOR, the FUSE
  * connection's device, in the mount tables).  The third line is missing
- * from the files of older atrium-fs and when the device could not be found.  The kernel drops the flock when the
- * holder dies, so a stale file never blocks a mount; its text is rewritten
- * by the next holder.
+ * from the files of older atrium-fs and when the device could not be
+ * found.  The kernel drops the flock when the holder dies, so a stale file
+ * never blocks a mount; its text is rewritten by the next holder.
+ *
+ * "Dies" is not instant.  A daemon killed with SIGKILL keeps its files,
+ * and so the flock, until its last thread leaves the kernel; a thread in
+ * fsync of a big WAL can take many seconds, during which its main thread
+ * already reads as a zombie.  Telling the user "already mounted" then would
+ * send them after a mount that is gone, so lockfile_acquire waits for such
+ * a holder (lockfile_holder_ending) for up to ENDING_WAIT_S, saying so.
  */
 #include "mount.h"
 
@@ -19,8 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
+
+#define ENDING_WAIT_S	120	/* longest wait for a killed holder to end */
+#define ENDING_POLL_MS	20
 
 /* The lock file's path for db into out.  0 or -ENAMETOOLONG. */
 static int
@@ -57,7 +69,69 @@ lockfile_read(int fd, struct lockfile_holder *h)
 		h->has_dev = 1;
 }
 
-/* Take the mount lock without waiting: 0, -EBUSY (holder filled) or -errno. */
+/* Whether the line "Key:\thex" in a /proc status text has SIGKILL's bit. */
+static int
+status_has_sigkill(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+
+	return p && (strtoull(p + strlen(key), NULL, 16) &
+	    (1ULL << (SIGKILL - 1))) != 0;
+}
+
+/* Whether pid is on its way out: SIGKILL pending, or its main thread a
+ * zombie while another thread still finishes in the kernel.  The holder of
+ * a held flock cannot be a reused pid: the thread group keeps it. */
+static int
+lockfile_holder_ending(pid_t pid)
+{
+	char path[64], buf[4096], *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if ((state = strstr(buf, "\nState:\t")) &&
+	    (state[8] == 'Z' || state[8] == 'X'))
+		return 1;
+	return status_has_sigkill(buf, "\nSigPnd:\t") ||
+	    status_has_sigkill(buf, "\nShdPnd:\t");
+}
+
+/* Wait on fd's flock while its holder h is ending, for up to ENDING_WAIT_S:
+ * 0 when taken, -EBUSY when not. */
+static int
+lockfile_wait_ending(const char *db, int fd, const struct lockfile_holder *h)
+{
+	const struct timespec poll = { 0, ENDING_POLL_MS * 1000000L };
+	int said = 0;
+
+	for (long waited = 0; waited < ENDING_WAIT_S * 1000L;
+	    waited += ENDING_POLL_MS) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK || !lockfile_holder_ending(h->pid))
+			return -EBUSY;
+		if (!said++)
+			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs pid %ld, "
+			    "which was killed, to end (it finishes writes the "
+			    "kernel had started)\n", db, (long)h->pid);
+		nanosleep(&poll, NULL);
+	}
+	fprintf(stderr, "atrium-fs: %s: atrium-fs pid %ld was killed but has "
+	    "not ended after %d s; its disk may have stalled\n", db, (long)h->pid,
+	    ENDING_WAIT_S);
+	return -EBUSY;
+}
+
+/* Take the mount lock: 0, -EBUSY (holder filled) or -errno.  Only a holder
+ * that is ending is waited for (see the head). */
 int
 lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h)
 {
@@ -73,8 +147,14 @@ lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h)
 	if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
 		return 0;
 	r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (r == -EBUSY)
+	if (r == -EBUSY) {
 		lockfile_read(*fd, h);
+		if (lockfile_wait_ending(db, *fd, h) == 0) {
+			memset(h, 0, sizeof(*h));
+			return 0;
+		}
+		lockfile_read(*fd, h);
+	}
 	close(*fd);
 	*fd = -1;
 	return r;

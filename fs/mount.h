@@ -33,7 +33,8 @@ struct lockfile_holder {
 
 /* Take the exclusive lock DB-mount for the life of the mount.  The lock's fd
  * into *fd.  -EBUSY when another process holds it: what it recorded into
- * *h (empty if not yet written).  0 or -errno. */
+ * *h (empty if not yet written).  A holder that was killed and is still
+ * ending is waited for, with a line on stderr.  0 or -errno. */
 int lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h);
 
 /* Record our pid, mount point and the mount's major:minor (dev_known 0:

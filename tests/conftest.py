@@ -104,6 +104,25 @@ def _pids_using(path):
     return pids
 
 
+def alive(pid):
+    """True while any thread of pid runs.  A zombie waiting for its reaper
+    counts as gone; a main thread that is a zombie while another thread
+    still finishes in the kernel (a killed daemon in fsync) does not: the
+    process keeps its files, and so its locks, until the last one ends."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def mounts_under(path):
     path = os.path.realpath(path)
     with open("/proc/self/mountinfo") as f:

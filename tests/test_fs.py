@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+from conftest import alive
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ATRIUM_BUILD", "build")
 BIN = os.path.join(BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD),
@@ -50,15 +52,6 @@ def mount_pid(db):
             return int(f.readline().strip() or 0)
     except (OSError, ValueError):
         return 0
-
-
-def alive(pid):
-    """True while pid runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_gone(pid, timeout=15):
@@ -966,7 +959,7 @@ def test_quota_totals_survive_remount_and_kill_9(tmp_path):
         write_file(m.p("g"), os.urandom(2 * MiB), fsync=True)
         synced = quota_used(m)
         os.kill(m.pid, signal.SIGKILL)
-        wait_gone(m.pid)
+        assert wait_gone(m.pid, 120)
         subprocess.run(["fusermount3", "-uz", m.dir], capture_output=True)
         m.pid = 0
         m.mount()

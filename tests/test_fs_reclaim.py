@@ -175,7 +175,7 @@ def test_kill_9_during_a_background_delete(tmp_path):
             os.close(fd)
         time.sleep(0.2)                # some batches are committed
         os.kill(m.pid, signal.SIGKILL)
-        wait_gone(m.pid)
+        assert wait_gone(m.pid, 120)
         subprocess.run(["fusermount3", "-uz", m.dir], capture_output=True)
         m.pid = 0
         assert freelist_bytes(m.db) < free_before + 900 * MiB, \

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import BUILD_DIR, SSH_OPTS, mounts_under, ssh_command
+from conftest import BUILD_DIR, SSH_OPTS, alive, mounts_under, ssh_command
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
@@ -30,15 +30,6 @@ SLEEP = 120
 # How long a daemon may take to exit once its mount is gone.  It is given a
 # little more than the second it should take, for a loaded test machine.
 GONE_WITHIN = 3
-
-
-def alive(pid):
-    """True while pid runs (a zombie counts as gone)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_gone(pid, timeout):
@@ -304,3 +295,97 @@ def test_refused_mount_names_the_namespace_that_keeps_the_old_one(tmp_path):
         lazy_unmount(mnt)
         if pid and alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+# A stand-in for a killed daemon that is still ending: it holds DB-mount's
+# flock as a daemon does, its main thread exits (and reads as a zombie), and
+# another thread lives on for HOLD_S seconds, as a thread of a killed daemon
+# does while its fsync of a big WAL finishes.
+ENDING_HOLDER_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static void *linger(void *arg)
+{
+	sleep((unsigned)atoi(arg));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	char rec[64];
+	pthread_t t;
+	FILE *f = fopen(argv[1], "w");
+
+	if (argc != 3 || !f || flock(fileno(f), LOCK_EX) < 0)
+		return 1;
+	fprintf(f, "%ld\n/nowhere\n", (long)getpid());
+	fflush(f);
+	snprintf(rec, sizeof(rec), "held\n");
+	write(1, rec, strlen(rec));
+	if (pthread_create(&t, NULL, linger, argv[2]) != 0)
+		return 1;
+	pthread_exit(NULL);
+}
+"""
+
+
+def test_mount_waits_for_a_killed_daemon_that_is_still_ending(tmp_path):
+    src, exe = tmp_path / "holder.c", tmp_path / "holder"
+    src.write_text(ENDING_HOLDER_C)
+    subprocess.run(["cc", "-O1", "-pthread", "-o", str(exe), str(src)],
+                   check=True)
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    hold_s = 2
+    holder = subprocess.Popen([str(exe), db + "-mount", str(hold_s)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        end = time.time() + 10
+        while time.time() < end and alive_leader(holder.pid):
+            time.sleep(0.02)
+        assert not alive_leader(holder.pid) and alive(holder.pid)
+        start = time.time()
+        r = atrium_fs("mount", db, mnt)
+        waited = time.time() - start
+        assert r.returncode == 0, r.stderr
+        assert "waiting for atrium-fs pid %d, which was killed" % holder.pid \
+            in r.stderr
+        assert not alive(holder.pid)
+        assert waited < hold_s + 10
+        with open(os.path.join(mnt, "f"), "w") as f:
+            f.write("mounted")
+    finally:
+        lazy_unmount(mnt)
+        holder.kill()
+        holder.wait()
+    # A holder that is not ending is not waited for: the refusal is at once.
+    live = subprocess.Popen(["flock", db + "-mount", "sleep", "30"])
+    try:
+        end = time.time() + 10
+        while time.time() < end and subprocess.run(
+                ["flock", "-n", db + "-mount", "true"]).returncode == 0:
+            time.sleep(0.02)
+        start = time.time()
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode != 0
+        assert "waiting" not in r.stderr
+        assert time.time() - start < 5
+    finally:
+        live.kill()
+        live.wait()
+
+
+def alive_leader(pid):
+    """Whether pid's main thread runs (not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
