@@ -1251,7 +1251,9 @@ def chat_workloads(table, tmp):
 # process; then atriumd with idle sessions.
 #
 #   step time  a turn of BENCH_AGENT_STEPS steps, each a model answer with
-#              one read call of a small file, run with ATRIUM_LOG=debug:
+#              one read call of a small file, run with ATRIUM_LOG=debug,
+#              against a model server in a process of its own at
+#              SCHED_IDLE (REMOTE_MODEL: a server on another machine):
 #              the agent logs each step's own time (its loop's working
 #              time, so neither the model's nor a command's; the step's
 #              checkpoint commits included), median and p99; and the
@@ -1264,7 +1266,7 @@ def chat_workloads(table, tmp):
 #   memory     the agent's own resident memory (RssAnon: libraries' pages
 #              are shared by every agent, and shown in a note) when its
 #              room is idle: freshly started with one member connected,
-#              and after the turns above
+#              and after the step-time turn
 #   idle CPU   atriumd's two processes (every thread) with
 #              BENCH_IDLE_SESSIONS interactive chat members idle, over
 #              10 s, from each thread's schedstat run time
@@ -1313,14 +1315,43 @@ def stamped_client(test_agent):
     return Stamped
 
 
-def agent_step_times(room, model, client):
+# The scripted model of the step-time turn, in a process of its own at
+# SCHED_IDLE: it stands for a server on another machine, so its work (a
+# request's JSON parsed in Python, the answer streamed) takes no CPU that
+# the agent wants, as it would take none on the room's host.  On a CPU the
+# agent also wants, it would run when woken by the agent's request and
+# preempt the agent, and the measured step would hold the model's time.
+REMOTE_MODEL = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+from model_server import ModelServer, Reply, ToolCall
+steps = int(sys.argv[2])
+m = ModelServer().start()
+m.script(*[Reply("", tool_calls=[ToolCall("read", {"path": "small.txt"})])
+           for _ in range(steps)], Reply("Done."))
+print(m.url, flush=True)
+sys.stdin.read()
+m.stop()
+"""
+
+
+def remote_model(steps):
+    """A model server (see REMOTE_MODEL) scripted for steps read calls and
+    an answer: the process, with its URL as .url."""
+    proc = subprocess.Popen([sys.executable, "-c", REMOTE_MODEL,
+                             os.path.dirname(os.path.abspath(__file__)),
+                             str(steps)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    proc.url = proc.stdout.readline().strip()
+    return proc
+
+
+def agent_step_times(room, client):
     """Each step's own time in seconds, from the agent's debug lines."""
     import re
-    from model_server import Reply, ToolCall
     with open(os.path.join(room.workspace, "small.txt"), "w") as f:
         f.write("hello\n" * 10)
-    model.script(*[Reply("", tool_calls=[ToolCall("read", {"path": "small.txt"})])
-                   for _ in range(AGENT_STEPS)], Reply("Done."))
     client.send({"type": "prompt", "text": "read it %d times" % AGENT_STEPS})
     evs = client.collect("turn_end", timeout=60 + AGENT_STEPS)
     if evs[-1].get("stop_reason") != "end_turn":
@@ -1364,6 +1395,19 @@ def agent_turns(table, tmp):
     from model_server import ModelServer
     fresh, Client = agent_room(tmp, "agent-idle")
     room, _ = agent_room(tmp, "agent-turns")
+    streamer, _ = agent_room(tmp, "agent-deltas")
+    model = remote_model(AGENT_STEPS)
+    try:
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   "--max-steps", str(AGENT_STEPS + 10))
+        c = Client(room.sock)
+        steps = agent_step_times(room, c)
+        c.close()
+        time.sleep(2)
+        busy_rss = vm_rss(room.proc.pid)
+    finally:
+        room.cleanup()
+        model.communicate("")
     with ModelServer() as model:
         try:
             fresh.start("--model-url", model.url)
@@ -1372,16 +1416,13 @@ def agent_turns(table, tmp):
             idle_rss = vm_rss(fresh.proc.pid)
             idle_client.close()
             fresh.cleanup()
-            room.start("--model-url", model.url, "--approval", "allow_all",
-                       "--max-steps", str(AGENT_STEPS + 10))
-            c = Client(room.sock)
-            steps = agent_step_times(room, model, c)
+            streamer.start("--model-url", model.url, "--approval", "allow_all")
+            c = Client(streamer.sock)
             lat = agent_delta_latencies(model, c)
             c.close()
-            time.sleep(2)
-            busy_rss = vm_rss(room.proc.pid)
         finally:
-            room.cleanup()
+            fresh.cleanup()
+            streamer.cleanup()
     if steps[0]:
         wall, cpu = steps
         table.add("agent's own time per step, p99 (%d)" % len(wall), "",
