@@ -3,8 +3,9 @@
  * checkpointed in room.db, so a crash at any point resumes where it was:
  *
  *   phase      in flight                      what room.db holds meanwhile
- *   CONTEXT    the skills (first step, ws_skills.h) transcript ends with a user
- *              and AGENTS.md (ws_file.h) read
+ *   CONTEXT    the skills and AGENTS.md, read transcript ends with a user
+ *              at the turn's first step
+ *              (ws_skills.h, ws_file.h)
  *   MODEL      one model request (http.c)      transcript ends with a user
  *   RETRY      a timer before the next attempt message: redo the request
  *              (a summary request when        (and a pending compactions
@@ -101,9 +102,12 @@ struct turn {
 	long in_tokens, out_tokens;	/* totals of this turn */
 	enum turn_phase phase;
 	/* PHASE_CONTEXT */
-	struct ws_file_read *read;	/* AGENTS.md, before each request */
+	struct ws_file_read *read;	/* AGENTS.md, at the first request */
 	struct ws_skills *skills_read;	/* the workspace's skills, once */
 	int skills_loaded;		/* a->skills is this turn's set */
+	int agents_loaded;		/* agents_md is this turn's AGENTS.md */
+	char *agents_md;		/* it (NULL: none, or unreadable) */
+	size_t agents_len;
 	struct context_rows rows;	/* the transcript, kept between steps */
 	/* PHASE_MODEL / PHASE_RETRY */
 	enum provider_kind kind;
@@ -112,7 +116,8 @@ struct turn {
 	int feed_err;			/* provider_stream_feed's failure */
 	int streamed;			/* this attempt sent agent_delta text */
 	int attempt;			/* attempts of this step so far */
-	long long timer;		/* retry or approval timer, 0 */
+	long long timer;		/* retry, approval or next-request timer,
+					 * 0 */
 	json_object *bad_args;		/* call id -> raw arguments */
 	/* PHASE_APPROVAL / PHASE_TOOL */
 	json_object *calls;		/* tool_use blocks being answered */
@@ -158,6 +163,7 @@ turn_free(struct turn *t)
 	json_object_put(t->bad_args);
 	json_object_put(t->calls);
 	context_rows_free(&t->rows);
+	free(t->agents_md);
 	free(t);
 }
 
@@ -571,7 +577,8 @@ turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 }
 
 /* AGENTS.md was read through the confined path, or could not be: the
- * prompt simply goes without it then. */
+ * prompt simply goes without it then.  Kept for the turn's later requests
+ * (turn_read_agents_md). */
 static void
 turn_agents_md_done(void *arg, int err, char *data, size_t len)
 {
@@ -584,8 +591,21 @@ turn_agents_md_done(void *arg, int err, char *data, size_t len)
 		log_warn("%s not put in the system prompt: %s", TURN_AGENTS_MD,
 		    why);
 	}
-	turn_model_request(t, data, len);
-	free(data);
+	t->agents_md = data;
+	t->agents_len = data ? len : 0;
+	t->agents_loaded = 1;
+	turn_model_request(t, t->agents_md, t->agents_len);
+}
+
+/* A later request of the turn, with the AGENTS.md read for its first. */
+static long
+turn_agents_md_kept_cb(struct loop *l, long long id, void *arg)
+{
+	struct turn *t = arg;
+
+	t->timer = 0;
+	turn_model_request(t, t->agents_md, t->agents_len);
+	return LOOP_NOMORE;
 }
 
 /* Before each model request: end the turn with a message to the room
@@ -615,13 +635,24 @@ turn_capped(struct turn *t)
 	return 0;
 }
 
-/* Read AGENTS.md, then make the request. */
+/* Read AGENTS.md, then make the request.  It is read once a turn, as the
+ * skills are: the system prompt stays the same through the turn (so a
+ * provider's prompt cache keeps it), and a step reads nothing of the
+ * workspace for itself.  A later request is made from a 0 ms timer, so
+ * that, as after a read, it never starts inside the callback of the
+ * request before it. */
 static void
 turn_read_agents_md(struct turn *t)
 {
-	int r = ws_file_read_start(t->a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
-	    turn_agents_md_done, t, &t->read);
+	int r;
 
+	if (t->agents_loaded) {
+		t->timer = loop_add_timer(t->a->loop, 0, turn_agents_md_kept_cb, t);
+		r = t->timer ? 0 : -ENOMEM;
+	} else {
+		r = ws_file_read_start(t->a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
+		    turn_agents_md_done, t, &t->read);
+	}
 	if (r < 0)
 		turn_fail(t, "the model request could not be prepared: out of "
 		    "memory");

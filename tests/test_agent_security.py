@@ -19,7 +19,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from model_server import ModelServer, Reply  # noqa: E402
+from model_server import ModelServer, Reply, ToolCall  # noqa: E402
 from test_agent import (AGENT, BIN_DIR, fast, model,  # noqa: E402,F401
                         pytestmark, room)
 
@@ -105,6 +105,28 @@ def test_agents_md_file_and_inner_symlink_are_sent(room, model, mounted):
             scenario()
     else:
         scenario()
+
+
+def test_agents_md_is_read_once_a_turn(room, model):
+    """A turn's requests share the AGENTS.md of its first step: the agent
+    rewriting it mid-turn changes the next turn's prompt, not this one's."""
+    agents = os.path.join(room.workspace, "AGENTS.md")
+    with open(agents, "w") as f:
+        f.write("RULE-OLD: tabs\n")
+    os.chmod(agents, 0o666)          # the sandbox uid may rewrite it
+    room.start("--model-url", model.url, "--approval", "allow_all", *fast())
+    model.script(Reply("Updating.", tool_calls=[ToolCall(
+        "write", {"path": "AGENTS.md", "content": "RULE-NEW: spaces\n"})]),
+        Reply("Done."), Reply("Next."))
+    evs = prompt_and_wait(room, "switch to spaces")
+    assert [e["status"] for e in evs if e["type"] == "tool_result"] == ["ok"]
+    first, second = (r["body"]["system"] for r in model.requests[:2])
+    assert "RULE-OLD: tabs" in first and second == first
+    with open(agents) as f:
+        assert f.read() == "RULE-NEW: spaces\n"
+    prompt_and_wait(room, "and now?")
+    third = model.requests[2]["body"]["system"]
+    assert "RULE-NEW: spaces" in third and "RULE-OLD" not in third
 
 
 def test_agents_md_unreadable_by_sandbox_uid_is_not_sent(room, model):
