@@ -209,7 +209,7 @@ context_load(struct agent *a, long long turn, struct context_rows *keep,
 {
 	int timeout = a->cfg.command_timeout > 0 ? a->cfg.command_timeout :
 	    AGENT_DEFAULT_TOOL_TIMEOUT;
-	int r;
+	int r, begun;
 
 	memset(c, 0, sizeof(*c));
 	if (provider_kind_parse(a->provider, &c->kind) < 0) {
@@ -217,12 +217,15 @@ context_load(struct agent *a, long long turn, struct context_rows *keep,
 		    "set it to anthropic or openai", a->provider);
 		return -EINVAL;
 	}
-	r = room_db_compaction_get(a->db, 0, &c->last);
+	/* One snapshot (and one WAL lock) for the compactions and the rows. */
+	begun = room_db_read_begin(a->db);
+	r = begun < 0 ? begun : room_db_compaction_get(a->db, 0, &c->last);
 	if (r >= 0)
 		r = room_db_compaction_get(a->db, 1, &c->pending);
 	if (r >= 0)
 		r = context_rows_update(a->db, keep, c->last.cut,
 		    c->last.summary);
+	room_db_read_end(a->db, begun);
 	if (r >= 0) {
 		c->rows = keep->rows;
 		c->n = keep->n;

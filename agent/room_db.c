@@ -96,6 +96,7 @@ struct room_db {
 	sqlite3 *db;
 	struct room_db_cached cache[ROOM_DB_CACHE_SLOTS]; /* by text's hash */
 	int in_tx;		/* BEGIN issued, COMMIT pending */
+	int in_read;		/* room_db_read_begin's BEGIN, not ended */
 	int tx_lost;		/* -errno: SQLite rolled the open transaction
 				 * back by itself; the next commit or
 				 * rollback reports it (0: none) */
@@ -265,6 +266,10 @@ room_db_begin(struct room_db *db)
 
 	if (db->in_tx)
 		return 0;
+	if (db->in_read) {
+		log_error("room.db: a write inside a read transaction");
+		return -EINVAL;
+	}
 	r = room_db_run1(db, "BEGIN IMMEDIATE");
 	if (r == 0)
 		db->in_tx = 1;
@@ -292,6 +297,32 @@ room_db_commit(struct room_db *db)
 	if (r < 0 && !sqlite3_get_autocommit(db->db))
 		room_db_run1(db, "ROLLBACK");
 	return r;
+}
+
+int
+room_db_read_begin(struct room_db *db)
+{
+	int r;
+
+	if (db->in_tx || db->tx_lost)
+		return 0;
+	if (db->in_read)
+		return -EINVAL;
+	if ((r = room_db_run1(db, "BEGIN")) < 0)
+		return r;
+	db->in_read = 1;
+	return 1;
+}
+
+void
+room_db_read_end(struct room_db *db, int begun)
+{
+	if (begun <= 0 || !db->in_read)
+		return;
+	db->in_read = 0;
+	/* Nothing was written: the end of a read transaction cannot fail but
+	 * for a misuse, which the log shows. */
+	room_db_run1(db, "COMMIT");
 }
 
 int

@@ -48,6 +48,14 @@ int room_db_in_tx(struct room_db *db);
 /* Roll back the open transaction, if any: the writes since the last
  * commit are undone. */
 void room_db_rollback(struct room_db *db);
+/* Several reads in one read transaction: one snapshot, and one lock of the
+ * WAL instead of one per statement (a step's reads before its request).
+ * 1 when one was begun (end it with room_db_read_end), 0 when a write
+ * transaction is open (the reads are in it), or a negative errno.  No write
+ * may come before room_db_read_end: it fails with -EINVAL. */
+int room_db_read_begin(struct room_db *db);
+/* End what room_db_read_begin returned begun (> 0) for. */
+void room_db_read_end(struct room_db *db, int begun);
 /* Why a write failed, for people: "the disk holding room.db is full". */
 const char *room_db_strerror(int err);
 

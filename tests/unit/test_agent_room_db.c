@@ -1,7 +1,7 @@
 /*
  * test_agent_room_db.c: room.db on a temp file (agent/room_db.c): creation
- * and forward migration, refusal of a newer schema, and the checkpoint
- * tables a resumed turn relies on.
+ * and forward migration, refusal of a newer schema, read transactions,
+ * and the checkpoint tables a resumed turn relies on.
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -217,6 +217,48 @@ test_events_and_seq(void)
 	room_db_close(db);
 }
 
+/* Events stored now, through a read of db. */
+static int
+events_now(struct room_db *db)
+{
+	int n = 0;
+
+	CHECK_INT(room_db_events_each(db, 0, 0, count_json, &n), 0);
+	return n;
+}
+
+/* room_db_read_begin: one snapshot for its reads, no write inside it, and
+ * nothing begun inside a write transaction. */
+static void
+test_read_transaction(void)
+{
+	struct room_db *db, *other;
+	int begun, before;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_open(path, &other), 0);
+	before = events_now(db);
+	begun = room_db_read_begin(db);
+	CHECK_INT(begun, 1);
+	CHECK_INT(events_now(db), before);
+	/* A commit elsewhere is not in the snapshot until its end. */
+	CHECK_INT(room_db_event_add(other, 100, "t", "message", "{}"), 0);
+	CHECK_INT(room_db_commit(other), 0);
+	CHECK_INT(events_now(db), before);
+	CHECK_INT(room_db_event_add(db, 101, "t", "message", "{}"), -EINVAL);
+	CHECK_INT(room_db_read_begin(db), -EINVAL);
+	room_db_read_end(db, begun);
+	CHECK_INT(events_now(db), before + 1);
+	CHECK_INT(room_db_event_add(db, 101, "t", "message", "{}"), 0);
+	CHECK_INT(room_db_read_begin(db), 0);	/* inside the write: in it */
+	CHECK_INT(events_now(db), before + 2);
+	room_db_read_end(db, 0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(events_now(other), before + 2);
+	room_db_close(other);
+	room_db_close(db);
+}
+
 static void
 test_turn_checkpoints(void)
 {
@@ -305,6 +347,7 @@ main(void)
 	TEST(test_access_rows);
 	TEST(test_usage_rows);
 	TEST(test_events_and_seq);
+	TEST(test_read_transaction);
 	TEST(test_turn_checkpoints);
 	TEST(test_undo_points);
 	unlink(path);
