@@ -116,8 +116,8 @@ struct turn {
 	int feed_err;			/* provider_stream_feed's failure */
 	int streamed;			/* this attempt sent agent_delta text */
 	int attempt;			/* attempts of this step so far */
-	long long timer;		/* retry, approval or next-request timer,
-					 * 0 */
+	long long timer;		/* retry, approval or next request
+					 * timer, 0 */
 	json_object *bad_args;		/* call id -> raw arguments */
 	/* PHASE_APPROVAL / PHASE_TOOL */
 	json_object *calls;		/* tool_use blocks being answered */
@@ -647,11 +647,12 @@ turn_read_agents_md(struct turn *t)
 	int r;
 
 	if (t->agents_loaded) {
-		t->timer = loop_add_timer(t->a->loop, 0, turn_agents_md_kept_cb, t);
+		t->timer = loop_add_timer(t->a->loop, 0, turn_agents_md_kept_cb,
+		    t);
 		r = t->timer ? 0 : -ENOMEM;
 	} else {
-		r = ws_file_read_start(t->a, TURN_AGENTS_MD, TURN_AGENTS_MD_READ,
-		    turn_agents_md_done, t, &t->read);
+		r = ws_file_read_start(t->a, TURN_AGENTS_MD,
+		    TURN_AGENTS_MD_READ, turn_agents_md_done, t, &t->read);
 	}
 	if (r < 0)
 		turn_fail(t, "the model request could not be prepared: out of "

@@ -23,10 +23,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,9 +119,9 @@ lockfile_wait_ending(const char *db, int fd, const struct lockfile_holder *h)
 		if (errno != EWOULDBLOCK || !lockfile_holder_ending(h->pid))
 			return -EBUSY;
 		if (!said++)
-			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs pid %ld, "
-			    "which was killed, to end (it finishes writes the "
-			    "kernel had started)\n", db, (long)h->pid);
+			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs "
+			    "pid %ld, which was killed, to end (it finishes "
+			    "writes the kernel had started)\n", db, (long)h->pid);
 		nanosleep(&poll, NULL);
 	}
 	fprintf(stderr, "atrium-fs: %s: atrium-fs pid %ld was killed but has "
