@@ -1344,6 +1344,11 @@ def remote_model(steps):
                              str(steps)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     proc.url = proc.stdout.readline().strip()
+    if not proc.url.startswith("http://"):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError("the step-time model server did not start "
+                           "(its error is above)")
     return proc
 
 
