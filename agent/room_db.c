@@ -320,9 +320,10 @@ room_db_read_end(struct room_db *db, int begun)
 	if (begun <= 0 || !db->in_read)
 		return;
 	db->in_read = 0;
-	/* Nothing was written: the end of a read transaction cannot fail but
-	 * for a misuse, which the log shows. */
-	room_db_run1(db, "COMMIT");
+	/* Nothing was written, so ending it cannot fail; SQLite may already
+	 * have ended it after a failed read. */
+	if (!sqlite3_get_autocommit(db->db))
+		room_db_run1(db, "COMMIT");
 }
 
 int
