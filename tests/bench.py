@@ -1246,9 +1246,10 @@ def chat_workloads(table, tmp):
 
 # --- agent -------------------------------------------------------------------
 #
-# One room's atrium-agent, started directly on a plain workspace directory
-# (as tests/test_agent.py does), against tests/model_server.py in this
-# process; then atriumd with idle sessions.
+# Rooms' atrium-agents, started directly on plain workspace directories
+# (as tests/test_agent.py does), against tests/model_server.py (in a
+# process of its own for the step time, in this one for the rest); then
+# atriumd with idle sessions.
 #
 #   step time  a turn of BENCH_AGENT_STEPS steps, each a model answer with
 #              one read call of a small file, run with ATRIUM_LOG=debug,
