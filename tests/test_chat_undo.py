@@ -32,7 +32,8 @@ def test_undo_previews_confirms_and_redo_brings_back(srv, model_server,
     tmux.wait("a", "you are alice")
     tmux.keys("a", "!echo keep > keep; echo edit > edit; echo gone > gone",
               "Enter")
-    tmux.wait("a", "echo gone > gone")
+    # Its line shows as it starts; what it made, once it has exited.
+    tmux.wait("a", lambda s: s.count("* exit 0 after") == 1)
     before = ls(ssh_run, srv)
     model_server.script(
         Reply("Changing.", tool_calls=[ToolCall("bash", {

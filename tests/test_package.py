@@ -60,9 +60,27 @@ pytestmark = [
 ]
 
 
-def users_processes(name):
-    p = subprocess.run(["pgrep", "-u", name], capture_output=True, text=True)
-    return p.stdout.split()
+def users_processes(name, settle=0):
+    """Pids running with name's uid as their real, effective, saved or
+    filesystem uid (what userdel refuses for; pgrep -u sees the effective
+    one alone), once none is left or settle seconds have passed: the
+    processes of an atriumd just stopped take a moment to end."""
+    uid = str(pwd.getpwnam(name).pw_uid)
+    end = time.time() + settle
+    while True:
+        pids = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/status" % entry) as f:
+                    ids = [line.split()[1:5] for line in f
+                           if line.startswith("Uid:")][0]
+            except (OSError, IndexError):
+                continue
+            if uid in ids:
+                pids.append(entry)
+        if not pids or time.time() >= end:
+            return pids
+        time.sleep(0.1)
 
 
 def has_line(path, line):
@@ -165,7 +183,7 @@ def test_package_builds_installs_serves_and_purges(tmp_path, data_dir):
         # Another atriumd on this machine (a test of another checkout) may
         # have started as atrium while the package was in: then purge
         # must say the user is in use instead of removing it.
-        busy = users_processes("atrium")
+        busy = users_processes("atrium", settle=15)
         p = dpkg("-P", "atrium")
         if busy:
             assert "the user atrium is still in use" in p.stderr, p.stderr
