@@ -120,11 +120,12 @@ lockfile_wait_ending(const char *db, int fd, const struct lockfile_holder *h)
 			return -EBUSY;
 		if (!said++)
 			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs "
-			    "pid %ld, which was killed, to end (it finishes "
-			    "writes the kernel had started)\n", db, (long)h->pid);
+			    "pid %ld, which is ending (killed, or exiting), to "
+			    "finish the writes it had started\n", db,
+			    (long)h->pid);
 		nanosleep(&poll, NULL);
 	}
-	fprintf(stderr, "atrium-fs: %s: atrium-fs pid %ld was killed but has "
+	fprintf(stderr, "atrium-fs: %s: atrium-fs pid %ld is ending but has "
 	    "not ended after %d s; its disk may have stalled\n", db, (long)h->pid,
 	    ENDING_WAIT_S);
 	return -EBUSY;
