@@ -51,7 +51,8 @@ void room_db_rollback(struct room_db *db);
 /* Several reads in one read transaction: one snapshot, and one lock of the
  * WAL instead of one per statement (a step's reads before its request).
  * 1 when one was begun (end it with room_db_read_end), 0 when a write
- * transaction is open (the reads are in it), or a negative errno.  No write
+ * transaction is open (the reads are in it) or was lost (room_db_commit
+ * reports it; the reads run each alone), or a negative errno.  No write
  * may come before room_db_read_end: it fails with -EINVAL. */
 int room_db_read_begin(struct room_db *db);
 /* End what room_db_read_begin returned begun (> 0) for. */
