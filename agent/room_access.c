@@ -28,6 +28,7 @@
 
 #include "access.h"
 #include "agent.h"
+#include "journal.h"
 #include "jsonl.h"
 #include "log.h"
 #include "names.h"
@@ -245,7 +246,7 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 	was = access_is_member(&l, user);
 	/* On disk before anyone is sent away. */
 	if (was && ((r = room_db_access_remove(a->db, user)) < 0 ||
-	    (r = room_db_commit(a->db)) < 0)) {
+	    (r = journal_commit(a->journal)) < 0)) {
 		room_unrecorded(c, NULL, "the removal", r);
 		return;
 	}
@@ -287,7 +288,7 @@ room_access_visibility(struct agent *a, struct conn *c, json_object *req)
 	/* On disk before anyone is sent away. */
 	if ((r = room_db_config_set(a->db, "visibility",
 	    access_visibility_name(vis), c->user)) < 0 ||
-	    (r = room_db_commit(a->db)) < 0) {
+	    (r = journal_commit(a->journal)) < 0) {
 		room_unrecorded(c, NULL, "the change of visibility", r);
 		return;
 	}

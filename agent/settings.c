@@ -28,6 +28,7 @@
 #include "agent.h"
 #include "approval.h"
 #include "endpoint.h"
+#include "journal.h"
 #include "jsonl.h"
 #include "log.h"
 #include "mcp.h"
@@ -356,7 +357,7 @@ settings_store(struct agent *a, struct conn *c, const struct settings_req *q)
 	int r;
 
 	/* What was written before is kept whatever happens here. */
-	if ((r = room_db_commit(a->db)) < 0)
+	if ((r = journal_commit(a->journal)) < 0)
 		goto out;
 	memcpy(old_p, a->provider, sizeof(old_p));
 	memcpy(old_m, a->model, sizeof(old_m));
@@ -365,7 +366,7 @@ settings_store(struct agent *a, struct conn *c, const struct settings_req *q)
 	if (r == 0)
 		r = settings_announce(a, c->user, settings_changed(q));
 	if (r < 0) {
-		room_db_rollback(a->db);
+		journal_abort(a->journal, r);
 		memcpy(a->provider, old_p, sizeof(old_p));
 		memcpy(a->model, old_m, sizeof(old_m));
 		memcpy(a->approval, old_ap, sizeof(old_ap));
