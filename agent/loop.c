@@ -77,6 +77,8 @@ struct loop {
 	int stop;
 	long long born_us;	/* monotonic us at loop_new */
 	long long waited_us;	/* spent in the ring's wait since then */
+	int skipped_wait;	/* the last turn ran a due timer without
+				 * entering the ring's wait */
 };
 
 static long long loop_now_us(void);
@@ -498,12 +500,22 @@ loop_once(struct loop *l)
 	if (l->before_sleep)
 		l->before_sleep(l, l->before_sleep_arg);
 	ms = loop_next_timeout(l);
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000;
-	t0 = loop_now_us();
-	r = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1,
-	    ms >= 0 ? &ts : NULL, NULL);
-	l->waited_us += loop_now_us() - t0;
+	if (ms == 0 && !l->skipped_wait) {
+		/* A timer is due: no wait, so no system call unless there is
+		 * something to submit (completions arrive in the shared ring
+		 * without one).  The next turn waits again, so that due
+		 * timers never starve the ring. */
+		r = io_uring_sq_ready(&l->ring) ? io_uring_submit(&l->ring) : 0;
+		l->skipped_wait = 1;
+	} else {
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = (ms % 1000) * 1000000;
+		t0 = loop_now_us();
+		r = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1,
+		    ms >= 0 ? &ts : NULL, NULL);
+		l->waited_us += loop_now_us() - t0;
+		l->skipped_wait = 0;
+	}
 	if (r < 0 && r != -ETIME && r != -EINTR)
 		return r;
 	while ((n = io_uring_peek_batch_cqe(&l->ring, cqes, LOOP_BATCH)) > 0) {
