@@ -26,6 +26,16 @@
  * keeps the failure until a commit with writes succeeds: the turn reads
  * it (journal_failed) and stays stopped, saying so to the room.
  *
+ * Holding.  The loop commits before each sleep (journal_before_sleep), so
+ * that nothing recorded waits for a commit while the agent waits.  A hold
+ * (journal_hold) lets those commits pass for a while, so that a step whose
+ * calls change nothing commits once (turn.c); it stands only while nothing
+ * else is written or waits to be announced, so it delays no one else's
+ * record, and a timer on the loop ends it.  A hold never outlives a commit
+ * or an abort.  Writes held across sleeps can be committed, or rolled
+ * back by a failed commit, by someone else meanwhile: j->watched tells
+ * their writer which (journal_watch).
+ *
  * Replies to one connection (errors, answers to who, usage, sync) take no
  * seq: they carry the last announced one, like the welcome, so a client
  * that reconnects with since=seq sees no gap.
@@ -40,6 +50,7 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
+#include "loop.h"
 #include "room_db.h"
 #include "util.h"
 
@@ -62,6 +73,9 @@ struct journal {
 	struct journal_pending *head, *tail;	/* oldest first */
 	size_t npending;
 	int err;			/* last failed commit's -errno, 0 */
+	int watched;			/* journal_watched */
+	long long hold_timer;		/* a hold stands: its end, else 0 */
+	unsigned long hold_writes;	/* room_db_writes when it began */
 };
 
 int
@@ -92,11 +106,22 @@ journal_pop(struct journal *j)
 	free(p);
 }
 
+/* End the hold, if one stands. */
+static void
+journal_unhold(struct journal *j)
+{
+	if (!j->hold_timer)
+		return;
+	loop_del_timer(j->a->loop, j->hold_timer);
+	j->hold_timer = 0;
+}
+
 void
 journal_free(struct journal *j)
 {
 	if (!j)
 		return;
+	journal_unhold(j);
 	while (j->head)
 		journal_pop(j);
 	free(j);
@@ -210,6 +235,7 @@ journal_live(struct journal *j, json_object *ev)
 		return 0;
 	}
 	journal_reserve(j, seq);
+	journal_unhold(j);	/* it goes out with the next commit */
 	return journal_wait(j, seq, 0, ev);
 }
 
@@ -219,6 +245,8 @@ journal_drop(struct journal *j, int err)
 {
 	long long dropped = 0;
 
+	if (j->watched == 0)
+		j->watched = err;
 	j->reserving = 0;
 	journal_release(j, 0);
 	for (struct journal_pending *p = j->head; p; p = p->next)
@@ -237,6 +265,7 @@ journal_commit(struct journal *j)
 {
 	int wrote = room_db_in_tx(j->a->db), r;
 
+	journal_unhold(j);
 	r = room_db_commit(j->a->db);
 	if (r < 0) {
 		journal_drop(j, r);
@@ -248,8 +277,11 @@ journal_commit(struct journal *j)
 	if (j->reserving > j->durable)
 		j->durable = j->reserving;
 	j->reserving = 0;
-	if (wrote)
+	if (wrote) {
 		j->err = 0;
+		if (j->watched == 0)
+			j->watched = 1;
+	}
 	journal_release(j, 1);
 	return 0;
 }
@@ -257,6 +289,7 @@ journal_commit(struct journal *j)
 void
 journal_abort(struct journal *j, int err)
 {
+	journal_unhold(j);
 	room_db_rollback(j->a->db);
 	journal_drop(j, err);
 }
@@ -265,6 +298,50 @@ int
 journal_failed(const struct journal *j)
 {
 	return j->err;
+}
+
+void
+journal_watch(struct journal *j)
+{
+	j->watched = 0;
+}
+
+int
+journal_watched(const struct journal *j)
+{
+	return j->watched;
+}
+
+static long
+journal_hold_over(struct loop *l, long long id, void *arg)
+{
+	struct journal *j = arg;
+
+	j->hold_timer = 0;	/* the loop's next sleep commits */
+	return LOOP_NOMORE;
+}
+
+void
+journal_hold(struct journal *j, long ms)
+{
+	long long id;
+
+	journal_unhold(j);
+	for (struct journal_pending *p = j->head; p; p = p->next)
+		if (!p->stored)
+			return;
+	if ((id = loop_add_timer(j->a->loop, ms, journal_hold_over, j)) < 0)
+		return;
+	j->hold_timer = id;
+	j->hold_writes = room_db_writes(j->a->db);
+}
+
+int
+journal_before_sleep(struct journal *j)
+{
+	if (j->hold_timer && room_db_writes(j->a->db) == j->hold_writes)
+		return 0;
+	return journal_commit(j);
 }
 
 long long

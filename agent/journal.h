@@ -3,7 +3,9 @@
  * room's events (journal.c's head says how).  It owns the room-wide
  * sequence numbers and each connection's committed watermark; nothing
  * below it (room_db, the turn, the tools) writes to a client, and the
- * connection layer (conn.h) writes only what it announced.
+ * connection layer (conn.h) writes only what it announced.  Every commit
+ * and rollback of room.db goes through it (journal_commit, journal_abort),
+ * so that what a failed commit undid is never announced.
  *
  * Every function returns 0 or a negative errno unless it says otherwise;
  * room_db_strerror says what an error means to people.
@@ -53,6 +55,24 @@ void journal_abort(struct journal *j, int err);
 /* The error of the last commit that failed, while no commit with writes
  * has succeeded since; 0 when room.db takes writes. */
 int journal_failed(const struct journal *j);
+/* Watch the open transaction, which holds writes that stay uncommitted
+ * across loop turns (journal_hold): journal_watched then says what became
+ * of it, since someone else's commit may end it meanwhile.  0 while it is
+ * open, 1 once committed, or the -errno of the failure that rolled it back
+ * (journal_watched stays so until the next journal_watch). */
+void journal_watch(struct journal *j);
+int journal_watched(const struct journal *j);
+
+/* Leave the open transaction uncommitted at the loop's sleeps for up to
+ * ms: the turn's answer and the calls that change nothing, which commit
+ * with the calls' ends (turn.c's head).  The hold ends at once when
+ * anything else is written to room.db or waits to be announced, when ms
+ * have passed, and at any commit or abort; then journal_before_sleep
+ * commits as usual.  Nothing is held while live events wait. */
+void journal_hold(struct journal *j, long ms);
+/* The loop is about to sleep: commit (journal_commit) what this loop turn
+ * recorded, unless a hold stands.  0 or the commit's -errno. */
+int journal_before_sleep(struct journal *j);
 
 /* The seq of the last announced event: what a reply to one connection and
  * the welcome carry (they take no seq of their own, so a client that

@@ -266,14 +266,14 @@ main_before_sleep(struct loop *l, void *arg)
 
 	/* Persist, then announce, then write: the journal commits what this
 	 * loop turn recorded (bookkeeping, the seq reservation of live
-	 * events) and only then queues it; a failure is logged there and
-	 * whoever recorded something learns it at their own checkpoint.
-	 * Freeing connections may announce presence: commit and write once
-	 * more. */
-	journal_commit(a->journal);
+	 * events) and only then queues it, unless the turn holds its step's
+	 * commit (journal_hold); a failure is logged there and whoever
+	 * recorded something learns it at their own checkpoint.  Freeing
+	 * connections may announce presence: commit and write once more. */
+	journal_before_sleep(a->journal);
 	term_flush(a);
 	conn_flush(a);
-	journal_commit(a->journal);
+	journal_before_sleep(a->journal);
 	conn_flush(a);
 }
 

@@ -101,6 +101,7 @@ struct room_db {
 				 * back by itself; the next commit or
 				 * rollback reports it (0: none) */
 	long long epoch;	/* room_db_transcript_epoch */
+	unsigned long writes;	/* room_db_writes */
 	struct wal_checkpointer *ckpt;	/* its WAL checkpoints, off the loop;
 					 * NULL: SQLite's own, in commits */
 };
@@ -332,6 +333,12 @@ room_db_in_tx(struct room_db *db)
 	return db && (db->in_tx || db->tx_lost);
 }
 
+unsigned long
+room_db_writes(const struct room_db *db)
+{
+	return db->writes;
+}
+
 void
 room_db_rollback(struct room_db *db)
 {
@@ -542,6 +549,7 @@ room_db_write(struct room_db *db, const char *sql, const char *fmt, ...)
 
 	if ((r = room_db_begin(db)) < 0)
 		return r;
+	db->writes++;
 	if (room_db_rewrites_transcript(sql))
 		db->epoch++;
 	va_start(ap, fmt);

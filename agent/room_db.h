@@ -45,6 +45,10 @@ int room_db_version(struct room_db *db);
 int room_db_commit(struct room_db *db);
 /* 1 while a transaction is open (a write since the last commit). */
 int room_db_in_tx(struct room_db *db);
+/* Write statements run so far: whoever leaves the open transaction
+ * uncommitted for a while (journal_hold) learns whether anyone wrote in it
+ * meanwhile. */
+unsigned long room_db_writes(const struct room_db *db);
 /* Roll back the open transaction, if any: the writes since the last
  * commit are undone. */
 void room_db_rollback(struct room_db *db);

@@ -21,13 +21,29 @@
  * tool results message before the next request.  Each commits as late as
  * that allows, with what follows: the response with its first call's
  * start (or end, or approval request) or with the turn's end; a call's
- * end with the next call's start or with the results message.  So a step
- * with one call makes two commits, where each commit costs system calls
- * (locks, WAL frames) that dominate a step's own time.  On start (turn_resume) the last transcript message says
- * what to do next: a user message means the model call was in flight (make
- * it again); an assistant message with tool calls means answer the calls
- * with no journal end, where a start without an end becomes "interrupted"
- * and is never run again.
+ * end with the next call's start or with the results message.  On start
+ * (turn_resume) the last transcript message says what to do next: a user
+ * message means the model call was in flight (make it again); an
+ * assistant message with tool calls means answer the calls with no
+ * journal end, where a start without an end becomes "interrupted" and is
+ * never run again.
+ *
+ * Held steps.  A call that changes nothing (read, ls, grep, skill: not
+ * tools.h's modifies) runs before its start commits when nothing of its
+ * step is committed yet: the response, such calls' starts, audit rows and
+ * ends then commit once, with the results message, where two commits per
+ * step would cost more system calls (locks, WAL frames) than the rest of
+ * the step's own work.  Until then the loop's before-sleep commits are
+ * held (journal_hold), for TURN_HOLD_MS at most, so a longer call is shown
+ * while it runs, and while nobody else writes.  A crash before that commit
+ * leaves room.db as if the model call were in flight: the step is asked
+ * again, which repeats no change to anything, and no result that anyone
+ * saw, since nothing uncommitted is announced.  Once anything of the step
+ * is committed (a call that may change the workspace, an approval request,
+ * the hold's time, someone else's write), the rules above apply again.
+ * Someone else's failed commit can roll the held writes back: the journal
+ * says so (journal_watch), and the turn is suspended as at a failed
+ * checkpoint, never building on them.
  *
  * Each checkpoint is one transaction with the events it records (room.h:
  * room_record): they are announced only once it committed (journal.h).
@@ -86,6 +102,8 @@
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
 #define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
 #define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
+#define TURN_HOLD_MS		100	/* a call that changes nothing goes
+					 * unshown for at most this long */
 #define TURN_WAIT_MS		1000	/* a suspended turn looks this often
 						 * whether room.db takes writes */
 
@@ -124,6 +142,9 @@ struct turn {
 	int call_step;			/* their assistant message's step */
 	int next;			/* index of the call in hand */
 	const struct tool_def *run_def;	/* the running call's tool */
+	int held;			/* all this step recorded is in the open
+					 * transaction, watched (journal_watch):
+					 * see "Held steps" above */
 	void *run;			/* and the call, or NULL */
 	long long ask_deadline;		/* monotonic ms an ask times out */
 	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
@@ -229,6 +250,11 @@ turn_suspend(struct turn *t, int err)
 static int
 turn_checkpoint(struct turn *t, int r)
 {
+	/* A held step that someone else's failed commit rolled back: the
+	 * turn stops where room.db says it is, as after its own failure. */
+	if (r == 0 && t->held && journal_watched(t->a->journal) < 0)
+		r = journal_watched(t->a->journal);
+	t->held = 0;
 	if (r < 0)
 		journal_abort(t->a->journal, r);
 	else
@@ -975,6 +1001,8 @@ turn_model_complete(struct turn *t)
 	t->call_step = t->step;
 	t->next = 0;
 	t->step++;
+	t->held = 1;
+	journal_watch(a->journal);
 	turn_tools_next(t);
 }
 
@@ -1106,6 +1134,8 @@ turn_tool_end(struct turn *t, int idx, const char *status,
 	const char *id = json_get_string(b, "id");
 	int r;
 
+	if (t->held && journal_watched(t->a->journal) < 0)
+		return turn_checkpoint(t, 0);	/* the start is gone */
 	json_object_object_get_ex(b, "input", &in);
 	r = room_db_tool_end(t->a->db, t->id, t->call_step, idx, id ? id : "",
 	    json_get_string(b, "name") ? json_get_string(b, "name") : "",
@@ -1137,7 +1167,9 @@ turn_tool_done(void *arg, const char *status, const char *output)
 
 /* Run call idx: its journal start and audit row committed first (with
  * whatever was recorded before them: the answer, earlier calls' ends),
- * then the command; never past a start that room.db did not take.  1
+ * then the command; never past a start that room.db did not take.  In a
+ * held step (see "Held steps"), a call that changes nothing runs with its
+ * start written and left to commit with its end.  1
  * when it is running, 0 when it ended at once (error recorded), -errno
  * when the turn was suspended (t freed). */
 static int
@@ -1170,7 +1202,10 @@ turn_tool_run(struct turn *t, int idx)
 	if (r == 0 && what)
 		r = room_db_audit_add(t->a->db, "agent", "tool", what,
 		    def->audit_cwd, &audit_id);
-	if ((r = turn_checkpoint(t, r)) < 0)
+	if (r == 0 && !def->modifies && t->held &&
+	    journal_watched(t->a->journal) == 0)
+		journal_hold(t->a->journal, TURN_HOLD_MS);
+	else if ((r = turn_checkpoint(t, r)) < 0)
 		return r;
 	if (tools_start(def, t->a, name, id ? id : "", in, audit_id,
 	    turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {

@@ -28,7 +28,8 @@ as it is written.  Each request takes the next scripted step:
 
 With no step left, a default rule answers (so demos and tests across
 processes work): a tool result -> "Command output:\\n" + its content; a user
-line holding "run: CMD" (at its start or after a space, as in "@agent run: ls") -> "Running it." and a bash call {"command": CMD}; anything
+line holding "run: CMD" (at its start or after a space, as in "@agent run: ls") -> "Running it." and a bash call {"command": CMD}; one holding
+"read: PATH" -> "Reading it." and a read call {"path": PATH}; anything
 else -> "echo: " + the user's text.
 
 variant="ollama" sends each tool call whole in one chunk without ids and
@@ -258,6 +259,10 @@ def default_reply(api, body):
             return Reply(text="Running it.",
                          tool_calls=[ToolCall("bash",
                                               {"command": line[at + 5:].strip()})])
+        if line.startswith("read: ") and line[6:].strip():
+            return Reply(text="Reading it.",
+                         tool_calls=[ToolCall("read",
+                                              {"path": line[6:].strip()})])
     return Reply(text="echo: " + text)
 
 

@@ -11,7 +11,10 @@ line appended to a file in the workspace), every stored kind of event a
 client saw is in room.db with the seq it was shown with, and no seq was
 shown twice, across the restart too.  A second test fails one commit only
 and shows the room being told, and the turn going on once room.db takes a
-write again, without a restart.
+write again, without a restart.  A step whose calls change nothing (read)
+commits once, with the calls' ends: a failed commit anywhere in such a
+turn redoes the step instead of reporting a call interrupted, and a call
+that runs long is shown while it runs.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_journal.py
 (make check builds build/tests/fault_vfs.so first).
@@ -24,7 +27,7 @@ import time
 import pytest
 
 from test_agent import BIN_DIR, Room, pytestmark, room  # noqa: F401
-from model_server import ModelServer
+from model_server import ModelServer, Reply, ToolCall
 
 SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
 STORED = {"message", "prompt", "turn_start", "tool_call", "tool_result",
@@ -159,14 +162,27 @@ def wait_turns_done(fr, client, timeout=20):
     return False
 
 
-def run_with_fault(model, at, sticky):
+def ran_at_most_once(fr, at):
+    """The counted command ran once or not at all; not at all only when no
+    result said it ran."""
+    n = fr.workspace_count()
+    assert n <= 1, "commit %d failed: the command ran %d times" % (at, n)
+    if n == 0:
+        results = [e for e in fr.shown if e["type"] == "tool_result"]
+        assert not any(r["status"] == "ok" for r in results), results
+
+
+def run_with_fault(model, at, sticky, prompt=PROMPT, check=ran_at_most_once,
+                   setup=None):
     """One turn with commit `at` failing; then a clean restart that ends
     the turn from room.db.  Whether the fault fired."""
     fr = FaultRoom(model, at, sticky)
     try:
+        if setup:
+            setup(fr)
         if fr.start():
             c = fr.room.connect("alice")
-            c.send({"type": "prompt", "text": PROMPT})
+            c.send({"type": "prompt", "text": prompt})
             fr.watch(c, turn_over, 20)
             fr.room.kill9()
         fired = fr.fired()
@@ -175,39 +191,82 @@ def run_with_fault(model, at, sticky):
         c = fr.room.connect("alice")
         if not turns(fr):
             # The prompt never made it into room.db: ask again.
-            c.send({"type": "prompt", "text": PROMPT})
+            c.send({"type": "prompt", "text": prompt})
         assert wait_turns_done(fr, c), (at, turns(fr), fr.shown[-10:],
                                         fr.room.log_text()[-3000:])
-        n = fr.workspace_count()
-        assert n <= 1, "commit %d failed: the command ran %d times" % (at, n)
-        if n == 0:
-            results = [e for e in fr.shown if e["type"] == "tool_result"]
-            assert not any(r["status"] == "ok" for r in results), results
+        check(fr, at)
         check_shown_were_stored(fr)
         return fired
     finally:
         fr.cleanup()
 
 
-def test_failed_commit_at_every_checkpoint_never_runs_twice(model):
-    # A clean run says how many commits a turn makes.
+def clean_commits(model, prompt, setup=None):
+    """The commits a clean run of one turn of prompt makes: (before the
+    prompt, after the turn), with the events shown."""
     fr = FaultRoom(model, 0, True)
     try:
+        if setup:
+            setup(fr)
         assert fr.start()
         c = fr.room.connect("alice")
         before = fr.commits()
-        c.send({"type": "prompt", "text": PROMPT})
+        c.send({"type": "prompt", "text": prompt})
         assert fr.watch(c, lambda ev: ev.get("type") == "turn_end", 20)
         time.sleep(0.3)
-        after = fr.commits()
-        assert fr.workspace_count() == 1
         check_shown_were_stored(fr)
+        return before, fr.commits(), fr.shown, fr.workspace_count()
     finally:
         fr.cleanup()
+
+
+def test_failed_commit_at_every_checkpoint_never_runs_twice(model):
+    # A clean run says how many commits a turn makes.
+    before, after, _, count = clean_commits(model, PROMPT)
+    assert count == 1
     assert after - before >= 4, (before, after)    # one per checkpoint
     fired_in_turn = 0
     for at in range(before + 1, after + 1):
         fired_in_turn += run_with_fault(model, at, sticky=True)
+    assert fired_in_turn >= after - before
+
+
+NOTES = "the notes say: ship on Friday\n"
+READ_PROMPT = "read: notes.txt"
+
+
+def write_notes(fr):
+    with open(os.path.join(fr.room.workspace, "notes.txt"), "w") as f:
+        f.write(NOTES)
+
+
+def read_answered(fr, at):
+    """The read was answered with the file's text, and never reported as
+    interrupted: a failed commit redid its step."""
+    results = [e for e in fr.shown if e["type"] == "tool_result"]
+    assert results and not any(r["status"] == "interrupted"
+                               for r in results), (at, results)
+    said = [e.get("text", "") for e in fr.shown if e["type"] == "message"
+            and e.get("user") == "agent"]
+    assert any("ship on Friday" in t for t in said), (at, said)
+
+
+def test_a_step_of_reads_commits_once_and_a_failed_commit_redoes_it(model):
+    """A turn of one read makes one commit fewer than the same turn with a
+    command, since the read's step commits once; failing any commit of it
+    redoes the step after the restart, and the read is never reported as
+    interrupted."""
+    b_before, b_after, _, _ = clean_commits(model, PROMPT)
+    before, after, shown, _ = clean_commits(model, READ_PROMPT, write_notes)
+    kinds = [e["type"] for e in shown]
+    assert kinds.index("tool_call") < kinds.index("tool_result"), kinds
+    assert after - before == b_after - b_before - 1, (
+        (before, after), (b_before, b_after))
+    fired_in_turn = 0
+    for at in range(before + 1, after + 1):
+        fired_in_turn += run_with_fault(model, at, sticky=True,
+                                        prompt=READ_PROMPT,
+                                        check=read_answered, setup=write_notes)
     assert fired_in_turn >= after - before
 
 
@@ -295,3 +354,31 @@ def test_replies_take_no_seq_so_a_reconnect_sees_no_gap(room):
     assert b.welcome["seq"] == two["seq"]
     got = b.wait("message", text="two")
     assert got["replay"] and got["seq"] == two["seq"]
+
+
+def test_a_long_call_that_changes_nothing_is_shown_while_it_runs(room, model):
+    """A held step is announced once the hold's time is up: the call of a
+    grep through 40,000 files reaches the room long before its result, as
+    any call's does."""
+    for d in range(40):
+        os.mkdir(os.path.join(room.workspace, "d%d" % d))
+        for i in range(1000):
+            with open(os.path.join(room.workspace, "d%d" % d,
+                                   "f%d.txt" % i), "w") as f:
+                f.write("nothing here\n")
+    model.script(Reply("", tool_calls=[ToolCall("grep",
+                                                {"pattern": "needle"})]),
+                 Reply("Done."))
+    room.start("--model-url", model.url, "--approval", "allow_all")
+    c = room.connect("alice")
+    c.send({"type": "prompt", "text": "find the needle"})
+    seen = {}
+    end = time.monotonic() + 60
+    while "turn_end" not in seen and time.monotonic() < end:
+        assert c._read(0.5)
+        for ev in c.events:
+            seen.setdefault(ev["type"], time.monotonic())
+        c.events.clear()
+    assert "tool_call" in seen and "tool_result" in seen, seen
+    # Announced at the end, both would go out in one write.
+    assert seen["tool_result"] - seen["tool_call"] > 0.1, seen

@@ -6,7 +6,10 @@
  * failed never does, and the failure stays until a commit stores
  * something; a live event goes out at once while its seq is reserved,
  * and is held until a commit otherwise; seqs never repeat, also across a
- * reopen; a member who joins gets the announced events once.
+ * reopen; a member who joins gets the announced events once; a hold
+ * keeps the loop's before-sleep commits away only while nobody else
+ * writes and until its time is up, and a watch tells whether the held
+ * writes were committed or rolled back by someone else's failed commit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "../../agent/agent.h"
 #include "../../agent/conn.h"
 #include "../../agent/journal.h"
+#include "../../agent/loop.h"
 #include "../../agent/room_db.h"
 #include "unit.h"
 
@@ -144,6 +148,86 @@ test_reopen_never_repeats(void)
 	free(c);
 }
 
+static void
+before_sleep(struct loop *l, void *arg)
+{
+	journal_before_sleep(arg);
+}
+
+static long
+stop_loop(struct loop *l, long long id, void *arg)
+{
+	loop_stop(l);
+	return LOOP_NOMORE;
+}
+
+/* Held writes wait for the hold to end: by someone else's write, by a
+ * live event, by its time; a failed commit meanwhile is what the watch
+ * reports, and the held events are never sent. */
+static void
+test_hold_and_watch(void)
+{
+	struct agent a = { 0 };
+	struct journal *j;
+	struct conn *c;
+
+	CHECK_INT(room_db_open(path, &a.db), 0);
+	CHECK((a.loop = loop_new(64)) != NULL);
+	CHECK_INT(journal_new(&a, &j), 0);
+	a.journal = j;
+	c = member(&a);
+	CHECK_INT(journal_join(j, c, -1, 0), 0);
+
+	/* Held: the before-sleep commit leaves it; someone else's write
+	 * ends the hold, and the next one commits both. */
+	CHECK_INT(journal_record(j, event("message", "held-one")), 0);
+	journal_watch(j);
+	journal_hold(j, 60000);
+	CHECK_INT(journal_before_sleep(j), 0);
+	CHECK(!sent(c, "held-one") && room_db_in_tx(a.db));
+	CHECK_INT(journal_watched(j), 0);
+	CHECK_INT(room_db_config_set(a.db, "model", "other", "bob"), 0);
+	CHECK_INT(journal_before_sleep(j), 0);
+	CHECK(sent(c, "held-one") && !room_db_in_tx(a.db));
+	CHECK_INT(journal_watched(j), 1);
+
+	/* A live event ends the hold too; that commit fails (a full disk):
+	 * the watch says so and the held event is never sent. */
+	CHECK_INT(journal_record(j, event("message", "held-two")), 0);
+	journal_watch(j);
+	journal_hold(j, 60000);
+	CHECK_INT(journal_before_sleep(j), 0);
+	CHECK_INT(journal_live(j, event("notice", "joined")), 0);
+	shim_full = 1;
+	CHECK_INT(journal_before_sleep(j), -ENOSPC);
+	shim_full = 0;
+	CHECK_INT(journal_watched(j), -ENOSPC);
+	CHECK(!sent(c, "held-two"));
+
+	/* Its time ends it: the loop's next sleep commits. */
+	CHECK_INT(journal_record(j, event("message", "held-three")), 0);
+	journal_watch(j);
+	journal_hold(j, 20);
+	loop_set_before_sleep(a.loop, before_sleep, j);
+	CHECK(loop_add_timer(a.loop, 200, stop_loop, NULL) > 0);
+	CHECK_INT(loop_run(a.loop), 0);
+	CHECK(sent(c, "held-three"));
+	CHECK_INT(journal_watched(j), 1);
+
+	/* An explicit commit ends any hold. */
+	CHECK_INT(journal_record(j, event("message", "held-four")), 0);
+	journal_hold(j, 60000);
+	CHECK_INT(journal_commit(j), 0);
+	CHECK(sent(c, "held-four"));
+	CHECK_INT(journal_before_sleep(j), 0);
+
+	journal_free(j);
+	loop_free(a.loop);
+	room_db_close(a.db);
+	buf_free(&c->out);
+	free(c);
+}
+
 int
 main(void)
 {
@@ -154,6 +238,7 @@ main(void)
 	    (int)getpid());
 	TEST(test_announce_after_commit);
 	TEST(test_reopen_never_repeats);
+	TEST(test_hold_and_watch);
 	unlink(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	unlink(wal);
