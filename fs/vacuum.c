@@ -17,9 +17,14 @@
  * (moving 1 MiB of pages: milliseconds on a warm cache), as the reclaimer
  * does (reclaim.c); a crash keeps or loses whole batches, and every one
  * leaves a consistent database.  At the end the group is committed and
- * checkpointed once, under the lock, so the file is cut before the
- * command returns.  It stops when nothing is free, or when a batch gives
- * nothing back.
+ * checkpointed under the lock, so the file is cut before the command
+ * returns.  SQLite cuts it only at a checkpoint that copies the whole WAL,
+ * which a reader still in a request begun before the last commit prevents
+ * (its snapshot needs the frames before it; readers.c ends it when the
+ * request does): the commit and checkpoint are tried again, the lock
+ * released for VACUUM_PAUSE_MS between two, up to VACUUM_FINISH_TRIES
+ * times.  It stops when nothing is free, or when a batch gives nothing
+ * back.
  */
 #include "fs_int.h"
 
@@ -31,6 +36,8 @@
 #define VACUUM_STR_(x) #x
 #define VACUUM_STR(x) VACUUM_STR_(x)
 #define VACUUM_PAUSE_MS 2
+/* Checkpoints tried at the end, at most: about a second of readers. */
+#define VACUUM_FINISH_TRIES 500
 /* SQLite's auto_vacuum value for INCREMENTAL. */
 #define VACUUM_INCREMENTAL 2
 
@@ -100,22 +107,45 @@ vacuum_sleep(long ms)
 		;
 }
 
-/* Commit what the batches did and checkpoint it, so the file is cut now.
- * 0 or -errno. */
+/* Commit what the batches did (and what other operations did since) and
+ * checkpoint it all.  1 when the whole WAL was copied, so the file is cut;
+ * 0 when a reader's snapshot kept some of it; -errno. */
 static int
-vacuum_finish(struct fs *fs)
+vacuum_checkpoint(struct fs *fs)
 {
-	int r, rc;
+	int r, rc, log = 0, copied = 0;
 
 	fs_lock(fs);
 	if ((r = db_commit(fs, 0)) == 0) {
 		rc = sqlite3_wal_checkpoint_v2(fs->db, NULL,
-		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		    SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
 		if (rc != SQLITE_OK && rc != SQLITE_BUSY)
 			r = db_errno(fs, rc, "checkpointing after a compact");
+		else
+			r = rc == SQLITE_OK && copied == log;
 	}
 	fs_unlock(fs);
 	return r;
+}
+
+/* Checkpoint until the file is cut (see the head).  0 or -errno; a file
+ * that readers kept from being cut meanwhile is cut by a later
+ * checkpoint. */
+static int
+vacuum_finish(struct fs *fs)
+{
+	int r;
+
+	for (int tries = 1; (r = vacuum_checkpoint(fs)) == 0; tries++) {
+		if (tries == VACUUM_FINISH_TRIES) {
+			log_warn("compact: readers kept the WAL from being "
+			    "copied whole; the file is cut at a later "
+			    "checkpoint");
+			break;
+		}
+		vacuum_sleep(VACUUM_PAUSE_MS);
+	}
+	return r < 0 ? r : 0;
 }
 
 /* Give the free pages of fs's database back to the disk, in batches (see
