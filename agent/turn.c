@@ -142,10 +142,10 @@ struct turn {
 	int call_step;			/* their assistant message's step */
 	int next;			/* index of the call in hand */
 	const struct tool_def *run_def;	/* the running call's tool */
+	void *run;			/* and the call, or NULL */
 	int held;			/* all this step recorded is in the open
 					 * transaction, watched (journal_watch):
 					 * see "Held steps" above */
-	void *run;			/* and the call, or NULL */
 	long long ask_deadline;		/* monotonic ms an ask times out */
 	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
 	int summarising;		/* the request is a summary request */
