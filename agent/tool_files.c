@@ -1,8 +1,10 @@
 /*
  * tool_files.c: how a file tool call runs (tool_files.h).  turn.c starts a
  * call through tools.c once its audit row (user "agent", kind "tool", the
- * tool's name and path as its command: tool_files_audit) is committed with
- * the call's journal start (tools.h: "Auditing"); then its body runs in a
+ * tool's name and path as its command: tool_files_audit) is written with
+ * the call's journal start and, for write and edit, committed (tools.h:
+ * "Auditing"; read, ls and grep may commit it with their end, turn.c's
+ * "Held steps"); then its body runs in a
  * coroutine (wsio.h) started from a 0 ms timer, so that done is never
  * called inside start.  When the body returns, on the loop's stack: the
  * audit is ended, the text is made valid UTF-8 and done gets it.

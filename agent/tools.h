@@ -8,11 +8,13 @@
  *
  * Auditing.  A tool that acts on the workspace has an audit hook: the
  * caller (turn.c) writes the call's audit row with the call's journal
- * start, so that one commit makes both durable before anything runs, and
- * hands the row's id to start.  From then on the tool owns the row: it
- * writes its end (room_db_audit_end) when the call ends, in the open
- * transaction that the caller commits with the call's end.  A start that
- * fails has run nothing: tools_start ends the row then (exit code 126).
+ * start, so that one commit makes both durable before anything runs (for
+ * a tool that does not modify: before its result reaches anyone, turn.c's
+ * "Held steps"), and hands the row's id to start.  From then on the tool
+ * owns the row: it writes its end (room_db_audit_end) when the call ends,
+ * in the open transaction that the caller commits with the call's end.  A
+ * start that fails has run nothing: tools_start ends the row then (exit
+ * code 126).
  */
 #ifndef ATRIUM_AGENT_TOOLS_H
 #define ATRIUM_AGENT_TOOLS_H
