@@ -62,6 +62,26 @@ sent(struct conn *c, const char *text)
 	    memmem(c->out.data, c->out.len, text, strlen(text)) != NULL;
 }
 
+/* a's room.db at path and its journal. */
+static struct journal *
+room_open(struct agent *a)
+{
+	CHECK_INT(room_db_open(path, &a->db), 0);
+	CHECK_INT(journal_new(a, &a->journal), 0);
+	return a->journal;
+}
+
+/* Free what room_open, the test and member c made. */
+static void
+room_close(struct agent *a, struct conn *c)
+{
+	journal_free(a->journal);
+	loop_free(a->loop);
+	room_db_close(a->db);
+	buf_free(&c->out);
+	free(c);
+}
+
 static void
 test_announce_after_commit(void)
 {
@@ -69,9 +89,7 @@ test_announce_after_commit(void)
 	struct journal *j;
 	struct conn *c;
 
-	CHECK_INT(room_db_open(path, &a.db), 0);
-	CHECK_INT(journal_new(&a, &j), 0);
-	a.journal = j;
+	j = room_open(&a);
 	c = member(&a);
 
 	CHECK_INT(journal_record(j, event("message", "first")), 0);
@@ -114,10 +132,7 @@ test_announce_after_commit(void)
 	CHECK_INT(journal_failed(j), 0);
 	CHECK_INT((int)journal_seq(j), 5);	/* 4 was "told" */
 
-	journal_free(j);
-	room_db_close(a.db);
-	buf_free(&c->out);
-	free(c);
+	room_close(&a, c);
 }
 
 /* After a reopen, seqs go on past everything shown. */
@@ -128,9 +143,7 @@ test_reopen_never_repeats(void)
 	struct journal *j;
 	struct conn *c;
 
-	CHECK_INT(room_db_open(path, &a.db), 0);
-	CHECK_INT(journal_new(&a, &j), 0);
-	a.journal = j;
+	j = room_open(&a);
 	CHECK((int)journal_seq(j) >= 5);
 	c = member(&a);
 	/* A joiner gets the stored events once, and then only new ones. */
@@ -142,10 +155,7 @@ test_reopen_never_repeats(void)
 	/* Past the block reserved for "live-one" (seq 2): any seq shown
 	 * as live before the reopen may be in it. */
 	CHECK(journal_seq(j) > 2 + JOURNAL_SEQ_RESERVE);
-	journal_free(j);
-	room_db_close(a.db);
-	buf_free(&c->out);
-	free(c);
+	room_close(&a, c);
 }
 
 static void
@@ -171,10 +181,8 @@ test_hold_and_watch(void)
 	struct journal *j;
 	struct conn *c;
 
-	CHECK_INT(room_db_open(path, &a.db), 0);
+	j = room_open(&a);
 	CHECK((a.loop = loop_new(64)) != NULL);
-	CHECK_INT(journal_new(&a, &j), 0);
-	a.journal = j;
 	c = member(&a);
 	CHECK_INT(journal_join(j, c, -1, 0), 0);
 
@@ -221,11 +229,7 @@ test_hold_and_watch(void)
 	CHECK(sent(c, "held-four"));
 	CHECK_INT(journal_before_sleep(j), 0);
 
-	journal_free(j);
-	loop_free(a.loop);
-	room_db_close(a.db);
-	buf_free(&c->out);
-	free(c);
+	room_close(&a, c);
 }
 
 int
