@@ -167,8 +167,11 @@ ckpt_run(struct fs *fs)
 	fs_lock(fs);
 	/* What it copied counts only in the WAL it copied from: not when the
 	 * writer restarted the WAL meanwhile (it is shorter now). */
-	if (rc == SQLITE_OK && copied >= 0 && logged <= fs->wal_size)
+	if (rc == SQLITE_OK && copied >= 0 && logged <= fs->wal_size) {
 		fs->wal_backfilled = copied;
+		if (copied == logged && logged > 0)
+			readers_wal_copied(fs);
+	}
 	if (rc != SQLITE_OK && rc != SQLITE_BUSY && !fs->ckpt_failed)
 		log_warn("%s: checkpoint: %s (tried again as the WAL grows)",
 		    fs->path, sqlite3_errstr(rc));

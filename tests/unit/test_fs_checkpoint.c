@@ -13,6 +13,11 @@
  * in big writes (fs/walbuf.c), so after that checkpoint alone (a close
  * has nothing left to copy) every byte reads back where it was written,
  * and fsck is clean.
+ * A checkpoint that copies the whole WAL ends the snapshots the readers
+ * kept from before it: with a reader's snapshot of the uncopied WAL kept
+ * across the checkpoint, the WAL could not be emptied (that snapshot reads
+ * through it), so a checkpoint that empties it succeeds only with the
+ * fix, and the file reads back whole after it.
  */
 #include "../../fs/fs_int.h"
 #include "unit.h"
@@ -150,12 +155,49 @@ test_committer_checkpoints_in_the_background(void)
 	fs_close(fs);
 }
 
+/* The reader that served a read keeps its snapshot while no group ends;
+ * the committer's checkpoint (run here, without the committer's thread,
+ * so that it comes after the read) copies every frame and must end that
+ * snapshot, or the WAL cannot be emptied. */
+static void
+test_whole_wal_checkpoint_ends_kept_snapshots(void)
+{
+	struct fs *fs = fixture_new_fs();
+	unsigned char buf[4096];
+	uint32_t mx = 0, backfill = 0;
+	struct fs_attr a;
+
+	if (!fs)
+		return;
+	fs_lock(fs);
+	CHECK_INT(ckpt_start(fs), 0);
+	fs_unlock(fs);
+	write_file(fs, "eight", 8 * MIB);
+	CHECK_INT(fs_sync(fs, 0), 0);
+	CHECK_INT(fs_lookup(fs, FS_ROOT_INO, "eight", 0, &a), 0);
+	CHECK_INT(fs_read(fs, a.ino, 5 * MIB, buf, sizeof(buf)), sizeof(buf));
+	CHECK_INT(buf[7], pattern(5 * MIB + 7));
+	fs_lock(fs);
+	ckpt_run(fs);
+	fs_unlock(fs);
+	CHECK_INT(shm_frames(&mx, &backfill), 0);
+	CHECK(mx > 2048);
+	CHECK_INT(backfill, mx);
+	CHECK_INT(fixture_checkpoint_truncate(), SQLITE_OK);
+	CHECK(file_is_whole(fs, "eight", 8 * MIB));
+	fs_lock(fs);
+	ckpt_stop(fs);
+	fs_unlock(fs);
+	fs_close(fs);
+}
+
 int
 main(void)
 {
 	if (fixture_begin())
 		return 1;
 	TEST(test_committer_checkpoints_in_the_background);
+	TEST(test_whole_wal_checkpoint_ends_kept_snapshots);
 	fixture_end();
 	return unit_done("test_fs_checkpoint");
 }

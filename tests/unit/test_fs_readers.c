@@ -270,25 +270,6 @@ test_reads_see_answered_changes(void)
 	fs_close(fs);
 }
 
-/* A checkpoint of every frame that empties the WAL, on a connection of
- * the test's own that waits for no one: SQLITE_OK, or SQLITE_BUSY while a
- * reader holds an older snapshot. */
-static int
-checkpoint_truncate(void)
-{
-	sqlite3 *db;
-	int rc;
-
-	if (sqlite3_open(db_path, &db) != SQLITE_OK)
-		return SQLITE_ERROR;
-	rc = sqlite3_exec(db, "SELECT count(*) FROM meta", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_wal_checkpoint_v2(db, "main",
-		    SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-	sqlite3_close(db);
-	return rc;
-}
-
 /* Reads keep a snapshot until the next group of changes ends. */
 static void
 test_snapshots_end_with_groups(void)
@@ -309,7 +290,7 @@ test_snapshots_end_with_groups(void)
 		memset(buf, 'd' + round, 100);
 		CHECK_INT(fs_write(fs, t.x, 0, buf, 100), 100);
 		CHECK_INT(fs_sync(fs, 0), 0);
-		CHECK_INT(checkpoint_truncate(), SQLITE_OK);
+		CHECK_INT(fixture_checkpoint_truncate(), SQLITE_OK);
 		memset(buf, 0, 100);
 		CHECK_INT(fs_read(fs, t.x, 0, buf, 100), 100);
 		CHECK_INT(buf[99], 'd' + round);
