@@ -181,6 +181,14 @@ tool_read_fd(struct wsio *w, int fd, const char *rel, long offset,
 		}
 		used = tool_read_fmt_feed(&f, chunk, (size_t)got);
 		pos += used;
+		/* A regular file reads short only at its end: one that has
+		 * reached the size seen at open, all of it taken, is the end,
+		 * without a round trip more for the read that returns 0. */
+		if (!f.full && (size_t)got < TOOL_READ_CHUNK &&
+		    used == (size_t)got && pos >= size) {
+			got = 0;
+			break;
+		}
 	}
 	if (got == -ETIMEDOUT) {
 		buf_reset(out);
@@ -221,16 +229,16 @@ tool_read_run(struct wsio *w, json_object *input, struct buf *out)
 		r = -EISDIR;
 	if (r == 0 && !S_ISREG(st.stx_mode)) {
 		buf_printf(out, "%s is not a regular file", rel);
-		wsio_close(w, fd);
+		wsio_close_behind(w, fd);
 		return -1;
 	}
 	if (r < 0) {
 		wsio_error(msg, sizeof(msg), rel, r);
 		buf_printf(out, "%s", msg);
-		wsio_close(w, fd);
+		wsio_close_behind(w, fd);
 		return -1;
 	}
 	r = tool_read_fd(w, fd, rel, offset, limit, st.stx_size, out);
-	wsio_close(w, fd);
+	wsio_close_behind(w, fd);
 	return r;
 }

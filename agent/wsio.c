@@ -155,8 +155,7 @@ wsio_entry(void *arg)
 	struct wsio *w = arg;
 
 	w->body(w);
-	if (w->root >= 0)
-		wsio_close(w, w->root);
+	wsio_close_behind(w, w->root);
 	w->root = -1;
 }
 
@@ -547,6 +546,24 @@ wsio_close(struct wsio *w, int fd)
 		return close(fd) < 0 ? -errno : 0;
 	io_uring_prep_close(sqe, fd);
 	return wsio_wait(w, sqe, 0);
+}
+
+void
+wsio_close_behind(struct wsio *w, int fd)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (fd < 0)
+		return;
+	if (w->cancelled || !(sqe = wsio_sqe(w, &r))) {
+		close(fd);
+		return;
+	}
+	io_uring_prep_close(sqe, fd);
+	sqe->personality = (__u16)w->personality;
+	if (loop_io_submit(w->a->loop, sqe, NULL, NULL) < 0)
+		close(fd);	/* the SQE became a no-op */
 }
 
 int

@@ -132,6 +132,13 @@ int wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n);
 /* Close fd (synchronously once cancelled).  0 or -errno. */
 int wsio_close(struct wsio *w, int fd);
 
+/* Close fd without waiting: the close goes with the loop's next
+ * submission, and the coroutine goes on at once.  Only for a descriptor
+ * whose close has nothing to report: O_PATH, or opened read-only (on the
+ * FUSE mount its close is where the kernel asks the daemon to flush the
+ * file, a round trip that a read need not wait for).  Accepts -1. */
+void wsio_close_behind(struct wsio *w, int fd);
+
 /* mkdirat, renameat (same directory), unlinkat of single names in dirfd. */
 int wsio_mkdir(struct wsio *w, int dirfd, const char *name, mode_t mode);
 int wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to);

@@ -121,6 +121,25 @@ def test_read_caps_binary_and_errors(room, model):
     assert res[5]["status"] == "error" and "past the end" in sent[5]
 
 
+def test_read_of_several_chunks_ends_with_the_last_line(room, model):
+    """A file of three 64 KiB reads' worth, its last line without a newline:
+    every line comes back once, the last one whole, with no note that more
+    follow (the read ends where the file does, without a read past it)."""
+    text = "".join("%05d %s\n" % (i, "x" * 63) for i in range(1, 1900))
+    text += "01900 the end"
+    with open(ws(room, "long.txt"), "w") as f:
+        f.write(text)
+    res, sent = run_calls(room, model, [ToolCall("read", {"path": "long.txt"})],
+                          "--approval", "allow_all")
+    assert res[0]["status"] == "ok", sent
+    lines = sent[0].splitlines()
+    assert len(lines) == 1900, lines[-3:]
+    assert lines[0] == "     1\t00001 " + "x" * 63
+    assert lines[1898] == "  1899\t01899 " + "x" * 63
+    assert lines[1899] == "  1900\t01900 the end"
+    assert "more follow" not in sent[0]
+
+
 def test_edit_unique_missing_ambiguous(room, model):
     with open(ws(room, "e.py"), "w") as f:
         f.write("a = 1\nb = 2\nb = 2\n")
