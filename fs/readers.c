@@ -223,6 +223,22 @@ readers_hook(void *arg, int op, const char *db, const char *table,
 
 static void reader_end_snapshot(struct reader *rd);
 
+/* End the snapshots of the readers not in use (fs->lock held); moved, when
+ * not NULL, is bumped under pool_lock first, so that a reader in use ends
+ * its own when its request is done (readers_end). */
+static void
+readers_end_free_snapshots(struct readers *rs, uint64_t *moved)
+{
+	struct reader *rd;
+
+	pthread_mutex_lock(&rs->pool_lock);
+	if (moved)
+		__atomic_add_fetch(moved, 1, __ATOMIC_RELAXED);
+	for (rd = rs->free; rd; rd = rd->next)
+		reader_end_snapshot(rd);
+	pthread_mutex_unlock(&rs->pool_lock);
+}
+
 /* The open group has ended (committed, or given up): nothing is touched
  * any more, reads in flight check again, and the free readers' snapshots,
  * now older than the committed state, end, so that none holds back a
@@ -232,7 +248,6 @@ void
 readers_group_end(struct fs *fs)
 {
 	struct readers *rs = fs->readers;
-	struct reader *rd;
 
 	if (!rs)
 		return;
@@ -243,10 +258,7 @@ readers_group_end(struct fs *fs)
 	rs->seq++;
 	pthread_mutex_unlock(&rs->touched_lock);
 	rs->last_marked = 0;
-	pthread_mutex_lock(&rs->pool_lock);
-	for (rd = rs->free; rd; rd = rd->next)
-		reader_end_snapshot(rd);
-	pthread_mutex_unlock(&rs->pool_lock);
+	readers_end_free_snapshots(rs, NULL);
 }
 
 /* A checkpoint has copied the whole WAL into the database (checkpoint.c,
@@ -259,16 +271,9 @@ readers_group_end(struct fs *fs)
 void
 readers_wal_copied(struct fs *fs)
 {
-	struct readers *rs = fs->readers;
-	struct reader *rd;
-
-	if (!rs)
-		return;
-	pthread_mutex_lock(&rs->pool_lock);
-	__atomic_add_fetch(&rs->wal_copies, 1, __ATOMIC_RELAXED);
-	for (rd = rs->free; rd; rd = rd->next)
-		reader_end_snapshot(rd);
-	pthread_mutex_unlock(&rs->pool_lock);
+	if (fs->readers)
+		readers_end_free_snapshots(fs->readers,
+		    &fs->readers->wal_copies);
 }
 
 /* Whether rd's snapshot is older than the committed state (a group has
