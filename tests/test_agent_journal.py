@@ -152,11 +152,18 @@ def turns(fr):
 
 def wait_turns_done(fr, client, timeout=20):
     """Wait until room.db has turns and all are done, reading client's
-    events meanwhile."""
+    events meanwhile; then until client has been shown the last event
+    stored since it joined, which the agent announces just after the
+    commit that stored it, so maybe after room.db says done."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         st = turns(fr)
         if st and all(s == "done" for s in st):
+            last = max(fr.stored(), default=0)
+            if last > client.welcome.get("seq", 0) and not any(
+                    ev.get("seq", 0) >= last for ev in fr.shown):
+                fr.watch(client, lambda ev: ev.get("seq", 0) >= last,
+                         max(0.0, end - time.monotonic()))
             return True
         fr.watch(client, lambda ev: False, 0.2)
     return False
