@@ -111,14 +111,14 @@
  *     read, and reports the error if it has it too.
  *
  * Lock order: fs->lock, then touched_lock or fs->pin_lock (each taken
- * alone, never together); fs->lock, then pool_lock (readers_group_end);
- * nothing is taken while pool_lock is held.  None is held across I/O except
- * fs->lock, and pool_lock while readers_group_end ends free readers'
- * read transactions (no I/O but the -shm lock's fcntl).  Memory: each
- * reader has a page cache of READERS_CACHE_KIB, a read-ahead buffer of
- * 64 KiB, kept pages (readahead.c: READERS_KEEP_BIG for the first
- * READERS_BIG readers, READERS_KEEP_SMALL for the others) and a map of
- * 256 KiB of its last file's chunks.
+ * alone, never together); fs->lock, then pool_lock (readers_group_end,
+ * readers_wal_copied); nothing is taken while pool_lock is held.  None is
+ * held across I/O except fs->lock, and pool_lock while those two end free
+ * readers' read transactions (no I/O but the -shm lock's fcntl).
+ * Memory: each reader has a page cache of READERS_CACHE_KIB, a read-ahead
+ * buffer of 64 KiB, kept pages (readahead.c: READERS_KEEP_BIG for the
+ * first READERS_BIG readers, READERS_KEEP_SMALL for the others) and a map
+ * of 256 KiB of its last file's chunks.
  */
 #include "fs_int.h"
 
