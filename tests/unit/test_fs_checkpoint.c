@@ -14,10 +14,10 @@
  * has nothing left to copy) every byte reads back where it was written,
  * and fsck is clean.
  * A checkpoint that copies the whole WAL ends the snapshots the readers
- * kept from before it: with a reader's snapshot of the uncopied WAL kept
- * across the checkpoint, the WAL could not be emptied (that snapshot reads
- * through it), so a checkpoint that empties it succeeds only with the
- * fix, and the file reads back whole after it.
+ * kept from before it: a snapshot of the uncopied WAL kept across the
+ * checkpoint still reads through the WAL, so a checkpoint that empties the
+ * WAL succeeds only once that snapshot has ended; the file reads back
+ * whole after it.
  */
 #include "../../fs/fs_int.h"
 #include "unit.h"
