@@ -157,10 +157,8 @@ output_save_body(struct wsio *w)
 		output_save_prune(w, dir);
 		s->err = output_save_write(w, s, dir);
 	}
-	if (dir >= 0)
-		wsio_close(w, dir);
-	if (top >= 0)
-		wsio_close(w, top);
+	wsio_close_behind(w, dir);
+	wsio_close_behind(w, top);
 }
 
 static void

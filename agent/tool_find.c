@@ -173,7 +173,7 @@ tool_find_dir(struct tool_find_walk *wk, const char *dir)
 			r = tool_find_add(wk, dir, d->d_name, isdir, isreg);
 		}
 	}
-	wsio_close(wk->w, fd);
+	wsio_close_behind(wk->w, fd);
 	return r;
 }
 
@@ -241,7 +241,7 @@ tool_find_base(struct wsio *w, const char *rel, struct buf *out)
 	int fd = wsio_open(w, -1, rel, O_PATH, 0), r;
 
 	r = fd < 0 ? fd : wsio_fstat(w, fd, &st);
-	wsio_close(w, fd);
+	wsio_close_behind(w, fd);
 	if (r < 0) {
 		wsio_error(msg, sizeof(msg), rel, r);
 		buf_printf(out, "%s", msg);
@@ -429,12 +429,12 @@ tool_grep_file(struct tool_grep *g, const char *rel)
 
 	if (fd < 0 || wsio_fstat(g->w, fd, &st) < 0 || !S_ISREG(st.stx_mode)) {
 		g->unreadable += fd != -ECANCELED;
-		wsio_close(g->w, fd);
+		wsio_close_behind(g->w, fd);
 		return;
 	}
 	if (st.stx_size > TOOL_GREP_MAX_FILE) {
 		g->skipped++;
-		wsio_close(g->w, fd);
+		wsio_close_behind(g->w, fd);
 		return;
 	}
 	buf_reset(&g->line);
@@ -448,10 +448,12 @@ tool_grep_file(struct tool_grep *g, const char *rel)
 		}
 		tool_grep_feed(g, rel, g->chunk, (size_t)got, &lineno);
 		pos += (unsigned long long)got;
+		if (wsio_read_ended(TOOL_GREP_CHUNK, got, pos, st.stx_size))
+			break;
 	}
 	if (g->line_len && !g->out_cut && !binary && !g->stop)
 		tool_grep_line(g, rel, ++lineno);
-	wsio_close(g->w, fd);
+	wsio_close_behind(g->w, fd);
 }
 
 /* Compile the pattern and the glob.  0 or -1 (message in out). */

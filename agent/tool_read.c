@@ -181,11 +181,9 @@ tool_read_fd(struct wsio *w, int fd, const char *rel, long offset,
 		}
 		used = tool_read_fmt_feed(&f, chunk, (size_t)got);
 		pos += used;
-		/* A regular file reads short only at its end: one that has
-		 * reached the size seen at open, all of it taken, is the end,
-		 * without a round trip more for the read that returns 0. */
-		if (!f.full && (size_t)got < TOOL_READ_CHUNK &&
-		    used == (size_t)got && pos >= size) {
+		/* All of it taken (else the rest is read again): the end. */
+		if (!f.full && used == (size_t)got &&
+		    wsio_read_ended(TOOL_READ_CHUNK, got, pos, size)) {
 			got = 0;
 			break;
 		}

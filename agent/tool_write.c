@@ -137,7 +137,7 @@ tool_write_mkdirs(struct wsio *w, const char *dir)
 			fd = r < 0 && r != -EEXIST ? r : wsio_open(w, -1, prefix,
 			    O_PATH | O_DIRECTORY, 0);
 		}
-		wsio_close(w, parent);
+		wsio_close_behind(w, parent);
 		if (fd < 0)
 			return fd;
 		if (*p)
@@ -163,7 +163,7 @@ tool_write_target(struct wsio *w, int dirfd, const char *name, mode_t *mode,
 	if (fd < 0)
 		return fd;
 	r = wsio_fstat(w, fd, &st);
-	wsio_close(w, fd);
+	wsio_close_behind(w, fd);
 	if (r < 0)
 		return r;
 	if (S_ISLNK(st.stx_mode))
@@ -228,7 +228,7 @@ tool_write_replace(struct wsio *w, const char *rel, const char *data,
 	    existed);
 	if (r == 0)
 		r = tool_write_swap(w, dirfd, name, data, len, mode);
-	wsio_close(w, dirfd);
+	wsio_close_behind(w, dirfd);
 	if (r == -ELOOP && dirfd >= 0)
 		snprintf(msg, sizeof(msg), "%s is a symbolic link: write to "
 		    "the file it points to instead", rel);

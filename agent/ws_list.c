@@ -95,8 +95,7 @@ ws_list_body(struct wsio *w)
 	if (l->err == 0) {
 		fd = wsio_open(w, -1, l->dir, O_RDONLY | O_DIRECTORY, 0);
 		l->err = fd < 0 ? fd : ws_list_read(l, fd, dents);
-		if (fd >= 0)
-			wsio_close(w, fd);
+		wsio_close_behind(w, fd);
 	}
 	free(dents);
 	if (l->err == 0)

@@ -122,8 +122,7 @@ ws_skills_body(struct wsio *w)
 	if (r->err == 0) {
 		fd = wsio_open(w, -1, WS_SKILLS_DIR, O_RDONLY | O_DIRECTORY, 0);
 		r->err = fd < 0 ? fd : ws_skills_names(w, fd, dents, names);
-		if (fd >= 0)
-			wsio_close(w, fd);
+		wsio_close_behind(w, fd);
 	}
 	free(dents);
 	if (r->err == -ENOENT || r->err == -ENOTDIR)

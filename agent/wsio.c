@@ -509,6 +509,15 @@ wsio_read(struct wsio *w, int fd, void *buf, size_t n, off_t off)
 }
 
 int
+wsio_read_ended(size_t asked, ssize_t got, unsigned long long pos,
+    unsigned long long size)
+{
+	if (asked > WSIO_READ_CHUNK)
+		asked = WSIO_READ_CHUNK;
+	return got >= 0 && (size_t)got < asked && pos >= size;
+}
+
+int
 wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
@@ -613,7 +622,7 @@ static int
 wsio_slurp(struct wsio *w, int fd, size_t size, size_t max, char **data,
     size_t *len)
 {
-	size_t cap = size + 1, n = 0;
+	size_t cap = size + 1, n = 0, asked;
 	char *p = malloc(cap + 1);
 	ssize_t got;
 
@@ -635,7 +644,8 @@ wsio_slurp(struct wsio *w, int fd, size_t size, size_t max, char **data,
 			}
 			p = q;
 		}
-		got = wsio_read(w, fd, p + n, cap - n, (off_t)n);
+		asked = cap - n;
+		got = wsio_read(w, fd, p + n, asked, (off_t)n);
 		if (got < 0) {
 			free(p);
 			return (int)got;
@@ -643,6 +653,8 @@ wsio_slurp(struct wsio *w, int fd, size_t size, size_t max, char **data,
 		if (got == 0)
 			break;
 		n += (size_t)got;
+		if (wsio_read_ended(asked, got, n, size))
+			break;
 	}
 	if (n > max) {
 		free(p);
@@ -675,7 +687,7 @@ wsio_read_file(struct wsio *w, const char *rel, size_t max, char **data,
 		r = -EFBIG;
 	if (r == 0)
 		r = wsio_slurp(w, fd, (size_t)sx.stx_size, max, data, len);
-	wsio_close(w, fd);
+	wsio_close_behind(w, fd);
 	if (r == 0 && st)
 		*st = sx;
 	return r;

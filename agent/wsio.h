@@ -126,6 +126,13 @@ int wsio_stat_name(struct wsio *w, int dirfd, const char *name,
 /* pread: bytes read (0 at the end) or -errno. */
 ssize_t wsio_read(struct wsio *w, int fd, void *buf, size_t n, off_t off);
 
+/* Whether a wsio_read of a regular file that asked for asked bytes and
+ * got got, leaving the file read up to pos, has reached the end of the
+ * size seen at open: a regular file reads short only at its end, so the
+ * read that would return 0 need not be made (a round trip saved). */
+int wsio_read_ended(size_t asked, ssize_t got, unsigned long long pos,
+    unsigned long long size);
+
 /* Write all n bytes at offset 0 onward.  0 or -errno. */
 int wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n);
 

@@ -124,14 +124,21 @@ def test_read_caps_binary_and_errors(room, model):
 def test_read_of_several_chunks_ends_with_the_last_line(room, model):
     """A file of three 64 KiB reads' worth, its last line without a newline:
     every line comes back once, the last one whole, with no note that more
-    follow (the read ends where the file does, without a read past it)."""
+    follow (the read ends where the file does, without a read past it);
+    grep, which ends its reads the same way, finds that last line and the
+    one before it once each."""
     text = "".join("%05d %s\n" % (i, "x" * 63) for i in range(1, 1900))
     text += "01900 the end"
     with open(ws(room, "long.txt"), "w") as f:
         f.write(text)
-    res, sent = run_calls(room, model, [ToolCall("read", {"path": "long.txt"})],
-                          "--approval", "allow_all")
-    assert res[0]["status"] == "ok", sent
+    res, sent = run_calls(room, model, [
+        ToolCall("read", {"path": "long.txt"}),
+        ToolCall("grep", {"pattern": "^0189[0-9]|the end$",
+                          "path": "long.txt"})], "--approval", "allow_all")
+    assert [r["status"] for r in res] == ["ok", "ok"], sent
+    assert sent[1].splitlines() == [
+        "long.txt:%d: %05d %s" % (i, i, "x" * 63) for i in range(1890, 1900)
+    ] + ["long.txt:1900: 01900 the end"], sent[1]
     lines = sent[0].splitlines()
     assert len(lines) == 1900, lines[-3:]
     assert lines[0] == "     1\t00001 " + "x" * 63
