@@ -6,8 +6,9 @@ the table shows medians and the ratio (Atrium / baseline; lower is better
 for times).  Nothing here asserts: the numbers are for people to read.
 
   filesystem  a native directory (the disk, and tmpfs) beside an atrium-fs mount;
-              creates and random reads also beside libfuse's passthrough_ll
-              (what FUSE itself allows on this kernel)
+              creates, the sequential write and random reads also beside
+              libfuse's passthrough_ll (what FUSE itself allows on this
+              kernel)
   ssh         OpenSSH's sshd on a loopback port beside atriumd; a login
               alone and under 20 hostile clients (the Flood class: raw
               handshakes from tests/ssh_flood.py, then OpenSSH clients),
@@ -465,12 +466,28 @@ def make_j2(table, fst, tmp):
         clear(d)
 
 
-def seq_rw_runs(fst, size):
+def seq_write_passthrough(pt, size):
+    """The write of seq_rw_runs on passthrough_ll (pt, with the writeback
+    cache as atrium-fs has it): the rate at which FUSE itself takes a big
+    write here, whatever a daemon stores.  MB/s."""
+    clear(pt.mnt)
+    run("sync")
+    job = fio("--filename=" + os.path.join(pt.mnt, "seq"), "--size=%d" % size,
+              "--bs=1M", "--rw=write", "--end_fsync=1", "--fallocate=none")
+    # Through the mount, so that the kernel lets go of the file's pages.
+    clear(pt.mnt)
+    run("sync")
+    return job["write"]["bw_bytes"] / 1e6
+
+
+def seq_rw_runs(fst, size, pt):
     """Per run and target: write (fio, 1 MiB, end_fsync), read twice warm,
     read cold; on atrium-fs a cold read after remount, and one more with its
-    database's pages dropped from the host's cache too."""
+    database's pages dropped from the host's cache too; the write alone on
+    passthrough_ll (pt) when it is mounted."""
     keys = ("write", "warm", "cold", "colddb", "wamp")
     res = {k: {t: [] for t in fst.dirs} for k in keys}
+    res["ptwrite"] = []
     for _ in range(HEAVY_RUNS):
         for t, d in fst.dirs.items():
             clear(d)
@@ -498,16 +515,23 @@ def seq_rw_runs(fst, size):
                 drop_file_cache(fst.db, fst.db + "-wal")
                 job = fio(*common, "--rw=read", "--invalidate=1")
                 res["colddb"][t].append(job["read"]["bw_bytes"] / 1e6)
+        if pt.mnt:
+            res["ptwrite"].append(seq_write_passthrough(pt, size))
         fst.sample()
     return res
 
 
-def seq_rw(table, fst):
+def seq_rw(table, fst, tmp):
     size = (1 << 30) // SCALE
-    res = seq_rw_runs(fst, size)
+    with Passthrough(tmp, "ptseq", os.path.join(tmp, "ptseqsource"),
+                     writeback=True) as pt:
+        res = seq_rw_runs(fst, size, pt)
     label = "%d MiB" % (size >> 20)
     add_rows(table, "seq write %s (fio 1M, end_fsync)" % label, res["write"],
              " MB/s", disk=at_least(700, " MB/s"))
+    if res["ptwrite"]:
+        table.add("seq write %s (fio 1M, end_fsync)" % label, "passthrough_ll",
+                  res["ptwrite"], res["write"]["atrium-fs"], " MB/s")
     add_rows(table, "seq read %s, warm" % label, res["warm"], " MB/s",
              tmpfs=rate_within(1.5))
     table.add("seq read %s, cold (remount)" % label, "disk, uncached",
@@ -560,12 +584,14 @@ def raise_nofile():
 class Passthrough:
     """passthrough_ll mounted at tmp/NAME over source (a directory of the
     disk): what FUSE itself allows on this kernel and libfuse, with the
-    example's own defaults (no writeback cache, 1 s timeouts, no xattrs).
+    example's own defaults (no writeback cache, 1 s timeouts, no xattrs),
+    or with the writeback cache that atrium-fs mounts with (writeback).
     It runs in the foreground of a child whose pid is its daemon's (for its
     CPU time).  mnt is None when no passthrough could be built."""
 
-    def __init__(self, tmp, name, source):
+    def __init__(self, tmp, name, source, writeback=False):
         self.tmp, self.source = tmp, source
+        self.opts = "source=" + source + (",writeback" if writeback else "")
         self.path = os.path.join(tmp, name)
         self.mnt = None
         self.proc = None
@@ -576,7 +602,7 @@ class Passthrough:
             os.makedirs(self.path, exist_ok=True)
             os.makedirs(self.source, exist_ok=True)
             self.proc = subprocess.Popen(
-                [ptl, "-f", "-o", "source=" + self.source, self.path],
+                [ptl, "-f", "-o", self.opts, self.path],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 preexec_fn=raise_nofile)
             end = time.time() + 10
@@ -750,7 +776,7 @@ def fs_workloads(table, tmp):
                  ("creates", "creates, stat, rm", lambda: creates_stat_rm(table, fst, tmp)),
                  ("ls", "ls -l", lambda: ls_big_dir(table, fst)),
                  ("make", "make -j2", lambda: make_j2(table, fst, tmp)),
-                 ("seq", "sequential I/O", lambda: seq_rw(table, fst)),
+                 ("seq", "sequential I/O", lambda: seq_rw(table, fst, tmp)),
                  ("random", "random read", lambda: random_read(table, fst, tmp)),
                  ("snap", "snapshots", lambda: snapshot_costs(table, tmp))]
         chosen = os.environ.get("BENCH_FS", " ".join(k for k, _, _ in steps)).split()
