@@ -8,15 +8,20 @@
  * mount still exists (fs/mount_holder.c looks for MAJOR:MINOR, the FUSE
  * connection's device, in the mount tables).  The third line is missing
  * from the files of older atrium-fs and when the device could not be
- * found.  The kernel drops the flock when the holder dies, so a stale file
- * never blocks a mount; its text is rewritten by the next holder.
+ * found.  A last line "closing" says that the mount has ended and the
+ * daemon is closing the database: committing what it holds and copying
+ * the log into the database, seconds after a big write.  The kernel drops
+ * the flock when the holder dies, so a stale file never blocks a mount;
+ * its text is rewritten by the next holder.
  *
  * "Dies" is not instant.  A daemon killed with SIGKILL keeps its files,
  * and so the flock, until its last thread leaves the kernel; a thread in
  * fsync of a big WAL can take many seconds, during which its main thread
  * already reads as a zombie.  Telling the user "already mounted" then would
  * send them after a mount that is gone, so lockfile_acquire waits for such
- * a holder (lockfile_holder_ending) for up to ENDING_WAIT_S, saying so.
+ * a holder (lockfile_holder_ending), and for one that says it is closing
+ * (`fusermount3 -u` then a mount at once), for up to ENDING_WAIT_S, saying
+ * so.
  */
 #include "mount.h"
 
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,8 +71,15 @@ lockfile_read(int fd, struct lockfile_holder *h)
 		return;
 	*nl = '\0';
 	snprintf(h->dir, sizeof(h->dir), "%s", p);
-	if (sscanf(nl + 1, "%u:%u\n", &h->major, &h->minor) == 2)
-		h->has_dev = 1;
+	for (p = nl + 1; *p; p = nl + 1) {
+		if (!(nl = strchr(p, '\n')))
+			break;          /* a line still being written */
+		*nl = '\0';
+		if (strcmp(p, "closing") == 0)
+			h->closing = 1;
+		else if (sscanf(p, "%u:%u", &h->major, &h->minor) == 2)
+			h->has_dev = 1;
+	}
 }
 
 /* Whether the line "Key:\thex" in a /proc status text has SIGKILL's bit. */
@@ -104,10 +117,11 @@ lockfile_holder_ending(pid_t pid)
 	    status_has_sigkill(buf, "\nShdPnd:\t");
 }
 
-/* Wait on fd's flock while its holder h is ending, for up to ENDING_WAIT_S:
- * 0 when taken, -EBUSY when not. */
+/* Wait on fd's flock while its holder (*h, read again at each try) is
+ * ending or closing, for up to ENDING_WAIT_S: 0 when taken, -EBUSY when
+ * not. */
 static int
-lockfile_wait_ending(const char *db, int fd, const struct lockfile_holder *h)
+lockfile_wait_ending(const char *db, int fd, struct lockfile_holder *h)
 {
 	const struct timespec poll = { 0, ENDING_POLL_MS * 1000000L };
 	int said = 0;
@@ -116,13 +130,17 @@ lockfile_wait_ending(const char *db, int fd, const struct lockfile_holder *h)
 	    waited += ENDING_POLL_MS) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 			return 0;
-		if (errno != EWOULDBLOCK || !lockfile_holder_ending(h->pid))
+		if (errno != EWOULDBLOCK)
+			return -EBUSY;
+		lockfile_read(fd, h);
+		if (!h->closing && !lockfile_holder_ending(h->pid))
 			return -EBUSY;
 		if (!said++)
 			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs "
-			    "pid %ld, which is ending (killed, or exiting), to "
-			    "finish the writes it had started\n", db,
-			    (long)h->pid);
+			    "pid %ld, which is ending (%s), to finish the "
+			    "writes it had started\n", db, (long)h->pid,
+			    h->closing ? "unmounted, closing the database" :
+			    "killed, or exiting");
 		nanosleep(&poll, NULL);
 	}
 	fprintf(stderr, "atrium-fs: %s: atrium-fs pid %ld is ending but has "
@@ -149,12 +167,10 @@ lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h)
 		return 0;
 	r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 	if (r == -EBUSY) {
-		lockfile_read(*fd, h);
 		if (lockfile_wait_ending(db, *fd, h) == 0) {
 			memset(h, 0, sizeof(*h));
 			return 0;
 		}
-		lockfile_read(*fd, h);
 	}
 	close(*fd);
 	*fd = -1;
@@ -177,6 +193,21 @@ lockfile_record(int fd, const char *dir, int dev_known, unsigned major,
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
 		return -errno;
 	return 0;
+}
+
+int
+lockfile_record_closing(int fd)
+{
+	static const char line[] = "closing\n";
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	n = pwrite(fd, line, sizeof(line) - 1, st.st_size);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)(sizeof(line) - 1) ? 0 : -EIO;
 }
 
 /* Whether a daemon holds the mount lock: 1, 0 or -errno. */

@@ -39,12 +39,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #define MOUNT_COMMIT_MS 100
 #define MOUNT_MAX_THREADS 16
+#define MOUNT_GONE_TRIES 50	/* for a holder whose mount is gone: 1 s */
+#define MOUNT_GONE_POLL_MS 20
 #define MOUNT_OPTS_MAX 4096
 
 /* What a mount holds while it lives. */
@@ -90,6 +93,15 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 		return -1;
 	}
 	r = lockfile_acquire(o->db, &m->lock_fd, &h);
+	/* Right after `fusermount3 -u` the daemon may not yet have seen its
+	 * mount end and said that it is closing (lockfile.c), which makes
+	 * lockfile_acquire wait for it: give it that moment. */
+	for (int i = 0; r == -EBUSY && i < MOUNT_GONE_TRIES &&
+	    mount_holder_gone(&h); i++) {
+		nanosleep(&(struct timespec){ 0, MOUNT_GONE_POLL_MS * 1000000L },
+		    NULL);
+		r = lockfile_acquire(o->db, &m->lock_fd, &h);
+	}
 	if (r == -EBUSY) {
 		mount_holder_explain(o->db, &h);
 		return -1;
@@ -382,6 +394,11 @@ mount_serve(const struct mount_opts *o, int status_fd)
 	log_info("%s mounted at %s", o->db, m.dir);
 	mount_announce(o, status_fd);
 	r = mount_loop(&m);
+	/* Before the last commits and the checkpoint, which take seconds
+	 * after a big write: a mount of the database meanwhile waits. */
+	if (lockfile_record_closing(m.lock_fd) < 0)
+		log_warn("%s-mount: cannot record the closing: a mount of %s "
+		    "until it ends is refused", o->db, o->db);
 	control_stop(ctl);
 	mount_teardown(&m);
 	log_info("%s unmounted from %s", o->db, m.dir);

@@ -29,6 +29,8 @@ struct lockfile_holder {
 	char dir[PATH_MAX];	/* its mount point; "" when not yet recorded */
 	int has_dev;		/* 1 when major:minor were recorded */
 	unsigned major, minor;	/* st_dev of the mount (its FUSE connection) */
+	int closing;		/* 1 when its mount has ended and it is
+				 * closing the database */
 };
 
 /* Take the exclusive lock DB-mount for the life of the mount.  The lock's fd
@@ -42,6 +44,11 @@ int lockfile_acquire(const char *db, int *fd, struct lockfile_holder *h);
 int lockfile_record(int fd, const char *dir, int dev_known, unsigned major,
     unsigned minor);
 
+/* Record in the held lock file that the mount has ended and the database
+ * is being closed, so that a mount of it waits for the lock rather than
+ * refusing.  0 or -errno. */
+int lockfile_record_closing(int fd);
+
 /* 1 when some process holds DB's mount lock (what it recorded into *h),
  * 0 when none does, or -errno. */
 int lockfile_probe(const char *db, struct lockfile_holder *h);
@@ -52,6 +59,10 @@ void lockfile_release(int fd);
 /* The major:minor of the atrium-fs mount on top at dir in our mount
  * namespace: 0, or -ENOENT when dir is not one (mount_holder.c). */
 int mount_holder_dev(const char *dir, unsigned *major, unsigned *minor);
+
+/* 1 when the holder h recorded a mount that is not in our mount table
+ * (unmounted here, or kept only by a copy in another mount namespace). */
+int mount_holder_gone(const struct lockfile_holder *h);
 
 /* Say on stderr why DB cannot be mounted, given the holder of its lock:
  * mounted (and where), being mounted, or held by a daemon whose mount is

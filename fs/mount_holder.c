@@ -196,6 +196,13 @@ holder_explain_gone(const char *db, const struct lockfile_holder *h)
 	    "kill %ld\n", (long)h->pid);
 }
 
+int
+mount_holder_gone(const struct lockfile_holder *h)
+{
+	return h->pid > 0 && h->dir[0] &&
+	    holder_find("/proc/self/mountinfo", h, 1, NULL, 0) == 0;
+}
+
 void
 mount_holder_explain(const char *db, const struct lockfile_holder *h)
 {
@@ -204,7 +211,7 @@ mount_holder_explain(const char *db, const struct lockfile_holder *h)
 		    "atrium-fs; unmount that one first\n", db);
 		return;
 	}
-	if (holder_find("/proc/self/mountinfo", h, 1, NULL, 0) == 0) {
+	if (mount_holder_gone(h)) {
 		holder_explain_gone(db, h);
 		return;
 	}

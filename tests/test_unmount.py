@@ -387,3 +387,80 @@ def alive_leader(pid):
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except OSError:
         return False
+
+
+def test_mount_right_after_unmount_waits_for_the_closing_daemon(tmp_path):
+    # After a big write that nobody synced, the daemon whose mount ended
+    # still commits it and copies its log into the database, a second or
+    # more; a mount at once waits for it instead of blaming a copy of the
+    # mount in another namespace, and then shows every byte.
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    r = atrium_fs("mount", db, mnt)
+    assert r.returncode == 0, r.stderr
+    old = holder_pid(db)
+    block = bytes(range(256)) * 4096
+    try:
+        with open(os.path.join(mnt, "big"), "wb") as f:
+            for _ in range(300):
+                f.write(block)
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        r = atrium_fs("mount", db, mnt)
+        assert r.returncode == 0, r.stderr
+        assert "another mount namespace" not in r.stderr
+        assert not alive(old)
+        assert os.path.getsize(os.path.join(mnt, "big")) == 300 * len(block)
+        with open(os.path.join(mnt, "big"), "rb") as f:
+            f.seek(299 * len(block))
+            assert f.read() == block
+    finally:
+        lazy_unmount(mnt)
+        if old and alive(old):
+            os.kill(old, signal.SIGKILL)
+
+
+CLOSING_HOLDER_PY = r"""
+import fcntl, os, sys, time
+f = open(sys.argv[1], "w")
+fcntl.flock(f, fcntl.LOCK_EX)
+f.write("%d\n/nowhere\n" % os.getpid())
+f.flush()
+print("held", flush=True)
+time.sleep(0.5)
+f.write("closing\n")
+f.flush()
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_mount_waits_for_a_holder_that_says_it_is_closing(tmp_path):
+    # The lock file's protocol alone: a holder whose recorded mount is not
+    # a mount here, and that says "closing" only half a second in (as a
+    # daemon does once it sees its mount end), is waited for, with a line
+    # saying so; the mount goes on once it lets go.
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    hold_s = 2
+    holder = subprocess.Popen(["/usr/bin/python3", "-c", CLOSING_HOLDER_PY,
+                               db + "-mount", str(hold_s)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        start = time.time()
+        r = atrium_fs("mount", db, mnt)
+        waited = time.time() - start
+        assert r.returncode == 0, r.stderr
+        assert ("waiting for atrium-fs pid %d, which is ending (unmounted, "
+                "closing the database)" % holder.pid) in r.stderr
+        assert holder.poll() is not None
+        assert hold_s <= waited < hold_s + 10
+        with open(os.path.join(mnt, "f"), "w") as f:
+            f.write("mounted")
+    finally:
+        lazy_unmount(mnt)
+        holder.kill()
+        holder.wait()
