@@ -7,7 +7,7 @@
  * pwrite calls, not two per page), whose checkpoints a second connection
  * makes on a thread (wal_checkpointer.h).
  *
- * Schema (user_version 5):
+ * Schema (user_version 6):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
