@@ -131,9 +131,11 @@ $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
 endef
 $(foreach t,$(UNIT_SRC),$(eval $(call unit_rules,$(BUILD),,$(t))))
 $(foreach t,$(UNIT_SRC),$(eval $(call unit_rules,$(BUILD)/asan,$(SAN),$(t))))
-# Only the tests of the part with threads go under TSan (the agent runs
+# Only the tests of the code with threads go under TSan: atrium-fs, the
+# key-exchange pool, and room.db's checkpointer (the agent otherwise runs
 # coroutines on one thread, atriumd forks).
-UNIT_TSAN_SRC := $(wildcard tests/unit/test_fs_*.c tests/unit/test_sshd_kex*.c)
+UNIT_TSAN_SRC := $(wildcard tests/unit/test_fs_*.c tests/unit/test_sshd_kex*.c) \
+                 tests/unit/test_agent_wal_checkpointer.c
 $(foreach t,$(UNIT_TSAN_SRC),$(eval $(call unit_rules,$(BUILD)/tsan,$(TSAN),$(t))))
 # tsan_canary has a race on purpose: unit-tsan first proves a report fails.
 $(BUILD)/tsan/tests/tsan_canary: $(BUILD)/tsan/obj/tests/unit/tsan_canary.o

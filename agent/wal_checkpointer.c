@@ -12,6 +12,11 @@
  * one.  A failed checkpoint loses nothing (the WAL keeps every frame): it
  * is logged and tried again at the next commit past the threshold.
  *
+ * When a checkpoint has copied the whole WAL, the thread also starts the
+ * WAL over with a commit of its own that changes nothing, so that the
+ * header sync that SQLite makes at the first commit of a new WAL is not
+ * the loop's (wal_checkpointer_restart).
+ *
  * When the thread cannot be started, the hook checkpoints on the loop
  * itself, as SQLite would have.
  *
@@ -24,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,19 +76,68 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 	return w->ckdb;
 }
 
-/* One PASSIVE checkpoint of db; failures are logged (SQLITE_BUSY: another
- * checkpoint, maybe another process's, is running: the next one will do). */
+/* The user_version of db inside its open transaction, or -1. */
+static int
+wal_checkpointer_user_version(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Start the WAL over from here, after a checkpoint that copied all of it.
+ * The first commit into a WAL started over writes a new header and syncs
+ * it before any frame (SQLite's rule, so that a power loss never mixes
+ * frames of two generations): an fsync, a millisecond here and far more
+ * on a busy disk, that the loop's next commit would otherwise make in the
+ * middle of a step.  A commit of page 1 as it is (the user_version
+ * written back unchanged) makes it on this thread.  Never waits: when
+ * another connection writes (SQLITE_BUSY at once, this connection having
+ * no busy timeout), or a reader still uses the WAL (SQLite then appends
+ * the frame instead), the next commit starts the WAL over as before. */
 static void
-wal_checkpointer_run(sqlite3 *db, const char *dbname)
+wal_checkpointer_restart(sqlite3 *db)
+{
+	char sql[64];
+	int v;
+
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return;
+	if ((v = wal_checkpointer_user_version(db)) >= 0) {
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK &&
+		    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+			return;
+	}
+	log_debug("room.db: the WAL is started over by the next commit (%s)",
+	    sqlite3_errmsg(db));
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* One PASSIVE checkpoint of db, then the WAL started over when it copied
+ * every frame and restart says so (the thread's connection); failures are
+ * logged (SQLITE_BUSY: another checkpoint, maybe another process's, is
+ * running: the next one will do). */
+static void
+wal_checkpointer_run(sqlite3 *db, const char *dbname, int restart)
 {
 	int frames = 0, copied = 0;
 	int rc = sqlite3_wal_checkpoint_v2(db, dbname,
 	    SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
 
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
 		log_debug("room.db checkpoint: %d of %d WAL frames copied",
 		    copied, frames);
-	else if (rc == SQLITE_BUSY)
+		if (restart && frames > 0 && copied == frames)
+			wal_checkpointer_restart(db);
+	} else if (rc == SQLITE_BUSY)
 		log_debug("room.db checkpoint: busy, left for the next one");
 	else
 		log_warn("room.db checkpoint failed (the WAL keeps every "
@@ -105,7 +160,7 @@ wal_checkpointer_main(void *arg)
 		w->want = 0;
 		pthread_mutex_unlock(&w->mu);
 		if ((db = wal_checkpointer_conn(w)))
-			wal_checkpointer_run(db, "main");
+			wal_checkpointer_run(db, "main", 1);
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -141,7 +196,7 @@ wal_checkpointer_hook(void *arg, sqlite3 *db, const char *dbname, int pages)
 	if (pages < WAL_CHECKPOINTER_PAGES)
 		return SQLITE_OK;
 	if (w->failed) {
-		wal_checkpointer_run(db, dbname);
+		wal_checkpointer_run(db, dbname, 0);
 		return SQLITE_OK;
 	}
 	pthread_mutex_lock(&w->mu);
@@ -154,7 +209,7 @@ wal_checkpointer_hook(void *arg, sqlite3 *db, const char *dbname, int pages)
 		log_warn("room.db's checkpoints: cannot start their thread "
 		    "(%s): made in the commits again", strerror(-r));
 		w->failed = 1;
-		wal_checkpointer_run(db, dbname);
+		wal_checkpointer_run(db, dbname, 0);
 	}
 	return SQLITE_OK;
 }

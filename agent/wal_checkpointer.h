@@ -13,7 +13,10 @@
  * not change: room.db is synchronous=NORMAL, so a commit survives a crash
  * of any process at once, and a power loss once a checkpoint synced it.
  *
- * Single writer as before: the thread's connection only checkpoints.
+ * Single writer as before: the thread's connection only checkpoints, and
+ * commits page 1 unchanged to start the WAL over after a checkpoint that
+ * copied all of it (the first commit of a new WAL syncs its header, and
+ * that sync is then the thread's, not a step's).
  */
 #ifndef ATRIUM_AGENT_WAL_CHECKPOINTER_H
 #define ATRIUM_AGENT_WAL_CHECKPOINTER_H

@@ -83,8 +83,13 @@ shim_release_syncs(void)
 	pthread_mutex_unlock(&shim_hold);
 }
 
+/* Syncs made by the calling thread, for tests that check which thread
+ * waits for the disk. */
+static __thread long shim_thread_syncs;
+
 static int shim_sync(sqlite3_file *f, int flags)
 {
+	shim_thread_syncs++;
 	pthread_mutex_lock(&shim_hold);
 	if (shim_holding) {
 		shim_held++;

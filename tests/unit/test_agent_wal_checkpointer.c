@@ -5,8 +5,10 @@
  * synchronous=NORMAL only a checkpoint syncs.  Checked: with syncs held,
  * commits that pass the WAL's threshold still return (the checkpoint
  * waits on its own thread, not in a commit); once syncs go, the
- * database file holds the committed pages;
- * stopping with a checkpoint due ends cleanly.
+ * database file holds the committed pages; after a checkpoint that
+ * copied the whole WAL, the next commit makes no sync (the thread started
+ * the WAL over, and synced its new header, itself); stopping with a
+ * checkpoint due ends cleanly.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -103,6 +105,9 @@ open_wal(void)
 
 	CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK);
+	/* As room.db's connection: a commit meeting the thread's start of
+	 * a new WAL waits for it. */
+	sqlite3_busy_timeout(db, 5000);
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA "
 	    "synchronous=NORMAL; CREATE TABLE IF NOT EXISTS t (b BLOB)", NULL,
 	    NULL, NULL) == SQLITE_OK);
@@ -128,6 +133,72 @@ test_commits_do_not_wait_for_checkpoints(void)
 	pthread_join(th, NULL);
 	/* The checkpoint lands: every row is in the database file. */
 	CHECK(db_file_reaches((long long)ROWS * 4096, 30));
+	wal_checkpointer_stop(ck);
+	CHECK(sqlite3_close(w.db) == SQLITE_OK);
+}
+
+/* The checkpoint sequence number in the WAL's header (bytes 12 to 15, big
+ * endian), one higher each time the WAL starts over; -1 when unread.  From
+ * the file, not through SQLite: a connection that asked could copy frames
+ * itself, and the next commit would start the WAL over again. */
+static long
+wal_ckpt_seq(void)
+{
+	unsigned char h[16];
+	char name[96];
+	FILE *f;
+	long seq = -1;
+
+	snprintf(name, sizeof(name), "%s-wal", path);
+	if ((f = fopen(name, "rb"))) {
+		if (fread(h, 1, sizeof(h), f) == sizeof(h))
+			seq = (long)h[12] << 24 | h[13] << 16 | h[14] << 8 | h[15];
+		fclose(f);
+	}
+	return seq;
+}
+
+/* 1 once the WAL's checkpoint sequence moves from seq, 0 if it does not
+ * within secs seconds. */
+static int
+wal_started_over_within(long seq, int secs)
+{
+	for (int i = 0; i < secs * 100; i++) {
+		if (wal_ckpt_seq() != seq)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+static void
+test_commit_after_a_whole_checkpoint_makes_no_sync(void)
+{
+	struct writer w = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct wal_checkpointer *ck;
+	long seq, syncs;
+
+	w.db = open_wal();
+	CHECK_INT(wal_checkpointer_start(w.db, path, &ck), 0);
+	/* The first commit makes the WAL and syncs its header.  Then, syncs
+	 * held, the thread's checkpoint cannot end while the rows are
+	 * committed, so no commit finds the WAL all copied and this
+	 * thread's commits only append. */
+	CHECK(sqlite3_exec(w.db, "INSERT INTO t (b) VALUES (x'00')", NULL, NULL,
+	    NULL) == SQLITE_OK);
+	shim_hold_syncs();
+	writer_main(&w);
+	CHECK(!w.failed);
+	CHECK(shim_sync_waiting(10));
+	seq = wal_ckpt_seq();
+	CHECK(seq >= 0);
+	shim_release_syncs();
+	/* The thread copies the rest, then starts the WAL over. */
+	CHECK(wal_started_over_within(seq, 10));
+	syncs = shim_thread_syncs;
+	CHECK(sqlite3_exec(w.db, "INSERT INTO t (b) VALUES (x'00')", NULL, NULL,
+	    NULL) == SQLITE_OK);
+	CHECK_INT(shim_thread_syncs - syncs, 0);
 	wal_checkpointer_stop(ck);
 	CHECK(sqlite3_close(w.db) == SQLITE_OK);
 }
@@ -159,6 +230,7 @@ main(void)
 	snprintf(path, sizeof(path), "/tmp/test_agent_wal_ckpt.%d",
 	    (int)getpid());
 	TEST(test_commits_do_not_wait_for_checkpoints);
+	TEST(test_commit_after_a_whole_checkpoint_makes_no_sync);
 	TEST(test_stop_with_a_checkpoint_due);
 	unlink(path);
 	snprintf(name, sizeof(name), "%s-wal", path);
