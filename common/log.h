@@ -2,7 +2,7 @@
  * log.h: one line per event on stderr: time, program, room, level, function,
  * message.  Used by every Atrium program.  Never pass a secret to these.
  *
- *   2026-11-30T03:44:26Z atrium-agent[demo] WARN provider_retry: 429 from model, retrying in 2 s
+ *   2026-11-30T03:44:26Z atrium-agent[demo] WARN provider_retry: 429, retry in 2 s
  *
  * The program name, room and threshold are configuration, set once at start.
  */

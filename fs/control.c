@@ -2,8 +2,9 @@
  * control.c: a mounted workspace's control socket, DB-ctl, through which
  * `atrium-fs snapshot|restore|drop|diff DB NAME` and the agent's undo
  * reach the daemon that has DB mounted (common/fsctl_client.c is the one
- * client, fs/mount.c starts and stops this server).  A restore there also tells the kernel what changed
- * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
+ * client, fs/mount.c starts and stops this server).  A restore there also
+ * tells the kernel what changed (fuse_lowlevel_notify_inval_entry/inode),
+ * which only the daemon can.
  *
  * The wire, one request per connection, both lines at most
  * FSCTL_LINE_MAX bytes (fsctl_client.h):

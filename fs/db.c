@@ -20,8 +20,9 @@
  * when a group ends.  WAL checkpoints use another too: while the
  * committer runs, checkpoint.c takes them out of COMMIT and runs them on a
  * connection of its own without fs->lock.  A background delete
- * (reclaim.c) is an ordinary operation of a group, a batch at a time.  synchronous=NORMAL in WAL mode; fsync commits and
- * then syncs the WAL file, so what fsync returned for is on disk.
+ * (reclaim.c) is an ordinary operation of a group, a batch at a time.
+ * synchronous=NORMAL in WAL mode; fsync commits and then syncs the WAL
+ * file, so what fsync returned for is on disk.
  *
  * A full disk.  The promise: a full disk gives ENOSPC to the writer, never
  * a corrupt database, and nothing a writer was told had succeeded is lost
@@ -55,9 +56,10 @@
  *     answered operations in the group, they are lost: the mount enters a
  *     failed state, logged once, in which every change and every fsync
  *     returns EIO until the workspace is remounted (so does a close that
- *     still writes data or times back: those are changes; fuse_ops.c).  It cannot go on serving: the kernel has cached names,
- *     inodes and pages that no longer exist in the database, and inode
- *     numbers would be handed out again.  A failed WAL sync does the same:
+ *     still writes data or times back: those are changes; fuse_ops.c).
+ *     It cannot go on serving: the kernel has cached names, inodes and
+ *     pages that no longer exist in the database, and inode numbers
+ *     would be handed out again.  A failed WAL sync does the same:
  *     after a failed fsync nothing committed can be vouched for.
  *  5. A statement cannot run outside the group by accident: once SQLite has
  *     rolled the group back under an operation, db_stmt refuses statements

@@ -11,9 +11,10 @@
  * any thread may call any function.  The exception: fs_getxattr and
  * fs_listxattr of an inode that has no extended attribute are answered
  * from a cache under a lock of its own (fs/xattr.c), so they never wait
- * behind another call, a commit or an fsync; nor does fs_error.  Mutating calls run in a savepoint inside
- * a longer transaction that is committed in groups (see fs/db.c), so each
- * call is atomic and the database is consistent at every commit.
+ * behind another call, a commit or an fsync; nor does fs_error.  Mutating
+ * calls run in a savepoint inside a longer transaction that is committed
+ * in groups (see fs/db.c), so each call is atomic and the database is
+ * consistent at every commit.
  *
  * Errors: every function returns 0 (or a byte count) or -errno.  A call
  * that adds data or names gets -ENOSPC when the disk holding the database is

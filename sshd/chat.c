@@ -1,8 +1,9 @@
 /*
  * chat.c: the shell request, the room's chat (chat.h).  Called by
- * chan_requests.c (the shell request) through chan_ops.  Glue only: tui_keys.c turns bytes into keys,
- * tui_editor.c holds the input line, tui_draw.c renders; this file decides
- * what a key or a line means and what each room event shows.
+ * chan_requests.c (the shell request) through chan_ops.  Glue only:
+ * tui_keys.c turns bytes into keys, tui_editor.c holds the input line,
+ * tui_draw.c renders; this file decides what a key or a line means and
+ * what each room event shows.
  *
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.

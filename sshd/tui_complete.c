@@ -10,7 +10,8 @@
 
 const char *const tui_complete_commands[] = {
 	"/help", "/who", "/me", "/stop", "/approve", "/deny", "/policy",
-	"/model", "/history", "/cost", "/undo", "/redo", "/snapshot", "/snapshots", "/restore", "/term", "/invite", "/kick",
+	"/model", "/history", "/cost", "/undo", "/redo", "/snapshot",
+	"/snapshots", "/restore", "/term", "/invite", "/kick",
 	"/private", "/public", "/limits", "/access", "/rooms", "/delete",
 	"/quit", NULL,
 };
