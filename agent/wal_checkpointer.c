@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sqlite_int.h"
 
 #define WAL_CHECKPOINTER_STACK	(256 * 1024)	/* SQLite's checkpoint
 						 * needs little stack */
@@ -76,22 +77,6 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 	return w->ckdb;
 }
 
-/* The user_version of db inside its open transaction, or -1. */
-static int
-wal_checkpointer_user_version(sqlite3 *db)
-{
-	sqlite3_stmt *st;
-	int v = -1;
-
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /* Start the WAL over from here, after a checkpoint that copied all of it.
  * The first commit into a WAL started over writes a new header and syncs
  * it before any frame (SQLite's rule, so that a power loss never mixes
@@ -106,12 +91,13 @@ static void
 wal_checkpointer_restart(sqlite3 *db)
 {
 	char sql[64];
-	int v;
+	sqlite3_int64 v;
 
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return;
-	if ((v = wal_checkpointer_user_version(db)) >= 0) {
-		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v);
+	if ((v = sqlite_int(db, "PRAGMA user_version")) >= 0) {
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%lld",
+		    (long long)v);
 		if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK &&
 		    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
 			return;

@@ -36,6 +36,7 @@
 
 #include "log.h"
 #include "protocol.h"
+#include "sqlite_int.h"
 
 #define ACCESS_DB_BUSY_MS	500
 
@@ -46,22 +47,6 @@ access_db_fail(sqlite3 *db, const char *path, const char *what)
 	log_error("%s: cannot read the room's %s: %s", path, what,
 	    db ? sqlite3_errmsg(db) : "out of memory");
 	return -EIO;
-}
-
-/* The schema version of db, or -1. */
-static int
-access_db_version(sqlite3 *db)
-{
-	sqlite3_stmt *st;
-	int v = -1;
-
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return v;
 }
 
 /* Visibility (config) and owner and members (access) into out. */
@@ -119,7 +104,7 @@ access_db_read(const char *room_dir, struct access_list *out)
 		return r;
 	}
 	sqlite3_busy_timeout(db, ACCESS_DB_BUSY_MS);
-	v = access_db_version(db);
+	v = (int)sqlite_int(db, "PRAGMA user_version");
 	if (v < 0)
 		r = access_db_fail(db, path, "schema version");
 	else if (v < ACCESS_DB_VERSION)
