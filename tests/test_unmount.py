@@ -112,6 +112,19 @@ def holder_pid(db):
         return 0
 
 
+def new_workspace(tmp_path, mount=False):
+    """A fresh database tmp_path/w.db and an empty directory tmp_path/w;
+    mounted there when mount is set.  (db, mnt, the daemon's pid or 0)."""
+    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
+    os.mkdir(mnt)
+    assert atrium_fs("mkfs", db).returncode == 0
+    if not mount:
+        return db, mnt, 0
+    r = atrium_fs("mount", db, mnt)
+    assert r.returncode == 0, r.stderr
+    return db, mnt, holder_pid(db)
+
+
 def mount_dev(path):
     """major:minor of the mount at path in our namespace, or None."""
     path = os.path.realpath(path)
@@ -256,12 +269,7 @@ def test_sshfs_ends_when_unmounted_while_another_room_runs(
 
 
 def test_refused_mount_names_the_namespace_that_keeps_the_old_one(tmp_path):
-    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
-    os.mkdir(mnt)
-    assert atrium_fs("mkfs", db).returncode == 0
-    r = atrium_fs("mount", db, mnt)
-    assert r.returncode == 0, r.stderr
-    pid = holder_pid(db)
+    db, mnt, pid = new_workspace(tmp_path, mount=True)
     # A process in a mount namespace of its own, with a private copy of
     # the mount (as a container or a private-/tmp service would hold).
     keeper = subprocess.Popen(["unshare", "-m", "--propagation", "private",
@@ -337,9 +345,7 @@ def test_mount_waits_for_a_killed_daemon_that_is_still_ending(tmp_path):
     src.write_text(ENDING_HOLDER_C)
     subprocess.run(["cc", "-O1", "-pthread", "-o", str(exe), str(src)],
                    check=True)
-    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
-    os.mkdir(mnt)
-    assert atrium_fs("mkfs", db).returncode == 0
+    db, mnt, _ = new_workspace(tmp_path)
     hold_s = 2
     holder = subprocess.Popen([str(exe), db + "-mount", str(hold_s)],
                               stdout=subprocess.PIPE)
@@ -394,12 +400,7 @@ def test_mount_right_after_unmount_waits_for_the_closing_daemon(tmp_path):
     # still commits it and copies its log into the database, a second or
     # more; a mount at once waits for it instead of blaming a copy of the
     # mount in another namespace, and then shows every byte.
-    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
-    os.mkdir(mnt)
-    assert atrium_fs("mkfs", db).returncode == 0
-    r = atrium_fs("mount", db, mnt)
-    assert r.returncode == 0, r.stderr
-    old = holder_pid(db)
+    db, mnt, old = new_workspace(tmp_path, mount=True)
     block = bytes(range(256)) * 4096
     try:
         with open(os.path.join(mnt, "big"), "wb") as f:
@@ -441,9 +442,7 @@ def test_mount_waits_for_a_holder_that_says_it_is_closing(tmp_path):
     # a mount here, and that says "closing" only half a second in (as a
     # daemon does once it sees its mount end), is waited for, with a line
     # saying so; the mount goes on once it lets go.
-    db, mnt = str(tmp_path / "w.db"), str(tmp_path / "w")
-    os.mkdir(mnt)
-    assert atrium_fs("mkfs", db).returncode == 0
+    db, mnt, _ = new_workspace(tmp_path)
     hold_s = 2
     holder = subprocess.Popen(["/usr/bin/python3", "-c", CLOSING_HOLDER_PY,
                                db + "-mount", str(hold_s)],
