@@ -25,7 +25,7 @@ CC=${FUZZ_CC:-clang}
 # The workspace core and the whole-room archive (fs/, less its main.c),
 # and what reads a room's history (room_import.c and room_db.c).
 FS_CORE=$(ls fs/*.c | grep -v '^fs/main\.c$' | tr '\n' ' ')
-ROOM_DB="agent/room_import.c agent/room_db.c agent/wal_checkpointer.c common/walbuf.c common/vfs_shim.c"
+ROOM_DB="agent/room_import.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c"
 
 # The sources each target needs besides its own file.
 declare -A SRC=(
