@@ -363,6 +363,52 @@ def create_tree(d, dirs, paths, block):
         os.close(fd)
 
 
+def call_time(path, secs=1.0):
+    """Median time of one getxattr(2) of an attribute that path lacks, in
+    batches of 200 calls for secs.  On an atrium-fs mount the daemon
+    answers it from memory (it knows the file has no extended attributes),
+    so it is one FUSE round trip and little else; on a directory of the
+    disk, the system call's own cost."""
+    batches = []
+    end = time.perf_counter() + secs
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        for _ in range(200):
+            try:
+                os.getxattr(path, "user.atrium-bench-absent")
+            except OSError:
+                pass
+        batches.append((time.perf_counter() - t0) / 200)
+    return statistics.median(batches)
+
+
+# The requests a create of a small file waits for, all sent by the kernel
+# (atrium-fs(8), WHAT A SMALL FILE COSTS): lookup, create, the
+# security.capability getxattr of the first write, the write at close and
+# the directory's getattr.
+CREATE_ROUND_TRIPS = 5
+
+
+def round_trip_note(table, fst):
+    """The FUSE round trip of this machine, and the create rate it leaves
+    any FUSE daemon that has extended attributes and lets the kernel check
+    permissions: what bounds the creates row here."""
+    cost = {}
+    for t in ("disk", "atrium-fs"):
+        p = os.path.join(fst.dirs[t], "roundtrip")
+        open(p, "w").close()
+        cost[t] = call_time(p)
+        os.unlink(p)
+    trip = max(cost["atrium-fs"] - cost["disk"], 1e-9)
+    table.note("FUSE round trip (a getxattr the daemon answers from memory, "
+               "less the same call on the disk): %.1f us; at %d waited "
+               "requests a create, at most %.0f creates/s for any such FUSE "
+               "daemon on this machine (20000/s leaves %.0f us a round "
+               "trip, none for the work of the program or of the daemon)"
+               % (trip * 1e6, CREATE_ROUND_TRIPS, 1 / (CREATE_ROUND_TRIPS * trip),
+                  1e6 / (20000 * CREATE_ROUND_TRIPS)))
+
+
 def creates_stat_rm(table, fst, tmp):
     """Creates of 4 KiB files in 100 directories, stat of each (cached),
     then rm -rf of the tree, one after the other in each run.  The creates
@@ -402,6 +448,7 @@ def creates_stat_rm(table, fst, tmp):
                     n / timed(lambda: create_tree(pt.mnt, dirs, paths, block)))
                 clear(pt.mnt)
             fst.sample()
+    round_trip_note(table, fst)
     label = "%d creates of 4 KiB in %d dirs" % (n, dirs)
     add_rows(table, label, res["create"], "/s", disk=at_least(20000, "/s"))
     if pt.mnt:
