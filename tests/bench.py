@@ -363,7 +363,7 @@ def create_tree(d, dirs, paths, block):
         os.close(fd)
 
 
-def call_time(path, secs=1.0):
+def getxattr_time(path, secs=1.0):
     """Median time of one getxattr(2) of an attribute that path lacks, in
     batches of 200 calls for secs.  On an atrium-fs mount the daemon
     answers it from memory (it knows the file has no extended attributes),
@@ -397,7 +397,7 @@ def round_trip_note(table, fst):
     for t in ("disk", "atrium-fs"):
         p = os.path.join(fst.dirs[t], "roundtrip")
         open(p, "w").close()
-        cost[t] = call_time(p)
+        cost[t] = getxattr_time(p)
         os.unlink(p)
     trip = max(cost["atrium-fs"] - cost["disk"], 1e-9)
     table.note("FUSE round trip (a getxattr the daemon answers from memory, "
