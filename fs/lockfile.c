@@ -1,7 +1,10 @@
 /*
  * lockfile.c: the mount lock, DB + "-mount", held with flock(LOCK_EX) by the
- * daemon serving DB for as long as it is mounted.  Called by fs/mount.c
- * (acquire, record, release) and fs/main.c (probe, for fsck).
+ * daemon serving DB from before it opens DB until its process ends (the
+ * kernel drops the flock after it has freed the process's memory, so the
+ * next daemon never runs beside it).  Called by fs/mount.c (acquire,
+ * record), fs/main.c (probe, for fsck) and the commands that take the
+ * lock for a while (acquire, release).
  *
  * The file holds "PID\nMOUNTPOINT\nMAJOR:MINOR\n" of the holder so that a
  * refused second mount can say where the first one is, and whether that

@@ -306,7 +306,11 @@ mount_loop(struct mount_state *m)
 	return r < 0 ? -1 : 0;
 }
 
-/* Undo whatever of the mount exists. */
+/* Undo whatever of the mount exists.  The mount lock stays held: the
+ * process ends right after, and the kernel drops its flock only once it
+ * has freed the daemon's memory, so a mount that waits for this daemon
+ * starts when it is gone, never beside it (two daemons' page caches at
+ * once).  Its record, "closing", is left for the next holder to rewrite. */
 static void
 mount_teardown(struct mount_state *m)
 {
@@ -317,7 +321,6 @@ mount_teardown(struct mount_state *m)
 	if (m->se)
 		fuse_session_destroy(m->se);
 	fs_close(m->fs);
-	lockfile_release(m->lock_fd);
 }
 
 /* One malloc arena for all of the daemon's threads, set before any
