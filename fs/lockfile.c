@@ -14,8 +14,10 @@
  * found.  A last line "closing" says that the mount has ended and the
  * daemon is closing the database: committing what it holds and copying
  * the log into the database, seconds after a big write.  The kernel drops
- * the flock when the holder dies, so a stale file never blocks a mount;
- * its text is rewritten by the next holder.
+ * the flock when the holder's process ends, so a stale file never blocks a
+ * mount; its text is rewritten by the next holder once that one has the
+ * lock, and until then it names a process with no thread left
+ * (lockfile_pid_runs), which is never waited for.
  *
  * "Dies" is not instant.  A daemon killed with SIGKILL keeps its files,
  * and so the flock, until its last thread leaves the kernel; a thread in
@@ -28,6 +30,7 @@
  */
 #include "mount.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -120,6 +123,41 @@ lockfile_holder_ending(pid_t pid)
 	    status_has_sigkill(buf, "\nShdPnd:\t");
 }
 
+/* Whether a thread of pid has not ended.  A process whose threads are
+ * all zombies has closed its files and holds no lock: a record naming it
+ * is stale, left under a lock that another process has taken since (a
+ * daemon leaves its record, "closing" included, when its process ends;
+ * the next holder rewrites it only once it has the lock). */
+static int
+lockfile_pid_runs(pid_t pid)
+{
+	char path[64], stat[128], buf[512], *p;
+	struct dirent *d;
+	DIR *dir;
+	int runs = 0, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	if (pid <= 0 || !(dir = opendir(path)))
+		return 0;
+	while (!runs && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(stat, sizeof(stat), "%s/%.32s/stat", path, d->d_name);
+		if ((fd = open(stat, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		runs = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	}
+	closedir(dir);
+	return runs;
+}
+
 /* Wait on fd's flock while its holder (*h, read again at each try) is
  * ending or closing, for up to ENDING_WAIT_S: 0 when taken, -EBUSY when
  * not. */
@@ -136,7 +174,8 @@ lockfile_wait_ending(const char *db, int fd, struct lockfile_holder *h)
 		if (errno != EWOULDBLOCK)
 			return -EBUSY;
 		lockfile_read(fd, h);
-		if (!h->closing && !lockfile_holder_ending(h->pid))
+		if (!lockfile_pid_runs(h->pid) ||
+		    (!h->closing && !lockfile_holder_ending(h->pid)))
 			return -EBUSY;
 		if (!said++)
 			fprintf(stderr, "atrium-fs: %s: waiting for atrium-fs "
