@@ -49,6 +49,12 @@ int import_into(const char *db, struct archive *a,
  * room.db, workspace) to fd; 0, 1 on failure, 2 on a usage error. */
 int room_export_run(const char *room_dir, int fd);
 
+/* Wait for the answer of the workspace's daemon (fs/control.c) to the
+ * "commit" atriumd sent on fd, then close fd: 0 once committed, so that
+ * the export has every change answered before it was asked for; else 1
+ * (said). */
+int room_export_await_commit(int fd);
+
 /* Read a room's archive from fd into room_dir, which holds no room yet:
  * the workspace as o says (its prefix is set here), room.db to
  * room_dir/room.db.import for atrium-agent import-db.  0, 1, or 2. */

@@ -1,16 +1,20 @@
 /*
  * control.c: a mounted workspace's control socket, DB-ctl, through which
- * `atrium-fs snapshot|restore|drop|diff DB NAME` and the agent's undo
- * reach the daemon that has DB mounted (common/fsctl_client.c is the one
- * client, fs/mount.c starts and stops this server).  A restore there also
- * tells the kernel what changed (fuse_lowlevel_notify_inval_entry/inode),
- * which only the daemon can.
+ * `atrium-fs snapshot|restore|drop|diff DB NAME`, the agent's undo and
+ * atriumd's room exports reach the daemon that has DB mounted
+ * (common/fsctl_client.c is the client, but for the export's commit,
+ * which sshd/room_transfer.c sends itself; fs/mount.c starts and stops
+ * this server).  A restore there also tells the kernel what changed
+ * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
  *
  * The wire, one request per connection, both lines at most
  * FSCTL_LINE_MAX bytes (fsctl_client.h):
  *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
  *             "list" LF            the snapshots, oldest first
  *             "compact" LF         give free pages back (fs_vacuum)
+ *             "commit" LF          commit the open group (fs_sync), so
+ *                                  that a reader of the file sees all
+ *                                  that was answered before the request
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
@@ -201,6 +205,8 @@ control_do(struct control *c, int fd, char *line)
 
 	if (strcmp(line, "list") == 0)
 		return fs_snapshot_list(c->fs, control_list_entry, &fd);
+	if (strcmp(line, "commit") == 0)
+		return fs_sync(c->fs, 0);
 	if (strcmp(line, "compact") == 0) {
 		int64_t given = fs_vacuum(c->fs);
 

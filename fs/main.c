@@ -38,7 +38,8 @@ static const char usage_text[] =
 	"       atrium-fs reown DB FROM_UID:GID TO_UID:GID\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
-	"       atrium-fs export-room [--fd NAME=FD]... ROOM_DIR > TAR\n"
+	"       atrium-fs export-room [--fd NAME=FD]... [--after-commit FD] "
+	"ROOM_DIR > TAR\n"
 	"       atrium-fs import-room [--owner UID:GID] [--quota BYTES]\n"
 	"                   [--quota-inodes N] ROOM_DIR < TAR\n"
 	"       atrium-fs snapshot DB NAME\n"
@@ -112,6 +113,21 @@ cmd_mkfs(int argc, char **argv)
 	return 0;
 }
 
+/* A file descriptor number given as s: it, or -1 (said, naming opt). */
+static int
+parse_fd(const char *opt, const char *s)
+{
+	char *end;
+	long fd = strtol(s, &end, 10);
+
+	if (end == s || *end || fd < 0 || fd > INT_MAX) {
+		fprintf(stderr, "atrium-fs: --%s wants a file descriptor number, "
+		    "not \"%s\"\n", opt, s);
+		return -1;
+	}
+	return (int)fd;
+}
+
 /* atrium-fs mount [-f] [-o OPTS] [--ready-fd N] DB DIR */
 static int
 cmd_mount(int argc, char **argv)
@@ -122,7 +138,6 @@ cmd_mount(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mount_opts o = { .ready_fd = -1 };
-	char *end;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+fo:", longopts, NULL)) != -1) {
@@ -131,13 +146,8 @@ cmd_mount(int argc, char **argv)
 		} else if (c == 'o') {
 			o.fuse_opts = optarg;
 		} else if (c == 'R') {
-			long fd = strtol(optarg, &end, 10);
-			if (end == optarg || *end || fd < 0 || fd > INT_MAX) {
-				fprintf(stderr, "atrium-fs: --ready-fd wants a file "
-				    "descriptor number, not \"%s\"\n", optarg);
+			if ((o.ready_fd = parse_fd("ready-fd", optarg)) < 0)
 				return 2;
-			}
-			o.ready_fd = (int)fd;
 		} else {
 			return usage();
 		}
@@ -532,20 +542,29 @@ cmd_import(int argc, char **argv)
 	return import_run(argv[1], STDIN_FILENO);
 }
 
-/* atrium-fs export-room [--fd NAME=FD]... ROOM_DIR: the room's history
- * and workspace.  Each --fd gives a file of ROOM_DIR (which must then be
- * ".") as an open descriptor: atriumd opens the room's databases for a
- * helper that may not (fdfiles.h). */
+/* atrium-fs export-room [--fd NAME=FD]... [--after-commit FD] ROOM_DIR:
+ * the room's history and workspace.  Each --fd gives a file of ROOM_DIR
+ * (which must then be ".") as an open descriptor: atriumd opens the
+ * room's databases for a helper that may not (fdfiles.h).  --after-commit
+ * names the connection on which atriumd asked the workspace's daemon to
+ * commit; the export waits for its answer before it reads. */
 static int
 cmd_export_room(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "fd", required_argument, NULL, 'f' },
+		{ "after-commit", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, given = 0;
+	int c, given = 0, commit_fd = -1;
 
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		if (c == 'c') {
+			if (commit_fd >= 0 ||
+			    (commit_fd = parse_fd("after-commit", optarg)) < 0)
+				return usage();
+			continue;
+		}
 		if (c != 'f' || fdfiles_add(optarg) < 0) {
 			if (c == 'f')
 				fprintf(stderr, "atrium-fs: export-room: bad --fd "
@@ -558,6 +577,8 @@ cmd_export_room(int argc, char **argv)
 	if (argc - optind != 1 || (given && strcmp(argv[optind], ".") != 0))
 		return usage();
 	if (fdfiles_install() < 0)
+		return 1;
+	if (commit_fd >= 0 && room_export_await_commit(commit_fd))
 		return 1;
 	setlocale(LC_CTYPE, "C.UTF-8");
 	return room_export_run(argv[optind], STDOUT_FILENO);

@@ -74,7 +74,9 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,8 +102,9 @@
  * has, shadowed only in their own mount namespace. */
 #define TRANSFER_VIEW		"/mnt"
 /* The files an export's helper is given, in the order of its fds 3 and
- * up: each database, then its -wal and -shm. */
-#define TRANSFER_EXPORT_FILES	6
+ * up: each database, then its -wal and -shm; last, when a daemon serves
+ * the workspace, the connection on which it was asked to commit. */
+#define TRANSFER_EXPORT_FILES	7
 
 enum transfer_stage { STAGE_EXPORT, STAGE_UNPACK, STAGE_ADOPT };
 
@@ -604,6 +607,50 @@ transfer_export_db(int rfd, const char *db, struct transfer_export *x)
 	return 0;
 }
 
+/* Ask the daemon that serves the room's workspace (dir's DB-ctl), if one
+ * does, to commit what it has answered (fs/control.c): the helper reads
+ * the database file, which holds only committed groups, and what a
+ * command wrote just before (`ssh ROOM@host CMD`, then atrium-export) may
+ * still be in the open group for a quarter of a second.  Neither the
+ * connect to a unix socket nor the one short line written on it blocks;
+ * the helper waits for the answer (export-room --after-commit), on the
+ * connection appended to x.  The daemon reads one line of a connection,
+ * so the helper can ask it nothing else.  0 when asked, or when no daemon
+ * serves the workspace (no socket, or nobody listening: the room is
+ * stopped and its database whole); -EAGAIN when the daemon cannot take a
+ * connection now; -errno. */
+static int
+transfer_export_commit(const char *dir, struct transfer_export *x)
+{
+	static const char line[] = "commit\n";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = (size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
+	    "%s/%s-ctl", dir, WORKSPACE_DB_NAME);
+	int fd, r;
+
+	/* A path the daemon could not have bound either: nobody serves it. */
+	if (n >= sizeof(sa.sun_path))
+		return 0;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = errno == ENOENT || errno == ECONNREFUSED ? 0 : -errno;
+		close(fd);
+		return r;
+	}
+	if (write(fd, line, sizeof(line) - 1) != (ssize_t)sizeof(line) - 1) {
+		r = -errno;
+		close(fd);
+		return r < 0 ? r : -EIO;
+	}
+	x->files[x->n] = fd;
+	snprintf(x->args[x->n], sizeof(x->args[0]), "--after-commit=%d",
+	    3 + x->n);
+	x->n++;
+	return 0;
+}
+
 /* Remove the export directories in the room's directory rfd that no
  * running export of room uses (atriumd stopped during those). */
 static void
@@ -667,6 +714,8 @@ transfer_export_prepare(struct server *srv, const char *room,
 	r = transfer_export_db(rfd, ROOM_DB_NAME, x);
 	if (r == 0)
 		r = transfer_export_db(rfd, WORKSPACE_DB_NAME, x);
+	if (r == 0)
+		r = transfer_export_commit(dir, x);
 	if (r == 0)
 		r = transfer_export_staging(dir, rfd, ids, x);
 	if (r < 0)

@@ -157,6 +157,19 @@ def test_export_import_round_trip(srv):
         b.close()
 
 
+def test_export_has_what_a_command_just_wrote(srv):
+    # The workspace's daemon commits its writes in groups, a quarter of a
+    # second apart; an export right after a command must still have them.
+    assert run(srv, "fresh", "true")[0] == 0
+    for i in range(5):
+        text = "round %d\n" % i
+        rc, out, err = run(srv, "fresh", "printf '%s' > f%d" % (text, i))
+        assert rc == 0, err
+        with tarfile.open(fileobj=io.BytesIO(export(srv, "fresh"))) as t:
+            member = t.extractfile("workspace/f%d" % i)
+            assert member and member.read() == text.encode(), i
+
+
 def test_import_refusals(srv):
     rc, out, err = run(srv, "orig", "echo hi > f")
     assert rc == 0, err
