@@ -15,6 +15,7 @@
 #include "fsctl_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,4 +303,44 @@ fsctl_compact(const char *db, int timeout_s)
 	struct fsctl_lines w = { 0 };
 
 	return fsctl_exchange(db, "compact\n", timeout_s, &w);
+}
+
+int
+fsctl_commit_send(const char *db)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if ((r = fsctl_path(db, sa.sun_path, sizeof(sa.sun_path))) < 0)
+		return -ECONNREFUSED;	/* a path no daemon could have bound */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A unix socket's connect and a short first line never block: they
+	 * are taken at once or refused. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		r = errno == EAGAIN ? -EAGAIN : -ECONNREFUSED;
+	else
+		r = fsctl_send(fd, "commit\n");
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int
+fsctl_commit_wait(int fd, int timeout_s)
+{
+	struct timeval tv = { .tv_sec = timeout_s > 0 ? timeout_s : 1 };
+	struct fsctl_lines w = { 0 };
+	int flags = fcntl(fd, F_GETFL), r;
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		r = -errno;
+	else
+		r = fsctl_read_answer(fd, &w);
+	close(fd);
+	return r;
 }

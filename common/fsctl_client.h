@@ -2,11 +2,13 @@
  * fsctl_client.h: asking the atrium-fs daemon that has a workspace
  * database mounted for snapshot work, through its control socket DB-ctl
  * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
- * command line (fs/main.c) and by the agent (agent/undo.c,
- * agent/snapshots.c).
+ * command line (fs/main.c), by the agent (agent/undo.c,
+ * agent/snapshots.c) and by room exports (sshd/room_transfer.c,
+ * fs/room_archive.c).
  *
- * Every call blocks its caller for at most timeout_s seconds per read or
- * write (SO_RCVTIMEO, SO_SNDTIMEO, the connect too), and every answer line
+ * Every call but fsctl_commit_send (which never blocks) blocks its caller
+ * for at most timeout_s seconds per read or write (SO_RCVTIMEO,
+ * SO_SNDTIMEO, the connect too), and every answer line
  * is capped (FSCTL_LINE_MAX, FSCTL_ENTRY_MAX for a diff's entries) before
  * it is stored.  Results, for every call:
  *   0              done
@@ -66,5 +68,17 @@ int fsctl_list(const char *db, int timeout_s, fsctl_list_cb cb, void *arg);
 /* Give the pages deletes freed inside db back to the disk
  * (-EOPNOTSUPP: a database without SQLite's pointer map). */
 int fsctl_compact(const char *db, int timeout_s);
+
+/* Ask db's daemon to commit what it has answered, in two halves for a
+ * caller whose loop must not block (atriumd's monitor) and a process that
+ * may wait (the room export's helper, given the connection).
+ * fsctl_commit_send connects and sends without blocking: the connection's
+ * fd, -ECONNREFUSED when nobody serves db (nothing is uncommitted then),
+ * -EAGAIN when the daemon cannot take a connection now, or -errno.
+ * fsctl_commit_wait reads the answer on that fd, waiting up to timeout_s,
+ * and closes it: 0 once committed; -ECONNRESET when the daemon stopped
+ * before it answered. */
+int fsctl_commit_send(const char *db);
+int fsctl_commit_wait(int fd, int timeout_s);
 
 #endif

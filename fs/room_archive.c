@@ -45,7 +45,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,66 +234,25 @@ room_archive_put_history(struct archive *a, const char *room_dir)
 	return r;
 }
 
-/* The answer line on fd (at most FSCTL_LINE_MAX bytes, LF dropped) into
- * line, waiting up to ROOM_ARCHIVE_COMMIT_WAIT_S for each piece: 0, or -1
- * when none came (closed, timed out or failed; errno says which, 0 for a
- * close). */
-static int
-room_archive_answer(int fd, char *line, size_t size)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	size_t n = 0;
-	char *nl;
-
-	while (n < size - 1) {
-		ssize_t got;
-		int r = poll(&p, 1, ROOM_ARCHIVE_COMMIT_WAIT_S * 1000);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			errno = r == 0 ? ETIMEDOUT : errno;
-			return -1;
-		}
-		got = read(fd, line + n, size - 1 - n);
-		if (got < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (got <= 0) {
-			errno = got == 0 ? 0 : errno;
-			return -1;
-		}
-		n += (size_t)got;
-		line[n] = '\0';
-		if ((nl = strchr(line, '\n'))) {
-			*nl = '\0';
-			return 0;
-		}
-	}
-	errno = EPROTO;
-	return -1;
-}
-
 int
 room_export_await_commit(int fd)
 {
-	char line[FSCTL_LINE_MAX + 1] = "";
-	int r = room_archive_answer(fd, line, sizeof(line));
+	int r = fsctl_commit_wait(fd, ROOM_ARCHIVE_COMMIT_WAIT_S);
 
-	close(fd);
-	if (r == 0 && strcmp(line, "ok") == 0)
-		return 0;
 	if (r == 0)
-		fprintf(stderr, "atrium-fs: export-room: the workspace could not "
-		    "commit its last changes (%s); nothing was exported: try "
-		    "again\n", line);
-	else if (errno == 0)
+		return 0;
+	if (r == -ECONNRESET)
 		fprintf(stderr, "atrium-fs: export-room: the workspace's daemon "
 		    "stopped before it committed its last changes; nothing was "
 		    "exported: try again\n");
+	else if (r == -EAGAIN)
+		fprintf(stderr, "atrium-fs: export-room: the workspace's daemon "
+		    "did not commit its last changes within %d s; nothing was "
+		    "exported: try again\n", ROOM_ARCHIVE_COMMIT_WAIT_S);
 	else
-		fprintf(stderr, "atrium-fs: export-room: no answer from the "
-		    "workspace's daemon to its commit (%s); nothing was "
-		    "exported: try again\n", strerror(errno));
+		fprintf(stderr, "atrium-fs: export-room: the workspace could not "
+		    "commit its last changes (%s); nothing was exported: try "
+		    "again\n", strerror(-r));
 	return 1;
 }
 

@@ -74,12 +74,11 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fsctl_client.h"
 #include "log.h"
 #include "protocol.h"
 #include "room.h"
@@ -607,43 +606,28 @@ transfer_export_db(int rfd, const char *db, struct transfer_export *x)
 	return 0;
 }
 
-/* Ask the daemon that serves the room's workspace (dir's DB-ctl), if one
- * does, to commit what it has answered (fs/control.c): the helper reads
- * the database file, which holds only committed groups, and what a
- * command wrote just before (`ssh ROOM@host CMD`, then atrium-export) may
- * still be in the open group for a quarter of a second.  Neither the
- * connect to a unix socket nor the one short line written on it blocks;
- * the helper waits for the answer (export-room --after-commit), on the
- * connection appended to x.  The daemon reads one line of a connection,
- * so the helper can ask it nothing else.  0 when asked, or when no daemon
- * serves the workspace (no socket, or nobody listening: the room is
- * stopped and its database whole); -EAGAIN when the daemon cannot take a
- * connection now; -errno. */
+/* Ask the daemon that serves the room's workspace, if one does, to commit
+ * what it has answered (fsctl_commit_send, which does not block): the
+ * helper reads the database file, which holds only committed groups, and
+ * what a command wrote just before (`ssh ROOM@host CMD`, then
+ * atrium-export) may still be in the open group for a quarter of a
+ * second.  The helper waits for the answer (export-room --after-commit)
+ * on the connection appended to x; the daemon reads one line a
+ * connection, so the helper can ask it nothing else.  0 when asked, or
+ * when no daemon serves the workspace (the room is stopped and its
+ * database whole); -EAGAIN when the daemon cannot take a connection now;
+ * -errno. */
 static int
 transfer_export_commit(const char *dir, struct transfer_export *x)
 {
-	static const char line[] = "commit\n";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = (size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
-	    "%s/%s-ctl", dir, WORKSPACE_DB_NAME);
-	int fd, r;
+	char db[PATH_MAX + 80];
+	int fd;
 
-	/* A path the daemon could not have bound either: nobody serves it. */
-	if (n >= sizeof(sa.sun_path))
+	snprintf(db, sizeof(db), "%s/%s", dir, WORKSPACE_DB_NAME);
+	if ((fd = fsctl_commit_send(db)) == -ECONNREFUSED)
 		return 0;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = errno == ENOENT || errno == ECONNREFUSED ? 0 : -errno;
-		close(fd);
-		return r;
-	}
-	if (write(fd, line, sizeof(line) - 1) != (ssize_t)sizeof(line) - 1) {
-		r = -errno;
-		close(fd);
-		return r < 0 ? r : -EIO;
-	}
+		return fd;
 	x->files[x->n] = fd;
 	snprintf(x->args[x->n], sizeof(x->args[0]), "--after-commit=%d",
 	    3 + x->n);

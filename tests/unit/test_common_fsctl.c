@@ -212,6 +212,37 @@ test_compact(void)
 	CHECK_STR(seen, "compact\n");
 }
 
+/* fsctl_commit_send, then fsctl_commit_wait, against answer: the
+ * wait's result (or the send's, when it failed). */
+static int
+commit_with(const char *answer, size_t n, int quiet_s, int timeout_s)
+{
+	int rp, fd, r;
+	pid_t pid = fake_daemon(answer, n, quiet_s, &rp);
+
+	fd = fsctl_commit_send(db);
+	r = fd < 0 ? fd : fsctl_commit_wait(fd, timeout_s);
+	fake_done(pid, rp);
+	return r;
+}
+
+static void
+test_commit(void)
+{
+	char path[300];
+
+	CHECK_INT(commit_with("ok\n", 3, 0, 5), 0);
+	CHECK_STR(seen, "commit\n");
+	CHECK_INT(commit_with("error 28 No space left on device\n", 33, 0, 5),
+	    -ENOSPC);
+	CHECK_INT(commit_with("", 0, 0, 5), -ECONNRESET);
+	CHECK_INT(commit_with("ok\n", 3, 3, 1), -EAGAIN);
+	/* No daemon: refused at once, and nothing is left uncommitted. */
+	fsctl_path(db, path, sizeof(path));
+	unlink(path);
+	CHECK_INT(fsctl_commit_send(db), -ECONNREFUSED);
+}
+
 int
 main(void)
 {
@@ -227,6 +258,7 @@ main(void)
 	TEST(test_diff);
 	TEST(test_list);
 	TEST(test_compact);
+	TEST(test_commit);
 	snprintf(seen, sizeof(seen), "%s/workspace.db-ctl", dir);
 	unlink(seen);
 	rmdir(dir);
