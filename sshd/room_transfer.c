@@ -620,7 +620,7 @@ transfer_export_db(int rfd, const char *db, struct transfer_export *x)
 static int
 transfer_export_commit(const char *dir, struct transfer_export *x)
 {
-	char db[PATH_MAX + 80];
+	char db[PATH_MAX + 80 + sizeof("/" WORKSPACE_DB_NAME)];
 	int fd;
 
 	snprintf(db, sizeof(db), "%s/%s", dir, WORKSPACE_DB_NAME);
