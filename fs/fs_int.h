@@ -182,6 +182,7 @@ int readahead_keep(sqlite3 *db, size_t bytes);
 int readers_init(struct fs *fs);
 void readers_free(struct fs *fs);
 void readers_group_end(struct fs *fs);
+void readers_touch(struct fs *fs, uint64_t ino);
 void readers_wal_copied(struct fs *fs);
 void readers_off(struct fs *fs);
 int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);

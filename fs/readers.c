@@ -51,13 +51,38 @@
  *     connection's update hook adds each row as it is written, so before
  *     the operation is answered.
  *
+ * Who answers a read, from the kernel down (the rule issue after issue
+ * has to keep):
+ *   1. The kernel's page cache, for file bytes (keep_cache, the writeback
+ *      cache).  This daemon is the only way to the data, so the cache is
+ *      never older than the last completed write: writes land in it first.
+ *      The kernel drops or launders its own pages around what changes them
+ *      here (truncate: invalidate_inode_pages2 after the setattr, which
+ *      writes each dirty page back first; fallocate and copy_file_range:
+ *      the range written back and dropped), and whatever this daemon
+ *      changes behind it (a snapshot restore, control.c; lseek's holes,
+ *      fuse_ops.c) it invalidates itself.  A read the cache misses comes
+ *      here, after every write-back it depends on has been answered.
+ *   2. A pooled reader, under the one rule below.
+ *   3. Otherwise the writer's connection, under fs->lock, which sees the
+ *      open group's changes: the newest state there is.
+ *
  * The one rule: a pooled read may answer only about inodes the open group
  * has not touched, checked while seq has not moved since before its
- * snapshot was taken.  Data, entries, targets and xattrs follow inode rows:
- * every operation that changes a file's chunks, a directory's entries, a
- * symlink or an xattr also writes that inode's row (its times, or stored
- * through stored.c's triggers, whose writes fire the hook too), and a new
- * path that changes them must too.  A directory's entries are its own: a
+ * snapshot was taken.  Data, entries, targets and xattrs follow inode
+ * marks: every operation that changes a file's chunks, a directory's
+ * entries, a symlink or an xattr marks that inode before it is answered,
+ * through its row (its times, or stored through stored.c's triggers,
+ * whose writes fire the hook too) or, where it writes no row of main.inodes,
+ * with readers_touch.  Two paths write none, and are marked by hand in
+ * core.c: a write inside a chunk's length changes the block in place
+ * (chunks.c's incremental blob I/O fires no hook), and a write-back from
+ * the kernel's cache that keeps the size leaves the row as it was (the
+ * kernel owns the times).  Left unmarked, they let a kept snapshot answer
+ * with the committed bytes from before them: fsx -W -R read stale bytes
+ * after a truncate laundered such pages.  A new path that changes data
+ * without writing the inode's row must call readers_touch.  A
+ * directory's entries are its own: a
  * lookup or readdir needs the directory untouched, readdirplus its entries
  * too (their attributes), a plain readdir only the directory (an entry's
  * type never changes).
@@ -209,6 +234,15 @@ readers_mark(struct fs *fs, uint64_t ino)
 		rs->touched_all = 1;
 	pthread_mutex_unlock(&rs->touched_lock);
 	rs->last_marked = ino;
+}
+
+/* Mark ino touched by the open group for a change that writes no row of
+ * main.inodes: the hook below cannot see it (fs->lock held). */
+void
+readers_touch(struct fs *fs, uint64_t ino)
+{
+	if (fs->readers)
+		readers_mark(fs, ino);
 }
 
 /* The writer connection's update hook: a row of main.inodes written. */

@@ -5,7 +5,8 @@
  *     readlink, readdirplus and getxattr all return, with the right
  *     answers.
  *   - Changes answered but not yet committed are what every read shows:
- *     a write in place (same size), a write to a file whose directory the
+ *     a write in place (same size), the same from the writeback cache
+ *     (which writes no inode row), a write to a file whose directory the
  *     group did not touch (lookup and readdirplus of that directory must
  *     show its new size), a rename between two directories, an unlink,
  *     a chmod, a new symlink, a changed extended attribute.
@@ -234,6 +235,17 @@ test_reads_see_answered_changes(void)
 	CHECK_INT(buf[100], 'c');
 	CHECK_INT(buf[4195], 'c');
 	CHECK_INT(buf[4196], 'a');
+	/* The same from the writeback cache, which keeps the times: neither
+	 * the in-place write nor the size writes the inode's row. */
+	CHECK_INT(fs_sync(fs, 0), 0);
+	CHECK_INT(fs_read(fs, t.f, 2 * CHUNK, buf, 1), 1);
+	memset(buf, 'w', 4096);
+	CHECK_INT(fs_write_back(fs, t.f, 2 * CHUNK + 10, buf, 4096), 4096);
+	CHECK_INT(fs_read(fs, t.f, 2 * CHUNK, buf, 8192), 8192);
+	CHECK_INT(buf[9], 'a');
+	CHECK_INT(buf[10], 'w');
+	CHECK_INT(buf[4105], 'w');
+	CHECK_INT(buf[4106], 'a');
 	/* x grows; its directory d is not touched. */
 	CHECK_INT(fs_write(fs, t.x, 100, buf, 50), 50);
 	CHECK_INT(fs_lookup(fs, t.d, "x", 0, &a), 0);
