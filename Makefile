@@ -3,6 +3,7 @@
 #   make run     install missing packages, build, start atriumd on :2222
 #   make check   install missing packages, build, run every test
 #   make bench   measure against native baselines
+#   make stress  the fs exerciser over many seeds (STRESS_SECONDS=3600)
 #   make deb     build atrium_VERSION_ARCH.deb with Debian's tooling
 #   make install / make uninstall   PREFIX=/usr/local DESTDIR=
 #
@@ -83,7 +84,7 @@ obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
 
-.PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench \
+.PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
 all: $(addprefix $(BUILD)/,$(PROGS))
 
@@ -175,6 +176,12 @@ $(BUILD)/tests/fault_vfs.so: tests/fault_vfs.c tests/unit/shim_vfs.h
 	$(CC) $(WARN) -Wno-unused-function $(DEFS) $(CFLAGS) -fPIC -shared \
 	    -Itests -o $@ $< $(shell pkg-config --libs sqlite3 2>/dev/null) -lpthread
 
+# The random-operation exerciser on a real mount (tests/exer/): a test
+# tool, not part of Atrium; its engine is also test_fs_exerciser's.
+$(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
+
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
@@ -195,7 +202,7 @@ run: deps
 
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
-	    $(BUILD)/tests/fault_vfs.so \
+	    $(BUILD)/tests/fault_vfs.so $(BUILD)/tests/fsexer \
 	    $(BUILD)/asan/atrium-sandbox-init $(UNIT_TSAN_BINS) \
 	    $(BUILD)/tsan/tests/tsan_canary
 	@$(MAKE) --no-print-directory unit
@@ -214,6 +221,12 @@ fuzz-replay:
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(PYTHON) tests/bench.py
+
+# STRESS_SECONDS (default 3600) of the fs exerciser, new seeds each run.
+stress: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/tests/fsexer \
+	    $(BUILD)/tsan/tests/test_fs_exerciser
+	tests/stress.sh $(BUILD)
 
 # --- install -----------------------------------------------------------------
 # atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the agent
