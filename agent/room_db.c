@@ -7,7 +7,7 @@
  * pwrite calls, not two per page), whose checkpoints a second connection
  * makes on a thread (wal_checkpointer.h).
  *
- * Schema (user_version 6):
+ * Schema (user_version 7):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -58,7 +58,14 @@
  *       the turn's undo point; snapshot names the workspace snapshot taken
  *       before it (NULL: none, the workspace was not snapshotted, or
  *       retention dropped it); undone is 1 once the turn was undone, redo
- *       names the snapshot taken just before that undo, undone_time when
+ *       names the snapshot taken just before that undo, undone_time when.
+ *       redo is a pending redo only: recording a later turn's undo point
+ *       sets it to NULL in every undone row (that turn wrote on top of
+ *       the undone state, so bringing it back would throw the turn
+ *       away); an undone row with redo NULL can be neither redone nor
+ *       undone again.  Hence the pending redos are always the undone
+ *       turns above every turn not undone, undone newest first
+ *       (room_db_undo_target relies on it).
  *
  * Migrations: room_db_migrations[i] takes user_version i to i + 1; each runs
  * in its own transaction with the version bump, so a crash leaves either the
@@ -181,6 +188,13 @@ static const char *const room_db_migrations[] = {
 	"ALTER TABLE turn_undo ADD COLUMN undone INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE turn_undo ADD COLUMN redo TEXT;"
 	"ALTER TABLE turn_undo ADD COLUMN undone_time TEXT;",
+	/* 6 -> 7: a later turn's undo point forgets the pending redos
+	 * (room_db_undo_mark).  Before, it did not, and a redo could bring
+	 * back a turn undone before another one ran: forget those, known
+	 * here by a later turn's undo point taken after the undo. */
+	"UPDATE turn_undo SET redo = NULL WHERE undone = 1 AND EXISTS"
+	"  (SELECT 1 FROM turn_undo l WHERE l.turn > turn_undo.turn"
+	"   AND l.time >= turn_undo.undone_time);",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -1235,11 +1249,20 @@ room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
     const char *tool, const char *snapshot)
 {
 	char now[40];
+	int r;
 
 	time_now_iso(now, sizeof(now));
-	return room_db_write(db, "INSERT OR IGNORE INTO turn_undo (turn, step,"
+	r = room_db_write(db, "INSERT OR IGNORE INTO turn_undo (turn, step,"
 	    " idx, tool, snapshot, time) VALUES (?, ?, ?, ?, ?, ?)", "Iiisss",
 	    turn, step, idx, tool, snapshot, now);
+	/* This turn is about to write on top of whatever an undo left: the
+	 * turns undone before it can no longer come back (a redo would
+	 * take this turn's work back).  Idempotent, so a resumed call or a
+	 * later call of the same turn changes nothing. */
+	if (r == 0)
+		r = room_db_write(db, "UPDATE turn_undo SET redo = NULL WHERE"
+		    " undone = 1 AND redo IS NOT NULL AND turn < ?", "I", turn);
+	return r;
 }
 
 int
@@ -1272,16 +1295,24 @@ room_db_undo_text(sqlite3_stmt *st, int i, char *out, size_t size)
 int
 room_db_undo_target(struct room_db *db, int redo, struct room_db_undo *u)
 {
-	/* Undo: the latest turn with a snapshot not undone.  Redo: the
-	 * earliest undone turn after it (undo goes back turn by turn, redo
-	 * forward), once a later turn wrote there is nothing to redo. */
-	static const char undo_sql[] = "SELECT turn, snapshot, time"
+	/* Undo: the latest turn with a snapshot not undone (so repeated
+	 * undos go back turn by turn).
+	 *
+	 * Redo: the turn undone last, which is the lowest undone turn with
+	 * a pending redo.  That holds because undo always takes the highest
+	 * turn not undone and redo the lowest pending one (a stack), and
+	 * because a new turn's undo point forgets every pending redo
+	 * (room_db_undo_mark), so no turn not undone sits above a pending
+	 * one.  Never pick by undone_time (clocks step) nor by the highest
+	 * undone turn (after undo 3, undo 2, redo brings back 2 first).
+	 * Whether the workspace still is what that undo left is undo.c's
+	 * check, against the snapshot returned here. */
+	static const char undo_sql[] = "SELECT turn, snapshot, NULL, time"
 	    " FROM turn_undo WHERE snapshot IS NOT NULL AND undone = 0"
 	    " ORDER BY turn DESC LIMIT 1";
-	static const char redo_sql[] = "SELECT turn, redo, undone_time"
-	    " FROM turn_undo WHERE undone = 1 AND redo IS NOT NULL AND turn >"
-	    " (SELECT coalesce(max(turn), 0) FROM turn_undo WHERE undone = 0"
-	    " AND snapshot IS NOT NULL) ORDER BY turn LIMIT 1";
+	static const char redo_sql[] = "SELECT turn, snapshot, redo, NULL"
+	    " FROM turn_undo WHERE undone = 1 AND redo IS NOT NULL"
+	    " AND snapshot IS NOT NULL ORDER BY turn LIMIT 1";
 	sqlite3_stmt *st = room_db_query(db, redo ? redo_sql : undo_sql, "");
 	int rc, found = 0;
 
@@ -1291,7 +1322,8 @@ room_db_undo_target(struct room_db *db, int redo, struct room_db_undo *u)
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		u->turn = sqlite3_column_int64(st, 0);
 		room_db_undo_text(st, 1, u->snapshot, sizeof(u->snapshot));
-		room_db_undo_text(st, 2, u->since, sizeof(u->since));
+		room_db_undo_text(st, 2, u->redo, sizeof(u->redo));
+		room_db_undo_text(st, 3, u->since, sizeof(u->since));
 		found = 1;
 	}
 	room_db_release(db, st);

@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	6	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	7	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -209,22 +209,26 @@ int room_db_tool_get(struct room_db *db, long long turn, int step, int idx,
     struct room_db_tool *t);
 
 /* --- undo points: the first call of a turn that may change the
- * workspace (undo.h).  mark records it unless the turn has one (in the
- * open transaction; snapshot may be NULL); 0 or -errno.  get: 1 with
+ * workspace (undo.h).  mark records it unless the turn has one, and
+ * forgets the pending redos of the turns before it (in the open
+ * transaction; snapshot may be NULL); 0 or -errno.  get: 1 with
  * *step and *idx, 0 when the turn has none, -EIO. */
 int room_db_undo_mark(struct room_db *db, long long turn, int step, int idx,
     const char *tool, const char *snapshot);
 int room_db_undo_get(struct room_db *db, long long turn, int *step,
     int *idx);
 
-/* The turn an undo (redo 0) or a redo (redo 1) would act on: its id, the
- * snapshot to restore (turn-N for an undo, the one taken before the undo
- * for a redo) and since when people's commands would be taken back too.
- * 1 found, 0 none, -EIO. */
+/* The turn an undo (redo 0) or a redo (redo 1) would act on: the turn
+ * undone last for a redo, the latest one not undone for an undo (the rule
+ * is at room_db_undo_target in room_db.c).  1 found, 0 none, -EIO. */
 struct room_db_undo {
 	long long turn;
-	char snapshot[160];
-	char since[40];
+	char snapshot[160];	/* turn-N: what an undo restores, and what
+				 * the workspace must still be for a redo */
+	char redo[160];		/* redo-N: what a redo restores ("" for an
+				 * undo) */
+	char since[40];		/* an undo's: since when people's commands
+				 * are taken back too ("" for a redo) */
 };
 int room_db_undo_target(struct room_db *db, int redo,
     struct room_db_undo *u);

@@ -12,12 +12,25 @@
  * without an undo point.
  *
  * Undo restores the latest not yet undone turn's snapshot, after taking
- * redo-ID of the tree as it is (what a redo restores); redo restores
- * that, going forward turn by turn as undo goes back.  Before either, the
- * preview says what it changes (the diff of the tree against the snapshot
- * it restores) and whose own commands since then it takes back too
- * (room.db's audit).  Only someone who may manage the room may do either
- * (room_access_may_manage), and never while a turn runs.
+ * redo-ID of the tree as it is (what a redo restores); repeated, it goes
+ * back turn by turn.  Before either, the preview says what it changes
+ * (the diff of the tree against the snapshot it restores) and, for an
+ * undo, whose own commands since the turn's first write it takes back
+ * too (room.db's audit).  Only someone who may manage the room may do
+ * either (room_access_may_manage), and never while a turn runs.
+ *
+ * The redo target: the turn undone last, and only while nothing has
+ * superseded the state its undo left.  Two things supersede it:
+ *   - a later turn that wrote: recording its undo point forgets every
+ *     pending redo (room_db_undo_mark), so such a turn is never picked
+ *     (room_db_undo_target has the order);
+ *   - any other change to the workspace since that undo, by anyone and
+ *     any way (exec, sftp, sshfs, the shared terminal): the tree must
+ *     still be exactly turn-ID, what the undo restored, by atrium-fs's
+ *     diff (undo_unchanged), or the redo is refused.  Reading changes
+ *     nothing; writing even the same bytes back does.
+ * So a redo never throws away work done after the undo, and its preview
+ * names nobody's commands: it takes none back.
  *
  * Blocking: the requests to atrium-fs are synchronous, on the loop, each
  * bounded (UNDO_SNAPSHOT_TIMEOUT_S, UNDO_RESTORE_TIMEOUT_S): a snapshot
@@ -134,6 +147,20 @@ struct undo_plan {
 	int more;
 };
 
+/* path fit for a terminal, on one line (malloc'd), or NULL: a name may
+ * hold anything, and the lists and errors that name paths reach
+ * terminals. */
+static char *
+undo_clean_path(const char *path)
+{
+	char *clean = utf8_clean_str(path);
+
+	for (char *q = clean; q && *q; q++)
+		if (*q == '\n' || *q == '\t')
+			*q = '?';
+	return clean;
+}
+
 /* A diff entry into the plan's lists.  A redo restores the snapshot
  * taken before the undo, so what the tree has that it lacks is what the
  * redo removes. */
@@ -143,14 +170,10 @@ undo_plan_entry(void *arg, char kind, const char *path)
 	struct undo_plan *p = arg;
 	json_object *list = kind == 'M' ? p->modified :
 	    (kind == 'A') != p->redo ? p->added : p->removed;
-	/* A name may hold anything; these lists reach terminals. */
-	char *clean = utf8_clean_str(path);
+	char *clean = undo_clean_path(path);
 
 	if (!clean)
 		return -ENOMEM;
-	for (char *q = clean; *q; q++)
-		if (*q == '\n' || *q == '\t')
-			*q = '?';
 	json_object_array_add(list, json_object_new_string(clean));
 	free(clean);
 	return 0;
@@ -164,6 +187,13 @@ undo_plan_user(void *arg, const char *user)
 	return 0;
 }
 
+/* The snapshot p restores: redo-ID for a redo, turn-ID for an undo. */
+static const char *
+undo_plan_restores(const struct undo_plan *p)
+{
+	return p->redo ? p->target.redo : p->target.snapshot;
+}
+
 static void
 undo_plan_free(struct undo_plan *p)
 {
@@ -171,6 +201,62 @@ undo_plan_free(struct undo_plan *p)
 	json_object_put(p->removed);
 	json_object_put(p->modified);
 	json_object_put(p->users);
+}
+
+/* r, atrium-fs's answer to a diff against snap for p, logged and to c. */
+static void
+undo_diff_failed(struct conn *c, const struct undo_plan *p,
+    const char *snap, int r)
+{
+	log_warn("%s of turn %lld: diff against %s: %s", p->redo ? "redo" :
+	    "undo", p->target.turn, snap, strerror(-r));
+	room_error(c, NULL, "the workspace could not be compared with "
+	    "snapshot %s (%s); is it mounted?", snap, strerror(-r));
+}
+
+/* The first change undo_unchanged found, and how many. */
+struct undo_changes {
+	char first[256];
+	long long n;
+};
+
+/* A diff entry into the undo_changes at arg. */
+static int
+undo_changes_entry(void *arg, char kind, const char *path)
+{
+	struct undo_changes *ch = arg;
+
+	(void)kind;
+	if (ch->n++ == 0)
+		snprintf(ch->first, sizeof(ch->first), "%s", path);
+	return 0;
+}
+
+/* For a redo: 0 when the tree is still what the undo of p's turn left
+ * (its turn-ID snapshot), else -1 with the error sent to c, naming a
+ * change a redo would throw away. */
+static int
+undo_unchanged(const char *db, struct conn *c, struct undo_plan *p)
+{
+	struct undo_changes ch = { "", 0 };
+	char *first;
+	int more = 0, r;
+
+	r = fsctl_diff(db, p->target.snapshot, UNDO_RESTORE_TIMEOUT_S,
+	    undo_changes_entry, &ch, &more);
+	if (r < 0) {
+		undo_diff_failed(c, p, p->target.snapshot, r);
+		return -1;
+	}
+	if (ch.n == 0 && !more)
+		return 0;
+	first = undo_clean_path(ch.first);
+	room_error(c, NULL, "there is nothing to redo: the workspace changed "
+	    "since the agent's turn %lld was undone (%s%s), and a redo would "
+	    "throw that change away", p->target.turn, first ? first : "?",
+	    ch.n > 1 || more ? " and more" : "");
+	free(first);
+	return -1;
 }
 
 /* Fill p for an undo (redo 0) or a redo.  0, or -1 with an error sent
@@ -193,18 +279,22 @@ undo_plan(struct agent *a, struct conn *c, int redo, struct undo_plan *p)
 		    "there is no turn of the agent's to undo");
 		return -1;
 	}
-	if ((r = ws_snapshot_db(a->room_dir, db, sizeof(db))) == 0)
-		r = fsctl_diff(db, p->target.snapshot,
-		    UNDO_RESTORE_TIMEOUT_S, undo_plan_entry, p, &p->more);
-	if (r == 0)
-		r = room_db_undo_people(a->db, p->target.since, undo_plan_user,
-		    p);
+	if (ws_snapshot_db(a->room_dir, db, sizeof(db)) < 0) {
+		room_error(c, NULL, "the room's path is too long");
+		return -1;
+	}
+	if (redo && undo_unchanged(db, c, p) < 0)
+		return -1;
+	r = fsctl_diff(db, undo_plan_restores(p), UNDO_RESTORE_TIMEOUT_S,
+	    undo_plan_entry, p, &p->more);
 	if (r < 0) {
-		log_warn("%s of turn %lld: %s", redo ? "redo" : "undo",
-		    p->target.turn, strerror(-r));
-		room_error(c, NULL, "the workspace could not be compared with "
-		    "snapshot %s (%s); is it mounted?", p->target.snapshot,
-		    strerror(-r));
+		undo_diff_failed(c, p, undo_plan_restores(p), r);
+		return -1;
+	}
+	/* A redo takes back nobody's changes: there are none to take. */
+	if (!redo && room_db_undo_people(a->db, p->target.since,
+	    undo_plan_user, p) < 0) {
+		room_error(c, NULL, "room.db could not be read");
 		return -1;
 	}
 	return 0;
@@ -263,11 +353,11 @@ undo_apply(struct agent *a, struct undo_plan *p, char *redo, size_t size)
 			return r;
 		}
 	}
-	r = fsctl_request(db, "restore", p->target.snapshot,
+	r = fsctl_request(db, "restore", undo_plan_restores(p),
 	    UNDO_RESTORE_TIMEOUT_S);
 	if (r < 0)
 		log_warn("%s of turn %lld: restoring %s: %s", p->redo ? "redo" :
-		    "undo", turn, p->target.snapshot, strerror(-r));
+		    "undo", turn, undo_plan_restores(p), strerror(-r));
 	return r;
 }
 

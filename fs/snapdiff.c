@@ -8,11 +8,18 @@
  * dirents (snap_dirents for the snapshot) and joined by path:
  *   A  a path the live tree has and the snapshot lacks (added since);
  *   D  a path the snapshot has and the live tree lacks (removed since);
- *   M  a path both have whose inode differs, or whose type or mode
- *      differs, or (not a directory) whose size, mtime or chunks differ
- *      (a rewrite within one tick of the coarse clock that stamps times
- *      leaves size and mtime as they were; a written block is a new one,
- *      since chunks.c copies a block a snapshot names before writing it).
+ *   M  a path both have whose type or mode differs, or (a directory)
+ *      whose inode differs, or (not a directory) whose size, mtime or
+ *      chunks differ (a rewrite within one tick of the coarse clock that
+ *      stamps times leaves size and mtime as they were; a written block
+ *      is a new one, since chunks.c copies a block a snapshot names
+ *      before writing it), or (a symlink) whose target differs.  A
+ *      file's inode number alone is no change:
+ *      a restore under an inode the kernel holds brings the snapshot's
+ *      version back under a new number (snapshot.c), with the same
+ *      blocks, and nobody reading the tree can tell.  atrium-agent's
+ *      redo relies on it: "nothing changed since the undo" must hold
+ *      after a restore, however many the kernel's inodes renumbered.
  * A directory whose entries changed is not itself listed: its entries are.
  * A hard link is listed under each of its paths.
  *
@@ -41,7 +48,8 @@ static const char snapdiff_sql[] =
 	" SELECT 'A', path FROM l WHERE path NOT IN (SELECT path FROM s)"
 	" UNION ALL SELECT 'D', path FROM s WHERE path NOT IN (SELECT path FROM l)"
 	" UNION ALL SELECT 'M', l.path FROM l JOIN s ON l.path = s.path"
-	"  WHERE l.ino != s.ino OR l.mode != s.mode OR ((l.mode & 61440) != 16384"
+	"  WHERE l.mode != s.mode OR ((l.mode & 61440) = 16384 AND l.ino != s.ino)"
+	"  OR ((l.mode & 61440) != 16384"
 	"  AND (l.size != s.size OR l.mtime != s.mtime"
 	"  OR l.mtime_ns != s.mtime_ns"
 	"  OR EXISTS (SELECT idx, block, len FROM chunks WHERE ino = l.ino"
@@ -49,7 +57,10 @@ static const char snapdiff_sql[] =
 	"   WHERE snap = ?1 AND ino = s.ino)"
 	"  OR EXISTS (SELECT idx, block, len FROM snap_chunks"
 	"   WHERE snap = ?1 AND ino = s.ino"
-	"   EXCEPT SELECT idx, block, len FROM chunks WHERE ino = l.ino)))"
+	"   EXCEPT SELECT idx, block, len FROM chunks WHERE ino = l.ino)"
+	"  OR EXISTS (SELECT target FROM symlinks WHERE ino = l.ino"
+	"   EXCEPT SELECT target FROM snap_symlinks"
+	"   WHERE snap = ?1 AND ino = s.ino)))"
 	" ORDER BY 2, 1 LIMIT ?2";
 
 /* Run the query for snapshot id, calling cb per entry up to max; *more is

@@ -33,13 +33,18 @@ def seed(ws):
 BASH = "echo new > made && echo more >> edit && rm gone"
 
 
-def run_turn(room, model, c):
+def bash_turn(model, c, command):
+    """A turn of the agent running command; its id once it has ended."""
     model.script(Reply("Working.", tool_calls=[
-        ToolCall("bash", {"command": BASH})]), Reply("Done."))
+        ToolCall("bash", {"command": command})]), Reply("Done."))
     c.send({"type": "prompt", "text": "change things"})
-    start = c.wait("turn_start")
+    turn = c.wait("turn_start")["turn"]
     c.wait("turn_end", timeout=30)
-    return start["turn"]
+    return turn
+
+
+def run_turn(room, model, c):
+    return bash_turn(model, c, BASH)
 
 
 def test_undo_previews_the_turn_then_restores_and_redo_returns(room, model):
@@ -106,14 +111,19 @@ def test_undo_goes_back_turn_by_turn(room, model):
             Reply("Done."))
         c.send({"type": "prompt", "text": "more"})
         c.wait("turn_end", timeout=30)
+        last = tree(room.workspace)
         for want in (middle, before):
             c.send({"type": "undo", "confirm": True})
             c.wait("undo_done")
             assert tree(room.workspace) == want
-        for want in (middle,):
+        # forward again, in the order undone, through restores that gave
+        # the files the kernel held new inode numbers
+        for want in (middle, last):
             c.send({"type": "redo", "confirm": True})
             c.wait("redo_done")
             assert tree(room.workspace) == want
+        c.send({"type": "redo"})
+        assert "nothing to redo" in c.wait("error")["message"]
 
 
 def test_only_who_may_manage_the_room_may_undo(room, model):
@@ -177,3 +187,99 @@ def test_preview_names_are_safe_for_a_terminal(room, model):
         c.wait("turn_end", timeout=30)
         c.send({"type": "undo"})
         assert c.wait("undo_preview")["added"] == ["a[2Jb?c"]
+
+
+def exec_ok(c, command, id):
+    c.send({"type": "exec", "id": id, "command": command})
+    r = c.wait("exec_result", id=id)
+    assert r["exitCode"] == 0, r
+    return r
+
+
+def test_redo_brings_back_the_last_turn_undone_not_an_earlier_one(room,
+                                                                   model):
+    """Undo a turn, reset its files by hand, let a second turn change them
+    and undo that: redo brings back the second turn's files, and the
+    first turn, which the exec and the second turn superseded, can never
+    come back."""
+    with room.on_atrium_fs():
+        for name, text in (("b.txt", "b0\n"), ("c.txt", "c0\n")):
+            with open(os.path.join(room.workspace, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(room.workspace, name), 0o666)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        sh = room.connect("alice", kind="exec")
+        first = bash_turn(model, c, "echo one > a.txt && echo b1 > b.txt"
+                          " && rm c.txt")
+        c.send({"type": "undo", "confirm": True})
+        assert c.wait("undo_done")["turn"] == first
+        exec_ok(sh, "echo b0 > b.txt && echo c0 > c.txt", "reset")
+        reset = tree(room.workspace)
+        assert reset == {"b.txt": "b0\n", "c.txt": "c0\n"}
+
+        second = bash_turn(model, c, "echo two > a2.txt && echo b2 > b.txt"
+                           " && rm c.txt")
+        done = {"a2.txt": "two\n", "b.txt": "b2\n"}
+        assert tree(room.workspace) == done
+        c.send({"type": "undo", "confirm": True})
+        assert c.wait("undo_done")["turn"] == second
+        assert tree(room.workspace) == reset
+        c.send({"type": "undo"})
+        assert "no turn of the agent" in c.wait("error")["message"]
+
+        c.send({"type": "redo"})
+        p = c.wait("redo_preview")
+        assert (p["turn"], p["added"], p["removed"], p["modified"]) == (
+            second, ["a2.txt"], ["c.txt"], ["b.txt"])
+        c.send({"type": "redo", "confirm": True})
+        assert c.wait("redo_done")["turn"] == second
+        assert tree(room.workspace) == done
+        assert exec_ok(sh, "cat a2.txt b.txt", "look")["stdout"] == \
+            "two\nb2\n"
+
+        c.send({"type": "redo"})
+        assert "nothing to redo" in c.wait("error")["message"]
+        c.send({"type": "redo", "confirm": True})
+        assert "nothing to redo" in c.wait("error")["message"]
+        assert tree(room.workspace) == done
+        # and undo still goes back to the reset files, once
+        c.send({"type": "undo", "confirm": True})
+        assert c.wait("undo_done")["turn"] == second
+        assert tree(room.workspace) == reset
+
+
+def test_a_change_after_the_undo_supersedes_the_redo(room, model):
+    """A redo would take back whatever was changed in the workspace since
+    the undo: it is refused then, and reading files changes nothing."""
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        sh = room.connect("bob", kind="exec")
+        turn = run_turn(room, model, c)
+        after = tree(room.workspace)
+        c.send({"type": "undo", "confirm": True})
+        c.wait("undo_done")
+        before = tree(room.workspace)
+
+        exec_ok(sh, "cat keep edit gone && ls -la", "read")
+        c.send({"type": "redo"})
+        p = c.wait("redo_preview")
+        assert p["turn"] == turn and p["users"] == []
+
+        exec_ok(sh, "echo mine > edit", "write")
+        c.send({"type": "redo", "confirm": True})
+        e = c.wait("error")["message"]
+        assert "nothing to redo" in e and "edit" in e
+        assert tree(room.workspace) == dict(before, edit="mine\n")
+
+        # Writing the old bytes back is a change too: what the undo left
+        # is gone, and the redo with it.
+        exec_ok(sh, "printf 'edit\\n' > edit", "back")
+        assert tree(room.workspace) == before
+        c.send({"type": "redo"})
+        assert "nothing to redo" in c.wait("error")["message"]
+        assert tree(room.workspace) != after

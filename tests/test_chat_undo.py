@@ -4,6 +4,7 @@ with the real sandbox (only the model is scripted).
 
 Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_chat_undo.py
 """
+import json
 import os
 import shutil
 
@@ -90,3 +91,73 @@ def test_named_snapshots_restore_and_list(srv, model_server, tmux, ssh_run):
     tmux.keys("a", "/restore first", "Enter")
     tmux.wait("a", "alice restored the workspace to snapshot first")
     assert ssh_run(srv, "undo", "cat f")[1] == "one\n"
+
+
+def files(ssh_run, srv):
+    """The workspace as a user sees it: each file's name and contents."""
+    rc, out, err = ssh_run(srv, "undo", "for f in *; do echo \"$f: "
+                           "$(cat \"$f\")\"; done")
+    assert rc == 0, err
+    return out
+
+
+def protocol_undo(ssh_run, srv):
+    """An undo confirmed through the room protocol, as a program does."""
+    lines = [{"type": "undo", "confirm": True},
+             {"type": "sync", "id": "undone"}]
+    rc, out, err = ssh_run(srv, "undo", "-s", "atrium", input="".join(
+        json.dumps(o) + "\n" for o in lines))
+    assert rc == 0, err
+    evs = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in evs if e["type"] in (
+        "undo_done", "synced", "error")] == ["undo_done", "synced"], evs
+
+
+def test_redo_after_undos_across_an_exec_brings_back_the_last_turn(
+        srv, model_server, tmux, ssh_run):
+    """A turn undone through the protocol, its files reset by an exec, a
+    second turn undone with /undo: /redo brings back the second turn's
+    files, not the first's, and a second /redo nothing (the exec and the
+    second turn superseded the first)."""
+    tmux.open("a", srv, "undo", "alice", cols=120, rows=40)
+    tmux.wait("a", "you are alice")
+    reset = "echo b0 > b.txt && echo c0 > c.txt"
+    assert ssh_run(srv, "undo", reset)[0] == 0
+    model_server.script(
+        Reply("First.", tool_calls=[ToolCall("bash", {"command":
+              "echo one > a.txt && echo b1 > b.txt && rm c.txt"})]),
+        Reply("Changed."))
+    tmux.keys("a", "@agent change the files", "Enter")
+    tmux.wait("a", lambda s: s.count("* agent done") == 1, history=True)
+    assert files(ssh_run, srv) == "a.txt: one\nb.txt: b1\n"
+    protocol_undo(ssh_run, srv)
+    assert files(ssh_run, srv) == "b.txt: b0\nc.txt: c0\n"
+    assert ssh_run(srv, "undo", reset)[0] == 0
+
+    model_server.script(
+        Reply("Second.", tool_calls=[ToolCall("bash", {"command":
+              "echo two > a2.txt && echo b2 > b.txt && rm c.txt"})]),
+        Reply("Changed again."))
+    tmux.keys("a", "@agent change them again", "Enter")
+    tmux.wait("a", lambda s: s.count("* agent done") == 2, history=True)
+    second = files(ssh_run, srv)
+    assert second == "a2.txt: two\nb.txt: b2\n"
+    tmux.keys("a", "/undo", "Enter")
+    tmux.wait("a", "y to undo")
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", lambda s: s.count("alice undid the agent's turn") == 2,
+              history=True)
+    assert files(ssh_run, srv) == "b.txt: b0\nc.txt: c0\n"
+
+    tmux.keys("a", "/redo", "Enter")
+    preview = tmux.wait("a", "y to redo").split("/redo would redo")[-1]
+    assert preview.startswith(" the agent's turn 2:"), preview
+    assert "brings back: a2.txt\n" in preview, preview
+    assert "a.txt" not in preview, preview
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "alice redid the agent's turn")
+    assert files(ssh_run, srv) == second
+
+    tmux.keys("a", "/redo", "Enter")
+    tmux.wait("a", "there is nothing to redo")
+    assert files(ssh_run, srv) == second

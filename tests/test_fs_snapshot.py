@@ -430,6 +430,34 @@ def test_diff_names_what_changed_since_a_snapshot(tmp_path):
     assert r.returncode == 1 and "no snapshot named nope" in r.stderr
 
 
+def test_diff_after_a_restore_under_held_files_is_empty(tmp_path):
+    """A restore while the kernel holds the changed files brings their
+    snapshot versions back under new inode numbers: diff against that
+    snapshot says nothing changed until something does."""
+    m = Mount(tmp_path).mount()
+    try:
+        for name in ("edit", "keep"):
+            with open(m.p(name), "w") as f:
+                f.write(name + "\n")
+        os.symlink("keep", m.p("link"))
+        ok("snapshot", m.db, "s")
+        held = open(m.p("edit"), "a")
+        held.write("more\n")
+        held.flush()
+        os.unlink(m.p("link"))
+        os.symlink("edit", m.p("link"))
+        assert ok("diff", m.db, "s").stdout == "M edit\nM link\n"
+        ok("restore", m.db, "s")
+        assert os.fstat(held.fileno()).st_ino != os.stat(m.p("edit")).st_ino
+        assert ok("diff", m.db, "s").stdout == ""
+        with open(m.p("keep"), "w") as f:     # the same bytes, rewritten
+            f.write("keep\n")
+        assert ok("diff", m.db, "s").stdout == "M keep\n"
+        held.close()
+    finally:
+        m.unmount()
+
+
 def test_diff_is_capped(tmp_path):
     """A change of more than 1000 paths lists the first 1000, by path,
     and says there were more."""

@@ -335,6 +335,118 @@ test_undo_points(void)
 	room_db_close(db);
 }
 
+/* The turn the next undo (redo 0) or redo (redo 1) acts on, 0 for none;
+ * its snapshot names into u. */
+static long long
+undo_next(struct room_db *db, int redo, struct room_db_undo *u)
+{
+	int r = room_db_undo_target(db, redo, u);
+
+	CHECK(r == 0 || r == 1);
+	return r == 1 ? u->turn : 0;
+}
+
+/* A writing turn, undone and redone as the chat's /undo and /redo do. */
+static void
+undo_turn(struct room_db *db, long long turn)
+{
+	char redo[32];
+
+	snprintf(redo, sizeof(redo), "redo-%lld", turn);
+	CHECK_INT(room_db_undo_set(db, turn, 1, redo), 0);
+}
+
+static void
+write_turn(struct room_db *db, long long turn)
+{
+	char snap[32];
+
+	snprintf(snap, sizeof(snap), "turn-%lld", turn);
+	CHECK_INT(room_db_undo_mark(db, turn, 0, 0, "bash", snap), 0);
+}
+
+/* Undo goes back turn by turn and redo forward, the last undone first;
+ * a turn that writes after an undo forgets what was undone before it. */
+static void
+test_undo_redo_order(void)
+{
+	struct room_db_undo u;
+	struct room_db *db;
+	char p2[80];
+
+	snprintf(p2, sizeof(p2), "%s-order", path);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	for (long long t = 1; t <= 3; t++)
+		write_turn(db, t);
+	CHECK_INT(undo_next(db, 1, &u), 0);
+	undo_turn(db, undo_next(db, 0, &u));
+	undo_turn(db, undo_next(db, 0, &u));
+	CHECK_INT(undo_next(db, 0, &u), 1);
+	CHECK_INT(undo_next(db, 1, &u), 2);
+	CHECK_STR(u.snapshot, "turn-2");
+	CHECK_STR(u.redo, "redo-2");
+	CHECK_STR(u.since, "");
+	CHECK_INT(room_db_undo_set(db, 2, 0, NULL), 0);
+	CHECK_INT(undo_next(db, 1, &u), 3);
+	CHECK_INT(undo_next(db, 0, &u), 2);
+	CHECK(u.since[0] != '\0');
+	CHECK_STR(u.redo, "");
+
+	/* turn 4 writes on top of turn 3 undone: 3 never comes back, and
+	 * once 4 is undone too, redo is 4's, then nothing */
+	write_turn(db, 4);
+	CHECK_INT(undo_next(db, 1, &u), 0);
+	undo_turn(db, 4);
+	CHECK_INT(undo_next(db, 1, &u), 4);
+	CHECK_INT(room_db_undo_set(db, 4, 0, NULL), 0);
+	CHECK_INT(undo_next(db, 1, &u), 0);
+	CHECK_INT(undo_next(db, 0, &u), 4);
+	/* turn 4 recorded again (a resumed call) forgets only the turns
+	 * before it */
+	undo_turn(db, 4);
+	CHECK_INT(room_db_undo_mark(db, 4, 1, 0, "write", NULL), 0);
+	CHECK_INT(undo_next(db, 1, &u), 4);
+	CHECK_INT(room_db_commit(db), 0);
+	room_db_close(db);
+	unlink(p2);
+}
+
+/* Schema 6 to 7: a pending redo that a later turn's writes superseded is
+ * forgotten; the others stay. */
+static void
+test_undo_migration(void)
+{
+	struct room_db_undo u;
+	struct room_db *db;
+	char p2[80];
+	sqlite3 *s;
+
+	snprintf(p2, sizeof(p2), "%s-undo6", path);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	room_db_close(db);
+	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(s, "PRAGMA user_version = 6;"
+	    "INSERT INTO turn_undo VALUES (1, 0, 0, 'bash', 'turn-1',"
+	    " '2026-01-01T00:00:01.000Z', 1, 'redo-1', '2026-01-01T00:00:02.000Z');"
+	    "INSERT INTO turn_undo VALUES (2, 0, 0, 'bash', 'turn-2',"
+	    " '2026-01-01T00:00:03.000Z', 1, 'redo-2', '2026-01-01T00:00:05.000Z');"
+	    "INSERT INTO turn_undo VALUES (3, 0, 0, 'bash', 'turn-3',"
+	    " '2026-01-01T00:00:04.000Z', 1, 'redo-3', '2026-01-01T00:00:04.500Z')",
+	    NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(s);
+	CHECK_INT(room_db_open(p2, &db), 0);
+	CHECK_INT(room_db_version(db), ROOM_DB_VERSION);
+	/* 1 was undone before 2 wrote: gone; 3 then 2 were undone in turn */
+	CHECK_INT(undo_next(db, 1, &u), 2);
+	CHECK_INT(room_db_undo_set(db, 2, 0, NULL), 0);
+	CHECK_INT(undo_next(db, 1, &u), 3);
+	CHECK_INT(room_db_undo_set(db, 3, 0, NULL), 0);
+	CHECK_INT(undo_next(db, 1, &u), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	room_db_close(db);
+	unlink(p2);
+}
+
 int
 main(void)
 {
@@ -350,6 +462,8 @@ main(void)
 	TEST(test_read_transaction);
 	TEST(test_turn_checkpoints);
 	TEST(test_undo_points);
+	TEST(test_undo_redo_order);
+	TEST(test_undo_migration);
 	unlink(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	unlink(wal);
