@@ -87,6 +87,7 @@ def test_a_second_atriumd_on_the_same_data_is_refused(atriumd, data_dir,
     assert (rc, out) == (0, "one\n"), err
     data = srv.data
     made = run_files(data)
+    top = sorted(os.listdir(data))
     with open(os.path.join(data, "run", "atriumd-network.pid")) as f:
         net_pid_text = f.read()
     # The lock is the monitor's alone: not the network process's, which
@@ -101,7 +102,9 @@ def test_a_second_atriumd_on_the_same_data_is_refused(atriumd, data_dir,
     assert "data directory %s is in use" % data in err, err
     assert "atriumd pid %d" % srv.proc.pid in err, err
 
-    # Nothing of the first one's was touched, and it serves on.
+    # The refused one made nothing, touched nothing of the first one's,
+    # and the first serves on.
+    assert sorted(os.listdir(data)) == top
     assert run_files(data) == made
     with open(os.path.join(data, "run", "atriumd-network.pid")) as f:
         assert f.read() == net_pid_text
