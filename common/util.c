@@ -110,6 +110,39 @@ write_file_atomic(const char *dir, const char *name, const void *p,
 }
 
 int
+file_id_get(const char *path, struct file_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (lstat(path, &st) < 0)
+		return -errno;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->set = 1;
+	return 0;
+}
+
+/* The check and the unlink are two calls: this guards against a file
+ * that another process put there while we ran (a second server on the
+ * same data, by mistake), not against one racing us at that instant,
+ * which the callers' own locks exclude. */
+int
+unlink_if_same(const char *path, const struct file_id *id)
+{
+	struct file_id now;
+	int r;
+
+	if (!id->set)
+		return -ESTALE;
+	if ((r = file_id_get(path, &now)) < 0)
+		return r == -ENOENT ? 0 : r;
+	if (now.dev != id->dev || now.ino != id->ino)
+		return -ESTALE;
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int
 mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];

@@ -27,6 +27,23 @@ int write_all(int fd, const void *p, size_t n);
 int write_file_atomic(const char *dir, const char *name, const void *p,
     size_t n, mode_t mode, int durable);
 
+/* Which file a path names (lstat), so that a process removes at its end
+ * only what it made: a socket or pid file that another process has put
+ * at the same path since is left alone. */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+	int set;		/* 0: nothing recorded (nothing is removed) */
+};
+
+/* Record the file at path into id.  0 or -errno (id cleared). */
+int file_id_get(const char *path, struct file_id *id);
+
+/* Remove path if it is still the file id recorded.  0 (removed, or gone
+ * already), -ESTALE (another file is there now, or none was recorded:
+ * left alone) or -errno. */
+int unlink_if_same(const char *path, const struct file_id *id);
+
 /* mkdir -p with mode for each made directory.  0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
 

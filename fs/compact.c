@@ -113,10 +113,12 @@ compact_mounted(const char *db, const struct lockfile_holder *h)
 {
 	int r = fsctl_compact(db, COMPACT_TIMEOUT_S);
 
-	if (r == -ECONNREFUSED)
-		fprintf(stderr, "atrium-fs: %s is mounted%s%s but its daemon does "
-		    "not answer on %s-ctl; unmount it and try again\n", db,
-		    h->dir[0] ? " at " : "", h->dir, db);
+	if (r == -ECONNREFUSED && h->pid > 0 && h->dir[0])
+		fprintf(stderr, "atrium-fs: %s is mounted at %s by atrium-fs pid "
+		    "%ld but its daemon does not answer on %s-ctl; unmount it "
+		    "and try again\n", db, h->dir, (long)h->pid, db);
+	else if (r == -ECONNREFUSED)
+		mount_holder_refuse(db, h, "compact");
 	else if (r == -EOPNOTSUPP)
 		fprintf(stderr, "atrium-fs: %s was made without SQLite's pointer "
 		    "map, so it can only be compacted unmounted (rewritten once, "

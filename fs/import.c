@@ -24,10 +24,13 @@
  * Symlink targets are kept as they are (as tar keeps them): the import
  * never follows one, and inside the workspace they resolve in the sandbox.
  *
- * The database must be new (it is made) or hold nothing but its root; it
- * is held with the mount lock for the import, so no daemon can mount it
- * half-filled.  A database this command made is removed again when the
- * import fails.
+ * The database must be new (it is made) or hold nothing but its root.
+ * The mount lock is taken first, before the database is made or opened,
+ * and held to the end: no daemon can mount it half-filled, and an import
+ * into a database that a daemon serves (or is starting to serve) is
+ * refused before anything is made or removed.  A database this command
+ * made is removed again when the import fails, while the lock is still
+ * held, with its lock file when this command made that too.
  *
  * import_into reads the rest of an archive the caller opened (a room's
  * archive, fs/room_archive.c), where every member must be under a prefix
@@ -556,30 +559,41 @@ import_has_files(struct fs *fs)
 	return r;
 }
 
-/* Open db for the import: made when missing (*made set), refused when it
- * holds files.  Its mount lock is taken into *lock_fd first, so that no
- * daemon mounts it meanwhile.  0 or -1 (said). */
+/* What an import made, to remove again if it fails. */
+enum {
+	IMPORT_MADE_DB = 1 << 0,	/* the database */
+	IMPORT_MADE_LOCK = 1 << 1,	/* its lock file, DB-mount */
+};
+
+/* Open db for the import: its mount lock taken into *lock_fd first, so
+ * that no daemon mounts it meanwhile and none serves it now; then made
+ * when missing; refused when it holds files.  What it made into *made
+ * (IMPORT_MADE_*).  0 or -1 (said). */
 static int
 import_open(struct import *im, const char *db, int *lock_fd, int *made)
 {
 	struct lockfile_holder h;
-	int r;
+	int r, had_lock = lockfile_exists(db);
 
 	*made = 0;
+	if ((r = lockfile_acquire(db, lock_fd, &h)) == -EBUSY) {
+		mount_holder_refuse(db, &h, "import into");
+		return -1;
+	}
+	if (r < 0) {
+		fs_explain_open(db, r, "import into");
+		return -1;
+	}
+	if (!had_lock)
+		*made |= IMPORT_MADE_LOCK;
 	if (access(db, F_OK) < 0 && errno == ENOENT) {
 		if ((r = fs_mkfs(db, 0, 0)) < 0) {
 			fs_explain_open(db, r, "create");
 			return -1;
 		}
-		*made = 1;
+		*made |= IMPORT_MADE_DB;
 	}
-	if ((r = lockfile_acquire(db, lock_fd, &h)) == -EBUSY) {
-		fprintf(stderr, "atrium-fs: %s is mounted%s%s; unmount it first "
-		    "(import fills only a workspace nobody uses)\n", db,
-		    h.dir[0] ? " at " : "", h.dir);
-		return -1;
-	}
-	if (r < 0 || (r = fs_open(db, 0, &im->fs)) < 0) {
+	if ((r = fs_open(db, 0, &im->fs)) < 0) {
 		fs_explain_open(db, r, "import into");
 		return -1;
 	}
@@ -633,14 +647,21 @@ import_open_archive(struct import *im, int fd, struct archive *a)
 	return 0;
 }
 
-/* Remove a database this import made (and its -wal, -shm and -mount). */
+/* Remove a database this import made (and its -wal and -shm), and its
+ * lock file when the import made that too (IMPORT_MADE_*).  With the lock
+ * still held: no daemon can have opened the database meanwhile.  The lock
+ * file goes last: a mount that opens it afterwards makes a new one and
+ * finds no database. */
 static void
-import_remove(const char *db)
+import_remove(const char *db, int made)
 {
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-mount" };
 	char path[4096];
+	size_t n = sizeof(suffixes) / sizeof(suffixes[0]);
 
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+	if (!(made & IMPORT_MADE_LOCK))
+		n--;
+	for (size_t i = 0; i < n; i++)
 		if (snprintf(path, sizeof(path), "%s%s", db, suffixes[i]) <
 		    (int)sizeof(path))
 			unlink(path);
@@ -666,15 +687,16 @@ import_from(const char *db, int fd, struct archive *a,
 	if (im.dirtimes)
 		fclose(im.dirtimes);
 	fs_close(im.fs);
-	if (lock_fd >= 0)
-		lockfile_release(lock_fd);
-	if (r < 0 && made) {
-		import_remove(db);
+	if (r < 0 && (made & IMPORT_MADE_DB)) {
+		import_remove(db, made);
 		fprintf(stderr, "atrium-fs: import failed; %s was removed\n", db);
 	} else if (r < 0 && im.members > 0) {
 		fprintf(stderr, "atrium-fs: import failed; %s holds part of the "
 		    "archive: remove it before importing again\n", db);
 	}
+	/* Only now: until the removal above, no daemon may open db. */
+	if (lock_fd >= 0)
+		lockfile_release(lock_fd);
 	return r < 0 ? 1 : 0;
 }
 

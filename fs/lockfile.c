@@ -4,7 +4,12 @@
  * kernel drops the flock after it has freed the process's memory, so the
  * next daemon never runs beside it).  Called by fs/mount.c (acquire,
  * record), fs/main.c (probe, for fsck) and the commands that take the
- * lock for a while (acquire, release).
+ * lock for a while (acquire, release): every command that changes a
+ * database takes it, or goes through the mounted daemon's control socket
+ * (fs/control.c) when a daemon holds it; none writes beside a daemon.
+ * Nothing removes the lock file of a database that stays: only an import
+ * that made the database and the lock file, and fails, removes both
+ * again, with the lock still held.
  *
  * The file holds "PID\nMOUNTPOINT\nMAJOR:MINOR\n" of the holder so that a
  * refused second mount can say where the first one is, and whether that
@@ -273,6 +278,15 @@ lockfile_probe(const char *db, struct lockfile_holder *h)
 		lockfile_read(fd, h);
 	close(fd);
 	return r;
+}
+
+int
+lockfile_exists(const char *db)
+{
+	char path[4096];
+
+	return lockfile_path(db, path, sizeof(path)) == 0 &&
+	    access(path, F_OK) == 0;
 }
 
 /* Clear the record and drop the lock (closing its fd). */

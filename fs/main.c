@@ -85,8 +85,9 @@ cmd_mkfs(int argc, char **argv)
 		{ "owner", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct lockfile_holder h;
 	uint32_t uid = 0, gid = 0;
-	int c, r;
+	int c, fd, r;
 
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		if (c != 'O' || parse_owner(optarg, &uid, &gid) < 0) {
@@ -98,7 +99,16 @@ cmd_mkfs(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage();
-	r = fs_mkfs(argv[optind], uid, gid);
+	/* Under the mount lock: a daemon serving DB, or starting to, is
+	 * named, and none mounts a database half made. */
+	if ((r = lockfile_acquire(argv[optind], &fd, &h)) == -EBUSY) {
+		mount_holder_refuse(argv[optind], &h, "make a filesystem in");
+		return 1;
+	}
+	if (r == 0) {
+		r = fs_mkfs(argv[optind], uid, gid);
+		lockfile_release(fd);
+	}
 	if (r == -EEXIST) {
 		fprintf(stderr, "atrium-fs: %s already exists and is not empty; "
 		    "refusing to overwrite it (remove it first, or pick a new "
@@ -320,11 +330,12 @@ snapshot_mounted(const char *db, const char *verb, const char *name)
 
 	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
 		return r;
-	if (lockfile_probe(db, &h) != 1)
-		h.dir[0] = '\0';
-	fprintf(stderr, "atrium-fs: %s is mounted%s%s but its daemon does not "
-	    "answer on %s-ctl; unmount it and try again\n", db,
-	    h.dir[0] ? " at " : "", h.dir, db);
+	if (lockfile_probe(db, &h) == 1 && h.pid > 0 && h.dir[0])
+		fprintf(stderr, "atrium-fs: %s is mounted at %s by atrium-fs "
+		    "pid %ld but its daemon does not answer on %s-ctl; unmount "
+		    "it and try again\n", db, h.dir, (long)h.pid, db);
+	else
+		mount_holder_refuse(db, &h, verb);
 	return 2;
 }
 

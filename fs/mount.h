@@ -53,6 +53,10 @@ int lockfile_record_closing(int fd);
  * 0 when none does, or -errno. */
 int lockfile_probe(const char *db, struct lockfile_holder *h);
 
+/* 1 when DB's lock file DB-mount exists, 0 when not (so that a command
+ * that makes it can tell whether to remove it again). */
+int lockfile_exists(const char *db);
+
 /* Clear the record and release the lock. */
 void lockfile_release(int fd);
 
@@ -68,5 +72,11 @@ int mount_holder_gone(const struct lockfile_holder *h);
  * mounted (and where), being mounted, or held by a daemon whose mount is
  * gone here but kept by a copy in another mount namespace (mount_holder.c). */
 void mount_holder_explain(const char *db, const struct lockfile_holder *h);
+
+/* Say on stderr that verb ("repair", "import into", ...) of DB is refused
+ * because the holder h of its mount lock uses it: the mount point and the
+ * daemon's pid, or that another command holds it (mount_holder.c). */
+void mount_holder_refuse(const char *db, const struct lockfile_holder *h,
+    const char *verb);
 
 #endif

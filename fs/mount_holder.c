@@ -1,7 +1,8 @@
 /*
  * mount_holder.c: who holds a workspace database's mount, for the message
- * of a refused `atrium-fs mount` (fs/mount.c) and for the record the
- * daemon leaves in the lock file (fs/lockfile.c).
+ * of a refused `atrium-fs mount` (fs/mount.c) or of a refused offline
+ * command that would change the database (mount_holder_refuse), and for
+ * the record the daemon leaves in the lock file (fs/lockfile.c).
  *
  * A daemon serves its database until the kernel ends its FUSE connection,
  * and the kernel does so only when the last mount of it is gone from every
@@ -218,4 +219,21 @@ mount_holder_explain(const char *db, const struct lockfile_holder *h)
 	fprintf(stderr, "atrium-fs: %s is already mounted at %s by pid %ld; "
 	    "unmount it first (fusermount3 -u %s)\n", db, h->dir, (long)h->pid,
 	    h->dir);
+}
+
+void
+mount_holder_refuse(const char *db, const struct lockfile_holder *h,
+    const char *verb)
+{
+	if (h->pid <= 0 || !h->dir[0]) {
+		/* A command holds it (it records nothing), or a mount that has
+		 * not recorded itself yet. */
+		fprintf(stderr, "atrium-fs: cannot %s %s: another atrium-fs "
+		    "holds %s-mount (a mount starting, or a command changing "
+		    "it); try again once that one has ended\n", verb, db, db);
+		return;
+	}
+	fprintf(stderr, "atrium-fs: cannot %s %s: it is mounted at %s by "
+	    "atrium-fs pid %ld; unmount it first (fusermount3 -u %s)\n", verb,
+	    db, h->dir, (long)h->pid, h->dir);
 }

@@ -94,11 +94,14 @@ reown_run(const char *db, const char *from_text, const char *to_text)
 		fprintf(stderr, "atrium-fs reown: FROM and TO are UID:GID\n");
 		return 2;
 	}
+	/* Before the lock: it would make DB-mount beside a missing DB. */
+	if (access(db, F_OK) < 0) {
+		fs_explain_open(db, -errno, "reown");
+		return 2;
+	}
 	if ((r = lockfile_acquire(db, &lock_fd, &h)) < 0) {
 		if (r == -EBUSY)
-			fprintf(stderr, "atrium-fs: %s is mounted%s%s; unmount it "
-			    "to change its owners\n", db, h.dir[0] ? " at " : "",
-			    h.dir);
+			mount_holder_refuse(db, &h, "change the owners in");
 		else
 			fs_explain_open(db, r, "reown");
 		return 2;

@@ -714,11 +714,11 @@ repair_run(const char *db)
 		return 2;
 	}
 	if ((r = lockfile_acquire(db, &lock_fd, &h)) < 0) {
-		if (r == -EBUSY)
-			fprintf(stderr, "atrium-fs: %s is mounted%s%s; unmount it "
-			    "before repairing it (fsck without --repair checks it "
-			    "mounted)\n", db, h.dir[0] ? " at " : "", h.dir);
-		else
+		if (r == -EBUSY) {
+			mount_holder_refuse(db, &h, "repair");
+			fprintf(stderr, "atrium-fs: (fsck without --repair checks "
+			    "it while mounted)\n");
+		} else
 			fs_explain_open(db, r, "repair");
 		return 2;
 	}

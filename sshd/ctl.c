@@ -196,6 +196,25 @@ ctl_accept_cb(struct watch *w, int revents)
 	loop_add(&ctl->srv->loop, &c->w, fd, POLLIN, ctl_conn_cb, c);
 }
 
+/* 1 when a process listens on the socket at path: a connect succeeds, or
+ * would once its backlog drains.  Never the case for the holder of DATA's
+ * lock (datalock.h), unless something else than atriumd put it there. */
+static int
+ctl_answers(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ||
+	    errno == EAGAIN;
+	close(fd);
+	return r;
+}
+
 /* See ctl.h. */
 int
 ctl_init(struct ctl *ctl, struct server *srv)
@@ -214,9 +233,18 @@ ctl_init(struct ctl *ctl, struct server *srv)
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, ctl->path);
+	if (ctl_answers(ctl->path)) {
+		log_error("ctl: something already answers on %s; it is left "
+		    "alone, and `atriumd room` will not reach this atriumd",
+		    ctl->path);
+		ctl->fd = -1;
+		return -EADDRINUSE;
+	}
 	ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ctl->fd < 0)
 		return -errno;
+	/* Nothing answers there: a socket left by an atriumd that died, and
+	 * ours to replace, as the holder of DATA's lock. */
 	unlink(ctl->path);
 	old = umask(0177);
 	r = bind(ctl->fd, (struct sockaddr *)&sa, sizeof(sa));
@@ -229,6 +257,9 @@ ctl_init(struct ctl *ctl, struct server *srv)
 		ctl->fd = -1;
 		return r;
 	}
+	if (file_id_get(ctl->path, &ctl->id) < 0)
+		log_warn("ctl: %s: cannot stat the new socket: %s; it will be "
+		    "left behind at exit", ctl->path, strerror(errno));
 	loop_add(&srv->loop, &ctl->w, ctl->fd, POLLIN, ctl_accept_cb, ctl);
 	return 0;
 }
@@ -273,7 +304,11 @@ ctl_free(struct ctl *ctl)
 	if (ctl->fd >= 0) {
 		loop_del(&ctl->w);
 		close(ctl->fd);
-		unlink(ctl->path);
+		/* Only the socket this process bound: one put there since by
+		 * anyone else stays theirs. */
+		if (unlink_if_same(ctl->path, &ctl->id) == -ESTALE)
+			log_warn("ctl: %s is no longer the socket this atriumd "
+			    "made; left alone", ctl->path);
 		ctl->fd = -1;
 	}
 }

@@ -14,6 +14,7 @@
 #define ATRIUMD_CTL_H
 
 #include "loop.h"
+#include "util.h"
 
 #define CTL_SOCKET_NAME		"atriumd.sock"	/* in DATA/run/ */
 #define CTL_MAX_LINE		4096		/* a request */
@@ -28,19 +29,23 @@ struct ctl {
 	int fd;				/* the listening socket, -1: none */
 	struct watch w;			/* on fd */
 	char path[4200];		/* DATA/run/atriumd.sock */
+	struct file_id id;		/* the socket bound there, removed
+					 * at the end only if still there */
 	struct ctl_conn *conns;		/* being served */
 	int nconns;
 };
 
-/* Listen on DATA/run/atriumd.sock (a stale one is replaced).  0 or
- * -errno (logged; atriumd runs on without it). */
+/* Listen on DATA/run/atriumd.sock (a stale one, that nothing answers
+ * on, is replaced: called only with DATA's lock held).  0 or -errno
+ * (logged; atriumd runs on without it). */
 int ctl_init(struct ctl *ctl, struct server *srv);
 
 /* Answer deletions that finished or timed out; reap connections.  Every
  * loop turn, outside callbacks. */
 void ctl_tick(struct ctl *ctl);
 
-/* Close everything and remove the socket. */
+/* Close everything and remove the socket, if it is still the one
+ * ctl_init made. */
 void ctl_free(struct ctl *ctl);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * main.c: atriumd's command line.  Settings come from the defaults, then
  * DATA/atrium.conf, then flags (--key VALUE for every key of config.h, plus
- * --open without a value); then the data directory is prepared, the
- * host key loaded and the listener bound, as root; then atriumd splits in
+ * --open without a value); then the data directory is made, its lock
+ * taken (datalock.h: a second atriumd on the same DATA stops there, having
+ * made and removed nothing in it), what goes in it prepared, the host key
+ * loaded and the listener bound, as root; then atriumd splits in
  * two (server.h): the parent stays root as the monitor, the child drops
  * to the privsep user (privdrop.h) and serves the network, and both run
  * until SIGTERM or SIGINT; SIGHUP makes the monitor reread its settings
@@ -26,6 +28,7 @@
 #include "banner.h"
 #include "cli.h"
 #include "config.h"
+#include "datalock.h"
 #include "helpers.h"
 #include "host_limits.h"
 #include "keys.h"
@@ -155,30 +158,51 @@ main_tune_malloc(void)
 }
 
 /* Where the monitor says which process is the network one, for the
- * operator (and the tests): DATA/run/atriumd-network.pid. */
+ * operator (and the tests): DATA/run/atriumd-network.pid, recorded into
+ * *made for main_unpublish_pid. */
 static void
-main_publish_pid(const struct config *c, pid_t pid)
+main_publish_pid(const struct config *c, pid_t pid, struct file_id *made)
 {
-	char dir[PATH_MAX + 8], text[32];
+	char dir[PATH_MAX + 8], path[PATH_MAX + 48], text[32];
 	int n = snprintf(text, sizeof(text), "%d\n", (int)pid);
 	int r;
 
 	snprintf(dir, sizeof(dir), "%s/run", c->data_dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, MAIN_NETWORK_PID);
 	if ((r = write_file_atomic(dir, MAIN_NETWORK_PID, text, (size_t)n,
 	    0644, 0)) < 0)
-		log_warn("%s/%s: %s", dir, MAIN_NETWORK_PID, strerror(-r));
+		log_warn("%s: %s", path, strerror(-r));
+	else
+		file_id_get(path, made);
+}
+
+/* At the monitor's end: remove the pid file, if it is still the one it
+ * wrote (a stale pid in it would name another process one day). */
+static void
+main_unpublish_pid(const struct config *c, const struct file_id *made)
+{
+	char path[PATH_MAX + 48];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/run/%s", c->data_dir,
+	    MAIN_NETWORK_PID);
+	if ((r = unlink_if_same(path, made)) < 0 && made->set)
+		log_warn("%s: %s; left alone", path, r == -ESTALE ?
+		    "not the file this atriumd wrote" : strerror(-r));
 }
 
 /* The forked child: give up root, then serve the network.  Never
  * returns. */
 static void
-main_network(struct server *srv, struct keys *keys,
+main_network(struct server *srv, struct keys *keys, struct datalock *lock,
     const struct privdrop_id *id, pid_t monitor, int mon_fd, int ev_fd)
 {
 	int r;
 
-	/* The API keys are the monitor's, for the agents it starts. */
+	/* The API keys are the monitor's, for the agents it starts; DATA's
+	 * lock too (this copy of its descriptor holds nothing). */
 	keys_clear(keys);
+	datalock_forget(lock);
 	prctl(PR_SET_NAME, "atriumd-net", 0, 0, 0);
 	if (privdrop_apply(id, monitor) < 0)
 		_exit(1);
@@ -209,10 +233,11 @@ main_reload(void *arg)
 /* Two socketpairs (requests, events) and the fork.  The parent's return:
  * the exit status. */
 static int
-main_split(struct server *srv, struct keys *keys,
+main_split(struct server *srv, struct keys *keys, struct datalock *lock,
     const struct helpers *progs, const struct privdrop_id *id,
     struct reload *rl)
 {
+	struct file_id pidfile = { 0 };
 	int req[2], ev[2], r;
 	pid_t monitor = getpid(), pid;
 
@@ -228,15 +253,16 @@ main_split(struct server *srv, struct keys *keys,
 	if (pid == 0) {
 		close(req[0]);
 		close(ev[0]);
-		main_network(srv, keys, id, monitor, req[1], ev[1]);
+		main_network(srv, keys, lock, id, monitor, req[1], ev[1]);
 	}
 	close(req[1]);
 	close(ev[1]);
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);
 	privsep_set_timeout(ev[0], PRIVSEP_IO_TIMEOUT_MS);
-	main_publish_pid(srv->cfg, pid);
+	main_publish_pid(srv->cfg, pid, &pidfile);
 	if (server_init_monitor(srv, progs, req[0], ev[0], pid) < 0) {
 		kill(pid, SIGKILL);
+		main_unpublish_pid(srv->cfg, &pidfile);
 		return 1;
 	}
 	rooms_set_keys(&srv->rooms, keys);
@@ -244,8 +270,28 @@ main_split(struct server *srv, struct keys *keys,
 	srv->reload = main_reload;
 	srv->reload_arg = rl;
 	r = server_run(srv);
+	main_unpublish_pid(srv->cfg, &pidfile);
 	server_destroy(srv);
 	return r ? 1 : 0;
+}
+
+/* Take DATA's lock for the monitor's life (datalock.h), before anything
+ * in DATA is made or removed.  0, or 1 with the reason said. */
+static int
+main_lock(const struct config *c, struct datalock *lock)
+{
+	char advice[PATH_MAX + 200];
+	pid_t holder;
+	int r = datalock_take(lock, c->data_dir, &holder);
+
+	if (r == -EBUSY) {
+		snprintf(advice, sizeof(advice), "one atriumd serves a data "
+		    "directory at a time: stop that one first (`atriumd status "
+		    "%s` shows its rooms), or give this one another --data",
+		    c->data_dir);
+		datalock_explain("atriumd", c->data_dir, holder, advice);
+	}
+	return r < 0 ? 1 : 0;
 }
 
 /* Settings, first start, then serve until SIGTERM.  0, 1 or 2 (usage). */
@@ -256,6 +302,7 @@ main(int argc, char **argv)
 	static struct keys keys;
 	static struct server srv;
 	static struct helpers progs;
+	static struct datalock lock = { -1 };
 	struct privdrop_id id;
 	struct reload rl;
 	char conf[PATH_MAX + 32], err[512], abs[PATH_MAX];
@@ -302,7 +349,8 @@ main(int argc, char **argv)
 		    (unsigned)cfg.sandbox_uid_base, argv[0]);
 		return 1;
 	}
-	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_dir(&cfg) < 0 ||
+	if (strictmodes_check(cfg.data_dir) < 0 || setup_data_top(&cfg) < 0 ||
+	    main_lock(&cfg, &lock) || setup_data_dir(&cfg) < 0 ||
 	    privdrop_resolve(cfg.privsep_user, &id) < 0)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
@@ -323,7 +371,7 @@ main(int argc, char **argv)
 	    "invited)" : "");
 	banner_model(&cfg, &keys);
 	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys, NULL };
-	r = main_split(&srv, &keys, &progs, &id, &rl);
+	r = main_split(&srv, &keys, &lock, &progs, &id, &rl);
 	keys_clear(&keys);
 	return r;
 }

@@ -126,7 +126,9 @@ int rooms_delete(struct rooms *rs, const char *name);
 
 /* Remove DATA/rooms/NAME and DATA/run/NAME and everything in them,
  * never crossing into a mount (a workspace still mounted stays, and the
- * call fails).  0 or -errno (logged). */
+ * call fails).  Only with DATA's lock held (datalock.h: the monitor, or
+ * `atriumd room delete` when none runs), so that what it removes is no
+ * other atriumd's.  0 or -errno (logged). */
 int rooms_remove_dirs(const char *data, const char *name);
 
 /* A child exited (from waitpid).  1 if it was one of the rooms'. */

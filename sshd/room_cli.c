@@ -4,10 +4,13 @@
  * block (on the operator socket, for at most ROOM_CLI_WAIT_MS).
  *
  * Whether atriumd runs on DATA is told by its operator socket: a connect
- * that succeeds reaches it; ENOENT or ECONNREFUSED (a socket left by an
- * atriumd that died) mean none runs, and the command acts on DATA itself
- * (a room's processes die with atriumd, so nothing runs in it then).  An
- * atriumd starting at that very moment is the operator's to avoid.
+ * that succeeds reaches it.  When none answers (ENOENT, or ECONNREFUSED: a
+ * socket left by an atriumd that died), DATA's lock (datalock.h) has the
+ * last word: held, an atriumd runs that cannot be reached (its socket
+ * removed by hand, say), and the command is refused, naming its pid;
+ * free, none runs (a room's processes die with atriumd) and the command
+ * acts on DATA itself.  A deletion then holds the lock while it removes,
+ * so that no atriumd starts on DATA meanwhile; a listing only asks.
  */
 #include "room_cli.h"
 
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "datalock.h"
 #include "jsonl.h"
 #include "names.h"
 #include "room.h"
@@ -111,12 +115,30 @@ room_cli_ask(int fd, const char *req)
 	return 0;
 }
 
-/* delete with no atriumd running: remove the room's directories. */
-static int
-room_cli_delete_here(const char *data, const char *room)
+/* Say that atriumd holder runs on data but its operator socket did not
+ * answer (err, -errno). */
+static void
+room_cli_unreachable(const char *data, pid_t holder, int err)
 {
+	char advice[PATH_MAX + 200];
+
+	snprintf(advice, sizeof(advice), "it does not answer on %s/run/%s "
+	    "(%s); restart it (SIGTERM, then start it again) to get its "
+	    "operator socket back", data, CTL_SOCKET_NAME, strerror(-err));
+	datalock_explain("atriumd room", data, holder, advice);
+}
+
+/* delete with no atriumd reachable (err: why): with DATA's lock taken
+ * (none runs, and none starts meanwhile), remove the room's
+ * directories. */
+static int
+room_cli_delete_here(const char *data, const char *room, int err)
+{
+	struct datalock lock;
 	char dir[PATH_MAX + 80];
 	struct stat sb;
+	pid_t holder;
+	int r;
 
 	snprintf(dir, sizeof(dir), "%s/rooms/%s", data, room);
 	if (stat(dir, &sb) < 0) {
@@ -124,6 +146,11 @@ room_cli_delete_here(const char *data, const char *room)
 		    room, data);
 		return 1;
 	}
+	if ((r = datalock_take(&lock, data, &holder)) == -EBUSY)
+		room_cli_unreachable(data, holder, err);
+	if (r < 0)
+		return 1;
+	/* The lock goes with this process, when it exits. */
 	if (rooms_remove_dirs(data, room) < 0) {
 		fprintf(stderr, "atriumd room: could not remove all of room "
 		    "'%s' (is its workspace still mounted under %s/run?)\n",
@@ -134,13 +161,19 @@ room_cli_delete_here(const char *data, const char *room)
 	return 0;
 }
 
-/* list with no atriumd running: every room, stopped. */
+/* list with no atriumd reachable (err: why): every room, stopped, unless
+ * an atriumd holds DATA (then the states would be wrong). */
 static int
-room_cli_list_here(const char *data)
+room_cli_list_here(const char *data, int err)
 {
-	json_object *ev = room_access_list(data, NULL, "", 1);
+	json_object *ev;
+	pid_t holder;
 
-	if (!ev)
+	if (datalock_probe(data, &holder) == 1) {
+		room_cli_unreachable(data, holder, err);
+		return 1;
+	}
+	if (!(ev = room_access_list(data, NULL, "", 1)))
 		return 1;
 	printf("%s\n", json_object_to_json_string_ext(ev,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -178,5 +211,6 @@ room_cli_main(int argc, char **argv)
 		    "%s\n", data, CTL_SOCKET_NAME, strerror(-fd));
 		return 1;
 	}
-	return del ? room_cli_delete_here(data, room) : room_cli_list_here(data);
+	return del ? room_cli_delete_here(data, room, fd) :
+	    room_cli_list_here(data, fd);
 }

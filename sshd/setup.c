@@ -1,7 +1,10 @@
 /*
  * setup.c: first start (setup.h).  Called once by main.c before the server
- * starts.  Writes only files that are missing: it never replaces a host key
- * or an authorized_keys file someone made.
+ * starts: setup_data_top makes DATA itself, then main.c takes DATA's lock
+ * (datalock.h), then setup_data_dir makes what goes inside, so that a
+ * second atriumd on DATA makes nothing there.  Writes only files that are
+ * missing: it never replaces a host key or an authorized_keys file
+ * someone made.
  */
 #include "setup.h"
 
@@ -209,18 +212,26 @@ setup_run_dir(const char *path, gid_t gid, mode_t mode)
 	return r;
 }
 
-/* Make DATA, its host key and its authorized_keys. */
+/* See setup.h. */
+int
+setup_data_top(const struct config *cfg)
+{
+	int r;
+
+	if ((r = mkdir_p(cfg->data_dir, 0700)) < 0)
+		log_error("%s: cannot make the data directory: %s",
+		    cfg->data_dir, strerror(-r));
+	return r;
+}
+
+/* Make DATA's run and rooms directories, its host key and its
+ * authorized_keys. */
 int
 setup_data_dir(const struct config *cfg)
 {
 	char sub[PATH_MAX + 16];
 	int r;
 
-	if ((r = mkdir_p(cfg->data_dir, 0700)) < 0) {
-		log_error("%s: cannot make the data directory: %s",
-		    cfg->data_dir, strerror(-r));
-		return r;
-	}
 	snprintf(sub, sizeof(sub), "%s/rooms", cfg->data_dir);
 	if ((r = mkdir_p(sub, 0700)) < 0)
 		return r;

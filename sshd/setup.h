@@ -24,7 +24,12 @@
  * with mode, fixing an existing one.  0 or -errno. */
 int setup_run_dir(const char *path, gid_t gid, mode_t mode);
 
-/* Prepare DATA.  0, or -errno with the reason logged. */
+/* Make DATA itself (0700) when missing, and nothing in it.  0, or -errno
+ * with the reason logged. */
+int setup_data_top(const struct config *cfg);
+
+/* Prepare what is in DATA (its lock held: datalock.h).  0, or -errno with
+ * the reason logged. */
 int setup_data_dir(const struct config *cfg);
 
 /* The port part of a [ADDR]:PORT listen string, "2222" when absent. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "datalock.h"
 #include "jsonl.h"
 #include "protocol.h"
 #include "room_cli.h"
@@ -339,6 +340,25 @@ status_print_room(json_object *o)
 	    json_get_int(o, "processes", 0), mem, ws, agent);
 }
 
+/* Why there is no answer from DATA's atriumd (err: the connect's
+ * -errno): none runs, or one holds DATA's lock (datalock.h) but its
+ * operator socket does not answer.  Only asks: takes nothing. */
+static void
+status_unreachable(const char *data, int err)
+{
+	char advice[PATH_MAX + 200];
+	pid_t holder;
+
+	if (datalock_probe(data, &holder) != 1) {
+		fprintf(stderr, "atriumd status: no atriumd running on %s "
+		    "(%s/run/atriumd.sock: %s)\n", data, data, strerror(-err));
+		return;
+	}
+	snprintf(advice, sizeof(advice), "it does not answer on "
+	    "%s/run/atriumd.sock (%s); see its log", data, strerror(-err));
+	datalock_explain("atriumd status", data, holder, advice);
+}
+
 int
 status_cli_main(int argc, char **argv)
 {
@@ -352,8 +372,7 @@ status_cli_main(int argc, char **argv)
 		return 2;
 	}
 	if ((fd = room_cli_connect(data)) < 0) {
-		fprintf(stderr, "atriumd status: no atriumd running on %s "
-		    "(%s/run/atriumd.sock: %s)\n", data, data, strerror(-fd));
+		status_unreachable(data, fd);
 		return 1;
 	}
 	ans = room_cli_request(fd, "{\"type\":\"status\"}\n",

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "datalock.h"
+
 struct strictmodes_rule {
 	const char *name;	/* under DATA, "" for DATA itself */
 	int dir;		/* 1: a directory */
@@ -35,6 +37,9 @@ static const struct strictmodes_rule strictmodes_rules[] = {
 	{ "authorized_keys", 0, 022, "600" },
 	{ "atrium.conf", 0, 022, "600" },
 	{ "hostkey", 0, 077, "600" },
+	/* Whoever could write it could hold it, and keep atriumd from
+	 * starting (datalock.h). */
+	{ DATALOCK_NAME, 0, 022, "600" },
 };
 
 /* Check one path against its rule.  0 (fine or missing) or -EPERM

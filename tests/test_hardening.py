@@ -48,6 +48,7 @@ def _make_hostkey(data):
     ("authorized_keys", 0o602, "chmod 600"),
     ("atrium.conf", 0o666, "chmod 600"),
     ("hostkey", 0o604, "chmod 600"),
+    ("atriumd.lock", 0o666, "chmod 600"),
 ])
 def test_data_others_can_change_is_refused(build, data_dir, name, mode, fix):
     path = os.path.join(str(data_dir), name) if name else str(data_dir)
@@ -58,6 +59,8 @@ def test_data_others_can_change_is_refused(build, data_dir, name, mode, fix):
             f.write("idle-timeout = 60\n")
     elif name == "hostkey":
         _make_hostkey(data_dir)
+    elif name == "atriumd.lock":
+        open(path, "w").close()
     os.chmod(path, mode)
     rc, err = start_refused(build, data_dir)
     assert rc == 1, err
