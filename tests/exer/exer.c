@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -612,4 +613,35 @@ exer_free(struct exer *x)
 		free(f->model);
 		free(f->synced);
 	}
+}
+
+int
+exer_falloc_mode(int variant)
+{
+	static const int modes[EXER_FALLOC_N] = {
+		[EXER_FALLOC_ALLOC] = 0,
+		[EXER_FALLOC_KEEP] = FALLOC_FL_KEEP_SIZE,
+		[EXER_FALLOC_PUNCH] = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		[EXER_FALLOC_ZERO] = FALLOC_FL_ZERO_RANGE,
+		[EXER_FALLOC_ZERO_KEEP] = FALLOC_FL_ZERO_RANGE |
+		    FALLOC_FL_KEEP_SIZE,
+	};
+
+	return modes[variant];
+}
+
+int
+exer_set_weight(struct exer *x, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	for (int k = 0; eq && k < EXER_NKINDS; k++)
+		if (strlen(kind_names[k]) == (size_t)(eq - arg) &&
+		    strncmp(arg, kind_names[k], (size_t)(eq - arg)) == 0) {
+			x->weights[k] = atoi(eq + 1);
+			return 0;
+		}
+	fprintf(stderr, "%s: weight %s: not KIND=N with a known KIND\n",
+	    x->name, arg);
+	return -1;
 }

@@ -124,5 +124,10 @@ int exer_after_crash(struct exer *x);
 /* Compare each file whole with the model.  0 or -1 (reported). */
 int exer_check_all(struct exer *x);
 void exer_free(struct exer *x);
+/* fallocate(2)'s mode for an EXER_FALLOC_* variant. */
+int exer_falloc_mode(int variant);
+/* "KIND=W" (a kind's name as the reports print it): draw KIND with
+ * weight W.  0, or -1 (said on stderr). */
+int exer_set_weight(struct exer *x, const char *arg);
 
 #endif

@@ -286,18 +286,11 @@ be_truncate(void *arg, const struct exer_op *op)
 static int
 be_fallocate(void *arg, const struct exer_op *op)
 {
-	static const int modes[EXER_FALLOC_N] = {
-		[EXER_FALLOC_ALLOC] = 0,
-		[EXER_FALLOC_KEEP] = FALLOC_FL_KEEP_SIZE,
-		[EXER_FALLOC_PUNCH] = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		[EXER_FALLOC_ZERO] = FALLOC_FL_ZERO_RANGE,
-		[EXER_FALLOC_ZERO_KEEP] = FALLOC_FL_ZERO_RANGE |
-		    FALLOC_FL_KEEP_SIZE,
-	};
 	struct posix *p = arg;
 
-	return fallocate(p->fds[op->file][FD_RW1], modes[op->variant],
-	    (off_t)op->off, (off_t)op->len) < 0 ? -errno : 0;
+	return fallocate(p->fds[op->file][FD_RW1],
+	    exer_falloc_mode(op->variant), (off_t)op->off,
+	    (off_t)op->len) < 0 ? -errno : 0;
 }
 
 static int
@@ -433,26 +426,6 @@ fresh_files(struct posix *p)
 	return 0;
 }
 
-static int
-set_weight(struct exer *x, const char *arg)
-{
-	static const char *const names[EXER_NKINDS] = {
-		"write", "read", "mapwrite", "truncate", "open_trunc",
-		"fallocate", "copy", "seek", "fsync", "reopen", "child_write",
-		"drop_caches", "remount", "crash",
-	};
-	const char *eq = strchr(arg, '=');
-
-	for (int k = 0; eq && k < EXER_NKINDS; k++)
-		if (strlen(names[k]) == (size_t)(eq - arg) &&
-		    strncmp(arg, names[k], (size_t)(eq - arg)) == 0) {
-			x->weights[k] = atoi(eq + 1);
-			return 0;
-		}
-	fprintf(stderr, "fsexer: --weight %s: not KIND=N\n", arg);
-	return -1;
-}
-
 struct options {
 	uint64_t seed;
 	unsigned long ops;
@@ -520,7 +493,7 @@ run_seed(struct posix *p, const struct exer_backend *be,
 		return -1;
 	}
 	for (int k = 0; k < o->nweights; k++)
-		if (set_weight(&x, o->weights[k]) < 0)
+		if (exer_set_weight(&x, o->weights[k]) < 0)
 			r = -1;
 	if (r == 0 && (r = exer_run(&x)) < 0)
 		fprintf(stderr, "fsexer: replay with: fsexer --seed %" PRIu64

@@ -20,7 +20,6 @@
 #include "fs_fixture.h"
 #include "../exer/exer.c"
 
-#include <linux/falloc.h>
 #include <pthread.h>
 
 #define THREADS 2
@@ -67,18 +66,10 @@ be_truncate(void *arg, const struct exer_op *op)
 static int
 be_fallocate(void *arg, const struct exer_op *op)
 {
-	static const int modes[EXER_FALLOC_N] = {
-		[EXER_FALLOC_ALLOC] = 0,
-		[EXER_FALLOC_KEEP] = FALLOC_FL_KEEP_SIZE,
-		[EXER_FALLOC_PUNCH] = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		[EXER_FALLOC_ZERO] = FALLOC_FL_ZERO_RANGE,
-		[EXER_FALLOC_ZERO_KEEP] = FALLOC_FL_ZERO_RANGE |
-		    FALLOC_FL_KEEP_SIZE,
-	};
 	struct core *c = arg;
 
-	return fs_fallocate(c->fs, c->ino[op->file], modes[op->variant],
-	    op->off, op->len);
+	return fs_fallocate(c->fs, c->ino[op->file],
+	    exer_falloc_mode(op->variant), op->off, op->len);
 }
 
 /* What the kernel makes of copy_file_range on a filesystem without it:
