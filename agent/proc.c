@@ -275,6 +275,7 @@ proc_spawn(struct agent *a, const struct proc_opts *o, struct proc **out)
 		cmd.network = o->network;
 		cmd.seed_root = o->seed_root;
 		cmd.seed_rel = o->seed_rel;
+		cmd.tmp_bytes = o->tmp_bytes;
 		cmd.fd_in = child[0];
 		cmd.fd_out = child[1];
 		cmd.fd_err = child[2];

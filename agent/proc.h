@@ -2,8 +2,8 @@
  * proc.h: one sandboxed command driven by the event loop (proc.c): spawned
  * with common/sandbox, its output pipes read as they fill, its stdin written
  * as the pipe drains, its end noticed through a pidfd, its wall-clock limit
- * kept with a loop timer.  Used by exec.c (people's commands) and
- * tool_bash.c (the agent's bash tool).
+ * kept with a loop timer.  Used by exec.c (people's commands),
+ * tool_bash.c (the agent's bash tool) and seed.c (seed_git's clone).
  */
 #ifndef ATRIUM_AGENT_PROC_H
 #define ATRIUM_AGENT_PROC_H
@@ -39,6 +39,7 @@ struct proc_opts {
 	int network;			/* sandbox.h: the host's network */
 	const char *seed_root;		/* sandbox.h: /seed, or NULL */
 	const char *seed_rel;
+	long long tmp_bytes;		/* sandbox.h: /tmp's size, 0: default */
 	/* Output of a captured stream (PROC_STDOUT / PROC_STDERR). */
 	void (*output)(void *arg, int stream, const char *p, size_t n);
 	/* The command ended; p is freed right after this returns. */

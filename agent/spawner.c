@@ -23,7 +23,8 @@
  *
  *   request  JSON {"workspace", "run_dir", "room", "init", "uid", "gid",
  *            "require_limits", "shell" | "argv": [..], "cwd", "env": [..],
- *            "tty", "network", "seed_root", "seed_rel", "cg": [3 paths],
+ *            "tty", "network", "seed_root", "seed_rel", "tmp_bytes",
+ *            "cg": [3 paths],
  *            "fds": [in?, out?, err?] (1: attached, in that order)}
  *            with the attached fds (SCM_RIGHTS), at most SPAWNER_MAX_MSG
  *   reply    JSON {"pid": N} with the status pipe's read end attached,
@@ -180,6 +181,8 @@ spawner_request(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	    json_object_new_boolean(cmd->network));
 	spawner_put_str(o, "seed_root", cmd->seed_root);
 	spawner_put_str(o, "seed_rel", cmd->seed_rel);
+	json_object_object_add(o, "tmp_bytes",
+	    json_object_new_int64(cmd->tmp_bytes));
 	cg = json_object_new_array();
 	for (int i = 0; i < CGROUP_NCTL; i++)
 		json_object_array_add(cg, json_object_new_string(p->cg.dir[i]));
@@ -400,8 +403,10 @@ spawner_run(json_object *o, const int *fds, int nfds, int *status_fd)
 	cmd.network = (int)spawner_int(o, "network");
 	cmd.seed_root = spawner_str(o, "seed_root");
 	cmd.seed_rel = spawner_str(o, "seed_rel");
+	cmd.tmp_bytes = spawner_int(o, "tmp_bytes");
 	if (r == 0 && (!sb.workspace || !sb.run_dir || !sb.init_path ||
-	    sb.uid == 0 || sb.gid == 0 || (!cmd.shell && !argv)))
+	    sb.uid == 0 || sb.gid == 0 || (!cmd.shell && !argv) ||
+	    cmd.tmp_bytes < 0))
 		r = -EINVAL;
 	if (r == 0)
 		r = spawner_fds(o, &cmd, fds, nfds);

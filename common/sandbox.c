@@ -57,6 +57,7 @@
 /* bwrap arguments: the fixed ones, SB_MAX_ENV variables, every host path */
 #define SB_MAX_ARGS	256
 #define SB_MAX_ENV	16	/* extra variables a caller may pass */
+#define SB_NUM_LEN	24	/* a decimal long long, with its NUL */
 
 static const char *const sb_bwrap_paths[] = { "/usr/bin/bwrap", "/bin/bwrap" };
 
@@ -128,11 +129,27 @@ sb_add_host(struct sb_argv *a, char links[][64])
 			sb_add(a, "--ro-bind", sb_etc[i], sb_etc[i], NULL);
 }
 
+/* The sandbox's own filesystems: /proc, /dev, and the tmpfs over /tmp
+ * (of cmd's tmp_bytes when set, written into size), /var/tmp and /run. */
+static void
+sb_add_private(struct sb_argv *a, const struct sandbox_cmd *cmd,
+    char size[SB_NUM_LEN])
+{
+	sb_add(a, "--proc", "/proc", "--dev", "/dev", NULL);
+	if (cmd->tmp_bytes > 0) {
+		snprintf(size, SB_NUM_LEN, "%lld", cmd->tmp_bytes);
+		sb_add(a, "--size", size, NULL);
+	}
+	sb_add(a, "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+	    NULL);
+}
+
 /* The whole bwrap command line.  Strings it points to live in the caller's
- * frame (links, envs) or are static. */
+ * frame (links, envs, size) or are static. */
 static void
 sb_build_argv(const struct sandbox *sb, const struct sandbox_cmd *cmd,
-    struct sb_argv *a, char links[][64], char names[][64], const char *bwrap)
+    struct sb_argv *a, char links[][64], char names[][64],
+    char size[SB_NUM_LEN], const char *bwrap)
 {
 	sb_add(a, bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
 	    cmd->network ? "--share-net" : "--unshare-net",
@@ -159,10 +176,9 @@ sb_build_argv(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 	if (cmd->seed_root)
 		sb_add(a, "--ro-bind", SB_STAGE "/seed", "/seed", NULL);
 	sb_add(a, "--ro-bind", SB_STAGE "/passwd", "/etc/passwd",
-	    "--ro-bind", SB_STAGE "/group", "/etc/group",
-	    "--proc", "/proc", "--dev", "/dev",
-	    "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
-	    "--ro-bind", SB_STAGE "/atrium-init", "/run/atrium-init",
+	    "--ro-bind", SB_STAGE "/group", "/etc/group", NULL);
+	sb_add_private(a, cmd, size);
+	sb_add(a, "--ro-bind", SB_STAGE "/atrium-init", "/run/atrium-init",
 	    "--bind", SB_STAGE "/workspace", "/workspace",
 	    "--hostname", sb->room ? sb->room : "atrium",
 	    "--chdir", cmd->cwd ? cmd->cwd : "/workspace",
@@ -355,7 +371,8 @@ static void __attribute__((noreturn))
 sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
     struct sandbox_proc *p, int status_w, const char *bwrap)
 {
-	char links[6][64], names[SB_MAX_ENV][64], msg[PATH_MAX + 512];
+	char links[6][64], names[SB_MAX_ENV][64], size[SB_NUM_LEN];
+	char msg[PATH_MAX + 512];
 	char why[PATH_MAX + 256];
 	struct sb_argv a = { .n = 0 };
 	sigset_t all;
@@ -385,7 +402,7 @@ sb_child(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 		r = sb_child_stage(sb, cmd, why, sizeof(why));
 	if (r == 0) {
 		close_range(4, ~0U, 0);
-		sb_build_argv(sb, cmd, &a, links, names, bwrap);
+		sb_build_argv(sb, cmd, &a, links, names, size, bwrap);
 		r = a.overflow ? -E2BIG : sb_child_drop(sb);
 		if (r < 0)
 			snprintf(why, sizeof(why), "%s", strerror(-r));

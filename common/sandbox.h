@@ -9,10 +9,15 @@
  *   /workspace      the room's mounted workspace, read-write, the cwd
  *   /usr, /bin...   the host's, read-only; /etc: a few files, read-only,
  *                   plus passwd and group naming the sandbox uid
- *   /tmp, /run      private tmpfs; /proc and /dev of its own
+ *   /tmp, /run      private tmpfs: no other command sees them (each
+ *                   sandbox has its own mount and pid namespaces), so /tmp
+ *                   is where a command may keep what the room must not
+ *                   write; /tmp holds at most the command's tmp_bytes
+ *                   when set; /proc and /dev of its own
  *   network         none (only lo), unless the command's `network` is set
  *                   (the host's, with /etc/resolv.conf: used for one
- *                   command only, a seed_git clone of an https URL);
+ *                   command only, a seed_git clone of an https URL, which
+ *                   runs nothing the room could have written: seed.c);
  *                   own pid, ipc, uts, user namespaces
  *   /seed           only when the command's seed_root is set: the host
  *                   directory seed_rel beneath seed_root, read-only,
@@ -67,6 +72,8 @@ struct sandbox_cmd {
 	const char *seed_root;	/* a host directory the operator allows, */
 	const char *seed_rel;	/* and a path beneath it bound read-only at
 				 * /seed; NULL: no /seed */
+	long long tmp_bytes;	/* size of the /tmp tmpfs; 0: tmpfs's
+				 * default (half the host's memory) */
 };
 
 struct sandbox_proc {

@@ -153,6 +153,25 @@ test_network_for_one_command(void)
 	close(l);
 }
 
+/* tmp_bytes caps the command's /tmp (seed_git keeps its clone there):
+ * a write past it fails with ENOSPC; without it /tmp is tmpfs's default. */
+static void
+test_tmp_size(void)
+{
+	struct sandbox_cmd cmd = { .fd_in = -1, .tmp_bytes = 4 << 20,
+	    .shell = "df -B1 --output=size /tmp | tail -n 1 | tr -d ' '; "
+	    "head -c 5M /dev/zero > /tmp/big 2>/dev/null || echo full" };
+	struct sandbox_exit ex;
+	char out[512];
+
+	run_cmd_as(&cmd, out, sizeof(out), &ex);
+	CHECK_STR(out, "4194304\nfull\n");
+	cmd.tmp_bytes = 0;
+	cmd.shell = "head -c 5M /dev/zero > /tmp/big && echo fits";
+	run_cmd_as(&cmd, out, sizeof(out), &ex);
+	CHECK_STR(out, "fits\n");
+}
+
 /* /seed: a directory beneath the allowed one, read-only; nothing that
  * leads out of the allowed directory is bound. */
 static void
@@ -318,6 +337,7 @@ main(void)
 	TEST(test_isolation);
 	TEST(test_network_for_one_command);
 	TEST(test_seed_bound_read_only);
+	TEST(test_tmp_size);
 	TEST(test_background_tree_dies);
 	TEST(test_limits);
 	TEST(test_groups_removed_and_swept);
