@@ -8,10 +8,50 @@
  *
  * Next the workspace's root is listed on the file tools' confined path
  * (ws_list.h, off the loop): a workspace with any entry is refused with an
- * `error` to the asker.  Then one sandboxed bash checks again that the
- * workspace is empty (a file may have come in between) and execs
- * git clone into /workspace; its output is kept head and tail (text.h)
- * and the tail goes to the room when it ends.
+ * `error` to the asker.  Then one sandboxed bash (SEED_SCRIPT) checks
+ * again that the workspace is empty (a file may have come in between),
+ * clones, and copies the clone into /workspace; its output is kept head
+ * and tail (text.h) and the tail goes to the room when it ends.
+ *
+ * What the clone runs.  The other commands of the room run as the same
+ * uid and write /workspace while the clone runs, and the clone's sandbox
+ * may have the host's network for up to SEED_TIMEOUT_S: so git must run
+ * nothing that the room could have written, and read no file the room
+ * could have written (a repository's config names programs to run: hooks,
+ * core.fsmonitor, filter drivers, ...).  Hence:
+ *
+ *   - git clones into the sandbox's own /tmp (sandbox.h: a tmpfs in the
+ *     sandbox's own mount namespace, which no other command sees), with
+ *     its cwd, HOME and XDG_CONFIG_HOME there too; the room never sees
+ *     the repository while git works in it.  /tmp is capped at
+ *     seed_tmp_bytes: its pages are the command's memory.
+ *   - no config file but its own: GIT_CONFIG_NOSYSTEM (no /etc/gitconfig),
+ *     GIT_CONFIG_GLOBAL a file the script writes in /tmp before git runs
+ *     (it holds only safe.directory, which git 2.39 honours only from a
+ *     global or system file; a local source belongs to a host user, not
+ *     the room's uid), GIT_ATTR_NOSYSTEM.  The new repository's config is
+ *     git's own, made by this clone.  What a config file alone could make
+ *     git run (filter drivers, include.path, core.pager, core.editor,
+ *     diff.external, gpg.program, core.gitProxy, core.sshCommand,
+ *     remote.*.uploadpack, uploadpack.packObjectsHook, submodule.recurse)
+ *     so never comes; and on git's command line, which wins over any file:
+ *   - no hooks: core.hooksPath=/dev/null, and --template= (no template
+ *     directory copied into the new .git, so no sample or other hook);
+ *   - core.fsmonitor=false (a program git would run on the index);
+ *   - credential.helper= and core.askPass= (with GIT_TERMINAL_PROMPT=0):
+ *     no helper or prompt program for a password;
+ *   - protocol.allow=never but the source's own protocol (https or file):
+ *     no ext:: (runs a command), ssh (runs ssh), git:// or redirect to
+ *     another scheme.
+ *   - no --recurse-submodules: a submodule's URL is the repository's say.
+ *
+ * The copy.  When git is done, the script checks once more that the
+ * workspace is empty and copies the clone's top-level entries into it
+ * with cp -a (modes, symlinks and times kept; the room's uid owns it, as
+ * it ran the copy); cp runs nothing and reads only the clone.  A rename
+ * cannot be had: the tmpfs and the workspace are two filesystems.  When
+ * the copy fails (a full quota), what it copied is removed again, as git
+ * clone removes a clone it could not finish.
  */
 #include "seed.h"
 
@@ -37,16 +77,40 @@
 #define SEED_SAID	600	/* bytes of it put in the final notice */
 #define SEED_EXIT_NOT_EMPTY 3	/* the script's "workspace not empty" */
 
-/* Refuses a non-empty workspace, then clones $1 into it.  safe.directory
- * (which git reads only from a global or system file): a local source
- * belongs to a host user, not the room's uid; the file is on the
- * sandbox's own /tmp and the workspace gets no config of it. */
+/* Clones $1 (over protocol $2, "https" or "file") into /tmp/clone and
+ * copies it into the workspace, refusing a workspace that is not empty
+ * before the clone and again before the copy; see the head for why each
+ * piece is there.  Its environment is seed_env, its cwd /tmp. */
 #define SEED_SCRIPT \
-	"if [ -n \"$(ls -A /workspace)\" ]; then echo 'the workspace is not " \
-	"empty: seed_git only fills an empty workspace' >&2; exit 3; fi; " \
-	"export GIT_CONFIG_GLOBAL=/tmp/seed.gitconfig; " \
-	"git config --global safe.directory '*' || exit 125; " \
-	"exec git clone --no-hardlinks -- \"$1\" /workspace"
+	"refuse() {\n" \
+	"  echo \"the workspace is not empty$1: seed_git only fills an empty " \
+	"workspace\" >&2\n" \
+	"  exit 3\n" \
+	"}\n" \
+	"[ -z \"$(ls -A /workspace)\" ] || refuse ''\n" \
+	"mkdir -m 700 /tmp/home /tmp/clone || exit 125\n" \
+	"printf '[safe]\\n\\tdirectory = /seed\\n" \
+	"\\tdirectory = /seed/.git\\n' > \"$GIT_CONFIG_GLOBAL\" || exit 125\n" \
+	"git -c core.hooksPath=/dev/null -c core.fsmonitor=false " \
+	"-c credential.helper= -c core.askPass= -c protocol.allow=never " \
+	"-c \"protocol.$2.allow=always\" clone --template= --no-hardlinks " \
+	"-- \"$1\" /tmp/clone || exit\n" \
+	"[ -z \"$(ls -A /workspace)\" ] || " \
+	"refuse ' (a file was made in it while the clone ran)'\n" \
+	"cd /tmp/clone && shopt -s dotglob nullglob && names=(*) || " \
+	"exit 125\n" \
+	"cp -a -t /workspace -- \"${names[@]}\" && exit 0\n" \
+	"r=$?\n" \
+	"cd /workspace && rm -rf -- \"${names[@]}\"\n" \
+	"exit $r\n"
+
+/* The clone's environment (beyond the sandbox's PATH, USER, LANG): HOME
+ * and the config files git reads are the sandbox's own (see the head). */
+static char *const seed_env[] = {
+	"HOME=/tmp/home", "XDG_CONFIG_HOME=/tmp/home/.config",
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/tmp/seed.gitconfig",
+	"GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", NULL
+};
 
 struct seed {
 	struct agent *a;
@@ -243,18 +307,33 @@ seed_on_exit(void *arg, const struct proc_end *end)
 	seed_free(s);
 }
 
+/* Bytes the clone's /tmp may hold: each is the command's memory (a
+ * tmpfs), so no more than its memory limit, nor than the workspace's
+ * quota that the copy must fit in; 0 (tmpfs's default) when neither is
+ * set. */
+static long long
+seed_tmp_bytes(const struct agent *a)
+{
+	long long mem = a->sb.limits.memory, quota = a->cfg.quota;
+
+	if (mem > 0 && quota > 0)
+		return mem < quota ? mem : quota;
+	return mem > 0 ? mem : quota > 0 ? quota : 0;
+}
+
 /* Audit and spawn the clone of src (an URL, or /seed with root and rel).
  * 0 or -errno (logged). */
 static int
 seed_spawn(struct seed *s, const char *src, int network, const char *root,
     const char *rel)
 {
-	static char *const env[] = { "GIT_TERMINAL_PROMPT=0", NULL };
 	char *argv[] = { "/bin/bash", "-c", SEED_SCRIPT, "seed", (char *)src,
-	    NULL };
+	    network ? "https" : "file", NULL };
 	struct proc_opts o = { .fds = { -1, -1, -1 }, .capture = 1,
-	    .argv = argv, .env = env, .timeout_s = SEED_TIMEOUT_S,
-	    .network = network, .seed_root = root, .seed_rel = rel,
+	    .argv = argv, .env = seed_env, .cwd = "/tmp",
+	    .timeout_s = SEED_TIMEOUT_S, .network = network,
+	    .seed_root = root, .seed_rel = rel,
+	    .tmp_bytes = seed_tmp_bytes(s->a),
 	    .output = seed_on_output, .exit = seed_on_exit, .arg = s };
 	char what[SEED_MAX_SOURCE + 32];
 	int r;

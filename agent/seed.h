@@ -8,8 +8,12 @@
  * operator allows (--seed-dir), bound read-only into the sandbox at /seed
  * after being resolved with RESOLVE_BENEATH: nothing else on the host is
  * reachable, by a symlink or "..".  The clone runs as the room's uid, in
- * its cgroup, for at most SEED_TIMEOUT_S; its start, its end and git's
- * last words reach the room as notices, and it is audited (kind seed).
+ * its cgroup, for at most SEED_TIMEOUT_S; git works in the sandbox's own
+ * /tmp, which no other command of the room can reach, with its hooks off
+ * and no config file the room could write, and the finished clone is
+ * copied into the workspace (seed.c says what runs and why); its start,
+ * its end and git's last words reach the room as notices, and it is
+ * audited (kind seed).
  * A workspace that is not empty is left alone: the asker gets an `error`
  * when the listing before the clone finds an entry, and the room a notice
  * when the sandbox's own check does (a file made in between).
