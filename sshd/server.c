@@ -21,7 +21,6 @@
 #include "server.h"
 #include "room_transfer.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +41,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "monitor_ask.h"
+#include "netaddr.h"
 #include "session.h"
 #include "util.h"
 
@@ -110,20 +110,6 @@ server_end_room(struct server *srv, const char *room, const char *msg)
 			if (c->ops && !c->finish && !c->closing)
 				chan_refuse(c, "%s", msg);
 	}
-}
-
-/* The peer's address as text. */
-static void
-server_peer(const struct sockaddr_storage *sa, char *out, size_t len)
-{
-	const void *addr = NULL;
-
-	if (sa->ss_family == AF_INET)
-		addr = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa->ss_family == AF_INET6)
-		addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (!addr || !inet_ntop(sa->ss_family, addr, out, (socklen_t)len))
-		snprintf(out, len, "?");
 }
 
 /* Connections not yet authenticated: all, and those from source. */
@@ -310,7 +296,9 @@ server_accept_one(struct server *srv)
 		/* EAGAIN: empty; ECONNABORTED and the like: that one only. */
 		return errno != EAGAIN && errno != EWOULDBLOCK;
 	}
-	server_peer(&sa, peer, sizeof(peer));
+	/* Before anything counts, matches or logs it (netaddr.h). */
+	netaddr_unmap(&sa);
+	netaddr_host(&sa, peer, sizeof(peer));
 	admission_key_of(&sa, &source);
 	if ((why = server_refusal(srv, &source))) {
 		server_log_refusal(srv, peer, why);
