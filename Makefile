@@ -64,7 +64,7 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev libpcre2-dev \
             libseccomp-dev libutf8proc-dev libvterm-dev \
             bubblewrap putty-tools python3-asyncssh \
-            openssh-client openssh-server openssh-sftp-server sshfs git procps \
+            openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
             python3 python3-pytest python3-paramiko tmux rsync strace \
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser

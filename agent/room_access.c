@@ -146,10 +146,11 @@ room_access_hello(struct agent *a, struct conn *c, json_object *req)
 	}
 	if (access_may_enter(&l, c->user, c->admin))
 		return 0;
-	access_refusal(&l, a->room, c->user, msg, sizeof(msg));
+	/* An outsider: the owner is not named (access.h). */
+	access_refusal(a->room, c->user, NULL, msg, sizeof(msg));
 	log_info("%s refused: the room is private and %s is not a member",
 	    c->user, c->user);
-	room_access_deny(a, c, msg, l.owner);
+	room_access_deny(a, c, msg, NULL);
 	return -EACCES;
 }
 

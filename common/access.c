@@ -84,17 +84,17 @@ access_visibility_parse(const char *text, enum access_visibility *out)
 
 /* See access.h. */
 void
-access_refusal(const struct access_list *l, const char *room,
-    const char *user, char *out, size_t len)
+access_refusal(const char *room, const char *user, const char *create_only,
+    char *out, size_t len)
 {
-	if (l->owner[0])
-		snprintf(out, len, "atrium: room '%s' is private; its owner is "
-		    "%s. Ask %s to let you in (/invite %s in the room's chat).",
-		    room, l->owner, l->owner, user);
-	else
-		snprintf(out, len, "atrium: room '%s' is private and has no "
-		    "owner; ask the server's operator (an admin) to /invite %s.",
-		    room, user);
+	int n = snprintf(out, len, "atrium: room '%s' does not exist or you "
+	    "may not enter it. Check the name; if the room is private, ask "
+	    "its owner (or the server's operator) to /invite %s in the "
+	    "room's chat.", room, user);
+
+	if (create_only && n >= 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, " Your key may create only "
+		    "rooms matching \"%s\".", create_only);
 }
 
 /* See access.h. */

@@ -57,10 +57,14 @@ const char *access_visibility_name(enum access_visibility v);
 /* Parse "open" / "private" (also "public" for open).  0 or -EINVAL. */
 int access_visibility_parse(const char *text, enum access_visibility *out);
 
-/* The refusal for user at a room it may not enter, for the client's
- * stderr: says the room is private, who its owner is and what to do. */
-void access_refusal(const struct access_list *l, const char *room,
-    const char *user, char *out, size_t len);
+/* The refusal for user at a room it may not enter, or may not create,
+ * for the client's stderr.  The same words either way, and no owner
+ * named: a key learns nothing about a room it is not in beyond what it
+ * cannot help learning (a key that may create the room sees it refused
+ * rather than made).  create_only: the key's rooms= patterns, said so
+ * when given (NULL: not a rooms= key). */
+void access_refusal(const char *room, const char *user,
+    const char *create_only, char *out, size_t len);
 
 /* The refusal for user asking to manage a room it does not own. */
 void access_not_owner(const struct access_list *l, const char *what,

@@ -1,7 +1,9 @@
 /*
  * log.c: the line logger of log.h.  Each line is formatted into one buffer and
  * written with a single write(2), so lines from several threads or processes
- * sharing stderr never interleave mid-line.
+ * sharing stderr never interleave mid-line.  The message is escaped on its
+ * way in (utf8_escape): a line is one line of printable UTF-8 whatever
+ * bytes a peer put into it.
  */
 #include "log.h"
 
@@ -12,6 +14,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "utf8.h"
+
+/* A line's bytes, newline included: PIPE_BUF, so that one write(2) to a
+ * pipe stays whole; a message longer than what is left (after escaping)
+ * is cut. */
+#define LOG_LINE_MAX	4096
 
 static const char *log_prog = "atrium";
 static char log_room[80];
@@ -54,7 +63,7 @@ log_level_parse(const char *name, enum log_level *out)
 void
 log_msg(enum log_level level, const char *func, const char *fmt, ...)
 {
-	char line[2048];
+	char line[LOG_LINE_MAX], msg[LOG_LINE_MAX];
 	size_t n;
 	int saved = errno, r;
 	struct tm tm;
@@ -72,14 +81,15 @@ log_msg(enum log_level level, const char *func, const char *fmt, ...)
 	if (r > 0)
 		n += (size_t)r < sizeof(line) - n ? (size_t)r : sizeof(line) - n - 1;
 	va_start(ap, fmt);
-	r = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	r = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Bytes from peers (a client's version banner, a room's output)
+	 * must not forge log lines nor hide or reorder text on the reader's
+	 * terminal: the message keeps printable UTF-8, the rest is escaped.
+	 * One byte is kept for the newline. */
 	if (r > 0)
-		n += (size_t)r < sizeof(line) - n ? (size_t)r : sizeof(line) - n - 1;
-	/* Control characters from peers must not forge log lines. */
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
-			line[i] = '?';
+		n += utf8_escape(line + n, sizeof(line) - n - 1, msg,
+		    (size_t)r < sizeof(msg) ? (size_t)r : sizeof(msg) - 1);
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, n) < 0) {
 		/* Nowhere left to report it. */

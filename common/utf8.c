@@ -6,10 +6,12 @@
  * input with it, so they cannot disagree about what is valid.  An invalid
  * byte is replaced on its own (U+FFFD) and the walk goes on at the next
  * byte, so one bad byte never swallows the valid text after it.
+ * utf8_escape walks the same way for the log, writing escapes instead.
  */
 #include "utf8.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,4 +153,77 @@ utf8_clean_str(const char *s)
 		return NULL;
 	}
 	return b.data ? b.data : strdup("");
+}
+
+/* A character that can make a log line read as something else on a
+ * screen though it is printable UTF-8: U+061C, U+200E, U+200F (marks),
+ * U+202A-U+202E and U+2066-U+2069 (embeddings, overrides, isolates:
+ * they reorder what follows), U+2028 and U+2029 (line and paragraph
+ * separators, which some viewers break lines at).  s is a valid sequence
+ * of len bytes. */
+static int
+utf8_is_deceptive(const unsigned char *s, int len)
+{
+	if (len == 2)
+		return s[0] == 0xd8 && s[1] == 0x9c;
+	if (len != 3 || s[0] != 0xe2)
+		return 0;
+	if (s[1] == 0x80)
+		return s[2] == 0x8e || s[2] == 0x8f ||
+		    (s[2] >= 0xa8 && s[2] <= 0xae);
+	return s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9;
+}
+
+/* Is the valid sequence s (len bytes) printable as it is in a log line? */
+static int
+utf8_log_safe(const unsigned char *s, int len)
+{
+	if (len == 1)
+		return s[0] >= 0x20 && s[0] < 0x7f && s[0] != '\\';
+	return !utf8_is_control(s, len) && !utf8_is_deceptive(s, len);
+}
+
+/* Write the len bytes at s into out (room bytes left, room > 0 kept for
+ * the NUL): as they are when safe, else escaped.  Bytes written, or 0
+ * when they do not fit. */
+static size_t
+utf8_escape_unit(char *out, size_t room, const unsigned char *s, int len,
+    int safe)
+{
+	size_t need = safe ? (size_t)len : s[0] == '\\' ? 2 : 4 * (size_t)len;
+
+	if (need >= room)
+		return 0;
+	if (safe)
+		memcpy(out, s, need);
+	else if (s[0] == '\\')
+		memcpy(out, "\\\\", 2);
+	else
+		for (int k = 0; k < len; k++)
+			snprintf(out + 4 * k, 5, "\\x%02x", s[k]);
+	return need;
+}
+
+size_t
+utf8_escape(char *out, size_t size, const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t o = 0;
+
+	if (size == 0)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		int len = utf8_seq_check(s + i, n - i);
+		int safe = len > 0 && utf8_log_safe(s + i, len);
+		size_t w;
+
+		if (len <= 0)
+			len = 1;	/* one invalid byte at a time */
+		if (!(w = utf8_escape_unit(out + o, size - o, s + i, len, safe)))
+			break;
+		o += w;
+		i += (size_t)len;
+	}
+	out[o] = '\0';
+	return o;
 }

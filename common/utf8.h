@@ -37,4 +37,15 @@ int utf8_clean(struct buf *out, const char *p, size_t n);
  * memory ran out. */
 char *utf8_clean_str(const char *s);
 
+/* Copy p[0..n) into out (size bytes, always NUL-terminated when size > 0)
+ * for a log line: valid printable UTF-8 as it is; every other byte as
+ * \xHH (lower-case hex), namely C0 controls (tab and newline too), DEL,
+ * bytes that are not valid UTF-8 (NUL included), and each byte of a C1
+ * control (U+0080-U+009F) or of a character that moves or breaks lines
+ * on a reader's screen (U+2028/U+2029, the bidirectional marks and
+ * overrides); a backslash as \\, so an escape is never ambiguous.  What
+ * does not fit is left out whole (never half an escape or a character).
+ * Returns the length written. */
+size_t utf8_escape(char *out, size_t size, const char *p, size_t n);
+
 #endif

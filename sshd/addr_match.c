@@ -3,7 +3,10 @@
  * authkeys_opts.c: addr_match_check when a from= option is parsed,
  * addr_match_list at each authentication with such a key.
  *
- * Each entry is tried first as ADDRESS[/MASKLEN] (inet_pton), as
+ * The client's address is normalised first: an IPv4-mapped IPv6 address
+ * (::ffff:a.b.c.d, how a dual-stack listener reports an IPv4 client) is
+ * its IPv4 address for networks and wildcards alike, as OpenSSH's sshd
+ * has it.  Each entry is then tried as ADDRESS[/MASKLEN] (inet_pton), as
  * OpenSSH's addr_match_list prefers CIDR, and only when that fails as a
  * wildcard on the address's text.  Lists are short (a few entries), so
  * every call splits its own copy; the wildcards are pattern.c's.
@@ -166,20 +169,38 @@ addr_match_entry(const char *entry, const struct addr_match_addr *a,
 	return text && pattern_match(text, entry, 1);
 }
 
+/* The text wildcards see: an IPv4-mapped address as its dotted IPv4
+ * form, so that "10.0.0.*" and "!10.0.0.*" mean the same whether the
+ * client came to an IPv4 or a dual-stack listener (a pattern written for
+ * the mapped text would otherwise be the only one that matched, and a
+ * negation meant to refuse would let the client in).  Any other address
+ * is matched as given. */
+static const char *
+addr_match_text(const char *addr, const struct addr_match_addr *a,
+    int have, char *buf, size_t len)
+{
+	if (have && a->family == AF_INET && strchr(addr, ':') &&
+	    inet_ntop(AF_INET, a->a, buf, (socklen_t)len))
+		return buf;
+	return addr;
+}
+
 /* See addr_match.h. */
 int
 addr_match_list(const char *addr, const char *list)
 {
 	char copy[ADDR_MATCH_MAX_LIST + 1], *entries[ADDR_MATCH_MAX_ENTRIES];
+	char v4[INET_ADDRSTRLEN];
 	struct addr_match_addr a;
 	int n = addr_match_split(list, copy, entries), positive = 0;
 	int have = addr_match_parse(addr, &a, 1) == 0;
+	const char *text = addr_match_text(addr, &a, have, v4, sizeof(v4));
 
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++) {
 		int neg, r = addr_match_entry(entries[i], have ? &a : NULL,
-		    addr, &neg);
+		    text, &neg);
 
 		if (r < 0)
 			return r;

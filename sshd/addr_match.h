@@ -25,10 +25,11 @@
 #define ADDR_MATCH_MAX_LIST	1024	/* bytes in a list */
 #define ADDR_MATCH_MAX_ENTRIES	64	/* entries in a list */
 
-/* Does the numeric address addr ("192.0.2.7", "::1"; an IPv4-mapped IPv6
- * address counts as its IPv4 one) match list?  1 yes, 0 no, -EINVAL when
- * the list is malformed (empty entry, bad mask, host bits past the mask,
- * too long). */
+/* Does the numeric address addr ("192.0.2.7", "::1") match list?  An
+ * IPv4-mapped IPv6 address counts as its IPv4 one, for networks and
+ * wildcards alike: "::ffff:10.0.0.5" is matched as "10.0.0.5".  1 yes,
+ * 0 no, -EINVAL when the list is malformed (empty entry, bad mask, host
+ * bits past the mask, too long). */
 int addr_match_list(const char *addr, const char *list);
 
 /* Check list's syntax.  0 when valid; 1 when valid and an entry is a host

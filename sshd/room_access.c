@@ -17,6 +17,13 @@
  * rooms="PATTERNS" may create only rooms whose name matches, so such a
  * use is refused here before anything is made.  The creator becomes the
  * owner when its agent gets the first hello (may_create).
+ *
+ * What a refused client reads names no owner and is the same for a
+ * private room and for one that does not exist (room_access_refuse): a
+ * key outside a room learns from it neither whose the room is nor that
+ * it is there (a key that may create the room still sees a taken name
+ * refused instead of made, which nothing can hide).  The log keeps both
+ * for the operator.
  */
 #include "room_access.h"
 
@@ -44,6 +51,19 @@ room_access_path(const char *data, const char *room, char *out, size_t len)
 	snprintf(out, len, "%s/rooms/%s", data, room);
 }
 
+/* Refuse c's request in its room: a room that does not exist and one
+ * that is private get the same words (access_refusal), so that only the
+ * log, for the operator, says which it was and who owns the room. */
+static void
+room_access_refuse(struct chan *c)
+{
+	char msg[1024];
+
+	access_refusal(c->s->room, c->s->user, c->s->opts.rooms, msg,
+	    sizeof(msg));
+	chan_refuse(c, "%s", msg);
+}
+
 /* The first use of a room: may this key create it?  1, or 0 refused. */
 static int
 room_access_admit_new(struct chan *c, const char *what)
@@ -55,9 +75,7 @@ room_access_admit_new(struct chan *c, const char *what)
 	log_info("session %lu: %s refused %s in room '%s': it does not exist "
 	    "and the key may create only rooms=\"%s\"", s->num, s->user, what,
 	    s->room, s->opts.rooms);
-	chan_refuse(c, "atrium: room '%s' does not exist, and your key may "
-	    "not create it (it may create rooms matching \"%s\"). Check the "
-	    "name, or ask the server's operator.", s->room, s->opts.rooms);
+	room_access_refuse(c);
 	return 0;
 }
 
@@ -67,7 +85,6 @@ room_access_admit(struct chan *c, const char *what)
 {
 	struct session *s = c->s;
 	struct access_list l;
-	char msg[512];
 	int r = monitor_ask_access(s->srv, s->room, &l);
 
 	if (r == 0)
@@ -82,11 +99,10 @@ room_access_admit(struct chan *c, const char *what)
 	}
 	if (access_may_enter(&l, s->user, s->opts.admin))
 		return 1;
-	access_refusal(&l, s->room, s->user, msg, sizeof(msg));
 	log_info("session %lu: %s refused %s in room '%s': private, owner %s, "
 	    "not a member", s->num, s->user, what, s->room,
 	    l.owner[0] ? l.owner : "(none)");
-	chan_refuse(c, "%s", msg);
+	room_access_refuse(c);
 	return 0;
 }
 

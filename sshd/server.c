@@ -21,7 +21,6 @@
 #include "server.h"
 #include "room_transfer.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,39 +38,16 @@
 #include <unistd.h>
 
 #include "libssh_compat.h"
+#include "listener.h"
 #include "log.h"
 #include "monitor.h"
 #include "monitor_ask.h"
+#include "netaddr.h"
 #include "session.h"
 #include "util.h"
 
 #define SERVER_STOP_POLL_MS	100	/* looks at stopping rooms this often */
 #define SERVER_STOP_WAIT_MS	6000	/* rooms get this long to stop */
-
-/* Split "[ADDR]:PORT" into address and port; ":2222" binds every address. */
-static int
-server_parse_listen(const char *listen, char *addr, size_t alen, char *port,
-    size_t plen)
-{
-	const char *colon = strrchr(listen, ':');
-	size_t n;
-
-	if (!colon || !colon[1])
-		return -EINVAL;
-	n = (size_t)(colon - listen);
-	if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
-		listen++;
-		n -= 2;
-	}
-	if (n >= alen || strlen(colon + 1) >= plen)
-		return -EINVAL;
-	if (n == 0)
-		snprintf(addr, alen, "0.0.0.0");
-	else
-		snprintf(addr, alen, "%.*s", (int)n, listen);
-	snprintf(port, plen, "%s", colon + 1);
-	return 0;
-}
 
 /* See server.h. */
 int
@@ -110,20 +86,6 @@ server_end_room(struct server *srv, const char *room, const char *msg)
 			if (c->ops && !c->finish && !c->closing)
 				chan_refuse(c, "%s", msg);
 	}
-}
-
-/* The peer's address as text. */
-static void
-server_peer(const struct sockaddr_storage *sa, char *out, size_t len)
-{
-	const void *addr = NULL;
-
-	if (sa->ss_family == AF_INET)
-		addr = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa->ss_family == AF_INET6)
-		addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (!addr || !inet_ntop(sa->ss_family, addr, out, (socklen_t)len))
-		snprintf(out, len, "?");
 }
 
 /* Connections not yet authenticated: all, and those from source. */
@@ -310,7 +272,9 @@ server_accept_one(struct server *srv)
 		/* EAGAIN: empty; ECONNABORTED and the like: that one only. */
 		return errno != EAGAIN && errno != EWOULDBLOCK;
 	}
-	server_peer(&sa, peer, sizeof(peer));
+	/* Before anything counts, matches or logs it (netaddr.h). */
+	netaddr_unmap(&sa);
+	netaddr_host(&sa, peer, sizeof(peer));
 	admission_key_of(&sa, &source);
 	if ((why = server_refusal(srv, &source))) {
 		server_log_refusal(srv, peer, why);
@@ -446,21 +410,47 @@ server_signals(struct server *srv)
 	return 0;
 }
 
+/* For ":PORT", a socket of our own that takes IPv6 and IPv4 (listener.h),
+ * handed to libssh; addr becomes what is bound ("::" or, on a host without
+ * IPv6, "0.0.0.0").  1 for both families, 0 for IPv4 alone, or -errno
+ * (logged). */
+static int
+server_listen_every(struct server *srv, char *addr, size_t alen,
+    const char *port)
+{
+	int fd = listener_open_dual(port, SERVER_LISTEN_BACKLOG);
+
+	if (fd == -EAFNOSUPPORT) {
+		log_info("no IPv6 on this host: :%s listens on IPv4 only", port);
+		snprintf(addr, alen, "0.0.0.0");
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	ssh_bind_set_fd(srv->bind, fd);
+	snprintf(addr, alen, "::");
+	return 1;
+}
+
 /* Load the host key and bind the listener from the settings. */
 static int
 server_listen(struct server *srv)
 {
 	char addr[128], port[16], key[PATH_MAX + 16];
+	int dual = 0;
 
-	if (server_parse_listen(srv->cfg->listen, addr, sizeof(addr), port,
+	if (listener_parse(srv->cfg->listen, addr, sizeof(addr), port,
 	    sizeof(port)) < 0) {
-		log_error("--listen %s: use [ADDR]:PORT, e.g. :2222 or "
-		    "127.0.0.1:2222", srv->cfg->listen);
+		log_error("--listen %s: use [ADDR]:PORT, PORT from 1 to 65535: "
+		    "e.g. :2222 or 127.0.0.1:2222", srv->cfg->listen);
 		return -EINVAL;
 	}
 	snprintf(key, sizeof(key), "%s/hostkey", srv->cfg->data_dir);
 	if (!(srv->bind = ssh_bind_new()))
 		return -ENOMEM;
+	if (!addr[0] && (dual = server_listen_every(srv, addr, sizeof(addr),
+	    port)) < 0)
+		return dual;
 	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDADDR, addr);
 	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDPORT_STR, port);
 	if (ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_HOSTKEY, key) < 0) {
@@ -485,8 +475,9 @@ server_listen(struct server *srv)
 		log_warn("cannot lengthen the listener's queue to %d: %s",
 		    SERVER_LISTEN_BACKLOG, strerror(errno));
 	/* An IPv6 address is written in brackets, as --listen takes it. */
-	log_info("listening on %s%s%s:%s", strchr(addr, ':') ? "[" : "", addr,
-	    strchr(addr, ':') ? "]" : "", port);
+	log_info("listening on %s%s%s:%s%s", strchr(addr, ':') ? "[" : "", addr,
+	    strchr(addr, ':') ? "]" : "", port, dual ?
+	    " (every address, IPv6 and IPv4)" : "");
 	return 0;
 }
 

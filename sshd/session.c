@@ -26,7 +26,6 @@
  */
 #include "chan_int.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -41,6 +40,7 @@
 #include "libssh_compat.h"
 #include "log.h"
 #include "monitor_ask.h"
+#include "netaddr.h"
 #include "util.h"
 
 #define SESSION_BANNER \
@@ -267,26 +267,16 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 
 /* ------------------------------------------------------------ session -- */
 
-/* An address and port as SSH_CONNECTION writes them ("::1 2222"). */
+/* An address and port as SSH_CONNECTION writes them ("::1 2222"); an
+ * IPv4 client of a dual-stack listener as plain IPv4 (netaddr.h). */
 static void
 session_sockaddr_text(const struct sockaddr_storage *sa, char *out,
     size_t len)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
+	char host[INET6_ADDRSTRLEN];
 
-	if (sa->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-	} else if (sa->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(out, len, "%s %u", host, port);
+	netaddr_host(sa, host, sizeof(host));
+	snprintf(out, len, "%s %u", host, netaddr_port(sa));
 }
 
 /* SSH_CONNECTION for fd: "CLIENT PORT SERVER PORT", as sshd(8) sets it. */

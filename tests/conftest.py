@@ -141,7 +141,9 @@ class Atriumd:
         self.host = "127.0.0.1"
         if "--listen" in extra:   # the test's own address, "[::1]:PORT" say
             addr, _, port = extra[list(extra).index("--listen") + 1].rpartition(":")
-            self.host, self.port = addr.strip("[]"), int(port)
+            # ":PORT" is every address: loopback reaches it.
+            self.host = addr.strip("[]") or "127.0.0.1"
+            self.port = int(port)
         self.extra = list(extra)
         self.env = env
         self.log_path = os.path.join(os.path.dirname(self.data.rstrip("/")),

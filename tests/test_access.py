@@ -79,8 +79,13 @@ def wait_log(srv, text, timeout=5):
     return srv.read_log()
 
 
+REFUSED = "does not exist or you may not enter it"
+
+
 def refused_private(rc, err, owner="alice"):
-    return rc == 1 and "is private" in err and ("owner is %s" % owner) in err
+    """Refused as an outsider is: told neither that the room exists nor
+    who owns it."""
+    return rc == 1 and REFUSED in err and owner not in err
 
 
 def sftp(srv, room, user, batch):
@@ -123,7 +128,7 @@ def test_creator_owns_and_private_room_refuses_others_everywhere(srv, ssh_run):
     assert refused_private(rc, err) and out == "", err
     # sftp
     rc, out, err = sftp(srv, "secret", "bob", "ls\n")
-    assert rc != 0 and "is private" in err and "owner is alice" in err, err
+    assert rc != 0 and REFUSED in err and "alice" not in err, err
     # the atrium subsystem
     rc, out, err = ssh_run(srv, "secret", "-s", "atrium", user="bob",
                            input='{"type":"chat","text":"hi"}\n')
@@ -239,17 +244,50 @@ def test_rooms_option_limits_creation(srv, data_dir, ssh_run):
     set_options(data_dir, "bob", 'rooms="bob-*,!bob-admin"')
     rc, out, err = ssh_run(srv, "elsewhere", "echo made", user="bob")
     assert rc == 1 and out == "", err
-    assert ("room 'elsewhere' does not exist, and your key may not create "
-            "it (it may create rooms matching \"bob-*,!bob-admin\")") in err
+    assert ("room 'elsewhere' does not exist or you may not enter it. "
+            "Check the name;") in err
+    assert ('Your key may create only rooms matching "bob-*,!bob-admin".'
+            in err)
     assert not os.path.exists(os.path.join(srv.data, "rooms", "elsewhere"))
     rc, out, err = ssh_run(srv, "bob-admin", "echo made", user="bob")
-    assert rc == 1 and "may not create it" in err
+    assert rc == 1 and "may create only rooms matching" in err
     rc, out, err = ssh_run(srv, "bob-1", "echo made", user="bob")
     assert (rc, out) == (0, "made\n"), err
     rc, out, err = ssh_run(srv, "lobby", "echo in", user="bob")
     assert (rc, out) == (0, "in\n"), err           # existing, open
     assert listing(srv, "bob")["bob-1"]["owner"] == "bob"
     assert "may create only rooms=" in wait_log(srv, "may create only")
+
+
+def test_outsider_learns_neither_owner_nor_existence(srv, data_dir, ssh_run):
+    # A private room refuses an outsider without naming its owner, and in
+    # the words a room that does not exist gets, for every kind of use.
+    ssh_run(srv, "alpha", "true")
+    make_private(srv, "alpha")
+    set_options(data_dir, "bob", 'rooms="bob-*"')
+    rc, out, err = ssh_run(srv, "alpha", "echo in", user="bob")
+    assert rc == 1 and out == "", err
+    assert "alice" not in err and "owner is" not in err, err
+    rc2, out2, err2 = ssh_run(srv, "nothere", "echo in", user="bob")
+    assert rc2 == 1 and out2 == "", err2
+    assert err.replace("alpha", "ROOM") == err2.replace("nothere", "ROOM")
+    assert ("atrium: room 'alpha' does not exist or you may not enter it. "
+            "Check the name; if the room is private, ask its owner (or the "
+            "server's operator) to /invite bob in the room's chat.") in err
+    for argv in ((), ("-s", "atrium")):
+        rc, out, err = ssh_run(srv, "alpha", *argv, user="bob",
+                               opts=["-T"], input="hi\n")
+        assert refused_private(rc, err), err
+    # The operator's log still says what it was and whose.
+    log = wait_log(srv, "bob refused exec in room 'alpha'")
+    assert ("bob refused exec in room 'alpha': private, owner alice, not a "
+            "member") in log, log
+    assert ("bob refused exec in room 'nothere': it does not exist and the "
+            "key may create only rooms=\"bob-*\"") in log, log
+    # A member is let in as before.
+    invite(srv, "alpha", "bob")
+    rc, out, err = ssh_run(srv, "alpha", "echo in", user="bob")
+    assert (rc, out) == (0, "in\n"), err
 
 
 def test_listing_shows_the_rooms_a_user_may_enter(srv, ssh_run):

@@ -10,12 +10,13 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_keys.py
 import os
 import pty
 import select
+import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import SSH_OPTS, ssh_command
+from conftest import SSH_OPTS, free_port, ssh_command
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -132,6 +133,91 @@ def test_from_host_name_never_matches_and_is_logged(atriumd, data_dir,
         assert line in log, log
     # Once per key per load, not per connection.
     assert log.count("'localhost' is a host name, which never matches") == 2
+
+
+class NetnsClient:
+    """An IPv4 client in a network namespace of the test's own, joined to
+    this one by a veth pair: the client is client_ip, atriumd is reached at
+    server_ip.  Nothing leaves that link and loopback."""
+
+    def __init__(self, name, host_if, server_ip, client_ip):
+        self.name, self.host_if = name, host_if
+        self.server_ip, self.client_ip = server_ip, client_ip
+
+    def ssh(self, srv, user, *cmd):
+        argv = (["ip", "netns", "exec", self.name, "ssh", "-p", str(srv.port),
+                 "-i", srv.keys[user]] + SSH_OPTS
+                + ["demo@" + self.server_ip] + list(cmd))
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+
+def _ip(*args):
+    return subprocess.run(["ip"] + list(args), capture_output=True, text=True)
+
+
+@pytest.fixture
+def netns_client():
+    """A NetnsClient at 10.0.0.x (a /30 of its own, by pid, so that two
+    runs at once do not collide); skipped where `ip netns` is not
+    permitted.  The namespace (and with it both ends of the veth) is
+    deleted at teardown."""
+    if not shutil.which("ip"):
+        pytest.skip("no ip(8): install iproute2")
+    tag = os.getpid() % 10000
+    name, host_if, ns_if = "atrium-t%d" % tag, "atrh%d" % tag, "atrn%d" % tag
+    base = 4 * (1 + os.getpid() % 60)
+    server_ip, client_ip = "10.0.0.%d" % (base + 1), "10.0.0.%d" % (base + 2)
+    r = _ip("netns", "add", name)
+    if r.returncode != 0:
+        pytest.skip("ip netns add is not permitted here: " + r.stderr.strip())
+    try:
+        for args in (("link", "add", host_if, "type", "veth", "peer", "name",
+                      ns_if, "netns", name),
+                     ("addr", "add", server_ip + "/30", "dev", host_if),
+                     ("link", "set", host_if, "up"),
+                     ("-n", name, "addr", "add", client_ip + "/30", "dev",
+                      ns_if),
+                     ("-n", name, "link", "set", ns_if, "up"),
+                     ("-n", name, "link", "set", "lo", "up")):
+            r = _ip(*args)
+            if r.returncode != 0:
+                pytest.skip("cannot make the test's veth link (ip %s): %s"
+                            % (" ".join(args), r.stderr.strip()))
+        yield NetnsClient(name, host_if, server_ip, client_ip)
+    finally:
+        _ip("netns", "del", name)       # takes the veth pair with it
+        _ip("link", "del", host_if)     # in case it stayed behind
+
+
+def test_from_sees_ipv4_clients_of_a_dual_stack_listener(atriumd, data_dir,
+                                                         netns_client):
+    # On [::]:PORT an IPv4 client arrives as ::ffff:10.0.0.x; its key's
+    # from= wildcards must see 10.0.0.x: a negation refuses it (it used to
+    # let it in), a positive pattern admits it (it used to refuse it).
+    c = netns_client
+    write_keys(data_dir, alice='from="*,!10.0.0.*"', bob='from="10.0.0.*"')
+    srv = atriumd(data_dir, "--listen", "[::]:%d" % free_port())
+    rc, out, err = c.ssh(srv, "alice", "echo in")
+    assert refused(rc, err) and out == "", (rc, out, err)
+    log = wait_log(srv, "does not match")
+    assert ('key %s refused (from %s): from="*,!10.0.0.*" does not match its '
+            'address %s' % (fingerprint(data_dir, "alice"), c.client_ip,
+                            c.client_ip)) in log, log
+    rc, out, err = c.ssh(srv, "bob", "echo $SSH_CONNECTION")
+    assert rc == 0, err
+    assert out.split() == [c.client_ip, out.split()[1], c.server_ip,
+                           str(srv.port)], out
+    # alice's key is refused for its address, not for itself.
+    rc, out, err = _ssh_local(srv, "alice", "echo in")
+    assert (rc, out) == (0, "in\n"), err
+    assert "::ffff:" not in srv.read_log()
+
+
+def _ssh_local(srv, user, *cmd):
+    p = subprocess.run(ssh_command(srv, "demo", *cmd, user=user),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
 
 
 # --------------------------------------------------------- expiry-time= --

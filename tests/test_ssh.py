@@ -687,6 +687,32 @@ def _ssh_run_key(srv, key, *cmd):
     return p.returncode, p.stdout, p.stderr
 
 
+def _ssh_to(srv, host, *cmd):
+    p = subprocess.run(["ssh", "-p", str(srv.port), "-i", srv.keys["alice"]]
+                       + SSH_OPTS + ["demo@" + host] + list(cmd),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_default_listen_takes_ipv6_and_ipv4(atriumd, data_dir):
+    # ":PORT" (the default's form) is every address, both families; an
+    # IPv4 client is logged and shown as plain IPv4, not ::ffff:127.0.0.1.
+    if not socket.has_ipv6 or not os.path.exists("/proc/net/if_inet6"):
+        pytest.skip("no IPv6 on this host")
+    port = free_port()
+    srv = atriumd(data_dir, "--listen", ":%d" % port)
+    assert ("listening on [::]:%d (every address, IPv6 and IPv4)" % port
+            in srv.read_log()), srv.read_log()
+    rc, out, err = _ssh_to(srv, "::1", "echo $SSH_CONNECTION")
+    assert rc == 0 and out.startswith("::1 "), err
+    rc, out, err = _ssh_to(srv, "127.0.0.1", "echo $SSH_CONNECTION")
+    assert rc == 0, err
+    client, _, server, sport = out.split()
+    assert (client, server, sport) == ("127.0.0.1", "127.0.0.1", str(port))
+    log = srv.read_log()
+    assert "connection from 127.0.0.1" in log and "::ffff:" not in log, log
+
+
 def test_ipv6_listen_address_is_shown_in_brackets(atriumd, data_dir):
     if not socket.has_ipv6 or not os.path.exists("/proc/net/if_inet6"):
         pytest.skip("no IPv6 on this host")

@@ -35,8 +35,8 @@ declare -A SRC=(
 	[sse]="agent/sse.c common/buf.c"
 	[provider]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
 	[provider_error]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
-	[authkeys]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c"
-	[authkeys_file]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c"
+	[authkeys]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
+	[authkeys_file]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
 	[tui_keys]="sshd/tui_keys.c"
 	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c sshd/tui_width.c"
 	[tui_width]="sshd/tui_width.c"
@@ -45,7 +45,7 @@ declare -A SRC=(
 	[utf8]="common/utf8.c common/buf.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
-	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
+	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
