@@ -253,7 +253,7 @@ struct fs_du {
  * 0 or -errno, as fs_open. */
 int fs_du(const char *path, struct fs_du *out);
 
-/* --- snapshots (fs/snapshot.c) --- */
+/* --- snapshots (fs/snapshot.c, fs/restore.c) --- */
 
 /* A snapshot name: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not
  * starting with '-'. */

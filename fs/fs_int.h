@@ -315,8 +315,15 @@ int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
 int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
 
 /* --- snapshot.c --- */
+/* Bytes a snapshot operation writes per row it copies (db.c's grow). */
+#define SNAPSHOT_ROW_BYTES 128
 int snapshot_load(struct fs *fs);
 int snapshot_find(struct fs *fs, const char *name, int64_t *id);
+int snapshot_exec_all(struct fs *fs, const char *const *sqls, size_t n,
+    int64_t id);
+uint64_t snapshot_rows(struct fs *fs, int64_t id);
+int snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n);
+void snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n);
 
 /* --- reclaim.c --- */
 void reclaim_init(struct fs *fs);

@@ -1,6 +1,6 @@
 /*
  * test_fs_snapshot.c: snapshots in the atrium-fs core (fs/snapshot.c,
- * fs/chunks.c) on a temporary database, without FUSE: copy on write of
+ * fs/restore.c, fs/chunks.c) on a temporary database, without FUSE: copy on write of
  * shared blocks (in place, extending, truncating, punching), restore and
  * drop, what a restore keeps for inodes the kernel holds, names, and
  * fsck's block and snapshot invariants after each step.
