@@ -152,11 +152,10 @@ snapshot_op(struct fs *fs, uint64_t grow, int (*op)(struct fs *, int64_t),
 	return db_commit(fs, 1);
 }
 
-/* The inodes the kernel holds (only those open for writing when
- * writers), into a malloc'd *out of *n (pin_lock).  0 or -ENOMEM.  Also
- * for restore.c. */
-int
-snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
+/* The inodes open for writing (pin_lock), into a malloc'd *out of *n.
+ * 0 or -ENOMEM. */
+static int
+snapshot_writers(struct fs *fs, uint64_t **out, size_t *n)
 {
 	size_t i, k = 0;
 
@@ -169,7 +168,7 @@ snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
 	}
 	for (i = 0; i < fs->pin_buckets; i++)
 		for (struct pin *p = fs->pins[i]; p; p = p->next)
-			if (!writers || p->writers)
+			if (p->writers)
 				(*out)[k++] = p->ino;
 	*n = k;
 	pthread_mutex_unlock(&fs->pin_lock);
@@ -177,20 +176,20 @@ snapshot_pins(struct fs *fs, int writers, uint64_t **out, size_t *n)
 }
 
 /* Have the kernel write back the dirty pages it holds (an invalidation of
- * an inode waits for them; only files open for writing have any, since
- * the kernel writes a file's back when it is closed), without fs->lock,
- * which those writes need.  Nothing without n (not mounted).  Also for
- * restore.c. */
+ * an inode's pages waits for them; only files open for writing have any,
+ * since the kernel writes a file's back when it is closed), without
+ * fs->lock, which those writes need.  Nothing without n (not mounted).
+ * Also for restore.c. */
 void
 snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n)
 {
 	uint64_t *pins;
 	size_t k;
 
-	if (!n || snapshot_pins(fs, 1, &pins, &k) < 0)
+	if (!n || snapshot_writers(fs, &pins, &k) < 0)
 		return;
 	for (size_t i = 0; i < k; i++)
-		n->inode(n->arg, pins[i]);
+		n->inode(n->arg, pins[i], 1);
 	free(pins);
 }
 
