@@ -18,8 +18,9 @@
  *      was hands the kernel an inode after step 4 has read which it holds;
  *   3. differ: every inode with a row (inodes, chunks, xattrs, symlinks)
  *      that the live tree or the snapshot lacks into temp.snap_differs, by
- *      one pass over each table and its snap_ twin; keep is set unless
- *      only atime or the stored bytes differ;
+ *      one pass over each table and its snap_ twin (but for unlinked ones
+ *      the snapshot lacks, when the reclaimer frees them); keep is set
+ *      unless only atime or the stored bytes differ;
  *   4. keep: of those with keep set, each the kernel holds that the
  *      snapshot lacks, or that is no directory, stays as it is, unlinked,
  *      for the kernel's open files, and the snapshot's version of it comes
@@ -133,11 +134,23 @@ struct restore_inval_list {
  * differ between the live tree and snapshot id, in either direction: its
  * inodes row in any column, or any of its chunks, xattrs or symlinks rows.
  * keep is 0 where only atime or the stored bytes differ (what does not
- * make a held file another file).  An inode missing from it has the same
- * rows in both, which put back relies on to leave it alone.  0 or -errno. */
+ * make a held file another file).  But for unlinked inodes the snapshot
+ * lacks, when the reclaimer runs (a mount): in neither tree, they are
+ * freed on the kernel's forget or by the reclaimer, so that a restore
+ * never deletes a big file's rows inside its own transaction (DELETING
+ * BIG FILES in atrium-fs(8)); one the kernel holds stays as it is, as a
+ * kept inode would.  (Without the reclaimer nothing else frees them before
+ * the next mount, and the restore does.)  Any other inode missing from it
+ * has the same rows in both, which put back relies on to leave it alone.
+ * 0 or -errno. */
 static int
 restore_differ(struct fs *fs, int64_t id)
 {
+	static const char *const freed_elsewhere[] = {
+		"DELETE FROM temp.snap_differs WHERE ino IN (SELECT i.ino FROM "
+		"inodes i WHERE i.nlink = 0 AND NOT EXISTS (SELECT 1 FROM "
+		"snap_inodes s WHERE s.snap = ?1 AND s.ino = i.ino))",
+	};
 	static const char *const sqls[] = {
 		"DELETE FROM temp.snap_differs",
 		"INSERT INTO temp.snap_differs(ino, keep) SELECT i.ino, s.ino IS "
@@ -152,8 +165,12 @@ restore_differ(struct fs *fs, int64_t id)
 		RESTORE_DIFFER("xattrs", "s.name = c.name AND s.value = c.value"),
 		RESTORE_DIFFER("symlinks", "s.target = c.target"),
 	};
+	int r;
 
-	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
+	if ((r = snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]),
+	    id)) < 0 || !fs->reclaim_defer)
+		return r;
+	return snapshot_exec_all(fs, freed_elsewhere, 1, id);
 }
 
 /* 1 when the kernel holds ino (the root it holds without a lookup). */
