@@ -67,12 +67,13 @@ struct control {
 	pthread_t thread;
 };
 
-/* The kernel forgets inode ino's attributes and pages. */
+/* The kernel forgets inode ino's attributes, and with pages its cached
+ * pages (a negative offset asks for the attributes alone). */
 static void
-control_inval_inode(void *arg, uint64_t ino)
+control_inval_inode(void *arg, uint64_t ino, int pages)
 {
 	struct control *c = arg;
-	int r = fuse_lowlevel_notify_inval_inode(c->se, ino, 0, 0);
+	int r = fuse_lowlevel_notify_inval_inode(c->se, ino, pages ? 0 : -1, 0);
 
 	if (r < 0 && r != -ENOENT)
 		log_warn("invalidating inode %llu: %s", (unsigned long long)ino,

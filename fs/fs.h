@@ -253,7 +253,7 @@ struct fs_du {
  * 0 or -errno, as fs_open. */
 int fs_du(const char *path, struct fs_du *out);
 
-/* --- snapshots (fs/snapshot.c) --- */
+/* --- snapshots (fs/snapshot.c, fs/restore.c) --- */
 
 /* A snapshot name: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not
  * starting with '-'. */
@@ -272,10 +272,11 @@ typedef int (*fs_snapshot_cb)(void *arg, const struct fs_snapshot_info *s);
 
 /* What a snapshot command on a mounted workspace tells the kernel to
  * forget (the adapter's fuse_lowlevel_notify_inval_*); called without the
- * fs's lock. */
+ * fs's lock.  inode forgets ino's attributes, and with pages its cached
+ * pages too, which makes the kernel write the dirty ones back first. */
 struct fs_notify {
 	void *arg;
-	void (*inode)(void *arg, uint64_t ino);     /* attributes and pages */
+	void (*inode)(void *arg, uint64_t ino, int pages);
 	void (*entry)(void *arg, uint64_t parent, const char *name);
 };
 /* Take a snapshot of the whole tree under name, copying metadata only;
@@ -283,11 +284,13 @@ struct fs_notify {
  * bad name, -EEXIST when one has that name. */
 int fs_snapshot_take(struct fs *fs, const char *name,
     const struct fs_notify *notify);
-/* Make the tree what snapshot name saw; the snapshot stays.  Inodes the
- * kernel holds that the snapshot lacks or has otherwise stay, unlinked,
- * for the files open on them (the snapshot's version of such a file comes
- * back under a new inode number).  notify is NULL when nothing is mounted.
- * -ENOENT, -EDQUOT past the quota. */
+/* Make the tree what snapshot name saw; the snapshot stays (fs/restore.c).
+ * Inodes the kernel holds that the snapshot lacks or has otherwise stay,
+ * unlinked, for the files open on them (the snapshot's version of such a
+ * file comes back under a new inode number).  notify is NULL when nothing
+ * is mounted; else it hears of each name and inode the kernel holds whose
+ * rows changed.  -ENOENT, -EUCLEAN (a snapshot without its root), -EDQUOT
+ * past the quota. */
 int fs_snapshot_restore(struct fs *fs, const char *name,
     const struct fs_notify *notify);
 /* Drop snapshot name, freeing the data only it held.  -ENOENT. */

@@ -183,6 +183,7 @@ int readers_init(struct fs *fs);
 void readers_free(struct fs *fs);
 void readers_group_end(struct fs *fs);
 void readers_touch(struct fs *fs, uint64_t ino);
+void readers_touch_all(struct fs *fs);
 void readers_wal_copied(struct fs *fs);
 void readers_off(struct fs *fs);
 int readers_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
@@ -315,8 +316,14 @@ int chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to);
 int chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max);
 
 /* --- snapshot.c --- */
+/* Bytes a snapshot operation writes per row it copies (db.c's grow). */
+#define SNAPSHOT_ROW_BYTES 128
 int snapshot_load(struct fs *fs);
 int snapshot_find(struct fs *fs, const char *name, int64_t *id);
+int snapshot_exec_all(struct fs *fs, const char *const *sqls, size_t n,
+    int64_t id);
+uint64_t snapshot_rows(struct fs *fs, int64_t id);
+void snapshot_flush_kernel(struct fs *fs, const struct fs_notify *n);
 
 /* --- reclaim.c --- */
 void reclaim_init(struct fs *fs);

@@ -131,7 +131,9 @@
  *     that instant stays until the reclaimer's next scan or the next
  *     mount, as after a crash).
  *   - More than READERS_TOUCHED_MAX touched inodes: every read goes to the
- *     writer until the group ends.
+ *     writer until the group ends.  So does every read once a snapshot
+ *     restore has begun (readers_touch_all), which rewrites entries and
+ *     chunks of many inodes at once and reads the pins first.
  *   - A reader's SQLite error (busy, I/O, no memory): the writer does the
  *     read, and reports the error if it has it too.
  *
@@ -243,6 +245,25 @@ readers_touch(struct fs *fs, uint64_t ino)
 {
 	if (fs->readers)
 		readers_mark(fs, ino);
+}
+
+/* Every read goes to the writer until the open group ends (fs->lock
+ * held), as when the touched set overflows: for a change that rows of
+ * main.inodes do not describe alone.  A snapshot restore (restore.c) calls
+ * it before it reads which inodes the kernel holds: a pooled lookup pins
+ * its inode before its check, so one whose check came first has pinned by
+ * then, and one whose check comes after asks the writer, which answers
+ * once the restore is committed. */
+void
+readers_touch_all(struct fs *fs)
+{
+	struct readers *rs = fs->readers;
+
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->touched_lock);
+	rs->touched_all = 1;
+	pthread_mutex_unlock(&rs->touched_lock);
 }
 
 /* The writer connection's update hook: a row of main.inodes written. */

@@ -37,8 +37,8 @@
  *   xattrs(ino, name TEXT, value BLOB, PRIMARY KEY(ino, name))
  *   snapshots(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE,
  *             created)
- *       created is ns since the epoch.  fs/snapshot.c takes, restores and
- *       drops them.
+ *       created is ns since the epoch.  fs/snapshot.c takes and drops
+ *       them, fs/restore.c restores them.
  *   snap_inodes, snap_dirents, snap_chunks, snap_symlinks, snap_xattrs
  *       The rows of inodes, dirents, chunks, symlinks and xattrs of every
  *       linked inode as they were when snapshot snap was taken, each keyed

@@ -242,6 +242,15 @@ def contents(root):
     return {k: (v[0], v[1], v[3]) for k, v in tree_state(root).items()}
 
 
+def contents_of(m):
+    """contents() of the unmounted m as a fresh mount shows it."""
+    m.mount()
+    try:
+        return contents(m.dir)
+    finally:
+        m.unmount()
+
+
 def test_mounted_snapshot_restore_drop_with_files_open(tmp_path):
     """On a mounted workspace: the kernel sees the restored tree at once,
     and files open for reading and writing keep the file they had opened,
@@ -295,6 +304,66 @@ def test_mounted_snapshot_restore_drop_with_files_open(tmp_path):
             assert f.read() == b"small\nfirst\nafter\n"
     finally:
         m.unmount()
+
+
+def cached_bytes(path):
+    """Bytes of path in the page cache (util-linux's fincore: mincore(2))."""
+    r = subprocess.run(["fincore", "--bytes", "--noheadings", "--output",
+                        "RES", path], capture_output=True, text=True, check=True)
+    return int(r.stdout.split()[0])
+
+
+def test_mounted_restore_through_warm_caches(tmp_path):
+    """With the kernel caching every name, attribute and page of the tree
+    (and the absence of a removed file's name): a file changed after the
+    snapshot (content and size), one made after it, one removed after it
+    and one renamed after it read as the snapshot saw them once a mounted
+    restore returns, and a file that did not change keeps its inode
+    number, size, times and cached pages."""
+    m = Mount(tmp_path).mount()
+    try:
+        os.mkdir(m.p("d"))
+        for name, size in (("changed", 100 * 1024), ("removed", 5000),
+                           ("renamed", 7000), ("untouched", 4 * MiB)):
+            with open(m.p("d", name), "wb") as f:
+                f.write(os.urandom(size))
+        want = contents(m.dir)
+        ok("snapshot", m.db, "s")
+        assert contents(m.dir) == want        # every page read, and cached
+        with open(m.p("d", "changed"), "r+b") as f:
+            f.write(os.urandom(300 * 1024))  # other bytes, and more of them
+        with open(m.p("d", "created"), "wb") as f:
+            f.write(b"created\n")
+        os.unlink(m.p("d", "removed"))
+        assert not os.path.exists(m.p("d", "removed"))
+        os.rename(m.p("d", "renamed"), m.p("renamed2"))
+        assert os.path.exists(m.p("renamed2"))
+        assert not os.path.exists(m.p("d", "renamed"))
+        before = os.stat(m.p("d", "untouched"))
+        assert cached_bytes(m.p("d", "untouched")) == 4 * MiB
+        ok("restore", m.db, "s")
+        assert cached_bytes(m.p("d", "untouched")) == 4 * MiB
+        after = os.stat(m.p("d", "untouched"))
+        assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+            before.st_ino, before.st_size, before.st_mtime_ns)
+        # by path first: a listing would refresh the kernel's entries
+        for name in ("changed", "removed", "renamed", "untouched"):
+            with open(m.p("d", name), "rb") as f:
+                data = f.read()
+            st = os.stat(m.p("d", name))
+            assert (st.st_mode, st.st_size, hashlib.sha256(data).hexdigest()
+                    ) == want[os.path.join("d", name)], name
+        assert not os.path.exists(m.p("d", "created"))
+        assert not os.path.exists(m.p("renamed2"))
+        assert contents(m.dir) == want
+        assert sorted(os.listdir(m.p("d"))) == [
+            "changed", "removed", "renamed", "untouched"]
+        assert sorted(os.listdir(m.dir)) == ["d"]
+        fsck_clean(m.db)
+    finally:
+        m.unmount()
+    fsck_clean(m.db)
+    assert contents_of(m) == want
 
 
 def test_restore_under_a_running_command(tmp_path):
