@@ -10,6 +10,7 @@ import json
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -204,6 +205,40 @@ class Room:
         # A sanitizer build (ATRIUM_BUILD=build/asan) reports here.
         if os.path.exists(self.log):
             assert "Sanitizer" not in self.log_text(), self.log_text()
+
+
+def fs_pid(room):
+    """The pid of the atrium-fs serving the room's workspace (mounted by
+    room.on_atrium_fs())."""
+    db = os.path.join(room.room_dir, "workspace.db")
+    out = subprocess.run(["pgrep", "-f", "atrium-fs mount %s" % db],
+                         capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, out
+    return int(out[0])
+
+
+def stopped(pid):
+    """Whether each thread of pid is stopped (by SIGSTOP)."""
+    states = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:
+            pass                # a thread that has just ended
+    return bool(states) and all(st == "T" for st in states)
+
+
+def stop_process(pid, timeout=10):
+    """SIGSTOP pid, and return once each of its threads has stopped: from
+    then on it answers nothing until SIGCONT."""
+    os.kill(pid, signal.SIGSTOP)
+    end = time.monotonic() + timeout
+    while not stopped(pid):
+        if time.monotonic() > end:
+            raise AssertionError("process %d not stopped within %ss"
+                                 % (pid, timeout))
+        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -20,8 +19,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import Reply, ToolCall  # noqa: E402
-from test_agent import (FS, fast, model, pytestmark,  # noqa: E402,F401
-                        room, tool_results_in)
+from test_agent import (FS, fast, fs_pid, model,  # noqa: E402,F401
+                        pytestmark, room, tool_results_in)
 
 SANDBOX_UID = 64222
 
@@ -448,15 +447,6 @@ def test_file_tools_on_atrium_fs_mount(room, model):
         assert sent[4].split("\n") == ["d/", "d/f.txt"]
         st = os.stat(ws(room, "d", "f.txt"))
         assert (st.st_uid, st.st_gid) == (SANDBOX_UID, SANDBOX_UID)
-
-
-def fs_pid(room):
-    """The pid of the atrium-fs serving the room's workspace."""
-    db = os.path.join(room.room_dir, "workspace.db")
-    out = subprocess.run(["pgrep", "-f", "atrium-fs mount %s" % db],
-                         capture_output=True, text=True).stdout.split()
-    assert len(out) == 1, out
-    return int(out[0])
 
 
 @pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),
