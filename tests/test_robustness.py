@@ -113,23 +113,29 @@ def settle(pred, timeout=15, step=0.1):
 
 
 def connections(port):
-    """Socket inodes of TCP connections on local port that a process
-    still holds (the listener's aside)."""
-    inodes = set()
+    """The TCP connections to local port that the server has not closed:
+    those it holds and those still waiting to be accepted (states
+    SYN_RECV, ESTABLISHED and CLOSE_WAIT; once closed they go on as
+    LAST_ACK or FIN_WAIT, owned by nobody)."""
+    found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
             next(f)
             for line in f:
                 fields = line.split()
                 if int(fields[1].rsplit(":", 1)[1], 16) == port and \
-                        fields[3] != "0A" and fields[9] != "0":
-                    inodes.add(fields[9])
-    return inodes
+                        fields[3] in ("01", "03", "08"):
+                    found.add((fields[2], fields[3], fields[9]))
+    return found
 
 
 def quiet(srv):
-    """Until atriumd holds no connection: the last session's end (or the
-    start's check that it listens) has reached it."""
+    """Until atriumd's network process has finished starting (it listens
+    before: its handshake threads come last) and holds no connection: the
+    last session's end (or the start's check that it listens) has reached
+    it."""
+    assert settle(lambda: "handshake threads" in srv.read_log(), 15), \
+        srv.read_log()
     assert settle(lambda: not connections(srv.port), 15), \
         connections(srv.port)
 
@@ -249,7 +255,8 @@ def test_pty_command_not_reading_does_not_stall_the_server(warm, ssh_run):
         ch.get_pty()
         ch.exec_command("stty raw -echo; sleep 618")
         ch.settimeout(10)
-        threading.Thread(target=lambda: _send_quietly(ch, b"y" * MB),
+        # More than the window and the pty take together.
+        threading.Thread(target=lambda: _send_quietly(ch, b"y" * 4 * MB),
                          daemon=True).start()
         # The pty is full: atriumd holds what it could not write and
         # gives the client no more window.
@@ -641,4 +648,7 @@ def test_room_that_cannot_start_leaks_nothing(atriumd, data_dir, build,
         assert settle(lambda: fds() == base, 5), \
             "atriumd has %d fds, %d before" % (fds(), base)
         time.sleep(2.1)     # a failed room is held for 2 s
-    assert not _pids_using(os.path.join(srv.data, "rooms"))
+    # The failed room's processes go (atrium-fs unmounts and ends on its
+    # own time).
+    rooms = os.path.join(srv.data, "rooms")
+    assert settle(lambda: not _pids_using(rooms), 15), _pids_using(rooms)
