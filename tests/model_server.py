@@ -25,6 +25,9 @@ as it is written.  Each request takes the next scripted step:
     Hang()                          headers, then nothing until stop()
     Replay(path)                    a recorded response (tests/streams/),
                                     its body sent byte for byte
+    Before(fn, step)                fn() returns, then step is served: a
+                                    test acts at the moment the model
+                                    answers (say, stops a process)
 
 With no step left, a default rule answers (so demos and tests across
 processes work): a tool result -> "Command output:\\n" + its content; a user
@@ -52,7 +55,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["ModelServer", "Reply", "ToolCall", "Fault", "Cut", "StreamError",
-           "Hang", "Replay", "default_reply"]
+           "Hang", "Replay", "Before", "default_reply"]
 
 MAX_BODY = 64 << 20
 
@@ -125,6 +128,15 @@ class StreamError:
 
 class Hang:
     """Send the response headers and nothing more until the server stops."""
+
+
+class Before:
+    """Call fn() (on the server's thread), then serve step: whatever fn
+    does is done before the first byte of the answer is sent."""
+
+    def __init__(self, fn, step):
+        self.fn = fn
+        self.step = step
 
 
 class Replay:
@@ -484,6 +496,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve_step(api, body, step)
 
     def _serve_step(self, api, body, step):
+        if isinstance(step, Before):
+            step.fn()
+            return self._serve_step(api, body, step.step)
         if isinstance(step, Fault):
             return self._fault(api, step)
         if isinstance(step, Replay):

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import ssh_command
+from test_robustness import wait_answered
 
 
 @pytest.fixture
@@ -64,7 +65,8 @@ def test_idle_connections_elsewhere_do_not_lock_a_user_out(srv):
     try:
         for n in range(1, 11):
             held += idle_connections(srv, "127.0.1.%d" % n, 12)
-        time.sleep(0.3)
+        # atriumd has taken (its banner) or refused (closed) each of them.
+        wait_answered(held)
         for _ in range(5):
             p = ssh_from(srv, "127.0.2.1", "echo in")
             assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
@@ -138,7 +140,11 @@ def test_service_continues_through_a_handshake_flood(srv, data_dir):
                               stderr=subprocess.DEVNULL, start_new_session=True)
              for n in range(1, 11)]
     try:
-        time.sleep(1)
+        # The flood reaches atriumd before the user tries.
+        deadline = time.time() + 30
+        while "connection from 127.0.5." not in srv.read_log():
+            assert time.time() < deadline, "the flood never reached atriumd"
+            time.sleep(0.1)
         for _ in range(3):
             p = ssh_from(srv, "127.0.6.1", "echo in")
             assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
@@ -186,7 +192,12 @@ def test_service_continues_through_raw_handshakes(srv):
     flood = Flood(srv.port, ["127.0.5.%d" % n for n in range(11, 21)])
     flood.run()
     try:
-        time.sleep(1)
+        # The flood reaches the server's reply before the user tries.
+        deadline = time.time() + 30
+        while flood.done <= 10:
+            assert time.time() < deadline, "the flood never reached the " \
+                "server's reply"
+            time.sleep(0.05)
         for _ in range(3):
             p = ssh_from(srv, "127.0.6.2", "echo in")
             assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr

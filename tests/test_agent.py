@@ -9,7 +9,9 @@ every agent and model server is stopped at teardown, also when a test fails.
 import json
 import contextlib
 import os
+import select
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -204,6 +206,60 @@ class Room:
         # A sanitizer build (ATRIUM_BUILD=build/asan) reports here.
         if os.path.exists(self.log):
             assert "Sanitizer" not in self.log_text(), self.log_text()
+
+
+def wait_until(pred, what, timeout=15):
+    """pred()'s first true value, looked for every 50 ms; AssertionError
+    naming what was awaited after timeout seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError("%s: not within %s s" % (what, timeout))
+        time.sleep(0.05)
+
+
+def pgrep(pattern):
+    """The pids whose command line holds pattern."""
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def fs_pid(room):
+    """The pid of the atrium-fs serving the room's workspace (mounted by
+    room.on_atrium_fs())."""
+    db = os.path.join(room.room_dir, "workspace.db")
+    out = subprocess.run(["pgrep", "-f", "atrium-fs mount %s" % db],
+                         capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, out
+    return int(out[0])
+
+
+def stopped(pid):
+    """Whether each thread of pid is stopped (by SIGSTOP)."""
+    states = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:
+            pass                # a thread that has just ended
+    return bool(states) and all(st == "T" for st in states)
+
+
+def stop_process(pid, timeout=10):
+    """SIGSTOP pid, and return once each of its threads has stopped: from
+    then on it answers nothing until SIGCONT."""
+    os.kill(pid, signal.SIGSTOP)
+    end = time.monotonic() + timeout
+    while not stopped(pid):
+        if time.monotonic() > end:
+            raise AssertionError("process %d not stopped within %ss"
+                                 % (pid, timeout))
+        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -573,18 +629,16 @@ def test_stop_during_command_kills_it(room, model):
     c.send({"type": "prompt",
             "text": "run: echo started; sleep 30; echo done > after.txt"})
     c.wait("tool_output")
-    t0 = time.monotonic()
     c.send({"type": "stop"})
     res = c.wait("tool_result")
     assert res["status"] == "stopped"
     end = c.wait("turn_end")
     assert end["stop_reason"] == "stopped"
-    assert time.monotonic() - t0 < 5
-    time.sleep(0.5)
+    # Killed, not waited for: once it is gone, it has not written
+    # after.txt, as it would have had it run to its end.
+    wait_until(lambda: not pgrep("sleep 30; echo done"),
+               "the stopped command to be gone")
     assert not os.path.exists(os.path.join(room.workspace, "after.txt"))
-    out = subprocess.run(["pgrep", "-f", "sleep 30; echo done"],
-                         capture_output=True)
-    assert out.stdout == b""
     # The transcript stayed valid: the next turn works.
     c.send({"type": "prompt", "text": "again"})
     assert c.wait("turn_end")["stop_reason"] == "end_turn"
@@ -689,11 +743,22 @@ def test_exec_with_fds_and_signal(room, model):
     assert os.read(err_r, 100) == b"e\n"
     for fd in (out_r, err_r):
         os.close(fd)
-    c.send({"type": "exec", "id": "s1", "command": "sleep 30"})
-    time.sleep(0.5)
+    # A signal goes to a command that runs: the test sends it once the
+    # command said so on its stdout.
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    c.send({"type": "exec", "id": "s1", "fds": 3,
+            "command": "echo running; exec sleep 30"},
+           fds=[in_r, out_w, out_w])
+    for fd in (in_r, out_w):
+        os.close(fd)
+    ready, _, _ = select.select([out_r], [], [], 30)
+    assert ready and os.read(out_r, 100) == b"running\n"
     c.send({"type": "signal", "id": "s1", "signal": "INT"})
     r = c.wait("exec_result", id="s1", timeout=10)
     assert r["signal"] == "INT" and r["exitCode"] == 130
+    for fd in (in_w, out_r):
+        os.close(fd)
 
 
 def test_shared_exec_broadcasts(room, model):
@@ -712,17 +777,11 @@ def test_exec_killed_when_its_connection_closes(room, model):
     room.start("--model-url", model.url)
     c = room.connect("carol", kind="exec")
     c.send({"type": "exec", "id": "k1", "command": "sleep 31"})
-    time.sleep(0.5)
+    wait_until(lambda: pgrep("sleep 31"), "the command to run")
     c.close()
     room.clients.remove(c)
-    end = time.monotonic() + 5
-    while time.monotonic() < end:
-        if subprocess.run(["pgrep", "-f", "sleep 31"],
-                          capture_output=True).stdout == b"":
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the command outlived its connection")
+    wait_until(lambda: not pgrep("sleep 31"),
+               "the command to end with its connection")
 
 
 # --- the protocol -------------------------------------------------------------------

@@ -21,13 +21,15 @@ Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_journal.py
 """
 import os
 import shutil
+import signal
 import tempfile
 import time
 
 import pytest
 
-from test_agent import BIN_DIR, Room, pytestmark, room  # noqa: F401
-from model_server import ModelServer, Reply, ToolCall
+from test_agent import (BIN_DIR, FS, Room, fs_pid, pytestmark,  # noqa: F401
+                        room, stop_process, stopped)
+from model_server import Before, ModelServer, Reply, ToolCall
 
 SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
 STORED = {"message", "prompt", "turn_start", "tool_call", "tool_result",
@@ -222,8 +224,9 @@ def clean_commits(model, prompt, setup=None):
         c = fr.room.connect("alice")
         before = fr.commits()
         c.send({"type": "prompt", "text": prompt})
+        # turn_end goes out after the commit that stores it, the turn's
+        # last: the count is the turn's whole.
         assert fr.watch(c, lambda ev: ev.get("type") == "turn_end", 20)
-        time.sleep(0.3)
         check_shown_were_stored(fr)
         return before, fr.commits(), fr.shown, fr.workspace_count()
     finally:
@@ -302,8 +305,8 @@ def test_one_failed_commit_stops_the_turn_and_says_so(model):
         # whose failure comes after the model answered and leaves the call
         # unannounced.
         assert fr.start()
-        fr.room.connect("alice")
-        time.sleep(0.3)
+        # The join's presence goes out after the commit of the join.
+        fr.room.connect("alice").wait("presence", joined="alice")
         fr.room.kill9()
         joined = fr.commits()
         for at in range(joined, joined + 8):
@@ -366,29 +369,40 @@ def test_replies_take_no_seq_so_a_reconnect_sees_no_gap(room):
     assert got["replay"] and got["seq"] == two["seq"]
 
 
+@pytest.mark.skipif(not os.path.exists(FS) or not os.path.exists("/dev/fuse"),
+                    reason="needs atrium-fs and /dev/fuse")
 def test_a_long_call_that_changes_nothing_is_shown_while_it_runs(room, model):
     """A held step is announced once the hold's time is up: the call of a
-    grep through 40,000 files reaches the room long before its result, as
-    any call's does."""
-    for d in range(40):
-        os.mkdir(os.path.join(room.workspace, "d%d" % d))
-        for i in range(1000):
-            with open(os.path.join(room.workspace, "d%d" % d,
-                                   "f%d.txt" % i), "w") as f:
-                f.write("nothing here\n")
-    model.script(Reply("", tool_calls=[ToolCall("grep",
-                                                {"pattern": "needle"})]),
-                 Reply("Done."))
-    room.start("--model-url", model.url, "--approval", "allow_all")
-    c = room.connect("alice")
-    c.send({"type": "prompt", "text": "find the needle"})
-    seen = {}
-    end = time.monotonic() + 60
-    while "turn_end" not in seen and time.monotonic() < end:
-        assert c._read(0.5)
-        for ev in c.events:
-            seen.setdefault(ev["type"], time.monotonic())
-        c.events.clear()
-    assert "tool_call" in seen and "tool_result" in seen, seen
-    # Announced at the end, both would go out in one write.
-    assert seen["tool_result"] - seen["tool_call"] > 0.1, seen
+    grep that cannot end yet reaches the room while it runs, and its result
+    follows once it ends.  The workspace is on atrium-fs, stopped as the
+    model answers, so the grep waits for its first directory listing (the
+    kernel never keeps atrium-fs's listings) until the test, having seen
+    the call, lets atrium-fs go on."""
+    with room.on_atrium_fs():
+        os.mkdir(os.path.join(room.workspace, "d"))
+        for i in range(20):
+            with open(os.path.join(room.workspace, "d", "f%d.txt" % i),
+                      "w") as f:
+                f.write("a needle\n" if i == 7 else "nothing here\n")
+        fs = fs_pid(room)
+        model.script(Before(lambda: stop_process(fs), Reply(
+                         "", tool_calls=[ToolCall("grep", {
+                             "pattern": "needle", "path": "d"})])),
+                     Reply("Done."))
+        room.start("--model-url", model.url, "--approval", "allow_all")
+        c = room.connect("alice")
+        c.send({"type": "prompt", "text": "find the needle"})
+        try:
+            shown = c.collect("tool_call", timeout=30)
+            # atrium-fs has not answered since before the call started.
+            assert stopped(fs)
+            assert "tool_result" not in [e["type"] for e in shown], shown
+        finally:
+            os.kill(fs, signal.SIGCONT)
+        call = shown[-1]
+        evs = c.collect("turn_end", timeout=30)
+        res = [e for e in evs if e["type"] == "tool_result"]
+        assert len(res) == 1, evs
+        assert res[0]["id"] == call["id"] and res[0]["seq"] > call["seq"]
+        assert (res[0]["status"], res[0]["output"]) == \
+            ("ok", "d/f7.txt:1: a needle"), res

@@ -52,8 +52,32 @@ def tool_names(body):
 
 
 def server_log(room, name="calc"):
-    with open(os.path.join(room.workspace, name + ".log")) as f:
-        return [json.loads(l) for l in f]
+    """The messages the server has logged so far, in order: whole lines
+    only (one being appended is left for a later look)."""
+    try:
+        with open(os.path.join(room.workspace, name + ".log")) as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    return [json.loads(l) for l in data.split("\n")[:-1]]
+
+
+def wait_logged(room, method, timeout=30, name="calc"):
+    """The server's log once it holds a message of method.  The server
+    logs each message as it reads it, after the agent wrote it: a message
+    that is not answered (a notification) is in the log at some point
+    after the event that made the agent send it, not at it."""
+    end = time.monotonic() + timeout
+    while True:
+        log = server_log(room, name)
+        if any(m.get("method") == method for m in log):
+            return log
+        if time.monotonic() > end:
+            raise AssertionError("the MCP server %s did not log %s within "
+                                 "%s s; it logged %s" % (
+                                     name, method, timeout,
+                                     [m.get("method") for m in log]))
+        time.sleep(0.05)
 
 
 def test_mcp_tool_through_a_turn_with_approval(room, model):
@@ -160,8 +184,12 @@ def test_mcp_call_that_never_answers_times_out(room, model):
     res = [e for e in evs if e["type"] == "tool_result"][0]
     assert res["status"] == "error"
     assert "did not answer within 2 s" in res["output"]
-    log = server_log(room)
-    assert log[-1]["method"] == "notifications/cancelled"
+    # The call's cancellation reached the server, naming the call.
+    log = wait_logged(room, "notifications/cancelled")
+    call = [m for m in log if m.get("method") == "tools/call"]
+    assert len(call) == 1, log
+    assert log[-1]["method"] == "notifications/cancelled", log
+    assert log[-1]["params"]["requestId"] == call[0]["id"], log
 
 
 def test_mcp_config_is_checked(room, model):
@@ -193,10 +221,7 @@ def test_mcp_call_interrupted_by_a_crash_is_never_sent_again(room, model):
     c = room.connect()
     c.send({"type": "prompt", "text": "add"})
     call = c.wait("tool_call")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and not any(
-            m.get("method") == "tools/call" for m in server_log(room)):
-        time.sleep(0.05)
+    wait_logged(room, "tools/call")
     room.kill9()
     room.start()
     d = room.connect("alice", since=call["seq"])

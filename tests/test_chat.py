@@ -258,9 +258,10 @@ def test_resize_while_typing_and_ctrl_l(srv, tmux):
     tmux.wait("a", "TAIL")
     for cols in (40, 70, 33):
         tmux("resize-window", "-t", "a", "-x", str(cols), "-y", "16")
-        time.sleep(0.5)
-        rows = tmux.wait("a", lambda s: s.rstrip().split("\n")[-1]
-                         .startswith("resize> "))
+        # Drawn again for the new width: the line, longer than any of
+        # them, fills the row but for the cursor's column (what tmux
+        # kept of the screen drawn for the old width does not).
+        tmux.wait("a", lambda s: width(tmux.rows("a")[-1]) == cols - 1)
         rows = tmux.rows("a")
         # The input line is on one row, with its end; no part of it
         # stays on another row.

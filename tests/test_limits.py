@@ -230,6 +230,13 @@ def test_groups_removed_at_end_and_stale_swept(cgparent, atriumd, data_dir,
     assert settle(lambda: not any(os.path.exists(d) for d in old), 10), old
 
 
+def tracer(pid):
+    """The pid tracing pid (0: none)."""
+    with open("/proc/%d/status" % pid) as f:
+        return int([line.split()[1] for line in f
+                    if line.startswith("TracerPid:")][0])
+
+
 @needs_cgroups
 def test_busy_command_group_is_retried_not_slept_on(cgparent, atriumd,
                                                      data_dir, ssh_run,
@@ -239,20 +246,24 @@ def test_busy_command_group_is_retried_not_slept_on(cgparent, atriumd,
     retried from a timer: the agent's loop never sleeps on it, answers
     the next request meanwhile, and removes the group once it can go."""
     srv = start(atriumd, data_dir, cgparent)
-    p = popen_ssh(srv, "busy", "sleep 2")
+    # The command ends when the test lets it: once strace watches.
+    p = subprocess.Popen(ssh_command(srv, "busy", "head -c 1 >/dev/null"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     assert settle(lambda: cmd_groups(cgparent, "busy"), 15)
     cmd = cmd_groups(cgparent, "busy")[0]
     hold = os.path.join(cmd, "hold")
     os.mkdir(hold)
     trace = str(tmp_path / "agent.trace")
     # The loop is the agent's main thread: every sleep of it shows here.
+    apid = agent_pid(srv, "busy")
     st = subprocess.Popen(["strace", "-qq", "-e",
                            "trace=nanosleep,clock_nanosleep", "-o", trace,
-                           "-p", str(agent_pid(srv, "busy"))],
-                          stderr=subprocess.DEVNULL)
+                           "-p", str(apid)], stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)     # attached
-        assert p.communicate(timeout=30)[0] == ""
+        assert settle(lambda: tracer(apid) == st.pid, 15), \
+            "strace did not attach to the agent"
+        assert p.communicate(input="x", timeout=30)[0] == ""
         rc, out, err = ssh_run(srv, "busy", "echo answered")
         assert (rc, out) == (0, "answered\n"), err
         assert os.path.isdir(cmd), "the busy group was removed anyway?"

@@ -55,7 +55,12 @@ def test_idle_atriumd_with_idle_sessions_does_not_wake(atriumd, data_dir,
             c.expect(lambda l: json.loads(l)["type"] == "welcome")
             controls.append(c)
         tmux.open("chat", srv, "quiet")
-        time.sleep(1)   # the presence and status lines settle
+        # What the chat's join sets off is over once the room's other
+        # members were told and the chat's status line shows it.
+        for c in (controls[0], controls[2]):
+            c.expect(lambda l: json.loads(l).get("type") == "presence" and
+                     json.loads(l).get("joined") == "alice")
+        tmux.wait("chat", lambda s: "here: alice" in tmux.rows("chat")[-2])
         pids = {"monitor": srv.proc.pid, "network": srv.network_pid()}
         before = {k: switches(p) for k, p in pids.items()}
         time.sleep(QUIET_S)

@@ -13,8 +13,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_server import (Cut, Fault, Hang, ModelServer, Reply,  # noqa: E402
-                          Replay, StreamError, ToolCall)
+from model_server import (Before, Cut, Fault, Hang,  # noqa: E402
+                          ModelServer, Reply, Replay, StreamError, ToolCall)
 
 STREAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "streams")
 
@@ -354,6 +354,19 @@ def test_stream_error(srv):
     assert len(events) == 2 and events[-1][0] is None
     assert json.loads(events[-1][1])["error"]["message"] == "boom"
     assert json.loads(events[-1][1])["error"]["type"] == "server_error"
+
+
+def test_before_acts_then_serves_its_step(srv):
+    done = []
+    srv.script(Before(lambda: done.append(len(srv.requests)),
+                      Reply(text="after")),
+               Before(lambda: done.append("fault"), Fault(529)))
+    r = post(srv.url, "/v1/messages", ANTHROPIC)
+    assert done == [1]      # called once the request came, before answering
+    text, _, _, _ = check_anthropic_sequence(sse_events(r.body))
+    assert r.complete and text == "after"
+    r = post(srv.url, "/v1/messages", ANTHROPIC)
+    assert done == [1, "fault"] and r.status == 529
 
 
 def test_replay_sends_recordings_byte_for_byte(srv):

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import time
 
 import pytest
 
@@ -223,8 +222,9 @@ def test_a_stopped_member_holds_nobody_up(srv, tmux):
     finally:
         os.kill(pid, signal.SIGCONT)
     tmux.wait("b", line_alone("after-6"), timeout=30)
-    time.sleep(0.5)
-    assert tmux.rows("b")[:23] == tmux.rows("a")[:23]
+    # The rest of b's screen may be a redraw behind: wait for it, then
+    # for both to be the same (a's is still, its shell idle).
+    tmux.wait("b", lambda s: tmux.rows("b")[:23] == tmux.rows("a")[:23])
 
 
 def test_the_pty_follows_the_window(srv, tmux):
