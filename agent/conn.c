@@ -39,8 +39,18 @@ void
 conn_queue_event(struct conn *c, json_object *ev)
 {
 	const char *s = json_object_to_json_string_ext(ev,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), *del;
 
+	/* json-c escapes every C0 control in a string but leaves DEL as it
+	 * is; a command's output keeps its controls (utf8.h), so escape DEL
+	 * too: no raw control byte reaches a client's line.  0x7f is never
+	 * part of a UTF-8 sequence nor of JSON's own syntax, so every one is
+	 * inside a string. */
+	while ((del = strchr(s, 0x7f))) {
+		conn_queue(c, s, (size_t)(del - s));
+		conn_queue(c, "\\u007f", 6);
+		s = del + 1;
+	}
 	conn_queue(c, s, strlen(s));
 	conn_queue(c, "\n", 1);
 }

@@ -87,7 +87,7 @@ int conn_is_member(const struct conn *c);
  * Only the journal queues room events (journal.h); replies and link lines
  * come through room.h. */
 void conn_queue(struct conn *c, const char *p, size_t len);
-/* Queue ev, serialised as one line, to c. */
+/* Queue ev, serialised as one line with no raw control byte, to c. */
 void conn_queue_event(struct conn *c, json_object *ev);
 
 /* Connections open now (any kind but atriumd's monitor, which must not

@@ -52,6 +52,7 @@
 #include "log.h"
 #include "loop.h"
 #include "room_db.h"
+#include "stored_event.h"
 #include "util.h"
 
 /* A stamped event waiting for its commit. */
@@ -187,6 +188,28 @@ journal_wait(struct journal *j, long long seq, int stored, json_object *ev)
 	return 0;
 }
 
+/* ev (stamped) as its type's constructor makes it (stored_event.h): what
+ * room.db keeps is what a replay of it will send, so a live event and its
+ * replay never differ.  Takes ev; the built event, or NULL (logged). */
+static json_object *
+journal_build(json_object *ev)
+{
+	char note[256];
+	json_object *built;
+	int r = stored_event_build(ev, &built, note, sizeof(note));
+
+	if (r < 0)
+		log_error("%s event not recorded, not sent: %s (a stored "
+		    "event's fields must be its constructor's, "
+		    "agent/stored_event.c)", json_get_string(ev, "type"),
+		    r == -EINVAL ? note : strerror(-r));
+	else if (note[0])
+		log_warn("%s event: %s (not fields of its constructor, "
+		    "agent/stored_event.c)", json_get_string(ev, "type"), note);
+	json_object_put(ev);
+	return built;
+}
+
 int
 journal_record(struct journal *j, json_object *ev)
 {
@@ -197,6 +220,10 @@ journal_record(struct journal *j, json_object *ev)
 	if (!ev)
 		return -ENOMEM;
 	seq = journal_stamp(j, ev);
+	if (!(ev = journal_build(ev))) {
+		j->seq--;
+		return -EINVAL;
+	}
 	s = json_object_to_json_string_ext(ev,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	r = room_db_event_add(j->a->db, seq, json_get_string(ev, "time"),
@@ -360,17 +387,29 @@ journal_stamp_reply(const struct journal *j, json_object *ev)
 	json_object_object_add(ev, "time", json_object_new_string(now));
 }
 
-/* Append one stored event's JSON to c, marked as a replay. */
+/* Queue one stored event to c, marked as a replay: rebuilt through its
+ * type's constructor from the row (stored_event.h), never the row's bytes
+ * as they are, so that whatever room.db holds (an imported file, a
+ * damaged row) reaches the client only as an event the room could have
+ * sent; a row that cannot be one is left out. */
 static int
-journal_replay_one(const char *json, void *arg)
+journal_replay_one(long long seq, const char *time, const char *json,
+    void *arg)
 {
 	struct conn *c = arg;
-	size_t n = strlen(json);
+	char note[256];
+	json_object *ev;
+	int r = stored_event_from_row(seq, time, json, &ev, note,
+	    sizeof(note));
 
-	if (n < 2 || json[n - 1] != '}')
+	if (r < 0) {
+		log_warn("stored event %lld not replayed: %s", seq,
+		    r == -EINVAL ? note : strerror(-r));
 		return 0;
-	conn_queue(c, json, n - 1);
-	conn_queue(c, ",\"replay\":true}\n", 16);
+	}
+	json_object_object_add(ev, "replay", json_object_new_boolean(1));
+	conn_queue_event(c, ev);
+	json_object_put(ev);
 	return c->closing != NULL;
 }
 

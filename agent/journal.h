@@ -34,9 +34,11 @@ int journal_new(struct agent *a, struct journal **out);
 void journal_free(struct journal *j);
 
 /* Record ev (stamped with the next seq and the time) in room.db's open
- * transaction; it is announced to every member by the journal_commit that
- * stores it.  Takes ev.  On failure nothing is recorded or announced and
- * the next journal_commit fails too (room_db_commit). */
+ * transaction, as its type's constructor makes it (stored_event.h); it is
+ * announced to every member by the journal_commit that stores it.  Takes
+ * ev.  On failure nothing is recorded or announced: -EINVAL (logged) when
+ * ev is not what its constructor makes (a bug), else room.db's error, and
+ * then the next journal_commit fails too (room_db_commit). */
 int journal_record(struct journal *j, json_object *ev);
 /* Stamp a live event (not stored: deltas, presence, notices) and announce
  * it once its seq is durable and what was stamped before it is announced.
@@ -90,6 +92,8 @@ int journal_join(struct journal *j, struct conn *c, long long since,
 
 /* Queue to c the stored events f lets through, announced ones only (f's
  * before is lowered to them), marked as a replay: a `history` request.
+ * Each is rebuilt from its row through its type's constructor
+ * (stored_event.h); a row that is no stored event is left out (logged).
  * -EINVAL when f's match is too long. */
 struct room_db_filter;
 int journal_replay(struct journal *j, struct conn *c,

@@ -717,7 +717,7 @@ room_db_event_add(struct room_db *db, long long seq, const char *time,
 
 int
 room_db_events_each(struct room_db *db, long long since, long limit,
-    int (*fn)(const char *json, void *arg), void *arg)
+    room_db_event_fn *fn, void *arg)
 {
 	struct room_db_filter f = { .since = since, .limit = limit };
 
@@ -748,7 +748,7 @@ room_db_like(const char *text, char *out, size_t len)
 
 int
 room_db_events_find(struct room_db *db, const struct room_db_filter *f,
-    int (*fn)(const char *json, void *arg), void *arg)
+    room_db_event_fn *fn, void *arg)
 {
 	char like[1024];
 	sqlite3_stmt *st;
@@ -756,20 +756,26 @@ room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 
 	if (f->match && !room_db_like(f->match, like, sizeof(like)))
 		return -EINVAL;
-	st = room_db_query(db, "SELECT json FROM (SELECT seq, json FROM events"
+	/* A row whose text is not JSON (room.db is a file anyone with the
+	 * disk could have written) is passed on for fn to refuse: the CASE
+	 * keeps json_extract from failing the whole search on it. */
+	st = room_db_query(db, "SELECT seq, time, json FROM (SELECT seq, time,"
+	    " json, CASE WHEN json_valid(json) THEN json END AS j FROM events"
 	    " WHERE seq > ? AND (? <= 0 OR seq < ?)"
 	    " AND (? IS NULL OR (type IN ('message', 'prompt', 'exec_start')"
-	    "   AND json_extract(json, '$.user') = ?))"
-	    " AND (? IS NULL OR coalesce(json_extract(json, '$.text'),"
-	    "   json_extract(json, '$.command'), json_extract(json, '$.output'),"
-	    "   json_extract(json, '$.stdout'), '') LIKE ? ESCAPE '\\')"
+	    "   AND json_extract(j, '$.user') = ?))"
+	    " AND (? IS NULL OR coalesce(json_extract(j, '$.text'),"
+	    "   json_extract(j, '$.command'), json_extract(j, '$.output'),"
+	    "   json_extract(j, '$.stdout'), '') LIKE ? ESCAPE '\\')"
 	    " ORDER BY seq DESC LIMIT ?) ORDER BY seq", "IIIssssI", f->since,
 	    f->before, f->before, f->user, f->user, f->match ? like : NULL,
 	    f->match ? like : NULL, f->limit > 0 ? (long long)f->limit : -1LL);
 	if (!st)
 		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (fn((const char *)sqlite3_column_text(st, 0), arg))
+		if (fn(sqlite3_column_int64(st, 0),
+		    (const char *)sqlite3_column_text(st, 1),
+		    (const char *)sqlite3_column_text(st, 2), arg))
 			break;
 	room_db_release(db, st);
 	return rc == SQLITE_ERROR ? room_db_fail(db, "events") : 0;

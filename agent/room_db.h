@@ -67,11 +67,15 @@ const char *room_db_strerror(int err);
 /* --- events: everything the room sent that is replayed to late joiners */
 int room_db_event_add(struct room_db *db, long long seq, const char *time,
     const char *type, const char *json);
-/* Call fn with each stored event's JSON, oldest first: those with seq >
- * since, at most limit (<= 0: no limit) of the latest ones.  fn's non-zero
- * result stops the walk. */
+/* One stored event's row: its seq, time and JSON text as stored (which
+ * may be anything the file holds: stored_event_from_row checks it).  A
+ * non-zero result stops the walk. */
+typedef int room_db_event_fn(long long seq, const char *time,
+    const char *json, void *arg);
+/* Call fn with each stored event, oldest first: those with seq > since,
+ * at most limit (<= 0: no limit) of the latest ones. */
 int room_db_events_each(struct room_db *db, long long since, long limit,
-    int (*fn)(const char *json, void *arg), void *arg);
+    room_db_event_fn *fn, void *arg);
 /* What a `history` request asks for (room.c): events with since < seq <
  * before (before <= 0: no bound), the latest limit of them; with user set,
  * only that user's own lines (message, prompt, exec_start); with match
@@ -84,7 +88,7 @@ struct room_db_filter {
 };
 /* Call fn with each stored event that f lets through, oldest first. */
 int room_db_events_find(struct room_db *db, const struct room_db_filter *f,
-    int (*fn)(const char *json, void *arg), void *arg);
+    room_db_event_fn *fn, void *arg);
 /* Tokens the model used today (UTC day), all models together. */
 int room_db_usage_today(struct room_db *db, long long *in, long long *out);
 /* The highest seq ever handed out (stored events and the meta high-water). */

@@ -15,13 +15,30 @@
  *      trigger could grant access long after this check);
  *   3. room_db_open migrates it forward as any room.db, and its schema must
  *      then be exactly the one a new room.db has, object by object;
- *   4. every user name in it (members, turns, access) is a valid one.
+ *   4. every user name in it (members, turns, access) is a valid one;
+ *   5. every stored event is rebuilt through its type's constructor
+ *      (stored_event.h), as a live one is made, and stored so: only the
+ *      fields that type has, of their JSON types, names checked, text
+ *      cleaned.  A row that cannot be one is left out: a type the room
+ *      does not store (exec_done, access_denied and every other event
+ *      atriumd acts on rather than shows), a field of another type, a
+ *      bad name or time, text that is not one JSON object, a line longer
+ *      than the protocol's.  So the archive's history replays as events
+ *      the room could have sent, never as the bytes the file held.
  * Then it becomes the importer's room:
  *   - the access grants of the archive are dropped and the importer is
  *     the only owner (members are invited again by the new owner);
  *   - undo points name workspace snapshots, which an archive does not
  *     carry: they are cleared, so /undo says there is nothing to undo
- *     rather than failing on a missing snapshot.
+ *     rather than failing on a missing snapshot;
+ *   - one `imported` event is stored after the archive's last one: who
+ *     imported it, when, and the room it says it was exported from and
+ *     when (meta export_room and export_time, which export-room writes
+ *     into its copy; taken out of meta here).  The archive's events keep
+ *     their names, as its history, but nobody here vouches for them: the
+ *     mark says where that history came from, and every event before it
+ *     is the archive's word.  An `imported` event in the archive itself
+ *     is left out: only an import here makes one.
  * A turn that was running when the archive was made is left as it was:
  * the agent resumes it at its first start as after a crash, where a tool
  * call that started and has no end comes back as interrupted.
@@ -29,14 +46,19 @@
 #include "room_import.h"
 
 #include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonl.h"
 #include "log.h"
 #include "names.h"
+#include "protocol.h"
 #include "room_db.h"
+#include "stored_event.h"
 #include "util.h"
 
 /* Say why on stderr; -1. */
@@ -126,26 +148,21 @@ room_import_check_schema(const char *path, struct room_db *db)
 	return r;
 }
 
-/* Step 4 and the owner, on a connection of our own (the schema is known
- * good now).  0 or -1 (said). */
+/* Step 4: every user name in the tables that hold them is a valid one.
+ * 0 or -1 (said). */
 static int
-room_import_adopt(const char *path, const char *owner)
+room_import_check_names(const char *path, sqlite3 *h)
 {
 	static const char names[] =
 	    "SELECT user FROM (SELECT user FROM members UNION ALL SELECT user"
 	    " FROM turns UNION ALL SELECT user FROM access UNION ALL SELECT"
 	    " by FROM access WHERE by IS NOT NULL)";
-	char now[40], *sql;
 	sqlite3_stmt *st;
-	sqlite3 *h = NULL;
-	int rc, r = -1;
+	int rc;
 
-	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(h, names, -1, &st, NULL) != SQLITE_OK) {
-		room_import_refuse(path, "cannot read it", sqlite3_errmsg(h));
-		sqlite3_close(h);
-		return -1;
-	}
+	if (sqlite3_prepare_v2(h, names, -1, &st, NULL) != SQLITE_OK)
+		return room_import_refuse(path, "cannot read it",
+		    sqlite3_errmsg(h));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *u = (const char *)sqlite3_column_text(st, 0);
 
@@ -153,23 +170,235 @@ room_import_adopt(const char *path, const char *owner)
 			break;
 	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		room_import_refuse(path, "it names a user that is not a valid "
-		    "user name", NULL);
+	if (rc != SQLITE_DONE)
+		return room_import_refuse(path, "it names a user that is not a "
+		    "valid user name", NULL);
+	return 0;
+}
+
+/* What step 5 did, for the mark. */
+struct room_import_count {
+	long long kept, dropped;
+	long long last_seq;		/* the highest seq the file handed out */
+};
+
+/* Store ev (a built event) as the row of seq, in place of what was
+ * there, or as a new row.  0 or -1. */
+static int
+room_import_put(sqlite3 *h, long long seq, json_object *ev)
+{
+	static const char sql[] = "INSERT INTO events (seq, time, type, json)"
+	    " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (seq) DO UPDATE SET"
+	    " time = ?2, type = ?3, json = ?4";
+	const char *json = json_object_to_json_string_ext(ev,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, seq);
+	sqlite3_bind_text(st, 2, json_get_string(ev, "time"), -1,
+	    SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, json_get_string(ev, "type"), -1,
+	    SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, json, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* 1 when ev (built) may be stored from an archive: not a mark of an
+ * earlier import (only this one makes one), and one protocol line with
+ * room for the "replay" a replay adds. */
+static int
+room_import_keeps(json_object *ev)
+{
+	return strcmp(json_get_string(ev, "type"), "imported") != 0 &&
+	    strlen(json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE)) + 32 <= PROTO_MAX_LINE;
+}
+
+/* One row of step 5: rebuilt in place, or deleted.  0 or -1 (SQLite's
+ * error, or memory; a row that is no event is not an error). */
+static int
+room_import_row(sqlite3 *h, long long seq, const char *time,
+    const char *json, struct room_import_count *n)
+{
+	char note[256], *sql;
+	json_object *ev = NULL;
+	int r = stored_event_from_row(seq, time, json, &ev, note,
+	    sizeof(note));
+
+	if (r == -ENOMEM)
+		return -1;
+	if (r == 0 && room_import_keeps(ev)) {
+		r = room_import_put(h, seq, ev);
+		json_object_put(ev);
+		n->kept++;
+		return r;
+	}
+	json_object_put(ev);
+	n->dropped++;
+	sql = sqlite3_mprintf("DELETE FROM events WHERE seq = %lld", seq);
+	r = sql && sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+	sqlite3_free(sql);
+	return r;
+}
+
+/* Step 5, in h's open transaction: each row in seq order, one at a time
+ * (a row rewritten while a scan of the table is open could be met
+ * again).  0 or -1 (said). */
+static int
+room_import_events(const char *path, sqlite3 *h, struct room_import_count *n)
+{
+	static const char next[] = "SELECT seq, time, json FROM events"
+	    " WHERE seq > ? ORDER BY seq LIMIT 1";
+	sqlite3_stmt *st;
+	long long seq = LLONG_MIN;
+	int rc = SQLITE_ERROR, r = 0;
+
+	if (sqlite3_prepare_v2(h, next, -1, &st, NULL) != SQLITE_OK)
+		return room_import_refuse(path, "cannot read its events",
+		    sqlite3_errmsg(h));
+	for (;;) {
+		char *time = NULL, *json = NULL;
+
+		sqlite3_bind_int64(st, 1, seq);
+		if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+			break;
+		n->last_seq = seq = sqlite3_column_int64(st, 0);
+		if (sqlite3_column_text(st, 1))
+			time = strdup((const char *)sqlite3_column_text(st, 1));
+		if (sqlite3_column_text(st, 2))
+			json = strdup((const char *)sqlite3_column_text(st, 2));
+		sqlite3_reset(st);
+		r = room_import_row(h, seq, time, json, n);
+		free(time);
+		free(json);
+		if (r < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (r < 0 || rc != SQLITE_DONE)
+		return room_import_refuse(path, "cannot rebuild its events",
+		    sqlite3_errmsg(h));
+	return 0;
+}
+
+/* meta's value of key into out (len), "" when there is none or valid()
+ * says it is not one; the row is removed either way (what it said goes
+ * into the mark, and a later export writes its own). */
+static void
+room_import_meta_take(sqlite3 *h, const char *key, int (*valid)(const char *),
+    char *out, size_t len)
+{
+	char *sql = sqlite3_mprintf("SELECT value FROM meta WHERE key = %Q",
+	    key);
+
+	out[0] = '\0';
+	if (sql && room_import_ask(h, sql, out, len) == 0 && !valid(out))
+		out[0] = '\0';
+	sqlite3_free(sql);
+	sql = sqlite3_mprintf("DELETE FROM meta WHERE key = %Q", key);
+	if (sql)
+		sqlite3_exec(h, sql, NULL, NULL, NULL);
+	sqlite3_free(sql);
+}
+
+/* The `imported` event (stored_event.c), after every seq the file handed
+ * out.  0 or -1. */
+static int
+room_import_mark(sqlite3 *h, const char *owner,
+    const struct room_import_count *n)
+{
+	char room[128], when[64], now[40], note[256], answer[32];
+	json_object *ev = json_object_new_object(), *built = NULL;
+	long long seq = n->last_seq;
+	int r;
+
+	room_import_meta_take(h, "export_room", room_name_valid, room,
+	    sizeof(room));
+	room_import_meta_take(h, "export_time", stored_event_time_valid, when,
+	    sizeof(when));
+	if (room_import_ask(h, "SELECT max(coalesce((SELECT max(seq) FROM"
+	    " events), 0), coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+	    " WHERE key = 'last_seq'), 0))", answer, sizeof(answer)) == 0 &&
+	    strtoll(answer, NULL, 10) > seq)
+		seq = strtoll(answer, NULL, 10);
+	time_now_iso(now, sizeof(now));
+	if (!ev)
+		return -1;
+	json_object_object_add(ev, "type", json_object_new_string("imported"));
+	json_object_object_add(ev, "user", json_object_new_string(owner));
+	if (room[0])
+		json_object_object_add(ev, "origin",
+		    json_object_new_string(room));
+	if (when[0])
+		json_object_object_add(ev, "exported",
+		    json_object_new_string(when));
+	json_object_object_add(ev, "events", json_object_new_int64(n->kept));
+	json_object_object_add(ev, "dropped",
+	    json_object_new_int64(n->dropped));
+	json_object_object_add(ev, "seq", json_object_new_int64(seq + 1));
+	json_object_object_add(ev, "time", json_object_new_string(now));
+	r = stored_event_build(ev, &built, note, sizeof(note));
+	json_object_put(ev);
+	if (r == 0)
+		r = room_import_put(h, seq + 1, built);
+	json_object_put(built);
+	return r < 0 ? -1 : 0;
+}
+
+/* Steps 4 and 5 and the owner, on a connection of our own (the schema is
+ * known good now), in one transaction.  0 or -1 (said). */
+static int
+room_import_adopt(const char *path, const char *owner)
+{
+	struct room_import_count n = { 0, 0, 0 };
+	char now[40], *sql;
+	sqlite3 *h = NULL;
+	int r = -1;
+
+	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) !=
+	    SQLITE_OK) {
+		room_import_refuse(path, "cannot read it", sqlite3_errmsg(h));
+		sqlite3_close(h);
+		return -1;
+	}
+	if (room_import_check_names(path, h) < 0) {
+		sqlite3_close(h);
+		return -1;
+	}
+	if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		room_import_refuse(path, "cannot write it", sqlite3_errmsg(h));
 		sqlite3_close(h);
 		return -1;
 	}
 	time_now_iso(now, sizeof(now));
-	sql = sqlite3_mprintf("BEGIN IMMEDIATE; DELETE FROM access;"
+	sql = sqlite3_mprintf("DELETE FROM access;"
 	    " INSERT INTO access (user, role, by, time) VALUES (%Q, 'owner',"
-	    " NULL, %Q); UPDATE turn_undo SET snapshot = NULL, redo = NULL;"
-	    " COMMIT", owner, now);
-	if (sql && sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK)
-		r = 0;
-	else
+	    " NULL, %Q); UPDATE turn_undo SET snapshot = NULL, redo = NULL",
+	    owner, now);
+	if (!sql || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
 		room_import_refuse(path, "cannot make it the importer's room",
 		    sqlite3_errmsg(h));
+	else if (room_import_events(path, h, &n) < 0)
+		;	/* said */
+	else if (room_import_mark(h, owner, &n) < 0)
+		room_import_refuse(path, "cannot mark its history as imported",
+		    sqlite3_errmsg(h));
+	else if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		room_import_refuse(path, "cannot store it", sqlite3_errmsg(h));
+	else
+		r = 0;
 	sqlite3_free(sql);
+	if (r < 0)
+		sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+	else if (n.dropped)
+		fprintf(stderr, "atrium-agent: import-db: %lld of the archive's "
+		    "%lld stored events were left out: none is an event this "
+		    "room could have sent\n", n.dropped, n.kept + n.dropped);
 	sqlite3_close(h);
 	return r;
 }

@@ -46,8 +46,10 @@ int import_into(const char *db, struct archive *a,
     const struct import_opts *o);
 
 /* A whole room (fs/room_archive.c): write room_dir's archive (header,
- * room.db, workspace) to fd; 0, 1 on failure, 2 on a usage error. */
-int room_export_run(const char *room_dir, int fd);
+ * room.db, workspace) to fd, its copy of room.db saying it came from room
+ * (NULL: room_dir's last component, when that is a room name); 0, 1 on
+ * failure, 2 on a usage error. */
+int room_export_run(const char *room_dir, const char *room, int fd);
 
 /* Wait for the answer of the workspace's daemon (fs/control.c) to the
  * "commit" atriumd sent on fd, then close fd: 0 once committed, so that

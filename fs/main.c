@@ -14,6 +14,7 @@
 #include "fsctl_client.h"
 #include "log.h"
 #include "mount.h"
+#include "names.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -38,8 +39,8 @@ static const char usage_text[] =
 	"       atrium-fs reown DB FROM_UID:GID TO_UID:GID\n"
 	"       atrium-fs export DB [SNAPSHOT] > TAR\n"
 	"       atrium-fs import DB < TAR\n"
-	"       atrium-fs export-room [--fd NAME=FD]... [--after-commit FD] "
-	"ROOM_DIR > TAR\n"
+	"       atrium-fs export-room [--fd NAME=FD]... [--after-commit FD]\n"
+	"                   [--room NAME] ROOM_DIR > TAR\n"
 	"       atrium-fs import-room [--owner UID:GID] [--quota BYTES]\n"
 	"                   [--quota-inodes N] ROOM_DIR < TAR\n"
 	"       atrium-fs snapshot DB NAME\n"
@@ -553,23 +554,36 @@ cmd_import(int argc, char **argv)
 	return import_run(argv[1], STDIN_FILENO);
 }
 
-/* atrium-fs export-room [--fd NAME=FD]... [--after-commit FD] ROOM_DIR:
- * the room's history and workspace.  Each --fd gives a file of ROOM_DIR
- * (which must then be ".") as an open descriptor: atriumd opens the
- * room's databases for a helper that may not (fdfiles.h).  --after-commit
- * names the connection on which atriumd asked the workspace's daemon to
- * commit; the export waits for its answer before it reads. */
+/* atrium-fs export-room [--fd NAME=FD]... [--after-commit FD] [--room
+ * NAME] ROOM_DIR: the room's history and workspace.  Each --fd gives a
+ * file of ROOM_DIR (which must then be ".") as an open descriptor:
+ * atriumd opens the room's databases for a helper that may not
+ * (fdfiles.h).  --after-commit names the connection on which atriumd
+ * asked the workspace's daemon to commit; the export waits for its answer
+ * before it reads.  --room names the room the archive says it came from
+ * (by default ROOM_DIR's last component). */
 static int
 cmd_export_room(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "fd", required_argument, NULL, 'f' },
 		{ "after-commit", required_argument, NULL, 'c' },
+		{ "room", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, given = 0, commit_fd = -1;
+	const char *room = NULL;
 
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		if (c == 'r') {
+			if (!room_name_valid(optarg)) {
+				fprintf(stderr, "atrium-fs: export-room: \"%s\" "
+				    "is not a room name\n", optarg);
+				return usage();
+			}
+			room = optarg;
+			continue;
+		}
 		if (c == 'c') {
 			if (commit_fd >= 0 ||
 			    (commit_fd = parse_fd("after-commit", optarg)) < 0)
@@ -592,7 +606,7 @@ cmd_export_room(int argc, char **argv)
 	if (commit_fd >= 0 && room_export_await_commit(commit_fd))
 		return 1;
 	setlocale(LC_CTYPE, "C.UTF-8");
-	return room_export_run(argv[optind], STDOUT_FILENO);
+	return room_export_run(argv[optind], room, STDOUT_FILENO);
 }
 
 /* A decimal count for --quota and --quota-inodes: 0 or -EINVAL. */

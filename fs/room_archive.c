@@ -12,7 +12,10 @@
  *                   version, so that anything else is refused at once
  *   room.db         a regular file: the room's history, a copy made by
  *                   SQLite's VACUUM INTO from one read transaction, so it
- *                   is whole and consistent while the agent writes on
+ *                   is whole and consistent while the agent writes on;
+ *                   its meta table says where it came from (export_room,
+ *                   the room's name, and export_time), which the import
+ *                   shows in the mark it leaves (agent/room_import.c)
  *   workspace       the workspace's live tree, as `atrium-fs export`
  *   workspace/...   writes it (one read transaction: the last commit),
  *                   with "workspace" in place of "."
@@ -55,6 +58,7 @@
 
 #include "fdfiles.h"
 #include "fsctl_client.h"
+#include "names.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -120,10 +124,27 @@ static const char room_archive_scrub_sql[] =
     " json_each(events.json, '$.mcp') s)) WHERE type = 'config'"
     " AND json_valid(json) AND json_type(json, '$.mcp') = 'array';";
 
-/* Take the secrets out of the copy at tmp (ours alone).  0 or 1. */
-static int
-room_archive_scrub(const char *tmp)
+/* The room an export is of: room, else room_dir's last component when
+ * that is a room name (an export by hand of DATA/rooms/ROOM), else NULL
+ * (atriumd's helper sees its room as "." and names it with --room). */
+static const char *
+room_archive_origin(const char *room_dir, const char *room)
 {
+	const char *base = strrchr(room_dir, '/');
+
+	if (room)
+		return room;
+	base = base ? base + 1 : room_dir;
+	return room_name_valid(base) ? base : NULL;
+}
+
+/* Take the secrets out of the copy at tmp (ours alone) and say in its
+ * meta where and when it was made (room: NULL when unknown), for the
+ * import's mark.  0 or 1. */
+static int
+room_archive_scrub(const char *tmp, const char *room)
+{
+	char now[40], *sql;
 	sqlite3 *h = NULL;
 	int rc = sqlite3_open_v2(tmp, &h, SQLITE_OPEN_READWRITE, NULL);
 
@@ -133,8 +154,20 @@ room_archive_scrub(const char *tmp)
 		fprintf(stderr, "atrium-fs: export-room: cannot clear the MCP "
 		    "servers' environment from the copy: %s\n",
 		    h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+	time_now_iso(now, sizeof(now));
+	/* An unknown room is said by its absence (no row). */
+	sql = sqlite3_mprintf("DELETE FROM meta WHERE key IN ('export_room',"
+	    " 'export_time'); INSERT INTO meta (key, value) SELECT key, value"
+	    " FROM (SELECT 'export_time' AS key, %Q AS value UNION ALL SELECT"
+	    " 'export_room', %Q) WHERE value IS NOT NULL", now, room);
+	if (rc == SQLITE_OK && (!sql ||
+	    (rc = sqlite3_exec(h, sql, NULL, NULL, NULL)) != SQLITE_OK))
+		fprintf(stderr, "atrium-fs: export-room: cannot say in the copy "
+		    "where it came from: %s\n", sql ? sqlite3_errmsg(h) :
+		    "out of memory");
+	sqlite3_free(sql);
 	sqlite3_close(h);
-	return rc == SQLITE_OK ? 0 : 1;
+	return rc == SQLITE_OK && sql ? 0 : 1;
 }
 
 /* One regular member's header: name, mode 0600, size, now.  0 or 1. */
@@ -192,7 +225,8 @@ room_archive_put_db(struct archive *a, int fd, int64_t size)
 /* The header member, then room.db's copy (made at tmp, unlinked once
  * open).  0 or 1. */
 static int
-room_archive_put_history(struct archive *a, const char *room_dir)
+room_archive_put_history(struct archive *a, const char *room_dir,
+    const char *room)
 {
 	char db[PATH_MAX], tmp[PATH_MAX], name[64];
 	struct stat sb;
@@ -210,7 +244,7 @@ room_archive_put_history(struct archive *a, const char *room_dir)
 	}
 	if (room_archive_copy_db(db, tmp))
 		return 1;
-	if (room_archive_scrub(tmp)) {
+	if (room_archive_scrub(tmp, room_archive_origin(room_dir, room))) {
 		unlink(tmp);
 		return 1;
 	}
@@ -257,7 +291,7 @@ room_export_await_commit(int fd)
 }
 
 int
-room_export_run(const char *room_dir, int fd)
+room_export_run(const char *room_dir, const char *room, int fd)
 {
 	char ws[PATH_MAX];
 	struct archive *a;
@@ -278,7 +312,7 @@ room_export_run(const char *room_dir, int fd)
 		fprintf(stderr, "atrium-fs: export-room: cannot start the "
 		    "archive: %s\n", a ? archive_error_string(a) : "out of memory");
 	} else {
-		if (room_archive_put_history(a, room_dir) == 0 &&
+		if (room_archive_put_history(a, room_dir, room) == 0 &&
 		    export_into(a, ws, ROOM_ARCHIVE_WORKSPACE) == 0)
 			r = 0;
 		if (r == 0 && archive_write_close(a) != ARCHIVE_OK) {

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "event_types.h"
 #include "fdpass.h"
 #include "log.h"
 #include "protocol.h"
@@ -66,6 +67,16 @@ agentlink_flush(struct agentlink *l)
 	}
 }
 
+/* 1 when obj is a line of this link (exec_done), which the agent sends
+ * unstamped: a line with a seq or marked as a replay is a room event,
+ * whatever its type says. */
+static int
+agentlink_is_link_line(json_object *obj)
+{
+	return !json_object_object_get_ex(obj, "seq", NULL) &&
+	    !json_object_object_get_ex(obj, "replay", NULL);
+}
+
 /* An exec_done for one of our exec lines (agentlink.h): uncount it.
  * 1 when obj was one (it is ours, not the owner's). */
 static int
@@ -73,10 +84,28 @@ agentlink_exec_done(struct agentlink *l, json_object *obj)
 {
 	const char *type = json_get_string(obj, "type");
 
-	if (!type || strcmp(type, "exec_done") != 0)
+	if (!type || strcmp(type, "exec_done") != 0 ||
+	    !agentlink_is_link_line(obj))
 		return 0;
 	if (l->execs > 0)
 		l->execs--;
+	return 1;
+}
+
+/* A replayed line whose type the room does not store (event_types.h):
+ * history is replayed through the agent's constructors, which make none,
+ * so one here came from a damaged or forged room.db past them.  Every
+ * such type is one atriumd or a client acts on (exec_done, access_denied,
+ * synced...): dropped, never acted on nor passed on.  1 when dropped. */
+static int
+agentlink_forged_replay(json_object *obj)
+{
+	const char *type = json_get_string(obj, "type");
+
+	if (!json_get_bool(obj, "replay", 0) || event_type_stored(type))
+		return 0;
+	log_warn("a replayed %s line from the agent dropped: a room never "
+	    "replays that type", type ? type : "untyped");
 	return 1;
 }
 
@@ -100,7 +129,7 @@ agentlink_deliver(struct agentlink *l)
 			log_warn("bad line from the agent: %s", err);
 			continue;
 		}
-		if (agentlink_exec_done(l, obj))
+		if (agentlink_exec_done(l, obj) || agentlink_forged_replay(obj))
 			;
 		else
 			l->on_line(l->arg, obj, line, len);

@@ -11,6 +11,11 @@
  * is taken here (never passed to the owner) and uncounts it.  Only the
  * agent can write to the link, so no client can end a count; when the
  * link ends, the agent's commands for it are killed and the count is 0.
+ * An exec_done counts only unstamped (no seq, not a replay): the room's
+ * events all carry a seq, so none of them, stored or replayed, can pass
+ * for one.  A replayed line of a type the room never stores
+ * (event_types.h) is dropped here: no owner acts on history as if it
+ * were the room speaking now.
  */
 #ifndef ATRIUMD_AGENTLINK_H
 #define ATRIUMD_AGENTLINK_H

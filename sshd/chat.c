@@ -834,6 +834,52 @@ chat_access_text(json_object *o, char *out, size_t len)
 	    json_get_string(o, "owner") ?: "none", members);
 }
 
+/* An event's UTC time as the chat shows dates: "Tuesday 1 December
+ * 2026, 14:05" in the server's zone; "an unknown time" when iso is not
+ * one. */
+static void
+chat_when_text(const char *iso, char *out, size_t len)
+{
+	char day[64], hhmm[8];
+	long long ms;
+
+	if (tui_time_parse(iso, &ms) < 0) {
+		snprintf(out, len, "an unknown time");
+		return;
+	}
+	tui_time_date(ms, day, sizeof(day));
+	tui_time_hhmm(ms, hhmm, sizeof(hhmm));
+	snprintf(out, len, "%s, %s", day, hhmm);
+}
+
+/* The mark an import leaves after the archive's history: it says where
+ * the lines above came from, and that their names are the archive's
+ * word, not people this server knows said them. */
+static void
+chat_imported_text(json_object *o, char *out, size_t len)
+{
+	const char *origin = json_get_string(o, "origin");
+	const char *exported = json_get_string(o, "exported");
+	char at[96], from[200], made[128];
+
+	chat_when_text(json_get_string(o, "time"), at, sizeof(at));
+	if (origin)
+		snprintf(from, sizeof(from), "an archive of room %s", origin);
+	else
+		snprintf(from, sizeof(from), "an archive");
+	made[0] = '\0';
+	if (exported) {
+		char when[96];
+
+		chat_when_text(exported, when, sizeof(when));
+		snprintf(made, sizeof(made), " (made %s, as it says)", when);
+	}
+	snprintf(out, len, "\xe2\x80\x94 history above was imported from %s%s "
+	    "by %s at %s; who said what in it is as the archive says, not "
+	    "checked \xe2\x80\x94", from, made, json_get_string(o, "user") ?: "?",
+	    at);
+}
+
 /* Idle seconds as "active", "idle 5s", "idle 3m", "idle 2h". */
 static void
 chat_idle_text(long long secs, char *out, size_t len)
@@ -986,6 +1032,8 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
+	} else if (strcmp(type, "imported") == 0) {
+		chat_imported_text(o, text, sizeof(text));
 	} else if (strcmp(type, "usage") == 0) {
 		chat_cost_text(o, text, sizeof(text));
 	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0 ||

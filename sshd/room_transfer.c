@@ -726,14 +726,14 @@ transfer_export_cleanup(struct server *srv, const struct room_transfer *t)
 	close(rfd);
 }
 
-/* Start the export's helper as ids with x's files, writing to out and
- * err.  The pid, or -errno. */
+/* Start the export of room (at dir) as ids with x's files, writing to
+ * out and err.  The pid, or -errno. */
 static pid_t
-transfer_export_spawn(struct server *srv, const char *dir,
+transfer_export_spawn(struct server *srv, const char *room, const char *dir,
     const struct room_ids *ids, struct transfer_export *x, int out, int err)
 {
 	char staging[PATH_MAX + 120];
-	char *argv[4 + TRANSFER_EXPORT_FILES] = { srv->rooms.progs.fs,
+	char *argv[6 + TRANSFER_EXPORT_FILES] = { srv->rooms.progs.fs,
 	    "export-room" };
 	struct transfer_fds fds = { { -1, out, err }, x->files, x->n };
 	int argc = 2;
@@ -741,6 +741,9 @@ transfer_export_spawn(struct server *srv, const char *dir,
 
 	for (int i = 0; i < x->n; i++)
 		argv[argc++] = x->args[i];
+	/* The helper sees the room as "."; the archive says which it was. */
+	argv[argc++] = "--room";
+	argv[argc++] = (char *)room;
 	argv[argc++] = ".";
 	argv[argc] = NULL;
 	if ((fds.std[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
@@ -784,7 +787,8 @@ room_transfer_export(struct server *srv, const char *room,
 		snprintf(why, len, "cannot start the export: %s", strerror(-r));
 		return r;
 	}
-	pid = transfer_export_spawn(srv, dir, &ids, &x, p[0][1], p[1][1]);
+	pid = transfer_export_spawn(srv, room, dir, &ids, &x, p[0][1],
+	    p[1][1]);
 	transfer_export_release(&x);
 	transfer_close(&p[0][1], 1);
 	transfer_close(&p[1][1], 1);

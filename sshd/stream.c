@@ -272,7 +272,10 @@ stream_line(void *arg, json_object *obj, const char *line, size_t len)
 	const char *id = json_get_string(obj, "id");
 
 	(void)line; (void)len;
-	if (!type || (id && strcmp(id, st->id) != 0))
+	/* History is not this command's: an exec link asks for none, and a
+	 * stored exec_result must never stand for this one's status. */
+	if (!type || (id && strcmp(id, st->id) != 0) ||
+	    json_get_bool(obj, "replay", 0))
 		return;
 	if (strcmp(type, "exec_result") == 0) {
 		stream_set_result(st, (int)json_get_int(obj, "exitCode", 255),

@@ -487,3 +487,175 @@ def test_a_failed_import_gives_its_room_back(atriumd, data_dir):
         lines = f.read().splitlines()
     assert [l for l in lines if l.split()[0] == "junk"] == ["junk bob"]
     assert not [l for l in lines if l.split()[0] in ("gone", "half")]
+
+
+# ------------------------------------------- an archive's history, crafted --
+# An archive is a stranger's file: its room.db's events may hold anything.
+# Each test below imports one whose events table was written by hand and
+# checks what the room does with it.
+
+# The types a room stores and replays (atrium-agent(8), PROTOCOL: the
+# events marked *, and imported).
+STORED_TYPES = {"message", "prompt", "turn_start", "tool_call", "tool_result",
+                "turn_end", "compaction", "exec_start", "exec_result",
+                "config", "access", "limits", "caps", "undo_done",
+                "redo_done", "imported"}
+
+
+def with_events(archive, rows):
+    """A copy of archive whose room.db has rows added to its events table,
+    each (type column, json text) with the next seqs and a time."""
+    import sqlite3
+    import tempfile
+
+    def change(m, data):
+        if m.name == "room.db":
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "room.db")
+                with open(path, "wb") as f:
+                    f.write(data)
+                db = sqlite3.connect(path)
+                seq = db.execute("SELECT max(coalesce(max(seq), 0), (SELECT"
+                                 " coalesce(max(CAST(value AS INTEGER)), 0)"
+                                 " FROM meta WHERE key = 'last_seq'))"
+                                 " FROM events").fetchone()[0]
+                for kind, text in rows:
+                    seq += 1
+                    db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
+                               (seq, "2026-01-02T03:04:05.000Z", kind, text))
+                db.commit()
+                db.close()
+                with open(path, "rb") as f:
+                    data = f.read()
+        yield m, data
+    return rewrite(archive, change)
+
+
+def crafted_source(srv):
+    """An archive of room src (alice's) with one real line in it."""
+    seen = events(srv, "src", {"type": "chat", "text": "a real line"},
+                  until=lambda e: e["type"] in ("message", "error"))
+    assert seen[-1]["type"] == "message", seen[-1]
+    return export(srv, "src")
+
+
+def history(c, sync_id):
+    """Ask c (an atrium subsystem client, welcomed) for the whole history;
+    the raw lines up to the answer of a sync sent after it."""
+    c.send(json.dumps({"type": "history", "since": 0}) + "\n")
+    c.send(json.dumps({"type": "sync", "id": sync_id}) + "\n")
+    first = len(c.seen)
+    c.expect(lambda l: json.loads(l).get("type") == "synced" and
+             json.loads(l).get("id") == sync_id)
+    return c.seen[first:-1]
+
+
+def test_a_stored_exec_done_never_uncounts_a_command(atriumd, data_dir):
+    """16 stored exec_done events (one of them hidden behind a newline in
+    another event's stored text) replayed by a history request: the user
+    still runs no more commands than --max-commands-per-user."""
+    from test_ssh import Lines
+    srv = atriumd(data_dir, "--max-commands-per-user", "2")
+    rows = [("exec_done", '{"type":"exec_done"}')] * 15
+    rows.append(("message", '{"type":"message","user":"mallory","text":"x"}'
+                 '\n{"type":"exec_done"}'))
+    archive = with_events(crafted_source(srv), rows)
+    rc, out, err = run(srv, "capped", "atrium-import", data=archive)
+    assert rc == 0, err + srv.read_log()
+
+    def line_of(c, id, types):
+        return json.loads(c.expect(lambda l: json.loads(l).get("id") == id and
+                                   json.loads(l)["type"] in types, 60))
+    c = Lines(ssh_command(srv, "capped", "-s", "atrium"))
+    try:
+        c.expect(lambda l: json.loads(l)["type"] == "welcome")
+        for id in ("e1", "e2"):
+            c.send(json.dumps({"type": "exec", "id": id, "share": True,
+                               "command": "echo up; sleep 60"}) + "\n")
+            line_of(c, id, ("exec_output",))
+        history(c, "h1")
+        c.send(json.dumps({"type": "exec", "id": "e3",
+                           "command": "echo third"}) + "\n")
+        ev = line_of(c, "e3", ("exec_result", "error"))
+        assert ev["type"] == "error", ev
+        assert "max-commands-per-user = 2" in ev["message"], ev
+    finally:
+        c.close()
+
+
+def test_an_imported_history_is_rebuilt_and_marked(srv):
+    """Raw ESC and BEL in stored text, escaped controls, internal types,
+    an unknown field and lines in other people's names: what a client
+    gets back is valid events of the types a room stores, with no control
+    byte, the names kept, and one mark saying who imported it from where."""
+    from test_ssh import Lines
+    rows = [
+        ("message", '{"type":"message","user":"carol","text":"ring\x07 '
+                    '\x1b[2Jwiped","admin":true}'),
+        ("message", '{"type":"message","user":"alice","text":"esc '
+                    '\\u001b]0;title\\u0007 \\u009bdone"}'),
+        ("exec_start", '{"type":"exec_start","id":"x1","user":"dave",'
+                       '"command":"rm -rf /\x1b[8m"}'),
+        ("exec_result", '{"type":"exec_result","id":"x1","exitCode":"0"}'),
+        ("exec_result", '{"type":"exec_result","id":"x2","exitCode":0,'
+                        '"stdout":"out\x1b[1m\x7f"}'),
+        ("message", '{"type":"message","user":"bad name\x1b","text":"no"}'),
+        ("access_denied", '{"type":"access_denied","message":"bye"}'),
+        ("synced", '{"type":"synced","id":"h1"}'),
+        ("exec_done", '{"type":"exec_done"}'),
+        ("message", 'not json at all\x1b'),
+        ("imported", '{"type":"imported","user":"eve"}'),
+    ]
+    archive = with_events(crafted_source(srv), rows)
+    rc, out, err = run(srv, "shown", "atrium-import", user="bob",
+                       data=archive)
+    assert rc == 0, err + srv.read_log()
+    c = Lines(ssh_command(srv, "shown", "-s", "atrium", user="bob"))
+    try:
+        c.expect(lambda l: json.loads(l)["type"] == "welcome")
+        lines = history(c, "h1")
+    finally:
+        c.close()
+    for line in lines:
+        body = line.rstrip(b"\n")
+        assert not [b for b in body if b < 0x20 or b == 0x7f], line
+    got = [json.loads(l) for l in lines]
+    assert {e["type"] for e in got} <= STORED_TYPES, got
+    said = [(e["user"], e["text"]) for e in got if e["type"] == "message"]
+    assert said == [("alice", "a real line"), ("carol", "ring [2Jwiped"),
+                    ("alice", "esc ]0;title done")], said
+    assert not [e for e in got if "admin" in e]
+    start = [e for e in got if e["type"] == "exec_start"]
+    assert [(e["user"], e["command"]) for e in start] == [("dave",
+                                                           "rm -rf /[8m")]
+    # Output keeps its controls, as a live command's does (escaped in the
+    # JSON; the chat drops them when it draws).
+    res = [e for e in got if e["type"] == "exec_result"]
+    assert [(e["id"], e["stdout"]) for e in res] == [("x2",
+                                                      "out\x1b[1m\x7f")]
+    marks = [e for e in got if e["type"] == "imported"]
+    assert len(marks) == 1, marks
+    mark = marks[0]
+    assert (mark["user"], mark["origin"]) == ("bob", "src"), mark
+    assert mark is got[-1] and mark["seq"] > got[-2]["seq"]
+    assert mark["dropped"] == 7 and mark["events"] == len(got) - 1, mark
+
+
+def test_the_chat_shows_where_its_history_came_from(srv):
+    """The mark is one line of the chat's history, naming the importer."""
+    archive = with_events(crafted_source(srv), [
+        ("message", '{"type":"message","user":"carol","text":"before"}')])
+    rc, out, err = run(srv, "told", "atrium-import", user="bob",
+                       data=archive)
+    assert rc == 0, err + srv.read_log()
+    b = chat_plain(srv, "told", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        b.expect(lambda l: l == b"carol: before\n")
+        line = b.expect(lambda l: b"history above was imported" in l)
+        assert b"room src" in line and b"by bob" in line, line
+        b.send("after the mark\n")
+        b.expect(lambda l: l == b"bob: after the mark\n")
+    finally:
+        b.close()
+    assert sum(b"history above was imported" in l for l in b.seen) == 1

@@ -23,9 +23,11 @@ JOBS=${FUZZ_JOBS:-1}
 CC=${FUZZ_CC:-clang}
 
 # The workspace core and the whole-room archive (fs/, less its main.c),
-# and what reads a room's history (room_import.c and room_db.c).
+# what reads a room's history (room_import.c and room_db.c), and the
+# constructors every stored event passes through (stored_event.c).
 FS_CORE=$(ls fs/*.c | grep -v '^fs/main\.c$' | tr '\n' ' ')
-ROOM_DB="agent/room_import.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c"
+STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
+ROOM_DB="agent/room_import.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c $STORED"
 
 # The sources each target needs besides its own file.
 declare -A SRC=(
@@ -43,6 +45,7 @@ declare -A SRC=(
 	[term_view]="sshd/term_view.c sshd/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
+	[stored_event]="$STORED common/names.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"

@@ -18,11 +18,11 @@
 static char path[64];
 
 static int
-count_json(const char *json, void *arg)
+count_json(long long seq, const char *time, const char *json, void *arg)
 {
 	int *n = arg;
 
-	(void)json;
+	(void)seq; (void)time; (void)json;
 	(*n)++;
 	return 0;
 }

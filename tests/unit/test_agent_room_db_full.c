@@ -21,11 +21,11 @@ static char path[64];
 #include "shim_vfs.h"
 
 static int
-count_json(const char *json, void *arg)
+count_json(long long seq, const char *time, const char *json, void *arg)
 {
 	int *n = arg;
 
-	(void)json;
+	(void)seq; (void)time; (void)json;
 	(*n)++;
 	return 0;
 }
