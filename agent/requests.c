@@ -33,6 +33,7 @@
 #include "protocol.h"
 #include "room.h"
 #include "room_access.h"
+#include "input_limits.h"
 #include "room_db.h"
 #include "room_limits.h"
 #include "settings.h"
@@ -436,39 +437,40 @@ struct request {
 	const char *type;
 	unsigned who;
 	void (*handle)(struct conn *c, json_object *req);
+	int stores;      /* stores what it brings: input_limits_admit first */
 };
 
 /* Every request after hello (hello is CONN_NEW's only one; a monitor's
  * only one is ping, room_monitor_line).  Sorted by nothing: it is short. */
 static const struct request requests[] = {
-	{ "chat", MEMBERS, room_chat },
-	{ "prompt", MEMBERS, room_prompt },
-	{ "approve", MEMBERS, room_approve },
-	{ "stop", MEMBERS, room_stop },
-	{ "config", MEMBERS, room_config },
-	{ "invite", MEMBERS, room_access },
-	{ "kick", MEMBERS, room_access },
-	{ "visibility", MEMBERS, room_access },
-	{ "access", MEMBERS, room_access },
-	{ "limits", MEMBERS, room_limits },
-	{ "caps", MEMBERS, room_caps },
-	{ "history", MEMBERS, room_history },
-	{ "who", MEMBERS, room_who },
-	{ "undo", MEMBERS, room_undo },
-	{ "redo", MEMBERS, room_redo },
-	{ "snapshot", MEMBERS, room_snapshots },
-	{ "restore", MEMBERS, room_snapshots },
-	{ "snapshots", MEMBERS, room_snapshots },
-	{ "typing", MEMBERS, room_typing },
-	{ "complete", MEMBERS, room_complete },
-	{ "usage", MEMBERS, room_usage },
-	{ "sync", MEMBERS, room_sync },
-	{ "term_open", MEMBERS, room_term },
-	{ "term_input", MEMBERS, room_term },
-	{ "term_resize", MEMBERS, room_term },
-	{ "term_close", MEMBERS, room_term },
-	{ "exec", EXECS, room_exec },
-	{ "signal", EXECS, room_signal },
+	{ "chat", MEMBERS, room_chat, 1 },
+	{ "prompt", MEMBERS, room_prompt, 1 },
+	{ "approve", MEMBERS, room_approve, 0 },
+	{ "stop", MEMBERS, room_stop, 0 },
+	{ "config", MEMBERS, room_config, 0 },
+	{ "invite", MEMBERS, room_access, 0 },
+	{ "kick", MEMBERS, room_access, 0 },
+	{ "visibility", MEMBERS, room_access, 0 },
+	{ "access", MEMBERS, room_access, 0 },
+	{ "limits", MEMBERS, room_limits, 0 },
+	{ "caps", MEMBERS, room_caps, 0 },
+	{ "history", MEMBERS, room_history, 0 },
+	{ "who", MEMBERS, room_who, 0 },
+	{ "undo", MEMBERS, room_undo, 0 },
+	{ "redo", MEMBERS, room_redo, 0 },
+	{ "snapshot", MEMBERS, room_snapshots, 0 },
+	{ "restore", MEMBERS, room_snapshots, 0 },
+	{ "snapshots", MEMBERS, room_snapshots, 0 },
+	{ "typing", MEMBERS, room_typing, 0 },
+	{ "complete", MEMBERS, room_complete, 0 },
+	{ "usage", MEMBERS, room_usage, 0 },
+	{ "sync", MEMBERS, room_sync, 0 },
+	{ "term_open", MEMBERS, room_term, 0 },
+	{ "term_input", MEMBERS, room_term, 0 },
+	{ "term_resize", MEMBERS, room_term, 0 },
+	{ "term_close", MEMBERS, room_term, 0 },
+	{ "exec", EXECS, room_exec, 1 },
+	{ "signal", EXECS, room_signal, 0 },
 };
 
 /* The entry for type, or NULL. */
@@ -513,7 +515,8 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 	else if (!(r->who & (1u << c->kind)))
 		room_error(c, NULL, "an exec connection may send only exec "
 		    "and signal");
-	else
+	else if (!r->stores || input_limits_admit(c->a, c, type,
+	    json_get_string(req, "id")) == 0)
 		r->handle(c, req);
 }
 

@@ -674,6 +674,16 @@ room_db_int(struct room_db *db, long long def, const char *sql,
 	return v;
 }
 
+long long
+room_db_used_bytes(struct room_db *db)
+{
+	long long psize = room_db_int(db, 0, "PRAGMA page_size", "");
+	long long pages = room_db_int(db, 0, "PRAGMA page_count", "");
+	long long free_pages = room_db_int(db, 0, "PRAGMA freelist_count", "");
+
+	return (pages - free_pages) * psize;
+}
+
 int
 room_db_version(struct room_db *db)
 {

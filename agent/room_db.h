@@ -279,4 +279,8 @@ typedef int room_db_usage_fn(const char *user, const char *model,
 int room_db_usage_rows(struct room_db *db, const char *period, int by_user,
     room_db_usage_fn *fn, void *arg);
 
+/* The bytes room.db's pages hold (free pages, which new rows reuse, not
+ * counted; nor the WAL, which checkpoints bound). */
+long long room_db_used_bytes(struct room_db *db);
+
 #endif

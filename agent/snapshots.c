@@ -60,6 +60,22 @@ snapshots_failed(struct conn *c, const char *what, const char *name, int r)
 		    strerror(-r));
 }
 
+/* A snapshot refused for the quota, with the figures, to c: a person's
+ * snapshot is kept until someone drops it, so it must fit as if all it
+ * names were deleted next (fs/quota.c). */
+static void
+snapshots_no_room(struct conn *c, const char *name,
+    const struct fsctl_usage *u)
+{
+	room_error(c, NULL, "snapshot %s would not fit in the room's quota: "
+	    "%.1f MiB of %.1f MiB are used (%.1f MiB of it kept only by "
+	    "snapshots) and it would keep %.1f MiB more (the files no other "
+	    "snapshot holds); drop a snapshot (/snapshots lists them) or "
+	    "delete files first", name, u->used / 1048576.0,
+	    u->quota / 1048576.0, u->snap_only / 1048576.0,
+	    u->keep / 1048576.0);
+}
+
 /* One snapshot into the list (arg). */
 static int
 snapshots_add(void *arg, const struct fsctl_snapshot *snap)
@@ -104,6 +120,7 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 {
 	const char *name = json_get_string(req, "name");
 	int restore = strcmp(type, "restore") == 0;
+	struct fsctl_usage why;
 	char db[4200];
 	int r;
 
@@ -129,8 +146,12 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		    "its turn has ended (or stop it)");
 		return;
 	}
-	r = fsctl_request(db, restore ? "restore" : "snapshot", name,
-	    SNAPSHOTS_TIMEOUT_S);
+	r = restore ? fsctl_request(db, "restore", name, SNAPSHOTS_TIMEOUT_S) :
+	    fsctl_snapshot(db, 0, name, SNAPSHOTS_TIMEOUT_S, &why);
+	if (r == -EDQUOT && !restore && why.quota) {
+		snapshots_no_room(c, name, &why);
+		return;
+	}
 	if (r < 0) {
 		snapshots_failed(c, type, name, r);
 		return;

@@ -40,6 +40,21 @@
  * redo-ID) beyond the newest a->cfg.undo_keep turns, or older than
  * a->cfg.undo_max_age seconds, are dropped.  Snapshots people named are never
  * touched: they are not in turn_undo.
+ *
+ * Room for undo points.  Blocks that only snapshots keep count against the
+ * workspace's quota (fs/quota.c), so undo points could hold a room full.
+ * Undo points are taken as "undo-snapshot": atrium-fs takes them even in a
+ * full room (an undo needs its redo point most when the room is full),
+ * and in exchange the agent drops them, oldest first, whenever the room
+ * is full (less than UNDO_ROOM_FRACTION of the quota left) and snapshots
+ * hold some of it, telling the room each time ("dropped the undo point of
+ * turn N to make room").  It does so just before it takes a new undo
+ * point: that is the one moment the agent itself is about to make the
+ * room need more, it is already talking to atrium-fs then, and a write
+ * refused earlier in a turn has already failed (its tool result says the
+ * workspace is full), so dropping there would not save it.  atrium-fs
+ * never drops a snapshot by itself: room.db's turn_undo names them, and
+ * only the agent keeps the two in step.
  */
 #include "undo.h"
 
@@ -63,6 +78,9 @@
 
 #define UNDO_SNAPSHOT_TIMEOUT_S 5
 #define UNDO_RESTORE_TIMEOUT_S 30
+/* The room is full, for dropping undo points, with less than 1/N of its
+ * quota left. */
+#define UNDO_ROOM_FRACTION 16
 
 /* Take turn's snapshot into name (size bytes); 0, or -errno logged
  * (name then empty: the turn has no undo point). */
@@ -74,8 +92,7 @@ undo_snapshot(struct agent *a, long long turn, char *name, size_t size)
 
 	snprintf(name, size, "turn-%lld", turn);
 	if ((r = ws_snapshot_db(a->room_dir, db, sizeof(db))) == 0)
-		r = fsctl_request(db, "snapshot", name,
-		    UNDO_SNAPSHOT_TIMEOUT_S);
+		r = fsctl_snapshot(db, 1, name, UNDO_SNAPSHOT_TIMEOUT_S, NULL);
 	if (r == -EEXIST)                 /* taken before a crash: the same */
 		r = 0;
 	if (r == -ECONNREFUSED)
@@ -89,11 +106,32 @@ undo_snapshot(struct agent *a, long long turn, char *name, size_t size)
 	return r;
 }
 
+/* Drop turn's undo point snap (and its redo point) from db and room.db,
+ * for why.  0 or -1 (logged). */
+static int
+undo_drop_point(struct agent *a, const char *db, long long turn,
+    const char *snap, const char *why)
+{
+	char redo[64];
+	int r = fsctl_request(db, "drop", snap, UNDO_SNAPSHOT_TIMEOUT_S);
+
+	if (r < 0 && r != -ENOENT) {
+		log_warn("%s: dropping snapshot %s: %s", why, snap, strerror(-r));
+		return -1;
+	}
+	snprintf(redo, sizeof(redo), "redo-%lld", turn);
+	fsctl_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
+	if (room_db_undo_retire(a->db, turn) < 0)
+		return -1;
+	log_info("%s: dropped the undo point of turn %lld", why, turn);
+	return 0;
+}
+
 /* Drop the automatic snapshots retention no longer keeps. */
 static void
 undo_retention(struct agent *a)
 {
-	char db[4200], snap[160], redo[160], before[40];
+	char db[4200], snap[160], before[40];
 	time_t t = time(NULL) - a->cfg.undo_max_age;
 	long long turn;
 	struct tm tm;
@@ -103,20 +141,40 @@ undo_retention(struct agent *a)
 		return;
 	strftime(before, sizeof(before), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 	while (room_db_undo_expired(a->db, a->cfg.undo_keep, before, &turn, snap,
-	    sizeof(snap)) == 1) {
-		snprintf(redo, sizeof(redo), "redo-%lld", turn);
-		int r = fsctl_request(db, "drop", snap,
-		    UNDO_SNAPSHOT_TIMEOUT_S);
+	    sizeof(snap)) == 1)
+		if (undo_drop_point(a, db, turn, snap, "retention") < 0)
+			return;
+}
 
-		if (r < 0 && r != -ENOENT) {
-			log_warn("retention: dropping snapshot %s: %s", snap,
-			    strerror(-r));
+/* 1 when the workspace of db is full (see the head) and snapshots hold
+ * some of it, else 0 (also when its figures cannot be had). */
+static int
+undo_room_full(const char *db)
+{
+	struct fsctl_usage u;
+
+	if (fsctl_usage(db, UNDO_SNAPSHOT_TIMEOUT_S, &u) < 0 || !u.quota ||
+	    !u.snap_only)
+		return 0;
+	return u.used + u.quota / UNDO_ROOM_FRACTION >= u.quota;
+}
+
+/* While the room is full, drop undo points oldest first and tell the
+ * room (see the head). */
+static void
+undo_make_room(struct agent *a)
+{
+	char db[4200], snap[160];
+	long long turn;
+
+	if (ws_snapshot_db(a->room_dir, db, sizeof(db)) < 0)
+		return;
+	while (undo_room_full(db) &&
+	    room_db_undo_expired(a->db, 0, "", &turn, snap, sizeof(snap)) == 1) {
+		if (undo_drop_point(a, db, turn, snap, "quota") < 0)
 			return;
-		}
-		fsctl_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
-		if (room_db_undo_retire(a->db, turn) < 0)
-			return;
-		log_info("retention: dropped the undo point of turn %lld", turn);
+		room_notice(a, "dropped the undo point of turn %lld to make room "
+		    "(the workspace is at its quota)", turn);
 	}
 }
 
@@ -127,8 +185,10 @@ undo_before_write(struct agent *a, long long turn, int step, int idx,
 	char name[64] = "";
 	int s, i, r = room_db_undo_get(a->db, turn, &s, &i);
 
-	if (r == 0)
+	if (r == 0) {
+		undo_make_room(a);
 		undo_snapshot(a, turn, name, sizeof(name));
+	}
 	r = room_db_undo_mark(a->db, turn, step, idx, tool,
 	    name[0] ? name : NULL);
 	if (r < 0)
@@ -345,8 +405,8 @@ undo_apply(struct agent *a, struct undo_plan *p, char *redo, size_t size)
 		snprintf(redo, size, "redo-%lld", turn);
 		r = fsctl_request(db, "drop", redo, UNDO_SNAPSHOT_TIMEOUT_S);
 		if (r == 0 || r == -ENOENT)
-			r = fsctl_request(db, "snapshot", redo,
-			    UNDO_RESTORE_TIMEOUT_S);
+			r = fsctl_snapshot(db, 1, redo, UNDO_RESTORE_TIMEOUT_S,
+			    NULL);
 		if (r < 0) {
 			log_warn("undo of turn %lld: snapshot %s: %s", turn, redo,
 			    strerror(-r));

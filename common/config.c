@@ -78,6 +78,7 @@ static const struct config_key config_keys[] = {
 	NUM("total-cpus", CT_CPUS, total_cpus, 0, CONFIG_MAX_CPUS),
 	NUM("quota", CT_SIZE, quota, 0, CONFIG_MAX_SIZE),
 	NUM("quota-inodes", CT_SIZE, quota_inodes, 0, CONFIG_MAX_SIZE),
+	NUM("room-db-quota", CT_SIZE, room_db_quota, 0, CONFIG_MAX_SIZE),
 	NUM("no-limits", CT_BOOL, no_limits, 0, 1),
 	STR("cgroup-root", cgroup_root),
 	STR("cgroup-parent", cgroup_parent),

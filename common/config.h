@@ -79,6 +79,9 @@ struct config {
 	long long quota;		/* bytes a room's workspace may store
 					 * (atrium-fs -o quota=); 0: none */
 	long long quota_inodes;		/* files a workspace may hold; 0: none */
+	long long room_db_quota;	/* bytes a room's room.db may hold (chat,
+					 * transcript, exec outputs); 0: a
+					 * quarter of quota (none without one) */
 	int no_limits;			/* run commands even where cgroup limits
 					 * cannot be applied */
 	char cgroup_root[256];		/* where cgroupfs is mounted */

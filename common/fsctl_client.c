@@ -141,7 +141,23 @@ struct fsctl_lines {
 	fsctl_list_cb list;
 	void *arg;
 	int more;
+	struct fsctl_usage *usage;    /* where a "U" line goes, or NULL */
 };
+
+/* A usage line "U QUOTA USED SNAP_ONLY KEEP INODES QUOTA_INODES".  0 or
+ * -EPROTO. */
+static int
+fsctl_usage_line(struct fsctl_lines *w, const char *line)
+{
+	struct fsctl_usage *u = w->usage;
+	int end = 0;
+
+	if (sscanf(line, "U %llu %llu %llu %llu %llu %llu%n", &u->quota,
+	    &u->used, &u->snap_only, &u->keep, &u->inodes, &u->quota_inodes,
+	    &end) != 6 || line[end] != '\0')
+		return -EPROTO;
+	return 0;
+}
 
 /* A list line "S NAME CREATED_NS INODES SHARED OWN".  0 or -errno. */
 static int
@@ -177,6 +193,8 @@ fsctl_answer_line(char *line, struct fsctl_lines *w)
 		return 1;
 	if (strncmp(line, "error ", 6) == 0)
 		return fsctl_error_line(line);
+	if (w->usage && line[0] == 'U' && line[1] == ' ')
+		return fsctl_usage_line(w, line);
 	if (w->list && line[0] == 'S' && line[1] == ' ')
 		return fsctl_list_line(w, line);
 	if (w->diff && strcmp(line, "more") == 0) {
@@ -273,6 +291,30 @@ fsctl_request(const char *db, const char *verb, const char *name,
 	int r = fsctl_request_line(req, sizeof(req), verb, name);
 
 	return r < 0 ? r : fsctl_exchange(db, req, timeout_s, &w);
+}
+
+int
+fsctl_snapshot(const char *db, int undo, const char *name, int timeout_s,
+    struct fsctl_usage *why)
+{
+	struct fsctl_usage ignored;
+	struct fsctl_lines w = { .usage = why ? why : &ignored };
+	char req[FSCTL_LINE_MAX];
+	int r;
+
+	memset(w.usage, 0, sizeof(*w.usage));
+	r = fsctl_request_line(req, sizeof(req),
+	    undo ? "undo-snapshot" : "snapshot", name);
+	return r < 0 ? r : fsctl_exchange(db, req, timeout_s, &w);
+}
+
+int
+fsctl_usage(const char *db, int timeout_s, struct fsctl_usage *out)
+{
+	struct fsctl_lines w = { .usage = out };
+
+	memset(out, 0, sizeof(*out));
+	return fsctl_exchange(db, "usage\n", timeout_s, &w);
 }
 
 int

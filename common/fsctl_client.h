@@ -62,6 +62,23 @@ struct fsctl_snapshot {
 /* Non-zero stops the list (-ECANCELED). */
 typedef int (*fsctl_list_cb)(void *arg, const struct fsctl_snapshot *s);
 
+/* The quota's figures (fs/control.c's "U" line), in bytes; quota 0: none.
+ * keep: what a refused snapshot would have kept. */
+struct fsctl_usage {
+	unsigned long long quota, used, snap_only, keep;
+	unsigned long long inodes, quota_inodes;
+};
+
+/* The quota's figures of db's workspace into *out. */
+int fsctl_usage(const char *db, int timeout_s, struct fsctl_usage *out);
+
+/* Snapshot db as name: a named one, or an undo point (undo non-zero:
+ * exempt from the quota's check, which the agent keeps by dropping undo
+ * points).  -EDQUOT when a named one would not fit: the figures into
+ * *why when not NULL (why->quota 0 when the daemon sent none). */
+int fsctl_snapshot(const char *db, int undo, const char *name,
+    int timeout_s, struct fsctl_usage *why);
+
 /* The snapshots of db, oldest first. */
 int fsctl_list(const char *db, int timeout_s, fsctl_list_cb cb, void *arg);
 

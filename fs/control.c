@@ -9,8 +9,11 @@
  *
  * The wire, one request per connection, both lines at most
  * FSCTL_LINE_MAX bytes (fsctl_client.h):
- *   request   VERB SP NAME LF      VERB: snapshot, restore, drop or diff
+ *   request   VERB SP NAME LF      VERB: snapshot, undo-snapshot (an
+ *                                  undo point: FS_SNAPSHOT_UNDO), restore,
+ *                                  drop or diff
  *             "list" LF            the snapshots, oldest first
+ *             "usage" LF           the quota's figures (fs_quota_figures)
  *             "compact" LF         give free pages back (fs_vacuum)
  *             "commit" LF          commit the open group (fs_sync), so
  *                                  that a reader of the file sees all
@@ -23,6 +26,12 @@
  * an entry is one line whatever a name holds (FSCTL_ENTRY_MAX bytes).
  * list's answer comes after one line per snapshot:
  *   snapshot  "S" SP NAME SP CREATED_NS SP INODES SP SHARED SP OWN LF
+ * usage's answer comes after one line, and so does a snapshot's refusal
+ * for the quota (before its "error 122" line), so that the person who
+ * asked learns the figures:
+ *   usage     "U" SP QUOTA SP USED SP SNAP_ONLY SP KEEP SP INODES SP
+ *             QUOTA_INODES LF      (bytes; 0: no quota; KEEP: what the
+ *                                  refused snapshot would have kept)
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
  *
  * Trust: the socket is made 0600 in the database's directory, next to the
@@ -194,6 +203,43 @@ control_list_entry(void *arg, const struct fs_snapshot_info *s)
 	return control_write_all(*(int *)arg, line, (size_t)n) < 0;
 }
 
+/* The quota's figures as a "U" line to fd.  0 or -errno. */
+static int
+control_usage_line(int fd, const struct fs_quota_figures *q)
+{
+	char line[FSCTL_LINE_MAX];
+	int n = snprintf(line, sizeof(line), "U %llu %llu %llu %llu %llu %llu\n",
+	    (unsigned long long)q->quota, (unsigned long long)q->used,
+	    (unsigned long long)q->snap_only, (unsigned long long)q->keep,
+	    (unsigned long long)q->inodes, (unsigned long long)q->quota_inodes);
+
+	return control_write_all(fd, line, (size_t)n);
+}
+
+/* usage: the figures to fd.  0 or -errno. */
+static int
+control_usage(struct control *c, int fd)
+{
+	struct fs_quota_figures q;
+	int r = fs_quota_figures(c->fs, &q);
+
+	return r < 0 ? r : control_usage_line(fd, &q);
+}
+
+/* snapshot or undo-snapshot name; a refusal for the quota sends its
+ * figures first.  0 or -errno. */
+static int
+control_snapshot(struct control *c, int fd, const char *name, int flags,
+    const struct fs_notify *notify)
+{
+	struct fs_quota_figures why;
+	int r = fs_snapshot_take(c->fs, name, flags, notify, &why);
+
+	if (r == -EDQUOT && !(flags & FS_SNAPSHOT_UNDO))
+		control_usage_line(fd, &why);
+	return r;
+}
+
 /* Do one request line from fd; 0 or -errno. */
 static int
 control_do(struct control *c, int fd, char *line)
@@ -208,6 +254,8 @@ control_do(struct control *c, int fd, char *line)
 		return fs_snapshot_list(c->fs, control_list_entry, &fd);
 	if (strcmp(line, "commit") == 0)
 		return fs_sync(c->fs, 0);
+	if (strcmp(line, "usage") == 0)
+		return control_usage(c, fd);
 	if (strcmp(line, "compact") == 0) {
 		int64_t given = fs_vacuum(c->fs);
 
@@ -222,7 +270,9 @@ control_do(struct control *c, int fd, char *line)
 	if (fs_snapshot_name_ok(name) < 0)
 		return -EINVAL;
 	if (strcmp(line, "snapshot") == 0)
-		return fs_snapshot_take(c->fs, name, &notify);
+		return control_snapshot(c, fd, name, 0, &notify);
+	if (strcmp(line, "undo-snapshot") == 0)
+		return control_snapshot(c, fd, name, FS_SNAPSHOT_UNDO, &notify);
 	if (strcmp(line, "restore") == 0)
 		return fs_snapshot_restore(c->fs, name, &notify);
 	if (strcmp(line, "drop") == 0)
@@ -264,7 +314,8 @@ control_serve(struct control *c, int fd)
 	else
 		snprintf(answer, sizeof(answer), "error %d %s\n", -r,
 		    strerror(-r));
-	if (r < 0 && r != -ENOENT && r != -EEXIST && r != -EINVAL)
+	if (r < 0 && r != -ENOENT && r != -EEXIST && r != -EINVAL &&
+	    r != -EDQUOT)
 		log_warn("control request failed: %s", strerror(-r));
 	if (write(fd, answer, strlen(answer)) < 0)
 		log_warn("control: answering: %s", strerror(errno));

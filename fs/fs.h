@@ -225,6 +225,16 @@ int fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes);
 int fs_quota_near(struct fs *fs);
 /* What the quota counts now (see fs/quota.c).  0. */
 int fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes);
+/* The quota's figures: what is used, the snapshots' share of it, and
+ * for a refused snapshot what it would have kept. */
+struct fs_quota_figures {
+	uint64_t quota;          /* byte quota, 0: none */
+	uint64_t used;           /* bytes counted: live and snapshots only */
+	uint64_t snap_only;      /* of used, what only snapshots keep */
+	uint64_t keep;           /* a refused snapshot's cost (else 0) */
+	uint64_t inodes, quota_inodes;
+};
+int fs_quota_figures(struct fs *fs, struct fs_quota_figures *out);
 
 /* --- extended attributes (fs/xattr.c) --- */
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
@@ -281,9 +291,12 @@ struct fs_notify {
 };
 /* Take a snapshot of the whole tree under name, copying metadata only;
  * notify (mounted) flushes the kernel's dirty pages first.  -EINVAL for a
- * bad name, -EEXIST when one has that name. */
-int fs_snapshot_take(struct fs *fs, const char *name,
-    const struct fs_notify *notify);
+ * bad name, -EEXIST when one has that name, -EDQUOT when what it would
+ * keep does not fit in the quota (figures into *why when not NULL), unless
+ * flags has FS_SNAPSHOT_UNDO (fs/quota.c: an undo point). */
+#define FS_SNAPSHOT_UNDO 1
+int fs_snapshot_take(struct fs *fs, const char *name, int flags,
+    const struct fs_notify *notify, struct fs_quota_figures *why);
 /* Make the tree what snapshot name saw; the snapshot stays (fs/restore.c).
  * Inodes the kernel holds that the snapshot lacks or has otherwise stay,
  * unlinked, for the files open on them (the snapshot's version of such a

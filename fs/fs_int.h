@@ -97,6 +97,12 @@ struct fs {
 	int64_t quota_bytes, quota_inodes;
 	int64_t used_bytes, used_inodes;
 	int64_t op_bytes, op_inodes;
+	/* The part of used_bytes / op_bytes that only snapshots keep: their
+	 * blocks no live chunk names, and their rows (quota.c). */
+	int64_t used_snap, op_snap;
+	/* The running operation may grow past the byte quota: a restore or
+	 * an undo point (quota.c says why); cleared at its end. */
+	int quota_exempt;
 	int quota_counting;       /* triggers installed, used_* counted */
 	/* Whether a snapshot may exist (snapshot.c): 0 only when none does,
 	 * so that writes skip asking whether a block is shared. */
@@ -234,6 +240,8 @@ void quota_op_end(struct fs *fs, int kept);
 int quota_admit(struct fs *fs, uint64_t bytes);
 int quota_fits(struct fs *fs, uint64_t bytes);
 int quota_reserve_check(struct fs *fs, uint64_t len);
+int quota_snapshot_check(struct fs *fs, int64_t id,
+    struct fs_quota_figures *why);
 void quota_statfs(struct fs *fs, struct fs_statfs *out);
 
 /* --- xattr.c --- */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -253,6 +254,48 @@ cmd_reown(int argc, char **argv)
 	return reown_run(argv[1], argv[2], argv[3]);
 }
 
+/* Bytes of path and of its -wal, or 0 when path is not there. */
+static unsigned long long
+du_sqlite_size(const char *path)
+{
+	char wal[4300];
+	struct stat st;
+	unsigned long long n = 0;
+
+	if (stat(path, &st) < 0 ||
+	    snprintf(wal, sizeof(wal), "%s-wal", path) >= (int)sizeof(wal))
+		return 0;
+	n = (unsigned long long)st.st_size;
+	if (stat(wal, &st) == 0)
+		n += (unsigned long long)st.st_size;
+	return n;
+}
+
+/* The room's parts against its quota: room.db beside db (a room's
+ * directory), and the quota of the daemon that has db mounted, if any
+ * (the quota is a mount option, not stored in the file). */
+static void
+du_room(const char *db, const struct fs_du *u)
+{
+	char room[4200], *slash;
+	struct fsctl_usage q;
+	unsigned long long rdb;
+
+	snprintf(room, sizeof(room), "%s", db);
+	slash = strrchr(room, '/');
+	snprintf(slash ? slash + 1 : room, sizeof(room) - (size_t)(slash ?
+	    slash + 1 - room : 0), "room.db");
+	rdb = du_sqlite_size(room);
+	if (rdb)
+		printf("room.db:       %llu bytes\n", rdb);
+	if (fsctl_usage(db, CTL_TIMEOUT_S, &q) < 0 || !q.quota)
+		return;
+	printf("quota:         %llu bytes: %llu used, of which live %llu, "
+	    "snapshots only %llu\n", q.quota, q.used, q.used - q.snap_only,
+	    q.snap_only);
+	(void)u;
+}
+
 /* atrium-fs du DB */
 static int
 cmd_du(int argc, char **argv)
@@ -285,6 +328,7 @@ cmd_du(int argc, char **argv)
 	printf("database:      %llu bytes\n", (unsigned long long)u.db_bytes);
 	printf("wal:           %llu bytes\n", (unsigned long long)u.wal_bytes);
 	printf("overhead:      %s\n", overhead);
+	du_room(argv[1], &u);
 	return 0;
 }
 
@@ -327,7 +371,17 @@ static int
 snapshot_mounted(const char *db, const char *verb, const char *name)
 {
 	struct lockfile_holder h;
-	int r = fsctl_request(db, verb, name, CTL_TIMEOUT_S);
+	struct fsctl_usage why;
+	int r = strcmp(verb, "snapshot") == 0 ?
+	    fsctl_snapshot(db, 0, name, CTL_TIMEOUT_S, &why) :
+	    fsctl_request(db, verb, name, CTL_TIMEOUT_S);
+
+	if (r == -EDQUOT && strcmp(verb, "snapshot") == 0 && why.quota)
+		fprintf(stderr, "atrium-fs: snapshot %s would keep %llu bytes "
+		    "more (the live data no other snapshot holds, and its "
+		    "rows); %llu of the quota's %llu bytes are used (%llu of "
+		    "them by snapshots only): drop a snapshot or delete files\n",
+		    name, why.keep, why.used, why.quota, why.snap_only);
 
 	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
 		return r;
@@ -388,7 +442,7 @@ snapshot_offline(const char *db, int fd, const char *verb, const char *name)
 		return open_failed(db, r);
 	}
 	if (strcmp(verb, "snapshot") == 0)
-		r = fs_snapshot_take(fs, name, NULL);
+		r = fs_snapshot_take(fs, name, 0, NULL, NULL);
 	else if (strcmp(verb, "restore") == 0)
 		r = fs_snapshot_restore(fs, name, NULL);
 	else

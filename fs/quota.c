@@ -18,10 +18,37 @@
  *   names             sum of dirents name lengths (hard links and long
  *                     names are not free: 65000 links of 255 bytes per
  *                     inode would otherwise escape both limits)
+ *   snapshots only    the blocks that snapshots name and no live chunk
+ *                     does (each once), plus QUOTA_SNAP_ROW_BYTES for each
+ *                     snap_ row and the bytes of the names, targets and
+ *                     xattrs those rows copy
  * Inodes: every inode but the root, unlinked-but-open ones included (their
  * bytes are still on disk); they are freed when the last opener lets go.
  * SQLite's own overhead (b-tree pages, indexes, about 100 bytes a row) is
- * not counted: the inode limit bounds it.
+ * not counted for the live tree: the inode limit bounds it.
+ *
+ * Why snapshots count.  A snapshot shares its blocks with the live tree, so
+ * taking one costs rows, but from then on deleting or overwriting a file
+ * moves its blocks from "live" to "kept only by snapshots" instead of
+ * freeing them.  Not counting those let "write, snapshot, rm" repeated fill
+ * the host's disk while df in the room showed it empty.  Counting them
+ * the way ZFS counts a snapshot's unique bytes keeps two promises:
+ *   - deleting never grows: a chunk whose block a snapshot names moves
+ *     its len from live to snapshots only (net 0), so rm passes in a full
+ *     room, and dropping a snapshot frees what only it named;
+ *   - a block is counted once however many snapshots and the live tree
+ *     name it, so a snapshot of an unchanged tree costs only its rows.
+ * A snapshot people name (fs_snapshot_take without FS_SNAPSHOT_UNDO) must
+ * also fit at the moment it is taken as if everything it names were
+ * deleted next: used + its rows + the live bytes no other snapshot
+ * names yet ("what it would keep") <= quota, else -EDQUOT with those
+ * figures (quota_snapshot_check).  Nothing drops a named snapshot but a
+ * person, so its worst case is reserved up front.  An undo point
+ * (FS_SNAPSHOT_UNDO) and a restore are exempt from the check when taken
+ * (quota_exempt): the agent drops undo points oldest first whenever the
+ * room is full (agent/undo.c), so they cannot hold the room, and refusing
+ * them would make /undo fail exactly when a full room needs it.  Both are
+ * counted like any other rows and blocks from then on.
  *
  * How it is counted.  TEMP triggers on this connection (never in the file,
  * so the on-disk schema and fsck do not change) call quota_add() with each
@@ -29,8 +56,11 @@
  * unlink, rename over a file, purge of orphans, xattrs) is counted without
  * being taught about quotas.  recursive_triggers is on so that INSERT OR
  * REPLACE (xattrs) fires the delete trigger for the row it replaces.  A
- * chunk counts its len: the bytes of the live tree, not the blocks that
- * only snapshots keep (atrium-fs du shows those).
+ * chunk counts its len: the bytes of the live tree.  quota_snap() counts
+ * the snapshots' share (into op_snap as well as op_bytes): a live chunk
+ * that goes while a snapshot names its block adds its len, one that comes
+ * back onto a snapshot's block (a restore) takes it away, and the last
+ * snap_chunk of a block no live chunk names takes it away too.
  * The changes of the running operation add up in op_bytes / op_inodes; at
  * its end (db_op_end) an operation that grew past a limit gets EDQUOT and
  * its savepoint is rolled back, so nothing of it stays and nothing before
@@ -99,6 +129,71 @@ static const char quota_triggers[] =
 	"CREATE TEMP TRIGGER IF NOT EXISTS quota_inode_del AFTER DELETE ON "
 	" main.inodes BEGIN SELECT quota_add(0, -1); END;";
 
+/* What only snapshots keep (see the head).  A block's every chunk and
+ * snap_chunk has the same len (fs/schema.c, I10). */
+#define QUOTA_SNAP_NAMED(b) " EXISTS (SELECT 1 FROM snap_chunks WHERE block = " b ")"
+#define QUOTA_LIVE_NAMED(b) " EXISTS (SELECT 1 FROM chunks WHERE block = " b ")"
+#define QUOTA_ROW "64"
+static const char quota_snap_triggers[] =
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_chunk_del AFTER DELETE ON "
+	" main.chunks WHEN" QUOTA_SNAP_NAMED("OLD.block") " BEGIN"
+	" SELECT quota_snap(OLD.len); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_chunk_ins AFTER INSERT ON "
+	" main.chunks WHEN" QUOTA_SNAP_NAMED("NEW.block") " BEGIN"
+	" SELECT quota_snap(-NEW.len); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_chunk_mv AFTER UPDATE OF "
+	" block ON main.chunks WHEN OLD.block != NEW.block BEGIN"
+	" SELECT quota_snap(OLD.len) WHERE" QUOTA_SNAP_NAMED("OLD.block") ";"
+	" SELECT quota_snap(-NEW.len) WHERE" QUOTA_SNAP_NAMED("NEW.block") ";"
+	" END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sc_ins AFTER INSERT ON "
+	" main.snap_chunks BEGIN SELECT quota_snap(" QUOTA_ROW ");"
+	" SELECT quota_snap(NEW.len) WHERE NOT" QUOTA_LIVE_NAMED("NEW.block")
+	" AND (SELECT count(*) FROM snap_chunks WHERE block = NEW.block) = 1;"
+	" END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sc_del AFTER DELETE ON "
+	" main.snap_chunks BEGIN SELECT quota_snap(-" QUOTA_ROW ");"
+	" SELECT quota_snap(-OLD.len) WHERE NOT" QUOTA_LIVE_NAMED("OLD.block")
+	" AND NOT" QUOTA_SNAP_NAMED("OLD.block") "; END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_si_ins AFTER INSERT ON "
+	" main.snap_inodes BEGIN SELECT quota_snap(" QUOTA_ROW "); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_si_del AFTER DELETE ON "
+	" main.snap_inodes BEGIN SELECT quota_snap(-" QUOTA_ROW "); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sd_ins AFTER INSERT ON "
+	" main.snap_dirents BEGIN SELECT quota_snap(" QUOTA_ROW " + "
+	" length(CAST(NEW.name AS BLOB))); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sd_del AFTER DELETE ON "
+	" main.snap_dirents BEGIN SELECT quota_snap(-" QUOTA_ROW " - "
+	" length(CAST(OLD.name AS BLOB))); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_ss_ins AFTER INSERT ON "
+	" main.snap_symlinks BEGIN SELECT quota_snap(" QUOTA_ROW " + "
+	" length(NEW.target)); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_ss_del AFTER DELETE ON "
+	" main.snap_symlinks BEGIN SELECT quota_snap(-" QUOTA_ROW " - "
+	" length(OLD.target)); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sx_ins AFTER INSERT ON "
+	" main.snap_xattrs BEGIN SELECT quota_snap(" QUOTA_ROW " + "
+	" length(CAST(NEW.name AS BLOB)) + length(NEW.value)); END;"
+	"CREATE TEMP TRIGGER IF NOT EXISTS quota_snap_sx_del AFTER DELETE ON "
+	" main.snap_xattrs BEGIN SELECT quota_snap(-" QUOTA_ROW " - "
+	" length(CAST(OLD.name AS BLOB)) - length(OLD.value)); END;";
+
+/* The snapshots' share as the data says, the same sums its triggers keep. */
+static const char quota_scan_snap_sql[] =
+	"SELECT (SELECT coalesce(sum(len), 0) FROM (SELECT block, max(len) AS"
+	" len FROM snap_chunks GROUP BY block) s WHERE NOT"
+	QUOTA_LIVE_NAMED("s.block") ")"
+	" + " QUOTA_ROW " * ((SELECT count(*) FROM snap_chunks)"
+	"  + (SELECT count(*) FROM snap_inodes)"
+	"  + (SELECT count(*) FROM snap_dirents)"
+	"  + (SELECT count(*) FROM snap_symlinks)"
+	"  + (SELECT count(*) FROM snap_xattrs))"
+	" + (SELECT coalesce(sum(length(CAST(name AS BLOB))), 0) FROM"
+	"  snap_dirents)"
+	" + (SELECT coalesce(sum(length(target)), 0) FROM snap_symlinks)"
+	" + (SELECT coalesce(sum(length(CAST(name AS BLOB)) + length(value)), 0)"
+	"  FROM snap_xattrs)";
+
 /* The totals as the data says, the same sums the triggers keep. */
 static const char quota_scan_sql[] =
 	"SELECT (SELECT coalesce(sum(len), 0) FROM chunks)"
@@ -121,23 +216,51 @@ quota_add_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_null(ctx);
 }
 
-/* Count what the database holds into used_bytes / used_inodes.  0 or
- * -errno. */
+/* quota_snap(bytes): the snapshot triggers' way in (see the head). */
+static void
+quota_snap_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct fs *fs = sqlite3_user_data(ctx);
+	int64_t n = sqlite3_value_int64(argv[0]);
+
+	(void)argc;
+	fs->op_bytes += n;
+	fs->op_snap += n;
+	sqlite3_result_null(ctx);
+}
+
+/* Run the one-row query sql into out[0..n).  0 or -errno. */
 static int
-quota_scan(struct fs *fs)
+quota_query(struct fs *fs, const char *sql, int64_t *out, int n)
 {
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(fs->db, quota_scan_sql, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(fs->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return db_errno(fs, rc, "quota scan");
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		fs->used_bytes = sqlite3_column_int64(st, 0);
-		fs->used_inodes = sqlite3_column_int64(st, 1);
-	}
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		for (int i = 0; i < n; i++)
+			out[i] = sqlite3_column_int64(st, i);
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : db_errno(fs, rc, "quota scan");
+}
+
+/* Count what the database holds into used_bytes / used_inodes /
+ * used_snap.  0 or -errno. */
+static int
+quota_scan(struct fs *fs)
+{
+	int64_t v[2] = { 0, 0 }, snap = 0;
+	int r;
+
+	if ((r = quota_query(fs, quota_scan_sql, v, 2)) < 0 ||
+	    (r = quota_query(fs, quota_scan_snap_sql, &snap, 1)) < 0)
+		return r;
+	fs->used_bytes = v[0] + snap;
+	fs->used_inodes = v[1];
+	fs->used_snap = snap;
+	return 0;
 }
 
 /* Install the counting (function and triggers) and count once.  Called
@@ -152,9 +275,14 @@ quota_install(struct fs *fs)
 		return 0;
 	rc = sqlite3_create_function(fs->db, "quota_add", 2, SQLITE_UTF8, fs,
 	    quota_add_fn, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(fs->db, "quota_snap", 1, SQLITE_UTF8,
+		    fs, quota_snap_fn, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return db_errno(fs, rc, "quota_add");
-	if (sqlite3_exec(fs->db, quota_triggers, NULL, NULL, &err) != SQLITE_OK) {
+	if (sqlite3_exec(fs->db, quota_triggers, NULL, NULL, &err) != SQLITE_OK ||
+	    sqlite3_exec(fs->db, quota_snap_triggers, NULL, NULL, &err) !=
+	    SQLITE_OK) {
 		log_error("%s: installing the quota triggers: %s", fs->path,
 		    err ? err : "?");
 		sqlite3_free(err);
@@ -195,6 +323,21 @@ fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes)
 	return 0;
 }
 
+int
+fs_quota_figures(struct fs *fs, struct fs_quota_figures *out)
+{
+	memset(out, 0, sizeof(*out));
+	fs_lock(fs);
+	out->quota = fs->quota_bytes > 0 ? (uint64_t)fs->quota_bytes : 0;
+	out->used = fs->used_bytes > 0 ? (uint64_t)fs->used_bytes : 0;
+	out->snap_only = fs->used_snap > 0 ? (uint64_t)fs->used_snap : 0;
+	out->inodes = fs->used_inodes > 0 ? (uint64_t)fs->used_inodes : 0;
+	out->quota_inodes = fs->quota_inodes > 0 ?
+	    (uint64_t)fs->quota_inodes : 0;
+	fs_unlock(fs);
+	return 0;
+}
+
 /* 1 when a byte quota is set and less than QUOTA_NEAR_BYTES of it is
  * left.  Why it matters: with the writeback cache, write(2) returns once
  * the kernel has the page; an EDQUOT from its later writeback reaches
@@ -219,14 +362,16 @@ quota_op_begin(struct fs *fs)
 {
 	fs->op_bytes = 0;
 	fs->op_inodes = 0;
+	fs->op_snap = 0;
 }
 
 /* 0, or -EDQUOT when the running operation grew past a limit (see the
- * head: shrinking and standing still always pass). */
+ * head: shrinking and standing still always pass, and so does an exempt
+ * operation's bytes). */
 int
 quota_op_check(struct fs *fs)
 {
-	if (fs->quota_bytes && fs->op_bytes > 0 &&
+	if (fs->quota_bytes && fs->op_bytes > 0 && !fs->quota_exempt &&
 	    fs->used_bytes + fs->op_bytes > fs->quota_bytes)
 		return -EDQUOT;
 	if (fs->quota_inodes && fs->op_inodes > 0 &&
@@ -242,9 +387,61 @@ quota_op_end(struct fs *fs, int kept)
 	if (kept) {
 		fs->used_bytes += fs->op_bytes;
 		fs->used_inodes += fs->op_inodes;
+		fs->used_snap += fs->op_snap;
 	}
 	fs->op_bytes = 0;
 	fs->op_inodes = 0;
+	fs->op_snap = 0;
+	fs->quota_exempt = 0;
+}
+
+/* The live bytes snapshot id names that no other snapshot does: what it
+ * alone would keep if the live tree let them go.  -1 when unknown. */
+static int64_t
+quota_snapshot_keep(struct fs *fs, int64_t id)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT coalesce(sum(s.len), 0) FROM "
+	    "snap_chunks s WHERE s.snap = ?1 AND NOT EXISTS (SELECT 1 FROM "
+	    "snap_chunks o WHERE o.block = s.block AND o.snap != ?1)");
+	int64_t n = -1;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
+/* Called inside the operation that just copied snapshot id's rows: 0
+ * when it fits as a named snapshot must (see the head), -EDQUOT with the
+ * figures into *why (when not NULL), or -EIO. */
+int
+quota_snapshot_check(struct fs *fs, int64_t id, struct fs_quota_figures *why)
+{
+	int64_t keep;
+
+	if (!fs->quota_bytes)
+		return 0;
+	if ((keep = quota_snapshot_keep(fs, id)) < 0)
+		return -EIO;
+	keep += fs->op_bytes;                     /* its rows */
+	if (fs->used_bytes + keep <= fs->quota_bytes)
+		return 0;
+	if (why) {
+		memset(why, 0, sizeof(*why));
+		why->quota = (uint64_t)fs->quota_bytes;
+		why->used = fs->used_bytes > 0 ? (uint64_t)fs->used_bytes : 0;
+		why->snap_only = fs->used_snap > 0 ? (uint64_t)fs->used_snap : 0;
+		why->keep = (uint64_t)keep;
+		why->inodes = (uint64_t)fs->used_inodes;
+		why->quota_inodes = (uint64_t)fs->quota_inodes;
+	}
+	log_info("%s: snapshot refused: %lld bytes used, it would keep %lld "
+	    "more, the quota is %lld", fs->path, (long long)fs->used_bytes,
+	    (long long)keep, (long long)fs->quota_bytes);
+	return -EDQUOT;
 }
 
 /* 0 when an operation about to store up to bytes more may try (it is

@@ -432,8 +432,12 @@ restore_locked(struct fs *fs, int64_t id, struct restore_inval_list *inv)
 	    "ino INTEGER PRIMARY KEY, keep INTEGER NOT NULL)")) < 0 ||
 	    (r = db_exec(fs, "CREATE TEMP TABLE IF NOT EXISTS snap_keep("
 	    "ino INTEGER PRIMARY KEY, new INTEGER)")) < 0 ||
-	    (r = db_op_begin(fs, grow, 0)) < 0 ||
-	    (r = db_op_end(fs, restore_op(fs, id, inv))) < 0 ||
+	    (r = db_op_begin(fs, grow, 0)) < 0)
+		return r;
+	/* It brings back what the snapshot kept, which was counted: a full
+	 * room must still be able to go back (fs/quota.c). */
+	fs->quota_exempt = 1;
+	if ((r = db_op_end(fs, restore_op(fs, id, inv))) < 0 ||
 	    (r = db_commit(fs, 1)) < 0)
 		return r;
 	/* A kept file and its restored copy may name one block (chunks.c). */

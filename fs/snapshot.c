@@ -214,15 +214,41 @@ snapshot_copy_live(struct fs *fs, int64_t id)
 	return snapshot_exec_all(fs, sqls, sizeof(sqls) / sizeof(sqls[0]), id);
 }
 
+/* Insert snapshot name and copy the live rows under it; a named one must
+ * then fit in the quota (quota.c).  0 or -errno. */
+static int
+snapshot_insert(struct fs *fs, const char *name, int flags,
+    struct fs_quota_figures *why)
+{
+	sqlite3_stmt *st = db_stmt(fs, "INSERT INTO snapshots(name, created) "
+	    "VALUES(?, ?)");
+	int64_t id;
+	int r;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, fs_now_ns());
+	if ((r = db_done(fs, st)) < 0)
+		return r;
+	id = sqlite3_last_insert_rowid(fs->db);
+	if ((r = snapshot_copy_live(fs, id)) < 0)
+		return r;
+	if (flags & FS_SNAPSHOT_UNDO) {
+		fs->quota_exempt = 1;
+		return 0;
+	}
+	return quota_snapshot_check(fs, id, why);
+}
+
 /* Take snapshot name of the live tree (with notify, a mounted one: what
  * the kernel's writeback cache holds is written first, so the snapshot has
  * every write that returned before it): 0, -EINVAL (a bad name), -EEXIST,
- * or -errno. */
+ * -EDQUOT (figures into *why), or -errno. */
 int
-fs_snapshot_take(struct fs *fs, const char *name,
-    const struct fs_notify *notify)
+fs_snapshot_take(struct fs *fs, const char *name, int flags,
+    const struct fs_notify *notify, struct fs_quota_figures *why)
 {
-	sqlite3_stmt *st;
 	int64_t id;
 	int r;
 
@@ -242,17 +268,11 @@ fs_snapshot_take(struct fs *fs, const char *name,
 		return r;
 	}
 	fs->snaps_maybe = 1;      /* before any write can meet a shared block */
-	if (!(st = db_stmt(fs, "INSERT INTO snapshots(name, created) "
-	    "VALUES(?, ?)"))) {
-		r = -EIO;
-	} else {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, fs_now_ns());
-		if ((r = db_done(fs, st)) == 0)
-			r = snapshot_copy_live(fs, sqlite3_last_insert_rowid(fs->db));
-	}
+	r = snapshot_insert(fs, name, flags, why);
 	if ((r = db_op_end(fs, r)) == 0)
 		r = db_commit(fs, 1);
+	else if (snapshot_load(fs) < 0)   /* none may be left after all */
+		fs->snaps_maybe = 1;
 	fs_unlock(fs);
 	return r;
 }

@@ -175,13 +175,15 @@ class Room:
         return sqlite3.connect(os.path.join(self.room_dir, "room.db"))
 
     @contextlib.contextmanager
-    def on_atrium_fs(self):
-        """The workspace as a real atrium-fs mount, for the block's length;
-        the agent is stopped before it is unmounted."""
+    def on_atrium_fs(self, opts=None):
+        """The workspace as a real atrium-fs mount (with -o opts, e.g. a
+        quota), for the block's length; the agent is stopped before it is
+        unmounted."""
         db = os.path.join(self.room_dir, "workspace.db")
         subprocess.run([FS, "mkfs", db], check=True, capture_output=True,
                        timeout=30)
-        subprocess.run([FS, "mount", db, self.workspace], check=True,
+        subprocess.run([FS, "mount", *(["-o", opts] if opts else []), db,
+                        self.workspace], check=True,
                        capture_output=True, timeout=30)
         try:
             os.chmod(self.workspace, 0o777)

@@ -340,7 +340,7 @@ test_remembered_chunks_end_with_snapshots(void)
 	CHECK_INT(fs_write(fs, a.ino, 0, buf, FILE_SIZE), FILE_SIZE);
 	CHECK_INT(fs_sync(fs, 1), 0);
 	/* The old blocks stay readable in the database. */
-	CHECK_INT(fs_snapshot_take(fs, "keep", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "keep", 0, NULL, NULL), 0);
 	CHECK(reads_as(fs, a.ino, CHUNK + 4096, 'a'));
 	CHECK(reads_as(fs, a.ino, 2 * CHUNK, 'a'));
 	/* Chunk 1 whole: a new block (the snapshot has the old one). */

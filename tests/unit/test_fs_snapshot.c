@@ -71,9 +71,9 @@ test_copy_on_write_and_restore(void)
 	    &a), 0);
 	f = a.ino;
 	CHECK_INT(fs_write(fs, f, 0, orig, sizeof(orig)), (int)sizeof(orig));
-	CHECK_INT(fs_snapshot_take(fs, "s1", NULL), 0);
-	CHECK_INT(fs_snapshot_take(fs, "s1", NULL), -EEXIST);
-	CHECK_INT(fs_snapshot_take(fs, "bad/name", NULL), -EINVAL);
+	CHECK_INT(fs_snapshot_take(fs, "s1", 0, NULL, NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s1", 0, NULL, NULL), -EEXIST);
+	CHECK_INT(fs_snapshot_take(fs, "bad/name", 0, NULL, NULL), -EINVAL);
 	/* every kind of write into shared blocks */
 	memcpy(now, orig, sizeof(orig));
 	memset(x, 'x', sizeof(x));
@@ -124,7 +124,7 @@ test_list_and_shared_bytes(void)
 	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "f", S_IFREG | 0644, 0, 0,
 	    &a), 0);
 	CHECK_INT(fs_write(fs, a.ino, 0, buf, sizeof(buf)), (int)sizeof(buf));
-	CHECK_INT(fs_snapshot_take(fs, "a", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "a", 0, NULL, NULL), 0);
 	CHECK_INT(fs_snapshot_list(fs, count_cb, v), 0);
 	CHECK_INT((int)v[0], 1);
 	CHECK_INT((int)v[1], 0);
@@ -154,7 +154,7 @@ test_restore_keeps_held_inodes(void)
 	    &a), 0);
 	f = a.ino;
 	CHECK_INT(fs_write(fs, f, 0, one, sizeof(one)), CHUNK);
-	CHECK_INT(fs_snapshot_take(fs, "s", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s", 0, NULL, NULL), 0);
 	CHECK_INT(fs_write(fs, f, 0, two, sizeof(two)), CHUNK);
 	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "g", S_IFREG | 0644, 0, 0,
 	    &a), 0);
@@ -270,7 +270,7 @@ test_restore_puts_back_every_row(void)
 	d = a.ino;
 	CHECK_INT(fs_symlink(fs, &root_ctx, d, "l", "../f", 0, &a), 0);
 	CHECK_INT(fs_link(fs, g, d, "g2", 0, &a), 0);
-	CHECK_INT(fs_snapshot_take(fs, "s", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s", 0, NULL, NULL), 0);
 	CHECK_INT(fs_sync(fs, 0), 0);
 	CHECK_INT(rows_differing("s"), 0);
 	/* content, size, xattrs, links, names, new and removed files */
@@ -396,7 +396,7 @@ test_restore_tells_the_kernel_what_changed(void)
 	CHECK_INT(fs_mknod(fs, &root_ctx, FS_ROOT_INO, "d", S_IFDIR | 0755, 0, 0,
 	    &a), 0);
 	make_file(fs, a.ino, "inner", one, 300);
-	CHECK_INT(fs_snapshot_take(fs, "s", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s", 0, NULL, NULL), 0);
 	changed = hold(fs, FS_ROOT_INO, "changed");
 	removed = hold(fs, FS_ROOT_INO, "removed");
 	hold(fs, FS_ROOT_INO, "renamed");
@@ -462,7 +462,7 @@ test_restore_leaves_freeing_to_the_reclaimer(void)
 	CHECK_INT(fs_reclaimer_start(fs, 0), 0);
 	pattern(buf, sizeof(buf), 10);
 	make_file(fs, FS_ROOT_INO, "small", buf, 100);
-	CHECK_INT(fs_snapshot_take(fs, "s", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "s", 0, NULL, NULL), 0);
 	big = make_file(fs, FS_ROOT_INO, "big", buf, sizeof(buf));
 	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "big"), 0);
 	CHECK_INT(fs_getattr(fs, big, &a), 0);          /* not freed yet */
@@ -486,6 +486,87 @@ test_restore_leaves_freeing_to_the_reclaimer(void)
 	CHECK(reads_as(fs, ino_of(fs, "small"), buf, 100));
 	fs_close(fs);
 	CHECK_INT(fsck_count(0), 0);
+}
+
+/* A new file name of n chunks of pattern seed; its inode. */
+static uint64_t
+quota_file(struct fs *fs, const char *name, int n, unsigned seed)
+{
+	static unsigned char buf[CHUNK];
+	struct fs_attr a;
+
+	pattern(buf, sizeof(buf), seed);
+	if (fs_mknod(fs, &root_ctx, FS_ROOT_INO, name, S_IFREG | 0644, 0, 0,
+	    &a) < 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (fs_write(fs, a.ino, (uint64_t)i * CHUNK, buf, CHUNK) != CHUNK)
+			return 0;
+	return a.ino;
+}
+
+/* The figures now. */
+static struct fs_quota_figures
+quota_now(struct fs *fs)
+{
+	struct fs_quota_figures q;
+
+	fs_quota_figures(fs, &q);
+	return q;
+}
+
+/* "write, snapshot, rm" cannot pass the quota: blocks only snapshots keep
+ * count, a named snapshot that would not fit is refused with its figures,
+ * rm still works in a full room, an undo point and a restore are exempt,
+ * and the counts kept op by op are what a fresh count finds. */
+static void
+test_quota_counts_snapshots(void)
+{
+	struct fs *fs = fixture_new_fs();
+	struct fs_quota_figures q, why, again;
+
+	CHECK_INT(fs_quota_set(fs, 16 * CHUNK, 0), 0);
+	CHECK(quota_file(fs, "a", 5, 1) != 0);
+	CHECK_INT(fs_snapshot_take(fs, "s1", 0, NULL, NULL), 0);
+	q = quota_now(fs);
+	CHECK(q.snap_only > 0 && q.snap_only < 4096);     /* its rows only */
+	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "a"), 0);
+	q = quota_now(fs);
+	CHECK(q.snap_only >= 5 * CHUNK && q.used >= 5 * CHUNK);
+	CHECK(quota_file(fs, "b", 5, 2) != 0);
+	CHECK(quota_now(fs).used >= 10 * CHUNK);
+	/* s2 would keep b's 5 chunks: 10 + 5 + rows <= 16 */
+	CHECK_INT(fs_snapshot_take(fs, "s2", 0, NULL, NULL), 0);
+	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "b"), 0);
+	/* 10 chunks kept by snapshots alone: 7 more cannot be written */
+	CHECK(quota_file(fs, "c", 7, 3) == 0);
+	memset(&why, 0, sizeof(why));
+	CHECK_INT(fs_snapshot_take(fs, "s3", 0, NULL, &why), -EDQUOT);
+	CHECK_INT(why.quota, 16 * CHUNK);
+	CHECK(why.keep >= 4 * CHUNK && why.used >= 14 * CHUNK);
+	CHECK_INT(fs_snapshot_take(fs, "s3", 0, NULL, NULL), -EDQUOT);
+	/* an undo point is taken, and rm works in the full room */
+	CHECK_INT(fs_snapshot_take(fs, "turn-1", FS_SNAPSHOT_UNDO, NULL, NULL),
+	    0);
+	q = quota_now(fs);
+	CHECK_INT(fs_unlink(fs, FS_ROOT_INO, "c"), 0);
+	CHECK(quota_now(fs).used <= q.used);
+	/* a restore is exempt too, and dropping frees what only it held */
+	CHECK_INT(fs_snapshot_restore(fs, "s2", NULL), 0);
+	CHECK(ino_of(fs, "b") != 0);
+	q = quota_now(fs);
+	CHECK_INT(fs_snapshot_drop(fs, "s1"), 0);
+	CHECK(quota_now(fs).used + 5 * CHUNK <= q.used);
+	q = quota_now(fs);
+	fs_close(fs);
+	CHECK_INT(fsck_count(0), 0);
+	CHECK_INT(fs_open(db_path, 0, &fs), 0);
+	CHECK_INT(fs_quota_set(fs, 16 * CHUNK, 0), 0);
+	again = quota_now(fs);
+	CHECK_INT(again.used, q.used);
+	CHECK_INT(again.snap_only, q.snap_only);
+	CHECK_INT(again.inodes, q.inodes);
+	fs_close(fs);
 }
 
 static void
@@ -517,6 +598,7 @@ main(void)
 	TEST(test_restore_tells_the_kernel_what_changed);
 	TEST(test_restore_leaves_freeing_to_the_reclaimer);
 	TEST(test_names);
+	TEST(test_quota_counts_snapshots);
 	fixture_end();
 	return unit_done("test_fs_snapshot");
 }

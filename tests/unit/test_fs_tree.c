@@ -111,7 +111,7 @@ test_snapshot_view_is_its_moment(void)
 	uint64_t ino, off;
 
 	ino = make_tree(fs);
-	CHECK_INT(fs_snapshot_take(fs, "before", NULL), 0);
+	CHECK_INT(fs_snapshot_take(fs, "before", 0, NULL, NULL), 0);
 	change_tree(fs, ino);
 	CHECK_INT(tree_open_snapshot(db_path, "before", &t), 0);
 	if (!t) {

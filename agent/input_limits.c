@@ -1,0 +1,132 @@
+/*
+ * input_limits.c: what a member's input may cost the room (input_limits.h).
+ * Called by requests.c before every request that stores what it brings
+ * (chat, prompt, exec), and by room_limits.c for /limits.
+ *
+ * Why: room.db had no bound.  300 chat lines of 64 KiB stored 19.5 MB in
+ * half a second, and each shared exec stores up to its captured output;
+ * the workspace quota covered neither.  Two limits, checked before
+ * anything is stored, so a request is refused whole or kept whole (never
+ * dropped once accepted):
+ *
+ * room.db's cap.  --room-db-quota bytes, or a quarter of --quota when it
+ * is not set (none when neither is).  What room.db's pages hold is
+ * compared with it (room_db_used_bytes: free pages are reused first, so
+ * they do not count).  When it is reached, new chat lines, prompts and
+ * commands are refused with the figures; reading history, deleting
+ * files, undo and every other request still work.  One accepted request
+ * may pass the cap by what it stores (a chat line, at most PROTO_MAX_TEXT;
+ * an exec's captured output): the cap is checked, not reserved.
+ *
+ * The rate.  Each user has a bucket of INPUT_BURST requests that refills
+ * at one per INPUT_REFILL_MS, across all of their connections; a request
+ * with none left is refused with when to try again.  The table holds the
+ * INPUT_USERS users seen last (one agent serves one room, so it is small);
+ * a user who drops out of it comes back with a full bucket, which costs
+ * at most one burst.
+ */
+#include "input_limits.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "conn.h"
+#include "room.h"
+#include "room_db.h"
+
+#define INPUT_BURST 30
+#define INPUT_REFILL_MS 500
+#define INPUT_USERS 64
+
+struct input_rate {
+	char user[64];
+	long long tokens_ms;   /* the bucket, in ms of refill (BURST*REFILL) */
+	long long last_ms;     /* when it was last filled; 0: slot free */
+};
+
+static struct input_rate input_rates[INPUT_USERS];
+
+/* Milliseconds of the monotonic clock. */
+static long long
+input_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* user's bucket, a free or the least recently used slot taken for a new
+ * one (full). */
+static struct input_rate *
+input_rate_of(const char *user, long long now)
+{
+	struct input_rate *old = &input_rates[0];
+
+	for (int i = 0; i < INPUT_USERS; i++) {
+		struct input_rate *r = &input_rates[i];
+
+		if (r->last_ms && strcmp(r->user, user) == 0)
+			return r;
+		if (r->last_ms < old->last_ms)
+			old = r;
+	}
+	snprintf(old->user, sizeof(old->user), "%s", user);
+	old->tokens_ms = (long long)INPUT_BURST * INPUT_REFILL_MS;
+	old->last_ms = now;
+	return old;
+}
+
+/* 0 when user has a request left, else the ms until one comes. */
+static long long
+input_rate_take(const char *user)
+{
+	long long now = input_now_ms(), full = (long long)INPUT_BURST *
+	    INPUT_REFILL_MS;
+	struct input_rate *r = input_rate_of(user, now);
+
+	r->tokens_ms += now - r->last_ms;
+	if (r->tokens_ms > full)
+		r->tokens_ms = full;
+	r->last_ms = now;
+	if (r->tokens_ms < INPUT_REFILL_MS)
+		return INPUT_REFILL_MS - r->tokens_ms;
+	r->tokens_ms -= INPUT_REFILL_MS;
+	return 0;
+}
+
+long long
+input_limits_db_cap(const struct agent *a)
+{
+	return a->cfg.room_db_quota ? a->cfg.room_db_quota : a->cfg.quota / 4;
+}
+
+long long
+input_limits_db_used(struct agent *a)
+{
+	return room_db_used_bytes(a->db);
+}
+
+int
+input_limits_admit(struct agent *a, struct conn *c, const char *type,
+    const char *id)
+{
+	long long cap = input_limits_db_cap(a), used, wait;
+
+	if ((wait = input_rate_take(c->user)) > 0) {
+		room_error(c, id, "%s refused: you sent more than %d requests "
+		    "in %d s; try again in %.1f s", type, INPUT_BURST,
+		    INPUT_BURST * INPUT_REFILL_MS / 1000, wait / 1000.0);
+		return -1;
+	}
+	if (cap && (used = input_limits_db_used(a)) >= cap) {
+		room_error(c, id, "%s refused: the room's history (room.db) "
+		    "is full: %.1f MiB of its %.1f MiB; reading, deleting and "
+		    "undo still work, and the server's operator can raise "
+		    "room-db-quota", type, used / 1048576.0, cap / 1048576.0);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,21 @@
+/*
+ * input_limits.h: what a member's input may cost the room: room.db's cap
+ * and a per-user rate (agent/input_limits.c).
+ */
+#ifndef ATRIUM_INPUT_LIMITS_H
+#define ATRIUM_INPUT_LIMITS_H
+
+struct agent;
+struct conn;
+
+/* A request of type (its id, or NULL) from c that stores what it brings
+ * (chat, prompt, exec): 0 when it may go on, -1 when refused (the error,
+ * naming id, sent to c). */
+int input_limits_admit(struct agent *a, struct conn *c, const char *type,
+    const char *id);
+
+/* room.db's cap in bytes (0: none) and what it holds now. */
+long long input_limits_db_cap(const struct agent *a);
+long long input_limits_db_used(struct agent *a);
+
+#endif

@@ -1,0 +1,67 @@
+"""room.db's cap and the per-user rate, as a member flooding the chat
+would meet them (agent/input_limits.c)."""
+import os
+import time
+
+from test_agent import fast, model, room  # noqa: F401
+
+KiB = 1 << 10
+MiB = 1 << 20
+
+
+def answers(c, n, timeout=30):
+    """The next n answers to chat lines: message or error events."""
+    out = []
+    end = time.monotonic() + timeout
+    while len(out) < n:
+        while c.events and len(out) < n:
+            ev = c.events.pop(0)
+            if ev.get("type") in ("message", "error"):
+                out.append(ev)
+        assert time.monotonic() < end, out[-5:]
+        if len(out) < n:
+            c._read(0.2)
+    return out
+
+
+def db_bytes(room):
+    return sum(os.path.getsize(os.path.join(room.room_dir, f))
+               for f in ("room.db", "room.db-wal")
+               if os.path.exists(os.path.join(room.room_dir, f)))
+
+
+def test_chat_lines_are_refused_at_the_room_db_cap(room, model):
+    room.start("--model-url", model.url, "--room-db-quota", "1M", *fast())
+    c = room.connect()
+    got = []
+    for i in range(3):                       # slower than the rate
+        for _ in range(10):
+            c.send({"type": "chat", "text": "x" * (60 * KiB)})
+        got += answers(c, 10)
+        time.sleep(5)                        # the bucket refills
+    errors = [e["message"] for e in got if e["type"] == "error"]
+    kept = [e for e in got if e["type"] == "message"]
+    assert errors and all("room.db) is full" in m and "1.0 MiB" in m
+                          for m in errors), errors
+    assert 10 <= len(kept) < 25
+    # room.db stays near its cap
+    assert db_bytes(room) < 4 * MiB
+
+
+def test_a_flood_of_chat_lines_is_refused_with_when_to_retry(room, model):
+    room.start("--model-url", model.url, *fast())
+    c = room.connect()
+    for i in range(50):
+        c.send({"type": "chat", "text": "line %d" % i})
+    got = answers(c, 50)
+    refused = [e["message"] for e in got if e["type"] == "error"]
+    assert len(refused) >= 15, refused
+    assert "try again in" in refused[0] and "30 requests" in refused[0]
+
+
+def test_an_oversized_chat_line_is_refused_with_its_size(room, model):
+    room.start("--model-url", model.url, *fast())
+    c = room.connect()
+    c.send({"type": "chat", "text": "y" * (65 * KiB)})
+    m = c.wait("error")["message"]
+    assert str(65 * KiB) in m and "65536" in m
