@@ -203,9 +203,12 @@ static int
 ctl_answers(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(path);
 	int fd, r;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (len >= sizeof(sa.sun_path))
+		return 0;
+	memcpy(sa.sun_path, path, len + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
