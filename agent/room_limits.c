@@ -22,18 +22,23 @@
 #include "agent.h"
 #include "cgroup.h"
 #include "config.h"
+#include "fsctl_client.h"
+#include "input_limits.h"
 #include "jsonl.h"
 #include "log.h"
 #include "reslimits.h"
 #include "room.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "ws_snapshot.h"
 
 /* The lowest values an owner may set: below them a room cannot even start
  * a shell. */
 #define ROOM_LIMITS_MIN_MEMORY	(16LL << 20)
 #define ROOM_LIMITS_MIN_PIDS	8
 #define ROOM_LIMITS_MIN_CPUS	10	/* thousandths: 0.01 CPU */
+/* Seconds a query waits for atrium-fs's usage figures. */
+#define ROOM_LIMITS_USAGE_TIMEOUT_S 2
 
 /* The room's and each command's limits with owner's values (NULL: the
  * operator's alone). */
@@ -118,14 +123,39 @@ room_limits_json(const struct reslimits *l)
 	return o;
 }
 
+/* What the room stores against its quotas, for a query's text: the
+ * workspace's used bytes (live, and kept only by snapshots) and room.db's.
+ * Asked of atrium-fs with a short bound, on the loop (as undo.c does): a
+ * daemon that does not answer leaves the workspace's part out. */
+static void
+room_limits_storage(struct agent *a, char *out, size_t size)
+{
+	struct fsctl_usage u;
+	long long db_cap = input_limits_db_cap(a);
+	char db[4200], ws[192] = "";
+	size_t n;
+
+	if (ws_snapshot_db(a->room_dir, db, sizeof(db)) == 0 &&
+	    fsctl_usage(db, ROOM_LIMITS_USAGE_TIMEOUT_S, &u) == 0 && u.quota)
+		snprintf(ws, sizeof(ws), "workspace %.1f of %.1f MiB (live %.1f, "
+		    "kept only by snapshots %.1f); ", u.used / 1048576.0,
+		    u.quota / 1048576.0, (u.used - u.snap_only) / 1048576.0,
+		    u.snap_only / 1048576.0);
+	n = (size_t)snprintf(out, size, "; storage: %sroom.db %.1f MiB",
+	    ws, input_limits_db_used(a) / 1048576.0);
+	if (db_cap > 0 && n < size)
+		snprintf(out + n, size - n, " of %.1f MiB", db_cap / 1048576.0);
+}
+
 /* A `limits` event: the room's limits now, the operator's maximum, and
- * who changed them (by: NULL for a query). */
+ * who changed them (by: NULL for a query, whose text also says what the
+ * room stores against its quotas). */
 static json_object *
 room_limits_event(struct agent *a, const char *by)
 {
 	struct reslimits room, max, cmd;
 	json_object *ev = room_event_new("limits"), *now;
-	char t1[128], t2[128], text[512];
+	char t1[128], t2[128], store[320] = "", text[900];
 
 	room_limits_levels(a, &a->owner_limits, &room, &cmd);
 	room_limits_levels(a, NULL, &max, &cmd);
@@ -141,10 +171,12 @@ room_limits_event(struct agent *a, const char *by)
 	if (by)
 		snprintf(text, sizeof(text), "%s set the room's limits: %s "
 		    "(the operator's maximum: %s)", by, t1, t2);
-	else
+	else {
+		room_limits_storage(a, store, sizeof(store));
 		snprintf(text, sizeof(text), "limits of this room: %s (the "
-		    "operator's maximum: %s); the owner may lower them: "
-		    "/limits memory SIZE pids N cpus N", t1, t2);
+		    "operator's maximum: %s)%s; the owner may lower them: "
+		    "/limits memory SIZE pids N cpus N", t1, t2, store);
+	}
 	json_object_object_add(ev, "text", json_object_new_string(text));
 	return ev;
 }

@@ -3,6 +3,7 @@ escape it: named snapshots of data then deleted, and the agent's undo
 points over several turns.  A real atrium-fs mount with a quota, the real
 sandbox; only the model is scripted."""
 import os
+import re
 import subprocess
 import time
 
@@ -79,6 +80,13 @@ def test_named_snapshots_cannot_carry_data_past_the_quota(room, model):
         assert int(d["snapshots only"].split()[0]) >= 40 * MiB
         assert "quota" in d and str(QUOTA) in d["quota"]
         assert db_size(room) < QUOTA + 24 * MiB
+        # /limits says what the room stores against its quotas
+        c.send({"type": "limits"})
+        text = first_of(c, ("limits",))["text"]
+        assert "storage: workspace " in text and "of 64.0 MiB" in text, text
+        snap_only = int(d["snapshots only"].split()[0]) / MiB
+        assert "kept only by snapshots %.1f" % snap_only in text, text
+        assert re.search(r"room\.db [0-9.]+ MiB of [0-9.]+ MiB;", text), text
 
 
 def test_undo_points_are_dropped_oldest_first_to_make_room(room, model):
