@@ -126,13 +126,13 @@ test_commits_do_not_wait_for_checkpoints(void)
 	shim_hold_syncs();
 	CHECK_INT(pthread_create(&th, NULL, writer_main, &w), 0);
 	/* SQLite's own checkpoint would sync inside a commit, and wait. */
-	CHECK(writer_done_within(&w, 30));
+	CHECK(writer_done_within(&w, 60));
 	CHECK(!w.failed);
 	CHECK(shim_sync_waiting(10));	/* the thread's checkpoint does */
 	shim_release_syncs();
 	pthread_join(th, NULL);
 	/* The checkpoint lands: every row is in the database file. */
-	CHECK(db_file_reaches((long long)ROWS * 4096, 30));
+	CHECK(db_file_reaches((long long)ROWS * 4096, 60));
 	wal_checkpointer_stop(ck);
 	CHECK(sqlite3_close(w.db) == SQLITE_OK);
 }
@@ -194,7 +194,7 @@ test_commit_after_a_whole_checkpoint_makes_no_sync(void)
 	CHECK(seq >= 0);
 	shim_release_syncs();
 	/* The thread copies the rest, then starts the WAL over. */
-	CHECK(wal_started_over_within(seq, 10));
+	CHECK(wal_started_over_within(seq, 60));
 	syncs = shim_thread_syncs;
 	CHECK(sqlite3_exec(w.db, "INSERT INTO t (b) VALUES (x'00')", NULL, NULL,
 	    NULL) == SQLITE_OK);
