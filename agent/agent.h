@@ -21,6 +21,7 @@ struct http;
 struct conn;
 struct conn_hooks;
 struct journal;
+struct input_rates;
 struct turn;
 struct exec;
 struct term;
@@ -89,6 +90,7 @@ struct agent {
 	int ws_personality;		/* io_uring personality of the sandbox
 					 * uid for the file tools (wsio.c), 0
 					 * until first needed */
+	struct input_rates *input_rates;	/* input_limits.c's buckets */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
 	const struct conn_hooks *conn_hooks;	/* what a line asks for

@@ -505,6 +505,12 @@ exec_request(struct agent *a, struct conn *c, json_object *req)
 }
 
 void
+exec_refused(struct conn *c)
+{
+	exec_done_to(c);
+}
+
+void
 exec_signal(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *id = json_get_string(req, "id");

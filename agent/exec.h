@@ -16,6 +16,10 @@ struct conn;
 /* Start the command that req (an `exec` line from c) describes.  Errors
  * are reported to c as `error` events. */
 void exec_request(struct agent *a, struct conn *c, json_object *req);
+/* An exec line refused before exec_request saw it (input_limits.c): its
+ * exec_done all the same, or atriumd would count the command as running
+ * for ever (see exec.c's head). */
+void exec_refused(struct conn *c);
 
 /* Forward a `signal` line to c's running command. */
 void exec_signal(struct agent *a, struct conn *c, json_object *req);

@@ -27,12 +27,15 @@
  */
 #include "input_limits.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "agent.h"
 #include "conn.h"
+#include "jsonl.h"
 #include "room.h"
 #include "room_db.h"
 
@@ -46,7 +49,10 @@ struct input_rate {
 	long long last_ms;     /* when it was last filled; 0: slot free */
 };
 
-static struct input_rate input_rates[INPUT_USERS];
+/* The room's buckets (a->input_rates), made on first use. */
+struct input_rates {
+	struct input_rate r[INPUT_USERS];
+};
 
 /* Milliseconds of the monotonic clock. */
 static long long
@@ -61,12 +67,12 @@ input_now_ms(void)
 /* user's bucket, a free or the least recently used slot taken for a new
  * one (full). */
 static struct input_rate *
-input_rate_of(const char *user, long long now)
+input_rate_of(struct input_rates *rs, const char *user, long long now)
 {
-	struct input_rate *old = &input_rates[0];
+	struct input_rate *old = &rs->r[0];
 
 	for (int i = 0; i < INPUT_USERS; i++) {
-		struct input_rate *r = &input_rates[i];
+		struct input_rate *r = &rs->r[i];
 
 		if (r->last_ms && strcmp(r->user, user) == 0)
 			return r;
@@ -79,13 +85,19 @@ input_rate_of(const char *user, long long now)
 	return old;
 }
 
-/* 0 when user has a request left, else the ms until one comes. */
+/* 0 when user has a request left, else the ms until one comes (or -1:
+ * no memory for the buckets, refused). */
 static long long
-input_rate_take(const char *user)
+input_rate_take(struct agent *a, const char *user)
 {
 	long long now = input_now_ms(), full = (long long)INPUT_BURST *
 	    INPUT_REFILL_MS;
-	struct input_rate *r = input_rate_of(user, now);
+	struct input_rate *r;
+
+	if (!a->input_rates && !(a->input_rates = calloc(1,
+	    sizeof(*a->input_rates))))
+		return INPUT_REFILL_MS;
+	r = input_rate_of(a->input_rates, user, now);
 
 	r->tokens_ms += now - r->last_ms;
 	if (r->tokens_ms > full)
@@ -109,24 +121,58 @@ input_limits_db_used(struct agent *a)
 	return room_db_used_bytes(a->db);
 }
 
+/* Refuse req (of type) from c: an error naming its id, and saying what
+ * it refused, so that atriumd strikes what it owes the client for it: a
+ * prompt, or a chat line that asks the agent (the same rule as
+ * requests.c's), is owed a turn that will now never come. */
+static int
+input_refuse(struct conn *c, const char *type, json_object *req,
+    const char *fmt, ...)
+{
+	json_object *ev = room_event_new("error");
+	const char *id = json_get_string(req, "id");
+	const char *text = json_get_string(req, "text");
+	int turn = strcmp(type, "prompt") == 0 || (strcmp(type, "chat") == 0 &&
+	    text && strstr(text, "@agent"));
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "message", json_object_new_string(msg));
+	if (id)
+		json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "refused", json_object_new_string(type));
+	if (turn)
+		json_object_object_add(ev, "no_turn", json_object_new_boolean(1));
+	room_send(c, ev);
+	return -1;
+}
+
 int
 input_limits_admit(struct agent *a, struct conn *c, const char *type,
-    const char *id)
+    json_object *req)
 {
 	long long cap = input_limits_db_cap(a), used, wait;
 
-	if ((wait = input_rate_take(c->user)) > 0) {
-		room_error(c, id, "%s refused: you sent more than %d requests "
-		    "in %d s; try again in %.1f s", type, INPUT_BURST,
-		    INPUT_BURST * INPUT_REFILL_MS / 1000, wait / 1000.0);
-		return -1;
-	}
-	if (cap && (used = input_limits_db_used(a)) >= cap) {
-		room_error(c, id, "%s refused: the room's history (room.db) "
-		    "is full: %.1f MiB of its %.1f MiB; reading, deleting and "
-		    "undo still work, and the server's operator can raise "
-		    "room-db-quota", type, used / 1048576.0, cap / 1048576.0);
-		return -1;
-	}
+	if ((wait = input_rate_take(a, c->user)) > 0)
+		return input_refuse(c, type, req, "%s refused: you sent more "
+		    "than %d requests in %d s; try again in %.1f s", type,
+		    INPUT_BURST, INPUT_BURST * INPUT_REFILL_MS / 1000,
+		    wait / 1000.0);
+	if (cap && (used = input_limits_db_used(a)) >= cap)
+		return input_refuse(c, type, req, "%s refused: the room's "
+		    "history (room.db) is full: %.1f MiB of its %.1f MiB; "
+		    "reading, deleting and undo still work, and the server's "
+		    "operator can raise room-db-quota", type,
+		    used / 1048576.0, cap / 1048576.0);
 	return 0;
+}
+
+void
+input_limits_free(struct agent *a)
+{
+	free(a->input_rates);
+	a->input_rates = NULL;
 }

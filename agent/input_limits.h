@@ -5,17 +5,23 @@
 #ifndef ATRIUM_INPUT_LIMITS_H
 #define ATRIUM_INPUT_LIMITS_H
 
+#include <json-c/json.h>
+
 struct agent;
 struct conn;
 
-/* A request of type (its id, or NULL) from c that stores what it brings
- * (chat, prompt, exec): 0 when it may go on, -1 when refused (the error,
- * naming id, sent to c). */
+/* A request req of type from c that stores what it brings (chat,
+ * prompt, exec): 0 when it may go on, -1 when refused (an error naming
+ * its id, with "refused": type and, when it was owed a turn, "no_turn",
+ * sent to c). */
 int input_limits_admit(struct agent *a, struct conn *c, const char *type,
-    const char *id);
+    json_object *req);
 
 /* room.db's cap in bytes (0: none) and what it holds now. */
 long long input_limits_db_cap(const struct agent *a);
 long long input_limits_db_used(struct agent *a);
+
+/* Free the room's buckets (at exit). */
+void input_limits_free(struct agent *a);
 
 #endif

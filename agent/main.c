@@ -38,6 +38,7 @@
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
+#include "input_limits.h"
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
@@ -401,6 +402,7 @@ main_teardown(struct agent *a)
 	if (a->journal)
 		journal_commit(a->journal);
 	journal_free(a->journal);
+	input_limits_free(a);
 	room_db_close(a->db);
 	http_free(a->http);
 	if (a->signal_fd >= 0)

@@ -515,8 +515,10 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 	else if (!(r->who & (1u << c->kind)))
 		room_error(c, NULL, "an exec connection may send only exec "
 		    "and signal");
-	else if (!r->stores || input_limits_admit(c->a, c, type,
-	    json_get_string(req, "id")) == 0)
+	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
+		if (strcmp(type, "exec") == 0)
+			exec_refused(c);
+	} else
 		r->handle(c, req);
 }
 

@@ -210,6 +210,12 @@ control_settle(struct control *ct, json_object *o)
 	} else if (strcmp(type, "error") == 0 && id &&
 	    control_strike_exec(ct, id)) {
 		/* an exec refused (too many running, a bad field) */
+	} else if (strcmp(type, "error") == 0 &&
+	    json_get_bool(o, "no_turn", 0)) {
+		/* a prompt the room refused (input_limits.c): its turn will
+		 * never come, whether or not the client's EOF came first */
+		if (ct->turns_owed > 0)
+			ct->turns_owed--;
 	} else if (strcmp(type, "error") == 0 && ct->eof &&
 	    !json_object_object_get_ex(o, "turn", NULL)) {
 		/* A request refused outright will not be answered otherwise. */
