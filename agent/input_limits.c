@@ -127,22 +127,21 @@ input_limits_db_used(struct agent *a)
  * requests.c's), is owed a turn that will now never come. */
 static int
 input_refuse(struct conn *c, const char *type, json_object *req,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int
+input_refuse(struct conn *c, const char *type, json_object *req,
     const char *fmt, ...)
 {
-	json_object *ev = room_event_new("error");
-	const char *id = json_get_string(req, "id");
 	const char *text = json_get_string(req, "text");
 	int turn = strcmp(type, "prompt") == 0 || (strcmp(type, "chat") == 0 &&
 	    text && strstr(text, "@agent"));
-	char msg[512];
+	json_object *ev;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ev = room_error_vnew(json_get_string(req, "id"), fmt, ap);
 	va_end(ap);
-	json_object_object_add(ev, "message", json_object_new_string(msg));
-	if (id)
-		json_object_object_add(ev, "id", json_object_new_string(id));
 	json_object_object_add(ev, "refused", json_object_new_string(type));
 	if (turn)
 		json_object_object_add(ev, "no_turn", json_object_new_boolean(1));

@@ -87,17 +87,26 @@ room_send(struct conn *c, json_object *ev)
 void
 room_error(struct conn *c, const char *id, const char *fmt, ...)
 {
-	json_object *ev = room_event_new("error");
-	char msg[1024];
+	json_object *ev;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ev = room_error_vnew(id, fmt, ap);
 	va_end(ap);
+	room_send(c, ev);
+}
+
+json_object *
+room_error_vnew(const char *id, const char *fmt, va_list ap)
+{
+	json_object *ev = room_event_new("error");
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	json_object_object_add(ev, "message", json_object_new_string(msg));
 	if (id)
 		json_object_object_add(ev, "id", json_object_new_string(id));
-	room_send(c, ev);
+	return ev;
 }
 
 void

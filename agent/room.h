@@ -9,6 +9,8 @@
 #ifndef ATRIUM_AGENT_ROOM_H
 #define ATRIUM_AGENT_ROOM_H
 
+#include <stdarg.h>
+
 #include <json-c/json.h>
 
 #include "buf.h"
@@ -60,6 +62,9 @@ void room_send(struct conn *c, json_object *ev);
 /* An `error` event for one connection (id may be NULL). */
 void room_error(struct conn *c, const char *id, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The `error` event room_error sends, for a caller that adds fields. */
+json_object *room_error_vnew(const char *id, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 /* A `notice` event to every member. */
 void room_notice(struct agent *a, const char *fmt, ...)
