@@ -42,6 +42,9 @@
 #define INPUT_BURST 30
 #define INPUT_REFILL_MS 500
 #define INPUT_USERS 64
+/* The least room.db cap derived from --quota: a room that a tiny quota
+ * leaves room for must still hold its own history. */
+#define INPUT_DB_CAP_MIN (16LL << 20)
 
 struct input_rate {
 	char user[64];
@@ -112,7 +115,25 @@ input_rate_take(struct agent *a, const char *user)
 long long
 input_limits_db_cap(const struct agent *a)
 {
-	return a->cfg.room_db_quota ? a->cfg.room_db_quota : a->cfg.quota / 4;
+	long long derived = a->cfg.quota / 4;
+
+	if (a->cfg.room_db_quota)
+		return a->cfg.room_db_quota;
+	if (!a->cfg.quota)
+		return 0;
+	return derived > INPUT_DB_CAP_MIN ? derived : INPUT_DB_CAP_MIN;
+}
+
+/* Whether req (of type) would grow room.db by more than a row: a chat
+ * line, a prompt (and the turn it starts) or a shared command, whose
+ * output is stored.  A command of one's own stores only its audit row, so
+ * a full room.db still runs it: `rm` must work in a full room. */
+static int
+input_stores_much(const char *type, json_object *req)
+{
+	if (strcmp(type, "exec") == 0)
+		return json_get_bool(req, "share", 0);
+	return 1;
 }
 
 long long
@@ -160,7 +181,8 @@ input_limits_admit(struct agent *a, struct conn *c, const char *type,
 		    "than %d requests in %d s; try again in %.1f s", type,
 		    INPUT_BURST, INPUT_BURST * INPUT_REFILL_MS / 1000,
 		    wait / 1000.0);
-	if (cap && (used = input_limits_db_used(a)) >= cap)
+	if (cap && input_stores_much(type, req) &&
+	    (used = input_limits_db_used(a)) >= cap)
 		return input_refuse(c, type, req, "%s refused: the room's "
 		    "history (room.db) is full: %.1f MiB of its %.1f MiB; "
 		    "reading, deleting and undo still work, and the server's "

@@ -46,6 +46,21 @@ def test_chat_lines_are_refused_at_the_room_db_cap(room, model):
     assert 10 <= len(kept) < 25
     # room.db stays near its cap
     assert db_bytes(room) < 4 * MiB
+    # a full room.db still runs a person's own command (it stores only
+    # its audit row: rm must work), not a shared one (its output is kept)
+    time.sleep(1)                            # a request's worth of refill
+    x = room.connect(kind="exec")
+    x.send({"type": "exec", "id": "own", "command": "echo ran"})
+    r = x.wait("exec_result", id="own", timeout=60)
+    x.close()
+    assert r["exitCode"] == 0 and r["stdout"] == "ran\n", r
+    time.sleep(1)
+    x = room.connect(kind="exec")
+    x.send({"type": "exec", "id": "shared", "share": True,
+            "command": "echo shared"})
+    err = x.wait("error", id="shared", timeout=60)
+    x.close()
+    assert "room.db) is full" in err["message"], err
 
 
 def test_a_flood_of_chat_lines_is_refused_with_when_to_retry(room, model):
