@@ -18,8 +18,9 @@
  * may pass the cap by what it stores (a chat line, at most PROTO_MAX_TEXT;
  * an exec's captured output): the cap is checked, not reserved.
  *
- * The rate.  Each user has a bucket of INPUT_BURST requests that refills
- * at one per INPUT_REFILL_MS, across all of their connections; a request
+ * The rate.  Each user has a bucket of input-rate requests (30 unless the
+ * operator says otherwise; 0: no limit) that refills that many per
+ * INPUT_WINDOW_MS, across all of their connections; a request
  * with none left is refused with when to try again.  The table holds the
  * INPUT_USERS users seen last (one agent serves one room, so it is small);
  * a user who drops out of it comes back with a full bucket, which costs
@@ -39,8 +40,7 @@
 #include "room.h"
 #include "room_db.h"
 
-#define INPUT_BURST 30
-#define INPUT_REFILL_MS 500
+#define INPUT_WINDOW_MS 15000
 #define INPUT_USERS 64
 /* The least room.db cap derived from --quota: a room that a tiny quota
  * leaves room for must still hold its own history. */
@@ -83,32 +83,33 @@ input_rate_of(struct input_rates *rs, const char *user, long long now)
 			old = r;
 	}
 	snprintf(old->user, sizeof(old->user), "%s", user);
-	old->tokens_ms = (long long)INPUT_BURST * INPUT_REFILL_MS;
+	old->tokens_ms = INPUT_WINDOW_MS;
 	old->last_ms = now;
 	return old;
 }
 
-/* 0 when user has a request left, else the ms until one comes (or -1:
- * no memory for the buckets, refused). */
+/* 0 when user has a request left, else the ms until one comes (a
+ * request's worth when the buckets cannot be had: refused, fail closed). */
 static long long
 input_rate_take(struct agent *a, const char *user)
 {
-	long long now = input_now_ms(), full = (long long)INPUT_BURST *
-	    INPUT_REFILL_MS;
+	long long now = input_now_ms(), cost;
 	struct input_rate *r;
 
+	if (a->cfg.input_rate <= 0)
+		return 0;
+	cost = INPUT_WINDOW_MS / a->cfg.input_rate;
 	if (!a->input_rates && !(a->input_rates = calloc(1,
 	    sizeof(*a->input_rates))))
-		return INPUT_REFILL_MS;
+		return cost;
 	r = input_rate_of(a->input_rates, user, now);
-
 	r->tokens_ms += now - r->last_ms;
-	if (r->tokens_ms > full)
-		r->tokens_ms = full;
+	if (r->tokens_ms > INPUT_WINDOW_MS)
+		r->tokens_ms = INPUT_WINDOW_MS;
 	r->last_ms = now;
-	if (r->tokens_ms < INPUT_REFILL_MS)
-		return INPUT_REFILL_MS - r->tokens_ms;
-	r->tokens_ms -= INPUT_REFILL_MS;
+	if (r->tokens_ms < cost)
+		return cost - r->tokens_ms;
+	r->tokens_ms -= cost;
 	return 0;
 }
 
@@ -179,8 +180,7 @@ input_limits_admit(struct agent *a, struct conn *c, const char *type,
 	if ((wait = input_rate_take(a, c->user)) > 0)
 		return input_refuse(c, type, req, "%s refused: you sent more "
 		    "than %d requests in %d s; try again in %.1f s", type,
-		    INPUT_BURST, INPUT_BURST * INPUT_REFILL_MS / 1000,
-		    wait / 1000.0);
+		    a->cfg.input_rate, INPUT_WINDOW_MS / 1000, wait / 1000.0);
 	if (cap && input_stores_much(type, req) &&
 	    (used = input_limits_db_used(a)) >= cap)
 		return input_refuse(c, type, req, "%s refused: the room's "

@@ -79,6 +79,7 @@ static const struct config_key config_keys[] = {
 	NUM("quota", CT_SIZE, quota, 0, CONFIG_MAX_SIZE),
 	NUM("quota-inodes", CT_SIZE, quota_inodes, 0, CONFIG_MAX_SIZE),
 	NUM("room-db-quota", CT_SIZE, room_db_quota, 0, CONFIG_MAX_SIZE),
+	NUM("input-rate", CT_INT, input_rate, 0, 1000000),
 	NUM("no-limits", CT_BOOL, no_limits, 0, 1),
 	STR("cgroup-root", cgroup_root),
 	STR("cgroup-parent", cgroup_parent),
@@ -129,6 +130,7 @@ config_defaults(struct config *c)
 	snprintf(c->cgroup_root, sizeof(c->cgroup_root), "/sys/fs/cgroup");
 	snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "atrium");
 	c->max_commands_per_user = 16;
+	c->input_rate = 30;
 	c->max_rooms_per_user = 20;
 	snprintf(c->max_startups, sizeof(c->max_startups), "20:30:100");
 	c->per_source_rate = 10;

@@ -79,6 +79,9 @@ struct config {
 	long long quota;		/* bytes a room's workspace may store
 					 * (atrium-fs -o quota=); 0: none */
 	long long quota_inodes;		/* files a workspace may hold; 0: none */
+	int input_rate;			/* chat lines, prompts and commands a
+					 * person may send at once, and in
+					 * each 15 s after (0: no limit) */
 	long long room_db_quota;	/* bytes a room's room.db may hold (chat,
 					 * transcript, exec outputs); 0: a
 					 * quarter of quota (none without one) */

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ssh_command
 from model_server import Reply, ToolCall
-from test_chat import settled, srv, tmux, untimed  # noqa: F401 (fixtures)
+from test_chat import settled, tmux, untimed  # noqa: F401 (fixtures)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0,
@@ -56,6 +56,16 @@ def now_hhmm():
     t = time.time()
     return {time.strftime("%H:%M", time.localtime(t + d))
             for d in (-60, 0, 60)}
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    """test_chat's server, without the per-person rate (--input-rate 0):
+    seed() stores a room's history faster than anyone types."""
+    env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model",
+                   "--approval", "allow_all", "--input-rate", "0", env=env)
 
 
 def seed(srv, room, lines, user="alice"):
