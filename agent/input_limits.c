@@ -177,7 +177,11 @@ input_limits_admit(struct agent *a, struct conn *c, const char *type,
 {
 	long long cap = input_limits_db_cap(a), used, wait;
 
-	if ((wait = input_rate_take(a, c->user)) > 0)
+	/* `ssh ROOM@host CMD` (atriumd's exec connections: git, rsync and
+	 * scp open many at once) is bounded by max-commands-per-user, as an
+	 * SSH host bounds sessions; the rate is for what people type and
+	 * programs send over the room protocol. */
+	if (c->kind != CONN_EXEC && (wait = input_rate_take(a, c->user)) > 0)
 		return input_refuse(c, type, req, "%s refused: you sent more "
 		    "than %d requests in %d s; try again in %.1f s", type,
 		    a->cfg.input_rate, INPUT_WINDOW_MS / 1000, wait / 1000.0);
