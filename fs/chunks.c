@@ -237,6 +237,11 @@ chunks_write_one(struct fs *fs, uint64_t ino, uint64_t idx, size_t coff,
 		return chunks_extend(fs, ino, idx, block, len, coff, p, n);
 	if ((r = chunks_own(fs, ino, idx, &block, len, len)) < 0)
 		return r;
+	/* The one change of a file's bytes that writes no row: the update
+	 * hook never sees it, and a write-back that keeps the size writes no
+	 * inode row either, so it is marked here; unmarked, a pooled reader
+	 * answered from the committed bytes (readers.c, the one rule). */
+	readers_touch(fs, ino);
 	return chunks_patch(fs, block, coff, p, n);
 }
 

@@ -781,12 +781,6 @@ core_write(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		return -EINVAL;
 	if (off > (uint64_t)FS_FILE_MAX || size > (uint64_t)FS_FILE_MAX - off)
 		return -EFBIG;
-	/* Marked here, not left to the update hook: a write inside a
-	 * chunk's length changes its block in place (chunks.c), which writes
-	 * no row, and a write-back that keeps the size writes no inode row
-	 * either; unmarked, a pooled reader would answer from the committed
-	 * state, older than this write (readers.c, the one rule). */
-	readers_touch(fs, ino);
 	if ((r = reclaim_expose(fs, ino, a.size, off + size)) < 0 ||
 	    (r = chunks_write(fs, ino, a.size, off, buf, size)) < 0)
 		return r;

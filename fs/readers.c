@@ -74,13 +74,14 @@
  * entries, a symlink or an xattr marks that inode before it is answered,
  * through its row (its times, or stored through stored.c's triggers,
  * whose writes fire the hook too) or, where it writes no row of main.inodes,
- * with readers_touch.  Two paths write none, and are marked by hand in
- * core.c: a write inside a chunk's length changes the block in place
- * (chunks.c's incremental blob I/O fires no hook), and a write-back from
- * the kernel's cache that keeps the size leaves the row as it was (the
- * kernel owns the times).  Left unmarked, they let a kept snapshot answer
- * with the committed bytes from before them: fsx -W -R read stale bytes
- * after a truncate laundered such pages.  A new path that changes data
+ * with readers_touch.  One path writes none, and marks by hand: a write
+ * inside a chunk's length changes the block in place (chunks.c's
+ * chunks_patch; incremental blob I/O fires no hook).  A write-back from
+ * the kernel's cache that keeps the size writes no inode row itself (the
+ * kernel owns the times), so such a patch is then the whole change: left
+ * unmarked, it let a kept snapshot answer with the committed bytes from
+ * before it (fsx -W -R read stale bytes after a truncate laundered such
+ * pages).  A new path that changes data
  * without writing the inode's row must call readers_touch.  A
  * directory's entries are its own: a
  * lookup or readdir needs the directory untouched, readdirplus its entries
