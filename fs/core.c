@@ -37,6 +37,7 @@ core_free(struct fs *fs)
 	xattr_cache_free(fs);
 	pthread_cond_destroy(&fs->committer_cond);
 	pthread_cond_destroy(&fs->reclaim_cond);
+	pthread_cond_destroy(&fs->forgot_cond);
 	pthread_mutex_destroy(&fs->pin_lock);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->dir);
@@ -157,6 +158,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	pthread_mutex_init(&fs->pin_lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);
 	pthread_cond_init(&fs->reclaim_cond, NULL);
+	pthread_cond_init(&fs->forgot_cond, NULL);
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
 	reclaim_init(fs);
@@ -302,8 +304,9 @@ fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	fs_lock(fs);
 	if (inode_unpin(fs, ino, n) == 0 && !fs->readonly &&
 	    inode_get(fs, ino, &a) == 0 && a.nlink == 0 &&
-	    db_op_begin(fs, 0, a.size) == 0)
-		db_op_end(fs, inode_release(fs, ino));
+	    db_op_begin(fs, 0, a.size) == 0 &&
+	    db_op_end(fs, inode_release(fs, ino)) == 0)
+		pthread_cond_broadcast(&fs->forgot_cond);   /* reclaim_help */
 	fs_unlock(fs);
 }
 
@@ -804,8 +807,9 @@ core_write_locked(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		return 0;
 	fs_lock(fs);
 	/* Over the quota while deleted files are still being freed: free
-	 * them first (reclaim.c). */
-	while (!quota_fits(fs, size) && reclaim_help(fs, &deadline))
+	 * them first, or wait for the kernel to forget one just deleted
+	 * (reclaim.c; nothing is read before this). */
+	while (!quota_fits(fs, size) && reclaim_help_or_wait(fs, &deadline))
 		;
 	if ((r = quota_admit(fs, size)) == 0 &&
 	    (r = db_op_begin(fs, size + 2 * FS_CHUNK, 0)) == 0)

@@ -150,6 +150,7 @@ struct fs {
 	uint64_t reclaim_scan_to;   /* last inode of this scan; 0: not known */
 	pthread_t reclaimer;
 	pthread_cond_t reclaim_cond;  /* wakes the reclaimer: work, or stop */
+	pthread_cond_t forgot_cond;   /* fs_forget released an unlinked inode */
 	int reclaimer_running, reclaimer_stop;
 };
 
@@ -343,6 +344,7 @@ int reclaim_expose(struct fs *fs, uint64_t ino, uint64_t oldsize,
 int reclaim_truncate(struct fs *fs, const struct fs_attr *a, uint64_t size);
 void reclaim_at_close(struct fs *fs);
 int reclaim_help(struct fs *fs, long long *deadline);
+int reclaim_help_or_wait(struct fs *fs, long long *deadline);
 
 static inline void
 fs_lock(struct fs *fs)

@@ -75,6 +75,9 @@
 #define RECLAIM_RETRY_MS 1000
 /* How long a writer short of room frees pending deletes itself. */
 #define RECLAIM_HELP_MS 2000
+/* How long one wait for a deleted file's FORGET lasts before it looks
+ * again (reclaim_help). */
+#define RECLAIM_FORGET_SLICE_MS 50
 /* How long fs_close goes on freeing before leaving it to the next mount. */
 #define RECLAIM_CLOSE_MS 3000
 
@@ -345,6 +348,35 @@ reclaim_work(struct fs *fs)
 	return 0;
 }
 
+/* 1 when an unlinked inode is left (the kernel still holds it), 0 when
+ * none is, or -errno. */
+static int
+reclaim_orphan_held(struct fs *fs)
+{
+	sqlite3_stmt *st = db_stmt(fs, "SELECT 1 FROM inodes WHERE nlink = 0 "
+	    "AND ino != 1 LIMIT 1");
+	int rc;
+
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Wait up to ms (fs->lock held) for fs_forget to release an inode. */
+static void
+reclaim_wait_forget(struct fs *fs, long long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&fs->forgot_cond, &fs->lock, &ts);
+}
+
 /* A growing operation found no room (ENOSPC, EDQUOT) while freeing is
  * pending: do one unit of it now, in the caller's thread, so the room a
  * delete promised is there for the writer that needs it.  Gives up at
@@ -358,6 +390,29 @@ reclaim_help(struct fs *fs, long long *deadline)
 	if (fs->in_op || time_mono_ms() >= *deadline)
 		return 0;
 	return reclaim_work(fs) > 0;
+}
+
+/* reclaim_help for a write over the quota, which also waits for a
+ * deleted file that the kernel still holds.  Just after an `rm` its
+ * FORGET is queued and may be on another thread, so "delete, then write"
+ * found no room on a busy machine: with nothing else to free, this waits
+ * for fs_forget, a slice at a time, until *deadline (a file still open
+ * keeps its bytes, and the write then gets EDQUOT).  It releases fs->lock
+ * while it waits: call it only where nothing read under the lock is kept
+ * across it (core.c's write, before its operation begins). */
+int
+reclaim_help_or_wait(struct fs *fs, long long *deadline)
+{
+	long long left;
+
+	if (reclaim_help(fs, deadline))
+		return 1;
+	left = *deadline - time_mono_ms();
+	if (fs->in_op || left <= 0 || reclaim_orphan_held(fs) != 1)
+		return 0;
+	reclaim_wait_forget(fs, left < RECLAIM_FORGET_SLICE_MS ? left :
+	    RECLAIM_FORGET_SLICE_MS);
+	return 1;
 }
 
 /* One unit of background freeing: 1 when some was done (there may be

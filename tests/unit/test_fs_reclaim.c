@@ -12,10 +12,12 @@
 #include "fs_fixture.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK 65536
@@ -281,6 +283,59 @@ test_full_quota_recovers_by_deleting(void)
 	CHECK_INT(fsck_run(db_path, 0, NULL, NULL), 0);
 }
 
+/* The kernel's FORGET of a file just deleted, sent from another thread a
+ * moment after the write that needs its room has begun. */
+struct late_forget {
+	struct fs *fs;
+	uint64_t ino;
+};
+
+static void *
+forget_later(void *arg)
+{
+	struct late_forget *lf = arg;
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+	nanosleep(&pause, NULL);
+	fs_forget(lf->fs, lf->ino, 1);
+	return NULL;
+}
+
+/* `rm big; write` when the kernel still held big (its FORGET on its way):
+ * the write waits for the FORGET and fits; with the file still open for
+ * good, it gets EDQUOT once the wait is over. */
+static void
+test_a_write_waits_for_the_forget_of_a_deleted_file(void)
+{
+	struct fs *fs = new_fs();
+	unsigned char *buf = calloc(1, 1 << 20);
+	struct late_forget lf = { fs, 0 };
+	struct fs_attr a;
+	pthread_t th;
+
+	CHECK(buf != NULL);
+	CHECK_INT(fs_quota_set(fs, 4u << 20, 0), 0);
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "big", S_IFREG | 0644, 0, 1, &a), 0);
+	lf.ino = a.ino;
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, 3 << 20), 3 << 20);
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "new", S_IFREG | 0644, 0, 0, &a), 0);
+	CHECK_INT(fs_unlink(fs, 1, "big"), 0);
+	CHECK_INT(pthread_create(&th, NULL, forget_later, &lf), 0);
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, 2 << 20), 2 << 20);
+	pthread_join(th, NULL);
+	/* held for good: refused, after the wait */
+	CHECK_INT(fs_mknod(fs, &root_ctx, 1, "held", S_IFREG | 0644, 0, 1,
+	    &a), 0);
+	lf.ino = a.ino;
+	CHECK_INT(fs_write(fs, a.ino, 0, buf, 1 << 20), 1 << 20);
+	CHECK_INT(fs_unlink(fs, 1, "held"), 0);
+	CHECK_INT(fs_write(fs, a.ino, 1 << 20, buf, 2 << 20), -EDQUOT);
+	fs_forget(fs, lf.ino, 1);
+	free(buf);
+	fs_close(fs);
+	CHECK_INT(fsck_run(db_path, 0, NULL, NULL), 0);
+}
+
 static void
 test_close_finishes_what_is_left(void)
 {
@@ -304,6 +359,7 @@ main(void)
 	TEST(test_truncate_then_grow_shows_no_old_bytes);
 	TEST(test_crash_leftovers_are_found_and_freed);
 	TEST(test_full_quota_recovers_by_deleting);
+	TEST(test_a_write_waits_for_the_forget_of_a_deleted_file);
 	TEST(test_close_finishes_what_is_left);
 	fixture_end();
 	return unit_done("test_fs_reclaim");
