@@ -308,7 +308,7 @@ static void
 test_a_write_waits_for_the_forget_of_a_deleted_file(void)
 {
 	struct fs *fs = new_fs();
-	unsigned char *buf = calloc(1, 1 << 20);
+	unsigned char *buf = calloc(1, 3 << 20);     /* the biggest write */
 	struct late_forget lf = { fs, 0 };
 	struct fs_attr a;
 	pthread_t th;
