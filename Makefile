@@ -54,7 +54,7 @@ $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive 2>/dev/null) -lpthread
-LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm 2>/dev/null) -lpthread
+LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
 LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)

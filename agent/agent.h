@@ -87,12 +87,11 @@ struct agent {
 					 * mcp_config.h), from room.db */
 	struct mcp *mcp;		/* their processes (mcp.c), NULL */
 	int tool_procs;			/* agent commands running */
-	int ws_personality;		/* io_uring personality of the sandbox
-					 * uid for the file tools (wsio.c), 0
-					 * until first needed */
 	struct input_rates *input_rates;	/* input_limits.c's buckets */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
+	dev_t sock_dev;			/* sock_path's inode, as bound */
+	ino_t sock_ino;
 	const struct conn_hooks *conn_hooks;	/* what a line asks for
 					 * (requests.h) */
 	int spawner;			/* socket to the sandbox spawner

@@ -290,9 +290,10 @@ conn_accept(struct loop *l, int lfd, int mask, void *arg)
 }
 
 int
-conn_listen(struct agent *a, const struct conn_hooks *hooks)
+conn_bind(struct agent *a)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
 	mode_t old;
 	int fd, r;
 
@@ -308,15 +309,24 @@ conn_listen(struct agent *a, const struct conn_hooks *hooks)
 	old = umask(0177);
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
-	if (r < 0 || chmod(a->sock_path, 0600) < 0 || listen(fd, 64) < 0) {
+	if (r < 0 || chmod(a->sock_path, 0600) < 0 || listen(fd, 64) < 0 ||
+	    stat(a->sock_path, &st) < 0) {
 		r = -errno;
 		log_error("cannot listen on %s: %s", a->sock_path, strerror(-r));
 		close(fd);
 		return r;
 	}
 	a->listen_fd = fd;
+	a->sock_dev = st.st_dev;
+	a->sock_ino = st.st_ino;
+	return 0;
+}
+
+int
+conn_listen(struct agent *a, const struct conn_hooks *hooks)
+{
 	a->conn_hooks = hooks;
-	return loop_add_fd(a->loop, fd, LOOP_READ, conn_accept, a);
+	return loop_add_fd(a->loop, a->listen_fd, LOOP_READ, conn_accept, a);
 }
 
 void
@@ -329,7 +339,11 @@ conn_close_all(struct agent *a)
 		loop_del_fd(a->loop, a->listen_fd);
 		close(a->listen_fd);
 		a->listen_fd = -1;
-		unlink(a->sock_path);
+		/* Made as root in a root's directory: the agent, now the
+		 * room's uid, may not remove it; the spawner does
+		 * (room_limits_close).  Started by hand, it is its own. */
+		if (unlink(a->sock_path) < 0 && errno != EACCES)
+			log_debug("%s: %s", a->sock_path, strerror(errno));
 	}
 }
 

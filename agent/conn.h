@@ -70,7 +70,13 @@ struct conn_hooks {
 	void (*gone)(struct conn *c);
 };
 
-/* Listen on a->sock_path (0600, stale socket removed).  0 or -errno. */
+/* Bind and listen on a->sock_path (0600, stale socket removed) into
+ * a->listen_fd; as root, before the agent gives it up (the run directory
+ * is root's).  0 or -errno (logged). */
+int conn_bind(struct agent *a);
+
+/* Accept connections on a->listen_fd from the loop, served with hooks.
+ * 0 or -errno. */
 int conn_listen(struct agent *a, const struct conn_hooks *hooks);
 
 /* Close every connection and the listening socket. */

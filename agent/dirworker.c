@@ -11,8 +11,8 @@
  * a directory has no thread, and with a small stack.
  *
  * Credentials: getdents64 checks nothing; the directory was opened through
- * the ring with the sandbox uid's personality (wsio_open), which is where
- * the rights are checked.  The thread blocks every signal (the agent takes
+ * the ring (wsio_open) with the agent's own, the room's sandbox uid's
+ * (confine.h), which is where the rights are checked.  The thread blocks every signal (the agent takes
  * its signals on a signalfd).
  *
  * Ownership.  queue, stopping and the thread's existence are under mu.  A

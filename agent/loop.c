@@ -395,11 +395,6 @@ loop_io_forget(struct loop *l, long long id)
 	l->ios[slot].arg = NULL;
 }
 
-int
-loop_personality(struct loop *l)
-{
-	return io_uring_register_personality(&l->ring);
-}
 
 /* Deliver one I/O completion: free its slot, then call its callback. */
 static void

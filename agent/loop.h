@@ -65,7 +65,7 @@ void loop_stop(struct loop *l);
 /*
  * One-shot I/O operations on the loop's ring (the file tools' opens, reads,
  * writes...).  Take an SQE with loop_io_sqe, fill it with an io_uring_prep_*
- * function (and its personality), then hand it over with loop_io_submit: the
+ * function, then hand it over with loop_io_submit: the
  * completion calls fn with the CQE's result.  Operations are submitted with
  * the next wait.
  */
@@ -83,9 +83,5 @@ long long loop_io_submit(struct loop *l, struct io_uring_sqe *sqe,
 /* Forget operation id: its completion, when it comes, calls nothing.  Safe
  * with an id that has completed. */
 void loop_io_forget(struct loop *l, long long id);
-
-/* Register the calling thread's current credentials as a personality of
- * the ring (for an SQE's personality field).  Its id (> 0) or -errno. */
-int loop_personality(struct loop *l);
 
 #endif

@@ -32,9 +32,11 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "confine.h"
 #include "cli.h"
 #include "dirworker.h"
 #include "spawner.h"
+#include "conn.h"
 #include "endpoint.h"
 #include "exec.h"
 #include "http.h"
@@ -338,12 +340,34 @@ main_signals(struct agent *a)
 	return loop_add_fd(a->loop, a->signal_fd, LOOP_READ, main_on_signal, a);
 }
 
-/* Open room.db, the sandbox template, the loop and the socket. */
+/* The room's own identity, as atriumd recorded it (room_ids.h), and the
+ * sandbox template that every command and the spawner use.  0 or -errno
+ * (logged). */
 static int
-main_setup(struct agent *a)
+main_identity(struct agent *a)
 {
-	char path[PATH_MAX + 16];
 	struct room_ids ids;
+	int r;
+
+	if ((r = room_ids_get(a->room_dir, &a->cfg, &ids)) < 0) {
+		log_error("%s/%s: cannot read the room's sandbox uid: %s",
+		    a->room_dir, ROOM_IDS_FILE, strerror(-r));
+		return r;
+	}
+	a->sb = (struct sandbox){ .workspace = a->workspace,
+	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
+	    .uid = ids.uid, .gid = ids.gid,
+	    .require_limits = !a->cfg.no_limits };
+	return 0;
+}
+
+/* What needs root, before the agent gives it up (confine.h): the room's
+ * directories, room.db's files handed to the room's uid, the sandbox's
+ * passwd and group, the room's cgroup, the listening socket.  0 or
+ * -errno (logged). */
+static int
+main_setup_root(struct agent *a)
+{
 	int r;
 
 	if ((r = mkdir_p(a->room_dir, 0700)) < 0 ||
@@ -352,6 +376,21 @@ main_setup(struct agent *a)
 		    strerror(-r));
 		return r;
 	}
+	if ((r = confine_room_files(a)) < 0)
+		return r;
+	if (sandbox_write_identity(a->run_dir, a->sb.uid, a->sb.gid) < 0)
+		log_warn("could not write the sandbox's passwd and group");
+	room_limits_prepare(a);
+	return conn_bind(a);
+}
+
+/* Open room.db, the loop and the socket's watch, as the room's uid. */
+static int
+main_setup(struct agent *a)
+{
+	char path[PATH_MAX + 16];
+	int r;
+
 	snprintf(path, sizeof(path), "%s/%s", a->room_dir, ROOM_DB_NAME);
 	if ((r = room_db_open(path, &a->db)) < 0)
 		return r;
@@ -359,19 +398,7 @@ main_setup(struct agent *a)
 		return r;
 	settings_load(a);
 	caps_load(a);
-	/* The room's own identity, as atriumd recorded it (room_ids.h); the
-	 * file tools and every command use it. */
-	if ((r = room_ids_get(a->room_dir, &a->cfg, &ids)) < 0) {
-		log_error("%s/%s: cannot read the room's sandbox uid: %s",
-		    a->room_dir, ROOM_IDS_FILE, strerror(-r));
-		return r;
-	}
-	a->sb = (struct sandbox){ .workspace = a->workspace,
-	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
-	    .uid = ids.uid, .gid = ids.gid };
 	room_limits_open(a);
-	if (sandbox_write_identity(a->run_dir, ids.uid, ids.gid) < 0)
-		log_warn("could not write the sandbox's passwd and group");
 	if (!(a->loop = loop_new(256)))
 		return -ENOMEM;
 	if ((r = http_new(a->loop, &a->http)) < 0 ||
@@ -449,22 +476,30 @@ main(int argc, char **argv)
 	if (main_args(a, argc, argv, &fds) < 0 || main_paths(a) < 0)
 		return 2;
 	log_init("atrium-agent", a->room);
+	if (main_identity(a) < 0)
+		return 1;
 	/* Before any thread and any key: the sandboxes' fork (spawner.h). */
-	if ((a->spawner = spawner_start(argc, argv, a->room_dir)) < 0)
+	if ((a->spawner = spawner_start(argc, argv, a->room_dir, &a->sb,
+	    &a->cfg)) < 0)
 		return 1;
 	if (main_keys(a, fds.keys) < 0)
 		return 1;
-	r = main_setup(a);
+	/* Root's part, then root given up, still with one thread. */
+	r = main_setup_root(a);
+	if (r == 0)
+		r = confine_agent(a);
+	if (r == 0)
+		r = main_setup(a);
 	if (r < 0) {
 		log_error("cannot start: %s", strerror(-r));
 		main_teardown(a);
 		return 1;
 	}
 	log_info("serving room %s on %s (provider %s, model %s, approval %s; "
-	    "keys from %s, process %sdumpable)", a->room, a->sock_path,
+	    "keys from %s; uid %u, process %sdumpable)", a->room, a->sock_path,
 	    a->provider, a->model, a->approval, fds.keys >= 0 ? "atriumd" :
-	    "the environment", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) ? "" :
-	    "not ");
+	    "the environment", (unsigned)geteuid(),
+	    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) ? "" : "not ");
 	if (fds.ready >= 0) {
 		if (write_all(fds.ready, "ready\n", 6) < 0)
 			log_warn("could not write to the ready fd");

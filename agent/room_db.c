@@ -607,6 +607,14 @@ room_db_migrate(struct room_db *db)
 	return 0;
 }
 
+void
+room_db_keep_files(struct sqlite3 *db)
+{
+	int one = 1;
+
+	sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+}
+
 int
 room_db_open(const char *path, struct room_db **out)
 {
@@ -626,8 +634,13 @@ room_db_open(const char *path, struct room_db **out)
 		return -EIO;
 	}
 	sqlite3_busy_timeout(db->db, 5000);
+	/* The agent may not add or remove a file in the room's directory
+	 * (confine.h): keep room.db-wal and -shm when the last connection
+	 * closes, and make no temporary file (statement journals and sorts
+	 * stay in memory). */
+	room_db_keep_files(db->db);
 	r = room_db_run(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-	    " PRAGMA foreign_keys=ON");
+	    " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY");
 	if (r == 0)
 		r = room_db_migrate(db);
 	if (r < 0) {

@@ -27,6 +27,13 @@
 
 struct room_db;
 
+struct sqlite3;
+
+/* Keep room.db-wal and -shm when db's connection is the last to close
+ * (SQLITE_FCNTL_PERSIST_WAL): the agent cannot make them again in the
+ * room's directory (confine.h). */
+void room_db_keep_files(struct sqlite3 *db);
+
 /* Open (creating and migrating forward) the database at path. */
 int room_db_open(const char *path, struct room_db **out);
 void room_db_close(struct room_db *db);

@@ -30,6 +30,7 @@
 #include "room.h"
 #include "room_access.h"
 #include "room_db.h"
+#include "spawner.h"
 #include "ws_snapshot.h"
 
 /* The lowest values an owner may set: below them a room cannot even start
@@ -50,6 +51,8 @@ room_limits_levels(struct agent *a, const struct reslimits *owner,
 
 	reslimits_nest(&a->cfg, owner, &total, room, cmd);
 }
+
+static int room_limits_apply(struct agent *a, const struct reslimits *owner);
 
 /* One of room.db's limit_* keys, 0 when unset or unreadable. */
 static long long
@@ -74,18 +77,17 @@ room_limits_load(struct agent *a)
 }
 
 void
-room_limits_open(struct agent *a)
+room_limits_prepare(struct agent *a)
 {
 	struct reslimits room, cmd;
 	char missing[64], text[128];
+	const char *why;
 	int swept, r;
 
-	room_limits_load(a);
-	room_limits_levels(a, &a->owner_limits, &room, &cmd);
+	room_limits_levels(a, NULL, &room, &cmd);
 	a->sb.cg = &a->cg;
 	a->sb.room_limits = room;
 	a->sb.limits = cmd;
-	a->sb.require_limits = !a->cfg.no_limits;
 	if (cgroup_probe(&a->cg, a->cfg.cgroup_root, a->cfg.cgroup_parent) !=
 	    CGROUP_ALL) {
 		cgroup_missing(a->cg.have, missing, sizeof(missing));
@@ -99,6 +101,28 @@ room_limits_open(struct agent *a)
 		log_info("removed %d stale command cgroup(s) of this room",
 		    swept);
 	r = cgroup_make(&a->cg, a->room, &room, &a->room_cg);
+	reslimits_format(&room, text, sizeof(text));
+	if (r < 0)
+		log_warn("cannot apply the room's limits (%s): %s", text,
+		    strerror(-r));
+	if (geteuid() == 0 && (r = cgroup_delegate(&a->cg, &a->room_cg,
+	    a->sb.uid, a->sb.gid, &why)) < 0)
+		log_warn("cannot hand the room's group to its uid (%s: %s): "
+		    "commands will be refused", why, strerror(-r));
+}
+
+void
+room_limits_open(struct agent *a)
+{
+	struct reslimits room, cmd;
+	char text[128];
+	int r = 0;
+
+	room_limits_load(a);
+	if (a->owner_limits.memory || a->owner_limits.pids ||
+	    a->owner_limits.cpus)
+		r = room_limits_apply(a, &a->owner_limits);
+	room_limits_levels(a, &a->owner_limits, &room, &cmd);
 	reslimits_format(&room, text, sizeof(text));
 	if (r < 0)
 		log_warn("cannot apply the room's limits (%s): %s", text,
@@ -319,7 +343,9 @@ room_limits_apply(struct agent *a, const struct reslimits *owner)
 	int r;
 
 	room_limits_levels(a, owner, &room, &cmd);
-	r = cgroup_relimit(&a->cg, &a->room_cg, &room);
+	/* The room's group is root's: the spawner writes it, computing the
+	 * levels again from the operator's settings (spawner.h). */
+	r = spawner_relimit(a->spawner, owner);
 	if (r == -ENOTSUP && a->cfg.no_limits)
 		r = 0;	/* the operator runs commands without them */
 	if (r < 0)
@@ -408,5 +434,6 @@ room_limits_request(struct agent *a, struct conn *c, json_object *req)
 void
 room_limits_close(struct agent *a)
 {
-	cgroup_destroy(&a->room_cg);
+	if (spawner_close_room(a->spawner, a->sock_dev, a->sock_ino) < 0)
+		log_debug("the room's group is left to the next start's sweep");
 }

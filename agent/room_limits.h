@@ -20,10 +20,16 @@
 struct agent;
 struct conn;
 
-/* Probe the host's cgroups, make the room's group, sweep and fill a->sb's
- * limits, with the owner's lowered values from room.db.  Never fails:
- * what cannot be done is logged, and the sandbox then refuses commands
- * unless --no-limits was given. */
+/* As root, before room.db is open: probe the host's cgroups, sweep the
+ * room's stale command groups, make the room's group with the operator's
+ * limits and hand its directories (not its limits) to the room's uid, so
+ * that the agent makes its commands' groups below it.  Never fails: what
+ * cannot be done is logged, and the sandbox then refuses commands unless
+ * --no-limits was given. */
+void room_limits_prepare(struct agent *a);
+
+/* Once room.db is open: the owner's lowered values from it, written to
+ * the room's group by the spawner and into a->sb.  Never fails (logged). */
 void room_limits_open(struct agent *a);
 
 /* A `limits` line from c.  Without memory, pids or cpus: a `limits` event

@@ -19,16 +19,33 @@
  * sandbox's PR_SET_PDEATHSIG follows the agent.  The agent makes the
  * command's cgroups (sandbox_prepare) before asking, and removes them.
  *
+ * The room's privileged side.  The spawner stays root so that the agent
+ * need not (confine.h); it is the one process of the room that does, and
+ * it trusts the agent no more than the agent trusts the model.  What
+ * names the room is fixed when it is forked (struct spawner_room: the
+ * workspace, run directory, sandbox uid and gid, the init's path, the
+ * operator's settings), never taken from a request; each request is one of
+ * a fixed set, and each field is checked: a command's cgroups must be
+ * this room's command groups, a seed directory the operator's.  A
+ * request that fails a check is answered EPERM or EINVAL.
+ *
  * Wire format, one SOCK_SEQPACKET message each way:
  *
- *   request  JSON {"workspace", "run_dir", "room", "init", "uid", "gid",
- *            "require_limits", "shell" | "argv": [..], "cwd", "env": [..],
- *            "tty", "network", "seed_root", "seed_rel", "tmp_bytes",
- *            "cg": [3 paths],
+ *   spawn    JSON {"type": "spawn", "shell" | "argv": [..], "cwd",
+ *            "env": [..], "tty", "network", "seed_root", "seed_rel",
+ *            "tmp_bytes", "cg": [3 paths],
  *            "fds": [in?, out?, err?] (1: attached, in that order)}
  *            with the attached fds (SCM_RIGHTS), at most SPAWNER_MAX_MSG
  *   reply    JSON {"pid": N} with the status pipe's read end attached,
  *            or {"errno": E}
+ *   limits   JSON {"type": "limits", "memory", "pids", "cpus"}: the
+ *            owner's values; the room's group gets the operator's limits
+ *            lowered by them (reslimits_nest: never above the operator's)
+ *   close    JSON {"type": "close", "sock_dev", "sock_ino"}: remove the
+ *            room's group, and RUN/agent.sock when it is still the socket
+ *            the agent bound (it may not remove it itself: the run
+ *            directory is root's)
+ *   reply    JSON {"errno": E} (0: done)
  *
  * The agent waits for the reply on its loop: the spawner answers as soon
  * as its clone returns (well under a millisecond; the sandbox's setup goes
@@ -38,6 +55,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,11 +63,27 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "config.h"
 #include "log.h"
+#include "protocol.h"
+#include "reslimits.h"
 
 extern char **environ;
+
+/* What the spawner holds fixed for its room: copies made before the fork,
+ * never changed by a request. */
+struct spawner_room {
+	struct sandbox sb;		/* workspace, run dir, room, init, uid,
+					 * gid, require_limits */
+	const struct config *cfg;	/* the operator's settings */
+	const char *room_dir;		/* for its title */
+	struct cgroup_tree tree;	/* probed on first use */
+	struct cgroup_set group;	/* the room's group, found then */
+};
 
 #define SPAWNER_MAX_MSG		(1024 * 1024)	/* a request, argv and env */
 #define SPAWNER_MAX_STRS	4096		/* argv or env entries */
@@ -154,23 +188,16 @@ spawner_strv(char *const *v)
 	return a;
 }
 
-/* The request for cmd in sb with p's cgroups; the fds to attach in
+/* The request for cmd with p's cgroups; the fds to attach in
  * fds[0..*nfds). */
 static json_object *
-spawner_request(const struct sandbox *sb, const struct sandbox_cmd *cmd,
+spawner_request(const struct sandbox_cmd *cmd,
     const struct sandbox_proc *p, int *fds, int *nfds)
 {
 	json_object *o = json_object_new_object(), *cg, *has;
 	const int src[3] = { cmd->fd_in, cmd->fd_out, cmd->fd_err };
 
-	spawner_put_str(o, "workspace", sb->workspace);
-	spawner_put_str(o, "run_dir", sb->run_dir);
-	spawner_put_str(o, "room", sb->room);
-	spawner_put_str(o, "init", sb->init_path);
-	json_object_object_add(o, "uid", json_object_new_int64(sb->uid));
-	json_object_object_add(o, "gid", json_object_new_int64(sb->gid));
-	json_object_object_add(o, "require_limits",
-	    json_object_new_boolean(sb->require_limits));
+	spawner_put_str(o, "type", "spawn");
 	spawner_put_str(o, "shell", cmd->shell);
 	if (!cmd->shell)
 		json_object_object_add(o, "argv", spawner_strv(cmd->argv));
@@ -200,7 +227,8 @@ spawner_request(const struct sandbox *sb, const struct sandbox_cmd *cmd,
 
 /* ---- the agent's side --------------------------------------------------- */
 
-/* Wait for the reply.  The pid, or -errno; the status fd in *status_fd. */
+/* Wait for the reply.  The pid, 0 ({"errno": 0}), or -errno; the status fd
+ * in *status_fd. */
 static int
 spawner_reply(int sock, int *status_fd)
 {
@@ -232,7 +260,7 @@ spawner_reply(int sock, int *status_fd)
 	json_object_put(o);
 	if (nfds)
 		close(fds[0]);
-	return r > 0 || r < 0 ? r : -EPROTO;
+	return r;
 }
 
 int
@@ -248,13 +276,13 @@ spawner_spawn(int sock, const struct sandbox *sb,
 	if (sock < 0) {
 		r = -EPIPE;
 	} else {
-		req = spawner_request(sb, cmd, p, fds, &nfds);
+		req = spawner_request(cmd, p, fds, &nfds);
 		s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 		r = strlen(s) > SPAWNER_MAX_MSG ? -E2BIG :
 		    spawner_send(sock, s, strlen(s), fds, nfds);
 		json_object_put(req);
-		if (r == 0)
-			r = spawner_reply(sock, &p->status_fd);
+		if (r == 0 && (r = spawner_reply(sock, &p->status_fd)) == 0)
+			r = -EPROTO;	/* no pid */
 	}
 	if (r < 0) {
 		if (r == -E2BIG)
@@ -270,6 +298,49 @@ spawner_spawn(int sock, const struct sandbox *sb,
 	}
 	p->pid = r;
 	return 0;
+}
+
+/* Send o (consumed) and wait for its {"errno": E} reply.  0 or -errno. */
+static int
+spawner_ask(int sock, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN);
+	int fd = -1, r;
+
+	r = sock < 0 ? -EPIPE : spawner_send(sock, s, strlen(s), NULL, 0);
+	json_object_put(o);
+	if (r == 0)
+		r = spawner_reply(sock, &fd);
+	if (fd >= 0)
+		close(fd);
+	return r > 0 ? -EPROTO : r;
+}
+
+int
+spawner_relimit(int sock, const struct reslimits *owner)
+{
+	json_object *o = json_object_new_object();
+
+	spawner_put_str(o, "type", "limits");
+	json_object_object_add(o, "memory",
+	    json_object_new_int64(owner->memory));
+	json_object_object_add(o, "pids", json_object_new_int64(owner->pids));
+	json_object_object_add(o, "cpus", json_object_new_int64(owner->cpus));
+	return spawner_ask(sock, o);
+}
+
+int
+spawner_close_room(int sock, dev_t sock_dev, ino_t sock_ino)
+{
+	json_object *o = json_object_new_object();
+
+	spawner_put_str(o, "type", "close");
+	json_object_object_add(o, "sock_dev",
+	    json_object_new_int64((int64_t)sock_dev));
+	json_object_object_add(o, "sock_ino",
+	    json_object_new_int64((int64_t)sock_ino));
+	return spawner_ask(sock, o);
 }
 
 void
@@ -355,9 +426,43 @@ spawner_fds(json_object *o, struct sandbox_cmd *cmd, const int *fds,
 	return k == nfds ? 0 : -EINVAL;
 }
 
-/* The request's cgroup directories into p. */
+/* 1 when dir is one of the room's command groups (sandbox.c's
+ * "ROOM/cmd-PID-N" below the operator's parent, in any hierarchy). */
 static int
-spawner_cg(json_object *o, struct sandbox_proc *p)
+spawner_cg_ok(const struct spawner_room *room, const char *dir)
+{
+	const struct config *c = room->cfg;
+	static const char *const v1[] = { "", "memory/", "pids/", "cpu/" };
+	size_t n = strlen(c->cgroup_root);
+
+	if (!dir[0])
+		return 1;	/* no group in that hierarchy */
+	if (strncmp(dir, c->cgroup_root, n) != 0 || dir[n] != '/' ||
+	    strstr(dir, "/../") || strstr(dir, "//"))
+		return 0;
+	dir += n + 1;
+	for (size_t i = 0; i < sizeof(v1) / sizeof(*v1); i++) {
+		size_t k = strlen(v1[i]), p = strlen(c->cgroup_parent),
+		    r = strlen(room->sb.room);
+		const char *t = dir + k;
+
+		if (strncmp(dir, v1[i], k) != 0 ||
+		    strncmp(t, c->cgroup_parent, p) != 0 || t[p] != '/' ||
+		    strncmp(t + p + 1, room->sb.room, r) != 0 ||
+		    strncmp(t + p + 1 + r, "/cmd-", 5) != 0)
+			continue;
+		t += p + 1 + r + 5;
+		if (*t && strspn(t, "0123456789-") == strlen(t))
+			return 1;
+	}
+	return 0;
+}
+
+/* The request's cgroup directories into p, each one of this room's
+ * command groups.  0, -EINVAL or -EPERM. */
+static int
+spawner_cg(const struct spawner_room *room, json_object *o,
+    struct sandbox_proc *p)
 {
 	json_object *a;
 
@@ -371,28 +476,44 @@ spawner_cg(json_object *o, struct sandbox_proc *p)
 
 		if (!d || strlen(d) >= sizeof(p->cg.dir[i]))
 			return -EINVAL;
+		if (!spawner_cg_ok(room, d)) {
+			log_error("spawner: refused a command group outside "
+			    "the room's: %s", d);
+			return -EPERM;
+		}
 		snprintf(p->cg.dir[i], sizeof(p->cg.dir[i]), "%s", d);
 	}
 	return 0;
 }
 
-/* Start the request's command.  Its pid, or -errno. */
+/* 0 when root is the operator's seed directory (as given or real), or
+ * both are unset; else -EPERM. */
 static int
-spawner_run(json_object *o, const int *fds, int nfds, int *status_fd)
+spawner_seed_ok(const struct spawner_room *room, const char *root)
 {
-	struct sandbox sb = { 0 };
+	const char *dir = room->cfg->seed_dir;
+	char real[PATH_MAX];
+
+	if (!root)
+		return 0;
+	if (dir[0] && (strcmp(root, dir) == 0 || (realpath(dir, real) &&
+	    strcmp(root, real) == 0)))
+		return 0;
+	log_error("spawner: refused a seed directory that is not the "
+	    "operator's: %s", root);
+	return -EPERM;
+}
+
+/* Start the request's command in the room.  Its pid, or -errno. */
+static int
+spawner_run(const struct spawner_room *room, json_object *o, const int *fds,
+    int nfds, int *status_fd)
+{
 	struct sandbox_cmd cmd = { 0 };
 	struct sandbox_proc p = { 0 };
 	char **argv = NULL, **env = NULL;
 	int r = 0;
 
-	sb.workspace = spawner_str(o, "workspace");
-	sb.run_dir = spawner_str(o, "run_dir");
-	sb.room = spawner_str(o, "room");
-	sb.init_path = spawner_str(o, "init");
-	sb.uid = (uid_t)spawner_int(o, "uid");
-	sb.gid = (gid_t)spawner_int(o, "gid");
-	sb.require_limits = (int)spawner_int(o, "require_limits");
 	cmd.shell = spawner_str(o, "shell");
 	argv = spawner_vec(o, "argv", &r);
 	env = spawner_vec(o, "env", &r);
@@ -404,32 +525,102 @@ spawner_run(json_object *o, const int *fds, int nfds, int *status_fd)
 	cmd.seed_root = spawner_str(o, "seed_root");
 	cmd.seed_rel = spawner_str(o, "seed_rel");
 	cmd.tmp_bytes = spawner_int(o, "tmp_bytes");
-	if (r == 0 && (!sb.workspace || !sb.run_dir || !sb.init_path ||
-	    sb.uid == 0 || sb.gid == 0 || (!cmd.shell && !argv) ||
-	    cmd.tmp_bytes < 0))
+	if (r == 0 && ((!cmd.shell && !argv) || cmd.tmp_bytes < 0 ||
+	    (cmd.seed_root && !cmd.seed_rel)))
 		r = -EINVAL;
+	if (r == 0)
+		r = spawner_seed_ok(room, cmd.seed_root);
 	if (r == 0)
 		r = spawner_fds(o, &cmd, fds, nfds);
 	if (r == 0)
-		r = spawner_cg(o, &p);
+		r = spawner_cg(room, o, &p);
 	if (r == 0)
-		r = sandbox_start(&sb, &cmd, &p, 1);
+		r = sandbox_start(&room->sb, &cmd, &p, 1);
 	free(argv);
 	free(env);
 	*status_fd = r == 0 ? p.status_fd : -1;
 	return r == 0 ? p.pid : r;
 }
 
+/* The room's group in room->group (made if it went), once.  0 or
+ * -errno. */
+static int
+spawner_room_group(struct spawner_room *room)
+{
+	struct reslimits none = { 0 };
+
+	if (!room->tree.have && !cgroup_probe(&room->tree,
+	    room->cfg->cgroup_root, room->cfg->cgroup_parent))
+		return -ENOTSUP;
+	if (room->group.dir[0][0] || room->group.dir[1][0] ||
+	    room->group.dir[2][0])
+		return 0;
+	return cgroup_make(&room->tree, room->sb.room, &none, &room->group);
+}
+
+/* limits: the operator's limits lowered by the owner's values.  0 or
+ * -errno. */
+static int
+spawner_limits(struct spawner_room *room, json_object *o)
+{
+	struct reslimits owner = { 0 }, total, group, cmd;
+	long long v[3] = { spawner_int(o, "memory"), spawner_int(o, "pids"),
+	    spawner_int(o, "cpus") };
+	int r;
+
+	if (v[0] < 0 || v[1] < 0 || v[1] > INT_MAX || v[2] < 0 ||
+	    v[2] > INT_MAX)
+		return -EINVAL;
+	owner.memory = v[0];
+	owner.pids = (int)v[1];
+	owner.cpus = (int)v[2];
+	reslimits_nest(room->cfg, &owner, &total, &group, &cmd);
+	if ((r = spawner_room_group(room)) < 0)
+		return r;
+	return cgroup_relimit(&room->tree, &room->group, &group);
+}
+
+/* close: the room's group goes (the agent is stopping), and its socket
+ * if it is the one named (no other: not a later agent's).  0 or -errno. */
+static int
+spawner_close(struct spawner_room *room, json_object *o)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", room->sb.run_dir,
+	    AGENT_SOCKET_NAME);
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    (long long)st.st_dev == spawner_int(o, "sock_dev") &&
+	    (long long)st.st_ino == spawner_int(o, "sock_ino"))
+		unlink(path);
+	r = spawner_room_group(room);
+	if (r == 0)
+		cgroup_destroy(&room->group);
+	return r == -ENOTSUP ? 0 : r;
+}
+
 /* Answer one request. */
 static void
-spawner_serve(int sock, const char *msg, const int *fds, int nfds)
+spawner_serve(struct spawner_room *room, int sock, const char *msg,
+    const int *fds, int nfds)
 {
 	json_object *o = json_tokener_parse(msg);
+	const char *type = o ? spawner_str(o, "type") : NULL;
 	char out[64];
 	int status_fd = -1, r;
 
-	r = o && json_object_is_type(o, json_type_object) ?
-	    spawner_run(o, fds, nfds, &status_fd) : -EINVAL;
+	if (!o || !json_object_is_type(o, json_type_object) || !type)
+		r = -EINVAL;
+	else if (strcmp(type, "spawn") == 0)
+		r = spawner_run(room, o, fds, nfds, &status_fd);
+	else if (strcmp(type, "limits") == 0)
+		r = spawner_limits(room, o);
+	else if (strcmp(type, "close") == 0)
+		r = spawner_close(room, o);
+	else
+		r = -EINVAL;
 	json_object_put(o);
 	if (r > 0)
 		snprintf(out, sizeof(out), "{\"pid\":%d}", r);
@@ -444,7 +635,7 @@ spawner_serve(int sock, const char *msg, const int *fds, int nfds)
 
 /* The spawner: serve requests until the agent closes its end. */
 static void __attribute__((noreturn))
-spawner_main(void)
+spawner_main(struct spawner_room *room)
 {
 	char *msg = malloc(SPAWNER_MAX_MSG + 1);
 	int fds[3], nfds;
@@ -461,7 +652,7 @@ spawner_main(void)
 			spawner_send(SPAWNER_SOCK_FD, "{\"errno\":7}", 11,
 			    NULL, 0);	/* E2BIG */
 		else
-			spawner_serve(SPAWNER_SOCK_FD, msg, fds, nfds);
+			spawner_serve(room, SPAWNER_SOCK_FD, msg, fds, nfds);
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
@@ -511,23 +702,26 @@ spawner_retitle(int argc, char **argv, const char *room_dir)
  * environment (it may have held a key); it dies with the agent. */
 static void __attribute__((noreturn))
 spawner_child(int sock, pid_t agent, int argc, char **argv,
-    const char *room_dir)
+    struct spawner_room *room)
 {
 	if (dup2(sock, SPAWNER_SOCK_FD) < 0)
 		_exit(1);
-	spawner_retitle(argc, argv, room_dir);
+	spawner_retitle(argc, argv, room->room_dir);
 	close_range(SPAWNER_SOCK_FD + 1, ~0U, 0);
 	spawner_wipe_env();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != agent)
 		_exit(0);
 	prctl(PR_SET_NAME, "atrium-spawner", 0, 0, 0);
-	spawner_main();
+	spawner_main(room);
 }
 
 int
-spawner_start(int argc, char **argv, const char *room_dir)
+spawner_start(int argc, char **argv, const char *room_dir,
+    const struct sandbox *sb, const struct config *cfg)
 {
+	struct spawner_room room = { .sb = *sb, .cfg = cfg,
+	    .room_dir = room_dir };
 	int sv[2], buf = 2 * SPAWNER_MAX_MSG;
 	pid_t agent = getpid(), pid;
 
@@ -552,7 +746,7 @@ spawner_start(int argc, char **argv, const char *room_dir)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		spawner_child(sv[1], agent, argc, argv, room_dir);
+		spawner_child(sv[1], agent, argc, argv, &room);
 	}
 	close(sv[1]);
 	return sv[0];

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "room_db.h"
 #include "sqlite_int.h"
 
 #define WAL_CHECKPOINTER_STACK	(256 * 1024)	/* SQLite's checkpoint
@@ -70,9 +71,12 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 		return NULL;
 	}
 	/* As the agent's connection: sync the WAL, then the database, at
-	 * each checkpoint; keep little in memory. */
+	 * each checkpoint; keep little in memory; keep the WAL file and make
+	 * no temporary one (room_db_keep_files). */
+	room_db_keep_files(w->ckdb);
 	if (sqlite3_exec(w->ckdb, "PRAGMA synchronous=NORMAL;"
-	    " PRAGMA cache_size=16", NULL, NULL, NULL) != SQLITE_OK)
+	    " PRAGMA cache_size=16; PRAGMA temp_store=MEMORY", NULL, NULL,
+	    NULL) != SQLITE_OK)
 		log_warn("room.db's checkpoints: %s", sqlite3_errmsg(w->ckdb));
 	return w->ckdb;
 }

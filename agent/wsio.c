@@ -1,26 +1,14 @@
 /*
  * wsio.c: the file tools' workspace I/O (wsio.h).
  *
- * Whose rights.  The agent runs as root, but the file tools must act
- * exactly as a command in the sandbox would: files they create belong to
- * the room's sandbox uid and gid, and what that uid may not read or write they may
- * not either.  So every operation beneath the root carries an io_uring
- * personality holding the sandbox uid's credentials.  A personality
- * captures the registering thread's credentials (uid, gid, fsuid, fsgid,
- * groups, capabilities), so wsio_personality registers it once while this
- * thread's credentials are switched, per thread only (raw syscalls: glibc's
- * setgroups would change every thread): fsuid and fsgid to the sandbox's,
- * no supplementary groups (as sandbox.c's setgroups(0)), and no effective
- * capability (so no DAC override, no CAP_FOWNER, no CAP_CHOWN); then it
- * switches straight back.  The kernel then checks permissions and sets
- * owners with those credentials, for a plain directory and for the FUSE
- * mount alike (atrium-fs takes the caller's fsuid and fsgid from each
- * request).  Chowning files after creating them as root was rejected: it
- * would still read and overwrite what the sandbox uid may not.
- *
- * Only the root itself is opened with the agent's own credentials (its
- * parent, the room's run directory, is root's, 0710 to the sandbox's group
- * only); that fd is O_PATH and grants nothing by itself.
+ * Whose rights.  The agent runs as the room's sandbox uid and gid
+ * (confine.h), so the file tools act exactly as a command in the sandbox
+ * would: files they create belong to that uid and gid, and what it may
+ * not read or write they may not either; the kernel checks them with the
+ * agent's own credentials, for the FUSE mount (atrium-fs takes the
+ * caller's fsuid and fsgid from each request) as for any directory.
+ * Every path is resolved beneath the workspace's root (RESOLVE_BENEATH,
+ * no magic links, no other mount).
  *
  * Suspension.  An operation is an SQE submitted with loop_io_submit; the
  * coroutine yields until wsio_io_done resumes it with the result.  The SQE
@@ -37,14 +25,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
-#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/fsuid.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,94 +43,6 @@
 #define WSIO_RESOLVE	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | \
 			 RESOLVE_NO_XDEV)
 #define WSIO_READ_CHUNK	(256 * 1024)	/* bytes per read operation */
-
-/* ---- credentials ----------------------------------------------------- */
-
-/* Switch this thread's filesystem credentials to uid/gid with no groups
- * and no effective capability, keeping what is needed to switch back in
- * saved.  0 or -errno. */
-static int
-wsio_creds_drop(uid_t uid, gid_t gid, struct __user_cap_data_struct *saved)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct none[2];
-
-	if (syscall(SYS_capget, &h, saved) < 0)
-		return -errno;
-	memcpy(none, saved, sizeof(none));
-	none[0].effective = none[1].effective = 0;
-	setfsgid(gid);
-	setfsuid(uid);
-	if (syscall(SYS_setgroups, 0, NULL) < 0)
-		return -errno;
-	if (syscall(SYS_capset, &h, none) < 0)
-		return -errno;
-	if ((uid_t)setfsuid((uid_t)-1) != uid ||
-	    (gid_t)setfsgid((gid_t)-1) != gid)
-		return -EPERM;
-	return 0;
-}
-
-/* Back to root's credentials.  Aborts when that fails: the process would
- * otherwise go on with the wrong rights. */
-static void
-wsio_creds_restore(struct __user_cap_data_struct *saved, gid_t *groups,
-    int ngroups)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-
-	if (syscall(SYS_capset, &h, saved) < 0 ||
-	    syscall(SYS_setgroups, (size_t)ngroups, groups) < 0) {
-		log_error("cannot restore the agent's credentials: %s",
-		    strerror(errno));
-		abort();
-	}
-	setfsuid(0);
-	setfsgid(0);
-	if (setfsuid((uid_t)-1) != 0 || setfsgid((gid_t)-1) != 0) {
-		log_error("cannot restore the agent's fsuid/fsgid");
-		abort();
-	}
-	/* A credential change resets dumpability to fs.suid_dumpable, which
-	 * may be 1: the agent holds keys and stays non-dumpable (main.c). */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-}
-
-/* The ring's personality for the room's sandbox uid (a->sb, from
- * room_ids.h), registered on first use.
- * Its id (> 0), or -errno (logged). */
-static int
-wsio_personality(struct agent *a)
-{
-	struct __user_cap_data_struct saved[2];
-	gid_t *groups;
-	int n, r;
-
-	if (a->ws_personality > 0)
-		return a->ws_personality;
-	if (geteuid() != 0) {
-		log_error("the file tools need root to act as the sandbox uid");
-		return -EPERM;
-	}
-	n = getgroups(0, NULL);
-	groups = calloc((size_t)(n > 0 ? n : 1), sizeof(*groups));
-	if (n < 0 || !groups || getgroups(n, groups) != n) {
-		free(groups);
-		return -ENOMEM;
-	}
-	r = wsio_creds_drop(a->sb.uid, a->sb.gid, saved);
-	if (r == 0)
-		r = loop_personality(a->loop);
-	wsio_creds_restore(saved, groups, n);
-	free(groups);
-	if (r < 0) {
-		log_error("cannot register the sandbox uid's io_uring "
-		    "personality: %s", strerror(-r));
-		return r;
-	}
-	a->ws_personality = r;
-	return r;
-}
 
 /* ---- the coroutine ----------------------------------------------------- */
 
@@ -278,15 +175,12 @@ wsio_sqe(struct wsio *w, int *err)
 	return sqe;
 }
 
-/* Submit the prepared sqe with the sandbox personality (or the agent's
- * own, as_root) and wait for its result. */
+/* Submit the prepared sqe and wait for its result. */
 static int
-wsio_wait(struct wsio *w, struct io_uring_sqe *sqe, int as_root)
+wsio_wait(struct wsio *w, struct io_uring_sqe *sqe)
 {
 	long long id;
 
-	if (!as_root)
-		sqe->personality = (__u16)w->personality;
 	id = loop_io_submit(w->a->loop, sqe, wsio_io_done, w);
 	if (id < 0)
 		return (int)id;
@@ -311,7 +205,7 @@ wsio_pace(struct wsio *w)
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_nop(sqe);
-	r = wsio_wait(w, sqe, 1);
+	r = wsio_wait(w, sqe);
 	return r < 0 ? r : 0;
 }
 
@@ -435,16 +329,13 @@ int
 wsio_open_root(struct wsio *w)
 {
 	struct io_uring_sqe *sqe;
-	int r = 0, p = wsio_personality(w->a);
+	int r = 0;
 
-	if (p < 0)
-		return p;
-	w->personality = p;
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_openat(sqe, AT_FDCWD, w->a->workspace, O_PATH |
 	    O_DIRECTORY | O_CLOEXEC, 0);
-	r = wsio_wait(w, sqe, 1);
+	r = wsio_wait(w, sqe);
 	if (r >= 0)
 		w->root = r;
 	else
@@ -464,7 +355,7 @@ wsio_open(struct wsio *w, int dirfd, const char *rel, int flags, mode_t mode)
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_openat2(sqe, dirfd >= 0 ? dirfd : w->root, rel, &how);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 int
@@ -477,7 +368,7 @@ wsio_fstat(struct wsio *w, int fd, struct statx *st)
 		return r;
 	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, STATX_TYPE |
 	    STATX_MODE | STATX_SIZE, st);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 int
@@ -492,7 +383,7 @@ wsio_stat_name(struct wsio *w, int dirfd, const char *name, struct statx *st)
 		return r;
 	io_uring_prep_statx(sqe, dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE |
 	    STATX_MODE | STATX_SIZE, st);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 ssize_t
@@ -505,7 +396,7 @@ wsio_read(struct wsio *w, int fd, void *buf, size_t n, off_t off)
 		return r;
 	io_uring_prep_read(sqe, fd, buf, (unsigned)(n > WSIO_READ_CHUNK ?
 	    WSIO_READ_CHUNK : n), (__u64)off);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 int
@@ -533,7 +424,7 @@ wsio_write_all(struct wsio *w, int fd, const void *buf, size_t n)
 			return r;
 		io_uring_prep_write(sqe, fd, p + done, (unsigned)chunk,
 		    (__u64)done);
-		r = wsio_wait(w, sqe, 0);
+		r = wsio_wait(w, sqe);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -554,7 +445,7 @@ wsio_close(struct wsio *w, int fd)
 	if (w->cancelled || !(sqe = wsio_sqe(w, &r)))
 		return close(fd) < 0 ? -errno : 0;
 	io_uring_prep_close(sqe, fd);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 void
@@ -570,7 +461,6 @@ wsio_close_behind(struct wsio *w, int fd)
 		return;
 	}
 	io_uring_prep_close(sqe, fd);
-	sqe->personality = (__u16)w->personality;
 	if (loop_io_submit(w->a->loop, sqe, NULL, NULL) < 0)
 		close(fd);	/* the SQE became a no-op */
 }
@@ -586,7 +476,7 @@ wsio_mkdir(struct wsio *w, int dirfd, const char *name, mode_t mode)
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_mkdirat(sqe, dirfd, name, mode);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 int
@@ -600,7 +490,7 @@ wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to)
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_renameat(sqe, dirfd, from, dirfd, to, 0);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 int
@@ -614,7 +504,7 @@ wsio_unlink(struct wsio *w, int dirfd, const char *name)
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
 	io_uring_prep_unlinkat(sqe, dirfd, name, 0);
-	return wsio_wait(w, sqe, 0);
+	return wsio_wait(w, sqe);
 }
 
 /* Read all of fd (size bytes expected, at most max) into a new buffer. */
@@ -716,7 +606,7 @@ wsio_getdents(struct wsio *w, int fd, void *buf, size_t n)
 	if (!d || !j) {
 		free(j);
 		io_uring_prep_nop(sqe);
-		wsio_wait(w, sqe, 1);
+		wsio_wait(w, sqe);
 		return -ENOMEM;
 	}
 	*j = (struct dirworker_job){ .fd = fd, .buf = buf, .n = n };
@@ -727,11 +617,11 @@ wsio_getdents(struct wsio *w, int fd, void *buf, size_t n)
 			close(j->efd);
 		free(j);
 		io_uring_prep_nop(sqe);
-		wsio_wait(w, sqe, 1);
+		wsio_wait(w, sqe);
 		return r;
 	}
 	io_uring_prep_read(sqe, j->efd, &j->count, sizeof(j->count), 0);
-	r = wsio_wait(w, sqe, 1);
+	r = wsio_wait(w, sqe);
 	if (r != (int)sizeof(j->count)) {
 		/* The ring would not take the read (out of slots): wait for
 		 * the worker here, since it will still write to j and buf. */

@@ -41,7 +41,6 @@ struct wsio {
 						 * loop's stack */
 	void *arg;			/* the owner's */
 	int root;			/* O_PATH fd of the workspace, or -1 */
-	int personality;		/* the ring's sandbox-uid credentials */
 	long long op;			/* I/O in flight (loop_io id), or 0 */
 	int res;			/* its result once complete */
 	int cancelled;			/* stop at the next operation */

@@ -391,3 +391,28 @@ cgroup_destroy(struct cgroup_set *set)
 	for (int i = 0; i < CGROUP_NCTL; i++)
 		set->dir[i][0] = '\0';
 }
+
+int
+cgroup_delegate(const struct cgroup_tree *t, const struct cgroup_set *set,
+    uid_t uid, gid_t gid, const char **what)
+{
+	static const char *const v2files[] = { "cgroup.procs",
+	    "cgroup.threads", "cgroup.subtree_control" };
+	char path[CGROUP_PATH_MAX + 64];
+
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		if (!set->dir[i][0])
+			continue;
+		*what = set->dir[i];
+		if (chown(set->dir[i], uid, gid) < 0)
+			return -errno;
+		for (size_t k = 0; t->v2 && k < 3; k++) {
+			snprintf(path, sizeof(path), "%s/%s", set->dir[i],
+			    v2files[k]);
+			*what = v2files[k];
+			if (chown(path, uid, gid) < 0 && errno != ENOENT)
+				return -errno;
+		}
+	}
+	return 0;
+}

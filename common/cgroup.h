@@ -92,6 +92,15 @@ void cgroup_kill(const struct cgroup_set *set);
  * killed processes go: it sleeps, so not for an event loop). */
 void cgroup_destroy(struct cgroup_set *set);
 
+/* Hand the groups of set to uid and gid as the kernel's delegation model
+ * says: the directories (so groups may be made and removed below them)
+ * and, on v2, their cgroup.procs, cgroup.threads and
+ * cgroup.subtree_control; never a limit file, so the groups' own limits
+ * stay root's and bound everything made below.  0, or -errno with the
+ * path that failed in *what. */
+int cgroup_delegate(const struct cgroup_tree *t, const struct cgroup_set *set,
+    uid_t uid, gid_t gid, const char **what);
+
 /* One attempt, without waiting: remove each group that can go and forget
  * it; keep those still busy (processes not yet gone, a group below).  How
  * many are left: a loop retries from a timer. */

@@ -37,7 +37,10 @@
  * Trust: the socket is made 0600 in the database's directory, next to the
  * mount lock (DB-mount), and a peer must also have the daemon's uid (or be
  * root, SO_PEERCRED): whoever may write the database may snapshot it,
- * nobody else.  A peer that sends too much, too slowly (CONTROL_TIMEOUT_S)
+ * nobody else; and the mount's control_uid (mount.c), when given, which
+ * then owns the socket: a room's agent, which runs as the room's uid.
+ * Commands of the room run as that uid too, but in a mount namespace
+ * without the database's directory, and a network namespace of their own.  A peer that sends too much, too slowly (CONTROL_TIMEOUT_S)
  * or something else than a request is answered with an error and closed.
  *
  * Threads: one thread accepts and serves requests one at a time (they are
@@ -74,6 +77,7 @@ struct control {
 	int listen_fd;
 	int wake[2];               /* control_stop writes to wake[1] */
 	pthread_t thread;
+	uid_t control_uid;         /* also served; (uid_t)-1: none */
 };
 
 /* The kernel forgets inode ino's attributes, and with pages its cached
@@ -282,16 +286,19 @@ control_do(struct control *c, int fd, char *line)
 	return -EPROTO;
 }
 
-/* 0 when the peer on fd may ask (the daemon's uid, or root), else -EPERM. */
+/* 0 when the peer on fd may ask (root, the daemon's uid or the control
+ * uid), else -EPERM. */
 static int
-control_peer_ok(int fd)
+control_peer_ok(const struct control *c, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return -errno;
-	return cred.uid == 0 || cred.uid == geteuid() ? 0 : -EPERM;
+	return cred.uid == 0 || cred.uid == geteuid() ||
+	    (c->control_uid != (uid_t)-1 && cred.uid == c->control_uid) ?
+	    0 : -EPERM;
 }
 
 /* Serve one connection, then close it. */
@@ -304,7 +311,7 @@ control_serve(struct control *c, int fd)
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if ((r = control_peer_ok(fd)) == 0 &&
+	if ((r = control_peer_ok(c, fd)) == 0 &&
 	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
 		log_info("control: %s", line);
 		r = control_do(c, fd, line);
@@ -374,7 +381,9 @@ control_listen(struct control *c)
 	unlink(c->path);
 	old = umask(0077);
 	if (bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(c->path, 0600) < 0 || listen(c->listen_fd, 8) < 0)
+	    chmod(c->path, 0600) < 0 || (c->control_uid != (uid_t)-1 &&
+	    chown(c->path, c->control_uid, (gid_t)-1) < 0) ||
+	    listen(c->listen_fd, 8) < 0)
 		r = -errno;
 	umask(old);
 	return r;
@@ -383,13 +392,15 @@ control_listen(struct control *c)
 /* Start serving db's control socket for fs mounted through se.  NULL
  * (logged) when it cannot: the mount then goes on without it. */
 struct control *
-control_start(const char *db, struct fs *fs, struct fuse_session *se)
+control_start(const char *db, struct fs *fs, struct fuse_session *se,
+    uid_t control_uid)
 {
 	struct control *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c)
 		return NULL;
+	c->control_uid = control_uid;
 	c->fs = fs;
 	c->se = se;
 	c->listen_fd = c->wake[0] = c->wake[1] = -1;

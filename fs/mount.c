@@ -11,8 +11,11 @@
  * whether the mount went live, so the SQLite connection and the flock are
  * never carried across a fork.
  *
- * Options of our own among the -o ones: no_writeback, and quota=BYTES and
- * quota_inodes=N (fs/quota.c), which are set before the first request.
+ * Options of our own among the -o ones: no_writeback, quota=BYTES and
+ * quota_inodes=N (fs/quota.c), which are set before the first request,
+ * and control_uid=UID, the one uid besides root and the daemon's own that
+ * the control socket serves (atriumd gives the room's, under which its
+ * agent runs).
  *
  * The control socket (fs/control.c) lives from just before the mount is
  * announced until the session loop ends.
@@ -36,6 +39,7 @@
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +65,7 @@ struct mount_state {
 	char dir[PATH_MAX];      /* absolute mount point */
 	long long quota_bytes;   /* -o quota=, 0: none */
 	long long quota_inodes;  /* -o quota_inodes=, 0: none */
+	long long control_uid;   /* -o control_uid=, -1: none */
 };
 
 /* Explain a failure to open db on stderr. */
@@ -128,6 +133,19 @@ mount_own_opt(const char *tok, struct mount_state *m)
 
 	if (strcmp(tok, "no_writeback") == 0) {
 		m->ops.writeback = 0;
+		return 1;
+	}
+	if (strncmp(tok, "control_uid=", 12) == 0) {
+		char *end;
+
+		errno = 0;
+		m->control_uid = strtoll(tok + 12, &end, 10);
+		if (errno || *end || end == tok + 12 || m->control_uid < 1 ||
+		    m->control_uid >= (long long)UINT32_MAX) {
+			fprintf(stderr, "atrium-fs: -o %s: want a uid other "
+			    "than 0\n", tok);
+			return -1;
+		}
 		return 1;
 	}
 	if (strncmp(tok, "quota=", 6) == 0)
@@ -379,6 +397,7 @@ mount_serve(const struct mount_opts *o, int status_fd)
 	mount_malloc_config();
 	memset(&m, 0, sizeof(m));
 	m.lock_fd = -1;
+	m.control_uid = -1;
 	if (mount_open(o, &m) < 0 || mount_session(o, &m) < 0) {
 		mount_teardown(&m);
 		return 1;
@@ -393,7 +412,8 @@ mount_serve(const struct mount_opts *o, int status_fd)
 		mount_set_readahead(major, minor);
 	/* Before the mount is announced, so that a snapshot asked for right
 	 * after finds the socket. */
-	ctl = control_start(o->db, m.fs, m.se);
+	ctl = control_start(o->db, m.fs, m.se, m.control_uid > 0 ?
+	    (uid_t)m.control_uid : (uid_t)-1);
 	log_info("%s mounted at %s", o->db, m.dir);
 	mount_announce(o, status_fd);
 	r = mount_loop(&m);

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "becomeuser.h"
 #include "log.h"
 
 /* See privdrop.h. */
@@ -54,87 +55,15 @@ privdrop_resolve(const char *want, struct privdrop_id *out)
 	return 0;
 }
 
-/* Drop every capability from the bounding and ambient sets (still root:
- * needs CAP_SETPCAP).  0 or -errno. */
-static int
-privdrop_bounding(void)
-{
-	for (int cap = 0; cap <= 63; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
-			if (errno == EINVAL)	/* past this kernel's last */
-				break;
-			return -errno;
-		}
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
-	    errno != EINVAL)
-		return -errno;
-	return 0;
-}
-
-/* Clear permitted, effective and inheritable, and check they are.  0 or
- * -errno. */
-static int
-privdrop_caps(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return -errno;
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return -errno;
-	for (int i = 0; i < 2; i++)
-		if (data[i].effective || data[i].permitted ||
-		    data[i].inheritable)
-			return -EPERM;
-	return 0;
-}
-
-/* Groups, gid, uid; then check that root cannot be had back. */
-static int
-privdrop_ids(const struct privdrop_id *id)
-{
-	uid_t r, e, s;
-
-	if (setgroups(0, NULL) < 0 || setresgid(id->gid, id->gid, id->gid) < 0)
-		return -errno;
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-		return -errno;
-	if (setresuid(id->uid, id->uid, id->uid) < 0)
-		return -errno;
-	if (getresuid(&r, &e, &s) < 0 || r != id->uid || e != id->uid ||
-	    s != id->uid)
-		return -EPERM;
-	if (setuid(0) == 0 || setgid(0) == 0)
-		return -EPERM;
-	return 0;
-}
-
 /* See privdrop.h. */
 int
 privdrop_apply(const struct privdrop_id *id, pid_t monitor)
 {
-	const char *step = "bounding set";
+	const char *step;
 	int r;
 
-	if ((r = privdrop_bounding()) < 0)
+	if ((r = become_user(id->uid, id->gid, &step)) < 0)
 		goto fail;
-	step = "uid and gid";
-	if ((r = privdrop_ids(id)) < 0)
-		goto fail;
-	step = "capabilities";
-	if ((r = privdrop_caps()) < 0)
-		goto fail;
-	step = "no_new_privs";
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-		r = -errno;
-		goto fail;
-	}
 	/* After the uid change, which clears the death signal. */
 	step = "parent death signal";
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||

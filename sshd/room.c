@@ -291,13 +291,16 @@ static void
 room_mount(struct room *r)
 {
 	char prog[PATH_MAX + 128], db[PATH_MAX + 128], mnt[PATH_MAX + 128];
-	char opts[96];
+	char opts[160];
 	char *argv[] = { prog, "mount", "-f", "--ready-fd", "3", "-o", opts, db,
 	    mnt, NULL };
 
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
-	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld",
-	    r->rs->cfg->quota, r->rs->cfg->quota_inodes);
+	/* control_uid: the room's agent runs as the room's uid (atrium-agent
+	 * gives up root) and asks for snapshots on the control socket. */
+	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld,"
+	    "control_uid=%u", r->rs->cfg->quota, r->rs->cfg->quota_inodes,
+	    (unsigned)r->ids.uid);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	if (room_unmount_stale(r)) {
@@ -467,7 +470,9 @@ room_prepare(struct room *r)
 		log_info("room %s: gets a sandbox uid of its own, %u, instead of "
 		    "the %u all rooms once shared", r->name, (unsigned)r->ids.uid,
 		    (unsigned)shared.uid);
-	if ((rc = mkdir_p(r->dir, 0700)) < 0 ||
+	/* Both root's and the room's group's, 0710: its agent, which runs
+	 * as the room's uid, reaches its files; no other room's uid may. */
+	if ((rc = setup_run_dir(r->dir, r->ids.gid, SETUP_RUN_MODE)) < 0 ||
 	    (rc = setup_run_dir(r->run, r->ids.gid, SETUP_RUN_MODE)) < 0) {
 		room_fail(r, "cannot make the room's directories: %s",
 		    strerror(-rc));

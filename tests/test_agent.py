@@ -9,6 +9,7 @@ every agent and model server is stopped at teardown, also when a test fails.
 import json
 import contextlib
 import os
+import re
 import select
 import shutil
 import signal
@@ -32,6 +33,7 @@ BIN_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
 AGENT = os.path.join(BIN_DIR, "atrium-agent")
 FS = os.path.join(BIN_DIR, "atrium-fs")
 ROOM = "demo"
+SANDBOX_UID = 64222  # atrium-agent's --sandbox-uid default: a room with no uid file
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root"),
@@ -126,6 +128,9 @@ class Room:
 
     def __init__(self, base):
         self.base = base
+        # The agent runs as the room's uid (the default --sandbox-uid
+        # here, with no uid file): it must walk down to its room.
+        os.chmod(base, 0o711)
         self.room_dir = os.path.join(base, "rooms", ROOM)
         self.run_dir = os.path.join(base, "run", ROOM)
         self.workspace = os.path.join(self.run_dir, "workspace")
@@ -182,7 +187,10 @@ class Room:
         db = os.path.join(self.room_dir, "workspace.db")
         subprocess.run([FS, "mkfs", db], check=True, capture_output=True,
                        timeout=30)
-        subprocess.run([FS, "mount", *(["-o", opts] if opts else []), db,
+        # control_uid: the agent asks for snapshots as the room's uid.
+        opts = ",".join(o for o in (opts, "control_uid=%d" % SANDBOX_UID)
+                        if o)
+        subprocess.run([FS, "mount", "-o", opts, db,
                         self.workspace], check=True,
                        capture_output=True, timeout=30)
         try:
@@ -234,7 +242,8 @@ def fs_pid(room):
     """The pid of the atrium-fs serving the room's workspace (mounted by
     room.on_atrium_fs())."""
     db = os.path.join(room.room_dir, "workspace.db")
-    out = subprocess.run(["pgrep", "-f", "atrium-fs mount %s" % db],
+    out = subprocess.run(["pgrep", "-f", "atrium-fs mount (-o [^ ]+ )?%s " %
+                          re.escape(db)],
                          capture_output=True, text=True).stdout.split()
     assert len(out) == 1, out
     return int(out[0])

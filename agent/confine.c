@@ -1,0 +1,359 @@
+/*
+ * confine.c: what atrium-agent may do once it serves (confine.h).
+ *
+ * Why.  The agent parses the most hostile bytes of a room: the model's
+ * stream, MCP servers' JSON-RPC, the shared terminal's output, workspace
+ * files through PCRE2, and every protocol line.  A memory bug in any of
+ * them must not be root on the host.  So the agent runs as its room's
+ * sandbox uid and gid, with no capability, no_new_privs, not dumpable,
+ * Landlock rules that leave it its room's directories (and the host's
+ * read-only system files it needs to reach the model), and a seccomp
+ * allow list.  What still needs root is done before (main.c): the
+ * listening socket, the sandbox's passwd file, the room's cgroup (whose
+ * directories are then handed to the room's uid, so the agent makes and
+ * removes its commands' groups below it, and the room's own limits stay
+ * root's); and by the spawner (spawner.h), which stays root with a fixed
+ * table of checked requests.
+ *
+ * Why the sandbox uid.  The file tools must create files owned by it and
+ * may touch only what it may, exactly as a command in the sandbox would:
+ * running as that uid, the kernel checks them as it checks the command.
+ * No sandboxed command can signal, trace or read the agent although they
+ * share a uid: each command has its own pid namespace, in which the
+ * agent has no pid (kill, ptrace, pidfd_open, process_vm_readv and /proc
+ * all need one), and the agent is not dumpable, so its /proc files are
+ * root's and ptrace needs CAP_SYS_PTRACE.
+ *
+ * room.db.  The room's directory holds workspace.db and the room's uid
+ * file, which root reads; so the agent may not add, remove or rename
+ * anything there (root's directory, 0710 to the room's group).  room.db,
+ * room.db-wal and room.db-shm are made here and given to the room's uid
+ * (a new room.db already in WAL mode, so that no rollback journal is ever
+ * needed); room_db.c keeps the WAL file (SQLITE_FCNTL_PERSIST_WAL) and never needs
+ * another file there (temp_store=MEMORY).
+ *
+ * The allow list is what the loop, SQLite, libcurl with OpenSSL and its
+ * resolver, liburing, the pty of the shared terminal and glibc call;
+ * anything else fails with EPERM (execve, ptrace, mount, unshare, setns,
+ * bpf, keyctl, the set*id calls, chroot...), and a system call of
+ * another architecture's table kills the process.  clone makes threads
+ * only.  io_uring's operations are not seen by seccomp; they are by
+ * Landlock and the uid.
+ */
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "becomeuser.h"
+#include "landlock.h"
+#include "log.h"
+#include "protocol.h"
+#include "room_db.h"
+
+/* ---- room.db's files ---------------------------------------------------- */
+
+/* DIR/name exists, uid's and gid's, mode 0600 (no symbolic link
+ * followed).  0 or -errno. */
+static int
+confine_own(int dirfd, const char *name, uid_t uid, gid_t gid)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC | O_NOCTTY, 0600), r = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if ((st.st_uid != uid || st.st_gid != gid) &&
+	    fchown(fd, uid, gid) < 0)
+		r = -errno;
+	else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* A new, empty room.db gets its WAL journal mode here, as root: setting
+ * it writes through a rollback journal, room.db-journal, which the agent
+ * could neither make nor remove in the room's directory.  An existing
+ * room.db is never opened as root: the agent wrote it.  0 or -errno. */
+static int
+confine_new_db(int dirfd, const char *room_dir)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+	sqlite3 *db = NULL;
+	int r = 0;
+
+	if (fstatat(dirfd, ROOM_DB_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (st.st_size > 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", room_dir, ROOM_DB_NAME);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
+	    SQLITE_OK || sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL,
+	    NULL) != SQLITE_OK) {
+		log_error("%s: %s", path, db ? sqlite3_errmsg(db) :
+		    "out of memory");
+		r = -EIO;
+	}
+	if (db)
+		room_db_keep_files(db);
+	sqlite3_close(db);
+	return r;
+}
+
+int
+confine_room_files(struct agent *a)
+{
+	static const char *const names[] = { ROOM_DB_NAME,
+	    ROOM_DB_NAME "-wal", ROOM_DB_NAME "-shm" };
+	int dirfd, r = 0;
+
+	if (geteuid() != 0)
+		return 0;
+	dirfd = open(a->room_dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0 || fchown(dirfd, 0, a->sb.gid) < 0 ||
+	    fchmod(dirfd, 0710) < 0)
+		r = -errno;
+	if (r == 0 && (r = confine_own(dirfd, names[0], a->sb.uid,
+	    a->sb.gid)) == 0)
+		r = confine_new_db(dirfd, a->room_dir);
+	for (size_t i = 1; r == 0 && i < sizeof(names) / sizeof(*names); i++)
+		r = confine_own(dirfd, names[i], a->sb.uid, a->sb.gid);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (r < 0)
+		log_error("%s: cannot hand room.db to the room's uid %u: %s",
+		    a->room_dir, (unsigned)a->sb.uid, strerror(-r));
+	return r;
+}
+
+/* ---- Landlock ------------------------------------------------------------ */
+
+/* The trees the agent may open: its room's (and its groups') for
+ * everything, the system's for reading, the devices a pty needs. */
+static int
+confine_landlock(struct agent *a)
+{
+	struct landlock_tree t[32];
+	char err[PATH_MAX + 64];
+	int n = 0, r;
+
+	t[n++] = (struct landlock_tree){ a->room_dir, LANDLOCK_WRITE, 0 };
+	t[n++] = (struct landlock_tree){ a->run_dir, LANDLOCK_WRITE, 0 };
+	for (int i = 0; i < CGROUP_NCTL; i++)
+		if (a->room_cg.dir[i][0])
+			t[n++] = (struct landlock_tree){ a->room_cg.dir[i],
+			    LANDLOCK_WRITE, 1 };
+	if (a->cfg.seed_dir[0])
+		t[n++] = (struct landlock_tree){ a->cfg.seed_dir,
+		    LANDLOCK_READ, 1 };
+	t[n++] = (struct landlock_tree){ "/usr", LANDLOCK_EXEC, 0 };
+	t[n++] = (struct landlock_tree){ "/etc", LANDLOCK_READ, 0 };
+	t[n++] = (struct landlock_tree){ "/proc", LANDLOCK_READ, 0 };
+	t[n++] = (struct landlock_tree){ "/sys", LANDLOCK_READ, 1 };
+	t[n++] = (struct landlock_tree){ "/run/systemd/resolve", LANDLOCK_READ,
+	    1 };	/* where /etc/resolv.conf often points */
+	t[n++] = (struct landlock_tree){ "/lib", LANDLOCK_EXEC, 1 };
+	t[n++] = (struct landlock_tree){ "/lib64", LANDLOCK_EXEC, 1 };
+	t[n++] = (struct landlock_tree){ "/dev/null", LANDLOCK_DEVICE, 0 };
+	t[n++] = (struct landlock_tree){ "/dev/zero", LANDLOCK_DEVICE, 1 };
+	t[n++] = (struct landlock_tree){ "/dev/urandom", LANDLOCK_READ, 1 };
+	t[n++] = (struct landlock_tree){ "/dev/random", LANDLOCK_READ, 1 };
+	t[n++] = (struct landlock_tree){ "/dev/ptmx", LANDLOCK_DEVICE, 1 };
+	t[n++] = (struct landlock_tree){ "/dev/pts", LANDLOCK_DEVICE, 1 };
+	t[n] = (struct landlock_tree){ NULL, LANDLOCK_READ, 0 };
+	r = landlock_restrict(t, err, sizeof(err));
+	if (r == -EOPNOTSUPP) {
+		log_warn("the kernel has no Landlock: the agent's files are "
+		    "limited by its uid alone");
+		return 0;
+	}
+	if (r < 0)
+		log_error("Landlock: %s", err);
+	return r;
+}
+
+/* ---- seccomp ------------------------------------------------------------- */
+
+static const char *const confine_allowed[] = {
+	/* memory */
+	"brk", "mmap", "munmap", "mremap", "madvise", "mprotect", "msync",
+	"membarrier", "mincore",
+	/* descriptors and files */
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
+	"pwritev", "preadv2", "pwritev2", "lseek", "close", "close_range",
+	"dup", "dup2", "dup3", "fcntl", "flock", "open", "openat", "openat2",
+	"creat", "fstat", "newfstatat", "stat", "lstat", "statx", "access",
+	"faccessat", "faccessat2", "readlink", "readlinkat", "getdents64",
+	"fsync", "fdatasync", "ftruncate", "truncate", "fallocate",
+	"fadvise64", "readahead", "unlink", "unlinkat", "rename", "renameat",
+	"renameat2", "mkdir", "mkdirat", "rmdir", "link", "linkat", "symlink",
+	"symlinkat", "fchmod", "fchmodat", "chmod", "utimensat", "futimesat",
+	"getcwd", "chdir", "fchdir", "statfs", "fstatfs", "umask", "pipe",
+	"pipe2", "splice", "tee", "sendfile", "copy_file_range", "memfd_create",
+	/* sockets: the model's connections, the room's clients */
+	"socket", "socketpair", "connect", "accept", "accept4", "bind",
+	"listen", "recvfrom", "recvmsg", "recvmmsg", "sendto", "sendmsg",
+	"sendmmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
+	"getpeername",
+	/* the loop and its ring */
+	"poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1",
+	"epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd",
+	"eventfd2", "timerfd_create", "timerfd_settime", "timerfd_gettime",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	/* signals, and the commands (children through the spawner) */
+	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "rt_sigtimedwait",
+	"sigaltstack", "signalfd", "signalfd4", "restart_syscall", "kill",
+	"tgkill", "tkill", "pidfd_open", "pidfd_send_signal", "waitid", "wait4",
+	"alarm", "setitimer", "getitimer",
+	/* time */
+	"clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep",
+	"clock_nanosleep",
+	/* this process */
+	"getpid", "gettid", "getppid", "getpgrp", "getpgid", "getsid",
+	"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+	"getgroups", "capget", "getrlimit", "prlimit64", "getrusage", "getrandom",
+	"futex", "futex_waitv", "set_robust_list", "get_robust_list", "rseq",
+	"set_tid_address", "sched_yield", "sched_getaffinity", "uname",
+	"sysinfo", "getpriority", "exit", "exit_group",
+};
+
+/* ioctl requests of the shared terminal's pty and of non-blocking fds. */
+static const unsigned long confine_ioctls[] = {
+	TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, TIOCGPTN,
+	TIOCSPTLCK, TIOCGPTPEER, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
+	TCFLSH, TIOCOUTQ,
+};
+
+/* prctl options glibc, libcurl and the agent use: nothing that gives a
+ * right back (PR_SET_DUMPABLE is not among them). */
+static const int confine_prctls[] = {
+	PR_SET_NAME, PR_GET_NAME, PR_GET_DUMPABLE, PR_SET_PDEATHSIG,
+	PR_GET_PDEATHSIG, PR_SET_VMA, PR_GET_NO_NEW_PRIVS, PR_CAPBSET_READ,
+	PR_GET_SECCOMP,
+};
+
+#define CONFINE_THREAD_FLAGS \
+	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SYSVSEM | CLONE_SIGHAND | \
+	 CLONE_THREAD | CLONE_SETTLS | CLONE_PARENT_SETTID | \
+	 CLONE_CHILD_CLEARTID)
+
+/* One rule; 0 or -errno (logged with what). */
+static int
+confine_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned n,
+    const struct scmp_arg_cmp *arg, const char *what)
+{
+	int r = n ? seccomp_rule_add_array(ctx, action, nr, n, arg) :
+	    seccomp_rule_add(ctx, action, nr, 0);
+
+	if (r < 0)
+		log_error("seccomp: cannot allow %s: %s", what, strerror(-r));
+	return r;
+}
+
+/* The calls allowed with some arguments only. */
+static int
+confine_seccomp_args(scmp_filter_ctx ctx)
+{
+	struct scmp_arg_cmp a;
+	int r, nr = seccomp_syscall_resolve_name("clone3");
+
+	/* Threads, never a process or a namespace; clone3 keeps its flags
+	 * in memory a filter cannot read: ENOSYS, and glibc uses clone. */
+	a = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, CONFINE_THREAD_FLAGS);
+	if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, &a,
+	    "clone")) < 0)
+		return r;
+	if (nr != __NR_SCMP_ERROR && (r = confine_rule(ctx,
+	    SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, "clone3")) < 0)
+		return r;
+	a = SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS);
+	if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 1,
+	    &a, "setpriority")) < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(confine_ioctls) /
+	    sizeof(*confine_ioctls); i++) {
+		a = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, confine_ioctls[i]);
+		if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+		    &a, "ioctl")) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < sizeof(confine_prctls) /
+	    sizeof(*confine_prctls); i++) {
+		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)confine_prctls[i]);
+		if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+		    &a, "prctl")) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+confine_seccomp(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	int r = 0;
+
+	if (!ctx) {
+		log_error("seccomp: libseccomp cannot make a filter");
+		return -ENOMEM;
+	}
+	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	for (size_t i = 0; r == 0 && i < sizeof(confine_allowed) /
+	    sizeof(*confine_allowed); i++) {
+		int nr = seccomp_syscall_resolve_name(confine_allowed[i]);
+
+		if (nr != __NR_SCMP_ERROR)	/* else: not on this arch */
+			r = confine_rule(ctx, SCMP_ACT_ALLOW, nr, 0, NULL,
+			    confine_allowed[i]);
+	}
+	if (r == 0)
+		r = confine_seccomp_args(ctx);
+	if (r == 0 && (r = seccomp_load(ctx)) < 0)
+		log_error("seccomp: the kernel refused the filter: %s",
+		    strerror(-r));
+	seccomp_release(ctx);
+	return r;
+}
+
+/* ---- all of it ---------------------------------------------------------- */
+
+int
+confine_agent(struct agent *a)
+{
+	const char *step;
+	int r;
+
+	if (geteuid() != 0) {
+		log_info("not started as root: the agent keeps uid %u",
+		    (unsigned)geteuid());
+		return 0;
+	}
+	if ((r = become_user(a->sb.uid, a->sb.gid, &step)) < 0) {
+		log_error("cannot become the room's uid %u (%s): %s",
+		    (unsigned)a->sb.uid, step, strerror(-r));
+		return r;
+	}
+	if ((r = confine_landlock(a)) < 0 || (r = confine_seccomp()) < 0)
+		return r;
+	return 0;
+}
