@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <pwd.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "becomeuser.h"
+#include "landlock.h"
 #include "log.h"
 
 /* See privdrop.h. */
@@ -57,6 +59,32 @@ privdrop_resolve(const char *want, struct privdrop_id *out)
 
 /* See privdrop.h. */
 int
+privdrop_landlock(void)
+{
+	static const struct landlock_tree trees[] = {
+		{ "/dev/ptmx", LANDLOCK_DEVICE, 1 },
+		{ "/dev/pts", LANDLOCK_DEVICE, 1 },
+		{ "/dev/null", LANDLOCK_DEVICE, 1 },
+		{ "/dev/urandom", LANDLOCK_READ, 1 },
+		{ "/usr", LANDLOCK_READ, 0 },
+		{ "/etc", LANDLOCK_READ, 0 },
+		{ NULL, LANDLOCK_READ, 0 },
+	};
+	char err[PATH_MAX + 64];
+	int r = landlock_restrict(trees, err, sizeof(err));
+
+	if (r == -EOPNOTSUPP) {
+		log_warn("the kernel has no Landlock: the network process's "
+		    "files are limited by its uid and seccomp alone");
+		return 0;
+	}
+	if (r < 0)
+		log_error("network process: Landlock: %s", err);
+	return r;
+}
+
+/* See privdrop.h. */
+int
 privdrop_apply(const struct privdrop_id *id, pid_t monitor)
 {
 	const char *step;
@@ -76,6 +104,8 @@ privdrop_apply(const struct privdrop_id *id, pid_t monitor)
 		step = "chdir /";
 		goto fail;
 	}
+	if (privdrop_landlock() < 0)
+		return -EPERM;
 	return privdrop_seccomp();
 fail:
 	log_error("network process: cannot drop privileges (%s): %s", step,

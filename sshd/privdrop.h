@@ -37,6 +37,13 @@ int privdrop_resolve(const char *want, struct privdrop_id *out);
  * pid.  0, or -errno with the reason logged: the caller exits. */
 int privdrop_apply(const struct privdrop_id *id, pid_t monitor);
 
+/* Limit the files the process may open (Landlock, where the kernel has
+ * it) to what the network process opens after it gave up root: a pty's
+ * devices, /dev/null and /dev/urandom, and the host's /usr and /etc for
+ * reading; never DATA (what it needs from there, the monitor hands it).
+ * Call with one thread, no_new_privs set.  0 or -errno (logged). */
+int privdrop_landlock(void);
+
 /* Install the network process's seccomp filter.  0 or -errno (logged). */
 int privdrop_seccomp(void);
 

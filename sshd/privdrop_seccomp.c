@@ -16,7 +16,8 @@
  * to clone.
  *
  * Opening files stays allowed (openpty opens /dev/ptmx and /dev/pts/N),
- * as the privsep user, who may read nothing of DATA.  ioctl is limited to
+ * as the privsep user, who may read nothing of DATA, and only beneath the
+ * few trees Landlock leaves it (privdrop_landlock).  ioctl is limited to
  * what terminals and non-blocking sockets need, so that TIOCSTI and the
  * rest of the ioctl surface are out of reach.
  */
