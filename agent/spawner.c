@@ -41,6 +41,9 @@
  *   limits   JSON {"type": "limits", "memory", "pids", "cpus"}: the
  *            owner's values; the room's group gets the operator's limits
  *            lowered by them (reslimits_nest: never above the operator's)
+ *   regroup  JSON {"type": "regroup"}: make the room's group again (a
+ *            stop of an earlier agent of the room removed it), with the
+ *            owner's last values
  *   close    JSON {"type": "close", "sock_dev", "sock_ino"}: remove the
  *            room's group, and RUN/agent.sock when it is still the socket
  *            the agent bound (it may not remove it itself: the run
@@ -83,6 +86,7 @@ struct spawner_room {
 	const char *room_dir;		/* for its title */
 	struct cgroup_tree tree;	/* probed on first use */
 	struct cgroup_set group;	/* the room's group, found then */
+	struct reslimits owner;		/* the owner's last values (limits) */
 };
 
 #define SPAWNER_MAX_MSG		(1024 * 1024)	/* a request, argv and env */
@@ -263,6 +267,8 @@ spawner_reply(int sock, int *status_fd)
 	return r;
 }
 
+static int spawner_ask(int sock, json_object *o);
+
 int
 spawner_spawn(int sock, const struct sandbox *sb,
     const struct sandbox_cmd *cmd, struct sandbox_proc *p)
@@ -271,6 +277,16 @@ spawner_spawn(int sock, const struct sandbox *sb,
 	const char *s;
 	int fds[3], nfds, r;
 
+	/* The agent may not make the room's group (root's parent): the
+	 * spawner does, when it went. */
+	if (sb->cg && sb->room && !cgroup_exists(sb->cg, sb->room)) {
+		json_object *o = json_object_new_object();
+
+		spawner_put_str(o, "type", "regroup");
+		if ((r = spawner_ask(sock, o)) < 0)
+			log_warn("cannot make the room's cgroup again: %s",
+			    strerror(-r));
+	}
 	if ((r = sandbox_prepare(sb, p)) < 0)
 		return r;
 	if (sock < 0) {
@@ -542,8 +558,8 @@ spawner_run(const struct spawner_room *room, json_object *o, const int *fds,
 	return r == 0 ? p.pid : r;
 }
 
-/* The room's group in room->group (made if it went), once.  0 or
- * -errno. */
+/* The room's group in room->group, made again if it went (a stop of an
+ * earlier agent of the room removes it).  0 or -errno. */
 static int
 spawner_room_group(struct spawner_room *room)
 {
@@ -552,32 +568,44 @@ spawner_room_group(struct spawner_room *room)
 	if (!room->tree.have && !cgroup_probe(&room->tree,
 	    room->cfg->cgroup_root, room->cfg->cgroup_parent))
 		return -ENOTSUP;
-	if (room->group.dir[0][0] || room->group.dir[1][0] ||
-	    room->group.dir[2][0])
-		return 0;
 	return cgroup_make(&room->tree, room->sb.room, &none, &room->group);
 }
 
-/* limits: the operator's limits lowered by the owner's values.  0 or
- * -errno. */
+/* The room's group, made if it went, with the operator's limits lowered
+ * by the owner's last values, and its directories handed to the room's
+ * uid (cgroup_delegate).  0 or -errno. */
+static int
+spawner_regroup(struct spawner_room *room)
+{
+	struct reslimits total, group, cmd;
+	const char *what;
+	int r;
+
+	reslimits_nest(room->cfg, &room->owner, &total, &group, &cmd);
+	if ((r = spawner_room_group(room)) < 0 ||
+	    (r = cgroup_relimit(&room->tree, &room->group, &group)) < 0)
+		return r;
+	if ((r = cgroup_delegate(&room->tree, &room->group, room->sb.uid,
+	    room->sb.gid, &what)) < 0)
+		log_error("spawner: cannot hand %s to the room's uid: %s",
+		    what, strerror(-r));
+	return r;
+}
+
+/* limits: keep the owner's values, then regroup.  0 or -errno. */
 static int
 spawner_limits(struct spawner_room *room, json_object *o)
 {
-	struct reslimits owner = { 0 }, total, group, cmd;
 	long long v[3] = { spawner_int(o, "memory"), spawner_int(o, "pids"),
 	    spawner_int(o, "cpus") };
-	int r;
 
 	if (v[0] < 0 || v[1] < 0 || v[1] > INT_MAX || v[2] < 0 ||
 	    v[2] > INT_MAX)
 		return -EINVAL;
-	owner.memory = v[0];
-	owner.pids = (int)v[1];
-	owner.cpus = (int)v[2];
-	reslimits_nest(room->cfg, &owner, &total, &group, &cmd);
-	if ((r = spawner_room_group(room)) < 0)
-		return r;
-	return cgroup_relimit(&room->tree, &room->group, &group);
+	room->owner.memory = v[0];
+	room->owner.pids = (int)v[1];
+	room->owner.cpus = (int)v[2];
+	return spawner_regroup(room);
 }
 
 /* close: the room's group goes (the agent is stopping), and its socket
@@ -617,6 +645,8 @@ spawner_serve(struct spawner_room *room, int sock, const char *msg,
 		r = spawner_run(room, o, fds, nfds, &status_fd);
 	else if (strcmp(type, "limits") == 0)
 		r = spawner_limits(room, o);
+	else if (strcmp(type, "regroup") == 0)
+		r = spawner_regroup(room);
 	else if (strcmp(type, "close") == 0)
 		r = spawner_close(room, o);
 	else
