@@ -147,27 +147,40 @@ confine_room_files(struct agent *a)
 
 /* ---- Landlock ------------------------------------------------------------ */
 
-/* The trees the agent may open: its room's (and its groups') for
- * everything, the system's for reading, the devices a pty needs. */
+/* The trees the agent may open: its room's (and the cgroup parent of its
+ * room's group) for everything, the system's for reading, the devices a
+ * pty needs. */
 static int
 confine_landlock(struct agent *a)
 {
 	struct landlock_tree t[32];
-	char err[PATH_MAX + 64];
+	char err[PATH_MAX + 64], groups[CGROUP_NCTL][CGROUP_PATH_MAX];
 	int n = 0, r;
 
 	t[n++] = (struct landlock_tree){ a->room_dir, LANDLOCK_WRITE, 0 };
 	t[n++] = (struct landlock_tree){ a->run_dir, LANDLOCK_WRITE, 0 };
-	for (int i = 0; i < CGROUP_NCTL; i++)
-		if (a->room_cg.dir[i][0])
-			t[n++] = (struct landlock_tree){ a->room_cg.dir[i],
-			    LANDLOCK_WRITE, 1 };
+	for (int i = 0; i < CGROUP_NCTL; i++) {
+		char *slash = strrchr(a->room_cg.dir[i], '/');
+
+		/* The parent of the room's group, not the group: the group is
+		 * made again when it went (by another atriumd's sweep, say),
+		 * and a rule holds one inode.  Root's, so the uid's rights
+		 * still leave the agent its own room's group alone. */
+		if (!slash || slash == a->room_cg.dir[i])
+			continue;
+		snprintf(groups[i], sizeof(groups[i]), "%.*s",
+		    (int)(slash - a->room_cg.dir[i]), a->room_cg.dir[i]);
+		t[n++] = (struct landlock_tree){ groups[i], LANDLOCK_WRITE, 1 };
+	}
 	if (a->cfg.seed_dir[0])
 		t[n++] = (struct landlock_tree){ a->cfg.seed_dir,
 		    LANDLOCK_READ, 1 };
 	t[n++] = (struct landlock_tree){ "/usr", LANDLOCK_EXEC, 0 };
 	t[n++] = (struct landlock_tree){ "/etc", LANDLOCK_READ, 0 };
 	t[n++] = (struct landlock_tree){ "/proc", LANDLOCK_READ, 0 };
+	/* its threads' names (pthread_setname_np writes comm) */
+	t[n++] = (struct landlock_tree){ "/proc/self/task", LANDLOCK_DEVICE,
+	    1 };
 	t[n++] = (struct landlock_tree){ "/sys", LANDLOCK_READ, 1 };
 	t[n++] = (struct landlock_tree){ "/run/systemd/resolve", LANDLOCK_READ,
 	    1 };	/* where /etc/resolv.conf often points */
@@ -341,17 +354,26 @@ int
 confine_agent(struct agent *a)
 {
 	const char *step;
-	int r;
+	pid_t parent = getppid();
+	int deathsig = 0, r;
 
 	if (geteuid() != 0) {
 		log_info("not started as root: the agent keeps uid %u",
 		    (unsigned)geteuid());
 		return 0;
 	}
+	prctl(PR_GET_PDEATHSIG, &deathsig, 0, 0, 0);
 	if ((r = become_user(a->sb.uid, a->sb.gid, &step)) < 0) {
 		log_error("cannot become the room's uid %u (%s): %s",
 		    (unsigned)a->sb.uid, step, strerror(-r));
 		return r;
+	}
+	/* The uid change cleared atriumd's death signal: set it again, and
+	 * go if atriumd went meanwhile. */
+	if (deathsig && (prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) < 0 ||
+	    getppid() != parent)) {
+		log_error("atriumd went while the agent started");
+		return -ESRCH;
 	}
 	if ((r = confine_landlock(a)) < 0 || (r = confine_seccomp()) < 0)
 		return r;

@@ -269,6 +269,20 @@ spawner_reply(int sock, int *status_fd)
 
 static int spawner_ask(int sock, json_object *o);
 
+/* Ask the spawner to make the room's group again.  0 or -errno (logged). */
+static int
+spawner_regroup_ask(int sock)
+{
+	json_object *o = json_object_new_object();
+	int r;
+
+	spawner_put_str(o, "type", "regroup");
+	if ((r = spawner_ask(sock, o)) < 0)
+		log_warn("cannot make the room's cgroup again: %s",
+		    strerror(-r));
+	return r;
+}
+
 int
 spawner_spawn(int sock, const struct sandbox *sb,
     const struct sandbox_cmd *cmd, struct sandbox_proc *p)
@@ -277,17 +291,16 @@ spawner_spawn(int sock, const struct sandbox *sb,
 	const char *s;
 	int fds[3], nfds, r;
 
-	/* The agent may not make the room's group (root's parent): the
-	 * spawner does, when it went. */
-	if (sb->cg && sb->room && !cgroup_exists(sb->cg, sb->room)) {
-		json_object *o = json_object_new_object();
-
-		spawner_put_str(o, "type", "regroup");
-		if ((r = spawner_ask(sock, o)) < 0)
-			log_warn("cannot make the room's cgroup again: %s",
-			    strerror(-r));
-	}
-	if ((r = sandbox_prepare(sb, p)) < 0)
+	/* The agent may not make the room's group (its parent is root's):
+	 * when it went, or is no longer the room's uid's, the spawner makes
+	 * and hands it over again, and the command's group is tried once
+	 * more. */
+	if (sb->cg && sb->room && !cgroup_exists(sb->cg, sb->room))
+		spawner_regroup_ask(sock);
+	if ((r = sandbox_prepare(sb, p)) == -ENOTSUP && sb->cg && sb->room &&
+	    spawner_regroup_ask(sock) == 0)
+		r = sandbox_prepare(sb, p);
+	if (r < 0)
 		return r;
 	if (sock < 0) {
 		r = -EPIPE;

@@ -66,6 +66,8 @@ privdrop_landlock(void)
 		{ "/dev/pts", LANDLOCK_DEVICE, 1 },
 		{ "/dev/null", LANDLOCK_DEVICE, 1 },
 		{ "/dev/urandom", LANDLOCK_READ, 1 },
+		/* its threads' names (pthread_setname_np writes comm) */
+		{ "/proc/self/task", LANDLOCK_DEVICE, 1 },
 		{ "/usr", LANDLOCK_READ, 0 },
 		{ "/etc", LANDLOCK_READ, 0 },
 		{ NULL, LANDLOCK_READ, 0 },

@@ -39,8 +39,8 @@ int privdrop_apply(const struct privdrop_id *id, pid_t monitor);
 
 /* Limit the files the process may open (Landlock, where the kernel has
  * it) to what the network process opens after it gave up root: a pty's
- * devices, /dev/null and /dev/urandom, and the host's /usr and /etc for
- * reading; never DATA (what it needs from there, the monitor hands it).
+ * devices, /dev/null and /dev/urandom, its own threads' /proc files (their
+ * names), and the host's /usr and /etc for reading; never DATA (what it needs from there, the monitor hands it).
  * Call with one thread, no_new_privs set.  0 or -errno (logged). */
 int privdrop_landlock(void);
 
