@@ -29,6 +29,8 @@
 
 struct authkeys_entry {
 	ssh_key key;		/* public key */
+	char fp[AUTHKEYS_FP_MAX];	/* its SHA256 fingerprint (the monitor
+				 * looks keys up by it: authkeys_match_fp) */
 	char user[64];		/* its user name */
 	struct authkey_opts opts;	/* its line's options (owned copy) */
 };
@@ -205,6 +207,7 @@ authkeys_add(struct authkeys *ak, const struct authkeys_line *l,
 		return -ENOMEM;
 	}
 	e->key = key;
+	authkeys_fingerprint(key, e->fp, sizeof(e->fp));
 	snprintf(e->user, sizeof(e->user), "%s", l->user);
 	ak->nkeys++;
 	return 0;
@@ -332,11 +335,12 @@ authkeys_refresh_fd(struct authkeys *ak, int fd)
 	return 0;
 }
 
-/* Linear scan: the first line listing key whose options allow this
- * connection names the user (sshd, too, tries each line in turn). */
-int
-authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
-    time_t now, struct authkeys_found *out)
+/* Linear scan: the first line listing the key (key, or when NULL the
+ * key whose fingerprint is fp) whose options allow this connection names
+ * the user (sshd, too, tries each line in turn). */
+static int
+authkeys_match_any(struct authkeys *ak, ssh_key key, const char *fp,
+    const char *addr, time_t now, struct authkeys_found *out)
 {
 	int listed = 0;
 
@@ -344,7 +348,8 @@ authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
 	for (size_t i = 0; i < ak->nkeys; i++) {
 		struct authkeys_entry *e = &ak->keys[i];
 
-		if (ssh_key_cmp(e->key, key, SSH_KEY_CMP_PUBLIC) != 0)
+		if (key ? ssh_key_cmp(e->key, key, SSH_KEY_CMP_PUBLIC) != 0 :
+		    strcmp(e->fp, fp) != 0 || e->fp[0] == '?')
 			continue;
 		if (authkey_opts_check(&e->opts, addr, now,
 		    listed ? NULL : out->why, listed ? 0 : sizeof(out->why))
@@ -358,6 +363,22 @@ authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
 		return 1;
 	}
 	return listed ? -EACCES : 0;
+}
+
+/* See authkeys.h. */
+int
+authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out)
+{
+	return authkeys_match_any(ak, key, NULL, addr, now, out);
+}
+
+/* See authkeys.h. */
+int
+authkeys_match_fp(struct authkeys *ak, const char *fp, const char *addr,
+    time_t now, struct authkeys_found *out)
+{
+	return authkeys_match_any(ak, NULL, fp, addr, now, out);
 }
 
 /* See authkeys.h. */

@@ -28,6 +28,7 @@
 #define AUTHKEYS_MAX_LINE	16384	/* longer lines are refused */
 #define AUTHKEYS_MAX_KEYS	10000	/* keys kept from one file */
 #define AUTHKEYS_MAX_FILE	(8 * 1024 * 1024)
+#define AUTHKEYS_FP_MAX		64	/* "SHA256:" and 43 base64 digits */
 
 /* One parsed line; pointers point into the caller's (modified) line. */
 struct authkeys_line {
@@ -73,6 +74,12 @@ struct authkeys_found {
  * when it is but no line's options allow this connection (out->why says
  * why, from the first such line). */
 int authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out);
+
+/* The same for the key whose SHA256 fingerprint (authkeys_fingerprint) is
+ * fp: how the monitor, which never sees the key itself, finds the line the
+ * network process authenticated a session with. */
+int authkeys_match_fp(struct authkeys *ak, const char *fp, const char *addr,
     time_t now, struct authkeys_found *out);
 
 /* key's SHA256 fingerprint ("SHA256:...") into out; "?" on failure. */
