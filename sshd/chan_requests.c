@@ -117,8 +117,7 @@ chan_rooms(struct chan *c)
 		return room_access_admit(c, "subsystem rooms") ?
 		    chan_forced(c, "subsystem rooms", "rooms") : 0;
 	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
-	if (!(ev = monitor_ask_rooms(c->s->srv, c->s->user,
-	    c->s->opts.admin)))
+	if (!(ev = monitor_ask_rooms(c->s)))
 		return -1;
 	buf_init(&line, CHAN_MAX_OUT);
 	if (jsonl_format(&line, ev) == 0)

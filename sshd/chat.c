@@ -1583,8 +1583,14 @@ static void
 chat_start(struct chan *c)
 {
 	struct chat *ch = c->kind;
-	json_object *hello;
-	int rc = chan_connect_agent(c, &ch->link, chat_line, chat_end, ch);
+	/* The monitor writes the hello (monitor_ask.h): a reconnect asks
+	 * for what it missed, a join for recent history. */
+	struct monitor_hello h = {
+		.kind = "chat",
+		.history = CHAT_HISTORY,
+		.since = ch->last_seq > 0 ? ch->last_seq : -1,
+	};
+	int rc = chan_connect_agent(c, &ch->link, &h, chat_line, chat_end, ch);
 
 	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -1595,18 +1601,6 @@ chat_start(struct chan *c)
 		    c->s->room, strerror(-rc));
 		return;
 	}
-	hello = chat_req("hello");
-	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
-	json_object_object_add(hello, "kind", json_object_new_string("chat"));
-	room_access_hello(c->s, hello);
-	if (ch->last_seq > 0)
-		json_object_object_add(hello, "since",
-		    json_object_new_int64(ch->last_seq));
-	else
-		json_object_object_add(hello, "history",
-		    json_object_new_int(CHAT_HISTORY));
-	agentlink_send(&ch->link, hello);
-	json_object_put(hello);
 	ch->started = 1;
 	ch->reconnect = 0;
 	ch->connect_tries = 0;

@@ -41,6 +41,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "room.h"
+#include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"
 #include "user_cap.h"
@@ -449,9 +450,9 @@ static void
 control_start(struct chan *c)
 {
 	struct control *ct = c->kind;
-	json_object *hello;
-	int rc = chan_connect_agent(c, &ct->link, control_line, control_end,
-	    ct);
+	struct monitor_hello h = { .kind = "control", .since = -1 };
+	int rc = chan_connect_agent(c, &ct->link, &h, control_line,
+	    control_end, ct);
 
 	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -462,14 +463,6 @@ control_start(struct chan *c)
 		    c->s->room, strerror(-rc));
 		return;
 	}
-	hello = json_object_new_object();
-	json_object_object_add(hello, "type", json_object_new_string("hello"));
-	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
-	json_object_object_add(hello, "kind", json_object_new_string("control"));
-	json_object_object_add(hello, "history", json_object_new_int(0));
-	room_access_hello(c->s, hello);
-	agentlink_send(&ct->link, hello);
-	json_object_put(hello);
 	ct->started = 1;
 	control_sync(ct);
 }

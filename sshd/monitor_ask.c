@@ -18,6 +18,7 @@
 #include "names.h"
 #include "privsep.h"
 #include "server.h"
+#include "session.h"
 
 /* A request of type with room (may be NULL) set; NULL when out of memory
  * or for a name the monitor would refuse (it would end this process:
@@ -37,17 +38,27 @@ monitor_ask_req(const char *type, const char *room)
 	return o;
 }
 
-/* Add "user" to *req, or drop *req for a name the monitor would refuse. */
-static void
-monitor_ask_user(json_object **req, const char *user)
+/* A request of type for s (monitor_ask.h): s's room (when room), and
+ * who s is: its user, the fingerprint of its key and its client's
+ * address, from which the monitor finds the user's rights.  NULL as
+ * monitor_ask_req. */
+static json_object *
+monitor_ask_for(const struct session *s, const char *type, int room)
 {
-	if (*req && user && user_name_valid(user)) {
-		json_object_object_add(*req, "user",
-		    json_object_new_string(user));
-		return;
+	json_object *o = monitor_ask_req(type, room ? s->room : NULL);
+
+	if (o && !user_name_valid(s->user)) {
+		json_object_put(o);
+		return NULL;
 	}
-	json_object_put(*req);
-	*req = NULL;
+	if (o) {
+		json_object_object_add(o, "user",
+		    json_object_new_string(s->user));
+		json_object_object_add(o, "key", json_object_new_string(s->fp));
+		json_object_object_add(o, "addr",
+		    json_object_new_string(s->peer));
+	}
+	return o;
 }
 
 /* Send req (consumed) and wait for the answer (*ans, the caller's), with
@@ -93,15 +104,13 @@ monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_use(struct server *srv, const char *room, const char *user,
-    char *err, size_t errlen)
+monitor_ask_use(const struct session *s, char *err, size_t errlen)
 {
-	json_object *req = monitor_ask_req("use", room), *ans;
+	json_object *req = monitor_ask_for(s, "use", 1), *ans;
 	const char *state;
 	int r;
 
-	monitor_ask_user(&req, user);
-	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0) {
+	if ((r = monitor_ask(s->srv, req, &ans, NULL)) < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));
 		return -1;
 	}
@@ -136,9 +145,21 @@ monitor_ask_fd(struct server *srv, json_object *req)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_agent(struct server *srv, const char *room)
+monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 {
-	return monitor_ask_fd(srv, monitor_ask_req("agent", room));
+	json_object *req = monitor_ask_for(s, "agent", 1);
+
+	if (req) {
+		json_object_object_add(req, "kind",
+		    json_object_new_string(h->kind));
+		if (h->since >= 0)
+			json_object_object_add(req, "since",
+			    json_object_new_int64(h->since));
+		else
+			json_object_object_add(req, "history",
+			    json_object_new_int64(h->history));
+	}
+	return monitor_ask_fd(s->srv, req);
 }
 
 /* See monitor_ask.h. */
@@ -237,28 +258,28 @@ monitor_ask_access(struct server *srv, const char *room,
 
 /* See monitor_ask.h. */
 json_object *
-monitor_ask_rooms(struct server *srv, const char *user, int admin)
+monitor_ask_rooms(const struct session *s)
 {
-	json_object *req = monitor_ask_req("rooms", NULL), *ans;
+	json_object *ans;
 
-	monitor_ask_user(&req, user);
-	if (req)
-		json_object_object_add(req, "admin",
-		    json_object_new_boolean(admin));
-	if (monitor_ask(srv, req, &ans, NULL) < 0)
+	if (monitor_ask(s->srv, monitor_ask_for(s, "rooms", 0), &ans, NULL) < 0)
 		return NULL;
+	if (json_get_int(ans, "errno", 0) > 0) {
+		json_object_put(ans);
+		return NULL;
+	}
 	return ans;
 }
 
 /* See monitor_ask.h. */
 int
-monitor_ask_delete(struct server *srv, const char *room)
+monitor_ask_delete(const struct session *s)
 {
 	json_object *ans;
 	long long rc;
 	int r;
 
-	if ((r = monitor_ask(srv, monitor_ask_req("delete", room), &ans,
+	if ((r = monitor_ask(s->srv, monitor_ask_for(s, "delete", 1), &ans,
 	    NULL)) < 0)
 		return r;
 	rc = json_get_int(ans, "rc", -EIO);
@@ -296,16 +317,15 @@ monitor_ask_event(struct watch *w, int revents)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_transfer(struct server *srv, const char *room, const char *user,
-    int fds[3], char *why, size_t len)
+monitor_ask_transfer(const struct session *s, int import, int fds[3],
+    char *why, size_t len)
 {
-	json_object *req = monitor_ask_req(user ? "import" : "export", room), *ans;
+	json_object *req = monitor_ask_for(s, import ? "import" : "export", 1);
+	json_object *ans;
 	int got[3], n = 0, r;
 
-	if (user)
-		monitor_ask_user(&req, user);
 	snprintf(why, len, "the server cannot do that now");
-	r = monitor_ask_n(srv, req, &ans, got, &n, 3);
+	r = monitor_ask_n(s->srv, req, &ans, got, &n, 3);
 	if (r == 0 && n != 3) {
 		snprintf(why, len, "%s", json_get_string(ans, "error") ?:
 		    "the server cannot do that now");

@@ -1,9 +1,12 @@
 /*
  * room_access.c: atriumd's room access decisions (room_access.h).  Called
  * by session.c when a channel asks for exec, a subsystem or the chat
- * (room_access_admit, before the room is started), by the channel kinds
- * for their hello (room_access_hello), and for the `rooms` and `delete`
- * requests of the chat and the atrium subsystem.
+ * (room_access_admit, before the room is started), and for the `rooms`
+ * and `delete` requests of the chat and the atrium subsystem.  These
+ * decisions spare the monitor and the agent requests that would be
+ * refused, and give the client its words; they are not the only guard:
+ * the monitor decides again from its own reading of the key's line
+ * (monitor_identity.h), and writes the agent's hello itself.
  *
  * atriumd keeps no access state: every decision reads the room's room.db
  * (access_db.h says why that, and not a question to the agent) and the
@@ -16,7 +19,8 @@
  * A room that does not exist yet is created by its first use; a key with
  * rooms="PATTERNS" may create only rooms whose name matches, so such a
  * use is refused here before anything is made.  The creator becomes the
- * owner when its agent gets the first hello (may_create).
+ * owner when its agent gets the first hello (may_create, which the
+ * monitor writes).
  *
  * What a refused client reads names no owner and is the same for a
  * private room and for one that does not exist (room_access_refuse): a
@@ -104,16 +108,6 @@ room_access_admit(struct chan *c, const char *what)
 	    l.owner[0] ? l.owner : "(none)");
 	room_access_refuse(c);
 	return 0;
-}
-
-/* See room_access.h. */
-void
-room_access_hello(const struct session *s, json_object *hello)
-{
-	json_object_object_add(hello, "admin",
-	    json_object_new_boolean(s->opts.admin));
-	json_object_object_add(hello, "may_create", json_object_new_boolean(
-	    authkey_opts_may_create(&s->opts, s->room)));
 }
 
 /* One room of a listing. */
@@ -211,7 +205,7 @@ room_access_delete(struct server *srv, const struct session *s,
 	snprintf(bye, sizeof(bye), "atrium: room '%s' was deleted by %s",
 	    room, s->user);
 	server_end_room(srv, room, bye);
-	return monitor_ask_delete(srv, room);
+	return monitor_ask_delete(s);
 }
 
 /* See room_access.h. */
@@ -225,7 +219,7 @@ room_access_request(struct session *s, json_object *req, json_object **ev,
 	if (!type)
 		return 0;
 	if (strcmp(type, "rooms") == 0) {
-		*ev = monitor_ask_rooms(s->srv, s->user, s->opts.admin);
+		*ev = monitor_ask_rooms(s);
 		return 1;
 	}
 	if (strcmp(type, "delete") != 0)

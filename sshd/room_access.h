@@ -22,11 +22,6 @@ struct session;
  * in the log. */
 int room_access_admit(struct chan *c, const char *what);
 
-/* Add what the room's agent needs to know of the session's key to a
- * hello: admin, and may_create (the key may own the room when it has no
- * owner). */
-void room_access_hello(const struct session *s, json_object *hello);
-
 struct rooms;
 
 /* The rooms user (admin: every room) may enter among those in DATA, as a

@@ -536,6 +536,7 @@ int
 server_init_monitor(struct server *srv, const struct helpers *progs,
     int mon_fd, int ev_fd, pid_t net)
 {
+	char path[PATH_MAX + 32];
 	int r;
 
 	srv->role = SERVER_MONITOR;
@@ -547,6 +548,11 @@ server_init_monitor(struct server *srv, const struct helpers *progs,
 	srv->bind = NULL;
 	if ((r = server_init_loop(srv)) < 0)
 		return r;
+	/* Its own parse of authorized_keys: who a request is for is the
+	 * monitor's reading of the key's line (monitor_identity.h). */
+	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
+	if (!(srv->keys = authkeys_new(path)))
+		return -ENOMEM;
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;

@@ -191,10 +191,14 @@ void chan_wake_at(struct chan *c, long long when_ms);
 void chan_wake_soon(struct chan *c);
 
 struct agentlink;
+struct monitor_hello;
 
-/* Connect l to the agent of c's (ready) room: the monitor dials it.  0,
- * or -errno (-ECONNREFUSED, -ENOENT while the agent restarts). */
+/* Connect l to the agent of c's (ready) room: the monitor dials it and
+ * writes the connection's hello (who c's session is, and h), so the kind
+ * sends none.  0, or -errno (-ECONNREFUSED, -ENOENT while the agent
+ * restarts, -EACCES when the monitor refused the session's key). */
 int chan_connect_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg);
 
