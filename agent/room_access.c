@@ -9,9 +9,11 @@
  * hello, with the list as committed now, so a session that raced a change
  * (or a chat reconnecting after a restart) is judged by the room itself.
  *
- * Who a connection is comes only from atriumd's hello (clients may not
- * send hello): user, admin (the key has atrium-admin) and may_create (the
- * key's rooms= allows this room's name).  The list is read from room.db
+ * Who a connection is comes only from its hello, which atriumd's monitor
+ * writes as the connection's first line (requests.c takes no other):
+ * user, admin (the key has atrium-admin) and may_create (the key's rooms=
+ * allows this room's name), each from the monitor's own reading of
+ * authorized_keys, never from the network process.  The list is read from room.db
  * for each decision: a few rows, and no copy to keep in step.
  *
  * Ending a user's sessions (kick, or a room made private) queues an
