@@ -43,6 +43,9 @@ struct authkeys {
 	long mtime_ns;
 	off_t size;
 	int missing_logged;		/* a missing file was reported once */
+	int quiet;			/* a second reader of the file: says
+					 * nothing of its lines (the first
+					 * one does) */
 };
 
 static const char *const authkeys_types[] = {
@@ -143,6 +146,13 @@ authkeys_parse_line(char *line, struct authkeys_line *out)
 	return 1;
 }
 
+/* See authkeys.h. */
+void
+authkeys_set_quiet(struct authkeys *ak)
+{
+	ak->quiet = 1;
+}
+
 /* Make an empty set for path. */
 struct authkeys *
 authkeys_new(const char *path)
@@ -221,7 +231,7 @@ authkeys_notes(const struct authkeys *ak, const struct authkeys_entry *e,
 {
 	char fp[128], host[64];
 
-	if (!e->opts.environment && !e->opts.from)
+	if (ak->quiet || (!e->opts.environment && !e->opts.from))
 		return;
 	authkeys_fingerprint(e->key, fp, sizeof(fp));
 	if (e->opts.environment)
@@ -265,21 +275,25 @@ authkeys_load_text(struct authkeys *ak, char *text)
 
 		lineno++;
 		if (strlen(line) > AUTHKEYS_MAX_LINE) {
-			log_warn("%s:%d: line too long, skipped", ak->path,
-			    lineno);
+			if (!ak->quiet)
+				log_warn("%s:%d: line too long, skipped",
+				    ak->path, lineno);
 			continue;
 		}
 		r = authkeys_parse_line(line, &l);
 		if (r == 0)
 			continue;
 		if ((why = authkeys_skip_why(&l, r))) {
-			log_warn("%s:%d: %s; line skipped", ak->path, lineno, why);
+			if (!ak->quiet)
+				log_warn("%s:%d: %s; line skipped", ak->path,
+				    lineno, why);
 			continue;
 		}
-		if (authkeys_add(ak, &l, &cap) < 0)
-			log_warn("%s:%d: not a public key line, skipped",
-			    ak->path, lineno);
-		else
+		if (authkeys_add(ak, &l, &cap) < 0) {
+			if (!ak->quiet)
+				log_warn("%s:%d: not a public key line, "
+				    "skipped", ak->path, lineno);
+		} else
 			authkeys_notes(ak, &ak->keys[ak->nkeys - 1], lineno);
 		if (ak->nkeys >= AUTHKEYS_MAX_KEYS)
 			break;
@@ -290,7 +304,7 @@ authkeys_load_text(struct authkeys *ak, char *text)
 static int
 authkeys_missing(struct authkeys *ak, int r)
 {
-	if (!ak->missing_logged)
+	if (!ak->missing_logged && !ak->quiet)
 		log_warn("%s: %s; no key can log in", ak->path, strerror(-r));
 	ak->missing_logged = 1;
 	authkeys_clear(ak);
@@ -331,7 +345,8 @@ authkeys_refresh_fd(struct authkeys *ak, int fd)
 	ak->mtime = st.st_mtim.tv_sec;
 	ak->mtime_ns = st.st_mtim.tv_nsec;
 	ak->size = st.st_size;
-	log_info("%s: %zu key(s)", ak->path, ak->nkeys);
+	if (!ak->quiet)
+		log_info("%s: %zu key(s)", ak->path, ak->nkeys);
 	return 0;
 }
 

@@ -55,6 +55,11 @@ struct authkeys;
 struct authkeys *authkeys_new(const char *path);
 void authkeys_free(struct authkeys *ak);
 
+/* Log nothing about the file's lines, its size or its absence: for a
+ * second reader of the same file (the monitor's, beside the network
+ * process's, which says it all once). */
+void authkeys_set_quiet(struct authkeys *ak);
+
 /* Re-read the file, open for reading on fd, if it changed since the last
  * read (mtime or size).  The monitor opens it for the network process,
  * which may not; fd is closed.  A negative fd is the -errno of the open.

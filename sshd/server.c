@@ -553,6 +553,7 @@ server_init_monitor(struct server *srv, const struct helpers *progs,
 	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
+	authkeys_set_quiet(srv->keys);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
