@@ -123,8 +123,11 @@ room_hello(struct conn *c, json_object *req)
 	snprintf(c->user, sizeof(c->user), "%s", user);
 	if (kind == CONN_MONITOR) {
 		/* atriumd's liveness probe (only atriumd reaches this socket):
-		 * no room access to decide, no welcome, no presence. */
+		 * no room access to decide, no welcome, no presence; it keeps
+		 * the monitor's record of the access list, so the list goes
+		 * first. */
 		c->kind = kind;
+		room_access_report(a, c);
 		return 0;
 	}
 	c->admin = json_get_bool(req, "admin", 0);
