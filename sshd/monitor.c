@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access_db.h"
+#include "access_record.h"
 #include "agentlink.h"
 #include "jsonl.h"
 #include "log.h"
@@ -96,7 +96,7 @@ monitor_room_list(struct server *srv, const char *room, struct access_list *l)
 	access_list_init(l);
 	if (!monitor_room_dir(srv, room, dir, sizeof(dir)))
 		return 0;
-	return access_db_read(dir, l) < 0 ? -EIO : 1;
+	return access_record_get(dir, 1, l) < 0 ? -EIO : 1;
 }
 
 /* use {room, user}: count a new room against the user's cap, then start
@@ -243,7 +243,8 @@ monitor_why(struct server *srv, json_object *req, const char *room,
 	return 0;
 }
 
-/* access {room}: whether it exists, and its access list from room.db. */
+/* access {room}: whether it exists, and its access list (the monitor's
+ * record, access_record.h). */
 static int
 monitor_access(struct server *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
@@ -265,7 +266,7 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 		    json_object_new_boolean(0));
 		return 0;
 	}
-	if (access_db_read(dir, &l) < 0) {
+	if (access_record_get(dir, 1, &l) < 0) {
 		json_object_object_add(ans, "errno", json_object_new_int(EIO));
 		return 0;
 	}

@@ -8,13 +8,14 @@
  * the monitor decides again from its own reading of the key's line
  * (monitor_identity.h), and writes the agent's hello itself.
  *
- * atriumd keeps no access state: every decision reads the room's room.db
- * (access_db.h says why that, and not a question to the agent) and the
- * key options the session authenticated with.  The network process cannot
- * read DATA: the monitor reads room.db for it (monitor_ask_access,
- * monitor_ask_rooms) and room_access_list runs in the monitor (and in
- * `atriumd room list`).  The room's name is the
- * only thing the client chooses, and it only says which list applies.
+ * Every decision reads the room's access record, the monitor's own file
+ * that the room's agent keeps current (access_record.h says why that, and
+ * not room.db or a question to the agent), and the key options the
+ * session authenticated with.  The network process cannot read DATA: the
+ * monitor reads the record for it (monitor_ask_access, monitor_ask_rooms)
+ * and room_access_list runs in the monitor (and in `atriumd room list`,
+ * which records nothing).  The room's name is the only thing the client
+ * chooses, and it only says which list applies.
  *
  * A room that does not exist yet is created by its first use; a key with
  * rooms="PATTERNS" may create only rooms whose name matches, so such a
@@ -39,7 +40,7 @@
 #include <sys/stat.h>
 
 #include "access.h"
-#include "access_db.h"
+#include "access_record.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "names.h"
@@ -161,7 +162,7 @@ room_access_list(const char *data, const struct rooms *rs, const char *user,
 		room_access_path(data, room, dir, sizeof(dir));
 		if (listed < ROOM_ACCESS_MAX_LISTED &&
 		    !(rs && rooms_deleting(rs, room)) &&
-		    access_db_read(dir, &l) == 0 &&
+		    access_record_get(dir, rs != NULL, &l) == 0 &&
 		    access_may_enter(&l, user, admin)) {
 			json_object_array_add(arr, room_access_entry(rs, room,
 			    &l));

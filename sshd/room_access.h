@@ -2,9 +2,9 @@
  * room_access.h: atriumd's room access decisions for a session: may its
  * user enter the room it named (and create it, when it does not exist
  * yet), which rooms may it list, may it delete its room.  The rules are
- * common/access.h's; the room's list comes from its room.db each time
- * (access_db.h), and who the user is from authorized_keys (the session's
- * key options: atrium-admin, rooms=), never from the client.
+ * common/access.h's; the room's list comes from the monitor's record each
+ * time (access_record.h), and who the user is from authorized_keys (the
+ * session's key options: atrium-admin, rooms=), never from the client.
  */
 #ifndef ATRIUMD_ROOM_ACCESS_H
 #define ATRIUMD_ROOM_ACCESS_H
