@@ -339,6 +339,7 @@ chan_tick(struct chan *c)
 void
 chan_free(struct chan *c)
 {
+	monitor_ask_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
 	ssh_remove_channel_callbacks(c->ch, &c->cb);

@@ -217,13 +217,7 @@ room_access_request(struct session *s, json_object *req, json_object **ev,
 	const char *type = json_get_string(req, "type");
 
 	*ev = NULL;
-	if (!type)
-		return 0;
-	if (strcmp(type, "rooms") == 0) {
-		*ev = monitor_ask_rooms(s);
-		return 1;
-	}
-	if (strcmp(type, "delete") != 0)
+	if (!type || strcmp(type, "delete") != 0)
 		return 0;
 	return room_access_delete(s->srv, s, json_get_string(req, "room"), msg,
 	    len) < 0 ? -1 : 1;

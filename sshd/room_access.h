@@ -37,10 +37,10 @@ json_object *room_access_list(const char *data, const struct rooms *rs,
 int room_access_delete(struct server *srv, const struct session *s,
     const char *room, char *msg, size_t len);
 
-/* atriumd's own requests of the room protocol, `rooms` and `delete`, for
- * s (the chat and the atrium subsystem both take them).  0 when req is
- * neither; 1 when handled, with *ev the `rooms` event to show (NULL for
- * delete, or when out of memory); -1 when refused, with why in msg. */
+/* atriumd's own request `delete` of the room protocol, for s (the chat
+ * and the atrium subsystem both take it; `rooms`, the other, is asked of
+ * the monitor without waiting: monitor_ask_rooms).  0 when req is not
+ * delete; 1 when handled (*ev NULL); -1 when refused, with why in msg. */
 int room_access_request(struct session *s, json_object *req,
     json_object **ev, char *msg, size_t len);
 

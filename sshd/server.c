@@ -614,6 +614,8 @@ server_turn(struct server *srv)
 {
 	struct session **pp;
 
+	if (srv->role == SERVER_NETWORK)
+		monitor_ask_deliver(srv);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		session_tick(s);
 	for (pp = &srv->sessions; *pp;) {
@@ -710,6 +712,7 @@ server_destroy(struct server *srv)
 		srv->sessions = s->next;
 		session_free(s);
 	}
+	monitor_ask_forget(srv);
 	rooms_free(&srv->rooms);
 	loop_destroy(&srv->loop);
 	if (srv->bind)

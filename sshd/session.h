@@ -101,6 +101,10 @@ struct chan {
 	int vetted;			/* the client's packet size was checked */
 	struct agentlink *link;		/* the kind's link to the agent, once
 					 * connected (its execs: user_cap.h) */
+	struct monitor_pending *rooms_ask; /* a rooms listing asked for it and
+					 * not answered yet (monitor_ask.h):
+					 * one at a time; cancelled when it
+					 * goes */
 	struct chan *next;		/* in s->chans */
 };
 
