@@ -108,19 +108,21 @@ monitor_use(struct server *srv, json_object *req, const char *room,
 {
 	const char *user = id->user;
 	struct room *r = NULL;
-	char why[256], dir[PATH_MAX + 80];
+	struct access_list l;
+	char why[256];
 	int rc;
 
 	room_transfer_clear_stale(srv, room);
-	if (!monitor_room_dir(srv, room, dir, sizeof(dir)) &&
-	    !monitor_identity_may_create(id, room)) {
-		/* The network process checks rooms= first: only a subverted
-		 * one gets here. */
-		log_warn("monitor: %s may not create room '%s' (rooms=)", user,
-		    room);
+	/* The network process decided first (room_access_admit): only a
+	 * subverted one, or a change between the two, gets refused here. */
+	rc = monitor_room_list(srv, room, &l);
+	if ((rc == 0 && !monitor_identity_may_create(id, room)) || rc < 0 ||
+	    (rc > 0 && !access_may_enter(&l, user, id->admin))) {
+		log_warn("monitor: %s may not %s room '%s'", user, rc == 0 ?
+		    "create" : "enter", room);
 		monitor_put(ans, "state", "refused");
-		monitor_put(ans, "error", "this key may not create a room of "
-		    "that name");
+		monitor_put(ans, "error", rc == 0 ? "this key may not create a "
+		    "room of that name" : "you may not enter this room");
 		return 0;
 	}
 	if (room_transfer_importing(srv, room)) {
