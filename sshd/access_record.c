@@ -25,6 +25,7 @@
  */
 #include "access_record.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -226,6 +227,33 @@ record_missing(const char *room_dir, int migrate, struct access_list *out)
 	}
 	access_list_init(out);
 	out->visibility = ACCESS_PRIVATE;
+}
+
+/* Only the names of rooms. */
+static int
+record_room_filter(const struct dirent *d)
+{
+	return room_name_valid(d->d_name);
+}
+
+/* See access_record.h. */
+void
+access_record_migrate(const char *data)
+{
+	char dir[PATH_MAX + 80];
+	struct dirent **names = NULL;
+	struct access_list l;
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/rooms", data);
+	n = scandir(dir, &names, record_room_filter, alphasort);
+	for (int i = 0; i < n; i++) {
+		snprintf(dir, sizeof(dir), "%s/rooms/%s", data,
+		    names[i]->d_name);
+		access_record_get(dir, 1, &l);
+		free(names[i]);
+	}
+	free(names);
 }
 
 /* See access_record.h. */

@@ -59,4 +59,11 @@ int access_record_write(const char *room_dir, const struct access_list *l);
 int access_record_get(const char *room_dir, int migrate,
     struct access_list *out);
 
+/* Record, from room.db, the list of every room in DATA (data) made before
+ * the record existed, at the monitor's start: before its loop runs and
+ * any agent holds a room.db, rather than one by one on the loop.  Rooms
+ * copied in later are recorded by access_record_get.  Cannot fail (each
+ * room's trouble is logged, and that room fails closed). */
+void access_record_migrate(const char *data);
+
 #endif

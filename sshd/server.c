@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access_record.h"
 #include "libssh_compat.h"
 #include "listener.h"
 #include "log.h"
@@ -554,6 +555,7 @@ server_init_monitor(struct server *srv, const struct helpers *progs,
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
 	authkeys_set_quiet(srv->keys);
+	access_record_migrate(srv->cfg->data_dir);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
