@@ -2,10 +2,12 @@
  * privsep.h: the wire between atriumd's two processes (privsep.c).  The
  * network process (unprivileged, no capabilities, seccomp: every byte from
  * a client is parsed there) asks the monitor (root: starts rooms, mounts,
- * cgroups) on the request socket and waits for the answer; the monitor
- * tells the network process what happened on its own (a room deleted by
- * the operator, a room that became ready) on the event socket.  Both are
- * unix stream socketpairs made before the fork.
+ * cgroups) on the request socket and waits for the answer (but for the
+ * rooms listing's, which it takes when it comes: monitor_ask.h), and the
+ * monitor answers the requests in the order they came; the monitor tells
+ * the network process what happened on its own (a room deleted by the
+ * operator, a room that became ready) on the event socket.  Both are unix
+ * stream socketpairs made before the fork.
  *
  * A message is one frame:
  *
