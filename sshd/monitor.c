@@ -86,8 +86,8 @@ monitor_room_dir(struct server *srv, const char *room, char *out, size_t len)
 	return stat(out, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* Read room's access list into l for a decision about id: 1 read, 0 when
- * the room does not exist, -EIO when it cannot be read (fail closed). */
+/* Read room's access list (its record) into l: 1 read, 0 when the room
+ * does not exist, -EIO when it cannot be read (callers fail closed). */
 static int
 monitor_room_list(struct server *srv, const char *room, struct access_list *l)
 {
@@ -99,7 +99,8 @@ monitor_room_list(struct server *srv, const char *room, struct access_list *l)
 	return access_record_get(dir, 1, l) < 0 ? -EIO : 1;
 }
 
-/* use {room, user}: count a new room against the user's cap, then start
+/* use {room, user, key, addr}: may the user enter the room (or create
+ * it: rooms=)?  Then count a new room against the user's cap, and start
  * the room if it is cold. */
 static int
 monitor_use(struct server *srv, json_object *req, const char *room,
