@@ -6,7 +6,12 @@
  * client.
  *
  * Who may enter and manage the room is room_access.c's: hello is checked
- * there before the connection joins.
+ * there before the connection joins.  A connection has exactly one hello,
+ * its first line: atriumd's monitor writes it (who the connection is for,
+ * and whether that user's key is an admin's, from its own reading of
+ * authorized_keys) before it hands the connection to the network process,
+ * so any later hello is the network process (or a client through it)
+ * trying to be someone else, and ends the connection.
  *
  * Presence is about people: only chat connections (a person at a
  * terminal) are announced as joining and leaving and listed by who;
@@ -96,8 +101,9 @@ room_welcome(struct agent *a, struct conn *c)
 }
 
 /* hello: user, kind, admin, may_create, history, since -> welcome and the
- * replay, or access_denied. */
-static void
+ * replay, or access_denied.  0, or -1 when c may not go on (an error or
+ * access_denied is queued). */
+static int
 room_hello(struct conn *c, json_object *req)
 {
 	struct agent *a = c->a;
@@ -109,21 +115,24 @@ room_hello(struct conn *c, json_object *req)
 	if (!user || !user_name_valid(user)) {
 		room_error(c, NULL, "hello needs a valid user name (1-32 of "
 		    "A-Z a-z 0-9 . _ -)");
-		return;
+		return -1;
 	}
 	if ((kind = room_hello_kind(c, json_get_string(req, "kind"))) ==
 	    CONN_NEW)
-		return;
+		return -1;
 	snprintf(c->user, sizeof(c->user), "%s", user);
 	if (kind == CONN_MONITOR) {
 		/* atriumd's liveness probe (only atriumd reaches this socket):
-		 * no room access to decide, no welcome, no presence. */
+		 * no room access to decide, no welcome, no presence; it keeps
+		 * the monitor's record of the access list, so the list goes
+		 * first. */
 		c->kind = kind;
-		return;
+		room_access_report(a, c);
+		return 0;
 	}
 	c->admin = json_get_bool(req, "admin", 0);
 	if (room_access_hello(a, c, req) < 0)
-		return;
+		return -1;
 	c->kind = kind;
 	room_welcome(a, c);
 	journal_join(a->journal, c, since, history);
@@ -137,6 +146,7 @@ room_hello(struct conn *c, json_object *req)
 			room_presence(a, "joined", c->user);
 		turn_joined(a, c);
 	}
+	return 0;
 }
 
 /* The text of chat/prompt, cleaned (utf8.h): what people send each other
@@ -546,12 +556,22 @@ requests_line(struct conn *c, const char *line, size_t len)
 	} else if (!type) {
 		room_error(c, NULL, "a request needs a \"type\"");
 	} else if (c->kind == CONN_NEW) {
-		if (strcmp(type, "hello") == 0)
-			room_hello(c, req);
-		else
+		/* The first line, and the only hello: atriumd's monitor writes
+		 * it before anyone else holds the connection. */
+		if (strcmp(type, "hello") != 0) {
 			room_error(c, NULL, "send hello first");
+			conn_end(c, "no hello");
+		} else if (room_hello(c, req) < 0) {
+			conn_end(c, "bad hello");
+		}
 	} else if (strcmp(type, "hello") == 0) {
-		room_error(c, NULL, "hello was already sent");
+		/* Who a connection is for is settled by its first line; a
+		 * later hello is someone else speaking on it. */
+		log_warn("%s: a second hello on one connection; ending it",
+		    c->user);
+		room_error(c, NULL, "hello was already sent: a connection has "
+		    "one hello, its first line");
+		conn_end(c, "second hello");
 	} else if (c->kind == CONN_MONITOR) {
 		room_monitor_line(c, type);
 	} else {

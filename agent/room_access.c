@@ -4,15 +4,22 @@
  * atrium-agent is the only writer of room.db, so every change of the
  * access list is made here, stored, then announced to every member with
  * a stored `access` event (room.c's rule: persist, then announce).
- * atriumd decides entry before it starts a command by reading the same
- * rows read-only (sshd/access_db.c); this file decides again at each
- * hello, with the list as committed now, so a session that raced a change
- * (or a chat reconnecting after a restart) is judged by the room itself.
+ * atriumd decides entry before it starts a command from its record of the
+ * list (below); this file decides again at each hello, with the list as
+ * committed now, so a session that raced a change (or a chat reconnecting
+ * after a restart) is judged by the room itself.
  *
- * Who a connection is comes only from atriumd's hello (clients may not
- * send hello): user, admin (the key has atrium-admin) and may_create (the
- * key's rooms= allows this room's name).  The list is read from room.db
+ * Who a connection is comes only from its hello, which atriumd's monitor
+ * writes as the connection's first line (requests.c takes no other):
+ * user, admin (the key has atrium-admin) and may_create (the key's rooms=
+ * allows this room's name), each from the monitor's own reading of
+ * authorized_keys, never from the network process.  The list is read from room.db
  * for each decision: a few rows, and no copy to keep in step.
+ *
+ * atriumd's monitor keeps its own record of the list, for its decisions
+ * while the room is cold (sshd/access_record.h): the agent reports the
+ * list on each monitor connection as it starts (room_access_report) and
+ * after each change, once it is committed, to every monitor connection.
  *
  * Ending a user's sessions (kick, or a room made private) queues an
  * `access_denied` event to each of its connections and ends them once it
@@ -79,17 +86,56 @@ room_access_event(const struct access_list *l, const char *change,
 	return ev;
 }
 
+/* The list as committed, to report to atriumd's monitor: a monitor
+ * connection's `access` line (not a room event: no seq, never stored).
+ * NULL when it cannot be read (nothing is reported then: the monitor
+ * keeps its record rather than learn a fail-closed list as the room's). */
+static json_object *
+room_access_report_line(struct agent *a)
+{
+	struct access_list l;
+	json_object *ev;
+
+	if (room_db_access_load(a->db, &l) < 0 ||
+	    !(ev = json_object_new_object()))
+		return NULL;
+	json_object_object_add(ev, "type", json_object_new_string("access"));
+	json_object_object_add(ev, "owner", l.owner[0] ?
+	    json_object_new_string(l.owner) : NULL);
+	json_object_object_add(ev, "visibility",
+	    json_object_new_string(access_visibility_name(l.visibility)));
+	json_object_object_add(ev, "members", room_access_members(&l));
+	return ev;
+}
+
+/* See room_access.h. */
+void
+room_access_report(struct agent *a, struct conn *to)
+{
+	json_object *ev = room_access_report_line(a);
+
+	for (struct conn *c = a->conns; ev && c; c = c->next)
+		if (!c->closing && c->kind == CONN_MONITOR && (!to || c == to))
+			conn_queue_event(c, ev);
+	json_object_put(ev);
+}
+
 /* Store and announce the list after a change: it commits the change with
  * the event.  0, or -errno when room.db could not take them (the change is
- * rolled back with it and nobody is told; room_unrecorded). */
+ * rolled back with it and nobody is told; room_unrecorded).  Either way
+ * the monitor is told the list as it now stands: a change committed
+ * before (kick, visibility) stands even when its announcement fails. */
 static int
 room_access_announce(struct agent *a, const char *change, const char *user,
     const char *by)
 {
 	struct access_list l;
+	int r;
 
 	room_access_load(a, &l);
-	return room_emit(a, room_access_event(&l, change, user, by), 1);
+	r = room_emit(a, room_access_event(&l, change, user, by), 1);
+	room_access_report(a, NULL);
+	return r;
 }
 
 /* Tell c why it is out, and end it once that is written. */
@@ -116,7 +162,10 @@ room_access_evict(struct agent *a, const struct access_list *l,
 	int n = 0;
 
 	for (struct conn *c = a->conns; c; c = c->next) {
-		if (c->closing || c->ending || c->kind == CONN_NEW)
+		/* atriumd's watchdog is no person: it stays, and keeps the
+		 * monitor's record (room_access_report). */
+		if (c->closing || c->ending || c->kind == CONN_NEW ||
+		    c->kind == CONN_MONITOR)
 			continue;
 		if (user ? strcmp(c->user, user) != 0 :
 		    access_may_enter(l, c->user, c->admin))

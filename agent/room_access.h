@@ -20,6 +20,11 @@ struct conn;
  * not: an access_denied event is queued to c and c ends once it is sent. */
 int room_access_hello(struct agent *a, struct conn *c, json_object *req);
 
+/* Report the access list as committed to atriumd's monitor: an `access`
+ * line (owner, visibility, members; no seq) to the monitor connection to,
+ * or to every one when to is NULL.  Nothing when room.db cannot be read. */
+void room_access_report(struct agent *a, struct conn *to);
+
 /* Add the room's owner and visibility to ev (welcome). */
 void room_access_describe(struct agent *a, json_object *ev);
 

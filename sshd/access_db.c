@@ -1,17 +1,10 @@
 /*
  * access_db.c: read a room's access list from room.db (access_db.h).
- * Called by room_access.c for each decision: entering a room, listing
- * rooms, deleting one.
- *
- * Why atriumd reads room.db instead of asking the room's agent: a room
- * is cold (no agent) most of the time, and deciding must not start it
- * (a refused user would start a room's processes at will, and listing
- * would start every room).  atriumd keeps nothing it reads: each decision
- * opens room.db read-only, reads a few rows in one WAL snapshot, and
- * closes it, so the agent's last commit is what counts and a restart of
- * atriumd loses nothing.  The agent decides again at each hello
- * (agent/room_access.c), which covers a change committed between this
- * read and the session's start.
+ * Called by access_record.c only, once per room made before the monitor
+ * kept its own record (access_record.h): that room's list is read here
+ * and recorded, and room.db is never read by atriumd again.  Only a
+ * room.db that is root's is read (one made when the agent ran as root);
+ * atriumd never parses a file its agent's uid could have written.
  *
  * Read-only, never read-write: room.db has one writer, its agent.  So a
  * read of a cold room leaves an empty room.db-wal and room.db-shm behind
@@ -20,10 +13,8 @@
  * around a WAL an agent that was killed left uncheckpointed, or one that
  * is starting right then.)
  *
- * Workload: one open, two small queries and a close per decision (a
- * fraction of a millisecond; room.db is local).  A busy room.db (WAL
- * recovery) waits ACCESS_DB_BUSY_MS at most, then the decision fails
- * closed.
+ * A busy room.db (WAL recovery) waits ACCESS_DB_BUSY_MS at most, then the
+ * read fails and the room fails closed until its agent reports.
  */
 #include "access_db.h"
 

@@ -1,9 +1,9 @@
 /*
- * access_db.h: a room's access list read from its room.db, read-only, for
- * atriumd's decisions before it starts anything for a session (see
- * room_access.h).  room.db is atrium-agent's; the rows read here are its
- * access table and config key "visibility" (schema version 3 and later,
- * atrium-agent(8) ROOM.DB).
+ * access_db.h: a room's access list read from its room.db, read-only, once,
+ * for a room made before atriumd kept its own record (access_record.h).
+ * room.db is atrium-agent's; the rows read here are its access table and
+ * config key "visibility" (schema version 3 and later, atrium-agent(8)
+ * ROOM.DB).
  */
 #ifndef ATRIUMD_ACCESS_DB_H
 #define ATRIUMD_ACCESS_DB_H

@@ -75,6 +75,8 @@ agentwatch_line(void *arg, json_object *obj, const char *line, size_t len)
 	w->ping_out = 0;
 	if (type && strcmp(type, "pong") == 0)
 		agentwatch_read_turn(&w->turn, obj);
+	else if (type && strcmp(type, "access") == 0 && w->on_access)
+		w->on_access(w->on_access_arg, obj);
 }
 
 /* The agent closed the connection: reconnect from the next tick (not
@@ -88,10 +90,13 @@ agentwatch_end(void *arg)
 }
 
 void
-agentwatch_init(struct agentwatch *w)
+agentwatch_init(struct agentwatch *w,
+    void (*on_access)(void *arg, json_object *obj), void *arg)
 {
 	memset(w, 0, sizeof(*w));
 	agentlink_init(&w->link);
+	w->on_access = on_access;
+	w->on_access_arg = arg;
 }
 
 void

@@ -6,6 +6,11 @@
  * connection to RUN/agent.sock (hello kind "monitor") and pings it; the
  * agent answers "pong" from its loop.  When no line has come back for the
  * timeout, the room kills the agent and restarts it as after a crash.
+ *
+ * The same connection carries the agent's reports of its access list
+ * ("access": owner, visibility, members; at each new connection and after
+ * each change), which the watchdog hands to on_access unchecked: the
+ * room's record is the monitor's (access_record.h).
  */
 #ifndef ATRIUMD_AGENTWATCH_H
 #define ATRIUMD_AGENTWATCH_H
@@ -34,10 +39,16 @@ struct agentwatch {
 	long long answered_ms;	/* last line from the agent (or the start) */
 	long long next_ping_ms;	/* when to ping next */
 	struct agentwatch_turn turn;	/* from the last pong */
+	/* An "access" line from the agent (obj is the caller's to check,
+	 * not to keep); NULL: ignored. */
+	void (*on_access)(void *arg, json_object *obj);
+	void *on_access_arg;
 };
 
-/* Not watching; cannot fail. */
-void agentwatch_init(struct agentwatch *w);
+/* Not watching; cannot fail.  on_access(arg, obj) gets each access
+ * report (may be NULL). */
+void agentwatch_init(struct agentwatch *w,
+    void (*on_access)(void *arg, json_object *obj), void *arg);
 
 /* Begin watching an agent that just became ready, at now. */
 void agentwatch_start(struct agentwatch *w, long long now);

@@ -29,6 +29,8 @@
 
 struct authkeys_entry {
 	ssh_key key;		/* public key */
+	char fp[AUTHKEYS_FP_MAX];	/* its SHA256 fingerprint (the monitor
+				 * looks keys up by it: authkeys_match_fp) */
 	char user[64];		/* its user name */
 	struct authkey_opts opts;	/* its line's options (owned copy) */
 };
@@ -41,6 +43,9 @@ struct authkeys {
 	long mtime_ns;
 	off_t size;
 	int missing_logged;		/* a missing file was reported once */
+	int quiet;			/* a second reader of the file: says
+					 * nothing of its lines (the first
+					 * one does) */
 };
 
 static const char *const authkeys_types[] = {
@@ -141,6 +146,13 @@ authkeys_parse_line(char *line, struct authkeys_line *out)
 	return 1;
 }
 
+/* See authkeys.h. */
+void
+authkeys_set_quiet(struct authkeys *ak)
+{
+	ak->quiet = 1;
+}
+
 /* Make an empty set for path. */
 struct authkeys *
 authkeys_new(const char *path)
@@ -205,6 +217,7 @@ authkeys_add(struct authkeys *ak, const struct authkeys_line *l,
 		return -ENOMEM;
 	}
 	e->key = key;
+	authkeys_fingerprint(key, e->fp, sizeof(e->fp));
 	snprintf(e->user, sizeof(e->user), "%s", l->user);
 	ak->nkeys++;
 	return 0;
@@ -218,7 +231,7 @@ authkeys_notes(const struct authkeys *ak, const struct authkeys_entry *e,
 {
 	char fp[128], host[64];
 
-	if (!e->opts.environment && !e->opts.from)
+	if (ak->quiet || (!e->opts.environment && !e->opts.from))
 		return;
 	authkeys_fingerprint(e->key, fp, sizeof(fp));
 	if (e->opts.environment)
@@ -262,21 +275,25 @@ authkeys_load_text(struct authkeys *ak, char *text)
 
 		lineno++;
 		if (strlen(line) > AUTHKEYS_MAX_LINE) {
-			log_warn("%s:%d: line too long, skipped", ak->path,
-			    lineno);
+			if (!ak->quiet)
+				log_warn("%s:%d: line too long, skipped",
+				    ak->path, lineno);
 			continue;
 		}
 		r = authkeys_parse_line(line, &l);
 		if (r == 0)
 			continue;
 		if ((why = authkeys_skip_why(&l, r))) {
-			log_warn("%s:%d: %s; line skipped", ak->path, lineno, why);
+			if (!ak->quiet)
+				log_warn("%s:%d: %s; line skipped", ak->path,
+				    lineno, why);
 			continue;
 		}
-		if (authkeys_add(ak, &l, &cap) < 0)
-			log_warn("%s:%d: not a public key line, skipped",
-			    ak->path, lineno);
-		else
+		if (authkeys_add(ak, &l, &cap) < 0) {
+			if (!ak->quiet)
+				log_warn("%s:%d: not a public key line, "
+				    "skipped", ak->path, lineno);
+		} else
 			authkeys_notes(ak, &ak->keys[ak->nkeys - 1], lineno);
 		if (ak->nkeys >= AUTHKEYS_MAX_KEYS)
 			break;
@@ -287,7 +304,7 @@ authkeys_load_text(struct authkeys *ak, char *text)
 static int
 authkeys_missing(struct authkeys *ak, int r)
 {
-	if (!ak->missing_logged)
+	if (!ak->missing_logged && !ak->quiet)
 		log_warn("%s: %s; no key can log in", ak->path, strerror(-r));
 	ak->missing_logged = 1;
 	authkeys_clear(ak);
@@ -328,15 +345,17 @@ authkeys_refresh_fd(struct authkeys *ak, int fd)
 	ak->mtime = st.st_mtim.tv_sec;
 	ak->mtime_ns = st.st_mtim.tv_nsec;
 	ak->size = st.st_size;
-	log_info("%s: %zu key(s)", ak->path, ak->nkeys);
+	if (!ak->quiet)
+		log_info("%s: %zu key(s)", ak->path, ak->nkeys);
 	return 0;
 }
 
-/* Linear scan: the first line listing key whose options allow this
- * connection names the user (sshd, too, tries each line in turn). */
-int
-authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
-    time_t now, struct authkeys_found *out)
+/* Linear scan: the first line listing the key (key, or when NULL the
+ * key whose fingerprint is fp) whose options allow this connection names
+ * the user (sshd, too, tries each line in turn). */
+static int
+authkeys_match_any(struct authkeys *ak, ssh_key key, const char *fp,
+    const char *addr, time_t now, struct authkeys_found *out)
 {
 	int listed = 0;
 
@@ -344,7 +363,8 @@ authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
 	for (size_t i = 0; i < ak->nkeys; i++) {
 		struct authkeys_entry *e = &ak->keys[i];
 
-		if (ssh_key_cmp(e->key, key, SSH_KEY_CMP_PUBLIC) != 0)
+		if (key ? ssh_key_cmp(e->key, key, SSH_KEY_CMP_PUBLIC) != 0 :
+		    strcmp(e->fp, fp) != 0 || e->fp[0] == '?')
 			continue;
 		if (authkey_opts_check(&e->opts, addr, now,
 		    listed ? NULL : out->why, listed ? 0 : sizeof(out->why))
@@ -358,6 +378,22 @@ authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
 		return 1;
 	}
 	return listed ? -EACCES : 0;
+}
+
+/* See authkeys.h. */
+int
+authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out)
+{
+	return authkeys_match_any(ak, key, NULL, addr, now, out);
+}
+
+/* See authkeys.h. */
+int
+authkeys_match_fp(struct authkeys *ak, const char *fp, const char *addr,
+    time_t now, struct authkeys_found *out)
+{
+	return authkeys_match_any(ak, NULL, fp, addr, now, out);
 }
 
 /* See authkeys.h. */

@@ -28,6 +28,7 @@
 #define AUTHKEYS_MAX_LINE	16384	/* longer lines are refused */
 #define AUTHKEYS_MAX_KEYS	10000	/* keys kept from one file */
 #define AUTHKEYS_MAX_FILE	(8 * 1024 * 1024)
+#define AUTHKEYS_FP_MAX		64	/* "SHA256:" and 43 base64 digits */
 
 /* One parsed line; pointers point into the caller's (modified) line. */
 struct authkeys_line {
@@ -54,6 +55,11 @@ struct authkeys;
 struct authkeys *authkeys_new(const char *path);
 void authkeys_free(struct authkeys *ak);
 
+/* Log nothing about the file's lines, its size or its absence: for a
+ * second reader of the same file (the monitor's, beside the network
+ * process's, which says it all once). */
+void authkeys_set_quiet(struct authkeys *ak);
+
 /* Re-read the file, open for reading on fd, if it changed since the last
  * read (mtime or size).  The monitor opens it for the network process,
  * which may not; fd is closed.  A negative fd is the -errno of the open.
@@ -73,6 +79,12 @@ struct authkeys_found {
  * when it is but no line's options allow this connection (out->why says
  * why, from the first such line). */
 int authkeys_match(struct authkeys *ak, ssh_key key, const char *addr,
+    time_t now, struct authkeys_found *out);
+
+/* The same for the key whose SHA256 fingerprint (authkeys_fingerprint) is
+ * fp: how the monitor, which never sees the key itself, finds the line the
+ * network process authenticated a session with. */
+int authkeys_match_fp(struct authkeys *ak, const char *fp, const char *addr,
     time_t now, struct authkeys_found *out);
 
 /* key's SHA256 fingerprint ("SHA256:...") into out; "?" on failure. */

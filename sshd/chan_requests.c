@@ -102,13 +102,32 @@ chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 	return stream_open(c, command) < 0 ? -1 : 0;
 }
 
+/* The listing came for the rooms subsystem (ev NULL: refused): its line,
+ * then exit status 0 (1 when refused). */
+static void
+chan_rooms_done(void *arg, json_object *ev)
+{
+	struct chan *c = arg;
+	struct buf line;
+
+	c->rooms_ask = NULL;
+	if (!ev) {
+		chan_refuse(c, "atrium: cannot list the rooms now; try again");
+		return;
+	}
+	buf_init(&line, CHAN_MAX_OUT);
+	if (jsonl_format(&line, ev) == 0)
+		chan_write(c, line.data, line.len);
+	buf_free(&line);
+	chan_exit(c, 0, NULL);
+}
+
 /* subsystem rooms: one `rooms` line (the rooms the user may enter), then
- * exit status 0.  Under a forced command, the command runs instead. */
+ * exit status 0, once the monitor answers (the loop does not wait for
+ * it).  Under a forced command, the command runs instead. */
 static int
 chan_rooms(struct chan *c)
 {
-	json_object *ev;
-	struct buf line;
 	int r = chan_begin(c);
 
 	if (r <= 0)
@@ -117,15 +136,8 @@ chan_rooms(struct chan *c)
 		return room_access_admit(c, "subsystem rooms") ?
 		    chan_forced(c, "subsystem rooms", "rooms") : 0;
 	log_info("session %lu: %s: subsystem rooms", c->s->num, c->s->user);
-	if (!(ev = monitor_ask_rooms(c->s->srv, c->s->user,
-	    c->s->opts.admin)))
+	if (!(c->rooms_ask = monitor_ask_rooms(c->s, chan_rooms_done, c)))
 		return -1;
-	buf_init(&line, CHAN_MAX_OUT);
-	if (jsonl_format(&line, ev) == 0)
-		chan_write(c, line.data, line.len);
-	buf_free(&line);
-	json_object_put(ev);
-	chan_exit(c, 0, NULL);
 	return 0;
 }
 

@@ -251,8 +251,7 @@ chan_poll_room(struct chan *c)
 	char why[256];
 	int rc;
 
-	rc = monitor_ask_use(c->s->srv, c->s->room, c->s->user, why,
-	    sizeof(why));
+	rc = monitor_ask_use(c->s, why, sizeof(why));
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;
@@ -274,12 +273,13 @@ chan_poll_room(struct chan *c)
 /* See session.h. */
 int
 chan_connect_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg)
 {
 	c->link = l;
-	return agentlink_attach(l, &c->s->srv->loop,
-	    monitor_ask_agent(c->s->srv, c->s->room), on_line, on_end, arg);
+	return agentlink_attach(l, &c->s->srv->loop, monitor_ask_agent(c->s, h),
+	    on_line, on_end, arg);
 }
 
 /* Refuse a channel whose maximum packet would hang or crawl libssh's
@@ -339,6 +339,7 @@ chan_tick(struct chan *c)
 void
 chan_free(struct chan *c)
 {
+	monitor_ask_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
 	ssh_remove_channel_callbacks(c->ch, &c->cb);

@@ -1357,13 +1357,49 @@ chat_rooms(struct chat *ch, json_object *ev)
 	json_object_put(ev);
 }
 
+/* The rooms listing came (monitor_ask_rooms; ev NULL: refused). */
+static void
+chat_rooms_done(void *arg, json_object *ev)
+{
+	struct chat *ch = arg;
+
+	ch->c->rooms_ask = NULL;
+	if (!ev) {
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "cannot list the rooms "
+		    "now; try again");
+		return;
+	}
+	chat_rooms(ch, json_object_get(ev));
+}
+
+/* /rooms: asked of the monitor, shown when it answers (the loop that
+ * serves every session does not wait for it); one at a time. */
+static void
+chat_ask_rooms(struct chat *ch)
+{
+	if (ch->c->rooms_ask)
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, "the rooms are being "
+		    "listed; a moment");
+	else if (!(ch->c->rooms_ask = monitor_ask_rooms(ch->c->s,
+	    chat_rooms_done, ch)))
+		chat_print(ch, TUI_STYLE_ERROR, NULL, "cannot list the rooms "
+		    "now; try again");
+}
+
 /* atriumd's own requests (rooms, delete): 1 when req was one. */
 static int
 chat_own(struct chat *ch, json_object *req)
 {
+	const char *type = json_get_string(req, "type");
 	json_object *ev;
 	char msg[512];
-	int r = room_access_request(ch->c->s, req, &ev, msg, sizeof(msg));
+	int r;
+
+	if (type && strcmp(type, "rooms") == 0) {
+		chat_ask_rooms(ch);
+		return 1;
+	}
+	r = room_access_request(ch->c->s, req, &ev, msg, sizeof(msg));
 
 	if (r < 0)
 		chat_print(ch, TUI_STYLE_ERROR, NULL, msg);
@@ -1583,8 +1619,14 @@ static void
 chat_start(struct chan *c)
 {
 	struct chat *ch = c->kind;
-	json_object *hello;
-	int rc = chan_connect_agent(c, &ch->link, chat_line, chat_end, ch);
+	/* The monitor writes the hello (monitor_ask.h): a reconnect asks
+	 * for what it missed, a join for recent history. */
+	struct monitor_hello h = {
+		.kind = "chat",
+		.history = CHAT_HISTORY,
+		.since = ch->last_seq > 0 ? ch->last_seq : -1,
+	};
+	int rc = chan_connect_agent(c, &ch->link, &h, chat_line, chat_end, ch);
 
 	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -1595,18 +1637,6 @@ chat_start(struct chan *c)
 		    c->s->room, strerror(-rc));
 		return;
 	}
-	hello = chat_req("hello");
-	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
-	json_object_object_add(hello, "kind", json_object_new_string("chat"));
-	room_access_hello(c->s, hello);
-	if (ch->last_seq > 0)
-		json_object_object_add(hello, "since",
-		    json_object_new_int64(ch->last_seq));
-	else
-		json_object_object_add(hello, "history",
-		    json_object_new_int(CHAT_HISTORY));
-	agentlink_send(&ch->link, hello);
-	json_object_put(hello);
 	ch->started = 1;
 	ch->reconnect = 0;
 	ch->connect_tries = 0;

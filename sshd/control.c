@@ -13,7 +13,10 @@
  * Two requests are atriumd's own, answered here and never sent to the
  * agent (they reach beyond one room's agent): `rooms` (the rooms the
  * user may enter: room_access.h) and `delete` (room: this room's name, to
- * confirm; its owner or an admin only).  An `access_denied` event from the
+ * confirm; its owner or an admin only).  The monitor answers `rooms`
+ * later (monitor_ask_rooms: the loop does not wait for it); the client's
+ * lines after it wait, framed, until it is answered, so answers keep the
+ * order of the requests.  An `access_denied` event from the
  * room (the user was removed, or the room went private) is passed on, its
  * message goes to stderr, and the session ends with status 1.
  *
@@ -41,6 +44,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "room.h"
+#include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"
 #include "user_cap.h"
@@ -69,6 +73,13 @@ struct control {
 	int capexecs;			/* execs allocated */
 	char (*execs)[CONTROL_EXEC_ID];	/* their ids */
 };
+
+/* 1 while client lines wait in ct->in, framed, not yet handled. */
+static int
+control_lines_held(const struct control *ct)
+{
+	return ct->in.in.len > ct->in.taken + ct->in.partial;
+}
 
 /* An error line to the client only. */
 static void
@@ -175,7 +186,8 @@ control_sync(struct control *ct)
 {
 	json_object *o;
 
-	if (!ct->eof || !ct->started || ct->sync_sent || ct->ended)
+	if (!ct->eof || !ct->started || ct->sync_sent || ct->ended ||
+	    ct->c->rooms_ask || control_lines_held(ct))
 		return;
 	snprintf(ct->sync_id, sizeof(ct->sync_id), "atriumd-eof-%lu-%p",
 	    ct->c->s->num, (void *)ct);
@@ -240,13 +252,43 @@ control_event(struct control *ct, json_object *ev)
 	json_object_put(ev);
 }
 
-/* atriumd's own requests: rooms and delete.  1 when o was one. */
+static void control_drain(struct control *ct);
+
+/* The rooms listing came (monitor_ask_rooms; ev NULL: refused): send
+ * it, then handle the client's lines that waited behind it. */
+static void
+control_rooms_done(void *arg, json_object *ev)
+{
+	struct control *ct = arg;
+
+	ct->c->rooms_ask = NULL;
+	if (ev)
+		control_event(ct, json_object_get(ev));
+	else
+		control_error(ct, "cannot list the rooms now; try again");
+	control_drain(ct);
+	control_sync(ct);
+}
+
+/* atriumd's own requests: rooms and delete.  1 when o was one.  rooms is
+ * asked of the monitor without waiting; the client's later lines wait
+ * until it is answered, so answers keep the order of the requests. */
 static int
 control_own(struct control *ct, json_object *o)
 {
+	const char *type = json_get_string(o, "type");
 	json_object *ev;
 	char msg[512];
-	int r = room_access_request(ct->c->s, o, &ev, msg, sizeof(msg));
+	int r;
+
+	if (type && strcmp(type, "rooms") == 0) {
+		if (!(ct->c->rooms_ask = monitor_ask_rooms(ct->c->s,
+		    control_rooms_done, ct)))
+			control_error(ct, "cannot list the rooms now; try "
+			    "again");
+		return 1;
+	}
+	r = room_access_request(ct->c->s, o, &ev, msg, sizeof(msg));
 
 	if (r < 0)
 		control_error(ct, msg);
@@ -365,26 +407,37 @@ static size_t
 control_input(struct chan *c, const char *p, size_t n)
 {
 	struct control *ct = c->kind;
-	char *line;
-	size_t len;
-	int r;
 
 	if (!ct->started)
 		return 0;
 	if (ct->ended)
 		return n;
-	if (agentlink_pending(&ct->link) + n > AGENTLINK_MAX_OUT / 2)
+	if (ct->c->rooms_ask || control_lines_held(ct) ||
+	    agentlink_pending(&ct->link) + n > AGENTLINK_MAX_OUT / 2)
 		return 0;
 	if (jsonl_feed(&ct->in, p, n) < 0)
 		return 0;
-	while ((r = jsonl_next(&ct->in, &line, &len)) != 0) {
+	control_drain(ct);
+	return n;
+}
+
+/* Handle the client's framed lines, up to one whose answer comes later
+ * (rooms): the rest wait in ct->in for it (control_rooms_done). */
+static void
+control_drain(struct control *ct)
+{
+	char *line;
+	size_t len;
+	int r;
+
+	while (!ct->c->rooms_ask && !ct->ended &&
+	    (r = jsonl_next(&ct->in, &line, &len)) != 0) {
 		if (r < 0)
 			control_error(ct, "line too long: at most 1 MiB per "
 			    "JSON line");
 		else
 			control_client_line(ct, line, len);
 	}
-	return n;
 }
 
 /* Client EOF: the session ends once its requests are answered (see the
@@ -449,9 +502,9 @@ static void
 control_start(struct chan *c)
 {
 	struct control *ct = c->kind;
-	json_object *hello;
-	int rc = chan_connect_agent(c, &ct->link, control_line, control_end,
-	    ct);
+	struct monitor_hello h = { .kind = "control", .since = -1 };
+	int rc = chan_connect_agent(c, &ct->link, &h, control_line,
+	    control_end, ct);
 
 	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
 		chan_wait_room(c);
@@ -462,14 +515,6 @@ control_start(struct chan *c)
 		    c->s->room, strerror(-rc));
 		return;
 	}
-	hello = json_object_new_object();
-	json_object_object_add(hello, "type", json_object_new_string("hello"));
-	json_object_object_add(hello, "user", json_object_new_string(c->s->user));
-	json_object_object_add(hello, "kind", json_object_new_string("control"));
-	json_object_object_add(hello, "history", json_object_new_int(0));
-	room_access_hello(c->s, hello);
-	agentlink_send(&ct->link, hello);
-	json_object_put(hello);
 	ct->started = 1;
 	control_sync(ct);
 }

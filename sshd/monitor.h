@@ -1,8 +1,9 @@
 /*
  * monitor.h: atriumd's privileged process (monitor.c), the one that stays
  * root.  It keeps the rooms (room.h: mounts, agents, cgroups), the
- * operator socket (ctl.h) and room.db reads, and serves the network
- * process's requests (privsep.h) from the same loop.  It never holds a
+ * operator socket (ctl.h) and the rooms' access records (access_record.h),
+ * and serves the network process's requests (privsep.h) from the same
+ * loop.  It never holds a
  * client's connection: the listener and every session live in the network
  * process, which it forked (main.c) and watches: when that process ends,
  * the monitor stops every room and exits.

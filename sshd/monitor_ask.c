@@ -3,12 +3,20 @@
  * (monitor_ask.h).  Called by session.c, chat.c, control.c, stream.c and
  * room_access.c wherever the single-process atriumd used to act as root.
  *
- * One request is in flight at a time (the process has one thread), so an
- * answer is always the answer to the request just sent.
+ * Requests are answered in order.  Most are waited for (the answer is a
+ * round trip and a few system calls in the monitor); the rooms listing,
+ * which reads a record per room, is not: it is queued in srv->pending and
+ * its answer is read when it comes (monitor_ask_answer), or, when another
+ * request is waited for meanwhile, before that one's (monitor_ask_n), and
+ * handed to its done callback at the next loop turn
+ * (monitor_ask_deliver).  So a client asking for the listing in a loop
+ * never stops the loop that streams everyone's output.
  */
 #include "monitor_ask.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +26,7 @@
 #include "names.h"
 #include "privsep.h"
 #include "server.h"
+#include "session.h"
 
 /* A request of type with room (may be NULL) set; NULL when out of memory
  * or for a name the monitor would refuse (it would end this process:
@@ -37,26 +46,104 @@ monitor_ask_req(const char *type, const char *room)
 	return o;
 }
 
-/* Add "user" to *req, or drop *req for a name the monitor would refuse. */
-static void
-monitor_ask_user(json_object **req, const char *user)
+/* A request of type for s (monitor_ask.h): s's room (when room), and
+ * who s is: its user, the fingerprint of its key and its client's
+ * address, from which the monitor finds the user's rights.  NULL as
+ * monitor_ask_req. */
+static json_object *
+monitor_ask_for(const struct session *s, const char *type, int room)
 {
-	if (*req && user && user_name_valid(user)) {
-		json_object_object_add(*req, "user",
-		    json_object_new_string(user));
+	json_object *o = monitor_ask_req(type, room ? s->room : NULL);
+
+	if (o && !user_name_valid(s->user)) {
+		json_object_put(o);
+		return NULL;
+	}
+	if (o) {
+		json_object_object_add(o, "user",
+		    json_object_new_string(s->user));
+		json_object_object_add(o, "key", json_object_new_string(s->fp));
+		json_object_object_add(o, "addr",
+		    json_object_new_string(s->peer));
+	}
+	return o;
+}
+
+struct monitor_pending {
+	struct monitor_pending *next;	/* in srv->pending, oldest first */
+	void (*done)(void *arg, json_object *ans);	/* NULL: cancelled */
+	void *arg;
+	json_object *ans;		/* once it came */
+	int arrived;
+};
+
+/* The oldest request still waiting for its answer, or NULL. */
+static struct monitor_pending *
+monitor_ask_waiting(struct server *srv)
+{
+	struct monitor_pending *p = srv->pending;
+
+	while (p && p->arrived)
+		p = p->next;
+	return p;
+}
+
+/* Read the next answer, which is the oldest waiting request's (none of
+ * those answers carries fds).  0 or -errno. */
+static int
+monitor_ask_take(struct server *srv, struct monitor_pending *p)
+{
+	int r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, &p->ans, NULL,
+	    NULL, 0);
+
+	if (r == 0) {
+		p->arrived = 1;
+		loop_wake_soon(&srv->loop);	/* monitor_ask_deliver */
+	}
+	if (!monitor_ask_waiting(srv) && srv->ans_w.loop)
+		loop_want(&srv->ans_w, 0);
+	return r;
+}
+
+/* The monitor is gone or broke the protocol: stop (once). */
+static void
+monitor_ask_lost(struct server *srv, int r)
+{
+	if (srv->stopping)
+		return;
+	log_error("the monitor does not answer (%s); stopping", strerror(-r));
+	srv->stopping = 1;
+	srv->exit_code = 1;
+}
+
+/* mon_fd is readable while a request answered later waits. */
+static void
+monitor_ask_answer(struct watch *w, int revents)
+{
+	struct server *srv = w->arg;
+	struct monitor_pending *p = monitor_ask_waiting(srv);
+	int r;
+
+	(void)revents;
+	if (!p) {
+		loop_want(w, 0);
 		return;
 	}
-	json_object_put(*req);
-	*req = NULL;
+	if ((r = monitor_ask_take(srv, p)) < 0) {
+		loop_want(w, 0);
+		monitor_ask_lost(srv, r);
+	}
 }
 
 /* Send req (consumed) and wait for the answer (*ans, the caller's), with
- * up to max fds into fds[0..*nfds) (fds NULL: none).  0 or -errno; a
+ * up to max fds into fds[0..*nfds) (fds NULL: none); answers to earlier
+ * requests that were not waited for are taken first.  0 or -errno; a
  * failure also stops the server. */
 static int
 monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
     int *fds, int *nfds, int max)
 {
+	struct monitor_pending *p;
 	int r;
 
 	*ans = NULL;
@@ -66,17 +153,89 @@ monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
 		return -EINVAL;
 	if (srv->mon_fd < 0)
 		r = -EPIPE;
-	else if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) == 0)
+	else
+		r = privsep_send(srv->mon_fd, req, NULL, 0);
+	while (r == 0 && (p = monitor_ask_waiting(srv)))
+		r = monitor_ask_take(srv, p);
+	if (r == 0)
 		r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, ans, fds,
 		    nfds, max);
 	json_object_put(req);
-	if (r < 0 && !srv->stopping) {
-		log_error("the monitor does not answer (%s); stopping",
-		    strerror(-r));
-		srv->stopping = 1;
-		srv->exit_code = 1;
-	}
+	if (r < 0)
+		monitor_ask_lost(srv, r);
 	return r;
+}
+
+/* Send req (consumed); its answer goes to done(arg, ans) later.  The
+ * handle, or NULL (done is not called). */
+static struct monitor_pending *
+monitor_ask_later(struct server *srv, json_object *req,
+    void (*done)(void *arg, json_object *ans), void *arg)
+{
+	struct monitor_pending *p, **pp;
+	int r;
+
+	if (!req || srv->mon_fd < 0 || !(p = calloc(1, sizeof(*p)))) {
+		json_object_put(req);
+		return NULL;
+	}
+	if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) < 0) {
+		json_object_put(req);
+		free(p);
+		monitor_ask_lost(srv, r);
+		return NULL;
+	}
+	json_object_put(req);
+	p->done = done;
+	p->arg = arg;
+	for (pp = &srv->pending; *pp; pp = &(*pp)->next)
+		;
+	*pp = p;
+	if (srv->ans_w.loop)
+		loop_want(&srv->ans_w, POLLIN);
+	else
+		loop_add(&srv->loop, &srv->ans_w, srv->mon_fd, POLLIN,
+		    monitor_ask_answer, srv);
+	return p;
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_forget(struct server *srv)
+{
+	struct monitor_pending *p;
+
+	loop_del(&srv->ans_w);
+	while ((p = srv->pending)) {
+		srv->pending = p->next;
+		json_object_put(p->ans);
+		free(p);
+	}
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_cancel(struct monitor_pending *p)
+{
+	if (p)
+		p->done = NULL;
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_deliver(struct server *srv)
+{
+	struct monitor_pending *p;
+
+	while ((p = srv->pending) && p->arrived) {
+		srv->pending = p->next;
+		/* An answer with errno is a refusal (monitor.c). */
+		if (p->done)
+			p->done(p->arg, json_get_int(p->ans, "errno", 0) > 0 ?
+			    NULL : p->ans);
+		json_object_put(p->ans);
+		free(p);
+	}
 }
 
 /* The same with one fd at most, *fd (-1: none; fd NULL: none wanted). */
@@ -93,15 +252,13 @@ monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_use(struct server *srv, const char *room, const char *user,
-    char *err, size_t errlen)
+monitor_ask_use(const struct session *s, char *err, size_t errlen)
 {
-	json_object *req = monitor_ask_req("use", room), *ans;
+	json_object *req = monitor_ask_for(s, "use", 1), *ans;
 	const char *state;
 	int r;
 
-	monitor_ask_user(&req, user);
-	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0) {
+	if ((r = monitor_ask(s->srv, req, &ans, NULL)) < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));
 		return -1;
 	}
@@ -136,9 +293,21 @@ monitor_ask_fd(struct server *srv, json_object *req)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_agent(struct server *srv, const char *room)
+monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 {
-	return monitor_ask_fd(srv, monitor_ask_req("agent", room));
+	json_object *req = monitor_ask_for(s, "agent", 1);
+
+	if (req) {
+		json_object_object_add(req, "kind",
+		    json_object_new_string(h->kind));
+		if (h->since >= 0)
+			json_object_object_add(req, "since",
+			    json_object_new_int64(h->since));
+		else
+			json_object_object_add(req, "history",
+			    json_object_new_int64(h->history));
+	}
+	return monitor_ask_fd(s->srv, req);
 }
 
 /* See monitor_ask.h. */
@@ -236,29 +405,23 @@ monitor_ask_access(struct server *srv, const char *room,
 }
 
 /* See monitor_ask.h. */
-json_object *
-monitor_ask_rooms(struct server *srv, const char *user, int admin)
+struct monitor_pending *
+monitor_ask_rooms(const struct session *s,
+    void (*done)(void *arg, json_object *ev), void *arg)
 {
-	json_object *req = monitor_ask_req("rooms", NULL), *ans;
-
-	monitor_ask_user(&req, user);
-	if (req)
-		json_object_object_add(req, "admin",
-		    json_object_new_boolean(admin));
-	if (monitor_ask(srv, req, &ans, NULL) < 0)
-		return NULL;
-	return ans;
+	return monitor_ask_later(s->srv, monitor_ask_for(s, "rooms", 0), done,
+	    arg);
 }
 
 /* See monitor_ask.h. */
 int
-monitor_ask_delete(struct server *srv, const char *room)
+monitor_ask_delete(const struct session *s)
 {
 	json_object *ans;
 	long long rc;
 	int r;
 
-	if ((r = monitor_ask(srv, monitor_ask_req("delete", room), &ans,
+	if ((r = monitor_ask(s->srv, monitor_ask_for(s, "delete", 1), &ans,
 	    NULL)) < 0)
 		return r;
 	rc = json_get_int(ans, "rc", -EIO);
@@ -296,16 +459,15 @@ monitor_ask_event(struct watch *w, int revents)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_transfer(struct server *srv, const char *room, const char *user,
-    int fds[3], char *why, size_t len)
+monitor_ask_transfer(const struct session *s, int import, int fds[3],
+    char *why, size_t len)
 {
-	json_object *req = monitor_ask_req(user ? "import" : "export", room), *ans;
+	json_object *req = monitor_ask_for(s, import ? "import" : "export", 1);
+	json_object *ans;
 	int got[3], n = 0, r;
 
-	if (user)
-		monitor_ask_user(&req, user);
 	snprintf(why, len, "the server cannot do that now");
-	r = monitor_ask_n(srv, req, &ans, got, &n, 3);
+	r = monitor_ask_n(s->srv, req, &ans, got, &n, 3);
 	if (r == 0 && n != 3) {
 		snprintf(why, len, "%s", json_get_string(ans, "error") ?:
 		    "the server cannot do that now");

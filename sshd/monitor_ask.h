@@ -19,19 +19,38 @@
 #include "loop.h"
 
 struct server;
+struct session;
 
 #define MONITOR_ASK_REFUSED	(-2)	/* monitor_ask_use: over the cap */
 
-/* user (who may have to be counted against max-rooms-per-user) wants
- * room: 1 ready, 0 starting (ask again next turn), MONITOR_ASK_REFUSED
- * when creating it would pass the user's max-rooms-per-user, -1 when it
- * failed to start; why in err. */
-int monitor_ask_use(struct server *srv, const char *room, const char *user,
-    char *err, size_t errlen);
+/*
+ * Requests that act for a user take the session: they carry its user, the
+ * fingerprint of the key it authenticated with and the client's address,
+ * from which the monitor finds the user's rights itself
+ * (monitor_identity.h).  A session whose key the monitor no longer lets
+ * in (removed from authorized_keys, expired) is refused like any other
+ * refusal of that request.
+ */
 
-/* A new connection to the ready room's agent.sock (non-blocking,
- * CLOEXEC), or -errno (-ECONNREFUSED, -ENOENT while the agent restarts). */
-int monitor_ask_agent(struct server *srv, const char *room);
+/* s's user (who may have to be counted against max-rooms-per-user) wants
+ * s's room: 1 ready, 0 starting (ask again next turn), MONITOR_ASK_REFUSED
+ * when creating it would pass the user's max-rooms-per-user or the key
+ * may not create it, -1 when it failed to start; why in err. */
+int monitor_ask_use(const struct session *s, char *err, size_t errlen);
+
+/* What a connection to a room's agent is for: the monitor writes the
+ * hello (agent/requests.c) with these and who s is. */
+struct monitor_hello {
+	const char *kind;	/* "chat", "control" or "exec" */
+	long long history;	/* events to replay, 0..PROTO_MAX_HISTORY */
+	long long since;	/* or those after this seq; -1: history */
+};
+
+/* A new connection to s's ready room's agent.sock (non-blocking,
+ * CLOEXEC) on which the monitor has written the hello h describes, or
+ * -errno (-ECONNREFUSED, -ENOENT while the agent restarts, -EACCES when
+ * the monitor refused who s is). */
+int monitor_ask_agent(const struct session *s, const struct monitor_hello *h);
 
 /* Why the room's agent was just restarted, into out ("" when it was not
  * within the last seconds). */
@@ -43,24 +62,49 @@ void monitor_ask_why(struct server *srv, const char *room, char *out,
 int monitor_ask_access(struct server *srv, const char *room,
     struct access_list *l);
 
-/* The rooms user may enter, as the `rooms` event (room_access.h), or
- * NULL. */
-json_object *monitor_ask_rooms(struct server *srv, const char *user,
-    int admin);
+/*
+ * A request answered later: the network process goes on serving its
+ * sessions while the monitor works (the rooms listing reads a record per
+ * room).  Answers come in the order of the requests; one that arrives
+ * while a request is waited for is kept, and each is handed to its done
+ * callback from the loop (monitor_ask_deliver), outside every other
+ * callback.  The one who asked cancels before it goes (the answer is then
+ * dropped).
+ */
+struct monitor_pending;
 
-/* Delete room (the caller checked the user may).  0 or -errno. */
-int monitor_ask_delete(struct server *srv, const char *room);
+/* The rooms s's user may enter, as the `rooms` event (room_access.h):
+ * done(arg, ev) gets it later (ev NULL when refused, or the monitor is
+ * gone; borrowed: done keeps none of it).  A handle for monitor_ask_cancel,
+ * or NULL when it could not be asked (done is not called then). */
+struct monitor_pending *monitor_ask_rooms(const struct session *s,
+    void (*done)(void *arg, json_object *ev), void *arg);
+
+/* Forget p's answer: its done is not called.  NULL is fine. */
+void monitor_ask_cancel(struct monitor_pending *p);
+
+/* Hand the answers that came to their done callbacks, in order.  Called
+ * by server.c at each loop turn. */
+void monitor_ask_deliver(struct server *srv);
+
+/* Drop every request still waiting (the process is ending, its sessions
+ * freed). */
+void monitor_ask_forget(struct server *srv);
+
+/* Delete s's room, which s's user must own (or be an admin: the monitor
+ * checks).  0 or -errno. */
+int monitor_ask_delete(const struct session *s);
 
 /* Three pipes (p[i][0] reads, p[i][1] writes; CLOEXEC, blocking), 1 MiB
  * each, for a command's stdin, stdout and stderr.  0 or -errno. */
 int monitor_ask_pipes(struct server *srv, int p[3][2]);
 
-/* A room archive's pipes (room_transfer.h): an export of room when user
- * is NULL (fds: stdout, stderr, status, to read), else an import of the
- * new room for user (fds: stdin to write, stderr, status).  0, or -errno
- * with the monitor's reason for the user in why. */
-int monitor_ask_transfer(struct server *srv, const char *room,
-    const char *user, int fds[3], char *why, size_t len);
+/* A room archive's pipes (room_transfer.h) for s's room: an export
+ * (fds: stdout, stderr, status, to read), or with import an import of
+ * the new room for s's user (fds: stdin to write, stderr, status).  0, or
+ * -errno with the monitor's reason for the user in why. */
+int monitor_ask_transfer(const struct session *s, int import, int fds[3],
+    char *why, size_t len);
 
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);

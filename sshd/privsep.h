@@ -2,10 +2,12 @@
  * privsep.h: the wire between atriumd's two processes (privsep.c).  The
  * network process (unprivileged, no capabilities, seccomp: every byte from
  * a client is parsed there) asks the monitor (root: starts rooms, mounts,
- * cgroups) on the request socket and waits for the answer; the monitor
- * tells the network process what happened on its own (a room deleted by
- * the operator, a room that became ready) on the event socket.  Both are
- * unix stream socketpairs made before the fork.
+ * cgroups) on the request socket and waits for the answer (but for the
+ * rooms listing's, which it takes when it comes: monitor_ask.h), and the
+ * monitor answers the requests in the order they came; the monitor tells
+ * the network process what happened on its own (a room deleted by the
+ * operator, a room that became ready) on the event socket.  Both are unix
+ * stream socketpairs made before the fork.
  *
  * A message is one frame:
  *
@@ -16,26 +18,41 @@
  * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes,
  * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  Requests never carry one: the
  * monitor takes none.  The request set, each checked by the monitor
- * (monitor.c) as it would check a client:
+ * (monitor.c) as it would check a client.  WHO is who a request acts for:
+ * user, key (the SHA256 fingerprint of the public key the session
+ * authenticated with) and addr (the client's address); the monitor finds
+ * the key's line in authorized_keys itself and takes the user's rights
+ * from it (monitor_identity.h).  A WHO the monitor does not accept (the
+ * key is not that user's, or no longer allowed) gets {errno: EACCES, rc:
+ * -EACCES, error} instead of the request's answer.
  *
- *   use {room, user}        quota, then start the room if cold
- *                           -> {state: ready|starting|failed, error}
- *   agent {room}            connect to a ready room's agent.sock
+ *   use {room, WHO}         rooms= for a room not made yet, quota, then
+ *                           start the room if cold
+ *                           -> {state: ready|starting|refused|failed, error}
+ *   agent {room, WHO, kind, history | since}
+ *                           connect to a ready room's agent.sock and write
+ *                           the connection's hello on it (user, kind,
+ *                           admin, may_create: the monitor's; history or
+ *                           since: the session's)
  *                           -> {fd: true} + the socket, or {errno}
  *   why {room}              -> {why}: why the agent was just restarted
  *   access {room}           -> {exists, owner, visibility, members} | {errno}
- *   rooms {user, admin}     -> the `rooms` event of the room protocol
- *   delete {room}           -> {rc}: the room stops and its files go
+ *   rooms {WHO}             -> the `rooms` event of the room protocol
+ *                              (every room for a key with atrium-admin)
+ *   delete {room, WHO}      the room's owner or an admin only
+ *                           -> {rc}: the room stops and its files go
  *   authkeys {}             -> {fd: true} + DATA/authorized_keys read-only
  *   pipes {}                -> {fd: true} + three pipes for a command's
  *                              stdin, stdout, stderr (read end, write end
  *                              each), 1 MiB each: resizing a pipe past the
  *                              per-user soft limit (fs.pipe-user-pages-soft)
  *                              needs a privilege the network process lacks
- *   export {room}           -> {fd: true} + the read ends of the room
+ *   export {room, WHO}      whoever may enter the room
+ *                           -> {fd: true} + the read ends of the room
  *                              archive's stdout, stderr and status
  *                              (room_transfer.h), or {error}
- *   import {room, user}     -> {fd: true} + the write end of a new room's
+ *   import {room, WHO}      a key whose rooms= allows the name
+ *                           -> {fd: true} + the write end of a new room's
  *                              archive and the read ends of stderr and
  *                              status, or {error}
  *

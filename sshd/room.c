@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access_record.h"
 #include "keys.h"
 #include "log.h"
 #include "protocol.h"
@@ -794,6 +795,29 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 	return 0;
 }
 
+/* The room's agent reported its access list on the watchdog's connection
+ * (agent/room_access.c: at each connection, after each change): checked
+ * as any input, then recorded (access_record.h).  A room being deleted
+ * keeps no record: its directory is going. */
+static void
+room_access_reported(void *arg, json_object *obj)
+{
+	struct room *r = arg;
+	struct access_list l;
+
+	if (r->deleting)
+		return;
+	if (access_record_parse(obj, &l) < 0) {
+		log_warn("room %s: the agent reported an access list that is "
+		    "not well formed; ignored", r->name);
+		return;
+	}
+	if (access_record_write(r->dir, &l) > 0)
+		log_info("room %s: access recorded: %s, owner %s, %d member(s)",
+		    r->name, access_visibility_name(l.visibility),
+		    l.owner[0] ? l.owner : "(none)", l.nmembers);
+}
+
 /* Make the record of a new room. */
 static struct room *
 room_new(struct rooms *rs, const char *name)
@@ -810,7 +834,7 @@ room_new(struct rooms *rs, const char *name)
 	r->umount.ready_fd = -1;
 	r->fs.keys_fd = r->agent.keys_fd = r->mkfs.keys_fd = -1;
 	r->umount.keys_fd = -1;
-	agentwatch_init(&r->watch);
+	agentwatch_init(&r->watch, room_access_reported, r);
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
 	r->mkfs.what = "atrium-fs mkfs";

@@ -1,22 +1,27 @@
 /*
  * room_access.c: atriumd's room access decisions (room_access.h).  Called
  * by session.c when a channel asks for exec, a subsystem or the chat
- * (room_access_admit, before the room is started), by the channel kinds
- * for their hello (room_access_hello), and for the `rooms` and `delete`
- * requests of the chat and the atrium subsystem.
+ * (room_access_admit, before the room is started), and for the `rooms`
+ * and `delete` requests of the chat and the atrium subsystem.  These
+ * decisions spare the monitor and the agent requests that would be
+ * refused, and give the client its words; they are not the only guard:
+ * the monitor decides again from its own reading of the key's line
+ * (monitor_identity.h), and writes the agent's hello itself.
  *
- * atriumd keeps no access state: every decision reads the room's room.db
- * (access_db.h says why that, and not a question to the agent) and the
- * key options the session authenticated with.  The network process cannot
- * read DATA: the monitor reads room.db for it (monitor_ask_access,
- * monitor_ask_rooms) and room_access_list runs in the monitor (and in
- * `atriumd room list`).  The room's name is the
- * only thing the client chooses, and it only says which list applies.
+ * Every decision reads the room's access record, the monitor's own file
+ * that the room's agent keeps current (access_record.h says why that, and
+ * not room.db or a question to the agent), and the key options the
+ * session authenticated with.  The network process cannot read DATA: the
+ * monitor reads the record for it (monitor_ask_access, monitor_ask_rooms)
+ * and room_access_list runs in the monitor (and in `atriumd room list`,
+ * which records nothing).  The room's name is the only thing the client
+ * chooses, and it only says which list applies.
  *
  * A room that does not exist yet is created by its first use; a key with
  * rooms="PATTERNS" may create only rooms whose name matches, so such a
  * use is refused here before anything is made.  The creator becomes the
- * owner when its agent gets the first hello (may_create).
+ * owner when its agent gets the first hello (may_create, which the
+ * monitor writes).
  *
  * What a refused client reads names no owner and is the same for a
  * private room and for one that does not exist (room_access_refuse): a
@@ -35,7 +40,7 @@
 #include <sys/stat.h>
 
 #include "access.h"
-#include "access_db.h"
+#include "access_record.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "names.h"
@@ -106,16 +111,6 @@ room_access_admit(struct chan *c, const char *what)
 	return 0;
 }
 
-/* See room_access.h. */
-void
-room_access_hello(const struct session *s, json_object *hello)
-{
-	json_object_object_add(hello, "admin",
-	    json_object_new_boolean(s->opts.admin));
-	json_object_object_add(hello, "may_create", json_object_new_boolean(
-	    authkey_opts_may_create(&s->opts, s->room)));
-}
-
 /* One room of a listing. */
 static json_object *
 room_access_entry(const struct rooms *rs, const char *room,
@@ -167,7 +162,7 @@ room_access_list(const char *data, const struct rooms *rs, const char *user,
 		room_access_path(data, room, dir, sizeof(dir));
 		if (listed < ROOM_ACCESS_MAX_LISTED &&
 		    !(rs && rooms_deleting(rs, room)) &&
-		    access_db_read(dir, &l) == 0 &&
+		    access_record_get(dir, rs != NULL, &l) == 0 &&
 		    access_may_enter(&l, user, admin)) {
 			json_object_array_add(arr, room_access_entry(rs, room,
 			    &l));
@@ -211,7 +206,7 @@ room_access_delete(struct server *srv, const struct session *s,
 	snprintf(bye, sizeof(bye), "atrium: room '%s' was deleted by %s",
 	    room, s->user);
 	server_end_room(srv, room, bye);
-	return monitor_ask_delete(srv, room);
+	return monitor_ask_delete(s);
 }
 
 /* See room_access.h. */
@@ -222,13 +217,7 @@ room_access_request(struct session *s, json_object *req, json_object **ev,
 	const char *type = json_get_string(req, "type");
 
 	*ev = NULL;
-	if (!type)
-		return 0;
-	if (strcmp(type, "rooms") == 0) {
-		*ev = monitor_ask_rooms(s->srv, s->user, s->opts.admin);
-		return 1;
-	}
-	if (strcmp(type, "delete") != 0)
+	if (!type || strcmp(type, "delete") != 0)
 		return 0;
 	return room_access_delete(s->srv, s, json_get_string(req, "room"), msg,
 	    len) < 0 ? -1 : 1;

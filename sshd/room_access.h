@@ -2,9 +2,9 @@
  * room_access.h: atriumd's room access decisions for a session: may its
  * user enter the room it named (and create it, when it does not exist
  * yet), which rooms may it list, may it delete its room.  The rules are
- * common/access.h's; the room's list comes from its room.db each time
- * (access_db.h), and who the user is from authorized_keys (the session's
- * key options: atrium-admin, rooms=), never from the client.
+ * common/access.h's; the room's list comes from the monitor's record each
+ * time (access_record.h), and who the user is from authorized_keys (the
+ * session's key options: atrium-admin, rooms=), never from the client.
  */
 #ifndef ATRIUMD_ROOM_ACCESS_H
 #define ATRIUMD_ROOM_ACCESS_H
@@ -22,11 +22,6 @@ struct session;
  * in the log. */
 int room_access_admit(struct chan *c, const char *what);
 
-/* Add what the room's agent needs to know of the session's key to a
- * hello: admin, and may_create (the key may own the room when it has no
- * owner). */
-void room_access_hello(const struct session *s, json_object *hello);
-
 struct rooms;
 
 /* The rooms user (admin: every room) may enter among those in DATA, as a
@@ -42,10 +37,10 @@ json_object *room_access_list(const char *data, const struct rooms *rs,
 int room_access_delete(struct server *srv, const struct session *s,
     const char *room, char *msg, size_t len);
 
-/* atriumd's own requests of the room protocol, `rooms` and `delete`, for
- * s (the chat and the atrium subsystem both take them).  0 when req is
- * neither; 1 when handled, with *ev the `rooms` event to show (NULL for
- * delete, or when out of memory); -1 when refused, with why in msg. */
+/* atriumd's own request `delete` of the room protocol, for s (the chat
+ * and the atrium subsystem both take it; `rooms`, the other, is asked of
+ * the monitor without waiting: monitor_ask_rooms).  0 when req is not
+ * delete; 1 when handled (*ev NULL); -1 when refused, with why in msg. */
 int room_access_request(struct session *s, json_object *req,
     json_object **ev, char *msg, size_t len);
 

@@ -37,8 +37,10 @@
  *   4. `atrium-agent import-db --owner USER DIR/room.db.import`: the
  *      history checked, migrated, its grants replaced by the importer;
  *   5. workspace.db and room.db.import taken into the room's directory
- *      (the latter as room.db), the helpers' directory and the mark
- *      removed: the room exists for everyone.
+ *      (the latter as room.db), its access record written (the importer
+ *      its owner, private until its agent reports: transfer_record), the
+ *      helpers' directory and the mark removed: the room exists for
+ *      everyone.
  * From step 2 to step 5 DATA/rooms/ROOM/importing marks the room: when
  * atriumd stopped in between, the next request that names the room (use,
  * access, export, import) finds the mark with no import running and
@@ -78,6 +80,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access_record.h"
 #include "fsctl_client.h"
 #include "log.h"
 #include "protocol.h"
@@ -812,8 +815,24 @@ room_transfer_export(struct server *srv, const char *room,
 	return 0;
 }
 
-/* Step 5: the workspace and the history in place, the mark gone.  0 or
- * -errno. */
+/* The new room's access record (access_record.h): the importer owns it
+ * (import-db made room.db say so), nobody else is a member, and it is
+ * private until its agent first starts and reports the visibility the
+ * archive keeps: the monitor learns nothing from the stranger's room.db
+ * itself.  0 or -errno. */
+static int
+transfer_record(const char *dir, const struct room_transfer *t)
+{
+	struct access_list l;
+
+	access_list_init(&l);
+	l.visibility = ACCESS_PRIVATE;
+	snprintf(l.owner, sizeof(l.owner), "%s", t->user);
+	return access_record_write(dir, &l) < 0 ? -EIO : 0;
+}
+
+/* Step 5: the workspace and the history in place, the access record
+ * made, the mark gone.  0 or -errno. */
 static int
 transfer_finish(struct server *srv, struct room_transfer *t)
 {
@@ -836,6 +855,8 @@ transfer_finish(struct server *srv, struct room_transfer *t)
 		close(sfd);
 	if (r == 0)
 		r = transfer_drop_dir(rfd, TRANSFER_STAGING);
+	if (r == 0)
+		r = transfer_record(dir, t);
 	if (r == 0 && unlinkat(rfd, TRANSFER_MARK, 0) < 0)
 		r = -errno;
 	close(rfd);

@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access_record.h"
 #include "libssh_compat.h"
 #include "listener.h"
 #include "log.h"
@@ -536,6 +537,7 @@ int
 server_init_monitor(struct server *srv, const struct helpers *progs,
     int mon_fd, int ev_fd, pid_t net)
 {
+	char path[PATH_MAX + 32];
 	int r;
 
 	srv->role = SERVER_MONITOR;
@@ -547,6 +549,13 @@ server_init_monitor(struct server *srv, const struct helpers *progs,
 	srv->bind = NULL;
 	if ((r = server_init_loop(srv)) < 0)
 		return r;
+	/* Its own parse of authorized_keys: who a request is for is the
+	 * monitor's reading of the key's line (monitor_identity.h). */
+	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
+	if (!(srv->keys = authkeys_new(path)))
+		return -ENOMEM;
+	authkeys_set_quiet(srv->keys);
+	access_record_migrate(srv->cfg->data_dir);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
@@ -607,6 +616,8 @@ server_turn(struct server *srv)
 {
 	struct session **pp;
 
+	if (srv->role == SERVER_NETWORK)
+		monitor_ask_deliver(srv);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		session_tick(s);
 	for (pp = &srv->sessions; *pp;) {
@@ -703,6 +714,7 @@ server_destroy(struct server *srv)
 		srv->sessions = s->next;
 		session_free(s);
 	}
+	monitor_ask_forget(srv);
 	rooms_free(&srv->rooms);
 	loop_destroy(&srv->loop);
 	if (srv->bind)

@@ -83,6 +83,10 @@ struct server {
 	int exit_code;			/* of the process once stopped */
 	struct room_transfer *transfers; /* monitor: exports and imports
 					 * under way (room_transfer.h) */
+	struct monitor_pending *pending; /* network: requests answered later,
+					 * oldest first (monitor_ask.h) */
+	struct watch ans_w;		/* network: on mon_fd while one of them
+					 * waits */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection

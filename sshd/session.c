@@ -239,8 +239,10 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 
 	(void)ssh;
 	authkeys_fingerprint(key, fp, sizeof(fp));
-	user = session_user_for(s, key, tmp, sizeof(tmp), &opts, why,
-	    sizeof(why));
+	/* The monitor knows a session's key by its fingerprint only
+	 * (monitor_identity.h): a key without one cannot act. */
+	user = fp[0] == '?' ? NULL : session_user_for(s, key, tmp, sizeof(tmp),
+	    &opts, why, sizeof(why));
 	if (!user) {
 		if (state == SSH_PUBLICKEY_STATE_VALID ||
 		    state == SSH_PUBLICKEY_STATE_NONE)

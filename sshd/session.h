@@ -101,6 +101,10 @@ struct chan {
 	int vetted;			/* the client's packet size was checked */
 	struct agentlink *link;		/* the kind's link to the agent, once
 					 * connected (its execs: user_cap.h) */
+	struct monitor_pending *rooms_ask; /* a rooms listing asked for it and
+					 * not answered yet (monitor_ask.h):
+					 * one at a time; cancelled when it
+					 * goes */
 	struct chan *next;		/* in s->chans */
 };
 
@@ -191,10 +195,14 @@ void chan_wake_at(struct chan *c, long long when_ms);
 void chan_wake_soon(struct chan *c);
 
 struct agentlink;
+struct monitor_hello;
 
-/* Connect l to the agent of c's (ready) room: the monitor dials it.  0,
- * or -errno (-ECONNREFUSED, -ENOENT while the agent restarts). */
+/* Connect l to the agent of c's (ready) room: the monitor dials it and
+ * writes the connection's hello (who c's session is, and h), so the kind
+ * sends none.  0, or -errno (-ECONNREFUSED, -ENOENT while the agent
+ * restarts, -EACCES when the monitor refused the session's key). */
 int chan_connect_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg);
 

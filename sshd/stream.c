@@ -433,21 +433,14 @@ stream_exec_line(struct stream *st, int nfds)
 	return o;
 }
 
-/* Send hello and exec with the command's fds. */
+/* Send exec with the command's fds (the monitor wrote the hello). */
 static int
 stream_send_exec(struct stream *st)
 {
 	int theirs[3], n = 0, r;
-	json_object *hello = json_object_new_object(), *exec;
+	json_object *exec;
 
-	json_object_object_add(hello, "type", json_object_new_string("hello"));
-	json_object_object_add(hello, "user", json_object_new_string(st->c->s->user));
-	json_object_object_add(hello, "kind", json_object_new_string("exec"));
-	json_object_object_add(hello, "history", json_object_new_int(0));
-	room_access_hello(st->c->s, hello);
-	r = agentlink_send(&st->link, hello);
-	json_object_put(hello);
-	if (r < 0 || (r = stream_make_fds(st, theirs, &n)) < 0)
+	if ((r = stream_make_fds(st, theirs, &n)) < 0)
 		return r;
 	exec = stream_exec_line(st, n);
 	r = agentlink_send_fds(&st->link, exec, theirs, n);
@@ -461,11 +454,15 @@ stream_send_exec(struct stream *st)
 static void
 stream_start(struct chan *c)
 {
+	static const struct monitor_hello exec_hello = {
+		.kind = "exec", .since = -1,
+	};
 	struct stream *st = c->kind;
 	struct loop *loop = &c->s->srv->loop;
 	int rc;
 
-	rc = chan_connect_agent(c, &st->link, stream_line, stream_end, st);
+	rc = chan_connect_agent(c, &st->link, &exec_hello, stream_line,
+	    stream_end, st);
 	if (rc < 0 && ++st->connect_tries < STREAM_MAX_CONNECT) {
 		chan_wait_room(c);	/* the agent is restarting */
 		return;
@@ -622,8 +619,7 @@ stream_start_archive(struct chan *c)
 	char why[256];
 	int f[3], r;
 
-	r = monitor_ask_transfer(c->s->srv, c->s->room, st->archive == 'i' ?
-	    c->s->user : NULL, f, why, sizeof(why));
+	r = monitor_ask_transfer(c->s, st->archive == 'i', f, why, sizeof(why));
 	if (r < 0) {
 		log_info("session %lu: %s: %s of room %s refused: %s",
 		    c->s->num, c->s->user, st->archive == 'i' ? "import" :

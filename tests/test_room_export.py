@@ -130,12 +130,16 @@ def test_export_import_round_trip(srv):
     rc, out, err = run(srv, "moved", "atrium-import", user="bob",
                        data=archive)
     assert rc == 0, err + srv.read_log()
-    # What the room's uid wrote is root's now, and its directory is gone.
+    # What the room's uid wrote is root's now, and its directory is gone;
+    # the monitor's access record names the importer.
     assert sorted(os.listdir(room_dir(srv, "moved"))) == [
-        "room.db", "uid", "workspace.db"]
-    for name in ("room.db", "workspace.db"):
+        "access.json", "room.db", "uid", "workspace.db"]
+    for name in ("access.json", "room.db", "workspace.db"):
         st = os.stat(os.path.join(room_dir(srv, "moved"), name))
         assert (st.st_uid, st.st_mode & 0o777, st.st_nlink) == (0, 0o600, 1)
+    with open(os.path.join(room_dir(srv, "moved"), "access.json")) as f:
+        record = json.load(f)
+    assert (record["owner"], record["members"]) == ("bob", [])
     rc, want, err = run(srv, "src", LOOK)
     assert rc == 0, err
     rc, got, err = run(srv, "moved", LOOK, user="bob")

@@ -4,7 +4,9 @@
  * go through whole, a frame too long or not JSON is refused, and the
  * monitor answers the requests of its set and ends the network process
  * (stops) at anything else: an unknown type, a room name a client could
- * not use, a user name authorized_keys cannot make, raw bytes.
+ * not use, a user name authorized_keys cannot make, a request for a user
+ * that does not say who in full (user, key, address), raw bytes; a key
+ * that is not the user's is answered with a refusal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,13 +23,22 @@
 #include "../../sshd/privsep.h"
 #include "../../sshd/server.h"
 
-/* A monitor with no room, no network process, on socket fd. */
+/* Who a request is for, in the guest set of --open (no authorized_keys):
+ * the name of the key whose SHA256 starts with four zero bytes. */
+#define GUEST	"\"user\":\"guest-00000000\",\"key\":\"SHA256:" \
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"addr\":\"127.0.0.1\""
+
+/* A monitor with no room, no network process, on socket fd; --open, and
+ * no authorized_keys. */
 static void
 fake_monitor(struct server *srv, struct config *cfg, int fd)
 {
 	memset(srv, 0, sizeof(*srv));
 	config_defaults(cfg);
 	snprintf(cfg->data_dir, sizeof(cfg->data_dir), "/nonexistent-data");
+	cfg->open = 1;
+	srv->keys = authkeys_new("/nonexistent-data/authorized_keys");
+	authkeys_set_quiet(srv->keys);
 	srv->cfg = cfg;
 	srv->role = SERVER_MONITOR;
 	srv->mon_fd = fd;
@@ -154,8 +165,17 @@ test_requests_in_the_set(void)
 	CHECK(ans && json_object_object_get_ex(ans, "why", NULL));
 	json_object_put(ans);
 	/* A room with no processes has no agent to reach. */
-	ans = ask(&srv, sv[1], "{\"type\":\"agent\",\"room\":\"lab\"}");
+	ans = ask(&srv, sv[1], "{\"type\":\"agent\",\"room\":\"lab\","
+	    "\"kind\":\"chat\"," GUEST "}");
 	CHECK_INT(json_get_int(ans, "errno", 0), ECONNREFUSED);
+	json_object_put(ans);
+	/* A key that is not the user's is refused, not a broken rule: the
+	 * key may have left authorized_keys since the session began. */
+	ans = ask(&srv, sv[1], "{\"type\":\"agent\",\"room\":\"lab\","
+	    "\"kind\":\"chat\",\"user\":\"alice\",\"key\":\"SHA256:"
+	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"addr\":\"::1\"}");
+	CHECK(!srv.stopping);
+	CHECK_INT(json_get_int(ans, "errno", 0), EACCES);
 	json_object_put(ans);
 	ans = ask(&srv, sv[1], "{\"type\":\"access\",\"room\":\"lab\"}");
 	CHECK(!json_get_bool(ans, "exists", 1));
@@ -165,6 +185,7 @@ test_requests_in_the_set(void)
 	json_object_put(ans);
 	CHECK(!srv.stopping);
 	check_pipes(&srv, sv[1]);
+	authkeys_free(srv.keys);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -184,6 +205,7 @@ check_refused(const char *text)
 		fprintf(stderr, "not refused: %s\n", text);
 	CHECK(srv.stopping);
 	CHECK_INT(srv.exit_code, 1);
+	authkeys_free(srv.keys);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -202,6 +224,22 @@ test_requests_outside_the_set(void)
 	check_refused("{\"type\":\"use\",\"room\":\"lab\",\"user\":\"a b\"}");
 	check_refused("{\"type\":\"rooms\",\"user\":\"-x\"}");
 	check_refused("{\"type\":\"why\",\"room\":7}");
+	/* Each request that acts for a user says who, in full. */
+	check_refused("{\"type\":\"delete\",\"room\":\"lab\"}");
+	check_refused("{\"type\":\"export\",\"room\":\"lab\"}");
+	check_refused("{\"type\":\"rooms\",\"user\":\"alice\","
+	    "\"admin\":true}");
+	check_refused("{\"type\":\"use\",\"room\":\"lab\","
+	    "\"user\":\"guest-00000000\",\"key\":\"SHA256:AAAA\","
+	    "\"addr\":\"127.0.0.1\"}");
+	check_refused("{\"type\":\"use\",\"room\":\"lab\","
+	    "\"user\":\"guest-00000000\",\"key\":\"SHA256:"
+	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"addr\":\"a b\"}");
+	/* An agent connection's kind is chat, control or exec: the
+	 * watchdog's "monitor" is the monitor's own. */
+	check_refused("{\"type\":\"agent\",\"room\":\"lab\","
+	    "\"kind\":\"monitor\"," GUEST "}");
+	check_refused("{\"type\":\"agent\",\"room\":\"lab\"," GUEST "}");
 }
 
 /* A request may not carry descriptors. */
@@ -222,6 +260,7 @@ test_fds_in_a_request_end_it(void)
 	CHECK_INT(privsep_send(sv[1], req, p, 1), 0);
 	monitor_serve(&w, 0);
 	CHECK(srv.stopping);
+	authkeys_free(srv.keys);
 	json_object_put(req);
 	close(p[0]);
 	close(p[1]);
@@ -244,12 +283,14 @@ test_raw_bytes_end_it(void)
 	CHECK_INT(write(sv[1], "\xff\xff\xff\x7f{}", 6), 6);
 	monitor_serve(&w, 0);
 	CHECK(srv.stopping);
+	authkeys_free(srv.keys);
 	fake_monitor(&srv, &cfg, sv[0]);
 	privsep_set_timeout(sv[0], 200);
 	/* Half a frame: the monitor waits no longer than its timeout. */
 	CHECK_INT(write(sv[1], "\x10\x00\x00\x00{\"ty", 8), 8);
 	monitor_serve(&w, 0);
 	CHECK(srv.stopping);
+	authkeys_free(srv.keys);
 	close(sv[0]);
 	close(sv[1]);
 }
