@@ -17,7 +17,7 @@
 #define IMPORT_TRANSCRIPT_TEXT_MAX	(2 * 1024 * 1024)	/* one string */
 #define IMPORT_TRANSCRIPT_BLOCKS_MAX	1024	/* blocks in a message */
 #define IMPORT_TRANSCRIPT_ID_MAX	128	/* a tool call's id */
-#define IMPORT_TRANSCRIPT_NAME_MAX	64	/* a tool's name */
+#define IMPORT_TRANSCRIPT_NAME_MAX	128	/* a tool's name (mcp__SERVER__TOOL) */
 #define IMPORT_TRANSCRIPT_DEPTH		32	/* nesting of a tool's input */
 
 /* Check and rebuild every transcript, tool_journal, turns and compactions
