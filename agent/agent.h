@@ -91,6 +91,12 @@ struct agent {
 					 * uid for the file tools (wsio.c), 0
 					 * until first needed */
 	struct input_rates *input_rates;	/* input_limits.c's buckets */
+	long long db_reserved;		/* room.db bytes promised to requests
+					 * admitted and not yet stored
+					 * (input_limits.c) */
+	long long db_pending;		/* of those, the request being
+					 * handled's, until it takes them
+					 * (input_limits_take) or is done */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
 	const struct conn_hooks *conn_hooks;	/* what a line asks for
