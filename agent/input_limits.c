@@ -10,9 +10,11 @@
  * dropped once accepted):
  *
  * room.db's cap.  --room-db-quota bytes, or a quarter of --quota when it
- * is not set (none when neither is).  What room.db's pages hold is
- * compared with it (room_db_used_bytes: free pages are reused first, so
- * they do not count).  When it is reached, new chat lines, prompts and
+ * is not set (none when neither is).  What room.db's pages hold and its
+ * WAL file are compared with it (room_db_used_bytes: free pages are
+ * reused first, so they do not count; the WAL is on the disk as much as
+ * the pages are, and may hold a copy of each of them until a checkpoint,
+ * so it is kept near an eighth of the cap: input_limits_open).  When it is reached, new chat lines, prompts and
  * commands are refused with the figures; reading history, deleting
  * files, undo and every other request still work.  One accepted request
  * would pass the cap by what it stores is refused too: each is promised
@@ -187,7 +189,7 @@ input_stores_much(const char *type, json_object *req)
 long long
 input_limits_db_used(struct agent *a)
 {
-	return room_db_used_bytes(a->db);
+	return room_db_used_bytes(a->db) + room_db_wal_bytes(a->db);
 }
 
 /* Refuse req (of type) from c: an error naming its id, and saying what
@@ -246,6 +248,12 @@ input_limits_admit(struct agent *a, struct conn *c, const char *type,
 	a->db_reserved += need;
 	a->db_pending = need;
 	return 0;
+}
+
+void
+input_limits_open(struct agent *a)
+{
+	room_db_wal_bound(a->db, input_limits_db_cap(a) / 8);
 }
 
 void

@@ -33,6 +33,10 @@ void input_limits_release(struct agent *a, long long n);
 long long input_limits_db_cap(const struct agent *a);
 long long input_limits_db_used(struct agent *a);
 
+/* At start, with room.db open: keep its WAL near an eighth of the cap, as
+ * the WAL counts against it. */
+void input_limits_open(struct agent *a);
+
 /* Free the room's buckets (at exit). */
 void input_limits_free(struct agent *a);
 

@@ -370,6 +370,7 @@ main_setup(struct agent *a)
 	    .run_dir = a->run_dir, .room = a->room, .init_path = a->init_path,
 	    .uid = ids.uid, .gid = ids.gid };
 	room_limits_open(a);
+	input_limits_open(a);
 	if (sandbox_write_identity(a->run_dir, ids.uid, ids.gid) < 0)
 		log_warn("could not write the sandbox's passwd and group");
 	if (!(a->loop = loop_new(256)))

@@ -287,13 +287,17 @@ du_room(const char *db, const struct fs_du *u)
 	    slash + 1 - room : 0), "room.db");
 	rdb = du_sqlite_size(room);
 	if (rdb)
-		printf("room.db:       %llu bytes\n", rdb);
+		printf("room.db:       %llu bytes (with its WAL)\n", rdb);
+	/* What the room takes on the disk, each WAL counted: a WAL holds a
+	 * copy of the pages written since its last checkpoint. */
+	printf("footprint:     %llu bytes\n", (unsigned long long)(u->db_bytes +
+	    u->wal_bytes) + rdb);
 	if (fsctl_usage(db, CTL_TIMEOUT_S, &q) < 0 || !q.quota)
 		return;
 	printf("quota:         %llu bytes: %llu used, of which live %llu, "
-	    "snapshots only %llu\n", q.quota, q.used, q.used - q.snap_only,
-	    q.snap_only);
-	(void)u;
+	    "snapshots only %llu; the WAL's %llu besides\n", q.quota, q.used,
+	    q.used - q.snap_only, q.snap_only,
+	    (unsigned long long)u->wal_bytes);
 }
 
 /* atrium-fs du DB */

@@ -86,7 +86,9 @@ def test_named_snapshots_cannot_carry_data_past_the_quota(room, model):
         assert "storage: workspace " in text and "of 64.0 MiB" in text, text
         snap_only = int(d["snapshots only"].split()[0]) / MiB
         assert "kept only by snapshots %.1f" % snap_only in text, text
-        assert re.search(r"room\.db [0-9.]+ MiB of [0-9.]+ MiB;", text), text
+        assert re.search(r"room\.db [0-9.]+ MiB \(WAL [0-9.]+\) of "
+                         r"[0-9.]+ MiB;", text), text
+        assert re.search(r"its WAL [0-9.]+ besides", text), text
 
 
 def test_undo_points_are_dropped_oldest_first_to_make_room(room, model):
