@@ -57,10 +57,11 @@
  * (transfer_sandbox.h: the sandbox's seccomp filter, no network, a cgroup
  * with the room's limits; an export's helper too).  Step 5 takes from it
  * only regular, single-linked files of that uid, makes them root's and
- * links exactly the inodes it checked into the room's directory.  Their mount namespace
- * holds copies of the rooms' FUSE mounts while they run (mounts here are
- * private), so a workspace unmounted meanwhile keeps its daemon until the
- * import ends: seconds to minutes, never a room's lifetime.
+ * links exactly the inodes it checked into the room's directory.  Their
+ * mount namespace holds copies of the rooms' FUSE mounts while they run
+ * (mounts here are private), so a workspace unmounted meanwhile keeps its
+ * daemon until the import ends: seconds to minutes, never a room's
+ * lifetime.
  */
 #include "room_transfer.h"
 
@@ -184,9 +185,16 @@ transfer_child(char *const argv[], const char *dir,
     const struct transfer_fds *fds, pid_t parent)
 {
 	sigset_t none;
+	int r;
 
-	if (transfer_view(dir) < 0 || transfer_sandbox_enter(cg) < 0 ||
-	    setgroups(0, NULL) < 0 ||
+	if ((r = transfer_sandbox_enter(cg)) < 0) {
+		/* The client's stderr: nothing else would tell it why. */
+		dprintf(fds->std[2], "atriumd: cannot confine the helper (a "
+		    "network namespace and the room's cgroup): %s\n",
+		    strerror(-r));
+		_exit(126);
+	}
+	if (transfer_view(dir) < 0 || setgroups(0, NULL) < 0 ||
 	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
 	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setuid(0) == 0)
