@@ -76,8 +76,10 @@ SSHD_SRC   := $(wildcard sshd/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
-# libcommon (only it links libseccomp).
-INIT_SRC      := common/sandbox_init.c common/sandbox_seccomp.c
+# libcommon (libseccomp is linked only where it is needed).  atriumd links
+# the filters too: a room transfer's helpers get them (transfer_sandbox.c).
+SECCOMP_SRC   := common/sandbox_seccomp.c
+INIT_SRC      := common/sandbox_init.c $(SECCOMP_SRC)
 LIBCOMMON_SRC := $(filter-out $(INIT_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
@@ -97,7 +99,7 @@ $(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
 $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
-$(1)/atriumd: $(call obj,$(1),$(SSHD_SRC)) $(1)/libcommon.a
+$(1)/atriumd: $(call obj,$(1),$(SSHD_SRC) $(SECCOMP_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
@@ -122,7 +124,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out sshd/main.c,$(SSHD_SRC))
+SSHD_PART    = $(filter-out sshd/main.c,$(SSHD_SRC)) $(SECCOMP_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \

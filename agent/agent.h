@@ -88,6 +88,12 @@ struct agent {
 	struct mcp *mcp;		/* their processes (mcp.c), NULL */
 	int tool_procs;			/* agent commands running */
 	struct input_rates *input_rates;	/* input_limits.c's buckets */
+	long long db_reserved;		/* room.db bytes promised to requests
+					 * admitted and not yet stored
+					 * (input_limits.c) */
+	long long db_pending;		/* of those, the request being
+					 * handled's, until it takes them
+					 * (input_limits_take) or is done */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
 	dev_t sock_dev;			/* sock_path's inode, as bound */

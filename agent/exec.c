@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "input_limits.h"
 #include "journal.h"
 #include "log.h"
 #include "names.h"
@@ -56,6 +57,8 @@ struct exec {
 	int truncated;
 	struct buf carry[2];		/* shared output not yet sent: an
 				 * unfinished UTF-8 sequence and one chunk */
+	long long reserved;		/* room.db bytes promised to its
+					 * result (input_limits_take) */
 };
 
 int
@@ -71,6 +74,9 @@ exec_count(struct agent *a)
 static void
 exec_free(struct exec *e)
 {
+	/* Its result is stored, or will never be. */
+	if (e->a)
+		input_limits_release(e->a, e->reserved);
 	for (int i = 0; i < 2; i++) {
 		buf_free(&e->out[i]);
 		buf_free(&e->carry[i]);
@@ -451,6 +457,8 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 	snprintf(e->user, sizeof(e->user), "%s", c->user);
 	e->share = json_get_bool(req, "share", 0);
 	e->passed_fds = nfds > 0;
+	if (e->share)
+		e->reserved = input_limits_take(a);
 	for (int i = 0; i < 2; i++) {
 		buf_init(&e->out[i], PROTO_MAX_CAPTURE);
 		buf_init(&e->carry[i], PROC_CHUNK + 4);

@@ -10,13 +10,22 @@
  * dropped once accepted):
  *
  * room.db's cap.  --room-db-quota bytes, or a quarter of --quota when it
- * is not set (none when neither is).  What room.db's pages hold is
- * compared with it (room_db_used_bytes: free pages are reused first, so
- * they do not count).  When it is reached, new chat lines, prompts and
+ * is not set (none when neither is).  What room.db's pages hold and its
+ * WAL file are compared with it (room_db_used_bytes: free pages are
+ * reused first, so they do not count; the WAL is on the disk as much as
+ * the pages are, and may hold a copy of each of them until a checkpoint,
+ * so it is kept near an eighth of the cap: input_limits_open).  When it is reached, new chat lines, prompts and
  * commands are refused with the figures; reading history, deleting
  * files, undo and every other request still work.  One accepted request
- * may pass the cap by what it stores (a chat line, at most PROTO_MAX_TEXT;
- * an exec's captured output): the cap is checked, not reserved.
+ * would pass the cap by what it stores is refused too: each is promised
+ * its most (input_db_need) when admitted, and what is promised and not
+ * stored yet counts as used (a->db_reserved).  A chat line or a prompt
+ * is stored while its request is handled, and its promise ends with it
+ * (input_limits_settle); a shared command stores its result when it
+ * ends, so it takes its promise along (input_limits_take) and gives it
+ * back then (input_limits_release).  So requests admitted together, such
+ * as many shared commands started at once, cannot pass the cap between
+ * them, as they could when it was only checked.
  *
  * The rate.  Each user has a bucket of input-rate requests (30 unless the
  * operator says otherwise; 0: no limit) that refills that many per
@@ -37,6 +46,7 @@
 #include "agent.h"
 #include "conn.h"
 #include "jsonl.h"
+#include "protocol.h"
 #include "room.h"
 #include "room_db.h"
 
@@ -45,6 +55,8 @@
 /* The least room.db cap derived from --quota: a room that a tiny quota
  * leaves room for must still hold its own history. */
 #define INPUT_DB_CAP_MIN (16LL << 20)
+/* What a stored chat line or prompt holds besides its text. */
+#define INPUT_EVENT_SLACK 4096
 
 struct input_rate {
 	char user[64];
@@ -113,6 +125,43 @@ input_rate_take(struct agent *a, const char *user)
 	return 0;
 }
 
+/* The most req (of type) stores in room.db: a shared command's result
+ * is one protocol line (exec.c halves its captures to fit); a chat line
+ * or prompt its text, whose escaping at most doubles it (controls are
+ * cleaned out), and the event around it. */
+static long long
+input_db_need(const char *type, json_object *req)
+{
+	const char *text = json_get_string(req, "text");
+
+	if (strcmp(type, "exec") == 0)
+		return PROTO_MAX_LINE;
+	return 2 * (long long)(text ? strlen(text) : 0) + INPUT_EVENT_SLACK;
+}
+
+long long
+input_limits_take(struct agent *a)
+{
+	long long n = a->db_pending;
+
+	a->db_pending = 0;
+	return n;
+}
+
+void
+input_limits_settle(struct agent *a)
+{
+	input_limits_release(a, input_limits_take(a));
+}
+
+void
+input_limits_release(struct agent *a, long long n)
+{
+	a->db_reserved -= n;
+	if (a->db_reserved < 0)
+		a->db_reserved = 0;
+}
+
 long long
 input_limits_db_cap(const struct agent *a)
 {
@@ -140,7 +189,7 @@ input_stores_much(const char *type, json_object *req)
 long long
 input_limits_db_used(struct agent *a)
 {
-	return room_db_used_bytes(a->db);
+	return room_db_used_bytes(a->db) + room_db_wal_bytes(a->db);
 }
 
 /* Refuse req (of type) from c: an error naming its id, and saying what
@@ -175,7 +224,7 @@ int
 input_limits_admit(struct agent *a, struct conn *c, const char *type,
     json_object *req)
 {
-	long long cap = input_limits_db_cap(a), used, wait;
+	long long cap = input_limits_db_cap(a), used, wait, need;
 
 	/* `ssh ROOM@host CMD` (atriumd's exec connections: git, rsync and
 	 * scp open many at once) is bounded by max-commands-per-user, as an
@@ -185,14 +234,26 @@ input_limits_admit(struct agent *a, struct conn *c, const char *type,
 		return input_refuse(c, type, req, "%s refused: you sent more "
 		    "than %d requests in %d s; try again in %.1f s", type,
 		    a->cfg.input_rate, INPUT_WINDOW_MS / 1000, wait / 1000.0);
-	if (cap && input_stores_much(type, req) &&
-	    (used = input_limits_db_used(a)) >= cap)
+	if (!cap || !input_stores_much(type, req))
+		return 0;
+	need = input_db_need(type, req);
+	used = input_limits_db_used(a) + a->db_reserved;
+	if (used + need > cap)
 		return input_refuse(c, type, req, "%s refused: the room's "
-		    "history (room.db) is full: %.1f MiB of its %.1f MiB; "
-		    "reading, deleting and undo still work, and the server's "
-		    "operator can raise room-db-quota", type,
-		    used / 1048576.0, cap / 1048576.0);
+		    "history (room.db) is full: %.1f MiB of its %.1f MiB used "
+		    "or promised to requests under way, and this one may store "
+		    "%.1f MiB; reading, deleting and undo still work, and the "
+		    "server's operator can raise room-db-quota", type,
+		    used / 1048576.0, cap / 1048576.0, need / 1048576.0);
+	a->db_reserved += need;
+	a->db_pending = need;
 	return 0;
+}
+
+void
+input_limits_open(struct agent *a)
+{
+	room_db_wal_bound(a->db, input_limits_db_cap(a) / 8);
 }
 
 void

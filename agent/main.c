@@ -399,6 +399,7 @@ main_setup(struct agent *a)
 	settings_load(a);
 	caps_load(a);
 	room_limits_open(a);
+	input_limits_open(a);
 	if (!(a->loop = loop_new(256)))
 		return -ENOMEM;
 	if ((r = http_new(a->loop, &a->http)) < 0 ||

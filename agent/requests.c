@@ -528,8 +528,10 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);
-	} else
+	} else {
 		r->handle(c, req);
+		input_limits_settle(c->a);
+	}
 }
 
 /* One framed line from c (NULL: a line over the limit was skipped). */

@@ -84,6 +84,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "util.h"
@@ -695,6 +696,25 @@ room_db_used_bytes(struct room_db *db)
 	long long free_pages = room_db_int(db, 0, "PRAGMA freelist_count", "");
 
 	return (pages - free_pages) * psize;
+}
+
+long long
+room_db_wal_bytes(struct room_db *db)
+{
+	const char *path = sqlite3_db_filename(db->db, "main");
+	char wal[4200];
+	struct stat sb;
+
+	if (!path || !*path || (size_t)snprintf(wal, sizeof(wal), "%s-wal",
+	    path) >= sizeof(wal) || stat(wal, &sb) < 0)
+		return 0;
+	return (long long)sb.st_size;
+}
+
+void
+room_db_wal_bound(struct room_db *db, long long bytes)
+{
+	wal_checkpointer_bound(db->ckpt, bytes);
 }
 
 int

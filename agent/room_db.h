@@ -287,7 +287,14 @@ int room_db_usage_rows(struct room_db *db, const char *period, int by_user,
     room_db_usage_fn *fn, void *arg);
 
 /* The bytes room.db's pages hold (free pages, which new rows reuse, not
- * counted; nor the WAL, which checkpoints bound). */
+ * counted; nor the WAL: room_db_wal_bytes). */
 long long room_db_used_bytes(struct room_db *db);
+
+/* The bytes of room.db's WAL file as the disk holds them (0: none). */
+long long room_db_wal_bytes(struct room_db *db);
+
+/* Keep room.db's WAL near bytes (wal_checkpointer_bound): at start, when
+ * the room's cap is known.  bytes 0: SQLite's own threshold. */
+void room_db_wal_bound(struct room_db *db, long long bytes);
 
 #endif

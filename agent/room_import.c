@@ -24,7 +24,12 @@
  *      atriumd acts on rather than shows), a field of another type, a
  *      bad name or time, text that is not one JSON object, a line longer
  *      than the protocol's.  So the archive's history replays as events
- *      the room could have sent, never as the bytes the file held.
+ *      the room could have sent, never as the bytes the file held;
+ *   6. the agent's own record, which the model is sent again and a
+ *      resumed turn reads (transcript, tool journal, turns' prompts,
+ *      summaries), is checked and rebuilt row by row as the live agent
+ *      writes it (import_transcript.h); a row it could not have written
+ *      refuses the import, naming the row.
  * Then it becomes the importer's room:
  *   - the access grants of the archive are dropped and the importer is
  *     the only owner (members are invited again by the new owner);
@@ -53,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import_transcript.h"
 #include "jsonl.h"
 #include "log.h"
 #include "names.h"
@@ -350,7 +356,7 @@ room_import_mark(sqlite3 *h, const char *owner,
 	return r < 0 ? -1 : 0;
 }
 
-/* Steps 4 and 5 and the owner, on a connection of our own (the schema is
+/* Steps 4 to 6 and the owner, on a connection of our own (the schema is
  * known good now), in one transaction.  0 or -1 (said). */
 static int
 room_import_adopt(const char *path, const char *owner)
@@ -383,7 +389,8 @@ room_import_adopt(const char *path, const char *owner)
 	if (!sql || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
 		room_import_refuse(path, "cannot make it the importer's room",
 		    sqlite3_errmsg(h));
-	else if (room_import_events(path, h, &n) < 0)
+	else if (room_import_events(path, h, &n) < 0 ||
+	    import_transcript_check(path, h) < 0)
 		;	/* said */
 	else if (room_import_mark(h, owner, &n) < 0)
 		room_import_refuse(path, "cannot mark its history as imported",

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -147,26 +148,42 @@ room_limits_json(const struct reslimits *l)
 	return o;
 }
 
+/* Bytes of the file path-wal as the disk holds them (0: none). */
+static long long
+room_limits_wal(const char *path)
+{
+	char wal[4300];
+	struct stat sb;
+
+	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", path) >= sizeof(wal) ||
+	    stat(wal, &sb) < 0)
+		return 0;
+	return (long long)sb.st_size;
+}
+
 /* What the room stores against its quotas, for a query's text: the
- * workspace's used bytes (live, and kept only by snapshots) and room.db's.
- * Asked of atrium-fs with a short bound, on the loop (as undo.c does): a
- * daemon that does not answer leaves the workspace's part out. */
+ * workspace's used bytes (live, and kept only by snapshots) and its
+ * database's WAL, and room.db's with its WAL.  Asked of atrium-fs with a
+ * short bound, on the loop (as undo.c does): a daemon that does not
+ * answer leaves the workspace's part out. */
 static void
 room_limits_storage(struct agent *a, char *out, size_t size)
 {
 	struct fsctl_usage u;
 	long long db_cap = input_limits_db_cap(a);
-	char db[4200], ws[192] = "";
+	char db[4200], ws[256] = "";
 	size_t n;
 
 	if (ws_snapshot_db(a->room_dir, db, sizeof(db)) == 0 &&
 	    fsctl_usage(db, ROOM_LIMITS_USAGE_TIMEOUT_S, &u) == 0 && u.quota)
 		snprintf(ws, sizeof(ws), "workspace %.1f of %.1f MiB (live %.1f, "
-		    "kept only by snapshots %.1f); ", u.used / 1048576.0,
-		    u.quota / 1048576.0, (u.used - u.snap_only) / 1048576.0,
-		    u.snap_only / 1048576.0);
-	n = (size_t)snprintf(out, size, "; storage: %sroom.db %.1f MiB",
-	    ws, input_limits_db_used(a) / 1048576.0);
+		    "kept only by snapshots %.1f; its WAL %.1f besides); ",
+		    u.used / 1048576.0, u.quota / 1048576.0,
+		    (u.used - u.snap_only) / 1048576.0, u.snap_only / 1048576.0,
+		    room_limits_wal(db) / 1048576.0);
+	n = (size_t)snprintf(out, size, "; storage: %sroom.db %.1f MiB (WAL "
+	    "%.1f)", ws, input_limits_db_used(a) / 1048576.0,
+	    room_db_wal_bytes(a->db) / 1048576.0);
 	if (db_cap > 0 && n < size)
 		snprintf(out + n, size - n, " of %.1f MiB", db_cap / 1048576.0);
 }

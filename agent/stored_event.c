@@ -367,6 +367,13 @@ stored_json(json_object *v, int depth)
 	return out;
 }
 
+/* See stored_event.h. */
+json_object *
+stored_event_copy_value(json_object *v, int depth)
+{
+	return v ? stored_json(v, depth) : NULL;
+}
+
 /* 1 when v is a string that kind allows (a name, a room, a time). */
 static int
 stored_word_valid(enum stored_kind kind, json_object *v)

@@ -35,6 +35,12 @@ int stored_event_build(json_object *in, json_object **out, char *note,
 int stored_event_from_row(long long seq, const char *time, const char *json,
     json_object **out, char *note, size_t len);
 
+/* A copy of the JSON value v (not NULL) at most depth levels deep, its
+ * strings made valid UTF-8 (utf8_repair) and its keys cleaned: how a
+ * stored value of any shape (a tool's input) is rebuilt.  NULL when too
+ * deep or out of memory. */
+json_object *stored_event_copy_value(json_object *v, int depth);
+
 /* 1 when s is a time as the room stamps them ("2026-11-30T03:44:26.123Z",
  * the fraction optional), else 0. */
 int stored_event_time_valid(const char *s);

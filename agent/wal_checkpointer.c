@@ -53,7 +53,25 @@ struct wal_checkpointer {
 	int started;			/* the thread runs (mu) */
 	int failed;			/* the thread could not be started:
 					 * checkpoint on the loop (loop) */
+	int pages;			/* WAL pages that want a checkpoint;
+					 * set at start, before the thread */
+	long long size_limit;		/* journal_size_limit of both
+					 * connections (-1: SQLite's none);
+					 * set at start, before the thread */
 };
+
+/* journal_size_limit = limit on db (when not -1; logged when refused). */
+static void
+wal_checkpointer_size_limit(sqlite3 *db, long long limit)
+{
+	char sql[64];
+
+	if (limit < 0)
+		return;
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit=%lld", limit);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		log_warn("room.db: cannot bound its WAL: %s", sqlite3_errmsg(db));
+}
 
 /* The thread's connection, opened on first use; NULL when it cannot be
  * (logged). */
@@ -78,6 +96,9 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 	    " PRAGMA cache_size=16; PRAGMA temp_store=MEMORY", NULL, NULL,
 	    NULL) != SQLITE_OK)
 		log_warn("room.db's checkpoints: %s", sqlite3_errmsg(w->ckdb));
+	/* This connection starts the WAL over (wal_checkpointer_restart),
+	 * which is when SQLite cuts the file back. */
+	wal_checkpointer_size_limit(w->ckdb, w->size_limit);
 	return w->ckdb;
 }
 
@@ -183,7 +204,7 @@ wal_checkpointer_hook(void *arg, sqlite3 *db, const char *dbname, int pages)
 	struct wal_checkpointer *w = arg;
 	int r = 0;
 
-	if (pages < WAL_CHECKPOINTER_PAGES)
+	if (pages < w->pages)
 		return SQLITE_OK;
 	if (w->failed) {
 		wal_checkpointer_run(db, dbname, 0);
@@ -214,6 +235,8 @@ wal_checkpointer_start(sqlite3 *db, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->db = db;
+	w->pages = WAL_CHECKPOINTER_PAGES;
+	w->size_limit = -1;
 	if (!(w->path = strdup(path)) ||
 	    pthread_mutex_init(&w->mu, NULL) != 0) {
 		free(w->path);
@@ -230,6 +253,24 @@ wal_checkpointer_start(sqlite3 *db, const char *path,
 	sqlite3_wal_hook(db, wal_checkpointer_hook, w);
 	*out = w;
 	return 0;
+}
+
+void
+wal_checkpointer_bound(struct wal_checkpointer *w, long long bytes)
+{
+	long long psize, pages;
+
+	if (!w || bytes <= 0 || (psize = sqlite_int(w->db,
+	    "PRAGMA page_size")) <= 0)
+		return;
+	pages = bytes / psize;
+	if (pages < WAL_CHECKPOINTER_MIN_PAGES)
+		pages = WAL_CHECKPOINTER_MIN_PAGES;
+	if (pages > WAL_CHECKPOINTER_PAGES)
+		pages = WAL_CHECKPOINTER_PAGES;
+	w->pages = (int)pages;
+	w->size_limit = pages * psize;
+	wal_checkpointer_size_limit(w->db, w->size_limit);
 }
 
 void

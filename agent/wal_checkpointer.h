@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 
 #define WAL_CHECKPOINTER_PAGES	1000	/* SQLite's own threshold */
+#define WAL_CHECKPOINTER_MIN_PAGES 16	/* the least a bound makes it */
 
 struct wal_checkpointer;
 
@@ -34,6 +35,14 @@ struct wal_checkpointer;
  * then).  path is copied. */
 int wal_checkpointer_start(sqlite3 *db, const char *path,
     struct wal_checkpointer **out);
+
+/* Keep the WAL near bytes: a checkpoint is wanted once it holds that
+ * much (at least WAL_CHECKPOINTER_MIN_PAGES pages, at most
+ * WAL_CHECKPOINTER_PAGES), and the WAL file is cut back to bytes when it
+ * starts over (journal_size_limit), so that what room.db takes on disk,
+ * WAL included, stays near what it holds.  Call before the first
+ * checkpoint (at start); bytes 0 keeps SQLite's own threshold. */
+void wal_checkpointer_bound(struct wal_checkpointer *w, long long bytes);
 
 /* Stop: the thread finishes a checkpoint in progress and ends (joined; a
  * checkpoint of a local file is bounded), its connection is closed, and

@@ -9,7 +9,9 @@
  * Which groups are stale is read from their names: cmd-PID-N belongs to
  * agent PID, and is left alone while an atrium-agent of that pid runs, so
  * two atriumd sharing a host (tests, a restart overlapping the old
- * process) never remove each other's live groups.
+ * process) never remove each other's live groups.  xfer-PID-N holds a
+ * room transfer's helper (sshd/transfer_sandbox.c) and belongs to atriumd
+ * PID in the same way.
  */
 #include "cgroup.h"
 
@@ -20,13 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
-pid_t
-cgroup_cmd_owner(const char *name)
+/* The pid in name when it is PREFIX-PID-N, else 0. */
+static pid_t
+cgs_owner(const char *name, const char *prefix)
 {
-	const char *p = name + 4;
+	const char *p = name + strlen(prefix);
 	long pid = 0;
 
-	if (strncmp(name, "cmd-", 4) != 0 || !isdigit((unsigned char)*p))
+	if (strncmp(name, prefix, strlen(prefix)) != 0 ||
+	    !isdigit((unsigned char)*p))
 		return 0;
 	for (; isdigit((unsigned char)*p); p++)
 		if ((pid = pid * 10 + (*p - '0')) > 0x3fffffff)
@@ -38,20 +42,44 @@ cgroup_cmd_owner(const char *name)
 	return *p ? 0 : (pid_t)pid;
 }
 
-/* 1 when pid is a running atrium-agent. */
-static int
-cgs_agent_runs(pid_t pid)
+pid_t
+cgroup_cmd_owner(const char *name)
 {
-	char path[64], comm[32] = "";
+	return cgs_owner(name, "cmd-");
+}
+
+/* 1 when pid runs the program called comm. */
+static int
+cgs_runs(pid_t pid, const char *comm)
+{
+	char path[64], line[32] = "";
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if (!(f = fopen(path, "re")))
 		return 0;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = '\0';
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
 	fclose(f);
-	return strcmp(comm, "atrium-agent\n") == 0;
+	line[strcspn(line, "\n")] = '\0';
+	return strcmp(line, comm) == 0;
+}
+
+/* The owner of group name when it is stale (its owner is self or gone),
+ * else 0. */
+static pid_t
+cgs_stale(const char *name, pid_t self)
+{
+	pid_t owner = cgroup_cmd_owner(name);
+	const char *comm = "atrium-agent";
+
+	if (!owner) {
+		owner = cgs_owner(name, "xfer-");
+		comm = "atriumd";
+	}
+	if (!owner || (owner != self && cgs_runs(owner, comm)))
+		return 0;
+	return owner;
 }
 
 /* Remove the stale command groups in one room's group dir.  How many. */
@@ -63,13 +91,11 @@ cgs_room(const char *dir, pid_t self)
 	struct dirent *d;
 	DIR *dp = opendir(dir);
 	int n = 0;
-	pid_t owner;
 
 	if (!dp)
 		return 0;
 	while ((d = readdir(dp))) {
-		owner = cgroup_cmd_owner(d->d_name);
-		if (!owner || (owner != self && cgs_agent_runs(owner)))
+		if (!cgs_stale(d->d_name, self))
 			continue;
 		memset(&set, 0, sizeof(set));
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,

@@ -225,6 +225,9 @@ int fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes);
 int fs_quota_near(struct fs *fs);
 /* What the quota counts now (see fs/quota.c).  0. */
 int fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes);
+/* The limits fs_quota_set last noted in the database (0: none, or never
+ * set): the quota of the daemon that last mounted it.  0 or -errno. */
+int fs_quota_recorded(struct fs *fs, uint64_t *bytes, uint64_t *inodes);
 /* The quota's figures: what is used, the snapshots' share of it, and
  * for a refused snapshot what it would have kept. */
 struct fs_quota_figures {

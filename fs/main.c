@@ -287,13 +287,17 @@ du_room(const char *db, const struct fs_du *u)
 	    slash + 1 - room : 0), "room.db");
 	rdb = du_sqlite_size(room);
 	if (rdb)
-		printf("room.db:       %llu bytes\n", rdb);
+		printf("room.db:       %llu bytes (with its WAL)\n", rdb);
+	/* What the room takes on the disk, each WAL counted: a WAL holds a
+	 * copy of the pages written since its last checkpoint. */
+	printf("footprint:     %llu bytes\n", (unsigned long long)(u->db_bytes +
+	    u->wal_bytes) + rdb);
 	if (fsctl_usage(db, CTL_TIMEOUT_S, &q) < 0 || !q.quota)
 		return;
 	printf("quota:         %llu bytes: %llu used, of which live %llu, "
-	    "snapshots only %llu\n", q.quota, q.used, q.used - q.snap_only,
-	    q.snap_only);
-	(void)u;
+	    "snapshots only %llu; the WAL's %llu besides\n", q.quota, q.used,
+	    q.used - q.snap_only, q.snap_only,
+	    (unsigned long long)u->wal_bytes);
 }
 
 /* atrium-fs du DB */
@@ -365,6 +369,19 @@ lock_unmounted(const char *db, int *fd)
 	return 0;
 }
 
+/* Why snapshot name does not fit, with the quota's figures, on stderr. */
+static void
+snapshot_quota_say(const char *name, unsigned long long keep,
+    unsigned long long used, unsigned long long quota,
+    unsigned long long snap_only)
+{
+	fprintf(stderr, "atrium-fs: snapshot %s would keep %llu bytes more "
+	    "(the live data no other snapshot holds, and its rows); %llu of "
+	    "the quota's %llu bytes are used (%llu of them by snapshots "
+	    "only): drop a snapshot or delete files\n", name, keep, used,
+	    quota, snap_only);
+}
+
 /* verb on snapshot name through the control socket of the daemon that
  * has db mounted: 0, -errno, or the exit status 2 with the reason said. */
 static int
@@ -377,11 +394,8 @@ snapshot_mounted(const char *db, const char *verb, const char *name)
 	    fsctl_request(db, verb, name, CTL_TIMEOUT_S);
 
 	if (r == -EDQUOT && strcmp(verb, "snapshot") == 0 && why.quota)
-		fprintf(stderr, "atrium-fs: snapshot %s would keep %llu bytes "
-		    "more (the live data no other snapshot holds, and its "
-		    "rows); %llu of the quota's %llu bytes are used (%llu of "
-		    "them by snapshots only): drop a snapshot or delete files\n",
-		    name, why.keep, why.used, why.quota, why.snap_only);
+		snapshot_quota_say(name, why.keep, why.used, why.quota,
+		    why.snap_only);
 
 	if (r != -ECONNREFUSED && r != -ENAMETOOLONG)
 		return r;
@@ -430,6 +444,27 @@ snapshot_failed(const char *what, const char *db, const char *name, int r)
 	return 1;
 }
 
+/* A named snapshot of the unmounted fs, admitted as its daemon would
+ * admit it: under the quota it was last mounted with (fs_quota_recorded),
+ * refused with the figures when what it would keep does not fit.  0 or
+ * -errno. */
+static int
+snapshot_take_offline(struct fs *fs, const char *name)
+{
+	struct fs_quota_figures why;
+	uint64_t bytes, inodes;
+	int r;
+
+	if ((r = fs_quota_recorded(fs, &bytes, &inodes)) < 0 ||
+	    ((bytes || inodes) && (r = fs_quota_set(fs, bytes, inodes)) < 0))
+		return r;
+	r = fs_snapshot_take(fs, name, 0, NULL, &why);
+	if (r == -EDQUOT && why.quota)
+		snapshot_quota_say(name, why.keep, why.used, why.quota,
+		    why.snap_only);
+	return r;
+}
+
 /* verb on name in the unmounted db (its lock held as fd).  0 or -errno. */
 static int
 snapshot_offline(const char *db, int fd, const char *verb, const char *name)
@@ -442,7 +477,7 @@ snapshot_offline(const char *db, int fd, const char *verb, const char *name)
 		return open_failed(db, r);
 	}
 	if (strcmp(verb, "snapshot") == 0)
-		r = fs_snapshot_take(fs, name, 0, NULL, NULL);
+		r = snapshot_take_offline(fs, name);
 	else if (strcmp(verb, "restore") == 0)
 		r = fs_snapshot_restore(fs, name, NULL);
 	else

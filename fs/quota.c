@@ -292,8 +292,28 @@ quota_install(struct fs *fs)
 	return quota_scan(fs);
 }
 
+/* Note the limits in meta (quota_bytes, quota_inodes), so that a command
+ * on the unmounted database (atrium-fs snapshot) holds the room to the
+ * quota its daemon had.  Called with no group open (after db_commit), so
+ * the statement commits by itself.  0 or -errno. */
+static int
+quota_record(struct fs *fs, uint64_t bytes, uint64_t inodes)
+{
+	char *sql = sqlite3_mprintf("INSERT OR REPLACE INTO meta (key, value)"
+	    " VALUES ('quota_bytes', %llu), ('quota_inodes', %llu)",
+	    (unsigned long long)bytes, (unsigned long long)inodes);
+	int rc;
+
+	if (!sql)
+		return -ENOMEM;
+	rc = sqlite3_exec(fs->db, sql, NULL, NULL, NULL);
+	sqlite3_free(sql);
+	return rc == SQLITE_OK ? 0 : db_errno(fs, rc, "quota record");
+}
+
 /* Set the limits (0: none) of a writable filesystem; the first limit set
- * installs the counting.  0, -EROFS or -errno. */
+ * installs the counting.  The limits are noted in the database (see
+ * quota_record).  0, -EROFS or -errno. */
 int
 fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes)
 {
@@ -302,13 +322,36 @@ fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes)
 	fs_lock(fs);
 	if (fs->readonly)
 		r = (bytes || inodes) ? -EROFS : 0;
-	else if ((bytes || inodes) && (r = db_commit(fs, 0)) == 0)
-		r = quota_install(fs);
+	else if ((r = db_commit(fs, 0)) == 0) {
+		/* Best effort: a room on a full disk must still mount (to
+		 * delete); only the offline commands then miss the figure. */
+		if ((r = quota_record(fs, bytes, inodes)) < 0)
+			log_warn("%s: cannot note the quota in the database: %s",
+			    fs->path, strerror(-r));
+		r = (bytes || inodes) ? quota_install(fs) : 0;
+	}
 	if (r == 0) {
 		fs->quota_bytes = (int64_t)bytes;
 		fs->quota_inodes = (int64_t)inodes;
 	}
 	fs_unlock(fs);
+	return r;
+}
+
+int
+fs_quota_recorded(struct fs *fs, uint64_t *bytes, uint64_t *inodes)
+{
+	int64_t v[2] = { 0, 0 };
+	int r;
+
+	fs_lock(fs);
+	r = quota_query(fs, "SELECT coalesce((SELECT CAST(value AS INTEGER)"
+	    " FROM meta WHERE key = 'quota_bytes'), 0), coalesce((SELECT"
+	    " CAST(value AS INTEGER) FROM meta WHERE key = 'quota_inodes'), 0)",
+	    v, 2);
+	fs_unlock(fs);
+	*bytes = v[0] > 0 ? (uint64_t)v[0] : 0;
+	*inodes = v[1] > 0 ? (uint64_t)v[1] : 0;
 	return r;
 }
 

@@ -7,7 +7,8 @@
  * Tables (user_version 3):
  *
  *   meta(key TEXT PRIMARY KEY, value)
- *       format = 'atrium-fs', chunk_size = 65536, created = ns since epoch.
+ *       format = 'atrium-fs', chunk_size = 65536, created = ns since epoch;
+ *       quota_bytes, quota_inodes = the last mount's limits (quota.c).
  *   inodes(ino INTEGER PRIMARY KEY AUTOINCREMENT, mode, nlink, uid, gid,
  *          size, rdev, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns,
  *          stored)

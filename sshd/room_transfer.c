@@ -55,12 +55,15 @@
  * they run as the new room's uid, without groups or a way back, in a
  * directory of their own, DATA/rooms/ROOM/import (the room's directory
  * stays root's: they cannot touch its uid record or mark), which they
- * reach as their working directory.  Step 5 takes from it only regular,
- * single-linked files of that uid, makes them root's and links exactly
- * the inodes it checked into the room's directory.  Their mount namespace
- * holds copies of the rooms' FUSE mounts while they run (mounts here are
- * private), so a workspace unmounted meanwhile keeps its daemon until the
- * import ends: seconds to minutes, never a room's lifetime.
+ * reach as their working directory, confined as a sandboxed command is
+ * (transfer_sandbox.h: the sandbox's seccomp filter, no network, a cgroup
+ * with the room's limits; an export's helper too).  Step 5 takes from it
+ * only regular, single-linked files of that uid, makes them root's and
+ * links exactly the inodes it checked into the room's directory.  Their
+ * mount namespace holds copies of the rooms' FUSE mounts while they run
+ * (mounts here are private), so a workspace unmounted meanwhile keeps its
+ * daemon until the import ends: seconds to minutes, never a room's
+ * lifetime.
  */
 #include "room_transfer.h"
 
@@ -88,6 +91,7 @@
 #include "room_ids.h"
 #include "room_quota.h"
 #include "server.h"
+#include "transfer_sandbox.h"
 
 #define TRANSFER_PIPE_SIZE	(1024 * 1024)
 /* In DATA/rooms/ROOM from step 2 to step 5 of an import: a room that has
@@ -117,6 +121,8 @@ struct room_transfer {
 	char room[64];
 	char user[64];
 	struct room_ids ids;		/* the helpers run as these */
+	struct transfer_cg cg;		/* and in this cgroup
+					 * (transfer_sandbox.h) */
 	char staging[32];		/* their directory in the room's */
 	int err_w;			/* the client's stderr, kept for step 4 */
 	int status_w;			/* the status line goes here */
@@ -170,17 +176,27 @@ transfer_child_fds(const struct transfer_fds *fds)
 }
 
 /* In the forked child: dir as the working directory (the helpers are
- * given "." so that what they say names no path of the server's), then
- * as ids (no groups, no way back, no new privileges: what an import's
- * helpers parse is a stranger's, and an export's need nothing of root's),
- * the descriptors of fds, default signals; then argv.  parent is the
+ * given "." so that what they say names no path of the server's), no
+ * network and the cgroup cg, then as ids (no groups, no way back, no new
+ * privileges: what an import's helpers parse is a stranger's, and an
+ * export's need nothing of root's), the descriptors of fds, default
+ * signals, the sandbox's seccomp filters; then argv.  parent is the
  * monitor's pid, taken before the fork. */
 static void
 transfer_child(char *const argv[], const char *dir,
-    const struct room_ids *ids, const struct transfer_fds *fds, pid_t parent)
+    const struct room_ids *ids, const struct transfer_cg *cg,
+    const struct transfer_fds *fds, pid_t parent)
 {
 	sigset_t none;
+	int r;
 
+	if ((r = transfer_sandbox_enter(cg)) < 0) {
+		/* The client's stderr: nothing else would tell it why. */
+		dprintf(fds->std[2], "atriumd: cannot confine the helper (a "
+		    "network namespace and the room's cgroup): %s\n",
+		    strerror(-r));
+		_exit(126);
+	}
 	if (transfer_view(dir) < 0 || setgroups(0, NULL) < 0 ||
 	    setresgid(ids->gid, ids->gid, ids->gid) < 0 ||
 	    setresuid(ids->uid, ids->uid, ids->uid) < 0 ||
@@ -195,16 +211,20 @@ transfer_child(char *const argv[], const char *dir,
 	signal(SIGPIPE, SIG_DFL);
 	if (transfer_child_fds(fds) < 0)
 		_exit(127);
+	if (transfer_sandbox_seal() < 0)
+		_exit(126);
 	execv(argv[0], argv);
 	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
 	    strerror(errno));
 	_exit(127);
 }
 
-/* Start argv in dir as ids with fds.  The pid, or -errno (logged). */
+/* Start argv in dir as ids in cg with fds.  The pid, or -errno
+ * (logged). */
 static pid_t
 transfer_spawn_fds(char *const argv[], const char *dir,
-    const struct room_ids *ids, const struct transfer_fds *fds)
+    const struct room_ids *ids, const struct transfer_cg *cg,
+    const struct transfer_fds *fds)
 {
 	pid_t parent = getpid();
 	pid_t pid = fork();
@@ -214,18 +234,20 @@ transfer_spawn_fds(char *const argv[], const char *dir,
 		return -errno;
 	}
 	if (pid == 0)
-		transfer_child(argv, dir, ids, fds, parent);
+		transfer_child(argv, dir, ids, cg, fds, parent);
 	return pid;
 }
 
-/* Start argv in dir as ids with in, out, err.  The pid, or -errno. */
+/* Start argv in dir as ids in cg with in, out, err.  The pid, or
+ * -errno. */
 static pid_t
 transfer_spawn(char *const argv[], const char *dir,
-    const struct room_ids *ids, int in, int out, int err)
+    const struct room_ids *ids, const struct transfer_cg *cg, int in,
+    int out, int err)
 {
 	struct transfer_fds fds = { { in, out, err }, NULL, 0 };
 
-	return transfer_spawn_fds(argv, dir, ids, &fds);
+	return transfer_spawn_fds(argv, dir, ids, cg, &fds);
 }
 
 /* A pipe with both ends CLOEXEC, enlarged (the archive's bulk goes
@@ -321,7 +343,8 @@ transfer_import_check(struct server *srv, const char *room, const char *user,
  * or -errno. */
 static pid_t
 transfer_unpack(struct server *srv, const char *room,
-    const struct room_ids *ids, int in, int err)
+    const struct room_ids *ids, const struct transfer_cg *cg, int in,
+    int err)
 {
 	char dir[PATH_MAX + 80], owner[32], quota[32], inodes[32];
 	char *argv[] = { srv->rooms.progs.fs, "import-room", "--owner", owner,
@@ -332,7 +355,7 @@ transfer_unpack(struct server *srv, const char *room,
 	    (unsigned)ids->gid);
 	snprintf(quota, sizeof(quota), "%lld", srv->cfg->quota);
 	snprintf(inodes, sizeof(inodes), "%lld", srv->cfg->quota_inodes);
-	return transfer_spawn(argv, dir, ids, in, err, err);
+	return transfer_spawn(argv, dir, ids, cg, in, err, err);
 }
 
 /* Remove what a failed import made of room, and give its place back
@@ -395,37 +418,57 @@ room_transfer_clear_stale(struct server *srv, const char *room)
 	return 1;
 }
 
-/* See room_transfer.h. */
-int
-room_transfer_import(struct server *srv, const char *room,
-    const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
+/* Steps 1 and 2 of an import, the mark, the helpers' directory and
+ * cgroup: everything before the first helper.  0, or -errno with why
+ * (and nothing of the room left). */
+static int
+transfer_import_prepare(struct server *srv, const char *room,
+    const char *user, struct room_ids *ids, struct transfer_cg *cg,
+    char *why, size_t len)
 {
 	char rooms_dir[PATH_MAX + 16];
-	struct room_transfer *t;
-	struct room_ids ids;
-	int p[3][2], r;
-	pid_t pid;
+	int r;
 
 	if ((r = transfer_import_check(srv, room, user, why, len)) < 0)
 		return r;
 	snprintf(rooms_dir, sizeof(rooms_dir), "%s/rooms", srv->rooms.data);
-	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, &ids, why,
+	if ((r = room_ids_assign(rooms_dir, room, srv->cfg, ids, why,
 	    len)) < 0) {
 		transfer_remove_room(srv, room);
 		return r;
 	}
 	if ((r = transfer_mark(srv, room)) < 0 ||
-	    (r = transfer_staging(srv, room, &ids)) < 0) {
+	    (r = transfer_staging(srv, room, ids)) < 0) {
 		transfer_remove_room(srv, room);
 		snprintf(why, len, "cannot start the import: %s", strerror(-r));
 		return r;
 	}
+	if ((r = transfer_sandbox_prepare(srv->cfg, room, cg, why, len)) < 0)
+		transfer_remove_room(srv, room);
+	return r;
+}
+
+/* See room_transfer.h. */
+int
+room_transfer_import(struct server *srv, const char *room,
+    const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
+{
+	struct room_transfer *t;
+	struct transfer_cg cg;
+	struct room_ids ids;
+	int p[3][2], r;
+	pid_t pid;
+
+	if ((r = transfer_import_prepare(srv, room, user, &ids, &cg, why,
+	    len)) < 0)
+		return r;
 	if ((r = transfer_pipes(p)) < 0) {
+		transfer_sandbox_release(&cg);
 		transfer_remove_room(srv, room);
 		snprintf(why, len, "cannot start the import: %s", strerror(-r));
 		return r;
 	}
-	pid = transfer_unpack(srv, room, &ids, p[0][0], p[1][1]);
+	pid = transfer_unpack(srv, room, &ids, &cg, p[0][0], p[1][1]);
 	transfer_close(&p[0][0], 1);
 	if (pid < 0 || !(t = transfer_add(srv, STAGE_UNPACK, pid, room, user,
 	    p[1][1], p[2][1]))) {
@@ -433,11 +476,13 @@ room_transfer_import(struct server *srv, const char *room,
 			kill(pid, SIGKILL);
 		for (int i = 0; i < 3; i++)
 			transfer_close(p[i], 2);
+		transfer_sandbox_release(&cg);
 		transfer_remove_room(srv, room);
 		snprintf(why, len, "cannot start the import");
 		return -ENOMEM;
 	}
 	t->ids = ids;
+	t->cg = cg;
 	log_info("room %s: import by %s started (pid %d, uid %u)", room, user,
 	    (int)pid, (unsigned)ids.uid);
 	fds[0] = p[0][1];
@@ -489,7 +534,8 @@ transfer_adopt(struct server *srv, struct room_transfer *t)
 	if (null < 0)
 		return -errno;
 	transfer_path(srv, t->room, TRANSFER_STAGING, dir, sizeof(dir));
-	pid = transfer_spawn(argv, dir, &t->ids, null, t->err_w, t->err_w);
+	pid = transfer_spawn(argv, dir, &t->ids, &t->cg, null, t->err_w,
+	    t->err_w);
 	close(null);
 	if (pid < 0)
 		return (int)pid;
@@ -733,7 +779,8 @@ transfer_export_cleanup(struct server *srv, const struct room_transfer *t)
  * out and err.  The pid, or -errno. */
 static pid_t
 transfer_export_spawn(struct server *srv, const char *room, const char *dir,
-    const struct room_ids *ids, struct transfer_export *x, int out, int err)
+    const struct room_ids *ids, const struct transfer_cg *cg,
+    struct transfer_export *x, int out, int err)
 {
 	char staging[PATH_MAX + 120];
 	char *argv[6 + TRANSFER_EXPORT_FILES] = { srv->rooms.progs.fs,
@@ -752,9 +799,34 @@ transfer_export_spawn(struct server *srv, const char *room, const char *dir,
 	if ((fds.std[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
 	snprintf(staging, sizeof(staging), "%s/%s", dir, x->staging);
-	pid = transfer_spawn_fds(argv, staging, ids, &fds);
+	pid = transfer_spawn_fds(argv, staging, ids, cg, &fds);
 	close(fds.std[0]);
 	return pid;
+}
+
+/* The room an export names, at dir, and its uid, into ids: 0, or
+ * -errno with why. */
+static int
+transfer_export_check(struct server *srv, const char *room, char *dir,
+    size_t dirlen, struct room_ids *ids, char *why, size_t len)
+{
+	struct stat sb;
+	int r;
+
+	room_transfer_clear_stale(srv, room);
+	transfer_path(srv, room, NULL, dir, dirlen);
+	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
+	    rooms_deleting(&srv->rooms, room)) {
+		snprintf(why, len, "room '%s' does not exist (or is being made "
+		    "or deleted)", room);
+		return -ENOENT;
+	}
+	if ((r = room_ids_get(dir, srv->cfg, ids)) < 0) {
+		log_error("room %s: cannot start an export: %s", room,
+		    strerror(-r));
+		snprintf(why, len, "cannot start the export: %s", strerror(-r));
+	}
+	return r;
 }
 
 /* See room_transfer.h. */
@@ -765,32 +837,26 @@ room_transfer_export(struct server *srv, const char *room,
 	char dir[PATH_MAX + 80];
 	struct transfer_export x;
 	struct room_transfer *t = NULL;
+	struct transfer_cg cg;
 	struct room_ids ids;
 	int p[3][2], r;
-	struct stat sb;
 	pid_t pid;
 
-	room_transfer_clear_stale(srv, room);
-	transfer_path(srv, room, NULL, dir, sizeof(dir));
-	if (stat(dir, &sb) < 0 || room_transfer_importing(srv, room) ||
-	    rooms_deleting(&srv->rooms, room)) {
-		snprintf(why, len, "room '%s' does not exist (or is being made "
-		    "or deleted)", room);
-		return -ENOENT;
-	}
-	if ((r = room_ids_get(dir, srv->cfg, &ids)) < 0 ||
-	    (r = transfer_export_prepare(srv, room, dir, &ids, &x)) < 0) {
+	if ((r = transfer_export_check(srv, room, dir, sizeof(dir), &ids, why,
+	    len)) < 0 ||
+	    (r = transfer_sandbox_prepare(srv->cfg, room, &cg, why, len)) < 0)
+		return r;
+	if ((r = transfer_export_prepare(srv, room, dir, &ids, &x)) < 0 ||
+	    (r = transfer_pipes(p)) < 0) {
+		/* A directory made is swept at the room's next export. */
+		transfer_export_release(&x);
+		transfer_sandbox_release(&cg);
 		log_error("room %s: cannot start an export: %s", room,
 		    strerror(-r));
 		snprintf(why, len, "cannot start the export: %s", strerror(-r));
 		return r;
 	}
-	if ((r = transfer_pipes(p)) < 0) {
-		transfer_export_release(&x);
-		snprintf(why, len, "cannot start the export: %s", strerror(-r));
-		return r;
-	}
-	pid = transfer_export_spawn(srv, room, dir, &ids, &x, p[0][1],
+	pid = transfer_export_spawn(srv, room, dir, &ids, &cg, &x, p[0][1],
 	    p[1][1]);
 	transfer_export_release(&x);
 	transfer_close(&p[0][1], 1);
@@ -802,10 +868,12 @@ room_transfer_export(struct server *srv, const char *room,
 		transfer_close(p[2], 2);
 		transfer_close(&p[0][0], 1);
 		transfer_close(&p[1][0], 1);
+		transfer_sandbox_release(&cg);
 		snprintf(why, len, "cannot start the export");
 		return -ENOMEM;
 	}
 	t->ids = ids;
+	t->cg = cg;
 	memcpy(t->staging, x.staging, sizeof(t->staging));
 	log_info("room %s: export started (pid %d, uid %u)", room, (int)pid,
 	    (unsigned)ids.uid);
@@ -882,6 +950,7 @@ transfer_end(struct server *srv, struct room_transfer *t, int code)
 		log_debug("room %s: the transfer's client is gone", t->room);
 	transfer_close(&t->status_w, 1);
 	transfer_close(&t->err_w, 1);
+	transfer_sandbox_release(&t->cg);
 	free(t);
 }
 

@@ -59,6 +59,8 @@ def test_du_counts_stored_bytes_inodes_and_database(tmp_path):
     assert after["wal"] == str(os.path.getsize(wal) if os.path.exists(wal) else 0)
     total = os.path.getsize(m.db) + int(after["wal"])
     assert after["overhead"] == "%.1f%%" % ((total - 100001) * 100 / 100001)
+    # What it takes on the disk, its WAL counted (no room.db beside it).
+    assert after["footprint"] == str(total)
 
 
 def test_du_of_a_new_workspace_and_of_a_missing_one(tmp_path):

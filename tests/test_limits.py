@@ -230,6 +230,34 @@ def test_groups_removed_at_end_and_stale_swept(cgparent, atriumd, data_dir,
     assert settle(lambda: not any(os.path.exists(d) for d in old), 10), old
 
 
+@needs_cgroups
+def test_transfer_groups_swept_and_limits_fail_closed(
+        cgparent, atriumd, data_dir, ssh_run, tmp_path):
+    """A room transfer's helper group left by a dead atriumd is swept when
+    atriumd starts; where the room's limits cannot be applied an import
+    is refused before its helper runs, as a command is."""
+    stale = [os.path.join(h, cgparent, "demo", "xfer-1-1")
+             for h in HIERARCHIES]
+    for d in stale:
+        os.makedirs(d)
+    srv = start(atriumd, data_dir, cgparent)
+    assert not any(os.path.exists(d) for d in stale)
+    rc, out, err = ssh_run(srv, "demo", "echo hi > f")
+    assert rc == 0, err
+    p = subprocess.run(ssh_command(srv, "demo", "atrium-export"),
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    srv.stop()
+    empty = tmp_path / "no-cgroups"
+    empty.mkdir()
+    srv = start(atriumd, data_dir, cgparent, "--cgroup-root", str(empty))
+    q = subprocess.run(ssh_command(srv, "copy", "atrium-import"),
+                       input=p.stdout, capture_output=True, timeout=120)
+    assert q.returncode != 0
+    assert b"limits cannot be applied" in q.stderr, q.stderr
+    assert not os.path.exists(os.path.join(srv.data, "rooms", "copy"))
+
+
 def tracer(pid):
     """The pid tracing pid (0: none)."""
     with open("/proc/%d/status" % pid) as f:

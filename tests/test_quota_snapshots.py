@@ -86,7 +86,9 @@ def test_named_snapshots_cannot_carry_data_past_the_quota(room, model):
         assert "storage: workspace " in text and "of 64.0 MiB" in text, text
         snap_only = int(d["snapshots only"].split()[0]) / MiB
         assert "kept only by snapshots %.1f" % snap_only in text, text
-        assert re.search(r"room\.db [0-9.]+ MiB of [0-9.]+ MiB;", text), text
+        assert re.search(r"room\.db [0-9.]+ MiB \(WAL [0-9.]+\) of "
+                         r"[0-9.]+ MiB;", text), text
+        assert re.search(r"its WAL [0-9.]+ besides", text), text
 
 
 def test_undo_points_are_dropped_oldest_first_to_make_room(room, model):
@@ -109,3 +111,32 @@ def test_undo_points_are_dropped_oldest_first_to_make_room(room, model):
         # the room is full, yet the last turn can be undone
         c.send({"type": "undo", "confirm": True})
         c.wait("undo_done", timeout=60)
+
+
+def test_an_offline_snapshot_is_held_to_the_quota(tmp_path):
+    """`atrium-fs snapshot DB NAME` on an unmounted workspace admits the
+    snapshot as its daemon would, under the quota it was last mounted
+    with: refused with the figures when what it would keep does not
+    fit."""
+    from test_fs import Mount, run
+    m = Mount(tmp_path, opts="quota=8M").mount()
+    try:
+        with open(m.p("a"), "wb") as f:
+            f.write(b"a" * (3 * MiB))
+    finally:
+        m.unmount()
+    r = run("snapshot", m.db, "fits")       # 3 MiB used, keeps 3 more
+    assert r.returncode == 0, r.stderr
+    m.mount()
+    try:
+        os.unlink(m.p("a"))                 # 3 MiB kept by "fits" alone
+        with open(m.p("b"), "wb") as f:
+            f.write(b"b" * (3 * MiB))
+    finally:
+        m.unmount()
+    r = run("snapshot", m.db, "over")       # 6 MiB used, would keep 3 more
+    assert r.returncode != 0
+    assert re.search(r"would keep 31\d{5} bytes more", r.stderr), r.stderr
+    assert "of the quota's 8388608 bytes are used" in r.stderr, r.stderr
+    r = run("snapshots", m.db)
+    assert "fits" in r.stdout and "over" not in r.stdout, r.stdout

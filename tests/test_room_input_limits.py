@@ -44,8 +44,12 @@ def test_chat_lines_are_refused_at_the_room_db_cap(room, model):
     assert errors and all("room.db) is full" in m and "1.0 MiB" in m
                           for m in errors), errors
     assert 10 <= len(kept) < 25
-    # room.db stays near its cap
+    # room.db stays near its cap, its WAL counted: the WAL is cut back
+    # to an eighth of the cap when it starts over, so at most that and
+    # the frames of the checkpoint's last commits remain
     assert db_bytes(room) < 4 * MiB
+    wal = os.path.join(room.room_dir, "room.db-wal")
+    assert os.path.getsize(wal) < 1 * MiB
     # a full room.db still runs a person's own command (it stores only
     # its audit row: rm must work), not a shared one (its output is kept)
     time.sleep(1)                            # a request's worth of refill
@@ -80,3 +84,37 @@ def test_an_oversized_chat_line_is_refused_with_its_size(room, model):
     c.send({"type": "chat", "text": "y" * (65 * KiB)})
     m = c.wait("error")["message"]
     assert str(65 * KiB) in m and "65536" in m
+
+
+def test_shared_commands_sent_together_stay_under_the_cap(room, model):
+    """Six shared commands, each able to store 1 MiB of result, sent at
+    once to a room.db capped at 4 MiB: what each may store is promised
+    when it is admitted and counted until its result is stored, so those
+    that would pass the cap together are refused, and room.db stays
+    under its cap once all have ended (before, all six ran and stored
+    5.4 MB)."""
+    room.start("--model-url", model.url, "--room-db-quota", "4M", *fast())
+    c = room.connect()                       # sees the shared results
+    x0 = room.connect(kind="exec")           # asks, and hears refusals
+    cmd = "head -c 900000 /dev/zero | tr '\\0' x"
+    ids = ["s%d" % i for i in range(6)]
+    for i in ids:
+        x0.send({"type": "exec", "id": i, "share": True, "command": cmd})
+    ended, refused = [], []
+    end = time.monotonic() + 120
+    while len(ended) + len(refused) < len(ids):
+        for conn, kind, into in ((c, "exec_result", ended),
+                                 (x0, "error", refused)):
+            into += [e for e in conn.events
+                     if e.get("id") in ids and e["type"] == kind]
+            conn.events = [e for e in conn.events
+                           if not (e.get("id") in ids and e["type"] == kind)]
+        assert time.monotonic() < end, (len(ended), refused)
+        if len(ended) + len(refused) < len(ids):
+            c._read(0.1)
+            x0._read(0.1)
+    assert refused and all("room.db) is full" in e["message"]
+                           for e in refused), refused
+    assert all(len(e["stdout"]) == 900000 for e in ended)
+    assert 1 <= len(ended) <= 3, len(ended)
+    assert db_bytes(room) < 4 * MiB

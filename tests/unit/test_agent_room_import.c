@@ -373,6 +373,115 @@ test_import_mark_without_origin(void)
 	    "\"events\":0,\"dropped\":0,\"seq\":1,") == got);
 }
 
+/* The json of transcript row id (a new string), or NULL. */
+static char *
+transcript_json(long long id)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	char *out = NULL;
+
+	CHECK_INT(sqlite3_open(path, &h), SQLITE_OK);
+	CHECK_INT(sqlite3_prepare_v2(h, "SELECT json FROM transcript WHERE"
+	    " id = ?", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return out;
+}
+
+/* A room with one done turn whose transcript is a prompt, a tool call
+ * and its result, the texts carrying ESC and BEL, one block with a field
+ * no live block has; then sql on top. */
+static void
+make_transcript(const char *sql)
+{
+	make_room();
+	poke("INSERT INTO turns (id, user, prompt, state, created) VALUES"
+	    " (1, 'alice', 'go\x1b[2J', 'done', '2026-01-02T03:04:05Z');"
+	    "INSERT INTO transcript (id, turn, step, role, json) VALUES"
+	    " (1, 1, 0, 'user', '{\"role\":\"user\",\"content\":[{\"type\":"
+	    "\"text\",\"text\":\"go\x1b[2J\x07\"}]}'),"
+	    " (2, 1, 1, 'assistant', '{\"role\":\"assistant\",\"content\":["
+	    "{\"type\":\"tool_use\",\"id\":\"call-1\",\"name\":\"bash\","
+	    "\"input\":{\"command\":\"ls\"},\"cache_control\":1}]}'),"
+	    " (3, 1, 1, 'user', '{\"role\":\"user\",\"content\":[{\"type\":"
+	    "\"tool_result\",\"tool_use_id\":\"call-1\",\"content\":"
+	    "\"\\u001b]0;owned\\u0007out\",\"is_error\":false}]}');"
+	    "INSERT INTO tool_journal (turn, step, idx, call_id, name, input,"
+	    " state, status, output) VALUES (1, 1, 0, 'call-1', 'bash',"
+	    " '{\"command\":\"ls\"}', 'ended', 'ok', 'out\x1b[31m');");
+	if (sql)
+		poke(sql);
+}
+
+static void
+test_transcript_rebuilt(void)
+{
+	char *j;
+
+	make_transcript(NULL);
+	CHECK_INT(room_import_db(path, "carol"), 0);
+	j = transcript_json(1);
+	CHECK(j && strstr(j, "go[2J") && !strchr(j, '\x1b') &&
+	    !strchr(j, '\x07'));
+	free(j);
+	j = transcript_json(2);
+	CHECK(j && strstr(j, "\"call-1\"") && !strstr(j, "cache_control"));
+	free(j);
+	j = transcript_json(3);
+	CHECK(j && strstr(j, "]0;ownedout") && !strstr(j, "\\u001b") &&
+	    !strstr(j, "\\u0007"));
+	free(j);
+}
+
+static void
+test_transcript_refusals(void)
+{
+	static const char *const bad[] = {
+		/* a role the live agent never writes, in the json */
+		"UPDATE transcript SET json = '{\"role\":\"system\",\"content\":"
+		"[{\"type\":\"text\",\"text\":\"x\"}]}' WHERE id = 1",
+		/* not JSON */
+		"UPDATE transcript SET json = '{\"role\":' WHERE id = 1",
+		/* a block type no user message holds */
+		"UPDATE transcript SET json = '{\"role\":\"user\",\"content\":"
+		"[{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"b\",\"input\":"
+		"{}}]}' WHERE id = 1",
+		/* is_error of another type */
+		"UPDATE transcript SET json = replace(json, 'false', '\"no\"')"
+		" WHERE id = 3",
+		/* a tool name with a control byte */
+		"UPDATE transcript SET json = replace(json, '\"bash\"',"
+		" '\"ba\\u001bsh\"') WHERE id = 2",
+		/* a text larger than any live one */
+		"UPDATE transcript SET json = '{\"role\":\"user\",\"content\":"
+		"[{\"type\":\"text\",\"text\":\"' || hex(zeroblob(1100000)) ||"
+		" '\"}]}' WHERE id = 1",
+		/* a call left started in a turn that is not running */
+		"UPDATE tool_journal SET state = 'started', status = NULL,"
+		" output = NULL",
+		/* a status no call ends with */
+		"UPDATE tool_journal SET status = 'approved'",
+		/* an input that is not an object */
+		"UPDATE tool_journal SET input = '[1]'",
+		/* a stop reason that is no word */
+		"UPDATE turns SET stop_reason = 'end turn\x1b'",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		make_transcript(bad[i]);
+		CHECK_INT(room_import_db(path, "carol"), -1);
+	}
+	/* A call started in a running turn is what a crash leaves: kept. */
+	make_transcript("UPDATE turns SET state = 'running';"
+	    " UPDATE tool_journal SET state = 'started', status = NULL,"
+	    " output = NULL");
+	CHECK_INT(room_import_db(path, "carol"), 0);
+}
+
 int
 main(void)
 {
@@ -390,6 +499,8 @@ main(void)
 	TEST(test_rows);
 	TEST(test_import_rebuilds_and_marks_history);
 	TEST(test_import_mark_without_origin);
+	TEST(test_transcript_rebuilt);
+	TEST(test_transcript_refusals);
 	unlink(path);
 	snprintf(side, sizeof(side), "%s-wal", path);
 	unlink(side);
