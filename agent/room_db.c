@@ -616,6 +616,10 @@ room_db_keep_files(struct sqlite3 *db)
 	sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
 }
 
+#define ROOM_DB_WAL_KEEP	"67108864"	/* bytes a WAL keeps on disk
+						 * after a checkpoint, until a
+						 * bound is set */
+
 int
 room_db_open(const char *path, struct room_db **out)
 {
@@ -638,10 +642,13 @@ room_db_open(const char *path, struct room_db **out)
 	/* The agent may not add or remove a file in the room's directory
 	 * (confine.h): keep room.db-wal and -shm when the last connection
 	 * closes, and make no temporary file (statement journals and sorts
-	 * stay in memory). */
+	 * stay in memory).  With a journal_size_limit, a clean close leaves
+	 * the kept WAL empty, not frames that a room.db put in its place
+	 * (a restored copy) would take as its own. */
 	room_db_keep_files(db->db);
 	r = room_db_run(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-	    " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY");
+	    " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
+	    " PRAGMA journal_size_limit=" ROOM_DB_WAL_KEEP);
 	if (r == 0)
 		r = room_db_migrate(db);
 	if (r < 0) {
