@@ -96,6 +96,10 @@ struct agent {
 					 * (input_limits_take) or is done */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
+	int room_fd, run_fd;		/* O_PATH of room_dir and run_dir, which
+					 * name them through /proc/self/fd once
+					 * the agent gave up root (confine.c),
+					 * or -1 */
 	dev_t sock_dev;			/* sock_path's inode, as bound */
 	ino_t sock_ino;
 	const struct conn_hooks *conn_hooks;	/* what a line asks for

@@ -145,6 +145,34 @@ confine_room_files(struct agent *a)
 	return r;
 }
 
+/* ---- the room's directories ---------------------------------------------- */
+
+/* Hold the room's two directories open and name them, from now on,
+ * through those descriptors ("/proc/self/fd/N"): the room's uid may not
+ * walk DATA's parents (DATA is 0700), but a process may follow its own
+ * descriptors' links, and each directory lets the room's group search it.
+ * The spawner keeps the real paths (its copy was made at its fork).  0 or
+ * -errno (logged). */
+static int
+confine_reach_dirs(struct agent *a)
+{
+	char *paths[2] = { a->room_dir, a->run_dir };
+	int *fds[2] = { &a->room_fd, &a->run_fd };
+
+	for (int i = 0; i < 2; i++) {
+		*fds[i] = open(paths[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (*fds[i] < 0) {
+			log_error("%s: %s", paths[i], strerror(errno));
+			return -errno;
+		}
+		snprintf(paths[i], PATH_MAX, "/proc/self/fd/%d", *fds[i]);
+	}
+	if ((size_t)snprintf(a->workspace, sizeof(a->workspace), "/proc/self/"
+	    "fd/%d/%s", a->run_fd, WORKSPACE_DIR_NAME) >= sizeof(a->workspace))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 /* ---- Landlock ------------------------------------------------------------ */
 
 /* The trees the agent may open: its room's (and the cgroup parent of its
@@ -363,6 +391,8 @@ confine_agent(struct agent *a)
 		return 0;
 	}
 	prctl(PR_GET_PDEATHSIG, &deathsig, 0, 0, 0);
+	if ((r = confine_reach_dirs(a)) < 0)
+		return r;
 	if ((r = become_user(a->sb.uid, a->sb.gid, &step)) < 0) {
 		log_error("cannot become the room's uid %u (%s): %s",
 		    (unsigned)a->sb.uid, step, strerror(-r));

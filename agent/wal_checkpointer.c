@@ -36,6 +36,7 @@
 #include "log.h"
 #include "room_db.h"
 #include "sqlite_int.h"
+#include "walbuf.h"
 
 #define WAL_CHECKPOINTER_STACK	(256 * 1024)	/* SQLite's checkpoint
 						 * needs little stack */
@@ -80,8 +81,10 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 {
 	if (w->ckdb)
 		return w->ckdb;
+	/* Through the same VFS as the agent's connection (walbuf.h), which
+	 * keeps a path through /proc/self/fd as it is (confine.h). */
 	if (sqlite3_open_v2(w->path, &w->ckdb, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	    SQLITE_OPEN_NOMUTEX, walbuf_small_vfs_name()) != SQLITE_OK) {
 		log_error("room.db's checkpoints: cannot open %s: %s", w->path,
 		    w->ckdb ? sqlite3_errmsg(w->ckdb) : "out of memory");
 		sqlite3_close(w->ckdb);

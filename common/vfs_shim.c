@@ -61,11 +61,24 @@ vfs_shim_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
 	return real->xAccess(real, name, flags, out);
 }
 
+/* A path through a directory this process holds open ("/proc/self/fd/N/
+ * room.db") is kept as it is: the unix VFS would read the link and give
+ * the directory's own path, whose parents a process that gave up root may
+ * not be able to walk (atrium-agent: agent/confine.c). */
+#define VFS_SHIM_FD_DIR	"/proc/self/fd/"
+
 static int
 vfs_shim_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
 {
 	sqlite3_vfs *real = vfs_shim_real_vfs(vfs);
+	size_t len = strlen(name);
 
+	if (strncmp(name, VFS_SHIM_FD_DIR, sizeof(VFS_SHIM_FD_DIR) - 1) == 0) {
+		if (len >= (size_t)n)
+			return SQLITE_CANTOPEN;
+		memcpy(out, name, len + 1);
+		return SQLITE_OK;
+	}
 	return real->xFullPathname(real, name, n, out);
 }
 

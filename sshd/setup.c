@@ -10,7 +10,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -213,53 +212,16 @@ setup_run_dir(const char *path, gid_t gid, mode_t mode)
 	return r;
 }
 
-/* DATA and every directory above it searchable by others: each room's
- * agent runs as the room's own uid and opens DATA/rooms/ROOM/room.db by
- * its path.  DATA itself is made so (0711 at least: searchable, not
- * listable); a parent is the operator's: refused with the fix.  0 or -1
- * (logged). */
-static int
-setup_data_searchable(const char *data)
-{
-	char path[PATH_MAX], *slash;
-	struct stat st;
-
-	if (!realpath(data, path) || stat(path, &st) < 0) {
-		log_error("%s: %s", data, strerror(errno));
-		return -1;
-	}
-	if ((st.st_mode & 0011) != 0011 &&
-	    chmod(path, (st.st_mode & 07777) | 0011) < 0) {
-		log_error("%s: cannot make it searchable (chmod go+x): %s",
-		    path, strerror(errno));
-		return -1;
-	}
-	while ((slash = strrchr(path, '/')) && slash != path) {
-		*slash = '\0';
-		if (stat(path, &st) == 0 && !(st.st_mode & 0001)) {
-			log_error("%s is not searchable by other users (mode "
-			    "%o): each room's agent runs as the room's own uid "
-			    "and must reach the data directory %s below it; "
-			    "chmod o+x %s, or choose another --data", path,
-			    st.st_mode & 07777, data, path);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* See setup.h. */
 int
 setup_data_top(const struct config *cfg)
 {
 	int r;
 
-	if ((r = mkdir_p(cfg->data_dir, 0711)) < 0) {
+	if ((r = mkdir_p(cfg->data_dir, 0700)) < 0)
 		log_error("%s: cannot make the data directory: %s",
 		    cfg->data_dir, strerror(-r));
-		return r;
-	}
-	return setup_data_searchable(cfg->data_dir) < 0 ? -EACCES : 0;
+	return r;
 }
 
 /* Make DATA's run and rooms directories, its host key and its
@@ -270,14 +232,9 @@ setup_data_dir(const struct config *cfg)
 	char sub[PATH_MAX + 16];
 	int r;
 
-	/* Searchable, not listable: an agent reaches its own room's
-	 * directory (root's, its room's group's, 0710) and no other. */
 	snprintf(sub, sizeof(sub), "%s/rooms", cfg->data_dir);
-	if ((r = setup_run_dir(sub, 0, SETUP_RUN_TOP_MODE)) < 0) {
-		log_error("%s: cannot make it root's, mode %o: %s", sub,
-		    SETUP_RUN_TOP_MODE, strerror(-r));
+	if ((r = mkdir_p(sub, 0700)) < 0)
 		return r;
-	}
 	snprintf(sub, sizeof(sub), "%s/run", cfg->data_dir);
 	if ((r = setup_run_dir(sub, 0, SETUP_RUN_TOP_MODE)) < 0) {
 		log_error("%s: cannot make it root's, mode %o: %s", sub,

@@ -62,26 +62,6 @@ class DataDir:
             return f.read().strip()
 
 
-def searchable_parents(path):
-    """Make every directory above path searchable by others, as atriumd
-    requires of DATA's parents (each room's agent runs as the room's uid);
-    pytest makes its temporary directories 0700."""
-    p = os.path.dirname(os.path.abspath(path))
-    while p != "/":
-        mode = os.stat(p).st_mode
-        if not mode & 0o001:
-            os.chmod(p, (mode & 0o7777) | 0o011)
-        p = os.path.dirname(p)
-
-
-@pytest.fixture
-def tmp_path(tmp_path):
-    """pytest's tmp_path, searchable by others as a DATA's parents must be
-    (each room's agent runs as the room's uid); pytest makes it 0700."""
-    searchable_parents(str(tmp_path / "DATA"))
-    return tmp_path
-
-
 @pytest.fixture
 def data_dir(tmp_path):
     keydir = tmp_path / "keys"
@@ -94,7 +74,6 @@ def data_dir(tmp_path):
         keys[user] = path
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
-    searchable_parents(str(data))
     d = DataDir(str(data), keys)
     with open(data / "authorized_keys", "w") as f:
         for user in AUTHORIZED:

@@ -128,9 +128,6 @@ class Room:
 
     def __init__(self, base):
         self.base = base
-        # The agent runs as the room's uid (the default --sandbox-uid
-        # here, with no uid file): it must walk down to its room.
-        os.chmod(base, 0o711)
         self.room_dir = os.path.join(base, "rooms", ROOM)
         self.run_dir = os.path.join(base, "run", ROOM)
         self.workspace = os.path.join(self.run_dir, "workspace")

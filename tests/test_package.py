@@ -166,8 +166,7 @@ def test_package_builds_installs_serves_and_purges(tmp_path, data_dir):
                                                    "/bin/false")
         assert has_line("/etc/subuid", SUBIDS)
         assert has_line("/etc/subgid", SUBIDS)
-        # Searchable, not listable: each room's agent runs as its uid.
-        assert os.stat(DATA).st_mode & 0o777 == 0o711
+        assert os.stat(DATA).st_mode & 0o777 == 0o700
         assert os.path.islink(WANTS)
         assert os.access("/usr/libexec/atrium/atrium-sandbox-init", os.X_OK)
         assert not os.path.exists("/usr/bin/atrium-sandbox-init")

@@ -472,7 +472,7 @@ def test_first_start_seeds_keys_and_says_how_to_connect(atriumd, data_dir,
     said = srv.read_stdout()
     assert "ssh -p %d" % srv.port in said and "demo@localhost" in said
     assert "users: bob" in said
-    assert os.stat(data).st_mode & 0o777 == 0o711    # searchable, not listable
+    assert os.stat(data).st_mode & 0o777 == 0o700
     assert os.stat(data / "hostkey").st_mode & 0o777 == 0o600
 
 
