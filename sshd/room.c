@@ -445,6 +445,25 @@ room_reown(struct room *r, const char *db)
 	return 1;
 }
 
+/* A room made now (no room.db yet) gets its access record at once, as it
+ * is until its agent reports: open, no owner (access_record.h).  Its
+ * room.db will be the agent's, the room's uid's, which the monitor never
+ * reads, so a room with a room.db and no record would otherwise be
+ * refused (failing closed) until the report came. */
+static void
+room_record_new(struct room *r)
+{
+	char path[sizeof(r->dir) + sizeof(ROOM_DB_NAME) + 1];
+	struct access_list l;
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, ROOM_DB_NAME);
+	if (access(path, F_OK) == 0 || errno != ENOENT ||
+	    access_record_read(r->dir, &l) != -ENOENT)
+		return;
+	access_list_init(&l);
+	access_record_write(r->dir, &l);
+}
+
 /* Decide the room's sandbox identity (room_ids.h), then make its
  * directories with it: DATA/run/ROOM is root's and the room's group's, so
  * no other room's uid may pass.  0, or -1 with the room failed. */
@@ -482,6 +501,7 @@ room_prepare(struct room *r)
 	if ((rc = sandbox_write_identity(r->run, r->ids.uid, r->ids.gid)) < 0)
 		log_warn("room %s: cannot write the sandbox identity: %s",
 		    r->name, strerror(-rc));
+	room_record_new(r);
 	return 0;
 }
 
