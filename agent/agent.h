@@ -96,6 +96,8 @@ struct agent {
 					 * (input_limits_take) or is done */
 	struct journal *journal;	/* records, commits, announces: the
 					 * room's seqs (journal.h) */
+	int seed_fd;			/* O_PATH of cfg.seed_dir, or -1 */
+	char seed_real[PATH_MAX];	/* its real path, or "" */
 	int room_fd, run_fd;		/* O_PATH of room_dir and run_dir, which
 					 * name them through /proc/self/fd once
 					 * the agent gave up root (confine.c),

@@ -48,6 +48,7 @@
 #include <seccomp.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -151,6 +152,7 @@ confine_room_files(struct agent *a)
  * through those descriptors ("/proc/self/fd/N"): the room's uid may not
  * walk DATA's parents (DATA is 0700), but a process may follow its own
  * descriptors' links, and each directory lets the room's group search it.
+ * The operator's seed directory is held open too.
  * The spawner keeps the real paths (its copy was made at its fork).  0 or
  * -errno (logged). */
 static int
@@ -170,6 +172,12 @@ confine_reach_dirs(struct agent *a)
 	if ((size_t)snprintf(a->workspace, sizeof(a->workspace), "/proc/self/"
 	    "fd/%d/%s", a->run_fd, WORKSPACE_DIR_NAME) >= sizeof(a->workspace))
 		return -ENAMETOOLONG;
+	/* The operator's seed directory likewise (seed.c); it may be missing
+	 * until someone asks for it, which then fails as before. */
+	if (a->cfg.seed_dir[0] && (a->seed_fd = open(a->cfg.seed_dir, O_PATH |
+	    O_DIRECTORY | O_CLOEXEC)) >= 0 && !realpath(a->cfg.seed_dir,
+	    a->seed_real))
+		a->seed_real[0] = '\0';
 	return 0;
 }
 
@@ -183,6 +191,7 @@ confine_landlock(struct agent *a)
 {
 	struct landlock_tree t[32];
 	char err[PATH_MAX + 64], groups[CGROUP_NCTL][CGROUP_PATH_MAX];
+	char seed[32];
 	int n = 0, r;
 
 	t[n++] = (struct landlock_tree){ a->room_dir, LANDLOCK_WRITE, 0 };
@@ -200,9 +209,10 @@ confine_landlock(struct agent *a)
 		    (int)(slash - a->room_cg.dir[i]), a->room_cg.dir[i]);
 		t[n++] = (struct landlock_tree){ groups[i], LANDLOCK_WRITE, 1 };
 	}
-	if (a->cfg.seed_dir[0])
-		t[n++] = (struct landlock_tree){ a->cfg.seed_dir,
-		    LANDLOCK_READ, 1 };
+	if (a->seed_fd >= 0) {
+		snprintf(seed, sizeof(seed), "/proc/self/fd/%d", a->seed_fd);
+		t[n++] = (struct landlock_tree){ seed, LANDLOCK_READ, 0 };
+	}
 	t[n++] = (struct landlock_tree){ "/usr", LANDLOCK_EXEC, 0 };
 	t[n++] = (struct landlock_tree){ "/etc", LANDLOCK_READ, 0 };
 	t[n++] = (struct landlock_tree){ "/proc", LANDLOCK_READ, 0 };

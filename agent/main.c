@@ -464,7 +464,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	a->listen_fd = a->signal_fd = a->spawner = -1;
-	a->room_fd = a->run_fd = -1;
+	a->room_fd = a->run_fd = a->seed_fd = -1;
 	a->approval_timeout = 120;
 	a->retry_base_ms = 1000;
 	a->max_retries = 6;

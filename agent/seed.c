@@ -209,14 +209,19 @@ seed_local_ok(struct agent *a, const char *path, const char **root,
 	}
 	*root = a->cfg.seed_dir;
 	if (!seed_below(*root, path, rel, rellen)) {
-		*root = realpath(a->cfg.seed_dir, real) ? real : NULL;
+		/* Its real path was read at start, while the agent could
+		 * still walk to it (confine.c). */
+		*root = a->seed_real[0] ? a->seed_real :
+		    realpath(a->cfg.seed_dir, real) ? real : NULL;
 		if (!*root || !seed_below(*root, path, rel, rellen)) {
 			snprintf(err, errlen, "seed_git may only clone a local "
 			    "repository from under %s", a->cfg.seed_dir);
 			return -EPERM;
 		}
 	}
-	if ((fd = sandbox_seed_open(*root, rel)) < 0) {
+	fd = a->seed_fd >= 0 ? sandbox_seed_open_at(a->seed_fd, rel) :
+	    sandbox_seed_open(*root, rel);
+	if (fd < 0) {
 		snprintf(err, errlen, "seed_git cannot clone %s: %s", path,
 		    seed_open_why(fd));
 		return -EPERM;

@@ -261,19 +261,26 @@ sb_child_open_sources(const struct sandbox *sb, int fd[4])
 }
 
 int
-sandbox_seed_open(const char *root_path, const char *rel)
+sandbox_seed_open_at(int root, const char *rel)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 	};
+	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+int
+sandbox_seed_open(const char *root_path, const char *rel)
+{
 	int root, fd;
 
 	root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
-	fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
-	fd = fd < 0 ? -errno : fd;
+	fd = sandbox_seed_open_at(root, rel);
 	close(root);
 	return fd;
 }

@@ -130,6 +130,9 @@ int sandbox_release_nowait(struct sandbox_proc *p);
  * or -errno. */
 int sandbox_seed_open(const char *root_path, const char *rel);
 
+/* The same beneath the directory open at root (O_PATH will do). */
+int sandbox_seed_open_at(int root, const char *rel);
+
 /* Write DIR/passwd and DIR/group naming uid/gid as "atrium" with home
  * /workspace, for sftp-server, git and ssh tools that look themselves up. */
 int sandbox_write_identity(const char *run_dir, uid_t uid, gid_t gid);

@@ -27,8 +27,8 @@ import time
 
 import pytest
 
-from test_agent import (BIN_DIR, FS, Room, fs_pid, pytestmark,  # noqa: F401
-                        room, stop_process, stopped)
+from test_agent import (BIN_DIR, FS, SANDBOX_UID, Room, fs_pid,  # noqa: F401
+                        pytestmark, room, stop_process, stopped)
 from model_server import Before, ModelServer, Reply, ToolCall
 
 SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
@@ -57,8 +57,16 @@ class FaultRoom:
     def __init__(self, model, at, sticky):
         self.base = tempfile.mkdtemp(prefix="atrium-journal-")
         self.room = Room(self.base)
-        self.mark = os.path.join(self.base, "fired")
-        self.count = os.path.join(self.base, "commits")
+        # The shim writes these from inside the agent, which runs as the
+        # room's uid and may write only beneath its room's directories:
+        # a directory of that uid's in the run directory, on a path it
+        # can walk.
+        os.chmod(self.base, 0o711)
+        notes = os.path.join(self.room.run_dir, "fault")
+        os.mkdir(notes, 0o700)
+        os.chown(notes, SANDBOX_UID, SANDBOX_UID)
+        self.mark = os.path.join(notes, "fired")
+        self.count = os.path.join(notes, "commits")
         self.model = model
         self.room.env.update(LD_PRELOAD=SHIM, ATRIUM_FAULT_COMMIT=str(at),
                              ATRIUM_FAULT_STICKY="1" if sticky else "0",
