@@ -399,10 +399,19 @@ def test_out_of_file_descriptors_does_not_spin(warm, ssh_run):
     assert p.returncode == 0, p.stderr
     held = []
     try:
-        for _ in range(90):
-            held.append(socket.create_connection(("127.0.0.1", warm.port), 5))
-        # Measured once atriumd has taken or refused each of them.
-        wait_answered(held)
+        # From 90 addresses (all of 127/8 is loopback), so that admission's
+        # per-address limits take none of them: the process must run out
+        # of descriptors, not refuse.
+        for i in range(90):
+            held.append(socket.create_connection(
+                ("127.0.0.1", warm.port), 5,
+                source_address=("127.0.%d.%d" % (1 + i // 200, 2 + i % 200),
+                                0)))
+        # Measured once it has met the limit: refusing for want of
+        # descriptors (its own count) or pausing its accepts (EMFILE).
+        assert settle(lambda: "short of file descriptors" in warm.read_log()
+                      or "Too many open files" in warm.read_log(), 30), \
+            warm.read_log()[-2000:]
         cpu0 = cpu_seconds(pid)
         time.sleep(2)
         used = cpu_seconds(pid) - cpu0
