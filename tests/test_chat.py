@@ -54,11 +54,15 @@ class Tmux:
                               capture_output=True, text=True)
 
     def open(self, name, srv, room, user="alice", cols=80, rows=24,
-             opts=(), env=""):
+             opts=(), env="", under_shell=False):
+        """A pane running ssh into room; under_shell keeps a shell as the
+        pane's process with ssh its child (tmux continues a pane's own
+        process when it is stopped, not its children)."""
         cmd = " ".join(ssh_command(srv, room, user=user,
                                    opts=["-t"] + list(opts)))
         self("new-session", "-d", "-s", name, "-x", str(cols), "-y",
-             str(rows), "exec " + env + cmd)
+             str(rows), env + cmd + "; exit $?" if under_shell else
+             "exec " + env + cmd)
         self("set-option", "-t", name, "remain-on-exit", "on")
         self.wait(name, room + ">")
 

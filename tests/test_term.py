@@ -15,6 +15,8 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import time
 
 import pytest
 
@@ -202,23 +204,39 @@ def test_who_lists_who_is_in_the_terminal(srv, tmux):
         j.close()
 
 
+def status_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f
+                    if ":\t" in line)
+
+
 def test_a_stopped_member_holds_nobody_up(srv, tmux):
     """A member whose client stops reading (SIGSTOP) does not slow the
     shell or the others; once it reads again it sees the screen as it
     is, the same as everyone else's."""
     tmux.open("a", srv, "slow", "alice", cols=80, rows=24)
-    tmux.open("b", srv, "slow", "bob", cols=80, rows=24)
+    tmux.open("b", srv, "slow", "bob", cols=80, rows=24, under_shell=True)
     enter_term(tmux, "a")
     enter_term(tmux, "b")
-    pid = int(tmux("display-message", "-p", "-t", "b",
-                   "#{pane_pid}").stdout)
+    shell = int(tmux("display-message", "-p", "-t", "b",
+                     "#{pane_pid}").stdout)
+    # bob's ssh, the shell's child: tmux would continue its pane's own
+    # process at once.
+    pid = int(subprocess.run(["pgrep", "-P", str(shell), "-x", "ssh"],
+                             capture_output=True, text=True).stdout)
     os.kill(pid, signal.SIGSTOP)
+    deadline = time.time() + 10
+    while not status_of(pid)["State"].startswith("T"):
+        assert time.time() < deadline, "bob's ssh did not stop"
+        time.sleep(0.02)
     try:
         tmux.type("a", "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; "
                   "do seq 1 5000; done; echo all-$((1+2))-done")
         tmux.wait("a", line_alone("all-3-done"), timeout=30)
         tmux.type("a", "echo after-$((2*3))")
         tmux.wait("a", line_alone("after-6"))
+        # bob's client stayed stopped all along.
+        assert status_of(pid)["State"].startswith("T")
     finally:
         os.kill(pid, signal.SIGCONT)
     tmux.wait("b", line_alone("after-6"), timeout=30)
