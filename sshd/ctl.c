@@ -25,7 +25,7 @@
 #include "jsonl.h"
 #include "log.h"
 #include "names.h"
-#include "room_access.h"
+#include "room_list.h"
 #include "server.h"
 #include "status.h"
 #include "util.h"
@@ -118,7 +118,7 @@ ctl_request(struct ctl_conn *c, const char *line, size_t len)
 
 	type = req ? json_get_string(req, "type") : NULL;
 	if (type && strcmp(type, "rooms") == 0)
-		ctl_answer(c, room_access_list(srv->cfg->data_dir, &srv->rooms,
+		ctl_answer(c, room_list(srv->cfg->data_dir, &srv->rooms,
 		    "", 1));
 	else if (type && strcmp(type, "status") == 0)
 		ctl_answer(c, status_json(&srv->rooms));

@@ -40,7 +40,7 @@
 #include "names.h"
 #include "privsep.h"
 #include "protocol.h"
-#include "room_access.h"
+#include "room_list.h"
 #include "room_quota.h"
 #include "room_transfer.h"
 #include "server.h"
@@ -312,7 +312,7 @@ monitor_rooms(struct server *srv, json_object *req, const char *room,
 	json_object *ev, *rooms;
 
 	monitor_put(ans, "type", "rooms");
-	ev = room_access_list(srv->cfg->data_dir, &srv->rooms, id->user,
+	ev = room_list(srv->cfg->data_dir, &srv->rooms, id->user,
 	    id->admin);
 	if (ev && json_object_object_get_ex(ev, "rooms", &rooms))
 		json_object_object_add(ans, "rooms", monitor_rooms_made(srv,

@@ -13,9 +13,8 @@
  * not room.db or a question to the agent), and the key options the
  * session authenticated with.  The network process cannot read DATA: the
  * monitor reads the record for it (monitor_ask_access, monitor_ask_rooms)
- * and room_access_list runs in the monitor (and in `atriumd room list`,
- * which records nothing).  The room's name is the only thing the client
- * chooses, and it only says which list applies.
+ * and lists rooms itself (room_list.h).  The room's name is the only thing
+ * the client chooses, and it only says which list applies.
  *
  * A room that does not exist yet is created by its first use; a key with
  * rooms="PATTERNS" may create only rooms whose name matches, so such a
@@ -32,29 +31,16 @@
  */
 #include "room_access.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "access.h"
-#include "access_record.h"
 #include "log.h"
 #include "monitor_ask.h"
-#include "names.h"
 #include "server.h"
 #include "session.h"
-
-#define ROOM_ACCESS_PATH	(PATH_MAX + 320)	/* DATA/rooms/ROOM */
-
-/* DATA/rooms/ROOM into out. */
-static void
-room_access_path(const char *data, const char *room, char *out, size_t len)
-{
-	snprintf(out, len, "%s/rooms/%s", data, room);
-}
 
 /* Refuse c's request in its room: a room that does not exist and one
  * that is private get the same words (access_refusal), so that only the
@@ -109,73 +95,6 @@ room_access_admit(struct chan *c, const char *what)
 	    l.owner[0] ? l.owner : "(none)");
 	room_access_refuse(c);
 	return 0;
-}
-
-/* One room of a listing. */
-static json_object *
-room_access_entry(const struct rooms *rs, const char *room,
-    const struct access_list *l)
-{
-	json_object *o = json_object_new_object(), *m = json_object_new_array();
-
-	json_object_object_add(o, "room", json_object_new_string(room));
-	json_object_object_add(o, "owner", l->owner[0] ?
-	    json_object_new_string(l->owner) : NULL);
-	json_object_object_add(o, "visibility",
-	    json_object_new_string(access_visibility_name(l->visibility)));
-	for (int i = 0; i < l->nmembers; i++)
-		json_object_array_add(m, json_object_new_string(l->members[i]));
-	json_object_object_add(o, "members", m);
-	json_object_object_add(o, "state", json_object_new_string(
-	    rs && rooms_running(rs, room) ? "running" : "stopped"));
-	return o;
-}
-
-/* Only the names of rooms. */
-static int
-room_access_filter(const struct dirent *d)
-{
-	return room_name_valid(d->d_name);
-}
-
-/* See room_access.h. */
-json_object *
-room_access_list(const char *data, const struct rooms *rs, const char *user,
-    int admin)
-{
-	json_object *ev = json_object_new_object(), *arr;
-	char dir[ROOM_ACCESS_PATH];
-	struct dirent **names = NULL;
-	struct access_list l;
-	int n, listed = 0;
-
-	if (!ev || !(arr = json_object_new_array())) {
-		json_object_put(ev);
-		return NULL;
-	}
-	json_object_object_add(ev, "type", json_object_new_string("rooms"));
-	snprintf(dir, sizeof(dir), "%s/rooms", data);
-	n = scandir(dir, &names, room_access_filter, alphasort);
-	for (int i = 0; i < n; i++) {
-		const char *room = names[i]->d_name;
-
-		room_access_path(data, room, dir, sizeof(dir));
-		if (listed < ROOM_ACCESS_MAX_LISTED &&
-		    !(rs && rooms_deleting(rs, room)) &&
-		    access_record_get(dir, rs != NULL, &l) == 0 &&
-		    access_may_enter(&l, user, admin)) {
-			json_object_array_add(arr, room_access_entry(rs, room,
-			    &l));
-			listed++;
-		}
-		free(names[i]);
-	}
-	free(names);
-	json_object_object_add(ev, "rooms", arr);
-	if (listed == ROOM_ACCESS_MAX_LISTED)
-		json_object_object_add(ev, "truncated",
-		    json_object_new_boolean(1));
-	return ev;
 }
 
 /* See room_access.h. */

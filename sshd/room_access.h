@@ -1,10 +1,11 @@
 /*
  * room_access.h: atriumd's room access decisions for a session: may its
  * user enter the room it named (and create it, when it does not exist
- * yet), which rooms may it list, may it delete its room.  The rules are
- * common/access.h's; the room's list comes from the monitor's record each
- * time (access_record.h), and who the user is from authorized_keys (the
- * session's key options: atrium-admin, rooms=), never from the client.
+ * yet), may it delete its room; which rooms it may list is the monitor's
+ * answer (room_list.h).  The rules are common/access.h's; the room's list
+ * comes from the monitor's record each time (access_record.h), and who
+ * the user is from authorized_keys (the session's key options:
+ * atrium-admin, rooms=), never from the client.
  */
 #ifndef ATRIUMD_ROOM_ACCESS_H
 #define ATRIUMD_ROOM_ACCESS_H
@@ -15,21 +16,10 @@ struct chan;
 struct server;
 struct session;
 
-#define ROOM_ACCESS_MAX_LISTED	1000	/* rooms in one listing */
-
 /* May c's session use its room for what ("exec", "chat"...)?  1 yes;
  * 0 refused: the reason is on the client's stderr (exit status 1) and
  * in the log. */
 int room_access_admit(struct chan *c, const char *what);
-
-struct rooms;
-
-/* The rooms user (admin: every room) may enter among those in DATA, as a
- * `rooms` event (rooms: [{room, owner, visibility, members, state}], by
- * name); state comes from rs ("stopped" for all when rs is NULL: atriumd
- * is not running).  NULL when out of memory. */
-json_object *room_access_list(const char *data, const struct rooms *rs,
-    const char *user, int admin);
 
 /* Delete room (which must be s's room: the confirmation), when s's user
  * owns it or is an admin: its sessions end, its processes stop, its

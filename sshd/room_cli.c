@@ -29,7 +29,7 @@
 #include "jsonl.h"
 #include "names.h"
 #include "room.h"
-#include "room_access.h"
+#include "room_list.h"
 #include "util.h"
 
 #define ROOM_CLI_WAIT_MS	(CTL_DELETE_WAIT_MS + 5000)
@@ -173,7 +173,7 @@ room_cli_list_here(const char *data, int err)
 		room_cli_unreachable(data, holder, err);
 		return 1;
 	}
-	if (!(ev = room_access_list(data, NULL, "", 1)))
+	if (!(ev = room_list(data, NULL, "", 1)))
 		return 1;
 	printf("%s\n", json_object_to_json_string_ext(ev,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
