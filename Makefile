@@ -34,7 +34,7 @@ WERROR   ?=
 WARN     := -std=c17 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
             -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DATRIUM_VERSION='"$(VERSION)"'
-ALL_CFLAGS = $(WARN) $(DEFS) $(CPPFLAGS) $(CFLAGS) -Icommon -MMD -MP \
+ALL_CFLAGS = $(WARN) $(DEFS) $(CPPFLAGS) $(CFLAGS) -Icommon $(PART_CFLAGS) -MMD -MP \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # atriumd is a root network daemon: the release build is hardened whatever
 # CFLAGS says (hardening-check verifies it).  The sanitizer builds are not:
@@ -72,7 +72,14 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
 COMMON_SRC := $(wildcard common/*.c)
 FS_SRC     := $(wildcard fs/*.c)
 AGENT_SRC  := $(wildcard agent/*.c)
-SSHD_SRC   := $(wildcard sshd/*.c)
+# atriumd's code is in a folder per role: monitor/ (the root process),
+# net/ (the network process), chat/ (the terminal chat, in the network
+# process) and shared/ (both).  Its files include one another's headers by
+# name from any of the four (PART_CFLAGS, set for atriumd's objects and
+# its unit tests only, so no other program sees those names).
+SSHD_DIRS  := sshd/shared sshd/monitor sshd/net sshd/chat
+SSHD_INC   := $(addprefix -I,$(SSHD_DIRS))
+SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -106,6 +113,8 @@ $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
+$(call obj,$(1),$(SSHD_SRC) $(wildcard tests/unit/test_sshd_*.c)): \
+    PART_CFLAGS := $(SSHD_INC)
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -124,7 +133,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out sshd/main.c,$(SSHD_SRC)) $(SECCOMP_SRC)
+SSHD_PART    = $(filter-out sshd/monitor/main.c,$(SSHD_SRC)) $(SECCOMP_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \

@@ -1,7 +1,7 @@
 /*
- * test_sshd_privsep.c: the monitor's request socket (sshd/privsep.c,
- * sshd/monitor.c) from the network process's side: frames and passed fds
- * go through whole, a frame too long or not JSON is refused, and the
+ * test_sshd_privsep.c: the monitor's request socket (sshd/shared/privsep.c,
+ * sshd/monitor/monitor.c) from the network process's side: frames and passed
+ * fds go through whole, a frame too long or not JSON is refused, and the
  * monitor answers the requests of its set and ends the network process
  * (stops) at anything else: an unknown type, a room name a client could
  * not use, a user name authorized_keys cannot make, a request for a user
@@ -19,9 +19,9 @@
 
 #include "unit.h"
 #include "jsonl.h"
-#include "../../sshd/monitor.h"
-#include "../../sshd/privsep.h"
-#include "../../sshd/server.h"
+#include "../../sshd/monitor/monitor.h"
+#include "../../sshd/shared/privsep.h"
+#include "../../sshd/shared/server.h"
 
 /* Who a request is for, in the guest set of --open (no authorized_keys):
  * the name of the key whose SHA256 starts with four zero bytes. */
