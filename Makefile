@@ -80,6 +80,11 @@ AGENT_SRC  := $(wildcard agent/*.c)
 SSHD_DIRS  := sshd/shared sshd/monitor sshd/net sshd/chat
 SSHD_INC   := $(addprefix -I,$(SSHD_DIRS))
 SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
+# Two programs, one main each: atriumd (the monitor) and atriumd-net (the
+# network process it executes).  Both still link the rest of sshd/, since
+# shared/server.c serves either role.
+SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
+SSHD_LIB    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -91,7 +96,7 @@ LIBCOMMON_SRC := $(filter-out $(INIT_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atrium-fs atrium-agent atrium-sandbox-init
 
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
@@ -106,7 +111,9 @@ $(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
 $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
-$(1)/atriumd: $(call obj,$(1),$(SSHD_SRC) $(SECCOMP_SRC)) $(1)/libcommon.a
+$(1)/atriumd: $(call obj,$(1),sshd/monitor/main.c $(SSHD_LIB)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+$(1)/atriumd-net: $(call obj,$(1),sshd/net/main.c $(SSHD_LIB)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
@@ -133,7 +140,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out sshd/monitor/main.c,$(SSHD_SRC)) $(SECCOMP_SRC)
+SSHD_PART    = $(SSHD_LIB)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -240,11 +247,12 @@ stress: deps
 	tests/stress.sh $(BUILD)
 
 # --- install -----------------------------------------------------------------
-# atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the agent
-# and the sandbox's init are started only by atriumd and the agent, so they
-# stay off PATH in libexec (atriumd finds them from its own place).
+# atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the
+# network process, the agent and the sandbox's init are started only by
+# atriumd and the agent, so they stay off PATH in libexec (atriumd finds
+# them from its own place).
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
-    $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
+    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
     $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
     $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
@@ -254,8 +262,8 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
-	install -m 755 $(BUILD)/atrium-agent $(BUILD)/atrium-sandbox-init \
-	    $(DESTDIR)$(LIBEXECDIR)/
+	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atrium-agent \
+	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service

@@ -1,14 +1,13 @@
 /*
  * datalock.c: the data directory's lock (datalock.h).  Called by main.c
- * (take at start, forget in the network process), room_cli.c (take for
- * an offline deletion, probe) and status.c (probe).
+ * (take at start), room_cli.c (take for an offline deletion, probe) and
+ * status.c (probe).
  *
  * Why a POSIX record lock and not flock or an OFD lock: those two belong
- * to the open file description, which fork shares with the child.  The
- * network process is forked without exec, so it would hold the lock too:
- * after a kill -9 of the monitor the lock would last as long as that
- * child, and the child (which parses every client's bytes) could release
- * it.  A record lock belongs to the process that set it: a child never
+ * to the open file description, which fork shares with the child.  Had a
+ * child forked by the monitor kept a copy of the descriptor, it would hold
+ * the lock too: after a kill -9 of the monitor the lock would last as long
+ * as that child, and the child could release it.  A record lock belongs to the process that set it: a child never
  * holds it, cannot release it (F_UNLCK in a process drops only that
  * process's locks), and the kernel drops it when the monitor exits.  Its
  * one trap is that closing any descriptor of the file in the holding
@@ -17,8 +16,8 @@
  * holder's pid (as seen from the asker's pid namespace), so a refusal
  * names it without trusting the file's text.
  *
- * The descriptor is close-on-exec (the rooms' programs never see it) and
- * the network process closes its copy (datalock_forget).
+ * The descriptor is close-on-exec: the rooms' programs and the network
+ * process (atriumd-net, executed) never see it.
  */
 #include "datalock.h"
 
@@ -170,15 +169,6 @@ datalock_probe(const char *data, pid_t *holder)
 	r = datalock_query(fd, holder);
 	close(fd);
 	return r;
-}
-
-/* See datalock.h. */
-void
-datalock_forget(struct datalock *l)
-{
-	if (l->fd >= 0)
-		close(l->fd);
-	l->fd = -1;
 }
 
 /* See datalock.h. */

@@ -37,11 +37,6 @@ int datalock_take(struct datalock *l, const char *data, pid_t *holder);
  * the probe's descriptor would drop that process's own lock. */
 int datalock_probe(const char *data, pid_t *holder);
 
-/* In a child forked from the holder that runs on without exec (the
- * network process): close the inherited descriptor.  The lock stays the
- * parent's (a record lock is its process's, not inherited). */
-void datalock_forget(struct datalock *l);
-
 /* Say on stderr, as who ("atriumd"), that DATA is held by holder (its
  * pid, 0 when unknown), then advice: what to do. */
 void datalock_explain(const char *who, const char *data, pid_t holder,

@@ -1,5 +1,6 @@
 /*
- * helpers.c: atriumd's search for atrium-fs and atrium-agent (helpers.h).
+ * helpers.c: atriumd's search for atriumd-net, atrium-fs and atrium-agent
+ * (helpers.h).
  * Run once at start, as root, before the split; the result is fixed for
  * the process's life.
  */
@@ -35,6 +36,23 @@ helpers_layout(const char *dir, int flat, struct helpers *out)
 	    sizeof(out->agent), dir, "../libexec/atrium/atrium-agent");
 }
 
+/* atriumd-net from atriumd's own directory self: beside it (the build
+ * tree) or in the installed layout's libexec.  0, or -ENOENT (logged). */
+static int
+helpers_find_net(const char *self, struct helpers *out)
+{
+	if (helpers_join(out->net, sizeof(out->net), self, "atriumd-net") == 0 &&
+	    access(out->net, X_OK) == 0)
+		return 0;
+	if (helpers_join(out->net, sizeof(out->net), self,
+	    "../libexec/atrium/atriumd-net") == 0 && access(out->net, X_OK) == 0)
+		return 0;
+	log_error("atriumd-net, atriumd's network process, is neither beside "
+	    "atriumd in %s nor in %s/../libexec/atrium: install atriumd and "
+	    "atriumd-net together (make install)", self, self);
+	return -ENOENT;
+}
+
 int
 helpers_find(const char *bin_dir, struct helpers *out)
 {
@@ -42,11 +60,13 @@ helpers_find(const char *bin_dir, struct helpers *out)
 	int r;
 
 	memset(out, 0, sizeof(*out));
+	if (self_dir(self, sizeof(self)) < 0)
+		snprintf(self, sizeof(self), ".");
+	if ((r = helpers_find_net(self, out)) < 0)
+		return r;
 	if (bin_dir && bin_dir[0]) {
 		r = helpers_layout(bin_dir, 1, out);
 	} else {
-		if (self_dir(self, sizeof(self)) < 0)
-			snprintf(self, sizeof(self), ".");
 		/* The build tree keeps every program in one directory. */
 		snprintf(probe, sizeof(probe), "%s/atrium-agent", self);
 		r = helpers_layout(self, access(probe, X_OK) == 0, out);

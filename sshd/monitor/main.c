@@ -5,21 +5,23 @@
  * taken (datalock.h: a second atriumd on the same DATA stops there, having
  * made and removed nothing in it), what goes in it prepared, the host key
  * loaded and the listener bound, as root; then atriumd splits in
- * two (server.h): the parent stays root as the monitor, the child drops
- * to the privsep user (privdrop.h) and serves the network, and both run
- * until SIGTERM or SIGINT; SIGHUP makes the monitor reread its settings
- * (reload.h).  `atriumd room ...` and `atriumd status` are the operator's
- * commands instead (room_cli.h, status.h); --version and --log-level are
- * every program's (cli.h).
+ * two (server.h): the parent stays root as the monitor, the child
+ * executes atriumd-net (sshd/net/main.c, found by helpers.h) with the
+ * listener, the host key and its ends of the two sockets as fds 3 to 6,
+ * and that program drops to the privsep user (privdrop.h) and serves the
+ * network; both run until SIGTERM or SIGINT; SIGHUP makes the monitor
+ * reread its settings (reload.h).  `atriumd room ...` and `atriumd
+ * status` are the operator's commands instead (room_cli.h, status.h);
+ * --version and --log-level are every program's (cli.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,6 +48,8 @@
 #define MAIN_NETWORK_PID	"atriumd-network.pid"	/* in DATA/run */
 #define MAIN_MIN_NOFILE		65536	/* descriptors, as the packaged unit */
 #define MAIN_MMAP_THRESHOLD	(128 * 1024)	/* glibc's initial one, kept */
+#define MAIN_NET_FD_TOP		16	/* fds for atriumd-net are moved above
+					 * this before they go to 3..6 */
 
 static const char main_usage[] =
 	"usage: atriumd [--data DIR] [--listen [ADDR]:PORT] "
@@ -191,29 +195,135 @@ main_unpublish_pid(const struct config *c, const struct file_id *made)
 		    "not the file this atriumd wrote" : strerror(-r));
 }
 
-/* The forked child: give up root, then serve the network.  Never
- * returns. */
-static void
-main_network(struct server *srv, struct keys *keys, struct datalock *lock,
-    const struct privdrop_id *id, pid_t monitor, int mon_fd, int ev_fd)
-{
-	int r;
+/* The settings atriumd-net reads (config.h's keys); no other is passed
+ * on, the API keys' file least of all. */
+static const char *const main_net_settings[] = {
+	"data", "open", "max-commands-per-user", "max-startups",
+	"per-source-rate", "per-source-startups",
+};
+#define MAIN_NET_NSETTINGS \
+	(sizeof(main_net_settings) / sizeof(main_net_settings[0]))
 
-	/* The API keys are the monitor's, for the agents it starts; DATA's
-	 * lock too (this copy of its descriptor holds nothing). */
-	keys_clear(keys);
-	datalock_forget(lock);
-	prctl(PR_SET_NAME, "atriumd-net", 0, 0, 0);
-	if (privdrop_apply(id, monitor) < 0)
-		_exit(1);
-	log_info("network process (pid %d) runs as %s (uid %u), without "
-	    "capabilities, under seccomp", (int)getpid(), id->name,
-	    (unsigned)id->uid);
-	r = server_init_network(srv, mon_fd, ev_fd);
-	if (r == 0)
-		r = server_run(srv);
-	server_destroy(srv);
-	_exit(r ? 1 : 0);
+/* atriumd-net's command line and environment (sshd/net/main.c), made
+ * before the fork: the child only moves fds and executes. */
+struct main_net_cmd {
+	char *argv[6 + 2 * MAIN_NET_NSETTINGS];
+	int argc;
+	char nums[3][24];		/* MONITOR-PID, UID, GID */
+	char name[64];			/* USER */
+	char keys[MAIN_NET_NSETTINGS][48];	/* "--KEY" */
+	char values[MAIN_NET_NSETTINGS][PATH_MAX];
+	char *envp[2];
+	char log_env[64];		/* ATRIUM_LOG=LEVEL, for --log-level */
+};
+
+/* config_each's callback: keep the settings of main_net_settings. */
+static void
+main_net_setting(const char *key, const char *value, void *arg)
+{
+	struct main_net_cmd *cmd = arg;
+
+	for (size_t i = 0; i < MAIN_NET_NSETTINGS; i++) {
+		if (strcmp(key, main_net_settings[i]) != 0)
+			continue;
+		snprintf(cmd->keys[i], sizeof(cmd->keys[i]), "--%s", key);
+		snprintf(cmd->values[i], sizeof(cmd->values[i]), "%s", value);
+	}
+}
+
+/* Fill cmd for the program at path, the drop's id and the settings. */
+static void
+main_net_cmd(struct main_net_cmd *cmd, const char *path,
+    const struct config *c, const struct privdrop_id *id)
+{
+	const char *level = getenv("ATRIUM_LOG");
+	int n = 0;
+
+	memset(cmd, 0, sizeof(*cmd));
+	snprintf(cmd->nums[0], sizeof(cmd->nums[0]), "%d", (int)getpid());
+	snprintf(cmd->nums[1], sizeof(cmd->nums[1]), "%u", (unsigned)id->uid);
+	snprintf(cmd->nums[2], sizeof(cmd->nums[2]), "%u", (unsigned)id->gid);
+	snprintf(cmd->name, sizeof(cmd->name), "%s", id->name);
+	config_each(c, main_net_setting, cmd);
+	cmd->argv[n++] = (char *)path;
+	for (int i = 0; i < 3; i++)
+		cmd->argv[n++] = cmd->nums[i];
+	cmd->argv[n++] = cmd->name;
+	for (size_t i = 0; i < MAIN_NET_NSETTINGS; i++) {
+		if (!cmd->keys[i][0])
+			continue;
+		cmd->argv[n++] = cmd->keys[i];
+		cmd->argv[n++] = cmd->values[i];
+	}
+	cmd->argc = n;
+	if (level && strlen(level) < 32) {
+		snprintf(cmd->log_env, sizeof(cmd->log_env), "ATRIUM_LOG=%s",
+		    level);
+		cmd->envp[0] = cmd->log_env;
+	}
+}
+
+/* The forked child: put fds (listener, host key, request and event
+ * sockets, each above MAIN_NET_FD_TOP) at 3 to 6, close every other one
+ * above 2, and become atriumd-net (sshd/net/main.c), which gives up root.
+ * Only async-signal-safe calls: the monitor's memory (the API keys among
+ * it) is gone with the execve.  Never returns. */
+static void
+main_exec_network(const struct main_net_cmd *cmd, const int *fds)
+{
+	static const char failed[] = "atriumd: cannot execute atriumd-net\n";
+
+	for (int i = 0; i < 4; i++)
+		if (dup2(fds[i], 3 + i) < 0)
+			_exit(127);
+	if (close_range(7, ~0U, 0) < 0)
+		_exit(127);
+	execve(cmd->argv[0], cmd->argv, cmd->envp);
+	if (write(2, failed, sizeof(failed) - 1) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Close the n fds (each may be -1). */
+static void
+main_close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* What atriumd-net gets as fds 3 to 6, each duplicated above
+ * MAIN_NET_FD_TOP (so that moving one down never overwrites another)
+ * into fds.  0, or -errno (logged; nothing left open). */
+static int
+main_net_fds(struct server *srv, int req, int ev, int *fds)
+{
+	char path[PATH_MAX + 16];
+	int src[4], r = 0;
+
+	snprintf(path, sizeof(path), "%s/hostkey", srv->cfg->data_dir);
+	src[0] = ssh_bind_get_fd(srv->bind);
+	src[1] = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	src[2] = req;
+	src[3] = ev;
+	if (src[1] < 0) {
+		r = -errno;
+		log_error("%s: %s", path, strerror(-r));
+		return r;
+	}
+	for (int i = 0; i < 4; i++) {
+		fds[i] = fcntl(src[i], F_DUPFD_CLOEXEC, MAIN_NET_FD_TOP);
+		if (fds[i] < 0 && r == 0)
+			r = -errno;
+	}
+	close(src[1]);
+	if (r < 0) {
+		log_error("cannot pass fds to the network process: %s",
+		    strerror(-r));
+		main_close_fds(fds, 4);
+	}
+	return r;
 }
 
 /* main_flags for a reload: every flag over the file's settings. */
@@ -230,31 +340,33 @@ main_reload(void *arg)
 	reload_run(arg);
 }
 
-/* Two socketpairs (requests, events) and the fork.  The parent's return:
- * the exit status. */
+/* Two socketpairs (requests, events), the fork and atriumd-net's
+ * execve.  The parent's return: the exit status. */
 static int
-main_split(struct server *srv, struct keys *keys, struct datalock *lock,
-    const struct helpers *progs, const struct privdrop_id *id,
-    struct reload *rl)
+main_split(struct server *srv, struct keys *keys, const struct helpers *progs,
+    const struct privdrop_id *id, struct reload *rl)
 {
+	static struct main_net_cmd cmd;
 	struct file_id pidfile = { 0 };
-	int req[2], ev[2], r;
-	pid_t monitor = getpid(), pid;
+	int req[2], ev[2], fds[4], r;
+	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ev) < 0) {
 		log_error("socketpair: %s", strerror(errno));
 		return 1;
 	}
+	main_net_cmd(&cmd, progs->net, srv->cfg, id);
+	if (main_net_fds(srv, req[1], ev[1], fds) < 0)
+		return 1;
 	if ((pid = fork()) < 0) {
 		log_error("fork: %s", strerror(errno));
+		main_close_fds(fds, 4);
 		return 1;
 	}
-	if (pid == 0) {
-		close(req[0]);
-		close(ev[0]);
-		main_network(srv, keys, lock, id, monitor, req[1], ev[1]);
-	}
+	if (pid == 0)
+		main_exec_network(&cmd, fds);
+	main_close_fds(fds, 4);
 	close(req[1]);
 	close(ev[1]);
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);
@@ -364,14 +476,15 @@ main(int argc, char **argv)
 		keys_clear(&keys);
 		return 1;
 	}
-	log_info("atriumd %s: data %s, programs %s and %s, idle timeout %d s%s",
-	    ATRIUM_VERSION, cfg.data_dir, progs.fs, progs.agent,
+	log_info("atriumd %s: data %s, programs %s and %s, network process "
+	    "%s, idle timeout %d s%s", ATRIUM_VERSION, cfg.data_dir, progs.fs,
+	    progs.agent, progs.net,
 	    cfg.idle_timeout, cfg.open ? ", OPEN: any key accepted, unknown "
 	    "ones as guests (open rooms, rooms they create, private rooms when "
 	    "invited)" : "");
 	banner_model(&cfg, &keys);
 	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys, NULL };
-	r = main_split(&srv, &keys, &lock, &progs, &id, &rl);
+	r = main_split(&srv, &keys, &progs, &id, &rl);
 	keys_clear(&keys);
 	return r;
 }

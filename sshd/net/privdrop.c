@@ -1,6 +1,7 @@
 /*
  * privdrop.c: the network process gives up root (privdrop.h).  Called by
- * main.c: privdrop_resolve before the fork, privdrop_apply in the child.
+ * the monitor's main.c (privdrop_resolve, before the fork) and by
+ * atriumd-net's main.c (privdrop_apply, first thing).
  */
 #include "privdrop.h"
 

@@ -1,6 +1,7 @@
 /*
  * privdrop.h: how atriumd's network process gives up root (privdrop.c),
- * in the forked child before it touches a client's byte:
+ * in atriumd-net (which the monitor forks and executes as root) before it
+ * parses its settings, its host key or a client's byte:
  *
  *   1. supplementary groups cleared, gid and uid set (real, effective,
  *      saved) to the privsep user's (--privsep-user; default `atrium`
@@ -29,7 +30,8 @@ struct privdrop_id {
 };
 
 /* Look the privsep user up (want: --privsep-user, "" for the default),
- * before the fork (NSS may need files the network process cannot open).
+ * in the monitor before the fork (NSS may need files the network process
+ * cannot open); atriumd-net gets the answer on its command line.
  * 0, or -errno with the reason logged (unknown user, or root). */
 int privdrop_resolve(const char *want, struct privdrop_id *out);
 

@@ -7,7 +7,8 @@
  * monitor answers the requests in the order they came; the monitor tells
  * the network process what happened on its own (a room deleted by the
  * operator, a room that became ready) on the event socket.  Both are unix
- * stream socketpairs made before the fork.
+ * stream socketpairs made before the fork; atriumd-net gets its ends as
+ * fds 5 and 6 (sshd/net/main.c).
  *
  * A message is one frame:
  *

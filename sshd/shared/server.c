@@ -1,7 +1,8 @@
 /*
  * server.c: the listener and the main loop of both of atriumd's processes
- * (server.h).  Called by main.c: server_bind before the fork, then
- * server_init_monitor or server_init_network, then server_run.
+ * (server.h).  Called by the monitor's main.c (server_bind before the
+ * fork, then server_init_monitor) and atriumd-net's (server_adopt, then
+ * server_init_network), then by both, server_run.
  *
  * One thread: ssh_event_dopoll serves the listener, every session, child
  * pipes, agent sockets and a signalfd; after each poll, server_turn runs
@@ -517,6 +518,45 @@ server_bind(struct server *srv, const struct config *cfg)
 	if ((r = compat_init()) < 0)
 		return r;
 	return server_listen(srv);
+}
+
+/* See server.h. */
+int
+server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
+    ssh_key key)
+{
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->sigfd = -1;
+	srv->ctl.fd = -1;
+	srv->mon_fd = srv->ev_fd = -1;
+	if (!(srv->bind = ssh_bind_new())) {
+		ssh_key_free(key);
+		close(listen_fd);
+		return -ENOMEM;
+	}
+	/* The bind owns the key from here, and the socket once it is set. */
+	if (ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_IMPORT_KEY,
+	    key) < 0) {
+		log_error("cannot use the host key: %s",
+		    ssh_get_error(srv->bind));
+		ssh_key_free(key);
+		close(listen_fd);
+		return -EINVAL;
+	}
+	ssh_bind_set_fd(srv->bind, listen_fd);
+	if (compat_bind_setup(srv->bind) < 0)
+		return -EINVAL;
+	/* With a socket given, libssh only checks that it has a key. */
+	if (ssh_bind_listen(srv->bind) < 0) {
+		log_error("cannot serve the listener: %s",
+		    ssh_get_error(srv->bind));
+		return -EINVAL;
+	}
+	ssh_bind_set_blocking(srv->bind, 0);
+	fd_set_cloexec(listen_fd, 1);
+	fd_set_nonblock(listen_fd, 1);
+	return 0;
 }
 
 /* The loop and the signals, in either process. */

@@ -99,9 +99,16 @@ int server_fds_left(struct server *srv, int channel);
  * the client's stderr and exit status 1. */
 void server_end_room(struct server *srv, const char *room, const char *msg);
 
-/* Before the fork, as root: load the host key and bind the listener.
+/* Before the fork, as root: load the host key (a check: atriumd-net reads
+ * it again from the fd the monitor hands it) and bind the listener.
  * 0, or -errno with the reason logged. */
 int server_bind(struct server *srv, const struct config *cfg);
+
+/* In atriumd-net, before server_init_network: serve listen_fd (bound
+ * and listening, from the monitor) with key as the host key; both are
+ * the server's from here, whatever the result.  0, or -errno (logged). */
+int server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
+    ssh_key key);
 
 /* After the fork, in the monitor: drop the listener, serve requests on
  * mon_fd, send events on ev_fd, watch net (the network process).  0 or
@@ -109,7 +116,7 @@ int server_bind(struct server *srv, const struct config *cfg);
 int server_init_monitor(struct server *srv, const struct helpers *progs,
     int mon_fd, int ev_fd, pid_t net);
 
-/* After the fork, in the network process (privileges already dropped):
+/* In atriumd-net, after server_adopt (privileges already dropped):
  * accept connections, ask on mon_fd, read events on ev_fd.  0 or -errno
  * (logged). */
 int server_init_network(struct server *srv, int mon_fd, int ev_fd);
