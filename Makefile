@@ -74,17 +74,20 @@ FS_SRC     := $(wildcard fs/*.c)
 AGENT_SRC  := $(wildcard agent/*.c)
 # atriumd's code is in a folder per role: monitor/ (the root process),
 # net/ (the network process), chat/ (the terminal chat, in the network
-# process) and shared/ (both).  Its files include one another's headers by
-# name from any of the four (PART_CFLAGS, set for atriumd's objects and
-# its unit tests only, so no other program sees those names).
+# process) and shared/ (both).  Files include headers by name from their
+# own role's folders and shared/ only (PART_CFLAGS, set for atriumd's
+# objects and its unit tests alone, so no other program sees those names):
+# a monitor file cannot reach for the network process's code, nor the
+# other way round.
 SSHD_DIRS  := sshd/shared sshd/monitor sshd/net sshd/chat
 SSHD_INC   := $(addprefix -I,$(SSHD_DIRS))
 SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
-# Two programs, one main each: atriumd (the monitor) and atriumd-net (the
-# network process it executes).  Both still link the rest of sshd/, since
-# shared/server.c serves either role.
+# Two programs: atriumd, the monitor, from monitor/ and shared/; and
+# atriumd-net, the network process it executes, from net/, chat/ and
+# shared/.  Neither links the other's code.
 SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
-SSHD_LIB    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC)
+MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
+NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -111,17 +114,21 @@ $(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
 $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
-$(1)/atriumd: $(call obj,$(1),sshd/monitor/main.c $(SSHD_LIB)) $(1)/libcommon.a
+$(1)/atriumd: $(call obj,$(1),$(MONITOR_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
-$(1)/atriumd-net: $(call obj,$(1),sshd/net/main.c $(SSHD_LIB)) $(1)/libcommon.a
+$(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
-$(call obj,$(1),$(SSHD_SRC) $(wildcard tests/unit/test_sshd_*.c)): \
-    PART_CFLAGS := $(SSHD_INC)
+$(call obj,$(1),$(wildcard sshd/shared/*.c)): PART_CFLAGS := -Isshd/shared
+$(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/monitor
+$(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
+$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -140,7 +147,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(SSHD_LIB)
+SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \

@@ -15,7 +15,7 @@
 #include "keys.h"
 
 /* Log the host key's fingerprint line; a key that cannot be read is
- * logged as such (server_bind reports it again and fails). */
+ * logged as such (monitor_loop_bind reports it again and fails). */
 void banner_host_key(const struct config *c);
 
 /* Log the model, its URL and whether its provider has a key (a warning

@@ -1,6 +1,6 @@
 /*
- * ctl.c: the operator socket (ctl.h).  Called by server.c: ctl_init at
- * start, ctl_tick after each poll, ctl_free at the end.
+ * ctl.c: the operator socket (ctl.h).  Called by monitor_loop.c: ctl_init
+ * at start, ctl_tick after each poll, ctl_free at the end.
  *
  * A connection is read until its first newline (at most CTL_MAX_LINE
  * bytes), answered, and closed; a deletion's answer waits until the
@@ -24,9 +24,10 @@
 #include "buf.h"
 #include "jsonl.h"
 #include "log.h"
+#include "monitor.h"
+#include "monitor_loop.h"
 #include "names.h"
 #include "room_list.h"
-#include "server.h"
 #include "status.h"
 #include "util.h"
 
@@ -83,7 +84,7 @@ ctl_deleted(struct ctl_conn *c)
 static void
 ctl_delete(struct ctl_conn *c, const char *room)
 {
-	struct server *srv = c->ctl->srv;
+	struct monitor *srv = c->ctl->srv;
 	char dir[4200], msg[256];
 	struct stat sb;
 
@@ -100,7 +101,7 @@ ctl_delete(struct ctl_conn *c, const char *room)
 	log_info("ctl: the operator deletes room '%s'", room);
 	snprintf(msg, sizeof(msg), "atrium: room '%s' was deleted by the "
 	    "server's operator", room);
-	server_end_room(srv, room, msg);
+	monitor_end_room(srv, room, msg);
 	rooms_delete(&srv->rooms, room);
 	snprintf(c->deleting, sizeof(c->deleting), "%s", room);
 	c->deadline_ms = time_mono_ms() + CTL_DELETE_WAIT_MS;
@@ -114,7 +115,7 @@ ctl_request(struct ctl_conn *c, const char *line, size_t len)
 {
 	const char *err, *type;
 	json_object *req = jsonl_parse_object(line, len, &err);
-	struct server *srv = c->ctl->srv;
+	struct monitor *srv = c->ctl->srv;
 
 	type = req ? json_get_string(req, "type") : NULL;
 	if (type && strcmp(type, "rooms") == 0)
@@ -220,7 +221,7 @@ ctl_answers(const char *path)
 
 /* See ctl.h. */
 int
-ctl_init(struct ctl *ctl, struct server *srv)
+ctl_init(struct ctl *ctl, struct monitor *srv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mode_t old;

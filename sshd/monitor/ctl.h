@@ -21,11 +21,11 @@
 #define CTL_MAX_CONNS		16		/* served at once */
 #define CTL_DELETE_WAIT_MS	30000		/* a deletion's answer */
 
-struct server;
+struct monitor;
 struct ctl_conn;
 
 struct ctl {
-	struct server *srv;		/* owner */
+	struct monitor *srv;		/* owner */
 	int fd;				/* the listening socket, -1: none */
 	struct watch w;			/* on fd */
 	char path[4200];		/* DATA/run/atriumd.sock */
@@ -38,7 +38,7 @@ struct ctl {
 /* Listen on DATA/run/atriumd.sock (a stale one, that nothing answers
  * on, is replaced: called only with DATA's lock held).  0 or -errno
  * (logged; atriumd runs on without it). */
-int ctl_init(struct ctl *ctl, struct server *srv);
+int ctl_init(struct ctl *ctl, struct monitor *srv);
 
 /* Answer deletions that finished or timed out; reap connections.  Every
  * loop turn, outside callbacks. */

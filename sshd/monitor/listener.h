@@ -10,7 +10,7 @@
  *   [ADDR]:PORT    127.0.0.1, [::1], 0.0.0.0 (IPv4 only), [::] (IPv6,
  *                  and IPv4 too unless net.ipv6.bindv6only is 1).
  *
- * Called once, as root, before atriumd splits (server.c: server_listen).
+ * Called once, as root, before atriumd splits (monitor_loop.c: monitor_loop_listen).
  */
 #ifndef ATRIUMD_LISTENER_H
 #define ATRIUMD_LISTENER_H

@@ -4,15 +4,16 @@
  * --open without a value); then the data directory is made, its lock
  * taken (datalock.h: a second atriumd on the same DATA stops there, having
  * made and removed nothing in it), what goes in it prepared, the host key
- * loaded and the listener bound, as root; then atriumd splits in
- * two (server.h): the parent stays root as the monitor, the child
- * executes atriumd-net (sshd/net/main.c, found by helpers.h) with the
- * listener, the host key and its ends of the two sockets as fds 3 to 6,
- * and that program drops to the privsep user (privdrop.h) and serves the
- * network; both run until SIGTERM or SIGINT; SIGHUP makes the monitor
- * reread its settings (reload.h).  `atriumd room ...` and `atriumd
- * status` are the operator's commands instead (room_cli.h, status.h);
- * --version and --log-level are every program's (cli.h).
+ * loaded and the listener bound, as root; then atriumd splits in two
+ * (monitor_loop.h, sshd/net/server.h): the parent stays root as the
+ * monitor, the child executes atriumd-net (sshd/net/main.c, found by
+ * helpers.h) with the listener, the host key and its ends of the two
+ * sockets as fds 3 to 6, and that program drops to the privsep user
+ * (privdrop.h) and serves the network; both run until SIGTERM or SIGINT;
+ * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
+ * ...` and `atriumd status` are the operator's commands instead
+ * (room_cli.h, status.h); --version and --log-level are every program's
+ * (cli.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,11 +36,11 @@
 #include "host_limits.h"
 #include "keys.h"
 #include "log.h"
-#include "privdrop.h"
+#include "monitor_loop.h"
+#include "privdrop_id.h"
 #include "privsep.h"
 #include "reload.h"
 #include "room_cli.h"
-#include "server.h"
 #include "setup.h"
 #include "status.h"
 #include "strictmodes.h"
@@ -297,7 +298,7 @@ main_close_fds(int *fds, int n)
  * MAIN_NET_FD_TOP (so that moving one down never overwrites another)
  * into fds.  0, or -errno (logged; nothing left open). */
 static int
-main_net_fds(struct server *srv, int req, int ev, int *fds)
+main_net_fds(struct monitor *srv, int req, int ev, int *fds)
 {
 	char path[PATH_MAX + 16];
 	int src[4], r = 0;
@@ -333,7 +334,7 @@ main_reload_flags(struct config *c, int argc, char **argv)
 	return main_flags(c, argc, argv, 0);
 }
 
-/* The monitor's SIGHUP (server.h). */
+/* The monitor's SIGHUP (monitor_loop.h). */
 static void
 main_reload(void *arg)
 {
@@ -343,7 +344,7 @@ main_reload(void *arg)
 /* Two socketpairs (requests, events), the fork and atriumd-net's
  * execve.  The parent's return: the exit status. */
 static int
-main_split(struct server *srv, struct keys *keys, const struct helpers *progs,
+main_split(struct monitor *srv, struct keys *keys, const struct helpers *progs,
     const struct privdrop_id *id, struct reload *rl)
 {
 	static struct main_net_cmd cmd;
@@ -372,7 +373,7 @@ main_split(struct server *srv, struct keys *keys, const struct helpers *progs,
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);
 	privsep_set_timeout(ev[0], PRIVSEP_IO_TIMEOUT_MS);
 	main_publish_pid(srv->cfg, pid, &pidfile);
-	if (server_init_monitor(srv, progs, req[0], ev[0], pid) < 0) {
+	if (monitor_loop_init(srv, progs, req[0], ev[0], pid) < 0) {
 		kill(pid, SIGKILL);
 		main_unpublish_pid(srv->cfg, &pidfile);
 		return 1;
@@ -381,9 +382,9 @@ main_split(struct server *srv, struct keys *keys, const struct helpers *progs,
 	rl->rooms = &srv->rooms;
 	srv->reload = main_reload;
 	srv->reload_arg = rl;
-	r = server_run(srv);
+	r = monitor_loop_run(srv);
 	main_unpublish_pid(srv->cfg, &pidfile);
-	server_destroy(srv);
+	monitor_loop_destroy(srv);
 	return r ? 1 : 0;
 }
 
@@ -412,7 +413,7 @@ main(int argc, char **argv)
 {
 	static struct config cfg;
 	static struct keys keys;
-	static struct server srv;
+	static struct monitor srv;
 	static struct helpers progs;
 	static struct datalock lock = { -1 };
 	struct privdrop_id id;
@@ -471,8 +472,8 @@ main(int argc, char **argv)
 		return 1;
 	host_limits_start(&cfg);
 	banner_host_key(&cfg);
-	if (server_bind(&srv, &cfg) < 0) {
-		server_destroy(&srv);
+	if (monitor_loop_bind(&srv, &cfg) < 0) {
+		monitor_loop_destroy(&srv);
 		keys_clear(&keys);
 		return 1;
 	}

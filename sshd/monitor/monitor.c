@@ -1,6 +1,6 @@
 /*
  * monitor.c: the monitor's side of the request socket (monitor.h; the
- * wire and the request set are privsep.h).  Called by server.c's loop
+ * wire and the request set are privsep.h).  Called by monitor_loop.c's loop
  * in the monitor process.
  *
  * The network process parses everything clients send, so the monitor
@@ -37,13 +37,13 @@
 #include "jsonl.h"
 #include "log.h"
 #include "monitor_identity.h"
+#include "monitor_loop.h"
 #include "names.h"
 #include "privsep.h"
 #include "protocol.h"
 #include "room_list.h"
 #include "room_quota.h"
 #include "room_transfer.h"
-#include "server.h"
 
 #define MONITOR_PIPE_SIZE	(1024 * 1024)	/* each of a command's pipes */
 
@@ -56,7 +56,7 @@ struct monitor_fds {
 /* One request: ans is filled, fds when descriptors go with it; id is who
  * it is for (monitor_identity.h), NULL for a request that acts for nobody.
  * 0, or -1 when the request broke the rules. */
-typedef int (*monitor_fn)(struct server *srv, json_object *req,
+typedef int (*monitor_fn)(struct monitor *srv, json_object *req,
     const char *room, const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds);
 
@@ -78,7 +78,7 @@ monitor_put(json_object *o, const char *key, const char *value)
 /* DATA/rooms/ROOM into out; 1 when it is a directory (the room exists),
  * 0 when not. */
 static int
-monitor_room_dir(struct server *srv, const char *room, char *out, size_t len)
+monitor_room_dir(struct monitor *srv, const char *room, char *out, size_t len)
 {
 	struct stat sb;
 
@@ -89,7 +89,7 @@ monitor_room_dir(struct server *srv, const char *room, char *out, size_t len)
 /* Read room's access list (its record) into l: 1 read, 0 when the room
  * does not exist, -EIO when it cannot be read (callers fail closed). */
 static int
-monitor_room_list(struct server *srv, const char *room, struct access_list *l)
+monitor_room_list(struct monitor *srv, const char *room, struct access_list *l)
 {
 	char dir[PATH_MAX + 80];
 
@@ -103,7 +103,7 @@ monitor_room_list(struct server *srv, const char *room, struct access_list *l)
  * it: rooms=)?  Then count a new room against the user's cap, and start
  * the room if it is cold. */
 static int
-monitor_use(struct server *srv, json_object *req, const char *room,
+monitor_use(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -209,7 +209,7 @@ monitor_send_hello(int s, json_object *hello)
  * (agent/requests.c), so who the connection is for and whether the key
  * is an admin's is the monitor's word, not the network process's. */
 static int
-monitor_agent(struct server *srv, json_object *req, const char *room,
+monitor_agent(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -237,7 +237,7 @@ monitor_agent(struct server *srv, json_object *req, const char *room,
 
 /* why {room} */
 static int
-monitor_why(struct server *srv, json_object *req, const char *room,
+monitor_why(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -249,7 +249,7 @@ monitor_why(struct server *srv, json_object *req, const char *room,
 /* access {room}: whether it exists, and its access list (the monitor's
  * record, access_record.h). */
 static int
-monitor_access(struct server *srv, json_object *req, const char *room,
+monitor_access(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -286,7 +286,7 @@ monitor_access(struct server *srv, json_object *req, const char *room,
 /* The rooms of a listing less those being imported (not made yet) and
  * those an import cut short by a crash left (removed now). */
 static json_object *
-monitor_rooms_made(struct server *srv, json_object *rooms)
+monitor_rooms_made(struct monitor *srv, json_object *rooms)
 {
 	json_object *out = json_object_new_array();
 	size_t n = json_object_array_length(rooms);
@@ -305,7 +305,7 @@ monitor_rooms_made(struct server *srv, json_object *rooms)
 /* rooms {user, key, addr}: the listing the user may see (every room for
  * a key with atrium-admin). */
 static int
-monitor_rooms(struct server *srv, json_object *req, const char *room,
+monitor_rooms(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -326,7 +326,7 @@ monitor_rooms(struct server *srv, json_object *req, const char *room,
 
 /* delete {room, user, key, addr}: the room's owner or an admin only. */
 static int
-monitor_delete(struct server *srv, json_object *req, const char *room,
+monitor_delete(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -347,7 +347,7 @@ monitor_delete(struct server *srv, json_object *req, const char *room,
 /* authkeys {}: DATA/authorized_keys, read-only, so that the network
  * process sees each edit without being able to read DATA. */
 static int
-monitor_authkeys(struct server *srv, json_object *req, const char *room,
+monitor_authkeys(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -370,7 +370,7 @@ monitor_authkeys(struct server *srv, json_object *req, const char *room,
  * pipe, and the network process is not one (with 64 KiB pipes, 50
  * uploads at once ran at half speed and held twice the memory). */
 static int
-monitor_pipes(struct server *srv, json_object *req, const char *room,
+monitor_pipes(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -409,7 +409,7 @@ monitor_transfer_answer(json_object *ans, struct monitor_fds *fds, int r,
 /* export {room, user, key, addr}: the room's archive (room_transfer.h),
  * for whoever may enter the room. */
 static int
-monitor_export(struct server *srv, json_object *req, const char *room,
+monitor_export(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -434,7 +434,7 @@ monitor_export(struct server *srv, json_object *req, const char *room,
  * (room_transfer.h), for a key that may create it (rooms=); the room's
  * absence and the rest are room_transfer_import's checks. */
 static int
-monitor_import(struct server *srv, json_object *req, const char *room,
+monitor_import(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
@@ -468,9 +468,9 @@ static const struct monitor_req monitor_reqs[] = {
 };
 
 /* The network process broke the rules (or went away): end it, and the
- * monitor with it; its exit stops the rooms (server.c). */
+ * monitor with it; its exit stops the rooms (monitor_loop.c). */
 static void
-monitor_abandon(struct server *srv, const char *why)
+monitor_abandon(struct monitor *srv, const char *why)
 {
 	loop_del(&srv->mon_w);
 	if (srv->net_pid > 0) {
@@ -498,7 +498,7 @@ monitor_refuse(json_object *ans, const char *type, const char *why)
 /* Run entry e for req once its fields and who it is for are checked.
  * 0, or -1 when it broke the rules. */
 static int
-monitor_run(struct server *srv, const struct monitor_req *e,
+monitor_run(struct monitor *srv, const struct monitor_req *e,
     json_object *req, json_object *ans, struct monitor_fds *fds)
 {
 	const char *room = json_get_string(req, "room");
@@ -520,7 +520,7 @@ monitor_run(struct server *srv, const struct monitor_req *e,
 
 /* Look req up and run it.  0, or -1 when it broke the rules. */
 static int
-monitor_dispatch(struct server *srv, json_object *req, json_object *ans,
+monitor_dispatch(struct monitor *srv, json_object *req, json_object *ans,
     struct monitor_fds *fds)
 {
 	const char *type = json_get_string(req, "type");
@@ -537,7 +537,7 @@ monitor_dispatch(struct server *srv, json_object *req, json_object *ans,
 void
 monitor_serve(struct watch *w, int revents)
 {
-	struct server *srv = w->arg;
+	struct monitor *srv = w->arg;
 	json_object *req = NULL, *ans;
 	struct monitor_fds fds = { .n = 0 };
 	int r;
@@ -575,7 +575,7 @@ monitor_serve(struct watch *w, int revents)
 
 /* Send an event; a network process that does not take it is ended. */
 static void
-monitor_tell(struct server *srv, json_object *ev)
+monitor_tell(struct monitor *srv, json_object *ev)
 {
 	/* Once stopping (or once it is gone) nothing is owed to it. */
 	if (srv->ev_fd >= 0 && ev && !srv->stopping && srv->net_pid > 0 &&
@@ -586,7 +586,7 @@ monitor_tell(struct server *srv, json_object *ev)
 
 /* See monitor.h. */
 void
-monitor_end_room(struct server *srv, const char *room, const char *msg)
+monitor_end_room(struct monitor *srv, const char *room, const char *msg)
 {
 	json_object *ev = json_object_new_object();
 

@@ -34,8 +34,8 @@
 
 #include "jsonl.h"
 #include "log.h"
+#include "monitor_loop.h"
 #include "names.h"
-#include "server.h"
 
 #define IDENTITY_FP_PREFIX	"SHA256:"
 #define IDENTITY_FP_DIGITS	43	/* base64 of 32 bytes, unpadded */
@@ -96,7 +96,7 @@ identity_guest_name(const char *fp, char *out, size_t len)
 /* Re-read authorized_keys if it changed.  Its failure is logged by
  * authkeys (and leaves no key: fail closed). */
 static void
-identity_refresh(struct server *srv)
+identity_refresh(struct monitor *srv)
 {
 	char path[PATH_MAX + 32];
 
@@ -107,7 +107,7 @@ identity_refresh(struct server *srv)
 
 /* The key is in no line: an --open guest, when that is its name. */
 static int
-identity_guest(struct server *srv, const char *user, const char *fp,
+identity_guest(struct monitor *srv, const char *user, const char *fp,
     struct monitor_identity *id, char *why, size_t len)
 {
 	char guest[64];
@@ -129,7 +129,7 @@ identity_guest(struct server *srv, const char *user, const char *fp,
 
 /* See monitor_identity.h. */
 int
-monitor_identity_get(struct server *srv, json_object *req,
+monitor_identity_get(struct monitor *srv, json_object *req,
     struct monitor_identity *id, char *why, size_t len)
 {
 	const char *user = json_get_string(req, "user");

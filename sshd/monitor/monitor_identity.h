@@ -17,7 +17,7 @@
 
 #include "authkeys.h"
 
-struct server;
+struct monitor;
 
 struct monitor_identity {
 	char user[64];			/* the user the key's line names */
@@ -35,7 +35,7 @@ struct monitor_identity {
  * the rules); -EACCES when the key is not, or no longer, one that
  * authorized_keys (or --open) lets in as that user from that address now,
  * with why (for the log and the client). */
-int monitor_identity_get(struct server *srv, json_object *req,
+int monitor_identity_get(struct monitor *srv, json_object *req,
     struct monitor_identity *id, char *why, size_t len);
 
 /* May id create the room called room (it does not exist yet)?  1 or 0:

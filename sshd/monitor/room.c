@@ -1,7 +1,7 @@
 /*
  * room.c: start, watch and stop each room's atrium-fs and atrium-agent
- * (room.h).  Called by server.c (child exits, ticks, shutdown) and by
- * session channels (rooms_use).
+ * (room.h).  Called by monitor_loop.c (child exits, ticks, shutdown) and
+ * by monitor.c's use requests (rooms_use).
  *
  * Invariants: a room's children are only ever started from ROOM_COLD or
  * ROOM_RETRY (one atrium-fs per workspace.db, one atrium-agent per room.db);

@@ -1,8 +1,9 @@
 /*
  * room_transfer.c: whole-room exports and imports in the monitor
  * (room_transfer.h).  Called by monitor.c (the export and import
- * requests), server.c (reaping, shutdown) and monitor.c's use and access
- * requests (a room being imported is neither started nor entered).
+ * requests), monitor_loop.c (reaping, shutdown) and monitor.c's use and
+ * access requests (a room being imported is neither started nor
+ * entered).
  *
  * An export is one child, `atrium-fs export-room --fd NAME=N... .`: it
  * reads room.db and workspace.db each in one read transaction (consistent
@@ -86,11 +87,11 @@
 #include "access_record.h"
 #include "fsctl_client.h"
 #include "log.h"
+#include "monitor_loop.h"
 #include "protocol.h"
 #include "room.h"
 #include "room_ids.h"
 #include "room_quota.h"
-#include "server.h"
 #include "transfer_sandbox.h"
 
 #define TRANSFER_PIPE_SIZE	(1024 * 1024)
@@ -291,7 +292,7 @@ transfer_pipes(int p[3][2])
 
 /* A record for a helper now running. */
 static struct room_transfer *
-transfer_add(struct server *srv, enum transfer_stage stage, pid_t pid,
+transfer_add(struct monitor *srv, enum transfer_stage stage, pid_t pid,
     const char *room, const char *user, int err_w, int status_w)
 {
 	struct room_transfer *t = calloc(1, sizeof(*t));
@@ -311,7 +312,7 @@ transfer_add(struct server *srv, enum transfer_stage stage, pid_t pid,
 
 /* DATA/rooms/ROOM[/name] into out. */
 static void
-transfer_path(const struct server *srv, const char *room, const char *name,
+transfer_path(const struct monitor *srv, const char *room, const char *name,
     char *out, size_t len)
 {
 	if ((size_t)snprintf(out, len, "%s/rooms/%s%s%s", srv->rooms.data,
@@ -321,7 +322,7 @@ transfer_path(const struct server *srv, const char *room, const char *name,
 
 /* Step 1 of an import: may user make room now?  0, or -errno with why. */
 static int
-transfer_import_check(struct server *srv, const char *room, const char *user,
+transfer_import_check(struct monitor *srv, const char *room, const char *user,
     char *why, size_t len)
 {
 	char dir[PATH_MAX + 80];
@@ -342,7 +343,7 @@ transfer_import_check(struct server *srv, const char *room, const char *user,
 /* Step 3: atrium-fs import-room, reading in, writing to err.  The pid,
  * or -errno. */
 static pid_t
-transfer_unpack(struct server *srv, const char *room,
+transfer_unpack(struct monitor *srv, const char *room,
     const struct room_ids *ids, const struct transfer_cg *cg, int in,
     int err)
 {
@@ -361,7 +362,7 @@ transfer_unpack(struct server *srv, const char *room,
 /* Remove what a failed import made of room, and give its place back
  * to the importer's count of rooms made (room_quota.h). */
 static void
-transfer_remove_room(struct server *srv, const char *room)
+transfer_remove_room(struct monitor *srv, const char *room)
 {
 	if (rooms_remove_dirs(srv->rooms.data, room) < 0)
 		log_error("room %s: a failed import left its directory behind; "
@@ -372,7 +373,7 @@ transfer_remove_room(struct server *srv, const char *room)
 
 /* Step 2's mark.  0 or -errno. */
 static int
-transfer_mark(struct server *srv, const char *room)
+transfer_mark(struct monitor *srv, const char *room)
 {
 	char path[PATH_MAX + 80];
 	int fd;
@@ -390,7 +391,7 @@ transfer_mark(struct server *srv, const char *room)
 
 /* The helpers' directory, the room's uid's alone.  0 or -errno. */
 static int
-transfer_staging(struct server *srv, const char *room,
+transfer_staging(struct monitor *srv, const char *room,
     const struct room_ids *ids)
 {
 	char path[PATH_MAX + 80];
@@ -403,7 +404,7 @@ transfer_staging(struct server *srv, const char *room,
 
 /* See room_transfer.h. */
 int
-room_transfer_clear_stale(struct server *srv, const char *room)
+room_transfer_clear_stale(struct monitor *srv, const char *room)
 {
 	char path[PATH_MAX + 80];
 
@@ -422,7 +423,7 @@ room_transfer_clear_stale(struct server *srv, const char *room)
  * cgroup: everything before the first helper.  0, or -errno with why
  * (and nothing of the room left). */
 static int
-transfer_import_prepare(struct server *srv, const char *room,
+transfer_import_prepare(struct monitor *srv, const char *room,
     const char *user, struct room_ids *ids, struct transfer_cg *cg,
     char *why, size_t len)
 {
@@ -450,7 +451,7 @@ transfer_import_prepare(struct server *srv, const char *room,
 
 /* See room_transfer.h. */
 int
-room_transfer_import(struct server *srv, const char *room,
+room_transfer_import(struct monitor *srv, const char *room,
     const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
 {
 	struct room_transfer *t;
@@ -495,7 +496,7 @@ room_transfer_import(struct server *srv, const char *room,
 int
 room_transfer_counts(const char *room, void *arg)
 {
-	struct server *srv = arg;
+	struct monitor *srv = arg;
 	char path[PATH_MAX + 80];
 
 	room_transfer_clear_stale(srv, room);
@@ -505,7 +506,7 @@ room_transfer_counts(const char *room, void *arg)
 
 /* See room_transfer.h. */
 int
-room_transfer_importing(const struct server *srv, const char *room)
+room_transfer_importing(const struct monitor *srv, const char *room)
 {
 	for (const struct room_transfer *t = srv->transfers; t; t = t->next)
 		if (t->stage != STAGE_EXPORT && strcmp(t->room, room) == 0)
@@ -523,7 +524,7 @@ transfer_say(struct room_transfer *t, const char *msg)
 
 /* Step 4: atrium-agent import-db.  0 or -errno. */
 static int
-transfer_adopt(struct server *srv, struct room_transfer *t)
+transfer_adopt(struct monitor *srv, struct room_transfer *t)
 {
 	char dir[PATH_MAX + 80];
 	char *argv[] = { srv->rooms.progs.agent, "import-db", "--owner",
@@ -687,7 +688,7 @@ transfer_export_commit(const char *dir, struct transfer_export *x)
 /* Remove the export directories in the room's directory rfd that no
  * running export of room uses (atriumd stopped during those). */
 static void
-transfer_sweep_exports(struct server *srv, const char *room, int rfd)
+transfer_sweep_exports(struct monitor *srv, const char *room, int rfd)
 {
 	struct dirent *d;
 	DIR *dir;
@@ -735,7 +736,7 @@ transfer_export_staging(const char *dir, int rfd, const struct room_ids *ids,
 /* Everything an export of room (its directory dir) needs before its
  * helper starts, into x.  0 or -errno (nothing left made or open). */
 static int
-transfer_export_prepare(struct server *srv, const char *room,
+transfer_export_prepare(struct monitor *srv, const char *room,
     const char *dir, const struct room_ids *ids, struct transfer_export *x)
 {
 	int rfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
@@ -759,7 +760,7 @@ transfer_export_prepare(struct server *srv, const char *room,
 
 /* Remove an export's directory (when it has one). */
 static void
-transfer_export_cleanup(struct server *srv, const struct room_transfer *t)
+transfer_export_cleanup(struct monitor *srv, const struct room_transfer *t)
 {
 	char dir[PATH_MAX + 80];
 	int rfd, r;
@@ -778,7 +779,7 @@ transfer_export_cleanup(struct server *srv, const struct room_transfer *t)
 /* Start the export of room (at dir) as ids with x's files, writing to
  * out and err.  The pid, or -errno. */
 static pid_t
-transfer_export_spawn(struct server *srv, const char *room, const char *dir,
+transfer_export_spawn(struct monitor *srv, const char *room, const char *dir,
     const struct room_ids *ids, const struct transfer_cg *cg,
     struct transfer_export *x, int out, int err)
 {
@@ -807,7 +808,7 @@ transfer_export_spawn(struct server *srv, const char *room, const char *dir,
 /* The room an export names, at dir, and its uid, into ids: 0, or
  * -errno with why. */
 static int
-transfer_export_check(struct server *srv, const char *room, char *dir,
+transfer_export_check(struct monitor *srv, const char *room, char *dir,
     size_t dirlen, struct room_ids *ids, char *why, size_t len)
 {
 	struct stat sb;
@@ -831,7 +832,7 @@ transfer_export_check(struct server *srv, const char *room, char *dir,
 
 /* See room_transfer.h. */
 int
-room_transfer_export(struct server *srv, const char *room,
+room_transfer_export(struct monitor *srv, const char *room,
     int fds[ROOM_TRANSFER_FDS], char *why, size_t len)
 {
 	char dir[PATH_MAX + 80];
@@ -902,7 +903,7 @@ transfer_record(const char *dir, const struct room_transfer *t)
 /* Step 5: the workspace and the history in place, the access record
  * made, the mark gone.  0 or -errno. */
 static int
-transfer_finish(struct server *srv, struct room_transfer *t)
+transfer_finish(struct monitor *srv, struct room_transfer *t)
 {
 	char dir[PATH_MAX + 80];
 	int rfd, sfd = -1, r;
@@ -935,7 +936,7 @@ transfer_finish(struct server *srv, struct room_transfer *t)
 
 /* Write the status line and forget t. */
 static void
-transfer_end(struct server *srv, struct room_transfer *t, int code)
+transfer_end(struct monitor *srv, struct room_transfer *t, int code)
 {
 	char line[16];
 	int n = snprintf(line, sizeof(line), "%d\n", code);
@@ -957,7 +958,7 @@ transfer_end(struct server *srv, struct room_transfer *t, int code)
 /* An import's helper ended with code: on to the next step, or undo the
  * room. */
 static void
-transfer_import_step(struct server *srv, struct room_transfer *t, int code)
+transfer_import_step(struct monitor *srv, struct room_transfer *t, int code)
 {
 	int r = code == 0 ? 0 : -ECANCELED;
 
@@ -993,7 +994,7 @@ transfer_code(int status)
 
 /* See room_transfer.h. */
 int
-room_transfer_child_exited(struct server *srv, pid_t pid, int status)
+room_transfer_child_exited(struct monitor *srv, pid_t pid, int status)
 {
 	struct room_transfer *t = srv->transfers;
 	int code = transfer_code(status);
@@ -1015,7 +1016,7 @@ room_transfer_child_exited(struct server *srv, pid_t pid, int status)
 
 /* See room_transfer.h. */
 void
-room_transfer_stop_all(struct server *srv)
+room_transfer_stop_all(struct monitor *srv)
 {
 	struct room_transfer *t;
 	int status;

@@ -18,29 +18,29 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-struct server;
+struct monitor;
 struct room_transfer;
 
 #define ROOM_TRANSFER_FDS	3	/* pipes handed out per transfer */
 
 /* Start exporting room: fds[] get the read ends of its stdout, stderr and
  * status.  0, or -errno with the reason for the user in why. */
-int room_transfer_export(struct server *srv, const char *room,
+int room_transfer_export(struct monitor *srv, const char *room,
     int fds[ROOM_TRANSFER_FDS], char *why, size_t len);
 
 /* Start importing a new room for user (who becomes its owner): fds[] get
  * the write end of its stdin and the read ends of its stderr and status.
  * Refused when the room exists, is being made or deleted, or user is over
  * max-rooms-per-user.  0, or -errno with the reason in why. */
-int room_transfer_import(struct server *srv, const char *room,
+int room_transfer_import(struct monitor *srv, const char *room,
     const char *user, int fds[ROOM_TRANSFER_FDS], char *why, size_t len);
 
 /* 1 while room is being imported (nothing may start or enter it). */
-int room_transfer_importing(const struct server *srv, const char *room);
+int room_transfer_importing(const struct monitor *srv, const char *room);
 
 /* Remove room when a crash left it half-imported (its mark, no import
  * running): before anything uses or lists it.  1 when it did. */
-int room_transfer_clear_stale(struct server *srv, const char *room);
+int room_transfer_clear_stale(struct monitor *srv, const char *room);
 
 /* Whether room counts toward its maker's rooms (room_quota_admit's
  * exists, arg the server): 1 when it exists, after removing it when a
@@ -48,9 +48,9 @@ int room_transfer_clear_stale(struct server *srv, const char *room);
 int room_transfer_counts(const char *room, void *arg);
 
 /* A child exited (from waitpid).  1 when it was a transfer's. */
-int room_transfer_child_exited(struct server *srv, pid_t pid, int status);
+int room_transfer_child_exited(struct monitor *srv, pid_t pid, int status);
 
 /* Shutdown: kill every helper, remove half-imported rooms, free all. */
-void room_transfer_stop_all(struct server *srv);
+void room_transfer_stop_all(struct monitor *srv);
 
 #endif

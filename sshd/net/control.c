@@ -43,7 +43,6 @@
 #include "jsonl.h"
 #include "log.h"
 #include "protocol.h"
-#include "room.h"
 #include "monitor_ask.h"
 #include "room_access.h"
 #include "server.h"

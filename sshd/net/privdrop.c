@@ -1,7 +1,7 @@
 /*
  * privdrop.c: the network process gives up root (privdrop.h).  Called by
- * the monitor's main.c (privdrop_resolve, before the fork) and by
- * atriumd-net's main.c (privdrop_apply, first thing).
+ * atriumd-net's main.c (privdrop_apply, first thing); who it becomes, the
+ * monitor looked up (privdrop_id.h).
  */
 #include "privdrop.h"
 
@@ -9,7 +9,6 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,43 +19,6 @@
 #include "becomeuser.h"
 #include "landlock.h"
 #include "log.h"
-
-/* See privdrop.h. */
-int
-privdrop_resolve(const char *want, struct privdrop_id *out)
-{
-	const char *name = want && want[0] ? want : PRIVDROP_DEFAULT_USER;
-	struct passwd *pw;
-
-	memset(out, 0, sizeof(*out));
-	errno = 0;
-	pw = getpwnam(name);
-	if (!pw && !(want && want[0])) {
-		name = PRIVDROP_FALLBACK_USER;
-		pw = getpwnam(name);
-		if (pw)
-			log_warn("no user '%s': the network process runs as "
-			    "'%s', shared with other services; make a system "
-			    "user '%s' (useradd --system --no-create-home "
-			    "--shell /usr/sbin/nologin %s) or set "
-			    "--privsep-user", PRIVDROP_DEFAULT_USER, name,
-			    PRIVDROP_DEFAULT_USER, PRIVDROP_DEFAULT_USER);
-	}
-	if (!pw) {
-		log_error("--privsep-user: no user '%s'%s", name,
-		    want && want[0] ? "" : " (nor '" PRIVDROP_DEFAULT_USER "')");
-		return -ENOENT;
-	}
-	if (pw->pw_uid == 0 || pw->pw_gid == 0) {
-		log_error("--privsep-user %s: uid or gid 0; the network process "
-		    "must not run as root", name);
-		return -EPERM;
-	}
-	out->uid = pw->pw_uid;
-	out->gid = pw->pw_gid;
-	snprintf(out->name, sizeof(out->name), "%s", name);
-	return 0;
-}
 
 /* See privdrop.h. */
 int

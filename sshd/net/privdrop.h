@@ -20,20 +20,7 @@
 
 #include <sys/types.h>
 
-#define PRIVDROP_DEFAULT_USER	"atrium"
-#define PRIVDROP_FALLBACK_USER	"nobody"
-
-struct privdrop_id {
-	uid_t uid;
-	gid_t gid;
-	char name[64];
-};
-
-/* Look the privsep user up (want: --privsep-user, "" for the default),
- * in the monitor before the fork (NSS may need files the network process
- * cannot open); atriumd-net gets the answer on its command line.
- * 0, or -errno with the reason logged (unknown user, or root). */
-int privdrop_resolve(const char *want, struct privdrop_id *out);
+#include "privdrop_id.h"
 
 /* In the network process: steps 1 to 5 above; monitor is the parent's
  * pid.  0, or -errno with the reason logged: the caller exits. */

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "jsonl.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "server.h"

@@ -40,7 +40,6 @@
 #include "agentlink.h"
 #include "git_path.h"
 #include "log.h"
-#include "room.h"
 #include "room_access.h"
 #include "monitor_ask.h"
 #include "sftp_flow.h"

@@ -19,7 +19,8 @@
  * the slot's fd from the event, before adding any.
  *
  * Timers are deadlines, not periodic ticks.  The owner of the loop runs
- * its work after every poll (server.c:server_turn); each part of that work
+ * its work after every poll (server.c:server_turn in the network process,
+ * monitor_loop.c:monitor_loop_turn in the monitor); each part of that work
  * that waits for a time asks for it with loop_wake_at (a room's start
  * deadline, an unauthenticated connection's, the agent's watchdog ping)
  * and loop_timeout turns the earliest of them into the next poll's

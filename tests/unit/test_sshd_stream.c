@@ -1,8 +1,8 @@
 /*
  * test_sshd_stream.c: the byte paths of exec and sftp sessions, without a
  * network.  The channel output path (sshd/net/session.c: chan_pump and
- * chan_flush) is driven through sshd/net/libssh_compat.c's sshio table with a
- * fake libssh whose writes take nothing (as during a key re-exchange),
+ * chan_flush) is driven through sshd/shared/libssh_compat.c's sshio table
+ * with a fake libssh whose writes take nothing (as during a key re-exchange),
  * short counts or everything, whose window and pending state change at
  * random (and SSH_AGAIN, which means the same), and the bytes that come
  * out must equal the bytes that went in.
@@ -19,7 +19,7 @@
 #include "unit.h"
 #include "buf.h"
 #include "../../sshd/net/git_path.h"
-#include "../../sshd/net/libssh_compat.h"
+#include "../../sshd/shared/libssh_compat.h"
 #include "../../sshd/net/session.h"
 #include "../../sshd/net/sftp_flow.h"
 

@@ -1,26 +1,25 @@
 /*
- * server.c: the listener and the main loop of both of atriumd's processes
- * (server.h).  Called by the monitor's main.c (server_bind before the
- * fork, then server_init_monitor) and atriumd-net's (server_adopt, then
- * server_init_network), then by both, server_run.
+ * server.c: the listener and the main loop of atriumd's network process
+ * (server.h).  Called by atriumd-net's main.c: server_adopt, then
+ * server_init_network, server_run and server_destroy.  The monitor's loop
+ * is sshd/monitor/monitor_loop.c.
  *
- * One thread: ssh_event_dopoll serves the listener, every session, child
- * pipes, agent sockets and a signalfd; after each poll, server_turn runs
- * the work that must happen outside callbacks (channel ticks, the window
- * workaround, reaping, room timeouts) and then loop_sync updates the poll
- * set.  There is no periodic tick: what server_turn must do at a time it
- * asks for as a deadline (loop.h: loop_wake_at), and the poll sleeps until
- * the earliest one or an fd, so an idle server costs no CPU and no
- * wake-up whatever its number of idle sessions.
- * In the network process a new connection's key exchange is the
- * exception: it runs on a handshake thread (kexpool.h) and comes back
- * through an eventfd on this loop; until then the session is on the list
- * (admission counts it) but in_kex, and only the thread touches it.
+ * One thread: ssh_event_dopoll serves the listener, every session, command
+ * pipes, agent sockets, the monitor's sockets and a signalfd; after each
+ * poll, server_turn runs the work that must happen outside callbacks
+ * (answers from the monitor, channel ticks, the window workaround,
+ * reaping sessions) and then loop_sync updates the poll set.  There is
+ * no periodic tick: what server_turn must do at a time it asks for as a
+ * deadline (loop.h: loop_wake_at), and the poll sleeps until the
+ * earliest one or an fd, so an idle server costs no CPU and no wake-up
+ * whatever its number of idle sessions.  A new connection's key exchange
+ * is the exception: it runs on a handshake thread (kexpool.h) and comes
+ * back through an eventfd on this loop; until then the session is on the
+ * list (admission counts it) but in_kex, and only the thread touches it.
  * Signals are blocked and read from the signalfd, so no handler runs
  * inside libssh (nor on a handshake thread: they inherit the mask).
  */
 #include "server.h"
-#include "room_transfer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,21 +34,14 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "access_record.h"
 #include "libssh_compat.h"
-#include "listener.h"
 #include "log.h"
-#include "monitor.h"
 #include "monitor_ask.h"
 #include "netaddr.h"
 #include "session.h"
 #include "util.h"
-
-#define SERVER_STOP_POLL_MS	100	/* looks at stopping rooms this often */
-#define SERVER_STOP_WAIT_MS	6000	/* rooms get this long to stop */
 
 /* See server.h. */
 int
@@ -77,10 +69,6 @@ server_fds_left(struct server *srv, int channel)
 void
 server_end_room(struct server *srv, const char *room, const char *msg)
 {
-	if (srv->role == SERVER_MONITOR) {
-		monitor_end_room(srv, room, msg);
-		return;
-	}
 	for (struct session *s = srv->sessions; s; s = s->next) {
 		if (!s->authed || strcmp(s->room, room) != 0)
 			continue;
@@ -327,43 +315,8 @@ server_accept_resume(struct server *srv)
 	loop_want(&srv->listen_w, POLLIN);
 }
 
-/* The network process ended: the monitor stops too (a service manager
- * starts atriumd again; the rooms' processes stop as on a normal stop). */
-static void
-server_network_exited(struct server *srv, int status)
-{
-	srv->net_pid = 0;
-	if (srv->stopping && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return;
-	if (WIFSIGNALED(status))
-		log_error("network process killed by signal %d; stopping every "
-		    "room", WTERMSIG(status));
-	else
-		log_error("network process exited %d; stopping every room",
-		    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	srv->stopping = 1;
-	srv->exit_code = 1;
-}
-
-/* Reap every exited child and tell the rooms. */
-static void
-server_reap(struct server *srv)
-{
-	int status;
-	pid_t pid;
-
-	if (srv->role != SERVER_MONITOR)
-		return;		/* the network process has no child */
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (srv->net_pid > 0 && pid == srv->net_pid)
-			server_network_exited(srv, status);
-		else if (!room_transfer_child_exited(srv, pid, status))
-			rooms_child_exited(&srv->rooms, pid, status);
-	}
-}
-
-/* Signals: SIGCHLD reaps, SIGTERM/SIGINT stop the server, SIGHUP reloads
- * the monitor's settings. */
+/* Signals: SIGTERM/SIGINT stop the server; SIGCHLD (it has no child) and
+ * SIGHUP (the monitor's alone: reload.h) are read and ignored. */
 static void
 server_signal_cb(struct watch *w, int revents)
 {
@@ -372,22 +325,13 @@ server_signal_cb(struct watch *w, int revents)
 
 	(void)revents;
 	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD)
-			continue;
-		if (si.ssi_signo == SIGHUP) {
-			if (srv->reload && !srv->stopping)
-				srv->reload(srv->reload_arg);
-			continue;
-		}
 		if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
 		    !srv->stopping) {
-			log_info("signal %u: stopping %s", si.ssi_signo,
-			    srv->role == SERVER_MONITOR ? "every room" :
-			    "every session");
+			log_info("signal %u: stopping every session",
+			    si.ssi_signo);
 			srv->stopping = 1;
 		}
 	}
-	server_reap(srv);
 }
 
 /* Block the signals we read from a signalfd; ignore SIGPIPE. */
@@ -409,77 +353,6 @@ server_signals(struct server *srv)
 		return -errno;
 	loop_add(&srv->loop, &srv->signal_w, srv->sigfd, POLLIN,
 	    server_signal_cb, srv);
-	return 0;
-}
-
-/* For ":PORT", a socket of our own that takes IPv6 and IPv4 (listener.h),
- * handed to libssh; addr becomes what is bound ("::" or, on a host without
- * IPv6, "0.0.0.0").  1 for both families, 0 for IPv4 alone, or -errno
- * (logged). */
-static int
-server_listen_every(struct server *srv, char *addr, size_t alen,
-    const char *port)
-{
-	int fd = listener_open_dual(port, SERVER_LISTEN_BACKLOG);
-
-	if (fd == -EAFNOSUPPORT) {
-		log_info("no IPv6 on this host: :%s listens on IPv4 only", port);
-		snprintf(addr, alen, "0.0.0.0");
-		return 0;
-	}
-	if (fd < 0)
-		return fd;
-	ssh_bind_set_fd(srv->bind, fd);
-	snprintf(addr, alen, "::");
-	return 1;
-}
-
-/* Load the host key and bind the listener from the settings. */
-static int
-server_listen(struct server *srv)
-{
-	char addr[128], port[16], key[PATH_MAX + 16];
-	int dual = 0;
-
-	if (listener_parse(srv->cfg->listen, addr, sizeof(addr), port,
-	    sizeof(port)) < 0) {
-		log_error("--listen %s: use [ADDR]:PORT, PORT from 1 to 65535: "
-		    "e.g. :2222 or 127.0.0.1:2222", srv->cfg->listen);
-		return -EINVAL;
-	}
-	snprintf(key, sizeof(key), "%s/hostkey", srv->cfg->data_dir);
-	if (!(srv->bind = ssh_bind_new()))
-		return -ENOMEM;
-	if (!addr[0] && (dual = server_listen_every(srv, addr, sizeof(addr),
-	    port)) < 0)
-		return dual;
-	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDADDR, addr);
-	ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_BINDPORT_STR, port);
-	if (ssh_bind_options_set(srv->bind, SSH_BIND_OPTIONS_HOSTKEY, key) < 0) {
-		log_error("%s: cannot load the host key: %s", key,
-		    ssh_get_error(srv->bind));
-		return -EINVAL;
-	}
-	if (compat_bind_setup(srv->bind) < 0)
-		return -EINVAL;
-	if (ssh_bind_listen(srv->bind) < 0) {
-		log_error("cannot listen on %s: %s (is another server on that "
-		    "port?)", srv->cfg->listen, ssh_get_error(srv->bind));
-		return -EADDRINUSE;
-	}
-	ssh_bind_set_blocking(srv->bind, 0);
-	fd_set_cloexec(ssh_bind_get_fd(srv->bind), 1);
-	/* Accepted in batches until EAGAIN (server_listen_cb). */
-	fd_set_nonblock(ssh_bind_get_fd(srv->bind), 1);
-	/* A second listen() only sets the queue's length (see
-	 * SERVER_LISTEN_BACKLOG); failing, libssh's 10 stays. */
-	if (listen(ssh_bind_get_fd(srv->bind), SERVER_LISTEN_BACKLOG) < 0)
-		log_warn("cannot lengthen the listener's queue to %d: %s",
-		    SERVER_LISTEN_BACKLOG, strerror(errno));
-	/* An IPv6 address is written in brackets, as --listen takes it. */
-	log_info("listening on %s%s%s:%s%s", strchr(addr, ':') ? "[" : "", addr,
-	    strchr(addr, ':') ? "]" : "", port, dual ?
-	    " (every address, IPv6 and IPv4)" : "");
 	return 0;
 }
 
@@ -506,29 +379,12 @@ server_admission(struct server *srv)
 
 /* See server.h. */
 int
-server_bind(struct server *srv, const struct config *cfg)
-{
-	int r;
-
-	memset(srv, 0, sizeof(*srv));
-	srv->cfg = cfg;
-	srv->sigfd = -1;
-	srv->ctl.fd = -1;
-	srv->mon_fd = srv->ev_fd = -1;
-	if ((r = compat_init()) < 0)
-		return r;
-	return server_listen(srv);
-}
-
-/* See server.h. */
-int
 server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
     ssh_key key)
 {
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->sigfd = -1;
-	srv->ctl.fd = -1;
 	srv->mon_fd = srv->ev_fd = -1;
 	if (!(srv->bind = ssh_bind_new())) {
 		ssh_key_free(key);
@@ -559,7 +415,7 @@ server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
 	return 0;
 }
 
-/* The loop and the signals, in either process. */
+/* The loop and the signals. */
 static int
 server_init_loop(struct server *srv)
 {
@@ -574,45 +430,11 @@ server_init_loop(struct server *srv)
 
 /* See server.h. */
 int
-server_init_monitor(struct server *srv, const struct helpers *progs,
-    int mon_fd, int ev_fd, pid_t net)
-{
-	char path[PATH_MAX + 32];
-	int r;
-
-	srv->role = SERVER_MONITOR;
-	srv->mon_fd = mon_fd;
-	srv->ev_fd = ev_fd;
-	srv->net_pid = net;
-	/* The monitor holds no connection, not even the listener. */
-	ssh_bind_free(srv->bind);
-	srv->bind = NULL;
-	if ((r = server_init_loop(srv)) < 0)
-		return r;
-	/* Its own parse of authorized_keys: who a request is for is the
-	 * monitor's reading of the key's line (monitor_identity.h). */
-	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
-	if (!(srv->keys = authkeys_new(path)))
-		return -ENOMEM;
-	authkeys_set_quiet(srv->keys);
-	access_record_migrate(srv->cfg->data_dir);
-	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
-	srv->rooms.changed = monitor_wake;
-	srv->rooms.changed_arg = srv;
-	loop_add(&srv->loop, &srv->mon_w, mon_fd, POLLIN, monitor_serve, srv);
-	ctl_init(&srv->ctl, srv);
-	loop_sync(&srv->loop);
-	return 0;
-}
-
-/* See server.h. */
-int
 server_init_network(struct server *srv, int mon_fd, int ev_fd)
 {
 	char path[PATH_MAX + 32];
 	int r;
 
-	srv->role = SERVER_NETWORK;
 	srv->mon_fd = mon_fd;
 	srv->ev_fd = ev_fd;
 	if ((r = server_admission(srv)) < 0 || (r = server_init_loop(srv)) < 0)
@@ -656,8 +478,7 @@ server_turn(struct server *srv)
 {
 	struct session **pp;
 
-	if (srv->role == SERVER_NETWORK)
-		monitor_ask_deliver(srv);
+	monitor_ask_deliver(srv);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		session_tick(s);
 	for (pp = &srv->sessions; *pp;) {
@@ -675,47 +496,21 @@ server_turn(struct server *srv)
 			pp = &s->next;
 		}
 	}
-	server_reap(srv);
-	rooms_tick(&srv->rooms);
-	ctl_tick(&srv->ctl);
 	server_accept_resume(srv);
 	server_refusals_flush(srv);
 	server_trim(srv);
 	loop_sync(&srv->loop);
 }
 
-/* Close every session, stop every room, wait for them (and, in the
- * monitor, for the network process). */
+/* Close every session.  The rooms are the monitor's: it stops them when
+ * it sees this process end. */
 static void
 server_stop(struct server *srv)
 {
-	long long until = time_mono_ms() + SERVER_STOP_WAIT_MS;
-
 	loop_del(&srv->listen_w);
-	ctl_free(&srv->ctl);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->dead = 1;
 	server_turn(srv);
-	if (srv->net_pid > 0)
-		kill(srv->net_pid, SIGTERM);
-	room_transfer_stop_all(srv);
-	rooms_shutdown(&srv->rooms, 0);
-	while ((!rooms_all_stopped(&srv->rooms) || srv->net_pid > 0) &&
-	    time_mono_ms() < until) {
-		loop_sync(&srv->loop);
-		ssh_event_dopoll(srv->loop.event, SERVER_STOP_POLL_MS);
-		server_reap(srv);
-		rooms_tick(&srv->rooms);
-	}
-	if (srv->net_pid > 0)
-		kill(srv->net_pid, SIGKILL);
-	if (!rooms_all_stopped(&srv->rooms)) {
-		rooms_shutdown(&srv->rooms, 1);
-		for (int i = 0; i < 20 && !rooms_all_stopped(&srv->rooms); i++) {
-			usleep(50000);
-			server_reap(srv);
-		}
-	}
 	log_info("stopped");
 }
 
@@ -736,7 +531,8 @@ server_run(struct server *srv)
 	return srv->exit_code;
 }
 
-/* Free everything server_bind and server_init_* made (after server_run). */
+/* Free everything server_adopt and server_init_network made (after
+ * server_run). */
 void
 server_destroy(struct server *srv)
 {
@@ -755,7 +551,6 @@ server_destroy(struct server *srv)
 		session_free(s);
 	}
 	monitor_ask_forget(srv);
-	rooms_free(&srv->rooms);
 	loop_destroy(&srv->loop);
 	if (srv->bind)
 		ssh_bind_free(srv->bind);

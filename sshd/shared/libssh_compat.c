@@ -1,7 +1,9 @@
 /*
  * libssh_compat.c: what atriumd needs from libssh 0.10 beyond its
- * documentation (libssh_compat.h).  Called by server.c (start-up, the
- * listener), session.c (sockets) and channel.c (channel output and input).
+ * documentation (libssh_compat.h).  Called by both processes: the
+ * monitor's monitor_loop.c (the version check and the listener it binds)
+ * and the network process's server.c (the listener it serves), session.c
+ * (sockets) and channel.c (channel output and input).
  *
  * Each workaround, and the libssh behaviour it answers (seen with Debian
  * 12's libssh 0.10.6; 0.11 fixes the second):
