@@ -34,7 +34,7 @@ WERROR   ?=
 WARN     := -std=c17 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
             -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 DEFS     := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DATRIUM_VERSION='"$(VERSION)"'
-ALL_CFLAGS = $(WARN) $(DEFS) $(CPPFLAGS) $(CFLAGS) -Icommon -MMD -MP \
+ALL_CFLAGS = $(WARN) $(DEFS) $(CPPFLAGS) $(CFLAGS) -Icommon $(PART_CFLAGS) -MMD -MP \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # atriumd is a root network daemon: the release build is hardened whatever
 # CFLAGS says (hardening-check verifies it).  The sanitizer builds are not:
@@ -72,7 +72,22 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
 COMMON_SRC := $(wildcard common/*.c)
 FS_SRC     := $(wildcard fs/*.c)
 AGENT_SRC  := $(wildcard agent/*.c)
-SSHD_SRC   := $(wildcard sshd/*.c)
+# atriumd's code is in a folder per role: monitor/ (the root process),
+# net/ (the network process), chat/ (the terminal chat, in the network
+# process) and shared/ (both).  Files include headers by name from their
+# own role's folders and shared/ only (PART_CFLAGS, set for atriumd's
+# objects and its unit tests alone, so no other program sees those names):
+# a monitor file cannot reach for the network process's code, nor the
+# other way round.
+SSHD_DIRS  := sshd/shared sshd/monitor sshd/net sshd/chat
+SSHD_INC   := $(addprefix -I,$(SSHD_DIRS))
+SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
+# Two programs: atriumd, the monitor, from monitor/ and shared/; and
+# atriumd-net, the network process it executes, from net/, chat/ and
+# shared/.  Neither links the other's code.
+SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
+MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
+NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -84,7 +99,7 @@ LIBCOMMON_SRC := $(filter-out $(INIT_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atrium-fs atrium-agent atrium-sandbox-init
 
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
@@ -99,13 +114,21 @@ $(1)/atrium-fs: $(call obj,$(1),$(FS_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_fs) $$(LIBS_common)
 $(1)/atrium-agent: $(call obj,$(1),$(AGENT_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_agent) $$(LIBS_common)
-$(1)/atriumd: $(call obj,$(1),$(SSHD_SRC) $(SECCOMP_SRC)) $(1)/libcommon.a
+$(1)/atriumd: $(call obj,$(1),$(MONITOR_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+$(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
+$(call obj,$(1),$(wildcard sshd/shared/*.c)): PART_CFLAGS := -Isshd/shared
+$(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/monitor
+$(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
+$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -124,7 +147,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out sshd/main.c,$(SSHD_SRC)) $(SECCOMP_SRC)
+SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -231,11 +254,12 @@ stress: deps
 	tests/stress.sh $(BUILD)
 
 # --- install -----------------------------------------------------------------
-# atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the agent
-# and the sandbox's init are started only by atriumd and the agent, so they
-# stay off PATH in libexec (atriumd finds them from its own place).
+# atriumd is the daemon (sbin), atrium-fs a tool people run (bin); the
+# network process, the agent and the sandbox's init are started only by
+# atriumd and the agent, so they stay off PATH in libexec (atriumd finds
+# them from its own place).
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
-    $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
+    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
     $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
     $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
@@ -245,8 +269,8 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
-	install -m 755 $(BUILD)/atrium-agent $(BUILD)/atrium-sandbox-init \
-	    $(DESTDIR)$(LIBEXECDIR)/
+	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atrium-agent \
+	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service

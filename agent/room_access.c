@@ -17,9 +17,10 @@
  * for each decision: a few rows, and no copy to keep in step.
  *
  * atriumd's monitor keeps its own record of the list, for its decisions
- * while the room is cold (sshd/access_record.h): the agent reports the
- * list on each monitor connection as it starts (room_access_report) and
- * after each change, once it is committed, to every monitor connection.
+ * while the room is cold (sshd/monitor/access_record.h): the agent reports
+ * the list on each monitor connection as it starts (room_access_report)
+ * and after each change, once it is committed, to every monitor
+ * connection.
  *
  * Ending a user's sessions (kick, or a room made private) queues an
  * `access_denied` event to each of its connections and ends them once it

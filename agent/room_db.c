@@ -26,8 +26,8 @@
  *       who may enter a private room: at most one owner (a partial
  *       unique index), who made the room; the members the owner or an
  *       admin invited (by).  atriumd reads this table and config's
- *       visibility read-only (sshd/access_db.c) to decide entry before it
- *       starts a command; keep both in step with it.
+ *       visibility read-only (sshd/monitor/access_db.c) to decide entry before
+ *       it starts a command; keep both in step with it.
  *   turns(id INTEGER PRIMARY KEY, user, prompt, state queued|running|done,
  *       stop_reason, steps, input_tokens, output_tokens, created, started,
  *       ended)

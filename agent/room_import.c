@@ -2,7 +2,7 @@
  * room_import.c: `atrium-agent import-db --owner USER FILE` (room_import.h),
  * the history of an imported room made fit to be a room.db.  atriumd runs
  * it on ROOM_DIR/room.db.import once `atrium-fs import-room` has unpacked
- * a room's archive (sshd/room_transfer.c), then renames the file to
+ * a room's archive (sshd/monitor/room_transfer.c), then renames the file to
  * room.db; nothing of the room starts before that.
  *
  * The file came from a stranger's archive, so before anything reads it as

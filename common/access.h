@@ -1,10 +1,10 @@
 /*
  * access.h: who may enter a room and who may manage it.  Pure decisions
  * on a room's access list, shared by atriumd (before it starts a command
- * for a session: sshd/access.c) and atrium-agent (at each hello and each
- * request that changes the room: agent/access.c), so both sides decide
- * alike.  The list itself lives in room.db (atrium-agent(8), ROOM.DB);
- * nothing here reads or keeps it.
+ * for a session: sshd/net/room_access.c) and atrium-agent (at each hello
+ * and each request that changes the room: agent/room_access.c), so both
+ * sides decide alike.  The list itself lives in room.db (atrium-agent(8),
+ * ROOM.DB); nothing here reads or keeps it.
  *
  *   open      any authorized user may enter (the default)
  *   private   the owner, the members and admins only

@@ -1,6 +1,6 @@
 /*
  * becomeuser.h: a root process gives up root for good (becomeuser.c).
- * Used by atriumd's network process (sshd/privdrop.c) and by
+ * Used by atriumd's network process (sshd/net/privdrop.c) and by
  * atrium-agent (agent/confine.c).
  */
 #ifndef ATRIUM_BECOMEUSER_H

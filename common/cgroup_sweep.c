@@ -10,8 +10,8 @@
  * agent PID, and is left alone while an atrium-agent of that pid runs, so
  * two atriumd sharing a host (tests, a restart overlapping the old
  * process) never remove each other's live groups.  xfer-PID-N holds a
- * room transfer's helper (sshd/transfer_sandbox.c) and belongs to atriumd
- * PID in the same way.
+ * room transfer's helper (sshd/monitor/transfer_sandbox.c) and belongs to
+ * atriumd PID in the same way.
  */
 #include "cgroup.h"
 

@@ -3,7 +3,7 @@
  * database mounted for snapshot work, through its control socket DB-ctl
  * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
  * command line (fs/main.c), by the agent (agent/undo.c,
- * agent/snapshots.c) and by room exports (sshd/room_transfer.c,
+ * agent/snapshots.c) and by room exports (sshd/monitor/room_transfer.c,
  * fs/room_archive.c).
  *
  * Every call but fsctl_commit_send (which never blocks) blocks its caller

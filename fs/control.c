@@ -3,8 +3,8 @@
  * `atrium-fs snapshot|restore|drop|diff DB NAME`, the agent's undo and
  * atriumd's room exports reach the daemon that has DB mounted
  * (common/fsctl_client.c is the client, but for the export's commit,
- * which sshd/room_transfer.c sends itself; fs/mount.c starts and stops
- * this server).  A restore there also tells the kernel what changed
+ * which sshd/monitor/room_transfer.c sends itself; fs/mount.c starts and
+ * stops this server).  A restore there also tells the kernel what changed
  * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
  *
  * The wire, one request per connection, both lines at most

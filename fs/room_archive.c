@@ -2,7 +2,7 @@
  * room_archive.c: a whole room as one tar (commands.h): `atrium-fs
  * export-room ROOM_DIR` and `atrium-fs import-room ROOM_DIR`.  atriumd runs
  * them for `ssh ROOM@host atrium-export` and `ssh NEW@host atrium-import`
- * (sshd/room_transfer.c); people may run them by hand on a stopped or
+ * (sshd/monitor/room_transfer.c); people may run them by hand on a stopped or
  * running room.
  *
  * The archive is a pax tar with its members in this order (man/atriumd.8,

@@ -37,6 +37,7 @@ def installed_paths(prefix="/usr"):
     return {
         p + "/sbin/atriumd": 0o755,
         p + "/bin/atrium-fs": 0o755,
+        p + "/libexec/atrium/atriumd-net": 0o755,
         p + "/libexec/atrium/atrium-agent": 0o755,
         p + "/libexec/atrium/atrium-sandbox-init": 0o755,
         p + "/share/man/man8/atriumd.8": 0o644,
@@ -74,6 +75,7 @@ def test_make_install_puts_each_file_in_its_place_and_uninstall_removes_them(
     # Nothing internal on a user's PATH.
     assert not (dest / "usr/bin/atrium-sandbox-init").exists()
     assert not (dest / "usr/bin/atrium-agent").exists()
+    assert not (dest / "usr/sbin/atriumd-net").exists()
     p = make("uninstall", "DESTDIR=%s" % dest, "PREFIX=/usr")
     assert p.returncode == 0, p.stderr
     assert files_under(dest) == []
@@ -165,6 +167,10 @@ def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
         log = srv.read_log()
         assert "programs %s/../bin/atrium-fs and %s/../libexec/atrium/" \
             "atrium-agent" % (sbin, sbin) in log
+        net = int(open(os.path.join(srv.data, "run",
+                                    "atriumd-network.pid")).read())
+        assert os.readlink("/proc/%d/exe" % net) == os.path.realpath(
+            str(dest / "usr/libexec/atrium/atriumd-net"))
     finally:
         srv.stop()
         srv.cleanup()

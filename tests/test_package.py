@@ -139,6 +139,8 @@ def serve_and_connect(tmp_path, data_dir):
             uid = [line.split()[1] for line in f
                    if line.startswith("Uid:")][0]
         assert int(uid) == pwd.getpwnam("atrium").pw_uid
+        assert os.readlink("/proc/%d/exe" % net) == \
+            "/usr/libexec/atrium/atriumd-net"
         assert "programs /usr/sbin/../bin/atrium-fs and " \
             "/usr/sbin/../libexec/atrium/atrium-agent" in text
     finally:

@@ -91,6 +91,36 @@ def test_network_process_is_unprivileged(atriumd, data_dir, ssh_run):
     assert status(srv.proc.pid)["Uid"].split()[1] == "0"
 
 
+def test_network_process_is_its_own_program(atriumd, data_dir, ssh_run):
+    """Executed, not only forked: its memory never held the monitor's (the
+    API keys), and it holds no file of DATA open (the host key was read
+    and closed, DATA's lock is the monitor's alone)."""
+    srv = atriumd(data_dir)
+    rc, out, err = ssh_run(srv, "lab", "true")
+    assert rc == 0, err
+    pid = srv.network_pid()
+    exe = os.readlink("/proc/%d/exe" % pid)
+    assert os.path.basename(exe) == "atriumd-net", exe
+    assert os.path.dirname(exe) == os.path.dirname(
+        os.readlink("/proc/%d/exe" % srv.proc.pid))
+    assert open("/proc/%d/comm" % pid).read() == "atriumd-net\n"
+    data = os.path.realpath(srv.data)
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        assert not target.startswith(data + "/"), (fd, target)
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = f.read().split(b"\0")
+    # The settings it reads, and none of the model's or the keys'.
+    assert b"--max-startups" in argv and b"--data" in argv, argv
+    assert not [a for a in argv if b"api-key" in a or b"model" in a], argv
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        env = [e for e in f.read().split(b"\0") if e]
+    assert all(e.startswith(b"ATRIUM_LOG=") for e in env), env
+
+
 def test_privsep_user_setting(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, "--privsep-user", "daemon")
     rc, out, err = ssh_run(srv, "lab", "true")

@@ -1,6 +1,6 @@
 /*
- * fuzz_authkeys.c: libFuzzer entry point for sshd/authkeys.c's line parser
- * (authkeys_parse_line), which reads DATA/authorized_keys, a file admins
+ * fuzz_authkeys.c: libFuzzer entry point for sshd/shared/authkeys.c's line
+ * parser (authkeys_parse_line), which reads DATA/authorized_keys, a file admins
  * fill by pasting what users send them.
  *
  * The input is one line (cut at its first NUL, as the loader sees it).

@@ -1,5 +1,5 @@
 /*
- * fuzz_authkeys_file.c: libFuzzer entry point for sshd/authkeys.c as a
+ * fuzz_authkeys_file.c: libFuzzer entry point for sshd/shared/authkeys.c as a
  * whole: DATA/authorized_keys with arbitrary contents, read by
  * authkeys_refresh (through a memfd), which splits it into lines, parses
  * each and hands each key blob to libssh.  A separate target from

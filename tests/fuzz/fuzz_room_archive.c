@@ -4,7 +4,7 @@
  * "atrium-room 1" header member, the tar framing through libarchive, the
  * room.db member, the workspace through fs/import.c) and then the history
  * it unpacked (agent/room_import.c: room_import_db), in the order atriumd
- * runs them (sshd/room_transfer.c, steps 3 and 4).
+ * runs them (sshd/monitor/room_transfer.c, steps 3 and 4).
  *
  * Each input is the archive, read from a memfd into a new, empty room
  * directory on a tmpfs, with a small quota so that a compressed bomb ends

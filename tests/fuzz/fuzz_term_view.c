@@ -1,5 +1,5 @@
 /*
- * fuzz_term_view.c: libFuzzer entry point for sshd/term_view.c, which
+ * fuzz_term_view.c: libFuzzer entry point for sshd/chat/term_view.c, which
  * draws the shared terminal's cells (term_screen events from the agent)
  * onto members' terminals and cuts their keys into term_input.
  * Invariants: whatever the event, what is drawn holds no control byte

@@ -1,7 +1,7 @@
 /*
- * fuzz_tui_editor.c: libFuzzer entry point for sshd/tui_editor.c, the
- * chat's input line, driven as sshd/chat.c drives it: key bytes through
- * the decoder (sshd/tui_keys.c), each key applied as chat_key applies it.
+ * fuzz_tui_editor.c: libFuzzer entry point for sshd/chat/tui_editor.c, the
+ * chat's input line, driven as sshd/chat/chat.c drives it: key bytes through
+ * the decoder (sshd/chat/tui_keys.c), each key applied as chat_key applies it.
  *
  * A reference model (a plain array and a cursor) takes the same edits; the
  * editor must match it after every key, keep cursor <= len <= cap and
@@ -11,7 +11,7 @@
  * Ctrl-K/U/W cut into a kill buffer that Ctrl-Y puts back, Alt-B/F move
  * by word, and Tab stands for a pasted line break (tui_editor_newline).
  * Moves and deletes go by grapheme cluster: the model steps over the
- * clusters sshd/tui_width.c finds in its own array.  The view of the line
+ * clusters sshd/chat/tui_width.c finds in its own array.  The view of the line
  * at a few widths keeps the cursor in view and never passes the width.
  */
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "tui_keys.h"
 #include "tui_width.h"
 
-#define CHAT_LINE (16 * 1024)	/* sshd/chat.h: CHAT_MAX_LINE */
+#define CHAT_LINE (16 * 1024)	/* sshd/chat/chat.h: CHAT_MAX_LINE */
 
 /* The reference: code points and a cursor. */
 struct model {

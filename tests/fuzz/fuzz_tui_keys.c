@@ -1,5 +1,5 @@
 /*
- * fuzz_tui_keys.c: libFuzzer entry point for sshd/tui_keys.c, the decoder
+ * fuzz_tui_keys.c: libFuzzer entry point for sshd/chat/tui_keys.c, the decoder
  * of what a person's terminal sends (any bytes a client likes).
  *
  * The input is fed one byte at a time (the decoder's only way).  Checks

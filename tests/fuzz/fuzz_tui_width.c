@@ -1,5 +1,5 @@
 /*
- * fuzz_tui_width.c: libFuzzer entry point for sshd/tui_width.c, which
+ * fuzz_tui_width.c: libFuzzer entry point for sshd/chat/tui_width.c, which
  * measures every text the chat draws (anything people, commands and the
  * model send).  Invariants: each unit is 1..n bytes and 0..2 columns; the
  * units tile the text; the row count matches a simple reference walk over

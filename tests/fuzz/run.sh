@@ -38,12 +38,12 @@ declare -A SRC=(
 	[sse]="agent/sse.c common/buf.c"
 	[provider]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
 	[provider_error]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
-	[authkeys]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
-	[authkeys_file]="sshd/authkeys.c sshd/authkeys_opts.c sshd/addr_match.c sshd/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
-	[tui_keys]="sshd/tui_keys.c"
-	[tui_editor]="sshd/tui_editor.c sshd/tui_keys.c sshd/tui_width.c"
-	[tui_width]="sshd/tui_width.c"
-	[term_view]="sshd/term_view.c sshd/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
+	[authkeys]="sshd/shared/authkeys.c sshd/shared/authkeys_opts.c sshd/shared/addr_match.c sshd/shared/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
+	[authkeys_file]="sshd/shared/authkeys.c sshd/shared/authkeys_opts.c sshd/shared/addr_match.c sshd/shared/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
+	[tui_keys]="sshd/chat/tui_keys.c"
+	[tui_editor]="sshd/chat/tui_editor.c sshd/chat/tui_keys.c sshd/chat/tui_width.c"
+	[tui_width]="sshd/chat/tui_width.c"
+	[term_view]="sshd/chat/term_view.c sshd/chat/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
 	[stored_event]="$STORED common/names.c"
@@ -55,7 +55,8 @@ declare -A SRC=(
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-	-fno-sanitize-recover=all -Icommon -Iagent -Isshd -Itests/fuzz
+	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
+	-Isshd/net -Isshd/chat -Itests/fuzz
 	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive)"
 LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive)
 	-lpthread"

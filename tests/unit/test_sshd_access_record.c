@@ -1,7 +1,7 @@
 /*
  * test_sshd_access_record.c: the monitor's room access record
- * (sshd/access_record.c): an agent's report read as hostile input (names,
- * duplicates, sizes, types), the file written and read back, a rewrite
+ * (sshd/monitor/access_record.c): an agent's report read as hostile input
+ * (names, duplicates, sizes, types), the file written and read back, a rewrite
  * only when the list changed, a damaged file refused, and what a room
  * without a record reads as (being made: open; room.db not root's: fail
  * closed).
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "../../sshd/access_record.h"
+#include "../../sshd/monitor/access_record.h"
 
 /* Parse text as a report; its result, *l filled. */
 static int

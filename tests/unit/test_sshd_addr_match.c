@@ -1,9 +1,9 @@
 /*
- * test_sshd_addr_match.c: OpenSSH address pattern lists (sshd/addr_match.c),
- * as from="..." uses them: wildcards, IPv4 and IPv6 networks, negation,
- * IPv4-mapped clients (as networks and as wildcards), host names that
- * never match, and malformed lists; and the unmapping of an accepted
- * client's address (sshd/netaddr.c) that comes before any of it.
+ * test_sshd_addr_match.c: OpenSSH address pattern lists
+ * (sshd/shared/addr_match.c), as from="..." uses them: wildcards, IPv4 and IPv6
+ * networks, negation, IPv4-mapped clients (as networks and as wildcards), host
+ * names that never match, and malformed lists; and the unmapping of an accepted
+ * client's address (sshd/net/netaddr.c) that comes before any of it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 
 #include "unit.h"
-#include "../../sshd/addr_match.h"
-#include "../../sshd/netaddr.h"
+#include "../../sshd/shared/addr_match.h"
+#include "../../sshd/net/netaddr.h"
 
 static void
 test_wildcards(void)

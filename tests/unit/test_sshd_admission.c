@@ -1,5 +1,5 @@
 /*
- * test_sshd_admission.c: who may start an SSH handshake (sshd/admission.c):
+ * test_sshd_admission.c: who may start an SSH handshake (sshd/net/admission.c):
  * the per-source token bucket, the per-source cap, and max-startups' fair
  * early drop, with the time and the coin given by the test.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "../../sshd/admission.h"
+#include "../../sshd/net/admission.h"
 
 static struct admission_key
 v4(const char *text)

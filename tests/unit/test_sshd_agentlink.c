@@ -1,6 +1,6 @@
 /*
  * test_sshd_agentlink.c: what atriumd takes from a room's agent link
- * (sshd/agentlink.c) over a socketpair on the real loop.  An exec_done
+ * (sshd/shared/agentlink.c) over a socketpair on the real loop.  An exec_done
  * uncounts a command only as the link line the agent sends (unstamped);
  * one that is stamped or replayed, as history could hold, never does, and
  * a replayed line of a type the room never stores (exec_done,
@@ -16,8 +16,8 @@
 
 #include "unit.h"
 #include "log.h"
-#include "../../sshd/agentlink.h"
-#include "../../sshd/loop.h"
+#include "../../sshd/shared/agentlink.h"
+#include "../../sshd/shared/loop.h"
 
 /* What the owner was handed, each line's type in order. */
 struct seen {

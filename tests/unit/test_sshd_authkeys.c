@@ -1,6 +1,6 @@
 /*
- * test_sshd_authkeys.c: authorized_keys line parsing (sshd/authkeys.c,
- * sshd/authkeys_opts.c) from raw lines: key types, options with quotes
+ * test_sshd_authkeys.c: authorized_keys line parsing (sshd/shared/authkeys.c,
+ * sshd/shared/authkeys_opts.c) from raw lines: key types, options with quotes
  * and \" escapes, user names from comments and from user="...", every
  * option sshd(8) knows and how atriumd treats it, expiry times, the
  * from=/expiry check, and lines that must be refused.
@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "unit.h"
-#include "../../sshd/authkeys.h"
+#include "../../sshd/shared/authkeys.h"
 
 #define KEY "AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyBlobForParsingOnly0123456789abc"
 

@@ -1,5 +1,5 @@
 /*
- * test_sshd_kexpool.c: the handshake threads (sshd/kexpool.c) with real
+ * test_sshd_kexpool.c: the handshake threads (sshd/net/kexpool.c) with real
  * libssh on both ends of a socketpair: a client's key exchange done on a
  * thread and its authentication then served by another (as atriumd's main
  * loop does); a client that goes, one that stays silent past the deadline,
@@ -18,7 +18,7 @@
 
 #include "unit.h"
 #include "util.h"
-#include "../../sshd/kexpool.h"
+#include "../../sshd/net/kexpool.h"
 
 static ssh_bind test_bind;
 

@@ -1,6 +1,6 @@
 /*
  * test_sshd_kexq.c: the bounded queue that hands handshakes between the
- * main loop and the handshake threads (sshd/kexq.c): order, the bound,
+ * main loop and the handshake threads (sshd/net/kexq.c): order, the bound,
  * and no job lost or doubled with threads pushing and popping at once.
  */
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "unit.h"
-#include "../../sshd/kexq.h"
+#include "../../sshd/net/kexq.h"
 
 /* First in, first out; empty gives NULL; the links are cleared. */
 static void

@@ -1,7 +1,7 @@
 /*
  * test_sshd_listener.c: --listen's parsing and the every-address listener
- * (sshd/listener.c), and what accept reports through it: an IPv4 client
- * of the dual-stack socket, unmapped (sshd/netaddr.c), is plain IPv4.
+ * (sshd/monitor/listener.c), and what accept reports through it: an IPv4 client
+ * of the dual-stack socket, unmapped (sshd/net/netaddr.c), is plain IPv4.
  * Loopback only.
  */
 #include <arpa/inet.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "../../sshd/listener.h"
-#include "../../sshd/netaddr.h"
+#include "../../sshd/monitor/listener.h"
+#include "../../sshd/net/netaddr.h"
 
 static void
 test_parse(void)

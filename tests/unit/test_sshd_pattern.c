@@ -1,15 +1,15 @@
 /*
  * test_sshd_pattern.c: OpenSSH wildcard patterns and pattern lists
- * (sshd/pattern.c), and the authorized_keys options built on them and on
+ * (sshd/shared/pattern.c), and the authorized_keys options built on them and on
  * access: rooms="..." (which rooms a key may create) and atrium-admin
- * (sshd/authkeys_opts.c).
+ * (sshd/shared/authkeys_opts.c).
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "unit.h"
-#include "../../sshd/authkeys.h"
-#include "../../sshd/pattern.h"
+#include "../../sshd/shared/authkeys.h"
+#include "../../sshd/shared/pattern.h"
 
 #define KEY "AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyBlobForParsingOnly0123456789abc"
 

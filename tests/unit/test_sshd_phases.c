@@ -1,13 +1,13 @@
 /*
  * test_sshd_phases.c: a connection's phase stamps and the debug line
- * they make (sshd/phases.c): each phase from the one stamped before it,
+ * they make (sshd/net/phases.c): each phase from the one stamped before it,
  * phases never reached left out, the first stamp kept, and a line that
  * fits whatever buffer it is given.
  */
 #include <string.h>
 
 #include "unit.h"
-#include "../../sshd/phases.h"
+#include "../../sshd/net/phases.h"
 
 /* Every phase: the time from the previous one, and the total. */
 static void

@@ -1,6 +1,6 @@
 /*
  * test_sshd_privdrop.c: the files atriumd's network process may open once
- * it has given up root (sshd/privdrop.c): a pty's devices and the host's
+ * it has given up root (sshd/net/privdrop.c): a pty's devices and the host's
  * /usr and /etc for reading, never a file elsewhere, such as DATA's, even
  * one whose mode lets every uid read it.
  */
@@ -15,7 +15,7 @@
 #include "becomeuser.h"
 #include "landlock.h"
 #include "unit.h"
-#include "../../sshd/privdrop.h"
+#include "../../sshd/net/privdrop.h"
 
 #define NET_UID 3300321		/* far from every other test's uids */
 

@@ -1,7 +1,7 @@
 /*
- * test_sshd_privsep.c: the monitor's request socket (sshd/privsep.c,
- * sshd/monitor.c) from the network process's side: frames and passed fds
- * go through whole, a frame too long or not JSON is refused, and the
+ * test_sshd_privsep.c: the monitor's request socket (sshd/shared/privsep.c,
+ * sshd/monitor/monitor.c) from the network process's side: frames and passed
+ * fds go through whole, a frame too long or not JSON is refused, and the
  * monitor answers the requests of its set and ends the network process
  * (stops) at anything else: an unknown type, a room name a client could
  * not use, a user name authorized_keys cannot make, a request for a user
@@ -19,9 +19,9 @@
 
 #include "unit.h"
 #include "jsonl.h"
-#include "../../sshd/monitor.h"
-#include "../../sshd/privsep.h"
-#include "../../sshd/server.h"
+#include "../../sshd/monitor/monitor.h"
+#include "../../sshd/monitor/monitor_loop.h"
+#include "../../sshd/shared/privsep.h"
 
 /* Who a request is for, in the guest set of --open (no authorized_keys):
  * the name of the key whose SHA256 starts with four zero bytes. */
@@ -31,7 +31,7 @@
 /* A monitor with no room, no network process, on socket fd; --open, and
  * no authorized_keys. */
 static void
-fake_monitor(struct server *srv, struct config *cfg, int fd)
+fake_monitor(struct monitor *srv, struct config *cfg, int fd)
 {
 	memset(srv, 0, sizeof(*srv));
 	config_defaults(cfg);
@@ -40,7 +40,6 @@ fake_monitor(struct server *srv, struct config *cfg, int fd)
 	srv->keys = authkeys_new("/nonexistent-data/authorized_keys");
 	authkeys_set_quiet(srv->keys);
 	srv->cfg = cfg;
-	srv->role = SERVER_MONITOR;
 	srv->mon_fd = fd;
 	srv->ev_fd = -1;
 	srv->sigfd = -1;
@@ -51,7 +50,7 @@ fake_monitor(struct server *srv, struct config *cfg, int fd)
  * answer (NULL when none) is the caller's, and so are the fds that came
  * with it, into fds[0..*nfds) (up to 6). */
 static json_object *
-ask_fds(struct server *srv, int net, const char *text, int *fds, int *nfds)
+ask_fds(struct monitor *srv, int net, const char *text, int *fds, int *nfds)
 {
 	json_object *req = jsonl_parse_object(text, strlen(text), &(const
 	    char *){ NULL }), *ans = NULL;
@@ -69,7 +68,7 @@ ask_fds(struct server *srv, int net, const char *text, int *fds, int *nfds)
 
 /* The same without fds. */
 static json_object *
-ask(struct server *srv, int net, const char *text)
+ask(struct monitor *srv, int net, const char *text)
 {
 	return ask_fds(srv, net, text, NULL, NULL);
 }
@@ -130,7 +129,7 @@ test_not_json_is_refused(void)
 
 /* pipes: three pipes of 1 MiB, read end then write end. */
 static void
-check_pipes(struct server *srv, int net)
+check_pipes(struct monitor *srv, int net)
 {
 	int fds[6], n = 0;
 	char c = 0;
@@ -153,7 +152,7 @@ check_pipes(struct server *srv, int net)
 static void
 test_requests_in_the_set(void)
 {
-	struct server srv;
+	struct monitor srv;
 	struct config cfg;
 	json_object *ans;
 	int sv[2];
@@ -194,7 +193,7 @@ test_requests_in_the_set(void)
 static void
 check_refused(const char *text)
 {
-	struct server srv;
+	struct monitor srv;
 	struct config cfg;
 	int sv[2];
 
@@ -246,7 +245,7 @@ test_requests_outside_the_set(void)
 static void
 test_fds_in_a_request_end_it(void)
 {
-	struct server srv;
+	struct monitor srv;
 	struct config cfg;
 	struct watch w = { .arg = &srv };
 	json_object *req = json_object_new_object();
@@ -271,7 +270,7 @@ test_fds_in_a_request_end_it(void)
 static void
 test_raw_bytes_end_it(void)
 {
-	struct server srv;
+	struct monitor srv;
 	struct config cfg;
 	struct watch w = { .arg = &srv };
 	int sv[2];

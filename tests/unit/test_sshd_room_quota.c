@@ -1,7 +1,7 @@
 /*
  * test_sshd_room_quota.c: counting the rooms a user created from
- * DATA/rooms.created (sshd/room_quota.c), from raw text, and admitting a
- * new room against the cap in a scratch DATA.
+ * DATA/rooms.created (sshd/monitor/room_quota.c), from raw text, and admitting
+ * a new room against the cap in a scratch DATA.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 
 #include "unit.h"
 #include "util.h"
-#include "../../sshd/room_quota.h"
+#include "../../sshd/monitor/room_quota.h"
 
 /* Every room exists but "gone". */
 static int

@@ -1,13 +1,13 @@
 /*
  * test_sshd_stream.c: the byte paths of exec and sftp sessions, without a
- * network.  The channel output path (sshd/session.c: chan_pump and
- * chan_flush) is driven through sshd/libssh_compat.c's sshio table with a
- * fake libssh whose writes take nothing (as during a key re-exchange),
+ * network.  The channel output path (sshd/net/session.c: chan_pump and
+ * chan_flush) is driven through sshd/shared/libssh_compat.c's sshio table
+ * with a fake libssh whose writes take nothing (as during a key re-exchange),
  * short counts or everything, whose window and pending state change at
  * random (and SSH_AGAIN, which means the same), and the bytes that come
  * out must equal the bytes that went in.
- * Also: SFTP request counting (sshd/sftp_flow.c) fed at every byte
- * boundary, and the git path fallback (sshd/git_path.c).
+ * Also: SFTP request counting (sshd/net/sftp_flow.c) fed at every byte
+ * boundary, and the git path fallback (sshd/net/git_path.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +18,10 @@
 
 #include "unit.h"
 #include "buf.h"
-#include "../../sshd/git_path.h"
-#include "../../sshd/libssh_compat.h"
-#include "../../sshd/session.h"
-#include "../../sshd/sftp_flow.h"
+#include "../../sshd/net/git_path.h"
+#include "../../sshd/shared/libssh_compat.h"
+#include "../../sshd/net/session.h"
+#include "../../sshd/net/sftp_flow.h"
 
 /* ------------------------------------------------------ a fake libssh -- */
 

@@ -1,6 +1,6 @@
 /*
  * test_sshd_term_view.c: a member's view of the shared terminal
- * (sshd/term_view.c) from raw events: what it draws for windows of
+ * (sshd/chat/term_view.c) from raw events: what it draws for windows of
  * several sizes (runs at their columns, clipped at the edge, wide
  * characters whole or not at all, colour only without NO_COLOR), what it
  * refuses from a hostile agent (escape sequences in cell text, sizes and
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sshd/chat.h"
-#include "../../sshd/term_view.h"
+#include "../../sshd/chat/chat.h"
+#include "../../sshd/chat/term_view.h"
 #include "unit.h"
 
 /* Apply the JSON text ev to tv for a cols x rows window; the result, and

@@ -1,12 +1,12 @@
 /*
  * test_sshd_tui.c: the chat's pure pieces from raw input: the key decoder
- * (sshd/tui_keys.c) fed byte by byte, the line editor (sshd/tui_editor.c),
- * the renderer's sanitising and row counting (sshd/tui_draw.c), the
- * width of text (sshd/tui_width.c), the recent-lines model
- * (sshd/tui_model.c), the chat commands (sshd/chat.c: chat_command), the
- * editor's cut and word keys, the input history (tui_history.c), Tab
- * completion (tui_complete.c), the status line (tui_status.c), approval
- * texts (tui_approval.c) and event times (tui_time.c).
+ * (sshd/chat/tui_keys.c) fed byte by byte, the line editor
+ * (sshd/chat/tui_editor.c), the renderer's sanitising and row counting
+ * (sshd/chat/tui_draw.c), the width of text (sshd/chat/tui_width.c), the
+ * recent-lines model (sshd/chat/tui_model.c), the chat commands
+ * (sshd/chat/chat.c: chat_command), the editor's cut and word keys, the input
+ * history (tui_history.c), Tab completion (tui_complete.c), the status line
+ * (tui_status.c), approval texts (tui_approval.c) and event times (tui_time.c).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,18 +14,18 @@
 
 #include "unit.h"
 #include "jsonl.h"
-#include "../../sshd/chat.h"
-#include "../../sshd/chat_int.h"
-#include "../../sshd/tui_draw.h"
-#include "../../sshd/tui_editor.h"
-#include "../../sshd/tui_keys.h"
-#include "../../sshd/tui_model.h"
-#include "../../sshd/tui_width.h"
-#include "../../sshd/tui_approval.h"
-#include "../../sshd/tui_complete.h"
-#include "../../sshd/tui_history.h"
-#include "../../sshd/tui_status.h"
-#include "../../sshd/tui_time.h"
+#include "../../sshd/chat/chat.h"
+#include "../../sshd/chat/chat_int.h"
+#include "../../sshd/chat/tui_draw.h"
+#include "../../sshd/chat/tui_editor.h"
+#include "../../sshd/chat/tui_keys.h"
+#include "../../sshd/chat/tui_model.h"
+#include "../../sshd/chat/tui_width.h"
+#include "../../sshd/chat/tui_approval.h"
+#include "../../sshd/chat/tui_complete.h"
+#include "../../sshd/chat/tui_history.h"
+#include "../../sshd/chat/tui_status.h"
+#include "../../sshd/chat/tui_time.h"
 
 /* Decode bytes; the keys into out (at most max), their count. */
 static int

@@ -1,0 +1,610 @@
+/*
+ * monitor.c: the monitor's side of the request socket (monitor.h; the
+ * wire and the request set are privsep.h).  Called by monitor_loop.c's loop
+ * in the monitor process.
+ *
+ * The network process parses everything clients send, so the monitor
+ * trusts it no more than a client: each request is looked up in a fixed
+ * table (anything else ends the network process), its fields are checked
+ * (room names as a client's, user names as authorized_keys makes them),
+ * and the limits are the monitor's own settings, never the request's.
+ * A request that acts for a user says who (monitor_identity.h): the user
+ * and the key the session authenticated with, which the monitor looks up
+ * in authorized_keys itself; the user's rights (atrium-admin, rooms=) are
+ * the monitor's reading of that key's line, and each request checks them
+ * against the room (delete: owner or admin; export: may enter; use and
+ * import: rooms= for a new room; agent: the hello the monitor writes).
+ * What the monitor cannot check is that a client proved the key: the
+ * network process authenticates (libssh checks the signature in-process)
+ * and holds every public key of authorized_keys, so a subverted one may
+ * act for any listed user with that user's rights, never with more; it
+ * cannot act as root, read other files of DATA, or reach a room's
+ * processes other than through its agent's socket, as any session can.
+ */
+#include "monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access_record.h"
+#include "agentlink.h"
+#include "jsonl.h"
+#include "log.h"
+#include "monitor_identity.h"
+#include "monitor_loop.h"
+#include "names.h"
+#include "privsep.h"
+#include "protocol.h"
+#include "room_list.h"
+#include "room_quota.h"
+#include "room_transfer.h"
+
+#define MONITOR_PIPE_SIZE	(1024 * 1024)	/* each of a command's pipes */
+
+/* What goes back with an answer. */
+struct monitor_fds {
+	int fd[PRIVSEP_MAX_FDS];
+	int n;
+};
+
+/* One request: ans is filled, fds when descriptors go with it; id is who
+ * it is for (monitor_identity.h), NULL for a request that acts for nobody.
+ * 0, or -1 when the request broke the rules. */
+typedef int (*monitor_fn)(struct monitor *srv, json_object *req,
+    const char *room, const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds);
+
+struct monitor_req {
+	const char *type;	/* the request's "type" */
+	int room;		/* needs "room": a valid room name */
+	int who;		/* acts for a user: needs user, key, addr */
+	monitor_fn fn;
+};
+
+/* Add key: string (NULL: null) to o. */
+static void
+monitor_put(json_object *o, const char *key, const char *value)
+{
+	json_object_object_add(o, key, value ? json_object_new_string(value) :
+	    NULL);
+}
+
+/* DATA/rooms/ROOM into out; 1 when it is a directory (the room exists),
+ * 0 when not. */
+static int
+monitor_room_dir(struct monitor *srv, const char *room, char *out, size_t len)
+{
+	struct stat sb;
+
+	snprintf(out, len, "%s/rooms/%s", srv->cfg->data_dir, room);
+	return stat(out, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Read room's access list (its record) into l: 1 read, 0 when the room
+ * does not exist, -EIO when it cannot be read (callers fail closed). */
+static int
+monitor_room_list(struct monitor *srv, const char *room, struct access_list *l)
+{
+	char dir[PATH_MAX + 80];
+
+	access_list_init(l);
+	if (!monitor_room_dir(srv, room, dir, sizeof(dir)))
+		return 0;
+	return access_record_get(dir, 1, l) < 0 ? -EIO : 1;
+}
+
+/* use {room, user, key, addr}: may the user enter the room (or create
+ * it: rooms=)?  Then count a new room against the user's cap, and start
+ * the room if it is cold. */
+static int
+monitor_use(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	const char *user = id->user;
+	struct room *r = NULL;
+	struct access_list l;
+	char why[256];
+	int rc;
+
+	room_transfer_clear_stale(srv, room);
+	/* The network process decided first (room_access_admit): only a
+	 * subverted one, or a change between the two, gets refused here. */
+	rc = monitor_room_list(srv, room, &l);
+	if ((rc == 0 && !monitor_identity_may_create(id, room)) || rc < 0 ||
+	    (rc > 0 && !access_may_enter(&l, user, id->admin))) {
+		log_warn("monitor: %s may not %s room '%s'", user, rc == 0 ?
+		    "create" : "enter", room);
+		monitor_put(ans, "state", "refused");
+		monitor_put(ans, "error", rc == 0 ? "this key may not create a "
+		    "room of that name" : "you may not enter this room");
+		return 0;
+	}
+	if (room_transfer_importing(srv, room)) {
+		monitor_put(ans, "state", "failed");
+		monitor_put(ans, "error", "it is being imported now; try again "
+		    "once the import is over");
+		return 0;
+	}
+	if (room_quota_admit(srv->cfg->data_dir, room, user,
+	    srv->cfg->max_rooms_per_user, room_transfer_counts, srv, why,
+	    sizeof(why)) < 0) {
+		monitor_put(ans, "state", "refused");
+		monitor_put(ans, "error", why);
+		return 0;
+	}
+	rc = rooms_use(&srv->rooms, room, &r);
+	monitor_put(ans, "state", rc == 1 ? "ready" : rc == 0 ? "starting" :
+	    "failed");
+	if (rc < 0)
+		monitor_put(ans, "error", r ? r->error : strerror(-rc));
+	return 0;
+}
+
+/* The hello the monitor writes for the network process (privsep.h,
+ * agent): who the connection is for and what that user's key allows,
+ * from the monitor's own parse, and what the session asked for (kind,
+ * history or since), checked.  NULL when those are not well formed. */
+static json_object *
+monitor_hello(json_object *req, const char *room,
+    const struct monitor_identity *id)
+{
+	const char *kind = json_get_string(req, "kind");
+	long long history = json_get_int(req, "history", 0);
+	long long since = json_get_int(req, "since", -1);
+	json_object *h;
+
+	if (!kind || (strcmp(kind, "chat") != 0 && strcmp(kind, "control") !=
+	    0 && strcmp(kind, "exec") != 0) || history < 0 ||
+	    history > PROTO_MAX_HISTORY || since < -1 ||
+	    !(h = json_object_new_object()))
+		return NULL;
+	monitor_put(h, "type", "hello");
+	monitor_put(h, "user", id->user);
+	monitor_put(h, "kind", kind);
+	json_object_object_add(h, "admin", json_object_new_boolean(id->admin));
+	json_object_object_add(h, "may_create", json_object_new_boolean(
+	    monitor_identity_may_create(id, room)));
+	if (since >= 0)
+		json_object_object_add(h, "since", json_object_new_int64(since));
+	else
+		json_object_object_add(h, "history",
+		    json_object_new_int64(history));
+	return h;
+}
+
+/* Write hello as the first line on s, a new connection (its buffer is
+ * empty: a line this short always fits).  0 or -errno. */
+static int
+monitor_send_hello(int s, json_object *hello)
+{
+	const char *text = json_object_to_json_string_ext(hello,
+	    JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text);
+	char line[1024];
+	ssize_t n;
+
+	if (len + 1 >= sizeof(line))
+		return -EMSGSIZE;
+	memcpy(line, text, len);
+	line[len++] = '\n';
+	do
+		n = send(s, line, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EAGAIN;
+}
+
+/* agent {room, user, key, addr, kind, history | since}: dial a ready
+ * room's agent.sock for the network process, which cannot pass
+ * DATA/run/ROOM (root's and the room's group's), and write the hello
+ * first: the agent takes one hello per connection, its first line
+ * (agent/requests.c), so who the connection is for and whether the key
+ * is an admin's is the monitor's word, not the network process's. */
+static int
+monitor_agent(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	struct room *r = rooms_find(&srv->rooms, room);
+	json_object *hello = monitor_hello(req, room, id);
+	int s, e;
+
+	if (!hello)
+		return -1;
+	s = r && r->state == ROOM_READY ? agentlink_dial(r->run) :
+	    -ECONNREFUSED;
+	if (s >= 0 && (e = monitor_send_hello(s, hello)) < 0) {
+		close(s);
+		s = e;
+	}
+	json_object_put(hello);
+	if (s < 0) {
+		json_object_object_add(ans, "errno", json_object_new_int(-s));
+		return 0;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	fds->fd[fds->n++] = s;
+	return 0;
+}
+
+/* why {room} */
+static int
+monitor_why(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	monitor_put(ans, "why", rooms_agent_why(rooms_find(&srv->rooms,
+	    room)));
+	return 0;
+}
+
+/* access {room}: whether it exists, and its access list (the monitor's
+ * record, access_record.h). */
+static int
+monitor_access(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	char dir[PATH_MAX + 80];
+	struct access_list l;
+	struct stat sb;
+	json_object *m;
+
+	snprintf(dir, sizeof(dir), "%s/rooms/%s", srv->cfg->data_dir, room);
+	room_transfer_clear_stale(srv, room);
+	if (room_transfer_importing(srv, room)) {
+		json_object_object_add(ans, "errno", json_object_new_int(EBUSY));
+		return 0;
+	}
+	if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		json_object_object_add(ans, "exists",
+		    json_object_new_boolean(0));
+		return 0;
+	}
+	if (access_record_get(dir, 1, &l) < 0) {
+		json_object_object_add(ans, "errno", json_object_new_int(EIO));
+		return 0;
+	}
+	json_object_object_add(ans, "exists", json_object_new_boolean(1));
+	monitor_put(ans, "owner", l.owner);
+	monitor_put(ans, "visibility", access_visibility_name(l.visibility));
+	m = json_object_new_array();
+	for (int i = 0; i < l.nmembers; i++)
+		json_object_array_add(m, json_object_new_string(l.members[i]));
+	json_object_object_add(ans, "members", m);
+	return 0;
+}
+
+/* The rooms of a listing less those being imported (not made yet) and
+ * those an import cut short by a crash left (removed now). */
+static json_object *
+monitor_rooms_made(struct monitor *srv, json_object *rooms)
+{
+	json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(rooms);
+
+	for (size_t i = 0; out && i < n; i++) {
+		json_object *r = json_object_array_get_idx(rooms, i);
+		const char *name = json_get_string(r, "room");
+
+		if (!name || (!room_transfer_importing(srv, name) &&
+		    !room_transfer_clear_stale(srv, name)))
+			json_object_array_add(out, json_object_get(r));
+	}
+	return out;
+}
+
+/* rooms {user, key, addr}: the listing the user may see (every room for
+ * a key with atrium-admin). */
+static int
+monitor_rooms(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	json_object *ev, *rooms;
+
+	monitor_put(ans, "type", "rooms");
+	ev = room_list(srv->cfg->data_dir, &srv->rooms, id->user,
+	    id->admin);
+	if (ev && json_object_object_get_ex(ev, "rooms", &rooms))
+		json_object_object_add(ans, "rooms", monitor_rooms_made(srv,
+		    rooms));
+	if (ev && json_get_bool(ev, "truncated", 0))
+		json_object_object_add(ans, "truncated",
+		    json_object_new_boolean(1));
+	json_object_put(ev);
+	return 0;
+}
+
+/* delete {room, user, key, addr}: the room's owner or an admin only. */
+static int
+monitor_delete(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	struct access_list l;
+	int r = monitor_room_list(srv, room, &l);
+
+	if (r > 0 && !access_may_manage(&l, id->user, id->admin)) {
+		log_warn("monitor: %s may not delete room '%s': refused",
+		    id->user, room);
+		r = -EPERM;
+	} else if (r >= 0) {
+		r = rooms_delete(&srv->rooms, room);
+	}
+	json_object_object_add(ans, "rc", json_object_new_int(r));
+	return 0;
+}
+
+/* authkeys {}: DATA/authorized_keys, read-only, so that the network
+ * process sees each edit without being able to read DATA. */
+static int
+monitor_authkeys(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	char path[PATH_MAX + 32];
+	int f;
+
+	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
+	f = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (f < 0) {
+		json_object_object_add(ans, "errno", json_object_new_int(errno));
+		return 0;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	fds->fd[fds->n++] = f;
+	return 0;
+}
+
+/* pipes {}: a command's three pipes, made and sized here: past the
+ * per-user soft limit the kernel lets only a privileged process grow a
+ * pipe, and the network process is not one (with 64 KiB pipes, 50
+ * uploads at once ran at half speed and held twice the memory). */
+static int
+monitor_pipes(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	int p[2];
+
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			json_object_object_add(ans, "errno",
+			    json_object_new_int(errno));
+			while (fds->n > 0)
+				close(fds->fd[--fds->n]);
+			return 0;
+		}
+		fcntl(p[0], F_SETPIPE_SZ, MONITOR_PIPE_SIZE);
+		fds->fd[fds->n++] = p[0];
+		fds->fd[fds->n++] = p[1];
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	return 0;
+}
+
+/* The answer to export or import: the three pipes, or why not. */
+static void
+monitor_transfer_answer(json_object *ans, struct monitor_fds *fds, int r,
+    const int f[ROOM_TRANSFER_FDS], const char *why)
+{
+	if (r < 0) {
+		monitor_put(ans, "error", why);
+		return;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	for (int i = 0; i < ROOM_TRANSFER_FDS; i++)
+		fds->fd[fds->n++] = f[i];
+}
+
+/* export {room, user, key, addr}: the room's archive (room_transfer.h),
+ * for whoever may enter the room. */
+static int
+monitor_export(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	int f[ROOM_TRANSFER_FDS];
+	struct access_list l;
+	char why[256];
+	int r = monitor_room_list(srv, room, &l);
+
+	if (r < 0 || (r > 0 && !access_may_enter(&l, id->user, id->admin))) {
+		log_warn("monitor: %s may not export room '%s': refused",
+		    id->user, room);
+		monitor_put(ans, "error", r < 0 ? "cannot read who may enter "
+		    "the room now; try again" : "you may not export this room");
+		return 0;
+	}
+	monitor_transfer_answer(ans, fds, room_transfer_export(srv, room, f,
+	    why, sizeof(why)), f, why);
+	return 0;
+}
+
+/* import {room, user, key, addr}: a new room from an archive
+ * (room_transfer.h), for a key that may create it (rooms=); the room's
+ * absence and the rest are room_transfer_import's checks. */
+static int
+monitor_import(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	int f[ROOM_TRANSFER_FDS];
+	char why[256];
+
+	if (!monitor_identity_may_create(id, room)) {
+		log_warn("monitor: %s may not create room '%s' (rooms=): import "
+		    "refused", id->user, room);
+		monitor_put(ans, "error", "this key may not create a room of "
+		    "that name");
+		return 0;
+	}
+	monitor_transfer_answer(ans, fds, room_transfer_import(srv, room,
+	    id->user,
+	    f, why, sizeof(why)), f, why);
+	return 0;
+}
+
+static const struct monitor_req monitor_reqs[] = {
+	{ "use", 1, 1, monitor_use },
+	{ "agent", 1, 1, monitor_agent },
+	{ "why", 1, 0, monitor_why },
+	{ "access", 1, 0, monitor_access },
+	{ "rooms", 0, 1, monitor_rooms },
+	{ "delete", 1, 1, monitor_delete },
+	{ "authkeys", 0, 0, monitor_authkeys },
+	{ "pipes", 0, 0, monitor_pipes },
+	{ "export", 1, 1, monitor_export },
+	{ "import", 1, 1, monitor_import },
+};
+
+/* The network process broke the rules (or went away): end it, and the
+ * monitor with it; its exit stops the rooms (monitor_loop.c). */
+static void
+monitor_abandon(struct monitor *srv, const char *why)
+{
+	loop_del(&srv->mon_w);
+	if (srv->net_pid > 0) {
+		log_error("network process (pid %d): %s; ending it",
+		    (int)srv->net_pid, why);
+		kill(srv->net_pid, SIGKILL);
+	}
+	srv->stopping = 1;
+	srv->exit_code = 1;
+}
+
+/* Refuse a request for a user its key does not make it (or no longer
+ * does): an answer, not the end of the network process, since a key
+ * removed or expired while its session lives gets here too.  Every
+ * request's caller reads errno or error (monitor_ask.c). */
+static void
+monitor_refuse(json_object *ans, const char *type, const char *why)
+{
+	log_warn("monitor: %s request refused: %s", type, why);
+	json_object_object_add(ans, "errno", json_object_new_int(EACCES));
+	json_object_object_add(ans, "rc", json_object_new_int(-EACCES));
+	monitor_put(ans, "error", why);
+}
+
+/* Run entry e for req once its fields and who it is for are checked.
+ * 0, or -1 when it broke the rules. */
+static int
+monitor_run(struct monitor *srv, const struct monitor_req *e,
+    json_object *req, json_object *ans, struct monitor_fds *fds)
+{
+	const char *room = json_get_string(req, "room");
+	struct monitor_identity id;
+	char why[400];
+	int r;
+
+	if (e->room && !(room && room_name_valid(room)))
+		return -1;
+	if (!e->who)
+		return e->fn(srv, req, room, NULL, ans, fds);
+	if ((r = monitor_identity_get(srv, req, &id, why, sizeof(why))) ==
+	    -EACCES) {
+		monitor_refuse(ans, e->type, why);
+		return 0;
+	}
+	return r < 0 ? -1 : e->fn(srv, req, room, &id, ans, fds);
+}
+
+/* Look req up and run it.  0, or -1 when it broke the rules. */
+static int
+monitor_dispatch(struct monitor *srv, json_object *req, json_object *ans,
+    struct monitor_fds *fds)
+{
+	const char *type = json_get_string(req, "type");
+
+	for (size_t i = 0; type && i < sizeof(monitor_reqs) /
+	    sizeof(monitor_reqs[0]); i++)
+		if (strcmp(type, monitor_reqs[i].type) == 0)
+			return monitor_run(srv, &monitor_reqs[i], req, ans,
+			    fds);
+	return -1;
+}
+
+/* See monitor.h. */
+void
+monitor_serve(struct watch *w, int revents)
+{
+	struct monitor *srv = w->arg;
+	json_object *req = NULL, *ans;
+	struct monitor_fds fds = { .n = 0 };
+	int r;
+
+	(void)revents;
+	r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_REQUEST, &req, NULL, NULL,
+	    0);
+	if (r == -EPIPE && srv->stopping) {
+		/* It closed its sessions and exited, as asked. */
+		loop_del(&srv->mon_w);
+		return;
+	}
+	if (r < 0) {
+		monitor_abandon(srv, r == -EPIPE ? "closed its request socket" :
+		    "sent a malformed request");
+		return;
+	}
+	if (!(ans = json_object_new_object())) {
+		json_object_put(req);
+		monitor_abandon(srv, "out of memory for an answer");
+		return;
+	}
+	if (monitor_dispatch(srv, req, ans, &fds) < 0) {
+		log_error("refused request: %.200s",
+		    json_object_to_json_string(req));
+		monitor_abandon(srv, "asked for something it may not");
+	} else if ((r = privsep_send(srv->mon_fd, ans, fds.fd, fds.n)) < 0) {
+		monitor_abandon(srv, "does not take its answers");
+	}
+	for (int i = 0; i < fds.n; i++)
+		close(fds.fd[i]);
+	json_object_put(req);
+	json_object_put(ans);
+}
+
+/* Send an event; a network process that does not take it is ended. */
+static void
+monitor_tell(struct monitor *srv, json_object *ev)
+{
+	/* Once stopping (or once it is gone) nothing is owed to it. */
+	if (srv->ev_fd >= 0 && ev && !srv->stopping && srv->net_pid > 0 &&
+	    privsep_send(srv->ev_fd, ev, NULL, 0) < 0)
+		monitor_abandon(srv, "does not take its events");
+	json_object_put(ev);
+}
+
+/* See monitor.h. */
+void
+monitor_end_room(struct monitor *srv, const char *room, const char *msg)
+{
+	json_object *ev = json_object_new_object();
+
+	if (ev) {
+		monitor_put(ev, "type", "end_room");
+		monitor_put(ev, "room", room);
+		monitor_put(ev, "message", msg);
+	}
+	monitor_tell(srv, ev);
+}
+
+/* See monitor.h. */
+void
+monitor_wake(void *arg)
+{
+	json_object *ev = json_object_new_object();
+
+	if (ev)
+		monitor_put(ev, "type", "wake");
+	monitor_tell(arg, ev);
+}

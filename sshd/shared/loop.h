@@ -1,0 +1,99 @@
+/*
+ * loop.h: fd watches on the one ssh_event that serves every session, so that
+ * child pipes, agent sockets and signals share atriumd's single thread with
+ * libssh.
+ *
+ * libssh's event only knows "add fd with events" and "remove fd".  A watch
+ * records the events its owner wants; callbacks only change that wish
+ * (loop_want) and loop_sync, run after each ssh_event_dopoll and never from
+ * inside a callback, adds and removes the fds to match.  So no fd is ever
+ * added to or removed from the poll set while libssh iterates over it, and
+ * a watch that wants nothing (a paused producer) is out of the poll set and
+ * cannot spin.
+ *
+ * loop_del may be called anywhere, callbacks included (a child reaped from
+ * the signal callback, a pipe that fails inside its own callback): libssh
+ * 0.10 frees a handle removed during ssh_event_dopoll and then touches it.
+ * So the event polls through a slot the loop owns; loop_del only detaches
+ * the watch from its slot (dispatch then skips it) and loop_sync removes
+ * the slot's fd from the event, before adding any.
+ *
+ * Timers are deadlines, not periodic ticks.  The owner of the loop runs
+ * its work after every poll (server.c:server_turn in the network process,
+ * monitor_loop.c:monitor_loop_turn in the monitor); each part of that work
+ * that waits for a time asks for it with loop_wake_at (a room's start
+ * deadline, an unauthenticated connection's, the agent's watchdog ping)
+ * and loop_timeout turns the earliest of them into the next poll's
+ * timeout.  Work that is polled rather than signalled by an fd (a channel
+ * waiting for its room, output lingering after a command) asks for
+ * loop_wake_soon, every LOOP_POLL_MS while it lasts.  A loop that nobody
+ * asked to wake sleeps in poll until an fd is ready: an idle atriumd
+ * makes no wake-ups at all.  The deadlines are asked for again after each
+ * poll, so none is ever stale: nothing is to be cancelled.
+ */
+#ifndef ATRIUMD_LOOP_H
+#define ATRIUMD_LOOP_H
+
+#include <libssh/libssh.h>
+
+struct loop;
+struct watch;
+struct loop_slot;
+
+/* Called from inside ssh_event_dopoll with the poll revents. */
+typedef void (*watch_fn)(struct watch *w, int revents);
+
+struct watch {
+	int fd;			/* -1 when not in use */
+	short want;		/* POLLIN/POLLOUT the owner asks for */
+	short have;		/* what the ssh_event currently polls */
+	watch_fn fn;		/* owner's callback */
+	void *arg;		/* owner's object */
+	struct loop *loop;	/* NULL until loop_add */
+	struct loop_slot *slot;	/* what the event polls for fd, while have */
+	struct watch *next;	/* in loop->watches */
+};
+
+struct loop {
+	ssh_event event;	/* the one event of the process */
+	struct watch *watches;	/* every added watch */
+	struct loop_slot *dead;	/* detached slots still in the event */
+	long long next_ms;	/* earliest deadline asked for since the last
+				 * loop_timeout (monotonic ms), 0: none */
+};
+
+/* How often polled work (loop_wake_soon) is looked at. */
+#define LOOP_POLL_MS	100
+
+/* Make the loop.  0 or -ENOMEM. */
+int loop_init(struct loop *l);
+
+/* Remove every watch and free the event. */
+void loop_destroy(struct loop *l);
+
+/* Start watching fd (want: POLLIN/POLLOUT, possibly 0). */
+void loop_add(struct loop *l, struct watch *w, int fd, short want,
+    watch_fn fn, void *arg);
+
+/* Change the wished events; takes effect at the next loop_sync. */
+void loop_want(struct watch *w, short want);
+
+/* Stop watching (anywhere, callbacks included).  The fd is not closed and
+ * may be closed at once.  Safe on a watch that was never added. */
+void loop_del(struct watch *w);
+
+/* Wake the loop at when_ms (monotonic) at the latest; 0 asks nothing. */
+void loop_wake_at(struct loop *l, long long when_ms);
+
+/* Wake the loop within LOOP_POLL_MS: for work that is polled. */
+void loop_wake_soon(struct loop *l);
+
+/* The next poll's timeout in ms: until the earliest deadline asked for
+ * (0 when past), or -1 (sleep until an fd is ready) when none was.  Forgets
+ * the deadlines: they are asked for again after the poll. */
+int loop_timeout(struct loop *l);
+
+/* Bring the poll set in line with every watch's wish (outside callbacks). */
+void loop_sync(struct loop *l);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * privsep.h: the wire between atriumd's two processes (privsep.c).  The
+ * network process (unprivileged, no capabilities, seccomp: every byte from
+ * a client is parsed there) asks the monitor (root: starts rooms, mounts,
+ * cgroups) on the request socket and waits for the answer (but for the
+ * rooms listing's, which it takes when it comes: monitor_ask.h), and the
+ * monitor answers the requests in the order they came; the monitor tells
+ * the network process what happened on its own (a room deleted by the
+ * operator, a room that became ready) on the event socket.  Both are unix
+ * stream socketpairs made before the fork; atriumd-net gets its ends as
+ * fds 5 and 6 (sshd/net/main.c).
+ *
+ * A message is one frame:
+ *
+ *   offset  size  field
+ *   0       4     length N of the body, host byte order, 1 .. max
+ *   4       N     one JSON object, with "type"
+ *
+ * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes,
+ * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  Requests never carry one: the
+ * monitor takes none.  The request set, each checked by the monitor
+ * (monitor.c) as it would check a client.  WHO is who a request acts for:
+ * user, key (the SHA256 fingerprint of the public key the session
+ * authenticated with) and addr (the client's address); the monitor finds
+ * the key's line in authorized_keys itself and takes the user's rights
+ * from it (monitor_identity.h).  A WHO the monitor does not accept (the
+ * key is not that user's, or no longer allowed) gets {errno: EACCES, rc:
+ * -EACCES, error} instead of the request's answer.
+ *
+ *   use {room, WHO}         rooms= for a room not made yet, quota, then
+ *                           start the room if cold
+ *                           -> {state: ready|starting|refused|failed, error}
+ *   agent {room, WHO, kind, history | since}
+ *                           connect to a ready room's agent.sock and write
+ *                           the connection's hello on it (user, kind,
+ *                           admin, may_create: the monitor's; history or
+ *                           since: the session's)
+ *                           -> {fd: true} + the socket, or {errno}
+ *   why {room}              -> {why}: why the agent was just restarted
+ *   access {room}           -> {exists, owner, visibility, members} | {errno}
+ *   rooms {WHO}             -> the `rooms` event of the room protocol
+ *                              (every room for a key with atrium-admin)
+ *   delete {room, WHO}      the room's owner or an admin only
+ *                           -> {rc}: the room stops and its files go
+ *   authkeys {}             -> {fd: true} + DATA/authorized_keys read-only
+ *   pipes {}                -> {fd: true} + three pipes for a command's
+ *                              stdin, stdout, stderr (read end, write end
+ *                              each), 1 MiB each: resizing a pipe past the
+ *                              per-user soft limit (fs.pipe-user-pages-soft)
+ *                              needs a privilege the network process lacks
+ *   export {room, WHO}      whoever may enter the room
+ *                           -> {fd: true} + the read ends of the room
+ *                              archive's stdout, stderr and status
+ *                              (room_transfer.h), or {error}
+ *   import {room, WHO}      a key whose rooms= allows the name
+ *                           -> {fd: true} + the write end of a new room's
+ *                              archive and the read ends of stderr and
+ *                              status, or {error}
+ *
+ * Events: end_room {room, message} (end the room's channels), wake {}.
+ */
+#ifndef ATRIUMD_PRIVSEP_H
+#define ATRIUMD_PRIVSEP_H
+
+#include <json-c/json.h>
+
+#define PRIVSEP_MAX_REQUEST	(16 * 1024)		/* network -> monitor */
+#define PRIVSEP_MAX_ANSWER	(8 * 1024 * 1024)	/* monitor -> network */
+#define PRIVSEP_MAX_FDS		6	/* with one answer */
+#define PRIVSEP_IO_TIMEOUT_MS	5000	/* the monitor waits no longer for
+					 * a frame to finish or be taken */
+
+/* Send obj as one frame on sock (blocking), with fds[0..nfds) attached
+ * (nfds <= PRIVSEP_MAX_FDS).  0 or -errno. */
+int privsep_send(int sock, json_object *obj, const int *fds, int nfds);
+
+/* Receive one frame of at most max bytes (blocking).  *out is the object
+ * (the caller's); the descriptors that came with it are stored in
+ * fds[0..*nfds) (more than maxfds fail the call, and so does any when fds
+ * is NULL).  0, -EPIPE at end of stream, -EPROTO for a
+ * frame too long, not a JSON object, or with too many fds, another
+ * -errno. */
+int privsep_recv(int sock, size_t max, json_object **out, int *fds,
+    int *nfds, int maxfds);
+
+/* Bound each blocking read and write on sock to timeout_ms.  0 or -errno. */
+int privsep_set_timeout(int sock, int timeout_ms);
+
+#endif
