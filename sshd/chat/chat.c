@@ -1320,7 +1320,7 @@ chat_end(void *arg)
 		return;
 	chat_term_leave(ch, "the room's terminal ended: the room's agent "
 	    "went away");
-	monitor_ask_why(ch->c->s->srv, ch->c->s->room, why, sizeof(why));
+	monitor_ask_why(ch->c->s, why, sizeof(why));
 	snprintf(text, sizeof(text), "the room's agent %s; reconnecting",
 	    why[0] ? why : "restarted");
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);

@@ -12,8 +12,10 @@
  * and the key the session authenticated with, which the monitor looks up
  * in authorized_keys itself; the user's rights (atrium-admin, rooms=) are
  * the monitor's reading of that key's line, and each request checks them
- * against the room (delete: owner or admin; export: may enter; use and
- * import: rooms= for a new room; agent: the hello the monitor writes).
+ * against the room (delete: owner or admin; export and why: may enter;
+ * use and import: rooms= for a new room; agent: the hello the monitor
+ * writes; access: the decision for that user, and the room's list only
+ * for one who may enter it).
  * What the monitor cannot check is that a client proved the key: the
  * network process authenticates (libssh checks the signature in-process)
  * and holds every public key of authorized_keys, so a subverted one may
@@ -235,49 +237,89 @@ monitor_agent(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
-/* why {room} */
+/* Read room's access list into l for id: 1 when the room exists and id
+ * may enter it (a member, the owner or an admin), 0 when it does not
+ * exist or id may not, -EIO when it cannot be read. */
+static int
+monitor_room_entered(struct monitor *srv, const char *room,
+    const struct monitor_identity *id, struct access_list *l)
+{
+	int r = monitor_room_list(srv, room, l);
+
+	return r > 0 ? access_may_enter(l, id->user, id->admin) : r;
+}
+
+/* why {room, user, key, addr}: why the room's agent was just restarted,
+ * for a user who may enter the room ("" for anyone else: what went wrong
+ * in a private room is its members' business). */
 static int
 monitor_why(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
-	monitor_put(ans, "why", rooms_agent_why(rooms_find(&srv->rooms,
-	    room)));
+	struct access_list l;
+
+	monitor_put(ans, "why", monitor_room_entered(srv, room, id, &l) > 0 ?
+	    rooms_agent_why(rooms_find(&srv->rooms, room)) : "");
 	return 0;
 }
 
-/* access {room}: whether it exists, and its access list (the monitor's
- * record, access_record.h). */
+/* What an access request may say it is for (its "for"), for the log. */
+static const char *const monitor_access_for[] = {
+	"exec", "export", "import", "sftp", "the atrium subsystem", "chat",
+	"subsystem rooms", "delete",
+};
+
+/* access {room, user, key, addr, for}: the monitor's decision for that
+ * user from the room's record (access_record.h): whether the room exists,
+ * whether the user may enter it, manage it (owner or admin) and create
+ * it (rooms=).  Its owner, visibility and members go only to a user who
+ * may enter: an outsider learns that a room it may not enter is there,
+ * as its refusal says anyway, and nothing about whose it is; the
+ * operator's log names the owner of a room someone was refused. */
 static int
 monitor_access(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
     struct monitor_fds *fds)
 {
-	char dir[PATH_MAX + 80];
+	const char *what = json_get_string(req, "for");
 	struct access_list l;
-	struct stat sb;
 	json_object *m;
+	size_t i, n = sizeof(monitor_access_for) / sizeof(monitor_access_for[0]);
+	int r, enter;
 
-	snprintf(dir, sizeof(dir), "%s/rooms/%s", srv->cfg->data_dir, room);
+	for (i = 0; what && i < n; i++)
+		if (strcmp(what, monitor_access_for[i]) == 0)
+			break;
+	if (!what || i == n)
+		return -1;
 	room_transfer_clear_stale(srv, room);
 	if (room_transfer_importing(srv, room)) {
 		json_object_object_add(ans, "errno", json_object_new_int(EBUSY));
 		return 0;
 	}
-	if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		json_object_object_add(ans, "exists",
-		    json_object_new_boolean(0));
-		return 0;
-	}
-	if (access_record_get(dir, 1, &l) < 0) {
+	if ((r = monitor_room_list(srv, room, &l)) < 0) {
 		json_object_object_add(ans, "errno", json_object_new_int(EIO));
 		return 0;
 	}
-	json_object_object_add(ans, "exists", json_object_new_boolean(1));
+	enter = r > 0 && access_may_enter(&l, id->user, id->admin);
+	if (r > 0 && !enter)
+		log_info("monitor: %s refused %s in room '%s': private, owner %s, "
+		    "not a member", id->user, what, room,
+		    l.owner[0] ? l.owner : "(none)");
+	json_object_object_add(ans, "exists", json_object_new_boolean(r > 0));
+	json_object_object_add(ans, "may_create", json_object_new_boolean(
+	    monitor_identity_may_create(id, room)));
+	json_object_object_add(ans, "may_enter",
+	    json_object_new_boolean(enter));
+	json_object_object_add(ans, "may_manage", json_object_new_boolean(
+	    r > 0 && access_may_manage(&l, id->user, id->admin)));
+	if (!enter)
+		return 0;
 	monitor_put(ans, "owner", l.owner);
 	monitor_put(ans, "visibility", access_visibility_name(l.visibility));
 	m = json_object_new_array();
-	for (int i = 0; i < l.nmembers; i++)
+	for (i = 0; m && (int)i < l.nmembers; i++)
 		json_object_array_add(m, json_object_new_string(l.members[i]));
 	json_object_object_add(ans, "members", m);
 	return 0;
@@ -457,8 +499,8 @@ monitor_import(struct monitor *srv, json_object *req, const char *room,
 static const struct monitor_req monitor_reqs[] = {
 	{ "use", 1, 1, monitor_use },
 	{ "agent", 1, 1, monitor_agent },
-	{ "why", 1, 0, monitor_why },
-	{ "access", 1, 0, monitor_access },
+	{ "why", 1, 1, monitor_why },
+	{ "access", 1, 1, monitor_access },
 	{ "rooms", 0, 1, monitor_rooms },
 	{ "delete", 1, 1, monitor_delete },
 	{ "authkeys", 0, 0, monitor_authkeys },

@@ -343,18 +343,18 @@ monitor_ask_pipes(struct server *srv, int p[3][2])
 
 /* See monitor_ask.h. */
 void
-monitor_ask_why(struct server *srv, const char *room, char *out, size_t len)
+monitor_ask_why(const struct session *s, char *out, size_t len)
 {
 	json_object *ans;
 
 	out[0] = '\0';
-	if (monitor_ask(srv, monitor_ask_req("why", room), &ans, NULL) < 0)
+	if (monitor_ask(s->srv, monitor_ask_for(s, "why", 1), &ans, NULL) < 0)
 		return;
 	snprintf(out, len, "%s", json_get_string(ans, "why") ?: "");
 	json_object_put(ans);
 }
 
-/* Fill l from an access answer. */
+/* Fill l from an access answer that has the list (may_enter). */
 static int
 monitor_ask_list(json_object *ans, struct access_list *l)
 {
@@ -383,23 +383,36 @@ monitor_ask_list(json_object *ans, struct access_list *l)
 
 /* See monitor_ask.h. */
 int
-monitor_ask_access(struct server *srv, const char *room,
-    struct access_list *l)
+monitor_ask_access(const struct session *s, const char *what,
+    struct monitor_access *a)
 {
-	json_object *ans;
+	json_object *req = monitor_ask_for(s, "access", 1), *ans;
 	long long e;
 	int r;
 
-	access_list_init(l);
-	if ((r = monitor_ask(srv, monitor_ask_req("access", room), &ans,
-	    NULL)) < 0)
+	memset(a, 0, sizeof(*a));
+	access_list_init(&a->list);
+	if (req)
+		json_object_object_add(req, "for",
+		    json_object_new_string(what));
+	if ((r = monitor_ask(s->srv, req, &ans, NULL)) < 0)
 		return r;
-	if ((e = json_get_int(ans, "errno", 0)) > 0)
+	if ((e = json_get_int(ans, "errno", 0)) > 0) {
 		r = e < 4096 ? -(int)e : -EIO;
-	else if (!json_get_bool(ans, "exists", 0))
-		r = 0;
-	else
-		r = monitor_ask_list(ans, l);
+		snprintf(a->why, sizeof(a->why), "%s",
+		    json_get_string(ans, "error") ?: "");
+		json_object_put(ans);
+		return r;
+	}
+	a->exists = json_get_bool(ans, "exists", 0);
+	a->may_create = json_get_bool(ans, "may_create", 0);
+	if (a->exists) {
+		a->may_enter = json_get_bool(ans, "may_enter", 0);
+		a->may_manage = json_get_bool(ans, "may_manage", 0);
+	}
+	r = a->exists;
+	if (a->may_enter && monitor_ask_list(ans, &a->list) < 0)
+		r = -EPROTO;
 	json_object_put(ans);
 	return r;
 }

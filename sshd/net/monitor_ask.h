@@ -52,15 +52,29 @@ struct monitor_hello {
  * the monitor refused who s is). */
 int monitor_ask_agent(const struct session *s, const struct monitor_hello *h);
 
-/* Why the room's agent was just restarted, into out ("" when it was not
- * within the last seconds). */
-void monitor_ask_why(struct server *srv, const char *room, char *out,
-    size_t len);
+/* Why s's room's agent was just restarted, into out ("" when it was not
+ * within the last seconds, or s's user may not enter the room). */
+void monitor_ask_why(const struct session *s, char *out, size_t len);
 
-/* The room's access list into *l: 1, or 0 when the room does not exist
- * (was never created), or -errno when it cannot be read. */
-int monitor_ask_access(struct server *srv, const char *room,
-    struct access_list *l);
+/* The monitor's decision on s's room for s's user (its reading of the
+ * room's record and of the key's line, not the network process's). */
+struct monitor_access {
+	int exists;		/* the room was created */
+	int may_enter;		/* a member, the owner or an admin */
+	int may_manage;		/* the owner or an admin */
+	int may_create;		/* the key's rooms= allows the name */
+	struct access_list list;	/* owner, visibility, members: only
+					 * when may_enter (else empty) */
+	char why[256];		/* when the monitor refused who s is */
+};
+
+/* Ask for that decision into *a, for what (what the session asks to do:
+ * "exec", "export", "import", "sftp", "the atrium subsystem", "chat",
+ * "subsystem rooms" or "delete"; the monitor's log says it when it
+ * refuses): 1 the room exists, 0 it does not, or -errno when it cannot be
+ * read now (-EACCES: the monitor refused s's key, why in a->why). */
+int monitor_ask_access(const struct session *s, const char *what,
+    struct monitor_access *a);
 
 /*
  * A request answered later: the network process goes on serving its

@@ -8,17 +8,21 @@
  * the monitor decides again from its own reading of the key's line
  * (monitor_identity.h), and writes the agent's hello itself.
  *
- * Every decision reads the room's access record, the monitor's own file
- * that the room's agent keeps current (access_record.h says why that, and
- * not room.db or a question to the agent), and the key options the
- * session authenticated with.  The network process cannot read DATA: the
- * monitor reads the record for it (monitor_ask_access, monitor_ask_rooms)
- * and lists rooms itself (room_list.h).  The room's name is the only thing
- * the client chooses, and it only says which list applies.
+ * Every decision is the monitor's (monitor_ask_access): it reads the
+ * room's access record, its own file that the room's agent keeps current
+ * (access_record.h says why that, and not room.db or a question to the
+ * agent), and its own parse of the key's line, and answers for the
+ * session's user and key whether the room exists and whether that user
+ * may enter, manage or create it.  The room's owner and members come
+ * with the answer only for a user who may enter: the network process
+ * cannot read DATA, and does not learn who is in a private room unless
+ * the session it asks for is.  The room's name is the only thing the
+ * client chooses, and it only says which room is asked about.
  *
  * A room that does not exist yet is created by its first use; a key with
- * rooms="PATTERNS" may create only rooms whose name matches, so such a
- * use is refused here before anything is made.  The creator becomes the
+ * rooms="PATTERNS" may create only rooms whose name matches (the
+ * monitor's may_create), so such a use is refused here before anything
+ * is made.  The creator becomes the
  * owner when its agent gets the first hello (may_create, which the
  * monitor writes).
  *
@@ -56,17 +60,19 @@ room_access_refuse(struct chan *c)
 	chan_refuse(c, "%s", msg);
 }
 
-/* The first use of a room: may this key create it?  1, or 0 refused. */
+/* The first use of a room: may this key create it (the monitor's
+ * reading of its rooms=)?  1, or 0 refused. */
 static int
-room_access_admit_new(struct chan *c, const char *what)
+room_access_admit_new(struct chan *c, const struct monitor_access *a,
+    const char *what)
 {
 	struct session *s = c->s;
 
-	if (authkey_opts_may_create(&s->opts, s->room))
+	if (a->may_create)
 		return 1;
 	log_info("session %lu: %s refused %s in room '%s': it does not exist "
 	    "and the key may create only rooms=\"%s\"", s->num, s->user, what,
-	    s->room, s->opts.rooms);
+	    s->room, s->opts.rooms ? s->opts.rooms : "");
 	room_access_refuse(c);
 	return 0;
 }
@@ -76,11 +82,17 @@ int
 room_access_admit(struct chan *c, const char *what)
 {
 	struct session *s = c->s;
-	struct access_list l;
-	int r = monitor_ask_access(s->srv, s->room, &l);
+	struct monitor_access a;
+	int r = monitor_ask_access(s, what, &a);
 
 	if (r == 0)
-		return room_access_admit_new(c, what);
+		return room_access_admit_new(c, &a, what);
+	if (r == -EACCES) {
+		log_info("session %lu: %s refused %s in room '%s': %s", s->num,
+		    s->user, what, s->room, a.why);
+		chan_refuse(c, "atrium: room '%s': %s", s->room, a.why);
+		return 0;
+	}
 	if (r < 0) {
 		log_warn("session %lu: %s refused %s in room '%s': its access "
 		    "list cannot be read", s->num, s->user, what, s->room);
@@ -89,11 +101,10 @@ room_access_admit(struct chan *c, const char *what)
 		    "if it persists.", s->room);
 		return 0;
 	}
-	if (access_may_enter(&l, s->user, s->opts.admin))
+	if (a.may_enter)
 		return 1;
-	log_info("session %lu: %s refused %s in room '%s': private, owner %s, "
-	    "not a member", s->num, s->user, what, s->room,
-	    l.owner[0] ? l.owner : "(none)");
+	log_info("session %lu: %s refused %s in room '%s': private, not a "
+	    "member", s->num, s->user, what, s->room);
 	room_access_refuse(c);
 	return 0;
 }
@@ -103,7 +114,7 @@ int
 room_access_delete(struct server *srv, const struct session *s,
     const char *room, char *msg, size_t len)
 {
-	struct access_list l;
+	struct monitor_access a;
 	char bye[256];
 
 	if (!room || strcmp(room, s->room) != 0) {
@@ -111,13 +122,17 @@ room_access_delete(struct server *srv, const struct session *s,
 		    "session deletes only its own room)", s->room);
 		return -EINVAL;
 	}
-	if (monitor_ask_access(srv, room, &l) <= 0) {
+	if (monitor_ask_access(s, "delete", &a) <= 0) {
 		snprintf(msg, len, "cannot read who owns room '%s' now; try "
 		    "again", room);
 		return -EIO;
 	}
-	if (!access_may_manage(&l, s->user, s->opts.admin)) {
-		access_not_owner(&l, "delete it", msg, len);
+	if (!a.may_manage) {
+		if (a.may_enter)
+			access_not_owner(&a.list, "delete it", msg, len);
+		else
+			snprintf(msg, len, "only the room's owner or an admin "
+			    "may delete it");
 		log_info("session %lu: %s may not delete room '%s': refused",
 		    s->num, s->user, room);
 		return -EPERM;

@@ -2,10 +2,12 @@
  * room_access.h: atriumd's room access decisions for a session: may its
  * user enter the room it named (and create it, when it does not exist
  * yet), may it delete its room; which rooms it may list is the monitor's
- * answer (room_list.h).  The rules are common/access.h's; the room's list
- * comes from the monitor's record each time (access_record.h), and who
- * the user is from authorized_keys (the session's key options:
- * atrium-admin, rooms=), never from the client.
+ * answer (room_list.h).  The rules are common/access.h's, applied by the
+ * monitor to its record (access_record.h) for the session's user and key
+ * each time (monitor_ask_access): this side gets the decision, and the
+ * room's owner and members only when the user may enter the room; who
+ * the user is comes from authorized_keys (the key's line: atrium-admin,
+ * rooms=), never from the client.
  */
 #ifndef ATRIUMD_ROOM_ACCESS_H
 #define ATRIUMD_ROOM_ACCESS_H

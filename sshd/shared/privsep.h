@@ -36,8 +36,13 @@
  *                           admin, may_create: the monitor's; history or
  *                           since: the session's)
  *                           -> {fd: true} + the socket, or {errno}
- *   why {room}              -> {why}: why the agent was just restarted
- *   access {room}           -> {exists, owner, visibility, members} | {errno}
+ *   why {room, WHO}         -> {why}: why the agent was just restarted
+ *                              ("" unless the user may enter the room)
+ *   access {room, WHO, for} the monitor's decision for the user ("for":
+ *                           exec, chat, delete... for its log)
+ *                           -> {exists, may_enter, may_manage, may_create,
+ *                              and owner, visibility, members only when
+ *                              may_enter} | {errno}
  *   rooms {WHO}             -> the `rooms` event of the room protocol
  *                              (every room for a key with atrium-admin)
  *   delete {room, WHO}      the room's owner or an admin only

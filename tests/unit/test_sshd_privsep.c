@@ -6,7 +6,8 @@
  * (stops) at anything else: an unknown type, a room name a client could
  * not use, a user name authorized_keys cannot make, a request for a user
  * that does not say who in full (user, key, address), raw bytes; a key
- * that is not the user's is answered with a refusal.
+ * that is not the user's is answered with a refusal; an access request
+ * is answered for who it names.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,8 @@ test_requests_in_the_set(void)
 
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	fake_monitor(&srv, &cfg, sv[0]);
-	ans = ask(&srv, sv[1], "{\"type\":\"why\",\"room\":\"lab\"}");
+	ans = ask(&srv, sv[1], "{\"type\":\"why\",\"room\":\"lab\","
+	    GUEST "}");
 	CHECK(!srv.stopping);
 	CHECK(ans && json_object_object_get_ex(ans, "why", NULL));
 	json_object_put(ans);
@@ -176,8 +178,16 @@ test_requests_in_the_set(void)
 	CHECK(!srv.stopping);
 	CHECK_INT(json_get_int(ans, "errno", 0), EACCES);
 	json_object_put(ans);
-	ans = ask(&srv, sv[1], "{\"type\":\"access\",\"room\":\"lab\"}");
+	/* The monitor's decision for who asks: a guest may create any
+	 * room, and learns no list of one it may not enter. */
+	ans = ask(&srv, sv[1], "{\"type\":\"access\",\"room\":\"lab\","
+	    "\"for\":\"exec\"," GUEST "}");
+	CHECK(!srv.stopping);
 	CHECK(!json_get_bool(ans, "exists", 1));
+	CHECK(json_get_bool(ans, "may_create", 0));
+	CHECK(!json_get_bool(ans, "may_enter", 1));
+	CHECK(!json_object_object_get_ex(ans, "owner", NULL));
+	CHECK(!json_object_object_get_ex(ans, "members", NULL));
 	json_object_put(ans);
 	ans = ask(&srv, sv[1], "{\"type\":\"authkeys\"}");
 	CHECK_INT(json_get_int(ans, "errno", 0), ENOENT);
@@ -226,6 +236,14 @@ test_requests_outside_the_set(void)
 	/* Each request that acts for a user says who, in full. */
 	check_refused("{\"type\":\"delete\",\"room\":\"lab\"}");
 	check_refused("{\"type\":\"export\",\"room\":\"lab\"}");
+	check_refused("{\"type\":\"access\",\"room\":\"lab\","
+	    "\"for\":\"exec\"}");
+	check_refused("{\"type\":\"why\",\"room\":\"lab\"}");
+	/* What an access request is for is one of a fixed set (the
+	 * monitor's log says it). */
+	check_refused("{\"type\":\"access\",\"room\":\"lab\"," GUEST "}");
+	check_refused("{\"type\":\"access\",\"room\":\"lab\","
+	    "\"for\":\"x\\n\"," GUEST "}");
 	check_refused("{\"type\":\"rooms\",\"user\":\"alice\","
 	    "\"admin\":true}");
 	check_refused("{\"type\":\"use\",\"room\":\"lab\","
