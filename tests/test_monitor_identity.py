@@ -1,7 +1,8 @@
 """The monitor states who a request is for: a network process that lies
 (claims admin, names another user, asks for a delete or an export for no
-user) is refused, and each agent connection has exactly one hello, the
-one the monitor writes.
+user) is refused, each agent connection has exactly one hello, the one
+the monitor writes, and a room's owner and members go only to a user who
+may enter it.
 
 The tests speak on the network process's own request socket: as root they
 take a copy of it (pidfd_getfd) while no session is active, so what the
@@ -21,7 +22,7 @@ import subprocess
 
 import pytest
 
-from test_access import add_key, make_private
+from test_access import add_key, invite, make_private
 from test_robustness import AgentConn
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -200,6 +201,62 @@ def test_a_delete_for_nobody_ends_the_network_process(vault, data_dir):
     finally:
         m.close()
     assert os.path.isdir(os.path.join(str(data_dir), "rooms", "vault"))
+    assert "asked for something it may not" in vault.read_log()
+
+
+def test_access_names_no_one_to_an_outsider(vault, data_dir):
+    add_key(data_dir, "carol")
+    invite(vault, "vault", "carol", user="bob")
+    m = Monitor(vault)
+    try:
+        # alice is outside bob's private room: the monitor's decision, and
+        # neither its owner nor its members.
+        ans, fds = m.ask(type="access", room="vault", **{"for": "exec"},
+                         **who(data_dir, "alice"))
+        assert not fds, ans
+        assert ans.get("exists") is True, ans
+        assert ans.get("may_enter") is False, ans
+        assert ans.get("may_manage") is False, ans
+        for field in ("owner", "members", "visibility"):
+            assert field not in ans, ans
+        text = json.dumps(ans)
+        assert "bob" not in text and "carol" not in text, ans
+        # Nor why its agent last restarted.
+        ans, _ = m.ask(type="why", room="vault", **who(data_dir, "alice"))
+        assert ans.get("why") == "", ans
+        # A member gets the list; the owner may manage the room.
+        ans, _ = m.ask(type="access", room="vault", **{"for": "chat"},
+                       **who(data_dir, "carol"))
+        assert ans.get("may_enter") is True, ans
+        assert ans.get("may_manage") is False, ans
+        assert ans.get("owner") == "bob" and ans.get("members") == ["carol"]
+        ans, _ = m.ask(type="access", room="vault", **{"for": "delete"},
+                       **who(data_dir, "bob"))
+        assert ans.get("may_enter") is True and ans.get("may_manage") is True
+        # A key that is not the user's gets a refusal, and no list.
+        ans, _ = m.ask(type="access", room="vault", **{"for": "exec"},
+                       **who(data_dir, "bob", key_of="alice"))
+        assert ans.get("errno") == errno.EACCES, ans
+        assert "owner" not in ans and "members" not in ans, ans
+    finally:
+        m.close()
+    # The operator's log still says whose room alice was refused.
+    assert ("alice refused exec in room 'vault': private, owner bob" in
+            vault.read_log())
+
+
+def test_an_access_for_nobody_ends_the_network_process(vault, data_dir):
+    m = Monitor(vault)
+    try:
+        body = json.dumps({"type": "access", "room": "vault",
+                           "for": "exec"}).encode()
+        m.sock.sendall(struct.pack("=I", len(body)) + body)
+        assert vault.proc.wait(timeout=30) == 1
+        # It was answered nothing.
+        r, _, _ = select.select([m.sock], [], [], 0)
+        assert not r or m.sock.recv(4096) == b""
+    finally:
+        m.close()
     assert "asked for something it may not" in vault.read_log()
 
 
