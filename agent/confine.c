@@ -164,8 +164,10 @@ confine_reach_dirs(struct agent *a)
 	for (int i = 0; i < 2; i++) {
 		*fds[i] = open(paths[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (*fds[i] < 0) {
-			log_error("%s: %s", paths[i], strerror(errno));
-			return -errno;
+			int e = errno;
+
+			log_error("%s: %s", paths[i], strerror(e));
+			return -e;
 		}
 		snprintf(paths[i], PATH_MAX, "/proc/self/fd/%d", *fds[i]);
 	}
