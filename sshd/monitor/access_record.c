@@ -100,18 +100,14 @@ access_record_parse(json_object *o, struct access_list *out)
 	return 0;
 }
 
-/* l as the record's JSON object (NULL when out of memory). */
-static json_object *
-record_json(const struct access_list *l)
+/* See access_record.h. */
+int
+access_record_fields(json_object *o, const struct access_list *l)
 {
-	json_object *o = json_object_new_object(), *m;
+	json_object *m = json_object_new_array();
 
-	if (!o || !(m = json_object_new_array())) {
-		json_object_put(o);
-		return NULL;
-	}
-	json_object_object_add(o, "version",
-	    json_object_new_int(ACCESS_RECORD_VERSION));
+	if (!m)
+		return -ENOMEM;
 	json_object_object_add(o, "owner", l->owner[0] ?
 	    json_object_new_string(l->owner) : NULL);
 	json_object_object_add(o, "visibility",
@@ -119,6 +115,23 @@ record_json(const struct access_list *l)
 	for (int i = 0; i < l->nmembers; i++)
 		json_object_array_add(m, json_object_new_string(l->members[i]));
 	json_object_object_add(o, "members", m);
+	return 0;
+}
+
+/* l as the record's JSON object (NULL when out of memory). */
+static json_object *
+record_json(const struct access_list *l)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "version",
+	    json_object_new_int(ACCESS_RECORD_VERSION));
+	if (access_record_fields(o, l) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
 	return o;
 }
 

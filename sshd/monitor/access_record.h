@@ -39,6 +39,11 @@ int access_record_parse(json_object *o, struct access_list *out);
  * (logged). */
 int access_record_read(const char *room_dir, struct access_list *out);
 
+/* Add l's "owner" (null for none), "visibility" and "members" to o, as
+ * the record, a listing and an access answer all show them.  0, or
+ * -ENOMEM. */
+int access_record_fields(json_object *o, const struct access_list *l);
+
 /* Replace the record of the room in room_dir with l, durably, unless it
  * already says the same (no write then).  1 written, 0 unchanged, -errno
  * (logged). */

@@ -284,7 +284,6 @@ monitor_access(struct monitor *srv, json_object *req, const char *room,
 {
 	const char *what = json_get_string(req, "for");
 	struct access_list l;
-	json_object *m;
 	size_t i, n = sizeof(monitor_access_for) / sizeof(monitor_access_for[0]);
 	int r, enter;
 
@@ -316,12 +315,7 @@ monitor_access(struct monitor *srv, json_object *req, const char *room,
 	    r > 0 && access_may_manage(&l, id->user, id->admin)));
 	if (!enter)
 		return 0;
-	monitor_put(ans, "owner", l.owner);
-	monitor_put(ans, "visibility", access_visibility_name(l.visibility));
-	m = json_object_new_array();
-	for (i = 0; m && (int)i < l.nmembers; i++)
-		json_object_array_add(m, json_object_new_string(l.members[i]));
-	json_object_object_add(ans, "members", m);
+	access_record_fields(ans, &l);
 	return 0;
 }
 

@@ -29,16 +29,10 @@ static json_object *
 room_list_entry(const struct rooms *rs, const char *room,
     const struct access_list *l)
 {
-	json_object *o = json_object_new_object(), *m = json_object_new_array();
+	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "room", json_object_new_string(room));
-	json_object_object_add(o, "owner", l->owner[0] ?
-	    json_object_new_string(l->owner) : NULL);
-	json_object_object_add(o, "visibility",
-	    json_object_new_string(access_visibility_name(l->visibility)));
-	for (int i = 0; i < l->nmembers; i++)
-		json_object_array_add(m, json_object_new_string(l->members[i]));
-	json_object_object_add(o, "members", m);
+	access_record_fields(o, l);
 	json_object_object_add(o, "state", json_object_new_string(
 	    rs && rooms_running(rs, room) ? "running" : "stopped"));
 	return o;
