@@ -102,28 +102,6 @@ monitor_loop_signal_cb(struct watch *w, int revents)
 	monitor_loop_reap(srv);
 }
 
-/* Block the signals we read from a signalfd; ignore SIGPIPE. */
-static int
-monitor_loop_signals(struct monitor *srv)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -errno;
-	signal(SIGPIPE, SIG_IGN);
-	srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (srv->sigfd < 0)
-		return -errno;
-	loop_add(&srv->loop, &srv->signal_w, srv->sigfd, POLLIN,
-	    monitor_loop_signal_cb, srv);
-	return 0;
-}
-
 /* For ":PORT", a socket of our own that takes IPv6 and IPv4 (listener.h),
  * handed to libssh; addr becomes what is bound ("::" or, on a host without
  * IPv6, "0.0.0.0").  1 for both families, 0 for IPv4 alone, or -errno
@@ -227,7 +205,8 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	srv->bind = NULL;
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
-	if ((r = monitor_loop_signals(srv)) < 0) {
+	if ((r = loop_add_signals(&srv->loop, &srv->signal_w, &srv->sigfd,
+	    monitor_loop_signal_cb, srv)) < 0) {
 		log_error("cannot set up signals: %s", strerror(-r));
 		return r;
 	}

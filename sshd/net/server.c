@@ -334,28 +334,6 @@ server_signal_cb(struct watch *w, int revents)
 	}
 }
 
-/* Block the signals we read from a signalfd; ignore SIGPIPE. */
-static int
-server_signals(struct server *srv)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -errno;
-	signal(SIGPIPE, SIG_IGN);
-	srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (srv->sigfd < 0)
-		return -errno;
-	loop_add(&srv->loop, &srv->signal_w, srv->sigfd, POLLIN,
-	    server_signal_cb, srv);
-	return 0;
-}
-
 /* The admission rules from the settings (admission.h). */
 static int
 server_admission(struct server *srv)
@@ -423,7 +401,8 @@ server_init_loop(struct server *srv)
 
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
-	if ((r = server_signals(srv)) < 0)
+	if ((r = loop_add_signals(&srv->loop, &srv->signal_w, &srv->sigfd,
+	    server_signal_cb, srv)) < 0)
 		log_error("cannot set up signals: %s", strerror(-r));
 	return r;
 }

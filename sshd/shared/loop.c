@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/signalfd.h>
 
 #include "log.h"
 #include "util.h"
@@ -182,4 +184,25 @@ loop_timeout(struct loop *l)
 	if (left <= 0)
 		return 0;
 	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+int
+loop_add_signals(struct loop *l, struct watch *w, int *fd, watch_fn fn,
+    void *arg)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	*fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	loop_add(l, w, *fd, POLLIN, fn, arg);
+	return 0;
 }

@@ -78,6 +78,11 @@ void loop_add(struct loop *l, struct watch *w, int fd, short want,
 /* Change the wished events; takes effect at the next loop_sync. */
 void loop_want(struct watch *w, short want);
 
+/* Block SIGCHLD, SIGTERM, SIGINT and SIGHUP, ignore SIGPIPE, and watch the
+ * blocked ones on a signalfd (into *fd) with fn.  0 or -errno. */
+int loop_add_signals(struct loop *l, struct watch *w, int *fd, watch_fn fn,
+    void *arg);
+
 /* Stop watching (anywhere, callbacks included).  The fd is not closed and
  * may be closed at once.  Safe on a watch that was never added. */
 void loop_del(struct watch *w);
