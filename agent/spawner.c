@@ -292,11 +292,9 @@ spawner_spawn(int sock, const struct sandbox *sb,
 	int fds[3], nfds, r;
 
 	/* The agent may not make the room's group (its parent is root's):
-	 * when it went, or is no longer the room's uid's, the spawner makes
-	 * and hands it over again, and the command's group is tried once
-	 * more. */
-	if (sb->cg && sb->room && !cgroup_exists(sb->cg, sb->room))
-		spawner_regroup_ask(sock);
+	 * when it went, or is no longer the room's uid's, the command's group
+	 * cannot be made; the spawner makes and hands the room's group over
+	 * again, and the command's group is tried once more. */
 	if ((r = sandbox_prepare(sb, p)) == -ENOTSUP && sb->cg && sb->room &&
 	    spawner_regroup_ask(sock) == 0)
 		r = sandbox_prepare(sb, p);
