@@ -53,7 +53,7 @@ $(shell mkdir -p $(BUILD))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 
-LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive 2>/dev/null) -lpthread
+LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
 LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)

@@ -74,6 +74,9 @@ landlock_rights(enum landlock_use use, unsigned long long handled)
 	else if (use == LANDLOCK_DEVICE)
 		r |= LANDLOCK_ACCESS_FS_WRITE_FILE |
 		    LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	else if (use == LANDLOCK_FILE)
+		r = LANDLOCK_ACCESS_FS_READ_FILE |
+		    LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
 	return r & handled;
 }
 

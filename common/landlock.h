@@ -1,7 +1,8 @@
 /*
  * landlock.h: limit the files a process may open to a few trees, with the
  * kernel's Landlock LSM (landlock.c).  Used by atrium-agent once it has
- * given up root (agent/confine.c).
+ * given up root (agent/confine.c), atriumd's network process
+ * (sshd/net/privdrop.c) and atrium-fs's daemon (fs/mount_confine.c).
  */
 #ifndef ATRIUM_LANDLOCK_H
 #define ATRIUM_LANDLOCK_H
@@ -12,6 +13,7 @@ enum landlock_use {
 	LANDLOCK_EXEC,		/* that, and execute (and map) files */
 	LANDLOCK_WRITE,		/* everything: create, write, remove, rename */
 	LANDLOCK_DEVICE,	/* read, write and ioctl a device (a tty) */
+	LANDLOCK_FILE,		/* read, write and truncate a file, no more */
 };
 
 struct landlock_tree {

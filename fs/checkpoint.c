@@ -128,6 +128,8 @@ ckpt_start(struct fs *fs)
 	 * every checkpoint was left to the committing thread, under the lock,
 	 * at CKPT_BYTES_MAX.  One read of the header opens the WAL. */
 	rc = sqlite3_exec(fs->ckpt_db, "PRAGMA schema_version", NULL, NULL, NULL);
+	if (rc == SQLITE_OK && fs_keep_wal(fs, fs->ckpt_db) < 0)
+		rc = SQLITE_IOERR;
 	if (rc != SQLITE_OK) {
 		log_warn("%s: the checkpoint connection cannot read (%s); SQLite "
 		    "checkpoints as it commits", fs->path, sqlite3_errstr(rc));

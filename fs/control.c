@@ -78,6 +78,7 @@ struct control {
 	int wake[2];               /* control_stop writes to wake[1] */
 	pthread_t thread;
 	uid_t control_uid;         /* also served; (uid_t)-1: none */
+	int running;               /* the thread was started */
 };
 
 /* The kernel forgets inode ino's attributes, and with pages its cached
@@ -389,10 +390,8 @@ control_listen(struct control *c)
 	return r;
 }
 
-/* Start serving db's control socket for fs mounted through se.  NULL
- * (logged) when it cannot: the mount then goes on without it. */
 struct control *
-control_start(const char *db, struct fs *fs, struct fuse_session *se,
+control_open(const char *db, struct fs *fs, struct fuse_session *se,
     uid_t control_uid)
 {
 	struct control *c = calloc(1, sizeof(*c));
@@ -406,8 +405,7 @@ control_start(const char *db, struct fs *fs, struct fuse_session *se,
 	c->listen_fd = c->wake[0] = c->wake[1] = -1;
 	if ((r = fsctl_path(db, c->path, sizeof(c->path))) < 0 ||
 	    (r = control_listen(c)) < 0 ||
-	    (pipe2(c->wake, O_CLOEXEC) < 0 && (r = -errno)) ||
-	    (r = -pthread_create(&c->thread, NULL, control_main, c)) < 0) {
+	    (pipe2(c->wake, O_CLOEXEC) < 0 && (r = -errno))) {
 		log_warn("%s: no control socket (%s): snapshot commands need the "
 		    "workspace unmounted", db, strerror(-r));
 		if (c->listen_fd >= 0)
@@ -419,15 +417,37 @@ control_start(const char *db, struct fs *fs, struct fuse_session *se,
 	return c;
 }
 
+int
+control_run(struct control *c)
+{
+	int r = pthread_create(&c->thread, NULL, control_main, c);
+
+	if (r != 0) {
+		log_warn("no control socket (thread: %s): snapshot commands "
+		    "need the workspace unmounted", strerror(r));
+		unlink(c->path);	/* may fail once root is given up */
+		control_close_fds(c);
+		free(c);
+		return -1;
+	}
+	c->running = 1;
+	return 0;
+}
+
 /* Stop serving, remove the socket, free c.  Accepts NULL. */
 void
 control_stop(struct control *c)
 {
 	if (!c)
 		return;
-	if (write(c->wake[1], "x", 1) < 0)
-		log_warn("control: waking the thread: %s", strerror(errno));
-	pthread_join(c->thread, NULL);
+	if (c->running) {
+		if (write(c->wake[1], "x", 1) < 0)
+			log_warn("control: waking the thread: %s",
+			    strerror(errno));
+		pthread_join(c->thread, NULL);
+	}
+	/* Fails once the daemon gave up root (the directory is root's):
+	 * the keeper removes it then (mount_keeper.c). */
 	unlink(c->path);
 	control_close_fds(c);
 	free(c);

@@ -161,9 +161,11 @@ fs_open(const char *path, int flags, struct fs **out)
 	pthread_cond_init(&fs->forgot_cond, NULL);
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
+	fs->keep_wal = !!(flags & FS_OPEN_KEEP_WAL);
 	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
+	    (r = fs_keep_wal(fs, fs->db)) < 0 ||
 	    (r = schema_open_check(fs->db, fs->readonly)) < 0 ||
 	    (r = snapshot_load(fs)) < 0 ||
 	    (r = readers_init(fs)) < 0 ||
@@ -175,6 +177,20 @@ fs_open(const char *path, int flags, struct fs **out)
 	}
 	*out = fs;
 	return 0;
+}
+
+/* Under FS_OPEN_KEEP_WAL, tell SQLite to truncate db's WAL at its last
+ * close rather than remove it (it could not).  0 or -EIO (logged). */
+int
+fs_keep_wal(struct fs *fs, sqlite3 *db)
+{
+	int one = 1;
+
+	if (!fs->keep_wal || sqlite3_file_control(db, "main",
+	    SQLITE_FCNTL_PERSIST_WAL, &one) == SQLITE_OK)
+		return 0;
+	log_error("%s: cannot keep the WAL at close", fs->path);
+	return -EIO;
 }
 
 /* Commit, drop unlinked inodes, close.  Accepts NULL. */

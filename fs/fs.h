@@ -84,6 +84,9 @@ struct fs_setattr {
 enum {
 	FS_OPEN_READONLY = 1 << 0,   /* fsck: no migration, no cleanup */
 	FS_OPEN_CLEAN_ORPHANS = 1 << 1, /* mount: drop inodes with nlink 0 */
+	FS_OPEN_KEEP_WAL = 1 << 2,   /* the WAL stays (truncated) at close:
+				      * the process may not remove files in
+				      * the database's directory */
 };
 
 /* fs_rename flags: the values of RENAME_NOREPLACE and RENAME_EXCHANGE. */

@@ -63,6 +63,7 @@ struct fs {
 	sqlite3 *db;              /* the one connection, reads and writes */
 	char *path;
 	int readonly;
+	int keep_wal;		/* FS_OPEN_KEEP_WAL (fs_keep_wal) */
 	/* Grouped commits: one transaction spans many operations (db.c). */
 	int txn_open;
 	long long txn_start_ms;   /* when the open transaction began */
@@ -206,6 +207,10 @@ int readers_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
 
 /* --- checkpoint.c --- */
 int ckpt_start(struct fs *fs);
+
+/* Under FS_OPEN_KEEP_WAL, db truncates its WAL at its last close rather
+ * than removing it (core.c).  0 or -EIO (logged). */
+int fs_keep_wal(struct fs *fs, sqlite3 *db);
 void ckpt_stop(struct fs *fs);
 void ckpt_run(struct fs *fs);
 int64_t ckpt_pending_bytes(const struct fs *fs);

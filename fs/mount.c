@@ -33,6 +33,7 @@
 #include "fuse_ops.h"
 #include "log.h"
 #include "mount.h"
+#include "mount_confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,12 @@ struct mount_state {
 	long long quota_bytes;   /* -o quota=, 0: none */
 	long long quota_inodes;  /* -o quota_inodes=, 0: none */
 	long long control_uid;   /* -o control_uid=, -1: none */
+	int run_as;              /* -o run_as= given: serve as run_uid */
+	uid_t run_uid;
+	gid_t run_gid;
+	int keeper_fd;           /* the keeper's socket (run_as), or -1 */
+	char extra[MOUNT_OPTS_MAX];  /* libfuse's -o options, ",a,b" */
+	char db[PATH_MAX];       /* the database, as this process reaches it */
 };
 
 /* Explain a failure to open db on stderr. */
@@ -93,11 +100,11 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 	struct lockfile_holder h;
 	int r;
 
-	if (access(o->db, F_OK) < 0) {
+	if (access(m->db, F_OK) < 0) {
 		mount_open_error(o->db, -ENOENT);
 		return -1;
 	}
-	r = lockfile_acquire(o->db, &m->lock_fd, &h);
+	r = lockfile_acquire(m->db, &m->lock_fd, &h);
 	/* Right after `fusermount3 -u` the daemon may not yet have seen its
 	 * mount end and said that it is closing (lockfile.c), which makes
 	 * lockfile_acquire wait for it: give it that moment. */
@@ -105,7 +112,7 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 	    mount_holder_gone(&h); i++) {
 		nanosleep(&(struct timespec){ 0, MOUNT_GONE_POLL_MS * 1000000L },
 		    NULL);
-		r = lockfile_acquire(o->db, &m->lock_fd, &h);
+		r = lockfile_acquire(m->db, &m->lock_fd, &h);
 	}
 	if (r == -EBUSY) {
 		mount_holder_explain(o->db, &h);
@@ -116,7 +123,8 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 		    "its directory is writable\n", o->db, strerror(-r));
 		return -1;
 	}
-	if ((r = fs_open(o->db, FS_OPEN_CLEAN_ORPHANS, &m->fs)) < 0) {
+	if ((r = fs_open(m->db, FS_OPEN_CLEAN_ORPHANS |
+	    (m->run_as ? FS_OPEN_KEEP_WAL : 0), &m->fs)) < 0) {
 		mount_open_error(o->db, r);
 		return -1;
 	}
@@ -146,6 +154,15 @@ mount_own_opt(const char *tok, struct mount_state *m)
 			    "than 0\n", tok);
 			return -1;
 		}
+		return 1;
+	}
+	if (strncmp(tok, "run_as=", 7) == 0) {
+		if (mount_confine_parse(tok + 7, &m->run_uid, &m->run_gid) < 0) {
+			fprintf(stderr, "atrium-fs: -o %s: want UID:GID, neither "
+			    "0\n", tok);
+			return -1;
+		}
+		m->run_as = 1;
 		return 1;
 	}
 	if (strncmp(tok, "quota=", 6) == 0)
@@ -216,7 +233,7 @@ mount_point_is_stale(const char *dir)
 static int
 mount_session(const struct mount_opts *o, struct mount_state *m)
 {
-	char opts[MOUNT_OPTS_MAX], extra[MOUNT_OPTS_MAX];
+	char opts[MOUNT_OPTS_MAX];
 	char *argv[] = { "atrium-fs", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct stat st;
@@ -234,9 +251,6 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 		    "create it with: mkdir -p %s\n", o->dir, o->dir);
 		return -1;
 	}
-	m->ops.writeback = 1;
-	if (mount_split_opts(o->fuse_opts, extra, sizeof(extra), m) < 0)
-		return -1;
 	if ((n = fs_quota_set(m->fs, (uint64_t)m->quota_bytes,
 	    (uint64_t)m->quota_inodes)) < 0) {
 		fprintf(stderr, "atrium-fs: cannot count %s for its quota: %s\n",
@@ -244,7 +258,7 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 		return -1;
 	}
 	n = snprintf(opts, sizeof(opts), "allow_other,default_permissions,"
-	    "fsname=atrium-fs,subtype=atrium-fs%s", extra);
+	    "fsname=atrium-fs,subtype=atrium-fs%s", m->extra);
 	if (n < 0 || (size_t)n >= sizeof(opts)) {
 		fprintf(stderr, "atrium-fs: -o options too long\n");
 		return -1;
@@ -270,14 +284,28 @@ mount_session(const struct mount_opts *o, struct mount_state *m)
 	return 0;
 }
 
+void
+mount_detach_stdio(void)
+{
+	struct stat st;
+	int null;
+
+	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return;
+	dup2(null, STDIN_FILENO);
+	dup2(null, STDOUT_FILENO);
+	if (fstat(STDERR_FILENO, &st) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
+		dup2(null, STDERR_FILENO);
+	if (null > STDERR_FILENO)
+		close(null);
+}
+
 /* Tell the waiters (ready fd, parent) the mount is live; detach stdio when
  * in the background. */
 static void
 mount_announce(const struct mount_opts *o, int status_fd)
 {
-	struct stat st;
-	int null;
-
 	if (o->ready_fd >= 0) {
 		if (write(o->ready_fd, "ready\n", 6) != 6)
 			log_warn("writing to --ready-fd %d: %s", o->ready_fd,
@@ -290,17 +318,8 @@ mount_announce(const struct mount_opts *o, int status_fd)
 		}
 		close(status_fd);
 	}
-	if (o->foreground || (null = open("/dev/null", O_RDWR)) < 0)
-		return;
-	dup2(null, STDIN_FILENO);
-	dup2(null, STDOUT_FILENO);
-	/* Keep logging into a log file or journald's socket, but never hold a
-	 * caller's terminal or pipe open: $(atrium-fs mount ...) must return. */
-	if (fstat(STDERR_FILENO, &st) < 0 ||
-	    !(S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
-		dup2(null, STDERR_FILENO);
-	if (null > STDERR_FILENO)
-		close(null);
+	if (!o->foreground)
+		mount_detach_stdio();
 }
 
 /* Serve requests until the session ends.  0 or -1. */
@@ -332,6 +351,15 @@ mount_loop(struct mount_state *m)
 static void
 mount_teardown(struct mount_state *m)
 {
+	int r;
+
+	/* Under run_as only the keeper, root, can take the mount down. */
+	if (m->se && m->mounted && m->keeper_fd >= 0) {
+		if ((r = mount_keeper_unmount(m->keeper_fd)) < 0)
+			log_warn("asking the keeper to unmount %s: %s", m->dir,
+			    strerror(-r));
+		m->mounted = 0;
+	}
 	if (m->se && m->mounted)
 		fuse_session_unmount(m->se);
 	if (m->se && m->signals_set)
@@ -384,48 +412,98 @@ mount_set_readahead(unsigned major, unsigned minor)
 	close(fd);
 }
 
-/* The whole mount in this process; status_fd (or -1) hears "live".  The
+/* After the mount is made: tell the keeper, record the mount, set its
+ * read-ahead, bind the control socket, give up root (run_as), and start
+ * the control socket's thread, in that order: Landlock holds only the
+ * threads made after it.  The control socket, or NULL; -1 in *failed
+ * when the mount must end. */
+static struct control *
+mount_settle(const struct mount_opts *o, struct mount_state *m, int *failed)
+{
+	struct control *ctl;
+	unsigned major = 0, minor = 0;
+	int dev_known, r;
+
+	*failed = 0;
+	if (m->keeper_fd >= 0 && (r = mount_keeper_mounted(m->keeper_fd)) < 0) {
+		log_error("telling the mount's keeper: %s", strerror(-r));
+		*failed = 1;
+		return NULL;
+	}
+	/* The device lets a refused mount tell whether this mount still
+	 * exists (mount_holder.c); the mount table, not stat, which would
+	 * wait on this very daemon. */
+	dev_known = mount_holder_dev(m->dir, &major, &minor) == 0;
+	if ((r = lockfile_record(m->lock_fd, m->dir, dev_known, major,
+	    minor)) < 0)
+		log_warn("recording the mount in %s-mount: %s", o->db,
+		    strerror(-r));
+	if (dev_known)
+		mount_set_readahead(major, minor);
+	/* Before the mount is announced, so that a snapshot asked for right
+	 * after finds the socket. */
+	ctl = control_open(m->db, m->fs, m->se, m->control_uid > 0 ?
+	    (uid_t)m->control_uid : (uid_t)-1);
+	if (m->run_as && mount_confine_drop(m->db, m->run_uid,
+	    m->run_gid) < 0) {
+		control_stop(ctl);
+		*failed = 1;
+		return NULL;
+	}
+	if (ctl && control_run(ctl) < 0)
+		ctl = NULL;
+	return ctl;
+}
+
+/* The mount of m->db, in this process; status_fd (or -1) hears "live".
+ * The exit status. */
+static int
+mount_serve_db(const struct mount_opts *o, struct mount_state *m,
+    int status_fd)
+{
+	struct control *ctl;
+	int failed, r;
+
+	mount_malloc_config();
+	if (mount_open(o, m) < 0 || mount_session(o, m) < 0 ||
+	    (ctl = mount_settle(o, m, &failed), failed)) {
+		mount_teardown(m);
+		return 1;
+	}
+	log_info("%s mounted at %s", o->db, m->dir);
+	mount_announce(o, status_fd);
+	r = mount_loop(m);
+	/* Before the last commits and the checkpoint, which take seconds
+	 * after a big write: a mount of the database meanwhile waits. */
+	if (lockfile_record_closing(m->lock_fd) < 0)
+		log_warn("%s-mount: cannot record the closing: a mount of %s "
+		    "until it ends is refused", o->db, o->db);
+	control_stop(ctl);
+	mount_teardown(m);
+	log_info("%s unmounted from %s", o->db, m->dir);
+	return r < 0 ? 1 : 0;
+}
+
+/* The whole mount: under run_as, the keeper stays here and the daemon
+ * goes on in a child, before anything is opened (mount_keeper.c).  The
  * exit status. */
 static int
 mount_serve(const struct mount_opts *o, int status_fd)
 {
 	struct mount_state m;
-	struct control *ctl;
-	unsigned major = 0, minor = 0;
-	int dev_known, r;
 
-	mount_malloc_config();
 	memset(&m, 0, sizeof(m));
-	m.lock_fd = -1;
+	m.lock_fd = m.keeper_fd = -1;
 	m.control_uid = -1;
-	if (mount_open(o, &m) < 0 || mount_session(o, &m) < 0) {
-		mount_teardown(&m);
+	m.ops.writeback = 1;
+	if (mount_split_opts(o->fuse_opts, m.extra, sizeof(m.extra), &m) < 0)
 		return 1;
-	}
-	/* The device lets a refused mount tell whether this mount still
-	 * exists (mount_holder.c); the mount table, not stat, which would
-	 * wait on this very daemon. */
-	dev_known = mount_holder_dev(m.dir, &major, &minor) == 0;
-	if ((r = lockfile_record(m.lock_fd, m.dir, dev_known, major, minor)) < 0)
-		log_warn("recording the mount in %s-mount: %s", o->db, strerror(-r));
-	if (dev_known)
-		mount_set_readahead(major, minor);
-	/* Before the mount is announced, so that a snapshot asked for right
-	 * after finds the socket. */
-	ctl = control_start(o->db, m.fs, m.se, m.control_uid > 0 ?
-	    (uid_t)m.control_uid : (uid_t)-1);
-	log_info("%s mounted at %s", o->db, m.dir);
-	mount_announce(o, status_fd);
-	r = mount_loop(&m);
-	/* Before the last commits and the checkpoint, which take seconds
-	 * after a big write: a mount of the database meanwhile waits. */
-	if (lockfile_record_closing(m.lock_fd) < 0)
-		log_warn("%s-mount: cannot record the closing: a mount of %s "
-		    "until it ends is refused", o->db, o->db);
-	control_stop(ctl);
-	mount_teardown(&m);
-	log_info("%s unmounted from %s", o->db, m.dir);
-	return r < 0 ? 1 : 0;
+	snprintf(m.db, sizeof(m.db), "%s", o->db);
+	if (m.run_as && (mount_keeper(o, status_fd, &m.keeper_fd) < 0 ||
+	    mount_confine_prepare(o->db, m.run_uid, m.run_gid, m.db,
+	    sizeof(m.db)) < 0))
+		return 1;
+	return mount_serve_db(o, &m, status_fd);
 }
 
 /* Mount in the foreground or background: the exit status. */

@@ -23,6 +23,11 @@ struct mount_opts {
  * exits once the mount is live (0) or has failed (1). */
 int mount_run(const struct mount_opts *o);
 
+/* Give up the caller's stdin and stdout, and its stderr unless that is a
+ * log file or journald's socket: a mount in the background must never
+ * hold a caller's terminal or pipe open ($(atrium-fs mount ...) returns). */
+void mount_detach_stdio(void);
+
 /* Who holds a database's mount lock, as its lock file records it. */
 struct lockfile_holder {
 	pid_t pid;		/* the daemon; 0 when not yet recorded */

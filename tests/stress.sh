@@ -1,6 +1,7 @@
 #!/bin/sh
 # make stress: the random-operation exerciser for STRESS_SECONDS (default
-# 3600) over ever new seeds: on a real atrium-fs mount with the writeback
+# 3600) over ever new seeds: on a real atrium-fs mount, confined as a
+# room's daemon is (-o run_as), with the writeback
 # cache (half the time plain, a quarter with remounts, a quarter with
 # kill -9 of the daemon), then fs/'s core without FUSE under
 # ThreadSanitizer for as long again as a quarter.  Stops at the first
@@ -13,7 +14,13 @@ fs=$(cd "$build" && pwd)/atrium-fs
 exer=$(cd "$build" && pwd)/tests/fsexer
 tsan=$(cd "$build" && pwd)/tsan/tests/test_fs_exerciser
 dir=$(mktemp -d "${TMPDIR:-/tmp}/atrium-stress.XXXXXX")
-db=$dir/workspace.db
+# The daemon confined as a room's is (fs/mount_confine.c): its database's
+# directory root's and 0710 to its gid.
+run_as=3000000002:3000000002
+mkdir "$dir/db"
+chown root:3000000002 "$dir/db"
+chmod 0710 "$dir/db"
+db=$dir/db/workspace.db
 mnt=$dir/mnt
 cleanup() {
 	fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || :
@@ -22,8 +29,9 @@ cleanup() {
 trap cleanup EXIT
 mkdir "$mnt"
 "$fs" mkfs "$db"
-"$fs" mount "$db" "$mnt"
-remount="{ fusermount3 -u '$mnt' || fusermount3 -uz '$mnt'; } 2>/dev/null && '$fs' mount '$db' '$mnt' 2>/dev/null"
+"$fs" mount -o run_as=$run_as "$db" "$mnt"
+# After a kill -9 the daemon's keeper may have unmounted it already.
+remount="{ fusermount3 -u '$mnt' || fusermount3 -uz '$mnt' || :; } 2>/dev/null; '$fs' mount -o run_as=$run_as '$db' '$mnt' 2>/dev/null"
 crash="kill -9 \"\$(head -n1 '$db-mount')\""
 seed=$(date +%s)
 echo "stress: ${secs}s from seed $seed in $dir"

@@ -68,6 +68,19 @@ def wait_gone(pid, timeout=15):
     return not pid
 
 
+# The uid and gid a confined daemon serves as (-o run_as), as atriumd's
+# rooms' daemons do: one no account on the host has.
+RUN_AS = "3000000001:3000000001"
+
+
+def confined(tmp):
+    """-o run_as for a database in tmp, which the daemon's gid must be able
+    to search (as a room's directory lets the room's group)."""
+    os.chown(tmp, 0, int(RUN_AS.split(":")[1]))
+    os.chmod(tmp, 0o710)
+    return "run_as=" + RUN_AS
+
+
 class Mount:
     """One atrium-fs database and its mount point under a tmp dir."""
 

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import BUILD_DIR
-from test_fs import BIN, Mount
+from test_fs import BIN, Mount, confined
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
@@ -32,7 +32,9 @@ FSEXER = os.path.join(BUILD_DIR, "tests", "fsexer")
 def fs(tmp_path):
     if not os.access(FSEXER, os.X_OK):
         pytest.fail(f"missing {FSEXER}: run `make {FSEXER}`", pytrace=False)
-    m = Mount(tmp_path).mount()
+    # Confined, as a room's daemon runs (fs/mount_confine.c): a call its
+    # seccomp list lacks, or a file it cannot reach, shows here.
+    m = Mount(tmp_path, opts=confined(tmp_path)).mount()
     try:
         yield m
     finally:
@@ -41,8 +43,10 @@ def fs(tmp_path):
 
 def remount_cmd(m):
     d, db = shlex.quote(m.dir), shlex.quote(m.db)
-    return (f"{{ fusermount3 -u {d} || fusermount3 -uz {d}; }} 2>/dev/null"
-            f" && {shlex.quote(BIN)} mount {db} {d}")
+    opts = " ".join(shlex.quote(o) for o in m.opts)
+    # After a kill -9 the daemon's keeper may have unmounted it already.
+    return (f"{{ fusermount3 -u {d} || fusermount3 -uz {d} || :; }}"
+            f" 2>/dev/null; {shlex.quote(BIN)} mount {opts} {db} {d}")
 
 
 def crash_cmd(m):

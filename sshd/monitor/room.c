@@ -297,11 +297,14 @@ room_mount(struct room *r)
 	    mnt, NULL };
 
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
-	/* control_uid: the room's agent runs as the room's uid (atrium-agent
-	 * gives up root) and asks for snapshots on the control socket. */
+	/* run_as: the daemon serves the room's commands' requests as the
+	 * room's uid, with no capability (fs/mount_confine.c); control_uid:
+	 * the room's agent, which runs as that uid too, asks for snapshots
+	 * on the control socket. */
 	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld,"
-	    "control_uid=%u", r->rs->cfg->quota, r->rs->cfg->quota_inodes,
-	    (unsigned)r->ids.uid);
+	    "run_as=%u:%u,control_uid=%u", r->rs->cfg->quota,
+	    r->rs->cfg->quota_inodes, (unsigned)r->ids.uid,
+	    (unsigned)r->ids.gid, (unsigned)r->ids.uid);
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	if (room_unmount_stale(r)) {
