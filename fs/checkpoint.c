@@ -81,6 +81,27 @@ ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	return SQLITE_OK;
 }
 
+/* The WAL is part of a room's footprint on the host's disk, and a room
+ * with a quota may not have 1.25 GiB of it: under a quota the committing
+ * thread checkpoints past an eighth of it (at least CKPT_BYTES_QUOTA_MIN,
+ * so that a small room's big write is not all checkpoints), and the WAL
+ * then restarts; so it holds at most that and the commit group that took
+ * it past (db.c: DB_COMMIT_BYTES).  atrium-fs(8), QUOTA, says so. */
+#define CKPT_BYTES_QUOTA_MIN (16 << 20)
+
+void
+ckpt_quota_changed(struct fs *fs)
+{
+	int64_t max = CKPT_BYTES_MAX;
+
+	if (fs->ckpt_page_size <= 0)
+		return;
+	if (fs->quota_bytes > 0 && fs->quota_bytes / 8 < max)
+		max = fs->quota_bytes / 8 > CKPT_BYTES_QUOTA_MIN ?
+		    fs->quota_bytes / 8 : CKPT_BYTES_QUOTA_MIN;
+	fs->ckpt_pages_max = (int)(max / fs->ckpt_page_size);
+}
+
 /* The thresholds in pages of this database (fs->lock held).  0 or -EIO. */
 static int
 ckpt_sizes(struct fs *fs)
@@ -96,7 +117,7 @@ ckpt_sizes(struct fs *fs)
 		return -EIO;
 	fs->ckpt_page_size = psize;
 	fs->ckpt_pages = CKPT_BYTES / psize;
-	fs->ckpt_pages_max = CKPT_BYTES_MAX / psize;
+	ckpt_quota_changed(fs);
 	return 0;
 }
 

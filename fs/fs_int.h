@@ -212,6 +212,8 @@ int ckpt_start(struct fs *fs);
  * than removing it (core.c).  0 or -EIO (logged). */
 int fs_keep_wal(struct fs *fs, sqlite3 *db);
 void ckpt_stop(struct fs *fs);
+/* The WAL's bound follows fs->quota_bytes (fs->lock held). */
+void ckpt_quota_changed(struct fs *fs);
 void ckpt_run(struct fs *fs);
 int64_t ckpt_pending_bytes(const struct fs *fs);
 

@@ -333,6 +333,7 @@ fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes)
 	if (r == 0) {
 		fs->quota_bytes = (int64_t)bytes;
 		fs->quota_inodes = (int64_t)inodes;
+		ckpt_quota_changed(fs);
 	}
 	fs_unlock(fs);
 	return r;

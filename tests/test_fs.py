@@ -1045,3 +1045,21 @@ def test_a_database_with_16k_pages_works(tmp_path):
     assert db_pragma(m.db, "page_size") == 16384
     r = run("fsck", m.db)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_quota_bounds_the_wal(tmp_path):
+    """The WAL is on the host's disk too: under a quota of 64 MiB it is
+    started over past 16 MiB (an eighth, at least 16 MiB), so a 56 MiB
+    write leaves it at most that and one 16 MiB commit group, where
+    without the bound it held the whole write."""
+    m = quota_mount(tmp_path, "quota=64M")
+    try:
+        with open(m.p("big"), "wb") as f:
+            for _ in range(56):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        wal = os.stat(m.db + "-wal").st_size
+        assert wal <= 34 << 20, wal
+    finally:
+        m.unmount()
