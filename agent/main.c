@@ -30,6 +30,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "consent.h"
 #include "agent.h"
 #include "caps.h"
 #include "confine.h"
@@ -424,6 +425,7 @@ main_teardown(struct agent *a)
 		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
+		consent_free(a);
 		conn_close_all(a);
 		room_limits_close(a);
 	}

@@ -72,6 +72,10 @@ struct fsctl_usage {
 /* The quota's figures of db's workspace into *out. */
 int fsctl_usage(const char *db, int timeout_s, struct fsctl_usage *out);
 
+/* The count of changes made through db's mount (fs_changes) into *out:
+ * two counts that differ mean the tree changed between them. */
+int fsctl_changes(const char *db, int timeout_s, unsigned long long *out);
+
 /* Snapshot db as name: a named one, or an undo point (undo non-zero:
  * exempt from the quota's check, which the agent keeps by dropping undo
  * points).  -EDQUOT when a named one would not fit: the figures into

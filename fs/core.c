@@ -161,6 +161,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	pthread_cond_init(&fs->forgot_cond, NULL);
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
+	atomic_store(&fs->changes, (uint64_t)fs_now_ns());
 	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
@@ -175,6 +176,18 @@ fs_open(const char *path, int flags, struct fs **out)
 	}
 	*out = fs;
 	return 0;
+}
+
+void
+fs_changed(struct fs *fs)
+{
+	atomic_fetch_add(&fs->changes, 1);
+}
+
+uint64_t
+fs_changes(struct fs *fs)
+{
+	return atomic_load(&fs->changes);
 }
 
 /* Commit, drop unlinked inodes, close.  Accepts NULL. */
