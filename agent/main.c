@@ -30,9 +30,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "consent.h"
 #include "agent.h"
 #include "caps.h"
+#include "consent.h"
 #include "confine.h"
 #include "cli.h"
 #include "dirworker.h"

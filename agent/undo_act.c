@@ -324,13 +324,19 @@ undo_event(struct undo_plan *p, const char *suffix)
 	return ev;
 }
 
-/* The preview: the lists, and whom a confirmation would ask. */
+/* The preview: the lists, whom a confirmation would ask and for how
+ * long, and "force" when the request forces it (so that the client
+ * confirms it so, and says that it acts over the people asked). */
 static json_object *
-undo_preview_event(struct undo_plan *p)
+undo_preview_event(struct agent *a, struct undo_plan *p, int force)
 {
 	json_object *ev = undo_event(p, "preview");
 
 	json_object_object_add(ev, "ask", json_object_get(p->ask));
+	json_object_object_add(ev, "seconds",
+	    json_object_new_int(a->approval_timeout));
+	if (force)
+		json_object_object_add(ev, "force", json_object_new_boolean(1));
 	return ev;
 }
 
@@ -441,7 +447,7 @@ undo_confirmed(struct agent *a, struct conn *c, struct undo_plan *p,
 		snprintf(act.what, sizeof(act.what), "%s", p->what);
 		snprintf(act.name, sizeof(act.name), "%s", p->name);
 		snprintf(act.user, sizeof(act.user), "%s", c->user);
-		preview = undo_preview_event(p);
+		preview = undo_preview_event(a, p, 0);
 		consent_start(a, c, &act, preview);
 		json_object_put(preview);
 		return;
@@ -472,7 +478,8 @@ undo_handle(struct agent *a, struct conn *c, json_object *req,
 	if (undo_plan(a, what, name, c->user, &p, why, sizeof(why)) < 0)
 		room_error(c, NULL, "%s", why);
 	else if (!json_get_bool(req, "confirm", 0))
-		room_send(c, undo_preview_event(&p));
+		room_send(c, undo_preview_event(a, &p,
+		    json_get_bool(req, "force", 0)));
 	else
 		undo_confirmed(a, c, &p, json_get_bool(req, "force", 0));
 	undo_plan_free(&p);

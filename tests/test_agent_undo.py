@@ -70,11 +70,20 @@ def test_undo_previews_the_turn_then_restores_and_redo_returns(room, model):
         assert p["removed"] == ["gone"]
         assert p["modified"] == ["edit"]
         assert p["users"] == ["bob"]
+        assert p["ask"] == ["bob"]
         assert tree(room.workspace)["made"] == "new\n"   # nothing yet
 
+        # It takes back bob's work: confirmed, it asks him first.
         c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        assert (q["action"], q["turn"], q["user"], q["users"]) == (
+            "undo", turn, "alice", ["bob"])
+        assert tree(room.workspace)["made"] == "new\n"   # nothing yet
+        b = room.connect("bob")
+        b.send({"type": "consent", "id": q["id"], "approve": True})
         d = c.wait("undo_done")
-        assert d["user"] == "alice"
+        assert d["user"] == "alice" and d["agreed"] == ["bob"]
+        assert c.wait("consent_end")["result"] == "agreed"
         assert (d["added"], d["removed"], d["modified"], d["users"]) == (
             p["added"], p["removed"], p["modified"], p["users"])
         assert tree(room.workspace) == before

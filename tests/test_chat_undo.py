@@ -89,7 +89,16 @@ def test_named_snapshots_restore_and_list(srv, model_server, tmux, ssh_run):
     assert "  first " in screen and "turn-9" not in screen.split(
         "snapshots of the workspace:")[1]
     tmux.keys("a", "/restore first", "Enter")
-    tmux.wait("a", "alice restored the workspace to snapshot first")
+    # A restore is previewed like an undo, and acts only on y.
+    screen = tmux.wait("a", "y to restore")
+    assert "/restore would restore the workspace to snapshot first:" in \
+        screen
+    assert "changes back: f" in screen
+    assert ssh_run(srv, "undo", "cat f")[1] == "two\n"
+    tmux.keys("a", "y", "Enter")
+    screen = tmux.wait("a", "alice restored the workspace to snapshot first")
+    assert "changes back: f" in screen.split(
+        "alice restored the workspace to snapshot first")[1]
     assert ssh_run(srv, "undo", "cat f")[1] == "one\n"
 
 
