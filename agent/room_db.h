@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	7	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	8	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 

@@ -330,7 +330,10 @@ chat_consent_request(struct chat *ch, json_object *o, char *text,
 	used = chat_undo_files(o, strcmp(what, "redo") == 0, text, len, used);
 	chat_undo_add(text, len, used, "\n  y to agree, n to refuse (%lld s)",
 	    json_get_int(o, "seconds", 120));
-	snprintf(ch->consent, sizeof(ch->consent), "%s", id);
+	/* Only the room's newest event may wait for our answer: one drawn
+	 * again from history (PgUp, /history) has ended, or may have. */
+	if (json_get_int(o, "seq", 0) >= ch->last_seq)
+		snprintf(ch->consent, sizeof(ch->consent), "%s", id);
 }
 
 /* How a round of consent ended ("" when the done event says it). */
