@@ -398,8 +398,12 @@ undo_act(struct agent *a, struct undo_plan *p, const char *user,
 	char redo_name[64] = "";
 	int r;
 
-	log_info("%s: %s %s %s%s", user, p->what, p->name[0] ? "snapshot" :
-	    "turn", p->name[0] ? p->name : "", forced ? " (forced)" : "");
+	if (p->name[0])
+		log_info("%s: %s snapshot %s%s", user, p->what, p->name,
+		    forced ? " (forced)" : "");
+	else
+		log_info("%s: %s turn %lld%s", user, p->what, p->target.turn,
+		    forced ? " (forced)" : "");
 	if ((r = undo_apply(a, p, redo_name, sizeof(redo_name))) < 0) {
 		snprintf(why, len, "the %s failed: %s; the workspace is as it "
 		    "was", p->what, strerror(-r));

@@ -292,3 +292,42 @@ def test_a_change_after_the_undo_supersedes_the_redo(room, model):
         c.send({"type": "redo"})
         assert "nothing to redo" in c.wait("error")["message"]
         assert tree(room.workspace) != after
+
+
+def test_consent_times_out_refuses_strangers_and_yields_to_force(room,
+                                                                 model):
+    """A request for consent that nobody answers ends after the approval
+    timeout, naming who did not answer; only the people it asks may
+    answer; a forced undo ends a waiting request and is recorded as
+    forced over them."""
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        before = tree(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        run_turn(room, model, c)
+        bob = room.connect("bob", kind="exec")
+        bob.send({"type": "exec", "id": "b1", "command": "echo b > bobs"})
+        assert bob.wait("exec_result", id="b1")["exitCode"] == 0
+
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        end = c.wait("consent_end", timeout=10)
+        assert (end["id"], end["result"], end["users"]) == (
+            q["id"], "timeout", ["bob"])
+        assert "made" in tree(room.workspace)
+
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        carol = room.connect("carol")
+        carol.send({"type": "consent", "id": q["id"], "approve": True})
+        assert "does not ask you" in carol.wait("error")["message"]
+        c.send({"type": "undo", "confirm": True})
+        assert "waits for the yes" in c.wait("error")["message"]
+        c.send({"type": "undo", "confirm": True, "force": True})
+        end = c.wait("consent_end")
+        assert (end["result"], end["user"]) == ("forced", "alice")
+        d = c.wait("undo_done")
+        assert d["forced"] is True and d["over"] == ["bob"]
+        assert tree(room.workspace) == before

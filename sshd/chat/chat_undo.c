@@ -362,10 +362,17 @@ chat_consent_end(struct chat *ch, json_object *o, char *text, size_t len)
 }
 
 /* An answer to a request for consent ("" for a refusal: its end says
- * it). */
+ * it).  Ours, from any of our sessions, is no longer awaited here. */
 static void
-chat_consent_answer(json_object *o, char *text, size_t len)
+chat_consent_answer(struct chat *ch, json_object *o, char *text,
+    size_t len)
 {
+	const char *id = json_get_string(o, "id");
+	const char *who = json_get_string(o, "user");
+
+	if (id && who && strcmp(id, ch->consent) == 0 &&
+	    strcmp(who, ch->c->s->user) == 0)
+		ch->consent[0] = '\0';
 	text[0] = '\0';
 	if (json_get_bool(o, "approve", 0))
 		snprintf(text, len, "%s agreed",
@@ -443,7 +450,7 @@ chat_undo_event(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "consent_request") == 0) {
 		chat_consent_request(ch, o, text, sizeof(text));
 	} else if (strcmp(type, "consent_answer") == 0) {
-		chat_consent_answer(o, text, sizeof(text));
+		chat_consent_answer(ch, o, text, sizeof(text));
 	} else if (strcmp(type, "consent_end") == 0) {
 		chat_consent_end(ch, o, text, sizeof(text));
 	} else {
