@@ -249,11 +249,11 @@ chat_undo_question(json_object *o, const char *what, char *text,
 		    "workspace as it is", what);
 	else if (json_get_bool(o, "force", 0))
 		chat_undo_add(text, len, used, "\n  y to %s it anyway, over the "
-		    "work of %s (the room's history records it), n to leave "
-		    "the workspace as it is", what, ask);
+		    "work of %s (the history records it)\n  n to leave the "
+		    "workspace as it is", what, ask);
 	else
 		chat_undo_add(text, len, used, "\n  it takes back work of %s: "
-		    "y asks them to agree (y/n, %lld s; /%s ! forces it), n "
+		    "y asks them to agree (y/n, %lld s)\n  /%s ! forces it; n "
 		    "to leave the workspace as it is", ask,
 		    json_get_int(o, "seconds", 120), what);
 }
@@ -315,8 +315,8 @@ chat_consent_request(struct chat *ch, json_object *o, char *text,
 	chat_undo_names(o, "users", ask, sizeof(ask));
 	json_object_object_get_ex(o, "users", &users);
 	if (strcmp(asker, me) == 0) {
-		snprintf(text, len, "waiting for %s to agree to your /%s of %s "
-		    "(%lld s); /%s ! forces it", ask, what, obj,
+		snprintf(text, len, "waiting for %s to agree to your /%s "
+		    "(%lld s); /%s ! forces it", ask, what,
 		    json_get_int(o, "seconds", 120), what);
 		return;
 	}
@@ -325,11 +325,11 @@ chat_consent_request(struct chat *ch, json_object *o, char *text,
 		    what, obj);
 		return;
 	}
-	used = chat_undo_add(text, len, 0, "%s asks you to agree to /%s %s, "
-	    "which takes back your changes:", asker, what, obj);
+	used = chat_undo_add(text, len, 0, "%s asks you to agree to /%s %s:",
+	    asker, what, obj);
 	used = chat_undo_files(o, strcmp(what, "redo") == 0, text, len, used);
-	chat_undo_add(text, len, used, "\n  y to agree, n to refuse (%lld s)",
-	    json_get_int(o, "seconds", 120));
+	chat_undo_add(text, len, used, "\n  it takes back your changes: y to "
+	    "agree, n to refuse (%lld s)", json_get_int(o, "seconds", 120));
 	/* Only the room's newest event may wait for our answer: one drawn
 	 * again from history (PgUp, /history) has ended, or may have. */
 	if (json_get_int(o, "seq", 0) >= ch->last_seq)
