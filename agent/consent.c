@@ -14,6 +14,11 @@
  *                    acted anyway), "cancelled" (text: why)
  * An answer is taken only from a person asked, once; a refusal ends the
  * round at once, since one no is enough to keep one's work.
+ *
+ * room.db's config key "consent_open" names the round that waits ("ID
+ * ACTION", "" when none), written in the commit of its request and of its
+ * end: an agent that restarts with one named (consent_resume) ends it as
+ * cancelled, so that no request stays open in the history for ever.
  */
 #include "consent.h"
 
@@ -28,7 +33,10 @@
 #include "log.h"
 #include "loop.h"
 #include "room.h"
+#include "room_db.h"
 #include "undo.h"
+
+#define CONSENT_KEY "consent_open"
 
 struct consent {
 	struct consent_action act;
@@ -109,7 +117,8 @@ consent_finish(struct agent *a, const char *result, const char *user,
 		json_object_object_add(ev, "text", json_object_new_string(why));
 	log_info("consent %s for %s by %s: %s%s%s", k->id, k->act.what,
 	    k->act.user, result, why ? ": " : "", why ? why : "");
-	if ((r = room_emit(a, ev, 1)) < 0)
+	if ((r = room_db_config_set(a->db, CONSENT_KEY, "", "agent")) < 0 ||
+	    (r = room_emit(a, ev, 1)) < 0)
 		log_error("consent %s: its end was not recorded: %s", k->id,
 		    strerror(-r));
 	consent_drop(a);
@@ -190,6 +199,7 @@ consent_start(struct agent *a, struct conn *c,
 	struct consent *k;
 	json_object *ask = NULL;
 	struct timespec ts;
+	char open[64];
 	int r;
 
 	if (a->consent) {
@@ -210,7 +220,9 @@ consent_start(struct agent *a, struct conn *c,
 	k->ask = ask ? json_object_get(ask) : json_object_new_array();
 	k->agreed = json_object_new_array();
 	a->consent = k;
-	if ((r = room_emit(a, consent_request_event(a, k, preview), 1)) < 0) {
+	snprintf(open, sizeof(open), "%s %s", k->id, act->what);
+	if ((r = room_db_config_set(a->db, CONSENT_KEY, open, act->user)) < 0 ||
+	    (r = room_emit(a, consent_request_event(a, k, preview), 1)) < 0) {
 		room_unrecorded(c, NULL, "your request for consent", r);
 		consent_drop(a);
 		return -1;
@@ -283,4 +295,28 @@ consent_request(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	consent_take(a, c, json_get_bool(req, "approve", 0));
+}
+
+void
+consent_resume(struct agent *a)
+{
+	char open[64], id[32], what[8];
+	json_object *ev;
+	int r;
+
+	if (room_db_config_get(a->db, CONSENT_KEY, open, sizeof(open)) != 1 ||
+	    sscanf(open, "%31s %7s", id, what) != 2)
+		return;
+	ev = room_event_new("consent_end");
+	json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "action", json_object_new_string(what));
+	json_object_object_add(ev, "result", json_object_new_string(
+	    "cancelled"));
+	json_object_object_add(ev, "text", json_object_new_string("the room's "
+	    "agent restarted while it waited; nothing was changed"));
+	log_info("consent %s: ended by the restart", id);
+	if ((r = room_db_config_set(a->db, CONSENT_KEY, "", "agent")) < 0 ||
+	    (r = room_emit(a, ev, 1)) < 0)
+		log_error("consent %s: its end was not recorded: %s", id,
+		    strerror(-r));
 }

@@ -14,8 +14,9 @@
  * plans the action again and acts.  Every one of these events is stored,
  * so a reconnect replays the round as it went.
  *
- * One round at a time per room, in memory: an agent restart forgets it
- * (an answer then says no request waits), and the action did not happen.
+ * One round at a time per room, in memory: an agent restart forgets it,
+ * and the action does not happen; the restarted agent ends it in the
+ * history as cancelled (consent_resume).
  */
 #ifndef ATRIUM_AGENT_CONSENT_H
 #define ATRIUM_AGENT_CONSENT_H
@@ -50,6 +51,10 @@ const struct consent_action *consent_waiting(struct agent *a);
  * naming user (who forced it; may be NULL) and why (may be NULL). */
 void consent_end(struct agent *a, const char *result, const char *user,
     const char *why);
+
+/* At start: end, as cancelled by the restart, the round a previous run
+ * of the agent left waiting (room.db says which). */
+void consent_resume(struct agent *a);
 
 /* Forget the round without a word (the agent is closing). */
 void consent_free(struct agent *a);

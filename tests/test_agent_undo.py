@@ -1,5 +1,6 @@
 """Undo and redo of the agent's turns, through the room protocol, on a
 real atrium-fs mount with the real sandbox (only the model is scripted)."""
+import json
 import os
 import subprocess
 
@@ -331,3 +332,30 @@ def test_consent_times_out_refuses_strangers_and_yields_to_force(room,
         d = c.wait("undo_done")
         assert d["forced"] is True and d["over"] == ["bob"]
         assert tree(room.workspace) == before
+
+
+def test_a_restart_ends_a_waiting_consent_in_the_history(room, model):
+    """The agent dies while a request for consent waits: the undo does not
+    happen, and the restarted agent records the request's end."""
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all")
+        c = room.connect()
+        run_turn(room, model, c)
+        bob = room.connect("bob", kind="exec")
+        bob.send({"type": "exec", "id": "b1", "command": "echo b > bobs"})
+        assert bob.wait("exec_result", id="b1")["exitCode"] == 0
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        changed = tree(room.workspace)
+        room.kill9()
+        room.start()
+        ends = [json.loads(j) for (j,) in room.db().execute(
+            "SELECT json FROM events WHERE type = 'consent_end'")]
+        assert [(e["id"], e["result"]) for e in ends] == [
+            (q["id"], "cancelled")], ends
+        assert "restarted" in ends[0]["text"]
+        assert tree(room.workspace) == changed
+        c = room.connect("bob")
+        c.send({"type": "consent", "id": q["id"], "approve": True})
+        assert "has ended" in c.wait("error")["message"]
