@@ -2,7 +2,7 @@
  * fsctl_client.h: asking the atrium-fs daemon that has a workspace
  * database mounted for snapshot work, through its control socket DB-ctl
  * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
- * command line (fs/main.c), by the agent (agent/undo.c,
+ * command line (fs/main.c), by the agent (agent/undo.c, agent/undo_act.c,
  * agent/snapshots.c) and by room exports (sshd/monitor/room_transfer.c,
  * fs/room_archive.c).
  *
