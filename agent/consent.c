@@ -96,6 +96,21 @@ consent_free(struct agent *a)
 	consent_drop(a);
 }
 
+/* Store and announce ev, the end of round id, in one commit with room.db
+ * saying that no round waits any more.  Logged on failure. */
+static void
+consent_record_end(struct agent *a, const char *id, json_object *ev)
+{
+	int r = room_db_config_set(a->db, CONSENT_KEY, "", "agent");
+
+	if (r < 0)
+		log_error("consent %s: its end was not noted: %s", id,
+		    room_db_strerror(r));
+	if ((r = room_emit(a, ev, 1)) < 0)
+		log_error("consent %s: its end was not recorded: %s", id,
+		    room_db_strerror(r));
+}
+
 /* Announce the end of the round with result, then forget it. */
 static void
 consent_finish(struct agent *a, const char *result, const char *user,
@@ -103,7 +118,6 @@ consent_finish(struct agent *a, const char *result, const char *user,
 {
 	struct consent *k = a->consent;
 	json_object *ev = room_event_new("consent_end");
-	int r;
 
 	json_object_object_add(ev, "id", json_object_new_string(k->id));
 	json_object_object_add(ev, "action", json_object_new_string(
@@ -117,10 +131,7 @@ consent_finish(struct agent *a, const char *result, const char *user,
 		json_object_object_add(ev, "text", json_object_new_string(why));
 	log_info("consent %s for %s by %s: %s%s%s", k->id, k->act.what,
 	    k->act.user, result, why ? ": " : "", why ? why : "");
-	if ((r = room_db_config_set(a->db, CONSENT_KEY, "", "agent")) < 0 ||
-	    (r = room_emit(a, ev, 1)) < 0)
-		log_error("consent %s: its end was not recorded: %s", k->id,
-		    strerror(-r));
+	consent_record_end(a, k->id, ev);
 	consent_drop(a);
 }
 
@@ -302,7 +313,6 @@ consent_resume(struct agent *a)
 {
 	char open[64], id[32], what[8];
 	json_object *ev;
-	int r;
 
 	if (room_db_config_get(a->db, CONSENT_KEY, open, sizeof(open)) != 1 ||
 	    sscanf(open, "%31s %7s", id, what) != 2)
@@ -315,8 +325,5 @@ consent_resume(struct agent *a)
 	json_object_object_add(ev, "text", json_object_new_string("the room's "
 	    "agent restarted while it waited; nothing was changed"));
 	log_info("consent %s: ended by the restart", id);
-	if ((r = room_db_config_set(a->db, CONSENT_KEY, "", "agent")) < 0 ||
-	    (r = room_emit(a, ev, 1)) < 0)
-		log_error("consent %s: its end was not recorded: %s", id,
-		    strerror(-r));
+	consent_record_end(a, id, ev);
 }
