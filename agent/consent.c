@@ -292,8 +292,8 @@ consent_request(struct agent *a, struct conn *c, json_object *req)
 	struct consent *k = a->consent;
 
 	if (!k || !id || strcmp(id, k->id) != 0) {
-		room_error(c, NULL, "no request for consent %s waits: it has "
-		    "ended", id ? id : "(no \"id\")");
+		room_error(c, NULL, "that request for consent is not "
+		    "waiting: it has ended%s", id ? "" : " (no \"id\")");
 		return;
 	}
 	if (!consent_has(k->ask, c->user)) {

@@ -437,6 +437,23 @@ undo_may(struct agent *a, struct conn *c, const char *what)
 	return 1;
 }
 
+/* c forces p while a round waits: that round ends, forced when it waits
+ * for the same act, else cancelled by this one. */
+static void
+undo_end_waiting(struct agent *a, struct conn *c, const struct undo_plan *p)
+{
+	const struct consent_action *w = consent_waiting(a);
+	char why[128];
+
+	if (strcmp(w->what, p->what) == 0 && strcmp(w->name, p->name) == 0) {
+		consent_end(a, "forced", c->user, NULL);
+		return;
+	}
+	snprintf(why, sizeof(why), "%s forced a /%s meanwhile: ask again",
+	    c->user, p->what);
+	consent_end(a, "cancelled", NULL, why);
+}
+
 /* A confirmed p from c: act, ask, or end a waiting round by force. */
 static void
 undo_confirmed(struct agent *a, struct conn *c, struct undo_plan *p,
@@ -457,7 +474,7 @@ undo_confirmed(struct agent *a, struct conn *c, struct undo_plan *p,
 		return;
 	}
 	if (force && consent_waiting(a))
-		consent_end(a, "forced", c->user, NULL);
+		undo_end_waiting(a, c, p);
 	else if (consent_waiting(a)) {
 		room_error(c, NULL, "a /%s waits for the yes of the people it "
 		    "asked: wait for its end, or force this one with /%s !",
