@@ -23,6 +23,7 @@ struct conn_hooks;
 struct journal;
 struct input_rates;
 struct turn;
+struct consent;
 struct exec;
 struct term;
 struct dirworker;
@@ -78,6 +79,8 @@ struct agent {
 	int signal_fd;
 	struct conn *conns;		/* connected clients, newest first */
 	struct turn *turn;		/* the running turn, or NULL */
+	struct consent *consent;	/* an undo waiting for people's yes
+					 * (consent.h), or NULL */
 	long long turn_wait;		/* timer of a turn suspended by a failed
 					 * checkpoint (turn.c), or 0 */
 	struct exec *execs;		/* people's running commands */

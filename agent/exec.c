@@ -8,7 +8,9 @@
  *   shared     share = true, the chat's "!cmd": exec_start, exec_output and
  *              exec_result go to every member (start and result stored).
  *
- * Every command is audited in room.db (who, command, cwd, status, times).
+ * Every command is audited in room.db (who, command, cwd, status, times,
+ * and whether it changed the workspace: undo_mark_start/end, for undo's
+ * attribution).
  * Each exec line from a chat or control connection is answered on that
  * connection alone with exactly one unstamped {"type":"exec_done"} once it
  * is over (refused, or its command ended; exec_done_to): atriumd counts a
@@ -39,6 +41,7 @@
 #include "room.h"
 #include "room_db.h"
 #include "text.h"
+#include "undo.h"
 
 #define EXEC_MAX_ENV	16	/* variables a request may set */
 #define EXEC_MAX_ARGV	1024
@@ -53,6 +56,7 @@ struct exec {
 	int passed_fds;			/* the command had the client's fds */
 	struct proc *proc;		/* NULL once ended */
 	long long audit_id;
+	struct undo_mark mark;        /* did it change the workspace? */
 	struct buf out[2];		/* captured stdout, stderr */
 	int truncated;
 	struct buf carry[2];		/* shared output not yet sent: an
@@ -189,6 +193,8 @@ exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
 {
 	int r = room_db_audit_end(a->db, e->audit_id, code, sig);
 
+	if (r == 0)
+		undo_mark_end(a, &e->mark, e->audit_id);
 	if (r < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
 		    e->id, e->audit_id, room_db_strerror(r));
@@ -464,6 +470,7 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
 	/* No command runs without its audit row on disk. */
+	undo_mark_start(a, &e->mark);
 	if ((r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
 	    &e->audit_id)) < 0) {
 		room_error(c, e->id, "the command was not run: the room could "

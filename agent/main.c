@@ -32,6 +32,7 @@
 
 #include "agent.h"
 #include "caps.h"
+#include "consent.h"
 #include "confine.h"
 #include "cli.h"
 #include "dirworker.h"
@@ -424,6 +425,7 @@ main_teardown(struct agent *a)
 		seed_shutdown(a);
 		exec_kill_all(a);
 		term_kill(a);
+		consent_free(a);
 		conn_close_all(a);
 		room_limits_close(a);
 	}
@@ -502,6 +504,7 @@ main(int argc, char **argv)
 	    a->provider, a->model, a->approval, fds.keys >= 0 ? "atriumd" :
 	    "the environment", (unsigned)geteuid(),
 	    prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) ? "" : "not ");
+	consent_resume(a);     /* before anyone can see the round as open */
 	if (fds.ready >= 0) {
 		if (write_all(fds.ready, "ready\n", 6) < 0)
 			log_warn("could not write to the ready fd");

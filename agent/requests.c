@@ -45,6 +45,7 @@
 #include "term.h"
 #include "text.h"
 #include "snapshots.h"
+#include "consent.h"
 #include "undo.h"
 #include "turn.h"
 #include "usage.h"
@@ -378,6 +379,12 @@ room_redo(struct conn *c, json_object *req)
 }
 
 static void
+room_consent(struct conn *c, json_object *req)
+{
+	consent_request(c->a, c, req);
+}
+
+static void
 room_snapshots(struct conn *c, json_object *req)
 {
 	snapshots_request(c->a, c, json_get_string(req, "type"), req);
@@ -468,6 +475,7 @@ static const struct request requests[] = {
 	{ "who", MEMBERS, room_who, 0 },
 	{ "undo", MEMBERS, room_undo, 0 },
 	{ "redo", MEMBERS, room_redo, 0 },
+	{ "consent", MEMBERS, room_consent, 0 },
 	{ "snapshot", MEMBERS, room_snapshots, 0 },
 	{ "restore", MEMBERS, room_snapshots, 0 },
 	{ "snapshots", MEMBERS, room_snapshots, 0 },

@@ -7,7 +7,7 @@
  * pwrite calls, not two per page), whose checkpoints a second connection
  * makes on a thread (wal_checkpointer.h).
  *
- * Schema (user_version 7):
+ * Schema (user_version 8):
  *
  *   events(seq INTEGER PRIMARY KEY, time TEXT, type TEXT, json TEXT)
  *       every stored event exactly as sent (message, turn_start, tool_call,
@@ -46,7 +46,8 @@
  *       input, state started|ended, status, output, started, ended)
  *       UNIQUE(turn, step, idx): call idx of the assistant message of step
  *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool|term, command, cwd,
- *       exit_code, signal, started, ended)
+ *       exit_code, signal, started, ended, wrote)  wrote: 1 when the
+ *       command changed the workspace, 0 when it did not, NULL unknown
  *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
  *       PRIMARY KEY(day, model))  the room's tokens per UTC day and model
  *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
@@ -196,6 +197,10 @@ static const char *const room_db_migrations[] = {
 	"UPDATE turn_undo SET redo = NULL WHERE undone = 1 AND EXISTS"
 	"  (SELECT 1 FROM turn_undo l WHERE l.turn > turn_undo.turn"
 	"   AND l.time >= turn_undo.undone_time);",
+	/* 7 -> 8: whether a person's command changed the workspace (1), or
+	 * only read it (0); NULL: not known, counted as changed.  Undo,
+	 * redo and restore ask only those whose commands changed it. */
+	"ALTER TABLE audit ADD COLUMN wrote INTEGER;",
 };
 #define ROOM_DB_NMIGRATIONS \
 	(int)(sizeof(room_db_migrations) / sizeof(room_db_migrations[0]))
@@ -1405,8 +1410,9 @@ room_db_undo_people(struct room_db *db, const char *since,
 	/* A command that was running at since counts too: it may have
 	 * written after it. */
 	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT user FROM audit"
-	    " WHERE user != 'agent' AND (started >= ?1 OR ended IS NULL"
-	    " OR ended >= ?1) ORDER BY user LIMIT 100", "s", since);
+	    " WHERE user != 'agent' AND (wrote IS NULL OR wrote != 0) AND"
+	    " (started >= ?1 OR ended IS NULL OR ended >= ?1)"
+	    " ORDER BY user LIMIT 100", "s", since);
 	int rc;
 
 	if (!st)
@@ -1486,6 +1492,13 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 	time_now_iso(now, sizeof(now));
 	return room_db_write(db, "UPDATE audit SET exit_code = ?, signal = ?,"
 	    " ended = ? WHERE id = ?", "issI", exit_code, signal, now, id);
+}
+
+int
+room_db_audit_wrote(struct room_db *db, long long id, int wrote)
+{
+	return room_db_write(db, "UPDATE audit SET wrote = ? WHERE id = ?",
+	    "iI", wrote, id);
 }
 
 int

@@ -23,7 +23,7 @@
 
 #include "access.h"
 
-#define ROOM_DB_VERSION	7	/* PRAGMA user_version of the current schema */
+#define ROOM_DB_VERSION	8	/* PRAGMA user_version of the current schema */
 
 struct room_db;
 
@@ -248,7 +248,8 @@ int room_db_undo_target(struct room_db *db, int redo,
 int room_db_undo_set(struct room_db *db, long long turn, int undone,
     const char *redo);
 /* cb for each person (never the agent) whose command ran at or after
- * since, by name, at most 100.  0 or -EIO. */
+ * since and changed the workspace (or may have: audit.wrote not 0), by
+ * name, at most 100.  0 or -EIO. */
 int room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
 /* Retention: the oldest turn whose snapshot is beyond the newest keep or
@@ -270,6 +271,9 @@ int room_db_audit_add(struct room_db *db, const char *user,
     const char *kind, const char *command, const char *cwd, long long *id);
 int room_db_audit_end(struct room_db *db, long long id, int exit_code,
     const char *signal);
+/* Whether the command of row id changed the workspace (1) or not (0):
+ * undo.c's attribution (room_db_undo_people).  In the open transaction. */
+int room_db_audit_wrote(struct room_db *db, long long id, int wrote);
 
 /* --- usage: tokens per day and model, and per person who prompted.
  * add: one model request's tokens on today's rows (UTC), in the open

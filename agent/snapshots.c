@@ -7,9 +7,10 @@
  * "turn-" or "redo-": those are the automatic snapshots of undo.c, which
  * retention drops; a named one is never dropped by the room.
  *
- * Restoring refuses while a turn runs (the agent would go on in a tree
- * that changed under it); like undo, the requests block the loop for at
- * most SNAPSHOTS_TIMEOUT_S (metadata-only copies).
+ * Restoring is undo_act.c's (undo_restore_request): like an undo it is
+ * previewed first, refused while a turn runs, and asks the people whose
+ * work it would take back.  The requests block the loop for at most
+ * SNAPSHOTS_TIMEOUT_S (metadata-only copies).
  */
 #include "snapshots.h"
 
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "room.h"
 #include "room_access.h"
+#include "undo.h"
 #include "ws_snapshot.h"
 
 #define SNAPSHOTS_TIMEOUT_S 30
@@ -132,8 +134,7 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		snapshots_list(db, c);
 		return;
 	}
-	if (!room_access_may_manage(a, c, restore ? "restore a snapshot" :
-	    "take a snapshot"))
+	if (!restore && !room_access_may_manage(a, c, "take a snapshot"))
 		return;
 	if (!snapshots_name_ok(name)) {
 		room_error(c, NULL, "%s needs \"name\": 1 to %d letters, "
@@ -141,14 +142,12 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		    "turn- or redo- (the room's own)", type, SNAPSHOTS_NAME_MAX);
 		return;
 	}
-	if (restore && a->turn) {
-		room_error(c, NULL, "the agent is working: restore once "
-		    "its turn has ended (or stop it)");
+	if (restore) {
+		undo_restore_request(a, c, req, name);
 		return;
 	}
-	r = restore ? fsctl_request(db, "restore", name, SNAPSHOTS_TIMEOUT_S) :
-	    fsctl_snapshot(db, 0, name, SNAPSHOTS_TIMEOUT_S, &why);
-	if (r == -EDQUOT && !restore && why.quota) {
+	r = fsctl_snapshot(db, 0, name, SNAPSHOTS_TIMEOUT_S, &why);
+	if (r == -EDQUOT && why.quota) {
 		snapshots_no_room(c, name, &why);
 		return;
 	}
@@ -156,8 +155,6 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		snapshots_failed(c, type, name, r);
 		return;
 	}
-	log_info("%s %s snapshot %s", c->user, restore ? "restored" : "took",
-	    name);
-	room_notice(a, restore ? "%s restored the workspace to snapshot %s" :
-	    "%s took snapshot %s of the workspace", c->user, name);
+	log_info("%s took snapshot %s", c->user, name);
+	room_notice(a, "%s took snapshot %s of the workspace", c->user, name);
 }

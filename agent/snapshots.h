@@ -14,7 +14,9 @@ struct agent;
 struct conn;
 
 /* type is "snapshot", "restore" or "snapshots"; answers or errors go to c,
- * a done snapshot or restore is announced to the room as a notice. */
+ * a done snapshot is announced to the room as a notice; a restore is
+ * undo_restore_request's (undo.h): previewed, then done (restore_done)
+ * or put to the people whose work it takes back. */
 void snapshots_request(struct agent *a, struct conn *c, const char *type,
     json_object *req);
 

@@ -21,7 +21,13 @@
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
- *                [, truncated], user             undo.c
+ *                [, truncated], user [, forced, over, agreed]   undo.c
+ *   restore_done name, added, removed, modified, users [, truncated],
+ *                user [, forced, over, agreed]   undo.c
+ *   consent_request  id, action [, turn, name], user, users, added,
+ *                removed, modified [, truncated], seconds   consent.c
+ *   consent_answer   id, user, approve           consent.c
+ *   consent_end  id, action, result [, user, users, text]   consent.c
  *   imported     user [, origin, exported], events, dropped
  *                                                room_import.c
  *
@@ -204,6 +210,51 @@ static const struct stored_field f_undo_done[] = {
 	{ "users", K_NAMES, 0, NULL },
 	{ "truncated", K_BOOL, 0, NULL },
 	{ "user", K_NAME, REQUIRED, NULL },
+	{ "forced", K_BOOL, 0, NULL },
+	{ "over", K_NAMES, 0, NULL },
+	{ "agreed", K_NAMES, 0, NULL },
+	END,
+};
+static const struct stored_field f_restore_done[] = {
+	{ "name", K_TEXT, REQUIRED, NULL },
+	{ "added", K_TEXTS, 0, NULL },
+	{ "removed", K_TEXTS, 0, NULL },
+	{ "modified", K_TEXTS, 0, NULL },
+	{ "users", K_NAMES, 0, NULL },
+	{ "truncated", K_BOOL, 0, NULL },
+	{ "user", K_NAME, REQUIRED, NULL },
+	{ "forced", K_BOOL, 0, NULL },
+	{ "over", K_NAMES, 0, NULL },
+	{ "agreed", K_NAMES, 0, NULL },
+	END,
+};
+static const struct stored_field f_consent_request[] = {
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "action", K_TEXT, REQUIRED, NULL },
+	{ "turn", K_INT, 0, NULL },
+	{ "name", K_TEXT, 0, NULL },
+	{ "user", K_NAME, REQUIRED, NULL },
+	{ "users", K_NAMES, REQUIRED, NULL },
+	{ "added", K_TEXTS, 0, NULL },
+	{ "removed", K_TEXTS, 0, NULL },
+	{ "modified", K_TEXTS, 0, NULL },
+	{ "truncated", K_BOOL, 0, NULL },
+	{ "seconds", K_INT, 0, NULL },
+	END,
+};
+static const struct stored_field f_consent_answer[] = {
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, REQUIRED, NULL },
+	{ "approve", K_BOOL, REQUIRED, NULL },
+	END,
+};
+static const struct stored_field f_consent_end[] = {
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "action", K_TEXT, REQUIRED, NULL },
+	{ "result", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, 0, NULL },
+	{ "users", K_NAMES, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_imported[] = {
@@ -234,6 +285,10 @@ static const struct stored_ctor {
 	{ "caps", f_caps },
 	{ "undo_done", f_undo_done },
 	{ "redo_done", f_undo_done },
+	{ "restore_done", f_restore_done },
+	{ "consent_request", f_consent_request },
+	{ "consent_answer", f_consent_answer },
+	{ "consent_end", f_consent_end },
 	{ "imported", f_imported },
 };
 

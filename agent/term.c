@@ -40,6 +40,7 @@
 #include "room.h"
 #include "room_db.h"
 #include "term_encode.h"
+#include "undo.h"
 #include "util.h"
 
 #define TERM_READ_CHUNK		65536
@@ -58,6 +59,7 @@ struct term {
 	int master;			/* pty master, -1 once the slave hung up */
 	struct proc *proc;		/* bash's sandbox, NULL once ended */
 	long long audit_id;
+	struct undo_mark mark;		/* did the shell change the workspace? */
 	VTerm *vt;
 	VTermScreen *vs;
 	int cols, rows;			/* the pty's size now */
@@ -455,6 +457,8 @@ term_audit_end(struct term *t, int code, const char *sig)
 {
 	int r = room_db_audit_end(t->a->db, t->audit_id, code, sig);
 
+	if (r == 0)
+		undo_mark_end(t->a, &t->mark, t->audit_id);
 	if (r < 0)
 		log_error("terminal: the end of audit row %lld not recorded: "
 		    "%s", t->audit_id, room_db_strerror(r));
@@ -575,6 +579,8 @@ term_start(struct agent *a, struct conn *c, int cols, int rows)
 	r = term_open_pty(&t->master, &slave, cols, rows);
 	if (r == 0)
 		r = term_vterm_new(t);
+	if (r == 0)
+		undo_mark_start(a, &t->mark);
 	if (r == 0 && (r = room_db_audit_start(a->db, c->user, "term",
 	    "bash -i", "/workspace", &t->audit_id)) < 0) {
 		room_unrecorded(c, NULL, "the terminal's start", r);

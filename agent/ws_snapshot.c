@@ -1,7 +1,8 @@
 /*
- * ws_snapshot.c: the room's workspace database, for the snapshot requests
- * of undo.c and snapshots.c (ws_snapshot.h); the requests themselves are
- * common/fsctl_client.c's, shared with the atrium-fs command line.
+ * ws_snapshot.c: the room's workspace database, for the requests of
+ * undo.c, undo_act.c and snapshots.c to its atrium-fs (ws_snapshot.h);
+ * the requests themselves are common/fsctl_client.c's, shared with the
+ * atrium-fs command line.
  */
 #include "ws_snapshot.h"
 

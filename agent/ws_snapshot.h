@@ -5,8 +5,10 @@
  * database: ROOM_DIR/workspace.db-ctl).
  *
  * Those requests block the agent's loop for at most their timeout: they
- * are kept to the few an undo point, an undo or a redo needs, with short
- * bounds (a snapshot copies metadata only).
+ * are kept to the few an undo point, an undo, a redo or a restore needs,
+ * and the count of changes read before and after each person's command
+ * (undo.c's marks), with short bounds (a snapshot copies metadata only,
+ * the count is a counter's read).
  */
 #ifndef ATRIUM_AGENT_WS_SNAPSHOT_H
 #define ATRIUM_AGENT_WS_SNAPSHOT_H

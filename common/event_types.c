@@ -14,7 +14,8 @@ const char *const event_types_stored[] = {
 	"compaction",				/* the agent's turns */
 	"exec_start", "exec_result",		/* shared commands */
 	"config", "access", "limits", "caps",	/* settings changed */
-	"undo_done", "redo_done",
+	"undo_done", "redo_done", "restore_done",
+	"consent_request", "consent_answer", "consent_end",	/* undo's */
 	"imported",				/* where history came from */
 	NULL,
 };

@@ -142,6 +142,8 @@ struct fsctl_lines {
 	void *arg;
 	int more;
 	struct fsctl_usage *usage;    /* where a "U" line goes, or NULL */
+	unsigned long long *changes;  /* where a "C" line goes, or NULL */
+	int got_changes;
 };
 
 /* A usage line "U QUOTA USED SNAP_ONLY KEEP INODES QUOTA_INODES".  0 or
@@ -195,6 +197,15 @@ fsctl_answer_line(char *line, struct fsctl_lines *w)
 		return fsctl_error_line(line);
 	if (w->usage && line[0] == 'U' && line[1] == ' ')
 		return fsctl_usage_line(w, line);
+	if (w->changes && line[0] == 'C' && line[1] == ' ') {
+		int end = 0;
+
+		if (sscanf(line, "C %llu%n", w->changes, &end) != 1 ||
+		    line[end] != '\0')
+			return -EPROTO;
+		w->got_changes = 1;
+		return 0;
+	}
 	if (w->list && line[0] == 'S' && line[1] == ' ')
 		return fsctl_list_line(w, line);
 	if (w->diff && strcmp(line, "more") == 0) {
@@ -315,6 +326,15 @@ fsctl_usage(const char *db, int timeout_s, struct fsctl_usage *out)
 
 	memset(out, 0, sizeof(*out));
 	return fsctl_exchange(db, "usage\n", timeout_s, &w);
+}
+
+int
+fsctl_changes(const char *db, int timeout_s, unsigned long long *out)
+{
+	struct fsctl_lines w = { .changes = out };
+	int r = fsctl_exchange(db, "changes\n", timeout_s, &w);
+
+	return r == 0 && !w.got_changes ? -EPROTO : r;
 }
 
 int

@@ -2,7 +2,7 @@
  * fsctl_client.h: asking the atrium-fs daemon that has a workspace
  * database mounted for snapshot work, through its control socket DB-ctl
  * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
- * command line (fs/main.c), by the agent (agent/undo.c,
+ * command line (fs/main.c), by the agent (agent/undo.c, agent/undo_act.c,
  * agent/snapshots.c) and by room exports (sshd/monitor/room_transfer.c,
  * fs/room_archive.c).
  *
@@ -71,6 +71,10 @@ struct fsctl_usage {
 
 /* The quota's figures of db's workspace into *out. */
 int fsctl_usage(const char *db, int timeout_s, struct fsctl_usage *out);
+
+/* The count of changes made through db's mount (fs_changes) into *out:
+ * two counts that differ mean the tree changed between them. */
+int fsctl_changes(const char *db, int timeout_s, unsigned long long *out);
 
 /* Snapshot db as name: a named one, or an undo point (undo non-zero:
  * exempt from the quota's check, which the agent keeps by dropping undo

@@ -18,6 +18,7 @@
  *             "commit" LF          commit the open group (fs_sync), so
  *                                  that a reader of the file sees all
  *                                  that was answered before the request
+ *             "changes" LF         the count of changes (fs_changes)
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
@@ -32,6 +33,9 @@
  *   usage     "U" SP QUOTA SP USED SP SNAP_ONLY SP KEEP SP INODES SP
  *             QUOTA_INODES LF      (bytes; 0: no quota; KEEP: what the
  *                                  refused snapshot would have kept)
+ * changes' answer comes after one line:
+ *   changes   "C" SP COUNT LF      (two counts that differ: the tree
+ *                                  changed between them)
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
  *
  * Trust: the socket is made 0600 in the database's directory, next to the
@@ -188,6 +192,17 @@ control_diff(struct control *c, int fd, const char *name)
 	return r;
 }
 
+/* changes: the count's line to fd.  0 or -errno. */
+static int
+control_changes(struct control *c, int fd)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "C %llu\n",
+	    (unsigned long long)fs_changes(c->fs));
+
+	return control_write_all(fd, line, (size_t)n);
+}
+
 /* One line of the list answer (arg: the peer's fd). */
 static int
 control_list_entry(void *arg, const struct fs_snapshot_info *s)
@@ -259,6 +274,8 @@ control_do(struct control *c, int fd, char *line)
 		return fs_snapshot_list(c->fs, control_list_entry, &fd);
 	if (strcmp(line, "commit") == 0)
 		return fs_sync(c->fs, 0);
+	if (strcmp(line, "changes") == 0)
+		return control_changes(c, fd);
 	if (strcmp(line, "usage") == 0)
 		return control_usage(c, fd);
 	if (strcmp(line, "compact") == 0) {
@@ -314,7 +331,8 @@ control_serve(struct control *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if ((r = control_peer_ok(c, fd)) == 0 &&
 	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
-		log_info("control: %s", line);
+		if (strcmp(line, "changes") != 0)   /* one per command */
+			log_info("control: %s", line);
 		r = control_do(c, fd, line);
 	}
 	if (r == 0)

@@ -162,6 +162,7 @@ fs_open(const char *path, int flags, struct fs **out)
 	xattr_cache_init(fs, XATTR_CACHE_MAX);
 	fs->readonly = !!(flags & FS_OPEN_READONLY);
 	fs->keep_wal = !!(flags & FS_OPEN_KEEP_WAL);
+	atomic_store(&fs->changes, (uint64_t)fs_now_ns());
 	reclaim_init(fs);
 	if ((r = space_init(fs)) < 0 ||
 	    (r = core_open_db(path, fs->readonly, &fs->db)) < 0 ||
@@ -191,6 +192,18 @@ fs_keep_wal(struct fs *fs, sqlite3 *db)
 		return 0;
 	log_error("%s: cannot keep the WAL at close", fs->path);
 	return -EIO;
+}
+
+void
+fs_changed(struct fs *fs)
+{
+	atomic_fetch_add(&fs->changes, 1);
+}
+
+uint64_t
+fs_changes(struct fs *fs)
+{
+	return atomic_load(&fs->changes);
 }
 
 /* Commit, drop unlinked inodes, close.  Accepts NULL. */

@@ -335,6 +335,15 @@ int fs_snapshot_diff(struct fs *fs, const char *name, size_t max,
  * have it write back first (fs/inode.c). */
 void fs_writers(struct fs *fs, uint64_t ino, int delta);
 
+/* A request from the mount changed the tree (fs/fuse_ops.c notes each
+ * one that succeeded).  fs_changes: the count, which starts at the
+ * mount's time in nanoseconds, so that two values from different mounts
+ * differ: a caller compares the values it read before and after
+ * something ran to learn whether the tree changed meanwhile (the agent's
+ * attribution of changes to people's commands, agent/undo.c). */
+void fs_changed(struct fs *fs);
+uint64_t fs_changes(struct fs *fs);
+
 /* --- fsck (fs/fsck.c) --- */
 
 /* Check every invariant of fs/schema.c; each problem is passed to report

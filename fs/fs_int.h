@@ -28,6 +28,7 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,7 +60,9 @@ struct pin {
 };
 
 struct fs {
-	pthread_mutex_t lock;     /* guards everything below */
+	pthread_mutex_t lock;     /* guards everything below but changes */
+	/* People's changes served so far (fs_changes): atomic, no lock. */
+	_Atomic uint64_t changes;
 	sqlite3 *db;              /* the one connection, reads and writes */
 	char *path;
 	int readonly;

@@ -16,6 +16,10 @@
  * forget unpins.  A core call with pin=1 whose reply then fails leaves one
  * pin too many, which only delays the removal of an unlinked inode until
  * unmount.
+ *
+ * Every request that changes the tree notes its success (ops_changed,
+ * fs_changed), so that the agent can tell a command that changed files
+ * from one that only read them (fs/control.c's "changes").
  */
 #include "fs.h"
 #include "fuse_ops.h"
@@ -36,6 +40,16 @@ static struct fs *
 ops_fs(fuse_req_t req)
 {
 	return ((struct fuse_ops_data *)fuse_req_userdata(req))->fs;
+}
+
+/* r, a change's result, after noting a success for fs_changes: every
+ * request that changes the tree passes its result through here. */
+static long long
+ops_changed(fuse_req_t req, long long r)
+{
+	if (r >= 0)
+		fs_changed(ops_fs(req));
+	return r;
 }
 
 /* struct stat from core attributes. */
@@ -226,7 +240,8 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 
 	(void)fi;
 	ops_setattr_of(attr, to_set, &sa);
-	if ((r = fs_setattr(ops_fs(req), ino, &sa, &a)) < 0) {
+	if ((r = (int)ops_changed(req, fs_setattr(ops_fs(req), ino, &sa,
+	    &a))) < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -264,7 +279,8 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	struct fs_ctx ctx = ops_ctx(req);
 	struct fs_attr a;
-	int r = fs_mknod(ops_fs(req), &ctx, parent, name, mode, rdev, 1, &a);
+	int r = (int)ops_changed(req, fs_mknod(ops_fs(req), &ctx, parent, name,
+	    mode, rdev, 1, &a));
 
 	ops_reply_entry(req, r, &a);
 }
@@ -275,8 +291,8 @@ op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs_ctx ctx = ops_ctx(req);
 	struct fs_attr a;
-	int r = fs_mknod(ops_fs(req), &ctx, parent, name,
-	    S_IFDIR | (mode & 07777), 0, 1, &a);
+	int r = (int)ops_changed(req, fs_mknod(ops_fs(req), &ctx, parent, name,
+	    S_IFDIR | (mode & 07777), 0, 1, &a));
 
 	ops_reply_entry(req, r, &a);
 }
@@ -288,7 +304,8 @@ op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
 	struct fs_ctx ctx = ops_ctx(req);
 	struct fs_attr a;
-	int r = fs_symlink(ops_fs(req), &ctx, parent, name, link, 1, &a);
+	int r = (int)ops_changed(req, fs_symlink(ops_fs(req), &ctx, parent,
+	    name, link, 1, &a));
 
 	ops_reply_entry(req, r, &a);
 }
@@ -299,7 +316,8 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     const char *newname)
 {
 	struct fs_attr a;
-	int r = fs_link(ops_fs(req), ino, newparent, newname, 1, &a);
+	int r = (int)ops_changed(req, fs_link(ops_fs(req), ino, newparent,
+	    newname, 1, &a));
 
 	ops_reply_entry(req, r, &a);
 }
@@ -308,14 +326,16 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void
 op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -fs_unlink(ops_fs(req), parent, name));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_unlink(ops_fs(req),
+	    parent, name)));
 }
 
 /* The FUSE RMDIR request: do it in the core and reply once. */
 static void
 op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -fs_rmdir(ops_fs(req), parent, name));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_rmdir(ops_fs(req),
+	    parent, name)));
 }
 
 /* The FUSE RENAME request: do it in the core and reply once. */
@@ -323,8 +343,8 @@ static void
 op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	fuse_reply_err(req, -fs_rename(ops_fs(req), parent, name, newparent,
-	    newname, flags));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_rename(ops_fs(req),
+	    parent, name, newparent, newname, flags)));
 }
 
 /* Open flags of a new handle: keep the page cache; no flush request at
@@ -353,7 +373,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int r;
 
 	if ((fi->flags & O_TRUNC) &&
-	    (r = fs_truncate(ops_fs(req), ino, 0)) < 0) {
+	    (r = (int)ops_changed(req, fs_truncate(ops_fs(req), ino, 0))) < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -387,7 +407,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		    (r = fs_truncate(ops_fs(req), a.ino, 0)) == 0)
 			r = fs_getattr(ops_fs(req), a.ino, &a);
 	}
-	if (r < 0) {
+	if ((r = (int)ops_changed(req, r)) < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -446,7 +466,7 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	 * out of room. */
 	if (n == -EDQUOT && fi && fi->writepage)
 		n = -ENOSPC;
-	if (n < 0)
+	if ((n = ops_changed(req, n)) < 0)
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_write(req, (size_t)n);
@@ -629,8 +649,8 @@ static void
 op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     const char *value, size_t size, int flags)
 {
-	fuse_reply_err(req, -fs_setxattr(ops_fs(req), ino, name, value, size,
-	    flags));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_setxattr(ops_fs(req),
+	    ino, name, value, size, flags)));
 }
 
 /* getxattr and listxattr share the size-probe protocol. */
@@ -685,7 +705,8 @@ op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void
 op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -fs_removexattr(ops_fs(req), ino, name));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_removexattr(ops_fs(req),
+	    ino, name)));
 }
 
 /* fallocate modes 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE; others
@@ -700,8 +721,8 @@ op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -fs_fallocate(ops_fs(req), ino, mode, (uint64_t)off,
-	    (uint64_t)len));
+	fuse_reply_err(req, -(int)ops_changed(req, fs_fallocate(ops_fs(req),
+	    ino, mode, (uint64_t)off, (uint64_t)len)));
 }
 
 /* lseek SEEK_DATA and SEEK_HOLE (the kernel does the others itself).

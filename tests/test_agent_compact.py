@@ -159,7 +159,7 @@ def test_older_turns_are_summarised(room, model, provider):
     stored = [json.loads(j) for j, in db.execute(
         "SELECT json FROM events WHERE type = 'compaction'")]
     assert stored and stored[0]["summary"] == summary
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 8
 
     # Later turns keep sending the summary; the next one folds it in.
     m, evs = turns_until_summary(c, model, first=n + 1)

@@ -1,5 +1,6 @@
 """Undo and redo of the agent's turns, through the room protocol, on a
 real atrium-fs mount with the real sandbox (only the model is scripted)."""
+import json
 import os
 import subprocess
 
@@ -70,11 +71,20 @@ def test_undo_previews_the_turn_then_restores_and_redo_returns(room, model):
         assert p["removed"] == ["gone"]
         assert p["modified"] == ["edit"]
         assert p["users"] == ["bob"]
+        assert p["ask"] == ["bob"]
         assert tree(room.workspace)["made"] == "new\n"   # nothing yet
 
+        # It takes back bob's work: confirmed, it asks him first.
         c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        assert (q["action"], q["turn"], q["user"], q["users"]) == (
+            "undo", turn, "alice", ["bob"])
+        assert tree(room.workspace)["made"] == "new\n"   # nothing yet
+        b = room.connect("bob")
+        b.send({"type": "consent", "id": q["id"], "approve": True})
         d = c.wait("undo_done")
-        assert d["user"] == "alice"
+        assert d["user"] == "alice" and d["agreed"] == ["bob"]
+        assert c.wait("consent_end")["result"] == "agreed"
         assert (d["added"], d["removed"], d["modified"], d["users"]) == (
             p["added"], p["removed"], p["modified"], p["users"])
         assert tree(room.workspace) == before
@@ -283,3 +293,69 @@ def test_a_change_after_the_undo_supersedes_the_redo(room, model):
         c.send({"type": "redo"})
         assert "nothing to redo" in c.wait("error")["message"]
         assert tree(room.workspace) != after
+
+
+def test_consent_times_out_refuses_strangers_and_yields_to_force(room,
+                                                                 model):
+    """A request for consent that nobody answers ends after the approval
+    timeout, naming who did not answer; only the people it asks may
+    answer; a forced undo ends a waiting request and is recorded as
+    forced over them."""
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        before = tree(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all",
+                   *fast())
+        c = room.connect()
+        run_turn(room, model, c)
+        bob = room.connect("bob", kind="exec")
+        bob.send({"type": "exec", "id": "b1", "command": "echo b > bobs"})
+        assert bob.wait("exec_result", id="b1")["exitCode"] == 0
+
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        end = c.wait("consent_end", timeout=10)
+        assert (end["id"], end["result"], end["users"]) == (
+            q["id"], "timeout", ["bob"])
+        assert "made" in tree(room.workspace)
+
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        carol = room.connect("carol")
+        carol.send({"type": "consent", "id": q["id"], "approve": True})
+        assert "does not ask you" in carol.wait("error")["message"]
+        c.send({"type": "undo", "confirm": True})
+        assert "waits for the yes" in c.wait("error")["message"]
+        c.send({"type": "undo", "confirm": True, "force": True})
+        end = c.wait("consent_end")
+        assert (end["result"], end["user"]) == ("forced", "alice")
+        d = c.wait("undo_done")
+        assert d["forced"] is True and d["over"] == ["bob"]
+        assert tree(room.workspace) == before
+
+
+def test_a_restart_ends_a_waiting_consent_in_the_history(room, model):
+    """The agent dies while a request for consent waits: the undo does not
+    happen, and the restarted agent records the request's end."""
+    with room.on_atrium_fs():
+        seed(room.workspace)
+        room.start("--model-url", model.url, "--approval", "allow_all")
+        c = room.connect()
+        run_turn(room, model, c)
+        bob = room.connect("bob", kind="exec")
+        bob.send({"type": "exec", "id": "b1", "command": "echo b > bobs"})
+        assert bob.wait("exec_result", id="b1")["exitCode"] == 0
+        c.send({"type": "undo", "confirm": True})
+        q = c.wait("consent_request")
+        changed = tree(room.workspace)
+        room.kill9()
+        room.start()
+        ends = [json.loads(j) for (j,) in room.db().execute(
+            "SELECT json FROM events WHERE type = 'consent_end'")]
+        assert [(e["id"], e["result"]) for e in ends] == [
+            (q["id"], "cancelled")], ends
+        assert "restarted" in ends[0]["text"]
+        assert tree(room.workspace) == changed
+        c = room.connect("bob")
+        c.send({"type": "consent", "id": q["id"], "approve": True})
+        assert "has ended" in c.wait("error")["message"]

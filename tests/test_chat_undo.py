@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import ssh_run  # noqa: F401 (fixture)
+from conftest import _ssh_run, ssh_run  # noqa: F401 (fixture)
 from model_server import Reply, ToolCall
 from test_chat import settled, srv, tmux  # noqa: F401 (fixtures)
 
@@ -89,7 +89,16 @@ def test_named_snapshots_restore_and_list(srv, model_server, tmux, ssh_run):
     assert "  first " in screen and "turn-9" not in screen.split(
         "snapshots of the workspace:")[1]
     tmux.keys("a", "/restore first", "Enter")
-    tmux.wait("a", "alice restored the workspace to snapshot first")
+    # A restore is previewed like an undo, and acts only on y.
+    screen = tmux.wait("a", "y to restore")
+    assert "/restore would restore the workspace to snapshot first:" in \
+        screen
+    assert "changes back: f" in screen
+    assert ssh_run(srv, "undo", "cat f")[1] == "two\n"
+    tmux.keys("a", "y", "Enter")
+    screen = tmux.wait("a", "alice restored the workspace to snapshot first")
+    assert "changes back: f" in screen.split(
+        "alice restored the workspace to snapshot first")[1]
     assert ssh_run(srv, "undo", "cat f")[1] == "one\n"
 
 
@@ -161,3 +170,115 @@ def test_redo_after_undos_across_an_exec_brings_back_the_last_turn(
     tmux.keys("a", "/redo", "Enter")
     tmux.wait("a", "there is nothing to redo")
     assert files(ssh_run, srv) == second
+
+
+def agent_turn_then_bobs_command(tmux, model_server, srv, bobs_command,
+                                 bob_rows=(80, 24)):
+    """alice (120x35) and bob (80x24) in room undo; the agent's turn
+    changes files, then bob runs bobs_command with !.  Returns the files
+    before the turn."""
+    tmux.open("a", srv, "undo", "alice", cols=120, rows=35)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "!echo keep > keep; echo gone > gone", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    before = files_of(srv)
+    tmux.open("b", srv, "undo", "bob", cols=bob_rows[0], rows=bob_rows[1])
+    tmux.wait("b", "you are bob")
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made && rm gone"})]),
+        Reply("Changed."))
+    tmux.keys("a", "@agent change the files", "Enter")
+    settled(tmux, "a", "agent done")
+    tmux.keys("b", "!" + bobs_command, "Enter")
+    # bob's screen shows alice's command's end too
+    tmux.wait("b", lambda s: s.count("* exit 0 after") == 2)
+    return before
+
+
+def files_of(srv):
+    rc, out, err = _ssh_run(srv, "undo", "for f in *; do echo \"$f: "
+                            "$(cat \"$f\")\"; done")
+    assert rc == 0, err
+    return out
+
+
+def test_undo_of_bobs_work_asks_bob_and_his_no_cancels_it(
+        srv, model_server, tmux):
+    """alice's /undo would take back bob's new file: bob sees the preview
+    in his own session and must agree; his n cancels it and everyone is
+    told who refused; asked again, his y lets it happen."""
+    before = agent_turn_then_bobs_command(tmux, model_server, srv,
+                                          "echo b > bobs")
+    changed = files_of(srv)
+    tmux.keys("a", "/undo", "Enter")
+    screen = tmux.wait("a", "y asks them to agree")
+    assert "also takes back the changes of: bob" in screen
+    assert "it takes back work of bob" in screen
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "waiting for bob to agree")
+    screen = tmux.wait("b", "y to agree, n to refuse")
+    assert "alice asks you to agree to /undo the agent's turn" in screen
+    assert "removes: bobs, made" in screen
+    assert "brings back: gone" in screen
+    assert files_of(srv) == changed               # nothing until he agrees
+
+    tmux.keys("b", "n", "Enter")
+    for pane in ("a", "b"):
+        tmux.wait(pane, "the /undo was cancelled: bob refused")
+    assert files_of(srv) == changed
+
+    tmux.keys("a", "/undo", "Enter")
+    tmux.wait("a", lambda s: s.count("y asks them to agree") == 2)
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("b", lambda s: s.count("y to agree, n to refuse") == 2)
+    tmux.keys("b", "y", "Enter")
+    for pane in ("a", "b"):
+        tmux.wait(pane, "as bob agreed")
+        tmux.wait(pane, "alice undid the agent's turn")
+    assert files_of(srv) == before
+
+
+def test_owner_forces_an_undo_over_bobs_work_and_it_is_recorded(
+        srv, model_server, tmux):
+    """The owner's /undo ! acts without bob's yes, says so to both, and a
+    new session of bob's replays it from the room's history."""
+    before = agent_turn_then_bobs_command(tmux, model_server, srv,
+                                          "echo b > bobs", bob_rows=(120, 35))
+    tmux.keys("a", "/undo !", "Enter")
+    screen = tmux.wait("a", "y to undo it anyway, over the work of bob")
+    assert "also takes back the changes of: bob" in screen
+    tmux.keys("a", "y", "Enter")
+    forced = "alice undid the agent's turn 1, forced over the work of bob"
+    tmux.wait("a", forced)
+    tmux.wait("b", forced)
+    assert files_of(srv) == before
+    tmux("kill-session", "-t", "b")
+    tmux.open("b", srv, "undo", "bob", cols=80, rows=24)
+    tmux.wait("b", "forced over the work of", history=True)
+
+
+def test_a_command_that_only_read_is_nobodys_work_to_ask_about(
+        srv, model_server, tmux):
+    """bob's !cat changed nothing: /undo and /redo neither name nor ask
+    him."""
+    before = agent_turn_then_bobs_command(tmux, model_server, srv,
+                                          "cat made")
+    changed = files_of(srv)
+    tmux.keys("a", "/undo", "Enter")
+    screen = tmux.wait("a", "y to undo, n to leave")
+    preview = screen.split("/undo would undo")[1].split("y to undo")[0]
+    assert "bob" not in preview, preview
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "alice undid the agent's turn")
+    assert files_of(srv) == before
+    tmux.keys("b", "!cat keep", "Enter")
+    tmux.wait("b", lambda s: s.count("* exit 0 after") == 3)
+    tmux.keys("a", "/redo", "Enter")
+    screen = tmux.wait("a", "y to redo, n to leave")
+    preview = screen.split("/redo would redo")[1].split("y to redo")[0]
+    assert "bob" not in preview, preview
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "alice redid the agent's turn")
+    assert files_of(srv) == changed
+    assert "asks you" not in tmux.screen("b", history=True)

@@ -104,7 +104,7 @@
 	"  /access           who may enter\n" \
 	"  /rooms            the rooms you may enter\n" \
 	"  /delete ROOM      delete this room for good (owner)\n" \
-	"  /undo, /redo      take back the agent's last turn, or bring it back\n" \
+	"  /undo, /redo [!]  take back the agent's last turn, or bring it back\n" \
 	"  /snapshot NAME, /restore NAME  keep the workspace, or go back to it\n" \
 	"  /snapshots        the workspace's snapshots\n" \
 	"  /help             this list\n" \

@@ -98,8 +98,13 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
-	char confirm[8];		/* "undo" or "redo" after its preview,
-					 * until the next line answers it */
+	char confirm[8];		/* "undo", "redo" or "restore" after
+					 * its preview, until the next line
+					 * answers it */
+	char confirm_name[132];		/* restore's snapshot */
+	int confirm_force;		/* the preview was of a forced one */
+	char consent[32];		/* a request for consent that asks
+					 * us, until answered or ended */
 };
 
 /* chat_cost.c: a `usage` event as the lines /cost shows (plain integers),
@@ -120,11 +125,12 @@ int chat_pairs_command(const char *type, const struct chat_pair *pairs,
 int chat_caps_command(const char *arg, json_object **out, char *reply,
     size_t len);
 
-/* chat_undo.c: /undo, /redo, /snapshot NAME, /restore NAME, /snapshots
- * as requests (1 with *out, 0 with the usage in reply, -1: none of
- * them); the answer y or n to a preview (1 with the confirming request
- * in *out, 0 declined, -1 no preview waits or line is not y or n); the
- * room's undo, redo and snapshots events (1 when type was one). */
+/* chat_undo.c: /undo [!], /redo [!], /snapshot NAME, /restore NAME [!],
+ * /snapshots as requests (1 with *out, 0 with the usage in reply, -1:
+ * none of them); the answer y or n to a preview or to a request for our
+ * consent (1 with the request in *out, 0 declined, -1 nothing waits or
+ * line is not y or n); the room's undo, redo, restore, consent and
+ * snapshots events (1 when type was one). */
 int chat_undo_command(const char *line, size_t wl, const char *arg,
     json_object **out, char *reply, size_t len);
 int chat_undo_answer(struct chat *ch, const char *line, json_object **out);

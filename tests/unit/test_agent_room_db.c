@@ -63,7 +63,8 @@ test_access_migration(void)
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
 	CHECK_INT(sqlite3_exec(s, "DROP TABLE access; DROP TABLE usage_users;"
-	    "DROP TABLE turn_undo; PRAGMA user_version = 2;"
+	    "DROP TABLE turn_undo; ALTER TABLE audit DROP COLUMN wrote;"
+	    "PRAGMA user_version = 2;"
 	    "INSERT INTO members VALUES ('bob', '2026-01-02', '2026-01-03');"
 	    "INSERT INTO members VALUES ('carol', '2026-01-04', '2026-01-04');"
 	    "INSERT INTO audit (user, kind, command, started) VALUES"
@@ -117,7 +118,8 @@ test_usage_rows(void)
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
 	CHECK_INT(sqlite3_exec(s, "DROP TABLE usage_users;"
-	    "DROP TABLE turn_undo; PRAGMA user_version = 3;"
+	    "DROP TABLE turn_undo; ALTER TABLE audit DROP COLUMN wrote;"
+	    "PRAGMA user_version = 3;"
 	    "INSERT INTO usage VALUES ('2026-01-05', 'm1', 10, 1, 1)", NULL,
 	    NULL, NULL), SQLITE_OK);
 	sqlite3_close(s);
@@ -335,6 +337,52 @@ test_undo_points(void)
 	room_db_close(db);
 }
 
+/* A name room_db_undo_people calls back with, appended to arg. */
+static int
+people_add(void *arg, const char *user)
+{
+	strcat(arg, user);
+	strcat(arg, " ");
+	return 0;
+}
+
+/* An undo names the people whose commands since its point changed the
+ * workspace or may have (wrote unknown), never one that only read, nor
+ * the agent, nor commands that ended before. */
+static void
+test_undo_people_by_what_changed(void)
+{
+	const char *cmd[][2] = {
+		{ "alice", "echo > a" }, { "bob", "cat a" },
+		{ "carol", "old" }, { "dave", "unknown" }, { "agent", "rm a" },
+	};
+	long long id[5];
+	char seen[128] = "";
+	struct room_db *db;
+	char since[40];
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_audit_start(db, "carol", "exec", "old", "/", &id[2]),
+	    0);
+	CHECK_INT(room_db_audit_end(db, id[2], 0, NULL), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	usleep(5000);
+	time_now_iso(since, sizeof(since));
+	usleep(5000);
+	for (int i = 0; i < 5; i++)
+		if (i != 2)
+			CHECK_INT(room_db_audit_start(db, cmd[i][0], "exec",
+			    cmd[i][1], "/", &id[i]), 0);
+	CHECK_INT(room_db_audit_wrote(db, id[0], 1), 0);
+	CHECK_INT(room_db_audit_wrote(db, id[1], 0), 0);
+	CHECK_INT(room_db_audit_wrote(db, id[2], 1), 0);
+	CHECK_INT(room_db_audit_wrote(db, id[4], 1), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(room_db_undo_people(db, since, people_add, seen), 0);
+	CHECK_STR(seen, "alice dave ");
+	room_db_close(db);
+}
+
 /* The turn the next undo (redo 0) or redo (redo 1) acts on, 0 for none;
  * its snapshot names into u. */
 static long long
@@ -425,7 +473,8 @@ test_undo_migration(void)
 	CHECK_INT(room_db_open(p2, &db), 0);
 	room_db_close(db);
 	CHECK_INT(sqlite3_open(p2, &s), SQLITE_OK);
-	CHECK_INT(sqlite3_exec(s, "PRAGMA user_version = 6;"
+	CHECK_INT(sqlite3_exec(s, "ALTER TABLE audit DROP COLUMN wrote;"
+	    "PRAGMA user_version = 6;"
 	    "INSERT INTO turn_undo VALUES (1, 0, 0, 'bash', 'turn-1',"
 	    " '2026-01-01T00:00:01.000Z', 1, 'redo-1', '2026-01-01T00:00:02.000Z');"
 	    "INSERT INTO turn_undo VALUES (2, 0, 0, 'bash', 'turn-2',"
@@ -464,6 +513,7 @@ main(void)
 	TEST(test_undo_points);
 	TEST(test_undo_redo_order);
 	TEST(test_undo_migration);
+	TEST(test_undo_people_by_what_changed);
 	unlink(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	unlink(wal);

@@ -109,6 +109,7 @@ test_older_schema_migrated(void)
 
 	make_room();
 	poke("DROP TABLE access; DROP TABLE usage_users; DROP TABLE turn_undo;"
+	    " ALTER TABLE audit DROP COLUMN wrote;"
 	    " PRAGMA user_version = 2;"
 	    " INSERT INTO members VALUES ('bob', '2026-01-02', '2026-01-03')");
 	CHECK_INT(room_import_db(path, "dave"), 0);
