@@ -7,6 +7,8 @@
  * "turn-" or "redo-": those are the automatic snapshots of undo.c, which
  * retention drops; a named one is never dropped by the room.
  *
+ * Each one taken or restored is a stored `snapshot` event.
+ *
  * Restoring refuses while a turn runs (the agent would go on in a tree
  * that changed under it); like undo, the requests block the loop for at
  * most SNAPSHOTS_TIMEOUT_S (metadata-only copies).
@@ -114,6 +116,30 @@ snapshots_list(const char *db, struct conn *c)
 	room_send(c, ev);
 }
 
+/* Record and announce what c did to the workspace: a stored snapshot
+ * event (so a restore shows in a replay and /history finds it), with the
+ * line the room shows. */
+static void
+snapshots_record(struct agent *a, struct conn *c, int restore,
+    const char *name)
+{
+	json_object *ev = room_event_new("snapshot");
+	char text[300];
+	int r;
+
+	snprintf(text, sizeof(text), restore ? "%s restored the workspace to "
+	    "snapshot %s" : "%s took snapshot %s of the workspace", c->user,
+	    name);
+	json_object_object_add(ev, "action", json_object_new_string(restore ?
+	    "restore" : "take"));
+	json_object_object_add(ev, "name", json_object_new_string(name));
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	if ((r = room_emit(a, ev, 1)) < 0)
+		room_unrecorded(c, NULL, restore ? "the record of this "
+		    "restore" : "the record of this snapshot", r);
+}
+
 void
 snapshots_request(struct agent *a, struct conn *c, const char *type,
     json_object *req)
@@ -158,6 +184,5 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 	}
 	log_info("%s %s snapshot %s", c->user, restore ? "restored" : "took",
 	    name);
-	room_notice(a, restore ? "%s restored the workspace to snapshot %s" :
-	    "%s took snapshot %s of the workspace", c->user, name);
+	snapshots_record(a, c, restore, name);
 }

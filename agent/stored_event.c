@@ -9,11 +9,17 @@
  *   tool_call    turn, id, name, input           turn.c
  *   tool_result  turn, id, status, output        turn.c
  *   turn_end     turn, stop_reason, usage        turn.c
+ *   approval_request  turn, id, tool, input, modifies, seconds
+ *                                                turn.c
+ *   approval_result   turn, id, tool, status [, user, reason], waited_ms,
+ *                text                            turn.c (approval.h)
  *   compaction   turn, reason, summarized, kept, tokens_before,
  *                context_window, summary, usage  turn.c
  *   exec_start   id, user, command               exec.c (shared commands)
  *   exec_result  id, exitCode [, signal, timedOut], stdout, stderr
  *                [, truncated]                   exec.c (shared commands)
+ *                or id, exitCode, interrupted, text: a command a restart
+ *                cut (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
  *   access       owner, visibility, members [, change, user, by]
@@ -22,6 +28,7 @@
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
  *                [, truncated], user             undo.c
+ *   snapshot     action (take, restore), name, user, text  snapshots.c
  *   imported     user [, origin, exported], events, dropped
  *                                                room_import.c
  *
@@ -143,6 +150,26 @@ static const struct stored_field f_compaction[] = {
 	{ "usage", K_OBJECT, 0, f_usage },
 	END,
 };
+static const struct stored_field f_approval_request[] = {
+	{ "turn", K_INT, 0, NULL },
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "tool", K_TEXT, REQUIRED, NULL },
+	{ "input", K_JSON, NULLABLE, NULL },
+	{ "modifies", K_BOOL, 0, NULL },
+	{ "seconds", K_INT, 0, NULL },
+	END,
+};
+static const struct stored_field f_approval_result[] = {
+	{ "turn", K_INT, 0, NULL },
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "tool", K_TEXT, 0, NULL },
+	{ "status", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, 0, NULL },
+	{ "reason", K_TEXT, 0, NULL },
+	{ "waited_ms", K_INT, 0, NULL },
+	{ "text", K_TEXT, REQUIRED, NULL },
+	END,
+};
 static const struct stored_field f_exec_start[] = {
 	{ "id", K_TEXT, REQUIRED, NULL },
 	{ "user", K_NAME, REQUIRED, NULL },
@@ -157,6 +184,8 @@ static const struct stored_field f_exec_result[] = {
 	{ "stdout", K_OUTPUT, 0, NULL },
 	{ "stderr", K_OUTPUT, 0, NULL },
 	{ "truncated", K_BOOL, 0, NULL },
+	{ "interrupted", K_BOOL, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_config[] = {
@@ -206,6 +235,13 @@ static const struct stored_field f_undo_done[] = {
 	{ "user", K_NAME, REQUIRED, NULL },
 	END,
 };
+static const struct stored_field f_snapshot[] = {
+	{ "action", K_TEXT, REQUIRED, NULL },
+	{ "name", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, REQUIRED, NULL },
+	{ "text", K_TEXT, REQUIRED, NULL },
+	END,
+};
 static const struct stored_field f_imported[] = {
 	{ "user", K_NAME, REQUIRED, NULL },
 	{ "origin", K_ROOM, 0, NULL },
@@ -226,6 +262,8 @@ static const struct stored_ctor {
 	{ "tool_result", f_tool_result },
 	{ "turn_end", f_turn_end },
 	{ "compaction", f_compaction },
+	{ "approval_request", f_approval_request },
+	{ "approval_result", f_approval_result },
 	{ "exec_start", f_exec_start },
 	{ "exec_result", f_exec_result },
 	{ "config", f_config },
@@ -234,6 +272,7 @@ static const struct stored_ctor {
 	{ "caps", f_caps },
 	{ "undo_done", f_undo_done },
 	{ "redo_done", f_undo_done },
+	{ "snapshot", f_snapshot },
 	{ "imported", f_imported },
 };
 

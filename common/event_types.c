@@ -12,9 +12,10 @@ const char *const event_types_stored[] = {
 	"message", "prompt",			/* people's lines */
 	"turn_start", "tool_call", "tool_result", "turn_end",
 	"compaction",				/* the agent's turns */
+	"approval_request", "approval_result",	/* asked, and answered */
 	"exec_start", "exec_result",		/* shared commands */
 	"config", "access", "limits", "caps",	/* settings changed */
-	"undo_done", "redo_done",
+	"undo_done", "redo_done", "snapshot",	/* the workspace taken back */
 	"imported",				/* where history came from */
 	NULL,
 };
