@@ -7,6 +7,11 @@
  *              collected (each capped at PROTO_MAX_CAPTURE) into exec_result.
  *   shared     share = true, the chat's "!cmd": exec_start, exec_output and
  *              exec_result go to every member (start and result stored).
+ *              Until its result is stored, a shared command is marked open
+ *              in room.db (room_db_exec_open, in its start's transaction):
+ *              one that a restart or a crash cut gets, when the agent
+ *              starts again, an exec_result of its own, interrupted, so no
+ *              block stays open in the record (exec_recover).
  *
  * Every command is audited in room.db (who, command, cwd, status, times).
  * Each exec line from a chat or control connection is answered on that
@@ -202,6 +207,22 @@ exec_done_to(struct conn *c)
 		room_send_link(c, "{\"type\":\"exec_done\"}");
 }
 
+/* Store and announce ev, the exec_result of the shared command id, which
+ * is then open no more.  Takes ev.  0, or -errno when room.db did not take
+ * it (nobody was told). */
+static int
+exec_record_end(struct agent *a, const char *id, json_object *ev)
+{
+	int r = room_db_exec_closed(a->db, id);
+
+	if (r < 0) {
+		json_object_put(ev);
+		journal_abort(a->journal, r);
+		return r;
+	}
+	return room_emit(a, ev, 1);
+}
+
 static void
 exec_on_exit(void *arg, const struct proc_end *end)
 {
@@ -224,7 +245,7 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	if (e->share) {
 		if (e->owner && e->owner->kind == CONN_EXEC)
 			room_send(e->owner, json_object_get(ev));
-		if (room_emit(a, ev, 1) < 0 && e->owner &&
+		if (exec_record_end(a, e->id, ev) < 0 && e->owner &&
 		    e->owner->kind != CONN_EXEC)
 			room_error(e->owner, e->id, "command %s ended, but the "
 			    "room could not record its result, so the room was "
@@ -481,7 +502,13 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		json_object_object_add(ev, "command",
 		    json_object_new_string(shown ? shown : ""));
 		free(shown);
-		if ((r = room_emit(a, ev, 1)) < 0) {
+		if ((r = room_db_exec_open(a->db, e->id, e->user)) < 0) {
+			json_object_put(ev);
+			journal_abort(a->journal, r);
+		} else {
+			r = room_emit(a, ev, 1);
+		}
+		if (r < 0) {
 			room_unrecorded(c, e->id, "the start of this shared "
 			    "command", r);
 			exec_audit_end(a, e, 126, NULL);
@@ -563,4 +590,45 @@ exec_kill_all(struct agent *a)
 		exec_audit_end(a, e, 128 + SIGKILL, "KILL");
 		exec_free(e);
 	}
+}
+
+/* room_db_exec_open_each's callback: the exec_result of a command that a
+ * restart cut, recorded. */
+static int
+exec_recover_one(const char *id, const char *user, void *arg)
+{
+	struct agent *a = arg;
+	json_object *ev = room_event_new("exec_result");
+	int r;
+
+	json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "exitCode", json_object_new_int(-1));
+	json_object_object_add(ev, "interrupted", json_object_new_boolean(1));
+	json_object_object_add(ev, "text",
+	    json_object_new_string(EXEC_INTERRUPTED_TEXT));
+	if ((r = room_db_exec_closed(a->db, id)) < 0) {
+		json_object_put(ev);
+		return r;
+	}
+	if ((r = room_record(a, ev)) < 0)	/* it took ev */
+		return r;
+	log_info("%s's command %s was cut by a restart: recorded as "
+	    "interrupted", user ? user : "?", id);
+	return 0;
+}
+
+void
+exec_recover(struct agent *a)
+{
+	int r = room_db_exec_open_each(a->db, exec_recover_one, a);
+
+	if (r < 0) {
+		journal_abort(a->journal, r);
+		log_error("the commands a restart cut could not be recorded as "
+		    "interrupted: %s", room_db_strerror(r));
+		return;
+	}
+	if (r > 0 && (r = journal_commit(a->journal)) < 0)
+		log_error("the commands a restart cut could not be recorded as "
+		    "interrupted: %s", room_db_strerror(r));
 }

@@ -510,6 +510,7 @@ main(int argc, char **argv)
 			log_warn("could not write to the ready fd");
 		close(fds.ready);
 	}
+	exec_recover(a);
 	turn_resume(a);
 	r = loop_run(a->loop);
 	main_teardown(a);
