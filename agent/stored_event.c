@@ -7,7 +7,7 @@
  *   prompt       user, text                      requests.c
  *   turn_start   turn, user                      turn.c
  *   tool_call    turn, id, name, input           turn.c
- *   tool_result  turn, id, status, output        turn.c
+ *   tool_result  turn, id [, name], status, output  turn.c
  *   turn_end     turn, stop_reason, usage        turn.c
  *   approval_request  turn, id, tool, input, modifies, seconds
  *                                                turn.c
@@ -129,6 +129,7 @@ static const struct stored_field f_tool_call[] = {
 static const struct stored_field f_tool_result[] = {
 	{ "turn", K_INT, 0, NULL },
 	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "name", K_TEXT, 0, NULL },
 	{ "status", K_TEXT, REQUIRED, NULL },
 	{ "output", K_OUTPUT, 0, NULL },
 	END,

@@ -1156,6 +1156,10 @@ turn_tool_end(struct turn *t, int idx, const char *status,
 	ev = room_event_new("tool_result");
 	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
 	json_object_object_add(ev, "id", json_object_new_string(id ? id : ""));
+	/* The tool's name: a replay shows a streamed tool's output where it
+	 * streamed, before the end line. */
+	json_object_object_add(ev, "name", json_object_new_string(
+	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 	json_object_object_add(ev, "status", json_object_new_string(status));
 	json_object_object_add(ev, "output", json_object_new_string(output));
 	if (r == 0)

@@ -1,0 +1,172 @@
+"""The room's record as people read it, through the real OpenSSH client in
+tmux: approvals (who gave them, denials with their reason, timeouts) and a
+command a restart cut are stored events, so a reconnect replays them
+exactly as they showed live, and /history finds them; the approval prompt
+fits one line and only y or n answers it; a tool's duration is its run,
+the wait for an answer shown apart.
+
+Run as root after `make all`:
+/usr/bin/python3 -m pytest -q tests/test_chat_record.py
+"""
+import json
+import os
+import re
+import shutil
+import signal
+
+import pytest
+
+from conftest import _pids_using
+from model_server import Reply, ToolCall
+from test_chat import settled, tmux, untimed  # noqa: F401 (fixtures)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0,
+                       reason="atriumd mounts FUSE: run as root"),
+    pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux"),
+]
+
+SIZES = [(80, 24), (120, 35)]
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    """Approvals asked of the people here, answered within 4 s."""
+    env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model",
+                   "--approval", "ask", "--approval-timeout", "4",
+                   "--input-rate", "0", env=env)
+
+
+def record(tmux, name, first, last):
+    """The rows of name's whole scrollback from the first one holding
+    first to the last one holding last; presence lines left out (who
+    joined is not the record, and differs between two sessions)."""
+    rows = [r.rstrip() for r in
+            tmux.screen(name, history=True).split("\n")]
+    start = next(i for i, r in enumerate(rows) if first in r)
+    end = max(i for i, r in enumerate(rows) if last in r)
+    return [r for r in rows[start:end + 1]
+            if not re.search(r"\* \w+ (joined|left)$", r)]
+
+
+def model_saw(model_server, text):
+    """1 when some request to the model carried text."""
+    return any(text in json.dumps(r["body"]) if not isinstance(r["body"], str)
+               else text in r["body"] for r in model_server.requests)
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_approvals_replay_as_they_showed_live(srv, model_server, tmux,
+                                              cols, rows):
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."),
+        Reply("Two.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-two"})]),
+        Reply("Done two."),
+        Reply("Three.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-three"})]),
+        Reply("Done three."))
+    tmux.open("a", srv, "rec", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "rec", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    # With nothing waiting, y is an ordinary line.
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "bob: y")
+    tmux.keys("a", "@agent one", "Enter")
+    # The prompt is one row: what will run, then how to answer.
+    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 4 s)")
+    row = [r for r in tmux.rows("b") if "approval needed" in r]
+    assert len(row) == 1 and untimed(row[0]) == \
+        "! approval needed: bash echo ran-one (y/n, 4 s)", tmux.rows("b")
+    # "yes" is chat, shown as chat; it answers nothing.
+    tmux.keys("b", "yes", "Enter")
+    tmux.wait("a", "bob: yes")
+    assert "approved" not in tmux.screen("a")
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    screen = settled(tmux, "a", "agent done")
+    got = re.search(r"\* bob approved the agent's bash call \(waited "
+                    r"(\d+)\.(\d) s\)", screen)
+    assert got, screen
+    # The tool's duration is its run alone, not the wait before it.
+    took = re.search(r"\* tool ok after (\d+\.\d+) s", screen)
+    assert took and float(took.group(1)) < 1.0, screen
+    # A denial with its reason: the room sees who and why, and so does
+    # the model, in the call's result.
+    tmux.keys("a", "@agent two", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 4 s)")
+    tmux.keys("b", "n not on a friday", "Enter")
+    tmux.wait("a", "Done two.")
+    screen = tmux.wait("a", lambda s: re.search(
+        r"bob denied the agent's bash call \(waited \d+\.\d s\): not on "
+        r"a friday", s), history=True)
+    assert model_saw(model_server, "denied by bob: not on a friday")
+    assert "bob: n not on a friday" not in screen
+    # Nobody answers: after 4 s it is denied, and says so.
+    tmux.keys("a", "@agent three", "Enter")
+    tmux.wait("a", "Done three.", timeout=30)
+    settled(tmux, "a", "approval timed out: no one answered the agent's "
+            "bash call within 4 s, so it was denied")
+    live = record(tmux, "a", "alice: @agent one", "Done three.")
+    assert not [r for r in live if "ran-three" in r and "tool ok" in r]
+    # A reconnect (a new session of alice's) replays all of it exactly as
+    # it showed live: the prompts, who answered and how, the output
+    # before "tool ok", the durations.
+    tmux.open("a2", srv, "rec", "alice", cols=cols, rows=rows)
+    settled(tmux, "a2", "Done three.")
+    replay = record(tmux, "a2", "alice: @agent one", "Done three.")
+    assert replay == live, "\n".join(
+        ["live:"] + live + ["replay:"] + replay)
+    # /history finds the approvals.
+    tmux.keys("a2", "/history approved", "Enter")
+    screen = tmux.wait("a2", "hold \"approved\"")
+    assert "bob approved the agent's bash call" in screen.split(
+        "/history approved")[-1], screen
+
+
+def agent_pid(srv, room):
+    """The pid of room's atrium-agent."""
+    for pid in _pids_using(os.path.join(srv.data, "rooms", room)):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "atrium-agent":
+                    return pid
+        except OSError:
+            pass
+    raise AssertionError("no atrium-agent for room %s" % room)
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
+    tmux.open("a", srv, "cut", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!echo started; sleep 300", "Enter")
+    tmux.wait("a", "started")
+    pid = agent_pid(srv, "cut")
+    os.kill(pid, signal.SIGKILL)
+    # Live: the chat reconnects to the restarted agent and the block ends.
+    screen = tmux.wait("a", "* interrupted by a restart", timeout=30,
+                       history=True)
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    start = rows_.index("> alice $ echo started; sleep 300")
+    assert "* interrupted by a restart" in rows_[start:], rows_
+    block = [r for r in record(tmux, "a", "alice $ echo started",
+                               "interrupted by a restart")
+             if "alice $" in r or "interrupted" in r]
+    assert len(block) == 2, block
+    # In a new session's replay, the same block, ended the same way (its
+    # output was never stored: the command never ended).
+    tmux.open("b", srv, "cut", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "interrupted by a restart")
+    assert [r for r in record(tmux, "b", "alice $ echo started",
+                              "interrupted by a restart")
+            if "alice $" in r or "interrupted" in r] == block
+    # /history finds it.
+    tmux.keys("b", "/history interrupt", "Enter")
+    screen = tmux.wait("b", "hold \"interrupt\"")
+    assert "interrupted by a restart" in screen.split(
+        "/history interrupt")[-1], screen
