@@ -22,7 +22,7 @@
  *                cut (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
- *   access       owner, visibility, members [, change, user, by]
+ *   access       owner, visibility, members [, change, user, by, text]
  *                                                room_access.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
@@ -207,6 +207,7 @@ static const struct stored_field f_access[] = {
 	{ "change", K_TEXT, 0, NULL },
 	{ "user", K_NAME, 0, NULL },
 	{ "by", K_NAME, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_limits[] = {

@@ -170,3 +170,34 @@ def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
     screen = tmux.wait("b", "hold \"interrupt\"")
     assert "interrupted by a restart" in screen.split(
         "/history interrupt")[-1], screen
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_blocks_restores_and_kicks_replay_and_are_found(srv, tmux, cols,
+                                                         rows):
+    tmux.open("a", srv, "rk", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!sleep 0.3; echo slept", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    tmux.keys("a", "/snapshot keep-1", "Enter")
+    tmux.wait("a", "alice took snapshot keep-1 of the workspace")
+    tmux.keys("a", "/restore keep-1", "Enter")
+    tmux.wait("a", "alice restored the workspace to snapshot keep-1")
+    tmux.open("b", srv, "rk", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "/kick bob", "Enter")
+    tmux.wait("a", "alice removed bob")
+    live = record(tmux, "a", "alice $ sleep 0.3", "alice removed bob")
+    took = [r for r in live if "exit 0 after" in r]
+    assert len(took) == 1 and float(re.search(
+        r"after (\d+\.\d+) s", took[0]).group(1)) >= 0.3, live
+    # A new session replays the block with its duration, the restore and
+    # the kick, as they showed.
+    tmux.open("c", srv, "rk", "alice", cols=cols, rows=rows)
+    tmux.wait("c", "alice removed bob")
+    assert record(tmux, "c", "alice $ sleep 0.3", "alice removed bob") == \
+        [r for r in live if "bob joined" not in r]
+    for word, line in (("restored", "alice restored the workspace to "
+                        "snapshot keep-1"), ("kick", "alice removed bob")):
+        tmux.keys("c", "/history " + word, "Enter")
+        screen = tmux.wait("c", "hold \"%s\"" % word)
+        assert line in screen.split("/history " + word)[-1], screen

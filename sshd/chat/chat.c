@@ -1121,7 +1121,7 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "usage") == 0) {
 		chat_cost_text(o, text, sizeof(text));
 	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0 ||
-	    strcmp(type, "caps") == 0) {
+	    strcmp(type, "caps") == 0 || strcmp(type, "snapshot") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
 		/* Live, a notice already said so; history has only this. */

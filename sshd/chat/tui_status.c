@@ -185,6 +185,19 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 }
 
 /* See tui_status.h. */
+void
+tui_status_timing(struct tui_status *st, const char *type, json_object *o,
+    long long time_ms)
+{
+	const char *status = json_get_string(o, "status");
+
+	if (!strcmp(type, "exec_start") || !strcmp(type, "tool_call") ||
+	    (!strcmp(type, "approval_result") && status &&
+	    !strcmp(status, "approved")))
+		tui_status_started(st, json_get_string(o, "id"), time_ms);
+}
+
+/* See tui_status.h. */
 int
 tui_status_expire(struct tui_status *st, long long now_ms)
 {
