@@ -89,7 +89,7 @@
 	"  /who              who is here, idle how long, in /term\n" \
 	"  /stop             stop the agent's turn\n" \
 	"  y, /approve [ID]  run what the agent asks to run\n" \
-	"  n [WHY], /deny [ID [WHY]]  refuse it, and tell the agent why\n" \
+	"  n, /deny [ID [WHY]]  refuse it (n WHY: and tell the agent why)\n" \
 	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
 	"  /model NAME       the agent's model\n" \
 	"  /history TEXT     search the room's stored history\n" \
