@@ -31,11 +31,11 @@ SIZES = [(80, 24), (120, 35)]
 
 @pytest.fixture
 def srv(atriumd, data_dir, model_server):
-    """Approvals asked of the people here, answered within 4 s."""
+    """Approvals asked of the people here, answered within 8 s."""
     env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
     return atriumd(data_dir, "--provider", "anthropic", "--model-url",
                    model_server.url, "--model", "test-model",
-                   "--approval", "ask", "--approval-timeout", "4",
+                   "--approval", "ask", "--approval-timeout", "8",
                    "--input-rate", "0", env=env)
 
 
@@ -79,10 +79,10 @@ def test_approvals_replay_as_they_showed_live(srv, model_server, tmux,
     tmux.wait("a", "bob: y")
     tmux.keys("a", "@agent one", "Enter")
     # The prompt is one row: what will run, then how to answer.
-    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 4 s)")
+    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 8 s)")
     row = [r for r in tmux.rows("b") if "approval needed" in r]
     assert len(row) == 1 and untimed(row[0]) == \
-        "! approval needed: bash echo ran-one (y/n, 4 s)", tmux.rows("b")
+        "! approval needed: bash echo ran-one (y/n, 8 s)", tmux.rows("b")
     # "yes" is chat, shown as chat; it answers nothing.
     tmux.keys("b", "yes", "Enter")
     tmux.wait("a", "bob: yes")
@@ -101,7 +101,7 @@ def test_approvals_replay_as_they_showed_live(srv, model_server, tmux,
     # A denial with its reason: the room sees who and why, and so does
     # the model, in the call's result.
     tmux.keys("a", "@agent two", "Enter")
-    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 4 s)")
+    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 8 s)")
     tmux.keys("b", "n not on a friday", "Enter")
     tmux.wait("a", "Done two.")
     screen = tmux.wait("a", lambda s: re.search(
@@ -113,7 +113,7 @@ def test_approvals_replay_as_they_showed_live(srv, model_server, tmux,
     tmux.keys("a", "@agent three", "Enter")
     tmux.wait("a", "Done three.", timeout=30)
     settled(tmux, "a", "approval timed out: no one answered the agent's "
-            "bash call within 4 s, so it was denied")
+            "bash call within 8 s, so it was denied")
     live = record(tmux, "a", "alice: @agent one", "Done three.")
     assert not [r for r in live if "ran-three" in r and "tool ok" in r]
     # A reconnect (a new session of alice's) replays all of it exactly as
@@ -226,7 +226,7 @@ def test_protocol_records_answers_and_timeouts(srv, model_server):
         event("welcome")
         j.send(json.dumps({"type": "prompt", "text": "a"}) + "\n")
         req = event("approval_request")
-        assert req["seq"] > 0 and req["seconds"] == 4
+        assert req["seq"] > 0 and req["seconds"] == 8
         j.send(json.dumps({"type": "approve", "id": req["id"],
                            "approve": False,
                            "reason": "use b\x1b[31m instead"}) + "\n")
@@ -257,3 +257,23 @@ def test_protocol_records_answers_and_timeouts(srv, model_server):
             "tool_result"], found
     finally:
         j.close()
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
+    """Who joins while the agent waits sees the request as it was asked,
+    then how long is left, once; their y answers it."""
+    model_server.script(
+        Reply("", tool_calls=[ToolCall("bash", {"command": "echo late"})]),
+        Reply("Done late."))
+    tmux.open("a", srv, "join", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "@agent go", "Enter")
+    tmux.wait("a", "approval needed: bash echo late (y/n, 8 s)")
+    tmux.open("b", srv, "join", "bob", cols=cols, rows=rows)
+    screen = tmux.wait("b", re.compile(
+        r"the agent still waits for an answer \(y/n, \d+ s left\)").search)
+    assert screen.count("approval needed: bash echo late (y/n, 8 s)") == 1, \
+        screen
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "bob approved the agent's bash call")
+    tmux.wait("a", "Done late.")
