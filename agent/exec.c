@@ -260,6 +260,23 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	exec_free(e);
 }
 
+/* A shared command whose start the room was shown, but which could not
+ * be started (the error went to whoever asked): its end, exit 126 as a
+ * shell says of a command it cannot run, so its block does not stay
+ * open. */
+static void
+exec_not_run(struct agent *a, struct exec *e)
+{
+	json_object *ev = room_event_new("exec_result");
+	int r;
+
+	json_object_object_add(ev, "id", json_object_new_string(e->id));
+	json_object_object_add(ev, "exitCode", json_object_new_int(126));
+	if ((r = exec_record_end(a, e->id, ev)) < 0)
+		log_error("%s: the end of a command that did not start was not "
+		    "recorded: %s", e->id, room_db_strerror(r));
+}
+
 /* The request's cwd inside the sandbox, into out.  0 or -EPERM. */
 static int
 exec_cwd(const char *cwd, char *out, size_t outlen)
@@ -519,6 +536,8 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 	if (exec_spawn(a, c, e, req, json_get_string(req, "command") ? NULL :
 	    argv, cwd, fds, nfds) < 0) {
 		exec_audit_end(a, e, 126, NULL);
+		if (e->share)
+			exec_not_run(a, e);
 		exec_free(e);
 	} else {
 		e->next = a->execs;
