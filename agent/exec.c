@@ -611,12 +611,20 @@ exec_kill_all(struct agent *a)
 	}
 }
 
-/* room_db_exec_open_each's callback: the exec_result of a command that a
- * restart cut, recorded. */
+/* room_db_exec_open_each's callback: the id, kept in the array arg (the
+ * rows are changed only once the walk is over). */
 static int
-exec_recover_one(const char *id, const char *user, void *arg)
+exec_recover_collect(const char *id, const char *user, void *arg)
 {
-	struct agent *a = arg;
+	return json_object_array_add(arg, json_object_new_string(id ? id :
+	    "")) < 0;
+}
+
+/* The exec_result of the command id that a restart cut, recorded and its
+ * mark removed, for the next commit.  0 or -errno. */
+static int
+exec_recover_one(struct agent *a, const char *id)
+{
 	json_object *ev = room_event_new("exec_result");
 	int r;
 
@@ -629,25 +637,33 @@ exec_recover_one(const char *id, const char *user, void *arg)
 		json_object_put(ev);
 		return r;
 	}
-	if ((r = room_record(a, ev)) < 0)	/* it took ev */
-		return r;
-	log_info("%s's command %s was cut by a restart: recorded as "
-	    "interrupted", user ? user : "?", id);
-	return 0;
+	return room_record(a, ev);	/* it takes ev */
 }
 
 void
 exec_recover(struct agent *a)
 {
-	int r = room_db_exec_open_each(a->db, exec_recover_one, a);
+	json_object *ids = json_object_new_array();
+	size_t n;
+	int r = ids ? room_db_exec_open_each(a->db, exec_recover_collect,
+	    ids) : -ENOMEM;
 
-	if (r < 0) {
-		journal_abort(a->journal, r);
-		log_error("the commands a restart cut could not be recorded as "
-		    "interrupted: %s", room_db_strerror(r));
+	n = r < 0 ? 0 : json_object_array_length(ids);
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = exec_recover_one(a, json_object_get_string(
+		    json_object_array_get_idx(ids, i)));
+	json_object_put(ids);
+	if (r >= 0 && n == 0)
+		return;
+	/* The ids came from room.db (an archive, maybe): counted, not
+	 * logged. */
+	if (r < 0 && n > 0)
+		journal_abort(a->journal, r);	/* nothing half-recorded */
+	else if (r >= 0 && (r = journal_commit(a->journal)) >= 0) {
+		log_info("%zu shared command%s cut by a restart: recorded as "
+		    "interrupted", n, n == 1 ? "" : "s");
 		return;
 	}
-	if (r > 0 && (r = journal_commit(a->journal)) < 0)
-		log_error("the commands a restart cut could not be recorded as "
-		    "interrupted: %s", room_db_strerror(r));
+	log_error("the commands a restart cut could not be recorded as "
+	    "interrupted: %s", room_db_strerror(r));
 }
