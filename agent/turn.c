@@ -10,7 +10,9 @@
  *   RETRY      a timer before the next attempt message: redo the request
  *              (a summary request when        (and a pending compactions
  *              summarising)                    row: summarise first)
- *   APPROVAL   an approval_request and timer   assistant tool_use stored;
+ *   APPROVAL   an approval_request (stored)    assistant tool_use stored;
+ *              and its timer; the outcome an
+ *              approval_result (approval.h)
  *   TOOL       one tool call (tools.c)         journal row per call answered
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
