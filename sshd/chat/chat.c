@@ -169,7 +169,8 @@ chat_answer_command(int approve, const char *arg, const char *waiting,
 		return 0;
 	}
 	if (n >= sizeof(id) || (approve && why && *why)) {
-		snprintf(reply, len, "usage: /approve [ID], /deny [ID [REASON]]");
+		snprintf(reply, len, "usage: /approve [ID], /deny [ID "
+		    "[REASON]]");
 		return 0;
 	}
 	snprintf(id, sizeof(id), "%.*s", (int)n, arg ? arg : "");

@@ -6,8 +6,8 @@
  * agent_delta or tool_result mean thinking; tool_call means running that
  * tool (its command for bash); approval_request means waiting, and its
  * approval_result running again (approved: the call's duration starts
- * then) or thinking; turn_end means idle.  A room that restarts mid-turn replays turn_start without
- * its end: the line says thinking until the resumed turn ends, which is
+ * then) or thinking; turn_end means idle.  A room that restarts mid-turn
+ * replays turn_start without its end: the line says thinking until the resumed turn ends, which is
  * what the agent is then doing.
  *
  * Invariants: every name and detail is NUL-terminated and cut to its
