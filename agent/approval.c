@@ -1,11 +1,15 @@
 /*
- * approval.c: approval decisions (approval.h).  The allow list is checked
- * strictly: a prefix entry allows one simple command, so "git status" never
- * lets "git status; rm -rf ." or "git status $(rm x)" through; those go to a
- * person (ask) or are denied (allow_list).
+ * approval.c: approval decisions and the words of their outcomes
+ * (approval.h).  The allow list is checked strictly: a prefix entry allows
+ * one simple command, so "git status" never lets "git status; rm -rf ." or
+ * "git status $(rm x)" through; those go to a person (ask) or are denied
+ * (allow_list).  The outcome's line is made here once, stored in the
+ * approval_result event as its text, so the room shows the same words live,
+ * in a replay and in a /history search.
  */
 #include "approval.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const approval_policies[] = {
@@ -85,4 +89,99 @@ approval_decide(const char *policy, json_object *allow_list,
 		return approval_listed(allow_list, tool, input) ?
 		    APPROVAL_ALLOW : APPROVAL_DENY;
 	return APPROVAL_DENY;
+}
+
+static const char *const approval_outcomes[] = {
+	[APPROVAL_APPROVED] = "approved",
+	[APPROVAL_DENIED] = "denied",
+	[APPROVAL_TIMED_OUT] = "timed_out",
+	[APPROVAL_LEFT] = "left",
+	[APPROVAL_NOBODY] = "nobody",
+};
+
+const char *
+approval_outcome_name(enum approval_outcome outcome)
+{
+	return (unsigned)outcome < sizeof(approval_outcomes) /
+	    sizeof(approval_outcomes[0]) ? approval_outcomes[outcome] : "?";
+}
+
+/* A wait as people read it: "4.2 s", "3 min 05 s". */
+static void
+approval_wait_text(long long ms, char *out, size_t len)
+{
+	if (ms < 0)
+		ms = 0;
+	if (ms < 60000)
+		snprintf(out, len, "%lld.%lld s", ms / 1000, ms % 1000 / 100);
+	else
+		snprintf(out, len, "%lld min %02lld s", ms / 60000,
+		    ms % 60000 / 1000);
+}
+
+void
+approval_outcome_text(enum approval_outcome outcome, const char *who,
+    const char *tool, const char *reason, long long waited_ms,
+    int timeout_s, char *out, size_t len)
+{
+	char wait[32];
+	int why = reason && *reason;
+
+	approval_wait_text(waited_ms, wait, sizeof(wait));
+	tool = tool && *tool ? tool : "tool";
+	who = who && *who ? who : "someone";
+	switch (outcome) {
+	case APPROVAL_APPROVED:
+		snprintf(out, len, "%s approved the agent's %s call (waited "
+		    "%s)", who, tool, wait);
+		break;
+	case APPROVAL_DENIED:
+		snprintf(out, len, "%s denied the agent's %s call (waited "
+		    "%s)%s%s", who, tool, wait, why ? ": " : "",
+		    why ? reason : "");
+		break;
+	case APPROVAL_TIMED_OUT:
+		snprintf(out, len, "approval timed out: no one answered the "
+		    "agent's %s call within %d s, so it was denied", tool,
+		    timeout_s);
+		break;
+	case APPROVAL_LEFT:
+		snprintf(out, len, "the agent's %s call was denied: everyone "
+		    "who could approve it left (waited %s)", tool, wait);
+		break;
+	default:
+		snprintf(out, len, "the agent's %s call was denied: the "
+		    "approval policy is ask and no one is connected to "
+		    "answer", tool);
+		break;
+	}
+}
+
+void
+approval_outcome_output(enum approval_outcome outcome, const char *who,
+    const char *reason, int timeout_s, char *out, size_t len)
+{
+	int why = reason && *reason;
+
+	switch (outcome) {
+	case APPROVAL_APPROVED:
+		snprintf(out, len, "approved by %s", who ? who : "someone");
+		break;
+	case APPROVAL_DENIED:
+		snprintf(out, len, "denied by %s%s%s", who ? who : "someone",
+		    why ? ": " : "", why ? reason : "");
+		break;
+	case APPROVAL_TIMED_OUT:
+		snprintf(out, len, "denied: no one in the room answered the "
+		    "approval request within %d s", timeout_s);
+		break;
+	case APPROVAL_LEFT:
+		snprintf(out, len, "denied: everyone who could approve this "
+		    "call left the room before answering");
+		break;
+	default:
+		snprintf(out, len, "denied: the room's approval policy is ask "
+		    "and no one who could approve this call is connected");
+		break;
+	}
 }

@@ -7,6 +7,11 @@
  *              collected (each capped at PROTO_MAX_CAPTURE) into exec_result.
  *   shared     share = true, the chat's "!cmd": exec_start, exec_output and
  *              exec_result go to every member (start and result stored).
+ *              Until its result is stored, a shared command is marked open
+ *              in room.db (room_db_exec_open, in its start's transaction):
+ *              one that a restart or a crash cut gets, when the agent
+ *              starts again, an exec_result of its own, interrupted, so no
+ *              block stays open in the record (exec_recover).
  *
  * Every command is audited in room.db (who, command, cwd, status, times,
  * and whether it changed the workspace: undo_mark_start/end, for undo's
@@ -208,6 +213,22 @@ exec_done_to(struct conn *c)
 		room_send_link(c, "{\"type\":\"exec_done\"}");
 }
 
+/* Store and announce ev, the exec_result of the shared command id, which
+ * is then open no more.  Takes ev.  0, or -errno when room.db did not take
+ * it (nobody was told). */
+static int
+exec_record_end(struct agent *a, const char *id, json_object *ev)
+{
+	int r = room_db_exec_closed(a->db, id);
+
+	if (r < 0) {
+		json_object_put(ev);
+		journal_abort(a->journal, r);
+		return r;
+	}
+	return room_emit(a, ev, 1);
+}
+
 static void
 exec_on_exit(void *arg, const struct proc_end *end)
 {
@@ -230,7 +251,7 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	if (e->share) {
 		if (e->owner && e->owner->kind == CONN_EXEC)
 			room_send(e->owner, json_object_get(ev));
-		if (room_emit(a, ev, 1) < 0 && e->owner &&
+		if (exec_record_end(a, e->id, ev) < 0 && e->owner &&
 		    e->owner->kind != CONN_EXEC)
 			room_error(e->owner, e->id, "command %s ended, but the "
 			    "room could not record its result, so the room was "
@@ -243,6 +264,23 @@ exec_on_exit(void *arg, const struct proc_end *end)
 	e->proc = NULL;
 	exec_unlink(a, e);
 	exec_free(e);
+}
+
+/* A shared command whose start the room was shown, but which could not
+ * be started (the error went to whoever asked): its end, exit 126 as a
+ * shell says of a command it cannot run, so its block does not stay
+ * open. */
+static void
+exec_not_run(struct agent *a, struct exec *e)
+{
+	json_object *ev = room_event_new("exec_result");
+	int r;
+
+	json_object_object_add(ev, "id", json_object_new_string(e->id));
+	json_object_object_add(ev, "exitCode", json_object_new_int(126));
+	if ((r = exec_record_end(a, e->id, ev)) < 0)
+		log_error("%s: the end of a command that did not start was not "
+		    "recorded: %s", e->id, room_db_strerror(r));
 }
 
 /* The request's cwd inside the sandbox, into out.  0 or -EPERM. */
@@ -488,7 +526,13 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		json_object_object_add(ev, "command",
 		    json_object_new_string(shown ? shown : ""));
 		free(shown);
-		if ((r = room_emit(a, ev, 1)) < 0) {
+		if ((r = room_db_exec_open(a->db, e->id, e->user)) < 0) {
+			json_object_put(ev);
+			journal_abort(a->journal, r);
+		} else {
+			r = room_emit(a, ev, 1);
+		}
+		if (r < 0) {
 			room_unrecorded(c, e->id, "the start of this shared "
 			    "command", r);
 			exec_audit_end(a, e, 126, NULL);
@@ -499,6 +543,8 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 	if (exec_spawn(a, c, e, req, json_get_string(req, "command") ? NULL :
 	    argv, cwd, fds, nfds) < 0) {
 		exec_audit_end(a, e, 126, NULL);
+		if (e->share)
+			exec_not_run(a, e);
 		exec_free(e);
 	} else {
 		e->next = a->execs;
@@ -570,4 +616,61 @@ exec_kill_all(struct agent *a)
 		exec_audit_end(a, e, 128 + SIGKILL, "KILL");
 		exec_free(e);
 	}
+}
+
+/* room_db_exec_open_each's callback: the id, kept in the array arg (the
+ * rows are changed only once the walk is over). */
+static int
+exec_recover_collect(const char *id, const char *user, void *arg)
+{
+	return json_object_array_add(arg, json_object_new_string(id ? id :
+	    "")) < 0;
+}
+
+/* The exec_result of the command id that a restart cut, recorded and its
+ * mark removed, for the next commit.  0 or -errno. */
+static int
+exec_recover_one(struct agent *a, const char *id)
+{
+	json_object *ev = room_event_new("exec_result");
+	int r;
+
+	json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "exitCode", json_object_new_int(-1));
+	json_object_object_add(ev, "interrupted", json_object_new_boolean(1));
+	json_object_object_add(ev, "text",
+	    json_object_new_string(EXEC_INTERRUPTED_TEXT));
+	if ((r = room_db_exec_closed(a->db, id)) < 0) {
+		json_object_put(ev);
+		return r;
+	}
+	return room_record(a, ev);	/* it takes ev */
+}
+
+void
+exec_recover(struct agent *a)
+{
+	json_object *ids = json_object_new_array();
+	size_t n;
+	int r = ids ? room_db_exec_open_each(a->db, exec_recover_collect,
+	    ids) : -ENOMEM;
+
+	n = r < 0 ? 0 : json_object_array_length(ids);
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = exec_recover_one(a, json_object_get_string(
+		    json_object_array_get_idx(ids, i)));
+	json_object_put(ids);
+	if (r >= 0 && n == 0)
+		return;
+	/* The ids came from room.db (an archive, maybe): counted, not
+	 * logged. */
+	if (r < 0 && n > 0)
+		journal_abort(a->journal, r);	/* nothing half-recorded */
+	else if (r >= 0 && (r = journal_commit(a->journal)) >= 0) {
+		log_info("%zu shared command%s cut by a restart: recorded as "
+		    "interrupted", n, n == 1 ? "" : "s");
+		return;
+	}
+	log_error("the commands a restart cut could not be recorded as "
+	    "interrupted: %s", room_db_strerror(r));
 }

@@ -27,6 +27,15 @@ void exec_signal(struct agent *a, struct conn *c, json_object *req);
 /* c is closing: kill its commands. */
 void exec_conn_gone(struct agent *a, struct conn *c);
 
+/* What the room shows, and stores, as the end of a shared command that a
+ * restart cut. */
+#define EXEC_INTERRUPTED_TEXT	"interrupted by a restart"
+
+/* At start: record the end of every shared command a restart or crash
+ * cut (its exec_result: exitCode -1, interrupted, text), and announce
+ * them. */
+void exec_recover(struct agent *a);
+
 /* Kill every command and wait for them (shutdown). */
 void exec_kill_all(struct agent *a);
 

@@ -161,6 +161,9 @@ main_args(struct agent *a, int argc, char **argv, struct main_fds *fds)
 		fprintf(stderr, "atrium-agent: %s\n", err);
 		return -EINVAL;
 	}
+	/* --approval-timeout, the agent's own flag, wins over the setting. */
+	if (!a->approval_timeout)
+		a->approval_timeout = a->cfg.approval_timeout;
 	return 0;
 }
 
@@ -467,7 +470,7 @@ main(int argc, char **argv)
 	}
 	a->listen_fd = a->signal_fd = a->spawner = -1;
 	a->room_fd = a->run_fd = a->seed_fd = -1;
-	a->approval_timeout = 120;
+	a->approval_timeout = 0;	/* the setting's, unless flagged */
 	a->retry_base_ms = 1000;
 	a->max_retries = 6;
 	a->model_idle_timeout = 300;
@@ -510,6 +513,7 @@ main(int argc, char **argv)
 			log_warn("could not write to the ready fd");
 		close(fds.ready);
 	}
+	exec_recover(a);
 	turn_resume(a);
 	r = loop_run(a->loop);
 	main_teardown(a);

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "approval.h"
 #include "caps.h"
 #include "conn.h"
 #include "exec.h"
@@ -49,6 +50,7 @@
 #include "undo.h"
 #include "turn.h"
 #include "usage.h"
+#include "utf8.h"
 #include "util.h"
 #include "ws_list.h"
 #include "wsio.h"
@@ -346,14 +348,29 @@ room_sync(struct conn *c, json_object *req)
 	room_send(c, ev);
 }
 
-/* approve: id, approve. */
+/* approve: id, approve [, reason].  A denial's reason reaches the model
+ * and every member's screen: cleaned (utf8.h) and bounded here. */
 static void
 room_approve(struct conn *c, json_object *req)
 {
 	const char *id = json_get_string(req, "id");
+	const char *why = json_get_string(req, "reason");
+	char *reason = NULL;
+	int r;
 
-	if (!id || turn_approve(c->a, c->user, id,
-	    json_get_bool(req, "approve", 0)) < 0)
+	if (why && strlen(why) > APPROVAL_REASON_MAX) {
+		room_error(c, id, "the reason is too long: at most %d bytes",
+		    APPROVAL_REASON_MAX);
+		return;
+	}
+	if (why && !(reason = utf8_clean_str(why))) {
+		room_error(c, id, "out of memory: the answer was not taken");
+		return;
+	}
+	r = id ? turn_approve(c->a, c->user, id, json_get_bool(req, "approve",
+	    0), reason) : -ENOENT;
+	free(reason);
+	if (r < 0)
 		room_error(c, id, "no approval request %s is waiting "
 		    "(it may have been answered or timed out)",
 		    id ? id : "(missing id)");

@@ -65,12 +65,32 @@ room_access_members(const struct access_list *l)
 	return arr;
 }
 
-/* An `access` event: the list now, and what changed (NULL for a query). */
+/* The words /history finds a change by ("alice removed bob (kick)"), into
+ * out (len); "" for a change without them. */
+static void
+room_access_change_text(const struct access_list *l, const char *change,
+    const char *user, const char *by, char *out, size_t len)
+{
+	by = by ? by : "someone";
+	user = user ? user : "?";
+	out[0] = '\0';
+	if (strcmp(change, "invite") == 0)
+		snprintf(out, len, "%s invited %s (invite)", by, user);
+	else if (strcmp(change, "kick") == 0)
+		snprintf(out, len, "%s removed %s (kick)", by, user);
+	else if (strcmp(change, "visibility") == 0)
+		snprintf(out, len, "%s made the room %s", by,
+		    access_visibility_name(l->visibility));
+}
+
+/* An `access` event: the list now, and what changed (NULL for a query),
+ * with a change's words for /history. */
 static json_object *
 room_access_event(const struct access_list *l, const char *change,
     const char *user, const char *by)
 {
 	json_object *ev = room_event_new("access");
+	char text[256];
 
 	json_object_object_add(ev, "owner", l->owner[0] ?
 	    json_object_new_string(l->owner) : NULL);
@@ -84,6 +104,13 @@ room_access_event(const struct access_list *l, const char *change,
 		json_object_object_add(ev, "user", json_object_new_string(user));
 	if (by)
 		json_object_object_add(ev, "by", json_object_new_string(by));
+	if (change) {
+		room_access_change_text(l, change, user, by, text,
+		    sizeof(text));
+		if (text[0])
+			json_object_object_add(ev, "text",
+			    json_object_new_string(text));
+	}
 	return ev;
 }
 

@@ -857,6 +857,48 @@ room_db_seq_mark(struct room_db *db, long long seq)
 	    " excluded.value", "s", v);
 }
 
+/* ---- shared commands not yet ended ------------------------------------ */
+
+/* meta's keys "exec_open:ID", one per shared command whose exec_start is
+ * stored and whose exec_result is not: the commands a restart cut. */
+#define ROOM_DB_EXEC_OPEN	"exec_open:"
+
+int
+room_db_exec_open(struct room_db *db, const char *id, const char *user)
+{
+	return room_db_write(db, "INSERT INTO meta (key, value) VALUES"
+	    " ('" ROOM_DB_EXEC_OPEN "' || ?, ?) ON CONFLICT (key) DO UPDATE"
+	    " SET value = excluded.value", "ss", id, user);
+}
+
+int
+room_db_exec_closed(struct room_db *db, const char *id)
+{
+	return room_db_write(db, "DELETE FROM meta WHERE key = '"
+	    ROOM_DB_EXEC_OPEN "' || ?", "s", id);
+}
+
+int
+room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn, void *arg)
+{
+	/* A range of the primary key: ';' follows ':'. */
+	sqlite3_stmt *st = room_db_query(db, "SELECT substr(key, 11), value"
+	    " FROM meta WHERE key > '" ROOM_DB_EXEC_OPEN "' AND key <"
+	    " 'exec_open;' ORDER BY key", "");
+	int rc, n = 0;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 1000) {
+		n++;
+		if (fn((const char *)sqlite3_column_text(st, 0),
+		    (const char *)sqlite3_column_text(st, 1), arg))
+			break;
+	}
+	room_db_release(db, st);
+	return rc == SQLITE_ERROR ? room_db_fail(db, "meta") : n;
+}
+
 /* ---- config, members -------------------------------------------------- */
 
 int

@@ -104,6 +104,17 @@ long long room_db_last_seq(struct room_db *db);
  * are not stored; journal.c reserves ahead), in the open transaction. */
 int room_db_seq_mark(struct room_db *db, long long seq);
 
+/* --- shared commands (!CMD) whose start is stored and whose end is not
+ * yet: kept in meta (exec_open:ID -> user) in the transactions of their
+ * exec_start and exec_result, so that a restart finds the ones it cut.
+ * 0 or -errno; each: fn per command (at most 1000; nonzero stops), the
+ * count or -errno. */
+int room_db_exec_open(struct room_db *db, const char *id, const char *user);
+int room_db_exec_closed(struct room_db *db, const char *id);
+typedef int room_db_exec_fn(const char *id, const char *user, void *arg);
+int room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn,
+    void *arg);
+
 /* --- config: the room's own settings (provider, model, approval,
  * allow_list) overriding the command line.  get: 1 found, 0 not. */
 int room_db_config_set(struct room_db *db, const char *key, const char *value,

@@ -9,8 +9,9 @@
  *
  * Restoring is undo_act.c's (undo_restore_request): like an undo it is
  * previewed first, refused while a turn runs, and asks the people whose
- * work it would take back.  The requests block the loop for at most
- * SNAPSHOTS_TIMEOUT_S (metadata-only copies).
+ * work it would take back.  A snapshot taken is a stored `snapshot`
+ * event.  The requests block the loop for at most SNAPSHOTS_TIMEOUT_S
+ * (metadata-only copies).
  */
 #include "snapshots.h"
 
@@ -116,6 +117,26 @@ snapshots_list(const char *db, struct conn *c)
 	room_send(c, ev);
 }
 
+/* Record and announce a snapshot c took: a stored snapshot event (so it
+ * shows in a replay and /history finds it), with the line the room shows.
+ * A restore is undo_act.c's restore_done. */
+static void
+snapshots_record(struct agent *a, struct conn *c, const char *name)
+{
+	json_object *ev = room_event_new("snapshot");
+	char text[300];
+	int r;
+
+	snprintf(text, sizeof(text), "%s took snapshot %s of the workspace",
+	    c->user, name);
+	json_object_object_add(ev, "action", json_object_new_string("take"));
+	json_object_object_add(ev, "name", json_object_new_string(name));
+	json_object_object_add(ev, "user", json_object_new_string(c->user));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	if ((r = room_emit(a, ev, 1)) < 0)
+		room_unrecorded(c, NULL, "the record of this snapshot", r);
+}
+
 void
 snapshots_request(struct agent *a, struct conn *c, const char *type,
     json_object *req)
@@ -156,5 +177,5 @@ snapshots_request(struct agent *a, struct conn *c, const char *type,
 		return;
 	}
 	log_info("%s took snapshot %s", c->user, name);
-	room_notice(a, "%s took snapshot %s of the workspace", c->user, name);
+	snapshots_record(a, c, name);
 }

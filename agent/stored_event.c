@@ -7,16 +7,22 @@
  *   prompt       user, text                      requests.c
  *   turn_start   turn, user                      turn.c
  *   tool_call    turn, id, name, input           turn.c
- *   tool_result  turn, id, status, output        turn.c
+ *   tool_result  turn, id [, name], status, output  turn.c
  *   turn_end     turn, stop_reason, usage        turn.c
+ *   approval_request  turn, id, tool, input, modifies, seconds
+ *                                                turn.c
+ *   approval_result   turn, id, tool, status [, user, reason], waited_ms,
+ *                text                            turn.c (approval.h)
  *   compaction   turn, reason, summarized, kept, tokens_before,
  *                context_window, summary, usage  turn.c
  *   exec_start   id, user, command               exec.c (shared commands)
  *   exec_result  id, exitCode [, signal, timedOut], stdout, stderr
  *                [, truncated]                   exec.c (shared commands)
+ *                or id, exitCode, interrupted, text: a command a restart
+ *                cut (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
- *   access       owner, visibility, members [, change, user, by]
+ *   access       owner, visibility, members [, change, user, by, text]
  *                                                room_access.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
@@ -28,6 +34,7 @@
  *                removed, modified [, truncated], seconds   consent.c
  *   consent_answer   id, user, approve           consent.c
  *   consent_end  id, action, result [, user, users, text]   consent.c
+ *   snapshot     action (take), name, user, text  snapshots.c
  *   imported     user [, origin, exported], events, dropped
  *                                                room_import.c
  *
@@ -128,6 +135,7 @@ static const struct stored_field f_tool_call[] = {
 static const struct stored_field f_tool_result[] = {
 	{ "turn", K_INT, 0, NULL },
 	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "name", K_TEXT, 0, NULL },
 	{ "status", K_TEXT, REQUIRED, NULL },
 	{ "output", K_OUTPUT, 0, NULL },
 	END,
@@ -149,6 +157,26 @@ static const struct stored_field f_compaction[] = {
 	{ "usage", K_OBJECT, 0, f_usage },
 	END,
 };
+static const struct stored_field f_approval_request[] = {
+	{ "turn", K_INT, 0, NULL },
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "tool", K_TEXT, REQUIRED, NULL },
+	{ "input", K_JSON, NULLABLE, NULL },
+	{ "modifies", K_BOOL, 0, NULL },
+	{ "seconds", K_INT, 0, NULL },
+	END,
+};
+static const struct stored_field f_approval_result[] = {
+	{ "turn", K_INT, 0, NULL },
+	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "tool", K_TEXT, 0, NULL },
+	{ "status", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, 0, NULL },
+	{ "reason", K_TEXT, 0, NULL },
+	{ "waited_ms", K_INT, 0, NULL },
+	{ "text", K_TEXT, REQUIRED, NULL },
+	END,
+};
 static const struct stored_field f_exec_start[] = {
 	{ "id", K_TEXT, REQUIRED, NULL },
 	{ "user", K_NAME, REQUIRED, NULL },
@@ -163,6 +191,8 @@ static const struct stored_field f_exec_result[] = {
 	{ "stdout", K_OUTPUT, 0, NULL },
 	{ "stderr", K_OUTPUT, 0, NULL },
 	{ "truncated", K_BOOL, 0, NULL },
+	{ "interrupted", K_BOOL, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_config[] = {
@@ -183,6 +213,7 @@ static const struct stored_field f_access[] = {
 	{ "change", K_TEXT, 0, NULL },
 	{ "user", K_NAME, 0, NULL },
 	{ "by", K_NAME, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_limits[] = {
@@ -257,6 +288,13 @@ static const struct stored_field f_consent_end[] = {
 	{ "text", K_TEXT, 0, NULL },
 	END,
 };
+static const struct stored_field f_snapshot[] = {
+	{ "action", K_TEXT, REQUIRED, NULL },
+	{ "name", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, REQUIRED, NULL },
+	{ "text", K_TEXT, REQUIRED, NULL },
+	END,
+};
 static const struct stored_field f_imported[] = {
 	{ "user", K_NAME, REQUIRED, NULL },
 	{ "origin", K_ROOM, 0, NULL },
@@ -277,6 +315,8 @@ static const struct stored_ctor {
 	{ "tool_result", f_tool_result },
 	{ "turn_end", f_turn_end },
 	{ "compaction", f_compaction },
+	{ "approval_request", f_approval_request },
+	{ "approval_result", f_approval_result },
 	{ "exec_start", f_exec_start },
 	{ "exec_result", f_exec_result },
 	{ "config", f_config },
@@ -289,6 +329,7 @@ static const struct stored_ctor {
 	{ "consent_request", f_consent_request },
 	{ "consent_answer", f_consent_answer },
 	{ "consent_end", f_consent_end },
+	{ "snapshot", f_snapshot },
 	{ "imported", f_imported },
 };
 

@@ -10,7 +10,9 @@
  *   RETRY      a timer before the next attempt message: redo the request
  *              (a summary request when        (and a pending compactions
  *              summarising)                    row: summarise first)
- *   APPROVAL   an approval_request and timer   assistant tool_use stored;
+ *   APPROVAL   an approval_request (stored)    assistant tool_use stored;
+ *              and its timer; the outcome an
+ *              approval_result (approval.h)
  *   TOOL       one tool call (tools.c)         journal row per call answered
  *
  * Checkpoints (explicit commits): the model's response (assistant message,
@@ -106,6 +108,8 @@
 					 * unshown for at most this long */
 #define TURN_WAIT_MS		1000	/* a suspended turn looks this often
 						 * whether room.db takes writes */
+#define TURN_APPROVAL_TEXT	1600	/* an approval's line, its reason
+					 * (APPROVAL_REASON_MAX) included */
 
 enum turn_phase { PHASE_IDLE, PHASE_CONTEXT, PHASE_MODEL, PHASE_RETRY,
 	PHASE_APPROVAL, PHASE_TOOL };
@@ -147,6 +151,8 @@ struct turn {
 					 * transaction, watched (journal_watch):
 					 * see "Held steps" above */
 	long long ask_deadline;		/* monotonic ms an ask times out */
+	long long ask_started;		/* monotonic ms it was asked (0: no
+					 * ask is open) */
 	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
 	int summarising;		/* the request is a summary request */
 	int refused_summarised;		/* this step was refused as too long
@@ -262,6 +268,14 @@ turn_checkpoint(struct turn *t, int r)
 	if (r < 0)
 		turn_suspend(t, r);
 	return r;
+}
+
+/* A write for the next checkpoint returned r: on failure, roll the
+ * checkpoint back now and suspend the turn (t freed).  r. */
+static int
+turn_checkpoint_on_failure(struct turn *t, int r)
+{
+	return r < 0 ? turn_checkpoint(t, r) : 0;
 }
 
 /* The tool_use blocks of an assistant message, a new array (maybe empty). */
@@ -1144,6 +1158,10 @@ turn_tool_end(struct turn *t, int idx, const char *status,
 	ev = room_event_new("tool_result");
 	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
 	json_object_object_add(ev, "id", json_object_new_string(id ? id : ""));
+	/* The tool's name: a replay shows a streamed tool's output where it
+	 * streamed, before the end line. */
+	json_object_object_add(ev, "name", json_object_new_string(
+	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
 	json_object_object_add(ev, "status", json_object_new_string(status));
 	json_object_object_add(ev, "output", json_object_new_string(output));
 	if (r == 0)
@@ -1222,6 +1240,58 @@ static int turn_someone_can_answer(struct agent *a);
 #define TURN_ASK_CHECK_MS	1000	/* how often a waiting ask looks for
 					 * someone who could still answer */
 
+/* Record how the approval of the call in hand ended: an approval_result
+ * event (who, how, the reason, how long it waited, and the line the room
+ * shows), committed with the call's start or end that follows.  0, or
+ * -errno when the write failed: the turn was suspended (t freed). */
+static int
+turn_approval_record(struct turn *t, enum approval_outcome outcome,
+    const char *who, const char *reason)
+{
+	json_object *b = json_object_array_get_idx(t->calls, (size_t)t->next);
+	json_object *ev = room_event_new("approval_result");
+	const char *name = json_get_string(b, "name");
+	long long waited = t->ask_started ? time_mono_ms() - t->ask_started :
+	    0;
+	char text[TURN_APPROVAL_TEXT];
+
+	approval_outcome_text(outcome, who, name, reason, waited,
+	    t->a->approval_timeout, text, sizeof(text));
+	t->ask_started = 0;
+	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
+	json_object_object_add(ev, "id", json_object_new_string(
+	    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
+	json_object_object_add(ev, "tool", json_object_new_string(
+	    name ? name : ""));
+	json_object_object_add(ev, "status", json_object_new_string(
+	    approval_outcome_name(outcome)));
+	if (who)
+		json_object_object_add(ev, "user", json_object_new_string(who));
+	if (reason && *reason)
+		json_object_object_add(ev, "reason",
+		    json_object_new_string(reason));
+	json_object_object_add(ev, "waited_ms", json_object_new_int64(waited));
+	json_object_object_add(ev, "text", json_object_new_string(text));
+	return turn_checkpoint_on_failure(t, room_record(t->a, ev));
+}
+
+/* The call in hand was not approved (outcome): its approval_result, then
+ * its end with what the model is told (the reason a member gave, or
+ * why nobody answered).  0, or -errno when the turn was suspended (t
+ * freed). */
+static int
+turn_approval_deny(struct turn *t, enum approval_outcome outcome,
+    const char *who, const char *reason)
+{
+	char out[TURN_APPROVAL_TEXT];
+
+	if (turn_approval_record(t, outcome, who, reason) < 0)
+		return -1;
+	approval_outcome_output(outcome, who, reason, t->a->approval_timeout,
+	    out, sizeof(out));
+	return turn_tool_end(t, t->next, "denied", out);
+}
+
 /* Timer of a waiting ask: deny it when its time is up, or when the last
  * member who could answer has left; else look again soon. */
 static long
@@ -1229,25 +1299,13 @@ turn_approval_tick(struct loop *l, long long id, void *arg)
 {
 	struct turn *t = arg;
 	long long left = t->ask_deadline - time_mono_ms();
-	char why[160];
 
 	if (left > 0 && turn_someone_can_answer(t->a))
 		return left < TURN_ASK_CHECK_MS ? (long)left :
 		    TURN_ASK_CHECK_MS;
 	t->timer = 0;
-	if (left > 0) {
-		snprintf(why, sizeof(why), "denied: everyone who could approve "
-		    "this call left the room before answering");
-		room_notice(t->a, "approval request denied: no one who could "
-		    "answer it is connected any more");
-	} else {
-		snprintf(why, sizeof(why), "denied: no one in the room answered "
-		    "the approval request within %d s",
-		    t->a->approval_timeout);
-		room_notice(t->a, "approval request timed out after %d s: "
-		    "denied", t->a->approval_timeout);
-	}
-	if (turn_tool_end(t, t->next, "denied", why) < 0)
+	if (turn_approval_deny(t, left > 0 ? APPROVAL_LEFT :
+	    APPROVAL_TIMED_OUT, NULL, NULL) < 0)
 		return LOOP_NOMORE;
 	t->next++;
 	turn_tools_next(t);
@@ -1291,24 +1349,20 @@ turn_someone_can_answer(struct agent *a)
 static void
 turn_ask(struct turn *t, json_object *b)
 {
-	/* What was recorded (the answer, earlier calls' ends) is committed
-	 * before the question, which may wait long. */
-	if (turn_checkpoint(t, 0) < 0)
-		return;
 	if (!turn_someone_can_answer(t->a)) {
-		room_notice(t->a, "the agent's %s call was denied: the approval "
-		    "policy is ask and no one is connected to answer",
-		    json_get_string(b, "name") ? json_get_string(b, "name") :
-		    "tool");
-		if (turn_tool_end(t, t->next, "denied", "denied: the room's "
-		    "approval policy is ask and no one who could approve this "
-		    "call is connected") < 0)
+		if (turn_approval_deny(t, APPROVAL_NOBODY, NULL, NULL) < 0)
 			return;
 		t->next++;
 		turn_tools_next(t);
 		return;
 	}
-	room_emit(t->a, turn_ask_event(t, b, t->a->approval_timeout), 0);
+	/* The question is stored (so a replay shows it, and its answer
+	 * after it) and committed with what was recorded before it (the
+	 * answer, earlier calls' ends): it may wait long. */
+	if (turn_checkpoint(t, room_record(t->a, turn_ask_event(t, b,
+	    t->a->approval_timeout))) < 0)
+		return;
+	t->ask_started = time_mono_ms();
 	t->phase = PHASE_APPROVAL;
 	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;
 	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L <
@@ -1615,12 +1669,12 @@ turn_prompt(struct agent *a, const char *user, const char *text)
 }
 
 int
-turn_approve(struct agent *a, const char *user, const char *id, int approve)
+turn_approve(struct agent *a, const char *user, const char *id, int approve,
+    const char *reason)
 {
 	struct turn *t = a->turn;
 	json_object *b;
 	const char *cid;
-	char why[160];
 
 	if (!t || t->phase != PHASE_APPROVAL)
 		return -ENOENT;
@@ -1630,16 +1684,12 @@ turn_approve(struct agent *a, const char *user, const char *id, int approve)
 		return -ENOENT;
 	loop_del_timer(a->loop, t->timer);
 	t->timer = 0;
-	room_notice(a, "%s %s the agent's %s call", user, approve ?
-	    "approved" : "denied", json_get_string(b, "name") ?
-	    json_get_string(b, "name") : "tool");
-	if (approve && turn_tool_run(t, t->next) != 0)
+	if (approve && (turn_approval_record(t, APPROVAL_APPROVED, user,
+	    NULL) < 0 || turn_tool_run(t, t->next) != 0))
 		return 0;
-	if (!approve) {
-		snprintf(why, sizeof(why), "denied by %s", user);
-		if (turn_tool_end(t, t->next, "denied", why) < 0)
-			return 0;
-	}
+	if (!approve && turn_approval_deny(t, APPROVAL_DENIED, user,
+	    reason) < 0)
+		return 0;
 	t->next++;
 	turn_tools_next(t);
 	return 0;

@@ -22,10 +22,11 @@ struct conn;
 /* Queue a prompt from user; starts it when no turn runs.  0 or -errno. */
 int turn_prompt(struct agent *a, const char *user, const char *text);
 
-/* Answer the approval request id.  0, or -ENOENT when no such request is
- * waiting. */
+/* Answer the approval request id; a denial may carry a reason (NULL: none;
+ * cleaned text, at most APPROVAL_REASON_MAX bytes), which the model is told
+ * with the call's result.  0, or -ENOENT when no such request is waiting. */
 int turn_approve(struct agent *a, const char *user, const char *id,
-    int approve);
+    int approve, const char *reason);
 
 /* A member joined: show them the approval request that is waiting, if
  * any. */

@@ -52,6 +52,7 @@ static const struct config_key config_keys[] = {
 	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
 	NUM("agent-timeout", CT_INT, agent_timeout, 0, 86400),
 	STR("approval", approval),
+	NUM("approval-timeout", CT_INT, approval_timeout, 1, 86400),
 	NUM("max-tokens", CT_INT, max_tokens, 1, 1000000),
 	NUM("context-window", CT_INT, context_window, 0, 100000000),
 	NUM("max-steps", CT_INT, max_steps, 1, 100000),
@@ -103,6 +104,7 @@ config_defaults(struct config *c)
 	snprintf(c->listen, sizeof(c->listen), ":2222");
 	snprintf(c->provider, sizeof(c->provider), "anthropic");
 	snprintf(c->approval, sizeof(c->approval), "ask");
+	c->approval_timeout = 120;
 	c->idle_timeout = 900;
 	c->agent_timeout = 10;
 	c->max_tokens = 8192;

@@ -37,6 +37,8 @@ struct config {
 					 * ping unanswered before it is killed
 					 * and restarted (0: never) */
 	char approval[16];		/* default policy of a new room */
+	int approval_timeout;		/* s an approval request waits for an
+					 * answer before it is denied */
 	int max_tokens;			/* output tokens per model request */
 	int context_window;		/* tokens the model takes in (0: the
 					 * provider's usual); older turns are

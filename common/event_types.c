@@ -12,10 +12,12 @@ const char *const event_types_stored[] = {
 	"message", "prompt",			/* people's lines */
 	"turn_start", "tool_call", "tool_result", "turn_end",
 	"compaction",				/* the agent's turns */
+	"approval_request", "approval_result",	/* asked, and answered */
 	"exec_start", "exec_result",		/* shared commands */
 	"config", "access", "limits", "caps",	/* settings changed */
 	"undo_done", "redo_done", "restore_done",
 	"consent_request", "consent_answer", "consent_end",	/* undo's */
+	"snapshot",	/* a snapshot taken */
 	"imported",				/* where history came from */
 	NULL,
 };

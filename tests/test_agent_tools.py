@@ -493,8 +493,8 @@ def test_stalled_listing_never_freezes_the_room(room, model):
             alice.send({"type": "approve", "id": req["id"], "approve": True})
             # Shown once the listing started (in the same turn of the
             # agent's loop): it now waits on atrium-fs.
-            approved = alice.wait(
-                "notice", text="alice approved the agent's ls call")
+            approved = alice.wait("approval_result", status="approved",
+                                  user="alice")
             bob.events.clear()
             bob.send({"type": "chat", "text": "still here?"})
             said = bob.wait("message", timeout=10, text="still here?")

@@ -89,7 +89,7 @@
 	"  /who              who is here, idle how long, in /term\n" \
 	"  /stop             stop the agent's turn\n" \
 	"  y, /approve [ID]  run what the agent asks to run\n" \
-	"  n, /deny [ID]     refuse it\n" \
+	"  n, /deny [ID [WHY]]  refuse it (n WHY: and tell the agent why)\n" \
 	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
 	"  /model NAME       the agent's model\n" \
 	"  /history TEXT     search the room's stored history\n" \
@@ -141,15 +141,42 @@ chat_arg(const char *line)
 	return p && *p ? p : NULL;
 }
 
-/* An approve request for id. */
+/* An approve request for id; a denial may say why (reason, or NULL). */
 static json_object *
-chat_answer(const char *id, int approve)
+chat_answer(const char *id, int approve, const char *reason)
 {
 	json_object *o = chat_req("approve");
 
 	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "approve", json_object_new_boolean(approve));
+	if (reason)
+		json_object_object_add(o, "reason",
+		    json_object_new_string(reason));
 	return o;
+}
+
+/* /approve [ID] and /deny [ID [REASON]] as chat_command answers them. */
+static int
+chat_answer_command(int approve, const char *arg, const char *waiting,
+    json_object **out, char *reply, size_t len)
+{
+	char id[128];
+	size_t n = arg ? strcspn(arg, " ") : 0;
+	const char *why = arg ? arg + n + strspn(arg + n, " ") : NULL;
+
+	if (!arg && !waiting) {
+		snprintf(reply, len, "no approval request is waiting");
+		return 0;
+	}
+	if (n >= sizeof(id) || (approve && why && *why)) {
+		snprintf(reply, len, "usage: /approve [ID], /deny [ID "
+		    "[REASON]]");
+		return 0;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)n, arg ? arg : "");
+	*out = chat_answer(arg ? id : waiting, approve, why && *why ? why :
+	    NULL);
+	return 1;
 }
 
 /* See chat_int.h. */
@@ -293,7 +320,7 @@ int
 chat_command(const char *line, const char *waiting, json_object **out,
     char *reply, size_t len)
 {
-	const char *arg = chat_arg(line);
+	const char *arg = chat_arg(line), *why;
 	size_t wl = strcspn(line, " ");
 	int r;
 
@@ -311,8 +338,10 @@ chat_command(const char *line, const char *waiting, json_object **out,
 		json_object_object_add(*out, "share", json_object_new_boolean(1));
 		return 1;
 	}
-	if (waiting && chat_yes_no(line) >= 0) {
-		*out = chat_answer(waiting, chat_yes_no(line));
+	/* Only "y", "n" and "n REASON" answer: "yes" and the rest are chat,
+	 * shown as chat, so no answer goes unseen. */
+	if (waiting && (r = tui_approval_answer(line, &why)) >= 0) {
+		*out = chat_answer(waiting, r, why);
 		return 1;
 	}
 	if (line[0] != '/') {
@@ -334,14 +363,9 @@ chat_command(const char *line, const char *waiting, json_object **out,
 	}
 	if ((r = chat_text_command(line, wl, arg, out, reply, len)) >= 0)
 		return r;
-	if (IS("/approve") || IS("/deny")) {
-		if (!arg && !waiting) {
-			snprintf(reply, len, "no approval request is waiting");
-			return 0;
-		}
-		*out = chat_answer(arg ? arg : waiting, IS("/approve"));
-		return 1;
-	}
+	if (IS("/approve") || IS("/deny"))
+		return chat_answer_command(IS("/approve"), arg, waiting, out,
+		    reply, len);
 	if (IS("/policy")) {
 		if (!arg || (strcmp(arg, "deny_all") && strcmp(arg, "allow_list")
 		    && strcmp(arg, "allow_all") && strcmp(arg, "ask"))) {
@@ -640,23 +664,48 @@ chat_took(struct chat *ch, const char *id, char *text, size_t len)
 	memcpy(text + first, took, (size_t)n);
 }
 
+/* A replayed result of bash, whose output streamed live before its end
+ * line: that output now, as it showed then (without the failure's last
+ * line, which the end line shows). */
+static void
+chat_tool_replay_output(struct chat *ch, const char *out, size_t n, int ok)
+{
+	char *text;
+
+	if (!ok)
+		while (n > 0 && out[n - 1] != '\n')
+			n--;
+	while (n > 0 && out[n - 1] == '\n')
+		n--;
+	if (!n || !(text = strndup(out, n)))
+		return;
+	chat_print(ch, TUI_STYLE_OUTPUT, NULL, text);
+	free(text);
+}
+
 /* A tool's result.  Output already shown live is not shown again: only
- * its last line when the tool failed ("exit status 2"). */
+ * its last line when the tool failed ("exit status 2"); a replay of a
+ * streamed tool shows its output first, so it reads as it did live. */
 static void
 chat_tool_result(struct chat *ch, json_object *o)
 {
 	const char *status = json_get_string(o, "status") ?: "?";
 	const char *out = json_get_string(o, "output") ?: "";
 	const char *id = json_get_string(o, "id") ?: "";
-	int ok = strcmp(status, "ok") == 0, live = ch->streamed[0] &&
-	    strcmp(ch->streamed, id) == 0 && !json_get_bool(o, "replay", 0);
+	const char *name = json_get_string(o, "name") ?: "";
+	int ok = strcmp(status, "ok") == 0, replay = json_get_bool(o,
+	    "replay", 0), live = ch->streamed[0] && strcmp(ch->streamed,
+	    id) == 0 && !replay, streams = replay && strcmp(name, "bash") == 0 &&
+	    (ok || strcmp(status, "error") == 0);
 	char text[CHAT_RESULT_SHOWN + 64];
 	size_t n = strlen(out);
 	const char *last;
 
 	while (n > 0 && out[n - 1] == '\n')
 		n--;
-	if (live) {
+	if (streams)
+		chat_tool_replay_output(ch, out, n, ok);
+	if (live || (streams && n)) {
 		last = out + n;
 		while (last > out && last[-1] != '\n')
 			last--;
@@ -698,9 +747,10 @@ chat_track_waiting(struct chat *ch, const char *id, int add)
 	memcpy(ch->waiting[ch->nwaiting++], id, strlen(id) + 1);
 }
 
-/* An approval request, saying exactly what will run (tui_approval.h). */
+/* An approval request, saying exactly what will run (tui_approval.h);
+ * several: others wait too, so it names its id. */
 static void
-chat_approval(struct chat *ch, json_object *o)
+chat_approval(struct chat *ch, json_object *o, int several)
 {
 	char *text = malloc(TUI_APPROVAL_MAX * 2 + 1024);
 
@@ -709,9 +759,35 @@ chat_approval(struct chat *ch, json_object *o)
 		    "memory to show it): y to run it, n to refuse");
 		return;
 	}
-	tui_approval_text(o, text, TUI_APPROVAL_MAX * 2 + 1024);
+	tui_approval_text(o, several, text, TUI_APPROVAL_MAX * 2 + 1024);
 	chat_print(ch, TUI_STYLE_ERROR, NULL, text);
 	free(text);
+}
+
+/* An approval request from the room.  Replayed, it shows as it did live
+ * and waits for nothing (its approval_result follows it in the record);
+ * live, it waits for an answer.  The live one a join sends after the
+ * replay that just showed it only says how long is left. */
+static void
+chat_approval_request(struct chat *ch, json_object *o)
+{
+	const char *id = json_get_string(o, "id") ?: "";
+	char text[128];
+
+	if (json_get_bool(o, "replay", 0)) {
+		snprintf(ch->asked, sizeof(ch->asked), "%s", id);
+		chat_approval(ch, o, 0);
+		return;
+	}
+	chat_track_waiting(ch, id, 1);
+	if (ch->asked[0] && strcmp(ch->asked, id) == 0) {
+		snprintf(text, sizeof(text), "the agent still waits for an "
+		    "answer (y/n, %lld s left)", json_get_int(o, "seconds", 0));
+		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+	} else {
+		chat_approval(ch, o, ch->nwaiting > 1);
+	}
+	snprintf(ch->asked, sizeof(ch->asked), "%s", id);
 }
 
 /* Events about tools and approvals. */
@@ -728,10 +804,13 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		    json_get_string(o, "name") ?: "?", sum);
 		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
 	} else if (strcmp(type, "approval_request") == 0) {
-		if (json_get_bool(o, "replay", 0))
-			return 1;
-		chat_track_waiting(ch, json_get_string(o, "id"), 1);
-		chat_approval(ch, o);
+		chat_approval_request(ch, o);
+	} else if (strcmp(type, "approval_result") == 0) {
+		/* Answered (by whom, how) or not: the room's own words. */
+		chat_track_waiting(ch, json_get_string(o, "id"), 0);
+		ch->asked[0] = '\0';
+		chat_print(ch, TUI_STYLE_NOTICE, NULL,
+		    json_get_string(o, "text") ?: "approval answered");
 	} else if (strcmp(type, "tool_output") == 0 ||
 	    strcmp(type, "exec_output") == 0) {
 		if (type[0] == 't')
@@ -771,11 +850,17 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 		if (json_get_bool(o, "replay", 0) && err && *err)
 			chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
 		sig = json_get_string(o, "signal");
-		if (sig)
+		if (json_get_bool(o, "interrupted", 0)) {
+			/* A restart cut it: no status, no duration known. */
+			snprintf(text, sizeof(text), "%s", json_get_string(o,
+			    "text") ?: "interrupted");
+			tui_status_took(&ch->status, json_get_string(o, "id"), 0);
+		} else if (sig) {
 			snprintf(text, sizeof(text), "killed by SIG%s", sig);
-		else
+		} else {
 			snprintf(text, sizeof(text), "exit %lld",
 			    json_get_int(o, "exitCode", -1));
+		}
 		chat_took(ch, json_get_string(o, "id"), text, sizeof(text));
 		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	} else {
@@ -1037,7 +1122,7 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "usage") == 0) {
 		chat_cost_text(o, text, sizeof(text));
 	} else if (strcmp(type, "notice") == 0 || strcmp(type, "limits") == 0 ||
-	    strcmp(type, "caps") == 0) {
+	    strcmp(type, "caps") == 0 || strcmp(type, "snapshot") == 0) {
 		snprintf(text, sizeof(text), "%s", json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "compaction") == 0) {
 		/* Live, a notice already said so; history has only this. */

@@ -95,6 +95,8 @@ struct chat {
 					 * since changed is dropped */
 	unsigned long ncomplete;	/* completions asked for */
 	char streamed[64];		/* tool call whose output was shown live */
+	char asked[64];			/* approval request last shown, until
+					 * its result ("": none) */
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;

@@ -96,6 +96,7 @@ chat_batch_scroll(struct chat *ch, const char *type, json_object *o)
 	tui_time_parse(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	ch->draw.model.tag = json_get_int(o, "seq", 0);
+	tui_status_timing(&ch->status, type, o, ms);	/* blocks' durations */
 	ch->render_only = 1;
 	chat_dispatch(ch, type, o);
 	ch->render_only = 0;

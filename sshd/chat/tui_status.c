@@ -4,9 +4,10 @@
  *
  * The agent's state follows the turn's events: turn_start and every
  * agent_delta or tool_result mean thinking; tool_call means running that
- * tool (its command for bash); approval_request means waiting; turn_end
- * means idle.  A room that restarts mid-turn replays turn_start without
- * its end: the line says thinking until the resumed turn ends, which is
+ * tool (its command for bash); approval_request means waiting, and its
+ * approval_result running again (approved: the call's duration starts
+ * then) or thinking; turn_end means idle.  A room that restarts mid-turn
+ * replays turn_start without its end: the line says thinking until the resumed turn ends, which is
  * what the agent is then doing.
  *
  * Invariants: every name and detail is NUL-terminated and cut to its
@@ -71,14 +72,22 @@ tui_status_typing(struct tui_status *st, const char *user, long long until)
 	st->typing[slot].until_ms = until;
 }
 
-/* Remember when the command id started. */
+/* Remember when the command id started (again, when it was approved:
+ * its duration is its run, not the wait for an answer). */
 static void
 tui_status_started(struct tui_status *st, const char *id, long long ms)
 {
-	unsigned i = st->nruns++ % TUI_STATUS_MAX_RUNS;
+	unsigned i;
 
 	if (!id || !ms)
 		return;
+	for (i = 0; i < TUI_STATUS_MAX_RUNS; i++) {
+		if (st->runs[i].start_ms && strcmp(st->runs[i].id, id) == 0) {
+			st->runs[i].start_ms = ms;
+			return;
+		}
+	}
+	i = st->nruns++ % TUI_STATUS_MAX_RUNS;
 	snprintf(st->runs[i].id, sizeof(st->runs[i].id), "%s", id);
 	st->runs[i].start_ms = ms;
 }
@@ -128,6 +137,16 @@ tui_status_turn(struct tui_status *st, const char *type, json_object *o,
 		tui_status_started(st, json_get_string(o, "id"), time_ms);
 	} else if (!strcmp(type, "approval_request")) {
 		tui_status_agent(st, TUI_AGENT_WAITING, o);
+	} else if (!strcmp(type, "approval_result")) {
+		const char *status = json_get_string(o, "status");
+
+		if (status && !strcmp(status, "approved")) {
+			st->agent = TUI_AGENT_RUNNING;	/* detail: the call */
+			tui_status_started(st, json_get_string(o, "id"),
+			    time_ms);
+		} else {
+			tui_status_agent(st, TUI_AGENT_THINKING, o);
+		}
 	} else if (!strcmp(type, "tool_output") &&
 	    st->agent == TUI_AGENT_WAITING) {
 		st->agent = TUI_AGENT_RUNNING;	/* approved: it runs */
@@ -163,6 +182,19 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 	} else {
 		tui_status_turn(st, type, o, time_ms);
 	}
+}
+
+/* See tui_status.h. */
+void
+tui_status_timing(struct tui_status *st, const char *type, json_object *o,
+    long long time_ms)
+{
+	const char *status = json_get_string(o, "status");
+
+	if (!strcmp(type, "exec_start") || !strcmp(type, "tool_call") ||
+	    (!strcmp(type, "approval_result") && status &&
+	    !strcmp(status, "approved")))
+		tui_status_started(st, json_get_string(o, "id"), time_ms);
 }
 
 /* See tui_status.h. */

@@ -55,6 +55,12 @@ void tui_status_init(struct tui_status *st, const char *self);
 void tui_status_event(struct tui_status *st, const char *type,
     json_object *o, long long time_ms, long long now_ms);
 
+/* Take only the times of one event (a command's or a tool call's start,
+ * an approval that starts it again), for an older event drawn from the
+ * room's history: its blocks show their durations, the line stays. */
+void tui_status_timing(struct tui_status *st, const char *type,
+    json_object *o, long long time_ms);
+
 /* The status line's text for room at now_ms: "ROOM | here: a, b | b is
  * typing | agent: running `make` | 1234 tokens today". */
 void tui_status_text(const struct tui_status *st, const char *room,

@@ -23,6 +23,7 @@
 static const char *const reload_live[] = {
 	"provider", "model", "model-url", "anthropic-url", "openai-url",
 	"api-key-file", "idle-timeout", "agent-timeout", "approval",
+	"approval-timeout",
 	"max-tokens", "context-window", "max-steps", "max-tokens-per-day",
 	"prices", "command-timeout", "file-tool-timeout", "sandbox-memory-mb",
 	"sandbox-pids", "sandbox-cpu-percent", "room-memory", "room-pids",

@@ -125,11 +125,40 @@ test_tools(void)
 	json_object_put(t);
 }
 
+/* The words of an approval's outcome: the room's line, the model's. */
+static void
+test_outcome(void)
+{
+	char t[256];
+
+	approval_outcome_text(APPROVAL_APPROVED, "bob", "bash", NULL, 4230,
+	    120, t, sizeof(t));
+	CHECK_STR(t, "bob approved the agent's bash call (waited 4.2 s)");
+	approval_outcome_text(APPROVAL_DENIED, "bob", "edit", "not on main",
+	    61000, 120, t, sizeof(t));
+	CHECK_STR(t, "bob denied the agent's edit call (waited 1 min 01 s): "
+	    "not on main");
+	approval_outcome_text(APPROVAL_TIMED_OUT, NULL, "bash", NULL, 120000,
+	    120, t, sizeof(t));
+	CHECK_STR(t, "approval timed out: no one answered the agent's bash "
+	    "call within 120 s, so it was denied");
+	approval_outcome_output(APPROVAL_DENIED, "bob", "not on main", 120, t,
+	    sizeof(t));
+	CHECK_STR(t, "denied by bob: not on main");
+	approval_outcome_output(APPROVAL_DENIED, "bob", "", 120, t, sizeof(t));
+	CHECK_STR(t, "denied by bob");
+	CHECK_STR(approval_outcome_name(APPROVAL_TIMED_OUT), "timed_out");
+	/* Cut to the buffer, whole. */
+	approval_outcome_text(APPROVAL_LEFT, NULL, "bash", NULL, 0, 120, t, 12);
+	CHECK_INT((int)strlen(t), 11);
+}
+
 int
 main(void)
 {
 	TEST(test_prefix);
 	TEST(test_decide);
+	TEST(test_outcome);
 	TEST(test_system_prompt);
 	TEST(test_user_text);
 	TEST(test_tools);

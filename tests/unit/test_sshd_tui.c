@@ -299,9 +299,31 @@ test_chat_commands(void)
 	CHECK_STR(json_get_string(o, "id"), "t9");
 	CHECK(json_get_bool(o, "approve", 0) == 1);
 	json_object_put(o);
-	CHECK_INT(chat_command("No", "t9", &o, reply, sizeof(reply)), 1);
+	CHECK_INT(chat_command("N", "t9", &o, reply, sizeof(reply)), 1);
 	CHECK(json_get_bool(o, "approve", 1) == 0);
+	CHECK(json_get_string(o, "reason") == NULL);
 	json_object_put(o);
+	/* n REASON: a denial that says why. */
+	CHECK_INT(chat_command("n  not on main", "t9", &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "approve");
+	CHECK(json_get_bool(o, "approve", 1) == 0);
+	CHECK_STR(json_get_string(o, "reason"), "not on main");
+	json_object_put(o);
+	/* Only y and n answer: yes, no and the rest are chat. */
+	CHECK_INT(chat_command("yes", "t9", &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "chat");
+	json_object_put(o);
+	CHECK_INT(chat_command("no", "t9", &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "chat");
+	json_object_put(o);
+	CHECK_INT(chat_command("/deny t1 too wide", "t9", &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "id"), "t1");
+	CHECK_STR(json_get_string(o, "reason"), "too wide");
+	json_object_put(o);
+	CHECK_INT(chat_command("/approve t1 now", "t9", &o, reply,
+	    sizeof(reply)), 0);
 	CHECK_INT(chat_command("/deny", "t9", &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "id"), "t9");
 	CHECK(json_get_bool(o, "approve", 1) == 0);
@@ -749,25 +771,53 @@ test_approval_text(void)
 
 	o = ev("{\"id\":\"c1\",\"tool\":\"bash\",\"seconds\":120,\"input\":"
 	    "{\"command\":\"rm -rf build && make\"}}");
-	tui_approval_text(o, text, sizeof(text));
+	tui_approval_text(o, 0, text, sizeof(text));
 	json_object_put(o);
-	CHECK(strncmp(text, "approval needed: bash rm -rf build && make\n"
-	    "y to run it, n to refuse (120 s;", 75) == 0);
+	CHECK_STR(text, "approval needed: bash rm -rf build && make "
+	    "(y/n, 120 s)");
+	/* The id only when several wait. */
+	o = ev("{\"id\":\"c1\",\"tool\":\"bash\",\"seconds\":5,\"input\":"
+	    "{\"command\":\"ls\"}}");
+	tui_approval_text(o, 1, text, sizeof(text));
+	json_object_put(o);
+	CHECK_STR(text, "approval needed: bash ls (y/n, 5 s; /approve c1 or "
+	    "/deny c1 for this one)");
 	o = ev("{\"id\":\"c2\",\"tool\":\"edit\",\"seconds\":9,\"input\":"
 	    "{\"path\":\"src/a.c\",\"old_string\":\"x = 1;\\ny = 2;\","
 	    "\"new_string\":\"x = 3;\"}}");
-	tui_approval_text(o, text, sizeof(text));
+	tui_approval_text(o, 0, text, sizeof(text));
 	json_object_put(o);
-	CHECK(strncmp(text, "approval needed: edit src/a.c\n- x = 1;\n"
-	    "- y = 2;\n+ x = 3;\ny to run", 59) == 0);
+	CHECK_STR(text, "approval needed: edit src/a.c (y/n, 9 s)\n"
+	    "- x = 1;\n- y = 2;\n+ x = 3;");
 	/* Bounded whatever the input's size. */
 	o = ev("{\"tool\":\"write\",\"input\":{\"path\":\"f\",\"content\":"
 	    "\"a\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na"
 	    "\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na"
 	    "\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\\na\"}}");
-	tui_approval_text(o, text, 64);
+	tui_approval_text(o, 0, text, 64);
 	json_object_put(o);
 	CHECK_INT((int)strlen(text), 63);
+}
+
+static void
+test_approval_answer(void)
+{
+	const char *why;
+
+	CHECK_INT(tui_approval_answer("y", &why), 1);
+	CHECK(why == NULL);
+	CHECK_INT(tui_approval_answer("Y", &why), 1);
+	CHECK_INT(tui_approval_answer("n", &why), 0);
+	CHECK(why == NULL);
+	CHECK_INT(tui_approval_answer("n ", &why), 0);
+	CHECK(why == NULL);
+	CHECK_INT(tui_approval_answer("N  too risky", &why), 0);
+	CHECK_STR(why, "too risky");
+	CHECK_INT(tui_approval_answer("yes", &why), -1);
+	CHECK_INT(tui_approval_answer("no", &why), -1);
+	CHECK_INT(tui_approval_answer("y please", &why), -1);
+	CHECK_INT(tui_approval_answer("nope", &why), -1);
+	CHECK_INT(tui_approval_answer("", &why), -1);
 }
 
 static void
@@ -913,6 +963,7 @@ main(void)
 	TEST(test_complete);
 	TEST(test_status);
 	TEST(test_approval_text);
+	TEST(test_approval_answer);
 	TEST(test_time);
 	TEST(test_model_tags_and_scrollback);
 	TEST(test_draw_status_time_and_highlight);

@@ -1,0 +1,283 @@
+"""The room's record as people read it, through the real OpenSSH client in
+tmux: approvals (who gave them, denials with their reason, timeouts) and a
+command a restart cut are stored events, so a reconnect replays them
+exactly as they showed live, and /history finds them; the approval prompt
+fits one line and only y or n answers it; a tool's duration is its run,
+the wait for an answer shown apart.
+
+Run as root after `make all`:
+/usr/bin/python3 -m pytest -q tests/test_chat_record.py
+"""
+import json
+import os
+import re
+import shutil
+import signal
+
+import pytest
+
+from conftest import _pids_using
+from model_server import Reply, ToolCall
+from test_chat import settled, tmux, untimed  # noqa: F401 (fixtures)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0,
+                       reason="atriumd mounts FUSE: run as root"),
+    pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux"),
+]
+
+SIZES = [(80, 24), (120, 35)]
+
+
+@pytest.fixture
+def srv(atriumd, data_dir, model_server):
+    """Approvals asked of the people here, answered within 8 s."""
+    env = dict(os.environ, ANTHROPIC_API_KEY="test-key")
+    return atriumd(data_dir, "--provider", "anthropic", "--model-url",
+                   model_server.url, "--model", "test-model",
+                   "--approval", "ask", "--approval-timeout", "8",
+                   "--input-rate", "0", env=env)
+
+
+def record(tmux, name, first, last):
+    """The rows of name's whole scrollback from the first one holding
+    first to the last one holding last; presence lines left out (who
+    joined is not the record, and differs between two sessions)."""
+    rows = [r.rstrip() for r in
+            tmux.screen(name, history=True).split("\n")]
+    start = next(i for i, r in enumerate(rows) if first in r)
+    end = max(i for i, r in enumerate(rows) if last in r)
+    return [r for r in rows[start:end + 1]
+            if not re.search(r"\* \w+ (joined|left)$", r)]
+
+
+def model_saw(model_server, text):
+    """1 when some request to the model carried text."""
+    return any(text in json.dumps(r["body"]) if not isinstance(r["body"], str)
+               else text in r["body"] for r in model_server.requests)
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_approvals_replay_as_they_showed_live(srv, model_server, tmux,
+                                              cols, rows):
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."),
+        Reply("Two.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-two"})]),
+        Reply("Done two."),
+        Reply("Three.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-three"})]),
+        Reply("Done three."))
+    tmux.open("a", srv, "rec", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "rec", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    # With nothing waiting, y is an ordinary line.
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "bob: y")
+    tmux.keys("a", "@agent one", "Enter")
+    # The prompt is one row: what will run, then how to answer.
+    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 8 s)")
+    row = [r for r in tmux.rows("b") if "approval needed" in r]
+    assert len(row) == 1 and untimed(row[0]) == \
+        "! approval needed: bash echo ran-one (y/n, 8 s)", tmux.rows("b")
+    # "yes" is chat, shown as chat; it answers nothing.
+    tmux.keys("b", "yes", "Enter")
+    tmux.wait("a", "bob: yes")
+    assert "approved" not in tmux.screen("a")
+    # bob takes two seconds (a command of his own) before answering.
+    tmux.keys("b", "!sleep 2", "Enter")
+    tmux.wait("b", "* exit 0 after")
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    screen = settled(tmux, "a", "agent done")
+    got = re.search(r"\* bob approved the agent's bash call \(waited "
+                    r"(\d+)\.(\d) s\)", screen)
+    assert got, screen
+    # The tool's duration is its run alone (an echo), not the wait for
+    # bob's answer before it, which its own line shows.
+    took = re.search(r"\* tool ok after (\d+\.\d+) s", screen)
+    waited = float("%s.%s" % got.groups())
+    assert waited >= 2.0 and took, screen
+    assert float(took.group(1)) < waited - 1.0, screen
+    # A denial with its reason: the room sees who and why, and so does
+    # the model, in the call's result.
+    tmux.keys("a", "@agent two", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 8 s)")
+    tmux.keys("b", "n not on a friday", "Enter")
+    tmux.wait("a", "Done two.")
+    screen = tmux.wait("a", lambda s: re.search(
+        r"bob denied the agent's bash call \(waited \d+\.\d s\): not on "
+        r"a friday", s), history=True)
+    assert model_saw(model_server, "denied by bob: not on a friday")
+    assert "bob: n not on a friday" not in screen
+    # Nobody answers: after 4 s it is denied, and says so.
+    tmux.keys("a", "@agent three", "Enter")
+    tmux.wait("a", "Done three.", timeout=30)
+    settled(tmux, "a", "approval timed out: no one answered the agent's "
+            "bash call within 8 s, so it was denied")
+    live = record(tmux, "a", "alice: @agent one", "Done three.")
+    assert not [r for r in live if "ran-three" in r and "tool ok" in r]
+    # A reconnect (a new session of alice's) replays all of it exactly as
+    # it showed live: the prompts, who answered and how, the output
+    # before "tool ok", the durations.
+    tmux.open("a2", srv, "rec", "alice", cols=cols, rows=rows)
+    settled(tmux, "a2", "Done three.")
+    replay = record(tmux, "a2", "alice: @agent one", "Done three.")
+    assert replay == live, "\n".join(
+        ["live:"] + live + ["replay:"] + replay)
+    # /history finds the approvals.
+    tmux.keys("a2", "/history approved", "Enter")
+    screen = tmux.wait("a2", "hold \"approved\"")
+    assert "bob approved the agent's bash call" in screen.split(
+        "/history approved")[-1], screen
+
+
+def agent_pid(srv, room):
+    """The pid of room's atrium-agent."""
+    for pid in _pids_using(os.path.join(srv.data, "rooms", room)):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "atrium-agent":
+                    return pid
+        except OSError:
+            pass
+    raise AssertionError("no atrium-agent for room %s" % room)
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
+    tmux.open("a", srv, "cut", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!echo started; sleep 300", "Enter")
+    tmux.wait("a", "started")
+    pid = agent_pid(srv, "cut")
+    os.kill(pid, signal.SIGKILL)
+    # Live: the chat reconnects to the restarted agent and the block ends.
+    screen = tmux.wait("a", "* interrupted by a restart", timeout=30,
+                       history=True)
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    start = rows_.index("> alice $ echo started; sleep 300")
+    assert "* interrupted by a restart" in rows_[start:], rows_
+    block = [r for r in record(tmux, "a", "alice $ echo started",
+                               "interrupted by a restart")
+             if "alice $" in r or "interrupted" in r]
+    assert len(block) == 2, block
+    # In a new session's replay, the same block, ended the same way (its
+    # output was never stored: the command never ended).
+    tmux.open("b", srv, "cut", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "interrupted by a restart")
+    assert [r for r in record(tmux, "b", "alice $ echo started",
+                              "interrupted by a restart")
+            if "alice $" in r or "interrupted" in r] == block
+    # /history finds it.
+    tmux.keys("b", "/history interrupt", "Enter")
+    screen = tmux.wait("b", "hold \"interrupt\"")
+    assert "interrupted by a restart" in screen.split(
+        "/history interrupt")[-1], screen
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_blocks_restores_and_kicks_replay_and_are_found(srv, tmux, cols,
+                                                         rows):
+    tmux.open("a", srv, "rk", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!sleep 0.3; echo slept", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    tmux.keys("a", "/snapshot keep-1", "Enter")
+    tmux.wait("a", "alice took snapshot keep-1 of the workspace")
+    tmux.keys("a", "/restore keep-1", "Enter")
+    tmux.wait("a", "alice restored the workspace to snapshot keep-1")
+    tmux.open("b", srv, "rk", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "/kick bob", "Enter")
+    tmux.wait("a", "alice removed bob")
+    live = record(tmux, "a", "alice $ sleep 0.3", "alice removed bob")
+    took = [r for r in live if "exit 0 after" in r]
+    assert len(took) == 1 and float(re.search(
+        r"after (\d+\.\d+) s", took[0]).group(1)) >= 0.3, live
+    # A new session replays the block with its duration, the restore and
+    # the kick, as they showed.
+    tmux.open("c", srv, "rk", "alice", cols=cols, rows=rows)
+    tmux.wait("c", "alice removed bob")
+    assert record(tmux, "c", "alice $ sleep 0.3", "alice removed bob") == \
+        [r for r in live if "bob joined" not in r]
+    for word, line in (("restored", "alice restored the workspace to "
+                        "snapshot keep-1"), ("kick", "alice removed bob")):
+        tmux.keys("c", "/history " + word, "Enter")
+        screen = tmux.wait("c", "hold \"%s\"" % word)
+        assert line in screen.split("/history " + word)[-1], screen
+
+
+def test_protocol_records_answers_and_timeouts(srv, model_server):
+    """Over the room protocol: the request and its outcome are stored
+    events, replayed with a history request; a denial's reason reaches
+    the model; a timeout is recorded as such."""
+    from test_ssh import json_lines
+    model_server.script(
+        Reply("", tool_calls=[ToolCall("bash", {"command": "echo a"})]),
+        Reply("Refused."),
+        Reply("", tool_calls=[ToolCall("bash", {"command": "echo b"})]),
+        Reply("Timed out."))
+    j = json_lines(srv, "proto", "alice")
+
+    def event(type_, **match):
+        return json.loads(j.expect(lambda l: json.loads(l)["type"] == type_
+                                   and all(json.loads(l).get(k) == v
+                                           for k, v in match.items()),
+                                   timeout=30))
+    try:
+        event("welcome")
+        j.send(json.dumps({"type": "prompt", "text": "a"}) + "\n")
+        req = event("approval_request")
+        assert req["seq"] > 0 and req["seconds"] == 8
+        j.send(json.dumps({"type": "approve", "id": req["id"],
+                           "approve": False,
+                           "reason": "use b\x1b[31m instead"}) + "\n")
+        res = event("approval_result")
+        assert res["status"] == "denied" and res["user"] == "alice"
+        assert res["reason"] == "use b[31m instead", res
+        assert res["text"].startswith("alice denied the agent's bash call "
+                                      "(waited "), res
+        out = event("tool_result")
+        assert out["output"] == "denied by alice: use b[31m instead"
+        event("turn_end")
+        assert model_saw(model_server, "denied by alice: use b[31m instead")
+        j.send(json.dumps({"type": "prompt", "text": "b"}) + "\n")
+        req2 = event("approval_request")
+        late = event("approval_result", id=req2["id"])
+        assert late["status"] == "timed_out" and "user" not in late
+        event("turn_end")
+        j.send(json.dumps({"type": "history", "match": "denied"}) + "\n")
+        j.send('{"type":"sync","id":"s1"}\n')
+        found = []
+        while True:
+            ev = json.loads(j.expect(lambda l: True, timeout=30))
+            if ev["type"] == "synced":
+                break
+            found.append(ev)
+        assert [e["type"] for e in found if e.get("replay")] == [
+            "approval_result", "tool_result", "approval_result",
+            "tool_result"], found
+    finally:
+        j.close()
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
+    """Who joins while the agent waits sees the request as it was asked,
+    then how long is left, once; their y answers it."""
+    model_server.script(
+        Reply("", tool_calls=[ToolCall("bash", {"command": "echo late"})]),
+        Reply("Done late."))
+    tmux.open("a", srv, "join", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "@agent go", "Enter")
+    tmux.wait("a", "approval needed: bash echo late (y/n, 8 s)")
+    tmux.open("b", srv, "join", "bob", cols=cols, rows=rows)
+    screen = tmux.wait("b", re.compile(
+        r"the agent still waits for an answer \(y/n, \d+ s left\)").search)
+    assert screen.count("approval needed: bash echo late (y/n, 8 s)") == 1, \
+        screen
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "bob approved the agent's bash call")
+    tmux.wait("a", "Done late.")
