@@ -289,7 +289,7 @@ confine_seccomp_args(scmp_filter_ctx ctx)
 	}
 	for (size_t i = 0; i < sizeof(confine_prctls) /
 	    sizeof(*confine_prctls); i++) {
-		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)confine_prctls[i]);
+		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)confine_prctls[i], 0);
 		if ((r = confine_rule(ctx, SCMP_SYS(prctl), 1, &a, "prctl")) < 0)
 			return r;
 	}
