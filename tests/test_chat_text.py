@@ -51,9 +51,10 @@ MARKDOWN = "\n".join([
 ])
 
 # ESC [ 2 J (erase the screen), BEL, a C1 CSI (U+009B) and a title-setting
-# OSC: none of it may reach a terminal.
-HOSTILE = ("safe-start \x1b[2J\x07 middle \u009b31m \x1b]0;pwned\x07"
-           "safe-end")
+# OSC, in Markdown's places too (bold, code, a fence's language and
+# code): none of it may reach a terminal.
+HOSTILE = ("**safe-start** \x1b[2J\x07 middle `\u009b31m` \x1b]0;pwned\x07"
+           "safe-end\n```sh\x1b[31m\necho \x1b[5ncode\x07-row\n```")
 
 TIME = r"\d\d:\d\d "
 
@@ -185,8 +186,15 @@ def test_model_text_sends_no_escape_to_the_terminal(srv, model_server, tmux,
     # The screen was not erased, the bell did not ring, the title is
     # unchanged; the text around the bytes is there, without them.
     assert "alice: before the answer" in screen, screen
-    row = next(untimed(r) for r in tmux.rows("a") if "safe-start" in r)
-    assert row == "agent: safe-start [2J middle 31m ]0;pwnedsafe-end", row
+    rows = [untimed(r) for r in answer_rows(tmux, "a", "safe-start",
+                                            "-row")]
+    indent = " " * len("00:00 agent:     ")
+    assert rows == ["agent: safe-start [2J middle 31m ]0;pwnedsafe-end",
+                    indent + "── sh[31m",
+                    indent + "echo [5ncode-row"], rows
+    screen = tmux.screen("a", escapes=True)
+    assert not re.search(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]",
+                         screen), repr(screen)
     flags = tmux("display-message", "-p", "-t", "a",
                  "#{window_bell_flag} #{pane_title}").stdout.split()
     assert flags[0] == "0" and "pwned" not in " ".join(flags), flags
