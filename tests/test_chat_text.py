@@ -198,3 +198,30 @@ def test_model_text_sends_no_escape_to_the_terminal(srv, model_server, tmux,
     flags = tmux("display-message", "-p", "-t", "a",
                  "#{window_bell_flag} #{pane_title}").stdout.split()
     assert flags[0] == "0" and "pwned" not in " ".join(flags), flags
+
+
+def test_resize_wraps_again_and_people_write_markdown(srv, model_server,
+                                                      tmux):
+    """The lines are kept whole: a narrower window wraps them again under
+    their text.  A person's message is Markdown too, drawn so in the
+    other member's window."""
+    model_server.script(Reply(PARAGRAPH_1))
+    tmux.open("a", srv, "resize", "alice", cols=120, rows=35)
+    tmux.open("b", srv, "resize", "bob", cols=80, rows=24)
+    tmux.keys("a", "@agent explain undo", "Enter")
+    settled(tmux, "a", "agent done")
+    tmux.keys("a", "-l", "a **bold** claim, `make check` and _why_")
+    tmux.keys("a", "Enter")
+    tmux.wait("b", "alice: a bold claim, make check and why")
+    row = escaped_row(tmux, "b", "alice: a bold claim")
+    assert "1" in attrs_before(row, "bold"), repr(row)
+    assert "1" not in attrs_before(row, "claim,"), repr(row)
+    assert "36" in attrs_before(row, "make check"), repr(row)
+    assert "3" in attrs_before(row, "why"), repr(row)
+    before = len(answer_rows(tmux, "a", "agent: Undo", "checkpoints."))
+    tmux("resize-window", "-t", "a", "-x", "60", "-y", "35")
+    tmux.wait("a", lambda s: len(answer_rows(tmux, "a", "agent: Undo",
+                                             "checkpoints.")) > before)
+    check_hanging(answer_rows(tmux, "a", "agent: Undo", "checkpoints."),
+                  "agent: ", PARAGRAPH_1)
+    assert all(len(r) <= 60 for r in tmux.rows("a")), tmux.rows("a")
