@@ -218,10 +218,18 @@ def test_resize_wraps_again_and_people_write_markdown(srv, model_server,
     assert "1" not in attrs_before(row, "claim,"), repr(row)
     assert "36" in attrs_before(row, "make check"), repr(row)
     assert "3" in attrs_before(row, "why"), repr(row)
-    before = len(answer_rows(tmux, "a", "agent: Undo", "checkpoints."))
     tmux("resize-window", "-t", "a", "-x", "60", "-y", "35")
-    tmux.wait("a", lambda s: len(answer_rows(tmux, "a", "agent: Undo",
-                                             "checkpoints.")) > before)
+
+    def rewrapped(screen):
+        """The answer drawn again for 60 columns (tmux's own reflow of
+        the old rows, before the chat's redraw, is not)."""
+        try:
+            rows = answer_rows(tmux, "a", "agent: Undo", "checkpoints.")
+        except StopIteration:       # cleared, not yet drawn again
+            return False
+        return len(rows) > 1 and all(
+            r.startswith(" " * 13) and r[13] != " " for r in rows[1:])
+    tmux.wait("a", rewrapped)
     check_hanging(answer_rows(tmux, "a", "agent: Undo", "checkpoints."),
                   "agent: ", PARAGRAPH_1)
     assert all(len(r) <= 60 for r in tmux.rows("a")), tmux.rows("a")
