@@ -233,3 +233,24 @@ def test_resize_wraps_again_and_people_write_markdown(srv, model_server,
     check_hanging(answer_rows(tmux, "a", "agent: Undo", "checkpoints."),
                   "agent: ", PARAGRAPH_1)
     assert all(len(r) <= 60 for r in tmux.rows("a")), tmux.rows("a")
+
+
+@pytest.mark.parametrize("cols,lines", SIZES)
+def test_answer_taller_than_the_screen(srv, model_server, tmux, cols,
+                                       lines):
+    """One paragraph of several screens: its first rows scroll up as it
+    streams, every word is there once, in order, every row but the first
+    under the text."""
+    words = ["w%03d" % i for i in range(900)]
+    model_server.script(Reply(" ".join(words)))
+    tmux.open("a", srv, "tall", "alice", cols=cols, rows=lines)
+    tmux.keys("a", "@agent talk at length", "Enter")
+    screen = settled(tmux, "a", "agent done")
+    rows = screen.split("\n")
+    start = next(i for i, r in enumerate(rows) if "agent: w000" in r)
+    end = next(i for i in range(start, len(rows)) if "w899" in rows[i])
+    rows = rows[start:end + 1]
+    assert re.match(TIME + "agent: w000", rows[0]), rows
+    assert all(r.startswith(" " * 13 + "w") for r in rows[1:]), rows
+    assert " ".join(r[13:] for r in rows).split() == words, rows
+    assert all(len(r) <= cols for r in rows), rows

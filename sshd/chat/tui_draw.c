@@ -443,9 +443,9 @@ tui_draw_stream_rows(const struct tui_draw *d, int *first)
 	return rows > *first ? rows - *first : 0;
 }
 
-/* Print the unfinished line's first rows above (out NULL: only count
- * them as printed) until the rest fits in tui_draw_stream_max rows.
- * Until then the line wraps in the bottom region as it grows. */
+/* Print the unfinished line's first rows above, those not printed yet,
+ * until the rest fits in tui_draw_stream_max rows.  Until then the line
+ * wraps in the bottom region as it grows. */
 static void
 tui_draw_stream_fit(struct tui_draw *d, struct buf *out)
 {
@@ -459,7 +459,7 @@ tui_draw_stream_fit(struct tui_draw *d, struct buf *out)
 	tui_wrap_init(&w, d->stream.data, d->stream.len, d->cols);
 	for (int row = 0; row < first && tui_wrap_next(&w, &start, &end);
 	    row++) {
-		if (row < d->stream_shown || !out)
+		if (row < d->stream_shown)
 			continue;
 		tui_wrap_put(&w, out, start, end);
 		buf_append(out, TUI_RESET "\r\n", 6);
@@ -719,8 +719,11 @@ tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
 		return;
 	left = d->rows - 1 - (d->status[0] ? 1 : 0);
 	if (d->streaming && d->stream.len) {
+		/* The screen is cleared: none of the unfinished line's rows
+		 * stays above; the bottom region shows its last ones, and the
+		 * next delta prints those before them above it. */
 		tui_draw_stream_render(d);
-		tui_draw_stream_fit(d, NULL);
+		d->stream_shown = 0;
 		left -= tui_draw_stream_rows(d, &first);
 	}
 	while (offset > 0 && tui_draw_prev(d, older, &pos, &opos, &line[0],
