@@ -35,6 +35,10 @@ struct tui_wrap {
 				 * no break before it */
 	size_t pos;		/* where the next row starts */
 	int row;		/* rows given so far */
+	size_t attr, attr_end;	/* the attribute escapes in effect at the
+				 * row given last lie in s[attr, attr_end)
+				 * (from its last full reset) */
+	size_t next_attr, next_attr_end;	/* the same at pos */
 };
 
 /* Start walking s[0..n) in rows of cols columns. */
@@ -44,9 +48,10 @@ void tui_wrap_init(struct tui_wrap *w, const char *s, size_t n, int cols);
  * given.  A line (also an empty one) has at least one row. */
 int tui_wrap_next(struct tui_wrap *w, size_t *start, size_t *end);
 
-/* Append the row s[start, end) as printed: a continuation row (start > 0)
- * gets the indent and the attributes in effect at start; marks are left
- * out.  Nothing ends the row (the caller resets and moves on). */
+/* Append the row s[start, end) that tui_wrap_next gave last, as printed:
+ * a continuation row (start > 0) gets the indent and the attributes in
+ * effect at start; marks are left out.  Nothing ends the row (the caller
+ * resets and moves on). */
 void tui_wrap_put(const struct tui_wrap *w, struct buf *out, size_t start,
     size_t end);
 
