@@ -171,6 +171,11 @@ def test_markdown_is_drawn_without_its_markers(srv, model_server, tmux,
                                "echo fenced-code")
     name = attrs_before(escaped_row(tmux, "a", "Getting started"), "agent:")
     assert "35" in name and "31" not in name, name
+    # Someone joining later sees the stored answer drawn the same way.
+    tmux.open("b", srv, "md", "bob", cols=cols, rows=lines)
+    tmux.wait("b", "After the block.")
+    assert [untimed(r) for r in answer_rows(
+        tmux, "b", "Getting started", "After the block")] == rows
 
 
 @pytest.mark.parametrize("cols,lines", SIZES)
