@@ -223,8 +223,47 @@ test_stream_pieces(void)
 		CHECK(out.data[i] != '\x07' && out.data[i] != TUI_WRAP_MARK &&
 		    (out.data[i] != '\x1b' || (i + 1 < out.len &&
 		    out.data[i + 1] == '[')));
+	buf_append(&out, "", 1);
 	CHECK(strstr(out.data, "\x1b[2J") == NULL);
 	tui_draw_free(&d);
+	buf_free(&out);
+}
+
+/* A redraw in the middle of an answer taller than the screen: the
+ * bottom region shows the line's last rows, and the next delta prints
+ * the rows before them above it, since the redraw cleared them. */
+static void
+test_stream_redraw(void)
+{
+	struct tui_draw d;
+	struct tui_editor e;
+	struct buf out;
+
+	tui_editor_init(&e, 64);
+	tui_draw_init(&d, 1, 1, 1, 20, 8);
+	buf_init(&out, 1 << 20);
+	for (int i = 0; i < 40; i++) {
+		char piece[16];
+
+		snprintf(piece, sizeof(piece), " w%02d", i);
+		tui_draw_stream(&d, &out, i ? piece : "w00");
+	}
+	CHECK(d.stream_shown > 0);
+	buf_reset(&out);
+	tui_draw_redraw(&d, &out, "room", &e, 20, 8);
+	CHECK_INT(d.stream_shown, 0);
+	CHECK(d.bottom_rows <= 6);
+	buf_append(&out, "", 1);
+	CHECK(strstr(out.data, "w00") == NULL);
+	buf_reset(&out);
+	tui_draw_clear_bottom(&d, &out);
+	tui_draw_stream(&d, &out, " w40");
+	buf_append(&out, "", 1);
+	CHECK(strstr(out.data, "agent:") != NULL);
+	CHECK(strstr(out.data, "w00") != NULL);
+	CHECK(d.stream_shown > 0);
+	tui_draw_free(&d);
+	tui_editor_free(&e);
 	buf_free(&out);
 }
 
@@ -253,6 +292,7 @@ main(void)
 	TEST(test_markdown_blocks);
 	TEST(test_markdown_hostile);
 	TEST(test_stream_pieces);
+	TEST(test_stream_redraw);
 	TEST(test_name_colours);
 	return unit_done("test_sshd_text");
 }
