@@ -290,8 +290,10 @@ def test_bracketed_paste_is_one_message(srv, tmux):
         tmux.wait("a", "alice: first pasted")
         rows = [untimed(r) for r in tmux.rows("a")]
         i = rows.index("alice: first pasted")
-        assert rows[i + 1:i + 3] == ["      second pasted", "      third"], \
-            rows
+        # Its later lines start under its text ("HH:MM alice: ").
+        under = " " * len("00:00 alice: ")
+        assert rows[i + 1:i + 3] == [under + "second pasted",
+                                     under + "third"], rows
     finally:
         j.close()
 

@@ -1750,6 +1750,7 @@ static void
 chat_shrink(struct chat *ch)
 {
 	buf_shrink(&ch->draw.stream, CHAT_KEEP);
+	buf_shrink(&ch->draw.raw, CHAT_KEEP);
 	buf_shrink(&ch->frame, CHAT_KEEP);
 	buf_shrink(&ch->q, CHAT_KEEP);
 	buf_shrink(&ch->partial, CHAT_KEEP);

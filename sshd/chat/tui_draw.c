@@ -6,10 +6,12 @@
  *
  * Invariants, with ansi: the cursor sits on the prompt row after
  * tui_draw_bottom, bottom_rows rows below the top of the region, and
- * bottom_rows is counted with tui_width_rows at the width drawn for; the
- * kept stream fits the screen at d->cols x d->rows after each
- * tui_draw_stream (tui_draw_stream_wrap); every line printed ends with an attribute reset
- * and is added to the model as printed.
+ * bottom_rows is counted with tui_wrap_rows at the width drawn for; the
+ * rows of the agent's unfinished line not yet printed above fit the
+ * screen at d->cols x d->rows after each tui_draw_stream
+ * (tui_draw_stream_fit); every row printed ends with an attribute reset;
+ * the model holds each line whole, as tui_wrap.h cuts it into rows, so
+ * what a redraw prints and counts is what was printed.
  */
 #include "tui_draw.h"
 
@@ -19,6 +21,7 @@
 
 #include "tui_time.h"
 #include "tui_width.h"
+#include "tui_wrap.h"
 #include "utf8.h"
 
 #define TUI_PROMPT_SUFFIX	"> "
@@ -45,6 +48,8 @@ tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf, int cols,
 	d->cols = cols > 0 ? cols : 80;
 	d->rows = rows > 0 ? rows : 24;
 	buf_init(&d->stream, TUI_DRAW_MAX_STREAM);
+	buf_init(&d->raw, TUI_DRAW_MAX_STREAM);
+	tui_md_init(&d->md);
 	tui_model_init(&d->model);
 }
 
@@ -53,18 +58,24 @@ void
 tui_draw_free(struct tui_draw *d)
 {
 	buf_free(&d->stream);
+	buf_free(&d->raw);
 	tui_model_free(&d->model);
 }
 
-/* FNV-1a of the name onto six colours. */
+/* The agent's colour, or FNV-1a of the name onto the people's colours:
+ * green, yellow, blue, cyan and their bright forms (not red, the colour
+ * of errors, nor the agent's magenta). */
 int
 tui_draw_color(const char *name)
 {
+	static const int people[] = { 32, 33, 34, 36, 92, 93, 94, 96 };
 	unsigned h = 2166136261u;
 
+	if (strcmp(name, TUI_DRAW_AGENT) == 0)
+		return TUI_DRAW_AGENT_COLOR;
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 16777619u;
-	return 31 + (int)(h % 6);
+	return people[h % (sizeof(people) / sizeof(people[0]))];
 }
 
 /* Clean text as utf8_clean does (invalid bytes become U+FFFD; C0 controls
@@ -197,13 +208,34 @@ tui_draw_prefix(struct tui_draw *d, struct buf *out, enum tui_style style,
 	}
 }
 
-/* One finished screen line (ansi): out, the end of the line, the model. */
+/* Print the rows of line from row first on (ansi), each ended by a
+ * reset and a line break.  Returns the rows printed. */
+static int
+tui_draw_rows(const struct tui_draw *d, struct buf *out, const char *line,
+    size_t len, int first)
+{
+	struct tui_wrap w;
+	size_t start, end;
+	int n = 0;
+
+	tui_wrap_init(&w, line, len, d->cols);
+	for (int row = 0; tui_wrap_next(&w, &start, &end); row++) {
+		if (row < first)
+			continue;
+		tui_wrap_put(&w, out, start, end);
+		buf_append(out, TUI_RESET "\r\n", 6);
+		n++;
+	}
+	return n;
+}
+
+/* One finished line (ansi): its rows on out, the line in the model (the
+ * model keeps it whole: a redraw wraps it for the width of then). */
 static void
 tui_draw_emit(struct tui_draw *d, struct buf *out, const char *row,
     size_t len)
 {
-	buf_append(out, row, len);
-	buf_append(out, TUI_RESET "\r\n", 6);
+	tui_draw_rows(d, out, row, len, 0);
 	tui_model_add(&d->model, row, len);
 }
 
@@ -255,18 +287,72 @@ tui_draw_stamp(const struct tui_draw *d, struct buf *row, int first,
 	buf_printf(row, TUI_DIM "%s" TUI_UNDIM " ", hhmm);
 }
 
-/* A styled text as lines with attributes, tabs expanded (ansi). */
+/* Append spaces for cols columns. */
+static void
+tui_draw_spaces(struct buf *out, int cols)
+{
+	static const char spaces[] = "                ";
+
+	for (; cols > 0; cols -= 16)
+		buf_append(out, spaces, cols < 16 ? (size_t)cols : 16);
+}
+
+/* Append one line of a message's text s[0..n), rendered as Markdown in
+ * the block state md, tabs expanded from column col.  Returns 1 when the
+ * line shows no row (a closing fence), else 0. */
+static int
+tui_draw_markdown(const struct tui_draw *d, struct buf *row,
+    const struct tui_md *md, const char *s, size_t n, int col)
+{
+	struct buf styled;
+	int hidden;
+
+	buf_init(&styled, TUI_DRAW_MAX_STREAM);
+	hidden = tui_md_render(md, &styled, s, n, d->color);
+	tui_draw_expand(row, styled.data ? styled.data : "", styled.len, col,
+	    d->highlight[0] ? d->highlight : NULL);
+	buf_free(&styled);
+	return hidden;
+}
+
+/* The start of a styled line: its first with time and prefix, a later
+ * one of a message under the text (indent columns), of other styles
+ * under the time; then the mark its wrapped rows hang under.  Returns the
+ * columns of what precedes the mark. */
+static int
+tui_draw_line_head(struct tui_draw *d, struct buf *row, int first,
+    enum tui_style style, const char *name, int indent)
+{
+	const char *attr = tui_draw_attr(d, style);
+
+	if (!first && style == TUI_STYLE_MESSAGE) {
+		tui_draw_spaces(row, indent);
+	} else {
+		tui_draw_stamp(d, row, first, style);
+		if (first)
+			tui_draw_prefix(d, row, style, name);
+		else
+			buf_append(row, attr, strlen(attr));
+	}
+	buf_append(row, TUI_WRAP_MARK_STR, 1);
+	return row->len ? tui_width_str(row->data, row->len) : 0;
+}
+
+/* A styled text as lines with attributes, tabs expanded (ansi); a
+ * message's text is Markdown. */
 static void
 tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
     const char *name, const char *text, size_t len)
 {
 	struct buf clean, row;
+	struct tui_md md;
 	const char *p, *end, *e;
-	const char *attr = tui_draw_attr(d, style);
+	int indent = 0, col;
 
 	buf_init(&clean, len * 3 + 1);
 	buf_init(&row, len * TUI_DRAW_TAB + TUI_DRAW_MAX_STREAM);
 	tui_draw_sanitize(&clean, text, len, "\n");
+	tui_md_init(&md);
 	p = clean.data ? clean.data : "";
 	end = p + clean.len;
 	if (style != TUI_STYLE_OUTPUT)
@@ -274,15 +360,19 @@ tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
 	for (int first = 1; first || p < end; first = 0) {
 		e = memchr(p, '\n', (size_t)(end - p));
 		buf_reset(&row);
-		tui_draw_stamp(d, &row, first, style);
+		col = tui_draw_line_head(d, &row, first, style, name, indent);
 		if (first)
-			tui_draw_prefix(d, &row, style, name);
-		else
-			buf_append(&row, attr, strlen(attr));
-		tui_draw_expand(&row, p, (size_t)((e ? e : end) - p),
-		    row.len ? tui_width_str(row.data, row.len) : 0,
-		    d->highlight[0] ? d->highlight : NULL);
-		tui_draw_emit(d, out, row.data ? row.data : "", row.len);
+			indent = col;
+		if (style != TUI_STYLE_MESSAGE)
+			tui_draw_expand(&row, p, (size_t)((e ? e : end) - p), col,
+			    d->highlight[0] ? d->highlight : NULL);
+		else if (tui_draw_markdown(d, &row, &md, p,
+		    (size_t)((e ? e : end) - p), col) && !first)
+			row.len = 0;
+		if (style == TUI_STYLE_MESSAGE)
+			tui_md_end_line(&md, p, (size_t)((e ? e : end) - p));
+		if (row.len)
+			tui_draw_emit(d, out, row.data, row.len);
 		p = e ? e + 1 : end;
 	}
 	buf_free(&row);
@@ -321,28 +411,140 @@ tui_draw_stream_max(const struct tui_draw *d)
 	return d->rows > fixed + 1 ? d->rows - fixed : 1;
 }
 
-/* Print the kept stream's first rows (out NULL: only into the model)
- * until what is kept fits in tui_draw_stream_max rows at d->cols (and in
- * half its buffer, so the next piece has room).  Until then the line
- * wraps on the terminal as any line does. */
-static void
-tui_draw_stream_wrap(struct tui_draw *d, struct buf *out)
+/* Draw the agent's unfinished line into d->stream from its text so far:
+ * the answer's time and name (its first line) or the indent under them,
+ * then the text as Markdown in the answer's block state.  Returns 1 when
+ * the line shows no row (a closing fence). */
+static int
+tui_draw_stream_render(struct tui_draw *d)
 {
-	while (d->stream.len && (d->stream.len > TUI_DRAW_MAX_STREAM / 2 ||
-	    tui_width_rows(d->stream.data, d->stream.len, d->cols) >
-	    tui_draw_stream_max(d))) {
-		int w;
-		size_t n = tui_width_fit(d->stream.data, d->stream.len,
-		    d->cols, NULL);
+	buf_reset(&d->stream);
+	if (d->stream_lines == 0)
+		buf_append(&d->stream, d->head, strlen(d->head));
+	else
+		tui_draw_spaces(&d->stream, d->indent);
+	buf_append(&d->stream, TUI_WRAP_MARK_STR, 1);
+	return tui_draw_markdown(d, &d->stream, &d->md, d->raw.data ?
+	    d->raw.data : "", d->raw.len, d->indent) && d->stream_lines > 0;
+}
 
-		if (n == 0)	/* one cluster wider than the terminal */
-			n = tui_width_next(d->stream.data, d->stream.len, &w);
-		if (out)
-			tui_draw_emit(d, out, d->stream.data, n);
-		else
-			tui_model_add(&d->model, d->stream.data, n);
-		buf_consume(&d->stream, n);
+/* The rows of the unfinished line the bottom region shows: from *first
+ * on (past those printed above, and at most tui_draw_stream_max).
+ * Returns their count. */
+static int
+tui_draw_stream_rows(const struct tui_draw *d, int *first)
+{
+	int rows = tui_wrap_rows(d->stream.data, d->stream.len, d->cols);
+	int max = tui_draw_stream_max(d);
+
+	*first = d->stream_shown;
+	if (rows - *first > max)
+		*first = rows - max;
+	return rows > *first ? rows - *first : 0;
+}
+
+/* Print the unfinished line's first rows above, those not printed yet,
+ * until the rest fits in tui_draw_stream_max rows.  Until then the line
+ * wraps in the bottom region as it grows. */
+static void
+tui_draw_stream_fit(struct tui_draw *d, struct buf *out)
+{
+	struct tui_wrap w;
+	size_t start, end;
+	int first;
+
+	tui_draw_stream_rows(d, &first);
+	if (first <= d->stream_shown)
+		return;
+	tui_wrap_init(&w, d->stream.data, d->stream.len, d->cols);
+	for (int row = 0; row < first && tui_wrap_next(&w, &start, &end);
+	    row++) {
+		if (row < d->stream_shown)
+			continue;
+		tui_wrap_put(&w, out, start, end);
+		buf_append(out, TUI_RESET "\r\n", 6);
 	}
+	d->stream_shown = first;
+}
+
+/* The agent's line is complete (a newline came, or the answer ended):
+ * print the rows not yet printed, keep it in the model, and start the
+ * next line under the text. */
+static void
+tui_draw_stream_line(struct tui_draw *d, struct buf *out)
+{
+	if (!tui_draw_stream_render(d)) {
+		tui_draw_rows(d, out, d->stream.data, d->stream.len,
+		    d->stream_shown);
+		tui_model_add(&d->model, d->stream.data, d->stream.len);
+	}
+	tui_md_end_line(&d->md, d->raw.data ? d->raw.data : "", d->raw.len);
+	buf_reset(&d->raw);
+	d->stream_shown = 0;
+	d->stream_lines++;
+}
+
+/* Where a too long unfinished line is ended: after its last space
+ * within TUI_DRAW_MAX_LINE bytes, else after the whole units that fit. */
+static size_t
+tui_draw_stream_cut(const struct tui_draw *d)
+{
+	const char *sp = memrchr(d->raw.data, ' ', TUI_DRAW_MAX_LINE);
+	size_t cut = 0, len;
+	int w;
+
+	if (sp && sp > d->raw.data)
+		return (size_t)(sp - d->raw.data) + 1;
+	while (cut < d->raw.len && (len = tui_width_next(d->raw.data + cut,
+	    d->raw.len - cut, &w)) + cut <= TUI_DRAW_MAX_LINE)
+		cut += len;
+	return cut ? cut : d->raw.len;
+}
+
+/* Add s[0..n) (one line's part, cleaned) to the unfinished line; past
+ * TUI_DRAW_MAX_LINE bytes the line is ended and the rest starts the
+ * next, so that rendering it again on each delta stays cheap. */
+static void
+tui_draw_stream_add(struct tui_draw *d, struct buf *out, const char *s,
+    size_t n)
+{
+	struct buf rest;
+	size_t cut;
+
+	buf_append(&d->raw, s, n);
+	if (d->raw.len <= TUI_DRAW_MAX_LINE)
+		return;
+	buf_init(&rest, TUI_DRAW_MAX_STREAM);
+	while (d->raw.len > TUI_DRAW_MAX_LINE) {
+		cut = tui_draw_stream_cut(d);
+		buf_reset(&rest);
+		buf_append(&rest, d->raw.data + cut, d->raw.len - cut);
+		d->raw.len = cut;
+		tui_draw_stream_line(d, out);
+		if (rest.len)
+			buf_append(&d->raw, rest.data, rest.len);
+	}
+	buf_free(&rest);
+}
+
+/* The answer starts: its date line, its head (time and name). */
+static void
+tui_draw_stream_start(struct tui_draw *d, struct buf *out)
+{
+	struct buf head;
+
+	buf_reset(&d->raw);
+	tui_md_init(&d->md);
+	d->stream_lines = 0;
+	d->stream_shown = 0;
+	tui_draw_date(d, out);
+	buf_init(&head, sizeof(d->head));
+	tui_draw_stamp(d, &head, 1, TUI_STYLE_MESSAGE);
+	tui_draw_prefix(d, &head, TUI_STYLE_MESSAGE, TUI_DRAW_AGENT);
+	snprintf(d->head, sizeof(d->head), "%.*s", (int)head.len,
+	    head.data ? head.data : "");
+	d->indent = tui_width_str(d->head, strlen(d->head));
+	buf_free(&head);
 }
 
 /* Agent text, plain: printed as it comes. */
@@ -358,47 +560,44 @@ tui_draw_stream_plain(struct tui_draw *d, struct buf *out, const char *text)
 	tui_draw_sanitize(out, text, strlen(text), nl);
 }
 
-/* Agent text: plain prints it now; ansi keeps the unfinished row. */
+/* Agent text: plain prints it now; ansi keeps the unfinished line. */
 void
 tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 {
 	struct buf clean;
+	const char *p, *e, *end;
 
 	if (!d->streaming) {
 		d->streaming = 1;
 		buf_reset(&d->stream);
-		if (d->ansi) {
-			tui_draw_date(d, out);
-			tui_draw_stamp(d, &d->stream, 1, TUI_STYLE_MESSAGE);
-		}
-		tui_draw_prefix(d, &d->stream, TUI_STYLE_MESSAGE, "agent");
+		if (d->ansi)
+			tui_draw_stream_start(d, out);
+		else
+			tui_draw_prefix(d, &d->stream, TUI_STYLE_MESSAGE,
+			    TUI_DRAW_AGENT);
 	}
 	if (!d->ansi) {
 		tui_draw_stream_plain(d, out, text);
 		return;
 	}
 	buf_init(&clean, strlen(text) * 3 + 1);
-	for (const char *p = text; *p;) {
-		const char *e = strchr(p, '\n');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-
-		buf_reset(&clean);
-		tui_draw_sanitize(&clean, p, n, "");
-		tui_draw_expand(&d->stream, clean.data ? clean.data : "",
-		    clean.len, d->stream.len ? tui_width_str(d->stream.data,
-		    d->stream.len) % d->cols : 0, NULL);
-		tui_draw_stream_wrap(d, out);
+	tui_draw_sanitize(&clean, text, strlen(text), "\n");
+	p = clean.data ? clean.data : "";
+	end = p + clean.len;
+	while (p < end) {
+		e = memchr(p, '\n', (size_t)(end - p));
+		tui_draw_stream_add(d, out, p, (size_t)((e ? e : end) - p));
 		if (!e)
 			break;
-		tui_draw_emit(d, out, d->stream.data ? d->stream.data : "",
-		    d->stream.len);
-		buf_reset(&d->stream);
+		tui_draw_stream_line(d, out);
 		p = e + 1;
 	}
 	buf_free(&clean);
+	tui_draw_stream_render(d);
+	tui_draw_stream_fit(d, out);
 }
 
-/* Close the stream: print its kept tail and end the line. */
+/* Close the stream: print its unfinished line and end it. */
 void
 tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 {
@@ -407,15 +606,16 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 	if (!d->streaming)
 		return;
 	d->streaming = 0;
-	if (d->ansi && d->stream.len)
-		tui_draw_emit(d, out, d->stream.data, d->stream.len);
+	if (d->ansi && (d->raw.len || d->stream_lines == 0))
+		tui_draw_stream_line(d, out);
 	else if (!d->ansi)
 		buf_append(out, nl, strlen(nl));
 	buf_reset(&d->stream);
+	buf_reset(&d->raw);
 }
 
 /* Drop the stream: the answer it showed was cut short and is not kept.
- * ansi: its unfinished row goes (rows already scrolled up stay); plain:
+ * ansi: its unfinished rows go (rows already printed above stay); plain:
  * the printed text stays, its line is ended. */
 void
 tui_draw_stream_drop(struct tui_draw *d, struct buf *out)
@@ -428,6 +628,7 @@ tui_draw_stream_drop(struct tui_draw *d, struct buf *out)
 	if (!d->ansi)
 		buf_append(out, nl, strlen(nl));
 	buf_reset(&d->stream);
+	buf_reset(&d->raw);
 }
 
 /* The status line, one row in reverse video, cut to the width (its text
@@ -472,10 +673,11 @@ tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 		return;
 	d->bottom_rows = 0;
 	if (d->streaming && d->stream.len) {
-		buf_append(out, d->stream.data, d->stream.len);
-		buf_append(out, TUI_RESET "\r\n", 6);
-		d->bottom_rows = tui_width_rows(d->stream.data, d->stream.len,
-		    d->cols);
+		int first;
+
+		tui_draw_stream_rows(d, &first);
+		d->bottom_rows = tui_draw_rows(d, out, d->stream.data,
+		    d->stream.len, first);
 	}
 	tui_draw_status_row(d, out);
 	pw = (int)(strlen(room) + strlen(TUI_PROMPT_SUFFIX));
@@ -511,29 +713,32 @@ tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
 {
 	const char *line[TUI_MAX_REDRAW];
 	size_t len[TUI_MAX_REDRAW], pos = 0, opos = 0;
-	int n = 0, left;
+	int n = 0, left, first;
 
 	if (!d->ansi)
 		return;
-	tui_draw_stream_wrap(d, NULL);
-	left = d->rows - 1 - (d->status[0] ? 1 : 0) - (d->streaming &&
-	    d->stream.len ? tui_width_rows(d->stream.data, d->stream.len,
-	    d->cols) : 0);
+	left = d->rows - 1 - (d->status[0] ? 1 : 0);
+	if (d->streaming && d->stream.len) {
+		/* The screen is cleared: none of the unfinished line's rows
+		 * stays above; the bottom region shows its last ones, and the
+		 * next delta prints those before them above it. */
+		tui_draw_stream_render(d);
+		d->stream_shown = 0;
+		left -= tui_draw_stream_rows(d, &first);
+	}
 	while (offset > 0 && tui_draw_prev(d, older, &pos, &opos, &line[0],
 	    &len[0]))
 		offset--;
 	while (n < TUI_MAX_REDRAW &&
 	    tui_draw_prev(d, older, &pos, &opos, &line[n], &len[n])) {
-		left -= tui_width_rows(line[n], len[n], d->cols);
+		left -= tui_wrap_rows(line[n], len[n], d->cols);
 		if (left < 0)
 			break;
 		n++;
 	}
 	buf_append(out, TUI_CLEAR, strlen(TUI_CLEAR));
-	while (n-- > 0) {
-		buf_append(out, line[n], len[n]);
-		buf_append(out, TUI_RESET "\r\n", 6);
-	}
+	while (n-- > 0)
+		tui_draw_rows(d, out, line[n], len[n], 0);
 	d->bottom_rows = 0;
 	tui_draw_bottom(d, out, room, e);
 }

@@ -11,10 +11,13 @@
  *
  * Everything placed on the screen is measured with tui_width.h (wide
  * characters, grapheme clusters, escapes of no width), tabs are expanded
- * to spaces, and the bottom region never spans more rows than it counts:
- * the agent's streamed line wraps as it grows, but is kept within the
- * screen (past that, its first rows are printed above as they fill), and
- * the input line keeps to one row.
+ * to spaces, and lines are cut into rows by tui_wrap.h (at words, later
+ * rows hanging under the text); the bottom region never spans more rows
+ * than it counts: the agent's streamed line wraps as it grows, but is
+ * kept within the screen (past that, its first rows are printed above as
+ * they fill), and the input line keeps to one row.  Messages (people's
+ * and the agent's) are light Markdown (tui_markdown.h); the agent's
+ * unfinished line is rendered again from its text on each delta.
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
  * or after output was dropped.
@@ -28,10 +31,15 @@
 
 #include "buf.h"
 #include "tui_editor.h"
+#include "tui_markdown.h"
 #include "tui_model.h"
 
 #define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* unfinished agent line kept */
+#define TUI_DRAW_MAX_LINE	2048	/* an agent's line longer than this
+					 * (as sent) is ended at a space */
 #define TUI_DRAW_TAB		8		/* tab stops */
+#define TUI_DRAW_AGENT		"agent"		/* the agent's name */
+#define TUI_DRAW_AGENT_COLOR	35		/* its own colour: magenta */
 
 enum tui_style {
 	TUI_STYLE_MESSAGE,	/* "name: text" */
@@ -48,8 +56,18 @@ struct tui_draw {
 	int cols, rows;		/* terminal size */
 	int bottom_rows;	/* rows above the prompt row we drew */
 	int streaming;		/* an agent line is open */
-	struct buf stream;	/* ansi: its unfinished line; plain: its
-				 * prefix until the first text */
+	struct buf stream;	/* ansi: its unfinished line as drawn
+				 * (rendered from raw); plain: its prefix
+				 * until the first text */
+	struct buf raw;		/* ansi: that line as sent, cleaned */
+	struct tui_md md;	/* ansi: the answer's Markdown block state */
+	char head[128];		/* ansi: the answer's time and name */
+	int indent;		/* ansi: columns of head: the answer's later
+				 * lines start under its text */
+	int stream_lines;	/* ansi: lines of the answer printed */
+	int stream_shown;	/* ansi: rows of the unfinished line printed
+				 * above already (it is taller than the
+				 * screen allows the bottom region) */
 	struct tui_model model;	/* ansi: printed lines, for redraws */
 	char status[512];	/* ansi: the status line's text ("" none) */
 	long long time_ms;	/* ansi: the time of the event being drawn
@@ -66,7 +84,8 @@ void tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf,
     int cols, int rows);
 void tui_draw_free(struct tui_draw *d);
 
-/* ANSI colour (31-36) for a name, the same every time. */
+/* ANSI colour for a name, the same every time: the agent's own, and for
+ * people one of the others but red (errors are red). */
 int tui_draw_color(const char *name);
 
 /* Remove the bottom region (ansi) before printing above it. */

@@ -3,10 +3,11 @@
  * drawn again from them (on resize, Ctrl-L, or after a slow client's
  * output was dropped) rather than from the bytes that went out.  Each line
  * is one logical line as tui_draw.c renders it (attributes included, reset
- * at its end, no newline); the newest are kept within a byte budget.
+ * at its end, no newline, the wrap mark of tui_wrap.h in it), kept whole
+ * and cut into rows when drawn; the newest are kept within a byte budget.
  * Each line is stored as "TAG\x1e" then the line (lines never hold
- * control characters but ESC), so that the scrollback knows which room
- * event its oldest line came from.
+ * control characters but ESC and the wrap mark), so that the scrollback
+ * knows which room event its oldest line came from.
  * Pure: no I/O.
  */
 #ifndef ATRIUMD_TUI_MODEL_H

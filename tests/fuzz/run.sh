@@ -45,6 +45,7 @@ declare -A SRC=(
 	[tui_keys]="sshd/chat/tui_keys.c"
 	[tui_editor]="sshd/chat/tui_editor.c sshd/chat/tui_keys.c sshd/chat/tui_width.c"
 	[tui_width]="sshd/chat/tui_width.c"
+	[tui_text]="sshd/chat/tui_draw.c sshd/chat/tui_markdown.c sshd/chat/tui_wrap.c sshd/chat/tui_width.c sshd/chat/tui_model.c sshd/chat/tui_time.c sshd/chat/tui_editor.c sshd/chat/tui_keys.c common/utf8.c common/buf.c"
 	[term_view]="sshd/chat/term_view.c sshd/chat/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
