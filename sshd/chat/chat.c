@@ -598,6 +598,10 @@ chat_redraw(struct chat *ch)
 	if (ch->scroll.offset) {
 		ch->draw.cols = ch->c->cols > 0 ? ch->c->cols : ch->draw.cols;
 		ch->draw.rows = ch->c->rows > 0 ? ch->c->rows : ch->draw.rows;
+		chat_scroll_clamp(ch);
+	}
+	if (ch->scroll.offset) {
+		chat_status_refresh(ch);
 		chat_frame(ch);
 		chat_frame_done(ch);	/* draws the view */
 		return;
@@ -1221,11 +1225,9 @@ chat_status_refresh(struct chat *ch)
 		return 0;
 	n = 0;
 	text[0] = '\0';
-	if (ch->scroll.offset)	/* first: the line is cut to the width */
-		n = (size_t)snprintf(text, sizeof(text), "%s, PgDn returns | ",
-		    ch->scroll.loading ? "loading older lines" :
-		    ch->scroll.exhausted ? "the room's first line" :
-		    "scrolled back");
+	/* First: the line is cut to the width. */
+	chat_scroll_status(ch, text, sizeof(text));
+	n = strlen(text);
 	tui_status_text(&ch->status, ch->c->s->room, time_mono_ms(), text + n,
 	    sizeof(text) - n);
 	if (strcmp(text, ch->draw.status) == 0)
@@ -1254,8 +1256,7 @@ static void
 chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 {
 	long long ms = 0;
-	size_t before = ch->scroll.offset ?
-	    tui_model_count(&ch->draw.model) : 0;
+	size_t mark = ch->scroll.offset ? chat_scroll_mark(ch) : 0;
 	int scrolled = ch->scroll.offset > 0, changed;
 
 	tui_time_parse(json_get_string(o, "time"), &ms);
@@ -1273,8 +1274,7 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	tui_draw_set_time(&ch->draw, 0);
 	ch->draw.model.tag = 0;
 	if (scrolled)
-		chat_scroll_follow(ch, tui_model_count(&ch->draw.model) -
-		    before);
+		chat_scroll_added(ch, mark);
 	else if (changed && !ch->frame_count)
 		chat_bottom(ch);
 }
@@ -1440,8 +1440,10 @@ chat_submit(struct chat *ch, const char *raw)
 		    "line was not sent");
 		return;
 	}
-	if (ch->ansi)
+	if (ch->ansi) {
 		tui_history_add(&ch->hist, line, 0);
+		chat_scroll_live(ch);	/* to see what the line does */
+	}
 	/* A y or n right after an undo or redo preview answers it. */
 	reply[0] = '\0';
 	if ((r = chat_undo_answer(ch, line, &req)) < 0)
@@ -1466,7 +1468,7 @@ chat_submit(struct chat *ch, const char *raw)
 		return;
 	}
 	if (r == 0) {
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, reply);
+		chat_print_paged(ch, TUI_STYLE_NOTICE, reply);
 		return;
 	}
 	if (r != 1)

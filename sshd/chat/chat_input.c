@@ -260,7 +260,10 @@ chat_key(struct chat *ch, const struct tui_key *k)
 	case TUI_KEY_LEFT: tui_editor_left(e); break;
 	case TUI_KEY_RIGHT: tui_editor_right(e); break;
 	case TUI_KEY_HOME: tui_editor_home(e); break;
-	case TUI_KEY_END: tui_editor_end(e); break;
+	case TUI_KEY_END:
+		tui_editor_end(e);
+		chat_scroll_live(ch);
+		break;
 	case TUI_KEY_UP: chat_input_history(ch, 1); break;
 	case TUI_KEY_DOWN: chat_input_history(ch, 0); break;
 	case TUI_KEY_PGUP: chat_scroll_page(ch, -1); break;

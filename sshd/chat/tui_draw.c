@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "tui_time.h"
+#include "tui_view.h"
 #include "tui_width.h"
 #include "utf8.h"
 
@@ -504,34 +505,57 @@ tui_draw_prev(const struct tui_draw *d, const struct tui_model *older,
 }
 
 /* See tui_draw.h. */
+int
+tui_draw_view_height(const struct tui_draw *d)
+{
+	int left = d->rows - 1 - (d->status[0] ? 1 : 0) - (d->streaming &&
+	    d->stream.len ? tui_width_rows(d->stream.data, d->stream.len,
+	    d->cols) : 0);
+
+	return left > 0 ? left : 0;
+}
+
+/* See tui_draw.h.  Walks back from the newest line: the lowest `offset`
+ * rows are passed over (a line among them may show its first rows at the
+ * bottom), then rows are taken until the view is full (the line at the
+ * top may show only its last rows). */
 void
 tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset)
 {
-	const char *line[TUI_MAX_REDRAW];
-	size_t len[TUI_MAX_REDRAW], pos = 0, opos = 0;
-	int n = 0, left;
+	struct {
+		const char *line;
+		size_t len;
+		int from, count;	/* its rows shown */
+	} shown[TUI_MAX_REDRAW];
+	size_t pos = 0, opos = 0, len;
+	const char *line;
+	int n = 0, left, rows;
 
 	if (!d->ansi)
 		return;
 	tui_draw_stream_wrap(d, NULL);
-	left = d->rows - 1 - (d->status[0] ? 1 : 0) - (d->streaming &&
-	    d->stream.len ? tui_width_rows(d->stream.data, d->stream.len,
-	    d->cols) : 0);
-	while (offset > 0 && tui_draw_prev(d, older, &pos, &opos, &line[0],
-	    &len[0]))
-		offset--;
-	while (n < TUI_MAX_REDRAW &&
-	    tui_draw_prev(d, older, &pos, &opos, &line[n], &len[n])) {
-		left -= tui_width_rows(line[n], len[n], d->cols);
-		if (left < 0)
-			break;
-		n++;
+	left = tui_draw_view_height(d);
+	while (left > 0 && n < TUI_MAX_REDRAW &&
+	    tui_draw_prev(d, older, &pos, &opos, &line, &len)) {
+		rows = tui_width_rows(line, len, d->cols);
+		if (offset >= (size_t)rows) {
+			offset -= (size_t)rows;
+			continue;
+		}
+		rows -= (int)offset;	/* its rows above the view's bottom */
+		offset = 0;
+		shown[n].line = line;
+		shown[n].len = len;
+		shown[n].count = rows < left ? rows : left;
+		shown[n].from = rows - shown[n].count;
+		left -= shown[n++].count;
 	}
 	buf_append(out, TUI_CLEAR, strlen(TUI_CLEAR));
 	while (n-- > 0) {
-		buf_append(out, line[n], len[n]);
+		tui_view_emit_rows(out, shown[n].line, shown[n].len, d->cols,
+		    shown[n].from, shown[n].count);
 		buf_append(out, TUI_RESET "\r\n", 6);
 	}
 	d->bottom_rows = 0;

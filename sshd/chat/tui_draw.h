@@ -104,10 +104,14 @@ void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 void tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, int cols, int rows);
 
+/* Rows above the bottom region (its status line, the agent's kept
+ * stream and the input line): the height of a view. */
+int tui_draw_view_height(const struct tui_draw *d);
+
 /* ansi: clear the screen and draw the lines of older (oldest first; may
- * be NULL) followed by the model's, leaving out the newest offset of them
- * (scrolled back), as many as fit above the bottom region, then the
- * bottom region. */
+ * be NULL) followed by the model's as rows (tui_view.h): the view that
+ * has offset rows below it (0: the newest at the bottom), as many rows as
+ * fit above the bottom region, then the bottom region. */
 void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset);
