@@ -110,6 +110,9 @@ def test_pgup_reaches_the_first_line_and_pgdn_comes_back(srv, tmux, cols,
         assert "first line" not in status_row(tmux, "a")
         if "End returns" in status_row(tmux, "a"):
             assert_full(rows)
+        # One date: its line is the room's first, not repeated where
+        # one load of older lines meets the next.
+        assert not any(r.startswith("-- ") for r in rows), rows
         new = [n for n in got if n > seen[-1]]
         assert not new or new[0] == seen[-1] + 1, (seen[-1], rows)
         seen += new
@@ -183,6 +186,11 @@ def test_new_lines_below_are_counted(srv, tmux, cols, height):
             assert "new line" not in status, (shown, status)
     assert any(untimed(r) == "bob: news %02d" % sent
                for r in tmux.rows("a")), tmux.rows("a")
+    # Seen lines are no longer new: the next count starts again.
+    page_key(tmux, "a", "PPage")
+    tmux.keys("=b:", "one more", "Enter")
+    tmux.wait("a", lambda s: "1 new line below, End returns" in
+              status_row(tmux, "a"))
 
 
 @pytest.mark.parametrize("cols,height", SIZES)

@@ -55,6 +55,8 @@ struct chat_scroll {
 	int stale;			/* ... asked before a gap: dropped */
 	int exhausted;			/* the room has nothing older */
 	int batch_day;			/* the date line state of the load */
+	long long batch_ms;		/* the time of its newest event (0:
+					 * none) */
 	int hits;			/* events a /history search found */
 	char match[128];		/* what it looks for */
 };

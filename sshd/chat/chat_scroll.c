@@ -108,6 +108,8 @@ chat_batch_scroll(struct chat *ch, const char *type, json_object *o)
 	tui_time_parse(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	ch->draw.model.tag = json_get_int(o, "seq", 0);
+	if (ms)
+		ch->scroll.batch_ms = ms;
 	ch->render_only = 1;
 	chat_dispatch(ch, type, o);
 	ch->render_only = 0;
@@ -136,6 +138,25 @@ chat_batch_search(struct chat *ch, const char *type, json_object *o)
 	tui_draw_set_time(&ch->draw, 0);
 }
 
+/* The lines a batch goes before start with a date line (each batch, and
+ * the join, is drawn from a fresh date): when the batch ended on that
+ * date, the line only repeats it, and goes. */
+static void
+chat_batch_scroll_date(struct chat *ch)
+{
+	struct tui_model *next = ch->scroll.older.lines.len ?
+	    &ch->scroll.older : &ch->draw.model;
+	char row[128];
+	const char *line;
+	size_t len;
+
+	if (!ch->scroll.batch_ms || !tui_model_first(next, &line, &len))
+		return;
+	tui_draw_date_row(ch->scroll.batch_ms, row, sizeof(row));
+	if (len == strlen(row) && memcmp(line, row, len) == 0)
+		tui_model_drop_first(next);
+}
+
 /* The scroll batch is in: put it before the scrollback and draw.  A
  * batch asked before a gap was found (chat_scroll_gap) does not join the
  * lines held now: it is dropped. */
@@ -143,16 +164,23 @@ static void
 chat_batch_scroll_done(struct chat *ch)
 {
 	ch->scroll.loading = 0;
-	if (ch->scroll.stale)
+	if (ch->scroll.stale) {
 		ch->scroll.stale = 0;
-	else if (!ch->scroll.batch.lines.len)
-		ch->scroll.exhausted = 1;
-	else if (tui_model_prepend(&ch->scroll.older, &ch->scroll.batch) < 0)
-		ch->scroll.exhausted = 1;	/* CHAT_SCROLL_MAX is reached */
+	} else if (!ch->scroll.batch.lines.len ||
+	    ch->scroll.batch.lines.len + ch->scroll.older.lines.len >
+	    CHAT_SCROLL_MAX) {
+		ch->scroll.exhausted = 1;	/* also: CHAT_SCROLL_MAX */
+	} else {
+		chat_batch_scroll_date(ch);
+		if (tui_model_prepend(&ch->scroll.older,
+		    &ch->scroll.batch) < 0)
+			ch->scroll.exhausted = 1;	/* out of memory */
+	}
 	ch->scroll.rows_cols = 0;		/* older changed */
 	tui_model_free(&ch->scroll.batch);
 	tui_model_init_max(&ch->scroll.batch, CHAT_SCROLL_MAX);
 	ch->scroll.batch_day = 0;
+	ch->scroll.batch_ms = 0;
 	if (ch->scroll.offset)
 		chat_scroll_draw(ch);
 }
@@ -322,13 +350,13 @@ chat_scroll_clamp(struct chat *ch)
 {
 	size_t max;
 
+	if (ch->scroll.offset) {
+		max = chat_scroll_max(ch);
+		if (ch->scroll.offset > max)
+			ch->scroll.offset = max;
+	}
 	if (!ch->scroll.offset)
-		return;
-	max = chat_scroll_max(ch);
-	if (ch->scroll.offset > max)
-		ch->scroll.offset = max;
-	if (!ch->scroll.offset)
-		ch->scroll.fresh = 0;
+		ch->scroll.fresh = 0;	/* they are all in sight */
 }
 
 /* See chat_int.h. */

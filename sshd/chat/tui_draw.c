@@ -222,19 +222,28 @@ tui_draw_set_time(struct tui_draw *d, long long ms)
 	d->time_ms = ms;
 }
 
+/* See tui_draw.h. */
+void
+tui_draw_date_row(long long ms, char *row, size_t len)
+{
+	char date[64];
+
+	tui_time_date(ms, date, sizeof(date));
+	snprintf(row, len, TUI_DIM "-- %s --", date);
+}
+
 /* The date line, before the first line of a new date (ansi, with a
  * time). */
 static void
 tui_draw_date(struct tui_draw *d, struct buf *out)
 {
-	char date[64], row[128];
+	char row[128];
 	int day;
 
 	if (!d->time_ms || (day = tui_time_day(d->time_ms)) == d->day)
 		return;
 	d->day = day;
-	tui_time_date(d->time_ms, date, sizeof(date));
-	snprintf(row, sizeof(row), TUI_DIM "-- %s --", date);
+	tui_draw_date_row(d->time_ms, row, sizeof(row));
 	tui_draw_emit(d, out, row, strlen(row));
 }
 

@@ -104,6 +104,10 @@ void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 void tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, int cols, int rows);
 
+/* The date line drawn before the first line of the date of ms, as the
+ * model keeps it. */
+void tui_draw_date_row(long long ms, char *row, size_t len);
+
 /* Rows above the bottom region (its status line, the agent's kept
  * stream and the input line): the height of a view. */
 int tui_draw_view_height(const struct tui_draw *d);

@@ -161,3 +161,32 @@ tui_model_prepend(struct tui_model *m, const struct tui_model *front)
 	m->lines = joined;
 	return 0;
 }
+
+/* See tui_model.h. */
+int
+tui_model_first(const struct tui_model *m, const char **line, size_t *len)
+{
+	const char *nl, *sep;
+
+	if (!m->lines.len || !m->lines.data)
+		return 0;
+	nl = memchr(m->lines.data, '\n', m->lines.len);
+	if (!nl)
+		return 0;
+	sep = memchr(m->lines.data, TUI_MODEL_SEP[0],
+	    (size_t)(nl - m->lines.data));
+	*line = sep ? sep + 1 : m->lines.data;
+	*len = (size_t)(nl - *line);
+	return 1;
+}
+
+/* See tui_model.h. */
+void
+tui_model_drop_first(struct tui_model *m)
+{
+	const char *nl = m->lines.len ? memchr(m->lines.data, '\n',
+	    m->lines.len) : NULL;
+
+	if (nl)
+		buf_consume(&m->lines, (size_t)(nl - m->lines.data) + 1);
+}

@@ -48,6 +48,14 @@ size_t tui_model_count(const struct tui_model *m);
 /* The tag of the oldest line with one (tag > 0), or 0. */
 long long tui_model_first_tag(const struct tui_model *m);
 
+/* The oldest line (without its tag) in *line, *len: 1, or 0 when none. */
+int tui_model_first(const struct tui_model *m, const char **line,
+    size_t *len);
+
+/* Forget the oldest line without counting it as dropped: it repeated
+ * what the lines put before it say (a date line). */
+void tui_model_drop_first(struct tui_model *m);
+
 /* Walk from the newest line back: *pos starts at 0 (meaning the end);
  * each call gives the next older line in *line, *len and returns 1, or 0
  * when none is left. */
