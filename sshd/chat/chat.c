@@ -113,6 +113,7 @@
 	"  Up/Down           your earlier lines, also from past sessions\n" \
 	"  Tab               complete a command, a name or a path after !\n" \
 	"  PgUp/PgDn         scroll back through the room's history\n" \
+	"  End               back to the live view (and to the line's end)\n" \
 	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
 	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
 	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
