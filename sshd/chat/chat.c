@@ -546,6 +546,10 @@ chat_print(struct chat *ch, enum tui_style style, const char *name,
 	/* A line of the chat's own (an answer to a command) is stamped
 	 * with the time it was shown. */
 	int own = ch->ansi && !ch->draw.time_ms;
+	/* Scrolled back outside an event (which counts its own lines): the
+	 * view stays, the line counts as new. */
+	int scrolled = ch->scroll.offset && !ch->render_only;
+	size_t mark = scrolled ? chat_scroll_mark(ch) : 0;
 	struct timespec now;
 
 	if (own && clock_gettime(CLOCK_REALTIME, &now) == 0)
@@ -555,6 +559,8 @@ chat_print(struct chat *ch, enum tui_style style, const char *name,
 	chat_show(ch, style, name, text);
 	if (own)
 		tui_draw_set_time(&ch->draw, 0);
+	if (scrolled)
+		chat_scroll_added(ch, mark);
 }
 
 /* A chunk of command output: its whole lines now, the rest kept. */

@@ -26,7 +26,7 @@ struct term_mode;
 #define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
 #define CHAT_INPUT_HISTORY	200	/* own lines loaded for Up */
 #define CHAT_SEARCH_MAX		30	/* events a /history search shows */
-#define CHAT_WHEEL_LINES	3	/* lines one wheel step scrolls */
+#define CHAT_WHEEL_LINES	3	/* rows one wheel step scrolls */
 #define CHAT_TYPING_EVERY_MS	3000	/* `typing` sent at most this often */
 
 /* What a history request's answer is for; each is followed by a `sync`
@@ -53,7 +53,9 @@ struct chat_scroll {
 	struct tui_model batch;		/* a load being drawn */
 	int loading;			/* a load is on its way */
 	int stale;			/* ... asked before a gap: dropped */
-	int exhausted;			/* the room has nothing older */
+	int exhausted;			/* nothing older to load: the room has
+					 * none, or capped */
+	int capped;			/* ... CHAT_SCROLL_MAX was reached */
 	int batch_day;			/* the date line state of the load */
 	long long batch_ms;		/* the time of its newest event (0:
 					 * none) */

@@ -166,15 +166,16 @@ chat_batch_scroll_done(struct chat *ch)
 	ch->scroll.loading = 0;
 	if (ch->scroll.stale) {
 		ch->scroll.stale = 0;
-	} else if (!ch->scroll.batch.lines.len ||
-	    ch->scroll.batch.lines.len + ch->scroll.older.lines.len >
+	} else if (!ch->scroll.batch.lines.len) {
+		ch->scroll.exhausted = 1;
+	} else if (ch->scroll.batch.lines.len + ch->scroll.older.lines.len >
 	    CHAT_SCROLL_MAX) {
-		ch->scroll.exhausted = 1;	/* also: CHAT_SCROLL_MAX */
+		ch->scroll.exhausted = ch->scroll.capped = 1;
 	} else {
 		chat_batch_scroll_date(ch);
 		if (tui_model_prepend(&ch->scroll.older,
 		    &ch->scroll.batch) < 0)
-			ch->scroll.exhausted = 1;	/* out of memory */
+			ch->scroll.exhausted = ch->scroll.capped = 1;
 	}
 	ch->scroll.rows_cols = 0;		/* older changed */
 	tui_model_free(&ch->scroll.batch);
@@ -250,7 +251,7 @@ chat_scroll_gap(struct chat *ch)
 	if (ch->draw.model.dropped == ch->scroll.dropped)
 		return;
 	ch->scroll.dropped = ch->draw.model.dropped;
-	ch->scroll.exhausted = 0;
+	ch->scroll.exhausted = ch->scroll.capped = 0;
 	ch->scroll.stale = ch->scroll.loading;
 	if (!ch->scroll.older.lines.len)
 		return;
@@ -422,7 +423,9 @@ chat_scroll_status(struct chat *ch, char *text, size_t len)
 		snprintf(text, len, "loading older lines, End returns | ");
 	else if (ch->scroll.exhausted &&
 	    ch->scroll.offset >= chat_scroll_max(ch))
-		snprintf(text, len, "the room's first line, End returns | ");
+		snprintf(text, len, "%s, End returns | ", ch->scroll.capped ?
+		    "the oldest line kept (1 MiB; /history TEXT searches "
+		    "all)" : "the room's first line");
 	else if (below)
 		snprintf(text, len, "%zu new line%s below, End returns | ",
 		    below, below == 1 ? "" : "s");
