@@ -193,6 +193,39 @@ def test_new_lines_below_are_counted(srv, tmux, cols, height):
               status_row(tmux, "a"))
 
 
+def test_loaded_history_stays_while_the_room_talks(srv, tmux):
+    """More output than the screen's recent lines hold (32 KiB) arrives
+    while alice reads the room's first lines: her view stays there, and
+    nothing between the loaded lines and the new ones is lost."""
+    seed(srv, "busy", [stored_text(i) for i in range(1, 161)])
+    tmux.open("b", srv, "busy", "bob", cols=120, rows=35)
+    tmux.open("a", srv, "busy", "alice", cols=80, rows=24)
+    tmux.wait("a", "stored line 160")
+    for _ in range(60):
+        if at_first_line(view(tmux, "a")):
+            break
+        page_key(tmux, "a", "PPage")
+    tmux.wait("a", lambda s: "first line" in status_row(tmux, "a"))
+    top = view(tmux, "a")
+    tmux.keys("=b:", "!seq -f 'busy output %05g' 1 1500", "Enter")
+    tmux.wait("b", lambda s: "exit 0" in s or "* ok" in s or
+              "busy output 01500" in s, timeout=60)
+    tmux.keys("a", "C-l")
+    tmux.wait("a", lambda s: "first line" in status_row(tmux, "a"))
+    assert view(tmux, "a") == top
+    # Down from the top: the stored lines, then the output, none lost.
+    seen, outs = numbers(view(tmux, "a")), []
+    while "End returns" in status_row(tmux, "a") and \
+            "busy output 00100" not in tmux.screen("a"):
+        page_key(tmux, "a", "NPage")
+        seen += [n for n in numbers(view(tmux, "a")) if n > seen[-1]]
+    assert seen == list(range(1, 161)), seen
+    outs = [int(m.group(1)) for m in (re.search(r"busy output (\d+)", r)
+                                      for r in view(tmux, "a")) if m]
+    assert outs == list(range(outs[0], outs[-1] + 1)) and outs[0] < 100, \
+        view(tmux, "a")
+
+
 @pytest.mark.parametrize("cols,height", SIZES)
 def test_help_shows_its_first_line_and_pages(srv, tmux, cols, height):
     tmux.open("a", srv, "helpful", "alice", cols=cols, rows=height)

@@ -47,7 +47,9 @@ struct chat_scroll {
 					 * view left it: "N new lines below" */
 	struct tui_model older;		/* loaded, oldest first */
 	size_t older_rows;		/* its rows at rows_cols columns */
-	int rows_cols;			/* 0: older_rows must be counted */
+	size_t model_rows;		/* the screen model's rows then ... */
+	unsigned long model_added;	/* ... once it had added these */
+	int rows_cols;			/* 0: the rows must be counted */
 	unsigned long dropped;		/* the model's dropped lines when last
 					 * seen: more means a gap after older */
 	struct tui_model batch;		/* a load being drawn */

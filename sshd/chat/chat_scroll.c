@@ -26,9 +26,11 @@
  * chat's own too long for the screen (/help) is shown from its first
  * line, as a view scrolled back with the rest below it.
  *
- * When the screen model drops its oldest lines to make room, the lines
- * loaded before them no longer join it: they are forgotten and loaded
- * again from the model's oldest line on, so the scrollback has no gap.
+ * Once older lines are loaded, the screen model keeps as many bytes as
+ * the scrollback (CHAT_SCROLL_MAX), so that no line drops out between the
+ * two while the room talks.  When it still drops its oldest lines, the
+ * loaded ones no longer join it: they are forgotten and loaded again from
+ * the model's oldest line on, so the scrollback never has a gap.
  */
 #include "chat_int.h"
 
@@ -176,6 +178,9 @@ chat_batch_scroll_done(struct chat *ch)
 		if (tui_model_prepend(&ch->scroll.older,
 		    &ch->scroll.batch) < 0)
 			ch->scroll.exhausted = ch->scroll.capped = 1;
+		/* The screen's lines join the loaded ones: they are kept as
+		 * long, so that none drops out between the two. */
+		tui_model_set_max(&ch->draw.model, CHAT_SCROLL_MAX);
 	}
 	ch->scroll.rows_cols = 0;		/* older changed */
 	tui_model_free(&ch->scroll.batch);
@@ -253,26 +258,36 @@ chat_scroll_gap(struct chat *ch)
 	ch->scroll.dropped = ch->draw.model.dropped;
 	ch->scroll.exhausted = ch->scroll.capped = 0;
 	ch->scroll.stale = ch->scroll.loading;
+	ch->scroll.rows_cols = 0;	/* the model's rows are fewer */
 	if (!ch->scroll.older.lines.len)
 		return;
 	tui_model_free(&ch->scroll.older);
 	tui_model_init_max(&ch->scroll.older, CHAT_SCROLL_MAX);
-	ch->scroll.rows_cols = 0;
 }
 
-/* Rows of all the lines held (loaded and the model's) at the width drawn;
- * those of the loaded lines are counted again only when they or the width
- * changed. */
+/* Rows of all the lines held (loaded and the model's) at the width drawn:
+ * counted whole when the width, the loaded lines or the model's oldest
+ * lines changed, else by the lines added since (both may hold a MiB, and
+ * this is asked on every event while scrolled back). */
 static size_t
 chat_scroll_rows(struct chat *ch)
 {
+	struct chat_scroll *s = &ch->scroll;
+	const struct tui_model *m = &ch->draw.model;
 	int cols = ch->draw.cols;
 
-	if (ch->scroll.rows_cols != cols) {
-		ch->scroll.older_rows = tui_view_rows(&ch->scroll.older, cols);
-		ch->scroll.rows_cols = cols;
+	chat_scroll_gap(ch);
+	if (s->rows_cols != cols) {
+		s->older_rows = tui_view_rows(&s->older, cols);
+		s->model_rows = tui_view_rows(m, cols);
+		s->model_added = m->added;
+		s->rows_cols = cols;
+	} else if (s->model_added != m->added) {
+		s->model_rows += tui_view_newest_rows(m, cols,
+		    m->added - s->model_added);
+		s->model_added = m->added;
 	}
-	return ch->scroll.older_rows + tui_view_rows(&ch->draw.model, cols);
+	return s->older_rows + s->model_rows;
 }
 
 /* The highest offset: the view whose top row is the oldest line's first
@@ -330,10 +345,8 @@ chat_scroll_page(struct chat *ch, int dir)
 void
 chat_scroll_lines(struct chat *ch, int dir, size_t rows)
 {
-	size_t max;
+	size_t max = chat_scroll_max(ch);
 
-	chat_scroll_gap(ch);
-	max = chat_scroll_max(ch);
 	if (dir < 0) {
 		ch->scroll.offset += rows;
 		if (ch->scroll.offset + 2 * chat_scroll_page_rows(ch) >= max)
@@ -389,7 +402,7 @@ chat_scroll_live(struct chat *ch)
 size_t
 chat_scroll_mark(const struct chat *ch)
 {
-	return tui_model_count(&ch->draw.model) + ch->draw.model.dropped;
+	return ch->draw.model.added;
 }
 
 /* See chat_int.h. */
@@ -403,7 +416,6 @@ chat_scroll_added(struct chat *ch, size_t mark)
 	ch->scroll.offset += tui_view_newest_rows(&ch->draw.model,
 	    ch->draw.cols, added);
 	ch->scroll.fresh += added;
-	chat_scroll_gap(ch);
 	chat_scroll_draw(ch);
 }
 

@@ -28,6 +28,15 @@ tui_model_init_max(struct tui_model *m, size_t max)
 {
 	buf_init(&m->lines, max);
 	m->dropped = 0;
+	m->added = 0;
+}
+
+/* See tui_model.h. */
+void
+tui_model_set_max(struct tui_model *m, size_t max)
+{
+	if (max > m->lines.max)
+		m->lines.max = max;
 }
 
 /* See tui_model.h. */
@@ -98,6 +107,7 @@ tui_model_add(struct tui_model *m, const char *line, size_t len)
 		    strlen(TUI_MODEL_RESET));
 	tail[tail_len - 1] = '\n';
 	buf_added(&m->lines, tail_len);
+	m->added++;
 }
 
 /* See tui_model.h. */

@@ -22,6 +22,7 @@
 struct tui_model {
 	struct buf lines;	/* lines, each ended by '\n', oldest first */
 	unsigned long dropped;	/* lines dropped to make room, ever */
+	unsigned long added;	/* lines kept, ever */
 	long long tag;		/* kept with each line added next: the seq
 				 * of the room event it shows (0: none) */
 };
@@ -37,6 +38,10 @@ void tui_model_free(struct tui_model *m);
  * start, cut between whole units (tui_width.h), with a reset after it.
  * Cannot fail: when memory runs out the line is not kept. */
 void tui_model_add(struct tui_model *m, const char *line, size_t len);
+
+/* Raise the byte budget to max (the screen's lines, once older ones were
+ * loaded before them, are kept as long as those). */
+void tui_model_set_max(struct tui_model *m, size_t max);
 
 /* Put the lines of front (older ones) before m's.  0, or -ENOBUFS when
  * they do not all fit (m unchanged). */
