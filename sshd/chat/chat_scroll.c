@@ -419,30 +419,30 @@ chat_scroll_added(struct chat *ch, size_t mark)
 	chat_scroll_draw(ch);
 }
 
-/* See chat_int.h. */
+/* See chat_int.h.  Where the view is, then the new lines below it. */
 void
 chat_scroll_status(struct chat *ch, char *text, size_t len)
 {
+	const char *where = "scrolled back";
+	char news[48] = "";
 	size_t below;
 
 	if (!ch->scroll.offset) {
 		text[0] = '\0';
 		return;
 	}
-	below = tui_view_lines_below(&ch->draw.model, ch->draw.cols,
-	    ch->scroll.offset, ch->scroll.fresh);
 	if (ch->scroll.loading)
-		snprintf(text, len, "loading older lines, End returns | ");
+		where = "loading older lines";
 	else if (ch->scroll.exhausted &&
 	    ch->scroll.offset >= chat_scroll_max(ch))
-		snprintf(text, len, "%s, End returns | ", ch->scroll.capped ?
-		    "the oldest line kept (1 MiB; /history TEXT searches "
-		    "all)" : "the room's first line");
-	else if (below)
-		snprintf(text, len, "%zu new line%s below, End returns | ",
-		    below, below == 1 ? "" : "s");
-	else
-		snprintf(text, len, "scrolled back, End returns | ");
+		where = ch->scroll.capped ? "the oldest line kept (1 MiB; "
+		    "/history TEXT searches all)" : "the room's first line";
+	below = tui_view_lines_below(&ch->draw.model, ch->draw.cols,
+	    ch->scroll.offset, ch->scroll.fresh);
+	if (below)
+		snprintf(news, sizeof(news), ", %zu new line%s below", below,
+		    below == 1 ? "" : "s");
+	snprintf(text, len, "%s%s, End returns | ", where, news);
 }
 
 /* See chat_int.h. */
