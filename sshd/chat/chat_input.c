@@ -4,9 +4,9 @@
  * editor's keys act on tui_editor.h; Up and Down walk tui_history.h; Tab
  * completes (tui_complete.h; a path after "!" is listed by the room,
  * whose answer completes the line if it has not changed meanwhile); PgUp
- * and PgDn scroll (chat_scroll.c); a bracketed paste goes into the line
- * whole, its line breaks kept, so Enter after it sends the pasted lines
- * as one message.
+ * and PgDn scroll (chat_scroll.c), End also returns to the live view; a
+ * bracketed paste goes into the line whole, its line breaks kept, so
+ * Enter after it sends the pasted lines as one message.
  *
  * Keys: Left/Right, Home/End, Ctrl-A/E move; Alt-B/F move by word;
  * Ctrl-K/U/W cut to the end, from the start, the word before; Ctrl-Y
