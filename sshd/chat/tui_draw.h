@@ -17,7 +17,8 @@
  * the input line keeps to one row.
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
- * or after output was dropped.
+ * or after output was dropped, and scrolled back by rows (tui_draw_view,
+ * tui_view.h).
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
