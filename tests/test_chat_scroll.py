@@ -193,6 +193,25 @@ def test_new_lines_below_are_counted(srv, tmux, cols, height):
               status_row(tmux, "a"))
 
 
+def test_a_resize_keeps_the_view_scrolled_back_and_full(srv, tmux):
+    seed(srv, "sized", [stored_text(i) for i in range(1, 81)])
+    tmux.open("a", srv, "sized", "alice", cols=120, rows=35)
+    tmux.wait("a", "stored line 080")
+    page_key(tmux, "a", "PPage")
+    for cols, height in ((80, 24), (50, 20), (120, 35)):
+        tmux("resize-window", "-t", "a", "-x", str(cols), "-y", str(height))
+        tmux.wait("a", lambda s: len(s.rstrip("\n").split("\n")) ==
+                  height and "End returns" in status_row(tmux, "a") and
+                  all(len(r) <= cols for r in s.split("\n")))
+        tmux.keys("a", "C-l")
+        tmux.wait("a", lambda s: s.rstrip("\n").split("\n")[-1] ==
+                  "sized>")
+        assert_full(view(tmux, "a"))
+    tmux.keys("a", "End")
+    tmux.wait("a", lambda s: "End returns" not in status_row(tmux, "a")
+              and "stored line 080" in s)
+
+
 def test_loaded_history_stays_while_the_room_talks(srv, tmux):
     """More output than the screen's recent lines hold (32 KiB) arrives
     while alice reads the room's first lines: her view stays there, and
