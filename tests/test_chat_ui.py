@@ -321,7 +321,7 @@ def test_pgup_loads_older_stored_lines(srv, tmux):
         page_key(tmux, "a", "PPage")
     rows = tmux.rows("a")
     assert any(untimed(r) == "alice: stored line 010" for r in rows), rows
-    assert "PgDn returns" in rows[-2], rows
+    assert "End returns" in rows[-2], rows
     # In order, none missing, none twice, on the way back down.
     seen = []
     for _ in range(60):
@@ -329,7 +329,7 @@ def test_pgup_loads_older_stored_lines(srv, tmux):
             m = re.fullmatch(r"alice: stored line (\d+)", untimed(r))
             if m and int(m.group(1)) not in seen:
                 seen.append(int(m.group(1)))
-        if "PgDn returns" not in tmux.rows("a")[-2]:
+        if "End returns" not in tmux.rows("a")[-2]:
             break
         page_key(tmux, "a", "NPage")
     assert seen == sorted(seen) and seen[-1] == 160, seen
@@ -413,7 +413,7 @@ def test_mouse_wheel_scrolls_back(srv, tmux):
     sgr_mouse(tmux, "a", "0;5;5M")      # a click and its release
     sgr_mouse(tmux, "a", "0;5;5m")
     sgr_mouse(tmux, "a", "64;5;5M")     # wheel up
-    tmux.wait("a", lambda s: "PgDn returns" in s and
+    tmux.wait("a", lambda s: "End returns" in s and
               stored_rows(tmux, "a")[-1] < 40)
     first = stored_rows(tmux, "a")
     sgr_mouse(tmux, "a", "64;5;5M")     # 3 lines further back
@@ -422,7 +422,7 @@ def test_mouse_wheel_scrolls_back(srv, tmux):
     assert input_row(tmux, "a") == "wheel>", tmux.rows("a")
     sgr_mouse(tmux, "a", "65;5;5M")     # wheel down
     sgr_mouse(tmux, "a", "65;5;5M")
-    tmux.wait("a", lambda s: "PgDn returns" not in s and
+    tmux.wait("a", lambda s: "End returns" not in s and
               stored_rows(tmux, "a")[-1] == 40)
     tmux.keys("a", "/mouse off", "Enter")
     tmux.wait("a", "mouse off: the terminal keeps the mouse")

@@ -113,6 +113,7 @@
 	"  Up/Down           your earlier lines, also from past sessions\n" \
 	"  Tab               complete a command, a name or a path after !\n" \
 	"  PgUp/PgDn         scroll back through the room's history\n" \
+	"  End               back to the live view (and to the line's end)\n" \
 	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
 	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
 	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
@@ -569,6 +570,10 @@ chat_print(struct chat *ch, enum tui_style style, const char *name,
 	/* A line of the chat's own (an answer to a command) is stamped
 	 * with the time it was shown. */
 	int own = ch->ansi && !ch->draw.time_ms;
+	/* Scrolled back outside an event (which counts its own lines): the
+	 * view stays, the line counts as new. */
+	int scrolled = ch->scroll.offset && !ch->render_only;
+	size_t mark = scrolled ? chat_scroll_mark(ch) : 0;
 	struct timespec now;
 
 	if (own && clock_gettime(CLOCK_REALTIME, &now) == 0)
@@ -578,6 +583,8 @@ chat_print(struct chat *ch, enum tui_style style, const char *name,
 	chat_show(ch, style, name, text);
 	if (own)
 		tui_draw_set_time(&ch->draw, 0);
+	if (scrolled)
+		chat_scroll_added(ch, mark);
 }
 
 /* A chunk of command output: its whole lines now, the rest kept. */
@@ -622,6 +629,10 @@ chat_redraw(struct chat *ch)
 	if (ch->scroll.offset) {
 		ch->draw.cols = ch->c->cols > 0 ? ch->c->cols : ch->draw.cols;
 		ch->draw.rows = ch->c->rows > 0 ? ch->c->rows : ch->draw.rows;
+		chat_scroll_clamp(ch);
+	}
+	if (ch->scroll.offset) {
+		chat_status_refresh(ch);
 		chat_frame(ch);
 		chat_frame_done(ch);	/* draws the view */
 		return;
@@ -1306,11 +1317,9 @@ chat_status_refresh(struct chat *ch)
 		return 0;
 	n = 0;
 	text[0] = '\0';
-	if (ch->scroll.offset)	/* first: the line is cut to the width */
-		n = (size_t)snprintf(text, sizeof(text), "%s, PgDn returns | ",
-		    ch->scroll.loading ? "loading older lines" :
-		    ch->scroll.exhausted ? "the room's first line" :
-		    "scrolled back");
+	/* First: the line is cut to the width. */
+	chat_scroll_status(ch, text, sizeof(text));
+	n = strlen(text);
 	tui_status_text(&ch->status, ch->c->s->room, time_mono_ms(), text + n,
 	    sizeof(text) - n);
 	if (strcmp(text, ch->draw.status) == 0)
@@ -1339,8 +1348,7 @@ static void
 chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 {
 	long long ms = 0;
-	size_t before = ch->scroll.offset ?
-	    tui_model_count(&ch->draw.model) : 0;
+	size_t mark = ch->scroll.offset ? chat_scroll_mark(ch) : 0;
 	int scrolled = ch->scroll.offset > 0, changed;
 
 	tui_time_parse(json_get_string(o, "time"), &ms);
@@ -1358,8 +1366,7 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	tui_draw_set_time(&ch->draw, 0);
 	ch->draw.model.tag = 0;
 	if (scrolled)
-		chat_scroll_follow(ch, tui_model_count(&ch->draw.model) -
-		    before);
+		chat_scroll_added(ch, mark);
 	else if (changed && !ch->frame_count)
 		chat_bottom(ch);
 }
@@ -1525,8 +1532,10 @@ chat_submit(struct chat *ch, const char *raw)
 		    "line was not sent");
 		return;
 	}
-	if (ch->ansi)
+	if (ch->ansi) {
 		tui_history_add(&ch->hist, line, 0);
+		chat_scroll_live(ch);	/* to see what the line does */
+	}
 	/* A y or n right after an undo or redo preview answers it. */
 	reply[0] = '\0';
 	if ((r = chat_undo_answer(ch, line, &req)) < 0)
@@ -1551,7 +1560,7 @@ chat_submit(struct chat *ch, const char *raw)
 		return;
 	}
 	if (r == 0) {
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, reply);
+		chat_print_paged(ch, TUI_STYLE_NOTICE, reply);
 		return;
 	}
 	if (r != 1)

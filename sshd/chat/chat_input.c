@@ -4,9 +4,9 @@
  * editor's keys act on tui_editor.h; Up and Down walk tui_history.h; Tab
  * completes (tui_complete.h; a path after "!" is listed by the room,
  * whose answer completes the line if it has not changed meanwhile); PgUp
- * and PgDn scroll (chat_scroll.c); a bracketed paste goes into the line
- * whole, its line breaks kept, so Enter after it sends the pasted lines
- * as one message.
+ * and PgDn scroll (chat_scroll.c), End also returns to the live view; a
+ * bracketed paste goes into the line whole, its line breaks kept, so
+ * Enter after it sends the pasted lines as one message.
  *
  * Keys: Left/Right, Home/End, Ctrl-A/E move; Alt-B/F move by word;
  * Ctrl-K/U/W cut to the end, from the start, the word before; Ctrl-Y
@@ -260,7 +260,10 @@ chat_key(struct chat *ch, const struct tui_key *k)
 	case TUI_KEY_LEFT: tui_editor_left(e); break;
 	case TUI_KEY_RIGHT: tui_editor_right(e); break;
 	case TUI_KEY_HOME: tui_editor_home(e); break;
-	case TUI_KEY_END: tui_editor_end(e); break;
+	case TUI_KEY_END:
+		tui_editor_end(e);
+		chat_scroll_live(ch);
+		break;
 	case TUI_KEY_UP: chat_input_history(ch, 1); break;
 	case TUI_KEY_DOWN: chat_input_history(ch, 0); break;
 	case TUI_KEY_PGUP: chat_scroll_page(ch, -1); break;

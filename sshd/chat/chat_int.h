@@ -26,7 +26,7 @@ struct term_mode;
 #define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
 #define CHAT_INPUT_HISTORY	200	/* own lines loaded for Up */
 #define CHAT_SEARCH_MAX		30	/* events a /history search shows */
-#define CHAT_WHEEL_LINES	3	/* lines one wheel step scrolls */
+#define CHAT_WHEEL_LINES	3	/* rows one wheel step scrolls */
 #define CHAT_TYPING_EVERY_MS	3000	/* `typing` sent at most this often */
 
 /* What a history request's answer is for; each is followed by a `sync`
@@ -41,12 +41,26 @@ enum chat_batch {
 /* The scrollback (PgUp/PgDn): lines of the screen model plus older ones
  * loaded from the room on demand. */
 struct chat_scroll {
-	size_t offset;			/* lines scrolled back; 0: live */
+	size_t offset;			/* rows below the view (tui_view.h);
+					 * 0: live */
+	size_t fresh;			/* lines added at the bottom since the
+					 * view left it: "N new lines below" */
 	struct tui_model older;		/* loaded, oldest first */
+	size_t older_rows;		/* its rows at rows_cols columns */
+	size_t model_rows;		/* the screen model's rows then ... */
+	unsigned long model_added;	/* ... once it had added these */
+	int rows_cols;			/* 0: the rows must be counted */
+	unsigned long dropped;		/* the model's dropped lines when last
+					 * seen: more means a gap after older */
 	struct tui_model batch;		/* a load being drawn */
 	int loading;			/* a load is on its way */
-	int exhausted;			/* the room has nothing older */
+	int stale;			/* ... asked before a gap: dropped */
+	int exhausted;			/* nothing older to load: the room has
+					 * none, or capped */
+	int capped;			/* ... CHAT_SCROLL_MAX was reached */
 	int batch_day;			/* the date line state of the load */
+	long long batch_ms;		/* the time of its newest event (0:
+					 * none) */
 	int hits;			/* events a /history search found */
 	char match[128];		/* what it looks for */
 };
@@ -175,11 +189,27 @@ int chat_batch_line(struct chat *ch, const char *type, json_object *o);
 void chat_batch_reset(struct chat *ch);
 /* PgUp (dir -1) and PgDn (dir 1). */
 void chat_scroll_page(struct chat *ch, int dir);
-/* The wheel: lines back (dir -1) or forward (dir 1). */
-void chat_scroll_lines(struct chat *ch, int dir, size_t lines);
-/* After lines were added at the bottom while scrolled back: keep the
- * view where it was (added lines) and draw it. */
-void chat_scroll_follow(struct chat *ch, size_t added);
+/* The wheel: rows back (dir -1) or forward (dir 1). */
+void chat_scroll_lines(struct chat *ch, int dir, size_t rows);
+/* Keep the offset within the lines held (after a change of size). */
+void chat_scroll_clamp(struct chat *ch);
+/* Draw the view where it is (the live screen at offset 0), with the
+ * status line saying where that is. */
+void chat_scroll_draw(struct chat *ch);
+/* End, or a line sent: back to the live view (nothing when there). */
+void chat_scroll_live(struct chat *ch);
+/* Lines the screen model took, ever: a mark for chat_scroll_added. */
+size_t chat_scroll_mark(const struct chat *ch);
+/* After lines were added at the bottom since mark: when scrolled back,
+ * keep the view where it was, count them as new, and draw it. */
+void chat_scroll_added(struct chat *ch, size_t mark);
+/* The status line's start while scrolled back ("" when live): where the
+ * view is and how to return. */
+void chat_scroll_status(struct chat *ch, char *text, size_t len);
+/* Print a reply of the chat's own; when it does not fit on the screen,
+ * show it from its first line, the rest below (/help). */
+void chat_print_paged(struct chat *ch, enum tui_style style,
+    const char *text);
 void chat_scroll_free(struct chat *ch);
 /* /history TEXT: req is the history request (put here).  0, or -1 when
  * the room is not taking lines. */

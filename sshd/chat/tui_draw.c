@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "tui_time.h"
+#include "tui_view.h"
 #include "tui_width.h"
 #include "tui_wrap.h"
 #include "utf8.h"
@@ -253,19 +254,28 @@ tui_draw_set_time(struct tui_draw *d, long long ms)
 	d->time_ms = ms;
 }
 
+/* See tui_draw.h. */
+void
+tui_draw_date_row(long long ms, char *row, size_t len)
+{
+	char date[64];
+
+	tui_time_date(ms, date, sizeof(date));
+	snprintf(row, len, TUI_DIM "-- %s --", date);
+}
+
 /* The date line, before the first line of a new date (ansi, with a
  * time). */
 static void
 tui_draw_date(struct tui_draw *d, struct buf *out)
 {
-	char date[64], row[128];
+	char row[128];
 	int day;
 
 	if (!d->time_ms || (day = tui_time_day(d->time_ms)) == d->day)
 		return;
 	d->day = day;
-	tui_time_date(d->time_ms, date, sizeof(date));
-	snprintf(row, sizeof(row), TUI_DIM "-- %s --", date);
+	tui_draw_date_row(d->time_ms, row, sizeof(row));
 	tui_draw_emit(d, out, row, strlen(row));
 }
 
@@ -706,39 +716,69 @@ tui_draw_prev(const struct tui_draw *d, const struct tui_model *older,
 }
 
 /* See tui_draw.h. */
+int
+tui_draw_view_height(const struct tui_draw *d)
+{
+	int stream = 0, left;
+
+	/* The unfinished line's rows in the bottom region, as a redraw
+	 * shows them (tui_draw_stream_rows with none printed above). */
+	if (d->streaming && d->stream.len) {
+		stream = tui_wrap_rows(d->stream.data, d->stream.len, d->cols);
+		if (stream > tui_draw_stream_max(d))
+			stream = tui_draw_stream_max(d);
+	}
+	left = d->rows - 1 - (d->status[0] ? 1 : 0) - stream;
+	return left > 0 ? left : 0;
+}
+
+/* See tui_draw.h.  Walks back from the newest line: the lowest `offset`
+ * rows are passed over (a line among them may show its first rows at the
+ * bottom), then rows are taken until the view is full (the line at the
+ * top may show only its last rows). */
 void
 tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset)
 {
-	const char *line[TUI_MAX_REDRAW];
-	size_t len[TUI_MAX_REDRAW], pos = 0, opos = 0;
-	int n = 0, left, first;
+	struct {
+		const char *line;
+		size_t len;
+		int from, count;	/* its rows shown */
+	} shown[TUI_MAX_REDRAW];
+	size_t pos = 0, opos = 0, len;
+	const char *line;
+	int n = 0, left, rows;
 
 	if (!d->ansi)
 		return;
-	left = d->rows - 1 - (d->status[0] ? 1 : 0);
 	if (d->streaming && d->stream.len) {
 		/* The screen is cleared: none of the unfinished line's rows
 		 * stays above; the bottom region shows its last ones, and the
 		 * next delta prints those before them above it. */
 		tui_draw_stream_render(d);
 		d->stream_shown = 0;
-		left -= tui_draw_stream_rows(d, &first);
 	}
-	while (offset > 0 && tui_draw_prev(d, older, &pos, &opos, &line[0],
-	    &len[0]))
-		offset--;
-	while (n < TUI_MAX_REDRAW &&
-	    tui_draw_prev(d, older, &pos, &opos, &line[n], &len[n])) {
-		left -= tui_wrap_rows(line[n], len[n], d->cols);
-		if (left < 0)
-			break;
-		n++;
+	left = tui_draw_view_height(d);
+	while (left > 0 && n < TUI_MAX_REDRAW &&
+	    tui_draw_prev(d, older, &pos, &opos, &line, &len)) {
+		rows = tui_wrap_rows(line, len, d->cols);
+		if (offset >= (size_t)rows) {
+			offset -= (size_t)rows;
+			continue;
+		}
+		rows -= (int)offset;	/* its rows above the view's bottom */
+		offset = 0;
+		shown[n].line = line;
+		shown[n].len = len;
+		shown[n].count = rows < left ? rows : left;
+		shown[n].from = rows - shown[n].count;
+		left -= shown[n++].count;
 	}
 	buf_append(out, TUI_CLEAR, strlen(TUI_CLEAR));
 	while (n-- > 0)
-		tui_draw_rows(d, out, line[n], len[n], 0);
+		tui_view_emit_rows(out, shown[n].line, shown[n].len, d->cols,
+		    shown[n].from, shown[n].count);
 	d->bottom_rows = 0;
 	tui_draw_bottom(d, out, room, e);
 }

@@ -20,7 +20,8 @@
  * unfinished line is rendered again from its text on each delta.
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
- * or after output was dropped.
+ * or after output was dropped, and scrolled back by rows (tui_draw_view,
+ * tui_view.h).
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
@@ -123,10 +124,18 @@ void tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 void tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, int cols, int rows);
 
+/* The date line drawn before the first line of the date of ms, as the
+ * model keeps it. */
+void tui_draw_date_row(long long ms, char *row, size_t len);
+
+/* Rows above the bottom region (its status line, the agent's kept
+ * stream and the input line): the height of a view. */
+int tui_draw_view_height(const struct tui_draw *d);
+
 /* ansi: clear the screen and draw the lines of older (oldest first; may
- * be NULL) followed by the model's, leaving out the newest offset of them
- * (scrolled back), as many as fit above the bottom region, then the
- * bottom region. */
+ * be NULL) followed by the model's as rows (tui_view.h): the view that
+ * has offset rows below it (0: the newest at the bottom), as many rows as
+ * fit above the bottom region, then the bottom region. */
 void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset);

@@ -28,6 +28,15 @@ tui_model_init_max(struct tui_model *m, size_t max)
 {
 	buf_init(&m->lines, max);
 	m->dropped = 0;
+	m->added = 0;
+}
+
+/* See tui_model.h. */
+void
+tui_model_set_max(struct tui_model *m, size_t max)
+{
+	if (max > m->lines.max)
+		m->lines.max = max;
 }
 
 /* See tui_model.h. */
@@ -98,6 +107,7 @@ tui_model_add(struct tui_model *m, const char *line, size_t len)
 		    strlen(TUI_MODEL_RESET));
 	tail[tail_len - 1] = '\n';
 	buf_added(&m->lines, tail_len);
+	m->added++;
 }
 
 /* See tui_model.h. */
@@ -160,4 +170,33 @@ tui_model_prepend(struct tui_model *m, const struct tui_model *front)
 	buf_free(&m->lines);
 	m->lines = joined;
 	return 0;
+}
+
+/* See tui_model.h. */
+int
+tui_model_first(const struct tui_model *m, const char **line, size_t *len)
+{
+	const char *nl, *sep;
+
+	if (!m->lines.len || !m->lines.data)
+		return 0;
+	nl = memchr(m->lines.data, '\n', m->lines.len);
+	if (!nl)
+		return 0;
+	sep = memchr(m->lines.data, TUI_MODEL_SEP[0],
+	    (size_t)(nl - m->lines.data));
+	*line = sep ? sep + 1 : m->lines.data;
+	*len = (size_t)(nl - *line);
+	return 1;
+}
+
+/* See tui_model.h. */
+void
+tui_model_drop_first(struct tui_model *m)
+{
+	const char *nl = m->lines.len ? memchr(m->lines.data, '\n',
+	    m->lines.len) : NULL;
+
+	if (nl)
+		buf_consume(&m->lines, (size_t)(nl - m->lines.data) + 1);
 }

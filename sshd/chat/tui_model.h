@@ -23,6 +23,7 @@
 struct tui_model {
 	struct buf lines;	/* lines, each ended by '\n', oldest first */
 	unsigned long dropped;	/* lines dropped to make room, ever */
+	unsigned long added;	/* lines kept, ever */
 	long long tag;		/* kept with each line added next: the seq
 				 * of the room event it shows (0: none) */
 };
@@ -39,6 +40,10 @@ void tui_model_free(struct tui_model *m);
  * Cannot fail: when memory runs out the line is not kept. */
 void tui_model_add(struct tui_model *m, const char *line, size_t len);
 
+/* Raise the byte budget to max (the screen's lines, once older ones were
+ * loaded before them, are kept as long as those). */
+void tui_model_set_max(struct tui_model *m, size_t max);
+
 /* Put the lines of front (older ones) before m's.  0, or -ENOBUFS when
  * they do not all fit (m unchanged). */
 int tui_model_prepend(struct tui_model *m, const struct tui_model *front);
@@ -48,6 +53,14 @@ size_t tui_model_count(const struct tui_model *m);
 
 /* The tag of the oldest line with one (tag > 0), or 0. */
 long long tui_model_first_tag(const struct tui_model *m);
+
+/* The oldest line (without its tag) in *line, *len: 1, or 0 when none. */
+int tui_model_first(const struct tui_model *m, const char **line,
+    size_t *len);
+
+/* Forget the oldest line without counting it as dropped: it repeated
+ * what the lines put before it say (a date line). */
+void tui_model_drop_first(struct tui_model *m);
 
 /* Walk from the newest line back: *pos starts at 0 (meaning the end);
  * each call gives the next older line in *line, *len and returns 1, or 0
