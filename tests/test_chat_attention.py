@@ -223,6 +223,11 @@ def test_ctrl_c_and_kill_stop_a_command(srv, tmux, size):
         row = ended(tmux, name, "alice's command ended by SIGINT")
         assert re.fullmatch(r"\* alice's command ended by SIGINT after "
                             r"\d+\.\d+ s", row), row
+    # The room stored it: bob, back in a new session, sees how it ended.
+    tmux("kill-session", "-t", "b")
+    tmux.wait("a", "bob left")
+    tmux.open("b", srv, "stops", "bob", cols=size[0], rows=size[1])
+    tmux.wait("b", "alice's command ended by SIGINT")
     # A command that ignores SIGINT: /kill again sends SIGTERM.
     tmux.type("a", "!trap '' INT; sleep 300")
     tmux.wait("b", "alice $ trap '' INT; sleep 300")
