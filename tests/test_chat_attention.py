@@ -147,9 +147,9 @@ def test_bell_off_is_kept_across_sessions(srv, tmux, size):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x35"])
-def test_turn_end_rings_in_term_and_its_status_row_has_the_news(
+def test_turn_end_rings_in_term_or_scrolled_back_and_term_has_the_news(
         srv, model_server, tmux, size):
-    model_server.script(Reply("Nothing more to do."))
+    model_server.script(Reply("Nothing more to do."), Reply("Once more."))
     two(tmux, srv, "news", size)
     # bob goes into /term: alice's line shows on its status row.
     tmux.type("b", "/term")
@@ -166,6 +166,15 @@ def test_turn_end_rings_in_term_and_its_status_row_has_the_news(
     tmux.wait("b", "news>")
     said(tmux, "b", "a", "back")
     assert not tmux.bell("a")
+    # alice scrolls back (PgUp) past a command's output: a turn that ends
+    # now rings her.
+    tmux.type("a", "!seq 101 160")
+    tmux.wait("a", "exit 0")
+    tmux.keys("a", "PPage")
+    tmux.wait("a", lambda s: "exit 0" not in s)
+    tmux.type("b", "@agent once more")
+    tmux.wait("b", "Once more.")
+    tmux.wait_bell("a")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x35"])
