@@ -33,6 +33,10 @@
  * Command output comes in chunks cut anywhere: its unfinished last line
  * is kept (`partial`) until the rest comes or something else is shown.
  *
+ * What rings the bell, mentions, /term's news and stopping a !command
+ * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
+ * each event before and after drawing it.
+ *
  * Colour is off when the client sent NO_COLOR (non-empty) through an env
  * request (SetEnv or SendEnv); bold and reverse stay.
  */
