@@ -168,6 +168,8 @@ chat_exec_end_text(json_object *o, char *text, size_t len)
 	else
 		n = (size_t)snprintf(text, len, "exit %lld",
 		    json_get_int(o, "exitCode", -1));
+	if (n < len && json_get_bool(o, "timedOut", 0))
+		n += (size_t)snprintf(text + n, len - n, " at its time limit");
 	if (n >= len)
 		return;
 	/* Who stopped it, when that was not its own person (or it did not

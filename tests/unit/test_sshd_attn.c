@@ -103,6 +103,9 @@ test_exec_end_text(void)
 	end_text("{\"exitCode\":1,\"user\":\"bob\",\"stop_signal\":\"INT\","
 	    "\"stopped_by\":\"bob\"}", t, sizeof(t));
 	CHECK_STR(t, "exit 1 (bob sent SIGINT)");
+	end_text("{\"exitCode\":137,\"signal\":\"KILL\",\"user\":\"bob\","
+	    "\"timedOut\":true}", t, sizeof(t));
+	CHECK_STR(t, "bob's command ended by SIGKILL at its time limit");
 	/* A room of before "user": the signal still shows. */
 	end_text("{\"exitCode\":137,\"signal\":\"KILL\"}", t, sizeof(t));
 	CHECK_STR(t, "the command ended by SIGKILL");
