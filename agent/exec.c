@@ -26,6 +26,13 @@
  * A command belongs to the connection that asked for it: when that closes,
  * the command is killed.  exec_result of a command killed by a signal has
  * exitCode 128+N and the signal's name.
+ *
+ * A `signal` request reaches a command from the connection that started
+ * it, and, for a shared command, from any member connection of the person
+ * who started it or of the room's owner (or an admin): nobody else may
+ * stop another's work.  The last signal sent and who sent it go into the
+ * shared command's exec_result (stop_signal, stopped_by), so the room sees
+ * how it was stopped, live and in history.
  */
 #include "exec.h"
 
@@ -44,6 +51,7 @@
 #include "proc.h"
 #include "protocol.h"
 #include "room.h"
+#include "room_access.h"
 #include "room_db.h"
 #include "text.h"
 #include "undo.h"
@@ -68,6 +76,9 @@ struct exec {
 				 * unfinished UTF-8 sequence and one chunk */
 	long long reserved;		/* room.db bytes promised to its
 					 * result (input_limits_take) */
+	int stop_sig;			/* the last signal a request sent, 0:
+					 * none */
+	char stopped_by[64];		/* who sent it */
 };
 
 int
@@ -175,6 +186,14 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	int code = end->how.code;
 
 	json_object_object_add(ev, "id", json_object_new_string(e->id));
+	if (e->share)
+		json_object_object_add(ev, "user", json_object_new_string(e->user));
+	if (e->share && e->stop_sig) {
+		json_object_object_add(ev, "stop_signal", json_object_new_string(
+		    proc_signal_name(e->stop_sig) ?: "unknown"));
+		json_object_object_add(ev, "stopped_by",
+		    json_object_new_string(e->stopped_by));
+	}
 	if (end->how.how == SANDBOX_SIGNALED) {
 		sig = proc_signal_name(code);
 		code += 128;
@@ -571,6 +590,25 @@ exec_refused(struct conn *c)
 	exec_done_to(c);
 }
 
+/* May c signal e?  1, or 0 with the reason sent to c (see the head). */
+static int
+exec_may_signal(struct agent *a, struct conn *c, struct exec *e)
+{
+	char what[200];
+
+	if (e->owner == c)
+		return 1;
+	if (!e->share || !conn_is_member(c)) {
+		room_error(c, e->id, "no command %s of yours is running", e->id);
+		return 0;
+	}
+	if (strcmp(e->user, c->user) == 0)
+		return 1;
+	snprintf(what, sizeof(what), "stop %s's command (%s may too)",
+	    e->user, e->user);
+	return room_access_may_manage(a, c, what);
+}
+
 void
 exec_signal(struct agent *a, struct conn *c, json_object *req)
 {
@@ -584,12 +622,18 @@ exec_signal(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	for (struct exec *e = a->execs; e; e = e->next) {
-		if (e->owner == c && id && strcmp(e->id, id) == 0 && e->proc) {
-			proc_signal(e->proc, sig);
+		if (!id || strcmp(e->id, id) != 0 || !e->proc)
+			continue;
+		if (!exec_may_signal(a, c, e))
 			return;
-		}
+		log_info("%s: %s sends SIG%s to %s's command", e->id, c->user,
+		    proc_signal_name(sig) ?: "?", e->user);
+		e->stop_sig = sig;
+		snprintf(e->stopped_by, sizeof(e->stopped_by), "%s", c->user);
+		proc_signal(e->proc, sig);
+		return;
 	}
-	room_error(c, id, "no command %s of yours is running", id ? id : "");
+	room_error(c, id, "no command %s is running", id ? id : "");
 }
 
 void

@@ -14,7 +14,11 @@
  *
  * Signals: KILL kills the whole tree (sandbox_kill).  Others go to the
  * sandbox's atrium-sandbox-init (found by walking down from bwrap), which
- * passes them on to the command's process group.
+ * passes them on to the command's process group.  A command stopped just
+ * after it was asked for has no init yet, or one that has not set up its
+ * handlers (a pid namespace's init drops a signal it has no handler for):
+ * the signal waits (pending_sig) and is retried from a timer until the
+ * init is there and catches it, or the command ends.
  */
 #include "proc.h"
 
@@ -34,6 +38,8 @@
 #include "spawner.h"
 #include "util.h"
 
+#define PROC_SIGNAL_RETRY_MS	10	/* a signal waiting for the init */
+
 struct proc {
 	struct agent *a;
 	struct sandbox_proc sp;
@@ -43,6 +49,8 @@ struct proc {
 	char *in_data;			/* stdin not yet written */
 	size_t in_len, in_off;
 	long long timer;		/* timeout timer id, 0 */
+	int pending_sig;		/* a signal not delivered yet, 0 */
+	long long sig_timer;		/* its retry timer id, 0 */
 	int timed_out, killed;
 	void (*output)(void *arg, int stream, const char *p, size_t n);
 	void (*exit)(void *arg, const struct proc_end *end);
@@ -217,6 +225,8 @@ proc_free(struct proc *p)
 	proc_close_fd(p, &p->pidfd);
 	if (p->timer)
 		loop_del_timer(p->a->loop, p->timer);
+	if (p->sig_timer)
+		loop_del_timer(p->a->loop, p->sig_timer);
 	free(p->in_data);
 	free(p);
 }
@@ -430,21 +440,72 @@ proc_sandbox_init_pid(pid_t bwrap)
 	return 0;
 }
 
+/* 1 when pid catches sig, or blocks it until it does (/proc's SigCgt and
+ * SigBlk masks): a signal sent now is not dropped. */
+static int
+proc_catches(pid_t pid, int sig)
+{
+	char path[64], line[128];
+	unsigned long long mask, bit = 1ULL << (sig - 1);
+	int ready = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (!ready && fgets(line, sizeof(line), f))
+		if ((sscanf(line, "SigCgt: %llx", &mask) == 1 ||
+		    sscanf(line, "SigBlk: %llx", &mask) == 1) && (mask & bit))
+			ready = 1;
+	fclose(f);
+	return ready;
+}
+
+/* Send p's pending signal when its init can take it: 1 when sent. */
+static int
+proc_signal_try(struct proc *p)
+{
+	pid_t init = proc_sandbox_init_pid(p->sp.pid);
+
+	if (init <= 0 || !proc_catches(init, p->pending_sig))
+		return 0;
+	if (kill(init, p->pending_sig) < 0)
+		log_warn("signal %d to sandbox init %d: %s", p->pending_sig,
+		    (int)init, strerror(errno));
+	p->pending_sig = 0;
+	return 1;
+}
+
+static long
+proc_signal_tick(struct loop *l, long long id, void *arg)
+{
+	struct proc *p = arg;
+
+	if (!p->pending_sig || proc_signal_try(p)) {
+		p->sig_timer = 0;
+		return LOOP_NOMORE;
+	}
+	return PROC_SIGNAL_RETRY_MS;
+}
+
 void
 proc_signal(struct proc *p, int sig)
 {
-	pid_t child;
-
 	if (sig == SIGKILL) {
+		p->pending_sig = 0;
 		sandbox_kill(&p->sp);
 		return;
 	}
-	child = proc_sandbox_init_pid(p->sp.pid);
-	if (child > 0)
-		kill(child, sig);
-	else
-		log_warn("no sandbox init found below %d; signal %d not sent",
-		    (int)p->sp.pid, sig);
+	p->pending_sig = sig;
+	if (proc_signal_try(p) || p->sig_timer)
+		return;
+	p->sig_timer = loop_add_timer(p->a->loop, PROC_SIGNAL_RETRY_MS,
+	    proc_signal_tick, p);
+	if (p->sig_timer < 0) {
+		log_warn("no timer to retry signal %d: not sent", sig);
+		p->sig_timer = 0;
+		p->pending_sig = 0;
+	}
 }
 
 void

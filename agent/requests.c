@@ -36,6 +36,7 @@
 #include "journal.h"
 #include "log.h"
 #include "names.h"
+#include "prefs.h"
 #include "protocol.h"
 #include "room.h"
 #include "room_access.h"
@@ -100,6 +101,7 @@ room_welcome(struct agent *a, struct conn *c)
 	json_object_object_add(ev, "approval", json_object_new_string(a->approval));
 	room_access_describe(a, ev);
 	room_welcome_usage(a, ev);
+	prefs_describe(a, c->user, ev);
 	room_send(c, ev);	/* seq is the latest, not a new one */
 }
 
@@ -377,6 +379,12 @@ room_approve(struct conn *c, json_object *req)
 }
 
 static void
+room_pref(struct conn *c, json_object *req)
+{
+	prefs_request(c->a, c, req);
+}
+
+static void
 room_stop(struct conn *c, json_object *req)
 {
 	if (turn_stop(c->a, c->user) < 0)
@@ -506,6 +514,7 @@ static const struct request requests[] = {
 	{ "term_close", MEMBERS, room_term, 0 },
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
+	{ "pref", MEMBERS, room_pref, 0 },
 };
 
 /* The entry for type, or NULL. */

@@ -16,8 +16,9 @@
  *   compaction   turn, reason, summarized, kept, tokens_before,
  *                context_window, summary, usage  turn.c
  *   exec_start   id, user, command               exec.c (shared commands)
- *   exec_result  id, exitCode [, signal, timedOut], stdout, stderr
- *                [, truncated]                   exec.c (shared commands)
+ *   exec_result  id, user, exitCode [, signal, timedOut, stop_signal,
+ *                stopped_by], stdout, stderr [, truncated]
+ *                                                exec.c (shared commands)
  *                or id, exitCode, interrupted, text: a command a restart
  *                cut (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
@@ -185,9 +186,12 @@ static const struct stored_field f_exec_start[] = {
 };
 static const struct stored_field f_exec_result[] = {
 	{ "id", K_TEXT, REQUIRED, NULL },
+	{ "user", K_NAME, 0, NULL },	/* absent in rooms of before it */
 	{ "exitCode", K_INT, REQUIRED, NULL },
 	{ "signal", K_TEXT, 0, NULL },
 	{ "timedOut", K_BOOL, 0, NULL },
+	{ "stop_signal", K_TEXT, 0, NULL },
+	{ "stopped_by", K_NAME, 0, NULL },
 	{ "stdout", K_OUTPUT, 0, NULL },
 	{ "stderr", K_OUTPUT, 0, NULL },
 	{ "truncated", K_BOOL, 0, NULL },

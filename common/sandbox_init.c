@@ -35,12 +35,14 @@
 
 static volatile sig_atomic_t init_child;
 
-/* Pass a signal on to the command's process group. */
+/* Pass a signal on to the command's process group, or to the command
+ * alone while it has not made its group yet (it then dies of it, with
+ * the default action it still has). */
 static void
 init_forward(int sig)
 {
-	if (init_child > 0)
-		kill(-init_child, sig);
+	if (init_child > 0 && kill(-init_child, sig) < 0)
+		kill(init_child, sig);
 }
 
 /* The command: its own group (and tty), default signals, then exec. */

@@ -220,7 +220,7 @@ def test_tab_completion(srv, tmux):
     tmux.keys("a", "Tab")
     wait_input(tmux, "a", "tabs> /history")
     tmux.keys("a", "C-u")
-    tmux.keys("a", "-l", "/ki")
+    tmux.keys("a", "-l", "/kic")     # "/ki" is /kick or /kill
     tmux.keys("a", "Tab")
     tmux.keys("a", "-l", "b")
     tmux.keys("a", "Tab")

@@ -130,8 +130,11 @@ def test_ctrl_bracket_returns_to_the_chat(srv, tmux):
     tmux.wait("a", line_alone("kept-42"))
     tmux.type("b", "said while alice was away")
     tmux.wait("b", "bob: said while alice was away")
-    screen = tmux.screen("a")
-    assert "said while alice was away" not in screen, screen
+    # In the terminal it shows on the status row alone, as news.
+    screen = tmux.wait("a", lambda s: "| bob: said while alice was away |"
+                       in s.rstrip("\n").split("\n")[-1])
+    rows = screen.rstrip("\n").split("\n")[:-1]
+    assert not any("said while alice was away" in r for r in rows), screen
     tmux.keys("a", "C-]")
     screen = tmux.wait("a", "bob: said while alice was away")
     assert STATUS not in screen and "kept-42" not in screen, screen

@@ -33,6 +33,10 @@
  * Command output comes in chunks cut anywhere: its unfinished last line
  * is kept (`partial`) until the rest comes or something else is shown.
  *
+ * What rings the bell, mentions, /term's news and stopping a !command
+ * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
+ * each event before and after drawing it.
+ *
  * Colour is off when the client sent NO_COLOR (non-empty) through an env
  * request (SetEnv or SendEnv); bold and reverse stay.
  */
@@ -85,6 +89,7 @@
 	"  TEXT              say TEXT to the room\n" \
 	"  @agent TEXT       ask the agent (the room sees it)\n" \
 	"  !CMD              run CMD in the workspace for all to see\n" \
+	"  /kill [USER]      stop your running !CMD: SIGINT, then TERM, KILL\n" \
 	"  /me TEXT          say what you do: * you TEXT\n" \
 	"  /who              who is here, idle how long, in /term\n" \
 	"  /stop             stop the agent's turn\n" \
@@ -97,6 +102,7 @@
 	"  /caps [steps 20 tokens 100000]  show, or lower (owner)\n" \
 	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
 	"  /mouse on|off     the wheel scrolls the chat, or the terminal has it\n" \
+	"  /set bell on|off  ring on mentions, approvals, the agent's end\n" \
 	"  /invite USER      let USER into a private room (owner)\n" \
 	"  /kick USER        remove USER (owner)\n" \
 	"  /private, /public who may enter (owner)\n" \
@@ -117,7 +123,8 @@
 	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
 	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
 	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
-	"  Ctrl-C clears the line, Ctrl-L draws the screen again"
+	"  Ctrl-C clears the line; on an empty line it stops your !CMD\n" \
+	"  Ctrl-L draws the screen again"
 
 /* ------------------------------------------------------------ commands -- */
 
@@ -364,6 +371,8 @@ chat_command(const char *line, const char *waiting, json_object **out,
 	}
 	if ((r = chat_text_command(line, wl, arg, out, reply, len)) >= 0)
 		return r;
+	if ((r = chat_attn_command(line, wl, arg, out, reply, len)) >= 0)
+		return r;
 	if (IS("/approve") || IS("/deny"))
 		return chat_answer_command(IS("/approve"), arg, waiting, out,
 		    reply, len);
@@ -529,6 +538,17 @@ chat_resume(struct chat *ch)
 		chat_drop(ch);
 	ch->paused_ms = 0;
 	agentlink_pause(&ch->link, 0);
+}
+
+/* See chat_int.h. */
+void
+chat_queue_bytes(struct chat *ch, const char *p, size_t n)
+{
+	if (ch->render_only)
+		return;
+	buf_reset(&ch->frame);
+	buf_append(&ch->frame, p, n);
+	chat_queue_frame(ch);
 }
 
 /* Raw bytes as a frame of their own (plain echo, the goodbye). */
@@ -844,7 +864,6 @@ static int
 chat_event_exec(struct chat *ch, const char *type, json_object *o)
 {
 	char text[1024];
-	const char *sig;
 
 	if (strcmp(type, "exec_start") == 0) {
 		snprintf(text, sizeof(text), "%s $ %s",
@@ -860,17 +879,13 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 			chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
 		if (json_get_bool(o, "replay", 0) && err && *err)
 			chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
-		sig = json_get_string(o, "signal");
 		if (json_get_bool(o, "interrupted", 0)) {
 			/* A restart cut it: no status, no duration known. */
 			snprintf(text, sizeof(text), "%s", json_get_string(o,
 			    "text") ?: "interrupted");
 			tui_status_took(&ch->status, json_get_string(o, "id"), 0);
-		} else if (sig) {
-			snprintf(text, sizeof(text), "killed by SIG%s", sig);
 		} else {
-			snprintf(text, sizeof(text), "exit %lld",
-			    json_get_int(o, "exitCode", -1));
+			chat_exec_end_text(o, text, sizeof(text));
 		}
 		chat_took(ch, json_get_string(o, "id"), text, sizeof(text));
 		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
@@ -1249,6 +1264,8 @@ chat_term_enter(struct chat *ch)
 	else if (!ch->term &&
 	    !(ch->term = term_mode_enter(&h, ch->draw.color, err, sizeof(err))))
 		chat_print(ch, TUI_STYLE_ERROR, NULL, err);
+	else
+		chat_attn_term_enter(ch);
 }
 
 /* /mouse on|off: the wheel scrolls the chat, or the terminal keeps the
@@ -1301,7 +1318,8 @@ void
 chat_dispatch(struct chat *ch, const char *type, json_object *o)
 {
 	if (chat_event_message(ch, type, o) || chat_event_tool(ch, type, o) ||
-	    chat_event_exec(ch, type, o) || chat_undo_event(ch, type, o))
+	    chat_event_exec(ch, type, o) || chat_undo_event(ch, type, o) ||
+	    chat_attn_show(ch, type, o))
 		return;
 	chat_event_room(ch, type, o);
 }
@@ -1358,11 +1376,13 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	ch->draw.model.tag = strcmp(type, "welcome") ? seq : 0;
 	tui_status_event(&ch->status, type, o, ms, time_mono_ms());
 	changed = chat_status_refresh(ch);
+	chat_attn_event(ch, type, o);
 	ch->render_only = scrolled;
 	buf_reset(&ch->frame);
 	ch->frame_count = 0;
 	chat_dispatch(ch, type, o);
 	ch->render_only = 0;
+	chat_attn_done(ch);
 	tui_draw_set_time(&ch->draw, 0);
 	ch->draw.model.tag = 0;
 	if (scrolled)
@@ -1410,6 +1430,7 @@ chat_end(void *arg)
 
 	if (ch->leaving || ch->denied)
 		return;
+	chat_attn_reset(ch);
 	chat_term_leave(ch, "the room's terminal ended: the room's agent "
 	    "went away");
 	monitor_ask_why(ch->c->s, why, sizeof(why));
@@ -1572,6 +1593,11 @@ chat_submit(struct chat *ch, const char *raw)
 		return;
 	}
 	if (chat_own(ch, req)) {
+		json_object_put(req);
+		return;
+	}
+	if (strcmp(json_get_string(req, "type"), "signal") == 0) {
+		chat_stop(ch, json_get_string(req, "user"), 0);
 		json_object_put(req);
 		return;
 	}

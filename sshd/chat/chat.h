@@ -21,7 +21,9 @@ int chat_open(struct chan *c);
  * user alone.  waiting is the id of the newest approval request still
  * waiting for an answer, or NULL: then y, n, /approve and /deny alone
  * answer it.  Returns 1 with *out (caller puts) to send (a history request
- * for /history TEXT, usage for /cost, a chat line "/me TEXT" for /me),
+ * for /history TEXT, usage for /cost, a chat line "/me TEXT" for /me; for
+ * /kill a signal request without id, which the caller completes with the
+ * command it stops),
  * 0 with reply set (help, errors), 2 for /quit, 3 for an empty line, 4
  * for /term (the caller opens the shared terminal), 5 for /mouse on, 6
  * for /mouse off.  Pure. */

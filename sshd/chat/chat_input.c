@@ -10,7 +10,8 @@
  *
  * Keys: Left/Right, Home/End, Ctrl-A/E move; Alt-B/F move by word;
  * Ctrl-K/U/W cut to the end, from the start, the word before; Ctrl-Y
- * puts back what was cut; Ctrl-C clears; Ctrl-D leaves on an empty line
+ * puts back what was cut; Ctrl-C clears, and on an empty line stops the
+ * member's running !command (chat_attn.c); Ctrl-D leaves on an empty line
  * (else deletes); Ctrl-L draws the screen again.
  */
 #include "chat_int.h"
@@ -233,7 +234,13 @@ chat_input_ctrl(struct chat *ch, uint32_t letter)
 	case 'u': tui_editor_kill_start(e); break;
 	case 'w': tui_editor_kill_word(e); break;
 	case 'y': tui_editor_yank(e); break;
-	case 'c': tui_editor_clear(e); break;
+	case 'c':
+		/* An empty line has nothing to clear: stop a command. */
+		if (e->len == 0)
+			chat_stop(ch, NULL, 1);
+		else
+			tui_editor_clear(e);
+		break;
 	case 'l': chat_redraw(ch); break;
 	case 'd':
 		if (e->len == 0)

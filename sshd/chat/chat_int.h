@@ -2,7 +2,8 @@
  * chat_int.h: the chat's state, shared by the files that make up the chat
  * (chat.c: events and output; chat_input.c: keys and the line editor's
  * commands; chat_scroll.c: what is loaded from the room's stored history:
- * scrollback, /history search, the input history).  Not for other parts
+ * scrollback, /history search, the input history; chat_attn.c: the bell,
+ * mentions, /term's news and stopping !commands).  Not for other parts
  * of atriumd: they see chat.h.
  */
 #ifndef ATRIUMD_CHAT_INT_H
@@ -28,6 +29,7 @@ struct term_mode;
 #define CHAT_SEARCH_MAX		30	/* events a /history search shows */
 #define CHAT_WHEEL_LINES	3	/* rows one wheel step scrolls */
 #define CHAT_TYPING_EVERY_MS	3000	/* `typing` sent at most this often */
+#define CHAT_MAX_RUNS		16	/* running !commands remembered */
 
 /* What a history request's answer is for; each is followed by a `sync`
  * (its id "b<kind><n>"), whose `synced` ends it. */
@@ -63,6 +65,15 @@ struct chat_scroll {
 					 * none) */
 	int hits;			/* events a /history search found */
 	char match[128];		/* what it looks for */
+};
+
+/* A !command running in the room (anyone's), from its exec_start. */
+struct chat_run {
+	char id[64];
+	char user[TUI_STATUS_NAME];	/* who started it */
+	char command[96];		/* its first line, cut */
+	int sent;			/* signals this member sent it: 1 INT,
+					 * 2 TERM, 3 KILL */
 };
 
 struct chat {
@@ -121,6 +132,13 @@ struct chat {
 	int confirm_force;		/* the preview was of a forced one */
 	char consent[32];		/* a request for consent that asks
 					 * us, until answered or ended */
+	struct chat_run runs[CHAT_MAX_RUNS];	/* oldest first */
+	int nruns;
+	int bell_off;			/* /set bell off (the room keeps it) */
+	int bell_owed;			/* ring once the event is drawn */
+	int highlighting;		/* draw.highlight is this member's name */
+	char news[160];			/* in /term: the last line said */
+	char term_news[160];		/* what /term's status row shows */
 };
 
 /* chat_cost.c: a `usage` event as the lines /cost shows (plain integers),
@@ -152,8 +170,37 @@ int chat_undo_command(const char *line, size_t wl, const char *arg,
 int chat_undo_answer(struct chat *ch, const char *line, json_object **out);
 int chat_undo_event(struct chat *ch, const char *type, json_object *o);
 
+/* chat_attn.c (its head says what rings and when) */
+/* Before an event is drawn: track running commands and the bell setting,
+ * decide whether it rings, highlight a mention. */
+void chat_attn_event(struct chat *ch, const char *type, json_object *o);
+/* After it was drawn: ring (unless /set bell off), end the highlight,
+ * update /term's news. */
+void chat_attn_done(struct chat *ch);
+/* Show a `pref` answer: 1 when type was one. */
+int chat_attn_show(struct chat *ch, const char *type, json_object *o);
+/* /term's status row: the room's news now (after entering: from now). */
+void chat_attn_news(struct chat *ch);
+void chat_attn_term_enter(struct chat *ch);
+/* The link to the room was lost: its commands were ended with it. */
+void chat_attn_reset(struct chat *ch);
+/* /kill [USER] and /set [bell on|off], as chat_command answers them; -1
+ * when line is neither. */
+int chat_attn_command(const char *line, size_t wl, const char *arg,
+    json_object **out, char *reply, size_t len);
+/* Ctrl-C on an empty line (quiet: nothing said when nothing runs) and
+ * /kill [USER]: the next of SIGINT, SIGTERM, SIGKILL to the newest
+ * running command of user (NULL: this member's). */
+void chat_stop(struct chat *ch, const char *user, int quiet);
+/* How a shared command ended, for everyone: "alice's command ended by
+ * SIGINT", "exit 3", and who stopped it when another did. */
+void chat_exec_end_text(json_object *o, char *text, size_t len);
+
 /* chat.c */
 json_object *chat_req(const char *type);
+/* Queue bytes as a frame of their own, also in /term and while scrolled
+ * back (the bell). */
+void chat_queue_bytes(struct chat *ch, const char *p, size_t n);
 /* y, yes, n or no alone: 1 for yes, 0 for no, -1 for anything else. */
 int chat_yes_no(const char *line);
 struct buf *chat_frame(struct chat *ch);

@@ -124,6 +124,14 @@ term_mode_input(struct term_mode *m, const char *p, size_t n, int *leave)
 }
 
 void
+term_mode_news(struct term_mode *m, const char *news)
+{
+	term_view_news(m->view, news, m->h.frame, m->h.c->cols, m->h.c->rows,
+	    m->h.c->s->room);
+	m->h.queue(m->h.arg);
+}
+
+void
 term_mode_resize(struct term_mode *m)
 {
 	term_mode_send_size(m, "term_resize");

@@ -4,8 +4,9 @@
  * while the member is in it: this sends term_open, term_input (bounded
  * chunks, only while the link to the agent has room), term_resize and
  * term_close on the chat's agent link, and draws the term_screen events
- * with term_view.h into the chat's frames.  Ctrl-] and term_end hand the
- * screen back: the chat draws itself again.
+ * with term_view.h into the chat's frames, with the chat's news (what
+ * happened in the room meanwhile) on the status line.  Ctrl-] and
+ * term_end hand the screen back: the chat draws itself again.
  */
 #ifndef ATRIUMD_TERM_MODE_H
 #define ATRIUMD_TERM_MODE_H
@@ -42,6 +43,10 @@ int term_mode_event(struct term_mode *m, const char *type, json_object *o,
  * Bytes taken (fewer while the agent link is full). */
 size_t term_mode_input(struct term_mode *m, const char *p, size_t n,
     int *leave);
+
+/* The chat's news for the status line (who spoke, an approval waiting):
+ * drawn and queued at once. */
+void term_mode_news(struct term_mode *m, const char *news);
 
 /* The window changed size: tell the room, draw again. */
 void term_mode_resize(struct term_mode *m);

@@ -3,7 +3,8 @@
  *
  * Model: the pty's size, its rows as runs (agent/term_encode.h gives the
  * wire form: [x, w, attrs, fg, bg, text]), the cursor, the members'
- * names.  Every field from the wire is checked before it is kept: sizes
+ * names, and the chat's news for the status line (cleaned as the names
+ * are: the chat's events carry other people's text).  Every field from the wire is checked before it is kept: sizes
  * and columns within PROTO_TERM_MAX_*, widths 1 or 2, colours -1..255 or
  * RGB, text valid UTF-8 without control characters; a bad run is
  * dropped, a bad event is refused whole.
@@ -56,6 +57,7 @@ struct term_view {
 	struct tv_row row[PROTO_TERM_MAX_ROWS];
 	int cx, cy, cvisible;		/* the cursor */
 	char names[TERM_VIEW_MAX_NAMES];	/* who is in it, cleaned */
+	char news[TERM_VIEW_MAX_NEWS];	/* the chat's news, cleaned, one row */
 	char carry[4];			/* input: an unfinished character */
 	size_t ncarry;
 };
@@ -376,17 +378,20 @@ static void
 tv_draw_status(const struct term_view *tv, struct buf *out, int cols,
     int rows, const char *room)
 {
-	char text[TERM_VIEW_MAX_NAMES + 256];
-	int used = 0;
+	char text[TERM_VIEW_MAX_NAMES + TERM_VIEW_MAX_NEWS + 256];
+	int used = 0, n;
 	size_t fit;
 
+	/* The news first: at 80 columns the names are the part to lose. */
+	n = snprintf(text, sizeof(text), " " TV_STATUS_HELP " | %s%s",
+	    tv->news, tv->news[0] ? " | " : "");
 	if (tv->cols)
-		snprintf(text, sizeof(text), " " TV_STATUS_HELP " | %s's "
-		    "terminal %dx%d: %s ", room, tv->cols, tv->rows,
+		snprintf(text + n, sizeof(text) - (size_t)n, "%s's terminal "
+		    "%dx%d: %s ", room, tv->cols, tv->rows,
 		    tv->names[0] ? tv->names : "you");
 	else
-		snprintf(text, sizeof(text), " " TV_STATUS_HELP " | %s's "
-		    "terminal: starting... ", room);
+		snprintf(text + n, sizeof(text) - (size_t)n, "%s's terminal: "
+		    "starting... ", room);
 	fit = tui_width_fit(text, strlen(text), cols, &used);
 	buf_printf(out, "\x1b[%d;1H" TV_RESET "\x1b[7m", rows);
 	buf_append(out, text, fit);
@@ -420,6 +425,28 @@ term_view_redraw(struct term_view *tv, struct buf *out, int cols, int rows,
 	tv_put(out, TV_MOUSE_OFF TV_RESET "\x1b[H\x1b[2J");
 	for (int y = 0; y < trows; y++)
 		tv_draw_row(tv, out, y, cols);
+	tv_draw_status(tv, out, cols, rows, room);
+	tv_draw_cursor(tv, out, cols, rows);
+}
+
+void
+term_view_news(struct term_view *tv, const char *news, struct buf *out,
+    int cols, int rows, const char *room)
+{
+	char *clean = utf8_clean_str(news ? news : "");
+	size_t n;
+
+	if (!clean)
+		return;		/* the old news stays: out of memory */
+	for (char *p = clean; *p; p++)
+		if (*p == '\t' || *p == '\n')
+			*p = ' ';	/* one row; kept by utf8_clean */
+	n = strlen(clean);
+	if (n >= sizeof(tv->news))
+		n = utf8_complete(clean, sizeof(tv->news) - 1);
+	memcpy(tv->news, clean, n);
+	tv->news[n] = '\0';
+	free(clean);
 	tv_draw_status(tv, out, cols, rows, room);
 	tv_draw_cursor(tv, out, cols, rows);
 }

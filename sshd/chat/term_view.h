@@ -8,7 +8,9 @@
  *                  attached member's area), each drawn from its cells at
  *                  their columns, the rest of the row cleared
  *   below them     cleared, when this window is taller than the pty
- *   the last row   a status line: room, size, who is in it, Ctrl-] back
+ *   the last row   a status line: Ctrl-] back, the room's news (who
+ *                  spoke, an approval waiting: term_view_news), room,
+ *                  size, who is in it
  *
  * Every byte written is made here: SGR for the cells' attributes and
  * colours (none with NO_COLOR; bold and reverse stay), cursor moves and
@@ -28,6 +30,7 @@
 #define TERM_VIEW_MAX_RUNS	1024	/* runs kept per row */
 #define TERM_VIEW_MAX_NAMES	512	/* bytes of the members' names shown */
 #define TERM_VIEW_INPUT_CHUNK	1024	/* client bytes in one term_input */
+#define TERM_VIEW_MAX_NEWS	256	/* bytes of the news shown */
 
 struct term_view;
 
@@ -44,6 +47,12 @@ void term_view_area(int cols, int rows, int *tcols, int *trows);
  * for a window of cols x rows (all of it when the event starts a full
  * screen).  0, or -EINVAL when the event is malformed (nothing drawn). */
 int term_view_apply(struct term_view *tv, json_object *ev, struct buf *out,
+    int cols, int rows, const char *room);
+
+/* Show news (plain text: cleaned and cut to one row here; "" none) on
+ * the status line, drawn into out for a window of cols x rows with the
+ * cursor put back. */
+void term_view_news(struct term_view *tv, const char *news, struct buf *out,
     int cols, int rows, const char *room);
 
 /* Draw everything again for a window of cols x rows. */

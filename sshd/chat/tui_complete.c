@@ -13,6 +13,7 @@ const char *const tui_complete_commands[] = {
 	"/model", "/history", "/cost", "/undo", "/redo", "/snapshot",
 	"/snapshots", "/restore", "/term", "/invite", "/kick",
 	"/private", "/public", "/limits", "/access", "/rooms", "/delete",
+	"/kill", "/set",
 	"/quit", NULL,
 };
 
