@@ -28,9 +28,10 @@
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
- *                [, truncated], user [, forced, over, agreed]   undo.c
+ *                [, truncated], user [, forced, over, agreed, text]
+ *                                                undo.c
  *   restore_done name, added, removed, modified, users [, truncated],
- *                user [, forced, over, agreed]   undo.c
+ *                user [, forced, over, agreed, text]   undo.c
  *   consent_request  id, action [, turn, name], user, users, added,
  *                removed, modified [, truncated], seconds   consent.c
  *   consent_answer   id, user, approve           consent.c
@@ -248,6 +249,7 @@ static const struct stored_field f_undo_done[] = {
 	{ "forced", K_BOOL, 0, NULL },
 	{ "over", K_NAMES, 0, NULL },
 	{ "agreed", K_NAMES, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },	/* what /history searches */
 	END,
 };
 static const struct stored_field f_restore_done[] = {
@@ -261,6 +263,7 @@ static const struct stored_field f_restore_done[] = {
 	{ "forced", K_BOOL, 0, NULL },
 	{ "over", K_NAMES, 0, NULL },
 	{ "agreed", K_NAMES, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },	/* what /history searches */
 	END,
 };
 static const struct stored_field f_consent_request[] = {

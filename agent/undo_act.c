@@ -347,8 +347,18 @@ undo_done_event(struct undo_plan *p, const char *user, int forced,
     json_object *agreed)
 {
 	json_object *ev = undo_event(p, "done");
+	char text[300];
 
+	/* The words /history finds it by. */
+	if (p->name[0])
+		snprintf(text, sizeof(text), "%s restored the workspace to "
+		    "snapshot %s", user, p->name);
+	else
+		snprintf(text, sizeof(text), "%s %s the agent's turn %lld", user,
+		    strcmp(p->what, "redo") == 0 ? "redid" : "undid",
+		    (long long)p->target.turn);
 	json_object_object_add(ev, "user", json_object_new_string(user));
+	json_object_object_add(ev, "text", json_object_new_string(text));
 	if (forced) {
 		json_object_object_add(ev, "forced", json_object_new_boolean(1));
 		json_object_object_add(ev, "over", json_object_get(p->ask));

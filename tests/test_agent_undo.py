@@ -164,7 +164,7 @@ def test_retention_drops_old_undo_points_never_named_ones(room, model):
                    "--undo-keep", "1", *fast())
         c = room.connect()
         c.send({"type": "snapshot", "name": "mine"})
-        c.wait("notice")
+        assert c.wait("snapshot")["name"] == "mine"
         first = run_turn(room, model, c)
         model.script(Reply("Again.", tool_calls=[
             ToolCall("write", {"path": "second", "content": "2\n"})]),
