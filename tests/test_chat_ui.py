@@ -236,6 +236,29 @@ def test_tab_completion(srv, tmux):
     wait_input(tmux, "a", "tabs> hey @agent")
 
 
+def test_tab_completes_every_command_and_its_words(srv, tmux):
+    """Completion comes from the table /help is printed from: /caps and
+    /mouse complete, and so do the words a command takes."""
+    tmux.open("a", srv, "tabwords", "alice", cols=80, rows=24)
+    tmux.wait("a", "/help lists the commands")
+    for typed, more, want in (("/ca", "s", "/caps steps"),
+                              ("/mou", "of", "/mouse off"),
+                              ("/pol", "allow_l", "/policy allow_list")):
+        tmux.keys("a", "C-u")
+        tmux.keys("a", "-l", typed)
+        tmux.keys("a", "Tab")
+        wait_input(tmux, "a", "tabwords> " + want.split()[0])
+        tmux.keys("a", "-l", more)
+        tmux.keys("a", "Tab")
+        wait_input(tmux, "a", "tabwords> " + want)
+    # A command's free argument (a model's name) offers nobody's name.
+    tmux.keys("a", "C-u")
+    tmux.keys("a", "-l", "/model al")
+    tmux.keys("a", "Tab")
+    tmux.keys("a", "-l", "x")
+    wait_input(tmux, "a", "tabwords> /model alx")
+
+
 def test_tab_completes_workspace_paths(srv, tmux, ssh_run):
     """Paths after ! are listed by the room through its confined view of
     the workspace: a symlink out of it lists nothing."""

@@ -79,45 +79,6 @@
 /* What leaves the client's terminal as the chat found it. */
 #define CHAT_MODES_OFF		CHAT_PASTE_OFF CHAT_MOUSE_OFF
 
-/* One command a line, so that it reads as a table at any width. */
-#define CHAT_HELP \
-	"commands:\n" \
-	"  TEXT              say TEXT to the room\n" \
-	"  @agent TEXT       ask the agent (the room sees it)\n" \
-	"  !CMD              run CMD in the workspace for all to see\n" \
-	"  /me TEXT          say what you do: * you TEXT\n" \
-	"  /who              who is here, idle how long, in /term\n" \
-	"  /stop             stop the agent's turn\n" \
-	"  y, /approve [ID]  run what the agent asks to run\n" \
-	"  n, /deny [ID]     refuse it\n" \
-	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
-	"  /model NAME       the agent's model\n" \
-	"  /history TEXT     search the room's stored history\n" \
-	"  /cost             tokens the model used here: today, this month\n" \
-	"  /caps [steps 20 tokens 100000]  show, or lower (owner)\n" \
-	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
-	"  /mouse on|off     the wheel scrolls the chat, or the terminal has it\n" \
-	"  /invite USER      let USER into a private room (owner)\n" \
-	"  /kick USER        remove USER (owner)\n" \
-	"  /private, /public who may enter (owner)\n" \
-	"  /limits [memory 1G pids 200 cpus 0.5]  show, or lower (owner)\n" \
-	"  /access           who may enter\n" \
-	"  /rooms            the rooms you may enter\n" \
-	"  /delete ROOM      delete this room for good (owner)\n" \
-	"  /undo, /redo      take back the agent's last turn, or bring it back\n" \
-	"  /snapshot NAME, /restore NAME  keep the workspace, or go back to it\n" \
-	"  /snapshots        the workspace's snapshots\n" \
-	"  /help             this list\n" \
-	"  /quit             leave (or Ctrl-D on an empty line)\n" \
-	"keys:\n" \
-	"  Up/Down           your earlier lines, also from past sessions\n" \
-	"  Tab               complete a command, a name or a path after !\n" \
-	"  PgUp/PgDn         scroll back through the room's history\n" \
-	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
-	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
-	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
-	"  Ctrl-C clears the line, Ctrl-L draws the screen again"
-
 /* ------------------------------------------------------------ commands -- */
 
 /* A new request object of type. */
@@ -130,28 +91,6 @@ chat_req(const char *type)
 	return o;
 }
 
-/* The argument after a command word, or NULL when there is none. */
-static const char *
-chat_arg(const char *line)
-{
-	const char *p = strchr(line, ' ');
-
-	while (p && *p == ' ')
-		p++;
-	return p && *p ? p : NULL;
-}
-
-/* An approve request for id. */
-static json_object *
-chat_answer(const char *id, int approve)
-{
-	json_object *o = chat_req("approve");
-
-	json_object_object_add(o, "id", json_object_new_string(id));
-	json_object_object_add(o, "approve", json_object_new_boolean(approve));
-	return o;
-}
-
 /* See chat_int.h. */
 int
 chat_yes_no(const char *line)
@@ -161,219 +100,6 @@ chat_yes_no(const char *line)
 	if (!strcasecmp(line, "n") || !strcasecmp(line, "no"))
 		return 0;
 	return -1;
-}
-
-/* The room access commands (/invite, /kick, /private, /public, /access,
- * /rooms, /delete; wl: the command word's length, arg: what follows it),
- * as chat_command answers them; -1 when line is none of them. */
-static int
-chat_access_command(const char *line, size_t wl, const char *arg,
-    json_object **out, char *reply, size_t len)
-{
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/invite") || IS("/kick")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %s USER", IS("/invite") ?
-			    "/invite" : "/kick");
-			return 0;
-		}
-		*out = chat_req(IS("/invite") ? "invite" : "kick");
-		json_object_object_add(*out, "user", json_object_new_string(arg));
-		return 1;
-	}
-	if (IS("/private") || IS("/public")) {
-		*out = chat_req("visibility");
-		json_object_object_add(*out, "visibility", json_object_new_string(
-		    IS("/private") ? "private" : "open"));
-		return 1;
-	}
-	if (IS("/access") || IS("/rooms")) {
-		*out = chat_req(IS("/access") ? "access" : "rooms");
-		return 1;
-	}
-	if (IS("/delete")) {
-		if (!arg) {
-			snprintf(reply, len, "/delete ROOM deletes this room for "
-			    "everyone, for good: its workspace, its history and "
-			    "its agent's transcript.  Type /delete and the "
-			    "room's name to confirm.");
-			return 0;
-		}
-		*out = chat_req("delete");
-		json_object_object_add(*out, "room", json_object_new_string(arg));
-		return 1;
-	}
-#undef IS
-	return -1;
-}
-
-/* See chat_int.h. */
-int
-chat_pairs_command(const char *type, const struct chat_pair *pairs,
-    const char *arg, const char *usage, json_object **out, char *reply,
-    size_t len)
-{
-	char copy[256], *save = NULL, *key, *val;
-	const struct chat_pair *p;
-
-	*out = chat_req(type);
-	if (!arg)
-		return 1;
-	snprintf(copy, sizeof(copy), "%s", arg);
-	for (key = strtok_r(copy, " \t", &save); key;
-	    key = strtok_r(NULL, " \t", &save)) {
-		val = strtok_r(NULL, " \t", &save);
-		for (p = pairs; p->word && strcmp(p->word, key); p++)
-			;
-		if (!val || !p->word) {
-			json_object_put(*out);
-			*out = NULL;
-			snprintf(reply, len, "%s", usage);
-			return 0;
-		}
-		json_object_object_add(*out, p->field,
-		    json_object_new_string(val));
-	}
-	return 1;
-}
-
-/* /limits [memory SIZE] [pids N] [cpus N] as a limits request into out
- * (none: the query).  1, or 0 with the usage in reply. */
-static int
-chat_limits_command(const char *arg, json_object **out, char *reply,
-    size_t len)
-{
-	static const struct chat_pair pairs[] = {
-		{ "memory", "memory" }, { "pids", "pids" }, { "cpus", "cpus" },
-		{ NULL, NULL }
-	};
-
-	return chat_pairs_command("limits", pairs, arg, "usage: /limits shows "
-	    "the room's limits; /limits memory SIZE pids N cpus N lowers them "
-	    "(owner; \"max\" for the operator's)", out, reply, len);
-}
-
-/* /me TEXT (a message the chat shows as "* user TEXT"), /history TEXT
- * (a search of the stored history) and /term, as chat_command answers
- * them; -1 when line is none of them. */
-static int
-chat_text_command(const char *line, size_t wl, const char *arg,
-    json_object **out, char *reply, size_t len)
-{
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/me") || IS("/history")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %s TEXT", IS("/me") ?
-			    "/me" : "/history");
-			return 0;
-		}
-		*out = chat_req(IS("/me") ? "chat" : "history");
-		json_object_object_add(*out, IS("/me") ? "text" : "match",
-		    json_object_new_string(IS("/me") ? line : arg));
-		if (IS("/history"))
-			json_object_object_add(*out, "limit",
-			    json_object_new_int(CHAT_SEARCH_MAX));
-		return 1;
-	}
-	if (IS("/term"))
-		return 4;
-	if (IS("/mouse")) {
-		if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off")))
-			return strcmp(arg, "on") == 0 ? 5 : 6;
-		snprintf(reply, len, "usage: /mouse on (the wheel scrolls the "
-		    "chat) or /mouse off (the terminal keeps the mouse)");
-		return 0;
-	}
-#undef IS
-	return -1;
-}
-
-/* See chat.h. */
-int
-chat_command(const char *line, const char *waiting, json_object **out,
-    char *reply, size_t len)
-{
-	const char *arg = chat_arg(line);
-	size_t wl = strcspn(line, " ");
-	int r;
-
-	*out = NULL;
-	reply[0] = '\0';
-	if (line[strspn(line, " \t")] == '\0')
-		return 3;
-	if (line[0] == '!') {
-		if (!line[1]) {
-			snprintf(reply, len, "usage: !CMD runs CMD in the workspace");
-			return 0;
-		}
-		*out = chat_req("exec");
-		json_object_object_add(*out, "command", json_object_new_string(line + 1));
-		json_object_object_add(*out, "share", json_object_new_boolean(1));
-		return 1;
-	}
-	if (waiting && chat_yes_no(line) >= 0) {
-		*out = chat_answer(waiting, chat_yes_no(line));
-		return 1;
-	}
-	if (line[0] != '/') {
-		*out = chat_req("chat");
-		json_object_object_add(*out, "text", json_object_new_string(line));
-		return 1;
-	}
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/quit") || IS("/exit"))
-		return 2;
-	if (IS("/help")) {
-		snprintf(reply, len, "%s", CHAT_HELP);
-		return 0;
-	}
-	if (IS("/stop") || IS("/who") || IS("/cost")) {
-		*out = chat_req(IS("/stop") ? "stop" : IS("/who") ? "who" :
-		    "usage");
-		return 1;
-	}
-	if ((r = chat_text_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if (IS("/approve") || IS("/deny")) {
-		if (!arg && !waiting) {
-			snprintf(reply, len, "no approval request is waiting");
-			return 0;
-		}
-		*out = chat_answer(arg ? arg : waiting, IS("/approve"));
-		return 1;
-	}
-	if (IS("/policy")) {
-		if (!arg || (strcmp(arg, "deny_all") && strcmp(arg, "allow_list")
-		    && strcmp(arg, "allow_all") && strcmp(arg, "ask"))) {
-			snprintf(reply, len, "usage: /policy deny_all|allow_list|"
-			    "allow_all|ask");
-			return 0;
-		}
-		*out = chat_req("config");
-		json_object_object_add(*out, "approval", json_object_new_string(arg));
-		return 1;
-	}
-	if ((r = chat_access_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if ((r = chat_undo_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if (IS("/limits"))
-		return chat_limits_command(arg, out, reply, len);
-	if (IS("/caps"))
-		return chat_caps_command(arg, out, reply, len);
-	if (IS("/model")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: /model NAME");
-			return 0;
-		}
-		*out = chat_req("config");
-		json_object_object_add(*out, "model", json_object_new_string(arg));
-		return 1;
-	}
-#undef IS
-	snprintf(reply, len, "unknown command %.*s; /help lists the commands",
-	    (int)(wl > 40 ? 40 : wl), line);
-	return 0;
 }
 
 /* ------------------------------------------------------------- output -- */
@@ -1450,27 +1176,18 @@ chat_submit(struct chat *ch, const char *raw)
 		    sizeof(reply));
 	ch->confirm[0] = '\0';         /* a preview is answered once only */
 	free(line);
-	if (r == 0 && !reply[0])
+	switch (r) {
+	case CHAT_ACT_REPLY:
+		if (reply[0])
+			chat_print(ch, TUI_STYLE_NOTICE, NULL, reply);
 		return;
-
-	if (r == 2) {
-		ch->leaving = 1;
-		return;
+	case CHAT_ACT_QUIT: ch->leaving = 1; return;
+	case CHAT_ACT_TERM: chat_term_enter(ch); return;
+	case CHAT_ACT_MOUSE_ON: chat_mouse(ch, 1); return;
+	case CHAT_ACT_MOUSE_OFF: chat_mouse(ch, 0); return;
+	case CHAT_ACT_SEND: break;
+	default: return;
 	}
-	if (r == 4) {
-		chat_term_enter(ch);
-		return;
-	}
-	if (r == 5 || r == 6) {
-		chat_mouse(ch, r == 5);
-		return;
-	}
-	if (r == 0) {
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, reply);
-		return;
-	}
-	if (r != 1)
-		return;
 	if (strcmp(json_get_string(req, "type"), "history") == 0) {
 		if (chat_search_start(ch, req) < 0)
 			chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not "
