@@ -16,8 +16,8 @@
  *                [, truncated]                   exec.c (shared commands)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
- *   access       owner, visibility, members [, change, user, by]
- *                                                room_access.c
+ *   access       owner, visibility, members [, change, user, by,
+ *                seconds]                        room_access.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
@@ -177,6 +177,7 @@ static const struct stored_field f_access[] = {
 	{ "change", K_TEXT, 0, NULL },
 	{ "user", K_NAME, 0, NULL },
 	{ "by", K_NAME, 0, NULL },
+	{ "seconds", K_INT, 0, NULL },		/* a kick's length */
 	END,
 };
 static const struct stored_field f_limits[] = {

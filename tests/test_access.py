@@ -6,6 +6,7 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_access.py
 """
 import json
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -145,7 +146,7 @@ def test_creator_owns_and_private_room_refuses_others_everywhere(srv, ssh_run):
     assert (rc, out) == (0, "alice-in\n"), err
 
 
-def test_invite_lets_in_and_kick_ends_the_chat(srv, ssh_run):
+def test_invite_lets_in_and_remove_ends_the_chat(srv, ssh_run):
     ssh_run(srv, "team", "true")
     make_private(srv, "team")
     invite(srv, "team", "bob")
@@ -154,8 +155,8 @@ def test_invite_lets_in_and_kick_ends_the_chat(srv, ssh_run):
     b = chat_plain(srv, "team", "bob")
     try:
         b.expect(lambda l: b"you are bob" in l)
-        seen = events(srv, "team", {"type": "kick", "user": "bob"},
-                      until=access_change("kick", user="bob"))
+        seen = events(srv, "team", {"type": "remove", "user": "bob"},
+                      until=access_change("remove", user="bob"))
         assert seen[-1]["members"] == [] and seen[-1]["by"] == "alice"
         b.proc.wait(15)
         assert b.proc.returncode == 1
@@ -181,11 +182,83 @@ def test_kick_ends_a_running_command(srv, ssh_run):
                until=access_change("kick", user="bob"))
         p.wait(15)
         assert p.returncode == 1
-        assert "removed you from room 'work'" in p.stderr.read()
+        assert "alice kicked you from room 'work'" in p.stderr.read()
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_kick_keeps_out_for_a_while_remove_takes_the_membership(srv,
+                                                                 ssh_run):
+    """As in IRC: a kick sends a person out and keeps them out for a
+    while, their membership kept; /remove is the membership's end."""
+    ssh_run(srv, "club", "true")
+    make_private(srv, "club")
+    invite(srv, "club", "bob")
+    b = chat_plain(srv, "club", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        seen = events(srv, "club", {"type": "kick", "user": "bob"},
+                      until=access_change("kick", user="bob"))
+        assert seen[-1]["members"] == ["bob"], seen[-1]
+        assert seen[-1]["seconds"] == 300 and seen[-1]["by"] == "alice"
+        b.proc.wait(15)
+        assert b.proc.returncode == 1
+        err = b.proc.stderr.read().decode()
+        assert "atrium: alice kicked you from room 'club'; you may come " \
+            "back in 5 minutes" in err, err
+    finally:
+        b.close()
+    # Kept out, from every kind of session, while the kick lasts.
+    rc, out, err = ssh_run(srv, "club", "echo bob-in", user="bob")
+    assert rc != 0 and out == "" and "kicked you from room 'club'" in err \
+        and "may come back in" in err, (rc, out, err)
+    # Nobody of that name here: nothing to kick.
+    seen = events(srv, "club", {"type": "kick", "user": "bob"},
+                  until=lambda e: e["type"] == "error")
+    assert "bob is not in this room; /remove takes a membership away" in \
+        seen[-1]["message"], seen[-1]
+    # The owner is never kicked.
+    seen = events(srv, "club", {"type": "kick", "user": "alice"},
+                  until=lambda e: e["type"] == "error")
+    assert "alice owns this room and cannot be kicked" in \
+        seen[-1]["message"], seen[-1]
+    # remove ends the membership.
+    seen = events(srv, "club", {"type": "remove", "user": "bob"},
+                  until=access_change("remove", user="bob"))
+    assert seen[-1]["members"] == [], seen[-1]
+    seen = events(srv, "club", {"type": "remove", "user": "bob"},
+                  until=lambda e: e["type"] == "error")
+    assert "bob is not a member of this room" in seen[-1]["message"]
+    rc, out, err = ssh_run(srv, "club", "echo alice-in")
+    assert (rc, out) == (0, "alice-in\n"), err
+
+
+def test_a_kick_ends_and_lets_back_in(srv, data_dir, ssh_run):
+    """The kick is stored with its end: once past, the person comes back."""
+    ssh_run(srv, "brief", "true")
+    b = chat_plain(srv, "brief", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        events(srv, "brief", {"type": "kick", "user": "bob"},
+               until=access_change("kick", user="bob"))
+        b.proc.wait(15)
+    finally:
+        b.close()
+    rc, out, err = ssh_run(srv, "brief", "echo bob-in", user="bob")
+    assert rc != 0 and "kicked you" in err, (rc, out, err)
+    db = sqlite3.connect(os.path.join(str(data_dir), "rooms", "brief",
+                                      "room.db"))
+    with db:
+        until, by = db.execute("SELECT value FROM config WHERE key = "
+                               "'kicked:bob'").fetchone()[0].split()
+        assert by == "alice" and 290 <= int(until) - time.time() <= 300
+        db.execute("UPDATE config SET value = ? WHERE key = 'kicked:bob'",
+                   ("%d alice" % (time.time() - 1),))
+    db.close()
+    rc, out, err = ssh_run(srv, "brief", "echo bob-in", user="bob")
+    assert (rc, out) == (0, "bob-in\n"), err
 
 
 def count(pred, n):

@@ -467,3 +467,41 @@ def test_typing_clears_while_the_room_is_quiet(srv, tmux):
     tmux.wait("a", lambda s: "typing" not in status_row(tmux, "a"),
               timeout=30)
     assert input_row(tmux, "b") == "quiet> half a thought"
+
+
+# --- kick and remove -----------------------------------------------------------
+
+@pytest.mark.parametrize("cols,rows", [(80, 24), (120, 35)])
+def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
+    """/kick ends bob's chat for a while; his last screen ends with the
+    goodbye on a line of its own, not after his half-typed input line;
+    /remove is the membership's end, a command of its own."""
+    tmux.open("a", srv, "kicks", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "alice owns the room")
+    tmux.open("b", srv, "kicks", "bob", cols=cols, rows=rows,
+              under_shell=True)
+    tmux.wait("a", lambda s: "bob" in status_row(tmux, "a"))
+    tmux.keys("b", "-l", "half typed")
+    wait_input(tmux, "b", "kicks> half typed")
+    tmux.keys("a", "/kick bob", "Enter")
+    tmux.wait("a", "* alice kicked bob (out for 5 minutes)")
+    tmux.wait("a", "* bob left")
+    screen = tmux.wait("b", "Pane is dead (status 1")
+    rows_b = [r for r in screen.split("\n") if r.strip()]
+    bye = [i for i, r in enumerate(rows_b) if "kicked you" in r]
+    assert bye and rows_b[bye[0]].startswith(
+        "atrium: alice kicked you from room 'kicks'; you may come back in"
+        " 5 minutes"[:cols]), rows_b
+    # Nothing of the chat's bottom under or before it.
+    assert not any("half typed" in r for r in rows_b), rows_b
+    assert not any(r.startswith("kicks |") for r in rows_b), rows_b
+    # The membership is /remove's, and Tab knows the command.
+    tmux.keys("a", "/invite carol", "Enter")
+    tmux.wait("a", "* alice invited carol")
+    tmux.keys("a", "-l", "/rem")
+    tmux.keys("a", "Tab")
+    tmux.keys("a", "-l", "carol")
+    wait_input(tmux, "a", "kicks> /remove carol")
+    tmux.keys("a", "Enter")
+    tmux.wait("a", "* alice removed carol; room: open, owner alice, "
+              "members none")

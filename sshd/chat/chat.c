@@ -8,11 +8,11 @@
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.
  *
- * Room access: /invite, /kick, /private, /public, /access and /limits
- * (the room's limits: agent/room_limits.h) are room requests (the agent
- * checks that the user owns the room or is an admin);
- * /rooms and /delete are atriumd's own (room_access.h), answered here.
- * An access_denied event (removed, or the room went private) ends the
+ * Room access: /invite, /kick, /remove, /private, /public, /access and
+ * /limits (the room's limits: agent/room_limits.h) are room requests (the
+ * agent checks that the user owns the room or is an admin); /rooms and
+ * /delete are atriumd's own (room_access.h), answered here.
+ * An access_denied event (kicked, removed, or the room went private) ends the
  * chat with its message on stderr and status 1; the chat does not
  * reconnect then.
  *
@@ -546,7 +546,12 @@ chat_access_text(json_object *o, char *out, size_t len)
 	chat_members_text(o, members, sizeof(members));
 	if (strcmp(change, "invite") == 0)
 		snprintf(what, sizeof(what), "%s invited %s; ", by, user);
-	else if (strcmp(change, "kick") == 0)
+	else if (strcmp(change, "kick") == 0 && json_get_int(o, "seconds", 0))
+		snprintf(what, sizeof(what), "%s kicked %s (out for %lld "
+		    "minutes); ", by, user,
+		    (json_get_int(o, "seconds", 0) + 59) / 60);
+	else if (strcmp(change, "kick") == 0 || strcmp(change, "remove") == 0)
+		/* A kick stored before kicks were apart was a removal. */
 		snprintf(what, sizeof(what), "%s removed %s; ", by, user);
 	else if (strcmp(change, "visibility") == 0)
 		snprintf(what, sizeof(what), "%s made the room %s; ", by,
@@ -1014,7 +1019,10 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 	long long seq = json_get_int(o, "seq", 0);
 
 	(void)line; (void)len;
-	if (!type)
+	/* Sent away: the goodbye line is the last thing shown, below the
+	 * cleared bottom, never under the prompt drawn again by an event
+	 * the room sent after it (the announcement of the kick). */
+	if (!type || ch->denied)
 		return;
 
 	if (seq > ch->last_seq)

@@ -303,10 +303,15 @@ test_chat_commands(void)
 		if (o)
 			json_object_put(o);
 	}
+	CHECK(strstr(reply, "/kick USER") && strstr(reply, "/remove USER"));
 	CHECK_INT(chat_command("/exit", NULL, &o, reply, sizeof(reply)), 2);
 	CHECK_INT(chat_command("/kick bob", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "type"), "kick");
 	CHECK_STR(json_get_string(o, "user"), "bob");
+	json_object_put(o);
+	CHECK_INT(chat_command("/remove bob", NULL, &o, reply, sizeof(reply)),
+	    1);
+	CHECK_STR(json_get_string(o, "type"), "remove");
 	json_object_put(o);
 	CHECK_INT(chat_command("/kick bob carol", NULL, &o, reply,
 	    sizeof(reply)), 0);
