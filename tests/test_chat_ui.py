@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -471,6 +472,15 @@ def test_typing_clears_while_the_room_is_quiet(srv, tmux):
 
 # --- kick and remove -----------------------------------------------------------
 
+def pane_dead(tmux, name, timeout=20):
+    """Wait until the pane's ssh has ended."""
+    end = time.time() + timeout
+    while tmux("display-message", "-p", "-t", name,
+               "#{pane_dead}").stdout.strip() != "1":
+        assert time.time() < end, tmux.screen(name)
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("cols,rows", [(80, 24), (120, 35)])
 def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
     """/kick ends bob's chat for a while; his last screen ends with the
@@ -486,7 +496,8 @@ def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
     tmux.keys("a", "/kick bob", "Enter")
     tmux.wait("a", "* alice kicked bob (out for 5 minutes)")
     tmux.wait("a", "* bob left")
-    screen = tmux.wait("b", "Pane is dead (status 1")
+    pane_dead(tmux, "b")
+    screen = tmux.screen("b")
     rows_b = [r for r in screen.split("\n") if r.strip()]
     bye = [i for i, r in enumerate(rows_b) if "kicked you" in r]
     assert bye and rows_b[bye[0]].startswith(
@@ -505,3 +516,41 @@ def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
     tmux.keys("a", "Enter")
     tmux.wait("a", "* alice removed carol; room: open, owner alice, "
               "members none")
+
+
+# --- the server stopping -------------------------------------------------------
+
+@pytest.mark.parametrize("cols,rows", [(80, 24), (120, 35)])
+def test_a_server_restart_says_so(srv, tmux, cols, rows):
+    """SIGTERM to atriumd: the chat says the server is restarting or
+    shutting down, on a line of its own below the chat, and a running
+    `ssh ROOM@host CMD` gets the same line on stderr, not only the
+    client's "Connection to ... closed by remote host"."""
+    tmux.open("a", srv, "going", "alice", cols=cols, rows=rows,
+              under_shell=True)
+    tmux.wait("a", "alice owns the room")
+    tmux.keys("a", "-l", "half typed")
+    wait_input(tmux, "a", "going> half typed")
+    p = subprocess.Popen(ssh_command(srv, "going", "echo started; sleep 60"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline() == "started\n"
+        srv.stop()
+        p.wait(15)
+        err = p.stderr.read()
+        assert p.returncode != 0
+        assert "atrium: the server is restarting or shutting down; connect " \
+            "again in a moment" in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    pane_dead(tmux, "a")
+    screen = tmux.screen("a")
+    rows_a = [r for r in screen.split("\n") if r.strip()]
+    bye = [i for i, r in enumerate(rows_a) if "the server is restarting" in r]
+    assert bye and rows_a[bye[0]].startswith("atrium: the server is "
+                                             "restarting"), rows_a
+    assert not any("half typed" in r for r in rows_a), rows_a
+    assert not any("reconnecting" in r for r in rows_a), rows_a

@@ -1471,6 +1471,14 @@ chat_free(struct chan *c)
 	free(ch);
 }
 
+/* Ended by the server (room deleted, atriumd stopping): as a denial, so
+ * the message shows below the cleared bottom and no reconnect follows. */
+static void
+chat_ended(struct chan *c, const char *msg)
+{
+	chat_denied(c->kind, msg);
+}
+
 static const struct chan_ops chat_ops = {
 	.name = "chat",
 	.input = chat_input,
@@ -1479,6 +1487,7 @@ static const struct chan_ops chat_ops = {
 	.tick = chat_tick,
 	.resize = chat_resize,
 	.free = chat_free,
+	.end = chat_ended,
 };
 
 /* 1 when the client sent NO_COLOR with a value (no-color.org). */
