@@ -261,6 +261,37 @@ def test_a_kick_ends_and_lets_back_in(srv, data_dir, ssh_run):
     assert (rc, out) == (0, "bob-in\n"), err
 
 
+def test_only_the_chat_creates_a_room(atriumd, data_dir, ssh_run):
+    """`ssh -p 2222 host pwd` sends the local login name as the room:
+    a command, sftp or a program naming a room that is not there is
+    refused with how to name one, and nothing is made; the chat makes
+    the room, and `rooms` needs none."""
+    srv = atriumd(data_dir, "--exec-creates-rooms=0")
+    for what in (["pwd"], ["-s", "sftp"], ["-s", "atrium"]):
+        rc, out, err = ssh_run(srv, "root", *what, input="")
+        assert rc == 1 and out == "", (what, rc, out, err)
+        assert "atrium: there is no room 'root'.  The SSH user names the " \
+            "room: ssh -p PORT ROOM@HOST COMMAND (without ROOM@, ssh sends " \
+            "your local login name)." in err, (what, err)
+        assert "ssh -s -p PORT HOST rooms lists the rooms you may enter" \
+            in err, err
+    assert not os.path.exists(os.path.join(str(data_dir), "rooms", "root"))
+    rc, out, err = ssh_run(srv, "root", "-s", "rooms")
+    assert rc == 0 and json.loads(out)["rooms"] == [], (rc, out, err)
+    # The chat creates it; then commands run in it.
+    c = chat_plain(srv, "made", "alice")
+    try:
+        c.expect(lambda l: b"you are alice" in l)
+    finally:
+        c.close()
+    rc, out, err = ssh_run(srv, "made", "echo in-made")
+    assert (rc, out) == (0, "in-made\n"), err
+    # A key that may not create the name hears what it always heard.
+    add_key(data_dir, "dave", 'rooms="team-*"')
+    rc, out, err = ssh_run(srv, "other", "true", user="dave")
+    assert rc == 1 and "does not exist or you may not enter it" in err, err
+
+
 def count(pred, n):
     """A predicate true at the n-th event for which pred holds."""
     seen = []
