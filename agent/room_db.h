@@ -104,6 +104,10 @@ long long room_db_last_seq(struct room_db *db);
  * are not stored; journal.c reserves ahead), in the open transaction. */
 int room_db_seq_mark(struct room_db *db, long long seq);
 
+/* meta's value of key into out: 1 found, 0 not, -EIO. */
+int room_db_meta_get(struct room_db *db, const char *key, char *out,
+    size_t outlen);
+
 /* --- config: the room's own settings (provider, model, approval,
  * allow_list) overriding the command line.  get: 1 found, 0 not. */
 int room_db_config_set(struct room_db *db, const char *key, const char *value,

@@ -23,6 +23,7 @@
  *   undo_done, redo_done   turn, added, removed, modified, users
  *                [, truncated], user             undo.c
  *   imported     user [, origin, exported], events, dropped
+ *                [, input_tokens, output_tokens, requests]
  *                                                room_import.c
  *
  * and on every one type, seq and time.  A change to what one of those
@@ -213,6 +214,9 @@ static const struct stored_field f_imported[] = {
 	{ "exported", K_TIME, 0, NULL },
 	{ "events", K_INT, 0, NULL },
 	{ "dropped", K_INT, 0, NULL },
+	{ "input_tokens", K_INT, 0, NULL },	/* the usage kept apart */
+	{ "output_tokens", K_INT, 0, NULL },
+	{ "requests", K_INT, 0, NULL },
 	END,
 };
 

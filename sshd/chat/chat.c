@@ -607,8 +607,9 @@ chat_imported_text(json_object *o, char *out, size_t len)
 	}
 	snprintf(out, len, "\xe2\x80\x94 history above was imported from %s%s "
 	    "by %s at %s; who said what in it is as the archive says, not "
-	    "checked \xe2\x80\x94", from, made, json_get_string(o, "user") ?: "?",
-	    at);
+	    "checked%s \xe2\x80\x94", from, made, json_get_string(o, "user") ?:
+	    "?", at, json_get_int(o, "requests", 0) ? "; its model usage "
+	    "there is kept apart from this room's (/cost)" : "");
 }
 
 /* Idle seconds as "active", "idle 5s", "idle 3m", "idle 2h". */
