@@ -53,6 +53,7 @@
 #include "names.h"
 #include "room.h"
 #include "room_db.h"
+#include "utf8.h"
 
 /* The list as committed (and as written in this loop turn); on a read
  * error the room is treated as private with no members: fail closed. */
@@ -139,7 +140,7 @@ room_access_report(struct agent *a, struct conn *to)
  * before (kick, visibility) stands even when its announcement fails. */
 static int
 room_access_announce_for(struct agent *a, const char *change,
-    const char *user, const char *by, long long seconds)
+    const char *user, const char *by, long long seconds, const char *reason)
 {
 	struct access_list l;
 	json_object *ev;
@@ -150,6 +151,9 @@ room_access_announce_for(struct agent *a, const char *change,
 	if (seconds > 0)
 		json_object_object_add(ev, "seconds",
 		    json_object_new_int64(seconds));
+	if (reason && reason[0])
+		json_object_object_add(ev, "reason",
+		    json_object_new_string(reason));
 	r = room_emit(a, ev, 1);
 	room_access_report(a, NULL);
 	return r;
@@ -159,7 +163,7 @@ static int
 room_access_announce(struct agent *a, const char *change, const char *user,
     const char *by)
 {
-	return room_access_announce_for(a, change, user, by, 0);
+	return room_access_announce_for(a, change, user, by, 0, NULL);
 }
 
 /* Tell c why it is out, and end it once that is written. */
@@ -367,17 +371,41 @@ room_access_present(struct agent *a, const char *user)
 	return 0;
 }
 
+/* A kick's optional "reason", cleaned as people's lines are (it reaches
+ * terminals): into out, "" for none.  0, or -1 with an error sent. */
+static int
+room_access_reason(struct conn *c, json_object *req, char *out, size_t len)
+{
+	const char *raw = json_get_string(req, "reason");
+	char *clean;
+
+	out[0] = '\0';
+	if (!raw)
+		return 0;
+	if (strlen(raw) >= len || !(clean = utf8_clean_str(raw))) {
+		room_error(c, NULL, "a kick's reason is at most %zu bytes",
+		    len - 1);
+		return -1;
+	}
+	snprintf(out, len, "%s", clean);
+	free(clean);
+	return 0;
+}
+
 /* kick: end user's sessions here and keep them out for
- * ROOM_KICK_SECONDS; the membership stays. */
+ * ROOM_KICK_SECONDS; the membership stays.  An optional reason goes to
+ * them and to the room, as IRC's does. */
 static void
 room_access_kick(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *user = room_access_target(c, req, "kick");
-	char key[80], val[128], msg[300], left[32];
+	char key[80], val[128], msg[600], left[32], reason[ROOM_KICK_REASON],
+	    why[ROOM_KICK_REASON + 4];
 	struct access_list l;
 	int ended, r;
 
-	if (!user || !room_access_may_manage(a, c, "kick people"))
+	if (!user || !room_access_may_manage(a, c, "kick people") ||
+	    room_access_reason(c, req, reason, sizeof(reason)) < 0)
 		return;
 	room_access_load(a, &l);
 	if (strcmp(l.owner, user) == 0) {
@@ -400,12 +428,13 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	room_access_duration(ROOM_KICK_SECONDS, left, sizeof(left));
-	snprintf(msg, sizeof(msg), "atrium: %s kicked you from room '%s'; you "
-	    "may come back in %s", c->user, a->room, left);
+	snprintf(why, sizeof(why), reason[0] ? " (%s)" : "%s", reason);
+	snprintf(msg, sizeof(msg), "atrium: %s kicked you from room '%s'%s; "
+	    "you may come back in %s", c->user, a->room, why, left);
 	ended = room_access_evict(a, &l, user, msg);
 	log_info("%s kicked %s (%d session(s) ended)", c->user, user, ended);
 	if ((r = room_access_announce_for(a, "kick", user, c->user,
-	    ROOM_KICK_SECONDS)) < 0)
+	    ROOM_KICK_SECONDS, reason)) < 0)
 		room_unrecorded(c, NULL, "the announcement of the kick (it is "
 		    "done)", r);
 }

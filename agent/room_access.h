@@ -31,6 +31,7 @@ void room_access_describe(struct agent *a, json_object *ev);
 
 /* How long a kick keeps its person out of the room. */
 #define ROOM_KICK_SECONDS	300
+#define ROOM_KICK_REASON	201	/* bytes of a kick's reason, and NUL */
 
 /* invite, kick, remove, visibility, access: 1 when type was one of them
  * (handled, answered or refused with an error), 0 otherwise. */

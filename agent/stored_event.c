@@ -17,7 +17,7 @@
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
  *   access       owner, visibility, members [, change, user, by,
- *                seconds]                        room_access.c
+ *                seconds, reason]                room_access.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
@@ -179,6 +179,7 @@ static const struct stored_field f_access[] = {
 	{ "user", K_NAME, 0, NULL },
 	{ "by", K_NAME, 0, NULL },
 	{ "seconds", K_INT, 0, NULL },		/* a kick's length */
+	{ "reason", K_TEXT, 0, NULL },		/* and why, when said */
 	END,
 };
 static const struct stored_field f_limits[] = {

@@ -199,15 +199,18 @@ def test_kick_keeps_out_for_a_while_remove_takes_the_membership(srv,
     b = chat_plain(srv, "club", "bob")
     try:
         b.expect(lambda l: b"you are bob" in l)
-        seen = events(srv, "club", {"type": "kick", "user": "bob"},
+        # The reason reaches terminals: its control bytes do not.
+        seen = events(srv, "club", {"type": "kick", "user": "bob",
+                                    "reason": "spam\x1b[2J\x07 again"},
                       until=access_change("kick", user="bob"))
         assert seen[-1]["members"] == ["bob"], seen[-1]
         assert seen[-1]["seconds"] == 300 and seen[-1]["by"] == "alice"
+        assert seen[-1]["reason"] == "spam[2J again", seen[-1]
         b.proc.wait(15)
         assert b.proc.returncode == 1
         err = b.proc.stderr.read().decode()
-        assert "atrium: alice kicked you from room 'club'; you may come " \
-            "back in 5 minutes" in err, err
+        assert "atrium: alice kicked you from room 'club' (spam[2J again); " \
+            "you may come back in 5 minutes" in err, err
     finally:
         b.close()
     # Kept out, from every kind of session, while the kick lasts.

@@ -493,16 +493,16 @@ def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
     tmux.wait("a", lambda s: "bob" in status_row(tmux, "a"))
     tmux.keys("b", "-l", "half typed")
     wait_input(tmux, "b", "kicks> half typed")
-    tmux.keys("a", "/kick bob", "Enter")
-    tmux.wait("a", "* alice kicked bob (out for 5 minutes)")
+    tmux.keys("a", "/kick bob cool off", "Enter")
+    tmux.wait("a", "* alice kicked bob (out for 5 minutes: cool off)")
     tmux.wait("a", "* bob left")
     pane_dead(tmux, "b")
     screen = tmux.screen("b")
     rows_b = [r for r in screen.split("\n") if r.strip()]
     bye = [i for i, r in enumerate(rows_b) if "kicked you" in r]
     assert bye and rows_b[bye[0]].startswith(
-        "atrium: alice kicked you from room 'kicks'; you may come back in"
-        " 5 minutes"[:cols]), rows_b
+        "atrium: alice kicked you from room 'kicks' (cool off); you may "
+        "come back in 5 minutes"[:cols]), rows_b
     # Nothing of the chat's bottom under or before it.
     assert not any("half typed" in r for r in rows_b), rows_b
     assert not any(r.startswith("kicks |") for r in rows_b), rows_b

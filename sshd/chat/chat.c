@@ -541,15 +541,17 @@ chat_access_text(json_object *o, char *out, size_t len)
 	const char *change = json_get_string(o, "change") ?: "";
 	const char *by = json_get_string(o, "by") ?: "someone";
 	const char *user = json_get_string(o, "user") ?: "?";
-	char members[1024], what[256];
+	char members[1024], what[400];
 
 	chat_members_text(o, members, sizeof(members));
 	if (strcmp(change, "invite") == 0)
 		snprintf(what, sizeof(what), "%s invited %s; ", by, user);
 	else if (strcmp(change, "kick") == 0 && json_get_int(o, "seconds", 0))
 		snprintf(what, sizeof(what), "%s kicked %s (out for %lld "
-		    "minutes); ", by, user,
-		    (json_get_int(o, "seconds", 0) + 59) / 60);
+		    "minutes%s%.200s); ", by, user,
+		    (json_get_int(o, "seconds", 0) + 59) / 60,
+		    json_get_string(o, "reason") ? ": " : "",
+		    json_get_string(o, "reason") ?: "");
 	else if (strcmp(change, "kick") == 0 || strcmp(change, "remove") == 0)
 		/* A kick stored before kicks were apart was a removal. */
 		snprintf(what, sizeof(what), "%s removed %s; ", by, user);

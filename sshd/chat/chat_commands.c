@@ -104,6 +104,27 @@ chat_cmd_user(const struct chat_cmd *cmd, const char *line, const char *arg,
 	return chat_cmd_one(cmd, line, arg, waiting, out, reply, len);
 }
 
+/* /kick USER [REASON]: the reason is the rest of the line. */
+static int
+chat_cmd_kick(const struct chat_cmd *cmd, const char *line, const char *arg,
+    const char *waiting, json_object **out, char *reply, size_t len)
+{
+	size_t ul = arg ? strcspn(arg, " ") : 0;
+	const char *reason = arg ? arg + ul + strspn(arg + ul, " ") : NULL;
+	char user[64];
+
+	(void)line; (void)waiting;
+	if (!arg || ul >= sizeof(user))
+		return chat_cmd_usage(cmd, reply, len);
+	snprintf(user, sizeof(user), "%.*s", (int)ul, arg);
+	*out = chat_req(cmd->type);
+	json_object_object_add(*out, "user", json_object_new_string(user));
+	if (*reason)
+		json_object_object_add(*out, "reason",
+		    json_object_new_string(reason));
+	return CHAT_ACT_SEND;
+}
+
 /* /quit, /exit: leave. */
 static int
 chat_cmd_quit(const struct chat_cmd *cmd, const char *line, const char *arg,
@@ -336,8 +357,8 @@ const struct chat_cmd chat_cmds[] = {
 	    chat_cmd_mouse },
 	{ "/invite", NULL, "USER", "make USER a member", OWNER, NAMES,
 	    "invite", "user", chat_cmd_user },
-	{ "/kick", NULL, "USER", "send USER out for 5 minutes", OWNER, NAMES,
-	    "kick", "user", chat_cmd_user },
+	{ "/kick", NULL, "USER [REASON]", "send USER out for 5 minutes",
+	    OWNER, NAMES, "kick", "user", chat_cmd_kick },
 	{ "/remove", NULL, "USER", "take USER's membership away", OWNER,
 	    NAMES, "remove", "user", chat_cmd_user },
 	{ "/private", NULL, NULL, "members only may enter", OWNER, NONE, NULL,

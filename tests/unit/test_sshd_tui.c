@@ -313,9 +313,16 @@ test_chat_commands(void)
 	    1);
 	CHECK_STR(json_get_string(o, "type"), "remove");
 	json_object_put(o);
-	CHECK_INT(chat_command("/kick bob carol", NULL, &o, reply,
+	CHECK_INT(chat_command("/kick bob  shouting, again", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "user"), "bob");
+	CHECK_STR(json_get_string(o, "reason"), "shouting, again");
+	json_object_put(o);
+	CHECK_INT(chat_command("/kick", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK_STR(reply, "usage: /kick USER [REASON]");
+	CHECK_INT(chat_command("/remove bob carol", NULL, &o, reply,
 	    sizeof(reply)), 0);
-	CHECK_STR(reply, "usage: /kick USER");
+	CHECK_STR(reply, "usage: /remove USER");
 	CHECK_INT(chat_command("/policy maybe", NULL, &o, reply, sizeof(reply)),
 	    0);
 	CHECK(strstr(reply, "allow_list") != NULL);
