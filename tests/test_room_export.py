@@ -831,12 +831,15 @@ def test_an_import_says_what_it_brought_and_keeps_usage_apart(srv):
                        data=archive)
     assert rc == 0, err + srv.read_log()
     said = [l for l in err.splitlines() if l.startswith("atrium: imported")]
-    assert len(said) == 1, err
+    assert len(said) == 2, err
+    files = re.match(r"atrium: imported the workspace: (\d+) files, "
+                     r"directories and links$", said[0])
+    assert files and int(files.group(1)) >= 1, said
     m = re.match(r"atrium: imported (\d+) events of history from room "
                  r"'oldroom' \(exported [0-9T:.-]+Z\); its model usage there "
                  r"\((\d+) tokens in, (\d+) out, 1 request\) is kept apart "
                  r"from this room's own \(/cost shows it as before the "
-                 r"import\)$", said[0])
+                 r"import\)$", said[1])
     assert m and int(m.group(1)) > 3 and int(m.group(2)) > 0, said
     c = Lines(ssh_command(srv, "newroom", "-s", "atrium", user="bob"))
     try:
