@@ -18,6 +18,10 @@
  * list (admission counts it) but in_kex, and only the thread touches it.
  * Signals are blocked and read from the signalfd, so no handler runs
  * inside libssh (nor on a handshake thread: they inherit the mask).
+ * SIGTERM (or the monitor gone) stops in two steps: every channel is told
+ * why it ends (chan_end: SERVER_STOP_MSG), and the loop goes on until the
+ * clients have left or SERVER_STOP_GRACE_MS passed; then every session
+ * is closed.
  */
 #include "server.h"
 
