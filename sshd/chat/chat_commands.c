@@ -18,7 +18,8 @@
 
 #include "chat_int.h"
 
-#define CHAT_HELP_COL	18	/* where a help line's text starts */
+#define CHAT_HELP_COL	18	/* a help line's text starts after this
+				 * many columns of command (and 2 blanks) */
 
 /* The lines of /help before the commands: what is not a /command. */
 #define CHAT_HELP_HEAD \
@@ -340,16 +341,16 @@ const struct chat_cmd chat_cmds[] = {
 	{ "/deny", NULL, "[ID]", "refuse it (n alone too)", ANY, NONE, NULL,
 	    NULL, chat_cmd_answer },
 	{ "/policy", NULL, "POLICY", "approval: deny_all, allow_list, "
-	    "allow_all, ask", ANY, WORDS(chat_policies), "config", "approval",
+	    "allow_all, ask", OWNER, WORDS(chat_policies), "config", "approval",
 	    chat_cmd_word },
-	{ "/model", NULL, "NAME", "the agent's model", ANY, NONE, "config",
+	{ "/model", NULL, "NAME", "the agent's model", OWNER, NONE, "config",
 	    "model", chat_cmd_one },
 	{ "/history", NULL, "TEXT", "search the room's stored history", ANY,
 	    NAMES, "history", "match", chat_cmd_history },
 	{ "/cost", NULL, NULL, "tokens the model used here: today, this month",
 	    ANY, NONE, "usage", NULL, chat_cmd_bare },
-	{ "/caps", NULL, "[steps 20 tokens 100000]", "show, or lower", OWNER,
-	    WORDS(chat_cap_words), NULL, NULL, chat_cmd_caps },
+	{ "/caps", NULL, "[steps 20 tokens 100000]", "show; lower them "
+	    "(owner)", ANY, WORDS(chat_cap_words), NULL, NULL, chat_cmd_caps },
 	{ "/term", NULL, NULL, "the room's shared terminal (Ctrl-] comes "
 	    "back)", ANY, NONE, NULL, NULL, chat_cmd_term },
 	{ "/mouse", NULL, "on|off", "the wheel scrolls the chat, or the "
@@ -367,20 +368,21 @@ const struct chat_cmd chat_cmds[] = {
 	    "open", chat_cmd_visibility },
 	{ "/access", NULL, NULL, "who may enter", ANY, NONE, "access", NULL,
 	    chat_cmd_bare },
-	{ "/limits", NULL, "[memory 1G pids 200 cpus 0.5]", "show, or lower",
-	    OWNER, WORDS(chat_limit_words), NULL, NULL, chat_cmd_limits },
+	{ "/limits", NULL, "[memory 1G pids 200 cpus 0.5]", "show; lower "
+	    "them (owner)", ANY, WORDS(chat_limit_words), NULL, NULL,
+	    chat_cmd_limits },
 	{ "/rooms", NULL, NULL, "the rooms you may enter", ANY, NONE, "rooms",
 	    NULL, chat_cmd_bare },
 	{ "/delete", NULL, "ROOM", "delete this room for good", OWNER, NONE,
 	    "delete", "room", chat_cmd_delete },
-	{ "/undo", NULL, NULL, "take back the agent's last turn", ANY, NONE,
+	{ "/undo", NULL, NULL, "take back the agent's last turn", OWNER, NONE,
 	    NULL, NULL, chat_cmd_undo },
-	{ "/redo", NULL, NULL, "bring back what /undo took", ANY, NONE, NULL,
+	{ "/redo", NULL, NULL, "bring back what /undo took", OWNER, NONE, NULL,
 	    NULL, chat_cmd_undo },
-	{ "/snapshot", NULL, "NAME", "keep the workspace as it is now", ANY,
+	{ "/snapshot", NULL, "NAME", "keep the workspace as it is now", OWNER,
 	    NONE, NULL, NULL, chat_cmd_undo },
 	{ "/restore", NULL, "NAME", "take the workspace back to a snapshot",
-	    ANY, NONE, NULL, NULL, chat_cmd_undo },
+	    OWNER, NONE, NULL, NULL, chat_cmd_undo },
 	{ "/snapshots", NULL, NULL, "the workspace's snapshots", ANY, NONE,
 	    NULL, NULL, chat_cmd_undo },
 	{ "/help", NULL, NULL, "this list", ANY, NONE, NULL, NULL,
@@ -419,8 +421,8 @@ chat_help_line(const struct chat_cmd *c, char *out, size_t len,
 	snprintf(left, sizeof(left), "%s%s%s", c->name, c->args ? " " : "",
 	    c->args ? c->args : "");
 	n = snprintf(out + *used, len - *used, "  %-*s%s%s%s\n",
-	    CHAT_HELP_COL - 2, left, strlen(left) >= CHAT_HELP_COL - 2 ?
-	    "  " : "", c->help, c->who == CHAT_WHO_OWNER ? " (owner)" : "");
+	    CHAT_HELP_COL, left, strlen(left) >= CHAT_HELP_COL ? "  " : "",
+	    c->help, c->who == CHAT_WHO_OWNER ? " (owner)" : "");
 	if (n > 0)
 		*used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
 }
