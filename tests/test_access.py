@@ -285,6 +285,9 @@ def test_only_the_chat_creates_a_room(atriumd, data_dir, ssh_run):
     c = chat_plain(srv, "made", "alice")
     try:
         c.expect(lambda l: b"you are alice" in l)
+        hint = c.expect(lambda l: b"you own room made now" in l)
+        assert b"the SSH user names the room (ssh -t ROOM@HOST; without " \
+            b"ROOM@, ssh sends your local login name)" in hint, hint
     finally:
         c.close()
     rc, out, err = ssh_run(srv, "made", "echo in-made")

@@ -68,6 +68,8 @@
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
 #define CHAT_MAX_CONNECT	20
+#define CHAT_MADE_MS		30000	/* a room this new was made by this
+					 * session (chat_made_hint) */
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
 #define CHAT_PASTE_ON		"\x1b[?2004h"	/* bracketed paste mode */
@@ -727,6 +729,28 @@ chat_config_text(json_object *o, char *out, size_t len)
 		snprintf(out + used, len - used, "nothing new");
 }
 
+/* The room was made just now by this user (its first chat): say that
+ * the SSH user named it, since `ssh HOST` without ROOM@ makes a room
+ * named after the local login.  The owner's event is in the join's
+ * replay, so "just now" is its time: within CHAT_MADE_MS. */
+static void
+chat_made_hint(struct chat *ch, json_object *o)
+{
+	char text[512];
+	long long ms;
+
+	if (strcmp(json_get_string(o, "change") ?: "", "owner") != 0 ||
+	    strcmp(json_get_string(o, "user") ?: "", ch->c->s->user) != 0 ||
+	    tui_time_parse(json_get_string(o, "time"), &ms) < 0 ||
+	    llabs((long long)time(NULL) * 1000 - ms) > CHAT_MADE_MS)
+		return;
+	snprintf(text, sizeof(text), "you own room %s now: the SSH user names "
+	    "the room (ssh -t ROOM@HOST; without ROOM@, ssh sends your local "
+	    "login name); /rooms lists the rooms you may enter, /delete %s "
+	    "deletes this one", ch->c->s->room, ch->c->s->room);
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+}
+
 /* Events about people and settings. */
 static int
 chat_event_room(struct chat *ch, const char *type, json_object *o)
@@ -766,6 +790,9 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+		chat_made_hint(ch, o);
+		return 1;
 	} else if (strcmp(type, "imported") == 0) {
 		chat_imported_text(o, text, sizeof(text));
 	} else if (strcmp(type, "usage") == 0) {
