@@ -445,7 +445,8 @@ room_caps(struct conn *c, json_object *req)
 	caps_request(c->a, c, req);
 }
 
-/* invite, kick, visibility, access: room_access.c tells them apart. */
+/* invite, kick, remove, visibility, access: room_access.c tells them
+ * apart. */
 static void
 room_access(struct conn *c, json_object *req)
 {
@@ -492,6 +493,7 @@ static const struct request requests[] = {
 	{ "config", MEMBERS, room_config, 0 },
 	{ "invite", MEMBERS, room_access, 0 },
 	{ "kick", MEMBERS, room_access, 0 },
+	{ "remove", MEMBERS, room_access, 0 },
 	{ "visibility", MEMBERS, room_access, 0 },
 	{ "access", MEMBERS, room_access, 0 },
 	{ "limits", MEMBERS, room_limits, 0 },

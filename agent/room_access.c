@@ -22,17 +22,28 @@
  * and after each change, once it is committed, to every monitor
  * connection.
  *
- * Ending a user's sessions (kick, or a room made private) queues an
- * `access_denied` event to each of its connections and ends them once it
- * is written (conn_end); atriumd shows its message on the client's
- * stderr and ends the channel with status 1.  Closing an exec connection
- * kills its command (exec.c).
+ * Ending a user's sessions (a kick, a removal from a private room, or a
+ * room made private) queues an `access_denied` event to each of its
+ * connections and ends them once it is written (conn_end); atriumd shows
+ * its message on the client's stderr and ends the channel with status 1.
+ * Closing an exec connection kills its command (exec.c).
+ *
+ * Kick and remove are two things, as in IRC: a kick ends the person's
+ * sessions and keeps them out for ROOM_KICK_SECONDS (config key
+ * "kicked:USER", value "UNTIL BY": the Unix time it ends and who kicked;
+ * kept in room.db so an agent restart does not lift it), and leaves the
+ * membership as it was; remove takes the membership away, which ends the
+ * sessions only where the room no longer lets the person in (private).
+ * atriumd's monitor knows nothing of kicks: it may start a cold room for a
+ * kicked person, whose hello this file then refuses.
  */
 #include "room_access.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "access.h"
 #include "agent.h"
@@ -42,6 +53,7 @@
 #include "names.h"
 #include "room.h"
 #include "room_db.h"
+#include "utf8.h"
 
 /* The list as committed (and as written in this loop turn); on a read
  * error the room is treated as private with no members: fail closed. */
@@ -154,16 +166,31 @@ room_access_report(struct agent *a, struct conn *to)
  * the monitor is told the list as it now stands: a change committed
  * before (kick, visibility) stands even when its announcement fails. */
 static int
-room_access_announce(struct agent *a, const char *change, const char *user,
-    const char *by)
+room_access_announce_for(struct agent *a, const char *change,
+    const char *user, const char *by, long long seconds, const char *reason)
 {
 	struct access_list l;
+	json_object *ev;
 	int r;
 
 	room_access_load(a, &l);
-	r = room_emit(a, room_access_event(&l, change, user, by), 1);
+	ev = room_access_event(&l, change, user, by);
+	if (seconds > 0)
+		json_object_object_add(ev, "seconds",
+		    json_object_new_int64(seconds));
+	if (reason && reason[0])
+		json_object_object_add(ev, "reason",
+		    json_object_new_string(reason));
+	r = room_emit(a, ev, 1);
 	room_access_report(a, NULL);
 	return r;
+}
+
+static int
+room_access_announce(struct agent *a, const char *change, const char *user,
+    const char *by)
+{
+	return room_access_announce_for(a, change, user, by, 0, NULL);
 }
 
 /* Tell c why it is out, and end it once that is written. */
@@ -205,6 +232,62 @@ room_access_evict(struct agent *a, const struct access_list *l,
 	return n;
 }
 
+/* The config key that holds user's kick. */
+static void
+room_access_kick_key(const char *user, char *key, size_t len)
+{
+	snprintf(key, len, "kicked:%s", user);
+}
+
+/* Seconds user is still kept out by a kick (0: none), and who kicked
+ * (into by). */
+static long long
+room_access_kick_left(struct agent *a, const char *user, char *by,
+    size_t len)
+{
+	char key[80], val[128], *end;
+	long long until, now = (long long)time(NULL);
+
+	room_access_kick_key(user, key, sizeof(key));
+	if (room_db_config_get(a->db, key, val, sizeof(val)) != 1)
+		return 0;
+	until = strtoll(val, &end, 10);
+	snprintf(by, len, "%s", *end == ' ' ? end + 1 : "the owner");
+	return until > now ? until - now : 0;
+}
+
+/* "5 minutes", "1 minute", "40 seconds": how long secs is, rounded up. */
+static void
+room_access_duration(long long secs, char *out, size_t len)
+{
+	long long min = (secs + 59) / 60;
+
+	if (secs < 60)
+		snprintf(out, len, "%lld second%s", secs, secs == 1 ? "" : "s");
+	else
+		snprintf(out, len, "%lld minute%s", min, min == 1 ? "" : "s");
+}
+
+/* At hello, for someone the list lets in: refused while a kick keeps
+ * them out (never the owner).  0, or -EACCES with c told why. */
+static int
+room_access_kicked_out(struct agent *a, struct conn *c,
+    const struct access_list *l)
+{
+	char by[64], left[32], msg[300];
+	long long secs;
+
+	if (strcmp(l->owner, c->user) == 0 ||
+	    !(secs = room_access_kick_left(a, c->user, by, sizeof(by))))
+		return 0;
+	room_access_duration(secs, left, sizeof(left));
+	snprintf(msg, sizeof(msg), "atrium: %s kicked you from room '%s'; you "
+	    "may come back in %s", by, a->room, left);
+	log_info("%s refused: kicked by %s, %lld s left", c->user, by, secs);
+	room_access_deny(a, c, msg, NULL);
+	return -EACCES;
+}
+
 /* See room_access.h. */
 int
 room_access_hello(struct agent *a, struct conn *c, json_object *req)
@@ -222,7 +305,7 @@ room_access_hello(struct agent *a, struct conn *c, json_object *req)
 		room_access_load(a, &l);
 	}
 	if (access_may_enter(&l, c->user, c->admin))
-		return 0;
+		return room_access_kicked_out(a, c, &l);
 	/* An outsider: the owner is not named (access.h). */
 	access_refusal(a->room, c->user, NULL, msg, sizeof(msg));
 	log_info("%s refused: the room is private and %s is not a member",
@@ -260,7 +343,7 @@ room_access_may_manage(struct agent *a, struct conn *c, const char *what)
 	return 0;
 }
 
-/* The "user" of an invite or kick, checked.  NULL with an error sent. */
+/* The "user" of an invite, kick or remove, checked.  NULL with an error sent. */
 static const char *
 room_access_target(struct conn *c, json_object *req, const char *type)
 {
@@ -304,14 +387,94 @@ room_access_invite(struct agent *a, struct conn *c, json_object *req)
 	log_info("%s invited %s", c->user, user);
 }
 
-/* kick: remove user and end its sessions here. */
+/* Is user in the room now: has it a connection here? */
+static int
+room_access_present(struct agent *a, const char *user)
+{
+	for (struct conn *c = a->conns; c; c = c->next)
+		if (!c->closing && !c->ending && c->kind != CONN_NEW &&
+		    c->kind != CONN_MONITOR && strcmp(c->user, user) == 0)
+			return 1;
+	return 0;
+}
+
+/* A kick's optional "reason", cleaned as people's lines are (it reaches
+ * terminals): into out, "" for none.  0, or -1 with an error sent. */
+static int
+room_access_reason(struct conn *c, json_object *req, char *out, size_t len)
+{
+	const char *raw = json_get_string(req, "reason");
+	char *clean;
+
+	out[0] = '\0';
+	if (!raw)
+		return 0;
+	if (strlen(raw) >= len || !(clean = utf8_clean_str(raw))) {
+		room_error(c, NULL, "a kick's reason is at most %zu bytes",
+		    len - 1);
+		return -1;
+	}
+	snprintf(out, len, "%s", clean);
+	free(clean);
+	return 0;
+}
+
+/* kick: end user's sessions here and keep them out for
+ * ROOM_KICK_SECONDS; the membership stays.  An optional reason goes to
+ * them and to the room, as IRC's does. */
 static void
 room_access_kick(struct agent *a, struct conn *c, json_object *req)
 {
 	const char *user = room_access_target(c, req, "kick");
+	char key[80], val[128], msg[600], left[32], reason[ROOM_KICK_REASON],
+	    why[ROOM_KICK_REASON + 4];
+	struct access_list l;
+	int ended, r;
+
+	if (!user || !room_access_may_manage(a, c, "kick people") ||
+	    room_access_reason(c, req, reason, sizeof(reason)) < 0)
+		return;
+	room_access_load(a, &l);
+	if (strcmp(l.owner, user) == 0) {
+		room_error(c, NULL, "%s owns this room and cannot be kicked",
+		    user);
+		return;
+	}
+	if (!room_access_present(a, user)) {
+		room_error(c, NULL, "%s is not in this room; /remove takes a "
+		    "membership away", user);
+		return;
+	}
+	/* On disk before anyone is sent away. */
+	room_access_kick_key(user, key, sizeof(key));
+	snprintf(val, sizeof(val), "%lld %s", (long long)time(NULL) +
+	    ROOM_KICK_SECONDS, c->user);
+	if ((r = room_db_config_set(a->db, key, val, c->user)) < 0 ||
+	    (r = journal_commit(a->journal)) < 0) {
+		room_unrecorded(c, NULL, "the kick", r);
+		return;
+	}
+	room_access_duration(ROOM_KICK_SECONDS, left, sizeof(left));
+	snprintf(why, sizeof(why), reason[0] ? " (%s)" : "%s", reason);
+	snprintf(msg, sizeof(msg), "atrium: %s kicked you from room '%s'%s; "
+	    "you may come back in %s", c->user, a->room, why, left);
+	ended = room_access_evict(a, &l, user, msg);
+	log_info("%s kicked %s (%d session(s) ended)", c->user, user, ended);
+	if ((r = room_access_announce_for(a, "kick", user, c->user,
+	    ROOM_KICK_SECONDS, reason)) < 0)
+		room_unrecorded(c, NULL, "the announcement of the kick (it is "
+		    "done)", r);
+}
+
+/* remove: take user's membership away; in a room that then keeps them
+ * out, their sessions end too. */
+static void
+room_access_remove(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *user = room_access_target(c, req, "remove");
 	struct access_list l;
 	char msg[300];
-	int was, ended, r = 0;
+	int ended = 0, r = 0;
 
 	if (!user || !room_access_may_manage(a, c, "remove people"))
 		return;
@@ -321,25 +484,25 @@ room_access_kick(struct agent *a, struct conn *c, json_object *req)
 		    user);
 		return;
 	}
-	was = access_is_member(&l, user);
+	if (!access_is_member(&l, user)) {
+		room_error(c, NULL, "%s is not a member of this room%s", user,
+		    room_access_present(a, user) ? "; /kick sends them out" :
+		    "");
+		return;
+	}
 	/* On disk before anyone is sent away. */
-	if (was && ((r = room_db_access_remove(a->db, user)) < 0 ||
-	    (r = journal_commit(a->journal)) < 0)) {
+	if ((r = room_db_access_remove(a->db, user)) < 0 ||
+	    (r = journal_commit(a->journal)) < 0) {
 		room_unrecorded(c, NULL, "the removal", r);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "atrium: %s removed you from room '%s'%s",
-	    c->user, a->room, l.visibility == ACCESS_OPEN ? " (it is open: "
-	    "you may come back unless it is made private)" : "");
+	snprintf(msg, sizeof(msg), "atrium: %s removed you from room '%s', "
+	    "which is private", c->user, a->room);
 	room_access_load(a, &l);
-	ended = room_access_evict(a, &l, user, msg);
-	if (!was && !ended) {
-		room_error(c, NULL, "%s is not a member of this room and is not "
-		    "in it", user);
-		return;
-	}
+	if (l.visibility != ACCESS_OPEN)
+		ended = room_access_evict(a, &l, NULL, msg);
 	log_info("%s removed %s (%d session(s) ended)", c->user, user, ended);
-	if ((r = room_access_announce(a, "kick", user, c->user)) < 0)
+	if ((r = room_access_announce(a, "remove", user, c->user)) < 0)
 		room_unrecorded(c, NULL, "the announcement of the removal "
 		    "(it is done)", r);
 }
@@ -392,6 +555,8 @@ room_access_request(struct agent *a, struct conn *c, const char *type,
 		room_access_invite(a, c, req);
 	} else if (strcmp(type, "kick") == 0) {
 		room_access_kick(a, c, req);
+	} else if (strcmp(type, "remove") == 0) {
+		room_access_remove(a, c, req);
 	} else if (strcmp(type, "visibility") == 0) {
 		room_access_visibility(a, c, req);
 	} else if (strcmp(type, "access") == 0) {

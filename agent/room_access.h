@@ -2,9 +2,10 @@
  * room_access.h: the room's access list as atrium-agent keeps it: who
  * owns the room, who is a member, whether it is open or private
  * (common/access.h decides; room.db's access table and config key
- * "visibility" hold it).  Called by room.c at each hello and for the
- * requests invite, kick, visibility and access, and by settings.c before
- * a config change.
+ * "visibility" hold it) and who is kept out for a while by a kick
+ * (config key "kicked:USER").  Called by room.c at each hello and for the
+ * requests invite, kick, remove, visibility and access, and by
+ * settings.c before a config change.
  */
 #ifndef ATRIUM_AGENT_ROOM_ACCESS_H
 #define ATRIUM_AGENT_ROOM_ACCESS_H
@@ -28,8 +29,12 @@ void room_access_report(struct agent *a, struct conn *to);
 /* Add the room's owner and visibility to ev (welcome). */
 void room_access_describe(struct agent *a, json_object *ev);
 
-/* invite, kick, visibility, access: 1 when type was one of them (handled,
- * answered or refused with an error), 0 otherwise. */
+/* How long a kick keeps its person out of the room. */
+#define ROOM_KICK_SECONDS	300
+#define ROOM_KICK_REASON	201	/* bytes of a kick's reason, and NUL */
+
+/* invite, kick, remove, visibility, access: 1 when type was one of them
+ * (handled, answered or refused with an error), 0 otherwise. */
 int room_access_request(struct agent *a, struct conn *c, const char *type,
     json_object *req);
 

@@ -899,6 +899,24 @@ room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn, void *arg)
 	return rc == SQLITE_ERROR ? room_db_fail(db, "meta") : n;
 }
 
+int
+room_db_meta_get(struct room_db *db, const char *key, char *out,
+    size_t outlen)
+{
+	sqlite3_stmt *st = room_db_query(db, "SELECT value FROM meta WHERE"
+	    " key = ?", "s", key);
+	int found = 0;
+
+	if (!st)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(out, outlen, "%s", sqlite3_column_text(st, 0));
+		found = 1;
+	}
+	room_db_release(db, st);
+	return found;
+}
+
 /* ---- config, members -------------------------------------------------- */
 
 int

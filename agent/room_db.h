@@ -115,6 +115,10 @@ typedef int room_db_exec_fn(const char *id, const char *user, void *arg);
 int room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn,
     void *arg);
 
+/* meta's value of key into out: 1 found, 0 not, -EIO. */
+int room_db_meta_get(struct room_db *db, const char *key, char *out,
+    size_t outlen);
+
 /* --- config: the room's own settings (provider, model, approval,
  * allow_list) overriding the command line.  get: 1 found, 0 not. */
 int room_db_config_set(struct room_db *db, const char *key, const char *value,

@@ -36,6 +36,10 @@
  *   - undo points name workspace snapshots, which an archive does not
  *     carry: they are cleared, so /undo says there is nothing to undo
  *     rather than failing on a missing snapshot;
+ *   - the archive's model usage is the room it came from, not this one:
+ *     its rows leave the usage tables (which count this room's /cost,
+ *     tokens today and daily cap) for meta imported_usage, a total that
+ *     /cost shows apart and the `imported` event carries;
  *   - one `imported` event is stored after the archive's last one: who
  *     imported it, when, and the room it says it was exported from and
  *     when (meta export_room and export_time, which export-room writes
@@ -186,6 +190,9 @@ room_import_check_names(const char *path, sqlite3 *h)
 struct room_import_count {
 	long long kept, dropped;
 	long long last_seq;		/* the highest seq the file handed out */
+	long long in, out, requests;	/* the model usage kept apart */
+	char origin[128];		/* the room it says it came from, or "" */
+	char exported[64];		/* when it says it was made, or "" */
 };
 
 /* Store ev (a built event) as the row of seq, in place of what was
@@ -312,21 +319,64 @@ room_import_meta_take(sqlite3 *h, const char *key, int (*valid)(const char *),
 	sqlite3_free(sql);
 }
 
+/* "IN OUT REQUESTS" of non-negative integers into the three; 1 when it
+ * was that. */
+static int
+room_import_triple(const char *text, long long *in, long long *out,
+    long long *requests)
+{
+	return sscanf(text, "%lld %lld %lld", in, out, requests) == 3 &&
+	    *in >= 0 && *out >= 0 && *requests >= 0;
+}
+
+/* The archive's model usage (its usage table, plus what an import before
+ * kept apart: meta imported_usage) is the room it came from, not this
+ * one: it leaves the tables that count this room's own (/cost, "tokens
+ * today", the daily cap) for meta imported_usage, "IN OUT REQUESTS".
+ * The numbers are the archive's word; a sum that overflows counts none.
+ * 0 or -1. */
+static int
+room_import_usage_apart(sqlite3 *h, struct room_import_count *n)
+{
+	char answer[128], *sql;
+	long long in, out, requests;
+	int rc;
+
+	if (room_import_ask(h, "SELECT sum(input_tokens) || ' ' ||"
+	    " sum(output_tokens) || ' ' || sum(requests) FROM usage", answer,
+	    sizeof(answer)) == 0 && room_import_triple(answer, &in, &out,
+	    &requests))
+		n->in = in, n->out = out, n->requests = requests;
+	if (room_import_ask(h, "SELECT value FROM meta WHERE key ="
+	    " 'imported_usage'", answer, sizeof(answer)) == 0 &&
+	    room_import_triple(answer, &in, &out, &requests) &&
+	    in <= LLONG_MAX - n->in && out <= LLONG_MAX - n->out &&
+	    requests <= LLONG_MAX - n->requests)
+		n->in += in, n->out += out, n->requests += requests;
+	sql = sqlite3_mprintf("DELETE FROM usage; DELETE FROM usage_users;"
+	    " INSERT INTO meta (key, value) VALUES ('imported_usage',"
+	    " '%lld %lld %lld') ON CONFLICT (key) DO UPDATE SET value ="
+	    " excluded.value", n->in, n->out, n->requests);
+	rc = sql ? sqlite3_exec(h, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+	sqlite3_free(sql);
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
 /* The `imported` event (stored_event.c), after every seq the file handed
  * out.  0 or -1. */
 static int
-room_import_mark(sqlite3 *h, const char *owner,
-    const struct room_import_count *n)
+room_import_mark(sqlite3 *h, const char *owner, struct room_import_count *n)
 {
-	char room[128], when[64], now[40], note[256], answer[32];
+	char *room = n->origin, *when = n->exported, now[40], note[256],
+	    answer[32];
 	json_object *ev = json_object_new_object(), *built = NULL;
 	long long seq = n->last_seq;
 	int r;
 
 	room_import_meta_take(h, "export_room", room_name_valid, room,
-	    sizeof(room));
+	    sizeof(n->origin));
 	room_import_meta_take(h, "export_time", stored_event_time_valid, when,
-	    sizeof(when));
+	    sizeof(n->exported));
 	if (room_import_ask(h, "SELECT max(coalesce((SELECT max(seq) FROM"
 	    " events), 0), coalesce((SELECT CAST(value AS INTEGER) FROM meta"
 	    " WHERE key = 'last_seq'), 0))", answer, sizeof(answer)) == 0 &&
@@ -346,6 +396,11 @@ room_import_mark(sqlite3 *h, const char *owner,
 	json_object_object_add(ev, "events", json_object_new_int64(n->kept));
 	json_object_object_add(ev, "dropped",
 	    json_object_new_int64(n->dropped));
+	json_object_object_add(ev, "input_tokens", json_object_new_int64(n->in));
+	json_object_object_add(ev, "output_tokens",
+	    json_object_new_int64(n->out));
+	json_object_object_add(ev, "requests",
+	    json_object_new_int64(n->requests));
 	json_object_object_add(ev, "seq", json_object_new_int64(seq + 1));
 	json_object_object_add(ev, "time", json_object_new_string(now));
 	r = stored_event_build(ev, &built, note, sizeof(note));
@@ -356,12 +411,31 @@ room_import_mark(sqlite3 *h, const char *owner,
 	return r < 0 ? -1 : 0;
 }
 
+/* What was imported, for the importer (the client's stderr): the history
+ * and where it says it came from, and the usage kept apart. */
+static void
+room_import_say(const struct room_import_count *n)
+{
+	if (n->dropped)
+		fprintf(stderr, "atrium-agent: import-db: %lld of the archive's "
+		    "%lld stored events were left out: none is an event this "
+		    "room could have sent\n", n->dropped, n->kept + n->dropped);
+	fprintf(stderr, "atrium: imported %lld events of history from %s%s%s"
+	    "%s%s%s; its model usage there (%lld tokens in, %lld out, %lld "
+	    "request%s) is kept apart from this room's own (/cost shows it as "
+	    "before the import)\n", n->kept, n->origin[0] ? "room '" :
+	    "an archive", n->origin, n->origin[0] ? "'" : "",
+	    n->exported[0] ? " (exported " : "", n->exported,
+	    n->exported[0] ? ")" : "", n->in, n->out, n->requests,
+	    n->requests == 1 ? "" : "s");
+}
+
 /* Steps 4 to 6 and the owner, on a connection of our own (the schema is
  * known good now), in one transaction.  0 or -1 (said). */
 static int
 room_import_adopt(const char *path, const char *owner)
 {
-	struct room_import_count n = { 0, 0, 0 };
+	struct room_import_count n = { 0 };
 	char now[40], *sql;
 	sqlite3 *h = NULL;
 	int r = -1;
@@ -392,6 +466,9 @@ room_import_adopt(const char *path, const char *owner)
 	else if (room_import_events(path, h, &n) < 0 ||
 	    import_transcript_check(path, h) < 0)
 		;	/* said */
+	else if (room_import_usage_apart(h, &n) < 0)
+		room_import_refuse(path, "cannot keep its model usage apart",
+		    sqlite3_errmsg(h));
 	else if (room_import_mark(h, owner, &n) < 0)
 		room_import_refuse(path, "cannot mark its history as imported",
 		    sqlite3_errmsg(h));
@@ -402,10 +479,8 @@ room_import_adopt(const char *path, const char *owner)
 	sqlite3_free(sql);
 	if (r < 0)
 		sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
-	else if (n.dropped)
-		fprintf(stderr, "atrium-agent: import-db: %lld of the archive's "
-		    "%lld stored events were left out: none is an event this "
-		    "room could have sent\n", n.dropped, n.kept + n.dropped);
+	else
+		room_import_say(&n);
 	sqlite3_close(h);
 	return r;
 }

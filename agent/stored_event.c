@@ -23,8 +23,8 @@
  *                cut (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
- *   access       owner, visibility, members [, change, user, by, text]
- *                                                room_access.c
+ *   access       owner, visibility, members [, change, user, by, text,
+ *                seconds, reason]                room_access.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users
@@ -38,6 +38,7 @@
  *   consent_end  id, action, result [, user, users, text]   consent.c
  *   snapshot     action (take), name, user, text  snapshots.c
  *   imported     user [, origin, exported], events, dropped
+ *                [, input_tokens, output_tokens, requests]
  *                                                room_import.c
  *
  * and on every one type, seq and time.  A change to what one of those
@@ -219,6 +220,8 @@ static const struct stored_field f_access[] = {
 	{ "user", K_NAME, 0, NULL },
 	{ "by", K_NAME, 0, NULL },
 	{ "text", K_TEXT, 0, NULL },
+	{ "seconds", K_INT, 0, NULL },		/* a kick's length */
+	{ "reason", K_TEXT, 0, NULL },		/* and why, when said */
 	END,
 };
 static const struct stored_field f_limits[] = {
@@ -308,6 +311,9 @@ static const struct stored_field f_imported[] = {
 	{ "exported", K_TIME, 0, NULL },
 	{ "events", K_INT, 0, NULL },
 	{ "dropped", K_INT, 0, NULL },
+	{ "input_tokens", K_INT, 0, NULL },	/* the usage kept apart */
+	{ "output_tokens", K_INT, 0, NULL },
+	{ "requests", K_INT, 0, NULL },
 	END,
 };
 

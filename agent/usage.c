@@ -10,7 +10,11 @@
  *                        "requests","cost"?}],
  *             "users":[{"user","input_tokens","output_tokens","requests"}]},
  *    "month":"2026-12","this_month":{... the same, for the month},
- *    "max_steps":N,"max_tokens_per_day":N|null}
+ *    "max_steps":N,"max_tokens_per_day":N|null,
+ *    "imported"?:{"input_tokens","output_tokens","requests"}}
+ * imported is the usage an imported room's archive brought from the room
+ * it came from (room_import.c: meta imported_usage), kept apart from this
+ * room's own, which the periods count.
  * cost (US dollars) appears only where every model counted has a price;
  * tokens are plain integers.
  */
@@ -116,10 +120,28 @@ usage_period_json(struct agent *a, const char *period)
 	return o;
 }
 
+/* The usage an import brought (meta imported_usage), or NULL. */
+static json_object *
+usage_imported_json(struct agent *a)
+{
+	char text[128];
+	long long in, out, requests;
+	json_object *o;
+
+	if (room_db_meta_get(a->db, "imported_usage", text, sizeof(text)) != 1 ||
+	    sscanf(text, "%lld %lld %lld", &in, &out, &requests) != 3)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "input_tokens", json_object_new_int64(in));
+	json_object_object_add(o, "output_tokens", json_object_new_int64(out));
+	json_object_object_add(o, "requests", json_object_new_int64(requests));
+	return o;
+}
+
 json_object *
 usage_event(struct agent *a)
 {
-	json_object *ev = room_event_new("usage"), *today;
+	json_object *ev = room_event_new("usage"), *today, *imported;
 	long long cap = caps_max_tokens_per_day(a);
 	char day[40], month[8];
 
@@ -139,5 +161,7 @@ usage_event(struct agent *a)
 	    json_object_new_int(caps_max_steps(a)));
 	json_object_object_add(ev, "max_tokens_per_day", cap > 0 ?
 	    json_object_new_int64(cap) : NULL);
+	if ((imported = usage_imported_json(a)))
+		json_object_object_add(ev, "imported", imported);
 	return ev;
 }

@@ -49,6 +49,7 @@ static const struct config_key config_keys[] = {
 	STR("openai-url", openai_url),
 	STR("api-key-file", api_key_file),
 	NUM("open", CT_BOOL, open, 0, 1),
+	NUM("exec-creates-rooms", CT_BOOL, exec_creates_rooms, 0, 1),
 	NUM("idle-timeout", CT_INT, idle_timeout, 1, 86400 * 365),
 	NUM("agent-timeout", CT_INT, agent_timeout, 0, 86400),
 	STR("approval", approval),

@@ -32,6 +32,10 @@ struct config {
 	char openai_url[512];		/* openai's base URL, or "" */
 	char api_key_file[PATH_MAX];	/* the key of provider, or "" */
 	int open;			/* accept any public key (trusted demos) */
+	int exec_creates_rooms;		/* a command, sftp or the atrium
+					 * subsystem naming a room that does not
+					 * exist creates it (else only the chat
+					 * and atrium-import do) */
 	int idle_timeout;		/* seconds before an idle room stops */
 	int agent_timeout;		/* seconds an agent may leave atriumd's
 					 * ping unanswered before it is killed

@@ -34,6 +34,8 @@ struct import_opts {
 	uint32_t uid, gid;
 	uint64_t quota_bytes;	/* the workspace's quota, 0: none */
 	uint64_t quota_inodes;
+	uint64_t *members;	/* once done, how many members it took;
+				 * NULL: not asked */
 };
 
 /* libarchive's reader on fd, for any tar (compressed or not), or NULL

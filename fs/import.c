@@ -682,6 +682,8 @@ import_from(const char *db, int fd, struct archive *a,
 			fprintf(stderr, "atrium-fs: import: saving %s failed: %s\n",
 			    db, strerror(-r));
 	}
+	if (r == 0 && o->members)
+		*o->members = im.members;
 	if (im.a && !a)
 		archive_read_free(im.a);
 	if (im.dirtimes)

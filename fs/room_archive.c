@@ -456,6 +456,7 @@ room_import_run(const char *room_dir, int fd, const struct import_opts *o)
 	char ws[PATH_MAX], db[PATH_MAX], staged[PATH_MAX];
 	struct import_opts io = *o;
 	struct archive *a;
+	uint64_t members = 0;
 	int r = 1;
 
 	if (isatty(fd)) {
@@ -471,10 +472,15 @@ room_import_run(const char *room_dir, int fd, const struct import_opts *o)
 	if (!(a = import_archive_open(fd)))
 		return 1;
 	io.prefix = ROOM_ARCHIVE_WORKSPACE;
+	io.members = &members;
 	if (room_archive_check_header(a) == 0 &&
 	    room_archive_import_db(a, staged, (int64_t)o->quota_bytes) == 0 &&
 	    import_into(ws, a, &io) == 0)
 		r = 0;
+	/* For the importer (the client's stderr, through atriumd). */
+	if (r == 0)
+		fprintf(stderr, "atrium: imported the workspace: %llu files, "
+		    "directories and links\n", (unsigned long long)members);
 	archive_read_free(a);
 	if (r != 0)
 		unlink(staged);

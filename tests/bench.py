@@ -944,9 +944,11 @@ def start_atriumd(tmp, key, *extra):
         pub = f.read().split()
     with open(os.path.join(data, "authorized_keys"), "w") as f:
         f.write("%s %s bench\n" % (pub[0], pub[1]))
+    # --exec-creates-rooms: the rows make their rooms with `ssh ROOM@ true`.
     p = subprocess.Popen([os.path.join(BUILD, "atriumd"), "--data", data,
                           "--listen", "127.0.0.1:%d" % port, "--model-url",
-                          "http://127.0.0.1:9", *extra],
+                          "http://127.0.0.1:9", "--exec-creates-rooms",
+                          *extra],
                          stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     wait_port(port)

@@ -6,6 +6,7 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_access.py
 """
 import json
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -145,7 +146,7 @@ def test_creator_owns_and_private_room_refuses_others_everywhere(srv, ssh_run):
     assert (rc, out) == (0, "alice-in\n"), err
 
 
-def test_invite_lets_in_and_kick_ends_the_chat(srv, ssh_run):
+def test_invite_lets_in_and_remove_ends_the_chat(srv, ssh_run):
     ssh_run(srv, "team", "true")
     make_private(srv, "team")
     invite(srv, "team", "bob")
@@ -154,8 +155,8 @@ def test_invite_lets_in_and_kick_ends_the_chat(srv, ssh_run):
     b = chat_plain(srv, "team", "bob")
     try:
         b.expect(lambda l: b"you are bob" in l)
-        seen = events(srv, "team", {"type": "kick", "user": "bob"},
-                      until=access_change("kick", user="bob"))
+        seen = events(srv, "team", {"type": "remove", "user": "bob"},
+                      until=access_change("remove", user="bob"))
         assert seen[-1]["members"] == [] and seen[-1]["by"] == "alice"
         b.proc.wait(15)
         assert b.proc.returncode == 1
@@ -181,11 +182,120 @@ def test_kick_ends_a_running_command(srv, ssh_run):
                until=access_change("kick", user="bob"))
         p.wait(15)
         assert p.returncode == 1
-        assert "removed you from room 'work'" in p.stderr.read()
+        assert "alice kicked you from room 'work'" in p.stderr.read()
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_kick_keeps_out_for_a_while_remove_takes_the_membership(srv,
+                                                                 ssh_run):
+    """As in IRC: a kick sends a person out and keeps them out for a
+    while, their membership kept; /remove is the membership's end."""
+    ssh_run(srv, "club", "true")
+    make_private(srv, "club")
+    invite(srv, "club", "bob")
+    b = chat_plain(srv, "club", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        # The reason reaches terminals: its control bytes do not.
+        seen = events(srv, "club", {"type": "kick", "user": "bob",
+                                    "reason": "spam\x1b[2J\x07 again"},
+                      until=access_change("kick", user="bob"))
+        assert seen[-1]["members"] == ["bob"], seen[-1]
+        assert seen[-1]["seconds"] == 300 and seen[-1]["by"] == "alice"
+        assert seen[-1]["reason"] == "spam[2J again", seen[-1]
+        b.proc.wait(15)
+        assert b.proc.returncode == 1
+        err = b.proc.stderr.read().decode()
+        assert "atrium: alice kicked you from room 'club' (spam[2J again); " \
+            "you may come back in 5 minutes" in err, err
+    finally:
+        b.close()
+    # Kept out, from every kind of session, while the kick lasts.
+    rc, out, err = ssh_run(srv, "club", "echo bob-in", user="bob")
+    assert rc != 0 and out == "" and "kicked you from room 'club'" in err \
+        and "may come back in" in err, (rc, out, err)
+    # Nobody of that name here: nothing to kick.
+    seen = events(srv, "club", {"type": "kick", "user": "bob"},
+                  until=lambda e: e["type"] == "error")
+    assert "bob is not in this room; /remove takes a membership away" in \
+        seen[-1]["message"], seen[-1]
+    # The owner is never kicked.
+    seen = events(srv, "club", {"type": "kick", "user": "alice"},
+                  until=lambda e: e["type"] == "error")
+    assert "alice owns this room and cannot be kicked" in \
+        seen[-1]["message"], seen[-1]
+    # remove ends the membership.
+    seen = events(srv, "club", {"type": "remove", "user": "bob"},
+                  until=access_change("remove", user="bob"))
+    assert seen[-1]["members"] == [], seen[-1]
+    seen = events(srv, "club", {"type": "remove", "user": "bob"},
+                  until=lambda e: e["type"] == "error")
+    assert "bob is not a member of this room" in seen[-1]["message"]
+    rc, out, err = ssh_run(srv, "club", "echo alice-in")
+    assert (rc, out) == (0, "alice-in\n"), err
+
+
+def test_a_kick_ends_and_lets_back_in(srv, data_dir, ssh_run):
+    """The kick is stored with its end: once past, the person comes back."""
+    ssh_run(srv, "brief", "true")
+    b = chat_plain(srv, "brief", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        events(srv, "brief", {"type": "kick", "user": "bob"},
+               until=access_change("kick", user="bob"))
+        b.proc.wait(15)
+    finally:
+        b.close()
+    rc, out, err = ssh_run(srv, "brief", "echo bob-in", user="bob")
+    assert rc != 0 and "kicked you" in err, (rc, out, err)
+    db = sqlite3.connect(os.path.join(str(data_dir), "rooms", "brief",
+                                      "room.db"))
+    with db:
+        until, by = db.execute("SELECT value FROM config WHERE key = "
+                               "'kicked:bob'").fetchone()[0].split()
+        assert by == "alice" and 290 <= int(until) - time.time() <= 300
+        db.execute("UPDATE config SET value = ? WHERE key = 'kicked:bob'",
+                   ("%d alice" % (time.time() - 1),))
+    db.close()
+    rc, out, err = ssh_run(srv, "brief", "echo bob-in", user="bob")
+    assert (rc, out) == (0, "bob-in\n"), err
+
+
+def test_only_the_chat_creates_a_room(atriumd, data_dir, ssh_run):
+    """`ssh -p 2222 host pwd` sends the local login name as the room:
+    a command, sftp or a program naming a room that is not there is
+    refused with how to name one, and nothing is made; the chat makes
+    the room, and `rooms` needs none."""
+    srv = atriumd(data_dir, "--exec-creates-rooms=0")
+    for what in (["pwd"], ["-s", "sftp"], ["-s", "atrium"]):
+        rc, out, err = ssh_run(srv, "root", *what, input="")
+        assert rc == 1 and out == "", (what, rc, out, err)
+        assert "atrium: there is no room 'root'.  The SSH user names the " \
+            "room: ssh -p PORT ROOM@HOST COMMAND (without ROOM@, ssh sends " \
+            "your local login name)." in err, (what, err)
+        assert "ssh -s -p PORT HOST rooms lists the rooms you may enter" \
+            in err, err
+    assert not os.path.exists(os.path.join(str(data_dir), "rooms", "root"))
+    rc, out, err = ssh_run(srv, "root", "-s", "rooms")
+    assert rc == 0 and json.loads(out)["rooms"] == [], (rc, out, err)
+    # The chat creates it; then commands run in it.
+    c = chat_plain(srv, "made", "alice")
+    try:
+        c.expect(lambda l: b"you are alice" in l)
+        hint = c.expect(lambda l: b"you own room made now" in l)
+        assert b"the SSH user names the room (ssh -t ROOM@HOST; without " \
+            b"ROOM@, ssh sends your local login name)" in hint, hint
+    finally:
+        c.close()
+    rc, out, err = ssh_run(srv, "made", "echo in-made")
+    assert (rc, out) == (0, "in-made\n"), err
+    # A key that may not create the name hears what it always heard.
+    add_key(data_dir, "dave", 'rooms="team-*"')
+    rc, out, err = ssh_run(srv, "other", "true", user="dave")
+    assert rc == 1 and "does not exist or you may not enter it" in err, err
 
 
 def count(pred, n):

@@ -62,8 +62,8 @@ def test_the_agent_reports_and_the_monitor_records(atriumd, data_dir,
                    "members": ["bob"]}
     st = os.stat(record_path(data_dir, "rec"))
     assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
-    events(srv, "rec", {"type": "kick", "user": "bob"},
-           until=access_change("kick", user="bob"))
+    events(srv, "rec", {"type": "remove", "user": "bob"},
+           until=access_change("remove", user="bob"))
     wait_record(data_dir, "rec", lambda r: r["members"] == [])
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -236,6 +237,29 @@ def test_tab_completion(srv, tmux):
     wait_input(tmux, "a", "tabs> hey @agent")
 
 
+def test_tab_completes_every_command_and_its_words(srv, tmux):
+    """Completion comes from the table /help is printed from: /caps and
+    /mouse complete, and so do the words a command takes."""
+    tmux.open("a", srv, "tabwords", "alice", cols=80, rows=24)
+    tmux.wait("a", "/help lists the commands")
+    for typed, more, want in (("/ca", "s", "/caps steps"),
+                              ("/mou", "of", "/mouse off"),
+                              ("/pol", "allow_l", "/policy allow_list")):
+        tmux.keys("a", "C-u")
+        tmux.keys("a", "-l", typed)
+        tmux.keys("a", "Tab")
+        wait_input(tmux, "a", "tabwords> " + want.split()[0])
+        tmux.keys("a", "-l", more)
+        tmux.keys("a", "Tab")
+        wait_input(tmux, "a", "tabwords> " + want)
+    # A command's free argument (a model's name) offers nobody's name.
+    tmux.keys("a", "C-u")
+    tmux.keys("a", "-l", "/model al")
+    tmux.keys("a", "Tab")
+    tmux.keys("a", "-l", "x")
+    wait_input(tmux, "a", "tabwords> /model alx")
+
+
 def test_tab_completes_workspace_paths(srv, tmux, ssh_run):
     """Paths after ! are listed by the room through its confined view of
     the workspace: a symlink out of it lists nothing."""
@@ -446,3 +470,89 @@ def test_typing_clears_while_the_room_is_quiet(srv, tmux):
     tmux.wait("a", lambda s: "typing" not in status_row(tmux, "a"),
               timeout=30)
     assert input_row(tmux, "b") == "quiet> half a thought"
+
+
+# --- kick and remove -----------------------------------------------------------
+
+def pane_dead(tmux, name, timeout=20):
+    """Wait until the pane's ssh has ended."""
+    end = time.time() + timeout
+    while tmux("display-message", "-p", "-t", name,
+               "#{pane_dead}").stdout.strip() != "1":
+        assert time.time() < end, tmux.screen(name)
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("cols,rows", [(80, 24), (120, 35)])
+def test_kick_sends_out_with_a_goodbye_below_the_chat(srv, tmux, cols, rows):
+    """/kick ends bob's chat for a while; his last screen ends with the
+    goodbye on a line of its own, not after his half-typed input line;
+    /remove is the membership's end, a command of its own."""
+    tmux.open("a", srv, "kicks", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "alice owns the room")
+    tmux.open("b", srv, "kicks", "bob", cols=cols, rows=rows,
+              under_shell=True)
+    tmux.wait("a", lambda s: "bob" in status_row(tmux, "a"))
+    tmux.keys("b", "-l", "half typed")
+    wait_input(tmux, "b", "kicks> half typed")
+    tmux.keys("a", "/kick bob cool off", "Enter")
+    tmux.wait("a", "* alice kicked bob (out for 5 minutes: cool off)")
+    tmux.wait("a", "* bob left")
+    pane_dead(tmux, "b")
+    screen = tmux.screen("b")
+    rows_b = [r for r in screen.split("\n") if r.strip()]
+    bye = [i for i, r in enumerate(rows_b) if "kicked you" in r]
+    assert bye and rows_b[bye[0]].startswith(
+        "atrium: alice kicked you from room 'kicks' (cool off); you may "
+        "come back in 5 minutes"[:cols]), rows_b
+    # Nothing of the chat's bottom under or before it.
+    assert not any("half typed" in r for r in rows_b), rows_b
+    assert not any(r.startswith("kicks |") for r in rows_b), rows_b
+    # The membership is /remove's, and Tab knows the command.
+    tmux.keys("a", "/invite carol", "Enter")
+    tmux.wait("a", "* alice invited carol")
+    tmux.keys("a", "-l", "/rem")
+    tmux.keys("a", "Tab")
+    tmux.keys("a", "-l", "carol")
+    wait_input(tmux, "a", "kicks> /remove carol")
+    tmux.keys("a", "Enter")
+    tmux.wait("a", "* alice removed carol; room: open, owner alice, "
+              "members none")
+
+
+# --- the server stopping -------------------------------------------------------
+
+@pytest.mark.parametrize("cols,rows", [(80, 24), (120, 35)])
+def test_a_server_restart_says_so(srv, tmux, cols, rows):
+    """SIGTERM to atriumd: the chat says the server is restarting or
+    shutting down, on a line of its own below the chat, and a running
+    `ssh ROOM@host CMD` gets the same line on stderr, not only the
+    client's "Connection to ... closed by remote host"."""
+    tmux.open("a", srv, "going", "alice", cols=cols, rows=rows,
+              under_shell=True)
+    tmux.wait("a", "alice owns the room")
+    tmux.keys("a", "-l", "half typed")
+    wait_input(tmux, "a", "going> half typed")
+    p = subprocess.Popen(ssh_command(srv, "going", "echo started; sleep 60"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline() == "started\n"
+        srv.stop()
+        p.wait(15)
+        err = p.stderr.read()
+        assert p.returncode != 0
+        assert "atrium: the server is restarting or shutting down; connect " \
+            "again in a moment" in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    pane_dead(tmux, "a")
+    screen = tmux.screen("a")
+    rows_a = [r for r in screen.split("\n") if r.strip()]
+    bye = [i for i, r in enumerate(rows_a) if "the server is restarting" in r]
+    assert bye and rows_a[bye[0]].startswith("atrium: the server is "
+                                             "restarting"), rows_a
+    assert not any("half typed" in r for r in rows_a), rows_a
+    assert not any("reconnecting" in r for r in rows_a), rows_a

@@ -117,8 +117,10 @@ def serve_and_connect(tmp_path, data_dir):
     os.chmod(os.path.join(DATA, "authorized_keys"), 0o600)
     port = free_port()
     log = open(tmp_path / "atriumd.log", "w")
+    # --exec-creates-rooms: the command below makes its room.
     proc = subprocess.Popen(["/usr/sbin/atriumd", "--data", DATA, "--listen",
-                             "127.0.0.1:%d" % port], stdout=log, stderr=log)
+                             "127.0.0.1:%d" % port, "--exec-creates-rooms"],
+                            stdout=log, stderr=log)
     try:
         end = time.time() + 15
         while time.time() < end:

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import tarfile
 
@@ -815,3 +816,66 @@ def test_an_imported_transcript_is_checked(srv, model_server):
              " input, state) VALUES (1, 7, 0, 'c', 'bash', '{}',"
              " 'started');", "tool_journal row")):
         assert_refused(srv, "bad-" + name, with_sql(archive, sql), words)
+
+
+# ------------------------------------------- what an import says it did --
+
+def test_an_import_says_what_it_brought_and_keeps_usage_apart(srv):
+    """atrium-import says what it imported; the room it made counts none
+    of the old room's model usage as its own (/cost, tokens today, the
+    daily cap), and /cost shows that usage apart."""
+    from test_ssh import Lines
+    chat_then_prompt(srv, "oldroom")
+    archive = export(srv, "oldroom")
+    rc, out, err = run(srv, "newroom", "atrium-import", user="bob",
+                       data=archive)
+    assert rc == 0, err + srv.read_log()
+    said = [l for l in err.splitlines() if l.startswith("atrium: imported")]
+    assert len(said) == 2, err
+    files = re.match(r"atrium: imported the workspace: (\d+) files, "
+                     r"directories and links$", said[0])
+    assert files and int(files.group(1)) >= 1, said
+    m = re.match(r"atrium: imported (\d+) events of history from room "
+                 r"'oldroom' \(exported [0-9T:.-]+Z\); its model usage there "
+                 r"\((\d+) tokens in, (\d+) out, 1 request\) is kept apart "
+                 r"from this room's own \(/cost shows it as before the "
+                 r"import\)$", said[1])
+    assert m and int(m.group(1)) > 3 and int(m.group(2)) > 0, said
+    c = Lines(ssh_command(srv, "newroom", "-s", "atrium", user="bob"))
+    try:
+        welcome = json.loads(c.expect(
+            lambda l: json.loads(l)["type"] == "welcome"))
+        assert welcome["usage_today"]["input_tokens"] == 0, welcome
+        c.send('{"type":"usage"}\n')
+        usage = json.loads(c.expect(lambda l: json.loads(l)["type"] ==
+                                    "usage"))
+    finally:
+        c.close()
+    assert usage["today"]["input_tokens"] == 0, usage
+    assert usage["this_month"]["requests"] == 0, usage
+    assert usage["imported"] == {"input_tokens": int(m.group(2)),
+                                 "output_tokens": int(m.group(3)),
+                                 "requests": 1}, usage
+    b = chat_plain(srv, "newroom", "bob")
+    try:
+        b.expect(lambda l: b"you are bob" in l)
+        line = b.expect(lambda l: b"history above was imported" in l)
+        assert b"its model usage there is kept apart" in line, line
+        b.send("/cost\n")
+        b.expect(lambda l: l.startswith(b"* tokens the model used"))
+        b.expect(lambda l: l == ("before the import (in the room it came "
+                                 "from, not counted here): %s tokens in, %s "
+                                 "out, 1 request\n" % (m.group(2),
+                                                         m.group(3))).encode())
+    finally:
+        b.close()
+    # The old room keeps its own.
+    a = Lines(ssh_command(srv, "oldroom", "-s", "atrium"))
+    try:
+        a.expect(lambda l: json.loads(l)["type"] == "welcome")
+        a.send('{"type":"usage"}\n')
+        old = json.loads(a.expect(lambda l: json.loads(l)["type"] ==
+                                  "usage"))
+    finally:
+        a.close()
+    assert old["today"]["requests"] == 1 and "imported" not in old, old

@@ -8,11 +8,11 @@
  * Two modes, fixed at open: a pty with TERM other than "dumb" gets the line
  * UI (ANSI); anything else gets plain lines in both directions.
  *
- * Room access: /invite, /kick, /private, /public, /access and /limits
- * (the room's limits: agent/room_limits.h) are room requests (the agent
- * checks that the user owns the room or is an admin);
- * /rooms and /delete are atriumd's own (room_access.h), answered here.
- * An access_denied event (removed, or the room went private) ends the
+ * Room access: /invite, /kick, /remove, /private, /public, /access and
+ * /limits (the room's limits: agent/room_limits.h) are room requests (the
+ * agent checks that the user owns the room or is an admin); /rooms and
+ * /delete are atriumd's own (room_access.h), answered here.
+ * An access_denied event (kicked, removed, or the room went private) ends the
  * chat with its message on stderr and status 1; the chat does not
  * reconnect then.
  *
@@ -72,6 +72,8 @@
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
 #define CHAT_MAX_CONNECT	20
+#define CHAT_MADE_MS		30000	/* a room this new was made by this
+					 * session (chat_made_hint) */
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
 #define CHAT_RESULT_SHOWN	2000	/* bytes of a failed tool's output */
 #define CHAT_PASTE_ON		"\x1b[?2004h"	/* bracketed paste mode */
@@ -82,49 +84,6 @@
 #define CHAT_MOUSE_OFF		"\x1b[?1006l\x1b[?1000l"
 /* What leaves the client's terminal as the chat found it. */
 #define CHAT_MODES_OFF		CHAT_PASTE_OFF CHAT_MOUSE_OFF
-
-/* One command a line, so that it reads as a table at any width. */
-#define CHAT_HELP \
-	"commands:\n" \
-	"  TEXT              say TEXT to the room\n" \
-	"  @agent TEXT       ask the agent (the room sees it)\n" \
-	"  !CMD              run CMD in the workspace for all to see\n" \
-	"  /kill [USER]      stop your running !CMD: SIGINT, then TERM, KILL\n" \
-	"  /me TEXT          say what you do: * you TEXT\n" \
-	"  /who              who is here, idle how long, in /term\n" \
-	"  /stop             stop the agent's turn\n" \
-	"  y, /approve [ID]  run what the agent asks to run\n" \
-	"  n, /deny [ID [WHY]]  refuse it (n WHY: and tell the agent why)\n" \
-	"  /policy POLICY    approval: deny_all, allow_list, allow_all, ask\n" \
-	"  /model NAME       the agent's model\n" \
-	"  /history TEXT     search the room's stored history\n" \
-	"  /cost             tokens the model used here: today, this month\n" \
-	"  /caps [steps 20 tokens 100000]  show, or lower (owner)\n" \
-	"  /term             the room's shared terminal (Ctrl-] comes back)\n" \
-	"  /mouse on|off     the wheel scrolls the chat, or the terminal has it\n" \
-	"  /set bell on|off  ring on mentions, approvals, the agent's end\n" \
-	"  /invite USER      let USER into a private room (owner)\n" \
-	"  /kick USER        remove USER (owner)\n" \
-	"  /private, /public who may enter (owner)\n" \
-	"  /limits [memory 1G pids 200 cpus 0.5]  show, or lower (owner)\n" \
-	"  /access           who may enter\n" \
-	"  /rooms            the rooms you may enter\n" \
-	"  /delete ROOM      delete this room for good (owner)\n" \
-	"  /undo, /redo [!]  take back the agent's last turn, or bring it back\n" \
-	"  /snapshot NAME, /restore NAME  keep the workspace, or go back to it\n" \
-	"  /snapshots        the workspace's snapshots\n" \
-	"  /help             this list\n" \
-	"  /quit             leave (or Ctrl-D on an empty line)\n" \
-	"keys:\n" \
-	"  Up/Down           your earlier lines, also from past sessions\n" \
-	"  Tab               complete a command, a name or a path after !\n" \
-	"  PgUp/PgDn         scroll back through the room's history\n" \
-	"  End               back to the live view (and to the line's end)\n" \
-	"  mouse wheel       3 lines back or on (Shift+drag selects text)\n" \
-	"  Ctrl-A/E, Home/End, Alt-B/F  move in the line\n" \
-	"  Ctrl-K/U/W        cut, Ctrl-Y puts it back\n" \
-	"  Ctrl-C clears the line; on an empty line it stops your !CMD\n" \
-	"  Ctrl-L draws the screen again"
 
 /* ------------------------------------------------------------ commands -- */
 
@@ -138,55 +97,6 @@ chat_req(const char *type)
 	return o;
 }
 
-/* The argument after a command word, or NULL when there is none. */
-static const char *
-chat_arg(const char *line)
-{
-	const char *p = strchr(line, ' ');
-
-	while (p && *p == ' ')
-		p++;
-	return p && *p ? p : NULL;
-}
-
-/* An approve request for id; a denial may say why (reason, or NULL). */
-static json_object *
-chat_answer(const char *id, int approve, const char *reason)
-{
-	json_object *o = chat_req("approve");
-
-	json_object_object_add(o, "id", json_object_new_string(id));
-	json_object_object_add(o, "approve", json_object_new_boolean(approve));
-	if (reason)
-		json_object_object_add(o, "reason",
-		    json_object_new_string(reason));
-	return o;
-}
-
-/* /approve [ID] and /deny [ID [REASON]] as chat_command answers them. */
-static int
-chat_answer_command(int approve, const char *arg, const char *waiting,
-    json_object **out, char *reply, size_t len)
-{
-	char id[128];
-	size_t n = arg ? strcspn(arg, " ") : 0;
-	const char *why = arg ? arg + n + strspn(arg + n, " ") : NULL;
-
-	if (!arg && !waiting) {
-		snprintf(reply, len, "no approval request is waiting");
-		return 0;
-	}
-	if (n >= sizeof(id) || (approve && why && *why)) {
-		snprintf(reply, len, "usage: /approve [ID], /deny [ID "
-		    "[REASON]]");
-		return 0;
-	}
-	snprintf(id, sizeof(id), "%.*s", (int)n, arg ? arg : "");
-	*out = chat_answer(arg ? id : waiting, approve, why && *why ? why :
-	    NULL);
-	return 1;
-}
-
 /* See chat_int.h. */
 int
 chat_yes_no(const char *line)
@@ -196,218 +106,6 @@ chat_yes_no(const char *line)
 	if (!strcasecmp(line, "n") || !strcasecmp(line, "no"))
 		return 0;
 	return -1;
-}
-
-/* The room access commands (/invite, /kick, /private, /public, /access,
- * /rooms, /delete; wl: the command word's length, arg: what follows it),
- * as chat_command answers them; -1 when line is none of them. */
-static int
-chat_access_command(const char *line, size_t wl, const char *arg,
-    json_object **out, char *reply, size_t len)
-{
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/invite") || IS("/kick")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %s USER", IS("/invite") ?
-			    "/invite" : "/kick");
-			return 0;
-		}
-		*out = chat_req(IS("/invite") ? "invite" : "kick");
-		json_object_object_add(*out, "user", json_object_new_string(arg));
-		return 1;
-	}
-	if (IS("/private") || IS("/public")) {
-		*out = chat_req("visibility");
-		json_object_object_add(*out, "visibility", json_object_new_string(
-		    IS("/private") ? "private" : "open"));
-		return 1;
-	}
-	if (IS("/access") || IS("/rooms")) {
-		*out = chat_req(IS("/access") ? "access" : "rooms");
-		return 1;
-	}
-	if (IS("/delete")) {
-		if (!arg) {
-			snprintf(reply, len, "/delete ROOM deletes this room for "
-			    "everyone, for good: its workspace, its history and "
-			    "its agent's transcript.  Type /delete and the "
-			    "room's name to confirm.");
-			return 0;
-		}
-		*out = chat_req("delete");
-		json_object_object_add(*out, "room", json_object_new_string(arg));
-		return 1;
-	}
-#undef IS
-	return -1;
-}
-
-/* See chat_int.h. */
-int
-chat_pairs_command(const char *type, const struct chat_pair *pairs,
-    const char *arg, const char *usage, json_object **out, char *reply,
-    size_t len)
-{
-	char copy[256], *save = NULL, *key, *val;
-	const struct chat_pair *p;
-
-	*out = chat_req(type);
-	if (!arg)
-		return 1;
-	snprintf(copy, sizeof(copy), "%s", arg);
-	for (key = strtok_r(copy, " \t", &save); key;
-	    key = strtok_r(NULL, " \t", &save)) {
-		val = strtok_r(NULL, " \t", &save);
-		for (p = pairs; p->word && strcmp(p->word, key); p++)
-			;
-		if (!val || !p->word) {
-			json_object_put(*out);
-			*out = NULL;
-			snprintf(reply, len, "%s", usage);
-			return 0;
-		}
-		json_object_object_add(*out, p->field,
-		    json_object_new_string(val));
-	}
-	return 1;
-}
-
-/* /limits [memory SIZE] [pids N] [cpus N] as a limits request into out
- * (none: the query).  1, or 0 with the usage in reply. */
-static int
-chat_limits_command(const char *arg, json_object **out, char *reply,
-    size_t len)
-{
-	static const struct chat_pair pairs[] = {
-		{ "memory", "memory" }, { "pids", "pids" }, { "cpus", "cpus" },
-		{ NULL, NULL }
-	};
-
-	return chat_pairs_command("limits", pairs, arg, "usage: /limits shows "
-	    "the room's limits; /limits memory SIZE pids N cpus N lowers them "
-	    "(owner; \"max\" for the operator's)", out, reply, len);
-}
-
-/* /me TEXT (a message the chat shows as "* user TEXT"), /history TEXT
- * (a search of the stored history) and /term, as chat_command answers
- * them; -1 when line is none of them. */
-static int
-chat_text_command(const char *line, size_t wl, const char *arg,
-    json_object **out, char *reply, size_t len)
-{
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/me") || IS("/history")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: %s TEXT", IS("/me") ?
-			    "/me" : "/history");
-			return 0;
-		}
-		*out = chat_req(IS("/me") ? "chat" : "history");
-		json_object_object_add(*out, IS("/me") ? "text" : "match",
-		    json_object_new_string(IS("/me") ? line : arg));
-		if (IS("/history"))
-			json_object_object_add(*out, "limit",
-			    json_object_new_int(CHAT_SEARCH_MAX));
-		return 1;
-	}
-	if (IS("/term"))
-		return 4;
-	if (IS("/mouse")) {
-		if (arg && (!strcmp(arg, "on") || !strcmp(arg, "off")))
-			return strcmp(arg, "on") == 0 ? 5 : 6;
-		snprintf(reply, len, "usage: /mouse on (the wheel scrolls the "
-		    "chat) or /mouse off (the terminal keeps the mouse)");
-		return 0;
-	}
-#undef IS
-	return -1;
-}
-
-/* See chat.h. */
-int
-chat_command(const char *line, const char *waiting, json_object **out,
-    char *reply, size_t len)
-{
-	const char *arg = chat_arg(line), *why;
-	size_t wl = strcspn(line, " ");
-	int r;
-
-	*out = NULL;
-	reply[0] = '\0';
-	if (line[strspn(line, " \t")] == '\0')
-		return 3;
-	if (line[0] == '!') {
-		if (!line[1]) {
-			snprintf(reply, len, "usage: !CMD runs CMD in the workspace");
-			return 0;
-		}
-		*out = chat_req("exec");
-		json_object_object_add(*out, "command", json_object_new_string(line + 1));
-		json_object_object_add(*out, "share", json_object_new_boolean(1));
-		return 1;
-	}
-	/* Only "y", "n" and "n REASON" answer: "yes" and the rest are chat,
-	 * shown as chat, so no answer goes unseen. */
-	if (waiting && (r = tui_approval_answer(line, &why)) >= 0) {
-		*out = chat_answer(waiting, r, why);
-		return 1;
-	}
-	if (line[0] != '/') {
-		*out = chat_req("chat");
-		json_object_object_add(*out, "text", json_object_new_string(line));
-		return 1;
-	}
-#define IS(word) (wl == strlen(word) && strncmp(line, word, wl) == 0)
-	if (IS("/quit") || IS("/exit"))
-		return 2;
-	if (IS("/help")) {
-		snprintf(reply, len, "%s", CHAT_HELP);
-		return 0;
-	}
-	if (IS("/stop") || IS("/who") || IS("/cost")) {
-		*out = chat_req(IS("/stop") ? "stop" : IS("/who") ? "who" :
-		    "usage");
-		return 1;
-	}
-	if ((r = chat_text_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if ((r = chat_attn_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if (IS("/approve") || IS("/deny"))
-		return chat_answer_command(IS("/approve"), arg, waiting, out,
-		    reply, len);
-	if (IS("/policy")) {
-		if (!arg || (strcmp(arg, "deny_all") && strcmp(arg, "allow_list")
-		    && strcmp(arg, "allow_all") && strcmp(arg, "ask"))) {
-			snprintf(reply, len, "usage: /policy deny_all|allow_list|"
-			    "allow_all|ask");
-			return 0;
-		}
-		*out = chat_req("config");
-		json_object_object_add(*out, "approval", json_object_new_string(arg));
-		return 1;
-	}
-	if ((r = chat_access_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if ((r = chat_undo_command(line, wl, arg, out, reply, len)) >= 0)
-		return r;
-	if (IS("/limits"))
-		return chat_limits_command(arg, out, reply, len);
-	if (IS("/caps"))
-		return chat_caps_command(arg, out, reply, len);
-	if (IS("/model")) {
-		if (!arg) {
-			snprintf(reply, len, "usage: /model NAME");
-			return 0;
-		}
-		*out = chat_req("config");
-		json_object_object_add(*out, "model", json_object_new_string(arg));
-		return 1;
-	}
-#undef IS
-	snprintf(reply, len, "unknown command %.*s; /help lists the commands",
-	    (int)(wl > 40 ? 40 : wl), line);
-	return 0;
 }
 
 /* ------------------------------------------------------------- output -- */
@@ -926,12 +624,19 @@ chat_access_text(json_object *o, char *out, size_t len)
 	const char *change = json_get_string(o, "change") ?: "";
 	const char *by = json_get_string(o, "by") ?: "someone";
 	const char *user = json_get_string(o, "user") ?: "?";
-	char members[1024], what[256];
+	char members[1024], what[400];
 
 	chat_members_text(o, members, sizeof(members));
 	if (strcmp(change, "invite") == 0)
 		snprintf(what, sizeof(what), "%s invited %s; ", by, user);
-	else if (strcmp(change, "kick") == 0)
+	else if (strcmp(change, "kick") == 0 && json_get_int(o, "seconds", 0))
+		snprintf(what, sizeof(what), "%s kicked %s (out for %lld "
+		    "minutes%s%.200s); ", by, user,
+		    (json_get_int(o, "seconds", 0) + 59) / 60,
+		    json_get_string(o, "reason") ? ": " : "",
+		    json_get_string(o, "reason") ?: "");
+	else if (strcmp(change, "kick") == 0 || strcmp(change, "remove") == 0)
+		/* A kick stored before kicks were apart was a removal. */
 		snprintf(what, sizeof(what), "%s removed %s; ", by, user);
 	else if (strcmp(change, "visibility") == 0)
 		snprintf(what, sizeof(what), "%s made the room %s; ", by,
@@ -987,8 +692,9 @@ chat_imported_text(json_object *o, char *out, size_t len)
 	}
 	snprintf(out, len, "\xe2\x80\x94 history above was imported from %s%s "
 	    "by %s at %s; who said what in it is as the archive says, not "
-	    "checked \xe2\x80\x94", from, made, json_get_string(o, "user") ?: "?",
-	    at);
+	    "checked%s \xe2\x80\x94", from, made, json_get_string(o, "user") ?:
+	    "?", at, json_get_int(o, "requests", 0) ? "; its model usage "
+	    "there is kept apart from this room's (/cost)" : "");
 }
 
 /* Idle seconds as "active", "idle 5s", "idle 3m", "idle 2h". */
@@ -1104,6 +810,28 @@ chat_config_text(json_object *o, char *out, size_t len)
 		snprintf(out + used, len - used, "nothing new");
 }
 
+/* The room was made just now by this user (its first chat): say that
+ * the SSH user named it, since `ssh HOST` without ROOM@ makes a room
+ * named after the local login.  The owner's event is in the join's
+ * replay, so "just now" is its time: within CHAT_MADE_MS. */
+static void
+chat_made_hint(struct chat *ch, json_object *o)
+{
+	char text[512];
+	long long ms;
+
+	if (strcmp(json_get_string(o, "change") ?: "", "owner") != 0 ||
+	    strcmp(json_get_string(o, "user") ?: "", ch->c->s->user) != 0 ||
+	    tui_time_parse(json_get_string(o, "time"), &ms) < 0 ||
+	    llabs((long long)time(NULL) * 1000 - ms) > CHAT_MADE_MS)
+		return;
+	snprintf(text, sizeof(text), "you own room %s now: the SSH user names "
+	    "the room (ssh -t ROOM@HOST; without ROOM@, ssh sends your local "
+	    "login name); /rooms lists the rooms you may enter, /delete %s "
+	    "deletes this one", ch->c->s->room, ch->c->s->room);
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+}
+
 /* Events about people and settings. */
 static int
 chat_event_room(struct chat *ch, const char *type, json_object *o)
@@ -1143,6 +871,9 @@ chat_event_room(struct chat *ch, const char *type, json_object *o)
 		    u ? json_get_int(u, "output_tokens", 0) : 0);
 	} else if (strcmp(type, "access") == 0) {
 		chat_access_text(o, text, sizeof(text));
+		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+		chat_made_hint(ch, o);
+		return 1;
 	} else if (strcmp(type, "imported") == 0) {
 		chat_imported_text(o, text, sizeof(text));
 	} else if (strcmp(type, "usage") == 0) {
@@ -1400,7 +1131,10 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 	long long seq = json_get_int(o, "seq", 0);
 
 	(void)line; (void)len;
-	if (!type)
+	/* Sent away: the goodbye line is the last thing shown, below the
+	 * cleared bottom, never under the prompt drawn again by an event
+	 * the room sent after it (the announcement of the kick). */
+	if (!type || ch->denied)
 		return;
 
 	if (seq > ch->last_seq)
@@ -1565,27 +1299,18 @@ chat_submit(struct chat *ch, const char *raw)
 		    sizeof(reply));
 	ch->confirm[0] = '\0';         /* a preview is answered once only */
 	free(line);
-	if (r == 0 && !reply[0])
+	switch (r) {
+	case CHAT_ACT_REPLY:		/* /help pages when it does not fit */
+		if (reply[0])
+			chat_print_paged(ch, TUI_STYLE_NOTICE, reply);
 		return;
-
-	if (r == 2) {
-		ch->leaving = 1;
-		return;
+	case CHAT_ACT_QUIT: ch->leaving = 1; return;
+	case CHAT_ACT_TERM: chat_term_enter(ch); return;
+	case CHAT_ACT_MOUSE_ON: chat_mouse(ch, 1); return;
+	case CHAT_ACT_MOUSE_OFF: chat_mouse(ch, 0); return;
+	case CHAT_ACT_SEND: break;
+	default: return;
 	}
-	if (r == 4) {
-		chat_term_enter(ch);
-		return;
-	}
-	if (r == 5 || r == 6) {
-		chat_mouse(ch, r == 5);
-		return;
-	}
-	if (r == 0) {
-		chat_print_paged(ch, TUI_STYLE_NOTICE, reply);
-		return;
-	}
-	if (r != 1)
-		return;
 	if (strcmp(json_get_string(req, "type"), "history") == 0) {
 		if (chat_search_start(ch, req) < 0)
 			chat_print(ch, TUI_STYLE_ERROR, NULL, "the room is not "
@@ -1867,6 +1592,14 @@ chat_free(struct chan *c)
 	free(ch);
 }
 
+/* Ended by the server (room deleted, atriumd stopping): as a denial, so
+ * the message shows below the cleared bottom and no reconnect follows. */
+static void
+chat_ended(struct chan *c, const char *msg)
+{
+	chat_denied(c->kind, msg);
+}
+
 static const struct chan_ops chat_ops = {
 	.name = "chat",
 	.input = chat_input,
@@ -1875,6 +1608,7 @@ static const struct chan_ops chat_ops = {
 	.tick = chat_tick,
 	.resize = chat_resize,
 	.free = chat_free,
+	.end = chat_ended,
 };
 
 /* 1 when the client sent NO_COLOR with a value (no-color.org). */

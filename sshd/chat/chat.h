@@ -17,16 +17,24 @@
 /* Make c a chat channel.  0 or -ENOMEM. */
 int chat_open(struct chan *c);
 
+/* What chat_command asks its caller to do with a line. */
+enum chat_action {
+	CHAT_ACT_REPLY = 0,		/* show reply to the user alone (help, errors) */
+	CHAT_ACT_SEND = 1,		/* send *out (caller puts): a history request
+				 * for /history TEXT, usage for /cost, a chat
+				 * line "/me TEXT" for /me ... */
+	CHAT_ACT_QUIT = 2,		/* /quit */
+	CHAT_ACT_EMPTY = 3,		/* an empty line: nothing */
+	CHAT_ACT_TERM = 4,		/* /term: open the shared terminal */
+	CHAT_ACT_MOUSE_ON = 5,	/* /mouse on */
+	CHAT_ACT_MOUSE_OFF = 6,	/* /mouse off */
+};
+
 /* Turn one input line into a request for the room, or into text for the
- * user alone.  waiting is the id of the newest approval request still
- * waiting for an answer, or NULL: then y, n, /approve and /deny alone
- * answer it.  Returns 1 with *out (caller puts) to send (a history request
- * for /history TEXT, usage for /cost, a chat line "/me TEXT" for /me; for
- * /kill a signal request without id, which the caller completes with the
- * command it stops),
- * 0 with reply set (help, errors), 2 for /quit, 3 for an empty line, 4
- * for /term (the caller opens the shared terminal), 5 for /mouse on, 6
- * for /mouse off.  Pure. */
+ * user alone, with the table of commands (chat_commands.h).  waiting is
+ * the id of the newest approval request still waiting for an answer, or
+ * NULL: then y, n, /approve and /deny alone answer it.  Returns an enum
+ * chat_action.  Pure. */
 int chat_command(const char *line, const char *waiting, json_object **out,
     char *reply, size_t replylen);
 

@@ -103,6 +103,13 @@ chat_cost_text(json_object *o, char *text, size_t len)
 	snprintf(what, sizeof(what), "this month (%s)",
 	    json_get_string(o, "month") ?: "?");
 	chat_cost_period(month, what, text, len, &used);
+	if (json_object_object_get_ex(o, "imported", &today) && today)
+		chat_cost_add(text, len, &used, "\nbefore the import (in the room "
+		    "it came from, not counted here): %lld tokens in, %lld out, "
+		    "%lld request%s", json_get_int(today, "input_tokens", 0),
+		    json_get_int(today, "output_tokens", 0),
+		    json_get_int(today, "requests", 0),
+		    json_get_int(today, "requests", 0) == 1 ? "" : "s");
 	if (cap > 0)
 		chat_cost_add(text, len, &used, "\ncaps: %lld steps per turn, "
 		    "%lld tokens per day", json_get_int(o, "max_steps", 0), cap);

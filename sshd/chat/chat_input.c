@@ -2,7 +2,8 @@
  * chat_input.c: the keys of the chat's line UI (chat_int.h).  Called by
  * chat.c with each key tui_keys.c decoded from a pty client.  The line
  * editor's keys act on tui_editor.h; Up and Down walk tui_history.h; Tab
- * completes (tui_complete.h; a path after "!" is listed by the room,
+ * completes (tui_complete.h, from the table of commands in
+ * chat_commands.h; a path after "!" is listed by the room,
  * whose answer completes the line if it has not changed meanwhile); PgUp
  * and PgDn scroll (chat_scroll.c), End also returns to the live view; a
  * bracketed paste goes into the line whole, its line breaks kept, so
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_commands.h"
 #include "jsonl.h"
 #include "tui_complete.h"
 #include "util.h"
@@ -53,18 +55,31 @@ chat_input_history(struct chat *ch, int up)
 	free(cur);
 }
 
-/* The candidates for a word of kind ('c', '@', 'n'): commands, or the
- * names of the people here (with '@' before them, and @agent). */
+/* The candidates for a word of kind ('c', '@', 'a', 'n'): commands, the
+ * argument of the command line starts with, or the names of the people
+ * here (with '@' before them, and @agent). */
 static int
-chat_input_cands(struct chat *ch, int kind, char names[][TUI_STATUS_NAME
-    + 1], const char **cands)
+chat_input_cands(struct chat *ch, const char *line, int kind,
+    char names[][TUI_STATUS_NAME + 1], const char **cands)
 {
+	const struct chat_cmd *cmd = NULL;
 	int n = 0;
 
 	if (kind == 'c') {
-		while (tui_complete_commands[n] && n < CHAT_MAX_CANDS)
-			cands[n] = tui_complete_commands[n], n++;
+		for (const struct chat_cmd *c = chat_cmds; c->name &&
+		    n < CHAT_MAX_CANDS; c++)
+			cands[n++] = c->name;
 		return n;
+	}
+	if (kind == 'a') {
+		cmd = chat_cmd_find(line, strcspn(line, " "));
+		if (!cmd || cmd->complete == CHAT_ARG_NONE)
+			return 0;
+		for (const char *const *w = cmd->words; w && *w &&
+		    n < CHAT_MAX_CANDS; w++)
+			cands[n++] = *w;
+		if (cmd->complete == CHAT_ARG_WORDS)
+			return n;
 	}
 	if (kind == '@')
 		cands[n++] = "@agent";
@@ -156,7 +171,7 @@ chat_input_complete(struct chat *ch)
 		return;
 	}
 	chat_input_apply(ch, before + start, cands,
-	    chat_input_cands(ch, kind, names, cands));
+	    chat_input_cands(ch, before, kind, names, cands));
 }
 
 /* See chat_int.h. */

@@ -1,6 +1,7 @@
 /*
  * chat_int.h: the chat's state, shared by the files that make up the chat
- * (chat.c: events and output; chat_input.c: keys and the line editor's
+ * (chat.c: events and output; chat_commands.c: the table of commands and
+ * the parsing of a line; chat_input.c: keys and the line editor's
  * commands; chat_scroll.c: what is loaded from the room's stored history:
  * scrollback, /history search, the input history; chat_attn.c: the bell,
  * mentions, /term's news and stopping !commands).  Not for other parts
@@ -143,7 +144,7 @@ struct chat {
 
 /* chat_cost.c: a `usage` event as the lines /cost shows (plain integers),
  * and /caps [steps N] [tokens N] as a caps request into out (1, or 0 with
- * the usage in reply). */
+ * the usage in reply).  chat_pairs_command is chat_commands.c's. */
 void chat_cost_text(json_object *o, char *text, size_t len);
 /* A chat word and the request field it sets. */
 struct chat_pair {

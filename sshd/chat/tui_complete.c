@@ -8,15 +8,6 @@
 
 #include <string.h>
 
-const char *const tui_complete_commands[] = {
-	"/help", "/who", "/me", "/stop", "/approve", "/deny", "/policy",
-	"/model", "/history", "/cost", "/undo", "/redo", "/snapshot",
-	"/snapshots", "/restore", "/term", "/invite", "/kick",
-	"/private", "/public", "/limits", "/access", "/rooms", "/delete",
-	"/kill", "/set",
-	"/quit", NULL,
-};
-
 /* See tui_complete.h. */
 size_t
 tui_complete_word_start(const char *line, size_t cursor)
@@ -37,8 +28,8 @@ tui_complete_kind(const char *line, size_t start)
 		return '@';
 	if (line[0] == '!')
 		return 'p';
-	if (start == 0 && line[0] == '/')
-		return 'c';
+	if (line[0] == '/')
+		return start == 0 ? 'c' : 'a';
 	return 'n';
 }
 

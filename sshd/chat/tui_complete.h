@@ -2,9 +2,11 @@
  * tui_complete.h: Tab completion of the input line.  The word before the
  * cursor is completed from what fits where it stands: the first word of
  * a line that starts with '/' from the chat's commands; a word starting
- * with '@' from "@agent" and "@" + each member's name; the word after
- * /invite or /kick, and any other word, from the members' names.  (Paths
- * after '!' are the room's to list: chat.c asks it.)  Pure: no I/O.
+ * with '@' from "@agent" and "@" + each member's name; a command's
+ * argument from what its entry in the table of commands names
+ * (chat_commands.h: the members' names, or its words); any other word
+ * from the members' names.  (Paths after '!' are the room's to list:
+ * chat.c asks it.)  Pure: no I/O.
  */
 #ifndef ATRIUMD_TUI_COMPLETE_H
 #define ATRIUMD_TUI_COMPLETE_H
@@ -12,9 +14,6 @@
 #include <stddef.h>
 
 #define TUI_COMPLETE_MAX_WORD	256	/* bytes of a word completed */
-
-/* The chat's commands, NULL-terminated: what /help lists. */
-extern const char *const tui_complete_commands[];
 
 /* Where the word before the cursor starts in line[0..cursor) (UTF-8
  * bytes): its offset. */
@@ -29,7 +28,8 @@ int tui_complete_from(const char *word, const char *const *cands, int n,
     char *out, size_t len);
 
 /* Which candidates the word at start in line takes: 'c' commands, '@'
- * mentions, 'n' names, 'p' a workspace path (after '!'). */
+ * mentions, 'a' a command's argument, 'n' names, 'p' a workspace path
+ * (after '!'). */
 int tui_complete_kind(const char *line, size_t start);
 
 #endif

@@ -62,8 +62,8 @@ static const char main_usage[] =
 	"       atriumd status [DATA] | atriumd --version\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
-/* Value of flag i ("--k=v" or "--k v"); --open and --no-limits may stand
- * alone. */
+/* Value of flag i ("--k=v" or "--k v"); --open, --no-limits and
+ * --exec-creates-rooms may stand alone. */
 static const char *
 main_value(int argc, char **argv, int *i, const char *key, char *eqbuf,
     size_t len)
@@ -74,7 +74,8 @@ main_value(int argc, char **argv, int *i, const char *key, char *eqbuf,
 		snprintf(eqbuf, len, "%s", eq + 1);
 		return eqbuf;
 	}
-	if ((strcmp(key, "open") == 0 || strcmp(key, "no-limits") == 0) &&
+	if ((strcmp(key, "open") == 0 || strcmp(key, "no-limits") == 0 ||
+	    strcmp(key, "exec-creates-rooms") == 0) &&
 	    (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0))
 		return "1";
 	if (*i + 1 >= argc)
@@ -200,7 +201,7 @@ main_unpublish_pid(const struct config *c, const struct file_id *made)
  * on, the API keys' file least of all. */
 static const char *const main_net_settings[] = {
 	"data", "open", "max-commands-per-user", "max-startups",
-	"per-source-rate", "per-source-startups",
+	"per-source-rate", "per-source-startups", "exec-creates-rooms",
 };
 #define MAIN_NET_NSETTINGS \
 	(sizeof(main_net_settings) / sizeof(main_net_settings[0]))

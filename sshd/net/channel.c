@@ -157,6 +157,22 @@ chan_refuse(struct chan *c, const char *fmt, ...)
 	chan_exit(c, 1, NULL);
 }
 
+/* See session.h. */
+void
+chan_end(struct chan *c, const char *msg)
+{
+	/* An exit already asked for but not sent (a command the stop just
+	 * killed) still gets the reason before it. */
+	if (!c->ops || c->ended || c->finished || c->closing)
+		return;
+	c->ended = 1;
+	if (c->ops->end)
+		c->ops->end(c, msg);
+	else
+		chan_refuse(c, "%s", msg);
+	chan_wake_soon(c);	/* the tick sends it, then the exit */
+}
+
 /* Poll the room each tick until it is ready or failed. */
 void
 chan_wait_room(struct chan *c)

@@ -112,8 +112,7 @@ monitor_ask_lost(struct server *srv, int r)
 	if (srv->stopping)
 		return;
 	log_error("the monitor does not answer (%s); stopping", strerror(-r));
-	srv->stopping = 1;
-	srv->exit_code = 1;
+	server_begin_stop(srv, 1);
 }
 
 /* mon_fd is readable while a request answered later waits. */
@@ -458,8 +457,7 @@ monitor_ask_event(struct watch *w, int revents)
 		if (!srv->stopping)
 			log_error("the monitor is gone (%s); stopping",
 			    strerror(-r));
-		srv->stopping = 1;
-		srv->exit_code = 1;
+		server_begin_stop(srv, 1);
 		return;
 	}
 	type = json_get_string(ev, "type");

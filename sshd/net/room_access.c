@@ -19,10 +19,12 @@
  * the session it asks for is.  The room's name is the only thing the
  * client chooses, and it only says which room is asked about.
  *
- * A room that does not exist yet is created by its first use; a key with
- * rooms="PATTERNS" may create only rooms whose name matches (the
- * monitor's may_create), so such a use is refused here before anything
- * is made.  The creator becomes the
+ * A room that does not exist yet is created by its first use in the chat
+ * (or an atrium-import; any use with --exec-creates-rooms): a command,
+ * sftp or the atrium subsystem naming it is refused with how to name a
+ * room.  A key with rooms="PATTERNS" may create only rooms whose name
+ * matches (the monitor's may_create), so such a use is refused here
+ * before anything is made.  The creator becomes the
  * owner when its agent gets the first hello (may_create, which the
  * monitor writes).
  *
@@ -68,8 +70,26 @@ room_access_admit_new(struct chan *c, const struct monitor_access *a,
 {
 	struct session *s = c->s;
 
-	if (a->may_create)
+	if (a->may_create && (strcmp(what, "chat") == 0 ||
+	    strcmp(what, "import") == 0 || s->srv->cfg->exec_creates_rooms))
 		return 1;
+	if (a->may_create) {
+		/* Only the chat (and an import) makes a room: a command, sftp
+		 * or a program naming a room that is not there is more often
+		 * a mistake (a typo, or no ROOM@ at all, for which OpenSSH
+		 * sends the local login name) than a wish for a new empty
+		 * room.  --exec-creates-rooms brings back the old way. */
+		log_info("session %lu: %s refused %s in room '%s': it does not "
+		    "exist, and only the chat creates a room", s->num,
+		    s->user, what, s->room);
+		chan_refuse(c, "atrium: there is no room '%s'.  The SSH user "
+		    "names the room: ssh -p PORT ROOM@HOST COMMAND (without "
+		    "ROOM@, ssh sends your local login name).  ssh -s -p PORT "
+		    "HOST rooms lists the rooms you may enter; ssh -t -p PORT "
+		    "NEWROOM@HOST opens a new room's chat, which creates it.",
+		    s->room);
+		return 0;
+	}
 	log_info("session %lu: %s refused %s in room '%s': it does not exist "
 	    "and the key may create only rooms=\"%s\"", s->num, s->user, what,
 	    s->room, s->opts.rooms ? s->opts.rooms : "");

@@ -18,6 +18,10 @@
  * list (admission counts it) but in_kex, and only the thread touches it.
  * Signals are blocked and read from the signalfd, so no handler runs
  * inside libssh (nor on a handshake thread: they inherit the mask).
+ * SIGTERM (or the monitor gone) stops in two steps: every channel is told
+ * why it ends (chan_end: SERVER_STOP_MSG), and the loop goes on until the
+ * clients have left or SERVER_STOP_GRACE_MS passed; then every session
+ * is closed.
  */
 #include "server.h"
 
@@ -73,9 +77,43 @@ server_end_room(struct server *srv, const char *room, const char *msg)
 		if (!s->authed || strcmp(s->room, room) != 0)
 			continue;
 		for (struct chan *c = s->chans; c; c = c->next)
-			if (c->ops && !c->finish && !c->closing)
-				chan_refuse(c, "%s", msg);
+			chan_end(c, msg);
 	}
+}
+
+/* Stopping: tell every channel that is not ending yet (one opened since
+ * the last turn too).  1 while a session is still open: its client
+ * leaves once its channels closed, and a disconnect sent before that
+ * could arrive with the goodbye still unwritten by the client (OpenSSH's
+ * client exits at a disconnect without writing what it holds). */
+static int
+server_stop_channels(struct server *srv)
+{
+	int open = 0;
+
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (!s->authed || s->dead)
+			continue;
+		for (struct chan *c = s->chans; c; c = c->next)
+			chan_end(c, SERVER_STOP_MSG);
+		open = 1;
+	}
+	return open;
+}
+
+/* Begin stopping (once): no new connection; every channel is told why
+ * it ends, and the loop goes on until their clients have left or
+ * SERVER_STOP_GRACE_MS passed. */
+void
+server_begin_stop(struct server *srv, int exit_code)
+{
+	if (srv->stopping)
+		return;
+	srv->stopping = 1;
+	srv->exit_code = exit_code;
+	srv->stop_by_ms = time_mono_ms() + SERVER_STOP_GRACE_MS;
+	loop_del(&srv->listen_w);
+	loop_wake_at(&srv->loop, srv->stop_by_ms);
 }
 
 /* Connections not yet authenticated: all, and those from source. */
@@ -329,7 +367,7 @@ server_signal_cb(struct watch *w, int revents)
 		    !srv->stopping) {
 			log_info("signal %u: stopping every session",
 			    si.ssi_signo);
-			srv->stopping = 1;
+			server_begin_stop(srv, 0);
 		}
 	}
 }
@@ -486,7 +524,15 @@ server_turn(struct server *srv)
 static void
 server_stop(struct server *srv)
 {
+	long long until = time_mono_ms() + SERVER_STOP_FLUSH_MS, left;
+
 	loop_del(&srv->listen_w);
+	/* What libssh still holds for a socket (the goodbye, the exit) goes
+	 * before the disconnect, within one bound for all sessions. */
+	for (struct session *s = srv->sessions; s; s = s->next)
+		if (s->authed && !s->dead && !s->in_kex &&
+		    (left = until - time_mono_ms()) > 0)
+			ssh_blocking_flush(s->ssh, (int)left);
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->dead = 1;
 	server_turn(srv);
@@ -497,7 +543,8 @@ server_stop(struct server *srv)
 int
 server_run(struct server *srv)
 {
-	while (!srv->stopping) {
+	while (!srv->stopping || (server_stop_channels(srv) &&
+	    time_mono_ms() < srv->stop_by_ms)) {
 		int r = ssh_event_dopoll(srv->loop.event,
 		    loop_timeout(&srv->loop));
 

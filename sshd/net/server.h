@@ -53,7 +53,9 @@ struct server {
 	struct session *sessions;	/* every live session */
 	size_t nsessions;
 	unsigned long next_id;		/* for exec ids and session numbers */
-	int stopping;			/* SIGTERM/SIGINT seen */
+	int stopping;			/* SIGTERM/SIGINT seen, or the monitor
+					 * gone: server_begin_stop */
+	long long stop_by_ms;		/* stopping: the loop ends by then */
 	long long accept_resume_ms;	/* listener paused until then; 0: not */
 	long long trim_ms;		/* free heap last given back */
 	int mon_fd;			/* request socket (privsep.h), the
@@ -86,6 +88,17 @@ int server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
  * accept connections, ask on mon_fd, read events on ev_fd.  0 or -errno
  * (logged). */
 int server_init_network(struct server *srv, int mon_fd, int ev_fd);
+
+/* What each session's channels show when atriumd stops. */
+#define SERVER_STOP_MSG	"atrium: the server is restarting or shutting " \
+			"down; connect again in a moment"
+#define SERVER_STOP_GRACE_MS	1000	/* to send SERVER_STOP_MSG */
+#define SERVER_STOP_FLUSH_MS	500	/* then for libssh to write it */
+
+/* Begin stopping (SIGTERM, or the monitor gone), once: every channel ends
+ * with SERVER_STOP_MSG (chan_end), server_run returns once they sent it
+ * or after SERVER_STOP_GRACE_MS, with exit_code. */
+void server_begin_stop(struct server *srv, int exit_code);
 
 /* Serve until SIGTERM/SIGINT (or until the monitor is gone: its death
  * signal, privdrop.h), then close every session.  The process's exit

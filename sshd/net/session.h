@@ -73,6 +73,10 @@ struct chan_ops {
 	void (*signal)(struct chan *c, const char *sig);
 	/* The channel is going: release the kind's state (outside callbacks). */
 	void (*free)(struct chan *c);
+	/* Ended by the server (the room deleted, atriumd stopping): show msg
+	 * and exit with status 1 as the kind must (the chat clears its
+	 * screen's bottom first).  NULL: chan_refuse. */
+	void (*end)(struct chan *c, const char *msg);
 };
 
 struct chan {
@@ -97,6 +101,7 @@ struct chan {
 	int exit_code;			/* with finish, when exit_signal[0] == 0 */
 	char exit_signal[16];		/* "KILL"... with finish */
 	int finished;			/* exit sent, EOF and close sent */
+	int ended;			/* chan_end told it why it ends */
 	int closing;			/* reap at the next tick */
 	int vetted;			/* the client's packet size was checked */
 	struct agentlink *link;		/* the kind's link to the agent, once
@@ -184,6 +189,11 @@ void chan_exit(struct chan *c, int code, const char *sig);
 /* Tell the client why on stderr and exit with status 1. */
 void chan_refuse(struct chan *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Ended by the server: msg through the kind's end, or chan_refuse
+ * (once; also when an exit waits to be sent).  Nothing when c has no
+ * kind yet or its exit was sent. */
+void chan_end(struct chan *c, const char *msg);
 
 /* Ask for the room (s->room): ops->start is called when it is ready, or
  * the channel is refused when it cannot start. */

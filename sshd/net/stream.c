@@ -511,6 +511,9 @@ stream_tick(struct chan *c)
 		chan_wake_soon(c);	/* the linger is polled */
 		return;
 	}
+	/* Killed by the stop (the room stops with atriumd): say so. */
+	if (c->s->srv->stopping)
+		chan_end(c, SERVER_STOP_MSG);
 	chan_exit(c, st->code, st->sig[0] ? st->sig : NULL);
 }
 

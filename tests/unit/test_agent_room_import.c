@@ -371,7 +371,47 @@ test_import_mark_without_origin(void)
 	CHECK_INT(room_import_db(path, "dave"), 0);
 	events_of(got, sizeof(got));
 	CHECK(strstr(got, "imported:{\"type\":\"imported\",\"user\":\"dave\","
-	    "\"events\":0,\"dropped\":0,\"seq\":1,") == got);
+	    "\"events\":0,\"dropped\":0,\"input_tokens\":0,\"output_tokens\":0,"
+	    "\"requests\":0,\"seq\":1,") == got);
+}
+
+/* The archive's model usage is the old room's: it leaves the tables that
+ * count the new room's own, for one total kept apart (with what an
+ * earlier import kept), also in the mark; a stranger's negative count
+ * counts nothing. */
+static void
+test_import_keeps_usage_apart(void)
+{
+	struct room_db *db;
+	long long in = -1, out = -1;
+	char got[2048], kept[64];
+
+	make_room();
+	poke("INSERT INTO usage VALUES ('2026-12-01', 'm1', 100, 10, 2);"
+	    " INSERT INTO usage VALUES ('2026-12-02', 'm2', 50, 5, 1);"
+	    " INSERT INTO usage_users VALUES ('2026-12-01', 'alice', 'm1', 100,"
+	    " 10, 2);"
+	    " INSERT INTO meta VALUES ('imported_usage', '1000 100 7')");
+	CHECK_INT(room_import_db(path, "dave"), 0);
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_meta_get(db, "imported_usage", kept, sizeof(kept)),
+	    1);
+	CHECK_STR(kept, "1150 115 10");
+	CHECK_INT(room_db_usage_today(db, &in, &out), 0);
+	CHECK(in == 0 && out == 0);
+	room_db_close(db);
+	events_of(got, sizeof(got));
+	CHECK(strstr(got, "\"input_tokens\":1150,\"output_tokens\":115,"
+	    "\"requests\":10,") != NULL);
+	make_room();
+	poke("INSERT INTO usage VALUES ('2026-12-01', 'm1', -100, 10, 2);"
+	    " INSERT INTO meta VALUES ('imported_usage', 'lots')");
+	CHECK_INT(room_import_db(path, "dave"), 0);
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_meta_get(db, "imported_usage", kept, sizeof(kept)),
+	    1);
+	CHECK_STR(kept, "0 0 0");
+	room_db_close(db);
 }
 
 /* The json of transcript row id (a new string), or NULL. */
@@ -500,6 +540,7 @@ main(void)
 	TEST(test_rows);
 	TEST(test_import_rebuilds_and_marks_history);
 	TEST(test_import_mark_without_origin);
+	TEST(test_import_keeps_usage_apart);
 	TEST(test_transcript_rebuilt);
 	TEST(test_transcript_refusals);
 	unlink(path);

@@ -15,6 +15,7 @@
 #include "unit.h"
 #include "jsonl.h"
 #include "../../sshd/chat/chat.h"
+#include "../../sshd/chat/chat_commands.h"
 #include "../../sshd/chat/chat_int.h"
 #include "../../sshd/chat/tui_draw.h"
 #include "../../sshd/chat/tui_editor.h"
@@ -170,7 +171,7 @@ static void
 test_chat_commands(void)
 {
 	json_object *o;
-	char reply[2048];
+	char reply[4096];
 
 	CHECK_INT(chat_command("hello @agent", NULL, &o, reply, sizeof(reply)), 1);
 	CHECK_STR(json_get_string(o, "type"), "chat");
@@ -286,6 +287,46 @@ test_chat_commands(void)
 		e = strchr(l, '\n') ?: l + strlen(l);
 		CHECK(e - l <= 78 || strncmp(l, "keys:", 5) == 0);
 	}
+	/* Every command of the table has its line in /help, and parses. */
+	for (const struct chat_cmd *c = chat_cmds; c->name; c++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "\n  %s%s", c->name, c->args ?
+		    " " : "");
+		CHECK(c->name[0] == '/' && c->help && c->parse);
+		CHECK(strstr(reply, want) != NULL);
+		CHECK(chat_cmd_find(c->name, strlen(c->name)) == c);
+	}
+	for (const struct chat_cmd *c = chat_cmds; c->name; c++) {
+		char r2[4096];
+
+		CHECK(chat_command(c->name, NULL, &o, r2, sizeof(r2)) >= 0);
+		if (o)
+			json_object_put(o);
+	}
+	CHECK(strstr(reply, "/kick USER") && strstr(reply, "/remove USER"));
+	CHECK_INT(chat_command("/exit", NULL, &o, reply, sizeof(reply)), 2);
+	CHECK_INT(chat_command("/kick bob", NULL, &o, reply, sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "type"), "kick");
+	CHECK_STR(json_get_string(o, "user"), "bob");
+	json_object_put(o);
+	CHECK_INT(chat_command("/remove bob", NULL, &o, reply, sizeof(reply)),
+	    1);
+	CHECK_STR(json_get_string(o, "type"), "remove");
+	json_object_put(o);
+	CHECK_INT(chat_command("/kick bob  shouting, again", NULL, &o, reply,
+	    sizeof(reply)), 1);
+	CHECK_STR(json_get_string(o, "user"), "bob");
+	CHECK_STR(json_get_string(o, "reason"), "shouting, again");
+	json_object_put(o);
+	CHECK_INT(chat_command("/kick", NULL, &o, reply, sizeof(reply)), 0);
+	CHECK_STR(reply, "usage: /kick USER [REASON]");
+	CHECK_INT(chat_command("/remove bob carol", NULL, &o, reply,
+	    sizeof(reply)), 0);
+	CHECK_STR(reply, "usage: /remove USER");
+	CHECK_INT(chat_command("/policy maybe", NULL, &o, reply, sizeof(reply)),
+	    0);
+	CHECK(strstr(reply, "allow_list") != NULL);
 	CHECK_INT(chat_command("/frob x", NULL, &o, reply, sizeof(reply)), 0);
 	CHECK(strstr(reply, "unknown command /frob") != NULL);
 	CHECK(strstr(reply, "/help") != NULL);
@@ -689,8 +730,12 @@ test_complete(void)
 	char out[64];
 
 	/* A command: the one that fits, and a space after it. */
-	CHECK_INT(tui_complete_from("/hi", tui_complete_commands, 20, out,
-	    sizeof(out)), 1);
+	const char *cmds[64];
+	int ncmds = 0;
+
+	for (const struct chat_cmd *c = chat_cmds; c->name && ncmds < 64; c++)
+		cmds[ncmds++] = c->name;
+	CHECK_INT(tui_complete_from("/hi", cmds, ncmds, out, sizeof(out)), 1);
 	CHECK_STR(out, "story ");
 	/* Several: their common part, and the caller lists them. */
 	CHECK_INT(tui_complete_from("@al", names, 4, out, sizeof(out)), 2);
@@ -701,13 +746,17 @@ test_complete(void)
 	CHECK_INT(tui_complete_from("@z", names, 4, out, sizeof(out)), 0);
 	/* What the word before the cursor takes. */
 	CHECK_INT(tui_complete_word_start("/kick bo", 8), 6);
-	CHECK_INT(tui_complete_kind("/kick bo", 6), 'n');
+	CHECK_INT(tui_complete_kind("/kick bo", 6), 'a');
+	CHECK_INT(tui_complete_kind("hi bo", 3), 'n');
 	CHECK_INT(tui_complete_kind("/ki", 0), 'c');
 	CHECK_INT(tui_complete_kind("hi @ag", 3), '@');
 	CHECK_INT(tui_complete_kind("!cat sr", 5), 'p');
-	/* Every command /help lists completes. */
-	for (int i = 0; tui_complete_commands[i]; i++)
-		CHECK(tui_complete_commands[i][0] == '/');
+	/* The commands that had drifted out of completion are in it. */
+	CHECK_INT(tui_complete_from("/ca", cmds, ncmds, out, sizeof(out)), 1);
+	CHECK_STR(out, "ps ");
+	CHECK_INT(tui_complete_from("/mo", cmds, ncmds, out, sizeof(out)), 2);
+	CHECK_INT(tui_complete_from("/mou", cmds, ncmds, out, sizeof(out)), 1);
+	CHECK_STR(out, "se ");
 }
 
 /* An event from JSON text, for the status line. */
