@@ -77,7 +77,7 @@ room_access_members(const struct access_list *l)
 	return arr;
 }
 
-/* The words /history finds a change by ("alice removed bob (kick)"), into
+/* The words /history finds a change by ("alice kicked bob (kick)"), into
  * out (len); "" for a change without them. */
 static void
 room_access_change_text(const struct access_list *l, const char *change,
@@ -89,7 +89,9 @@ room_access_change_text(const struct access_list *l, const char *change,
 	if (strcmp(change, "invite") == 0)
 		snprintf(out, len, "%s invited %s (invite)", by, user);
 	else if (strcmp(change, "kick") == 0)
-		snprintf(out, len, "%s removed %s (kick)", by, user);
+		snprintf(out, len, "%s kicked %s (kick)", by, user);
+	else if (strcmp(change, "remove") == 0)
+		snprintf(out, len, "%s removed %s (remove)", by, user);
 	else if (strcmp(change, "visibility") == 0)
 		snprintf(out, len, "%s made the room %s", by,
 		    access_visibility_name(l->visibility));

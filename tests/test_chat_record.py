@@ -207,8 +207,8 @@ def test_blocks_restores_and_kicks_replay_and_are_found(srv, tmux, cols,
     tmux.open("b", srv, "rk", "bob", cols=cols, rows=rows)
     tmux.wait("a", "bob joined")
     tmux.keys("a", "/kick bob", "Enter")
-    tmux.wait("a", "alice removed bob")
-    live = record(tmux, "a", "alice $ sleep 0.3", "alice removed bob")
+    tmux.wait("a", "alice kicked bob")
+    live = record(tmux, "a", "alice $ sleep 0.3", "alice kicked bob")
     took = [r for r in live if "exit 0 after" in r]
     assert len(took) == 1 and float(re.search(
         r"after (\d+\.\d+) s", took[0]).group(1)) >= 0.3, live
@@ -217,11 +217,11 @@ def test_blocks_restores_and_kicks_replay_and_are_found(srv, tmux, cols,
     # The restore's preview was alice's alone, as she typed it: not part
     # of the room's record.
     tmux.open("c", srv, "rk", "alice", cols=cols, rows=rows)
-    tmux.wait("c", "alice removed bob")
-    assert record(tmux, "c", "alice $ sleep 0.3", "alice removed bob") == \
+    tmux.wait("c", "alice kicked bob")
+    assert record(tmux, "c", "alice $ sleep 0.3", "alice kicked bob") == \
         [r for r in without_preview(live) if "bob joined" not in r]
     for word, line in (("restored", "alice restored the workspace to "
-                        "snapshot keep-1"), ("kick", "alice removed bob")):
+                        "snapshot keep-1"), ("kick", "alice kicked bob")):
         tmux.keys("c", "/history " + word, "Enter")
         screen = tmux.wait("c", "hold \"%s\"" % word)
         assert line in screen.split("/history " + word)[-1], screen
