@@ -30,6 +30,18 @@ struct mcp;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
+/* What a model server's refusals taught of its model (context.c:
+ * context_learn_refusal), for the provider and model it was learned of:
+ * another model starts from nothing again.  Kept in memory only: a
+ * restarted agent learns it from the next refusal. */
+struct model_fit {
+	char provider[16];
+	char model[128];
+	long window;			/* the server's window, tokens; 0 */
+	long scale_pm;			/* the server's tokens per 1000 of the
+					 * agent's estimate (>= 1000), or 0 */
+};
+
 struct agent {
 	struct config cfg;		/* settings from the command line */
 	char room[80];			/* the room's name (basename of room_dir) */
@@ -56,6 +68,7 @@ struct agent {
 	char provider[16];
 	char model[128];
 	char approval[16];
+	struct model_fit fit;		/* learned from refusals */
 	json_object *allow_list;	/* array of strings */
 	json_object *config_skills;	/* the room's config skills (skills.h),
 					 * from room.db */
