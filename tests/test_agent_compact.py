@@ -427,3 +427,24 @@ def test_refusal_shows_the_servers_words_and_figures(room, model, flavour):
     assert "41705" in err and "32768" in err
     assert "context-window" not in err and "128000" not in err
     assert "200000" not in err
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_max_tokens_never_asks_past_the_window(room, model, provider):
+    """A configured answer larger than the window's room: each request asks
+    for what the window leaves after its input, less the margin, and the
+    turns go on (summarised as they grow) instead of every request looking
+    too big."""
+    start(room, model, provider, "--context-window", "6000",
+          "--max-tokens", "8192")
+    c = room.connect()
+    for n in range(1, 7):
+        assert turn(c, model, n)[-1]["stop_reason"] == "end_turn"
+    assert any(map(is_summary, model.requests))
+    for req in model.requests:
+        body = req["body"]
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        least_input = len(json.dumps(body["messages"],
+                                     separators=(",", ":"))) // 4
+        assert 256 <= asked <= 6000 - 6000 // 50 - least_input, (
+            asked, least_input)
