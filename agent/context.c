@@ -8,6 +8,11 @@
  * through the summary.  They are kept between steps in the turn's
  * context_rows (its rule is in context.h): a step reads only the rows
  * added since the last.  Nothing here writes room.db.
+ *
+ * The window and the estimate are the configured (or usual) ones until a
+ * server's refusal says better (context_learn_refusal): then the window it
+ * named and its tokenizer's count per byte, kept in struct agent's fit for
+ * the room's provider and model.
  */
 #include "context.h"
 

@@ -3,7 +3,9 @@
  * system prompt, the tools, the latest summary and the transcript rows after
  * its cut, the token estimate, and whether a summary step must come first.
  * Loaded from room.db before every step, so a resumed turn decides exactly
- * as the crashed one did; the transcript rows themselves are kept between
+ * as the crashed one did (but for what a server's refusal taught of its
+ * window, which lives in memory: agent.h's struct model_fit); the
+ * transcript rows themselves are kept between
  * a turn's steps (struct context_rows), and only the rows added since are
  * read and parsed; so is their wire form (provider.h: struct
  * provider_cache), and only the messages added since are serialised.
