@@ -27,6 +27,7 @@ struct exec;
 struct term;
 struct dirworker;
 struct mcp;
+struct model_window;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
 
@@ -40,6 +41,8 @@ struct model_fit {
 	long window;			/* the server's window, tokens; 0 */
 	long scale_pm;			/* the server's tokens per 1000 of the
 					 * agent's estimate (>= 1000), or 0 */
+	int asked;			/* its server was asked its window
+					 * (model_window.h) */
 };
 
 struct agent {
@@ -68,7 +71,10 @@ struct agent {
 	char provider[16];
 	char model[128];
 	char approval[16];
-	struct model_fit fit;		/* learned from refusals */
+	struct model_fit fit;		/* learned from refusals and from
+					 * what the server says */
+	struct model_window *window_ask;	/* that question in flight, or
+					 * NULL (model_window.c) */
 	json_object *allow_list;	/* array of strings */
 	json_object *config_skills;	/* the room's config skills (skills.h),
 					 * from room.db */

@@ -48,6 +48,12 @@ int http_start(struct http *h, struct provider_http *req,
     int connect_s, int idle_s, const struct http_cbs *cbs,
     struct http_call **out);
 
+/* Start a GET of req's url with its headers (req->body is not used):
+ * what a server says about itself.  As http_start otherwise. */
+int http_get(struct http *h, const struct provider_http *req,
+    int connect_s, int idle_s, const struct http_cbs *cbs,
+    struct http_call **out);
+
 /* Drop a call in flight; its done callback never comes. */
 void http_cancel(struct http_call *c);
 

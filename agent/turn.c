@@ -85,6 +85,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
 #include "room.h"
@@ -1700,6 +1701,7 @@ turn_prompt(struct agent *a, const char *user, const char *text)
 
 	if (r < 0)
 		return r;
+	model_window_ask(a);	/* in the background, once per model */
 	if (a->turn) {
 		room_notice(a, "%s's prompt is queued: the agent is busy with "
 		    "%s's turn; it runs after that (%d waiting)", user,

@@ -47,7 +47,11 @@ by its own tokenizer (a token per bytes_per_token bytes of the request
 body): a request that does not fit is refused as the server named by
 flavour refuses it (context_refusal: llamacpp, vllm, openai, anthropic),
 before any scripted step is taken, and the usage it reports is its own
-count.  Ollama is not among them: its OpenAI endpoint cuts an overlong
+count.  With report="vllm" it also says its window as vLLM does, in GET
+/v1/models (max_model_len); with report="llamacpp" as llama.cpp's
+llama-server does: GET /v1/models names only the model's training window
+(meta.n_ctx_train), GET /props the window it serves
+(default_generation_settings.n_ctx).  srv.gets lists the paths asked.  Ollama is not among them: its OpenAI endpoint cuts an overlong
 prompt silently (from the front, keeping about half its num_ctx) and
 answers 200.
 
@@ -613,6 +617,18 @@ class _Handler(BaseHTTPRequestHandler):
         step = owner._next_step() or default_reply(api, body)
         self._serve_step(api, body, step)
 
+    def do_GET(self):
+        owner = self.server.owner
+        path = self.path.split("?")[0]
+        body = owner.self_report(path)
+        if body is None:
+            self._send_json(404, openai_error_body(404))
+        else:
+            self._send_json(200, body)
+        with owner._lock:   # once answered: a test waits for it
+            owner.gets.append(path)
+            owner._lock.notify_all()
+
     def _window_refuses(self, body):
         """Refuse a request past the server's window (ModelServer window=);
         True when it did."""
@@ -765,7 +781,7 @@ class ModelServer:
 
     def __init__(self, api_key=None, variant=None, port=0, host="127.0.0.1",
                  verbose=False, window=0, flavour="llamacpp",
-                 bytes_per_token=4):
+                 bytes_per_token=4, report=None):
         if variant not in (None, "ollama", "workers"):
             raise ValueError("variant must be None, 'ollama' or 'workers'")
         if flavour not in CONTEXT_FLAVOURS:
@@ -776,6 +792,8 @@ class ModelServer:
         self.flavour = flavour
         self.bytes_per_token = bytes_per_token
         self.refused = []   # (prompt, max_tokens) of each window refusal
+        self.report = report
+        self.gets = []      # paths of GET requests
         self.verbose = verbose
         self.requests = []
         self.sent = []      # (time.monotonic(), event bytes) once flushed
@@ -844,6 +862,39 @@ class ModelServer:
                 self._lock.wait(left)
             return list(self.requests)
 
+    def self_report(self, path):
+        """What GET path answers about the model (report=), or None."""
+        if self.report == "vllm" and path == "/v1/models":
+            return {"object": "list", "data": [{
+                "id": "test-model", "object": "model", "created": 1765000000,
+                "owned_by": "vllm", "root": "test-model", "parent": None,
+                "max_model_len": self.window, "permission": [{
+                    "id": "modelperm-" + _rand(32),
+                    "object": "model_permission", "created": 1765000000,
+                    "allow_create_engine": False, "allow_sampling": True,
+                    "allow_logprobs": True, "allow_search_indices": False,
+                    "allow_view": True, "allow_fine_tuning": False,
+                    "organization": "*", "group": None,
+                    "is_blocking": False}]}]}
+        if self.report == "llamacpp" and path == "/v1/models":
+            return {"models": [{"name": "test-model", "model": "test-model",
+                                "type": "model", "capabilities": ["completion"]}],
+                    "object": "list", "data": [{
+                        "id": "test-model", "object": "model",
+                        "created": 1765000000, "owned_by": "llamacpp",
+                        "meta": {"vocab_type": 2, "n_vocab": 151936,
+                                 "n_ctx_train": 262144, "n_embd": 2048,
+                                 "n_params": 30532122624,
+                                 "size": 17659361280}}]}
+        if self.report == "llamacpp" and path == "/props":
+            return {"default_generation_settings": {
+                        "id": 0, "id_task": -1, "n_ctx": self.window,
+                        "speculative": False, "is_processing": False},
+                    "total_slots": 1, "model_path": "/models/test-model.gguf",
+                    "modalities": {"vision": False, "audio": False},
+                    "build_info": "b6000-0000000"}
+        return None
+
     def count_tokens(self, body):
         """The input tokens of a request body by this server's tokenizer:
         its messages, system prompt and tools."""
@@ -852,6 +903,18 @@ class ModelServer:
         size = len(json.dumps([body.get("system"), body.get("messages"),
                                body.get("tools")]))
         return -(-size // self.bytes_per_token)
+
+    def wait_gets(self, n, timeout=10.0):
+        """Wait until n GET requests were answered; their paths."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while len(self.gets) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("model server: %d GET(s), wanted %d"
+                                         % (len(self.gets), n))
+                self._lock.wait(left)
+            return list(self.gets)
 
     def _record(self, path, headers, body):
         with self._lock:

@@ -448,3 +448,35 @@ def test_max_tokens_never_asks_past_the_window(room, model, provider):
                                      separators=(",", ":"))) // 4
         assert 256 <= asked <= 6000 - 6000 // 50 - least_input, (
             asked, least_input)
+
+
+@pytest.mark.parametrize("report", ["vllm", "llamacpp"])
+def test_server_window_from_what_it_says_of_itself(room, report):
+    """A server that says its window (vLLM's /v1/models max_model_len,
+    llama.cpp's /props n_ctx): the agent asks it once as it starts,
+    compacts to that window and is never refused, though it assumed 128000
+    tokens."""
+    model = SummaryServer(window=WINDOW, flavour=report, report=report)
+    model.start()
+    try:
+        start(room, model, "openai", "--max-tokens", "8192")
+        asked = ["/v1/models"] if report == "vllm" else ["/v1/models",
+                                                          "/props"]
+        assert model.wait_gets(len(asked)) == asked
+        c = room.connect()
+        seen = []
+        for n in range(1, 16):
+            seen += turn(c, model, n)
+            assert seen[-1]["stop_reason"] == "end_turn", seen
+            if any(e["type"] == "compaction" for e in seen):
+                break
+        assert model.refused == []
+        comps = [e for e in seen if e["type"] == "compaction"]
+        assert comps and comps[0]["context_window"] == WINDOW
+        assert model.gets == asked      # once
+        bad = [(i, model.count_tokens(r["body"]), r["body"].get("max_tokens"))
+               for i, r in enumerate(model.requests)
+               if r["body"] is not None and not fits(model, r)]
+        assert not bad, bad
+    finally:
+        model.stop()

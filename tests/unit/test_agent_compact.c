@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../agent/compact.h"
+#include "../../agent/model_window.h"
 #include "../../agent/room_db.h"
 #include "unit.h"
 
@@ -411,6 +412,34 @@ test_refusal_figures(void)
 	    "exceed context limit: 1 + 2 > 3"), 1);
 }
 
+/* What a server says of its window: vLLM's /v1/models, llama.cpp's
+ * /props (its /v1/models names only the training window). */
+static void
+test_server_reported_window(void)
+{
+	json_object *vllm = json_tokener_parse("{\"object\":\"list\",\"data\":"
+	    "[{\"id\":\"other\",\"max_model_len\":4096},{\"id\":\"qwen\","
+	    "\"object\":\"model\",\"owned_by\":\"vllm\",\"max_model_len\":"
+	    "32768}]}");
+	json_object *one = json_tokener_parse("{\"data\":[{\"id\":\"x\","
+	    "\"max_model_len\":8192}]}");
+	json_object *llama = json_tokener_parse("{\"object\":\"list\",\"data\":"
+	    "[{\"id\":\"qwen\",\"meta\":{\"n_ctx_train\":262144}}]}");
+	json_object *props = json_tokener_parse("{\"default_generation_settings"
+	    "\":{\"id\":0,\"n_ctx\":32768},\"total_slots\":1}");
+
+	CHECK_INT(model_window_from_models(vllm, "qwen"), 32768);
+	CHECK_INT(model_window_from_models(vllm, "absent"), 0);
+	CHECK_INT(model_window_from_models(one, "qwen"), 8192);
+	CHECK_INT(model_window_from_models(llama, "qwen"), 0);
+	CHECK_INT(model_window_from_props(props), 32768);
+	CHECK_INT(model_window_from_props(llama), 0);
+	json_object_put(vllm);
+	json_object_put(one);
+	json_object_put(llama);
+	json_object_put(props);
+}
+
 /* An answer asks for what the window leaves, less a fiftieth. */
 static void
 test_answer_tokens(void)
@@ -543,6 +572,7 @@ main(void)
 	TEST(test_too_long);
 	TEST(test_refusal_figures);
 	TEST(test_answer_tokens);
+	TEST(test_server_reported_window);
 	TEST(test_db_summary_rows);
 	TEST(test_db_migration_1_to_2);
 	{
