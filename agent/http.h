@@ -1,6 +1,7 @@
 /*
  * http.h: model requests over libcurl's multi interface, driven by the
- * agent's event loop (http.c).  One call streams its response body to a
+ * agent's event loop (http.c), and the GETs that ask a model server about
+ * itself (model_window.h).  One call streams its response body to a
  * callback as it arrives; the end (status, headers that matter for retries,
  * an error body) is reported once.
  */
