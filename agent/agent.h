@@ -28,8 +28,23 @@ struct exec;
 struct term;
 struct dirworker;
 struct mcp;
+struct model_window;
 
 #define AGENT_DEFAULT_TOOL_TIMEOUT 120	/* s, the bash tool without a limit */
+
+/* What a model server's refusals taught of its model (context.c:
+ * context_learn_refusal), for the provider and model it was learned of:
+ * another model starts from nothing again.  Kept in memory only: a
+ * restarted agent learns it from the next refusal. */
+struct model_fit {
+	char provider[16];
+	char model[128];
+	long window;			/* the server's window, tokens; 0 */
+	long scale_pm;			/* the server's tokens per 1000 of the
+					 * agent's estimate (>= 1000), or 0 */
+	int asked;			/* its server was asked its window
+					 * (model_window.h) */
+};
 
 struct agent {
 	struct config cfg;		/* settings from the command line */
@@ -57,6 +72,10 @@ struct agent {
 	char provider[16];
 	char model[128];
 	char approval[16];
+	struct model_fit fit;		/* learned from refusals and from
+					 * what the server says */
+	struct model_window *window_ask;	/* that question in flight, or
+					 * NULL (model_window.c) */
 	json_object *allow_list;	/* array of strings */
 	json_object *config_skills;	/* the room's config skills (skills.h),
 					 * from room.db */

@@ -1,8 +1,10 @@
 /*
  * compact.c: context compaction's pure parts (compact.h): the token
  * estimate, the threshold, the cut, the summary request and the messages
- * sent after a summary.  Called by context.c (what a step sends) and turn.c
- * (the summary step); no I/O, no state.
+ * sent after a summary; what a server's refusal as too long says (is it
+ * one, its window and count) and the answer a window leaves room for.
+ * Called by context.c (what a step sends) and turn.c (the summary step,
+ * a refusal); no I/O, no state.
  *
  * Invariants: a cut falls only before a prompt row (a user message without
  * tool_result), so every tool_use sent has its tool_result sent with it;
@@ -13,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -47,9 +50,20 @@ compact_tokens_of_bytes(size_t n)
 	    COMPACT_BYTES_PER_TOKEN);
 }
 
+/* Tokens of n estimated bytes at scale_pm (compact_estimate). */
+static long
+compact_scaled(size_t n, long scale_pm)
+{
+	long t = compact_tokens_of_bytes(n);
+
+	if (scale_pm <= 1000 || t > LONG_MAX / scale_pm)
+		return t;
+	return (t * scale_pm + 999) / 1000;
+}
+
 long
 compact_estimate(const struct room_db_msg *rows, size_t n, long long upto,
-    size_t fixed)
+    size_t fixed, long scale_pm)
 {
 	size_t base = n, bytes = 0;
 
@@ -63,11 +77,11 @@ compact_estimate(const struct room_db_msg *rows, size_t n, long long upto,
 	if (base == n) {
 		for (size_t i = 0; i < n; i++)
 			bytes += rows[i].bytes;
-		return compact_tokens_of_bytes(fixed + bytes);
+		return compact_scaled(fixed + bytes, scale_pm);
 	}
 	for (size_t i = base; i < n; i++)
 		bytes += rows[i].bytes;
-	return rows[base].input_tokens + compact_tokens_of_bytes(bytes);
+	return rows[base].input_tokens + compact_scaled(bytes, scale_pm);
 }
 
 /* The content blocks of a message, or NULL. */
@@ -382,6 +396,7 @@ compact_too_long_error(const char *type, const char *message)
 		"context length exceeded",
 		"exceeds the available context size",	/* llama.cpp */
 		"exceed_context_size_error",
+		"exceed context limit",		/* Anthropic, with max_tokens */
 		"context window",
 	};
 
@@ -420,4 +435,91 @@ compact_too_long(int status, const char *body, size_t len)
 	    compact_too_long_error(code, NULL);
 	json_object_put(obj);
 	return r;
+}
+
+/* The number right after the first anchor in s (spaces skipped), 0 when
+ * there is none or it is out of range. */
+static long
+compact_figure_after(const char *s, const char *anchor)
+{
+	const char *p = strcasestr(s, anchor);
+	long v = 0;
+
+	if (!p)
+		return 0;
+	p += strlen(anchor);
+	while (*p == ' ')
+		p++;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > COMPACT_FIGURE_MAX)
+			return 0;
+	}
+	return v;
+}
+
+/* The first anchor of list (NULL-terminated) followed by a figure. */
+static long
+compact_figure_first(const char *s, const char *const *list)
+{
+	long v = 0;
+
+	for (size_t i = 0; list[i] && v == 0; i++)
+		v = compact_figure_after(s, list[i]);
+	return v;
+}
+
+/* Anthropic's "exceed context limit: N + M > W": W. */
+static long
+compact_figure_limit(const char *s)
+{
+	const char *p = strcasestr(s, "exceed context limit:");
+
+	return p ? compact_figure_after(p, "> ") : 0;
+}
+
+void
+compact_refusal_figures(const char *text, size_t len,
+    struct compact_refusal *out)
+{
+	static const char *const windows[] = {
+		"available context size (",	/* llama.cpp */
+		"\"n_ctx\":",
+		"maximum context length is ",	/* OpenAI, vLLM */
+		"maximum context length of ",
+		"tokens > ",			/* Anthropic */
+		NULL,
+	};
+	static const char *const prompts[] = {
+		"request (",			/* llama.cpp */
+		"\"n_prompt_tokens\":",
+		"your request has ",		/* vLLM */
+		"resulted in ",			/* OpenAI */
+		"prompt is too long: ",		/* Anthropic */
+		"exceed context limit: ",
+		"tokens (",	/* OpenAI's "N tokens (P in the messages" */
+		NULL,
+	};
+	char s[COMPACT_REFUSAL_SCAN + 1];
+	size_t n = text ? strnlen(text, len < COMPACT_REFUSAL_SCAN ? len :
+	    COMPACT_REFUSAL_SCAN) : 0;
+
+	memcpy(s, text ? text : "", n);
+	s[n] = '\0';
+	out->window = compact_figure_first(s, windows);
+	if (out->window == 0)
+		out->window = compact_figure_limit(s);
+	out->prompt = compact_figure_first(s, prompts);
+}
+
+long
+compact_answer_tokens(long window, long estimate, long max_tokens)
+{
+	long left = window - window / 50 - estimate;
+	long floor = max_tokens < COMPACT_MIN_ANSWER ? max_tokens :
+	    COMPACT_MIN_ANSWER;
+
+	if (left > max_tokens)
+		return max_tokens;
+	return left < floor ? floor : left;
 }

@@ -1,8 +1,9 @@
 /*
  * compact.h: context compaction, the pure parts (compact.c): how big the
  * next request is, when to summarise, where to cut the transcript, the
- * summary request, and the messages sent once a summary exists.  No I/O;
- * unit-tested.  turn.c runs the summary step, context.c loads what these
+ * summary request, the messages sent once a summary exists, what a
+ * server's refusal as too long says, and how long an answer the window
+ * leaves room for.  No I/O; unit-tested.  turn.c runs the summary step, context.c loads what these
  * work on from room.db.
  *
  * The transcript is sent whole until the next request would pass
@@ -42,7 +43,9 @@ long compact_window(enum provider_kind kind, long configured);
 
 /* Tokens above which the next request is too big and older turns are
  * summarised first: 75% of the window less max_tokens (kept for the answer),
- * at least a quarter of the window. */
+ * at least a quarter of the window.  context.c passes max_tokens capped at
+ * a quarter of the window, so that a configured answer larger than a small
+ * window's does not make every request "too big". */
 long compact_threshold(long window, long max_tokens);
 
 /* Tokens of n bytes not yet counted by the provider (rounded up). */
@@ -54,10 +57,12 @@ long compact_tokens_of_bytes(size_t n);
  * prompt, tools, the summary message).  When an assistant row made after
  * the latest summary (rowid > upto) carries the provider's count, the
  * estimate is that count plus the bytes of that row and the rows after it;
- * otherwise every byte is estimated.
+ * otherwise every byte is estimated.  Estimated bytes count scale_pm / 1000
+ * times what compact_tokens_of_bytes says (1000: as it says; more when the
+ * server was seen to count more tokens per byte).
  */
 long compact_estimate(const struct room_db_msg *rows, size_t n,
-    long long upto, size_t fixed);
+    long long upto, size_t fixed, long scale_pm);
 
 /* Is row a prompt (a user message holding no tool_result)?  A cut may only
  * fall before one: a tool_use and its tool_result are never parted. */
@@ -108,5 +113,38 @@ int compact_too_long(int status, const char *body, size_t len);
 /* The same for an error's type (or code) and message, e.g. from a stream's
  * error event. */
 int compact_too_long_error(const char *type, const char *message);
+
+/* The figures a server's refusal gives, in its own units (its tokenizer's
+ * tokens): the model's window and the refused request's input tokens, 0
+ * where its words do not say.  Read from the raw error body or message,
+ * whatever its shape:
+ *   llama.cpp  "request (N tokens) exceeds the available context size
+ *              (W tokens)", "n_prompt_tokens":N,"n_ctx":W
+ *   vLLM       "This model's maximum context length is W tokens. However,
+ *              your request has N input tokens."
+ *   OpenAI     "... maximum context length is W tokens. However, your
+ *              messages resulted in N tokens."
+ *   Anthropic  "prompt is too long: N tokens > W maximum", "input length
+ *              and `max_tokens` exceed context limit: N + M > W"
+ * Only the first COMPACT_REFUSAL_SCAN bytes are read; a figure outside
+ * 1..COMPACT_FIGURE_MAX is taken as unknown. */
+#define COMPACT_REFUSAL_SCAN	16384
+#define COMPACT_FIGURE_MAX	100000000L
+struct compact_refusal {
+	long window;
+	long prompt;
+};
+void compact_refusal_figures(const char *text, size_t len,
+    struct compact_refusal *out);
+
+/* The most tokens an answer may ask for: what the window leaves after the
+ * request's input (estimate) and a margin of a fiftieth of the window for
+ * the estimate's error, at most max_tokens, at least
+ * COMPACT_MIN_ANSWER (or max_tokens when that is smaller): a server takes
+ * the request's max_tokens over its operator's own limit, and one that
+ * counts input and answer together refuses a request whose sum passes the
+ * window. */
+#define COMPACT_MIN_ANSWER	256
+long compact_answer_tokens(long window, long estimate, long max_tokens);
 
 #endif

@@ -35,24 +35,44 @@ conn_queue(struct conn *c, const char *line, size_t len)
 }
 
 /* See conn.h. */
-void
-conn_queue_event(struct conn *c, json_object *ev)
+int
+conn_event_line(json_object *ev, struct buf *line)
 {
 	const char *s = json_object_to_json_string_ext(ev,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), *del;
+	int r = 0;
 
 	/* json-c escapes every C0 control in a string but leaves DEL as it
 	 * is; a command's output keeps its controls (utf8.h), so escape DEL
 	 * too: no raw control byte reaches a client's line.  0x7f is never
 	 * part of a UTF-8 sequence nor of JSON's own syntax, so every one is
 	 * inside a string. */
-	while ((del = strchr(s, 0x7f))) {
-		conn_queue(c, s, (size_t)(del - s));
-		conn_queue(c, "\\u007f", 6);
+	buf_reset(line);
+	while (r == 0 && (del = strchr(s, 0x7f))) {
+		r = buf_append(line, s, (size_t)(del - s));
+		if (r == 0)
+			r = buf_append(line, "\\u007f", 6);
 		s = del + 1;
 	}
-	conn_queue(c, s, strlen(s));
-	conn_queue(c, "\n", 1);
+	if (r == 0)
+		r = buf_append(line, s, strlen(s));
+	if (r == 0)
+		r = buf_append(line, "\n", 1);
+	return r;
+}
+
+/* See conn.h. */
+void
+conn_queue_event(struct conn *c, json_object *ev)
+{
+	struct buf line;
+
+	buf_init(&line, ROOM_MAX_OUTPUT);
+	if (conn_event_line(ev, &line) < 0)
+		conn_close(c, "fell too far behind (output queue full)");
+	else
+		conn_queue(c, line.data, line.len);
+	buf_free(&line);
 }
 
 int

@@ -95,6 +95,9 @@ int conn_is_member(const struct conn *c);
 void conn_queue(struct conn *c, const char *p, size_t len);
 /* Queue ev, serialised as one line with no raw control byte, to c. */
 void conn_queue_event(struct conn *c, json_object *ev);
+/* That line, into line (emptied first): to serialise an event once for
+ * every client it goes to.  0, or -ENOBUFS past line's max. */
+int conn_event_line(json_object *ev, struct buf *line);
 
 /* Connections open now (any kind but atriumd's monitor, which must not
  * keep an idle room running). */

@@ -8,6 +8,11 @@
  * through the summary.  They are kept between steps in the turn's
  * context_rows (its rule is in context.h): a step reads only the rows
  * added since the last.  Nothing here writes room.db.
+ *
+ * The window and the estimate are the configured (or usual) ones until a
+ * server's refusal says better (context_learn_refusal): then the window it
+ * named and its tokenizer's count per byte, kept in struct agent's fit for
+ * the room's provider and model.
  */
 #include "context.h"
 
@@ -202,6 +207,73 @@ context_tools(struct agent *a, struct context_rows *k, int timeout,
 	return k->builtin ? json_object_get(k->tools) : NULL;
 }
 
+/* a / b rounded up, for a >= 0, b > 0. */
+static long
+context_div_up(long a, long b)
+{
+	return a / b + (a % b != 0);
+}
+
+/* The room's provider and model's fit, or NULL when nothing was learned
+ * of them. */
+static const struct model_fit *
+context_fit(const struct agent *a)
+{
+	const struct model_fit *f = &a->fit;
+
+	if (strcmp(f->provider, a->provider) != 0 ||
+	    strcmp(f->model, a->model) != 0)
+		return NULL;
+	return f;
+}
+
+void
+context_learn_refusal(struct agent *a, const struct compact_refusal *r,
+    size_t sent_bytes)
+{
+	struct model_fit *f = &a->fit;
+	long est;
+
+	if (!context_fit(a)) {
+		memset(f, 0, sizeof(*f));
+		snprintf(f->provider, sizeof(f->provider), "%s", a->provider);
+		snprintf(f->model, sizeof(f->model), "%s", a->model);
+	}
+	if (r->window > 0)
+		f->window = r->window;
+	/* The server's count against the request's bytes, as the estimate
+	 * counts them: how many more tokens its tokenizer makes of them. */
+	est = compact_tokens_of_bytes(sent_bytes);
+	if (r->prompt > 0 && est > 0 && r->prompt > est &&
+	    r->prompt < LONG_MAX / 1000)
+		f->scale_pm = context_div_up(r->prompt * 1000, est);
+	log_info("model %s: its server's window taken as %ld tokens, its "
+	    "count as %ld per 1000 of the estimate", a->model, f->window,
+	    f->scale_pm ? f->scale_pm : 1000);
+}
+
+/* The window, the estimate, the threshold and the answer's tokens of c,
+ * with what the model's server told (context_fit). */
+static void
+context_size(struct agent *a, struct context *c)
+{
+	const struct model_fit *f = context_fit(a);
+
+	c->window = compact_window(c->kind, a->cfg.context_window);
+	if (f && f->window > 0 && f->window <= c->window) {
+		c->window = f->window;
+		c->window_told = 1;
+	}
+	c->scale_pm = f && f->scale_pm > 1000 ? f->scale_pm : 1000;
+	c->max_tokens_cfg = a->cfg.max_tokens > 0 ? a->cfg.max_tokens : 4096;
+	c->threshold = compact_threshold(c->window, c->max_tokens_cfg <
+	    c->window / 4 ? c->max_tokens_cfg : c->window / 4);
+	c->estimate = compact_estimate(c->rows, c->n, c->last.upto,
+	    context_fixed_bytes(c), c->scale_pm);
+	c->max_tokens = compact_answer_tokens(c->window, c->estimate,
+	    c->max_tokens_cfg);
+}
+
 int
 context_load(struct agent *a, long long turn, struct context_rows *keep,
     const char *agents_md, size_t agents_len, struct context *c, char *err,
@@ -244,11 +316,7 @@ context_load(struct agent *a, long long turn, struct context_rows *keep,
 		context_free(c);
 		return r;
 	}
-	c->window = compact_window(c->kind, a->cfg.context_window);
-	c->max_tokens = a->cfg.max_tokens > 0 ? a->cfg.max_tokens : 4096;
-	c->threshold = compact_threshold(c->window, c->max_tokens);
-	c->estimate = compact_estimate(c->rows, c->n, c->last.upto,
-	    context_fixed_bytes(c));
+	context_size(a, c);
 	c->cut = compact_cut(c->rows, c->n, turn);
 	return 0;
 }
@@ -274,14 +342,14 @@ context_wants_summary(const struct context *c)
 static int
 context_request(struct agent *a, const struct context *c,
     const char *system, json_object *messages, json_object *tools,
-    struct provider_cache *cache, struct provider_http *out)
+    long max_tokens, struct provider_cache *cache, struct provider_http *out)
 {
 	struct provider_request req = {
 		.model = a->model,
 		.system = system,
 		.messages = messages,
 		.tools = tools,
-		.max_tokens = (int)c->max_tokens,
+		.max_tokens = max_tokens > INT_MAX ? INT_MAX : (int)max_tokens,
 		.cache = cache,
 	};
 	struct endpoint e;
@@ -305,8 +373,8 @@ context_build(struct agent *a, const struct context *c,
 	/* Without a cache (out of memory) the request is built whole. */
 	if (k && !k->wire)
 		k->wire = provider_cache_new();
-	r = context_request(a, c, c->system, msgs, c->tools, k ? k->wire :
-	    NULL, out);
+	r = context_request(a, c, c->system, msgs, c->tools, c->max_tokens,
+	    k ? k->wire : NULL, out);
 
 	json_object_put(msgs);
 	return r;
@@ -314,16 +382,23 @@ context_build(struct agent *a, const struct context *c,
 
 int
 context_build_summary(struct agent *a, const struct context *c,
-    int shrink, struct provider_http *out)
+    int shrink, struct provider_http *out, long *estimate)
 {
 	const char *system = compact_summary_system();
-	long room = (c->threshold * COMPACT_BYTES_PER_TOKEN) >> shrink;
+	long room = (c->threshold * COMPACT_BYTES_PER_TOKEN * 1000 /
+	    c->scale_pm) >> shrink;
 	size_t budget = room > (long)strlen(system) ?
 	    (size_t)room - strlen(system) : 0;
 	json_object *msgs = compact_summary_request(c->last.summary, c->rows,
 	    c->cut, budget);
-	int r = context_request(a, c, system, msgs, NULL, NULL, out);
+	long est = compact_estimate(NULL, 0, 0, CONTEXT_REQUEST_OVERHEAD +
+	    strlen(system) + (budget > COMPACT_MIN_BUDGET ? budget :
+	    COMPACT_MIN_BUDGET), c->scale_pm);
+	int r = context_request(a, c, system, msgs, NULL,
+	    compact_answer_tokens(c->window, est, c->max_tokens_cfg), NULL,
+	    out);
 
+	*estimate = est;
 	json_object_put(msgs);
 	return r;
 }

@@ -3,7 +3,9 @@
  * system prompt, the tools, the latest summary and the transcript rows after
  * its cut, the token estimate, and whether a summary step must come first.
  * Loaded from room.db before every step, so a resumed turn decides exactly
- * as the crashed one did; the transcript rows themselves are kept between
+ * as the crashed one did (but for what a server's refusal taught of its
+ * window, which lives in memory: agent.h's struct model_fit); the
+ * transcript rows themselves are kept between
  * a turn's steps (struct context_rows), and only the rows added since are
  * read and parsed; so is their wire form (provider.h: struct
  * provider_cache), and only the messages added since are serialised.
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
+#include "compact.h"
 #include "provider.h"
 #include "room_db.h"
 
@@ -65,10 +68,21 @@ struct context {
 	json_object *head;		/* the summary's message, or NULL */
 	struct context_rows *keep;	/* for its wire cache */
 	size_t n;
-	long window;			/* the model's window, tokens */
-	long max_tokens;		/* of an answer */
+	long window;			/* the model's window, tokens: the
+					 * configured or usual one, or the
+					 * smaller one its server named */
+	int window_told;		/* window is the server's */
+	long max_tokens_cfg;		/* of an answer, as configured */
+	long max_tokens;		/* of this step's answer: what the
+					 * window leaves (compact.h:
+					 * compact_answer_tokens) */
 	long threshold;			/* compact_threshold */
-	long estimate;			/* the next request's input tokens */
+	long estimate;			/* the next request's input tokens,
+					 * the bytes not counted by the
+					 * provider scaled to its tokenizer
+					 * when a refusal told it (struct
+					 * model_fit) */
+	long scale_pm;			/* that scale, 1000: none */
 	size_t cut;			/* index in rows of a new cut; 0 none */
 };
 
@@ -86,14 +100,22 @@ void context_free(struct context *c);
  * something to summarise. */
 int context_wants_summary(const struct context *c);
 
+/* A refusal as too long (compact.h: struct compact_refusal) of a request
+ * whose body was sent_bytes long: keep the window it names, and how many
+ * more tokens than the estimate's the server counts in those bytes, for
+ * the room's provider and model (agent.h: struct model_fit). */
+void context_learn_refusal(struct agent *a,
+    const struct compact_refusal *r, size_t sent_bytes);
+
 /* The step's request (summary and rows, system, tools).  0 or -errno. */
 int context_build(struct agent *a, const struct context *c,
     struct provider_http *out);
 
 /* The summary request: rows before the cut (and the previous summary),
  * no tools, in at most the threshold's bytes halved shrink times (after
- * the model refused a bigger one).  0 or -errno. */
+ * the model refused a bigger one); its estimate in *estimate.  0 or
+ * -errno. */
 int context_build_summary(struct agent *a, const struct context *c,
-    int shrink, struct provider_http *out);
+    int shrink, struct provider_http *out, long *estimate);
 
 #endif

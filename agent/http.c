@@ -233,7 +233,8 @@ http_header_cb(char *p, size_t size, size_t nmemb, void *userp)
 	return n;
 }
 
-/* Set the options of one POST.  0 or -EINVAL. */
+/* Set the options of one POST (a GET when c has no body).  0 or
+ * -EINVAL. */
 static int
 http_setup(struct http_call *c, const struct provider_http *req,
     size_t body_len, int connect_s, int idle_s)
@@ -251,10 +252,20 @@ http_setup(struct http_call *c, const struct provider_http *req,
 		return -EINVAL;
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-	/* A body of a long transcript is large: copying it for each request
-	 * was a part of a step's own time. */
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
+	if (c->body) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)body_len);
+		/* A body of a long transcript is large: copying it for each
+		 * request was a part of a step's own time. */
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
+	} else {
+		/* A question of its own (model_window.h), on a connection of
+		 * its own: left in the pool, its socket was watched again
+		 * only by the next model request. */
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+	}
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)connect_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -269,25 +280,22 @@ http_setup(struct http_call *c, const struct provider_http *req,
 	return 0;
 }
 
-int
-http_start(struct http *h, struct provider_http *req, int connect_s,
-    int idle_s, const struct http_cbs *cbs, struct http_call **out)
+/* Start the transfer of req (a GET when body is NULL), which takes body.
+ * 0 with *out, or -errno (logged). */
+static int
+http_begin(struct http *h, const struct provider_http *req, char *body,
+    size_t body_len, int connect_s, int idle_s, const struct http_cbs *cbs,
+    struct http_call **out)
 {
 	struct http_call *c = calloc(1, sizeof(*c));
-	char *body = req->body;
-	size_t body_len = body && req->body_len ? req->body_len :
-	    body ? strlen(body) : 0;
 	int r;
 
 	*out = NULL;
-	req->body = NULL;
-	req->body_len = 0;
-	if (!c || !body) {
-		log_error("cannot start the model request: %s", c ?
-		    "it has no body" : strerror(ENOMEM));
+	if (!c) {
+		log_error("cannot start the model request: %s",
+		    strerror(ENOMEM));
 		free(body);
-		free(c);
-		return c ? -EINVAL : -ENOMEM;
+		return -ENOMEM;
 	}
 	c->body = body;
 	c->h = h;
@@ -307,6 +315,31 @@ http_start(struct http *h, struct provider_http *req, int connect_s,
 	}
 	*out = c;
 	return 0;
+}
+
+int
+http_start(struct http *h, struct provider_http *req, int connect_s,
+    int idle_s, const struct http_cbs *cbs, struct http_call **out)
+{
+	char *body = req->body;
+	size_t body_len = body && req->body_len ? req->body_len :
+	    body ? strlen(body) : 0;
+
+	*out = NULL;
+	req->body = NULL;
+	req->body_len = 0;
+	if (!body) {
+		log_error("cannot start the model request: it has no body");
+		return -EINVAL;
+	}
+	return http_begin(h, req, body, body_len, connect_s, idle_s, cbs, out);
+}
+
+int
+http_get(struct http *h, const struct provider_http *req, int connect_s,
+    int idle_s, const struct http_cbs *cbs, struct http_call **out)
+{
+	return http_begin(h, req, NULL, 0, connect_s, idle_s, cbs, out);
 }
 
 void

@@ -1,6 +1,7 @@
 /*
  * http.h: model requests over libcurl's multi interface, driven by the
- * agent's event loop (http.c).  One call streams its response body to a
+ * agent's event loop (http.c), and the GETs that ask a model server about
+ * itself (model_window.h).  One call streams its response body to a
  * callback as it arrives; the end (status, headers that matter for retries,
  * an error body) is reported once.
  */
@@ -45,6 +46,12 @@ void http_free(struct http *h);
  * the result): curl sends it from there, without a copy of its own.  0
  * with *out, or -errno (logged). */
 int http_start(struct http *h, struct provider_http *req,
+    int connect_s, int idle_s, const struct http_cbs *cbs,
+    struct http_call **out);
+
+/* Start a GET of req's url with its headers (req->body is not used):
+ * what a server says about itself.  As http_start otherwise. */
+int http_get(struct http *h, const struct provider_http *req,
     int connect_s, int idle_s, const struct http_cbs *cbs,
     struct http_call **out);
 

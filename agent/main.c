@@ -46,6 +46,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_window.h"
 #include "names.h"
 #include "term.h"
 #include "protocol.h"
@@ -415,6 +416,7 @@ main_setup(struct agent *a)
 		return r;
 	if (loop_add_timer(a->loop, MAIN_IDLE_CHECK_MS, main_idle_check, a) < 0)
 		return -ENOMEM;
+	model_window_ask(a);	/* answered, as a rule, before a first prompt */
 	return 0;
 }
 
@@ -437,6 +439,7 @@ main_teardown(struct agent *a)
 	journal_free(a->journal);
 	input_limits_free(a);
 	room_db_close(a->db);
+	model_window_cancel(a);
 	http_free(a->http);
 	if (a->signal_fd >= 0)
 		close(a->signal_fd);

@@ -992,24 +992,23 @@ provider_error_body(const char *body, size_t len)
 	return found;
 }
 
-/* The provider's own message from a non-2xx body; see provider.h.  The
- * result reads "TYPE: MESSAGE" when the body names a type. */
-void
-provider_error_message(enum provider_kind kind, int status, const char *body,
-    size_t len, char *out, size_t outlen)
+/* The provider's own message from a non-2xx body into out, after its
+ * type ("TYPE: MESSAGE") when with_type and the body names one. */
+static void
+provider_error_text(int status, const char *body, size_t len, int with_type,
+    char *out, size_t outlen)
 {
 	json_object *obj;
 	const char *msg = NULL, *type = NULL;
 	char tmp[1024];
 
-	(void)kind;	/* the shapes do not clash, so one parser reads both */
 	if (!out || outlen == 0)
 		return;
 	obj = body && len ? provider_error_body(body, len) : NULL;
 	if (obj)
 		msg = provider_error_fields(obj, &type);
 	if (msg && *msg) {
-		if (type && *type && strcmp(type, "error") != 0)
+		if (with_type && type && *type && strcmp(type, "error") != 0)
 			snprintf(tmp, sizeof(tmp), "%s: %s", type, msg);
 		else
 			snprintf(tmp, sizeof(tmp), "%s", msg);
@@ -1023,6 +1022,23 @@ provider_error_message(enum provider_kind kind, int status, const char *body,
 	if (!*out)
 		snprintf(out, outlen, "HTTP status %d", status);
 	json_object_put(obj);
+}
+
+/* See provider.h.  The result reads "TYPE: MESSAGE" when the body names a
+ * type. */
+void
+provider_error_message(enum provider_kind kind, int status, const char *body,
+    size_t len, char *out, size_t outlen)
+{
+	(void)kind;	/* the shapes do not clash, so one parser reads both */
+	provider_error_text(status, body, len, 1, out, outlen);
+}
+
+void
+provider_error_words(int status, const char *body, size_t len, char *out,
+    size_t outlen)
+{
+	provider_error_text(status, body, len, 0, out, outlen);
 }
 
 /* Is an error of this type worth another try?  Yes unless it names a bad

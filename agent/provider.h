@@ -127,6 +127,11 @@ const char *provider_stream_error(struct provider_stream *s,
 void provider_error_message(enum provider_kind kind, int status,
     const char *body, size_t len, char *out, size_t outlen);
 
+/* The same message alone, without its type: a refusal the room is shown
+ * in the server's own words. */
+void provider_error_words(int status, const char *body, size_t len,
+    char *out, size_t outlen);
+
 /* Should a failed request be retried?  Yes on 408, 409, 429, 5xx and 529,
  * and on a cut stream or an overloaded/api error event; no on 400, 401,
  * 403, 404 and a 429 whose body says a spending limit or quota is reached.

@@ -82,10 +82,12 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "log.h"
 #include "util.h"
@@ -621,6 +623,26 @@ room_db_keep_files(struct sqlite3 *db)
 	sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
 }
 
+/* SQLite's busy handler of room_db_busy_wait: another try after
+ * ROOM_DB_BUSY_STEP_US, until the budget (ms, in arg) is spent. */
+static int
+room_db_busy(void *arg, int tries)
+{
+	long long budget_us = (long long)(intptr_t)arg * 1000;
+	struct timespec step = { 0, ROOM_DB_BUSY_STEP_US * 1000 };
+
+	if ((long long)tries * ROOM_DB_BUSY_STEP_US >= budget_us)
+		return 0;
+	nanosleep(&step, NULL);
+	return 1;
+}
+
+void
+room_db_busy_wait(struct sqlite3 *db, int ms)
+{
+	sqlite3_busy_handler(db, room_db_busy, (void *)(intptr_t)ms);
+}
+
 #define ROOM_DB_WAL_KEEP	"67108864"	/* bytes a WAL keeps on disk
 						 * after a checkpoint, until a
 						 * bound is set */
@@ -643,7 +665,7 @@ room_db_open(const char *path, struct room_db **out)
 		free(db);
 		return -EIO;
 	}
-	sqlite3_busy_timeout(db->db, 5000);
+	room_db_busy_wait(db->db, 5000);
 	/* The agent may not add or remove a file in the room's directory
 	 * (confine.h): keep room.db-wal and -shm when the last connection
 	 * closes, and make no temporary file (statement journals and sorts

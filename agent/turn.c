@@ -87,6 +87,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
 #include "room.h"
@@ -104,6 +105,7 @@
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
 #define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
 #define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
+#define TURN_REFUSAL_MAX	400	/* bytes of a server's refusal shown */
 #define TURN_HOLD_MS		100	/* a call that changes nothing goes
 					 * unshown for at most this long */
 #define TURN_WAIT_MS		1000	/* a suspended turn looks this often
@@ -155,6 +157,9 @@ struct turn {
 					 * ask is open) */
 	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
 	int summarising;		/* the request is a summary request */
+	int refused_capped;		/* this step was refused for the answer
+					 * it asked for and made again asking
+					 * less */
 	int refused_summarised;		/* this step was refused as too long
 					 * and summarised: a second refusal
 					 * ends the turn */
@@ -167,6 +172,12 @@ struct turn {
 					 * last row */
 	size_t sum_msgs, sum_kept;	/* rows summarised, rows kept */
 	long sum_before, sum_window;	/* estimate before, window (tokens) */
+	long sent_estimate;		/* the request's estimate, tokens */
+	size_t sent_bytes;		/* and its body's bytes */
+	/* The latest refusal as too long, in the server's words and
+	 * figures (compact.h: struct compact_refusal); words[0] = 0: none */
+	char refusal[TURN_REFUSAL_MAX];
+	struct compact_refusal refused;
 };
 
 static void turn_model_start(struct turn *t);
@@ -470,15 +481,24 @@ static void turn_model_done(void *arg, const struct http_result *r);
 static void
 turn_summary_impossible(struct turn *t, const struct context *c)
 {
-	char msg[700];
+	char msg[TURN_REFUSAL_MAX + 400];
 
 	room_db_compaction_drop(t->a->db, c->pending.id);
-	snprintf(msg, sizeof(msg), "the conversation is too long for the "
-	    "model's context window (about %ld tokens, window %ld) and "
-	    "nothing older than this turn and the one before it is left to "
-	    "summarise: send a new, shorter prompt (the next turn can "
-	    "summarise this one), or set context-window to the model's real "
-	    "window if it is larger", c->estimate, c->window);
+	if (t->refusal[0])
+		snprintf(msg, sizeof(msg), "the model server refused the "
+		    "request: \"%s\"; nothing older than this turn and the "
+		    "one before it is left to summarise: send a new, shorter "
+		    "prompt (the next turn can summarise this one)%s",
+		    t->refusal, c->window_told ? "" : ", or set context-window "
+		    "to the model's real window if it is smaller");
+	else
+		snprintf(msg, sizeof(msg), "the conversation is too long for "
+		    "the model's context window (about %ld tokens, window %ld) "
+		    "and nothing older than this turn and the one before it is "
+		    "left to summarise: send a new, shorter prompt (the next "
+		    "turn can summarise this one)%s", c->estimate, c->window,
+		    c->window_told ? "" : ", or set context-window to the "
+		    "model's real window if it is larger");
 	turn_fail(t, msg);
 }
 
@@ -493,12 +513,21 @@ turn_summary_notice(struct turn *t, const struct context *c)
 		snprintf(turns, sizeof(turns), "turn %lld", from);
 	else
 		snprintf(turns, sizeof(turns), "turns %lld to %lld", from, to);
-	room_notice(t->a, "compacting the conversation: %s (about %ld of "
-	    "%ld tokens); summarising its %zu oldest messages (%s) and "
-	    "keeping the %zu most recent whole",
-	    strcmp(t->sum_reason, "refused") == 0 ? "the model refused it as "
-	    "longer than its context window" : "it nears the model's context "
-	    "window", c->estimate, c->window, c->cut, turns, t->sum_kept);
+	if (strcmp(t->sum_reason, "refused") == 0 && t->refusal[0])
+		room_notice(t->a, "compacting the conversation: the model "
+		    "server refused it: \"%s\"; summarising its %zu oldest "
+		    "messages (%s) to fit a window of %ld tokens%s and keeping "
+		    "the %zu most recent whole", t->refusal, c->cut, turns,
+		    c->window, c->window_told ? " (the server's)" : "",
+		    t->sum_kept);
+	else
+		room_notice(t->a, "compacting the conversation: %s (about %ld "
+		    "of %ld tokens); summarising its %zu oldest messages (%s) "
+		    "and keeping the %zu most recent whole",
+		    strcmp(t->sum_reason, "refused") == 0 ? "the model refused "
+		    "it as longer than its context window" : "it nears the "
+		    "model's context window", c->estimate, c->window, c->cut,
+		    turns, t->sum_kept);
 }
 
 /* Make this step a summary step: the pending row asked for and committed
@@ -538,7 +567,8 @@ turn_summary_prepare(struct turn *t, const struct context *c,
 		turn_summary_notice(t, c);
 	log_info("turn %lld: summarising %zu messages (about %ld tokens of "
 	    "%ld)", t->id, c->cut, c->estimate, c->window);
-	r = context_build_summary(a, c, t->sum_shrink, http);
+	r = context_build_summary(a, c, t->sum_shrink, http,
+	    &t->sent_estimate);
 	if (r < 0)
 		snprintf(err, errlen, "the summary request could not be built "
 		    "(%s)", strerror(-r));
@@ -563,12 +593,14 @@ turn_prepare(struct turn *t, const char *agents_md, size_t agents_len,
 	if (context_wants_summary(&c)) {
 		r = turn_summary_prepare(t, &c, http, err, errlen);
 	} else {
+		t->sent_estimate = c.estimate;
 		r = context_build(t->a, &c, http);
 		if (r < 0)
 			snprintf(err, errlen, "the model request could not be "
 			    "built (%s)", strerror(-r));
 	}
 	context_free(&c);
+	t->sent_bytes = r == 0 ? http->body_len : 0;
 	return r;
 }
 
@@ -846,6 +878,7 @@ turn_summary_complete(struct turn *t)
 	t->step++;
 	log_info("turn %lld: %zu messages summarised", t->id, t->sum_msgs);
 	t->summarising = 0;
+	t->refused_capped = 0;
 	t->attempt = 0;
 	turn_model_start(t);
 }
@@ -863,16 +896,78 @@ turn_is_too_long(struct turn *t, const struct http_result *r)
 	return compact_too_long(r->status, r->body, r->body_len);
 }
 
+/* The server's refusal as too long, in its own words (sanitised, cut to
+ * TURN_REFUSAL_MAX bytes) and figures, into t; what it says of the window
+ * is kept for the model (context.h: context_learn_refusal). */
+static void
+turn_read_refusal(struct turn *t, const struct http_result *r)
+{
+	const char *type, *msg = NULL;
+
+	if (r->status >= 200 && r->status < 300) {	/* a stream's error */
+		type = provider_stream_error(t->stream, &msg);
+		snprintf(t->refusal, sizeof(t->refusal), "%s", msg ? msg :
+		    type ? type : "");
+		compact_refusal_figures(msg, msg ? strlen(msg) : 0,
+		    &t->refused);
+	} else {
+		provider_error_words(r->status, r->body, r->body_len,
+		    t->refusal, sizeof(t->refusal));
+		compact_refusal_figures(r->body, r->body_len, &t->refused);
+	}
+	log_warn("turn %lld: the model server refused the request (about %ld "
+	    "tokens) as too long: %s", t->id, t->sent_estimate, t->refusal);
+	context_learn_refusal(t->a, &t->refused, t->sent_bytes);
+}
+
+/* What the room is told after the refusal words: the window the server
+ * named, or the advice to set it when it named none. */
+static const char *
+turn_refusal_advice(struct turn *t, char *buf, size_t len)
+{
+	if (t->refused.window > 0)
+		snprintf(buf, len, "its window is %ld tokens", 
+		    t->refused.window);
+	else
+		snprintf(buf, len, "set context-window to the model's real "
+		    "window if it is smaller than %ld tokens", t->sum_window);
+	return buf;
+}
+
+/* Was the request refused for the answer it asked for (max_tokens), its
+ * input fitting the window with room to spare?  Then make it again once,
+ * asking no more than the window now known leaves (context.c), and say
+ * so.  1 when done here. */
+static int
+turn_refused_answer(struct turn *t)
+{
+	const struct compact_refusal *f = &t->refused;
+
+	if (t->refused_capped || f->window <= 0 || f->prompt <= 0 ||
+	    f->prompt + COMPACT_MIN_ANSWER >= f->window)
+		return 0;
+	t->refused_capped = 1;
+	room_notice(t->a, "the model server refused the request: \"%s\"; "
+	    "asking again for no longer an answer than its window of %ld "
+	    "tokens leaves", t->refusal, f->window);
+	t->attempt = 0;
+	turn_model_start(t);
+	return 1;
+}
+
 /* A request refused as too long: summarise and make it again, once per
  * step.  1 when handled here (the turn goes on or has ended), 0 when the
  * failure is another one. */
 static int
 turn_refused_too_long(struct turn *t, const struct http_result *r)
 {
-	char msg[600];
+	char msg[TURN_REFUSAL_MAX + 600], advice[200];
 
 	if (!turn_is_too_long(t, r))
 		return 0;
+	turn_read_refusal(t, r);
+	if (turn_refused_answer(t))
+		return 1;
 	if (t->summarising && t->sum_shrink < TURN_MAX_SHRINK) {
 		log_warn("turn %lld: the summary request was refused as too "
 		    "long: making it smaller", t->id);
@@ -882,20 +977,20 @@ turn_refused_too_long(struct turn *t, const struct http_result *r)
 		return 1;
 	}
 	if (t->summarising) {
-		snprintf(msg, sizeof(msg), "the model refused even the request "
-		    "to summarise the older conversation as too long for its "
-		    "context window: set context-window to the model's real "
-		    "window (now taken as %ld tokens)", t->sum_window);
+		snprintf(msg, sizeof(msg), "the model server refused even the "
+		    "request to summarise the older conversation: \"%s\"; %s",
+		    t->refusal, turn_refusal_advice(t, advice, sizeof(advice)));
 		turn_fail(t, msg);
 		return 1;
 	}
 	if (t->refused_summarised) {
-		turn_fail(t, "the model refused the request as too long for its "
-		    "context window even after the older turns were "
-		    "summarised: this turn and the one before it are too long "
-		    "by themselves; send a new, shorter prompt (the next turn "
-		    "can summarise this one), or set context-window to the "
-		    "model's real window");
+		snprintf(msg, sizeof(msg), "the model server refused the "
+		    "request again even after the older turns were summarised: "
+		    "\"%s\"; this turn and the one before it are too long by "
+		    "themselves: send a new, shorter prompt (the next turn can "
+		    "summarise this one)%s", t->refusal, t->refused.window > 0 ?
+		    "" : ", or set context-window to the model's real window");
+		turn_fail(t, msg);
 		return 1;
 	}
 	log_warn("turn %lld: the model refused the request as too long: "
@@ -1010,6 +1105,8 @@ turn_model_complete(struct turn *t)
 	 * approval request (turn_tools_next reaches one of them). */
 	t->attempt = 0;
 	t->refused_summarised = 0;
+	t->refused_capped = 0;
+	t->refusal[0] = '\0';
 	json_object_put(t->calls);
 	t->calls = calls;
 	t->call_step = t->step;
@@ -1658,6 +1755,7 @@ turn_prompt(struct agent *a, const char *user, const char *text)
 
 	if (r < 0)
 		return r;
+	model_window_ask(a);	/* in the background, once per model */
 	if (a->turn) {
 		room_notice(a, "%s's prompt is queued: the agent is busy with "
 		    "%s's turn; it runs after that (%d waiting)", user,

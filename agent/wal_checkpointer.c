@@ -40,6 +40,10 @@
 
 #define WAL_CHECKPOINTER_STACK	(256 * 1024)	/* SQLite's checkpoint
 						 * needs little stack */
+#define WAL_CHECKPOINTER_RESTART_WAIT_MS 1000	/* for the loop's transaction
+						 * before starting the WAL
+						 * over (PASSIVE checkpoints
+						 * never wait) */
 
 struct wal_checkpointer {
 	sqlite3 *db;			/* the agent's connection (loop) */
@@ -95,6 +99,7 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
 	 * each checkpoint; keep little in memory; keep the WAL file and make
 	 * no temporary one (room_db_keep_files). */
 	room_db_keep_files(w->ckdb);
+	room_db_busy_wait(w->ckdb, WAL_CHECKPOINTER_RESTART_WAIT_MS);
 	if (sqlite3_exec(w->ckdb, "PRAGMA synchronous=NORMAL;"
 	    " PRAGMA cache_size=16; PRAGMA temp_store=MEMORY", NULL, NULL,
 	    NULL) != SQLITE_OK)
@@ -111,10 +116,15 @@ wal_checkpointer_conn(struct wal_checkpointer *w)
  * frames of two generations): an fsync, a millisecond here and far more
  * on a busy disk, that the loop's next commit would otherwise make in the
  * middle of a step.  A commit of page 1 as it is (the user_version
- * written back unchanged) makes it on this thread.  Never waits: when
- * another connection writes (SQLITE_BUSY at once, this connection having
- * no busy timeout), or a reader still uses the WAL (SQLite then appends
- * the frame instead), the next commit starts the WAL over as before. */
+ * written back unchanged) makes it on this thread.  When the loop's
+ * connection is writing, it waits for that transaction to end, up to
+ * WAL_CHECKPOINTER_RESTART_WAIT_MS (room_db_busy_wait): giving up at once
+ * left the sync to the loop's next commit, which then held a chat line
+ * back by the sync's time (32 ms on a busy disk).  When the wait runs
+ * out, or a reader still uses the WAL (SQLite then appends the frame
+ * instead), the next commit starts the WAL over as before.  The loop
+ * itself waits for this commit in steps of ROOM_DB_BUSY_STEP_US, so a
+ * commit that meets it waits no longer than it lasts. */
 static void
 wal_checkpointer_restart(sqlite3 *db)
 {

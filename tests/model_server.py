@@ -28,6 +28,9 @@ as it is written.  Each request takes the next scripted step:
     Before(fn, step)                fn() returns, then step is served: a
                                     test acts at the moment the model
                                     answers (say, stops a process)
+    Refuse(flavour, prompt, window, max_tokens)
+                                    the refusal of a request longer than
+                                    the window, as that server words it
 
 With no step left, a default rule answers (so demos and tests across
 processes work): a tool result -> "Command output:\\n" + its content; a user
@@ -39,10 +42,24 @@ variant="ollama" sends each tool call whole in one chunk without ids and
 finish_reason "stop"; variant="workers" sends finish_reason only on the
 usage chunk.  Both change the OpenAI stream only.
 
+window=N makes the server hold a model with a window of N tokens, counted
+by its own tokenizer (a token per bytes_per_token bytes of the request
+body): a request that does not fit is refused as the server named by
+flavour refuses it (context_refusal: llamacpp, vllm, openai, anthropic),
+before any scripted step is taken, and the usage it reports is its own
+count.  With report="vllm" it also says its window as vLLM does, in GET
+/v1/models (max_model_len); with report="llamacpp" as llama.cpp's
+llama-server does: GET /v1/models names only the model's training window
+(meta.n_ctx_train), GET /props the window it serves
+(default_generation_settings.n_ctx).  srv.gets lists the paths asked.  Ollama is not among them: its OpenAI endpoint cuts an overlong
+prompt silently (from the front, keeping about half its num_ctx) and
+answers 200.
+
     /usr/bin/python3 tests/model_server.py --port 8089 [--variant V] [--api-key K]
 """
 
 import argparse
+import copy
 import json
 import random
 import re
@@ -55,7 +72,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["ModelServer", "Reply", "ToolCall", "Fault", "Cut", "StreamError",
-           "Hang", "Replay", "Before", "default_reply"]
+           "Hang", "Replay", "Before", "Refuse", "context_refusal",
+           "default_reply"]
 
 MAX_BODY = 64 << 20
 
@@ -137,6 +155,18 @@ class Before:
     def __init__(self, fn, step):
         self.fn = fn
         self.step = step
+
+
+class Refuse:
+    """The refusal of a request of prompt input tokens, asking max_tokens
+    for its answer, by a server whose window is window tokens, as flavour
+    sends it (context_refusal)."""
+
+    def __init__(self, flavour, prompt, window, max_tokens=0):
+        self.flavour = flavour
+        self.prompt = prompt
+        self.window = window
+        self.max_tokens = max_tokens
 
 
 class Replay:
@@ -235,6 +265,96 @@ def openai_error_body(status, error_type=None, message=None):
 
 
 # --- the default rule ----------------------------------------------------------
+
+# --- refusals of a request longer than the window --------------------------------
+#
+# Each server's own words and body, byte for byte:
+#   llamacpp   llama.cpp's llama-server (tools/server: format_error_response,
+#              ERROR_TYPE_EXCEED_CONTEXT_SIZE), nlohmann's compact JSON; it
+#              counts the prompt alone (n_prompt_tokens >= n_ctx)
+#   vllm       vLLM's OpenAI server (ErrorResponse{error: ErrorInfo}),
+#              FastAPI's compact JSON; the prompt alone, then prompt plus
+#              max_tokens (its message then ends in " None", as v0.10 has it)
+#   openai     api.openai.com, JSON indented by four spaces, code
+#              context_length_exceeded
+#   anthropic  the Messages API: "prompt is too long", or, with max_tokens,
+#              "input length and `max_tokens` exceed context limit"
+
+CONTEXT_FLAVOURS = ("llamacpp", "vllm", "openai", "anthropic")
+
+
+def context_refusal(flavour, prompt, window, max_tokens=0):
+    """(status, [(header, value)], body bytes) of flavour's refusal of a
+    request of prompt input tokens asking max_tokens for its answer."""
+    if flavour == "llamacpp":
+        body = {"error": {
+            "code": 400,
+            "message": "request (%d tokens) exceeds the available context "
+                       "size (%d tokens), try increasing it" % (prompt, window),
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": prompt, "n_ctx": window}}
+        return 400, [("Content-Type", "application/json; charset=utf-8"),
+                     ("Server", "llama.cpp")], \
+            json.dumps(body, separators=(",", ":")).encode()
+    if flavour == "vllm":
+        if prompt >= window:
+            msg = ("This model's maximum context length is %d tokens. "
+                   "However, your request has %d input tokens. Please reduce "
+                   "the length of the input messages." % (window, prompt))
+        else:
+            msg = ("'max_tokens' or 'max_completion_tokens' is too large: "
+                   "%d. This model's maximum context length is %d tokens and "
+                   "your request has %d input tokens (%d > %d - %d). None" % (
+                       max_tokens, window, prompt, max_tokens, window, prompt))
+        body = {"error": {"message": msg, "type": "BadRequestError",
+                          "param": None, "code": 400}}
+        return 400, [("content-type", "application/json"),
+                     ("server", "uvicorn")], \
+            json.dumps(body, separators=(",", ":"),
+                       ensure_ascii=False).encode()
+    if flavour == "openai":
+        if prompt >= window:
+            msg = ("This model's maximum context length is %d tokens. "
+                   "However, your messages resulted in %d tokens. Please "
+                   "reduce the length of the messages." % (window, prompt))
+        else:
+            msg = ("This model's maximum context length is %d tokens. "
+                   "However, you requested %d tokens (%d in the messages, %d "
+                   "in the completion). Please reduce the length of the "
+                   "messages or completion." % (
+                       window, prompt + max_tokens, prompt, max_tokens))
+        body = {"error": {"message": msg, "type": "invalid_request_error",
+                          "param": "messages",
+                          "code": "context_length_exceeded"}}
+        return 400, [("Content-Type", "application/json"),
+                     ("x-request-id", "req_" + _rand(32))], \
+            (json.dumps(body, indent=4) + "\n").encode()
+    if flavour == "anthropic":
+        if prompt > window:
+            msg = "prompt is too long: %d tokens > %d maximum" % (prompt, window)
+        else:
+            msg = ("input length and `max_tokens` exceed context limit: %d + "
+                   "%d > %d, decrease input length or `max_tokens` and try "
+                   "again" % (prompt, max_tokens, window))
+        rid = "req_" + _rand(24)
+        body = {"type": "error", "error": {"type": "invalid_request_error",
+                                           "message": msg},
+                "request_id": rid}
+        return 400, [("Content-Type", "application/json"),
+                     ("request-id", rid)], \
+            json.dumps(body, separators=(",", ":")).encode()
+    raise ValueError("flavour must be one of %s" % (CONTEXT_FLAVOURS,))
+
+
+def context_refuses(flavour, prompt, window, max_tokens):
+    """Does flavour's server refuse this request?  llama.cpp looks at the
+    prompt alone; the others at the prompt and the answer asked for."""
+    if flavour == "llamacpp":
+        return prompt >= window
+    if flavour == "anthropic":
+        return prompt + max_tokens > window
+    return prompt >= window or prompt + max_tokens > window
+
 
 def _text_of(content):
     """Text of a message content: a string or a list of blocks/parts."""
@@ -492,8 +612,47 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self._send_json(400, error_body(
                 400, message="The request body is not valid JSON."))
+        if owner.window and self._window_refuses(body):
+            return
         step = owner._next_step() or default_reply(api, body)
         self._serve_step(api, body, step)
+
+    def do_GET(self):
+        owner = self.server.owner
+        path = self.path.split("?")[0]
+        body = owner.self_report(path)
+        if body is None:
+            self._send_json(404, openai_error_body(404))
+        else:
+            self._send_json(200, body)
+        with owner._lock:   # once answered: a test waits for it
+            owner.gets.append(path)
+            owner._lock.notify_all()
+
+    def _window_refuses(self, body):
+        """Refuse a request past the server's window (ModelServer window=);
+        True when it did."""
+        owner = self.server.owner
+        prompt = owner.count_tokens(body)
+        max_tokens = body.get("max_tokens") or \
+            body.get("max_completion_tokens") or 0
+        if not context_refuses(owner.flavour, prompt, owner.window,
+                               max_tokens):
+            return False
+        with owner._lock:
+            owner.refused.append((prompt, max_tokens))
+        self._send_raw(*context_refusal(owner.flavour, prompt, owner.window,
+                                        max_tokens))
+        return True
+
+    def _send_raw(self, status, headers, data):
+        self.send_response_only(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
 
     def _serve_step(self, api, body, step):
         if isinstance(step, Before):
@@ -501,6 +660,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._serve_step(api, body, step.step)
         if isinstance(step, Fault):
             return self._fault(api, step)
+        if isinstance(step, Refuse):
+            return self._send_raw(*context_refusal(
+                step.flavour, step.prompt, step.window, step.max_tokens))
         if isinstance(step, Replay):
             return self._replay(step)
         if isinstance(step, Hang):
@@ -508,6 +670,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.owner._released.wait()
             return self._drop()
         reply = step.reply if isinstance(step, (Cut, StreamError)) else step
+        if self.server.owner.window and reply.usage is None:
+            out = _usage(reply, body)[1]
+            reply = copy.copy(reply)     # the usage of the server's count
+            reply.usage = (self.server.owner.count_tokens(body), out)
         if api == "anthropic":
             events = [encode_anthropic(e) for e in anthropic_events(reply, body)]
         else:
@@ -614,11 +780,20 @@ class ModelServer:
     """A scripted model server on 127.0.0.1; see the module docstring."""
 
     def __init__(self, api_key=None, variant=None, port=0, host="127.0.0.1",
-                 verbose=False):
+                 verbose=False, window=0, flavour="llamacpp",
+                 bytes_per_token=4, report=None):
         if variant not in (None, "ollama", "workers"):
             raise ValueError("variant must be None, 'ollama' or 'workers'")
+        if flavour not in CONTEXT_FLAVOURS:
+            raise ValueError("flavour must be one of %s" % (CONTEXT_FLAVOURS,))
         self.api_key = api_key
         self.variant = variant
+        self.window = window
+        self.flavour = flavour
+        self.bytes_per_token = bytes_per_token
+        self.refused = []   # (prompt, max_tokens) of each window refusal
+        self.report = report
+        self.gets = []      # paths of GET requests
         self.verbose = verbose
         self.requests = []
         self.sent = []      # (time.monotonic(), event bytes) once flushed
@@ -686,6 +861,60 @@ class ModelServer:
                         % (len(self.requests), timeout, n))
                 self._lock.wait(left)
             return list(self.requests)
+
+    def self_report(self, path):
+        """What GET path answers about the model (report=), or None."""
+        if self.report == "vllm" and path == "/v1/models":
+            return {"object": "list", "data": [{
+                "id": "test-model", "object": "model", "created": 1765000000,
+                "owned_by": "vllm", "root": "test-model", "parent": None,
+                "max_model_len": self.window, "permission": [{
+                    "id": "modelperm-" + _rand(32),
+                    "object": "model_permission", "created": 1765000000,
+                    "allow_create_engine": False, "allow_sampling": True,
+                    "allow_logprobs": True, "allow_search_indices": False,
+                    "allow_view": True, "allow_fine_tuning": False,
+                    "organization": "*", "group": None,
+                    "is_blocking": False}]}]}
+        if self.report == "llamacpp" and path == "/v1/models":
+            return {"models": [{"name": "test-model", "model": "test-model",
+                                "type": "model", "capabilities": ["completion"]}],
+                    "object": "list", "data": [{
+                        "id": "test-model", "object": "model",
+                        "created": 1765000000, "owned_by": "llamacpp",
+                        "meta": {"vocab_type": 2, "n_vocab": 151936,
+                                 "n_ctx_train": 262144, "n_embd": 2048,
+                                 "n_params": 30532122624,
+                                 "size": 17659361280}}]}
+        if self.report == "llamacpp" and path == "/props":
+            return {"default_generation_settings": {
+                        "id": 0, "id_task": -1, "n_ctx": self.window,
+                        "speculative": False, "is_processing": False},
+                    "total_slots": 1, "model_path": "/models/test-model.gguf",
+                    "modalities": {"vision": False, "audio": False},
+                    "build_info": "b6000-0000000"}
+        return None
+
+    def count_tokens(self, body):
+        """The input tokens of a request body by this server's tokenizer:
+        its messages, system prompt and tools."""
+        if not isinstance(body, dict):
+            return 0
+        size = len(json.dumps([body.get("system"), body.get("messages"),
+                               body.get("tools")]))
+        return -(-size // self.bytes_per_token)
+
+    def wait_gets(self, n, timeout=10.0):
+        """Wait until n GET requests were answered; their paths."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while len(self.gets) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("model server: %d GET(s), wanted %d"
+                                         % (len(self.gets), n))
+                self._lock.wait(left)
+            return list(self.gets)
 
     def _record(self, path, headers, body):
         with self._lock:

@@ -3,7 +3,10 @@ with a scripted model server, a real sandbox and a real room.db: with a tiny
 --context-window the older turns are summarised by a model request of their
 own (no tools), later requests start with that summary and carry only the
 recent turns, a kill -9 during the summary request resumes cleanly, and a
-provider that answers "prompt is too long" gets a summary and a retry.
+provider that answers "prompt is too long" gets a summary and a retry, and a
+server's refusal reaches the room in its own words while the agent takes
+the window it names, compacts to fit it and asks for no more answer than
+it leaves.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_compact.py
 The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
@@ -19,7 +22,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from model_server import Fault, Hang, ModelServer, Reply  # noqa: E402
+from model_server import (CONTEXT_FLAVOURS, Fault, Hang, ModelServer,  # noqa: E402
+                          Refuse, Reply, context_refusal)
 
 # The agent and its socket, as test_agent.py drives them.
 from test_agent import pytestmark, room  # noqa: E402,F401
@@ -297,7 +301,7 @@ def test_prompt_too_long_summarises_and_retries(room, model, provider):
     assert "marker-03" in retry and "marker-04" in retry
     notice = [e["text"] for e in evs if e["type"] == "notice"][0]
     assert notice.startswith("compacting the conversation: the model "
-                             "refused it as longer than its context window")
+                             'server refused it: "%s"' % TOO_LONG)
     assert not any(e["type"] == "error" for e in evs)
     reason, = room.db().execute("SELECT reason FROM compactions").fetchone()
     assert reason == "refused"
@@ -337,3 +341,142 @@ def test_prompt_too_long_with_nothing_to_summarise(room, model):
     assert room.db().execute("SELECT count(*) FROM compactions"
                              ).fetchone()[0] == 0
     assert turn(c, model, 2)[-1]["stop_reason"] == "end_turn"
+
+
+# --- a server's own window: its refusal, in its words, teaches the window -------
+
+WINDOW = 9000           # the server's, in its tokens
+PROVIDER_OF = {"llamacpp": "openai", "vllm": "openai", "openai": "openai",
+               "anthropic": "anthropic"}
+
+
+def refusal_words(flavour, prompt, max_tokens, window=WINDOW):
+    """The message of flavour's refusal, as its body carries it."""
+    status, headers, body = context_refusal(flavour, prompt, window,
+                                            max_tokens)
+    return json.loads(body)["error"]["message"]
+
+
+def fits(model, req):
+    """Does the request's input and answer fit the server's window?"""
+    body = req["body"]
+    asked = body.get("max_tokens") or body.get("max_completion_tokens")
+    return model.count_tokens(body) + asked <= WINDOW
+
+
+@pytest.mark.parametrize("flavour", CONTEXT_FLAVOURS)
+def test_server_window_learned_from_its_refusal(room, flavour):
+    """A server with a window of 9000 of its tokens (a token every 3 bytes,
+    where the agent guesses 4), the agent set to its usual window and an
+    8192-token answer: the server refuses once, the room reads why in the
+    server's own words, and from then on every request fits: compacted to
+    the window the server named, and asking for no more answer than that
+    window leaves."""
+    model = SummaryServer(window=WINDOW, flavour=flavour, bytes_per_token=3)
+    model.start()
+    try:
+        start(room, model, PROVIDER_OF[flavour], "--max-tokens", "8192")
+        c = room.connect()
+        seen, refused_at, more = [], None, 2
+        for n in range(1, 26):
+            before = len(model.requests)
+            evs = turn(c, model, n)
+            seen += evs
+            assert evs[-1]["stop_reason"] == "end_turn", evs
+            if model.refused and refused_at is None:
+                refused_at = before
+            if refused_at is not None and any(
+                    e["type"] == "compaction" for e in seen):
+                more -= 1
+                if more == 0:       # two turns past the compaction
+                    break
+        assert refused_at is not None, "the server never refused"
+        # Refused once: the agent learnt the window from it.
+        assert len(model.refused) == 1, model.refused
+        prompt, asked = model.refused[0]
+        assert asked == 8192
+        words = refusal_words(flavour, prompt, asked)
+        notices = [e["text"] for e in seen if e["type"] == "notice"]
+        assert any('"%s"' % words in t for t in notices), (words, notices)
+        assert not any(e["type"] == "error" for e in seen)
+        # Compacted to the server's window, not the assumed one.
+        comps = [e for e in seen if e["type"] == "compaction"]
+        assert comps and all(e["context_window"] == WINDOW for e in comps)
+        # Every request after the refusal fits, its answer included.
+        after = [r for r in model.requests[refused_at:]
+                 if r["body"] is not None]
+        bad = [(model.count_tokens(r["body"]), r["body"].get("max_tokens") or
+                r["body"].get("max_completion_tokens"))
+               for r in after[1:] if not fits(model, r)]
+        assert not bad, bad
+    finally:
+        model.stop()
+
+
+@pytest.mark.parametrize("flavour", CONTEXT_FLAVOURS)
+def test_refusal_shows_the_servers_words_and_figures(room, model, flavour):
+    """A refusal with nothing older to summarise ends the turn with the
+    server's message and figures, not an estimate and an assumed window."""
+    start(room, model, PROVIDER_OF[flavour])
+    c = room.connect()
+    model.script(Refuse(flavour, 41705, 32768))
+    evs = turn(c, model, 1)
+    assert evs[-1]["stop_reason"] == "error"
+    err = [e for e in evs if e["type"] == "error"][0]["message"]
+    assert '"%s"' % refusal_words(flavour, 41705, 0, 32768) in err, err
+    assert "41705" in err and "32768" in err
+    assert "context-window" not in err and "128000" not in err
+    assert "200000" not in err
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_max_tokens_never_asks_past_the_window(room, model, provider):
+    """A configured answer larger than the window's room: each request asks
+    for what the window leaves after its input, less the margin, and the
+    turns go on (summarised as they grow) instead of every request looking
+    too big."""
+    start(room, model, provider, "--context-window", "6000",
+          "--max-tokens", "8192")
+    c = room.connect()
+    for n in range(1, 7):
+        assert turn(c, model, n)[-1]["stop_reason"] == "end_turn"
+    assert any(map(is_summary, model.requests))
+    for req in model.requests:
+        body = req["body"]
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        least_input = len(json.dumps(body["messages"],
+                                     separators=(",", ":"))) // 4
+        assert 256 <= asked <= 6000 - 6000 // 50 - least_input, (
+            asked, least_input)
+
+
+@pytest.mark.parametrize("report", ["vllm", "llamacpp"])
+def test_server_window_from_what_it_says_of_itself(room, report):
+    """A server that says its window (vLLM's /v1/models max_model_len,
+    llama.cpp's /props n_ctx): the agent asks it once as it starts,
+    compacts to that window and is never refused, though it assumed 128000
+    tokens."""
+    model = SummaryServer(window=WINDOW, flavour=report, report=report)
+    model.start()
+    try:
+        start(room, model, "openai", "--max-tokens", "8192")
+        asked = ["/v1/models"] if report == "vllm" else ["/v1/models",
+                                                          "/props"]
+        assert model.wait_gets(len(asked)) == asked
+        c = room.connect()
+        seen = []
+        for n in range(1, 16):
+            seen += turn(c, model, n)
+            assert seen[-1]["stop_reason"] == "end_turn", seen
+            if any(e["type"] == "compaction" for e in seen):
+                break
+        assert model.refused == []
+        comps = [e for e in seen if e["type"] == "compaction"]
+        assert comps and comps[0]["context_window"] == WINDOW
+        assert model.gets == asked      # once
+        bad = [(i, model.count_tokens(r["body"]), r["body"].get("max_tokens"))
+               for i, r in enumerate(model.requests)
+               if r["body"] is not None and not fits(model, r)]
+        assert not bad, bad
+    finally:
+        model.stop()

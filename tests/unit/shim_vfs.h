@@ -115,8 +115,18 @@ static int shim_devchar(sqlite3_file *f)
 { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
 static int shim_shm_map(sqlite3_file *f, int i, int sz, int ext, void volatile **pp)
 { return REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, pp); }
+/* Times a connection found the WAL's write lock (shm lock 0) taken by
+ * another: a writer that had to wait, or gave up. */
+static long shim_write_lock_busy;
 static int shim_shm_lock(sqlite3_file *f, int off, int n, int flags)
-{ return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags); }
+{
+	int rc = REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+
+	if (rc == SQLITE_BUSY && off == 0 && n == 1 &&
+	    (flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_EXCLUSIVE))
+		__atomic_add_fetch(&shim_write_lock_busy, 1, __ATOMIC_RELAXED);
+	return rc;
+}
 static void shim_shm_barrier(sqlite3_file *f)
 { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
 static int shim_shm_unmap(sqlite3_file *f, int del)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../agent/compact.h"
+#include "../../agent/model_window.h"
 #include "../../agent/room_db.h"
 #include "unit.h"
 
@@ -110,7 +111,7 @@ test_estimate(void)
 	for (size_t i = 0; i < s.n; i++)
 		all += s.rows[i].bytes;
 	/* No count from the provider: every byte, fixed ones included. */
-	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400),
+	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400, 1000),
 	    compact_tokens_of_bytes(all + 400));
 	/* The last answer's count, plus what came since (that answer and the
 	 * rows after it), and no fixed bytes: the count holds them. */
@@ -118,19 +119,19 @@ test_estimate(void)
 	tail = 0;
 	for (size_t i = 7; i < s.n; i++)
 		tail += s.rows[i].bytes;
-	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400),
+	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400, 1000),
 	    1000 + compact_tokens_of_bytes(tail));
 	/* The latest count wins. */
 	s.rows[11].input_tokens = 1500;
-	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400),
+	CHECK_INT(compact_estimate(s.rows, s.n, 0, 400, 1000),
 	    1500 + compact_tokens_of_bytes(s.rows[11].bytes));
 	/* A count from before the latest summary (rowid <= upto) is not this
 	 * request's: bytes again. */
-	CHECK_INT(compact_estimate(s.rows, s.n, 12, 400),
+	CHECK_INT(compact_estimate(s.rows, s.n, 12, 400, 1000),
 	    compact_tokens_of_bytes(all + 400));
-	CHECK_INT(compact_estimate(s.rows, s.n, 11, 400),
+	CHECK_INT(compact_estimate(s.rows, s.n, 11, 400, 1000),
 	    1500 + compact_tokens_of_bytes(s.rows[11].bytes));
-	CHECK_INT(compact_estimate(NULL, 0, 0, 40), 10);
+	CHECK_INT(compact_estimate(NULL, 0, 0, 40, 1000), 10);
 	script_free(&s);
 }
 
@@ -355,6 +356,101 @@ test_too_long(void)
 	CHECK_INT(compact_too_long_error(NULL, NULL), 0);
 }
 
+/* The figure of each server's refusal: its window and the request's
+ * input tokens, from its raw body. */
+static void
+check_figures(const char *body, long window, long prompt)
+{
+	struct compact_refusal r;
+
+	compact_refusal_figures(body, strlen(body), &r);
+	CHECK_INT(r.window, window);
+	CHECK_INT(r.prompt, prompt);
+}
+
+static void
+test_refusal_figures(void)
+{
+	const char *ollama = "{\"error\":\"{\\\"error\\\":{\\\"code\\\":400,"
+	    "\\\"message\\\":\\\"request (8889 tokens) exceeds the available "
+	    "context size (4096 tokens), try increasing it\\\"}}\"}";
+	struct compact_refusal r;
+
+	check_figures("{\"error\":{\"code\":400,\"message\":\"request (41705 "
+	    "tokens) exceeds the available context size (32768 tokens), try "
+	    "increasing it\",\"type\":\"exceed_context_size_error\","
+	    "\"n_prompt_tokens\":41705,\"n_ctx\":32768}}", 32768, 41705);
+	check_figures("{\"error\":{\"message\":\"This model's maximum context "
+	    "length is 32768 tokens. However, your request has 40000 input "
+	    "tokens. Please reduce the length of the input messages.\","
+	    "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}",
+	    32768, 40000);
+	check_figures("'max_tokens' or 'max_completion_tokens' is too large: "
+	    "8000. This model's maximum context length is 4096 tokens and your "
+	    "request has 2778 input tokens (8000 > 4096 - 2778). None", 4096,
+	    2778);
+	check_figures("This model's maximum context length is 128000 tokens. "
+	    "However, your messages resulted in 130123 tokens. Please reduce "
+	    "the length of the messages.", 128000, 130123);
+	check_figures("This model's maximum context length is 8192 tokens. "
+	    "However, you requested 9850 tokens (1658 in the messages, 8192 in "
+	    "the completion).", 8192, 1658);
+	check_figures("{\"type\":\"error\",\"error\":{\"type\":"
+	    "\"invalid_request_error\",\"message\":\"prompt is too long: "
+	    "210000 tokens > 200000 maximum\"}}", 200000, 210000);
+	check_figures("input length and `max_tokens` exceed context limit: "
+	    "190000 + 20000 > 200000, decrease input length or `max_tokens` "
+	    "and try again", 200000, 190000);
+	check_figures(ollama, 4096, 8889);
+	check_figures("prompt is too long", 0, 0);
+	check_figures("request (999999999999 tokens) exceeds the available "
+	    "context size (-5 tokens)", 0, 0);
+	compact_refusal_figures(NULL, 0, &r);
+	CHECK_INT(r.window, 0);
+	CHECK_INT(r.prompt, 0);
+	CHECK_INT(compact_too_long_error(NULL, "input length and `max_tokens` "
+	    "exceed context limit: 1 + 2 > 3"), 1);
+}
+
+/* What a server says of its window: vLLM's /v1/models, llama.cpp's
+ * /props (its /v1/models names only the training window). */
+static void
+test_server_reported_window(void)
+{
+	json_object *vllm = json_tokener_parse("{\"object\":\"list\",\"data\":"
+	    "[{\"id\":\"other\",\"max_model_len\":4096},{\"id\":\"qwen\","
+	    "\"object\":\"model\",\"owned_by\":\"vllm\",\"max_model_len\":"
+	    "32768}]}");
+	json_object *one = json_tokener_parse("{\"data\":[{\"id\":\"x\","
+	    "\"max_model_len\":8192}]}");
+	json_object *llama = json_tokener_parse("{\"object\":\"list\",\"data\":"
+	    "[{\"id\":\"qwen\",\"meta\":{\"n_ctx_train\":262144}}]}");
+	json_object *props = json_tokener_parse("{\"default_generation_settings"
+	    "\":{\"id\":0,\"n_ctx\":32768},\"total_slots\":1}");
+
+	CHECK_INT(model_window_from_models(vllm, "qwen"), 32768);
+	CHECK_INT(model_window_from_models(vllm, "absent"), 0);
+	CHECK_INT(model_window_from_models(one, "qwen"), 8192);
+	CHECK_INT(model_window_from_models(llama, "qwen"), 0);
+	CHECK_INT(model_window_from_props(props), 32768);
+	CHECK_INT(model_window_from_props(llama), 0);
+	json_object_put(vllm);
+	json_object_put(one);
+	json_object_put(llama);
+	json_object_put(props);
+}
+
+/* An answer asks for what the window leaves, less a fiftieth. */
+static void
+test_answer_tokens(void)
+{
+	CHECK_INT(compact_answer_tokens(200000, 1000, 8192), 8192);
+	CHECK_INT(compact_answer_tokens(9000, 2000, 8192), 9000 - 180 - 2000);
+	CHECK_INT(compact_answer_tokens(9000, 8900, 8192), COMPACT_MIN_ANSWER);
+	CHECK_INT(compact_answer_tokens(9000, 8900, 100), 100);
+	CHECK_INT(compact_answer_tokens(9000, 20000, 8192), COMPACT_MIN_ANSWER);
+}
+
 /* ---- room.db ------------------------------------------------------------ */
 
 static char path[64];
@@ -474,6 +570,9 @@ main(void)
 	TEST(test_messages_with_summary);
 	TEST(test_summary_text);
 	TEST(test_too_long);
+	TEST(test_refusal_figures);
+	TEST(test_answer_tokens);
+	TEST(test_server_reported_window);
 	TEST(test_db_summary_rows);
 	TEST(test_db_migration_1_to_2);
 	{

@@ -7,8 +7,10 @@
  * waits on its own thread, not in a commit); once syncs go, the
  * database file holds the committed pages; after a checkpoint that
  * copied the whole WAL, the next commit makes no sync (the thread started
- * the WAL over, and synced its new header, itself); stopping with a
- * checkpoint due ends cleanly.
+ * the WAL over, and synced its new header, itself), also when the
+ * committing connection held a write transaction at that moment (the
+ * thread waits for it rather than leave the sync to the next commit);
+ * stopping with a checkpoint due ends cleanly.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../agent/room_db.h"
 #include "../../agent/wal_checkpointer.h"
 #include "unit.h"
 
@@ -107,7 +110,7 @@ open_wal(void)
 	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK);
 	/* As room.db's connection: a commit meeting the thread's start of
 	 * a new WAL waits for it. */
-	sqlite3_busy_timeout(db, 5000);
+	room_db_busy_wait(db, 5000);
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA "
 	    "synchronous=NORMAL; CREATE TABLE IF NOT EXISTS t (b BLOB)", NULL,
 	    NULL, NULL) == SQLITE_OK);
@@ -203,6 +206,60 @@ test_commit_after_a_whole_checkpoint_makes_no_sync(void)
 	CHECK(sqlite3_close(w.db) == SQLITE_OK);
 }
 
+/* 1 once a connection met the WAL's write lock taken after count such
+ * meetings, 0 if none does within secs seconds. */
+static int
+write_lock_busy_within(long count, int secs)
+{
+	for (int i = 0; i < secs * 1000; i++) {
+		if (__atomic_load_n(&shim_write_lock_busy, __ATOMIC_RELAXED) >
+		    count)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void
+test_whole_checkpoint_waits_for_a_write_transaction(void)
+{
+	struct writer w = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct wal_checkpointer *ck;
+	long seq, syncs, busy;
+
+	w.db = open_wal();
+	CHECK_INT(wal_checkpointer_start(w.db, path, &ck), 0);
+	CHECK(sqlite3_exec(w.db, "INSERT INTO t (b) VALUES (x'00')", NULL, NULL,
+	    NULL) == SQLITE_OK);
+	shim_hold_syncs();
+	/* One commit past the threshold: one checkpoint asked for, so the
+	 * thread has one chance to start the WAL over. */
+	CHECK(sqlite3_exec(w.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK);
+	writer_main(&w);
+	CHECK(!w.failed);
+	CHECK(sqlite3_exec(w.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(shim_sync_waiting(10));
+	seq = wal_ckpt_seq();
+	CHECK(seq >= 0);
+	/* This connection takes the write lock, as the agent's loop does
+	 * for a step, when the thread has copied the whole WAL. */
+	CHECK(sqlite3_exec(w.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+	    SQLITE_OK);
+	busy = __atomic_load_n(&shim_write_lock_busy, __ATOMIC_RELAXED);
+	shim_release_syncs();
+	CHECK(write_lock_busy_within(busy, 60));	/* the thread meets it */
+	CHECK(sqlite3_exec(w.db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
+	/* The thread, not this connection's next commit, starts the WAL
+	 * over and syncs its header. */
+	CHECK(wal_started_over_within(seq, 10));
+	syncs = shim_thread_syncs;
+	CHECK(sqlite3_exec(w.db, "INSERT INTO t (b) VALUES (x'00')", NULL, NULL,
+	    NULL) == SQLITE_OK);
+	CHECK_INT(shim_thread_syncs - syncs, 0);
+	wal_checkpointer_stop(ck);
+	CHECK(sqlite3_close(w.db) == SQLITE_OK);
+}
+
 static void
 test_stop_with_a_checkpoint_due(void)
 {
@@ -231,6 +288,7 @@ main(void)
 	    (int)getpid());
 	TEST(test_commits_do_not_wait_for_checkpoints);
 	TEST(test_commit_after_a_whole_checkpoint_makes_no_sync);
+	TEST(test_whole_checkpoint_waits_for_a_write_transaction);
 	TEST(test_stop_with_a_checkpoint_due);
 	unlink(path);
 	snprintf(name, sizeof(name), "%s-wal", path);
