@@ -70,8 +70,11 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             debhelper devscripts lintian fakeroot adduser
 
 COMMON_SRC := $(wildcard common/*.c)
-FS_SRC     := $(wildcard fs/*.c)
-AGENT_SRC  := $(wildcard agent/*.c)
+# The seccomp allow list of the processes that give up root: linked into
+# those three programs only (libseccomp), not into libcommon.
+ALLOW_SRC  := common/seccomp_allow.c
+FS_SRC     := $(wildcard fs/*.c) $(ALLOW_SRC)
+AGENT_SRC  := $(wildcard agent/*.c) $(ALLOW_SRC)
 # atriumd's code is in a folder per role: monitor/ (the root process),
 # net/ (the network process), chat/ (the terminal chat, in the network
 # process) and shared/ (both).  Files include headers by name from their
@@ -87,7 +90,7 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 # shared/.  Neither links the other's code.
 SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
-NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c)
+NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -95,7 +98,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 # the filters too: a room transfer's helpers get them (transfer_sandbox.c).
 SECCOMP_SRC   := common/sandbox_seccomp.c
 INIT_SRC      := common/sandbox_init.c $(SECCOMP_SRC)
-LIBCOMMON_SRC := $(filter-out $(INIT_SRC),$(COMMON_SRC))
+LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
@@ -147,7 +150,7 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC)
+SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \

@@ -44,7 +44,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -61,6 +60,7 @@
 #include "becomeuser.h"
 #include "landlock.h"
 #include "log.h"
+#include "seccomp_allow.h"
 #include "protocol.h"
 #include "room_db.h"
 
@@ -304,88 +304,29 @@ static const int confine_prctls[] = {
 	PR_GET_SECCOMP,
 };
 
-#define CONFINE_THREAD_FLAGS \
-	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SYSVSEM | CLONE_SIGHAND | \
-	 CLONE_THREAD | CLONE_SETTLS | CLONE_PARENT_SETTID | \
-	 CLONE_CHILD_CLEARTID)
-
-/* One rule; 0 or -errno (logged with what). */
+/* setpriority of this process only. */
 static int
-confine_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned n,
-    const struct scmp_arg_cmp *arg, const char *what)
+confine_seccomp_nice(scmp_filter_ctx ctx)
 {
-	int r = n ? seccomp_rule_add_array(ctx, action, nr, n, arg) :
-	    seccomp_rule_add(ctx, action, nr, 0);
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 1,
+	    SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS, 0));
 
 	if (r < 0)
-		log_error("seccomp: cannot allow %s: %s", what, strerror(-r));
+		log_error("seccomp: cannot allow setpriority: %s", strerror(-r));
 	return r;
-}
-
-/* The calls allowed with some arguments only. */
-static int
-confine_seccomp_args(scmp_filter_ctx ctx)
-{
-	struct scmp_arg_cmp a;
-	int r, nr = seccomp_syscall_resolve_name("clone3");
-
-	/* Threads, never a process or a namespace; clone3 keeps its flags
-	 * in memory a filter cannot read: ENOSYS, and glibc uses clone. */
-	a = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, CONFINE_THREAD_FLAGS);
-	if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, &a,
-	    "clone")) < 0)
-		return r;
-	if (nr != __NR_SCMP_ERROR && (r = confine_rule(ctx,
-	    SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, "clone3")) < 0)
-		return r;
-	a = SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS);
-	if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 1,
-	    &a, "setpriority")) < 0)
-		return r;
-	for (size_t i = 0; i < sizeof(confine_ioctls) /
-	    sizeof(*confine_ioctls); i++) {
-		a = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, confine_ioctls[i]);
-		if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-		    &a, "ioctl")) < 0)
-			return r;
-	}
-	for (size_t i = 0; i < sizeof(confine_prctls) /
-	    sizeof(*confine_prctls); i++) {
-		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)confine_prctls[i]);
-		if ((r = confine_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-		    &a, "prctl")) < 0)
-			return r;
-	}
-	return 0;
 }
 
 int
 confine_seccomp(void)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	int r = 0;
+	static const struct seccomp_allow allow = {
+		confine_allowed, SECCOMP_ALLOW_N(confine_allowed),
+		confine_ioctls, SECCOMP_ALLOW_N(confine_ioctls),
+		confine_prctls, SECCOMP_ALLOW_N(confine_prctls),
+		1, confine_seccomp_nice,
+	};
 
-	if (!ctx) {
-		log_error("seccomp: libseccomp cannot make a filter");
-		return -ENOMEM;
-	}
-	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
-	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	for (size_t i = 0; r == 0 && i < sizeof(confine_allowed) /
-	    sizeof(*confine_allowed); i++) {
-		int nr = seccomp_syscall_resolve_name(confine_allowed[i]);
-
-		if (nr != __NR_SCMP_ERROR)	/* else: not on this arch */
-			r = confine_rule(ctx, SCMP_ACT_ALLOW, nr, 0, NULL,
-			    confine_allowed[i]);
-	}
-	if (r == 0)
-		r = confine_seccomp_args(ctx);
-	if (r == 0 && (r = seccomp_load(ctx)) < 0)
-		log_error("seccomp: the kernel refused the filter: %s",
-		    strerror(-r));
-	seccomp_release(ctx);
-	return r;
+	return seccomp_allow_load(&allow);
 }
 
 /* ---- all of it ---------------------------------------------------------- */

@@ -31,8 +31,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +44,7 @@
 #include "becomeuser.h"
 #include "landlock.h"
 #include "log.h"
+#include "seccomp_allow.h"
 
 static const char *const confine_suffixes[] = { "", "-wal", "-shm" };
 #define CONFINE_NFILES (sizeof(confine_suffixes) / sizeof(*confine_suffixes))
@@ -245,86 +244,19 @@ static const int confine_prctls[] = {
 	PR_GET_SECCOMP,
 };
 
-#define CONFINE_THREAD_FLAGS \
-	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SYSVSEM | CLONE_SIGHAND | \
-	 CLONE_THREAD | CLONE_SETTLS | CLONE_PARENT_SETTID | \
-	 CLONE_CHILD_CLEARTID)
-
-/* One rule; 0 or -errno (logged with what). */
-static int
-confine_rule(scmp_filter_ctx ctx, int nr, unsigned n,
-    const struct scmp_arg_cmp *arg, const char *what)
-{
-	int r = n ? seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, n, arg) :
-	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-
-	if (r < 0)
-		log_error("seccomp: cannot allow %s: %s", what, strerror(-r));
-	return r;
-}
-
-/* The calls allowed with some arguments only. */
-static int
-confine_seccomp_args(scmp_filter_ctx ctx)
-{
-	struct scmp_arg_cmp a;
-	int r, nr = seccomp_syscall_resolve_name("clone3");
-
-	/* Threads (libfuse's workers), never a process: clone3 keeps its
-	 * flags in memory a filter cannot read, so ENOSYS, and glibc falls
-	 * back to clone. */
-	a = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, CONFINE_THREAD_FLAGS);
-	if ((r = confine_rule(ctx, SCMP_SYS(clone), 1, &a, "clone")) < 0)
-		return r;
-	if (nr != __NR_SCMP_ERROR && (r = seccomp_rule_add(ctx,
-	    SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0) {
-		log_error("seccomp: clone3: %s", strerror(-r));
-		return r;
-	}
-	for (size_t i = 0; i < sizeof(confine_ioctls) /
-	    sizeof(*confine_ioctls); i++) {
-		a = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, confine_ioctls[i]);
-		if ((r = confine_rule(ctx, SCMP_SYS(ioctl), 1, &a, "ioctl")) < 0)
-			return r;
-	}
-	for (size_t i = 0; i < sizeof(confine_prctls) /
-	    sizeof(*confine_prctls); i++) {
-		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)confine_prctls[i], 0);
-		if ((r = confine_rule(ctx, SCMP_SYS(prctl), 1, &a, "prctl")) < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* Every other call fails with EPERM (a SQLite or libfuse path that needs
- * one then reports an error, never a wrong byte); 32-bit calls kill. */
+ * one then reports an error, never a wrong byte). */
 static int
 confine_seccomp(void)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	int r = 0;
+	static const struct seccomp_allow allow = {
+		confine_allowed, SECCOMP_ALLOW_N(confine_allowed),
+		confine_ioctls, SECCOMP_ALLOW_N(confine_ioctls),
+		confine_prctls, SECCOMP_ALLOW_N(confine_prctls),
+		1, NULL,
+	};
 
-	if (!ctx) {
-		log_error("seccomp: libseccomp cannot make a filter");
-		return -ENOMEM;
-	}
-	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
-	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	for (size_t i = 0; r == 0 && i < sizeof(confine_allowed) /
-	    sizeof(*confine_allowed); i++) {
-		int nr = seccomp_syscall_resolve_name(confine_allowed[i]);
-
-		if (nr != __NR_SCMP_ERROR)	/* else: not on this arch */
-			r = confine_rule(ctx, nr, 0, NULL, confine_allowed[i]);
-	}
-	if (r == 0)
-		r = confine_seccomp_args(ctx);
-	if (r == 0 && (r = seccomp_load(ctx)) < 0)
-		log_error("seccomp: the kernel refused the filter: %s",
-		    strerror(-r));
-	seccomp_release(ctx);
-	return r;
+	return seccomp_allow_load(&allow);
 }
 
 /* ---- all of it ----------------------------------------------------------- */

@@ -25,13 +25,13 @@
 
 #include <errno.h>
 #include <seccomp.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <termios.h>
 
 #include "log.h"
+#include "seccomp_allow.h"
 
 static const char *const privdrop_allowed[] = {
 	/* memory */
@@ -68,28 +68,6 @@ static const unsigned long privdrop_ioctls[] = {
 	TIOCSPTLCK, TIOCGPTPEER, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
 };
 
-/* The clone flags of glibc's pthread_create (nptl/pthread_create.c): a
- * thread sharing everything, with no exit signal. */
-#define PRIVDROP_THREAD_FLAGS \
-	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SYSVSEM | CLONE_SIGHAND | \
-	 CLONE_THREAD | CLONE_SETTLS | CLONE_PARENT_SETTID | \
-	 CLONE_CHILD_CLEARTID)
-
-/* clone for threads only; clone3 answered ENOSYS (see the top). */
-static int
-privdrop_seccomp_threads(scmp_filter_ctx ctx)
-{
-	int r, nr = seccomp_syscall_resolve_name("clone3");
-
-	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, PRIVDROP_THREAD_FLAGS));
-	if (r == 0 && nr != __NR_SCMP_ERROR)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-	if (r < 0)
-		log_error("seccomp: cannot allow threads: %s", strerror(-r));
-	return r;
-}
-
 /* setpriority on the calling thread only (the handshake threads lower
  * their own: kexpool.h); an unprivileged caller can only lower it. */
 static int
@@ -103,57 +81,15 @@ privdrop_seccomp_nice(scmp_filter_ctx ctx)
 	return r;
 }
 
-/* The rules into ctx.  0, or -errno with what failed logged. */
-static int
-privdrop_seccomp_rules(scmp_filter_ctx ctx)
-{
-	int r;
-
-	for (size_t i = 0; i < sizeof(privdrop_allowed) /
-	    sizeof(*privdrop_allowed); i++) {
-		int nr = seccomp_syscall_resolve_name(privdrop_allowed[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;	/* not on this architecture */
-		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0) {
-			log_error("seccomp: cannot allow %s: %s",
-			    privdrop_allowed[i], strerror(-r));
-			return r;
-		}
-	}
-	if ((r = privdrop_seccomp_threads(ctx)) < 0 ||
-	    (r = privdrop_seccomp_nice(ctx)) < 0)
-		return r;
-	for (size_t i = 0; i < sizeof(privdrop_ioctls) /
-	    sizeof(*privdrop_ioctls); i++) {
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
-		    privdrop_ioctls[i]));
-		if (r < 0) {
-			log_error("seccomp: cannot allow ioctl %#lx: %s",
-			    privdrop_ioctls[i], strerror(-r));
-			return r;
-		}
-	}
-	return 0;
-}
-
 /* See privdrop.h. */
 int
 privdrop_seccomp(void)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	int r;
+	static const struct seccomp_allow allow = {
+		privdrop_allowed, SECCOMP_ALLOW_N(privdrop_allowed),
+		privdrop_ioctls, SECCOMP_ALLOW_N(privdrop_ioctls),
+		NULL, 0, 0, privdrop_seccomp_nice,
+	};
 
-	if (!ctx) {
-		log_error("seccomp: libseccomp cannot make a filter");
-		return -ENOMEM;
-	}
-	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
-	if ((r = privdrop_seccomp_rules(ctx)) == 0 &&
-	    (r = seccomp_load(ctx)) < 0)
-		log_error("seccomp: the kernel refused the filter: %s",
-		    strerror(-r));
-	seccomp_release(ctx);
-	return r;
+	return seccomp_allow_load(&allow);
 }
