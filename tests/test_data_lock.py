@@ -66,16 +66,18 @@ def pids_with_open(path):
 
 
 def fs_daemons(data, room):
-    """Pids of atrium-fs processes serving room's workspace.db."""
+    """Pids of atrium-fs daemons serving room's workspace.db: those that
+    gave up root, not their keepers (fs/mount_keeper.c)."""
     db = os.path.join(data, "rooms", room, "workspace.db")
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as f:
                 argv = f.read().decode(errors="replace").split("\0")
+            uid = os.stat("/proc/%s" % pid).st_uid
         except OSError:
             continue
-        if "mount" in argv and db in argv:
+        if "mount" in argv and db in argv and uid != 0:
             pids.append(int(pid))
     return pids
 

@@ -61,7 +61,7 @@ def test_named_snapshots_cannot_carry_data_past_the_quota(room, model):
             exec_cmd(room, "head -c 20M /dev/zero | tr '\\0' x > f%d" % i,
                      "w%d" % i)
             c.send({"type": "snapshot", "name": "s%d" % i})
-            ev = first_of(c, ("notice", "error"))
+            ev = first_of(c, ("snapshot", "error"))
             if ev["type"] == "error":
                 refused = ev["message"]
                 break
