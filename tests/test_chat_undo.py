@@ -203,6 +203,12 @@ def files_of(srv):
     return out
 
 
+def bell(tmux, name):
+    """The window's bell flag (set by a bell, never cleared here)."""
+    return tmux("display-message", "-p", "-t", name,
+                "#{window_bell_flag}").stdout.strip() == "1"
+
+
 def test_undo_of_bobs_work_asks_bob_and_his_no_cancels_it(
         srv, model_server, tmux):
     """alice's /undo would take back bob's new file: bob sees the preview
@@ -211,13 +217,22 @@ def test_undo_of_bobs_work_asks_bob_and_his_no_cancels_it(
     before = agent_turn_then_bobs_command(tmux, model_server, srv,
                                           "echo b > bobs")
     changed = files_of(srv)
+    # Their terminals show a bell as a terminal user's tmux would.
+    for pane in ("a", "b"):
+        tmux("set-option", "-t", pane, "bell-action", "any")
+        tmux("set-window-option", "-t", pane, "monitor-bell", "on")
     tmux.keys("a", "/undo", "Enter")
     screen = tmux.wait("a", "y asks them to agree")
     assert "also takes back the changes of: bob" in screen
     assert "it takes back work of bob" in screen
+    assert not bell(tmux, "b")
     tmux.keys("a", "y", "Enter")
     tmux.wait("a", "waiting for bob to agree")
     screen = tmux.wait("b", "y to agree, n to refuse")
+    # Asked, bob's terminal rings (the bell follows the drawn request);
+    # alice's, who asked, does not.
+    tmux.wait("b", lambda s: bell(tmux, "b"))
+    assert not bell(tmux, "a")
     assert "alice asks you to agree to /undo the agent's turn" in screen
     assert "removes: bobs, made" in screen
     assert "brings back: gone" in screen

@@ -10,6 +10,8 @@
  *     replays too;
  *   - an approval request: any member may answer it, and it is refused
  *     when nobody does in time;
+ *   - a request for consent (an /undo, /redo or /restore that would take
+ *     back this member's work), which waits for their answer;
  *   - the end of the agent's turn while the member is scrolled back or
  *     in /term, where they would not see it.
  * `/set bell off` silences it for this person in this room: the room
@@ -17,7 +19,8 @@
  *
  * In /term the status row carries the room's news (term_mode_news): an
  * approval waiting, first, since it times out, with the key that answers
- * it; else the last line someone said, or that the agent finished.
+ * it; else the last line someone said, that someone asks this member's
+ * consent, or that the agent finished.
  *
  * Stopping: Ctrl-C on an empty input line, and /kill, send the next of
  * SIGINT, SIGTERM and SIGKILL to the member's newest running !command
@@ -268,6 +271,41 @@ chat_attn_line(struct chat *ch, const char *type, json_object *o)
 	return tui_mention(text, self);
 }
 
+/* 1 when the request for consent o asks this member (not the one who
+ * asked): its users name them. */
+static int
+chat_attn_asks_me(const struct chat *ch, json_object *o)
+{
+	const char *me = ch->c->s->user, *asker = json_get_string(o, "user");
+	json_object *users = NULL, *u;
+
+	if (!json_object_object_get_ex(o, "users", &users) ||
+	    !json_object_is_type(users, json_type_array) ||
+	    (asker && strcmp(asker, me) == 0))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(users); i++) {
+		u = json_object_array_get_idx(users, i);
+		if (json_object_is_type(u, json_type_string) &&
+		    strcmp(json_object_get_string(u), me) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A request for consent that asks this member rings, as an approval
+ * does, and /term's news names it with the key that answers. */
+static void
+chat_attn_consent(struct chat *ch, json_object *o)
+{
+	if (!chat_attn_asks_me(ch, o))
+		return;
+	ch->bell_owed = 1;
+	if (ch->term)
+		snprintf(ch->news, sizeof(ch->news), "%.40s asks you to agree "
+		    "to /%.10s, Ctrl-] to answer", json_get_string(o, "user") ?:
+		    "someone", json_get_string(o, "action") ?: "undo");
+}
+
 /* See chat_int.h. */
 void
 chat_attn_event(struct chat *ch, const char *type, json_object *o)
@@ -291,6 +329,8 @@ chat_attn_event(struct chat *ch, const char *type, json_object *o)
 		return;
 	if (strcmp(type, "approval_request") == 0)
 		ch->bell_owed = 1;
+	if (strcmp(type, "consent_request") == 0)
+		chat_attn_consent(ch, o);
 	if (strcmp(type, "turn_end") == 0 && (ch->scroll.offset || ch->term)) {
 		ch->bell_owed = 1;
 		if (ch->term)
