@@ -921,12 +921,13 @@ room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn, void *arg)
 	return rc == SQLITE_ERROR ? room_db_fail(db, "meta") : n;
 }
 
-int
-room_db_meta_get(struct room_db *db, const char *key, char *out,
-    size_t outlen)
+/* The value of key in table (meta or config) into out: 1 found, 0 not,
+ * -EIO. */
+static int
+room_db_value_get(struct room_db *db, const char *sql, const char *key,
+    char *out, size_t outlen)
 {
-	sqlite3_stmt *st = room_db_query(db, "SELECT value FROM meta WHERE"
-	    " key = ?", "s", key);
+	sqlite3_stmt *st = room_db_query(db, sql, "s", key);
 	int found = 0;
 
 	if (!st)
@@ -937,6 +938,14 @@ room_db_meta_get(struct room_db *db, const char *key, char *out,
 	}
 	room_db_release(db, st);
 	return found;
+}
+
+int
+room_db_meta_get(struct room_db *db, const char *key, char *out,
+    size_t outlen)
+{
+	return room_db_value_get(db, "SELECT value FROM meta WHERE key = ?",
+	    key, out, outlen);
 }
 
 /* ---- config, members -------------------------------------------------- */
@@ -958,19 +967,8 @@ int
 room_db_config_get(struct room_db *db, const char *key, char *out,
     size_t outlen)
 {
-	sqlite3_stmt *st;
-	int found = 0;
-
-	st = room_db_query(db, "SELECT value FROM config WHERE key = ?", "s",
-	    key);
-	if (!st)
-		return -EIO;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		snprintf(out, outlen, "%s", sqlite3_column_text(st, 0));
-		found = 1;
-	}
-	room_db_release(db, st);
-	return found;
+	return room_db_value_get(db, "SELECT value FROM config WHERE key = ?",
+	    key, out, outlen);
 }
 
 int

@@ -20,7 +20,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -226,22 +225,6 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	return 0;
 }
 
-/* Give the free pages inside the heap back to the system, now and then:
- * after a burst (a command's output shown to a thousand members) the
- * heap holds tens of megabytes of free space between live blocks, which
- * malloc returns only from its top.  A few milliseconds every
- * MONITOR_TRIM_MS at most. */
-static void
-monitor_loop_trim(struct monitor *srv)
-{
-	long long now = time_mono_ms();
-
-	if (now - srv->trim_ms < MONITOR_TRIM_MS)
-		return;
-	srv->trim_ms = now;
-	malloc_trim(0);
-}
-
 /* Work done after each poll, outside every callback. */
 static void
 monitor_loop_turn(struct monitor *srv)
@@ -249,7 +232,7 @@ monitor_loop_turn(struct monitor *srv)
 	monitor_loop_reap(srv);
 	rooms_tick(&srv->rooms);
 	ctl_tick(&srv->ctl);
-	monitor_loop_trim(srv);
+	loop_trim_heap(&srv->trim_ms, MONITOR_TRIM_MS);
 	loop_sync(&srv->loop);
 }
 

@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -473,22 +472,6 @@ server_init_network(struct server *srv, int mon_fd, int ev_fd)
 	return 0;
 }
 
-/* Give the free pages inside the heap back to the system, now and then:
- * after a burst (a command's output shown to a thousand members) the
- * heap holds tens of megabytes of free space between live blocks, which
- * malloc returns only from its top.  A few milliseconds every
- * SERVER_TRIM_MS at most. */
-static void
-server_trim(struct server *srv)
-{
-	long long now = time_mono_ms();
-
-	if (now - srv->trim_ms < SERVER_TRIM_MS)
-		return;
-	srv->trim_ms = now;
-	malloc_trim(0);
-}
-
 /* Work done after each poll, outside every callback. */
 static void
 server_turn(struct server *srv)
@@ -515,7 +498,7 @@ server_turn(struct server *srv)
 	}
 	server_accept_resume(srv);
 	server_refusals_flush(srv);
-	server_trim(srv);
+	loop_trim_heap(&srv->trim_ms, SERVER_TRIM_MS);
 	loop_sync(&srv->loop);
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -205,4 +206,15 @@ loop_add_signals(struct loop *l, struct watch *w, int *fd, watch_fn fn,
 		return -errno;
 	loop_add(l, w, *fd, POLLIN, fn, arg);
 	return 0;
+}
+
+void
+loop_trim_heap(long long *last_ms, long long every_ms)
+{
+	long long now = time_mono_ms();
+
+	if (now - *last_ms < every_ms)
+		return;
+	*last_ms = now;
+	malloc_trim(0);
 }

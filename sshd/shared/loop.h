@@ -93,6 +93,14 @@ void loop_wake_at(struct loop *l, long long when_ms);
 /* Wake the loop within LOOP_POLL_MS: for work that is polled. */
 void loop_wake_soon(struct loop *l);
 
+/* Give the free pages inside the heap back to the system, at most every
+ * every_ms (*last_ms: when it was last done): after a burst (a command's
+ * output shown to a thousand members) the heap holds tens of megabytes
+ * of free space between live blocks, which malloc returns only from its
+ * top.  A few milliseconds each time.  Both processes call it between
+ * polls. */
+void loop_trim_heap(long long *last_ms, long long every_ms);
+
 /* The next poll's timeout in ms: until the earliest deadline asked for
  * (0 when past), or -1 (sleep until an fd is ready) when none was.  Forgets
  * the deadlines: they are asked for again after the poll. */
