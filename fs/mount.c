@@ -13,9 +13,11 @@
  *
  * Options of our own among the -o ones: no_writeback, quota=BYTES and
  * quota_inodes=N (fs/quota.c), which are set before the first request,
- * and control_uid=UID, the one uid besides root and the daemon's own that
+ * control_uid=UID, the one uid besides root and the daemon's own that
  * the control socket serves (atriumd gives the room's, under which its
- * agent runs).
+ * agent runs), and run_as=UID:GID, under which the process forks the
+ * daemon first and stays as its root keeper, and the daemon gives up root
+ * once mounted (mount_confine.h).
  *
  * The control socket (fs/control.c) lives from just before the mount is
  * announced until the session loop ends.
