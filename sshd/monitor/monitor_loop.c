@@ -35,6 +35,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "room_transfer.h"
+#include "tokens.h"
 #include "util.h"
 
 #define MONITOR_STOP_POLL_MS	100	/* looks at stopping rooms this often */
@@ -215,6 +216,8 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
 	authkeys_set_quiet(srv->keys);
+	if (!(srv->tokens = tokens_new(srv->cfg->data_dir)))
+		return -ENOMEM;
 	access_record_migrate(srv->cfg->data_dir);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
@@ -300,4 +303,5 @@ monitor_loop_destroy(struct monitor *srv)
 	if (srv->ev_fd >= 0)
 		close(srv->ev_fd);
 	authkeys_free(srv->keys);
+	tokens_free(srv->tokens);
 }
