@@ -37,6 +37,9 @@
 
 #define TOKENS_TEXT_MAX	(256 * 1024)	/* an answer's text */
 #define TOKENS_MAKE_TRIES	4	/* ids taken by chance, then give up */
+/* list's columns: id, user, access, expires, last used, rooms ("*": the
+ * key's), then the key's comment and the token's name. */
+#define TOKENS_LIST_FORMAT	"%-12s  %-10s  %-10s  %-20s  %-20s  %-16s  "
 
 /* Set ans's error. */
 static void
@@ -259,14 +262,12 @@ tokens_list_row(void *arg, const struct token_row *r)
 
 	tokens_when(r->expires, exp, sizeof(exp));
 	tokens_when(r->last_used, used, sizeof(used));
-	tokens_put(b, "%-12s  %-10s  %-10s  %-20s  %-20s  ", r->id, r->user,
-	    r->read_only ? "read-only" : "read-write", exp, used);
+	tokens_put(b, TOKENS_LIST_FORMAT, r->id, r->user, r->read_only ?
+	    "read-only" : "read-write", exp, used, r->rooms[0] ? r->rooms :
+	    "*");
 	tokens_put_clean(b, r->comment[0] ? r->comment : r->key);
-	tokens_put(b, "  %s", r->rooms[0] ? r->rooms : "*");
-	if (r->name[0]) {
-		tokens_put(b, "  ");
-		tokens_put_clean(b, r->name);
-	}
+	tokens_put(b, "  ");
+	tokens_put_clean(b, r->name);
 	tokens_put(b, "\n");
 	return 0;
 }
@@ -279,8 +280,8 @@ tokens_list(struct monitor *srv, const struct monitor_identity *id,
 	struct buf b;
 
 	buf_init(&b, TOKENS_TEXT_MAX);
-	tokens_put(&b, "%-12s  %-10s  %-10s  %-20s  %-20s  %s\n", "ID", "USER",
-	    "ACCESS", "EXPIRES", "LAST USED", "KEY  ROOMS  NAME");
+	tokens_put(&b, TOKENS_LIST_FORMAT "%s\n", "ID", "USER", "ACCESS",
+	    "EXPIRES", "LAST USED", "ROOMS", "KEY  NAME");
 	if (tokens_db_each(srv->tokens, id->admin ? NULL : id->user,
 	    tokens_list_row, &b) < 0)
 		tokens_error(ans, "tokens cannot be listed now; the server's "
