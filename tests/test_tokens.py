@@ -127,6 +127,17 @@ def test_bad_arguments_are_usage_errors(atriumd, data_dir, ssh_run, args):
     assert listed(ssh_run, srv) == {}
 
 
+def test_control_bytes_never_reach_the_terminal(atriumd, data_dir,
+                                                ssh_run):
+    srv = atriumd(data_dir)
+    for args in (("--name", "a\x1b]0;pwned\x07"), ("--\x1b[2Jx",),
+                 ("--rooms", "a\x1b[31m")):
+        rc, out, err = token(ssh_run, srv, "create", *args)
+        assert rc == 2, (args, err)
+        assert "\x1b" not in err and "\x07" not in err, (args, err)
+        assert "usage: atrium-token" in err
+
+
 def test_bad_commands_are_usage_errors(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
     for args in ((), ("frobnicate",), ("list", "extra"), ("revoke",),

@@ -227,6 +227,7 @@ tokens_db_row(sqlite3_stmt *st, struct token_row *r)
 	    tokens_db_text(st, 2, r->user, sizeof(r->user)) < 0 ||
 	    !user_name_valid(r->user) ||
 	    tokens_db_text(st, 3, r->key, sizeof(r->key)) < 0 ||
+	    strncmp(r->key, "SHA256:", 7) != 0 || strlen(r->key) != 7 + 43 ||
 	    tokens_db_text(st, 4, r->comment, sizeof(r->comment)) < 0 ||
 	    tokens_db_text(st, 5, r->name, sizeof(r->name)) < 0 ||
 	    tokens_db_text(st, 6, r->rooms, sizeof(r->rooms)) < 0)

@@ -36,6 +36,7 @@
 #include "utf8.h"
 
 #define TOKENS_TEXT_MAX	(256 * 1024)	/* an answer's text */
+#define TOKENS_LINE_MAX	2048		/* list's line, at most */
 #define TOKENS_MAKE_TRIES	4	/* ids taken by chance, then give up */
 /* list's columns: id, user, access, expires, last used, rooms ("*": the
  * key's), then the key's comment and the token's name. */
@@ -59,11 +60,11 @@ tokens_put_clean(struct buf *b, const char *s)
 	free(c);
 }
 
-/* Append printf text to b (cut at 1 KiB a call). */
+/* Append printf text to b (cut at TOKENS_LINE_MAX a call). */
 static void __attribute__((format(printf, 2, 3)))
 tokens_put(struct buf *b, const char *fmt, ...)
 {
-	char line[1024];
+	char line[TOKENS_LINE_MAX];
 	va_list ap;
 	int n;
 
@@ -260,6 +261,11 @@ tokens_list_row(void *arg, const struct token_row *r)
 	struct buf *b = arg;
 	char exp[64], used[64];
 
+	if (b->len > TOKENS_TEXT_MAX - TOKENS_LINE_MAX) {
+		tokens_put(b, "(more tokens than one answer holds: revoke "
+		    "some)\n");
+		return 1;
+	}
 	tokens_when(r->expires, exp, sizeof(exp));
 	tokens_when(r->last_used, used, sizeof(used));
 	tokens_put(b, TOKENS_LIST_FORMAT, r->id, r->user, r->read_only ?

@@ -57,11 +57,12 @@ chan_begin(struct chan *c)
 static void
 chan_token_usage(struct chan *c, const char *why)
 {
-	char line[400];
-	int n = snprintf(line, sizeof(line), "atrium-token: %s\n", why);
+	char shown[300], line[400];
 
-	chan_write_err(c, line, n > 0 && (size_t)n < sizeof(line) ?
-	    (size_t)n : strlen(line));
+	/* why may quote the client's words: printable ASCII only. */
+	session_printable(why, shown, sizeof(shown));
+	snprintf(line, sizeof(line), "atrium-token: %s\n", shown);
+	chan_write_err(c, line, strlen(line));
 	chan_write_err(c, token_usage, strlen(token_usage));
 	chan_exit(c, 2, NULL);
 }

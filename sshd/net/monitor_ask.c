@@ -28,7 +28,7 @@
 #include "server.h"
 #include "session.h"
 
-#define MONITOR_ASK_TOKEN_TEXT	(256 * 1024)	/* what atrium-token prints */
+#define MONITOR_ASK_TOKEN_TEXT	(512 * 1024)	/* what atrium-token prints */
 
 /* A request of type with room (may be NULL) set; NULL when out of memory
  * or for a name the monitor would refuse (it would end this process:
