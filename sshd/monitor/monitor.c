@@ -15,7 +15,8 @@
  * against the room (delete: owner or admin; export and why: may enter;
  * use and import: rooms= for a new room; agent: the hello the monitor
  * writes; access: the decision for that user, and the room's list only
- * for one who may enter it).
+ * for one who may enter it; token: a key's own line, its rooms= and its
+ * forced command, tokens_serve.c).
  * What the monitor cannot check is that a client proved the key: the
  * network process authenticates (libssh checks the signature in-process)
  * and holds every public key of authorized_keys, so a subverted one may

@@ -202,53 +202,73 @@ token_id_valid(const char *id)
 	    strspn(id, "0123456789abcdef") == TOKEN_ID_LEN;
 }
 
+/* create's options, in the order of the bits of token_option's seen. */
+enum token_flag { FLAG_ROOMS, FLAG_EXPIRES, FLAG_READ_ONLY, FLAG_NAME,
+    FLAG_COUNT };
+static const char *const token_flags[FLAG_COUNT] = { "--rooms",
+    "--expires", "--read-only", "--name" };
+
+/* Take value (checked) for flag f into out.  0 or -EINVAL with why. */
+static int
+token_value(enum token_flag f, const char *value, struct token_args *out,
+    char *why, size_t len)
+{
+	long long s;
+
+	switch (f) {
+	case FLAG_ROOMS:
+		return token_rooms(value, out, why, len);
+	case FLAG_EXPIRES:
+		if (strlen(value) >= sizeof(out->expires) ||
+		    token_expires_parse(value, &s) < 0) {
+			snprintf(why, len, "--expires takes a count of hours or "
+			    "days (12h, 30d; at most 3650d) or never");
+			return -EINVAL;
+		}
+		snprintf(out->expires, sizeof(out->expires), "%s", value);
+		return 0;
+	case FLAG_NAME:
+		if (!token_name_valid(value)) {
+			snprintf(why, len, "--name takes 1 to %d bytes of text "
+			    "without control characters", TOKEN_MAX_NAME);
+			return -EINVAL;
+		}
+		snprintf(out->name, sizeof(out->name), "%s", value);
+		return 0;
+	default:
+		out->read_only = 1;
+		return 0;
+	}
+}
+
 /* One option of create (flag, with its value when it takes one) into
  * out; seen marks the flags met (each may come once).  0 or -EINVAL. */
 static int
 token_option(const char *flag, const char *value, struct token_args *out,
     unsigned *seen, char *why, size_t len)
 {
-	static const char *const flags[] = { "--rooms", "--expires",
-	    "--read-only", "--name" };
-	long long s;
-	int i;
+	int f;
 
-	for (i = 0; i < 4 && strcmp(flag, flags[i]) != 0; i++)
+	for (f = 0; f < FLAG_COUNT && strcmp(flag, token_flags[f]) != 0; f++)
 		;
-	if (i == 4) {
+	if (f == FLAG_COUNT) {
 		snprintf(why, len, "unknown option '%.40s'", flag);
 		return -EINVAL;
 	}
-	if (*seen & (1u << i)) {
+	if (*seen & (1u << f)) {
 		snprintf(why, len, "%s is given twice", flag);
 		return -EINVAL;
 	}
-	*seen |= 1u << i;
-	if ((i == 2) != (value == NULL)) {
-		snprintf(why, len, i == 2 ? "--read-only takes no value" :
-		    "%s needs a value", flag);
+	*seen |= 1u << f;
+	if (f == FLAG_READ_ONLY && value) {
+		snprintf(why, len, "--read-only takes no value");
 		return -EINVAL;
 	}
-	if (i == 0)
-		return token_rooms(value, out, why, len);
-	if (i == 1 && (strlen(value) >= sizeof(out->expires) ||
-	    token_expires_parse(value, &s) < 0)) {
-		snprintf(why, len, "--expires takes a count of hours or days "
-		    "(12h, 30d; at most 3650d) or never");
+	if (f != FLAG_READ_ONLY && !value) {
+		snprintf(why, len, "%s needs a value", flag);
 		return -EINVAL;
 	}
-	if (i == 1)
-		snprintf(out->expires, sizeof(out->expires), "%s", value);
-	if (i == 2)
-		out->read_only = 1;
-	if (i == 3 && !token_name_valid(value)) {
-		snprintf(why, len, "--name takes 1 to %d bytes of text without "
-		    "control characters", TOKEN_MAX_NAME);
-		return -EINVAL;
-	}
-	if (i == 3)
-		snprintf(out->name, sizeof(out->name), "%s", value);
-	return 0;
+	return token_value((enum token_flag)f, value, out, why, len);
 }
 
 /* create's options, words w[0..n): "--flag VALUE", "--flag=VALUE" or
@@ -340,8 +360,10 @@ token_args_parse(const char *command, struct token_args *out, char *why,
 		snprintf(why, len, "out of memory");
 		return -EINVAL;
 	}
+	/* The first word as written, unquoted: what atriumd-net routes. */
 	r = token_split(command, t, why, len);
-	if (r == 0 && (t->n == 0 || strcmp(t->w[0], TOKEN_COMMAND) != 0)) {
+	if (r == 0 && (!token_is_command(command) ||
+	    strcmp(t->w[0], TOKEN_COMMAND) != 0)) {
 		snprintf(why, len, "not an %s command", TOKEN_COMMAND);
 		r = -EINVAL;
 	}

@@ -49,6 +49,7 @@ declare -A SRC=(
 	[term_view]="sshd/chat/term_view.c sshd/chat/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
+	[token_args]="sshd/shared/token_args.c common/names.c common/utf8.c common/buf.c common/jsonl.c"
 	[stored_event]="$STORED common/names.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"

@@ -173,6 +173,7 @@ test_bad_words(void)
 		"atrium-token create --read-only=yes", "atrium-token list -a",
 		"atrium-token revoke 0123456789AB", "atrium-token revoke 01",
 		"atrium-token create --x", "atrium-token create trailing\\",
+		"'atrium-token' list", "atrium\\-token list",
 	};
 	struct token_args a;
 	char why[300];
