@@ -53,8 +53,10 @@ void tokens_free(struct tokens *t);
  * for a token that is malformed, unknown, revoked or expired, or whose key
  * is gone from authorized_keys, expired, not allowed from addr or no
  * longer the user's; -EIO with why when DATA/tokens.db cannot be read
- * (fail closed: its log line says what is wrong).  Updates the token's
- * last_used at most once a minute. */
+ * (fail closed: its log line says what is wrong); -EPROTO when addr is
+ * missing or not a numeric address (the front that asked broke the
+ * rules, as with monitor_identity_get).  Every result but 0 is a
+ * refusal.  Updates the token's last_used at most once a minute. */
 int tokens_identity(struct monitor *srv, const char *token, const char *addr,
     struct monitor_identity *id, struct token_grant *grant, char *why,
     size_t len);
