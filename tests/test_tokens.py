@@ -70,6 +70,9 @@ def test_create_shows_the_token_once_and_list_only_its_id(atriumd, data_dir,
     # The SSH user part names no room: any text will do.
     rc, lout2, _ = ssh_run(srv, "Not.A_Room", "atrium-token", "list")
     assert rc == 0 and tid in lout2
+    # The log names the token by its id, never by its text.
+    log = srv.read_log()
+    assert tid in log and text[7:] not in log
 
 
 def test_revoke_removes_the_token(atriumd, data_dir, ssh_run):
