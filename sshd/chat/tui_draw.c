@@ -118,6 +118,12 @@ tui_draw_expand(struct buf *out, const char *s, size_t n, int col,
 	size_t i = 0, len, hl_len = hl ? strlen(hl) : 0, hl_end = 0;
 	int w;
 
+	if (!hl_len && !memchr(s, '\t', n)) {
+		/* Nothing to expand or mark: no need to measure (a streamed
+		 * answer's unclosed blocks come here on every delta). */
+		buf_append(out, s, n);
+		return;
+	}
 	while (i < n) {
 		if (hl_len && i >= hl_end && i + hl_len <= n &&
 		    strncasecmp(s + i, hl, hl_len) == 0) {
@@ -523,6 +529,20 @@ tui_draw_stream_render(struct tui_draw *d)
 	buf_reset(&d->stream);
 	tui_draw_md(d, &d->stream, d->head, d->indent, &nline, d->raw.data ?
 	    d->raw.data : "", d->raw.len, d->md_flags);
+	d->stream_rows = tui_draw_text_rows(d, d->stream.data, d->stream.len);
+	d->stream_cols = d->cols;
+}
+
+/* Rows the unclosed blocks fill at d->cols: as counted when they were
+ * drawn, unless the width changed since. */
+static int
+tui_draw_stream_total(const struct tui_draw *d)
+{
+	if (!d->stream.len)
+		return 0;
+	if (d->stream_cols == d->cols)
+		return d->stream_rows;
+	return tui_draw_text_rows(d, d->stream.data, d->stream.len);
 }
 
 /* The rows of the unclosed blocks the bottom region shows: from *first
@@ -531,7 +551,7 @@ tui_draw_stream_render(struct tui_draw *d)
 static int
 tui_draw_stream_rows(const struct tui_draw *d, int *first)
 {
-	int rows = tui_draw_text_rows(d, d->stream.data, d->stream.len);
+	int rows = tui_draw_stream_total(d);
 	int max = tui_draw_stream_max(d);
 
 	*first = d->stream_shown;
@@ -593,20 +613,49 @@ tui_draw_stream_commit(struct tui_draw *d, struct buf *out, size_t len)
 	buf_free(&lines);
 }
 
-/* A line of the answer is complete: print the blocks it closed; a fenced
- * code block's lines as they come (the fence carried on, TUI_MD_CONT),
- * and the blocks past TUI_DRAW_MAX_BLOCK as they stand, so that rendering
- * on each delta stays cheap. */
+/* The answer's text now starts with an item of an ordered list whose
+ * items before it were printed: give its marker the number it has in
+ * that list, so that it is drawn with it. */
+static void
+tui_draw_stream_renumber(struct tui_draw *d, long number)
+{
+	size_t i = 0, digits;
+	struct buf text;
+
+	while (i < d->raw.len && d->raw.data[i] == ' ')
+		i++;
+	for (digits = i; digits < d->raw.len && d->raw.data[digits] >= '0' &&
+	    d->raw.data[digits] <= '9'; digits++)
+		;
+	if (digits == i)
+		return;
+	buf_init(&text, TUI_DRAW_MAX_STREAM);
+	buf_append(&text, d->raw.data, i);
+	buf_printf(&text, "%ld", number);
+	buf_append(&text, d->raw.data + digits, d->raw.len - digits);
+	buf_reset(&d->raw);
+	buf_append(&d->raw, text.data, text.len);
+	buf_free(&text);
+}
+
+/* A line of the answer is complete: print the blocks it closed (and a
+ * list's items but its last); a fenced code block's lines as they come
+ * (the fence carried on, TUI_MD_CONT), and the blocks past
+ * TUI_DRAW_MAX_BLOCK as they stand, so that rendering on each delta stays
+ * cheap. */
 static void
 tui_draw_stream_settle(struct tui_draw *d, struct buf *out)
 {
 	char fence[64];
 	size_t off;
+	long number;
 	int gap, carry;
 
-	if ((off = tui_md_settled(d->raw.data, d->raw.len, &gap))) {
+	if ((off = tui_md_settled(d->raw.data, d->raw.len, &gap, &number))) {
 		tui_draw_stream_commit(d, out, off);
 		d->md_flags = gap ? TUI_MD_GAP : 0;
+		if (number > 0)
+			tui_draw_stream_renumber(d, number);
 		return;
 	}
 	carry = tui_md_open_fence(d->raw.data, d->raw.len, fence,
@@ -875,7 +924,7 @@ tui_draw_view_height(const struct tui_draw *d)
 	/* The unclosed blocks' rows in the bottom region, as a redraw
 	 * shows them (tui_draw_stream_rows with none printed above). */
 	if (d->streaming && d->stream.len) {
-		stream = tui_draw_text_rows(d, d->stream.data, d->stream.len);
+		stream = tui_draw_stream_total(d);
 		if (stream > tui_draw_stream_max(d))
 			stream = tui_draw_stream_max(d);
 	}

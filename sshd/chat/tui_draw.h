@@ -74,6 +74,9 @@ struct tui_draw {
 	int indent;		/* ansi: columns of head: the answer's later
 				 * lines start under its text */
 	int stream_lines;	/* ansi: lines of the answer printed */
+	int stream_rows;	/* ansi: rows stream fills at stream_cols
+				 * columns (counted once per render) */
+	int stream_cols;
 	int stream_shown;	/* ansi: rows of the unclosed blocks printed
 				 * above already (they are taller than the
 				 * screen allows the bottom region) */

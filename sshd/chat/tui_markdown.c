@@ -838,27 +838,57 @@ md_line_offset(const char *s, size_t n, int no)
 	return (size_t)(p - s);
 }
 
+/* The first line of what is not closed in the tree doc: its last
+ * top-level block when another precedes it, else the last item of a list
+ * that is the only one (its number in *number when the list is ordered);
+ * 0 when all may change. */
+static int
+md_open_line(cmark_node *doc, long *number)
+{
+	cmark_node *last = cmark_node_last_child(doc), *item;
+	long count = 0;
+
+	*number = 0;
+	if (!last)
+		return 0;
+	if (cmark_node_previous(last))
+		return cmark_node_get_start_line(last);
+	if (cmark_node_get_type(last) != CMARK_NODE_LIST ||
+	    !(item = cmark_node_last_child(last)) || !cmark_node_previous(item))
+		return 0;
+	if (cmark_node_get_list_type(last) == CMARK_ORDERED_LIST) {
+		for (cmark_node *i = cmark_node_first_child(last); i;
+		    i = cmark_node_next(i))
+			count++;
+		*number = cmark_node_get_list_start(last) + count - 1;
+		if (*number > TUI_MD_MAX_NUMBER)
+			return 0;
+	}
+	return cmark_node_get_start_line(item);
+}
+
 /* See tui_markdown.h. */
 size_t
-tui_md_settled(const char *s, size_t n, int *gap)
+tui_md_settled(const char *s, size_t n, int *gap, long *number)
 {
 	const char *nl = n ? memrchr(s, '\n', n) : NULL;
 	size_t complete = nl ? (size_t)(nl - s) + 1 : 0, off = 0;
-	cmark_node *doc, *last;
+	cmark_node *doc;
 	int line;
 
 	*gap = 0;
+	*number = 0;
 	if (!complete || !(doc = md_parse(s, complete)))
 		return 0;
-	last = cmark_node_last_child(doc);
-	if (last && cmark_node_previous(last) &&
-	    (line = cmark_node_get_start_line(last)) > 1) {
+	if ((line = md_open_line(doc, number)) > 1) {
 		struct md_r r = { .src = s, .n = complete };
 
 		off = md_line_offset(s, complete, line);
 		*gap = md_blank_line(&r, line - 1);
 	}
 	cmark_node_free(doc);
+	if (off >= complete)
+		*number = 0;
 	return off < complete ? off : 0;
 }
 

@@ -59,11 +59,16 @@
 int tui_md_render(struct buf *out, const char *s, size_t n, int cols,
     int flags);
 
+#define TUI_MD_MAX_NUMBER 999999999L	/* a list item's number, at most */
+
 /* Of the complete lines of s[0..n) (those ended by '\n'), the bytes that
  * hold blocks text appended to s cannot change: every block before the
- * last one that starts at the top level.  0 when there is no such block.
- * *gap: whether a blank line separates them from the rest. */
-size_t tui_md_settled(const char *s, size_t n, int *gap);
+ * last one that starts at the top level, or when that last one is a list,
+ * its items before the last.  0 when there are none.  *gap: whether a
+ * blank line separates them from the rest; *number: when the rest starts
+ * with the last item of an ordered list, the number it has in that list
+ * (its marker says another: the caller writes this one), else 0. */
+size_t tui_md_settled(const char *s, size_t n, int *gap, long *number);
 
 /* Whether s[0..n) ends inside a fenced code block; its fence (a run of
  * its character as long as it) in fence[0..size), a C string. */

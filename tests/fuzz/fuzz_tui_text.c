@@ -161,11 +161,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text = fuzz_cstring((const uint8_t *)(clean.data ? clean.data : ""),
 	    clean.len);
 	{
+		long number;
 		int gap;
-		size_t off = tui_md_settled(text, clean.len, &gap);
+		size_t off = tui_md_settled(text, clean.len, &gap, &number);
 
 		FUZZ_CHECK(off < clean.len || !off);
 		FUZZ_CHECK(!off || text[off - 1] == '\n');
+		FUZZ_CHECK(number >= 0 && number <= TUI_MD_MAX_NUMBER);
 	}
 	buf_init(&whole, 1 << 24);
 	stream(text, clean.len, FUZZ_WHOLE, &whole);

@@ -220,18 +220,26 @@ static void
 test_markdown_settled(void)
 {
 	const char *s = "para\n\n- a\n- b\n\nnext\n";
+	const char *list = "3. a\n1. b\n\n1. c\n";
 	char fence[16];
+	long number;
 	int gap;
 
-	CHECK_INT(tui_md_settled("one **two", 9, &gap), 0);
-	CHECK_INT(tui_md_settled("para\n\n- a", 10, &gap), 0);
-	CHECK_INT(tui_md_settled(s, strlen(s), &gap), 15);
+	CHECK_INT(tui_md_settled("one **two", 9, &gap, &number), 0);
+	CHECK_INT(tui_md_settled("para\n\n- a", 10, &gap, &number), 0);
+	CHECK_INT(tui_md_settled(s, strlen(s), &gap, &number), 15);
 	CHECK_INT(gap, 1);
 	/* "next" unfinished may yet be a list item: the list is open. */
-	CHECK_INT(tui_md_settled(s, strlen(s) - 1, &gap), 6);
+	CHECK_INT(tui_md_settled(s, strlen(s) - 1, &gap, &number), 6);
 	CHECK_INT(gap, 1);
-	CHECK_INT(tui_md_settled("para\n```\n", 9, &gap), 5);
+	CHECK_INT(tui_md_settled("para\n```\n", 9, &gap, &number), 5);
 	CHECK_INT(gap, 0);
+	/* A list alone: its items but the last, which is the list's 5th. */
+	CHECK_INT(tui_md_settled(list, strlen(list), &gap, &number), 11);
+	CHECK_INT(gap, 1);
+	CHECK_INT(number, 5);
+	CHECK_INT(tui_md_settled("- a\n- b\n", 8, &gap, &number), 4);
+	CHECK_INT(number, 0);
 	CHECK_INT(tui_md_open_fence("~~~~ c\nx\n", 9, fence, sizeof(fence)), 1);
 	CHECK_STR(fence, "~~~~");
 	CHECK_INT(tui_md_open_fence("```\nx\n```\n", 10, fence,
@@ -307,6 +315,63 @@ test_stream_pieces(void)
 	buf_free(&out);
 }
 
+/* The model's lines of d, oldest first, joined by '\n' into out. */
+static void
+model_lines(const struct tui_draw *d, struct buf *out)
+{
+	const char *l[256];
+	size_t len[256], pos = 0;
+	int n = 0;
+
+	while (n < 256 && tui_model_prev(&d->model, &pos, &l[n], &len[n]))
+		n++;
+	while (n-- > 0) {
+		buf_append(out, l[n], len[n]);
+		buf_append(out, "\n", 1);
+	}
+}
+
+/* An answer streamed in small pieces is drawn line for line as the same
+ * text drawn whole (a reconnect's replay): a list numbered "1." each time
+ * printed an item at a time keeps counting, a table is laid out once. */
+static void
+test_stream_same_as_whole(void)
+{
+	const char *text = "Steps:\n\n1. one\n1. two\n   - nested *a*\n"
+	    "   - nested b\n1. three\n\n| k | v |\n|---|--:|\n| a | 1 |\n"
+	    "| bb | 22 |\n\n```sh\nmake\nmake check\n```\n- x\n\n- y\nend";
+	struct tui_draw d, w;
+	struct buf out, a, b;
+	char piece[4];
+
+	tui_draw_init(&d, 1, 1, 1, 80, 24);
+	tui_draw_init(&w, 1, 1, 1, 80, 24);
+	buf_init(&out, 1 << 20);
+	for (size_t i = 0; i < strlen(text); i += 3) {
+		size_t n = strlen(text + i) < 3 ? strlen(text + i) : 3;
+
+		memcpy(piece, text + i, n);
+		piece[n] = '\0';
+		tui_draw_stream(&d, &out, piece);
+	}
+	tui_draw_stream_end(&d, &out);
+	tui_draw_line(&w, &out, TUI_STYLE_MESSAGE, "agent", text);
+	buf_init(&a, 1 << 20);
+	buf_init(&b, 1 << 20);
+	model_lines(&d, &a);
+	model_lines(&w, &b);
+	buf_append(&a, "", 1);
+	buf_append(&b, "", 1);
+	CHECK_STR(a.data, b.data);
+	CHECK(strstr(a.data, "3. \x1fthree") != NULL);
+	CHECK(strstr(a.data, "2. \x1ftwo") != NULL);
+	tui_draw_free(&d);
+	tui_draw_free(&w);
+	buf_free(&out);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 /* A redraw in the middle of an answer taller than the screen: the
  * bottom region shows the line's last rows, and the next delta prints
  * the rows before them above it, since the redraw cleared them. */
@@ -374,6 +439,7 @@ main(void)
 	TEST(test_markdown_settled);
 	TEST(test_markdown_hostile);
 	TEST(test_stream_pieces);
+	TEST(test_stream_same_as_whole);
 	TEST(test_stream_redraw);
 	TEST(test_name_colours);
 	return unit_done("test_sshd_text");
