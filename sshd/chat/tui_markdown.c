@@ -639,11 +639,20 @@ md_table_rule(struct md_r *r, const int *width, int ncols)
 }
 
 /* A table too wide for the lines: each body row as "header: value"
- * lines, a blank line between rows. */
+ * lines, a blank line between rows; a table of only its header shows it
+ * as one row. */
 static void
 md_table_records(struct md_r *r, cmark_node *table, struct buf *cell)
 {
+	static const int none[MD_MAX_COLS];
 	cmark_node *head = cmark_node_first_child(table);
+	int ncols = cmark_gfm_extensions_get_table_columns(table);
+
+	if (head && !cmark_node_next(head)) {
+		md_table_row(r, head, none, NULL, ncols < MD_MAX_COLS ? ncols :
+		    MD_MAX_COLS, 1, cell);
+		return;
+	}
 
 	for (cmark_node *row = head ? cmark_node_next(head) : NULL; row;
 	    row = cmark_node_next(row)) {
