@@ -908,7 +908,7 @@ int
 tui_md_open_fence(const char *s, size_t n, char *fence, size_t size)
 {
 	cmark_node *doc = md_parse(s, n), *last;
-	int len = 0, off, open = 0;
+	int len = 0, off = 0, open = 0;
 	char ch = 0;
 
 	if (!doc)
@@ -929,11 +929,13 @@ tui_md_open_fence(const char *s, size_t n, char *fence, size_t size)
 		    cmark_node_get_start_line(last) || run < (size_t)len ||
 		    i < n;
 	}
-	if (open && size > 1) {
-		size_t k = (size_t)len < size - 1 ? (size_t)len : size - 1;
-
-		memset(fence, ch, k);
-		fence[k] = '\0';
+	if (open && (size_t)len + (size_t)off + 1 <= size && off >= 0 &&
+	    off <= 3) {
+		memset(fence, ' ', (size_t)off);
+		memset(fence + off, ch, (size_t)len);
+		fence[off + len] = '\0';
+	} else {
+		open = 0;	/* a fence longer than fence[]: not carried */
 	}
 	cmark_node_free(doc);
 	return open;

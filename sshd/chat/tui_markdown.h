@@ -70,8 +70,9 @@ int tui_md_render(struct buf *out, const char *s, size_t n, int cols,
  * (its marker says another: the caller writes this one), else 0. */
 size_t tui_md_settled(const char *s, size_t n, int *gap, long *number);
 
-/* Whether s[0..n) ends inside a fenced code block; its fence (a run of
- * its character as long as it) in fence[0..size), a C string. */
+/* Whether s[0..n) ends inside a fenced code block; its fence (its indent
+ * and a run of its character as long as it) in fence[0..size), a C
+ * string.  0 also when that does not fit in size. */
 int tui_md_open_fence(const char *s, size_t n, char *fence, size_t size);
 
 #endif

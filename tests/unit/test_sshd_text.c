@@ -245,6 +245,8 @@ test_markdown_settled(void)
 	CHECK_INT(tui_md_open_fence("```\nx\n```\n", 10, fence,
 	    sizeof(fence)), 0);
 	CHECK_INT(tui_md_open_fence("```\n", 4, fence, sizeof(fence)), 1);
+	CHECK_INT(tui_md_open_fence("  ```\n  x\n", 10, fence, sizeof(fence)), 1);
+	CHECK_STR(fence, "  ```");
 }
 
 /* Hostile text renders in bounded work: markers that never pair stay as
@@ -339,7 +341,8 @@ test_stream_same_as_whole(void)
 {
 	const char *text = "Steps:\n\n1. one\n1. two\n   - nested *a*\n"
 	    "   - nested b\n1. three\n\n| k | v |\n|---|--:|\n| a | 1 |\n"
-	    "| bb | 22 |\n\n```sh\nmake\nmake check\n```\n- x\n\n- y\nend";
+	    "| bb | 22 |\n\n```sh\nmake\nmake check\n```\n- x\n\n- y\nend\n"
+	    "\nText.\n\n  ~~~~\n  in two\n    in four\n  ~~~~\nlast";
 	struct tui_draw d, w;
 	struct buf out, a, b;
 	char piece[4];
