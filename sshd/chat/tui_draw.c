@@ -825,7 +825,7 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 }
 
 /* Drop the stream: the answer it showed was cut short and is not kept.
- * ansi: its unfinished rows go (rows already printed above stay); plain:
+ * ansi: its unclosed blocks go (rows already printed above stay); plain:
  * the printed text stays, its line is ended. */
 void
 tui_draw_stream_drop(struct tui_draw *d, struct buf *out)

@@ -1,8 +1,8 @@
 /*
  * tui_draw.h: the chat's output as bytes for the client's terminal.  With
  * ansi on: lines printed above a bottom region that holds the agent's
- * unfinished row (while it streams), the status line and the input line
- * "ROOM> ", which is cleared and redrawn around each print; each printed
+ * blocks not yet closed (while it streams), the status line and the input
+ * line "ROOM> ", which is cleared and redrawn around each print; each printed
  * text starts with its time (HH:MM, the server's time zone) and a date
  * line comes first when the date changed; command output is indented
  * under it; names in a stable colour (bold only with colour off:
@@ -36,7 +36,7 @@
 #include "tui_markdown.h"
 #include "tui_model.h"
 
-#define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* unfinished agent line kept */
+#define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* agent text kept unprinted */
 #define TUI_DRAW_MAX_LINE	2048	/* an agent's line longer than this
 					 * (as sent) is ended at a space */
 #define TUI_DRAW_MAX_BLOCK	8192	/* an agent's unclosed blocks longer
