@@ -27,7 +27,7 @@ PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
-PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm
+PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm libcmark-gfm
 # -Werror only where the compiler is known (make check, CI: WERROR=1): a
 # packager's newer compiler warns about new things and must still build.
 WERROR   ?=
@@ -55,7 +55,7 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm 2>/dev/null)
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
@@ -63,6 +63,7 @@ LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 libarchive-dev \
             libcurl4-openssl-dev libjson-c-dev libssh-dev libssl-dev liburing-dev libpcre2-dev \
             libseccomp-dev libutf8proc-dev libvterm-dev \
+            libcmark-gfm-dev libcmark-gfm-extensions-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
             python3 python3-pytest python3-paramiko tmux rsync strace \

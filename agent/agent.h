@@ -34,8 +34,8 @@ struct model_window;
 
 /* What a model server's refusals taught of its model (context.c:
  * context_learn_refusal), for the provider and model it was learned of:
- * another model starts from nothing again.  Kept in memory only: a
- * restarted agent learns it from the next refusal. */
+ * another model starts from nothing again.  Kept in room.db too
+ * (model_fit.h), so a restarted agent starts from it. */
 struct model_fit {
 	char provider[16];
 	char model[128];

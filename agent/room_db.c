@@ -15,7 +15,8 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)
  *       last_seq: the end of the block of seqs reserved for live events
  *       (journal.c); no seq at or below it or events.seq is handed out
- *       again
+ *       again; model_fit: the window a model server named and its
+ *       tokens per byte, for one provider and model (model_fit.c)
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
  *       (open | private; absent: open); the owner's lowered limit_* and
@@ -946,6 +947,14 @@ room_db_meta_get(struct room_db *db, const char *key, char *out,
 {
 	return room_db_value_get(db, "SELECT value FROM meta WHERE key = ?",
 	    key, out, outlen);
+}
+
+int
+room_db_meta_set(struct room_db *db, const char *key, const char *value)
+{
+	return room_db_write(db, "INSERT INTO meta (key, value) VALUES (?, ?)"
+	    " ON CONFLICT (key) DO UPDATE SET value = excluded.value", "ss",
+	    key, value);
 }
 
 /* ---- config, members -------------------------------------------------- */

@@ -127,6 +127,9 @@ int room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn,
 int room_db_meta_get(struct room_db *db, const char *key, char *out,
     size_t outlen);
 
+/* Set meta's key to value.  0 or -EIO. */
+int room_db_meta_set(struct room_db *db, const char *key, const char *value);
+
 /* --- config: the room's own settings (provider, model, approval,
  * allow_list) overriding the command line.  get: 1 found, 0 not. */
 int room_db_config_set(struct room_db *db, const char *key, const char *value,

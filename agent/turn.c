@@ -87,6 +87,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_fit.h"
 #include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
@@ -898,7 +899,7 @@ turn_is_too_long(struct turn *t, const struct http_result *r)
 
 /* The server's refusal as too long, in its own words (sanitised, cut to
  * TURN_REFUSAL_MAX bytes) and figures, into t; what it says of the window
- * is kept for the model (context.h: context_learn_refusal). */
+ * is kept for the model, in room.db too (model_fit.h). */
 static void
 turn_read_refusal(struct turn *t, const struct http_result *r)
 {
@@ -917,7 +918,7 @@ turn_read_refusal(struct turn *t, const struct http_result *r)
 	}
 	log_warn("turn %lld: the model server refused the request (about %ld "
 	    "tokens) as too long: %s", t->id, t->sent_estimate, t->refusal);
-	context_learn_refusal(t->a, &t->refused, t->sent_bytes);
+	model_fit_learn(t->a, &t->refused, t->sent_bytes);
 }
 
 /* What the room is told after the refusal words: the window the server

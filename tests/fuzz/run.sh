@@ -61,8 +61,8 @@ CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
 	-Isshd/net -Isshd/chat -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive)
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)
 	-lpthread"
 
 if [ $# -gt 0 ]; then

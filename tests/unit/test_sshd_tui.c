@@ -382,7 +382,7 @@ test_chat_commands(void)
 
 /* Columns and rows of a C string. */
 #define W(s)		tui_width_str(s, strlen(s))
-#define ROWS(s, cols)	tui_width_rows(s, strlen(s), cols)
+#define ROWS(s, cols)	tui_wrap_rows(s, strlen(s), cols)
 
 static void
 test_width(void)
