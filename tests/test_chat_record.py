@@ -152,32 +152,98 @@ def agent_pid(srv, room):
 @pytest.mark.parametrize("cols,rows", SIZES)
 def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
     tmux.open("a", srv, "cut", "alice", cols=cols, rows=rows)
-    tmux.keys("a", "!echo started; sleep 300", "Enter")
-    tmux.wait("a", "started")
+    tmux.keys("a", "!echo started; echo second-line >&2; sleep 300",
+              "Enter")
+    tmux.wait("a", re.compile(r"^ +second-line$", re.M).search)
     pid = agent_pid(srv, "cut")
     os.kill(pid, signal.SIGKILL)
-    # Live: the chat reconnects to the restarted agent and the block ends.
+    # Live: the chat reconnects to the restarted agent and the block ends,
+    # its output shown once, as it came.
     screen = tmux.wait("a", "* interrupted by a restart", timeout=30,
                        history=True)
     rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
-    start = rows_.index("> alice $ echo started; sleep 300")
+    start = rows_.index("> alice $ echo started; echo second-line >&2; "
+                        "sleep 300")
     assert "* interrupted by a restart" in rows_[start:], rows_
-    block = [r for r in record(tmux, "a", "alice $ echo started",
-                               "interrupted by a restart")
-             if "alice $" in r or "interrupted" in r]
-    assert len(block) == 2, block
-    # In a new session's replay, the same block, ended the same way (its
-    # output was never stored: the command never ended).
+    block = cut_block(tmux, "a")
+    assert len(block) == 4, block
+    # In a new session's replay, the same block with the output it had
+    # shown, ended the same way.
     tmux.open("b", srv, "cut", "alice", cols=cols, rows=rows)
     tmux.wait("b", "interrupted by a restart")
-    assert [r for r in record(tmux, "b", "alice $ echo started",
-                              "interrupted by a restart")
-            if "alice $" in r or "interrupted" in r] == block
-    # /history finds it.
+    assert cut_block(tmux, "b") == block
+    # /history finds it, by its end and by its output.
+    for word, line in (("interrupt", "interrupted by a restart"),
+                       ("second-line", "second-line")):
+        tmux.keys("b", "/history " + word, "Enter")
+        screen = tmux.wait("b", "hold \"%s\"" % word)
+        assert line in screen.split("/history " + word)[-1], screen
+
+
+def cut_block(tmux, name, last="interrupted by a restart"):
+    """The rows of the !echo started block in name's scrollback: its
+    command, its output, its end (up to the row holding last)."""
+    return [untimed(r) for r in record(tmux, name, "alice $ echo started",
+                                       last)
+            if "alice $" in r or "interrupted" in r or
+            r.strip() in ("started", "second-line")]
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_command_cut_by_a_server_restart_gets_its_end(srv, tmux, cols,
+                                                       rows):
+    """atriumd stopped (SIGTERM) and started again while a !CMD runs: a
+    new session replays the block with the output it had shown and its
+    end, and /history finds it."""
+    tmux.open("a", srv, "down", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!echo started; echo second-line >&2; sleep 300",
+              "Enter")
+    tmux.wait("a", re.compile(r"^ +second-line$", re.M).search)
+    live = cut_block(tmux, "a", "second-line")
+    assert len(live) == 3, live
+    srv.stop()
+    srv.start()
+    tmux.open("b", srv, "down", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "interrupted by a restart", timeout=30)
+    assert cut_block(tmux, "b") == live + ["* interrupted by a restart"]
     tmux.keys("b", "/history interrupt", "Enter")
     screen = tmux.wait("b", "hold \"interrupt\"")
     assert "interrupted by a restart" in screen.split(
         "/history interrupt")[-1], screen
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_stop_while_an_approval_waits(srv, model_server, tmux, cols, rows):
+    """/stop while the agent waits for an answer: the request is answered
+    in the record (stopped, by whom), the call ends as stopped, and a
+    reconnect replays both as they showed."""
+    model_server.script(
+        Reply("Asking.", tool_calls=[ToolCall("bash", {
+            "command": "echo never-ran"})]),
+        Reply("Not asked for."))
+    tmux.open("a", srv, "stopask", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "@agent go", "Enter")
+    tmux.wait("a", "approval needed: bash echo never-ran")
+    tmux.keys("a", "/stop", "Enter")
+    said = "alice stopped the agent before its bash call was answered"
+    screen = settled(tmux, "a", lambda s: said in " ".join(s.split()))
+    joined = " ".join(screen.split())
+    assert "tool stopped: stopped by alice before it was approved" in \
+        joined, screen
+    assert "never-ran" not in joined.split(said)[-1], screen
+    live = record(tmux, "a", "alice: @agent go", "tool stopped")
+    tmux.open("a2", srv, "stopask", "alice", cols=cols, rows=rows)
+    settled(tmux, "a2", "tool stopped")
+    replay = record(tmux, "a2", "alice: @agent go", "tool stopped")
+    # The notice "alice stopped the agent" is the moment's, not stored.
+    assert replay == [r for r in live
+                      if not r.endswith("* alice stopped the agent")], \
+        "\n".join(["live:"] + live + ["replay:"] + replay)
+    tmux.keys("a2", "/history before its", "Enter")
+    screen = tmux.wait("a2", "hold \"before its\"")
+    assert said in " ".join(screen.split("/history before its")[-1]
+                            .split()), screen
 
 
 def without_preview(rows):
@@ -299,3 +365,50 @@ def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
     tmux.keys("b", "y", "Enter")
     tmux.wait("a", "bob approved the agent's bash call")
     tmux.wait("a", "Done late.")
+
+
+def history_rows(tmux, name, word):
+    """The rows /history WORD showed in name's session, joined."""
+    tmux.keys(name, "/history " + word, "Enter")
+    screen = tmux.wait(name, lambda s: re.search(
+        r"history holds? \"%s\"" % re.escape(word), s), history=True)
+    return " ".join(screen.split("/history " + word)[-1].split())
+
+
+def test_history_finds_consent_asked_refused_and_given(srv, model_server,
+                                                       tmux):
+    """A round of consent for /undo, refused, then one agreed: a new
+    session's /history finds the question, the refusal, the yes and the
+    undo done as bob agreed."""
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made"})]),
+        Reply("Changed."))
+    tmux.open("a", srv, "agree", "alice", cols=120, rows=35)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "agree", "bob", cols=120, rows=35)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "@agent change", "Enter")
+    tmux.wait("a", "approval needed: bash echo new > made")
+    tmux.keys("a", "y", "Enter")
+    settled(tmux, "a", "Changed.")
+    tmux.keys("b", "!echo b > bobs", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    for answer in ("n", "y"):
+        tmux.keys("a", "/undo", "Enter")
+        tmux.wait("a", lambda s, n=answer: s.count(
+            "y asks them to agree") == (1 if n == "n" else 2))
+        tmux.keys("a", "y", "Enter")
+        tmux.wait("b", lambda s, n=answer: s.count(
+            "y to agree, n to refuse") == (1 if n == "n" else 2))
+        tmux.keys("b", answer, "Enter")
+        tmux.wait("a", "bob refused" if answer == "n" else "as bob agreed")
+    tmux.open("c", srv, "agree", "alice", cols=120, rows=35)
+    tmux.wait("c", "as bob agreed")
+    found = history_rows(tmux, "c", "agree")
+    assert "waiting for bob to agree to your /undo" in found, found
+    assert "bob agreed" in found, found
+    found = history_rows(tmux, "c", "refused")
+    assert "the /undo was cancelled: bob refused" in found, found
+    found = history_rows(tmux, "c", "agreed")
+    assert "alice undid the agent's turn 1, as bob agreed" in found, found

@@ -519,6 +519,8 @@ chat_approval_request(struct chat *ch, json_object *o)
 	snprintf(ch->asked, sizeof(ch->asked), "%s", id);
 }
 
+static int chat_exec_live(struct chat *ch, const char *id, int add);
+
 /* Events about tools and approvals. */
 static int
 chat_event_tool(struct chat *ch, const char *type, json_object *o)
@@ -537,6 +539,10 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "approval_result") == 0) {
 		/* Answered (by whom, how) or not: the room's own words. */
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
+		/* A call that will not run has no duration to show. */
+		if (strcmp(json_get_string(o, "status") ?: "", "approved"))
+			tui_status_took(&ch->status, json_get_string(o, "id"),
+			    0);
 		ch->asked[0] = '\0';
 		chat_print(ch, TUI_STYLE_NOTICE, NULL,
 		    json_get_string(o, "text") ?: "approval answered");
@@ -547,6 +553,8 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (type[0] == 't')
 			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
 			    json_get_string(o, "id") ?: "");
+		else
+			chat_exec_live(ch, json_get_string(o, "id"), 1);
 		chat_output(ch, json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
@@ -555,6 +563,58 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		return 0;
 	}
 	return 1;
+}
+
+/* The slot of id among the commands whose output showed live, or -1;
+ * add: remember it there (the oldest is forgotten when too many are). */
+static int
+chat_exec_live(struct chat *ch, const char *id, int add)
+{
+	int i;
+
+	if (!id || strlen(id) >= sizeof(ch->exec_live[0]))
+		return -1;
+	for (i = ch->nexec_live - 1; i >= 0; i--)
+		if (strcmp(ch->exec_live[i], id) == 0)
+			return i;
+	if (!add)
+		return -1;
+	if (ch->nexec_live == CHAT_MAX_EXEC_LIVE) {
+		memmove(ch->exec_live[0], ch->exec_live[1],
+		    (size_t)(CHAT_MAX_EXEC_LIVE - 1) * sizeof(ch->exec_live[0]));
+		ch->nexec_live--;
+	}
+	memcpy(ch->exec_live[ch->nexec_live], id, strlen(id) + 1);
+	return ch->nexec_live++;
+}
+
+/* A command's end: a replay shows the output it stored first (live, it
+ * came as exec_output), unless this session showed it live already and
+ * only missed the end (a reconnect after a restart). */
+static void
+chat_exec_result(struct chat *ch, json_object *o)
+{
+	const char *out = json_get_string(o, "stdout");
+	const char *err = json_get_string(o, "stderr");
+	const char *id = json_get_string(o, "id");
+	int show = json_get_bool(o, "replay", 0) && chat_exec_live(ch, id,
+	    0) < 0;
+	char text[1024];
+
+	if (show && out && *out)
+		chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
+	if (show && err && *err)
+		chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
+	if (json_get_bool(o, "interrupted", 0)) {
+		/* A restart cut it: no status, no duration known. */
+		snprintf(text, sizeof(text), "%s", json_get_string(o,
+		    "text") ?: "interrupted");
+		tui_status_took(&ch->status, id, 0);
+	} else {
+		chat_exec_end_text(o, text, sizeof(text));
+	}
+	chat_took(ch, id, text, sizeof(text));
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 }
 
 /* Events about commands run with !CMD. */
@@ -569,24 +629,7 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 		    json_get_string(o, "command") ?: "");
 		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
 	} else if (strcmp(type, "exec_result") == 0) {
-		const char *out = json_get_string(o, "stdout");
-		const char *err = json_get_string(o, "stderr");
-
-		/* Live output came as exec_output; a replay has only this. */
-		if (json_get_bool(o, "replay", 0) && out && *out)
-			chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
-		if (json_get_bool(o, "replay", 0) && err && *err)
-			chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
-		if (json_get_bool(o, "interrupted", 0)) {
-			/* A restart cut it: no status, no duration known. */
-			snprintf(text, sizeof(text), "%s", json_get_string(o,
-			    "text") ?: "interrupted");
-			tui_status_took(&ch->status, json_get_string(o, "id"), 0);
-		} else {
-			chat_exec_end_text(o, text, sizeof(text));
-		}
-		chat_took(ch, json_get_string(o, "id"), text, sizeof(text));
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+		chat_exec_result(ch, o);
 	} else {
 		return 0;
 	}

@@ -23,6 +23,8 @@
 struct term_mode;
 
 #define CHAT_MAX_WAITING	16	/* approval requests remembered */
+#define CHAT_MAX_EXEC_LIVE	8	/* !CMDs whose live output is
+					 * remembered */
 #define CHAT_MAX_BATCH		8	/* history requests on their way */
 #define CHAT_SCROLL_LOAD	100	/* events loaded per PgUp past the top */
 #define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
@@ -126,6 +128,12 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
+	char exec_live[CHAT_MAX_EXEC_LIVE][64];	/* !CMDs whose output this
+						 * session showed live, newest
+						 * last: the replay of their
+						 * end after a reconnect does
+						 * not show it again */
+	int nexec_live;
 	char confirm[8];		/* "undo", "redo" or "restore" after
 					 * its preview, until the next line
 					 * answers it */
