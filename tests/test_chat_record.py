@@ -173,11 +173,10 @@ def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
     tmux.wait("b", "interrupted by a restart")
     assert cut_block(tmux, "b") == block
     # /history finds it, by its end and by its output.
-    for word, line in (("interrupt", "interrupted by a restart"),
-                       ("second-line", "second-line")):
-        tmux.keys("b", "/history " + word, "Enter")
-        screen = tmux.wait("b", "hold \"%s\"" % word)
-        assert line in screen.split("/history " + word)[-1], screen
+    assert found_again(tmux, "b", "interrupt",
+                       "* interrupted by a restart") == 1
+    assert found_again(tmux, "b", "second-line",
+                       "* interrupted by a restart") == 1
 
 
 def cut_block(tmux, name, last="interrupted by a restart"):
@@ -206,10 +205,8 @@ def test_command_cut_by_a_server_restart_gets_its_end(srv, tmux, cols,
     tmux.open("b", srv, "down", "alice", cols=cols, rows=rows)
     tmux.wait("b", "interrupted by a restart", timeout=30)
     assert cut_block(tmux, "b") == live + ["* interrupted by a restart"]
-    tmux.keys("b", "/history interrupt", "Enter")
-    screen = tmux.wait("b", "hold \"interrupt\"")
-    assert "interrupted by a restart" in screen.split(
-        "/history interrupt")[-1], screen
+    assert found_again(tmux, "b", "interrupt",
+                       "* interrupted by a restart") == 1
 
 
 @pytest.mark.parametrize("cols,rows", SIZES)
@@ -240,10 +237,7 @@ def test_stop_while_an_approval_waits(srv, model_server, tmux, cols, rows):
     assert replay == [r for r in live
                       if not r.endswith("* alice stopped the agent")], \
         "\n".join(["live:"] + live + ["replay:"] + replay)
-    tmux.keys("a2", "/history before its", "Enter")
-    screen = tmux.wait("a2", "hold \"before its\"")
-    assert said in " ".join(screen.split("/history before its")[-1]
-                            .split()), screen
+    assert found_again(tmux, "a2", "before its", said) == 1
 
 
 def without_preview(rows):
@@ -367,12 +361,17 @@ def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
     tmux.wait("a", "Done late.")
 
 
-def history_rows(tmux, name, word):
-    """The rows /history WORD showed in name's session, joined."""
+def found_again(tmux, name, word, line):
+    """How many more times line shows in name's scrollback (its rows
+    joined) once /history WORD answered: the search's hits (the typed
+    command is not echoed, and the replay shows line already)."""
+    def joined():
+        return " ".join(tmux.screen(name, history=True).split())
+    before = joined().count(line)
     tmux.keys(name, "/history " + word, "Enter")
-    screen = tmux.wait(name, lambda s: re.search(
+    tmux.wait(name, lambda s: re.search(
         r"history holds? \"%s\"" % re.escape(word), s), history=True)
-    return " ".join(screen.split("/history " + word)[-1].split())
+    return joined().count(line) - before
 
 
 def test_history_finds_consent_asked_refused_and_given(srv, model_server,
@@ -405,10 +404,13 @@ def test_history_finds_consent_asked_refused_and_given(srv, model_server,
         tmux.wait("a", "bob refused" if answer == "n" else "as bob agreed")
     tmux.open("c", srv, "agree", "alice", cols=120, rows=35)
     tmux.wait("c", "as bob agreed")
-    found = history_rows(tmux, "c", "agree")
-    assert "waiting for bob to agree to your /undo" in found, found
-    assert "bob agreed" in found, found
-    found = history_rows(tmux, "c", "refused")
-    assert "the /undo was cancelled: bob refused" in found, found
-    found = history_rows(tmux, "c", "agreed")
-    assert "alice undid the agent's turn 1, as bob agreed" in found, found
+    # Both questions, and bob's yes.
+    assert found_again(tmux, "c", "agree", "waiting for bob to agree to "
+                       "your /undo") == 2
+    assert found_again(tmux, "c", "asks", "waiting for bob to agree to "
+                       "your /undo") == 2
+    assert found_again(tmux, "c", "refused", "the /undo was cancelled: bob "
+                       "refused") == 1
+    assert found_again(tmux, "c", "agreed", "alice undid the agent's turn 1, "
+                       "as bob agreed") == 1
+    assert found_again(tmux, "c", "agreed", "* bob agreed") == 1
