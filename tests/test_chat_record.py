@@ -414,3 +414,64 @@ def test_history_finds_consent_asked_refused_and_given(srv, model_server,
     assert found_again(tmux, "c", "agreed", "alice undid the agent's turn 1, "
                        "as bob agreed") == 1
     assert found_again(tmux, "c", "agreed", "* bob agreed") == 1
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_an_answered_prompt_reads_as_answered(srv, model_server, tmux, cols,
+                                              rows):
+    """Once answered (approved, denied with a reason, timed out, or the
+    turn stopped), a prompt no longer reads as waiting anywhere in
+    anyone's scrollback: its row says how it ended, live and in a
+    reconnect's replay alike."""
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."),
+        Reply("Two.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-two"})]),
+        Reply("Done two."),
+        Reply("Three.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-three"})]),
+        Reply("Done three."),
+        Reply("Four.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-four"})]),
+        Reply("Not asked for."))
+    tmux.open("a", srv, "ans", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "ans", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "@agent one", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 8 s)")
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    tmux.keys("a", "@agent two", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 8 s)")
+    tmux.keys("b", "n not today", "Enter")
+    tmux.wait("a", "Done two.")
+    tmux.keys("a", "@agent three", "Enter")
+    tmux.wait("a", "Done three.", timeout=30)
+    tmux.keys("a", "@agent four", "Enter")
+    tmux.wait("a", "approval needed: bash echo ran-four (y/n, 8 s)")
+    tmux.keys("a", "/stop", "Enter")
+    answered = ["* bash echo ran-one: approved by bob",
+                "* bash echo ran-two: denied by bob: not today",
+                "* bash echo ran-three: not answered in time, so denied",
+                "* bash echo ran-four: stopped by alice before an answer"]
+
+    def reads_answered(name):
+        screen = settled(tmux, name, "agent done (stopped")
+        rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+        assert not [r for r in rows_ if "(y/n," in r], screen
+        for row in answered:
+            assert row in rows_, (row, screen)
+        return screen
+    for name in ("a", "b"):
+        reads_answered(name)
+    live = [r for r in record(tmux, "a", "alice: @agent one",
+                              "agent done (stopped")
+            if not r.endswith("* alice stopped the agent")]
+    tmux.open("a2", srv, "ans", "alice", cols=cols, rows=rows)
+    reads_answered("a2")
+    replay = record(tmux, "a2", "alice: @agent one", "agent done (stopped")
+    assert replay == live, "\n".join(
+        ["live:"] + live + ["replay:"] + replay)

@@ -476,12 +476,36 @@ chat_track_waiting(struct chat *ch, const char *id, int add)
 	memcpy(ch->waiting[ch->nwaiting++], id, strlen(id) + 1);
 }
 
+/* Remember where the prompt of approval request id was drawn (the seq
+ * its line is tagged with, the time it shows), for its answer to rewrite
+ * it; the oldest is forgotten when too many wait. */
+static void
+chat_prompt_drawn(struct chat *ch, const char *id)
+{
+	struct chat_prompt *p;
+
+	if (!id || strlen(id) >= sizeof(ch->prompts[0].id) ||
+	    ch->draw.model.tag <= 0)
+		return;
+	if (ch->nprompts == CHAT_MAX_WAITING) {
+		memmove(&ch->prompts[0], &ch->prompts[1],
+		    (size_t)(CHAT_MAX_WAITING - 1) * sizeof(ch->prompts[0]));
+		ch->nprompts--;
+	}
+	p = &ch->prompts[ch->nprompts++];
+	memcpy(p->id, id, strlen(id) + 1);
+	p->seq = ch->draw.model.tag;
+	p->ms = ch->draw.time_ms;
+}
+
 /* An approval request, saying exactly what will run (tui_approval.h);
  * several: others wait too, so it names its id. */
 static void
 chat_approval(struct chat *ch, json_object *o, int several)
 {
 	char *text = malloc(TUI_APPROVAL_MAX * 2 + 1024);
+
+	chat_prompt_drawn(ch, json_get_string(o, "id"));
 
 	if (!text) {
 		chat_print(ch, TUI_STYLE_ERROR, NULL, "approval needed (out of "
@@ -521,6 +545,93 @@ chat_approval_request(struct chat *ch, json_object *o)
 
 static int chat_exec_live(struct chat *ch, const char *id, int add);
 
+/* How an approval ended, in a few words after what was asked ("approved
+ * by bob"), into out (len). */
+static void
+chat_prompt_outcome(json_object *o, char *out, size_t len)
+{
+	const char *status = json_get_string(o, "status") ?: "";
+	const char *who = json_get_string(o, "user") ?: "someone";
+	const char *why = json_get_string(o, "reason");
+
+	if (!strcmp(status, "approved"))
+		snprintf(out, len, "approved by %s", who);
+	else if (!strcmp(status, "denied"))
+		snprintf(out, len, "denied by %s%s%.300s", who, why && *why ?
+		    ": " : "", why && *why ? why : "");
+	else if (!strcmp(status, "timed_out"))
+		snprintf(out, len, "not answered in time, so denied");
+	else if (!strcmp(status, "left"))
+		snprintf(out, len, "denied: everyone who could answer left");
+	else if (!strcmp(status, "nobody"))
+		snprintf(out, len, "denied: no one was there to answer");
+	else if (!strcmp(status, "stopped"))
+		snprintf(out, len, "stopped by %s before an answer", who);
+	else
+		snprintf(out, len, "answered");
+}
+
+/* The last occurrence of needle in s[0..n), or NULL. */
+static const char *
+chat_last_of(const char *s, size_t n, const char *needle)
+{
+	const char *last = NULL, *p = s, *hit;
+	size_t k = strlen(needle);
+
+	while ((hit = memmem(p, n - (size_t)(p - s), needle, k))) {
+		last = hit;
+		p = hit + 1;
+	}
+	return last;
+}
+
+/* The answer o to an approval request: the request's prompt, where it
+ * still is (the screen, the scrollback), reads as answered, "bash ls -la:
+ * approved by bob" in place of "approval needed: bash ls -la (y/n, 120
+ * s)", so nothing in the scrollback still reads as waiting.  Live and in
+ * a replay alike, so both show the same. */
+static void
+chat_prompt_answered(struct chat *ch, json_object *o)
+{
+	static const char asked[] = "approval needed: ";
+	const char *id = json_get_string(o, "id"), *line, *what, *hint;
+	size_t at, len, after = 0;
+	char outcome[512], *text;
+	long long ms = ch->draw.time_ms;
+	int i;
+
+	for (i = 0; id && i < ch->nprompts && strcmp(ch->prompts[i].id, id);
+	    i++)
+		;
+	if (!id || i == ch->nprompts)
+		return;
+	if (tui_model_find(&ch->draw.model, ch->prompts[i].seq, asked, &at,
+	    &line, &len, &after) && (what = memmem(line, len, asked,
+	    sizeof(asked) - 1))) {
+		what += sizeof(asked) - 1;
+		hint = chat_last_of(what, (size_t)(line + len - what),
+		    " (y/n, ");
+		chat_prompt_outcome(o, outcome, sizeof(outcome));
+		if (hint && hint > what && (text = malloc((size_t)(hint - what) +
+		    strlen(outcome) + 3))) {
+			sprintf(text, "%.*s: %s", (int)(hint - what), what,
+			    outcome);
+			chat_output_flush(ch);
+			tui_draw_set_time(&ch->draw, ch->prompts[i].ms);
+			tui_draw_replace(&ch->draw, chat_frame(ch), at, after,
+			    TUI_STYLE_NOTICE, text);
+			tui_draw_set_time(&ch->draw, ms);
+			tui_draw_bottom(&ch->draw, &ch->frame, ch->c->s->room,
+			    &ch->ed);
+			chat_frame_done(ch);
+			free(text);
+		}
+	}
+	memmove(&ch->prompts[i], &ch->prompts[i + 1],
+	    (size_t)(ch->nprompts - i - 1) * sizeof(ch->prompts[0]));
+	ch->nprompts--;
+}
+
 /* Events about tools and approvals. */
 static int
 chat_event_tool(struct chat *ch, const char *type, json_object *o)
@@ -543,6 +654,7 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (strcmp(json_get_string(o, "status") ?: "", "approved"))
 			tui_status_took(&ch->status, json_get_string(o, "id"),
 			    0);
+		chat_prompt_answered(ch, o);
 		ch->asked[0] = '\0';
 		chat_print(ch, TUI_STYLE_NOTICE, NULL,
 		    json_get_string(o, "text") ?: "approval answered");

@@ -128,6 +128,14 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
+	struct chat_prompt {
+		char id[64];		/* the approval request's */
+		long long seq;		/* the tag of its line (tui_model.h) */
+		long long ms;		/* the time it shows */
+	} prompts[CHAT_MAX_WAITING];	/* approval prompts drawn and not yet
+					 * answered, oldest first: the answer
+					 * rewrites the prompt's line */
+	int nprompts;
 	char exec_live[CHAT_MAX_EXEC_LIVE][64];	/* !CMDs whose output this
 						 * session showed live, newest
 						 * last: the replay of their

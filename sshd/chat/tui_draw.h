@@ -140,6 +140,17 @@ void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset);
 
+/* ansi: put a line of style with text (one line; its time d->time_ms)
+ * in place of the model's line that starts at at (tui_model_find), which
+ * has `after` lines below it, and when its rows are still on the screen
+ * (the live view), draw it there again with the lines below it; the
+ * bottom region is left cleared, for tui_draw_bottom.  So a line that
+ * said what was asked can say how it was answered (an approval request),
+ * where it was.  0, or -1 when the model could not take it (nothing
+ * changed). */
+int tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
+    size_t after, enum tui_style style, const char *text);
+
 /* Append text without control characters (newline kept as nl). */
 void tui_draw_sanitize(struct buf *out, const char *text, size_t len,
     const char *nl);
