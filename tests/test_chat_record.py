@@ -359,6 +359,12 @@ def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
     tmux.keys("b", "y", "Enter")
     tmux.wait("a", "bob approved the agent's bash call")
     tmux.wait("a", "Done late.")
+    # Answered, neither line bob was shown reads as waiting any more.
+    screen = settled(tmux, "b", "Done late.")
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    assert not [r for r in rows_ if "(y/n," in r], screen
+    assert "* bash echo late: approved by bob" in rows_, screen
+    assert "* the agent waits no more: approved by bob" in rows_, screen
 
 
 def found_again(tmux, name, word, line):

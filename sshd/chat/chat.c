@@ -33,6 +33,13 @@
  * Command output comes in chunks cut anywhere: its unfinished last line
  * is kept (`partial`) until the rest comes or something else is shown.
  *
+ * The lines drawn are appended, with one exception: an approval's answer
+ * rewrites the lines that asked it (`prompts`: the prompt, and the "still
+ * waits" line a join showed) where they are, so that no answered prompt
+ * reads as waiting; a replay does the same, so it shows what live did.
+ * A !command's output shown live is not shown again by the replay of its
+ * end after a reconnect (`exec_live`).
+ *
  * What rings the bell, mentions, /term's news and stopping a !command
  * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
  * each event before and after drawing it.
@@ -537,6 +544,7 @@ chat_approval_request(struct chat *ch, json_object *o)
 		snprintf(text, sizeof(text), "the agent still waits for an "
 		    "answer (y/n, %lld s left)", json_get_int(o, "seconds", 0));
 		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+		chat_prompt_drawn(ch, id);
 	} else {
 		chat_approval(ch, o, ch->nwaiting > 1);
 	}
@@ -585,51 +593,82 @@ chat_last_of(const char *s, size_t n, const char *needle)
 	return last;
 }
 
-/* The answer o to an approval request: the request's prompt, where it
- * still is (the screen, the scrollback), reads as answered, "bash ls -la:
+/* The text a line that waited for answer o says once answered, into a
+ * new string, or NULL when line is not one: a prompt "approval needed:
+ * bash ls -la (y/n, 120 s)" becomes "bash ls -la: approved by bob", the
+ * line a join showed, "the agent still waits for an answer (y/n, 95 s
+ * left)", becomes "the agent waits no more: approved by bob". */
+static char *
+chat_prompt_answer_text(const char *line, size_t len, json_object *o)
+{
+	static const char asked[] = "approval needed: ";
+	static const char still[] = "the agent still waits for an answer";
+	const char *what = memmem(line, len, asked, sizeof(asked) - 1), *hint;
+	char outcome[512], *text;
+
+	chat_prompt_outcome(o, outcome, sizeof(outcome));
+	if (!what && memmem(line, len, still, sizeof(still) - 1)) {
+		if ((text = malloc(strlen(outcome) + 32)))
+			sprintf(text, "the agent waits no more: %s", outcome);
+		return text;
+	}
+	if (!what)
+		return NULL;
+	what += sizeof(asked) - 1;
+	hint = chat_last_of(what, (size_t)(line + len - what), " (y/n, ");
+	if (!hint || hint == what || !(text = malloc((size_t)(hint - what) +
+	    strlen(outcome) + 3)))
+		return NULL;
+	sprintf(text, "%.*s: %s", (int)(hint - what), what, outcome);
+	return text;
+}
+
+/* Rewrite the line of p, which waited for answer o, where it still is
+ * (the screen, the scrollback), in the time it showed. */
+static void
+chat_prompt_rewrite(struct chat *ch, const struct chat_prompt *p,
+    json_object *o)
+{
+	const char *line;
+	size_t at, len, after = 0;
+	long long ms = ch->draw.time_ms;
+	char *text;
+
+	if (!tui_model_find(&ch->draw.model, p->seq, "(y/n, ", &at, &line,
+	    &len, &after) || !(text = chat_prompt_answer_text(line, len, o)))
+		return;
+	chat_output_flush(ch);
+	tui_draw_set_time(&ch->draw, p->ms);
+	tui_draw_replace(&ch->draw, chat_frame(ch), at, after,
+	    TUI_STYLE_NOTICE, text);
+	tui_draw_set_time(&ch->draw, ms);
+	tui_draw_bottom(&ch->draw, &ch->frame, ch->c->s->room, &ch->ed);
+	chat_frame_done(ch);
+	free(text);
+}
+
+/* The answer o to an approval request: each line that asked it, or said
+ * that it still waited, reads as answered where it is, "bash ls -la:
  * approved by bob" in place of "approval needed: bash ls -la (y/n, 120
- * s)", so nothing in the scrollback still reads as waiting.  Live and in
- * a replay alike, so both show the same. */
+ * s)", as a chat app updates the message that asked, so nothing in the
+ * scrollback still reads as waiting.  Live and in a replay alike, so
+ * both show the same. */
 static void
 chat_prompt_answered(struct chat *ch, json_object *o)
 {
-	static const char asked[] = "approval needed: ";
-	const char *id = json_get_string(o, "id"), *line, *what, *hint;
-	size_t at, len, after = 0;
-	char outcome[512], *text;
-	long long ms = ch->draw.time_ms;
-	int i;
+	const char *id = json_get_string(o, "id");
+	int i = 0;
 
-	for (i = 0; id && i < ch->nprompts && strcmp(ch->prompts[i].id, id);
-	    i++)
-		;
-	if (!id || i == ch->nprompts)
-		return;
-	if (tui_model_find(&ch->draw.model, ch->prompts[i].seq, asked, &at,
-	    &line, &len, &after) && (what = memmem(line, len, asked,
-	    sizeof(asked) - 1))) {
-		what += sizeof(asked) - 1;
-		hint = chat_last_of(what, (size_t)(line + len - what),
-		    " (y/n, ");
-		chat_prompt_outcome(o, outcome, sizeof(outcome));
-		if (hint && hint > what && (text = malloc((size_t)(hint - what) +
-		    strlen(outcome) + 3))) {
-			sprintf(text, "%.*s: %s", (int)(hint - what), what,
-			    outcome);
-			chat_output_flush(ch);
-			tui_draw_set_time(&ch->draw, ch->prompts[i].ms);
-			tui_draw_replace(&ch->draw, chat_frame(ch), at, after,
-			    TUI_STYLE_NOTICE, text);
-			tui_draw_set_time(&ch->draw, ms);
-			tui_draw_bottom(&ch->draw, &ch->frame, ch->c->s->room,
-			    &ch->ed);
-			chat_frame_done(ch);
-			free(text);
+	while (id && i < ch->nprompts) {
+		if (strcmp(ch->prompts[i].id, id)) {
+			i++;
+			continue;
 		}
+		chat_prompt_rewrite(ch, &ch->prompts[i], o);
+		memmove(&ch->prompts[i], &ch->prompts[i + 1],
+		    (size_t)(ch->nprompts - i - 1) * sizeof(ch->prompts[0]));
+		ch->nprompts--;
 	}
-	memmove(&ch->prompts[i], &ch->prompts[i + 1],
-	    (size_t)(ch->nprompts - i - 1) * sizeof(ch->prompts[0]));
-	ch->nprompts--;
 }
 
 /* Events about tools and approvals. */

@@ -21,7 +21,8 @@
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
  * or after output was dropped, and scrolled back by rows (tui_draw_view,
- * tui_view.h).
+ * tui_view.h); a line of it can be put in place of another, on the
+ * screen too while it is there (tui_draw_replace).
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to

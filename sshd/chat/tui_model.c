@@ -201,8 +201,8 @@ tui_model_drop_first(struct tui_model *m)
 		buf_consume(&m->lines, (size_t)(nl - m->lines.data) + 1);
 }
 
-/* See tui_model.h.  Walks from the oldest line on, keeping the last that
- * matches, and counts the lines after it. */
+/* See tui_model.h.  Walks from the oldest line on, stops at the first
+ * that matches, and counts the lines after it. */
 int
 tui_model_find(const struct tui_model *m, long long tag, const char *needle,
     size_t *at, const char **line, size_t *len, size_t *after)
@@ -221,7 +221,7 @@ tui_model_find(const struct tui_model *m, long long tag, const char *needle,
 		text = sep ? sep + 1 : p;
 		if (found)
 			(*after)++;
-		if (sep && strtoll(p, NULL, 10) == tag && tag > 0 &&
+		if (!found && sep && strtoll(p, NULL, 10) == tag && tag > 0 &&
 		    memmem(text, (size_t)(nl - text), needle, nlen)) {
 			*at = (size_t)(p - m->lines.data);
 			*line = text;

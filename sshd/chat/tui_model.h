@@ -62,7 +62,8 @@ int tui_model_first(const struct tui_model *m, const char **line,
  * what the lines put before it say (a date line). */
 void tui_model_drop_first(struct tui_model *m);
 
-/* The newest line kept with tag whose text holds needle: its text in
+/* The oldest line kept with tag whose text holds needle (the first line
+ * of what an event drew, not a later one that quotes it): its text in
  * *line, *len, where it starts in *at (for tui_model_replace) and how many
  * lines are newer in *after.  1, or 0 when there is none. */
 int tui_model_find(const struct tui_model *m, long long tag,
