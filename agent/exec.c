@@ -258,6 +258,30 @@ exec_add_captures(json_object *ev, struct exec *e)
 	exec_add_outputs(ev, e->out, &e->truncated);
 }
 
+/* The words /history finds a shared command by when someone stopped it,
+ * as the chat shows them ("alice's command ended by SIGINT", "... from
+ * bob", "exit 1 (bob sent SIGTERM)"), into ev's text. */
+static void
+exec_stopped_text(struct exec *e, json_object *ev)
+{
+	const char *sig = json_get_string(ev, "signal");
+	const char *stop = proc_signal_name(e->stop_sig) ?: "unknown";
+	char text[256];
+	int n;
+
+	if (sig)
+		n = snprintf(text, sizeof(text), "%s's command ended by SIG%s",
+		    e->user, sig);
+	else
+		n = snprintf(text, sizeof(text), "exit %lld",
+		    json_get_int(ev, "exitCode", -1));
+	if (n > 0 && (size_t)n < sizeof(text) && (!sig ||
+	    strcmp(e->stopped_by, e->user) || strcmp(stop, sig)))
+		snprintf(text + n, sizeof(text) - (size_t)n, sig && !strcmp(stop,
+		    sig) ? " from %s" : " (%s sent SIG%s)", e->stopped_by, stop);
+	json_object_object_add(ev, "text", json_object_new_string(text));
+}
+
 /* The exec_result event for e's end. */
 static json_object *
 exec_result_event(struct exec *e, const struct proc_end *end)
@@ -286,6 +310,8 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	if (end->timed_out)
 		json_object_object_add(ev, "timedOut",
 		    json_object_new_boolean(1));
+	if (e->share && e->stop_sig)
+		exec_stopped_text(e, ev);
 	if (!e->passed_fds)
 		exec_add_captures(ev, e);
 	return ev;

@@ -481,3 +481,18 @@ def test_an_answered_prompt_reads_as_answered(srv, model_server, tmux, cols,
     replay = record(tmux, "a2", "alice: @agent one", "agent done (stopped")
     assert replay == live, "\n".join(
         ["live:"] + live + ["replay:"] + replay)
+
+
+def test_history_finds_a_command_someone_stopped(srv, tmux):
+    """A !CMD stopped with /kill ends as the chat said ("alice's command
+    ended by SIGINT"), and /history finds it by those words."""
+    tmux.open("a", srv, "killed", "alice", cols=80, rows=24)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "!sleep 300", "Enter")
+    tmux.wait("a", "alice $ sleep 300")
+    tmux.keys("a", "/kill", "Enter")
+    tmux.wait("a", "alice's command ended by SIGINT")
+    tmux.open("c", srv, "killed", "alice", cols=80, rows=24)
+    tmux.wait("c", "alice's command ended by SIGINT")
+    assert found_again(tmux, "c", "SIGINT",
+                       "alice's command ended by SIGINT") == 1
