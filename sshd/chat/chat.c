@@ -277,8 +277,8 @@ chat_show(struct chat *ch, enum tui_style style, const char *name,
 	chat_frame_done(ch);
 }
 
-/* Show the unfinished output line kept, if any. */
-static void
+/* See chat_int.h. */
+void
 chat_output_flush(struct chat *ch)
 {
 	if (!ch->partial.len || ch->render_only)
@@ -483,36 +483,12 @@ chat_track_waiting(struct chat *ch, const char *id, int add)
 	memcpy(ch->waiting[ch->nwaiting++], id, strlen(id) + 1);
 }
 
-/* Remember where the prompt of approval request id was drawn (the seq
- * its line is tagged with, the time it shows), for its answer to rewrite
- * it; the oldest is forgotten when too many wait. */
-static void
-chat_prompt_drawn(struct chat *ch, const char *id)
-{
-	struct chat_prompt *p;
-
-	if (!id || strlen(id) >= sizeof(ch->prompts[0].id) ||
-	    ch->draw.model.tag <= 0)
-		return;
-	if (ch->nprompts == CHAT_MAX_WAITING) {
-		memmove(&ch->prompts[0], &ch->prompts[1],
-		    (size_t)(CHAT_MAX_WAITING - 1) * sizeof(ch->prompts[0]));
-		ch->nprompts--;
-	}
-	p = &ch->prompts[ch->nprompts++];
-	memcpy(p->id, id, strlen(id) + 1);
-	p->seq = ch->draw.model.tag;
-	p->ms = ch->draw.time_ms;
-}
-
 /* An approval request, saying exactly what will run (tui_approval.h);
  * several: others wait too, so it names its id. */
 static void
 chat_approval(struct chat *ch, json_object *o, int several)
 {
 	char *text = malloc(TUI_APPROVAL_MAX * 2 + 1024);
-
-	chat_prompt_drawn(ch, json_get_string(o, "id"));
 
 	if (!text) {
 		chat_print(ch, TUI_STYLE_ERROR, NULL, "approval needed (out of "
@@ -522,6 +498,7 @@ chat_approval(struct chat *ch, json_object *o, int several)
 	tui_approval_text(o, several, text, TUI_APPROVAL_MAX * 2 + 1024);
 	chat_print(ch, TUI_STYLE_ERROR, NULL, text);
 	free(text);
+	chat_prompt_drawn(ch, json_get_string(o, "id"));
 }
 
 /* An approval request from the room.  Replayed, it shows as it did live
@@ -552,124 +529,6 @@ chat_approval_request(struct chat *ch, json_object *o)
 }
 
 static int chat_exec_live(struct chat *ch, const char *id, int add);
-
-/* How an approval ended, in a few words after what was asked ("approved
- * by bob"), into out (len). */
-static void
-chat_prompt_outcome(json_object *o, char *out, size_t len)
-{
-	const char *status = json_get_string(o, "status") ?: "";
-	const char *who = json_get_string(o, "user") ?: "someone";
-	const char *why = json_get_string(o, "reason");
-
-	if (!strcmp(status, "approved"))
-		snprintf(out, len, "approved by %s", who);
-	else if (!strcmp(status, "denied"))
-		snprintf(out, len, "denied by %s%s%.300s", who, why && *why ?
-		    ": " : "", why && *why ? why : "");
-	else if (!strcmp(status, "timed_out"))
-		snprintf(out, len, "not answered in time, so denied");
-	else if (!strcmp(status, "left"))
-		snprintf(out, len, "denied: everyone who could answer left");
-	else if (!strcmp(status, "nobody"))
-		snprintf(out, len, "denied: no one was there to answer");
-	else if (!strcmp(status, "stopped"))
-		snprintf(out, len, "stopped by %s before an answer", who);
-	else
-		snprintf(out, len, "answered");
-}
-
-/* The last occurrence of needle in s[0..n), or NULL. */
-static const char *
-chat_last_of(const char *s, size_t n, const char *needle)
-{
-	const char *last = NULL, *p = s, *hit;
-	size_t k = strlen(needle);
-
-	while ((hit = memmem(p, n - (size_t)(p - s), needle, k))) {
-		last = hit;
-		p = hit + 1;
-	}
-	return last;
-}
-
-/* The text a line that waited for answer o says once answered, into a
- * new string, or NULL when line is not one: a prompt "approval needed:
- * bash ls -la (y/n, 120 s)" becomes "bash ls -la: approved by bob", the
- * line a join showed, "the agent still waits for an answer (y/n, 95 s
- * left)", becomes "the agent waits no more: approved by bob". */
-static char *
-chat_prompt_answer_text(const char *line, size_t len, json_object *o)
-{
-	static const char asked[] = "approval needed: ";
-	static const char still[] = "the agent still waits for an answer";
-	const char *what = memmem(line, len, asked, sizeof(asked) - 1), *hint;
-	char outcome[512], *text;
-
-	chat_prompt_outcome(o, outcome, sizeof(outcome));
-	if (!what && memmem(line, len, still, sizeof(still) - 1)) {
-		if ((text = malloc(strlen(outcome) + 32)))
-			sprintf(text, "the agent waits no more: %s", outcome);
-		return text;
-	}
-	if (!what)
-		return NULL;
-	what += sizeof(asked) - 1;
-	hint = chat_last_of(what, (size_t)(line + len - what), " (y/n, ");
-	if (!hint || hint == what || !(text = malloc((size_t)(hint - what) +
-	    strlen(outcome) + 3)))
-		return NULL;
-	sprintf(text, "%.*s: %s", (int)(hint - what), what, outcome);
-	return text;
-}
-
-/* Rewrite the line of p, which waited for answer o, where it still is
- * (the screen, the scrollback), in the time it showed. */
-static void
-chat_prompt_rewrite(struct chat *ch, const struct chat_prompt *p,
-    json_object *o)
-{
-	const char *line;
-	size_t at, len, after = 0;
-	long long ms = ch->draw.time_ms;
-	char *text;
-
-	if (!tui_model_find(&ch->draw.model, p->seq, "(y/n, ", &at, &line,
-	    &len, &after) || !(text = chat_prompt_answer_text(line, len, o)))
-		return;
-	chat_output_flush(ch);
-	tui_draw_set_time(&ch->draw, p->ms);
-	tui_draw_replace(&ch->draw, chat_frame(ch), at, after,
-	    TUI_STYLE_NOTICE, text);
-	tui_draw_set_time(&ch->draw, ms);
-	tui_draw_bottom(&ch->draw, &ch->frame, ch->c->s->room, &ch->ed);
-	chat_frame_done(ch);
-	free(text);
-}
-
-/* The answer o to an approval request: each line that asked it, or said
- * that it still waited, reads as answered where it is, "bash ls -la:
- * approved by bob" in place of "approval needed: bash ls -la (y/n, 120
- * s)", as a chat app updates the message that asked, so nothing in the
- * scrollback still reads as waiting.  Live and in a replay alike, so
- * both show the same. */
-static void
-chat_prompt_answered(struct chat *ch, json_object *o)
-{
-	const char *id = json_get_string(o, "id");
-	int i = 0;
-
-	while (id && i < ch->nprompts) {
-		if (strcmp(ch->prompts[i].id, id)) {
-			i++;
-			continue;
-		}
-		chat_prompt_rewrite(ch, &ch->prompts[i], o);
-		memmove(&ch->prompts[i], &ch->prompts[i + 1],
-		    (size_t)(ch->nprompts - i - 1) * sizeof(ch->prompts[0]));
-		ch->nprompts--;
-	}
-}
 
 /* Events about tools and approvals. */
 static int

@@ -132,10 +132,17 @@ struct chat {
 		char id[64];		/* the approval request's */
 		long long seq;		/* the tag of its line (tui_model.h) */
 		long long ms;		/* the time it shows */
-	} prompts[CHAT_MAX_WAITING];	/* approval prompts drawn and not yet
-					 * answered, oldest first: the answer
-					 * rewrites the prompt's line */
+	} prompts[CHAT_MAX_WAITING];	/* lines that asked for approval, not
+					 * yet answered, oldest first
+					 * (chat_prompt.c) */
 	int nprompts;
+	struct chat_answer {
+		char id[64];		/* the approval request's */
+		char outcome[384];	/* "approved by bob" */
+	} answers[CHAT_MAX_WAITING];	/* answers whose prompt was not drawn
+					 * (yet: PgUp may load it), oldest
+					 * first */
+	int nanswers;
 	char exec_live[CHAT_MAX_EXEC_LIVE][64];	/* !CMDs whose output this
 						 * session showed live, newest
 						 * last: the replay of their
@@ -224,6 +231,8 @@ struct buf *chat_frame(struct chat *ch);
 void chat_frame_done(struct chat *ch);
 void chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text);
+/* Show the unfinished output line kept, if any. */
+void chat_output_flush(struct chat *ch);
 void chat_redraw(struct chat *ch);
 /* Draw the bottom region again (the status or the input line changed). */
 void chat_bottom(struct chat *ch);
@@ -275,6 +284,13 @@ void chat_scroll_status(struct chat *ch, char *text, size_t len);
 void chat_print_paged(struct chat *ch, enum tui_style style,
     const char *text);
 void chat_scroll_free(struct chat *ch);
+
+/* chat_prompt.c: an approval's answer rewrites the lines that asked it.
+ * _drawn: a line that waits for the answer to request id was just drawn
+ * (the prompt, or "the agent still waits"); _answered: o, an
+ * approval_result, came. */
+void chat_prompt_drawn(struct chat *ch, const char *id);
+void chat_prompt_answered(struct chat *ch, json_object *o);
 /* /history TEXT: req is the history request (put here).  0, or -1 when
  * the room is not taking lines. */
 int chat_search_start(struct chat *ch, json_object *req);
