@@ -496,3 +496,36 @@ def test_history_finds_a_command_someone_stopped(srv, tmux):
     tmux.wait("c", "alice's command ended by SIGINT")
     assert found_again(tmux, "c", "SIGINT",
                        "alice's command ended by SIGINT") == 1
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_an_answered_prompt_reads_as_answered_after_pgup(srv, model_server,
+                                                         tmux, cols, rows):
+    """A prompt older than a new session's replay, loaded with PgUp, reads
+    as answered there too."""
+    from test_chat_scroll import page_key
+    from test_chat_ui import seed
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."))
+    tmux.open("a", srv, "far", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "@agent one", "Enter")
+    tmux.wait("a", "approval needed: bash echo ran-one (y/n, 8 s)")
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    seed(srv, "far", ["filler %03d" % i for i in range(80)])
+    tmux.open("b", srv, "far", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "filler 079")
+    assert "ran-one" not in tmux.screen("b", history=True)
+    for _ in range(40):
+        screen = tmux.screen("b")
+        if "bash echo ran-one" in screen:
+            break
+        page_key(tmux, "b", "PPage")
+    else:
+        pytest.fail("PgUp did not reach the approval")
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    assert "* bash echo ran-one: approved by alice" in rows_, screen
+    assert not [r for r in rows_ if "(y/n," in r], screen
