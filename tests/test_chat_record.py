@@ -1,9 +1,12 @@
 """The room's record as people read it, through the real OpenSSH client in
-tmux: approvals (who gave them, denials with their reason, timeouts) and a
-command a restart cut are stored events, so a reconnect replays them
-exactly as they showed live, and /history finds them; the approval prompt
-fits one line and only y or n answers it; a tool's duration is its run,
-the wait for an answer shown apart.
+tmux: approvals (who gave them, denials with their reason, timeouts, a
+/stop while one waited) and a command a restart of the agent or of the
+server cut (with the output it had shown) are stored events, so a
+reconnect replays them exactly as they showed live, and /history finds
+them, as it finds rounds of consent and commands someone stopped; an
+answered prompt no longer reads as waiting, live, in a replay or after
+PgUp; the approval prompt fits one line and only y or n answers it; a
+tool's duration is its run, the wait for an answer shown apart.
 
 Run as root after `make all`:
 /usr/bin/python3 -m pytest -q tests/test_chat_record.py
