@@ -599,16 +599,18 @@ chat_exec_live(struct chat *ch, const char *id, int add)
 }
 
 /* A command's end: a replay shows the output it stored first (live, it
- * came as exec_output), unless this session showed it live already and
- * only missed the end (a reconnect after a restart). */
+ * came as exec_output), unless it is the replay of a reconnect and this
+ * session showed that output live already, missing only the end (a
+ * restart cut the command).  PgUp and /history draw it whole. */
 static void
 chat_exec_result(struct chat *ch, json_object *o)
 {
 	const char *out = json_get_string(o, "stdout");
 	const char *err = json_get_string(o, "stderr");
 	const char *id = json_get_string(o, "id");
-	int show = json_get_bool(o, "replay", 0) && chat_exec_live(ch, id,
-	    0) < 0;
+	int rejoin = ch->nbatch > 0 && ch->batch[0] == CHAT_BATCH_JOIN;
+	int show = json_get_bool(o, "replay", 0) && !(rejoin &&
+	    chat_exec_live(ch, id, 0) >= 0);
 	char text[1024];
 
 	if (show && out && *out)
