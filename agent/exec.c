@@ -84,7 +84,8 @@ struct exec {
 					 * none */
 	char stopped_by[64];		/* who sent it */
 	size_t saved[2];		/* bytes of out[] kept in room.db */
-	int nsaved;			/* pieces of output kept there */
+	int nsaved;			/* pieces of output kept there, -1:
+					 * no more (a write failed) */
 };
 
 int
@@ -160,8 +161,8 @@ exec_drop_nuls(struct buf *t)
  * (0 stdout, 1 stderr) that came since the last time: committed before
  * the loop sends what it announced, so what the room was shown of a
  * shared command is in room.db when a restart cuts it (exec_recover).  A
- * failure is logged: the command runs on, and its result, if it ends,
- * holds its output all the same. */
+ * failure is logged once, and no more is kept: the command runs on, and
+ * its result, if it ends, holds its output all the same. */
 static void
 exec_save(struct exec *e, int s)
 {
@@ -169,7 +170,7 @@ exec_save(struct exec *e, int s)
 	struct buf t;
 	int r;
 
-	if (end <= e->saved[s])
+	if (e->nsaved < 0 || end <= e->saved[s])
 		return;
 	buf_init(&t, (end - e->saved[s]) * 3 + 1);
 	r = utf8_repair(&t, e->out[s].data + e->saved[s], end - e->saved[s]);
@@ -180,8 +181,9 @@ exec_save(struct exec *e, int s)
 		    t.data ? t.data : "", t.len);
 	buf_free(&t);
 	if (r < 0) {
-		log_error("%s: its output so far was not kept: %s", e->id,
-		    room_db_strerror(r));
+		log_error("%s: its output is no longer kept as it comes (a "
+		    "restart would lose it): %s", e->id, room_db_strerror(r));
+		e->nsaved = -1;
 		return;
 	}
 	e->saved[s] = end;
