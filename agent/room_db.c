@@ -16,7 +16,9 @@
  *       last_seq: the end of the block of seqs reserved for live events
  *       (journal.c); no seq at or below it or events.seq is handed out
  *       again; model_fit: the window a model server named and its
- *       tokens per byte, for one provider and model (model_fit.c)
+ *       tokens per byte, for one provider and model (model_fit.c);
+ *       exec_open:ID, exec_out:HEX(ID):N:STREAM: a shared command
+ *       that has started and not ended, and its output so far (exec.c)
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
  *       (open | private; absent: open); the owner's lowered limit_* and
@@ -842,9 +844,12 @@ room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 	    " WHERE seq > ? AND (? <= 0 OR seq < ?)"
 	    " AND (? IS NULL OR (type IN ('message', 'prompt', 'exec_start')"
 	    "   AND json_extract(j, '$.user') = ?))"
-	    " AND (? IS NULL OR coalesce(json_extract(j, '$.text'),"
-	    "   json_extract(j, '$.command'), json_extract(j, '$.output'),"
-	    "   json_extract(j, '$.stdout'), '') LIKE ? ESCAPE '\\')"
+	    " AND (? IS NULL OR (coalesce(json_extract(j, '$.text'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.command'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.output'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.stdout'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.stderr'), ''))"
+	    "   LIKE ? ESCAPE '\\')"
 	    " ORDER BY seq DESC LIMIT ?) ORDER BY seq", "IIIssssI", f->since,
 	    f->before, f->before, f->user, f->user, f->match ? like : NULL,
 	    f->match ? like : NULL, f->limit > 0 ? (long long)f->limit : -1LL);
@@ -894,11 +899,61 @@ room_db_exec_open(struct room_db *db, const char *id, const char *user)
 	    " SET value = excluded.value", "ss", id, user);
 }
 
+/* meta's keys "exec_out:HEX(ID):N:STREAM": the output of an open command,
+ * piece by piece (the id in hex, so no id's keys fall in another's
+ * range). */
+#define ROOM_DB_EXEC_OUT	"exec_out:"
+
 int
 room_db_exec_closed(struct room_db *db, const char *id)
 {
-	return room_db_write(db, "DELETE FROM meta WHERE key = '"
+	int r = room_db_write(db, "DELETE FROM meta WHERE key = '"
 	    ROOM_DB_EXEC_OPEN "' || ?", "s", id);
+
+	if (r == 0)
+		r = room_db_write(db, "DELETE FROM meta WHERE key > '"
+		    ROOM_DB_EXEC_OUT "' || hex(?) || ':' AND key < '"
+		    ROOM_DB_EXEC_OUT "' || hex(?) || ';'", "ss", id, id);
+	return r;
+}
+
+int
+room_db_exec_output_add(struct room_db *db, const char *id, int stream,
+    int n, const char *text, size_t len)
+{
+	char tail[32];
+
+	if (memchr(text, '\0', len))
+		return -EINVAL;	/* utf8_repair never makes one */
+	snprintf(tail, sizeof(tail), ":%08d:%d", n, stream ? 1 : 0);
+	return room_db_write(db, "INSERT OR REPLACE INTO meta (key, value)"
+	    " VALUES ('" ROOM_DB_EXEC_OUT "' || hex(?) || ?, ?)", "sss", id,
+	    tail, text);
+}
+
+int
+room_db_exec_output_each(struct room_db *db, const char *id,
+    struct buf *out, int *truncated)
+{
+	sqlite3_stmt *st = room_db_query(db, "SELECT substr(key, -1), value"
+	    " FROM meta WHERE key > '" ROOM_DB_EXEC_OUT "' || hex(?) || ':'"
+	    " AND key < '" ROOM_DB_EXEC_OUT "' || hex(?) || ';' ORDER BY key",
+	    "ss", id, id);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		const void *v = sqlite3_column_text(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
+
+		if (v && len > 0 && buf_append(&out[s && *s == '1'], v,
+		    (size_t)len) < 0)
+			*truncated = 1;
+	}
+	room_db_release(db, st);
+	return rc == SQLITE_ERROR ? room_db_fail(db, "meta") : 0;
 }
 
 int

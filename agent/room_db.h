@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 
 #include "access.h"
+#include "buf.h"
 
 #define ROOM_DB_VERSION	8	/* PRAGMA user_version of the current schema */
 
@@ -122,6 +123,16 @@ int room_db_exec_closed(struct room_db *db, const char *id);
 typedef int room_db_exec_fn(const char *id, const char *user, void *arg);
 int room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn,
     void *arg);
+/* Its output, kept beside its mark piece by piece as it comes (meta's
+ * exec_out:HEX(ID):N:STREAM, N counting pieces, STREAM 0 stdout or 1
+ * stderr), in the open transaction, so that a command a restart cut keeps
+ * in the record what it had shown; room_db_exec_closed drops them.
+ * _each: the pieces, in order, appended to out[STREAM] (*truncated set
+ * when one did not fit).  0 or -errno. */
+int room_db_exec_output_add(struct room_db *db, const char *id, int stream,
+    int n, const char *text, size_t len);
+int room_db_exec_output_each(struct room_db *db, const char *id,
+    struct buf *out, int *truncated);
 
 /* meta's value of key into out: 1 found, 0 not, -EIO. */
 int room_db_meta_get(struct room_db *db, const char *key, char *out,

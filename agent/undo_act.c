@@ -340,6 +340,25 @@ undo_preview_event(struct agent *a, struct undo_plan *p, int force)
 	return ev;
 }
 
+/* head, the names of list joined by ", ", then tail, into out (len);
+ * nothing when list is empty. */
+static void
+undo_done_names(json_object *list, const char *head, const char *tail,
+    char *out, size_t len)
+{
+	size_t n = list ? json_object_array_length(list) : 0, used;
+
+	if (!n || len == 0)
+		return;
+	used = (size_t)snprintf(out, len, "%s", head);
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%s%s",
+		    i ? ", " : "", json_object_get_string(
+		    json_object_array_get_idx(list, i)));
+	if (used < len)
+		snprintf(out + used, len - used, "%s", tail);
+}
+
 /* The done event: the lists, who acted, and how the others' work went:
  * forced over it (over: who was not asked), or agreed (agreed: who). */
 static json_object *
@@ -347,16 +366,22 @@ undo_done_event(struct undo_plan *p, const char *user, int forced,
     json_object *agreed)
 {
 	json_object *ev = undo_event(p, "done");
-	char text[300];
+	char text[1024];
+	int n;
 
-	/* The words /history finds it by. */
+	/* The words /history finds it by, as the chat shows them: who
+	 * agreed, or over whose work it was forced. */
 	if (p->name[0])
-		snprintf(text, sizeof(text), "%s restored the workspace to "
+		n = snprintf(text, sizeof(text), "%s restored the workspace to "
 		    "snapshot %s", user, p->name);
 	else
-		snprintf(text, sizeof(text), "%s %s the agent's turn %lld", user,
-		    strcmp(p->what, "redo") == 0 ? "redid" : "undid",
+		n = snprintf(text, sizeof(text), "%s %s the agent's turn %lld",
+		    user, strcmp(p->what, "redo") == 0 ? "redid" : "undid",
 		    (long long)p->target.turn);
+	if (n > 0 && (size_t)n < sizeof(text))
+		undo_done_names(forced ? p->ask : agreed, forced ?
+		    ", forced over the work of " : ", as ", forced ? "" :
+		    " agreed", text + n, sizeof(text) - (size_t)n);
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	json_object_object_add(ev, "text", json_object_new_string(text));
 	if (forced) {

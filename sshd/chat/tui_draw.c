@@ -16,6 +16,7 @@
 #include "tui_draw.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -991,4 +992,77 @@ tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
 	d->cols = cols > 0 ? cols : d->cols;
 	d->rows = rows > 0 ? rows : d->rows;
 	tui_draw_view(d, out, room, e, NULL, 0);
+}
+
+/* The line of the model that starts at at, without its tag, in *line,
+ * *len. */
+static void
+tui_draw_model_line(const struct tui_draw *d, size_t at, const char **line,
+    size_t *len)
+{
+	const char *start = d->model.lines.data + at;
+	const char *nl = memchr(start, '\n', d->model.lines.len - at);
+	const char *sep = memchr(start, '\x1e', (size_t)(nl - start));
+
+	*line = sep ? sep + 1 : start;
+	*len = (size_t)(nl - *line);
+}
+
+/* Print the rows of the model's newest n lines, oldest first (ansi). */
+static void
+tui_draw_newest(struct tui_draw *d, struct buf *out, size_t n)
+{
+	size_t pos = 0, len, count = 0, i;
+	const char *line, **lines = n ? calloc(n, sizeof(*lines)) : NULL;
+	size_t *lens = n ? calloc(n, sizeof(*lens)) : NULL;
+
+	while ((!n || (lines && lens)) && count < n &&
+	    tui_model_prev(&d->model, &pos, &line, &len)) {
+		lines[count] = line;
+		lens[count++] = len;
+	}
+	for (i = count; i-- > 0;)
+		tui_draw_rows(d, out, lines[i], lens[i], 0);
+	free(lines);
+	free(lens);
+}
+
+/* See tui_draw.h.  The rows from the old line's first down are erased
+ * and printed again: a new line of fewer rows leaves the bottom region
+ * higher, one of more scrolls the screen as any new line does, so no row
+ * reaches the terminal's own scrollback twice. */
+int
+tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
+    size_t after, enum tui_style style, const char *text)
+{
+	struct buf clean, row;
+	const char *old;
+	size_t old_len, below;
+	int col, up, r;
+
+	if (!d->ansi)
+		return 0;
+	tui_draw_model_line(d, at, &old, &old_len);
+	up = tui_wrap_rows(old, old_len, d->cols);
+	below = tui_view_newest_rows(&d->model, d->cols, after);
+	buf_init(&clean, strlen(text) * 3 + 1);
+	buf_init(&row, strlen(text) * 3 * TUI_DRAW_TAB + 256);
+	tui_draw_sanitize(&clean, text, strlen(text), " ");
+	col = tui_draw_line_head(d, &row, 1, style, NULL, 0);
+	tui_draw_expand(&row, clean.data ? clean.data : "", clean.len, col,
+	    NULL);
+	r = row.data ? tui_model_replace(&d->model, at, row.data, row.len) :
+	    -1;
+	/* On the screen still: not scrolled off above, nor under rows of
+	 * the agent's unfinished line printed above the bottom region. */
+	tui_draw_clear_bottom(d, out);
+	if (r == 0 && !(d->streaming && d->stream_shown) &&
+	    below + (size_t)up <= (size_t)tui_draw_view_height(d)) {
+		buf_printf(out, "\x1b[%dA\r\x1b[J", up + (int)below);
+		tui_draw_rows(d, out, row.data, row.len, 0);
+		tui_draw_newest(d, out, after);
+	}
+	buf_free(&row);
+	buf_free(&clean);
+	return r < 0 ? -1 : 0;
 }

@@ -22,7 +22,8 @@
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
  * or after output was dropped, and scrolled back by rows (tui_draw_view,
- * tui_view.h).
+ * tui_view.h); a line of it can be put in place of another, on the
+ * screen too while it is there (tui_draw_replace).
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
@@ -150,6 +151,17 @@ int tui_draw_view_height(const struct tui_draw *d);
 void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset);
+
+/* ansi: put a line of style with text (one line; its time d->time_ms)
+ * in place of the model's line that starts at at (tui_model_find), which
+ * has `after` lines below it, and when its rows are still on the screen
+ * (the live view), draw it there again with the lines below it; the
+ * bottom region is left cleared, for tui_draw_bottom.  So a line that
+ * said what was asked can say how it was answered (an approval request),
+ * where it was.  0, or -1 when the model could not take it (nothing
+ * changed). */
+int tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
+    size_t after, enum tui_style style, const char *text);
 
 /* Append text without control characters (newline kept as nl). */
 void tui_draw_sanitize(struct buf *out, const char *text, size_t len,
