@@ -1048,7 +1048,7 @@ tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
 	buf_init(&clean, strlen(text) * 3 + 1);
 	buf_init(&row, strlen(text) * 3 * TUI_DRAW_TAB + 256);
 	tui_draw_sanitize(&clean, text, strlen(text), " ");
-	col = tui_draw_line_head(d, &row, 1, style, NULL, 0);
+	col = tui_draw_line_head(d, &row, 1, style, NULL);
 	tui_draw_expand(&row, clean.data ? clean.data : "", clean.len, col,
 	    NULL);
 	r = row.data ? tui_model_replace(&d->model, at, row.data, row.len) :
