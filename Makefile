@@ -211,6 +211,11 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
 
+# make bench's reading chat members (tests/bench.py): a test tool.
+$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $< -lssh
+
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
@@ -248,7 +253,7 @@ fuzz-replay:
 	@FUZZ_SECONDS=0 tests/fuzz/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/tests/chat_readers
 	$(PYTHON) tests/bench.py
 
 # STRESS_SECONDS (default 3600) of the fs exerciser, new seeds each run.

@@ -1687,6 +1687,8 @@ chat_open(struct chan *c)
 	ch->c = c;
 	ch->ansi = c->pty && strcmp(c->term, "dumb") != 0 && c->term[0];
 	agentlink_init(&ch->link);
+	/* Every member reads the same room events: parsed once for all. */
+	ch->link.cache = &c->s->srv->link_cache;
 	tui_keys_init(&ch->keys);
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
 	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,

@@ -2,7 +2,8 @@
  * agentlink.c: the channel-to-agent connection of agentlink.h.  Called by
  * the channel kinds (stream.c, control.c, chat.c).  Invariant: the watch
  * wants POLLOUT exactly while out holds bytes, POLLIN while not paused and
- * not ended.
+ * not ended.  A line's object comes from the link's cache when it has one
+ * and the same bytes are there (agentlink.h: parsed once for all).
  */
 #include "agentlink.h"
 
@@ -109,6 +110,88 @@ agentlink_forged_replay(json_object *obj)
 	return 1;
 }
 
+/* See agentlink.h. */
+void
+agentlink_cache_init(struct agentlink_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+/* See agentlink.h. */
+void
+agentlink_cache_free(struct agentlink_cache *c)
+{
+	for (int i = 0; i < AGENTLINK_CACHE_SLOTS; i++) {
+		free(c->slot[i].line);
+		if (c->slot[i].obj)
+			json_object_put(c->slot[i].obj);
+	}
+	agentlink_cache_init(c);
+}
+
+/* FNV-1a over the line's bytes. */
+static uint64_t
+agentlink_hash(const char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* Keep obj as line's parse, in place of the oldest slot, when it is a
+ * room event (stamped, not a replay); a copy that cannot be made is
+ * simply not kept. */
+static void
+agentlink_cache_put(struct agentlink_cache *c, uint64_t h, const char *line,
+    size_t len, json_object *obj)
+{
+	unsigned i = c->next;
+	char *copy;
+
+	if (!json_object_object_get_ex(obj, "seq", NULL) ||
+	    json_object_object_get_ex(obj, "replay", NULL) ||
+	    !(copy = malloc(len)))
+		return;
+	memcpy(copy, line, len);
+	free(c->slot[i].line);
+	if (c->slot[i].obj)
+		json_object_put(c->slot[i].obj);
+	c->slot[i].hash = h;
+	c->slot[i].line = copy;
+	c->slot[i].len = len;
+	c->slot[i].obj = json_object_get(obj);
+	c->next = (i + 1) % AGENTLINK_CACHE_SLOTS;
+}
+
+/* The object of one line (a reference for the caller), from the cache
+ * when the same bytes were parsed for another link; NULL with *err. */
+static json_object *
+agentlink_parse(struct agentlink *l, const char *line, size_t len,
+    const char **err)
+{
+	struct agentlink_cache *c = l->cache;
+	json_object *obj;
+	uint64_t h;
+
+	if (!c || len > AGENTLINK_CACHE_LINE)
+		return jsonl_parse_object(line, len, err);
+	h = agentlink_hash(line, len);
+	for (int i = 0; i < AGENTLINK_CACHE_SLOTS; i++) {
+		if (c->slot[i].line && c->slot[i].hash == h &&
+		    c->slot[i].len == len &&
+		    memcmp(c->slot[i].line, line, len) == 0) {
+			c->hits++;
+			return json_object_get(c->slot[i].obj);
+		}
+	}
+	c->parses++;
+	if ((obj = jsonl_parse_object(line, len, err)))
+		agentlink_cache_put(c, h, line, len, obj);
+	return obj;
+}
+
 /* Hand every whole line to the owner; an over-long line is dropped. */
 static void
 agentlink_deliver(struct agentlink *l)
@@ -125,7 +208,7 @@ agentlink_deliver(struct agentlink *l)
 			log_warn("over-long line from the agent dropped");
 			continue;
 		}
-		if (!(obj = jsonl_parse_object(line, len, &err))) {
+		if (!(obj = agentlink_parse(l, line, len, &err))) {
 			log_warn("bad line from the agent: %s", err);
 			continue;
 		}
