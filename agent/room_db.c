@@ -1505,6 +1505,28 @@ room_db_undo_people(struct room_db *db, const char *since,
 }
 
 int
+room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg)
+{
+	/* A turn's undo point is taken before its first write, so a turn
+	 * whose point is at or after since wrote after it; one undone
+	 * already has nothing left to take back. */
+	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT t.user FROM"
+	    " turn_undo u JOIN turns t ON t.id = u.turn WHERE u.undone = 0"
+	    " AND u.time >= ?1 AND t.user != 'agent' ORDER BY t.user LIMIT 100",
+	    "s", since);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (cb(arg, (const char *)sqlite3_column_text(st, 0)) != 0)
+			break;
+	room_db_release(db, st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int
 room_db_undo_retire(struct room_db *db, long long turn)
 {
 	return room_db_write(db, "UPDATE turn_undo SET snapshot = NULL,"

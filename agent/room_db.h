@@ -275,6 +275,12 @@ int room_db_undo_set(struct room_db *db, long long turn, int undone,
  * name, at most 100.  0 or -EIO. */
 int room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
+/* cb for each person who prompted a turn of the agent's that is not
+ * undone and whose undo point was taken at or after since (so it wrote
+ * after since), by name, at most 100: for undo, the people whose asking
+ * made those changes.  0 or -EIO. */
+int room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg);
 /* Retention: the oldest turn whose snapshot is beyond the newest keep or
  * taken before `before` (an ISO time): 1 with *turn and its snapshot name,
  * 0 none, -EIO.  retire forgets the turn's snapshots once dropped. */

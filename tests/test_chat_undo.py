@@ -297,3 +297,46 @@ def test_a_command_that_only_read_is_nobodys_work_to_ask_about(
     tmux.wait("a", "alice redid the agent's turn")
     assert files_of(srv) == changed
     assert "asks you" not in tmux.screen("b", history=True)
+
+
+def alice_and_bob(tmux, srv, bob_size=(80, 24)):
+    """alice (120x35) and bob in room undo, after alice's first files.
+    Returns the files then."""
+    tmux.open("a", srv, "undo", "alice", cols=120, rows=35)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "!echo keep > keep; echo gone > gone", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    tmux.open("b", srv, "undo", "bob", cols=bob_size[0], rows=bob_size[1])
+    tmux.wait("b", "you are bob")
+    return files_of(srv)
+
+
+def undo_asks(tmux, who):
+    """alice's /undo: its preview must name who and ask them."""
+    tmux.keys("a", "/undo", "Enter")
+    screen = tmux.wait("a", lambda s: "y asks them to agree" in s or
+                       "y to undo, n to leave" in s)
+    preview = screen.split("/undo would undo")[-1]
+    assert "also takes back the changes of: " + who in preview, preview
+    assert "it takes back work of " + who in preview, preview
+    return preview
+
+
+def test_undo_of_a_turn_bob_asked_for_asks_bob(srv, model_server, tmux):
+    """The agent's turn that bob's @agent started is bob's work: alice's
+    /undo of it names him and waits for his yes."""
+    before = alice_and_bob(tmux, srv)
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made && rm gone"})]),
+        Reply("Changed."))
+    tmux.keys("b", "@agent change the files", "Enter")
+    settled(tmux, "a", "agent done")
+    changed = files_of(srv)
+    undo_asks(tmux, "bob")
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("b", "y to agree, n to refuse")
+    assert files_of(srv) == changed
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "alice undid the agent's turn")
+    assert files_of(srv) == before
