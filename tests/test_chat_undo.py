@@ -317,9 +317,18 @@ def undo_asks(tmux, who):
     screen = tmux.wait("a", lambda s: "y asks them to agree" in s or
                        "y to undo, n to leave" in s)
     preview = screen.split("/undo would undo")[-1]
-    assert "also takes back the changes of: " + who in preview, preview
-    assert "it takes back work of " + who in preview, preview
+    assert who in names_after(preview, "also takes back the changes of: "), \
+        preview
+    assert who in names_after(preview, "it takes back work of ",
+                              end=":"), preview
     return preview
+
+
+def names_after(preview, head, end="\n"):
+    """The names a preview's line lists after head ([] without it)."""
+    if head not in preview:
+        return []
+    return preview.split(head, 1)[1].split(end, 1)[0].split(", ")
 
 
 def test_undo_of_a_turn_bob_asked_for_asks_bob(srv, model_server, tmux):
@@ -340,3 +349,34 @@ def test_undo_of_a_turn_bob_asked_for_asks_bob(srv, model_server, tmux):
     tmux.keys("b", "y", "Enter")
     tmux.wait("a", "alice undid the agent's turn")
     assert files_of(srv) == before
+
+
+def alices_turn(tmux, model_server):
+    """alice's @agent turn makes made and removes gone."""
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made && rm gone"})]),
+        Reply("Changed."))
+    tmux.keys("a", "@agent change the files", "Enter")
+    settled(tmux, "a", "agent done")
+
+
+def test_keys_bob_typed_into_alices_terminal_are_his_work(
+        srv, model_server, tmux):
+    """alice opens /term; bob, attached too, types a command that makes a
+    file: alice's /undo names bob (not only the terminal's opener)."""
+    alice_and_bob(tmux, srv)
+    alices_turn(tmux, model_server)
+    for pane in ("a", "b"):
+        tmux.keys(pane, "/term", "Enter")
+        tmux.wait(pane, "Ctrl-] back to the chat")
+    tmux.keys("b", "-l", "echo b > bobs && echo typed-$((6*7))")
+    tmux.keys("b", "Enter")
+    tmux.wait("a", lambda s: any(r.rstrip() == "typed-42"
+                                 for r in s.split("\n")))
+    tmux.keys("b", "-l", "exit")
+    tmux.keys("b", "Enter")
+    for pane in ("a", "b"):
+        tmux.wait(pane, "the room's terminal ended")
+    assert "bobs: b" in files_of(srv)
+    undo_asks(tmux, "bob")
