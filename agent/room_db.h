@@ -303,6 +303,9 @@ int room_db_audit_end(struct room_db *db, long long id, int exit_code,
 /* Whether the command of row id changed the workspace (1) or not (0):
  * undo.c's attribution (room_db_undo_people).  In the open transaction. */
 int room_db_audit_wrote(struct room_db *db, long long id, int wrote);
+/* The command of row id, which reports its changes, changed the
+ * workspace now (wrote: the time in ms).  In the open transaction. */
+int room_db_audit_changed(struct room_db *db, long long id);
 
 /* --- usage: tokens per day and model, and per person who prompted.
  * add: one model request's tokens on today's rows (UTC), in the open

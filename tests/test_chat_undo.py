@@ -7,10 +7,11 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_chat_undo
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
-from conftest import _ssh_run, ssh_run  # noqa: F401 (fixture)
+from conftest import SSH_OPTS, _ssh_run, ssh_run  # noqa: F401 (fixture)
 from model_server import Reply, ToolCall
 from test_chat import settled, srv, tmux  # noqa: F401 (fixtures)
 
@@ -380,3 +381,137 @@ def test_keys_bob_typed_into_alices_terminal_are_his_work(
         tmux.wait(pane, "the room's terminal ended")
     assert "bobs: b" in files_of(srv)
     undo_asks(tmux, "bob")
+
+
+def bobs(srv):
+    """bob's ssh options for sftp, scp, sshfs, rsync and git."""
+    return ["-i", srv.keys["bob"]] + SSH_OPTS
+
+
+def run_ok(argv, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                       **kw)
+    assert p.returncode == 0, (argv, p.stdout, p.stderr)
+    return p.stdout
+
+
+def bob_sftp(srv, tmp_path, batch):
+    run_ok(["sftp", "-P", str(srv.port), "-b", "-"] + bobs(srv) +
+           ["undo@127.0.0.1"], input=batch, cwd=str(tmp_path))
+
+
+def bob_sshfs(srv, mnt):
+    os.makedirs(mnt, exist_ok=True)
+    run_ok(["sshfs", "-p", str(srv.port), "-o", "IdentityFile=" +
+            srv.keys["bob"]] + sum((["-o", o] for o in SSH_OPTS[1::2]), [])
+           + ["undo@127.0.0.1:", mnt])
+
+
+def bob_writes(how, srv, tmp_path):
+    """bob changes the workspace through how, a way other than the chat."""
+    local = tmp_path / "up"
+    local.write_text("uploaded\n")
+    port, dest = str(srv.port), "undo@127.0.0.1:"
+    if how == "sftp":
+        bob_sftp(srv, tmp_path, "put up bobs\n")
+    elif how == "scp":
+        run_ok(["scp", "-q", "-P", port] + bobs(srv) + [str(local),
+               dest + "bobs"])
+    elif how == "scp-legacy":
+        run_ok(["scp", "-q", "-O", "-P", port] + bobs(srv) + [str(local),
+               dest + "bobs"])
+    elif how == "sshfs":
+        mnt = str(tmp_path / "mnt")
+        bob_sshfs(srv, mnt)
+        try:
+            with open(os.path.join(mnt, "bobs"), "w") as f:
+                f.write("uploaded\n")
+        finally:
+            run_ok(["fusermount3", "-u", mnt])
+    elif how == "rsync":
+        run_ok(["rsync", "-e", " ".join(["ssh", "-p", port] + bobs(srv)),
+                str(local), dest + "bobs"])
+    elif how == "git":
+        repo = tmp_path / "repo"
+        env = dict(os.environ, GIT_SSH_COMMAND=" ".join(["ssh"] + bobs(srv)),
+                   GIT_AUTHOR_NAME="bob", GIT_AUTHOR_EMAIL="bob@example",
+                   GIT_COMMITTER_NAME="bob", GIT_COMMITTER_EMAIL="b@example")
+        run_ok(["git", "init", "-q", str(repo)], env=env)
+        (repo / "bobs").write_text("committed\n")
+        run_ok(["git", "-C", str(repo), "add", "bobs"], env=env)
+        run_ok(["git", "-C", str(repo), "commit", "-qm", "bob's"], env=env)
+        run_ok(["git", "-C", str(repo), "push", "-q", "ssh://undo@127.0.0.1:"
+                + port + "/workspace/bare.git", "HEAD:main"], env=env)
+
+
+@pytest.mark.parametrize("how", ["sftp", "scp", "scp-legacy", "sshfs",
+                                 "rsync", "git"])
+def test_what_bob_uploads_is_his_work(srv, model_server, tmux, tmp_path,
+                                      how):
+    """After alice's turn bob changes the workspace with sftp, scp (both
+    protocols), an sshfs mount, rsync or git push: alice's /undo names
+    him and asks him."""
+    alice_and_bob(tmux, srv)
+    if how == "git":
+        assert _ssh_run(srv, "undo", "git init -q --bare bare.git")[0] == 0
+    alices_turn(tmux, model_server)
+    bob_writes(how, srv, tmp_path)
+    undo_asks(tmux, "bob")
+
+
+def undo_leaves_out(tmux, who, times):
+    """alice's /undo (the times-th): its preview must not name who; n
+    leaves the workspace as it is."""
+    tmux.keys("a", "/undo", "Enter")
+    screen = tmux.wait("a", lambda s: s.count("/undo would undo") == times
+                       and ("y to undo, n to leave" in s.split(
+                           "/undo would undo")[-1] or "y asks them" in
+                           s.split("/undo would undo")[-1]), history=True)
+    preview = screen.split("/undo would undo")[-1].split("undo |")[0]
+    assert who not in preview, preview
+    tmux.keys("a", "n", "Enter")
+    tmux.wait("a", lambda s: s.count("nothing was changed") == times,
+              history=True)
+
+
+def test_an_open_sftp_session_is_bobs_work_only_once_it_wrote(
+        srv, model_server, tmux, tmp_path):
+    """bob's interactive sftp stays open while the agent's turn writes and
+    while he only downloads: alice's /undo does not name him.  Once he
+    uploads through the same session, it does."""
+    alice_and_bob(tmux, srv)
+    (tmp_path / "up").write_text("uploaded\n")
+    tmux("new-session", "-d", "-s", "s", "-x", "100", "-y", "30", "-c",
+         str(tmp_path), " ".join(["sftp", "-P", str(srv.port)] + bobs(srv) +
+                                 ["undo@127.0.0.1"]))
+    tmux.wait("s", "sftp>")
+    alices_turn(tmux, model_server)
+    tmux.keys("s", "get made got", "Enter")
+    tmux.wait("s", lambda s: s.count("sftp>") == 2)
+    assert (tmp_path / "got").read_text() == "new\n"
+    undo_leaves_out(tmux, "bob", 1)
+    tmux.keys("s", "put up bobs", "Enter")
+    tmux.wait("s", lambda s: s.count("sftp>") == 3)
+    assert "bobs: uploaded" in files_of(srv)
+    undo_asks(tmux, "bob")
+
+
+def test_an_sshfs_mount_that_wrote_before_the_turn_and_then_read_is_not_asked(
+        srv, model_server, tmux, tmp_path):
+    """bob's sshfs mount writes a file before the agent's turn, stays
+    mounted while the turn writes, then only reads and is unmounted:
+    alice's /undo of the turn takes none of his work back and does not
+    name him."""
+    alice_and_bob(tmux, srv)
+    mnt = str(tmp_path / "mnt")
+    bob_sshfs(srv, mnt)
+    try:
+        with open(os.path.join(mnt, "early"), "w") as f:
+            f.write("before the turn\n")
+        assert "early: before the turn" in files_of(srv)
+        alices_turn(tmux, model_server)
+        with open(os.path.join(mnt, "made")) as f:
+            assert f.read() == "new\n"
+    finally:
+        run_ok(["fusermount3", "-u", mnt])
+    undo_leaves_out(tmux, "bob", 1)
