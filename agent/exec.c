@@ -20,9 +20,10 @@
  * alone opens) is not marked: a session may stay open for hours while
  * others write, and the count of changes would make it theirs.  Its row
  * says "wrote nothing" from the start, and each exec_changed line from
- * atriumd stamps it with the time (room_db_audit_changed), once more at
- * its end when the last line said changes were still under way; so an
- * undo asks its user only when it changed files after the undo's point.
+ * atriumd stamps it with the time of the change (now less its ago_ms:
+ * room_db_audit_changed), once more at its end when the last line said
+ * changes were still under way; so an undo asks its user only when it
+ * changed files after the undo's point.
  * Each exec line from a chat or control connection is answered on that
  * connection alone with exactly one unstamped {"type":"exec_done"} once it
  * is over (refused, or its command ended; exec_done_to): atriumd counts a
@@ -221,12 +222,12 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	return ev;
 }
 
-/* Record that e changed the workspace now (see the head).  Logged on
- * failure. */
+/* Record that e changed the workspace ago_ms before now (see the
+ * head).  Logged on failure. */
 static void
-exec_stamp_change(struct agent *a, struct exec *e)
+exec_stamp_change(struct agent *a, struct exec *e, long long ago_ms)
 {
-	int r = room_db_audit_changed(a->db, e->audit_id);
+	int r = room_db_audit_changed(a->db, e->audit_id, ago_ms);
 
 	if (r < 0)
 		log_error("%s: a change of audit row %lld not recorded: %s",
@@ -243,7 +244,7 @@ exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
 	if (r == 0 && !e->reports)
 		undo_mark_end(a, &e->mark, e->audit_id);
 	else if (r == 0 && e->unsettled)	/* done by now: it has ended */
-		exec_stamp_change(a, e);
+		exec_stamp_change(a, e, 0);
 	if (r < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
 		    e->id, e->audit_id, room_db_strerror(r));
@@ -677,7 +678,7 @@ exec_changed(struct agent *a, struct conn *c, json_object *req)
 		if (!e->reports || !e->proc)
 			return;		/* nothing to stamp: ignored */
 		e->unsettled = json_get_bool(req, "pending", 1);
-		exec_stamp_change(a, e);
+		exec_stamp_change(a, e, json_get_int(req, "ago_ms", 0));
 		return;
 	}
 }

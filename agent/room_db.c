@@ -1602,15 +1602,18 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 }
 
 int
-room_db_audit_changed(struct room_db *db, long long id)
+room_db_audit_changed(struct room_db *db, long long id, long long ago_ms)
 {
 	struct timespec ts;
 	long long ms;
 
+	if (ago_ms < 0 || ago_ms > ROOM_DB_MAX_CHANGE_AGO_MS)
+		ago_ms = 0;	/* nonsense: the time it was told */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	return room_db_write(db, "UPDATE audit SET wrote = ? WHERE id = ?",
-	    "II", ms > 1 ? ms : 2, id);
+	ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - ago_ms;
+	/* Never earlier than a change it was told of before. */
+	return room_db_write(db, "UPDATE audit SET wrote = max(coalesce(wrote,"
+	    " 0), ?) WHERE id = ?", "II", ms > 1 ? ms : 2, id);
 }
 
 int

@@ -304,8 +304,12 @@ int room_db_audit_end(struct room_db *db, long long id, int exit_code,
  * undo.c's attribution (room_db_undo_people).  In the open transaction. */
 int room_db_audit_wrote(struct room_db *db, long long id, int wrote);
 /* The command of row id, which reports its changes, changed the
- * workspace now (wrote: the time in ms).  In the open transaction. */
-int room_db_audit_changed(struct room_db *db, long long id);
+ * workspace ago_ms before now (wrote: that time in ms; an ago_ms out of
+ * 0..ROOM_DB_MAX_CHANGE_AGO_MS counts as 0).  In the open
+ * transaction. */
+#define ROOM_DB_MAX_CHANGE_AGO_MS	60000
+int room_db_audit_changed(struct room_db *db, long long id,
+    long long ago_ms);
 
 /* --- usage: tokens per day and model, and per person who prompted.
  * add: one model request's tokens on today's rows (UTC), in the open

@@ -90,8 +90,10 @@ sftp_frames_head(struct sftp_frames *fr, const char *p, size_t k)
 	memcpy(fr->head + fr->head_have, p, take);
 	fr->head_have += (uint32_t)take;
 	if (fr->head_have == fr->head_want &&
-	    sftp_request_changes(fr->head, fr->head_have))
+	    sftp_request_changes(fr->head, fr->head_have)) {
 		fr->changes++;
+		fr->last_change = fr->started;
+	}
 }
 
 /* Advance over up to n bytes, starting at most max_starts packets (stop
@@ -170,4 +172,11 @@ unsigned long
 sftp_flow_changes(const struct sftp_flow *f)
 {
 	return f->req.changes;
+}
+
+/* See sftp_flow.h. */
+int
+sftp_flow_changes_done(const struct sftp_flow *f)
+{
+	return f->resp.started >= f->req.last_change;
 }

@@ -45,6 +45,7 @@ struct sftp_frames {
 	uint32_t head_have;	/* of them, seen */
 	uint32_t head_want;	/* to see: min(length, SFTP_FLOW_HEAD) */
 	unsigned long changes;	/* packets classified as changes */
+	unsigned long last_change;	/* the ordinal (started) of the last */
 };
 
 struct sftp_flow {
@@ -68,5 +69,9 @@ void sftp_flow_answered(struct sftp_flow *f, const char *p, size_t n);
 /* The client's requests sent so far that may change the workspace (see
  * the head). */
 unsigned long sftp_flow_changes(const struct sftp_flow *f);
+
+/* 1 when the last of them has been answered (sftp-server answers in
+ * order), so every change they made is done. */
+int sftp_flow_changes_done(const struct sftp_flow *f);
 
 #endif

@@ -22,11 +22,11 @@
  * The sftp subsystem reports its changes: the exec line says so
  * ("reports_changes"), and whenever the client has sent a request that
  * may change the workspace (sftp_flow.h) the agent is told
- * ({"type":"exec_changed","id":ID,"pending":B}), at most once every
- * STREAM_REPORT_MS, and again until one such line goes out while no
- * request is unanswered (pending false: every change it reports is
- * done): that one goes out as soon as the last answer does, whatever
- * the rate, and so does one at the client's EOF.  The agent stamps
+ * ({"type":"exec_changed","id":ID,"pending":B,"ago_ms":N}), at most
+ * once every STREAM_REPORT_MS (and at once at the client's EOF), and
+ * again until a line goes out once the last such request was answered:
+ * pending false, every change it reports is done, the last answer came
+ * ago_ms before the line (so the rate does not make the time late).  The agent stamps
  * the session's audit row with the time of each line, so that an undo
  * asks the session's user only when it changed files after the undo's
  * point, and a session that only read names nobody (agent/exec.c).
@@ -98,7 +98,8 @@ struct stream {
 	unsigned long told;		/* sftp: changes the agent knows are
 					 * done (sftp_flow_changes) */
 	long long told_ms;		/* the last exec_changed, 0: none */
-	int told_pending;		/* it said requests were unanswered */
+	unsigned long done_changes;	/* changes whose answers all came */
+	long long done_ms;		/* when the last of them came */
 };
 
 static void stream_start_archive(struct chan *c);
@@ -234,13 +235,16 @@ stream_report_changes(struct stream *st, int now)
 {
 	unsigned long changes = sftp_flow_changes(&st->flow);
 	long long t = time_mono_ms();
-	int pending = sftp_flow_pending(&st->flow) > 0;
+	int pending = !sftp_flow_changes_done(&st->flow);
 	json_object *o;
 
 	if (!st->sftp || !st->started || st->have_result || changes == st->told)
 		return;
-	if (!now && st->told_ms && t - st->told_ms < STREAM_REPORT_MS &&
-	    (pending || !st->told_pending)) {
+	if (!pending && st->done_changes != changes) {
+		st->done_changes = changes;	/* called as the answer came */
+		st->done_ms = t;
+	}
+	if (!now && st->told_ms && t - st->told_ms < STREAM_REPORT_MS) {
 		chan_wake_at(st->c, st->told_ms + STREAM_REPORT_MS);
 		return;
 	}
@@ -249,10 +253,11 @@ stream_report_changes(struct stream *st, int now)
 	    "exec_changed"));
 	json_object_object_add(o, "id", json_object_new_string(st->id));
 	json_object_object_add(o, "pending", json_object_new_boolean(pending));
+	json_object_object_add(o, "ago_ms", json_object_new_int64(pending ? 0 :
+	    t - st->done_ms));
 	agentlink_send(&st->link, o);
 	json_object_put(o);
 	st->told_ms = t;
-	st->told_pending = pending;
 	if (!pending)
 		st->told = changes;
 	else

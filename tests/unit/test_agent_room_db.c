@@ -385,8 +385,9 @@ test_undo_people_by_what_changed(void)
 }
 
 /* A session that reports its changes (sftp) names its user only when
- * its last change came at or after the point, open or ended; one that
- * only read names nobody, however long it stays open. */
+ * its last change came at or after the point, open or ended, also when
+ * it was told late; one that only read names nobody, however long it
+ * stays open. */
 static void
 test_undo_people_by_reported_changes(void)
 {
@@ -405,13 +406,16 @@ test_undo_people_by_reported_changes(void)
 	for (int i = 0; i < 3; i++)
 		CHECK_INT(room_db_audit_wrote(db, (long long[]){ early, reader,
 		    late }[i], 0), 0);
-	CHECK_INT(room_db_audit_changed(db, early), 0);
+	CHECK_INT(room_db_audit_changed(db, early, 0), 0);
 	CHECK_INT(room_db_commit(db), 0);
 	usleep(5000);
 	time_now_iso(since, sizeof(since));
 	usleep(5000);
-	CHECK_INT(room_db_audit_changed(db, late), 0);
+	CHECK_INT(room_db_audit_changed(db, late, 0), 0);
 	CHECK_INT(room_db_audit_end(db, late, 0, NULL), 0);
+	/* Told after the point of a change made a second before it. */
+	CHECK_INT(room_db_audit_changed(db, early, 1000),
+	    0);
 	CHECK_INT(room_db_commit(db), 0);
 	CHECK_INT(room_db_undo_people(db, since, people_add, seen), 0);
 	/* (Earlier tests' commands still run: only these three are asked

@@ -402,6 +402,28 @@ test_sftp_flow_counts_the_requests_that_change_files(void)
 		CHECK_INT(sftp_flow_changes(&f), cases[i].changes);
 		buf_free(&req);
 	}
+	/* A change is done once its answer came (in order): a READ, then a
+	 * WRITE, then a READ; the first answer is not the WRITE's. */
+	{
+		struct buf resp;
+
+		memset(&f, 0, sizeof(f));
+		buf_init(&req, 4096);
+		buf_init(&resp, 4096);
+		request(&req, 5, NULL, 0, 0);
+		request(&req, 6, NULL, 0, 0);
+		request(&req, 5, NULL, 0, 0);
+		sftp_flow_sent(&f, req.data, req.len);
+		CHECK_INT(sftp_flow_changes(&f), 1);
+		CHECK_INT(sftp_flow_changes_done(&f), 0);
+		packet(&resp, 9);
+		sftp_flow_answered(&f, resp.data, resp.len);
+		CHECK_INT(sftp_flow_changes_done(&f), 0);
+		sftp_flow_answered(&f, resp.data, resp.len);
+		CHECK_INT(sftp_flow_changes_done(&f), 1);
+		buf_free(&req);
+		buf_free(&resp);
+	}
 	/* An OPEN whose name does not fit the kept head counts: its flags
 	 * cannot be read. */
 	{
