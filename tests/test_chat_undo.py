@@ -312,12 +312,20 @@ def alice_and_bob(tmux, srv, bob_size=(80, 24)):
     return files_of(srv)
 
 
-def undo_asks(tmux, who):
-    """alice's /undo: its preview must name who and ask them."""
+def undo_preview(tmux, times):
+    """alice's /undo, the times-th: its preview, once shown whole."""
     tmux.keys("a", "/undo", "Enter")
-    screen = tmux.wait("a", lambda s: "y asks them to agree" in s or
-                       "y to undo, n to leave" in s)
-    preview = screen.split("/undo would undo")[-1]
+    screen = tmux.wait("a", lambda s: s.count("/undo would undo") == times
+                       and ("y to undo, n to leave" in s.split(
+                           "/undo would undo")[-1] or "y asks them" in
+                           s.split("/undo would undo")[-1]), history=True)
+    return screen.split("/undo would undo")[-1].split("undo |")[0]
+
+
+def undo_asks(tmux, who, times=1):
+    """alice's /undo (the times-th): its preview must name who and ask
+    them."""
+    preview = undo_preview(tmux, times)
     assert who in names_after(preview, "also takes back the changes of: "), \
         preview
     assert who in names_after(preview, "it takes back work of ",
@@ -462,12 +470,7 @@ def test_what_bob_uploads_is_his_work(srv, model_server, tmux, tmp_path,
 def undo_leaves_out(tmux, who, times):
     """alice's /undo (the times-th): its preview must not name who; n
     leaves the workspace as it is."""
-    tmux.keys("a", "/undo", "Enter")
-    screen = tmux.wait("a", lambda s: s.count("/undo would undo") == times
-                       and ("y to undo, n to leave" in s.split(
-                           "/undo would undo")[-1] or "y asks them" in
-                           s.split("/undo would undo")[-1]), history=True)
-    preview = screen.split("/undo would undo")[-1].split("undo |")[0]
+    preview = undo_preview(tmux, times)
     assert who not in preview, preview
     tmux.keys("a", "n", "Enter")
     tmux.wait("a", lambda s: s.count("nothing was changed") == times,
@@ -493,7 +496,7 @@ def test_an_open_sftp_session_is_bobs_work_only_once_it_wrote(
     tmux.keys("s", "put up bobs", "Enter")
     tmux.wait("s", lambda s: s.count("sftp>") == 3)
     assert "bobs: uploaded" in files_of(srv)
-    undo_asks(tmux, "bob")
+    undo_asks(tmux, "bob", times=2)
 
 
 def test_an_sshfs_mount_that_wrote_before_the_turn_and_then_read_is_not_asked(
