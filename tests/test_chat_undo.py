@@ -452,21 +452,6 @@ def bob_writes(how, srv, tmp_path):
                 + port + "/workspace/bare.git", "HEAD:main"], env=env)
 
 
-@pytest.mark.parametrize("how", ["sftp", "scp", "scp-legacy", "sshfs",
-                                 "rsync", "git"])
-def test_what_bob_uploads_is_his_work(srv, model_server, tmux, tmp_path,
-                                      how):
-    """After alice's turn bob changes the workspace with sftp, scp (both
-    protocols), an sshfs mount, rsync or git push: alice's /undo names
-    him and asks him."""
-    alice_and_bob(tmux, srv)
-    if how == "git":
-        assert _ssh_run(srv, "undo", "git init -q --bare bare.git")[0] == 0
-    alices_turn(tmux, model_server)
-    bob_writes(how, srv, tmp_path)
-    undo_asks(tmux, "bob")
-
-
 def undo_leaves_out(tmux, who, times):
     """alice's /undo (the times-th): its preview must not name who; n
     leaves the workspace as it is."""
@@ -477,25 +462,42 @@ def undo_leaves_out(tmux, who, times):
               history=True)
 
 
-def test_an_open_sftp_session_is_bobs_work_only_once_it_wrote(
-        srv, model_server, tmux, tmp_path):
-    """bob's interactive sftp stays open while the agent's turn writes and
-    while he only downloads: alice's /undo does not name him.  Once he
-    uploads through the same session, it does."""
-    alice_and_bob(tmux, srv)
-    (tmp_path / "up").write_text("uploaded\n")
+def bob_opens_sftp(tmux, srv, tmp_path):
+    """bob's interactive sftp in pane s, in tmp_path."""
     tmux("new-session", "-d", "-s", "s", "-x", "100", "-y", "30", "-c",
          str(tmp_path), " ".join(["sftp", "-P", str(srv.port)] + bobs(srv) +
                                  ["undo@127.0.0.1"]))
     tmux.wait("s", "sftp>")
+
+
+@pytest.mark.parametrize("how", ["sftp", "scp", "scp-legacy", "sshfs",
+                                 "rsync", "git"])
+def test_an_open_sftp_session_that_read_is_nobodys_until_bob_writes(
+        srv, model_server, tmux, tmp_path, how):
+    """bob's interactive sftp stays open while the agent's turn writes and
+    while he only downloads: alice's /undo does not name him.  Once he
+    changes the workspace, through that session (sftp's put) or another
+    way (scp, legacy scp, an sshfs mount, rsync, git push), it does."""
+    alice_and_bob(tmux, srv)
+    if how == "git":
+        assert _ssh_run(srv, "undo", "git init -q --bare bare.git")[0] == 0
+    bob_opens_sftp(tmux, srv, tmp_path)
     alices_turn(tmux, model_server)
     tmux.keys("s", "get made got", "Enter")
     tmux.wait("s", lambda s: s.count("sftp>") == 2)
     assert (tmp_path / "got").read_text() == "new\n"
     undo_leaves_out(tmux, "bob", 1)
-    tmux.keys("s", "put up bobs", "Enter")
-    tmux.wait("s", lambda s: s.count("sftp>") == 3)
-    assert "bobs: uploaded" in files_of(srv)
+    if how == "sftp":
+        (tmp_path / "up").write_text("uploaded\n")
+        tmux.keys("s", "put up bobs", "Enter")
+        tmux.wait("s", lambda s: s.count("sftp>") == 3)
+    else:
+        bob_writes(how, srv, tmp_path)
+    if how == "git":
+        assert "bob's" in _ssh_run(srv, "undo",
+                                    "git -C bare.git log main")[1]
+    else:
+        assert "bobs: " in files_of(srv)
     undo_asks(tmux, "bob", times=2)
 
 
