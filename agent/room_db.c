@@ -1514,12 +1514,13 @@ room_db_undo_prompters(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg)
 {
 	/* A turn's undo point is taken before its first write, so a turn
-	 * whose point is at or after since wrote after it; one undone
-	 * already has nothing left to take back. */
+	 * that wrote after since has its point at or after it, or was still
+	 * running then (a snapshot named during a turn); one undone already
+	 * has nothing left to take back. */
 	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT t.user FROM"
 	    " turn_undo u JOIN turns t ON t.id = u.turn WHERE u.undone = 0"
-	    " AND u.time >= ?1 AND t.user != 'agent' ORDER BY t.user LIMIT 100",
-	    "s", since);
+	    " AND (u.time >= ?1 OR t.ended IS NULL OR t.ended >= ?1)"
+	    " AND t.user != 'agent' ORDER BY t.user LIMIT 100", "s", since);
 	int rc;
 
 	if (!st)

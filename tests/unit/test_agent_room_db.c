@@ -425,8 +425,9 @@ test_undo_people_by_reported_changes(void)
 	room_db_close(db);
 }
 
-/* The people who prompted the turns an act takes back: turns whose undo
- * point is at or after since and that are not undone, never the agent. */
+/* The people who prompted the turns an act takes back: turns not undone
+ * whose undo point is at or after since, or that still ran then; never
+ * one that ended before, nor the agent. */
 static void
 test_undo_prompters(void)
 {
@@ -437,6 +438,7 @@ test_undo_prompters(void)
 	CHECK_INT(room_db_open(path, &db), 0);
 	CHECK_INT(room_db_turn_add(db, "olga", "before", &t[0]), 0);
 	CHECK_INT(room_db_undo_mark(db, t[0], 0, 0, "bash", "turn-a"), 0);
+	CHECK_INT(room_db_turn_end(db, t[0], "end_turn"), 0);
 	CHECK_INT(room_db_commit(db), 0);
 	usleep(5000);
 	time_now_iso(since, sizeof(since));
