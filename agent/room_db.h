@@ -277,8 +277,8 @@ int room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
 /* cb for each person who prompted a turn of the agent's that is not
  * undone and that wrote after since (its undo point was taken at or
- * after since, or it was still running then), by name, at most 100: for undo, the people whose asking
- * made those changes.  0 or -EIO. */
+ * after since, or it was still running then), by name, at most 100:
+ * for undo, the people whose asking made those changes.  0 or -EIO. */
 int room_db_undo_prompters(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
 /* Retention: the oldest turn whose snapshot is beyond the newest keep or

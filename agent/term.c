@@ -29,8 +29,10 @@
  * shell while it could have changed what the undo takes back, and nobody
  * who only watched; as with every mark, a change made by someone else
  * meanwhile counts too: the attribution errs towards asking.  Keys are
- * not taken from a person whose row could not be written.  A member is a conn pointer, dropped in term_conn_gone
- * before room.c frees the conn.
+ * not taken from a person whose row could not be written.
+ *
+ * A member is a conn pointer, dropped in term_conn_gone before room.c
+ * frees the conn.
  */
 #include "term.h"
 

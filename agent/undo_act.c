@@ -13,8 +13,9 @@
  * audit.wrote: a command that only read, such as `!cat`, names nobody;
  * undo.c's marks), and who prompted the agent's turns it takes back
  * (turns.user: whoever asks the agent owns what its turn changed, as
- * if they had typed it; the requester's own turns name nobody).  Only someone who may manage the room may act
- * (room_access_may_manage), and never while a turn runs.
+ * if they had typed it; the requester's own turns name nobody).  Only
+ * someone who may manage the room may act (room_access_may_manage), and
+ * never while a turn runs.
  *
  * Consent: when those people include others than the one who asked, a
  * confirmed request does not act: it asks them (consent_start), and

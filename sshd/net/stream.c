@@ -26,10 +26,11 @@
  * once every STREAM_REPORT_MS (and at once at the client's EOF), and
  * again until a line goes out once the last such request was answered:
  * pending false, every change it reports is done, the last answer came
- * ago_ms before the line (so the rate does not make the time late).  The agent stamps
- * the session's audit row with the time of each line, so that an undo
- * asks the session's user only when it changed files after the undo's
- * point, and a session that only read names nobody (agent/exec.c).
+ * ago_ms before the line (so the rate does not make the time late).  The
+ * agent stamps the session's audit row with the time each line gives,
+ * so that an undo asks the session's user only when it changed files
+ * after the undo's point, and a session that only read names nobody
+ * (agent/exec.c).
  *
  * Workload: from a byte to gigabytes through stdin or stdout; the pipes are
  * enlarged so each read moves big chunks, and each loop turn moves up to
