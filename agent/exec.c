@@ -514,6 +514,25 @@ exec_check(struct agent *a, struct conn *c, json_object *req, const char *id,
 	    JSON_C_TO_STRING_PLAIN);
 }
 
+/* Write e's audit row (what, in cwd), marked or reporting its changes
+ * (see the head).  0, or -errno when room.db could not record it. */
+static int
+exec_audit_start(struct agent *a, struct conn *c, struct exec *e,
+    json_object *req, const char *what, const char *cwd)
+{
+	int r;
+
+	e->reports = c->kind == CONN_EXEC &&
+	    json_get_bool(req, "reports_changes", 0);
+	if (!e->reports)
+		undo_mark_start(a, &e->mark);
+	r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
+	    &e->audit_id);
+	if (r == 0 && e->reports)
+		r = room_db_audit_wrote(a->db, e->audit_id, 0);
+	return r;
+}
+
 /* exec_request's work: 1 when the command started, 0 when it was
  * refused (reported to c). */
 static int
@@ -553,14 +572,7 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
 	/* No command runs without its audit row on disk. */
-	e->reports = c->kind == CONN_EXEC &&
-	    json_get_bool(req, "reports_changes", 0);
-	if (!e->reports)
-		undo_mark_start(a, &e->mark);
-	if ((r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
-	    &e->audit_id)) == 0 && e->reports)
-		r = room_db_audit_wrote(a->db, e->audit_id, 0);
-	if (r < 0) {
+	if ((r = exec_audit_start(a, c, e, req, what, cwd)) < 0) {
 		room_error(c, e->id, "the command was not run: the room could "
 		    "not record it in its audit (%s); try again once room.db "
 		    "can be written", room_db_strerror(r));
