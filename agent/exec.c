@@ -18,7 +18,15 @@
  *
  * Every command is audited in room.db (who, command, cwd, status, times,
  * and whether it changed the workspace: undo_mark_start/end, for undo's
- * attribution).
+ * attribution).  A command that reports its own changes (atriumd's sftp
+ * subsystem, "reports_changes" on an exec connection, which atriumd
+ * alone opens) is not marked: a session may stay open for hours while
+ * others write, and the count of changes would make it theirs.  Its row
+ * says "wrote nothing" from the start, and each exec_changed line from
+ * atriumd stamps it with the time of the change (now less its ago_ms:
+ * room_db_audit_changed), once more at its end when the last line said
+ * changes were still under way; so an undo asks its user only when it
+ * changed files after the undo's point.
  * Each exec line from a chat or control connection is answered on that
  * connection alone with exactly one unstamped {"type":"exec_done"} once it
  * is over (refused, or its command ended; exec_done_to): atriumd counts a
@@ -74,6 +82,10 @@ struct exec {
 	struct proc *proc;		/* NULL once ended */
 	long long audit_id;
 	struct undo_mark mark;        /* did it change the workspace? */
+	int reports;			/* tells its changes (exec_changed);
+					 * not marked */
+	int unsettled;			/* the last exec_changed said some were
+					 * still under way */
 	struct buf out[2];		/* captured stdout, stderr */
 	int truncated;
 	struct buf carry[2];		/* shared output not yet sent: an
@@ -319,6 +331,18 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	return ev;
 }
 
+/* Record that e changed the workspace ago_ms before now (see the
+ * head).  Logged on failure. */
+static void
+exec_stamp_change(struct agent *a, struct exec *e, long long ago_ms)
+{
+	int r = room_db_audit_changed(a->db, e->audit_id, ago_ms);
+
+	if (r < 0)
+		log_error("%s: a change of audit row %lld not recorded: %s",
+		    e->id, e->audit_id, room_db_strerror(r));
+}
+
 /* Record how e ended.  The command has run: a failure (logged by room_db)
  * leaves its audit row without an end, which says so. */
 static void
@@ -326,8 +350,10 @@ exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
 {
 	int r = room_db_audit_end(a->db, e->audit_id, code, sig);
 
-	if (r == 0)
+	if (r == 0 && !e->reports)
 		undo_mark_end(a, &e->mark, e->audit_id);
+	else if (r == 0 && e->unsettled)	/* done by now: it has ended */
+		exec_stamp_change(a, e, 0);
 	if (r < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
 		    e->id, e->audit_id, room_db_strerror(r));
@@ -597,6 +623,25 @@ exec_check(struct agent *a, struct conn *c, json_object *req, const char *id,
 	    JSON_C_TO_STRING_PLAIN);
 }
 
+/* Write e's audit row (what, in cwd), marked or reporting its changes
+ * (see the head).  0, or -errno when room.db could not record it. */
+static int
+exec_audit_start(struct agent *a, struct conn *c, struct exec *e,
+    json_object *req, const char *what, const char *cwd)
+{
+	int r;
+
+	e->reports = c->kind == CONN_EXEC &&
+	    json_get_bool(req, "reports_changes", 0);
+	if (!e->reports)
+		undo_mark_start(a, &e->mark);
+	r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
+	    &e->audit_id);
+	if (r == 0 && e->reports)
+		r = room_db_audit_wrote(a->db, e->audit_id, 0);
+	return r;
+}
+
 /* exec_request's work: 1 when the command started, 0 when it was
  * refused (reported to c). */
 static int
@@ -636,9 +681,7 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
 	/* No command runs without its audit row on disk. */
-	undo_mark_start(a, &e->mark);
-	if ((r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
-	    &e->audit_id)) < 0) {
+	if ((r = exec_audit_start(a, c, e, req, what, cwd)) < 0) {
 		room_error(c, e->id, "the command was not run: the room could "
 		    "not record it in its audit (%s); try again once room.db "
 		    "can be written", room_db_strerror(r));
@@ -743,6 +786,22 @@ exec_signal(struct agent *a, struct conn *c, json_object *req)
 		return;
 	}
 	room_error(c, id, "no command %s is running", id ? id : "");
+}
+
+void
+exec_changed(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *id = json_get_string(req, "id");
+
+	for (struct exec *e = a->execs; e; e = e->next) {
+		if (e->owner != c || !id || strcmp(e->id, id) != 0)
+			continue;
+		if (!e->reports || !e->proc)
+			return;		/* nothing to stamp: ignored */
+		e->unsettled = json_get_bool(req, "pending", 1);
+		exec_stamp_change(a, e, json_get_int(req, "ago_ms", 0));
+		return;
+	}
 }
 
 void

@@ -472,6 +472,12 @@ room_signal(struct conn *c, json_object *req)
 	exec_signal(c->a, c, req);
 }
 
+static void
+room_exec_changed(struct conn *c, json_object *req)
+{
+	exec_changed(c->a, c, req);
+}
+
 /* Who may send a request: a mask of (1 << conn_kind). */
 #define MEMBERS	((1u << CONN_CHAT) | (1u << CONN_CONTROL))
 #define EXECS	(MEMBERS | (1u << CONN_EXEC))
@@ -516,6 +522,7 @@ static const struct request requests[] = {
 	{ "term_close", MEMBERS, room_term, 0 },
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
+	{ "exec_changed", 1u << CONN_EXEC, room_exec_changed, 0 },
 	{ "pref", MEMBERS, room_pref, 0 },
 };
 

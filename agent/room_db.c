@@ -50,7 +50,10 @@
  *       UNIQUE(turn, step, idx): call idx of the assistant message of step
  *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool|term, command, cwd,
  *       exit_code, signal, started, ended, wrote)  wrote: 1 when the
- *       command changed the workspace, 0 when it did not, NULL unknown
+ *       command changed the workspace, 0 when it did not, NULL unknown;
+ *       above 1, for a command that reports its changes (the sftp
+ *       subsystem: exec.c), the Unix time in ms of the last one it
+ *       reported (room_db_audit_changed)
  *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
  *       PRIMARY KEY(day, model))  the room's tokens per UTC day and model
  *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
@@ -1552,11 +1555,36 @@ room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg)
 {
 	/* A command that was running at since counts too: it may have
-	 * written after it. */
+	 * written after it.  One that reports its changes counts only when
+	 * its last one came at or after since. */
 	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT user FROM audit"
-	    " WHERE user != 'agent' AND (wrote IS NULL OR wrote != 0) AND"
-	    " (started >= ?1 OR ended IS NULL OR ended >= ?1)"
-	    " ORDER BY user LIMIT 100", "s", since);
+	    " WHERE user != 'agent' AND (((wrote IS NULL OR wrote = 1) AND"
+	    " (started >= ?1 OR ended IS NULL OR ended >= ?1)) OR (wrote > 1"
+	    " AND wrote >= CAST(round((julianday(?1) - 2440587.5) * 86400000)"
+	    " AS INTEGER))) ORDER BY user LIMIT 100", "s", since);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (cb(arg, (const char *)sqlite3_column_text(st, 0)) != 0)
+			break;
+	room_db_release(db, st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int
+room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg)
+{
+	/* A turn's undo point is taken before its first write, so a turn
+	 * that wrote after since has its point at or after it, or was still
+	 * running then (a snapshot named during a turn); one undone already
+	 * has nothing left to take back. */
+	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT t.user FROM"
+	    " turn_undo u JOIN turns t ON t.id = u.turn WHERE u.undone = 0"
+	    " AND (u.time >= ?1 OR t.ended IS NULL OR t.ended >= ?1)"
+	    " AND t.user != 'agent' ORDER BY t.user LIMIT 100", "s", since);
 	int rc;
 
 	if (!st)
@@ -1636,6 +1664,21 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 	time_now_iso(now, sizeof(now));
 	return room_db_write(db, "UPDATE audit SET exit_code = ?, signal = ?,"
 	    " ended = ? WHERE id = ?", "issI", exit_code, signal, now, id);
+}
+
+int
+room_db_audit_changed(struct room_db *db, long long id, long long ago_ms)
+{
+	struct timespec ts;
+	long long ms;
+
+	if (ago_ms < 0 || ago_ms > ROOM_DB_MAX_CHANGE_AGO_MS)
+		ago_ms = 0;	/* nonsense: the time it was told */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - ago_ms;
+	/* Never earlier than a change it was told of before. */
+	return room_db_write(db, "UPDATE audit SET wrote = max(coalesce(wrote,"
+	    " 0), ?) WHERE id = ?", "II", ms > 1 ? ms : 2, id);
 }
 
 int

@@ -289,6 +289,12 @@ int room_db_undo_set(struct room_db *db, long long turn, int undone,
  * name, at most 100.  0 or -EIO. */
 int room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
+/* cb for each person who prompted a turn of the agent's that is not
+ * undone and that wrote after since (its undo point was taken at or
+ * after since, or it was still running then), by name, at most 100:
+ * for undo, the people whose asking made those changes.  0 or -EIO. */
+int room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg);
 /* Retention: the oldest turn whose snapshot is beyond the newest keep or
  * taken before `before` (an ISO time): 1 with *turn and its snapshot name,
  * 0 none, -EIO.  retire forgets the turn's snapshots once dropped. */
@@ -311,6 +317,13 @@ int room_db_audit_end(struct room_db *db, long long id, int exit_code,
 /* Whether the command of row id changed the workspace (1) or not (0):
  * undo.c's attribution (room_db_undo_people).  In the open transaction. */
 int room_db_audit_wrote(struct room_db *db, long long id, int wrote);
+/* The command of row id, which reports its changes, changed the
+ * workspace ago_ms before now (wrote: that time in ms; an ago_ms out of
+ * 0..ROOM_DB_MAX_CHANGE_AGO_MS counts as 0).  In the open
+ * transaction. */
+#define ROOM_DB_MAX_CHANGE_AGO_MS	60000
+int room_db_audit_changed(struct room_db *db, long long id,
+    long long ago_ms);
 
 /* --- usage: tokens per day and model, and per person who prompted.
  * add: one model request's tokens on today's rows (UTC), in the open
