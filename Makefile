@@ -67,7 +67,8 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
             python3 python3-pytest python3-paramiko tmux rsync strace \
             clang libclang-rt-14-dev fio \
-            debhelper devscripts lintian fakeroot adduser
+            debhelper devscripts lintian fakeroot adduser \
+            nodejs npm chromium chromium-driver python3-selenium
 
 COMMON_SRC := $(wildcard common/*.c)
 # The seccomp allow list of the processes that give up root: linked into
@@ -104,9 +105,31 @@ obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 PROGS := atriumd atriumd-net atrium-fs atrium-agent atrium-sandbox-init
 
+# The room in the browser: the page's own files (web/) and the files of
+# npm's packages it uses (web/package.json, exact versions, locked), all
+# copied into $(BUILD)/web for atriumd-http to serve.  npm runs at build
+# time only (npm ci, when web/node_modules lacks them): the page fetches
+# nothing from anywhere but atriumd-http.
+WEB_PAGE   := index.html app.js app.css
+WEB_NPM    := web/node_modules/@xterm/xterm/lib/xterm.js \
+              web/node_modules/@xterm/xterm/css/xterm.css \
+              web/node_modules/@xterm/addon-fit/lib/addon-fit.js
+WEB_FILES  := $(WEB_PAGE) $(notdir $(WEB_NPM))
+WEBDIR     ?= $(PREFIX)/share/atrium/web
+
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
-all: $(addprefix $(BUILD)/,$(PROGS))
+all: $(addprefix $(BUILD)/,$(PROGS)) $(addprefix $(BUILD)/web/,$(WEB_FILES))
+
+# --- the web page ------------------------------------------------------------
+$(BUILD)/web/%: web/%
+	@mkdir -p $(@D)
+	cp $< $@
+$(foreach f,$(WEB_NPM),$(eval $(BUILD)/web/$(notdir $(f)): $(f) ; @mkdir -p $$(@D) && cp $$< $$@))
+# npm ci installs exactly what web/package-lock.json names, scripts off.
+$(WEB_NPM): web/package.json web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $(WEB_NPM)
 
 # --- programs --------------------------------------------------------------
 define program_rules # $(1)=build dir, $(2)=extra cflags, $(3)=extra ldflags
@@ -222,6 +245,8 @@ deps:
 	    $$sudo apt-get update -q && \
 	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@[ -f web/node_modules/.package-lock.json ] || \
+	    (cd web && npm ci --ignore-scripts --no-audit --no-fund)
 
 # --- run, check, bench -------------------------------------------------------
 run: deps
@@ -265,7 +290,8 @@ INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
     $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
     $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
-    $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+    $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf \
+    $(addprefix $(DESTDIR)$(WEBDIR)/,$(WEB_FILES))
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR) \
@@ -279,10 +305,12 @@ install: all
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/atriumd.service
 	install -m 644 packaging/atrium.sysusers $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+	install -d $(DESTDIR)$(WEBDIR)
+	install -m 644 $(addprefix $(BUILD)/web/,$(WEB_FILES)) $(DESTDIR)$(WEBDIR)/
 
 uninstall:
 	rm -f $(INSTALLED)
-	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(WEBDIR) 2>/dev/null
 
 # --- Debian package ------------------------------------------------------------
 # dpkg-buildpackage in a copy of the tracked sources with packaging/debian/
@@ -296,6 +324,7 @@ DEB_SRC  = $(BUILD)/deb/atrium-$(VERSION)
 deb: deps
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	git ls-files -z | xargs -0 cp --parents -t $(DEB_SRC)
+	cp --parents -t $(DEB_SRC) $(WEB_NPM) web/node_modules/.package-lock.json
 	cp -r packaging/debian $(DEB_SRC)/debian
 	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD \
 	    -u PREFIX -u DESTDIR -u BINDIR -u SBINDIR -u LIBEXECDIR \
