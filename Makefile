@@ -114,14 +114,18 @@ WEB_PAGE   := index.html app.js app.css
 WEB_NPM    := web/node_modules/@xterm/xterm/lib/xterm.js \
               web/node_modules/@xterm/xterm/css/xterm.css \
               web/node_modules/@xterm/addon-fit/lib/addon-fit.js
-WEB_FILES  := $(WEB_PAGE) $(notdir $(WEB_NPM))
+# Each with its gzip copy (NAME.gz), which atriumd-http sends to a
+# browser that takes gzip.
+WEB_FILES  := $(foreach f,$(WEB_PAGE) $(notdir $(WEB_NPM)),$(f) $(f).gz)
 WEBDIR     ?= $(PREFIX)/share/atrium/web
 
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
 all: $(addprefix $(BUILD)/,$(PROGS)) $(addprefix $(BUILD)/web/,$(WEB_FILES))
 
-# --- the web page ------------------------------------------------------------
+# --- the web page -------------------------------------------------------------
+$(BUILD)/web/%.gz: $(BUILD)/web/%
+	gzip -9 -n -c $< > $@
 $(BUILD)/web/%: web/%
 	@mkdir -p $(@D)
 	cp $< $@

@@ -246,6 +246,7 @@ const st = {
   turn: false,
   term: null,             /* the terminal, once loaded */
   execId: 0,
+  shown: false,           /* a line has been shown */
 };
 
 /* ---------------------------------------------------------------- log -- */
@@ -267,6 +268,11 @@ function place(li, ev) {
     }
   }
   log.insertBefore(li, before);
+  if (!st.shown) {
+    /* For the README's load time: navigation to the first line shown. */
+    st.shown = true;
+    performance.mark('atrium-first-line');
+  }
   while (log.childElementCount > MAX_LOG)
     log.removeChild(log.firstElementChild);
   if (stick || !before)
@@ -1031,6 +1037,8 @@ function onKey(e) {
     if (!$('files-panel').hidden) {
       $('files-panel').hidden = true;
       $('input').focus();
+    } else if (!$('term-panel').hidden) {
+      closeTerm(false);
     }
     return;
   }
