@@ -103,6 +103,7 @@ static const struct config_key config_keys[] = {
 	NUM("http-request-timeout", CT_INT, http_request_timeout, 1, 3600),
 	NUM("http-per-source", CT_INT, http_per_source, 1, 1000000),
 	NUM("http-max-connections", CT_INT, http_max_connections, 1, 1000000),
+	STR("http-web-dir", http_web_dir),
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))

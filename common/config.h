@@ -123,6 +123,8 @@ struct config {
 					 * its request or between two */
 	int http_per_source;		/* connections from one address */
 	int http_max_connections;	/* connections in all */
+	char http_web_dir[256];		/* the page's files (http_web.h); "":
+					 * the folder beside atriumd-http */
 };
 
 /* Fill in the defaults. */

@@ -72,7 +72,7 @@ def srv(atriumd, data_dir, model_server, build):
                 model_server.url, "--model", "test-model",
                 "--approval", "ask",
                 "--http-listen", "127.0.0.1:%d" % port,
-                "--http-insecure-cookie",
+                "--http-insecure-cookie", "1",
                 "--http-web-dir", os.path.join(build, "web"), env=env)
     s.http = "http://127.0.0.1:%d" % port
     deadline = time.time() + 15

@@ -16,6 +16,7 @@
 #include "http_api.h"
 #include "http_req.h"
 #include "http_stream.h"
+#include "http_web.h"
 #include "names.h"
 
 static const struct http_route http_routes[] = {
@@ -27,6 +28,8 @@ static const struct http_route http_routes[] = {
 	{ "GET", "/api/rooms/{room}/events", HTTP_AUTH, http_sse_open, NULL },
 	{ "GET", "/api/rooms/{room}/ws", HTTP_AUTH | HTTP_UPGRADE, http_ws_open,
 	    NULL },
+	{ "GET", "/r/{room}", 0, http_web_page, NULL },
+	{ "GET", "/assets/{path...}", 0, http_web_asset, NULL },
 };
 
 #define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))

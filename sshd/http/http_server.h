@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "http_web.h"
 #include "loop.h"
 
 struct MHD_Daemon;
@@ -56,6 +57,8 @@ struct http_server {
 	int nstreams;
 	struct http_stats stats;
 	long long trim_ms;		/* free heap last given back */
+	struct http_web web;		/* the page's files, read before the
+					 * privilege drop */
 };
 
 /* Start MHD on the listening socket listen_fd, watch the monitor's

@@ -111,7 +111,9 @@ http_web_load_one(int dirfd, const char *dir, struct http_web_file *f)
 	if (r < 0) {
 		log_error("http: the page's file %s/%s cannot be read (%s): "
 		    "the page is not served; install it (make install) or "
-		    "point http-web-dir at it", dir, f->name, strerror(-r));
+		    "point http-web-dir at it", dir, f->name,
+		    r == -EINVAL ? "not a regular file" : r == -EFBIG ?
+		    "larger than 4 MiB" : strerror(-r));
 		return r;
 	}
 	http_web_etag(f->data, f->len, f->etag, sizeof(f->etag));

@@ -13,7 +13,11 @@
  * as atriumd-net is started (sshd/net/main.c): the four numbers are read
  * first, root is given up (http_privdrop.h), and only then is anything
  * else parsed: the settings (the http-* keys of config.h, nothing
- * secret), then every byte of every client.
+ * secret), then every byte of every client.  One thing comes before the
+ * drop: the page's files are read into memory (http_web.h) from the
+ * folder --http-web-dir names (taken from argv as it is, nothing else
+ * parsed), or the one beside this program, since nothing can be opened
+ * after it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +33,7 @@
 #include "config.h"
 #include "http_privdrop.h"
 #include "http_server.h"
+#include "http_web.h"
 #include "log.h"
 
 #define HTTP_FD_LISTEN		3	/* see the head of this file */
@@ -118,6 +123,52 @@ http_settings(int argc, char **argv, struct config *cfg)
 	return 0;
 }
 
+/* The folder of the page's files: --http-web-dir's value when argv has
+ * it, else the one beside this program (web/ in a build tree, where it
+ * sits in build/; share/atrium/web of its prefix once installed in
+ * libexec/atrium/).  0, or -errno when neither can be named. */
+static int
+http_web_dir(int argc, char **argv, char *out, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	struct stat st;
+	ssize_t n;
+
+	for (int i = 5; i + 1 < argc; i += 2)
+		if (strcmp(argv[i], "--http-web-dir") == 0 && argv[i + 1][0])
+			return snprintf(out, len, "%s", argv[i + 1]) <
+			    (int)len ? 0 : -ENAMETOOLONG;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return -EINVAL;
+	*slash = '\0';
+	if (snprintf(out, len, "%s/web", exe) < (int)len &&
+	    stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return snprintf(out, len, "%s/../../share/atrium/web", exe) <
+	    (int)len ? 0 : -ENAMETOOLONG;
+}
+
+/* Read the page's files (as root: nothing can be opened after the
+ * drop).  A missing file is logged and its route answers 503; the rest
+ * of atriumd-http serves on. */
+static void
+http_web_start(struct http_web *web, int argc, char **argv)
+{
+	char dir[PATH_MAX];
+
+	if (http_web_dir(argc, argv, dir, sizeof(dir)) < 0) {
+		log_error("the page's folder cannot be named: set "
+		    "http-web-dir");
+		return;
+	}
+	if (http_web_load(web, dir) == 0)
+		log_debug("the page's files read from %s", dir);
+}
+
 /* Give up root, then serve HTTP until SIGTERM or the monitor's end.  The
  * exit status: 0, 1, or 2 for a command line out of step. */
 int
@@ -141,6 +192,7 @@ main(int argc, char **argv)
 		return 1;
 	if (mallopt(M_MMAP_THRESHOLD, HTTP_MMAP_THRESHOLD) != 1)
 		log_warn("mallopt M_MMAP_THRESHOLD failed");
+	http_web_start(&srv.web, argc, argv);
 	if (http_privdrop_apply(&id, monitor) < 0)
 		return 1;
 	if (http_settings(argc, argv, &srv.cfg) < 0)
@@ -153,5 +205,6 @@ main(int argc, char **argv)
 	if (r == 0)
 		r = http_server_run(&srv);
 	http_server_destroy(&srv);
+	http_web_free(&srv.web);
 	return r ? 1 : 0;
 }
