@@ -744,6 +744,12 @@ const on = {
   },
   consent_end: consentEnd,
   notice(ev) { sysLine(ev, ev.text); },
+  dropped(ev) {
+    /* This page fell behind and atriumd-http dropped what waited for it:
+     * the stored events come again from the room, placed by seq. */
+    sysLine(ev, 'This page fell behind and missed some of the room; fetching it again.');
+    send({ type: 'history', since: st.lastSeq, limit: 500 });
+  },
   error(ev) { errLine(ev, ev.message || 'error'); },
   access_denied(ev) {
     st.denied = true;
