@@ -462,8 +462,6 @@ function arm(card, ev) {
   tick();
   clearInterval(card.timer);
   card.timer = setInterval(tick, 1000);
-  if (document.activeElement === $('input') && !$('input').value)
-    yes.focus();
 }
 
 function approvalResult(ev) {
@@ -1298,7 +1296,7 @@ function openFiles(dir) {
   $('files-view').hidden = true;
   $('files-path').textContent = '/' + dir;
   filesError('');
-  fetch(filesUrl(dir) + '/', { credentials: 'same-origin', cache: 'no-store' }).then((r) => {
+  fetch(filesUrl(dir), { credentials: 'same-origin', cache: 'no-store' }).then((r) => {
     if (!r.ok)
       return why(r).then(filesError);
     return r.json().then((j) => showDir(dir, entries(j)));
