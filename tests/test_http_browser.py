@@ -137,8 +137,13 @@ class Browser:
             return WebDriverWait(self.d, timeout, poll_frequency=0.05).until(
                 lambda _: what())
         except Exception:
-            pytest.fail("%s: not seen in %d s; the page's log:\n%s" % (
-                self.name, timeout, self.log_text()))
+            pytest.fail("%s: not seen in %d s; the page says %r; its "
+                        "log:\n%s\nits console:\n%s" % (
+                            self.name, timeout, self.js(
+                                "return document.getElementById('status')"
+                                ".textContent"), self.log_text(),
+                            "\n".join(str(e) for e in
+                                      self.d.get_log("browser"))))
 
     def js(self, script, *args):
         return self.d.execute_script(script, *args)
@@ -335,8 +340,10 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
 
 
 def test_time_to_the_first_line(srv, ssh_run, browsers, tmp_path):
-    """The page's bytes and how long a signed-in load takes to show the
-    room's first line (README.md quotes both)."""
+    """A page loaded again shows the room's history (placed by seq, each
+    event once), and how fast: the page's bytes and the time from
+    navigation to the first line shown, with an empty cache and with a
+    warm one (README.md quotes both)."""
     room = "loadroom"
     rc, _, err = ssh_run(srv, room, "true", user="alice")
     assert rc == 0, err
@@ -344,20 +351,32 @@ def test_time_to_the_first_line(srv, ssh_run, browsers, tmp_path):
     a.open_room(srv.http, room, make_token(ssh_run, srv, "alice"))
     a.say("a first line")
     a.wait(lambda: any("a first line" in l for l in a.lines()))
-    times = []
-    for _ in range(3):
-        a.d.get("%s/r/%s" % (srv.http, room))
-        t = a.wait(lambda: a.js(
-            "const m = performance.getEntriesByName('atrium-first-line');"
-            "return m.length && document.getElementById('log').textContent"
-            ".includes('a first line') && m[0].startTime"))
-        times.append(t)
-    sizes = a.js(
-        "return performance.getEntriesByType('resource')"
-        ".concat(performance.getEntriesByType('navigation'))"
-        ".filter(e => !e.name.includes('/api/'))"
-        ".map(e => [e.name, e.encodedBodySize, e.decodedBodySize])")
-    print("time to the first line (ms): %s; page files (bytes sent, "
-          "bytes): %s" % (", ".join("%.0f" % t for t in times),
-                          json.dumps(sizes)))
-    assert sorted(times)[1] < 3000, times
+    a.d.execute_cdp_cmd("Network.enable", {})
+    times = {}
+    for cache in ("cold", "warm"):
+        a.d.execute_cdp_cmd("Network.setCacheDisabled",
+                            {"cacheDisabled": cache == "cold"})
+        times[cache] = []
+        for _ in range(3):
+            a.d.get("%s/r/%s" % (srv.http, room))
+            t = a.wait(lambda: a.js(
+                "const m = performance.getEntriesByName("
+                "'atrium-first-line');"
+                "return m.length && document.getElementById('log')"
+                ".textContent.includes('a first line') && m[0].startTime"))
+            times[cache].append(t)
+            assert sum("a first line" in l for l in a.lines()) == 1
+        if cache == "cold":
+            sizes = a.js(
+                "return performance.getEntriesByType('navigation')"
+                ".concat(performance.getEntriesByType('resource'))"
+                ".filter(e => !e.name.includes('/api/'))"
+                ".map(e => [e.name.replace(location.origin, ''),"
+                " e.encodedBodySize, e.decodedBodySize])")
+    print("time to the first line, ms: cold cache %s, warm %s" % (
+        ", ".join("%.0f" % t for t in times["cold"]),
+        ", ".join("%.0f" % t for t in times["warm"])))
+    print("the page's files (sent gzipped, bytes): %s; in all %d sent, "
+          "%d bytes" % (sizes, sum(s[1] for s in sizes),
+                        sum(s[2] for s in sizes)))
+    assert sorted(times["cold"])[1] < 3000, times

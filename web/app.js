@@ -781,7 +781,8 @@ const BY_TEXT = ['access', 'snapshot', 'limits', 'caps', 'imported', 'compaction
 function dispatch(ev) {
   if (!ev || typeof ev !== 'object' || typeof ev.type !== 'string')
     return;
-  if (Number.isInteger(ev.seq) && ev.seq > 0) {
+  /* welcome's seq is the room's latest, not its own. */
+  if (Number.isInteger(ev.seq) && ev.seq > 0 && ev.type !== 'welcome') {
     /* A waiting approval comes again, live, to one who joins: not a
      * repeat to drop. */
     if (st.seen.has(ev.seq) && !(ev.type === 'approval_request' && !ev.replay))
