@@ -632,6 +632,7 @@ const on = {
       req.since = st.lastSeq;
     send(req);
     send({ type: 'who' });
+    probeFiles();
     if (st.term && !$('term-panel').hidden)
       termSize('term_open');
   },
@@ -970,7 +971,11 @@ function command(text) {
   case '/usage': send({ type: 'usage' }); return;
   case '/snapshots': send({ type: 'snapshots' }); return;
   case '/term': openTerm(); return;
-  case '/files': openFiles(''); return;
+  case '/files':
+    if ($('btn-files').hidden)
+      errLine(null, 'This server does not serve the workspace\'s files.');
+    openFiles('');
+    return;
   case '/help': sysLine(null, HELP); return;
   default:
     errLine(null, 'Unknown command ' + cmd + ': /help lists them; start a line with // to send it as it is.');
@@ -1288,7 +1293,21 @@ function entries(j) {
   })).sort((a, b) => (b.dir - a.dir) || a.name.localeCompare(b.name));
 }
 
+/* Show the Files button once the server answers for the workspace's
+ * files (a server without the files routes has none to show). */
+function probeFiles() {
+  if (!$('btn-files').hidden)
+    return;
+  fetch(filesUrl(''), { method: 'HEAD', credentials: 'same-origin', cache: 'no-store' })
+    .then((r) => {
+      if (r.ok)
+        $('btn-files').hidden = false;
+    }).catch(() => {});
+}
+
 function openFiles(dir) {
+  if ($('btn-files').hidden)
+    return;
   if (dir == null)
     dir = filesDir;
   filesDir = dir;
