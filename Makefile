@@ -72,7 +72,11 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             python3 python3-pytest python3-paramiko python3-websockets tmux rsync strace \
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser \
-            nodejs npm chromium chromium-driver python3-selenium
+            chromium chromium-driver python3-selenium
+# The page's build needs npm (web/package.json): Debian's nodejs and npm,
+# unless an npm is already on PATH (another nodejs, such as one that
+# bundles npm, conflicts with Debian's npm package).
+NODE_PKGS := nodejs npm
 
 COMMON_SRC := $(wildcard common/*.c)
 # The seccomp allow list of the processes that give up root: linked into
@@ -138,7 +142,7 @@ $(BUILD)/web/%: web/%
 	cp $< $@
 $(foreach f,$(WEB_NPM),$(eval $(BUILD)/web/$(notdir $(f)): $(f) ; @mkdir -p $$(@D) && cp $$< $$@))
 # npm ci installs exactly what web/package-lock.json names, scripts off.
-$(WEB_NPM): web/package.json web/package-lock.json
+$(WEB_NPM) &: web/package.json web/package-lock.json
 	cd web && npm ci --ignore-scripts --no-audit --no-fund
 	@touch $(WEB_NPM)
 
@@ -254,7 +258,7 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
-	    done); \
+	    done; command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
 	    sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \

@@ -763,10 +763,13 @@ const on = {
   },
   term_screen(ev) { if (st.term) termDraw(ev); },
   term_end(ev) {
-    sysLine(ev, 'The shared terminal ended: ' + clean(ev.reason));
-    if (st.term)
+    sysLine(ev, 'The shared terminal ended: ' + clean(ev.reason) + '; /term starts a new one.');
+    if (st.term) {
       st.term.attached = false;
-    closeTerm(false);
+      st.term.x.reset();
+    }
+    $('term-panel').hidden = true;
+    $('input').focus();
   },
   snapshots(ev) {
     sysLine(ev, 'snapshots: ' + asList(ev.snapshots).map((s) => s && clean(s.name)).join(', '));
