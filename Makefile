@@ -56,7 +56,7 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto 2>/dev/null)
 # atriumd-http: libssh for the shared loop, libcrypto for the WebSocket
 # handshake's SHA-1; libwslay has no pkg-config file.
 LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
@@ -65,8 +65,8 @@ LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 libarchive-dev \
-            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev libpcre2-dev \
-            libseccomp-dev libutf8proc-dev libvterm-dev libmicrohttpd-dev libwslay-dev libssl-dev \
+            libcurl4-openssl-dev libjson-c-dev libssh-dev libssl-dev liburing-dev libpcre2-dev \
+            libseccomp-dev libutf8proc-dev libvterm-dev libmicrohttpd-dev libwslay-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
             python3 python3-pytest python3-paramiko python3-websockets tmux rsync strace \

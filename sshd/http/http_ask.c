@@ -17,19 +17,27 @@
 
 /* See http_ask.h. */
 json_object *
-http_ask_new(const struct http_req *r, const char *type, int with_room)
+http_ask_make(const char *type, const char *token, const char *addr,
+    const char *room)
 {
 	json_object *o = json_object_new_object();
 
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "type", json_object_new_string(type));
-	json_object_object_add(o, "token", json_object_new_string(r->token));
-	json_object_object_add(o, "addr", json_object_new_string(r->addr));
-	if (with_room)
-		json_object_object_add(o, "room",
-		    json_object_new_string(r->room));
+	json_object_object_add(o, "token", json_object_new_string(token));
+	json_object_object_add(o, "addr", json_object_new_string(addr));
+	if (room)
+		json_object_object_add(o, "room", json_object_new_string(room));
 	return o;
+}
+
+/* See http_ask.h. */
+json_object *
+http_ask_new(const struct http_req *r, const char *type, int with_room)
+{
+	return http_ask_make(type, r->token, r->addr, with_room ? r->room :
+	    NULL);
 }
 
 /* The monitor is gone, or broke the wire: stop. */

@@ -16,6 +16,11 @@
 struct http_req;
 struct http_server;
 
+/* A request of type for token from addr (room too when not NULL), or
+ * NULL (out of memory). */
+json_object *http_ask_make(const char *type, const char *token,
+    const char *addr, const char *room);
+
 /* A request of type for r (token and addr; room too when with_room), or
  * NULL (out of memory). */
 json_object *http_ask_new(const struct http_req *r, const char *type,

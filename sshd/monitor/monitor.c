@@ -47,6 +47,7 @@
 #include "room_list.h"
 #include "room_quota.h"
 #include "room_transfer.h"
+#include "tokens.h"
 
 #define MONITOR_PIPE_SIZE	(1024 * 1024)	/* each of a command's pipes */
 
@@ -538,6 +539,16 @@ monitor_metrics(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* token {user, key, addr, op, rooms, expires, read_only, name, id}:
+ * atrium-token's create, list or revoke (tokens.h). */
+static int
+monitor_token(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	return tokens_serve(srv, req, id, ans);
+}
+
 static const struct monitor_req monitor_reqs[] = {
 	{ "use", 1, 1, monitor_use },
 	{ "agent", 1, 1, monitor_agent },
@@ -551,6 +562,7 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "import", 1, 1, monitor_import },
 	{ "whoami", 0, 1, monitor_whoami },
 	{ "metrics", 0, 0, monitor_metrics },
+	{ "token", 0, 1, monitor_token },
 };
 
 /* A front broke the rules (or went away): end it.  The network

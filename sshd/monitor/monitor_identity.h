@@ -2,8 +2,8 @@
  * monitor_identity.h: who a request of the network process is for, as
  * the monitor establishes it (monitor_identity.c).  Every request that
  * acts for a user (privsep.h: use, agent, why, access, rooms, delete,
- * export, import) names the user, the fingerprint of the public key the session
- * authenticated with, and the client's address; the monitor looks the key
+ * export, import, token) names the user, the fingerprint of the public
+ * key the session authenticated with, and the client's address; the monitor looks the key
  * up in DATA/authorized_keys itself and takes the user's rights (admin,
  * the rooms it may create) from its own parse of the key's line, never
  * from the request.

@@ -36,6 +36,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "room_transfer.h"
+#include "tokens.h"
 #include "util.h"
 
 #define MONITOR_STOP_POLL_MS	100	/* looks at stopping rooms this often */
@@ -219,6 +220,8 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
 	authkeys_set_quiet(srv->keys);
+	if (!(srv->tokens = tokens_new(srv->cfg->data_dir)))
+		return -ENOMEM;
 	access_record_migrate(srv->cfg->data_dir);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
@@ -312,4 +315,5 @@ monitor_loop_destroy(struct monitor *srv)
 		close(srv->net.ev_fd);
 	http_front_free(srv);
 	authkeys_free(srv->keys);
+	tokens_free(srv->tokens);
 }

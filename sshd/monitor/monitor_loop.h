@@ -29,6 +29,7 @@
 #define MONITOR_LISTEN_BACKLOG	1024
 
 struct room_transfer;
+struct tokens;
 struct http_front;
 struct monitor;
 
@@ -74,6 +75,7 @@ struct monitor {
 	int exit_code;			/* of the process once stopped */
 	struct room_transfer *transfers; /* exports and imports under way
 					 * (room_transfer.h) */
+	struct tokens *tokens;		/* DATA/tokens.db (tokens.h) */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

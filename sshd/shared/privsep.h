@@ -61,6 +61,16 @@
  *                           -> {fd: true} + the write end of a new room's
  *                              archive and the read ends of stderr and
  *                              status, or {error}
+ *   token {WHO, op, rooms, expires, read_only, name, id}
+ *                           atrium-token (token_args.h: op create, list
+ *                           or revoke; rooms an array or null, expires
+ *                           "30d", "12h" or "never" for create, id for
+ *                           revoke; each checked as the command's words
+ *                           are); a key in authorized_keys only (no
+ *                           --open guest), rooms within its rooms=, no
+ *                           forced command but that very atrium-token one
+ *                           -> {text} (to print; create: and {token},
+ *                              shown this once) | {error}
  *
  *   whoami {WHO}            -> {user, admin, read_only, token_id}: who
  *                              the monitor takes the request to be for
