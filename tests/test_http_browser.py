@@ -271,8 +271,10 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     for br in (a, b):
         br.wait(lambda br=br: any("eve" in l and "said eve" in l
                                   for l in br.lines()))
-    b.wait(lambda: "eve" in b.d.find_element(By.ID, "presence")
-           .get_attribute("textContent"))
+    # Who is here: the two in browsers as well as the one in the chat.
+    b.wait(lambda: all(n in b.d.find_element(By.ID, "presence")
+                       .get_attribute("textContent")
+                       for n in ("alice", "bob", "eve")))
 
     # A person's HTML and Markdown are shown as the text they typed.
     b.say(HOSTILE)

@@ -814,7 +814,7 @@ function status(text, cls) {
 
 function wsUrl() {
   return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
-    '/api/rooms/' + encodeURIComponent(st.room) + '/ws';
+    '/api/rooms/' + encodeURIComponent(st.room) + '/ws?presence=1';
 }
 
 function connect() {

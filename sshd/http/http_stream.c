@@ -155,7 +155,7 @@ http_stream_join(struct http_stream *s)
 
 	if (req) {
 		json_object_object_add(req, "kind",
-		    json_object_new_string("control"));
+		    json_object_new_string(s->person ? "chat" : "control"));
 		if (s->since >= 0)
 			json_object_object_add(req, "since",
 			    json_object_new_int64(s->since));

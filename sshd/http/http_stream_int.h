@@ -45,6 +45,8 @@ struct http_stream {
 	char token[HTTP_MAX_TOKEN + 1];	/* to ask for the room; wiped at free */
 	char addr[64];
 	long long since;		/* Last-Event-ID: replay after it; -1 */
+	int person;			/* join as a person (kind chat: in
+					 * presence), not a program */
 	long long wait_until_ms;	/* give up on a starting room then */
 	long long retry_ms;		/* ask again then */
 	struct agentlink link;		/* to the room's agent */
@@ -71,8 +73,8 @@ struct http_stream *http_stream_new(struct http_req *r,
     enum http_stream_kind kind);
 
 /* Ask the monitor for s's room now, and join it when it is up (an
- * agent link of kind control, replaying after since).  Called by ticks
- * while WAITING. */
+ * agent link of kind control, or chat for a person, replaying after
+ * since).  Called by ticks while WAITING. */
 void http_stream_connect(struct http_stream *s);
 
 /* End s: say why to its reader (an "end" event; the WebSocket closes),

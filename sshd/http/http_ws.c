@@ -6,7 +6,9 @@
  * refused, the text of a chat or prompt loses its control characters,
  * what is not a JSON object in UTF-8 gets an `error` message back), and
  * each line of the room comes back as one message.  Binary messages are
- * refused with an `error`.
+ * refused with an `error`.  With ?presence=1 (the room in the browser)
+ * the client joins as a person, as the chat's people do: announced, and
+ * listed in presence.
  *
  * The handshake is ours (RFC 6455 4.2.2: Sec-WebSocket-Accept is the
  * SHA-1 of the key and the protocol's GUID, in base64); MHD answers 101
@@ -414,6 +416,18 @@ http_ws_since(struct http_req *r)
 	return strtoll(v, NULL, 10);
 }
 
+/* 1 when the query says presence=1: the client is a person (the room
+ * in the browser), announced and listed as here as the chat's people
+ * are; a program is not. */
+static int
+http_ws_person(struct http_req *r)
+{
+	const char *v = MHD_lookup_connection_value(r->conn,
+	    MHD_GET_ARGUMENT_KIND, "presence");
+
+	return v && strcmp(v, "1") == 0;
+}
+
 /* See http_stream.h. */
 int
 http_ws_open(struct http_req *r)
@@ -439,6 +453,7 @@ http_ws_open(struct http_req *r)
 	if (!(s = http_stream_new(r, HTTP_STREAM_WS)))
 		return http_reply_error(r, 503, "out of memory");
 	s->since = http_ws_since(r);
+	s->person = http_ws_person(r);
 	s->upgrading = 1;
 	if (!(resp = MHD_create_response_for_upgrade(http_ws_upgraded, s))) {
 		s->state = HTTP_STREAM_DEAD;
