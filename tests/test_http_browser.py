@@ -317,9 +317,33 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
            or a.js("return document.getElementById('log').textContent"
                    ".includes('approved-42')"))
     a.wait(lambda: any("all-done" in l for l in a.lines()))
-    rc, out, err = ssh_run(srv, room, "cat", "ran.txt", user="eve")
-    assert rc == 0 and out == "approved-42\n", (rc, out, err)
     tmux.wait("eve", "all-done")
+
+    # A denial with a reason, typed in the page: the model is told why.
+    model_server.script(
+        Reply(text="Trying again.", tool_calls=[ToolCall(
+            "bash", {"command": "touch denied.txt"})]),
+        Reply(text="Understood: not-run."))
+    a.say("@agent once more")
+    card = a.wait(lambda: (lambda c: c and c[-1].find_elements(
+        By.CSS_SELECTOR, "button.deny") and c[-1])(
+        a.d.find_elements(By.CSS_SELECTOR, "#log .card")))
+    card.find_element(By.TAG_NAME, "input").send_keys(
+        "not on a Sunday" + Keys.ENTER)
+    a.wait(lambda: any("not-run" in l for l in a.lines()))
+    assert "not on a Sunday" in card.text
+    assert "not on a Sunday" in json.dumps(model_server.requests[-1]["body"])
+
+    # /undo: its preview in the page, then the undo, by the room's owner.
+    a.say("/undo")
+    preview = a.wait(lambda: (lambda c: c and "Undo it" in c[-1].text and
+                              c[-1])(a.d.find_elements(By.CSS_SELECTOR,
+                                                       "#log .card")))
+    assert "ran.txt" in preview.text, preview.text
+    preview.find_element(By.CSS_SELECTOR, "button.approve").click()
+    a.wait(lambda: any("alice undid" in l for l in a.lines()))
+    rc, out, err = ssh_run(srv, room, "cat", "ran.txt", user="eve")
+    assert rc != 0 and "No such file" in err, (rc, out, err)
 
     # The shared terminal: typed in alice's page, seen in eve's /term, and
     # the other way.

@@ -251,8 +251,9 @@ const st = {
 
 /* ---------------------------------------------------------------- log -- */
 
-/* Put li into the log at its place by seq (events without one go last),
- * then keep the view at the bottom when it was there. */
+/* Put li into the log at its place by seq (events without one go last;
+ * a reply, which carries the seq of the room's last event, goes after
+ * that event), then keep the view at the bottom when it was there. */
 function place(li, ev) {
   const log = $('log');
   const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
@@ -262,7 +263,7 @@ function place(li, ev) {
   if (seq) {
     for (let n = log.lastElementChild; n; n = n.previousElementSibling) {
       const s = Number(n.dataset.seq);
-      if (!s || s < seq)
+      if (!s || s <= seq)
         break;
       before = n;
     }
@@ -476,7 +477,8 @@ function approvalResult(ev) {
   card.done = true;
   card.box.classList.add('done');
   card.row.textContent = '';
-  card.row.appendChild(el('span', 'hint', text + (ev.reason ? ': ' + clean(ev.reason) : '')));
+  const reason = typeof ev.reason === 'string' && !text.includes(ev.reason) ? ': ' + clean(ev.reason) : '';
+  card.row.appendChild(el('span', 'hint', text + reason));
 }
 
 /* --------------------------------------------------- undo and consent -- */
@@ -782,11 +784,21 @@ const on = {
 /* Events of these types say what happened in their text field. */
 const BY_TEXT = ['access', 'snapshot', 'limits', 'caps', 'imported', 'compaction'];
 
+/* The types the room stores and replays (atrium-agent(8), "From the
+ * room", those marked *): each has a seq of its own. */
+const STORED = new Set(['message', 'prompt', 'turn_start', 'tool_call',
+  'approval_request', 'approval_result', 'tool_result', 'turn_end', 'exec_start',
+  'exec_result', 'config', 'compaction', 'access', 'snapshot', 'limits', 'caps',
+  'imported', 'undo_done', 'redo_done', 'restore_done', 'consent_request',
+  'consent_answer', 'consent_end']);
+
 function dispatch(ev) {
   if (!ev || typeof ev !== 'object' || typeof ev.type !== 'string')
     return;
-  /* welcome's seq is the room's latest, not its own. */
-  if (Number.isInteger(ev.seq) && ev.seq > 0 && ev.type !== 'welcome') {
+  /* Only a stored event's seq is its own (a reply to this page carries
+   * the seq of the room's last event): those are shown once each, and
+   * the last of them is where a reconnect resumes. */
+  if (Number.isInteger(ev.seq) && ev.seq > 0 && STORED.has(ev.type)) {
     /* A waiting approval comes again, live, to one who joins: not a
      * repeat to drop. */
     if (st.seen.has(ev.seq) && !(ev.type === 'approval_request' && !ev.replay))
