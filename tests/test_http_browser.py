@@ -339,7 +339,7 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     preview = a.wait(lambda: (lambda c: c and "Undo it" in c[-1].text and
                               c[-1])(a.d.find_elements(By.CSS_SELECTOR,
                                                        "#log .card")))
-    assert "ran.txt" in preview.text, preview.text
+    assert "removes: ran.txt" in preview.text, preview.text
     preview.find_element(By.CSS_SELECTOR, "button.approve").click()
     a.wait(lambda: any("alice undid" in l for l in a.lines()))
     rc, out, err = ssh_run(srv, room, "cat", "ran.txt", user="eve")
@@ -363,6 +363,13 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     a.shot(tmp_path / "browser-alice.png")
     b.shot(tmp_path / "browser-bob-375px.png")
     assert no_alert(a) and no_alert(b)
+
+    # Signing out clears the session: a reload asks for a token again.
+    b.d.find_element(By.ID, "btn-signout").click()
+    b.wait(lambda: b.d.find_element(By.ID, "token").is_displayed())
+    b.d.refresh()
+    b.wait(lambda: b.d.find_element(By.ID, "token").is_displayed())
+    assert not b.d.find_element(By.ID, "input").is_displayed()
 
 
 def test_time_to_the_first_line(srv, ssh_run, browsers, tmp_path):

@@ -247,16 +247,16 @@ const st = {
   term: null,             /* the terminal, once loaded */
   execId: 0,
   shown: false,           /* a line has been shown */
+  stick: true,            /* the log follows new lines */
 };
 
 /* ---------------------------------------------------------------- log -- */
 
 /* Put li into the log at its place by seq (events without one go last;
  * a reply, which carries the seq of the room's last event, goes after
- * that event), then keep the view at the bottom when it was there. */
+ * that event). */
 function place(li, ev) {
   const log = $('log');
-  const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   const seq = ev && Number.isInteger(ev.seq) ? ev.seq : 0;
   li.dataset.seq = seq;
   let before = null;
@@ -276,8 +276,6 @@ function place(li, ev) {
   }
   while (log.childElementCount > MAX_LOG)
     log.removeChild(log.firstElementChild);
-  if (stick || !before)
-    log.scrollTop = log.scrollHeight;
   return li;
 }
 
@@ -306,6 +304,22 @@ function said(ev, user, text, cls) {
   frag.appendChild(el('span', 'who', user));
   frag.appendChild(user === 'agent' ? md.render(text) : el('span', 'text', text, true));
   return line(ev, cls, frag);
+}
+
+/* Keep the log at its bottom while the reader is there, whatever grows
+ * it (a line, a streamed answer, a card answered, a panel opened); once
+ * they scroll up it stays where they are until they come back down. */
+function followLog() {
+  const log = $('log');
+  const bottom = () => {
+    if (st.stick)
+      log.scrollTop = log.scrollHeight;
+  };
+  log.addEventListener('scroll', () => {
+    st.stick = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  });
+  new MutationObserver(bottom).observe(log, { childList: true, subtree: true, characterData: true });
+  new ResizeObserver(bottom).observe(log);
 }
 
 /* ------------------------------------------------------------ sending -- */
@@ -349,9 +363,6 @@ function redraw(s) {
     else
       body.appendChild(node);
     s.body = node;
-    const log = $('log');
-    if (log.scrollHeight - log.scrollTop - log.clientHeight < 120)
-      log.scrollTop = log.scrollHeight;
   });
 }
 
@@ -483,16 +494,32 @@ function approvalResult(ev) {
 
 /* --------------------------------------------------- undo and consent -- */
 
-/* The paths a preview or done event lists, + - ~ as the chat shows them. */
+/* What a preview or done event does to the files, a row per list, in
+ * the chat's words (a redo brings back what it added). */
 function pathList(ev) {
+  const redo = ev.type.startsWith('redo');
   const ul = el('ul', 'paths');
-  const add = (list, cls) => names(list).slice(0, 200).forEach((p) => ul.appendChild(el('li', cls, p)));
-  add(ev.added, 'add');
-  add(ev.removed, 'del');
-  add(ev.modified, 'mod');
+  const row = (list, verb, cls) => {
+    const paths = names(list);
+    if (!paths.length)
+      return;
+    const li = ul.appendChild(el('li', cls));
+    li.appendChild(el('span', 'verb', verb + ': '));
+    li.appendChild(el('span', 'mono', paths.slice(0, 200).join(', ') +
+      (paths.length > 200 ? ', …' : '')));
+  };
+  row(ev.added, redo ? 'brings back' : 'removes', redo ? 'add' : 'del');
+  row(ev.removed, redo ? 'removes' : 'brings back', redo ? 'del' : 'add');
+  row(ev.modified, 'changes back', 'mod');
   if (ev.truncated)
-    ul.appendChild(el('li', null, '… and more'));
+    ul.appendChild(el('li', null, '(more files than listed)'));
   return ul;
+}
+
+/* What an undo, redo or restore acts on. */
+function undoObject(ev) {
+  return typeof ev.name === 'string' ? 'snapshot ' + clean(ev.name) :
+    "the agent's turn " + clean(ev.turn);
 }
 
 /* undo_preview, redo_preview, restore_preview: what it would do, and a
@@ -500,9 +527,8 @@ function pathList(ev) {
 function preview(ev) {
   const what = ev.type.replace('_preview', '');
   const box = el('div', 'card');
-  const target = what === 'restore' ? 'snapshot ' + clean(ev.name) : 'turn ' + clean(ev.turn);
-  box.appendChild(el('div', null, (what === 'undo' ? 'Undo' : what === 'redo' ? 'Redo' : 'Restore') +
-    ' would take the workspace back over ' + target + ':'));
+  box.appendChild(el('div', null, '/' + what + ' would ' +
+    (what === 'restore' ? 'restore the workspace to ' : what + ' ') + undoObject(ev) + ':'));
   box.appendChild(pathList(ev));
   const users = names(ev.users), ask = names(ev.ask);
   if (users.length)
@@ -536,9 +562,9 @@ function preview(ev) {
 function done(ev) {
   const what = ev.type.replace('_done', '');
   const box = document.createDocumentFragment();
-  box.appendChild(el('div', null, clean(ev.user) + ' ' + (what === 'undo' ? 'undid' : what === 'redo' ? 'redid' : 'restored') +
-    (what === 'restore' ? ' snapshot ' + clean(ev.name) : ' turn ' + clean(ev.turn)) +
-    (ev.forced ? ' (forced over ' + names(ev.over).join(', ') + ')' : '')));
+  box.appendChild(el('div', null, clean(ev.user) + ' ' +
+    (what === 'undo' ? 'undid ' : what === 'redo' ? 'redid ' : 'restored the workspace to ') +
+    undoObject(ev) + (ev.forced ? ', forced over the work of ' + names(ev.over).join(', ') : '')));
   box.appendChild(pathList(ev));
   line(ev, 'sys', box);
 }
@@ -546,9 +572,8 @@ function done(ev) {
 function consentRequest(ev) {
   const box = el('div', 'card');
   const users = names(ev.users);
-  box.appendChild(el('div', null, clean(ev.user) + ' wants to ' + clean(ev.action) +
-    (ev.name ? ' to snapshot ' + clean(ev.name) : ' turn ' + clean(ev.turn)) +
-    ', which takes back work of ' + users.join(', ') + ':'));
+  box.appendChild(el('div', null, clean(ev.user) + ' asks ' + users.join(', ') +
+    ' to agree to /' + clean(ev.action) + ' ' + undoObject(ev) + ', which takes back their work:'));
   box.appendChild(pathList(ev));
   const row = box.appendChild(el('div', 'row'));
   const card = { box, row };
@@ -1405,6 +1430,7 @@ function start() {
   const m = ROOM_RE.exec(location.pathname);
   st.room = m ? decodeURIComponent(m[1]) : '';
   $('room-name').textContent = st.room || 'Atrium';
+  followLog();
   $('signin-form').addEventListener('submit', signIn);
   $('send-form').addEventListener('submit', submit);
   $('input').addEventListener('keydown', onInputKey);
