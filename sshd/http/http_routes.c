@@ -22,14 +22,14 @@
 static const struct http_route http_routes[] = {
 	{ "GET", "/health", 0, http_api_health, NULL },
 	{ "GET", "/metrics", 0, http_api_metrics, NULL },
+	{ "GET", "/r/{room}", 0, http_web_page, NULL },
+	{ "GET", "/assets/{path...}", 0, http_web_asset, NULL },
 	{ "POST", "/api/session", HTTP_AUTH, http_api_session_new, NULL },
 	{ "DELETE", "/api/session", 0, http_api_session_end, NULL },
 	{ "GET", "/api/rooms", HTTP_AUTH, http_api_rooms, NULL },
 	{ "GET", "/api/rooms/{room}/events", HTTP_AUTH, http_sse_open, NULL },
 	{ "GET", "/api/rooms/{room}/ws", HTTP_AUTH | HTTP_UPGRADE, http_ws_open,
 	    NULL },
-	{ "GET", "/r/{room}", 0, http_web_page, NULL },
-	{ "GET", "/assets/{path...}", 0, http_web_asset, NULL },
 };
 
 #define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))
