@@ -285,7 +285,9 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     # The agent's answer streams in, then is drawn as Markdown; the HTML
     # the model wrote stays text.
     answer = ("Here is **bold words** and <img src=x onerror=alert(1)> "
-              "as text, then `code` and more words until done-streaming")
+              "as text, [a link](javascript:alert(1)) that is not one, "
+              "[the docs](https://example.org/docs) that is, then `code` "
+              "and more words until done-streaming")
     model_server.script(Reply(text=answer, delay=0.25))
     a.say("@agent show me some markdown")
     partial = a.wait(lambda: a.js(
@@ -299,6 +301,9 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     final = [l for l in a.lines() if "done-streaming" in l]
     assert len(final) == 1 and "<img src=x onerror=alert(1)>" in final[0]
     assert "**" not in final[0]
+    hrefs = a.js("return [...document.querySelectorAll('#log a')]"
+                 ".map(e => e.href)")
+    assert hrefs == ["https://example.org/docs"], hrefs
     b.wait(lambda: any("done-streaming" in l for l in b.lines()))
     assert not a.d.find_elements(By.CSS_SELECTOR, "#log img")
     assert not b.d.find_elements(By.CSS_SELECTOR, "#log img")
