@@ -1,11 +1,14 @@
 /*
  * app.js: the room in the browser (served by atriumd-http at /r/ROOM).
  *
- * One WebSocket (/api/rooms/ROOM/ws) carries the room protocol's JSON
- * lines both ways (atrium-agent(8), PROTOCOL); this file turns the room's
- * events into the page and the person's keys into requests.  It keeps no
- * state the room does not send again: a reconnect asks for the history
- * since the last seq it saw, and events are placed by seq, each seq once.
+ * One WebSocket (/api/rooms/ROOM/ws?presence=1: the page is a person in
+ * the room) carries the room protocol's JSON lines both ways
+ * (atrium-agent(8), PROTOCOL); this file turns the room's events into the
+ * page and the person's keys into requests.  It keeps no state the room
+ * does not send again: a reconnect asks for the history since the last
+ * stored seq it saw; stored events are placed by seq and shown once each,
+ * and a reply (which carries the seq of the room's last event) after the
+ * event it follows.
  *
  * Rules, because every byte here comes from someone else (other members,
  * the model, the shell in the shared terminal):
@@ -20,8 +23,9 @@
  *     printed reaches xterm.js as a sequence.
  *   - The token is sent once, to POST /api/session, and never stored: the
  *     session is the HttpOnly cookie the server sets.
- * xterm.js (about 500 KB) loads only when the terminal is first opened,
- * so the chat's first line costs index.html, app.css and this file alone.
+ * xterm.js (about 120 KB gzipped) loads only when the terminal is first
+ * opened, so the chat's first line costs index.html, app.css and this
+ * file alone.
  */
 'use strict';
 
