@@ -223,30 +223,6 @@ def test_without_a_token_is_401(http_server):
     assert status == 401
 
 
-def test_http_is_off_without_the_flag(atriumd, data_dir):
-    srv = atriumd(data_dir)
-    assert srv.proc.poll() is None
-    assert not [e for e in os.listdir("/proc") if e.isdigit()
-                and _argv0(e).endswith(b"atriumd-http")
-                and _ppid(e) == srv.proc.pid]
-
-
-def _argv0(pid):
-    try:
-        with open("/proc/%s/cmdline" % pid, "rb") as f:
-            return f.read().split(b"\0")[0]
-    except OSError:
-        return b""
-
-
-def _ppid(pid):
-    try:
-        with open("/proc/%s/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
-
-
 def test_a_token_lists_exactly_the_rooms_its_key_may_enter(http_server,
                                                           ssh_run):
     h = http_server()
