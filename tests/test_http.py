@@ -597,3 +597,29 @@ while True:
     finally:
         caddy.kill()
         caddy.wait(10)
+
+
+def test_a_websocket_keeps_to_max_commands_per_user(http_server, ssh_run):
+    h = http_server("--max-commands-per-user", "1")
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    rc, out, err = ws_run(h, "demo", token, """
+json.loads(await ws.recv())
+await ws.send(json.dumps({"type": "exec", "id": "a", "command": "sleep 3"}))
+await ws.send(json.dumps({"type": "exec", "id": "b", "command": "true"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    if ev["type"] == "error" and ev.get("id") == "b":
+        print("refused", "max-commands-per-user" in ev["message"])
+    if ev["type"] == "exec_result" and ev.get("id") == "a":
+        print("a", ev["exitCode"])
+        break
+await ws.send(json.dumps({"type": "exec", "id": "c", "command": "true"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    if ev.get("id") == "c" and ev["type"] in ("exec_result", "error"):
+        print("c", ev["type"], ev.get("exitCode"))
+        break
+""")
+    assert rc == 0, err
+    assert out.splitlines() == ["refused True", "a 0", "c exec_result 0"]

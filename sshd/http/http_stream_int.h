@@ -44,6 +44,7 @@ struct http_stream {
 	char room[64];
 	char token[HTTP_MAX_TOKEN + 1];	/* to ask for the room; wiped at free */
 	char addr[64];
+	char user[64];			/* whom the token is for */
 	long long since;		/* Last-Event-ID: replay after it; -1 */
 	long long wait_until_ms;	/* give up on a starting room then */
 	long long retry_ms;		/* ask again then */

@@ -48,6 +48,7 @@ static const char *const http_front_settings[] = {
 	"http-listen", "http-trusted-proxy", "http-insecure-cookie",
 	"http-max-body", "http-max-json", "http-max-line", "http-max-headers",
 	"http-request-timeout", "http-per-source", "http-max-connections",
+	"max-commands-per-user",
 };
 #define HTTP_FRONT_NSETTINGS \
 	(sizeof(http_front_settings) / sizeof(http_front_settings[0]))
