@@ -215,9 +215,10 @@ def test_http_process_has_no_privilege(http_server):
 
 def test_without_a_token_is_401(http_server):
     h = http_server()
-    status, _, body = h.request("GET", "/api/rooms")
+    status, headers, body = h.request("GET", "/api/rooms")
     assert status == 401
     assert "Bearer" in json.loads(body)["error"]
+    assert headers["WWW-Authenticate"].startswith("Bearer")
     status, _, body = h.request("GET", "/api/rooms",
                                 headers={"Authorization": "Bearer atrium_x"})
     assert status == 401
