@@ -69,7 +69,7 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             libseccomp-dev libutf8proc-dev libvterm-dev libmicrohttpd-dev libwslay-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
-            python3 python3-pytest python3-paramiko python3-websockets tmux rsync strace \
+            python3 python3-pytest python3-paramiko python3-websockets caddy tmux rsync strace \
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser \
             chromium chromium-driver python3-selenium

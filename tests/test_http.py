@@ -9,7 +9,9 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
+import ssl
 import sqlite3
 import subprocess
 import time
@@ -142,16 +144,20 @@ def chat_over_ssh(h, room, text, user="alice"):
            until=lambda e: e["type"] == "message" and e.get("text") == text)
 
 
-def ws_run(h, room, token, script, headers=None, timeout=60):
+def ws_run(h, room, token, script, headers=None, timeout=60, base=None):
     """Run a WebSocket client (script: Python with `ws` open) as Debian's
-    python3 with python3-websockets; its stdout."""
+    python3 with python3-websockets; its stdout.  base: "wss://HOST:PORT"
+    through a proxy (its certificate not checked), else atriumd-http."""
     code = """
-import asyncio, json, sys, websockets
+import asyncio, json, ssl, sys, websockets
 async def main():
-    async with websockets.connect(%r, extra_headers=%r, open_timeout=20) as ws:
+    url = %r
+    tls = ssl._create_unverified_context() if url.startswith("wss:") else None
+    async with websockets.connect(url, extra_headers=%r, open_timeout=20,
+                                  ssl=tls) as ws:
 %s
 asyncio.run(main())
-""" % ("ws://127.0.0.1:%d/api/rooms/%s/ws" % (h.port, room),
+""" % ("%s/api/rooms/%s/ws" % (base or "ws://127.0.0.1:%d" % h.port, room),
        dict(bearer(token), **(headers or {})),
        "\n".join("        " + l for l in script.strip("\n").splitlines()))
     p = subprocess.run([WS_CLIENT, "-c", code], capture_output=True,
@@ -209,36 +215,13 @@ def test_http_process_has_no_privilege(http_server):
 
 def test_without_a_token_is_401(http_server):
     h = http_server()
-    status, _, body = h.request("GET", "/api/rooms")
+    status, headers, body = h.request("GET", "/api/rooms")
     assert status == 401
     assert "Bearer" in json.loads(body)["error"]
+    assert headers["WWW-Authenticate"].startswith("Bearer")
     status, _, body = h.request("GET", "/api/rooms",
                                 headers={"Authorization": "Bearer atrium_x"})
     assert status == 401
-
-
-def test_http_is_off_without_the_flag(atriumd, data_dir):
-    srv = atriumd(data_dir)
-    assert srv.proc.poll() is None
-    assert not [e for e in os.listdir("/proc") if e.isdigit()
-                and _argv0(e).endswith(b"atriumd-http")
-                and _ppid(e) == srv.proc.pid]
-
-
-def _argv0(pid):
-    try:
-        with open("/proc/%s/cmdline" % pid, "rb") as f:
-            return f.read().split(b"\0")[0]
-    except OSError:
-        return b""
-
-
-def _ppid(pid):
-    try:
-        with open("/proc/%s/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
 
 
 def test_a_token_lists_exactly_the_rooms_its_key_may_enter(http_server,
@@ -545,3 +528,99 @@ def test_a_slow_reader_has_its_backlog_dropped_and_is_told(http_server,
         data = data[-(2 << 20):]
     s.close()
     assert "a slow event stream's backlog dropped" in h.server.read_log()
+
+
+CADDY = shutil.which("caddy")
+
+
+@pytest.mark.skipif(not CADDY, reason="Debian's caddy is not installed")
+def test_the_caddy_example_serves_rooms_over_tls(http_server, ssh_run,
+                                                 tmp_path):
+    h = http_server("--http-trusted-proxy", "127.0.0.1")
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    port = free_port()
+    with open(os.path.join(os.path.dirname(__file__), "..", "packaging",
+                           "Caddyfile.example")) as f:
+        example = f.read()
+    # The example as shipped, on a port of ours with Caddy's own CA.
+    site = example.replace("atrium.example.org {",
+                           "{\n\tadmin off\n}\n\nhttps://localhost:%d {\n"
+                           "\ttls internal" % port)
+    site = site.replace("127.0.0.1:8080", "127.0.0.1:%d" % h.port)
+    assert site != example and "tls internal" in site
+    conf = tmp_path / "Caddyfile"
+    conf.write_text(site)
+    env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path),
+               XDG_CONFIG_HOME=str(tmp_path))
+    caddy = subprocess.Popen([CADDY, "run", "--config", str(conf),
+                              "--adapter", "caddyfile"], env=env,
+                             stdout=subprocess.DEVNULL,
+                             stderr=open(tmp_path / "caddy.log", "w"))
+    tls = ssl._create_unverified_context()
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                c = http.client.HTTPSConnection("localhost", port,
+                                                timeout=5, context=tls)
+                c.request("GET", "/health")
+                r = c.getresponse()
+                if r.status == 200 and r.read() == b"ok\n":
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, (tmp_path / "caddy.log").read_text()
+            time.sleep(0.2)
+        c = http.client.HTTPSConnection("localhost", port, timeout=20,
+                                        context=tls)
+        c.request("GET", "/api/rooms/demo/events", headers=bearer(token))
+        r = c.getresponse()
+        assert r.status == 200
+        sse = Sse.__new__(Sse)
+        sse.conn, sse.resp, sse.status = c, r, r.status
+        sse.until(lambda e: e.get("event") == "welcome")
+        chat_over_ssh(h, "demo", "through the proxy")
+        seen = sse.until(lambda e: e.get("event") == "message")
+        assert json.loads(seen[-1]["data"])["text"] == "through the proxy"
+        c.close()
+        rc, out, err = ws_run(h, "demo", token, """
+json.loads(await ws.recv())
+await ws.send(json.dumps({"type": "chat", "text": "wss works"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] == "message":
+        print(ev["text"])
+        break
+""", base="wss://localhost:%d" % port)
+        assert rc == 0, err
+        assert out.strip() == "wss works"
+    finally:
+        caddy.kill()
+        caddy.wait(10)
+
+
+def test_a_websocket_keeps_to_max_commands_per_user(http_server, ssh_run):
+    h = http_server("--max-commands-per-user", "1")
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    rc, out, err = ws_run(h, "demo", token, """
+json.loads(await ws.recv())
+await ws.send(json.dumps({"type": "exec", "id": "a", "command": "sleep 3"}))
+await ws.send(json.dumps({"type": "exec", "id": "b", "command": "true"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    if ev["type"] == "error" and ev.get("id") == "b":
+        print("refused", "max-commands-per-user" in ev["message"])
+    if ev["type"] == "exec_result" and ev.get("id") == "a":
+        print("a", ev["exitCode"])
+        break
+await ws.send(json.dumps({"type": "exec", "id": "c", "command": "true"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    if ev.get("id") == "c" and ev["type"] in ("exec_result", "error"):
+        print("c", ev["type"], ev.get("exitCode"))
+        break
+""")
+    assert rc == 0, err
+    assert out.splitlines() == ["refused True", "a 0", "c exec_result 0"]

@@ -69,6 +69,9 @@ http_reply_queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 	if (!resp)
 		return MHD_NO;
 	http_reply_headers(resp);
+	if (status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate",
+		    "Bearer realm=\"atrium\"");
 	r->status = status;
 	r->answered = 1;
 	http_reply_count(r->srv, status);

@@ -113,7 +113,7 @@ http_match_one(const char *pattern, const char *url, struct http_req *r,
 	while (*p && *u) {
 		size_t pn, un;
 
-		if (*p == '/' || *u == '/') {
+		if (*p != '{' && (*p == '/' || *u == '/')) {
 			if (*p != *u)
 				return 0;
 			p++, u++;

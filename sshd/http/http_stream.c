@@ -46,6 +46,7 @@ http_stream_new(struct http_req *r, enum http_stream_kind kind)
 	snprintf(s->room, sizeof(s->room), "%s", r->room);
 	snprintf(s->token, sizeof(s->token), "%s", r->token);
 	snprintf(s->addr, sizeof(s->addr), "%s", r->addr);
+	snprintf(s->user, sizeof(s->user), "%s", r->user);
 	agentlink_init(&s->link);
 	buf_init(&s->out, HTTP_STREAM_BACKLOG);
 	buf_init(&s->held, HTTP_WS_HELD);

@@ -44,6 +44,7 @@ struct http_stream {
 	char room[64];
 	char token[HTTP_MAX_TOKEN + 1];	/* to ask for the room; wiped at free */
 	char addr[64];
+	char user[64];			/* whom the token is for */
 	long long since;		/* Last-Event-ID: replay after it; -1 */
 	int person;			/* join as a person (kind chat: in
 					 * presence), not a program */

@@ -184,6 +184,38 @@ http_ws_clean(const char *type, json_object *o)
 	return changed;
 }
 
+/* May s's user start one more command (max-commands-per-user, counted
+ * over this process's WebSockets: each exec line until its exec_done)?
+ * 1, or 0 with the refusal sent, naming the exec's id. */
+static int
+http_ws_under_cap(struct http_stream *s, json_object *o)
+{
+	int cap = s->srv->cfg.max_commands_per_user, n = 0;
+	const char *id = json_get_string(o, "id");
+	json_object *ev;
+	const char *text;
+	char msg[200];
+
+	for (struct http_stream *t = s->srv->streams; cap > 0 && t;
+	    t = t->next)
+		if (strcmp(t->user, s->user) == 0)
+			n += agentlink_execs(&t->link);
+	if (cap <= 0 || n < cap)
+		return 1;
+	snprintf(msg, sizeof(msg), "exec not run: you have %d commands "
+	    "running, the most a person may (max-commands-per-user); wait "
+	    "for one to end", n);
+	ev = json_object_new_object();
+	json_object_object_add(ev, "type", json_object_new_string("error"));
+	if (id)
+		json_object_object_add(ev, "id", json_object_new_string(id));
+	json_object_object_add(ev, "message", json_object_new_string(msg));
+	text = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN);
+	http_ws_message(s, text, strlen(text));
+	json_object_put(ev);
+	return 0;
+}
+
 /* A checked client line to the agent (or held until the room is up). */
 static void
 http_ws_forward(struct http_stream *s, json_object *o)
@@ -205,6 +237,8 @@ http_ws_forward(struct http_stream *s, json_object *o)
 			    "welcome before sending more");
 		return;
 	}
+	if (type && strcmp(type, "exec") == 0 && !http_ws_under_cap(s, o))
+		return;
 	r = type && strcmp(type, "exec") == 0 ?
 	    agentlink_send_exec(&s->link, o, NULL, 0) :
 	    agentlink_send(&s->link, o);

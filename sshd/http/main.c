@@ -12,12 +12,12 @@
  *
  * as atriumd-net is started (sshd/net/main.c): the four numbers are read
  * first, root is given up (http_privdrop.h), and only then is anything
- * else parsed: the settings (the http-* keys of config.h, nothing
- * secret), then every byte of every client.  One thing comes before the
- * drop: the page's files are read into memory (http_web.h) from the
- * folder --http-web-dir names (taken from argv as it is, nothing else
- * parsed), or the one beside this program, since nothing can be opened
- * after it.
+ * else parsed: the settings (the http-* keys of config.h and
+ * max-commands-per-user, nothing secret), then every byte of every
+ * client.  One thing comes before the drop: the page's files are read
+ * into memory (http_web.h) from the folder --http-web-dir names (taken
+ * from argv as it is, nothing else parsed), or the one beside this
+ * program, since nothing can be opened after it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +109,9 @@ http_settings(int argc, char **argv, struct config *cfg)
 
 	config_defaults(cfg);
 	for (int i = 5; i < argc; i += 2) {
-		if (strncmp(argv[i], "--http-", 7) != 0 || i + 1 >= argc) {
+		if ((strncmp(argv[i], "--http-", 7) != 0 &&
+		    strcmp(argv[i], "--max-commands-per-user") != 0) ||
+		    i + 1 >= argc) {
 			log_error("settings: expected --http-KEY VALUE at '%s'",
 			    argv[i]);
 			return -EINVAL;

@@ -48,7 +48,7 @@ static const char *const http_front_settings[] = {
 	"http-listen", "http-trusted-proxy", "http-insecure-cookie",
 	"http-max-body", "http-max-json", "http-max-line", "http-max-headers",
 	"http-request-timeout", "http-per-source", "http-max-connections",
-	"http-web-dir",
+	"max-commands-per-user", "http-web-dir",
 };
 #define HTTP_FRONT_NSETTINGS \
 	(sizeof(http_front_settings) / sizeof(http_front_settings[0]))
@@ -269,24 +269,23 @@ http_front_of(struct monitor *srv)
 	    &srv->http->f : NULL;
 }
 
-/* Close the monitor's ends of the process's sockets. */
+/* Close the monitor's ends of f's sockets. */
 static void
-http_front_close_sockets(struct http_front *h)
+http_front_close_sockets(struct monitor_front *f)
 {
-	loop_del(&h->f.w);
-	if (h->f.req_fd >= 0)
-		close(h->f.req_fd);
-	if (h->f.ev_fd >= 0)
-		close(h->f.ev_fd);
-	h->f.req_fd = h->f.ev_fd = -1;
+	loop_del(&f->w);
+	if (f->req_fd >= 0)
+		close(f->req_fd);
+	if (f->ev_fd >= 0)
+		close(f->ev_fd);
+	f->req_fd = f->ev_fd = -1;
 }
 
 /* See http_front.h. */
 void
-http_front_abandoned(struct monitor *srv)
+http_front_abandoned(struct monitor_front *f)
 {
-	if (srv->http)
-		http_front_close_sockets(srv->http);
+	http_front_close_sockets(f);
 }
 
 /* See http_front.h. */
@@ -298,7 +297,7 @@ http_front_exited(struct monitor *srv, pid_t pid, int status)
 	if (!h || h->f.pid <= 0 || pid != h->f.pid)
 		return 0;
 	h->f.pid = 0;
-	http_front_close_sockets(h);
+	http_front_close_sockets(&h->f);
 	if (srv->stopping)
 		return 1;
 	if (WIFSIGNALED(status))
@@ -350,7 +349,7 @@ http_front_free(struct monitor *srv)
 
 	if (!h)
 		return;
-	http_front_close_sockets(h);
+	http_front_close_sockets(&h->f);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	free(h);

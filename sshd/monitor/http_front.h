@@ -53,9 +53,9 @@ int http_front_start(struct monitor *srv);
  * running now. */
 struct monitor_front *http_front_of(struct monitor *srv);
 
-/* monitor.c ended the process (it broke the rules): close its sockets;
- * it is started again once reaped. */
-void http_front_abandoned(struct monitor *srv);
+/* monitor.c ended the process of f (it broke the rules): close f's
+ * sockets; it is started again once reaped. */
+void http_front_abandoned(struct monitor_front *f);
 
 /* pid was reaped: 1 when it was atriumd-http's (logged; a restart is due
  * in a second unless atriumd stops), 0 when not. */

@@ -10,6 +10,8 @@
  * helpers.h) with the listener, the host key and its ends of the two
  * sockets as fds 3 to 6, and that program drops to the privsep user
  * (privdrop.h) and serves the network; both run until SIGTERM or SIGINT;
+ * with --http-listen the monitor also binds that socket and starts
+ * atriumd-http, the HTTP process (http_front.h), after the split;
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
  * ...` and `atriumd status` are the operator's commands instead
  * (room_cli.h, status.h); --version and --log-level are every program's

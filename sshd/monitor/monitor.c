@@ -1,7 +1,10 @@
 /*
  * monitor.c: the monitor's side of the request socket (monitor.h; the
  * wire and the request set are privsep.h).  Called by monitor_loop.c's loop
- * in the monitor process.
+ * in the monitor process, for each front: the network process, and the
+ * HTTP process when --http-listen is set (http_front.h: a smaller set of
+ * requests, and who each is for is a token the monitor resolves, not a
+ * key; the rest of this head says "network process" for both).
  *
  * The network process parses everything clients send, so the monitor
  * trusts it no more than a client: each request is looked up in a fixed
@@ -578,7 +581,7 @@ monitor_abandon(struct monitor_front *f, const char *why)
 		kill(f->pid, SIGKILL);
 	}
 	if (f->http) {
-		http_front_abandoned(f->srv);
+		http_front_abandoned(f);
 		return;
 	}
 	f->srv->stopping = 1;

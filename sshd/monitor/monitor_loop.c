@@ -14,7 +14,9 @@
  * signalfd, so no handler runs inside a library.
  *
  * The monitor holds no client's connection: the listener it binds is
- * closed here once atriumd-net has its copy (monitor_loop_init).
+ * closed here once atriumd-net has its copy (monitor_loop_init).  The
+ * HTTP listener (--http-listen) is kept, never accepted on, so that a
+ * restarted atriumd-http gets it again (http_front.h).
  */
 #include "monitor_loop.h"
 
