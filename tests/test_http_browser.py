@@ -154,14 +154,20 @@ class Browser:
         except WebDriverException:
             return ""
 
-    def open_room(self, base, room, token):
-        """Load /r/ROOM, trade the token for the cookie, see the room."""
+    def open_room(self, base, room, token, connected=True):
+        """Load /r/ROOM, trade the token for the cookie, see the room
+        (connected: wait until its WebSocket is open)."""
         self.d.get("%s/r/%s" % (base, room))
         box = self.wait(lambda: (lambda e: e.is_displayed() and e)(
             self.d.find_element(By.ID, "token")))
         box.send_keys(token + Keys.ENTER)
-        self.wait(lambda: self.d.find_element(By.ID, "input").is_displayed()
-                  and self.d.find_element(By.ID, "status").text == "connected")
+        if connected:
+            self.wait(lambda: self.d.find_element(By.ID, "input")
+                      .is_displayed() and self.d.find_element(
+                          By.ID, "status").text == "connected")
+        else:
+            self.wait(lambda: not self.d.find_element(By.ID, "token")
+                      .is_displayed())
         # The token is not kept anywhere the page's scripts can read.
         assert token not in self.js(
             "return document.cookie + JSON.stringify(localStorage) + "
@@ -450,3 +456,13 @@ def test_a_file_uploaded_in_the_page_is_in_the_workspace(srv, ssh_run,
     a.wait(lambda: a.d.find_element(By.ID, "files-view").text ==
            "uploaded <b>from</b> the page")
     assert not a.d.find_elements(By.CSS_SELECTOR, "#files-view b")
+
+
+def test_a_room_that_is_not_there_says_so(srv, ssh_run, browsers):
+    """A room that does not exist (or that the token may not enter) is
+    said plainly, once, and the page stops knocking."""
+    a = browsers("alice")
+    a.open_room(srv.http, "nosuchroom", make_token(ssh_run, srv, "alice"),
+                connected=False)
+    a.wait(lambda: "Room nosuchroom does not exist" in a.log_text())
+    assert a.d.find_element(By.ID, "status").text == "not here"

@@ -911,12 +911,18 @@ function whyClosed() {
       if (r.ok) {
         return r.json().then((list) => {
           const rooms = Array.isArray(list) ? list : asList(list && list.rooms);
-          const known = rooms.some((x) => (typeof x === 'string' ? x : x && x.name) === st.room);
-          status(known ? 'reconnecting' : 'no such room for this token', known ? '' : 'bad');
-          if (known)
+          const known = rooms.some((x) => (typeof x === 'string' ? x : x && (x.room || x.name)) === st.room);
+          if (known) {
             retry();
-          else
-            showSignin('This token may not enter room ' + st.room + '.');
+            return;
+          }
+          /* Not a passing failure: say so once and stop asking. */
+          st.denied = true;
+          showRoom();
+          status('not here', 'bad');
+          errLine(null, 'Room ' + st.room + ' does not exist, or this token may not enter it. ' +
+            'A room is made by its first chat (ssh -t ' + st.room + '@HOST); ' +
+            'Sign out to use another token.');
         });
       }
       status('server answered ' + r.status, 'bad');
