@@ -268,6 +268,11 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
 
     # Chat both ways, with people's names and times.
     a.say("hello from the page, said alice")
+    box = a.d.find_element(By.ID, "input")
+    box.send_keys(Keys.ARROW_UP)
+    assert box.get_attribute("value") == "hello from the page, said alice"
+    box.send_keys(Keys.ARROW_DOWN)
+    assert box.get_attribute("value") == ""
     tmux.wait("eve", "hello from the page, said alice")
     b.wait(lambda: any("alice" in l and "hello from the page, said alice"
                        in l for l in b.lines()))

@@ -252,6 +252,8 @@ const st = {
   execId: 0,
   shown: false,           /* a line has been shown */
   stick: true,            /* the log follows new lines */
+  sent: [],               /* lines sent from this page, for Up */
+  recall: 0,              /* which of them the box shows */
 };
 
 /* ---------------------------------------------------------------- log -- */
@@ -1005,7 +1007,7 @@ function signOut() {
 
 /* ------------------------------------------------------------ compose -- */
 
-const HELP = 'Enter sends, Shift+Enter a new line; "@agent ..." asks the agent. ' +
+const HELP = 'Enter sends, Shift+Enter a new line, Up and Down the lines sent before; "@agent ..." asks the agent. ' +
   'Commands: /undo, /redo, /stop, /term, /files, /who, /usage, /snapshots, /help; ' +
   '!CMD runs CMD in the workspace for everyone to see. ' +
   'Keys: / or Alt+M the message box, Alt+T the terminal (Esc back), Alt+F the files, Esc closes a panel.';
@@ -1050,8 +1052,28 @@ function submit(e) {
   } else if (!send({ type: 'chat', text })) {
     return;
   }
+  st.sent.push(text);
+  if (st.sent.length > 50)
+    st.sent.shift();
+  st.recall = st.sent.length;
   input.value = '';
   grow();
+}
+
+/* Up and Down in the message box: the lines sent before, while the box
+ * is empty or shows one of them unchanged. */
+function recall(e) {
+  const input = $('input');
+  const showing = st.recall < st.sent.length && input.value === st.sent[st.recall];
+  if ((input.value && !showing) || e.shiftKey || e.altKey || e.ctrlKey)
+    return false;
+  const next = st.recall + (e.key === 'ArrowUp' ? -1 : 1);
+  if (next < 0 || next > st.sent.length)
+    return false;
+  st.recall = next;
+  input.value = next < st.sent.length ? st.sent[next] : '';
+  grow();
+  return true;
 }
 
 /* The message box as tall as its text, up to its CSS maximum. */
@@ -1064,6 +1086,10 @@ function grow() {
 function onInputKey(e) {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
     submit(e);
+    return;
+  }
+  if ((e.key === 'ArrowUp' || e.key === 'ArrowDown') && recall(e)) {
+    e.preventDefault();
     return;
   }
   const now = Date.now();
