@@ -124,6 +124,13 @@ class Browser:
             if hasattr(webdriver, "ChromeService") else None
         self.d = (webdriver.Chrome(options=opts, service=service) if service
                   else webdriver.Chrome(options=opts))
+        if width < 500:
+            # A window is never narrower than 500 px: a phone's width is
+            # the page's viewport, as the browser's device mode sets it.
+            self.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": height, "deviceScaleFactor": 1,
+                "mobile": False})
+        assert self.js("return window.innerWidth") == width
 
     def quit(self):
         try:
