@@ -44,6 +44,8 @@ enum http_refusal {
 
 struct http_server {
 	struct config cfg;		/* the settings it was given */
+	struct http_web web;		/* the page's files, read before the
+					 * privilege drop */
 	struct loop loop;		/* the one poll loop */
 	struct MHD_Daemon *mhd;		/* libmicrohttpd, external epoll */
 	struct watch mhd_w;		/* on MHD's epoll fd */
@@ -57,8 +59,6 @@ struct http_server {
 	int nstreams;
 	struct http_stats stats;
 	long long trim_ms;		/* free heap last given back */
-	struct http_web web;		/* the page's files, read before the
-					 * privilege drop */
 };
 
 /* Start MHD on the listening socket listen_fd, watch the monitor's

@@ -486,8 +486,8 @@ http_ws_open(struct http_req *r)
 		return ret;
 	if (!(s = http_stream_new(r, HTTP_STREAM_WS)))
 		return http_reply_error(r, 503, "out of memory");
-	s->since = http_ws_since(r);
 	s->person = http_ws_person(r);
+	s->since = http_ws_since(r);
 	s->upgrading = 1;
 	if (!(resp = MHD_create_response_for_upgrade(http_ws_upgraded, s))) {
 		s->state = HTTP_STREAM_DEAD;
