@@ -33,6 +33,7 @@
 #include "caps.h"
 #include "conn.h"
 #include "exec.h"
+#include "file_requests.h"
 #include "journal.h"
 #include "log.h"
 #include "names.h"
@@ -472,6 +473,14 @@ room_signal(struct conn *c, json_object *req)
 	exec_signal(c->a, c, req);
 }
 
+/* file_open, file_commit, file_abort, file_list, file_stat, file_delete,
+ * file_mkdir: file_requests.c's. */
+static void
+room_file(struct conn *c, json_object *req)
+{
+	file_request(c, json_get_string(req, "type"), req);
+}
+
 /* Who may send a request: a mask of (1 << conn_kind). */
 #define MEMBERS	((1u << CONN_CHAT) | (1u << CONN_CONTROL))
 #define EXECS	(MEMBERS | (1u << CONN_EXEC))
@@ -517,6 +526,13 @@ static const struct request requests[] = {
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
 	{ "pref", MEMBERS, room_pref, 0 },
+	{ "file_open", MEMBERS, room_file, 0 },
+	{ "file_commit", MEMBERS, room_file, 0 },
+	{ "file_abort", MEMBERS, room_file, 0 },
+	{ "file_list", MEMBERS, room_file, 0 },
+	{ "file_stat", MEMBERS, room_file, 0 },
+	{ "file_delete", MEMBERS, room_file, 0 },
+	{ "file_mkdir", MEMBERS, room_file, 0 },
 };
 
 /* The entry for type, or NULL. */
@@ -626,6 +642,7 @@ requests_gone(struct conn *c)
 
 	exec_conn_gone(a, c);
 	term_conn_gone(a, c);
+	file_requests_conn_gone(a, c);
 	if (c->kind == CONN_CHAT)
 		room_presence(a, "left", c->user);
 }
