@@ -1020,6 +1020,18 @@ file_request(struct conn *c, const char *type, json_object *req)
 	}
 	if (file_request_path(c, id, req, rel, sizeof(rel)) < 0)
 		return;
+	if (op == FILE_WRITE && c->read_only) {
+		json_object *ev = room_event_new("error");
+
+		json_object_object_add(ev, "message", json_object_new_string(
+		    "read-only: this connection's token may read the "
+		    "workspace, not write to it"));
+		json_object_object_add(ev, "id", json_object_new_string(id));
+		json_object_object_add(ev, "code",
+		    json_object_new_string("read_only"));
+		room_send(c, ev);
+		return;
+	}
 	if (op == FILE_WRITE && !(up = file_upload_new(c, id, rel)))
 		return;
 	if ((op == FILE_DELETE || op == FILE_MKDIR) && (audit =

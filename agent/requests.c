@@ -501,6 +501,8 @@ struct request {
  * it; a request added to the table is refused to it until named here). */
 static const char *const requests_reads[] = {
 	"history", "who", "usage", "sync", "snapshots", "complete",
+	"file_list", "file_stat",
+	"file_open",	/* for reading: file_request refuses a write */
 };
 
 /* 1 when type only reads the room. */
