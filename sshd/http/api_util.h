@@ -1,0 +1,43 @@
+/*
+ * api_util.h: small pieces the command and seed routes share (api_util.c):
+ * query arguments (atriumd-http unescapes no URL as a whole, so each value
+ * is decoded here), the request's JSON body, a working directory check,
+ * the monitor's pipes, base64.
+ */
+#ifndef ATRIUMD_API_UTIL_H
+#define ATRIUMD_API_UTIL_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "buf.h"
+
+struct http_req;
+
+#define API_QUERY_MAX	8192	/* one decoded query value */
+
+/* The query argument key of r, decoded (%XX, '+' as space) into out: out,
+ * or NULL when absent, badly escaped, holding a NUL or longer than len. */
+const char *api_query(struct http_req *r, const char *key, char *out,
+    size_t len);
+
+/* Every value of key, decoded, as a JSON array (at most max of them), or
+ * NULL when there is none (or one is bad). */
+json_object *api_query_all(struct http_req *r, const char *key, int max);
+
+/* r's JSON body as an object, or NULL with why (400) for the client. */
+json_object *api_body_object(struct http_req *r, char *why, size_t len);
+
+/* 1 when cwd names /workspace or a directory below it (absolute, or
+ * relative to /workspace), without a ".." that climbs out; else 0. */
+int api_cwd_valid(const char *cwd);
+
+/* Three pipes from the monitor for a command's stdin, stdout, stderr
+ * (p[i][0] read end, p[i][1] write end).  0 or -errno. */
+int api_ask_pipes(struct http_req *r, int p[3][2]);
+
+/* Append the base64 of p[0..n) to b (no newline). */
+void api_base64(struct buf *b, const char *p, size_t n);
+
+#endif
