@@ -37,6 +37,10 @@ int api_cwd_valid(const char *cwd);
  * (p[i][0] read end, p[i][1] write end).  0 or -errno. */
 int api_ask_pipes(struct http_req *r, int p[3][2]);
 
+/* The milliseconds since the epoch of a room event's time
+ * ("2026-11-30T03:44:26.123Z") into *ms.  0, or -EINVAL (*ms 0). */
+int api_time_ms(const char *iso, long long *ms);
+
 /* Append the base64 of p[0..n) to b (no newline). */
 void api_base64(struct buf *b, const char *p, size_t n);
 
