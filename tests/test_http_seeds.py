@@ -159,3 +159,166 @@ def test_duet_delete_room(atriumd, data_dir, ssh_run):
     assert wait_gone(srv, "demo")
     status, body = curl(srv, alice, "DELETE", "/api/rooms/demo")
     assert status == 404, body
+
+
+# ---- rhema's coding agent -----------------------------------------------
+
+def test_rhema_config_and_session(atriumd, data_dir, ssh_run):
+    srv = http_server(atriumd, data_dir)
+    assert ssh_run(srv, "s1", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    status, body = curl(srv, tok, "POST", "/sessions/s1/config", "-H",
+                        "content-type: application/json", "-d", json.dumps({
+                            "model": "test-model", "approval": "ask_client",
+                            "allow_list": ["read"],
+                            "skills": [{"name": "greet",
+                                        "description": "Say hello",
+                                        "body": "Say hello warmly."}]}))
+    assert status == 200, body
+    assert json.loads(body) == {"model": "test-model",
+                                "approval": "ask_client",
+                                "allow_list": ["read"], "skills": ["greet"]}
+    status, body = curl(srv, tok, "GET", "/sessions/s1/session")
+    assert status == 200, body
+    rec = json.loads(body)
+    assert rec["id"] == "s1"
+    assert rec["config"]["approval"] == "ask_client"
+    assert rec["config"]["model"] == "test-model"
+    cfg = [e for e in rec["events"] if e["type"] == "config"][-1]
+    assert cfg["approval"] == "ask_client" and cfg["user"] == "alice"
+    assert rec["seq"] >= cfg["seq"]
+    for bad in ({"approval": "sometimes"}, {"temperature": 0.2}, {}):
+        status, body = curl(srv, tok, "POST", "/sessions/s1/config", "-H",
+                            "content-type: application/json", "-d",
+                            json.dumps(bad))
+        assert status == 400, (bad, body)
+    # only the room's owner sets it
+    status, body = curl(srv, token_for(srv, "bob"), "POST",
+                        "/sessions/s1/config", "-H",
+                        "content-type: application/json", "-d",
+                        '{"approval":"allow_all"}')
+    assert status == 403, body
+    assert "owner" in json.loads(body)["error"]
+
+
+WS_CLIENT = r'''
+import asyncio, json, sys
+import websockets
+
+async def main():
+    url, token = sys.argv[1], sys.argv[2]
+    script = json.loads(sys.stdin.read())
+    async with websockets.connect(
+            url, extra_headers={"Authorization": "Bearer " + token}) as ws:
+        ask = None
+        for step in script:
+            if "send" in step:
+                await ws.send(json.dumps(step["send"]))
+                continue
+            if "approve" in step:
+                await ws.send(json.dumps({"type": "approve", "id": ask,
+                                          "approve": step["approve"]}))
+                continue
+            want = step["until"]
+            while True:
+                ev = json.loads(await asyncio.wait_for(ws.recv(), 60))
+                print(json.dumps(ev), flush=True)
+                if ev.get("type") == "approval_request":
+                    ask = ev["id"]
+                if ev.get("type") == want:
+                    break
+                if want == "approval_request" and ev.get("type") == "turn_end":
+                    break
+
+asyncio.run(main())
+'''
+
+
+def ws_session(srv, token, room, script):
+    """Run script ([{"send": msg} | {"until": type} | {"approve": bool}],
+    the last for the latest approval_request) on one connection to the
+    session's WebSocket, with Debian's python3-websockets; the events
+    received."""
+    p = subprocess.run(["/usr/bin/python3", "-c", WS_CLIENT,
+                        "ws://127.0.0.1:%d/sessions/%s/ws" % (srv.http_port,
+                                                              room), token],
+                       input=json.dumps(script), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def of(events, type_):
+    return [e for e in events if e["type"] == type_]
+
+
+def test_rhema_websocket_approve_and_deny(atriumd, data_dir, model_server,
+                                          ssh_run):
+    srv = model_atriumd(atriumd, data_dir, model_server)
+    assert ssh_run(srv, "s1", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    status, body = curl(srv, tok, "POST", "/sessions/s1/config", "-H",
+                        "content-type: application/json", "-d",
+                        '{"approval":"ask_client"}')
+    assert status == 200, body
+    seen = ws_session(srv, tok, "s1", [
+        {"send": {"type": "chat", "text": "run: echo approved-ran"}},
+        {"until": "approval_request"}, {"approve": True},
+        {"until": "turn_end"},
+        {"send": {"type": "chat", "text": "run: touch denied-file"}},
+        {"until": "approval_request"}, {"approve": False},
+        {"until": "turn_end"}])
+    first = seen[:[e["type"] for e in seen].index("turn_end") + 1]
+    second = seen[len(first):]
+    ask = of(first, "approval_request")[0]
+    assert ask["tool"] == "bash" and ask["timeout_s"] == 120
+    assert ask["input"] == {"command": "echo approved-ran"}
+    # the streamed answer: deltas that make the agent's texts
+    answers = of(first, "assistant_message")
+    assert "".join(e["text"] for e in of(first, "text_delta")) == \
+        "".join(e["text"] for e in answers)
+    assert answers[0]["text"] == "Running it."
+    assert of(first, "approval_result")[0]["status"] == "approved"
+    res = of(first, "tool_result")[0]
+    assert res["status"] == "ok" and "approved-ran" in res["output"]
+    assert "approved-ran" in answers[-1]["text"]
+    assert of(second, "approval_result")[0]["status"] == "denied"
+    assert of(second, "tool_result")[0]["status"] == "denied"
+    assert ssh_run(srv, "s1", "test -e denied-file")[0] == 1
+    # and the record holds it all, as rhema's events
+    status, body = curl(srv, tok, "GET", "/sessions/s1/session")
+    kinds = [e["type"] for e in json.loads(body)["events"]]
+    assert kinds.count("approval_request") == 2
+    assert "user_message" in kinds and "assistant_message" in kinds
+
+
+def test_rhema_websocket_stop_and_bad_messages(atriumd, data_dir,
+                                               model_server, ssh_run):
+    from model_server import Hang
+    srv = model_atriumd(atriumd, data_dir, model_server)
+    assert ssh_run(srv, "s1", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    model_server.script(Hang())
+    seen = ws_session(srv, tok, "s1", [
+        {"send": {"type": "dance"}}, {"until": "error"},
+        {"send": {"type": "chat", "text": "think forever"}},
+        {"until": "turn_start"},
+        {"send": {"type": "stop"}}, {"until": "turn_end"}])
+    assert "chat, approve or stop" in of(seen, "error")[0]["message"]
+    assert of(seen, "turn_end")[0]["turn"] == of(seen, "turn_start")[0]["turn"]
+
+
+def test_rhema_unanswered_ask_client_is_denied(atriumd, data_dir,
+                                               model_server, ssh_run):
+    """ask_client's 120 s, shortened here: no answer is a denial."""
+    srv = model_atriumd(atriumd, data_dir, model_server,
+                        "--approval-timeout", "2")
+    assert ssh_run(srv, "s1", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    seen = ws_session(srv, tok, "s1", [
+        {"send": {"type": "chat", "text": "run: touch late-file"}},
+        {"until": "turn_end"}])
+    assert of(seen, "approval_request")[0]["timeout_s"] == 2
+    assert of(seen, "approval_result")[0]["status"] == "timed_out"
+    assert of(seen, "tool_result")[0]["status"] == "denied"
+    assert ssh_run(srv, "s1", "test -e late-file")[0] == 1
