@@ -142,3 +142,75 @@ def test_bad_requests(atriumd, data_dir, ssh_run):
         body, code = p.stdout.rsplit("\n", 1)
         assert code == "400", (query, p.stdout)
         assert "error" in json.loads(body)
+
+
+def _rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _pid_of(name, arg=""):
+    """The pid of a process called name whose command line holds arg."""
+    for pid in subprocess.run(["pgrep", "-x", name], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if arg.encode() in f.read():
+                    return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def _wchan(pid):
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def test_a_slow_reader_holds_the_command_not_memory(atriumd, data_dir,
+                                                    ssh_run):
+    """A client that stops reading leaves the command blocked on its full
+    pipe: atriumd-http's memory stays small, and every byte still comes
+    once the client reads again."""
+    srv = http_server(atriumd, data_dir)
+    assert ssh_run(srv, "work", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    total = 300 << 20
+    p = subprocess.Popen(["curl", "-sS", "-N", "-X", "POST", "-H",
+                          "Authorization: Bearer " + tok,
+                          exec_url(srv, "work",
+                                   "command=head+-c+%d+/dev/zero" % total)],
+                         stdout=subprocess.PIPE)
+    try:
+        first = json.loads(p.stdout.readline())  # it runs; now read nothing
+        # argv: atriumd-http MONITOR-PID ...
+        http = _pid_of("atriumd-http", "\0%d\0" % srv.proc.pid)
+        head = None
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            head = head or _pid_of("head", str(total))
+            if head and _wchan(head).endswith("pipe_write"):
+                break
+            time.sleep(0.05)
+        assert head and _wchan(head).endswith("pipe_write"), \
+            "the command never blocked on its pipe"
+        assert _rss_kb(http) < 24 * 1024
+        n = len(base64.b64decode(first["data"]))
+        last = None
+        for line in p.stdout:
+            rec = json.loads(line)
+            if "data" in rec:
+                n += len(base64.b64decode(rec["data"]))
+            last = rec
+    finally:
+        p.kill()
+        p.wait()
+    assert last == {"exit": 0}
+    assert n == total
+    assert _rss_kb(http) < 24 * 1024
