@@ -27,7 +27,8 @@ PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
-PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm
+PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm \
+            libmicrohttpd libcrypto
 # -Werror only where the compiler is known (make check, CI: WERROR=1): a
 # packager's newer compiler warns about new things and must still build.
 WERROR   ?=
@@ -55,17 +56,20 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto 2>/dev/null)
+# atriumd-http: libssh for the shared loop, libcrypto for the WebSocket
+# handshake's SHA-1; libwslay has no pkg-config file.
+LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 libarchive-dev \
-            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev libpcre2-dev \
-            libseccomp-dev libutf8proc-dev libvterm-dev \
+            libcurl4-openssl-dev libjson-c-dev libssh-dev libssl-dev liburing-dev libpcre2-dev \
+            libseccomp-dev libutf8proc-dev libvterm-dev libmicrohttpd-dev libwslay-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
-            python3 python3-pytest python3-paramiko tmux rsync strace \
+            python3 python3-pytest python3-paramiko python3-websockets tmux rsync strace \
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser
 
@@ -91,6 +95,9 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
+# A third: atriumd-http, the HTTP process (started only with
+# --http-listen), from http/ and shared/.
+HTTP_SRC    = $(wildcard sshd/http/*.c sshd/shared/*.c) $(ALLOW_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -102,7 +109,7 @@ LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atriumd-net atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init
 
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
@@ -121,6 +128,8 @@ $(1)/atriumd: $(call obj,$(1),$(MONITOR_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+$(1)/atriumd-http: $(call obj,$(1),$(HTTP_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_http) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -131,6 +140,8 @@ $(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/monitor
 $(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
+$(call obj,$(1),$(wildcard sshd/http/*.c tests/unit/test_http_*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/http
 $(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
 endef
 
@@ -151,6 +162,7 @@ COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
 SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC)
+HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -170,7 +182,7 @@ $(foreach t,$(UNIT_TSAN_SRC),$(eval $(call unit_rules,$(BUILD)/tsan,$(TSAN),$(t)
 $(BUILD)/tsan/tests/tsan_canary: $(BUILD)/tsan/obj/tests/unit/tsan_canary.o
 	@mkdir -p $(@D)
 	$(CC) $(TSAN) -o $@ $^ -lpthread
-LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_common)
+LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_common)
 
 UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
 UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
@@ -262,7 +274,8 @@ stress: deps
 # atriumd and the agent, so they stay off PATH in libexec (atriumd finds
 # them from its own place).
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
-    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
+    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atriumd-http \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
     $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
     $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
@@ -272,7 +285,7 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
-	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atrium-agent \
+	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atriumd-http $(BUILD)/atrium-agent \
 	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \

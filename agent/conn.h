@@ -45,6 +45,9 @@ struct conn {
 	enum conn_kind kind;		/* CONN_NEW until hello */
 	char user[64];
 	int admin;			/* hello said the key has atrium-admin */
+	int read_only;			/* hello said read_only (a read-only
+					 * token over HTTP): requests that
+					 * change the room are refused */
 	struct jsonl in;		/* framed input, PROTO_MAX_LINE */
 	struct buf out;			/* output that may be written now,
 					 * ROOM_MAX_OUTPUT */

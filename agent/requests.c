@@ -16,7 +16,10 @@
  * Presence is about people: only chat connections (a person at a
  * terminal) are announced as joining and leaving and listed by who;
  * control connections (scripts) get the room's events without being
- * announced.  `sync` is answered in line order, so its `synced` follows
+ * announced.  A read-only connection (the monitor's hello says so for a
+ * read-only token over HTTP) may send only requests_reads' requests:
+ * any other gets an `error` naming read-only.  `sync` is answered in
+ * line order, so its `synced` follows
  * every answer the connection's earlier lines got at once (atriumd ends a
  * piped protocol session on it).
  */
@@ -136,6 +139,7 @@ room_hello(struct conn *c, json_object *req)
 		return 0;
 	}
 	c->admin = json_get_bool(req, "admin", 0);
+	c->read_only = json_get_bool(req, "read_only", 0);
 	if (room_access_hello(a, c, req) < 0)
 		return -1;
 	c->kind = kind;
@@ -483,6 +487,24 @@ struct request {
 	int stores;      /* stores what it brings: input_limits_admit first */
 };
 
+/* The requests that only read the room: a read-only connection may send
+ * these, and no other (every other one changes the room, or speaks in
+ * it; a request added to the table is refused to it until named here). */
+static const char *const requests_reads[] = {
+	"history", "who", "usage", "sync", "snapshots", "complete",
+};
+
+/* 1 when type only reads the room. */
+static int
+requests_only_reads(const char *type)
+{
+	for (size_t i = 0; i < sizeof(requests_reads) /
+	    sizeof(requests_reads[0]); i++)
+		if (strcmp(requests_reads[i], type) == 0)
+			return 1;
+	return 0;
+}
+
 /* Every request after hello (hello is CONN_NEW's only one; a monitor's
  * only one is ping, room_monitor_line).  Sorted by nothing: it is short. */
 static const struct request requests[] = {
@@ -558,7 +580,13 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 
 	if (!r)
 		room_error(c, NULL, "unknown request type \"%s\"", type);
-	else if (!(r->who & (1u << c->kind)))
+	else if (c->read_only && !requests_only_reads(type)) {
+		room_error(c, json_get_string(req, "id"), "read-only: this "
+		    "connection's token may read the room, not %s in it; ask "
+		    "for a token without --read-only", type);
+		if (strcmp(type, "exec") == 0)
+			exec_refused(c);
+	} else if (!(r->who & (1u << c->kind)))
 		room_error(c, NULL, "an exec connection may send only exec "
 		    "and signal");
 	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
