@@ -151,48 +151,66 @@ api_rhema_event(json_object *ev)
 
 /* ---- POST /sessions/{id}/config ---------------------------------------- */
 
-/* The config line for body's settings (not seed_git), or NULL when it
- * sets none; *why says what is wrong (then NULL too). */
-static json_object *
-api_rhema_config_line(json_object *body, char *why, size_t len)
+/* NULL when every field of body is one of rhema's config, else the
+ * first that is not. */
+static const char *
+api_rhema_unknown_field(json_object *body)
 {
 	static const char *const known[] = { "model", "approval",
 	    "allow_list", "seed_git", "skills", NULL };
-	json_object *line = json_object_new_object(), *v;
-	const char *approval = json_get_string(body, "approval");
-	int n = 0;
 
-	why[0] = '\0';
 	json_object_object_foreach(body, key, val) {
 		int ok = 0;
 
 		(void)val;
 		for (int i = 0; known[i]; i++)
 			ok |= strcmp(key, known[i]) == 0;
-		if (!ok) {
-			snprintf(why, len, "unknown field \"%.64s\": a session's "
-			    "config has model, approval, allow_list, seed_git "
-			    "and skills", key);
-			json_object_put(line);
-			return NULL;
-		}
+		if (!ok)
+			return key;
+	}
+	return NULL;
+}
+
+/* The config line for body's settings but seed_git (which the room
+ * takes in a line of its own), or NULL when it sets none of them or is
+ * wrong (then why says what, else why is ""). */
+static json_object *
+api_rhema_config_line(json_object *body, char *why, size_t len)
+{
+	static const char *const same[] = { "model", "allow_list", "skills",
+	    NULL };
+	const char *approval = json_get_string(body, "approval");
+	const char *unknown = api_rhema_unknown_field(body);
+	json_object *line, *v;
+	int n = 0;
+
+	why[0] = '\0';
+	if (unknown) {
+		snprintf(why, len, "unknown field \"%.64s\": a session's "
+		    "config has model, approval, allow_list, seed_git and "
+		    "skills", unknown);
+		return NULL;
 	}
 	if (json_object_object_get_ex(body, "approval", &v) &&
 	    !api_rhema_approval(approval, 1)) {
 		snprintf(why, len, "approval must be deny_all, allow_list, "
 		    "allow_all or ask_client");
-		json_object_put(line);
 		return NULL;
 	}
+	line = json_object_new_object();
 	json_object_object_add(line, "type", json_object_new_string("config"));
-	if (approval && ++n)
+	if (approval) {
 		json_object_object_add(line, "approval", json_object_new_string(
 		    api_rhema_approval(approval, 1)));
-	for (const char *const *k = (const char *const[]){ "model",
-	    "allow_list", "skills", NULL }; *k; k++)
-		if (json_object_object_get_ex(body, *k, &v) && ++n)
-			json_object_object_add(line, *k, json_object_get(v));
-	if (!n) {
+		n++;
+	}
+	for (int i = 0; same[i]; i++) {
+		if (!json_object_object_get_ex(body, same[i], &v))
+			continue;
+		json_object_object_add(line, same[i], json_object_get(v));
+		n++;
+	}
+	if (n == 0) {
 		json_object_put(line);
 		return NULL;
 	}
