@@ -214,3 +214,28 @@ def test_a_slow_reader_holds_the_command_not_memory(atriumd, data_dir,
     assert last == {"exit": 0}
     assert n == total
     assert _rss_kb(http) < 24 * 1024
+
+
+def test_a_client_that_leaves_kills_its_command(atriumd, data_dir, ssh_run):
+    srv = http_server(atriumd, data_dir)
+    assert ssh_run(srv, "work", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    p = subprocess.Popen(["curl", "-sS", "-N", "-X", "POST", "-H",
+                          "Authorization: Bearer " + tok,
+                          exec_url(srv, "work",
+                                   "command=echo+up%3B+exec+sleep+4242")],
+                         stdout=subprocess.PIPE)
+    try:
+        assert base64.b64decode(json.loads(p.stdout.readline())["data"]) \
+            == b"up\n"
+        deadline = time.time() + 30
+        while time.time() < deadline and not _pid_of("sleep", "4242"):
+            time.sleep(0.05)
+        assert _pid_of("sleep", "4242")
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and _pid_of("sleep", "4242"):
+        time.sleep(0.05)
+    assert not _pid_of("sleep", "4242")

@@ -19,6 +19,7 @@
 
 #include "agentlink.h"
 #include "api_room.h"
+#include "api_util.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "jsonl.h"
@@ -36,6 +37,7 @@ struct api_capture {
 	unsigned fail_status;		/* the failure's answer */
 	char fail_why[512];
 	long long start_ms, end_ms;
+	struct api_hangup hup;		/* the client, while it waits */
 };
 
 /* The request's state; freed at its completion. */
@@ -47,6 +49,7 @@ api_capture_free(void *arg)
 	if (!c)
 		return;
 	api_room_cancel(&c->room);
+	api_hangup_stop(&c->hup);
 	agentlink_close(&c->link);
 	json_object_put(c->spec);
 	json_object_put(c->result);
@@ -145,6 +148,7 @@ api_capture_begin(struct http_req *r, json_object *spec)
 	agentlink_init(&c->link);
 	r->ctx = c;
 	r->ctx_free = api_capture_free;
+	api_hangup_watch(&c->hup, r);
 	api_room_open(&c->room, r, "exec", 0, api_capture_opened);
 	return 0;
 }
@@ -160,6 +164,8 @@ api_capture_of(struct http_req *r)
 int
 api_capture_wait(struct http_req *r, struct api_capture *c)
 {
+	if (c->hup.gone)
+		return -1;
 	if (c->over)
 		return 1;
 	r->suspended = 1;

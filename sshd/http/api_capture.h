@@ -26,7 +26,8 @@ int api_capture_begin(struct http_req *r, json_object *spec);
 struct api_capture *api_capture_of(struct http_req *r);
 
 /* 1 when the command is over (or refused); 0 with r suspended until it
- * is. */
+ * is; -1 when the client went away (the route answers MHD_NO, and the
+ * command is killed with the request's end). */
 int api_capture_wait(struct http_req *r, struct api_capture *c);
 
 /* Once over: the room's exec_result (borrowed), or NULL with *status and

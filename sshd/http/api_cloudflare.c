@@ -113,6 +113,7 @@ api_cloudflare_exec(struct http_req *r)
 	char why[512];
 	const char *fail;
 	unsigned status;
+	int w;
 
 	if (!c) {
 		if (!(body = api_body_object(r, why, sizeof(why))))
@@ -125,8 +126,8 @@ api_cloudflare_exec(struct http_req *r)
 			return MHD_YES;
 		c = api_capture_of(r);
 	}
-	if (!api_capture_wait(r, c))
-		return MHD_YES;
+	if ((w = api_capture_wait(r, c)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
 	if (!(res = api_capture_result(c, &status, &fail)))
 		return http_reply_error(r, status, fail);
 	return api_cf_answer(r, res);

@@ -116,6 +116,7 @@ api_duet_exec(struct http_req *r)
 	char why[256];
 	const char *cmd, *fail;
 	unsigned status;
+	int w;
 
 	if (!c) {
 		body = api_body_object(r, why, sizeof(why));
@@ -132,8 +133,8 @@ api_duet_exec(struct http_req *r)
 			return MHD_YES;
 		c = api_capture_of(r);
 	}
-	if (!api_capture_wait(r, c))
-		return MHD_YES;
+	if ((w = api_capture_wait(r, c)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
 	if (!(res = api_capture_result(c, &status, &fail)))
 		return http_reply_error(r, status, fail);
 	return api_duet_exec_answer(r, res, api_capture_ms(c));
@@ -384,6 +385,7 @@ api_duet_message(struct http_req *r)
 	struct api_talk *t = api_talk_of(r);
 	const char *why;
 	unsigned status;
+	int w;
 
 	if (!t) {
 		int ret = api_duet_msg_begin(r);
@@ -391,8 +393,8 @@ api_duet_message(struct http_req *r)
 		if (r->answered || !(t = api_talk_of(r)))
 			return ret;
 	}
-	if (!api_talk_wait(r, t, &status, &why))
-		return MHD_YES;
+	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
 	if (status)
 		return http_reply_error(r, status, why);
 	return api_duet_msg_answer(r, api_talk_arg(t));

@@ -61,6 +61,7 @@ struct api_exec {
 	json_object *spec;		/* command or argv, cwd */
 	struct http_exec *x;		/* RUNNING: the command */
 	struct buf pend;		/* a record not yet given to MHD */
+	struct api_hangup hup;		/* the client, while it waits */
 	int ended;			/* the {"exit"} record was made */
 };
 
@@ -73,6 +74,7 @@ api_exec_free(void *arg)
 	if (!e)
 		return;
 	api_room_cancel(&e->room);
+	api_hangup_stop(&e->hup);
 	http_exec_free(e->x);
 	json_object_put(e->spec);
 	buf_free(&e->pend);
@@ -183,6 +185,7 @@ api_exec_get(struct http_req *r)
 	buf_init(&e->pend, API_EXEC_BLOCK * 2);
 	r->ctx = e;
 	r->ctx_free = api_exec_free;
+	api_hangup_watch(&e->hup, r);
 	if (!(e->spec = api_exec_spec(r, why, sizeof(why)))) {
 		http_reply_error(r, 400, why);
 		return NULL;
@@ -199,8 +202,8 @@ api_exec_body(struct http_req *r, const char *data, size_t len)
 	struct api_exec *e = api_exec_get(r);
 	long n;
 
-	if (!e)
-		return -1;
+	if (!e || e->hup.gone)
+		return -1;	/* answered, or the client is gone: MHD closes */
 	if (e->state == API_EXEC_OPENING)
 		return 0;
 	if (e->state == API_EXEC_FAILED) {
@@ -257,6 +260,8 @@ api_exec_read(void *cls, uint64_t pos, char *out, size_t max)
 	size_t n;
 
 	(void)pos;
+	if (e->hup.gone)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (e->pend.len == 0) {
 		if (http_exec_queue(e->x, 0)->len)
 			api_exec_record(e, 0);
@@ -304,6 +309,8 @@ api_exec_run(struct http_req *r)
 
 	if (!e)
 		return MHD_YES;
+	if (e->hup.gone)
+		return MHD_NO;
 	if (e->state == API_EXEC_FAILED)
 		return http_reply_error(r, e->fail_status, e->fail_why);
 	if (e->state == API_EXEC_OPENING) {

@@ -345,6 +345,7 @@ api_rhema_config(struct http_req *r)
 	struct api_talk *t = api_talk_of(r);
 	const char *why;
 	unsigned status;
+	int w;
 	int ret;
 
 	if (!t) {
@@ -352,8 +353,8 @@ api_rhema_config(struct http_req *r)
 		if (r->answered || !(t = api_talk_of(r)))
 			return ret;
 	}
-	if (!api_talk_wait(r, t, &status, &why))
-		return MHD_YES;
+	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
 	if (status)
 		return http_reply_error(r, status, why);
 	return api_rhema_cfg_answer(r, api_talk_arg(t));
@@ -443,6 +444,7 @@ api_rhema_session(struct http_req *r)
 	json_object *lines, *sync;
 	const char *why;
 	unsigned status;
+	int w;
 
 	if (!t) {
 		if (!(s = calloc(1, sizeof(*s))) ||
@@ -460,8 +462,8 @@ api_rhema_session(struct http_req *r)
 			return MHD_YES;
 		t = api_talk_of(r);
 	}
-	if (!api_talk_wait(r, t, &status, &why))
-		return MHD_YES;
+	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
 	if (status)
 		return http_reply_error(r, status, why);
 	return api_rhema_rec_answer(r, api_talk_arg(t));

@@ -72,6 +72,7 @@ struct api_rhema_up {
 	int failed;
 	unsigned status;
 	char why[512];
+	struct api_hangup hup;		/* the client, until the 101 */
 };
 
 static void api_rhema_ws_update(struct api_rhema_ws *s);
@@ -332,6 +333,7 @@ api_rhema_up_free(void *p)
 	if (!up)
 		return;
 	api_room_cancel(&up->room);
+	api_hangup_stop(&up->hup);
 	if (up->fd >= 0)
 		close(up->fd);
 	free(up);
@@ -417,8 +419,11 @@ api_rhema_ws_open(struct http_req *r)
 		up->fd = -1;
 		r->ctx = up;
 		r->ctx_free = api_rhema_up_free;
+		api_hangup_watch(&up->hup, r);
 		api_room_open(&up->room, r, "control", 0, api_rhema_up_opened);
 	}
+	if (up->hup.gone)
+		return MHD_NO;
 	if (up->failed)
 		return http_reply_error(r, up->status, up->why);
 	if (up->fd < 0) {
@@ -426,5 +431,6 @@ api_rhema_ws_open(struct http_req *r)
 		MHD_suspend_connection(r->conn);
 		return MHD_YES;
 	}
+	api_hangup_stop(&up->hup);	/* the socket is the session's next */
 	return api_rhema_ws_answer(r);
 }

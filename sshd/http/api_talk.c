@@ -16,6 +16,7 @@
 
 #include "agentlink.h"
 #include "api_room.h"
+#include "api_util.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "jsonl.h"
@@ -30,6 +31,7 @@ struct api_talk {
 	void (*free_arg)(void *);
 	int over;
 	unsigned status;		/* 0: success */
+	struct api_hangup hup;		/* the client, while it waits */
 	char why[512];
 };
 
@@ -42,6 +44,7 @@ api_talk_free(void *p)
 	if (!t)
 		return;
 	api_room_cancel(&t->room);
+	api_hangup_stop(&t->hup);
 	agentlink_close(&t->link);
 	json_object_put(t->lines);
 	if (t->free_arg)
@@ -130,6 +133,7 @@ api_talk_begin(struct http_req *r, long long history, json_object *lines,
 	agentlink_init(&t->link);
 	r->ctx = t;
 	r->ctx_free = api_talk_free;
+	api_hangup_watch(&t->hup, r);
 	api_room_open(&t->room, r, "control", history, api_talk_opened);
 	return 0;
 }
@@ -167,6 +171,8 @@ int
 api_talk_wait(struct http_req *r, struct api_talk *t, unsigned *status,
     const char **why)
 {
+	if (t->hup.gone)
+		return -1;
 	if (!t->over) {
 		r->suspended = 1;
 		MHD_suspend_connection(r->conn);

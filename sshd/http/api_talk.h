@@ -47,7 +47,8 @@ int api_talk_send(struct api_talk *t, json_object *line);
 void api_talk_over(struct api_talk *t, unsigned status, const char *why);
 
 /* 1 when over, with *status and *why (borrowed) as api_talk_over set
- * them; 0 with r suspended until it is. */
+ * them; 0 with r suspended until it is; -1 when the client went away
+ * (the route answers MHD_NO). */
 int api_talk_wait(struct http_req *r, struct api_talk *t, unsigned *status,
     const char **why);
 

@@ -4,6 +4,7 @@
 #include "api_util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 
 #include "http_ask.h"
 #include "http_req.h"
+#include "http_server.h"
 #include "jsonl.h"
 #include "names.h"
 
@@ -229,4 +231,38 @@ api_time_ms(const char *iso, long long *ms)
 		return -EINVAL;
 	*ms = (long long)t * 1000 + (frac >= 0 && frac < 1000 ? frac : 0);
 	return 0;
+}
+
+/* The client's socket hung up (or failed): tell the route. */
+static void
+api_hangup_cb(struct watch *w, int revents)
+{
+	struct api_hangup *h = w->arg;
+
+	if (!(revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return;
+	h->gone = 1;
+	loop_del(&h->w);
+	http_req_resume(h->r);
+}
+
+/* See api_util.h. */
+void
+api_hangup_watch(struct api_hangup *h, struct http_req *r)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	h->r = r;
+	h->gone = 0;
+	if (ci && ci->connect_fd >= 0)
+		loop_add(&r->srv->loop, &h->w, ci->connect_fd, POLLRDHUP,
+		    api_hangup_cb, h);
+}
+
+/* See api_util.h. */
+void
+api_hangup_stop(struct api_hangup *h)
+{
+	loop_del(&h->w);
 }

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "buf.h"
+#include "loop.h"
 
 struct http_req;
 
@@ -40,6 +41,25 @@ int api_ask_pipes(struct http_req *r, int p[3][2]);
 /* The milliseconds since the epoch of a room event's time
  * ("2026-11-30T03:44:26.123Z") into *ms.  0, or -EINVAL (*ms 0). */
 int api_time_ms(const char *iso, long long *ms);
+
+/* A suspended request's client, watched for going away: MHD polls no
+ * suspended connection, so a client that hangs up while its request waits
+ * (for a room, a command's output or end, a turn) would be noticed only
+ * at the next byte sent to it; a silent command would run on for nobody.
+ * On a hangup, gone is set and the request resumed: its route then fails
+ * it (MHD_NO, or the end of its response with an error), and MHD's
+ * completion frees what the request held. */
+struct api_hangup {
+	struct watch w;			/* on the connection's socket */
+	struct http_req *r;
+	int gone;			/* the client hung up */
+};
+
+/* Start watching r's client (h lives in r's route state). */
+void api_hangup_watch(struct api_hangup *h, struct http_req *r);
+
+/* Stop (before the socket is handed over, and when the request ends). */
+void api_hangup_stop(struct api_hangup *h);
 
 /* Append the base64 of p[0..n) to b (no newline). */
 void api_base64(struct buf *b, const char *p, size_t n);
