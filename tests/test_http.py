@@ -10,12 +10,20 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import time
 
 import pytest
 
-from conftest import SSH_OPTS, free_port
+from conftest import free_port
+from test_access import events, make_private
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="atriumd mounts FUSE: run as root")
+
+TOKEN_RE = re.compile(r"^atrium_[A-Za-z0-9_-]{43}$")
+WS_CLIENT = "/usr/bin/python3"   # Debian's python3-websockets
 
 
 class Http:
@@ -72,15 +80,100 @@ class Http:
         raise AssertionError("no atriumd-http process")
 
 
+def make_token(ssh_run, h, *args, user="alice"):
+    """A token made as a user makes one: ssh HOST atrium-token create."""
+    rc, out, err = ssh_run(h.server, "anything", "atrium-token", "create",
+                           *args, user=user)
+    assert rc == 0, err
+    text = out.splitlines()[0]
+    assert TOKEN_RE.match(text), out
+    return text
+
+
+def bearer(token):
+    return {"Authorization": "Bearer " + token}
+
+
+class Sse:
+    """A server-sent event stream, read event by event."""
+
+    def __init__(self, h, room, token, last_id=None):
+        self.conn = http.client.HTTPConnection("127.0.0.1", h.port,
+                                               timeout=20)
+        headers = bearer(token)
+        if last_id is not None:
+            headers["Last-Event-ID"] = str(last_id)
+        self.conn.request("GET", "/api/rooms/%s/events" % room,
+                          headers=headers)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+
+    def next(self):
+        """The next event: {"id", "event", "data"}; comments skipped."""
+        ev = {}
+        while True:
+            line = self.resp.fp.readline()
+            assert line, "the stream ended"
+            line = line.decode().rstrip("\n")
+            if not line:
+                if ev:
+                    return ev
+                continue
+            if line.startswith(":"):
+                continue
+            key, _, value = line.partition(": ")
+            ev[key] = value
+
+    def until(self, pred, limit=200):
+        seen = []
+        for _ in range(limit):
+            ev = self.next()
+            seen.append(ev)
+            if pred(ev):
+                return seen
+        raise AssertionError("not seen in %r" % seen)
+
+    def close(self):
+        self.conn.close()
+
+
+def chat_over_ssh(h, room, text, user="alice"):
+    events(h.server, room, {"type": "chat", "text": text}, user=user,
+           until=lambda e: e["type"] == "message" and e.get("text") == text)
+
+
+def ws_run(h, room, token, script, headers=None, timeout=60):
+    """Run a WebSocket client (script: Python with `ws` open) as Debian's
+    python3 with python3-websockets; its stdout."""
+    code = """
+import asyncio, json, sys, websockets
+async def main():
+    async with websockets.connect(%r, extra_headers=%r, open_timeout=20) as ws:
+%s
+asyncio.run(main())
+""" % ("ws://127.0.0.1:%d/api/rooms/%s/ws" % (h.port, room),
+       dict(bearer(token), **(headers or {})),
+       "\n".join("        " + l for l in script.strip("\n").splitlines()))
+    p = subprocess.run([WS_CLIENT, "-c", code], capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
 def wait_http(port):
+    """Until atriumd-http answers /health (a whole request, so that no
+    half-open probe is left for a limit to count)."""
     deadline = time.time() + 15
     while time.time() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), 0.2):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                c.close()
                 return
         except OSError:
-            time.sleep(0.05)
-    raise AssertionError("atriumd-http did not listen on %d" % port)
+            pass
+        time.sleep(0.05)
+    raise AssertionError("atriumd-http did not answer on %d" % port)
 
 
 @pytest.fixture
@@ -146,3 +239,213 @@ def _ppid(pid):
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except OSError:
         return -1
+
+
+def test_a_token_lists_exactly_the_rooms_its_key_may_enter(http_server,
+                                                          ssh_run):
+    h = http_server()
+    for room, user in (("ours", "alice"), ("open-one", "bob"),
+                       ("bobs", "bob")):
+        assert ssh_run(h.server, room, "true", user=user)[0] == 0
+    make_private(h.server, "bobs", user="bob")
+    token = make_token(ssh_run, h)
+    status, headers, body = h.request("GET", "/api/rooms",
+                                      headers=bearer(token))
+    assert status == 200, body
+    assert headers["Content-Type"] == "application/json"
+    names = sorted(r["room"] for r in json.loads(body)["rooms"])
+    assert names == ["open-one", "ours"]
+    # A token for one room sees that one only.
+    one = make_token(ssh_run, h, "--rooms", "ours")
+    status, _, body = h.request("GET", "/api/rooms", headers=bearer(one))
+    assert [r["room"] for r in json.loads(body)["rooms"]] == ["ours"]
+    status, _, body = h.request("GET", "/api/rooms/open-one/events",
+                                headers=bearer(one))
+    assert status == 403, body
+
+
+def test_an_expired_token_is_401(http_server, ssh_run, data_dir):
+    h = http_server()
+    token = make_token(ssh_run, h)
+    assert h.request("GET", "/api/rooms", headers=bearer(token))[0] == 200
+    db = sqlite3.connect(os.path.join(str(data_dir), "tokens.db"))
+    db.execute("UPDATE tokens SET expires = 1")
+    db.commit()
+    db.close()
+    status, _, body = h.request("GET", "/api/rooms", headers=bearer(token))
+    assert status == 401
+    assert "expired" in json.loads(body)["error"]
+
+
+def test_a_token_of_a_removed_key_is_401(http_server, ssh_run, data_dir):
+    h = http_server()
+    token = make_token(ssh_run, h)
+    assert h.request("GET", "/api/rooms", headers=bearer(token))[0] == 200
+    path = os.path.join(str(data_dir), "authorized_keys")
+    with open(path) as f:
+        lines = [l for l in f if data_dir.pubkey("alice") not in l]
+    with open(path, "w") as f:
+        f.writelines(lines)
+    status, _, body = h.request("GET", "/api/rooms", headers=bearer(token))
+    assert status == 401, body
+    assert token not in h.server.read_log()
+
+
+def test_hostile_request_heads_are_refused(http_server):
+    h = http_server()
+    long_path = "/" + "a" * 9000
+    assert h.request("GET", long_path)[0] == 414
+    assert h.request("GET", "/health",
+                     headers={"X-Big": "b" * 33000})[0] == 431
+    status, _, body = h.request("POST", "/api/session", body=b"x" * 4096)
+    assert status == 413, body
+    for path in ("/api/rooms/../events", "/api/rooms/%2e%2e/events",
+                 "/api/rooms/a%2Fb/events", "/api/rooms/A!/events"):
+        status, _, body = h.request("GET", path)
+        assert status == 400, (path, body)
+    assert h.request("GET", "/nowhere")[0] == 404
+    assert h.request("PUT", "/api/rooms")[0] == 405
+
+
+def test_a_half_sent_request_is_closed_after_the_timeout(http_server):
+    h = http_server("--http-request-timeout", "1")
+    start = time.time()
+    got = h.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n", timeout=15)
+    assert b"200" not in got
+    assert time.time() - start < 10
+
+
+def _served(s):
+    """Ask for /health on s: True when it answered."""
+    try:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        return b" 200 " in s.recv(4096)
+    except OSError:
+        return False
+
+
+def _hold(port, n, timeout=15):
+    """n connections, each served once and kept open (keep-alive); the
+    probes of the fixture may hold a place until they time out."""
+    deadline = time.time() + timeout
+    while True:
+        held = [socket.create_connection(("127.0.0.1", port), 5)
+                for _ in range(n)]
+        if all([_served(s) for s in held]):
+            return held
+        for s in held:
+            s.close()
+        assert time.time() < deadline, "never served %d at once" % n
+        time.sleep(0.2)
+
+
+def test_too_many_connections_from_one_address(http_server):
+    h = http_server("--http-per-source", "2", "--http-request-timeout", "2")
+    held = _hold(h.port, 2)
+    try:
+        with socket.create_connection(("127.0.0.1", h.port), 5) as s:
+            assert not _served(s)
+    finally:
+        for s in held:
+            s.close()
+    # Their places come back once they are gone.
+    for s in _hold(h.port, 2):
+        s.close()
+
+
+def test_origins_are_checked(http_server, ssh_run):
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    # A WebSocket from another origin.
+    rc, out, err = ws_run(h, "demo", token, "print(await ws.recv())",
+                          headers={"Origin": "http://evil.example"})
+    assert rc != 0 and "403" in err
+    # A cookie-authenticated POST from another origin.
+    cookie = {"Cookie": "atrium_session=" + token,
+              "Origin": "http://evil.example"}
+    status, _, body = h.request("POST", "/api/session", headers=cookie)
+    assert status == 403, body
+    # The same origin is fine, and the cookie it gets is strict.
+    status, headers, body = h.request("POST", "/api/session",
+                                      headers=bearer(token))
+    assert status == 200, body
+    assert json.loads(body)["user"] == "alice"
+    set_cookie = headers["Set-Cookie"]
+    for attr in ("HttpOnly", "SameSite=Strict", "Path=/", "Secure"):
+        assert attr in set_cookie
+    status, _, body = h.request("GET", "/api/rooms", headers={
+        "Cookie": "atrium_session=" + token})
+    assert status == 200, body
+
+
+def test_a_chat_line_arrives_as_an_event_and_resumes(http_server, ssh_run):
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    sse = Sse(h, "demo", token)
+    assert sse.status == 200
+    assert sse.resp.getheader("Content-Type").startswith("text/event-stream")
+    sse.until(lambda e: e.get("event") == "welcome")
+    chat_over_ssh(h, "demo", "first line")
+    seen = sse.until(lambda e: e.get("event") == "message")
+    first = seen[-1]
+    assert json.loads(first["data"])["text"] == "first line"
+    assert int(first["id"]) == json.loads(first["data"])["seq"]
+    sse.close()
+    chat_over_ssh(h, "demo", "second line")
+    again = Sse(h, "demo", token, last_id=first["id"])
+    seen = again.until(lambda e: e.get("event") == "message")
+    again.close()
+    texts = [json.loads(e["data"])["text"] for e in seen
+             if e.get("event") == "message"]
+    assert texts == ["second line"]
+    assert int(seen[-1]["id"]) > int(first["id"])
+
+
+def test_a_websocket_chats_in_the_room(http_server, ssh_run):
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    rc, out, err = ws_run(h, "demo", token, """
+first = json.loads(await ws.recv())
+print(first["type"])
+await ws.send(json.dumps({"type": "chat", "text": "hi from the web"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] == "message":
+        print(ev["user"], ev["text"], ev["seq"] > 0)
+        break
+""")
+    assert rc == 0, err
+    assert out.splitlines() == ["welcome", "alice hi from the web True"]
+    # And over SSH, in the room's history.
+    seen = events(h.server, "demo", {"type": "history", "limit": 20},
+                  {"type": "sync", "id": "s1"},
+                  until=lambda e: e["type"] == "synced")
+    assert [e["user"] for e in seen if e["type"] == "message"
+            and e.get("text") == "hi from the web"] == ["alice"]
+
+
+def test_a_read_only_token_reads_and_cannot_chat(http_server, ssh_run):
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h, "--read-only")
+    sse = Sse(h, "demo", token)
+    assert sse.status == 200
+    sse.until(lambda e: e.get("event") == "welcome")
+    chat_over_ssh(h, "demo", "visible to readers")
+    seen = sse.until(lambda e: e.get("event") == "message")
+    assert "visible to readers" in seen[-1]["data"]
+    sse.close()
+    rc, out, err = ws_run(h, "demo", token, """
+json.loads(await ws.recv())
+await ws.send(json.dumps({"type": "chat", "text": "not allowed"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] in ("error", "message"):
+        print(ev["type"], ev.get("message", ev.get("text")))
+        break
+""")
+    assert rc == 0, err
+    assert out.startswith("error read-only"), out

@@ -38,6 +38,7 @@ def installed_paths(prefix="/usr"):
         p + "/sbin/atriumd": 0o755,
         p + "/bin/atrium-fs": 0o755,
         p + "/libexec/atrium/atriumd-net": 0o755,
+        p + "/libexec/atrium/atriumd-http": 0o755,
         p + "/libexec/atrium/atrium-agent": 0o755,
         p + "/libexec/atrium/atrium-sandbox-init": 0o755,
         p + "/share/man/man8/atriumd.8": 0o644,

@@ -284,6 +284,7 @@ http_server_mhd(struct http_server *srv, int listen_fd)
 	return MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 	    http_server_access, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, http_server_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, listen_fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->http_max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)c->http_per_source,
@@ -291,7 +292,6 @@ http_server_mhd(struct http_server *srv, int listen_fd)
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 	    MHD_OPTION_NOTIFY_COMPLETED, http_server_completed, srv,
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_server_unescape, NULL,
-	    MHD_OPTION_EXTERNAL_LOGGER, http_server_mhd_log, NULL,
 	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
 	    MHD_OPTION_END);
 }
@@ -337,6 +337,10 @@ http_server_turn(struct http_server *srv)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	http_stream_tick(srv);
+	MHD_run(srv->mhd);
+	/* MHD frees the connections a run closed (and gives their address
+	 * its place back under http-per-source) only at its next run: have
+	 * it now, not when the next client comes and finds no place. */
 	MHD_run(srv->mhd);
 	http_stream_reap(srv);
 	if (MHD_get_timeout(srv->mhd, &ms) == MHD_YES)

@@ -4,7 +4,8 @@
  * message:
  *
  *   id: SEQ            the room's sequence number (none for the few
- *                      lines that have none)
+ *                      lines that have none, nor for welcome, whose seq
+ *                      is the room's latest, not its own)
  *   event: TYPE        the event's type (message, agent_delta, ...)
  *   data: LINE         the room protocol's JSON line, as the agent sent it
  *
@@ -70,6 +71,10 @@ http_sse_queue(struct http_stream *s, const char *type, long long seq,
 	if (!type || strspn(type, "abcdefghijklmnopqrstuvwxyz_") !=
 	    strlen(type) || strlen(type) > 64)
 		type = "message";
+	/* welcome carries the latest seq, not its own: as an id it would
+	 * let a reconnect skip the replay that follows it. */
+	if (strcmp(type, "welcome") == 0)
+		seq = -1;
 	n = seq >= 0 ? snprintf(head, sizeof(head), "id: %lld\nevent: %s\n"
 	    "data: ", seq, type) : snprintf(head, sizeof(head), "event: %s\n"
 	    "data: ", type);
