@@ -123,6 +123,10 @@ def test_duet_message_answers_at_turn_end(atriumd, data_dir, model_server,
                                           ssh_run):
     srv = model_atriumd(atriumd, data_dir, model_server)
     assert ssh_run(srv, "demo", "true")[0] == 0
+    # a line said earlier over SSH is in the room's messages
+    rc, _, err = ssh_run(srv, "demo", "atrium", opts=("-s",),
+                         input='{"type":"chat","text":"said before"}\n')
+    assert rc == 0, err
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/api/rooms/demo/messages",
                         "-H", "content-type: application/json",
@@ -136,6 +140,9 @@ def test_duet_message_answers_at_turn_end(atriumd, data_dir, model_server,
     assert [(m["role"], m.get("userId"), m["text"]) for m in last] == [
         ("user", "u1", "hello duet"), ("agent", None, ans["reply"])]
     assert all(m["ts"] > 0 for m in last)
+    assert {"role": "user", "userId": "alice", "text": "said before"} in [
+        {k: m[k] for k in ("role", "userId", "text")} for m in
+        ans["messages"][:-2]]
     # the model saw the text as the prompt
     assert "hello duet" in json.dumps(model_server.requests[-1]["body"])
     status, body = curl(srv, tok, "POST", "/api/rooms/demo/messages",
