@@ -21,6 +21,7 @@
 
 struct MHD_Daemon;
 struct http_stream;
+struct api_room_wait;
 
 /* Counts for GET /metrics, this process's own. */
 struct http_stats {
@@ -53,6 +54,8 @@ struct http_server {
 	struct watch ev_w;		/* on ev_fd */
 	int stopping;			/* SIGTERM or the monitor gone */
 	struct http_stream *streams;	/* event streams and WebSockets */
+	struct api_room_wait *room_waits; /* requests waiting for a room
+					 * to start (api_room.h) */
 	int nstreams;
 	struct http_stats stats;
 	long long trim_ms;		/* free heap last given back */

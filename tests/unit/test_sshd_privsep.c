@@ -41,8 +41,10 @@ fake_monitor(struct monitor *srv, struct config *cfg, int fd)
 	srv->keys = authkeys_new("/nonexistent-data/authorized_keys");
 	authkeys_set_quiet(srv->keys);
 	srv->cfg = cfg;
-	srv->mon_fd = fd;
-	srv->ev_fd = -1;
+	srv->net.srv = srv;
+	srv->net.name = "network process";
+	srv->net.req_fd = fd;
+	srv->net.ev_fd = -1;
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
 }
@@ -55,7 +57,7 @@ ask_fds(struct monitor *srv, int net, const char *text, int *fds, int *nfds)
 {
 	json_object *req = jsonl_parse_object(text, strlen(text), &(const
 	    char *){ NULL }), *ans = NULL;
-	struct watch w = { .arg = srv };
+	struct watch w = { .arg = &srv->net };
 
 	CHECK(req != NULL);
 	CHECK_INT(privsep_send(net, req, NULL, 0), 0);
@@ -265,7 +267,7 @@ test_fds_in_a_request_end_it(void)
 {
 	struct monitor srv;
 	struct config cfg;
-	struct watch w = { .arg = &srv };
+	struct watch w = { .arg = &srv.net };
 	json_object *req = json_object_new_object();
 	int sv[2], p[2];
 
@@ -290,7 +292,7 @@ test_raw_bytes_end_it(void)
 {
 	struct monitor srv;
 	struct config cfg;
-	struct watch w = { .arg = &srv };
+	struct watch w = { .arg = &srv.net };
 	int sv[2];
 
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
