@@ -550,13 +550,13 @@ static const struct request requests[] = {
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
 	{ "pref", MEMBERS, room_pref, 0 },
-	{ "file_open", MEMBERS, room_file, 0 },
-	{ "file_commit", MEMBERS, room_file, 0 },
-	{ "file_abort", MEMBERS, room_file, 0 },
-	{ "file_list", MEMBERS, room_file, 0 },
-	{ "file_stat", MEMBERS, room_file, 0 },
-	{ "file_delete", MEMBERS, room_file, 0 },
-	{ "file_mkdir", MEMBERS, room_file, 0 },
+	{ "file_open", EXECS, room_file, 0 },
+	{ "file_commit", EXECS, room_file, 0 },
+	{ "file_abort", EXECS, room_file, 0 },
+	{ "file_list", EXECS, room_file, 0 },
+	{ "file_stat", EXECS, room_file, 0 },
+	{ "file_delete", EXECS, room_file, 0 },
+	{ "file_mkdir", EXECS, room_file, 0 },
 };
 
 /* The entry for type, or NULL. */
@@ -605,8 +605,8 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);
 	} else if (!(r->who & (1u << c->kind)))
-		room_error(c, NULL, "an exec connection may send only exec "
-		    "and signal");
+		room_error(c, NULL, "an exec connection may send only exec, "
+		    "signal and the file requests");
 	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);

@@ -16,6 +16,7 @@
 #include "api_cloudflare.h"
 #include "api_duet.h"
 #include "api_exec.h"
+#include "api_files.h"
 #include "api_rhema.h"
 #include "http_api.h"
 #include "http_req.h"
@@ -50,6 +51,25 @@ static const struct http_route http_routes[] = {
 	    NULL },
 	{ "GET", "/sessions/{room}/ws", HTTP_AUTH | HTTP_UPGRADE,
 	    api_rhema_ws_open, NULL },
+	/* the workspace's files (api_files.h) */
+	{ "GET", "/api/rooms/{room}/files", HTTP_AUTH, api_files_get, NULL },
+	{ "GET", "/api/rooms/{room}/files/", HTTP_AUTH, api_files_get, NULL },
+	{ "GET", "/api/rooms/{room}/files/{path...}", HTTP_AUTH,
+	    api_files_get, NULL },
+	{ "PUT", "/api/rooms/{room}/files/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES | HTTP_BODY_STREAM, api_files_put,
+	    api_files_put_body },
+	{ "DELETE", "/api/rooms/{room}/files/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES, api_files_delete, NULL },
+	{ "GET", "/c/{room}/file/workspace/{path...}", HTTP_AUTH,
+	    api_files_cf_get, NULL },
+	{ "PUT", "/c/{room}/file/workspace/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES | HTTP_BODY_STREAM, api_files_cf_put,
+	    api_files_cf_put_body },
+	{ "GET", "/c/{room}/file/{path...}", HTTP_AUTH, api_files_cf_outside,
+	    NULL },
+	{ "PUT", "/c/{room}/file/{path...}", HTTP_AUTH | HTTP_BODY_STREAM,
+	    api_files_cf_outside, api_files_cf_outside_body },
 	/* Cloudflare's workspace example (api_cloudflare.h) */
 	{ "POST", "/c/{room}/exec", HTTP_AUTH | HTTP_CHANGES | HTTP_BODY_JSON,
 	    api_cloudflare_exec, NULL },
