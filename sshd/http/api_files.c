@@ -10,11 +10,13 @@
  * suspended and its client watched for a hangup (api_hangup); the agent's
  * answer resumes it.
  *
- * Memory: a body arrives in MHD's pieces (its connection buffer, 32 KiB)
- * and each is written before the next is taken; a file is sent in blocks
- * of API_FILES_BLOCK read from the descriptor as MHD asks for them.  The
- * reads and writes are plain syscalls on the workspace's FUSE mount,
- * which answers from its page cache; a stalled mount stalls this loop.
+ * Memory and the loop: a body arrives in MHD's pieces, and each is
+ * copied into the request's one buffer of API_FILES_BLOCK and written by
+ * the file I/O thread (http_fileio.h) while the request is suspended;
+ * the next piece is taken once that write is done.  A file is sent the
+ * same way, a block read by the thread ahead of MHD's call for it.  So
+ * each request holds one block, and a stalled workspace mount stalls its
+ * requests, never the loop.
  *
  * End: MHD's completion frees the state (api_files_free): the descriptor
  * is closed and the agent connection with it, and the agent removes an
@@ -35,6 +37,7 @@
 
 #include "agentlink.h"
 #include "api_room.h"
+#include "http_fileio.h"
 #include "api_util.h"
 #include "http_req.h"
 #include "http_server.h"
@@ -64,9 +67,13 @@ struct api_files {
 	int fd;				/* the file it passed, or -1 */
 	int created;			/* PUT: the path was new */
 	int committing;			/* PUT: the commit was asked */
-	int fd_err;			/* PUT: the errno a write failed with */
 	unsigned long long first;	/* GET: the bytes sent, from first */
 	unsigned long long count;	/* and how many */
+	struct http_fileio_job *job;	/* the one block read or written */
+	unsigned long long have_pos;	/* GET: the response offset of the
+					 * block in job->buf */
+	size_t have_len;		/* and its bytes, 0: none */
+	int read_err;			/* GET: a read failed */
 };
 
 /* ---- pure parts ---------------------------------------------------------- */
@@ -158,6 +165,8 @@ api_files_free(void *arg)
 	api_room_cancel(&f->room);
 	api_hangup_stop(&f->hup);
 	agentlink_close(&f->link);
+	if (http_fileio_orphan(f->job))
+		f->fd = -1;	/* its I/O runs on: its end closes the fd */
 	if (f->fd >= 0)
 		close(f->fd);
 	json_object_put(f->ans);
@@ -282,6 +291,12 @@ api_files_get_state(struct http_req *r, enum api_files_op op, int cloudflare)
 	f->fd = -1;
 	f->cloudflare = cloudflare;
 	agentlink_init(&f->link);
+	if (!(f->job = http_fileio_job_new(API_FILES_BLOCK))) {
+		free(f);
+		http_reply_error(r, 503, "out of memory; try again");
+		return NULL;
+	}
+	f->job->arg = f;
 	r->ctx = f;
 	r->ctx_free = api_files_free;
 	api_hangup_watch(&f->hup, r);
@@ -323,27 +338,60 @@ api_files_is(const struct api_files *f, const char *type)
 
 /* ---- GET and HEAD -------------------------------------------------------- */
 
-/* MHD_ContentReaderCallback: the next block of the file. */
+/* A block was read (or not): MHD may ask again. */
+static void
+api_files_was_read(struct http_fileio_job *j)
+{
+	struct api_files *f = j->arg;
+
+	if (j->res <= 0) {
+		log_warn("room %s: reading %s: %s", f->r->room, f->r->rest,
+		    j->res < 0 ? strerror((int)-j->res) : "it got shorter");
+		f->read_err = 1;
+	} else {
+		f->have_len = (size_t)j->res;
+	}
+	http_req_resume(f->r);
+}
+
+/* MHD_ContentReaderCallback: the next bytes of the file, from the block
+ * read ahead; when it is used up, the next block is asked for and the
+ * request waits for it. */
 static ssize_t
 api_files_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct api_files *f = cls;
+	struct http_fileio_job *j = f->job;
 	size_t n;
-	ssize_t got;
 
+	if (f->hup.gone || f->read_err)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (pos >= f->count)
 		return MHD_CONTENT_READER_END_OF_STREAM;
-	n = f->count - pos < max ? (size_t)(f->count - pos) : max;
-	do
-		got = pread(f->fd, out, n, (off_t)(f->first + pos));
-	while (got < 0 && errno == EINTR);
-	if (got <= 0) {
-		log_warn("room %s: reading %s: %s", f->r->room, f->r->rest,
-		    got < 0 ? strerror(errno) : "it got shorter");
-		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!j->busy && f->have_len && pos >= f->have_pos &&
+	    pos < f->have_pos + f->have_len) {
+		size_t at = (size_t)(pos - f->have_pos);
+
+		n = f->have_len - at < max ? f->have_len - at : max;
+		memcpy(out, j->buf + at, n);
+		f->r->bytes += n;
+		return (ssize_t)n;
 	}
-	f->r->bytes += (uint64_t)got;
-	return got;
+	if (!j->busy) {
+		j->fd = f->fd;
+		j->write = 0;
+		j->off = (off_t)(f->first + pos);
+		j->len = f->count - pos < API_FILES_BLOCK ?
+		    (size_t)(f->count - pos) : API_FILES_BLOCK;
+		j->done = api_files_was_read;
+		f->have_pos = pos;
+		f->have_len = 0;
+		if (http_fileio_post(f->r->srv, j) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	f->r->suspended = 1;
+	MHD_suspend_connection(f->r->conn);
+	return 0;
 }
 
 /* Last-Modified, ETag, Accept-Ranges of the opened file onto resp. */
@@ -533,13 +581,24 @@ api_files_write_failed(struct api_files *f, int err)
 	api_files_fail(f, 500, why);
 }
 
+/* A block was written (or not): MHD may give the next piece. */
+static void
+api_files_written(struct http_fileio_job *j)
+{
+	struct api_files *f = j->arg;
+
+	if (j->res < 0)
+		api_files_write_failed(f, (int)-j->res);
+	http_req_resume(f->r);
+}
+
 static ssize_t
 api_files_body(struct http_req *r, const char *data, size_t len,
     int cloudflare)
 {
 	struct api_files *f = api_files_get_state(r, API_FILES_PUT,
 	    cloudflare);
-	size_t done = 0;
+	struct http_fileio_job *j;
 
 	if (!f || f->hup.gone)
 		return -1;
@@ -549,19 +608,19 @@ api_files_body(struct http_req *r, const char *data, size_t len,
 		return 0;	/* suspended until the agent answers */
 	if (f->state == API_FILES_READY && api_files_put_opened(f) < 0)
 		return (ssize_t)len;
-	while (done < len) {
-		ssize_t n = write(f->fd, data + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			f->fd_err = n < 0 ? errno : EIO;
-			api_files_write_failed(f, f->fd_err);
-			return (ssize_t)len;
-		}
-		done += (size_t)n;
+	j = f->job;
+	if (j->busy)
+		return 0;	/* suspended until the block is written */
+	j->fd = f->fd;
+	j->write = 1;
+	j->len = len < API_FILES_BLOCK ? len : API_FILES_BLOCK;
+	memcpy(j->buf, data, j->len);
+	j->done = api_files_written;
+	if (http_fileio_post(r->srv, j) < 0) {
+		api_files_write_failed(f, EAGAIN);
+		return (ssize_t)len;
 	}
-	return (ssize_t)done;
+	return (ssize_t)j->len;
 }
 
 ssize_t
@@ -630,6 +689,8 @@ api_files_put_run(struct http_req *r, int cloudflare)
 	if (f->state == API_FILES_READY && !f->committing &&
 	    api_files_put_opened(f) < 0)
 		return http_reply_error(r, f->fail_status, f->fail_why);
+	if (f->state == API_FILES_WRITING && f->job->busy)
+		return api_files_wait(r);	/* the last block */
 	if (f->state == API_FILES_WRITING)
 		return api_files_commit(f);
 	if (api_files_is(f, "file_done"))

@@ -21,6 +21,7 @@
 
 struct MHD_Daemon;
 struct http_stream;
+struct http_fileio;
 struct api_room_wait;
 
 /* Counts for GET /metrics, this process's own. */
@@ -59,6 +60,8 @@ struct http_server {
 	int nstreams;
 	struct http_stats stats;
 	long long trim_ms;		/* free heap last given back */
+	struct http_fileio *fileio;	/* the file routes' I/O thread, made
+					 * on first use (http_fileio.h) */
 };
 
 /* Start MHD on the listening socket listen_fd, watch the monitor's
