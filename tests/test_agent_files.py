@@ -55,6 +55,12 @@ class FileClient(Client):
         """Send a request and return its answer or its error (by id)."""
         fields.setdefault("id", "r%d" % id(fields))
         self.send(dict(type=type, **fields))
+        return self.answer(fields["id"])
+
+    def answer(self, rid):
+        """The answer or error of request rid (they come as each request's
+        I/O ends, not in line order)."""
+        fields = {"id": rid}
         end = time.monotonic() + 15
         while True:
             for i, ev in enumerate(self.events):
@@ -63,8 +69,8 @@ class FileClient(Client):
                     return ev
             left = end - time.monotonic()
             if left <= 0:
-                raise AssertionError("no answer to %s %s; got %s" % (
-                    type, fields, self.events[-5:]))
+                raise AssertionError("no answer to %s; got %s" % (
+                    fields, self.events[-5:]))
             if not self._read(left):
                 raise AssertionError("closed waiting for %s" % fields)
 
@@ -112,8 +118,7 @@ def test_read_open_passes_the_file_with_its_size(agent):
     c.send({"type": "file_stat", "id": "s", "path": "notes.txt"})
     c.send({"type": "file_open", "id": "b", "path": "notes.txt",
             "mode": "read"})
-    assert c.ask("sync", id="x")["type"] == "synced"
-    got = {e["id"]: e for e in c.events if e.get("id") in ("a", "b", "s")}
+    got = {k: c.answer(k) for k in "asb"}
     assert "_fd" in got["a"] and "_fd" in got["b"] and "_fd" not in got["s"]
     assert got["s"]["kind"] == "file" and got["s"]["size"] == 12000
     for k in "ab":
