@@ -1,7 +1,8 @@
 /*
  * http_server.h: atriumd-http's state and loop (http_server.c).  One
- * thread: the shared loop (loop.h, an ssh_event used as a poll loop)
- * watches libmicrohttpd's epoll fd, the monitor's event socket, a
+ * thread serves (only the file routes' reads and writes run on a worker
+ * of their own, http_fileio.h): the shared loop (loop.h, an ssh_event
+ * used as a poll loop) watches libmicrohttpd's epoll fd, the monitor's event socket, a
  * signalfd, and each stream's agent socket and WebSocket; after each poll
  * MHD_run serves what is ready, and MHD_get_timeout becomes the loop's
  * next deadline.  Nothing on it blocks but the requests to the monitor,

@@ -16,6 +16,10 @@
  * for one.  A replayed line of a type the room never stores
  * (event_types.h) is dropped here: no owner acts on history as if it
  * were the room speaking now.
+ *
+ * Descriptors the agent passes with a line (a workspace file it opened
+ * for the owner) wait here until the owner takes them
+ * (agentlink_take_fd).
  */
 #ifndef ATRIUMD_AGENTLINK_H
 #define ATRIUMD_AGENTLINK_H
