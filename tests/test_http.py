@@ -449,3 +449,99 @@ while True:
 """)
     assert rc == 0, err
     assert out.startswith("error read-only"), out
+
+
+def test_metrics_for_loopback_and_an_admins_token(http_server, ssh_run,
+                                                  data_dir):
+    from test_access import set_options
+    h = http_server("--http-trusted-proxy", "127.0.0.1")
+    status, headers, body = h.request("GET", "/metrics")
+    assert status == 200, body
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    text = body.decode()
+    assert re.search(r'^atrium_rooms_active\{state="ready"\} \d+$', text,
+                     re.M)
+    assert re.search(r"^atrium_http_requests_total \d+$", text, re.M)
+    assert "# TYPE atrium_http_refusals_total counter" in text
+    # Through the proxy, from elsewhere: an operator's token only.
+    away = {"X-Forwarded-For": "203.0.113.7"}
+    assert h.request("GET", "/metrics", headers=away)[0] == 401
+    token = make_token(ssh_run, h)
+    status, _, body = h.request("GET", "/metrics",
+                                headers=dict(away, **bearer(token)))
+    assert status == 403, body
+    set_options(data_dir, "alice", "atrium-admin")
+    status, _, body = h.request("GET", "/metrics",
+                                headers=dict(away, **bearer(token)))
+    assert status == 200, body
+
+
+def test_each_request_is_one_log_line_without_its_token(http_server,
+                                                        ssh_run):
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    assert h.request("GET", "/api/rooms?secret=1",
+                     headers=bearer(token))[0] == 200
+    deadline = time.time() + 5
+    while "GET /api/rooms 200" not in h.server.read_log():
+        assert time.time() < deadline, h.server.read_log()
+        time.sleep(0.05)
+    line = [l for l in h.server.read_log().splitlines()
+            if "GET /api/rooms 200" in l][-1]
+    assert re.search(r" GET /api/rooms 200 \d+ \d+ms user=alice room=- "
+                     r"token=[0-9a-f]{12} addr=127\.0\.0\.1$", line), line
+    assert "secret" not in line
+    assert token not in h.server.read_log()
+    assert token[7:] not in h.server.read_log()
+
+
+def test_the_http_process_is_restarted_and_ssh_goes_on(http_server,
+                                                       ssh_run):
+    h = http_server()
+    first = h.pid()
+    os.kill(first, 9)
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    deadline = time.time() + 15
+    while True:
+        try:
+            if h.request("GET", "/health", timeout=2)[0] == 200:
+                break
+        except OSError:
+            pass
+        assert time.time() < deadline, h.server.read_log()
+        time.sleep(0.1)
+    assert h.pid() != first
+    assert "HTTP process killed by signal 9; starting it again" in \
+        h.server.read_log()
+
+
+def test_a_slow_reader_has_its_backlog_dropped_and_is_told(http_server,
+                                                          ssh_run):
+    h = http_server("--input-rate", "0")
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    # A reader that reads nothing, with a small window.
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", h.port))
+    s.sendall(("GET /api/rooms/demo/events HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % token).encode())
+    time.sleep(0.5)
+    # The room goes on: about 10 MB of chat, each line seen over SSH.
+    big = "x" * 60000
+    lines = [{"type": "chat", "text": "%d %s" % (i, big)} for i in range(160)]
+    seen = events(h.server, "demo", *lines,
+                  until=lambda e: e["type"] == "message"
+                  and e["text"].startswith("159 "), timeout=120)
+    assert seen[-1]["text"].startswith("159 ")
+    # The reader, reading now, is told what it missed.
+    data = b""
+    while b"event: dropped" not in data:
+        got = s.recv(1 << 20)
+        assert got, "the stream ended without a dropped event"
+        data += got
+        data = data[-(2 << 20):]
+    s.close()
+    assert "a slow event stream's backlog dropped" in h.server.read_log()
