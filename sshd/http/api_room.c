@@ -1,7 +1,7 @@
 /*
  * api_room.c: a room's agent connection for a request (api_room.h).
  * Called by the routes that speak the room protocol for one request
- * (api_exec.c, api_capture.c, api_duet.c, api_rhema.c) and, for `wake`,
+ * (api_exec.c, api_capture.c, api_talk.c) and, for `wake`,
  * by http_ask.c.
  */
 #include "api_room.h"

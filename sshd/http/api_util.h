@@ -2,7 +2,8 @@
  * api_util.h: small pieces the command and seed routes share (api_util.c):
  * query arguments (atriumd-http unescapes no URL as a whole, so each value
  * is decoded here), the request's JSON body, a working directory check,
- * the monitor's pipes, base64.
+ * the monitor's pipes, an event's time, base64, and a waiting client's
+ * hangup.
  */
 #ifndef ATRIUMD_API_UTIL_H
 #define ATRIUMD_API_UTIL_H
