@@ -279,3 +279,21 @@ def test_unknown_upload_and_bad_requests(agent):
     c.send({"type": "file_stat", "path": "x"})
     ev = c.wait("error")
     assert "id" in ev["message"], ev
+
+
+def test_a_read_only_connection_reads_but_writes_nothing(agent):
+    room, c = agent
+    with open(ws(room, "r.txt"), "wb") as f:
+        f.write(b"readable")
+    ro = FileClient(room.sock, user="alice", read_only=True)
+    room.clients.append(ro)
+    ans = ro.ask("file_open", path="r.txt", mode="read")
+    with os.fdopen(ans["_fd"], "rb") as f:
+        assert f.read() == b"readable"
+    assert ro.ask("file_list", path="")["type"] == "file_listing"
+    err = ro.ask("file_open", path="new.txt", mode="write")
+    assert err["code"] == "read_only", err
+    for kind in ("file_delete", "file_mkdir"):
+        err = ro.ask(kind, path="r.txt")
+        assert err["type"] == "error" and "read-only" in err["message"], err
+    assert names(room) == ["r.txt"]
