@@ -36,6 +36,7 @@
 #include "caps.h"
 #include "conn.h"
 #include "exec.h"
+#include "file_requests.h"
 #include "journal.h"
 #include "log.h"
 #include "names.h"
@@ -476,6 +477,14 @@ room_signal(struct conn *c, json_object *req)
 	exec_signal(c->a, c, req);
 }
 
+/* file_open, file_commit, file_abort, file_list, file_stat, file_delete,
+ * file_mkdir: file_requests.c's. */
+static void
+room_file(struct conn *c, json_object *req)
+{
+	file_request(c, json_get_string(req, "type"), req);
+}
+
 /* Who may send a request: a mask of (1 << conn_kind). */
 #define MEMBERS	((1u << CONN_CHAT) | (1u << CONN_CONTROL))
 #define EXECS	(MEMBERS | (1u << CONN_EXEC))
@@ -492,6 +501,8 @@ struct request {
  * it; a request added to the table is refused to it until named here). */
 static const char *const requests_reads[] = {
 	"history", "who", "usage", "sync", "snapshots", "complete",
+	"file_list", "file_stat",
+	"file_open",	/* for reading: file_request refuses a write */
 };
 
 /* 1 when type only reads the room. */
@@ -539,6 +550,13 @@ static const struct request requests[] = {
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
 	{ "pref", MEMBERS, room_pref, 0 },
+	{ "file_open", EXECS, room_file, 0 },
+	{ "file_commit", EXECS, room_file, 0 },
+	{ "file_abort", EXECS, room_file, 0 },
+	{ "file_list", EXECS, room_file, 0 },
+	{ "file_stat", EXECS, room_file, 0 },
+	{ "file_delete", EXECS, room_file, 0 },
+	{ "file_mkdir", EXECS, room_file, 0 },
 };
 
 /* The entry for type, or NULL. */
@@ -587,8 +605,8 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);
 	} else if (!(r->who & (1u << c->kind)))
-		room_error(c, NULL, "an exec connection may send only exec "
-		    "and signal");
+		room_error(c, NULL, "an exec connection may send only exec, "
+		    "signal and the file requests");
 	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);
@@ -654,6 +672,7 @@ requests_gone(struct conn *c)
 
 	exec_conn_gone(a, c);
 	term_conn_gone(a, c);
+	file_requests_conn_gone(a, c);
 	if (c->kind == CONN_CHAT)
 		room_presence(a, "left", c->user);
 }

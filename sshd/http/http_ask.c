@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api_room.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "http_stream.h"
@@ -110,7 +111,9 @@ http_ask_event(struct watch *w, int revents)
 	if (type && strcmp(type, "end_room") == 0)
 		http_stream_end_room(srv, json_get_string(ev, "room"),
 		    json_get_string(ev, "message"));
-	else if (type && strcmp(type, "wake") == 0)
+	else if (type && strcmp(type, "wake") == 0) {
 		http_stream_wake(srv);
+		api_room_wake(srv);
+	}
 	json_object_put(ev);
 }

@@ -13,6 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_cloudflare.h"
+#include "api_duet.h"
+#include "api_exec.h"
+#include "api_files.h"
+#include "api_rhema.h"
 #include "http_api.h"
 #include "http_req.h"
 #include "http_stream.h"
@@ -30,6 +35,47 @@ static const struct http_route http_routes[] = {
 	{ "GET", "/api/rooms/{room}/events", HTTP_AUTH, http_sse_open, NULL },
 	{ "GET", "/api/rooms/{room}/ws", HTTP_AUTH | HTTP_UPGRADE, http_ws_open,
 	    NULL },
+	/* commands (api_exec.h) */
+	{ "POST", "/api/rooms/{room}/exec", HTTP_AUTH | HTTP_CHANGES |
+	    HTTP_BODY_STREAM, api_exec_run, api_exec_body },
+	/* Duet's worker (api_duet.h) */
+	{ "POST", "/api/rooms/{room}/messages", HTTP_AUTH | HTTP_CHANGES |
+	    HTTP_BODY_JSON, api_duet_message, NULL },
+	{ "POST", "/api/rooms/{room}/message", HTTP_AUTH | HTTP_CHANGES |
+	    HTTP_BODY_JSON, api_duet_message, NULL },
+	{ "POST", "/api/rooms/{room}/sandbox/exec", HTTP_AUTH | HTTP_CHANGES |
+	    HTTP_BODY_JSON, api_duet_exec, NULL },
+	{ "DELETE", "/api/rooms/{room}", HTTP_AUTH | HTTP_CHANGES,
+	    api_duet_delete, NULL },
+	/* rhema's coding agent (api_rhema.h) */
+	{ "POST", "/sessions/{room}/config", HTTP_AUTH | HTTP_CHANGES |
+	    HTTP_BODY_JSON, api_rhema_config, NULL },
+	{ "GET", "/sessions/{room}/session", HTTP_AUTH, api_rhema_session,
+	    NULL },
+	{ "GET", "/sessions/{room}/ws", HTTP_AUTH | HTTP_UPGRADE,
+	    api_rhema_ws_open, NULL },
+	/* the workspace's files (api_files.h) */
+	{ "GET", "/api/rooms/{room}/files", HTTP_AUTH, api_files_get, NULL },
+	{ "GET", "/api/rooms/{room}/files/", HTTP_AUTH, api_files_get, NULL },
+	{ "GET", "/api/rooms/{room}/files/{path...}", HTTP_AUTH,
+	    api_files_get, NULL },
+	{ "PUT", "/api/rooms/{room}/files/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES | HTTP_BODY_STREAM, api_files_put,
+	    api_files_put_body },
+	{ "DELETE", "/api/rooms/{room}/files/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES, api_files_delete, NULL },
+	{ "GET", "/c/{room}/file/workspace/{path...}", HTTP_AUTH,
+	    api_files_cf_get, NULL },
+	{ "PUT", "/c/{room}/file/workspace/{path...}", HTTP_AUTH |
+	    HTTP_CHANGES | HTTP_BODY_STREAM, api_files_cf_put,
+	    api_files_cf_put_body },
+	{ "GET", "/c/{room}/file/{path...}", HTTP_AUTH, api_files_cf_outside,
+	    NULL },
+	{ "PUT", "/c/{room}/file/{path...}", HTTP_AUTH | HTTP_BODY_STREAM,
+	    api_files_cf_outside, api_files_cf_outside_body },
+	/* Cloudflare's workspace example (api_cloudflare.h) */
+	{ "POST", "/c/{room}/exec", HTTP_AUTH | HTTP_CHANGES | HTTP_BODY_JSON,
+	    api_cloudflare_exec, NULL },
 };
 
 #define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))

@@ -22,6 +22,7 @@
  * still points to it is told first.
  */
 #include "http_server.h"
+#include "http_fileio.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -367,6 +368,8 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
+	http_fileio_free(srv->fileio);
+	srv->fileio = NULL;
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;

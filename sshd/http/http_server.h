@@ -1,7 +1,8 @@
 /*
  * http_server.h: atriumd-http's state and loop (http_server.c).  One
- * thread: the shared loop (loop.h, an ssh_event used as a poll loop)
- * watches libmicrohttpd's epoll fd, the monitor's event socket, a
+ * thread serves (only the file routes' reads and writes run on a worker
+ * of their own, http_fileio.h): the shared loop (loop.h, an ssh_event
+ * used as a poll loop) watches libmicrohttpd's epoll fd, the monitor's event socket, a
  * signalfd, and each stream's agent socket and WebSocket; after each poll
  * MHD_run serves what is ready, and MHD_get_timeout becomes the loop's
  * next deadline.  Nothing on it blocks but the requests to the monitor,
@@ -22,6 +23,8 @@
 
 struct MHD_Daemon;
 struct http_stream;
+struct http_fileio;
+struct api_room_wait;
 
 /* Counts for GET /metrics, this process's own. */
 struct http_stats {
@@ -56,9 +59,13 @@ struct http_server {
 	struct watch ev_w;		/* on ev_fd */
 	int stopping;			/* SIGTERM or the monitor gone */
 	struct http_stream *streams;	/* event streams and WebSockets */
+	struct api_room_wait *room_waits; /* requests waiting for a room
+					 * to start (api_room.h) */
 	int nstreams;
 	struct http_stats stats;
 	long long trim_ms;		/* free heap last given back */
+	struct http_fileio *fileio;	/* the file routes' I/O thread, made
+					 * on first use (http_fileio.h) */
 };
 
 /* Start MHD on the listening socket listen_fd, watch the monitor's

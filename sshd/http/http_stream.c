@@ -134,7 +134,7 @@ http_stream_line(void *arg, json_object *obj, const char *line, size_t len)
 		http_sse_queue(s, json_get_string(obj, "type"),
 		    json_get_int(obj, "seq", -1), line, len);
 	else
-		http_ws_queue(s, line, len);
+		http_ws_queue_event(s, obj, line, len);
 }
 
 /* The agent closed the link (the room stopped or restarted). */

@@ -14,6 +14,8 @@
 #ifndef ATRIUMD_HTTP_STREAM_H
 #define ATRIUMD_HTTP_STREAM_H
 
+#include <json-c/json.h>
+
 struct http_req;
 struct http_server;
 struct http_stream;
@@ -25,6 +27,18 @@ int http_sse_open(struct http_req *r);
 /* GET /api/rooms/{room}/ws: a WebSocket carrying the room protocol's
  * JSON lines both ways, one object per text message.  MHD's result. */
 int http_ws_open(struct http_req *r);
+
+/* A WebSocket that speaks another system's messages over the room's
+ * (api_rhema_ws.c): out turns a room event into the client's message
+ * (new; NULL leaves it out), in a client's message into a room request
+ * (new; NULL with why, sent back as an error). */
+struct http_ws_map {
+	json_object *(*out)(json_object *ev);
+	json_object *(*in)(json_object *msg, const char **why);
+};
+
+/* http_ws_open with every message translated by map (NULL: none). */
+int http_ws_open_mapped(struct http_req *r, const struct http_ws_map *map);
 
 /* The request s answers is over (MHD's completion notice): s ends. */
 void http_stream_detach(struct http_stream *s);

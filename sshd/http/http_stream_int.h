@@ -64,6 +64,8 @@ struct http_stream {
 	struct watch sock_w;		/* on sock */
 	wslay_event_context_ptr ws;
 	struct buf held;		/* client lines before the room is up */
+	const struct http_ws_map *map;	/* the messages' translation, or
+					 * NULL (http_stream.h) */
 	const char *extra;		/* bytes MHD read past the head */
 	size_t nextra;
 };
@@ -93,6 +95,10 @@ int http_stream_admit(struct http_req *r, int *ret);
 void http_sse_queue(struct http_stream *s, const char *type, long long seq,
     const char *line, size_t len);
 void http_ws_queue(struct http_stream *s, const char *line, size_t len);
+
+/* A room event for a WebSocket: its line, or the map's message. */
+void http_ws_queue_event(struct http_stream *s, json_object *ev,
+    const char *line, size_t len);
 
 /* Each kind's part of a tick and of an end. */
 void http_sse_tick(struct http_stream *s);

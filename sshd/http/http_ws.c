@@ -247,6 +247,41 @@ http_ws_forward(struct http_stream *s, json_object *o)
 		    "down or reconnect");
 }
 
+/* See http_stream_int.h. */
+void
+http_ws_queue_event(struct http_stream *s, json_object *ev, const char *line,
+    size_t len)
+{
+	json_object *m;
+	const char *text;
+
+	if (!s->map) {
+		http_ws_queue(s, line, len);
+		return;
+	}
+	if (!(m = s->map->out(ev)))
+		return;
+	text = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	http_ws_queue(s, text, strlen(text));
+	json_object_put(m);
+}
+
+/* A client's message through the map, to the room. */
+static void
+http_ws_client_mapped(struct http_stream *s, json_object *o)
+{
+	const char *why = "not a request";
+	json_object *req = s->map->in(o, &why);
+
+	if (!req) {
+		http_ws_error(s, why);
+		return;
+	}
+	http_ws_forward(s, req);
+	json_object_put(req);
+}
+
 /* A message from the client. */
 static void
 http_ws_client(struct http_stream *s, const uint8_t *data, size_t len)
@@ -265,7 +300,9 @@ http_ws_client(struct http_stream *s, const uint8_t *data, size_t len)
 		return;
 	}
 	type = json_get_string(o, "type");
-	if (!type)
+	if (s->map)
+		http_ws_client_mapped(s, o);
+	else if (!type)
 		http_ws_error(s, "a request needs a \"type\"");
 	else if (strcmp(type, "hello") == 0)
 		http_ws_error(s, "hello is sent by the server: start with your "
@@ -466,6 +503,13 @@ http_ws_person(struct http_req *r)
 int
 http_ws_open(struct http_req *r)
 {
+	return http_ws_open_mapped(r, NULL);
+}
+
+/* See http_stream.h. */
+int
+http_ws_open_mapped(struct http_req *r, const struct http_ws_map *map)
+{
 	const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	    "Sec-WebSocket-Key");
 	const char *version = MHD_lookup_connection_value(r->conn,
@@ -488,6 +532,7 @@ http_ws_open(struct http_req *r)
 		return http_reply_error(r, 503, "out of memory");
 	s->person = http_ws_person(r);
 	s->since = http_ws_since(r);
+	s->map = map;
 	s->upgrading = 1;
 	if (!(resp = MHD_create_response_for_upgrade(http_ws_upgraded, s))) {
 		s->state = HTTP_STREAM_DEAD;
