@@ -446,10 +446,6 @@ def test_a_file_uploaded_in_the_page_is_in_the_workspace(srv, ssh_run,
     rc, _, err = ssh_run(srv, room, "true", user="alice")
     assert rc == 0, err
     token = make_token(ssh_run, srv, "alice")
-    status, _, _ = get("%s/api/rooms/%s/files/" % (srv.http, room),
-                       {"Authorization": "Bearer " + token})
-    if status == 404:
-        pytest.skip("this build has no files routes (branch files)")
     a = browsers("alice")
     a.open_room(srv.http, room, token)
     a.wait(lambda: a.d.find_element(By.ID, "btn-files").is_displayed())
