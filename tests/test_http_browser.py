@@ -8,8 +8,9 @@ Chat goes both ways between the page and the terminal chat; the agent's
 answer streams into the page and its Markdown is drawn as formatting while
 HTML in it (and in people's lines) stays text; an approval clicked in the
 page lets the call run; keys typed in the page's terminal reach the shell
-the SSH user sees in /term, and the other way; the page and its files come
-with the Content-Security-Policy and the headers that keep them inert.  A
+the SSH user sees in /term, and the other way; a file uploaded in the page
+is there for `ssh ROOM@host cat`; the page and its files come with the
+Content-Security-Policy and the headers that keep them inert.  A
 screenshot of each browser is kept with the test's output (the path is
 printed).
 
