@@ -458,6 +458,8 @@ def test_metrics_for_loopback_and_an_admins_token(http_server, ssh_run,
                      re.M)
     assert re.search(r"^atrium_http_requests_total \d+$", text, re.M)
     assert "# TYPE atrium_http_refusals_total counter" in text
+    assert re.search(r'^atrium_http_sessions\{kind="websocket"\} 0$', text,
+                     re.M)
     # Through the proxy, from elsewhere: an operator's token only.
     away = {"X-Forwarded-For": "203.0.113.7"}
     assert h.request("GET", "/metrics", headers=away)[0] == 401

@@ -315,6 +315,23 @@ http_stream_reap(struct http_server *srv)
 
 /* See http_stream.h. */
 void
+http_stream_counts(struct http_server *srv, long long *sse, long long *ws,
+    long long *commands)
+{
+	*sse = *ws = *commands = 0;
+	for (struct http_stream *s = srv->streams; s; s = s->next) {
+		if (s->state == HTTP_STREAM_DEAD)
+			continue;
+		if (s->kind == HTTP_STREAM_SSE)
+			++*sse;
+		else
+			++*ws;
+		*commands += agentlink_execs(&s->link);
+	}
+}
+
+/* See http_stream.h. */
+void
 http_stream_free_all(struct http_server *srv)
 {
 	while (srv->streams) {
