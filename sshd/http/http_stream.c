@@ -237,7 +237,10 @@ void
 http_stream_detach(struct http_stream *s)
 {
 	s->req = NULL;
-	if (s->kind == HTTP_STREAM_SSE || !s->upgrading)
+	/* An upgraded WebSocket lives on its socket; one whose request ended
+	 * before the upgrade (the client left) never gets one: if MHD hands
+	 * it over anyway, http_ws_upgraded closes it at once. */
+	if (s->kind == HTTP_STREAM_SSE || s->sock < 0)
 		s->state = HTTP_STREAM_DEAD;
 }
 
