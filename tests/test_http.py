@@ -144,7 +144,8 @@ def chat_over_ssh(h, room, text, user="alice"):
            until=lambda e: e["type"] == "message" and e.get("text") == text)
 
 
-def ws_run(h, room, token, script, headers=None, timeout=60, base=None):
+def ws_run(h, room, token, script, headers=None, timeout=60, base=None,
+           query=""):
     """Run a WebSocket client (script: Python with `ws` open) as Debian's
     python3 with python3-websockets; its stdout.  base: "wss://HOST:PORT"
     through a proxy (its certificate not checked), else atriumd-http."""
@@ -157,7 +158,8 @@ async def main():
                                   ssl=tls) as ws:
 %s
 asyncio.run(main())
-""" % ("%s/api/rooms/%s/ws" % (base or "ws://127.0.0.1:%d" % h.port, room),
+""" % ("%s/api/rooms/%s/ws%s" % (base or "ws://127.0.0.1:%d" % h.port, room,
+                                  query),
        dict(bearer(token), **(headers or {})),
        "\n".join("        " + l for l in script.strip("\n").splitlines()))
     p = subprocess.run([WS_CLIENT, "-c", code], capture_output=True,
@@ -402,6 +404,16 @@ while True:
 """)
     assert rc == 0, err
     assert out.splitlines() == ["welcome", "alice hi from the web True"]
+    # ?since= replays what came after that seq.
+    rc, out, err = ws_run(h, "demo", token, """
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] == "message":
+        print(ev["text"], ev.get("replay", False))
+        break
+""", query="?since=0")
+    assert rc == 0, err
+    assert out.strip() == "hi from the web True"
     # And over SSH, in the room's history.
     seen = events(h.server, "demo", {"type": "history", "limit": 20},
                   {"type": "sync", "id": "s1"},
@@ -446,6 +458,8 @@ def test_metrics_for_loopback_and_an_admins_token(http_server, ssh_run,
                      re.M)
     assert re.search(r"^atrium_http_requests_total \d+$", text, re.M)
     assert "# TYPE atrium_http_refusals_total counter" in text
+    assert re.search(r'^atrium_http_sessions\{kind="websocket"\} 0$', text,
+                     re.M)
     # Through the proxy, from elsewhere: an operator's token only.
     away = {"X-Forwarded-For": "203.0.113.7"}
     assert h.request("GET", "/metrics", headers=away)[0] == 401

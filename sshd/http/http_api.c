@@ -16,6 +16,7 @@
 #include "http_auth.h"
 #include "http_req.h"
 #include "http_server.h"
+#include "http_stream.h"
 #include "jsonl.h"
 #include "log.h"
 
@@ -152,6 +153,7 @@ http_api_metrics_http(struct http_server *srv, struct buf *b)
 		"auth", "forbidden", "limit", "bad_request", "unavailable",
 	};
 	const struct http_stats *s = &srv->stats;
+	long long sse, ws, commands;
 
 	http_api_metric(b, "atrium_http_requests_total", "counter",
 	    "HTTP requests answered.", (unsigned long long)s->requests);
@@ -168,8 +170,14 @@ http_api_metrics_http(struct http_server *srv, struct buf *b)
 		    "%llu\n", why[i], (unsigned long long)s->refused[i]);
 	http_api_metric(b, "atrium_http_response_bytes_total", "counter",
 	    "Response body bytes sent.", (unsigned long long)s->bytes_out);
-	http_api_metric(b, "atrium_http_streams", "gauge", "Event streams "
-	    "and WebSockets open.", (unsigned long long)srv->nstreams);
+	http_stream_counts(srv, &sse, &ws, &commands);
+	buf_printf(b, "# HELP atrium_http_sessions Room connections over "
+	    "HTTP, by kind.\n# TYPE atrium_http_sessions gauge\n"
+	    "atrium_http_sessions{kind=\"events\"} %lld\n"
+	    "atrium_http_sessions{kind=\"websocket\"} %lld\n", sse, ws);
+	http_api_metric(b, "atrium_http_commands_running", "gauge", "People's "
+	    "commands started over WebSockets, not ended.",
+	    (unsigned long long)commands);
 	http_api_metric(b, "atrium_http_stream_drops_total", "counter",
 	    "Backlogs dropped for slow readers.",
 	    (unsigned long long)s->streams_dropped);

@@ -237,7 +237,10 @@ void
 http_stream_detach(struct http_stream *s)
 {
 	s->req = NULL;
-	if (s->kind == HTTP_STREAM_SSE || !s->upgrading)
+	/* An upgraded WebSocket lives on its socket; one whose request ended
+	 * before the upgrade (the client left) never gets one: if MHD hands
+	 * it over anyway, http_ws_upgraded closes it at once. */
+	if (s->kind == HTTP_STREAM_SSE || s->sock < 0)
 		s->state = HTTP_STREAM_DEAD;
 }
 
@@ -310,6 +313,23 @@ http_stream_reap(struct http_server *srv)
 		*pp = s->next;
 		srv->nstreams--;
 		http_stream_free(s);
+	}
+}
+
+/* See http_stream.h. */
+void
+http_stream_counts(struct http_server *srv, long long *sse, long long *ws,
+    long long *commands)
+{
+	*sse = *ws = *commands = 0;
+	for (struct http_stream *s = srv->streams; s; s = s->next) {
+		if (s->state == HTTP_STREAM_DEAD)
+			continue;
+		if (s->kind == HTTP_STREAM_SSE)
+			++*sse;
+		else
+			++*ws;
+		*commands += agentlink_execs(&s->link);
 	}
 }
 

@@ -56,6 +56,11 @@ void http_stream_tick(struct http_server *srv);
 /* After MHD_run: free the streams that ended. */
 void http_stream_reap(struct http_server *srv);
 
+/* Counts for /metrics: open event streams, open WebSockets, and the
+ * commands their users started over them that have not ended. */
+void http_stream_counts(struct http_server *srv, long long *sse,
+    long long *ws, long long *commands);
+
 /* Free every stream (the process ends). */
 void http_stream_free_all(struct http_server *srv);
 

@@ -57,8 +57,6 @@ struct http_stream {
 	/* SSE */
 	int suspended;			/* the response waits for bytes */
 	/* WebSocket, once upgraded */
-	int upgrading;			/* its 101 is queued: the request's end
-					 * is not the stream's */
 	int sock;			/* the raw socket, -1 */
 	struct MHD_UpgradeResponseHandle *urh;
 	struct watch sock_w;		/* on sock */

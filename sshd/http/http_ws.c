@@ -451,7 +451,9 @@ http_ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls,
 	wslay_event_config_set_max_recv_msg_length(s->ws, HTTP_WS_MAX_MSG);
 	loop_add(&s->srv->loop, &s->sock_w, sock, POLLIN, http_ws_ready, s);
 	if (s->nextra)
-		wslay_event_recv(s->ws);
+		wslay_event_recv(s->ws);	/* takes them all, now */
+	s->extra = NULL;
+	s->nextra = 0;
 	if (s->state == HTTP_STREAM_WAITING)
 		http_stream_connect(s);
 	http_ws_tick(s);
@@ -533,7 +535,6 @@ http_ws_open_mapped(struct http_req *r, const struct http_ws_map *map)
 	s->person = http_ws_person(r);
 	s->since = http_ws_since(r);
 	s->map = map;
-	s->upgrading = 1;
 	if (!(resp = MHD_create_response_for_upgrade(http_ws_upgraded, s))) {
 		s->state = HTTP_STREAM_DEAD;
 		return MHD_NO;
