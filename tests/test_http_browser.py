@@ -369,6 +369,19 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
     rc, out, err = ssh_run(srv, room, "cat", "ran.txt", user="eve")
     assert rc != 0 and "No such file" in err, (rc, out, err)
 
+    # A named snapshot, and a restore's preview, which changes nothing
+    # until its button is pressed.
+    a.say("/snapshot kept-1")
+    a.wait(lambda: any("kept-1" in l for l in a.lines()))
+    a.say("/restore kept-1")
+    card = a.wait(lambda: (lambda c: c and "Restore it" in c[-1].text and
+                           c[-1])(a.d.find_elements(By.CSS_SELECTOR,
+                                                    "#log .card")))
+    assert "/restore would restore the workspace to snapshot kept-1" \
+        in card.text, card.text
+    card.find_elements(By.TAG_NAME, "button")[1].click()
+    a.wait(lambda: "cancelled" in card.text)
+
     # The shared terminal: typed in alice's page, seen in eve's /term, and
     # the other way.
     enter_term(tmux, "eve")

@@ -1008,7 +1008,7 @@ function signOut() {
 /* ------------------------------------------------------------ compose -- */
 
 const HELP = 'Enter sends, Shift+Enter a new line, Up and Down the lines sent before; "@agent ..." asks the agent. ' +
-  'Commands: /undo, /redo, /stop, /term, /files, /who, /usage, /snapshots, /help; ' +
+  'Commands: /undo, /redo, /stop, /term, /files, /who, /usage, /snapshots, /snapshot NAME, /restore NAME, /help; ' +
   '!CMD runs CMD in the workspace for everyone to see. ' +
   'Keys: / or Alt+M the message box, Alt+T the terminal (Esc back), Alt+F the files, Esc closes a panel.';
 
@@ -1022,6 +1022,15 @@ function command(text) {
   case '/who': send({ type: 'who' }); return;
   case '/usage': send({ type: 'usage' }); return;
   case '/snapshots': send({ type: 'snapshots' }); return;
+  case '/snapshot':
+  case '/restore': {
+    const name = text.slice(cmd.length).trim();
+    if (!name)
+      errLine(null, 'usage: ' + cmd + ' NAME (/snapshots lists them)');
+    else
+      send({ type: cmd.slice(1), name });
+    return;
+  }
   case '/term': openTerm(); return;
   case '/files':
     if ($('btn-files').hidden)
