@@ -24,6 +24,7 @@ struct journal;
 struct input_rates;
 struct turn;
 struct consent;
+struct file_upload;
 struct exec;
 struct term;
 struct dirworker;
@@ -103,6 +104,9 @@ struct agent {
 	long long turn_wait;		/* timer of a turn suspended by a failed
 					 * checkpoint (turn.c), or 0 */
 	struct exec *execs;		/* people's running commands */
+	struct file_upload *uploads;	/* files opened for writing by a
+					 * connection, not yet committed
+					 * (file_requests.h) */
 	struct term *term;		/* the room's shared terminal, NULL */
 	struct seed *seed;		/* a running seed_git clone, NULL */
 	json_object *mcp_config;	/* the room's MCP servers (checked,

@@ -26,6 +26,15 @@ struct monitor_identity {
 	const struct authkey_opts *opts; /* the line's options; NULL for a
 					 * guest.  Valid for this request
 					 * only (a refresh replaces them) */
+	/* A token's own grant, narrower than its key's (http_front.h);
+	 * never set for an SSH session. */
+	int read_only;			/* the hello says so: the agent
+					 * refuses what changes the room */
+	int token_rooms;		/* the token names its rooms: only
+					 * those in rooms[] */
+	char rooms[1024];		/* the token's room list, comma
+					 * separated, when token_rooms */
+	char token_id[16];		/* the token's id (for logs), "" */
 };
 
 /* Who req is for: its "user", "key" (a SHA256 fingerprint, as

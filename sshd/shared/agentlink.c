@@ -192,6 +192,41 @@ agentlink_parse(struct agentlink *l, const char *line, size_t len,
 	return obj;
 }
 
+/* Keep fds received with a read; the oldest untaken go when full. */
+static void
+agentlink_keep_fds(struct agentlink *l, const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (l->nfds == AGENTLINK_MAX_FDS) {
+			log_warn("a descriptor from the agent nobody took, "
+			    "closed");
+			close(agentlink_take_fd(l));
+		}
+		l->fds[l->nfds++] = fds[i];
+	}
+}
+
+/* See agentlink.h. */
+int
+agentlink_take_fd(struct agentlink *l)
+{
+	int fd;
+
+	if (l->nfds == 0)
+		return -1;
+	fd = l->fds[0];
+	memmove(l->fds, l->fds + 1, (size_t)--l->nfds * sizeof(int));
+	return fd;
+}
+
+/* Close every descriptor not taken. */
+static void
+agentlink_drop_fds(struct agentlink *l)
+{
+	while (l->nfds > 0)
+		close(agentlink_take_fd(l));
+}
+
 /* Hand every whole line to the owner; an over-long line is dropped. */
 static void
 agentlink_deliver(struct agentlink *l)
@@ -231,11 +266,14 @@ agentlink_cb(struct watch *w, int revents)
 		agentlink_flush(l);
 	if ((revents & (POLLIN | POLLHUP | POLLERR)) && !l->paused &&
 	    !l->ended) {
-		ssize_t n = read(l->fd, chunk, sizeof(chunk));
+		int fds[AGENTLINK_MAX_FDS], nfds = 0;
+		ssize_t n = fdpass_recv(l->fd, chunk, sizeof(chunk), fds, &nfds,
+		    AGENTLINK_MAX_FDS);
 
+		agentlink_keep_fds(l, fds, nfds);
 		if (n > 0 && jsonl_feed(&l->in, chunk, (size_t)n) == 0)
 			agentlink_deliver(l);
-		else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		else if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
 			l->ended = 1;
 	}
 	agentlink_update(l);
@@ -391,6 +429,7 @@ agentlink_close(struct agentlink *l)
 	l->fd = -1;
 	l->execs = 0;
 	l->on_end = NULL;
+	agentlink_drop_fds(l);
 	buf_free(&l->out);
 	jsonl_free(&l->in);
 	buf_init(&l->out, AGENTLINK_MAX_OUT);

@@ -28,6 +28,10 @@
  * replaced oldest first.  Equal bytes parse to equal objects, so the
  * cache changes no owner's view; an owner never changes an object it is
  * handed (it may be another link's too).
+ *
+ * Descriptors the agent passes with a line (a workspace file it opened
+ * for the owner) wait here until the owner takes them
+ * (agentlink_take_fd).
  */
 #ifndef ATRIUMD_AGENTLINK_H
 #define ATRIUMD_AGENTLINK_H
@@ -41,6 +45,7 @@
 
 #define AGENTLINK_MAX_OUT	(4 * 1024 * 1024)	/* queued to the agent */
 #define AGENTLINK_KEEP		4096	/* per buffer, kept once it is empty */
+#define AGENTLINK_MAX_FDS	4	/* received, not yet taken */
 
 #define AGENTLINK_CACHE_SLOTS	8	/* lines kept parsed */
 #define AGENTLINK_CACHE_LINE	16384	/* longer ones are parsed per link */
@@ -75,6 +80,9 @@ struct agentlink {
 	int execs;		/* exec lines sent, not yet exec_done */
 	struct agentlink_cache *cache;	/* parses shared with other links;
 					 * NULL: each line parsed here */
+	int fds[AGENTLINK_MAX_FDS];	/* received with lines (SCM_RIGHTS),
+				 * oldest first, until taken */
+	int nfds;
 	agentlink_line_fn on_line;
 	agentlink_end_fn on_end;
 	void *arg;
@@ -123,6 +131,13 @@ int agentlink_execs(const struct agentlink *l);
  * else is queued (-EBUSY otherwise); the fds stay the caller's to close. */
 int agentlink_send_fds(struct agentlink *l, json_object *obj, const int *fds,
     int nfds);
+
+/* The oldest descriptor received and not yet taken (the caller's from
+ * now on), or -1.  The agent passes one with the first byte of the line
+ * that announces it ("fds": 1), so when the owner gets that line its
+ * descriptor is the oldest here.  Descriptors beyond AGENTLINK_MAX_FDS
+ * that nobody took are closed as more come, and all at close. */
+int agentlink_take_fd(struct agentlink *l);
 
 /* Stop or resume reading lines. */
 void agentlink_pause(struct agentlink *l, int paused);

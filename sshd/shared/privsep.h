@@ -72,7 +72,19 @@
  *                           -> {text} (to print; create: and {token},
  *                              shown this once) | {error}
  *
- * Events: end_room {room, message} (end the room's channels), wake {}.
+ *   whoami {WHO}            -> {user, admin, read_only, token_id}: who
+ *                              the monitor takes the request to be for
+ *   metrics {}              -> {rooms_ready, rooms_starting,
+ *                              rooms_stopping}: counts for GET /metrics
+ *
+ * atriumd-http (sshd/http/) is a second front on a pair of its own
+ * (sshd/monitor/http_front.h): its WHO is {token, addr} (the bearer token
+ * as the client sent it, resolved by the monitor on every request), and
+ * it may send only use, agent, why, access, rooms, delete, pipes, whoami
+ * and metrics.
+ *
+ * Events: end_room {room, message} (end the room's channels), wake {};
+ * both go to each front.
  */
 #ifndef ATRIUMD_PRIVSEP_H
 #define ATRIUMD_PRIVSEP_H
