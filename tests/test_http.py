@@ -324,6 +324,16 @@ def _hold(port, n, timeout=15):
         time.sleep(0.2)
 
 
+def test_an_idle_kept_alive_connection_is_closed(http_server):
+    h = http_server("--http-idle-timeout", "1", "--http-request-timeout",
+                    "30")
+    with socket.create_connection(("127.0.0.1", h.port), 15) as s:
+        assert _served(s)
+        start = time.time()
+        assert s.recv(1024) == b""
+        assert time.time() - start < 10
+
+
 def test_too_many_connections_from_one_address(http_server):
     h = http_server("--http-per-source", "2", "--http-request-timeout", "2")
     held = _hold(h.port, 2)

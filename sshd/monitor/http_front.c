@@ -47,7 +47,8 @@
 static const char *const http_front_settings[] = {
 	"http-listen", "http-trusted-proxy", "http-insecure-cookie",
 	"http-max-body", "http-max-json", "http-max-line", "http-max-headers",
-	"http-request-timeout", "http-per-source", "http-max-connections",
+	"http-request-timeout", "http-idle-timeout", "http-per-source",
+	"http-max-connections",
 	"max-commands-per-user",
 };
 #define HTTP_FRONT_NSETTINGS \
