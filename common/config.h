@@ -123,6 +123,8 @@ struct config {
 					 * sends a request */
 	int http_idle_timeout;		/* s a kept-alive connection may wait
 					 * for its next request */
+	int http_auth_failures;		/* refused tokens a minute from one
+					 * address before 429s; 0: no limit */
 	int http_per_source;		/* connections from one address */
 	int http_max_connections;	/* connections in all */
 };

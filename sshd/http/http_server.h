@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "loop.h"
+#include "http_guard.h"
 
 struct MHD_Daemon;
 struct http_stream;
@@ -55,6 +56,7 @@ struct http_server {
 	struct http_stream *streams;	/* event streams and WebSockets */
 	int nstreams;
 	struct http_stats stats;
+	struct http_guard guard;	/* failed tokens per address */
 	long long trim_ms;		/* free heap last given back */
 };
 
