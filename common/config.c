@@ -101,6 +101,8 @@ static const struct config_key config_keys[] = {
 	NUM("http-max-line", CT_SIZE, http_max_line, 256, 1 << 20),
 	NUM("http-max-headers", CT_SIZE, http_max_headers, 1024, 1 << 22),
 	NUM("http-request-timeout", CT_INT, http_request_timeout, 1, 3600),
+	NUM("http-idle-timeout", CT_INT, http_idle_timeout, 1, 86400),
+	NUM("http-auth-failures", CT_INT, http_auth_failures, 0, 1000000),
 	NUM("http-per-source", CT_INT, http_per_source, 1, 1000000),
 	NUM("http-max-connections", CT_INT, http_max_connections, 1, 1000000),
 	STR("http-web-dir", http_web_dir),
@@ -154,6 +156,8 @@ config_defaults(struct config *c)
 	c->http_max_line = 8 << 10;
 	c->http_max_headers = 32 << 10;
 	c->http_request_timeout = 10;
+	c->http_idle_timeout = 60;
+	c->http_auth_failures = 30;
 	c->http_per_source = 64;
 	c->http_max_connections = 1024;
 }

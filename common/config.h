@@ -119,8 +119,12 @@ struct config {
 	long long http_max_json;	/* bytes of a JSON request body */
 	long long http_max_line;	/* bytes of the request line */
 	long long http_max_headers;	/* bytes of every header together */
-	int http_request_timeout;	/* s a client may be silent, sending
-					 * its request or between two */
+	int http_request_timeout;	/* s a client may be silent while it
+					 * sends a request */
+	int http_idle_timeout;		/* s a kept-alive connection may wait
+					 * for its next request */
+	int http_auth_failures;		/* refused tokens a minute from one
+					 * address before 429s; 0: no limit */
 	int http_per_source;		/* connections from one address */
 	int http_max_connections;	/* connections in all */
 	char http_web_dir[256];		/* the page's files (http_web.h); "":

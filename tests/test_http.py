@@ -324,6 +324,34 @@ def _hold(port, n, timeout=15):
         time.sleep(0.2)
 
 
+def test_refused_tokens_from_one_address_are_slowed(http_server, ssh_run):
+    h = http_server("--http-auth-failures", "3",
+                    "--http-trusted-proxy", "127.0.0.1")
+    token = make_token(ssh_run, h)
+    guess = bearer("atrium_" + "A" * 43)
+    for _ in range(3):
+        assert h.request("GET", "/api/rooms", headers=guess)[0] == 401
+    status, headers, body = h.request("GET", "/api/rooms", headers=guess)
+    assert status == 429, body
+    assert 0 < int(headers["Retry-After"]) <= 60
+    assert "too many refused tokens" in json.loads(body)["error"]
+    # Even a good token waits, from there; another address does not.
+    assert h.request("GET", "/api/rooms", headers=bearer(token))[0] == 429
+    elsewhere = dict(bearer(token), **{"X-Forwarded-For": "192.0.2.9"})
+    assert h.request("GET", "/api/rooms", headers=elsewhere)[0] == 200
+    assert h.request("GET", "/health")[0] == 200
+
+
+def test_an_idle_kept_alive_connection_is_closed(http_server):
+    h = http_server("--http-idle-timeout", "1", "--http-request-timeout",
+                    "30")
+    with socket.create_connection(("127.0.0.1", h.port), 15) as s:
+        assert _served(s)
+        start = time.time()
+        assert s.recv(1024) == b""
+        assert time.time() - start < 10
+
+
 def test_too_many_connections_from_one_address(http_server):
     h = http_server("--http-per-source", "2", "--http-request-timeout", "2")
     held = _hold(h.port, 2)

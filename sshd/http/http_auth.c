@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include <microhttpd.h>
@@ -19,6 +20,7 @@
 #include "http_server.h"
 #include "jsonl.h"
 #include "log.h"
+#include "util.h"
 
 #define HTTP_ADDR_CHARS	"0123456789abcdefABCDEF.:%"
 
@@ -201,6 +203,33 @@ http_auth_whoami(struct http_req *r, char *buf, size_t len)
 	return 0;
 }
 
+/* Refuse r with 429 when its address failed too many tokens this
+ * minute (http_guard.h).  0, or 1 with r answered. */
+static int
+http_auth_throttled(struct http_req *r, int *ret)
+{
+	int wait = http_guard_wait(&r->srv->guard, r->addr,
+	    r->srv->cfg.http_auth_failures, time_mono_ms());
+	struct MHD_Response *resp;
+	char body[200], after[16];
+	int n;
+
+	if (!wait)
+		return 0;
+	n = snprintf(body, sizeof(body), "{\"error\":\"too many refused tokens "
+	    "from your address: try again in %d s\"}\n", wait);
+	snprintf(after, sizeof(after), "%d", wait);
+	resp = MHD_create_response_from_buffer((size_t)n, body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (resp) {
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_add_response_header(resp, "Retry-After", after);
+		r->bytes = (uint64_t)n;
+	}
+	*ret = http_reply_queue(r, 429, resp);
+	return 1;
+}
+
 /* See http_auth.h. */
 int
 http_auth_check(struct http_req *r, int upgrade, int *ret)
@@ -211,6 +240,8 @@ http_auth_check(struct http_req *r, int upgrade, int *ret)
 
 	if (r->authed)
 		return 0;
+	if (http_auth_throttled(r, ret))
+		return 1;
 	if (http_auth_token(r, &why) < 0) {
 		*ret = http_reply_error(r, 401, why);
 		return 1;
@@ -220,6 +251,9 @@ http_auth_check(struct http_req *r, int upgrade, int *ret)
 		return 1;
 	}
 	if ((status = http_auth_whoami(r, buf, sizeof(buf))) != 0) {
+		if (status == 401)
+			http_guard_failed(&r->srv->guard, r->addr,
+			    time_mono_ms());
 		*ret = http_reply_error(r, status, buf);
 		return 1;
 	}

@@ -8,8 +8,10 @@
  * deadline for its own timeouts.  MHD takes the listening socket it was
  * handed (MHD_OPTION_LISTEN_SOCKET: this process can make no socket) and
  * enforces the limits it can: connections in all and per address, the
- * time a client may stay silent (a half-sent request head is closed after
- * it), and a per-connection memory pool that bounds the request head.
+ * time a client may stay silent (http-request-timeout while it sends a
+ * request: a half-sent request head is closed after it;
+ * http-idle-timeout while a kept-alive connection waits for its next),
+ * and a per-connection memory pool that bounds the request head.
  * The rest are checked here on MHD's first call for a request, before any
  * body is read: the request line (414), the headers (431), the body's
  * announced length (413), the route (400, 404, 405), the token (401) and
@@ -207,6 +209,10 @@ http_server_access(void *cls, struct MHD_Connection *c, const char *url,
 	if (!r) {
 		if (!(r = http_server_req_new(srv, c, method, url)))
 			return MHD_NO;
+		/* A kept-alive connection waited under the idle timeout; its
+		 * request (body and all) is under the request timeout. */
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+		    (unsigned)srv->cfg.http_request_timeout);
 		*con_cls = r;
 		return http_server_first(r, url) == MHD_YES ? MHD_YES : MHD_NO;
 	}
@@ -232,10 +238,15 @@ http_server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct http_server *srv = cls;
 	struct http_req *r = *con_cls;
 
-	(void)c;
 	if (!r)
 		return;
 	*con_cls = NULL;
+	/* Not on a stream's: MHD completes an upgrade's request as it hands
+	 * the socket over, and a timeout set then breaks the hand-over. */
+	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->stream &&
+	    r->status != 101)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+		    (unsigned)srv->cfg.http_idle_timeout);
 	if (r->stream)
 		http_stream_detach(r->stream);
 	if (!r->answered)

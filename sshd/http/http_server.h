@@ -20,6 +20,7 @@
 #include "config.h"
 #include "http_web.h"
 #include "loop.h"
+#include "http_guard.h"
 
 struct MHD_Daemon;
 struct http_stream;
@@ -63,6 +64,7 @@ struct http_server {
 					 * to start (api_room.h) */
 	int nstreams;
 	struct http_stats stats;
+	struct http_guard guard;	/* failed tokens per address */
 	long long trim_ms;		/* free heap last given back */
 	struct http_fileio *fileio;	/* the file routes' I/O thread, made
 					 * on first use (http_fileio.h) */

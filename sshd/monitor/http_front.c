@@ -45,6 +45,7 @@
 
 /* The settings atriumd-http reads (config.h); no other is passed on. */
 static const char *const http_front_settings[] = {
+	"http-idle-timeout", "http-auth-failures",
 	"http-listen", "http-trusted-proxy", "http-insecure-cookie",
 	"http-max-body", "http-max-json", "http-max-line", "http-max-headers",
 	"http-request-timeout", "http-per-source", "http-max-connections",

@@ -41,8 +41,10 @@ fake_monitor(struct monitor *srv, struct config *cfg, int fd)
 	srv->keys = authkeys_new("/nonexistent-data/authorized_keys");
 	authkeys_set_quiet(srv->keys);
 	srv->cfg = cfg;
-	srv->net = (struct monitor_front){ srv, "network process", 0, fd, -1,
-	    { .fd = -1 }, 0 };
+	srv->net.srv = srv;
+	srv->net.name = "network process";
+	srv->net.req_fd = fd;
+	srv->net.ev_fd = -1;
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
 }
