@@ -279,6 +279,9 @@ http_stream_tick(struct http_server *srv)
 			http_sse_tick(s);
 		else
 			http_ws_tick(s);
+		/* Its exec lines that got their exec_done are over. */
+		http_cap_sync(srv, &s->cap, s->state == HTTP_STREAM_DEAD ? 0 :
+		    agentlink_execs(&s->link));
 	}
 }
 
@@ -289,6 +292,7 @@ http_stream_free(struct http_stream *s)
 	if (s->req)
 		s->req->stream = NULL;
 	agentlink_close(&s->link);
+	http_cap_release(s->srv, &s->cap);
 	buf_free(&s->out);
 	buf_free(&s->held);
 	if (s->ws)

@@ -14,6 +14,7 @@
 
 #include "agentlink.h"
 #include "buf.h"
+#include "http_cap.h"
 #include "http_req.h"
 #include "http_stream.h"
 #include "loop.h"
@@ -66,6 +67,9 @@ struct http_stream {
 					 * NULL (http_stream.h) */
 	const char *extra;		/* bytes MHD read past the head */
 	size_t nextra;
+	struct http_cap cap;		/* its exec lines, counted against its
+					 * user's max-commands-per-user until
+					 * their exec_done (http_cap.h) */
 };
 
 /* A new stream for r, in srv->streams, WAITING for r's room (the

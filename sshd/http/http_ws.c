@@ -184,27 +184,21 @@ http_ws_clean(const char *type, json_object *o)
 	return changed;
 }
 
-/* May s's user start one more command (max-commands-per-user, counted
- * over this process's WebSockets: each exec line until its exec_done)?
- * 1, or 0 with the refusal sent, naming the exec's id. */
+/* May s's user start one more command (max-commands-per-user, counted by
+ * the monitor over SSH and HTTP together: http_cap.h; each exec line
+ * until its exec_done)?  1, or 0 with the refusal sent, naming the
+ * exec's id. */
 static int
 http_ws_under_cap(struct http_stream *s, json_object *o)
 {
-	int cap = s->srv->cfg.max_commands_per_user, n = 0;
 	const char *id = json_get_string(o, "id");
 	json_object *ev;
 	const char *text;
-	char msg[200];
+	char msg[400];
 
-	for (struct http_stream *t = s->srv->streams; cap > 0 && t;
-	    t = t->next)
-		if (strcmp(t->user, s->user) == 0)
-			n += agentlink_execs(&t->link);
-	if (cap <= 0 || n < cap)
+	if (http_cap_take(s->srv, s->token, s->addr, &s->cap, msg,
+	    sizeof(msg)) == 0)
 		return 1;
-	snprintf(msg, sizeof(msg), "exec not run: you have %d commands "
-	    "running, the most a person may (max-commands-per-user); wait "
-	    "for one to end", n);
 	ev = json_object_new_object();
 	json_object_object_add(ev, "type", json_object_new_string("error"));
 	if (id)

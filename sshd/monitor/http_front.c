@@ -78,7 +78,7 @@ struct http_front {
  * export, import, nor anything that names a key. */
 static const char *const http_front_requests[] = {
 	"use", "agent", "why", "access", "rooms", "delete", "pipes",
-	"whoami", "metrics",
+	"whoami", "metrics", "cmd_begin", "cmd_end",
 };
 
 /* See http_front.h. */
@@ -122,7 +122,7 @@ http_front_open(struct monitor *srv, const struct helpers *progs,
 		return -ENOMEM;
 	}
 	h->f = (struct monitor_front){ srv, "HTTP process", 1, -1, -1,
-	    { .fd = -1 }, 0 };
+	    { .fd = -1 }, 0, { 0 } };
 	h->listen_fd = fd;
 	h->id = *id;
 	snprintf(h->path, sizeof(h->path), "%s", progs->http);
@@ -299,6 +299,11 @@ http_front_exited(struct monitor *srv, pid_t pid, int status)
 		return 0;
 	h->f.pid = 0;
 	http_front_close_sockets(&h->f);
+	if (h->f.cmds.running > 0)
+		log_info("HTTP process ended with %lld commands counted: "
+		    "no longer counted against their users' cap",
+		    h->f.cmds.running);
+	cmd_cap_clear(&h->f.cmds);
 	if (srv->stopping)
 		return 1;
 	if (WIFSIGNALED(status))
@@ -336,6 +341,13 @@ http_front_stop(struct monitor *srv, int sig)
 }
 
 /* See http_front.h. */
+const struct cmd_cap *
+http_front_cmds(struct monitor *srv)
+{
+	return srv->http ? &srv->http->f.cmds : NULL;
+}
+
+/* See http_front.h. */
 int
 http_front_running(struct monitor *srv)
 {
@@ -351,6 +363,7 @@ http_front_free(struct monitor *srv)
 	if (!h)
 		return;
 	http_front_close_sockets(&h->f);
+	cmd_cap_clear(&h->f.cmds);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	free(h);

@@ -15,6 +15,7 @@
 #include <libssh/server.h>
 
 #include "authkeys.h"
+#include "cmd_cap.h"
 #include "config.h"
 #include "ctl.h"
 #include "helpers.h"
@@ -48,6 +49,8 @@ struct monitor_front {
 	int ev_fd;			/* event socket, the monitor's end; -1 */
 	struct watch w;			/* on req_fd */
 	pid_t pid;			/* the process; 0 once it is gone */
+	struct cmd_cap cmds;		/* its people's running commands
+					 * (cmd_cap.h); cleared at its end */
 };
 
 struct monitor {
@@ -76,6 +79,11 @@ struct monitor {
 	struct room_transfer *transfers; /* exports and imports under way
 					 * (room_transfer.h) */
 	struct tokens *tokens;		/* DATA/tokens.db (tokens.h) */
+	struct monitor_front *asking;	/* the front whose request is being
+					 * served now (monitor_serve), else
+					 * NULL */
+	unsigned long long token_refused; /* HTTP requests whose token the
+					 * monitor refused (GET /metrics) */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads
