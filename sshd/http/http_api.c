@@ -123,6 +123,33 @@ http_api_metric(struct buf *b, const char *name, const char *type,
 	    name, type, name, value);
 }
 
+/* The monitor's command counts (max-commands-per-user, both fronts) and
+ * refusals into b, with this process's refusals over a limit. */
+static void
+http_api_metrics_cmds(struct http_server *srv, json_object *ans,
+    struct buf *b)
+{
+	buf_printf(b, "# HELP atrium_commands_running People's commands "
+	    "running (ssh exec, sftp, chat and protocol exec; HTTP exec), by "
+	    "front.\n# TYPE atrium_commands_running gauge\n"
+	    "atrium_commands_running{front=\"ssh\"} %lld\n"
+	    "atrium_commands_running{front=\"http\"} %lld\n",
+	    json_get_int(ans, "commands_ssh", 0),
+	    json_get_int(ans, "commands_http", 0));
+	buf_printf(b, "# HELP atrium_refusals_total Requests refused, by "
+	    "reason (cap: max-commands-per-user; token: a token the monitor "
+	    "refused; limit: an HTTP limit) and front.\n"
+	    "# TYPE atrium_refusals_total counter\n"
+	    "atrium_refusals_total{reason=\"cap\",front=\"ssh\"} %lld\n"
+	    "atrium_refusals_total{reason=\"cap\",front=\"http\"} %lld\n"
+	    "atrium_refusals_total{reason=\"token\",front=\"http\"} %lld\n"
+	    "atrium_refusals_total{reason=\"limit\",front=\"http\"} %llu\n",
+	    json_get_int(ans, "cap_refused_ssh", 0),
+	    json_get_int(ans, "cap_refused_http", 0),
+	    json_get_int(ans, "token_refused", 0),
+	    (unsigned long long)srv->stats.refused[HTTP_REFUSED_LIMIT]);
+}
+
 /* The monitor's counts into b. */
 static void
 http_api_metrics_monitor(struct http_req *r, struct buf *b)
@@ -142,6 +169,7 @@ http_api_metrics_monitor(struct http_req *r, struct buf *b)
 	    json_get_int(ans, "rooms_starting", 0));
 	buf_printf(b, "atrium_rooms_active{state=\"stopping\"} %lld\n",
 	    json_get_int(ans, "rooms_stopping", 0));
+	http_api_metrics_cmds(r->srv, ans, b);
 	json_object_put(ans);
 }
 
