@@ -170,3 +170,24 @@ def test_a_restarted_http_process_frees_its_count(atriumd, data_dir,
     finally:
         x.close()
         held.end()
+
+
+def test_metrics_show_ssh_sessions_by_kind(atriumd, data_dir, ssh_run):
+    """The network process reports its sessions to the monitor (at most a
+    second late): one ssh exec held open shows as one exec channel on one
+    connection, and is gone from the counts once it ends."""
+    srv = http_server(atriumd, data_dir)
+    assert ssh_run(srv, "demo", "true")[0] == 0
+    held = SshCommand(srv, "demo")
+    try:
+        wait_for(lambda: metric(srv, "atrium_ssh_sessions",
+                                'kind="exec"') == 1, "no exec counted")
+        assert metric(srv, "atrium_ssh_sessions", 'kind="connections"') == 1
+        assert metric(srv, "atrium_ssh_sessions", 'kind="chat"') == 0
+        assert metric(srv, "atrium_refusals_total",
+                      'reason="limit",front="ssh"') == 0
+    finally:
+        held.end()
+    wait_for(lambda: metric(srv, "atrium_ssh_sessions",
+                            'kind="connections"') == 0, "still counted")
+    assert metric(srv, "atrium_ssh_sessions", 'kind="exec"') == 0

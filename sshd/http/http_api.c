@@ -143,11 +143,33 @@ http_api_metrics_cmds(struct http_server *srv, json_object *ans,
 	    "atrium_refusals_total{reason=\"cap\",front=\"ssh\"} %lld\n"
 	    "atrium_refusals_total{reason=\"cap\",front=\"http\"} %lld\n"
 	    "atrium_refusals_total{reason=\"token\",front=\"http\"} %lld\n"
-	    "atrium_refusals_total{reason=\"limit\",front=\"http\"} %llu\n",
+	    "atrium_refusals_total{reason=\"limit\",front=\"http\"} %llu\n"
+	    "atrium_refusals_total{reason=\"limit\",front=\"ssh\"} %lld\n",
 	    json_get_int(ans, "cap_refused_ssh", 0),
 	    json_get_int(ans, "cap_refused_http", 0),
 	    json_get_int(ans, "token_refused", 0),
-	    (unsigned long long)srv->stats.refused[HTTP_REFUSED_LIMIT]);
+	    (unsigned long long)srv->stats.refused[HTTP_REFUSED_LIMIT],
+	    json_get_int(ans, "ssh_refused", 0));
+}
+
+/* The network process's SSH sessions by kind (reported to the monitor
+ * at most a second ago) into b. */
+static void
+http_api_metrics_ssh(json_object *ans, struct buf *b)
+{
+	static const char *const kinds[] = {
+		"connections", "chat", "exec", "sftp", "control",
+	};
+	char key[32];
+
+	buf_printf(b, "# HELP atrium_ssh_sessions SSH connections, and their "
+	    "channels by kind (chat, exec, sftp, control: the atrium "
+	    "subsystem).\n# TYPE atrium_ssh_sessions gauge\n");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(key, sizeof(key), "ssh_%s", kinds[i]);
+		buf_printf(b, "atrium_ssh_sessions{kind=\"%s\"} %lld\n",
+		    kinds[i], json_get_int(ans, key, 0));
+	}
 }
 
 /* The monitor's counts into b. */
@@ -170,6 +192,7 @@ http_api_metrics_monitor(struct http_req *r, struct buf *b)
 	buf_printf(b, "atrium_rooms_active{state=\"stopping\"} %lld\n",
 	    json_get_int(ans, "rooms_stopping", 0));
 	http_api_metrics_cmds(r->srv, ans, b);
+	http_api_metrics_ssh(ans, b);
 	json_object_put(ans);
 }
 

@@ -75,6 +75,11 @@ struct monitor_req {
 	monitor_fn fn;
 };
 
+/* The counts of net_stats, in the order of srv->net_stats. */
+static const char *const monitor_net_stats[MONITOR_NET_STATS] = {
+	"connections", "chat", "exec", "sftp", "control", "refused",
+};
+
 /* Add key: string (NULL: null) to o. */
 static void
 monitor_put(json_object *o, const char *key, const char *value)
@@ -601,6 +606,32 @@ monitor_metrics_cmds(struct monitor *srv, json_object *ans)
 	    json_object_new_int64(h ? (long long)h->refused : 0));
 	json_object_object_add(ans, "token_refused",
 	    json_object_new_int64((long long)srv->token_refused));
+	for (int i = 0; i < MONITOR_NET_STATS; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ssh_%s", monitor_net_stats[i]);
+		json_object_object_add(ans, key,
+		    json_object_new_int64(srv->net_stats[i]));
+	}
+}
+
+/* net_stats {connections, chat, exec, sftp, control, refused}: the
+ * network process's counts, kept for GET /metrics.  Its own word about
+ * itself, so only checked to be counts. */
+static int
+monitor_net_stats_set(struct monitor *srv, json_object *req,
+    const char *room, const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	long long v[MONITOR_NET_STATS];
+
+	if (srv->asking != &srv->net)
+		return -1;
+	for (int i = 0; i < MONITOR_NET_STATS; i++)
+		if ((v[i] = json_get_int(req, monitor_net_stats[i], -1)) < 0)
+			return -1;
+	memcpy(srv->net_stats, v, sizeof(v));
+	return 0;
 }
 
 /* metrics {}: the monitor's counts for GET /metrics (the HTTP process
@@ -656,6 +687,7 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "token", 0, 1, monitor_token },
 	{ "cmd_begin", 0, 1, monitor_cmd_begin },
 	{ "cmd_end", 0, 0, monitor_cmd_end },
+	{ "net_stats", 0, 0, monitor_net_stats_set },
 };
 
 /* A front broke the rules (or went away): end it.  The network

@@ -29,6 +29,9 @@
  * caps it at net.core.somaxconn (4096 by default). */
 #define MONITOR_LISTEN_BACKLOG	1024
 
+/* The counts of a net_stats request (privsep.h), in monitor.c's order. */
+#define MONITOR_NET_STATS	6
+
 struct room_transfer;
 struct tokens;
 struct http_front;
@@ -84,6 +87,8 @@ struct monitor {
 					 * NULL */
 	unsigned long long token_refused; /* HTTP requests whose token the
 					 * monitor refused (GET /metrics) */
+	long long net_stats[MONITOR_NET_STATS];	/* the network process's
+					 * last counts (net_stats request) */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "jsonl.h"
+#include "net_stats.h"
 #include "log.h"
 #include "names.h"
 #include "privsep.h"
@@ -561,5 +562,17 @@ monitor_ask_cmd_end(struct server *srv, const char *user, int n)
 		    json_object_new_string(user));
 		json_object_object_add(req, "n", json_object_new_int(n));
 	}
+	monitor_ask_later(srv, req, NULL, NULL);
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_stats(struct server *srv, const long long *v)
+{
+	json_object *req = monitor_ask_req("net_stats", NULL);
+
+	for (int i = 0; req && i < NET_STAT_N; i++)
+		json_object_object_add(req, net_stat_names[i],
+		    json_object_new_int64(v[i]));
 	monitor_ask_later(srv, req, NULL, NULL);
 }

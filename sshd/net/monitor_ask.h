@@ -140,6 +140,10 @@ int monitor_ask_cmd_begin(const struct session *s, char *why, size_t len);
  * (cmd_end).  Not waited for. */
 void monitor_ask_cmd_end(struct server *srv, const char *user, int n);
 
+/* Report the network process's counts v (net_stats.h) for GET /metrics
+ * (net_stats).  Not waited for. */
+void monitor_ask_stats(struct server *srv, const long long *v);
+
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);
 

@@ -231,6 +231,7 @@ server_log_refusal(struct server *srv, const char *peer, const char *why)
 	char tally[1024];
 	unsigned long more;
 
+	srv->stats.refused++;
 	if (now - srv->refused_log_ms < 1000) {
 		server_count_refusal(srv, why);
 		return;
@@ -498,6 +499,7 @@ server_turn(struct server *srv)
 	}
 	server_accept_resume(srv);
 	server_refusals_flush(srv);
+	net_stats_tick(srv);
 	loop_trim_heap(&srv->trim_ms, SERVER_TRIM_MS);
 	loop_sync(&srv->loop);
 }

@@ -75,7 +75,9 @@
  *   whoami {WHO}            -> {user, admin, read_only, token_id}: who
  *                              the monitor takes the request to be for
  *   metrics {}              -> {rooms_ready, rooms_starting,
- *                              rooms_stopping, commands_ssh,
+ *                              rooms_stopping, ssh_connections, ssh_chat,
+ *                              ssh_exec, ssh_sftp, ssh_control,
+ *                              ssh_refused, commands_ssh,
  *                              commands_http, cap_refused_ssh,
  *                              cap_refused_http, token_refused}: counts
  *                              for GET /metrics
@@ -84,6 +86,11 @@
  *                           (sshd/monitor/cmd_cap.h)
  *                           -> {ok: true, user} (counted for this front)
  *                              | {refused: "cap", error: the words to show}
+ *   net_stats {connections, chat, exec, sftp, control, refused}
+ *                           the network process's counts (authenticated
+ *                           connections, channels by kind, connections
+ *                           refused over a limit), kept for GET /metrics
+ *                           (sshd/net/net_stats.h); from it alone -> {}
  *   cmd_end {user, n}       n of the user's commands over this front are
  *                           over (no WHO: a key removed meanwhile still
  *                           gives its count back) -> {}
