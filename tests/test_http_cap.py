@@ -191,3 +191,34 @@ def test_metrics_show_ssh_sessions_by_kind(atriumd, data_dir, ssh_run):
     wait_for(lambda: metric(srv, "atrium_ssh_sessions",
                             'kind="connections"') == 0, "still counted")
     assert metric(srv, "atrium_ssh_sessions", 'kind="exec"') == 0
+
+
+def test_metrics_count_model_requests_tokens_and_errors(atriumd, data_dir,
+                                                       model_server):
+    """One turn answered (100 tokens in, 7 out) and one refused by the
+    model server: the provider's requests, tokens and errors, as the
+    agent reports them to the monitor's watchdog (at most a ping late)."""
+    from model_server import Fault, Reply
+    from test_access import events
+    model_server.script(Reply(text="hello there", usage=(100, 7)),
+                        Fault(400, message="no such model"))
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-metrics")
+    srv = http_server(atriumd, data_dir, "--provider", "anthropic",
+                      "--model-url", model_server.url, "--model",
+                      "test-model", env=env)
+    for text in ("hi", "again"):
+        events(srv, "demo", {"type": "prompt", "text": text},
+               until=lambda e: e["type"] == "turn_end", timeout=60)
+    series = [("atrium_model_requests_total", 'provider="anthropic"', 1),
+              ("atrium_model_tokens_total",
+               'provider="anthropic",direction="input"', 100),
+              ("atrium_model_tokens_total",
+               'provider="anthropic",direction="output"', 7),
+              ("atrium_model_errors_total", 'provider="anthropic"', 1)]
+
+    def seen():
+        try:
+            return all(metric(srv, n, l) == v for n, l, v in series)
+        except AssertionError:
+            return False
+    wait_for(seen, [(n, l) for n, l, _ in series])

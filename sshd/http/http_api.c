@@ -172,6 +172,66 @@ http_api_metrics_ssh(json_object *ans, struct buf *b)
 	}
 }
 
+/* 1 when name may stand in a label value as it is. */
+static int
+http_api_label_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	return n > 0 && n < 32 && strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* One series of the model's, for each provider of list, into b. */
+static void
+http_api_metrics_model(json_object *list, struct buf *b, const char *name,
+    const char *key, const char *extra)
+{
+	size_t n = json_object_array_length(list);
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(list, i);
+		const char *provider = json_get_string(o, "provider");
+
+		if (http_api_label_ok(provider))
+			buf_printf(b, "%s{provider=\"%s\"%s} %lld\n", name,
+			    provider, extra, json_get_int(o, key, 0));
+	}
+}
+
+/* Every room's model requests, tokens and failures by provider, as the
+ * monitor sums them from its agents (at most a ping late), into b. */
+static void
+http_api_metrics_models(json_object *ans, struct buf *b)
+{
+	json_object *list;
+
+	if (!json_object_object_get_ex(ans, "models", &list) ||
+	    !json_object_is_type(list, json_type_array))
+		list = NULL;
+	buf_printf(b, "# HELP atrium_model_requests_total Model requests "
+	    "answered, by provider.\n"
+	    "# TYPE atrium_model_requests_total counter\n");
+	if (list)
+		http_api_metrics_model(list, b, "atrium_model_requests_total",
+		    "requests", "");
+	buf_printf(b, "# HELP atrium_model_tokens_total Model tokens, by "
+	    "provider and direction.\n"
+	    "# TYPE atrium_model_tokens_total counter\n");
+	if (list) {
+		http_api_metrics_model(list, b, "atrium_model_tokens_total",
+		    "input_tokens", ",direction=\"input\"");
+		http_api_metrics_model(list, b, "atrium_model_tokens_total",
+		    "output_tokens", ",direction=\"output\"");
+	}
+	buf_printf(b, "# HELP atrium_model_errors_total Model requests that "
+	    "failed (each attempt, retried or not), by provider.\n"
+	    "# TYPE atrium_model_errors_total counter\n");
+	if (list)
+		http_api_metrics_model(list, b, "atrium_model_errors_total",
+		    "errors", "");
+}
+
 /* The monitor's counts into b. */
 static void
 http_api_metrics_monitor(struct http_req *r, struct buf *b)
@@ -193,6 +253,7 @@ http_api_metrics_monitor(struct http_req *r, struct buf *b)
 	    json_get_int(ans, "rooms_stopping", 0));
 	http_api_metrics_cmds(r->srv, ans, b);
 	http_api_metrics_ssh(ans, b);
+	http_api_metrics_models(ans, b);
 	json_object_put(ans);
 }
 

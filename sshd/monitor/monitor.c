@@ -634,6 +634,26 @@ monitor_net_stats_set(struct monitor *srv, json_object *req,
 	return 0;
 }
 
+/* The model counts of metrics: every agent's requests, tokens and
+ * failed requests by provider (model_totals.h). */
+static void
+monitor_metrics_models(struct monitor *srv, json_object *ans)
+{
+	const struct model_totals *t = &srv->rooms.models;
+	json_object *list = json_object_new_array(), *o;
+
+	for (int i = 0; list && i < MODEL_TOTALS_PROVIDERS; i++) {
+		if (!t->p[i].provider[0] || !(o = json_object_new_object()))
+			continue;
+		monitor_put(o, "provider", t->p[i].provider);
+		for (int k = 0; k < MODEL_COUNTS; k++)
+			json_object_object_add(o, model_count_names[k],
+			    json_object_new_int64((long long)t->p[i].v[k]));
+		json_object_array_add(list, o);
+	}
+	json_object_object_add(ans, "models", list);
+}
+
 /* metrics {}: the monitor's counts for GET /metrics (the HTTP process
  * decides who may read them): rooms by state, commands per front,
  * refusals. */
@@ -658,6 +678,7 @@ monitor_metrics(struct monitor *srv, json_object *req, const char *room,
 	json_object_object_add(ans, "rooms_stopping",
 	    json_object_new_int64(stopping));
 	monitor_metrics_cmds(srv, ans);
+	monitor_metrics_models(srv, ans);
 	return 0;
 }
 

@@ -79,8 +79,10 @@
  *                              ssh_exec, ssh_sftp, ssh_control,
  *                              ssh_refused, commands_ssh,
  *                              commands_http, cap_refused_ssh,
- *                              cap_refused_http, token_refused}: counts
- *                              for GET /metrics
+ *                              cap_refused_http, token_refused, models:
+ *                              [{provider, requests, input_tokens,
+ *                              output_tokens, errors}]}: counts for
+ *                              GET /metrics
  *   cmd_begin {WHO}         one more command of the user, if under
  *                           max-commands-per-user over both fronts
  *                           (sshd/monitor/cmd_cap.h)
