@@ -174,7 +174,7 @@ def test_a_restarted_http_process_frees_its_count(atriumd, data_dir,
 
 def test_metrics_show_ssh_sessions_by_kind(atriumd, data_dir, ssh_run):
     """The network process reports its sessions to the monitor (at most a
-    second late): one ssh exec held open shows as one exec channel on one
+    moment late): one ssh exec held open shows as one exec channel on one
     connection, and is gone from the counts once it ends."""
     srv = http_server(atriumd, data_dir)
     assert ssh_run(srv, "demo", "true")[0] == 0

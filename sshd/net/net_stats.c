@@ -2,11 +2,12 @@
  * net_stats.c: the network process's counts, reported to the monitor for
  * GET /metrics (net_stats.h).  Called by server.c after each poll.
  *
- * The walk over every channel is done once a second at most, not each
- * loop turn: with thousands of sessions it costs a turn's worth of ticks.
- * A turn inside the second asks for one wake at its end, so the last
- * change is reported even when nothing else happens; an idle process is
- * not woken again.
+ * The counts are taken after each loop turn (a walk over every session
+ * and channel, as session_tick's), and reported when they changed: so a
+ * change is reported in the turn that made it, and an idle process is
+ * never woken for them.  Under a flood of changes a report goes every
+ * NET_STATS_MS at most; a change held back by that asks for one wake
+ * when it may go.
  */
 #include "net_stats.h"
 
@@ -18,7 +19,7 @@
 #include "stream.h"
 #include "util.h"
 
-#define NET_STATS_MS	1000	/* between two reports, at least */
+#define NET_STATS_MS	100	/* between two reports, at least */
 
 const char *const net_stat_names[NET_STAT_N] = {
 	"connections", "chat", "exec", "sftp", "control", "refused",
@@ -53,20 +54,21 @@ net_stats_count(struct server *srv, long long v[NET_STAT_N])
 void
 net_stats_tick(struct server *srv)
 {
-	long long now = time_mono_ms(), v[NET_STAT_N];
+	long long now, v[NET_STAT_N];
 
 	if (srv->stopping)
 		return;
+	net_stats_count(srv, v);
+	if (memcmp(v, srv->stats.sent, sizeof(v)) == 0)
+		return;
+	now = time_mono_ms();
 	if (now < srv->stats.next_ms) {
-		/* Something happened this turn: look once the second is
-		 * over, even if nothing else wakes the loop by then. */
+		/* Sent a moment ago: this change goes once that is over,
+		 * even if nothing else wakes the loop by then. */
 		loop_wake_at(&srv->loop, srv->stats.next_ms);
 		return;
 	}
 	srv->stats.next_ms = now + NET_STATS_MS;
-	net_stats_count(srv, v);
-	if (memcmp(v, srv->stats.sent, sizeof(v)) == 0)
-		return;
 	memcpy(srv->stats.sent, v, sizeof(v));
 	monitor_ask_stats(srv, v);
 }

@@ -4,8 +4,7 @@
  * connections it refused over a limit.  atriumd-http cannot see them, so
  * this process reports them to the monitor (the net_stats request,
  * privsep.h), which hands the last report to atriumd-http's metrics
- * request.  A report goes at most once a second, and only when a count
- * changed: a scrape sees counts at most a second old.
+ * request.  A report goes when a count changed, at most every 100 ms.
  */
 #ifndef ATRIUMD_NET_STATS_H
 #define ATRIUMD_NET_STATS_H
@@ -32,8 +31,7 @@ struct net_stats {
 					 * server.c */
 };
 
-/* After each poll: report the counts if a second passed since the last
- * report and one changed. */
+/* After each poll: report the counts if one changed (see above). */
 void net_stats_tick(struct server *srv);
 
 #endif
