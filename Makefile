@@ -27,7 +27,8 @@ PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
-PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm
+PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm \
+            libcmark-gfm libmicrohttpd libcrypto
 # -Werror only where the compiler is known (make check, CI: WERROR=1): a
 # packager's newer compiler warns about new things and must still build.
 WERROR   ?=
@@ -55,19 +56,28 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm 2>/dev/null)
+# atriumd-http: libssh for the shared loop, libcrypto for the WebSocket
+# handshake's SHA-1; libwslay has no pkg-config file.
+LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
 DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3 libarchive-dev \
-            libcurl4-openssl-dev libjson-c-dev libssh-dev liburing-dev libpcre2-dev \
-            libseccomp-dev libutf8proc-dev libvterm-dev \
+            libcurl4-openssl-dev libjson-c-dev libssh-dev libssl-dev liburing-dev libpcre2-dev \
+            libseccomp-dev libutf8proc-dev libvterm-dev libmicrohttpd-dev libwslay-dev \
+            libcmark-gfm-dev libcmark-gfm-extensions-dev \
             bubblewrap putty-tools python3-asyncssh \
             openssh-client openssh-server openssh-sftp-server sshfs git procps iproute2 \
-            python3 python3-pytest python3-paramiko tmux rsync strace \
+            python3 python3-pytest python3-paramiko python3-websockets caddy tmux rsync strace \
             clang libclang-rt-14-dev fio \
-            debhelper devscripts lintian fakeroot adduser
+            debhelper devscripts lintian fakeroot adduser \
+            chromium chromium-driver python3-selenium
+# The page's build needs npm (web/package.json): Debian's nodejs and npm,
+# unless an npm is already on PATH (another nodejs, such as one that
+# bundles npm, conflicts with Debian's npm package).
+NODE_PKGS := nodejs npm
 
 COMMON_SRC := $(wildcard common/*.c)
 # The seccomp allow list of the processes that give up root: linked into
@@ -91,6 +101,9 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
+# A third: atriumd-http, the HTTP process (started only with
+# --http-listen), from http/ and shared/.
+HTTP_SRC    = $(wildcard sshd/http/*.c sshd/shared/*.c) $(ALLOW_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
 # common/sandbox_init.c and its filters are their own program, not part of
@@ -102,11 +115,37 @@ LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atriumd-net atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init
+
+# The room in the browser: the page's own files (web/) and the files of
+# npm's packages it uses (web/package.json, exact versions, locked), all
+# copied into $(BUILD)/web for atriumd-http to serve.  npm runs at build
+# time only (npm ci, when web/node_modules lacks them): the page fetches
+# nothing from anywhere but atriumd-http.
+WEB_PAGE   := index.html app.js app.css
+WEB_NPM    := web/node_modules/@xterm/xterm/lib/xterm.js \
+              web/node_modules/@xterm/xterm/css/xterm.css \
+              web/node_modules/@xterm/addon-fit/lib/addon-fit.js
+# Each with its gzip copy (NAME.gz), which atriumd-http sends to a
+# browser that takes gzip.
+WEB_FILES  := $(foreach f,$(WEB_PAGE) $(notdir $(WEB_NPM)),$(f) $(f).gz)
+WEBDIR     ?= $(PREFIX)/share/atrium/web
 
 .PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
         install uninstall deb clean
-all: $(addprefix $(BUILD)/,$(PROGS))
+all: $(addprefix $(BUILD)/,$(PROGS)) $(addprefix $(BUILD)/web/,$(WEB_FILES))
+
+# --- the web page -------------------------------------------------------------
+$(BUILD)/web/%.gz: $(BUILD)/web/%
+	gzip -9 -n -c $< > $@
+$(BUILD)/web/%: web/%
+	@mkdir -p $(@D)
+	cp $< $@
+$(foreach f,$(WEB_NPM),$(eval $(BUILD)/web/$(notdir $(f)): $(f) ; @mkdir -p $$(@D) && cp $$< $$@))
+# npm ci installs exactly what web/package-lock.json names, scripts off.
+$(WEB_NPM) &: web/package.json web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $(WEB_NPM)
 
 # --- programs --------------------------------------------------------------
 define program_rules # $(1)=build dir, $(2)=extra cflags, $(3)=extra ldflags
@@ -121,6 +160,8 @@ $(1)/atriumd: $(call obj,$(1),$(MONITOR_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
+$(1)/atriumd-http: $(call obj,$(1),$(HTTP_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_http) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -131,6 +172,8 @@ $(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/monitor
 $(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
+$(call obj,$(1),$(wildcard sshd/http/*.c tests/unit/test_http_*.c)): \
+    PART_CFLAGS := -Isshd/shared -Isshd/http
 $(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
 endef
 
@@ -151,6 +194,7 @@ COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
 SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC)
+HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -170,7 +214,7 @@ $(foreach t,$(UNIT_TSAN_SRC),$(eval $(call unit_rules,$(BUILD)/tsan,$(TSAN),$(t)
 $(BUILD)/tsan/tests/tsan_canary: $(BUILD)/tsan/obj/tests/unit/tsan_canary.o
 	@mkdir -p $(@D)
 	$(CC) $(TSAN) -o $@ $^ -lpthread
-LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_common)
+LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_common)
 
 UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
 UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
@@ -210,18 +254,25 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
 
+# make bench's reading chat members (tests/bench.py): a test tool.
+$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $< -lssh
+
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
-	    done); \
+	    done; command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
 	    sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	    $$sudo apt-get update -q && \
 	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@[ -f web/node_modules/.package-lock.json ] || \
+	    (cd web && npm ci --ignore-scripts --no-audit --no-fund)
 
 # --- run, check, bench -------------------------------------------------------
 run: deps
@@ -247,7 +298,7 @@ fuzz-replay:
 	@FUZZ_SECONDS=0 tests/fuzz/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/tests/chat_readers
 	$(PYTHON) tests/bench.py
 
 # STRESS_SECONDS (default 3600) of the fs exerciser, new seeds each run.
@@ -262,27 +313,31 @@ stress: deps
 # atriumd and the agent, so they stay off PATH in libexec (atriumd finds
 # them from its own place).
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
-    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
+    $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atriumd-http \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
     $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
-    $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+    $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf \
+    $(addprefix $(DESTDIR)$(WEBDIR)/,$(WEB_FILES))
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR) \
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
-	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atrium-agent \
+	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atriumd-http $(BUILD)/atrium-agent \
 	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/atriumd.service
 	install -m 644 packaging/atrium.sysusers $(DESTDIR)$(SYSUSERSDIR)/atrium.conf
+	install -d $(DESTDIR)$(WEBDIR)
+	install -m 644 $(addprefix $(BUILD)/web/,$(WEB_FILES)) $(DESTDIR)$(WEBDIR)/
 
 uninstall:
 	rm -f $(INSTALLED)
-	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(WEBDIR) 2>/dev/null
 
 # --- Debian package ------------------------------------------------------------
 # dpkg-buildpackage in a copy of the tracked sources with packaging/debian/
@@ -296,6 +351,7 @@ DEB_SRC  = $(BUILD)/deb/atrium-$(VERSION)
 deb: deps
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	git ls-files -z | xargs -0 cp --parents -t $(DEB_SRC)
+	cp --parents -t $(DEB_SRC) $(WEB_NPM) web/node_modules/.package-lock.json
 	cp -r packaging/debian $(DEB_SRC)/debian
 	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD \
 	    -u PREFIX -u DESTDIR -u BINDIR -u SBINDIR -u LIBEXECDIR \

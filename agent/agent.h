@@ -24,6 +24,7 @@ struct journal;
 struct input_rates;
 struct turn;
 struct consent;
+struct file_upload;
 struct exec;
 struct term;
 struct dirworker;
@@ -34,8 +35,8 @@ struct model_window;
 
 /* What a model server's refusals taught of its model (context.c:
  * context_learn_refusal), for the provider and model it was learned of:
- * another model starts from nothing again.  Kept in memory only: a
- * restarted agent learns it from the next refusal. */
+ * another model starts from nothing again.  Kept in room.db too
+ * (model_fit.h), so a restarted agent starts from it. */
 struct model_fit {
 	char provider[16];
 	char model[128];
@@ -103,6 +104,9 @@ struct agent {
 	long long turn_wait;		/* timer of a turn suspended by a failed
 					 * checkpoint (turn.c), or 0 */
 	struct exec *execs;		/* people's running commands */
+	struct file_upload *uploads;	/* files opened for writing by a
+					 * connection, not yet committed
+					 * (file_requests.h) */
 	struct term *term;		/* the room's shared terminal, NULL */
 	struct seed *seed;		/* a running seed_git clone, NULL */
 	json_object *mcp_config;	/* the room's MCP servers (checked,

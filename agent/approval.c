@@ -97,6 +97,7 @@ static const char *const approval_outcomes[] = {
 	[APPROVAL_TIMED_OUT] = "timed_out",
 	[APPROVAL_LEFT] = "left",
 	[APPROVAL_NOBODY] = "nobody",
+	[APPROVAL_STOPPED] = "stopped",
 };
 
 const char *
@@ -149,6 +150,10 @@ approval_outcome_text(enum approval_outcome outcome, const char *who,
 		snprintf(out, len, "the agent's %s call was denied: everyone "
 		    "who could approve it left (waited %s)", tool, wait);
 		break;
+	case APPROVAL_STOPPED:
+		snprintf(out, len, "%s stopped the agent before its %s call "
+		    "was answered (waited %s)", who, tool, wait);
+		break;
 	default:
 		snprintf(out, len, "the agent's %s call was denied: the "
 		    "approval policy is ask and no one is connected to "
@@ -178,6 +183,10 @@ approval_outcome_output(enum approval_outcome outcome, const char *who,
 	case APPROVAL_LEFT:
 		snprintf(out, len, "denied: everyone who could approve this "
 		    "call left the room before answering");
+		break;
+	case APPROVAL_STOPPED:
+		snprintf(out, len, "stopped by %s before it was approved",
+		    who ? who : "someone");
 		break;
 	default:
 		snprintf(out, len, "denied: the room's approval policy is ask "

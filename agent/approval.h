@@ -39,14 +39,15 @@ enum approval_outcome {
 	APPROVAL_TIMED_OUT,	/* nobody answered in time */
 	APPROVAL_LEFT,		/* everyone who could answer left */
 	APPROVAL_NOBODY,	/* nobody was there to ask */
+	APPROVAL_STOPPED,	/* a member stopped the turn while it waited */
 };
 
 /* The status word of outcome ("approved", "denied", "timed_out", "left",
- * "nobody"). */
+ * "nobody", "stopped"). */
 const char *approval_outcome_name(enum approval_outcome outcome);
 
 /* The line the room shows for the outcome, into out (len): who (NULL
- * unless a member answered), the tool's name, the denial's reason (NULL
+ * unless a member answered or stopped the turn), the tool's name, the denial's reason (NULL
  * or "": none), waited_ms (how long the request waited) and timeout_s
  * (the room's approval timeout), e.g. "bob denied the agent's bash call
  * after 4.2 s: not on main".  Always a whole string, cut at len. */

@@ -75,6 +75,57 @@ conn_queue_event(struct conn *c, json_object *ev)
 	buf_free(&line);
 }
 
+/* See conn.h. */
+int
+conn_queue_event_fd(struct conn *c, json_object *ev, int fd)
+{
+	long long at = c->tx + (long long)c->out.len;
+	size_t before = c->out.len;
+
+	if (c->closing || c->nfds_out == ROOM_MAX_FDS_QUEUED) {
+		close(fd);
+		return c->closing ? -ENOBUFS : -EMFILE;
+	}
+	conn_queue_event(c, ev);
+	if (c->closing || c->out.len == before) {
+		close(fd);
+		return -ENOBUFS;
+	}
+	c->fds_out[c->nfds_out] = fd;
+	c->fd_out_at[c->nfds_out++] = at;
+	return 0;
+}
+
+/* The fd at the front of c->fds_out is sent: close and drop it. */
+static void
+conn_fd_sent(struct conn *c)
+{
+	close(c->fds_out[0]);
+	c->nfds_out--;
+	memmove(c->fds_out, c->fds_out + 1, (size_t)c->nfds_out *
+	    sizeof(int));
+	memmove(c->fd_out_at, c->fd_out_at + 1, (size_t)c->nfds_out *
+	    sizeof(c->fd_out_at[0]));
+}
+
+/* How much of c->out one send may take, and the fd to go with its first
+ * byte (-1: none): a line with an fd starts a send of its own, and a send
+ * stops before the next such line. */
+static size_t
+conn_send_span(const struct conn *c, int *fd)
+{
+	int i = 0;
+
+	*fd = -1;
+	if (c->nfds_out > 0 && c->fd_out_at[0] == c->tx) {
+		*fd = c->fds_out[0];
+		i = 1;
+	}
+	if (i < c->nfds_out && c->fd_out_at[i] - c->tx < (long long)c->out.len)
+		return (size_t)(c->fd_out_at[i] - c->tx);
+	return c->out.len;
+}
+
 int
 conn_is_member(const struct conn *c)
 {
@@ -174,6 +225,8 @@ conn_free(struct agent *a, struct conn *c)
 	a->conn_hooks->gone(c);
 	for (int i = 0; i < c->nfds; i++)
 		close(c->fds[i]);
+	for (int i = 0; i < c->nfds_out; i++)
+		close(c->fds_out[i]);
 	close(c->fd);
 	jsonl_free(&c->in);
 	buf_free(&c->out);
@@ -185,17 +238,23 @@ static void
 conn_write(struct conn *c)
 {
 	ssize_t n;
+	size_t len;
+	int fd;
 
 	while (c->out.len > 0 && !c->closing) {
-		n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
+		len = conn_send_span(c, &fd);
+		n = fdpass_send(c->fd, c->out.data, len, &fd, fd >= 0);
+		if (n == -EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			break;
 		if (n < 0) {
 			conn_close(c, "disconnected");
 			return;
 		}
+		if (fd >= 0)
+			conn_fd_sent(c);	/* it went with the first byte */
+		c->tx += n;
 		buf_consume(&c->out, (size_t)n);
 	}
 	if (c->closing)

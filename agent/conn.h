@@ -3,7 +3,10 @@
  * atriumd connects once per session (and per exec); lines are framed with
  * common/jsonl (PROTO_MAX_LINE) and handed, parsed, to the request table
  * (requests.h); fds arrive by SCM_RIGHTS and wait in the connection's
- * queue until the `exec` line that announced them claims them.
+ * queue until the `exec` line that announced them claims them.  The other
+ * way, an answer may carry one fd (conn_queue_event_fd: a workspace file
+ * opened for the peer): it is sent with the first byte of exactly that
+ * line, never with an earlier or a later one.
  *
  * A connection's output queue holds only what may be written now: events
  * the journal announced after their commit (journal.h), replies to this
@@ -45,6 +48,9 @@ struct conn {
 	enum conn_kind kind;		/* CONN_NEW until hello */
 	char user[64];
 	int admin;			/* hello said the key has atrium-admin */
+	int read_only;			/* hello said read_only (a read-only
+					 * token over HTTP): requests that
+					 * change the room are refused */
 	struct jsonl in;		/* framed input, PROTO_MAX_LINE */
 	struct buf out;			/* output that may be written now,
 					 * ROOM_MAX_OUTPUT */
@@ -55,6 +61,12 @@ struct conn {
 					 * brought each (see conn_line_fds) */
 	int nfds;
 	long long rx;			/* bytes received so far */
+	int fds_out[ROOM_MAX_FDS_QUEUED];	/* to send, in order, each
+					 * with the line that starts at
+					 * stream offset fd_out_at */
+	long long fd_out_at[ROOM_MAX_FDS_QUEUED];
+	int nfds_out;
+	long long tx;			/* bytes written so far */
 	const char *closing;		/* reason; reaped in conn_flush */
 	const char *ending;		/* reason; closed once its queued
 					 * output is written (conn_end) */
@@ -95,6 +107,11 @@ int conn_is_member(const struct conn *c);
 void conn_queue(struct conn *c, const char *p, size_t len);
 /* Queue ev, serialised as one line with no raw control byte, to c. */
 void conn_queue_event(struct conn *c, json_object *ev);
+/* Queue ev as conn_queue_event does, with fd attached to its first byte
+ * (SCM_RIGHTS).  Takes fd: it is closed once sent, or at once when it
+ * cannot be queued.  0, or -EMFILE when ROOM_MAX_FDS_QUEUED wait to be
+ * sent, or -ENOBUFS when c is closing or too far behind. */
+int conn_queue_event_fd(struct conn *c, json_object *ev, int fd);
 /* That line, into line (emptied first): to serialise an event once for
  * every client it goes to.  0, or -ENOBUFS past line's max. */
 int conn_event_line(json_object *ev, struct buf *line);

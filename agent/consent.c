@@ -4,7 +4,8 @@
  * events that tell the room how it went.
  *
  * The events, all stored (so that a reconnect or /history shows the
- * round as it went live):
+ * round as it went live), each with a "text" in the words the chat shows,
+ * which /history searches:
  *   consent_request  id, action, turn or name, user (who asked), users
  *                    (who must agree), the preview's lists, seconds
  *   consent_answer   id, user, approve
@@ -111,6 +112,51 @@ consent_record_end(struct agent *a, const char *id, json_object *ev)
 		    room_db_strerror(r));
 }
 
+/* The names of list (an array of strings) as "a, b" into out (len). */
+static void
+consent_names(json_object *list, char *out, size_t len)
+{
+	size_t n = list ? json_object_array_length(list) : 0, used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		int w = snprintf(out + used, len - used, "%s%s", i ? ", " : "",
+		    json_object_get_string(json_object_array_get_idx(list, i)));
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* The words of a round's end that /history finds it by, as the chat shows
+ * them, into out (len); "" when the end says nothing of its own (agreed:
+ * the done event says it).  cancelled keeps why alone, which the chat
+ * shows after "the /undo was cancelled: ". */
+static void
+consent_end_text(const struct consent *k, const char *result,
+    const char *user, json_object *users, const char *why, char *out,
+    size_t len)
+{
+	char names[512];
+
+	out[0] = '\0';
+	consent_names(users, names, sizeof(names));
+	if (strcmp(result, "refused") == 0)
+		snprintf(out, len, "the /%s was cancelled: %s refused; nothing "
+		    "was changed", k->act.what, user ? user : "someone");
+	else if (strcmp(result, "timeout") == 0)
+		snprintf(out, len, "the /%s was cancelled: %s did not answer in "
+		    "time; nothing was changed", k->act.what, names[0] ? names :
+		    "someone");
+	else if (strcmp(result, "forced") == 0)
+		snprintf(out, len, "%s forced the /%s without waiting for the "
+		    "yes of the people asked", user ? user : "the owner",
+		    k->act.what);
+	else if (why)
+		snprintf(out, len, "%s", why);
+}
+
 /* Announce the end of the round with result, then forget it. */
 static void
 consent_finish(struct agent *a, const char *result, const char *user,
@@ -118,6 +164,7 @@ consent_finish(struct agent *a, const char *result, const char *user,
 {
 	struct consent *k = a->consent;
 	json_object *ev = room_event_new("consent_end");
+	char text[768];
 
 	json_object_object_add(ev, "id", json_object_new_string(k->id));
 	json_object_object_add(ev, "action", json_object_new_string(
@@ -125,10 +172,11 @@ consent_finish(struct agent *a, const char *result, const char *user,
 	json_object_object_add(ev, "result", json_object_new_string(result));
 	if (user)
 		json_object_object_add(ev, "user", json_object_new_string(user));
+	consent_end_text(k, result, user, users, why, text, sizeof(text));
 	if (users)
 		json_object_object_add(ev, "users", users);
-	if (why)
-		json_object_object_add(ev, "text", json_object_new_string(why));
+	if (text[0])
+		json_object_object_add(ev, "text", json_object_new_string(text));
 	log_info("consent %s for %s by %s: %s%s%s", k->id, k->act.what,
 	    k->act.user, result, why ? ": " : "", why ? why : "");
 	consent_record_end(a, k->id, ev);
@@ -184,6 +232,7 @@ consent_request_event(struct agent *a, const struct consent *k,
 		"added", "removed", "modified", "truncated",
 	};
 	json_object *ev = room_event_new("consent_request");
+	char names[512], text[768];
 
 	json_object_object_add(ev, "id", json_object_new_string(k->id));
 	json_object_object_add(ev, "action", json_object_new_string(
@@ -200,6 +249,16 @@ consent_request_event(struct agent *a, const struct consent *k,
 		consent_copy(ev, preview, lists[i]);
 	json_object_object_add(ev, "seconds", json_object_new_int(
 	    a->approval_timeout));
+	/* The words /history finds the question by. */
+	consent_names(k->ask, names, sizeof(names));
+	if (k->act.name[0])
+		snprintf(text, sizeof(text), "%s asks %s to agree to /%s "
+		    "snapshot %s", k->act.user, names, k->act.what, k->act.name);
+	else
+		snprintf(text, sizeof(text), "%s asks %s to agree to /%s the "
+		    "agent's turn %lld", k->act.user, names, k->act.what,
+		    (long long)k->act.turn);
+	json_object_object_add(ev, "text", json_object_new_string(text));
 	return ev;
 }
 
@@ -266,11 +325,15 @@ consent_take(struct agent *a, struct conn *c, int approve)
 {
 	struct consent *k = a->consent;
 	json_object *ev = room_event_new("consent_answer");
+	char text[160];
 	int r;
 
 	json_object_object_add(ev, "id", json_object_new_string(k->id));
 	json_object_object_add(ev, "user", json_object_new_string(c->user));
 	json_object_object_add(ev, "approve", json_object_new_boolean(approve));
+	snprintf(text, sizeof(text), "%s %s the /%s", c->user, approve ?
+	    "agreed to" : "refused", k->act.what);
+	json_object_object_add(ev, "text", json_object_new_string(text));
 	if ((r = room_emit(a, ev, 1)) < 0) {
 		room_unrecorded(c, NULL, "your answer", r);
 		return;

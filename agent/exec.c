@@ -8,14 +8,25 @@
  *   shared     share = true, the chat's "!cmd": exec_start, exec_output and
  *              exec_result go to every member (start and result stored).
  *              Until its result is stored, a shared command is marked open
- *              in room.db (room_db_exec_open, in its start's transaction):
- *              one that a restart or a crash cut gets, when the agent
- *              starts again, an exec_result of its own, interrupted, so no
- *              block stays open in the record (exec_recover).
+ *              in room.db (room_db_exec_open, in its start's transaction),
+ *              and each piece of its output is kept beside the mark in
+ *              the commit before the room is sent it (exec_save): one
+ *              that a restart or a crash cut gets, when the agent starts
+ *              again, an exec_result of its own, interrupted, with the
+ *              output it had shown, so no block stays open in the record
+ *              and what it printed stays in it (exec_recover).
  *
  * Every command is audited in room.db (who, command, cwd, status, times,
  * and whether it changed the workspace: undo_mark_start/end, for undo's
- * attribution).
+ * attribution).  A command that reports its own changes (atriumd's sftp
+ * subsystem, "reports_changes" on an exec connection, which atriumd
+ * alone opens) is not marked: a session may stay open for hours while
+ * others write, and the count of changes would make it theirs.  Its row
+ * says "wrote nothing" from the start, and each exec_changed line from
+ * atriumd stamps it with the time of the change (now less its ago_ms:
+ * room_db_audit_changed), once more at its end when the last line said
+ * changes were still under way; so an undo asks its user only when it
+ * changed files after the undo's point.
  * Each exec line from a chat or control connection is answered on that
  * connection alone with exactly one unstamped {"type":"exec_done"} once it
  * is over (refused, or its command ended; exec_done_to): atriumd counts a
@@ -55,6 +66,7 @@
 #include "room_db.h"
 #include "text.h"
 #include "undo.h"
+#include "utf8.h"
 
 #define EXEC_MAX_ENV	16	/* variables a request may set */
 #define EXEC_MAX_ARGV	1024
@@ -70,6 +82,10 @@ struct exec {
 	struct proc *proc;		/* NULL once ended */
 	long long audit_id;
 	struct undo_mark mark;        /* did it change the workspace? */
+	int reports;			/* tells its changes (exec_changed);
+					 * not marked */
+	int unsettled;			/* the last exec_changed said some were
+					 * still under way */
 	struct buf out[2];		/* captured stdout, stderr */
 	int truncated;
 	struct buf carry[2];		/* shared output not yet sent: an
@@ -79,6 +95,9 @@ struct exec {
 	int stop_sig;			/* the last signal a request sent, 0:
 					 * none */
 	char stopped_by[64];		/* who sent it */
+	size_t saved[2];		/* bytes of out[] kept in room.db */
+	int nsaved;			/* pieces of output kept there, -1:
+					 * no more (a write failed) */
 };
 
 int
@@ -116,6 +135,73 @@ exec_unlink(struct agent *a, struct exec *e)
 	}
 }
 
+/* Bytes of b from its start that end on a whole UTF-8 sequence: an
+ * unfinished one at its end waits for the bytes that finish it. */
+static size_t
+exec_whole_utf8(const struct buf *b)
+{
+	size_t n = b->len, back = 0;
+
+	while (back < 3 && back < n &&
+	    ((unsigned char)b->data[n - 1 - back] & 0xc0) == 0x80)
+		back++;
+	if (back < n) {
+		unsigned char lead = (unsigned char)b->data[n - 1 - back];
+		size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 :
+		    lead >= 0xc0 ? 2 : 1;
+
+		if (need > back + 1 && need <= 4)
+			return n - 1 - back;
+	}
+	return n;
+}
+
+/* Take the NUL bytes out of t: one would end the stored text, and the
+ * chat shows none anyway. */
+static void
+exec_drop_nuls(struct buf *t)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < t->len; i++)
+		if (t->data[i] != '\0')
+			t->data[o++] = t->data[i];
+	t->len = o;
+}
+
+/* Keep in room.db, in the loop's transaction, the output of stream s
+ * (0 stdout, 1 stderr) that came since the last time: committed before
+ * the loop sends what it announced, so what the room was shown of a
+ * shared command is in room.db when a restart cuts it (exec_recover).  A
+ * failure is logged once, and no more is kept: the command runs on, and
+ * its result, if it ends, holds its output all the same. */
+static void
+exec_save(struct exec *e, int s)
+{
+	size_t end = exec_whole_utf8(&e->out[s]);
+	struct buf t;
+	int r;
+
+	if (e->nsaved < 0 || end <= e->saved[s])
+		return;
+	buf_init(&t, (end - e->saved[s]) * 3 + 1);
+	r = utf8_repair(&t, e->out[s].data + e->saved[s], end - e->saved[s]);
+	if (r == 0)
+		exec_drop_nuls(&t);
+	if (r == 0)
+		r = room_db_exec_output_add(e->a->db, e->id, s, e->nsaved,
+		    t.data ? t.data : "", t.len);
+	buf_free(&t);
+	if (r < 0) {
+		log_error("%s: its output is no longer kept as it comes (a "
+		    "restart would lose it): %s", e->id, room_db_strerror(r));
+		e->nsaved = -1;
+		return;
+	}
+	e->saved[s] = end;
+	e->nsaved++;
+}
+
 static void
 exec_on_output(void *arg, int stream, const char *p, size_t n)
 {
@@ -129,6 +215,8 @@ exec_on_output(void *arg, int stream, const char *p, size_t n)
 	if (take < n)
 		e->truncated = 1;
 	buf_append(b, p, take);
+	if (e->share && take)
+		exec_save(e, stream - 1);
 }
 
 /* Add the captured text of one stream to ev, as valid UTF-8. */
@@ -155,26 +243,57 @@ exec_line_len(json_object *ev)
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
-/* Add e's captured stdout and stderr to ev.  Escaping can make them take
+/* Add the outputs out (stdout, stderr) to ev.  Escaping can make them take
  * up to six times their bytes, and a line over PROTO_MAX_LINE would be
  * refused whole, result and exit status with it: so while the line is too
  * long, the captures are halved (keeping their heads) and marked
  * truncated. */
 static void
-exec_add_captures(json_object *ev, struct exec *e)
+exec_add_outputs(json_object *ev, struct buf out[2], int *truncated)
 {
 	for (;;) {
-		exec_add_capture(ev, "stdout", &e->out[0]);
-		exec_add_capture(ev, "stderr", &e->out[1]);
+		exec_add_capture(ev, "stdout", &out[0]);
+		exec_add_capture(ev, "stderr", &out[1]);
 		if (exec_line_len(ev) + EXEC_RESULT_SLACK <= PROTO_MAX_LINE)
 			break;
 		for (int i = 0; i < 2; i++)
-			buf_truncate(&e->out[i], e->out[i].len / 2);
-		e->truncated = 1;
+			buf_truncate(&out[i], out[i].len / 2);
+		*truncated = 1;
 	}
-	if (e->truncated)
+	if (*truncated)
 		json_object_object_add(ev, "truncated",
 		    json_object_new_boolean(1));
+}
+
+/* The same with e's captures. */
+static void
+exec_add_captures(json_object *ev, struct exec *e)
+{
+	exec_add_outputs(ev, e->out, &e->truncated);
+}
+
+/* The words /history finds a shared command by when someone stopped it,
+ * as the chat shows them ("alice's command ended by SIGINT", "... from
+ * bob", "exit 1 (bob sent SIGTERM)"), into ev's text. */
+static void
+exec_stopped_text(struct exec *e, json_object *ev)
+{
+	const char *sig = json_get_string(ev, "signal");
+	const char *stop = proc_signal_name(e->stop_sig) ?: "unknown";
+	char text[256];
+	int n;
+
+	if (sig)
+		n = snprintf(text, sizeof(text), "%s's command ended by SIG%s",
+		    e->user, sig);
+	else
+		n = snprintf(text, sizeof(text), "exit %lld",
+		    json_get_int(ev, "exitCode", -1));
+	if (n > 0 && (size_t)n < sizeof(text) && (!sig ||
+	    strcmp(e->stopped_by, e->user) || strcmp(stop, sig)))
+		snprintf(text + n, sizeof(text) - (size_t)n, sig && !strcmp(stop,
+		    sig) ? " from %s" : " (%s sent SIG%s)", e->stopped_by, stop);
+	json_object_object_add(ev, "text", json_object_new_string(text));
 }
 
 /* The exec_result event for e's end. */
@@ -205,9 +324,23 @@ exec_result_event(struct exec *e, const struct proc_end *end)
 	if (end->timed_out)
 		json_object_object_add(ev, "timedOut",
 		    json_object_new_boolean(1));
+	if (e->share && e->stop_sig)
+		exec_stopped_text(e, ev);
 	if (!e->passed_fds)
 		exec_add_captures(ev, e);
 	return ev;
+}
+
+/* Record that e changed the workspace ago_ms before now (see the
+ * head).  Logged on failure. */
+static void
+exec_stamp_change(struct agent *a, struct exec *e, long long ago_ms)
+{
+	int r = room_db_audit_changed(a->db, e->audit_id, ago_ms);
+
+	if (r < 0)
+		log_error("%s: a change of audit row %lld not recorded: %s",
+		    e->id, e->audit_id, room_db_strerror(r));
 }
 
 /* Record how e ended.  The command has run: a failure (logged by room_db)
@@ -217,8 +350,10 @@ exec_audit_end(struct agent *a, struct exec *e, int code, const char *sig)
 {
 	int r = room_db_audit_end(a->db, e->audit_id, code, sig);
 
-	if (r == 0)
+	if (r == 0 && !e->reports)
 		undo_mark_end(a, &e->mark, e->audit_id);
+	else if (r == 0 && e->unsettled)	/* done by now: it has ended */
+		exec_stamp_change(a, e, 0);
 	if (r < 0)
 		log_error("%s: the end of audit row %lld not recorded: %s",
 		    e->id, e->audit_id, room_db_strerror(r));
@@ -488,6 +623,25 @@ exec_check(struct agent *a, struct conn *c, json_object *req, const char *id,
 	    JSON_C_TO_STRING_PLAIN);
 }
 
+/* Write e's audit row (what, in cwd), marked or reporting its changes
+ * (see the head).  0, or -errno when room.db could not record it. */
+static int
+exec_audit_start(struct agent *a, struct conn *c, struct exec *e,
+    json_object *req, const char *what, const char *cwd)
+{
+	int r;
+
+	e->reports = c->kind == CONN_EXEC &&
+	    json_get_bool(req, "reports_changes", 0);
+	if (!e->reports)
+		undo_mark_start(a, &e->mark);
+	r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
+	    &e->audit_id);
+	if (r == 0 && e->reports)
+		r = room_db_audit_wrote(a->db, e->audit_id, 0);
+	return r;
+}
+
 /* exec_request's work: 1 when the command started, 0 when it was
  * refused (reported to c). */
 static int
@@ -527,9 +681,7 @@ exec_start(struct agent *a, struct conn *c, json_object *req)
 		buf_init(&e->carry[i], PROC_CHUNK + 4);
 	}
 	/* No command runs without its audit row on disk. */
-	undo_mark_start(a, &e->mark);
-	if ((r = room_db_audit_start(a->db, c->user, "exec", what, cwd,
-	    &e->audit_id)) < 0) {
+	if ((r = exec_audit_start(a, c, e, req, what, cwd)) < 0) {
 		room_error(c, e->id, "the command was not run: the room could "
 		    "not record it in its audit (%s); try again once room.db "
 		    "can be written", room_db_strerror(r));
@@ -637,6 +789,22 @@ exec_signal(struct agent *a, struct conn *c, json_object *req)
 }
 
 void
+exec_changed(struct agent *a, struct conn *c, json_object *req)
+{
+	const char *id = json_get_string(req, "id");
+
+	for (struct exec *e = a->execs; e; e = e->next) {
+		if (e->owner != c || !id || strcmp(e->id, id) != 0)
+			continue;
+		if (!e->reports || !e->proc)
+			return;		/* nothing to stamp: ignored */
+		e->unsettled = json_get_bool(req, "pending", 1);
+		exec_stamp_change(a, e, json_get_int(req, "ago_ms", 0));
+		return;
+	}
+}
+
+void
 exec_conn_gone(struct agent *a, struct conn *c)
 {
 	for (struct exec *e = a->execs; e; e = e->next) {
@@ -655,6 +823,8 @@ exec_kill_all(struct agent *a)
 
 	while ((e = a->execs)) {
 		a->execs = e->next;
+		/* Its mark stays: the next start records it interrupted, with
+		 * the output it had shown (exec_save kept it). */
 		if (e->proc)
 			proc_abandon(e->proc);
 		exec_audit_end(a, e, 128 + SIGKILL, "KILL");
@@ -667,20 +837,49 @@ exec_kill_all(struct agent *a)
 static int
 exec_recover_collect(const char *id, const char *user, void *arg)
 {
-	return json_object_array_add(arg, json_object_new_string(id ? id :
-	    "")) < 0;
+	json_object *pair = json_object_new_array();
+
+	if (!pair)
+		return 1;
+	json_object_array_add(pair, json_object_new_string(id ? id : ""));
+	json_object_array_add(pair, json_object_new_string(user ? user : ""));
+	return json_object_array_add(arg, pair) < 0;
 }
 
-/* The exec_result of the command id that a restart cut, recorded and its
- * mark removed, for the next commit.  0 or -errno. */
+/* Add to ev the output the command id had shown when it was cut, as
+ * room.db kept it (exec_save): stdout, stderr, as many bytes as a result
+ * may hold (exec_add_outputs). */
+static void
+exec_recover_output(struct agent *a, const char *id, json_object *ev)
+{
+	struct buf out[2];
+	int truncated = 0, r;
+
+	for (int i = 0; i < 2; i++)
+		buf_init(&out[i], PROTO_MAX_CAPTURE);
+	if ((r = room_db_exec_output_each(a->db, id, out, &truncated)) < 0)
+		log_error("%s: the output it had is lost: %s", id,
+		    room_db_strerror(r));
+	else if (out[0].len || out[1].len)
+		exec_add_outputs(ev, out, &truncated);
+	for (int i = 0; i < 2; i++)
+		buf_free(&out[i]);
+}
+
+/* The exec_result of the command id that a restart cut, with the output
+ * it had shown, recorded and its mark removed, for the next commit.  0
+ * or -errno. */
 static int
-exec_recover_one(struct agent *a, const char *id)
+exec_recover_one(struct agent *a, const char *id, const char *user)
 {
 	json_object *ev = room_event_new("exec_result");
 	int r;
 
 	json_object_object_add(ev, "id", json_object_new_string(id));
+	if (user && *user)
+		json_object_object_add(ev, "user", json_object_new_string(user));
 	json_object_object_add(ev, "exitCode", json_object_new_int(-1));
+	exec_recover_output(a, id, ev);
 	json_object_object_add(ev, "interrupted", json_object_new_boolean(1));
 	json_object_object_add(ev, "text",
 	    json_object_new_string(EXEC_INTERRUPTED_TEXT));
@@ -700,9 +899,13 @@ exec_recover(struct agent *a)
 	    ids) : -ENOMEM;
 
 	n = r < 0 ? 0 : json_object_array_length(ids);
-	for (size_t i = 0; i < n && r >= 0; i++)
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		json_object *pair = json_object_array_get_idx(ids, i);
+
 		r = exec_recover_one(a, json_object_get_string(
-		    json_object_array_get_idx(ids, i)));
+		    json_object_array_get_idx(pair, 0)), json_object_get_string(
+		    json_object_array_get_idx(pair, 1)));
+	}
 	json_object_put(ids);
 	if (r >= 0 && n == 0)
 		return;

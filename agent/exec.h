@@ -21,6 +21,12 @@ void exec_request(struct agent *a, struct conn *c, json_object *req);
  * for ever (see exec.c's head). */
 void exec_refused(struct conn *c);
 
+/* An `exec_changed` line from atriumd (c, CONN_EXEC): its command, one
+ * that reports its changes (the sftp subsystem), changed the workspace;
+ * "pending": some of them may still be under way.  Stamped into the
+ * command's audit row (exec.c's head). */
+void exec_changed(struct agent *a, struct conn *c, json_object *req);
+
 /* Forward a `signal` line to c's running command. */
 void exec_signal(struct agent *a, struct conn *c, json_object *req);
 

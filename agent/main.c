@@ -46,6 +46,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_fit.h"
 #include "model_window.h"
 #include "names.h"
 #include "term.h"
@@ -402,6 +403,7 @@ main_setup(struct agent *a)
 	if ((r = journal_new(a, &a->journal)) < 0)
 		return r;
 	settings_load(a);
+	model_fit_load(a);
 	caps_load(a);
 	room_limits_open(a);
 	input_limits_open(a);

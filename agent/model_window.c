@@ -18,11 +18,11 @@
 #include "agent.h"
 #include "buf.h"
 #include "compact.h"
-#include "context.h"
 #include "endpoint.h"
 #include "http.h"
 #include "jsonl.h"
 #include "log.h"
+#include "model_fit.h"
 
 struct model_window {
 	struct agent *a;
@@ -172,7 +172,7 @@ model_window_done(void *arg, const struct http_result *r)
 	}
 	if (told.window && strcmp(a->provider, w->provider) == 0 &&
 	    strcmp(a->model, w->model) == 0)
-		context_learn_refusal(a, &told, 0);
+		model_fit_learn(a, &told, 0);
 	model_window_free(w);
 }
 

@@ -5,7 +5,7 @@
  * the model), else llama.cpp's GET /props (default_generation_settings.
  * n_ctx).  Once per provider and model, in the background, and only when
  * the operator set no context-window; what it learns goes where a
- * refusal's would (context.h: context_learn_refusal).
+ * refusal's would (model_fit.h: model_fit_learn).
  */
 #ifndef ATRIUM_AGENT_MODEL_WINDOW_H
 #define ATRIUM_AGENT_MODEL_WINDOW_H

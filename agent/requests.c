@@ -16,7 +16,10 @@
  * Presence is about people: only chat connections (a person at a
  * terminal) are announced as joining and leaving and listed by who;
  * control connections (scripts) get the room's events without being
- * announced.  `sync` is answered in line order, so its `synced` follows
+ * announced.  A read-only connection (the monitor's hello says so for a
+ * read-only token over HTTP) may send only requests_reads' requests:
+ * any other gets an `error` naming read-only.  `sync` is answered in
+ * line order, so its `synced` follows
  * every answer the connection's earlier lines got at once (atriumd ends a
  * piped protocol session on it).
  */
@@ -33,6 +36,7 @@
 #include "caps.h"
 #include "conn.h"
 #include "exec.h"
+#include "file_requests.h"
 #include "journal.h"
 #include "log.h"
 #include "names.h"
@@ -136,6 +140,7 @@ room_hello(struct conn *c, json_object *req)
 		return 0;
 	}
 	c->admin = json_get_bool(req, "admin", 0);
+	c->read_only = json_get_bool(req, "read_only", 0);
 	if (room_access_hello(a, c, req) < 0)
 		return -1;
 	c->kind = kind;
@@ -472,6 +477,20 @@ room_signal(struct conn *c, json_object *req)
 	exec_signal(c->a, c, req);
 }
 
+static void
+room_exec_changed(struct conn *c, json_object *req)
+{
+	exec_changed(c->a, c, req);
+}
+
+/* file_open, file_commit, file_abort, file_list, file_stat, file_delete,
+ * file_mkdir: file_requests.c's. */
+static void
+room_file(struct conn *c, json_object *req)
+{
+	file_request(c, json_get_string(req, "type"), req);
+}
+
 /* Who may send a request: a mask of (1 << conn_kind). */
 #define MEMBERS	((1u << CONN_CHAT) | (1u << CONN_CONTROL))
 #define EXECS	(MEMBERS | (1u << CONN_EXEC))
@@ -482,6 +501,26 @@ struct request {
 	void (*handle)(struct conn *c, json_object *req);
 	int stores;      /* stores what it brings: input_limits_admit first */
 };
+
+/* The requests that only read the room: a read-only connection may send
+ * these, and no other (every other one changes the room, or speaks in
+ * it; a request added to the table is refused to it until named here). */
+static const char *const requests_reads[] = {
+	"history", "who", "usage", "sync", "snapshots", "complete",
+	"file_list", "file_stat",
+	"file_open",	/* for reading: file_request refuses a write */
+};
+
+/* 1 when type only reads the room. */
+static int
+requests_only_reads(const char *type)
+{
+	for (size_t i = 0; i < sizeof(requests_reads) /
+	    sizeof(requests_reads[0]); i++)
+		if (strcmp(requests_reads[i], type) == 0)
+			return 1;
+	return 0;
+}
 
 /* Every request after hello (hello is CONN_NEW's only one; a monitor's
  * only one is ping, room_monitor_line).  Sorted by nothing: it is short. */
@@ -516,7 +555,15 @@ static const struct request requests[] = {
 	{ "term_close", MEMBERS, room_term, 0 },
 	{ "exec", EXECS, room_exec, 1 },
 	{ "signal", EXECS, room_signal, 0 },
+	{ "exec_changed", 1u << CONN_EXEC, room_exec_changed, 0 },
 	{ "pref", MEMBERS, room_pref, 0 },
+	{ "file_open", EXECS, room_file, 0 },
+	{ "file_commit", EXECS, room_file, 0 },
+	{ "file_abort", EXECS, room_file, 0 },
+	{ "file_list", EXECS, room_file, 0 },
+	{ "file_stat", EXECS, room_file, 0 },
+	{ "file_delete", EXECS, room_file, 0 },
+	{ "file_mkdir", EXECS, room_file, 0 },
 };
 
 /* The entry for type, or NULL. */
@@ -558,9 +605,15 @@ requests_dispatch(struct conn *c, const char *type, json_object *req)
 
 	if (!r)
 		room_error(c, NULL, "unknown request type \"%s\"", type);
-	else if (!(r->who & (1u << c->kind)))
-		room_error(c, NULL, "an exec connection may send only exec "
-		    "and signal");
+	else if (c->read_only && !requests_only_reads(type)) {
+		room_error(c, json_get_string(req, "id"), "read-only: this "
+		    "connection's token may read the room, not %s in it; ask "
+		    "for a token without --read-only", type);
+		if (strcmp(type, "exec") == 0)
+			exec_refused(c);
+	} else if (!(r->who & (1u << c->kind)))
+		room_error(c, NULL, "an exec connection may send only exec, "
+		    "signal and the file requests");
 	else if (r->stores && input_limits_admit(c->a, c, type, req) < 0) {
 		if (strcmp(type, "exec") == 0)
 			exec_refused(c);
@@ -626,6 +679,7 @@ requests_gone(struct conn *c)
 
 	exec_conn_gone(a, c);
 	term_conn_gone(a, c);
+	file_requests_conn_gone(a, c);
 	if (c->kind == CONN_CHAT)
 		room_presence(a, "left", c->user);
 }

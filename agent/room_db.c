@@ -15,7 +15,10 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)
  *       last_seq: the end of the block of seqs reserved for live events
  *       (journal.c); no seq at or below it or events.seq is handed out
- *       again
+ *       again; model_fit: the window a model server named and its
+ *       tokens per byte, for one provider and model (model_fit.c);
+ *       exec_open:ID, exec_out:HEX(ID):N:STREAM: a shared command
+ *       that has started and not ended, and its output so far (exec.c)
  *   config(key TEXT PRIMARY KEY, value TEXT, user TEXT, time TEXT)
  *       provider, model, approval, allow_list (a JSON array); visibility
  *       (open | private; absent: open); the owner's lowered limit_* and
@@ -47,7 +50,10 @@
  *       UNIQUE(turn, step, idx): call idx of the assistant message of step
  *   audit(id INTEGER PRIMARY KEY, user, kind exec|tool|term, command, cwd,
  *       exit_code, signal, started, ended, wrote)  wrote: 1 when the
- *       command changed the workspace, 0 when it did not, NULL unknown
+ *       command changed the workspace, 0 when it did not, NULL unknown;
+ *       above 1, for a command that reports its changes (the sftp
+ *       subsystem: exec.c), the Unix time in ms of the last one it
+ *       reported (room_db_audit_changed)
  *   usage(day TEXT, model TEXT, input_tokens, output_tokens, requests,
  *       PRIMARY KEY(day, model))  the room's tokens per UTC day and model
  *   usage_users(day TEXT, user TEXT, model TEXT, input_tokens,
@@ -841,9 +847,12 @@ room_db_events_find(struct room_db *db, const struct room_db_filter *f,
 	    " WHERE seq > ? AND (? <= 0 OR seq < ?)"
 	    " AND (? IS NULL OR (type IN ('message', 'prompt', 'exec_start')"
 	    "   AND json_extract(j, '$.user') = ?))"
-	    " AND (? IS NULL OR coalesce(json_extract(j, '$.text'),"
-	    "   json_extract(j, '$.command'), json_extract(j, '$.output'),"
-	    "   json_extract(j, '$.stdout'), '') LIKE ? ESCAPE '\\')"
+	    " AND (? IS NULL OR (coalesce(json_extract(j, '$.text'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.command'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.output'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.stdout'), '')"
+	    "   || ' ' || coalesce(json_extract(j, '$.stderr'), ''))"
+	    "   LIKE ? ESCAPE '\\')"
 	    " ORDER BY seq DESC LIMIT ?) ORDER BY seq", "IIIssssI", f->since,
 	    f->before, f->before, f->user, f->user, f->match ? like : NULL,
 	    f->match ? like : NULL, f->limit > 0 ? (long long)f->limit : -1LL);
@@ -893,11 +902,61 @@ room_db_exec_open(struct room_db *db, const char *id, const char *user)
 	    " SET value = excluded.value", "ss", id, user);
 }
 
+/* meta's keys "exec_out:HEX(ID):N:STREAM": the output of an open command,
+ * piece by piece (the id in hex, so no id's keys fall in another's
+ * range). */
+#define ROOM_DB_EXEC_OUT	"exec_out:"
+
 int
 room_db_exec_closed(struct room_db *db, const char *id)
 {
-	return room_db_write(db, "DELETE FROM meta WHERE key = '"
+	int r = room_db_write(db, "DELETE FROM meta WHERE key = '"
 	    ROOM_DB_EXEC_OPEN "' || ?", "s", id);
+
+	if (r == 0)
+		r = room_db_write(db, "DELETE FROM meta WHERE key > '"
+		    ROOM_DB_EXEC_OUT "' || hex(?) || ':' AND key < '"
+		    ROOM_DB_EXEC_OUT "' || hex(?) || ';'", "ss", id, id);
+	return r;
+}
+
+int
+room_db_exec_output_add(struct room_db *db, const char *id, int stream,
+    int n, const char *text, size_t len)
+{
+	char tail[32];
+
+	if (memchr(text, '\0', len))
+		return -EINVAL;	/* utf8_repair never makes one */
+	snprintf(tail, sizeof(tail), ":%08d:%d", n, stream ? 1 : 0);
+	return room_db_write(db, "INSERT OR REPLACE INTO meta (key, value)"
+	    " VALUES ('" ROOM_DB_EXEC_OUT "' || hex(?) || ?, ?)", "sss", id,
+	    tail, text);
+}
+
+int
+room_db_exec_output_each(struct room_db *db, const char *id,
+    struct buf *out, int *truncated)
+{
+	sqlite3_stmt *st = room_db_query(db, "SELECT substr(key, -1), value"
+	    " FROM meta WHERE key > '" ROOM_DB_EXEC_OUT "' || hex(?) || ':'"
+	    " AND key < '" ROOM_DB_EXEC_OUT "' || hex(?) || ';' ORDER BY key",
+	    "ss", id, id);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		const void *v = sqlite3_column_text(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
+
+		if (v && len > 0 && buf_append(&out[s && *s == '1'], v,
+		    (size_t)len) < 0)
+			*truncated = 1;
+	}
+	room_db_release(db, st);
+	return rc == SQLITE_ERROR ? room_db_fail(db, "meta") : 0;
 }
 
 int
@@ -946,6 +1005,14 @@ room_db_meta_get(struct room_db *db, const char *key, char *out,
 {
 	return room_db_value_get(db, "SELECT value FROM meta WHERE key = ?",
 	    key, out, outlen);
+}
+
+int
+room_db_meta_set(struct room_db *db, const char *key, const char *value)
+{
+	return room_db_write(db, "INSERT INTO meta (key, value) VALUES (?, ?)"
+	    " ON CONFLICT (key) DO UPDATE SET value = excluded.value", "ss",
+	    key, value);
 }
 
 /* ---- config, members -------------------------------------------------- */
@@ -1488,11 +1555,36 @@ room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg)
 {
 	/* A command that was running at since counts too: it may have
-	 * written after it. */
+	 * written after it.  One that reports its changes counts only when
+	 * its last one came at or after since. */
 	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT user FROM audit"
-	    " WHERE user != 'agent' AND (wrote IS NULL OR wrote != 0) AND"
-	    " (started >= ?1 OR ended IS NULL OR ended >= ?1)"
-	    " ORDER BY user LIMIT 100", "s", since);
+	    " WHERE user != 'agent' AND (((wrote IS NULL OR wrote = 1) AND"
+	    " (started >= ?1 OR ended IS NULL OR ended >= ?1)) OR (wrote > 1"
+	    " AND wrote >= CAST(round((julianday(?1) - 2440587.5) * 86400000)"
+	    " AS INTEGER))) ORDER BY user LIMIT 100", "s", since);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (cb(arg, (const char *)sqlite3_column_text(st, 0)) != 0)
+			break;
+	room_db_release(db, st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int
+room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg)
+{
+	/* A turn's undo point is taken before its first write, so a turn
+	 * that wrote after since has its point at or after it, or was still
+	 * running then (a snapshot named during a turn); one undone already
+	 * has nothing left to take back. */
+	sqlite3_stmt *st = room_db_query(db, "SELECT DISTINCT t.user FROM"
+	    " turn_undo u JOIN turns t ON t.id = u.turn WHERE u.undone = 0"
+	    " AND (u.time >= ?1 OR t.ended IS NULL OR t.ended >= ?1)"
+	    " AND t.user != 'agent' ORDER BY t.user LIMIT 100", "s", since);
 	int rc;
 
 	if (!st)
@@ -1572,6 +1664,21 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 	time_now_iso(now, sizeof(now));
 	return room_db_write(db, "UPDATE audit SET exit_code = ?, signal = ?,"
 	    " ended = ? WHERE id = ?", "issI", exit_code, signal, now, id);
+}
+
+int
+room_db_audit_changed(struct room_db *db, long long id, long long ago_ms)
+{
+	struct timespec ts;
+	long long ms;
+
+	if (ago_ms < 0 || ago_ms > ROOM_DB_MAX_CHANGE_AGO_MS)
+		ago_ms = 0;	/* nonsense: the time it was told */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - ago_ms;
+	/* Never earlier than a change it was told of before. */
+	return room_db_write(db, "UPDATE audit SET wrote = max(coalesce(wrote,"
+	    " 0), ?) WHERE id = ?", "II", ms > 1 ? ms : 2, id);
 }
 
 int

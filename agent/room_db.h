@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 
 #include "access.h"
+#include "buf.h"
 
 #define ROOM_DB_VERSION	8	/* PRAGMA user_version of the current schema */
 
@@ -122,10 +123,23 @@ int room_db_exec_closed(struct room_db *db, const char *id);
 typedef int room_db_exec_fn(const char *id, const char *user, void *arg);
 int room_db_exec_open_each(struct room_db *db, room_db_exec_fn *fn,
     void *arg);
+/* Its output, kept beside its mark piece by piece as it comes (meta's
+ * exec_out:HEX(ID):N:STREAM, N counting pieces, STREAM 0 stdout or 1
+ * stderr), in the open transaction, so that a command a restart cut keeps
+ * in the record what it had shown; room_db_exec_closed drops them.
+ * _each: the pieces, in order, appended to out[STREAM] (*truncated set
+ * when one did not fit).  0 or -errno. */
+int room_db_exec_output_add(struct room_db *db, const char *id, int stream,
+    int n, const char *text, size_t len);
+int room_db_exec_output_each(struct room_db *db, const char *id,
+    struct buf *out, int *truncated);
 
 /* meta's value of key into out: 1 found, 0 not, -EIO. */
 int room_db_meta_get(struct room_db *db, const char *key, char *out,
     size_t outlen);
+
+/* Set meta's key to value.  0 or -EIO. */
+int room_db_meta_set(struct room_db *db, const char *key, const char *value);
 
 /* --- config: the room's own settings (provider, model, approval,
  * allow_list) overriding the command line.  get: 1 found, 0 not. */
@@ -275,6 +289,12 @@ int room_db_undo_set(struct room_db *db, long long turn, int undone,
  * name, at most 100.  0 or -EIO. */
 int room_db_undo_people(struct room_db *db, const char *since,
     int (*cb)(void *arg, const char *user), void *arg);
+/* cb for each person who prompted a turn of the agent's that is not
+ * undone and that wrote after since (its undo point was taken at or
+ * after since, or it was still running then), by name, at most 100:
+ * for undo, the people whose asking made those changes.  0 or -EIO. */
+int room_db_undo_prompters(struct room_db *db, const char *since,
+    int (*cb)(void *arg, const char *user), void *arg);
 /* Retention: the oldest turn whose snapshot is beyond the newest keep or
  * taken before `before` (an ISO time): 1 with *turn and its snapshot name,
  * 0 none, -EIO.  retire forgets the turn's snapshots once dropped. */
@@ -297,6 +317,13 @@ int room_db_audit_end(struct room_db *db, long long id, int exit_code,
 /* Whether the command of row id changed the workspace (1) or not (0):
  * undo.c's attribution (room_db_undo_people).  In the open transaction. */
 int room_db_audit_wrote(struct room_db *db, long long id, int wrote);
+/* The command of row id, which reports its changes, changed the
+ * workspace ago_ms before now (wrote: that time in ms; an ago_ms out of
+ * 0..ROOM_DB_MAX_CHANGE_AGO_MS counts as 0).  In the open
+ * transaction. */
+#define ROOM_DB_MAX_CHANGE_AGO_MS	60000
+int room_db_audit_changed(struct room_db *db, long long id,
+    long long ago_ms);
 
 /* --- usage: tokens per day and model, and per person who prompted.
  * add: one model request's tokens on today's rows (UTC), in the open

@@ -19,8 +19,9 @@
  *   exec_result  id, user, exitCode [, signal, timedOut, stop_signal,
  *                stopped_by], stdout, stderr [, truncated]
  *                                                exec.c (shared commands)
- *                or id, exitCode, interrupted, text: a command a restart
- *                cut (exec.c: exec_recover)
+ *                or id [, user], exitCode [, stdout, stderr, truncated],
+ *                interrupted, text: a command a restart cut, with the
+ *                output it had shown (exec.c: exec_recover)
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
  *   access       owner, visibility, members [, change, user, by, text,
@@ -33,8 +34,9 @@
  *   restore_done name, added, removed, modified, users [, truncated],
  *                user [, forced, over, agreed, text]   undo.c
  *   consent_request  id, action [, turn, name], user, users, added,
- *                removed, modified [, truncated], seconds   consent.c
- *   consent_answer   id, user, approve           consent.c
+ *                removed, modified [, truncated], seconds [, text]
+ *                                                consent.c
+ *   consent_answer   id, user, approve [, text]  consent.c
  *   consent_end  id, action, result [, user, users, text]   consent.c
  *   snapshot     action (take), name, user, text  snapshots.c
  *   imported     user [, origin, exported], events, dropped
@@ -281,12 +283,14 @@ static const struct stored_field f_consent_request[] = {
 	{ "modified", K_TEXTS, 0, NULL },
 	{ "truncated", K_BOOL, 0, NULL },
 	{ "seconds", K_INT, 0, NULL },
+	{ "text", K_TEXT, 0, NULL },	/* what /history searches */
 	END,
 };
 static const struct stored_field f_consent_answer[] = {
 	{ "id", K_TEXT, REQUIRED, NULL },
 	{ "user", K_NAME, REQUIRED, NULL },
 	{ "approve", K_BOOL, REQUIRED, NULL },
+	{ "text", K_TEXT, 0, NULL },
 	END,
 };
 static const struct stored_field f_consent_end[] = {

@@ -18,8 +18,21 @@
  *
  * Life: term_open starts it (term_start); it ends when bash's sandbox ends
  * (term_on_exit: every member gets term_end) or at room shutdown
- * (term_kill).  A member is a conn pointer, dropped in term_conn_gone
- * before room.c frees the conn.
+ * (term_kill).
+ *
+ * Whose work the shell's changes are (undo's attribution, undo.h): the
+ * shell runs whatever anyone attached types, so each person who opened
+ * it or typed into it has an audit row of their own (kind term), started
+ * at their first key (before the key reaches the shell) and ended with
+ * the shell, that says whether the workspace changed between the two
+ * (undo_mark_start/end).  So an /undo asks everyone who typed into the
+ * shell while it could have changed what the undo takes back, and nobody
+ * who only watched; as with every mark, a change made by someone else
+ * meanwhile counts too: the attribution errs towards asking.  Keys are
+ * not taken from a person whose row could not be written.
+ *
+ * A member is a conn pointer, dropped in term_conn_gone before room.c
+ * frees the conn.
  */
 #include "term.h"
 
@@ -54,12 +67,22 @@ struct term_member {
 					 * not again until some is taken */
 };
 
+/* Someone who opened the terminal or typed into it: their audit row,
+ * open while the shell runs, and the count of changes when they first
+ * typed (undo's attribution, see the head). */
+struct term_typist {
+	char user[64];
+	long long audit_id;
+	struct undo_mark mark;		/* did the shell change the workspace
+					 * after they first typed? */
+};
+
 struct term {
 	struct agent *a;
 	int master;			/* pty master, -1 once the slave hung up */
 	struct proc *proc;		/* bash's sandbox, NULL once ended */
-	long long audit_id;
-	struct undo_mark mark;		/* did the shell change the workspace? */
+	struct term_typist typist[TERM_MAX_TYPISTS];	/* [0]: who opened it */
+	int ntypists;
 	VTerm *vt;
 	VTermScreen *vs;
 	int cols, rows;			/* the pty's size now */
@@ -451,17 +474,52 @@ term_send_end(struct conn *c, const char *reason)
 	json_object_put(ev);
 }
 
-/* Record the shell's end in its audit row. */
+/* Record the shell's end in the audit row of each of its typists. */
 static void
 term_audit_end(struct term *t, int code, const char *sig)
 {
-	int r = room_db_audit_end(t->a->db, t->audit_id, code, sig);
+	for (int i = 0; i < t->ntypists; i++) {
+		struct term_typist *ty = &t->typist[i];
+		int r = room_db_audit_end(t->a->db, ty->audit_id, code, sig);
 
-	if (r == 0)
-		undo_mark_end(t->a, &t->mark, t->audit_id);
-	if (r < 0)
-		log_error("terminal: the end of audit row %lld not recorded: "
-		    "%s", t->audit_id, room_db_strerror(r));
+		if (r == 0)
+			undo_mark_end(t->a, &ty->mark, ty->audit_id);
+		if (r < 0)
+			log_error("terminal: the end of audit row %lld not "
+			    "recorded: %s", ty->audit_id, room_db_strerror(r));
+	}
+}
+
+/* The typist user of t, audited now if new (see the head).  It, or NULL
+ * with the reason sent to c: too many people typed, or room.db could not
+ * record it. */
+static struct term_typist *
+term_typist(struct term *t, struct conn *c, const char *user)
+{
+	struct term_typist *ty;
+	int r;
+
+	for (int i = 0; i < t->ntypists; i++)
+		if (strcmp(t->typist[i].user, user) == 0)
+			return &t->typist[i];
+	if (t->ntypists == TERM_MAX_TYPISTS) {
+		room_error(c, NULL, "%d people have typed into this terminal, "
+		    "the most it records: open a new one (exit its shell)",
+		    TERM_MAX_TYPISTS);
+		return NULL;
+	}
+	ty = &t->typist[t->ntypists];
+	snprintf(ty->user, sizeof(ty->user), "%s", user);
+	undo_mark_start(t->a, &ty->mark);
+	if ((r = room_db_audit_start(t->a->db, user, "term", t->ntypists ?
+	    "typed into the shared terminal (bash -i)" : "bash -i",
+	    "/workspace", &ty->audit_id)) < 0) {
+		room_unrecorded(c, NULL, t->ntypists ? "your typing into the "
+		    "terminal" : "the terminal's start", r);
+		return NULL;
+	}
+	t->ntypists++;
+	return ty;
 }
 
 /* bash's sandbox ended: show the last of its output, tell every member,
@@ -579,13 +637,8 @@ term_start(struct agent *a, struct conn *c, int cols, int rows)
 	r = term_open_pty(&t->master, &slave, cols, rows);
 	if (r == 0)
 		r = term_vterm_new(t);
-	if (r == 0)
-		undo_mark_start(a, &t->mark);
-	if (r == 0 && (r = room_db_audit_start(a->db, c->user, "term",
-	    "bash -i", "/workspace", &t->audit_id)) < 0) {
-		room_unrecorded(c, NULL, "the terminal's start", r);
+	if (r == 0 && !term_typist(t, c, c->user))
 		goto fail;
-	}
 	if (r == 0 && (r = term_spawn(t, slave)) < 0)
 		term_audit_end(t, 126, NULL);
 	if (r < 0) {
@@ -768,6 +821,8 @@ term_input(struct conn *c, json_object *req)
 		    "most %d bytes", TERM_MAX_INPUT_LINE);
 		return;
 	}
+	if (!term_typist(t, c, c->user))
+		return;		/* nothing reaches the shell unaudited */
 	if (term_queue_keys(t, json_object_get_string(d),
 	    (size_t)json_object_get_string_len(d)) == 0)
 		m->told_full = 0;

@@ -30,7 +30,9 @@
  *
  * The terminal lives until its shell exits or the room stops; it does not
  * keep an idle room running.  Its start and end are audited like every
- * command; what goes through it is not recorded.
+ * command, once for each person who opened it or typed into it (whose
+ * work its changes are, for undo); what goes through it is not
+ * recorded.
  */
 #ifndef ATRIUM_AGENT_TERM_H
 #define ATRIUM_AGENT_TERM_H
@@ -43,6 +45,7 @@ struct agent;
 struct conn;
 
 #define TERM_MAX_MEMBERS	64
+#define TERM_MAX_TYPISTS	64	/* people who typed, per shell */
 #define TERM_MAX_COLS		PROTO_TERM_MAX_COLS
 #define TERM_MAX_ROWS		PROTO_TERM_MAX_ROWS
 #define TERM_MIN_COLS		10

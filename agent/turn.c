@@ -87,6 +87,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "model_fit.h"
 #include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
@@ -898,7 +899,7 @@ turn_is_too_long(struct turn *t, const struct http_result *r)
 
 /* The server's refusal as too long, in its own words (sanitised, cut to
  * TURN_REFUSAL_MAX bytes) and figures, into t; what it says of the window
- * is kept for the model (context.h: context_learn_refusal). */
+ * is kept for the model, in room.db too (model_fit.h). */
 static void
 turn_read_refusal(struct turn *t, const struct http_result *r)
 {
@@ -917,7 +918,7 @@ turn_read_refusal(struct turn *t, const struct http_result *r)
 	}
 	log_warn("turn %lld: the model server refused the request (about %ld "
 	    "tokens) as too long: %s", t->id, t->sent_estimate, t->refusal);
-	context_learn_refusal(t->a, &t->refused, t->sent_bytes);
+	model_fit_learn(t->a, &t->refused, t->sent_bytes);
 }
 
 /* What the room is told after the refusal words: the window the server
@@ -1389,6 +1390,24 @@ turn_approval_deny(struct turn *t, enum approval_outcome outcome,
 	return turn_tool_end(t, t->next, "denied", out);
 }
 
+/* The call in hand waited for approval when user stopped the turn: its
+ * approval_result (stopped), then its end, "stopped by USER before it was
+ * approved".  0, or -errno when the turn was suspended (t freed). */
+static int
+turn_approval_stopped(struct turn *t, const char *user)
+{
+	char out[TURN_APPROVAL_TEXT];
+
+	if (turn_approval_record(t, APPROVAL_STOPPED, user, NULL) < 0)
+		return -1;
+	approval_outcome_output(APPROVAL_STOPPED, user, NULL, 0, out,
+	    sizeof(out));
+	if (turn_tool_end(t, t->next, "stopped", out) < 0)
+		return -1;
+	t->next++;
+	return 0;
+}
+
 /* Timer of a waiting ask: deny it when its time is up, or when the last
  * member who could answer has left; else look again soon. */
 static long
@@ -1815,6 +1834,10 @@ turn_stop(struct agent *a, const char *user)
 		t->run_def->cancel(t->run);
 	t->run = NULL;
 	room_notice(a, "%s stopped the agent", user);
+	/* A call that waited for approval has its request answered in the
+	 * record, as stopped, before its end says so too. */
+	if (t->ask_started && t->calls && turn_approval_stopped(t, user) < 0)
+		return 0;
 	if (t->calls) {
 		snprintf(why, sizeof(why), "stopped by %s before it finished",
 		    user);

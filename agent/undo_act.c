@@ -11,8 +11,11 @@
  * restores) and whose own commands since that snapshot changed the
  * workspace, so that it takes them back too (room.db's audit, with
  * audit.wrote: a command that only read, such as `!cat`, names nobody;
- * undo.c's marks).  Only someone who may manage the room may act
- * (room_access_may_manage), and never while a turn runs.
+ * undo.c's marks), and who prompted the agent's turns it takes back
+ * (turns.user: whoever asks the agent owns what its turn changed, as
+ * if they had typed it; the requester's own turns name nobody).  Only
+ * someone who may manage the room may act (room_access_may_manage), and
+ * never while a turn runs.
  *
  * Consent: when those people include others than the one who asked, a
  * confirmed request does not act: it asks them (consent_start), and
@@ -113,15 +116,42 @@ struct undo_people {
 	const char *requester;
 };
 
+/* 1 when list (an array of strings) holds name. */
+static int
+undo_list_has(json_object *list, const char *name)
+{
+	size_t n = json_object_array_length(list);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(json_object_get_string(
+		    json_object_array_get_idx(list, i)), name) == 0)
+			return 1;
+	return 0;
+}
+
 static int
 undo_plan_user(void *arg, const char *user)
 {
 	struct undo_people *w = arg;
 
+	if (undo_list_has(w->p->users, user))
+		return 0;
 	json_object_array_add(w->p->users, json_object_new_string(user));
 	if (strcmp(user, w->requester) != 0)
 		json_object_array_add(w->p->ask, json_object_new_string(user));
 	return 0;
+}
+
+/* A person who prompted a turn the act takes back: their work as much as
+ * a command of their own (the one who asks the agent owns what the turn
+ * changed), named unless it is the requester, whose own turn the
+ * preview already names. */
+static int
+undo_plan_prompter(void *arg, const char *user)
+{
+	struct undo_people *w = arg;
+
+	return strcmp(user, w->requester) == 0 ? 0 : undo_plan_user(arg, user);
 }
 
 static void
@@ -291,8 +321,9 @@ undo_plan(struct agent *a, const char *what, const char *name,
 		return -1;
 	}
 	/* A redo takes back nobody's changes: there are none to take. */
-	if (!p->redo && room_db_undo_people(a->db, p->since, undo_plan_user,
-	    &w) < 0) {
+	if (!p->redo && (room_db_undo_people(a->db, p->since, undo_plan_user,
+	    &w) < 0 || room_db_undo_prompters(a->db, p->since,
+	    undo_plan_prompter, &w) < 0)) {
 		snprintf(why, len, "room.db could not be read");
 		return -1;
 	}
@@ -340,6 +371,25 @@ undo_preview_event(struct agent *a, struct undo_plan *p, int force)
 	return ev;
 }
 
+/* head, the names of list joined by ", ", then tail, into out (len);
+ * nothing when list is empty. */
+static void
+undo_done_names(json_object *list, const char *head, const char *tail,
+    char *out, size_t len)
+{
+	size_t n = list ? json_object_array_length(list) : 0, used;
+
+	if (!n || len == 0)
+		return;
+	used = (size_t)snprintf(out, len, "%s", head);
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%s%s",
+		    i ? ", " : "", json_object_get_string(
+		    json_object_array_get_idx(list, i)));
+	if (used < len)
+		snprintf(out + used, len - used, "%s", tail);
+}
+
 /* The done event: the lists, who acted, and how the others' work went:
  * forced over it (over: who was not asked), or agreed (agreed: who). */
 static json_object *
@@ -347,16 +397,22 @@ undo_done_event(struct undo_plan *p, const char *user, int forced,
     json_object *agreed)
 {
 	json_object *ev = undo_event(p, "done");
-	char text[300];
+	char text[1024];
+	int n;
 
-	/* The words /history finds it by. */
+	/* The words /history finds it by, as the chat shows them: who
+	 * agreed, or over whose work it was forced. */
 	if (p->name[0])
-		snprintf(text, sizeof(text), "%s restored the workspace to "
+		n = snprintf(text, sizeof(text), "%s restored the workspace to "
 		    "snapshot %s", user, p->name);
 	else
-		snprintf(text, sizeof(text), "%s %s the agent's turn %lld", user,
-		    strcmp(p->what, "redo") == 0 ? "redid" : "undid",
+		n = snprintf(text, sizeof(text), "%s %s the agent's turn %lld",
+		    user, strcmp(p->what, "redo") == 0 ? "redid" : "undid",
 		    (long long)p->target.turn);
+	if (n > 0 && (size_t)n < sizeof(text))
+		undo_done_names(forced ? p->ask : agreed, forced ?
+		    ", forced over the work of " : ", as ", forced ? "" :
+		    " agreed", text + n, sizeof(text) - (size_t)n);
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	json_object_object_add(ev, "text", json_object_new_string(text));
 	if (forced) {

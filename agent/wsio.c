@@ -43,6 +43,8 @@
 #define WSIO_RESOLVE	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | \
 			 RESOLVE_NO_XDEV)
 #define WSIO_READ_CHUNK	(256 * 1024)	/* bytes per read operation */
+#define WSIO_STATX	(STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_INO | \
+			 STATX_MTIME)
 
 /* ---- the coroutine ----------------------------------------------------- */
 
@@ -348,7 +350,8 @@ int
 wsio_open(struct wsio *w, int dirfd, const char *rel, int flags, mode_t mode)
 {
 	struct open_how how = { .flags = (unsigned)(flags | O_CLOEXEC),
-	    .mode = flags & O_CREAT ? mode : 0, .resolve = WSIO_RESOLVE };
+	    .mode = flags & O_CREAT ? mode : 0, .resolve = WSIO_RESOLVE |
+	    w->resolve };
 	struct io_uring_sqe *sqe;
 	int r = 0;
 
@@ -366,8 +369,7 @@ wsio_fstat(struct wsio *w, int fd, struct statx *st)
 
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
-	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, STATX_TYPE |
-	    STATX_MODE | STATX_SIZE, st);
+	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, WSIO_STATX, st);
 	return wsio_wait(w, sqe);
 }
 
@@ -381,8 +383,8 @@ wsio_stat_name(struct wsio *w, int dirfd, const char *name, struct statx *st)
 		return -EINVAL;
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
-	io_uring_prep_statx(sqe, dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE |
-	    STATX_MODE | STATX_SIZE, st);
+	io_uring_prep_statx(sqe, dirfd, name, AT_SYMLINK_NOFOLLOW, WSIO_STATX,
+	    st);
 	return wsio_wait(w, sqe);
 }
 
@@ -493,8 +495,9 @@ wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to)
 	return wsio_wait(w, sqe);
 }
 
-int
-wsio_unlink(struct wsio *w, int dirfd, const char *name)
+/* unlinkat of one name in dirfd with flags (0 or AT_REMOVEDIR). */
+static int
+wsio_unlinkat(struct wsio *w, int dirfd, const char *name, int flags)
 {
 	struct io_uring_sqe *sqe;
 	int r = 0;
@@ -503,7 +506,31 @@ wsio_unlink(struct wsio *w, int dirfd, const char *name)
 		return -EINVAL;
 	if (!(sqe = wsio_sqe(w, &r)))
 		return r;
-	io_uring_prep_unlinkat(sqe, dirfd, name, 0);
+	io_uring_prep_unlinkat(sqe, dirfd, name, flags);
+	return wsio_wait(w, sqe);
+}
+
+int
+wsio_unlink(struct wsio *w, int dirfd, const char *name)
+{
+	return wsio_unlinkat(w, dirfd, name, 0);
+}
+
+int
+wsio_rmdir(struct wsio *w, int dirfd, const char *name)
+{
+	return wsio_unlinkat(w, dirfd, name, AT_REMOVEDIR);
+}
+
+int
+wsio_fsync(struct wsio *w, int fd)
+{
+	struct io_uring_sqe *sqe;
+	int r = 0;
+
+	if (!(sqe = wsio_sqe(w, &r)))
+		return r;
+	io_uring_prep_fsync(sqe, fd, 0);
 	return wsio_wait(w, sqe);
 }
 

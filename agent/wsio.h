@@ -48,6 +48,9 @@ struct wsio {
 	long long deadline;		/* monotonic ms the budget ends, or 0 */
 	int budget_s;			/* the budget in seconds, or 0 */
 	long long timer;		/* wsio_start's timer, until it fires */
+	unsigned long long resolve;	/* more RESOLVE_ flags for wsio_open
+					 * (RESOLVE_NO_SYMLINKS: no link
+					 * anywhere on a path), or 0 */
 };
 
 /* Prepare w to run body in a new coroutine.  0 or -ENOMEM. */
@@ -115,7 +118,8 @@ int wsio_open_root(struct wsio *w);
 int wsio_open(struct wsio *w, int dirfd, const char *rel, int flags,
     mode_t mode);
 
-/* statx of an open fd (an O_PATH one too). */
+/* statx of an open fd (an O_PATH one too): type, mode, size, inode and
+ * mtime. */
 int wsio_fstat(struct wsio *w, int fd, struct statx *st);
 
 /* statx of one name in directory dirfd, not following a symlink. */
@@ -145,10 +149,16 @@ int wsio_close(struct wsio *w, int fd);
  * file, a round trip that a read need not wait for).  Accepts -1. */
 void wsio_close_behind(struct wsio *w, int fd);
 
-/* mkdirat, renameat (same directory), unlinkat of single names in dirfd. */
+/* mkdirat, renameat (same directory), unlinkat of single names in dirfd
+ * (wsio_rmdir: of an empty directory). */
 int wsio_mkdir(struct wsio *w, int dirfd, const char *name, mode_t mode);
 int wsio_rename(struct wsio *w, int dirfd, const char *from, const char *to);
 int wsio_unlink(struct wsio *w, int dirfd, const char *name);
+int wsio_rmdir(struct wsio *w, int dirfd, const char *name);
+
+/* fsync of fd: its data and size on the disk.  0 or -errno (-ENOSPC,
+ * -EDQUOT: the workspace is full). */
+int wsio_fsync(struct wsio *w, int fd);
 
 /* Read a whole regular file rel (at most max bytes) into a malloc'd
  * NUL-terminated buffer; its statx in st when st is not NULL.  0, -EISDIR,

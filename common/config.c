@@ -93,6 +93,19 @@ static const struct config_key config_keys[] = {
 	STR("max-startups", max_startups),
 	NUM("per-source-rate", CT_INT, per_source_rate, 0, 1000000),
 	NUM("per-source-startups", CT_INT, per_source_startups, 0, 1000000),
+	STR("http-listen", http_listen),
+	STR("http-trusted-proxy", http_trusted_proxy),
+	NUM("http-insecure-cookie", CT_BOOL, http_insecure_cookie, 0, 1),
+	NUM("http-max-body", CT_SIZE, http_max_body, 1024, CONFIG_MAX_SIZE),
+	NUM("http-max-json", CT_SIZE, http_max_json, 1024, 1LL << 30),
+	NUM("http-max-line", CT_SIZE, http_max_line, 256, 1 << 20),
+	NUM("http-max-headers", CT_SIZE, http_max_headers, 1024, 1 << 22),
+	NUM("http-request-timeout", CT_INT, http_request_timeout, 1, 3600),
+	NUM("http-idle-timeout", CT_INT, http_idle_timeout, 1, 86400),
+	NUM("http-auth-failures", CT_INT, http_auth_failures, 0, 1000000),
+	NUM("http-per-source", CT_INT, http_per_source, 1, 1000000),
+	NUM("http-max-connections", CT_INT, http_max_connections, 1, 1000000),
+	STR("http-web-dir", http_web_dir),
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -138,6 +151,15 @@ config_defaults(struct config *c)
 	snprintf(c->max_startups, sizeof(c->max_startups), "20:30:100");
 	c->per_source_rate = 10;
 	c->per_source_startups = 10;
+	c->http_max_body = 64LL << 20;
+	c->http_max_json = 1LL << 20;
+	c->http_max_line = 8 << 10;
+	c->http_max_headers = 32 << 10;
+	c->http_request_timeout = 10;
+	c->http_idle_timeout = 60;
+	c->http_auth_failures = 30;
+	c->http_per_source = 64;
+	c->http_max_connections = 1024;
 }
 
 /* Find a key, treating '_' and '-' alike. */

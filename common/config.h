@@ -108,6 +108,27 @@ struct config {
 					 * unauthenticated connections */
 	int per_source_rate;		/* connections a second per address */
 	int per_source_startups;	/* unauthenticated ones per address */
+	/* HTTP (atriumd(8), HTTP; sshd/http/): off unless http_listen. */
+	char http_listen[128];		/* [ADDR]:PORT of atriumd-http; "": off */
+	char http_trusted_proxy[128];	/* the one address whose
+					 * X-Forwarded-For is believed; "":
+					 * none */
+	int http_insecure_cookie;	/* the session cookie without Secure
+					 * (plain HTTP on loopback) */
+	long long http_max_body;	/* bytes of an upload's body */
+	long long http_max_json;	/* bytes of a JSON request body */
+	long long http_max_line;	/* bytes of the request line */
+	long long http_max_headers;	/* bytes of every header together */
+	int http_request_timeout;	/* s a client may be silent while it
+					 * sends a request */
+	int http_idle_timeout;		/* s a kept-alive connection may wait
+					 * for its next request */
+	int http_auth_failures;		/* refused tokens a minute from one
+					 * address before 429s; 0: no limit */
+	int http_per_source;		/* connections from one address */
+	int http_max_connections;	/* connections in all */
+	char http_web_dir[256];		/* the page's files (http_web.h); "":
+					 * the folder beside atriumd-http */
 };
 
 /* Fill in the defaults. */

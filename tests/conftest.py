@@ -27,7 +27,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ATRIUM_BUILD", "build")
 BUILD_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
-PROGRAMS = ("atriumd", "atriumd-net", "atrium-fs", "atrium-agent",
+PROGRAMS = ("atriumd", "atriumd-net", "atriumd-http", "atrium-fs", "atrium-agent",
             "atrium-sandbox-init")
 USERS = ("alice", "bob", "eve")
 AUTHORIZED = ("alice", "bob")

@@ -5,8 +5,8 @@ own (no tools), later requests start with that summary and carry only the
 recent turns, a kill -9 during the summary request resumes cleanly, and a
 provider that answers "prompt is too long" gets a summary and a retry, and a
 server's refusal reaches the room in its own words while the agent takes
-the window it names, compacts to fit it and asks for no more answer than
-it leaves.
+the window it names (kept in room.db across a restart, for that model
+only), compacts to fit it and asks for no more answer than it leaves.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_agent_compact.py
 The binaries are $ATRIUM_BUILD/atrium-agent and atrium-sandbox-init
@@ -480,3 +480,40 @@ def test_server_window_from_what_it_says_of_itself(room, report):
         assert not bad, bad
     finally:
         model.stop()
+
+
+@pytest.mark.parametrize("flavour", ["llamacpp", "anthropic"])
+def test_learned_window_survives_a_restart(room, model, flavour):
+    """The window a refusal named is kept in room.db: after the agent is
+    killed and started again, its first request already asks for no more
+    answer than that window leaves (not the 8192 the usual window would
+    allow), until the room's model is another one."""
+    provider = PROVIDER_OF[flavour]
+    start(room, model, provider, "--max-tokens", "8192")
+    c = room.connect()
+    model.script(Refuse(flavour, 100, 4000))
+    turn(c, model, 1)
+    first = model.requests[0]["body"]
+    assert (first.get("max_tokens") or
+            first.get("max_completion_tokens")) == 8192
+    room.kill9()
+    start(room, model, provider, "--max-tokens", "8192")
+    c = room.connect()
+    before = len(model.requests)
+    assert turn(c, model, 2)[-1]["stop_reason"] == "end_turn"
+    asked = [r["body"].get("max_tokens") or
+             r["body"].get("max_completion_tokens")
+             for r in model.requests[before:] if r["body"] is not None]
+    assert asked and all(0 < n < 4000 for n in asked), asked
+    # Another model forgets it: the usual window, the configured answer.
+    room.kill9()
+    room.start("--provider", provider, "--model-url", model.url if
+               provider == "anthropic" else model.openai_url,
+               "--model", "other-model", "--max-tokens", "8192")
+    c = room.connect()
+    before = len(model.requests)
+    assert turn(c, model, 3)[-1]["stop_reason"] == "end_turn"
+    asked = [r["body"].get("max_tokens") or
+             r["body"].get("max_completion_tokens")
+             for r in model.requests[before:] if r["body"] is not None]
+    assert asked and all(n == 8192 for n in asked), asked

@@ -1,9 +1,12 @@
 """The room's record as people read it, through the real OpenSSH client in
-tmux: approvals (who gave them, denials with their reason, timeouts) and a
-command a restart cut are stored events, so a reconnect replays them
-exactly as they showed live, and /history finds them; the approval prompt
-fits one line and only y or n answers it; a tool's duration is its run,
-the wait for an answer shown apart.
+tmux: approvals (who gave them, denials with their reason, timeouts, a
+/stop while one waited) and a command a restart of the agent or of the
+server cut (with the output it had shown) are stored events, so a
+reconnect replays them exactly as they showed live, and /history finds
+them, as it finds rounds of consent and commands someone stopped; an
+answered prompt no longer reads as waiting, live, in a replay or after
+PgUp; the approval prompt fits one line and only y or n answers it; a
+tool's duration is its run, the wait for an answer shown apart.
 
 Run as root after `make all`:
 /usr/bin/python3 -m pytest -q tests/test_chat_record.py
@@ -152,32 +155,92 @@ def agent_pid(srv, room):
 @pytest.mark.parametrize("cols,rows", SIZES)
 def test_command_cut_by_a_restart_gets_its_end(srv, tmux, cols, rows):
     tmux.open("a", srv, "cut", "alice", cols=cols, rows=rows)
-    tmux.keys("a", "!echo started; sleep 300", "Enter")
-    tmux.wait("a", "started")
+    tmux.keys("a", "!echo started; echo second-line >&2; sleep 300",
+              "Enter")
+    tmux.wait("a", re.compile(r"^ +second-line$", re.M).search)
     pid = agent_pid(srv, "cut")
     os.kill(pid, signal.SIGKILL)
-    # Live: the chat reconnects to the restarted agent and the block ends.
+    # Live: the chat reconnects to the restarted agent and the block ends,
+    # its output shown once, as it came.
     screen = tmux.wait("a", "* interrupted by a restart", timeout=30,
                        history=True)
     rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
-    start = rows_.index("> alice $ echo started; sleep 300")
+    start = rows_.index("> alice $ echo started; echo second-line >&2; "
+                        "sleep 300")
     assert "* interrupted by a restart" in rows_[start:], rows_
-    block = [r for r in record(tmux, "a", "alice $ echo started",
-                               "interrupted by a restart")
-             if "alice $" in r or "interrupted" in r]
-    assert len(block) == 2, block
-    # In a new session's replay, the same block, ended the same way (its
-    # output was never stored: the command never ended).
+    block = cut_block(tmux, "a")
+    assert len(block) == 4, block
+    # In a new session's replay, the same block with the output it had
+    # shown, ended the same way.
     tmux.open("b", srv, "cut", "alice", cols=cols, rows=rows)
     tmux.wait("b", "interrupted by a restart")
-    assert [r for r in record(tmux, "b", "alice $ echo started",
-                              "interrupted by a restart")
-            if "alice $" in r or "interrupted" in r] == block
-    # /history finds it.
-    tmux.keys("b", "/history interrupt", "Enter")
-    screen = tmux.wait("b", "hold \"interrupt\"")
-    assert "interrupted by a restart" in screen.split(
-        "/history interrupt")[-1], screen
+    assert cut_block(tmux, "b") == block
+    # /history finds it, by its end and by its output.
+    assert found_again(tmux, "b", "interrupt",
+                       "* interrupted by a restart") == 1
+    assert found_again(tmux, "b", "second-line",
+                       "* interrupted by a restart") == 1
+
+
+def cut_block(tmux, name, last="interrupted by a restart"):
+    """The rows of the !echo started block in name's scrollback: its
+    command, its output, its end (up to the row holding last)."""
+    return [untimed(r) for r in record(tmux, name, "alice $ echo started",
+                                       last)
+            if "alice $" in r or "interrupted" in r or
+            r.strip() in ("started", "second-line")]
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_command_cut_by_a_server_restart_gets_its_end(srv, tmux, cols,
+                                                       rows):
+    """atriumd stopped (SIGTERM) and started again while a !CMD runs: a
+    new session replays the block with the output it had shown and its
+    end, and /history finds it."""
+    tmux.open("a", srv, "down", "alice", cols=cols, rows=rows)
+    tmux.keys("a", "!echo started; echo second-line >&2; sleep 300",
+              "Enter")
+    tmux.wait("a", re.compile(r"^ +second-line$", re.M).search)
+    live = cut_block(tmux, "a", "second-line")
+    assert len(live) == 3, live
+    srv.stop()
+    srv.start()
+    tmux.open("b", srv, "down", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "interrupted by a restart", timeout=30)
+    assert cut_block(tmux, "b") == live + ["* interrupted by a restart"]
+    assert found_again(tmux, "b", "interrupt",
+                       "* interrupted by a restart") == 1
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_stop_while_an_approval_waits(srv, model_server, tmux, cols, rows):
+    """/stop while the agent waits for an answer: the request is answered
+    in the record (stopped, by whom), the call ends as stopped, and a
+    reconnect replays both as they showed."""
+    model_server.script(
+        Reply("Asking.", tool_calls=[ToolCall("bash", {
+            "command": "echo never-ran"})]),
+        Reply("Not asked for."))
+    tmux.open("a", srv, "stopask", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "@agent go", "Enter")
+    tmux.wait("a", "approval needed: bash echo never-ran")
+    tmux.keys("a", "/stop", "Enter")
+    said = "alice stopped the agent before its bash call was answered"
+    screen = settled(tmux, "a", lambda s: said in " ".join(s.split()))
+    joined = " ".join(screen.split())
+    assert "tool stopped: stopped by alice before it was approved" in \
+        joined, screen
+    assert "never-ran" not in joined.split(said)[-1], screen
+    live = record(tmux, "a", "alice: @agent go", "tool stopped")
+    tmux.open("a2", srv, "stopask", "alice", cols=cols, rows=rows)
+    settled(tmux, "a2", "tool stopped")
+    replay = record(tmux, "a2", "alice: @agent go", "tool stopped")
+    # The notice "alice stopped the agent" is the moment's, not stored.
+    assert replay == [r for r in live
+                      if not r.endswith("* alice stopped the agent")], \
+        "\n".join(["live:"] + live + ["replay:"] + replay)
+    assert found_again(tmux, "a2", "before its", said) == 1
 
 
 def without_preview(rows):
@@ -299,3 +362,173 @@ def test_joining_while_a_request_waits(srv, model_server, tmux, cols, rows):
     tmux.keys("b", "y", "Enter")
     tmux.wait("a", "bob approved the agent's bash call")
     tmux.wait("a", "Done late.")
+    # Answered, neither line bob was shown reads as waiting any more.
+    screen = settled(tmux, "b", "Done late.")
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    assert not [r for r in rows_ if "(y/n," in r], screen
+    assert "* bash echo late: approved by bob" in rows_, screen
+    assert "* the agent waits no more: approved by bob" in rows_, screen
+
+
+def found_again(tmux, name, word, line):
+    """How many more times line shows in name's scrollback (its rows
+    joined) once /history WORD answered: the search's hits (the typed
+    command is not echoed, and the replay shows line already)."""
+    def joined():
+        return " ".join(tmux.screen(name, history=True).split())
+    before = joined().count(line)
+    tmux.keys(name, "/history " + word, "Enter")
+    tmux.wait(name, lambda s: re.search(
+        r"history holds? \"%s\"" % re.escape(word), s), history=True)
+    return joined().count(line) - before
+
+
+def test_history_finds_consent_asked_refused_and_given(srv, model_server,
+                                                       tmux):
+    """A round of consent for /undo, refused, then one agreed: a new
+    session's /history finds the question, the refusal, the yes and the
+    undo done as bob agreed."""
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made"})]),
+        Reply("Changed."))
+    tmux.open("a", srv, "agree", "alice", cols=120, rows=35)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "agree", "bob", cols=120, rows=35)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "@agent change", "Enter")
+    tmux.wait("a", "approval needed: bash echo new > made")
+    tmux.keys("a", "y", "Enter")
+    settled(tmux, "a", "Changed.")
+    tmux.keys("b", "!echo b > bobs", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    for answer in ("n", "y"):
+        tmux.keys("a", "/undo", "Enter")
+        tmux.wait("a", lambda s, n=answer: s.count(
+            "y asks them to agree") == (1 if n == "n" else 2))
+        tmux.keys("a", "y", "Enter")
+        tmux.wait("b", lambda s, n=answer: s.count(
+            "y to agree, n to refuse") == (1 if n == "n" else 2))
+        tmux.keys("b", answer, "Enter")
+        tmux.wait("a", "bob refused" if answer == "n" else "as bob agreed")
+    tmux.open("c", srv, "agree", "alice", cols=120, rows=35)
+    tmux.wait("c", "as bob agreed")
+    # Both questions, and bob's yes.
+    assert found_again(tmux, "c", "agree", "waiting for bob to agree to "
+                       "your /undo") == 2
+    assert found_again(tmux, "c", "asks", "waiting for bob to agree to "
+                       "your /undo") == 2
+    assert found_again(tmux, "c", "refused", "the /undo was cancelled: bob "
+                       "refused") == 1
+    assert found_again(tmux, "c", "agreed", "alice undid the agent's turn 1, "
+                       "as bob agreed") == 1
+    assert found_again(tmux, "c", "agreed", "* bob agreed") == 1
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_an_answered_prompt_reads_as_answered(srv, model_server, tmux, cols,
+                                              rows):
+    """Once answered (approved, denied with a reason, timed out, or the
+    turn stopped), a prompt no longer reads as waiting anywhere in
+    anyone's scrollback: its row says how it ended, live and in a
+    reconnect's replay alike."""
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."),
+        Reply("Two.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-two"})]),
+        Reply("Done two."),
+        Reply("Three.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-three"})]),
+        Reply("Done three."),
+        Reply("Four.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-four"})]),
+        Reply("Not asked for."))
+    tmux.open("a", srv, "ans", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.open("b", srv, "ans", "bob", cols=cols, rows=rows)
+    tmux.wait("a", "bob joined")
+    tmux.keys("a", "@agent one", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-one (y/n, 8 s)")
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    tmux.keys("a", "@agent two", "Enter")
+    tmux.wait("b", "approval needed: bash echo ran-two (y/n, 8 s)")
+    tmux.keys("b", "n not today", "Enter")
+    tmux.wait("a", "Done two.")
+    tmux.keys("a", "@agent three", "Enter")
+    tmux.wait("a", "Done three.", timeout=30)
+    tmux.keys("a", "@agent four", "Enter")
+    tmux.wait("a", "approval needed: bash echo ran-four (y/n, 8 s)")
+    tmux.keys("a", "/stop", "Enter")
+    answered = ["* bash echo ran-one: approved by bob",
+                "* bash echo ran-two: denied by bob: not today",
+                "* bash echo ran-three: not answered in time, so denied",
+                "* bash echo ran-four: stopped by alice before an answer"]
+
+    def reads_answered(name):
+        screen = settled(tmux, name, "agent done (stopped")
+        rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+        assert not [r for r in rows_ if "(y/n," in r], screen
+        for row in answered:
+            assert row in rows_, (row, screen)
+        return screen
+    for name in ("a", "b"):
+        reads_answered(name)
+    live = [r for r in record(tmux, "a", "alice: @agent one",
+                              "agent done (stopped")
+            if not r.endswith("* alice stopped the agent")]
+    tmux.open("a2", srv, "ans", "alice", cols=cols, rows=rows)
+    reads_answered("a2")
+    replay = record(tmux, "a2", "alice: @agent one", "agent done (stopped")
+    assert replay == live, "\n".join(
+        ["live:"] + live + ["replay:"] + replay)
+
+
+def test_history_finds_a_command_someone_stopped(srv, tmux):
+    """A !CMD stopped with /kill ends as the chat said ("alice's command
+    ended by SIGINT"), and /history finds it by those words."""
+    tmux.open("a", srv, "killed", "alice", cols=80, rows=24)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "!sleep 300", "Enter")
+    tmux.wait("a", "alice $ sleep 300")
+    tmux.keys("a", "/kill", "Enter")
+    tmux.wait("a", "alice's command ended by SIGINT")
+    tmux.open("c", srv, "killed", "alice", cols=80, rows=24)
+    tmux.wait("c", "alice's command ended by SIGINT")
+    assert found_again(tmux, "c", "SIGINT",
+                       "alice's command ended by SIGINT") == 1
+
+
+@pytest.mark.parametrize("cols,rows", SIZES)
+def test_an_answered_prompt_reads_as_answered_after_pgup(srv, model_server,
+                                                         tmux, cols, rows):
+    """A prompt older than a new session's replay, loaded with PgUp, reads
+    as answered there too."""
+    from test_chat_scroll import page_key
+    from test_chat_ui import seed
+    model_server.script(
+        Reply("One.", tool_calls=[ToolCall("bash", {
+            "command": "echo ran-one"})]),
+        Reply("Done one."))
+    tmux.open("a", srv, "far", "alice", cols=cols, rows=rows)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "@agent one", "Enter")
+    tmux.wait("a", "approval needed: bash echo ran-one (y/n, 8 s)")
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("a", "Done one.")
+    seed(srv, "far", ["filler %03d" % i for i in range(80)])
+    tmux.open("b", srv, "far", "alice", cols=cols, rows=rows)
+    tmux.wait("b", "filler 079")
+    assert "ran-one" not in tmux.screen("b", history=True)
+    for _ in range(40):
+        screen = tmux.screen("b")
+        if "bash echo ran-one" in screen:
+            break
+        page_key(tmux, "b", "PPage")
+    else:
+        pytest.fail("PgUp did not reach the approval")
+    rows_ = [untimed(r.rstrip()) for r in screen.split("\n")]
+    assert "* bash echo ran-one: approved by alice" in rows_, screen
+    assert not [r for r in rows_ if "(y/n," in r], screen

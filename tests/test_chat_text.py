@@ -259,3 +259,79 @@ def test_answer_taller_than_the_screen(srv, model_server, tmux, cols,
     assert all(r.startswith(" " * 13 + "w") for r in rows[1:]), rows
     assert " ".join(r[13:] for r in rows).split() == words, rows
     assert all(len(r) <= cols for r in rows), rows
+
+
+RICH = "\n".join([
+    "Read [the guide](https://example.org/guide) or https://example.org/faq,",
+    "see ![the logo](logo.png) and ~~the old way~~ the new one.",
+    "",
+    "3. third step",
+    "4. fourth step",
+    "   - a detail",
+    "     1. deeper still",
+    "5. fifth step",
+    "",
+    "| Command | What it does | Who may run it |",
+    "|:--|:--|--:|",
+    "| /undo | takes back the agent's last change to the files | anyone |",
+    "| /restore NAME | puts the workspace back to a named snapshot | the owner |",
+    "",
+    "Done.",
+])
+
+
+@pytest.mark.parametrize("cols,lines", SIZES)
+def test_links_lists_tables_and_strikethrough(srv, model_server, tmux, cols,
+                                              lines):
+    """Links show their url dim after the text; a list keeps its own
+    numbers and a nested list indents under its item; a table is aligned
+    when it fits the window (120 columns), else each row reads as
+    "header: value" lines (80); struck text has the strike attribute."""
+    model_server.script(Reply(RICH))
+    tmux.open("a", srv, "rich", "alice", cols=cols, rows=lines)
+    tmux.keys("a", "@agent show it all", "Enter")
+    settled(tmux, "a", "agent done")
+    rows = [untimed(r).rstrip() for r in answer_rows(tmux, "a", "Read",
+                                                       "Done.")]
+    text = "\n".join(rows)
+    for raw in ("](", "![", "~~", "|:--", "| /undo"):
+        assert raw not in text, rows
+    words = " ".join(text.split())
+    assert ("Read the guide (https://example.org/guide) or "
+            "https://example.org/faq, see [image: the logo] (logo.png) and "
+            "the old way the new one.") in words, rows
+    pad = " " * len("00:00 agent: ")
+    start = next(i for i, r in enumerate(rows) if "third step" in r)
+    assert rows[start:start + 5] == [
+        pad + "3. third step",
+        pad + "4. fourth step",
+        pad + "   • a detail",
+        pad + "     1. deeper still",
+        pad + "5. fifth step"], rows
+    if cols >= 120:
+        head = next(r for r in rows if "Command" in r)
+        undo = next(r for r in rows if "/undo" in r)
+        restore = next(r for r in rows if "/restore" in r)
+        # Columns line up; the last is aligned right.
+        bars = [i for i, c in enumerate(head) if c == "│"]
+        assert len(bars) == 2, rows
+        assert [i for i, c in enumerate(undo) if c == "│"] == bars, rows
+        assert [i for i, c in enumerate(restore) if c == "│"] == bars, rows
+        assert head.index("What it does") == undo.index("takes back") == \
+            restore.index("puts the"), rows
+        assert len(undo) == len(restore) == len(head), rows
+        assert undo.endswith("anyone") and restore.endswith("the owner")
+        row = escaped_row(tmux, "a", "Who may run it")
+        assert "1" in attrs_before(row, "Command"), repr(row)
+    else:
+        assert pad + "Command: /undo" in rows, rows
+        assert pad + "Who may run it: the owner" in rows, rows
+        assert any(r.startswith(pad + "What it does: takes back")
+                   for r in rows), rows
+    # The url is dim, the struck words struck, the link text plain.
+    row = escaped_row(tmux, "a", "the guide")
+    assert "2" in attrs_before(row, "(https://example.org/guide)"), repr(row)
+    assert "2" not in attrs_before(row, "the guide"), repr(row)
+    row = escaped_row(tmux, "a", "the old way")
+    assert "9" in attrs_before(row, "the old way"), repr(row)
+    assert "9" not in attrs_before(row, "the new one"), repr(row)

@@ -7,10 +7,11 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/test_chat_undo
 import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
-from conftest import _ssh_run, ssh_run  # noqa: F401 (fixture)
+from conftest import SSH_OPTS, _ssh_run, ssh_run  # noqa: F401 (fixture)
 from model_server import Reply, ToolCall
 from test_chat import settled, srv, tmux  # noqa: F401 (fixtures)
 
@@ -297,3 +298,225 @@ def test_a_command_that_only_read_is_nobodys_work_to_ask_about(
     tmux.wait("a", "alice redid the agent's turn")
     assert files_of(srv) == changed
     assert "asks you" not in tmux.screen("b", history=True)
+
+
+def alice_and_bob(tmux, srv, bob_size=(80, 24)):
+    """alice (120x35) and bob in room undo, after alice's first files.
+    Returns the files then."""
+    tmux.open("a", srv, "undo", "alice", cols=120, rows=35)
+    tmux.wait("a", "you are alice")
+    tmux.keys("a", "!echo keep > keep; echo gone > gone", "Enter")
+    tmux.wait("a", "* exit 0 after")
+    tmux.open("b", srv, "undo", "bob", cols=bob_size[0], rows=bob_size[1])
+    tmux.wait("b", "you are bob")
+    return files_of(srv)
+
+
+def undo_preview(tmux, times):
+    """alice's /undo, the times-th: its preview, once shown whole."""
+    tmux.keys("a", "/undo", "Enter")
+    screen = tmux.wait("a", lambda s: s.count("/undo would undo") == times
+                       and ("y to undo, n to leave" in s.split(
+                           "/undo would undo")[-1] or "y asks them" in
+                           s.split("/undo would undo")[-1]), history=True)
+    return screen.split("/undo would undo")[-1].split("undo |")[0]
+
+
+def undo_asks(tmux, who, times=1):
+    """alice's /undo (the times-th): its preview must name who and ask
+    them."""
+    preview = undo_preview(tmux, times)
+    assert who in names_after(preview, "also takes back the changes of: "), \
+        preview
+    assert who in names_after(preview, "it takes back work of ",
+                              end=":"), preview
+    return preview
+
+
+def names_after(preview, head, end="\n"):
+    """The names a preview's line lists after head ([] without it)."""
+    if head not in preview:
+        return []
+    return preview.split(head, 1)[1].split(end, 1)[0].split(", ")
+
+
+def test_undo_of_a_turn_bob_asked_for_asks_bob(srv, model_server, tmux):
+    """The agent's turn that bob's @agent started is bob's work: alice's
+    /undo of it names him and waits for his yes."""
+    before = alice_and_bob(tmux, srv)
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made && rm gone"})]),
+        Reply("Changed."))
+    tmux.keys("b", "@agent change the files", "Enter")
+    settled(tmux, "a", "agent done")
+    changed = files_of(srv)
+    undo_asks(tmux, "bob")
+    tmux.keys("a", "y", "Enter")
+    tmux.wait("b", "y to agree, n to refuse")
+    assert files_of(srv) == changed
+    tmux.keys("b", "y", "Enter")
+    tmux.wait("a", "alice undid the agent's turn")
+    assert files_of(srv) == before
+
+
+def alices_turn(tmux, model_server):
+    """alice's @agent turn makes made and removes gone."""
+    model_server.script(
+        Reply("Changing.", tool_calls=[ToolCall("bash", {
+            "command": "echo new > made && rm gone"})]),
+        Reply("Changed."))
+    tmux.keys("a", "@agent change the files", "Enter")
+    settled(tmux, "a", "agent done")
+
+
+def test_keys_bob_typed_into_alices_terminal_are_his_work(
+        srv, model_server, tmux):
+    """alice opens /term; bob, attached too, types a command that makes a
+    file: alice's /undo names bob (not only the terminal's opener)."""
+    alice_and_bob(tmux, srv)
+    alices_turn(tmux, model_server)
+    for pane in ("a", "b"):
+        tmux.keys(pane, "/term", "Enter")
+        tmux.wait(pane, "Ctrl-] back to the chat")
+    tmux.keys("b", "-l", "echo b > bobs && echo typed-$((6*7))")
+    tmux.keys("b", "Enter")
+    tmux.wait("a", lambda s: any(r.rstrip() == "typed-42"
+                                 for r in s.split("\n")))
+    tmux.keys("b", "-l", "exit")
+    tmux.keys("b", "Enter")
+    for pane in ("a", "b"):
+        tmux.wait(pane, "the room's terminal ended")
+    assert "bobs: b" in files_of(srv)
+    undo_asks(tmux, "bob")
+
+
+def bobs(srv):
+    """bob's ssh options for sftp, scp, sshfs, rsync and git."""
+    return ["-i", srv.keys["bob"]] + SSH_OPTS
+
+
+def run_ok(argv, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                       **kw)
+    assert p.returncode == 0, (argv, p.stdout, p.stderr)
+    return p.stdout
+
+
+def bob_sftp(srv, tmp_path, batch):
+    run_ok(["sftp", "-P", str(srv.port), "-b", "-"] + bobs(srv) +
+           ["undo@127.0.0.1"], input=batch, cwd=str(tmp_path))
+
+
+def bob_sshfs(srv, mnt):
+    os.makedirs(mnt, exist_ok=True)
+    run_ok(["sshfs", "-p", str(srv.port), "-o", "IdentityFile=" +
+            srv.keys["bob"]] + sum((["-o", o] for o in SSH_OPTS[1::2]), [])
+           + ["undo@127.0.0.1:", mnt])
+
+
+def bob_writes(how, srv, tmp_path):
+    """bob changes the workspace through how, a way other than the chat."""
+    local = tmp_path / "up"
+    local.write_text("uploaded\n")
+    port, dest = str(srv.port), "undo@127.0.0.1:"
+    if how == "sftp":
+        bob_sftp(srv, tmp_path, "put up bobs\n")
+    elif how == "scp":
+        run_ok(["scp", "-q", "-P", port] + bobs(srv) + [str(local),
+               dest + "bobs"])
+    elif how == "scp-legacy":
+        run_ok(["scp", "-q", "-O", "-P", port] + bobs(srv) + [str(local),
+               dest + "bobs"])
+    elif how == "sshfs":
+        mnt = str(tmp_path / "mnt")
+        bob_sshfs(srv, mnt)
+        try:
+            with open(os.path.join(mnt, "bobs"), "w") as f:
+                f.write("uploaded\n")
+        finally:
+            run_ok(["fusermount3", "-u", mnt])
+    elif how == "rsync":
+        run_ok(["rsync", "-e", " ".join(["ssh", "-p", port] + bobs(srv)),
+                str(local), dest + "bobs"])
+    elif how == "git":
+        repo = tmp_path / "repo"
+        env = dict(os.environ, GIT_SSH_COMMAND=" ".join(["ssh"] + bobs(srv)),
+                   GIT_AUTHOR_NAME="bob", GIT_AUTHOR_EMAIL="bob@example",
+                   GIT_COMMITTER_NAME="bob", GIT_COMMITTER_EMAIL="b@example")
+        run_ok(["git", "init", "-q", str(repo)], env=env)
+        (repo / "bobs").write_text("committed\n")
+        run_ok(["git", "-C", str(repo), "add", "bobs"], env=env)
+        run_ok(["git", "-C", str(repo), "commit", "-qm", "bob's"], env=env)
+        run_ok(["git", "-C", str(repo), "push", "-q", "ssh://undo@127.0.0.1:"
+                + port + "/workspace/bare.git", "HEAD:main"], env=env)
+
+
+def undo_leaves_out(tmux, who, times):
+    """alice's /undo (the times-th): its preview must not name who; n
+    leaves the workspace as it is."""
+    preview = undo_preview(tmux, times)
+    assert who not in preview, preview
+    tmux.keys("a", "n", "Enter")
+    tmux.wait("a", lambda s: s.count("nothing was changed") == times,
+              history=True)
+
+
+def bob_opens_sftp(tmux, srv, tmp_path):
+    """bob's interactive sftp in pane s, in tmp_path."""
+    tmux("new-session", "-d", "-s", "s", "-x", "100", "-y", "30", "-c",
+         str(tmp_path), " ".join(["sftp", "-P", str(srv.port)] + bobs(srv) +
+                                 ["undo@127.0.0.1"]))
+    tmux.wait("s", "sftp>")
+
+
+@pytest.mark.parametrize("how", ["sftp", "scp", "scp-legacy", "sshfs",
+                                 "rsync", "git"])
+def test_an_open_sftp_session_that_read_is_nobodys_until_bob_writes(
+        srv, model_server, tmux, tmp_path, how):
+    """bob's interactive sftp stays open while the agent's turn writes and
+    while he only downloads: alice's /undo does not name him.  Once he
+    changes the workspace, through that session (sftp's put) or another
+    way (scp, legacy scp, an sshfs mount, rsync, git push), it does."""
+    alice_and_bob(tmux, srv)
+    if how == "git":
+        assert _ssh_run(srv, "undo", "git init -q --bare bare.git")[0] == 0
+    bob_opens_sftp(tmux, srv, tmp_path)
+    alices_turn(tmux, model_server)
+    tmux.keys("s", "get made got", "Enter")
+    tmux.wait("s", lambda s: s.count("sftp>") == 2)
+    assert (tmp_path / "got").read_text() == "new\n"
+    undo_leaves_out(tmux, "bob", 1)
+    if how == "sftp":
+        (tmp_path / "up").write_text("uploaded\n")
+        tmux.keys("s", "put up bobs", "Enter")
+        tmux.wait("s", lambda s: s.count("sftp>") == 3)
+    else:
+        bob_writes(how, srv, tmp_path)
+    if how == "git":
+        assert "bob's" in _ssh_run(srv, "undo",
+                                    "git -C bare.git log main")[1]
+    else:
+        assert "bobs: " in files_of(srv)
+    undo_asks(tmux, "bob", times=2)
+
+
+def test_an_sshfs_mount_that_wrote_before_the_turn_and_then_read_is_not_asked(
+        srv, model_server, tmux, tmp_path):
+    """bob's sshfs mount writes a file before the agent's turn, stays
+    mounted while the turn writes, then only reads and is unmounted:
+    alice's /undo of the turn takes none of his work back and does not
+    name him."""
+    alice_and_bob(tmux, srv)
+    mnt = str(tmp_path / "mnt")
+    bob_sshfs(srv, mnt)
+    try:
+        with open(os.path.join(mnt, "early"), "w") as f:
+            f.write("before the turn\n")
+        assert "early: before the turn" in files_of(srv)
+        alices_turn(tmux, model_server)
+        with open(os.path.join(mnt, "made")) as f:
+            assert f.read() == "new\n"
+    finally:
+        run_ok(["fusermount3", "-u", mnt])
+    undo_leaves_out(tmux, "bob", 1)

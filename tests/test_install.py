@@ -12,10 +12,12 @@ import re
 import shutil
 import stat
 import subprocess
+import time
+import urllib.request
 
 import pytest
 
-from conftest import BUILD_DIR, PROGRAMS, ROOT, Atriumd
+from conftest import BUILD_DIR, PROGRAMS, ROOT, Atriumd, free_port
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -32,12 +34,18 @@ def unit_dir():
     return p.stdout.strip() or "/usr/lib/systemd/system"
 
 
+# The room in the browser: its page and npm's files, each with a gzip copy.
+WEB_FILES = ("index.html", "app.js", "app.css", "xterm.js", "xterm.css",
+             "addon-fit.js")
+
+
 def installed_paths(prefix="/usr"):
     p = prefix.lstrip("/")
     return {
         p + "/sbin/atriumd": 0o755,
         p + "/bin/atrium-fs": 0o755,
         p + "/libexec/atrium/atriumd-net": 0o755,
+        p + "/libexec/atrium/atriumd-http": 0o755,
         p + "/libexec/atrium/atrium-agent": 0o755,
         p + "/libexec/atrium/atrium-sandbox-init": 0o755,
         p + "/share/man/man8/atriumd.8": 0o644,
@@ -45,6 +53,8 @@ def installed_paths(prefix="/usr"):
         p + "/share/man/man8/atrium-fs.8": 0o644,
         unit_dir().lstrip("/") + "/atriumd.service": 0o644,
         "usr/lib/sysusers.d/atrium.conf": 0o644,
+        **{p + "/share/atrium/web/" + f + gz: 0o644 for f in WEB_FILES
+           for gz in ("", ".gz")},
     }
 
 
@@ -171,6 +181,37 @@ def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
                                     "atriumd-network.pid")).read())
         assert os.readlink("/proc/%d/exe" % net) == os.path.realpath(
             str(dest / "usr/libexec/atrium/atriumd-net"))
+    finally:
+        srv.stop()
+        srv.cleanup()
+
+
+def test_installed_atriumd_http_serves_the_page_from_share(tmp_path,
+                                                          data_dir):
+    """Without http-web-dir, the installed atriumd-http reads the page
+    from PREFIX/share/atrium/web, beside its libexec folder."""
+    dest = tmp_path / "dest"
+    p = make("install", "DESTDIR=%s" % dest, "PREFIX=/usr")
+    assert p.returncode == 0, p.stderr
+    port = free_port()
+    srv = Atriumd(str(dest / "usr/sbin"), data_dir,
+                  ["--http-listen", "127.0.0.1:%d" % port], None)
+    try:
+        srv.start()
+        deadline = time.time() + 15
+        while True:
+            try:
+                with urllib.request.urlopen(
+                        "http://127.0.0.1:%d/r/installed" % port,
+                        timeout=5) as r:
+                    assert r.status == 200
+                    assert r.read() == (dest / "usr/share/atrium/web/"
+                                        "index.html").read_bytes()
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
     finally:
         srv.stop()
         srv.cleanup()

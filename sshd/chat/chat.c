@@ -33,6 +33,13 @@
  * Command output comes in chunks cut anywhere: its unfinished last line
  * is kept (`partial`) until the rest comes or something else is shown.
  *
+ * The lines drawn are appended, with one exception: an approval's answer
+ * rewrites the lines that asked it (`prompts`: the prompt, and the "still
+ * waits" line a join showed) where they are, so that no answered prompt
+ * reads as waiting; a replay does the same, so it shows what live did.
+ * A !command's output shown live is not shown again by the replay of its
+ * end after a reconnect (`exec_live`).
+ *
  * What rings the bell, mentions, /term's news and stopping a !command
  * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
  * each event before and after drawing it.
@@ -270,8 +277,8 @@ chat_show(struct chat *ch, enum tui_style style, const char *name,
 	chat_frame_done(ch);
 }
 
-/* Show the unfinished output line kept, if any. */
-static void
+/* See chat_int.h. */
+void
 chat_output_flush(struct chat *ch)
 {
 	if (!ch->partial.len || ch->render_only)
@@ -491,6 +498,7 @@ chat_approval(struct chat *ch, json_object *o, int several)
 	tui_approval_text(o, several, text, TUI_APPROVAL_MAX * 2 + 1024);
 	chat_print(ch, TUI_STYLE_ERROR, NULL, text);
 	free(text);
+	chat_prompt_drawn(ch, json_get_string(o, "id"));
 }
 
 /* An approval request from the room.  Replayed, it shows as it did live
@@ -513,11 +521,14 @@ chat_approval_request(struct chat *ch, json_object *o)
 		snprintf(text, sizeof(text), "the agent still waits for an "
 		    "answer (y/n, %lld s left)", json_get_int(o, "seconds", 0));
 		chat_print(ch, TUI_STYLE_ERROR, NULL, text);
+		chat_prompt_drawn(ch, id);
 	} else {
 		chat_approval(ch, o, ch->nwaiting > 1);
 	}
 	snprintf(ch->asked, sizeof(ch->asked), "%s", id);
 }
+
+static int chat_exec_live(struct chat *ch, const char *id, int add);
 
 /* Events about tools and approvals. */
 static int
@@ -537,6 +548,11 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 	} else if (strcmp(type, "approval_result") == 0) {
 		/* Answered (by whom, how) or not: the room's own words. */
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
+		/* A call that will not run has no duration to show. */
+		if (strcmp(json_get_string(o, "status") ?: "", "approved"))
+			tui_status_took(&ch->status, json_get_string(o, "id"),
+			    0);
+		chat_prompt_answered(ch, o);
 		ch->asked[0] = '\0';
 		chat_print(ch, TUI_STYLE_NOTICE, NULL,
 		    json_get_string(o, "text") ?: "approval answered");
@@ -547,6 +563,8 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		if (type[0] == 't')
 			snprintf(ch->streamed, sizeof(ch->streamed), "%s",
 			    json_get_string(o, "id") ?: "");
+		else
+			chat_exec_live(ch, json_get_string(o, "id"), 1);
 		chat_output(ch, json_get_string(o, "text") ?: "");
 	} else if (strcmp(type, "tool_result") == 0) {
 		chat_track_waiting(ch, json_get_string(o, "id"), 0);
@@ -555,6 +573,60 @@ chat_event_tool(struct chat *ch, const char *type, json_object *o)
 		return 0;
 	}
 	return 1;
+}
+
+/* The slot of id among the commands whose output showed live, or -1;
+ * add: remember it there (the oldest is forgotten when too many are). */
+static int
+chat_exec_live(struct chat *ch, const char *id, int add)
+{
+	int i;
+
+	if (!id || strlen(id) >= sizeof(ch->exec_live[0]))
+		return -1;
+	for (i = ch->nexec_live - 1; i >= 0; i--)
+		if (strcmp(ch->exec_live[i], id) == 0)
+			return i;
+	if (!add)
+		return -1;
+	if (ch->nexec_live == CHAT_MAX_EXEC_LIVE) {
+		memmove(ch->exec_live[0], ch->exec_live[1],
+		    (size_t)(CHAT_MAX_EXEC_LIVE - 1) * sizeof(ch->exec_live[0]));
+		ch->nexec_live--;
+	}
+	memcpy(ch->exec_live[ch->nexec_live], id, strlen(id) + 1);
+	return ch->nexec_live++;
+}
+
+/* A command's end: a replay shows the output it stored first (live, it
+ * came as exec_output), unless it is the replay of a reconnect and this
+ * session showed that output live already, missing only the end (a
+ * restart cut the command).  PgUp and /history draw it whole. */
+static void
+chat_exec_result(struct chat *ch, json_object *o)
+{
+	const char *out = json_get_string(o, "stdout");
+	const char *err = json_get_string(o, "stderr");
+	const char *id = json_get_string(o, "id");
+	int rejoin = ch->nbatch > 0 && ch->batch[0] == CHAT_BATCH_JOIN;
+	int show = json_get_bool(o, "replay", 0) && !(rejoin &&
+	    chat_exec_live(ch, id, 0) >= 0);
+	char text[1024];
+
+	if (show && out && *out)
+		chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
+	if (show && err && *err)
+		chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
+	if (json_get_bool(o, "interrupted", 0)) {
+		/* A restart cut it: no status, no duration known. */
+		snprintf(text, sizeof(text), "%s", json_get_string(o,
+		    "text") ?: "interrupted");
+		tui_status_took(&ch->status, id, 0);
+	} else {
+		chat_exec_end_text(o, text, sizeof(text));
+	}
+	chat_took(ch, id, text, sizeof(text));
+	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 }
 
 /* Events about commands run with !CMD. */
@@ -569,24 +641,7 @@ chat_event_exec(struct chat *ch, const char *type, json_object *o)
 		    json_get_string(o, "command") ?: "");
 		chat_print(ch, TUI_STYLE_TOOL, NULL, text);
 	} else if (strcmp(type, "exec_result") == 0) {
-		const char *out = json_get_string(o, "stdout");
-		const char *err = json_get_string(o, "stderr");
-
-		/* Live output came as exec_output; a replay has only this. */
-		if (json_get_bool(o, "replay", 0) && out && *out)
-			chat_print(ch, TUI_STYLE_OUTPUT, NULL, out);
-		if (json_get_bool(o, "replay", 0) && err && *err)
-			chat_print(ch, TUI_STYLE_OUTPUT, NULL, err);
-		if (json_get_bool(o, "interrupted", 0)) {
-			/* A restart cut it: no status, no duration known. */
-			snprintf(text, sizeof(text), "%s", json_get_string(o,
-			    "text") ?: "interrupted");
-			tui_status_took(&ch->status, json_get_string(o, "id"), 0);
-		} else {
-			chat_exec_end_text(o, text, sizeof(text));
-		}
-		chat_took(ch, json_get_string(o, "id"), text, sizeof(text));
-		chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
+		chat_exec_result(ch, o);
 	} else {
 		return 0;
 	}
@@ -1632,6 +1687,8 @@ chat_open(struct chan *c)
 	ch->c = c;
 	ch->ansi = c->pty && strcmp(c->term, "dumb") != 0 && c->term[0];
 	agentlink_init(&ch->link);
+	/* Every member reads the same room events: parsed once for all. */
+	ch->link.cache = &c->s->srv->link_cache;
 	tui_keys_init(&ch->keys);
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
 	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,

@@ -23,6 +23,8 @@
 struct term_mode;
 
 #define CHAT_MAX_WAITING	16	/* approval requests remembered */
+#define CHAT_MAX_EXEC_LIVE	8	/* !CMDs whose live output is
+					 * remembered */
 #define CHAT_MAX_BATCH		8	/* history requests on their way */
 #define CHAT_SCROLL_LOAD	100	/* events loaded per PgUp past the top */
 #define CHAT_SCROLL_MAX		(1024 * 1024)	/* bytes of scrollback kept */
@@ -126,6 +128,27 @@ struct chat {
 	char waiting[CHAT_MAX_WAITING][64];	/* approval requests unanswered,
 						 * oldest first */
 	int nwaiting;
+	struct chat_prompt {
+		char id[64];		/* the approval request's */
+		long long seq;		/* the tag of its line (tui_model.h) */
+		long long ms;		/* the time it shows */
+	} prompts[CHAT_MAX_WAITING];	/* lines that asked for approval, not
+					 * yet answered, oldest first
+					 * (chat_prompt.c) */
+	int nprompts;
+	struct chat_answer {
+		char id[64];		/* the approval request's */
+		char outcome[384];	/* "approved by bob" */
+	} answers[CHAT_MAX_WAITING];	/* answers whose prompt was not drawn
+					 * (yet: PgUp may load it), oldest
+					 * first */
+	int nanswers;
+	char exec_live[CHAT_MAX_EXEC_LIVE][64];	/* !CMDs whose output this
+						 * session showed live, newest
+						 * last: the replay of their
+						 * end after a reconnect does
+						 * not show it again */
+	int nexec_live;
 	char confirm[8];		/* "undo", "redo" or "restore" after
 					 * its preview, until the next line
 					 * answers it */
@@ -208,6 +231,8 @@ struct buf *chat_frame(struct chat *ch);
 void chat_frame_done(struct chat *ch);
 void chat_print(struct chat *ch, enum tui_style style, const char *name,
     const char *text);
+/* Show the unfinished output line kept, if any. */
+void chat_output_flush(struct chat *ch);
 void chat_redraw(struct chat *ch);
 /* Draw the bottom region again (the status or the input line changed). */
 void chat_bottom(struct chat *ch);
@@ -259,6 +284,13 @@ void chat_scroll_status(struct chat *ch, char *text, size_t len);
 void chat_print_paged(struct chat *ch, enum tui_style style,
     const char *text);
 void chat_scroll_free(struct chat *ch);
+
+/* chat_prompt.c: an approval's answer rewrites the lines that asked it.
+ * _drawn: a line that waits for the answer to request id was just drawn
+ * (the prompt, or "the agent still waits"); _answered: o, an
+ * approval_result, came. */
+void chat_prompt_drawn(struct chat *ch, const char *id);
+void chat_prompt_answered(struct chat *ch, json_object *o);
 /* /history TEXT: req is the history request (put here).  0, or -1 when
  * the room is not taking lines. */
 int chat_search_start(struct chat *ch, json_object *req);

@@ -7,7 +7,7 @@
  * Invariants, with ansi: the cursor sits on the prompt row after
  * tui_draw_bottom, bottom_rows rows below the top of the region, and
  * bottom_rows is counted with tui_wrap_rows at the width drawn for; the
- * rows of the agent's unfinished line not yet printed above fit the
+ * rows of the agent's unclosed blocks not yet printed above fit the
  * screen at d->cols x d->rows after each tui_draw_stream
  * (tui_draw_stream_fit); every row printed ends with an attribute reset;
  * the model holds each line whole, as tui_wrap.h cuts it into rows, so
@@ -16,6 +16,7 @@
 #include "tui_draw.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -36,6 +37,8 @@
 #define TUI_UNDIM		"\x1b[22m"
 #define TUI_REVERSE		"\x1b[7m"
 #define TUI_UNREVERSE		"\x1b[27m"
+#define TUI_MAX_RENDER		(256 * 1024)	/* a message's lines as drawn,
+						 * at most */
 
 /* Rendering state for one client; cannot fail. */
 void
@@ -50,7 +53,6 @@ tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf, int cols,
 	d->rows = rows > 0 ? rows : 24;
 	buf_init(&d->stream, TUI_DRAW_MAX_STREAM);
 	buf_init(&d->raw, TUI_DRAW_MAX_STREAM);
-	tui_md_init(&d->md);
 	tui_model_init(&d->model);
 }
 
@@ -117,6 +119,12 @@ tui_draw_expand(struct buf *out, const char *s, size_t n, int col,
 	size_t i = 0, len, hl_len = hl ? strlen(hl) : 0, hl_end = 0;
 	int w;
 
+	if (!hl_len && !memchr(s, '\t', n)) {
+		/* Nothing to expand or mark: no need to measure (a streamed
+		 * answer's unclosed blocks come here on every delta). */
+		buf_append(out, s, n);
+		return;
+	}
 	while (i < n) {
 		if (hl_len && i >= hl_end && i + hl_len <= n &&
 		    strncasecmp(s + i, hl, hl_len) == 0) {
@@ -307,62 +315,130 @@ tui_draw_spaces(struct buf *out, int cols)
 		buf_append(out, spaces, cols < 16 ? (size_t)cols : 16);
 }
 
-/* Append one line of a message's text s[0..n), rendered as Markdown in
- * the block state md, tabs expanded from column col.  Returns 1 when the
- * line shows no row (a closing fence), else 0. */
+/* Render the Markdown s[0..n) as a message's lines into dst, apart by
+ * '\n': its first line (*nline 0) after head, later ones under its text
+ * (indent columns), each with the mark its rows hang under, tabs
+ * expanded.  *nline counts the lines; a line that would not fit in dst
+ * is left out, with those after it.  Returns the lines added. */
 static int
-tui_draw_markdown(const struct tui_draw *d, struct buf *row,
-    const struct tui_md *md, const char *s, size_t n, int col)
+tui_draw_md(const struct tui_draw *d, struct buf *dst, const char *head,
+    int indent, int *nline, const char *s, size_t n, int flags)
 {
 	struct buf styled;
-	int hidden;
+	const char *p, *end, *e;
+	int count = 0;
 
-	buf_init(&styled, TUI_DRAW_MAX_STREAM);
-	hidden = tui_md_render(md, &styled, s, n, d->color);
-	tui_draw_expand(row, styled.data ? styled.data : "", styled.len, col,
-	    d->highlight[0] ? d->highlight : NULL);
+	buf_init(&styled, TUI_MAX_RENDER);
+	tui_md_render(&styled, s, n, d->cols - indent, flags |
+	    (d->color ? TUI_MD_COLOR : 0));
+	p = styled.data ? styled.data : "";
+	end = p + styled.len;
+	for (; p < end && (e = memchr(p, '\n', (size_t)(end - p))); p = e + 1) {
+		size_t need = strlen(head) + (size_t)indent + 2 +
+		    (size_t)(e - p) * TUI_DRAW_TAB;
+
+		if (dst->len + need > dst->max)
+			break;
+		if (dst->len)
+			buf_append(dst, "\n", 1);
+		if ((*nline)++ == 0)
+			buf_append(dst, head, strlen(head));
+		else
+			tui_draw_spaces(dst, indent);
+		buf_append(dst, TUI_WRAP_MARK_STR, 1);
+		tui_draw_expand(dst, p, (size_t)(e - p), indent,
+		    d->highlight[0] ? d->highlight : NULL);
+		count++;
+	}
 	buf_free(&styled);
-	return hidden;
+	return count;
 }
 
-/* The start of a styled line: its first with time and prefix, a later
- * one of a message under the text (indent columns), of other styles
- * under the time; then the mark its wrapped rows hang under.  Returns the
- * columns of what precedes the mark. */
+/* The next of the lines apart by '\n' in text[0..len) from *pos: 1 with
+ * it in *line, *n; 0 past the last (an empty text has none). */
+static int
+tui_draw_next_line(const char *text, size_t len, size_t *pos,
+    const char **line, size_t *n)
+{
+	const char *e;
+
+	if (!text || !len || *pos > len)
+		return 0;
+	*line = text + *pos;
+	e = memchr(*line, '\n', len - *pos);
+	*n = e ? (size_t)(e - *line) : len - *pos;
+	*pos += *n + 1;
+	return 1;
+}
+
+/* The start of a styled line other than a message's: its first with
+ * time and prefix, a later one under the time; then the mark its wrapped
+ * rows hang under.  Returns the columns of what precedes the mark. */
 static int
 tui_draw_line_head(struct tui_draw *d, struct buf *row, int first,
-    enum tui_style style, const char *name, int indent)
+    enum tui_style style, const char *name)
 {
 	const char *attr = tui_draw_attr(d, style);
 
-	if (!first && style == TUI_STYLE_MESSAGE) {
-		tui_draw_spaces(row, indent);
-	} else {
-		tui_draw_stamp(d, row, first, style);
-		if (first)
-			tui_draw_prefix(d, row, style, name);
-		else
-			buf_append(row, attr, strlen(attr));
-	}
+	tui_draw_stamp(d, row, first, style);
+	if (first)
+		tui_draw_prefix(d, row, style, name);
+	else
+		buf_append(row, attr, strlen(attr));
 	buf_append(row, TUI_WRAP_MARK_STR, 1);
 	return row->len ? tui_width_str(row->data, row->len) : 0;
 }
 
-/* A styled text as lines with attributes, tabs expanded (ansi); a
- * message's text is Markdown. */
+/* A message (ansi): its Markdown as lines, the first after the time
+ * and the name, the others under its text. */
+static void
+tui_draw_message_ansi(struct tui_draw *d, struct buf *out, const char *name,
+    const char *text, size_t len)
+{
+	struct buf clean, head, lines;
+	size_t pos = 0, n;
+	const char *line;
+	int indent, nline = 0;
+
+	buf_init(&clean, len * 3 + 1);
+	buf_init(&head, 1024);
+	buf_init(&lines, TUI_MAX_RENDER);
+	tui_draw_sanitize(&clean, text, len, "\n");
+	tui_draw_date(d, out);
+	tui_draw_stamp(d, &head, 1, TUI_STYLE_MESSAGE);
+	tui_draw_prefix(d, &head, TUI_STYLE_MESSAGE, name);
+	buf_append(&head, "", 1);
+	indent = tui_width_str(head.data, head.len - 1);
+	tui_draw_md(d, &lines, head.data, indent, &nline, clean.data ?
+	    clean.data : "", clean.len, 0);
+	if (!nline) {
+		buf_append(&lines, head.data, head.len - 1);
+		buf_append(&lines, TUI_WRAP_MARK_STR, 1);
+	}
+	while (tui_draw_next_line(lines.data, lines.len, &pos, &line, &n))
+		tui_draw_emit(d, out, line, n);
+	buf_free(&lines);
+	buf_free(&head);
+	buf_free(&clean);
+}
+
+/* A styled text other than a message as lines with attributes, tabs
+ * expanded (ansi). */
 static void
 tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
     const char *name, const char *text, size_t len)
 {
 	struct buf clean, row;
-	struct tui_md md;
 	const char *p, *end, *e;
-	int indent = 0, col;
+	int col;
 
+	if (style == TUI_STYLE_MESSAGE) {
+		tui_draw_message_ansi(d, out, name, text, len);
+		return;
+	}
 	buf_init(&clean, len * 3 + 1);
 	buf_init(&row, len * TUI_DRAW_TAB + TUI_DRAW_MAX_STREAM);
 	tui_draw_sanitize(&clean, text, len, "\n");
-	tui_md_init(&md);
 	p = clean.data ? clean.data : "";
 	end = p + clean.len;
 	if (style != TUI_STYLE_OUTPUT)
@@ -370,19 +446,10 @@ tui_draw_line_ansi(struct tui_draw *d, struct buf *out, enum tui_style style,
 	for (int first = 1; first || p < end; first = 0) {
 		e = memchr(p, '\n', (size_t)(end - p));
 		buf_reset(&row);
-		col = tui_draw_line_head(d, &row, first, style, name, indent);
-		if (first)
-			indent = col;
-		if (style != TUI_STYLE_MESSAGE)
-			tui_draw_expand(&row, p, (size_t)((e ? e : end) - p), col,
-			    d->highlight[0] ? d->highlight : NULL);
-		else if (tui_draw_markdown(d, &row, &md, p,
-		    (size_t)((e ? e : end) - p), col) && !first)
-			row.len = 0;
-		if (style == TUI_STYLE_MESSAGE)
-			tui_md_end_line(&md, p, (size_t)((e ? e : end) - p));
-		if (row.len)
-			tui_draw_emit(d, out, row.data, row.len);
+		col = tui_draw_line_head(d, &row, first, style, name);
+		tui_draw_expand(&row, p, (size_t)((e ? e : end) - p), col,
+		    d->highlight[0] ? d->highlight : NULL);
+		tui_draw_emit(d, out, row.data, row.len);
 		p = e ? e + 1 : end;
 	}
 	buf_free(&row);
@@ -421,30 +488,71 @@ tui_draw_stream_max(const struct tui_draw *d)
 	return d->rows > fixed + 1 ? d->rows - fixed : 1;
 }
 
-/* Draw the agent's unfinished line into d->stream from its text so far:
- * the answer's time and name (its first line) or the indent under them,
- * then the text as Markdown in the answer's block state.  Returns 1 when
- * the line shows no row (a closing fence). */
+/* Rows the lines of text[0..len) (apart by '\n') fill at d->cols. */
 static int
-tui_draw_stream_render(struct tui_draw *d)
+tui_draw_text_rows(const struct tui_draw *d, const char *text, size_t len)
 {
-	buf_reset(&d->stream);
-	if (d->stream_lines == 0)
-		buf_append(&d->stream, d->head, strlen(d->head));
-	else
-		tui_draw_spaces(&d->stream, d->indent);
-	buf_append(&d->stream, TUI_WRAP_MARK_STR, 1);
-	return tui_draw_markdown(d, &d->stream, &d->md, d->raw.data ?
-	    d->raw.data : "", d->raw.len, d->indent) && d->stream_lines > 0;
+	size_t pos = 0, n;
+	const char *line;
+	int rows = 0;
+
+	while (tui_draw_next_line(text, len, &pos, &line, &n))
+		rows += tui_wrap_rows(line, n, d->cols);
+	return rows;
 }
 
-/* The rows of the unfinished line the bottom region shows: from *first
+/* Print the rows of the lines of text[0..len) from row first on, each
+ * ended by a reset and a line break.  Returns the rows printed. */
+static int
+tui_draw_text_print(const struct tui_draw *d, struct buf *out,
+    const char *text, size_t len, int first)
+{
+	size_t pos = 0, n;
+	const char *line;
+	int printed = 0, rows;
+
+	while (tui_draw_next_line(text, len, &pos, &line, &n)) {
+		rows = tui_wrap_rows(line, n, d->cols);
+		printed += tui_draw_rows(d, out, line, n, first);
+		first = first > rows ? first - rows : 0;
+	}
+	return printed;
+}
+
+/* Draw the answer's unclosed blocks into d->stream from their text so
+ * far: lines after the answer's time and name (its first line) or under
+ * them. */
+static void
+tui_draw_stream_render(struct tui_draw *d)
+{
+	int nline = d->stream_lines;
+
+	buf_reset(&d->stream);
+	tui_draw_md(d, &d->stream, d->head, d->indent, &nline, d->raw.data ?
+	    d->raw.data : "", d->raw.len, d->md_flags);
+	d->stream_rows = tui_draw_text_rows(d, d->stream.data, d->stream.len);
+	d->stream_cols = d->cols;
+}
+
+/* Rows the unclosed blocks fill at d->cols: as counted when they were
+ * drawn, unless the width changed since. */
+static int
+tui_draw_stream_total(const struct tui_draw *d)
+{
+	if (!d->stream.len)
+		return 0;
+	if (d->stream_cols == d->cols)
+		return d->stream_rows;
+	return tui_draw_text_rows(d, d->stream.data, d->stream.len);
+}
+
+/* The rows of the unclosed blocks the bottom region shows: from *first
  * on (past those printed above, and at most tui_draw_stream_max).
  * Returns their count. */
 static int
 tui_draw_stream_rows(const struct tui_draw *d, int *first)
 {
-	int rows = tui_wrap_rows(d->stream.data, d->stream.len, d->cols);
+	int rows = tui_draw_stream_total(d);
 	int max = tui_draw_stream_max(d);
 
 	*first = d->stream_shown;
@@ -453,88 +561,171 @@ tui_draw_stream_rows(const struct tui_draw *d, int *first)
 	return rows > *first ? rows - *first : 0;
 }
 
-/* Print the unfinished line's first rows above, those not printed yet,
- * until the rest fits in tui_draw_stream_max rows.  Until then the line
- * wraps in the bottom region as it grows. */
+/* Print the unclosed blocks' first rows above, those not printed yet,
+ * until the rest fits in tui_draw_stream_max rows.  Until then they wrap
+ * in the bottom region as they grow. */
 static void
 tui_draw_stream_fit(struct tui_draw *d, struct buf *out)
 {
-	struct tui_wrap w;
-	size_t start, end;
-	int first;
+	size_t pos = 0, n;
+	const char *line;
+	int first, row = 0, rows;
 
 	tui_draw_stream_rows(d, &first);
 	if (first <= d->stream_shown)
 		return;
-	tui_wrap_init(&w, d->stream.data, d->stream.len, d->cols);
-	for (int row = 0; row < first && tui_wrap_next(&w, &start, &end);
-	    row++) {
-		if (row < d->stream_shown)
-			continue;
-		tui_wrap_put(&w, out, start, end);
-		buf_append(out, TUI_RESET "\r\n", 6);
+	while (row < first && tui_draw_next_line(d->stream.data,
+	    d->stream.len, &pos, &line, &n)) {
+		struct tui_wrap w;
+		size_t start, end;
+
+		tui_wrap_init(&w, line, n, d->cols);
+		for (rows = 0; row < first && tui_wrap_next(&w, &start, &end);
+		    rows++, row++) {
+			if (row < d->stream_shown)
+				continue;
+			tui_wrap_put(&w, out, start, end);
+			buf_append(out, TUI_RESET "\r\n", 6);
+		}
 	}
 	d->stream_shown = first;
 }
 
-/* The agent's line is complete (a newline came, or the answer ended):
- * print the rows not yet printed, keep it in the model, and start the
- * next line under the text. */
+/* The first len bytes of the answer's text are closed blocks: print
+ * their rows not yet printed, keep their lines in the model, and drop
+ * them from what is rendered again. */
 static void
-tui_draw_stream_line(struct tui_draw *d, struct buf *out)
+tui_draw_stream_commit(struct tui_draw *d, struct buf *out, size_t len)
 {
-	if (!tui_draw_stream_render(d)) {
-		tui_draw_rows(d, out, d->stream.data, d->stream.len,
-		    d->stream_shown);
-		tui_model_add(&d->model, d->stream.data, d->stream.len);
-	}
-	tui_md_end_line(&d->md, d->raw.data ? d->raw.data : "", d->raw.len);
-	buf_reset(&d->raw);
-	d->stream_shown = 0;
-	d->stream_lines++;
+	struct buf lines;
+	size_t pos = 0, n;
+	const char *line;
+
+	buf_init(&lines, TUI_MAX_RENDER);
+	tui_draw_md(d, &lines, d->head, d->indent, &d->stream_lines,
+	    d->raw.data ? d->raw.data : "", len, d->md_flags);
+	tui_draw_text_print(d, out, lines.data, lines.len, d->stream_shown);
+	d->stream_shown -= tui_draw_text_rows(d, lines.data, lines.len);
+	if (d->stream_shown < 0)
+		d->stream_shown = 0;
+	while (tui_draw_next_line(lines.data, lines.len, &pos, &line, &n))
+		tui_model_add(&d->model, line, n);
+	buf_consume(&d->raw, len);
+	buf_free(&lines);
 }
 
-/* Where a too long unfinished line is ended: after its last space
- * within TUI_DRAW_MAX_LINE bytes, else after the whole units that fit. */
-static size_t
-tui_draw_stream_cut(const struct tui_draw *d)
+/* The answer's text now starts with an item of an ordered list whose
+ * items before it were printed: give its marker the number it has in
+ * that list, so that it is drawn with it. */
+static void
+tui_draw_stream_renumber(struct tui_draw *d, long number)
 {
-	const char *sp = memrchr(d->raw.data, ' ', TUI_DRAW_MAX_LINE);
-	size_t cut = 0, len;
+	size_t i = 0, digits;
+	struct buf text;
+
+	while (i < d->raw.len && d->raw.data[i] == ' ')
+		i++;
+	for (digits = i; digits < d->raw.len && d->raw.data[digits] >= '0' &&
+	    d->raw.data[digits] <= '9'; digits++)
+		;
+	if (digits == i)
+		return;
+	buf_init(&text, TUI_DRAW_MAX_STREAM);
+	buf_append(&text, d->raw.data, i);
+	buf_printf(&text, "%ld", number);
+	buf_append(&text, d->raw.data + digits, d->raw.len - digits);
+	buf_reset(&d->raw);
+	buf_append(&d->raw, text.data, text.len);
+	buf_free(&text);
+}
+
+/* A line of the answer is complete: print the blocks it closed (and a
+ * list's items but its last); a fenced code block's lines as they come
+ * (the fence carried on, TUI_MD_CONT), and the blocks past
+ * TUI_DRAW_MAX_BLOCK as they stand, so that rendering on each delta stays
+ * cheap. */
+static void
+tui_draw_stream_settle(struct tui_draw *d, struct buf *out)
+{
+	char fence[64];
+	size_t off;
+	long number;
+	int gap, carry;
+
+	if ((off = tui_md_settled(d->raw.data, d->raw.len, &gap, &number))) {
+		tui_draw_stream_commit(d, out, off);
+		d->md_flags = gap ? TUI_MD_GAP : 0;
+		if (number > 0)
+			tui_draw_stream_renumber(d, number);
+		return;
+	}
+	carry = tui_md_open_fence(d->raw.data, d->raw.len, fence,
+	    sizeof(fence));
+	if (!(carry && memchr(d->raw.data, '\n', d->raw.len - 1)) &&
+	    d->raw.len <= TUI_DRAW_MAX_BLOCK)
+		return;
+	tui_draw_stream_commit(d, out, d->raw.len);
+	d->md_flags = 0;
+	if (carry) {
+		buf_append(&d->raw, fence, strlen(fence));
+		buf_append(&d->raw, "\n", 1);
+		d->md_flags = TUI_MD_CONT;
+	}
+}
+
+/* The start of the unfinished line in the answer's text. */
+static size_t
+tui_draw_stream_line_start(const struct tui_draw *d)
+{
+	const char *nl = d->raw.len ? memrchr(d->raw.data, '\n',
+	    d->raw.len) : NULL;
+
+	return nl ? (size_t)(nl - d->raw.data) + 1 : 0;
+}
+
+/* Where a too long unfinished line (from from on) is ended: after its
+ * last space within TUI_DRAW_MAX_LINE bytes, else after the whole units
+ * that fit. */
+static size_t
+tui_draw_stream_cut(const struct tui_draw *d, size_t from)
+{
+	const char *s = d->raw.data + from;
+	const char *sp = memrchr(s, ' ', TUI_DRAW_MAX_LINE);
+	size_t cut = 0, len, n = d->raw.len - from;
 	int w;
 
-	if (sp && sp > d->raw.data)
-		return (size_t)(sp - d->raw.data) + 1;
-	while (cut < d->raw.len && (len = tui_width_next(d->raw.data + cut,
-	    d->raw.len - cut, &w)) + cut <= TUI_DRAW_MAX_LINE)
+	if (sp && sp > s)
+		return from + (size_t)(sp - s) + 1;
+	while (cut < n && (len = tui_width_next(s + cut, n - cut, &w)) +
+	    cut <= TUI_DRAW_MAX_LINE)
 		cut += len;
-	return cut ? cut : d->raw.len;
+	return from + (cut ? cut : n);
 }
 
-/* Add s[0..n) (one line's part, cleaned) to the unfinished line; past
- * TUI_DRAW_MAX_LINE bytes the line is ended and the rest starts the
- * next, so that rendering it again on each delta stays cheap. */
+/* Add s[0..n) (one line's part, cleaned) to the answer's text; past
+ * TUI_DRAW_MAX_LINE bytes its unfinished line is ended and the rest
+ * starts the next. */
 static void
 tui_draw_stream_add(struct tui_draw *d, struct buf *out, const char *s,
     size_t n)
 {
-	struct buf rest;
-	size_t cut;
+	size_t from, cut;
 
 	buf_append(&d->raw, s, n);
-	if (d->raw.len <= TUI_DRAW_MAX_LINE)
-		return;
-	buf_init(&rest, TUI_DRAW_MAX_STREAM);
-	while (d->raw.len > TUI_DRAW_MAX_LINE) {
-		cut = tui_draw_stream_cut(d);
-		buf_reset(&rest);
+	while (d->raw.len - (from = tui_draw_stream_line_start(d)) >
+	    TUI_DRAW_MAX_LINE) {
+		struct buf rest;
+
+		cut = tui_draw_stream_cut(d, from);
+		buf_init(&rest, TUI_DRAW_MAX_STREAM);
 		buf_append(&rest, d->raw.data + cut, d->raw.len - cut);
-		d->raw.len = cut;
-		tui_draw_stream_line(d, out);
+		buf_truncate(&d->raw, cut);
+		buf_append(&d->raw, "\n", 1);
+		tui_draw_stream_settle(d, out);
 		if (rest.len)
 			buf_append(&d->raw, rest.data, rest.len);
+		buf_free(&rest);
 	}
-	buf_free(&rest);
 }
 
 /* The answer starts: its date line, its head (time and name). */
@@ -544,7 +735,7 @@ tui_draw_stream_start(struct tui_draw *d, struct buf *out)
 	struct buf head;
 
 	buf_reset(&d->raw);
-	tui_md_init(&d->md);
+	d->md_flags = 0;
 	d->stream_lines = 0;
 	d->stream_shown = 0;
 	tui_draw_date(d, out);
@@ -570,7 +761,8 @@ tui_draw_stream_plain(struct tui_draw *d, struct buf *out, const char *text)
 	tui_draw_sanitize(out, text, strlen(text), nl);
 }
 
-/* Agent text: plain prints it now; ansi keeps the unfinished line. */
+/* Agent text: plain prints it now; ansi prints the blocks it closes and
+ * keeps the rest. */
 void
 tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 {
@@ -599,7 +791,8 @@ tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 		tui_draw_stream_add(d, out, p, (size_t)((e ? e : end) - p));
 		if (!e)
 			break;
-		tui_draw_stream_line(d, out);
+		buf_append(&d->raw, "\n", 1);
+		tui_draw_stream_settle(d, out);
 		p = e + 1;
 	}
 	buf_free(&clean);
@@ -607,7 +800,8 @@ tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text)
 	tui_draw_stream_fit(d, out);
 }
 
-/* Close the stream: print its unfinished line and end it. */
+/* Close the stream: print what is kept, as closed blocks, and end it; an
+ * answer that showed no line at all still shows its head. */
 void
 tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 {
@@ -616,16 +810,23 @@ tui_draw_stream_end(struct tui_draw *d, struct buf *out)
 	if (!d->streaming)
 		return;
 	d->streaming = 0;
-	if (d->ansi && (d->raw.len || d->stream_lines == 0))
-		tui_draw_stream_line(d, out);
-	else if (!d->ansi)
+	if (d->ansi) {
+		tui_draw_stream_commit(d, out, d->raw.len);
+		if (d->stream_lines == 0) {
+			buf_reset(&d->stream);
+			buf_append(&d->stream, d->head, strlen(d->head));
+			buf_append(&d->stream, TUI_WRAP_MARK_STR, 1);
+			tui_draw_emit(d, out, d->stream.data, d->stream.len);
+		}
+	} else {
 		buf_append(out, nl, strlen(nl));
+	}
 	buf_reset(&d->stream);
 	buf_reset(&d->raw);
 }
 
 /* Drop the stream: the answer it showed was cut short and is not kept.
- * ansi: its unfinished rows go (rows already printed above stay); plain:
+ * ansi: its unclosed blocks go (rows already printed above stay); plain:
  * the printed text stays, its line is ended. */
 void
 tui_draw_stream_drop(struct tui_draw *d, struct buf *out)
@@ -686,7 +887,7 @@ tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 		int first;
 
 		tui_draw_stream_rows(d, &first);
-		d->bottom_rows = tui_draw_rows(d, out, d->stream.data,
+		d->bottom_rows = tui_draw_text_print(d, out, d->stream.data,
 		    d->stream.len, first);
 	}
 	tui_draw_status_row(d, out);
@@ -721,10 +922,10 @@ tui_draw_view_height(const struct tui_draw *d)
 {
 	int stream = 0, left;
 
-	/* The unfinished line's rows in the bottom region, as a redraw
+	/* The unclosed blocks' rows in the bottom region, as a redraw
 	 * shows them (tui_draw_stream_rows with none printed above). */
 	if (d->streaming && d->stream.len) {
-		stream = tui_wrap_rows(d->stream.data, d->stream.len, d->cols);
+		stream = tui_draw_stream_total(d);
 		if (stream > tui_draw_stream_max(d))
 			stream = tui_draw_stream_max(d);
 	}
@@ -753,7 +954,7 @@ tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
 	if (!d->ansi)
 		return;
 	if (d->streaming && d->stream.len) {
-		/* The screen is cleared: none of the unfinished line's rows
+		/* The screen is cleared: none of the unclosed blocks' rows
 		 * stays above; the bottom region shows its last ones, and the
 		 * next delta prints those before them above it. */
 		tui_draw_stream_render(d);
@@ -791,4 +992,77 @@ tui_draw_redraw(struct tui_draw *d, struct buf *out, const char *room,
 	d->cols = cols > 0 ? cols : d->cols;
 	d->rows = rows > 0 ? rows : d->rows;
 	tui_draw_view(d, out, room, e, NULL, 0);
+}
+
+/* The line of the model that starts at at, without its tag, in *line,
+ * *len. */
+static void
+tui_draw_model_line(const struct tui_draw *d, size_t at, const char **line,
+    size_t *len)
+{
+	const char *start = d->model.lines.data + at;
+	const char *nl = memchr(start, '\n', d->model.lines.len - at);
+	const char *sep = memchr(start, '\x1e', (size_t)(nl - start));
+
+	*line = sep ? sep + 1 : start;
+	*len = (size_t)(nl - *line);
+}
+
+/* Print the rows of the model's newest n lines, oldest first (ansi). */
+static void
+tui_draw_newest(struct tui_draw *d, struct buf *out, size_t n)
+{
+	size_t pos = 0, len, count = 0, i;
+	const char *line, **lines = n ? calloc(n, sizeof(*lines)) : NULL;
+	size_t *lens = n ? calloc(n, sizeof(*lens)) : NULL;
+
+	while ((!n || (lines && lens)) && count < n &&
+	    tui_model_prev(&d->model, &pos, &line, &len)) {
+		lines[count] = line;
+		lens[count++] = len;
+	}
+	for (i = count; i-- > 0;)
+		tui_draw_rows(d, out, lines[i], lens[i], 0);
+	free(lines);
+	free(lens);
+}
+
+/* See tui_draw.h.  The rows from the old line's first down are erased
+ * and printed again: a new line of fewer rows leaves the bottom region
+ * higher, one of more scrolls the screen as any new line does, so no row
+ * reaches the terminal's own scrollback twice. */
+int
+tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
+    size_t after, enum tui_style style, const char *text)
+{
+	struct buf clean, row;
+	const char *old;
+	size_t old_len, below;
+	int col, up, r;
+
+	if (!d->ansi)
+		return 0;
+	tui_draw_model_line(d, at, &old, &old_len);
+	up = tui_wrap_rows(old, old_len, d->cols);
+	below = tui_view_newest_rows(&d->model, d->cols, after);
+	buf_init(&clean, strlen(text) * 3 + 1);
+	buf_init(&row, strlen(text) * 3 * TUI_DRAW_TAB + 256);
+	tui_draw_sanitize(&clean, text, strlen(text), " ");
+	col = tui_draw_line_head(d, &row, 1, style, NULL);
+	tui_draw_expand(&row, clean.data ? clean.data : "", clean.len, col,
+	    NULL);
+	r = row.data ? tui_model_replace(&d->model, at, row.data, row.len) :
+	    -1;
+	/* On the screen still: not scrolled off above, nor under rows of
+	 * the agent's unfinished line printed above the bottom region. */
+	tui_draw_clear_bottom(d, out);
+	if (r == 0 && !(d->streaming && d->stream_shown) &&
+	    below + (size_t)up <= (size_t)tui_draw_view_height(d)) {
+		buf_printf(out, "\x1b[%dA\r\x1b[J", up + (int)below);
+		tui_draw_rows(d, out, row.data, row.len, 0);
+		tui_draw_newest(d, out, after);
+	}
+	buf_free(&row);
+	buf_free(&clean);
+	return r < 0 ? -1 : 0;
 }

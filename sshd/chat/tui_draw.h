@@ -1,8 +1,8 @@
 /*
  * tui_draw.h: the chat's output as bytes for the client's terminal.  With
  * ansi on: lines printed above a bottom region that holds the agent's
- * unfinished row (while it streams), the status line and the input line
- * "ROOM> ", which is cleared and redrawn around each print; each printed
+ * blocks not yet closed (while it streams), the status line and the input
+ * line "ROOM> ", which is cleared and redrawn around each print; each printed
  * text starts with its time (HH:MM, the server's time zone) and a date
  * line comes first when the date changed; command output is indented
  * under it; names in a stable colour (bold only with colour off:
@@ -16,12 +16,14 @@
  * than it counts: the agent's streamed line wraps as it grows, but is
  * kept within the screen (past that, its first rows are printed above as
  * they fill), and the input line keeps to one row.  Messages (people's
- * and the agent's) are light Markdown (tui_markdown.h); the agent's
- * unfinished line is rendered again from its text on each delta.
+ * and the agent's) are Markdown (tui_markdown.h); the agent's answer is
+ * printed a block at a time, as each closes, and its blocks not yet
+ * closed are rendered again from their text on each delta.
  * Printed lines are also kept in a model (tui_model.h), so the whole
  * screen can be drawn again (tui_draw_redraw) for a new size, on Ctrl-L,
  * or after output was dropped, and scrolled back by rows (tui_draw_view,
- * tui_view.h).
+ * tui_view.h); a line of it can be put in place of another, on the
+ * screen too while it is there (tui_draw_replace).
  *
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
@@ -35,9 +37,12 @@
 #include "tui_markdown.h"
 #include "tui_model.h"
 
-#define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* unfinished agent line kept */
+#define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* agent text kept unprinted */
 #define TUI_DRAW_MAX_LINE	2048	/* an agent's line longer than this
 					 * (as sent) is ended at a space */
+#define TUI_DRAW_MAX_BLOCK	8192	/* an agent's unclosed blocks longer
+					 * than this (as sent) are drawn as
+					 * they stand, a fence carried on */
 #define TUI_DRAW_TAB		8		/* tab stops */
 #define TUI_DRAW_AGENT		"agent"		/* the agent's name */
 #define TUI_DRAW_AGENT_COLOR	35		/* its own colour: magenta */
@@ -57,17 +62,24 @@ struct tui_draw {
 	int cols, rows;		/* terminal size */
 	int bottom_rows;	/* rows above the prompt row we drew */
 	int streaming;		/* an agent line is open */
-	struct buf stream;	/* ansi: its unfinished line as drawn
-				 * (rendered from raw); plain: its prefix
-				 * until the first text */
-	struct buf raw;		/* ansi: that line as sent, cleaned */
-	struct tui_md md;	/* ansi: the answer's Markdown block state */
+	struct buf stream;	/* ansi: its unclosed blocks as drawn
+				 * (rendered from raw): lines apart by
+				 * '\n'; plain: its prefix until the
+				 * first text */
+	struct buf raw;		/* ansi: those blocks as sent, cleaned
+				 * (complete lines, then the unfinished
+				 * one) */
+	int md_flags;		/* ansi: how raw follows what was printed
+				 * (TUI_MD_GAP, TUI_MD_CONT) */
 	char head[128];		/* ansi: the answer's time and name */
 	int indent;		/* ansi: columns of head: the answer's later
 				 * lines start under its text */
 	int stream_lines;	/* ansi: lines of the answer printed */
-	int stream_shown;	/* ansi: rows of the unfinished line printed
-				 * above already (it is taller than the
+	int stream_rows;	/* ansi: rows stream fills at stream_cols
+				 * columns (counted once per render) */
+	int stream_cols;
+	int stream_shown;	/* ansi: rows of the unclosed blocks printed
+				 * above already (they are taller than the
 				 * screen allows the bottom region) */
 	struct tui_model model;	/* ansi: printed lines, for redraws */
 	char status[512];	/* ansi: the status line's text ("" none) */
@@ -97,8 +109,8 @@ void tui_draw_clear_bottom(struct tui_draw *d, struct buf *out);
 void tui_draw_line(struct tui_draw *d, struct buf *out, enum tui_style style,
     const char *name, const char *text);
 
-/* Streamed agent text: whole lines (and, with ansi, rows that would not
- * fit on the screen) are printed, the rest kept. */
+/* Streamed agent text: closed blocks (and, with ansi, rows that would
+ * not fit on the screen) are printed, the rest kept. */
 void tui_draw_stream(struct tui_draw *d, struct buf *out, const char *text);
 
 /* The stream is over: print what is kept. */
@@ -139,6 +151,17 @@ int tui_draw_view_height(const struct tui_draw *d);
 void tui_draw_view(struct tui_draw *d, struct buf *out, const char *room,
     const struct tui_editor *e, const struct tui_model *older,
     size_t offset);
+
+/* ansi: put a line of style with text (one line; its time d->time_ms)
+ * in place of the model's line that starts at at (tui_model_find), which
+ * has `after` lines below it, and when its rows are still on the screen
+ * (the live view), draw it there again with the lines below it; the
+ * bottom region is left cleared, for tui_draw_bottom.  So a line that
+ * said what was asked can say how it was answered (an approval request),
+ * where it was.  0, or -1 when the model could not take it (nothing
+ * changed). */
+int tui_draw_replace(struct tui_draw *d, struct buf *out, size_t at,
+    size_t after, enum tui_style style, const char *text);
 
 /* Append text without control characters (newline kept as nl). */
 void tui_draw_sanitize(struct buf *out, const char *text, size_t len,

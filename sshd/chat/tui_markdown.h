@@ -1,30 +1,43 @@
 /*
- * tui_markdown.h: light Markdown in chat lines, one line at a time, as
- * styled text for tui_draw.c (SGR escapes and a tui_wrap.h mark), markers
- * left out:
+ * tui_markdown.h: Markdown in chat messages, parsed by libcmark-gfm
+ * (CommonMark with GitHub's tables, strikethrough and autolinks) into a
+ * tree and drawn from the tree as styled lines for tui_draw.c: text with
+ * SGR escapes and a tui_wrap.h mark where the wrapped rows of each line
+ * hang, markers left out:
  *
  *   **bold** __bold__        bold            *italic* _italic_   italic
+ *   ~~struck~~               the terminal's strike attribute
  *   `code`                   cyan (with NO_COLOR: shown with its backquotes)
- *   # heading (1-6 #)        bold (level 1 also underlined)
+ *   # heading (1-6 #), setext bold (level 1 also underlined)
  *   - item, * item, + item   "• item", continuation rows under the item
- *   1. item, 1) item         "1. item", likewise
+ *   3. item, 3) item         "3. item": a list keeps its first number and
+ *                            counts on; a nested list indents under its
+ *                            item's text
  *   > quote                  "│ quote", dim bar
  *   ---, ***, ___            a dim rule
  *   ```lang ... ```          each code line indented 4 and dim; the opening
  *                            fence shows the language ("── lang"), the
  *                            closing fence no row at all
- *   \*                       a literal *
+ *   [text](url)              "text (url)", the url dim; an autolink or a
+ *                            link whose text is its url: the url alone
+ *   ![alt](url)              "[image: alt] (url)"
+ *   | a | b | tables         columns aligned under a bold header when they
+ *                            fit the width given, else each row as
+ *                            "header: value" lines, rows apart
+ *   <b>html</b>              shown as typed, never interpreted
  *
- * Emphasis and code spans pair within one line: a marker without its
- * partner on the line is shown as typed.  A line is rendered from its raw
- * text each time, so an answer still streaming shows "**bol" raw until
- * its closing "**" arrives, then the line is drawn again bold.  Block state
- * (inside a fence or not) carries from line to line in struct tui_md and
- * changes only when a line is complete (tui_md_end_line).
+ * A line break in a paragraph stays a line break (a chat line is not
+ * reflowed); a blank line between two blocks in the text is one blank
+ * line between them on the screen.  A marker without its partner is
+ * shown as typed, so an answer still streaming shows "**bol" raw until
+ * its closing "**" arrives: tui_draw.c renders the blocks not yet closed
+ * again on each delta (tui_md_settled says which are).
  *
  * The input is text already cleaned of control characters
- * (tui_draw_sanitize): the only escapes in the output are the ones this
- * file writes.  Pure: no I/O.
+ * (tui_draw_sanitize), and every text the parser gives back (which may
+ * hold characters decoded from entities such as "&#27;") is cleaned again
+ * as it is written: the only escapes in the output are the ones this file
+ * writes.  Pure: no I/O.
  */
 #ifndef ATRIUMD_TUI_MARKDOWN_H
 #define ATRIUMD_TUI_MARKDOWN_H
@@ -33,22 +46,33 @@
 
 #include "buf.h"
 
-struct tui_md {
-	int fence;		/* inside a fenced code block */
-	char fence_ch;		/* its marker: '`' or '~' */
-	int fence_len;		/* its marker's length (a closing fence is
-				 * at least as long) */
-};
+#define TUI_MD_COLOR	0x01	/* colours allowed, else attributes only */
+#define TUI_MD_GAP	0x02	/* a blank line came before the text: one
+				 * blank line before its first block */
+#define TUI_MD_CONT	0x04	/* the text's first line is a fence carried
+				 * over from text already drawn: its code
+				 * continues, with no language row */
 
-void tui_md_init(struct tui_md *md);
+/* Append the Markdown text s[0..n) as styled lines, each ended by '\n'.
+ * cols: the columns the lines have (a table wider than that is drawn as
+ * "header: value" lines).  Returns the lines appended. */
+int tui_md_render(struct buf *out, const char *s, size_t n, int cols,
+    int flags);
 
-/* Append line s[0..n) (no newline) as styled text, in the block state
- * *md (not changed).  color: colours allowed, else attributes only.
- * Returns 0, or 1 when the line shows no row (a closing fence). */
-int tui_md_render(const struct tui_md *md, struct buf *out, const char *s,
-    size_t n, int color);
+#define TUI_MD_MAX_NUMBER 999999999L	/* a list item's number, at most */
 
-/* The line s[0..n) is complete: move the block state past it. */
-void tui_md_end_line(struct tui_md *md, const char *s, size_t n);
+/* Of the complete lines of s[0..n) (those ended by '\n'), the bytes that
+ * hold blocks text appended to s cannot change: every block before the
+ * last one that starts at the top level, or when that last one is a list,
+ * its items before the last.  0 when there are none.  *gap: whether a
+ * blank line separates them from the rest; *number: when the rest starts
+ * with the last item of an ordered list, the number it has in that list
+ * (its marker says another: the caller writes this one), else 0. */
+size_t tui_md_settled(const char *s, size_t n, int *gap, long *number);
+
+/* Whether s[0..n) ends inside a fenced code block; its fence (its indent
+ * and a run of its character as long as it) in fence[0..size), a C
+ * string.  0 also when that does not fit in size. */
+int tui_md_open_fence(const char *s, size_t n, char *fence, size_t size);
 
 #endif

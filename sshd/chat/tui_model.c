@@ -200,3 +200,62 @@ tui_model_drop_first(struct tui_model *m)
 	if (nl)
 		buf_consume(&m->lines, (size_t)(nl - m->lines.data) + 1);
 }
+
+/* See tui_model.h.  Walks from the oldest line on, stops at the first
+ * that matches, and counts the lines after it. */
+int
+tui_model_find(const struct tui_model *m, long long tag, const char *needle,
+    size_t *at, const char **line, size_t *len, size_t *after)
+{
+	const char *p = m->lines.data, *end = p + m->lines.len;
+	size_t nlen = strlen(needle);
+	int found = 0;
+
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *sep, *text;
+
+		if (!nl)
+			break;	/* never: each line ends with one */
+		sep = memchr(p, TUI_MODEL_SEP[0], (size_t)(nl - p));
+		text = sep ? sep + 1 : p;
+		if (found)
+			(*after)++;
+		if (!found && sep && strtoll(p, NULL, 10) == tag && tag > 0 &&
+		    memmem(text, (size_t)(nl - text), needle, nlen)) {
+			*at = (size_t)(p - m->lines.data);
+			*line = text;
+			*len = (size_t)(nl - text);
+			*after = 0;
+			found = 1;
+		}
+		p = nl + 1;
+	}
+	return found;
+}
+
+/* See tui_model.h. */
+int
+tui_model_replace(struct tui_model *m, size_t at, const char *line,
+    size_t len)
+{
+	const char *start = m->lines.data + at;
+	const char *nl = memchr(start, '\n', m->lines.len - at);
+	const char *sep = memchr(start, TUI_MODEL_SEP[0], (size_t)(nl - start));
+	size_t head = (size_t)(sep + 1 - m->lines.data);
+	size_t tail = m->lines.len - (size_t)(nl - m->lines.data);
+	struct buf joined;
+
+	if (memchr(line, '\n', len) || len > TUI_MODEL_MAX_LINE)
+		return -ENOBUFS;
+	buf_init(&joined, m->lines.max);
+	if (buf_append(&joined, m->lines.data, head) < 0 ||
+	    buf_append(&joined, line, len) < 0 ||
+	    buf_append(&joined, nl, tail) < 0) {
+		buf_free(&joined);
+		return -ENOBUFS;
+	}
+	buf_free(&m->lines);
+	m->lines = joined;
+	return 0;
+}

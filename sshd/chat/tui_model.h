@@ -62,6 +62,20 @@ int tui_model_first(const struct tui_model *m, const char **line,
  * what the lines put before it say (a date line). */
 void tui_model_drop_first(struct tui_model *m);
 
+/* The oldest line kept with tag whose text holds needle (the first line
+ * of what an event drew, not a later one that quotes it): its text in
+ * *line, *len, where it starts in *at (for tui_model_replace) and how many
+ * lines are newer in *after.  1, or 0 when there is none. */
+int tui_model_find(const struct tui_model *m, long long tag,
+    const char *needle, size_t *at, const char **line, size_t *len,
+    size_t *after);
+
+/* Put line (len bytes, no newline) in place of the text of the line that
+ * starts at at (tui_model_find), keeping its tag.  0, or -ENOBUFS when it
+ * does not fit the budget (m unchanged). */
+int tui_model_replace(struct tui_model *m, size_t at, const char *line,
+    size_t len);
+
 /* Walk from the newest line back: *pos starts at 0 (meaning the end);
  * each call gives the next older line in *line, *len and returns 1, or 0
  * when none is left. */

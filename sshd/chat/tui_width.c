@@ -125,25 +125,6 @@ tui_width_str(const char *s, size_t n)
 }
 
 /* See tui_width.h. */
-int
-tui_width_rows(const char *s, size_t n, int cols)
-{
-	int rows = 1, col = 0, w;
-
-	if (cols < 1)
-		cols = 1;
-	for (size_t i = 0; i < n;) {
-		i += tui_width_next(s + i, n - i, &w);
-		if (col + w > cols) {
-			rows++;
-			col = 0;
-		}
-		col += w;
-	}
-	return rows;
-}
-
-/* See tui_width.h. */
 size_t
 tui_width_fit(const char *s, size_t n, int cols, int *used)
 {

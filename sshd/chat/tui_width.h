@@ -37,11 +37,6 @@ size_t tui_width_next(const char *s, size_t n, int *width);
 /* Columns of s[0..n) on one endless row. */
 int tui_width_str(const char *s, size_t n);
 
-/* Rows s[0..n) fills when printed from the first column of a row of cols
- * columns (at least 1, also for empty text; a text exactly cols wide is
- * one row). */
-int tui_width_rows(const char *s, size_t n, int cols);
-
 /* Bytes of the longest prefix of s[0..n) made of whole units that fits in
  * cols columns; its columns in *used (may be NULL). */
 size_t tui_width_fit(const char *s, size_t n, int cols, int *used);

@@ -152,8 +152,8 @@ tui_wrap_put_attrs(struct buf *out, const char *s, size_t from, size_t at)
 	}
 }
 
-/* See tui_wrap.h. */
-void
+/* Append s[0..n) without its marks. */
+static void
 tui_wrap_strip(struct buf *out, const char *s, size_t n)
 {
 	const char *m;

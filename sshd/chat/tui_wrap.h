@@ -58,7 +58,4 @@ void tui_wrap_put(const struct tui_wrap *w, struct buf *out, size_t start,
 /* Rows s[0..n) fills at cols columns. */
 int tui_wrap_rows(const char *s, size_t n, int cols);
 
-/* Append s[0..n) without its marks (a line shown without wrapping). */
-void tui_wrap_strip(struct buf *out, const char *s, size_t n);
-
 #endif

@@ -53,6 +53,22 @@ helpers_find_net(const char *self, struct helpers *out)
 	return -ENOENT;
 }
 
+/* atriumd-http beside atriumd-net; "" when it is not there (atriumd
+ * refuses --http-listen then: http_front.c). */
+static void
+helpers_find_http(struct helpers *out)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", out->net);
+	if ((slash = strrchr(dir, '/')))
+		*slash = '\0';
+	if (helpers_join(out->http, sizeof(out->http), dir, "atriumd-http") <
+	    0 || access(out->http, X_OK) < 0)
+		out->http[0] = '\0';
+}
+
 int
 helpers_find(const char *bin_dir, struct helpers *out)
 {
@@ -64,6 +80,7 @@ helpers_find(const char *bin_dir, struct helpers *out)
 		snprintf(self, sizeof(self), ".");
 	if ((r = helpers_find_net(self, out)) < 0)
 		return r;
+	helpers_find_http(out);
 	if (bin_dir && bin_dir[0]) {
 		r = helpers_layout(bin_dir, 1, out);
 	} else {

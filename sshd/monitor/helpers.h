@@ -11,7 +11,8 @@
  * without a path compiled in.  atriumd-net is always found from atriumd's
  * own place (beside it, else SBIN/../libexec/atrium/atriumd-net), never
  * from --bin-dir: it speaks the monitor's private wire (privsep.h) and
- * must be the build atriumd came from.  atrium-agent finds atrium-sandbox-init
+ * must be the build atriumd came from; atriumd-http likewise (it is
+ * needed only with --http-listen).  atrium-agent finds atrium-sandbox-init
  * beside itself in every layout.
  */
 #ifndef ATRIUM_HELPERS_H
@@ -21,6 +22,8 @@
 
 struct helpers {
 	char net[PATH_MAX];	/* atriumd-net, the network process */
+	char http[PATH_MAX];	/* atriumd-http, the HTTP process (found
+				 * as atriumd-net is); "" when absent */
 	char fs[PATH_MAX];	/* atrium-fs */
 	char agent[PATH_MAX];	/* atrium-agent */
 };

@@ -136,3 +136,38 @@ listener_open_dual(const char *port, int backlog)
 	}
 	return fd;
 }
+
+/* See listener.h. */
+int
+listener_open_addr(const char *addr, const char *port, int backlog)
+{
+	struct addrinfo hints = {
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV,
+	}, *ai = NULL;
+	int on = 1, fd, r = getaddrinfo(addr, port, &hints, &ai);
+
+	if (r != 0 || !ai) {
+		log_error("%s:%s: not a numeric address and port (%s)", addr,
+		    port, r ? gai_strerror(r) : "none");
+		if (ai)
+			freeaddrinfo(ai);
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
+	    sizeof(on)) < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+	    listen(fd, backlog) < 0) {
+		r = -errno;
+		log_error("cannot listen on %s:%s: %s%s", addr, port,
+		    strerror(-r), r == -EADDRINUSE ? " (is another server on "
+		    "that port?)" : "");
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return r;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}

@@ -29,4 +29,9 @@ int listener_parse(const char *listen, char *addr, size_t alen, char *port,
  * logged. */
 int listener_open_dual(const char *port, int backlog);
 
+/* A non-blocking socket listening on addr (numeric, not "") at port, with
+ * backlog, bound by hand (atriumd-http's --http-listen, which libssh does
+ * not bind): the fd (close-on-exec), or -errno with the reason logged. */
+int listener_open_addr(const char *addr, const char *port, int backlog);
+
 #endif

@@ -10,6 +10,8 @@
  * helpers.h) with the listener, the host key and its ends of the two
  * sockets as fds 3 to 6, and that program drops to the privsep user
  * (privdrop.h) and serves the network; both run until SIGTERM or SIGINT;
+ * with --http-listen the monitor also binds that socket and starts
+ * atriumd-http, the HTTP process (http_front.h), after the split;
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
  * ...` and `atriumd status` are the operator's commands instead
  * (room_cli.h, status.h); --version and --log-level are every program's
@@ -34,6 +36,7 @@
 #include "datalock.h"
 #include "helpers.h"
 #include "host_limits.h"
+#include "http_front.h"
 #include "keys.h"
 #include "log.h"
 #include "monitor_loop.h"
@@ -58,6 +61,7 @@ static const char main_usage[] =
 	"               [--model NAME] [--model-url URL] [--api-key-file FILE] "
 	"[--open]\n"
 	"               [--idle-timeout S] [--bin-dir DIR] [--KEY VALUE ...]\n"
+	"               [--http-listen ADDR:PORT]\n"
 	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
 	"       atriumd status [DATA] | atriumd --version\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
@@ -473,7 +477,8 @@ main(int argc, char **argv)
 		return 1;
 	host_limits_start(&cfg);
 	banner_host_key(&cfg);
-	if (monitor_loop_bind(&srv, &cfg) < 0) {
+	if (monitor_loop_bind(&srv, &cfg) < 0 ||
+	    http_front_open(&srv, &progs, &id) < 0) {
 		monitor_loop_destroy(&srv);
 		keys_clear(&keys);
 		return 1;

@@ -1,7 +1,10 @@
 /*
  * monitor.c: the monitor's side of the request socket (monitor.h; the
  * wire and the request set are privsep.h).  Called by monitor_loop.c's loop
- * in the monitor process.
+ * in the monitor process, for each front: the network process, and the
+ * HTTP process when --http-listen is set (http_front.h: a smaller set of
+ * requests, and who each is for is a token the monitor resolves, not a
+ * key; the rest of this head says "network process" for both).
  *
  * The network process parses everything clients send, so the monitor
  * trusts it no more than a client: each request is looked up in a fixed
@@ -15,7 +18,8 @@
  * against the room (delete: owner or admin; export and why: may enter;
  * use and import: rooms= for a new room; agent: the hello the monitor
  * writes; access: the decision for that user, and the room's list only
- * for one who may enter it).
+ * for one who may enter it; token: a key's own line, its rooms= and its
+ * forced command, tokens_serve.c).
  * What the monitor cannot check is that a client proved the key: the
  * network process authenticates (libssh checks the signature in-process)
  * and holds every public key of authorized_keys, so a subverted one may
@@ -36,6 +40,7 @@
 
 #include "access_record.h"
 #include "agentlink.h"
+#include "http_front.h"
 #include "jsonl.h"
 #include "log.h"
 #include "monitor_identity.h"
@@ -46,6 +51,7 @@
 #include "room_list.h"
 #include "room_quota.h"
 #include "room_transfer.h"
+#include "tokens.h"
 
 #define MONITOR_PIPE_SIZE	(1024 * 1024)	/* each of a command's pipes */
 
@@ -173,6 +179,9 @@ monitor_hello(json_object *req, const char *room,
 	json_object_object_add(h, "admin", json_object_new_boolean(id->admin));
 	json_object_object_add(h, "may_create", json_object_new_boolean(
 	    monitor_identity_may_create(id, room)));
+	if (id->read_only)
+		json_object_object_add(h, "read_only",
+		    json_object_new_boolean(1));
 	if (since >= 0)
 		json_object_object_add(h, "since", json_object_new_int64(since));
 	else
@@ -267,7 +276,7 @@ monitor_why(struct monitor *srv, json_object *req, const char *room,
 /* What an access request may say it is for (its "for"), for the log. */
 static const char *const monitor_access_for[] = {
 	"exec", "export", "import", "sftp", "the atrium subsystem", "chat",
-	"subsystem rooms", "delete",
+	"subsystem rooms", "delete", "http",
 };
 
 /* access {room, user, key, addr, for}: the monitor's decision for that
@@ -319,10 +328,12 @@ monitor_access(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
-/* The rooms of a listing less those being imported (not made yet) and
- * those an import cut short by a crash left (removed now). */
+/* The rooms of a listing less those being imported (not made yet),
+ * those an import cut short by a crash left (removed now) and those a
+ * token does not name (http_front_grants). */
 static json_object *
-monitor_rooms_made(struct monitor *srv, json_object *rooms)
+monitor_rooms_made(struct monitor *srv, json_object *rooms,
+    const struct monitor_identity *id)
 {
 	json_object *out = json_object_new_array();
 	size_t n = json_object_array_length(rooms);
@@ -332,7 +343,8 @@ monitor_rooms_made(struct monitor *srv, json_object *rooms)
 		const char *name = json_get_string(r, "room");
 
 		if (!name || (!room_transfer_importing(srv, name) &&
-		    !room_transfer_clear_stale(srv, name)))
+		    !room_transfer_clear_stale(srv, name) &&
+		    http_front_grants(id, name)))
 			json_object_array_add(out, json_object_get(r));
 	}
 	return out;
@@ -352,7 +364,7 @@ monitor_rooms(struct monitor *srv, json_object *req, const char *room,
 	    id->admin);
 	if (ev && json_object_object_get_ex(ev, "rooms", &rooms))
 		json_object_object_add(ans, "rooms", monitor_rooms_made(srv,
-		    rooms));
+		    rooms, id));
 	if (ev && json_get_bool(ev, "truncated", 0))
 		json_object_object_add(ans, "truncated",
 		    json_object_new_boolean(1));
@@ -490,6 +502,57 @@ monitor_import(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* whoami {WHO}: who the request is for, as the monitor took it (the
+ * HTTP process authenticates each request with it: http_front.h). */
+static int
+monitor_whoami(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	monitor_put(ans, "user", id->user);
+	json_object_object_add(ans, "admin", json_object_new_boolean(id->admin));
+	json_object_object_add(ans, "read_only",
+	    json_object_new_boolean(id->read_only));
+	if (id->token_id[0])
+		monitor_put(ans, "token_id", id->token_id);
+	return 0;
+}
+
+/* metrics {}: the monitor's counts for GET /metrics (the HTTP process
+ * decides who may read them): rooms by state. */
+static int
+monitor_metrics(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	long long ready = 0, starting = 0, stopping = 0;
+
+	for (const struct room *r = srv->rooms.list; r; r = r->next) {
+		if (r->state == ROOM_READY)
+			ready++;
+		else if (r->state == ROOM_STOPPING)
+			stopping++;
+		else if (r->state != ROOM_COLD)
+			starting++;
+	}
+	json_object_object_add(ans, "rooms_ready", json_object_new_int64(ready));
+	json_object_object_add(ans, "rooms_starting",
+	    json_object_new_int64(starting));
+	json_object_object_add(ans, "rooms_stopping",
+	    json_object_new_int64(stopping));
+	return 0;
+}
+
+/* token {user, key, addr, op, rooms, expires, read_only, name, id}:
+ * atrium-token's create, list or revoke (tokens.h). */
+static int
+monitor_token(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	return tokens_serve(srv, req, id, ans);
+}
+
 static const struct monitor_req monitor_reqs[] = {
 	{ "use", 1, 1, monitor_use },
 	{ "agent", 1, 1, monitor_agent },
@@ -501,21 +564,29 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "pipes", 0, 0, monitor_pipes },
 	{ "export", 1, 1, monitor_export },
 	{ "import", 1, 1, monitor_import },
+	{ "whoami", 0, 1, monitor_whoami },
+	{ "metrics", 0, 0, monitor_metrics },
+	{ "token", 0, 1, monitor_token },
 };
 
-/* The network process broke the rules (or went away): end it, and the
- * monitor with it; its exit stops the rooms (monitor_loop.c). */
+/* A front broke the rules (or went away): end it.  The network
+ * process's end is the monitor's too (its exit stops the rooms:
+ * monitor_loop.c); the HTTP process is started again (http_front.h). */
 static void
-monitor_abandon(struct monitor *srv, const char *why)
+monitor_abandon(struct monitor_front *f, const char *why)
 {
-	loop_del(&srv->mon_w);
-	if (srv->net_pid > 0) {
-		log_error("network process (pid %d): %s; ending it",
-		    (int)srv->net_pid, why);
-		kill(srv->net_pid, SIGKILL);
+	loop_del(&f->w);
+	if (f->pid > 0) {
+		log_error("%s (pid %d): %s; ending it", f->name, (int)f->pid,
+		    why);
+		kill(f->pid, SIGKILL);
 	}
-	srv->stopping = 1;
-	srv->exit_code = 1;
+	if (f->http) {
+		http_front_abandoned(f);
+		return;
+	}
+	f->srv->stopping = 1;
+	f->srv->exit_code = 1;
 }
 
 /* Refuse a request for a user its key does not make it (or no longer
@@ -531,12 +602,15 @@ monitor_refuse(json_object *ans, const char *type, const char *why)
 	monitor_put(ans, "error", why);
 }
 
-/* Run entry e for req once its fields and who it is for are checked.
- * 0, or -1 when it broke the rules. */
+/* Run entry e for req, from front f, once its fields and who it is for
+ * are checked: a key for the network process (monitor_identity.h), a
+ * token for the HTTP process (http_front.h).  0, or -1 when it broke the
+ * rules. */
 static int
-monitor_run(struct monitor *srv, const struct monitor_req *e,
+monitor_run(struct monitor_front *f, const struct monitor_req *e,
     json_object *req, json_object *ans, struct monitor_fds *fds)
 {
+	struct monitor *srv = f->srv;
 	const char *room = json_get_string(req, "room");
 	struct monitor_identity id;
 	char why[400];
@@ -544,10 +618,14 @@ monitor_run(struct monitor *srv, const struct monitor_req *e,
 
 	if (e->room && !(room && room_name_valid(room)))
 		return -1;
+	if (f->http && !http_front_allowed(e->type))
+		return -1;
 	if (!e->who)
 		return e->fn(srv, req, room, NULL, ans, fds);
-	if ((r = monitor_identity_get(srv, req, &id, why, sizeof(why))) ==
-	    -EACCES) {
+	r = f->http ? http_front_identity(srv, req, room, &id, why,
+	    sizeof(why)) : monitor_identity_get(srv, req, &id, why,
+	    sizeof(why));
+	if (r == -EACCES) {
 		monitor_refuse(ans, e->type, why);
 		return 0;
 	}
@@ -556,7 +634,7 @@ monitor_run(struct monitor *srv, const struct monitor_req *e,
 
 /* Look req up and run it.  0, or -1 when it broke the rules. */
 static int
-monitor_dispatch(struct monitor *srv, json_object *req, json_object *ans,
+monitor_dispatch(struct monitor_front *f, json_object *req, json_object *ans,
     struct monitor_fds *fds)
 {
 	const char *type = json_get_string(req, "type");
@@ -564,7 +642,7 @@ monitor_dispatch(struct monitor *srv, json_object *req, json_object *ans,
 	for (size_t i = 0; type && i < sizeof(monitor_reqs) /
 	    sizeof(monitor_reqs[0]); i++)
 		if (strcmp(type, monitor_reqs[i].type) == 0)
-			return monitor_run(srv, &monitor_reqs[i], req, ans,
+			return monitor_run(f, &monitor_reqs[i], req, ans,
 			    fds);
 	return -1;
 }
@@ -573,35 +651,35 @@ monitor_dispatch(struct monitor *srv, json_object *req, json_object *ans,
 void
 monitor_serve(struct watch *w, int revents)
 {
-	struct monitor *srv = w->arg;
+	struct monitor_front *f = w->arg;
 	json_object *req = NULL, *ans;
 	struct monitor_fds fds = { .n = 0 };
 	int r;
 
 	(void)revents;
-	r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_REQUEST, &req, NULL, NULL,
-	    0);
-	if (r == -EPIPE && srv->stopping) {
+	r = privsep_recv(f->req_fd, PRIVSEP_MAX_REQUEST, &req, NULL, NULL, 0);
+	if (r == -EPIPE && f->srv->stopping) {
 		/* It closed its sessions and exited, as asked. */
-		loop_del(&srv->mon_w);
+		loop_del(&f->w);
 		return;
 	}
 	if (r < 0) {
-		monitor_abandon(srv, r == -EPIPE ? "closed its request socket" :
+		monitor_abandon(f, r == -EPIPE ? "closed its request socket" :
 		    "sent a malformed request");
 		return;
 	}
 	if (!(ans = json_object_new_object())) {
 		json_object_put(req);
-		monitor_abandon(srv, "out of memory for an answer");
+		monitor_abandon(f, "out of memory for an answer");
 		return;
 	}
-	if (monitor_dispatch(srv, req, ans, &fds) < 0) {
-		log_error("refused request: %.200s",
-		    json_object_to_json_string(req));
-		monitor_abandon(srv, "asked for something it may not");
-	} else if ((r = privsep_send(srv->mon_fd, ans, fds.fd, fds.n)) < 0) {
-		monitor_abandon(srv, "does not take its answers");
+	if (monitor_dispatch(f, req, ans, &fds) < 0) {
+		/* Never the request itself: an HTTP one holds a token. */
+		log_error("refused request of type %.40s",
+		    json_get_string(req, "type") ?: "(none)");
+		monitor_abandon(f, "asked for something it may not");
+	} else if ((r = privsep_send(f->req_fd, ans, fds.fd, fds.n)) < 0) {
+		monitor_abandon(f, "does not take its answers");
 	}
 	for (int i = 0; i < fds.n; i++)
 		close(fds.fd[i]);
@@ -609,14 +687,22 @@ monitor_serve(struct watch *w, int revents)
 	json_object_put(ans);
 }
 
-/* Send an event; a network process that does not take it is ended. */
+/* Send ev to front f; a front that does not take it is ended. */
+static void
+monitor_tell_front(struct monitor_front *f, json_object *ev)
+{
+	/* Once stopping (or once it is gone) nothing is owed to it. */
+	if (f && f->ev_fd >= 0 && ev && !f->srv->stopping && f->pid > 0 &&
+	    privsep_send(f->ev_fd, ev, NULL, 0) < 0)
+		monitor_abandon(f, "does not take its events");
+}
+
+/* Send an event to both fronts (each serves clients of every room). */
 static void
 monitor_tell(struct monitor *srv, json_object *ev)
 {
-	/* Once stopping (or once it is gone) nothing is owed to it. */
-	if (srv->ev_fd >= 0 && ev && !srv->stopping && srv->net_pid > 0 &&
-	    privsep_send(srv->ev_fd, ev, NULL, 0) < 0)
-		monitor_abandon(srv, "does not take its events");
+	monitor_tell_front(&srv->net, ev);
+	monitor_tell_front(http_front_of(srv), ev);
 	json_object_put(ev);
 }
 

@@ -6,7 +6,9 @@
  * loop (monitor_loop.h: its state).  It never holds a client's
  * connection: the listener and every session live in the network process,
  * atriumd-net, which it forks and executes (main.c) and watches: when that
- * process ends, the monitor stops every room and exits.
+ * process ends, the monitor stops every room and exits.  With
+ * --http-listen it serves a second front the same way, atriumd-http
+ * (http_front.h), which it starts again when it ends.
  */
 #ifndef ATRIUMD_MONITOR_H
 #define ATRIUMD_MONITOR_H
@@ -15,9 +17,10 @@
 
 struct monitor;
 
-/* The request socket is readable: serve one request.  A request outside
- * the set, or one that fails its checks, is the network process
- * misbehaving: it is killed and the monitor stops. */
+/* A front's request socket is readable (w->arg: its struct
+ * monitor_front): serve one request.  A request outside the set, or one
+ * that fails its checks, is that process misbehaving: it is killed, and
+ * for the network process the monitor stops. */
 void monitor_serve(struct watch *w, int revents);
 
 /* Tell the network process to end every channel of room with msg. */

@@ -2,8 +2,8 @@
  * monitor_identity.h: who a request of the network process is for, as
  * the monitor establishes it (monitor_identity.c).  Every request that
  * acts for a user (privsep.h: use, agent, why, access, rooms, delete,
- * export, import) names the user, the fingerprint of the public key the session
- * authenticated with, and the client's address; the monitor looks the key
+ * export, import, token) names the user, the fingerprint of the public
+ * key the session authenticated with, and the client's address; the monitor looks the key
  * up in DATA/authorized_keys itself and takes the user's rights (admin,
  * the rooms it may create) from its own parse of the key's line, never
  * from the request.
@@ -26,6 +26,15 @@ struct monitor_identity {
 	const struct authkey_opts *opts; /* the line's options; NULL for a
 					 * guest.  Valid for this request
 					 * only (a refresh replaces them) */
+	/* A token's own grant, narrower than its key's (http_front.h);
+	 * never set for an SSH session. */
+	int read_only;			/* the hello says so: the agent
+					 * refuses what changes the room */
+	int token_rooms;		/* the token names its rooms: only
+					 * those in rooms[] */
+	char rooms[1024];		/* the token's room list, comma
+					 * separated, when token_rooms */
+	char token_id[16];		/* the token's id (for logs), "" */
 };
 
 /* Who req is for: its "user", "key" (a SHA256 fingerprint, as

@@ -14,7 +14,9 @@
  * signalfd, so no handler runs inside a library.
  *
  * The monitor holds no client's connection: the listener it binds is
- * closed here once atriumd-net has its copy (monitor_loop_init).
+ * closed here once atriumd-net has its copy (monitor_loop_init).  The
+ * HTTP listener (--http-listen) is kept, never accepted on, so that a
+ * restarted atriumd-http gets it again (http_front.h).
  */
 #include "monitor_loop.h"
 
@@ -30,11 +32,13 @@
 #include <unistd.h>
 
 #include "access_record.h"
+#include "http_front.h"
 #include "libssh_compat.h"
 #include "listener.h"
 #include "log.h"
 #include "monitor.h"
 #include "room_transfer.h"
+#include "tokens.h"
 #include "util.h"
 
 #define MONITOR_STOP_POLL_MS	100	/* looks at stopping rooms this often */
@@ -46,7 +50,7 @@
 static void
 monitor_loop_net_exited(struct monitor *srv, int status)
 {
-	srv->net_pid = 0;
+	srv->net.pid = 0;
 	if (srv->stopping && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
 	if (WIFSIGNALED(status))
@@ -67,8 +71,10 @@ monitor_loop_reap(struct monitor *srv)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (srv->net_pid > 0 && pid == srv->net_pid)
+		if (srv->net.pid > 0 && pid == srv->net.pid)
 			monitor_loop_net_exited(srv, status);
+		else if (http_front_exited(srv, pid, status))
+			continue;
 		else if (!room_transfer_child_exited(srv, pid, status))
 			rooms_child_exited(&srv->rooms, pid, status);
 	}
@@ -182,7 +188,8 @@ monitor_loop_bind(struct monitor *srv, const struct config *cfg)
 	srv->cfg = cfg;
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
-	srv->mon_fd = srv->ev_fd = -1;
+	srv->net = (struct monitor_front){ srv, "network process", 0, -1, -1,
+	    { .fd = -1 }, 0 };
 	if ((r = compat_init()) < 0)
 		return r;
 	return monitor_loop_listen(srv);
@@ -196,9 +203,9 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	char path[PATH_MAX + 32];
 	int r;
 
-	srv->mon_fd = mon_fd;
-	srv->ev_fd = ev_fd;
-	srv->net_pid = net;
+	srv->net.req_fd = mon_fd;
+	srv->net.ev_fd = ev_fd;
+	srv->net.pid = net;
 	/* The monitor holds no connection, not even the listener. */
 	ssh_bind_free(srv->bind);
 	srv->bind = NULL;
@@ -215,11 +222,16 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	if (!(srv->keys = authkeys_new(path)))
 		return -ENOMEM;
 	authkeys_set_quiet(srv->keys);
+	if (!(srv->tokens = tokens_new(srv->cfg->data_dir)))
+		return -ENOMEM;
 	access_record_migrate(srv->cfg->data_dir);
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
-	loop_add(&srv->loop, &srv->mon_w, mon_fd, POLLIN, monitor_serve, srv);
+	loop_add(&srv->loop, &srv->net.w, mon_fd, POLLIN, monitor_serve,
+	    &srv->net);
+	if (srv->http && (r = http_front_start(srv)) < 0)
+		return r;
 	ctl_init(&srv->ctl, srv);
 	loop_sync(&srv->loop);
 	return 0;
@@ -232,6 +244,7 @@ monitor_loop_turn(struct monitor *srv)
 	monitor_loop_reap(srv);
 	rooms_tick(&srv->rooms);
 	ctl_tick(&srv->ctl);
+	http_front_tick(srv);
 	loop_trim_heap(&srv->trim_ms, MONITOR_TRIM_MS);
 	loop_sync(&srv->loop);
 }
@@ -244,19 +257,22 @@ monitor_loop_stop(struct monitor *srv)
 
 	ctl_free(&srv->ctl);
 	monitor_loop_turn(srv);
-	if (srv->net_pid > 0)
-		kill(srv->net_pid, SIGTERM);
+	if (srv->net.pid > 0)
+		kill(srv->net.pid, SIGTERM);
+	http_front_stop(srv, SIGTERM);
 	room_transfer_stop_all(srv);
 	rooms_shutdown(&srv->rooms, 0);
-	while ((!rooms_all_stopped(&srv->rooms) || srv->net_pid > 0) &&
+	while ((!rooms_all_stopped(&srv->rooms) || srv->net.pid > 0 ||
+	    http_front_running(srv)) &&
 	    time_mono_ms() < until) {
 		loop_sync(&srv->loop);
 		ssh_event_dopoll(srv->loop.event, MONITOR_STOP_POLL_MS);
 		monitor_loop_reap(srv);
 		rooms_tick(&srv->rooms);
 	}
-	if (srv->net_pid > 0)
-		kill(srv->net_pid, SIGKILL);
+	if (srv->net.pid > 0)
+		kill(srv->net.pid, SIGKILL);
+	http_front_stop(srv, SIGKILL);
 	if (!rooms_all_stopped(&srv->rooms)) {
 		rooms_shutdown(&srv->rooms, 1);
 		for (int i = 0; i < 20 && !rooms_all_stopped(&srv->rooms); i++) {
@@ -295,9 +311,11 @@ monitor_loop_destroy(struct monitor *srv)
 		ssh_bind_free(srv->bind);
 	if (srv->sigfd >= 0)
 		close(srv->sigfd);
-	if (srv->mon_fd >= 0)
-		close(srv->mon_fd);
-	if (srv->ev_fd >= 0)
-		close(srv->ev_fd);
+	if (srv->net.req_fd >= 0)
+		close(srv->net.req_fd);
+	if (srv->net.ev_fd >= 0)
+		close(srv->net.ev_fd);
+	http_front_free(srv);
 	authkeys_free(srv->keys);
+	tokens_free(srv->tokens);
 }

@@ -29,6 +29,26 @@
 #define MONITOR_LISTEN_BACKLOG	1024
 
 struct room_transfer;
+struct tokens;
+struct http_front;
+struct monitor;
+
+/* A process on the network as the monitor sees it: its pid and the
+ * monitor's end of its request and event sockets (privsep.h).  Two of
+ * them: atriumd-net (always) and atriumd-http (when --http-listen is set:
+ * http_front.h).  Each is served from the same loop by monitor.c; a front
+ * that breaks the rules is ended (net: and atriumd stops; http: it is
+ * started again, http_front.h). */
+struct monitor_front {
+	struct monitor *srv;
+	const char *name;		/* for the log: "network process" */
+	int http;			/* 1: atriumd-http, whose requests carry
+					 * a token, not a key (http_front.h) */
+	int req_fd;			/* request socket, the monitor's end; -1 */
+	int ev_fd;			/* event socket, the monitor's end; -1 */
+	struct watch w;			/* on req_fd */
+	pid_t pid;			/* the process; 0 once it is gone */
+};
 
 struct monitor {
 	const struct config *cfg;	/* effective settings (reload.h) */
@@ -49,15 +69,13 @@ struct monitor {
 	void (*reload)(void *arg);
 	void *reload_arg;
 	long long trim_ms;		/* free heap last given back */
-	int mon_fd;			/* request socket (privsep.h), the
-					 * monitor's end; -1 */
-	int ev_fd;			/* event socket, the monitor's end; -1 */
-	struct watch mon_w;		/* on mon_fd */
-	pid_t net_pid;			/* the network process; 0 once it is
-					 * gone */
+	struct monitor_front net;	/* atriumd-net */
+	struct http_front *http;	/* atriumd-http, or NULL when
+					 * --http-listen is off (http_front.h) */
 	int exit_code;			/* of the process once stopped */
 	struct room_transfer *transfers; /* exports and imports under way
 					 * (room_transfer.h) */
+	struct tokens *tokens;		/* DATA/tokens.db (tokens.h) */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

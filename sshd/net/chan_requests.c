@@ -3,7 +3,9 @@
  * request (chan_requests_bind sets libssh's callbacks for them):
  *   exec        a command in the room's sandbox (stream.c), or a room
  *               archive, atrium-export or atrium-import (stream.c, run by
- *               the monitor);
+ *               the monitor), or atrium-token (tokens for HTTP, kept by
+ *               the monitor: whatever the SSH user names, no room is
+ *               entered);
  *   subsystem   sftp (stream.c), atrium (the protocol, control.c) or
  *               rooms (one line listing the rooms the user may enter);
  *   shell       the chat (chat.c).
@@ -15,6 +17,7 @@
 #include "chan_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "chat.h"
@@ -25,6 +28,7 @@
 #include "names.h"
 #include "room_access.h"
 #include "stream.h"
+#include "token_args.h"
 
 /* Shared by exec, subsystem and shell: is this request allowed to pick
  * the channel's kind?  Refuses bad room names with a message.  1 to go
@@ -48,6 +52,76 @@ chan_begin(struct chan *c)
 	return 1;
 }
 
+/* A usage error of atrium-token: why and how to use it on stderr, exit
+ * status 2 (as a command-line tool's). */
+static void
+chan_token_usage(struct chan *c, const char *why)
+{
+	char shown[300], line[400];
+
+	/* why may quote the client's words: printable ASCII only. */
+	session_printable(why, shown, sizeof(shown));
+	snprintf(line, sizeof(line), "atrium-token: %s\n", shown);
+	chan_write_err(c, line, strlen(line));
+	chan_write_err(c, token_usage, strlen(token_usage));
+	chan_exit(c, 2, NULL);
+}
+
+/* The monitor's answer to atrium-token a: its text on stdout and exit
+ * status 0, or its reason on stderr and exit status 1. */
+static void
+chan_token_ask(struct chan *c, const struct token_args *a)
+{
+	static const char *const ops[] = { "", "create", "list", "revoke" };
+	char why[400];
+	struct buf out;
+
+	log_info("session %lu: %s: atrium-token %s", c->s->num, c->s->user,
+	    ops[a->op]);
+	if (monitor_ask_token(c->s, a, &out, why, sizeof(why)) < 0) {
+		chan_refuse(c, "atrium-token: %s", why);
+	} else {
+		chan_write(c, out.data, out.len);
+		chan_exit(c, 0, NULL);
+	}
+	buf_free(&out);
+}
+
+/* exec atrium-token (command): the monitor's tokens (privsep.h, token),
+ * for whatever room the SSH user names, since none is entered.  A key
+ * with a forced command runs that one, and only when it is atrium-token
+ * itself: a token from any other restricted key would reach rooms past
+ * its restriction.  The request's result for libssh: 0, or -1. */
+static int
+chan_token(struct chan *c, const char *command)
+{
+	struct token_args a;
+	char why[300];
+
+	phases_mark(&c->s->ph, PHASE_REQUEST);
+	if (c->ops || c->finish)
+		return -1;
+	if (c->s->opts.command && !token_is_command(c->s->opts.command)) {
+		log_info("session %lu: %s: atrium-token refused (forced "
+		    "command)", c->s->num, c->s->user);
+		chan_refuse(c, "atrium-token: this key has a forced command "
+		    "(command= in authorized_keys), so it may not make or "
+		    "manage tokens: a token would reach rooms past that "
+		    "restriction");
+		return 0;
+	}
+	if (c->s->opts.command)
+		command = c->s->opts.command;
+	if (token_args_parse(command, &a, why, sizeof(why)) < 0)
+		chan_token_usage(c, why);
+	else if (a.op == TOKEN_OP_HELP) {
+		chan_write(c, token_usage, strlen(token_usage));
+		chan_exit(c, 0, NULL);
+	} else
+		chan_token_ask(c, &a);
+	return 0;
+}
+
 /* The key's command="..." in place of what the client asked (asked: the
  * command, the subsystem's name, or NULL for a shell), as sshd does.
  * The request's result for libssh: 0, or -1 when out of memory. */
@@ -56,6 +130,8 @@ chan_forced(struct chan *c, const char *what, const char *asked)
 {
 	int r;
 
+	if (token_is_command(c->s->opts.command))
+		return chan_token(c, c->s->opts.command);
 	log_info("session %lu: %s in %s: %s replaced by the key's forced "
 	    "command", c->s->num, c->s->user, c->s->room, what);
 	r = stream_open_forced(c, c->s->opts.command, asked);
@@ -82,10 +158,13 @@ static int
 chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 {
 	struct chan *c = ud;
-	int r = chan_begin(c), kind = chan_archive_kind(command);
+	int r, kind = chan_archive_kind(command);
 
 	(void)ssh; (void)ch;
-	if (r <= 0)
+	if (token_is_command(command) || (c->s->opts.command &&
+	    token_is_command(c->s->opts.command)))
+		return chan_token(c, command);
+	if ((r = chan_begin(c)) <= 0)
 		return r;
 	if (!room_access_admit(c, kind == 'e' ? "export" : kind == 'i' ?
 	    "import" : "exec"))

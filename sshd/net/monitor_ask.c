@@ -28,6 +28,8 @@
 #include "server.h"
 #include "session.h"
 
+#define MONITOR_ASK_TOKEN_TEXT	(512 * 1024)	/* what atrium-token prints */
+
 /* A request of type with room (may be NULL) set; NULL when out of memory
  * or for a name the monitor would refuse (it would end this process:
  * no client's name may get that far). */
@@ -489,5 +491,37 @@ monitor_ask_transfer(const struct session *s, int import, int fds[3],
 	json_object_put(ans);
 	for (int i = 0; r == 0 && i < 3; i++)
 		fds[i] = got[i];
+	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_token(const struct session *s, const struct token_args *a,
+    struct buf *out, char *why, size_t len)
+{
+	json_object *req = monitor_ask_for(s, "token", 0), *ans;
+	const char *text, *token, *err;
+	int r;
+
+	buf_init(out, MONITOR_ASK_TOKEN_TEXT);
+	snprintf(why, len, "the server cannot do that now; try again");
+	if (req && token_args_to_json(a, req) < 0) {
+		json_object_put(req);
+		return -ENOMEM;
+	}
+	if ((r = monitor_ask(s->srv, req, &ans, NULL)) < 0)
+		return r;
+	text = json_get_string(ans, "text");
+	token = json_get_string(ans, "token");
+	err = json_get_string(ans, "error");
+	if (err || !text) {
+		snprintf(why, len, "%s", err ? err : "the server did not answer");
+		r = -EPERM;
+	} else if ((token && (buf_append(out, token, strlen(token)) < 0 ||
+	    buf_append(out, "\n", 1) < 0)) ||
+	    buf_append(out, text, strlen(text)) < 0) {
+		r = -ENOBUFS;
+	}
+	json_object_put(ans);
 	return r;
 }

@@ -16,7 +16,9 @@
 #include <json-c/json.h>
 
 #include "access.h"
+#include "buf.h"
 #include "loop.h"
+#include "token_args.h"
 
 struct server;
 struct session;
@@ -119,6 +121,14 @@ int monitor_ask_pipes(struct server *srv, int p[3][2]);
  * -errno with the monitor's reason for the user in why. */
 int monitor_ask_transfer(const struct session *s, int import, int fds[3],
     char *why, size_t len);
+
+/* The monitor's answer to atrium-token a (create, list or revoke) for
+ * s's user: 0 with out (initialised here; the caller frees it) holding
+ * what to print on stdout (for create, the new token's line first), or
+ * -EPERM with the monitor's reason in why, or another -errno (why says
+ * what to tell the client). */
+int monitor_ask_token(const struct session *s, const struct token_args *a,
+    struct buf *out, char *why, size_t len);
 
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);

@@ -560,6 +560,7 @@ server_destroy(struct server *srv)
 		session_free(s);
 	}
 	monitor_ask_forget(srv);
+	agentlink_cache_free(&srv->link_cache);
 	loop_destroy(&srv->loop);
 	if (srv->bind)
 		ssh_bind_free(srv->bind);

@@ -15,6 +15,7 @@
 #include <libssh/server.h>
 
 #include "admission.h"
+#include "agentlink.h"
 #include "authkeys.h"
 #include "config.h"
 #include "kexpool.h"
@@ -66,6 +67,8 @@ struct server {
 	struct monitor_pending *pending; /* requests answered later, oldest
 					 * first (monitor_ask.h) */
 	struct watch ans_w;		/* on mon_fd while one of them waits */
+	struct agentlink_cache link_cache; /* room events parsed once for
+					 * every chat member (agentlink.h) */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection

@@ -16,7 +16,8 @@
  * before the room is started: a refused exec, sftp, atrium subsystem or
  * chat gets the reason on stderr and exit status 1.  The `rooms`
  * subsystem enters no room: it lists those the user may enter (any valid
- * room name will do as the SSH user: ssh -s x@HOST rooms).
+ * room name will do as the SSH user: ssh -s x@HOST rooms); nor does
+ * exec atrium-token (tokens for HTTP, whatever the SSH user names).
  *
  * The key's authorized_keys options (authkeys_opts.h) apply in two places:
  * from= and expiry-time= when the key is offered (session_user_for), and

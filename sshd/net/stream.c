@@ -19,6 +19,19 @@
  *                   without output when a background process keeps them
  *                   open)
  *
+ * The sftp subsystem reports its changes: the exec line says so
+ * ("reports_changes"), and whenever the client has sent a request that
+ * may change the workspace (sftp_flow.h) the agent is told
+ * ({"type":"exec_changed","id":ID,"pending":B,"ago_ms":N}), at most
+ * once every STREAM_REPORT_MS (and at once at the client's EOF), and
+ * again until a line goes out once the last such request was answered:
+ * pending false, every change it reports is done, the last answer came
+ * ago_ms before the line (so the rate does not make the time late).  The
+ * agent stamps the session's audit row with the time each line gives,
+ * so that an undo asks the session's user only when it changed files
+ * after the undo's point, and a session that only read names nobody
+ * (agent/exec.c).
+ *
  * Workload: from a byte to gigabytes through stdin or stdout; the pipes are
  * enlarged so each read moves big chunks, and each loop turn moves up to
  * STREAM_TURN_READS chunks per pipe while the client's window allows.
@@ -49,6 +62,8 @@
 #define STREAM_TURN_READS	8	/* reads per pipe per loop turn, at most */
 #define STREAM_LINGER_MS	2000
 #define STREAM_MAX_CONNECT	20	/* tries while the agent restarts */
+#define STREAM_REPORT_MS	100	/* sftp's changes told at most this
+					 * often (see the head) */
 
 struct stream {
 	struct chan *c;			/* owner */
@@ -81,9 +96,15 @@ struct stream {
 	char status[16];		/* what came of it so far */
 	size_t status_len;
 	struct sftp_flow flow;		/* its requests and responses */
+	unsigned long told;		/* sftp: changes the agent knows are
+					 * done (sftp_flow_changes) */
+	long long told_ms;		/* the last exec_changed, 0: none */
+	unsigned long done_changes;	/* changes whose answers all came */
+	long long done_ms;		/* when the last of them came */
 };
 
 static void stream_start_archive(struct chan *c);
+static void stream_report_changes(struct stream *st, int now);
 
 /* Poll set for the current state. */
 static void
@@ -134,9 +155,11 @@ stream_read(struct stream *st, int is_err)
 		return 0;
 	r = chan_pump(st->c, fd, is_err);
 	if (r > 0) {
-		if (st->sftp && !is_err)
+		if (st->sftp && !is_err) {
 			sftp_flow_answered(&st->flow, st->c->out.data + before,
 			    st->c->out.len - before);
+			stream_report_changes(st, 0);
+		}
 		st->last_io_ms = time_mono_ms();
 		return 1;
 	}
@@ -205,6 +228,43 @@ stream_in_cb(struct watch *w, int revents)
 	stream_update(st);
 }
 
+/* Tell the agent that the sftp session changed the workspace, if it did
+ * since it was last told and now may be told (see the head); now: at
+ * once, whatever the rate (the client's EOF). */
+static void
+stream_report_changes(struct stream *st, int now)
+{
+	unsigned long changes = sftp_flow_changes(&st->flow);
+	long long t = time_mono_ms();
+	int pending = !sftp_flow_changes_done(&st->flow);
+	json_object *o;
+
+	if (!st->sftp || !st->started || st->have_result || changes == st->told)
+		return;
+	if (!pending && st->done_changes != changes) {
+		st->done_changes = changes;	/* called as the answer came */
+		st->done_ms = t;
+	}
+	if (!now && st->told_ms && t - st->told_ms < STREAM_REPORT_MS) {
+		chan_wake_at(st->c, st->told_ms + STREAM_REPORT_MS);
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string(
+	    "exec_changed"));
+	json_object_object_add(o, "id", json_object_new_string(st->id));
+	json_object_object_add(o, "pending", json_object_new_boolean(pending));
+	json_object_object_add(o, "ago_ms", json_object_new_int64(pending ? 0 :
+	    t - st->done_ms));
+	agentlink_send(&st->link, o);
+	json_object_put(o);
+	st->told_ms = t;
+	if (!pending)
+		st->told = changes;
+	else
+		chan_wake_at(st->c, t + STREAM_REPORT_MS);
+}
+
 /* Client bytes to stdin; 0 taken while not started or the pipe is full. */
 static size_t
 stream_input(struct chan *c, const char *p, size_t n)
@@ -222,8 +282,10 @@ stream_input(struct chan *c, const char *p, size_t n)
 		return 0;	/* sftp-server holds enough: see sftp_flow.h */
 	w = write(st->in_fd, p, n);
 	if (w > 0) {
-		if (st->sftp)
+		if (st->sftp) {
 			sftp_flow_sent(&st->flow, p, (size_t)w);
+			stream_report_changes(st, 0);
+		}
 		if ((size_t)w < n) {
 			st->in_full = 1;	/* the pipe is full: wait for POLLOUT */
 			stream_update(st);
@@ -247,6 +309,7 @@ stream_eof(struct chan *c)
 
 	if (!st->started)
 		st->eof_pending = 1;
+	stream_report_changes(st, 1);	/* before sftp-server sees the end */
 	stream_close_stdin(st);
 }
 
@@ -411,6 +474,9 @@ stream_exec_line(struct stream *st, int nfds)
 		json_object_array_add(argv, json_object_new_string("/workspace"));
 		json_object_object_add(o, "argv", argv);
 	}
+	if (st->sftp)	/* stream_report_changes tells what it changes */
+		json_object_object_add(o, "reports_changes",
+		    json_object_new_boolean(1));
 	json_object_object_add(o, "fds", json_object_new_int(nfds));
 	json_object_object_add(o, "tty", json_object_new_boolean(st->tty));
 	for (int i = 0; i < c->nenv; i++) {
@@ -501,6 +567,7 @@ stream_tick(struct chan *c)
 		return;
 	stream_pump(st);
 	stream_update(st);
+	stream_report_changes(st, 0);
 	out_done = st->out_eof || st->out_fd < 0;
 	err_done = st->tty || st->err_eof || st->err_fd < 0;
 	if (!st->have_result)

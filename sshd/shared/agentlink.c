@@ -2,7 +2,8 @@
  * agentlink.c: the channel-to-agent connection of agentlink.h.  Called by
  * the channel kinds (stream.c, control.c, chat.c).  Invariant: the watch
  * wants POLLOUT exactly while out holds bytes, POLLIN while not paused and
- * not ended.
+ * not ended.  A line's object comes from the link's cache when it has one
+ * and the same bytes are there (agentlink.h: parsed once for all).
  */
 #include "agentlink.h"
 
@@ -109,6 +110,123 @@ agentlink_forged_replay(json_object *obj)
 	return 1;
 }
 
+/* See agentlink.h. */
+void
+agentlink_cache_init(struct agentlink_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+/* See agentlink.h. */
+void
+agentlink_cache_free(struct agentlink_cache *c)
+{
+	for (int i = 0; i < AGENTLINK_CACHE_SLOTS; i++) {
+		free(c->slot[i].line);
+		if (c->slot[i].obj)
+			json_object_put(c->slot[i].obj);
+	}
+	agentlink_cache_init(c);
+}
+
+/* FNV-1a over the line's bytes. */
+static uint64_t
+agentlink_hash(const char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* Keep obj as line's parse, in place of the oldest slot, when it is a
+ * room event (stamped, not a replay); a copy that cannot be made is
+ * simply not kept. */
+static void
+agentlink_cache_put(struct agentlink_cache *c, uint64_t h, const char *line,
+    size_t len, json_object *obj)
+{
+	unsigned i = c->next;
+	char *copy;
+
+	if (!json_object_object_get_ex(obj, "seq", NULL) ||
+	    json_object_object_get_ex(obj, "replay", NULL) ||
+	    !(copy = malloc(len)))
+		return;
+	memcpy(copy, line, len);
+	free(c->slot[i].line);
+	if (c->slot[i].obj)
+		json_object_put(c->slot[i].obj);
+	c->slot[i].hash = h;
+	c->slot[i].line = copy;
+	c->slot[i].len = len;
+	c->slot[i].obj = json_object_get(obj);
+	c->next = (i + 1) % AGENTLINK_CACHE_SLOTS;
+}
+
+/* The object of one line (a reference for the caller), from the cache
+ * when the same bytes were parsed for another link; NULL with *err. */
+static json_object *
+agentlink_parse(struct agentlink *l, const char *line, size_t len,
+    const char **err)
+{
+	struct agentlink_cache *c = l->cache;
+	json_object *obj;
+	uint64_t h;
+
+	if (!c || len > AGENTLINK_CACHE_LINE)
+		return jsonl_parse_object(line, len, err);
+	h = agentlink_hash(line, len);
+	for (int i = 0; i < AGENTLINK_CACHE_SLOTS; i++) {
+		if (c->slot[i].line && c->slot[i].hash == h &&
+		    c->slot[i].len == len &&
+		    memcmp(c->slot[i].line, line, len) == 0) {
+			c->hits++;
+			return json_object_get(c->slot[i].obj);
+		}
+	}
+	c->parses++;
+	if ((obj = jsonl_parse_object(line, len, err)))
+		agentlink_cache_put(c, h, line, len, obj);
+	return obj;
+}
+
+/* Keep fds received with a read; the oldest untaken go when full. */
+static void
+agentlink_keep_fds(struct agentlink *l, const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (l->nfds == AGENTLINK_MAX_FDS) {
+			log_warn("a descriptor from the agent nobody took, "
+			    "closed");
+			close(agentlink_take_fd(l));
+		}
+		l->fds[l->nfds++] = fds[i];
+	}
+}
+
+/* See agentlink.h. */
+int
+agentlink_take_fd(struct agentlink *l)
+{
+	int fd;
+
+	if (l->nfds == 0)
+		return -1;
+	fd = l->fds[0];
+	memmove(l->fds, l->fds + 1, (size_t)--l->nfds * sizeof(int));
+	return fd;
+}
+
+/* Close every descriptor not taken. */
+static void
+agentlink_drop_fds(struct agentlink *l)
+{
+	while (l->nfds > 0)
+		close(agentlink_take_fd(l));
+}
+
 /* Hand every whole line to the owner; an over-long line is dropped. */
 static void
 agentlink_deliver(struct agentlink *l)
@@ -125,7 +243,7 @@ agentlink_deliver(struct agentlink *l)
 			log_warn("over-long line from the agent dropped");
 			continue;
 		}
-		if (!(obj = jsonl_parse_object(line, len, &err))) {
+		if (!(obj = agentlink_parse(l, line, len, &err))) {
 			log_warn("bad line from the agent: %s", err);
 			continue;
 		}
@@ -148,11 +266,14 @@ agentlink_cb(struct watch *w, int revents)
 		agentlink_flush(l);
 	if ((revents & (POLLIN | POLLHUP | POLLERR)) && !l->paused &&
 	    !l->ended) {
-		ssize_t n = read(l->fd, chunk, sizeof(chunk));
+		int fds[AGENTLINK_MAX_FDS], nfds = 0;
+		ssize_t n = fdpass_recv(l->fd, chunk, sizeof(chunk), fds, &nfds,
+		    AGENTLINK_MAX_FDS);
 
+		agentlink_keep_fds(l, fds, nfds);
 		if (n > 0 && jsonl_feed(&l->in, chunk, (size_t)n) == 0)
 			agentlink_deliver(l);
-		else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		else if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
 			l->ended = 1;
 	}
 	agentlink_update(l);
@@ -308,6 +429,7 @@ agentlink_close(struct agentlink *l)
 	l->fd = -1;
 	l->execs = 0;
 	l->on_end = NULL;
+	agentlink_drop_fds(l);
 	buf_free(&l->out);
 	jsonl_free(&l->in);
 	buf_init(&l->out, AGENTLINK_MAX_OUT);

@@ -16,11 +16,28 @@
  * for one.  A replayed line of a type the room never stores
  * (event_types.h) is dropped here: no owner acts on history as if it
  * were the room speaking now.
+ *
+ * Parsed once for all: the agent writes each room event as the same bytes
+ * to every member's link, so with 1,000 members the network process read
+ * and parsed one line 1,000 times.  Links given a cache (agentlink_cache,
+ * one per process: the network's server) look a line up by its exact
+ * bytes first and share the parsed object (a reference each), so a room's
+ * line is parsed once whatever its members.  Only room events (stamped,
+ * not replays: what every member gets alike) and lines of at most
+ * AGENTLINK_CACHE_LINE bytes are kept, in AGENTLINK_CACHE_SLOTS slots
+ * replaced oldest first.  Equal bytes parse to equal objects, so the
+ * cache changes no owner's view; an owner never changes an object it is
+ * handed (it may be another link's too).
+ *
+ * Descriptors the agent passes with a line (a workspace file it opened
+ * for the owner) wait here until the owner takes them
+ * (agentlink_take_fd).
  */
 #ifndef ATRIUMD_AGENTLINK_H
 #define ATRIUMD_AGENTLINK_H
 
 #include <json-c/json.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "jsonl.h"
@@ -28,8 +45,24 @@
 
 #define AGENTLINK_MAX_OUT	(4 * 1024 * 1024)	/* queued to the agent */
 #define AGENTLINK_KEEP		4096	/* per buffer, kept once it is empty */
+#define AGENTLINK_MAX_FDS	4	/* received, not yet taken */
+
+#define AGENTLINK_CACHE_SLOTS	8	/* lines kept parsed */
+#define AGENTLINK_CACHE_LINE	16384	/* longer ones are parsed per link */
 
 struct agentlink;
+
+/* Lines parsed once for every link that reads them (see above). */
+struct agentlink_cache {
+	struct {
+		uint64_t hash;		/* of line */
+		char *line;		/* a copy; NULL: the slot is free */
+		size_t len;
+		json_object *obj;	/* its parse, a reference of ours */
+	} slot[AGENTLINK_CACHE_SLOTS];
+	unsigned next;			/* the slot replaced next */
+	unsigned long hits, parses;	/* lines found, lines parsed */
+};
 
 /* A whole line from the agent (obj parsed, line raw). */
 typedef void (*agentlink_line_fn)(void *arg, json_object *obj,
@@ -45,13 +78,25 @@ struct agentlink {
 	int paused;		/* owner asked not to read */
 	int ended;		/* end reported (EOF or error) */
 	int execs;		/* exec lines sent, not yet exec_done */
+	struct agentlink_cache *cache;	/* parses shared with other links;
+					 * NULL: each line parsed here */
+	int fds[AGENTLINK_MAX_FDS];	/* received with lines (SCM_RIGHTS),
+				 * oldest first, until taken */
+	int nfds;
 	agentlink_line_fn on_line;
 	agentlink_end_fn on_end;
 	void *arg;
 };
 
-/* Mark l unconnected (before first use). */
+/* Mark l unconnected (before first use); no cache until the owner sets
+ * l->cache. */
 void agentlink_init(struct agentlink *l);
+
+/* An empty cache (a zeroed one is empty too). */
+void agentlink_cache_init(struct agentlink_cache *c);
+
+/* Drop every line kept; the cache is empty after it. */
+void agentlink_cache_free(struct agentlink_cache *c);
 
 /* A new non-blocking connection to RUN/agent.sock: the fd, or -errno (the
  * monitor dials for the network process, which cannot reach RUN). */
@@ -86,6 +131,13 @@ int agentlink_execs(const struct agentlink *l);
  * else is queued (-EBUSY otherwise); the fds stay the caller's to close. */
 int agentlink_send_fds(struct agentlink *l, json_object *obj, const int *fds,
     int nfds);
+
+/* The oldest descriptor received and not yet taken (the caller's from
+ * now on), or -1.  The agent passes one with the first byte of the line
+ * that announces it ("fds": 1), so when the owner gets that line its
+ * descriptor is the oldest here.  Descriptors beyond AGENTLINK_MAX_FDS
+ * that nobody took are closed as more come, and all at close. */
+int agentlink_take_fd(struct agentlink *l);
 
 /* Stop or resume reading lines. */
 void agentlink_pause(struct agentlink *l, int paused);

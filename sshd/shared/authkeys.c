@@ -32,6 +32,8 @@ struct authkeys_entry {
 	char fp[AUTHKEYS_FP_MAX];	/* its SHA256 fingerprint (the monitor
 				 * looks keys up by it: authkeys_match_fp) */
 	char user[64];		/* its user name */
+	char comment[AUTHKEYS_MAX_COMMENT];	/* its comment, cut to fit (a
+				 * token names the key it was made with) */
 	struct authkey_opts opts;	/* its line's options (owned copy) */
 };
 
@@ -219,6 +221,7 @@ authkeys_add(struct authkeys *ak, const struct authkeys_line *l,
 	e->key = key;
 	authkeys_fingerprint(key, e->fp, sizeof(e->fp));
 	snprintf(e->user, sizeof(e->user), "%s", l->user);
+	snprintf(e->comment, sizeof(e->comment), "%s", l->comment);
 	ak->nkeys++;
 	return 0;
 }
@@ -373,6 +376,7 @@ authkeys_match_any(struct authkeys *ak, ssh_key key, const char *fp,
 			continue;
 		}
 		out->user = e->user;
+		out->comment = e->comment;
 		out->opts = &e->opts;
 		out->why[0] = '\0';
 		return 1;

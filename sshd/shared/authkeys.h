@@ -29,6 +29,7 @@
 #define AUTHKEYS_MAX_KEYS	10000	/* keys kept from one file */
 #define AUTHKEYS_MAX_FILE	(8 * 1024 * 1024)
 #define AUTHKEYS_FP_MAX		64	/* "SHA256:" and 43 base64 digits */
+#define AUTHKEYS_MAX_COMMENT	128	/* bytes of a comment kept (cut) */
 
 /* One parsed line; pointers point into the caller's (modified) line. */
 struct authkeys_line {
@@ -70,6 +71,8 @@ int authkeys_refresh_fd(struct authkeys *ak, int fd);
 /* What authkeys_match found: valid until the next refresh. */
 struct authkeys_found {
 	const char *user;		/* the user the key names */
+	const char *comment;		/* its line's comment ("" when none;
+					 * as written: not for a terminal) */
 	const struct authkey_opts *opts;	/* its line's options */
 	char why[300];			/* when refused: why, for the log */
 };

@@ -71,6 +71,7 @@ loop_init(struct loop *l)
 {
 	l->watches = NULL;
 	l->dead = NULL;
+	l->changed = 0;
 	l->next_ms = time_mono_ms();	/* the first turn runs at once */
 	l->event = ssh_event_new();
 	return l->event ? 0 : -ENOMEM;
@@ -102,6 +103,7 @@ loop_add(struct loop *l, struct watch *w, int fd, short want, watch_fn fn,
 	w->slot = NULL;
 	w->next = l->watches;
 	l->watches = w;
+	l->changed = 1;
 }
 
 /* Record the wish; never touches the event (we may be inside a callback). */
@@ -109,6 +111,8 @@ void
 loop_want(struct watch *w, short want)
 {
 	w->want = want;
+	if (want != w->have && w->loop)
+		w->loop->changed = 1;
 }
 
 /* Unlink w; its fd leaves the event at the next loop_sync. */
@@ -130,10 +134,17 @@ loop_del(struct watch *w)
 	w->next = NULL;
 }
 
-/* Re-register each watch whose wish changed: removals first. */
+/* Re-register each watch whose wish changed: removals first.  A watch
+ * libssh would not take stays changed, and is tried again next time. */
 void
 loop_sync(struct loop *l)
 {
+	int failed = 0;
+
+	if (!l->changed) {
+		loop_bury(l);
+		return;
+	}
 	for (struct watch *w = l->watches; w; w = w->next)
 		if (w->want != w->have)
 			loop_detach(l, w);
@@ -148,6 +159,7 @@ loop_sync(struct loop *l)
 		    slot) != SSH_OK) {
 			free(slot);
 			log_error("cannot poll fd %d", w->fd);
+			failed = 1;
 			continue;
 		}
 		slot->w = w;
@@ -155,6 +167,7 @@ loop_sync(struct loop *l)
 		w->slot = slot;
 		w->have = w->want;
 	}
+	l->changed = failed;
 }
 
 /* See loop.h. */

@@ -16,7 +16,10 @@
  * 0.10 frees a handle removed during ssh_event_dopoll and then touches it.
  * So the event polls through a slot the loop owns; loop_del only detaches
  * the watch from its slot (dispatch then skips it) and loop_sync removes
- * the slot's fd from the event, before adding any.
+ * the slot's fd from the event, before adding any.  loop_sync walks the
+ * watches only when a wish changed since the last one (loop->changed):
+ * with a thousand members it runs after every poll, and most polls change
+ * no wish.
  *
  * Timers are deadlines, not periodic ticks.  The owner of the loop runs
  * its work after every poll (server.c:server_turn in the network process,
@@ -60,6 +63,8 @@ struct loop {
 	struct loop_slot *dead;	/* detached slots still in the event */
 	long long next_ms;	/* earliest deadline asked for since the last
 				 * loop_timeout (monotonic ms), 0: none */
+	int changed;		/* a watch's wish may differ from what the
+				 * event polls: loop_sync has work */
 };
 
 /* How often polled work (loop_wake_soon) is looked at. */

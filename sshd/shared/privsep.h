@@ -61,8 +61,30 @@
  *                           -> {fd: true} + the write end of a new room's
  *                              archive and the read ends of stderr and
  *                              status, or {error}
+ *   token {WHO, op, rooms, expires, read_only, name, id}
+ *                           atrium-token (token_args.h: op create, list
+ *                           or revoke; rooms an array or null, expires
+ *                           "30d", "12h" or "never" for create, id for
+ *                           revoke; each checked as the command's words
+ *                           are); a key in authorized_keys only (no
+ *                           --open guest), rooms within its rooms=, no
+ *                           forced command but that very atrium-token one
+ *                           -> {text} (to print; create: and {token},
+ *                              shown this once) | {error}
  *
- * Events: end_room {room, message} (end the room's channels), wake {}.
+ *   whoami {WHO}            -> {user, admin, read_only, token_id}: who
+ *                              the monitor takes the request to be for
+ *   metrics {}              -> {rooms_ready, rooms_starting,
+ *                              rooms_stopping}: counts for GET /metrics
+ *
+ * atriumd-http (sshd/http/) is a second front on a pair of its own
+ * (sshd/monitor/http_front.h): its WHO is {token, addr} (the bearer token
+ * as the client sent it, resolved by the monitor on every request), and
+ * it may send only use, agent, why, access, rooms, delete, pipes, whoami
+ * and metrics.
+ *
+ * Events: end_room {room, message} (end the room's channels), wake {};
+ * both go to each front.
  */
 #ifndef ATRIUMD_PRIVSEP_H
 #define ATRIUMD_PRIVSEP_H

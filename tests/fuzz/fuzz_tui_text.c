@@ -1,19 +1,22 @@
 /*
  * fuzz_tui_text.c: libFuzzer entry point for how the chat draws text from
- * the room (sshd/chat/tui_draw.c with tui_markdown.c and tui_wrap.c): the
- * input is an agent's answer, fed as streamed deltas whole, a code point at
- * a time and in random pieces, and also drawn as a finished message.
- * Invariants: every plan keeps the same lines (a marker or fence split
- * across deltas is drawn as the whole text is), when no line is long
- * enough to be ended early; nothing written to the terminal or kept holds
- * a control byte but the chat's own SGR escapes, CR, LF and (kept only)
- * the wrap mark; every row fits its width; the rows counted are the rows
- * printed.
+ * the room (sshd/chat/tui_draw.c with tui_markdown.c, which draws
+ * libcmark-gfm's tree, and tui_wrap.c): the input is an agent's answer,
+ * fed as streamed deltas whole, a code point at a time and in random
+ * pieces, and also drawn as a finished message and parsed for the blocks
+ * a stream may print (tui_md_settled).  Invariants: every plan keeps the
+ * same lines (a marker, fence or table split across deltas is drawn as
+ * the whole text is), when no line is long enough to be ended early; the
+ * closed blocks end at a line's end; nothing written to the terminal or
+ * kept holds a control byte but the chat's own SGR escapes, CR, LF and
+ * (kept only) the wrap mark; every row fits its width; the rows counted
+ * are the rows printed.
  */
 #include <string.h>
 
 #include "fuzz.h"
 #include "tui_draw.h"
+#include "tui_markdown.h"
 #include "tui_width.h"
 #include "tui_wrap.h"
 
@@ -157,6 +160,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tui_draw_sanitize(&clean, (const char *)data, size, "\n");
 	text = fuzz_cstring((const uint8_t *)(clean.data ? clean.data : ""),
 	    clean.len);
+	{
+		long number;
+		int gap;
+		size_t off = tui_md_settled(text, clean.len, &gap, &number);
+
+		FUZZ_CHECK(off < clean.len || !off);
+		FUZZ_CHECK(!off || text[off - 1] == '\n');
+		FUZZ_CHECK(number >= 0 && number <= TUI_MD_MAX_NUMBER);
+	}
 	buf_init(&whole, 1 << 24);
 	stream(text, clean.len, FUZZ_WHOLE, &whole);
 	for (enum fuzz_plan p = FUZZ_BYTES; p < FUZZ_NPLANS; p++) {

@@ -49,6 +49,7 @@ declare -A SRC=(
 	[term_view]="sshd/chat/term_view.c sshd/chat/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
 	[pathglob]="agent/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
+	[token_args]="sshd/shared/token_args.c common/names.c common/utf8.c common/buf.c common/jsonl.c"
 	[stored_event]="$STORED common/names.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
@@ -60,8 +61,8 @@ CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
 	-Isshd/net -Isshd/chat -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive)
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)
 	-lpthread"
 
 if [ $# -gt 0 ]; then

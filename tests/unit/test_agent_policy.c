@@ -148,6 +148,15 @@ test_outcome(void)
 	approval_outcome_output(APPROVAL_DENIED, "bob", "", 120, t, sizeof(t));
 	CHECK_STR(t, "denied by bob");
 	CHECK_STR(approval_outcome_name(APPROVAL_TIMED_OUT), "timed_out");
+	/* A /stop while it waited answers it too. */
+	approval_outcome_text(APPROVAL_STOPPED, "alice", "bash", NULL, 2000,
+	    120, t, sizeof(t));
+	CHECK_STR(t, "alice stopped the agent before its bash call was "
+	    "answered (waited 2.0 s)");
+	approval_outcome_output(APPROVAL_STOPPED, "alice", NULL, 120, t,
+	    sizeof(t));
+	CHECK_STR(t, "stopped by alice before it was approved");
+	CHECK_STR(approval_outcome_name(APPROVAL_STOPPED), "stopped");
 	/* Cut to the buffer, whole. */
 	approval_outcome_text(APPROVAL_LEFT, NULL, "bash", NULL, 0, 120, t, 12);
 	CHECK_INT((int)strlen(t), 11);

@@ -1,7 +1,8 @@
 /*
  * test_agent_room_db.c: room.db on a temp file (agent/room_db.c): creation
  * and forward migration, refusal of a newer schema, read transactions,
- * and the checkpoint tables a resumed turn relies on.
+ * the checkpoint tables a resumed turn relies on, and whose work an undo
+ * takes back (audit rows, reported changes, the turns people prompted).
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -383,6 +384,75 @@ test_undo_people_by_what_changed(void)
 	room_db_close(db);
 }
 
+/* A session that reports its changes (sftp) names its user only when
+ * its last change came at or after the point, open or ended, also when
+ * it was told late; one that only read names nobody, however long it
+ * stays open. */
+static void
+test_undo_people_by_reported_changes(void)
+{
+	long long early, reader, late;
+	char seen[128] = "";
+	struct room_db *db;
+	char since[40];
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_audit_start(db, "erin", "exec", "sftp", "/", &early),
+	    0);
+	CHECK_INT(room_db_audit_start(db, "rita", "exec", "sftp", "/",
+	    &reader), 0);
+	CHECK_INT(room_db_audit_start(db, "lena", "exec", "sftp", "/", &late),
+	    0);
+	for (int i = 0; i < 3; i++)
+		CHECK_INT(room_db_audit_wrote(db, (long long[]){ early, reader,
+		    late }[i], 0), 0);
+	CHECK_INT(room_db_audit_changed(db, early, 0), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	usleep(5000);
+	time_now_iso(since, sizeof(since));
+	usleep(5000);
+	CHECK_INT(room_db_audit_changed(db, late, 0), 0);
+	CHECK_INT(room_db_audit_end(db, late, 0, NULL), 0);
+	/* Told after the point of a change made a second before it. */
+	CHECK_INT(room_db_audit_changed(db, early, 1000),
+	    0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(room_db_undo_people(db, since, people_add, seen), 0);
+	/* (Earlier tests' commands still run: only these three are asked
+	 * about.) */
+	CHECK(strstr(seen, "lena ") != NULL);
+	CHECK(strstr(seen, "erin") == NULL && strstr(seen, "rita") == NULL);
+	room_db_close(db);
+}
+
+/* The people who prompted the turns an act takes back: turns not undone
+ * whose undo point is at or after since, or that still ran then; never
+ * one that ended before, nor the agent. */
+static void
+test_undo_prompters(void)
+{
+	long long t[3];
+	char seen[128] = "", since[40];
+	struct room_db *db;
+
+	CHECK_INT(room_db_open(path, &db), 0);
+	CHECK_INT(room_db_turn_add(db, "olga", "before", &t[0]), 0);
+	CHECK_INT(room_db_undo_mark(db, t[0], 0, 0, "bash", "turn-a"), 0);
+	CHECK_INT(room_db_turn_end(db, t[0], "end_turn"), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	usleep(5000);
+	time_now_iso(since, sizeof(since));
+	CHECK_INT(room_db_turn_add(db, "bert", "after", &t[1]), 0);
+	CHECK_INT(room_db_undo_mark(db, t[1], 0, 0, "bash", "turn-b"), 0);
+	CHECK_INT(room_db_turn_add(db, "undone", "after, undone", &t[2]), 0);
+	CHECK_INT(room_db_undo_mark(db, t[2], 0, 0, "bash", "turn-c"), 0);
+	CHECK_INT(room_db_undo_set(db, t[2], 1, "redo-c"), 0);
+	CHECK_INT(room_db_commit(db), 0);
+	CHECK_INT(room_db_undo_prompters(db, since, people_add, seen), 0);
+	CHECK_STR(seen, "bert ");
+	room_db_close(db);
+}
+
 /* The turn the next undo (redo 0) or redo (redo 1) acts on, 0 for none;
  * its snapshot names into u. */
 static long long
@@ -514,6 +584,8 @@ main(void)
 	TEST(test_undo_redo_order);
 	TEST(test_undo_migration);
 	TEST(test_undo_people_by_what_changed);
+	TEST(test_undo_people_by_reported_changes);
+	TEST(test_undo_prompters);
 	unlink(path);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	unlink(wal);

@@ -5,7 +5,9 @@
  * one that is stamped or replayed, as history could hold, never does, and
  * a replayed line of a type the room never stores (exec_done,
  * access_denied, synced) reaches no owner.  The room's own replayed
- * events pass.
+ * events pass.  Links that share a cache parse a room event once: each
+ * owner is handed the same object; replays and other bytes are parsed
+ * per link.
  */
 #include <errno.h>
 #include <poll.h>
@@ -94,10 +96,83 @@ test_history_never_uncounts(void)
 	close(sv[1]);
 }
 
+/* The objects an owner was handed, in order. */
+struct objs {
+	json_object *o[8];
+	int n;
+};
+
+static void
+on_obj(void *arg, json_object *obj, const char *line, size_t len)
+{
+	struct objs *s = arg;
+
+	(void)line; (void)len;
+	if (s->n < 8)
+		s->o[s->n++] = obj;
+}
+
+#define EVENT "{\"type\":\"message\",\"seq\":9,\"user\":\"a\",\"text\":\"hi\"}\n"
+#define REPLAY "{\"type\":\"message\",\"seq\":3,\"replay\":true}\n"
+
+/* Two members' links on one cache: the room's event once parsed, the
+ * same object for both (still alive once both put theirs back: the
+ * cache holds one); a replay parsed for each. */
+static void
+test_shared_parse(void)
+{
+	struct agentlink_cache cache;
+	struct agentlink a, b;
+	struct loop loop;
+	struct objs sa = { .n = 0 }, sb = { .n = 0 };
+	int pa[2], pb[2], first;
+
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, pa), 0);
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, pb), 0);
+	CHECK_INT(loop_init(&loop), 0);
+	agentlink_cache_init(&cache);
+	agentlink_init(&a);
+	agentlink_init(&b);
+	a.cache = b.cache = &cache;
+	CHECK_INT(agentlink_attach(&a, &loop, pa[0], on_obj, on_end, &sa), 0);
+	CHECK_INT(agentlink_attach(&b, &loop, pb[0], on_obj, on_end, &sb), 0);
+	agent_says(&loop, pa[1], EVENT);
+	agent_says(&loop, pb[1], EVENT);
+	CHECK_INT(sa.n, 1);
+	CHECK_INT(sb.n, 1);
+	CHECK(sa.o[0] == sb.o[0]);
+	CHECK_INT(cache.parses, 1);
+	CHECK_INT(cache.hits, 1);
+	CHECK_STR(json_get_string(sb.o[0], "text"), "hi");
+	agent_says(&loop, pa[1], REPLAY);
+	agent_says(&loop, pb[1], REPLAY);
+	CHECK_INT(cache.parses, 3);
+	CHECK_INT(cache.hits, 1);
+	first = pb[1];
+	/* A link without the cache parses its own. */
+	agentlink_close(&b);
+	agentlink_init(&b);
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, pb), 0);
+	CHECK_INT(agentlink_attach(&b, &loop, pb[0], on_obj, on_end, &sb), 0);
+	agent_says(&loop, pb[1], EVENT);
+	CHECK_INT(sb.n, 3);
+	CHECK(sb.o[2] != sa.o[0]);
+	CHECK_INT(cache.parses, 3);
+	agentlink_close(&b);
+	agentlink_close(&a);
+	agentlink_cache_free(&cache);
+	CHECK_INT(cache.parses, 0);
+	loop_destroy(&loop);
+	close(pa[1]);
+	close(first);
+	close(pb[1]);
+}
+
 int
 main(void)
 {
 	log_set_level(LOG_ERROR);
 	TEST(test_history_never_uncounts);
+	TEST(test_shared_parse);
 	return unit_done("test_sshd_agentlink");
 }

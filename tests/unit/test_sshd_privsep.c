@@ -41,8 +41,10 @@ fake_monitor(struct monitor *srv, struct config *cfg, int fd)
 	srv->keys = authkeys_new("/nonexistent-data/authorized_keys");
 	authkeys_set_quiet(srv->keys);
 	srv->cfg = cfg;
-	srv->mon_fd = fd;
-	srv->ev_fd = -1;
+	srv->net.srv = srv;
+	srv->net.name = "network process";
+	srv->net.req_fd = fd;
+	srv->net.ev_fd = -1;
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
 }
@@ -55,7 +57,7 @@ ask_fds(struct monitor *srv, int net, const char *text, int *fds, int *nfds)
 {
 	json_object *req = jsonl_parse_object(text, strlen(text), &(const
 	    char *){ NULL }), *ans = NULL;
-	struct watch w = { .arg = srv };
+	struct watch w = { .arg = &srv->net };
 
 	CHECK(req != NULL);
 	CHECK_INT(privsep_send(net, req, NULL, 0), 0);
@@ -265,7 +267,7 @@ test_fds_in_a_request_end_it(void)
 {
 	struct monitor srv;
 	struct config cfg;
-	struct watch w = { .arg = &srv };
+	struct watch w = { .arg = &srv.net };
 	json_object *req = json_object_new_object();
 	int sv[2], p[2];
 
@@ -290,7 +292,7 @@ test_raw_bytes_end_it(void)
 {
 	struct monitor srv;
 	struct config cfg;
-	struct watch w = { .arg = &srv };
+	struct watch w = { .arg = &srv.net };
 	int sv[2];
 
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -312,6 +314,65 @@ test_raw_bytes_end_it(void)
 	close(sv[1]);
 }
 
+/* Send text on the HTTP front f (atriumd-http's end: peer) and serve it;
+ * the answer, or NULL when the front was ended for it. */
+static json_object *
+ask_http(struct monitor_front *f, int peer, const char *text)
+{
+	json_object *req = jsonl_parse_object(text, strlen(text), &(const
+	    char *){ NULL }), *ans = NULL;
+	struct watch w = { .arg = f };
+
+	CHECK(req != NULL);
+	CHECK_INT(privsep_send(peer, req, NULL, 0), 0);
+	json_object_put(req);
+	monitor_serve(&w, 0);
+	if (f->req_fd >= 0)
+		CHECK_INT(privsep_recv(peer, PRIVSEP_MAX_ANSWER, &ans, NULL,
+		    NULL, 0), 0);
+	return ans;
+}
+
+/* The HTTP front: a token, not a key, says who a request is for; a bad
+ * one is refused, not a breach; a request outside its smaller set (one
+ * the network process may send) ends it, and only it: atriumd goes on. */
+static void
+test_http_front_rules(void)
+{
+	struct monitor srv;
+	struct config cfg;
+	struct monitor_front f;
+	json_object *ans;
+	int sv[2];
+
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fake_monitor(&srv, &cfg, -1);
+	f = (struct monitor_front){ &srv, "HTTP process", 1, sv[0], -1,
+	    { .fd = -1 }, 0 };
+	ans = ask_http(&f, sv[1], "{\"type\":\"whoami\",\"token\":"
+	    "\"atrium_nope\",\"addr\":\"127.0.0.1\"}");
+	CHECK(ans != NULL);
+	CHECK_INT(json_get_int(ans, "errno", 0), EACCES);
+	CHECK(strstr(json_get_string(ans, "error"), "not an Atrium token"));
+	CHECK(json_get_string(ans, "user") == NULL);
+	json_object_put(ans);
+	CHECK(!srv.stopping);
+	CHECK(ask_http(&f, sv[1], "{\"type\":\"authkeys\"}") == NULL);
+	CHECK_INT(f.req_fd, -1);
+	CHECK(!srv.stopping);
+	close(sv[1]);
+	/* A key's identity is no identity here: a request without a token
+	 * breaks the rules. */
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.req_fd = sv[0];
+	CHECK(ask_http(&f, sv[1], "{\"type\":\"whoami\"," GUEST "}") ==
+	    NULL);
+	CHECK_INT(f.req_fd, -1);
+	CHECK(!srv.stopping);
+	authkeys_free(srv.keys);
+	close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -321,5 +382,6 @@ main(void)
 	TEST(test_requests_outside_the_set);
 	TEST(test_raw_bytes_end_it);
 	TEST(test_fds_in_a_request_end_it);
+	TEST(test_http_front_rules);
 	return unit_done("sshd_privsep");
 }

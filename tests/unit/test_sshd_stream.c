@@ -334,6 +334,112 @@ test_sftp_flow_holds_requests_past_the_limit(void)
 	buf_free(&resp);
 }
 
+/* Append the SFTP request of type with id 1, then name (a string) and
+ * flags (a uint32) when given. */
+static void
+request(struct buf *b, int type, const char *name, int with_flags,
+    uint32_t flags)
+{
+	size_t nl = name ? strlen(name) : 0;
+	uint32_t n = 1 + 4 + (name ? 4 + (uint32_t)nl : 0) +
+	    (with_flags ? 4 : 0);
+	unsigned char u[4];
+
+#define PUT32(v) do { u[0] = (unsigned char)((v) >> 24); \
+	u[1] = (unsigned char)((v) >> 16); u[2] = (unsigned char)((v) >> 8); \
+	u[3] = (unsigned char)(v); buf_append(b, u, 4); } while (0)
+	PUT32(n);
+	u[0] = (unsigned char)type;
+	buf_append(b, u, 1);
+	PUT32(1u);
+	if (name) {
+		PUT32((uint32_t)nl);
+		buf_append(b, name, nl);
+	}
+	if (with_flags)
+		PUT32(flags);
+#undef PUT32
+}
+
+/* What sftp_flow counts as changes, fed one byte at a time: reads,
+ * read-only opens and OpenSSH's read-only extensions are not; creating
+ * opens, writes, removals, renames and unknown extensions are. */
+static void
+test_sftp_flow_counts_the_requests_that_change_files(void)
+{
+	static const struct {
+		int type;
+		const char *name;
+		int with_flags;
+		uint32_t flags;
+		int changes;
+	} cases[] = {
+		{ 3, "f", 1, 0x01, 0 },		/* OPEN for reading */
+		{ 3, "f", 1, 0x02, 0 },		/* OPEN to write, no create */
+		{ 3, "f", 1, 0x1a, 1 },		/* OPEN write|creat|trunc */
+		{ 5, NULL, 0, 0, 0 },		/* READ */
+		{ 17, "f", 0, 0, 0 },		/* STAT */
+		{ 6, NULL, 0, 0, 1 },		/* WRITE */
+		{ 13, "f", 0, 0, 1 },		/* REMOVE */
+		{ 18, "f", 0, 0, 1 },		/* RENAME */
+		{ 200, "statvfs@openssh.com", 0, 0, 0 },
+		{ 200, "expand-path@openssh.com", 0, 0, 0 },
+		{ 200, "posix-rename@openssh.com", 0, 0, 1 },
+		{ 200, "unknown@example.com", 0, 0, 1 },
+	};
+	struct sftp_flow f;
+	struct buf req;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&f, 0, sizeof(f));
+		buf_init(&req, 4096);
+		request(&req, cases[i].type, cases[i].name,
+		    cases[i].with_flags, cases[i].flags);
+		for (size_t off = 0; off < req.len; off++) {
+			CHECK_INT(sftp_flow_allowed(&f, req.data + off, 1), 1);
+			sftp_flow_sent(&f, req.data + off, 1);
+		}
+		CHECK_INT(sftp_flow_changes(&f), cases[i].changes);
+		buf_free(&req);
+	}
+	/* A change is done once its answer came (in order): a READ, then a
+	 * WRITE, then a READ; the first answer is not the WRITE's. */
+	{
+		struct buf resp;
+
+		memset(&f, 0, sizeof(f));
+		buf_init(&req, 4096);
+		buf_init(&resp, 4096);
+		request(&req, 5, NULL, 0, 0);
+		request(&req, 6, NULL, 0, 0);
+		request(&req, 5, NULL, 0, 0);
+		sftp_flow_sent(&f, req.data, req.len);
+		CHECK_INT(sftp_flow_changes(&f), 1);
+		CHECK_INT(sftp_flow_changes_done(&f), 0);
+		packet(&resp, 9);
+		sftp_flow_answered(&f, resp.data, resp.len);
+		CHECK_INT(sftp_flow_changes_done(&f), 0);
+		sftp_flow_answered(&f, resp.data, resp.len);
+		CHECK_INT(sftp_flow_changes_done(&f), 1);
+		buf_free(&req);
+		buf_free(&resp);
+	}
+	/* An OPEN whose name does not fit the kept head counts: its flags
+	 * cannot be read. */
+	{
+		char longname[SFTP_FLOW_HEAD + 10];
+
+		memset(longname, 'n', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		memset(&f, 0, sizeof(f));
+		buf_init(&req, 4096);
+		request(&req, 3, longname, 1, 0x01);
+		sftp_flow_sent(&f, req.data, req.len);
+		CHECK_INT(sftp_flow_changes(&f), 1);
+		buf_free(&req);
+	}
+}
+
 /* ------------------------------------------------------------- git path -- */
 
 static void
@@ -378,6 +484,7 @@ main(void)
 	TEST(test_pump_keeps_every_byte);
 	TEST(test_pump_stops_at_an_error);
 	TEST(test_sftp_flow_holds_requests_past_the_limit);
+	TEST(test_sftp_flow_counts_the_requests_that_change_files);
 	TEST(test_git_absolute_path_falls_back_to_the_workspace);
 	TEST(test_git_path_leaves_other_commands_alone);
 	return unit_done("sshd_stream");

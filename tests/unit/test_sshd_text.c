@@ -1,7 +1,7 @@
 /*
  * test_sshd_text.c: how a chat line becomes screen rows: word wrap with a
- * hanging indent (sshd/chat/tui_wrap.c), light Markdown
- * (sshd/chat/tui_markdown.c), and the agent's streamed answer drawn from
+ * hanging indent (sshd/chat/tui_wrap.c), Markdown drawn from libcmark-gfm's
+ * tree (sshd/chat/tui_markdown.c), and the agent's streamed answer drawn from
  * both (sshd/chat/tui_draw.c), whatever pieces its text arrives in.
  */
 #include <string.h>
@@ -88,97 +88,185 @@ test_wrap_attrs_and_wide(void)
 	CHECK_INT(wrap("\xe6\xbc\xa2\xe6\xbc\xa2", 1, rows), 2);
 }
 
-/* Inline Markdown of one line, coloured or not. */
+/* The lines Markdown text renders to at cols, coloured or not, joined by
+ * '\n' (each line ends with one). */
 static void
-check_md(const char *line, int color, const char *want)
+check_md_at(const char *text, int cols, int color, const char *want)
 {
-	struct tui_md md;
 	struct buf b;
 
-	tui_md_init(&md);
 	buf_init(&b, 1 << 16);
-	CHECK_INT(tui_md_render(&md, &b, line, strlen(line), color), 0);
+	tui_md_render(&b, text, strlen(text), cols, color ? TUI_MD_COLOR : 0);
 	buf_append(&b, "", 1);
 	CHECK_STR(b.data, want);
 	buf_free(&b);
 }
 
 static void
+check_md(const char *text, int color, const char *want)
+{
+	check_md_at(text, 80, color, want);
+}
+
+static void
 test_markdown_inline(void)
 {
-	check_md("**b** *i* `c`", 1, "\x1b[0;1mb\x1b[0m \x1b[0;3mi\x1b[0m "
-	    "\x1b[0;36mc\x1b[0m");
-	check_md("a `c` b", 0, "a `c` b");
-	check_md("***both***", 1, "\x1b[0;1;3mboth\x1b[0m");
-	check_md("**bold *in* it**", 1, "\x1b[0;1mbold \x1b[0;1;3min"
-	    "\x1b[0;1m it\x1b[0m");
+	check_md("**b** *i* `c`", 1, "\x1f\x1b[0;1mb\x1b[0m \x1b[0;3mi\x1b[0m "
+	    "\x1b[0;36mc\x1b[0m\x1b[0m\n");
+	check_md("a `c` b", 0, "\x1f" "a \x1b[0m`c`\x1b[0m b\x1b[0m\n");
+	check_md("***both***", 1, "\x1f\x1b[0;3m\x1b[0;1;3mboth\x1b[0;3m"
+	    "\x1b[0m\x1b[0m\n");
 	/* Unclosed, spaced or inside words: as typed. */
-	check_md("**Und", 1, "**Und");
-	check_md("2 * 3 * 4", 1, "2 * 3 * 4");
-	check_md("snake_case_name", 1, "snake_case_name");
-	check_md("\\*not\\*", 1, "*not*");
-	check_md("`` a`b ``", 1, "\x1b[0;36ma`b\x1b[0m");
-	check_md("__b__ _i_", 1, "\x1b[0;1mb\x1b[0m \x1b[0;3mi\x1b[0m");
+	check_md("**Und", 1, "\x1f**Und\n");
+	check_md("2 * 3 * 4", 1, "\x1f" "2 * 3 * 4\n");
+	check_md("snake_case_name", 1, "\x1fsnake_case_name\n");
+	check_md("\\*not\\*", 1, "\x1f*not*\n");
+	check_md("~~gone~~ left", 1, "\x1f\x1b[0;9mgone\x1b[0m left\x1b[0m\n");
+	/* A line break stays one; a blank line between paragraphs is one
+	 * blank line. */
+	check_md("one\ntwo\n\n\nthree", 1, "\x1fone\n\x1f\x1b[0mtwo\x1b[0m\n\n"
+	    "\x1fthree\n");
+}
+
+/* Links show their url dim after the text, once; images say so; HTML
+ * is text; a control character decoded from an entity goes. */
+static void
+test_markdown_links(void)
+{
+	check_md("see [the docs](https://x.org/d).", 1, "\x1fsee the docs "
+	    "\x1b[0;2m(https://x.org/d)\x1b[0m.\x1b[0m\n");
+	check_md("<https://x.org> and https://y.org/a and www.z.org", 1,
+	    "\x1fhttps://x.org and https://y.org/a and www.z.org\n");
+	check_md("![a logo](l.png)", 1, "\x1f[image: a logo] \x1b[0;2m"
+	    "(l.png)\x1b[0m\x1b[0m\n");
+	check_md("<b>bold?</b> <script>x</script>", 1,
+	    "\x1f<b>bold?</b> <script>x</script>\n");
+	check_md("a&#27;[2J&#x9b;b [x](&#7;u)", 1, "\x1f" "a[2Jb x "
+	    "\x1b[0;2m(u)\x1b[0m\x1b[0m\n");
 }
 
 static void
 test_markdown_blocks(void)
 {
-	struct tui_md md;
-	struct buf b;
-	const char *fence[] = { "```sh", "echo *x*", "```" };
-
-	check_md("## Title ##", 1, "\x1b[0;1mTitle\x1b[0m");
-	check_md("# Top", 1, "\x1b[0;1;4mTop\x1b[0m");
-	check_md("#hashtag", 1, "#hashtag");
-	check_md("  - item *x*", 1, "  \xe2\x80\xa2 \x1f" "item "
-	    "\x1b[0;3mx\x1b[0m");
-	check_md("12. twelve", 1, "12. \x1ftwelve");
+	check_md("## Title ##", 1, "\x1f\x1b[0;1mTitle\x1b[0m\n");
+	check_md("# Top", 1, "\x1f\x1b[0;1;4mTop\x1b[0m\n");
+	check_md("#hashtag", 1, "\x1f#hashtag\n");
 	check_md("* * *", 1, "\x1b[0;2m" "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
 	    "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
 	    "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
 	    "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
 	    "\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
-	    "\xe2\x94\x80\x1b[0m");
+	    "\xe2\x94\x80\x1b[0m\n");
 	/* A fence: its language, its code dim and untouched, no row for
-	 * its end; the state moves only when a line ends. */
-	tui_md_init(&md);
-	buf_init(&b, 4096);
-	CHECK_INT(tui_md_render(&md, &b, fence[0], strlen(fence[0]), 1), 0);
-	buf_append(&b, "", 1);
-	CHECK_STR(b.data, "    \x1b[0;2m\xe2\x94\x80\xe2\x94\x80 sh\x1b[0m");
-	CHECK_INT(md.fence, 0);
-	tui_md_end_line(&md, fence[0], strlen(fence[0]));
-	CHECK_INT(md.fence, 1);
-	buf_reset(&b);
-	CHECK_INT(tui_md_render(&md, &b, fence[1], strlen(fence[1]), 1), 0);
-	buf_append(&b, "", 1);
-	CHECK_STR(b.data, "    \x1f\x1b[0;2mecho *x*\x1b[0m");
-	tui_md_end_line(&md, fence[1], strlen(fence[1]));
-	buf_reset(&b);
-	CHECK_INT(tui_md_render(&md, &b, fence[2], strlen(fence[2]), 1), 1);
-	tui_md_end_line(&md, fence[2], strlen(fence[2]));
-	CHECK_INT(md.fence, 0);
-	buf_free(&b);
+	 * its end. */
+	check_md("```sh\necho *x*\n```", 1, "    \x1b[0;2m\xe2\x94\x80"
+	    "\xe2\x94\x80 sh\x1b[0m\n    \x1f\x1b[0;2mecho *x*\x1b[0m\n");
+	/* Carried over: no language row. */
+	{
+		struct buf b;
+
+		buf_init(&b, 4096);
+		tui_md_render(&b, "```\nls\n", 7, 80, TUI_MD_CONT);
+		buf_append(&b, "", 1);
+		CHECK_STR(b.data, "    \x1f\x1b[0;2mls\x1b[0m\n");
+		buf_free(&b);
+	}
+	check_md("> quoted\n> on", 1, "\x1b[0;2m\xe2\x94\x82\x1b[0m \x1fquoted\n"
+	    "\x1b[0;2m\xe2\x94\x82\x1b[0m \x1f\x1b[0mon\x1b[0m\n");
 }
 
-/* A hostile line of markers renders in bounded work and leaves what it
- * cannot pair as typed. */
+/* Lists: a bullet or the list's own numbers, counted on from its first;
+ * a nested list under its item's text. */
+static void
+test_markdown_lists(void)
+{
+	check_md("- a\n- b", 1, "\xe2\x80\xa2 \x1f" "a\n\xe2\x80\xa2 \x1f" "b\n");
+	check_md("3. three\n1. four\n7) x", 1, "3. \x1fthree\n4. \x1f" "four\n"
+	    "7) \x1fx\n");
+	check_md("1. one\n   - in *it*\n     1. deeper\n2. two", 1,
+	    "1. \x1fone\n   \xe2\x80\xa2 \x1fin \x1b[0;3mit\x1b[0m\x1b[0m\n"
+	    "     1. \x1f" "deeper\n2. \x1ftwo\n");
+	check_md("- a\n\n- b", 1, "\xe2\x80\xa2 \x1f" "a\n\n\xe2\x80\xa2 \x1f"
+	    "b\n");
+}
+
+/* A table: aligned under a bold header when it fits, else "header:
+ * value" lines, rows apart. */
+static void
+test_markdown_tables(void)
+{
+	const char *t = "| Name | Size |\n|:--|--:|\n| a | 12 |\n"
+	    "| long name | 3 |";
+
+	check_md_at(t, 40, 0, "\x1f\x1b[0;1mName\x1b[0m     \x1b[0;2m \xe2\x94"
+	    "\x82 \x1b[0;1mSize\x1b[0m\x1b[0m\n"
+	    "\x1b[0;2m\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94"
+	    "\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
+	    "\xe2\x94\xbc\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80"
+	    "\xe2\x94\x80\x1b[0m\n"
+	    "\x1f\x1b[0ma\x1b[0m        \x1b[0;2m \xe2\x94\x82 \x1b[0m  12"
+	    "\x1b[0m\x1b[0m\n"
+	    "\x1f\x1b[0mlong name\x1b[0m\x1b[0;2m \xe2\x94\x82 \x1b[0m   3"
+	    "\x1b[0m\x1b[0m\n");
+	check_md_at(t, 12, 0, "\x1b[0;1mName:\x1b[0m \x1f" "a\x1b[0m\n"
+	    "\x1b[0;1mSize:\x1b[0m \x1f" "12\x1b[0m\n\n"
+	    "\x1b[0;1mName:\x1b[0m \x1flong name\x1b[0m\n"
+	    "\x1b[0;1mSize:\x1b[0m \x1f" "3\x1b[0m\n");
+}
+
+/* Which blocks are closed: those before the last top-level one, in
+ * complete lines only; a fence left open. */
+static void
+test_markdown_settled(void)
+{
+	const char *s = "para\n\n- a\n- b\n\nnext\n";
+	const char *list = "3. a\n1. b\n\n1. c\n";
+	char fence[16];
+	long number;
+	int gap;
+
+	CHECK_INT(tui_md_settled("one **two", 9, &gap, &number), 0);
+	CHECK_INT(tui_md_settled("para\n\n- a", 10, &gap, &number), 0);
+	CHECK_INT(tui_md_settled(s, strlen(s), &gap, &number), 15);
+	CHECK_INT(gap, 1);
+	/* "next" unfinished may yet be a list item: the list is open. */
+	CHECK_INT(tui_md_settled(s, strlen(s) - 1, &gap, &number), 6);
+	CHECK_INT(gap, 1);
+	CHECK_INT(tui_md_settled("para\n```\n", 9, &gap, &number), 5);
+	CHECK_INT(gap, 0);
+	/* A list alone: its items but the last, which is the list's 5th. */
+	CHECK_INT(tui_md_settled(list, strlen(list), &gap, &number), 11);
+	CHECK_INT(gap, 1);
+	CHECK_INT(number, 5);
+	CHECK_INT(tui_md_settled("- a\n- b\n", 8, &gap, &number), 4);
+	CHECK_INT(number, 0);
+	CHECK_INT(tui_md_open_fence("~~~~ c\nx\n", 9, fence, sizeof(fence)), 1);
+	CHECK_STR(fence, "~~~~");
+	CHECK_INT(tui_md_open_fence("```\nx\n```\n", 10, fence,
+	    sizeof(fence)), 0);
+	CHECK_INT(tui_md_open_fence("```\n", 4, fence, sizeof(fence)), 1);
+	CHECK_INT(tui_md_open_fence("  ```\n  x\n", 10, fence, sizeof(fence)), 1);
+	CHECK_STR(fence, "  ```");
+}
+
+/* Hostile text renders in bounded work: markers that never pair stay as
+ * typed, nesting deeper than the prefixes drawn costs no stack. */
 static void
 test_markdown_hostile(void)
 {
-	static char line[4096];
-	struct tui_md md;
+	static char line[8192];
 	struct buf b;
 
 	for (size_t i = 0; i + 3 <= sizeof(line) - 1; i += 3)
 		memcpy(line + i, "*a ", 3);
 	line[sizeof(line) - 1] = '\0';
-	tui_md_init(&md);
 	buf_init(&b, 1 << 20);
-	CHECK_INT(tui_md_render(&md, &b, line, strlen(line), 1), 0);
+	CHECK_INT(tui_md_render(&b, line, strlen(line), 80, TUI_MD_COLOR), 1);
 	CHECK(memchr(b.data, '\x1b', b.len) == NULL);
-	CHECK_INT(b.len, strlen(line));
+	buf_reset(&b);
+	memset(line, '>', sizeof(line) - 2);
+	line[sizeof(line) - 2] = 'x';
+	CHECK_INT(tui_md_render(&b, line, strlen(line), 80, TUI_MD_COLOR), 1);
 	buf_free(&b);
 }
 
@@ -190,12 +278,12 @@ test_stream_pieces(void)
 	const char *pieces[] = { "**Und", "o** takes `ma", "ke` back\x1b[2J",
 	    "\x07\n\n```s", "h\nls\n``", "`\nend" };
 	const char *want[] = {
-		"\x1b[1;35magent:\x1b[0m \x1f\x1b[0;1mUndo\x1b[0m takes "
-		    "\x1b[0;36mmake\x1b[0m back[2J",
+		"\x1b[1;35magent:\x1b[0m \x1f\x1f\x1b[0;1mUndo\x1b[0m takes "
+		    "\x1b[0;36mmake\x1b[0m back[2J\x1b[0m",
 		"       \x1f",
 		"       \x1f    \x1b[0;2m\xe2\x94\x80\xe2\x94\x80 sh\x1b[0m",
 		"       \x1f    \x1f\x1b[0;2mls\x1b[0m",
-		"       \x1f" "end",
+		"       \x1f\x1f" "end",
 	};
 	struct tui_draw d;
 	struct buf out;
@@ -227,6 +315,64 @@ test_stream_pieces(void)
 	CHECK(strstr(out.data, "\x1b[2J") == NULL);
 	tui_draw_free(&d);
 	buf_free(&out);
+}
+
+/* The model's lines of d, oldest first, joined by '\n' into out. */
+static void
+model_lines(const struct tui_draw *d, struct buf *out)
+{
+	const char *l[256];
+	size_t len[256], pos = 0;
+	int n = 0;
+
+	while (n < 256 && tui_model_prev(&d->model, &pos, &l[n], &len[n]))
+		n++;
+	while (n-- > 0) {
+		buf_append(out, l[n], len[n]);
+		buf_append(out, "\n", 1);
+	}
+}
+
+/* An answer streamed in small pieces is drawn line for line as the same
+ * text drawn whole (a reconnect's replay): a list numbered "1." each time
+ * printed an item at a time keeps counting, a table is laid out once. */
+static void
+test_stream_same_as_whole(void)
+{
+	const char *text = "Steps:\n\n1. one\n1. two\n   - nested *a*\n"
+	    "   - nested b\n1. three\n\n| k | v |\n|---|--:|\n| a | 1 |\n"
+	    "| bb | 22 |\n\n```sh\nmake\nmake check\n```\n- x\n\n- y\nend\n"
+	    "\nText.\n\n  ~~~~\n  in two\n    in four\n  ~~~~\nlast";
+	struct tui_draw d, w;
+	struct buf out, a, b;
+	char piece[4];
+
+	tui_draw_init(&d, 1, 1, 1, 80, 24);
+	tui_draw_init(&w, 1, 1, 1, 80, 24);
+	buf_init(&out, 1 << 20);
+	for (size_t i = 0; i < strlen(text); i += 3) {
+		size_t n = strlen(text + i) < 3 ? strlen(text + i) : 3;
+
+		memcpy(piece, text + i, n);
+		piece[n] = '\0';
+		tui_draw_stream(&d, &out, piece);
+	}
+	tui_draw_stream_end(&d, &out);
+	tui_draw_line(&w, &out, TUI_STYLE_MESSAGE, "agent", text);
+	buf_init(&a, 1 << 20);
+	buf_init(&b, 1 << 20);
+	model_lines(&d, &a);
+	model_lines(&w, &b);
+	buf_append(&a, "", 1);
+	buf_append(&b, "", 1);
+	CHECK_STR(a.data, b.data);
+	CHECK(strstr(a.data, "3. \x1fthree") != NULL);
+	CHECK(strstr(a.data, "2. \x1ftwo") != NULL);
+	tui_draw_free(&d);
+	tui_draw_free(&w);
+	buf_free(&out);
+	buf_free(&a);
+	buf_free(&b);
 }
 
 /* A redraw in the middle of an answer taller than the screen: the
@@ -289,9 +435,14 @@ main(void)
 	TEST(test_wrap_words);
 	TEST(test_wrap_attrs_and_wide);
 	TEST(test_markdown_inline);
+	TEST(test_markdown_links);
 	TEST(test_markdown_blocks);
+	TEST(test_markdown_lists);
+	TEST(test_markdown_tables);
+	TEST(test_markdown_settled);
 	TEST(test_markdown_hostile);
 	TEST(test_stream_pieces);
+	TEST(test_stream_same_as_whole);
 	TEST(test_stream_redraw);
 	TEST(test_name_colours);
 	return unit_done("test_sshd_text");

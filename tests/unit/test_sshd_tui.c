@@ -382,7 +382,7 @@ test_chat_commands(void)
 
 /* Columns and rows of a C string. */
 #define W(s)		tui_width_str(s, strlen(s))
-#define ROWS(s, cols)	tui_width_rows(s, strlen(s), cols)
+#define ROWS(s, cols)	tui_wrap_rows(s, strlen(s), cols)
 
 static void
 test_width(void)
@@ -923,6 +923,41 @@ test_model_tags_and_scrollback(void)
 	tui_model_free(&older);
 }
 
+/* A line found by its tag and words is replaced in place, its tag and
+ * the lines after it kept; the first line of an event is the one found. */
+static void
+test_model_find_and_replace(void)
+{
+	struct tui_model m;
+	const char *l;
+	size_t at, len, after = 0, pos = 0;
+
+	tui_model_init(&m);
+	m.tag = 5;
+	tui_model_add(&m, "before", 6);
+	m.tag = 6;
+	tui_model_add(&m, "asked: ls (y/n, 8 s)", 20);
+	tui_model_add(&m, "+ quoted (y/n, 8 s)", 19);
+	m.tag = 7;
+	tui_model_add(&m, "after", 5);
+	CHECK_INT(tui_model_find(&m, 6, "(y/n, ", &at, &l, &len, &after), 1);
+	CHECK(len == 20 && memcmp(l, "asked: ls (y/n, 8 s)", 20) == 0);
+	CHECK(after == 2);
+	CHECK_INT(tui_model_find(&m, 9, "(y/n, ", &at, &l, &len, &after), 0);
+	CHECK_INT(tui_model_replace(&m, at, "ls: approved", 12), 0);
+	CHECK_INT((int)tui_model_count(&m), 4);
+	for (int i = 0; i < 3; i++)
+		CHECK_INT(tui_model_prev(&m, &pos, &l, &len), 1);
+	CHECK(len == 12 && memcmp(l, "ls: approved", 12) == 0);
+	CHECK(tui_model_first_tag(&m) == 5);
+	/* Now the quoted line is the first with the words: never a line
+	 * holding a newline. */
+	CHECK_INT(tui_model_find(&m, 6, "(y/n, ", &at, &l, &len, &after), 1);
+	CHECK(after == 1);
+	CHECK(tui_model_replace(&m, at, "a\nb", 3) < 0);
+	tui_model_free(&m);
+}
+
 static void
 test_draw_status_time_and_highlight(void)
 {
@@ -1018,6 +1053,7 @@ main(void)
 	TEST(test_approval_answer);
 	TEST(test_time);
 	TEST(test_model_tags_and_scrollback);
+	TEST(test_model_find_and_replace);
 	TEST(test_draw_status_time_and_highlight);
 	TEST(test_chat_cost_text);
 	return unit_done("test_sshd_tui");

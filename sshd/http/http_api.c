@@ -1,0 +1,208 @@
+/*
+ * http_api.c: the routes that answer at once (http_api.h).  Called by
+ * http_server.c through the route table (http_routes.c), after the
+ * flags' checks (a token resolved for HTTP_AUTH rows).
+ */
+#include "http_api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "buf.h"
+#include "http_ask.h"
+#include "http_auth.h"
+#include "http_req.h"
+#include "http_server.h"
+#include "http_stream.h"
+#include "jsonl.h"
+#include "log.h"
+
+#define HTTP_METRICS_MAX	(64 * 1024)
+
+/* See http_api.h. */
+int
+http_api_health(struct http_req *r)
+{
+	return http_reply_text(r, 200, "text/plain; charset=utf-8", "ok\n", 3);
+}
+
+/* Answer r with a refusal or failure the monitor gave (ans).  MHD's
+ * result. */
+static int
+http_api_refusal(struct http_req *r, json_object *ans)
+{
+	const char *why;
+
+	if (http_ask_refused(ans, &why))
+		return http_reply_error(r, 403, why);
+	return http_reply_error(r, 503, why ? why : "the monitor could not "
+	    "answer; try again");
+}
+
+/* See http_api.h. */
+int
+http_api_rooms(struct http_req *r)
+{
+	json_object *ans, *rooms, *out;
+	int ret;
+
+	if (http_ask(r->srv, http_ask_new(r, "rooms", 0), &ans, NULL, NULL,
+	    0) < 0)
+		return http_reply_error(r, 503, "atriumd is stopping; try "
+		    "again later");
+	if (!json_object_object_get_ex(ans, "rooms", &rooms)) {
+		ret = http_api_refusal(r, ans);
+		json_object_put(ans);
+		return ret;
+	}
+	out = json_object_new_object();
+	json_object_object_add(out, "rooms", json_object_get(rooms));
+	if (json_get_bool(ans, "truncated", 0))
+		json_object_object_add(out, "truncated",
+		    json_object_new_boolean(1));
+	ret = http_reply_json(r, 200, out);
+	json_object_put(out);
+	json_object_put(ans);
+	return ret;
+}
+
+/* Answer r with {"user"} (or {} once cleared) and a Set-Cookie of value
+ * (empty: clear it).  MHD's result. */
+static int
+http_api_cookie(struct http_req *r, const char *value)
+{
+	char cookie[HTTP_MAX_TOKEN + 200], body[128];
+	struct MHD_Response *resp;
+	int n;
+
+	snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; "
+	    "Path=/%s%s", HTTP_COOKIE, value, value[0] ? "" : "; Max-Age=0",
+	    r->srv->cfg.http_insecure_cookie ? "" : "; Secure");
+	n = value[0] ? snprintf(body, sizeof(body), "{\"user\":\"%s\"}\n",
+	    r->user) : snprintf(body, sizeof(body), "{}\n");
+	resp = MHD_create_response_from_buffer((size_t)n, body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Set-Cookie", cookie);
+	r->bytes = (uint64_t)n;
+	return http_reply_queue(r, 200, resp);
+}
+
+/* See http_api.h. */
+int
+http_api_session_new(struct http_req *r)
+{
+	if (r->by_cookie)
+		return http_reply_error(r, 400, "send the token as "
+		    "\"Authorization: Bearer TOKEN\" to start a session");
+	return http_api_cookie(r, r->token);
+}
+
+/* See http_api.h. */
+int
+http_api_session_end(struct http_req *r)
+{
+	if (MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND,
+	    HTTP_COOKIE) && !http_auth_same_origin(r))
+		return http_reply_error(r, 403, "a request from another origin "
+		    "with the session cookie: its Origin must be this server");
+	return http_api_cookie(r, "");
+}
+
+/* One metric with its help and type lines. */
+static void
+http_api_metric(struct buf *b, const char *name, const char *type,
+    const char *help, unsigned long long value)
+{
+	buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help,
+	    name, type, name, value);
+}
+
+/* The monitor's counts into b. */
+static void
+http_api_metrics_monitor(struct http_req *r, struct buf *b)
+{
+	json_object *req = json_object_new_object(), *ans;
+
+	if (req)
+		json_object_object_add(req, "type",
+		    json_object_new_string("metrics"));
+	if (http_ask(r->srv, req, &ans, NULL, NULL, 0) < 0)
+		return;
+	buf_printf(b, "# HELP atrium_rooms_active Rooms whose processes "
+	    "run, by state.\n# TYPE atrium_rooms_active gauge\n");
+	buf_printf(b, "atrium_rooms_active{state=\"ready\"} %lld\n",
+	    json_get_int(ans, "rooms_ready", 0));
+	buf_printf(b, "atrium_rooms_active{state=\"starting\"} %lld\n",
+	    json_get_int(ans, "rooms_starting", 0));
+	buf_printf(b, "atrium_rooms_active{state=\"stopping\"} %lld\n",
+	    json_get_int(ans, "rooms_stopping", 0));
+	json_object_put(ans);
+}
+
+/* This process's counts into b. */
+static void
+http_api_metrics_http(struct http_server *srv, struct buf *b)
+{
+	static const char *const why[HTTP_REFUSED_N] = {
+		"auth", "forbidden", "limit", "bad_request", "unavailable",
+	};
+	const struct http_stats *s = &srv->stats;
+	long long sse, ws, commands;
+
+	http_api_metric(b, "atrium_http_requests_total", "counter",
+	    "HTTP requests answered.", (unsigned long long)s->requests);
+	buf_printf(b, "# HELP atrium_http_responses_total HTTP responses by "
+	    "status class.\n# TYPE atrium_http_responses_total counter\n");
+	for (int i = 1; i < 6; i++)
+		buf_printf(b, "atrium_http_responses_total{code=\"%dxx\"} "
+		    "%llu\n", i, (unsigned long long)s->by_class[i]);
+	buf_printf(b, "# HELP atrium_http_refusals_total HTTP requests "
+	    "refused, by reason.\n# TYPE atrium_http_refusals_total "
+	    "counter\n");
+	for (int i = 0; i < HTTP_REFUSED_N; i++)
+		buf_printf(b, "atrium_http_refusals_total{reason=\"%s\"} "
+		    "%llu\n", why[i], (unsigned long long)s->refused[i]);
+	http_api_metric(b, "atrium_http_response_bytes_total", "counter",
+	    "Response body bytes sent.", (unsigned long long)s->bytes_out);
+	http_stream_counts(srv, &sse, &ws, &commands);
+	buf_printf(b, "# HELP atrium_http_sessions Room connections over "
+	    "HTTP, by kind.\n# TYPE atrium_http_sessions gauge\n"
+	    "atrium_http_sessions{kind=\"events\"} %lld\n"
+	    "atrium_http_sessions{kind=\"websocket\"} %lld\n", sse, ws);
+	http_api_metric(b, "atrium_http_commands_running", "gauge", "People's "
+	    "commands started over WebSockets, not ended.",
+	    (unsigned long long)commands);
+	http_api_metric(b, "atrium_http_stream_drops_total", "counter",
+	    "Backlogs dropped for slow readers.",
+	    (unsigned long long)s->streams_dropped);
+}
+
+/* See http_api.h. */
+int
+http_api_metrics(struct http_req *r)
+{
+	struct buf b;
+	int ret;
+
+	if (!http_auth_loopback(r)) {
+		if (http_auth_check(r, 0, &ret))
+			return ret;
+		if (!r->admin)
+			return http_reply_error(r, 403, "metrics are the "
+			    "operator's: a token of an atrium-admin key, or a "
+			    "client on a loopback address");
+	}
+	buf_init(&b, HTTP_METRICS_MAX);
+	http_api_metrics_monitor(r, &b);
+	http_api_metrics_http(r->srv, &b);
+	ret = http_reply_text(r, 200, "text/plain; version=0.0.4; "
+	    "charset=utf-8", b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return ret;
+}

@@ -1,0 +1,119 @@
+/*
+ * http_ask.c: atriumd-http's side of the request and event sockets
+ * (http_ask.h).  Called by the routes (http_api.c, http_auth.c,
+ * http_stream.c) and by the loop (http_ask_event).
+ */
+#include "http_ask.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "api_room.h"
+#include "http_req.h"
+#include "http_server.h"
+#include "http_stream.h"
+#include "jsonl.h"
+#include "log.h"
+#include "privsep.h"
+
+/* See http_ask.h. */
+json_object *
+http_ask_make(const char *type, const char *token, const char *addr,
+    const char *room)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "type", json_object_new_string(type));
+	json_object_object_add(o, "token", json_object_new_string(token));
+	json_object_object_add(o, "addr", json_object_new_string(addr));
+	if (room)
+		json_object_object_add(o, "room", json_object_new_string(room));
+	return o;
+}
+
+/* See http_ask.h. */
+json_object *
+http_ask_new(const struct http_req *r, const char *type, int with_room)
+{
+	return http_ask_make(type, r->token, r->addr, with_room ? r->room :
+	    NULL);
+}
+
+/* The monitor is gone, or broke the wire: stop. */
+static void
+http_ask_lost(struct http_server *srv, int r)
+{
+	if (!srv->stopping)
+		log_error("the monitor does not answer (%s); stopping",
+		    strerror(-r));
+	srv->stopping = 1;
+}
+
+/* See http_ask.h. */
+int
+http_ask(struct http_server *srv, json_object *req, json_object **ans,
+    int *fds, int *nfds, int maxfds)
+{
+	int r;
+
+	*ans = NULL;
+	if (nfds)
+		*nfds = 0;
+	if (!req)
+		return -ENOMEM;
+	if (srv->stopping) {
+		json_object_put(req);
+		return -EPIPE;
+	}
+	r = privsep_send(srv->req_fd, req, NULL, 0);
+	json_object_put(req);
+	if (r == 0)
+		r = privsep_recv(srv->req_fd, PRIVSEP_MAX_ANSWER, ans, fds,
+		    nfds, maxfds);
+	if (r < 0) {
+		http_ask_lost(srv, r);
+		return -EPIPE;
+	}
+	return 0;
+}
+
+/* See http_ask.h. */
+int
+http_ask_refused(json_object *ans, const char **why)
+{
+	*why = json_get_string(ans, "error");
+	if (json_get_int(ans, "errno", 0) != EACCES)
+		return 0;
+	if (!*why)
+		*why = "refused";
+	return 1;
+}
+
+/* See http_ask.h. */
+void
+http_ask_event(struct watch *w, int revents)
+{
+	struct http_server *srv = w->arg;
+	json_object *ev = NULL;
+	const char *type;
+	int r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_REQUEST, &ev, NULL, NULL,
+	    0);
+
+	(void)revents;
+	if (r < 0) {
+		loop_del(w);
+		http_ask_lost(srv, r);
+		return;
+	}
+	type = json_get_string(ev, "type");
+	if (type && strcmp(type, "end_room") == 0)
+		http_stream_end_room(srv, json_get_string(ev, "room"),
+		    json_get_string(ev, "message"));
+	else if (type && strcmp(type, "wake") == 0) {
+		http_stream_wake(srv);
+		api_room_wake(srv);
+	}
+	json_object_put(ev);
+}

@@ -1,0 +1,44 @@
+/*
+ * http_ask.h: atriumd-http's requests to the monitor (http_ask.c; the
+ * wire is privsep.h, the rules the monitor applies are http_front.h).
+ * Each call sends one request and waits for its answer: the monitor
+ * answers from its own loop at once (its slowest, the rooms listing,
+ * reads one small record per room), so the wait is a round trip.  When
+ * the monitor is gone every call fails with -EPIPE and the process stops.
+ * A request that acts for someone carries the request's token and the
+ * client's address, never a user: who it is for is the monitor's finding.
+ */
+#ifndef ATRIUMD_HTTP_ASK_H
+#define ATRIUMD_HTTP_ASK_H
+
+#include <json-c/json.h>
+
+struct http_req;
+struct http_server;
+
+/* A request of type for token from addr (room too when not NULL), or
+ * NULL (out of memory). */
+json_object *http_ask_make(const char *type, const char *token,
+    const char *addr, const char *room);
+
+/* A request of type for r (token and addr; room too when with_room), or
+ * NULL (out of memory). */
+json_object *http_ask_new(const struct http_req *r, const char *type,
+    int with_room);
+
+/* Send req (consumed) and wait for the answer, into *ans (the caller's),
+ * with up to maxfds descriptors into fds (*nfds of them).  0; -EPIPE
+ * when the monitor is gone (srv->stopping is set); another -errno. */
+int http_ask(struct http_server *srv, json_object *req, json_object **ans,
+    int *fds, int *nfds, int maxfds);
+
+/* Whether the answer is a refusal of who the request is for: 1 with its
+ * reason in *why (borrowed from ans), 0 when not. */
+int http_ask_refused(json_object *ans, const char **why);
+
+/* The monitor's event socket is readable: end_room ends that room's
+ * streams, wake lets streams waiting for a room ask again. */
+struct watch;
+void http_ask_event(struct watch *w, int revents);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * http_auth.h: who an HTTP request is for, and whether its origin may ask
+ * it (http_auth.c).  Called by http_server.c for every route with
+ * HTTP_AUTH, and by the routes that authenticate only sometimes
+ * (/metrics: a loopback client needs no token).
+ *
+ *   the token    "Authorization: Bearer TOKEN", else the cookie
+ *                atrium_session (POST /api/session sets it); never a URL
+ *                parameter.  The monitor resolves it on every request
+ *                (whoami): who it is for is never this process's word.
+ *   the origin   a request authenticated by the cookie with a method
+ *                other than GET or HEAD must carry an Origin whose host
+ *                is the Host it was sent to (no form post or fetch from
+ *                another site rides on the cookie); a WebSocket upgrade
+ *                must too, whatever authenticates it, when it has an
+ *                Origin (browsers always send one), and with the cookie
+ *                it must have one.
+ *   the address  the connection's peer; X-Forwarded-For (its last entry)
+ *                only when the peer is http-trusted-proxy.
+ */
+#ifndef ATRIUMD_HTTP_AUTH_H
+#define ATRIUMD_HTTP_AUTH_H
+
+struct http_req;
+
+#define HTTP_COOKIE	"atrium_session"
+
+/* Set r->addr from the connection (and a trusted proxy's header). */
+void http_auth_addr(struct http_req *r);
+
+/* 1 when r's client is on a loopback address (and no proxy spoke for
+ * it), 0 when not. */
+int http_auth_loopback(const struct http_req *r);
+
+/* Authenticate r: its token taken, its origin checked (upgrade: r is a
+ * WebSocket upgrade), the monitor asked.  0 with r->user and the rest
+ * set; else 1 with r answered (401, 403, 503) and *ret MHD's result. */
+int http_auth_check(struct http_req *r, int upgrade, int *ret);
+
+/* Does Origin's host equal Host?  1, or 0 (either missing, or
+ * different). */
+int http_auth_same_origin(struct http_req *r);
+
+#endif

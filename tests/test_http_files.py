@@ -1,0 +1,269 @@
+"""A room's workspace files over HTTP (atriumd(8), HTTP, Files): GET (with
+Range), HEAD, PUT, DELETE and a directory's listing at
+/api/rooms/ROOM/files/PATH, and Cloudflare's /c/NAME/file/workspace/PATH,
+against a running atriumd with --http-listen, checked over SSH as a
+member of the room sees them.
+"""
+import hashlib
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from http_run import http_server, token_for
+
+
+def url(srv, path):
+    return "http://127.0.0.1:%d%s" % (srv.http_port, path)
+
+
+def curl(srv, tok, method, path, *args, timeout=120, input=None):
+    """(status, body bytes, headers text) of one curl request."""
+    p = subprocess.run(["curl", "-sS", "--path-as-is", "-X", method,
+                        "-D", "-", "-H", "Authorization: Bearer " + tok,
+                        *args, url(srv, path)],
+                       capture_output=True, timeout=timeout, input=input)
+    assert p.returncode == 0, p.stderr
+    head, _, body = p.stdout.partition(b"\r\n\r\n")
+    while head.startswith(b"HTTP/1.1 100"):
+        head, _, body = body.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, body, head.decode("latin-1")
+
+
+def files(room, path=""):
+    return "/api/rooms/%s/files/%s" % (room, path)
+
+
+def http_pid(srv):
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if argv0.endswith(b"atriumd-http") and ppid == srv.proc.pid:
+            return int(entry)
+    raise AssertionError("no atriumd-http")
+
+
+def vm_hwm_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def wait_for(pred, what, timeout=20):
+    end = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError("%s: not within %s s" % (what, timeout))
+        time.sleep(0.05)
+
+
+def ls_la(srv, ssh_run, room, path="."):
+    rc, out, err = ssh_run(srv, room, "ls -A1 " + path)
+    assert rc == 0, err
+    return sorted(out.split())
+
+
+@pytest.fixture
+def served(atriumd, data_dir, ssh_run):
+    srv = http_server(atriumd, data_dir)
+    assert ssh_run(srv, "work", "true")[0] == 0
+    return srv, token_for(srv, "alice")
+
+
+def test_put_then_get_100_mb_byte_for_byte_in_bounded_memory(
+        atriumd, data_dir, ssh_run, tmp_path):
+    srv = http_server(atriumd, data_dir, "--http-max-body", "128M")
+    assert ssh_run(srv, "work", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        for _ in range(100):
+            f.write(os.urandom(1 << 20))
+    md5 = hashlib.md5(big.read_bytes()).hexdigest()
+    pid = http_pid(srv)
+    before = vm_hwm_kb(pid)
+    status, body, _ = curl(srv, tok, "PUT", files("work", "data/big.bin"),
+                           "-T", str(big))
+    assert status == 201, body
+    assert json.loads(body) == {"path": "data/big.bin", "size": 100 << 20}
+    rc, out, err = ssh_run(srv, "work", "md5sum data/big.bin")
+    assert out.split()[0] == md5, err
+    p = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer " + tok,
+                        url(srv, files("work", "data/big.bin"))],
+                       capture_output=True, timeout=120)
+    assert hashlib.md5(p.stdout).hexdigest() == md5
+    after = vm_hwm_kb(pid)
+    # 200 MB went through; the process grew by far less than one copy
+    assert after - before < 16 * 1024, (before, after)
+    # a replaced file is 204, and ssh sees the new bytes
+    status, body, _ = curl(srv, tok, "PUT", files("work", "data/big.bin"),
+                           "--data-binary", "small now\n")
+    assert status == 204, body
+    assert ssh_run(srv, "work", "cat data/big.bin")[1] == "small now\n"
+
+
+def test_range_head_listing_and_delete(served, ssh_run):
+    srv, tok = served
+    data = bytes(range(256)) * 40
+    assert ssh_run(srv, "work", "mkdir -p d/sub")[0] == 0
+    assert curl(srv, tok, "PUT", files("work", "d/f.bin"), "--data-binary",
+                "@-", input=data)[0] == 201
+    rc, out, _ = ssh_run(srv, "work", "md5sum d/f.bin")
+    assert out.split()[0] == hashlib.md5(data).hexdigest()
+    status, body, head = curl(srv, tok, "GET", files("work", "d/f.bin"))
+    assert status == 200 and body == data
+    assert "Accept-Ranges: bytes" in head and "ETag: " in head
+    assert "Last-Modified: " in head
+    assert "Content-Length: %d" % len(data) in head
+    status, body, head = curl(srv, tok, "GET", files("work", "d/f.bin"),
+                              "-H", "Range: bytes=100-199")
+    assert status == 206 and body == data[100:200]
+    assert "Content-Range: bytes 100-199/%d" % len(data) in head
+    status, body, head = curl(srv, tok, "GET", files("work", "d/f.bin"),
+                              "-H", "Range: bytes=-10")
+    assert status == 206 and body == data[-10:]
+    status, body, head = curl(srv, tok, "GET", files("work", "d/f.bin"),
+                              "-H", "Range: bytes=%d-" % len(data))
+    assert status == 416
+    assert "Content-Range: bytes */%d" % len(data) in head
+    p = subprocess.run(["curl", "-sS", "-I", "-H", "Authorization: Bearer " +
+                        tok, url(srv, files("work", "d/f.bin"))],
+                       capture_output=True, timeout=60, text=True)
+    assert p.stdout.startswith("HTTP/1.1 200")
+    assert "Content-Length: %d" % len(data) in p.stdout
+    status, body, head = curl(srv, tok, "GET", files("work", "d"))
+    assert status == 200 and "application/json" in head
+    listing = json.loads(body)
+    assert [(e["name"], e["type"]) for e in listing] == [
+        ("f.bin", "file"), ("sub", "directory")]
+    assert listing[0]["size"] == len(data) and listing[0]["mtime"] > 0
+    status, body, _ = curl(srv, tok, "GET", "/api/rooms/work/files")
+    assert status == 200 and "d" in [e["name"] for e in json.loads(body)]
+    status, body, _ = curl(srv, tok, "DELETE", files("work", "d"))
+    assert status == 409, body
+    assert "not empty" in json.loads(body)["error"]
+    assert curl(srv, tok, "DELETE", files("work", "d/f.bin"))[0] == 204
+    assert curl(srv, tok, "DELETE", files("work", "d/sub"))[0] == 204
+    assert curl(srv, tok, "DELETE", files("work", "d/nope"))[0] == 404
+    assert curl(srv, tok, "GET", files("work", "d/f.bin"))[0] == 404
+    assert ls_la(srv, ssh_run, "work", "d") == []
+
+
+def test_a_cut_upload_leaves_the_old_file_and_no_stray(served, ssh_run):
+    srv, tok = served
+    assert ssh_run(srv, "work", "echo precious > keep.txt")[0] == 0
+    s = socket.create_connection(("127.0.0.1", srv.http_port), timeout=30)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: %d\r\n\r\n" % (files("work", "keep.txt"), tok,
+                                               10 << 20)).encode())
+    for _ in range(4):
+        s.sendall(b"x" * (1 << 20))
+    # the upload is on its way: its temporary file is in the directory
+    wait_for(lambda: len(ls_la(srv, ssh_run, "work")) == 2,
+             "the upload's temporary file")
+    s.close()
+    wait_for(lambda: ls_la(srv, ssh_run, "work") == ["keep.txt"],
+             "the cut upload removed")
+    assert ssh_run(srv, "work", "cat keep.txt")[1] == "precious\n"
+    status, body, _ = curl(srv, tok, "GET", files("work"))
+    assert [e["name"] for e in json.loads(body)] == ["keep.txt"]
+
+
+def test_a_full_workspace_is_507_and_keeps_nothing(atriumd, data_dir,
+                                                   ssh_run, tmp_path):
+    srv = http_server(atriumd, data_dir, "--quota", "8M")
+    assert ssh_run(srv, "work", "true")[0] == 0
+    tok = token_for(srv, "alice")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\x07" * (12 << 20))
+    status, body, _ = curl(srv, tok, "PUT", files("work", "big.bin"),
+                           "-T", str(big))
+    assert status == 507, body
+    assert "full" in json.loads(body)["error"]
+    wait_for(lambda: ls_la(srv, ssh_run, "work") == [], "nothing left")
+    assert json.loads(curl(srv, tok, "GET", files("work"))[1]) == []
+    # what fits still goes in
+    status, _, _ = curl(srv, tok, "PUT", files("work", "small.txt"),
+                        "--data-binary", "fits")
+    assert status == 201
+
+
+def test_hostile_paths_are_refused_and_nothing_is_written(served, ssh_run):
+    srv, tok = served
+    assert ssh_run(srv, "work", "mkdir real && ln -s /etc/passwd pw && "
+                   "ln -s real rel && ln -s /workspace/real abs")[0] == 0
+    before = ls_la(srv, ssh_run, "work")
+    for path, want in [("../x", 400), ("%2e%2e/x", 400), ("a/%2e%2e/x", 400),
+                       ("a%2fb", 400), ("a%2Fb", 400), ("a%00b", 400),
+                       ("./x", 400), ("a//b", 400),
+                       ("pw", 403), ("rel/x", 403), ("abs/x", 403)]:
+        for method in ("PUT", "DELETE", "GET"):
+            args = ("--data-binary", "evil") if method == "PUT" else ()
+            status, body, _ = curl(srv, tok, method, files("work", path),
+                                   *args)
+            assert status == want, (method, path, status, body)
+            assert json.loads(body)["error"], body
+    assert ls_la(srv, ssh_run, "work") == before
+    assert ls_la(srv, ssh_run, "work", "real") == []
+    assert ssh_run(srv, "work", "readlink pw")[1] == "/etc/passwd\n"
+    with open("/etc/passwd", "rb") as f:
+        assert b"evil" not in f.read()
+
+
+def test_a_file_put_over_http_is_there_for_ssh_cat(served, ssh_run):
+    srv, tok = served
+    status, body, _ = curl(srv, tok, "PUT", files("work", "notes/hello.txt"),
+                           "--data-binary", "hello from http\n")
+    assert status == 201, body
+    assert ssh_run(srv, "work", "cat notes/hello.txt")[1] == \
+        "hello from http\n"
+    assert ssh_run(srv, "work", "stat -c %U notes/hello.txt")[0] == 0
+
+
+def test_a_read_only_token_reads_but_may_not_write(served, ssh_run):
+    srv, tok = served
+    ro = token_for(srv, "alice", read_only=True)
+    assert curl(srv, tok, "PUT", files("work", "r.txt"),
+                "--data-binary", "x")[0] == 201
+    assert curl(srv, ro, "GET", files("work", "r.txt"))[1] == b"x"
+    assert curl(srv, ro, "PUT", files("work", "r.txt"),
+                "--data-binary", "y")[0] == 403
+    assert curl(srv, ro, "PUT", files("work", "new.txt"),
+                "--data-binary", "y")[0] == 403
+    assert curl(srv, ro, "DELETE", files("work", "r.txt"))[0] == 403
+    assert ls_la(srv, ssh_run, "work") == ["r.txt"]
+    assert ssh_run(srv, "work", "cat r.txt")[1] == "x"
+
+
+def test_cloudflare_file_recipe(served, ssh_run):
+    srv, tok = served
+    status, _, _ = curl(srv, tok, "PUT", "/c/work/file/workspace/app/main.py",
+                        "--data-binary", "print('hi')\n")
+    assert status in (200, 201, 204)
+    assert ssh_run(srv, "work", "cat app/main.py")[1] == "print('hi')\n"
+    status, body, head = curl(srv, tok, "GET",
+                              "/c/work/file/workspace/app/main.py")
+    assert status == 200 and body == b"print('hi')\n"
+    assert "application/octet-stream" in head
+    for path in ("/c/work/file/etc/passwd", "/c/work/file/tmp/x",
+                 "/c/work/file/workspace"):
+        assert curl(srv, tok, "GET", path)[0] == 400, path
+        assert curl(srv, tok, "PUT", path, "--data-binary", "x")[0] == 400
+    assert curl(srv, tok, "GET", "/c/work/file/workspace/app")[0] == 400
