@@ -349,6 +349,20 @@ def test_a_trickled_request_head_is_cut_after_the_timeout(http_server):
     assert b"atrium_http_slow_heads_closed_total 1\n" in body
 
 
+def test_a_kept_alive_connection_trickling_its_next_head_is_cut(
+        http_server):
+    """After a request, the next head may take the idle wait and the
+    request timeout together, no more, however steadily it trickles."""
+    h = http_server("--http-request-timeout", "2", "--http-idle-timeout",
+                    "2")
+    with socket.create_connection(("127.0.0.1", h.port), 5) as s:
+        assert _served(s)
+        took, said = _trickle(s, 15, lambda: None)
+        assert took is not None, "a trickling client held its connection"
+        assert took < 7, took
+        assert said.startswith(b"HTTP/1.1 408 "), said
+
+
 def _served(s):
     """Ask for /health on s: True when it answered."""
     try:

@@ -2,7 +2,8 @@
  * http_slow.c: a bound on the whole time to send a request head
  * (http_slow.h).  Called by MHD (connection notices) and by
  * http_server.c (the access handler's first call, a request's end, each
- * loop turn).  Only MHD's own thread touches it: there is no other.
+ * loop turn), all on the loop's one thread (the file routes' worker,
+ * http_fileio.h, never touches it).
  */
 #include "http_slow.h"
 
