@@ -181,6 +181,9 @@ http_api_metrics_http(struct http_server *srv, struct buf *b)
 	http_api_metric(b, "atrium_http_stream_drops_total", "counter",
 	    "Backlogs dropped for slow readers.",
 	    (unsigned long long)s->streams_dropped);
+	http_api_metric(b, "atrium_http_slow_heads_closed_total", "counter",
+	    "Connections closed for taking longer than http-request-timeout "
+	    "to send a request head.", srv->slow.closed);
 }
 
 /* See http_api.h. */

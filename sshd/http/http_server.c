@@ -9,9 +9,10 @@
  * handed (MHD_OPTION_LISTEN_SOCKET: this process can make no socket) and
  * enforces the limits it can: connections in all and per address, the
  * time a client may stay silent (http-request-timeout while it sends a
- * request: a half-sent request head is closed after it;
- * http-idle-timeout while a kept-alive connection waits for its next),
- * and a per-connection memory pool that bounds the request head.
+ * request; http-idle-timeout while a kept-alive connection waits for its
+ * next), and a per-connection memory pool that bounds the request head.
+ * Silence is not all: the whole time to send a request head is bounded
+ * too (http_slow.h), so a client trickling a byte at a time is cut.
  * The rest are checked here on MHD's first call for a request, before any
  * body is read: the request line (414), the headers (431), the body's
  * announced length (413), the route (400, 404, 405), the token (401) and
@@ -213,6 +214,7 @@ http_server_access(void *cls, struct MHD_Connection *c, const char *url,
 		 * request (body and all) is under the request timeout. */
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)srv->cfg.http_request_timeout);
+		http_slow_head_done(c);
 		*con_cls = r;
 		return http_server_first(r, url) == MHD_YES ? MHD_YES : MHD_NO;
 	}
@@ -244,9 +246,12 @@ http_server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	/* Not on a stream's: MHD completes an upgrade's request as it hands
 	 * the socket over, and a timeout set then breaks the hand-over. */
 	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->stream &&
-	    r->status != 101)
+	    r->status != 101) {
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)srv->cfg.http_idle_timeout);
+		http_slow_rearm(&srv->slow, c, srv->cfg.http_idle_timeout,
+		    srv->cfg.http_request_timeout, time_mono_ms());
+	}
 	if (r->stream)
 		http_stream_detach(r->stream);
 	if (!r->answered)
@@ -303,6 +308,7 @@ http_server_mhd(struct http_server *srv, int listen_fd)
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->http_request_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 	    MHD_OPTION_NOTIFY_COMPLETED, http_server_completed, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, http_slow_notify, srv,
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_server_unescape, NULL,
 	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
 	    MHD_OPTION_END);
@@ -347,8 +353,12 @@ static void
 http_server_turn(struct http_server *srv)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
+	long long slow_ms;
 
 	http_stream_tick(srv);
+	/* Before the runs: a connection cut here is closed by them. */
+	if ((slow_ms = http_slow_sweep(&srv->slow, time_mono_ms())) > 0)
+		loop_wake_at(&srv->loop, slow_ms);
 	MHD_run(srv->mhd);
 	/* MHD frees the connections a run closed (and gives their address
 	 * its place back under http-per-source) only at its next run: have

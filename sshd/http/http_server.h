@@ -21,6 +21,7 @@
 #include "http_web.h"
 #include "loop.h"
 #include "http_guard.h"
+#include "http_slow.h"
 
 struct MHD_Daemon;
 struct http_stream;
@@ -65,6 +66,7 @@ struct http_server {
 	int nstreams;
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
+	struct http_slow slow;		/* request heads' deadlines */
 	long long trim_ms;		/* free heap last given back */
 	struct http_fileio *fileio;	/* the file routes' I/O thread, made
 					 * on first use (http_fileio.h) */
