@@ -267,3 +267,70 @@ def test_cloudflare_file_recipe(served, ssh_run):
         assert curl(srv, tok, "GET", path)[0] == 400, path
         assert curl(srv, tok, "PUT", path, "--data-binary", "x")[0] == 400
     assert curl(srv, tok, "GET", "/c/work/file/workspace/app")[0] == 400
+
+
+def test_conditional_get_answers_304_and_a_changed_file_200(served, ssh_run):
+    srv, tok = served
+    assert curl(srv, tok, "PUT", files("work", "c.txt"), "--data-binary",
+                "one\n")[0] == 201
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"))
+    assert status == 200 and body == b"one\n"
+    fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:])
+    etag, modified = fields["ETag"], fields["Last-Modified"]
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"),
+                              "-H", "If-None-Match: " + etag)
+    assert status == 304 and body == b""
+    assert "ETag: " + etag in head
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", "If-Modified-Since: " + modified)
+    assert status == 304 and body == b""
+    # an ETag that is not the file's wins over a date that is current
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", 'If-None-Match: "stale"',
+                           "-H", "If-Modified-Since: " + modified)
+    assert status == 200 and body == b"one\n"
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", "If-Modified-Since: "
+                           "Thu, 01 Jan 1970 00:00:00 GMT")
+    assert status == 200 and body == b"one\n"
+    # changed over ssh: the old ETag no longer matches
+    assert ssh_run(srv, "work", "echo two-longer > c.txt")[0] == 0
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"),
+                              "-H", "If-None-Match: " + etag)
+    assert status == 200 and body == b"two-longer\n"
+    assert "ETag: " + etag not in head
+
+
+def test_file_types_never_let_a_workspace_file_run_in_the_page(served):
+    srv, tok = served
+    page = b"<script>alert(1)</script>"
+    expect = {
+        "notes.txt": ("text/plain; charset=utf-8", False),
+        "main.c": ("text/plain; charset=utf-8", False),
+        "app.js": ("text/plain; charset=utf-8", False),
+        "data.json": ("application/json", False),
+        "pic.png": ("image/png", False),
+        "blob.bin": ("application/octet-stream", False),
+        "index.html": ("application/octet-stream", True),
+        "page.HTM": ("application/octet-stream", True),
+        "logo.svg": ("application/octet-stream", True),
+        "feed.xml": ("application/octet-stream", True),
+    }
+    for name, (ctype, attached) in expect.items():
+        assert curl(srv, tok, "PUT", files("work", name), "--data-binary",
+                    "@-", input=page)[0] == 201
+        for method in ("GET", "HEAD"):
+            args = ["-I"] if method == "HEAD" else []
+            status, body, head = curl(srv, tok, "GET" if method == "GET"
+                                      else "HEAD", files("work", name), *args)
+            assert status == 200, (name, method)
+            assert "Content-Type: %s\r\n" % ctype in head + "\r\n", (name,
+                                                                    head)
+            assert ("Content-Disposition: attachment" in head) == attached, \
+                (name, head)
+            assert "X-Content-Type-Options: nosniff" in head, (name, head)
+    # Cloudflare's route stays octet-stream, as its example says
+    status, body, head = curl(srv, tok, "GET",
+                              "/c/work/file/workspace/notes.txt")
+    assert status == 200 and body == page
+    assert "Content-Type: application/octet-stream" in head
