@@ -8,12 +8,14 @@ import hashlib
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
 
 import pytest
 
+from conftest import _pids_using
 from http_run import http_server, token_for
 
 
@@ -334,3 +336,66 @@ def test_file_types_never_let_a_workspace_file_run_in_the_page(served):
                               "/c/work/file/workspace/notes.txt")
     assert status == 200 and body == page
     assert "Content-Type: application/octet-stream" in head
+
+
+def agent_pid(srv, room):
+    """The pid of room's atrium-agent."""
+    for pid in _pids_using(os.path.join(srv.data, "rooms", room)):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "atrium-agent":
+                    return pid
+        except OSError:
+            pass
+    raise AssertionError("no atrium-agent for room %s" % room)
+
+
+def ls_la_all(srv, ssh_run, room, path="."):
+    """Every name of path, hidden ones too (ssh ROOM@host ls -la)."""
+    rc, out, err = ssh_run(srv, room, "ls -la " + path)
+    assert rc == 0, err
+    return sorted(line.split()[-1] for line in out.splitlines()[1:]
+                  if line.split()[-1] not in (".", ".."))
+
+
+def test_an_upload_cut_by_the_agents_end_leaves_no_temporary_file(
+        served, ssh_run):
+    srv, tok = served
+    assert ssh_run(srv, "work", "mkdir -p deep/er && echo precious > "
+                   "deep/er/keep.txt && echo top > top.txt")[0] == 0
+    socks = []
+    for path in ("deep/er/keep.txt", "new.bin"):
+        s = socket.create_connection(("127.0.0.1", srv.http_port),
+                                     timeout=30)
+        s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                   "%s\r\nContent-Length: %d\r\n\r\n"
+                   % (files("work", path), tok, 10 << 20)).encode())
+        s.sendall(b"x" * (1 << 20))
+        socks.append(s)
+    # both uploads are on their way: their temporary files are there
+    wait_for(lambda: len(ls_la_all(srv, ssh_run, "work", "deep/er")) == 2
+             and len(ls_la_all(srv, ssh_run, "work")) == 3,
+             "the uploads' temporary files")
+    os.kill(agent_pid(srv, "work"), signal.SIGKILL)
+    for s in socks:
+        s.close()
+    # the agent is started again by the next use (a command that ran
+    # while it stopped is refused: asked again); after it no stray is
+    # left, and the files the uploads were to replace are as they were
+
+    def listing(path):
+        rc, out, _ = ssh_run(srv, "work", "ls -la " + path)
+        return sorted(line.split()[-1] for line in out.splitlines()[1:]
+                      if line.split()[-1] not in (".", "..")) \
+            if rc == 0 else None
+
+    wait_for(lambda: listing("deep/er") == ["keep.txt"] and
+             listing(".") == ["deep", "top.txt"],
+             "the temporary files removed")
+    assert ssh_run(srv, "work", "cat deep/er/keep.txt")[1] == "precious\n"
+    # and an upload after the restart works as before
+    status, body, _ = curl(srv, tok, "PUT", files("work", "deep/er/n.txt"),
+                           "--data-binary", "fresh\n")
+    assert status == 201, body
+    assert ls_la_all(srv, ssh_run, "work", "deep/er") == ["keep.txt",
+                                                          "n.txt"]
