@@ -59,6 +59,12 @@ struct http_server {
 	int ev_fd;			/* event socket from the monitor */
 	struct watch ev_w;		/* on ev_fd */
 	int stopping;			/* SIGTERM or the monitor gone */
+	long long drain_until_ms;	/* SIGHUP: no new connection, the
+					 * running requests finish until then,
+					 * then the process ends (the monitor
+					 * starts it again with the new
+					 * settings); 0: not draining */
+	unsigned requests_running;	/* begun and not completed */
 	struct http_stream *streams;	/* event streams and WebSockets */
 	struct api_room_wait *room_waits; /* requests waiting for a room
 					 * to start (api_room.h) */

@@ -256,6 +256,14 @@ http_stream_end_room(struct http_server *srv, const char *room,
 
 /* See http_stream.h. */
 void
+http_stream_end_all(struct http_server *srv, const char *msg)
+{
+	for (struct http_stream *s = srv->streams; s; s = s->next)
+		http_stream_end(s, msg);
+}
+
+/* See http_stream.h. */
+void
 http_stream_wake(struct http_server *srv)
 {
 	for (struct http_stream *s = srv->streams; s; s = s->next)
