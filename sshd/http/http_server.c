@@ -402,6 +402,7 @@ http_server_turn(struct http_server *srv)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	http_stream_tick(srv);
+	http_ask_deliver(srv);
 	MHD_run(srv->mhd);
 	/* MHD frees the connections a run closed (and gives their address
 	 * its place back under http-per-source) only at its next run: have
@@ -433,6 +434,7 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
+	http_ask_forget(srv);
 	http_fileio_free(srv->fileio);
 	srv->fileio = NULL;
 	if (srv->mhd)
