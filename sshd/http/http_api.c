@@ -1,7 +1,9 @@
 /*
  * http_api.c: the routes that answer at once (http_api.h).  Called by
  * http_server.c through the route table (http_routes.c), after the
- * flags' checks (a token resolved for HTTP_AUTH rows).
+ * flags' checks (a token resolved for HTTP_AUTH rows).  The one that
+ * cannot, the rooms listing, asks the monitor with http_ask_later and
+ * waits suspended, so that it holds up no other client.
  */
 #include "http_api.h"
 

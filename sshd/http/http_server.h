@@ -54,7 +54,8 @@ struct http_server {
 	struct MHD_Daemon *mhd;		/* libmicrohttpd, external epoll */
 	struct watch mhd_w;		/* on MHD's epoll fd */
 	struct watch sig_w;		/* on sigfd */
-	int sigfd;			/* SIGTERM, SIGINT (SIGCHLD unused) */
+	int sigfd;			/* SIGTERM, SIGINT, SIGHUP (SIGCHLD
+					 * unused) */
 	int req_fd;			/* request socket to the monitor */
 	int ev_fd;			/* event socket from the monitor */
 	struct watch ev_w;		/* on ev_fd */
