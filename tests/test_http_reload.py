@@ -13,6 +13,7 @@ import pytest
 from conftest import free_port
 from http_run import token_for
 from test_http import wait_http
+from test_http_ws_limits import TEXT, Ws
 from test_reload import wait_log, write_conf
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -58,7 +59,9 @@ def test_sighup_restarts_atriumd_http_with_its_new_settings(
     assert ssh_run(srv, "work", "true")[0] == 0
     tok = token_for(srv, "alice")
     assert put(srv, tok, "before.bin", 2 << 20)[0] == 201
-    # an upload on its way when the settings change
+    # a WebSocket open, and an upload on its way, when the settings change
+    ws = Ws(srv, "work", tok)
+    assert b'"welcome"' in ws.recv()[1]
     slow = socket.create_connection(("127.0.0.1", srv.http_port), timeout=30)
     slow.sendall(("PUT /api/rooms/work/files/during.bin HTTP/1.1\r\n"
                   "Host: x\r\nAuthorization: Bearer %s\r\n"
@@ -73,8 +76,16 @@ def test_sighup_restarts_atriumd_http_with_its_new_settings(
     srv.proc.send_signal(signal.SIGHUP)
     wait_log(srv, "reload applied by restarting atriumd-http")
     wait_log(srv, "http-max-body")
-    wait_log(srv, "SIGHUP: restarting with new settings once the 1 "
-             "running request end")
+    # (the WebSocket's request runs until it closes)
+    wait_log(srv, "SIGHUP: restarting with new settings once the 2 "
+             "running requests end")
+    # the WebSocket is told to reconnect
+    while True:
+        op, payload = ws.recv()
+        if op == TEXT and b'"end"' in payload:
+            break
+    assert b"restarts with new settings" in payload
+    ws.close()
     # the running upload finishes under the settings it began with
     slow.sendall(b"d" * (1 << 20))
     status, body = read_answer(slow)

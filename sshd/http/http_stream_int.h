@@ -87,6 +87,9 @@ struct http_stream {
 	long long linger_until_ms;	/* our close is sent, the client's
 					 * is not: reading to drop until then;
 					 * 0: not lingering */
+	long long close_wait_ms;	/* our close is sent while we still
+					 * read: the client's close is awaited
+					 * until then (HTTP_WS_LINGER_MS) */
 };
 
 /* A new stream for r, in srv->streams, WAITING for r's room (the

@@ -492,6 +492,27 @@ http_ws_linger(struct http_stream *s)
 	loop_wake_at(&s->srv->loop, s->linger_until_ms);
 }
 
+/* Our close went out (the stream ended) and we still read, for the
+ * client's close: HTTP_WS_LINGER_MS at most, then the connection goes (a
+ * client that never answers holds nothing).  1 when it went. */
+static int
+http_ws_close_awaited(struct http_stream *s)
+{
+	long long now = time_mono_ms();
+
+	if (!wslay_event_get_close_sent(s->ws) ||
+	    wslay_event_get_close_received(s->ws))
+		return 0;
+	if (!s->close_wait_ms)
+		s->close_wait_ms = now + HTTP_WS_LINGER_MS;
+	if (now < s->close_wait_ms) {
+		loop_wake_at(&s->srv->loop, s->close_wait_ms);
+		return 0;
+	}
+	http_ws_close(s);
+	return 1;
+}
+
 /* Lingering: read and drop the client's bytes; its end ends it. */
 static void
 http_ws_drain(struct http_stream *s)
@@ -515,11 +536,18 @@ http_ws_tick(struct http_stream *s)
 	if (!s->ws || s->state == HTTP_STREAM_DEAD)
 		return;
 	http_ws_feed(s);
-	if (s->state == HTTP_STREAM_ENDING && !s->out.len &&
-	    !wslay_event_get_close_sent(s->ws))
-		wslay_event_queue_close(s->ws, WSLAY_CODE_NORMAL_CLOSURE,
-		    NULL, 0);
 	if (wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) {
+		http_ws_close(s);
+		return;
+	}
+	/* The close only once the last message (the "end") is out: wslay
+	 * sends a control frame ahead of queued messages, and nothing
+	 * after it. */
+	if (s->state == HTTP_STREAM_ENDING && !s->out.len &&
+	    !wslay_event_get_queued_msg_count(s->ws) &&
+	    !wslay_event_get_close_sent(s->ws) &&
+	    (wslay_event_queue_close(s->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL,
+	    0) != 0 || wslay_event_send(s->ws) != 0)) {
 		http_ws_close(s);
 		return;
 	}
@@ -534,6 +562,8 @@ http_ws_tick(struct http_stream *s)
 		http_ws_linger(s);
 		return;
 	}
+	if (http_ws_close_awaited(s))
+		return;
 	if (!want || (wslay_event_get_close_sent(s->ws) &&
 	    wslay_event_get_close_received(s->ws) && !s->out.len)) {
 		http_ws_close(s);
