@@ -729,3 +729,43 @@ while True:
 """)
     assert rc == 0, err
     assert out.splitlines() == ["refused True", "a 0", "c exec_result 0"]
+
+
+def test_health_answers_while_a_large_rooms_listing_is_built(
+        http_server, data_dir, ssh_run):
+    import select
+    from test_access import set_options
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    set_options(data_dir, "alice", "atrium-admin")
+    # rooms made quickly: a directory each is a room to the listing (an
+    # open room with no record yet), and an admin may see every one
+    rooms = os.path.join(str(data_dir), "rooms")
+    for i in range(20000):
+        os.mkdir(os.path.join(rooms, "r%05d" % i))
+    first = []
+    for _ in range(3):
+        listing = socket.create_connection(("127.0.0.1", h.port), timeout=60)
+        listing.sendall(("GET /api/rooms HTTP/1.1\r\nHost: x\r\n"
+                         "Authorization: Bearer %s\r\nConnection: close"
+                         "\r\n\r\n" % token).encode())
+        health = socket.create_connection(("127.0.0.1", h.port), timeout=60)
+        health.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                       b"Connection: close\r\n\r\n")
+        ready, _, _ = select.select([listing, health], [], [], 60)
+        first.append("health" if health in ready and listing not in ready
+                     else "listing")
+        got = b""
+        while True:
+            more = listing.recv(1 << 20)
+            if not more:
+                break
+            got += more
+        assert got.startswith(b"HTTP/1.1 200"), got[:200]
+        body = json.loads(got.partition(b"\r\n\r\n")[2])
+        assert len(body["rooms"]) == 1000 and body["truncated"] is True
+        assert health.recv(4096).startswith(b"HTTP/1.1 200")
+        listing.close()
+        health.close()
+    assert first == ["health"] * 3, first
