@@ -1,12 +1,15 @@
 /*
  * http_api.c: the routes that answer at once (http_api.h).  Called by
  * http_server.c through the route table (http_routes.c), after the
- * flags' checks (a token resolved for HTTP_AUTH rows).
+ * flags' checks (a token resolved for HTTP_AUTH rows).  The one that
+ * cannot, the rooms listing, asks the monitor with http_ask_later and
+ * waits suspended, so that it holds up no other client.
  */
 #include "http_api.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <microhttpd.h>
@@ -42,22 +45,79 @@ http_api_refusal(struct http_req *r, json_object *ans)
 	    "answer; try again");
 }
 
+/* A rooms listing asked of the monitor: its answer comes later (an
+ * admin's listing of thousands of rooms takes the monitor a while), and
+ * the request waits suspended meanwhile. */
+struct http_api_listing {
+	struct http_req *r;
+	struct http_pending *pending;	/* until the answer came */
+	json_object *ans;		/* the answer; NULL: the monitor is
+					 * gone */
+	int answered;
+};
+
+static void
+http_api_listing_free(void *arg)
+{
+	struct http_api_listing *l = arg;
+
+	http_ask_cancel(l->pending);
+	json_object_put(l->ans);
+	free(l);
+}
+
+/* http_ask_later's done: keep the answer, resume the request. */
+static void
+http_api_listing_done(void *arg, json_object *ans)
+{
+	struct http_api_listing *l = arg;
+
+	l->pending = NULL;
+	l->ans = json_object_get(ans);
+	l->answered = 1;
+	http_req_resume(l->r);
+}
+
+/* Ask for r's listing; suspend r until it comes.  MHD's result. */
+static int
+http_api_rooms_ask(struct http_req *r)
+{
+	struct http_api_listing *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return http_reply_error(r, 503, "out of memory; try again");
+	l->r = r;
+	r->ctx = l;
+	r->ctx_free = http_api_listing_free;
+	if (!(l->pending = http_ask_later(r->srv, http_ask_new(r, "rooms", 0),
+	    http_api_listing_done, l)))
+		return http_reply_error(r, 503, "atriumd is stopping; try "
+		    "again later");
+	r->suspended = 1;
+	MHD_suspend_connection(r->conn);
+	return MHD_YES;
+}
+
 /* See http_api.h. */
 int
 http_api_rooms(struct http_req *r)
 {
+	struct http_api_listing *l = r->ctx;
 	json_object *ans, *rooms, *out;
 	int ret;
 
-	if (http_ask(r->srv, http_ask_new(r, "rooms", 0), &ans, NULL, NULL,
-	    0) < 0)
+	if (!l)
+		return http_api_rooms_ask(r);
+	if (!l->answered) {		/* resumed early: wait on */
+		r->suspended = 1;
+		MHD_suspend_connection(r->conn);
+		return MHD_YES;
+	}
+	if (!(ans = l->ans))
 		return http_reply_error(r, 503, "atriumd is stopping; try "
 		    "again later");
-	if (!json_object_object_get_ex(ans, "rooms", &rooms)) {
-		ret = http_api_refusal(r, ans);
-		json_object_put(ans);
-		return ret;
-	}
+	if (!json_object_object_get_ex(ans, "rooms", &rooms))
+		return http_api_refusal(r, ans);
 	out = json_object_new_object();
 	json_object_object_add(out, "rooms", json_object_get(rooms));
 	if (json_get_bool(ans, "truncated", 0))
@@ -65,7 +125,6 @@ http_api_rooms(struct http_req *r)
 		    json_object_new_boolean(1));
 	ret = http_reply_json(r, 200, out);
 	json_object_put(out);
-	json_object_put(ans);
 	return ret;
 }
 
@@ -293,6 +352,9 @@ http_api_metrics_http(struct http_server *srv, struct buf *b)
 	http_api_metric(b, "atrium_http_stream_drops_total", "counter",
 	    "Backlogs dropped for slow readers.",
 	    (unsigned long long)s->streams_dropped);
+	http_api_metric(b, "atrium_http_slow_heads_closed_total", "counter",
+	    "Connections closed for taking longer than http-request-timeout "
+	    "to send a request head.", srv->slow.closed);
 }
 
 /* See http_api.h. */

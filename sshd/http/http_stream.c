@@ -95,6 +95,12 @@ http_stream_admit(struct http_req *r, int *ret)
 	const char *why;
 	int exists, enter, answered = 1;
 
+	if (r->srv->drain_until_ms) {	/* it would only hold up the restart */
+		json_object_put(req);
+		*ret = http_reply_error(r, 503, "atriumd-http restarts with "
+		    "new settings: connect again in a moment");
+		return 1;
+	}
 	if (req)
 		json_object_object_add(req, "for", json_object_new_string(
 		    "http"));
@@ -252,6 +258,14 @@ http_stream_end_room(struct http_server *srv, const char *room,
 	for (struct http_stream *s = srv->streams; s && room; s = s->next)
 		if (strcmp(s->room, room) == 0)
 			http_stream_end(s, msg ? msg : "the room was deleted");
+}
+
+/* See http_stream.h. */
+void
+http_stream_end_all(struct http_server *srv, const char *msg)
+{
+	for (struct http_stream *s = srv->streams; s; s = s->next)
+		http_stream_end(s, msg);
 }
 
 /* See http_stream.h. */

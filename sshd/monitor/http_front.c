@@ -71,6 +71,7 @@ struct http_front {
 	char path[PATH_MAX];		/* atriumd-http */
 	struct privdrop_id id;		/* who it becomes */
 	long long restart_ms;		/* when to start it again; 0: none due */
+	int restarting;			/* ended for new settings (SIGHUP) */
 	struct http_front_cmd cmd;
 };
 
@@ -306,6 +307,13 @@ http_front_exited(struct monitor *srv, pid_t pid, int status)
 	cmd_cap_clear(&h->f.cmds);
 	if (srv->stopping)
 		return 1;
+	if (h->restarting) {
+		h->restarting = 0;
+		log_info("HTTP process ended for new settings; starting it "
+		    "again");
+		h->restart_ms = time_mono_ms();
+		return 1;
+	}
 	if (WIFSIGNALED(status))
 		log_error("HTTP process killed by signal %d; starting it again",
 		    WTERMSIG(status));
@@ -330,6 +338,30 @@ http_front_tick(struct monitor *srv)
 	}
 	if (http_front_start(srv) < 0)
 		h->restart_ms = time_mono_ms() + HTTP_FRONT_RESTART_MS;
+}
+
+/* See http_front.h. */
+int
+http_front_takes(const char *key)
+{
+	if (strncmp(key, "http-", 5) != 0 || strcmp(key, "http-listen") == 0)
+		return 0;
+	for (size_t i = 0; i < HTTP_FRONT_NSETTINGS; i++)
+		if (strcmp(key, http_front_settings[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* See http_front.h. */
+void
+http_front_restart(struct monitor *srv)
+{
+	struct http_front *h = srv->http;
+
+	if (!h || h->f.pid <= 0 || h->restarting)
+		return;		/* a start to come reads the new settings */
+	h->restarting = 1;
+	kill(h->f.pid, SIGHUP);
 }
 
 /* See http_front.h. */

@@ -67,6 +67,16 @@ int http_front_exited(struct monitor *srv, pid_t pid, int status);
 /* After each poll: start the process again when its restart is due. */
 void http_front_tick(struct monitor *srv);
 
+/* 1 when key is a setting only atriumd-http reads (http-*, but
+ * http-listen: that socket is bound by the monitor, as root, at start),
+ * so that a reload applies it by restarting atriumd-http. */
+int http_front_takes(const char *key);
+
+/* A reload changed such settings: atriumd-http drains (SIGHUP: its
+ * running requests finish, 10 s at most) and is started again at once
+ * with the settings in force.  Nothing when HTTP is off. */
+void http_front_restart(struct monitor *srv);
+
 /* Send sig to the process, if it runs (atriumd stops). */
 void http_front_stop(struct monitor *srv, int sig);
 
