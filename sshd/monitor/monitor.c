@@ -19,7 +19,10 @@
  * use and import: rooms= for a new room; agent: the hello the monitor
  * writes; access: the decision for that user, and the room's list only
  * for one who may enter it; token: a key's own line, its rooms= and its
- * forced command, tokens_serve.c).
+ * forced command, tokens_serve.c; cmd_begin: max-commands-per-user over
+ * both fronts, cmd_cap.h, while cmd_end acts for nobody, so that a key
+ * removed meanwhile still gives its count back; net_stats: the network
+ * process's own counts, from it alone).
  * What the monitor cannot check is that a client proved the key: the
  * network process authenticates (libssh checks the signature in-process)
  * and holds every public key of authorized_keys, so a subverted one may
