@@ -112,7 +112,6 @@ server_begin_stop(struct server *srv, int exit_code)
 	srv->exit_code = exit_code;
 	srv->stop_by_ms = time_mono_ms() + SERVER_STOP_GRACE_MS;
 	loop_del(&srv->listen_w);
-	loop_wake_at(&srv->loop, srv->stop_by_ms);
 }
 
 /* Connections not yet authenticated: all, and those from source. */
@@ -530,8 +529,15 @@ server_run(struct server *srv)
 {
 	while (!srv->stopping || (server_stop_channels(srv) &&
 	    time_mono_ms() < srv->stop_by_ms)) {
-		int r = ssh_event_dopoll(srv->loop.event,
-		    loop_timeout(&srv->loop));
+		int r;
+
+		/* Asked again before every poll: a deadline is forgotten
+		 * once the loop wakes (loop.h), and a wake for anything else
+		 * would otherwise leave a stop waiting on its clients for
+		 * ever. */
+		if (srv->stopping)
+			loop_wake_at(&srv->loop, srv->stop_by_ms);
+		r = ssh_event_dopoll(srv->loop.event, loop_timeout(&srv->loop));
 
 		if (r == SSH_ERROR && errno != EINTR && errno != 0) {
 			/* A session's error surfaces here; its tick reaps it. */
