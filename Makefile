@@ -259,6 +259,11 @@ $(BUILD)/tests/chat_readers: tests/bench/chat_readers.c
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $< -lssh
 
+# make bench's WebSocket clients (tests/bench.py, the http part).
+$(BUILD)/tests/ws_readers: tests/bench/ws_readers.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $<
+
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
@@ -298,7 +303,8 @@ fuzz-replay:
 	@FUZZ_SECONDS=0 tests/fuzz/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/tests/chat_readers
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/tests/chat_readers \
+	    $(BUILD)/tests/ws_readers
 	$(PYTHON) tests/bench.py
 
 # STRESS_SECONDS (default 3600) of the fs exerciser, new seeds each run.

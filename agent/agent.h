@@ -47,6 +47,15 @@ struct model_fit {
 					 * (model_window.h) */
 };
 
+/* The model requests of this process's life, for atriumd's metrics (the
+ * watchdog's pong: turn_report); counted by turn.c. */
+struct model_counts {
+	long long requests;		/* answered, their tokens counted */
+	long long input_tokens, output_tokens;
+	long long errors;		/* failed, each attempt (retried or
+					 * not) */
+};
+
 struct agent {
 	struct config cfg;		/* settings from the command line */
 	char room[80];			/* the room's name (basename of room_dir) */
@@ -75,6 +84,7 @@ struct agent {
 	char approval[16];
 	struct model_fit fit;		/* learned from refusals and from
 					 * what the server says */
+	struct model_counts counts;	/* this process's model requests */
 	struct model_window *window_ask;	/* that question in flight, or
 					 * NULL (model_window.c) */
 	json_object *allow_list;	/* array of strings */

@@ -27,7 +27,8 @@
  * is not.
  *
  * A job still running at shutdown is left to the process's exit (as
- * ws_list.c's are); so are uploads whose connection ended then.
+ * ws_list.c's are); so are uploads whose connection ended then: their
+ * temporary files are removed at the next start (file_sweep.c).
  */
 #include "file_requests.h"
 

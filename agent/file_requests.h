@@ -57,7 +57,20 @@ void file_request(struct conn *c, const char *type, json_object *req);
 /* c is going: remove the temporary files of its uploads. */
 void file_requests_conn_gone(struct agent *a, struct conn *c);
 
+/* At the agent's start, before any connection is served: the uploads a
+ * shutdown or crash cut (their audit rows never ended) are ended as not
+ * done, and their temporary files removed (file_sweep.c). */
+void file_requests_recover(struct agent *a);
+
 /* ---- pure, unit-tested ---- */
+
+/* 1 when name is a temporary file of an upload (FILE_TMP_PREFIX, then
+ * PID-MS-N in decimal, as file_requests.c makes them) made before
+ * start_ms (time_mono_ms) or, after a reboot reset that clock, last
+ * changed before start_s (wall clock): one that no upload of this agent
+ * can be writing. */
+int file_tmp_stale(const char *name, long long mtime_s, long long start_ms,
+    long long start_s);
 
 /* The path in[0..len) as the request's relative path, into out: "" or
  * "/" alone (and leading or doubled slashes) -> "."; "a//b/" -> "a/b".

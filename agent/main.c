@@ -40,6 +40,7 @@
 #include "conn.h"
 #include "endpoint.h"
 #include "exec.h"
+#include "file_requests.h"
 #include "http.h"
 #include "input_limits.h"
 #include "journal.h"
@@ -519,6 +520,7 @@ main(int argc, char **argv)
 		close(fds.ready);
 	}
 	exec_recover(a);
+	file_requests_recover(a);
 	turn_resume(a);
 	r = loop_run(a->loop);
 	main_teardown(a);

@@ -1667,6 +1667,42 @@ room_db_audit_end(struct room_db *db, long long id, int exit_code,
 }
 
 int
+room_db_audit_open_each(struct room_db *db, const char *kind,
+    const char *prefix, int max, room_db_audit_fn *fn, void *arg)
+{
+	sqlite3_stmt *st = room_db_query(db, "SELECT id, command FROM audit"
+	    " WHERE ended IS NULL AND kind = ? AND substr(command, 1, ?) = ?"
+	    " ORDER BY id", "sis", kind, (int)strlen(prefix), prefix);
+	int rc, n = 0;
+
+	if (!st)
+		return -EIO;
+	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		n++;
+		if (fn(sqlite3_column_int64(st, 0),
+		    (const char *)sqlite3_column_text(st, 1), arg))
+			break;
+	}
+	room_db_release(db, st);
+	return n < max && rc == SQLITE_ERROR ? room_db_fail(db, "audit") : n;
+}
+
+int
+room_db_audit_end_open(struct room_db *db, const char *kind,
+    const char *prefix, int exit_code)
+{
+	char now[40];
+	int r;
+
+	time_now_iso(now, sizeof(now));
+	r = room_db_write(db, "UPDATE audit SET exit_code = ?, ended = ?,"
+	    " wrote = 0 WHERE ended IS NULL AND kind = ? AND"
+	    " substr(command, 1, ?) = ?", "issis", exit_code, now, kind,
+	    (int)strlen(prefix), prefix);
+	return r < 0 ? r : sqlite3_changes(db->db);
+}
+
+int
 room_db_audit_changed(struct room_db *db, long long id, long long ago_ms)
 {
 	struct timespec ts;

@@ -314,6 +314,16 @@ int room_db_audit_add(struct room_db *db, const char *user,
     const char *kind, const char *command, const char *cwd, long long *id);
 int room_db_audit_end(struct room_db *db, long long id, int exit_code,
     const char *signal);
+/* The rows of kind whose command starts with prefix and that have no
+ * end (what a shutdown or crash cut), oldest first, at most max: fn per
+ * row (nonzero stops).  The count, or -errno. */
+typedef int room_db_audit_fn(long long id, const char *command, void *arg);
+int room_db_audit_open_each(struct room_db *db, const char *kind,
+    const char *prefix, int max, room_db_audit_fn *fn, void *arg);
+/* End those rows with exit_code, as having changed nothing, in the open
+ * transaction.  The rows ended, or -errno. */
+int room_db_audit_end_open(struct room_db *db, const char *kind,
+    const char *prefix, int exit_code);
 /* Whether the command of row id changed the workspace (1) or not (0):
  * undo.c's attribution (room_db_undo_people).  In the open transaction. */
 int room_db_audit_wrote(struct room_db *db, long long id, int wrote);

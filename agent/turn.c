@@ -844,6 +844,15 @@ turn_summary_event(struct turn *t, const char *summary, long in, long out)
 	return room_record(t->a, ev);
 }
 
+/* One answered model request, for atriumd's metrics (turn_report). */
+static void
+turn_count_request(struct agent *a, long in, long out)
+{
+	a->counts.requests++;
+	a->counts.input_tokens += in > 0 ? in : 0;
+	a->counts.output_tokens += out > 0 ? out : 0;
+}
+
 /* The summary came: commit it as a step of the turn, then make the step's
  * request again, now with the summary. */
 static void
@@ -869,6 +878,7 @@ turn_summary_complete(struct turn *t)
 		r = room_db_turn_step(a->db, t->id, in, out);
 	if (r == 0)
 		r = room_db_usage_add(a->db, t->user, a->model, in, out);
+	turn_count_request(a, in, out);
 	if (r == 0)
 		r = turn_summary_event(t, summary, in, out);
 	free(summary);
@@ -1091,6 +1101,7 @@ turn_model_complete(struct turn *t)
 		r = room_db_turn_step(a->db, t->id, in, out);
 	if (r == 0)
 		r = room_db_usage_add(a->db, t->user, a->model, in, out);
+	turn_count_request(a, in, out);
 	if (r == 0)
 		r = turn_announce(t, msg, calls);
 	json_object_put(msg);
@@ -1214,6 +1225,7 @@ turn_model_done(void *arg, const struct http_result *r)
 		retry = turn_describe_failure(t, r, what, sizeof(what), hint,
 		    sizeof(hint));
 	}
+	a->counts.errors++;
 	turn_discard_partial(t, retry && t->attempt < a->max_retries);
 	if (retry && t->attempt < a->max_retries) {
 		delay = provider_retry_delay_ms(t->attempt, r->retry_after,
@@ -1883,6 +1895,27 @@ turn_busy(struct agent *a)
 	return a->turn != NULL || room_db_turns_queued(a->db) > 0;
 }
 
+/* The model requests of this process's life into o (see turn_report). */
+static void
+turn_report_counts(struct agent *a, json_object *o)
+{
+	json_object *m = json_object_new_object();
+
+	if (!m)
+		return;
+	json_object_object_add(m, "provider",
+	    json_object_new_string(a->provider));
+	json_object_object_add(m, "requests",
+	    json_object_new_int64(a->counts.requests));
+	json_object_object_add(m, "input_tokens",
+	    json_object_new_int64(a->counts.input_tokens));
+	json_object_object_add(m, "output_tokens",
+	    json_object_new_int64(a->counts.output_tokens));
+	json_object_object_add(m, "errors",
+	    json_object_new_int64(a->counts.errors));
+	json_object_object_add(o, "model", m);
+}
+
 void
 turn_report(struct agent *a, json_object *o)
 {
@@ -1893,6 +1926,7 @@ turn_report(struct agent *a, json_object *o)
 
 	json_object_object_add(o, "phase", json_object_new_string(
 	    t ? phases[t->phase] : "idle"));
+	turn_report_counts(a, o);
 	if (queued > 0)
 		json_object_object_add(o, "queued",
 		    json_object_new_int64(queued));

@@ -49,7 +49,9 @@ int turn_busy(struct agent *a);
 /* What the agent is doing, for the operator's `atriumd status` (through
  * the watchdog's pong): "phase" (idle, context, model, retry, approval or
  * tool), and with a turn its "turn" id, "user", "step", the running
- * "tool", and "queued" prompts.  Added to o. */
+ * "tool", and "queued" prompts; and for atriumd's metrics "model": the
+ * provider and this process's model requests, tokens and failed
+ * requests (struct model_counts).  Added to o. */
 void turn_report(struct agent *a, json_object *o);
 
 #endif

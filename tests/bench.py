@@ -22,6 +22,9 @@ for times).  Nothing here asserts: the numbers are for people to read.
               its own time per step, a streamed delta's latency to a
               client, its idle memory; and atriumd's CPU with 100 idle
               sessions (absolute targets, issue 9's; see "agent" below)
+  http        atriumd-http beside atriumd's SSH side: a command's latency
+              and throughput over HTTP beside over SSH, and a chat line's
+              delay to 200 WebSocket clients (see "http" below)
 
 Rows with a target (issue 7's, for the filesystem) say pass or MISS beside
 it; notes under the table give atrium-fs's peak RSS and its database's size
@@ -33,15 +36,19 @@ Settings (environment):
                       sequential I/O and the random reads (at most BENCH_RUNS)
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
-  BENCH_PARTS="fs ssh chat agent"  which parts to run
+  BENCH_PARTS="fs ssh chat agent http"  which parts to run
   BENCH_AGENT_STEPS=200, BENCH_AGENT_DELTAS=200, BENCH_IDLE_SESSIONS=100
                       the agent part's steps, streamed deltas, idle sessions
   BENCH_CHAT_MEMBERS=200, BENCH_CHAT_IDLE=1000, BENCH_CHAT_LINES=30
                       the chat part's members, idle members, lines per row
+                      (the last also the http part's WebSocket rows')
+  BENCH_HTTP_EXECS=20, BENCH_HTTP_WS=200
+                      the http part's runs of `true`, WebSocket clients
   BENCH_FS="tar git creates ls make seq random snap"  which filesystem
                       workloads (random reads the file seq wrote; snap times
                       snapshot, restore and drop in databases of its own)
 """
+import base64
 import json
 import os
 import resource
@@ -1686,11 +1693,167 @@ def agent_workloads(table, tmp):
     atriumd_idle_cpu(table, tmp)
 
 
+# --- http --------------------------------------------------------------------
+#
+# atriumd-http beside atriumd's SSH side, in one atriumd with --http-listen:
+#
+#   exec       a command in a room, over SSH (the real OpenSSH client,
+#              `ssh ROOM@HOST CMD`) and over HTTP (curl's POST to
+#              /api/rooms/ROOM/exec, as atriumd(8) shows it), alternately:
+#              `true`'s latency, p50 and p99 of BENCH_HTTP_EXECS each
+#              (a client process started per run on both sides); 100 MB
+#              through stdin into `wc -c` (curl -T -: a chunked body) and
+#              100 MB out of `head -c` (over HTTP as base64 in JSON lines,
+#              as the API sends it), in MB/s of the command's bytes
+#   events     a chat line sent over SSH by a chat member (asyncssh, as the
+#              chat part's sender) to WebSocket clients of the same room
+#              (tests/bench/ws_readers.c: C clients, since Python's would
+#              spend as much CPU per message as the server does): the time
+#              from the line's Enter to its arrival at each client, p99
+#              with 1 client and with BENCH_HTTP_WS clients
+
+HTTP_EXECS = int(os.environ.get("BENCH_HTTP_EXECS", "20"))
+HTTP_WS = int(os.environ.get("BENCH_HTTP_WS", "200"))
+HTTP_MB = 100 * 1000 * 1000
+HTTP_ROOM = "bench"
+
+
+def http_token(key, port):
+    """A token for the bench's key: ssh HOST atrium-token create."""
+    out = subprocess.run(ssh_cmd(key, port, "bench", "atrium-token", "create"),
+                         capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[0]
+
+
+def curl_exec(hport, token, query, *extra):
+    """curl's POST of a command to the bench room, as atriumd(8) shows."""
+    return ["curl", "-sS", "--fail", "-X", "POST", "-H",
+            "Authorization: Bearer " + token] + list(extra) + [
+            "http://127.0.0.1:%d/api/rooms/%s/exec?%s" % (hport, HTTP_ROOM,
+                                                          query)]
+
+
+def http_exec_latency(table, key, port, hport, token):
+    out = subprocess.run(curl_exec(hport, token, "command=true"),
+                         capture_output=True, text=True, check=True).stdout
+    if json.loads(out.splitlines()[-1]) != {"exit": 0}:
+        raise RuntimeError("exec over HTTP: %r" % out[-200:])
+    ssh, http = [], []
+    for _ in range(HTTP_EXECS):
+        ssh.append(timed(lambda: run(ssh_cmd(key, port, HTTP_ROOM, "true"))))
+        http.append(timed(lambda: run(curl_exec(hport, token,
+                                                "command=true"))))
+    for p in (0.5, 0.99):
+        table.add("exec true over HTTP (curl), p%d" % (p * 100),
+                  "over SSH", [percentile(ssh, p)], [percentile(http, p)])
+
+
+def http_stdout(body):
+    """The stdout of an exec's response (JSON lines, base64 data)."""
+    return b"".join(base64.b64decode(r["data"]) for r in map(
+        json.loads, body.splitlines()) if r.get("stream") == "stdout")
+
+
+def http_exec_stream(key, port, hport, token, direction):
+    """(SSH, HTTP) MB/s of 100 MB into wc -c ("in") or out of head -c
+    ("out"), one run each."""
+    rates = []
+    for over in ("ssh", "http"):
+        src = None
+        if direction == "in":
+            src = subprocess.Popen(["head", "-c", str(HTTP_MB), "/dev/zero"],
+                                   stdout=subprocess.PIPE)
+            cmd = (ssh_cmd(key, port, HTTP_ROOM, "wc -c") if over == "ssh"
+                   else curl_exec(hport, token, "command=wc+-c", "-T", "-"))
+        else:
+            head = "head -c %d /dev/zero" % HTTP_MB
+            cmd = (ssh_cmd(key, port, HTTP_ROOM, head) if over == "ssh" else
+                   curl_exec(hport, token, "command=" + head.replace(" ", "+")))
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdin=src.stdout if src else None,
+                           stdout=subprocess.PIPE, check=True)
+        took = time.perf_counter() - t0
+        if src:
+            src.wait()
+            said = p.stdout if over == "ssh" else http_stdout(p.stdout)
+            if said.strip() != str(HTTP_MB).encode():
+                raise RuntimeError("wc -c over %s: %r" % (over, said[-200:]))
+        rates.append(HTTP_MB / took / 1e6)
+    return rates
+
+
+def http_exec_throughput(table, key, port, hport, token):
+    for direction, label in (("in", "100 MB into exec stdin (wc -c)"),
+                             ("out", "100 MB out of exec (head -c)")):
+        ssh, http = [], []
+        for _ in range(HEAVY_RUNS):
+            a, b = http_exec_stream(key, port, hport, token, direction)
+            ssh.append(a)
+            http.append(b)
+        table.add(label + " over HTTP", "over SSH", ssh, http, " MB/s")
+
+
+def http_ws_latency(table, port, hport, key, token):
+    """A chat line's delay to 1 WebSocket client, then to HTTP_WS."""
+    members = ChatMembers(port, key)
+    try:
+        sender, = members.open(1)
+        members.readers = subprocess.Popen(
+            [os.path.join(BUILD, "tests", "ws_readers"), str(hport), token,
+             CHAT_ROOM, "40"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, bufsize=1)
+        members._ask("open 1")
+        members._answer()
+        members.settle(1)
+        alone = chat_latencies(members, sender, 1, CHAT_LINES, "ws1")
+        members._ask("open %d" % (HTTP_WS - 1))
+        members._answer()
+        members.settle(2)
+        many = chat_latencies(members, sender, HTTP_WS, CHAT_LINES, "wsn")
+        table.add("chat line to %d WebSockets, p99" % HTTP_WS,
+                  "to 1 WebSocket", [percentile(alone, 0.99)],
+                  [percentile(many, 0.99)])
+        table.note("chat line (sent over SSH) to %d WebSocket clients: p50 "
+                   "%.1f ms, p99 %.1f ms, max %.1f ms (%d samples); to 1 "
+                   "p50 %.1f ms" % (HTTP_WS, percentile(many, 0.5) * 1e3,
+                                    percentile(many, 0.99) * 1e3,
+                                    max(many) * 1e3, len(many),
+                                    percentile(alone, 0.5) * 1e3))
+    finally:
+        members.close()
+
+
+def http_workloads(table, tmp):
+    tmp = os.path.join(tmp, "http")   # a DATA of its own
+    os.mkdir(tmp)
+    key = os.path.join(tmp, "httpkey")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    hport = free_port()
+    # --input-rate 0: the WebSocket rows' sender says more lines a minute
+    # than a person may; this measures the fan-out, not that limit.
+    atriumd, port = start_atriumd(tmp, key, "--input-rate", "0",
+                                  "--http-listen", "127.0.0.1:%d" % hport)
+    try:
+        wait_port(hport)
+        for room in (HTTP_ROOM, CHAT_ROOM):
+            run(ssh_cmd(key, port, room, "true"))   # the rooms, started
+        token = http_token(key, port)
+        http_exec_latency(table, key, port, hport, token)
+        http_exec_throughput(table, key, port, hport, token)
+        http_ws_latency(table, port, hport, key, token)
+    finally:
+        atriumd.send_signal(signal.SIGTERM)
+        try:
+            atriumd.wait(10)
+        except subprocess.TimeoutExpired:
+            atriumd.kill()
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("make bench needs root (FUSE mounts, tmpfs, sshd)")
     table = Table()
-    parts = os.environ.get("BENCH_PARTS", "fs ssh chat agent").split()
+    parts = os.environ.get("BENCH_PARTS", "fs ssh chat agent http").split()
     with tempfile.TemporaryDirectory(prefix="atrium-bench-") as tmp:
         if "fs" in parts:
             print("filesystem workloads (%d runs, %d of the heavy ones%s)..."
@@ -1706,6 +1869,9 @@ def main():
         if "agent" in parts:
             print("agent workloads...", file=sys.stderr)
             agent_workloads(table, tmp)
+        if "http" in parts:
+            print("http workloads...", file=sys.stderr)
+            http_workloads(table, tmp)
     table.show()
 
 

@@ -300,6 +300,69 @@ def test_a_half_sent_request_is_closed_after_the_timeout(http_server):
     assert time.time() - start < 10
 
 
+def _trickle(s, limit, meanwhile):
+    """Send a request head one byte a second on s until the server ends
+    the connection: (seconds it took, what it said), or (None, b"") when
+    it still held it after limit seconds.  meanwhile() is called once,
+    after the first bytes."""
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+    start = time.time()
+    s.settimeout(1)
+    for i in range(len(head)):
+        if time.time() - start > limit:
+            return None, b""
+        if i == 2:
+            meanwhile()
+        try:
+            s.send(head[i:i + 1])
+            got = s.recv(4096)    # the one-second pace, or the end
+        except socket.timeout:
+            continue
+        except OSError:
+            return time.time() - start, b""
+        if got is not None:
+            rest = got
+            try:
+                while got:
+                    got = s.recv(4096)
+                    rest += got
+            except OSError:
+                pass
+            return time.time() - start, rest
+    return None, b""
+
+
+def test_a_trickled_request_head_is_cut_after_the_timeout(http_server):
+    """A client that keeps sending, one header byte a second, never goes
+    silent for the whole timeout: the head's whole time is bounded."""
+    h = http_server("--http-request-timeout", "3")
+    served = []
+    with socket.create_connection(("127.0.0.1", h.port), 5) as slow:
+        took, said = _trickle(slow, 15, lambda: served.append(
+            h.request("GET", "/health")[0]))
+        assert took is not None, "a trickling client held its connection"
+        assert 2.5 < took < 8, took
+        assert said.startswith(b"HTTP/1.1 408 "), said
+        assert b"http-request-timeout" in said
+    assert served == [200]    # another connection, served meanwhile
+    status, _, body = h.request("GET", "/metrics")
+    assert b"atrium_http_slow_heads_closed_total 1\n" in body
+
+
+def test_a_kept_alive_connection_trickling_its_next_head_is_cut(
+        http_server):
+    """After a request, the next head may take the idle wait and the
+    request timeout together, no more, however steadily it trickles."""
+    h = http_server("--http-request-timeout", "2", "--http-idle-timeout",
+                    "2")
+    with socket.create_connection(("127.0.0.1", h.port), 5) as s:
+        assert _served(s)
+        took, said = _trickle(s, 15, lambda: None)
+        assert took is not None, "a trickling client held its connection"
+        assert took < 7, took
+        assert said.startswith(b"HTTP/1.1 408 "), said
+
+
 def _served(s):
     """Ask for /health on s: True when it answered."""
     try:
@@ -666,3 +729,43 @@ while True:
 """)
     assert rc == 0, err
     assert out.splitlines() == ["refused True", "a 0", "c exec_result 0"]
+
+
+def test_health_answers_while_a_large_rooms_listing_is_built(
+        http_server, data_dir, ssh_run):
+    import select
+    from test_access import set_options
+    h = http_server()
+    assert ssh_run(h.server, "demo", "true")[0] == 0
+    token = make_token(ssh_run, h)
+    set_options(data_dir, "alice", "atrium-admin")
+    # rooms made quickly: a directory each is a room to the listing (an
+    # open room with no record yet), and an admin may see every one
+    rooms = os.path.join(str(data_dir), "rooms")
+    for i in range(20000):
+        os.mkdir(os.path.join(rooms, "r%05d" % i))
+    first = []
+    for _ in range(3):
+        listing = socket.create_connection(("127.0.0.1", h.port), timeout=60)
+        listing.sendall(("GET /api/rooms HTTP/1.1\r\nHost: x\r\n"
+                         "Authorization: Bearer %s\r\nConnection: close"
+                         "\r\n\r\n" % token).encode())
+        health = socket.create_connection(("127.0.0.1", h.port), timeout=60)
+        health.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                       b"Connection: close\r\n\r\n")
+        ready, _, _ = select.select([listing, health], [], [], 60)
+        first.append("health" if health in ready and listing not in ready
+                     else "listing")
+        got = b""
+        while True:
+            more = listing.recv(1 << 20)
+            if not more:
+                break
+            got += more
+        assert got.startswith(b"HTTP/1.1 200"), got[:200]
+        body = json.loads(got.partition(b"\r\n\r\n")[2])
+        assert len(body["rooms"]) == 1000 and body["truncated"] is True
+        assert health.recv(4096).startswith(b"HTTP/1.1 200")
+        listing.close()
+        health.close()
+    assert first == ["health"] * 3, first

@@ -8,12 +8,14 @@ import hashlib
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
 
 import pytest
 
+from conftest import _pids_using
 from http_run import http_server, token_for
 
 
@@ -267,3 +269,133 @@ def test_cloudflare_file_recipe(served, ssh_run):
         assert curl(srv, tok, "GET", path)[0] == 400, path
         assert curl(srv, tok, "PUT", path, "--data-binary", "x")[0] == 400
     assert curl(srv, tok, "GET", "/c/work/file/workspace/app")[0] == 400
+
+
+def test_conditional_get_answers_304_and_a_changed_file_200(served, ssh_run):
+    srv, tok = served
+    assert curl(srv, tok, "PUT", files("work", "c.txt"), "--data-binary",
+                "one\n")[0] == 201
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"))
+    assert status == 200 and body == b"one\n"
+    fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:])
+    etag, modified = fields["ETag"], fields["Last-Modified"]
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"),
+                              "-H", "If-None-Match: " + etag)
+    assert status == 304 and body == b""
+    assert "ETag: " + etag in head
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", "If-Modified-Since: " + modified)
+    assert status == 304 and body == b""
+    # an ETag that is not the file's wins over a date that is current
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", 'If-None-Match: "stale"',
+                           "-H", "If-Modified-Since: " + modified)
+    assert status == 200 and body == b"one\n"
+    status, body, _ = curl(srv, tok, "GET", files("work", "c.txt"),
+                           "-H", "If-Modified-Since: "
+                           "Thu, 01 Jan 1970 00:00:00 GMT")
+    assert status == 200 and body == b"one\n"
+    # changed over ssh: the old ETag no longer matches
+    assert ssh_run(srv, "work", "echo two-longer > c.txt")[0] == 0
+    status, body, head = curl(srv, tok, "GET", files("work", "c.txt"),
+                              "-H", "If-None-Match: " + etag)
+    assert status == 200 and body == b"two-longer\n"
+    assert "ETag: " + etag not in head
+
+
+def test_file_types_never_let_a_workspace_file_run_in_the_page(served):
+    srv, tok = served
+    page = b"<script>alert(1)</script>"
+    expect = {
+        "notes.txt": ("text/plain; charset=utf-8", False),
+        "main.c": ("text/plain; charset=utf-8", False),
+        "app.js": ("text/plain; charset=utf-8", False),
+        "data.json": ("application/json", False),
+        "pic.png": ("image/png", False),
+        "blob.bin": ("application/octet-stream", False),
+        "index.html": ("application/octet-stream", True),
+        "page.HTM": ("application/octet-stream", True),
+        "logo.svg": ("application/octet-stream", True),
+        "feed.xml": ("application/octet-stream", True),
+    }
+    for name, (ctype, attached) in expect.items():
+        assert curl(srv, tok, "PUT", files("work", name), "--data-binary",
+                    "@-", input=page)[0] == 201
+        for method in ("GET", "HEAD"):
+            args = ["-I"] if method == "HEAD" else []
+            status, body, head = curl(srv, tok, "GET" if method == "GET"
+                                      else "HEAD", files("work", name), *args)
+            assert status == 200, (name, method)
+            assert "Content-Type: %s\r\n" % ctype in head + "\r\n", (name,
+                                                                    head)
+            assert ("Content-Disposition: attachment" in head) == attached, \
+                (name, head)
+            assert "X-Content-Type-Options: nosniff" in head, (name, head)
+    # Cloudflare's route stays octet-stream, as its example says
+    status, body, head = curl(srv, tok, "GET",
+                              "/c/work/file/workspace/notes.txt")
+    assert status == 200 and body == page
+    assert "Content-Type: application/octet-stream" in head
+
+
+def agent_pid(srv, room):
+    """The pid of room's atrium-agent."""
+    for pid in _pids_using(os.path.join(srv.data, "rooms", room)):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "atrium-agent":
+                    return pid
+        except OSError:
+            pass
+    raise AssertionError("no atrium-agent for room %s" % room)
+
+
+def ls_la_all(srv, ssh_run, room, path="."):
+    """Every name of path, hidden ones too (ssh ROOM@host ls -la)."""
+    rc, out, err = ssh_run(srv, room, "ls -la " + path)
+    assert rc == 0, err
+    return sorted(line.split()[-1] for line in out.splitlines()[1:]
+                  if line.split()[-1] not in (".", ".."))
+
+
+def test_an_upload_cut_by_the_agents_end_leaves_no_temporary_file(
+        served, ssh_run):
+    srv, tok = served
+    assert ssh_run(srv, "work", "mkdir -p deep/er && echo precious > "
+                   "deep/er/keep.txt && echo top > top.txt")[0] == 0
+    socks = []
+    for path in ("deep/er/keep.txt", "new.bin"):
+        s = socket.create_connection(("127.0.0.1", srv.http_port),
+                                     timeout=30)
+        s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                   "%s\r\nContent-Length: %d\r\n\r\n"
+                   % (files("work", path), tok, 10 << 20)).encode())
+        s.sendall(b"x" * (1 << 20))
+        socks.append(s)
+    # both uploads are on their way: their temporary files are there
+    wait_for(lambda: len(ls_la_all(srv, ssh_run, "work", "deep/er")) == 2
+             and len(ls_la_all(srv, ssh_run, "work")) == 3,
+             "the uploads' temporary files")
+    os.kill(agent_pid(srv, "work"), signal.SIGKILL)
+    for s in socks:
+        s.close()
+    # the agent is started again by the next use (a command that ran
+    # while it stopped is refused: asked again); after it no stray is
+    # left, and the files the uploads were to replace are as they were
+
+    def listing(path):
+        rc, out, _ = ssh_run(srv, "work", "ls -la " + path)
+        return sorted(line.split()[-1] for line in out.splitlines()[1:]
+                      if line.split()[-1] not in (".", "..")) \
+            if rc == 0 else None
+
+    wait_for(lambda: listing("deep/er") == ["keep.txt"] and
+             listing(".") == ["deep", "top.txt"],
+             "the temporary files removed")
+    assert ssh_run(srv, "work", "cat deep/er/keep.txt")[1] == "precious\n"
+    # and an upload after the restart works as before
+    status, body, _ = curl(srv, tok, "PUT", files("work", "deep/er/n.txt"),
+                           "--data-binary", "fresh\n")
+    assert status == 201, body
+    assert ls_la_all(srv, ssh_run, "work", "deep/er") == ["keep.txt",
+                                                          "n.txt"]

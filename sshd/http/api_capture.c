@@ -20,6 +20,7 @@
 #include "agentlink.h"
 #include "api_room.h"
 #include "api_util.h"
+#include "http_cap.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "jsonl.h"
@@ -38,6 +39,8 @@ struct api_capture {
 	char fail_why[512];
 	long long start_ms, end_ms;
 	struct api_hangup hup;		/* the client, while it waits */
+	struct http_cap cap;		/* the command, counted against its
+					 * user's max-commands-per-user */
 };
 
 /* The request's state; freed at its completion. */
@@ -51,6 +54,7 @@ api_capture_free(void *arg)
 	api_room_cancel(&c->room);
 	api_hangup_stop(&c->hup);
 	agentlink_close(&c->link);
+	http_cap_release(c->r->srv, &c->cap);
 	json_object_put(c->spec);
 	json_object_put(c->result);
 	free(c);
@@ -67,6 +71,7 @@ api_capture_over(struct api_capture *c, json_object *result, unsigned status,
 	}
 	c->over = 1;
 	c->end_ms = time_mono_ms();
+	http_cap_release(c->r->srv, &c->cap);
 	c->result = result;
 	c->fail_status = status;
 	snprintf(c->fail_why, sizeof(c->fail_why), "%s", why ? why : "");
@@ -136,6 +141,7 @@ int
 api_capture_begin(struct http_req *r, json_object *spec)
 {
 	struct api_capture *c = calloc(1, sizeof(*c));
+	char why[400];
 
 	if (!c) {
 		json_object_put(spec);
@@ -149,6 +155,11 @@ api_capture_begin(struct http_req *r, json_object *spec)
 	r->ctx = c;
 	r->ctx_free = api_capture_free;
 	api_hangup_watch(&c->hup, r);
+	if (http_cap_take(r->srv, r->token, r->addr, &c->cap, why,
+	    sizeof(why)) != 0) {
+		http_reply_error(r, 429, why);
+		return -EBUSY;
+	}
 	api_room_open(&c->room, r, "exec", 0, api_capture_opened);
 	return 0;
 }

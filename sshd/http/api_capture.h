@@ -18,8 +18,10 @@
 struct http_req;
 struct api_capture;
 
-/* Start spec (command or argv, cwd: taken) in r's room as r's ctx.  0, or
- * -ENOMEM with r answered. */
+/* Start spec (command or argv, cwd: taken) in r's room as r's ctx,
+ * counted against its user's max-commands-per-user (http_cap.h) until it
+ * is over.  0, or -ENOMEM, or -EBUSY (over the cap: 429 with the
+ * monitor's words) with r answered. */
 int api_capture_begin(struct http_req *r, json_object *spec);
 
 /* r's capture, or NULL before api_capture_begin. */

@@ -40,6 +40,7 @@
 
 #include "api_room.h"
 #include "api_util.h"
+#include "http_cap.h"
 #include "http_ask.h"
 #include "http_exec.h"
 #include "http_req.h"
@@ -63,6 +64,8 @@ struct api_exec {
 	struct buf pend;		/* a record not yet given to MHD */
 	struct api_hangup hup;		/* the client, while it waits */
 	int ended;			/* the {"exit"} record was made */
+	struct http_cap cap;		/* the command, counted against its
+					 * user's max-commands-per-user */
 };
 
 /* The request's state; freed at its completion (r->ctx_free). */
@@ -76,6 +79,7 @@ api_exec_free(void *arg)
 	api_room_cancel(&e->room);
 	api_hangup_stop(&e->hup);
 	http_exec_free(e->x);
+	http_cap_release(e->r->srv, &e->cap);
 	json_object_put(e->spec);
 	buf_free(&e->pend);
 	free(e);
@@ -190,6 +194,11 @@ api_exec_get(struct http_req *r)
 		http_reply_error(r, 400, why);
 		return NULL;
 	}
+	if (http_cap_take(r->srv, r->token, r->addr, &e->cap, why,
+	    sizeof(why)) != 0) {
+		http_reply_error(r, 429, why);
+		return NULL;
+	}
 	e->state = API_EXEC_OPENING;
 	api_room_open(&e->room, r, "exec", 0, api_exec_opened);
 	return e;
@@ -248,6 +257,7 @@ api_exec_end_record(struct api_exec *e, int code, const char *sig)
 	buf_append(&e->pend, "\n", 1);
 	json_object_put(o);
 	e->ended = 1;
+	http_cap_release(e->r->srv, &e->cap);	/* the command is over */
 }
 
 /* MHD_ContentReaderCallback: the next records, as they come. */

@@ -36,6 +36,7 @@
 #include <microhttpd.h>
 
 #include "agentlink.h"
+#include "api_files_meta.h"
 #include "api_room.h"
 #include "http_fileio.h"
 #include "api_util.h"
@@ -394,9 +395,21 @@ api_files_read(void *cls, uint64_t pos, char *out, size_t max)
 	return 0;
 }
 
-/* Last-Modified, ETag, Accept-Ranges of the opened file onto resp. */
+/* The opened file's ETag (quoted) into out. */
 static void
-api_files_headers(struct api_files *f, struct MHD_Response *resp)
+api_files_etag(const struct api_files *f, char *out, size_t len)
+{
+	snprintf(out, len, "\"%llx-%llx-%llx-%llx\"",
+	    (unsigned long long)json_get_int(f->ans, "ino", 0),
+	    (unsigned long long)json_get_int(f->ans, "size", 0),
+	    (unsigned long long)json_get_int(f->ans, "mtime", 0),
+	    (unsigned long long)json_get_int(f->ans, "mtime_ns", 0));
+}
+
+/* Last-Modified and ETag of the opened file onto resp (a 304 has only
+ * these). */
+static void
+api_files_validators(struct api_files *f, struct MHD_Response *resp)
 {
 	time_t mtime = (time_t)json_get_int(f->ans, "mtime", 0);
 	char date[64], etag[96];
@@ -405,18 +418,59 @@ api_files_headers(struct api_files *f, struct MHD_Response *resp)
 	if (gmtime_r(&mtime, &tm) && strftime(date, sizeof(date),
 	    "%a, %d %b %Y %H:%M:%S GMT", &tm))
 		MHD_add_response_header(resp, "Last-Modified", date);
-	snprintf(etag, sizeof(etag), "\"%llx-%llx-%llx-%llx\"",
-	    (unsigned long long)json_get_int(f->ans, "ino", 0),
-	    (unsigned long long)json_get_int(f->ans, "size", 0),
-	    (unsigned long long)json_get_int(f->ans, "mtime", 0),
-	    (unsigned long long)json_get_int(f->ans, "mtime_ns", 0));
+	api_files_etag(f, etag, sizeof(etag));
 	MHD_add_response_header(resp, "ETag", etag);
-	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-	MHD_add_response_header(resp, "Content-Type",
-	    "application/octet-stream");
 }
 
-/* The opened file as the response: whole, or the one range asked. */
+/* The validators, Accept-Ranges and the file's type (api_files_meta.h:
+ * a document type goes as an attachment; Cloudflare's route is always
+ * octet-stream, as its example says) onto resp. */
+static void
+api_files_headers(struct api_files *f, struct MHD_Response *resp)
+{
+	struct api_files_type t = api_files_type_of(f->r->rest);
+
+	api_files_validators(f, resp);
+	MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+	if (f->cloudflare)
+		t.content_type = "application/octet-stream";
+	MHD_add_response_header(resp, "Content-Type", t.content_type);
+	if (t.attachment)
+		MHD_add_response_header(resp, "Content-Disposition",
+		    "attachment");
+}
+
+/* 1 when the client's copy is current (If-None-Match, If-Modified-Since)
+ * and a 304 answers. */
+static int
+api_files_is_current(struct api_files *f)
+{
+	struct MHD_Connection *c = f->r->conn;
+	char etag[96];
+
+	api_files_etag(f, etag, sizeof(etag));
+	return api_files_not_modified(
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match"),
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "If-Modified-Since"), etag,
+	    (time_t)json_get_int(f->ans, "mtime", 0));
+}
+
+/* 304 Not Modified: the validators, no body. */
+static int
+api_files_send_current(struct api_files *f)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, "",
+	    MHD_RESPMEM_PERSISTENT);
+
+	if (!resp)
+		return MHD_NO;
+	api_files_validators(f, resp);
+	return http_reply_queue(f->r, 304, resp);
+}
+
+/* The opened file as the response: whole, or the one range asked, or
+ * 304 when the client has it already. */
 static int
 api_files_send(struct api_files *f)
 {
@@ -430,6 +484,8 @@ api_files_send(struct api_files *f)
 	int rg = api_files_range(range, size, &f->first, &last);
 	unsigned status = 200;
 
+	if (api_files_is_current(f))
+		return api_files_send_current(f);
 	if (rg < 0) {
 		resp = MHD_create_response_from_buffer(0, "",
 		    MHD_RESPMEM_PERSISTENT);

@@ -4,7 +4,8 @@
  *
  *   GET    /api/rooms/{room}/files[/{path...}]   a file's bytes (Range: one
  *          range, 206; 416 outside), or a directory's listing as JSON
- *          [{"name","type","size","mtime"}]; HEAD the same without a body
+ *          [{"name","type","size","mtime"}]; HEAD the same without a body;
+ *          typed as api_files_meta.h says, 304 for a copy that is current
  *   PUT    /api/rooms/{room}/files/{path...}     the body becomes the file:
  *          201 (created) or 204 (replaced); parents are made
  *   DELETE /api/rooms/{room}/files/{path...}     a file or an empty

@@ -1,12 +1,15 @@
 /*
  * http_api.c: the routes that answer at once (http_api.h).  Called by
  * http_server.c through the route table (http_routes.c), after the
- * flags' checks (a token resolved for HTTP_AUTH rows).
+ * flags' checks (a token resolved for HTTP_AUTH rows).  The one that
+ * cannot, the rooms listing, asks the monitor with http_ask_later and
+ * waits suspended, so that it holds up no other client.
  */
 #include "http_api.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <microhttpd.h>
@@ -42,22 +45,79 @@ http_api_refusal(struct http_req *r, json_object *ans)
 	    "answer; try again");
 }
 
+/* A rooms listing asked of the monitor: its answer comes later (an
+ * admin's listing of thousands of rooms takes the monitor a while), and
+ * the request waits suspended meanwhile. */
+struct http_api_listing {
+	struct http_req *r;
+	struct http_pending *pending;	/* until the answer came */
+	json_object *ans;		/* the answer; NULL: the monitor is
+					 * gone */
+	int answered;
+};
+
+static void
+http_api_listing_free(void *arg)
+{
+	struct http_api_listing *l = arg;
+
+	http_ask_cancel(l->pending);
+	json_object_put(l->ans);
+	free(l);
+}
+
+/* http_ask_later's done: keep the answer, resume the request. */
+static void
+http_api_listing_done(void *arg, json_object *ans)
+{
+	struct http_api_listing *l = arg;
+
+	l->pending = NULL;
+	l->ans = json_object_get(ans);
+	l->answered = 1;
+	http_req_resume(l->r);
+}
+
+/* Ask for r's listing; suspend r until it comes.  MHD's result. */
+static int
+http_api_rooms_ask(struct http_req *r)
+{
+	struct http_api_listing *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return http_reply_error(r, 503, "out of memory; try again");
+	l->r = r;
+	r->ctx = l;
+	r->ctx_free = http_api_listing_free;
+	if (!(l->pending = http_ask_later(r->srv, http_ask_new(r, "rooms", 0),
+	    http_api_listing_done, l)))
+		return http_reply_error(r, 503, "atriumd is stopping; try "
+		    "again later");
+	r->suspended = 1;
+	MHD_suspend_connection(r->conn);
+	return MHD_YES;
+}
+
 /* See http_api.h. */
 int
 http_api_rooms(struct http_req *r)
 {
+	struct http_api_listing *l = r->ctx;
 	json_object *ans, *rooms, *out;
 	int ret;
 
-	if (http_ask(r->srv, http_ask_new(r, "rooms", 0), &ans, NULL, NULL,
-	    0) < 0)
+	if (!l)
+		return http_api_rooms_ask(r);
+	if (!l->answered) {		/* resumed early: wait on */
+		r->suspended = 1;
+		MHD_suspend_connection(r->conn);
+		return MHD_YES;
+	}
+	if (!(ans = l->ans))
 		return http_reply_error(r, 503, "atriumd is stopping; try "
 		    "again later");
-	if (!json_object_object_get_ex(ans, "rooms", &rooms)) {
-		ret = http_api_refusal(r, ans);
-		json_object_put(ans);
-		return ret;
-	}
+	if (!json_object_object_get_ex(ans, "rooms", &rooms))
+		return http_api_refusal(r, ans);
 	out = json_object_new_object();
 	json_object_object_add(out, "rooms", json_object_get(rooms));
 	if (json_get_bool(ans, "truncated", 0))
@@ -65,7 +125,6 @@ http_api_rooms(struct http_req *r)
 		    json_object_new_boolean(1));
 	ret = http_reply_json(r, 200, out);
 	json_object_put(out);
-	json_object_put(ans);
 	return ret;
 }
 
@@ -123,6 +182,115 @@ http_api_metric(struct buf *b, const char *name, const char *type,
 	    name, type, name, value);
 }
 
+/* The monitor's command counts (max-commands-per-user, both fronts) and
+ * refusals into b, with this process's refusals over a limit. */
+static void
+http_api_metrics_cmds(struct http_server *srv, json_object *ans,
+    struct buf *b)
+{
+	buf_printf(b, "# HELP atrium_commands_running People's commands "
+	    "running (ssh exec, sftp, chat and protocol exec; HTTP exec), by "
+	    "front.\n# TYPE atrium_commands_running gauge\n"
+	    "atrium_commands_running{front=\"ssh\"} %lld\n"
+	    "atrium_commands_running{front=\"http\"} %lld\n",
+	    json_get_int(ans, "commands_ssh", 0),
+	    json_get_int(ans, "commands_http", 0));
+	buf_printf(b, "# HELP atrium_refusals_total Requests refused, by "
+	    "reason (cap: max-commands-per-user; token: a token the monitor "
+	    "refused; limit: an HTTP limit) and front.\n"
+	    "# TYPE atrium_refusals_total counter\n"
+	    "atrium_refusals_total{reason=\"cap\",front=\"ssh\"} %lld\n"
+	    "atrium_refusals_total{reason=\"cap\",front=\"http\"} %lld\n"
+	    "atrium_refusals_total{reason=\"token\",front=\"http\"} %lld\n"
+	    "atrium_refusals_total{reason=\"limit\",front=\"http\"} %llu\n"
+	    "atrium_refusals_total{reason=\"limit\",front=\"ssh\"} %lld\n",
+	    json_get_int(ans, "cap_refused_ssh", 0),
+	    json_get_int(ans, "cap_refused_http", 0),
+	    json_get_int(ans, "token_refused", 0),
+	    (unsigned long long)srv->stats.refused[HTTP_REFUSED_LIMIT],
+	    json_get_int(ans, "ssh_refused", 0));
+}
+
+/* The network process's SSH sessions by kind (reported to the monitor
+ * at most a second ago) into b. */
+static void
+http_api_metrics_ssh(json_object *ans, struct buf *b)
+{
+	static const char *const kinds[] = {
+		"connections", "chat", "exec", "sftp", "control",
+	};
+	char key[32];
+
+	buf_printf(b, "# HELP atrium_ssh_sessions SSH connections, and their "
+	    "channels by kind (chat, exec, sftp, control: the atrium "
+	    "subsystem).\n# TYPE atrium_ssh_sessions gauge\n");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(key, sizeof(key), "ssh_%s", kinds[i]);
+		buf_printf(b, "atrium_ssh_sessions{kind=\"%s\"} %lld\n",
+		    kinds[i], json_get_int(ans, key, 0));
+	}
+}
+
+/* 1 when name may stand in a label value as it is. */
+static int
+http_api_label_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	return n > 0 && n < 32 && strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* One series of the model's, for each provider of list, into b. */
+static void
+http_api_metrics_model(json_object *list, struct buf *b, const char *name,
+    const char *key, const char *extra)
+{
+	size_t n = json_object_array_length(list);
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(list, i);
+		const char *provider = json_get_string(o, "provider");
+
+		if (http_api_label_ok(provider))
+			buf_printf(b, "%s{provider=\"%s\"%s} %lld\n", name,
+			    provider, extra, json_get_int(o, key, 0));
+	}
+}
+
+/* Every room's model requests, tokens and failures by provider, as the
+ * monitor sums them from its agents (at most a ping late), into b. */
+static void
+http_api_metrics_models(json_object *ans, struct buf *b)
+{
+	json_object *list;
+
+	if (!json_object_object_get_ex(ans, "models", &list) ||
+	    !json_object_is_type(list, json_type_array))
+		list = NULL;
+	buf_printf(b, "# HELP atrium_model_requests_total Model requests "
+	    "answered, by provider.\n"
+	    "# TYPE atrium_model_requests_total counter\n");
+	if (list)
+		http_api_metrics_model(list, b, "atrium_model_requests_total",
+		    "requests", "");
+	buf_printf(b, "# HELP atrium_model_tokens_total Model tokens, by "
+	    "provider and direction.\n"
+	    "# TYPE atrium_model_tokens_total counter\n");
+	if (list) {
+		http_api_metrics_model(list, b, "atrium_model_tokens_total",
+		    "input_tokens", ",direction=\"input\"");
+		http_api_metrics_model(list, b, "atrium_model_tokens_total",
+		    "output_tokens", ",direction=\"output\"");
+	}
+	buf_printf(b, "# HELP atrium_model_errors_total Model requests that "
+	    "failed (each attempt, retried or not), by provider.\n"
+	    "# TYPE atrium_model_errors_total counter\n");
+	if (list)
+		http_api_metrics_model(list, b, "atrium_model_errors_total",
+		    "errors", "");
+}
+
 /* The monitor's counts into b. */
 static void
 http_api_metrics_monitor(struct http_req *r, struct buf *b)
@@ -142,6 +310,9 @@ http_api_metrics_monitor(struct http_req *r, struct buf *b)
 	    json_get_int(ans, "rooms_starting", 0));
 	buf_printf(b, "atrium_rooms_active{state=\"stopping\"} %lld\n",
 	    json_get_int(ans, "rooms_stopping", 0));
+	http_api_metrics_cmds(r->srv, ans, b);
+	http_api_metrics_ssh(ans, b);
+	http_api_metrics_models(ans, b);
 	json_object_put(ans);
 }
 
@@ -181,6 +352,9 @@ http_api_metrics_http(struct http_server *srv, struct buf *b)
 	http_api_metric(b, "atrium_http_stream_drops_total", "counter",
 	    "Backlogs dropped for slow readers.",
 	    (unsigned long long)s->streams_dropped);
+	http_api_metric(b, "atrium_http_slow_heads_closed_total", "counter",
+	    "Connections closed for taking longer than http-request-timeout "
+	    "to send a request head.", srv->slow.closed);
 }
 
 /* See http_api.h. */

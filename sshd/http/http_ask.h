@@ -1,9 +1,12 @@
 /*
  * http_ask.h: atriumd-http's requests to the monitor (http_ask.c; the
  * wire is privsep.h, the rules the monitor applies are http_front.h).
- * Each call sends one request and waits for its answer: the monitor
- * answers from its own loop at once (its slowest, the rooms listing,
- * reads one small record per room), so the wait is a round trip.  When
+ * http_ask sends one request and waits for its answer: the monitor
+ * answers from its own loop at once, so the wait is a round trip.  A
+ * request that can take the monitor long (the rooms listing reads a
+ * record per room: an admin with thousands of rooms) is asked with
+ * http_ask_later instead, so the loop serves every other client while
+ * the monitor works.  When
  * the monitor is gone every call fails with -EPIPE and the process stops.
  * A request that acts for someone carries the request's token and the
  * client's address, never a user: who it is for is the monitor's finding.
@@ -31,6 +34,30 @@ json_object *http_ask_new(const struct http_req *r, const char *type,
  * when the monitor is gone (srv->stopping is set); another -errno. */
 int http_ask(struct http_server *srv, json_object *req, json_object **ans,
     int *fds, int *nfds, int maxfds);
+
+/*
+ * A request answered later.  Answers come in the order of the requests;
+ * one that arrives while http_ask waits for its own is kept, and each is
+ * handed to its done callback from the loop (http_ask_deliver, before
+ * MHD's run), outside every other callback.  The one who asked cancels
+ * before it goes (the answer is then dropped).
+ */
+struct http_pending;
+
+/* Send req (consumed); done(arg, ans) gets the answer later (ans NULL
+ * when the monitor is gone; borrowed).  A handle for http_ask_cancel, or
+ * NULL when it could not be asked (done is not called then). */
+struct http_pending *http_ask_later(struct http_server *srv,
+    json_object *req, void (*done)(void *arg, json_object *ans), void *arg);
+
+/* Forget p's answer: its done is not called.  NULL is fine. */
+void http_ask_cancel(struct http_pending *p);
+
+/* Hand the answers that came to their done callbacks, in order. */
+void http_ask_deliver(struct http_server *srv);
+
+/* Drop every request still waiting (the process ends). */
+void http_ask_forget(struct http_server *srv);
 
 /* Whether the answer is a refusal of who the request is for: 1 with its
  * reason in *why (borrowed from ans), 0 when not. */

@@ -50,13 +50,10 @@ http_auth_peer(struct MHD_Connection *c, char *out, size_t len)
 	}
 }
 
-/* The last entry of a trusted proxy's X-Forwarded-For into out, when it
- * is an address; else out is left alone. */
-static void
-http_auth_forwarded(struct MHD_Connection *c, char *out, size_t len)
+/* See http_auth.h. */
+void
+http_auth_forwarded(const char *xff, char *out, size_t len)
 {
-	const char *xff = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-	    "X-Forwarded-For");
 	const char *last;
 	char addr[64];
 	size_t n;
@@ -82,7 +79,9 @@ http_auth_addr(struct http_req *r)
 	http_auth_peer(r->conn, r->addr, sizeof(r->addr));
 	if (r->srv->cfg.http_trusted_proxy[0] &&
 	    strcmp(r->addr, r->srv->cfg.http_trusted_proxy) == 0)
-		http_auth_forwarded(r->conn, r->addr, sizeof(r->addr));
+		http_auth_forwarded(MHD_lookup_connection_value(r->conn,
+		    MHD_HEADER_KIND, "X-Forwarded-For"), r->addr,
+		    sizeof(r->addr));
 }
 
 /* See http_auth.h. */
@@ -108,27 +107,30 @@ http_auth_origin_host(const char *origin)
 
 /* See http_auth.h. */
 int
-http_auth_same_origin(struct http_req *r)
+http_auth_origin_is(const char *origin, const char *host)
 {
-	const char *origin = MHD_lookup_connection_value(r->conn,
-	    MHD_HEADER_KIND, "Origin");
-	const char *host = MHD_lookup_connection_value(r->conn,
-	    MHD_HEADER_KIND, "Host");
 	const char *oh = origin ? http_auth_origin_host(origin) : NULL;
 
 	return oh && host && host[0] && strcasecmp(oh, host) == 0;
 }
 
-/* r's token from the Authorization header, else the cookie.  0, or -1
- * with why. */
-static int
-http_auth_token(struct http_req *r, const char **why)
+/* See http_auth.h. */
+int
+http_auth_same_origin(struct http_req *r)
 {
-	const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-	    "Authorization");
+	return http_auth_origin_is(MHD_lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Origin"), MHD_lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Host"));
+}
+
+/* See http_auth.h. */
+int
+http_auth_token_of(const char *h, const char *cookie, char *out,
+    size_t len, int *by_cookie, const char **why)
+{
 	const char *t = NULL;
 
-	r->by_cookie = 0;
+	*by_cookie = 0;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0) {
 		t = h + 7;
 		t += strspn(t, " ");
@@ -136,21 +138,31 @@ http_auth_token(struct http_req *r, const char **why)
 		*why = "Authorization must be \"Bearer TOKEN\" (a token from "
 		    "ssh HOST atrium-token create)";
 		return -1;
-	} else if ((t = MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND,
-	    HTTP_COOKIE))) {
-		r->by_cookie = 1;
+	} else if ((t = cookie)) {
+		*by_cookie = 1;
 	}
 	if (!t || !t[0]) {
 		*why = "this needs a token: send \"Authorization: Bearer "
 		    "TOKEN\" (ssh HOST atrium-token create makes one)";
 		return -1;
 	}
-	if (strlen(t) > HTTP_MAX_TOKEN) {
+	if (strlen(t) > HTTP_MAX_TOKEN || strlen(t) >= len) {
 		*why = "not a token";
 		return -1;
 	}
-	snprintf(r->token, sizeof(r->token), "%s", t);
+	snprintf(out, len, "%s", t);
 	return 0;
+}
+
+/* r's token from the Authorization header, else the cookie.  0, or -1
+ * with why. */
+static int
+http_auth_token(struct http_req *r, const char **why)
+{
+	return http_auth_token_of(MHD_lookup_connection_value(r->conn,
+	    MHD_HEADER_KIND, "Authorization"),
+	    MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, HTTP_COOKIE),
+	    r->token, sizeof(r->token), &r->by_cookie, why);
 }
 
 /* The origin rules of http_auth.h: 0, or -1 with why. */

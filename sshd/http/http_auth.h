@@ -21,6 +21,8 @@
 #ifndef ATRIUMD_HTTP_AUTH_H
 #define ATRIUMD_HTTP_AUTH_H
 
+#include <stddef.h>
+
 struct http_req;
 
 #define HTTP_COOKIE	"atrium_session"
@@ -40,5 +42,22 @@ int http_auth_check(struct http_req *r, int upgrade, int *ret);
 /* Does Origin's host equal Host?  1, or 0 (either missing, or
  * different). */
 int http_auth_same_origin(struct http_req *r);
+
+/* The header-reading parts of the above, on the values alone (the
+ * fuzzers' way in):
+ *
+ * The token of an Authorization value h (NULL: absent) or else of the
+ * atrium_session cookie's value (NULL: absent) into out (len bytes),
+ * *by_cookie set when it is the cookie's.  0, or -1 with why. */
+int http_auth_token_of(const char *h, const char *cookie, char *out,
+    size_t len, int *by_cookie, const char **why);
+
+/* Does origin ("SCHEME://HOST[:PORT]") name host?  1 or 0 (either
+ * NULL). */
+int http_auth_origin_is(const char *origin, const char *host);
+
+/* The last entry of an X-Forwarded-For value xff (NULL: absent) into
+ * out, when it is a numeric address; else out is left alone. */
+void http_auth_forwarded(const char *xff, char *out, size_t len);
 
 #endif

@@ -9,9 +9,10 @@
  * handed (MHD_OPTION_LISTEN_SOCKET: this process can make no socket) and
  * enforces the limits it can: connections in all and per address, the
  * time a client may stay silent (http-request-timeout while it sends a
- * request: a half-sent request head is closed after it;
- * http-idle-timeout while a kept-alive connection waits for its next),
- * and a per-connection memory pool that bounds the request head.
+ * request; http-idle-timeout while a kept-alive connection waits for its
+ * next), and a per-connection memory pool that bounds the request head.
+ * Silence is not all: the whole time to send a request head is bounded
+ * too (http_slow.h), so a client trickling a byte at a time is cut.
  * The rest are checked here on MHD's first call for a request, before any
  * body is read: the request line (414), the headers (431), the body's
  * announced length (413), the route (400, 404, 405), the token (401) and
@@ -22,6 +23,11 @@
  * or by a stream (http_stream.h) that answers from a callback.  MHD's
  * completion notice logs it (http_reply_log) and frees it; a stream that
  * still points to it is told first.
+ *
+ * SIGHUP is the monitor's for new settings: the process stops taking
+ * connections, tells its streams to reconnect, lets what runs finish
+ * (HTTP_DRAIN_MS at most) and ends; the monitor starts it again with the
+ * settings in force.  SIGTERM ends it at once.
  */
 #include "http_server.h"
 #include "http_fileio.h"
@@ -47,6 +53,7 @@
 #include "util.h"
 
 #define HTTP_TRIM_MS		5000	/* free heap given back this often */
+#define HTTP_DRAIN_MS		10000	/* SIGHUP: running requests' time */
 #define HTTP_POOL_SLACK		(16 * 1024)	/* MHD's pool beyond the head */
 #define HTTP_ASK_TIMEOUT_MS	30000	/* the monitor's answers */
 
@@ -85,6 +92,7 @@ http_server_req_new(struct http_server *srv, struct MHD_Connection *c,
 	r->srv = srv;
 	r->conn = c;
 	r->start_ms = time_mono_ms();
+	srv->requests_running++;
 	snprintf(r->method, sizeof(r->method), "%s", method);
 	snprintf(r->path, sizeof(r->path), "%s", url);
 	for (char *p = r->path; *p; p++)
@@ -213,6 +221,7 @@ http_server_access(void *cls, struct MHD_Connection *c, const char *url,
 		 * request (body and all) is under the request timeout. */
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)srv->cfg.http_request_timeout);
+		http_slow_head_done(c);
 		*con_cls = r;
 		return http_server_first(r, url) == MHD_YES ? MHD_YES : MHD_NO;
 	}
@@ -241,12 +250,16 @@ http_server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
+	srv->requests_running--;
 	/* Not on a stream's: MHD completes an upgrade's request as it hands
 	 * the socket over, and a timeout set then breaks the hand-over. */
 	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->stream &&
-	    r->status != 101)
+	    r->status != 101) {
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)srv->cfg.http_idle_timeout);
+		http_slow_rearm(&srv->slow, c, srv->cfg.http_idle_timeout,
+		    srv->cfg.http_request_timeout, time_mono_ms());
+	}
 	if (r->stream)
 		http_stream_detach(r->stream);
 	if (!r->answered)
@@ -272,7 +285,50 @@ http_server_mhd_ready(struct watch *w, int revents)
 	(void)revents;
 }
 
-/* SIGTERM or SIGINT: stop. */
+/* SIGHUP (the monitor's, for new settings): take no new connection
+ * (they wait in the listening socket's queue for the next process), tell
+ * the event streams and WebSockets to reconnect, and let the running
+ * requests finish, HTTP_DRAIN_MS at most. */
+static void
+http_server_drain(struct http_server *srv)
+{
+	if (srv->drain_until_ms)
+		return;
+	srv->drain_until_ms = time_mono_ms() + HTTP_DRAIN_MS;
+	/* The socket stays open (the monitor holds it too); MHD only stops
+	 * watching it. */
+	MHD_quiesce_daemon(srv->mhd);
+	http_stream_end_all(srv, "atriumd-http restarts with new settings: "
+	    "reconnect");
+	log_info("SIGHUP: restarting with new settings once the %u running "
+	    "request%s end (%d s at most); new connections wait for it",
+	    srv->requests_running, srv->requests_running == 1 ? "" : "s",
+	    HTTP_DRAIN_MS / 1000);
+}
+
+/* Draining: stop once nothing runs, or at the deadline (what still runs
+ * is cut, and said). */
+static void
+http_server_drained(struct http_server *srv)
+{
+	long long now = time_mono_ms();
+
+	if (!srv->drain_until_ms)
+		return;
+	if (srv->requests_running == 0 && !srv->streams) {
+		log_info("drained: restarting");
+		srv->stopping = 1;
+	} else if (now >= srv->drain_until_ms) {
+		log_warn("%u request%s still running after %d s: cut by the "
+		    "restart", srv->requests_running, srv->requests_running ==
+		    1 ? "" : "s", HTTP_DRAIN_MS / 1000);
+		srv->stopping = 1;
+	} else {
+		loop_wake_at(&srv->loop, srv->drain_until_ms);
+	}
+}
+
+/* SIGTERM or SIGINT: stop; SIGHUP: drain, then stop. */
 static void
 http_server_signal(struct watch *w, int revents)
 {
@@ -283,6 +339,8 @@ http_server_signal(struct watch *w, int revents)
 	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si))
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 			srv->stopping = 1;
+		else if (si.ssi_signo == SIGHUP)
+			http_server_drain(srv);
 }
 
 /* The MHD daemon on listen_fd with the settings' limits, or NULL. */
@@ -303,6 +361,7 @@ http_server_mhd(struct http_server *srv, int listen_fd)
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->http_request_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 	    MHD_OPTION_NOTIFY_COMPLETED, http_server_completed, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, http_slow_notify, srv,
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_server_unescape, NULL,
 	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
 	    MHD_OPTION_END);
@@ -347,8 +406,13 @@ static void
 http_server_turn(struct http_server *srv)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
+	long long slow_ms;
 
 	http_stream_tick(srv);
+	http_ask_deliver(srv);
+	/* Before the runs: a connection cut here is closed by them. */
+	if ((slow_ms = http_slow_sweep(&srv->slow, time_mono_ms())) > 0)
+		loop_wake_at(&srv->loop, slow_ms);
 	MHD_run(srv->mhd);
 	/* MHD frees the connections a run closed (and gives their address
 	 * its place back under http-per-source) only at its next run: have
@@ -358,6 +422,7 @@ http_server_turn(struct http_server *srv)
 	if (MHD_get_timeout(srv->mhd, &ms) == MHD_YES)
 		loop_wake_at(&srv->loop, time_mono_ms() + (long long)ms);
 	loop_trim_heap(&srv->trim_ms, HTTP_TRIM_MS);
+	http_server_drained(srv);
 	loop_sync(&srv->loop);
 }
 
@@ -379,6 +444,7 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
+	http_ask_forget(srv);
 	http_fileio_free(srv->fileio);
 	srv->fileio = NULL;
 	if (srv->mhd)

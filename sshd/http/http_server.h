@@ -21,6 +21,7 @@
 #include "http_web.h"
 #include "loop.h"
 #include "http_guard.h"
+#include "http_slow.h"
 
 struct MHD_Daemon;
 struct http_stream;
@@ -54,17 +55,28 @@ struct http_server {
 	struct MHD_Daemon *mhd;		/* libmicrohttpd, external epoll */
 	struct watch mhd_w;		/* on MHD's epoll fd */
 	struct watch sig_w;		/* on sigfd */
-	int sigfd;			/* SIGTERM, SIGINT (SIGCHLD unused) */
+	int sigfd;			/* SIGTERM, SIGINT, SIGHUP (SIGCHLD
+					 * unused) */
 	int req_fd;			/* request socket to the monitor */
 	int ev_fd;			/* event socket from the monitor */
 	struct watch ev_w;		/* on ev_fd */
 	int stopping;			/* SIGTERM or the monitor gone */
+	long long drain_until_ms;	/* SIGHUP: no new connection, the
+					 * running requests finish until then,
+					 * then the process ends (the monitor
+					 * starts it again with the new
+					 * settings); 0: not draining */
+	unsigned requests_running;	/* begun and not completed */
+	struct http_pending *pending;	/* asked of the monitor, answered
+					 * later, in order (http_ask.h) */
+	struct watch ans_w;		/* on req_fd while one is due */
 	struct http_stream *streams;	/* event streams and WebSockets */
 	struct api_room_wait *room_waits; /* requests waiting for a room
 					 * to start (api_room.h) */
 	int nstreams;
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
+	struct http_slow slow;		/* request heads' deadlines */
 	long long trim_ms;		/* free heap last given back */
 	struct http_fileio *fileio;	/* the file routes' I/O thread, made
 					 * on first use (http_fileio.h) */

@@ -95,6 +95,12 @@ http_stream_admit(struct http_req *r, int *ret)
 	const char *why;
 	int exists, enter, answered = 1;
 
+	if (r->srv->drain_until_ms) {	/* it would only hold up the restart */
+		json_object_put(req);
+		*ret = http_reply_error(r, 503, "atriumd-http restarts with "
+		    "new settings: connect again in a moment");
+		return 1;
+	}
 	if (req)
 		json_object_object_add(req, "for", json_object_new_string(
 		    "http"));
@@ -256,6 +262,14 @@ http_stream_end_room(struct http_server *srv, const char *room,
 
 /* See http_stream.h. */
 void
+http_stream_end_all(struct http_server *srv, const char *msg)
+{
+	for (struct http_stream *s = srv->streams; s; s = s->next)
+		http_stream_end(s, msg);
+}
+
+/* See http_stream.h. */
+void
 http_stream_wake(struct http_server *srv)
 {
 	for (struct http_stream *s = srv->streams; s; s = s->next)
@@ -279,6 +293,9 @@ http_stream_tick(struct http_server *srv)
 			http_sse_tick(s);
 		else
 			http_ws_tick(s);
+		/* Its exec lines that got their exec_done are over. */
+		http_cap_sync(srv, &s->cap, s->state == HTTP_STREAM_DEAD ? 0 :
+		    agentlink_execs(&s->link));
 	}
 }
 
@@ -289,6 +306,7 @@ http_stream_free(struct http_stream *s)
 	if (s->req)
 		s->req->stream = NULL;
 	agentlink_close(&s->link);
+	http_cap_release(s->srv, &s->cap);
 	buf_free(&s->out);
 	buf_free(&s->held);
 	if (s->ws)

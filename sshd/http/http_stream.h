@@ -64,4 +64,7 @@ void http_stream_counts(struct http_server *srv, long long *sse,
 /* Free every stream (the process ends). */
 void http_stream_free_all(struct http_server *srv);
 
+/* End every stream with msg (an "end" event; WebSockets close). */
+void http_stream_end_all(struct http_server *srv, const char *msg);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include "agentlink.h"
 #include "buf.h"
+#include "http_cap.h"
 #include "http_req.h"
 #include "http_stream.h"
 #include "loop.h"
@@ -24,6 +25,20 @@
 #define HTTP_STREAM_WAIT_MS	60000	/* ... this long at most */
 #define HTTP_WS_QUEUE		(256 * 1024)	/* handed to wslay at once */
 #define HTTP_WS_HELD		(64 * 1024)	/* client lines before the room */
+#define HTTP_WS_QUEUE_MSGS	4096		/* messages handed to wslay */
+#define HTTP_WS_OWED		(HTTP_WS_QUEUE + 64 * 1024) /* bytes, and */
+#define HTTP_WS_OWED_MSGS	(HTTP_WS_QUEUE_MSGS + 256) /* messages,
+					 * wslay may hold with the answers to
+					 * the client's own messages (errors,
+					 * pongs) on top: past either, the
+					 * client is not reading them: 1008 */
+#define HTTP_WS_LINGER_MS	2000	/* after our close, the client's
+					 * bytes are read and dropped so long
+					 * at most (a close with unread bytes
+					 * would reset the connection and lose
+					 * the close frame) */
+#define HTTP_WS_PINGS		50	/* pings a client may send ... */
+#define HTTP_WS_PING_WINDOW_MS	10000	/* ... in this long */
 
 enum http_stream_kind { HTTP_STREAM_SSE, HTTP_STREAM_WS };
 
@@ -66,6 +81,19 @@ struct http_stream {
 					 * NULL (http_stream.h) */
 	const char *extra;		/* bytes MHD read past the head */
 	size_t nextra;
+	long long stall_since_ms;	/* bytes wait for the reader and none
+					 * went out since then; 0: none wait */
+	long long pings_since_ms;	/* the client's pings counted from */
+	int pings;			/* and how many */
+	long long linger_until_ms;	/* our close is sent, the client's
+					 * is not: reading to drop until then;
+					 * 0: not lingering */
+	long long close_wait_ms;	/* our close is sent while we still
+					 * read: the client's close is awaited
+					 * until then (HTTP_WS_LINGER_MS) */
+	struct http_cap cap;		/* its exec lines, counted against its
+					 * user's max-commands-per-user until
+					 * their exec_done (http_cap.h) */
 };
 
 /* A new stream for r, in srv->streams, WAITING for r's room (the

@@ -5,8 +5,8 @@
  * agent as a line (as the `atrium` subsystem passes lines: a hello is
  * refused, the text of a chat or prompt loses its control characters,
  * what is not a JSON object in UTF-8 gets an `error` message back), and
- * each line of the room comes back as one message.  Binary messages are
- * refused with an `error`.  With ?presence=1 (the room in the browser)
+ * each line of the room comes back as one message.  With ?presence=1
+ * (the room in the browser)
  * the client joins as a person, as the chat's people do: announced, and
  * listed in presence.
  *
@@ -17,6 +17,18 @@
  * lines wait in the stream's own capped buffer until wslay's queue has
  * room, so a slow reader's backlog can be dropped (and the reader told)
  * without holding up the room.  The Origin rule is http_auth.h's.
+ *
+ * A client that breaks the rules is closed with the code RFC 6455 7.4.1
+ * names, and nothing more of it is read: a binary message 1003; a
+ * message (all its fragments together) over PROTO_MAX_LINE 1009 (wslay's
+ * check, before the bytes are kept); text that is not UTF-8 1007
+ * (wslay's); more than HTTP_WS_PINGS pings in HTTP_WS_PING_WINDOW_MS
+ * 1008; and 1008 when the answers to its own messages (errors, pongs)
+ * pile up unread in wslay's queue past HTTP_WS_OWED.  So what one
+ * connection holds is bounded: one message being received, the capped
+ * backlog, wslay's capped queue.  A reader that takes no byte for
+ * http-idle-timeout while bytes wait for it is cut (its close could not
+ * reach it anyway).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +123,8 @@ http_ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
 	}
+	if (n > 0)
+		s->stall_since_ms = time_mono_ms();
 	if (s->req)
 		s->req->bytes += (uint64_t)n;
 	s->srv->stats.bytes_out += (uint64_t)n;
@@ -184,27 +198,21 @@ http_ws_clean(const char *type, json_object *o)
 	return changed;
 }
 
-/* May s's user start one more command (max-commands-per-user, counted
- * over this process's WebSockets: each exec line until its exec_done)?
- * 1, or 0 with the refusal sent, naming the exec's id. */
+/* May s's user start one more command (max-commands-per-user, counted by
+ * the monitor over SSH and HTTP together: http_cap.h; each exec line
+ * until its exec_done)?  1, or 0 with the refusal sent, naming the
+ * exec's id. */
 static int
 http_ws_under_cap(struct http_stream *s, json_object *o)
 {
-	int cap = s->srv->cfg.max_commands_per_user, n = 0;
 	const char *id = json_get_string(o, "id");
 	json_object *ev;
 	const char *text;
-	char msg[200];
+	char msg[400];
 
-	for (struct http_stream *t = s->srv->streams; cap > 0 && t;
-	    t = t->next)
-		if (strcmp(t->user, s->user) == 0)
-			n += agentlink_execs(&t->link);
-	if (cap <= 0 || n < cap)
+	if (http_cap_take(s->srv, s->token, s->addr, &s->cap, msg,
+	    sizeof(msg)) == 0)
 		return 1;
-	snprintf(msg, sizeof(msg), "exec not run: you have %d commands "
-	    "running, the most a person may (max-commands-per-user); wait "
-	    "for one to end", n);
 	ev = json_object_new_object();
 	json_object_object_add(ev, "type", json_object_new_string("error"));
 	if (id)
@@ -312,7 +320,54 @@ http_ws_client(struct http_stream *s, const uint8_t *data, size_t len)
 	json_object_put(o);
 }
 
-/* wslay's on_msg_recv: a whole message (control frames are wslay's). */
+/* Close s's WebSocket with code and why (at most 123 bytes: a close
+ * frame's reason), and read nothing more from it. */
+static void
+http_ws_refuse(struct http_stream *s, uint16_t code, const char *why)
+{
+	if (wslay_event_get_close_sent(s->ws) || !wslay_event_get_read_enabled(
+	    s->ws))
+		return;
+	wslay_event_queue_close(s->ws, code, (const uint8_t *)why,
+	    strlen(why));
+	wslay_event_shutdown_read(s->ws);
+	log_info("room %s: a WebSocket of %s closed (%u): %s", s->room,
+	    s->user, code, why);
+}
+
+/* A ping (wslay has queued its pong): 1 when the client pings more
+ * often than HTTP_WS_PINGS in HTTP_WS_PING_WINDOW_MS, and is closed. */
+static int
+http_ws_pinged(struct http_stream *s)
+{
+	long long now = time_mono_ms();
+
+	if (now - s->pings_since_ms > HTTP_WS_PING_WINDOW_MS) {
+		s->pings_since_ms = now;
+		s->pings = 0;
+	}
+	if (++s->pings <= HTTP_WS_PINGS)
+		return 0;
+	http_ws_refuse(s, WSLAY_CODE_POLICY_VIOLATION, "too many pings: at "
+	    "most 50 in 10 s");
+	return 1;
+}
+
+/* 1 when wslay holds more than the client may owe (it sends and does
+ * not read the answers), and it is closed. */
+static int
+http_ws_overdue(struct http_stream *s)
+{
+	if (wslay_event_get_queued_msg_length(s->ws) <= HTTP_WS_OWED &&
+	    wslay_event_get_queued_msg_count(s->ws) <= HTTP_WS_OWED_MSGS)
+		return 0;
+	http_ws_refuse(s, WSLAY_CODE_POLICY_VIOLATION, "the answers to your "
+	    "messages are not read: read what the server sends");
+	return 1;
+}
+
+/* wslay's on_msg_recv: a whole message (wslay answers pings and closes
+ * itself). */
 static void
 http_ws_on_msg(wslay_event_context_ptr ctx,
     const struct wslay_event_on_msg_recv_arg *arg, void *user)
@@ -320,11 +375,15 @@ http_ws_on_msg(wslay_event_context_ptr ctx,
 	struct http_stream *s = user;
 
 	(void)ctx;
+	if (arg->opcode == WSLAY_PING && http_ws_pinged(s))
+		return;
+	if (http_ws_overdue(s))
+		return;
 	if (arg->opcode == WSLAY_TEXT_FRAME)
 		http_ws_client(s, arg->msg, arg->msg_length);
 	else if (arg->opcode == WSLAY_BINARY_FRAME)
-		http_ws_error(s, "binary messages are not taken: send JSON as "
-		    "text");
+		http_ws_refuse(s, WSLAY_CODE_UNSUPPORTED_DATA, "binary "
+		    "messages are not taken: send JSON as text");
 }
 
 /* See http_stream_int.h. */
@@ -367,13 +426,99 @@ static void
 http_ws_feed(struct http_stream *s)
 {
 	while (s->out.len && wslay_event_get_queued_msg_length(s->ws) <
-	    HTTP_WS_QUEUE) {
+	    HTTP_WS_QUEUE && wslay_event_get_queued_msg_count(s->ws) <
+	    HTTP_WS_QUEUE_MSGS) {
 		char *nl = memchr(s->out.data, '\n', s->out.len);
 		size_t n = nl ? (size_t)(nl - s->out.data) : s->out.len;
 
 		http_ws_message(s, s->out.data, n);
 		buf_consume(&s->out, nl ? n + 1 : n);
 	}
+}
+
+/* 1 when bytes have waited for s's reader and none went out for
+ * http-idle-timeout: the connection is cut (a close frame could not
+ * reach a reader that takes nothing).  Else the loop is asked to wake
+ * when that time would be up. */
+static int
+http_ws_stalled(struct http_stream *s)
+{
+	long long now = time_mono_ms(), limit;
+
+	if (!wslay_event_want_write(s->ws)) {
+		s->stall_since_ms = 0;
+		return 0;
+	}
+	if (!s->stall_since_ms)
+		s->stall_since_ms = now;
+	limit = s->stall_since_ms + 1000LL * s->srv->cfg.http_idle_timeout;
+	if (now < limit) {
+		loop_wake_at(&s->srv->loop, limit);
+		return 0;
+	}
+	log_info("room %s: a WebSocket of %s read nothing for %d s: cut",
+	    s->room, s->user, s->srv->cfg.http_idle_timeout);
+	s->srv->stats.streams_dropped++;
+	http_ws_close(s);
+	return 1;
+}
+
+/* Our close frame is out and the client's has not come: end our side
+ * (FIN) and drop what it still sends for HTTP_WS_LINGER_MS at most, so
+ * that the close frame is read before the connection goes. */
+static void
+http_ws_linger(struct http_stream *s)
+{
+	long long now = time_mono_ms();
+
+	if (!s->linger_until_ms) {
+		s->linger_until_ms = now + HTTP_WS_LINGER_MS;
+		if (shutdown(s->sock, SHUT_WR) < 0) {
+			http_ws_close(s);
+			return;
+		}
+	}
+	if (now >= s->linger_until_ms) {
+		http_ws_close(s);
+		return;
+	}
+	loop_want(&s->sock_w, POLLIN);
+	loop_wake_at(&s->srv->loop, s->linger_until_ms);
+}
+
+/* Our close went out (the stream ended) and we still read, for the
+ * client's close: HTTP_WS_LINGER_MS at most, then the connection goes (a
+ * client that never answers holds nothing).  1 when it went. */
+static int
+http_ws_close_awaited(struct http_stream *s)
+{
+	long long now = time_mono_ms();
+
+	if (!wslay_event_get_close_sent(s->ws) ||
+	    wslay_event_get_close_received(s->ws))
+		return 0;
+	if (!s->close_wait_ms)
+		s->close_wait_ms = now + HTTP_WS_LINGER_MS;
+	if (now < s->close_wait_ms) {
+		loop_wake_at(&s->srv->loop, s->close_wait_ms);
+		return 0;
+	}
+	http_ws_close(s);
+	return 1;
+}
+
+/* Lingering: read and drop the client's bytes; its end ends it. */
+static void
+http_ws_drain(struct http_stream *s)
+{
+	char sink[16384];
+	ssize_t n;
+
+	do
+		n = recv(s->sock, sink, sizeof(sink), 0);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		http_ws_close(s);
 }
 
 /* See http_stream_int.h. */
@@ -385,18 +530,34 @@ http_ws_tick(struct http_stream *s)
 	if (!s->ws || s->state == HTTP_STREAM_DEAD)
 		return;
 	http_ws_feed(s);
-	if (s->state == HTTP_STREAM_ENDING && !s->out.len &&
-	    !wslay_event_get_close_sent(s->ws))
-		wslay_event_queue_close(s->ws, WSLAY_CODE_NORMAL_CLOSURE,
-		    NULL, 0);
 	if (wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) {
 		http_ws_close(s);
 		return;
 	}
+	/* The close only once the last message (the "end") is out: wslay
+	 * sends a control frame ahead of queued messages, and nothing
+	 * after it. */
+	if (s->state == HTTP_STREAM_ENDING && !s->out.len &&
+	    !wslay_event_get_queued_msg_count(s->ws) &&
+	    !wslay_event_get_close_sent(s->ws) &&
+	    (wslay_event_queue_close(s->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL,
+	    0) != 0 || wslay_event_send(s->ws) != 0)) {
+		http_ws_close(s);
+		return;
+	}
+	if (http_ws_stalled(s))
+		return;
 	if (wslay_event_want_read(s->ws))
 		want |= POLLIN;
 	if (wslay_event_want_write(s->ws))
 		want |= POLLOUT;
+	if (!want && wslay_event_get_close_sent(s->ws) &&
+	    !wslay_event_get_close_received(s->ws)) {
+		http_ws_linger(s);
+		return;
+	}
+	if (http_ws_close_awaited(s))
+		return;
 	if (!want || (wslay_event_get_close_sent(s->ws) &&
 	    wslay_event_get_close_received(s->ws) && !s->out.len)) {
 		http_ws_close(s);
@@ -416,6 +577,12 @@ http_ws_ready(struct watch *w, int revents)
 
 	if (s->state == HTTP_STREAM_DEAD)
 		return;
+	if (s->linger_until_ms) {
+		http_ws_drain(s);
+		if (s->state != HTTP_STREAM_DEAD)
+			http_ws_linger(s);
+		return;
+	}
 	if ((revents & (POLLIN | POLLHUP | POLLERR)) &&
 	    wslay_event_recv(s->ws) != 0) {
 		http_ws_close(s);

@@ -62,6 +62,31 @@ agentwatch_read_turn(struct agentwatch_turn *t, json_object *obj)
 	agentwatch_copy_word(obj, "tool", t->tool, sizeof(t->tool));
 }
 
+/* What a pong says of the agent's model requests: what grew since the
+ * last pong is added to w->totals.  A count that went down is a new
+ * count (the agent's counts are its process's life). */
+static void
+agentwatch_read_model(struct agentwatch *w, json_object *obj)
+{
+	json_object *m;
+	long long v[MODEL_COUNTS], d[MODEL_COUNTS];
+	char provider[MODEL_TOTALS_NAME];
+
+	if (!json_object_object_get_ex(obj, "model", &m) ||
+	    !json_object_is_type(m, json_type_object))
+		return;
+	for (int k = 0; k < MODEL_COUNTS; k++) {
+		v[k] = json_get_int(m, model_count_names[k], -1);
+		if (v[k] < 0 || v[k] > (1LL << 50))
+			return;
+		d[k] = v[k] >= w->model[k] ? v[k] - w->model[k] : v[k];
+	}
+	agentwatch_copy_word(m, "provider", provider, sizeof(provider));
+	memcpy(w->model, v, sizeof(v));
+	if (w->totals)
+		model_totals_add(w->totals, provider, d);
+}
+
 /* Any line: the agent's loop turned since the ping.  A pong also says
  * what the turn is doing. */
 static void
@@ -73,8 +98,10 @@ agentwatch_line(void *arg, json_object *obj, const char *line, size_t len)
 	(void)line; (void)len;
 	w->answered_ms = time_mono_ms();
 	w->ping_out = 0;
-	if (type && strcmp(type, "pong") == 0)
+	if (type && strcmp(type, "pong") == 0) {
 		agentwatch_read_turn(&w->turn, obj);
+		agentwatch_read_model(w, obj);
+	}
 	else if (type && strcmp(type, "access") == 0 && w->on_access)
 		w->on_access(w->on_access_arg, obj);
 }
@@ -104,6 +131,7 @@ agentwatch_start(struct agentwatch *w, long long now)
 {
 	agentwatch_stop(w);
 	w->watching = 1;
+	memset(w->model, 0, sizeof(w->model));	/* a new agent: from 0 */
 	w->answered_ms = now;
 	w->next_ping_ms = now;
 }

@@ -7,6 +7,9 @@
  * agent answers "pong" from its loop.  When no line has come back for the
  * timeout, the room kills the agent and restarts it as after a crash.
  *
+ * Each pong also carries the agent's model requests since it started,
+ * whose growth is added to the monitor's totals (model_totals.h).
+ *
  * The same connection carries the agent's reports of its access list
  * ("access": owner, visibility, members; at each new connection and after
  * each change), which the watchdog hands to on_access unchecked: the
@@ -17,6 +20,7 @@
 
 #include "agentlink.h"
 #include "loop.h"
+#include "model_totals.h"
 
 /* What the agent's last pong said it was doing (turn_report in the
  * agent), for `atriumd status`; checked and cleaned when read. */
@@ -39,6 +43,10 @@ struct agentwatch {
 	long long answered_ms;	/* last line from the agent (or the start) */
 	long long next_ping_ms;	/* when to ping next */
 	struct agentwatch_turn turn;	/* from the last pong */
+	long long model[MODEL_COUNTS];	/* the agent's model counts at its
+					 * last pong (model_totals.h) */
+	struct model_totals *totals;	/* where what grew is added; NULL:
+					 * not counted */
 	/* An "access" line from the agent (obj is the caller's to check,
 	 * not to keep); NULL: ignored. */
 	void (*on_access)(void *arg, json_object *obj);

@@ -71,6 +71,7 @@ struct http_front {
 	char path[PATH_MAX];		/* atriumd-http */
 	struct privdrop_id id;		/* who it becomes */
 	long long restart_ms;		/* when to start it again; 0: none due */
+	int restarting;			/* ended for new settings (SIGHUP) */
 	struct http_front_cmd cmd;
 };
 
@@ -78,7 +79,7 @@ struct http_front {
  * export, import, nor anything that names a key. */
 static const char *const http_front_requests[] = {
 	"use", "agent", "why", "access", "rooms", "delete", "pipes",
-	"whoami", "metrics",
+	"whoami", "metrics", "cmd_begin", "cmd_end",
 };
 
 /* See http_front.h. */
@@ -122,7 +123,7 @@ http_front_open(struct monitor *srv, const struct helpers *progs,
 		return -ENOMEM;
 	}
 	h->f = (struct monitor_front){ srv, "HTTP process", 1, -1, -1,
-	    { .fd = -1 }, 0 };
+	    { .fd = -1 }, 0, { 0 } };
 	h->listen_fd = fd;
 	h->id = *id;
 	snprintf(h->path, sizeof(h->path), "%s", progs->http);
@@ -299,8 +300,20 @@ http_front_exited(struct monitor *srv, pid_t pid, int status)
 		return 0;
 	h->f.pid = 0;
 	http_front_close_sockets(&h->f);
+	if (h->f.cmds.running > 0)
+		log_info("HTTP process ended with %lld commands counted: "
+		    "no longer counted against their users' cap",
+		    h->f.cmds.running);
+	cmd_cap_clear(&h->f.cmds);
 	if (srv->stopping)
 		return 1;
+	if (h->restarting) {
+		h->restarting = 0;
+		log_info("HTTP process ended for new settings; starting it "
+		    "again");
+		h->restart_ms = time_mono_ms();
+		return 1;
+	}
 	if (WIFSIGNALED(status))
 		log_error("HTTP process killed by signal %d; starting it again",
 		    WTERMSIG(status));
@@ -328,11 +341,42 @@ http_front_tick(struct monitor *srv)
 }
 
 /* See http_front.h. */
+int
+http_front_takes(const char *key)
+{
+	if (strncmp(key, "http-", 5) != 0 || strcmp(key, "http-listen") == 0)
+		return 0;
+	for (size_t i = 0; i < HTTP_FRONT_NSETTINGS; i++)
+		if (strcmp(key, http_front_settings[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* See http_front.h. */
+void
+http_front_restart(struct monitor *srv)
+{
+	struct http_front *h = srv->http;
+
+	if (!h || h->f.pid <= 0 || h->restarting)
+		return;		/* a start to come reads the new settings */
+	h->restarting = 1;
+	kill(h->f.pid, SIGHUP);
+}
+
+/* See http_front.h. */
 void
 http_front_stop(struct monitor *srv, int sig)
 {
 	if (srv->http && srv->http->f.pid > 0)
 		kill(srv->http->f.pid, sig);
+}
+
+/* See http_front.h. */
+const struct cmd_cap *
+http_front_cmds(struct monitor *srv)
+{
+	return srv->http ? &srv->http->f.cmds : NULL;
 }
 
 /* See http_front.h. */
@@ -351,6 +395,7 @@ http_front_free(struct monitor *srv)
 	if (!h)
 		return;
 	http_front_close_sockets(&h->f);
+	cmd_cap_clear(&h->f.cmds);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	free(h);

@@ -14,8 +14,9 @@
  * (the privsep user, as atriumd-net's; only the http-* settings it reads;
  * never an API key).  Its requests are served by monitor.c like the
  * network process's, but for two things:
- *   - the set is smaller: use, agent, why, access, rooms, delete, pipes;
- *     anything else ends the process;
+ *   - the set is smaller: use, agent, why, access, rooms, delete, pipes,
+ *     whoami, metrics, cmd_begin, cmd_end; anything else ends the
+ *     process;
  *   - who a request is for is a token, not a key: the request carries
  *     "token" (the bearer token exactly as the client sent it) and "addr"
  *     (the client's address), and the monitor resolves the token itself
@@ -23,7 +24,9 @@
  *     authorized_keys as for an SSH session, then applies the token's own
  *     grant: its room list and read-only (monitor_identity.h).
  * A front that breaks the rules, or ends, is logged and started again a
- * second later; atriumd goes on serving SSH meanwhile.
+ * second later; atriumd goes on serving SSH meanwhile.  Its people's
+ * running commands (cmd_cap.h) are forgotten at its end: their commands
+ * ended with their connections.
  */
 #ifndef ATRIUMD_HTTP_FRONT_H
 #define ATRIUMD_HTTP_FRONT_H
@@ -64,8 +67,23 @@ int http_front_exited(struct monitor *srv, pid_t pid, int status);
 /* After each poll: start the process again when its restart is due. */
 void http_front_tick(struct monitor *srv);
 
+/* 1 when key is a setting only atriumd-http reads (http-*, but
+ * http-listen: that socket is bound by the monitor, as root, at start),
+ * so that a reload applies it by restarting atriumd-http. */
+int http_front_takes(const char *key);
+
+/* A reload changed such settings: atriumd-http drains (SIGHUP: its
+ * running requests finish, 10 s at most) and is started again at once
+ * with the settings in force.  Nothing when HTTP is off. */
+void http_front_restart(struct monitor *srv);
+
 /* Send sig to the process, if it runs (atriumd stops). */
 void http_front_stop(struct monitor *srv, int sig);
+
+/* The front's command counts (cmd_cap.h: emptied at each end, its
+ * refusals kept), or NULL without --http-listen. */
+struct cmd_cap;
+const struct cmd_cap *http_front_cmds(struct monitor *srv);
 
 /* 1 while the process has not been reaped. */
 int http_front_running(struct monitor *srv);

@@ -385,6 +385,7 @@ main_split(struct monitor *srv, struct keys *keys, const struct helpers *progs,
 	}
 	rooms_set_keys(&srv->rooms, keys);
 	rl->rooms = &srv->rooms;
+	rl->srv = srv;
 	srv->reload = main_reload;
 	srv->reload_arg = rl;
 	r = monitor_loop_run(srv);
@@ -490,7 +491,8 @@ main(int argc, char **argv)
 	    "ones as guests (open rooms, rooms they create, private rooms when "
 	    "invited)" : "");
 	banner_model(&cfg, &keys);
-	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys, NULL };
+	rl = (struct reload){ argc, argv, main_reload_flags, &cfg, &keys, NULL,
+	    NULL };
 	r = main_split(&srv, &keys, &progs, &id, &rl);
 	keys_clear(&keys);
 	return r;

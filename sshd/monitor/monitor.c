@@ -19,7 +19,10 @@
  * use and import: rooms= for a new room; agent: the hello the monitor
  * writes; access: the decision for that user, and the room's list only
  * for one who may enter it; token: a key's own line, its rooms= and its
- * forced command, tokens_serve.c).
+ * forced command, tokens_serve.c; cmd_begin: max-commands-per-user over
+ * both fronts, cmd_cap.h, while cmd_end acts for nobody, so that a key
+ * removed meanwhile still gives its count back; net_stats: the network
+ * process's own counts, from it alone).
  * What the monitor cannot check is that a client proved the key: the
  * network process authenticates (libssh checks the signature in-process)
  * and holds every public key of authorized_keys, so a subverted one may
@@ -73,6 +76,11 @@ struct monitor_req {
 	int room;		/* needs "room": a valid room name */
 	int who;		/* acts for a user: needs user, key, addr */
 	monitor_fn fn;
+};
+
+/* The counts of net_stats, in the order of srv->net_stats. */
+static const char *const monitor_net_stats[MONITOR_NET_STATS] = {
+	"connections", "chat", "exec", "sftp", "control", "refused",
 };
 
 /* Add key: string (NULL: null) to o. */
@@ -518,8 +526,140 @@ monitor_whoami(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* The commands user runs over both fronts (cmd_cap.h). */
+static int
+monitor_cmds_of(struct monitor *srv, const char *user)
+{
+	struct monitor_front *h = http_front_of(srv);
+
+	return cmd_cap_running(&srv->net.cmds, user) +
+	    (h ? cmd_cap_running(&h->cmds, user) : 0);
+}
+
+/* cmd_begin {WHO}: may the user start one more command
+ * (max-commands-per-user, counted over both fronts: cmd_cap.h)?  "ok"
+ * and "user" (whom to name in its cmd_end), counted for the asking
+ * front; or "refused": "cap" and "error", the words both fronts show. */
+static int
+monitor_cmd_begin(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	struct monitor_front *f = srv->asking;
+	int max = srv->cfg->max_commands_per_user;
+	int running = monitor_cmds_of(srv, id->user), r;
+	char words[400];
+
+	if (max > 0 && running >= max) {
+		f->cmds.refused++;
+		log_info("monitor: %s: command refused over %s, %d running (the "
+		    "max-commands-per-user cap)", id->user, f->name, running);
+		cmd_cap_words(words, sizeof(words), running, max);
+		monitor_put(ans, "refused", "cap");
+		monitor_put(ans, "error", words);
+		return 0;
+	}
+	if ((r = cmd_cap_add(&f->cmds, id->user)) < 0) {
+		log_error("monitor: cannot count a command of %s: %s", id->user,
+		    strerror(-r));
+		monitor_put(ans, "refused", "full");
+		monitor_put(ans, "error", "command refused: the server counts "
+		    "too many commands now; try again soon");
+		return 0;
+	}
+	json_object_object_add(ans, "ok", json_object_new_boolean(1));
+	monitor_put(ans, "user", id->user);
+	return 0;
+}
+
+/* cmd_end {user, n}: n of the user's commands over the asking front are
+ * over.  No identity: a key removed (or a token revoked) while its
+ * command ran must still give its count back.  A front may lower only
+ * its own counts. */
+static int
+monitor_cmd_end(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	const char *user = json_get_string(req, "user");
+	long long n = json_get_int(req, "n", 1);
+
+	if (!user || !user_name_valid(user) || n < 1 || n > 1000000)
+		return -1;
+	if (cmd_cap_drop(&srv->asking->cmds, user, (int)n) != n)
+		log_warn("monitor: %s ended %lld commands of %s it had not "
+		    "begun", srv->asking->name, n, user);
+	return 0;
+}
+
+/* The commands counts of metrics: running and refused over the cap, per
+ * front; tokens refused. */
+static void
+monitor_metrics_cmds(struct monitor *srv, json_object *ans)
+{
+	const struct cmd_cap *h = http_front_cmds(srv);
+
+	json_object_object_add(ans, "commands_ssh",
+	    json_object_new_int64(srv->net.cmds.running));
+	json_object_object_add(ans, "commands_http",
+	    json_object_new_int64(h ? h->running : 0));
+	json_object_object_add(ans, "cap_refused_ssh",
+	    json_object_new_int64((long long)srv->net.cmds.refused));
+	json_object_object_add(ans, "cap_refused_http",
+	    json_object_new_int64(h ? (long long)h->refused : 0));
+	json_object_object_add(ans, "token_refused",
+	    json_object_new_int64((long long)srv->token_refused));
+	for (int i = 0; i < MONITOR_NET_STATS; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ssh_%s", monitor_net_stats[i]);
+		json_object_object_add(ans, key,
+		    json_object_new_int64(srv->net_stats[i]));
+	}
+}
+
+/* net_stats {connections, chat, exec, sftp, control, refused}: the
+ * network process's counts, kept for GET /metrics.  Its own word about
+ * itself, so only checked to be counts. */
+static int
+monitor_net_stats_set(struct monitor *srv, json_object *req,
+    const char *room, const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	long long v[MONITOR_NET_STATS];
+
+	if (srv->asking != &srv->net)
+		return -1;
+	for (int i = 0; i < MONITOR_NET_STATS; i++)
+		if ((v[i] = json_get_int(req, monitor_net_stats[i], -1)) < 0)
+			return -1;
+	memcpy(srv->net_stats, v, sizeof(v));
+	return 0;
+}
+
+/* The model counts of metrics: every agent's requests, tokens and
+ * failed requests by provider (model_totals.h). */
+static void
+monitor_metrics_models(struct monitor *srv, json_object *ans)
+{
+	const struct model_totals *t = &srv->rooms.models;
+	json_object *list = json_object_new_array(), *o;
+
+	for (int i = 0; list && i < MODEL_TOTALS_PROVIDERS; i++) {
+		if (!t->p[i].provider[0] || !(o = json_object_new_object()))
+			continue;
+		monitor_put(o, "provider", t->p[i].provider);
+		for (int k = 0; k < MODEL_COUNTS; k++)
+			json_object_object_add(o, model_count_names[k],
+			    json_object_new_int64((long long)t->p[i].v[k]));
+		json_object_array_add(list, o);
+	}
+	json_object_object_add(ans, "models", list);
+}
+
 /* metrics {}: the monitor's counts for GET /metrics (the HTTP process
- * decides who may read them): rooms by state. */
+ * decides who may read them): rooms by state, commands per front,
+ * refusals. */
 static int
 monitor_metrics(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
@@ -540,6 +680,8 @@ monitor_metrics(struct monitor *srv, json_object *req, const char *room,
 	    json_object_new_int64(starting));
 	json_object_object_add(ans, "rooms_stopping",
 	    json_object_new_int64(stopping));
+	monitor_metrics_cmds(srv, ans);
+	monitor_metrics_models(srv, ans);
 	return 0;
 }
 
@@ -567,6 +709,9 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "whoami", 0, 1, monitor_whoami },
 	{ "metrics", 0, 0, monitor_metrics },
 	{ "token", 0, 1, monitor_token },
+	{ "cmd_begin", 0, 1, monitor_cmd_begin },
+	{ "cmd_end", 0, 0, monitor_cmd_end },
+	{ "net_stats", 0, 0, monitor_net_stats_set },
 };
 
 /* A front broke the rules (or went away): end it.  The network
@@ -594,8 +739,11 @@ monitor_abandon(struct monitor_front *f, const char *why)
  * removed or expired while its session lives gets here too.  Every
  * request's caller reads errno or error (monitor_ask.c). */
 static void
-monitor_refuse(json_object *ans, const char *type, const char *why)
+monitor_refuse(struct monitor *srv, json_object *ans, const char *type,
+    const char *why)
 {
+	if (srv->asking && srv->asking->http)
+		srv->token_refused++;
 	log_warn("monitor: %s request refused: %s", type, why);
 	json_object_object_add(ans, "errno", json_object_new_int(EACCES));
 	json_object_object_add(ans, "rc", json_object_new_int(-EACCES));
@@ -626,7 +774,7 @@ monitor_run(struct monitor_front *f, const struct monitor_req *e,
 	    sizeof(why)) : monitor_identity_get(srv, req, &id, why,
 	    sizeof(why));
 	if (r == -EACCES) {
-		monitor_refuse(ans, e->type, why);
+		monitor_refuse(srv, ans, e->type, why);
 		return 0;
 	}
 	return r < 0 ? -1 : e->fn(srv, req, room, &id, ans, fds);
@@ -673,7 +821,10 @@ monitor_serve(struct watch *w, int revents)
 		monitor_abandon(f, "out of memory for an answer");
 		return;
 	}
-	if (monitor_dispatch(f, req, ans, &fds) < 0) {
+	f->srv->asking = f;
+	r = monitor_dispatch(f, req, ans, &fds);
+	f->srv->asking = NULL;
+	if (r < 0) {
 		/* Never the request itself: an HTTP one holds a token. */
 		log_error("refused request of type %.40s",
 		    json_get_string(req, "type") ?: "(none)");

@@ -189,7 +189,7 @@ monitor_loop_bind(struct monitor *srv, const struct config *cfg)
 	srv->sigfd = -1;
 	srv->ctl.fd = -1;
 	srv->net = (struct monitor_front){ srv, "network process", 0, -1, -1,
-	    { .fd = -1 }, 0 };
+	    { .fd = -1 }, 0, { 0 } };
 	if ((r = compat_init()) < 0)
 		return r;
 	return monitor_loop_listen(srv);
@@ -315,6 +315,7 @@ monitor_loop_destroy(struct monitor *srv)
 		close(srv->net.req_fd);
 	if (srv->net.ev_fd >= 0)
 		close(srv->net.ev_fd);
+	cmd_cap_clear(&srv->net.cmds);
 	http_front_free(srv);
 	authkeys_free(srv->keys);
 	tokens_free(srv->tokens);

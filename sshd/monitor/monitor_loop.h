@@ -15,6 +15,7 @@
 #include <libssh/server.h>
 
 #include "authkeys.h"
+#include "cmd_cap.h"
 #include "config.h"
 #include "ctl.h"
 #include "helpers.h"
@@ -27,6 +28,9 @@
  * a user's SYN, which the client resends only after a second.  The kernel
  * caps it at net.core.somaxconn (4096 by default). */
 #define MONITOR_LISTEN_BACKLOG	1024
+
+/* The counts of a net_stats request (privsep.h), in monitor.c's order. */
+#define MONITOR_NET_STATS	6
 
 struct room_transfer;
 struct tokens;
@@ -48,6 +52,8 @@ struct monitor_front {
 	int ev_fd;			/* event socket, the monitor's end; -1 */
 	struct watch w;			/* on req_fd */
 	pid_t pid;			/* the process; 0 once it is gone */
+	struct cmd_cap cmds;		/* its people's running commands
+					 * (cmd_cap.h); cleared at its end */
 };
 
 struct monitor {
@@ -76,6 +82,13 @@ struct monitor {
 	struct room_transfer *transfers; /* exports and imports under way
 					 * (room_transfer.h) */
 	struct tokens *tokens;		/* DATA/tokens.db (tokens.h) */
+	struct monitor_front *asking;	/* the front whose request is being
+					 * served now (monitor_serve), else
+					 * NULL */
+	unsigned long long token_refused; /* HTTP requests whose token the
+					 * monitor refused (GET /metrics) */
+	long long net_stats[MONITOR_NET_STATS];	/* the network process's
+					 * last counts (net_stats request) */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "banner.h"
+#include "http_front.h"
 #include "log.h"
 #include "room.h"
 
@@ -140,11 +141,12 @@ reload_key(const struct reload *rl)
 	return changed;
 }
 
-/* Apply the live changes from fresh to rl->cfg; name them in applied and
- * the others in restart.  0, or -1 when the lists could not be made. */
+/* Apply the live changes from fresh to rl->cfg; name them in applied
+ * (atriumd-http's in http) and the others in restart.  0, or -1 when the
+ * lists could not be made. */
 static int
 reload_apply(const struct reload *rl, const struct config *fresh,
-    char *applied, char *restart, size_t len)
+    char *applied, char *http, char *restart, size_t len)
 {
 	struct reload_list *now = calloc(2, sizeof(*now)), *next = now + 1;
 	char err[256];
@@ -159,7 +161,8 @@ reload_apply(const struct reload *rl, const struct config *fresh,
 	for (size_t i = 0; i < now->n; i++) {
 		if (strcmp(now->value[i], next->value[i]) == 0)
 			continue;
-		if (!reload_is_live(now->key[i])) {
+		if (!reload_is_live(now->key[i]) &&
+		    !http_front_takes(now->key[i])) {
 			reload_append(restart, len, now->key[i]);
 			continue;
 		}
@@ -167,7 +170,8 @@ reload_apply(const struct reload *rl, const struct config *fresh,
 		    sizeof(err)) < 0)
 			log_error("reload: %s: %s; kept", now->key[i], err);
 		else
-			reload_append(applied, len, now->key[i]);
+			reload_append(http_front_takes(now->key[i]) ? http :
+			    applied, len, now->key[i]);
 	}
 	r = 0;
 out:
@@ -181,12 +185,14 @@ void
 reload_run(const struct reload *rl)
 {
 	char applied[RELOAD_LIST] = "", restart[RELOAD_LIST] = "";
+	char http[RELOAD_LIST] = "";
 	struct config *fresh = calloc(1, sizeof(*fresh));
 	int key_changed;
 
 	log_info("SIGHUP: reading atrium.conf again");
 	if (!fresh || reload_read(rl, fresh) < 0 ||
-	    reload_apply(rl, fresh, applied, restart, sizeof(applied)) < 0) {
+	    reload_apply(rl, fresh, applied, http, restart,
+	    sizeof(applied)) < 0) {
 		if (!fresh)
 			log_error("reload: out of memory; nothing changed");
 		free(fresh);
@@ -205,7 +211,14 @@ reload_run(const struct reload *rl)
 		if (rl->rooms)
 			rooms_send_keys(rl->rooms);
 	}
-	if (!applied[0] && !key_changed)
+	if (http[0]) {
+		log_info("reload applied by restarting atriumd-http (its "
+		    "running requests may finish first, 10 s at most; event "
+		    "streams and WebSockets are told to reconnect): %s", http);
+		if (rl->srv)
+			http_front_restart(rl->srv);
+	}
+	if (!applied[0] && !key_changed && !http[0])
 		log_info("reload: nothing to apply");
 	if (restart[0])
 		log_warn("reload: changed but needs a restart of atriumd, so "

@@ -6,7 +6,9 @@
  * A changed setting that is read when a room starts (the model, its URL,
  * the API key file, a room's limits and timeouts, the agent's caps) is
  * applied: rooms started from then on use it, rooms running keep theirs
- * until they stop.  Any other change (the address, the uid range, the
+ * until they stop.  A changed http-* setting (but http-listen) is
+ * applied by restarting atriumd-http (http_front.h), whose running
+ * requests may finish first.  Any other change (the address, the uid range, the
  * privsep user, the admission limits...) is logged as needing a restart
  * and not applied, so the process never runs on a half-new configuration.
  * The API key file is read again even when its name did not change.  A
@@ -20,6 +22,7 @@
 #include "keys.h"
 
 struct rooms;
+struct monitor;
 
 struct reload {
 	int argc;			/* atriumd's own command line, whose */
@@ -31,6 +34,8 @@ struct reload {
 	struct keys *keys;		/* the monitor's API keys */
 	struct rooms *rooms;		/* whose running agents get a new key
 					 * at once; NULL: none */
+	struct monitor *srv;		/* whose atriumd-http restarts for
+					 * its settings; NULL: none */
 };
 
 /* Reload as described above, logging one line for what was applied and

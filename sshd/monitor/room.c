@@ -858,6 +858,7 @@ room_new(struct rooms *rs, const char *name)
 	r->fs.keys_fd = r->agent.keys_fd = r->mkfs.keys_fd = -1;
 	r->umount.keys_fd = -1;
 	agentwatch_init(&r->watch, room_access_reported, r);
+	r->watch.totals = &rs->models;
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
 	r->mkfs.what = "atrium-fs mkfs";

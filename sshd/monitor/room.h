@@ -91,6 +91,8 @@ struct rooms {
 	void (*changed)(void *arg);	/* a room became ready or failed (so
 					 * the network process asks again) */
 	void *changed_arg;
+	struct model_totals models;	/* every agent's model requests
+					 * (model_totals.h) */
 };
 
 struct keys;

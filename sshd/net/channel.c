@@ -26,6 +26,7 @@
 #include "libssh_compat.h"
 #include "log.h"
 #include "monitor_ask.h"
+#include "user_cap.h"
 #include "util.h"
 
 /* Queue to stdout; -ENOBUFS (dropped) past CHAN_MAX_OUT. */
@@ -333,6 +334,7 @@ chan_wake_soon(struct chan *c)
 void
 chan_tick(struct chan *c)
 {
+	user_cap_sync(c);
 	if (c->closing || (!c->vetted && !chan_vet(c)))
 		return;
 	if (c->waiting_room && !c->finish) {
@@ -358,6 +360,7 @@ chan_free(struct chan *c)
 	monitor_ask_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
+	user_cap_release(c);
 	ssh_remove_channel_callbacks(c->ch, &c->cb);
 	if (!c->finished && ssh_channel_is_open(c->ch))
 		ssh_channel_close(c->ch);

@@ -4,8 +4,9 @@
  * room_access.c wherever the single-process atriumd used to act as root.
  *
  * Requests are answered in order.  Most are waited for (the answer is a
- * round trip and a few system calls in the monitor); the rooms listing,
- * which reads a record per room, is not: it is queued in srv->pending and
+ * round trip and a few system calls in the monitor); cmd_end, whose
+ * answer says nothing, and the rooms listing, which reads a record per
+ * room, are not: it is queued in srv->pending and
  * its answer is read when it comes (monitor_ask_answer), or, when another
  * request is waited for meanwhile, before that one's (monitor_ask_n), and
  * handed to its done callback at the next loop turn
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "jsonl.h"
+#include "net_stats.h"
 #include "log.h"
 #include "names.h"
 #include "privsep.h"
@@ -524,4 +526,53 @@ monitor_ask_token(const struct session *s, const struct token_args *a,
 	}
 	json_object_put(ans);
 	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_cmd_begin(const struct session *s, char *why, size_t len)
+{
+	json_object *ans;
+	int r;
+
+	snprintf(why, len, "command refused: the server cannot count it now; "
+	    "try again");
+	if ((r = monitor_ask(s->srv, monitor_ask_for(s, "cmd_begin", 0), &ans,
+	    NULL)) < 0)
+		return r;
+	if (json_get_bool(ans, "ok", 0)) {
+		r = 0;
+	} else {
+		snprintf(why, len, "%s", json_get_string(ans, "error") ?:
+		    "command refused by the server");
+		r = 1;
+	}
+	json_object_put(ans);
+	return r;
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_cmd_end(struct server *srv, const char *user, int n)
+{
+	json_object *req = monitor_ask_req("cmd_end", NULL);
+
+	if (req) {
+		json_object_object_add(req, "user",
+		    json_object_new_string(user));
+		json_object_object_add(req, "n", json_object_new_int(n));
+	}
+	monitor_ask_later(srv, req, NULL, NULL);
+}
+
+/* See monitor_ask.h. */
+void
+monitor_ask_stats(struct server *srv, const long long *v)
+{
+	json_object *req = monitor_ask_req("net_stats", NULL);
+
+	for (int i = 0; req && i < NET_STAT_N; i++)
+		json_object_object_add(req, net_stat_names[i],
+		    json_object_new_int64(v[i]));
+	monitor_ask_later(srv, req, NULL, NULL);
 }

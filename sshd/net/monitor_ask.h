@@ -130,6 +130,20 @@ int monitor_ask_transfer(const struct session *s, int import, int fds[3],
 int monitor_ask_token(const struct session *s, const struct token_args *a,
     struct buf *out, char *why, size_t len);
 
+/* One more command for s's user (cmd_begin: max-commands-per-user over
+ * SSH and HTTP together, sshd/monitor/cmd_cap.h): 0 when counted; 1 when
+ * refused, with the monitor's words for the user in why; -errno (why
+ * says so). */
+int monitor_ask_cmd_begin(const struct session *s, char *why, size_t len);
+
+/* n of user's commands counted by monitor_ask_cmd_begin are over
+ * (cmd_end).  Not waited for. */
+void monitor_ask_cmd_end(struct server *srv, const char *user, int n);
+
+/* Report the network process's counts v (net_stats.h) for GET /metrics
+ * (net_stats).  Not waited for. */
+void monitor_ask_stats(struct server *srv, const long long *v);
+
 /* DATA/authorized_keys open for reading, or -errno. */
 int monitor_ask_authkeys(struct server *srv);
 

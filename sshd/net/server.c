@@ -112,7 +112,6 @@ server_begin_stop(struct server *srv, int exit_code)
 	srv->exit_code = exit_code;
 	srv->stop_by_ms = time_mono_ms() + SERVER_STOP_GRACE_MS;
 	loop_del(&srv->listen_w);
-	loop_wake_at(&srv->loop, srv->stop_by_ms);
 }
 
 /* Connections not yet authenticated: all, and those from source. */
@@ -231,6 +230,7 @@ server_log_refusal(struct server *srv, const char *peer, const char *why)
 	char tally[1024];
 	unsigned long more;
 
+	srv->stats.refused++;
 	if (now - srv->refused_log_ms < 1000) {
 		server_count_refusal(srv, why);
 		return;
@@ -498,6 +498,7 @@ server_turn(struct server *srv)
 	}
 	server_accept_resume(srv);
 	server_refusals_flush(srv);
+	net_stats_tick(srv);
 	loop_trim_heap(&srv->trim_ms, SERVER_TRIM_MS);
 	loop_sync(&srv->loop);
 }
@@ -528,8 +529,15 @@ server_run(struct server *srv)
 {
 	while (!srv->stopping || (server_stop_channels(srv) &&
 	    time_mono_ms() < srv->stop_by_ms)) {
-		int r = ssh_event_dopoll(srv->loop.event,
-		    loop_timeout(&srv->loop));
+		int r;
+
+		/* Asked again before every poll: a deadline is forgotten
+		 * once the loop wakes (loop.h), and a wake for anything else
+		 * would otherwise leave a stop waiting on its clients for
+		 * ever. */
+		if (srv->stopping)
+			loop_wake_at(&srv->loop, srv->stop_by_ms);
+		r = ssh_event_dopoll(srv->loop.event, loop_timeout(&srv->loop));
 
 		if (r == SSH_ERROR && errno != EINTR && errno != 0) {
 			/* A session's error surfaces here; its tick reaps it. */

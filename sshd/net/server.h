@@ -20,6 +20,7 @@
 #include "config.h"
 #include "kexpool.h"
 #include "loop.h"
+#include "net_stats.h"
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
@@ -69,6 +70,8 @@ struct server {
 	struct watch ans_w;		/* on mon_fd while one of them waits */
 	struct agentlink_cache link_cache; /* room events parsed once for
 					 * every chat member (agentlink.h) */
+	struct net_stats stats;		/* counts for GET /metrics
+					 * (net_stats.h) */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection

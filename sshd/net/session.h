@@ -106,6 +106,8 @@ struct chan {
 	int vetted;			/* the client's packet size was checked */
 	struct agentlink *link;		/* the kind's link to the agent, once
 					 * connected (its execs: user_cap.h) */
+	int cap_held;			/* commands the monitor counts for it
+					 * (user_cap.h) */
 	struct monitor_pending *rooms_ask; /* a rooms listing asked for it and
 					 * not answered yet (monitor_ask.h):
 					 * one at a time; cancelled when it

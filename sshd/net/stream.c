@@ -750,6 +750,14 @@ stream_busy(const struct chan *c)
 	    !((const struct stream *)c->kind)->have_result;
 }
 
+/* See stream.h. */
+int
+stream_sftp(const struct chan *c)
+{
+	return c->ops == &stream_ops &&
+	    ((const struct stream *)c->kind)->sftp;
+}
+
 /* Refuse c when its user already runs max-commands-per-user commands
  * (user_cap.h).  1 when refused. */
 static int

@@ -37,4 +37,7 @@ int stream_open_archive(struct chan *c, int import);
  * person's command, user_cap.h). */
 int stream_busy(const struct chan *c);
 
+/* 1 when c is a stream channel serving sftp (not a command). */
+int stream_sftp(const struct chan *c);
+
 #endif

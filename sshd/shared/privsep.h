@@ -75,13 +75,33 @@
  *   whoami {WHO}            -> {user, admin, read_only, token_id}: who
  *                              the monitor takes the request to be for
  *   metrics {}              -> {rooms_ready, rooms_starting,
- *                              rooms_stopping}: counts for GET /metrics
+ *                              rooms_stopping, ssh_connections, ssh_chat,
+ *                              ssh_exec, ssh_sftp, ssh_control,
+ *                              ssh_refused, commands_ssh,
+ *                              commands_http, cap_refused_ssh,
+ *                              cap_refused_http, token_refused, models:
+ *                              [{provider, requests, input_tokens,
+ *                              output_tokens, errors}]}: counts for
+ *                              GET /metrics
+ *   cmd_begin {WHO}         one more command of the user, if under
+ *                           max-commands-per-user over both fronts
+ *                           (sshd/monitor/cmd_cap.h)
+ *                           -> {ok: true, user} (counted for this front)
+ *                              | {refused: "cap", error: the words to show}
+ *   net_stats {connections, chat, exec, sftp, control, refused}
+ *                           the network process's counts (authenticated
+ *                           connections, channels by kind, connections
+ *                           refused over a limit), kept for GET /metrics
+ *                           (sshd/net/net_stats.h); from it alone -> {}
+ *   cmd_end {user, n}       n of the user's commands over this front are
+ *                           over (no WHO: a key removed meanwhile still
+ *                           gives its count back) -> {}
  *
  * atriumd-http (sshd/http/) is a second front on a pair of its own
  * (sshd/monitor/http_front.h): its WHO is {token, addr} (the bearer token
  * as the client sent it, resolved by the monitor on every request), and
- * it may send only use, agent, why, access, rooms, delete, pipes, whoami
- * and metrics.
+ * it may send only use, agent, why, access, rooms, delete, pipes, whoami,
+ * metrics, cmd_begin and cmd_end.
  *
  * Events: end_room {room, message} (end the room's channels), wake {};
  * both go to each front.

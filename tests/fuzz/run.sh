@@ -32,6 +32,24 @@ FS_CORE=$(ls fs/*.c | grep -Ev '^fs/(main|mount|mount_confine|mount_keeper)\.c$'
 STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
 ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c $STORED"
 
+# atriumd-http's parsers are reached through its own files (less main.c),
+# linked whole as its unit tests link them, with libcommon's sources.
+HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
+    grep -Ev '^(sshd/http/main|common/sandbox_init|common/sandbox_seccomp)\.c$' |
+    tr '\n' ' ')
+# The monitor's files (less main.c), for what it reads of HTTP requests.
+MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c |
+    grep -Ev '^(sshd/monitor/main|common/sandbox_init)\.c$' | tr '\n' ' ')
+# A list less the files a target includes (for their static parsers):
+# without "LIST" FILE...
+without() {
+	local out=" $1 " f
+	shift
+	for f in "$@"; do out=${out// $f / }; done
+	echo "$out"
+}
+http_less() { without "$HTTP_ALL" "$@"; }
+
 # The sources each target needs besides its own file.
 declare -A SRC=(
 	[jsonl]="common/jsonl.c common/buf.c"
@@ -53,6 +71,11 @@ declare -A SRC=(
 	[stored_event]="$STORED common/names.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
+	[http_range]="$HTTP_ALL"
+	[http_auth]="$HTTP_ALL"
+	[token_text]="$(without "$MONITOR_ALL" sshd/monitor/tokens.c)"
+	[http_routes]="$(http_less sshd/http/api_util.c)"
+	[http_bodies]="$(http_less sshd/http/api_cloudflare.c sshd/http/api_duet.c sshd/http/api_rhema.c sshd/http/api_rhema_ws.c sshd/http/http_ws.c)"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
@@ -61,9 +84,9 @@ CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
 	-Isshd/net -Isshd/chat -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm)
-	-lpthread"
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcrypto libseccomp)
+	-lwslay -lpthread"
 
 if [ $# -gt 0 ]; then
 	names=("$@")
@@ -91,10 +114,16 @@ build() {
 	fi
 	# Each file once: the lists are built from shared pieces (STORED,
 	# ROOM_DB), and a file named twice is linked twice.
-	local srcs
+	local srcs inc=
 	srcs=$(printf '%s\n' ${SRC[$n]} | sort -u)
+	# atriumd-http's and the monitor's headers first: agent/ has a
+	# loop.h of its own.
+	case $n in
+	http_*) inc="-Isshd/http -Isshd/shared" ;;
+	token_text) inc="-Isshd/monitor -Isshd/shared" ;;
+	esac
 	# shellcheck disable=SC2086
-	$CC $CFLAGS -o "$OUT/fuzz_$n" "tests/fuzz/fuzz_$n.c" $srcs \
+	$CC $inc $CFLAGS -o "$OUT/fuzz_$n" "tests/fuzz/fuzz_$n.c" $srcs \
 	    $LIBS >"$OUT/logs/$n.build" 2>&1
 }
 

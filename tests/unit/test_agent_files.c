@@ -74,11 +74,42 @@ test_error_codes(void)
 	CHECK_STR(file_error_code(-EIO), "failed");
 }
 
+static void
+test_stale_temporary_names(void)
+{
+	long long start_ms = 5000, start_s = 1700000000;
+
+	/* made before the start (by the clock or, after a reboot, the
+	 * file's time): stale */
+	CHECK_INT(file_tmp_stale(".atrium-tmp-12-4999-0", start_s, start_ms,
+	    start_s), 1);
+	CHECK_INT(file_tmp_stale(".atrium-tmp-12-90000-3", start_s - 60,
+	    start_ms, start_s), 1);
+	/* made since: an upload of this agent's, kept */
+	CHECK_INT(file_tmp_stale(".atrium-tmp-12-5001-0", start_s, start_ms,
+	    start_s), 0);
+	/* not the exact shape the uploads make: never touched */
+	CHECK_INT(file_tmp_stale(".atrium-tmp-12-1-0.bak", 0, start_ms,
+	    start_s), 0);
+	CHECK_INT(file_tmp_stale(".atrium-tmp-x-1-0", 0, start_ms, start_s),
+	    0);
+	CHECK_INT(file_tmp_stale(".atrium-tmp-12-1", 0, start_ms, start_s),
+	    0);
+	CHECK_INT(file_tmp_stale(".atrium-tmp--1-0", 0, start_ms, start_s),
+	    0);
+	CHECK_INT(file_tmp_stale("atrium-tmp-12-1-0", 0, start_ms, start_s),
+	    0);
+	CHECK_INT(file_tmp_stale("notes.txt", 0, start_ms, start_s), 0);
+	CHECK_INT(file_tmp_stale(".atrium-tmp-99999999999999999999-1-0", 0,
+	    start_ms, start_s), 0);
+}
+
 int
 main(void)
 {
 	TEST(test_paths_made_relative);
 	TEST(test_hostile_paths_refused);
 	TEST(test_error_codes);
+	TEST(test_stale_temporary_names);
 	return unit_done("test_agent_files");
 }

@@ -7,6 +7,7 @@
 
 #include "unit.h"
 #include "../../sshd/http/api_files.h"
+#include "../../sshd/http/api_files_meta.h"
 
 static void
 test_ranges(void)
@@ -55,10 +56,67 @@ test_statuses(void)
 	CHECK_INT(api_files_status(NULL, "GET"), 400);
 }
 
+static void
+test_types(void)
+{
+	struct api_files_type t;
+
+	t = api_files_type_of("notes/a.txt");
+	CHECK_STR(t.content_type, "text/plain; charset=utf-8");
+	CHECK_INT(t.attachment, 0);
+	t = api_files_type_of("src/MAIN.C");
+	CHECK_STR(t.content_type, "text/plain; charset=utf-8");
+	t = api_files_type_of("app.js");
+	CHECK_STR(t.content_type, "text/plain; charset=utf-8");
+	t = api_files_type_of("pic.png");
+	CHECK_STR(t.content_type, "image/png");
+	t = api_files_type_of("x/index.HTML");
+	CHECK_STR(t.content_type, "application/octet-stream");
+	CHECK_INT(t.attachment, 1);
+	t = api_files_type_of("logo.svg");
+	CHECK_STR(t.content_type, "application/octet-stream");
+	CHECK_INT(t.attachment, 1);
+	t = api_files_type_of("a.txt/b.bin");
+	CHECK_STR(t.content_type, "application/octet-stream");
+	CHECK_INT(t.attachment, 0);
+	t = api_files_type_of(".txt");
+	CHECK_STR(t.content_type, "application/octet-stream");
+	t = api_files_type_of("Makefile");
+	CHECK_STR(t.content_type, "application/octet-stream");
+}
+
+static void
+test_not_modified(void)
+{
+	const char *e = "\"1-2-3-4\"";
+	time_t t = 1700000000;	/* Tue, 14 Nov 2023 22:13:20 GMT */
+
+	CHECK_INT(api_files_not_modified(NULL, NULL, e, t), 0);
+	CHECK_INT(api_files_not_modified("\"1-2-3-4\"", NULL, e, t), 1);
+	CHECK_INT(api_files_not_modified("W/\"1-2-3-4\"", NULL, e, t), 1);
+	CHECK_INT(api_files_not_modified("\"x\", \"1-2-3-4\" ", NULL, e, t),
+	    1);
+	CHECK_INT(api_files_not_modified("*", NULL, e, t), 1);
+	CHECK_INT(api_files_not_modified("\"1-2-3-5\"", NULL, e, t), 0);
+	CHECK_INT(api_files_not_modified("\"1-2-3-4", NULL, e, t), 0);
+	/* If-None-Match wins over a date that alone would say current */
+	CHECK_INT(api_files_not_modified("\"old\"",
+	    "Tue, 14 Nov 2023 22:13:20 GMT", e, t), 0);
+	CHECK_INT(api_files_not_modified(NULL,
+	    "Tue, 14 Nov 2023 22:13:20 GMT", e, t), 1);
+	CHECK_INT(api_files_not_modified(NULL,
+	    "Tue, 14 Nov 2023 22:13:19 GMT", e, t), 0);
+	CHECK_INT(api_files_not_modified(NULL, "yesterday", e, t), 0);
+	CHECK_INT(api_files_not_modified(NULL,
+	    "Tue, 14 Nov 2023 22:13:20 GMTx", e, t), 0);
+}
+
 int
 main(void)
 {
 	TEST(test_ranges);
 	TEST(test_statuses);
+	TEST(test_types);
+	TEST(test_not_modified);
 	return unit_done("test_http_files");
 }

@@ -347,8 +347,13 @@ test_http_front_rules(void)
 
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	fake_monitor(&srv, &cfg, -1);
-	f = (struct monitor_front){ &srv, "HTTP process", 1, sv[0], -1,
-	    { .fd = -1 }, 0 };
+	memset(&f, 0, sizeof(f));
+	f.srv = &srv;
+	f.name = "HTTP process";
+	f.http = 1;
+	f.req_fd = sv[0];
+	f.ev_fd = -1;
+	f.w.fd = -1;
 	ans = ask_http(&f, sv[1], "{\"type\":\"whoami\",\"token\":"
 	    "\"atrium_nope\",\"addr\":\"127.0.0.1\"}");
 	CHECK(ans != NULL);
