@@ -72,6 +72,7 @@ server_fds_left(struct server *srv, int channel)
 void
 server_end_room(struct server *srv, const char *room, const char *msg)
 {
+	srv->tick_all = 1;	/* rare: every session looks */
 	for (struct session *s = srv->sessions; s; s = s->next) {
 		if (!s->authed || strcmp(s->room, room) != 0)
 			continue;
@@ -478,9 +479,19 @@ server_turn(struct server *srv)
 {
 	struct session **pp;
 
+	long long now;
+	int all;
+
 	monitor_ask_deliver(srv);
-	for (struct session *s = srv->sessions; s; s = s->next)
-		session_tick(s);
+	now = time_mono_ms();
+	all = srv->tick_all || srv->stopping;
+	srv->tick_all = 0;
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (all || session_due(s, now))
+			session_tick(s);
+		else if (s->wake_ms)
+			loop_wake_at(&srv->loop, s->wake_ms);
+	}
 	for (pp = &srv->sessions; *pp;) {
 		struct session *s = *pp;
 
