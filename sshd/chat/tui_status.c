@@ -52,24 +52,31 @@ tui_status_presence(struct tui_status *st, json_object *o)
 	}
 }
 
-/* typing (shown for a while) or a line from user (no longer typing). */
-static void
+/* typing (shown for a while, until > 0) or a line from user (no longer
+ * typing, until 0): 1 when the line may read differently.  A line from
+ * someone not shown as typing changes nothing (nor takes a typist's
+ * place). */
+static int
 tui_status_typing(struct tui_status *st, const char *user, long long until)
 {
-	int slot = 0;
+	int slot = 0, found = 0;
 
 	if (!user || strcmp(user, st->self) == 0)
-		return;
+		return 0;
 	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
 		if (strcmp(st->typing[i].name, user) == 0) {
 			slot = i;
+			found = 1;
 			break;
 		}
 		if (st->typing[i].until_ms < st->typing[slot].until_ms)
 			slot = i;	/* else the one that ends first */
 	}
+	if (!until && (!found || !st->typing[slot].until_ms))
+		return 0;
 	snprintf(st->typing[slot].name, TUI_STATUS_NAME, "%s", user);
 	st->typing[slot].until_ms = until;
+	return 1;
 }
 
 /* Remember when the command id started (again, when it was approved:
@@ -159,7 +166,7 @@ tui_status_turn(struct tui_status *st, const char *type, json_object *o,
 }
 
 /* See tui_status.h. */
-void
+int
 tui_status_event(struct tui_status *st, const char *type, json_object *o,
     long long time_ms, long long now_ms)
 {
@@ -171,9 +178,10 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 		tui_status_typing(st, json_get_string(o, "user"),
 		    now_ms + TUI_STATUS_TYPING_MS);
 	} else if (!strcmp(type, "message") || !strcmp(type, "prompt")) {
-		tui_status_typing(st, json_get_string(o, "user"), 0);
+		return tui_status_typing(st, json_get_string(o, "user"), 0);
 	} else if (!strcmp(type, "exec_start")) {
 		tui_status_started(st, json_get_string(o, "id"), time_ms);
+		return 0;	/* a start time is not on the line */
 	} else if (!strcmp(type, "welcome")) {
 		json_object_object_get_ex(o, "usage_today", &u);
 		st->tokens = tui_status_usage(u);
@@ -182,6 +190,7 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 	} else {
 		tui_status_turn(st, type, o, time_ms);
 	}
+	return 1;
 }
 
 /* See tui_status.h. */

@@ -51,8 +51,11 @@ void tui_status_init(struct tui_status *st, const char *self);
 /* Take one room event (type, its object, its time in ms since the epoch,
  * 0 when unknown; now_ms on the monotonic clock).  Replayed events
  * (`replay`) move the agent's state but add no tokens (the welcome's
- * usage_today holds them). */
-void tui_status_event(struct tui_status *st, const char *type,
+ * usage_today holds them).  0 when the status line reads as before (a
+ * chat line from someone not typing, a command's start), 1 when it may
+ * not: most members' lines change nothing, and a thousand of them need
+ * not build the line again to find that out. */
+int tui_status_event(struct tui_status *st, const char *type,
     json_object *o, long long time_ms, long long now_ms);
 
 /* Take only the times of one event (a command's or a tool call's start,

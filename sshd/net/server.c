@@ -8,7 +8,14 @@
  * pipes, agent sockets, the monitor's sockets and a signalfd; after each
  * poll, server_turn runs the work that must happen outside callbacks
  * (answers from the monitor, channel ticks, the window workaround,
- * reaping sessions) and then loop_sync updates the poll set.  There is
+ * reaping sessions) and then loop_sync updates the poll set.  Only the
+ * sessions with work are ticked (session.h: session_due: a watch of
+ * theirs fired, their socket moved bytes, a deadline of theirs passed,
+ * bytes wait in them): a chat line in a room of a thousand touches the
+ * thousand members once, not at each of the several polls it takes to
+ * read their links; the walk that asks costs a few loads per session.
+ * Something rare that reaches many sessions (an answer of the monitor,
+ * a room ended, stopping) ticks them all at the next turn.  There is
  * no periodic tick: what server_turn must do at a time it asks for as a
  * deadline (loop.h: loop_wake_at), and the poll sleeps until the
  * earliest one or an fd, so an idle server costs no CPU and no wake-up

@@ -11,6 +11,12 @@
  * channel's window; input a kind cannot take yet stays in libssh (which
  * then stops growing the client's window) and is drained with
  * ssh_channel_read_nonblocking when the kind can take it again.
+ *
+ * A session is ticked only when session_due says it has work, so whatever
+ * changes a session outside its own tick must show: a kind's fd is
+ * watched with loop_mark on the session's poke (chan_connect_agent and
+ * stream.c do it), a wait is a deadline (chan_wake_at, chan_wake_soon),
+ * and what libssh does on the socket shows in its byte counters.
  */
 #ifndef ATRIUMD_SESSION_H
 #define ATRIUMD_SESSION_H

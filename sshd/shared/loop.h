@@ -21,6 +21,10 @@
  * with a thousand members it runs after every poll, and most polls change
  * no wish.
  *
+ * A watch may carry a mark (loop_mark), set each time it fires: the
+ * network process ticks after a poll only the sessions whose marks are
+ * set (or that have other work), not all of them.
+ *
  * Timers are deadlines, not periodic ticks.  The owner of the loop runs
  * its work after every poll (server.c:server_turn in the network process,
  * monitor_loop.c:monitor_loop_turn in the monitor); each part of that work
