@@ -52,6 +52,19 @@ tui_status_presence(struct tui_status *st, json_object *o)
 	}
 }
 
+/* The earliest typing entry's end, kept for tui_status_expire. */
+static void
+tui_status_typing_next(struct tui_status *st)
+{
+	st->typing_next_ms = 0;
+	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
+		long long t = st->typing[i].until_ms;
+
+		if (t && (!st->typing_next_ms || t < st->typing_next_ms))
+			st->typing_next_ms = t;
+	}
+}
+
 /* typing (shown for a while, until > 0) or a line from user (no longer
  * typing, until 0): 1 when the line may read differently.  A line from
  * someone not shown as typing changes nothing (nor takes a typist's
@@ -76,6 +89,7 @@ tui_status_typing(struct tui_status *st, const char *user, long long until)
 		return 0;
 	snprintf(st->typing[slot].name, TUI_STATUS_NAME, "%s", user);
 	st->typing[slot].until_ms = until;
+	tui_status_typing_next(st);
 	return 1;
 }
 
@@ -212,6 +226,8 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 {
 	int any = 0;
 
+	if (!st->typing_next_ms || now_ms < st->typing_next_ms)
+		return 0;
 	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
 		if (st->typing[i].until_ms && st->typing[i].until_ms <= now_ms) {
 			st->typing[i].until_ms = 0;
@@ -219,6 +235,7 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 			any = 1;
 		}
 	}
+	tui_status_typing_next(st);
 	return any;
 }
 
@@ -226,15 +243,7 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 long long
 tui_status_next_expiry(const struct tui_status *st)
 {
-	long long next = 0;
-
-	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
-		long long t = st->typing[i].until_ms;
-
-		if (t && (!next || t < next))
-			next = t;
-	}
-	return next;
+	return st->typing_next_ms;
 }
 
 /* See tui_status.h. */

@@ -34,6 +34,8 @@ struct tui_status {
 		char name[TUI_STATUS_NAME];
 		long long until_ms;	/* shown until (monotonic) */
 	} typing[TUI_STATUS_MAX_TYPING];
+	long long typing_next_ms;	/* the earliest until_ms shown, 0:
+					 * none (a deadline, not a scan) */
 	enum tui_agent_state agent;
 	char detail[96];		/* the command (or tool) of RUNNING and
 					 * WAITING */
@@ -70,7 +72,8 @@ void tui_status_text(const struct tui_status *st, const char *room,
     long long now_ms, char *out, size_t len);
 
 /* Forget who stopped typing by now_ms: 1 when someone did (the line
- * changes), else 0.  Cheap: chat.c asks on every tick. */
+ * changes), else 0.  Cheap: chat.c asks on every tick, and only a
+ * deadline passed makes it look at the entries. */
 int tui_status_expire(struct tui_status *st, long long now_ms);
 
 /* When the next typing entry expires (monotonic ms), or 0 when none is
