@@ -178,7 +178,7 @@ void
 chan_wait_room(struct chan *c)
 {
 	c->waiting_room = 1;
-	chan_wake_at(c, time_mono_ms());	/* asked at the next turn */
+	chan_wake_soon(c);	/* asked then, and so on while it waits */
 }
 
 /* Process-wide unique id "ssh-N". */
