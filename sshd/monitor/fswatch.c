@@ -141,8 +141,8 @@ fswatch_parse(const char *text, size_t len,
 	return -1;
 }
 
-/* Add what grew since the last answer to the totals, and keep v. */
-static void
+/* See fswatch.h. */
+void
 fswatch_add(struct fswatch *w,
     unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS])
 {
@@ -169,7 +169,7 @@ fswatch_done(struct fswatch *w)
 	if (fswatch_parse(w->in, w->len, v) < 0)
 		log_warn("room %s: atrium-fs's stats answer broke the "
 		    "format (%zu bytes); not counted", w->room, w->len);
-	else if (w->totals)
+	else
 		fswatch_add(w, v);
 	fswatch_close(w);
 }

@@ -70,4 +70,10 @@ long long fswatch_next(const struct fswatch *w);
 int fswatch_parse(const char *text, size_t len,
     unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS]);
 
+/* Add what grew since the mount's last answer v to the totals, and keep
+ * v (a figure below the last one's: a new daemon, all of v grew).  For
+ * fswatch.c and its unit test. */
+void fswatch_add(struct fswatch *w,
+    unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS]);
+
 #endif
