@@ -680,7 +680,7 @@ monitor_metrics_workspace(struct monitor *srv, json_object *ans)
 
 /* metrics {}: the monitor's counts for GET /metrics (the HTTP process
  * decides who may read them): rooms by state, commands per front,
- * refusals. */
+ * refusals, model use, workspace requests. */
 static int
 monitor_metrics(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
