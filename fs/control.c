@@ -368,7 +368,8 @@ control_serve(struct control *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if ((r = control_peer_ok(c, fd)) == 0 &&
 	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
-		if (strcmp(line, "changes") != 0)   /* one per command */
+		/* changes: one per command; stats: atriumd's, every 2 s */
+		if (strcmp(line, "changes") != 0 && strcmp(line, "stats") != 0)
 			log_info("control: %s", line);
 		r = control_do(c, fd, line);
 	}
