@@ -42,7 +42,7 @@ fswatch_start(struct fswatch *w, long long now)
 {
 	fswatch_stop(w);
 	w->watching = 1;
-	w->have_last = 0;
+	w->have_last = w->warned = 0;
 	w->next_ms = now;
 }
 
@@ -166,10 +166,13 @@ fswatch_done(struct fswatch *w)
 {
 	unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS];
 
-	if (fswatch_parse(w->in, w->len, v) < 0)
-		log_warn("room %s: atrium-fs's stats answer broke the "
-		    "format (%zu bytes); not counted", w->room, w->len);
-	else
+	if (fswatch_parse(w->in, w->len, v) < 0) {
+		if (!w->warned)
+			log_warn("room %s: atrium-fs's stats answer broke the "
+			    "format (%zu bytes); not counted (logged once a "
+			    "mount)", w->room, w->len);
+		w->warned = 1;
+	} else
 		fswatch_add(w, v);
 	fswatch_close(w);
 }
@@ -182,8 +185,10 @@ fswatch_cb(struct watch *wt, int revents)
 	ssize_t n;
 
 	if (w->len >= sizeof(w->in)) {
-		log_warn("room %s: atrium-fs's stats answer is too long",
-		    w->room);
+		if (!w->warned)
+			log_warn("room %s: atrium-fs's stats answer is too "
+			    "long (logged once a mount)", w->room);
+		w->warned = 1;
 		fswatch_close(w);
 		return;
 	}

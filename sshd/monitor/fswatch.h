@@ -37,6 +37,7 @@ struct fswatch {
 	long long next_ms;	/* when to ask next */
 	long long asked_ms;	/* when the open request was sent */
 	int have_last;		/* last holds this mount's previous answer */
+	int warned;		/* a bad answer of this mount was logged */
 	unsigned long long last[FSSTATS_KINDS][FSWATCH_FIELDS];
 	struct fsops_totals *totals;	/* where what grew is added */
 	const char *room;	/* its name, for the log */
