@@ -241,7 +241,8 @@ fswatch_tick(struct fswatch *w, struct loop *loop, const char *room_dir,
 		return;
 	if (w->fd >= 0 && now - w->asked_ms >= FSWATCH_TIMEOUT_MS)
 		fswatch_close(w);
-	if (w->fd >= 0 || now < w->next_ms)
+	if (w->fd >= 0 || now < w->next_ms ||
+	    now >= w->totals->wanted_until_ms)
 		return;
 	w->next_ms = now + FSWATCH_EVERY_MS;
 	w->asked_ms = now;
@@ -255,5 +256,7 @@ fswatch_next(const struct fswatch *w)
 		return 0;
 	if (w->fd >= 0)
 		return w->asked_ms + FSWATCH_TIMEOUT_MS;
+	if (w->next_ms >= w->totals->wanted_until_ms)
+		return 0;	/* nobody reads them: sleep */
 	return w->next_ms;
 }

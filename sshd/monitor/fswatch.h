@@ -1,13 +1,16 @@
 /*
  * fswatch.h: the monitor's reading of one room's workspace request counts
- * (fswatch.c), for GET /metrics.  While the room is ready, every
+ * (fswatch.c), for GET /metrics.  While the room is ready and someone
+ * reads the metrics (a metrics request within the last FSWATCH_WANTED_MS:
+ * an idle atriumd that nobody scrapes must not wake), every
  * FSWATCH_EVERY_MS the monitor opens the mount's control socket
  * (DATA/rooms/ROOM/workspace.db-ctl, fs/control.c), asks "stats" and
  * reads the answer from its loop, never waiting for it; what grew since
  * the last answer is added to the monitor's totals.  So the totals only
  * grow though rooms stop and start, and lag the mounts by at most
- * FSWATCH_EVERY_MS; what a mount served after its last answer and before
- * it stopped is not seen.  An answer that breaks the format, or none
+ * FSWATCH_EVERY_MS while scraped (the first scrape after a quiet spell
+ * shows the figures of the last one before it); what a mount served after
+ * its last answer and before it stopped is not seen.  An answer that breaks the format, or none
  * within FSWATCH_TIMEOUT_MS, counts nothing.
  */
 #ifndef ATRIUMD_FSWATCH_H
@@ -20,6 +23,7 @@
 
 #define FSWATCH_EVERY_MS	2000
 #define FSWATCH_TIMEOUT_MS	5000
+#define FSWATCH_WANTED_MS	60000	/* asked this long after a scrape */
 
 /* One kind's figures: count, summed nanoseconds, then the buckets, each
  * alone (not cumulative). */
@@ -28,6 +32,8 @@
 /* Every room's workspace requests over atriumd's life, by kind. */
 struct fsops_totals {
 	unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS];
+	long long wanted_until_ms;	/* ask the mounts until then (0:
+					 * nobody reads the metrics) */
 };
 
 struct fswatch {

@@ -664,8 +664,12 @@ static void
 monitor_metrics_workspace(struct monitor *srv, json_object *ans)
 {
 	static const char *const kinds[FSSTATS_KINDS] = FSSTATS_KIND_NAMES;
-	const struct fsops_totals *t = &srv->rooms.fsops;
+	struct fsops_totals *t = &srv->rooms.fsops;
 	json_object *o = json_object_new_object(), *a;
+
+	/* Someone reads them: the mounts are asked from now on, until a
+	 * while after the last read (fswatch.h). */
+	t->wanted_until_ms = time_mono_ms() + FSWATCH_WANTED_MS;
 
 	for (int k = 0; o && k < FSSTATS_KINDS; k++) {
 		if (!(a = json_object_new_array()))
