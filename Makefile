@@ -131,7 +131,7 @@ WEB_NPM    := web/node_modules/@xterm/xterm/lib/xterm.js \
 WEB_FILES  := $(foreach f,$(WEB_PAGE) $(notdir $(WEB_NPM)),$(f) $(f).gz)
 WEBDIR     ?= $(PREFIX)/share/atrium/web
 
-.PHONY: all deps run check unit unit-asan unit-tsan fuzz fuzz-replay bench stress \
+.PHONY: all deps run check unit unit-asan unit-tsan check-paths fuzz fuzz-replay bench stress \
         install uninstall deb clean
 all: $(addprefix $(BUILD)/,$(PROGS)) $(addprefix $(BUILD)/web/,$(WEB_FILES))
 
@@ -289,11 +289,17 @@ check: deps
 	    $(BUILD)/tests/fault_vfs.so $(BUILD)/tests/fsexer \
 	    $(BUILD)/asan/atrium-sandbox-init $(UNIT_TSAN_BINS) \
 	    $(BUILD)/tsan/tests/tsan_canary
+	@$(MAKE) --no-print-directory check-paths
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
 	@$(MAKE) --no-print-directory unit-tsan
 	@$(MAKE) --no-print-directory fuzz-replay
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
+
+# Every path a comment, README.md, ARCHITECTURE.md or a man page names
+# exists in the tree (tests/check_paths.py).
+check-paths:
+	@$(PYTHON) tests/check_paths.py
 
 # libFuzzer targets of tests/fuzz/ (clang): FUZZ_SECONDS each (default 30),
 # FUZZ_JOBS at once.  make check replays their seed corpora only.

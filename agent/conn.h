@@ -1,7 +1,7 @@
 /*
  * conn.h: the room's connections on RUN/agent.sock, the transport only.
  * atriumd connects once per session (and per exec); lines are framed with
- * common/jsonl (PROTO_MAX_LINE) and handed, parsed, to the request table
+ * common/jsonl.h (PROTO_MAX_LINE) and handed, parsed, to the request table
  * (requests.h); fds arrive by SCM_RIGHTS and wait in the connection's
  * queue until the `exec` line that announced them claims them.  The other
  * way, an answer may carry one fd (conn_queue_event_fd: a workspace file

@@ -5,7 +5,7 @@
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
  *       [--max-retries N] [--model-idle-timeout S] [--KEY VALUE ...]
  *
- * Every other --KEY VALUE is a setting of common/config (atriumd passes its
+ * Every other --KEY VALUE is a setting of common/config.c (atriumd passes its
  * own through config_each).  atriumd has mounted the workspace at
  * RUN/workspace; the agent listens on RUN/agent.sock, writes "ready\n" to
  * the ready fd, resumes an unfinished turn, and serves until SIGTERM or

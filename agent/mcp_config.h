@@ -14,7 +14,8 @@
  *   env      optional object of at most MCP_MAX_ENV NAME: "value" pairs,
  *            NAME a shell variable name up to 128 bytes, the value up to
  *            4096 bytes with no NUL and never one of the operator's API
- *            keys (they are the operator's alone: DESIGN.md, Trust)
+ *            keys (they are the operator's alone:
+ *            ARCHITECTURE.md, Trust boundaries)
  *
  * and nothing else.  The checked copy keeps exactly these fields, so what
  * room.db stores and mcp.c starts is what was checked.

@@ -1,6 +1,6 @@
 /*
  * proc.h: one sandboxed command driven by the event loop (proc.c): spawned
- * with common/sandbox, its output pipes read as they fill, its stdin written
+ * with common/sandbox.c, its output pipes read as they fill, its stdin written
  * as the pipe drains, its end noticed through a pidfd, its wall-clock limit
  * kept with a loop timer.  Used by exec.c (people's commands),
  * tool_bash.c (the agent's bash tool) and seed.c (seed_git's clone).

@@ -19,6 +19,8 @@
  *                                  that a reader of the file sees all
  *                                  that was answered before the request
  *             "changes" LF         the count of changes (fs_changes)
+ *             "stats" LF           the requests served, by kind
+ *                                  (fs/opstats.h), for GET /metrics
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
@@ -36,6 +38,11 @@
  * changes' answer comes after one line:
  *   changes   "C" SP COUNT LF      (two counts that differ: the tree
  *                                  changed between them)
+ * stats' answer comes after one line per kind, in opstats.h's order:
+ *   stats     "O" SP KIND SP COUNT SP SUM_NS {SP BUCKET} LF
+ *                                  (OPSTATS_BUCKETS counts, each of the
+ *                                  requests in its bucket alone, not
+ *                                  cumulative; all only grow)
  * NAME is checked by the core (fs_snapshot_name_ok) before anything runs.
  *
  * Trust: the socket is made 0600 in the database's directory, next to the
@@ -58,6 +65,7 @@
 #include "fs.h"
 #include "fsctl_client.h"
 #include "log.h"
+#include "opstats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -203,6 +211,33 @@ control_changes(struct control *c, int fd)
 	return control_write_all(fd, line, (size_t)n);
 }
 
+/* stats: one line per kind of request to fd (see the head).  0 or
+ * -errno. */
+static int
+control_stats(struct control *c, int fd)
+{
+	struct opstats_kind_figures f;
+	char line[FSSTATS_LINE_MAX];
+	int r = 0;
+
+	for (int k = 0; r == 0 && k < OPSTATS_KINDS; k++) {
+		size_t n;
+
+		opstats_read(fs_opstats(c->fs), k, &f);
+		n = (size_t)snprintf(line, sizeof(line), "O %s %llu %llu",
+		    opstats_kind_names[k], (unsigned long long)f.count,
+		    (unsigned long long)f.sum_ns);
+		for (int b = 0; b < OPSTATS_BUCKETS && n < sizeof(line); b++)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " %llu",
+			    (unsigned long long)f.bucket[b]);
+		if (n + 1 >= sizeof(line))
+			return -EOVERFLOW;
+		line[n++] = '\n';
+		r = control_write_all(fd, line, n);
+	}
+	return r;
+}
+
 /* One line of the list answer (arg: the peer's fd). */
 static int
 control_list_entry(void *arg, const struct fs_snapshot_info *s)
@@ -276,6 +311,8 @@ control_do(struct control *c, int fd, char *line)
 		return fs_sync(c->fs, 0);
 	if (strcmp(line, "changes") == 0)
 		return control_changes(c, fd);
+	if (strcmp(line, "stats") == 0)
+		return control_stats(c, fd);
 	if (strcmp(line, "usage") == 0)
 		return control_usage(c, fd);
 	if (strcmp(line, "compact") == 0) {
@@ -331,7 +368,8 @@ control_serve(struct control *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if ((r = control_peer_ok(c, fd)) == 0 &&
 	    (r = control_read_line(fd, line, sizeof(line))) == 0) {
-		if (strcmp(line, "changes") != 0)   /* one per command */
+		/* changes: one per command; stats: atriumd's, every 2 s */
+		if (strcmp(line, "changes") != 0 && strcmp(line, "stats") != 0)
 			log_info("control: %s", line);
 		r = control_do(c, fd, line);
 	}

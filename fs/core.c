@@ -206,6 +206,12 @@ fs_changes(struct fs *fs)
 	return atomic_load(&fs->changes);
 }
 
+struct opstats *
+fs_opstats(struct fs *fs)
+{
+	return &fs->ops;
+}
+
 /* Commit, drop unlinked inodes, close.  Accepts NULL. */
 void
 fs_close(struct fs *fs)

@@ -344,6 +344,10 @@ void fs_writers(struct fs *fs, uint64_t ino, int delta);
 void fs_changed(struct fs *fs);
 uint64_t fs_changes(struct fs *fs);
 
+/* The mount's request counts and latency (fs/opstats.h), noted by
+ * fs/fuse_timed.c and read by fs/control.c's "stats".  Never NULL. */
+struct opstats *fs_opstats(struct fs *fs);
+
 /* --- fsck (fs/fsck.c) --- */
 
 /* Check every invariant of fs/schema.c; each problem is passed to report

@@ -25,6 +25,7 @@
 
 #include "fs.h"
 #include "inoset.h"
+#include "opstats.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -63,6 +64,9 @@ struct fs {
 	pthread_mutex_t lock;     /* guards everything below but changes */
 	/* People's changes served so far (fs_changes): atomic, no lock. */
 	_Atomic uint64_t changes;
+	/* The mount's requests by kind and latency (opstats.h): atomic,
+	 * no lock. */
+	struct opstats ops;
 	sqlite3 *db;              /* the one connection, reads and writes */
 	char *path;
 	int readonly;

@@ -1,6 +1,8 @@
 /*
  * fuse_ops.c: the FUSE low-level adapter.  fs/mount.c registers
- * fuse_ops_table with a session whose userdata is the struct fs; each op_X
+ * fuse_ops_table (fs/fuse_timed.c, which times each request and calls
+ * fuse_ops_untimed here) with a session whose userdata is the struct
+ * fuse_ops_data; each op_X
  * converts the request, calls the core (fs.h) and replies exactly once.  No
  * SQL and no filesystem rules live here.
  *
@@ -756,7 +758,7 @@ op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)pos);
 }
 
-const struct fuse_lowlevel_ops fuse_ops_table = {
+const struct fuse_lowlevel_ops fuse_ops_untimed = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,

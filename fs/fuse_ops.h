@@ -22,6 +22,9 @@ struct fuse_ops_data {
 	int writeback_on; /* set by init: the kernel holds dirty pages */
 };
 
+/* What a mount registers: each request timed for the core's opstats
+ * (fs/fuse_timed.c), then served by fuse_ops_untimed (fs/fuse_ops.c). */
 extern const struct fuse_lowlevel_ops fuse_ops_table;
+extern const struct fuse_lowlevel_ops fuse_ops_untimed;
 
 #endif

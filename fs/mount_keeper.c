@@ -46,11 +46,16 @@ struct keeper {
 	int sigfd;		/* the signals it passes on */
 	int mounted;		/* the daemon said 'M' */
 	int unmounted;		/* and the keeper has taken it down */
+	int known;		/* major:minor below were read at 'M' */
+	unsigned major, minor;	/* of the daemon's own mount */
 	char dir[PATH_MAX];	/* the mount point, resolved before the fork */
 	char ctl[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
-/* Take the mount at k->dir down, when it is an atrium-fs mount. */
+/* Take the mount at k->dir down, when it is the daemon's own: another
+ * atrium-fs mount made on the same directory since the daemon died (a
+ * room started again at once) is never this keeper's to take down, and
+ * taking it would hide the workspace from the commands using it. */
 static void
 keeper_unmount(struct keeper *k)
 {
@@ -59,6 +64,11 @@ keeper_unmount(struct keeper *k)
 	k->unmounted = 1;
 	if (mount_holder_dev(k->dir, &major, &minor) < 0)
 		return;		/* unmounted already (fusermount3 -u) */
+	if (!k->known || major != k->major || minor != k->minor) {
+		log_warn("%s: the atrium-fs mount on top (%u:%u) is not the "
+		    "one this daemon made; left alone", k->dir, major, minor);
+		return;
+	}
 	if (umount2(k->dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 &&
 	    errno != EINVAL)
 		log_warn("unmounting %s: %s", k->dir, strerror(errno));
@@ -75,9 +85,11 @@ keeper_byte(struct keeper *k)
 		return 0;
 	if (n <= 0)
 		return 1;
-	if (c == 'M')
+	if (c == 'M') {
 		k->mounted = 1;
-	else if (c == 'U' && k->mounted && !k->unmounted) {
+		/* Ours is on top now: the daemon is alive and holds it. */
+		k->known = mount_holder_dev(k->dir, &k->major, &k->minor) == 0;
+	} else if (c == 'U' && k->mounted && !k->unmounted) {
 		keeper_unmount(k);
 		if (write(k->sock, "K", 1) != 1)
 			return 1;

@@ -25,9 +25,9 @@
  * runs the agent's own migrations and checks on it (atrium-agent
  * import-db) and nothing is lost in a translation that would have to be
  * kept in step with every schema change.  room.db holds no secret: API
- * keys never enter it (DESIGN.md), the copy's MCP servers lose their
- * environment (where an owner puts access tokens) before it is written,
- * and its access grants are replaced on import.
+ * keys never enter it (ARCHITECTURE.md, Trust boundaries), the copy's MCP
+ * servers lose their environment (where an owner puts access tokens)
+ * before it is written, and its access grants are replaced on import.
  *
  * import-room reads such an archive as hostile input into ROOM_DIR, which
  * must hold neither a workspace.db nor a room.db: the header must be

@@ -11,7 +11,9 @@
                 left under DATA/run and kills any child left behind.
 - ssh_run:      run the real OpenSSH client: ssh_run(server, room, *cmd,
                 user="alice", input=None) -> (exit code, stdout, stderr).
-- model_server: a scripted model server (tests/model_server.py), if present.
+- model:        a scripted model server (tests/model_server.py's ModelServer,
+                or the class a module's model_class fixture names), started
+                and stopped around the test; model_server is the same one.
 
 Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/
 """
@@ -274,12 +276,28 @@ def ssh_run():
     return _ssh_run
 
 
-if os.path.exists(os.path.join(ROOT, "tests", "model_server.py")):
-    @pytest.fixture
-    def model_server():
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from model_server import ModelServer
-        srv = ModelServer()
-        srv.start()
+@pytest.fixture
+def model_class():
+    """The class the model fixture starts: tests/model_server.py's
+    ModelServer; a test module whose model needs more (a summary script, say)
+    overrides this fixture with a subclass of it."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from model_server import ModelServer
+    return ModelServer
+
+
+@pytest.fixture
+def model(model_class):
+    """A scripted model server on a free loopback port, started before the
+    test and stopped after it; the test's own script and requests."""
+    srv = model_class().start()
+    try:
         yield srv
+    finally:
         srv.stop()
+
+
+@pytest.fixture
+def model_server(model):
+    """The same server as model, under the name the chat tests use."""
+    return model

@@ -281,15 +281,6 @@ def room():
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def model():
-    srv = ModelServer().start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
 def fast(*extra):
     """Flags that keep retries and timeouts short."""
     return ["--retry-base-ms", "50", "--max-retries", "3",

@@ -77,12 +77,9 @@ def text_of(msg):
 
 
 @pytest.fixture
-def model():
-    srv = SummaryServer().start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+def model_class():
+    """The model fixture (tests/conftest.py) starts a SummaryServer here."""
+    return SummaryServer
 
 
 def start(room, model, provider, *extra):

@@ -16,7 +16,7 @@ sys.path.insert(0, HERE)
 from model_server import ModelServer, Reply, ToolCall  # noqa: E402
 
 # The agent and its socket, as test_agent.py drives them.
-from test_agent import fast, model, pytestmark, room  # noqa: E402,F401
+from test_agent import fast, pytestmark, room  # noqa: E402,F401
 
 
 def ask(c, text, user="alice"):

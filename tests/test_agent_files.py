@@ -18,7 +18,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_agent import (Client, fast, model, pytestmark,  # noqa: E402,F401
+from test_agent import (Client, fast, pytestmark,  # noqa: E402,F401
                         room, wait_until)
 
 SANDBOX_UID = 64222

@@ -29,7 +29,7 @@ import pytest
 
 from test_agent import (BIN_DIR, FS, SANDBOX_UID, Room, fs_pid,  # noqa: F401
                         pytestmark, room, stop_process, stopped)
-from model_server import Before, ModelServer, Reply, ToolCall
+from model_server import Before, Reply, ToolCall
 
 SHIM = os.path.join(BIN_DIR, "tests", "fault_vfs.so")
 STORED = {"message", "prompt", "turn_start", "tool_call", "tool_result",
@@ -40,15 +40,6 @@ pytestmark = pytestmark + [
     pytest.mark.skipif(not os.path.exists(SHIM), reason="build first: make "
                        "build/tests/fault_vfs.so"),
 ]
-
-
-@pytest.fixture
-def model():
-    srv = ModelServer().start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 class FaultRoom:

@@ -16,7 +16,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from test_agent import fast, model, pytestmark, room  # noqa: E402,F401
+from test_agent import fast, pytestmark, room  # noqa: E402,F401
 from test_e2e import Room as Session, of_type  # noqa: E402
 
 SEQ = "seq 1 40000"

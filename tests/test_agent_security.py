@@ -20,7 +20,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import ModelServer, Reply, ToolCall  # noqa: E402
-from test_agent import (AGENT, BIN_DIR, fast, model,  # noqa: E402,F401
+from test_agent import (AGENT, BIN_DIR, fast,  # noqa: E402,F401
                         pytestmark, room)
 
 SECRET = "TOPSECRET-host-file-7c1e"

@@ -24,7 +24,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_agent import FS, fast, model, pytestmark, room  # noqa: E402,F401
+from test_agent import FS, fast, pytestmark, room  # noqa: E402,F401
 
 
 def make_repo(path, text="seeded readme\n", files=()):

@@ -16,7 +16,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import Reply, ToolCall  # noqa: E402
-from test_agent import (fast, model, pytestmark, room,  # noqa: E402,F401
+from test_agent import (fast, pytestmark, room,  # noqa: E402,F401
                         tool_results_in)
 from test_agent_security import (SECRET, host_secret,  # noqa: E402
                                  prompt_and_wait, sent_anywhere)

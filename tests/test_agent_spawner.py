@@ -12,7 +12,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import Reply, ToolCall  # noqa: E402
-from test_agent import fast, model, pytestmark, room  # noqa: E402,F401
+from test_agent import fast, pytestmark, room  # noqa: E402,F401
 
 KEY = "sk-ant-spawnertest-5d0c"
 

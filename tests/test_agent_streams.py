@@ -15,7 +15,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from model_server import Cut, ModelServer, Replay, Reply  # noqa: E402
+from model_server import Cut, Replay, Reply  # noqa: E402
 from test_agent import fast, pytestmark, room  # noqa: E402,F401
 
 STREAMS = os.path.join(HERE, "streams")
@@ -24,15 +24,6 @@ COMMAND = {"command": "echo hi > f.txt"}
 
 def recording(name):
     return Replay(os.path.join(STREAMS, name))
-
-
-@pytest.fixture
-def model():
-    srv = ModelServer().start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 def start(room, model, provider):

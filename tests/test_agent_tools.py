@@ -19,7 +19,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import Reply, ToolCall  # noqa: E402
-from test_agent import (FS, fast, fs_pid, model,  # noqa: E402,F401
+from test_agent import (FS, fast, fs_pid,  # noqa: E402,F401
                         pytestmark, room, stop_process, stopped,
                         tool_results_in)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from test_agent import FS, Reply, ToolCall, fast, model, room  # noqa: F401
+from test_agent import FS, Reply, ToolCall, fast, room  # noqa: F401
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),

@@ -3,7 +3,7 @@ would meet them (agent/input_limits.c)."""
 import os
 import time
 
-from test_agent import fast, model, room  # noqa: F401
+from test_agent import fast, room  # noqa: F401
 
 KiB = 1 << 10
 MiB = 1 << 20

@@ -1160,8 +1160,9 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	/* The welcome carries the latest seq: no line of it marks where the
 	 * scrollback's older events begin. */
 	ch->draw.model.tag = strcmp(type, "welcome") ? seq : 0;
-	tui_status_event(&ch->status, type, o, ms, time_mono_ms());
-	changed = chat_status_refresh(ch);
+	changed = tui_status_event(&ch->status, type, o, ms, time_mono_ms());
+	/* Scrolled back, the line also counts the new lines below. */
+	changed = (changed || scrolled) && chat_status_refresh(ch);
 	chat_attn_event(ch, type, o);
 	ch->render_only = scrolled;
 	buf_reset(&ch->frame);

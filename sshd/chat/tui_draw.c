@@ -53,6 +53,7 @@ tui_draw_init(struct tui_draw *d, int ansi, int color, int crlf, int cols,
 	d->rows = rows > 0 ? rows : 24;
 	buf_init(&d->stream, TUI_DRAW_MAX_STREAM);
 	buf_init(&d->raw, TUI_DRAW_MAX_STREAM);
+	buf_init(&d->status_row, TUI_DRAW_MAX_STATUS_ROW);
 	tui_model_init(&d->model);
 }
 
@@ -62,6 +63,7 @@ tui_draw_free(struct tui_draw *d)
 {
 	buf_free(&d->stream);
 	buf_free(&d->raw);
+	buf_free(&d->status_row);
 	tui_model_free(&d->model);
 }
 
@@ -253,6 +255,7 @@ void
 tui_draw_set_status(struct tui_draw *d, const char *text)
 {
 	snprintf(d->status, sizeof(d->status), "%s", text ? text : "");
+	d->status_cols = 0;	/* drawn again when next shown */
 }
 
 /* See tui_draw.h. */
@@ -845,27 +848,40 @@ tui_draw_stream_drop(struct tui_draw *d, struct buf *out)
 /* The status line, one row in reverse video, cut to the width (its text
  * is cleaned when set: names and commands come from the room). */
 static void
-tui_draw_status_row(struct tui_draw *d, struct buf *out)
+tui_draw_status_render(struct tui_draw *d, struct buf *row)
 {
 	struct buf clean;
 	size_t n;
 	int used = 0;
 
-	if (!d->status[0])
-		return;
+	buf_reset(row);
 	buf_init(&clean, sizeof(d->status) * 3 + 1);
 	tui_draw_sanitize(&clean, d->status, strlen(d->status), " ");
 	n = clean.data ? tui_width_fit(clean.data, clean.len, d->cols - 1,
 	    &used) : 0;
-	buf_append(out, TUI_REVERSE, strlen(TUI_REVERSE));
+	buf_append(row, TUI_REVERSE, strlen(TUI_REVERSE));
 	if (n)
-		buf_append(out, clean.data, n);
+		buf_append(row, clean.data, n);
 	/* The whole row in reverse, so it reads as a bar. */
 	for (; used < d->cols - 1; used++)
-		buf_append(out, " ", 1);
-	buf_append(out, TUI_RESET "\r\n", 6);
-	d->bottom_rows++;
+		buf_append(row, " ", 1);
+	buf_append(row, TUI_RESET "\r\n", 6);
 	buf_free(&clean);
+}
+
+/* The status row on out, drawn again only when its text or the width
+ * changed since it was last drawn. */
+static void
+tui_draw_status_row(struct tui_draw *d, struct buf *out)
+{
+	if (!d->status[0])
+		return;
+	if (d->status_cols != d->cols || !d->status_row.len) {
+		tui_draw_status_render(d, &d->status_row);
+		d->status_cols = d->cols;
+	}
+	buf_append(out, d->status_row.data, d->status_row.len);
+	d->bottom_rows++;
 }
 
 /* Draw the kept stream row and the prompt, cursor where the editor has it.

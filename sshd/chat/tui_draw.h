@@ -38,6 +38,8 @@
 #include "tui_model.h"
 
 #define TUI_DRAW_MAX_STREAM	(64 * 1024)	/* agent text kept unprinted */
+/* The status row as drawn: 10,000 columns at most (channel.c). */
+#define TUI_DRAW_MAX_STATUS_ROW	(64 * 1024)
 #define TUI_DRAW_MAX_LINE	2048	/* an agent's line longer than this
 					 * (as sent) is ended at a space */
 #define TUI_DRAW_MAX_BLOCK	8192	/* an agent's unclosed blocks longer
@@ -83,6 +85,11 @@ struct tui_draw {
 				 * screen allows the bottom region) */
 	struct tui_model model;	/* ansi: printed lines, for redraws */
 	char status[512];	/* ansi: the status line's text ("" none) */
+	struct buf status_row;	/* ansi: that line as drawn, for
+				 * status_cols columns: every frame ends
+				 * with it, and a thousand members' frames
+				 * would each clean and measure it again */
+	int status_cols;	/* 0: status_row is not drawn yet */
 	long long time_ms;	/* ansi: the time of the event being drawn
 				 * (0: none), shown as HH:MM before it */
 	int day;		/* ansi: the date of the last time shown

@@ -52,24 +52,45 @@ tui_status_presence(struct tui_status *st, json_object *o)
 	}
 }
 
-/* typing (shown for a while) or a line from user (no longer typing). */
+/* The earliest typing entry's end, kept for tui_status_expire. */
 static void
+tui_status_typing_next(struct tui_status *st)
+{
+	st->typing_next_ms = 0;
+	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
+		long long t = st->typing[i].until_ms;
+
+		if (t && (!st->typing_next_ms || t < st->typing_next_ms))
+			st->typing_next_ms = t;
+	}
+}
+
+/* typing (shown for a while, until > 0) or a line from user (no longer
+ * typing, until 0): 1 when the line may read differently.  A line from
+ * someone not shown as typing changes nothing (nor takes a typist's
+ * place). */
+static int
 tui_status_typing(struct tui_status *st, const char *user, long long until)
 {
-	int slot = 0;
+	int slot = 0, found = 0;
 
 	if (!user || strcmp(user, st->self) == 0)
-		return;
+		return 0;
 	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
 		if (strcmp(st->typing[i].name, user) == 0) {
 			slot = i;
+			found = 1;
 			break;
 		}
 		if (st->typing[i].until_ms < st->typing[slot].until_ms)
 			slot = i;	/* else the one that ends first */
 	}
+	if (!until && (!found || !st->typing[slot].until_ms))
+		return 0;
 	snprintf(st->typing[slot].name, TUI_STATUS_NAME, "%s", user);
 	st->typing[slot].until_ms = until;
+	tui_status_typing_next(st);
+	return 1;
 }
 
 /* Remember when the command id started (again, when it was approved:
@@ -159,7 +180,7 @@ tui_status_turn(struct tui_status *st, const char *type, json_object *o,
 }
 
 /* See tui_status.h. */
-void
+int
 tui_status_event(struct tui_status *st, const char *type, json_object *o,
     long long time_ms, long long now_ms)
 {
@@ -171,9 +192,10 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 		tui_status_typing(st, json_get_string(o, "user"),
 		    now_ms + TUI_STATUS_TYPING_MS);
 	} else if (!strcmp(type, "message") || !strcmp(type, "prompt")) {
-		tui_status_typing(st, json_get_string(o, "user"), 0);
+		return tui_status_typing(st, json_get_string(o, "user"), 0);
 	} else if (!strcmp(type, "exec_start")) {
 		tui_status_started(st, json_get_string(o, "id"), time_ms);
+		return 0;	/* a start time is not on the line */
 	} else if (!strcmp(type, "welcome")) {
 		json_object_object_get_ex(o, "usage_today", &u);
 		st->tokens = tui_status_usage(u);
@@ -182,6 +204,7 @@ tui_status_event(struct tui_status *st, const char *type, json_object *o,
 	} else {
 		tui_status_turn(st, type, o, time_ms);
 	}
+	return 1;
 }
 
 /* See tui_status.h. */
@@ -203,6 +226,8 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 {
 	int any = 0;
 
+	if (!st->typing_next_ms || now_ms < st->typing_next_ms)
+		return 0;
 	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
 		if (st->typing[i].until_ms && st->typing[i].until_ms <= now_ms) {
 			st->typing[i].until_ms = 0;
@@ -210,6 +235,7 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 			any = 1;
 		}
 	}
+	tui_status_typing_next(st);
 	return any;
 }
 
@@ -217,15 +243,7 @@ tui_status_expire(struct tui_status *st, long long now_ms)
 long long
 tui_status_next_expiry(const struct tui_status *st)
 {
-	long long next = 0;
-
-	for (int i = 0; i < TUI_STATUS_MAX_TYPING; i++) {
-		long long t = st->typing[i].until_ms;
-
-		if (t && (!next || t < next))
-			next = t;
-	}
-	return next;
+	return st->typing_next_ms;
 }
 
 /* See tui_status.h. */

@@ -34,6 +34,8 @@ struct tui_status {
 		char name[TUI_STATUS_NAME];
 		long long until_ms;	/* shown until (monotonic) */
 	} typing[TUI_STATUS_MAX_TYPING];
+	long long typing_next_ms;	/* the earliest until_ms shown, 0:
+					 * none (a deadline, not a scan) */
 	enum tui_agent_state agent;
 	char detail[96];		/* the command (or tool) of RUNNING and
 					 * WAITING */
@@ -51,8 +53,11 @@ void tui_status_init(struct tui_status *st, const char *self);
 /* Take one room event (type, its object, its time in ms since the epoch,
  * 0 when unknown; now_ms on the monotonic clock).  Replayed events
  * (`replay`) move the agent's state but add no tokens (the welcome's
- * usage_today holds them). */
-void tui_status_event(struct tui_status *st, const char *type,
+ * usage_today holds them).  0 when the status line reads as before (a
+ * chat line from someone not typing, a command's start), 1 when it may
+ * not: most members' lines change nothing, and a thousand of them need
+ * not build the line again to find that out. */
+int tui_status_event(struct tui_status *st, const char *type,
     json_object *o, long long time_ms, long long now_ms);
 
 /* Take only the times of one event (a command's or a tool call's start,
@@ -67,7 +72,8 @@ void tui_status_text(const struct tui_status *st, const char *room,
     long long now_ms, char *out, size_t len);
 
 /* Forget who stopped typing by now_ms: 1 when someone did (the line
- * changes), else 0.  Cheap: chat.c asks on every tick. */
+ * changes), else 0.  Cheap: chat.c asks on every tick, and only a
+ * deadline passed makes it look at the entries. */
 int tui_status_expire(struct tui_status *st, long long now_ms);
 
 /* When the next typing entry expires (monotonic ms), or 0 when none is

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "buf.h"
+#include "fsstats.h"
 #include "http_ask.h"
 #include "http_auth.h"
 #include "http_req.h"
@@ -291,6 +292,85 @@ http_api_metrics_models(json_object *ans, struct buf *b)
 		    "errors", "");
 }
 
+/* One kind's figures from the monitor (count, summed nanoseconds, then
+ * each bucket alone) into v, the count raised to the buckets' sum when a
+ * mount was read between a request's bucket and its count; 0, or -1
+ * when they are not that. */
+static int
+http_api_ws_figures(json_object *a, unsigned long long v[2 + FSSTATS_BUCKETS])
+{
+	unsigned long long in = 0;
+
+	if (!json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) != 2 + FSSTATS_BUCKETS)
+		return -1;
+	for (int f = 0; f < 2 + FSSTATS_BUCKETS; f++) {
+		json_object *n = json_object_array_get_idx(a, (size_t)f);
+
+		if (!json_object_is_type(n, json_type_int) ||
+		    json_object_get_int64(n) < 0)
+			return -1;
+		v[f] = (unsigned long long)json_object_get_int64(n);
+	}
+	for (int i = 0; i < FSSTATS_BUCKETS; i++)
+		in += v[2 + i];
+	if (v[0] < in)
+		v[0] = in;
+	return 0;
+}
+
+/* One kind's histogram into b: cumulative buckets, +Inf equal to the
+ * count. */
+static void
+http_api_ws_kind(struct buf *b, const char *kind,
+    const unsigned long long v[2 + FSSTATS_BUCKETS])
+{
+	static const char *const le[FSSTATS_BUCKETS] = FSSTATS_BUCKET_LE;
+	unsigned long long cum = 0;
+
+	for (int i = 0; i < FSSTATS_BUCKETS; i++) {
+		cum += v[2 + i];
+		buf_printf(b, "atrium_workspace_op_seconds_bucket{op=\"%s\","
+		    "le=\"%s\"} %llu\n", kind, le[i], cum);
+	}
+	buf_printf(b, "atrium_workspace_op_seconds_bucket{op=\"%s\","
+	    "le=\"+Inf\"} %llu\n", kind, v[0]);
+	buf_printf(b, "atrium_workspace_op_seconds_sum{op=\"%s\"} %llu.%09llu\n",
+	    kind, v[1] / 1000000000ULL, v[1] % 1000000000ULL);
+	buf_printf(b, "atrium_workspace_op_seconds_count{op=\"%s\"} %llu\n",
+	    kind, v[0]);
+}
+
+/* Every room's workspace requests by kind and their latency, as the
+ * monitor sums them from the mounts (at most two seconds late), into b. */
+static void
+http_api_metrics_workspace(json_object *ans, struct buf *b)
+{
+	static const char *const kinds[FSSTATS_KINDS] = FSSTATS_KIND_NAMES;
+	unsigned long long v[FSSTATS_KINDS][2 + FSSTATS_BUCKETS];
+	int ok[FSSTATS_KINDS];
+	json_object *ws, *a;
+
+	if (!json_object_object_get_ex(ans, "workspace", &ws))
+		ws = NULL;
+	for (int k = 0; k < FSSTATS_KINDS; k++)
+		ok[k] = ws && json_object_object_get_ex(ws, kinds[k], &a) &&
+		    http_api_ws_figures(a, v[k]) == 0;
+	buf_printf(b, "# HELP atrium_workspace_ops_total Workspace requests "
+	    "served (FUSE requests of every room's mount), by kind.\n"
+	    "# TYPE atrium_workspace_ops_total counter\n");
+	for (int k = 0; k < FSSTATS_KINDS; k++)
+		if (ok[k])
+			buf_printf(b, "atrium_workspace_ops_total{op=\"%s\"} "
+			    "%llu\n", kinds[k], v[k][0]);
+	buf_printf(b, "# HELP atrium_workspace_op_seconds Time atrium-fs "
+	    "took to serve a workspace request, by kind.\n"
+	    "# TYPE atrium_workspace_op_seconds histogram\n");
+	for (int k = 0; k < FSSTATS_KINDS; k++)
+		if (ok[k])
+			http_api_ws_kind(b, kinds[k], v[k]);
+}
+
 /* The monitor's counts into b. */
 static void
 http_api_metrics_monitor(struct http_req *r, struct buf *b)
@@ -313,6 +393,7 @@ http_api_metrics_monitor(struct http_req *r, struct buf *b)
 	http_api_metrics_cmds(r->srv, ans, b);
 	http_api_metrics_ssh(ans, b);
 	http_api_metrics_models(ans, b);
+	http_api_metrics_workspace(ans, b);
 	json_object_put(ans);
 }
 

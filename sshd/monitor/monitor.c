@@ -657,9 +657,34 @@ monitor_metrics_models(struct monitor *srv, json_object *ans)
 	json_object_object_add(ans, "models", list);
 }
 
+/* The workspace counts of metrics: every mount's requests by kind, each
+ * a list of count, summed nanoseconds and the buckets, each alone
+ * (fswatch.h). */
+static void
+monitor_metrics_workspace(struct monitor *srv, json_object *ans)
+{
+	static const char *const kinds[FSSTATS_KINDS] = FSSTATS_KIND_NAMES;
+	struct fsops_totals *t = &srv->rooms.fsops;
+	json_object *o = json_object_new_object(), *a;
+
+	/* Someone reads them: the mounts are asked from now on, until a
+	 * while after the last read (fswatch.h). */
+	t->wanted_until_ms = time_mono_ms() + FSWATCH_WANTED_MS;
+
+	for (int k = 0; o && k < FSSTATS_KINDS; k++) {
+		if (!(a = json_object_new_array()))
+			continue;
+		for (int f = 0; f < FSWATCH_FIELDS; f++)
+			json_object_array_add(a,
+			    json_object_new_int64((long long)t->v[k][f]));
+		json_object_object_add(o, kinds[k], a);
+	}
+	json_object_object_add(ans, "workspace", o);
+}
+
 /* metrics {}: the monitor's counts for GET /metrics (the HTTP process
  * decides who may read them): rooms by state, commands per front,
- * refusals. */
+ * refusals, model use, workspace requests. */
 static int
 monitor_metrics(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
@@ -682,6 +707,7 @@ monitor_metrics(struct monitor *srv, json_object *req, const char *room,
 	    json_object_new_int64(stopping));
 	monitor_metrics_cmds(srv, ans);
 	monitor_metrics_models(srv, ans);
+	monitor_metrics_workspace(srv, ans);
 	return 0;
 }
 

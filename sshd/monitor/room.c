@@ -545,6 +545,7 @@ room_stop(struct room *r)
 	room_child_close(&r->fs);
 	room_child_gone(&r->agent);
 	agentwatch_stop(&r->watch);
+	fswatch_stop(&r->fsw);
 	if (r->agent.pid > 0 && kill(r->agent.pid, SIGTERM) == 0)
 		any = 1;
 	if (r->fs.pid > 0 && kill(r->fs.pid, SIGTERM) == 0)
@@ -569,6 +570,7 @@ room_child_ready(struct room *r, struct room_child *c)
 	room_child_close(c);
 	if (c == &r->fs && r->state == ROOM_MOUNTING) {
 		log_info("room %s: workspace mounted (%lld ms)", r->name, ms);
+		fswatch_start(&r->fsw, time_mono_ms());
 		room_start_agent(r);
 	} else if (c == &r->agent && r->state == ROOM_AGENT) {
 		log_info("room %s: ready (%lld ms)", r->name, ms);
@@ -859,6 +861,7 @@ room_new(struct rooms *rs, const char *name)
 	r->umount.keys_fd = -1;
 	agentwatch_init(&r->watch, room_access_reported, r);
 	r->watch.totals = &rs->models;
+	fswatch_init(&r->fsw, &rs->fsops, r->name);
 	r->fs.what = "atrium-fs";
 	r->agent.what = "atrium-agent";
 	r->mkfs.what = "atrium-fs mkfs";
@@ -983,6 +986,7 @@ room_tick(struct room *r, long long now)
 	if (r->state == ROOM_READY && agentwatch_tick(&r->watch, r->rs->loop,
 	    r->run, now, r->rs->cfg->agent_timeout * 1000LL))
 		room_agent_hung(r);
+	fswatch_tick(&r->fsw, r->rs->loop, r->dir, now);
 	if (!r->deadline_ms || now < r->deadline_ms)
 		return;
 	switch (r->state) {
@@ -1018,6 +1022,7 @@ room_wake(struct room *r)
 	if (r->state == ROOM_READY)
 		loop_wake_at(r->rs->loop, agentwatch_next(&r->watch,
 		    r->rs->cfg->agent_timeout * 1000LL));
+	loop_wake_at(r->rs->loop, fswatch_next(&r->fsw));
 	loop_wake_at(r->rs->loop, r->deadline_ms);
 }
 
@@ -1071,6 +1076,7 @@ rooms_free(struct rooms *rs)
 		room_child_close(&r->fs);
 		room_child_gone(&r->agent);
 		agentwatch_stop(&r->watch);
+		fswatch_stop(&r->fsw);
 		room_unmount_stale(r);
 		free(r);
 	}

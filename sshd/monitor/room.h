@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "agentwatch.h"
+#include "fswatch.h"
 #include "config.h"
 #include "helpers.h"
 #include "loop.h"
@@ -70,6 +71,8 @@ struct room {
 	long long restarts_since_ms;	/* start of that window */
 	int deleting;			/* delete once stopped; no start */
 	struct agentwatch watch;	/* pings the agent while ready */
+	struct fswatch fsw;		/* reads atrium-fs's request counts
+					 * while it is mounted (fswatch.h) */
 	char agent_why[160];		/* why atriumd last killed the agent,
 					 * for the chat's notice */
 	long long agent_why_ms;		/* when */
@@ -93,6 +96,8 @@ struct rooms {
 	void *changed_arg;
 	struct model_totals models;	/* every agent's model requests
 					 * (model_totals.h) */
+	struct fsops_totals fsops;	/* every workspace's requests
+					 * (fswatch.h) */
 };
 
 struct keys;

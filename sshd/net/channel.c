@@ -179,6 +179,7 @@ void
 chan_wait_room(struct chan *c)
 {
 	c->waiting_room = 1;
+	chan_wake_soon(c);	/* asked then, and so on while it waits */
 }
 
 /* Process-wide unique id "ssh-N". */
@@ -294,9 +295,14 @@ chan_connect_agent(struct chan *c, struct agentlink *l,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg)
 {
+	int r;
+
 	c->link = l;
-	return agentlink_attach(l, &c->s->srv->loop, monitor_ask_agent(c->s, h),
+	r = agentlink_attach(l, &c->s->srv->loop, monitor_ask_agent(c->s, h),
 	    on_line, on_end, arg);
+	if (r == 0)
+		loop_mark(&l->w, &c->s->poke);	/* its lines: a tick */
+	return r;
 }
 
 /* Refuse a channel whose maximum packet would hang or crawl libssh's
@@ -320,14 +326,14 @@ chan_vet(struct chan *c)
 void
 chan_wake_at(struct chan *c, long long when_ms)
 {
-	loop_wake_at(&c->s->srv->loop, when_ms);
+	session_wake_at(c->s, when_ms);
 }
 
 /* See session.h. */
 void
 chan_wake_soon(struct chan *c)
 {
-	loop_wake_soon(&c->s->srv->loop);
+	session_wake_at(c->s, time_mono_ms() + LOOP_POLL_MS);
 }
 
 /* See chan_int.h. */

@@ -232,6 +232,7 @@ monitor_ask_deliver(struct server *srv)
 
 	while ((p = srv->pending) && p->arrived) {
 		srv->pending = p->next;
+		srv->tick_all = 1;	/* whoever asked looks at it */
 		/* An answer with errno is a refusal (monitor.c). */
 		if (p->done)
 			p->done(p->arg, json_get_int(p->ans, "errno", 0) > 0 ?

@@ -8,7 +8,14 @@
  * pipes, agent sockets, the monitor's sockets and a signalfd; after each
  * poll, server_turn runs the work that must happen outside callbacks
  * (answers from the monitor, channel ticks, the window workaround,
- * reaping sessions) and then loop_sync updates the poll set.  There is
+ * reaping sessions) and then loop_sync updates the poll set.  Only the
+ * sessions with work are ticked (session.h: session_due: a watch of
+ * theirs fired, their socket moved bytes, a deadline of theirs passed,
+ * bytes wait in them): a chat line in a room of a thousand touches the
+ * thousand members once, not at each of the several polls it takes to
+ * read their links; the walk that asks costs a few loads per session.
+ * Something rare that reaches many sessions (an answer of the monitor,
+ * a room ended, stopping) ticks them all at the next turn.  There is
  * no periodic tick: what server_turn must do at a time it asks for as a
  * deadline (loop.h: loop_wake_at), and the poll sleeps until the
  * earliest one or an fd, so an idle server costs no CPU and no wake-up
@@ -72,6 +79,7 @@ server_fds_left(struct server *srv, int channel)
 void
 server_end_room(struct server *srv, const char *room, const char *msg)
 {
+	srv->tick_all = 1;	/* rare: every session looks */
 	for (struct session *s = srv->sessions; s; s = s->next) {
 		if (!s->authed || strcmp(s->room, room) != 0)
 			continue;
@@ -478,9 +486,19 @@ server_turn(struct server *srv)
 {
 	struct session **pp;
 
+	long long now;
+	int all;
+
 	monitor_ask_deliver(srv);
-	for (struct session *s = srv->sessions; s; s = s->next)
-		session_tick(s);
+	now = time_mono_ms();
+	all = srv->tick_all || srv->stopping;
+	srv->tick_all = 0;
+	for (struct session *s = srv->sessions; s; s = s->next) {
+		if (all || session_due(s, now))
+			session_tick(s);
+		else if (s->wake_ms)
+			loop_wake_at(&srv->loop, s->wake_ms);
+	}
 	for (pp = &srv->sessions; *pp;) {
 		struct session *s = *pp;
 

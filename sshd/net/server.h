@@ -53,6 +53,10 @@ struct server {
 	int sigfd;			/* SIGTERM, SIGINT (SIGCHLD, SIGHUP
 					 * read and ignored) */
 	struct session *sessions;	/* every live session */
+	int tick_all;			/* the next turn ticks every session,
+					 * due or not (after something rare
+					 * that reaches many: an answer of the
+					 * monitor, a room ended) */
 	size_t nsessions;
 	unsigned long next_id;		/* for exec ids and session numbers */
 	int stopping;			/* SIGTERM/SIGINT seen, or the monitor

@@ -335,6 +335,7 @@ session_accept(struct server *srv, int fd, const char *peer,
 		return -EINVAL;
 	}
 	ssh_set_blocking(s->ssh, 0);
+	ssh_set_counters(s->ssh, &s->io, NULL);
 	ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
 	s->deadline_ms = time_mono_ms() + SERVER_AUTH_TIMEOUT_MS;
 	/* The key exchange runs on a handshake thread (kexpool.h), which
@@ -385,6 +386,7 @@ session_kex_done(struct kex_job *j)
 	if (j->done_us)
 		phases_set(&s->ph, PHASE_KEX_DONE, j->done_us);
 	phases_mark(&s->ph, PHASE_KEX_BACK);
+	s->poke = 1;
 	if (s->dead)
 		return;		/* cancelled: reaped at this turn's end */
 	if (j->result < 0) {
@@ -442,14 +444,77 @@ session_closed(struct session *s)
 
 /* See session.h. */
 void
-session_tick(struct session *s)
+session_wake_at(struct session *s, long long when_ms)
+{
+	if (when_ms <= 0)
+		return;
+	loop_wake_at(&s->srv->loop, when_ms);
+	if (!s->wake_ms || when_ms < s->wake_ms)
+		s->wake_ms = when_ms;
+}
+
+/* Bytes libssh moved on s's socket so far, both ways. */
+static uint64_t
+session_io(const struct session *s)
+{
+	return s->io.in_bytes + s->io.out_bytes;
+}
+
+/* 1 while bytes are on their way through s in either direction: output
+ * queued for a channel or held by libssh, input held for a kind.  Such
+ * a session is ticked every turn, as every session once was: libssh
+ * 0.10 can be left wanting to write with its socket out of the poll's
+ * POLLOUT, and a tick's calls into it are what set the poll right. */
+static int
+session_in_flight(const struct session *s)
+{
+	if (sshio.pending(s->ssh))
+		return 1;
+	for (const struct chan *c = s->chans; c; c = c->next)
+		if (c->out.len || c->err.len || c->inpend.len || c->in_blocked)
+			return 1;
+	return 0;
+}
+
+/* See session.h. */
+int
+session_due(const struct session *s, long long now_ms)
+{
+	if (s->dead || s->in_kex)
+		return 0;	/* the reaper's, or the handshake thread's */
+	if (!s->authed || s->poke || session_io(s) != s->io_seen)
+		return 1;
+	if ((s->wake_ms && now_ms >= s->wake_ms) || session_in_flight(s))
+		return 1;
+	/* A socket closed under libssh moves no byte. */
+	return (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0;
+}
+
+/* Reap the channels that are closing. */
+static void
+session_reap_chans(struct session *s)
 {
 	struct chan **pp;
 
-	if (s->dead || s->in_kex)
-		return;		/* in_kex: the thread keeps the deadline */
+	for (pp = &s->chans; *pp;) {
+		struct chan *c = *pp;
+
+		if (c->closing) {
+			*pp = c->next;
+			s->nchans--;
+			chan_free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+/* The tick proper: timeouts, channels, reaping. */
+static void
+session_turn(struct session *s)
+{
 	if (!s->authed)
-		loop_wake_at(&s->srv->loop, s->deadline_ms + 1);
+		session_wake_at(s, s->deadline_ms + 1);
 	if (!s->authed && time_mono_ms() > s->deadline_ms) {
 		log_info("session %lu: no authentication in %d s; closing",
 		    s->num, SERVER_AUTH_TIMEOUT_MS / 1000);
@@ -465,21 +530,33 @@ session_tick(struct session *s)
 	}
 	for (struct chan *c = s->chans; c; c = c->next)
 		chan_tick(c);
-	loop_wake_at(&s->srv->loop, compat_nudge_tick(&s->nudge, s->ssh,
+	session_wake_at(s, compat_nudge_tick(&s->nudge, s->ssh,
 	    time_mono_ms()));
-	for (pp = &s->chans; *pp;) {
-		struct chan *c = *pp;
-
-		if (c->closing) {
-			*pp = c->next;
-			s->nchans--;
-			chan_free(c);
-		} else {
-			pp = &c->next;
-		}
-	}
+	session_reap_chans(s);
 	if (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR))
 		session_closed(s);
+}
+
+/* See session.h. */
+void
+session_tick(struct session *s)
+{
+	if (s->dead || s->in_kex)
+		return;		/* in_kex: the thread keeps the deadline */
+	/* Deadlines still ahead stay (one asked from a callback, before
+	 * this tick); those passed are asked again by what still needs
+	 * them. */
+	if (s->wake_ms && s->wake_ms <= time_mono_ms())
+		s->wake_ms = 0;
+	/* Counted before the tick: a tick that wrote (or read) bytes is
+	 * followed by one more, which moves what the write made room for
+	 * (a frame queued behind those bytes); one that moved nothing waits
+	 * for news. */
+	s->io_seen = session_io(s);
+	s->poke = 0;
+	session_turn(s);
+	if (session_io(s) != s->io_seen)
+		session_wake_at(s, time_mono_ms());	/* no sleep before it */
 }
 
 /* See session.h. */

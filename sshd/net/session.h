@@ -11,6 +11,12 @@
  * channel's window; input a kind cannot take yet stays in libssh (which
  * then stops growing the client's window) and is drained with
  * ssh_channel_read_nonblocking when the kind can take it again.
+ *
+ * A session is ticked only when session_due says it has work, so whatever
+ * changes a session outside its own tick must show: a kind's fd is
+ * watched with loop_mark on the session's poke (chan_connect_agent and
+ * stream.c do it), a wait is a deadline (chan_wake_at, chan_wake_soon),
+ * and what libssh does on the socket shows in its byte counters.
  */
 #ifndef ATRIUMD_SESSION_H
 #define ATRIUMD_SESSION_H
@@ -139,6 +145,15 @@ struct session {
 	long long deadline_ms;		/* auth must be done by then */
 	struct phases ph;		/* where its time went (debug log) */
 	struct compat_nudge nudge;	/* libssh_compat.c W11 */
+	/* Whether server_turn ticks it (session_due): a session is looked
+	 * at only when something of its own happened since its last tick. */
+	int poke;			/* one of its watches fired, or a
+					 * change from outside wants a tick */
+	long long wake_ms;		/* earliest deadline asked for and not
+					 * yet passed (session_wake_at), 0 */
+	struct ssh_counter_struct io;	/* bytes libssh moved on its socket
+					 * (ssh_set_counters) */
+	uint64_t io_seen;		/* io's in + out at its last tick */
 	int dead;			/* free at the next reap */
 	struct chan *chans;
 	struct session *next;		/* in srv->sessions */
@@ -154,8 +169,19 @@ int session_accept(struct server *srv, int fd, const char *peer,
  * marked dead with the reason logged. */
 void session_kex_done(struct kex_job *j);
 
-/* Timeouts, channel ticks and reaping; call every loop turn. */
+/* Timeouts, channel ticks and reaping; call in every loop turn in which
+ * session_due says it has work. */
 void session_tick(struct session *s);
+
+/* 1 when s has work at now: not authenticated yet, poked, a deadline of
+ * its own passed, its socket moved bytes (a packet in, a window grown,
+ * output libssh held went out) or closed since its last tick, or bytes
+ * still wait in it to go either way.  Anything else that changes a
+ * session from outside its tick pokes it. */
+int session_due(const struct session *s, long long now_ms);
+
+/* Tick s by when_ms (monotonic; 0: no need) at the latest. */
+void session_wake_at(struct session *s, long long when_ms);
 
 /* Free a session and its channels (outside callbacks). */
 void session_free(struct session *s);

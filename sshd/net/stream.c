@@ -515,6 +515,16 @@ stream_send_exec(struct stream *st)
 	return r;
 }
 
+/* Watch fd with fn (arg st) on the server's loop; its firing pokes the
+ * session, whose tick then moves what came (session.h: session_due). */
+static void
+stream_watch(struct stream *st, struct watch *w, int fd, short want,
+    watch_fn fn)
+{
+	loop_add(&st->c->s->srv->loop, w, fd, want, fn, st);
+	loop_mark(w, &st->c->s->poke);
+}
+
 /* Room ready: connect, send, start pumping. */
 static void
 stream_start(struct chan *c)
@@ -523,7 +533,6 @@ stream_start(struct chan *c)
 		.kind = "exec", .since = -1,
 	};
 	struct stream *st = c->kind;
-	struct loop *loop = &c->s->srv->loop;
 	int rc;
 
 	rc = chan_connect_agent(c, &st->link, &exec_hello, stream_line,
@@ -542,11 +551,11 @@ stream_start(struct chan *c)
 	st->started = 1;
 	st->last_io_ms = time_mono_ms();
 	if (st->tty) {
-		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
+		stream_watch(st, &st->w_out, st->out_fd, POLLIN, stream_out_cb);
 	} else {
-		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
-		loop_add(loop, &st->w_err, st->err_fd, POLLIN, stream_err_cb, st);
-		loop_add(loop, &st->w_in, st->in_fd, 0, stream_in_cb, st);
+		stream_watch(st, &st->w_out, st->out_fd, POLLIN, stream_out_cb);
+		stream_watch(st, &st->w_err, st->err_fd, POLLIN, stream_err_cb);
+		stream_watch(st, &st->w_in, st->in_fd, 0, stream_in_cb);
 	}
 	if (st->eof_pending)
 		stream_close_stdin(st);
@@ -684,7 +693,6 @@ static void
 stream_start_archive(struct chan *c)
 {
 	struct stream *st = c->kind;
-	struct loop *loop = &c->s->srv->loop;
 	char why[256];
 	int f[3], r;
 
@@ -708,12 +716,12 @@ stream_start_archive(struct chan *c)
 	st->started = 1;
 	st->last_io_ms = time_mono_ms();
 	if (st->out_fd >= 0)
-		loop_add(loop, &st->w_out, st->out_fd, POLLIN, stream_out_cb, st);
-	loop_add(loop, &st->w_err, st->err_fd, POLLIN, stream_err_cb, st);
+		stream_watch(st, &st->w_out, st->out_fd, POLLIN, stream_out_cb);
+	stream_watch(st, &st->w_err, st->err_fd, POLLIN, stream_err_cb);
 	if (st->in_fd >= 0)
-		loop_add(loop, &st->w_in, st->in_fd, 0, stream_in_cb, st);
-	loop_add(loop, &st->w_status, st->status_fd, POLLIN, stream_status_cb,
-	    st);
+		stream_watch(st, &st->w_in, st->in_fd, 0, stream_in_cb);
+	stream_watch(st, &st->w_status, st->status_fd, POLLIN,
+	    stream_status_cb);
 	if (st->eof_pending)
 		stream_close_stdin(st);
 }

@@ -34,6 +34,8 @@ loop_dispatch(socket_t fd, int revents, void *userdata)
 	struct watch *w = slot->w;
 
 	(void)fd;
+	if (w && w->mark)
+		*w->mark = 1;
 	if (w && w->fn)
 		w->fn(w, revents);
 	return 0;
@@ -101,9 +103,17 @@ loop_add(struct loop *l, struct watch *w, int fd, short want, watch_fn fn,
 	w->arg = arg;
 	w->loop = l;
 	w->slot = NULL;
+	w->mark = NULL;
 	w->next = l->watches;
 	l->watches = w;
 	l->changed = 1;
+}
+
+/* See loop.h. */
+void
+loop_mark(struct watch *w, int *mark)
+{
+	w->mark = mark;
 }
 
 /* Record the wish; never touches the event (we may be inside a callback). */

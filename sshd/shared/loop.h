@@ -21,6 +21,10 @@
  * with a thousand members it runs after every poll, and most polls change
  * no wish.
  *
+ * A watch may carry a mark (loop_mark), set each time it fires: the
+ * network process ticks after a poll only the sessions whose marks are
+ * set (or that have other work), not all of them.
+ *
  * Timers are deadlines, not periodic ticks.  The owner of the loop runs
  * its work after every poll (server.c:server_turn in the network process,
  * monitor_loop.c:monitor_loop_turn in the monitor); each part of that work
@@ -55,6 +59,8 @@ struct watch {
 	struct loop *loop;	/* NULL until loop_add */
 	struct loop_slot *slot;	/* what the event polls for fd, while have */
 	struct watch *next;	/* in loop->watches */
+	int *mark;		/* set to 1 each time fn is called (its
+				 * owner's "look at me": loop_mark), or NULL */
 };
 
 struct loop {
@@ -79,6 +85,11 @@ void loop_destroy(struct loop *l);
 /* Start watching fd (want: POLLIN/POLLOUT, possibly 0). */
 void loop_add(struct loop *l, struct watch *w, int fd, short want,
     watch_fn fn, void *arg);
+
+/* Have the loop set *mark to 1 each time w fires (NULL: nothing), so that
+ * the owner of many watches can tell which of its parts have work after a
+ * poll without looking at all of them.  Set after loop_add. */
+void loop_mark(struct watch *w, int *mark);
 
 /* Change the wished events; takes effect at the next loop_sync. */
 void loop_want(struct watch *w, short want);

@@ -10,7 +10,7 @@
  * the WAL's last committed frame (mxFrame) in the header and the frames
  * already copied (nBackfill) after its two copies.  And what it copied is
  * right: the pages a checkpoint appends to the database go out gathered
- * in big writes (fs/walbuf.c), so after that checkpoint alone (a close
+ * in big writes (common/walbuf.c), so after that checkpoint alone (a close
  * has nothing left to copy) every byte reads back where it was written,
  * and fsck is clean.
  * A checkpoint that copies the whole WAL ends the snapshots the readers

@@ -1,6 +1,6 @@
 /*
  * test_fs_walbuf.c: the writing connection's WAL appends, gathered by
- * fs/walbuf.c, without FUSE.  Checked: what a group commit wrote is in the
+ * common/walbuf.c, without FUSE.  Checked: what a group commit wrote is in the
  * file when the commit returns (another connection, on SQLite's own VFS,
  * reads it at once); a process killed after a commit keeps everything
  * committed, and fsck is clean; a write that fails under the buffer fails

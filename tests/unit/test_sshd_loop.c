@@ -3,7 +3,9 @@
  * loop_sync walks the watches only when a wish changed since the last
  * sync; every change of wish must still reach the poll set, also one made
  * after a sync that had nothing to do, and one that returns to what is
- * polled must leave it as it is.
+ * polled must leave it as it is.  A marked watch tells its owner that it
+ * fired (the network process ticks only the sessions whose watches did),
+ * and only when it fired.
  */
 #include <poll.h>
 #include <string.h>
@@ -72,10 +74,54 @@ test_wishes_reach_the_poll_set(void)
 	close(sv[1]);
 }
 
+static void
+test_a_watch_marks_its_owner_when_it_fires(void)
+{
+	struct loop loop;
+	struct watch a, b;
+	int sa[2], sb[2], calls = 0, mark_a = 0, mark_b = 0;
+
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
+	CHECK_INT(loop_init(&loop), 0);
+	loop_add(&loop, &a, sa[0], POLLIN, on_ready, &calls);
+	loop_add(&loop, &b, sb[0], POLLIN, on_ready, &calls);
+	loop_mark(&a, &mark_a);
+	loop_mark(&b, &mark_b);
+	/* Only the watch that fired marks its owner. */
+	CHECK_INT(poke(&loop, sa[1], &calls, 1000), 1);
+	CHECK_INT(mark_a, 1);
+	CHECK_INT(mark_b, 0);
+	/* The owner clears it; a poll with nothing ready sets nothing. */
+	mark_a = 0;
+	loop_sync(&loop);
+	ssh_event_dopoll(loop.event, 20);
+	CHECK_INT(mark_a, 0);
+	CHECK_INT(mark_b, 0);
+	CHECK_INT(poke(&loop, sb[1], &calls, 1000), 1);
+	CHECK_INT(mark_a, 0);
+	CHECK_INT(mark_b, 1);
+	/* A watch added again has no mark until its owner sets one. */
+	loop_del(&b);
+	loop_sync(&loop);
+	loop_add(&loop, &b, sb[0], POLLIN, on_ready, &calls);
+	mark_b = 0;
+	CHECK_INT(poke(&loop, sb[1], &calls, 1000), 1);
+	CHECK_INT(mark_b, 0);
+	loop_del(&a);
+	loop_del(&b);
+	loop_destroy(&loop);
+	for (int i = 0; i < 2; i++) {
+		close(sa[i]);
+		close(sb[i]);
+	}
+}
+
 int
 main(void)
 {
 	log_set_level(LOG_ERROR);
 	TEST(test_wishes_reach_the_poll_set);
+	TEST(test_a_watch_marks_its_owner_when_it_fires);
 	return unit_done("test_sshd_loop");
 }

@@ -815,6 +815,39 @@ test_status(void)
 	CHECK_STR(text, "lab | her");
 }
 
+/* A chat line from someone who was not shown as typing leaves the line
+ * as it reads: it takes no typist's place (four are shown at most), and
+ * the member's screen is not drawn again for it. */
+static void
+test_status_line_from_a_non_typist(void)
+{
+	static const char *const typists[] = { "bob", "carol", "dave", "erin" };
+	struct tui_status st;
+	char text[256];
+	json_object *o;
+
+	tui_status_init(&st, "alice");
+	for (int i = 0; i < 4; i++) {
+		char json[64];
+
+		snprintf(json, sizeof(json), "{\"user\":\"%s\"}", typists[i]);
+		o = ev(json);
+		CHECK_INT(tui_status_event(&st, "typing", o, 0, 1000 + i), 1);
+		json_object_put(o);
+	}
+	o = ev("{\"user\":\"frank\",\"text\":\"hi\"}");
+	CHECK_INT(tui_status_event(&st, "message", o, 0, 2000), 0);
+	json_object_put(o);
+	tui_status_text(&st, "lab", 2000, text, sizeof(text));
+	CHECK(strstr(text, "| bob, carol, dave, erin are typing |"));
+	/* A typist's own line ends their typing. */
+	o = ev("{\"user\":\"bob\",\"text\":\"done\"}");
+	CHECK_INT(tui_status_event(&st, "message", o, 0, 2000), 1);
+	json_object_put(o);
+	tui_status_text(&st, "lab", 2000, text, sizeof(text));
+	CHECK(strstr(text, "| carol, dave, erin are typing |"));
+}
+
 static void
 test_approval_text(void)
 {
@@ -883,6 +916,11 @@ test_time(void)
 	CHECK_INT(tui_time_parse("2026-13-30T03:44:26Z", &ms), -EINVAL);
 	CHECK_INT(tui_time_parse("yesterday", &ms), -EINVAL);
 	CHECK_INT(tui_time_parse(NULL, &ms), -EINVAL);
+	CHECK_INT(tui_time_parse("2026-11-30T03:44:26Z", &ms), 0);
+	CHECK(ms == 1796010266000LL);
+	CHECK_INT(tui_time_parse("2026-11-30 03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(tui_time_parse("2026-1-30T03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(tui_time_parse("2026-11-30T03:44", &ms), -EINVAL);
 	tui_time_duration(210, out, sizeof(out));
 	CHECK_STR(out, "0.21 s");
 	tui_time_duration(184000, out, sizeof(out));
@@ -1049,6 +1087,7 @@ main(void)
 	TEST(test_history);
 	TEST(test_complete);
 	TEST(test_status);
+	TEST(test_status_line_from_a_non_typist);
 	TEST(test_approval_text);
 	TEST(test_approval_answer);
 	TEST(test_time);

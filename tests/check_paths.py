@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Every path of the tree that a comment or a document names must exist.
+
+A comment that says "see sshd/net/stream.c" or a man page that points at
+tests/test_chat.py is a promise to the reader; a file that moves breaks it
+silently.  This script reads the comments of every *.c, *.h, *.py and *.sh
+file (C's /* */ and //, Python's # and docstrings, shell's #) and the whole
+text of README.md, ARCHITECTURE.md and man/*.8, picks out each word that
+starts with one of the tree's top folders (agent/, common/, fs/, sshd/,
+tests/, man/, web/, packaging/, .ci/) or is a top-level document
+(README.md, ARCHITECTURE.md, LICENSE, Makefile, *.md), and checks that it
+names a file or folder of the tree (a glob such as tests/test_*.py must
+match one).  A word after a '/' is not a tree path (/usr/share/..., DATA/...,
+/workspace/...), so only paths relative to the tree's top are checked;
+ALLOWED holds the few words that look like tree paths and are not.
+
+Run by `make check` (target check-paths): exit 0 when every path is found,
+else 1 with one line per stale path, FILE:LINE: PATH.
+Usage: tests/check_paths.py [TREE]   (default: the tree this file is in)
+"""
+import glob
+import io
+import os
+import re
+import sys
+import tokenize
+
+TOP = ("agent", "common", "fs", "sshd", "tests", "man", "web", "packaging",
+       ".ci")
+SOURCES = (".c", ".h", ".py", ".sh")
+SKIP_DIRS = {".git", "build", "node_modules", "corpus", "__pycache__"}
+
+# Words that look like tree paths but are not: names inside a room's
+# workspace or a build, and placeholders of the documents.
+ALLOWED = {
+    "AGENTS.md",            # a workspace's instructions to the agent
+    "SKILL.md",             # a skill's file inside a workspace
+    "tests/fsexer",         # built as build/tests/fsexer
+    "tests/fault_vfs.so",   # built as build/tests/fault_vfs.so
+    "tests/chat_readers",   # built by make bench
+    "tests/ws_readers",     # built by make bench
+    "tests/tsan_canary",    # built as build/tsan/tests/tsan_canary
+    "web/node_modules",     # npm installs it from web/package-lock.json
+}
+
+PATH_RE = re.compile(
+    r"(?<![\w/.$-])"
+    r"((?:(?:%s)/[\w.*+-][\w.*+/-]*)|(?:[A-Z][A-Z_]*\.md)|LICENSE|Makefile)"
+    % "|".join(re.escape(t) for t in TOP))
+
+
+def c_comments(text):
+    """(line, text) of each C comment, /* */ and //, strings skipped."""
+    out = []
+    for m in re.finditer(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'
+                         r"'(?:\\.|[^'\\\n])*'", text, re.S):
+        s = m.group(0)
+        if s.startswith("/"):
+            out.append((text.count("\n", 0, m.start()) + 1, s))
+    return out
+
+
+def py_comments(text):
+    """(line, text) of each Python comment and triple-quoted string."""
+    out = []
+    try:
+        toks = tokenize.generate_tokens(io.StringIO(text).readline)
+        for tok in toks:
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.string))
+            elif tok.type == tokenize.STRING and re.match(
+                    r"^[rbuRBU]*('''|\"\"\")", tok.string):
+                out.append((tok.start[0], tok.string))
+    except (tokenize.TokenError, SyntaxError):
+        return sh_comments(text)
+    return out
+
+
+def sh_comments(text):
+    """(line, text) of each shell comment: from a # at a word's start."""
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        m = re.search(r"(?:^|\s)(#.*)$", line)
+        if m:
+            out.append((n, m.group(1)))
+    return out
+
+
+def roff_text(text):
+    """A man page's text without the escapes that would split a path."""
+    text = re.sub(r"\\f(?:\[[^\]]*\]|\(..|.)", "", text)
+    return text.replace("\\-", "-").replace("\\&", "").replace("\\.", ".")
+
+
+def whole(text):
+    return [(1, text)]
+
+
+def exists(tree, word):
+    """Whether word names something in the tree (a glob: one match)."""
+    if any(c in word for c in "*?["):
+        return bool(glob.glob(os.path.join(tree, word)))
+    return os.path.exists(os.path.join(tree, word))
+
+
+def candidates(chunk):
+    """(offset, word) of each tree-path-looking word of chunk."""
+    for m in PATH_RE.finditer(chunk):
+        word = m.group(1).rstrip(".,:;)'\"`")
+        if "..." in word or re.search(r"[A-Z]{2,}", word.partition("/")[2]):
+            continue        # an elision or a placeholder (tests/NAME.py)
+        yield m.start(1), word
+
+
+def stale_in(tree, rel, pieces):
+    """FILE:LINE: PATH for each path in pieces that the tree lacks."""
+    out = []
+    for line, chunk in pieces:
+        for off, word in candidates(chunk):
+            if word in ALLOWED or exists(tree, word):
+                continue
+            out.append("%s:%d: %s" % (rel, line + chunk.count("\n", 0, off),
+                                      word))
+    return out
+
+
+def reader_of(rel):
+    """How to find the comments of the file at rel, or None to skip it."""
+    if rel in ("README.md", "ARCHITECTURE.md"):
+        return whole
+    if rel.startswith("man/") and rel.endswith(".8"):
+        return lambda t: whole(roff_text(t))
+    if rel.endswith((".c", ".h")):
+        return c_comments
+    if rel.endswith(".py"):
+        return py_comments
+    if rel.endswith(".sh"):
+        return sh_comments
+    return None
+
+
+def files(tree):
+    for top, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(names):
+            rel = os.path.relpath(os.path.join(top, name), tree)
+            if reader_of(rel):
+                yield rel
+
+
+def main(argv):
+    tree = argv[1] if len(argv) > 1 else os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))
+    stale = []
+    for rel in files(tree):
+        with open(os.path.join(tree, rel), encoding="utf-8",
+                  errors="replace") as f:
+            text = f.read()
+        stale += stale_in(tree, rel, reader_of(rel)(text))
+    for s in stale:
+        print(s)
+    if stale:
+        print("check_paths: %d path(s) named in comments or documents are "
+              "not in the tree" % len(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
