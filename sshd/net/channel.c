@@ -363,7 +363,7 @@ chan_tick(struct chan *c)
 void
 chan_free(struct chan *c)
 {
-	monitor_ask_cancel(c->rooms_ask);
+	ask_queue_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
 	user_cap_release(c);

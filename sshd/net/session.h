@@ -114,7 +114,7 @@ struct chan {
 					 * connected (its execs: user_cap.h) */
 	int cap_held;			/* commands the monitor counts for it
 					 * (user_cap.h) */
-	struct monitor_pending *rooms_ask; /* a rooms listing asked for it and
+	struct ask_pending *rooms_ask; /* a rooms listing asked for it and
 					 * not answered yet (monitor_ask.h):
 					 * one at a time; cancelled when it
 					 * goes */
