@@ -57,6 +57,7 @@
 #include <time.h>
 
 #include "agentlink.h"
+#include "event_time.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "room_access.h"
@@ -714,7 +715,7 @@ chat_when_text(const char *iso, char *out, size_t len)
 	char day[64], hhmm[8];
 	long long ms;
 
-	if (tui_time_parse(iso, &ms) < 0) {
+	if (event_time_ms(iso, &ms) < 0) {
 		snprintf(out, len, "an unknown time");
 		return;
 	}
@@ -877,7 +878,7 @@ chat_made_hint(struct chat *ch, json_object *o)
 
 	if (strcmp(json_get_string(o, "change") ?: "", "owner") != 0 ||
 	    strcmp(json_get_string(o, "user") ?: "", ch->c->s->user) != 0 ||
-	    tui_time_parse(json_get_string(o, "time"), &ms) < 0 ||
+	    event_time_ms(json_get_string(o, "time"), &ms) < 0 ||
 	    llabs((long long)time(NULL) * 1000 - ms) > CHAT_MADE_MS)
 		return;
 	snprintf(text, sizeof(text), "you own room %s now: the SSH user names "
@@ -1155,7 +1156,7 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	size_t mark = ch->scroll.offset ? chat_scroll_mark(ch) : 0;
 	int scrolled = ch->scroll.offset > 0, changed;
 
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	/* The welcome carries the latest seq: no line of it marks where the
 	 * scrollback's older events begin. */

@@ -37,6 +37,7 @@
 #include "api_capture.h"
 #include "api_talk.h"
 #include "api_util.h"
+#include "event_time.h"
 #include "http_ask.h"
 #include "http_req.h"
 #include "jsonl.h"
@@ -240,7 +241,7 @@ api_duet_keep(struct api_duet_msg *m, json_object *ev, const char *role,
 	json_object *o = json_object_new_object();
 	long long ms = 0;
 
-	api_time_ms(json_get_string(ev, "time"), &ms);
+	event_time_ms(json_get_string(ev, "time"), &ms);
 	json_object_object_add(o, "role", json_object_new_string(role));
 	if (user_id)
 		json_object_object_add(o, "userId",

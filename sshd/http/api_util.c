@@ -206,33 +206,6 @@ api_base64(struct buf *b, const char *p, size_t n)
 	buf_added(b, o);
 }
 
-/* See api_util.h. */
-int
-api_time_ms(const char *iso, long long *ms)
-{
-	struct tm tm;
-	int y, mo, d, h, mi, s, n = 0, frac = 0;
-	time_t t;
-
-	*ms = 0;
-	if (!iso || sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h,
-	    &mi, &s, &n) != 6 || n != 19 || y < 1970 || mo < 1 || mo > 12)
-		return -EINVAL;
-	if (iso[19] == '.' && sscanf(iso + 20, "%3d", &frac) != 1)
-		frac = 0;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = s;
-	if ((t = timegm(&tm)) == (time_t)-1)
-		return -EINVAL;
-	*ms = (long long)t * 1000 + (frac >= 0 && frac < 1000 ? frac : 0);
-	return 0;
-}
-
 /* The client's socket hung up (or failed): tell the route. */
 static void
 api_hangup_cb(struct watch *w, int revents)
