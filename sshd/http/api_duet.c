@@ -331,8 +331,9 @@ api_duet_line(struct api_talk *t, json_object *ev)
 
 /* The answer once the turn ended. */
 static int
-api_duet_msg_answer(struct http_req *r, struct api_duet_msg *m)
+api_duet_msg_answer(struct http_req *r, void *arg)
 {
+	struct api_duet_msg *m = arg;
 	json_object *o = json_object_new_object();
 	int ret;
 
@@ -383,20 +384,5 @@ api_duet_msg_begin(struct http_req *r)
 int
 api_duet_message(struct http_req *r)
 {
-	struct api_talk *t = api_talk_of(r);
-	const char *why;
-	unsigned status;
-	int w;
-
-	if (!t) {
-		int ret = api_duet_msg_begin(r);
-
-		if (r->answered || !(t = api_talk_of(r)))
-			return ret;
-	}
-	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (status)
-		return http_reply_error(r, status, why);
-	return api_duet_msg_answer(r, api_talk_arg(t));
+	return api_talk_serve(r, api_duet_msg_begin, api_duet_msg_answer);
 }
