@@ -78,11 +78,13 @@ api_duet_text(json_object *body, const char *key)
 
 /* The answer for the room's exec_result of cmd. */
 static int
-api_duet_exec_answer(struct http_req *r, json_object *res, long long ms)
+api_duet_exec_answer(struct http_req *r, json_object *res)
 {
 	json_object *o = json_object_new_object(), *x = json_object_new_object();
 	int code = (int)json_get_int(res, "exitCode", 255);
-	json_object *spec = api_capture_spec(api_capture_of(r));
+	struct api_capture *c = api_capture_of(r);
+	json_object *spec = api_capture_spec(c);
+	long long ms = api_capture_ms(c);
 	char now[32], name[80];
 	int ret;
 
@@ -108,37 +110,31 @@ api_duet_exec_answer(struct http_req *r, json_object *res, long long ms)
 	return ret;
 }
 
+/* Start: the body's cmd, run and captured. */
+static int
+api_duet_exec_begin(struct http_req *r)
+{
+	json_object *body, *spec;
+	char why[256];
+	const char *cmd;
+
+	body = api_body_object(r, why, sizeof(why));
+	if (!(cmd = api_duet_text(body, "cmd"))) {
+		json_object_put(body);
+		return api_duet_invalid(r, "cmd", "Command cannot be empty");
+	}
+	spec = json_object_new_object();
+	json_object_object_add(spec, "command", json_object_new_string(cmd));
+	json_object_put(body);
+	api_capture_begin(r, spec);
+	return MHD_YES;
+}
+
 /* See api_duet.h. */
 int
 api_duet_exec(struct http_req *r)
 {
-	struct api_capture *c = api_capture_of(r);
-	json_object *body, *spec, *res;
-	char why[256];
-	const char *cmd, *fail;
-	unsigned status;
-	int w;
-
-	if (!c) {
-		body = api_body_object(r, why, sizeof(why));
-		if (!(cmd = api_duet_text(body, "cmd"))) {
-			json_object_put(body);
-			return api_duet_invalid(r, "cmd",
-			    "Command cannot be empty");
-		}
-		spec = json_object_new_object();
-		json_object_object_add(spec, "command",
-		    json_object_new_string(cmd));
-		json_object_put(body);
-		if (api_capture_begin(r, spec) < 0)
-			return MHD_YES;
-		c = api_capture_of(r);
-	}
-	if ((w = api_capture_wait(r, c)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (!(res = api_capture_result(c, &status, &fail)))
-		return http_reply_error(r, status, fail);
-	return api_duet_exec_answer(r, res, api_capture_ms(c));
+	return api_capture_serve(r, api_duet_exec_begin, api_duet_exec_answer);
 }
 
 /* ---- DELETE ------------------------------------------------------------ */
