@@ -14,22 +14,10 @@
 
 #include "http_ask.h"
 #include "http_req.h"
+#include "http_routes.h"
 #include "http_server.h"
 #include "jsonl.h"
 #include "names.h"
-
-/* The value of hex digit c, or -1. */
-static int
-api_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decode a query value into out.  0, or -EINVAL. */
 static int
@@ -43,7 +31,7 @@ api_query_decode(const char *v, char *out, size_t len)
 		if (c == '+') {
 			c = ' ';
 		} else if (c == '%') {
-			int hi = api_hex(v[1]), lo = hi < 0 ? -1 : api_hex(v[2]);
+			int hi = http_hex(v[1]), lo = hi < 0 ? -1 : http_hex(v[2]);
 
 			if (lo < 0)
 				return -EINVAL;
