@@ -79,7 +79,6 @@
 #define CHAT_KEEP		4096	/* per buffer, kept once it is empty */
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
-#define CHAT_MAX_CONNECT	20
 #define CHAT_MADE_MS		30000	/* a room this new was made by this
 					 * session (chat_made_hint) */
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
@@ -1528,12 +1527,10 @@ chat_start(struct chan *c)
 		.history = CHAT_HISTORY,
 		.since = ch->last_seq > 0 ? ch->last_seq : -1,
 	};
-	int rc = chan_connect_agent(c, &ch->link, &h, chat_line, chat_end, ch);
+	int rc = chan_start_agent(c, &ch->link, &h, chat_line, chat_end, ch);
 
-	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
-		chan_wait_room(c);
+	if (rc > 0)
 		return;
-	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
 		    c->s->room, strerror(-rc));
@@ -1541,7 +1538,6 @@ chat_start(struct chan *c)
 	}
 	ch->started = 1;
 	ch->reconnect = 0;
-	ch->connect_tries = 0;
 	chat_batch_reset(ch);
 	/* hello's replay is drawn as it comes; a search typed at once
 	 * must not take it for its own answer. */

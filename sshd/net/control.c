@@ -52,7 +52,6 @@
 #include "utf8.h"
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
-#define CONTROL_MAX_CONNECT	20
 #define CONTROL_MAX_EXECS	4096	/* execs waiting for a result */
 #define CONTROL_EXEC_ID		64	/* longest id remembered, with NUL */
 
@@ -63,7 +62,6 @@ struct control {
 	int started;			/* hello sent */
 	int ended;			/* the agent went away */
 	int denied;			/* access_denied came: the end */
-	int connect_tries;
 	int eof;			/* the client sends no more */
 	int sync_sent;			/* our sync follows its last line */
 	int synced;			/* ... and was answered */
@@ -478,13 +476,11 @@ control_start(struct chan *c)
 {
 	struct control *ct = c->kind;
 	struct monitor_hello h = { .kind = "control", .since = -1 };
-	int rc = chan_connect_agent(c, &ct->link, &h, control_line,
+	int rc = chan_start_agent(c, &ct->link, &h, control_line,
 	    control_end, ct);
 
-	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
-		chan_wait_room(c);
+	if (rc > 0)
 		return;
-	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
 		    c->s->room, strerror(-rc));
