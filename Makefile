@@ -254,15 +254,17 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
 
-# make bench's reading chat members (tests/bench.py): a test tool.
-$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c
+# make bench's reading chat members (tests/bench.py): a test tool; its
+# loop, shared with ws_readers, is tests/bench/readers.c.
+BENCH_READERS := tests/bench/readers.c tests/bench/readers.h
+$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $< -lssh
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^) -lssh
 
 # make bench's WebSocket clients (tests/bench.py, the http part).
-$(BUILD)/tests/ws_readers: tests/bench/ws_readers.c
+$(BUILD)/tests/ws_readers: tests/bench/ws_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $<
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^)
 
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.

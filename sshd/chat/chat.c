@@ -57,6 +57,7 @@
 #include <time.h>
 
 #include "agentlink.h"
+#include "event_time.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "room_access.h"
@@ -78,7 +79,6 @@
 #define CHAT_KEEP		4096	/* per buffer, kept once it is empty */
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
-#define CHAT_MAX_CONNECT	20
 #define CHAT_MADE_MS		30000	/* a room this new was made by this
 					 * session (chat_made_hint) */
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
@@ -714,7 +714,7 @@ chat_when_text(const char *iso, char *out, size_t len)
 	char day[64], hhmm[8];
 	long long ms;
 
-	if (tui_time_parse(iso, &ms) < 0) {
+	if (event_time_ms(iso, &ms) < 0) {
 		snprintf(out, len, "an unknown time");
 		return;
 	}
@@ -877,7 +877,7 @@ chat_made_hint(struct chat *ch, json_object *o)
 
 	if (strcmp(json_get_string(o, "change") ?: "", "owner") != 0 ||
 	    strcmp(json_get_string(o, "user") ?: "", ch->c->s->user) != 0 ||
-	    tui_time_parse(json_get_string(o, "time"), &ms) < 0 ||
+	    event_time_ms(json_get_string(o, "time"), &ms) < 0 ||
 	    llabs((long long)time(NULL) * 1000 - ms) > CHAT_MADE_MS)
 		return;
 	snprintf(text, sizeof(text), "you own room %s now: the SSH user names "
@@ -1155,7 +1155,7 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	size_t mark = ch->scroll.offset ? chat_scroll_mark(ch) : 0;
 	int scrolled = ch->scroll.offset > 0, changed;
 
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	/* The welcome carries the latest seq: no line of it marks where the
 	 * scrollback's older events begin. */
@@ -1527,12 +1527,10 @@ chat_start(struct chan *c)
 		.history = CHAT_HISTORY,
 		.since = ch->last_seq > 0 ? ch->last_seq : -1,
 	};
-	int rc = chan_connect_agent(c, &ch->link, &h, chat_line, chat_end, ch);
+	int rc = chan_start_agent(c, &ch->link, &h, chat_line, chat_end, ch);
 
-	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
-		chan_wait_room(c);
+	if (rc > 0)
 		return;
-	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
 		    c->s->room, strerror(-rc));
@@ -1540,7 +1538,6 @@ chat_start(struct chan *c)
 	}
 	ch->started = 1;
 	ch->reconnect = 0;
-	ch->connect_tries = 0;
 	chat_batch_reset(ch);
 	/* hello's replay is drawn as it comes; a search typed at once
 	 * must not take it for its own answer. */

@@ -111,7 +111,6 @@ struct chat {
 	int reconnect;			/* the agent went away: connect again */
 	int leaving;			/* exit once our lines are sent */
 	int denied;			/* access_denied came: the end */
-	int connect_tries;
 	long long last_seq;		/* newest event seen, for reconnects */
 	unsigned long nexec;		/* !CMD counter */
 	unsigned long nsync;		/* batches asked for */

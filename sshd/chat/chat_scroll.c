@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_time.h"
 #include "log.h"
 #include "tui_time.h"
 #include "tui_view.h"
@@ -107,7 +108,7 @@ chat_batch_scroll(struct chat *ch, const char *type, json_object *o)
 	ch->draw.model = ch->scroll.batch;
 	ch->draw.day = ch->scroll.batch_day;
 	ch->draw.streaming = 0;
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	ch->draw.model.tag = json_get_int(o, "seq", 0);
 	tui_status_timing(&ch->status, type, o, ms);	/* blocks' durations */
@@ -132,7 +133,7 @@ chat_batch_search(struct chat *ch, const char *type, json_object *o)
 	long long ms = 0;
 
 	ch->scroll.hits++;
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	snprintf(ch->draw.highlight, sizeof(ch->draw.highlight), "%s",
 	    ch->scroll.match);

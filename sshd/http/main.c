@@ -10,19 +10,19 @@
  *
  *   argv: atriumd-http MONITOR-PID UID GID USER [--KEY VALUE ...]
  *
- * as atriumd-net is started (sshd/net/main.c): the four numbers are read
- * first, root is given up (http_privdrop.h), and only then is anything
- * else parsed: the settings (the http-* keys of config.h and
- * max-commands-per-user, nothing secret), then every byte of every
- * client.  One thing comes before the drop: the page's files are read
- * into memory (http_web.h) from the folder --http-web-dir names (taken
- * from argv as it is, nothing else parsed), or the one beside this
- * program, since nothing can be opened after it.
+ * as atriumd-net is started (sshd/net/main.c; both read their command
+ * line with front_start.h): the four numbers are read first, root is
+ * given up (http_privdrop.h), and only then is anything else parsed:
+ * the settings (the http-* keys of config.h and max-commands-per-user,
+ * nothing secret), then every byte of every client.  One thing comes
+ * before the drop: the page's files are read into memory (http_web.h)
+ * from the folder --http-web-dir names (taken from argv as it is,
+ * nothing else parsed), or the one beside this program, since nothing
+ * can be opened after it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +31,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "front_start.h"
 #include "http_privdrop.h"
 #include "http_server.h"
 #include "http_web.h"
@@ -39,90 +40,19 @@
 #define HTTP_FD_LISTEN		3	/* see the head of this file */
 #define HTTP_FD_REQUEST		4
 #define HTTP_FD_EVENT		5
-#define HTTP_MMAP_THRESHOLD	(128 * 1024)	/* as atriumd's */
 
 static const char http_usage[] =
 	"usage: atriumd-http MONITOR-PID UID GID USER [--KEY VALUE ...]\n"
 	"atriumd's HTTP process: atriumd starts it with --http-listen, with "
 	"its sockets as fds 3 to 5.\nRun atriumd instead; see atriumd(8).\n";
 
-/* text as a number from 1 to max.  0, or -EINVAL. */
+/* The settings atriumd-http reads: its own (http-*) and the command cap
+ * it counts with the monitor; front_start_settings refuses any other. */
 static int
-http_number(const char *text, unsigned long max, unsigned long *out)
+http_setting_allowed(const char *key)
 {
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || end == text || *end || text[0] == '-' || v == 0 ||
-	    v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* The drop's identity and the monitor's pid from argv[1..4].  0, or
- * -EINVAL with the usage printed. */
-static int
-http_identity(char **argv, struct privdrop_id *id, pid_t *monitor)
-{
-	unsigned long pid, uid, gid;
-
-	memset(id, 0, sizeof(*id));
-	if (http_number(argv[1], INT_MAX, &pid) < 0 ||
-	    http_number(argv[2], UINT_MAX - 1, &uid) < 0 ||
-	    http_number(argv[3], UINT_MAX - 1, &gid) < 0 ||
-	    strlen(argv[4]) >= sizeof(id->name)) {
-		fputs(http_usage, stderr);
-		return -EINVAL;
-	}
-	*monitor = (pid_t)pid;
-	id->uid = (uid_t)uid;
-	id->gid = (gid_t)gid;
-	snprintf(id->name, sizeof(id->name), "%s", argv[4]);
-	return 0;
-}
-
-/* 0 when fds 3 to 5 are sockets; else -EBADF, logged. */
-static int
-http_check_fds(void)
-{
-	struct stat st;
-
-	for (int fd = HTTP_FD_LISTEN; fd <= HTTP_FD_EVENT; fd++) {
-		if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-			log_error("fd %d is not a socket: atriumd-http is started "
-			    "by atriumd only", fd);
-			return -EBADF;
-		}
-	}
-	return 0;
-}
-
-/* The settings after argv[4], as --KEY VALUE pairs, over the defaults.
- * 0, or -EINVAL (logged). */
-static int
-http_settings(int argc, char **argv, struct config *cfg)
-{
-	char err[256];
-
-	config_defaults(cfg);
-	for (int i = 5; i < argc; i += 2) {
-		if ((strncmp(argv[i], "--http-", 7) != 0 &&
-		    strcmp(argv[i], "--max-commands-per-user") != 0) ||
-		    i + 1 >= argc) {
-			log_error("settings: expected --http-KEY VALUE at '%s'",
-			    argv[i]);
-			return -EINVAL;
-		}
-		if (config_set(cfg, argv[i] + 2, argv[i + 1], err,
-		    sizeof(err)) < 0) {
-			log_error("settings: %s: %s", argv[i], err);
-			return -EINVAL;
-		}
-	}
-	return 0;
+	return strncmp(key, "http-", 5) == 0 ||
+	    strcmp(key, "max-commands-per-user") == 0;
 }
 
 /* The folder of the page's files: --http-web-dir's value when argv has
@@ -176,6 +106,8 @@ http_web_start(struct http_web *web, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	static const int socks[] = { HTTP_FD_LISTEN, HTTP_FD_REQUEST,
+	    HTTP_FD_EVENT };
 	static struct http_server srv;
 	struct privdrop_id id;
 	pid_t monitor;
@@ -184,20 +116,16 @@ main(int argc, char **argv)
 	log_init("atriumd-http", NULL);
 	if ((r = cli_common("atriumd-http", &argc, argv)) != 0)
 		return r > 0 ? 0 : 2;
-	if (argc < 5 || (argc - 5) % 2) {
-		fputs(http_usage, stderr);
+	if (front_start_identity(argc, argv, http_usage, &id, &monitor) < 0)
 		return 2;
-	}
-	if (http_identity(argv, &id, &monitor) < 0)
-		return 2;
-	if (http_check_fds() < 0)
+	if (front_start_sockets("atriumd-http", socks, 3) < 0)
 		return 1;
-	if (mallopt(M_MMAP_THRESHOLD, HTTP_MMAP_THRESHOLD) != 1)
-		log_warn("mallopt M_MMAP_THRESHOLD failed");
+	front_start_malloc();
 	http_web_start(&srv.web, argc, argv);
 	if (http_privdrop_apply(&id, monitor) < 0)
 		return 1;
-	if (http_settings(argc, argv, &srv.cfg) < 0)
+	if (front_start_settings(argc, argv, &srv.cfg, http_setting_allowed,
+	    "--http-KEY VALUE") < 0)
 		return 2;
 	log_info("HTTP process (pid %d) runs as %s (uid %u), without "
 	    "capabilities, under seccomp", (int)getpid(), id.name,

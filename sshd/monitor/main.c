@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "config.h"
 #include "datalock.h"
+#include "front_exec.h"
 #include "helpers.h"
 #include "host_limits.h"
 #include "http_front.h"
@@ -52,8 +53,6 @@
 #define MAIN_NETWORK_PID	"atriumd-network.pid"	/* in DATA/run */
 #define MAIN_MIN_NOFILE		65536	/* descriptors, as the packaged unit */
 #define MAIN_MMAP_THRESHOLD	(128 * 1024)	/* glibc's initial one, kept */
-#define MAIN_NET_FD_TOP		16	/* fds for atriumd-net are moved above
-					 * this before they go to 3..6 */
 
 static const char main_usage[] =
 	"usage: atriumd [--data DIR] [--listen [ADDR]:PORT] "
@@ -210,103 +209,14 @@ static const char *const main_net_settings[] = {
 #define MAIN_NET_NSETTINGS \
 	(sizeof(main_net_settings) / sizeof(main_net_settings[0]))
 
-/* atriumd-net's command line and environment (sshd/net/main.c), made
- * before the fork: the child only moves fds and executes. */
-struct main_net_cmd {
-	char *argv[6 + 2 * MAIN_NET_NSETTINGS];
-	int argc;
-	char nums[3][24];		/* MONITOR-PID, UID, GID */
-	char name[64];			/* USER */
-	char keys[MAIN_NET_NSETTINGS][48];	/* "--KEY" */
-	char values[MAIN_NET_NSETTINGS][PATH_MAX];
-	char *envp[2];
-	char log_env[64];		/* ATRIUM_LOG=LEVEL, for --log-level */
-};
-
-/* config_each's callback: keep the settings of main_net_settings. */
-static void
-main_net_setting(const char *key, const char *value, void *arg)
-{
-	struct main_net_cmd *cmd = arg;
-
-	for (size_t i = 0; i < MAIN_NET_NSETTINGS; i++) {
-		if (strcmp(key, main_net_settings[i]) != 0)
-			continue;
-		snprintf(cmd->keys[i], sizeof(cmd->keys[i]), "--%s", key);
-		snprintf(cmd->values[i], sizeof(cmd->values[i]), "%s", value);
-	}
-}
-
-/* Fill cmd for the program at path, the drop's id and the settings. */
-static void
-main_net_cmd(struct main_net_cmd *cmd, const char *path,
-    const struct config *c, const struct privdrop_id *id)
-{
-	const char *level = getenv("ATRIUM_LOG");
-	int n = 0;
-
-	memset(cmd, 0, sizeof(*cmd));
-	snprintf(cmd->nums[0], sizeof(cmd->nums[0]), "%d", (int)getpid());
-	snprintf(cmd->nums[1], sizeof(cmd->nums[1]), "%u", (unsigned)id->uid);
-	snprintf(cmd->nums[2], sizeof(cmd->nums[2]), "%u", (unsigned)id->gid);
-	snprintf(cmd->name, sizeof(cmd->name), "%s", id->name);
-	config_each(c, main_net_setting, cmd);
-	cmd->argv[n++] = (char *)path;
-	for (int i = 0; i < 3; i++)
-		cmd->argv[n++] = cmd->nums[i];
-	cmd->argv[n++] = cmd->name;
-	for (size_t i = 0; i < MAIN_NET_NSETTINGS; i++) {
-		if (!cmd->keys[i][0])
-			continue;
-		cmd->argv[n++] = cmd->keys[i];
-		cmd->argv[n++] = cmd->values[i];
-	}
-	cmd->argc = n;
-	if (level && strlen(level) < 32) {
-		snprintf(cmd->log_env, sizeof(cmd->log_env), "ATRIUM_LOG=%s",
-		    level);
-		cmd->envp[0] = cmd->log_env;
-	}
-}
-
-/* The forked child: put fds (listener, host key, request and event
- * sockets, each above MAIN_NET_FD_TOP) at 3 to 6, close every other one
- * above 2, and become atriumd-net (sshd/net/main.c), which gives up root.
- * Only async-signal-safe calls: the monitor's memory (the API keys among
- * it) is gone with the execve.  Never returns. */
-static void
-main_exec_network(const struct main_net_cmd *cmd, const int *fds)
-{
-	static const char failed[] = "atriumd: cannot execute atriumd-net\n";
-
-	for (int i = 0; i < 4; i++)
-		if (dup2(fds[i], 3 + i) < 0)
-			_exit(127);
-	if (close_range(7, ~0U, 0) < 0)
-		_exit(127);
-	execve(cmd->argv[0], cmd->argv, cmd->envp);
-	if (write(2, failed, sizeof(failed) - 1) < 0)
-		_exit(127);
-	_exit(127);
-}
-
-/* Close the n fds (each may be -1). */
-static void
-main_close_fds(int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
-/* What atriumd-net gets as fds 3 to 6, each duplicated above
- * MAIN_NET_FD_TOP (so that moving one down never overwrites another)
- * into fds.  0, or -errno (logged; nothing left open). */
+/* What atriumd-net gets as fds 3 to 6 (sshd/net/main.c), each
+ * duplicated above FRONT_EXEC_FD_TOP into fds.  0, or -errno (logged;
+ * nothing left open). */
 static int
 main_net_fds(struct monitor *srv, int req, int ev, int *fds)
 {
 	char path[PATH_MAX + 16];
-	int src[4], r = 0;
+	int src[4], r;
 
 	snprintf(path, sizeof(path), "%s/hostkey", srv->cfg->data_dir);
 	src[0] = ssh_bind_get_fd(srv->bind);
@@ -318,17 +228,11 @@ main_net_fds(struct monitor *srv, int req, int ev, int *fds)
 		log_error("%s: %s", path, strerror(-r));
 		return r;
 	}
-	for (int i = 0; i < 4; i++) {
-		fds[i] = fcntl(src[i], F_DUPFD_CLOEXEC, MAIN_NET_FD_TOP);
-		if (fds[i] < 0 && r == 0)
-			r = -errno;
-	}
+	r = front_exec_fds(src, 4, fds);
 	close(src[1]);
-	if (r < 0) {
+	if (r < 0)
 		log_error("cannot pass fds to the network process: %s",
 		    strerror(-r));
-		main_close_fds(fds, 4);
-	}
 	return r;
 }
 
@@ -352,7 +256,7 @@ static int
 main_split(struct monitor *srv, struct keys *keys, const struct helpers *progs,
     const struct privdrop_id *id, struct reload *rl)
 {
-	static struct main_net_cmd cmd;
+	static struct front_exec cmd;
 	struct file_id pidfile = { 0 };
 	int req[2], ev[2], fds[4], r;
 	pid_t pid;
@@ -362,17 +266,22 @@ main_split(struct monitor *srv, struct keys *keys, const struct helpers *progs,
 		log_error("socketpair: %s", strerror(errno));
 		return 1;
 	}
-	main_net_cmd(&cmd, progs->net, srv->cfg, id);
-	if (main_net_fds(srv, req[1], ev[1], fds) < 0)
+	if (front_exec_cmd(&cmd, progs->net, srv->cfg, id, main_net_settings,
+	    MAIN_NET_NSETTINGS, 0) < 0 ||
+	    main_net_fds(srv, req[1], ev[1], fds) < 0)
 		return 1;
 	if ((pid = fork()) < 0) {
 		log_error("fork: %s", strerror(errno));
-		main_close_fds(fds, 4);
+		front_exec_close(fds, 4);
 		return 1;
 	}
+	/* The child becomes atriumd-net (sshd/net/main.c), which gives up
+	 * root; the monitor's memory (the API keys among it) is gone with
+	 * the execve. */
 	if (pid == 0)
-		main_exec_network(&cmd, fds);
-	main_close_fds(fds, 4);
+		front_exec_child(&cmd, fds, 4,
+		    "atriumd: cannot execute atriumd-net\n");
+	front_exec_close(fds, 4);
 	close(req[1]);
 	close(ev[1]);
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);

@@ -305,6 +305,26 @@ chan_connect_agent(struct chan *c, struct agentlink *l,
 	return r;
 }
 
+/* See session.h. */
+int
+chan_start_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
+    void (*on_line)(void *, json_object *, const char *, size_t),
+    void (*on_end)(void *), void *arg)
+{
+	int r = chan_connect_agent(c, l, h, on_line, on_end, arg);
+
+	if (r == 0) {
+		c->connect_tries = 0;
+		return 0;
+	}
+	if (++c->connect_tries < CHAN_MAX_CONNECT) {
+		chan_wait_room(c);	/* the agent is restarting */
+		return 1;
+	}
+	return r;
+}
+
 /* Refuse a channel whose maximum packet would hang or crawl libssh's
  * writes; nothing is ever written to it.  1 when c may be used. */
 static int
@@ -363,7 +383,7 @@ chan_tick(struct chan *c)
 void
 chan_free(struct chan *c)
 {
-	monitor_ask_cancel(c->rooms_ask);
+	ask_queue_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
 	user_cap_release(c);

@@ -18,7 +18,8 @@
  * monitor's main_net_settings); the API keys are never among them, and
  * its environment holds nothing but ATRIUM_LOG.
  *
- * Order, and why: the four numbers, which the drop needs, are read first;
+ * Order, and why (front_start.h reads the command line, as atriumd-http's
+ * main.c does): the four numbers, which the drop needs, are read first;
  * then it gives up root (privdrop_apply: uid, capabilities, no_new_privs,
  * Landlock, seccomp) before it parses anything else: the settings, the
  * host key, then every byte of every client.  libssh and OpenSSL have run
@@ -28,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +39,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "front_start.h"
 #include "libssh_compat.h"
 #include "log.h"
 #include "privdrop.h"
@@ -50,50 +51,11 @@
 #define NET_FD_REQUEST	5
 #define NET_FD_EVENT	6
 #define NET_HOSTKEY_MAX	(64 * 1024)	/* an ed25519 key is under 1 KiB */
-#define NET_MMAP_THRESHOLD (128 * 1024)	/* as the monitor's main_tune_malloc */
 
 static const char net_usage[] =
 	"usage: atriumd-net MONITOR-PID UID GID USER [--KEY VALUE ...]\n"
 	"atriumd's network process: atriumd starts it, with its sockets as "
 	"fds 3 to 6.\nRun atriumd instead; see atriumd(8).\n";
-
-/* text as a number from 1 to max.  0, or -EINVAL. */
-static int
-net_number(const char *text, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || end == text || *end || text[0] == '-' || v == 0 ||
-	    v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* The drop's identity and the monitor's pid from argv[1..4].  0, or
- * -EINVAL with the usage printed. */
-static int
-net_identity(char **argv, struct privdrop_id *id, pid_t *monitor)
-{
-	unsigned long pid, uid, gid;
-
-	memset(id, 0, sizeof(*id));
-	if (net_number(argv[1], INT_MAX, &pid) < 0 ||
-	    net_number(argv[2], UINT_MAX - 1, &uid) < 0 ||
-	    net_number(argv[3], UINT_MAX - 1, &gid) < 0 ||
-	    strlen(argv[4]) >= sizeof(id->name)) {
-		fputs(net_usage, stderr);
-		return -EINVAL;
-	}
-	*monitor = (pid_t)pid;
-	id->uid = (uid_t)uid;
-	id->gid = (gid_t)gid;
-	snprintf(id->name, sizeof(id->name), "%s", argv[4]);
-	return 0;
-}
 
 /* 0 when fds 3 to 6 are open and 3, 5 and 6 are sockets; else -EBADF,
  * logged (atriumd-net run by hand, or a monitor out of step). */
@@ -102,42 +64,13 @@ net_check_fds(void)
 {
 	static const int socks[] = { NET_FD_LISTEN, NET_FD_REQUEST,
 	    NET_FD_EVENT };
-	struct stat st;
 
-	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
-		if (fstat(socks[i], &st) < 0 || !S_ISSOCK(st.st_mode)) {
-			log_error("fd %d is not a socket: atriumd-net is started "
-			    "by atriumd only", socks[i]);
-			return -EBADF;
-		}
-	}
+	if (front_start_sockets("atriumd-net", socks, 3) < 0)
+		return -EBADF;
 	if (fcntl(NET_FD_HOSTKEY, F_GETFD) < 0) {
 		log_error("fd %d (the host key) is not open: atriumd-net is "
 		    "started by atriumd only", NET_FD_HOSTKEY);
 		return -EBADF;
-	}
-	return 0;
-}
-
-/* The settings after argv[4], as --KEY VALUE pairs, over the defaults.
- * 0, or -EINVAL (logged). */
-static int
-net_settings(int argc, char **argv, struct config *cfg)
-{
-	char err[256];
-
-	config_defaults(cfg);
-	for (int i = 5; i < argc; i += 2) {
-		if (strncmp(argv[i], "--", 2) != 0 || i + 1 >= argc) {
-			log_error("settings: expected --KEY VALUE at '%s'",
-			    argv[i]);
-			return -EINVAL;
-		}
-		if (config_set(cfg, argv[i] + 2, argv[i + 1], err,
-		    sizeof(err)) < 0) {
-			log_error("settings: %s: %s", argv[i], err);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }
@@ -196,23 +129,17 @@ main(int argc, char **argv)
 	log_init("atriumd", NULL);
 	if ((r = cli_common("atriumd-net", &argc, argv)) != 0)
 		return r > 0 ? 0 : 2;
-	if (argc < 5 || (argc - 5) % 2) {
-		fputs(net_usage, stderr);
-		return 2;
-	}
-	if (net_identity(argv, &id, &monitor) < 0)
+	if (front_start_identity(argc, argv, net_usage, &id, &monitor) < 0)
 		return 2;
 	if (net_check_fds() < 0 || compat_init() < 0)
 		return 1;
-	if (mallopt(M_MMAP_THRESHOLD, NET_MMAP_THRESHOLD) != 1)
-		log_warn("mallopt M_MMAP_THRESHOLD failed; memory after bursts "
-		    "may not be given back");
+	front_start_malloc();
 	if (privdrop_apply(&id, monitor) < 0)
 		return 1;
 	log_info("network process (pid %d) runs as %s (uid %u), without "
 	    "capabilities, under seccomp", (int)getpid(), id.name,
 	    (unsigned)id.uid);
-	if (net_settings(argc, argv, &cfg) < 0)
+	if (front_start_settings(argc, argv, &cfg, NULL, "--KEY VALUE") < 0)
 		return 2;
 	if (net_host_key(&key) < 0)
 		return 1;

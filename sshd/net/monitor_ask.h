@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "access.h"
+#include "ask_queue.h"
 #include "buf.h"
 #include "loop.h"
 #include "token_args.h"
@@ -84,28 +85,24 @@ int monitor_ask_access(const struct session *s, const char *what,
  * room).  Answers come in the order of the requests; one that arrives
  * while a request is waited for is kept, and each is handed to its done
  * callback from the loop (monitor_ask_deliver), outside every other
- * callback.  The one who asked cancels before it goes (the answer is then
- * dropped).
+ * callback (ask_queue.h).  The one who asked cancels (ask_queue_cancel)
+ * before it goes: the answer is then dropped.
  */
-struct monitor_pending;
 
 /* The rooms s's user may enter, as the `rooms` event (room_access.h):
  * done(arg, ev) gets it later (ev NULL when refused, or the monitor is
- * gone; borrowed: done keeps none of it).  A handle for monitor_ask_cancel,
+ * gone; borrowed: done keeps none of it).  A handle for ask_queue_cancel,
  * or NULL when it could not be asked (done is not called then). */
-struct monitor_pending *monitor_ask_rooms(const struct session *s,
+struct ask_pending *monitor_ask_rooms(const struct session *s,
     void (*done)(void *arg, json_object *ev), void *arg);
-
-/* Forget p's answer: its done is not called.  NULL is fine. */
-void monitor_ask_cancel(struct monitor_pending *p);
 
 /* Hand the answers that came to their done callbacks, in order.  Called
  * by server.c at each loop turn. */
 void monitor_ask_deliver(struct server *srv);
 
-/* Drop every request still waiting (the process is ending, its sessions
- * freed). */
-void monitor_ask_forget(struct server *srv);
+/* Set srv's queue of requests answered later up, on srv->mon_fd (-1
+ * until the request socket exists).  Called by server.c. */
+void monitor_ask_init(struct server *srv);
 
 /* Delete s's room, which s's user must own (or be an admin: the monitor
  * checks).  0 or -errno. */

@@ -16,6 +16,7 @@
 
 #include "admission.h"
 #include "agentlink.h"
+#include "ask_queue.h"
 #include "authkeys.h"
 #include "config.h"
 #include "kexpool.h"
@@ -69,9 +70,8 @@ struct server {
 	int ev_fd;			/* event socket, the network's end; -1 */
 	struct watch mon_w;		/* on ev_fd */
 	int exit_code;			/* of the process once stopped */
-	struct monitor_pending *pending; /* requests answered later, oldest
+	struct ask_queue asks;		/* requests answered later, oldest
 					 * first (monitor_ask.h) */
-	struct watch ans_w;		/* on mon_fd while one of them waits */
 	struct agentlink_cache link_cache; /* room events parsed once for
 					 * every chat member (agentlink.h) */
 	struct net_stats stats;		/* counts for GET /metrics
