@@ -480,12 +480,29 @@ turn_model_start(struct turn *t)
 }
 
 /* One answered model request, for atriumd's metrics (turn_report). */
-void
+static void
 turn_count_request(struct agent *a, long in, long out)
 {
 	a->counts.requests++;
 	a->counts.input_tokens += in > 0 ? in : 0;
 	a->counts.output_tokens += out > 0 ? out : 0;
+}
+
+/* The tokens of an answered model request (in, out) added for the next
+ * checkpoint to the turn's row and the day's usage, after the writes
+ * before them (r: the first of their failures, or 0), and counted for the
+ * metrics whatever r.  The first failure of all, or 0. */
+int
+turn_step_usage(struct turn *t, int r, long in, long out)
+{
+	struct agent *a = t->a;
+
+	if (r == 0)
+		r = room_db_turn_step(a->db, t->id, in, out);
+	if (r == 0)
+		r = room_db_usage_add(a->db, t->user, a->model, in, out);
+	turn_count_request(a, in, out);
+	return r;
 }
 
 /* ---- the model's answer --------------------------------------------------- */
@@ -566,11 +583,7 @@ turn_model_complete(struct turn *t)
 	calls = turn_tool_uses(msg);
 	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
 	r = room_db_transcript_answer(a->db, t->id, t->step, msg, in);
-	if (r == 0)
-		r = room_db_turn_step(a->db, t->id, in, out);
-	if (r == 0)
-		r = room_db_usage_add(a->db, t->user, a->model, in, out);
-	turn_count_request(a, in, out);
+	r = turn_step_usage(t, r, in, out);
 	if (r == 0)
 		r = turn_announce(t, msg, calls);
 	json_object_put(msg);

@@ -121,8 +121,10 @@ void turn_model_request(struct turn *t, const char *agents_md,
  * ended when no model is set up or a cap is reached). */
 void turn_model_start(struct turn *t);
 
-/* One answered model request, for atriumd's metrics. */
-void turn_count_request(struct agent *a, long in, long out);
+/* An answered request's tokens added to the turn's row and the day's
+ * usage after earlier writes (r: their first failure, or 0), and counted
+ * for the metrics.  The first failure, or 0. */
+int turn_step_usage(struct turn *t, int r, long in, long out);
 
 /* turn_context.c: the skills and AGENTS.md, read once a turn; then
  * turn_model_request. */

@@ -186,11 +186,7 @@ turn_summary_complete(struct turn *t)
 	provider_stream_usage(t->stream, &in, &out);
 	r = room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
 	    summary, in, out);
-	if (r == 0)
-		r = room_db_turn_step(a->db, t->id, in, out);
-	if (r == 0)
-		r = room_db_usage_add(a->db, t->user, a->model, in, out);
-	turn_count_request(a, in, out);
+	r = turn_step_usage(t, r, in, out);
 	if (r == 0)
 		r = turn_summary_event(t, summary, in, out);
 	free(summary);
