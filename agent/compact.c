@@ -3,8 +3,8 @@
  * estimate, the threshold, the cut, the summary request and the messages
  * sent after a summary; what a server's refusal as too long says (is it
  * one, its window and count) and the answer a window leaves room for.
- * Called by context.c (what a step sends) and turn.c (the summary step,
- * a refusal); no I/O, no state.
+ * Called by context.c (what a step sends) and turn_summary.c (the summary
+ * step, a refusal); no I/O, no state.
  *
  * Invariants: a cut falls only before a prompt row (a user message without
  * tool_result), so every tool_use sent has its tool_result sent with it;

@@ -3,7 +3,7 @@
  * next request is, when to summarise, where to cut the transcript, the
  * summary request, the messages sent once a summary exists, what a
  * server's refusal as too long says, and how long an answer the window
- * leaves room for.  No I/O; unit-tested.  turn.c runs the summary step, context.c loads what these
+ * leaves room for.  No I/O; unit-tested.  turn_summary.c runs the summary step, context.c loads what these
  * work on from room.db.
  *
  * The transcript is sent whole until the next request would pass

@@ -32,9 +32,9 @@
 
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 
-/* The system prompt: room, members, AGENTS.md (read by turn.c through
- * ws_file.h, never here), the skills of the turn (a->skills, read by
- * turn.c through ws_skills.h).  malloc'd or NULL. */
+/* The system prompt: room, members, AGENTS.md (read by turn_context.c
+ * through ws_file.h, never here), the skills of the turn (a->skills, read
+ * by turn_context.c through ws_skills.h).  malloc'd or NULL. */
 static char *
 context_system(struct agent *a, const char *agents_md, size_t agents_len)
 {

@@ -1,9 +1,9 @@
 /*
  * model_fit.c: the model's fit kept in room.db (model_fit.h).  main.c
- * loads it at start; turn.c (a refusal) and model_window.c (what a server
- * says of itself) learn through model_fit_learn, which writes it at once:
- * it is a fact about the server, not part of a turn, and a crash right
- * after a refusal must not lose it.
+ * loads it at start; turn_summary.c (a refusal) and model_window.c (what
+ * a server says of itself) learn through model_fit_learn, which writes it
+ * at once: it is a fact about the server, not part of a turn, and a crash
+ * right after a refusal must not lose it.
  *
  * Format: meta's key MODEL_FIT_KEY holds one JSON object,
  *   {"provider": P, "model": M, "window": N, "scale_pm": N}

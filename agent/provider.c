@@ -4,8 +4,10 @@
  * Called by the agent's model client: provider_build for each request,
  * provider_stream_* with the response body as libcurl delivers it,
  * provider_error_message / provider_should_retry / provider_retry_delay_ms
- * on failures.  Dispatches to provider_anthropic.c and provider_openai.c,
- * and holds what they share: the stream object (SSE framer, answer blocks,
+ * on failures.  Calls each wire format through its table of operations
+ * (provider_impl.h: struct provider_ops; provider_anthropic.c,
+ * provider_openai.c), chosen by kind in provider_format alone, and holds
+ * what the formats share: the stream object (SSE framer, answer blocks,
  * stop reason, usage, error), the transcript normalisation both request
  * builders start from, the request body with its cache of settled
  * messages (provider.h: struct provider_cache), and the HTTP request
@@ -46,17 +48,36 @@
 static void provider_sanitize(const char *text, size_t n, char *out,
     size_t outlen);
 
-/* "anthropic" / "openai" to a kind; -EINVAL for anything else. */
+/* The wire formats by kind: a new kind is a new table here. */
+static const struct provider_ops *const provider_formats[] = {
+	[PROVIDER_ANTHROPIC] = &provider_anthropic_ops,
+	[PROVIDER_OPENAI] = &provider_openai_ops,
+};
+
+/* kind's table of operations; NULL when kind is none of them. */
+static const struct provider_ops *
+provider_format(enum provider_kind kind)
+{
+	size_t n = sizeof(provider_formats) / sizeof(provider_formats[0]);
+
+	return (size_t)kind < n ? provider_formats[kind] : NULL;
+}
+
+/* "anthropic" / "openai" (the tables' names) to a kind; -EINVAL for
+ * anything else. */
 int
 provider_kind_parse(const char *name, enum provider_kind *out)
 {
-	if (name && strcmp(name, "anthropic") == 0)
-		*out = PROVIDER_ANTHROPIC;
-	else if (name && strcmp(name, "openai") == 0)
-		*out = PROVIDER_OPENAI;
-	else
-		return -EINVAL;
-	return 0;
+	size_t n = sizeof(provider_formats) / sizeof(provider_formats[0]);
+
+	for (size_t i = 0; name && i < n; i++) {
+		if (provider_formats[i] &&
+		    strcmp(name, provider_formats[i]->name) == 0) {
+			*out = (enum provider_kind)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 /* --- JSON helpers ------------------------------------------------------ */
@@ -197,20 +218,16 @@ provider_build(enum provider_kind kind, const char *base_url,
     const char *api_key, const struct provider_request *req,
     struct provider_http *out)
 {
+	const struct provider_ops *ops = provider_format(kind);
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!base_url || !*base_url || !req || !req->model || !*req->model ||
-	    !req->messages || strpbrk(base_url, "\r\n"))
+	if (!ops || !base_url || !*base_url || !req || !req->model ||
+	    !*req->model || !req->messages || strpbrk(base_url, "\r\n"))
 		return -EINVAL;
 	if (api_key && !*api_key)
 		api_key = NULL;
-	if (kind == PROVIDER_ANTHROPIC)
-		rc = provider_anthropic_build(base_url, api_key, req, out);
-	else if (kind == PROVIDER_OPENAI)
-		rc = provider_openai_build(base_url, api_key, req, out);
-	else
-		rc = -EINVAL;
+	rc = ops->build(base_url, api_key, req, out);
 	if (rc < 0)
 		provider_http_free(out);
 	return rc;
@@ -485,9 +502,9 @@ static int
 provider_wire_message(enum provider_kind kind, json_object *msg,
     struct buf *out)
 {
-	if (kind == PROVIDER_ANTHROPIC)
-		return provider_anthropic_message(msg, out);
-	return provider_openai_message(msg, out);
+	const struct provider_ops *ops = provider_format(kind);
+
+	return ops ? ops->message(msg, out) : -EINVAL;
 }
 
 /* Append the wire form of messages to out, each followed by ',': the
@@ -622,9 +639,7 @@ provider_stream_event(void *arg, const struct sse_event *ev)
 {
 	struct provider_stream *s = arg;
 
-	if (s->kind == PROVIDER_ANTHROPIC)
-		return provider_anthropic_event(s, ev);
-	return provider_openai_event(s, ev);
+	return s->ops->event(s, ev);
 }
 
 /* A stream parser for kind reporting to sink (copied); NULL when out of
@@ -632,20 +647,21 @@ provider_stream_event(void *arg, const struct sse_event *ev)
 struct provider_stream *
 provider_stream_new(enum provider_kind kind, const struct provider_sink *sink)
 {
+	const struct provider_ops *ops = provider_format(kind);
 	struct provider_stream *s;
 
-	if (kind != PROVIDER_ANTHROPIC && kind != PROVIDER_OPENAI)
+	if (!ops)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->kind = kind;
+	s->ops = ops;
 	if (sink)
 		s->sink = *sink;
 	s->sse = sse_new(SSE_MAX_EVENT, provider_stream_event, s);
 	s->content = json_object_new_array();
-	s->wire = kind == PROVIDER_ANTHROPIC ? provider_anthropic_state_new() :
-	    provider_openai_state_new();
+	s->wire = ops->state_new();
 	if (!s->sse || !s->content || !s->wire) {
 		provider_stream_free(s);
 		return NULL;
@@ -659,10 +675,7 @@ provider_stream_free(struct provider_stream *s)
 {
 	if (!s)
 		return;
-	if (s->kind == PROVIDER_ANTHROPIC)
-		provider_anthropic_state_free(s->wire);
-	else
-		provider_openai_state_free(s->wire);
+	s->ops->state_free(s->wire);
 	sse_free(s->sse);
 	json_object_put(s->content);
 	free(s);
@@ -729,8 +742,7 @@ provider_stream_finish(struct provider_stream *s)
 	rc = sse_finish(s->sse);
 	if (rc)
 		return provider_stream_error_code(s, rc);
-	rc = s->kind == PROVIDER_ANTHROPIC ? provider_anthropic_finish(s) :
-	    provider_openai_finish(s);
+	rc = s->ops->finish(s);
 	if (rc == -EPIPE)
 		s->err = provider_stream_fail(s, -EPIPE, "stream_cut",
 		    "the model's stream ended before the answer was complete");

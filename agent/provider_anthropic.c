@@ -1,11 +1,11 @@
 /*
  * provider_anthropic.c: the Anthropic Messages API, streaming, both ways.
  *
- * Called through provider.c: provider_anthropic_build makes the request,
- * provider_anthropic_event takes each SSE event of the response.  The
- * neutral transcript is this API's own form, so the request is the
+ * Called only through its table, provider_anthropic_ops (provider_impl.h),
+ * by provider.c: anthropic_build makes the request, anthropic_event takes
+ * each SSE event of the response.  The neutral transcript is this API's own form, so the request is the
  * transcript tidied (provider_transcript_normalize) plus tool ids made safe,
- * one message at a time (provider_anthropic_message), so that provider.c
+ * one message at a time (anthropic_message), so that provider.c
  * keeps the settled ones' text between requests.
  *
  * Request:  POST BASE/v1/messages  (BASE may already end in /v1)
@@ -163,8 +163,8 @@ anthropic_fix_blocks(json_object *msg)
 }
 
 /* One normalised message on the wire; see provider_impl.h. */
-int
-provider_anthropic_message(json_object *msg, struct buf *out)
+static int
+anthropic_message(json_object *msg, struct buf *out)
 {
 	const char *s;
 	size_t n;
@@ -210,8 +210,8 @@ anthropic_head(const struct provider_request *req)
 }
 
 /* Build the streaming request; see provider.h.  -EINVAL, -ENOMEM. */
-int
-provider_anthropic_build(const char *base_url, const char *api_key,
+static int
+anthropic_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
 	size_t n = strlen(base_url);
@@ -244,8 +244,8 @@ provider_anthropic_build(const char *base_url, const char *api_key,
 /* --- response ------------------------------------------------------------ */
 
 /* Empty parse state; NULL when out of memory. */
-void *
-provider_anthropic_state_new(void)
+static void *
+anthropic_state_new(void)
 {
 	return calloc(1, sizeof(struct anthropic_state));
 }
@@ -261,8 +261,8 @@ anthropic_block_clear(struct anthropic_block *b)
 }
 
 /* Free parse state; NULL is fine. */
-void
-provider_anthropic_state_free(void *state)
+static void
+anthropic_state_free(void *state)
 {
 	struct anthropic_state *st = state;
 
@@ -508,8 +508,8 @@ anthropic_dispatch(struct provider_stream *s, const char *type,
 
 /* One SSE event of the response; see provider_impl.h.  0, -EPROTO on an
  * error event, -EBADMSG on data that is not this format. */
-int
-provider_anthropic_event(struct provider_stream *s, const struct sse_event *ev)
+static int
+anthropic_event(struct provider_stream *s, const struct sse_event *ev)
 {
 	json_object *d;
 	const char *type;
@@ -537,8 +537,20 @@ provider_anthropic_event(struct provider_stream *s, const struct sse_event *ev)
 }
 
 /* The body ended: complete only after message_stop. */
-int
-provider_anthropic_finish(struct provider_stream *s)
+static int
+anthropic_finish(struct provider_stream *s)
 {
 	return s->complete ? 0 : -EPIPE;
 }
+
+/* --- the table provider.c calls through ---------------------------------- */
+
+const struct provider_ops provider_anthropic_ops = {
+	.name = "anthropic",
+	.build = anthropic_build,
+	.message = anthropic_message,
+	.state_new = anthropic_state_new,
+	.state_free = anthropic_state_free,
+	.event = anthropic_event,
+	.finish = anthropic_finish,
+};

@@ -24,6 +24,7 @@
 
 struct provider_stream {
 	enum provider_kind kind;
+	const struct provider_ops *ops;	/* kind's format */
 	struct provider_sink sink;	/* copied; members may be NULL */
 	struct sse *sse;		/* frames the body into events */
 	json_object *content;		/* the answer's neutral blocks so far */
@@ -121,25 +122,32 @@ int provider_http_body(struct provider_http *out, enum provider_kind kind,
 
 /* --- the formats --- */
 
-int provider_anthropic_build(const char *base_url, const char *api_key,
-    const struct provider_request *req, struct provider_http *out);
-/* One normalised message (provider_transcript_normalize; its blocks may be
- * replaced) in the format's wire form, appended to out with a ',' after
- * each wire message.  0 or -errno (buf_append's). */
-int provider_anthropic_message(json_object *msg, struct buf *out);
-void *provider_anthropic_state_new(void);
-void provider_anthropic_state_free(void *state);
-int provider_anthropic_event(struct provider_stream *s,
-    const struct sse_event *ev);
-int provider_anthropic_finish(struct provider_stream *s);
+/* What a wire format implements, one table each (as SQLite's
+ * sqlite3_io_methods): provider.c picks the table by kind once and calls
+ * through it, never asking which format it holds. */
+struct provider_ops {
+	const char *name;		/* as --provider names it */
+	/* The streaming request for req (see provider.h: provider_build);
+	 * base_url and req are checked, api_key is NULL or not empty. */
+	int (*build)(const char *base_url, const char *api_key,
+	    const struct provider_request *req, struct provider_http *out);
+	/* One normalised message (provider_transcript_normalize; its blocks
+	 * may be replaced) in the format's wire form, appended to out with
+	 * a ',' after each wire message.  0 or -errno (buf_append's). */
+	int (*message)(json_object *msg, struct buf *out);
+	/* The format's own parse state of a stream (s->wire): a new one,
+	 * NULL when out of memory; free accepts NULL. */
+	void *(*state_new)(void);
+	void (*state_free)(void *state);
+	/* One SSE event of the response.  0 or -errno (provider_stream_fail
+	 * for -EPROTO and -EBADMSG). */
+	int (*event)(struct provider_stream *s, const struct sse_event *ev);
+	/* The body ended: 0 when the terminal event came, -EPIPE when the
+	 * answer was cut, or another -errno. */
+	int (*finish)(struct provider_stream *s);
+};
 
-int provider_openai_build(const char *base_url, const char *api_key,
-    const struct provider_request *req, struct provider_http *out);
-int provider_openai_message(json_object *msg, struct buf *out);
-void *provider_openai_state_new(void);
-void provider_openai_state_free(void *state);
-int provider_openai_event(struct provider_stream *s,
-    const struct sse_event *ev);
-int provider_openai_finish(struct provider_stream *s);
+extern const struct provider_ops provider_anthropic_ops;	/* Messages API */
+extern const struct provider_ops provider_openai_ops;	/* chat completions */
 
 #endif

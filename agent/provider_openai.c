@@ -3,9 +3,10 @@
  * ways: OpenAI itself, Ollama, vLLM, llama.cpp's server, Cloudflare Workers
  * AI and the like.
  *
- * Called through provider.c: provider_openai_build turns the neutral
+ * Called only through its table, provider_openai_ops (provider_impl.h), by
+ * provider.c: openai_build turns the neutral
  * (Anthropic-form) transcript into Chat Completions messages,
- * provider_openai_event takes each SSE event of the response.
+ * openai_event takes each SSE event of the response.
  *
  * Request:  POST BASE/chat/completions  (BASE ends in /v1)
  *   content-type: application/json, accept: text/event-stream,
@@ -210,8 +211,8 @@ openai_assistant(json_object *out, json_object *blocks)
 
 /* One normalised message as Chat Completions messages; see
  * provider_impl.h. */
-int
-provider_openai_message(json_object *msg, struct buf *out)
+static int
+openai_message(json_object *msg, struct buf *out)
 {
 	json_object *wire = json_object_new_array(), *blocks = NULL;
 	const char *s;
@@ -300,8 +301,8 @@ openai_head(const char *base_url, const struct provider_request *req)
 }
 
 /* Build the streaming request; see provider.h.  -EINVAL, -ENOMEM. */
-int
-provider_openai_build(const char *base_url, const char *api_key,
+static int
+openai_build(const char *base_url, const char *api_key,
     const struct provider_request *req, struct provider_http *out)
 {
 	json_object *head, *system;
@@ -334,8 +335,8 @@ provider_openai_build(const char *base_url, const char *api_key,
 /* --- response ------------------------------------------------------------ */
 
 /* Empty parse state; NULL when out of memory. */
-void *
-provider_openai_state_new(void)
+static void *
+openai_state_new(void)
 {
 	struct openai_state *st = calloc(1, sizeof(*st));
 
@@ -350,8 +351,8 @@ provider_openai_state_new(void)
 }
 
 /* Free parse state; NULL is fine. */
-void
-provider_openai_state_free(void *state)
+static void
+openai_state_free(void *state)
 {
 	struct openai_state *st = state;
 
@@ -539,8 +540,8 @@ openai_chunk(struct provider_stream *s, json_object *d)
 
 /* One SSE event of the response; see provider_impl.h.  0, -EPROTO on an
  * error chunk, -EBADMSG on data that is not this format. */
-int
-provider_openai_event(struct provider_stream *s, const struct sse_event *ev)
+static int
+openai_event(struct provider_stream *s, const struct sse_event *ev)
 {
 	struct openai_state *st = s->wire;
 	const char *p = ev->data;
@@ -579,8 +580,8 @@ provider_openai_event(struct provider_stream *s, const struct sse_event *ev)
 }
 
 /* The body ended: complete after [DONE], or after a finish_reason. */
-int
-provider_openai_finish(struct provider_stream *s)
+static int
+openai_finish(struct provider_stream *s)
 {
 	struct openai_state *st = s->wire;
 
@@ -591,3 +592,15 @@ provider_openai_finish(struct provider_stream *s)
 	s->complete = 1;
 	return openai_flush(s);
 }
+
+/* --- the table provider.c calls through ---------------------------------- */
+
+const struct provider_ops provider_openai_ops = {
+	.name = "openai",
+	.build = openai_build,
+	.message = openai_message,
+	.state_new = openai_state_new,
+	.state_free = openai_state_free,
+	.event = openai_event,
+	.finish = openai_finish,
+};

@@ -1,6 +1,6 @@
 /*
- * tool_files.c: how a file tool call runs (tool_files.h).  turn.c starts a
- * call through tools.c once its audit row (user "agent", kind "tool", the
+ * tool_files.c: how a file tool call runs (tool_files.h).  turn_tools.c
+ * starts a call through tools.c once its audit row (user "agent", kind "tool", the
  * tool's name and path as its command: tool_files_audit) is written with
  * the call's journal start and, for write and edit, committed (tools.h:
  * "Auditing"; read, ls and grep may commit it with their end, turn.c's

@@ -1,13 +1,13 @@
 /*
- * tools.h: the agent's tools by name (tools.c), the one table turn.c runs
- * calls through.  bash runs a command in the sandbox (tool_bash.c); read,
+ * tools.h: the agent's tools by name (tools.c), the one table a turn runs
+ * calls through (turn_tools.c).  bash runs a command in the sandbox (tool_bash.c); read,
  * write, edit, ls and grep work on the workspace tree through the loop's
  * io_uring with no process spawned (tool_files.c and its family); skill
  * returns one of the room's skills (tool_skill.c).  The room's MCP servers
  * add tools named mcp__SERVER__TOOL (mcp.h), found with tools_lookup.
  *
  * Auditing.  A tool that acts on the workspace has an audit hook: the
- * caller (turn.c) writes the call's audit row with the call's journal
+ * caller (turn_tools.c) writes the call's audit row with the call's journal
  * start, so that one commit makes both durable before anything runs (for
  * a tool that does not modify: before its result reaches anyone, turn.c's
  * "Held steps"), and hands the row's id to start.  From then on the tool

@@ -154,6 +154,7 @@ fs_open(const char *path, int flags, struct fs **out)
 		free(fs);
 		return -ENOMEM;
 	}
+	fs->policy = &db_policy_fs;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->pin_lock, NULL);
 	pthread_cond_init(&fs->committer_cond, NULL);

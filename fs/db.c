@@ -16,13 +16,22 @@
  *
  * Changes, and reads of what the open group touched, use the one
  * connection, so they see the open transaction's changes; other reads run
- * on read-only connections of their own (readers.c), which this file tells
- * when a group ends.  WAL checkpoints use another too: while the
+ * on read-only connections of their own (readers.c), which hear when a
+ * group ends (through fs->policy, below).  WAL checkpoints use another too: while the
  * committer runs, checkpoint.c takes them out of COMMIT and runs them on a
  * connection of its own without fs->lock.  A background delete
  * (reclaim.c) is an ordinary operation of a group, a batch at a time.
  * synchronous=NORMAL in WAL mode; fsync commits and then syncs the WAL
  * file, so what fsync returned for is on disk.
+ *
+ * Layers.  db.c is the bottom of the core: it calls SQLite and nothing of
+ * fs/ above it.  What the layers above must hear of or decide (room on the
+ * disk, deletes still pending, the quota, the pooled readers) goes through
+ * fs->policy (fs_int.h: struct db_policy; db_policy.c fills it from
+ * space.c, reclaim.c, quota.c and readers.c), which fs_open sets.  Those
+ * files, and every other file of the core, call down into this one.  Of
+ * their state db.c reads one flag, fs->space_low (space.c sets it: near
+ * full, commit each operation alone).
  *
  * A full disk.  The promise: a full disk gives ENOSPC to the writer, never
  * a corrupt database, and nothing a writer was told had succeeded is lost
@@ -216,14 +225,14 @@ db_fail(struct fs *fs, int r, unsigned lost)
 static void
 db_group_lost(struct fs *fs, int r, unsigned answered)
 {
-	readers_group_end(fs);
+	fs->policy->group_ended(fs);
 	fs->txn_open = 0;
 	fs->txn_ops = 0;
 	fs->txn_need = 0;
 	if (answered > 0)
 		db_fail(fs, r, answered);
 	else if (r == -ENOSPC)
-		space_note_full(fs);
+		fs->policy->disk_full(fs);
 }
 
 /* 1 when our idea of the group transaction holds; 0 when SQLite rolled it
@@ -252,7 +261,7 @@ db_commit_group(struct fs *fs, int unanswered)
 	answered = fs->txn_ops - (unsigned)unanswered;
 	if ((r = db_exec(fs, "COMMIT")) == 0) {
 		/* After COMMIT returned: pooled reads see the group now. */
-		readers_group_end(fs);
+		fs->policy->group_ended(fs);
 		fs->txn_open = 0;
 		fs->txn_ops = 0;
 		fs->txn_need = 0;
@@ -267,15 +276,14 @@ db_commit_group(struct fs *fs, int unanswered)
 }
 
 /* Start a mutating operation that may add up to grow bytes (0 for one that
- * only frees or rewrites) and delete up to frees bytes: check and reserve
- * the room (space.c), open the group transaction if needed and a savepoint
+ * only frees or rewrites) and delete up to frees bytes: the room checked
+ * and reserved (fs->policy->admit), open the group transaction if needed and a savepoint
  * for this operation.  0, -EROFS (read-only), -EIO (failed state), -ENOSPC
  * (no room) or -errno. */
 int
 db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 {
-	long long deadline = 0;
-	int64_t need;
+	int64_t need = 0;
 	int r;
 
 	if (fs->readonly)
@@ -283,12 +291,7 @@ db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 	db_group_alive(fs);     /* a read may have lost it (a cache spill) */
 	if (fs->failed)
 		return fs->failed;
-	/* Short of room while deleted files are still being freed: free
-	 * them first (reclaim.c). */
-	while ((r = space_admit(fs, grow, frees, &need)) == -ENOSPC && grow &&
-	    reclaim_help(fs, &deadline))
-		;
-	if (r < 0)
+	if ((r = fs->policy->admit(fs, grow, frees, &need)) < 0)
 		return r;
 	/* Near full, each operation commits alone before it is answered, so
 	 * a commit that fails for room fails only that operation. */
@@ -309,7 +312,7 @@ db_op_begin(struct fs *fs, uint64_t grow, uint64_t frees)
 	fs->txn_need += need;
 	fs->last_err = 0;
 	fs->in_op = 1;
-	quota_op_begin(fs);
+	fs->policy->op_begun(fs);
 	return 0;
 }
 
@@ -323,7 +326,7 @@ db_group_due(struct fs *fs)
 	    (fs->txn_max_ms ? fs->txn_max_ms : DB_COMMIT_MS);
 }
 
-/* The body of db_op_end, quota aside. */
+/* The body of db_op_end, the policy's check aside. */
 static int
 db_op_finish(struct fs *fs, int rc)
 {
@@ -347,7 +350,7 @@ db_op_finish(struct fs *fs, int rc)
 }
 
 /* End the operation begun by db_op_begin: keep its changes when rc >= 0
- * and it stayed within the quota (else -EDQUOT, quota.c), undo them
+ * and fs->policy->op_check lets it (else its -errno: -EDQUOT), undo them
  * otherwise; commit the group when it is due (always when near full).
  * Returns rc, or the error that undid the operation after all: -EDQUOT,
  * -ENOSPC when only it was lost, -EIO when answered work was (failed). */
@@ -356,10 +359,10 @@ db_op_end(struct fs *fs, int rc)
 {
 	int r;
 
-	if (rc >= 0 && (r = quota_op_check(fs)) < 0)
+	if (rc >= 0 && (r = fs->policy->op_check(fs)) < 0)
 		rc = r;
 	rc = db_op_finish(fs, rc);
-	quota_op_end(fs, rc >= 0);
+	fs->policy->op_ended(fs, rc >= 0);
 	return rc;
 }
 

@@ -60,8 +60,35 @@ struct pin {
 	struct pin *next;
 };
 
+/* What db.c reports to the layers above it, which decide: room on the
+ * disk (space.c) and pending deletes that free it (reclaim.c), the quota
+ * (quota.c), the pooled readers (readers.c).  db.c is the bottom layer and
+ * names none of them; fs_open sets fs->policy to db_policy.c's table.
+ * Every member is called with fs->lock held. */
+struct db_policy {
+	/* May an operation that adds up to grow bytes and deletes up to
+	 * frees bytes begin?  0 with the WAL bytes to reserve for it in
+	 * *need, or -ENOSPC (no room) or -errno. */
+	int (*admit)(struct fs *fs, uint64_t grow, uint64_t frees,
+	    int64_t *need);
+	/* An operation began (its savepoint is open). */
+	void (*op_begun)(struct fs *fs);
+	/* The operation succeeded: may it be kept?  0, or -errno (-EDQUOT)
+	 * to undo it. */
+	int (*op_check)(struct fs *fs);
+	/* The operation ended: kept (1) or undone (0). */
+	void (*op_ended)(struct fs *fs, int kept);
+	/* The group transaction ended, committed or lost. */
+	void (*group_ended)(struct fs *fs);
+	/* A group that lost no answered work was rolled back for want of
+	 * room on the disk. */
+	void (*disk_full)(struct fs *fs);
+};
+
 struct fs {
 	pthread_mutex_t lock;     /* guards everything below but changes */
+	/* The layers above db.c, as db.c sees them (fs_open sets it). */
+	const struct db_policy *policy;
 	/* People's changes served so far (fs_changes): atomic, no lock. */
 	_Atomic uint64_t changes;
 	/* The mount's requests by kind and latency (opstats.h): atomic,
@@ -183,6 +210,9 @@ void db_stmts_free(struct fs *fs);
 int db_read_begin(struct fs *fs);
 void db_read_end(struct fs *fs, int began);
 int db_configure(sqlite3 *db);
+
+/* --- db_policy.c --- */
+extern const struct db_policy db_policy_fs;
 
 /* --- common/walbuf.c --- */
 #include "walbuf.h"

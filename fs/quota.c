@@ -1,8 +1,9 @@
 /*
  * quota.c: the workspace's byte and inode quota (-o quota=, quota_inodes=).
- * Called by db.c (each operation's begin and end), core.c (write,
- * fallocate, statfs) and mount.c (fs_quota_set), with fs->lock held except
- * in fs_quota_set and fs_quota_usage, which take it.
+ * Called by db_policy.c (each operation's begin and end, as db.c reports
+ * them), core.c (write, fallocate, statfs) and mount.c (fs_quota_set), with
+ * fs->lock held except in fs_quota_set and fs_quota_usage, which take it;
+ * calls down into db.c and checkpoint.c.
  *
  * Why: one room must not fill the disk that every room shares.  The
  * ENOSPC gate (space.c) protects the database from the disk; this protects

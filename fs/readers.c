@@ -2,7 +2,8 @@
  * readers.c: reads that never wait for a writer or an fsync.  A pool of
  * read-only SQLite connections (WAL snapshots of the committed state), and
  * the set of inodes the open group has touched, which says when such a
- * snapshot may answer.  Called by core.c and xattr.c: each read-side fs_*
+ * snapshot may answer.  Told when a group ends by db_policy.c (as db.c
+ * reports it), and called by core.c and xattr.c: each read-side fs_*
  * call (getattr, lookup, read, readlink, readdir, getxattr of an inode
  * that has attributes) tries here first, without
  * fs->lock, and does the read on the writer's connection under fs->lock

@@ -2,7 +2,8 @@
  * reclaim.c: freeing the chunks of deleted and truncated files in the
  * background, in bounded batches.  Called by inode.c (a file's last link
  * and lookup gone), core.c (truncate, and every operation that grows a
- * file), fs_open/fs_close, and its own thread.
+ * file), db_policy.c (an operation short of room: reclaim_help),
+ * fs_open/fs_close, and its own thread; calls db.c, inode.c and chunks.c.
  *
  * Why: SQLite frees a row's overflow pages one by one, reading each to
  * find the next, all under fs->lock (one mutex, one connection): removing

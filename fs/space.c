@@ -1,8 +1,9 @@
 /*
  * space.c: how much room is left for the database on its disk, the ENOSPC
- * gate in front of every growing operation, and statfs.  Called by db.c
- * (db_op_begin) and core.c (fs_open, fs_statfs) with fs->lock held.  Why
- * there is a gate at all is told at the head of db.c.
+ * gate in front of every growing operation, and statfs.  Called by
+ * db_policy.c (what db_op_begin asks of the policy above it) and core.c
+ * (fs_open, fs_statfs) with fs->lock held; calls down into db.c and
+ * checkpoint.c.  Why there is a gate at all is told at the head of db.c.
  *
  * Room is the disk's available bytes (statvfs of the database's directory)
  * plus the database's free pages, which new data reuses before the file
