@@ -40,7 +40,7 @@
 #include "agentlink.h"
 
 #define CHAT_FEED_RING	4096			/* events kept, a power of 2 */
-#define CHAT_FEED_BYTES	(16 * 1024 * 1024)	/* of their lines, at most */
+#define CHAT_FEED_BYTES	(4 * 1024 * 1024)	/* of their lines, at most */
 
 struct chat;
 struct chat_feed;
