@@ -22,7 +22,8 @@
  * CHAT_OUT_LOW, so the bytes on the wire never end inside an escape
  * sequence or a UTF-8 character.  A slow client does not hold the room
  * up.  While more than CHAT_PAUSE_AT waits, the room's events are not
- * read (a burst of output waits in the socket for a client that reads);
+ * taken (a burst of output waits, for this member alone, in the room
+ * feed's ring, chat_feed.h, or in the link's socket when unfed);
  * when the client has not caught up after CHAT_STALL_MS, or a frame does
  * not fit in CHAT_MAX_QUEUED, every queued frame is dropped (whole ones,
  * none of which went out), reading goes on, and once the client has
@@ -39,6 +40,11 @@
  * reads as waiting; a replay does the same, so it shows what live did.
  * A !command's output shown live is not shown again by the replay of its
  * end after a reconnect (`exec_live`).
+ *
+ * The room's events come from the room's feed (chat_feed.h), shared by
+ * the room's sessions here, once this session's join replay was drawn;
+ * the link carries what is this session's own.  A session the feed could
+ * not be made for gets them on its link, as every session once did.
  *
  * What rings the bell, mentions, /term's news and stopping a !command
  * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
