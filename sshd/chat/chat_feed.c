@@ -117,9 +117,17 @@ chat_feed_catch_up(struct chat *ch)
 {
 	struct chat_feed *f = ch->feed;
 
-	if (!f || !f->started || !ch->feed_live || ch->paused_ms ||
-	    ch->denied || ch->reconnect)
+	if (!f || !ch->feed_live || ch->paused_ms || ch->denied ||
+	    ch->reconnect)
 		return;
+	if (!f->started) {
+		/* Refused before it began (its hello: the refusal is the
+		 * member's own link's to say); one that ends so under a
+		 * member whose own hello was taken: connect again. */
+		if (f->ended)
+			chat_link_lost(ch);
+		return;
+	}
 	if (ch->feed_welcome < f->start_seq ||
 	    (ch->feed_pos < f->head && f->dropped_seq > ch->last_seq)) {
 		chat_feed_rejoin(ch);
@@ -167,8 +175,11 @@ chat_feed_line(void *arg, json_object *obj, const char *line, size_t len)
 			f->start_seq = seq;
 			chat_feed_deliver(f);
 		} else {
-			log_warn("room %s: feed: a %s line before its start "
-			    "dropped", f->room, type ? type : "untyped");
+			/* access_denied, or an error: it ends; nobody new
+			 * joins it meanwhile. */
+			log_warn("room %s: feed refused (%s)", f->room,
+			    type ? type : "untyped");
+			f->ended = 1;
 		}
 		return;
 	}
@@ -198,7 +209,10 @@ chat_feed_end(void *arg)
 	log_info("room %s: the feed ended", f->room);
 	f->ended = 1;
 	for (struct chat *ch = f->subs; ch; ch = ch->feed_next)
-		chat_link_lost(ch);
+		if (f->started)
+			chat_link_lost(ch);
+		else
+			chat_feed_catch_up(ch);	/* only a live one is told */
 }
 
 /* A new feed for s's room, connected; NULL with *err. */
