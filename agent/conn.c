@@ -133,6 +133,12 @@ conn_is_member(const struct conn *c)
 }
 
 int
+conn_gets_events(const struct conn *c)
+{
+	return (conn_is_member(c) && !c->fed) || c->kind == CONN_FEED;
+}
+
+int
 conn_count(struct agent *a)
 {
 	int n = 0;

@@ -222,7 +222,7 @@ room_access_evict(struct agent *a, const struct access_list *l,
 		/* atriumd's watchdog is no person: it stays, and keeps the
 		 * monitor's record (room_access_report). */
 		if (c->closing || c->ending || c->kind == CONN_NEW ||
-		    c->kind == CONN_MONITOR)
+		    c->kind == CONN_MONITOR || c->kind == CONN_FEED)
 			continue;
 		if (user ? strcmp(c->user, user) != 0 :
 		    access_may_enter(l, c->user, c->admin))
@@ -395,7 +395,8 @@ room_access_present(struct agent *a, const char *user)
 {
 	for (struct conn *c = a->conns; c; c = c->next)
 		if (!c->closing && !c->ending && c->kind != CONN_NEW &&
-		    c->kind != CONN_MONITOR && strcmp(c->user, user) == 0)
+		    c->kind != CONN_MONITOR && c->kind != CONN_FEED &&
+		    strcmp(c->user, user) == 0)
 			return 1;
 	return 0;
 }

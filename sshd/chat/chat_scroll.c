@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_feed.h"
 #include "event_time.h"
 #include "log.h"
 #include "tui_time.h"
@@ -199,7 +200,9 @@ chat_batch_done(struct chat *ch, char kind)
 {
 	char text[256];
 
-	if (kind == CHAT_BATCH_SCROLL) {
+	if (kind == CHAT_BATCH_JOIN) {
+		chat_feed_live(ch);	/* the room's events follow it */
+	} else if (kind == CHAT_BATCH_SCROLL) {
 		chat_batch_scroll_done(ch);
 	} else if (kind == CHAT_BATCH_SEARCH) {
 		if (ch->scroll.hits)

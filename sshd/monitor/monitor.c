@@ -176,8 +176,10 @@ monitor_hello(json_object *req, const char *room,
 	long long since = json_get_int(req, "since", -1);
 	json_object *h;
 
+	int feed = strcmp(kind ? kind : "", "feed") == 0;
+
 	if (!kind || (strcmp(kind, "chat") != 0 && strcmp(kind, "control") !=
-	    0 && strcmp(kind, "exec") != 0) || history < 0 ||
+	    0 && strcmp(kind, "exec") != 0 && !feed) || history < 0 ||
 	    history > PROTO_MAX_HISTORY || since < -1 ||
 	    !(h = json_object_new_object()))
 		return NULL;
@@ -185,8 +187,13 @@ monitor_hello(json_object *req, const char *room,
 	monitor_put(h, "user", id->user);
 	monitor_put(h, "kind", kind);
 	json_object_object_add(h, "admin", json_object_new_boolean(id->admin));
+	/* A feed (the room's events once for the network process's chat
+	 * sessions) is for a user who may enter, never one who makes the
+	 * room its owner's. */
 	json_object_object_add(h, "may_create", json_object_new_boolean(
-	    monitor_identity_may_create(id, room)));
+	    !feed && monitor_identity_may_create(id, room)));
+	if (strcmp(kind, "chat") == 0 && json_get_bool(req, "feed", 0))
+		json_object_object_add(h, "feed", json_object_new_boolean(1));
 	if (id->read_only)
 		json_object_object_add(h, "read_only",
 		    json_object_new_boolean(1));

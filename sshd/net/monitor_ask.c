@@ -171,6 +171,9 @@ monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 	if (req) {
 		json_object_object_add(req, "kind",
 		    json_object_new_string(h->kind));
+		if (h->feed)
+			json_object_object_add(req, "feed",
+			    json_object_new_boolean(1));
 		if (h->since >= 0)
 			json_object_object_add(req, "since",
 			    json_object_new_int64(h->since));

@@ -44,7 +44,11 @@ int monitor_ask_use(const struct session *s, char *err, size_t errlen);
 /* What a connection to a room's agent is for: the monitor writes the
  * hello (agent/requests.c) with these and who s is. */
 struct monitor_hello {
-	const char *kind;	/* "chat", "control" or "exec" */
+	const char *kind;	/* "chat", "control", "exec" or "feed" (the
+				 * room's events for every chat session of
+				 * this process in the room: chat_feed.h) */
+	int feed;		/* chat: the room's events come on the feed,
+				 * not on this connection */
 	long long history;	/* events to replay, 0..PROTO_MAX_HISTORY */
 	long long since;	/* or those after this seq; -1: history */
 };

@@ -33,6 +33,8 @@
 
 struct session;
 
+struct chat_feed;
+
 struct server {
 	const struct config *cfg;	/* the settings it was given (fixed:
 					 * a reload is the monitor's) */
@@ -74,6 +76,8 @@ struct server {
 					 * first (monitor_ask.h) */
 	struct agentlink_cache link_cache; /* room events parsed once for
 					 * every chat member (agentlink.h) */
+	struct chat_feed *feeds;	/* one per room with chat sessions
+					 * (chat_feed.h) */
 	struct net_stats stats;		/* counts for GET /metrics
 					 * (net_stats.h) */
 };

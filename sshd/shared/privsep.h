@@ -30,10 +30,11 @@
  *   use {room, WHO}         rooms= for a room not made yet, quota, then
  *                           start the room if cold
  *                           -> {state: ready|starting|refused|failed, error}
- *   agent {room, WHO, kind, history | since}
+ *   agent {room, WHO, kind, feed, history | since}
  *                           connect to a ready room's agent.sock and write
  *                           the connection's hello on it (user, kind,
- *                           admin, may_create: the monitor's; history or
+ *                           admin, may_create: the monitor's, never for
+ *                           kind feed; feed (chat only), history or
  *                           since: the session's)
  *                           -> {fd: true} + the socket, or {errno}
  *   why {room, WHO}         -> {why}: why the agent was just restarted
