@@ -3,7 +3,7 @@
  * owns the room, who is a member, whether it is open or private
  * (common/access.h decides; room.db's access table and config key
  * "visibility" hold it) and who is kept out for a while by a kick
- * (config key "kicked:USER").  Called by room.c at each hello and for the
+ * (config key "kicked:USER").  Called by requests.c at each hello and for the
  * requests invite, kick, remove, visibility and access, and by
  * settings.c before a config change.
  */

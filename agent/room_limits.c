@@ -1,7 +1,7 @@
 /*
  * room_limits.c: the room's cgroup and the owner's lowered limits
  * (room_limits.h).  Called by main.c once at start and once at exit, and
- * by room.c for each `limits` request.
+ * by requests.c for each `limits` request.
  *
  * The effective limits are computed in one place, reslimits_nest, from
  * the operator's settings and a->owner_limits; this file keeps

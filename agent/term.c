@@ -31,8 +31,8 @@
  * meanwhile counts too: the attribution errs towards asking.  Keys are
  * not taken from a person whose row could not be written.
  *
- * A member is a conn pointer, dropped in term_conn_gone before room.c
- * frees the conn.
+ * A member is a conn pointer, dropped in term_conn_gone (requests.c) before
+ * conn.c frees the conn.
  */
 #include "term.h"
 

@@ -9,7 +9,7 @@
  * and its term_input goes to the shell.  The pty is as large as the
  * smallest attached member's area (as tmux sizes a shared window).
  *
- * Protocol (room.c passes every "term_*" line here):
+ * Protocol (requests.c passes every "term_*" line here):
  *   term_open    cols, rows   attach (starting the terminal if none runs);
  *                             cols x rows is the member's area for it
  *   term_resize  cols, rows   the member's area changed

@@ -1,8 +1,9 @@
 /*
  * sandbox_seccomp.h: the seccomp filters of atrium-sandbox-init
  * (sandbox_seccomp.c), installed before the command starts and inherited
- * by everything it runs.  Part of atrium-sandbox-init only, not of
- * libcommon (it links libseccomp).
+ * by everything it runs.  Linked into atrium-sandbox-init and atriumd
+ * (sshd/monitor/transfer_sandbox.c gives a room transfer's helpers the
+ * same filters), not into libcommon (it links libseccomp).
  */
 #ifndef ATRIUM_SANDBOX_SECCOMP_H
 #define ATRIUM_SANDBOX_SECCOMP_H

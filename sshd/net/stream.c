@@ -1,6 +1,7 @@
 /*
- * stream.c: exec requests and the sftp subsystem (stream.h).  Called by
- * session.c through chan_ops.
+ * stream.c: exec requests and the sftp subsystem (stream.h).  Started by
+ * chan_requests.c (an exec request, the sftp subsystem), then driven by
+ * channel.c through chan_ops.
  *
  * The command runs in the room's sandbox, started by atrium-agent; atriumd
  * makes the pipes (or a pty pair), passes the command's ends with the exec

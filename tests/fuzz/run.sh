@@ -4,8 +4,8 @@
 #   tests/fuzz/run.sh [NAME...]     all targets, or fuzz_NAME only
 #
 # Each tests/fuzz/fuzz_NAME.c is linked with the sources it tests (listed
-# below; never a main.c) into build/fuzz/fuzz_NAME with clang's libFuzzer,
-# ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
+# below; never a program's main) into build/fuzz/fuzz_NAME with clang's
+# libFuzzer, ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
 # corpus once) on its seeds in tests/fuzz/corpus/NAME/, with the dictionary
 # tests/fuzz/NAME.dict and the libFuzzer flags in tests/fuzz/NAME.options
 # (one line) when they exist.  New inputs go to
@@ -32,12 +32,14 @@ FS_CORE=$(ls fs/*.c | grep -Ev '^fs/(main|mount|mount_confine|mount_keeper)\.c$'
 STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
 ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c $STORED"
 
-# atriumd-http's parsers are reached through its own files (less main.c),
-# linked whole as its unit tests link them, with libcommon's sources.
+# atriumd-http's parsers are reached through its own files (less
+# sshd/http/main.c), linked whole as its unit tests link them, with
+# libcommon's sources.
 HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
     grep -Ev '^(sshd/http/main|common/sandbox_init|common/sandbox_seccomp)\.c$' |
     tr '\n' ' ')
-# The monitor's files (less main.c), for what it reads of HTTP requests.
+# The monitor's files (less sshd/monitor/main.c), for what it reads of
+# HTTP requests.
 MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c |
     grep -Ev '^(sshd/monitor/main|common/sandbox_init)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
