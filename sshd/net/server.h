@@ -21,6 +21,7 @@
 #include "kexpool.h"
 #include "loop.h"
 #include "net_stats.h"
+#include "tui_draw.h"
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
@@ -74,6 +75,10 @@ struct server {
 	struct watch ans_w;		/* on mon_fd while one of them waits */
 	struct agentlink_cache link_cache; /* room events parsed once for
 					 * every chat member (agentlink.h) */
+	struct tui_draw_cache draw_cache; /* a streamed answer's Markdown
+					 * parsed once and drawn once per
+					 * width for every member
+					 * (tui_draw.h) */
 	struct net_stats stats;		/* counts for GET /metrics
 					 * (net_stats.h) */
 };
