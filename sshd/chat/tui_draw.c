@@ -584,15 +584,20 @@ tui_draw_cache_get(struct tui_draw *d, struct tui_draw_key *k,
 }
 
 /* Keep d's drawing of its unclosed blocks (key k, hash h) in place of
- * the oldest slot; copies that cannot be made are simply not kept. */
+ * the oldest slot; a text longer than TUI_MD_CACHE_TEXT, or copies that
+ * cannot be made, are simply not kept. */
 static void
 tui_draw_cache_put(struct tui_draw *d, const struct tui_draw_key *k,
     unsigned long long h)
 {
 	struct tui_draw_cache *c = d->cache;
 	unsigned i = c->next;
-	char *text = malloc(d->raw.len + 1), *lines = malloc(d->stream.len + 1);
+	char *text, *lines;
 
+	if (d->raw.len > TUI_MD_CACHE_TEXT)
+		return;		/* past what a delta holds: not kept */
+	text = malloc(d->raw.len + 1);
+	lines = malloc(d->stream.len + 1);
 	if (!text || !lines) {
 		free(text);
 		free(lines);
