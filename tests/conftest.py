@@ -239,7 +239,7 @@ EXEC_MAKES_ROOMS = frozenset("""
     test_access_record.py
     test_agent_privilege.py
     test_chat.py test_chat_attention.py test_chat_record.py
-    test_chat_slow.py test_chat_ui.py test_chat_undo.py
+    test_chat_ui.py test_chat_undo.py
     test_http.py test_http_browser.py test_http_cap.py
     test_http_exec.py test_http_files.py
     test_http_seeds.py test_keys.py test_limits.py
