@@ -252,7 +252,7 @@ EXEC_MAKES_ROOMS = frozenset("""
 def atriumd(build, request):
     """Factory: atriumd(data, *extra_args, env=None) -> a started Atriumd."""
     started = []
-    legacy = os.path.basename(str(request.node.fspath)) in EXEC_MAKES_ROOMS
+    legacy = request.node.path.name in EXEC_MAKES_ROOMS
 
     def start(data, *extra, env=None):
         if legacy:
