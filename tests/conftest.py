@@ -240,9 +240,9 @@ EXEC_MAKES_ROOMS = frozenset("""
     test_agent_privilege.py
     test_chat.py test_chat_attention.py test_chat_record.py
     test_chat_ui.py test_chat_undo.py
-    test_http.py test_http_browser.py test_http_cap.py
-    test_http_exec.py test_http_files.py
-    test_http_seeds.py test_keys.py test_limits.py
+    test_http.py test_http_browser.py
+   
+    test_keys.py test_limits.py
     test_loop_idle.py test_robustness.py
     test_room_export.py
     """.split())
