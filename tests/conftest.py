@@ -236,15 +236,10 @@ class Atriumd:
 # --exec-creates-rooms until they make their rooms with make_room, as the
 # files not named here do.  (The flag's own test is test_access.py's.)
 EXEC_MAKES_ROOMS = frozenset("""
-    test_access_record.py
-    test_agent_privilege.py
-    test_chat.py test_chat_attention.py test_chat_record.py
-    test_chat_ui.py test_chat_undo.py
-    test_http.py test_http_browser.py
-   
-    test_keys.py test_limits.py
-    test_loop_idle.py test_robustness.py
-    test_room_export.py
+    test_chat.py
+    test_chat_attention.py test_chat_record.py test_chat_ui.py
+    test_chat_undo.py test_http_browser.py test_keys.py
+    test_limits.py test_loop_idle.py test_robustness.py test_room_export.py
     """.split())
 
 
