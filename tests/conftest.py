@@ -237,8 +237,8 @@ class Atriumd:
 # files not named here do.  (The flag's own test is test_access.py's.)
 EXEC_MAKES_ROOMS = frozenset("""
     test_chat.py
-    test_chat_attention.py test_chat_record.py test_chat_ui.py
-    test_chat_undo.py test_http_browser.py test_keys.py
+    test_chat_ui.py
+    test_chat_undo.py test_keys.py
     test_limits.py test_loop_idle.py test_robustness.py test_room_export.py
     """.split())
 
