@@ -236,9 +236,7 @@ class Atriumd:
 # --exec-creates-rooms until they make their rooms with make_room, as the
 # files not named here do.  (The flag's own test is test_access.py's.)
 EXEC_MAKES_ROOMS = frozenset("""
-    test_chat.py
-    test_chat_ui.py
-    test_chat_undo.py test_keys.py
+    test_chat.py test_chat_scroll.py test_chat_ui.py test_keys.py
     test_limits.py test_loop_idle.py test_robustness.py test_room_export.py
     """.split())
 
