@@ -261,6 +261,13 @@ $(BUILD)/tests/chat_readers: tests/bench/chat_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^) -lssh
 
+# What drawing a streamed answer costs per member and delta, with and
+# without the cache the members share (tests/bench/md_stream.c).
+$(BUILD)/tests/md_stream: $(call obj,$(BUILD),tests/bench/md_stream.c $(SSHD_PART)) \
+    $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBS_ALL)
+
 # make bench's WebSocket clients (tests/bench.py, the http part).
 $(BUILD)/tests/ws_readers: tests/bench/ws_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)

@@ -1734,6 +1734,8 @@ chat_open(struct chan *c)
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
 	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,
 	    c->rows);
+	/* ... and the agent's answer is drawn once per width for all. */
+	ch->draw.cache = &c->s->srv->draw_cache;
 	tui_status_init(&ch->status, c->s->user);
 	tui_history_init(&ch->hist);
 	tui_model_init_max(&ch->scroll.older, CHAT_SCROLL_MAX);

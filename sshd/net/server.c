@@ -589,6 +589,7 @@ server_destroy(struct server *srv)
 	}
 	ask_queue_forget(&srv->asks);
 	agentlink_cache_free(&srv->link_cache);
+	tui_draw_cache_free(&srv->draw_cache);
 	loop_destroy(&srv->loop);
 	if (srv->bind)
 		ssh_bind_free(srv->bind);

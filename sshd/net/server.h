@@ -22,6 +22,7 @@
 #include "kexpool.h"
 #include "loop.h"
 #include "net_stats.h"
+#include "tui_draw.h"
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
@@ -78,6 +79,10 @@ struct server {
 					 * every chat member (agentlink.h) */
 	struct chat_feed *feeds;	/* one per room with chat sessions
 					 * (chat_feed.h) */
+	struct tui_draw_cache draw_cache; /* a streamed answer's Markdown
+					 * parsed once and drawn once per
+					 * width for every member
+					 * (tui_draw.h) */
 	struct net_stats stats;		/* counts for GET /metrics
 					 * (net_stats.h) */
 };
