@@ -102,7 +102,7 @@ SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
 # cluster/: what --cluster adds to the monitor (etcd placement and
 # fencing); linked in always, run only with --cluster.
-CLUSTER_SRC := cluster/etcd.c
+CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
 # A third: atriumd-http, the HTTP process (started only with
 # --http-listen), from http/ and shared/.
