@@ -17,6 +17,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -241,34 +242,32 @@ def test_frozen_host_commits_nothing_after_its_fence(hosts, etcd, ssh_run):
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, text=True)
 
-    def say(n):
-        try:
-            chat.stdin.write(json.dumps({"type": "chat", "text": "line %d" % n})
-                             + "\n")
-            chat.stdin.flush()
-        except OSError:
-            pass
-    try:
-        for n in range(20):
-            say(n)
+    stop = threading.Event()
+
+    def talk():
+        n = 0
+        while not stop.is_set():
+            try:
+                chat.stdin.write(json.dumps({"type": "chat",
+                                             "text": "line %d" % n}) + "\n")
+                chat.stdin.flush()
+            except (OSError, ValueError):
+                return
+            n += 1
             time.sleep(0.05)
+    talker = threading.Thread(target=talk)
+    talker.start()
+    try:
         before = _counts(a.data)
         wait_for(lambda: all(x > y for x, y in zip(_counts(a.data), before)),
                  10, "writes through A to reach both databases")
         a.proc.send_signal(signal.SIGSTOP)
         stopped = time.time()
         # Past the fence (lease end - 1 s) and the lease: what is there now
-        # is all there will ever be from A.
-        n = 100
-        while time.time() < stopped + LEASE + 0.5:
-            say(n)
-            n += 1
-            time.sleep(0.05)
+        # is all there will ever be from A, while both clients go on.
+        time.sleep(LEASE + 0.5)
         fenced = _counts(a.data)
-        while time.time() < stopped + LEASE + 3:
-            say(n)
-            n += 1
-            time.sleep(0.05)
+        time.sleep(2.5)
         assert _counts(a.data) == fenced
         # Another host may take the room meanwhile.
         wait_for(lambda: etcd.get("/atrium/rooms/demo/home")[0] != "a",
@@ -288,6 +287,8 @@ def test_frozen_host_commits_nothing_after_its_fence(hosts, etcd, ssh_run):
         assert rc == 0, err
         assert etcd.get("/atrium/rooms/demo/home")[0] == "b"
     finally:
+        stop.set()
+        talker.join()
         for p in (writer, chat):
             if p.poll() is None:
                 p.kill()
