@@ -51,6 +51,8 @@ struct cluster_hooks {
 	/* This node may no longer write ROOM (its fence time passed, or its
 	 * lease is gone): stop it at once, and end its sessions. */
 	void (*lost)(void *arg, const char *room);
+	/* 1 when ROOM has processes here (starting, running or stopping). */
+	int (*running)(void *arg, const char *room);
 	void *arg;
 };
 
@@ -86,10 +88,6 @@ void cluster_room_stopped(struct cluster *c, const char *room);
  * thread finished.  Returns the monotonic ms at which to be called again
  * at the latest. */
 long long cluster_tick(struct cluster *c);
-
-/* One line per room this node holds or was asked about, for logs and
- * status: appended to buf (NUL-terminated, cut at len). */
-void cluster_describe(struct cluster *c, char *buf, size_t len);
 
 /* Valid node name: 1 to 63 of [A-Za-z0-9._-], not starting with '.' or
  * '-'.  Valid advertise address: HOST:PORT of [A-Za-z0-9.:_[]-].  Valid
