@@ -73,6 +73,9 @@
 /* A home won for a session that went away before its room started is
  * given up after this long without the room running here. */
 #define CL_UNUSED_NS	(10 * NS)
+/* A claim that etcd has not answered in this long is answered "failed"
+ * (the session says why) rather than keep its user waiting. */
+#define CL_CLAIM_WAIT_NS	(5 * NS)
 #define CL_KEY_MAX	256
 
 enum cl_state { CL_WANT, CL_HOME, CL_REMOTE, CL_FAILED, CL_DONE, CL_RELEASE,
@@ -86,7 +89,7 @@ struct cl_room {
 	struct fence_page *page;	/* its read-write mapping, or NULL */
 	int told;			/* LOST: hooks.lost was called */
 	int busy;			/* WANT: the thread is claiming it */
-	int64_t since_ns;		/* HOME: when it was won */
+	int64_t since_ns;		/* WANT: when asked; HOME: when won */
 	struct cluster_remote remote;	/* REMOTE */
 	char why[200];			/* FAILED */
 	struct cl_room *next;
@@ -634,6 +637,7 @@ cluster_place(struct cluster *c, const char *room,
 			snprintf(e->name, sizeof(e->name), "%s", room);
 			e->fd = -1;
 			e->state = CL_WANT;
+			e->since_ns = now_ns();
 			e->next = c->rooms;
 			c->rooms = e;
 			c->nrooms++;
@@ -645,6 +649,14 @@ cluster_place(struct cluster *c, const char *room,
 	} else if (e->state == CL_HOME &&
 	    now_ns() < atomic_load(&c->fence_ns)) {
 		p = CLUSTER_HERE;
+	} else if (e->state == CL_WANT &&
+	    now_ns() - e->since_ns > CL_CLAIM_WAIT_NS) {
+		/* The thread gives back a home it wins for it meanwhile. */
+		snprintf(why, whylen, "this host cannot reach the cluster's etcd "
+		    "now; try again in a few seconds");
+		e->state = CL_DONE;
+		want_thread(c);
+		p = CLUSTER_FAILED;
 	} else if (e->state == CL_REMOTE) {
 		*remote = e->remote;
 		e->state = CL_DONE;
