@@ -3,7 +3,8 @@
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
- *       [--max-retries N] [--model-idle-timeout S] [--KEY VALUE ...]
+ *       [--max-retries N] [--model-idle-timeout S] [--replicate-fd N]
+ *       [--KEY VALUE ...]
  *
  * Every other --KEY VALUE is a setting of common/config.c (atriumd passes its
  * own through config_each).  atriumd has mounted the workspace at
@@ -18,7 +19,8 @@
  * (keys.h), never from the environment or argv; started by hand, the agent
  * loads them as atriumd would and wipes them from its environment.  Held
  * in memory only, a provider's key goes only into that provider's requests
- * (endpoint.h).
+ * (endpoint.h).  In a room of a cluster, --replicate-fd N streams each
+ * commit of room.db to atrium-replicate (walbuf.h).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -62,6 +64,8 @@
 #include "seed.h"
 #include "turn.h"
 #include "util.h"
+#include "walbuf.h"
+#include "walrec.h"
 
 #define MAIN_IDLE_CHECK_MS	500
 
@@ -97,6 +101,25 @@ struct main_fds {
 	int keys;	/* atriumd's keys channel (or a pipe), or -1 */
 };
 
+/* --replicate-fd N (a room of a cluster): every commit of room.db goes
+ * to the open descriptor N as a record (walbuf.h), for atrium-replicate;
+ * kept from the tools' processes.  1, or -1 (told on stderr). */
+static int
+main_replicate_fd(const char *k, const char *v)
+{
+	long fd = main_number(k, v, 3, 65535);
+
+	if (fd < 0)
+		return -1;
+	if (fd_set_cloexec((int)fd, 1) < 0 ||
+	    walbuf_replicate((int)fd, WALREC_DB_ROOM) < 0) {
+		fprintf(stderr, "atrium-agent: --replicate-fd %ld is not an "
+		    "open descriptor\n", fd);
+		return -1;
+	}
+	return 1;
+}
+
 /* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
 static int
 main_agent_flag(struct agent *a, const char *k, const char *v,
@@ -118,6 +141,8 @@ main_agent_flag(struct agent *a, const char *k, const char *v,
 	if (strcmp(k, "keys-fd") == 0)
 		return (fds->keys = (int)main_number(k, v, 0, 65535)) < 0 ?
 		    -1 : 1;
+	if (strcmp(k, "replicate-fd") == 0)
+		return main_replicate_fd(k, v);
 	if (strcmp(k, "approval-timeout") == 0)
 		return (a->approval_timeout = (int)main_number(k, v, 1,
 		    86400)) < 0 ? -1 : 1;

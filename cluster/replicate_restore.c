@@ -7,11 +7,11 @@
  * beside the database, in pieces: memory stays one piece), the segments
  * of its epoch that cover [from, upto) are fetched one at a time and fed
  * to a repl_stream that applies them to that file, the file is synced and
- * checked (PRAGMA integrity_check), and only then DB-wal and DB-shm are
- * removed (a stale WAL would be replayed over the restored file) and the
- * file renamed over DB.  Any failure leaves DB as it was, removes
- * DB.restore and fails the command (exit 1): the room must not start on
- * half a restore.  No manifest (a room never streamed): nothing is done
+ * checked (PRAGMA integrity_check).  Once both are, DB-wal and DB-shm
+ * are removed (a stale WAL would be replayed over the restored file) and
+ * each file renamed over its DB.  A failure before that leaves both
+ * databases as they were, removes the DB.restore files and fails the
+ * command (exit 1): the room must not start on half a restore.  No manifest (a room never streamed): nothing is done
  * (exit 0).  `atrium-fs fsck` of workspace.db is the caller's next step.
  *
  * Everything fetched is hostile: the manifest's keys must be the room's,
@@ -137,9 +137,9 @@ restore_build(struct s3 *s3, const struct repl_opts *o,
 		r = s3_list(s3, rd.prefix, restore_each, &rd);
 	if (r == 0 && (rd.next != m->db[i].upto ||
 	    !repl_stream_at_record(&rd.st))) {
-		log_error("%s: the stored stream ends at %" PRIu64 ", not at %"
-		    PRIu64 " as the manifest says", repl_db_name(i), rd.next,
-		    m->db[i].upto);
+		log_error("%s: segments are missing: the stored stream ends "
+		    "at %" PRIu64 ", not at %" PRIu64 " as the manifest says",
+		    repl_db_name(i), rd.next, m->db[i].upto);
 		r = -EPROTO;
 	}
 	repl_stream_free(&rd.st);
@@ -148,39 +148,69 @@ restore_build(struct s3 *s3, const struct repl_opts *o,
 	return r;
 }
 
-/* Database i, into place: 0 or -errno. */
+/* Database i, rebuilt and checked into DB.restore: 0 or -errno. */
 static int
-restore_db(struct s3 *s3, const struct repl_opts *o,
+restore_prepare(struct s3 *s3, const struct repl_opts *o,
     const struct repl_manifest *m, int i)
 {
-	const char *db = o->db_path[i];
-	char tmp[4096], side[4096];
+	char tmp[4096];
 	int fd, r;
 
-	snprintf(tmp, sizeof(tmp), "%s.restore", db);
+	snprintf(tmp, sizeof(tmp), "%s.restore", o->db_path[i]);
 	if ((fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		r = -errno;
 		log_error("%s: %s", tmp, strerror(errno));
-		return -errno;
+		return r;
 	}
 	r = restore_build(s3, o, m, i, fd);
 	close(fd);
 	if (r == 0)
 		r = restore_check(tmp);
-	for (int k = 0; r == 0 && k < 2; k++) {
+	if (r < 0)
+		log_error("restoring %s failed: %s", o->db_path[i], strerror(-r));
+	return r;
+}
+
+/* DB.restore over DB, its stale WAL and index gone first: 0 or -errno. */
+static int
+restore_place(const struct repl_opts *o, const struct repl_manifest *m,
+    int i)
+{
+	const char *db = o->db_path[i];
+	char tmp[4096], side[4096];
+
+	snprintf(tmp, sizeof(tmp), "%s.restore", db);
+	for (int k = 0; k < 2; k++) {
 		snprintf(side, sizeof(side), "%s%s", db, k ? "-shm" : "-wal");
 		if (unlink(side) < 0 && errno != ENOENT)
-			r = -errno;
+			return -errno;
 	}
-	if (r == 0 && rename(tmp, db) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		log_error("restoring %s failed: %s", db, strerror(-r));
-		return r;
-	}
+	if (rename(tmp, db) < 0)
+		return -errno;
 	log_info("%s restored: snapshot %s and %" PRIu64 " bytes of records",
 	    db, m->db[i].snap, m->db[i].upto - m->db[i].from);
 	return 0;
+}
+
+/* Both databases rebuilt, then both put in place, or neither: 0 or -1. */
+static int
+restore_all(struct s3 *s3, const struct repl_opts *o,
+    const struct repl_manifest *m)
+{
+	char tmp[4096];
+	int r = 0;
+
+	for (int i = 0; r == 0 && i < REPL_DBS; i++)
+		r = restore_prepare(s3, o, m, i);
+	for (int i = 0; r == 0 && i < REPL_DBS; i++)
+		if ((r = restore_place(o, m, i)) < 0)
+			log_error("putting %s in place: %s", o->db_path[i],
+			    strerror(-r));
+	for (int i = 0; r < 0 && i < REPL_DBS; i++) {
+		snprintf(tmp, sizeof(tmp), "%s.restore", o->db_path[i]);
+		unlink(tmp);
+	}
+	return r < 0 ? -1 : 0;
 }
 
 int
@@ -210,8 +240,5 @@ repl_restore(const struct repl_opts *o, struct s3 *s3)
 		return 1;
 	}
 	free(val);
-	for (int i = 0; i < REPL_DBS; i++)
-		if (restore_db(s3, o, &m, i) < 0)
-			return 1;
-	return 0;
+	return restore_all(s3, o, &m) < 0 ? 1 : 0;
 }

@@ -15,4 +15,10 @@ const char *walbuf_vfs_name(void);
  * largest transaction touched stays resident. */
 const char *walbuf_small_vfs_name(void);
 
+/* A room of a cluster (walbuf.c says how): stream every commit made
+ * through these VFSs in this process to fd (a blocking pipe) as records
+ * of database db (walrec.h: WALREC_DB_ROOM, WALREC_DB_WORKSPACE).
+ * Called once at start, before any database is opened.  0 or -EINVAL. */
+int walbuf_replicate(int fd, int db);
+
 #endif
