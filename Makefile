@@ -75,6 +75,9 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser \
             chromium chromium-driver python3-selenium
+# What only the tests need beyond DEB_PKGS (make check installs them,
+# make run does not): etcd for the cluster's tests (tests/test_cluster.py).
+CHECK_PKGS := etcd-server
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
@@ -103,7 +106,7 @@ SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
 # cluster/: what --cluster adds to the monitor (etcd placement and
 # fencing); linked in always, run only with --cluster.
-CLUSTER_SRC := cluster/etcd.c
+CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c
 # atrium-replicate (started by the monitor with --s3, one per room): the
 # shipper of a room's commits to the object store, and its restore.
 REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c
@@ -279,7 +282,7 @@ $(BUILD)/tests/ws_readers: tests/bench/ws_readers.c
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
-	@missing=$$(for p in $(DEB_PKGS); do \
+	@missing=$$(for p in $(DEB_PKGS) $(DEPS_EXTRA); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
 	    done; command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
@@ -296,6 +299,7 @@ run: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/atriumd --data ./data --listen :2222
 
+check: DEPS_EXTRA = $(CHECK_PKGS)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
 	    $(BUILD)/tests/fault_vfs.so $(BUILD)/tests/fsexer \

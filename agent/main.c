@@ -3,8 +3,8 @@
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
- *       [--max-retries N] [--model-idle-timeout S] [--replicate-fd N]
- *       [--KEY VALUE ...]
+ *       [--max-retries N] [--model-idle-timeout S] [--fence-fd N]
+ *       [--replicate-fd N] [--KEY VALUE ...]
  *
  * Every other --KEY VALUE is a setting of common/config.c (atriumd passes its
  * own through config_each).  atriumd has mounted the workspace at
@@ -19,8 +19,13 @@
  * (keys.h), never from the environment or argv; started by hand, the agent
  * loads them as atriumd would and wipes them from its environment.  Held
  * in memory only, a provider's key goes only into that provider's requests
- * (endpoint.h).  In a room of a cluster, --replicate-fd N streams each
- * commit of room.db to atrium-replicate (walbuf.h).
+ * (endpoint.h).
+ *
+ * On a host of a cluster atriumd passes the room's fence page (--fence-fd,
+ * common/fence.h): room.db's commits fail once this host's hold on the
+ * room has ended (common/walbuf.h), whatever atriumd is doing then; and
+ * with --s3, --replicate-fd N streams each commit of room.db to
+ * atrium-replicate (walbuf.h).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -42,6 +47,7 @@
 #include "conn.h"
 #include "endpoint.h"
 #include "exec.h"
+#include "fence.h"
 #include "file_requests.h"
 #include "http.h"
 #include "input_limits.h"
@@ -73,7 +79,7 @@ static void
 main_usage(void)
 {
 	fprintf(stderr, "usage: atrium-agent --room-dir DATA/rooms/ROOM "
-	    "--run-dir DATA/run/ROOM [--ready-fd N] [--keys-fd N]\n"
+	    "--run-dir DATA/run/ROOM [--ready-fd N] [--keys-fd N] [--fence-fd N]\n"
 	    "       [--approval-timeout S] [--retry-base-ms N] [--max-retries N] "
 	    "[--model-idle-timeout S] [--SETTING VALUE ...]\n");
 }
@@ -120,6 +126,26 @@ main_replicate_fd(const char *k, const char *v)
 	return 1;
 }
 
+/* --fence-fd N: map the room's fence page (fence.h) and have every
+ * commit to room.db check it (walbuf.h).  1, or -1 (told). */
+static int
+main_fence(const char *k, const char *v)
+{
+	const struct fence_page *f;
+	long fd = main_number(k, v, 0, 65535);
+
+	if (fd < 0)
+		return -1;
+	if (fence_map((int)fd, &f) < 0) {
+		fprintf(stderr, "atrium-agent: --fence-fd %ld: not a fence page\n",
+		    fd);
+		return -1;
+	}
+	walbuf_set_fence(f);
+	close((int)fd);
+	return 1;
+}
+
 /* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
 static int
 main_agent_flag(struct agent *a, const char *k, const char *v,
@@ -143,6 +169,8 @@ main_agent_flag(struct agent *a, const char *k, const char *v,
 		    -1 : 1;
 	if (strcmp(k, "replicate-fd") == 0)
 		return main_replicate_fd(k, v);
+	if (strcmp(k, "fence-fd") == 0)
+		return main_fence(k, v);
 	if (strcmp(k, "approval-timeout") == 0)
 		return (a->approval_timeout = (int)main_number(k, v, 1,
 		    86400)) < 0 ? -1 : 1;

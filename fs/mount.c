@@ -17,8 +17,11 @@
  * the control socket serves (atriumd gives the room's, under which its
  * agent runs), and run_as=UID:GID, under which the process forks the
  * daemon first and stays as its root keeper, and the daemon gives up root
- * once mounted (mount_confine.h), and replicate_fd=N, the descriptor
+ * once mounted (mount_confine.h); replicate_fd=N, the descriptor
  * every commit is streamed to in a room of a cluster (walbuf.h).
+ * fence_fd=N, on a host of a cluster:
+ * the room's fence page (common/fence.h), mapped at once; every commit
+ * to the database checks it (common/walbuf.h).
  *
  * The control socket (fs/control.c) lives from just before the mount is
  * announced until the session loop ends.
@@ -32,6 +35,7 @@
  */
 #include "config.h"
 #include "control.h"
+#include "fence.h"
 #include "fs.h"
 #include "fuse_ops.h"
 #include "log.h"
@@ -163,6 +167,28 @@ mount_replicate_opt(const char *tok)
 	return walbuf_replicate((int)fd, WALREC_DB_WORKSPACE) < 0 ? -1 : 1;
 }
 
+/* -o fence_fd=N: map the room's fence page (fence.h), which every commit
+ * of the writer then checks (walbuf.h).  1, or -1 (reported). */
+static int
+mount_fence_opt(const char *tok)
+{
+	const struct fence_page *f;
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(tok + 9, &end, 10);
+	if (errno || *end || end == tok + 9 || fd < 3 || fd > 65535 ||
+	    fence_map((int)fd, &f) < 0) {
+		fprintf(stderr, "atrium-fs: -o %s: want the descriptor of a "
+		    "fence page\n", tok);
+		return -1;
+	}
+	walbuf_set_fence(f);
+	close((int)fd);
+	return 1;
+}
+
 /* Take tok when it is one of our own options (see the head): 1 when
  * taken, 0 when it is libfuse's, -1 when its value is bad (reported). */
 static int
@@ -190,6 +216,8 @@ mount_own_opt(const char *tok, struct mount_state *m)
 	}
 	if (strncmp(tok, "replicate_fd=", 13) == 0)
 		return mount_replicate_opt(tok);
+	if (strncmp(tok, "fence_fd=", 9) == 0)
+		return mount_fence_opt(tok);
 	if (strncmp(tok, "run_as=", 7) == 0) {
 		if (mount_confine_parse(tok + 7, &m->run_uid, &m->run_gid) < 0) {
 			fprintf(stderr, "atrium-fs: -o %s: want UID:GID, neither "

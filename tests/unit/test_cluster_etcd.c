@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "etcd.h"
+#include "node.h"
 #include "unit.h"
 
 #define P(s) s, strlen(s)
@@ -199,9 +200,41 @@ test_open(void)
 	etcd_close(NULL);
 }
 
+/* What other nodes wrote in etcd reaches terminals and argv only when
+ * well formed. */
+static void
+test_valid(void)
+{
+	CHECK(cluster_valid_node("a"));
+	CHECK(cluster_valid_node("host-1.example_2"));
+	CHECK(!cluster_valid_node(""));
+	CHECK(!cluster_valid_node("-x"));
+	CHECK(!cluster_valid_node(".."));
+	CHECK(!cluster_valid_node("a/b"));
+	CHECK(!cluster_valid_node("a\x1b[2J"));
+	CHECK(!cluster_valid_node("0123456789012345678901234567890123456789"
+	    "012345678901234567890123"));
+	CHECK(cluster_valid_addr("127.0.0.1:2222"));
+	CHECK(cluster_valid_addr("[::1]:22"));
+	CHECK(cluster_valid_addr("host.example:65535"));
+	CHECK(!cluster_valid_addr("host"));
+	CHECK(!cluster_valid_addr("host:"));
+	CHECK(!cluster_valid_addr("host:0"));
+	CHECK(!cluster_valid_addr("host:65536"));
+	CHECK(!cluster_valid_addr("host:22x"));
+	CHECK(!cluster_valid_addr("h o:22"));
+	CHECK(!cluster_valid_addr("h\n:22"));
+	CHECK(cluster_valid_hostkey("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA+/="));
+	CHECK(!cluster_valid_hostkey("ssh-ed25519 "));
+	CHECK(!cluster_valid_hostkey("ssh-rsa AAAA"));
+	CHECK(!cluster_valid_hostkey("ssh-ed25519 AAAA AAAA"));
+	CHECK(!cluster_valid_hostkey("ssh-ed25519 AA\x07"));
+}
+
 int
 main(void)
 {
+	TEST(test_valid);
 	TEST(test_b64);
 	TEST(test_grant);
 	TEST(test_keepalive);
