@@ -78,6 +78,7 @@ struct ship {
 	struct etcd *etcd;
 	struct ship_db db[REPL_DBS];
 	long long snap_ms;		/* the last snapshot's time */
+	int dirty;			/* stored more than the manifest says */
 	int store_failing, etcd_failing;	/* said once per run */
 };
 
@@ -155,6 +156,7 @@ ship_snapshot(struct ship *sh, int i)
 		return r;
 	snprintf(d->man.snap, sizeof(d->man.snap), "%s", key);
 	d->man.from = d->man.upto = d->st.rec_end;
+	sh->dirty = 1;
 	log_info("%s: snapshot of %lld bytes at stream offset %" PRIu64,
 	    repl_db_name(i), (long long)st.st_size, d->st.rec_end);
 	return 0;
@@ -181,6 +183,7 @@ ship_manifest(struct ship *sh)
 		if (sh->etcd_failing)
 			log_info("etcd answers again");
 		sh->etcd_failing = 0;
+		sh->dirty = 0;
 		return 0;
 	}
 	if (r == 0)
@@ -217,6 +220,7 @@ ship_upload(struct ship *sh, int i)
 	d->len = 0;
 	d->first_ms = 0;
 	d->man.upto = d->st.rec_end;
+	sh->dirty = 1;
 	return 0;
 }
 
@@ -226,15 +230,11 @@ ship_upload(struct ship *sh, int i)
 static int
 ship_flush(struct ship *sh)
 {
-	int r, moved = 0;
+	int r;
 
-	for (int i = 0; i < REPL_DBS; i++) {
-		if (!sh->db[i].len)
-			continue;
-		if ((r = ship_upload(sh, i)) < 0)
+	for (int i = 0; i < REPL_DBS; i++)
+		if (sh->db[i].len && (r = ship_upload(sh, i)) < 0)
 			return r;
-		moved = 1;
-	}
 	if (sh->o->snapshot_every > 0 && time_mono_ms() - sh->snap_ms >=
 	    sh->o->snapshot_every * 1000LL) {
 		for (int i = 0; i < REPL_DBS; i++)
@@ -243,9 +243,8 @@ ship_flush(struct ship *sh)
 			    (r = ship_snapshot(sh, i)) < 0)
 				return r;
 		sh->snap_ms = time_mono_ms();
-		moved = 1;
 	}
-	return moved ? ship_manifest(sh) : 0;
+	return sh->dirty ? ship_manifest(sh) : 0;
 }
 
 /* Read what database i's stream has, as much as its buffer takes:
@@ -299,10 +298,13 @@ ship_wait_ms(const struct ship *sh)
 	return wait < 0 ? 0 : (int)wait;
 }
 
-/* 1 when a buffer must go now (full, or due). */
+/* 1 when a buffer must go now (full, or due), or the manifest is behind
+ * (its last write failed: at most once a second, ship_wait_ms). */
 static int
 ship_due(const struct ship *sh)
 {
+	if (sh->dirty)
+		return 1;
 	for (int i = 0; i < REPL_DBS; i++)
 		if (sh->db[i].len && (sh->db[i].len == REPL_SEG_MAX ||
 		    time_mono_ms() - sh->db[i].first_ms >= REPL_FLUSH_MS))
@@ -326,7 +328,7 @@ ship_loop(struct ship *sh)
 			}
 		if (n == 0 && sh->db[0].in < 0 && sh->db[1].in < 0) {
 			r = ship_flush(sh);
-			if (r == 1 || (r == 0 && !sh->db[0].len && !sh->db[1].len))
+			if (r == 1 || (r == 0 && !sh->dirty))
 				return r == 1 ? 3 : 0;
 			poll(NULL, 0, REPL_FLUSH_MS);
 			continue;

@@ -446,3 +446,93 @@ def test_restore_refuses_a_store_missing_a_segment(tmp_path, s3, etcd):
     # Nothing half-restored is left where the room would start from.
     assert not os.path.exists(out / "workspace.db")
     assert not os.path.exists(out / "workspace.db.restore")
+
+
+def test_kill_9_loses_no_write_acknowledged_a_second_before(tmp_path, s3, etcd):
+    """The home dies (its daemon and its shipper killed at once) during a
+    stream of fsynced writes: restored elsewhere, every write whose fsync
+    returned more than a second before the kill is there, byte for byte."""
+    from test_fs import mount_pid
+    epoch = etcd.claim("lab", "n1")
+    (tmp_path / "a").mkdir()
+    sh = Shipper(tmp_path / "a", s3, etcd, "lab", epoch)
+    sh.mount()
+    daemon = mount_pid(sh.m.db)
+    acked = []                     # (time the fsync returned, name, bytes)
+    start = time.monotonic()
+    i = 0
+    while time.monotonic() - start < 3:
+        data = os.urandom(random.randrange(1, 200000))
+        name = "w%05d" % i
+        with open(os.path.join(sh.m.dir, name), "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+        acked.append((time.monotonic(), name, data))
+        i += 1
+    os.kill(sh.proc.pid, signal.SIGKILL)
+    os.kill(daemon, signal.SIGKILL)
+    killed = time.monotonic()
+    sh.proc.wait()
+    subprocess.run(["fusermount3", "-uz", sh.m.dir])
+    durable = [(n, d) for t, n, d in acked if t < killed - 1]
+    assert len(durable) > 10
+
+    r, out = restore(tmp_path, s3, etcd, "lab")
+    assert r.returncode == 0, r.stderr
+    m2 = tmp_path / "mnt2"
+    m2.mkdir()
+    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
+                           str(m2)]).returncode == 0
+    try:
+        got = tree(str(m2))
+    finally:
+        subprocess.run(["fusermount3", "-u", str(m2)])
+    missing = [n for n, d in durable if got.get(n) != d]
+    assert not missing, "%d of %d acknowledged writes lost" % (
+        len(missing), len(durable))
+
+
+def peak_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_slow_store_makes_commits_wait_with_memory_bounded(tmp_path, s3,
+                                                             etcd):
+    epoch = etcd.claim("lab", "n1")
+    (tmp_path / "a").mkdir()
+    sh = Shipper(tmp_path / "a", s3, etcd, "lab", epoch)
+    sh.mount()
+    s3.set(slow=0.3)               # every request takes 0.3 s
+    puts = s3.puts
+    t = time.monotonic()
+    want = {}
+    for i in range(6):             # 48 MiB, far more than the buffers
+        data = os.urandom(8 << 20)
+        with open(os.path.join(sh.m.dir, "big%d" % i), "wb") as f:
+            f.write(data)
+            os.fsync(f.fileno())
+        want["big%d" % i] = data
+    took = time.monotonic() - t
+    rss = peak_rss_kib(sh.proc.pid)
+    # At most 4 MiB a segment at 0.3 s each: the writes waited for them.
+    assert took >= (48 // 4) * 0.3 * 0.8
+    assert s3.puts - puts >= 12
+    # Two segment buffers, a frame and libcurl: not the 48 MiB written.
+    assert rss < 32 * 1024, "the shipper grew to %d KiB" % rss
+    s3.set(slow=0)
+    status, err = sh.finish()
+    assert status == 0, err
+    r, out = restore(tmp_path, s3, etcd, "lab")
+    assert r.returncode == 0, r.stderr
+    m2 = tmp_path / "mnt2"
+    m2.mkdir()
+    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
+                           str(m2)]).returncode == 0
+    try:
+        assert tree(str(m2)) == want
+    finally:
+        subprocess.run(["fusermount3", "-u", str(m2)])
