@@ -58,6 +58,7 @@
 #include "util.h"
 
 #define REPL_READ_PIECE	(64u << 10)
+#define REPL_PIPE_BYTES	(1 << 20)
 
 /* One database's side of the shipper. */
 struct ship_db {
@@ -355,6 +356,13 @@ ship_start(struct ship *sh)
 	for (int i = 0; i < REPL_DBS; i++) {
 		sh->db[i].in = sh->o->in_fd[i];
 		sh->db[i].shadow = -1;
+		/* Room in the pipe for the commits made during an upload (a
+		 * pipe holds 64 KiB by default; 1 MiB is what an unprivileged
+		 * process may ask): the writers wait only when the store is
+		 * slower than that. */
+		if (fcntl(sh->db[i].in, F_SETPIPE_SZ, REPL_PIPE_BYTES) < 0)
+			log_debug("%s stream: keeping the pipe's size (%s)",
+			    repl_db_name(i), strerror(errno));
 		if (!(sh->db[i].buf = malloc(REPL_SEG_MAX)))
 			return -ENOMEM;
 	}
