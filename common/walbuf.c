@@ -67,10 +67,12 @@
  * was given a replication fd, once the frames of a commit are in the WAL
  * file (walbuf_flush, at the commit frame's page),
  * they are read back from the file, from the first frame this
- * transaction wrote (the lowest offset of a frame header since the last
- * commit; SQLite rewrites a frame in place when a transaction writes a
- * page twice, so only the file has each page's last image) to the commit
- * frame's end, and written to the fd as one record (walrec.h), in pieces
+ * transaction wrote (the lowest offset of a frame header written past the
+ * last commit frame since it; SQLite rewrites a frame in place when a
+ * transaction writes a page twice, so only the file has each page's last
+ * image, and then writes the headers again after the commit frame, which
+ * are neither a new transaction nor a new commit) to the commit frame's
+ * end, and written to the fd as one record (walrec.h), in pieces
  * of at most WALBUF_PIECE, on a blocking descriptor: a slow reader makes
  * the commit wait, and nothing here grows.  A record that cannot be
  * written (the reader is gone) fails the commit the same way, logged
