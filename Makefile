@@ -61,6 +61,7 @@ LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8p
 # handshake's SHA-1; libwslay has no pkg-config file.
 LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
+LIBS_replicate = $(shell pkg-config --libs libcurl json-c libcrypto sqlite3 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
@@ -106,6 +107,9 @@ MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUS
 # cluster/: what --cluster adds to the monitor (etcd placement and
 # fencing); linked in always, run only with --cluster.
 CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c
+# atrium-replicate (started by the monitor with --s3, one per room): the
+# shipper of a room's commits to the object store, and its restore.
+REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
 # A third: atriumd-http, the HTTP process (started only with
 # --http-listen), from http/ and shared/.
@@ -121,7 +125,8 @@ LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init \
+         atrium-replicate
 
 # The room in the browser: the page's own files (web/) and the files of
 # npm's packages it uses (web/package.json, exact versions, locked), all
@@ -168,6 +173,8 @@ $(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atriumd-http: $(call obj,$(1),$(HTTP_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_http) $$(LIBS_common)
+$(1)/atrium-replicate: $(call obj,$(1),$(REPLICATE_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_replicate) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -202,7 +209,7 @@ FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
 SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC) $(CLUSTER_SRC)
 HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
-CLUSTER_PART = $(CLUSTER_SRC)
+CLUSTER_PART = $(sort $(CLUSTER_SRC) $(filter-out cluster/replicate_main.c,$(REPLICATE_SRC)))
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -222,7 +229,7 @@ $(foreach t,$(UNIT_TSAN_SRC),$(eval $(call unit_rules,$(BUILD)/tsan,$(TSAN),$(t)
 $(BUILD)/tsan/tests/tsan_canary: $(BUILD)/tsan/obj/tests/unit/tsan_canary.o
 	@mkdir -p $(@D)
 	$(CC) $(TSAN) -o $@ $^ -lpthread
-LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_common)
+LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_replicate) $(LIBS_common)
 
 UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
 UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
@@ -345,7 +352,7 @@ stress: deps
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
     $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atriumd-http \
     $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
-    $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/atrium-replicate \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
     $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf \
     $(addprefix $(DESTDIR)$(WEBDIR)/,$(WEB_FILES))
@@ -356,7 +363,7 @@ install: all
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atriumd-http $(BUILD)/atrium-agent \
-	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
+	    $(BUILD)/atrium-sandbox-init $(BUILD)/atrium-replicate $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service

@@ -3,7 +3,8 @@
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
- *       [--max-retries N] [--model-idle-timeout S] [--fence-fd N] [--KEY VALUE ...]
+ *       [--max-retries N] [--model-idle-timeout S] [--fence-fd N]
+ *       [--replicate-fd N] [--KEY VALUE ...]
  *
  * Every other --KEY VALUE is a setting of common/config.c (atriumd passes its
  * own through config_each).  atriumd has mounted the workspace at
@@ -22,7 +23,9 @@
  *
  * On a host of a cluster atriumd passes the room's fence page (--fence-fd,
  * common/fence.h): room.db's commits fail once this host's hold on the
- * room has ended (common/walbuf.h), whatever atriumd is doing then.
+ * room has ended (common/walbuf.h), whatever atriumd is doing then; and
+ * with --s3, --replicate-fd N streams each commit of room.db to
+ * atrium-replicate (walbuf.h).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -68,6 +71,7 @@
 #include "turn.h"
 #include "util.h"
 #include "walbuf.h"
+#include "walrec.h"
 
 #define MAIN_IDLE_CHECK_MS	500
 
@@ -102,6 +106,25 @@ struct main_fds {
 	int ready;	/* "ready\n" goes here, or -1 */
 	int keys;	/* atriumd's keys channel (or a pipe), or -1 */
 };
+
+/* --replicate-fd N (a room of a cluster): every commit of room.db goes
+ * to the open descriptor N as a record (walbuf.h), for atrium-replicate;
+ * kept from the tools' processes.  1, or -1 (told on stderr). */
+static int
+main_replicate_fd(const char *k, const char *v)
+{
+	long fd = main_number(k, v, 3, 65535);
+
+	if (fd < 0)
+		return -1;
+	if (fd_set_cloexec((int)fd, 1) < 0 ||
+	    walbuf_replicate((int)fd, WALREC_DB_ROOM) < 0) {
+		fprintf(stderr, "atrium-agent: --replicate-fd %ld is not an "
+		    "open descriptor\n", fd);
+		return -1;
+	}
+	return 1;
+}
 
 /* --fence-fd N: map the room's fence page (fence.h) and have every
  * commit to room.db check it (walbuf.h).  1, or -1 (told). */
@@ -144,6 +167,8 @@ main_agent_flag(struct agent *a, const char *k, const char *v,
 	if (strcmp(k, "keys-fd") == 0)
 		return (fds->keys = (int)main_number(k, v, 0, 65535)) < 0 ?
 		    -1 : 1;
+	if (strcmp(k, "replicate-fd") == 0)
+		return main_replicate_fd(k, v);
 	if (strcmp(k, "fence-fd") == 0)
 		return main_fence(k, v);
 	if (strcmp(k, "approval-timeout") == 0)

@@ -17,7 +17,9 @@
  * the control socket serves (atriumd gives the room's, under which its
  * agent runs), and run_as=UID:GID, under which the process forks the
  * daemon first and stays as its root keeper, and the daemon gives up root
- * once mounted (mount_confine.h).  fence_fd=N, on a host of a cluster:
+ * once mounted (mount_confine.h); replicate_fd=N, the descriptor
+ * every commit is streamed to in a room of a cluster (walbuf.h).
+ * fence_fd=N, on a host of a cluster:
  * the room's fence page (common/fence.h), mapped at once; every commit
  * to the database checks it (common/walbuf.h).
  *
@@ -39,13 +41,16 @@
 #include "log.h"
 #include "mount.h"
 #include "mount_confine.h"
+#include "util.h"
 #include "walbuf.h"
+#include "walrec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +142,31 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 	return 0;
 }
 
+/* -o replicate_fd=N (a room of a cluster): every commit of the
+ * workspace goes to the open descriptor N as a record (walbuf.h), for
+ * atrium-replicate.  1, or -1 (reported). */
+static int
+mount_replicate_opt(const char *tok)
+{
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(tok + 13, &end, 10);
+	if (errno || *end || end == tok + 13 || fd < 3 || fd > INT_MAX ||
+	    fcntl((int)fd, F_GETFD) < 0) {
+		fprintf(stderr, "atrium-fs: -o %s: want an open descriptor "
+		    "above 2\n", tok);
+		return -1;
+	}
+	/* A reader that is gone fails the commit (EPIPE), not the daemon;
+	 * the descriptor is the daemon's alone. */
+	signal(SIGPIPE, SIG_IGN);
+	if (fd_set_cloexec((int)fd, 1) < 0)
+		return -1;
+	return walbuf_replicate((int)fd, WALREC_DB_WORKSPACE) < 0 ? -1 : 1;
+}
+
 /* -o fence_fd=N: map the room's fence page (fence.h), which every commit
  * of the writer then checks (walbuf.h).  1, or -1 (reported). */
 static int
@@ -184,6 +214,8 @@ mount_own_opt(const char *tok, struct mount_state *m)
 		}
 		return 1;
 	}
+	if (strncmp(tok, "replicate_fd=", 13) == 0)
+		return mount_replicate_opt(tok);
 	if (strncmp(tok, "fence_fd=", 9) == 0)
 		return mount_fence_opt(tok);
 	if (strncmp(tok, "run_as=", 7) == 0) {
