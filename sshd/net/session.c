@@ -42,6 +42,7 @@
 #include "log.h"
 #include "monitor_ask.h"
 #include "netaddr.h"
+#include "relay.h"
 #include "util.h"
 
 #define SESSION_BANNER \
@@ -239,6 +240,10 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 	const char *user;
 
 	(void)ssh;
+	if (room && strncmp(room, RELAY_USER_PREFIX,
+	    strlen(RELAY_USER_PREFIX)) == 0)
+		return relay_accept_auth(s, room, key, state) == SSH_AUTH_SUCCESS
+		    ? SSH_AUTH_SUCCESS : session_auth_denied(s);
 	authkeys_fingerprint(key, fp, sizeof(fp));
 	/* The monitor knows a session's key by its fingerprint only
 	 * (monitor_identity.h): a key without one cannot act. */
@@ -574,6 +579,7 @@ session_free(struct session *s)
 		s->chans = c->next;
 		chan_free(c);
 	}
+	relay_link_free(s);
 	if (s->in_event)
 		ssh_event_remove_session(s->srv->loop.event, s->ssh);
 	ssh_disconnect(s->ssh);
