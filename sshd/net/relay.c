@@ -68,6 +68,7 @@ struct relay_chan {
 	int exit_code;
 	char exit_signal[16];
 	int done;		/* the exit was handed to the channel */
+	int was_up;		/* a tick saw it RC_UP */
 };
 
 /* ---------------------------------------------------------- user name -- */
@@ -376,6 +377,16 @@ relay_link_get(struct session *s, const struct relay_home *home)
 }
 
 /* See relay.h. */
+int
+relay_link_due(const struct session *s)
+{
+	const struct relay_link *l = s->relay;
+
+	return l && l->ssh && l->step != LINK_DOWN &&
+	    (ssh_get_status(l->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0;
+}
+
+/* See relay.h. */
 void
 relay_link_free(struct session *s)
 {
@@ -422,6 +433,7 @@ relay_rc_eof(ssh_session ssh, ssh_channel ch, void *ud)
 {
 	(void)ssh; (void)ch;
 	((struct relay_chan *)ud)->remote_eof = 1;
+	((struct relay_chan *)ud)->c->s->poke = 1;
 }
 
 static void
@@ -429,6 +441,7 @@ relay_rc_close(ssh_session ssh, ssh_channel ch, void *ud)
 {
 	(void)ssh; (void)ch;
 	((struct relay_chan *)ud)->remote_closed = 1;
+	((struct relay_chan *)ud)->c->s->poke = 1;
 }
 
 static void
@@ -627,8 +640,10 @@ relay_input(struct chan *c, const char *p, size_t n)
 	struct relay_link *l = c->s->relay;
 	size_t used = 0;
 
-	if (r->step != RC_UP || !l || l->step != LINK_UP || r->remote_closed)
-		return r->done ? n : 0;		/* nobody reads them */
+	if (r->done || r->remote_closed)
+		return n;		/* nobody reads them */
+	if (r->step != RC_UP || !l || l->step != LINK_UP)
+		return 0;		/* relay_tick wakes the channel then */
 	while (used < n) {
 		uint32_t w = compat_can_write(l->ssh, r->rc);
 		size_t k = n - used < w ? n - used : w;
@@ -677,6 +692,10 @@ relay_tick(struct chan *c)
 	if (r->done || !l)
 		return;
 	relay_link_tick(l);
+	if (l->step == LINK_DOWN && r->remote_closed) {
+		relay_chan_finish(r);	/* it ended before the link did */
+		return;
+	}
 	if (l->step == LINK_DOWN) {
 		relay_chan_lost(r, l);
 		return;
@@ -691,6 +710,12 @@ relay_tick(struct chan *c)
 	}
 	if (r->step != RC_UP)
 		return;
+	if (!r->was_up) {
+		/* What the client sent meanwhile waits in libssh: drained
+		 * at the next turn, at once. */
+		r->was_up = 1;
+		chan_wake_at(c, time_mono_ms());
+	}
 	relay_chan_pull(r);
 	relay_chan_forward(r);
 	relay_chan_finish(r);

@@ -53,6 +53,10 @@ struct relay_home {
  * is up.  0, or -errno (c is refused with the reason). */
 int relay_chan_start(struct chan *c, const struct relay_home *home);
 
+/* 1 when s's link to the home closed under libssh and no tick has seen
+ * it yet (a socket that closes moves no byte: session_due asks). */
+int relay_link_due(const struct session *s);
+
 /* Close s's link to the home, if any (session_free, outside callbacks). */
 void relay_link_free(struct session *s);
 

@@ -492,7 +492,8 @@ session_due(const struct session *s, long long now_ms)
 	if ((s->wake_ms && now_ms >= s->wake_ms) || session_in_flight(s))
 		return 1;
 	/* A socket closed under libssh moves no byte. */
-	return (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0;
+	return (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0 ||
+	    relay_link_due(s);
 }
 
 /* Reap the channels that are closing. */
