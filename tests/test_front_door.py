@@ -236,7 +236,15 @@ def test_home_refuses_a_relay_from_a_key_not_a_nodes(home_net, data_dir):
 def test_home_refuses_a_forged_identity(home_net, data_dir):
     net, mon, node_key = home_net
     alice = fingerprint(data_dir.pubkey("alice"))
+    bob = fingerprint(data_dir.pubkey("bob"))
     eve = fingerprint(data_dir.pubkey("eve"))
+    # A user who is no node, signing with her own (listed) key, claims to
+    # relay for bob.
+    out = relay_rooms(net.port, data_dir.keys["alice"],
+                      "atrium-relay %s bob %s 127.0.0.1" % (ROOM, bob))
+    assert isinstance(out, asyncssh.PermissionDenied), out
+    # A node relays for someone with a key that is not theirs here, a key
+    # this host does not list, or from no address.
     for name in ("atrium-relay %s bob %s 127.0.0.1" % (ROOM, alice),
                  "atrium-relay %s eve %s 127.0.0.1" % (ROOM, eve),
                  "atrium-relay %s alice %s not-an-address" % (ROOM, alice)):
