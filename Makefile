@@ -56,7 +56,7 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm libcurl 2>/dev/null) -lpthread
 # atriumd-http: libssh for the shared loop, libcrypto for the WebSocket
 # handshake's SHA-1; libwslay has no pkg-config file.
 LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
@@ -74,6 +74,9 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser \
             chromium chromium-driver python3-selenium
+# What only the tests need beyond DEB_PKGS (make check installs them,
+# make run does not): etcd for the cluster's tests (tests/test_cluster.py).
+CHECK_PKGS := etcd-server
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
@@ -99,7 +102,10 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 # atriumd-net, the network process it executes, from net/, chat/ and
 # shared/.  Neither links the other's code.
 SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
-MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
+MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
+# cluster/: what --cluster adds to the monitor (etcd placement and
+# fencing); linked in always, run only with --cluster.
+CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
 # A third: atriumd-http, the HTTP process (started only with
 # --http-listen), from http/ and shared/.
@@ -169,12 +175,13 @@ $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
 $(call obj,$(1),$(wildcard sshd/shared/*.c)): PART_CFLAGS := -Isshd/shared
 $(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
-    PART_CFLAGS := -Isshd/shared -Isshd/monitor
+    PART_CFLAGS := -Isshd/shared -Isshd/monitor -Icluster
+$(call obj,$(1),$(wildcard cluster/*.c tests/unit/test_cluster_*.c)): PART_CFLAGS := -Icluster
 $(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
 $(call obj,$(1),$(wildcard sshd/http/*.c tests/unit/test_http_*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/http
-$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
+$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC) -Icluster
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -193,8 +200,9 @@ part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
 FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
 AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC)
+SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC) $(CLUSTER_SRC)
 HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
+CLUSTER_PART = $(CLUSTER_SRC)
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -267,7 +275,7 @@ $(BUILD)/tests/ws_readers: tests/bench/ws_readers.c
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
-	@missing=$$(for p in $(DEB_PKGS); do \
+	@missing=$$(for p in $(DEB_PKGS) $(DEPS_EXTRA); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
 	    done; command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
@@ -284,6 +292,7 @@ run: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/atriumd --data ./data --listen :2222
 
+check: DEPS_EXTRA = $(CHECK_PKGS)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
 	    $(BUILD)/tests/fault_vfs.so $(BUILD)/tests/fsexer \

@@ -3,7 +3,7 @@
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
- *       [--max-retries N] [--model-idle-timeout S] [--KEY VALUE ...]
+ *       [--max-retries N] [--model-idle-timeout S] [--fence-fd N] [--KEY VALUE ...]
  *
  * Every other --KEY VALUE is a setting of common/config.c (atriumd passes its
  * own through config_each).  atriumd has mounted the workspace at
@@ -19,6 +19,10 @@
  * loads them as atriumd would and wipes them from its environment.  Held
  * in memory only, a provider's key goes only into that provider's requests
  * (endpoint.h).
+ *
+ * On a host of a cluster atriumd passes the room's fence page (--fence-fd,
+ * common/fence.h): room.db's commits fail once this host's hold on the
+ * room has ended (common/walbuf.h), whatever atriumd is doing then.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -40,6 +44,7 @@
 #include "conn.h"
 #include "endpoint.h"
 #include "exec.h"
+#include "fence.h"
 #include "file_requests.h"
 #include "http.h"
 #include "input_limits.h"
@@ -62,6 +67,7 @@
 #include "seed.h"
 #include "turn.h"
 #include "util.h"
+#include "walbuf.h"
 
 #define MAIN_IDLE_CHECK_MS	500
 
@@ -69,7 +75,7 @@ static void
 main_usage(void)
 {
 	fprintf(stderr, "usage: atrium-agent --room-dir DATA/rooms/ROOM "
-	    "--run-dir DATA/run/ROOM [--ready-fd N] [--keys-fd N]\n"
+	    "--run-dir DATA/run/ROOM [--ready-fd N] [--keys-fd N] [--fence-fd N]\n"
 	    "       [--approval-timeout S] [--retry-base-ms N] [--max-retries N] "
 	    "[--model-idle-timeout S] [--SETTING VALUE ...]\n");
 }
@@ -97,6 +103,26 @@ struct main_fds {
 	int keys;	/* atriumd's keys channel (or a pipe), or -1 */
 };
 
+/* --fence-fd N: map the room's fence page (fence.h) and have every
+ * commit to room.db check it (walbuf.h).  1, or -1 (told). */
+static int
+main_fence(const char *k, const char *v)
+{
+	const struct fence_page *f;
+	long fd = main_number(k, v, 0, 65535);
+
+	if (fd < 0)
+		return -1;
+	if (fence_map((int)fd, &f) < 0) {
+		fprintf(stderr, "atrium-agent: --fence-fd %ld: not a fence page\n",
+		    fd);
+		return -1;
+	}
+	walbuf_set_fence(f);
+	close((int)fd);
+	return 1;
+}
+
 /* One agent-only flag; 1 taken, 0 not ours, -1 bad value. */
 static int
 main_agent_flag(struct agent *a, const char *k, const char *v,
@@ -118,6 +144,8 @@ main_agent_flag(struct agent *a, const char *k, const char *v,
 	if (strcmp(k, "keys-fd") == 0)
 		return (fds->keys = (int)main_number(k, v, 0, 65535)) < 0 ?
 		    -1 : 1;
+	if (strcmp(k, "fence-fd") == 0)
+		return main_fence(k, v);
 	if (strcmp(k, "approval-timeout") == 0)
 		return (a->approval_timeout = (int)main_number(k, v, 1,
 		    86400)) < 0 ? -1 : 1;

@@ -108,6 +108,12 @@ struct config {
 					 * unauthenticated connections */
 	int per_source_rate;		/* connections a second per address */
 	int per_source_startups;	/* unauthenticated ones per address */
+	/* Cluster (atriumd(8), CLUSTER; cluster/): off unless cluster. */
+	char cluster[1024];		/* "etcd=URL[,URL...]"; "": one host */
+	char node[64];			/* this node's name; "": the hostname */
+	char advertise[128];		/* HOST:PORT the other hosts reach
+					 * this one at; "": --listen's */
+	int cluster_lease;		/* s of the node's lease in etcd */
 	/* HTTP (atriumd(8), HTTP; sshd/http/): off unless http_listen. */
 	char http_listen[128];		/* [ADDR]:PORT of atriumd-http; "": off */
 	char http_trusted_proxy[128];	/* the one address whose

@@ -63,6 +63,14 @@
  * and a WAL file serves a read from what it read ahead only inside the
  * checkpoint that read it.
  *
+ * Fencing (a host of a cluster, cluster/node.c): the process that writes
+ * a room is given the room's fence page (fence.h, walbuf_set_fence), and
+ * the write of a commit frame's header is refused with SQLITE_IOERR_WRITE
+ * once this host may no longer commit to the room: the transaction fails,
+ * so nothing of it is announced, and the frames before it are never part
+ * of the database.  The check is made by the writer itself at each
+ * commit, so it holds while the monitor that renews the hold is stopped.
+ *
  * Threading: a buffer belongs to one open WAL or database file of one
  * connection, which SQLite uses from one thread at a time (the writer
  * holds fs->lock; the committer alone uses the checkpoint connection).
@@ -73,12 +81,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fence.h"
 #include "log.h"
 #include "vfs_shim.h"
 
@@ -146,6 +156,31 @@ static sqlite3_vfs walbuf_vfs, walbuf_small_vfs;
 static sqlite3_io_methods walbuf_methods;
 static pthread_once_t walbuf_once = PTHREAD_ONCE_INIT;
 static int walbuf_registered, walbuf_small_registered;
+
+/* The room's fence page (fence.h), set once at start by the process
+ * that writes the room (walbuf_set_fence); NULL: no cluster, no fence. */
+static const struct fence_page *walbuf_fence;
+static atomic_int walbuf_fence_told;	/* the refusal was logged */
+
+/* See walbuf.h. */
+void
+walbuf_set_fence(const struct fence_page *f)
+{
+	walbuf_fence = f;
+}
+
+/* 1 when a commit may be written now; else logs the refusal once. */
+static int
+walbuf_fence_allows(void)
+{
+	if (fence_may_commit(walbuf_fence))
+		return 1;
+	if (!atomic_exchange(&walbuf_fence_told, 1))
+		log_error("this host's hold on the room has ended (fence time "
+		    "passed, epoch %lld): no commit is written any more",
+		    (long long)atomic_load(&walbuf_fence->epoch));
+	return 0;
+}
 
 /* Write what is gathered, in pieces of WALBUF_PIECE: SQLITE_OK or the
  * first error. */
@@ -246,6 +281,15 @@ walbuf_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 	if (!f->is_wal)
 		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->ahead_len = 0;
+	if (walbuf_is_commit_header(p, n, off) && !walbuf_fence_allows()) {
+		/* The transaction fails before its commit frame is written:
+		 * what was gathered of it is dropped, and frames of it already
+		 * written lie past the WAL's last commit, where no reader and
+		 * no recovery looks. */
+		f->len = 0;
+		f->commit_next = 0;
+		return SQLITE_IOERR_WRITE;
+	}
 	if (!f->buf && !(f->buf = malloc(f->cap)))
 		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->commit_next = walbuf_is_commit_header(p, n, off);

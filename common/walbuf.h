@@ -15,4 +15,11 @@ const char *walbuf_vfs_name(void);
  * largest transaction touched stays resident. */
 const char *walbuf_small_vfs_name(void);
 
+/* The fence page of the room this process writes (fence.h; NULL: none),
+ * set once at start, before the first open: from then on the write of a
+ * commit frame fails (SQLITE_IOERR_WRITE, so the transaction fails and
+ * nothing of it is announced) once fence_may_commit() says no. */
+struct fence_page;
+void walbuf_set_fence(const struct fence_page *f);
+
 #endif

@@ -17,7 +17,9 @@
  * the control socket serves (atriumd gives the room's, under which its
  * agent runs), and run_as=UID:GID, under which the process forks the
  * daemon first and stays as its root keeper, and the daemon gives up root
- * once mounted (mount_confine.h).
+ * once mounted (mount_confine.h).  fence_fd=N, on a host of a cluster:
+ * the room's fence page (common/fence.h), mapped at once; every commit
+ * to the database checks it (common/walbuf.h).
  *
  * The control socket (fs/control.c) lives from just before the mount is
  * announced until the session loop ends.
@@ -31,11 +33,13 @@
  */
 #include "config.h"
 #include "control.h"
+#include "fence.h"
 #include "fs.h"
 #include "fuse_ops.h"
 #include "log.h"
 #include "mount.h"
 #include "mount_confine.h"
+#include "walbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +137,28 @@ mount_open(const struct mount_opts *o, struct mount_state *m)
 	return 0;
 }
 
+/* -o fence_fd=N: map the room's fence page (fence.h), which every commit
+ * of the writer then checks (walbuf.h).  1, or -1 (reported). */
+static int
+mount_fence_opt(const char *tok)
+{
+	const struct fence_page *f;
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(tok + 9, &end, 10);
+	if (errno || *end || end == tok + 9 || fd < 3 || fd > 65535 ||
+	    fence_map((int)fd, &f) < 0) {
+		fprintf(stderr, "atrium-fs: -o %s: want the descriptor of a "
+		    "fence page\n", tok);
+		return -1;
+	}
+	walbuf_set_fence(f);
+	close((int)fd);
+	return 1;
+}
+
 /* Take tok when it is one of our own options (see the head): 1 when
  * taken, 0 when it is libfuse's, -1 when its value is bad (reported). */
 static int
@@ -158,6 +184,8 @@ mount_own_opt(const char *tok, struct mount_state *m)
 		}
 		return 1;
 	}
+	if (strncmp(tok, "fence_fd=", 9) == 0)
+		return mount_fence_opt(tok);
 	if (strncmp(tok, "run_as=", 7) == 0) {
 		if (mount_confine_parse(tok + 7, &m->run_uid, &m->run_gid) < 0) {
 			fprintf(stderr, "atrium-fs: -o %s: want UID:GID, neither "

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "banner.h"
+#include "cluster_status.h"
 #include "cli.h"
 #include "config.h"
 #include "datalock.h"
@@ -435,6 +436,9 @@ main(int argc, char **argv)
 		return room_cli_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return status_cli_main(argc - 1, argv + 1);
+	if (argc > 2 && strcmp(argv[1], "cluster") == 0 &&
+	    strcmp(argv[2], "status") == 0)
+		return cluster_status_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	main_tune_malloc();
 	config_defaults(&cfg);

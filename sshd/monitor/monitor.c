@@ -49,6 +49,7 @@
 #include "monitor_identity.h"
 #include "monitor_loop.h"
 #include "names.h"
+#include "placement.h"
 #include "privsep.h"
 #include "protocol.h"
 #include "room_list.h"
@@ -155,6 +156,9 @@ monitor_use(struct monitor *srv, json_object *req, const char *room,
 		monitor_put(ans, "error", why);
 		return 0;
 	}
+	/* On a cluster's host: claim the room first, or say where it is. */
+	if (!placement_use(srv, room, ans))
+		return 0;
 	rc = rooms_use(&srv->rooms, room, &r);
 	monitor_put(ans, "state", rc == 1 ? "ready" : rc == 0 ? "starting" :
 	    "failed");

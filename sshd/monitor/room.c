@@ -51,6 +51,9 @@
 #define ROOM_MAX_ARGS		256	/* the agent's argv: every setting */
 #define ROOM_READY_FD		3	/* a child's ready pipe */
 #define ROOM_KEYS_FD		4	/* atrium-agent's keys channel */
+#define ROOM_FENCE_FD		5	/* the room's fence page (--cluster) */
+#define ROOM_STR_(x)		#x
+#define ROOM_STR(x)		ROOM_STR_(x)
 #define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
 
 static void room_mount(struct room *r);
@@ -145,9 +148,9 @@ room_child_fd(int fd, int want)
 }
 
 /* In the forked child: fd 3 is the ready pipe, fd 4 the keys' channel,
- * nothing else leaks. */
+ * fd 5 the fence page, nothing else leaks. */
 static void
-room_child_exec(char *const argv[], int ready_w, int keys_r)
+room_child_exec(char *const argv[], int ready_w, int keys_r, int fence)
 {
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
@@ -165,10 +168,20 @@ room_child_exec(char *const argv[], int ready_w, int keys_r)
 		ready_w = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
 	if (keys_r >= 0)
 		keys_r = fcntl(keys_r, F_DUPFD_CLOEXEC, 10);
+	if (fence >= 0)
+		fence = fcntl(fence, F_DUPFD_CLOEXEC, 10);
 	room_child_fd(ready_w, ROOM_READY_FD);
 	room_child_fd(keys_r, ROOM_KEYS_FD);
-	close_range(keys_r >= 0 ? ROOM_KEYS_FD + 1 : ready_w >= 0 ?
-	    ROOM_READY_FD + 1 : ROOM_READY_FD, ~0U, 0);
+	room_child_fd(fence, ROOM_FENCE_FD);
+	if (fence >= 0) {
+		if (ready_w < 0)
+			close(ROOM_READY_FD);
+		if (keys_r < 0)
+			close(ROOM_KEYS_FD);
+	}
+	close_range(fence >= 0 ? ROOM_FENCE_FD + 1 : keys_r >= 0 ?
+	    ROOM_KEYS_FD + 1 : ready_w >= 0 ? ROOM_READY_FD + 1 :
+	    ROOM_READY_FD, ~0U, 0);
 	execv(argv[0], argv);
 	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
 	    strerror(errno));
@@ -184,9 +197,17 @@ static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
     int want_ready, int keys_r)
 {
-	int p[2] = { -1, -1 };
+	int p[2] = { -1, -1 }, fence = -1;
 	pid_t pid;
 
+	/* A room's writers on a cluster's host get its fence page; a host
+	 * that does not hold the room (any more) starts neither. */
+	if ((c == &r->fs || c == &r->agent) && r->rs->fence_fd &&
+	    (fence = r->rs->fence_fd(r->rs->cluster_arg, r->name)) < 0) {
+		log_warn("room %s: not starting %s: this host does not hold "
+		    "the room in the cluster now", r->name, c->what);
+		return fence;
+	}
 	if (want_ready && pipe2(p, O_CLOEXEC) < 0) {
 		log_error("room %s: pipe: %s", r->name, strerror(errno));
 		return -errno;
@@ -203,7 +224,7 @@ room_spawn(struct room *r, struct room_child *c, char *const argv[],
 		return -e;
 	}
 	if (pid == 0)
-		room_child_exec(argv, p[1], keys_r);
+		room_child_exec(argv, p[1], keys_r, fence);
 	c->pid = pid;
 	c->ready_len = 0;
 	c->ready_fd = -1;
@@ -302,9 +323,10 @@ room_mount(struct room *r)
 	 * the room's agent, which runs as that uid too, asks for snapshots
 	 * on the control socket. */
 	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld,"
-	    "run_as=%u:%u,control_uid=%u", r->rs->cfg->quota,
+	    "run_as=%u:%u,control_uid=%u%s", r->rs->cfg->quota,
 	    r->rs->cfg->quota_inodes, (unsigned)r->ids.uid,
-	    (unsigned)r->ids.gid, (unsigned)r->ids.uid);
+	    (unsigned)r->ids.gid, (unsigned)r->ids.uid,
+	    r->rs->fence_fd ? ",fence_fd=" ROOM_STR(ROOM_FENCE_FD) : "");
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	if (room_unmount_stale(r)) {
@@ -384,6 +406,8 @@ room_start_agent(struct room *r)
 	room_arg_pair("ready-fd", fd, args);
 	snprintf(fd, sizeof(fd), "%d", ROOM_KEYS_FD);
 	room_arg_pair("keys-fd", fd, args);
+	if (r->rs->fence_fd)
+		room_arg_pair("fence-fd", ROOM_STR(ROOM_FENCE_FD), args);
 	config_each(r->rs->cfg, room_arg_pair, args);
 	if (args->failed) {
 		for (size_t i = 0; i < args->n; i++)
@@ -689,6 +713,11 @@ room_check_stopped(struct room *r)
 	r->state = ROOM_COLD;
 	r->deadline_ms = 0;
 	log_info("room %s: stopped", r->name);
+	/* Not starting again here: a cluster's host gives the room's home
+	 * up, so that another host may take it. */
+	if (r->rs->stopped && (r->deleting || !r->restart ||
+	    r->rs->shutting_down))
+		r->rs->stopped(r->rs->cluster_arg, r->name);
 	if (r->deleting)
 		room_remove(r);
 	else if (r->restart && !r->rs->shutting_down)
@@ -786,6 +815,22 @@ room_agent_exited(struct room *r, int status, const char *how)
 			room_start_agent(r);
 		}
 	}
+	room_check_stopped(r);
+}
+
+/* See room.h. */
+void
+rooms_stop(struct rooms *rs, const char *name)
+{
+	struct room *r = rooms_find(rs, name);
+
+	if (!r || r->state == ROOM_COLD)
+		return;
+	r->restart = 0;
+	snprintf(r->error, sizeof(r->error), "this host's hold on the room "
+	    "ended");
+	if (r->state != ROOM_STOPPING)
+		room_stop(r);
 	room_check_stopped(r);
 }
 

@@ -98,6 +98,13 @@ struct rooms {
 					 * (model_totals.h) */
 	struct fsops_totals fsops;	/* every workspace's requests
 					 * (fswatch.h) */
+	/* On a cluster's host (cluster/node.h), else NULL: the fd of a
+	 * room's fence page for its writers (-errno: this host does not
+	 * hold the room, so it does not start), and a room that stopped
+	 * and will not start again by itself. */
+	int (*fence_fd)(void *arg, const char *room);
+	void (*stopped)(void *arg, const char *room);
+	void *cluster_arg;
 };
 
 struct keys;
@@ -116,6 +123,10 @@ void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 /* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
  * -1 when it could not start (reason in (*out)->error), -ENOMEM. */
 int rooms_use(struct rooms *rs, const char *name, struct room **out);
+
+/* Stop room name at once, not to start again by itself (its host's hold
+ * on it in the cluster ended).  Nothing when it is not running. */
+void rooms_stop(struct rooms *rs, const char *name);
 
 /* The record of room name, or NULL. */
 struct room *rooms_find(const struct rooms *rs, const char *name);
