@@ -87,6 +87,13 @@ void cluster_room_stopped(struct cluster *c, const char *room);
  * at the latest. */
 long long cluster_tick(struct cluster *c);
 
+/* The current node whose host key is hostkey ("ssh-ed25519 AAAA..."),
+ * as last read from etcd: 1 with its name in node; 0 when no node known
+ * has it (the list is read again at once, for a node that just joined).
+ * For a relay another node makes to this one (sshd/net/relay.h). */
+int cluster_node_of_key(struct cluster *c, const char *hostkey, char *node,
+    size_t len);
+
 /* One line per room this node holds or was asked about, for logs and
  * status: appended to buf (NUL-terminated, cut at len). */
 void cluster_describe(struct cluster *c, char *buf, size_t len);

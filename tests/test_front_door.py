@@ -260,3 +260,86 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
                       "atrium-relay %s alice %s 127.0.0.1" % (ROOM, fp))
     assert isinstance(out, asyncssh.PermissionDenied), out
     assert "it takes no relays" in server.read_log()
+
+
+# ------------------------------------- two atriumd hosts of one cluster --
+# Three etcd members and two atriumd hosts (tests/test_cluster.py's
+# fixtures); the room lives on A, people reach it through B.
+
+from test_cluster import etcd, hosts  # noqa: E402,F401  (fixtures)
+from test_chat import Tmux  # noqa: E402
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    t.kill()
+
+
+def _room_on_a(hosts, etcd, ssh_run):
+    a, b = hosts(2)
+    rc, _, err = ssh_run(a, "demo", "true", timeout=60)
+    assert rc == 0, err
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    return a, b
+
+
+def test_cluster_exec_through_a_host_that_is_not_home(hosts, etcd, ssh_run):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    rc, out, err = ssh_run(b, "demo", "cat > in.txt; wc -c < in.txt; "
+                           "echo to-stderr >&2; exit 7",
+                           input="x" * 100000 + "\n")
+    assert (rc, out.strip(), err) == (7, "100001", "to-stderr\n"), \
+        b.read_log()
+    # It ran in the room on A: the file is in A's workspace, through A.
+    rc, out, _ = ssh_run(a, "demo", "wc -c < in.txt")
+    assert out.strip() == "100001"
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo"))
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    assert "relayed by node b" in a.read_log()
+
+
+def test_cluster_sftp_through_a_host_that_is_not_home(hosts, etcd, ssh_run,
+                                                     tmp_path):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(20 * 1024 * 1024))
+    back = tmp_path / "back.bin"
+    batch = tmp_path / "batch"
+    batch.write_text("put %s big.bin\nget big.bin %s\n" % (big, back))
+    p = subprocess.run(
+        ["sftp", "-P", str(b.port), "-i", b.keys["alice"], "-b",
+         str(batch)] + SSH_OPTS + ["demo@127.0.0.1"],
+        capture_output=True, timeout=600)
+    assert p.returncode == 0, (p.stderr, b.read_log())
+    assert hashlib.sha256(back.read_bytes()).digest() == \
+        hashlib.sha256(big.read_bytes()).digest()
+    rc, out, _ = ssh_run(a, "demo", "sha256sum big.bin")
+    assert out.split()[0] == hashlib.sha256(big.read_bytes()).hexdigest()
+
+
+def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
+                                                         ssh_run, tmux):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    tmux.open("on-a", a, "demo", user="alice")
+    tmux.open("on-b", b, "demo", user="bob")
+    tmux.keys("on-b", "hello from bob on b", "Enter")
+    tmux.wait("on-a", "hello from bob on b")
+    tmux.keys("on-a", "hi bob, alice here", "Enter")
+    tmux.wait("on-b", "hi bob, alice here")
+    assert "bob authenticated" in a.read_log()
+
+
+def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,
+                                                      data_dir):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    alice = fingerprint(data_dir.pubkey("alice"))
+    bob = fingerprint(data_dir.pubkey("bob"))
+    # alice's own key is no node's host key: neither for herself nor,
+    # forged, for bob.
+    for name in ("atrium-relay demo alice %s 127.0.0.1" % alice,
+                 "atrium-relay demo bob %s 127.0.0.1" % bob):
+        out = relay_rooms(a.port, data_dir.keys["alice"], name)
+        assert isinstance(out, asyncssh.PermissionDenied), (name, out)
+    assert "no current node's host key" in a.read_log()

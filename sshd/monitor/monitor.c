@@ -49,6 +49,7 @@
 #include "monitor_identity.h"
 #include "monitor_loop.h"
 #include "names.h"
+#include "node.h"
 #include "placement.h"
 #include "privsep.h"
 #include "protocol.h"
@@ -648,9 +649,10 @@ static int
 monitor_node_of_key(struct monitor *srv, const char *key, char *node,
     size_t len)
 {
-	(void)srv; (void)key;
 	snprintf(node, len, "%s", "");
-	return -ENOTCONN;
+	if (!srv->cluster)
+		return -ENOTCONN;
+	return cluster_node_of_key(srv->cluster, key, node, len);
 }
 
 /* relay {hostkey}: may a relay that authenticated with hostkey come in

@@ -49,6 +49,8 @@ struct relay_link {
 	int in_event;		/* ssh is in the loop's event */
 	enum link_step step;
 	long long deadline_ms;	/* up by then, or down */
+	int auth_tries;		/* refused authentications so far */
+	long long retry_ms;	/* the next one not before then */
 	struct relay_home home;
 	char why[256];		/* why it is down */
 };
@@ -317,14 +319,28 @@ relay_link_kex(struct relay_link *l)
 	l->step = LINK_AUTH;
 }
 
-/* Authentication with this host's own key, on each tick until done. */
+/* Authentication with this host's own key, on each tick until done.  A
+ * refusal is tried again a few times: a home reads the cluster's nodes
+ * now and then, and one that has not seen this node join yet reads them
+ * again when it refuses it. */
 static void
 relay_link_auth(struct relay_link *l)
 {
-	int r = ssh_userauth_publickey(l->ssh, NULL, l->s->srv->relay_key);
+	long long now = time_mono_ms();
+	int r;
 
+	if (now < l->retry_ms) {
+		session_wake_at(l->s, l->retry_ms);
+		return;
+	}
+	r = ssh_userauth_publickey(l->ssh, NULL, l->s->srv->relay_key);
 	if (r == SSH_AUTH_AGAIN)
 		return;
+	if (r == SSH_AUTH_DENIED && ++l->auth_tries < RELAY_AUTH_TRIES) {
+		l->retry_ms = now + RELAY_AUTH_RETRY_MS;
+		session_wake_at(l->s, l->retry_ms);
+		return;
+	}
 	if (r != SSH_AUTH_SUCCESS) {
 		relay_link_down(l, "the home refused this host's relay (is "
 		    "this host a node of its cluster?)", NULL);

@@ -36,6 +36,8 @@
 #define RELAY_MOVING_MSG	"atrium: the room is moving to another host; " \
 				"reconnect"
 #define RELAY_CONNECT_MS	10000	/* connect, key exchange and auth */
+#define RELAY_AUTH_TRIES	4	/* a home refuses a relay at most */
+#define RELAY_AUTH_RETRY_MS	400	/* apart (a node it has not seen yet) */
 
 struct chan;
 struct session;
