@@ -124,7 +124,8 @@ relay_user_parse(const char *name, char room[80], char user[64],
 	const char *p = name;
 	unsigned char tmp[sizeof(struct in6_addr)];
 
-	if (strncmp(p, RELAY_USER_PREFIX, strlen(RELAY_USER_PREFIX)) != 0)
+	if (strncmp(p, RELAY_USER_PREFIX, strlen(RELAY_USER_PREFIX)) != 0 ||
+	    name[strlen(name) - 1] == ' ')
 		return -EINVAL;
 	p += strlen(RELAY_USER_PREFIX);
 	if (relay_word(&p, room, 80) < 0 || relay_word(&p, user, 64) < 0 ||
