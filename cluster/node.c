@@ -30,7 +30,9 @@
  *   REMOTE   (thread) another node's home: where
  *   FAILED   (thread) could not say: why
  *   DONE     (loop) a REMOTE or FAILED answer was given once
- *   RELEASE  (loop, cluster_room_stopped) give the home up
+ *   RELEASE  (loop, cluster_room_stopped) give the home up; also a HOME
+ *            whose room has not run here for CL_UNUSED_NS since it was
+ *            won (the session that asked went away before it started)
  *   LOST     (loop or thread) the fence time passed or the lease went:
  *            stopped, its home given up if still ours
  * The thread frees DONE, RELEASE and LOST entries once it has done their
@@ -68,6 +70,12 @@
 #define CL_MARGIN_NS	NS		/* fence time = lease end - this */
 #define CL_RETRY_NS	(NS / 4)	/* after a failed renewal */
 #define CL_ROOMS_MAX	4096		/* entries at once */
+/* A home won for a session that went away before its room started is
+ * given up after this long without the room running here. */
+#define CL_UNUSED_NS	(10 * NS)
+/* A claim that etcd has not answered in this long is answered "failed"
+ * (the session says why) rather than keep its user waiting. */
+#define CL_CLAIM_WAIT_NS	(5 * NS)
 #define CL_KEY_MAX	256
 
 enum cl_state { CL_WANT, CL_HOME, CL_REMOTE, CL_FAILED, CL_DONE, CL_RELEASE,
@@ -81,6 +89,7 @@ struct cl_room {
 	struct fence_page *page;	/* its read-write mapping, or NULL */
 	int told;			/* LOST: hooks.lost was called */
 	int busy;			/* WANT: the thread is claiming it */
+	int64_t since_ns;		/* WANT: when asked; HOME: when won */
 	struct cluster_remote remote;	/* REMOTE */
 	char why[200];			/* FAILED */
 	struct cl_room *next;
@@ -545,6 +554,7 @@ claim_done(struct cluster *c, struct cl_room *e, struct claim *cl)
 	} else {
 		e->state = cl->state;
 		e->epoch = cl->epoch;
+		e->since_ns = now_ns();
 		e->remote = cl->remote;
 		snprintf(e->why, sizeof(e->why), "%s", cl->why);
 		if (cl->state == CL_HOME)
@@ -712,6 +722,7 @@ cluster_place(struct cluster *c, const char *room,
 			snprintf(e->name, sizeof(e->name), "%s", room);
 			e->fd = -1;
 			e->state = CL_WANT;
+			e->since_ns = now_ns();
 			e->next = c->rooms;
 			c->rooms = e;
 			c->nrooms++;
@@ -723,6 +734,14 @@ cluster_place(struct cluster *c, const char *room,
 	} else if (e->state == CL_HOME &&
 	    now_ns() < atomic_load(&c->fence_ns)) {
 		p = CLUSTER_HERE;
+	} else if (e->state == CL_WANT &&
+	    now_ns() - e->since_ns > CL_CLAIM_WAIT_NS) {
+		/* The thread gives back a home it wins for it meanwhile. */
+		snprintf(why, whylen, "this host cannot reach the cluster's etcd "
+		    "now; try again in a few seconds");
+		e->state = CL_DONE;
+		want_thread(c);
+		p = CLUSTER_FAILED;
 	} else if (e->state == CL_REMOTE) {
 		*remote = e->remote;
 		e->state = CL_DONE;
@@ -786,6 +805,11 @@ cluster_tick(struct cluster *c)
 		if (e->state == CL_HOME && now >= fence) {
 			room_fence_shut(e);
 			e->state = CL_LOST;
+		} else if (e->state == CL_HOME && now - e->since_ns >
+		    CL_UNUSED_NS && !c->hooks.running(c->hooks.arg, e->name)) {
+			room_fence_shut(e);
+			e->state = CL_RELEASE;
+			want_thread(c);
 		}
 		held += e->state == CL_HOME;
 		if (e->state != CL_LOST || e->told)
@@ -808,25 +832,9 @@ cluster_tick(struct cluster *c)
 	free(lost.names);
 	if (changed || lost.n)
 		c->hooks.changed(c->hooks.arg);
-	return held ? fence / 1000000 + 1 : 0;
-}
-
-void
-cluster_describe(struct cluster *c, char *buf, size_t len)
-{
-	static const char *const names[] = { "claiming", "home", "remote",
-		"failed", "done", "releasing", "lost" };
-	size_t used = strlen(buf);
-
-	pthread_mutex_lock(&c->lock);
-	for (struct cl_room *e = c->rooms; e && used < len; e = e->next) {
-		int n = snprintf(buf + used, len - used, "%s %s epoch %" PRId64
-		    "\n", e->name, names[e->state], e->epoch);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-	pthread_mutex_unlock(&c->lock);
+	/* Woken at the fence time, and now and then for unused homes. */
+	return held ? (fence < now + CL_UNUSED_NS ? fence : now + CL_UNUSED_NS) /
+	    1000000 + 1 : 0;
 }
 
 /* --- start and stop ----------------------------------------------------- */

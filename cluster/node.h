@@ -51,6 +51,8 @@ struct cluster_hooks {
 	/* This node may no longer write ROOM (its fence time passed, or its
 	 * lease is gone): stop it at once, and end its sessions. */
 	void (*lost)(void *arg, const char *room);
+	/* 1 when ROOM has processes here (starting, running or stopping). */
+	int (*running)(void *arg, const char *room);
 	void *arg;
 };
 
@@ -93,10 +95,6 @@ long long cluster_tick(struct cluster *c);
  * For a relay another node makes to this one (sshd/net/relay.h). */
 int cluster_node_of_key(struct cluster *c, const char *hostkey, char *node,
     size_t len);
-
-/* One line per room this node holds or was asked about, for logs and
- * status: appended to buf (NUL-terminated, cut at len). */
-void cluster_describe(struct cluster *c, char *buf, size_t len);
 
 /* Valid node name: 1 to 63 of [A-Za-z0-9._-], not starting with '.' or
  * '-'.  Valid advertise address: HOST:PORT of [A-Za-z0-9.:_[]-].  Valid

@@ -315,6 +315,7 @@ monitor_loop_run(struct monitor *srv)
 void
 monitor_loop_destroy(struct monitor *srv)
 {
+	placement_stop(srv);
 	rooms_free(&srv->rooms);
 	loop_destroy(&srv->loop);
 	if (srv->bind)

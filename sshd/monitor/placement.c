@@ -91,6 +91,14 @@ placement_lost(void *arg, const char *room)
 }
 
 static int
+placement_running(void *arg, const char *room)
+{
+	struct monitor *srv = arg;
+
+	return rooms_running(&srv->rooms, room);
+}
+
+static int
 placement_fence_fd(void *arg, const char *room)
 {
 	return cluster_fence_fd(arg, room);
@@ -113,7 +121,8 @@ int
 placement_start(struct monitor *srv)
 {
 	const struct config *cfg = srv->cfg;
-	struct cluster_hooks hooks = { placement_changed, placement_lost, srv };
+	struct cluster_hooks hooks = { placement_changed, placement_lost,
+		placement_running, srv };
 	char node[CLUSTER_NAME_MAX], addr[CLUSTER_ADDR_MAX];
 	char hostkey[CLUSTER_HOSTKEY_MAX], err[512];
 	int wake_fd, r;
