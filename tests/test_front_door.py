@@ -17,6 +17,7 @@ name the relayed user, key and address).  A real atriumd without
 import hashlib
 import base64
 import os
+import signal
 import subprocess
 import time
 
@@ -329,6 +330,11 @@ def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
     tmux.keys("on-a", "hi bob, alice here", "Enter")
     tmux.wait("on-b", "hi bob, alice here")
     assert "bob authenticated" in a.read_log()
+    # The room's home dies (both of its processes, at once): bob, on B,
+    # is told the room moves.
+    os.kill(a.network_pid(), signal.SIGKILL)
+    a.proc.kill()
+    tmux.wait("on-b", "the room is moving to another host; reconnect")
 
 
 def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,

@@ -38,6 +38,11 @@
 #include "log.h"
 #include "util.h"
 
+/* What leaves a relayed chat's terminal as the chat found it when the
+ * home went in the middle: bracketed paste and mouse reports off (the
+ * chat's CHAT_MODES_OFF, sshd/chat/chat.c), on a line of its own. */
+#define RELAY_TERM_RESET	"\x1b[?2004l\x1b[?1006l\x1b[?1000l\r\n"
+
 enum link_step { LINK_DIAL, LINK_KEX, LINK_AUTH, LINK_UP, LINK_DOWN };
 
 struct relay_link {
@@ -639,6 +644,9 @@ relay_chan_lost(struct relay_chan *r, struct relay_link *l)
 	r->done = 1;
 	if (r->step == RC_UP) {
 		/* The home went while the room was in use: it moves. */
+		if (c->pty && c->req_kind == 'h')
+			chan_write(c, RELAY_TERM_RESET,
+			    strlen(RELAY_TERM_RESET));
 		chan_refuse(c, RELAY_MOVING_MSG);
 		return;
 	}
