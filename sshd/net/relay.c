@@ -182,14 +182,20 @@ relay_sockaddr(const char *addr, struct sockaddr_storage *sa, socklen_t *len)
 	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
-/* The link is down: why (what, and detail when not NULL), logged once. */
+/* The link is down: why (what, and detail when not NULL), logged once.
+ * detail may be libssh's words, which quote what the other end sent
+ * before its key was checked: shown to the user in printable ASCII
+ * only. */
 static void
 relay_link_down(struct relay_link *l, const char *what, const char *detail)
 {
+	char shown[200];
+
 	if (l->step == LINK_DOWN)
 		return;
+	session_printable(detail ? detail : "", shown, sizeof(shown));
 	snprintf(l->why, sizeof(l->why), "%s%s%s", what, detail ? ": " : "",
-	    detail ? detail : "");
+	    shown);
 	log_warn("session %lu: relay to %s (%s): %s", l->s->num, l->home.node,
 	    l->home.addr, l->why);
 	l->step = LINK_DOWN;
