@@ -12,7 +12,8 @@ run under a monitor the test answers, and a room's home that speaks SSH.
   only from one host key, records the user name each came with, and
   serves exec (stdin echoed with a prefix, a line on stderr, exit status
   3; "sleep" waits for EOF), sftp (a directory), and a pty shell that
-  echoes lines.
+  echoes lines with its terminal's size and LC_RELAY from its
+  environment.
 """
 import asyncio
 import json
@@ -193,10 +194,16 @@ class FakeHome:
         process.stdout.write(("home shell %s %dx%d\r\n" %
                               (term, cols, rows)).encode())
         while True:
-            line = await process.stdin.readline()
+            try:
+                line = await process.stdin.readline()
+            except asyncssh.TerminalSizeChanged:
+                continue
             if not line:
                 break
-            process.stdout.write(b"echo:" + line.strip() + b"\r\n")
+            cols, rows = process.get_terminal_size()[:2]
+            env = process.env.get("LC_RELAY", "-")
+            process.stdout.write(b"echo:" + line.strip() + (
+                " %dx%d env:%s\r\n" % (cols, rows, env)).encode())
         process.exit(0)
 
     async def _start(self):

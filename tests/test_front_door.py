@@ -26,8 +26,16 @@ import pytest
 
 from conftest import SSH_OPTS
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
+from test_chat import Tmux
 
 ROOM = "proj"
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    t.kill()
 
 
 def fingerprint(pub_line):
@@ -137,6 +145,21 @@ def test_pty_shell_through_front(front):
     finally:
         p.kill()
         p.wait()
+
+
+def test_window_change_and_env_through_front(front, tmux):
+    net, home, mon = front
+    cmd = " ".join(["ssh", "-tt", "-p", str(net.port), "-i",
+                    net.keys["alice"]] + SSH_OPTS +
+                   ["-o", "SetEnv=LC_RELAY=fromfront", ROOM + "@127.0.0.1"])
+    tmux("new-session", "-d", "-s", "w", "-x", "90", "-y", "30",
+         "exec " + cmd)
+    tmux.wait("w", "home shell")
+    tmux.keys("w", "one", "C-j")
+    tmux.wait("w", "echo:one 90x30 env:fromfront")
+    tmux("resize-window", "-t", "w", "-x", "70", "-y", "20")
+    tmux.keys("w", "two", "C-j")
+    tmux.wait("w", "echo:two 70x20 env:fromfront")
 
 
 def test_home_with_another_host_key_is_refused(front, tmp_path):
@@ -268,16 +291,6 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
 # fixtures); the room lives on A, people reach it through B.
 
 from test_cluster import etcd, hosts  # noqa: E402,F401  (fixtures)
-from test_chat import Tmux  # noqa: E402
-
-
-@pytest.fixture
-def tmux():
-    t = Tmux()
-    yield t
-    t.kill()
-
-
 def _room_on_a(hosts, etcd, ssh_run):
     a, b = hosts(2)
     rc, _, err = ssh_run(a, "demo", "true", timeout=60)
