@@ -9,6 +9,9 @@
  *   subsystem   sftp (stream.c), atrium (the protocol, control.c) or
  *               rooms (one line listing the rooms the user may enter);
  *   shell       the chat (chat.c).
+ * The request that picks a room kind is kept (req_kind, req_arg), so that
+ * a room that turns out to live on another node of a cluster gets it
+ * repeated there (relay.h).
  * Each is refused with a message on stderr when the room name is not one,
  * or when room_access_admit says the user may not do it there; a key's
  * forced command (command=) runs in place of any of them.  A later request

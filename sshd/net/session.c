@@ -19,6 +19,11 @@
  * room name will do as the SSH user: ssh -s x@HOST rooms); nor does
  * exec atrium-token (tokens for HTTP, whatever the SSH user names).
  *
+ * In a cluster, a userauth whose user name begins with RELAY_USER_PREFIX
+ * is another node relaying one of its sessions here (relay.h: the home's
+ * half, relay_accept.c, decides); a session whose room lives on another
+ * node is relayed there channel by channel (relay.c).
+ *
  * The key's authorized_keys options (authkeys_opts.h) apply in two places:
  * from= and expiry-time= when the key is offered (session_user_for), and
  * no-pty and command= when a channel asks for a pty or picks its kind
