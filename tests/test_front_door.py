@@ -247,6 +247,33 @@ def test_home_takes_a_nodes_relay_as_the_user(home_net, data_dir):
         and asked[0]["addr"] == "192.0.2.7"
 
 
+async def _relay_exec(port, key_path, username, command):
+    async with asyncssh.connect(
+            "127.0.0.1", port, username=username, client_keys=[key_path],
+            known_hosts=None, agent_path=None) as conn:
+        return await conn.run(command, timeout=20)
+
+
+def test_home_does_not_relay_a_relayed_session_on(home_net, data_dir):
+    import asyncio
+    net, mon, node_key = home_net
+    # This host is no longer the room's home: a third node is.
+    mon.answers.update({
+        "access": {"remote": True},
+        "cmd_begin": lambda req: {"ok": True, "user": req["user"]},
+        "use": {"state": "remote", "node": "third", "addr": "127.0.0.1:9",
+                "hostkey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA"},
+    })
+    fp = fingerprint(data_dir.pubkey("bob"))
+    r = asyncio.run(_relay_exec(
+        net.port, node_key, "atrium-relay %s bob %s 127.0.0.1" % (ROOM, fp),
+        "true"))
+    assert r.exit_status == 1
+    assert "the room is moving to another host; reconnect" in r.stderr
+    assert "relayed to room" not in net.read_log()
+    assert "not relaying a relayed session on" in net.read_log()
+
+
 def test_home_refuses_a_relay_from_a_key_not_a_nodes(home_net, data_dir):
     net, mon, node_key = home_net
     fp = fingerprint(data_dir.pubkey("alice"))

@@ -275,7 +275,15 @@ chan_poll_room(struct chan *c)
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;
-	if (rc == MONITOR_ASK_REMOTE) {
+	if (rc == MONITOR_ASK_REMOTE && c->s->relayed) {
+		/* Relayed here by a node that took this host for the home:
+		 * relayed on, two nodes that disagree would pass it back and
+		 * forth.  The home is moving; the client's next try finds it. */
+		log_info("session %lu: room %s is not here but on %s: not "
+		    "relaying a relayed session on", c->s->num, c->s->room,
+		    home.node);
+		chan_refuse(c, "%s", RELAY_MOVING_MSG);
+	} else if (rc == MONITOR_ASK_REMOTE) {
 		relay_chan_start(c, &home);
 	} else if (rc == 1) {
 		phases_mark(&c->s->ph, PHASE_ROOM);

@@ -19,6 +19,11 @@
  * the other side cannot take yet.  A home that goes away ends every
  * relayed channel with RELAY_MOVING_MSG.
  *
+ * A relayed session is never relayed on: a home that finds the room is
+ * another node's (it moved meanwhile) ends the channel with
+ * RELAY_MOVING_MSG, so two nodes that disagree for a moment cannot pass a
+ * session back and forth.
+ *
  * The home's half (relay_accept.c): a userauth whose user name begins with
  * RELAY_USER_PREFIX is a relay.  The monitor decides (privsep.h: relay)
  * whether the key is a current node's host key (and which node's); the
