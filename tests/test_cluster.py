@@ -11,6 +11,7 @@ rooms when it wakes; losing one etcd member of three changes nothing;
 `atriumd cluster status` shows it all.
 """
 import base64
+import glob
 import json
 import os
 import shutil
@@ -134,8 +135,29 @@ def etcd(tmp_path):
     e.stop()
 
 
+CGROUP_HIERARCHIES = [d for d in glob.glob("/sys/fs/cgroup/*")
+                      if os.path.isdir(d)] + ["/sys/fs/cgroup"]
+
+
 @pytest.fixture
-def hosts(atriumd, data_dir, etcd, tmp_path):
+def cgroup_prefix():
+    """The hosts' cgroup parents are PREFIX-a, PREFIX-b...: this test's
+    own, removed at the end (asked for before atriumd, so they outlive
+    the servers)."""
+    prefix = "atrium-test-cluster-%d" % os.getpid()
+    yield prefix
+    for h in CGROUP_HIERARCHIES:
+        for top in glob.glob(os.path.join(h, prefix + "-*")):
+            for dirpath, _, _ in sorted(os.walk(top),
+                                        key=lambda w: -len(w[0])):
+                try:
+                    os.rmdir(dirpath)
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
     """hosts(n) -> n atriumd hosts "a", "b"... of the cluster, each with
     its own DATA and cgroup parent, the same users."""
     def start(n=2, lease=LEASE, extra=()):
@@ -154,7 +176,7 @@ def hosts(atriumd, data_dir, etcd, tmp_path):
             out.append(atriumd(data, "--listen", "127.0.0.1:%d" % port,
                                "--cluster", "etcd=" + etcd.urls(),
                                "--node", name, "--cluster-lease", str(lease),
-                               "--cgroup-parent", "atrium-test-" + name,
+                               "--cgroup-parent", cgroup_prefix + "-" + name,
                                *extra))
         for h in out:
             wait_for(lambda: etcd.get("/atrium/nodes/" + h.extra[5])[0],
@@ -322,8 +344,9 @@ def _room_pids(data):
 
 def test_losing_one_etcd_member_changes_nothing(hosts, etcd, ssh_run):
     # The default lease: the leader's loss costs an election (about a
-    # second here) during which no renewal succeeds.
-    a, b = hosts(2, lease=5)
+    # second here) during which no renewal succeeds.  Connections follow
+    # each other without pause: no per-address rate limit.
+    a, b = hosts(2, lease=5, extra=("--per-source-rate", "0"))
     assert room_uses(a, ssh_run, "demo")[0] == 0
     home = etcd.get("/atrium/rooms/demo/home")
     etcd.kill(etcd.leader())
@@ -392,11 +415,11 @@ def test_host_restarted_after_a_crash_serves_its_rooms_again(hosts, etcd,
     assert home == "a" and epoch2 > epoch
 
 
-def test_unreachable_etcd_is_said(atriumd, data_dir, ssh_run):
+def test_unreachable_etcd_is_said(cgroup_prefix, atriumd, data_dir, ssh_run):
     dead = free_port()
     a = atriumd(data_dir, "--cluster", "etcd=http://127.0.0.1:%d" % dead,
                 "--node", "a", "--cluster-lease", str(LEASE),
-                "--cgroup-parent", "atrium-test-a")
+                "--cgroup-parent", cgroup_prefix + "-a")
     rc, _, err = ssh_run(a, "demo", "true")
     assert rc != 0
     assert "cannot reach the cluster's etcd" in err, err
