@@ -11,11 +11,20 @@ the room is moving.  The home here is tests/front_door.py's FakeHome.
 The home's half: atriumd-net takes a relay only when its monitor says the
 key is a node's host key, and only for a user whose key is in its own
 authorized_keys; the session is then that user's (the monitor's requests
-name the relayed user, key and address).  A real atriumd without
---cluster refuses every relay, even one signed by a user's own key.
+name the relayed user, key and address), and it is never relayed on.  A
+real atriumd without --cluster refuses every relay, even one signed by a
+user's own key.
+
+Then the whole of it: three etcd members and two atriumd hosts
+(tests/test_cluster.py's fixtures), the room's home on A, people through
+B: exec with stdin, stdout, stderr and exit status; sftp of 20 MB both
+ways; a chat with one person on each host, who see each other's lines,
+and the one on B told the room moves when A dies; relays refused from a
+key that is no node's.
 """
-import hashlib
+import asyncio
 import base64
+import hashlib
 import os
 import signal
 import subprocess
@@ -27,6 +36,8 @@ import pytest
 from conftest import SSH_OPTS
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from test_chat import Tmux
+# The cluster's fixtures: three etcd members, atriumd hosts in it.
+from test_cluster import cgroup_prefix, etcd, hosts  # noqa: F401
 
 ROOM = "proj"
 
@@ -232,7 +243,6 @@ async def _relay_rooms(port, key_path, username):
 
 
 def relay_rooms(port, key_path, username):
-    import asyncio
     return asyncio.run(_relay_rooms(port, key_path, username))
 
 
@@ -255,7 +265,6 @@ async def _relay_exec(port, key_path, username, command):
 
 
 def test_home_does_not_relay_a_relayed_session_on(home_net, data_dir):
-    import asyncio
     net, mon, node_key = home_net
     # This host is no longer the room's home: a third node is.
     mon.answers.update({
@@ -317,7 +326,6 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
 # Three etcd members and two atriumd hosts (tests/test_cluster.py's
 # fixtures); the room lives on A, people reach it through B.
 
-from test_cluster import etcd, hosts  # noqa: E402,F401  (fixtures)
 def _room_on_a(hosts, etcd, ssh_run):
     a, b = hosts(2)
     rc, _, err = ssh_run(a, "demo", "true", timeout=60)
