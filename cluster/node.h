@@ -66,7 +66,8 @@ int cluster_start(const struct cluster_config *cc,
 
 /* Stop the thread; with release, give up every home this node holds and
  * revoke its lease (a clean stop: other nodes may take the rooms at
- * once), waiting at most a second or so for etcd.  NULL is fine. */
+ * once).  Waits for the thread's etcd call under way and the revoke: a
+ * quarter of the lease per endpoint at most each.  NULL is fine. */
 void cluster_stop(struct cluster *c, int release);
 
 /* Where ROOM lives (see enum cluster_place).  Asks the etcd thread for

@@ -192,7 +192,8 @@ static void room_ready_cb(struct watch *w, int revents);
 
 /* Start a child; with want_ready it gets a ready pipe as fd 3, and with
  * keys_r >= 0 that fd (the keys' channel) as fd 4 (the caller closes
- * it).  0 or -errno (logged). */
+ * it); atrium-fs and atrium-agent on a cluster's host get the room's
+ * fence page as fd 5.  0 or -errno (logged). */
 static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
     int want_ready, int keys_r)

@@ -30,15 +30,16 @@ CC=${FUZZ_CC:-clang}
 FS_CORE=$(ls fs/*.c | grep -Ev '^fs/(main|mount|mount_confine|mount_keeper)\.c$' |
     tr '\n' ' ')
 STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
-ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c $STORED"
+ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/fence.c common/vfs_shim.c $STORED"
 
 # atriumd-http's parsers are reached through its own files (less main.c),
 # linked whole as its unit tests link them, with libcommon's sources.
 HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
     grep -Ev '^(sshd/http/main|common/sandbox_init|common/sandbox_seccomp)\.c$' |
     tr '\n' ' ')
-# The monitor's files (less main.c), for what it reads of HTTP requests.
-MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c |
+# The monitor's files (less main.c), for what it reads of HTTP requests,
+# with the cluster's (cluster/, which it links).
+MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c cluster/*.c |
     grep -Ev '^(sshd/monitor/main|common/sandbox_init)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
@@ -76,6 +77,7 @@ declare -A SRC=(
 	[token_text]="$(without "$MONITOR_ALL" sshd/monitor/tokens.c)"
 	[http_routes]="$(http_less sshd/http/api_util.c)"
 	[http_bodies]="$(http_less sshd/http/api_cloudflare.c sshd/http/api_duet.c sshd/http/api_rhema.c sshd/http/api_rhema_ws.c sshd/http/http_ws.c)"
+	[etcd]="cluster/etcd.c common/log.c common/utf8.c common/buf.c"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
@@ -83,9 +85,9 @@ CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
-	-Isshd/net -Isshd/chat -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcrypto libseccomp)
+	-Isshd/net -Isshd/chat -Icluster -Itests/fuzz
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcurl)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcrypto libseccomp libcurl)
 	-lwslay -lpthread"
 
 if [ $# -gt 0 ]; then
