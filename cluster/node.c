@@ -119,6 +119,12 @@ struct cluster {
 					 * write its rooms until then; 0: no
 					 * lease yet */
 	int wake_r, wake_w;		/* the loop's wake-up pipe */
+	/* Under lock: every current node's name and host key, as the
+	 * thread last read /atrium/nodes/ (at each renewal, and when the
+	 * loop finds a key it does not know: nodes_want), for the relays
+	 * other nodes make to this one (cluster_node_of_key). */
+	struct cluster_remote *nodes;
+	int nnodes, nodes_want;
 };
 
 static int64_t
@@ -380,6 +386,75 @@ node_lookup(struct cluster *c, const char *name, struct cluster_remote *rem)
 	return r;
 }
 
+/* One record of /atrium/nodes/ into *rem (its node name from the key):
+ * 1, or 0 when it is not well formed (skipped). */
+static int
+node_entry(const struct etcd_kv *kv, struct cluster_remote *rem)
+{
+	const char *name = kv->key + strlen("/atrium/nodes/");
+	struct json_object *o, *h;
+	int ok;
+
+	if (strncmp(kv->key, "/atrium/nodes/", 14) != 0 ||
+	    !cluster_valid_node(name) || !(o = json_tokener_parse(kv->val)))
+		return 0;
+	ok = json_object_object_get_ex(o, "hostkey", &h) &&
+	    json_object_is_type(h, json_type_string) &&
+	    cluster_valid_hostkey(json_object_get_string(h));
+	if (ok) {
+		snprintf(rem->node, sizeof(rem->node), "%s", name);
+		snprintf(rem->hostkey, sizeof(rem->hostkey), "%s",
+		    json_object_get_string(h));
+	}
+	json_object_put(o);
+	return ok;
+}
+
+/* Read every current node's record (the thread's).  What was known
+ * stays when etcd cannot be read. */
+static void
+nodes_refresh(struct cluster *c)
+{
+	struct cluster_remote *list;
+	struct etcd_kv *kvs = NULL;
+	size_t n = 0, k = 0;
+
+	if (etcd_range_prefix(c->etcd, "/atrium/nodes/", &kvs, &n) < 0)
+		return;
+	if ((list = calloc(n ? n : 1, sizeof(*list)))) {
+		for (size_t i = 0; i < n; i++)
+			k += (size_t)node_entry(&kvs[i], &list[k]);
+		pthread_mutex_lock(&c->lock);
+		free(c->nodes);
+		c->nodes = list;
+		c->nnodes = (int)k;
+		pthread_mutex_unlock(&c->lock);
+	}
+	etcd_kvs_free(kvs, n);
+}
+
+int
+cluster_node_of_key(struct cluster *c, const char *hostkey, char *node,
+    size_t len)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < c->nnodes && !found; i++) {
+		if (strcmp(c->nodes[i].hostkey, hostkey) != 0)
+			continue;
+		snprintf(node, len, "%s", c->nodes[i].node);
+		found = 1;
+	}
+	if (!found) {
+		/* A node that joined since the last read: read again. */
+		c->nodes_want = 1;
+		pthread_cond_signal(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 /* The outcome of a claim, for the entry. */
 struct claim {
 	enum cl_state state;
@@ -590,9 +665,19 @@ thread_main(void *arg)
 	int64_t next_renew = 0;
 
 	for (;;) {
-		if (now_ns() >= next_renew)
+		int nodes_want;
+
+		if (now_ns() >= next_renew) {
 			next_renew = lease_renew(c);
+			nodes_refresh(c);
+		}
 		serve_rooms(c);
+		pthread_mutex_lock(&c->lock);
+		nodes_want = c->nodes_want;
+		c->nodes_want = 0;
+		pthread_mutex_unlock(&c->lock);
+		if (nodes_want)
+			nodes_refresh(c);
 		pthread_mutex_lock(&c->lock);
 		if (c->stop) {
 			int rel = c->release_all;
@@ -601,7 +686,7 @@ thread_main(void *arg)
 				leave(c);
 			return NULL;
 		}
-		if (!c->work && now_ns() < next_renew) {
+		if (!c->work && !c->nodes_want && now_ns() < next_renew) {
 			struct timespec ts = { next_renew / NS, next_renew % NS };
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 		}
@@ -860,6 +945,7 @@ cluster_stop(struct cluster *c, int release_all)
 		room_free(e);
 	}
 	etcd_close(c->etcd);
+	free(c->nodes);
 	if (c->wake_r >= 0)
 		close(c->wake_r);
 	if (c->wake_w >= 0)

@@ -90,6 +90,13 @@ void cluster_room_stopped(struct cluster *c, const char *room);
  * at the latest. */
 long long cluster_tick(struct cluster *c);
 
+/* The current node whose host key is hostkey ("ssh-ed25519 AAAA..."),
+ * as last read from etcd: 1 with its name in node; 0 when no node known
+ * has it (the list is read again at once, for a node that just joined).
+ * For a relay another node makes to this one (sshd/net/relay.h). */
+int cluster_node_of_key(struct cluster *c, const char *hostkey, char *node,
+    size_t len);
+
 /* Valid node name: 1 to 63 of [A-Za-z0-9._-], not starting with '.' or
  * '-'.  Valid advertise address: HOST:PORT of [A-Za-z0-9.:_[]-].  Valid
  * host key: "ssh-ed25519 " and base64.  1 or 0. */

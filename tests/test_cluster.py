@@ -210,18 +210,16 @@ def test_room_lives_where_first_used_and_elsewhere_says_where(hosts, etcd,
     node = json.loads(etcd.get("/atrium/nodes/a")[0])
     assert node["advertise"] == "127.0.0.1:%d" % a.port
     assert node["hostkey"].startswith("ssh-ed25519 ")
-    # B tells an ssh user where the room is.
+    # B relays an ssh user to the room on A (the front door).
     rc, out, err = ssh_run(b, "demo", "true")
-    assert rc != 0
-    assert "served by host a (127.0.0.1:%d)" % a.port in err, err
-    assert "ssh -p %d demo@127.0.0.1" % a.port in err
+    assert rc == 0, err
     # The room did not move: same home, same epoch, nothing made on B.
     assert etcd.get("/atrium/rooms/demo/home") == ("a", epoch)
     assert not os.path.exists(os.path.join(b.data, "rooms", "demo"))
-    # The `atrium` protocol over B says the same.
+    # The `atrium` protocol over B reaches the room on A too.
     p = subprocess.run(ssh_command(b, "demo", opts=("-s",)) + ["atrium"],
                        input="", capture_output=True, text=True, timeout=60)
-    assert "served by host a" in p.stdout + p.stderr
+    assert '"type"' in p.stdout, p.stderr
 
 
 def test_host_killed_room_served_by_another_after_its_lease(hosts, etcd,
@@ -239,7 +237,8 @@ def test_host_killed_room_served_by_another_after_its_lease(hosts, etcd,
         if rc == 0:
             break
         assert time.time() < deadline, err
-        assert "served by host a" in err or "not answering" in err, err
+        assert ("served by host a" in err or "not answering" in err or
+                "cannot be reached" in err), err
     home, epoch_b = etcd.get("/atrium/rooms/demo/home")
     assert home == "b" and epoch_b > epoch
 
@@ -361,7 +360,7 @@ def test_losing_one_etcd_member_changes_nothing(hosts, etcd, ssh_run):
     assert room_uses(b, ssh_run, "other")[0] == 0
     assert etcd.get("/atrium/rooms/other/home")[0] == "b"
     rc, _, err = ssh_run(a, "other", "true")
-    assert rc != 0 and "served by host b" in err
+    assert rc == 0, err     # relayed to B
 
 
 def test_idle_room_gives_its_home_up(hosts, etcd, ssh_run):

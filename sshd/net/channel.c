@@ -26,6 +26,7 @@
 #include "libssh_compat.h"
 #include "log.h"
 #include "monitor_ask.h"
+#include "relay.h"
 #include "user_cap.h"
 #include "util.h"
 
@@ -266,14 +267,25 @@ chan_drain_input(struct chan *c)
 static void
 chan_poll_room(struct chan *c)
 {
+	struct relay_home home;
 	char why[256];
 	int rc;
 
-	rc = monitor_ask_use(c->s, why, sizeof(why));
+	rc = monitor_ask_use(c->s, why, sizeof(why), &home);
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;
-	if (rc == 1) {
+	if (rc == MONITOR_ASK_REMOTE && c->s->relayed) {
+		/* Relayed here by a node that took this host for the home:
+		 * relayed on, two nodes that disagree would pass it back and
+		 * forth.  The home is moving; the client's next try finds it. */
+		log_info("session %lu: room %s is not here but on %s: not "
+		    "relaying a relayed session on", c->s->num, c->s->room,
+		    home.node);
+		chan_refuse(c, "%s", RELAY_MOVING_MSG);
+	} else if (rc == MONITOR_ASK_REMOTE) {
+		relay_chan_start(c, &home);
+	} else if (rc == 1) {
 		phases_mark(&c->s->ph, PHASE_ROOM);
 		c->ops->start(c);
 	} else if (rc == MONITOR_ASK_REFUSED) {
@@ -393,6 +405,7 @@ chan_free(struct chan *c)
 	ssh_channel_free(c->ch);
 	for (int i = 0; i < c->nenv; i++)
 		free(c->env[i]);
+	free(c->req_arg);
 	buf_free(&c->out);
 	buf_free(&c->err);
 	buf_free(&c->inpend);

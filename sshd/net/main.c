@@ -75,17 +75,18 @@ net_check_fds(void)
 	return 0;
 }
 
-/* Read the host key from its fd, closed after.  0 with *key set, or
- * -errno (logged). */
+/* Read the host key from its fd, closed after.  0 with *key set (for
+ * the listener) and *relay_key (a second copy, for the relays this host
+ * makes as a cluster's front: relay.h), or -errno (logged). */
 static int
-net_host_key(ssh_key *key)
+net_host_key(ssh_key *key, ssh_key *relay_key)
 {
 	char *text = calloc(1, NET_HOSTKEY_MAX + 1);
 	size_t have = 0;
 	ssize_t n;
 	int r = 0;
 
-	*key = NULL;
+	*key = *relay_key = NULL;
 	if (!text) {
 		close(NET_FD_HOSTKEY);
 		return -ENOMEM;
@@ -103,11 +104,17 @@ net_host_key(ssh_key *key)
 	close(NET_FD_HOSTKEY);
 	if (r == 0 && have == NET_HOSTKEY_MAX)
 		r = -EFBIG;
-	if (r == 0 && ssh_pki_import_privkey_base64(text, NULL, NULL, NULL,
-	    key) != SSH_OK)
+	if (r == 0 && (ssh_pki_import_privkey_base64(text, NULL, NULL, NULL,
+	    key) != SSH_OK || ssh_pki_import_privkey_base64(text, NULL, NULL,
+	    NULL, relay_key) != SSH_OK))
 		r = -EINVAL;
 	explicit_bzero(text, have);
 	free(text);
+	if (r < 0) {
+		ssh_key_free(*key);
+		ssh_key_free(*relay_key);
+		*key = *relay_key = NULL;
+	}
 	if (r < 0)
 		log_error("host key: %s", r == -EINVAL ? "not a private key "
 		    "libssh can read" : strerror(-r));
@@ -123,7 +130,7 @@ main(int argc, char **argv)
 	static struct server srv;
 	struct privdrop_id id;
 	pid_t monitor;
-	ssh_key key;
+	ssh_key key, relay_key;
 	int r;
 
 	log_init("atriumd", NULL);
@@ -141,9 +148,10 @@ main(int argc, char **argv)
 	    (unsigned)id.uid);
 	if (front_start_settings(argc, argv, &cfg, NULL, "--KEY VALUE") < 0)
 		return 2;
-	if (net_host_key(&key) < 0)
+	if (net_host_key(&key, &relay_key) < 0)
 		return 1;
 	r = server_adopt(&srv, &cfg, NET_FD_LISTEN, key);
+	srv.relay_key = relay_key;
 	if (r == 0)
 		r = server_init_network(&srv, NET_FD_REQUEST, NET_FD_EVENT);
 	if (r == 0)

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "names.h"
 #include "privsep.h"
+#include "relay.h"
 #include "server.h"
 #include "session.h"
 
@@ -121,9 +122,34 @@ monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
 	return r;
 }
 
+/* A `use` answer "remote" into *home: MONITOR_ASK_REMOTE, or -1 (why in
+ * err) when a field is missing or does not fit. */
+static int
+monitor_ask_home(json_object *ans, struct relay_home *home, char *err,
+    size_t errlen)
+{
+	const char *node = json_get_string(ans, "node");
+	const char *addr = json_get_string(ans, "addr");
+	const char *key = json_get_string(ans, "hostkey");
+
+	if (!node || !addr || !key || !node[0] ||
+	    strlen(node) >= sizeof(home->node) ||
+	    strlen(addr) >= sizeof(home->addr) ||
+	    strlen(key) >= sizeof(home->hostkey) || !strchr(key, ' ')) {
+		snprintf(err, errlen, "the cluster's answer for its home is "
+		    "not complete");
+		return -1;
+	}
+	snprintf(home->node, sizeof(home->node), "%s", node);
+	snprintf(home->addr, sizeof(home->addr), "%s", addr);
+	snprintf(home->hostkey, sizeof(home->hostkey), "%s", key);
+	return MONITOR_ASK_REMOTE;
+}
+
 /* See monitor_ask.h. */
 int
-monitor_ask_use(const struct session *s, char *err, size_t errlen)
+monitor_ask_use(const struct session *s, char *err, size_t errlen,
+    struct relay_home *home)
 {
 	json_object *req = monitor_ask_for(s, "use", 1), *ans;
 	const char *state;
@@ -137,7 +163,33 @@ monitor_ask_use(const struct session *s, char *err, size_t errlen)
 	snprintf(err, errlen, "%s", json_get_string(ans, "error") ?: "");
 	r = state && strcmp(state, "ready") == 0 ? 1 :
 	    state && strcmp(state, "starting") == 0 ? 0 :
-	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED : -1;
+	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED :
+	    state && strcmp(state, "remote") == 0 ?
+	    monitor_ask_home(ans, home, err, errlen) : -1;
+	json_object_put(ans);
+	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_relay(struct server *srv, const char *hostkey, char *node,
+    size_t nodelen, char *why, size_t whylen)
+{
+	json_object *req = monitor_ask_req("relay", NULL), *ans;
+	const char *name;
+	int r;
+
+	snprintf(why, whylen, "the monitor cannot be asked");
+	if (req)
+		json_object_object_add(req, "hostkey",
+		    json_object_new_string(hostkey));
+	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0)
+		return r;
+	name = json_get_string(ans, "node");
+	snprintf(why, whylen, "%s", json_get_string(ans, "error") ?:
+	    "not a node's host key");
+	snprintf(node, nodelen, "%s", name ? name : "");
+	r = json_get_bool(ans, "ok", 0) && name && name[0];
 	json_object_put(ans);
 	return r;
 }
@@ -279,6 +331,7 @@ monitor_ask_access(const struct session *s, const char *what,
 		return r;
 	}
 	a->exists = json_get_bool(ans, "exists", 0);
+	a->remote = json_get_bool(ans, "remote", 0);
 	a->may_create = json_get_bool(ans, "may_create", 0);
 	if (a->exists) {
 		a->may_enter = json_get_bool(ans, "may_enter", 0);

@@ -25,6 +25,7 @@ struct server;
 struct session;
 
 #define MONITOR_ASK_REFUSED	(-2)	/* monitor_ask_use: over the cap */
+#define MONITOR_ASK_REMOTE	(-3)	/* monitor_ask_use: lives elsewhere */
 
 /*
  * Requests that act for a user take the session: they carry its user, the
@@ -35,11 +36,23 @@ struct session;
  * refusal of that request.
  */
 
+struct relay_home;
+
 /* s's user (who may have to be counted against max-rooms-per-user) wants
  * s's room: 1 ready, 0 starting (ask again next turn), MONITOR_ASK_REFUSED
  * when creating it would pass the user's max-rooms-per-user or the key
- * may not create it, -1 when it failed to start; why in err. */
-int monitor_ask_use(const struct session *s, char *err, size_t errlen);
+ * may not create it, MONITOR_ASK_REMOTE when another node of the cluster
+ * serves it (*home says which, and where: relay.h), -1 when it failed to
+ * start; why in err. */
+int monitor_ask_use(const struct session *s, char *err, size_t errlen,
+    struct relay_home *home);
+
+/* May a relay authenticated with hostkey ("TYPE BASE64") come in?  1 when
+ * it is the host key of a current node of this host's cluster (its name
+ * into node), 0 when not (why: the monitor's reason, or that this host
+ * is in no cluster), -errno when the monitor cannot be asked. */
+int monitor_ask_relay(struct server *srv, const char *hostkey, char *node,
+    size_t nodelen, char *why, size_t whylen);
 
 /* What a connection to a room's agent is for: the monitor writes the
  * hello (agent/requests.c) with these and who s is. */
@@ -70,6 +83,8 @@ struct monitor_access {
 	int may_enter;		/* a member, the owner or an admin */
 	int may_manage;		/* the owner or an admin */
 	int may_create;		/* the key's rooms= allows the name */
+	int remote;		/* the room lives on another node of the
+				 * cluster: that node decides */
 	struct access_list list;	/* owner, visibility, members: only
 					 * when may_enter (else empty) */
 	char why[256];		/* when the monitor refused who s is */

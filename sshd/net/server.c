@@ -593,6 +593,7 @@ server_destroy(struct server *srv)
 	loop_destroy(&srv->loop);
 	if (srv->bind)
 		ssh_bind_free(srv->bind);
+	ssh_key_free(srv->relay_key);
 	if (srv->sigfd >= 0)
 		close(srv->sigfd);
 	if (srv->mon_fd >= 0)

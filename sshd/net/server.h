@@ -52,6 +52,9 @@ struct server {
 		unsigned long n;	/* refused for it, not logged since */
 	} refused_quiet[SERVER_REFUSAL_KINDS];
 	ssh_bind bind;			/* the listener */
+	ssh_key relay_key;		/* the host key again, which the
+					 * front signs a relay's userauth
+					 * with (relay.h); NULL */
 	struct watch listen_w;		/* on the listener */
 	struct watch signal_w;		/* on sigfd */
 	int sigfd;			/* SIGTERM, SIGINT (SIGCHLD, SIGHUP

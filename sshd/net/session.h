@@ -63,6 +63,7 @@
 
 struct agentlink;
 struct chan;
+struct relay_link;
 struct room;
 
 struct chan_ops {
@@ -118,6 +119,10 @@ struct chan {
 					 * connected (its execs: user_cap.h) */
 	int cap_held;			/* commands the monitor counts for it
 					 * (user_cap.h) */
+	char req_kind;			/* its request: 'e' exec, 's'
+					 * subsystem, 'h' shell (kept for a
+					 * relay: relay.h), 0 */
+	char *req_arg;			/* the command or subsystem asked */
 	struct ask_pending *rooms_ask; /* a rooms listing asked for it and
 					 * not answered yet (monitor_ask.h):
 					 * one at a time; cancelled when it
@@ -159,6 +164,13 @@ struct session {
 					 * (ssh_set_counters) */
 	uint64_t io_seen;		/* io's in + out at its last tick */
 	int dead;			/* free at the next reap */
+	struct relay_link *relay;	/* its link to its room's home, when
+					 * the room lives on another host
+					 * (relay.h), or NULL */
+	int relayed;			/* it came through another node's
+					 * relay: user, fp and peer are the
+					 * ones that node relays */
+	char relay_node[64];		/* that node */
 	struct chan *chans;
 	struct session *next;		/* in srv->sessions */
 };
