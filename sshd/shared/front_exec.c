@@ -1,7 +1,8 @@
 /*
  * front_exec.c: the monitor's start of a front (front_exec.h).  Called by
- * the monitor's main.c (atriumd-net, once, at the split) and
- * http_front.c (atriumd-http, at each start and restart), as root.
+ * sshd/monitor/main.c (atriumd-net, once, at the split) and
+ * sshd/monitor/http_front.c (atriumd-http, at each start and restart), as
+ * root.
  *
  * Everything the child needs is made before the fork, in the caller's
  * struct front_exec: between fork and execve the child only moves fds,

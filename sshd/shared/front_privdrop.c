@@ -1,8 +1,8 @@
 /*
  * front_privdrop.c: a front gives up root (front_privdrop.h).  Called
- * once, as root, by atriumd-net's privdrop.c and atriumd-http's
- * http_privdrop.c, from their main.c before anything else is parsed; who
- * it becomes, the monitor looked up (privdrop_id.h).
+ * once, as root, by sshd/net/privdrop.c and sshd/http/http_privdrop.c,
+ * from sshd/net/main.c and sshd/http/main.c before anything else is
+ * parsed; who it becomes, the monitor looked up (privdrop_id.h).
  */
 #include "front_privdrop.h"
 

@@ -1,6 +1,6 @@
 /*
- * front_start.c: a front's start-up (front_start.h).  Called by the
- * main.c of atriumd-net (sshd/net/) and of atriumd-http (sshd/http/):
+ * front_start.c: a front's start-up (front_start.h).  Called by
+ * sshd/net/main.c (atriumd-net) and sshd/http/main.c (atriumd-http):
  * identity and fds first, as root; the settings once root is given up.
  * Every word of argv is the monitor's, but is checked as any input is:
  * a front run by hand gets its usage, not a crash.
