@@ -30,7 +30,7 @@ CC=${FUZZ_CC:-clang}
 FS_CORE=$(ls fs/*.c | grep -Ev '^fs/(main|mount|mount_confine|mount_keeper)\.c$' |
     tr '\n' ' ')
 STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
-ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/fence.c common/vfs_shim.c $STORED"
+ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/walrec.c common/fence.c common/vfs_shim.c $STORED"
 
 # atriumd-http's parsers are reached through its own files (less
 # sshd/http/main.c), linked whole as its unit tests link them, with
@@ -40,7 +40,8 @@ HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
     tr '\n' ' ')
 # The monitor's files (less sshd/monitor/main.c), for what it reads of
 # HTTP requests, with the cluster's (cluster/, which it links).
-MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c cluster/*.c |
+MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c \
+    cluster/etcd.c cluster/node.c cluster/cluster_status.c |
     grep -Ev '^(sshd/monitor/main|common/sandbox_init)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
