@@ -87,8 +87,13 @@ COMMON_SRC := $(wildcard common/*.c)
 # The seccomp allow list of the processes that give up root: linked into
 # those three programs only (libseccomp), not into libcommon.
 ALLOW_SRC  := common/seccomp_allow.c
-FS_SRC     := $(wildcard fs/*.c) $(ALLOW_SRC)
-AGENT_SRC  := $(wildcard agent/*.c) $(ALLOW_SRC)
+FS_SRC     := $(wildcard fs/*.c fs/*/*.c) $(ALLOW_SRC)
+AGENT_SRC  := $(wildcard agent/*.c agent/*/*.c) $(ALLOW_SRC)
+# atrium-fs and atrium-agent keep their concerns in subfolders (fs/engine/,
+# agent/provider/, ...); their files include each other's headers by name,
+# so each program's objects (and its unit tests) get all its folders.
+FS_INC     := $(patsubst %/,-I%,$(sort $(wildcard fs/*/)))
+AGENT_INC  := -Iagent $(patsubst %/,-I%,$(sort $(wildcard agent/*/)))
 # atriumd's code is in a folder per role: monitor/ (the root process),
 # net/ (the network process), chat/ (the terminal chat, in the network
 # process) and shared/ (both).  Files include headers by name from their
@@ -102,7 +107,7 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 # Two programs: atriumd, the monitor, from monitor/ and shared/; and
 # atriumd-net, the network process it executes, from net/, chat/ and
 # shared/.  Neither links the other's code.
-SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
+SSHD_MAINS := sshd/monitor/monitor_main.c sshd/net/net_main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
 # cluster/: what --cluster adds to the monitor (etcd placement and
 # fencing); linked in always, run only with --cluster.
@@ -116,11 +121,11 @@ NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC
 HTTP_SRC    = $(wildcard sshd/http/*.c sshd/shared/*.c) $(ALLOW_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
-# common/sandbox_init.c and its filters are their own program, not part of
+# sandbox/sandbox_init.c and its filters are their own program, not part of
 # libcommon (libseccomp is linked only where it is needed).  atriumd links
 # the filters too: a room transfer's helpers get them (transfer_sandbox.c).
-SECCOMP_SRC   := common/sandbox_seccomp.c
-INIT_SRC      := common/sandbox_init.c $(SECCOMP_SRC)
+SECCOMP_SRC   := sandbox/sandbox_seccomp.c
+INIT_SRC      := sandbox/sandbox_init.c $(SECCOMP_SRC)
 LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
@@ -180,9 +185,13 @@ $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
+$(call obj,$(1),$(wildcard fs/*.c fs/*/*.c tests/unit/test_fs_*.c)): \
+    PART_CFLAGS := $(FS_INC)
+$(call obj,$(1),$(wildcard agent/*.c agent/*/*.c tests/unit/test_agent_*.c)): \
+    PART_CFLAGS := $(AGENT_INC)
 $(call obj,$(1),$(wildcard sshd/shared/*.c)): PART_CFLAGS := -Isshd/shared
 $(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
-    PART_CFLAGS := -Isshd/shared -Isshd/monitor -Icluster
+    PART_CFLAGS := -Isshd/shared -Isshd/monitor -Icluster -Isandbox
 $(call obj,$(1),$(wildcard cluster/*.c tests/unit/test_cluster_*.c)): PART_CFLAGS := -Icluster
 $(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
@@ -205,10 +214,10 @@ $(eval $(call program_rules,$(BUILD)/tsan,$(TSAN)))
 # libcommon; PART is common, fs, agent or sshd.
 part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
-FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
-AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
+FS_PART      = $(filter-out fs/fs_main.c,$(FS_SRC))
+AGENT_PART   = $(filter-out agent/agent_main.c,$(AGENT_SRC))
 SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC) $(CLUSTER_SRC)
-HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
+HTTP_PART    = $(filter-out sshd/http/http_main.c,$(HTTP_SRC))
 CLUSTER_PART = $(sort $(CLUSTER_SRC) $(filter-out cluster/replicate_main.c,$(REPLICATE_SRC)))
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source

@@ -1,6 +1,6 @@
 /*
  * agent.h: the state of one atrium-agent process, the actor of one room.
- * main.c fills it; the loop's callbacks in conn.c and requests.c
+ * agent_main.c fills it; the loop's callbacks in conn.c and requests.c
  * (connections and their requests), turn.c and the turn_ files beside it
  * (the agent's turns), exec.c (people's commands) and http.c (model
  * requests) share it.  One thread: no locks.

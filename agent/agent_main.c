@@ -1,5 +1,5 @@
 /*
- * main.c: atrium-agent, the actor of one room.
+ * agent_main.c: atrium-agent, the actor of one room.
  *
  *   atrium-agent --room-dir DATA/rooms/ROOM --run-dir DATA/run/ROOM
  *       [--ready-fd N] [--keys-fd N] [--approval-timeout S] [--retry-base-ms N]
@@ -53,7 +53,7 @@
 #include "input_limits.h"
 #include "journal.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "mcp.h"
 #include "model_fit.h"
 #include "model_window.h"
@@ -61,7 +61,7 @@
 #include "term.h"
 #include "protocol.h"
 #include "requests.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "room_import.h"
 #include "room_ids.h"

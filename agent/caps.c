@@ -1,6 +1,6 @@
 /*
  * caps.c: the room's caps on steps per turn and tokens per day (caps.h).
- * Called by main.c at start (caps_load), by turn_errors.c (turn_capped)
+ * Called by agent_main.c at start (caps_load), by turn_errors.c (turn_capped)
  * before each model request, and by requests.c for each `caps` request.
  *
  * Invariant: the effective cap is the lower of the operator's and the
@@ -18,8 +18,8 @@
 #include "agent.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "room_db.h"
 #include "util.h"
 

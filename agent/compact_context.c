@@ -1,6 +1,6 @@
 /*
- * compact.c: context compaction's pure parts (compact.h): the token
- * estimate, the threshold, the cut, the summary request and the messages
+ * compact_context.c: context compaction's pure parts (compact_context.h): the
+ * token estimate, the threshold, the cut, the summary request and the messages
  * sent after a summary; what a server's refusal as too long says (is it
  * one, its window and count) and the answer a window leaves room for.
  * Called by context.c (what a step sends) and turn_summary.c (the summary
@@ -11,7 +11,7 @@
  * the running turn and the one before it are never summarised.  Text put
  * into a summary request is cut at UTF-8 character boundaries only.
  */
-#include "compact.h"
+#include "compact_context.h"
 
 #include <ctype.h>
 #include <errno.h>

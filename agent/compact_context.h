@@ -1,7 +1,7 @@
 /*
- * compact.h: context compaction, the pure parts (compact.c): how big the
- * next request is, when to summarise, where to cut the transcript, the
- * summary request, the messages sent once a summary exists, what a
+ * compact_context.h: context compaction, the pure parts (compact_context.c):
+ * how big the next request is, when to summarise, where to cut the transcript,
+ * the summary request, the messages sent once a summary exists, what a
  * server's refusal as too long says, and how long an answer the window
  * leaves room for.  No I/O; unit-tested.  turn_summary.c runs the summary step, context.c loads what these
  * work on from room.db.

@@ -19,7 +19,7 @@
 #include "agent.h"
 #include "fdpass.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "util.h"
 
 static void conn_io(struct loop *l, int fd, int mask, void *arg);

@@ -115,7 +115,7 @@ int conn_gets_events(const struct conn *c);
 
 /* Queue len bytes to c (whole lines); close c when it is too far behind.
  * Only the journal queues room events (journal.h); replies and link lines
- * come through room.h. */
+ * come through room_events.h. */
 void conn_queue(struct conn *c, const char *p, size_t len);
 /* Queue ev, serialised as one line with no raw control byte, to c. */
 void conn_queue_event(struct conn *c, json_object *ev);

@@ -1,7 +1,7 @@
 /*
  * context.c: what the next model request of a turn carries (context.h).
  * turn.c calls context_load before every step, then either context_build
- * (a normal step) or context_build_summary (a summary step, compact.h).
+ * (a normal step) or context_build_summary (a summary step, compact_context.h).
  *
  * Only the rows from the latest summary's cut on are loaded; the rows
  * before it stay in room.db for history and audit and reach the model only
@@ -23,12 +23,12 @@
 #include <string.h>
 
 #include "agent.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "endpoint.h"
 #include "log.h"
 #include "mcp.h"
 #include "prompt.h"
-#include "room.h"
+#include "room_events.h"
 
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 

@@ -53,7 +53,7 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "room_db.h"
 #include "stored_event.h"
 #include "util.h"

@@ -1,5 +1,5 @@
 /*
- * loop.c: the agent's event loop (loop.h) on io_uring.
+ * loop_uring.c: the agent's event loop (loop_uring.h) on io_uring.
  *
  * Each watched fd has one oneshot IORING_OP_POLL_ADD in flight; it is armed
  * again after its callback runs, so readiness is level-triggered as with
@@ -22,7 +22,7 @@
  * One iteration: before-sleep hook, submit and wait (up to the nearest
  * timer), copy the completions out of the ring, dispatch them, run due timers.
  */
-#include "loop.h"
+#include "loop_uring.h"
 
 #include <errno.h>
 #include <liburing.h>

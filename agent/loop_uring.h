@@ -1,8 +1,9 @@
 /*
- * loop.h: the agent's one event loop, on io_uring, with an API shaped like
- * Redis's ae: fd events with a mask and one argument, timers whose callback
- * returns the next interval, and a before-sleep hook (where the agent commits
- * its checkpoint and then flushes socket output: persist before announcing).
+ * loop_uring.h: the agent's one event loop, on io_uring, with an API shaped
+ * like Redis's ae: fd events with a mask and one argument, timers whose
+ * callback returns the next interval, and a before-sleep hook (where the agent
+ * commits its checkpoint and then flushes socket output: persist before
+ * announcing).
  *
  * Single-threaded.  Callbacks may add and remove fds and timers, including
  * their own, at any time; removal takes effect at once (a stale completion is

@@ -2,10 +2,10 @@
  * requests.c: the table of requests a connection may send (requests.h):
  * each line's type, who may send it (which kinds of connection), and its
  * handler.  The transport is conn.c's; what a handler announces goes
- * through room.h to the journal, which commits before anything reaches a
+ * through room_events.h to the journal, which commits before anything reaches a
  * client.
  *
- * Who may enter and manage the room is room_access.c's: hello is checked
+ * Who may enter and manage the room is room_access_list.c's: hello is checked
  * there before the connection joins.  A connection has exactly one hello,
  * its first line: atriumd's monitor writes it (who the connection is for,
  * and whether that user's key is an admin's, from its own reading of
@@ -46,8 +46,8 @@
 #include "names.h"
 #include "prefs.h"
 #include "protocol.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "input_limits.h"
 #include "room_db.h"
 #include "room_limits.h"
@@ -473,7 +473,7 @@ room_caps(struct conn *c, json_object *req)
 	caps_request(c->a, c, req);
 }
 
-/* invite, kick, remove, visibility, access: room_access.c tells them
+/* invite, kick, remove, visibility, access: room_access_list.c tells them
  * apart. */
 static void
 room_access(struct conn *c, json_object *req)

@@ -1,9 +1,10 @@
 /*
- * room_access.c: owner, members and visibility of the room (room_access.h).
+ * room_access_list.c: owner, members and visibility of the room
+ * (room_access_list.h).
  *
  * atrium-agent is the only writer of room.db, so every change of the
  * access list is made here, stored, then announced to every member with
- * a stored `access` event (room.c's rule: persist, then announce).
+ * a stored `access` event (room_events.c's rule: persist, then announce).
  * atriumd decides entry before it starts a command from its record of the
  * list (below); this file decides again at each hello, with the list as
  * committed now, so a session that raced a change (or a chat reconnecting
@@ -37,7 +38,7 @@
  * atriumd's monitor knows nothing of kicks: it may start a cold room for a
  * kicked person, whose hello this file then refuses.
  */
-#include "room_access.h"
+#include "room_access_list.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@
 #include "jsonl.h"
 #include "log.h"
 #include "names.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "utf8.h"
 
@@ -150,7 +151,7 @@ room_access_report_line(struct agent *a)
 	return ev;
 }
 
-/* See room_access.h. */
+/* See room_access_list.h. */
 void
 room_access_report(struct agent *a, struct conn *to)
 {
@@ -290,7 +291,7 @@ room_access_kicked_out(struct agent *a, struct conn *c,
 	return -EACCES;
 }
 
-/* See room_access.h. */
+/* See room_access_list.h. */
 int
 room_access_hello(struct agent *a, struct conn *c, json_object *req)
 {
@@ -316,7 +317,7 @@ room_access_hello(struct agent *a, struct conn *c, json_object *req)
 	return -EACCES;
 }
 
-/* See room_access.h. */
+/* See room_access_list.h. */
 void
 room_access_describe(struct agent *a, json_object *ev)
 {
@@ -329,7 +330,7 @@ room_access_describe(struct agent *a, json_object *ev)
 	    json_object_new_string(access_visibility_name(l.visibility)));
 }
 
-/* See room_access.h. */
+/* See room_access_list.h. */
 int
 room_access_may_manage(struct agent *a, struct conn *c, const char *what)
 {
@@ -547,7 +548,7 @@ room_access_visibility(struct agent *a, struct conn *c, json_object *req)
 		    "visibility (it is done)", r);
 }
 
-/* See room_access.h. */
+/* See room_access_list.h. */
 int
 room_access_request(struct agent *a, struct conn *c, const char *type,
     json_object *req)

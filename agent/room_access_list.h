@@ -1,5 +1,5 @@
 /*
- * room_access.h: the room's access list as atrium-agent keeps it: who
+ * room_access_list.h: the room's access list as atrium-agent keeps it: who
  * owns the room, who is a member, whether it is open or private
  * (common/access.h decides; room.db's access table and config key
  * "visibility" hold it) and who is kept out for a while by a kick

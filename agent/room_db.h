@@ -216,7 +216,7 @@ int room_db_transcript_rows(struct room_db *db, long long from,
     struct room_db_msg **rows, size_t *n);
 void room_db_rows_free(struct room_db_msg *rows, size_t n);
 
-/* --- compactions: summaries of the older transcript (compact.h). */
+/* --- compactions: summaries of the older transcript (compact_context.h). */
 struct room_db_compaction {
 	long long id;		/* 0: none */
 	long long turn;		/* the turn whose step made it */

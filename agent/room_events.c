@@ -1,15 +1,15 @@
 /*
- * room.c: the room's events, as the rest of the agent makes them (room.h):
- * events for the whole room go to the journal (journal.h), which records,
- * commits, then announces them; replies go to one connection and take no
- * seq of their own.  Presence (who is here) is made here too.
+ * room_events.c: the room's events, as the rest of the agent makes them
+ * (room_events.h): events for the whole room go to the journal (journal.h),
+ * which records, commits, then announces them; replies go to one connection and
+ * take no seq of their own.  Presence (who is here) is made here too.
  *
  * Presence is about people: only chat connections (a person at a
  * terminal) are announced as joining and leaving and listed by who;
  * control connections (scripts) get the room's events without being
  * announced.
  */
-#include "room.h"
+#include "room_events.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,7 +40,7 @@ room_event_new(const char *type)
 
 
 
-/* See room.h. */
+/* See room_events.h. */
 void
 room_send_link(struct conn *c, const char *line)
 {
@@ -48,7 +48,7 @@ room_send_link(struct conn *c, const char *line)
 	conn_queue(c, "\n", 1);
 }
 
-/* See room.h. */
+/* See room_events.h. */
 void
 room_send_lines(struct conn *c, const char *p, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * room.h: the events the room sends.  An event for the whole room goes
+ * room_events.h: the events the room sends.  An event for the whole room goes
  * through the journal (journal.h): it gets the next room-wide seq and the
  * time there, a stored one is recorded in room.db, and none reaches a
  * socket before the commit that stores it (or, live, that makes its seq

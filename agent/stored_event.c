@@ -25,7 +25,7 @@
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
  *   access       owner, visibility, members [, change, user, by, text,
- *                seconds, reason]                room_access.c
+ *                seconds, reason]                room_access_list.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users

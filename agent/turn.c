@@ -47,7 +47,7 @@
  * says so (journal_watch), and the turn is suspended as at a failed
  * checkpoint, never building on them.
  *
- * Each checkpoint is one transaction with the events it records (room.h:
+ * Each checkpoint is one transaction with the events it records (room_events.h:
  * room_record): they are announced only once it committed (journal.h).
  * Every write of a checkpoint is checked; when one fails, or the commit
  * does, the checkpoint is rolled back whole and the turn is suspended
@@ -60,7 +60,7 @@
  * provider refused the last request as too long): its pending row is
  * committed before the summary request, and the summary, the step and the
  * compaction event are committed together; then the step's request is
- * made with the summary and the recent turns (compact.h).
+ * made with the summary and the recent turns (compact_context.h).
  *
  * A turn ends with turn_end (stop_reason end_turn, max_tokens, stopped,
  * error, max_steps) and always leaves the transcript valid: every tool_use
@@ -92,12 +92,12 @@
 #include "journal.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "mcp.h"
 #include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "tools.h"
 #include "util.h"

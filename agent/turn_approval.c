@@ -17,8 +17,8 @@
 #include "agent.h"
 #include "approval.h"
 #include "jsonl.h"
-#include "loop.h"
-#include "room.h"
+#include "loop_uring.h"
+#include "room_events.h"
 #include "tools.h"
 #include "util.h"
 

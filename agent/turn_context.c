@@ -18,7 +18,7 @@
 #include "agent.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "skills.h"
 #include "ws_file.h"
 #include "ws_skills.h"

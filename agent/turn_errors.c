@@ -20,7 +20,7 @@
 #include "http.h"
 #include "keys.h"
 #include "provider.h"
-#include "room.h"
+#include "room_events.h"
 
 /* The room's provider has neither key nor URL: tell the room how to set
  * one up. */

@@ -16,7 +16,7 @@
 #include <json-c/json.h>
 
 #include "approval.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "context.h"
 #include "provider.h"
 
@@ -68,7 +68,7 @@ struct turn {
 	long long ask_deadline;		/* monotonic ms an ask times out */
 	long long ask_started;		/* monotonic ms it was asked (0: no
 					 * ask is open) */
-	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
+	/* A summary step (compact_context.h), PHASE_MODEL / PHASE_RETRY */
 	int summarising;		/* the request is a summary request */
 	int refused_capped;		/* this step was refused for the answer
 					 * it asked for and made again asking
@@ -88,7 +88,8 @@ struct turn {
 	long sent_estimate;		/* the request's estimate, tokens */
 	size_t sent_bytes;		/* and its body's bytes */
 	/* The latest refusal as too long, in the server's words and
-	 * figures (compact.h: struct compact_refusal); words[0] = 0: none */
+	 * figures (compact_context.h: struct compact_refusal); words[0] = 0:
+	 * none */
 	char refusal[TURN_REFUSAL_MAX];
 	struct compact_refusal refused;
 };

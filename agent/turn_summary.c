@@ -1,6 +1,6 @@
 /*
- * turn_summary.c: a turn's summary step (compact.h) and the model server's
- * refusals as too long, for turn.c.
+ * turn_summary.c: a turn's summary step (compact_context.h) and the model
+ * server's refusals as too long, for turn.c.
  *
  * When context.c says a step must summarise first, the pending
  * compactions row is committed before the summary request (a crash makes
@@ -21,13 +21,13 @@
 #include <json-c/json.h>
 
 #include "agent.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "context.h"
 #include "http.h"
 #include "log.h"
 #include "model_fit.h"
 #include "provider.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "utf8.h"
 

@@ -20,7 +20,7 @@
 #include "journal.h"
 #include "jsonl.h"
 #include "mcp.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "tools.h"
 #include "undo.h"

@@ -29,7 +29,7 @@
 #include "caps.h"
 #include "jsonl.h"
 #include "prices.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "util.h"
 

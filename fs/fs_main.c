@@ -1,8 +1,8 @@
 /*
- * main.c: the atrium-fs command line: mkfs, mount, fsck, du, compact,
+ * fs_main.c: the atrium-fs command line: mkfs, mount, fsck, du, compact,
  * export, import and the snapshot commands (snapshot, snapshots, restore,
  * drop, diff) over the core (export, import, fsck --repair and compact in
- * files of their own: fs/commands.h).
+ * files of their own: fs/offline/commands.h).
  * atriumd runs `atrium-fs mkfs --owner UID:GID DB` for a new room and
  * `atrium-fs mount --ready-fd N DB DIR` when the room starts; people run
  * the same commands by hand.  man/atrium-fs.8 documents each one.
@@ -236,7 +236,7 @@ du_overhead(const struct fs_du *u, char *buf, size_t size)
 }
 
 /* atrium-fs compact DB: give the disk back what deleted files left free
- * (fs/compact.c). */
+ * (fs/offline/compact.c). */
 static int
 cmd_compact(int argc, char **argv)
 {
@@ -488,7 +488,8 @@ snapshot_offline(const char *db, int fd, const char *verb, const char *name)
 }
 
 /* atrium-fs snapshot|restore|drop DB NAME: on the database itself, or
- * through the mounting daemon (fs/control.c) when it is mounted. */
+ * through the mounting daemon (fs/daemon/control_socket.c) when it is
+ * mounted. */
 static int
 cmd_snapshot_change(int argc, char **argv)
 {

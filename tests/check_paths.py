@@ -6,8 +6,8 @@ tests/test_chat.py is a promise to the reader; a file that moves breaks it
 silently.  This script reads the comments of every *.c, *.h, *.py and *.sh
 file (C's /* */ and //, Python's # and docstrings, shell's #) and the whole
 text of README.md, ARCHITECTURE.md and man/*.8, picks out each word that
-starts with one of the tree's top folders (agent/, common/, fs/, sshd/,
-tests/, man/, web/, packaging/, .ci/) or is a top-level document
+starts with one of the tree's top folders (agent/, cluster/, common/, fs/,
+sandbox/, sshd/, tests/, man/, web/, packaging/, .ci/) or is a top-level document
 (README.md, ARCHITECTURE.md, LICENSE, Makefile, *.md), and checks that it
 names a file or folder of the tree (a glob such as tests/test_*.py must
 match one).  A word after a '/' is not a tree path (/usr/share/..., DATA/...,
@@ -31,8 +31,8 @@ import re
 import sys
 import tokenize
 
-TOP = ("agent", "common", "fs", "sshd", "tests", "man", "web", "packaging",
-       ".ci")
+TOP = ("agent", "cluster", "common", "fs", "sandbox", "sshd", "tests", "man",
+       "web", "packaging", ".ci")
 SOURCES = (".c", ".h", ".py", ".sh")
 SKIP_DIRS = {".git", "build", "node_modules", "corpus", "__pycache__"}
 
@@ -56,7 +56,7 @@ FOREIGN = {
     "wal.c", "os_unix.c",   # SQLite's sources
     "channels.h",           # libssh's
     "limits.h",             # the C library's
-    "x.c",                  # an example name (agent/pathglob.h)
+    "x.c",                  # an example name (agent/tools/pathglob.h)
 }
 
 BARE_RE = re.compile(r"(?<![\w/.$*<-])([A-Za-z_][\w-]*\.(?:c|h|py|sh))(?![\w*/])")

@@ -106,7 +106,7 @@ class NetProcess:
                monitor.net_end.fileno(), monitor.ev_net.fileno()]
 
         def place():
-            # fds 3 to 6, as sshd/net/main.c wants them.
+            # fds 3 to 6, as sshd/net/net_main.c wants them.
             tmp = [os.dup(fd) for fd in fds]
             for i, fd in enumerate(tmp):
                 os.dup2(fd, 3 + i)

@@ -67,7 +67,7 @@ def pids_with_open(path):
 
 def fs_daemons(data, room):
     """Pids of atrium-fs daemons serving room's workspace.db: those that
-    gave up root, not their keepers (fs/mount_keeper.c)."""
+    gave up root, not their keepers (fs/daemon/mount_keeper.c)."""
     db = os.path.join(data, "rooms", room, "workspace.db")
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):

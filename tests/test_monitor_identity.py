@@ -80,7 +80,7 @@ def steal_fd(pid, fd):
 class Monitor:
     """The network process's end of its request socket (privsep.h): of its
     two sockets whose peers the monitor holds, the request socket is the
-    lower descriptor (sshd/monitor/main.c makes that pair first)."""
+    lower descriptor (sshd/monitor/monitor_main.c makes that pair first)."""
 
     def __init__(self, srv):
         mine = set(socket_fds(srv.proc.pid).values())

@@ -21,7 +21,7 @@
 
 #include "buf.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 
 struct http {
 	struct loop *loop;

@@ -1,5 +1,5 @@
 /*
- * model_fit.c: the model's fit kept in room.db (model_fit.h).  main.c
+ * model_fit.c: the model's fit kept in room.db (model_fit.h).  agent_main.c
  * loads it at start; turn_summary.c (a refusal) and model_window.c (what
  * a server says of itself) learn through model_fit_learn, which writes it
  * at once: it is a fact about the server, not part of a turn, and a crash
@@ -23,7 +23,7 @@
 #include <json-c/json.h>
 
 #include "agent.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "context.h"
 #include "jsonl.h"
 #include "log.h"

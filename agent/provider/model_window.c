@@ -17,7 +17,7 @@
 
 #include "agent.h"
 #include "buf.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "endpoint.h"
 #include "http.h"
 #include "jsonl.h"

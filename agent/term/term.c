@@ -48,9 +48,9 @@
 
 #include "agent.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "proc.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "term_encode.h"
 #include "undo.h"

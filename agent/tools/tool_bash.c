@@ -22,7 +22,7 @@
 #include "log.h"
 #include "output_save.h"
 #include "proc.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "text.h"
 

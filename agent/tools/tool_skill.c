@@ -12,7 +12,7 @@
 
 #include "agent.h"
 #include "jsonl.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "skills.h"
 
 struct tool_skill_run {

@@ -1,9 +1,9 @@
 /*
- * control.c: a mounted workspace's control socket, DB-ctl, through which
+ * control_socket.c: a mounted workspace's control socket, DB-ctl, through which
  * `atrium-fs snapshot|restore|drop|diff DB NAME`, the agent's undo and
  * atriumd's room exports reach the daemon that has DB mounted
  * (common/fsctl_client.c is the client, but for the export's commit,
- * which sshd/monitor/room_transfer.c sends itself; fs/mount.c starts and
+ * which sshd/monitor/room_transfer.c sends itself; fs/daemon/mount.c starts and
  * stops this server).  A restore there also tells the kernel what changed
  * (fuse_lowlevel_notify_inval_entry/inode), which only the daemon can.
  *
@@ -20,7 +20,7 @@
  *                                  that was answered before the request
  *             "changes" LF         the count of changes (fs_changes)
  *             "stats" LF           the requests served, by kind
- *                                  (fs/opstats.h), for GET /metrics
+ *                                  (fs/engine/opstats.h), for GET /metrics
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * diff's answer comes after its entries, one per line, at most
  * FS_DIFF_MAX, then "more" LF when there were more:
@@ -61,7 +61,7 @@
  * fs->lock (fs_snapshot_restore), since the kernel may answer one with
  * writes of dirty pages that the workers must serve.
  */
-#include "control.h"
+#include "control_socket.h"
 #include "fs.h"
 #include "fsctl_client.h"
 #include "log.h"

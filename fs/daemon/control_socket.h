@@ -1,7 +1,7 @@
 /*
- * control.h: a mounted workspace's control socket (fs/control.c): the
- * daemon serves snapshot, restore, drop, diff, list and compact requests
- * on DB-ctl; common/fsctl_client.h sends them.
+ * control_socket.h: a mounted workspace's control socket
+ * (fs/daemon/control_socket.c): the daemon serves snapshot, restore, drop,
+ * diff, list and compact requests on DB-ctl; common/fsctl_client.h sends them.
  */
 #ifndef ATRIUM_CONTROL_H
 #define ATRIUM_CONTROL_H

@@ -1,6 +1,6 @@
 /*
- * fuse_ops.c: the FUSE low-level adapter.  fs/mount.c registers
- * fuse_ops_table (fs/fuse_timed.c, which times each request and calls
+ * fuse_ops.c: the FUSE low-level adapter.  fs/daemon/mount.c registers
+ * fuse_ops_table (fs/daemon/fuse_timed.c, which times each request and calls
  * fuse_ops_untimed here) with a session whose userdata is the struct
  * fuse_ops_data; each op_X
  * converts the request, calls the core (fs.h) and replies exactly once.  No
@@ -10,8 +10,8 @@
  * entries, attributes, negative lookups, symlink targets and file pages for
  * a long time (FS_TIMEOUT, keep_cache), and hold dirty pages (the writeback
  * cache, unless mounted with -o no_writeback).  Anything changed behind the
- * kernel's back (a snapshot restore, fs/control.c) must be invalidated through
- * fuse_lowlevel_notify_inval_*.
+ * kernel's back (a snapshot restore, fs/daemon/control_socket.c) must be
+ * invalidated through fuse_lowlevel_notify_inval_*.
  *
  * Lookup counts: every reply that hands the kernel an inode (lookup, mknod,
  * mkdir, symlink, link, create, readdirplus entries) pins it in the core;
@@ -21,7 +21,7 @@
  *
  * Every request that changes the tree notes its success (ops_changed,
  * fs_changed), so that the agent can tell a command that changed files
- * from one that only read them (fs/control.c's "changes").
+ * from one that only read them (fs/daemon/control_socket.c's "changes").
  */
 #include "fs.h"
 #include "fuse_ops.h"

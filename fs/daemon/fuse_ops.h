@@ -1,6 +1,7 @@
 /*
- * fuse_ops.h: the FUSE low-level operations over the core (fs/fuse_ops.c).
- * The session's userdata must be a struct fuse_ops_data.
+ * fuse_ops.h: the FUSE low-level operations over the core
+ * (fs/daemon/fuse_ops.c). The session's userdata must be a struct
+ * fuse_ops_data.
  */
 #ifndef ATRIUM_FUSE_OPS_H
 #define ATRIUM_FUSE_OPS_H
@@ -23,7 +24,8 @@ struct fuse_ops_data {
 };
 
 /* What a mount registers: each request timed for the core's opstats
- * (fs/fuse_timed.c), then served by fuse_ops_untimed (fs/fuse_ops.c). */
+ * (fs/daemon/fuse_timed.c), then served by fuse_ops_untimed
+ * (fs/daemon/fuse_ops.c). */
 extern const struct fuse_lowlevel_ops fuse_ops_table;
 extern const struct fuse_lowlevel_ops fuse_ops_untimed;
 

@@ -1,8 +1,8 @@
 /*
  * fuse_timed.c: the operations table a mount registers (fuse_ops_table):
- * each entry times the request it passes to fs/fuse_ops.c's handler
+ * each entry times the request it passes to fs/daemon/fuse_ops.c's handler
  * (fuse_ops_untimed) and notes its kind and latency in the core's
- * opstats (fs/opstats.h), for atriumd's GET /metrics.  Nothing here
+ * opstats (fs/engine/opstats.h), for atriumd's GET /metrics.  Nothing here
  * looks at or changes what a request asks or what it is answered.
  *
  * Rules: the core is found before the handler runs, since its reply

@@ -2,18 +2,18 @@
  * lockfile.c: the mount lock, DB + "-mount", held with flock(LOCK_EX) by the
  * daemon serving DB from before it opens DB until its process ends (the
  * kernel drops the flock after it has freed the process's memory, so the
- * next daemon never runs beside it).  Called by fs/mount.c (acquire,
- * record), fs/main.c (probe, for fsck) and the commands that take the
+ * next daemon never runs beside it).  Called by fs/daemon/mount.c (acquire,
+ * record), fs/fs_main.c (probe, for fsck) and the commands that take the
  * lock for a while (acquire, release): every command that changes a
  * database takes it, or goes through the mounted daemon's control socket
- * (fs/control.c) when a daemon holds it; none writes beside a daemon.
- * Nothing removes the lock file of a database that stays: only an import
- * that made the database and the lock file, and fails, removes both
+ * (fs/daemon/control_socket.c) when a daemon holds it; none writes beside a
+ * daemon. Nothing removes the lock file of a database that stays: only an
+ * import that made the database and the lock file, and fails, removes both
  * again, with the lock still held.
  *
  * The file holds "PID\nMOUNTPOINT\nMAJOR:MINOR\n" of the holder so that a
  * refused second mount can say where the first one is, and whether that
- * mount still exists (fs/mount_holder.c looks for MAJOR:MINOR, the FUSE
+ * mount still exists (fs/daemon/mount_holder.c looks for MAJOR:MINOR, the FUSE
  * connection's device, in the mount tables).  The third line is missing
  * from the files of older atrium-fs and when the device could not be
  * found.  A last line "closing" says that the mount has ended and the

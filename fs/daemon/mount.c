@@ -1,7 +1,7 @@
 /*
  * mount.c: `atrium-fs mount`: lock the database, open it, mount it, report
  * readiness, serve requests on several threads until unmounted, then close
- * cleanly.  Called by fs/main.c.
+ * cleanly.  Called by fs/fs_main.c.
  *
  * Order matters for the caller: everything that can fail (a missing
  * database, a second mount, a newer schema, a bad mount point) fails before
@@ -12,7 +12,7 @@
  * never carried across a fork.
  *
  * Options of our own among the -o ones: no_writeback, quota=BYTES and
- * quota_inodes=N (fs/quota.c), which are set before the first request,
+ * quota_inodes=N (fs/engine/quota.c), which are set before the first request,
  * control_uid=UID, the one uid besides root and the daemon's own that
  * the control socket serves (atriumd gives the room's, under which its
  * agent runs), and run_as=UID:GID, under which the process forks the
@@ -23,18 +23,18 @@
  * the room's fence page (common/fence.h), mapped at once; every commit
  * to the database checks it (common/walbuf.h).
  *
- * The control socket (fs/control.c) lives from just before the mount is
- * announced until the session loop ends.
+ * The control socket (fs/daemon/control_socket.c) lives from just before the
+ * mount is announced until the session loop ends.
  *
  * Signals: SIGTERM, SIGINT and SIGHUP end the session loop (libfuse's
  * handlers), after which the mount is removed and pending work committed.
  *
  * Threads: up to MOUNT_MAX_THREADS of libfuse's request workers, the
- * committer and the reclaimer (fs/fs_int.h says what each may lock), all
+ * committer and the reclaimer (fs/engine/fs_int.h says what each may lock), all
  * on one malloc arena (mount_malloc_config), set before any of them starts.
  */
 #include "config.h"
-#include "control.h"
+#include "control_socket.h"
 #include "fence.h"
 #include "fs.h"
 #include "fuse_ops.h"

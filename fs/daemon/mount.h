@@ -1,6 +1,6 @@
 /*
- * mount.h: mounting a workspace database (fs/mount.c) and the mount lock
- * that keeps a database mounted at most once (fs/lockfile.c).
+ * mount.h: mounting a workspace database (fs/daemon/mount.c) and the mount lock
+ * that keeps a database mounted at most once (fs/daemon/lockfile.c).
  */
 #ifndef ATRIUM_MOUNT_H
 #define ATRIUM_MOUNT_H

@@ -1,6 +1,6 @@
 /*
  * mount_confine.c: a mount's daemon gives up root before it serves a
- * request (mount_confine.h).  Called by fs/mount.c under -o run_as.
+ * request (mount_confine.h).  Called by fs/daemon/mount.c under -o run_as.
  *
  * Why: the daemon parses every byte the room's commands write and every
  * name they choose; one memory bug in it must not be root on the host.

@@ -1,7 +1,7 @@
 /*
  * mount_confine.h: a mount's daemon serves its requests without root
  * (mount_confine.c), and a small root parent takes the mount down when it
- * ends (mount_keeper.c).  Used by fs/mount.c when `-o run_as=UID:GID` is
+ * ends (mount_keeper.c).  Used by fs/daemon/mount.c when `-o run_as=UID:GID` is
  * given (atriumd gives the room's uid and gid).
  */
 #ifndef ATRIUM_MOUNT_CONFINE_H

@@ -1,8 +1,8 @@
 /*
  * mount_holder.c: who holds a workspace database's mount, for the message
- * of a refused `atrium-fs mount` (fs/mount.c) or of a refused offline
+ * of a refused `atrium-fs mount` (fs/daemon/mount.c) or of a refused offline
  * command that would change the database (mount_holder_refuse), and for
- * the record the daemon leaves in the lock file (fs/lockfile.c).
+ * the record the daemon leaves in the lock file (fs/daemon/lockfile.c).
  *
  * A daemon serves its database until the kernel ends its FUSE connection,
  * and the kernel does so only when the last mount of it is gone from every

@@ -1,6 +1,6 @@
 /*
  * mount_keeper.c: the root parent of a mount's daemon that gives up root
- * (mount_confine.h).  Called by fs/mount.c under -o run_as.
+ * (mount_confine.h).  Called by fs/daemon/mount.c under -o run_as.
  *
  * Only root may remove the mount the daemon made as root, and the daemon
  * must not keep root to do it at its end.  So the process that was asked

@@ -492,8 +492,8 @@ chunks_truncate(struct fs *fs, uint64_t ino, uint64_t size)
 	return chunks_trim(fs, ino, size);
 }
 
-/* Delete the chunks of ino with from <= idx < to (fs/reclaim.c: garbage a
- * growing file uncovers).  0 or -errno. */
+/* Delete the chunks of ino with from <= idx < to (fs/engine/reclaim.c: garbage
+ * a growing file uncovers).  0 or -errno. */
 int
 chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to)
 {
@@ -512,7 +512,7 @@ chunks_drop_range(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to)
 }
 
 /* Delete at most max chunks of ino at idx >= from, the lowest first (one
- * batch of fs/reclaim.c).  The number deleted, or -errno. */
+ * batch of fs/engine/reclaim.c).  The number deleted, or -errno. */
 int
 chunks_free_batch(struct fs *fs, uint64_t ino, uint64_t from, int max)
 {

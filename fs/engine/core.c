@@ -1,7 +1,7 @@
 /*
  * core.c: the filesystem operations of fs.h, each one atomic.  Called by
- * fs/fuse_ops.c (one call per FUSE request), fs/main.c (mkfs) and the unit
- * tests.  Each public function takes fs->lock; a mutating one runs inside
+ * fs/daemon/fuse_ops.c (one call per FUSE request), fs/fs_main.c (mkfs) and the
+ * unit tests.  Each public function takes fs->lock; a mutating one runs inside
  * db_op_begin/db_op_end so that a failure part way leaves nothing behind.
  *
  * Permission checks are the kernel's (the mount uses default_permissions);
@@ -871,7 +871,7 @@ fs_write_back(struct fs *fs, uint64_t ino, uint64_t off, const void *buf,
 }
 
 /* fallocate PUNCH_HOLE (always with KEEP_SIZE) and ZERO_RANGE on a:
- * the range becomes a hole (fs/holes.c); ZERO_RANGE without KEEP_SIZE
+ * the range becomes a hole (fs/engine/holes.c); ZERO_RANGE without KEEP_SIZE
  * extends the file to its end, as on ext4.  mtime and ctime now. */
 static int
 core_zero_range(struct fs *fs, const struct fs_attr *a, int mode, uint64_t off,
@@ -961,7 +961,8 @@ fs_seek(struct fs *fs, uint64_t ino, uint64_t off, int whence, uint64_t *out)
 }
 
 /* Space of the disk holding the database, less the reserve kept for
- * deletions (fs/space.c), within the quota (fs/quota.c): 0 or -errno. */
+ * deletions (fs/engine/space.c), within the quota (fs/engine/quota.c): 0 or
+ * -errno. */
 int
 fs_statfs(struct fs *fs, struct fs_statfs *out)
 {

@@ -1,6 +1,6 @@
 /*
  * fdfiles.c: files given as open descriptors, opened by SQLite by name
- * (fdfiles.h).  Called by fs/main.c (export-room's --fd) before any
+ * (fdfiles.h).  Called by fs/fs_main.c (export-room's --fd) before any
  * database is opened, and by the code that checks a database exists.
  *
  * Why: `atrium-fs export-room` reads a room's room.db and workspace.db,

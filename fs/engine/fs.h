@@ -1,8 +1,8 @@
 /*
  * fs.h: the atrium-fs core, a POSIX filesystem kept in one SQLite file.
  *
- * The core knows nothing of FUSE: fs/fuse_ops.c adapts it to the kernel,
- * fs/main.c uses it for mkfs and fsck, and later export, import and
+ * The core knows nothing of FUSE: fs/daemon/fuse_ops.c adapts it to the kernel,
+ * fs/fs_main.c uses it for mkfs and fsck, and later export, import and
  * snapshots use it the same way.  Everything is keyed by inode number (the
  * SQLite rowid of the inode, which is also the FUSE inode number; the root
  * is FS_ROOT_INO), never by path.
@@ -10,10 +10,10 @@
  * Threads: every public fs_* function takes the filesystem's one mutex, so
  * any thread may call any function.  The exception: fs_getxattr and
  * fs_listxattr of an inode that has no extended attribute are answered
- * from a cache under a lock of its own (fs/xattr.c), so they never wait
+ * from a cache under a lock of its own (fs/engine/xattr.c), so they never wait
  * behind another call, a commit or an fsync; nor does fs_error.  Mutating
  * calls run in a savepoint inside a longer transaction that is committed
- * in groups (see fs/db.c), so each call is atomic and the database is
+ * in groups (see fs/engine/db.c), so each call is atomic and the database is
  * consistent at every commit.
  *
  * Errors: every function returns 0 (or a byte count) or -errno.  A call
@@ -21,7 +21,7 @@
  * nearly full, and -EDQUOT when it would pass the workspace's quota (calls
  * that free space still work in both cases); once a failed commit has
  * lost work already answered, every mutating call and fs_sync get -EIO
- * until the filesystem is opened again (fs/db.c tells why).
+ * until the filesystem is opened again (fs/engine/db.c tells why).
  */
 #ifndef ATRIUM_FS_H
 #define ATRIUM_FS_H
@@ -116,7 +116,7 @@ struct fs_statfs {
 	uint64_t bsize, blocks, bfree, bavail, files, ffree, namemax;
 };
 
-/* --- lifecycle (fs/core.c) --- */
+/* --- lifecycle (fs/engine/core.c) --- */
 
 /* Create a new filesystem at path whose root is owned by uid:gid.
  * -EEXIST when path exists and is not empty. */
@@ -134,7 +134,7 @@ int fs_committer_start(struct fs *fs, unsigned interval_ms);
 void fs_committer_stop(struct fs *fs);
 
 /* From fs_reclaimer_start on, deleting or truncating a big file frees its
- * chunks in the background (fs/reclaim.c): with thread, a thread of its
+ * chunks in the background (fs/engine/reclaim.c): with thread, a thread of its
  * own does it; else the caller calls fs_reclaim_batch, which does one unit
  * of it: 1 when it did some, 0 when nothing is left, or -errno. */
 int fs_reclaimer_start(struct fs *fs, int thread);
@@ -142,21 +142,22 @@ void fs_reclaimer_stop(struct fs *fs);
 int fs_reclaim_batch(struct fs *fs);
 
 /* Give the pages deletes freed inside the database back to the disk, in
- * bounded batches with fs->lock released between them (fs/vacuum.c): the
+ * bounded batches with fs->lock released between them (fs/engine/vacuum.c): the
  * pages given back, -EOPNOTSUPP for a database without SQLite's pointer
  * map (only `atrium-fs compact` of the unmounted file shrinks it), or
  * -errno. */
 int64_t fs_vacuum(struct fs *fs);
 
 /* Commit pending work now; durable on disk when full is set.  0 or -errno;
- * -EIO for ever once a failed commit lost answered work (see fs/db.c). */
+ * -EIO for ever once a failed commit lost answered work (see
+ * fs/engine/db.c). */
 int fs_sync(struct fs *fs, int full);
 
 /* 0, or -EIO once the filesystem has failed that way (read-only until it is
  * opened again).  Read without the lock. */
 int fs_error(struct fs *fs);
 
-/* --- names and inodes (fs/core.c) --- */
+/* --- names and inodes (fs/engine/core.c) --- */
 
 /* Look up name in parent.  With pin, the inode's lookup count goes up by one. */
 int fs_lookup(struct fs *fs, uint64_t parent, const char *name, int pin,
@@ -188,7 +189,7 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name,
 int fs_readdir(struct fs *fs, uint64_t ino, int64_t off, int plus,
     fs_readdir_cb cb, void *arg);
 
-/* --- content (fs/core.c over fs/chunks.c) --- */
+/* --- content (fs/engine/core.c over fs/engine/chunks.c) --- */
 
 /* Read up to size bytes at off into buf; bytes read or -errno. */
 ssize_t fs_read(struct fs *fs, uint64_t ino, uint64_t off, void *buf,
@@ -210,23 +211,24 @@ int fs_truncate(struct fs *fs, uint64_t ino, uint64_t size);
  * ZERO_RANGE extending the file as on ext4.  Other modes: -EOPNOTSUPP. */
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, uint64_t off,
     uint64_t len);
-/* lseek SEEK_DATA / SEEK_HOLE (fs/holes.c): the offset into *out, -ENXIO at
- * or past the end or when only holes follow off. */
+/* lseek SEEK_DATA / SEEK_HOLE (fs/engine/holes.c): the offset into *out, -ENXIO
+ * at or past the end or when only holes follow off. */
 int fs_seek(struct fs *fs, uint64_t ino, uint64_t off, int whence,
     uint64_t *out);
 
 int fs_statfs(struct fs *fs, struct fs_statfs *out);
 
-/* --- quota (fs/quota.c) --- */
+/* --- quota (fs/engine/quota.c) --- */
 
 /* Limit the bytes stored and the inodes (0: no limit); a call that would
  * grow past one gets -EDQUOT, one that frees always works.  Call before
  * serving; the first limit counts the workspace once.  0 or -errno. */
 int fs_quota_set(struct fs *fs, uint64_t bytes, uint64_t inodes);
 /* 1 when little of the byte quota is left: writers should bypass the
- * kernel's writeback cache, so that EDQUOT reaches write(2) (fs/quota.c). */
+ * kernel's writeback cache, so that EDQUOT reaches write(2)
+ * (fs/engine/quota.c). */
 int fs_quota_near(struct fs *fs);
-/* What the quota counts now (see fs/quota.c).  0. */
+/* What the quota counts now (see fs/engine/quota.c).  0. */
 int fs_quota_usage(struct fs *fs, uint64_t *bytes, uint64_t *inodes);
 /* The limits fs_quota_set last noted in the database (0: none, or never
  * set): the quota of the daemon that last mounted it.  0 or -errno. */
@@ -242,7 +244,7 @@ struct fs_quota_figures {
 };
 int fs_quota_figures(struct fs *fs, struct fs_quota_figures *out);
 
-/* --- extended attributes (fs/xattr.c) --- */
+/* --- extended attributes (fs/engine/xattr.c) --- */
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
     const void *value, size_t size, int flags);
 /* Value size, or copied into buf when size > 0 (-ERANGE when too small). */
@@ -252,7 +254,7 @@ ssize_t fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void *buf,
 ssize_t fs_listxattr(struct fs *fs, uint64_t ino, char *buf, size_t size);
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
 
-/* --- space used (fs/du.c) --- */
+/* --- space used (fs/offline/du.c) --- */
 
 /* What a database stores against its size on disk. */
 struct fs_du {
@@ -269,7 +271,7 @@ struct fs_du {
  * 0 or -errno, as fs_open. */
 int fs_du(const char *path, struct fs_du *out);
 
-/* --- snapshots (fs/snapshot.c, fs/restore.c) --- */
+/* --- snapshots (fs/engine/snapshot.c, fs/engine/restore.c) --- */
 
 /* A snapshot name: 1..FS_SNAPSHOT_NAME_MAX bytes of [A-Za-z0-9._:@+-], not
  * starting with '-'. */
@@ -299,16 +301,16 @@ struct fs_notify {
  * notify (mounted) flushes the kernel's dirty pages first.  -EINVAL for a
  * bad name, -EEXIST when one has that name, -EDQUOT when what it would
  * keep does not fit in the quota (figures into *why when not NULL), unless
- * flags has FS_SNAPSHOT_UNDO (fs/quota.c: an undo point). */
+ * flags has FS_SNAPSHOT_UNDO (fs/engine/quota.c: an undo point). */
 #define FS_SNAPSHOT_UNDO 1
 int fs_snapshot_take(struct fs *fs, const char *name, int flags,
     const struct fs_notify *notify, struct fs_quota_figures *why);
-/* Make the tree what snapshot name saw; the snapshot stays (fs/restore.c).
- * Inodes the kernel holds that the snapshot lacks or has otherwise stay,
- * unlinked, for the files open on them (the snapshot's version of such a
- * file comes back under a new inode number).  notify is NULL when nothing
- * is mounted; else it hears of each name and inode the kernel holds whose
- * rows changed.  -ENOENT, -EUCLEAN (a snapshot without its root), -EDQUOT
+/* Make the tree what snapshot name saw; the snapshot stays
+ * (fs/engine/restore.c). Inodes the kernel holds that the snapshot lacks or has
+ * otherwise stay, unlinked, for the files open on them (the snapshot's version
+ * of such a file comes back under a new inode number).  notify is NULL when
+ * nothing is mounted; else it hears of each name and inode the kernel holds
+ * whose rows changed.  -ENOENT, -EUCLEAN (a snapshot without its root), -EDQUOT
  * past the quota. */
 int fs_snapshot_restore(struct fs *fs, const char *name,
     const struct fs_notify *notify);
@@ -317,7 +319,7 @@ int fs_snapshot_drop(struct fs *fs, const char *name);
 /* cb for each snapshot, oldest first, until it returns non-zero. */
 int fs_snapshot_list(struct fs *fs, fs_snapshot_cb cb, void *arg);
 
-/* --- what changed since a snapshot (fs/snapdiff.c) --- */
+/* --- what changed since a snapshot (fs/engine/snapdiff.c) --- */
 
 /* The most entries a diff answers by default. */
 #define FS_DIFF_MAX 1000
@@ -332,10 +334,10 @@ int fs_snapshot_diff(struct fs *fs, const char *name, size_t max,
 
 /* A handle of ino was opened (delta 1) or closed (-1) for writing: while
  * one is open the kernel may hold dirty pages, which snapshot and restore
- * have it write back first (fs/inode.c). */
+ * have it write back first (fs/engine/inode.c). */
 void fs_writers(struct fs *fs, uint64_t ino, int delta);
 
-/* A request from the mount changed the tree (fs/fuse_ops.c notes each
+/* A request from the mount changed the tree (fs/daemon/fuse_ops.c notes each
  * one that succeeded).  fs_changes: the count, which starts at the
  * mount's time in nanoseconds, so that two values from different mounts
  * differ: a caller compares the values it read before and after
@@ -344,13 +346,14 @@ void fs_writers(struct fs *fs, uint64_t ino, int delta);
 void fs_changed(struct fs *fs);
 uint64_t fs_changes(struct fs *fs);
 
-/* The mount's request counts and latency (fs/opstats.h), noted by
- * fs/fuse_timed.c and read by fs/control.c's "stats".  Never NULL. */
+/* The mount's request counts and latency (fs/engine/opstats.h), noted by
+ * fs/daemon/fuse_timed.c and read by fs/daemon/control_socket.c's "stats".
+ * Never NULL. */
 struct opstats *fs_opstats(struct fs *fs);
 
-/* --- fsck (fs/fsck.c) --- */
+/* --- fsck (fs/engine/fsck.c) --- */
 
-/* Check every invariant of fs/schema.c; each problem is passed to report
+/* Check every invariant of fs/engine/schema.c; each problem is passed to report
  * (may be NULL).  The number of problems found, or -errno. */
 typedef void (*fsck_report_cb)(void *arg, const char *problem);
 int fsck_run(const char *path, int mounted, fsck_report_cb report, void *arg);

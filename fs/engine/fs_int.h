@@ -46,7 +46,8 @@
  * bytes) and its entries' records, as ext4's grows. */
 #define STORED_DIR_BLOCK 4096
 #define STORED_DIR_DOTS 24
-/* The times ext4 keeps with 256-byte inodes (fs/inode.c clamps to them). */
+/* The times ext4 keeps with 256-byte inodes (fs/engine/inode.c clamps to
+ * them). */
 #define FS_TIME_MIN (-2147483648LL)    /* 1901-12-13 20:45:52 UTC */
 #define FS_TIME_MAX 15032385535LL      /* 2446-05-10 22:38:55 UTC */
 /* Inodes the reclaimer remembers; more start a scan instead (reclaim.c). */

@@ -1,7 +1,7 @@
 /*
  * fsck.c: check a workspace database against the invariants I1..I11 listed
- * at the head of fs/schema.c.  Called by `atrium-fs fsck` (fs/main.c) and
- * the unit tests.  Read-only: it opens its own read-only connection and
+ * at the head of fs/engine/schema.c.  Called by `atrium-fs fsck` (fs/fs_main.c)
+ * and the unit tests.  Read-only: it opens its own read-only connection and
  * never repairs.
  *
  * Each check is one query whose rows are the problems, already worded by

@@ -16,7 +16,7 @@
  * then loses its trailing zeros (bytes past a chunk's end read as zeros
  * anyway), and is deleted when nothing but zeros is left.  So a punched
  * chunk is gone and its bytes leave stat's st_blocks and the quota (both
- * follow the rows, fs/stored.c and fs/quota.c).
+ * follow the rows, fs/engine/stored.c and fs/engine/quota.c).
  */
 #include "fs_int.h"
 

@@ -1,7 +1,7 @@
 /*
- * inoset.h: a bounded set of inode numbers (fs/inoset.c).  No locking and
- * no knowledge of the filesystem: its owner (fs/xattr.c) says what the
- * members mean and guards it.
+ * inoset.h: a bounded set of inode numbers (fs/engine/inoset.c).  No locking
+ * and no knowledge of the filesystem: its owner (fs/engine/xattr.c) says what
+ * the members mean and guards it.
  */
 #ifndef ATRIUM_FS_INOSET_H
 #define ATRIUM_FS_INOSET_H

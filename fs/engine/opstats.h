@@ -1,8 +1,8 @@
 /*
  * opstats.h: counts and latency of a mount's requests, by kind
- * (fs/opstats.c), for atriumd's GET /metrics.  fs/fuse_timed.c times
- * every request that gets a reply and notes it here; fs/control.c's
- * "stats" reads the counts.
+ * (fs/engine/opstats.c), for atriumd's GET /metrics.  fs/daemon/fuse_timed.c
+ * times every request that gets a reply and notes it here;
+ * fs/daemon/control_socket.c's "stats" reads the counts.
  *
  * Workload: one note per FUSE request, from any of the session's worker
  * threads, so a note is a few relaxed atomic adds and never a lock.  A

@@ -131,7 +131,7 @@ static const char quota_triggers[] =
 	" main.inodes BEGIN SELECT quota_add(0, -1); END;";
 
 /* What only snapshots keep (see the head).  A block's every chunk and
- * snap_chunk has the same len (fs/schema.c, I10). */
+ * snap_chunk has the same len (fs/engine/schema.c, I10). */
 #define QUOTA_SNAP_NAMED(b) " EXISTS (SELECT 1 FROM snap_chunks WHERE block = " b ")"
 #define QUOTA_LIVE_NAMED(b) " EXISTS (SELECT 1 FROM chunks WHERE block = " b ")"
 #define QUOTA_ROW "64"
@@ -387,7 +387,7 @@ fs_quota_figures(struct fs *fs, struct fs_quota_figures *out)
  * left.  Why it matters: with the writeback cache, write(2) returns once
  * the kernel has the page; an EDQUOT from its later writeback reaches
  * the writer only as close's EIO (the kernel keeps just ENOSPC and EIO
- * for close, see fs/fuse_ops.c).  Near the quota, files are opened in
+ * for close, see fs/daemon/fuse_ops.c).  Near the quota, files are opened in
  * direct I/O so each write(2) gets EDQUOT itself. */
 int
 fs_quota_near(struct fs *fs)

@@ -61,7 +61,7 @@
  *      here (truncate: invalidate_inode_pages2 after the setattr, which
  *      writes each dirty page back first; fallocate and copy_file_range:
  *      the range written back and dropped), and whatever this daemon
- *      changes behind it (a snapshot restore, control.c; lseek's holes,
+ *      changes behind it (a snapshot restore, control_socket.c; lseek's holes,
  *      fuse_ops.c) it invalidates itself.  A read the cache misses comes
  *      here, after every write-back it depends on has been answered.
  *   2. A pooled reader, under the one rule below.
@@ -362,9 +362,9 @@ readers_init(struct fs *fs)
 }
 
 /* From now on every read goes to the writer's connection, under fs->lock:
- * a whole-tree reader (fs/tree.c) holds one read transaction open there, so
- * that all it reads is of one moment, which pooled reads (a snapshot each)
- * would not be.  Before any reader runs. */
+ * a whole-tree reader (fs/offline/tree.c) holds one read transaction open
+ * there, so that all it reads is of one moment, which pooled reads (a snapshot
+ * each) would not be.  Before any reader runs. */
 void
 readers_off(struct fs *fs)
 {

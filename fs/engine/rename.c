@@ -1,6 +1,6 @@
 /*
  * rename.c: fs_rename, the one operation that touches two directories and up
- * to two inodes at once.  Called by fs/fuse_ops.c and the unit tests.
+ * to two inodes at once.  Called by fs/daemon/fuse_ops.c and the unit tests.
  *
  * Rules kept here, as a Linux filesystem keeps them: renaming a file over an
  * existing file replaces it (ENOTDIR/EISDIR on a type mismatch), a directory

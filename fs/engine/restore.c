@@ -2,9 +2,9 @@
  * restore.c: making the live tree what a snapshot saw (fs.h:
  * fs_snapshot_restore), and, on a mounted workspace, telling the kernel
  * what that changed.  Called by `atrium-fs restore` on an unmounted
- * database (fs/main.c, no notify), through the control socket on a mounted
- * one (fs/control.c: the command, atrium-agent's undo), and by the unit
- * tests.  Taking, dropping and listing snapshots is snapshot.c's.
+ * database (fs/fs_main.c, no notify), through the control socket on a mounted
+ * one (fs/daemon/control_socket.c: the command, atrium-agent's undo), and by
+ * the unit tests.  Taking, dropping and listing snapshots is snapshot.c's.
  *
  * The steps.  1 runs without fs->lock; 2 to 5 are one operation of the
  * grouped commits (db.c) under it, committed durably; 6 runs without it
@@ -120,7 +120,7 @@ struct restore_inval_list {
  * keep set; same compares a live row c with a snapshot row s of one
  * inode.  Each is one pass over a table with a primary-key look-up per
  * row.  Times alone could not tell these: two changes within one tick of
- * the clock that stamps them (the kernel's coarse clock, fs/inode.c)
+ * the clock that stamps them (the kernel's coarse clock, fs/engine/inode.c)
  * leave the same ctime. */
 #define RESTORE_DIFFER(t, same) \
 	"INSERT INTO temp.snap_differs(ino, keep) SELECT c.ino, 1 FROM " t " c " \
@@ -435,7 +435,7 @@ restore_locked(struct fs *fs, int64_t id, struct restore_inval_list *inv)
 	    (r = db_op_begin(fs, grow, 0)) < 0)
 		return r;
 	/* It brings back what the snapshot kept, which was counted: a full
-	 * room must still be able to go back (fs/quota.c). */
+	 * room must still be able to go back (fs/engine/quota.c). */
 	fs->quota_exempt = 1;
 	if ((r = db_op_end(fs, restore_op(fs, id, inv))) < 0 ||
 	    (r = db_commit(fs, 1)) < 0)

@@ -1,8 +1,8 @@
 /*
  * schema.c: the on-disk format of workspace.db, its invariants and its
- * migrations.  fs/core.c calls schema_create from mkfs and schema_open_check
- * whenever it opens a database; fs/fsck.c checks the invariants listed here.
- * man/atrium-fs.8 documents the same tables.
+ * migrations.  fs/engine/core.c calls schema_create from mkfs and
+ * schema_open_check whenever it opens a database; fs/engine/fsck.c checks the
+ * invariants listed here. man/atrium-fs.8 documents the same tables.
  *
  * Tables (user_version 3):
  *
@@ -22,7 +22,7 @@
  *       stored is what the inode keeps: a regular file's chunk bytes
  *       (st_blocks), a directory's entry records, 8 + the name's length
  *       rounded up to 4 each (st_size), 0 for the others; TEMP triggers
- *       keep it (fs/stored.c).  size is 0 for a directory.
+ *       keep it (fs/engine/stored.c).  size is 0 for a directory.
  *   dirents(id INTEGER PRIMARY KEY, parent, name TEXT, ino)
  *       One row per name.  id is the readdir cookie: stable while other
  *       entries come and go, and kept by rename.  UNIQUE(parent, name).
@@ -38,8 +38,8 @@
  *   xattrs(ino, name TEXT, value BLOB, PRIMARY KEY(ino, name))
  *   snapshots(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE,
  *             created)
- *       created is ns since the epoch.  fs/snapshot.c takes and drops
- *       them, fs/restore.c restores them.
+ *       created is ns since the epoch.  fs/engine/snapshot.c takes and drops
+ *       them, fs/engine/restore.c restores them.
  *   snap_inodes, snap_dirents, snap_chunks, snap_symlinks, snap_xattrs
  *       The rows of inodes, dirents, chunks, symlinks and xattrs of every
  *       linked inode as they were when snapshot snap was taken, each keyed
@@ -52,9 +52,9 @@
  * import alike, keeps them) delete a block when the last chunk or
  * snap_chunk naming it goes, so no counter row is rewritten by a write, a
  * snapshot or a drop.  A write to a block that a snapshot names copies it
- * first (fs/chunks.c), so a snapshot never sees a later write.
+ * first (fs/engine/chunks.c), so a snapshot never sees a later write.
  *
- * Invariants (fs/fsck.c checks each one):
+ * Invariants (fs/engine/fsck.c checks each one):
  *   I1  the root (ino 1) exists, is a directory and has no dirent.
  *   I2  every dirent's parent is an existing directory and its ino exists.
  *   I3  names are 1..255 bytes, contain no '/' and are not "." or "..".
@@ -67,7 +67,7 @@
  *   I6  chunks belong to existing regular files; 0 < len <= chunk_size and
  *       idx*chunk_size + len <= size, except chunks wholly past the size
  *       (idx*chunk_size >= size), which a deferred truncate leaves for the
- *       reclaimer (fs/reclaim.c) and, like unlinked inodes, exist only while
+ *       reclaimer (fs/engine/reclaim.c) and, like unlinked inodes, exist only while
  *       a mounted daemon is freeing them (or until the next mount).
  *   I7  a symlink has exactly one symlinks row and its size is the target's
  *       length; symlinks rows belong to symlinks; xattrs to existing inodes.

@@ -1,8 +1,8 @@
 /*
  * snapdiff.c: what changed in the live tree since a snapshot, by path
- * (fs.h: fs_snapshot_diff).  Called by `atrium-fs diff DB NAME` (fs/main.c)
- * and by the control socket's diff verb (fs/control.c), through which
- * atrium-agent previews an undo.
+ * (fs.h: fs_snapshot_diff).  Called by `atrium-fs diff DB NAME` (fs/fs_main.c)
+ * and by the control socket's diff verb (fs/daemon/control_socket.c), through
+ * which atrium-agent previews an undo.
  *
  * Both trees are walked from the root by a recursive query over their
  * dirents (snap_dirents for the snapshot) and joined by path:

@@ -1,10 +1,10 @@
 /*
  * snapshot.c: named snapshots of the whole tree, and dropping and listing
  * them (fs.h: fs_snapshot_*); restoring one is restore.c's.  Called by
- * `atrium-fs snapshot`, `snapshots` and `drop` (fs/main.c) on an unmounted
- * database, through the control socket (fs/control.c) on a mounted one,
- * and by the unit tests; each call takes fs->lock and is one operation of
- * the grouped commits (db.c), committed durably before it returns.
+ * `atrium-fs snapshot`, `snapshots` and `drop` (fs/fs_main.c) on an unmounted
+ * database, through the control socket (fs/daemon/control_socket.c) on a
+ * mounted one, and by the unit tests; each call takes fs->lock and is one
+ * operation of the grouped commits (db.c), committed durably before it returns.
  *
  * What a snapshot is (schema.c): a copy of the metadata rows of every
  * linked inode (inodes, dirents, chunks, symlinks, xattrs) in the snap_

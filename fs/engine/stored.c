@@ -10,7 +10,7 @@
  * chunks or the entries at each getattr would cost a scan per stat, and the
  * kernel asks for a directory's attributes after every create in it.
  *
- * How it is kept: TEMP triggers on this connection (as fs/quota.c counts
+ * How it is kept: TEMP triggers on this connection (as fs/engine/quota.c counts
  * bytes) add each chunk's and each entry's change to its inode's row, so
  * every path that writes, truncates, punches, renames or frees rows in the
  * background keeps it right without being taught about it.

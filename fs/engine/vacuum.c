@@ -1,7 +1,7 @@
 /*
  * vacuum.c: giving the pages that deletes freed inside the database back
  * to the disk (fs.h: fs_vacuum), mounted or not.  Called by compact.c
- * (`atrium-fs compact` on an unmounted database) and control.c (the same
+ * (`atrium-fs compact` on an unmounted database) and control_socket.c (the same
  * command through a mounted daemon).
  *
  * Why: SQLite keeps freed pages in the file for later writes (space.c

@@ -1,5 +1,6 @@
 /*
- * xattr.c: extended attributes (the xattrs table).  Called by fs/fuse_ops.c.
+ * xattr.c: extended attributes (the xattrs table).  Called by
+ * fs/daemon/fuse_ops.c.
  *
  * The user.*, trusted.* and security.* namespaces are stored as given (the
  * kernel has already checked the caller may use them), with two exceptions

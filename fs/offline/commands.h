@@ -1,9 +1,9 @@
 /*
  * commands.h: the atrium-fs commands that move a whole tree or mend one,
- * each in a file of its own (fs/export.c, fs/import.c, fs/repair.c,
- * fs/compact.c), and
+ * each in a file of its own (fs/offline/export.c, fs/offline/import.c,
+ * fs/offline/repair.c, fs/offline/compact.c), and
  * the wording they share for a database that cannot be opened.  Called by
- * fs/main.c.  Each returns the process's exit status and has said on
+ * fs/fs_main.c.  Each returns the process's exit status and has said on
  * stderr what went wrong.
  */
 #ifndef ATRIUM_FS_COMMANDS_H
@@ -47,14 +47,14 @@ struct archive *import_archive_open(int fd);
 int import_into(const char *db, struct archive *a,
     const struct import_opts *o);
 
-/* A whole room (fs/room_archive.c): write room_dir's archive (header,
+/* A whole room (fs/offline/room_archive.c): write room_dir's archive (header,
  * room.db, workspace) to fd, its copy of room.db saying it came from room
  * (NULL: room_dir's last component, when that is a room name); 0, 1 on
  * failure, 2 on a usage error. */
 int room_export_run(const char *room_dir, const char *room, int fd);
 
-/* Wait for the answer of the workspace's daemon (fs/control.c) to the
- * "commit" atriumd sent on fd, then close fd: 0 once committed, so that
+/* Wait for the answer of the workspace's daemon (fs/daemon/control_socket.c) to
+ * the "commit" atriumd sent on fd, then close fd: 0 once committed, so that
  * the export has every change answered before it was asked for; else 1
  * (said). */
 int room_export_await_commit(int fd);

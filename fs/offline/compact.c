@@ -1,14 +1,14 @@
 /*
  * compact.c: `atrium-fs compact DB`, giving the disk back the pages that
  * deleted files and dropped snapshots left free inside an unmounted
- * database.  Called by fs/main.c.
+ * database.  Called by fs/fs_main.c.
  *
  * Why: SQLite keeps freed pages in the file for later writes (space.c
  * counts them as free room), so a workspace that once held a big file
  * stays that big on the disk.
  *
  * How: fs_vacuum (vacuum.c), in bounded batches, as the mounted daemon
- * does it when asked through its control socket (fs/main.c sends the
+ * does it when asked through its control socket (fs/fs_main.c sends the
  * command there when the database is mounted).  A database made before the
  * pointer map (auto_vacuum NONE, older releases) cannot shrink that way:
  * unmounted, it is rewritten whole once with VACUUM, which also gives it

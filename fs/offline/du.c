@@ -1,6 +1,6 @@
 /*
  * du.c: what a workspace database stores against what it costs on disk,
- * for `atrium-fs du DB` (fs/main.c, man/atrium-fs.8).  Read-only, like
+ * for `atrium-fs du DB` (fs/fs_main.c, man/atrium-fs.8).  Read-only, like
  * fsck: its own read-only connection sees the last committed state, so it
  * is safe while the database is mounted.
  *

@@ -1,6 +1,6 @@
 /*
- * explain.c: one wording, for every command of fs/main.c and
- * fs/commands.h, of why a workspace database could not be opened.
+ * explain.c: one wording, for every command of fs/fs_main.c and
+ * fs/offline/commands.h, of why a workspace database could not be opened.
  */
 #include "commands.h"
 

@@ -1,8 +1,8 @@
 /*
  * export.c: `atrium-fs export DB [SNAPSHOT]`, a workspace tree as a pax
- * tar on a file descriptor.  Called by fs/main.c; reads through a tree view
- * (fs/tree.h), so that a snapshot exports like the live tree, and writes
- * through libarchive.
+ * tar on a file descriptor.  Called by fs/fs_main.c; reads through a tree view
+ * (fs/offline/tree.h), so that a snapshot exports like the live tree, and
+ * writes through libarchive.
  *
  * What the archive holds (man/atrium-fs.8 says the same):
  *   - "./" for the root, then "./PATH" for every entry, depth first, each
@@ -21,12 +21,12 @@
  *     a pax sparse file (GNU.sparse 1.0), its data ranges found by
  *     SEEK_DATA / SEEK_HOLE, so a 1 GiB file with one byte costs one block.
  *   Names are written in UTF-8 (a name that is no UTF-8 as its bytes, with
- *   hdrcharset=BINARY: fs/main.c runs export in the C.UTF-8 locale).  Sockets
+ *   hdrcharset=BINARY: fs/fs_main.c runs export in the C.UTF-8 locale).  Sockets
  *   cannot be in a tar: they are skipped, each with a note on stderr.
  *
  * export_into writes the same entries into an archive the caller opened,
  * under another root name (a room's archive puts the tree under
- * "workspace", fs/room_archive.c).
+ * "workspace", fs/offline/room_archive.c).
  *
  * Workload: a tree of any size in bounded memory.  The walk keeps one
  * cookie per directory level and the current path; data moves through one

@@ -1,6 +1,6 @@
 /*
  * import.c: `atrium-fs import DB`, a tar archive from a file descriptor
- * into a new workspace.  Called by fs/main.c; reads through libarchive
+ * into a new workspace.  Called by fs/fs_main.c; reads through libarchive
  * (any tar it knows: pax, GNU, ustar; compressed or not) and writes
  * through the core's own calls (fs_mknod, fs_symlink, fs_link, fs_write,
  * fs_setxattr, fs_setattr), so every rule of the core holds for what it
@@ -33,9 +33,9 @@
  * held, with its lock file when this command made that too.
  *
  * import_into reads the rest of an archive the caller opened (a room's
- * archive, fs/room_archive.c), where every member must be under a prefix
- * that is cut off, every inode may be given one owner, and the workspace's
- * quota holds while it fills (-EDQUOT ends it).
+ * archive, fs/offline/room_archive.c), where every member must be under a
+ * prefix that is cut off, every inode may be given one owner, and the
+ * workspace's quota holds while it fills (-EDQUOT ends it).
  *
  * Workload: any size in bounded memory.  Data moves a block at a time from
  * libarchive to fs_write; sparse members only write their data ranges and
@@ -349,7 +349,7 @@ import_data(struct import *im, struct archive_entry *e, uint64_t ino)
 }
 
 /* Refuse a member with an ACL beyond its mode bits: a workspace keeps no
- * POSIX ACLs (fs/xattr.c refuses system.* attributes), and dropping one
+ * POSIX ACLs (fs/engine/xattr.c refuses system.* attributes), and dropping one
  * could grant what it denied (a named user's "---").  0 or -1. */
 static int
 import_acls(struct import *im, struct archive_entry *e)

@@ -1,7 +1,7 @@
 /*
  * reown.c: `atrium-fs reown DB FROM TO`, giving every file of an unmounted
  * workspace that one uid (or gid) owns to another, in the live tree and
- * in every snapshot.  Called by fs/main.c.
+ * in every snapshot.  Called by fs/fs_main.c.
  *
  * Why: rooms made before each room had a sandbox uid of its own all ran as
  * one uid (64222 by default), so their commands could signal and trace one

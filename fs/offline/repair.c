@@ -1,9 +1,9 @@
 /*
- * repair.c: `atrium-fs fsck --repair DB`, mending what fs/fsck.c finds
+ * repair.c: `atrium-fs fsck --repair DB`, mending what fs/engine/fsck.c finds
  * wherever the mend cannot lose what a user could still read.  Called by
- * fs/main.c; fsck without --repair stays read-only (fs/fsck.c).
+ * fs/fs_main.c; fsck without --repair stays read-only (fs/engine/fsck.c).
  *
- * Each repair is a pair of queries on the invariants of fs/schema.c: one
+ * Each repair is a pair of queries on the invariants of fs/engine/schema.c: one
  * whose rows say, already worded, what is about to change (printed on
  * stdout, one line each), and one that changes it.  What is repaired:
  *   I1  entries naming the root are removed.
@@ -45,7 +45,7 @@
  * A block is rewritten in place only when no snapshot and no other chunk
  * names it; otherwise the chunk gets a new block with the bytes it keeps,
  * so a repair never changes what a snapshot holds.
- * The quota's totals are not stored (fs/quota.c counts them at each
+ * The quota's totals are not stored (fs/engine/quota.c counts them at each
  * mount), so there is nothing of them to repair.
  *
  * All of it is one transaction, taken with the mount lock held so that no

@@ -1,5 +1,5 @@
 /*
- * tree.c: the sources of fs/tree.h.  Called by fs/export.c.
+ * tree.c: the sources of fs/offline/tree.h.  Called by fs/offline/export.c.
  *
  * The live source opens the database read-only (fs_open with
  * FS_OPEN_READONLY: no migration, no cleanup, no write) and holds one read
@@ -17,7 +17,7 @@
  * walk and is reset by its next checkpoint after the view closes.
  *
  * The snapshot source, with the same table of functions, is
- * fs/tree_snap.c's tree_open_snapshot.
+ * fs/offline/tree_snap.c's tree_open_snapshot.
  */
 #include "fs_int.h"
 #include "tree.h"

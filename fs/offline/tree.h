@@ -1,6 +1,6 @@
 /*
  * tree.h: a read-only view of a whole workspace tree as it was at one
- * moment, for the programs that walk all of it (fs/export.c).
+ * moment, for the programs that walk all of it (fs/offline/export.c).
  *
  * A view is a source behind a table of functions, so that export does not
  * care where the tree comes from: tree_open_live() reads the live tree of

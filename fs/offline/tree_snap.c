@@ -1,12 +1,12 @@
 /*
- * tree_snap.c: the snapshot source of fs/tree.h, so that `atrium-fs export
- * DB SNAPSHOT` writes a tree as it was when the snapshot was taken.
- * Called by fs/export.c through tree_open_snapshot.
+ * tree_snap.c: the snapshot source of fs/offline/tree.h, so that `atrium-fs
+ * export DB SNAPSHOT` writes a tree as it was when the snapshot was taken.
+ * Called by fs/offline/export.c through tree_open_snapshot.
  *
  * It reads the snap_ tables and the blocks of one snapshot (schema 3, see
- * fs/schema.c and fs/snapshot.c) on a read-only connection (fs_open with
- * FS_OPEN_READONLY), inside one read transaction held for as long as the
- * view is open: the snapshot cannot be dropped, nor its blocks freed,
+ * fs/engine/schema.c and fs/engine/snapshot.c) on a read-only connection
+ * (fs_open with FS_OPEN_READONLY), inside one read transaction held for as long
+ * as the view is open: the snapshot cannot be dropped, nor its blocks freed,
  * half-way through the walk, whatever a mounted daemon does meanwhile.
  * The pooled readers are switched off, as for the live source.
  *
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The security label is never listed (fs/xattr.c does the same). */
+/* The security label is never listed (fs/engine/xattr.c does the same). */
 #define SNAP_XATTR_LABEL "security.selinux"
 
 struct snap_src {

@@ -1,5 +1,5 @@
 /*
- * main.c: atriumd-http, atriumd's HTTP process.  Only the monitor starts
+ * http_main.c: atriumd-http, atriumd's HTTP process.  Only the monitor starts
  * it (sshd/monitor/http_front.c), and only with --http-listen, as root,
  * with what it needs already open:
  *
@@ -10,7 +10,7 @@
  *
  *   argv: atriumd-http MONITOR-PID UID GID USER [--KEY VALUE ...]
  *
- * as atriumd-net is started (sshd/net/main.c; both read their command
+ * as atriumd-net is started (sshd/net/net_main.c; both read their command
  * line with front_start.h): the four numbers are read first, root is
  * given up (http_privdrop.h), and only then is anything else parsed:
  * the settings (the http-* keys of config.h and max-commands-per-user,

@@ -1,6 +1,6 @@
 /*
  * http_privdrop.c: atriumd-http's privileges, given up (http_privdrop.h).
- * Called by main.c once, as root, before anything else is parsed.  The
+ * Called by http_main.c once, as root, before anything else is parsed.  The
  * steps are every front's (front_privdrop.h); what is atriumd-http's own
  * is here: the trees Landlock leaves it and its seccomp allow list.
  *

@@ -1,6 +1,6 @@
 /*
  * http_server.c: atriumd-http's loop and libmicrohttpd's access handler
- * (http_server.h).  Called by main.c.
+ * (http_server.h).  Called by http_main.c.
  *
  * libmicrohttpd (MHD) runs without a thread of its own (MHD_USE_EPOLL):
  * its epoll fd is one watch of the shared loop, MHD_run serves whatever

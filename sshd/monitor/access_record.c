@@ -18,7 +18,7 @@
  *
  * The record can lag the agent by the time a report takes to arrive (a
  * loop turn of each process); the agent decides again at each hello
- * (agent/room_access.c), so a session that raced a change is judged by
+ * (agent/room_access_list.c), so a session that raced a change is judged by
  * the room itself, as before.
  *
  * Workload: a read per decision and per room listed (one small file:

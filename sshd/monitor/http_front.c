@@ -1,7 +1,7 @@
 /*
  * http_front.c: atriumd-http as the monitor starts, watches and restarts
  * it, and the token rules of its requests (http_front.h).  Called by the
- * monitor's main.c (http_front_open, before the split), monitor_loop.c
+ * monitor's monitor_main.c (http_front_open, before the split), monitor_loop.c
  * (start, reap, tick, stop) and monitor.c (allowed, identity, grants).
  *
  * The listener stays open in the monitor for atriumd's life (it never

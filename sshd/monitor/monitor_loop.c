@@ -1,6 +1,6 @@
 /*
  * monitor_loop.c: the monitor's event loop (monitor_loop.h), in the
- * process that stays root.  Called by the monitor's main.c:
+ * process that stays root.  Called by the monitor's monitor_main.c:
  * monitor_loop_bind before the fork (the listener and the host key, as
  * root, for atriumd-net to serve), then monitor_loop_init,
  * monitor_loop_run and monitor_loop_destroy.

@@ -1,12 +1,12 @@
 /*
- * main.c: atriumd's command line.  Settings come from the defaults, then
- * DATA/atrium.conf, then flags (--key VALUE for every key of config.h, plus
- * --open without a value); then the data directory is made, its lock
+ * monitor_main.c: atriumd's command line.  Settings come from the defaults,
+ * then DATA/atrium.conf, then flags (--key VALUE for every key of config.h,
+ * plus --open without a value); then the data directory is made, its lock
  * taken (datalock.h: a second atriumd on the same DATA stops there, having
  * made and removed nothing in it), what goes in it prepared, the host key
  * loaded and the listener bound, as root; then atriumd splits in two
  * (monitor_loop.h, sshd/net/server.h): the parent stays root as the
- * monitor, the child executes atriumd-net (sshd/net/main.c, found by
+ * monitor, the child executes atriumd-net (sshd/net/net_main.c, found by
  * helpers.h) with the listener, the host key and its ends of the two
  * sockets as fds 3 to 6, and that program drops to the privsep user
  * (privdrop.h) and serves the network; both run until SIGTERM or SIGINT;
@@ -210,7 +210,7 @@ static const char *const main_net_settings[] = {
 #define MAIN_NET_NSETTINGS \
 	(sizeof(main_net_settings) / sizeof(main_net_settings[0]))
 
-/* What atriumd-net gets as fds 3 to 6 (sshd/net/main.c), each
+/* What atriumd-net gets as fds 3 to 6 (sshd/net/net_main.c), each
  * duplicated above FRONT_EXEC_FD_TOP into fds.  0, or -errno (logged;
  * nothing left open). */
 static int
@@ -276,7 +276,7 @@ main_split(struct monitor *srv, struct keys *keys, const struct helpers *progs,
 		front_exec_close(fds, 4);
 		return 1;
 	}
-	/* The child becomes atriumd-net (sshd/net/main.c), which gives up
+	/* The child becomes atriumd-net (sshd/net/net_main.c), which gives up
 	 * root; the monitor's memory (the API keys among it) is gone with
 	 * the execve. */
 	if (pid == 0)

@@ -320,9 +320,9 @@ room_mount(struct room *r)
 
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
 	/* run_as: the daemon serves the room's commands' requests as the
-	 * room's uid, with no capability (fs/mount_confine.c); control_uid:
-	 * the room's agent, which runs as that uid too, asks for snapshots
-	 * on the control socket. */
+	 * room's uid, with no capability (fs/daemon/mount_confine.c);
+	 * control_uid: the room's agent, which runs as that uid too, asks for
+	 * snapshots on the control socket. */
 	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld,"
 	    "run_as=%u:%u,control_uid=%u%s", r->rs->cfg->quota,
 	    r->rs->cfg->quota_inodes, (unsigned)r->ids.uid,
@@ -867,7 +867,7 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 }
 
 /* The room's agent reported its access list on the watchdog's connection
- * (agent/room_access.c: at each connection, after each change): checked
+ * (agent/room_access_list.c: at each connection, after each change): checked
  * as any input, then recorded (access_record.h).  A room being deleted
  * keeps no record: its directory is going. */
 static void

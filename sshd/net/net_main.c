@@ -1,7 +1,7 @@
 /*
- * main.c: atriumd-net, atriumd's network process.  Only the monitor
- * starts it (sshd/monitor/main.c: fork, then execve of this program from
- * helpers.h's place), as root, with what it needs already open:
+ * net_main.c: atriumd-net, atriumd's network process.  Only the monitor
+ * starts it (sshd/monitor/monitor_main.c: fork, then execve of this program
+ * from helpers.h's place), as root, with what it needs already open:
  *
  *   fd  what
  *   3   the listening socket, bound and listening, non-blocking
@@ -19,7 +19,7 @@
  * its environment holds nothing but ATRIUM_LOG.
  *
  * Order, and why (front_start.h reads the command line, as atriumd-http's
- * main.c does): the four numbers, which the drop needs, are read first;
+ * net_main.c does): the four numbers, which the drop needs, are read first;
  * then it gives up root (privdrop_apply: uid, capabilities, no_new_privs,
  * Landlock, seccomp) before it parses anything else: the settings, the
  * host key, then every byte of every client.  libssh and OpenSSL have run

@@ -1,6 +1,6 @@
 /*
  * privdrop.c: the network process gives up root (privdrop.h).  Called by
- * atriumd-net's main.c (privdrop_apply, first thing); who it becomes, the
+ * atriumd-net's net_main.c (privdrop_apply, first thing); who it becomes, the
  * monitor looked up (privdrop_id.h).  The steps are every front's
  * (front_privdrop.h); what is the network process's own is here: the
  * trees Landlock leaves it, and its seccomp filter (privdrop_seccomp.c).

@@ -1,6 +1,6 @@
 /*
  * server.c: the listener and the main loop of atriumd's network process
- * (server.h).  Called by atriumd-net's main.c: server_adopt, then
+ * (server.h).  Called by atriumd-net's net_main.c: server_adopt, then
  * server_init_network, server_run and server_destroy.  The monitor's loop
  * is sshd/monitor/monitor_loop.c.
  *

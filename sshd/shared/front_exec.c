@@ -1,6 +1,6 @@
 /*
  * front_exec.c: the monitor's start of a front (front_exec.h).  Called by
- * sshd/monitor/main.c (atriumd-net, once, at the split) and
+ * sshd/monitor/monitor_main.c (atriumd-net, once, at the split) and
  * sshd/monitor/http_front.c (atriumd-http, at each start and restart), as
  * root.
  *

@@ -1,7 +1,7 @@
 /*
  * front_privdrop.c: a front gives up root (front_privdrop.h).  Called
  * once, as root, by sshd/net/privdrop.c and sshd/http/http_privdrop.c,
- * from sshd/net/main.c and sshd/http/main.c before anything else is
+ * from sshd/net/net_main.c and sshd/http/http_main.c before anything else is
  * parsed; who it becomes, the monitor looked up (privdrop_id.h).
  */
 #include "front_privdrop.h"

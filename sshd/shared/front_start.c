@@ -1,6 +1,6 @@
 /*
  * front_start.c: a front's start-up (front_start.h).  Called by
- * sshd/net/main.c (atriumd-net) and sshd/http/main.c (atriumd-http):
+ * sshd/net/net_main.c (atriumd-net) and sshd/http/http_main.c (atriumd-http):
  * identity and fds first, as root; the settings once root is given up.
  * Every word of argv is the monitor's, but is checked as any input is:
  * a front run by hand gets its usage, not a crash.

@@ -1,6 +1,6 @@
 /*
  * privsep.c: frames between atriumd's monitor and its network process
- * (privsep.h).  Called by the monitor (sshd/monitor/main.c, monitor.c,
+ * (privsep.h).  Called by the monitor (sshd/monitor/monitor_main.c, monitor.c,
  * http_front.c) and by the processes that ask it (sshd/net/monitor_ask.c,
  * sshd/http/http_ask.c, sshd/http/http_server.c).
  *

@@ -8,7 +8,7 @@
  * the network process what happened on its own (a room deleted by the
  * operator, a room that became ready) on the event socket.  Both are unix
  * stream socketpairs made before the fork; atriumd-net gets its ends as
- * fds 5 and 6 (sshd/net/main.c).
+ * fds 5 and 6 (sshd/net/net_main.c).
  *
  * A message is one frame:
  *
