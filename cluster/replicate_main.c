@@ -8,6 +8,7 @@
  *       [--run-as UID:GID]
  *   atrium-replicate restore --room R --etcd URLS --s3 URL --s3-bucket B
  *       [--s3-region R] [--creds-fd N] --room-db PATH --workspace-db PATH
+ *       [--epoch E]
  *   atrium-replicate apply (room|workspace) DB      (records on stdin)
  *   atrium-replicate store (put|get|list|delete) KEY --s3 URL
  *       --s3-bucket B [--s3-region R] [--creds-fd N]
@@ -52,6 +53,7 @@ static const char usage[] =
     "--s3-bucket B\n"
     "           [--s3-region R] [--creds-fd N] --room-db PATH "
     "--workspace-db PATH\n"
+    "           [--epoch E]\n"
     "       atrium-replicate apply (room|workspace) DB < RECORDS\n"
     "       atrium-replicate store (put|get|list|delete) KEY --s3 URL "
     "--s3-bucket B\n"

@@ -144,6 +144,30 @@ def test_home_killed_room_served_elsewhere_with_every_acknowledged_write(
         history.close()
 
 
+def test_a_restore_that_fails_refuses_the_room_and_keeps_its_files(
+        s3_hosts, s3, etcd, ssh_run):
+    a, b = s3_hosts(2)
+    assert ssh_run(a, "demo", "true", timeout=60)[0] == 0
+    assert put(a, ssh_run, "demo", "f", os.urandom(100000))
+    wait_for(lambda: upto(etcd, "demo")[1] > 0, 10, "the write stored")
+    a.proc.kill()
+    for key in s3.objects():
+        if "/workspace/seg-" in key:
+            s3.delete("atrium", key)
+    # B claims the room once A's lease ended, and its restore fails.
+    deadline = time.monotonic() + LEASE + 15
+    while True:
+        rc, _, err = ssh_run(b, "demo", "true")
+        assert rc != 0
+        if "could not be restored from the object store" in err:
+            break
+        assert time.monotonic() < deadline, err
+    assert "segments are missing" in b.read_log()
+    # Nothing half-restored was put where the room starts from.
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
+                                           "workspace.db"))
+
+
 def test_wrong_secret_refuses_the_room_with_a_clear_message(s3_hosts, etcd,
                                                             ssh_run):
     a, = s3_hosts(1, secret="not-the-secret")

@@ -610,8 +610,9 @@ room_restore(struct room *r)
 		    "now%s", "");
 		return 1;
 	}
-	r->epoch = epoch;
 	room_stream_of(r, &rr);
+	rr.epoch = r->epoch;	/* this host's last hold, for the restore */
+	r->epoch = epoch;
 	if (room_stream_prepare(&rr) < 0) {
 		room_fail(r, "cannot make the room's directories%s", "");
 		return 1;
@@ -902,6 +903,15 @@ room_check_stopped(struct room *r)
 	r->state = ROOM_COLD;
 	r->deadline_ms = 0;
 	log_info("room %s: stopped", r->name);
+	/* A streamed room starts again only under a new hold (the next
+	 * use claims it again, and restores what the store has, which is
+	 * all the room wrote): a new shipper at the same epoch would store
+	 * its first snapshot over the one the manifest still names. */
+	if (r->restart && r->rs->stream) {
+		log_info("room %s: starts again at its next use, under a new "
+		    "hold in the cluster", r->name);
+		r->restart = 0;
+	}
 	/* Not starting again here: a cluster's host gives the room's home
 	 * up, so that another host may take it. */
 	if (r->rs->stopped && (r->deleting || !r->restart ||

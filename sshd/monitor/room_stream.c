@@ -357,6 +357,7 @@ room_stream_restore(const struct room_stream *st,
     const struct room_stream_room *rr)
 {
 	char stage[PATH_MAX + 64], room_db[PATH_MAX + 128], ws_db[PATH_MAX + 128];
+	char epoch[32];
 	char *argv[32] = { (char *)st->prog, "restore" };
 	int creds, i;
 	pid_t pid;
@@ -375,6 +376,11 @@ room_stream_restore(const struct room_stream *st,
 	argv[i++] = room_db;
 	argv[i++] = "--workspace-db";
 	argv[i++] = ws_db;
+	if (rr->epoch > 0) {
+		snprintf(epoch, sizeof(epoch), "%" PRId64, rr->epoch);
+		argv[i++] = "--epoch";
+		argv[i++] = epoch;
+	}
 	argv[i] = NULL;
 	pid = rs_spawn(rr, argv, &creds, 1);
 	close(creds);

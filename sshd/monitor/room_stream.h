@@ -62,7 +62,9 @@ pid_t room_stream_run(const struct room_stream *st,
     const struct room_stream_room *rr, int *ready_r, int writers[2]);
 
 /* Start `atrium-replicate restore` into DATA/run/ROOM/replicate/restore
- * (staging, emptied first): the pid, or -errno (logged). */
+ * (staging, emptied first); rr->epoch is this host's last hold of the
+ * room (0: none), whose own manifest needs no restore: the copy here has
+ * all of it.  The pid, or -errno (logged). */
 pid_t room_stream_restore(const struct room_stream *st,
     const struct room_stream_room *rr);
 
