@@ -9,7 +9,12 @@
  * ROOM_READY has both children running and ready.  Children get
  * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3 (the
  * ready pipe is 3), plus, for atrium-agent, fd 4: a pipe holding the API
- * keys (keys.h), so that no key is in any child's environment or argv.
+ * keys (keys.h), so that no key is in any child's environment or argv;
+ * on a cluster's host fd 5, the room's fence page, to both writers, and
+ * with --s3 fd 6, the write end of the room's stream to its
+ * atrium-replicate (room_stream.c makes that one and the restore, and
+ * this file reaps them: a streamed room's writers start only once the
+ * shipper is ready, and its end stops the room).
  *
  * Nothing here waits for a child: fusermount3 too (a stale mount when
  * atriumd is not root) is reaped through rooms_child_exited, and a mount
