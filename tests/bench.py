@@ -1856,7 +1856,10 @@ def http_workloads(table, tmp):
 # CLUSTER): 4 KiB written and fsynced on an atrium-fs mount, one commit
 # each, with no streaming (the baseline) and with every commit going to
 # atrium-replicate run, which stores it in tests/s3_server.py and advances
-# the manifest in a real etcd member.  Needs Debian's etcd-server.
+# the manifest in a real etcd member.  And the failover time: three etcd
+# members, two atriumd hosts with --s3, kill -9 of a room's home, and the
+# seconds until `ssh ROOM@other true` answers (the rest of the lease, the
+# claim, the restore, the start).  Needs Debian's etcd-server.
 
 REPLICATE_COMMITS = int(os.environ.get("BENCH_REPLICATE_COMMITS", "200"))
 

@@ -12,6 +12,11 @@
  * host key (the front door relays there; a session that is not relayed
  * is told where the room is); when this host's hold on a room ends, the
  * room stops at once and its sessions end with a message.
+ *
+ * With --s3 (refused without --cluster), the object store's settings and
+ * credentials are loaded here, once (room_stream.h), and every room this
+ * host serves streams its writes there and is restored from there when
+ * this host takes it at a new epoch (room.c).
  */
 #include "placement.h"
 
