@@ -220,6 +220,13 @@ def test_slow_store_makes_commits_wait_and_memory_stays_bounded(
     a, = s3_hosts(1)
     assert ssh_run(a, "demo", "true", timeout=60)[0] == 0
     pid = wait_for(lambda: _replicate_pid(a.data), 10, "atrium-replicate")
+    # The credentials came on a pipe: in no argument, no environment.
+    for what in ("cmdline", "environ"):
+        with open("/proc/%d/%s" % (pid, what), "rb") as f:
+            assert SK.encode() not in f.read()
+    with open("/proc/%d/status" % pid) as f:
+        uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+    assert "0" not in uids, "atrium-replicate kept root: %s" % uids
     data = os.urandom(24 << 20)
     t = time.monotonic()
     assert put(a, ssh_run, "demo", "fast", data)
