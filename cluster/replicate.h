@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "s3.h"
 #include "walrec.h"
@@ -113,6 +114,9 @@ struct repl_opts {
 	const char *state_dir;		/* the shadow copies (run) */
 	int snapshot_every;		/* seconds between snapshots */
 	int ready_fd;			/* "ready\n" once started, or -1 */
+	uid_t run_uid;			/* run: become this uid and gid */
+	gid_t run_gid;			/* once the databases are copied;
+					 * 0: stay as started */
 };
 
 /* atrium-replicate run / restore: the exit status. */

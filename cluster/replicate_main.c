@@ -5,8 +5,10 @@
  *       --s3 URL --s3-bucket B [--s3-region R] --creds-fd N
  *       --room-fd N --workspace-fd N --room-db PATH --workspace-db PATH
  *       --state-dir DIR [--snapshot-every S] [--ready-fd N]
+ *       [--run-as UID:GID]
  *   atrium-replicate restore --room R --etcd URLS --s3 URL --s3-bucket B
  *       [--s3-region R] [--creds-fd N] --room-db PATH --workspace-db PATH
+ *       [--epoch E]
  *   atrium-replicate apply (room|workspace) DB      (records on stdin)
  *   atrium-replicate store (put|get|list|delete) KEY --s3 URL
  *       --s3-bucket B [--s3-region R] [--creds-fd N]
@@ -17,7 +19,10 @@
  * client by hand (put reads stdin, get writes stdout, list prints "SIZE
  * KEY" lines).  The credentials come on --creds-fd (s3_creds.h), or,
  * without it, from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which are
- * then wiped from the environment.  Exit status: 0 done, 1 failed, 2 bad
+ * then wiped from the environment.  run --run-as (atriumd, as root,
+ * starts it so) becomes the room's uid and gid, with no capability, as
+ * soon as the databases are copied: the only step that needs their
+ * paths, which that uid may not walk (DATA is 0700).  Exit status: 0 done, 1 failed, 2 bad
  * usage, 3 (run) the room's epoch is over.
  */
 #include <errno.h>
@@ -43,10 +48,12 @@ static const char usage[] =
     "           --room-fd N --workspace-fd N --room-db PATH "
     "--workspace-db PATH\n"
     "           --state-dir DIR [--snapshot-every S] [--ready-fd N]\n"
+    "           [--run-as UID:GID]\n"
     "       atrium-replicate restore --room R --etcd URLS --s3 URL "
     "--s3-bucket B\n"
     "           [--s3-region R] [--creds-fd N] --room-db PATH "
     "--workspace-db PATH\n"
+    "           [--epoch E]\n"
     "       atrium-replicate apply (room|workspace) DB < RECORDS\n"
     "       atrium-replicate store (put|get|list|delete) KEY --s3 URL "
     "--s3-bucket B\n"
@@ -81,6 +88,30 @@ main_copy(const char *name, const char *v, char *out, size_t size)
 	return 0;
 }
 
+/* --run-as UID:GID, neither 0: 0 or -1 (said). */
+static int
+main_run_as(struct repl_opts *o, const char *v)
+{
+	unsigned long uid, gid;
+	char *end;
+
+	errno = 0;
+	uid = strtoul(v, &end, 10);
+	if (errno || end == v || *end != ':' || uid == 0 || uid >= UINT32_MAX)
+		goto bad;
+	v = end + 1;
+	gid = strtoul(v, &end, 10);
+	if (errno || end == v || *end || gid == 0 || gid >= UINT32_MAX)
+		goto bad;
+	o->run_uid = (uid_t)uid;
+	o->run_gid = (gid_t)gid;
+	return 0;
+bad:
+	fprintf(stderr, "atrium-replicate: --run-as wants UID:GID, neither "
+	    "0\n");
+	return -1;
+}
+
 /* One option into o: 0 or -1 (said). */
 static int
 main_option(struct repl_opts *o, const char *name, const char *v)
@@ -105,6 +136,8 @@ main_option(struct repl_opts *o, const char *name, const char *v)
 		    86400 * 7)) < 0 ? -1 : 0;
 	if (strcmp(name, "etcd") == 0)
 		return o->etcd = v, 0;
+	if (strcmp(name, "run-as") == 0)
+		return main_run_as(o, v);
 	if (strcmp(name, "s3") == 0)
 		return main_copy(name, v, o->s3.url, sizeof(o->s3.url));
 	if (strcmp(name, "s3-bucket") == 0)

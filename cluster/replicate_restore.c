@@ -12,7 +12,9 @@
  * each file renamed over its DB.  A failure before that leaves both
  * databases as they were, removes the DB.restore files and fails the
  * command (exit 1): the room must not start on half a restore.  No manifest (a room never streamed): nothing is done
- * (exit 0).  `atrium-fs fsck` of workspace.db is the caller's next step.
+ * (exit 0); nor with --epoch E when the manifest is E's, the caller's own
+ * last hold (its copy has every commit the store has, and maybe more).
+ * `atrium-fs fsck` of workspace.db is the caller's next step.
  *
  * Everything fetched is hostile: the manifest's keys must be the room's,
  * segments are parsed as records (repl_stream), and a gap in the
@@ -240,5 +242,11 @@ repl_restore(const struct repl_opts *o, struct s3 *s3)
 		return 1;
 	}
 	free(val);
+	if (o->epoch > 0 && m.epoch == o->epoch) {
+		log_info("room %s: the manifest is this host's own last hold's "
+		    "(epoch %" PRId64 "), and the copy here has all it names: "
+		    "nothing to restore", o->room, m.epoch);
+		return 0;
+	}
 	return restore_all(s3, o, &m) < 0 ? 1 : 0;
 }

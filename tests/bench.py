@@ -1856,7 +1856,10 @@ def http_workloads(table, tmp):
 # CLUSTER): 4 KiB written and fsynced on an atrium-fs mount, one commit
 # each, with no streaming (the baseline) and with every commit going to
 # atrium-replicate run, which stores it in tests/s3_server.py and advances
-# the manifest in a real etcd member.  Needs Debian's etcd-server.
+# the manifest in a real etcd member.  And the failover time: three etcd
+# members, two atriumd hosts with --s3, kill -9 of a room's home, and the
+# seconds until `ssh ROOM@other true` answers (the rest of the lease, the
+# claim, the restore, the start).  Needs Debian's etcd-server.
 
 REPLICATE_COMMITS = int(os.environ.get("BENCH_REPLICATE_COMMITS", "200"))
 
@@ -1902,6 +1905,66 @@ def pathlib_path(d):
     return pathlib.Path(d)
 
 
+FAILOVER_LEASE = 3     # --cluster-lease of the failover runs, s
+
+
+def failover_host(tmp, key, etcd, s3, name, creds):
+    """An atriumd host of the cluster streaming to s3: (proc, port)."""
+    d = tempfile.mkdtemp(dir=tmp)
+    return start_atriumd(d, key, "--cluster", "etcd=" + etcd.urls(),
+                         "--node", name, "--cluster-lease",
+                         str(FAILOVER_LEASE), "--cgroup-parent",
+                         "atrium-bench-" + name, "--s3", s3.url,
+                         "--s3-bucket", "atrium", "--s3-credentials", creds)
+
+
+def failover_run(tmp, key, etcd, s3, creds, room):
+    """Seconds from kill -9 of a room's home to the room answering
+    `ssh ROOM@other true` on the other host (lease end, claim, restore,
+    start)."""
+    a, aport = failover_host(tmp, key, etcd, s3, "a", creds)
+    b, bport = failover_host(tmp, key, etcd, s3, "b", creds)
+    try:
+        run(ssh_cmd(key, aport, room, "true"))
+        run(ssh_cmd(key, aport, room, "head -c 1000000 /dev/urandom > f; "
+                    "sync f"))
+        a.kill()
+        a.wait()
+        t = time.monotonic()
+        while subprocess.run(ssh_cmd(key, bport, room, "true"),
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL).returncode != 0:
+            if time.monotonic() - t > 60:
+                sys.exit("failover: room %s never answered on host b" % room)
+        return time.monotonic() - t
+    finally:
+        for p in (a, b):
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+
+
+def replicate_failover(table, tmp, s3):
+    from test_cluster import Etcd as Etcd3
+    key = os.path.join(tmp, "failover-key")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    creds = os.path.join(tmp, "failover-creds")
+    with open(creds, "w") as f:
+        f.write("%s\n%s\n" % (s3.access_key, s3.secret_key))
+    os.chmod(creds, 0o600)
+    d = tempfile.mkdtemp(dir=tmp)
+    etcd = Etcd3(d).start()
+    try:
+        times = [failover_run(tmp, key, etcd, s3, creds, "fo%d" % i)
+                 for i in range(RUNS)]
+    finally:
+        etcd.stop()
+    table.add("failover, kill -9 of the home", "", None, times,
+              target=at_most(FAILOVER_LEASE + 5, "s"))
+    table.note("failover: lease %d s; runs %s s" % (
+        FAILOVER_LEASE, ", ".join("%.2f" % t for t in times)))
+
+
 def replicate_workloads(table, tmp):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import s3_server
@@ -1923,6 +1986,7 @@ def replicate_workloads(table, tmp):
             table.note("replicate: %d fsynced commits per run; the store "
                        "holds %d objects after %d runs"
                        % (REPLICATE_COMMITS, len(s3.objects()), RUNS))
+            replicate_failover(table, tmp, s3)
     finally:
         etcd.stop()
 

@@ -93,6 +93,8 @@ struct monitor {
 	struct cluster *cluster;	/* --cluster: this host's membership
 					 * (placement.h), else NULL */
 	struct watch cluster_w;		/* on its wake-up pipe */
+	struct room_stream *stream;	/* --s3: every room's writes are
+					 * streamed (room_stream.h); NULL */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

@@ -12,6 +12,11 @@
  * host key (the front door relays there; a session that is not relayed
  * is told where the room is); when this host's hold on a room ends, the
  * room stops at once and its sessions end with a message.
+ *
+ * With --s3 (refused without --cluster), the object store's settings and
+ * credentials are loaded here, once (room_stream.h), and every room this
+ * host serves streams its writes there and is restored from there when
+ * this host takes it at a new epoch (room.c).
  */
 #include "placement.h"
 
@@ -27,6 +32,7 @@
 #include "monitor.h"
 #include "monitor_loop.h"
 #include "node.h"
+#include "room_stream.h"
 
 /* DATA/hostkey's public half, "ssh-ed25519 AAAA...": 0 or -1 (logged). */
 static int
@@ -127,8 +133,13 @@ placement_start(struct monitor *srv)
 	char hostkey[CLUSTER_HOSTKEY_MAX], err[512];
 	int wake_fd, r;
 
-	if (!cfg->cluster[0])
-		return 0;
+	if (!cfg->cluster[0]) {
+		if (!cfg->s3[0])
+			return 0;
+		log_error("--s3 streams the rooms of a cluster's host: it needs "
+		    "--cluster (atriumd(8), CLUSTER)");
+		return -EINVAL;
+	}
 	snprintf(node, sizeof(node), "%s", cfg->node);
 	if (!node[0] && gethostname(node, sizeof(node)) < 0)
 		node[0] = '\0';
@@ -137,9 +148,14 @@ placement_start(struct monitor *srv)
 		return -EINVAL;
 	struct cluster_config cc = { cfg->cluster, node, addr, hostkey,
 		cfg->cluster_lease };
+	if ((r = room_stream_load(cfg, node, srv->rooms.progs.agent,
+	    &srv->stream)) < 0)
+		return r;
 	if ((r = cluster_start(&cc, &hooks, &srv->cluster, &wake_fd, err,
 	    sizeof(err))) < 0) {
 		log_error("cluster: %s", err);
+		room_stream_free(srv->stream);
+		srv->stream = NULL;
 		return r;
 	}
 	loop_add(&srv->loop, &srv->cluster_w, wake_fd, POLLIN,
@@ -147,8 +163,12 @@ placement_start(struct monitor *srv)
 	srv->rooms.fence_fd = placement_fence_fd;
 	srv->rooms.stopped = placement_stopped;
 	srv->rooms.cluster_arg = srv->cluster;
+	srv->rooms.stream = srv->stream;
 	log_info("cluster: node %s, advertised at %s, lease %d s, etcd %s",
 	    node, addr, cfg->cluster_lease, cfg->cluster + 5);
+	if (srv->stream)
+		log_info("cluster: each room's writes are streamed to %s, "
+		    "bucket %s", cfg->s3, cfg->s3_bucket);
 	return 0;
 }
 
@@ -163,6 +183,9 @@ placement_stop(struct monitor *srv)
 	srv->rooms.stopped = NULL;
 	cluster_stop(srv->cluster, 1);
 	srv->cluster = NULL;
+	srv->rooms.stream = NULL;
+	room_stream_free(srv->stream);
+	srv->stream = NULL;
 }
 
 /* See placement.h. */
