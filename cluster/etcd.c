@@ -623,7 +623,8 @@ put_request(const char *key, const void *val, size_t len, int64_t lease)
 	return o;
 }
 
-/* A compare of KEY: TARGET is "CREATE" or "VALUE". */
+/* A compare of KEY: TARGET is "CREATE", "MOD" (REV is the revision
+ * either way) or "VALUE". */
 static struct json_object *
 compare(const char *key, const char *target, int64_t create_rev,
     const void *val, size_t len)
@@ -635,6 +636,8 @@ compare(const char *key, const char *target, int64_t create_rev,
 	json_object_object_add(c, "result", json_object_new_string("EQUAL"));
 	if (strcmp(target, "CREATE") == 0)
 		add_int64(c, "create_revision", create_rev);
+	else if (strcmp(target, "MOD") == 0)
+		add_int64(c, "mod_revision", create_rev);
 	else if (add_b64(c, "value", val, len) < 0) {
 		json_object_put(c);
 		return NULL;
@@ -959,4 +962,42 @@ etcd_put_if_home(struct etcd *e, const char *room, const char *node,
 
 	etcd_kvs_free(kvs, n);
 	return r;
+}
+
+int
+etcd_put_if_mod(struct etcd *e, const char *key, const void *val, size_t len,
+    int64_t mod_rev)
+{
+	struct json_object *cmp = compare(key, "MOD", mod_rev, NULL, 0);
+	struct json_object *t = txn_request(&cmp, 1,
+	    op("requestPut", put_request(key, val, len, 0)), NULL);
+	struct etcd_kv *kvs;
+	size_t n;
+	int r = mod_rev > 0 ? txn(e, t, &kvs, &n) : -EINVAL;
+
+	if (mod_rev <= 0)
+		json_object_put(t);
+	else
+		etcd_kvs_free(kvs, n);
+	return r;
+}
+
+int
+etcd_delete(struct etcd *e, const char *key)
+{
+	struct json_object *o;
+	int64_t deleted = 0;
+	int r;
+
+	if ((r = post_json(e, "/v3/kv/deleterange", key_object(key))) < 0)
+		return r;
+	if (!(o = parse_object(e->body, e->len)))
+		return -EPROTO;
+	if ((r = error_answer(o)) == 0 &&
+	    field_int64(o, "deleted", 0, &deleted) < 0)
+		r = -EPROTO;
+	json_object_put(o);
+	if (r < 0)
+		log_warn("etcd delete %s: %s", key, strerror(-r));
+	return r < 0 ? r : deleted > 0;
 }

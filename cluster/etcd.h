@@ -110,6 +110,14 @@ int etcd_delete_if(struct etcd *e, const char *key, const void *val,
 int etcd_put_if_home(struct etcd *e, const char *room, const char *node,
     int64_t epoch, const char *key, const void *val, size_t len);
 
+/* Set KEY to VAL only while its mod_revision is MOD_REV (one txn; no
+ * lease): 1 done, 0 the key changed or went meanwhile, -errno. */
+int etcd_put_if_mod(struct etcd *e, const char *key, const void *val,
+    size_t len, int64_t mod_rev);
+
+/* Delete KEY: 1 deleted, 0 it was absent, -errno. */
+int etcd_delete(struct etcd *e, const char *key);
+
 /* --- the parsers, exposed for the unit tests --------------------------- */
 
 /* Each takes one whole answer body (BODY, LEN bytes, not NUL-terminated)
