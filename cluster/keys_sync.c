@@ -291,8 +291,9 @@ op_send(struct keys_sync *ks, const struct ks_op *op, int64_t *created)
 	return 0;
 }
 
-/* Send the queued changes in order, until one cannot be sent. */
-static void
+/* Send the queued changes in order, until one cannot be sent: 0 all
+ * sent, -1 one is left for later (etcd could not be reached). */
+static int
 ops_run(struct keys_sync *ks)
 {
 	for (;;) {
@@ -303,8 +304,10 @@ ops_run(struct keys_sync *ks)
 		op = ks->ops;
 		pthread_mutex_unlock(&ks->lock);
 		/* Only the thread takes ops off the head: op stays valid. */
-		if (!op || op_send(ks, op, &created) < 0)
-			return;
+		if (!op)
+			return 0;
+		if (op_send(ks, op, &created) < 0)
+			return -1;
 		pthread_mutex_lock(&ks->lock);
 		if (created > 0) {
 			int found;
@@ -460,29 +463,24 @@ thread_main(void *arg)
 {
 	struct keys_sync *ks = arg;
 	int64_t next = 0;
+	int held = 0;	/* a change etcd did not take: retried at the poll,
+			 * not at once (a refused connection fails at once) */
 
 	for (;;) {
 		pthread_mutex_lock(&ks->lock);
-		while (!ks->stop && !ks->ops && now_ns() < next) {
+		while (!ks->stop && (held || !ks->ops) && now_ns() < next) {
 			struct timespec ts = { next / NS, next % NS };
 			pthread_cond_timedwait(&ks->cond, &ks->lock, &ts);
 		}
 		int stop = ks->stop;
 		pthread_mutex_unlock(&ks->lock);
-		ops_run(ks);
+		held = ops_run(ks) < 0;
 		if (stop)
 			return NULL;
 		if (now_ns() >= next) {
 			keys_refresh(ks);
 			tokens_refresh(ks);
 			next = now_ns() + KEYS_SYNC_POLL_MS * 1000000LL;
-		} else {
-			/* A change that could not be sent waits for the poll. */
-			pthread_mutex_lock(&ks->lock);
-			int stuck = ks->ops != NULL;
-			pthread_mutex_unlock(&ks->lock);
-			if (stuck)
-				next = now_ns();
 		}
 	}
 }
