@@ -9,8 +9,9 @@
  *                    it holds the token's SHA-256, never the token
  *                    (sshd/monitor/tokens_cluster.c reads and writes it)
  *
- * authorized_keys.  Every KEYS_SYNC_POLL_MS the thread reads the key;
- * when its mod_revision is not the one last applied, it checks the text
+ * authorized_keys.  Every KEYS_SYNC_POLL_MS the thread reads the key's
+ * revision (not its value); when its mod_revision is not the one last
+ * applied, it reads the value, checks the text
  * again (any node may write etcd: a text that does not parse is logged
  * and not used, the file stays), and writes DATA/authorized_keys whole
  * and synced (a temporary file renamed over it, with the old file's mode
@@ -21,8 +22,9 @@
  * own file (said once in the log); a key deleted later leaves the last
  * file in place.
  *
- * Tokens.  The thread reads every row at each poll into a new mirror and
- * swaps it in under the lock.  Changes the loop makes (create, revoke,
+ * Tokens.  At each poll the thread asks etcd for the prefix's stamp (how
+ * many rows, the newest revision: one small request) and, when it moved,
+ * reads every row into a new mirror and swaps it in under the lock.  Changes the loop makes (create, revoke,
  * last use) go into the mirror at once and into a queue for the thread,
  * which sends them to etcd in order, before its next read; a change that
  * etcd did not take yet is applied again over each fresh read, so the
@@ -95,6 +97,8 @@ struct keys_sync {
 	/* The thread's alone: */
 	int64_t keys_rev;		/* authorized_keys' mod_revision last
 					 * applied (or refused); 0: none */
+	int64_t tokens_count, tokens_max;	/* etcd_prefix_stamp of the
+					 * tokens at the last full read */
 	int absent_logged;
 };
 
@@ -327,14 +331,21 @@ ops_run(struct keys_sync *ks)
 /* --- the thread: reading etcd ------------------------------------------ */
 
 /* Every row in etcd into a new mirror, with what is still queued applied
- * over it.  The mirror stays as it was when etcd cannot be read. */
+ * over it; the whole range is read only when the prefix's stamp moved
+ * since the last read (a change of ours moves it too).  The mirror
+ * stays as it was when etcd cannot be read. */
 static void
 tokens_refresh(struct keys_sync *ks)
 {
 	struct ks_rows fresh = { 0 };
 	struct etcd_kv *kvs = NULL;
 	size_t n = 0, plen = strlen(KEYS_SYNC_TOKENS);
+	int64_t count, max;
 
+	if (etcd_prefix_stamp(ks->etcd, KEYS_SYNC_TOKENS, &count, &max) < 0 ||
+	    (ks->read && count == ks->tokens_count &&
+	    max == ks->tokens_max))
+		return;
 	if (etcd_range_prefix(ks->etcd, KEYS_SYNC_TOKENS, &kvs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
@@ -350,6 +361,8 @@ tokens_refresh(struct keys_sync *ks)
 		}
 	}
 	etcd_kvs_free(kvs, n);
+	ks->tokens_count = count;
+	ks->tokens_max = max;
 	pthread_mutex_lock(&ks->lock);
 	for (struct ks_op *op = ks->ops; op; op = op->next)
 		rows_apply(&fresh, op);
@@ -418,43 +431,64 @@ keys_check(struct keys_sync *ks, const char *text, size_t len, int64_t rev)
 	return -EINVAL;
 }
 
-/* DATA/authorized_keys in step with /atrium/authorized_keys. */
+/* The key is absent from etcd (r == 0): said once. */
+static void
+keys_absent(struct keys_sync *ks)
+{
+	if (ks->absent_logged)
+		return;
+	if (ks->keys_rev)
+		log_warn("cluster: the cluster's authorized_keys was deleted "
+		    "from etcd; this host keeps %s as last pushed", ks->path);
+	else
+		log_info("cluster: no authorized_keys in etcd yet; this host "
+		    "uses its own %s until one is pushed (atriumd cluster "
+		    "keys push FILE)", ks->path);
+	ks->absent_logged = 1;
+}
+
+/* Apply text, the key's value at revision rev: 0, or -1 to try again. */
+static int
+keys_apply(struct keys_sync *ks, const char *text, size_t len, int64_t rev)
+{
+	int r;
+
+	if (keys_check(ks, text, len, rev) < 0)
+		return 0;
+	if (file_same(ks->path, text, len)) {
+		log_info("cluster: %s is the cluster's authorized_keys (etcd "
+		    "revision %" PRId64 ")", ks->path, rev);
+	} else if ((r = file_write(ks, text, len)) < 0) {
+		log_error("cluster: %s: cannot write the cluster's "
+		    "authorized_keys: %s; trying again", ks->path, strerror(-r));
+		return -1;
+	} else {
+		log_info("cluster: %s replaced by the cluster's authorized_keys "
+		    "(etcd revision %" PRId64 ")", ks->path, rev);
+	}
+	return 0;
+}
+
+/* DATA/authorized_keys in step with /atrium/authorized_keys: its
+ * revision at each poll, its value (up to 1 MiB) only when that moved. */
 static void
 keys_refresh(struct keys_sync *ks)
 {
 	char *text = NULL;
 	size_t len = 0;
 	int64_t rev = 0;
-	int r = etcd_get(ks->etcd, KEYS_SYNC_AUTHKEYS, &text, &len, NULL, &rev);
+	int r = etcd_get_rev(ks->etcd, KEYS_SYNC_AUTHKEYS, &rev);
 
-	if (r == 0 && !ks->absent_logged) {
-		log_info("cluster: no authorized_keys in etcd yet; this host "
-		    "uses its own %s until one is pushed (atriumd cluster keys "
-		    "push FILE)", ks->path);
-		ks->absent_logged = 1;
-	}
-	if (r <= 0 || rev == ks->keys_rev) {
-		free(text);
+	if (r == 0)
+		keys_absent(ks);
+	if (r <= 0 || rev == ks->keys_rev)
 		return;
-	}
+	r = etcd_get(ks->etcd, KEYS_SYNC_AUTHKEYS, &text, &len, NULL, &rev);
+	if (r <= 0)
+		return;		/* gone meanwhile, or etcd away: next poll */
 	ks->absent_logged = 0;
-	if (keys_check(ks, text, len, rev) == 0) {
-		if (file_same(ks->path, text, len)) {
-			log_info("cluster: %s is the cluster's authorized_keys "
-			    "(etcd revision %" PRId64 ")", ks->path, rev);
-		} else if ((r = file_write(ks, text, len)) < 0) {
-			log_error("cluster: %s: cannot write the cluster's "
-			    "authorized_keys: %s; trying again", ks->path,
-			    strerror(-r));
-			free(text);
-			return;
-		} else {
-			log_info("cluster: %s replaced by the cluster's "
-			    "authorized_keys (etcd revision %" PRId64 ")",
-			    ks->path, rev);
-		}
-	}
-	ks->keys_rev = rev;
+	if (keys_apply(ks, text, len, rev) == 0)
+		ks->keys_rev = rev;
 	free(text);
 }
 
