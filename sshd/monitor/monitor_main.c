@@ -66,6 +66,8 @@ static const char main_usage[] =
 	"               [--http-listen ADDR:PORT]\n"
 	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
 	"       atriumd status [DATA] | atriumd --version\n"
+	"       atriumd cluster status | atriumd cluster keys push FILE | "
+	"atriumd cluster keys show\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open, --no-limits and
