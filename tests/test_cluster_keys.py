@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from conftest import DataDir, free_port, make_room
-from test_cluster import (LEASE, cgroup_prefix, etcd,  # noqa: F401
+from test_cluster import (LEASE, b64, cgroup_prefix, etcd,  # noqa: F401
                           wait_for)
 
 pytestmark = pytest.mark.skipif(
@@ -193,3 +193,20 @@ def test_a_token_made_on_one_host_works_on_the_other_until_revoked(
     assert hb.status(token) == 401
     wait_for(lambda: ha.status(token) == 401, 10, "the revoke to reach A")
     assert etcd.get("/atrium/tokens/" + tid) == (None, 0)
+
+
+def test_a_bad_copy_written_into_etcd_is_not_used(build, etcd, host, data_dir,
+                                                  tmp_path, ssh_run):  # noqa: F811
+    """etcd is writable by every node: a host checks the cluster's copy
+    again and keeps its own file when it does not parse."""
+    a = host("a", data_dir)
+    good = push(build, etcd, tmp_path, data_dir, ("alice",), "good")
+    wait_for(lambda: holds(a, good), 10, "the push on A")
+    bad = good + "nosuch-option " + data_dir.pubkey("eve") + "\n"
+    etcd.call("/v3/kv/put", {"key": b64("/atrium/authorized_keys"),
+                             "value": b64(bad)})
+    wait_for(lambda: "is not used: line 3" in a.read_log(), 10,
+             "A to refuse the bad copy")
+    assert holds(a, good)
+    make_room(a, "demo")
+    assert refused(ssh_run, a, "demo", "eve")
