@@ -110,8 +110,10 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 SSHD_MAINS := sshd/monitor/monitor_main.c sshd/net/net_main.c
 MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
 # cluster/: what --cluster adds to the monitor (etcd placement and
-# fencing); linked in always, run only with --cluster.
-CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c cluster/s3_creds.c
+# fencing, keys and tokens kept in step); linked in always, run only with
+# --cluster.
+CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c \
+    cluster/s3_creds.c cluster/keys_sync.c
 # atrium-replicate (started by the monitor with --s3, one per room): the
 # shipper of a room's commits to the object store, and its restore.
 REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c

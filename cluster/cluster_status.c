@@ -29,22 +29,22 @@
 #define NODES_PREFIX	"/atrium/nodes/"
 #define ROOMS_PREFIX	"/atrium/rooms/"
 
-/* The flags into urls ("etcd=..."); 0, or 2 (usage, told). */
-static int
-status_flags(int argc, char **argv, char *urls, size_t len)
+/* See cluster_status.h. */
+int
+cluster_cli_endpoints(int argc, char **argv, int first, const char *what,
+    const char *usage, char *urls, size_t len)
 {
 	static struct config cfg;
 	char conf[PATH_MAX + 32], err[512];
 	const char *data = "./data", *given = NULL;
 
-	for (int i = 2; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc)
 			given = argv[++i];
 		else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
 			data = argv[++i];
 		else {
-			fprintf(stderr, "usage: atriumd cluster status [--cluster "
-			    "etcd=URL[,URL...]] [--data DIR]\n");
+			fprintf(stderr, "usage: %s\n", usage);
 			return 2;
 		}
 	}
@@ -52,15 +52,15 @@ status_flags(int argc, char **argv, char *urls, size_t len)
 		config_defaults(&cfg);
 		snprintf(conf, sizeof(conf), "%s/atrium.conf", data);
 		if (config_load_file(&cfg, conf, err, sizeof(err)) < 0) {
-			fprintf(stderr, "atriumd cluster status: %s\n", err);
+			fprintf(stderr, "%s: %s\n", what, err);
 			return 2;
 		}
 		given = cfg.cluster;
 	}
 	if (strncmp(given, "etcd=", 5) != 0) {
-		fprintf(stderr, "atriumd cluster status: no cluster given: use "
-		    "--cluster etcd=URL[,URL...], or --data DIR whose atrium.conf "
-		    "has cluster = etcd=URL\n");
+		fprintf(stderr, "%s: no cluster given: use --cluster "
+		    "etcd=URL[,URL...], or --data DIR whose atrium.conf has "
+		    "cluster = etcd=URL\n", what);
 		return 2;
 	}
 	snprintf(urls, len, "%s", given + 5);
@@ -167,7 +167,9 @@ cluster_status_main(int argc, char **argv)
 	size_t nn = 0, nr = 0;
 	int r;
 
-	if ((r = status_flags(argc, argv, urls, sizeof(urls))) != 0)
+	if ((r = cluster_cli_endpoints(argc, argv, 2, "atriumd cluster status",
+	    "atriumd cluster status [--cluster etcd=URL[,URL...]] [--data DIR]",
+	    urls, sizeof(urls))) != 0)
 		return r;
 	struct etcd *e = etcd_open(urls, err, sizeof(err));
 	if (!e) {

@@ -623,7 +623,8 @@ put_request(const char *key, const void *val, size_t len, int64_t lease)
 	return o;
 }
 
-/* A compare of KEY: TARGET is "CREATE" or "VALUE". */
+/* A compare of KEY: TARGET is "CREATE", "MOD" (REV is the revision
+ * either way) or "VALUE". */
 static struct json_object *
 compare(const char *key, const char *target, int64_t create_rev,
     const void *val, size_t len)
@@ -635,6 +636,8 @@ compare(const char *key, const char *target, int64_t create_rev,
 	json_object_object_add(c, "result", json_object_new_string("EQUAL"));
 	if (strcmp(target, "CREATE") == 0)
 		add_int64(c, "create_revision", create_rev);
+	else if (strcmp(target, "MOD") == 0)
+		add_int64(c, "mod_revision", create_rev);
 	else if (add_b64(c, "value", val, len) < 0) {
 		json_object_put(c);
 		return NULL;
@@ -958,5 +961,112 @@ etcd_put_if_home(struct etcd *e, const char *room, const char *node,
 	int r = txn(e, t, &kvs, &n);
 
 	etcd_kvs_free(kvs, n);
+	return r;
+}
+
+int
+etcd_put_if_mod(struct etcd *e, const char *key, const void *val, size_t len,
+    int64_t mod_rev)
+{
+	struct json_object *cmp = compare(key, "MOD", mod_rev, NULL, 0);
+	struct json_object *t = txn_request(&cmp, 1,
+	    op("requestPut", put_request(key, val, len, 0)), NULL);
+	struct etcd_kv *kvs;
+	size_t n;
+	int r = mod_rev > 0 ? txn(e, t, &kvs, &n) : -EINVAL;
+
+	if (mod_rev <= 0)
+		json_object_put(t);
+	else
+		etcd_kvs_free(kvs, n);
+	return r;
+}
+
+int
+etcd_delete(struct etcd *e, const char *key)
+{
+	struct json_object *o;
+	int64_t deleted = 0;
+	int r;
+
+	if ((r = post_json(e, "/v3/kv/deleterange", key_object(key))) < 0)
+		return r;
+	if (!(o = parse_object(e->body, e->len)))
+		return -EPROTO;
+	if ((r = error_answer(o)) == 0 &&
+	    field_int64(o, "deleted", 0, &deleted) < 0)
+		r = -EPROTO;
+	json_object_put(o);
+	if (r < 0)
+		log_warn("etcd delete %s: %s", key, strerror(-r));
+	return r < 0 ? r : deleted > 0;
+}
+
+int
+etcd_get_rev(struct etcd *e, const char *key, int64_t *mod_rev)
+{
+	struct json_object *o = key_object(key);
+	struct etcd_kv *kvs;
+	size_t n;
+	int r;
+
+	*mod_rev = 0;
+	if (o)
+		json_object_object_add(o, "keys_only",
+		    json_object_new_boolean(1));
+	if ((r = post_json(e, "/v3/kv/range", o)) < 0)
+		return r;
+	if ((r = etcd_parse_range(e->body, e->len, &kvs, &n)) < 0) {
+		log_warn("etcd get %s: bad answer (%s)", key, strerror(-r));
+		return r;
+	}
+	if (n > 1 || (n == 1 && strcmp(kvs[0].key, key) != 0)) {
+		etcd_kvs_free(kvs, n);
+		return -EPROTO;
+	}
+	take_first(kvs, n, NULL, NULL, NULL, mod_rev);
+	etcd_kvs_free(kvs, n);
+	return n == 1;
+}
+
+int
+etcd_prefix_stamp(struct etcd *e, const char *prefix, int64_t *count,
+    int64_t *max_mod)
+{
+	char end[ETCD_KEY_MAX + 1];
+	struct json_object *o, *ans;
+	struct etcd_kv *kvs = NULL;
+	size_t n = 0;
+	int r;
+
+	*count = *max_mod = 0;
+	if ((r = prefix_end(prefix, end, sizeof(end))) < 0)
+		return r;
+	/* The newest key alone, and how many there are. */
+	o = key_object(prefix);
+	if (o && add_b64(o, "range_end", end, strlen(end)) < 0) {
+		json_object_put(o);
+		o = NULL;
+	}
+	if (o) {
+		add_int64(o, "limit", 1);
+		json_object_object_add(o, "keys_only", json_object_new_boolean(1));
+		json_object_object_add(o, "sort_order",
+		    json_object_new_string("DESCEND"));
+		json_object_object_add(o, "sort_target",
+		    json_object_new_string("MOD"));
+	}
+	if ((r = post_json(e, "/v3/kv/range", o)) < 0)
+		return r;
+	if (!(ans = parse_object(e->body, e->len)))
+		return -EPROTO;
+	if ((r = error_answer(ans)) == 0 &&
+	    (r = field_int64(ans, "count", 0, count)) == 0 &&
+	    (r = parse_kvs(ans, &kvs, &n)) == 0 && n > 0)
+		*max_mod = kvs[0].mod_rev;
+	etcd_kvs_free(kvs, n);
+	json_object_put(ans);
+	if (r < 0)
+		log_warn("etcd range %s: bad answer (%s)", prefix, strerror(-r));
 	return r;
 }

@@ -110,6 +110,25 @@ int etcd_delete_if(struct etcd *e, const char *key, const void *val,
 int etcd_put_if_home(struct etcd *e, const char *room, const char *node,
     int64_t epoch, const char *key, const void *val, size_t len);
 
+/* Set KEY to VAL only while its mod_revision is MOD_REV (one txn; no
+ * lease): 1 done, 0 the key changed or went meanwhile, -errno. */
+int etcd_put_if_mod(struct etcd *e, const char *key, const void *val,
+    size_t len, int64_t mod_rev);
+
+/* KEY's mod_revision alone (its value is not sent): 1 with *mod_rev, 0
+ * absent, -errno.  For a reader that polls a large value. */
+int etcd_get_rev(struct etcd *e, const char *key, int64_t *mod_rev);
+
+/* How many keys start with PREFIX (*count) and the greatest mod_revision
+ * among them (*max_mod), in one small request: any put under the prefix
+ * raises the one, any delete lowers the other, so a reader polls this
+ * and reads the range again only when it moved.  0 or -errno. */
+int etcd_prefix_stamp(struct etcd *e, const char *prefix, int64_t *count,
+    int64_t *max_mod);
+
+/* Delete KEY: 1 deleted, 0 it was absent, -errno. */
+int etcd_delete(struct etcd *e, const char *key);
+
 /* --- the parsers, exposed for the unit tests --------------------------- */
 
 /* Each takes one whole answer body (BODY, LEN bytes, not NUL-terminated)

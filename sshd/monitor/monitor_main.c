@@ -13,8 +13,9 @@
  * with --http-listen the monitor also binds that socket and starts
  * atriumd-http, the HTTP process (http_front.h), after the split;
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
- * ...` and `atriumd status` are the operator's commands instead
- * (room_cli.h, status.h); --version and --log-level are every program's
+ * ...`, `atriumd status` and `atriumd cluster status|keys` are the
+ * operator's commands instead (room_cli.h, status.h, cluster_status.h,
+ * cluster_keys.h); --version and --log-level are every program's
  * (cli.h).
  */
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "banner.h"
+#include "cluster_keys.h"
 #include "cluster_status.h"
 #include "cli.h"
 #include "config.h"
@@ -64,6 +66,8 @@ static const char main_usage[] =
 	"               [--http-listen ADDR:PORT]\n"
 	"       atriumd room list DATA | atriumd room delete DATA ROOM\n"
 	"       atriumd status [DATA] | atriumd --version\n"
+	"       atriumd cluster status | atriumd cluster keys push FILE | "
+	"atriumd cluster keys show\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open, --no-limits and
@@ -348,6 +352,9 @@ main(int argc, char **argv)
 	if (argc > 2 && strcmp(argv[1], "cluster") == 0 &&
 	    strcmp(argv[2], "status") == 0)
 		return cluster_status_main(argc - 1, argv + 1);
+	if (argc > 2 && strcmp(argv[1], "cluster") == 0 &&
+	    strcmp(argv[2], "keys") == 0)
+		return cluster_keys_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	main_tune_malloc();
 	config_defaults(&cfg);

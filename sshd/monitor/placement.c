@@ -4,7 +4,10 @@
  * this file joins it to the monitor: the flags and the host key, the
  * node's wake-up pipe on the loop, the rooms' hooks (a room's writers get
  * its fence page; a room that stopped for good gives its home up), and
- * the answer to `use` for a room this host does not hold.
+ * the answer to `use` for a room this host does not hold; and the keys'
+ * and tokens' sync (cluster/keys_sync.h: DATA/authorized_keys kept in
+ * step with the cluster's copy, checked by cluster_keys.h; the tokens'
+ * store moved to etcd, tokens_cluster.c).
  *
  * What a user sees (atriumd(8), CLUSTER): while a room's home is claimed
  * the session waits as for a room that starts; a room whose home is
@@ -28,11 +31,14 @@
 
 #include <libssh/libssh.h>
 
+#include "cluster_keys.h"
+#include "keys_sync.h"
 #include "log.h"
 #include "monitor.h"
 #include "monitor_loop.h"
 #include "node.h"
 #include "room_stream.h"
+#include "tokens_db.h"
 
 /* DATA/hostkey's public half, "ssh-ed25519 AAAA...": 0 or -1 (logged). */
 static int
@@ -122,6 +128,22 @@ placement_wake_cb(struct watch *w, int revents)
 	placement_tick(w->arg);
 }
 
+/* Keep authorized_keys and the tokens in step with etcd (ETCD: the
+ * URLs).  0 or -errno (logged). */
+static int
+placement_keys_start(struct monitor *srv, const char *etcd)
+{
+	char path[PATH_MAX + 32], err[512];
+	struct keys_sync_config kc = { etcd, path, cluster_keys_valid };
+	int r;
+
+	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
+	if ((r = keys_sync_start(&kc, &srv->tokens->sync, err,
+	    sizeof(err))) < 0)
+		log_error("cluster: %s", err);
+	return r;
+}
+
 /* See placement.h. */
 int
 placement_start(struct monitor *srv)
@@ -151,6 +173,12 @@ placement_start(struct monitor *srv)
 	if ((r = room_stream_load(cfg, node, srv->rooms.progs.agent,
 	    &srv->stream)) < 0)
 		return r;
+	if (strncmp(cfg->cluster, "etcd=", 5) == 0 &&
+	    (r = placement_keys_start(srv, cfg->cluster + 5)) < 0) {
+		room_stream_free(srv->stream);
+		srv->stream = NULL;
+		return r;
+	}
 	if ((r = cluster_start(&cc, &hooks, &srv->cluster, &wake_fd, err,
 	    sizeof(err))) < 0) {
 		log_error("cluster: %s", err);
@@ -176,6 +204,10 @@ placement_start(struct monitor *srv)
 void
 placement_stop(struct monitor *srv)
 {
+	if (srv->tokens) {
+		keys_sync_stop(srv->tokens->sync);
+		srv->tokens->sync = NULL;
+	}
 	if (!srv->cluster)
 		return;
 	loop_del(&srv->cluster_w);

@@ -42,7 +42,8 @@ HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
 # The monitor's files (less sshd/monitor/monitor_main.c), for what it reads of
 # HTTP requests, with the cluster's (cluster/, which it links).
 MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c sandbox/sandbox_seccomp.c \
-    cluster/etcd.c cluster/node.c cluster/cluster_status.c |
+    cluster/etcd.c cluster/node.c cluster/cluster_status.c cluster/s3_creds.c \
+    cluster/keys_sync.c |
     grep -Ev '^(sshd/monitor/monitor_main)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
