@@ -48,6 +48,7 @@ def installed_paths(prefix="/usr"):
         p + "/libexec/atrium/atriumd-http": 0o755,
         p + "/libexec/atrium/atrium-agent": 0o755,
         p + "/libexec/atrium/atrium-sandbox-init": 0o755,
+        p + "/libexec/atrium/atrium-replicate": 0o755,
         p + "/share/man/man8/atriumd.8": 0o644,
         p + "/share/man/man8/atrium-agent.8": 0o644,
         p + "/share/man/man8/atrium-fs.8": 0o644,
