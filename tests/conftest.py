@@ -250,7 +250,7 @@ def atriumd(build, request):
 
     def start(data, *extra, env=None):
         if legacy:
-            extra = ("--exec-creates-rooms",) + tuple(extra)
+            extra = tuple(extra) + ("--exec-creates-rooms",)
         d = Atriumd(build, data, extra, env)
         started.append(d)
         return d.start()
