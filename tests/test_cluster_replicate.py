@@ -21,7 +21,8 @@ import pytest
 
 import s3_server
 from conftest import BUILD_DIR, ssh_command
-from test_cluster import LEASE, etcd, hosts, wait_for  # noqa: F401 fixtures
+from test_cluster import (LEASE, cgroup_prefix, etcd, hosts,  # noqa: F401
+                          wait_for)
 from test_e2e import Room
 
 AK, SK = "AKIDATRIUMTEST", "s3cr3t/with+signs"
