@@ -56,11 +56,12 @@ endif
 
 LIBS_fs    = $(shell pkg-config --libs fuse3 sqlite3 libarchive libseccomp 2>/dev/null) -lpthread
 LIBS_agent = $(shell pkg-config --libs sqlite3 libcurl json-c liburing libpcre2-8 vterm libseccomp 2>/dev/null) -lpthread
-LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm 2>/dev/null)
+LIBS_sshd  = $(shell pkg-config --libs libssh json-c sqlite3 libseccomp libutf8proc libcrypto libcmark-gfm libcurl 2>/dev/null) -lpthread
 # atriumd-http: libssh for the shared loop, libcrypto for the WebSocket
 # handshake's SHA-1; libwslay has no pkg-config file.
 LIBS_http  = $(shell pkg-config --libs libmicrohttpd libssh libcrypto json-c libseccomp 2>/dev/null) -lwslay
 LIBS_common = $(shell pkg-config --libs json-c 2>/dev/null)
+LIBS_replicate = $(shell pkg-config --libs libcurl json-c libcrypto sqlite3 2>/dev/null)
 LIBS_init  = $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 # Debian packages the build, the server and the tests need.
@@ -74,6 +75,9 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             clang libclang-rt-14-dev fio \
             debhelper devscripts lintian fakeroot adduser \
             chromium chromium-driver python3-selenium
+# What only the tests need beyond DEB_PKGS (make check installs them,
+# make run does not): etcd for the cluster's tests (tests/test_cluster.py).
+CHECK_PKGS := etcd-server
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
@@ -83,8 +87,13 @@ COMMON_SRC := $(wildcard common/*.c)
 # The seccomp allow list of the processes that give up root: linked into
 # those three programs only (libseccomp), not into libcommon.
 ALLOW_SRC  := common/seccomp_allow.c
-FS_SRC     := $(wildcard fs/*.c) $(ALLOW_SRC)
-AGENT_SRC  := $(wildcard agent/*.c) $(ALLOW_SRC)
+FS_SRC     := $(wildcard fs/*.c fs/*/*.c) $(ALLOW_SRC)
+AGENT_SRC  := $(wildcard agent/*.c agent/*/*.c) $(ALLOW_SRC)
+# atrium-fs and atrium-agent keep their concerns in subfolders (fs/engine/,
+# agent/provider/, ...); their files include each other's headers by name,
+# so each program's objects (and its unit tests) get all its folders.
+FS_INC     := $(patsubst %/,-I%,$(sort $(wildcard fs/*/)))
+AGENT_INC  := -Iagent $(patsubst %/,-I%,$(sort $(wildcard agent/*/)))
 # atriumd's code is in a folder per role: monitor/ (the root process),
 # net/ (the network process), chat/ (the terminal chat, in the network
 # process) and shared/ (both).  Files include headers by name from their
@@ -98,24 +107,33 @@ SSHD_SRC   := $(wildcard $(addsuffix /*.c,$(SSHD_DIRS)))
 # Two programs: atriumd, the monitor, from monitor/ and shared/; and
 # atriumd-net, the network process it executes, from net/, chat/ and
 # shared/.  Neither links the other's code.
-SSHD_MAINS := sshd/monitor/main.c sshd/net/main.c
-MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC)
+SSHD_MAINS := sshd/monitor/monitor_main.c sshd/net/net_main.c
+MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUSTER_SRC)
+# cluster/: what --cluster adds to the monitor (etcd placement and
+# fencing, keys and tokens kept in step); linked in always, run only with
+# --cluster.
+CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c \
+    cluster/s3_creds.c cluster/keys_sync.c
+# atrium-replicate (started by the monitor with --s3, one per room): the
+# shipper of a room's commits to the object store, and its restore.
+REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c
 NET_SRC     = $(wildcard sshd/net/*.c sshd/chat/*.c sshd/shared/*.c) $(ALLOW_SRC)
 # A third: atriumd-http, the HTTP process (started only with
 # --http-listen), from http/ and shared/.
 HTTP_SRC    = $(wildcard sshd/http/*.c sshd/shared/*.c) $(ALLOW_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 
-# common/sandbox_init.c and its filters are their own program, not part of
+# sandbox/sandbox_init.c and its filters are their own program, not part of
 # libcommon (libseccomp is linked only where it is needed).  atriumd links
 # the filters too: a room transfer's helpers get them (transfer_sandbox.c).
-SECCOMP_SRC   := common/sandbox_seccomp.c
-INIT_SRC      := common/sandbox_init.c $(SECCOMP_SRC)
+SECCOMP_SRC   := sandbox/sandbox_seccomp.c
+INIT_SRC      := sandbox/sandbox_init.c $(SECCOMP_SRC)
 LIBCOMMON_SRC := $(filter-out $(INIT_SRC) $(ALLOW_SRC),$(COMMON_SRC))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init
+PROGS := atriumd atriumd-net atriumd-http atrium-fs atrium-agent atrium-sandbox-init \
+         atrium-replicate
 
 # The room in the browser: the page's own files (web/) and the files of
 # npm's packages it uses (web/package.json, exact versions, locked), all
@@ -162,19 +180,26 @@ $(1)/atriumd-net: $(call obj,$(1),$(NET_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_sshd) $$(LIBS_common)
 $(1)/atriumd-http: $(call obj,$(1),$(HTTP_SRC)) $(1)/libcommon.a
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_http) $$(LIBS_common)
+$(1)/atrium-replicate: $(call obj,$(1),$(REPLICATE_SRC)) $(1)/libcommon.a
+	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_replicate) $$(LIBS_common)
 $(1)/atrium-sandbox-init: $(call obj,$(1),$(INIT_SRC))
 	$$(CC) $(2) $$(LDFLAGS) $(3) -o $$@ $$^ $$(LIBS_init)
 $(1)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $(2) -c -o $$@ $$<
+$(call obj,$(1),$(wildcard fs/*.c fs/*/*.c tests/unit/test_fs_*.c)): \
+    PART_CFLAGS := $(FS_INC)
+$(call obj,$(1),$(wildcard agent/*.c agent/*/*.c tests/unit/test_agent_*.c)): \
+    PART_CFLAGS := $(AGENT_INC)
 $(call obj,$(1),$(wildcard sshd/shared/*.c)): PART_CFLAGS := -Isshd/shared
 $(call obj,$(1),$(wildcard sshd/monitor/*.c)): \
-    PART_CFLAGS := -Isshd/shared -Isshd/monitor
+    PART_CFLAGS := -Isshd/shared -Isshd/monitor -Icluster -Isandbox
+$(call obj,$(1),$(wildcard cluster/*.c tests/unit/test_cluster_*.c)): PART_CFLAGS := -Icluster
 $(call obj,$(1),$(wildcard sshd/net/*.c sshd/chat/*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/net -Isshd/chat
 $(call obj,$(1),$(wildcard sshd/http/*.c tests/unit/test_http_*.c)): \
     PART_CFLAGS := -Isshd/shared -Isshd/http
-$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC)
+$(call obj,$(1),$(wildcard tests/unit/test_sshd_*.c)): PART_CFLAGS := $(SSHD_INC) -Icluster
 endef
 
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -191,10 +216,11 @@ $(eval $(call program_rules,$(BUILD)/tsan,$(TSAN)))
 # libcommon; PART is common, fs, agent or sshd.
 part_of = $(word 2,$(subst _, ,$(basename $(notdir $(1)))))
 COMMON_PART :=
-FS_PART      = $(filter-out fs/main.c,$(FS_SRC))
-AGENT_PART   = $(filter-out agent/main.c,$(AGENT_SRC))
-SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC)
-HTTP_PART    = $(filter-out sshd/http/main.c,$(HTTP_SRC))
+FS_PART      = $(filter-out fs/fs_main.c,$(FS_SRC))
+AGENT_PART   = $(filter-out agent/agent_main.c,$(AGENT_SRC))
+SSHD_PART    = $(filter-out $(SSHD_MAINS),$(SSHD_SRC)) $(SECCOMP_SRC) $(ALLOW_SRC) $(CLUSTER_SRC)
+HTTP_PART    = $(filter-out sshd/http/http_main.c,$(HTTP_SRC))
+CLUSTER_PART = $(sort $(CLUSTER_SRC) $(filter-out cluster/replicate_main.c,$(REPLICATE_SRC)))
 
 define unit_rules # $(1)=build dir, $(2)=extra cflags, $(3)=test source
 $(1)/tests/$(basename $(notdir $(3))): $(call obj,$(1),$(3)) \
@@ -214,7 +240,7 @@ $(foreach t,$(UNIT_TSAN_SRC),$(eval $(call unit_rules,$(BUILD)/tsan,$(TSAN),$(t)
 $(BUILD)/tsan/tests/tsan_canary: $(BUILD)/tsan/obj/tests/unit/tsan_canary.o
 	@mkdir -p $(@D)
 	$(CC) $(TSAN) -o $@ $^ -lpthread
-LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_common)
+LIBS_ALL = $(LIBS_fs) $(LIBS_agent) $(LIBS_sshd) $(LIBS_http) $(LIBS_replicate) $(LIBS_common)
 
 UNIT_BINS      := $(foreach t,$(UNIT_SRC),$(BUILD)/tests/$(basename $(notdir $(t))))
 UNIT_ASAN_BINS := $(foreach t,$(UNIT_SRC),$(BUILD)/asan/tests/$(basename $(notdir $(t))))
@@ -254,20 +280,29 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
 
-# make bench's reading chat members (tests/bench.py): a test tool.
-$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c
+# make bench's reading chat members (tests/bench.py): a test tool; its
+# loop, shared with ws_readers, is tests/bench/readers.c.
+BENCH_READERS := tests/bench/readers.c tests/bench/readers.h
+$(BUILD)/tests/chat_readers: tests/bench/chat_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $< -lssh
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^) -lssh
+
+# What drawing a streamed answer costs per member and delta, with and
+# without the cache the members share (tests/bench/md_stream.c).
+$(BUILD)/tests/md_stream: $(call obj,$(BUILD),tests/bench/md_stream.c $(SSHD_PART)) \
+    $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBS_ALL)
 
 # make bench's WebSocket clients (tests/bench.py, the http part).
-$(BUILD)/tests/ws_readers: tests/bench/ws_readers.c
+$(BUILD)/tests/ws_readers: tests/bench/ws_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $<
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^)
 
 # --- packages ----------------------------------------------------------------
 # Installs only what is missing; needs root (or sudo) the first time.
 deps:
-	@missing=$$(for p in $(DEB_PKGS); do \
+	@missing=$$(for p in $(DEB_PKGS) $(DEPS_EXTRA); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
 	    done; command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
@@ -284,6 +319,7 @@ run: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/atriumd --data ./data --listen :2222
 
+check: DEPS_EXTRA = $(CHECK_PKGS)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all $(UNIT_BINS) $(UNIT_ASAN_BINS) \
 	    $(BUILD)/tests/fault_vfs.so $(BUILD)/tests/fsexer \
@@ -327,7 +363,7 @@ stress: deps
 INSTALLED = $(DESTDIR)$(SBINDIR)/atriumd $(DESTDIR)$(BINDIR)/atrium-fs \
     $(DESTDIR)$(LIBEXECDIR)/atriumd-net $(DESTDIR)$(LIBEXECDIR)/atriumd-http \
     $(DESTDIR)$(LIBEXECDIR)/atrium-agent \
-    $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init \
+    $(DESTDIR)$(LIBEXECDIR)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/atrium-replicate \
     $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
     $(DESTDIR)$(UNITDIR)/atriumd.service $(DESTDIR)$(SYSUSERSDIR)/atrium.conf \
     $(addprefix $(DESTDIR)$(WEBDIR)/,$(WEB_FILES))
@@ -338,7 +374,7 @@ install: all
 	install -m 755 $(BUILD)/atriumd $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(BUILD)/atrium-fs $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/atriumd-net $(BUILD)/atriumd-http $(BUILD)/atrium-agent \
-	    $(BUILD)/atrium-sandbox-init $(DESTDIR)$(LIBEXECDIR)/
+	    $(BUILD)/atrium-sandbox-init $(BUILD)/atrium-replicate $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|g' packaging/atriumd.service \
 	    > $(DESTDIR)$(UNITDIR)/atriumd.service

@@ -1,8 +1,9 @@
 /*
  * agent.h: the state of one atrium-agent process, the actor of one room.
- * main.c fills it; the loop's callbacks in room.c (connections), turn.c (the
- * agent's turns), exec.c (people's commands) and http.c (model requests)
- * share it.  One thread: no locks.
+ * agent_main.c fills it; the loop's callbacks in conn.c and requests.c
+ * (connections and their requests), turn.c and the turn_ files beside it
+ * (the agent's turns), exec.c (people's commands) and http.c (model
+ * requests) share it.  One thread: no locks.
  */
 #ifndef ATRIUM_AGENT_AGENT_H
 #define ATRIUM_AGENT_AGENT_H

@@ -1,7 +1,7 @@
 /*
  * caps.c: the room's caps on steps per turn and tokens per day (caps.h).
- * Called by main.c at start (caps_load), by turn.c before each model
- * request, and by room.c for each `caps` request.
+ * Called by agent_main.c at start (caps_load), by turn_errors.c (turn_capped)
+ * before each model request, and by requests.c for each `caps` request.
  *
  * Invariant: the effective cap is the lower of the operator's and the
  * owner's, where 0 means "none" for the owner (and for the operator's
@@ -18,8 +18,8 @@
 #include "agent.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "room_db.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
  * sandbox uid and gid, with no capability, no_new_privs, not dumpable,
  * Landlock rules that leave it its room's directories (and the host's
  * read-only system files it needs to reach the model), and a seccomp
- * allow list.  What still needs root is done before (main.c): the
+ * allow list.  What still needs root is done before (agent_main.c): the
  * listening socket, the sandbox's passwd file, the room's cgroup (whose
  * directories are then handed to the room's uid, so the agent makes and
  * removes its commands' groups below it, and the room's own limits stay

@@ -1,5 +1,5 @@
 /*
- * confine.h: atrium-agent gives up root (confine.c).  Called by main.c:
+ * confine.h: atrium-agent gives up root (confine.c).  Called by agent_main.c:
  * confine_room_files and everything else that needs root first, then
  * confine_agent, before room.db is opened and before any thread exists.
  */

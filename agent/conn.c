@@ -19,7 +19,7 @@
 #include "agent.h"
 #include "fdpass.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "util.h"
 
 static void conn_io(struct loop *l, int fd, int mask, void *arg);
@@ -130,6 +130,12 @@ int
 conn_is_member(const struct conn *c)
 {
 	return c->kind == CONN_CHAT || c->kind == CONN_CONTROL;
+}
+
+int
+conn_gets_events(const struct conn *c)
+{
+	return (conn_is_member(c) && !c->fed) || c->kind == CONN_FEED;
 }
 
 int

@@ -38,8 +38,13 @@ struct agent;
 #define ROOM_MAX_CONNS	1024
 
 /* CONN_MONITOR is atriumd's watchdog: it sends only "ping", answered with
- * "pong" from the loop, and does not keep the room from going idle. */
-enum conn_kind { CONN_NEW, CONN_CHAT, CONN_CONTROL, CONN_EXEC, CONN_MONITOR };
+ * "pong" from the loop, and does not keep the room from going idle.
+ * CONN_FEED is atriumd's network process reading the room's events once
+ * for all of its chat sessions that said "feed" in their hello (their
+ * own connections then get only what is theirs: replies, replays); it
+ * is no member and no person, and sends nothing after its hello. */
+enum conn_kind { CONN_NEW, CONN_CHAT, CONN_CONTROL, CONN_EXEC, CONN_MONITOR,
+	CONN_FEED };
 
 struct conn {
 	struct conn *next;
@@ -48,6 +53,9 @@ struct conn {
 	enum conn_kind kind;		/* CONN_NEW until hello */
 	char user[64];
 	int admin;			/* hello said the key has atrium-admin */
+	int fed;			/* hello said feed: the room's events
+					 * reach it through a CONN_FEED, not
+					 * on this connection (conn_gets_events) */
 	int read_only;			/* hello said read_only (a read-only
 					 * token over HTTP): requests that
 					 * change the room are refused */
@@ -98,12 +106,16 @@ void conn_close_all(struct agent *a);
  * the loop sleeps, after the journal's commit. */
 void conn_flush(struct agent *a);
 
-/* 1 when c gets the room's events (a chat or control connection). */
+/* 1 when c is a member: a chat or control connection. */
 int conn_is_member(const struct conn *c);
+
+/* 1 when the room's events are written on c: a member not fed through a
+ * CONN_FEED, or a feed. */
+int conn_gets_events(const struct conn *c);
 
 /* Queue len bytes to c (whole lines); close c when it is too far behind.
  * Only the journal queues room events (journal.h); replies and link lines
- * come through room.h. */
+ * come through room_events.h. */
 void conn_queue(struct conn *c, const char *p, size_t len);
 /* Queue ev, serialised as one line with no raw control byte, to c. */
 void conn_queue_event(struct conn *c, json_object *ev);

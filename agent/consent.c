@@ -32,8 +32,8 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
-#include "room.h"
+#include "loop_uring.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "undo.h"
 

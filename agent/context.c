@@ -1,7 +1,7 @@
 /*
  * context.c: what the next model request of a turn carries (context.h).
  * turn.c calls context_load before every step, then either context_build
- * (a normal step) or context_build_summary (a summary step, compact.h).
+ * (a normal step) or context_build_summary (a summary step, compact_context.h).
  *
  * Only the rows from the latest summary's cut on are loaded; the rows
  * before it stay in room.db for history and audit and reach the model only
@@ -23,18 +23,18 @@
 #include <string.h>
 
 #include "agent.h"
-#include "compact.h"
+#include "compact_context.h"
 #include "endpoint.h"
 #include "log.h"
 #include "mcp.h"
 #include "prompt.h"
-#include "room.h"
+#include "room_events.h"
 
 #define CONTEXT_REQUEST_OVERHEAD 256	/* bytes of a body besides its parts */
 
-/* The system prompt: room, members, AGENTS.md (read by turn.c through
- * ws_file.h, never here), the skills of the turn (a->skills, read by
- * turn.c through ws_skills.h).  malloc'd or NULL. */
+/* The system prompt: room, members, AGENTS.md (read by turn_context.c
+ * through ws_file.h, never here), the skills of the turn (a->skills, read
+ * by turn_context.c through ws_skills.h).  malloc'd or NULL. */
 static char *
 context_system(struct agent *a, const char *agents_md, size_t agents_len)
 {

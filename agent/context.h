@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "compact.h"
+#include "compact_context.h"
 #include "provider.h"
 #include "room_db.h"
 
@@ -74,7 +74,7 @@ struct context {
 	int window_told;		/* window is the server's */
 	long max_tokens_cfg;		/* of an answer, as configured */
 	long max_tokens;		/* of this step's answer: what the
-					 * window leaves (compact.h:
+					 * window leaves (compact_context.h:
 					 * compact_answer_tokens) */
 	long threshold;			/* compact_threshold */
 	long estimate;			/* the next request's input tokens,
@@ -100,9 +100,9 @@ void context_free(struct context *c);
  * something to summarise. */
 int context_wants_summary(const struct context *c);
 
-/* A refusal as too long (compact.h: struct compact_refusal) of a request
- * whose body was sent_bytes long: keep the window it names, and how many
- * more tokens than the estimate's the server counts in those bytes, for
+/* A refusal as too long (compact_context.h: struct compact_refusal) of a
+ * request whose body was sent_bytes long: keep the window it names, and how
+ * many more tokens than the estimate's the server counts in those bytes, for
  * the room's provider and model (agent.h: struct model_fit). */
 void context_learn_refusal(struct agent *a,
     const struct compact_refusal *r, size_t sent_bytes);

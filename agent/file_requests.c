@@ -47,7 +47,7 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "utf8.h"
 #include "util.h"

@@ -355,7 +355,7 @@ it_column_text(struct it_ctx *c, const struct it_row *r, int i,
 	return 0;
 }
 
-/* 1 when status is one a tool call ends with (turn.c). */
+/* 1 when status is one a tool call ends with (turn_tools.c). */
 static int
 it_status_valid(const char *status)
 {

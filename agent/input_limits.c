@@ -47,7 +47,7 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "protocol.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 
 #define INPUT_WINDOW_MS 15000

@@ -15,7 +15,10 @@
  * they may go: a stored one once its commit succeeded, a live one once its
  * seq is durable and everything stamped before it went.  Going means being
  * queued to each member whose watermark (conn.seq_out) is below it, which
- * then moves up: every member gets every event once, in seq order.  The
+ * then moves up: every member gets every event once, in seq order.  A
+ * member whose hello said "feed" gets it through the feed connection of
+ * atriumd's network process instead (conn.h CONN_FEED), written once for
+ * all such members of the room.  The
  * connection layer writes its queue whenever the socket takes it: only
  * announced events are ever in it.
  *
@@ -50,7 +53,7 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "room_db.h"
 #include "stored_event.h"
 #include "util.h"
@@ -147,17 +150,22 @@ journal_stamp(struct journal *j, json_object *ev)
 	return j->seq;
 }
 
-/* Queue ev to every member below it, and move the watermarks.  The line
- * is made once for all of them: serialising a chat line once per member
- * was most of the agent's own time in a room of a thousand. */
+/* Queue ev to every connection that gets the room's events below it, and
+ * move the watermarks (a member fed through a feed moves too: it has the
+ * event through the feed).  The line is made once for all of them:
+ * serialising a chat line once per member was most of the agent's own
+ * time in a room of a thousand. */
 static void
 journal_announce(struct journal *j, long long seq, json_object *ev)
 {
 	int made = 0;	/* 1 made, -1 too long for a client's queue */
 
 	for (struct conn *c = j->a->conns; c; c = c->next) {
-		if (!conn_is_member(c) || c->seq_out >= seq)
+		if (!conn_gets_events(c) || c->seq_out >= seq) {
+			if (conn_is_member(c) && c->seq_out < seq)
+				c->seq_out = seq;
 			continue;
+		}
 		if (made == 0)
 			made = conn_event_line(ev, &j->line) < 0 ? -1 : 1;
 		if (made < 0)	/* as a queue that cannot take it */

@@ -19,7 +19,7 @@
 #include "journal.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 
 struct pref {

@@ -34,7 +34,7 @@
 
 #include "agent.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "spawner.h"
 #include "util.h"
 

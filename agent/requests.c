@@ -2,10 +2,10 @@
  * requests.c: the table of requests a connection may send (requests.h):
  * each line's type, who may send it (which kinds of connection), and its
  * handler.  The transport is conn.c's; what a handler announces goes
- * through room.h to the journal, which commits before anything reaches a
+ * through room_events.h to the journal, which commits before anything reaches a
  * client.
  *
- * Who may enter and manage the room is room_access.c's: hello is checked
+ * Who may enter and manage the room is room_access_list.c's: hello is checked
  * there before the connection joins.  A connection has exactly one hello,
  * its first line: atriumd's monitor writes it (who the connection is for,
  * and whether that user's key is an admin's, from its own reading of
@@ -16,7 +16,11 @@
  * Presence is about people: only chat connections (a person at a
  * terminal) are announced as joining and leaving and listed by who;
  * control connections (scripts) get the room's events without being
- * announced.  A read-only connection (the monitor's hello says so for a
+ * announced.  atriumd's network process reads the room's events once per
+ * room on a feed connection (conn.h CONN_FEED) for the chat sessions whose
+ * hello said "feed": they stay members (presence, who, their own
+ * replies and replays on their own connection), and the journal writes
+ * the room's events on the feed alone for them.  A read-only connection (the monitor's hello says so for a
  * read-only token over HTTP) may send only requests_reads' requests:
  * any other gets an `error` naming read-only.  `sync` is answered in
  * line order, so its `synced` follows
@@ -42,8 +46,8 @@
 #include "names.h"
 #include "prefs.h"
 #include "protocol.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "input_limits.h"
 #include "room_db.h"
 #include "room_limits.h"
@@ -74,8 +78,10 @@ room_hello_kind(struct conn *c, const char *kind)
 		return CONN_EXEC;
 	if (strcmp(kind, "monitor") == 0)
 		return CONN_MONITOR;
+	if (strcmp(kind, "feed") == 0)
+		return CONN_FEED;
 	room_error(c, NULL, "unknown connection kind \"%s\": use chat,"
-	    " control, exec or monitor", kind);
+	    " control, exec, feed or monitor", kind);
 	return CONN_NEW;
 }
 
@@ -107,6 +113,20 @@ room_welcome(struct agent *a, struct conn *c)
 	room_welcome_usage(a, ev);
 	prefs_describe(a, c->user, ev);
 	room_send(c, ev);	/* seq is the latest, not a new one */
+}
+
+/* A feed (conn.h CONN_FEED) starts: "feed" with the last announced seq,
+ * after which it gets every event once.  Nothing is replayed on it: each
+ * fed member's own hello replays what it asked for.  0. */
+static int
+room_feed_start(struct agent *a, struct conn *c)
+{
+	json_object *ev = room_event_new("feed");
+
+	log_info("a feed for %s's chat sessions opened", c->user);
+	room_send(c, ev);	/* seq is the latest, not a new one */
+	journal_join(a->journal, c, -1, 0);
+	return 0;
 }
 
 /* hello: user, kind, admin, may_create, history, since -> welcome and the
@@ -144,6 +164,9 @@ room_hello(struct conn *c, json_object *req)
 	if (room_access_hello(a, c, req) < 0)
 		return -1;
 	c->kind = kind;
+	if (kind == CONN_FEED)
+		return room_feed_start(a, c);
+	c->fed = kind == CONN_CHAT && json_get_bool(req, "feed", 0);
 	room_welcome(a, c);
 	journal_join(a->journal, c, since, history);
 	if (conn_is_member(c)) {
@@ -450,7 +473,7 @@ room_caps(struct conn *c, json_object *req)
 	caps_request(c->a, c, req);
 }
 
-/* invite, kick, remove, visibility, access: room_access.c tells them
+/* invite, kick, remove, visibility, access: room_access_list.c tells them
  * apart. */
 static void
 room_access(struct conn *c, json_object *req)
@@ -665,6 +688,9 @@ requests_line(struct conn *c, const char *line, size_t len)
 		conn_end(c, "second hello");
 	} else if (c->kind == CONN_MONITOR) {
 		room_monitor_line(c, type);
+	} else if (c->kind == CONN_FEED) {
+		room_error(c, NULL, "a feed connection sends nothing after "
+		    "its hello");
 	} else {
 		requests_dispatch(c, type, req);
 	}

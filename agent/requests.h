@@ -1,6 +1,6 @@
 /*
  * requests.h: what each line a connection sends asks for (requests.c): a
- * table of request types, who may send each, and their handlers.  main.c
+ * table of request types, who may send each, and their handlers.  agent_main.c
  * gives requests_hooks to the connection layer (conn_listen).
  */
 #ifndef ATRIUM_AGENT_REQUESTS_H

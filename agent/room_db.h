@@ -92,7 +92,7 @@ typedef int room_db_event_fn(long long seq, const char *time,
  * at most limit (<= 0: no limit) of the latest ones. */
 int room_db_events_each(struct room_db *db, long long since, long limit,
     room_db_event_fn *fn, void *arg);
-/* What a `history` request asks for (room.c): events with since < seq <
+/* What a `history` request asks for (requests.c): events with since < seq <
  * before (before <= 0: no bound), the latest limit of them; with user set,
  * only that user's own lines (message, prompt, exec_start); with match
  * set, only events whose text, command or output holds it (any case). */
@@ -216,7 +216,7 @@ int room_db_transcript_rows(struct room_db *db, long long from,
     struct room_db_msg **rows, size_t *n);
 void room_db_rows_free(struct room_db_msg *rows, size_t n);
 
-/* --- compactions: summaries of the older transcript (compact.h). */
+/* --- compactions: summaries of the older transcript (compact_context.h). */
 struct room_db_compaction {
 	long long id;		/* 0: none */
 	long long turn;		/* the turn whose step made it */

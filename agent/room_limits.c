@@ -1,7 +1,7 @@
 /*
  * room_limits.c: the room's cgroup and the owner's lowered limits
- * (room_limits.h).  Called by main.c once at start and once at exit, and
- * by room.c for each `limits` request.
+ * (room_limits.h).  Called by agent_main.c once at start and once at exit, and
+ * by requests.c for each `limits` request.
  *
  * The effective limits are computed in one place, reslimits_nest, from
  * the operator's settings and a->owner_limits; this file keeps
@@ -28,8 +28,8 @@
 #include "jsonl.h"
 #include "log.h"
 #include "reslimits.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "room_db.h"
 #include "spawner.h"
 #include "ws_snapshot.h"

@@ -65,7 +65,7 @@
 #include "agent.h"
 #include "log.h"
 #include "proc.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "sandbox.h"
 #include "text.h"

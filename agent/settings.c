@@ -1,7 +1,7 @@
 /*
  * settings.c: the room's settings (settings.h).  The command line gives the
  * defaults; a `config` line from the room's owner or an admin
- * (room_access.h) changes them for this room; they
+ * (room_access_list.h) changes them for this room; they
  * live in room.db's config table so they survive restarts, and every change
  * is announced with a stored `config` event naming who made it.
  *
@@ -34,8 +34,8 @@
 #include "mcp.h"
 #include "mcp_config.h"
 #include "provider.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "room_db.h"
 #include "seed.h"
 #include "skills.h"

@@ -24,8 +24,8 @@
 #include "conn.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
-#include "room_access.h"
+#include "room_events.h"
+#include "room_access_list.h"
 #include "undo.h"
 #include "ws_snapshot.h"
 
@@ -65,7 +65,7 @@ snapshots_failed(struct conn *c, const char *what, const char *name, int r)
 
 /* A snapshot refused for the quota, with the figures, to c: a person's
  * snapshot is kept until someone drops it, so it must fit as if all it
- * names were deleted next (fs/quota.c). */
+ * names were deleted next (fs/engine/quota.c). */
 static void
 snapshots_no_room(struct conn *c, const char *name,
     const struct fsctl_usage *u)

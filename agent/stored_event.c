@@ -7,14 +7,14 @@
  *   prompt       user, text                      requests.c
  *   turn_start   turn, user                      turn.c
  *   tool_call    turn, id, name, input           turn.c
- *   tool_result  turn, id [, name], status, output  turn.c
+ *   tool_result  turn, id [, name], status, output  turn_tools.c
  *   turn_end     turn, stop_reason, usage        turn.c
  *   approval_request  turn, id, tool, input, modifies, seconds
- *                                                turn.c
+ *                                                turn_approval.c
  *   approval_result   turn, id, tool, status [, user, reason], waited_ms,
- *                text                            turn.c (approval.h)
+ *                text                            turn_approval.c (approval.h)
  *   compaction   turn, reason, summarized, kept, tokens_before,
- *                context_window, summary, usage  turn.c
+ *                context_window, summary, usage  turn_summary.c
  *   exec_start   id, user, command               exec.c (shared commands)
  *   exec_result  id, user, exitCode [, signal, timedOut, stop_signal,
  *                stopped_by], stdout, stderr [, truncated]
@@ -25,7 +25,7 @@
  *   config       changed, provider, model, approval, allow_list, skills,
  *                mcp, user                       settings.c
  *   access       owner, visibility, members [, change, user, by, text,
- *                seconds, reason]                room_access.c
+ *                seconds, reason]                room_access_list.c
  *   limits       memory, pids, cpus, max [, by], text   room_limits.c
  *   caps         max_steps, max_tokens_per_day, max [, by], text   caps.c
  *   undo_done, redo_done   turn, added, removed, modified, users

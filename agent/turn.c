@@ -47,7 +47,7 @@
  * says so (journal_watch), and the turn is suspended as at a failed
  * checkpoint, never building on them.
  *
- * Each checkpoint is one transaction with the events it records (room.h:
+ * Each checkpoint is one transaction with the events it records (room_events.h:
  * room_record): they are announced only once it committed (journal.h).
  * Every write of a checkpoint is checked; when one fails, or the commit
  * does, the checkpoint is rolled back whole and the turn is suspended
@@ -60,12 +60,22 @@
  * provider refused the last request as too long): its pending row is
  * committed before the summary request, and the summary, the step and the
  * compaction event are committed together; then the step's request is
- * made with the summary and the recent turns (compact.h).
+ * made with the summary and the recent turns (compact_context.h).
  *
  * A turn ends with turn_end (stop_reason end_turn, max_tokens, stopped,
  * error, max_steps) and always leaves the transcript valid: every tool_use
  * has its tool_result, and a failed model call leaves the user's message in
  * place for the next turn.
+ *
+ * This file is the state machine: its checkpoints, the model request and
+ * its answer, and starting, resuming and stopping.  Each phase's own work
+ * is in a file of its own, all sharing struct turn (turn_impl.h), and
+ * each calls back here only to checkpoint, go on or end the turn:
+ * turn_context.c (CONTEXT: the skills and AGENTS.md), turn_summary.c (the
+ * summary step and refusals as too long), turn_errors.c (what the room is
+ * told when a turn cannot go on), turn_approval.c (APPROVAL: the ask and
+ * its timer), turn_tools.c (TOOL: answering a step's calls).  The last two
+ * hand the call in hand to each other: an ask, then its run or its end.
  */
 #include "turn.h"
 
@@ -76,113 +86,30 @@
 #include <string.h>
 
 #include "agent.h"
-#include "approval.h"
-#include "caps.h"
-#include "compact.h"
 #include "context.h"
 #include "endpoint.h"
 #include "http.h"
 #include "journal.h"
 #include "jsonl.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "mcp.h"
-#include "model_fit.h"
 #include "model_window.h"
 #include "prompt.h"
 #include "provider.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
-#include "text.h"
 #include "tools.h"
-#include "undo.h"
 #include "util.h"
-#include "skills.h"
 #include "ws_file.h"
 #include "ws_skills.h"
+#include "turn_impl.h"
 
-#define TURN_AGENTS_MD		"AGENTS.md"	/* at the workspace root */
-#define TURN_AGENTS_MD_READ	(1024 * 1024)	/* read at most */
 #define TURN_CONNECT_TIMEOUT	10	/* s to connect to the model server */
-#define TURN_MAX_SHRINK		3	/* halvings of a refused summary request */
-#define TURN_EVENT_SUMMARY_MAX	(32 * 1024)	/* of a summary in its event */
-#define TURN_REFUSAL_MAX	400	/* bytes of a server's refusal shown */
-#define TURN_HOLD_MS		100	/* a call that changes nothing goes
-					 * unshown for at most this long */
 #define TURN_WAIT_MS		1000	/* a suspended turn looks this often
 						 * whether room.db takes writes */
-#define TURN_APPROVAL_TEXT	1600	/* an approval's line, its reason
-					 * (APPROVAL_REASON_MAX) included */
 
-enum turn_phase { PHASE_IDLE, PHASE_CONTEXT, PHASE_MODEL, PHASE_RETRY,
-	PHASE_APPROVAL, PHASE_TOOL };
-
-struct turn {
-	struct agent *a;
-	long long id;			/* turns.id */
-	char user[64];			/* who prompted */
-	int step;			/* model responses stored so far */
-	long long busy_mark;		/* loop_busy_us when this step began */
-	long long cpu_mark;		/* loop_cpu_us then */
-	long in_tokens, out_tokens;	/* totals of this turn */
-	enum turn_phase phase;
-	/* PHASE_CONTEXT */
-	struct ws_file_read *read;	/* AGENTS.md, at the first request */
-	struct ws_skills *skills_read;	/* the workspace's skills, once */
-	int skills_loaded;		/* a->skills is this turn's set */
-	int agents_loaded;		/* agents_md is this turn's AGENTS.md */
-	char *agents_md;		/* it (NULL: none, or unreadable) */
-	size_t agents_len;
-	struct context_rows rows;	/* the transcript, kept between steps */
-	/* PHASE_MODEL / PHASE_RETRY */
-	enum provider_kind kind;
-	struct http_call *call;
-	struct provider_stream *stream;
-	int feed_err;			/* provider_stream_feed's failure */
-	int streamed;			/* this attempt sent agent_delta text */
-	int attempt;			/* attempts of this step so far */
-	long long timer;		/* retry, approval or next request
-					 * timer, 0 */
-	json_object *bad_args;		/* call id -> raw arguments */
-	/* PHASE_APPROVAL / PHASE_TOOL */
-	json_object *calls;		/* tool_use blocks being answered */
-	int call_step;			/* their assistant message's step */
-	int next;			/* index of the call in hand */
-	const struct tool_def *run_def;	/* the running call's tool */
-	void *run;			/* and the call, or NULL */
-	int held;			/* all this step recorded is in the open
-					 * transaction, watched (journal_watch):
-					 * see "Held steps" above */
-	long long ask_deadline;		/* monotonic ms an ask times out */
-	long long ask_started;		/* monotonic ms it was asked (0: no
-					 * ask is open) */
-	/* A summary step (compact.h), PHASE_MODEL / PHASE_RETRY */
-	int summarising;		/* the request is a summary request */
-	int refused_capped;		/* this step was refused for the answer
-					 * it asked for and made again asking
-					 * less */
-	int refused_summarised;		/* this step was refused as too long
-					 * and summarised: a second refusal
-					 * ends the turn */
-	int sum_shrink;			/* summary requests refused as too
-					 * long in this turn: each halves the
-					 * next one's text */
-	char sum_reason[16];		/* window or refused */
-	long long sum_id;		/* the pending compactions row */
-	long long sum_cut, sum_upto;	/* transcript rowids: first row kept,
-					 * last row */
-	size_t sum_msgs, sum_kept;	/* rows summarised, rows kept */
-	long sum_before, sum_window;	/* estimate before, window (tokens) */
-	long sent_estimate;		/* the request's estimate, tokens */
-	size_t sent_bytes;		/* and its body's bytes */
-	/* The latest refusal as too long, in the server's words and
-	 * figures (compact.h: struct compact_refusal); words[0] = 0: none */
-	char refusal[TURN_REFUSAL_MAX];
-	struct compact_refusal refused;
-};
-
-static void turn_model_start(struct turn *t);
-static void turn_tools_next(struct turn *t);
+static void turn_model_done(void *arg, const struct http_result *r);
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -265,7 +192,7 @@ turn_suspend(struct turn *t, int err)
  * then they are rolled back instead.  0, or -errno when room.db did not
  * take them: the turn is suspended and t freed (turn_suspend), so the
  * caller returns at once. */
-static int
+int
 turn_checkpoint(struct turn *t, int r)
 {
 	/* A held step that someone else's failed commit rolled back: the
@@ -284,7 +211,7 @@ turn_checkpoint(struct turn *t, int r)
 
 /* A write for the next checkpoint returned r: on failure, roll the
  * checkpoint back now and suspend the turn (t freed).  r. */
-static int
+int
 turn_checkpoint_on_failure(struct turn *t, int r)
 {
 	return r < 0 ? turn_checkpoint(t, r) : 0;
@@ -330,7 +257,7 @@ turn_message_text(json_object *msg, struct buf *b)
 
 /* A message from "agent" to the room, recorded for the next checkpoint.
  * 0 or -errno. */
-static int
+int
 turn_say(struct turn *t, const char *text)
 {
 	json_object *ev = room_event_new("message");
@@ -351,7 +278,7 @@ turn_resume_cb(struct loop *l, long long id, void *arg)
 /* End the turn: turn_end stored and committed with what was recorded
  * before it (r: the first of those writes' failures, or 0), the next
  * prompt scheduled.  t is freed either way (turn_checkpoint). */
-static void
+void
 turn_finish_after(struct turn *t, const char *stop_reason, int r)
 {
 	struct agent *a = t->a;
@@ -388,7 +315,7 @@ turn_finish(struct turn *t, const char *stop_reason)
 }
 
 /* End the turn with an error event for the room. */
-static void
+void
 turn_fail(struct turn *t, const char *message)
 {
 	json_object *ev = room_event_new("error");
@@ -456,126 +383,6 @@ turn_http_body(void *arg, const char *p, size_t n)
 	return r;
 }
 
-/* The room's provider has neither key nor URL: tell the room how to set
- * one up. */
-static void
-turn_no_model(struct turn *t)
-{
-	char text[1200];
-	int i = keys_index(t->a->provider);
-
-	snprintf(text, sizeof(text), "No model is configured for this room's "
-	    "provider (%s), so I cannot answer yet. To configure one, start "
-	    "atriumd with %s in its environment, or with --api-key-file FILE "
-	    "and --provider %s; or use a local OpenAI-compatible server with "
-	    "--provider openai --model-url http://127.0.0.1:11434/v1 (Ollama) "
-	    "and --model NAME.", t->a->provider, i >= 0 ? keys_env_name(i) :
-	    "ANTHROPIC_API_KEY or OPENAI_API_KEY", t->a->provider);
-	turn_finish_after(t, "end_turn", turn_say(t, text));
-}
-
-static void turn_model_done(void *arg, const struct http_result *r);
-
-/* Nothing older than this turn and the one before it is left to summarise
- * and the conversation is still too long: the pending request is dropped
- * and the turn fails, saying what to do. */
-static void
-turn_summary_impossible(struct turn *t, const struct context *c)
-{
-	char msg[TURN_REFUSAL_MAX + 400];
-
-	room_db_compaction_drop(t->a->db, c->pending.id);
-	if (t->refusal[0])
-		snprintf(msg, sizeof(msg), "the model server refused the "
-		    "request: \"%s\"; nothing older than this turn and the "
-		    "one before it is left to summarise: send a new, shorter "
-		    "prompt (the next turn can summarise this one)%s",
-		    t->refusal, c->window_told ? "" : ", or set context-window "
-		    "to the model's real window if it is smaller");
-	else
-		snprintf(msg, sizeof(msg), "the conversation is too long for "
-		    "the model's context window (about %ld tokens, window %ld) "
-		    "and nothing older than this turn and the one before it is "
-		    "left to summarise: send a new, shorter prompt (the next "
-		    "turn can summarise this one)%s", c->estimate, c->window,
-		    c->window_told ? "" : ", or set context-window to the "
-		    "model's real window if it is larger");
-	turn_fail(t, msg);
-}
-
-/* Tell the room why and what is summarised. */
-static void
-turn_summary_notice(struct turn *t, const struct context *c)
-{
-	char turns[64];
-	long long from = c->rows[0].turn, to = c->rows[c->cut - 1].turn;
-
-	if (from == to)
-		snprintf(turns, sizeof(turns), "turn %lld", from);
-	else
-		snprintf(turns, sizeof(turns), "turns %lld to %lld", from, to);
-	if (strcmp(t->sum_reason, "refused") == 0 && t->refusal[0])
-		room_notice(t->a, "compacting the conversation: the model "
-		    "server refused it: \"%s\"; summarising its %zu oldest "
-		    "messages (%s) to fit a window of %ld tokens%s and keeping "
-		    "the %zu most recent whole", t->refusal, c->cut, turns,
-		    c->window, c->window_told ? " (the server's)" : "",
-		    t->sum_kept);
-	else
-		room_notice(t->a, "compacting the conversation: %s (about %ld "
-		    "of %ld tokens); summarising its %zu oldest messages (%s) "
-		    "and keeping the %zu most recent whole",
-		    strcmp(t->sum_reason, "refused") == 0 ? "the model refused "
-		    "it as longer than its context window" : "it nears the "
-		    "model's context window", c->estimate, c->window, c->cut,
-		    turns, t->sum_kept);
-}
-
-/* Make this step a summary step: the pending row asked for and committed
- * (so a crash makes the step again), the room told, the request built.
- * 0, 1 when the turn ended here, or -errno (message in err). */
-static int
-turn_summary_prepare(struct turn *t, const struct context *c,
-    struct provider_http *http, char *err, size_t errlen)
-{
-	struct agent *a = t->a;
-	struct room_db_compaction p;
-	int r;
-
-	if (c->cut == 0) {
-		turn_summary_impossible(t, c);
-		return 1;
-	}
-	if (room_db_compaction_request(a->db, t->id, "window") < 0 ||
-	    room_db_compaction_get(a->db, 1, &p) != 1) {
-		snprintf(err, errlen, "the summary step could not be recorded "
-		    "in room.db: the agent's log says why");
-		return -EIO;
-	}
-	if (turn_checkpoint(t, 0) < 0)
-		return 1;
-	t->summarising = 1;
-	snprintf(t->sum_reason, sizeof(t->sum_reason), "%s", p.reason);
-	free(p.summary);
-	t->sum_id = p.id;
-	t->sum_cut = c->rows[c->cut].rowid;
-	t->sum_upto = c->rows[c->n - 1].rowid;
-	t->sum_msgs = c->cut;
-	t->sum_kept = c->n - c->cut;
-	t->sum_before = c->estimate;
-	t->sum_window = c->window;
-	if (t->attempt == 0)
-		turn_summary_notice(t, c);
-	log_info("turn %lld: summarising %zu messages (about %ld tokens of "
-	    "%ld)", t->id, c->cut, c->estimate, c->window);
-	r = context_build_summary(a, c, t->sum_shrink, http,
-	    &t->sent_estimate);
-	if (r < 0)
-		snprintf(err, errlen, "the summary request could not be built "
-		    "(%s)", strerror(-r));
-	return r;
-}
-
 /* Build this step's request: a summary when the context asks for one,
  * else the conversation.  0, 1 when the turn ended here, or -errno
  * (message in err). */
@@ -606,7 +413,7 @@ turn_prepare(struct turn *t, const char *agents_md, size_t agents_len,
 }
 
 /* AGENTS.md is in (or not): build the request and start it. */
-static void
+void
 turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 {
 	struct agent *a = t->a;
@@ -649,145 +456,6 @@ turn_model_request(struct turn *t, const char *agents_md, size_t agents_len)
 	    t->step + 1, t->summarising ? "summary" : "model", t->attempt);
 }
 
-/* AGENTS.md was read through the confined path, or could not be: the
- * prompt simply goes without it then.  Kept for the turn's later requests
- * (turn_read_agents_md). */
-static void
-turn_agents_md_done(void *arg, int err, char *data, size_t len)
-{
-	struct turn *t = arg;
-	char why[256];
-
-	t->read = NULL;
-	if (err < 0 && err != -ENOENT) {
-		ws_file_why(why, sizeof(why), err);
-		log_warn("%s not put in the system prompt: %s", TURN_AGENTS_MD,
-		    why);
-	}
-	t->agents_md = data;
-	t->agents_len = data ? len : 0;
-	t->agents_loaded = 1;
-	turn_model_request(t, t->agents_md, t->agents_len);
-}
-
-/* A later request of the turn, with the AGENTS.md read for its first. */
-static long
-turn_agents_md_kept_cb(struct loop *l, long long id, void *arg)
-{
-	struct turn *t = arg;
-
-	t->timer = 0;
-	turn_model_request(t, t->agents_md, t->agents_len);
-	return LOOP_NOMORE;
-}
-
-/* Before each model request: end the turn with a message to the room
- * when it has made its steps or the room has used its tokens for the
- * day.  1 when it ended. */
-static int
-turn_capped(struct turn *t)
-{
-	struct agent *a = t->a;
-	char text[256];
-
-	if (t->step >= caps_max_steps(a)) {
-		snprintf(text, sizeof(text), "I stopped after %d model requests "
-		    "in this turn, the most this room allows. Ask me to "
-		    "continue if there is more to do.", caps_max_steps(a));
-		turn_finish_after(t, "max_steps", turn_say(t, text));
-		return 1;
-	}
-	if (caps_day_spent(a)) {
-		snprintf(text, sizeof(text), "This room has used its %lld "
-		    "tokens for today (UTC), the most it allows; I can work "
-		    "again after midnight UTC, or when the owner or the "
-		    "operator raises the cap.", caps_max_tokens_per_day(a));
-		turn_finish_after(t, "max_tokens_per_day", turn_say(t, text));
-		return 1;
-	}
-	return 0;
-}
-
-/* Read AGENTS.md, then make the request.  It is read once a turn, as the
- * skills are: the system prompt stays the same through the turn (so a
- * provider's prompt cache keeps it), and a step reads nothing of the
- * workspace for itself.  A later request is made from a 0 ms timer, so
- * that, as after a read, it never starts inside the callback of the
- * request before it. */
-static void
-turn_read_agents_md(struct turn *t)
-{
-	int r;
-
-	if (t->agents_loaded) {
-		t->timer = loop_add_timer(t->a->loop, 0, turn_agents_md_kept_cb,
-		    t);
-		r = t->timer ? 0 : -ENOMEM;
-	} else {
-		r = ws_file_read_start(t->a, TURN_AGENTS_MD,
-		    TURN_AGENTS_MD_READ, turn_agents_md_done, t, &t->read);
-	}
-	if (r < 0)
-		turn_fail(t, "the model request could not be prepared: out of "
-		    "memory");
-}
-
-/* The turn's skills: the room's config ones, then the workspace's (found,
- * taken; NULL when they could not be read) whose names are free. */
-static void
-turn_skills_set(struct agent *a, json_object *found)
-{
-	json_object *set = json_object_new_array();
-	size_t n = a->config_skills ?
-	    json_object_array_length(a->config_skills) : 0;
-
-	for (size_t i = 0; i < n; i++)
-		skills_add(set, json_object_get(
-		    json_object_array_get_idx(a->config_skills, i)));
-	n = found ? json_object_array_length(found) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *s = json_object_array_get_idx(found, i);
-
-		if (!skills_add(set, json_object_get(s)))
-			log_warn("skill %s of the workspace skipped: the room's "
-			    "config has one of that name, or the room has %d "
-			    "skills already", json_get_string(s, "name"),
-			    SKILLS_MAX);
-	}
-	json_object_put(found);
-	json_object_put(a->skills);
-	a->skills = set;
-}
-
-/* The workspace's skills were read on the confined path, or could not be:
- * the turn goes on with the config's alone then. */
-static void
-turn_skills_done(void *arg, int err, json_object *found)
-{
-	struct turn *t = arg;
-
-	t->skills_read = NULL;
-	if (err < 0)
-		log_warn("the workspace's skills were not read: %s",
-		    strerror(-err));
-	turn_skills_set(t->a, found);
-	t->skills_loaded = 1;
-	turn_read_agents_md(t);
-}
-
-/* Read the skills (once a turn) and AGENTS.md for the next request. */
-static void
-turn_read_context(struct turn *t)
-{
-	if (t->skills_loaded) {
-		turn_read_agents_md(t);
-	} else if (ws_skills_read_start(t->a, turn_skills_done, t,
-	    &t->skills_read) < 0) {
-		turn_fail(t, "the model request could not be prepared: out of "
-		    "memory");
-	}
-}
-
 /* The room's MCP servers are started (or failed): their tools are known. */
 static void
 turn_mcp_ready(void *arg)
@@ -795,7 +463,7 @@ turn_mcp_ready(void *arg)
 	turn_read_context(arg);
 }
 
-static void
+void
 turn_model_start(struct turn *t)
 {
 	struct agent *a = t->a;
@@ -811,39 +479,6 @@ turn_model_start(struct turn *t)
 		turn_read_context(t);
 }
 
-/* ---- the summary step ------------------------------------------------------ */
-
-/* The stored compaction event: what was summarised, and the summary,
- * recorded for the next checkpoint.  0 or -errno. */
-static int
-turn_summary_event(struct turn *t, const char *summary, long in, long out)
-{
-	json_object *ev = room_event_new("compaction");
-
-	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
-	json_object_object_add(ev, "reason",
-	    json_object_new_string(t->sum_reason));
-	json_object_object_add(ev, "summarized",
-	    json_object_new_int64((int64_t)t->sum_msgs));
-	json_object_object_add(ev, "kept",
-	    json_object_new_int64((int64_t)t->sum_kept));
-	json_object_object_add(ev, "tokens_before",
-	    json_object_new_int64(t->sum_before));
-	json_object_object_add(ev, "context_window",
-	    json_object_new_int64(t->sum_window));
-	/* The event stays a fraction of a protocol line; room.db keeps it
-	 * whole. */
-	json_object_object_add(ev, "summary", json_object_new_string_len(
-	    summary, (int)utf8_complete(summary, strnlen(summary,
-	    TURN_EVENT_SUMMARY_MAX))));
-	json_object_object_add(ev, "usage", json_object_new_object());
-	json_object_object_add(json_object_object_get(ev, "usage"),
-	    "input_tokens", json_object_new_int64(in));
-	json_object_object_add(json_object_object_get(ev, "usage"),
-	    "output_tokens", json_object_new_int64(out));
-	return room_record(t->a, ev);
-}
-
 /* One answered model request, for atriumd's metrics (turn_report). */
 static void
 turn_count_request(struct agent *a, long in, long out)
@@ -853,170 +488,21 @@ turn_count_request(struct agent *a, long in, long out)
 	a->counts.output_tokens += out > 0 ? out : 0;
 }
 
-/* The summary came: commit it as a step of the turn, then make the step's
- * request again, now with the summary. */
-static void
-turn_summary_complete(struct turn *t)
+/* The tokens of an answered model request (in, out) added for the next
+ * checkpoint to the turn's row and the day's usage, after the writes
+ * before them (r: the first of their failures, or 0), and counted for the
+ * metrics whatever r.  The first failure of all, or 0. */
+int
+turn_step_usage(struct turn *t, int r, long in, long out)
 {
 	struct agent *a = t->a;
-	json_object *msg = provider_stream_message(t->stream);
-	char *summary = msg ? compact_summary_text(msg) : NULL;
-	long in = 0, out = 0;
-	int r;
 
-	json_object_put(msg);
-	if (!summary) {
-		turn_fail(t, "the model answered the request to summarise the "
-		    "older conversation with no text; the next turn tries "
-		    "again");
-		return;
-	}
-	provider_stream_usage(t->stream, &in, &out);
-	r = room_db_compaction_done(a->db, t->sum_id, t->sum_cut, t->sum_upto,
-	    summary, in, out);
 	if (r == 0)
 		r = room_db_turn_step(a->db, t->id, in, out);
 	if (r == 0)
 		r = room_db_usage_add(a->db, t->user, a->model, in, out);
 	turn_count_request(a, in, out);
-	if (r == 0)
-		r = turn_summary_event(t, summary, in, out);
-	free(summary);
-	if (turn_checkpoint(t, r) < 0)
-		return;
-	t->in_tokens += in;
-	t->out_tokens += out;
-	t->step++;
-	log_info("turn %lld: %zu messages summarised", t->id, t->sum_msgs);
-	t->summarising = 0;
-	t->refused_capped = 0;
-	t->attempt = 0;
-	turn_model_start(t);
-}
-
-/* Was the request refused as too long for the model's window? */
-static int
-turn_is_too_long(struct turn *t, const struct http_result *r)
-{
-	const char *type, *msg = NULL;
-
-	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
-		type = provider_stream_error(t->stream, &msg);
-		return compact_too_long_error(type, msg);
-	}
-	return compact_too_long(r->status, r->body, r->body_len);
-}
-
-/* The server's refusal as too long, in its own words (sanitised, cut to
- * TURN_REFUSAL_MAX bytes) and figures, into t; what it says of the window
- * is kept for the model, in room.db too (model_fit.h). */
-static void
-turn_read_refusal(struct turn *t, const struct http_result *r)
-{
-	const char *type, *msg = NULL;
-
-	if (r->status >= 200 && r->status < 300) {	/* a stream's error */
-		type = provider_stream_error(t->stream, &msg);
-		snprintf(t->refusal, sizeof(t->refusal), "%s", msg ? msg :
-		    type ? type : "");
-		compact_refusal_figures(msg, msg ? strlen(msg) : 0,
-		    &t->refused);
-	} else {
-		provider_error_words(r->status, r->body, r->body_len,
-		    t->refusal, sizeof(t->refusal));
-		compact_refusal_figures(r->body, r->body_len, &t->refused);
-	}
-	log_warn("turn %lld: the model server refused the request (about %ld "
-	    "tokens) as too long: %s", t->id, t->sent_estimate, t->refusal);
-	model_fit_learn(t->a, &t->refused, t->sent_bytes);
-}
-
-/* What the room is told after the refusal words: the window the server
- * named, or the advice to set it when it named none. */
-static const char *
-turn_refusal_advice(struct turn *t, char *buf, size_t len)
-{
-	if (t->refused.window > 0)
-		snprintf(buf, len, "its window is %ld tokens", 
-		    t->refused.window);
-	else
-		snprintf(buf, len, "set context-window to the model's real "
-		    "window if it is smaller than %ld tokens", t->sum_window);
-	return buf;
-}
-
-/* Was the request refused for the answer it asked for (max_tokens), its
- * input fitting the window with room to spare?  Then make it again once,
- * asking no more than the window now known leaves (context.c), and say
- * so.  1 when done here. */
-static int
-turn_refused_answer(struct turn *t)
-{
-	const struct compact_refusal *f = &t->refused;
-
-	if (t->refused_capped || f->window <= 0 || f->prompt <= 0 ||
-	    f->prompt + COMPACT_MIN_ANSWER >= f->window)
-		return 0;
-	t->refused_capped = 1;
-	room_notice(t->a, "the model server refused the request: \"%s\"; "
-	    "asking again for no longer an answer than its window of %ld "
-	    "tokens leaves", t->refusal, f->window);
-	t->attempt = 0;
-	turn_model_start(t);
-	return 1;
-}
-
-/* A request refused as too long: summarise and make it again, once per
- * step.  1 when handled here (the turn goes on or has ended), 0 when the
- * failure is another one. */
-static int
-turn_refused_too_long(struct turn *t, const struct http_result *r)
-{
-	char msg[TURN_REFUSAL_MAX + 600], advice[200];
-
-	if (!turn_is_too_long(t, r))
-		return 0;
-	turn_read_refusal(t, r);
-	if (turn_refused_answer(t))
-		return 1;
-	if (t->summarising && t->sum_shrink < TURN_MAX_SHRINK) {
-		log_warn("turn %lld: the summary request was refused as too "
-		    "long: making it smaller", t->id);
-		t->sum_shrink++;
-		t->attempt = 0;
-		turn_model_start(t);
-		return 1;
-	}
-	if (t->summarising) {
-		snprintf(msg, sizeof(msg), "the model server refused even the "
-		    "request to summarise the older conversation: \"%s\"; %s",
-		    t->refusal, turn_refusal_advice(t, advice, sizeof(advice)));
-		turn_fail(t, msg);
-		return 1;
-	}
-	if (t->refused_summarised) {
-		snprintf(msg, sizeof(msg), "the model server refused the "
-		    "request again even after the older turns were summarised: "
-		    "\"%s\"; this turn and the one before it are too long by "
-		    "themselves: send a new, shorter prompt (the next turn can "
-		    "summarise this one)%s", t->refusal, t->refused.window > 0 ?
-		    "" : ", or set context-window to the model's real window");
-		turn_fail(t, msg);
-		return 1;
-	}
-	log_warn("turn %lld: the model refused the request as too long: "
-	    "summarising", t->id);
-	t->refused_summarised = 1;
-	if (room_db_compaction_request(t->a->db, t->id, "refused") < 0) {
-		turn_fail(t, "the summary step could not be recorded in "
-		    "room.db: the agent's log says why");
-		return 1;
-	}
-	if (turn_checkpoint(t, 0) < 0)
-		return 1;
-	t->attempt = 0;
-	turn_model_start(t);
-	return 1;
+	return r;
 }
 
 /* ---- the model's answer --------------------------------------------------- */
@@ -1097,11 +583,7 @@ turn_model_complete(struct turn *t)
 	calls = turn_tool_uses(msg);
 	turn_fix_inputs(t, calls);	/* the blocks are shared with msg */
 	r = room_db_transcript_answer(a->db, t->id, t->step, msg, in);
-	if (r == 0)
-		r = room_db_turn_step(a->db, t->id, in, out);
-	if (r == 0)
-		r = room_db_usage_add(a->db, t->user, a->model, in, out);
-	turn_count_request(a, in, out);
+	r = turn_step_usage(t, r, in, out);
 	if (r == 0)
 		r = turn_announce(t, msg, calls);
 	json_object_put(msg);
@@ -1127,60 +609,6 @@ turn_model_complete(struct turn *t)
 	t->held = 1;
 	journal_watch(a->journal);
 	turn_tools_next(t);
-}
-
-/* What to tell people about a failed request, and whether to retry. */
-static int
-turn_describe_failure(struct turn *t, const struct http_result *r,
-    char *what, size_t whatlen, char *hint, size_t hintlen)
-{
-	const char *type, *msg = NULL, *url;
-	struct endpoint e;
-	char pm[600];
-
-	url = endpoint_get(t->a, t->a->provider, &e) == 0 ? e.url : "?";
-	hint[0] = '\0';
-	if (r->status >= 200 && r->status < 300 && t->feed_err == -EPROTO) {
-		type = provider_stream_error(t->stream, &msg);
-		snprintf(what, whatlen, "model error (%s): %s",
-		    type ? type : "error", msg ? msg : "");
-		return provider_error_retryable(type);
-	}
-	if (r->status >= 200 && r->status < 300 && t->feed_err) {
-		snprintf(what, whatlen, "the model server at %s answered in a "
-		    "format that is not %s's", url, t->a->provider);
-		snprintf(hint, hintlen, "check --provider and --model-url");
-		return 0;
-	}
-	if (r->curl_code && r->status >= 200 && r->status < 300) {
-		snprintf(what, whatlen, "the connection to the model server at "
-		    "%s broke during the answer (%s)", url, r->error[0] ?
-		    r->error : "no reason given");
-		return provider_should_retry(0, NULL, 0);
-	}
-	if (r->status == 0 || (r->curl_code && r->status < 300)) {
-		snprintf(what, whatlen, "could not reach the model server at "
-		    "%s (%s)", url, r->error[0] ? r->error : "no answer");
-		snprintf(hint, hintlen, "is the model server at %s running?",
-		    url);
-		return provider_should_retry(0, NULL, 0);
-	}
-	provider_error_message(t->kind, r->status, r->body, r->body_len, pm,
-	    sizeof(pm));
-	snprintf(what, whatlen, "model %s (%d): %s", r->status == 429 ?
-	    "rate-limited" : r->status >= 500 ? "server error" : "request "
-	    "refused", r->status, pm);
-	if (r->status == 401 || r->status == 403)
-		snprintf(hint, hintlen, "check %s's API key (%s in atriumd's "
-		    "environment, or --api-key-file with --provider %s)",
-		    t->a->provider, keys_env_name(keys_index(t->a->provider)),
-		    t->a->provider);
-	else if (r->status == 404)
-		snprintf(hint, hintlen, "check --model-url (%s) and the model "
-		    "name (%s)", url, t->a->model);
-	else if (r->status == 400)
-		snprintf(hint, hintlen, "the model server refused the request");
-	return provider_should_retry(r->status, r->body, r->body_len);
 }
 
 static long
@@ -1240,410 +668,6 @@ turn_model_done(void *arg, const struct http_result *r)
 	snprintf(msg, sizeof(msg), "%s%s%s%s", what, t->attempt > 1 ?
 	    " (after retries)" : "", hint[0] ? ": " : "", hint);
 	turn_fail(t, msg);
-}
-
-/* ---- tool calls ------------------------------------------------------------ */
-
-/* Record call idx's end (journal, tool_result event) for the next
- * checkpoint, which turn_tools_next always reaches: the next call's start
- * or approval request, or the results message.  0, or -errno when a write
- * failed: the checkpoint is rolled back, the turn suspended and t freed
- * (turn_checkpoint). */
-static int
-turn_tool_end(struct turn *t, int idx, const char *status,
-    const char *output)
-{
-	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
-	json_object *in = NULL, *ev;
-	const char *id = json_get_string(b, "id");
-	int r;
-
-	if (t->held && journal_watched(t->a->journal) < 0)
-		return turn_checkpoint(t, 0);	/* the start is gone */
-	json_object_object_get_ex(b, "input", &in);
-	r = room_db_tool_end(t->a->db, t->id, t->call_step, idx, id ? id : "",
-	    json_get_string(b, "name") ? json_get_string(b, "name") : "",
-	    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN), status,
-	    output);
-	ev = room_event_new("tool_result");
-	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
-	json_object_object_add(ev, "id", json_object_new_string(id ? id : ""));
-	/* The tool's name: a replay shows a streamed tool's output where it
-	 * streamed, before the end line. */
-	json_object_object_add(ev, "name", json_object_new_string(
-	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
-	json_object_object_add(ev, "status", json_object_new_string(status));
-	json_object_object_add(ev, "output", json_object_new_string(output));
-	if (r == 0)
-		r = room_record(t->a, ev);
-	else
-		json_object_put(ev);
-	return r < 0 ? turn_checkpoint(t, r) : 0;
-}
-
-static void
-turn_tool_done(void *arg, const char *status, const char *output)
-{
-	struct turn *t = arg;
-
-	t->run = NULL;
-	if (turn_tool_end(t, t->next, status, output) < 0)
-		return;
-	t->next++;
-	turn_tools_next(t);
-}
-
-/* Run call idx: its journal start and audit row committed first (with
- * whatever was recorded before them: the answer, earlier calls' ends),
- * then the command; never past a start that room.db did not take.  In a
- * held step (see "Held steps"), a call that changes nothing runs with its
- * start written and left to commit with its end.  1
- * when it is running, 0 when it ended at once (error recorded), -errno
- * when the turn was suspended (t freed). */
-static int
-turn_tool_run(struct turn *t, int idx)
-{
-	json_object *b = json_object_array_get_idx(t->calls, (size_t)idx);
-	json_object *in = NULL;
-	const char *id = json_get_string(b, "id");
-	const char *name = json_get_string(b, "name"), *what = NULL;
-	const struct tool_def *def = tools_lookup(t->a, name);
-	char err[512], buf[TOOLS_AUDIT_BUF];
-	long long audit_id = 0;
-	int r;
-
-	if (!def)	/* turn_tool_known answered unknown names */
-		return turn_tool_end(t, idx, "error", "error: unknown tool");
-	json_object_object_get_ex(b, "input", &in);
-	if (def->audit && !(what = def->audit(t->a, name, in, buf,
-	    sizeof(buf), err, sizeof(err))))
-		return turn_tool_end(t, idx, "error", err);
-	/* The undo point goes in the commit of the journal start, so the
-	 * workspace is as it was before this turn's first write; neither
-	 * recorded, the call does not run.  Nor does it unaudited. */
-	r = def->modifies ? undo_before_write(t->a, t->id, t->call_step, idx,
-	    name) : 0;
-	if (r == 0)
-		r = room_db_tool_start(t->a->db, t->id, t->call_step, idx,
-		    id ? id : "", name,
-		    json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN));
-	if (r == 0 && what)
-		r = room_db_audit_add(t->a->db, "agent", "tool", what,
-		    def->audit_cwd, &audit_id);
-	if (r == 0 && !def->modifies && t->held &&
-	    journal_watched(t->a->journal) == 0)
-		journal_hold(t->a->journal, TURN_HOLD_MS);
-	else if ((r = turn_checkpoint(t, r)) < 0)
-		return r;
-	if (tools_start(def, t->a, name, id ? id : "", in, audit_id,
-	    turn_tool_done, t, &t->run, err, sizeof(err)) < 0) {
-		t->run = NULL;
-		return turn_tool_end(t, idx, "error", err);
-	}
-	t->run_def = def;
-	t->phase = PHASE_TOOL;
-	return 1;
-}
-
-static int turn_someone_can_answer(struct agent *a);
-
-#define TURN_ASK_CHECK_MS	1000	/* how often a waiting ask looks for
-					 * someone who could still answer */
-
-/* Record how the approval of the call in hand ended: an approval_result
- * event (who, how, the reason, how long it waited, and the line the room
- * shows), committed with the call's start or end that follows.  0, or
- * -errno when the write failed: the turn was suspended (t freed). */
-static int
-turn_approval_record(struct turn *t, enum approval_outcome outcome,
-    const char *who, const char *reason)
-{
-	json_object *b = json_object_array_get_idx(t->calls, (size_t)t->next);
-	json_object *ev = room_event_new("approval_result");
-	const char *name = json_get_string(b, "name");
-	long long waited = t->ask_started ? time_mono_ms() - t->ask_started :
-	    0;
-	char text[TURN_APPROVAL_TEXT];
-
-	approval_outcome_text(outcome, who, name, reason, waited,
-	    t->a->approval_timeout, text, sizeof(text));
-	t->ask_started = 0;
-	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
-	json_object_object_add(ev, "id", json_object_new_string(
-	    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
-	json_object_object_add(ev, "tool", json_object_new_string(
-	    name ? name : ""));
-	json_object_object_add(ev, "status", json_object_new_string(
-	    approval_outcome_name(outcome)));
-	if (who)
-		json_object_object_add(ev, "user", json_object_new_string(who));
-	if (reason && *reason)
-		json_object_object_add(ev, "reason",
-		    json_object_new_string(reason));
-	json_object_object_add(ev, "waited_ms", json_object_new_int64(waited));
-	json_object_object_add(ev, "text", json_object_new_string(text));
-	return turn_checkpoint_on_failure(t, room_record(t->a, ev));
-}
-
-/* The call in hand was not approved (outcome): its approval_result, then
- * its end with what the model is told (the reason a member gave, or
- * why nobody answered).  0, or -errno when the turn was suspended (t
- * freed). */
-static int
-turn_approval_deny(struct turn *t, enum approval_outcome outcome,
-    const char *who, const char *reason)
-{
-	char out[TURN_APPROVAL_TEXT];
-
-	if (turn_approval_record(t, outcome, who, reason) < 0)
-		return -1;
-	approval_outcome_output(outcome, who, reason, t->a->approval_timeout,
-	    out, sizeof(out));
-	return turn_tool_end(t, t->next, "denied", out);
-}
-
-/* The call in hand waited for approval when user stopped the turn: its
- * approval_result (stopped), then its end, "stopped by USER before it was
- * approved".  0, or -errno when the turn was suspended (t freed). */
-static int
-turn_approval_stopped(struct turn *t, const char *user)
-{
-	char out[TURN_APPROVAL_TEXT];
-
-	if (turn_approval_record(t, APPROVAL_STOPPED, user, NULL) < 0)
-		return -1;
-	approval_outcome_output(APPROVAL_STOPPED, user, NULL, 0, out,
-	    sizeof(out));
-	if (turn_tool_end(t, t->next, "stopped", out) < 0)
-		return -1;
-	t->next++;
-	return 0;
-}
-
-/* Timer of a waiting ask: deny it when its time is up, or when the last
- * member who could answer has left; else look again soon. */
-static long
-turn_approval_tick(struct loop *l, long long id, void *arg)
-{
-	struct turn *t = arg;
-	long long left = t->ask_deadline - time_mono_ms();
-
-	if (left > 0 && turn_someone_can_answer(t->a))
-		return left < TURN_ASK_CHECK_MS ? (long)left :
-		    TURN_ASK_CHECK_MS;
-	t->timer = 0;
-	if (turn_approval_deny(t, left > 0 ? APPROVAL_LEFT :
-	    APPROVAL_TIMED_OUT, NULL, NULL) < 0)
-		return LOOP_NOMORE;
-	t->next++;
-	turn_tools_next(t);
-	return LOOP_NOMORE;
-}
-
-/* The approval_request event for call b, with the seconds left. */
-static json_object *
-turn_ask_event(struct turn *t, json_object *b, long seconds)
-{
-	json_object *ev = room_event_new("approval_request"), *in = NULL;
-
-	json_object_object_get_ex(b, "input", &in);
-	json_object_object_add(ev, "turn", json_object_new_int64(t->id));
-	json_object_object_add(ev, "id", json_object_new_string(
-	    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
-	json_object_object_add(ev, "tool", json_object_new_string(
-	    json_get_string(b, "name") ? json_get_string(b, "name") : ""));
-	json_object_object_add(ev, "input", json_object_get(in));
-	json_object_object_add(ev, "modifies", json_object_new_boolean(
-	    !tools_lookup(t->a, json_get_string(b, "name")) ||
-	    tools_lookup(t->a, json_get_string(b, "name"))->modifies));
-	json_object_object_add(ev, "seconds", json_object_new_int64(seconds));
-	return ev;
-}
-
-/* 1 when someone connected could answer an approval request now: a
- * member in the chat or on the control protocol. */
-static int
-turn_someone_can_answer(struct agent *a)
-{
-	json_object *who = room_members(a);
-	int n = (int)json_object_array_length(who);
-
-	json_object_put(who);
-	return n > 0;
-}
-
-/* Ask the room about call b; with no one connected to answer, it is
- * denied at once rather than left to time out. */
-static void
-turn_ask(struct turn *t, json_object *b)
-{
-	if (!turn_someone_can_answer(t->a)) {
-		if (turn_approval_deny(t, APPROVAL_NOBODY, NULL, NULL) < 0)
-			return;
-		t->next++;
-		turn_tools_next(t);
-		return;
-	}
-	/* The question is stored (so a replay shows it, and its answer
-	 * after it) and committed with what was recorded before it (the
-	 * answer, earlier calls' ends): it may wait long. */
-	if (turn_checkpoint(t, room_record(t->a, turn_ask_event(t, b,
-	    t->a->approval_timeout))) < 0)
-		return;
-	t->ask_started = time_mono_ms();
-	t->phase = PHASE_APPROVAL;
-	t->ask_deadline = time_mono_ms() + t->a->approval_timeout * 1000LL;
-	t->timer = loop_add_timer(t->a->loop, t->a->approval_timeout * 1000L <
-	    TURN_ASK_CHECK_MS ? t->a->approval_timeout * 1000L :
-	    TURN_ASK_CHECK_MS, turn_approval_tick, t);
-}
-
-void
-turn_joined(struct agent *a, struct conn *c)
-{
-	struct turn *t = a->turn;
-	long left;
-
-	if (!t || t->phase != PHASE_APPROVAL)
-		return;
-	left = (long)((t->ask_deadline - time_mono_ms() + 999) / 1000);
-	room_send(c, turn_ask_event(t, json_object_array_get_idx(t->calls,
-	    (size_t)t->next), left > 0 ? left : 0));
-}
-
-/* Deal with call idx without running anything when its fate is already
- * known.  1 when it was answered here, 0 when it still needs a decision,
- * -errno when the turn was suspended (t freed): also when the journal
- * cannot be read, since a call whose start cannot be ruled out is never
- * run. */
-static int
-turn_tool_known(struct turn *t, int idx, json_object *b)
-{
-	struct room_db_tool j;
-	const char *id = json_get_string(b, "id"), *name;
-	json_object *raw = NULL;
-	char msg[1024];
-	int found = room_db_tool_get(t->a->db, t->id, t->call_step, idx, &j);
-
-	if (found < 0)
-		return turn_checkpoint(t, found);
-	if (found == 1 && j.ended) {
-		free(j.output);
-		return 1;
-	}
-	if (found == 1 && j.started)
-		return turn_tool_end(t, idx, "interrupted", "interrupted: the "
-		    "agent stopped while this command was running, so its "
-		    "result is unknown; it was not run again. Check its "
-		    "effects before running it again.") < 0 ? -1 : 1;
-	name = json_get_string(b, "name");
-	if (id && json_object_object_get_ex(t->bad_args, id, &raw)) {
-		snprintf(msg, sizeof(msg), "error: the arguments of this tool "
-		    "call were not a JSON object (%.600s); send an object with "
-		    "the fields of the tool's schema, such as {\"command\": "
-		    "\"...\"} for bash", json_object_get_string(raw));
-		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
-	}
-	if (!tools_lookup(t->a, name) &&
-	    mcp_tool_missing(t->a, name, msg, sizeof(msg)))
-		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
-	if (!tools_lookup(t->a, name)) {
-		snprintf(msg, sizeof(msg), "error: there is no tool named "
-		    "\"%.100s\"; the tools are %s", name ? name : "",
-		    tools_names());
-		return turn_tool_end(t, idx, "error", msg) < 0 ? -1 : 1;
-	}
-	return 0;
-}
-
-/* The user message answering every call of t->calls, from the journal,
- * stored and committed.  0, or -errno when the turn was suspended (t
- * freed). */
-static int
-turn_store_results(struct turn *t)
-{
-	json_object *msg = json_object_new_object();
-	json_object *content = json_object_new_array();
-	struct room_db_tool j;
-	int r = 0;
-
-	for (size_t i = 0; i < json_object_array_length(t->calls); i++) {
-		json_object *b = json_object_array_get_idx(t->calls, i);
-		json_object *res = json_object_new_object();
-		int found = room_db_tool_get(t->a->db, t->id, t->call_step,
-		    (int)i, &j);
-
-		json_object_object_add(res, "type",
-		    json_object_new_string("tool_result"));
-		json_object_object_add(res, "tool_use_id", json_object_new_string(
-		    json_get_string(b, "id") ? json_get_string(b, "id") : ""));
-		json_object_object_add(res, "content", json_object_new_string(
-		    found == 1 && j.output ? j.output : "interrupted"));
-		json_object_object_add(res, "is_error", json_object_new_boolean(
-		    found != 1 || strcmp(j.status, "ok") != 0));
-		json_object_array_add(content, res);
-		if (found == 1)
-			free(j.output);
-		if (found < 0 && r == 0)
-			r = found;
-	}
-	json_object_object_add(msg, "role", json_object_new_string("user"));
-	json_object_object_add(msg, "content", content);
-	if (r == 0)
-		r = room_db_transcript_add(t->a->db, t->id, t->call_step, "user",
-		    msg);
-	json_object_put(msg);
-	if ((r = turn_checkpoint(t, r)) < 0)
-		return r;
-	json_object_put(t->calls);
-	t->calls = NULL;
-	t->next = 0;
-	t->attempt = 0;
-	return r;
-}
-
-/* Answer every call of the message in order; when all are answered, store
- * the results and make the next request. */
-static void
-turn_tools_next(struct turn *t)
-{
-	struct agent *a = t->a;
-	json_object *b, *in;
-	char why[200];
-	int r;
-
-	while ((size_t)t->next < json_object_array_length(t->calls)) {
-		b = json_object_array_get_idx(t->calls, (size_t)t->next);
-		in = NULL;
-		json_object_object_get_ex(b, "input", &in);
-		if ((r = turn_tool_known(t, t->next, b)) < 0)
-			return;
-		if (r) {
-			t->next++;
-			continue;
-		}
-		switch (approval_decide(a->approval, a->allow_list,
-		    json_get_string(b, "name"), in)) {
-		case APPROVAL_ASK:
-			turn_ask(t, b);
-			return;
-		case APPROVAL_DENY:
-			snprintf(why, sizeof(why), "denied: the room's approval "
-			    "policy (%s) does not allow this call", a->approval);
-			if (turn_tool_end(t, t->next, "denied", why) < 0)
-				return;
-			t->next++;
-			continue;
-		case APPROVAL_ALLOW:
-			if (turn_tool_run(t, t->next) != 0)
-				return;
-			t->next++;
-			continue;
-		}
-	}
-	if (turn_store_results(t) < 0)
-		return;
-	turn_model_start(t);
 }
 
 /* ---- starting, resuming, stopping -------------------------------------------- */
@@ -1939,3 +963,4 @@ turn_report(struct agent *a, json_object *o)
 		json_object_object_add(o, "tool",
 		    json_object_new_string(t->run_def->name));
 }
+

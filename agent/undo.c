@@ -27,7 +27,7 @@
  * touched: they are not in turn_undo.
  *
  * Room for undo points.  Blocks that only snapshots keep count against the
- * workspace's quota (fs/quota.c), so undo points could hold a room full.
+ * workspace's quota (fs/engine/quota.c), so undo points could hold a room full.
  * Undo points are taken as "undo-snapshot": atrium-fs takes them even in a
  * full room (an undo needs its redo point most when the room is full),
  * and in exchange the agent drops them, oldest first, whenever the room
@@ -54,7 +54,7 @@
 #include "agent.h"
 #include "jsonl.h"
 #include "log.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "ws_snapshot.h"
 

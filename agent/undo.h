@@ -3,7 +3,7 @@
  * knows "this is the first call of this turn that may change the
  * workspace" (bash, write, edit, an MCP tool: a tool_def with modifies).
  *
- * turn.c calls undo_before_write after the call was approved and before
+ * turn_tools.c calls undo_before_write after the call was approved and before
  * its journal start is written; the first such call of a turn is recorded
  * in room.db's turn_undo table (turn id, step, call index, tool), in the
  * same commit as the journal start, so after a crash the point is known

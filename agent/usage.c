@@ -1,6 +1,6 @@
 /*
  * usage.c: the `usage` event (usage.h), built from room.db's usage and
- * usage_users tables and the operator's price table.  Called by room.c
+ * usage_users tables and the operator's price table.  Called by requests.c
  * for each `usage` request.
  *
  * The event (input_tokens, output_tokens and day are today's, as before):
@@ -29,7 +29,7 @@
 #include "caps.h"
 #include "jsonl.h"
 #include "prices.h"
-#include "room.h"
+#include "room_events.h"
 #include "room_db.h"
 #include "util.h"
 

@@ -1,6 +1,6 @@
 /*
  * ws_list.c: one directory's matching names (ws_list.h).  Called by
- * room.c for a `complete` request.  The body runs in a coroutine (wsio.h)
+ * requests.c for a `complete` request.  The body runs in a coroutine (wsio.h)
  * started from a 0 ms timer, so done never runs inside start; getdents64
  * runs on the directory reader thread (wsio_getdents), the walk is paced
  * by wsio_pace, and it stops after

@@ -1,8 +1,8 @@
 /*
  * ws_snapshot.h: where the room's workspace database is, for the requests
  * undo.c and snapshots.c send to the room's atrium-fs through its control
- * socket (common/fsctl_client.h, served by fs/control.c next to the
- * database: ROOM_DIR/workspace.db-ctl).
+ * socket (common/fsctl_client.h, served by fs/daemon/control_socket.c next to
+ * the database: ROOM_DIR/workspace.db-ctl).
  *
  * Those requests block the agent's loop for at most their timeout: they
  * are kept to the few an undo point, an undo, a redo or a restore needs,

@@ -37,7 +37,7 @@
 #include "coro.h"
 #include "dirworker.h"
 #include "log.h"
-#include "loop.h"
+#include "loop_uring.h"
 #include "util.h"
 
 #define WSIO_RESOLVE	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | \

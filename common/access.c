@@ -2,7 +2,7 @@
  * access.c: room access decisions (access.h).  Pure functions over a
  * struct access_list; unit-tested (tests/unit/test_common_access.c).
  * Called by atriumd's network process (sshd/net/room_access.c) and
- * monitor (sshd/monitor/), and by agent/room_access.c.
+ * monitor (sshd/monitor/), and by agent/room_access_list.c.
  */
 #include "access.h"
 

@@ -2,7 +2,7 @@
  * access.h: who may enter a room and who may manage it.  Pure decisions
  * on a room's access list, shared by atriumd (before it starts a command
  * for a session: sshd/net/room_access.c) and atrium-agent (at each hello
- * and each request that changes the room: agent/room_access.c), so both
+ * and each request that changes the room: agent/room_access_list.c), so both
  * sides decide alike.  The list itself lives in room.db (atrium-agent(8),
  * ROOM.DB); nothing here reads or keeps it.
  *

@@ -93,6 +93,14 @@ static const struct config_key config_keys[] = {
 	STR("max-startups", max_startups),
 	NUM("per-source-rate", CT_INT, per_source_rate, 0, 1000000),
 	NUM("per-source-startups", CT_INT, per_source_startups, 0, 1000000),
+	STR("cluster", cluster),
+	STR("node", node),
+	STR("advertise", advertise),
+	NUM("cluster-lease", CT_INT, cluster_lease, 2, 3600),
+	STR("s3", s3),
+	STR("s3-bucket", s3_bucket),
+	STR("s3-region", s3_region),
+	STR("s3-credentials", s3_credentials),
 	STR("http-listen", http_listen),
 	STR("http-trusted-proxy", http_trusted_proxy),
 	NUM("http-insecure-cookie", CT_BOOL, http_insecure_cookie, 0, 1),
@@ -151,6 +159,8 @@ config_defaults(struct config *c)
 	snprintf(c->max_startups, sizeof(c->max_startups), "20:30:100");
 	c->per_source_rate = 10;
 	c->per_source_startups = 10;
+	c->cluster_lease = 5;
+	snprintf(c->s3_region, sizeof(c->s3_region), "us-east-1");
 	c->http_max_body = 64LL << 20;
 	c->http_max_json = 1LL << 20;
 	c->http_max_line = 8 << 10;

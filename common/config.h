@@ -108,6 +108,18 @@ struct config {
 					 * unauthenticated connections */
 	int per_source_rate;		/* connections a second per address */
 	int per_source_startups;	/* unauthenticated ones per address */
+	/* Cluster (atriumd(8), CLUSTER; cluster/): off unless cluster. */
+	char cluster[1024];		/* "etcd=URL[,URL...]"; "": one host */
+	char node[64];			/* this node's name; "": the hostname */
+	char advertise[128];		/* HOST:PORT the other hosts reach
+					 * this one at; "": --listen's */
+	int cluster_lease;		/* s of the node's lease in etcd */
+	/* Streaming each room's writes (atriumd(8), CLUSTER; only with
+	 * cluster): the object store; its credentials are never here. */
+	char s3[256];			/* "http://host:port"; "": none */
+	char s3_bucket[64];
+	char s3_region[64];		/* "us-east-1" by default */
+	char s3_credentials[PATH_MAX];	/* file of two lines; "": AWS_* */
 	/* HTTP (atriumd(8), HTTP; sshd/http/): off unless http_listen. */
 	char http_listen[128];		/* [ADDR]:PORT of atriumd-http; "": off */
 	char http_trusted_proxy[128];	/* the one address whose

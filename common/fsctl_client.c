@@ -1,7 +1,7 @@
 /*
  * fsctl_client.c: the client side of a mounted workspace's control socket
  * (fsctl_client.h), one request per connection.  The wire, served by
- * fs/control.c (whose head is the reference):
+ * fs/daemon/control_socket.c (whose head is the reference):
  *   request   VERB SP NAME LF  |  "list" LF  |  "compact" LF
  *   answer    "ok" LF  |  "error" SP ERRNO SP TEXT LF
  * before the answer, a diff's entries "A|D|M" SP PATH LF (PATH with

@@ -1,10 +1,10 @@
 /*
  * fsctl_client.h: asking the atrium-fs daemon that has a workspace
  * database mounted for snapshot work, through its control socket DB-ctl
- * (the wire is fs/control.c's, which serves it).  Used by the atrium-fs
- * command line (fs/main.c), by the agent (agent/undo.c, agent/undo_act.c,
- * agent/snapshots.c) and by room exports (sshd/monitor/room_transfer.c,
- * fs/room_archive.c).
+ * (the wire is fs/daemon/control_socket.c's, which serves it).  Used by the
+ * atrium-fs command line (fs/fs_main.c), by the agent (agent/undo.c,
+ * agent/undo_act.c, agent/snapshots.c) and by room exports
+ * (sshd/monitor/room_transfer.c, fs/offline/room_archive.c).
  *
  * Every call but fsctl_commit_send (which never blocks) blocks its caller
  * for at most timeout_s seconds per read or write (SO_RCVTIMEO,
@@ -62,8 +62,8 @@ struct fsctl_snapshot {
 /* Non-zero stops the list (-ECANCELED). */
 typedef int (*fsctl_list_cb)(void *arg, const struct fsctl_snapshot *s);
 
-/* The quota's figures (fs/control.c's "U" line), in bytes; quota 0: none.
- * keep: what a refused snapshot would have kept. */
+/* The quota's figures (fs/daemon/control_socket.c's "U" line), in bytes; quota
+ * 0: none. keep: what a refused snapshot would have kept. */
 struct fsctl_usage {
 	unsigned long long quota, used, snap_only, keep;
 	unsigned long long inodes, quota_inodes;

@@ -1,14 +1,14 @@
 /*
  * fsstats.h: the kinds and latency buckets of a mount's request counts,
- * shared by atrium-fs, which counts (fs/opstats.h) and answers "stats"
- * on its control socket (fs/control.c), atriumd's monitor, which sums
- * every room's (sshd/monitor/fswatch.h), and atriumd-http, which shows
+ * shared by atrium-fs, which counts (fs/engine/opstats.h) and answers "stats"
+ * on its control socket (fs/daemon/control_socket.c), atriumd's monitor, which
+ * sums every room's (sshd/monitor/fswatch.h), and atriumd-http, which shows
  * them in GET /metrics.  Changing an order here changes the wire.
  */
 #ifndef ATRIUM_FSSTATS_H
 #define ATRIUM_FSSTATS_H
 
-/* The kinds, in the wire's order (see fs/opstats.h for which requests
+/* The kinds, in the wire's order (see fs/engine/opstats.h for which requests
  * each holds). */
 #define FSSTATS_KINDS 12
 #define FSSTATS_KIND_NAMES { "lookup", "getattr", "setattr", "open", \

@@ -2,7 +2,7 @@
  * mountinfo.c: a mount table reader (mountinfo.h) for the sandbox, which
  * detaches foreign FUSE mounts from its staging namespace (sandbox.c), and
  * for atrium-fs, which looks for its database's mount when a mount is
- * refused (fs/mount_holder.c).
+ * refused (fs/daemon/mount_holder.c).
  *
  * A line of /proc/PID/mountinfo (proc(5)):
  *

@@ -2,7 +2,7 @@
  * seccomp_allow.h: a seccomp allow list, as every Atrium process that
  * gives up root loads one (seccomp_allow.c): atriumd's network process
  * (sshd/net/privdrop_seccomp.c), atrium-agent (agent/confine.c) and
- * atrium-fs's daemon (fs/mount_confine.c).  Each names its calls; the
+ * atrium-fs's daemon (fs/daemon/mount_confine.c).  Each names its calls; the
  * rules they share are made here once.
  *
  * Linked only into those programs (libseccomp), not into libcommon.

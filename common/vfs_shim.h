@@ -2,7 +2,7 @@
  * vfs_shim.h: what Atrium's SQLite VFS shims share (vfs_shim.c).  A
  * shim is a VFS over the default one that changes a few methods of the
  * files it opens and forwards the rest: walbuf.c gathers a writer's WAL
- * writes (atrium-fs's and atrium-agent's), fs/readahead.c reads the
+ * writes (atrium-fs's and atrium-agent's), fs/engine/readahead.c reads the
  * database file ahead for atrium-fs's readers.
  *
  * A shim's file struct begins with a struct vfs_shim_file, and SQLite

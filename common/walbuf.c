@@ -63,6 +63,35 @@
  * and a WAL file serves a read from what it read ahead only inside the
  * checkpoint that read it.
  *
+ * Replication (a room of a cluster, walbuf_replicate): when this process
+ * was given a replication fd, once the frames of a commit are in the WAL
+ * file (walbuf_flush, at the commit frame's page),
+ * they are read back from the file, from the first frame this
+ * transaction wrote (the lowest offset of a frame header written past the
+ * last commit frame since it; SQLite rewrites a frame in place when a
+ * transaction writes a page twice, so only the file has each page's last
+ * image, and then writes the headers again after the commit frame, which
+ * are neither a new transaction nor a new commit) to the commit frame's
+ * end, and written to the fd as one record (walrec.h), in pieces
+ * of at most WALBUF_PIECE, on a blocking descriptor: a slow reader makes
+ * the commit wait, and nothing here grows.  A record that cannot be
+ * written (the reader is gone) fails the commit the same way, logged
+ * once: a room whose writes cannot be streamed stops taking them rather
+ * than losing them.  Records are written under one mutex, so two
+ * writers' records never interleave (workspace.db has one writer, room.db
+ * one connection: records go out in commit order).  This happens before
+ * SQLite publishes the commit in the -shm index, so a reader (the
+ * shipper's snapshot) that sees a commit may rely on every record before
+ * it having been written.
+ *
+ * Fencing (a host of a cluster, cluster/node.c): the process that writes
+ * a room is given the room's fence page (fence.h, walbuf_set_fence), and
+ * the write of a commit frame's header is refused with SQLITE_IOERR_WRITE
+ * once this host may no longer commit to the room: the transaction fails,
+ * so nothing of it is announced, and the frames before it are never part
+ * of the database.  The check is made by the writer itself at each
+ * commit, so it holds while the monitor that renews the hold is stopped.
+ *
  * Threading: a buffer belongs to one open WAL or database file of one
  * connection, which SQLite uses from one thread at a time (the writer
  * holds fs->lock; the committer alone uses the checkpoint connection).
@@ -73,14 +102,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fence.h"
 #include "log.h"
+#include "util.h"
 #include "vfs_shim.h"
+#include "walrec.h"
 
 #define WALBUF_NAME "atrium-walbuf"
 #define WALBUF_SMALL_NAME "atrium-walbuf-small"
@@ -112,6 +145,17 @@
 static _Thread_local uint64_t walbuf_ckpt_window;
 static uint64_t walbuf_ckpt_count;
 
+/* Configuration, set once at start before any database is opened
+ * (walbuf_replicate); the mutex orders the records and guards seq and
+ * the logged-once flag. */
+static struct {
+	int fd;				/* -1: no replication */
+	uint8_t db;			/* WALREC_DB_* */
+	pthread_mutex_t lock;
+	uint64_t seq;			/* the last record's number */
+	int broken_said;		/* the failure was logged */
+} walbuf_repl = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+
 struct walbuf_file {
 	struct vfs_shim_file shim;	/* our methods, the real file */
 	int is_wal;
@@ -121,6 +165,14 @@ struct walbuf_file {
 	size_t len;               /* bytes gathered */
 	sqlite3_int64 off;        /* file offset of buf[0] */
 	int commit_next;          /* the last write was a commit frame's header */
+	/* A WAL of a replicated process: the lowest offset of a frame header
+	 * appended since the last commit (-1: none yet), the end of the last
+	 * commit frame (0 after the WAL's header is written: it starts over),
+	 * the offset of the last commit frame's header, and the page size. */
+	sqlite3_int64 txn_lo;
+	sqlite3_int64 committed_end;
+	sqlite3_int64 commit_hdr_off;
+	int page_size;
 	/* A database file during a checkpoint: writes inside [room_from,
 	 * room_to), allocated by this checkpoint's size hint, are gathered. */
 	int in_ckpt;
@@ -146,6 +198,31 @@ static sqlite3_vfs walbuf_vfs, walbuf_small_vfs;
 static sqlite3_io_methods walbuf_methods;
 static pthread_once_t walbuf_once = PTHREAD_ONCE_INIT;
 static int walbuf_registered, walbuf_small_registered;
+
+/* The room's fence page (fence.h), set once at start by the process
+ * that writes the room (walbuf_set_fence); NULL: no cluster, no fence. */
+static const struct fence_page *walbuf_fence;
+static atomic_int walbuf_fence_told;	/* the refusal was logged */
+
+/* See walbuf.h. */
+void
+walbuf_set_fence(const struct fence_page *f)
+{
+	walbuf_fence = f;
+}
+
+/* 1 when a commit may be written now; else logs the refusal once. */
+static int
+walbuf_fence_allows(void)
+{
+	if (fence_may_commit(walbuf_fence))
+		return 1;
+	if (!atomic_exchange(&walbuf_fence_told, 1))
+		log_error("this host's hold on the room has ended (fence time "
+		    "passed, epoch %lld): no commit is written any more",
+		    (long long)atomic_load(&walbuf_fence->epoch));
+	return 0;
+}
 
 /* Write what is gathered, in pieces of WALBUF_PIECE: SQLITE_OK or the
  * first error. */
@@ -233,22 +310,166 @@ walbuf_db_write(struct walbuf_file *f, const void *p, int n, sqlite3_int64 off)
 	return vfs_shim_write(&f->shim.base, p, n, off);
 }
 
+/* Write n bytes of p to the replication fd: 0 or -errno. */
+static int
+walbuf_repl_send(const void *p, size_t n)
+{
+	return write_all(walbuf_repl.fd, p, n);
+}
+
+/* The frames [from, to) of the WAL f, read back from the file, to the
+ * replication fd in pieces of whole frames.  0 or -errno. */
+static int
+walbuf_repl_frames(struct walbuf_file *f, sqlite3_int64 from,
+    sqlite3_int64 to, size_t fb)
+{
+	size_t chunk = (WALBUF_PIECE / fb ? WALBUF_PIECE / fb : 1) * fb;
+	unsigned char *buf = malloc(chunk);
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (r == 0 && from < to) {
+		size_t n = (size_t)(to - from) < chunk ? (size_t)(to - from) :
+		    chunk;
+
+		if (vfs_shim_read(&f->shim.base, buf, (int)n, from) !=
+		    SQLITE_OK)
+			r = -EIO;
+		else
+			r = walbuf_repl_send(buf, n);
+		from += (sqlite3_int64)n;
+	}
+	free(buf);
+	return r;
+}
+
+/* The commit whose frame ends at end, as one record (see the top).
+ * Called with walbuf_repl.lock held.  0 or -errno. */
+static int
+walbuf_repl_record(struct walbuf_file *f, const unsigned char *commit_hdr,
+    sqlite3_int64 end)
+{
+	size_t fb = walrec_frame_bytes((uint32_t)f->page_size);
+	unsigned char hdr[WALREC_HDR];
+	struct walrec_hdr h = { .db = walbuf_repl.db,
+	    .page_size = (uint32_t)f->page_size };
+	int r;
+
+	if (f->txn_lo < WALBUF_FILE_HDR || end <= f->txn_lo ||
+	    (end - f->txn_lo) % (sqlite3_int64)fb)
+		return -EPROTO;
+	h.frames = (uint32_t)((end - f->txn_lo) / (sqlite3_int64)fb);
+	h.db_pages = (uint32_t)commit_hdr[4] << 24 | (uint32_t)commit_hdr[5] <<
+	    16 | (uint32_t)commit_hdr[6] << 8 | commit_hdr[7];
+	h.seq = walbuf_repl.seq + 1;
+	walrec_hdr_put(&h, hdr);
+	if ((r = walbuf_repl_send(hdr, sizeof(hdr))) < 0 ||
+	    (r = walbuf_repl_frames(f, f->txn_lo, end, fb)) < 0)
+		return r;
+	walbuf_repl.seq = h.seq;
+	return 0;
+}
+
+/* The commit frame's page p (n bytes at off) of a replicated process:
+ * written out with what is gathered and sent as a record.  SQLITE_OK or
+ * an error (SQLITE_IOERR_WRITE when the record failed, logged once). */
+static int
+walbuf_repl_commit(struct walbuf_file *f, const void *p, int n,
+    sqlite3_int64 off)
+{
+	unsigned char commit_hdr[WALBUF_FRAME_HDR];
+	int rc, r;
+
+	pthread_mutex_lock(&walbuf_repl.lock);
+	/* The commit frame's header is the last thing gathered. */
+	if (f->len < WALBUF_FRAME_HDR) {
+		rc = walbuf_flush(f);
+		if (rc == SQLITE_OK)
+			rc = vfs_shim_read(&f->shim.base, commit_hdr,
+			    WALBUF_FRAME_HDR, off - WALBUF_FRAME_HDR);
+	} else {
+		memcpy(commit_hdr, f->buf + f->len - WALBUF_FRAME_HDR,
+		    WALBUF_FRAME_HDR);
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_OK && (rc = walbuf_gather(f, p, n, off)) == SQLITE_OK)
+		rc = walbuf_flush(f);
+	f->len = 0;
+	if (rc == SQLITE_OK &&
+	    (r = walbuf_repl_record(f, commit_hdr, off + n)) < 0) {
+		if (!walbuf_repl.broken_said++)
+			log_error("streaming a commit to the replication fd "
+			    "failed (%s): commits are refused", strerror(-r));
+		rc = SQLITE_IOERR_WRITE;
+	}
+	f->txn_lo = -1;
+	if (rc == SQLITE_OK)
+		f->committed_end = off + n;
+	pthread_mutex_unlock(&walbuf_repl.lock);
+	return rc;
+}
+
+/* Note a replicated WAL's write (see the top).  Frame headers that
+ * SQLite writes again over committed frames (walRewriteChecksums, after
+ * a transaction rewrote a frame in place) are not a transaction's. */
+static void
+walbuf_repl_note(struct walbuf_file *f, int n, sqlite3_int64 off)
+{
+	if (off == 0) {
+		f->committed_end = 0;
+	} else if (n == WALBUF_FRAME_HDR && off >= WALBUF_FILE_HDR) {
+		if (off >= f->committed_end && (f->txn_lo < 0 || off < f->txn_lo))
+			f->txn_lo = off;
+	} else if (off >= WALBUF_FILE_HDR + WALBUF_FRAME_HDR) {
+		f->page_size = n;
+	}
+}
+
+/* 1 when a write of n bytes at off is the page of the commit frame whose
+ * header came just before (not a header SQLite rewrites after it). */
+static int
+walbuf_repl_is_commit_page(const struct walbuf_file *f, int n,
+    sqlite3_int64 off)
+{
+	return n != WALBUF_FRAME_HDR &&
+	    off == f->commit_hdr_off + WALBUF_FRAME_HDR;
+}
+
 /* xWrite: a WAL's writes are gathered; the page after a commit frame's
- * header is written out with everything before it. */
+ * header is written out with everything before it (and, in a room of a
+ * cluster, streamed: walbuf_repl_commit). */
 static int
 walbuf_write(sqlite3_file *file, const void *p, int n, sqlite3_int64 off)
 {
 	struct walbuf_file *f = (struct walbuf_file *)file;
 	int commit = f->commit_next, rc;
+	int streamed = walbuf_repl.fd >= 0;
 
 	if (f->is_db)
 		return walbuf_db_write(f, p, n, off);
 	if (!f->is_wal)
 		return vfs_shim_write(&f->shim.base, p, n, off);
 	f->ahead_len = 0;
+	if (walbuf_is_commit_header(p, n, off) && !walbuf_fence_allows()) {
+		/* The transaction fails before its commit frame is written:
+		 * what was gathered of it is dropped, and frames of it already
+		 * written lie past the WAL's last commit, where no reader and
+		 * no recovery looks. */
+		f->len = 0;
+		f->commit_next = 0;
+		return SQLITE_IOERR_WRITE;
+	}
+	if (streamed)
+		walbuf_repl_note(f, n, off);
 	if (!f->buf && !(f->buf = malloc(f->cap)))
-		return vfs_shim_write(&f->shim.base, p, n, off);
+		return streamed ? SQLITE_IOERR_NOMEM :
+		    vfs_shim_write(&f->shim.base, p, n, off);
 	f->commit_next = walbuf_is_commit_header(p, n, off);
+	if (f->commit_next)
+		f->commit_hdr_off = off;
+	if (commit && streamed && walbuf_repl_is_commit_page(f, n, off))
+		return walbuf_repl_commit(f, p, n, off);
 	if ((rc = walbuf_gather(f, p, n, off)) != SQLITE_OK) {
 		f->len = 0;
 		return rc;
@@ -516,6 +737,7 @@ walbuf_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags,
 	f->is_wal = !!(flags & SQLITE_OPEN_WAL);
 	f->is_db = !!(flags & SQLITE_OPEN_MAIN_DB);
 	f->db_fd = f->is_db ? walbuf_db_fd(f->shim.real, name) : -1;
+	f->txn_lo = -1;
 	f->shim.base.pMethods = &walbuf_methods;
 	return SQLITE_OK;
 }
@@ -545,4 +767,14 @@ walbuf_small_vfs_name(void)
 {
 	pthread_once(&walbuf_once, walbuf_register_once);
 	return walbuf_small_registered ? WALBUF_SMALL_NAME : NULL;
+}
+
+int
+walbuf_replicate(int fd, int db)
+{
+	if (fd < 0 || (db != WALREC_DB_ROOM && db != WALREC_DB_WORKSPACE))
+		return -EINVAL;
+	walbuf_repl.fd = fd;
+	walbuf_repl.db = (uint8_t)db;
+	return 0;
 }

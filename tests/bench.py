@@ -36,7 +36,8 @@ Settings (environment):
                       sequential I/O and the random reads (at most BENCH_RUNS)
   BENCH_SMALL=1       every filesystem workload 10x smaller, for a quick run
   BENCH_LS_ENTRIES    entries of the ls -l directory (100000, or 10000 small)
-  BENCH_PARTS="fs ssh chat agent http"  which parts to run
+  BENCH_PARTS="fs ssh chat agent http replicate"  which parts to run
+  BENCH_REPLICATE_COMMITS=200  the replicate part's fsynced writes per run
   BENCH_AGENT_STEPS=200, BENCH_AGENT_DELTAS=200, BENCH_IDLE_SESSIONS=100
                       the agent part's steps, streamed deltas, idle sessions
   BENCH_CHAT_MEMBERS=200, BENCH_CHAT_IDLE=1000, BENCH_CHAT_LINES=30
@@ -1849,11 +1850,153 @@ def http_workloads(table, tmp):
             atriumd.kill()
 
 
+# --- replicate ---------------------------------------------------------------
+#
+# The added commit latency of streaming a room's writes (atriumd(8),
+# CLUSTER): 4 KiB written and fsynced on an atrium-fs mount, one commit
+# each, with no streaming (the baseline) and with every commit going to
+# atrium-replicate run, which stores it in tests/s3_server.py and advances
+# the manifest in a real etcd member.  And the failover time: three etcd
+# members, two atriumd hosts with --s3, kill -9 of a room's home, and the
+# seconds until `ssh ROOM@other true` answers (the rest of the lease, the
+# claim, the restore, the start).  Needs Debian's etcd-server.
+
+REPLICATE_COMMITS = int(os.environ.get("BENCH_REPLICATE_COMMITS", "200"))
+
+
+def fsync_latencies(mnt, n):
+    """Seconds of each of n 4 KiB write + fsync, each to a file of its own."""
+    out, block = [], os.urandom(4096)
+    for i in range(n):
+        t = time.monotonic()
+        fd = os.open(os.path.join(mnt, "c%d" % i), os.O_WRONLY | os.O_CREAT,
+                     0o644)
+        os.write(fd, block)
+        os.fsync(fd)
+        os.close(fd)
+        out.append(time.monotonic() - t)
+    return out
+
+
+def replicate_run(tmp, streamed, etcd, s3, epoch):
+    """One run: the median commit latency (s), and the shipper's status."""
+    from test_replicate import Shipper, Mount
+    d = tempfile.mkdtemp(dir=tmp)
+    if not streamed:
+        m = Mount(pathlib_path(d))
+        run([os.path.join(BUILD, "atrium-fs"), "mount", m.db, m.dir])
+        try:
+            return statistics.median(fsync_latencies(m.dir, REPLICATE_COMMITS))
+        finally:
+            subprocess.run(["fusermount3", "-u", m.dir])
+    sh = Shipper(pathlib_path(d), s3, etcd, "bench", epoch)
+    sh.mount()
+    try:
+        lat = statistics.median(fsync_latencies(sh.m.dir, REPLICATE_COMMITS))
+    finally:
+        status, err = sh.finish()
+    if status != 0:
+        sys.exit("atrium-replicate failed: " + err)
+    return lat
+
+
+def pathlib_path(d):
+    import pathlib
+    return pathlib.Path(d)
+
+
+FAILOVER_LEASE = 3     # --cluster-lease of the failover runs, s
+
+
+def failover_host(tmp, key, etcd, s3, name, creds):
+    """An atriumd host of the cluster streaming to s3: (proc, port)."""
+    d = tempfile.mkdtemp(dir=tmp)
+    return start_atriumd(d, key, "--cluster", "etcd=" + etcd.urls(),
+                         "--node", name, "--cluster-lease",
+                         str(FAILOVER_LEASE), "--cgroup-parent",
+                         "atrium-bench-" + name, "--s3", s3.url,
+                         "--s3-bucket", "atrium", "--s3-credentials", creds)
+
+
+def failover_run(tmp, key, etcd, s3, creds, room):
+    """Seconds from kill -9 of a room's home to the room answering
+    `ssh ROOM@other true` on the other host (lease end, claim, restore,
+    start)."""
+    a, aport = failover_host(tmp, key, etcd, s3, "a", creds)
+    b, bport = failover_host(tmp, key, etcd, s3, "b", creds)
+    try:
+        run(ssh_cmd(key, aport, room, "true"))
+        run(ssh_cmd(key, aport, room, "head -c 1000000 /dev/urandom > f; "
+                    "sync f"))
+        a.kill()
+        a.wait()
+        t = time.monotonic()
+        while subprocess.run(ssh_cmd(key, bport, room, "true"),
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL).returncode != 0:
+            if time.monotonic() - t > 60:
+                sys.exit("failover: room %s never answered on host b" % room)
+        return time.monotonic() - t
+    finally:
+        for p in (a, b):
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+
+
+def replicate_failover(table, tmp, s3):
+    from test_cluster import Etcd as Etcd3
+    key = os.path.join(tmp, "failover-key")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    creds = os.path.join(tmp, "failover-creds")
+    with open(creds, "w") as f:
+        f.write("%s\n%s\n" % (s3.access_key, s3.secret_key))
+    os.chmod(creds, 0o600)
+    d = tempfile.mkdtemp(dir=tmp)
+    etcd = Etcd3(d).start()
+    try:
+        times = [failover_run(tmp, key, etcd, s3, creds, "fo%d" % i)
+                 for i in range(RUNS)]
+    finally:
+        etcd.stop()
+    table.add("failover, kill -9 of the home", "", None, times,
+              target=at_most(FAILOVER_LEASE + 5, "s"))
+    table.note("failover: lease %d s; runs %s s" % (
+        FAILOVER_LEASE, ", ".join("%.2f" % t for t in times)))
+
+
+def replicate_workloads(table, tmp):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import s3_server
+    from test_replicate import Etcd, AK, SK
+    if not os.access("/usr/bin/etcd", os.X_OK):
+        table.note("replicate: skipped, no /usr/bin/etcd (etcd-server)")
+        return
+    etcd = Etcd(tmp)
+    try:
+        with s3_server.S3Server(AK, SK) as s3:
+            base, ours = [], []
+            for _ in range(RUNS):
+                etcd.delete("/atrium/rooms/bench/home")
+                epoch = etcd.claim("bench", "n1")
+                base.append(replicate_run(tmp, False, etcd, s3, epoch))
+                ours.append(replicate_run(tmp, True, etcd, s3, epoch))
+            table.add("4 KiB write+fsync, streamed", "not streamed", base,
+                      ours, target=within(1.5))
+            table.note("replicate: %d fsynced commits per run; the store "
+                       "holds %d objects after %d runs"
+                       % (REPLICATE_COMMITS, len(s3.objects()), RUNS))
+            replicate_failover(table, tmp, s3)
+    finally:
+        etcd.stop()
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("make bench needs root (FUSE mounts, tmpfs, sshd)")
     table = Table()
-    parts = os.environ.get("BENCH_PARTS", "fs ssh chat agent http").split()
+    parts = os.environ.get("BENCH_PARTS",
+                           "fs ssh chat agent http replicate").split()
     with tempfile.TemporaryDirectory(prefix="atrium-bench-") as tmp:
         if "fs" in parts:
             print("filesystem workloads (%d runs, %d of the heavy ones%s)..."
@@ -1872,6 +2015,9 @@ def main():
         if "http" in parts:
             print("http workloads...", file=sys.stderr)
             http_workloads(table, tmp)
+        if "replicate" in parts:
+            print("replicate workloads...", file=sys.stderr)
+            replicate_workloads(table, tmp)
     table.show()
 
 

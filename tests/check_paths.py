@@ -6,13 +6,19 @@ tests/test_chat.py is a promise to the reader; a file that moves breaks it
 silently.  This script reads the comments of every *.c, *.h, *.py and *.sh
 file (C's /* */ and //, Python's # and docstrings, shell's #) and the whole
 text of README.md, ARCHITECTURE.md and man/*.8, picks out each word that
-starts with one of the tree's top folders (agent/, common/, fs/, sshd/,
-tests/, man/, web/, packaging/, .ci/) or is a top-level document
+starts with one of the tree's top folders (agent/, cluster/, common/, fs/,
+sandbox/, sshd/, tests/, man/, web/, packaging/, .ci/) or is a top-level document
 (README.md, ARCHITECTURE.md, LICENSE, Makefile, *.md), and checks that it
 names a file or folder of the tree (a glob such as tests/test_*.py must
 match one).  A word after a '/' is not a tree path (/usr/share/..., DATA/...,
 /workspace/...), so only paths relative to the tree's top are checked;
 ALLOWED holds the few words that look like tree paths and are not.
+
+A bare file name (such as room_db.c) in the same places must be
+the name of some file of the tree: a file that was renamed or removed
+leaves its old name in the heads of the files that called it.  Names of
+other projects' files (SQLite's wal.c, libssh's channels.h) are in
+FOREIGN, and <stdio.h>-style system headers are skipped.
 
 Run by `make check` (target check-paths): exit 0 when every path is found,
 else 1 with one line per stale path, FILE:LINE: PATH.
@@ -25,8 +31,8 @@ import re
 import sys
 import tokenize
 
-TOP = ("agent", "common", "fs", "sshd", "tests", "man", "web", "packaging",
-       ".ci")
+TOP = ("agent", "cluster", "common", "fs", "sandbox", "sshd", "tests", "man",
+       "web", "packaging", ".ci")
 SOURCES = (".c", ".h", ".py", ".sh")
 SKIP_DIRS = {".git", "build", "node_modules", "corpus", "__pycache__"}
 
@@ -41,7 +47,19 @@ ALLOWED = {
     "tests/ws_readers",     # built by make bench
     "tests/tsan_canary",    # built as build/tsan/tests/tsan_canary
     "web/node_modules",     # npm installs it from web/package-lock.json
+    "sandbox/exec",         # a heading of sshd/http/api_duet.c
 }
+
+# Bare file names that are not the tree's: other projects' sources named
+# for their behaviour, system headers named in prose, and examples.
+FOREIGN = {
+    "wal.c", "os_unix.c",   # SQLite's sources
+    "channels.h",           # libssh's
+    "limits.h",             # the C library's
+    "x.c",                  # an example name (agent/tools/pathglob.h)
+}
+
+BARE_RE = re.compile(r"(?<![\w/.$*<-])([A-Za-z_][\w-]*\.(?:c|h|py|sh))(?![\w*/])")
 
 PATH_RE = re.compile(
     r"(?<![\w/.$-])"
@@ -112,13 +130,16 @@ def candidates(chunk):
         yield m.start(1), word
 
 
-def stale_in(tree, rel, pieces):
-    """FILE:LINE: PATH for each path in pieces that the tree lacks."""
+def stale_in(tree, rel, pieces, names):
+    """FILE:LINE: PATH for each path or bare file name in pieces that the
+    tree lacks (names: the base names of the tree's files)."""
     out = []
     for line, chunk in pieces:
-        for off, word in candidates(chunk):
-            if word in ALLOWED or exists(tree, word):
-                continue
+        found = [(off, w) for off, w in candidates(chunk)
+                 if w not in ALLOWED and not exists(tree, w)]
+        found += [(m.start(1), m.group(1)) for m in BARE_RE.finditer(chunk)
+                  if m.group(1) not in names and m.group(1) not in FOREIGN]
+        for off, word in sorted(found):
             out.append("%s:%d: %s" % (rel, line + chunk.count("\n", 0, off),
                                       word))
     return out
@@ -148,15 +169,25 @@ def files(tree):
                 yield rel
 
 
+def base_names(tree):
+    """The base name of every file of the tree (build output aside)."""
+    out = set()
+    for top, dirs, names in os.walk(tree):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        out.update(names)
+    return out
+
+
 def main(argv):
     tree = argv[1] if len(argv) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
     stale = []
+    names = base_names(tree)
     for rel in files(tree):
         with open(os.path.join(tree, rel), encoding="utf-8",
                   errors="replace") as f:
             text = f.read()
-        stale += stale_in(tree, rel, reader_of(rel)(text))
+        stale += stale_in(tree, rel, reader_of(rel)(text), names)
     for s in stale:
         print(s)
     if stale:

@@ -14,7 +14,7 @@ fs=$(cd "$build" && pwd)/atrium-fs
 exer=$(cd "$build" && pwd)/tests/fsexer
 tsan=$(cd "$build" && pwd)/tsan/tests/test_fs_exerciser
 dir=$(mktemp -d "${TMPDIR:-/tmp}/atrium-stress.XXXXXX")
-# The daemon confined as a room's is (fs/mount_confine.c): its database's
+# The daemon confined as a room's is (fs/daemon/mount_confine.c): its database's
 # directory root's and 0710 to its gid.
 run_as=3000000002:3000000002
 mkdir "$dir/db"

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import _pids_using, ssh_command
+from conftest import _pids_using, make_room, ssh_command
 from test_ssh import Lines, chat_plain, json_lines
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -115,6 +115,7 @@ def srv(atriumd, data_dir):
 
 
 def test_creator_owns_and_private_room_refuses_others_everywhere(srv, ssh_run):
+    make_room(srv, "secret")
     rc, out, err = ssh_run(srv, "secret", "echo made")
     assert (rc, out) == (0, "made\n"), err
     welcome = json_lines(srv, "secret")
@@ -147,7 +148,7 @@ def test_creator_owns_and_private_room_refuses_others_everywhere(srv, ssh_run):
 
 
 def test_invite_lets_in_and_remove_ends_the_chat(srv, ssh_run):
-    ssh_run(srv, "team", "true")
+    make_room(srv, "team")
     make_private(srv, "team")
     invite(srv, "team", "bob")
     rc, out, err = ssh_run(srv, "team", "echo bob-in", user="bob")
@@ -169,7 +170,7 @@ def test_invite_lets_in_and_remove_ends_the_chat(srv, ssh_run):
 
 
 def test_kick_ends_a_running_command(srv, ssh_run):
-    ssh_run(srv, "work", "true")
+    make_room(srv, "work")
     make_private(srv, "work")
     invite(srv, "work", "bob")
     p = subprocess.Popen(ssh_command(srv, "work", "echo started; sleep 60",
@@ -193,7 +194,7 @@ def test_kick_keeps_out_for_a_while_remove_takes_the_membership(srv,
                                                                  ssh_run):
     """As in IRC: a kick sends a person out and keeps them out for a
     while, their membership kept; /remove is the membership's end."""
-    ssh_run(srv, "club", "true")
+    make_room(srv, "club")
     make_private(srv, "club")
     invite(srv, "club", "bob")
     b = chat_plain(srv, "club", "bob")
@@ -240,7 +241,7 @@ def test_kick_keeps_out_for_a_while_remove_takes_the_membership(srv,
 
 def test_a_kick_ends_and_lets_back_in(srv, data_dir, ssh_run):
     """The kick is stored with its end: once past, the person comes back."""
-    ssh_run(srv, "brief", "true")
+    make_room(srv, "brief")
     b = chat_plain(srv, "brief", "bob")
     try:
         b.expect(lambda l: b"you are bob" in l)
@@ -269,7 +270,7 @@ def test_only_the_chat_creates_a_room(atriumd, data_dir, ssh_run):
     a command, sftp or a program naming a room that is not there is
     refused with how to name one, and nothing is made; the chat makes
     the room, and `rooms` needs none."""
-    srv = atriumd(data_dir, "--exec-creates-rooms=0")
+    srv = atriumd(data_dir)
     for what in (["pwd"], ["-s", "sftp"], ["-s", "atrium"]):
         rc, out, err = ssh_run(srv, "root", *what, input="")
         assert rc == 1 and out == "", (what, rc, out, err)
@@ -298,6 +299,25 @@ def test_only_the_chat_creates_a_room(atriumd, data_dir, ssh_run):
     assert rc == 1 and "does not exist or you may not enter it" in err, err
 
 
+def test_exec_creates_rooms_brings_back_the_old_way(atriumd, data_dir,
+                                                   ssh_run):
+    """--exec-creates-rooms: a command, sftp or the atrium subsystem
+    naming a room that is not there makes it, its user the owner, as
+    atriumd did by default once.  (The only test that starts atriumd with
+    it: every other one makes its rooms as a person does, in the chat.)"""
+    srv = atriumd(data_dir, "--exec-creates-rooms")
+    rc, out, err = ssh_run(srv, "byexec", "echo made")
+    assert (rc, out) == (0, "made\n"), err
+    rc, out, err = ssh_run(srv, "bysftp", "-s", "sftp", input="")
+    assert rc == 0, err
+    rc, out, err = ssh_run(srv, "byprotocol", "-s", "atrium", user="bob",
+                           input="")
+    assert rc == 0, err
+    mine = listing(srv, "alice")
+    assert mine["byexec"]["owner"] == mine["bysftp"]["owner"] == "alice", mine
+    assert listing(srv, "bob")["byprotocol"]["owner"] == "bob"
+
+
 def count(pred, n):
     """A predicate true at the n-th event for which pred holds."""
     seen = []
@@ -309,7 +329,7 @@ def is_error(e):
 
 
 def test_only_the_owner_manages_the_room(srv, ssh_run):
-    ssh_run(srv, "shared", "true")
+    make_room(srv, "shared")
     invite(srv, "shared", "bob")
     seen = events(srv, "shared",
                   {"type": "config", "approval": "allow_all"},
@@ -338,7 +358,7 @@ def test_only_the_owner_manages_the_room(srv, ssh_run):
 
 
 def test_admin_key_enters_and_manages_a_private_room(srv, data_dir, ssh_run):
-    ssh_run(srv, "vault", "true")
+    make_room(srv, "vault")
     make_private(srv, "vault")
     add_key(data_dir, "root", "atrium-admin")
     rc, out, err = ssh_run(srv, "vault", "echo admin-in", user="root")
@@ -350,7 +370,7 @@ def test_admin_key_enters_and_manages_a_private_room(srv, data_dir, ssh_run):
 
 
 def test_rooms_option_limits_creation(srv, data_dir, ssh_run):
-    ssh_run(srv, "lobby", "true")                    # alice makes it
+    make_room(srv, "lobby")  # alice makes it
     set_options(data_dir, "bob", 'rooms="bob-*,!bob-admin"')
     rc, out, err = ssh_run(srv, "elsewhere", "echo made", user="bob")
     assert rc == 1 and out == "", err
@@ -361,6 +381,7 @@ def test_rooms_option_limits_creation(srv, data_dir, ssh_run):
     assert not os.path.exists(os.path.join(srv.data, "rooms", "elsewhere"))
     rc, out, err = ssh_run(srv, "bob-admin", "echo made", user="bob")
     assert rc == 1 and "may create only rooms matching" in err
+    make_room(srv, "bob-1", user="bob")
     rc, out, err = ssh_run(srv, "bob-1", "echo made", user="bob")
     assert (rc, out) == (0, "made\n"), err
     rc, out, err = ssh_run(srv, "lobby", "echo in", user="bob")
@@ -372,7 +393,7 @@ def test_rooms_option_limits_creation(srv, data_dir, ssh_run):
 def test_outsider_learns_neither_owner_nor_existence(srv, data_dir, ssh_run):
     # A private room refuses an outsider without naming its owner, and in
     # the words a room that does not exist gets, for every kind of use.
-    ssh_run(srv, "alpha", "true")
+    make_room(srv, "alpha")
     make_private(srv, "alpha")
     set_options(data_dir, "bob", 'rooms="bob-*"')
     rc, out, err = ssh_run(srv, "alpha", "echo in", user="bob")
@@ -401,8 +422,8 @@ def test_outsider_learns_neither_owner_nor_existence(srv, data_dir, ssh_run):
 
 
 def test_listing_shows_the_rooms_a_user_may_enter(srv, ssh_run):
-    ssh_run(srv, "hidden", "true")
-    ssh_run(srv, "public", "true")
+    make_room(srv, "hidden")
+    make_room(srv, "public")
     make_private(srv, "hidden")
     mine = listing(srv, "alice")
     assert set(mine) >= {"hidden", "public"}
@@ -442,6 +463,7 @@ def wait_gone(srv, room, timeout=20):
 
 
 def test_owner_deletes_a_room_from_the_chat(srv, ssh_run):
+    make_room(srv, "doomed")
     ssh_run(srv, "doomed", "echo x > f")
     b = chat_plain(srv, "doomed", "bob")
     a = chat_plain(srv, "doomed", "alice")
@@ -464,13 +486,14 @@ def test_owner_deletes_a_room_from_the_chat(srv, ssh_run):
     assert not os.path.exists(os.path.join(srv.data, "run", "doomed"))
     assert "room doomed: deleted" in wait_log(srv, "room doomed: deleted")
     # The name is free again: a new room, a new owner.
+    make_room(srv, "doomed", user="bob")
     rc, out, err = ssh_run(srv, "doomed", "ls", user="bob")
     assert (rc, out) == (0, ""), err
     assert listing(srv, "bob")["doomed"]["owner"] == "bob"
 
 
 def test_owner_deletes_a_room_by_protocol(srv, ssh_run):
-    ssh_run(srv, "gone", "true")
+    make_room(srv, "gone")
     seen = events(srv, "gone", {"type": "delete", "room": "other"},
                   until=is_error)
     assert "name it" in seen[-1]["message"]
@@ -485,7 +508,7 @@ def test_owner_deletes_a_room_by_protocol(srv, ssh_run):
 
 def test_state_survives_a_restart(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
-    ssh_run(srv, "kept", "true")
+    make_room(srv, "kept")
     make_private(srv, "kept")
     invite(srv, "kept", "bob")
     add_key(data_dir, "carol")
@@ -505,7 +528,7 @@ def atriumd_room(build, *args):
 
 
 def test_operator_deletes_a_room_while_atriumd_runs(srv, build, ssh_run):
-    ssh_run(srv, "busy", "true")
+    make_room(srv, "busy")
     make_private(srv, "busy")
     a = chat_plain(srv, "busy", "alice")
     try:
@@ -533,8 +556,9 @@ def test_operator_deletes_a_room_while_atriumd_runs(srv, build, ssh_run):
 def test_operator_deletes_a_room_while_atriumd_is_stopped(atriumd, data_dir,
                                                          build, ssh_run):
     srv = atriumd(data_dir)
+    make_room(srv, "old")
     ssh_run(srv, "old", "echo x > f")
-    ssh_run(srv, "young", "true")
+    make_room(srv, "young")
     srv.stop()
     rc, out, err = atriumd_room(build, "list", srv.data)
     assert rc == 0, err

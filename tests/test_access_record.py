@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from conftest import make_room
 from test_access import add_key, events, invite, make_private, access_change
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -53,7 +54,7 @@ def listing(ssh_run, srv, user):
 def test_the_agent_reports_and_the_monitor_records(atriumd, data_dir,
                                                    ssh_run):
     srv = atriumd(data_dir)
-    assert ssh_run(srv, "rec", "true")[0] == 0
+    make_room(srv, "rec")
     wait_record(data_dir, "rec", lambda r: r["owner"] == "alice")
     make_private(srv, "rec")
     invite(srv, "rec", "bob")
@@ -78,7 +79,7 @@ def set_room_db_visibility(data_dir, room, visibility):
 
 def test_decisions_read_the_record_not_room_db(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
-    assert ssh_run(srv, "rec", "true")[0] == 0
+    make_room(srv, "rec")
     make_private(srv, "rec")
     wait_record(data_dir, "rec", lambda r: r["visibility"] == "private")
     srv.stop()
@@ -93,7 +94,7 @@ def test_decisions_read_the_record_not_room_db(atriumd, data_dir, ssh_run):
 def test_a_room_made_before_the_record_is_read_once(atriumd, data_dir,
                                                     ssh_run):
     srv = atriumd(data_dir)
-    assert ssh_run(srv, "old", "true")[0] == 0
+    make_room(srv, "old")
     make_private(srv, "old")
     wait_record(data_dir, "old", lambda r: r["visibility"] == "private")
     srv.stop()
@@ -118,7 +119,7 @@ def test_a_room_made_before_the_record_is_read_once(atriumd, data_dir,
 def test_a_room_without_a_record_fails_closed(atriumd, data_dir, ssh_run):
     add_key(data_dir, "root2", "atrium-admin")
     srv = atriumd(data_dir)
-    assert ssh_run(srv, "lost", "true")[0] == 0
+    make_room(srv, "lost")
     wait_record(data_dir, "lost", lambda r: r["owner"] == "alice")
     srv.stop()
     os.unlink(record_path(data_dir, "lost"))

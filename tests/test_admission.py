@@ -16,13 +16,15 @@ import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import make_room, ssh_command
 from test_robustness import wait_answered
 
 
 @pytest.fixture
 def srv(atriumd, data_dir):
-    return atriumd(data_dir)
+    srv = atriumd(data_dir)
+    make_room(srv, "gate")
+    return srv
 
 
 def ssh_from(srv, source, *cmd, opts=()):
@@ -109,6 +111,7 @@ def test_one_address_may_start_ten_logins_within_a_second(srv):
 
 def test_a_source_that_connects_too_often_is_refused(atriumd, data_dir):
     srv = atriumd(data_dir, "--per-source-rate", "2")
+    make_room(srv, "gate")
     refused = 0
     for _ in range(12):
         s = socket.socket()
@@ -208,6 +211,7 @@ def test_service_continues_through_raw_handshakes(srv):
 
 def test_debug_log_says_where_a_logins_time_went(atriumd, data_dir):
     srv = atriumd(data_dir, "--log-level", "debug")
+    make_room(srv, "gate")
     p = ssh_from(srv, "127.0.6.3", "echo in")
     assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
     deadline = time.time() + 10

@@ -13,6 +13,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from conftest import make_room  # noqa: E402
 from model_server import ModelServer, Reply, ToolCall  # noqa: E402
 
 # The agent and its socket, as test_agent.py drives them.
@@ -157,6 +158,7 @@ def test_caps_and_prices_from_atrium_conf_and_flags(atriumd, data_dir,
                   model_server.url, "--model", "test-model",
                   "--max-steps", "6", env=env)
     model_server.script(Reply("hi", usage=(1000, 100)))
+    make_room(srv, "demo")
     s = Session(srv, "demo")
     try:
         s.expect(of_type("welcome"))

@@ -16,6 +16,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from conftest import make_room  # noqa: E402
 from test_agent import fast, pytestmark, room  # noqa: E402,F401
 from test_e2e import Room as Session, of_type  # noqa: E402
 
@@ -37,6 +38,7 @@ def test_long_output_saved_over_ssh(atriumd, data_dir, model_server, ssh_run):
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
                   model_server.url, "--model", "test-model",
                   "--approval", "allow_all", env=env)
+    make_room(srv, "demo")
     s = Session(srv, "demo")
     try:
         s.expect(of_type("welcome"))
@@ -68,6 +70,7 @@ def test_save_beyond_the_quota_is_said_and_the_turn_goes_on(
                   model_server.url, "--model", "test-model", "--quota", "1M",
                   "--approval", "allow_all",
                   env=env)
+    make_room(srv, "demo")
     s = Session(srv, "demo")
     try:
         s.expect(of_type("welcome"))

@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from conftest import make_room
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
 
@@ -62,6 +64,7 @@ def test_agent_runs_as_the_rooms_uid_with_nothing_more(atriumd, data_dir,
                                                       ssh_run):
     srv = atriumd(data_dir, "--sandbox-uid-base", str(BASE),
                   "--sandbox-uid-count", "4")
+    make_room(srv, "alpha")
     rc, out, err = ssh_run(srv, "alpha", "id -u")
     assert rc == 0, err
     uid = int(out)
@@ -105,6 +108,7 @@ def test_workspace_daemon_serves_as_the_rooms_uid(atriumd, data_dir,
     stays root to take the mount down."""
     srv = atriumd(data_dir, "--sandbox-uid-base", str(BASE),
                   "--sandbox-uid-count", "4")
+    make_room(srv, "alpha")
     rc, out, err = ssh_run(srv, "alpha",
                            "head -c 100000 /dev/urandom > f && md5sum f "
                            "&& id -u")

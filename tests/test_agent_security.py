@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from conftest import make_room
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_server import ModelServer, Reply, ToolCall  # noqa: E402
@@ -317,6 +319,7 @@ def test_atriumd_hands_keys_on_a_pipe(atriumd, data_dir, ssh_run):
         env = dict(os.environ, ANTHROPIC_API_KEY=KEY_A, OPENAI_API_KEY=KEY_O)
         srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
                       anth.url, "--openai-url", oai.openai_url, env=env)
+        make_room(srv, "demo")
         rc, out, err = ssh_run(srv, "demo", "ln -s %s AGENTS.md" % secret)
         assert rc == 0, err
         r = Client(srv, "demo")

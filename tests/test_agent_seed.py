@@ -22,6 +22,8 @@ import time
 
 import pytest
 
+from conftest import make_room
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_agent import FS, fast, pytestmark, room  # noqa: E402,F401
@@ -213,8 +215,7 @@ def test_seed_over_atriumd_shows_over_ssh(atriumd, data_dir, ssh_run,
     make_repo(os.path.join(seeds, "proj"))
     os.chmod(seeds, 0o755)
     srv = atriumd(data_dir, "--seed-dir", seeds)
-    rc, out, err = ssh_run(srv, "demo", "true")
-    assert rc == 0, err
+    make_room(srv, "demo")
     r = Client(srv, "demo")
     try:
         r.expect(of_type("welcome"))

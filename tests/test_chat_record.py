@@ -19,7 +19,7 @@ import signal
 
 import pytest
 
-from conftest import _pids_using
+from conftest import _pids_using, make_room
 from model_server import Reply, ToolCall
 from test_chat import settled, tmux, untimed  # noqa: F401 (fixtures)
 
@@ -300,6 +300,7 @@ def test_protocol_records_answers_and_timeouts(srv, model_server):
         Reply("Refused."),
         Reply("", tool_calls=[ToolCall("bash", {"command": "echo b"})]),
         Reply("Timed out."))
+    make_room(srv, "proto")
     j = json_lines(srv, "proto", "alice")
 
     def event(type_, **match):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, make_room
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -67,7 +67,7 @@ def pids_with_open(path):
 
 def fs_daemons(data, room):
     """Pids of atrium-fs daemons serving room's workspace.db: those that
-    gave up root, not their keepers (fs/mount_keeper.c)."""
+    gave up root, not their keepers (fs/daemon/mount_keeper.c)."""
     db = os.path.join(data, "rooms", room, "workspace.db")
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -85,6 +85,7 @@ def fs_daemons(data, room):
 def test_a_second_atriumd_on_the_same_data_is_refused(atriumd, data_dir,
                                                       ssh_run, build):
     srv = atriumd(data_dir)
+    make_room(srv, "lab")
     rc, out, err = ssh_run(srv, "lab", "echo", "one")
     assert (rc, out) == (0, "one\n"), err
     data = srv.data
@@ -121,6 +122,7 @@ def test_a_second_atriumd_on_the_same_data_is_refused(atriumd, data_dir,
 def test_a_start_after_kill_9_is_not_blocked(atriumd, data_dir, ssh_run,
                                              build):
     srv = atriumd(data_dir)
+    make_room(srv, "lab")
     rc, out, err = ssh_run(srv, "lab", "echo", "before")
     assert (rc, out) == (0, "before\n"), err
     net = srv.network_pid()
@@ -139,8 +141,7 @@ def test_a_start_after_kill_9_is_not_blocked(atriumd, data_dir, ssh_run,
 def test_a_clean_stop_leaves_no_socket_or_pid_file(atriumd, data_dir,
                                                    ssh_run):
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     assert srv.stop() == 0
     run = os.path.join(srv.data, "run")
     assert not os.path.exists(os.path.join(run, "atriumd.sock"))
@@ -155,8 +156,7 @@ def test_commands_name_an_atriumd_they_cannot_reach(atriumd, data_dir,
     """An atriumd whose operator socket is gone still holds DATA: status
     says so, and room delete and list refuse rather than act beside it."""
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     data = srv.data
     os.unlink(os.path.join(data, "run", "atriumd.sock"))
     pid = "atriumd pid %d" % srv.proc.pid
@@ -181,13 +181,13 @@ def test_a_room_deleted_offline_holds_the_lock_meanwhile(atriumd, data_dir,
     """With no atriumd running, room delete acts on DATA itself; it takes
     the lock for that, and leaves it free after."""
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "old", "true")
-    assert rc == 0, err
+    make_room(srv, "old")
     assert srv.stop() == 0
     rc, out, err = atriumd_cli(build, "room", "delete", srv.data, "old")
     assert rc == 0 and '"deleted"' in out, (out, err)
     assert not os.path.exists(os.path.join(srv.data, "rooms", "old"))
     assert lock_holders(srv.data) == set()
     srv2 = atriumd(data_dir)
+    make_room(srv2, "lab")
     rc, out, err = ssh_run(srv2, "lab", "echo", "fine")
     assert (rc, out) == (0, "fine\n"), err

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import BUILD_DIR, ROOT, ssh_command
+from conftest import BUILD_DIR, ROOT, make_room, ssh_command
 from model_server import Fault, Reply, ToolCall
 
 
@@ -90,6 +90,7 @@ def room_server(atriumd, data_dir, model_server):
 
 def test_agent_runs_bash_in_the_workspace(room_server, model_server, ssh_run,
                                           data_dir):
+    make_room(room_server, "demo")
     r = Room(room_server, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -133,6 +134,7 @@ def atriumd_status_line(srv, room, want, timeout=15):
 
 
 def test_status_shows_what_the_agent_is_doing(room_server, model_server):
+    make_room(room_server, "watched")
     r = Room(room_server, "watched")
     try:
         r.expect(of_type("welcome"))
@@ -149,6 +151,7 @@ def test_status_shows_what_the_agent_is_doing(room_server, model_server):
 
 
 def test_chat_mention_is_a_prompt_everyone_sees(room_server, model_server):
+    make_room(room_server, "team")
     a, b = Room(room_server, "team"), Room(room_server, "team", user="bob")
     try:
         a.expect(of_type("welcome"))
@@ -172,6 +175,7 @@ def test_no_model_configured_says_how(atriumd, data_dir):
     env = {k: v for k, v in os.environ.items()
            if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     srv = atriumd(data_dir, env=env)
+    make_room(srv, "demo")
     r = Room(srv, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -193,6 +197,7 @@ def test_rejected_api_key_is_explained_and_nothing_is_lost(atriumd, data_dir):
     with ModelServer(api_key="the-right-key") as ms:
         env = dict(os.environ, ANTHROPIC_API_KEY="a-wrong-key")
         srv = atriumd(data_dir, "--model-url", ms.url, env=env)
+        make_room(srv, "demo")
         r = Room(srv, "demo")
         try:
             r.expect(of_type("welcome"))
@@ -218,6 +223,7 @@ def test_rejected_api_key_is_explained_and_nothing_is_lost(atriumd, data_dir):
 
 def test_rate_limit_is_retried_with_a_notice(room_server, model_server):
     model_server.script(Fault(429, retry_after=1), Reply(text="answer after waiting"))
+    make_room(room_server, "demo")
     r = Room(room_server, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -242,6 +248,7 @@ def test_openai_provider_from_atrium_conf(atriumd, data_dir, model_server):
     srv = atriumd(data_dir, env=env)
     model_server.script(Reply(tool_calls=[ToolCall("bash", {"command": "echo $((6*7))"})]),
                         Reply(text="It is 42."))
+    make_room(srv, "demo")
     r = Room(srv, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -259,6 +266,7 @@ def test_openai_provider_from_atrium_conf(atriumd, data_dir, model_server):
 
 
 def test_deny_all_policy_keeps_commands_from_running(room_server, ssh_run):
+    make_room(room_server, "demo")
     r = Room(room_server, "demo")
     try:
         r.expect(of_type("welcome"))
@@ -278,6 +286,7 @@ def test_room_survives_a_restart(atriumd, data_dir, model_server, ssh_run):
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
     args = ("--model-url", model_server.url, "--approval", "allow_all")
     srv = atriumd(data_dir, *args, env=env)
+    make_room(srv, "keep")
     r = Room(srv, "keep")
     try:
         r.expect(of_type("welcome"))
@@ -306,6 +315,7 @@ def test_room_survives_a_restart(atriumd, data_dir, model_server, ssh_run):
 
 def test_stopped_room_mounts_on_the_host(atriumd, data_dir, ssh_run, build, tmp_path):
     srv = atriumd(data_dir)
+    make_room(srv, "files")
     assert ssh_run(srv, "files", "mkdir -p src && echo 'int x;' > src/a.c")[0] == 0
     db = os.path.join(str(data_dir), "rooms", "files", "workspace.db")
     mnt = tmp_path / "mnt"
@@ -329,6 +339,7 @@ def test_command_output_streams_whole_to_the_room(room_server):
     """A shared command's and an agent command's output reach every member
     live, all of it, in order."""
     want = "".join("%d\n" % i for i in range(1, 20001))
+    make_room(room_server, "stream")
     a, b = Room(room_server, "stream"), Room(room_server, "stream", user="bob")
     try:
         a.expect(of_type("welcome"))
@@ -360,6 +371,7 @@ def test_nobody_may_log_in_as_the_agent(atriumd, data_dir, ssh_run):
     rc, out, err = ssh_run(srv, "demo", "true", user="eve")
     assert rc == 255 and "Permission denied" in err
     assert "the name 'agent' is the room's agent's" in srv.read_log()
+    make_room(srv, "demo")
     assert ssh_run(srv, "demo", "true")[0] == 0
 
 
@@ -370,6 +382,7 @@ def test_agent_commands_time_out_but_peoples_do_not(atriumd, data_dir, model_ser
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test-e2e")
     srv = atriumd(data_dir, "--model-url", model_server.url,
                   "--command-timeout", "1", "--approval", "allow_all", env=env)
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "sleep 2.5; echo survived")
     assert (rc, out) == (0, "survived\n")
     r = Room(srv, "demo")
@@ -393,6 +406,7 @@ def _git_ssh(server, data_dir):
 
 def test_git_clone_push_and_rsync_over_ssh(atriumd, data_dir, ssh_run, tmp_path):
     srv = atriumd(data_dir)
+    make_room(srv, "code")
     rc, out, err = ssh_run(srv, "code", "git init -q --bare repo.git && echo ok")
     assert (rc, out) == (0, "ok\n"), err
     env = dict(os.environ, GIT_SSH_COMMAND=_git_ssh(srv, data_dir),
@@ -457,6 +471,7 @@ def test_piped_requests_get_every_answer_before_the_session_ends(room_server):
     reqs = (json.dumps({"type": "prompt", "text": "run: sleep 1; echo from-the-agent"})
             + "\n" + json.dumps({"type": "exec", "id": "e1", "command": "sleep 1.5; echo done"})
             + "\n")
+    make_room(room_server, "script")
     p = subprocess.run(ssh_command(room_server, "script", opts=["-s"]) + ["atrium"],
                        input=reqs, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -480,6 +495,7 @@ def test_a_huge_captured_output_still_brings_its_result(room_server):
     reqs = "".join(json.dumps({"type": "exec", "id": i, "command": cmd,
                                "share": share}) + "\n"
                    for i, share in (("plain", False), ("shared", True)))
+    make_room(room_server, "bigout")
     p = subprocess.run(ssh_command(room_server, "bigout", opts=["-s"])
                        + ["atrium"], input=reqs, capture_output=True,
                        text=True, timeout=120)

@@ -32,7 +32,7 @@ FSEXER = os.path.join(BUILD_DIR, "tests", "fsexer")
 def fs(tmp_path):
     if not os.access(FSEXER, os.X_OK):
         pytest.fail(f"missing {FSEXER}: run `make {FSEXER}`", pytrace=False)
-    # Confined, as a room's daemon runs (fs/mount_confine.c): a call its
+    # Confined, as a room's daemon runs (fs/daemon/mount_confine.c): a call its
     # seccomp list lacks, or a file it cannot reach, shows here.
     m = Mount(tmp_path, opts=confined(tmp_path)).mount()
     try:

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import DataDir, _pids_using, free_port, ssh_command
+from conftest import DataDir, _pids_using, free_port, make_room, ssh_command
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -92,6 +92,7 @@ def open_data(data_dir):
 def test_workspace_is_out_of_reach_of_other_host_users(open_data, atriumd,
                                                         ssh_run):
     srv = atriumd(open_data)
+    make_room(srv, "vault")
     rc, out, err = ssh_run(srv, "vault", "mkdir d && echo secret > d/f.txt"
                            " && echo top > top.txt && ls")
     assert (rc, out) == (0, "d\ntop.txt\n"), err
@@ -160,6 +161,7 @@ def probe(tmp_path_factory):
 
 def test_sandbox_denies_risky_syscalls(atriumd, data_dir, ssh_run, probe):
     srv = atriumd(data_dir)
+    make_room(srv, "jail")
     rc, out, err = ssh_run(srv, "jail", "cat > probe && chmod +x probe && "
                            "./probe && grep Seccomp_filters /proc/self/status",
                            input=probe)
@@ -179,6 +181,7 @@ def test_ordinary_programs_still_work_in_the_sandbox(atriumd, data_dir,
         " | wc -l; printf 'all:\\n\\t@echo made\\n' > Makefile; make; "
         "python3 -c 'import asyncio, subprocess, tempfile; "
         "print(asyncio.run(asyncio.sleep(0, \"py\")))'")
+    make_room(srv, "jail")
     rc, out, err = ssh_run(srv, "jail", script)
     assert (rc, out) == (0, "1\nmade\npy\n"), err
 
@@ -246,6 +249,7 @@ class ChatReader:
 
 def test_agent_that_stops_answering_is_restarted(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
+    make_room(srv, "frozen")
     rc, out, err = ssh_run(srv, "frozen", "echo before > f.txt")
     assert rc == 0, err
     chat = ChatReader(ssh_command(srv, "frozen", user="bob", opts=["-T"]))
@@ -274,8 +278,7 @@ def test_busy_agent_is_not_killed(atriumd, data_dir, ssh_run):
     """The ping is answered from the agent's loop, which keeps turning
     while a command runs."""
     srv = atriumd(data_dir, "--agent-timeout", "2")
-    rc, out, err = ssh_run(srv, "busy", "true")
-    assert rc == 0, err
+    make_room(srv, "busy")
     pid = agent_pid(srv, "busy")
     rc, out, err = ssh_run(srv, "busy", "sleep 5; echo slept")
     assert (rc, out) == (0, "slept\n"), err

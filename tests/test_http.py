@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, make_room
 from test_access import events, make_private
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -231,7 +231,7 @@ def test_a_token_lists_exactly_the_rooms_its_key_may_enter(http_server,
     h = http_server()
     for room, user in (("ours", "alice"), ("open-one", "bob"),
                        ("bobs", "bob")):
-        assert ssh_run(h.server, room, "true", user=user)[0] == 0
+        make_room(h.server, room, user=user)
     make_private(h.server, "bobs", user="bob")
     token = make_token(ssh_run, h)
     status, headers, body = h.request("GET", "/api/rooms",
@@ -431,7 +431,7 @@ def test_too_many_connections_from_one_address(http_server):
 
 def test_origins_are_checked(http_server, ssh_run):
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     # A WebSocket from another origin.
     rc, out, err = ws_run(h, "demo", token, "print(await ws.recv())",
@@ -457,7 +457,7 @@ def test_origins_are_checked(http_server, ssh_run):
 
 def test_a_chat_line_arrives_as_an_event_and_resumes(http_server, ssh_run):
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     sse = Sse(h, "demo", token)
     assert sse.status == 200
@@ -481,7 +481,7 @@ def test_a_chat_line_arrives_as_an_event_and_resumes(http_server, ssh_run):
 
 def test_a_websocket_chats_in_the_room(http_server, ssh_run):
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     rc, out, err = ws_run(h, "demo", token, """
 first = json.loads(await ws.recv())
@@ -515,7 +515,7 @@ while True:
 
 def test_a_read_only_token_reads_and_cannot_chat(http_server, ssh_run):
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h, "--read-only")
     sse = Sse(h, "demo", token)
     assert sse.status == 200
@@ -567,7 +567,7 @@ def test_metrics_for_loopback_and_an_admins_token(http_server, ssh_run,
 def test_each_request_is_one_log_line_without_its_token(http_server,
                                                         ssh_run):
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     assert h.request("GET", "/api/rooms?secret=1",
                      headers=bearer(token))[0] == 200
@@ -589,7 +589,7 @@ def test_the_http_process_is_restarted_and_ssh_goes_on(http_server,
     h = http_server()
     first = h.pid()
     os.kill(first, 9)
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     deadline = time.time() + 15
     while True:
         try:
@@ -607,7 +607,7 @@ def test_the_http_process_is_restarted_and_ssh_goes_on(http_server,
 def test_a_slow_reader_has_its_backlog_dropped_and_is_told(http_server,
                                                           ssh_run):
     h = http_server("--input-rate", "0")
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     # A reader that reads nothing, with a small window.
     s = socket.socket()
@@ -642,7 +642,7 @@ CADDY = shutil.which("caddy")
 def test_the_caddy_example_serves_rooms_over_tls(http_server, ssh_run,
                                                  tmp_path):
     h = http_server("--http-trusted-proxy", "127.0.0.1")
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     port = free_port()
     with open(os.path.join(os.path.dirname(__file__), "..", "packaging",
@@ -707,7 +707,7 @@ while True:
 
 def test_a_websocket_keeps_to_max_commands_per_user(http_server, ssh_run):
     h = http_server("--max-commands-per-user", "1")
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     rc, out, err = ws_run(h, "demo", token, """
 json.loads(await ws.recv())
@@ -736,7 +736,7 @@ def test_health_answers_while_a_large_rooms_listing_is_built(
     import select
     from test_access import set_options
     h = http_server()
-    assert ssh_run(h.server, "demo", "true")[0] == 0
+    make_room(h.server, "demo")
     token = make_token(ssh_run, h)
     set_options(data_dir, "alice", "atrium-admin")
     # rooms made quickly: a directory each is a room to the listing (an

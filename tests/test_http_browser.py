@@ -28,7 +28,7 @@ import urllib.request
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, make_room
 from model_server import Reply, ToolCall
 from test_term import Tmux, enter_term, line_alone
 
@@ -267,8 +267,7 @@ def test_two_browsers_and_an_ssh_user_share_a_room(srv, ssh_run, tmux,
                                                      browsers, model_server,
                                                      tmp_path):
     room = "webroom"
-    rc, _, err = ssh_run(srv, room, "true", user="alice")
-    assert rc == 0, err
+    make_room(srv, room, user="alice")
     a, b = browsers("alice"), browsers("bob", width=375, height=740)
     a.open_room(srv.http, room, make_token(ssh_run, srv, "alice"))
     b.open_room(srv.http, room, make_token(ssh_run, srv, "bob"))
@@ -415,8 +414,7 @@ def test_time_to_the_first_line(srv, ssh_run, browsers, tmp_path):
     navigation to the first line shown, with an empty cache and with a
     warm one (README.md quotes both)."""
     room = "loadroom"
-    rc, _, err = ssh_run(srv, room, "true", user="alice")
-    assert rc == 0, err
+    make_room(srv, room, user="alice")
     a = browsers("alice")
     a.open_room(srv.http, room, make_token(ssh_run, srv, "alice"))
     a.say("a first line")
@@ -457,8 +455,7 @@ def test_a_file_uploaded_in_the_page_is_in_the_workspace(srv, ssh_run,
     """The file view: upload from the page, see it listed and read it
     there, and find it with `ssh ROOM@host cat`."""
     room = "filesroom"
-    rc, _, err = ssh_run(srv, room, "true", user="alice")
-    assert rc == 0, err
+    make_room(srv, room, user="alice")
     token = make_token(ssh_run, srv, "alice")
     a = browsers("alice")
     a.open_room(srv.http, room, token)

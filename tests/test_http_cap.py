@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import make_room, ssh_command
 from http_run import http_server, token_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -114,7 +114,7 @@ def wait_for(pred, what, timeout=30):
 
 def test_the_cap_is_shared_by_ssh_and_http(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir, "--max-commands-per-user", "2")
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     tok = token_for(srv, "alice")
     held = SshCommand(srv, "demo")
     x = HttpExec(srv, tok, "demo", "echo started; sleep 2")
@@ -154,7 +154,7 @@ def test_a_restarted_http_process_frees_its_count(atriumd, data_dir,
                                                   ssh_run):
     from test_http import Http
     srv = http_server(atriumd, data_dir, "--max-commands-per-user", "2")
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     tok = token_for(srv, "alice")
     held = SshCommand(srv, "demo")
     x = HttpExec(srv, tok, "demo", "echo started; sleep 600")
@@ -177,7 +177,7 @@ def test_metrics_show_ssh_sessions_by_kind(atriumd, data_dir, ssh_run):
     moment late): one ssh exec held open shows as one exec channel on one
     connection, and is gone from the counts once it ends."""
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     held = SshCommand(srv, "demo")
     try:
         wait_for(lambda: metric(srv, "atrium_ssh_sessions",
@@ -206,6 +206,7 @@ def test_metrics_count_model_requests_tokens_and_errors(atriumd, data_dir,
     srv = http_server(atriumd, data_dir, "--provider", "anthropic",
                       "--model-url", model_server.url, "--model",
                       "test-model", env=env)
+    make_room(srv, "demo")
     for text in ("hi", "again"):
         events(srv, "demo", {"type": "prompt", "text": text},
                until=lambda e: e["type"] == "turn_end", timeout=60)

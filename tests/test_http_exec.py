@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, make_room
 from http_run import http_server, token_for
 
 
@@ -42,7 +42,7 @@ def curl_exec(srv, token, room, query, data_args=(), timeout=120):
 
 def test_exit_status_stdout_and_stderr(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     rc, out, err = curl_exec(srv, tok, "work",
                              "command=echo+out%3B+echo+err+%3E%262%3B+exit+3")
@@ -55,6 +55,7 @@ def test_exit_status_stdout_and_stderr(atriumd, data_dir, ssh_run):
 
 def test_argv_and_cwd(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
+    make_room(srv, "work")
     assert ssh_run(srv, "work", "mkdir -p sub/dir")[0] == 0
     tok = token_for(srv, "alice")
     rc, out, err = curl_exec(srv, tok, "work",
@@ -70,7 +71,7 @@ def test_stdin_streams_a_large_body(atriumd, data_dir, ssh_run, tmp_path):
     """A 50 MB body reaches the command through its pipe as it arrives:
     wc -c counts every byte, and the process never holds the body."""
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     big = tmp_path / "big"
     with open(big, "wb") as f:
@@ -87,7 +88,7 @@ def test_stdout_streams_before_the_end(atriumd, data_dir, ssh_run):
     """The first line arrives while the command still runs: it waits for
     a file that the test makes only after it has read that line."""
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     cmd = ("echo+first%3B+while+%5B+%21+-e+go+%5D%3B+do+sleep+0.05%3B+done"
            "%3B+echo+second")
@@ -110,7 +111,7 @@ def test_stdout_streams_before_the_end(atriumd, data_dir, ssh_run):
 
 def test_killed_by_a_signal(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     rc, out, err = curl_exec(srv, tok, "work", "command=kill+-9+%24%24")
     assert rc == 0, err
@@ -119,7 +120,7 @@ def test_killed_by_a_signal(atriumd, data_dir, ssh_run):
 
 def test_read_only_token_cannot_exec(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice", read_only=True)
     p = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                         "-X", "POST", "-H", "Authorization: Bearer " + tok,
@@ -131,7 +132,7 @@ def test_read_only_token_cannot_exec(atriumd, data_dir, ssh_run):
 
 def test_bad_requests(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     for query in ("", "command=ls&arg=ls", "command=ls&cwd=/etc",
                   "command=ls&cwd=../x"):
@@ -179,7 +180,7 @@ def test_a_slow_reader_holds_the_command_not_memory(atriumd, data_dir,
     pipe: atriumd-http's memory stays small, and every byte still comes
     once the client reads again."""
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     total = 300 << 20
     p = subprocess.Popen(["curl", "-sS", "-N", "-X", "POST", "-H",
@@ -218,7 +219,7 @@ def test_a_slow_reader_holds_the_command_not_memory(atriumd, data_dir,
 
 def test_a_client_that_leaves_kills_its_command(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     p = subprocess.Popen(["curl", "-sS", "-N", "-X", "POST", "-H",
                           "Authorization: Bearer " + tok,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import _pids_using
+from conftest import _pids_using, make_room
 from http_run import http_server, token_for
 
 
@@ -85,14 +85,14 @@ def ls_la(srv, ssh_run, room, path="."):
 @pytest.fixture
 def served(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     return srv, token_for(srv, "alice")
 
 
 def test_put_then_get_100_mb_byte_for_byte_in_bounded_memory(
         atriumd, data_dir, ssh_run, tmp_path):
     srv = http_server(atriumd, data_dir, "--http-max-body", "128M")
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
@@ -191,7 +191,7 @@ def test_a_cut_upload_leaves_the_old_file_and_no_stray(served, ssh_run):
 def test_a_full_workspace_is_507_and_keeps_nothing(atriumd, data_dir,
                                                    ssh_run, tmp_path):
     srv = http_server(atriumd, data_dir, "--quota", "8M")
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     big = tmp_path / "big.bin"
     big.write_bytes(b"\x07" * (12 << 20))

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from conftest import make_room
+
 from http_run import http_server
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -67,7 +69,7 @@ def check_histogram(series, op):
 def test_metrics_count_workspace_requests_by_kind(atriumd, data_dir,
                                                   ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     before = workspace_series(srv)
     rc, out, err = ssh_run(srv, "demo",
                            "touch a b c; echo hi > d; cat d; "

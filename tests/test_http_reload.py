@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, make_room
 from http_run import token_for
 from test_http import wait_http
 from test_http_ws_limits import TEXT, Ws
@@ -56,7 +56,7 @@ def test_sighup_restarts_atriumd_http_with_its_new_settings(
     srv = atriumd(data_dir)
     wait_http(port)
     srv.http_port = port
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     tok = token_for(srv, "alice")
     assert put(srv, tok, "before.bin", 2 << 20)[0] == 201
     # a WebSocket open, and an upload on its way, when the settings change

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from conftest import make_room
 from http_run import http_server, token_for
 from test_access import wait_gone
 
@@ -34,6 +35,7 @@ def model_atriumd(atriumd, data_dir, model_server, *extra):
 
 def test_cloudflare_exec_recipe(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
+    make_room(srv, "demo")
     assert ssh_run(srv, "demo", "printf hello > hello.txt")[0] == 0
     tok = token_for(srv, "alice")
     # examples/container/README.md: "run a command against it"
@@ -47,6 +49,7 @@ def test_cloudflare_exec_recipe(atriumd, data_dir, ssh_run):
 
 def test_cloudflare_exec_argv_cwd_and_status(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
+    make_room(srv, "demo")
     assert ssh_run(srv, "demo", "mkdir -p src")[0] == 0
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/c/demo/exec",
@@ -62,7 +65,7 @@ def test_cloudflare_exec_argv_cwd_and_status(atriumd, data_dir, ssh_run):
 
 def test_cloudflare_exec_refusals(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     tok = token_for(srv, "alice")
     for body in ('{"command":"ls","cwd":"/etc"}',
                  '{"command":"ls","cwd":"/workspace/../etc"}',
@@ -83,7 +86,7 @@ def test_cloudflare_exec_refusals(atriumd, data_dir, ssh_run):
 def test_cloudflare_exec_output_is_capped(atriumd, data_dir, ssh_run):
     """Each stream stops at 1 MiB and says so with "truncated"."""
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/c/demo/exec", "-H",
                         "content-type: application/json", "-d",
@@ -99,7 +102,7 @@ def test_cloudflare_exec_output_is_capped(atriumd, data_dir, ssh_run):
 
 def test_duet_sandbox_exec(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/api/rooms/demo/sandbox/exec",
                         "-H", "content-type: application/json",
@@ -122,7 +125,7 @@ def test_duet_sandbox_exec(atriumd, data_dir, ssh_run):
 def test_duet_message_answers_at_turn_end(atriumd, data_dir, model_server,
                                           ssh_run):
     srv = model_atriumd(atriumd, data_dir, model_server)
-    assert ssh_run(srv, "demo", "true")[0] == 0
+    make_room(srv, "demo")
     # a line said earlier over SSH is in the room's messages
     rc, _, err = ssh_run(srv, "demo", "atrium", opts=("-s",),
                          input='{"type":"chat","text":"said before"}\n')
@@ -154,6 +157,7 @@ def test_duet_message_answers_at_turn_end(atriumd, data_dir, model_server,
 
 def test_duet_delete_room(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
+    make_room(srv, "demo")
     assert ssh_run(srv, "demo", "echo kept > f")[0] == 0
     bob = token_for(srv, "bob")
     status, body = curl(srv, bob, "DELETE", "/api/rooms/demo")
@@ -172,7 +176,7 @@ def test_duet_delete_room(atriumd, data_dir, ssh_run):
 
 def test_rhema_config_and_session(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir)
-    assert ssh_run(srv, "s1", "true")[0] == 0
+    make_room(srv, "s1")
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/sessions/s1/config", "-H",
                         "content-type: application/json", "-d", json.dumps({
@@ -262,7 +266,7 @@ def of(events, type_):
 def test_rhema_websocket_approve_and_deny(atriumd, data_dir, model_server,
                                           ssh_run):
     srv = model_atriumd(atriumd, data_dir, model_server)
-    assert ssh_run(srv, "s1", "true")[0] == 0
+    make_room(srv, "s1")
     tok = token_for(srv, "alice")
     status, body = curl(srv, tok, "POST", "/sessions/s1/config", "-H",
                         "content-type: application/json", "-d",
@@ -303,7 +307,7 @@ def test_rhema_websocket_stop_and_bad_messages(atriumd, data_dir,
                                                model_server, ssh_run):
     from model_server import Hang
     srv = model_atriumd(atriumd, data_dir, model_server)
-    assert ssh_run(srv, "s1", "true")[0] == 0
+    make_room(srv, "s1")
     tok = token_for(srv, "alice")
     model_server.script(Hang())
     seen = ws_session(srv, tok, "s1", [
@@ -320,7 +324,7 @@ def test_rhema_unanswered_ask_client_is_denied(atriumd, data_dir,
     """ask_client's 120 s, shortened here: no answer is a denial."""
     srv = model_atriumd(atriumd, data_dir, model_server,
                         "--approval-timeout", "2")
-    assert ssh_run(srv, "s1", "true")[0] == 0
+    make_room(srv, "s1")
     tok = token_for(srv, "alice")
     seen = ws_session(srv, tok, "s1", [
         {"send": {"type": "chat", "text": "run: touch late-file"}},

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from conftest import make_room
 from http_run import http_server, token_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -139,7 +140,7 @@ def welcomed(ws):
 @pytest.fixture
 def served(atriumd, data_dir, ssh_run):
     srv = http_server(atriumd, data_dir, "--http-idle-timeout", "2")
-    assert ssh_run(srv, "work", "true")[0] == 0
+    make_room(srv, "work")
     return srv, token_for(srv, "alice")
 
 

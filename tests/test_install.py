@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD_DIR, PROGRAMS, ROOT, Atriumd, free_port
+from conftest import BUILD_DIR, PROGRAMS, ROOT, Atriumd, free_port, make_room
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -48,6 +48,7 @@ def installed_paths(prefix="/usr"):
         p + "/libexec/atrium/atriumd-http": 0o755,
         p + "/libexec/atrium/atrium-agent": 0o755,
         p + "/libexec/atrium/atrium-sandbox-init": 0o755,
+        p + "/libexec/atrium/atrium-replicate": 0o755,
         p + "/share/man/man8/atriumd.8": 0o644,
         p + "/share/man/man8/atrium-agent.8": 0o644,
         p + "/share/man/man8/atrium-fs.8": 0o644,
@@ -172,6 +173,7 @@ def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
     srv = Atriumd(sbin, data_dir, [], None)
     try:
         srv.start()
+        make_room(srv, "installed")
         rc, out, err = ssh_run(srv, "installed", "echo", "from-the-sandbox")
         assert (rc, out) == (0, "from-the-sandbox\n"), err + srv.read_log()
         log = srv.read_log()
@@ -227,6 +229,7 @@ def test_status_lists_active_rooms_with_their_numbers(build, atriumd,
     assert p.stdout.split("\n")[0].split() == [
         "ROOM", "STATE", "CONNS", "PROCS", "MEMORY", "WORKSPACE", "AGENT"]
     assert p.stdout.count("\n") == 1, "no room is active yet"
+    make_room(srv, "busy")
     a, b = Room(srv, "busy"), Room(srv, "busy", user="bob")
     try:
         a.expect(of_type("welcome"))

@@ -22,6 +22,7 @@ import subprocess
 
 import pytest
 
+from conftest import make_room
 from test_access import add_key, invite, make_private
 from test_robustness import AgentConn
 
@@ -79,7 +80,7 @@ def steal_fd(pid, fd):
 class Monitor:
     """The network process's end of its request socket (privsep.h): of its
     two sockets whose peers the monitor holds, the request socket is the
-    lower descriptor (main.c makes that pair first)."""
+    lower descriptor (sshd/monitor/monitor_main.c makes that pair first)."""
 
     def __init__(self, srv):
         mine = set(socket_fds(srv.proc.pid).values())
@@ -136,8 +137,7 @@ def vault(atriumd, data_dir, ssh_run):
     room "lab"."""
     srv = atriumd(data_dir)
     for room, user in (("vault", "bob"), ("lab", "alice")):
-        rc, _, err = ssh_run(srv, room, "true", user=user)
-        assert rc == 0, err
+        make_room(srv, room, user=user)
     make_private(srv, "vault", user="bob")
     return srv
 

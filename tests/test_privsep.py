@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import make_room, ssh_command
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -71,6 +71,7 @@ def holders(inodes):
 
 def test_network_process_is_unprivileged(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
+    make_room(srv, "lab")
     rc, out, err = ssh_run(srv, "lab", "echo", "hi")
     assert (rc, out) == (0, "hi\n"), err
     pid = srv.network_pid()
@@ -96,8 +97,7 @@ def test_network_process_is_its_own_program(atriumd, data_dir, ssh_run):
     API keys), and it holds no file of DATA open (the host key was read
     and closed, DATA's lock is the monitor's alone)."""
     srv = atriumd(data_dir)
-    rc, out, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     pid = srv.network_pid()
     exe = os.readlink("/proc/%d/exe" % pid)
     assert os.path.basename(exe) == "atriumd-net", exe
@@ -123,8 +123,7 @@ def test_network_process_is_its_own_program(atriumd, data_dir, ssh_run):
 
 def test_privsep_user_setting(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, "--privsep-user", "daemon")
-    rc, out, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     uid = int(status(srv.network_pid())["Uid"].split()[0])
     assert uid == pwd.getpwnam("daemon").pw_uid
 
@@ -140,6 +139,7 @@ def test_unknown_privsep_user_is_refused(build, data_dir):
 
 def test_only_the_network_process_holds_connections(atriumd, data_dir):
     srv = atriumd(data_dir)
+    make_room(srv, "lab")
     p = subprocess.Popen(ssh_command(srv, "lab", "sleep", "30"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -156,8 +156,7 @@ def test_only_the_network_process_holds_connections(atriumd, data_dir):
 
 def test_clean_stop(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     net = srv.network_pid()
     assert srv.stop() == 0
     assert not os.path.exists("/proc/%d" % net)
@@ -166,8 +165,7 @@ def test_clean_stop(atriumd, data_dir, ssh_run):
 
 def test_network_process_death_stops_atriumd(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     os.kill(srv.network_pid(), signal.SIGKILL)
     srv.proc.wait(15)
     assert srv.proc.returncode == 1
@@ -176,8 +174,7 @@ def test_network_process_death_stops_atriumd(atriumd, data_dir, ssh_run):
 
 def test_monitor_death_ends_the_network_process(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
-    rc, _, err = ssh_run(srv, "lab", "true")
-    assert rc == 0, err
+    make_room(srv, "lab")
     net = srv.network_pid()
     os.kill(srv.proc.pid, signal.SIGKILL)
     srv.proc.wait(5)
@@ -202,6 +199,7 @@ def test_handshake_threads_are_as_confined(atriumd, data_dir, ssh_run):
     (`ps -T` shows them as atriumd-kex), which have its uid, no
     capabilities and its seccomp filter; logins go through them."""
     srv = atriumd(data_dir)
+    make_room(srv, "lab")
     rc, out, err = ssh_run(srv, "lab", "echo", "hi")
     assert (rc, out) == (0, "hi\n"), err
     pid = srv.network_pid()

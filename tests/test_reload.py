@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import make_room
 from test_e2e import Room, of_type
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -38,6 +39,7 @@ def test_sighup_applies_a_new_api_key_and_keeps_sessions(
     srv = atriumd(data_dir, "--provider", "anthropic", "--model-url",
                   model_server.url, "--model", "test-model", env=env)
     wait_log(srv, "NO API key configured")
+    make_room(srv, "kept")
     kept = Room(srv, "kept")
     try:
         kept.expect(of_type("welcome"))
@@ -66,6 +68,7 @@ def test_sighup_applies_a_new_api_key_and_keeps_sessions(
         got = model_server.wait_requests(1)
         assert got[-1]["headers"]["x-api-key"] == "sk-after-reload"
         # A room started after it sends the new key to the model.
+        make_room(srv, "fresh")
         fresh = Room(srv, "fresh")
         try:
             fresh.expect(of_type("welcome"))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import make_room, ssh_command
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -22,7 +22,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 
 @pytest.fixture
 def srv(atriumd, data_dir):
-    return atriumd(data_dir)
+    srv = atriumd(data_dir)
+    make_room(srv, "costs")
+    return srv
 
 
 def test_compression_is_never_negotiated(srv):

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import (SSH_OPTS, _pids_using, free_port, mounts_under,
-                      ssh_command)
+from conftest import (SSH_OPTS, _pids_using, free_port, make_room,
+                      mounts_under, ssh_command)
 
 DEFAULT_UID_BASE = 2000000000
 
@@ -94,12 +94,14 @@ def srv(atriumd, data_dir):
 
 
 def test_exec_output_and_exit_status(srv, ssh_run):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo",
                            "echo hi > hello.txt; cat hello.txt; exit 3")
     assert (rc, out) == (3, "hi\n"), err
 
 
 def test_exec_runs_in_workspace_as_sandbox_user(srv, ssh_run):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "pwd; id -u")
     assert rc == 0, err
     # The room's own uid, the first of the default range (room_ids.h).
@@ -110,6 +112,7 @@ def test_exec_runs_in_workspace_as_sandbox_user(srv, ssh_run):
 
 
 def test_stdout_and_stderr_stay_apart(srv, ssh_run):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "echo to-out; echo to-err >&2")
     assert rc == 0
     assert out == "to-out\n"
@@ -122,6 +125,7 @@ def test_stdin_streams_100_mb(srv, tmp_path):
         for _ in range(100):
             f.write(os.urandom(1 << 20))
     want = hashlib.sha256(src.read_bytes()).hexdigest()
+    make_room(srv, "demo")
     with open(src, "rb") as f:
         p = subprocess.run(ssh_command(srv, "demo", "cat > big; sha256sum big"),
                            stdin=f, capture_output=True, timeout=90)
@@ -131,6 +135,7 @@ def test_stdin_streams_100_mb(srv, tmp_path):
 
 def test_killed_command_is_reported_as_a_signal(srv, ssh_run):
     # OpenSSH's client exits 255 on exit-signal; -v shows which it got.
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "kill -9 $$", opts=["-v"])
     assert rc == 255
     assert "rtype exit-signal" in err
@@ -139,6 +144,7 @@ def test_killed_command_is_reported_as_a_signal(srv, ssh_run):
 
 
 def test_missing_command_gives_127(srv, ssh_run):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "no-such-command-here")
     assert rc == 127
     assert "no-such-command-here: command not found" in err
@@ -168,6 +174,7 @@ def test_bad_room_name_is_refused_clearly(srv, ssh_run):
 
 
 def test_atrium_subsystem(srv):
+    make_room(srv, "ops")
     a = json_lines(srv, "ops", "alice")
     b = json_lines(srv, "ops", "bob")
     try:
@@ -192,6 +199,7 @@ def test_atrium_subsystem(srv):
 
 
 def test_atrium_subsystem_refuses_overlong_line(srv):
+    make_room(srv, "ops")
     a = json_lines(srv, "ops")
     try:
         a.expect(lambda l: json.loads(l)["type"] == "welcome")
@@ -234,6 +242,7 @@ def strict_json(line):
 def test_chat_text_is_cleaned_before_anyone_sees_it(srv):
     """Escape sequences, C1 controls and invalid UTF-8 typed in the chat or
     sent on the room protocol reach neither other members nor history."""
+    make_room(srv, "clean")
     a = chat_plain(srv, "clean", "alice")
     j = json_lines(srv, "clean", "bob")
     b = chat_plain(srv, "clean", "bob")
@@ -323,6 +332,7 @@ def test_chat_with_a_terminal(srv):
 
 
 def test_sftp_scp_and_sshfs(srv, ssh_run, tmp_path):
+    make_room(srv, "files")
     src = tmp_path / "up.bin"
     src.write_bytes(os.urandom(3 << 20))
     down = tmp_path / "down.bin"
@@ -369,6 +379,7 @@ def test_sftp_scp_and_sshfs(srv, ssh_run, tmp_path):
 
 def test_restart_keeps_files_and_history(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
+    make_room(srv, "keep")
     rc, out, err = ssh_run(srv, "keep", "echo persisted > f.txt")
     assert rc == 0, err
     a = chat_plain(srv, "keep", "alice")
@@ -389,6 +400,7 @@ def test_restart_keeps_files_and_history(atriumd, data_dir, ssh_run):
 
 def test_mounted_workspace_cannot_be_mounted_twice(srv, ssh_run, build,
                                                    tmp_path):
+    make_room(srv, "busy")
     rc, out, err = ssh_run(srv, "busy", "true")
     assert rc == 0, err
     db = os.path.join(srv.data, "rooms", "busy", "workspace.db")
@@ -408,6 +420,7 @@ def test_mounted_workspace_cannot_be_mounted_twice(srv, ssh_run, build,
 
 def test_idle_room_stops_and_starts_again(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, "--idle-timeout", "2")
+    make_room(srv, "sleepy")
     rc, out, err = ssh_run(srv, "sleepy", "echo one > n.txt")
     assert rc == 0, err
     assert room_pids(srv, "sleepy")
@@ -438,6 +451,7 @@ def sleepers(seconds):
 
 
 def test_client_leaving_kills_its_command(srv):
+    make_room(srv, "demo")
     p = subprocess.Popen(ssh_command(srv, "demo", "echo started; sleep 313"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"started\n"
@@ -464,6 +478,7 @@ def test_first_start_seeds_keys_and_says_how_to_connect(atriumd, data_dir,
     env = dict(os.environ, HOME=str(home))
     srv = atriumd(str(data), env=env)
     srv.keys = data_dir.keys
+    make_room(srv, "demo", user="bob")
     rc, out, err = ssh_run(srv, "demo", "echo in", user="bob")
     assert (rc, out) == (0, "in\n"), err
     rc, out, err = ssh_run(srv, "demo", "true", user="alice")
@@ -478,6 +493,7 @@ def test_first_start_seeds_keys_and_says_how_to_connect(atriumd, data_dir,
 
 def test_open_mode_accepts_any_key(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, "--open")
+    make_room(srv, "demo", user="eve")
     rc, out, err = ssh_run(srv, "demo", "echo open", user="eve")
     assert (rc, out) == (0, "open\n"), err
     srv.stop()
@@ -485,6 +501,7 @@ def test_open_mode_accepts_any_key(atriumd, data_dir, ssh_run):
 
 
 def test_forwarding_is_refused(srv, ssh_run, monkeypatch):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", opts=["-W", "127.0.0.1:22"], input="")
     assert rc == 255 and "forwarding failed" in err
     rc, out, err = ssh_run(srv, "demo", "true", opts=[
@@ -500,6 +517,7 @@ def test_forwarding_is_refused(srv, ssh_run, monkeypatch):
 
 
 def test_exec_gets_the_ssh_variables(srv, ssh_run):
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "echo $SSH_CONNECTION; echo $SSH_CLIENT;"
                            " echo ${SSH_TTY-none}")
     assert rc == 0, err
@@ -516,6 +534,7 @@ def test_exec_gets_the_ssh_variables(srv, ssh_run):
 def test_chown_to_another_user_is_not_permitted(srv, ssh_run):
     # As for any unprivileged user (the sandbox's user namespace would say
     # "Invalid argument", which sftp-server turns into "Bad message").
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "touch f; chown 0 f; chgrp 0 f; "
                            "chown $(id -u):$(id -g) f && echo own-ok")
     assert out == "own-ok\n", err
@@ -531,6 +550,7 @@ def test_exec_with_a_terminal_and_environment(srv, ssh_run, monkeypatch):
     # The client sends its own TERM with the pty request: fix it, since CI
     # may run with none.
     monkeypatch.setenv("TERM", "xterm-256color")
+    make_room(srv, "demo")
     rc, out, err = ssh_run(srv, "demo", "stty size; echo $TERM $LANG",
                            opts=["-tt", "-o", "SetEnv=LANG=C.UTF-8"], input="")
     assert rc == 0, err
@@ -560,6 +580,7 @@ def wait_for(pred, timeout=15):
 
 
 def test_crashed_agent_and_filesystem_are_restarted(srv, ssh_run):
+    make_room(srv, "crashy")
     rc, out, err = ssh_run(srv, "crashy", "echo kept > k.txt")
     assert rc == 0, err
     agent = program_pid(srv, "crashy", "atrium-agent")
@@ -578,8 +599,14 @@ def test_crashed_agent_and_filesystem_are_restarted(srv, ssh_run):
     assert (rc, out) == (0, "kept\n"), err + srv.read_log()
 
 
-def test_stdin_eof_before_the_room_is_up(srv, ssh_run):
-    # The room is cold: EOF arrives before the command exists.
+def test_stdin_eof_before_the_room_is_up(atriumd, data_dir, ssh_run):
+    # The room is cold (made, then stopped once idle): EOF arrives before
+    # the command exists.
+    srv = atriumd(data_dir, "--idle-timeout", "1")
+    for room in ("cold", "cold2"):
+        make_room(srv, room)
+    assert wait_for(lambda: not room_pids(srv, "cold") and
+                    not room_pids(srv, "cold2"))
     rc, out, err = ssh_run(srv, "cold", "cat; echo done", input="")
     assert (rc, out) == (0, "done\n"), err
     rc, out, err = ssh_run(srv, "cold2", "wc -c", input="x" * 100000)
@@ -608,6 +635,7 @@ def test_chat_survives_an_agent_restart(srv):
 def test_stale_mount_after_a_crash_is_cleared(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir)
     # fsync: only what was synced must survive a killed atrium-fs.
+    make_room(srv, "stale")
     rc, out, err = ssh_run(srv, "stale", "echo survived > s.txt; sync s.txt .")
     assert rc == 0, err
     fs = program_pid(srv, "stale", "atrium-fs")
@@ -654,6 +682,7 @@ def test_sha1_rsa_signatures_are_refused(atriumd, data_dir, tmp_path):
     with open(os.path.join(str(data_dir), "authorized_keys"), "a") as f:
         f.write(open(key + ".pub").read())
     srv = atriumd(data_dir)
+    make_room(srv, "demo")
     rc, out, err = _ssh_run_key(srv, key, "echo rsa-sha2")
     assert (rc, out) == (0, "rsa-sha2\n"), err
 
@@ -703,6 +732,7 @@ def test_default_listen_takes_ipv6_and_ipv4(atriumd, data_dir):
     srv = atriumd(data_dir, "--listen", ":%d" % port)
     assert ("listening on [::]:%d (every address, IPv6 and IPv4)" % port
             in srv.read_log()), srv.read_log()
+    make_room(srv, "demo")
     rc, out, err = _ssh_to(srv, "::1", "echo $SSH_CONNECTION")
     assert rc == 0 and out.startswith("::1 "), err
     rc, out, err = _ssh_to(srv, "127.0.0.1", "echo $SSH_CONNECTION")
@@ -719,6 +749,7 @@ def test_ipv6_listen_address_is_shown_in_brackets(atriumd, data_dir):
     port = free_port()
     srv = atriumd(data_dir, "--listen", "[::1]:%d" % port)
     assert "listening on [::1]:%d" % port in srv.read_log()
+    make_room(srv, "demo")
     p = subprocess.run(["ssh", "-p", str(port), "-i", srv.keys["alice"]]
                        + SSH_OPTS + ["demo@::1", "echo six"],
                        capture_output=True, text=True, timeout=60)

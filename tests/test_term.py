@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from conftest import make_room
 from test_chat import Tmux as ChatTmux
 
 pytestmark = [
@@ -265,6 +266,7 @@ def test_protocol_clients_attach_with_term_open(srv):
     """Through the atrium subsystem: term_open, term_input, then the
     screen as cells in term_screen lines that carry no seq."""
     from test_ssh import json_lines
+    make_room(srv, "proto")
     j = json_lines(srv, "proto", "alice")
     try:
         j.send(json.dumps({"type": "term_open", "cols": 40, "rows": 10})

@@ -20,7 +20,7 @@ import warnings
 import paramiko
 import pytest
 
-from conftest import SSH_OPTS, ssh_command
+from conftest import SSH_OPTS, make_room, ssh_command
 
 with warnings.catch_warnings():
     # Debian's asyncssh 2.10 imports ciphers cryptography deprecates.
@@ -130,7 +130,9 @@ def small(tmp_path_factory):
 
 @pytest.fixture
 def srv(atriumd, data_dir):
-    return atriumd(data_dir)
+    srv = atriumd(data_dir)
+    make_room(srv, ROOM)
+    return srv
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import make_room, ssh_command
 from model_server import Reply, ToolCall
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -31,8 +31,11 @@ def recorded(data, room):
         return f.read()
 
 
-def ids_of(srv, ssh_run, room):
-    """(uid, gid, user name, HOME, owner uid and gid of a new file)."""
+def ids_of(srv, ssh_run, room, new=False):
+    """(uid, gid, user name, HOME, owner uid and gid of a new file); a new
+    room is made first, in the chat."""
+    if new:
+        make_room(srv, room)
     rc, out, err = ssh_run(srv, room, "id -u; id -g; id -un; echo $HOME; "
                            "touch f; stat -c '%u %g' f")
     assert rc == 0, err
@@ -41,8 +44,8 @@ def ids_of(srv, ssh_run, room):
 
 def test_rooms_get_their_own_uids_and_keep_them(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, *uid_args())
-    a = ids_of(srv, ssh_run, "alpha")
-    b = ids_of(srv, ssh_run, "beta")
+    a = ids_of(srv, ssh_run, "alpha", new=True)
+    b = ids_of(srv, ssh_run, "beta", new=True)
     assert a == (str(BASE), str(BASE), "atrium", "/workspace",
                  "%d %d" % (BASE, BASE))
     assert b == (str(BASE + 1), str(BASE + 1), "atrium", "/workspace",
@@ -58,7 +61,7 @@ def test_rooms_get_their_own_uids_and_keep_them(atriumd, data_dir, ssh_run):
     assert ids_of(srv, ssh_run, "beta")[:2] == (str(BASE + 1),) * 2
     assert ids_of(srv, ssh_run, "alpha")[:2] == (str(BASE),) * 2
     # A third room takes the lowest free one.
-    assert ids_of(srv, ssh_run, "gamma")[0] == str(BASE + 2)
+    assert ids_of(srv, ssh_run, "gamma", new=True)[0] == str(BASE + 2)
 
 
 def make_old_room(build, data_dir, name, tmp_path, record=False):
@@ -128,13 +131,14 @@ def test_rooms_from_before_get_their_own_uids(build, atriumd, data_dir,
     assert owners(older) == {(int(got["older"]),) * 2}
     assert "gets a sandbox uid of its own" in srv.read_log()
     # A new room takes the next free uid.
-    assert ids_of(srv, ssh_run, "new")[0] == str(BASE + 2)
+    assert ids_of(srv, ssh_run, "new", new=True)[0] == str(BASE + 2)
 
 
 def test_exhausted_range_refuses_a_new_room(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, *uid_args(count=1))
-    assert ids_of(srv, ssh_run, "first")[0] == str(BASE)
-    rc, out, err = ssh_run(srv, "second", "true")
+    assert ids_of(srv, ssh_run, "first", new=True)[0] == str(BASE)
+    # The chat that would make it is refused.
+    rc, out, err = ssh_run(srv, "second", opts=["-T"], input="")
     assert rc != 0
     assert "no sandbox uid is free for a new room" in err, err
     assert "sandbox-uid-count" in err, err
@@ -164,7 +168,8 @@ def _pid_of(uid, comm, timeout=15):
 
 def test_a_room_cannot_signal_another(atriumd, data_dir, ssh_run):
     srv = atriumd(data_dir, *uid_args())
-    assert ids_of(srv, ssh_run, "alpha")[0] == str(BASE)
+    assert ids_of(srv, ssh_run, "alpha", new=True)[0] == str(BASE)
+    make_room(srv, "beta")
     sleeper = subprocess.Popen(ssh_command(srv, "beta", "exec sleep 300"),
                                stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
@@ -194,7 +199,8 @@ def test_agent_files_belong_to_the_room_uid(atriumd, data_dir, ssh_run,
     srv = atriumd(data_dir, *uid_args(), "--provider", "anthropic",
                   "--model-url", model_server.url, "--model", "test-model",
                   "--approval", "allow_all", env=env)
-    assert ids_of(srv, ssh_run, "alpha")[0] == str(BASE)
+    assert ids_of(srv, ssh_run, "alpha", new=True)[0] == str(BASE)
+    make_room(srv, "beta")
     model_server.script(
         Reply("Writing.", tool_calls=[
             ToolCall("write", {"path": "by-tool.txt", "content": "t\n"}),

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from conftest import BUILD_DIR, SSH_OPTS, alive, mounts_under, ssh_command
+from conftest import (BUILD_DIR, SSH_OPTS, alive, make_room, mounts_under,
+                      ssh_command)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
@@ -59,11 +60,12 @@ def sleeper_pids(seconds):
 
 
 class Command:
-    """`sleep SECONDS` running in a room, started through ssh; ended by
-    stop() (the client leaving kills it)."""
+    """`sleep SECONDS` running in a room (made first, in the chat), started
+    through ssh; ended by stop() (the client leaving kills it)."""
 
     def __init__(self, srv, room, seconds):
         self.seconds = seconds
+        make_room(srv, room)
         self.proc = subprocess.Popen(
             ssh_command(srv, room, "echo started; exec sleep %d" % seconds),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -209,6 +211,7 @@ def test_idle_room_stops_and_restarts_while_another_room_runs(
         atriumd, data_dir, commands, ssh_run):
     srv = atriumd(data_dir, "--idle-timeout", "3")
     before = commands(srv, "one", SLEEP + 3)
+    make_room(srv, "sleepy")
     rc, out, err = ssh_run(srv, "sleepy", "echo one > n.txt")
     assert rc == 0, err
     db = os.path.join(srv.data, "rooms", "sleepy", "workspace.db")
@@ -242,6 +245,7 @@ def test_sshfs_ends_when_unmounted_while_another_room_runs(
         atriumd, data_dir, commands, tmp_path):
     srv = atriumd(data_dir)
     before = commands(srv, "one", SLEEP + 5)
+    make_room(srv, "files")
     mnt = str(tmp_path / "sshfs")
     os.mkdir(mnt)
     fs = subprocess.Popen(["sshfs", "-f", "-p", str(srv.port), "-o",

@@ -22,7 +22,8 @@
  * CHAT_OUT_LOW, so the bytes on the wire never end inside an escape
  * sequence or a UTF-8 character.  A slow client does not hold the room
  * up.  While more than CHAT_PAUSE_AT waits, the room's events are not
- * read (a burst of output waits in the socket for a client that reads);
+ * taken (a burst of output waits, for this member alone, in the room
+ * feed's ring, chat_feed.h, or in the link's socket when unfed);
  * when the client has not caught up after CHAT_STALL_MS, or a frame does
  * not fit in CHAT_MAX_QUEUED, every queued frame is dropped (whole ones,
  * none of which went out), reading goes on, and once the client has
@@ -39,6 +40,11 @@
  * reads as waiting; a replay does the same, so it shows what live did.
  * A !command's output shown live is not shown again by the replay of its
  * end after a reconnect (`exec_live`).
+ *
+ * The room's events come from the room's feed (chat_feed.h), shared by
+ * the room's sessions here, once this session's join replay was drawn;
+ * the link carries what is this session's own.  A session the feed could
+ * not be made for gets them on its link, as every session once did.
  *
  * What rings the bell, mentions, /term's news and stopping a !command
  * (Ctrl-C on an empty line, /kill) are chat_attn.c's: chat_event hands it
@@ -57,6 +63,8 @@
 #include <time.h>
 
 #include "agentlink.h"
+#include "chat_feed.h"
+#include "event_time.h"
 #include "log.h"
 #include "monitor_ask.h"
 #include "room_access.h"
@@ -78,7 +86,6 @@
 #define CHAT_KEEP		4096	/* per buffer, kept once it is empty */
 #define CHAT_DROPPED_NOTE	"(output dropped: your connection is slower " \
 				"than the room; the screen was drawn again)"
-#define CHAT_MAX_CONNECT	20
 #define CHAT_MADE_MS		30000	/* a room this new was made by this
 					 * session (chat_made_hint) */
 #define CHAT_SUMMARY		300	/* bytes of a tool input shown */
@@ -243,6 +250,7 @@ chat_resume(struct chat *ch)
 		chat_drop(ch);
 	ch->paused_ms = 0;
 	agentlink_pause(&ch->link, 0);
+	chat_feed_catch_up(ch);		/* what the feed brought meanwhile */
 }
 
 /* See chat_int.h. */
@@ -714,7 +722,7 @@ chat_when_text(const char *iso, char *out, size_t len)
 	char day[64], hhmm[8];
 	long long ms;
 
-	if (tui_time_parse(iso, &ms) < 0) {
+	if (event_time_ms(iso, &ms) < 0) {
 		snprintf(out, len, "an unknown time");
 		return;
 	}
@@ -877,7 +885,7 @@ chat_made_hint(struct chat *ch, json_object *o)
 
 	if (strcmp(json_get_string(o, "change") ?: "", "owner") != 0 ||
 	    strcmp(json_get_string(o, "user") ?: "", ch->c->s->user) != 0 ||
-	    tui_time_parse(json_get_string(o, "time"), &ms) < 0 ||
+	    event_time_ms(json_get_string(o, "time"), &ms) < 0 ||
 	    llabs((long long)time(NULL) * 1000 - ms) > CHAT_MADE_MS)
 		return;
 	snprintf(text, sizeof(text), "you own room %s now: the SSH user names "
@@ -1155,7 +1163,7 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 	size_t mark = ch->scroll.offset ? chat_scroll_mark(ch) : 0;
 	int scrolled = ch->scroll.offset > 0, changed;
 
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	/* The welcome carries the latest seq: no line of it marks where the
 	 * scrollback's older events begin. */
@@ -1178,22 +1186,28 @@ chat_event(struct chat *ch, const char *type, json_object *o, long long seq)
 		chat_bottom(ch);
 }
 
-/* A line from the room. */
+/* A line from the room, on the link (own) or the feed. */
 static void
-chat_line(void *arg, json_object *o, const char *line, size_t len)
+chat_room_line(struct chat *ch, json_object *o, int own)
 {
-	struct chat *ch = arg;
 	const char *type = json_get_string(o, "type");
 	long long seq = json_get_int(o, "seq", 0);
 
-	(void)line; (void)len;
 	/* Sent away: the goodbye line is the last thing shown, below the
 	 * cleared bottom, never under the prompt drawn again by an event
 	 * the room sent after it (the announcement of the kick). */
 	if (!type || ch->denied)
 		return;
 
-	if (seq > ch->last_seq)
+	/* Fed (chat_feed.h), last_seq is where the room's events reached
+	 * this member: a reply on the link carries the room's latest seq,
+	 * which the feed may not have brought yet, and only the join's
+	 * replay (hello's, or a rejoin) is in line with the feed. */
+	if (own && ch->feed && strcmp(type, "welcome") == 0)
+		chat_feed_welcome(ch, seq);
+	if (seq > ch->last_seq && (!own || !ch->feed ||
+	    strcmp(type, "welcome") == 0 || (ch->nbatch &&
+	    ch->batch[0] == CHAT_BATCH_JOIN && json_get_bool(o, "replay", 0))))
 		ch->last_seq = seq;
 	if (strcmp(type, "access_denied") == 0) {
 		chat_denied(ch, json_get_string(o, "message"));
@@ -1210,15 +1224,28 @@ chat_line(void *arg, json_object *o, const char *line, size_t len)
 	chat_event(ch, type, o, seq);
 }
 
-/* The agent went away: say so and connect again from the tick. */
+/* A line on the link. */
 static void
-chat_end(void *arg)
+chat_line(void *arg, json_object *o, const char *line, size_t len)
 {
-	struct chat *ch = arg;
+	(void)line; (void)len;
+	chat_room_line(arg, o, 1);
+}
 
+/* See chat_int.h. */
+void
+chat_room_event(struct chat *ch, json_object *o)
+{
+	chat_room_line(ch, o, 0);
+}
+
+/* See chat_int.h. */
+void
+chat_link_lost(struct chat *ch)
+{
 	char why[160], text[256];
 
-	if (ch->leaving || ch->denied)
+	if (ch->leaving || ch->denied || ch->reconnect)
 		return;
 	chat_attn_reset(ch);
 	chat_term_leave(ch, "the room's terminal ended: the room's agent "
@@ -1228,6 +1255,13 @@ chat_end(void *arg)
 	    why[0] ? why : "restarted");
 	chat_print(ch, TUI_STYLE_NOTICE, NULL, text);
 	ch->reconnect = 1;
+}
+
+/* The link ended. */
+static void
+chat_end(void *arg)
+{
+	chat_link_lost(arg);
 }
 
 /* -------------------------------------------------------------- input -- */
@@ -1527,12 +1561,17 @@ chat_start(struct chan *c)
 		.history = CHAT_HISTORY,
 		.since = ch->last_seq > 0 ? ch->last_seq : -1,
 	};
-	int rc = chan_connect_agent(c, &ch->link, &h, chat_line, chat_end, ch);
+	int rc;
 
-	if (rc < 0 && ++ch->connect_tries < CHAT_MAX_CONNECT) {
-		chan_wait_room(c);
+	/* The room's events come on the room's feed, read once for all
+	 * its sessions here (chat_feed.h); without one, on the link. */
+	h.feed = chat_feed_join(ch) == 0;
+	ch->link.cache = h.feed ? NULL : &c->s->srv->link_cache;
+	rc = chan_start_agent(c, &ch->link, &h, chat_line, chat_end, ch);
+	if (rc != 0)
+		chat_feed_leave(ch);
+	if (rc > 0)
 		return;
-	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
 		    c->s->room, strerror(-rc));
@@ -1540,11 +1579,12 @@ chat_start(struct chan *c)
 	}
 	ch->started = 1;
 	ch->reconnect = 0;
-	ch->connect_tries = 0;
 	chat_batch_reset(ch);
 	/* hello's replay is drawn as it comes; a search typed at once
-	 * must not take it for its own answer. */
-	chat_batch_ask(ch, CHAT_BATCH_JOIN, NULL);
+	 * must not take it for its own answer.  Its end is where the
+	 * feed's events begin for this member (chat_feed_live). */
+	if (chat_batch_ask(ch, CHAT_BATCH_JOIN, NULL) < 0)
+		chat_feed_live(ch);
 	if (ch->ansi && !ch->history_loaded) {
 		json_object *req = chat_req("history");
 
@@ -1581,6 +1621,7 @@ chat_tick(struct chan *c)
 
 	if (ch->reconnect && !c->waiting_room && !ch->denied) {
 		agentlink_close(&ch->link);
+		chat_feed_leave(ch);
 		ch->started = 0;
 		chan_wait_room(c);
 		return;
@@ -1635,6 +1676,7 @@ chat_free(struct chan *c)
 	struct chat *ch = c->kind;
 
 	agentlink_close(&ch->link);
+	chat_feed_leave(ch);
 	term_mode_free(ch->term);
 	tui_editor_free(&ch->ed);
 	tui_draw_free(&ch->draw);
@@ -1688,12 +1730,12 @@ chat_open(struct chan *c)
 	ch->c = c;
 	ch->ansi = c->pty && strcmp(c->term, "dumb") != 0 && c->term[0];
 	agentlink_init(&ch->link);
-	/* Every member reads the same room events: parsed once for all. */
-	ch->link.cache = &c->s->srv->link_cache;
 	tui_keys_init(&ch->keys);
 	tui_editor_init(&ch->ed, CHAT_MAX_LINE);
 	tui_draw_init(&ch->draw, ch->ansi, !chat_no_color(c), c->pty, c->cols,
 	    c->rows);
+	/* ... and the agent's answer is drawn once per width for all. */
+	ch->draw.cache = &c->s->srv->draw_cache;
 	tui_status_init(&ch->status, c->s->user);
 	tui_history_init(&ch->hist);
 	tui_model_init_max(&ch->scroll.older, CHAT_SCROLL_MAX);

@@ -82,6 +82,13 @@ struct chat_run {
 struct chat {
 	struct chan *c;			/* owner */
 	struct agentlink link;		/* to the room's agent */
+	struct chat_feed *feed;		/* the room's events come on it
+					 * (chat_feed.h), NULL: on link */
+	struct chat *feed_prev, *feed_next;	/* its sessions */
+	unsigned long long feed_pos;	/* the next of its events to take */
+	int feed_live;			/* the join replay was drawn: takes
+					 * the feed's events */
+	long long feed_welcome;		/* the welcome's seq, -1 before */
 	int ansi;			/* line UI, else plain lines */
 	struct tui_keys keys;		/* ansi: key decoder */
 	struct tui_editor ed;		/* ansi: the input line */
@@ -111,7 +118,6 @@ struct chat {
 	int reconnect;			/* the agent went away: connect again */
 	int leaving;			/* exit once our lines are sent */
 	int denied;			/* access_denied came: the end */
-	int connect_tries;
 	long long last_seq;		/* newest event seen, for reconnects */
 	unsigned long nexec;		/* !CMD counter */
 	unsigned long nsync;		/* batches asked for */
@@ -222,6 +228,11 @@ void chat_exec_end_text(json_object *o, char *text, size_t len);
 
 /* chat.c */
 json_object *chat_req(const char *type);
+/* A room event from the feed (chat_feed.h), handled as one on the link. */
+void chat_room_event(struct chat *ch, json_object *o);
+/* The link to the room's agent (or the feed) went away: say so, and
+ * connect again from the tick (once, however many say it). */
+void chat_link_lost(struct chat *ch);
 /* Queue bytes as a frame of their own, also in /term and while scrolled
  * back (the bell). */
 void chat_queue_bytes(struct chat *ch, const char *p, size_t n);

@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_feed.h"
+#include "event_time.h"
 #include "log.h"
 #include "tui_time.h"
 #include "tui_view.h"
@@ -107,7 +109,7 @@ chat_batch_scroll(struct chat *ch, const char *type, json_object *o)
 	ch->draw.model = ch->scroll.batch;
 	ch->draw.day = ch->scroll.batch_day;
 	ch->draw.streaming = 0;
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	ch->draw.model.tag = json_get_int(o, "seq", 0);
 	tui_status_timing(&ch->status, type, o, ms);	/* blocks' durations */
@@ -132,7 +134,7 @@ chat_batch_search(struct chat *ch, const char *type, json_object *o)
 	long long ms = 0;
 
 	ch->scroll.hits++;
-	tui_time_parse(json_get_string(o, "time"), &ms);
+	event_time_ms(json_get_string(o, "time"), &ms);
 	tui_draw_set_time(&ch->draw, ms);
 	snprintf(ch->draw.highlight, sizeof(ch->draw.highlight), "%s",
 	    ch->scroll.match);
@@ -198,7 +200,9 @@ chat_batch_done(struct chat *ch, char kind)
 {
 	char text[256];
 
-	if (kind == CHAT_BATCH_SCROLL) {
+	if (kind == CHAT_BATCH_JOIN) {
+		chat_feed_live(ch);	/* the room's events follow it */
+	} else if (kind == CHAT_BATCH_SCROLL) {
 		chat_batch_scroll_done(ch);
 	} else if (kind == CHAT_BATCH_SEARCH) {
 		if (ch->scroll.hits)

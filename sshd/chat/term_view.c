@@ -1,7 +1,7 @@
 /*
  * term_view.c: a member's view of the shared terminal (term_view.h).
  *
- * Model: the pty's size, its rows as runs (agent/term_encode.h gives the
+ * Model: the pty's size, its rows as runs (agent/term/term_encode.h gives the
  * wire form: [x, w, attrs, fg, bg, text]), the cursor, the members'
  * names, and the chat's news for the status line (cleaned as the names
  * are: the chat's events carry other people's text).  Every field from the wire is checked before it is kept: sizes
@@ -31,7 +31,7 @@
 #define TV_RESET	"\x1b[0m"
 #define TV_MOUSE_OFF	"\x1b[?1006l\x1b[?1000l"
 #define TV_STATUS_HELP	"Ctrl-] back to the chat"
-#define TV_ATTR_BOLD	1	/* agent/term_encode.h's bits */
+#define TV_ATTR_BOLD	1	/* agent/term/term_encode.h's bits */
 #define TV_ATTR_UNDER	2
 #define TV_ATTR_ITALIC	4
 #define TV_ATTR_BLINK	8

@@ -1,7 +1,7 @@
 /*
  * term_view.h: one member's view of the room's shared terminal (`/term`
  * in the chat; term_view.c).  The agent owns the pty and its emulator
- * (agent/term.h) and sends the screen as cells (term_screen events); this
+ * (agent/term/term.h) and sends the screen as cells (term_screen events); this
  * keeps them as a model and draws it for this member's window:
  *
  *   rows 1..R      the terminal's rows (R is the pty's, the smallest

@@ -1,5 +1,5 @@
 /*
- * tui_complete.c: Tab completion (tui_complete.h).  Called by chat.c on
+ * tui_complete.c: Tab completion (tui_complete.h).  Called by chat_input.c on
  * Tab with the line before the cursor.  Invariant: out is always
  * NUL-terminated and never longer than len - 1 bytes; a word or candidate
  * past TUI_COMPLETE_MAX_WORD matches nothing.

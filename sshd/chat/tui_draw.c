@@ -11,7 +11,9 @@
  * screen at d->cols x d->rows after each tui_draw_stream
  * (tui_draw_stream_fit); every row printed ends with an attribute reset;
  * the model holds each line whole, as tui_wrap.h cuts it into rows, so
- * what a redraw prints and counts is what was printed.
+ * what a redraw prints and counts is what was printed; a drawing taken
+ * from the cache is the one this draw would make (its key holds every
+ * input of tui_draw_stream_render but the fixed limits).
  */
 #include "tui_draw.h"
 
@@ -332,8 +334,8 @@ tui_draw_md(const struct tui_draw *d, struct buf *dst, const char *head,
 	int count = 0;
 
 	buf_init(&styled, TUI_MAX_RENDER);
-	tui_md_render(&styled, s, n, d->cols - indent, flags |
-	    (d->color ? TUI_MD_COLOR : 0));
+	tui_md_render_cached(d->cache ? &d->cache->md : NULL, &styled, s, n,
+	    d->cols - indent, flags | (d->color ? TUI_MD_COLOR : 0));
 	p = styled.data ? styled.data : "";
 	end = p + styled.len;
 	for (; p < end && (e = memchr(p, '\n', (size_t)(end - p))); p = e + 1) {
@@ -522,19 +524,126 @@ tui_draw_text_print(const struct tui_draw *d, struct buf *out,
 	return printed;
 }
 
+/* See tui_draw.h. */
+void
+tui_draw_cache_free(struct tui_draw_cache *c)
+{
+	tui_md_cache_free(&c->md);
+	for (int i = 0; i < TUI_DRAW_CACHE_SLOTS; i++) {
+		free(c->slot[i].text);
+		free(c->slot[i].lines);
+		free(c->slot[i].shown);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+/* What d's unclosed blocks are drawn from, but their text, and the hash
+ * of both. */
+static unsigned long long
+tui_draw_cache_key(const struct tui_draw *d, struct tui_draw_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->cols = d->cols;
+	k->color = d->color;
+	k->flags = d->md_flags;
+	k->indent = d->indent;
+	k->first = d->stream_lines == 0;
+	snprintf(k->head, sizeof(k->head), "%s", d->head);
+	snprintf(k->highlight, sizeof(k->highlight), "%s", d->highlight);
+	return tui_md_hash((const char *)k, sizeof(*k)) * 31 ^
+	    tui_md_hash(d->raw.data ? d->raw.data : "", d->raw.len);
+}
+
+/* The drawing of d's unclosed blocks kept in d's cache, into d->stream:
+ * 1, or 0 when none is kept (*k and *h then say what to keep). */
+static int
+tui_draw_cache_get(struct tui_draw *d, struct tui_draw_key *k,
+    unsigned long long *h)
+{
+	struct tui_draw_cache *c = d->cache;
+
+	*h = tui_draw_cache_key(d, k);
+	for (int i = 0; i < TUI_DRAW_CACHE_SLOTS; i++) {
+		if (!c->slot[i].text || c->slot[i].hash != *h ||
+		    c->slot[i].len != d->raw.len ||
+		    memcmp(&c->slot[i].key, k, sizeof(*k)) != 0 ||
+		    memcmp(c->slot[i].text, d->raw.data ? d->raw.data : "",
+		    d->raw.len) != 0)
+			continue;
+		buf_reset(&d->stream);
+		if (buf_append(&d->stream, c->slot[i].lines,
+		    c->slot[i].lines_len) < 0)
+			return 0;
+		d->stream_rows = c->slot[i].rows;
+		d->cache_gen = c->slot[i].gen;
+		d->cache_slot = i;
+		c->hits++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Keep d's drawing of its unclosed blocks (key k, hash h) in place of
+ * the oldest slot; a text longer than TUI_MD_CACHE_TEXT, or copies that
+ * cannot be made, are simply not kept. */
+static void
+tui_draw_cache_put(struct tui_draw *d, const struct tui_draw_key *k,
+    unsigned long long h)
+{
+	struct tui_draw_cache *c = d->cache;
+	unsigned i = c->next;
+	char *text, *lines;
+
+	if (d->raw.len > TUI_MD_CACHE_TEXT)
+		return;		/* past what a delta holds: not kept */
+	text = malloc(d->raw.len + 1);
+	lines = malloc(d->stream.len + 1);
+	if (!text || !lines) {
+		free(text);
+		free(lines);
+		return;
+	}
+	memcpy(text, d->raw.data ? d->raw.data : "", d->raw.len);
+	memcpy(lines, d->stream.data ? d->stream.data : "", d->stream.len);
+	free(c->slot[i].text);
+	free(c->slot[i].lines);
+	free(c->slot[i].shown);
+	c->slot[i].shown = NULL;
+	c->slot[i].gen = d->cache_gen = ++c->gens;
+	d->cache_slot = (int)i;
+	c->slot[i].hash = h;
+	c->slot[i].key = *k;
+	c->slot[i].text = text;
+	c->slot[i].len = d->raw.len;
+	c->slot[i].lines = lines;
+	c->slot[i].lines_len = d->stream.len;
+	c->slot[i].rows = d->stream_rows;
+	c->next = (i + 1) % TUI_DRAW_CACHE_SLOTS;
+}
+
 /* Draw the answer's unclosed blocks into d->stream from their text so
  * far: lines after the answer's time and name (its first line) or under
- * them. */
+ * them; the drawing another member made of the same, when d's cache
+ * keeps it. */
 static void
 tui_draw_stream_render(struct tui_draw *d)
 {
 	int nline = d->stream_lines;
+	struct tui_draw_key k;
+	unsigned long long h = 0;
 
+	d->stream_cols = d->cols;
+	d->cache_gen = 0;
+	if (d->cache && tui_draw_cache_get(d, &k, &h))
+		return;
 	buf_reset(&d->stream);
 	tui_draw_md(d, &d->stream, d->head, d->indent, &nline, d->raw.data ?
 	    d->raw.data : "", d->raw.len, d->md_flags);
 	d->stream_rows = tui_draw_text_rows(d, d->stream.data, d->stream.len);
-	d->stream_cols = d->cols;
+	if (d->cache) {
+		d->cache->draws++;
+		tui_draw_cache_put(d, &k, h);
+	}
 }
 
 /* Rows the unclosed blocks fill at d->cols: as counted when they were
@@ -650,19 +759,21 @@ tui_draw_stream_renumber(struct tui_draw *d, long number)
 static void
 tui_draw_stream_settle(struct tui_draw *d, struct buf *out)
 {
+	struct tui_md_cache *parses = d->cache ? &d->cache->md : NULL;
 	char fence[64];
 	size_t off;
 	long number;
 	int gap, carry;
 
-	if ((off = tui_md_settled(d->raw.data, d->raw.len, &gap, &number))) {
+	if ((off = tui_md_settled_cached(parses, d->raw.data, d->raw.len, &gap,
+	    &number))) {
 		tui_draw_stream_commit(d, out, off);
 		d->md_flags = gap ? TUI_MD_GAP : 0;
 		if (number > 0)
 			tui_draw_stream_renumber(d, number);
 		return;
 	}
-	carry = tui_md_open_fence(d->raw.data, d->raw.len, fence,
+	carry = tui_md_open_fence_cached(parses, d->raw.data, d->raw.len, fence,
 	    sizeof(fence));
 	if (!(carry && memchr(d->raw.data, '\n', d->raw.len - 1)) &&
 	    d->raw.len <= TUI_DRAW_MAX_BLOCK)
@@ -884,6 +995,41 @@ tui_draw_status_row(struct tui_draw *d, struct buf *out)
 	d->bottom_rows++;
 }
 
+/* The unclosed blocks' rows the bottom region shows; printed once per
+ * drawing and first row for every member, when d->stream is a drawing
+ * still in the cache (made for d->cols). */
+static void
+tui_draw_bottom_stream(struct tui_draw *d, struct buf *out)
+{
+	struct tui_draw_cache *c = d->cache;
+	size_t at = out->len;
+	int first, i = d->cache_slot;
+	char *copy;
+
+	tui_draw_stream_rows(d, &first);
+	if (!c || !d->cache_gen || c->slot[i].gen != d->cache_gen ||
+	    d->stream_cols != d->cols) {
+		d->bottom_rows = tui_draw_text_print(d, out, d->stream.data,
+		    d->stream.len, first);
+		return;
+	}
+	if (c->slot[i].shown && c->slot[i].shown_first == first &&
+	    buf_append(out, c->slot[i].shown, c->slot[i].shown_len) == 0) {
+		d->bottom_rows = c->slot[i].shown_rows;
+		return;
+	}
+	d->bottom_rows = tui_draw_text_print(d, out, d->stream.data,
+	    d->stream.len, first);
+	if (out->len < at || !(copy = malloc(out->len - at + 1)))
+		return;
+	memcpy(copy, out->data + at, out->len - at);
+	free(c->slot[i].shown);
+	c->slot[i].shown = copy;
+	c->slot[i].shown_len = out->len - at;
+	c->slot[i].shown_first = first;
+	c->slot[i].shown_rows = d->bottom_rows;
+}
+
 /* Draw the kept stream row and the prompt, cursor where the editor has it.
  * The prompt row never wraps: the line scrolls sideways in what is left
  * of the row after "ROOM> " (just "> " when the room's name leaves too
@@ -899,13 +1045,8 @@ tui_draw_bottom(struct tui_draw *d, struct buf *out, const char *room,
 	if (!d->ansi)
 		return;
 	d->bottom_rows = 0;
-	if (d->streaming && d->stream.len) {
-		int first;
-
-		tui_draw_stream_rows(d, &first);
-		d->bottom_rows = tui_draw_text_print(d, out, d->stream.data,
-		    d->stream.len, first);
-	}
+	if (d->streaming && d->stream.len)
+		tui_draw_bottom_stream(d, out);
 	tui_draw_status_row(d, out);
 	pw = (int)(strlen(room) + strlen(TUI_PROMPT_SUFFIX));
 	if (pw + 2 > d->cols)

@@ -28,6 +28,16 @@
  * Text from the room is sanitised here (control characters other than
  * newline and tab are dropped), so no user can send escape sequences to
  * another's terminal.
+ *
+ * Drawn once for all: every member of a room gets the same deltas, so
+ * each would parse and draw the same unclosed blocks on each.  A draw
+ * given a cache (struct tui_draw_cache, one per process: the network's
+ * server) looks the blocks up first by all they are drawn from (their
+ * text, the width, colours, the answer's head, the highlight) and copies
+ * the lines kept there; what it misses it draws from the cache's parse
+ * of the text (tui_markdown.h) and keeps.  So a delta's blocks are
+ * parsed once for the room and drawn once per distinct width, and equal
+ * inputs give equal lines with or without the cache.
  */
 #ifndef ATRIUMD_TUI_DRAW_H
 #define ATRIUMD_TUI_DRAW_H
@@ -48,6 +58,47 @@
 #define TUI_DRAW_TAB		8		/* tab stops */
 #define TUI_DRAW_AGENT		"agent"		/* the agent's name */
 #define TUI_DRAW_AGENT_COLOR	35		/* its own colour: magenta */
+
+#define TUI_DRAW_CACHE_SLOTS	16	/* drawings of unclosed blocks kept */
+
+/* What the lines of unclosed blocks are drawn from, but their text. */
+struct tui_draw_key {
+	int cols;		/* the width */
+	int color;		/* colours allowed */
+	int flags;		/* TUI_MD_* of the text */
+	int indent;		/* columns of the head */
+	int first;		/* the first line follows the head */
+	char head[128];		/* the answer's time and name */
+	char highlight[128];	/* shown in reverse video */
+};
+
+/* Lines of unclosed blocks drawn lately, and the parses they were drawn
+ * from; replaced oldest first; zeroed is empty. */
+struct tui_draw_cache {
+	struct tui_md_cache md;		/* the texts' trees */
+	struct {
+		unsigned long long hash;	/* of key and text */
+		struct tui_draw_key key;
+		char *text;			/* a copy; NULL: the slot is
+						 * free */
+		size_t len;
+		char *lines;			/* drawn (tui_draw.stream) */
+		size_t lines_len;
+		int rows;			/* their rows at key.cols */
+		unsigned long gen;		/* which drawing this is */
+		char *shown;			/* its rows from shown_first on
+						 * as the bottom region prints
+						 * them; NULL: none yet */
+		size_t shown_len;
+		int shown_first, shown_rows;
+	} slot[TUI_DRAW_CACHE_SLOTS];
+	unsigned next;			/* the slot replaced next */
+	unsigned long gens;		/* drawings kept, ever */
+	unsigned long hits, draws;	/* drawings found, drawings made */
+};
+
+/* Drop everything kept; the cache is empty after it. */
+void tui_draw_cache_free(struct tui_draw_cache *c);
 
 enum tui_style {
 	TUI_STYLE_MESSAGE,	/* "name: text" */
@@ -96,6 +147,11 @@ struct tui_draw {
 				 * (tui_time_day), for the date line */
 	char highlight[128];	/* ansi: text shown in reverse video in the
 				 * lines drawn (a /history search), "" none */
+	struct tui_draw_cache *cache;	/* drawings shared with other
+					 * members; NULL: drawn here */
+	unsigned long cache_gen;	/* the cache's drawing that stream is
+					 * (0: none) ... */
+	int cache_slot;			/* ... in this slot, unless replaced */
 };
 
 /* ansi: the line UI; color: colours in it; crlf: a pty without ansi

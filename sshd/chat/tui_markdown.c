@@ -16,8 +16,11 @@
  *
  * Workload and bounds: tui_draw.c parses a whole message once, and the
  * unclosed blocks of a streaming answer (at most TUI_DRAW_MAX_BLOCK bytes)
- * on each delta; cmark parses in linear time.  A table's columns are
- * measured in a first pass and drawn in a second, so no cell is kept.
+ * on each delta; cmark parses in linear time.  With a cache (the
+ * process's), a streamed text is parsed once for every member: a tree
+ * kept there is only walked, never changed, and is freed only when its
+ * slot is taken.  A table's columns are measured in a first pass and
+ * drawn in a second, so no cell is kept.
  */
 #include "tui_markdown.h"
 
@@ -106,6 +109,98 @@ md_parse(const char *s, size_t n)
 	doc = cmark_parser_finish(p);
 	cmark_parser_free(p);
 	return doc;
+}
+
+/* See tui_markdown.h.  Eight bytes at a time (a text is hashed on every
+ * member's delta, so byte-wise FNV would cost as much as a small parse),
+ * then the tail; mixed as in splitmix64. */
+unsigned long long
+tui_md_hash(const char *s, size_t n)
+{
+	unsigned long long h = 0x9e3779b97f4a7c15ULL ^ n, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	for (w = 0; i < n; i++)
+		w = (w << 8) | (unsigned char)s[i];
+	h = (h ^ w) * 0x94d049bb133111ebULL;
+	return h ^ (h >> 29);
+}
+
+/* See tui_markdown.h. */
+void
+tui_md_cache_free(struct tui_md_cache *c)
+{
+	for (int i = 0; i < TUI_MD_CACHE_SLOTS; i++) {
+		free(c->slot[i].text);
+		if (c->slot[i].doc)
+			cmark_node_free(c->slot[i].doc);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+/* Keep doc as the tree of s[0..n) in place of the oldest slot; a copy
+ * that cannot be made is simply not kept (*owned stays 1: the caller
+ * frees doc). */
+static void
+md_cache_put(struct tui_md_cache *c, unsigned long long h, const char *s,
+    size_t n, cmark_node *doc, int *owned)
+{
+	unsigned i = c->next;
+	char *copy = malloc(n ? n : 1);
+
+	if (!copy)
+		return;
+	memcpy(copy, s, n);
+	free(c->slot[i].text);
+	if (c->slot[i].doc)
+		cmark_node_free(c->slot[i].doc);
+	c->slot[i].hash = h;
+	c->slot[i].text = copy;
+	c->slot[i].len = n;
+	c->slot[i].doc = doc;
+	c->next = (i + 1) % TUI_MD_CACHE_SLOTS;
+	*owned = 0;
+}
+
+/* The tree of s[0..n): the cache's when it holds those bytes (*owned 0:
+ * not the caller's to free), else parsed here and kept there when it
+ * fits (*owned 0 too), else the caller's (*owned 1).  NULL: out of
+ * memory. */
+static cmark_node *
+md_tree(struct tui_md_cache *c, const char *s, size_t n, int *owned)
+{
+	unsigned long long h;
+	cmark_node *doc;
+
+	*owned = 1;
+	if (!c || n > TUI_MD_CACHE_TEXT)
+		return md_parse(s, n);
+	h = tui_md_hash(s, n);
+	for (int i = 0; i < TUI_MD_CACHE_SLOTS; i++) {
+		if (c->slot[i].text && c->slot[i].hash == h &&
+		    c->slot[i].len == n && memcmp(c->slot[i].text, s, n) == 0) {
+			c->hits++;
+			*owned = 0;
+			return c->slot[i].doc;
+		}
+	}
+	c->parses++;
+	if ((doc = md_parse(s, n)))
+		md_cache_put(c, h, s, n, doc, owned);
+	return doc;
+}
+
+/* Give back a tree md_tree gave. */
+static void
+md_tree_done(cmark_node *doc, int owned)
+{
+	if (doc && owned)
+		cmark_node_free(doc);
 }
 
 /* Append s[0..n) as text: control characters decoded from entities
@@ -804,8 +899,17 @@ md_plain(struct md_r *r)
 int
 tui_md_render(struct buf *out, const char *s, size_t n, int cols, int flags)
 {
+	return tui_md_render_cached(NULL, out, s, n, cols, flags);
+}
+
+/* See tui_markdown.h. */
+int
+tui_md_render_cached(struct tui_md_cache *cache, struct buf *out,
+    const char *s, size_t n, int cols, int flags)
+{
 	struct md_r r;
-	cmark_node *doc = md_parse(s, n);
+	int owned;
+	cmark_node *doc = md_tree(cache, s, n, &owned);
 	cmark_iter *it = doc ? cmark_iter_new(doc) : NULL;
 	cmark_event_type ev;
 
@@ -828,8 +932,7 @@ tui_md_render(struct buf *out, const char *s, size_t n, int cols, int flags)
 		}
 		cmark_iter_free(it);
 	}
-	if (doc)
-		cmark_node_free(doc);
+	md_tree_done(doc, owned);
 	return r.lines;
 }
 
@@ -880,14 +983,22 @@ md_open_line(cmark_node *doc, long *number)
 size_t
 tui_md_settled(const char *s, size_t n, int *gap, long *number)
 {
+	return tui_md_settled_cached(NULL, s, n, gap, number);
+}
+
+/* See tui_markdown.h. */
+size_t
+tui_md_settled_cached(struct tui_md_cache *cache, const char *s, size_t n,
+    int *gap, long *number)
+{
 	const char *nl = n ? memrchr(s, '\n', n) : NULL;
 	size_t complete = nl ? (size_t)(nl - s) + 1 : 0, off = 0;
 	cmark_node *doc;
-	int line;
+	int line, owned;
 
 	*gap = 0;
 	*number = 0;
-	if (!complete || !(doc = md_parse(s, complete)))
+	if (!complete || !(doc = md_tree(cache, s, complete, &owned)))
 		return 0;
 	if ((line = md_open_line(doc, number)) > 1) {
 		struct md_r r = { .src = s, .n = complete };
@@ -895,20 +1006,28 @@ tui_md_settled(const char *s, size_t n, int *gap, long *number)
 		off = md_line_offset(s, complete, line);
 		*gap = md_blank_line(&r, line - 1);
 	}
-	cmark_node_free(doc);
+	md_tree_done(doc, owned);
 	if (off >= complete)
 		*number = 0;
 	return off < complete ? off : 0;
+}
+
+/* See tui_markdown.h. */
+int
+tui_md_open_fence(const char *s, size_t n, char *fence, size_t size)
+{
+	return tui_md_open_fence_cached(NULL, s, n, fence, size);
 }
 
 /* See tui_markdown.h.  The last block is a fence left open when its last
  * line is not a closing one (a run of its character at least as long,
  * then only spaces), or when it has only its opening line. */
 int
-tui_md_open_fence(const char *s, size_t n, char *fence, size_t size)
+tui_md_open_fence_cached(struct tui_md_cache *cache, const char *s, size_t n,
+    char *fence, size_t size)
 {
-	cmark_node *doc = md_parse(s, n), *last;
-	int len = 0, off = 0, open = 0;
+	int len = 0, off = 0, open = 0, owned;
+	cmark_node *doc = md_tree(cache, s, n, &owned), *last;
 	char ch = 0;
 
 	if (!doc)
@@ -937,6 +1056,6 @@ tui_md_open_fence(const char *s, size_t n, char *fence, size_t size)
 	} else {
 		open = 0;	/* a fence longer than fence[]: not carried */
 	}
-	cmark_node_free(doc);
+	md_tree_done(doc, owned);
 	return open;
 }

@@ -38,6 +38,14 @@
  * hold characters decoded from entities such as "&#27;") is cleaned again
  * as it is written: the only escapes in the output are the ones this file
  * writes.  Pure: no I/O.
+ *
+ * Parsed once for all: every member of a room draws the same answer, so
+ * on each delta each would parse the same unclosed blocks again.  The
+ * functions below given a cache (struct tui_md_cache, one per process:
+ * tui_draw_cache's) look a text up by its exact bytes first and draw
+ * from the tree kept for it, so a text is parsed once whatever its
+ * members and widths.  A tree is only read once made, so equal bytes
+ * give equal lines with or without the cache.
  */
 #ifndef ATRIUMD_TUI_MARKDOWN_H
 #define ATRIUMD_TUI_MARKDOWN_H
@@ -45,6 +53,31 @@
 #include <stddef.h>
 
 #include "buf.h"
+
+struct cmark_node;
+
+#define TUI_MD_CACHE_SLOTS	8	/* texts kept parsed */
+#define TUI_MD_CACHE_TEXT	(16 * 1024)	/* longer ones are parsed
+						 * each time */
+
+/* Trees of texts parsed lately, replaced oldest first; zeroed is empty. */
+struct tui_md_cache {
+	struct {
+		unsigned long long hash;	/* of text */
+		char *text;			/* a copy; NULL: the slot is
+						 * free */
+		size_t len;
+		struct cmark_node *doc;		/* its tree */
+	} slot[TUI_MD_CACHE_SLOTS];
+	unsigned next;			/* the slot replaced next */
+	unsigned long hits, parses;	/* texts found, texts parsed */
+};
+
+/* Drop every tree kept; the cache is empty after it. */
+void tui_md_cache_free(struct tui_md_cache *c);
+
+/* A hash of s[0..n) (64 bits), for the caches of the chat's drawing. */
+unsigned long long tui_md_hash(const char *s, size_t n);
 
 #define TUI_MD_COLOR	0x01	/* colours allowed, else attributes only */
 #define TUI_MD_GAP	0x02	/* a blank line came before the text: one
@@ -58,6 +91,9 @@
  * "header: value" lines).  Returns the lines appended. */
 int tui_md_render(struct buf *out, const char *s, size_t n, int cols,
     int flags);
+/* The same with cache (NULL: parse here). */
+int tui_md_render_cached(struct tui_md_cache *cache, struct buf *out,
+    const char *s, size_t n, int cols, int flags);
 
 #define TUI_MD_MAX_NUMBER 999999999L	/* a list item's number, at most */
 
@@ -69,10 +105,14 @@ int tui_md_render(struct buf *out, const char *s, size_t n, int cols,
  * with the last item of an ordered list, the number it has in that list
  * (its marker says another: the caller writes this one), else 0. */
 size_t tui_md_settled(const char *s, size_t n, int *gap, long *number);
+size_t tui_md_settled_cached(struct tui_md_cache *cache, const char *s,
+    size_t n, int *gap, long *number);
 
 /* Whether s[0..n) ends inside a fenced code block; its fence (its indent
  * and a run of its character as long as it) in fence[0..size), a C
  * string.  0 also when that does not fit in size. */
 int tui_md_open_fence(const char *s, size_t n, char *fence, size_t size);
+int tui_md_open_fence_cached(struct tui_md_cache *cache, const char *s,
+    size_t n, char *fence, size_t size);
 
 #endif

@@ -2,17 +2,14 @@
  * tui_time.h: the times the chat shows.  Room events carry their time in
  * UTC ("2026-11-30T03:44:26.123Z", protocol.h); the chat shows HH:MM in
  * the server's time zone (TZ, else /etc/localtime), a line with the date
- * when the date changes, and how long a command ran.  Pure but for the
+ * when the date changes, and how long a command ran.  The time is read
+ * into milliseconds by event_time.h.  Pure but for the
  * time zone, which the C library reads once.
  */
 #ifndef ATRIUMD_TUI_TIME_H
 #define ATRIUMD_TUI_TIME_H
 
 #include <stddef.h>
-
-/* Milliseconds since the epoch of an event's time into *ms: 0, or -EINVAL
- * when iso is not of that form (NULL included). */
-int tui_time_parse(const char *iso, long long *ms);
 
 /* "HH:MM" of ms in the server's time zone (out: at least 6 bytes). */
 void tui_time_hhmm(long long ms, char *out, size_t len);

@@ -206,3 +206,27 @@ api_capture_spec(struct api_capture *c)
 {
 	return c->spec;
 }
+
+/* See api_capture.h. */
+int
+api_capture_serve(struct http_req *r, int (*begin)(struct http_req *r),
+    int (*answer)(struct http_req *r, json_object *res))
+{
+	struct api_capture *c = api_capture_of(r);
+	json_object *res;
+	const char *why;
+	unsigned status;
+	int w;
+
+	if (!c) {
+		int ret = begin(r);
+
+		if (r->answered || !(c = api_capture_of(r)))
+			return ret;
+	}
+	if ((w = api_capture_wait(r, c)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
+	if (!(res = api_capture_result(c, &status, &why)))
+		return http_reply_error(r, status, why);
+	return answer(r, res);
+}

@@ -6,9 +6,10 @@
  * without fds: each at most 1 MiB, as valid UTF-8, "truncated" when cut),
  * so no output passes through this process until the command ended.
  *
- * A route's handler calls api_capture_begin once (it becomes the
- * request's ctx) and then api_capture_wait each time MHD calls it, until
- * it says the result is in; the request stays suspended meanwhile.
+ * A route's handler is api_capture_serve, each time MHD calls it: the
+ * route's begin calls api_capture_begin once (it becomes the request's
+ * ctx), and its answer gets the result once it is in; the request stays
+ * suspended meanwhile.
  */
 #ifndef ATRIUMD_API_CAPTURE_H
 #define ATRIUMD_API_CAPTURE_H
@@ -42,5 +43,12 @@ json_object *api_capture_spec(struct api_capture *c);
 
 /* Milliseconds from api_capture_begin to the end. */
 long long api_capture_ms(const struct api_capture *c);
+
+/* A capture route's handler, every time MHD calls it: begin(r) the first
+ * time (it calls api_capture_begin, or answers r itself); then wait;
+ * once over, the refusal's error reply, or answer(r, res) with the
+ * room's exec_result (borrowed).  MHD's result. */
+int api_capture_serve(struct http_req *r, int (*begin)(struct http_req *r),
+    int (*answer)(struct http_req *r, json_object *res));
 
 #endif

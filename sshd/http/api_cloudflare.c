@@ -104,31 +104,26 @@ api_cf_answer(struct http_req *r, json_object *res)
 	return ret;
 }
 
+/* Start: the body's command, run and captured. */
+static int
+api_cf_begin(struct http_req *r)
+{
+	json_object *body, *spec;
+	char why[512];
+
+	if (!(body = api_body_object(r, why, sizeof(why))))
+		return http_reply_error(r, 400, why);
+	spec = api_cf_spec(body, why, sizeof(why));
+	json_object_put(body);
+	if (!spec)
+		return http_reply_error(r, 400, why);
+	api_capture_begin(r, spec);
+	return MHD_YES;
+}
+
 /* See api_cloudflare.h. */
 int
 api_cloudflare_exec(struct http_req *r)
 {
-	struct api_capture *c = api_capture_of(r);
-	json_object *body, *spec, *res;
-	char why[512];
-	const char *fail;
-	unsigned status;
-	int w;
-
-	if (!c) {
-		if (!(body = api_body_object(r, why, sizeof(why))))
-			return http_reply_error(r, 400, why);
-		spec = api_cf_spec(body, why, sizeof(why));
-		json_object_put(body);
-		if (!spec)
-			return http_reply_error(r, 400, why);
-		if (api_capture_begin(r, spec) < 0)
-			return MHD_YES;
-		c = api_capture_of(r);
-	}
-	if ((w = api_capture_wait(r, c)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (!(res = api_capture_result(c, &status, &fail)))
-		return http_reply_error(r, status, fail);
-	return api_cf_answer(r, res);
+	return api_capture_serve(r, api_cf_begin, api_cf_answer);
 }

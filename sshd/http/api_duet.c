@@ -37,6 +37,7 @@
 #include "api_capture.h"
 #include "api_talk.h"
 #include "api_util.h"
+#include "event_time.h"
 #include "http_ask.h"
 #include "http_req.h"
 #include "jsonl.h"
@@ -77,11 +78,13 @@ api_duet_text(json_object *body, const char *key)
 
 /* The answer for the room's exec_result of cmd. */
 static int
-api_duet_exec_answer(struct http_req *r, json_object *res, long long ms)
+api_duet_exec_answer(struct http_req *r, json_object *res)
 {
 	json_object *o = json_object_new_object(), *x = json_object_new_object();
 	int code = (int)json_get_int(res, "exitCode", 255);
-	json_object *spec = api_capture_spec(api_capture_of(r));
+	struct api_capture *c = api_capture_of(r);
+	json_object *spec = api_capture_spec(c);
+	long long ms = api_capture_ms(c);
 	char now[32], name[80];
 	int ret;
 
@@ -107,37 +110,31 @@ api_duet_exec_answer(struct http_req *r, json_object *res, long long ms)
 	return ret;
 }
 
+/* Start: the body's cmd, run and captured. */
+static int
+api_duet_exec_begin(struct http_req *r)
+{
+	json_object *body, *spec;
+	char why[256];
+	const char *cmd;
+
+	body = api_body_object(r, why, sizeof(why));
+	if (!(cmd = api_duet_text(body, "cmd"))) {
+		json_object_put(body);
+		return api_duet_invalid(r, "cmd", "Command cannot be empty");
+	}
+	spec = json_object_new_object();
+	json_object_object_add(spec, "command", json_object_new_string(cmd));
+	json_object_put(body);
+	api_capture_begin(r, spec);
+	return MHD_YES;
+}
+
 /* See api_duet.h. */
 int
 api_duet_exec(struct http_req *r)
 {
-	struct api_capture *c = api_capture_of(r);
-	json_object *body, *spec, *res;
-	char why[256];
-	const char *cmd, *fail;
-	unsigned status;
-	int w;
-
-	if (!c) {
-		body = api_body_object(r, why, sizeof(why));
-		if (!(cmd = api_duet_text(body, "cmd"))) {
-			json_object_put(body);
-			return api_duet_invalid(r, "cmd",
-			    "Command cannot be empty");
-		}
-		spec = json_object_new_object();
-		json_object_object_add(spec, "command",
-		    json_object_new_string(cmd));
-		json_object_put(body);
-		if (api_capture_begin(r, spec) < 0)
-			return MHD_YES;
-		c = api_capture_of(r);
-	}
-	if ((w = api_capture_wait(r, c)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (!(res = api_capture_result(c, &status, &fail)))
-		return http_reply_error(r, status, fail);
-	return api_duet_exec_answer(r, res, api_capture_ms(c));
+	return api_capture_serve(r, api_duet_exec_begin, api_duet_exec_answer);
 }
 
 /* ---- DELETE ------------------------------------------------------------ */
@@ -240,7 +237,7 @@ api_duet_keep(struct api_duet_msg *m, json_object *ev, const char *role,
 	json_object *o = json_object_new_object();
 	long long ms = 0;
 
-	api_time_ms(json_get_string(ev, "time"), &ms);
+	event_time_ms(json_get_string(ev, "time"), &ms);
 	json_object_object_add(o, "role", json_object_new_string(role));
 	if (user_id)
 		json_object_object_add(o, "userId",
@@ -330,8 +327,9 @@ api_duet_line(struct api_talk *t, json_object *ev)
 
 /* The answer once the turn ended. */
 static int
-api_duet_msg_answer(struct http_req *r, struct api_duet_msg *m)
+api_duet_msg_answer(struct http_req *r, void *arg)
 {
+	struct api_duet_msg *m = arg;
 	json_object *o = json_object_new_object();
 	int ret;
 
@@ -382,20 +380,5 @@ api_duet_msg_begin(struct http_req *r)
 int
 api_duet_message(struct http_req *r)
 {
-	struct api_talk *t = api_talk_of(r);
-	const char *why;
-	unsigned status;
-	int w;
-
-	if (!t) {
-		int ret = api_duet_msg_begin(r);
-
-		if (r->answered || !(t = api_talk_of(r)))
-			return ret;
-	}
-	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (status)
-		return http_reply_error(r, status, why);
-	return api_duet_msg_answer(r, api_talk_arg(t));
+	return api_talk_serve(r, api_duet_msg_begin, api_duet_msg_answer);
 }

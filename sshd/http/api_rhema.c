@@ -279,8 +279,9 @@ api_rhema_cfg_line(struct api_talk *t, json_object *ev)
 
 /* The answer: the session's config as rhema names it. */
 static int
-api_rhema_cfg_answer(struct http_req *r, struct api_rhema_cfg *c)
+api_rhema_cfg_answer(struct http_req *r, void *arg)
 {
+	struct api_rhema_cfg *c = arg;
 	json_object *o = json_object_new_object(), *v;
 	int ret;
 
@@ -342,22 +343,7 @@ api_rhema_cfg_begin(struct http_req *r)
 int
 api_rhema_config(struct http_req *r)
 {
-	struct api_talk *t = api_talk_of(r);
-	const char *why;
-	unsigned status;
-	int w;
-	int ret;
-
-	if (!t) {
-		ret = api_rhema_cfg_begin(r);
-		if (r->answered || !(t = api_talk_of(r)))
-			return ret;
-	}
-	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (status)
-		return http_reply_error(r, status, why);
-	return api_rhema_cfg_answer(r, api_talk_arg(t));
+	return api_talk_serve(r, api_rhema_cfg_begin, api_rhema_cfg_answer);
 }
 
 /* ---- GET /sessions/{id}/session ---------------------------------------- */
@@ -411,8 +397,9 @@ api_rhema_rec_line(struct api_talk *t, json_object *ev)
 
 /* The record: {"id", "config", "events", "seq"}. */
 static int
-api_rhema_rec_answer(struct http_req *r, struct api_rhema_rec *s)
+api_rhema_rec_answer(struct http_req *r, void *arg)
 {
+	struct api_rhema_rec *s = arg;
 	json_object *o = json_object_new_object(), *cfg = json_object_new_object();
 	json_object *v;
 	int ret;
@@ -435,36 +422,30 @@ api_rhema_rec_answer(struct http_req *r, struct api_rhema_rec *s)
 	return ret;
 }
 
+/* Start: a sync, with every history event replayed before its answer. */
+static int
+api_rhema_rec_begin(struct http_req *r)
+{
+	struct api_rhema_rec *s;
+	json_object *lines, *sync;
+
+	if (!(s = calloc(1, sizeof(*s))) ||
+	    !(s->events = json_object_new_array())) {
+		free(s);
+		return http_reply_error(r, 503, "out of memory");
+	}
+	lines = json_object_new_array();
+	sync = json_object_new_object();
+	json_object_object_add(sync, "type", json_object_new_string("sync"));
+	json_object_array_add(lines, sync);
+	api_talk_begin(r, PROTO_MAX_HISTORY, lines, api_rhema_rec_line, s,
+	    api_rhema_rec_free);
+	return MHD_YES;
+}
+
 /* See api_rhema.h. */
 int
 api_rhema_session(struct http_req *r)
 {
-	struct api_talk *t = api_talk_of(r);
-	struct api_rhema_rec *s;
-	json_object *lines, *sync;
-	const char *why;
-	unsigned status;
-	int w;
-
-	if (!t) {
-		if (!(s = calloc(1, sizeof(*s))) ||
-		    !(s->events = json_object_new_array())) {
-			free(s);
-			return http_reply_error(r, 503, "out of memory");
-		}
-		lines = json_object_new_array();
-		sync = json_object_new_object();
-		json_object_object_add(sync, "type",
-		    json_object_new_string("sync"));
-		json_object_array_add(lines, sync);
-		if (api_talk_begin(r, PROTO_MAX_HISTORY, lines,
-		    api_rhema_rec_line, s, api_rhema_rec_free) < 0)
-			return MHD_YES;
-		t = api_talk_of(r);
-	}
-	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
-		return w < 0 ? MHD_NO : MHD_YES;
-	if (status)
-		return http_reply_error(r, status, why);
-	return api_rhema_rec_answer(r, api_talk_arg(t));
+	return api_talk_serve(r, api_rhema_rec_begin, api_rhema_rec_answer);
 }

@@ -182,3 +182,26 @@ api_talk_wait(struct http_req *r, struct api_talk *t, unsigned *status,
 	*why = t->why;
 	return 1;
 }
+
+/* See api_talk.h. */
+int
+api_talk_serve(struct http_req *r, int (*begin)(struct http_req *r),
+    int (*answer)(struct http_req *r, void *arg))
+{
+	struct api_talk *t = api_talk_of(r);
+	const char *why;
+	unsigned status;
+	int w;
+
+	if (!t) {
+		int ret = begin(r);
+
+		if (r->answered || !(t = api_talk_of(r)))
+			return ret;
+	}
+	if ((w = api_talk_wait(r, t, &status, &why)) <= 0)
+		return w < 0 ? MHD_NO : MHD_YES;
+	if (status)
+		return http_reply_error(r, status, why);
+	return answer(r, api_talk_arg(t));
+}

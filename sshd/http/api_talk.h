@@ -8,9 +8,9 @@
  * api_talk_begin opens a control connection (its hello replays history
  * events), sends the route's lines once it is up, and hands every line
  * of the room to the route's on_line until that says the talk is over
- * (api_talk_over) or the room fails it.  The route's handler calls
- * api_talk_wait each time MHD calls it; the request stays suspended
- * until the talk is over.  The talk is the request's ctx; arg is the
+ * (api_talk_over) or the room fails it.  The route's handler is
+ * api_talk_serve, each time MHD calls it, with the route's begin and
+ * answer; the request stays suspended until the talk is over.  The talk is the request's ctx; arg is the
  * route's own state, freed with it by free_arg.
  */
 #ifndef ATRIUMD_API_TALK_H
@@ -51,5 +51,12 @@ void api_talk_over(struct api_talk *t, unsigned status, const char *why);
  * (the route answers MHD_NO). */
 int api_talk_wait(struct http_req *r, struct api_talk *t, unsigned *status,
     const char **why);
+
+/* A talk route's handler, every time MHD calls it: begin(r) the first
+ * time (it calls api_talk_begin, or answers r itself); then wait; once
+ * the talk is over, the failure's error reply, or answer(r, arg) with
+ * the route's state.  MHD's result. */
+int api_talk_serve(struct http_req *r, int (*begin)(struct http_req *r),
+    int (*answer)(struct http_req *r, void *arg));
 
 #endif

@@ -14,22 +14,10 @@
 
 #include "http_ask.h"
 #include "http_req.h"
+#include "http_routes.h"
 #include "http_server.h"
 #include "jsonl.h"
 #include "names.h"
-
-/* The value of hex digit c, or -1. */
-static int
-api_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decode a query value into out.  0, or -EINVAL. */
 static int
@@ -43,7 +31,7 @@ api_query_decode(const char *v, char *out, size_t len)
 		if (c == '+') {
 			c = ' ';
 		} else if (c == '%') {
-			int hi = api_hex(v[1]), lo = hi < 0 ? -1 : api_hex(v[2]);
+			int hi = http_hex(v[1]), lo = hi < 0 ? -1 : http_hex(v[2]);
 
 			if (lo < 0)
 				return -EINVAL;
@@ -204,33 +192,6 @@ api_base64(struct buf *b, const char *p, size_t n)
 		out[o++] = '=';
 	}
 	buf_added(b, o);
-}
-
-/* See api_util.h. */
-int
-api_time_ms(const char *iso, long long *ms)
-{
-	struct tm tm;
-	int y, mo, d, h, mi, s, n = 0, frac = 0;
-	time_t t;
-
-	*ms = 0;
-	if (!iso || sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h,
-	    &mi, &s, &n) != 6 || n != 19 || y < 1970 || mo < 1 || mo > 12)
-		return -EINVAL;
-	if (iso[19] == '.' && sscanf(iso + 20, "%3d", &frac) != 1)
-		frac = 0;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = s;
-	if ((t = timegm(&tm)) == (time_t)-1)
-		return -EINVAL;
-	*ms = (long long)t * 1000 + (frac >= 0 && frac < 1000 ? frac : 0);
-	return 0;
 }
 
 /* The client's socket hung up (or failed): tell the route. */

@@ -39,9 +39,6 @@ int api_cwd_valid(const char *cwd);
  * (p[i][0] read end, p[i][1] write end).  0 or -errno. */
 int api_ask_pipes(struct http_req *r, int p[3][2]);
 
-/* The milliseconds since the epoch of a room event's time
- * ("2026-11-30T03:44:26.123Z") into *ms.  0, or -EINVAL (*ms 0). */
-int api_time_ms(const char *iso, long long *ms);
 
 /* A suspended request's client, watched for going away: MHD polls no
  * suspended connection, so a client that hangs up while its request waits

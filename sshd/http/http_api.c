@@ -51,7 +51,7 @@ http_api_refusal(struct http_req *r, json_object *ans)
  * the request waits suspended meanwhile. */
 struct http_api_listing {
 	struct http_req *r;
-	struct http_pending *pending;	/* until the answer came */
+	struct ask_pending *pending;	/* until the answer came */
 	json_object *ans;		/* the answer; NULL: the monitor is
 					 * gone */
 	int answered;
@@ -62,7 +62,7 @@ http_api_listing_free(void *arg)
 {
 	struct http_api_listing *l = arg;
 
-	http_ask_cancel(l->pending);
+	ask_queue_cancel(l->pending);
 	json_object_put(l->ans);
 	free(l);
 }

@@ -16,8 +16,13 @@
 
 #include <json-c/json.h>
 
+#include "ask_queue.h"
+
 struct http_req;
 struct http_server;
+
+/* Set srv's queue of requests answered later up, on srv->req_fd. */
+void http_ask_init(struct http_server *srv);
 
 /* A request of type for token from addr (room too when not NULL), or
  * NULL (out of memory). */
@@ -39,25 +44,20 @@ int http_ask(struct http_server *srv, json_object *req, json_object **ans,
  * A request answered later.  Answers come in the order of the requests;
  * one that arrives while http_ask waits for its own is kept, and each is
  * handed to its done callback from the loop (http_ask_deliver, before
- * MHD's run), outside every other callback.  The one who asked cancels
- * before it goes (the answer is then dropped).
+ * MHD's run), outside every other callback (ask_queue.h).  The one who
+ * asked cancels (ask_queue_cancel) before it goes: the answer is then
+ * dropped.
  */
-struct http_pending;
 
 /* Send req (consumed); done(arg, ans) gets the answer later (ans NULL
- * when the monitor is gone; borrowed).  A handle for http_ask_cancel, or
+ * when the monitor is gone; borrowed).  A handle for ask_queue_cancel, or
  * NULL when it could not be asked (done is not called then). */
-struct http_pending *http_ask_later(struct http_server *srv,
+struct ask_pending *http_ask_later(struct http_server *srv,
     json_object *req, void (*done)(void *arg, json_object *ans), void *arg);
-
-/* Forget p's answer: its done is not called.  NULL is fine. */
-void http_ask_cancel(struct http_pending *p);
 
 /* Hand the answers that came to their done callbacks, in order. */
 void http_ask_deliver(struct http_server *srv);
 
-/* Drop every request still waiting (the process ends). */
-void http_ask_forget(struct http_server *srv);
 
 /* Whether the answer is a refusal of who the request is for: 1 with its
  * reason in *why (borrowed from ans), 0 when not. */

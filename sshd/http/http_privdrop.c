@@ -1,6 +1,8 @@
 /*
  * http_privdrop.c: atriumd-http's privileges, given up (http_privdrop.h).
- * Called by main.c once, as root, before anything else is parsed.
+ * Called by http_main.c once, as root, before anything else is parsed.  The
+ * steps are every front's (front_privdrop.h); what is atriumd-http's own
+ * is here: the trees Landlock leaves it and its seccomp allow list.
  *
  * The seccomp allow list is what its loop, libmicrohttpd (external epoll,
  * suspend and resume through an eventfd, upgrade to a raw socket),
@@ -14,20 +16,11 @@
  */
 #include "http_privdrop.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include <seccomp.h>
 
-#include "becomeuser.h"
-#include "landlock.h"
-#include "log.h"
+#include "front_privdrop.h"
 #include "seccomp_allow.h"
 
 static const char *const http_privdrop_calls[] = {
@@ -62,59 +55,33 @@ static const unsigned long http_privdrop_ioctls[] = {
 	FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
 };
 
-/* Landlock: read /usr and /etc, nothing else; nothing writable. */
+/* Load the allow list above.  0 or -errno (logged). */
 static int
-http_privdrop_landlock(void)
-{
-	static const struct landlock_tree trees[] = {
-		{ "/usr", LANDLOCK_READ, 0 },
-		{ "/etc", LANDLOCK_READ, 0 },
-		{ "/dev/urandom", LANDLOCK_READ, 1 },
-		{ NULL, LANDLOCK_READ, 0 },
-	};
-	char err[PATH_MAX + 64];
-	int r = landlock_restrict(trees, err, sizeof(err));
-
-	if (r == -EOPNOTSUPP) {
-		log_warn("the kernel has no Landlock: the HTTP process's files "
-		    "are limited by its uid and seccomp alone");
-		return 0;
-	}
-	if (r < 0)
-		log_error("HTTP process: Landlock: %s", err);
-	return r;
-}
-
-/* See http_privdrop.h. */
-int
-http_privdrop_apply(const struct privdrop_id *id, pid_t monitor)
+http_privdrop_seccomp(void)
 {
 	static const struct seccomp_allow allow = {
 		http_privdrop_calls, SECCOMP_ALLOW_N(http_privdrop_calls),
 		http_privdrop_ioctls, SECCOMP_ALLOW_N(http_privdrop_ioctls),
 		NULL, 0, 0, NULL,
 	};
-	const char *step;
-	int r;
 
-	if ((r = become_user(id->uid, id->gid, &step)) < 0)
-		goto fail;
-	step = "parent death signal";
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||
-	    getppid() != monitor) {
-		r = -ESRCH;
-		goto fail;
-	}
-	step = "chdir /";
-	if (chdir("/") < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (http_privdrop_landlock() < 0)
-		return -EPERM;
 	return seccomp_allow_load(&allow);
-fail:
-	log_error("HTTP process: cannot drop privileges (%s): %s", step,
-	    strerror(-r));
-	return r;
+}
+
+/* See http_privdrop.h. */
+int
+http_privdrop_apply(const struct privdrop_id *id, pid_t monitor)
+{
+	/* Landlock: read /usr and /etc, nothing else; nothing writable. */
+	static const struct landlock_tree trees[] = {
+		{ "/usr", LANDLOCK_READ, 0 },
+		{ "/etc", LANDLOCK_READ, 0 },
+		{ "/dev/urandom", LANDLOCK_READ, 1 },
+		{ NULL, LANDLOCK_READ, 0 },
+	};
+	static const struct front_privdrop drop = {
+		"HTTP process", trees, http_privdrop_seccomp,
+	};
+
+	return front_privdrop_apply(&drop, id, monitor);
 }

@@ -80,8 +80,8 @@ static const struct http_route http_routes[] = {
 
 #define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))
 
-/* The value of hex digit c, or -1. */
-static int
+/* See http_routes.h. */
+int
 http_hex(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -1,6 +1,6 @@
 /*
  * http_server.c: atriumd-http's loop and libmicrohttpd's access handler
- * (http_server.h).  Called by main.c.
+ * (http_server.h).  Called by http_main.c.
  *
  * libmicrohttpd (MHD) runs without a thread of its own (MHD_USE_EPOLL):
  * its epoll fd is one watch of the shared loop, MHD_run serves whatever
@@ -377,6 +377,7 @@ http_server_init(struct http_server *srv, int listen_fd, int req_fd, int ev_fd)
 	srv->req_fd = req_fd;
 	srv->ev_fd = ev_fd;
 	srv->sigfd = -1;
+	http_ask_init(srv);
 	privsep_set_timeout(req_fd, HTTP_ASK_TIMEOUT_MS);
 	if ((r = loop_init(&srv->loop)) < 0)
 		return r;
@@ -444,7 +445,7 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
-	http_ask_forget(srv);
+	ask_queue_forget(&srv->asks);
 	http_fileio_free(srv->fileio);
 	srv->fileio = NULL;
 	if (srv->mhd)

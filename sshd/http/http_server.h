@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "ask_queue.h"
 #include "config.h"
 #include "http_web.h"
 #include "loop.h"
@@ -67,9 +68,8 @@ struct http_server {
 					 * starts it again with the new
 					 * settings); 0: not draining */
 	unsigned requests_running;	/* begun and not completed */
-	struct http_pending *pending;	/* asked of the monitor, answered
+	struct ask_queue asks;		/* asked of the monitor, answered
 					 * later, in order (http_ask.h) */
-	struct watch ans_w;		/* on req_fd while one is due */
 	struct http_stream *streams;	/* event streams and WebSockets */
 	struct api_room_wait *room_waits; /* requests waiting for a room
 					 * to start (api_room.h) */

@@ -1,5 +1,5 @@
 /*
- * http_web.c: the page and its files (http_web.h).  Loaded by main.c
+ * http_web.c: the page and its files (http_web.h).  Loaded by http_main.c
  * before the privilege drop; answered from memory by the two routes.
  *
  * Reading: each name of http_web_names is opened beneath the directory

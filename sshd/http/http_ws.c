@@ -48,6 +48,7 @@
 #include "jsonl.h"
 #include "log.h"
 #include "protocol.h"
+#include "room_request.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -142,18 +143,25 @@ http_ws_message(struct http_stream *s, const char *text, size_t len)
 		wslay_event_queue_msg(s->ws, &msg);
 }
 
+/* An `error` message to the client, naming id when not NULL. */
+static void
+http_ws_error_for(struct http_stream *s, const char *id, const char *why)
+{
+	json_object *ev = room_request_error(id, why);
+	const char *text;
+
+	if (!ev)
+		return;
+	text = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN);
+	http_ws_message(s, text, strlen(text));
+	json_object_put(ev);
+}
+
 /* An `error` message to the client. */
 static void
 http_ws_error(struct http_stream *s, const char *why)
 {
-	json_object *ev = json_object_new_object();
-	const char *text;
-
-	json_object_object_add(ev, "type", json_object_new_string("error"));
-	json_object_object_add(ev, "message", json_object_new_string(why));
-	text = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN);
-	http_ws_message(s, text, strlen(text));
-	json_object_put(ev);
+	http_ws_error_for(s, NULL, why);
 }
 
 /* See http_stream_int.h. */
@@ -178,26 +186,6 @@ http_ws_queue(struct http_stream *s, const char *line, size_t len)
 	}
 }
 
-/* Clean a chat's or prompt's text, as the atrium subsystem does.  1
- * changed, 0 not, -ENOMEM. */
-static int
-http_ws_clean(const char *type, json_object *o)
-{
-	const char *text = json_get_string(o, "text");
-	char *clean;
-	int changed;
-
-	if (!type || (strcmp(type, "chat") && strcmp(type, "prompt")) || !text)
-		return 0;
-	if (!(clean = utf8_clean_str(text)))
-		return -ENOMEM;
-	changed = strcmp(clean, text) != 0;
-	if (changed)
-		json_object_object_add(o, "text", json_object_new_string(clean));
-	free(clean);
-	return changed;
-}
-
 /* May s's user start one more command (max-commands-per-user, counted by
  * the monitor over SSH and HTTP together: http_cap.h; each exec line
  * until its exec_done)?  1, or 0 with the refusal sent, naming the
@@ -205,22 +193,12 @@ http_ws_clean(const char *type, json_object *o)
 static int
 http_ws_under_cap(struct http_stream *s, json_object *o)
 {
-	const char *id = json_get_string(o, "id");
-	json_object *ev;
-	const char *text;
 	char msg[400];
 
 	if (http_cap_take(s->srv, s->token, s->addr, &s->cap, msg,
 	    sizeof(msg)) == 0)
 		return 1;
-	ev = json_object_new_object();
-	json_object_object_add(ev, "type", json_object_new_string("error"));
-	if (id)
-		json_object_object_add(ev, "id", json_object_new_string(id));
-	json_object_object_add(ev, "message", json_object_new_string(msg));
-	text = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN);
-	http_ws_message(s, text, strlen(text));
-	json_object_put(ev);
+	http_ws_error_for(s, json_get_string(o, "id"), msg);
 	return 0;
 }
 
@@ -232,7 +210,7 @@ http_ws_forward(struct http_stream *s, json_object *o)
 	const char *text;
 	int r;
 
-	if (http_ws_clean(type, o) < 0) {
+	if (room_request_clean(type, o) < 0) {
 		http_ws_error(s, "out of memory; send it again");
 		return;
 	}

@@ -1,8 +1,10 @@
 /*
  * access_record.c: the monitor's record of each room's access list
- * (access_record.h).  Called by monitor.c and room_access.c for each
- * access decision and listing, by room.c when an agent reports its list,
- * and by room_transfer.c when an import makes a room.
+ * (access_record.h).  Called by monitor.c for each access decision (the
+ * network process's sshd/net/room_access.c asks it), by room_list.c for
+ * listings, by monitor_loop.c at start (the record's migration), by
+ * room.c when an agent reports its list, and by room_transfer.c when an
+ * import makes a room.
  *
  * Why a record of the monitor's own, and not room.db: room.db is the
  * agent's (its one writer), and the agent parses every hostile byte of
@@ -16,7 +18,7 @@
  *
  * The record can lag the agent by the time a report takes to arrive (a
  * loop turn of each process); the agent decides again at each hello
- * (agent/room_access.c), so a session that raced a change is judged by
+ * (agent/room_access_list.c), so a session that raced a change is judged by
  * the room itself, as before.
  *
  * Workload: a read per decision and per room listed (one small file:

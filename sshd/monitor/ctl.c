@@ -4,7 +4,7 @@
  *
  * A connection is read until its first newline (at most CTL_MAX_LINE
  * bytes), answered, and closed; a deletion's answer waits until the
- * room's processes stopped and its directories were removed (rooms.h),
+ * room's processes stopped and its directories were removed (room.h),
  * which ctl_tick notices.  Nothing here blocks: the socket and each
  * connection are non-blocking, and an answer is one short write to a
  * socket with an empty buffer.  Connections are freed only in ctl_tick.

@@ -1,5 +1,5 @@
 /*
- * datalock.c: the data directory's lock (datalock.h).  Called by main.c
+ * datalock.c: the data directory's lock (datalock.h).  Called by monitor_main.c
  * (take at start), room_cli.c (take for an offline deletion, probe) and
  * status.c (probe).
  *

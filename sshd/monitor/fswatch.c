@@ -4,9 +4,9 @@
  *
  * The daemon runs as the room's uid and parses its commands' bytes, so
  * its answer is taken as counts only: every line is checked against
- * fs/control.c's format, a number is digits alone, and a bad answer adds
- * nothing.  A figure lower than the last answer's means a new daemon
- * (or a lie): its whole value is taken as grown, never a negative delta.
+ * fs/daemon/control_socket.c's format, a number is digits alone, and a bad
+ * answer adds nothing.  A figure lower than the last answer's means a new
+ * daemon (or a lie): its whole value is taken as grown, never a negative delta.
  * Nothing here blocks: the connect is non-blocking (EAGAIN when the
  * daemon's backlog is full: ask next time), the 6-byte request fits any
  * fresh socket's buffer, and the answer is read as the loop says.

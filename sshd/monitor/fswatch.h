@@ -4,8 +4,8 @@
  * reads the metrics (a metrics request within the last FSWATCH_WANTED_MS:
  * an idle atriumd that nobody scrapes must not wake), every
  * FSWATCH_EVERY_MS the monitor opens the mount's control socket
- * (DATA/rooms/ROOM/workspace.db-ctl, fs/control.c), asks "stats" and
- * reads the answer from its loop, never waiting for it; what grew since
+ * (DATA/rooms/ROOM/workspace.db-ctl, fs/daemon/control_socket.c), asks "stats"
+ * and reads the answer from its loop, never waiting for it; what grew since
  * the last answer is added to the monitor's totals.  So the totals only
  * grow though rooms stop and start, and lag the mounts by at most
  * FSWATCH_EVERY_MS while scraped (the first scrape after a quiet spell
@@ -71,8 +71,8 @@ void fswatch_tick(struct fswatch *w, struct loop *loop, const char *room_dir,
 /* When fswatch_tick has work next (0: none). */
 long long fswatch_next(const struct fswatch *w);
 
-/* Parse a stats answer (text, len bytes, fs/control.c's format) into
- * v.  0, or -1 when it breaks the format.  For fswatch.c and its unit
+/* Parse a stats answer (text, len bytes, fs/daemon/control_socket.c's format)
+ * into v.  0, or -1 when it breaks the format.  For fswatch.c and its unit
  * test. */
 int fswatch_parse(const char *text, size_t len,
     unsigned long long v[FSSTATS_KINDS][FSWATCH_FIELDS]);

@@ -1,6 +1,6 @@
 /*
  * host_limits.c: the atrium parent cgroup and the start-time sweep
- * (host_limits.h).  Called once by main.c before the server listens.
+ * (host_limits.h).  Called once by monitor_main.c before the server listens.
  */
 #include "host_limits.h"
 

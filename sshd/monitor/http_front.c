@@ -1,7 +1,7 @@
 /*
  * http_front.c: atriumd-http as the monitor starts, watches and restarts
  * it, and the token rules of its requests (http_front.h).  Called by the
- * monitor's main.c (http_front_open, before the split), monitor_loop.c
+ * monitor's monitor_main.c (http_front_open, before the split), monitor_loop.c
  * (start, reap, tick, stop) and monitor.c (allowed, identity, grants).
  *
  * The listener stays open in the monitor for atriumd's life (it never
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "front_exec.h"
 #include "helpers.h"
 #include "http_token.h"
 #include "jsonl.h"
@@ -38,7 +39,6 @@
 #include "util.h"
 
 #define HTTP_FRONT_RESTART_MS	1000	/* after an end, before a restart */
-#define HTTP_FRONT_FD_TOP	16	/* fds are moved above this first */
 #define HTTP_FRONT_BACKLOG	1024	/* as MONITOR_LISTEN_BACKLOG */
 #define HTTP_FRONT_MAX_TOKEN	256	/* bytes of a token in a request */
 #define HTTP_FRONT_MAX_ADDR	63
@@ -54,17 +54,6 @@ static const char *const http_front_settings[] = {
 #define HTTP_FRONT_NSETTINGS \
 	(sizeof(http_front_settings) / sizeof(http_front_settings[0]))
 
-/* atriumd-http's command line, made before each fork. */
-struct http_front_cmd {
-	char *argv[6 + 2 * HTTP_FRONT_NSETTINGS];
-	char nums[3][24];		/* MONITOR-PID, UID, GID */
-	char name[64];			/* USER */
-	char keys[HTTP_FRONT_NSETTINGS][48];	/* "--KEY" */
-	char values[HTTP_FRONT_NSETTINGS][256];
-	char *envp[2];
-	char log_env[64];		/* ATRIUM_LOG=LEVEL */
-};
-
 struct http_front {
 	struct monitor_front f;		/* the process and its sockets */
 	int listen_fd;			/* bound by http_front_open */
@@ -72,7 +61,8 @@ struct http_front {
 	struct privdrop_id id;		/* who it becomes */
 	long long restart_ms;		/* when to start it again; 0: none due */
 	int restarting;			/* ended for new settings (SIGHUP) */
-	struct http_front_cmd cmd;
+	struct front_exec cmd;		/* its command line, made before
+					 * each fork */
 };
 
 /* The requests atriumd-http may send (privsep.h): never authkeys,
@@ -132,93 +122,14 @@ http_front_open(struct monitor *srv, const struct helpers *progs,
 	return 0;
 }
 
-/* config_each's callback: keep the settings of http_front_settings. */
-static void
-http_front_setting(const char *key, const char *value, void *arg)
-{
-	struct http_front_cmd *cmd = arg;
-
-	for (size_t i = 0; i < HTTP_FRONT_NSETTINGS; i++) {
-		if (strcmp(key, http_front_settings[i]) != 0)
-			continue;
-		snprintf(cmd->keys[i], sizeof(cmd->keys[i]), "--%s", key);
-		snprintf(cmd->values[i], sizeof(cmd->values[i]), "%s", value);
-	}
-}
-
-/* Fill h->cmd from the settings now in force. */
-static void
-http_front_cmd(struct http_front *h, const struct config *c)
-{
-	struct http_front_cmd *cmd = &h->cmd;
-	const char *level = getenv("ATRIUM_LOG");
-	int n = 0;
-
-	memset(cmd, 0, sizeof(*cmd));
-	snprintf(cmd->nums[0], sizeof(cmd->nums[0]), "%d", (int)getpid());
-	snprintf(cmd->nums[1], sizeof(cmd->nums[1]), "%u", (unsigned)h->id.uid);
-	snprintf(cmd->nums[2], sizeof(cmd->nums[2]), "%u", (unsigned)h->id.gid);
-	snprintf(cmd->name, sizeof(cmd->name), "%s", h->id.name);
-	config_each(c, http_front_setting, cmd);
-	cmd->argv[n++] = h->path;
-	for (int i = 0; i < 3; i++)
-		cmd->argv[n++] = cmd->nums[i];
-	cmd->argv[n++] = cmd->name;
-	for (size_t i = 0; i < HTTP_FRONT_NSETTINGS; i++) {
-		if (!cmd->keys[i][0] || !cmd->values[i][0])
-			continue;
-		cmd->argv[n++] = cmd->keys[i];
-		cmd->argv[n++] = cmd->values[i];
-	}
-	if (level && strlen(level) < 32) {
-		snprintf(cmd->log_env, sizeof(cmd->log_env), "ATRIUM_LOG=%s",
-		    level);
-		cmd->envp[0] = cmd->log_env;
-	}
-}
-
-/* The child: fds to 3..5, every other closed, then atriumd-http.  Only
- * async-signal-safe calls.  Never returns. */
-static void
-http_front_exec(const struct http_front_cmd *cmd, const int *fds)
-{
-	static const char failed[] = "atriumd: cannot execute atriumd-http\n";
-
-	for (int i = 0; i < 3; i++)
-		if (dup2(fds[i], 3 + i) < 0)
-			_exit(127);
-	if (close_range(6, ~0U, 0) < 0)
-		_exit(127);
-	execve(cmd->argv[0], cmd->argv, cmd->envp);
-	if (write(2, failed, sizeof(failed) - 1) < 0)
-		_exit(127);
-	_exit(127);
-}
-
-/* Close the n fds (each may be -1). */
-static void
-http_front_close(int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
-/* The child's three fds, above HTTP_FRONT_FD_TOP.  0 or -errno. */
+/* The child's three fds (listener, request and event sockets), above
+ * FRONT_EXEC_FD_TOP.  0 or -errno. */
 static int
 http_front_fds(struct http_front *h, int req, int ev, int *fds)
 {
 	const int src[3] = { h->listen_fd, req, ev };
-	int r = 0;
 
-	for (int i = 0; i < 3; i++) {
-		fds[i] = fcntl(src[i], F_DUPFD_CLOEXEC, HTTP_FRONT_FD_TOP);
-		if (fds[i] < 0 && r == 0)
-			r = -errno;
-	}
-	if (r < 0)
-		http_front_close(fds, 3);
-	return r;
+	return front_exec_fds(src, 3, fds);
 }
 
 /* See http_front.h. */
@@ -234,24 +145,26 @@ http_front_start(struct monitor *srv)
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ev) < 0) {
 		r = -errno;
-		http_front_close(req, 2);
+		front_exec_close(req, 2);
 		return r;
 	}
-	http_front_cmd(h, srv->cfg);
-	if ((r = http_front_fds(h, req[1], ev[1], fds)) == 0 &&
+	if ((r = front_exec_cmd(&h->cmd, h->path, srv->cfg, &h->id,
+	    http_front_settings, HTTP_FRONT_NSETTINGS, 1)) == 0 &&
+	    (r = http_front_fds(h, req[1], ev[1], fds)) == 0 &&
 	    (pid = fork()) < 0) {
 		r = -errno;
-		http_front_close(fds, 3);
+		front_exec_close(fds, 3);
 	}
 	if (r < 0) {
 		log_error("cannot start atriumd-http: %s", strerror(-r));
-		http_front_close(req, 2);
-		http_front_close(ev, 2);
+		front_exec_close(req, 2);
+		front_exec_close(ev, 2);
 		return r;
 	}
 	if (pid == 0)
-		http_front_exec(&h->cmd, fds);
-	http_front_close(fds, 3);
+		front_exec_child(&h->cmd, fds, 3,
+		    "atriumd: cannot execute atriumd-http\n");
+	front_exec_close(fds, 3);
 	close(req[1]);
 	close(ev[1]);
 	privsep_set_timeout(req[0], PRIVSEP_IO_TIMEOUT_MS);

@@ -49,6 +49,8 @@
 #include "monitor_identity.h"
 #include "monitor_loop.h"
 #include "names.h"
+#include "node.h"
+#include "placement.h"
 #include "privsep.h"
 #include "protocol.h"
 #include "room_list.h"
@@ -155,6 +157,9 @@ monitor_use(struct monitor *srv, json_object *req, const char *room,
 		monitor_put(ans, "error", why);
 		return 0;
 	}
+	/* On a cluster's host: claim the room first, or say where it is. */
+	if (!placement_use(srv, room, ans))
+		return 0;
 	rc = rooms_use(&srv->rooms, room, &r);
 	monitor_put(ans, "state", rc == 1 ? "ready" : rc == 0 ? "starting" :
 	    "failed");
@@ -176,8 +181,10 @@ monitor_hello(json_object *req, const char *room,
 	long long since = json_get_int(req, "since", -1);
 	json_object *h;
 
+	int feed = strcmp(kind ? kind : "", "feed") == 0;
+
 	if (!kind || (strcmp(kind, "chat") != 0 && strcmp(kind, "control") !=
-	    0 && strcmp(kind, "exec") != 0) || history < 0 ||
+	    0 && strcmp(kind, "exec") != 0 && !feed) || history < 0 ||
 	    history > PROTO_MAX_HISTORY || since < -1 ||
 	    !(h = json_object_new_object()))
 		return NULL;
@@ -185,8 +192,13 @@ monitor_hello(json_object *req, const char *room,
 	monitor_put(h, "user", id->user);
 	monitor_put(h, "kind", kind);
 	json_object_object_add(h, "admin", json_object_new_boolean(id->admin));
+	/* A feed (the room's events once for the network process's chat
+	 * sessions) is for a user who may enter, never one who makes the
+	 * room its owner's. */
 	json_object_object_add(h, "may_create", json_object_new_boolean(
-	    monitor_identity_may_create(id, room)));
+	    !feed && monitor_identity_may_create(id, room)));
+	if (strcmp(kind, "chat") == 0 && json_get_bool(req, "feed", 0))
+		json_object_object_add(h, "feed", json_object_new_boolean(1));
 	if (id->read_only)
 		json_object_object_add(h, "read_only",
 		    json_object_new_boolean(1));
@@ -637,6 +649,48 @@ monitor_net_stats_set(struct monitor *srv, json_object *req,
 	return 0;
 }
 
+/* The node of this host's cluster whose host key ("TYPE BASE64") is key,
+ * into node: 1, 0 when no current node has it, -ENOTCONN when this host
+ * is in no cluster (no --cluster). */
+static int
+monitor_node_of_key(struct monitor *srv, const char *key, char *node,
+    size_t len)
+{
+	snprintf(node, len, "%s", "");
+	if (!srv->cluster)
+		return -ENOTCONN;
+	return cluster_node_of_key(srv->cluster, key, node, len);
+}
+
+/* relay {hostkey}: may a relay that authenticated with hostkey come in
+ * (sshd/net/relay.h)?  Only a current node's host key, as etcd lists it,
+ * and never without --cluster.  From the network process only.
+ * -> {ok, node} | {error} */
+static int
+monitor_relay(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	const char *key = json_get_string(req, "hostkey");
+	char node[64];
+	int r;
+
+	(void)room; (void)id; (void)fds;
+	if (srv->asking != &srv->net || !key || strlen(key) > 1024)
+		return -1;
+	r = monitor_node_of_key(srv, key, node, sizeof(node));
+	if (r == 1) {
+		json_object_object_add(ans, "ok", json_object_new_boolean(1));
+		monitor_put(ans, "node", node);
+		return 0;
+	}
+	monitor_put(ans, "error", r == -ENOTCONN ? "this host is in no "
+	    "cluster (atriumd --cluster): it takes no relays" :
+	    "the key is no current node's host key");
+	log_warn("monitor: relay refused: %s", json_get_string(ans, "error"));
+	return 0;
+}
+
 /* The model counts of metrics: every agent's requests, tokens and
  * failed requests by provider (model_totals.h). */
 static void
@@ -738,6 +792,7 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "cmd_begin", 0, 1, monitor_cmd_begin },
 	{ "cmd_end", 0, 0, monitor_cmd_end },
 	{ "net_stats", 0, 0, monitor_net_stats_set },
+	{ "relay", 0, 0, monitor_relay },
 };
 
 /* A front broke the rules (or went away): end it.  The network

@@ -5,8 +5,8 @@
  * and serves the network process's requests (privsep.h) from the same
  * loop (monitor_loop.h: its state).  It never holds a client's
  * connection: the listener and every session live in the network process,
- * atriumd-net, which it forks and executes (main.c) and watches: when that
- * process ends, the monitor stops every room and exits.  With
+ * atriumd-net, which it forks and executes (monitor_main.c) and watches: when
+ * that process ends, the monitor stops every room and exits.  With
  * --http-listen it serves a second front the same way, atriumd-http
  * (http_front.h), which it starts again when it ends.
  */

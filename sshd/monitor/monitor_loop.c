@@ -1,6 +1,6 @@
 /*
  * monitor_loop.c: the monitor's event loop (monitor_loop.h), in the
- * process that stays root.  Called by the monitor's main.c:
+ * process that stays root.  Called by the monitor's monitor_main.c:
  * monitor_loop_bind before the fork (the listener and the host key, as
  * root, for atriumd-net to serve), then monitor_loop_init,
  * monitor_loop_run and monitor_loop_destroy.
@@ -37,6 +37,7 @@
 #include "listener.h"
 #include "log.h"
 #include "monitor.h"
+#include "placement.h"
 #include "room_transfer.h"
 #include "tokens.h"
 #include "util.h"
@@ -228,6 +229,8 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 	rooms_init(&srv->rooms, srv->cfg, &srv->loop, progs);
 	srv->rooms.changed = monitor_wake;
 	srv->rooms.changed_arg = srv;
+	if ((r = placement_start(srv)) < 0)
+		return r;
 	loop_add(&srv->loop, &srv->net.w, mon_fd, POLLIN, monitor_serve,
 	    &srv->net);
 	if (srv->http && (r = http_front_start(srv)) < 0)
@@ -241,6 +244,7 @@ monitor_loop_init(struct monitor *srv, const struct helpers *progs,
 static void
 monitor_loop_turn(struct monitor *srv)
 {
+	placement_tick(srv);
 	monitor_loop_reap(srv);
 	rooms_tick(&srv->rooms);
 	ctl_tick(&srv->ctl);
@@ -280,6 +284,7 @@ monitor_loop_stop(struct monitor *srv)
 			monitor_loop_reap(srv);
 		}
 	}
+	placement_stop(srv);
 	log_info("stopped");
 }
 
@@ -288,8 +293,13 @@ int
 monitor_loop_run(struct monitor *srv)
 {
 	while (!srv->stopping) {
-		int r = ssh_event_dopoll(srv->loop.event,
-		    loop_timeout(&srv->loop));
+		int r;
+
+		/* The fence time is looked at before the poll and first
+		 * after it, so a wake-up after a long stop (kill -STOP)
+		 * stops this host's rooms before serving anything. */
+		placement_tick(srv);
+		r = ssh_event_dopoll(srv->loop.event, loop_timeout(&srv->loop));
 
 		if (r == SSH_ERROR && errno != EINTR && errno != 0) {
 			/* A room's fd error surfaces here; its tick handles
@@ -305,6 +315,7 @@ monitor_loop_run(struct monitor *srv)
 void
 monitor_loop_destroy(struct monitor *srv)
 {
+	placement_stop(srv);
 	rooms_free(&srv->rooms);
 	loop_destroy(&srv->loop);
 	if (srv->bind)

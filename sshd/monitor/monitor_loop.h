@@ -36,6 +36,7 @@ struct room_transfer;
 struct tokens;
 struct http_front;
 struct monitor;
+struct cluster;
 
 /* A process on the network as the monitor sees it: its pid and the
  * monitor's end of its request and event sockets (privsep.h).  Two of
@@ -89,6 +90,11 @@ struct monitor {
 					 * monitor refused (GET /metrics) */
 	long long net_stats[MONITOR_NET_STATS];	/* the network process's
 					 * last counts (net_stats request) */
+	struct cluster *cluster;	/* --cluster: this host's membership
+					 * (placement.h), else NULL */
+	struct watch cluster_w;		/* on its wake-up pipe */
+	struct room_stream *stream;	/* --s3: every room's writes are
+					 * streamed (room_stream.h); NULL */
 };
 
 /* Before the fork, as root: load the host key (a check: atriumd-net reads

@@ -9,7 +9,12 @@
  * ROOM_READY has both children running and ready.  Children get
  * PR_SET_PDEATHSIG so they go when atriumd goes, and only fds 0-3 (the
  * ready pipe is 3), plus, for atrium-agent, fd 4: a pipe holding the API
- * keys (keys.h), so that no key is in any child's environment or argv.
+ * keys (keys.h), so that no key is in any child's environment or argv;
+ * on a cluster's host fd 5, the room's fence page, to both writers, and
+ * with --s3 fd 6, the write end of the room's stream to its
+ * atrium-replicate (room_stream.c makes that one and the restore, and
+ * this file reaps them: a streamed room's writers start only once the
+ * shipper is ready, and its end stops the room).
  *
  * Nothing here waits for a child: fusermount3 too (a stale mount when
  * atriumd is not root) is reaped through rooms_child_exited, and a mount
@@ -36,6 +41,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "room_ids.h"
+#include "room_stream.h"
 #include "sandbox.h"
 #include "setup.h"
 #include "util.h"
@@ -51,9 +57,19 @@
 #define ROOM_MAX_ARGS		256	/* the agent's argv: every setting */
 #define ROOM_READY_FD		3	/* a child's ready pipe */
 #define ROOM_KEYS_FD		4	/* atrium-agent's keys channel */
+#define ROOM_FENCE_FD		5	/* the room's fence page (--cluster) */
+#define ROOM_REPL_FD		6	/* its stream to atrium-replicate (--s3) */
+#define ROOM_CHILD_FDS		4	/* fds 3 to 6 */
+#define ROOM_SHIPPER_WAIT_MS	30000	/* atrium-replicate run to "ready":
+					 * it uploads a snapshot first */
+#define ROOM_STR_(x)		#x
+#define ROOM_STR(x)		ROOM_STR_(x)
 #define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
 
 static void room_mount(struct room *r);
+static void room_files_step(struct room *r);
+static void room_ship(struct room *r);
+static void room_check_stopped(struct room *r);
 static void room_stop(struct room *r);
 static void room_remove(struct room *r);
 
@@ -144,13 +160,14 @@ room_child_fd(int fd, int want)
 	fcntl(want, F_SETFD, 0);
 }
 
-/* In the forked child: fd 3 is the ready pipe, fd 4 the keys' channel,
- * nothing else leaks. */
+/* In the forked child: fds[i] becomes fd 3 + i (fd 3 the ready pipe, 4
+ * the keys' channel, 5 the fence page, 6 the stream to atrium-replicate;
+ * -1 leaves it closed), nothing else leaks. */
 static void
-room_child_exec(char *const argv[], int ready_w, int keys_r)
+room_child_exec(char *const argv[], const int fds[ROOM_CHILD_FDS])
 {
 	sigset_t none;
-	int null = open("/dev/null", O_RDONLY);
+	int null = open("/dev/null", O_RDONLY), moved[ROOM_CHILD_FDS], top = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	sigemptyset(&none);
@@ -159,16 +176,19 @@ room_child_exec(char *const argv[], int ready_w, int keys_r)
 	if (null >= 0)
 		dup2(null, 0);
 	dup2(2, 1);
-	/* Above both targets first, so that neither dup2 overwrites the
-	 * other's source. */
-	if (ready_w >= 0)
-		ready_w = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
-	if (keys_r >= 0)
-		keys_r = fcntl(keys_r, F_DUPFD_CLOEXEC, 10);
-	room_child_fd(ready_w, ROOM_READY_FD);
-	room_child_fd(keys_r, ROOM_KEYS_FD);
-	close_range(keys_r >= 0 ? ROOM_KEYS_FD + 1 : ready_w >= 0 ?
-	    ROOM_READY_FD + 1 : ROOM_READY_FD, ~0U, 0);
+	/* Above every target first, so that no dup2 overwrites another's
+	 * source. */
+	for (int i = 0; i < ROOM_CHILD_FDS; i++)
+		moved[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 10) : -1;
+	for (int i = 0; i < ROOM_CHILD_FDS; i++) {
+		if (moved[i] >= 0) {
+			room_child_fd(moved[i], ROOM_READY_FD + i);
+			top = i + 1;
+		} else {
+			close(ROOM_READY_FD + i);
+		}
+	}
+	close_range(ROOM_READY_FD + top, ~0U, 0);
 	execv(argv[0], argv);
 	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
 	    strerror(errno));
@@ -179,14 +199,23 @@ static void room_ready_cb(struct watch *w, int revents);
 
 /* Start a child; with want_ready it gets a ready pipe as fd 3, and with
  * keys_r >= 0 that fd (the keys' channel) as fd 4 (the caller closes
- * it).  0 or -errno (logged). */
+ * it); atrium-fs and atrium-agent on a cluster's host get the room's
+ * fence page as fd 5.  0 or -errno (logged). */
 static int
 room_spawn(struct room *r, struct room_child *c, char *const argv[],
     int want_ready, int keys_r)
 {
-	int p[2] = { -1, -1 };
+	int p[2] = { -1, -1 }, fence = -1, fds[ROOM_CHILD_FDS];
 	pid_t pid;
 
+	/* A room's writers on a cluster's host get its fence page; a host
+	 * that does not hold the room (any more) starts neither. */
+	if ((c == &r->fs || c == &r->agent) && r->rs->fence_fd &&
+	    (fence = r->rs->fence_fd(r->rs->cluster_arg, r->name)) < 0) {
+		log_warn("room %s: not starting %s: this host does not hold "
+		    "the room in the cluster now", r->name, c->what);
+		return fence;
+	}
 	if (want_ready && pipe2(p, O_CLOEXEC) < 0) {
 		log_error("room %s: pipe: %s", r->name, strerror(errno));
 		return -errno;
@@ -202,8 +231,14 @@ room_spawn(struct room *r, struct room_child *c, char *const argv[],
 		}
 		return -e;
 	}
-	if (pid == 0)
-		room_child_exec(argv, p[1], keys_r);
+	if (pid == 0) {
+		fds[0] = p[1];
+		fds[1] = keys_r;
+		fds[2] = fence;
+		fds[3] = c == &r->agent ? r->repl_w[0] : c == &r->fs ?
+		    r->repl_w[1] : -1;
+		room_child_exec(argv, fds);
+	}
 	c->pid = pid;
 	c->ready_len = 0;
 	c->ready_fd = -1;
@@ -292,19 +327,21 @@ static void
 room_mount(struct room *r)
 {
 	char prog[PATH_MAX + 128], db[PATH_MAX + 128], mnt[PATH_MAX + 128];
-	char opts[160];
+	char opts[192];
 	char *argv[] = { prog, "mount", "-f", "--ready-fd", "3", "-o", opts, db,
 	    mnt, NULL };
 
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
 	/* run_as: the daemon serves the room's commands' requests as the
-	 * room's uid, with no capability (fs/mount_confine.c); control_uid:
-	 * the room's agent, which runs as that uid too, asks for snapshots
-	 * on the control socket. */
+	 * room's uid, with no capability (fs/daemon/mount_confine.c);
+	 * control_uid: the room's agent, which runs as that uid too, asks for
+	 * snapshots on the control socket. */
 	snprintf(opts, sizeof(opts), "quota=%lld,quota_inodes=%lld,"
-	    "run_as=%u:%u,control_uid=%u", r->rs->cfg->quota,
+	    "run_as=%u:%u,control_uid=%u%s%s", r->rs->cfg->quota,
 	    r->rs->cfg->quota_inodes, (unsigned)r->ids.uid,
-	    (unsigned)r->ids.gid, (unsigned)r->ids.uid);
+	    (unsigned)r->ids.gid, (unsigned)r->ids.uid,
+	    r->rs->fence_fd ? ",fence_fd=" ROOM_STR(ROOM_FENCE_FD) : "",
+	    r->repl_w[1] >= 0 ? ",replicate_fd=" ROOM_STR(ROOM_REPL_FD) : "");
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	snprintf(mnt, sizeof(mnt), "%s/%s", r->run, WORKSPACE_DIR_NAME);
 	if (room_unmount_stale(r)) {
@@ -384,6 +421,10 @@ room_start_agent(struct room *r)
 	room_arg_pair("ready-fd", fd, args);
 	snprintf(fd, sizeof(fd), "%d", ROOM_KEYS_FD);
 	room_arg_pair("keys-fd", fd, args);
+	if (r->rs->fence_fd)
+		room_arg_pair("fence-fd", ROOM_STR(ROOM_FENCE_FD), args);
+	if (r->repl_w[0] >= 0)
+		room_arg_pair("replicate-fd", ROOM_STR(ROOM_REPL_FD), args);
 	config_each(r->rs->cfg, room_arg_pair, args);
 	if (args->failed) {
 		for (size_t i = 0; i < args->n; i++)
@@ -508,13 +549,167 @@ room_prepare(struct room *r)
 	return 0;
 }
 
+/* The room as room_stream.c needs it. */
+static void
+room_stream_of(const struct room *r, struct room_stream_room *rr)
+{
+	*rr = (struct room_stream_room){ r->name, r->dir, r->run, r->ids.uid,
+	    r->ids.gid, r->epoch };
+}
+
+/* Close the monitor's ends of the streams: atrium-replicate sees them
+ * end once the writers are gone too, stores what is left, and exits. */
+static void
+room_repl_close(struct room *r)
+{
+	for (int i = 0; i < 2; i++) {
+		if (r->repl_w[i] >= 0)
+			close(r->repl_w[i]);
+		r->repl_w[i] = -1;
+	}
+}
+
+/* --s3: start atrium-replicate run; its ready line starts the mount
+ * (room_child_ready).  Without --s3: the mount. */
+static void
+room_ship(struct room *r)
+{
+	struct room_stream_room rr;
+	int ready;
+	pid_t pid;
+
+	if (!r->rs->stream) {
+		room_mount(r);
+		return;
+	}
+	room_repl_close(r);
+	room_stream_of(r, &rr);
+	if ((pid = room_stream_run(r->rs->stream, &rr, &ready, r->repl_w)) < 0) {
+		room_fail(r, "cannot start atrium-replicate%s", "");
+		return;
+	}
+	r->repl.pid = pid;
+	r->repl.ready_fd = ready;
+	r->repl.ready_len = 0;
+	fd_set_nonblock(ready, 1);
+	loop_add(r->rs->loop, &r->repl.w, ready, POLLIN, room_ready_cb, r);
+	r->state = ROOM_SHIPPER;
+	r->deadline_ms = time_mono_ms() + ROOM_SHIPPER_WAIT_MS;
+	log_info("room %s: started atrium-replicate (pid %d, epoch %lld)",
+	    r->name, (int)pid, (long long)r->epoch);
+}
+
+/* --s3, at each start: the room's epoch from its fence page; when this
+ * hold on the room is new, start atrium-replicate restore (the mkfs
+ * slot; room_restore_exited goes on).  1 when that started or the room
+ * failed, 0 to go on with the start. */
+static int
+room_restore(struct room *r)
+{
+	struct room_stream_room rr;
+	int fence = r->rs->fence_fd(r->rs->cluster_arg, r->name);
+	int64_t epoch = fence >= 0 ? room_stream_epoch(fence) : fence;
+	pid_t pid;
+
+	if (epoch < 0) {
+		room_fail(r, "this host does not hold the room in the cluster "
+		    "now%s", "");
+		return 1;
+	}
+	room_stream_of(r, &rr);
+	rr.epoch = r->epoch;	/* this host's last hold, for the restore */
+	r->epoch = epoch;
+	if (room_stream_prepare(&rr) < 0) {
+		room_fail(r, "cannot make the room's directories%s", "");
+		return 1;
+	}
+	if (r->restored_epoch == epoch)
+		return 0;
+	if ((pid = room_stream_restore(r->rs->stream, &rr)) < 0) {
+		room_fail(r, "cannot start atrium-replicate restore%s", "");
+		return 1;
+	}
+	r->mkfs.pid = pid;
+	r->state = ROOM_RESTORE;
+	r->deadline_ms = 0;
+	log_info("room %s: restoring from the object store (epoch %lld, "
+	    "pid %d)", r->name, (long long)epoch, (int)pid);
+	return 1;
+}
+
+/* atrium-replicate restore, or the atrium-fs fsck after it, ended. */
+static void
+room_restore_exited(struct room *r, int status, const char *how)
+{
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, in;
+	char prog[PATH_MAX + 128], db[PATH_MAX + 128];
+	char *argv[] = { prog, "fsck", db, NULL };
+	struct room_stream_room rr;
+
+	if (r->rs->shutting_down)
+		return;
+	if (!ok && r->state == ROOM_RESTORE) {
+		room_fail(r, "the room could not be restored from the object "
+		    "store (atrium-replicate restore %s; its files here are "
+		    "untouched); see atriumd's log", how);
+		return;
+	}
+	if (!ok) {
+		room_fail(r, "the restored workspace fails atrium-fs fsck "
+		    "(%s); see atriumd's log", how);
+		return;
+	}
+	if (r->state == ROOM_FSCK) {
+		room_files_step(r);
+		return;
+	}
+	room_stream_of(r, &rr);
+	if ((in = room_stream_install(&rr)) < 0) {
+		room_fail(r, "the restored databases could not be put in "
+		    "place%s; see atriumd's log", "");
+		return;
+	}
+	r->restored_epoch = r->epoch;
+	if (in == 0) {
+		room_files_step(r);
+		return;
+	}
+	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
+	r->state = ROOM_FSCK;
+	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
+		room_fail(r, "cannot start atrium-fs fsck%s", "");
+}
+
+/* atrium-replicate run ended: the room's commits would fail without it,
+ * so the room stops, with the reason. */
+static void
+room_repl_exited(struct room *r, int status, const char *how)
+{
+	room_child_close(&r->repl);
+	room_repl_close(r);
+	if (r->state == ROOM_STOPPING || r->state == ROOM_COLD) {
+		room_check_stopped(r);
+		return;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		room_fail(r, "this host no longer holds the room in the "
+		    "cluster (its epoch is over)%s", "");
+	else if (r->state == ROOM_SHIPPER)
+		room_fail(r, "the room's writes cannot be streamed to the "
+		    "object store (atrium-replicate %s before it was ready: "
+		    "check --s3, --s3-bucket and the credentials); see "
+		    "atriumd's log", how);
+	else
+		room_fail(r, "streaming the room's writes to the object store "
+		    "ended (atrium-replicate %s); see atriumd's log", how);
+	room_check_stopped(r);
+}
+
 /* Make the room's directories and begin its start. */
 static void
 room_start(struct room *r)
 {
-	char db[PATH_MAX + 128], prog[PATH_MAX + 128], owner[64];
-	char *argv[] = { prog, "mkfs", "--owner", owner, db, NULL };
-
 	r->failed = 0;
 	r->error[0] = '\0';
 	r->mount_tries = 0;
@@ -524,10 +719,24 @@ room_start(struct room *r)
 		return;
 	log_info("room %s: starting (uid %u, gid %u)", r->name,
 	    (unsigned)r->ids.uid, (unsigned)r->ids.gid);
+	if (r->rs->stream && room_restore(r))
+		return;
+	room_files_step(r);
+}
+
+/* The workspace's step before the mount: mkfs (none yet), reown (a room
+ * that got a uid of its own), or none; then the shipper (--s3) and the
+ * mount. */
+static void
+room_files_step(struct room *r)
+{
+	char db[PATH_MAX + 128], prog[PATH_MAX + 128], owner[64];
+	char *argv[] = { prog, "mkfs", "--owner", owner, db, NULL };
+
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	if (access(db, F_OK) == 0) {
 		if (!room_reown(r, db))
-			room_mount(r);
+			room_ship(r);
 		return;
 	}
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
@@ -544,8 +753,14 @@ room_stop(struct room *r)
 
 	room_child_close(&r->fs);
 	room_child_gone(&r->agent);
+	room_child_close(&r->repl);
+	room_repl_close(r);
 	agentwatch_stop(&r->watch);
 	fswatch_stop(&r->fsw);
+	/* atrium-replicate is not signalled: its streams end with the
+	 * writers, and it stores what they sent before it exits. */
+	if (r->repl.pid > 0)
+		any = 1;
 	if (r->agent.pid > 0 && kill(r->agent.pid, SIGTERM) == 0)
 		any = 1;
 	if (r->fs.pid > 0 && kill(r->fs.pid, SIGTERM) == 0)
@@ -572,6 +787,10 @@ room_child_ready(struct room *r, struct room_child *c)
 		log_info("room %s: workspace mounted (%lld ms)", r->name, ms);
 		fswatch_start(&r->fsw, time_mono_ms());
 		room_start_agent(r);
+	} else if (c == &r->repl && r->state == ROOM_SHIPPER) {
+		log_info("room %s: atrium-replicate ready (%lld ms)", r->name,
+		    ms);
+		room_mount(r);
 	} else if (c == &r->agent && r->state == ROOM_AGENT) {
 		log_info("room %s: ready (%lld ms)", r->name, ms);
 		r->state = ROOM_READY;
@@ -586,7 +805,8 @@ static void
 room_ready_cb(struct watch *w, int revents)
 {
 	struct room *r = w->arg;
-	struct room_child *c = w == &r->fs.w ? &r->fs : &r->agent;
+	struct room_child *c = w == &r->fs.w ? &r->fs : w == &r->repl.w ?
+	    &r->repl : &r->agent;
 	ssize_t n;
 
 	(void)revents;
@@ -683,12 +903,26 @@ static void
 room_check_stopped(struct room *r)
 {
 	if (r->state != ROOM_STOPPING || r->fs.pid || r->agent.pid ||
-	    r->mkfs.pid)
+	    r->mkfs.pid || r->repl.pid)
 		return;
 	room_unmount_stale(r);
 	r->state = ROOM_COLD;
 	r->deadline_ms = 0;
 	log_info("room %s: stopped", r->name);
+	/* A streamed room starts again only under a new hold (the next
+	 * use claims it again, and restores what the store has, which is
+	 * all the room wrote): a new shipper at the same epoch would store
+	 * its first snapshot over the one the manifest still names. */
+	if (r->restart && r->rs->stream) {
+		log_info("room %s: starts again at its next use, under a new "
+		    "hold in the cluster", r->name);
+		r->restart = 0;
+	}
+	/* Not starting again here: a cluster's host gives the room's home
+	 * up, so that another host may take it. */
+	if (r->rs->stopped && (r->deleting || !r->restart ||
+	    r->rs->shutting_down))
+		r->rs->stopped(r->rs->cluster_arg, r->name);
 	if (r->deleting)
 		room_remove(r);
 	else if (r->restart && !r->rs->shutting_down)
@@ -706,8 +940,13 @@ room_mkfs_exited(struct room *r, int status, const char *how)
 	if (r->state == ROOM_MKFS && ok && (e = room_ids_reown_done(r->dir)) < 0)
 		log_warn("room %s: cannot remove %s/%s: %s", r->name, r->dir,
 		    ROOM_IDS_REOWN_FILE, strerror(-e));
+	if (r->state == ROOM_RESTORE || r->state == ROOM_FSCK) {
+		room_restore_exited(r, status, how);
+		room_check_stopped(r);
+		return;
+	}
 	if (r->state == ROOM_MKFS && ok && !r->rs->shutting_down)
-		room_mount(r);
+		room_ship(r);
 	else if (r->state == ROOM_MKFS)
 		room_fail(r, "atrium-fs mkfs or reown %s; see atriumd's log",
 		    how);
@@ -789,6 +1028,22 @@ room_agent_exited(struct room *r, int status, const char *how)
 	room_check_stopped(r);
 }
 
+/* See room.h. */
+void
+rooms_stop(struct rooms *rs, const char *name)
+{
+	struct room *r = rooms_find(rs, name);
+
+	if (!r || r->state == ROOM_COLD)
+		return;
+	r->restart = 0;
+	snprintf(r->error, sizeof(r->error), "this host's hold on the room "
+	    "ended");
+	if (r->state != ROOM_STOPPING)
+		room_stop(r);
+	room_check_stopped(r);
+}
+
 /* Route a reaped child to its room. */
 int
 rooms_child_exited(struct rooms *rs, pid_t pid, int status)
@@ -800,7 +1055,8 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 		struct room_child *c = pid == r->fs.pid ? &r->fs :
 		    pid == r->agent.pid ? &r->agent :
 		    pid == r->mkfs.pid ? &r->mkfs :
-		    pid == r->umount.pid ? &r->umount : NULL;
+		    pid == r->umount.pid ? &r->umount :
+		    pid == r->repl.pid ? &r->repl : NULL;
 
 		if (!c)
 			continue;
@@ -813,6 +1069,8 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 			room_fs_exited(r, how);
 		else if (c == &r->umount)
 			room_umount_exited(r, status, how);
+		else if (c == &r->repl)
+			room_repl_exited(r, status, how);
 		else
 			room_agent_exited(r, status, how);
 		return 1;
@@ -821,7 +1079,7 @@ rooms_child_exited(struct rooms *rs, pid_t pid, int status)
 }
 
 /* The room's agent reported its access list on the watchdog's connection
- * (agent/room_access.c: at each connection, after each change): checked
+ * (agent/room_access_list.c: at each connection, after each change): checked
  * as any input, then recorded (access_record.h).  A room being deleted
  * keeps no record: its directory is going. */
 static void
@@ -859,6 +1117,9 @@ room_new(struct rooms *rs, const char *name)
 	r->umount.ready_fd = -1;
 	r->fs.keys_fd = r->agent.keys_fd = r->mkfs.keys_fd = -1;
 	r->umount.keys_fd = -1;
+	r->repl.ready_fd = r->repl.keys_fd = -1;
+	r->repl_w[0] = r->repl_w[1] = -1;
+	r->repl.what = "atrium-replicate";
 	agentwatch_init(&r->watch, room_access_reported, r);
 	r->watch.totals = &rs->models;
 	fswatch_init(&r->fsw, &rs->fsops, r->name);
@@ -999,6 +1260,9 @@ room_tick(struct room *r, long long now)
 	case ROOM_AGENT:
 		room_fail(r, "atrium-agent was not ready in time%s", "");
 		break;
+	case ROOM_SHIPPER:
+		room_fail(r, "atrium-replicate was not ready in time%s", "");
+		break;
 	case ROOM_STOPPING:
 		if (r->agent.pid > 0)
 			kill(r->agent.pid, SIGKILL);
@@ -1008,6 +1272,8 @@ room_tick(struct room *r, long long now)
 			kill(r->mkfs.pid, SIGKILL);
 		if (r->umount.pid > 0)
 			kill(r->umount.pid, SIGKILL);
+		if (r->repl.pid > 0)
+			kill(r->repl.pid, SIGKILL);
 		r->deadline_ms = 0;
 		break;
 	default:
@@ -1060,7 +1326,8 @@ int
 rooms_all_stopped(const struct rooms *rs)
 {
 	for (const struct room *r = rs->list; r; r = r->next)
-		if (r->fs.pid || r->agent.pid || r->mkfs.pid || r->umount.pid)
+		if (r->fs.pid || r->agent.pid || r->mkfs.pid || r->umount.pid ||
+		    r->repl.pid)
 			return 0;
 	return 1;
 }
@@ -1075,6 +1342,8 @@ rooms_free(struct rooms *rs)
 		rs->list = r->next;
 		room_child_close(&r->fs);
 		room_child_gone(&r->agent);
+		room_child_close(&r->repl);
+		room_repl_close(r);
 		agentwatch_stop(&r->watch);
 		fswatch_stop(&r->fsw);
 		room_unmount_stale(r);

@@ -16,11 +16,19 @@
  * (its turn resumes from room.db), and so is one that has not answered
  * the watchdog's ping for agent-timeout seconds (agentwatch.h: it is
  * killed first); atrium-fs dying restarts the room.
+ *
+ * With --s3 (a cluster's host), a start that follows a new hold on the
+ * room first runs atrium-replicate restore (then atrium-fs fsck of what
+ * it restored), and every start runs atrium-replicate run after mkfs and
+ * before the mount (waiting for its "ready" line); the writers get its
+ * streams.  Its exit stops the room: the writers' commits fail without
+ * it.
  */
 #ifndef ATRIUMD_ROOM_H
 #define ATRIUMD_ROOM_H
 
 #include <limits.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "agentwatch.h"
@@ -32,7 +40,12 @@
 
 enum room_state {
 	ROOM_COLD,		/* no process */
+	ROOM_RESTORE,		/* atrium-replicate restore running
+				 * (--s3: a room this host just claimed) */
+	ROOM_FSCK,		/* atrium-fs fsck of what it restored */
 	ROOM_MKFS,		/* atrium-fs mkfs running */
+	ROOM_SHIPPER,		/* atrium-replicate run started (--s3),
+				 * not ready yet */
 	ROOM_RETRY,		/* waiting to mount again (DB still locked,
 				 * or fusermount3 of a stale mount runs) */
 	ROOM_MOUNTING,		/* atrium-fs mount started, not ready yet */
@@ -63,6 +76,12 @@ struct room {
 	enum room_state state;
 	struct room_child mkfs, fs, agent;
 	struct room_child umount;	/* fusermount3 of a stale mount */
+	struct room_child repl;		/* atrium-replicate run (--s3) */
+	int repl_w[2];			/* its streams' write ends, for the
+					 * agent [0] and atrium-fs [1]; -1 */
+	int64_t epoch;			/* this host's hold on it (--s3) */
+	int64_t restored_epoch;		/* the hold its files were restored
+					 * for: a restart keeps them */
 	long long started_ms;		/* when the current start began */
 	long long deadline_ms;		/* of the current step; 0: none */
 	int mount_tries;		/* mounts tried in this start */
@@ -98,6 +117,15 @@ struct rooms {
 					 * (model_totals.h) */
 	struct fsops_totals fsops;	/* every workspace's requests
 					 * (fswatch.h) */
+	/* On a cluster's host (cluster/node.h), else NULL: the fd of a
+	 * room's fence page for its writers (-errno: this host does not
+	 * hold the room, so it does not start), and a room that stopped
+	 * and will not start again by itself. */
+	int (*fence_fd)(void *arg, const char *room);
+	void (*stopped)(void *arg, const char *room);
+	void *cluster_arg;
+	/* --s3 (room_stream.h), else NULL: each room's writes streamed. */
+	const struct room_stream *stream;
 };
 
 struct keys;
@@ -116,6 +144,10 @@ void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 /* Ask for room name (valid).  1 when ready (*out set), 0 while starting,
  * -1 when it could not start (reason in (*out)->error), -ENOMEM. */
 int rooms_use(struct rooms *rs, const char *name, struct room **out);
+
+/* Stop room name at once, not to start again by itself (its host's hold
+ * on it in the cluster ended).  Nothing when it is not running. */
+void rooms_stop(struct rooms *rs, const char *name);
 
 /* The record of room name, or NULL. */
 struct room *rooms_find(const struct rooms *rs, const char *name);

@@ -1,7 +1,7 @@
 /*
- * room_cli.c: `atriumd room list|delete` (room_cli.h).  Called by main.c
- * before any server set-up; a short-lived process of its own, so it may
- * block (on the operator socket, for at most ROOM_CLI_WAIT_MS).
+ * room_cli.c: `atriumd room list|delete` (room_cli.h).  Called by
+ * monitor_main.c before any server set-up; a short-lived process of its own, so
+ * it may block (on the operator socket, for at most ROOM_CLI_WAIT_MS).
  *
  * Whether atriumd runs on DATA is told by its operator socket: a connect
  * that succeeds reaches it.  When none answers (ENOENT, or ECONNREFUSED: a

@@ -17,8 +17,8 @@
  * read-only and its -shm read-write, as every reader of a WAL database
  * shares it; the two made empty, as SQLite would, when a stopped room has
  * none, so that a room starting meanwhile shares them with the helper)
- * and passes them as descriptors 3 and up (fs/fdfiles.c).  The helper can
- * reach nothing else of the room.  Its directory goes when it ends; one
+ * and passes them as descriptors 3 and up (fs/engine/fdfiles.c).  The helper
+ * can reach nothing else of the room.  Its directory goes when it ends; one
  * that atriumd's stop left behind goes at the room's next export.
  *
  * An import makes the room, in this order, and removes it all again when
@@ -52,8 +52,8 @@
  * it half-made.
  *
  * An import's helpers parse a stranger's archive and SQLite file
- * (fs/import.c, fs/room_archive.c and agent/room_import.c check them), so
- * they run as the new room's uid, without groups or a way back, in a
+ * (fs/offline/import.c, fs/offline/room_archive.c and agent/room_import.c check
+ * them), so they run as the new room's uid, without groups or a way back, in a
  * directory of their own, DATA/rooms/ROOM/import (the room's directory
  * stays root's: they cannot touch its uid record or mark), which they
  * reach as their working directory, confined as a sandboxed command is

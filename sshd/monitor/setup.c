@@ -1,8 +1,8 @@
 /*
- * setup.c: first start (setup.h).  Called once by main.c before the server
- * starts: setup_data_top makes DATA itself, then main.c takes DATA's lock
- * (datalock.h), then setup_data_dir makes what goes inside, so that a
- * second atriumd on DATA makes nothing there.  Writes only files that are
+ * setup.c: first start (setup.h).  Called once by monitor_main.c before the
+ * server starts: setup_data_top makes DATA itself, then monitor_main.c takes
+ * DATA's lock (datalock.h), then setup_data_dir makes what goes inside, so that
+ * a second atriumd on DATA makes nothing there.  Writes only files that are
  * missing: it never replaces a host key or an authorized_keys file
  * someone made.
  */

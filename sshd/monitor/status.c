@@ -187,12 +187,17 @@ status_connections(const struct room *r)
 static const char *
 status_state(enum room_state s)
 {
+	/* By the enum's names: a state added to room.h needs its word. */
 	static const char *const names[] = {
-		"cold", "mkfs", "retry", "mounting", "starting", "ready",
-		"stopping",
+		[ROOM_COLD] = "cold",		[ROOM_RESTORE] = "restoring",
+		[ROOM_FSCK] = "checking",	[ROOM_MKFS] = "mkfs",
+		[ROOM_SHIPPER] = "streaming",	[ROOM_RETRY] = "retry",
+		[ROOM_MOUNTING] = "mounting",	[ROOM_AGENT] = "starting",
+		[ROOM_READY] = "ready",		[ROOM_STOPPING] = "stopping",
 	};
 
-	return (unsigned)s < sizeof(names) / sizeof(*names) ? names[s] : "?";
+	return (unsigned)s < sizeof(names) / sizeof(*names) && names[s] ?
+	    names[s] : "?";
 }
 
 /* What the agent's last pong said its turn was doing. */

@@ -1,6 +1,6 @@
 /*
  * strictmodes.c: the modes of an existing DATA (strictmodes.h).  Called by
- * main.c before anything in DATA is made or used.
+ * monitor_main.c before anything in DATA is made or used.
  *
  * Whoever can write DATA, DATA/run or DATA/rooms can swap a file or a room
  * for their own; whoever can write authorized_keys or atrium.conf decides

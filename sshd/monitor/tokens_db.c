@@ -11,6 +11,9 @@
  * the next use opens the file again and checks it again, so an operator's
  * fix takes effect without a restart.  Rows are read back as input: a
  * field out of shape is a damaged file, not a token.
+ *
+ * With --cluster (t->sync) the public functions at the end hand over to
+ * tokens_cluster.c and the file is never opened.
  */
 #include "tokens_db.h"
 
@@ -169,9 +172,9 @@ tokens_db_bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_insert(struct tokens *t, const struct token_row *r)
+/* tokens_db_insert on DATA/tokens.db. */
+static int
+tokens_file_insert(struct tokens *t, const struct token_row *r)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, "INSERT INTO tokens ("
 	    TOKENS_DB_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
@@ -240,9 +243,9 @@ tokens_db_row(sqlite3_stmt *st, struct token_row *r)
 	return 0;
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_find(struct tokens *t, const char *id, struct token_row *r)
+/* tokens_db_find on DATA/tokens.db. */
+static int
+tokens_file_find(struct tokens *t, const char *id, struct token_row *r)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, "SELECT " TOKENS_DB_COLUMNS
 	    " FROM tokens WHERE id = ?");
@@ -262,9 +265,9 @@ tokens_db_find(struct tokens *t, const char *id, struct token_row *r)
 	return 1;
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_count(struct tokens *t, const char *user)
+/* tokens_db_count on DATA/tokens.db. */
+static int
+tokens_file_count(struct tokens *t, const char *user)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, "SELECT count(*) FROM tokens"
 	    " WHERE user = ?");
@@ -279,9 +282,9 @@ tokens_db_count(struct tokens *t, const char *user)
 	return rc == SQLITE_ROW ? n : tokens_db_fail(t, "cannot be read");
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_each(struct tokens *t, const char *user,
+/* tokens_db_each on DATA/tokens.db. */
+static int
+tokens_file_each(struct tokens *t, const char *user,
     int (*fn)(void *arg, const struct token_row *r), void *arg)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, user ? "SELECT "
@@ -309,9 +312,9 @@ tokens_db_each(struct tokens *t, const char *user,
 	return rc == SQLITE_DONE ? 0 : tokens_db_fail(t, "cannot be read");
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_delete(struct tokens *t, const char *id, const char *user)
+/* tokens_db_delete on DATA/tokens.db. */
+static int
+tokens_file_delete(struct tokens *t, const char *id, const char *user)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, user ? "DELETE FROM tokens "
 	    "WHERE id = ? AND user = ?" : "DELETE FROM tokens WHERE id = ?");
@@ -329,9 +332,9 @@ tokens_db_delete(struct tokens *t, const char *id, const char *user)
 	return sqlite3_changes(t->db) > 0;
 }
 
-/* See tokens_db.h. */
-int
-tokens_db_touch(struct tokens *t, const char *id, long long now)
+/* tokens_db_touch on DATA/tokens.db. */
+static int
+tokens_file_touch(struct tokens *t, const char *id, long long now)
 {
 	sqlite3_stmt *st = tokens_db_prepare(t, "UPDATE tokens SET last_used"
 	    " = ? WHERE id = ?");
@@ -344,4 +347,54 @@ tokens_db_touch(struct tokens *t, const char *id, long long now)
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : tokens_db_fail(t, "cannot be written");
+}
+
+/* --- the store in use: DATA/tokens.db, or etcd with --cluster ---------- */
+
+/* See tokens_db.h. */
+int
+tokens_db_insert(struct tokens *t, const struct token_row *r)
+{
+	return t->sync ? tokens_cluster_insert(t, r) : tokens_file_insert(t, r);
+}
+
+/* See tokens_db.h. */
+int
+tokens_db_find(struct tokens *t, const char *id, struct token_row *r)
+{
+	return t->sync ? tokens_cluster_find(t, id, r) :
+	    tokens_file_find(t, id, r);
+}
+
+/* See tokens_db.h. */
+int
+tokens_db_count(struct tokens *t, const char *user)
+{
+	return t->sync ? tokens_cluster_count(t, user) :
+	    tokens_file_count(t, user);
+}
+
+/* See tokens_db.h. */
+int
+tokens_db_each(struct tokens *t, const char *user,
+    int (*fn)(void *arg, const struct token_row *r), void *arg)
+{
+	return t->sync ? tokens_cluster_each(t, user, fn, arg) :
+	    tokens_file_each(t, user, fn, arg);
+}
+
+/* See tokens_db.h. */
+int
+tokens_db_delete(struct tokens *t, const char *id, const char *user)
+{
+	return t->sync ? tokens_cluster_delete(t, id, user) :
+	    tokens_file_delete(t, id, user);
+}
+
+/* See tokens_db.h. */
+int
+tokens_db_touch(struct tokens *t, const char *id, long long now)
+{
+	return t->sync ? tokens_cluster_touch(t, id, now) :
+	    tokens_file_touch(t, id, now);
 }

@@ -20,6 +20,11 @@
  * fails SQLite's quick_check, or has another user_version is not used:
  * every token is refused, a log line says why, and the file is left as it
  * is for the operator (removing it revokes every token).
+ *
+ * With --cluster the rows live in etcd instead (tokens_cluster.c, set up
+ * by placement.c: t->sync), so that a token works on every host; each
+ * function below hands over to its tokens_cluster_ twin then, with the
+ * same results, and DATA/tokens.db is not used.
  */
 #ifndef ATRIUMD_TOKENS_DB_H
 #define ATRIUMD_TOKENS_DB_H
@@ -32,8 +37,13 @@
 
 #define TOKENS_HASH_LEN		32	/* SHA-256 */
 
+struct keys_sync;
+
 struct tokens {
 	char path[PATH_MAX];		/* DATA/tokens.db */
+	struct keys_sync *sync;		/* --cluster: the rows' mirror of
+					 * etcd (cluster/keys_sync.h), else
+					 * NULL */
 	sqlite3 *db;			/* NULL until opened; closed again
 					 * after an error, re-opened (and
 					 * re-checked) at the next use */
@@ -81,5 +91,14 @@ int tokens_db_delete(struct tokens *t, const char *id, const char *user);
 
 /* Set id's last_used to now.  0 or -EIO (logged). */
 int tokens_db_touch(struct tokens *t, const char *id, long long now);
+
+/* The same six over etcd (tokens_cluster.c), for t->sync. */
+int tokens_cluster_insert(struct tokens *t, const struct token_row *r);
+int tokens_cluster_find(struct tokens *t, const char *id, struct token_row *r);
+int tokens_cluster_count(struct tokens *t, const char *user);
+int tokens_cluster_each(struct tokens *t, const char *user,
+    int (*fn)(void *arg, const struct token_row *r), void *arg);
+int tokens_cluster_delete(struct tokens *t, const char *id, const char *user);
+int tokens_cluster_touch(struct tokens *t, const char *id, long long now);
 
 #endif

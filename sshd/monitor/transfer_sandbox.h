@@ -3,7 +3,7 @@
  * (transfer_sandbox.c), for room_transfer.c.  An import's helpers parse a
  * stranger's tar and SQLite file; an export's read the room's own.  Each
  * runs as the room's uid (room_transfer.c) and, from here, with:
- *   - the sandbox's seccomp filters (common/sandbox_seccomp.c, the ones
+ *   - the sandbox's seccomp filters (sandbox/sandbox_seccomp.c, the ones
  *     atrium-sandbox-init installs before every command);
  *   - a network namespace of its own, holding only a down loopback;
  *   - a cgroup of its own under the room's, PARENT/ROOM/xfer-PID-N (PID

@@ -9,6 +9,9 @@
  *   subsystem   sftp (stream.c), atrium (the protocol, control.c) or
  *               rooms (one line listing the rooms the user may enter);
  *   shell       the chat (chat.c).
+ * The request that picks a room kind is kept (req_kind, req_arg), so that
+ * a room that turns out to live on another node of a cluster gets it
+ * repeated there (relay.h).
  * Each is refused with a message on stderr when the room name is not one,
  * or when room_access_admit says the user may not do it there; a key's
  * forced command (command=) runs in place of any of them.  A later request
@@ -18,6 +21,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chat.h"
@@ -50,6 +54,18 @@ chan_begin(struct chan *c)
 		return 0;
 	}
 	return 1;
+}
+
+/* Keep the request that picks c's kind (kind 'e', 's' or 'h'; arg the
+ * command or subsystem), to repeat it on the room's home should the room
+ * live on another host (relay.h).  0, or -1 when out of memory. */
+static int
+chan_remember(struct chan *c, char kind, const char *arg)
+{
+	c->req_kind = kind;
+	if (arg && !(c->req_arg = strdup(arg)))
+		return -1;
+	return 0;
 }
 
 /* A usage error of atrium-token: why and how to use it on stderr, exit
@@ -166,6 +182,8 @@ chan_exec_cb(ssh_session ssh, ssh_channel ch, const char *command, void *ud)
 		return chan_token(c, command);
 	if ((r = chan_begin(c)) <= 0)
 		return r;
+	if (chan_remember(c, 'e', command) < 0)
+		return -1;
 	if (!room_access_admit(c, kind == 'e' ? "export" : kind == 'i' ?
 	    "import" : "exec"))
 		return 0;
@@ -234,6 +252,8 @@ chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 		return -1;
 	if ((r = chan_begin(c)) <= 0)
 		return r;
+	if (chan_remember(c, 's', name) < 0)
+		return -1;
 	if (!room_access_admit(c, strcmp(name, "sftp") == 0 ? "sftp" :
 	    "the atrium subsystem"))
 		return 0;
@@ -256,6 +276,8 @@ chan_shell_cb(ssh_session ssh, ssh_channel ch, void *ud)
 	(void)ssh; (void)ch;
 	if (r <= 0)
 		return r;
+	if (chan_remember(c, 'h', NULL) < 0)
+		return -1;
 	if (!room_access_admit(c, "chat"))
 		return 0;
 	if (c->s->opts.command)

@@ -26,6 +26,7 @@
 #include "libssh_compat.h"
 #include "log.h"
 #include "monitor_ask.h"
+#include "relay.h"
 #include "user_cap.h"
 #include "util.h"
 
@@ -266,14 +267,25 @@ chan_drain_input(struct chan *c)
 static void
 chan_poll_room(struct chan *c)
 {
+	struct relay_home home;
 	char why[256];
 	int rc;
 
-	rc = monitor_ask_use(c->s, why, sizeof(why));
+	rc = monitor_ask_use(c->s, why, sizeof(why), &home);
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;
-	if (rc == 1) {
+	if (rc == MONITOR_ASK_REMOTE && c->s->relayed) {
+		/* Relayed here by a node that took this host for the home:
+		 * relayed on, two nodes that disagree would pass it back and
+		 * forth.  The home is moving; the client's next try finds it. */
+		log_info("session %lu: room %s is not here but on %s: not "
+		    "relaying a relayed session on", c->s->num, c->s->room,
+		    home.node);
+		chan_refuse(c, "%s", RELAY_MOVING_MSG);
+	} else if (rc == MONITOR_ASK_REMOTE) {
+		relay_chan_start(c, &home);
+	} else if (rc == 1) {
 		phases_mark(&c->s->ph, PHASE_ROOM);
 		c->ops->start(c);
 	} else if (rc == MONITOR_ASK_REFUSED) {
@@ -302,6 +314,26 @@ chan_connect_agent(struct chan *c, struct agentlink *l,
 	    on_line, on_end, arg);
 	if (r == 0)
 		loop_mark(&l->w, &c->s->poke);	/* its lines: a tick */
+	return r;
+}
+
+/* See session.h. */
+int
+chan_start_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
+    void (*on_line)(void *, json_object *, const char *, size_t),
+    void (*on_end)(void *), void *arg)
+{
+	int r = chan_connect_agent(c, l, h, on_line, on_end, arg);
+
+	if (r == 0) {
+		c->connect_tries = 0;
+		return 0;
+	}
+	if (++c->connect_tries < CHAN_MAX_CONNECT) {
+		chan_wait_room(c);	/* the agent is restarting */
+		return 1;
+	}
 	return r;
 }
 
@@ -363,7 +395,7 @@ chan_tick(struct chan *c)
 void
 chan_free(struct chan *c)
 {
-	monitor_ask_cancel(c->rooms_ask);
+	ask_queue_cancel(c->rooms_ask);
 	if (c->ops && c->ops->free)
 		c->ops->free(c);
 	user_cap_release(c);
@@ -373,6 +405,7 @@ chan_free(struct chan *c)
 	ssh_channel_free(c->ch);
 	for (int i = 0; i < c->nenv; i++)
 		free(c->env[i]);
+	free(c->req_arg);
 	buf_free(&c->out);
 	buf_free(&c->err);
 	buf_free(&c->inpend);

@@ -4,7 +4,8 @@
  * may not send `hello` (atriumd says who the user is), lines over
  * PROTO_MAX_LINE, not valid UTF-8 or not JSON objects are answered with an
  * `error` line, and the text of a chat or prompt loses its control
- * characters (utf8_clean) before the room sees it.
+ * characters before the room sees it (room_request.h, as over the
+ * room's WebSocket).
  *
  * Backpressure both ways: client lines are taken only while the agent link
  * has room; agent lines are read only while the channel's queue is under
@@ -45,12 +46,12 @@
 #include "protocol.h"
 #include "monitor_ask.h"
 #include "room_access.h"
+#include "room_request.h"
 #include "server.h"
 #include "user_cap.h"
 #include "utf8.h"
 
 #define CONTROL_MAX_QUEUED	(PROTO_MAX_LINE)
-#define CONTROL_MAX_CONNECT	20
 #define CONTROL_MAX_EXECS	4096	/* execs waiting for a result */
 #define CONTROL_EXEC_ID		64	/* longest id remembered, with NUL */
 
@@ -61,7 +62,6 @@ struct control {
 	int started;			/* hello sent */
 	int ended;			/* the agent went away */
 	int denied;			/* access_denied came: the end */
-	int connect_tries;
 	int eof;			/* the client sends no more */
 	int sync_sent;			/* our sync follows its last line */
 	int synced;			/* ... and was answered */
@@ -80,20 +80,27 @@ control_lines_held(const struct control *ct)
 	return ct->in.in.len > ct->in.taken + ct->in.partial;
 }
 
-/* An error line to the client only. */
+/* An error line to the client only, naming id when not NULL. */
 static void
-control_error(struct control *ct, const char *msg)
+control_error_for(struct control *ct, const char *id, const char *msg)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = room_request_error(id, msg);
 	struct buf line;
 
-	json_object_object_add(o, "type", json_object_new_string("error"));
-	json_object_object_add(o, "message", json_object_new_string(msg));
-	buf_init(&line, 4096);
+	if (!o)
+		return;
+	buf_init(&line, CHAN_MAX_OUT);
 	if (jsonl_format(&line, o) == 0)
 		chan_write(ct->c, line.data, line.len);
 	buf_free(&line);
 	json_object_put(o);
+}
+
+/* An error line to the client only. */
+static void
+control_error(struct control *ct, const char *msg)
+{
+	control_error_for(ct, NULL, msg);
 }
 
 /* Room for one more exec id: 0, or -ENOBUFS past CONTROL_MAX_EXECS,
@@ -296,62 +303,29 @@ control_own(struct control *ct, json_object *o)
 	return r != 0;
 }
 
-/* Clean the text of a chat or prompt (utf8.h): it reaches every member's
- * terminal and the room's history.  1 when o changed (send it re-encoded),
- * 0 when it is as it came, -ENOMEM. */
-static int
-control_clean_text(const char *type, json_object *o)
-{
-	const char *text = json_get_string(o, "text");
-	char *clean;
-	int changed;
-
-	if (!type || (strcmp(type, "chat") && strcmp(type, "prompt")) || !text)
-		return 0;
-	if (!(clean = utf8_clean_str(text)))
-		return -ENOMEM;
-	changed = strcmp(clean, text) != 0;
-	if (changed)
-		json_object_object_add(o, "text", json_object_new_string(clean));
-	free(clean);
-	return changed;
-}
-
 /* An exec line may go on only while the user is under
  * max-commands-per-user (user_cap.h): 1, or 0 with an error (naming the
  * exec's id, so a client waiting for it is answered) sent. */
 static int
 control_exec_under_cap(struct control *ct, const char *type, json_object *o)
 {
-	const char *id = json_get_string(o, "id");
-	json_object *ev;
 	char msg[512];
-	struct buf line;
 
 	if (!type || strcmp(type, "exec") || !user_cap_full(ct->c, msg,
 	    sizeof(msg)))
 		return 1;
-	ev = json_object_new_object();
-	json_object_object_add(ev, "type", json_object_new_string("error"));
-	if (id)
-		json_object_object_add(ev, "id", json_object_new_string(id));
-	json_object_object_add(ev, "message", json_object_new_string(msg));
-	buf_init(&line, CHAN_MAX_OUT);
-	if (jsonl_format(&line, ev) == 0)
-		chan_write(ct->c, line.data, line.len);
-	buf_free(&line);
-	json_object_put(ev);
+	control_error_for(ct, json_get_string(o, "id"), msg);
 	return 0;
 }
 
 /* Queue one checked request to the agent: the line as it came, or o
- * re-encoded when control_clean_text changed it; an exec is counted
+ * re-encoded when room_request_clean changed it; an exec is counted
  * until its exec_done (agentlink.h).  0 or -errno. */
 static int
 control_forward(struct control *ct, const char *type, json_object *o,
     const char *line, size_t len)
 {
-	int r = control_clean_text(type, o);
+	int r = room_request_clean(type, o);
 
 	if (r < 0)
 		return r;
@@ -502,13 +476,11 @@ control_start(struct chan *c)
 {
 	struct control *ct = c->kind;
 	struct monitor_hello h = { .kind = "control", .since = -1 };
-	int rc = chan_connect_agent(c, &ct->link, &h, control_line,
+	int rc = chan_start_agent(c, &ct->link, &h, control_line,
 	    control_end, ct);
 
-	if (rc < 0 && ++ct->connect_tries < CONTROL_MAX_CONNECT) {
-		chan_wait_room(c);
+	if (rc > 0)
 		return;
-	}
 	if (rc < 0) {
 		chan_refuse(c, "atrium: cannot reach room '%s' (%s); try again",
 		    c->s->room, strerror(-rc));

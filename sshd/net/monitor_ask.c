@@ -4,29 +4,29 @@
  * room_access.c wherever the single-process atriumd used to act as root.
  *
  * Requests are answered in order.  Most are waited for (the answer is a
- * round trip and a few system calls in the monitor); cmd_end, whose
- * answer says nothing, and the rooms listing, which reads a record per
- * room, are not: it is queued in srv->pending and
- * its answer is read when it comes (monitor_ask_answer), or, when another
- * request is waited for meanwhile, before that one's (monitor_ask_n), and
- * handed to its done callback at the next loop turn
+ * round trip and a few system calls in the monitor); cmd_end and
+ * net_stats, whose answers say nothing, and the rooms listing, which
+ * reads a record per room, are not: they are queued in srv->asks
+ * (ask_queue.h, as atriumd-http's are), each answer read when it comes,
+ * or, when another request is waited for meanwhile, before that one's,
+ * and handed to its done callback at the next loop turn
  * (monitor_ask_deliver).  So a client asking for the listing in a loop
  * never stops the loop that streams everyone's output.
  */
 #include "monitor_ask.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ask_queue.h"
 #include "jsonl.h"
 #include "net_stats.h"
 #include "log.h"
 #include "names.h"
 #include "privsep.h"
+#include "relay.h"
 #include "server.h"
 #include "session.h"
 
@@ -73,173 +73,41 @@ monitor_ask_for(const struct session *s, const char *type, int room)
 	return o;
 }
 
-struct monitor_pending {
-	struct monitor_pending *next;	/* in srv->pending, oldest first */
-	void (*done)(void *arg, json_object *ans);	/* NULL: cancelled */
-	void *arg;
-	json_object *ans;		/* once it came */
-	int arrived;
-};
-
-/* The oldest request still waiting for its answer, or NULL. */
-static struct monitor_pending *
-monitor_ask_waiting(struct server *srv)
-{
-	struct monitor_pending *p = srv->pending;
-
-	while (p && p->arrived)
-		p = p->next;
-	return p;
-}
-
-/* Read the next answer, which is the oldest waiting request's (none of
- * those answers carries fds).  0 or -errno. */
-static int
-monitor_ask_take(struct server *srv, struct monitor_pending *p)
-{
-	int r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, &p->ans, NULL,
-	    NULL, 0);
-
-	if (r == 0) {
-		p->arrived = 1;
-		loop_wake_soon(&srv->loop);	/* monitor_ask_deliver */
-	}
-	if (!monitor_ask_waiting(srv) && srv->ans_w.loop)
-		loop_want(&srv->ans_w, 0);
-	return r;
-}
-
-/* The monitor is gone or broke the protocol: stop (once). */
+/* The monitor is gone or broke the protocol: stop (once; ask_queue's
+ * lost). */
 static void
-monitor_ask_lost(struct server *srv, int r)
+monitor_ask_lost(void *arg, int r)
 {
+	struct server *srv = arg;
+
 	if (srv->stopping)
 		return;
 	log_error("the monitor does not answer (%s); stopping", strerror(-r));
 	server_begin_stop(srv, 1);
 }
 
-/* mon_fd is readable while a request answered later waits. */
-static void
-monitor_ask_answer(struct watch *w, int revents)
-{
-	struct server *srv = w->arg;
-	struct monitor_pending *p = monitor_ask_waiting(srv);
-	int r;
-
-	(void)revents;
-	if (!p) {
-		loop_want(w, 0);
-		return;
-	}
-	if ((r = monitor_ask_take(srv, p)) < 0) {
-		loop_want(w, 0);
-		monitor_ask_lost(srv, r);
-	}
-}
-
-/* Send req (consumed) and wait for the answer (*ans, the caller's), with
- * up to max fds into fds[0..*nfds) (fds NULL: none); answers to earlier
- * requests that were not waited for are taken first.  0 or -errno; a
- * failure also stops the server. */
-static int
-monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
-    int *fds, int *nfds, int max)
-{
-	struct monitor_pending *p;
-	int r;
-
-	*ans = NULL;
-	if (nfds)
-		*nfds = 0;
-	if (!req)
-		return -EINVAL;
-	if (srv->mon_fd < 0)
-		r = -EPIPE;
-	else
-		r = privsep_send(srv->mon_fd, req, NULL, 0);
-	while (r == 0 && (p = monitor_ask_waiting(srv)))
-		r = monitor_ask_take(srv, p);
-	if (r == 0)
-		r = privsep_recv(srv->mon_fd, PRIVSEP_MAX_ANSWER, ans, fds,
-		    nfds, max);
-	json_object_put(req);
-	if (r < 0)
-		monitor_ask_lost(srv, r);
-	return r;
-}
-
-/* Send req (consumed); its answer goes to done(arg, ans) later.  The
- * handle, or NULL (done is not called). */
-static struct monitor_pending *
-monitor_ask_later(struct server *srv, json_object *req,
-    void (*done)(void *arg, json_object *ans), void *arg)
-{
-	struct monitor_pending *p, **pp;
-	int r;
-
-	if (!req || srv->mon_fd < 0 || !(p = calloc(1, sizeof(*p)))) {
-		json_object_put(req);
-		return NULL;
-	}
-	if ((r = privsep_send(srv->mon_fd, req, NULL, 0)) < 0) {
-		json_object_put(req);
-		free(p);
-		monitor_ask_lost(srv, r);
-		return NULL;
-	}
-	json_object_put(req);
-	p->done = done;
-	p->arg = arg;
-	for (pp = &srv->pending; *pp; pp = &(*pp)->next)
-		;
-	*pp = p;
-	if (srv->ans_w.loop)
-		loop_want(&srv->ans_w, POLLIN);
-	else
-		loop_add(&srv->loop, &srv->ans_w, srv->mon_fd, POLLIN,
-		    monitor_ask_answer, srv);
-	return p;
-}
-
 /* See monitor_ask.h. */
 void
-monitor_ask_forget(struct server *srv)
+monitor_ask_init(struct server *srv)
 {
-	struct monitor_pending *p;
-
-	loop_del(&srv->ans_w);
-	while ((p = srv->pending)) {
-		srv->pending = p->next;
-		json_object_put(p->ans);
-		free(p);
-	}
-}
-
-/* See monitor_ask.h. */
-void
-monitor_ask_cancel(struct monitor_pending *p)
-{
-	if (p)
-		p->done = NULL;
+	ask_queue_init(&srv->asks, &srv->loop, srv->mon_fd,
+	    ASK_QUEUE_REFUSAL_NULL, monitor_ask_lost, srv);
 }
 
 /* See monitor_ask.h. */
 void
 monitor_ask_deliver(struct server *srv)
 {
-	struct monitor_pending *p;
-
-	while ((p = srv->pending) && p->arrived) {
-		srv->pending = p->next;
+	if (ask_queue_deliver(&srv->asks, 0) > 0)
 		srv->tick_all = 1;	/* whoever asked looks at it */
-		/* An answer with errno is a refusal (monitor.c). */
-		if (p->done)
-			p->done(p->arg, json_get_int(p->ans, "errno", 0) > 0 ?
-			    NULL : p->ans);
-		json_object_put(p->ans);
-		free(p);
-	}
+}
+
+/* Send req (consumed) and wait for the answer (ask_queue_ask). */
+static int
+monitor_ask_n(struct server *srv, json_object *req, json_object **ans,
+    int *fds, int *nfds, int max)
+{
+	return ask_queue_ask(&srv->asks, req, ans, fds, nfds, max);
 }
 
 /* The same with one fd at most, *fd (-1: none; fd NULL: none wanted). */
@@ -254,9 +122,34 @@ monitor_ask(struct server *srv, json_object *req, json_object **ans, int *fd)
 	return r;
 }
 
+/* A `use` answer "remote" into *home: MONITOR_ASK_REMOTE, or -1 (why in
+ * err) when a field is missing or does not fit. */
+static int
+monitor_ask_home(json_object *ans, struct relay_home *home, char *err,
+    size_t errlen)
+{
+	const char *node = json_get_string(ans, "node");
+	const char *addr = json_get_string(ans, "addr");
+	const char *key = json_get_string(ans, "hostkey");
+
+	if (!node || !addr || !key || !node[0] ||
+	    strlen(node) >= sizeof(home->node) ||
+	    strlen(addr) >= sizeof(home->addr) ||
+	    strlen(key) >= sizeof(home->hostkey) || !strchr(key, ' ')) {
+		snprintf(err, errlen, "the cluster's answer for its home is "
+		    "not complete");
+		return -1;
+	}
+	snprintf(home->node, sizeof(home->node), "%s", node);
+	snprintf(home->addr, sizeof(home->addr), "%s", addr);
+	snprintf(home->hostkey, sizeof(home->hostkey), "%s", key);
+	return MONITOR_ASK_REMOTE;
+}
+
 /* See monitor_ask.h. */
 int
-monitor_ask_use(const struct session *s, char *err, size_t errlen)
+monitor_ask_use(const struct session *s, char *err, size_t errlen,
+    struct relay_home *home)
 {
 	json_object *req = monitor_ask_for(s, "use", 1), *ans;
 	const char *state;
@@ -270,7 +163,33 @@ monitor_ask_use(const struct session *s, char *err, size_t errlen)
 	snprintf(err, errlen, "%s", json_get_string(ans, "error") ?: "");
 	r = state && strcmp(state, "ready") == 0 ? 1 :
 	    state && strcmp(state, "starting") == 0 ? 0 :
-	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED : -1;
+	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED :
+	    state && strcmp(state, "remote") == 0 ?
+	    monitor_ask_home(ans, home, err, errlen) : -1;
+	json_object_put(ans);
+	return r;
+}
+
+/* See monitor_ask.h. */
+int
+monitor_ask_relay(struct server *srv, const char *hostkey, char *node,
+    size_t nodelen, char *why, size_t whylen)
+{
+	json_object *req = monitor_ask_req("relay", NULL), *ans;
+	const char *name;
+	int r;
+
+	snprintf(why, whylen, "the monitor cannot be asked");
+	if (req)
+		json_object_object_add(req, "hostkey",
+		    json_object_new_string(hostkey));
+	if ((r = monitor_ask(srv, req, &ans, NULL)) < 0)
+		return r;
+	name = json_get_string(ans, "node");
+	snprintf(why, whylen, "%s", json_get_string(ans, "error") ?:
+	    "not a node's host key");
+	snprintf(node, nodelen, "%s", name ? name : "");
+	r = json_get_bool(ans, "ok", 0) && name && name[0];
 	json_object_put(ans);
 	return r;
 }
@@ -304,6 +223,9 @@ monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 	if (req) {
 		json_object_object_add(req, "kind",
 		    json_object_new_string(h->kind));
+		if (h->feed)
+			json_object_object_add(req, "feed",
+			    json_object_new_boolean(1));
 		if (h->since >= 0)
 			json_object_object_add(req, "since",
 			    json_object_new_int64(h->since));
@@ -409,6 +331,7 @@ monitor_ask_access(const struct session *s, const char *what,
 		return r;
 	}
 	a->exists = json_get_bool(ans, "exists", 0);
+	a->remote = json_get_bool(ans, "remote", 0);
 	a->may_create = json_get_bool(ans, "may_create", 0);
 	if (a->exists) {
 		a->may_enter = json_get_bool(ans, "may_enter", 0);
@@ -422,12 +345,12 @@ monitor_ask_access(const struct session *s, const char *what,
 }
 
 /* See monitor_ask.h. */
-struct monitor_pending *
+struct ask_pending *
 monitor_ask_rooms(const struct session *s,
     void (*done)(void *arg, json_object *ev), void *arg)
 {
-	return monitor_ask_later(s->srv, monitor_ask_for(s, "rooms", 0), done,
-	    arg);
+	return ask_queue_later(&s->srv->asks, monitor_ask_for(s, "rooms", 0),
+	    done, arg);
 }
 
 /* See monitor_ask.h. */
@@ -563,7 +486,7 @@ monitor_ask_cmd_end(struct server *srv, const char *user, int n)
 		    json_object_new_string(user));
 		json_object_object_add(req, "n", json_object_new_int(n));
 	}
-	monitor_ask_later(srv, req, NULL, NULL);
+	ask_queue_later(&srv->asks, req, NULL, NULL);
 }
 
 /* See monitor_ask.h. */
@@ -575,5 +498,5 @@ monitor_ask_stats(struct server *srv, const long long *v)
 	for (int i = 0; req && i < NET_STAT_N; i++)
 		json_object_object_add(req, net_stat_names[i],
 		    json_object_new_int64(v[i]));
-	monitor_ask_later(srv, req, NULL, NULL);
+	ask_queue_later(&srv->asks, req, NULL, NULL);
 }

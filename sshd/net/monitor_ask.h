@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "access.h"
+#include "ask_queue.h"
 #include "buf.h"
 #include "loop.h"
 #include "token_args.h"
@@ -24,6 +25,7 @@ struct server;
 struct session;
 
 #define MONITOR_ASK_REFUSED	(-2)	/* monitor_ask_use: over the cap */
+#define MONITOR_ASK_REMOTE	(-3)	/* monitor_ask_use: lives elsewhere */
 
 /*
  * Requests that act for a user take the session: they carry its user, the
@@ -34,16 +36,32 @@ struct session;
  * refusal of that request.
  */
 
+struct relay_home;
+
 /* s's user (who may have to be counted against max-rooms-per-user) wants
  * s's room: 1 ready, 0 starting (ask again next turn), MONITOR_ASK_REFUSED
  * when creating it would pass the user's max-rooms-per-user or the key
- * may not create it, -1 when it failed to start; why in err. */
-int monitor_ask_use(const struct session *s, char *err, size_t errlen);
+ * may not create it, MONITOR_ASK_REMOTE when another node of the cluster
+ * serves it (*home says which, and where: relay.h), -1 when it failed to
+ * start; why in err. */
+int monitor_ask_use(const struct session *s, char *err, size_t errlen,
+    struct relay_home *home);
+
+/* May a relay authenticated with hostkey ("TYPE BASE64") come in?  1 when
+ * it is the host key of a current node of this host's cluster (its name
+ * into node), 0 when not (why: the monitor's reason, or that this host
+ * is in no cluster), -errno when the monitor cannot be asked. */
+int monitor_ask_relay(struct server *srv, const char *hostkey, char *node,
+    size_t nodelen, char *why, size_t whylen);
 
 /* What a connection to a room's agent is for: the monitor writes the
  * hello (agent/requests.c) with these and who s is. */
 struct monitor_hello {
-	const char *kind;	/* "chat", "control" or "exec" */
+	const char *kind;	/* "chat", "control", "exec" or "feed" (the
+				 * room's events for every chat session of
+				 * this process in the room: chat_feed.h) */
+	int feed;		/* chat: the room's events come on the feed,
+				 * not on this connection */
 	long long history;	/* events to replay, 0..PROTO_MAX_HISTORY */
 	long long since;	/* or those after this seq; -1: history */
 };
@@ -65,6 +83,8 @@ struct monitor_access {
 	int may_enter;		/* a member, the owner or an admin */
 	int may_manage;		/* the owner or an admin */
 	int may_create;		/* the key's rooms= allows the name */
+	int remote;		/* the room lives on another node of the
+				 * cluster: that node decides */
 	struct access_list list;	/* owner, visibility, members: only
 					 * when may_enter (else empty) */
 	char why[256];		/* when the monitor refused who s is */
@@ -84,28 +104,24 @@ int monitor_ask_access(const struct session *s, const char *what,
  * room).  Answers come in the order of the requests; one that arrives
  * while a request is waited for is kept, and each is handed to its done
  * callback from the loop (monitor_ask_deliver), outside every other
- * callback.  The one who asked cancels before it goes (the answer is then
- * dropped).
+ * callback (ask_queue.h).  The one who asked cancels (ask_queue_cancel)
+ * before it goes: the answer is then dropped.
  */
-struct monitor_pending;
 
 /* The rooms s's user may enter, as the `rooms` event (room_access.h):
  * done(arg, ev) gets it later (ev NULL when refused, or the monitor is
- * gone; borrowed: done keeps none of it).  A handle for monitor_ask_cancel,
+ * gone; borrowed: done keeps none of it).  A handle for ask_queue_cancel,
  * or NULL when it could not be asked (done is not called then). */
-struct monitor_pending *monitor_ask_rooms(const struct session *s,
+struct ask_pending *monitor_ask_rooms(const struct session *s,
     void (*done)(void *arg, json_object *ev), void *arg);
-
-/* Forget p's answer: its done is not called.  NULL is fine. */
-void monitor_ask_cancel(struct monitor_pending *p);
 
 /* Hand the answers that came to their done callbacks, in order.  Called
  * by server.c at each loop turn. */
 void monitor_ask_deliver(struct server *srv);
 
-/* Drop every request still waiting (the process is ending, its sessions
- * freed). */
-void monitor_ask_forget(struct server *srv);
+/* Set srv's queue of requests answered later up, on srv->mon_fd (-1
+ * until the request socket exists).  Called by server.c. */
+void monitor_ask_init(struct server *srv);
 
 /* Delete s's room, which s's user must own (or be an admin: the monitor
  * checks).  0 or -errno. */

@@ -9,6 +9,11 @@
  * the end of it.  Syscalls of another architecture's table (i386, x32) kill
  * the process: nothing here makes them.
  *
+ * One kind of new socket: a TCP one, which a cluster's front connects
+ * to its room's home with (relay.h: the address is the monitor's answer,
+ * numeric, never a name to resolve); socket is allowed for AF_INET and
+ * AF_INET6 streams only, so no unix, netlink, raw or packet socket.
+ *
  * Threads, and nothing else: clone is allowed with exactly the flags
  * glibc's pthread_create passes (the handshake threads, kexpool.h), so no
  * fork, vfork or new namespace; clone3, whose flags sit in memory where a
@@ -27,6 +32,7 @@
 #include <seccomp.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <termios.h>
 
@@ -41,8 +47,9 @@ static const char *const privdrop_allowed[] = {
 	"close", "close_range", "dup", "dup2", "dup3", "fcntl", "openat",
 	"open", "fstat", "newfstatat", "stat", "lstat",
 	"statx", "access", "faccessat", "faccessat2", "readlink",
-	/* sockets: accepted and passed ones only, never a new one */
-	"accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg",
+	/* sockets: accepted and passed ones, and TCP to a room's home
+	 * (privdrop_seccomp_socket) */
+	"connect", "accept", "accept4", "recvfrom", "recvmsg", "sendto", "sendmsg",
 	"shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
 	/* the loop */
 	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
@@ -81,6 +88,38 @@ privdrop_seccomp_nice(scmp_filter_ctx ctx)
 	return r;
 }
 
+/* socket(AF_INET or AF_INET6, SOCK_STREAM with SOCK_NONBLOCK and
+ * SOCK_CLOEXEC, 0) only: a relay's link to a room's home (relay.c). */
+static int
+privdrop_seccomp_socket(scmp_filter_ctx ctx)
+{
+	static const int domains[] = { AF_INET, AF_INET6 };
+	const int type = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;
+
+	for (size_t i = 0; i < 2; i++) {
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket),
+		    3, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)domains[i]),
+		    SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)type),
+		    SCMP_A2(SCMP_CMP_EQ, 0));
+
+		if (r < 0) {
+			log_error("seccomp: cannot allow TCP sockets: %s",
+			    strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* The network process's own rules: setpriority and TCP sockets. */
+static int
+privdrop_seccomp_more(scmp_filter_ctx ctx)
+{
+	int r = privdrop_seccomp_nice(ctx);
+
+	return r < 0 ? r : privdrop_seccomp_socket(ctx);
+}
+
 /* See privdrop.h. */
 int
 privdrop_seccomp(void)
@@ -88,7 +127,7 @@ privdrop_seccomp(void)
 	static const struct seccomp_allow allow = {
 		privdrop_allowed, SECCOMP_ALLOW_N(privdrop_allowed),
 		privdrop_ioctls, SECCOMP_ALLOW_N(privdrop_ioctls),
-		NULL, 0, 0, privdrop_seccomp_nice,
+		NULL, 0, 0, privdrop_seccomp_more,
 	};
 
 	return seccomp_allow_load(&allow);

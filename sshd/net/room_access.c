@@ -1,8 +1,9 @@
 /*
  * room_access.c: atriumd's room access decisions (room_access.h).  Called
- * by session.c when a channel asks for exec, a subsystem or the chat
+ * by chan_requests.c when a channel asks for exec, a subsystem or the chat
  * (room_access_admit, before the room is started), and for the `rooms`
- * and `delete` requests of the chat and the atrium subsystem.  These
+ * and `delete` requests of the chat (sshd/chat/chat.c) and the atrium
+ * subsystem (control.c).  These
  * decisions spare the monitor and the agent requests that would be
  * refused, and give the client its words; they are not the only guard:
  * the monitor decides again from its own reading of the key's line
@@ -105,6 +106,8 @@ room_access_admit(struct chan *c, const char *what)
 	struct monitor_access a;
 	int r = monitor_ask_access(s, what, &a);
 
+	if (r >= 0 && a.remote)
+		return 1;	/* the room's home decides (relay.h) */
 	if (r == 0)
 		return room_access_admit_new(c, &a, what);
 	if (r == -EACCES) {

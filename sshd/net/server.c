@@ -1,6 +1,6 @@
 /*
  * server.c: the listener and the main loop of atriumd's network process
- * (server.h).  Called by atriumd-net's main.c: server_adopt, then
+ * (server.h).  Called by atriumd-net's net_main.c: server_adopt, then
  * server_init_network, server_run and server_destroy.  The monitor's loop
  * is sshd/monitor/monitor_loop.c.
  *
@@ -409,6 +409,7 @@ server_adopt(struct server *srv, const struct config *cfg, int listen_fd,
 	srv->cfg = cfg;
 	srv->sigfd = -1;
 	srv->mon_fd = srv->ev_fd = -1;
+	monitor_ask_init(srv);
 	if (!(srv->bind = ssh_bind_new())) {
 		ssh_key_free(key);
 		close(listen_fd);
@@ -461,6 +462,7 @@ server_init_network(struct server *srv, int mon_fd, int ev_fd)
 
 	srv->mon_fd = mon_fd;
 	srv->ev_fd = ev_fd;
+	monitor_ask_init(srv);
 	if ((r = server_admission(srv)) < 0 || (r = server_init_loop(srv)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/authorized_keys", srv->cfg->data_dir);
@@ -585,11 +587,13 @@ server_destroy(struct server *srv)
 		srv->sessions = s->next;
 		session_free(s);
 	}
-	monitor_ask_forget(srv);
+	ask_queue_forget(&srv->asks);
 	agentlink_cache_free(&srv->link_cache);
+	tui_draw_cache_free(&srv->draw_cache);
 	loop_destroy(&srv->loop);
 	if (srv->bind)
 		ssh_bind_free(srv->bind);
+	ssh_key_free(srv->relay_key);
 	if (srv->sigfd >= 0)
 		close(srv->sigfd);
 	if (srv->mon_fd >= 0)

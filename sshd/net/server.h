@@ -16,11 +16,13 @@
 
 #include "admission.h"
 #include "agentlink.h"
+#include "ask_queue.h"
 #include "authkeys.h"
 #include "config.h"
 #include "kexpool.h"
 #include "loop.h"
 #include "net_stats.h"
+#include "tui_draw.h"
 
 #define SERVER_AUTH_TIMEOUT_MS	30000	/* handshake and auth */
 #define SERVER_MAX_SESSIONS	4096	/* connections at once */
@@ -31,6 +33,8 @@
 #define SERVER_TRIM_MS		5000	/* free heap given back this often */
 
 struct session;
+
+struct chat_feed;
 
 struct server {
 	const struct config *cfg;	/* the settings it was given (fixed:
@@ -48,6 +52,9 @@ struct server {
 		unsigned long n;	/* refused for it, not logged since */
 	} refused_quiet[SERVER_REFUSAL_KINDS];
 	ssh_bind bind;			/* the listener */
+	ssh_key relay_key;		/* the host key again, which the
+					 * front signs a relay's userauth
+					 * with (relay.h); NULL */
 	struct watch listen_w;		/* on the listener */
 	struct watch signal_w;		/* on sigfd */
 	int sigfd;			/* SIGTERM, SIGINT (SIGCHLD, SIGHUP
@@ -69,11 +76,16 @@ struct server {
 	int ev_fd;			/* event socket, the network's end; -1 */
 	struct watch mon_w;		/* on ev_fd */
 	int exit_code;			/* of the process once stopped */
-	struct monitor_pending *pending; /* requests answered later, oldest
+	struct ask_queue asks;		/* requests answered later, oldest
 					 * first (monitor_ask.h) */
-	struct watch ans_w;		/* on mon_fd while one of them waits */
 	struct agentlink_cache link_cache; /* room events parsed once for
 					 * every chat member (agentlink.h) */
+	struct chat_feed *feeds;	/* one per room with chat sessions
+					 * (chat_feed.h) */
+	struct tui_draw_cache draw_cache; /* a streamed answer's Markdown
+					 * parsed once and drawn once per
+					 * width for every member
+					 * (tui_draw.h) */
 	struct net_stats stats;		/* counts for GET /metrics
 					 * (net_stats.h) */
 };

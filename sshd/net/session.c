@@ -19,6 +19,11 @@
  * room name will do as the SSH user: ssh -s x@HOST rooms); nor does
  * exec atrium-token (tokens for HTTP, whatever the SSH user names).
  *
+ * In a cluster, a userauth whose user name begins with RELAY_USER_PREFIX
+ * is another node relaying one of its sessions here (relay.h: the home's
+ * half, relay_accept.c, decides); a session whose room lives on another
+ * node is relayed there channel by channel (relay.c).
+ *
  * The key's authorized_keys options (authkeys_opts.h) apply in two places:
  * from= and expiry-time= when the key is offered (session_user_for), and
  * no-pty and command= when a channel asks for a pty or picks its kind
@@ -42,6 +47,7 @@
 #include "log.h"
 #include "monitor_ask.h"
 #include "netaddr.h"
+#include "relay.h"
 #include "util.h"
 
 #define SESSION_BANNER \
@@ -239,6 +245,10 @@ session_auth_pubkey_cb(ssh_session ssh, const char *room, ssh_key key,
 	const char *user;
 
 	(void)ssh;
+	if (room && strncmp(room, RELAY_USER_PREFIX,
+	    strlen(RELAY_USER_PREFIX)) == 0)
+		return relay_accept_auth(s, room, key, state) == SSH_AUTH_SUCCESS
+		    ? SSH_AUTH_SUCCESS : session_auth_denied(s);
 	authkeys_fingerprint(key, fp, sizeof(fp));
 	/* The monitor knows a session's key by its fingerprint only
 	 * (monitor_identity.h): a key without one cannot act. */
@@ -487,7 +497,8 @@ session_due(const struct session *s, long long now_ms)
 	if ((s->wake_ms && now_ms >= s->wake_ms) || session_in_flight(s))
 		return 1;
 	/* A socket closed under libssh moves no byte. */
-	return (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0;
+	return (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0 ||
+	    relay_link_due(s);
 }
 
 /* Reap the channels that are closing. */
@@ -574,6 +585,7 @@ session_free(struct session *s)
 		s->chans = c->next;
 		chan_free(c);
 	}
+	relay_link_free(s);
 	if (s->in_event)
 		ssh_event_remove_session(s->srv->loop.event, s->ssh);
 	ssh_disconnect(s->ssh);

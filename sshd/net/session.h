@@ -36,6 +36,8 @@
  * this is the agent's EXEC_MAX_ENV. */
 #define CHAN_MAX_ENV		12
 #define CHAN_MAX_OUT		(4 * 1024 * 1024) /* queued to the client */
+#define CHAN_MAX_CONNECT	20	/* tries in a row while the agent
+					 * restarts (chan_start_agent) */
 #define CHAN_PUMP_LOW		(128 * 1024)	/* chan_pump reads below this */
 #define CHAN_PUMP_READ		(128 * 1024)	/* ... this much at most */
 #define CHAN_KEEP		4096	/* per queue, kept once it is empty */
@@ -61,6 +63,7 @@
 
 struct agentlink;
 struct chan;
+struct relay_link;
 struct room;
 
 struct chan_ops {
@@ -110,11 +113,17 @@ struct chan {
 	int ended;			/* chan_end told it why it ends */
 	int closing;			/* reap at the next tick */
 	int vetted;			/* the client's packet size was checked */
+	int connect_tries;		/* chan_start_agent's, since the last
+					 * connection */
 	struct agentlink *link;		/* the kind's link to the agent, once
 					 * connected (its execs: user_cap.h) */
 	int cap_held;			/* commands the monitor counts for it
 					 * (user_cap.h) */
-	struct monitor_pending *rooms_ask; /* a rooms listing asked for it and
+	char req_kind;			/* its request: 'e' exec, 's'
+					 * subsystem, 'h' shell (kept for a
+					 * relay: relay.h), 0 */
+	char *req_arg;			/* the command or subsystem asked */
+	struct ask_pending *rooms_ask; /* a rooms listing asked for it and
 					 * not answered yet (monitor_ask.h):
 					 * one at a time; cancelled when it
 					 * goes */
@@ -155,6 +164,13 @@ struct session {
 					 * (ssh_set_counters) */
 	uint64_t io_seen;		/* io's in + out at its last tick */
 	int dead;			/* free at the next reap */
+	struct relay_link *relay;	/* its link to its room's home, when
+					 * the room lives on another host
+					 * (relay.h), or NULL */
+	int relayed;			/* it came through another node's
+					 * relay: user, fp and peer are the
+					 * ones that node relays */
+	char relay_node[64];		/* that node */
 	struct chan *chans;
 	struct session *next;		/* in srv->sessions */
 };
@@ -240,6 +256,15 @@ struct monitor_hello;
  * sends none.  0, or -errno (-ECONNREFUSED, -ENOENT while the agent
  * restarts, -EACCES when the monitor refused the session's key). */
 int chan_connect_agent(struct chan *c, struct agentlink *l,
+    const struct monitor_hello *h,
+    void (*on_line)(void *, json_object *, const char *, size_t),
+    void (*on_end)(void *), void *arg);
+
+/* A kind's start: chan_connect_agent, and while it fails (the agent
+ * restarting) the room asked for again (chan_wait_room), up to
+ * CHAN_MAX_CONNECT times in a row.  0 connected; 1 waiting for the room
+ * again; -errno when it gave up (the kind refuses the channel). */
+int chan_start_agent(struct chan *c, struct agentlink *l,
     const struct monitor_hello *h,
     void (*on_line)(void *, json_object *, const char *, size_t),
     void (*on_end)(void *), void *arg);

@@ -1,6 +1,7 @@
 /*
- * stream.c: exec requests and the sftp subsystem (stream.h).  Called by
- * session.c through chan_ops.
+ * stream.c: exec requests and the sftp subsystem (stream.h).  Started by
+ * chan_requests.c (an exec request, the sftp subsystem), then driven by
+ * channel.c through chan_ops.
  *
  * The command runs in the room's sandbox, started by atrium-agent; atriumd
  * makes the pipes (or a pty pair), passes the command's ends with the exec
@@ -61,7 +62,6 @@
 
 #define STREAM_TURN_READS	8	/* reads per pipe per loop turn, at most */
 #define STREAM_LINGER_MS	2000
-#define STREAM_MAX_CONNECT	20	/* tries while the agent restarts */
 #define STREAM_REPORT_MS	100	/* sftp's changes told at most this
 					 * often (see the head) */
 
@@ -87,7 +87,6 @@ struct stream {
 	int code;			/* its exit code */
 	char sig[16];			/* its signal name, or "" */
 	long long last_io_ms;		/* output seen then */
-	int connect_tries;
 	int sftp;			/* the sftp subsystem: flow counts */
 	int archive;			/* 'e' atrium-export, 'i' atrium-import:
 					 * helpers of the monitor, no agent */
@@ -535,12 +534,10 @@ stream_start(struct chan *c)
 	struct stream *st = c->kind;
 	int rc;
 
-	rc = chan_connect_agent(c, &st->link, &exec_hello, stream_line,
+	rc = chan_start_agent(c, &st->link, &exec_hello, stream_line,
 	    stream_end, st);
-	if (rc < 0 && ++st->connect_tries < STREAM_MAX_CONNECT) {
-		chan_wait_room(c);	/* the agent is restarting */
-		return;
-	}
+	if (rc > 0)
+		return;		/* the agent is restarting */
 	if (rc < 0 || (rc = stream_send_exec(st)) < 0) {
 		log_error("session %lu: cannot start the command in %s: %s",
 		    c->s->num, c->s->room, strerror(-rc));

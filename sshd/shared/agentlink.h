@@ -1,6 +1,6 @@
 /*
  * agentlink.h: one connection from atriumd to a room's agent.sock, made per
- * SSH channel.  Lines out are queued in a capped buffer and written when the
+ * SSH channel (and per room for the chat's feed).  Lines out are queued in a capped buffer and written when the
  * socket takes them; lines in are framed by jsonl and handed to the owner's
  * callback.  The owner pauses reading (agentlink_pause) when it cannot keep
  * up, so the agent's socket fills and the agent sees backpressure.
@@ -18,10 +18,10 @@
  * were the room speaking now.
  *
  * Parsed once for all: the agent writes each room event as the same bytes
- * to every member's link, so with 1,000 members the network process read
- * and parsed one line 1,000 times.  Links given a cache (agentlink_cache,
- * one per process: the network's server) look a line up by its exact
- * bytes first and share the parsed object (a reference each), so a room's
+ * to every unfed member's link (chat sessions read the room's events from
+ * one feed per room instead: sshd/chat/chat_feed.h, itself a link), and
+ * links given a cache (agentlink_cache, one per process: the network's
+ * server) look a line up by its exact bytes first and share the parsed object (a reference each), so a room's
  * line is parsed once whatever its members.  Only room events (stamped,
  * not replays: what every member gets alike) and lines of at most
  * AGENTLINK_CACHE_LINE bytes are kept, in AGENTLINK_CACHE_SLOTS slots

@@ -1,6 +1,6 @@
 /*
  * privdrop_id.c: the network process's user, looked up by name
- * (privdrop_id.h).  Called by the monitor's main.c once, as root, before
+ * (privdrop_id.h).  Called by sshd/monitor/monitor_main.c once, as root, before
  * the fork: NSS may read files, or ask daemons, that atriumd-net, which
  * gets the answer on its command line, could not reach.
  */

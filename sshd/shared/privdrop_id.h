@@ -1,7 +1,8 @@
 /*
- * privdrop_id.h: who atriumd's network process runs as (privdrop_id.c):
- * the monitor resolves --privsep-user, and passes the answer to
- * atriumd-net, which becomes that user (privdrop.h).
+ * privdrop_id.h: who atriumd's fronts run as (privdrop_id.c): the
+ * monitor resolves --privsep-user, and passes the answer to atriumd-net
+ * and atriumd-http (front_exec.h), which become that user
+ * (front_privdrop.h).
  */
 #ifndef ATRIUMD_PRIVDROP_ID_H
 #define ATRIUMD_PRIVDROP_ID_H

@@ -1,6 +1,8 @@
 /*
  * privsep.c: frames between atriumd's monitor and its network process
- * (privsep.h).  Called by monitor.c and monitor_client.c.
+ * (privsep.h).  Called by the monitor (sshd/monitor/monitor_main.c, monitor.c,
+ * http_front.c) and by the processes that ask it (sshd/net/monitor_ask.c,
+ * sshd/http/http_ask.c, sshd/http/http_server.c).
  *
  * Both ends block: the network process waits for each answer (the monitor
  * answers at once, from its own loop), and the monitor reads a frame only

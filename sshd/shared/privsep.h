@@ -8,7 +8,7 @@
  * the network process what happened on its own (a room deleted by the
  * operator, a room that became ready) on the event socket.  Both are unix
  * stream socketpairs made before the fork; atriumd-net gets its ends as
- * fds 5 and 6 (sshd/net/main.c).
+ * fds 5 and 6 (sshd/net/net_main.c).
  *
  * A message is one frame:
  *
@@ -30,10 +30,16 @@
  *   use {room, WHO}         rooms= for a room not made yet, quota, then
  *                           start the room if cold
  *                           -> {state: ready|starting|refused|failed, error}
- *   agent {room, WHO, kind, history | since}
+ *                              | {state: remote, node, addr, hostkey}: in
+ *                              a cluster, another node serves the room
+ *                              (addr HOST:PORT, numeric; hostkey "TYPE
+ *                              BASE64"): the session is relayed there
+ *                              (sshd/net/relay.h)
+ *   agent {room, WHO, kind, feed, history | since}
  *                           connect to a ready room's agent.sock and write
  *                           the connection's hello on it (user, kind,
- *                           admin, may_create: the monitor's; history or
+ *                           admin, may_create: the monitor's, never for
+ *                           kind feed; feed (chat only), history or
  *                           since: the session's)
  *                           -> {fd: true} + the socket, or {errno}
  *   why {room, WHO}         -> {why}: why the agent was just restarted
@@ -42,7 +48,8 @@
  *                           exec, chat, delete... for its log)
  *                           -> {exists, may_enter, may_manage, may_create,
  *                              and owner, visibility, members only when
- *                              may_enter} | {errno}
+ *                              may_enter} | {remote: true} (the room's
+ *                              home, another node, decides) | {errno}
  *   rooms {WHO}             -> the `rooms` event of the room protocol
  *                              (every room for a key with atrium-admin)
  *   delete {room, WHO}      the room's owner or an admin only
@@ -93,6 +100,11 @@
  *                           connections, channels by kind, connections
  *                           refused over a limit), kept for GET /metrics
  *                           (sshd/net/net_stats.h); from it alone -> {}
+ *   relay {hostkey}         may a relay (sshd/net/relay.h) authenticated
+ *                           with hostkey ("TYPE BASE64") come in?  Only a
+ *                           current node's host key (/atrium/nodes/NODE in
+ *                           etcd); always refused without --cluster
+ *                           -> {ok: true, node} | {error}
  *   cmd_end {user, n}       n of the user's commands over this front are
  *                           over (no WHO: a key removed meanwhile still
  *                           gives its count back) -> {}

@@ -4,7 +4,8 @@
  * exec body (command or argv, cwd, encoding: api_cloudflare.c), Duet's
  * fields (api_duet.c), rhema's session config (api_rhema.c) and its
  * WebSocket messages (api_rhema_ws.c), a room event as rhema names it,
- * and the WebSocket's cleaning of a chat's or prompt's text (http_ws.c).
+ * and the cleaning of a chat's or prompt's text that the WebSocket
+ * applies (room_request.c, linked).
  * Those files are included, not linked, for their static parsers.
  *
  * The input is a request body as it came (any bytes).  What a parser
@@ -110,7 +111,7 @@ check_rhema_ws(json_object *m)
 		FUZZ_CHECK(strcmp(type, "stop") == 0);
 	}
 	/* What is forwarded is cleaned as any client line is. */
-	FUZZ_CHECK(http_ws_clean(type, o) >= 0);
+	FUZZ_CHECK(room_request_clean(type, o) >= 0);
 	if (strcmp(type, "prompt") == 0)
 		for (const char *p = json_get_string(o, "text"); *p; p++) {
 			unsigned char c = (unsigned char)*p;

@@ -1,6 +1,6 @@
 /*
- * fuzz_mcp.c: libFuzzer entry point for agent/mcp_proto.c and
- * agent/mcp_config.c, what reads an MCP server's stdout lines (a program
+ * fuzz_mcp.c: libFuzzer entry point for agent/mcp/mcp_proto.c and
+ * agent/mcp/mcp_config.c, what reads an MCP server's stdout lines (a program
  * the room's owner chose, running in the sandbox) and a config line's
  * `mcp` list.
  *
@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "../../agent/mcp_config.h"
-#include "../../agent/mcp_proto.h"
-#include "../../agent/tool_bash.h"
+#include "../../agent/mcp/mcp_config.h"
+#include "../../agent/mcp/mcp_proto.h"
+#include "../../agent/tools/tool_bash.h"
 #include "jsonl.h"
 #include "utf8.h"
 

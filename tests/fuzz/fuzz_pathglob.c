@@ -1,5 +1,5 @@
 /*
- * fuzz_pathglob.c: libFuzzer entry point for agent/pathglob.c, the glob
+ * fuzz_pathglob.c: libFuzzer entry point for agent/tools/pathglob.c, the glob
  * matcher of the ls and grep tools, whose patterns the model chooses.
  *
  * The input is a pattern, a NUL, then a path (a path without a NUL is
@@ -12,7 +12,7 @@
 
 #include "fuzz.h"
 #include "glob_ref.h"
-#include "../../agent/pathglob.h"
+#include "../../agent/tools/pathglob.h"
 
 #define FUZZ_GLOB_MAX 4096
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_provider.c: libFuzzer entry point for the model providers' stream
- * parsers (agent/provider.c with provider_anthropic.c and
+ * parsers (agent/provider/provider.c with provider_anthropic.c and
  * provider_openai.c), through provider.h only: provider_stream_new, _feed,
  * _finish, _message and the result getters.  The bytes are a response body
  * from a model server, which Atrium does not control.

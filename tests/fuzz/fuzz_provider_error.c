@@ -1,8 +1,8 @@
 /*
- * fuzz_provider_error.c: libFuzzer entry point for what agent/provider.c
- * reads from a model server that refused a request: the error body
- * (provider_error_message, provider_should_retry) and the Retry-After and
- * retry-after-ms header values (provider_retry_delay_ms).
+ * fuzz_provider_error.c: libFuzzer entry point for what
+ * agent/provider/provider.c reads from a model server that refused a request:
+ * the error body (provider_error_message, provider_should_retry) and the
+ * Retry-After and retry-after-ms header values (provider_retry_delay_ms).
  *
  * The input is the body, and also (cut at its first NUL) a header value.
  * The message must fit its buffer, be NUL-terminated, non-empty, and hold

@@ -1,10 +1,10 @@
 /*
  * fuzz_room_archive.c: libFuzzer entry point for what `atrium-import`
- * reads from a stranger: the room archive (fs/room_archive.c: the
+ * reads from a stranger: the room archive (fs/offline/room_archive.c: the
  * "atrium-room 1" header member, the tar framing through libarchive, the
- * room.db member, the workspace through fs/import.c) and then the history
- * it unpacked (agent/room_import.c: room_import_db), in the order atriumd
- * runs them (sshd/monitor/room_transfer.c, steps 3 and 4).
+ * room.db member, the workspace through fs/offline/import.c) and then the
+ * history it unpacked (agent/room_import.c: room_import_db), in the order
+ * atriumd runs them (sshd/monitor/room_transfer.c, steps 3 and 4).
  *
  * Each input is the archive, read from a memfd into a new, empty room
  * directory on a tmpfs, with a small quota so that a compressed bomb ends
@@ -35,7 +35,7 @@
 
 #include "../../agent/room_db.h"
 #include "../../agent/room_import.h"
-#include "../../fs/commands.h"
+#include "../../fs/offline/commands.h"
 #include "fuzz.h"
 #include "log.h"
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_sse.c: libFuzzer entry point for agent/sse.c, the Server-Sent
+ * fuzz_sse.c: libFuzzer entry point for agent/provider/sse.c, the Server-Sent
  * Events framer in front of both model providers (bytes from the network).
  *
  * The input is one response body.  For several event caps and every split

@@ -10,7 +10,9 @@
  * closed blocks end at a line's end; nothing written to the terminal or
  * kept holds a control byte but the chat's own SGR escapes, CR, LF and
  * (kept only) the wrap mark; every row fits its width; the rows counted
- * are the rows printed.
+ * are the rows printed; a member drawing from a cache shared by every
+ * plan (tui_draw_cache, as atriumd-net's members share one) writes and
+ * keeps the same bytes as the member drawing alone.
  */
 #include <string.h>
 
@@ -95,17 +97,23 @@ check_rows(const struct tui_draw *d, int cols)
 }
 
 /* Stream text as deltas cut by plan (at code point starts), end the
- * answer, and return what the model kept in *kept. */
+ * answer, and return what the model kept in *kept; a second member
+ * drawing from cache must write and keep the same. */
 static void
-stream(const char *text, size_t n, enum fuzz_plan plan, struct buf *kept)
+stream(const char *text, size_t n, enum fuzz_plan plan, struct buf *kept,
+    struct tui_draw_cache *cache)
 {
 	struct fuzz_split split;
-	struct tui_draw d;
-	struct buf out;
+	struct tui_draw d, c;
+	struct buf out, cout, ckept;
 	char piece[1024];
 
 	tui_draw_init(&d, 1, 1, 1, 40, 12);
+	tui_draw_init(&c, 1, 1, 1, 40, 12);
+	c.cache = cache;
 	buf_init(&out, 1 << 24);
+	buf_init(&cout, 1 << 24);
+	buf_init(&ckept, 1 << 24);
 	fuzz_split_init(&split, plan, (const uint8_t *)text, n, 512);
 	for (size_t i = 0; i < n;) {
 		size_t len = fuzz_split_next(&split, n - i);
@@ -117,17 +125,27 @@ stream(const char *text, size_t n, enum fuzz_plan plan, struct buf *kept)
 			len = sizeof(piece) - 1;
 		memcpy(piece, text + i, len);
 		piece[len] = '\0';
+		tui_draw_stream(&c, &cout, piece);
 		tui_draw_stream(&d, &out, piece);
 		i += len;
 	}
+	tui_draw_stream_end(&c, &cout);
 	tui_draw_stream_end(&d, &out);
 	FUZZ_CHECK(only_sgr(out.data ? out.data : "", out.len, 0));
+	FUZZ_CHECK(cout.len == out.len && (!out.len ||
+	    memcmp(cout.data, out.data, out.len) == 0));
 	model_text(&d, kept);
+	model_text(&c, &ckept);
+	FUZZ_CHECK(ckept.len == kept->len && (!ckept.len ||
+	    memcmp(ckept.data, kept->data, ckept.len) == 0));
 	check_rows(&d, 40);
 	check_rows(&d, 1);
 	check_rows(&d, 17);
 	buf_free(&out);
+	buf_free(&cout);
+	buf_free(&ckept);
 	tui_draw_free(&d);
+	tui_draw_free(&c);
 }
 
 /* Whether some line of s[0..n) is long enough to be ended early. */
@@ -150,6 +168,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct buf clean, whole, cut;
+	struct tui_draw_cache cache;
 	struct tui_draw d;
 	struct buf out;
 	char *text;
@@ -169,11 +188,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!off || text[off - 1] == '\n');
 		FUZZ_CHECK(number >= 0 && number <= TUI_MD_MAX_NUMBER);
 	}
+	memset(&cache, 0, sizeof(cache));
 	buf_init(&whole, 1 << 24);
-	stream(text, clean.len, FUZZ_WHOLE, &whole);
+	stream(text, clean.len, FUZZ_WHOLE, &whole, &cache);
 	for (enum fuzz_plan p = FUZZ_BYTES; p < FUZZ_NPLANS; p++) {
 		buf_init(&cut, 1 << 24);
-		stream(text, clean.len, p, &cut);
+		stream(text, clean.len, p, &cut, &cache);
 		if (!has_long_line(text, clean.len))
 			FUZZ_CHECK(cut.len == whole.len && (!cut.len ||
 			    memcmp(cut.data, whole.data, cut.len) == 0));
@@ -194,5 +214,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(text);
 	buf_free(&whole);
 	buf_free(&clean);
+	tui_draw_cache_free(&cache);
 	return 0;
 }

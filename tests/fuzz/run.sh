@@ -4,8 +4,8 @@
 #   tests/fuzz/run.sh [NAME...]     all targets, or fuzz_NAME only
 #
 # Each tests/fuzz/fuzz_NAME.c is linked with the sources it tests (listed
-# below; never a main.c) into build/fuzz/fuzz_NAME with clang's libFuzzer,
-# ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
+# below; never a program's main) into build/fuzz/fuzz_NAME with clang's
+# libFuzzer, ASan and UBSan, then run for FUZZ_SECONDS (default 30; 0 replays the seed
 # corpus once) on its seeds in tests/fuzz/corpus/NAME/, with the dictionary
 # tests/fuzz/NAME.dict and the libFuzzer flags in tests/fuzz/NAME.options
 # (one line) when they exist.  New inputs go to
@@ -22,24 +22,29 @@ SECS=${FUZZ_SECONDS:-30}
 JOBS=${FUZZ_JOBS:-1}
 CC=${FUZZ_CC:-clang}
 
-# The workspace core and the whole-room archive (fs/, less its main.c and
+# The workspace core and the whole-room archive (fs/, less fs/fs_main.c and
 # the mount's confinement and keeper, which need libseccomp and root),
 # what reads a room's history (room_import.c, import_transcript.c and
 # room_db.c), and the constructors every stored event passes through
 # (stored_event.c).
-FS_CORE=$(ls fs/*.c | grep -Ev '^fs/(main|mount|mount_confine|mount_keeper)\.c$' |
+FS_CORE=$(ls fs/engine/*.c fs/offline/*.c fs/daemon/*.c |
+    grep -Ev '^fs/daemon/(mount|mount_confine|mount_keeper)\.c$' |
     tr '\n' ' ')
 STORED="agent/stored_event.c common/event_types.c common/jsonl.c common/utf8.c common/buf.c"
-ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/vfs_shim.c $STORED"
+ROOM_DB="agent/room_import.c agent/import_transcript.c agent/room_db.c agent/wal_checkpointer.c common/sqlite_int.c common/walbuf.c common/walrec.c common/fence.c common/vfs_shim.c $STORED"
 
-# atriumd-http's parsers are reached through its own files (less main.c),
-# linked whole as its unit tests link them, with libcommon's sources.
+# atriumd-http's parsers are reached through its own files (less
+# sshd/http/http_main.c), linked whole as its unit tests link them, with
+# libcommon's sources.
 HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
-    grep -Ev '^(sshd/http/main|common/sandbox_init|common/sandbox_seccomp)\.c$' |
+    grep -Ev '^(sshd/http/http_main)\.c$' |
     tr '\n' ' ')
-# The monitor's files (less main.c), for what it reads of HTTP requests.
-MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c |
-    grep -Ev '^(sshd/monitor/main|common/sandbox_init)\.c$' | tr '\n' ' ')
+# The monitor's files (less sshd/monitor/monitor_main.c), for what it reads of
+# HTTP requests, with the cluster's (cluster/, which it links).
+MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c sandbox/sandbox_seccomp.c \
+    cluster/etcd.c cluster/node.c cluster/cluster_status.c cluster/s3_creds.c \
+    cluster/keys_sync.c |
+    grep -Ev '^(sshd/monitor/monitor_main)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
 without() {
@@ -55,9 +60,9 @@ declare -A SRC=(
 	[jsonl]="common/jsonl.c common/buf.c"
 	[names]="common/names.c"
 	[config]="common/config.c common/prices.c common/util.c"
-	[sse]="agent/sse.c common/buf.c"
-	[provider]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
-	[provider_error]="agent/provider.c agent/provider_anthropic.c agent/provider_openai.c agent/sse.c common/buf.c common/utf8.c"
+	[sse]="agent/provider/sse.c common/buf.c"
+	[provider]="agent/provider/provider.c agent/provider/provider_anthropic.c agent/provider/provider_openai.c agent/provider/sse.c common/buf.c common/utf8.c"
+	[provider_error]="agent/provider/provider.c agent/provider/provider_anthropic.c agent/provider/provider_openai.c agent/provider/sse.c common/buf.c common/utf8.c"
 	[authkeys]="sshd/shared/authkeys.c sshd/shared/authkeys_opts.c sshd/shared/addr_match.c sshd/shared/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
 	[authkeys_file]="sshd/shared/authkeys.c sshd/shared/authkeys_opts.c sshd/shared/addr_match.c sshd/shared/pattern.c common/names.c common/util.c common/log.c common/utf8.c common/buf.c"
 	[tui_keys]="sshd/chat/tui_keys.c"
@@ -65,27 +70,29 @@ declare -A SRC=(
 	[tui_width]="sshd/chat/tui_width.c"
 	[tui_text]="sshd/chat/tui_draw.c sshd/chat/tui_view.c sshd/chat/tui_markdown.c sshd/chat/tui_wrap.c sshd/chat/tui_width.c sshd/chat/tui_model.c sshd/chat/tui_time.c sshd/chat/tui_editor.c sshd/chat/tui_keys.c common/utf8.c common/buf.c"
 	[term_view]="sshd/chat/term_view.c sshd/chat/tui_width.c common/utf8.c common/buf.c common/jsonl.c"
-	[pathglob]="agent/pathglob.c"
+	[pathglob]="agent/tools/pathglob.c"
 	[utf8]="common/utf8.c common/buf.c"
 	[token_args]="sshd/shared/token_args.c common/names.c common/utf8.c common/buf.c common/jsonl.c"
 	[stored_event]="$STORED common/names.c"
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
-	[mcp]="agent/mcp_proto.c agent/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
+	[mcp]="agent/mcp/mcp_proto.c agent/mcp/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
 	[http_range]="$HTTP_ALL"
 	[http_auth]="$HTTP_ALL"
 	[token_text]="$(without "$MONITOR_ALL" sshd/monitor/tokens.c)"
 	[http_routes]="$(http_less sshd/http/api_util.c)"
 	[http_bodies]="$(http_less sshd/http/api_cloudflare.c sshd/http/api_duet.c sshd/http/api_rhema.c sshd/http/api_rhema_ws.c sshd/http/http_ws.c)"
+	[etcd]="cluster/etcd.c common/log.c common/utf8.c common/buf.c"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
 CFLAGS="-std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 	-Wno-unused-parameter -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -g -O1
 	-fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-	-fno-sanitize-recover=all -Icommon -Iagent -Isshd/shared -Isshd/monitor
-	-Isshd/net -Isshd/chat -Itests/fuzz
-	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd)"
-LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcrypto libseccomp)
+	-fno-sanitize-recover=all -Icommon -Iagent -Iagent/provider -Iagent/tools -Iagent/mcp -Iagent/term
+	-Ifs/engine -Ifs/daemon -Ifs/offline -Isandbox -Isshd/shared -Isshd/monitor
+	-Isshd/net -Isshd/chat -Icluster -Itests/fuzz
+	$(pkg-config --cflags json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcurl)"
+LIBS="$(pkg-config --libs json-c libssh libutf8proc fuse3 sqlite3 libarchive libcmark-gfm libmicrohttpd libcrypto libseccomp libcurl)
 	-lwslay -lpthread"
 
 if [ $# -gt 0 ]; then
@@ -116,8 +123,8 @@ build() {
 	# ROOM_DB), and a file named twice is linked twice.
 	local srcs inc=
 	srcs=$(printf '%s\n' ${SRC[$n]} | sort -u)
-	# atriumd-http's and the monitor's headers first: agent/ has a
-	# loop.h of its own.
+	# atriumd-http's and the monitor's own headers, for the targets
+	# that read their files.
 	case $n in
 	http_*) inc="-Isshd/http -Isshd/shared" ;;
 	token_text) inc="-Isshd/monitor -Isshd/shared" ;;

@@ -1,9 +1,9 @@
 /*
- * test_agent_compact.c: context compaction's pure parts (agent/compact.c):
- * the window and threshold, the token estimate, where the transcript is
- * cut, the summary request, the messages sent after a summary, the
- * "prompt is too long" answers of both providers; and room.db's summary
- * rows and its migration from schema 1 to 2 (agent/room_db.c).
+ * test_agent_compact.c: context compaction's pure parts
+ * (agent/compact_context.c): the window and threshold, the token estimate,
+ * where the transcript is cut, the summary request, the messages sent after a
+ * summary, the "prompt is too long" answers of both providers; and room.db's
+ * summary rows and its migration from schema 1 to 2 (agent/room_db.c).
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../agent/compact.h"
-#include "../../agent/model_window.h"
+#include "../../agent/compact_context.h"
+#include "../../agent/provider/model_window.h"
 #include "../../agent/room_db.h"
 #include "unit.h"
 

@@ -21,7 +21,7 @@
 #include "../../agent/agent.h"
 #include "../../agent/conn.h"
 #include "../../agent/journal.h"
-#include "../../agent/loop.h"
+#include "../../agent/loop_uring.h"
 #include "../../agent/room_db.h"
 #include "unit.h"
 

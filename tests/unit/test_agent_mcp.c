@@ -1,7 +1,7 @@
 /*
  * test_agent_mcp.c: the room's MCP server list as a config line gives it
- * (agent/mcp_config.c) and the MCP messages read from a server
- * (agent/mcp_proto.c), from raw JSON as a hostile server or owner would
+ * (agent/mcp/mcp_config.c) and the MCP messages read from a server
+ * (agent/mcp/mcp_proto.c), from raw JSON as a hostile server or owner would
  * write it.
  */
 #include <stdlib.h>
@@ -9,9 +9,9 @@
 
 #include "jsonl.h"
 #include "keys.h"
-#include "../../agent/mcp_config.h"
-#include "../../agent/mcp_proto.h"
-#include "../../agent/tool_bash.h"
+#include "../../agent/mcp/mcp_config.h"
+#include "../../agent/mcp/mcp_proto.h"
+#include "../../agent/tools/tool_bash.h"
 #include "unit.h"
 
 /* mcp_config_parse of the JSON text j; NULL and why when refused. */

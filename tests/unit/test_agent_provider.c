@@ -1,5 +1,6 @@
 /*
- * test_agent_provider.c: the providers' wire formats (agent/provider*.c).
+ * test_agent_provider.c: the providers' wire formats
+ * (agent/provider/provider*.c).
  *
  * Streams shaped as the providers' documentation shows them are fed whole,
  * byte by byte and split at every position; each way must give the same
@@ -12,7 +13,7 @@
 #include <time.h>
 
 #include "unit.h"
-#include "../../agent/provider.h"
+#include "../../agent/provider/provider.h"
 
 /* --- a recording sink and a run summary ------------------------------- */
 

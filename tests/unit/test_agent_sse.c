@@ -1,5 +1,5 @@
 /*
- * test_agent_sse.c: the SSE framer (agent/sse.c) from raw bytes: line
+ * test_agent_sse.c: the SSE framer (agent/provider/sse.c) from raw bytes: line
  * endings, fields, comments, multi-line data, ids, the size cap, callback
  * errors, the end of the body, and every split of the input.
  */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "unit.h"
-#include "../../agent/sse.h"
+#include "../../agent/provider/sse.h"
 
 /* Events rendered as "event|data|id;" one after another. */
 struct rec {

@@ -1,6 +1,6 @@
 /*
  * test_agent_term.c: the shared terminal's screen rows as JSON
- * (agent/term_encode.c), from bytes fed to a real libvterm: runs split by
+ * (agent/term/term_encode.c), from bytes fed to a real libvterm: runs split by
  * look and width, wide characters at their columns, quotes escaped,
  * trailing blanks left out, and nothing the shell printed as an escape
  * sequence (a title, a colour) left in the text.
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <vterm.h>
 
-#include "../../agent/term_encode.h"
+#include "../../agent/term/term_encode.h"
 #include "unit.h"
 
 /* Row y of a cols x 4 terminal after bytes, encoded. */

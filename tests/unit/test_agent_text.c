@@ -1,13 +1,13 @@
 /*
  * test_agent_text.c: the head-and-tail cap of command output
  * (agent/text.c), and the bash tool's result text for the model
- * (agent/tool_bash.c).
+ * (agent/tools/tool_bash.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../agent/text.h"
-#include "../../agent/tool_bash.h"
+#include "../../agent/tools/tool_bash.h"
 #include "unit.h"
 
 static void

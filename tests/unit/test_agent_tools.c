@@ -12,12 +12,12 @@
 #include "jsonl.h"
 #include "unit.h"
 #include "../fuzz/glob_ref.h"
-#include "../../agent/output_save.h"
-#include "../../agent/pathglob.h"
+#include "../../agent/tools/output_save.h"
+#include "../../agent/tools/pathglob.h"
 #include "../../agent/prompt.h"
-#include "../../agent/tool_files.h"
-#include "../../agent/tool_regex.h"
-#include "../../agent/tools.h"
+#include "../../agent/tools/tool_files.h"
+#include "../../agent/tools/tool_regex.h"
+#include "../../agent/tools/tools.h"
 #include "../../agent/wsio.h"
 
 /* wsio_path's result for in, or "ERR" when refused. */

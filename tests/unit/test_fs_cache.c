@@ -1,7 +1,7 @@
 /*
  * test_fs_cache.c: the metadata caches of the atrium-fs core, without FUSE.
- * The inode set (fs/inoset.c): members, misses, growth, its bound.  The
- * xattr cache (fs/xattr.c): an inode without attributes is answered from
+ * The inode set (fs/engine/inoset.c): members, misses, growth, its bound.  The
+ * xattr cache (fs/engine/xattr.c): an inode without attributes is answered from
  * memory and without fs->lock (a call made while another thread holds the
  * lock returns), an inode with attributes still reads them, removed and
  * reopened attributes read right, and a cache that outgrows its bound falls
@@ -10,7 +10,7 @@
  * without the lock too.  readdirplus (one query per page) hands out the
  * same attributes as getattr.
  */
-#include "../../fs/fs_int.h"
+#include "../../fs/engine/fs_int.h"
 #include "unit.h"
 #define FS_FIXTURE_NAME "test_fs_cache"
 #include "fs_fixture.h"

@@ -1,6 +1,6 @@
 /*
  * test_fs_checkpoint.c: the committer's background checkpoints
- * (fs/checkpoint.c), without FUSE.  Checked: once a commit takes the WAL
+ * (fs/engine/checkpoint.c), without FUSE.  Checked: once a commit takes the WAL
  * past CKPT_BYTES (4000 KiB), the committer copies it into the database
  * on its own connection, without waiting for the WAL to reach
  * CKPT_BYTES_MAX, where the committing thread would do it under the lock;
@@ -19,7 +19,7 @@
  * WAL succeeds only once that snapshot has ended; the file reads back
  * whole after it.
  */
-#include "../../fs/fs_int.h"
+#include "../../fs/engine/fs_int.h"
 #include "unit.h"
 
 #include <errno.h>

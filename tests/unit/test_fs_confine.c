@@ -1,6 +1,6 @@
 /*
  * test_fs_confine.c: what a mount's daemon may still do once it has given
- * up root (fs/mount_confine.c): it is the room's uid with no capability
+ * up root (fs/daemon/mount_confine.c): it is the room's uid with no capability
  * and no_new_privs; it reads and writes its database's three files, and
  * no other file, not even its room's room.db of the same owner, nor a
  * file every uid may read (Landlock, not the modes, refuses them); it
@@ -25,7 +25,7 @@
 
 #include "landlock.h"
 #include "unit.h"
-#include "../../fs/mount_confine.h"
+#include "../../fs/daemon/mount_confine.h"
 
 #define ROOM_UID 3300456	/* far from every other test's uids */
 

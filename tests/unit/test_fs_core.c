@@ -1,11 +1,11 @@
 /*
- * test_fs_core.c: the atrium-fs core (fs/fs.h) on a temporary database,
+ * test_fs_core.c: the atrium-fs core (fs/engine/fs.h) on a temporary database,
  * without FUSE: names, link counts, rename rules, content across chunk
  * boundaries and holes, truncate, lookup counts of unlinked inodes, new
  * inodes' times on the kernel's coarse clock,
  * persistence, and fsck on a clean and on deliberately damaged databases.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 #define FS_FIXTURE_NAME "test_fs_core"
 #include "fs_fixture.h"

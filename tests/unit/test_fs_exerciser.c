@@ -13,7 +13,7 @@
  * EXER_FIRST, EXER_SEEDS and EXER_OPS in the environment choose the first
  * seed, how many and how long (make stress).
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 
 #define FS_FIXTURE_NAME "test_fs_exerciser"

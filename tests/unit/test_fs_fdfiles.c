@@ -1,5 +1,5 @@
 /*
- * test_fs_fdfiles.c: files given as descriptors (fs/fdfiles.c), as
+ * test_fs_fdfiles.c: files given as descriptors (fs/engine/fdfiles.c), as
  * export-room gets a room's databases: bad --fd values are refused; once
  * installed, SQLite opens the given names through the descriptors from
  * another directory, shares the live database's WAL with its writer (a
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/fdfiles.h"
+#include "../../fs/engine/fdfiles.h"
 #include "unit.h"
 
 static char src[] = "/tmp/atrium-fdfiles-src-XXXXXX";

@@ -9,7 +9,7 @@
  * the failed state (EIO for every change and fsync) and never half-commits;
  * after reopening, everything synced before is whole and fsck is clean.
  */
-#include "../../fs/fs_int.h"
+#include "../../fs/engine/fs_int.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,10 +1,10 @@
 /*
- * test_fs_opstats.c: a mount's request counts (fs/opstats.c): each
+ * test_fs_opstats.c: a mount's request counts (fs/engine/opstats.c): each
  * request in the first bucket whose bound it does not pass, none past
  * the last, and every kind apart.
  */
 #include "unit.h"
-#include "../../fs/opstats.h"
+#include "../../fs/engine/opstats.h"
 
 static void
 test_buckets(void)

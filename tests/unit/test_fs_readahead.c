@@ -1,5 +1,6 @@
 /*
- * test_fs_readahead.c: the read-only connections' read-ahead (fs/readahead.c).
+ * test_fs_readahead.c: the read-only connections' read-ahead
+ * (fs/engine/readahead.c).
  *   - Through the filesystem: a file read through a reader, rewritten in
  *     place (same blocks, same pages), committed, and read again from the
  *     WAL or, checkpointed, from the database file, reads back as
@@ -20,8 +21,8 @@
  *   - A kept leaf is not used after the file changed under it: the same
  *     case as the read-ahead's, with a row rewritten on its leaf.
  */
-#include "../../fs/fs.h"
-#include "../../fs/fs_int.h"
+#include "../../fs/engine/fs.h"
+#include "../../fs/engine/fs_int.h"
 #include "unit.h"
 
 #define FS_FIXTURE_NAME "test_fs_readahead"

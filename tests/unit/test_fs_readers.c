@@ -1,5 +1,5 @@
 /*
- * test_fs_readers.c: reads on the read-only connections (fs/readers.c).
+ * test_fs_readers.c: reads on the read-only connections (fs/engine/readers.c).
  *   - While an fsync is stuck on the disk (the shim VFS holds every sync),
  *     holding the writer's lock, another thread's getattr, lookup, read,
  *     readlink, readdirplus and getxattr all return, with the right
@@ -21,7 +21,7 @@
  *     the old one readable, and a reader that had read the chunk reads the
  *     new bytes after the commit, and the new size after an append.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 
 #define FS_FIXTURE_NAME "test_fs_readers"

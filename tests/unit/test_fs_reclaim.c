@@ -1,12 +1,12 @@
 /*
- * test_fs_reclaim.c: the background freeing of fs/reclaim.c on a temporary
- * database, without FUSE and without its thread (the test runs each batch
- * with fs_reclaim_batch): big deletes and truncates are answered at once
+ * test_fs_reclaim.c: the background freeing of fs/engine/reclaim.c on a
+ * temporary database, without FUSE and without its thread (the test runs each
+ * batch with fs_reclaim_batch): big deletes and truncates are answered at once
  * and freed in bounded batches; a file that grows again never shows the
  * old bytes; the quota and the database's free pages follow the batches;
  * what a crash left behind is found and freed by the next open.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 #define FS_FIXTURE_NAME "test_fs_reclaim"
 #include "fs_fixture.h"
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #define CHUNK 65536
-#define BATCH 16        /* RECLAIM_BATCH of fs/reclaim.c */
+#define BATCH 16        /* RECLAIM_BATCH of fs/engine/reclaim.c */
 
 
 /* A new empty filesystem, opened as a mount opens it, freeing deferred. */

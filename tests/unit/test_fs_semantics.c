@@ -5,7 +5,7 @@
  * SEEK_DATA / SEEK_HOLE, punched and zeroed ranges (with a byte model and
  * the quota), directory sizes, and the migration of a schema 1 database.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 #define FS_FIXTURE_NAME "test_fs_semantics"
 #include "fs_fixture.h"

@@ -1,14 +1,14 @@
 /*
- * test_fs_snapshot.c: snapshots in the atrium-fs core (fs/snapshot.c,
- * fs/restore.c, fs/chunks.c) on a temporary database, without FUSE: copy
- * on write of shared blocks (in place, extending, truncating, punching),
- * restore and drop, what a restore keeps for inodes the kernel holds, that
- * a restore puts back every row (a change within one clock tick too) and
- * tells the kernel of each name and inode it holds that changed and of
+ * test_fs_snapshot.c: snapshots in the atrium-fs core (fs/engine/snapshot.c,
+ * fs/engine/restore.c, fs/engine/chunks.c) on a temporary database, without
+ * FUSE: copy on write of shared blocks (in place, extending, truncating,
+ * punching), restore and drop, what a restore keeps for inodes the kernel
+ * holds, that a restore puts back every row (a change within one clock tick
+ * too) and tells the kernel of each name and inode it holds that changed and of
  * nothing else, names, and fsck's block and snapshot invariants after
  * each step.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 #define FS_FIXTURE_NAME "test_fs_snapshot"
 #include "fs_fixture.h"

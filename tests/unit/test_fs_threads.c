@@ -21,7 +21,7 @@
  * The checks in threads go to each thread's own counters (unit.h's are not
  * for threads); main turns them into CHECKs after joining.
  */
-#include "../../fs/fs.h"
+#include "../../fs/engine/fs.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,12 +1,12 @@
 /*
- * test_fs_tree.c: the live tree view of fs/tree.h reads one moment.  A
+ * test_fs_tree.c: the live tree view of fs/offline/tree.h reads one moment.  A
  * writer (opened as a mount opens it) changes, adds and removes files and
  * commits while a view is open; the view goes on seeing the tree as it was
  * when it opened: entries, attributes, data, holes, targets and xattrs.
  * A snapshot's view, opened after the same changes, sees the snapshot.
  */
-#include "../../fs/fs.h"
-#include "../../fs/tree.h"
+#include "../../fs/engine/fs.h"
+#include "../../fs/offline/tree.h"
 #include "unit.h"
 
 #define FS_FIXTURE_NAME "test_fs_tree"

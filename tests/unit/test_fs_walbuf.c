@@ -8,7 +8,7 @@
  * what was synced before stays whole.  A shim VFS under it (shim_vfs.h,
  * installed as the default first) plays the full disk.
  */
-#include "../../fs/fs_int.h"
+#include "../../fs/engine/fs_int.h"
 #include "unit.h"
 
 #include <errno.h>

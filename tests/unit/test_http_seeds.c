@@ -10,6 +10,7 @@
 
 #include "unit.h"
 #include "buf.h"
+#include "event_time.h"
 #include "jsonl.h"
 #include "../../sshd/http/api_rhema.h"
 #include "../../sshd/http/api_util.h"
@@ -54,12 +55,12 @@ test_time(void)
 {
 	long long ms;
 
-	CHECK_INT(api_time_ms("1970-01-01T00:00:01.500Z", &ms), 0);
+	CHECK_INT(event_time_ms("1970-01-01T00:00:01.500Z", &ms), 0);
 	CHECK_INT(ms, 1500);
-	CHECK_INT(api_time_ms("2026-11-30T03:44:26.123Z", &ms), 0);
+	CHECK_INT(event_time_ms("2026-11-30T03:44:26.123Z", &ms), 0);
 	CHECK_INT(ms, 1796010266123LL);
-	CHECK(api_time_ms("yesterday", &ms) < 0 && ms == 0);
-	CHECK(api_time_ms(NULL, &ms) < 0);
+	CHECK(event_time_ms("yesterday", &ms) < 0 && ms == 0);
+	CHECK(event_time_ms(NULL, &ms) < 0);
 }
 
 static void

@@ -1,8 +1,8 @@
 /*
  * test_sshd_fswatch.c: the monitor's reading of a workspace's request
  * counts (sshd/monitor/fswatch.c): atrium-fs's "stats" answer taken only
- * when every line is as fs/control.c writes it, and totals that only grow
- * though mounts start again.
+ * when every line is as fs/daemon/control_socket.c writes it, and totals that
+ * only grow though mounts start again.
  */
 #include <stdio.h>
 #include <string.h>

@@ -191,6 +191,14 @@ test_requests_in_the_set(void)
 	CHECK(!json_object_object_get_ex(ans, "owner", NULL));
 	CHECK(!json_object_object_get_ex(ans, "members", NULL));
 	json_object_put(ans);
+	/* A relay from another host (sshd/net/relay.h): refused by a host
+	 * in no cluster, whatever the key. */
+	ans = ask(&srv, sv[1], "{\"type\":\"relay\",\"hostkey\":"
+	    "\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\"}");
+	CHECK(!srv.stopping);
+	CHECK(!json_get_bool(ans, "ok", 0));
+	CHECK(ans && strstr(json_get_string(ans, "error") ?: "", "no cluster"));
+	json_object_put(ans);
 	ans = ask(&srv, sv[1], "{\"type\":\"authkeys\"}");
 	CHECK_INT(json_get_int(ans, "errno", 0), ENOENT);
 	json_object_put(ans);
@@ -259,6 +267,9 @@ test_requests_outside_the_set(void)
 	check_refused("{\"type\":\"agent\",\"room\":\"lab\","
 	    "\"kind\":\"monitor\"," GUEST "}");
 	check_refused("{\"type\":\"agent\",\"room\":\"lab\"," GUEST "}");
+	/* A relay request says which key, as text of a sane length. */
+	check_refused("{\"type\":\"relay\"}");
+	check_refused("{\"type\":\"relay\",\"hostkey\":7}");
 }
 
 /* A request may not carry descriptors. */

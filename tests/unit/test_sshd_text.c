@@ -2,7 +2,8 @@
  * test_sshd_text.c: how a chat line becomes screen rows: word wrap with a
  * hanging indent (sshd/chat/tui_wrap.c), Markdown drawn from libcmark-gfm's
  * tree (sshd/chat/tui_markdown.c), and the agent's streamed answer drawn from
- * both (sshd/chat/tui_draw.c), whatever pieces its text arrives in.
+ * both (sshd/chat/tui_draw.c), whatever pieces its text arrives in, and
+ * the same whether members share their drawings (tui_draw_cache) or not.
  */
 #include <string.h>
 
@@ -413,6 +414,123 @@ test_stream_redraw(void)
 	buf_free(&out);
 }
 
+/* Texts for the shared cache's test: every kind of block, streamed. */
+static const char *const cache_texts[] = {
+	"**Undo** takes `make` back, *then* ~~nothing~~ more.\n\nA second "
+	    "paragraph, long enough to wrap at forty columns and again at "
+	    "eighty columns, with a [link](https://example.org/a/b) in it.",
+	"Steps:\n\n1. one\n1. two\n   - nested *a*\n   - nested b\n1. three\n"
+	    "\n- x\n\n- y\nend\n",
+	"| k | value |\n|---|--:|\n| a | 1 |\n| bb | 22 |\n| a much longer "
+	    "key than forty columns allow | 333 |\n\nafter",
+	"```sh\nmake\nmake check\n```\n\n  ~~~~\n  in two\n    in four\n"
+	    "  ~~~~\n> quoted **bold\n> still** quoted\n\n---\n# Head\n## Two",
+	"\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\xa7\xe6\x9b\xb8\xe3\x81\x84\xe3\x81"
+	    "\x9f\xe6\x96\x87 \xe6\xbc\xa2\xe5\xad\x97\xe3\x81\xa7\xe6\x9b\xb8"
+	    "\xe3\x81\x84\xe3\x81\x9f\xe6\x96\x87 &#27;[2J two\ttabs \x1b[31m "
+	    "w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w",
+};
+
+#define CACHE_PAIRS	12	/* members drawn both ways */
+
+/* One delta (or the end, piece NULL) to member d, the frame as chat.c
+ * makes it into f. */
+static void
+cache_step(struct tui_draw *d, struct tui_editor *e, struct buf *f,
+    const char *piece)
+{
+	buf_reset(f);
+	tui_draw_clear_bottom(d, f);
+	if (piece)
+		tui_draw_stream(d, f, piece);
+	else
+		tui_draw_stream_end(d, f);
+	tui_draw_bottom(d, f, "room", e);
+}
+
+/* Members at widths 40, 80 and 120 (heights 35 and 8, colour on and
+ * off, a highlight) draw each text delta by delta twice: alone, and with
+ * one cache they all share (drawn after one another, as atriumd-net
+ * does).  Every frame and every line kept is the same both ways, and the
+ * cache was used. */
+static void
+test_stream_cache_same(void)
+{
+	static const int cols[CACHE_PAIRS] = { 40, 80, 120, 40, 80, 120, 80,
+	    40, 80, 120, 80, 120 };
+	static const int rows[CACHE_PAIRS] = { 35, 35, 35, 8, 8, 8, 35, 35,
+	    35, 35, 24, 24 };
+	static const int color[CACHE_PAIRS] = { 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+	    1, 1 };
+	struct tui_draw alone[CACHE_PAIRS], shared[CACHE_PAIRS];
+	struct tui_draw_cache cache;
+	struct tui_editor e;
+	struct buf fa, fs, ma, ms;
+	size_t step[] = { 1, 3, 7 };
+
+	memset(&cache, 0, sizeof(cache));
+	tui_editor_init(&e, 64);
+	buf_init(&fa, 1 << 20);
+	buf_init(&fs, 1 << 20);
+	buf_init(&ma, 1 << 20);
+	buf_init(&ms, 1 << 20);
+	for (size_t t = 0; t < sizeof(cache_texts) / sizeof(cache_texts[0]);
+	    t++) {
+		const char *text = cache_texts[t];
+		size_t k = step[t % 3];
+
+		for (int m = 0; m < CACHE_PAIRS; m++) {
+			tui_draw_init(&alone[m], 1, color[m], 1, cols[m],
+			    rows[m]);
+			tui_draw_init(&shared[m], 1, color[m], 1, cols[m],
+			    rows[m]);
+			shared[m].cache = &cache;
+			alone[m].time_ms = shared[m].time_ms = 1700000000000LL;
+			tui_draw_set_status(&alone[m], "status");
+			tui_draw_set_status(&shared[m], "status");
+		}
+		snprintf(alone[1].highlight, sizeof(alone[1].highlight), "two");
+		snprintf(shared[1].highlight, sizeof(shared[1].highlight), "two");
+		/* Pieces of k bytes, then the end (NULL). */
+		for (size_t i = 0; i < strlen(text) + k; i += k) {
+			char piece[8] = "";
+			size_t n = i < strlen(text) ? strlen(text + i) : 0;
+
+			memcpy(piece, text + i, n < k ? n : k);
+			for (int m = 0; m < CACHE_PAIRS; m++) {
+				cache_step(&shared[m], &e, &fs, n ? piece :
+				    NULL);
+				cache_step(&alone[m], &e, &fa, n ? piece : NULL);
+				buf_append(&fa, "", 1);
+				buf_append(&fs, "", 1);
+				CHECK_STR(fs.data, fa.data);
+			}
+		}
+		for (int m = 0; m < CACHE_PAIRS; m++) {
+			buf_reset(&ma);
+			buf_reset(&ms);
+			model_lines(&alone[m], &ma);
+			model_lines(&shared[m], &ms);
+			buf_append(&ma, "", 1);
+			buf_append(&ms, "", 1);
+			CHECK_STR(ms.data, ma.data);
+			tui_draw_free(&alone[m]);
+			tui_draw_free(&shared[m]);
+		}
+	}
+	/* Most members drew from what another kept; each text was parsed
+	 * once for all of them. */
+	CHECK(cache.hits > cache.draws);
+	CHECK(cache.md.hits > cache.md.parses);
+	tui_draw_cache_free(&cache);
+	CHECK_INT((int)cache.hits, 0);
+	tui_editor_free(&e);
+	buf_free(&fa);
+	buf_free(&fs);
+	buf_free(&ma);
+	buf_free(&ms);
+}
+
 /* The agent's name has its own colour; no person's is red or it. */
 static void
 test_name_colours(void)
@@ -444,6 +562,7 @@ main(void)
 	TEST(test_stream_pieces);
 	TEST(test_stream_same_as_whole);
 	TEST(test_stream_redraw);
+	TEST(test_stream_cache_same);
 	TEST(test_name_colours);
 	return unit_done("test_sshd_text");
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "event_time.h"
 #include "unit.h"
 #include "jsonl.h"
 #include "../../sshd/chat/chat.h"
@@ -911,16 +912,16 @@ test_time(void)
 	long long ms;
 	char out[64];
 
-	CHECK_INT(tui_time_parse("2026-11-30T03:44:26.123Z", &ms), 0);
+	CHECK_INT(event_time_ms("2026-11-30T03:44:26.123Z", &ms), 0);
 	CHECK(ms == 1796010266123LL);
-	CHECK_INT(tui_time_parse("2026-13-30T03:44:26Z", &ms), -EINVAL);
-	CHECK_INT(tui_time_parse("yesterday", &ms), -EINVAL);
-	CHECK_INT(tui_time_parse(NULL, &ms), -EINVAL);
-	CHECK_INT(tui_time_parse("2026-11-30T03:44:26Z", &ms), 0);
+	CHECK_INT(event_time_ms("2026-13-30T03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(event_time_ms("yesterday", &ms), -EINVAL);
+	CHECK_INT(event_time_ms(NULL, &ms), -EINVAL);
+	CHECK_INT(event_time_ms("2026-11-30T03:44:26Z", &ms), 0);
 	CHECK(ms == 1796010266000LL);
-	CHECK_INT(tui_time_parse("2026-11-30 03:44:26Z", &ms), -EINVAL);
-	CHECK_INT(tui_time_parse("2026-1-30T03:44:26Z", &ms), -EINVAL);
-	CHECK_INT(tui_time_parse("2026-11-30T03:44", &ms), -EINVAL);
+	CHECK_INT(event_time_ms("2026-11-30 03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(event_time_ms("2026-1-30T03:44:26Z", &ms), -EINVAL);
+	CHECK_INT(event_time_ms("2026-11-30T03:44", &ms), -EINVAL);
 	tui_time_duration(210, out, sizeof(out));
 	CHECK_STR(out, "0.21 s");
 	tui_time_duration(184000, out, sizeof(out));
@@ -1009,7 +1010,7 @@ test_draw_status_time_and_highlight(void)
 	tui_draw_init(&d, 1, 1, 1, 30, 10);
 	/* A time: the date line first, then HH:MM before the line, and the
 	 * gutter under it for command output. */
-	CHECK_INT(tui_time_parse("2026-11-30T03:44:26.123Z", &ms), 0);
+	CHECK_INT(event_time_ms("2026-11-30T03:44:26.123Z", &ms), 0);
 	tui_draw_set_time(&d, ms);
 	tui_draw_line(&d, &b, TUI_STYLE_MESSAGE, "alice", "hi");
 	tui_draw_line(&d, &b, TUI_STYLE_OUTPUT, NULL, "out");

@@ -1,0 +1,126 @@
+/*
+ * replicate.h: atrium-replicate, the shipper of one room's commits to the
+ * object store and their restore (cluster/replicate_*.c).
+ *
+ * What is stored where (KEY below is under the bucket of --s3-bucket):
+ *
+ *   rooms/ROOM/EPOCH/DB/snap-OFFSET   a whole copy of DB (room or
+ *                                     workspace) as it was after the
+ *                                     records before stream offset OFFSET
+ *   rooms/ROOM/EPOCH/DB/seg-OFFSET    the bytes of DB's record stream
+ *                                     (walrec.h) from OFFSET on, as they
+ *                                     came, cut at most every 250 ms
+ *   /atrium/rooms/ROOM/manifest       (etcd) what is durable, JSON:
+ *     {"v":1,"epoch":E,"node":"N",
+ *      "room":{"snap":KEY,"from":OFF,"upto":OFF},
+ *      "workspace":{"snap":KEY,"from":OFF,"upto":OFF}}
+ *     a DB is its snapshot with the stream's records in [from, upto)
+ *     replayed; upto is always the end of a whole record.  Written only
+ *     by etcd_put_if_home (this node, this epoch), after the objects it
+ *     names are stored.
+ *
+ * OFFSET is 16 lower-case hex digits, so that the store lists a DB's
+ * objects in stream order.  Each epoch (a tenure of one host) starts its
+ * streams at offset 0 with a snapshot of its own (snap-0000000000000000).
+ */
+#ifndef ATRIUM_REPLICATE_H
+#define ATRIUM_REPLICATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "s3.h"
+#include "walrec.h"
+
+#define REPL_DBS		2	/* room.db, workspace.db */
+#define REPL_SEG_MAX		(4u << 20)	/* bytes of one segment */
+#define REPL_FLUSH_MS		250	/* a segment's bytes wait at most */
+#define REPL_ROOM_MAX		64	/* bytes of a room's name */
+#define REPL_NODE_MAX		128
+#define REPL_MANIFEST_MAX	4096
+
+/* What each DB's part of a manifest says. */
+struct repl_db_manifest {
+	char snap[S3_KEY_MAX];		/* the snapshot's key */
+	uint64_t from, upto;		/* the stream's durable records */
+};
+
+struct repl_manifest {
+	int64_t epoch;
+	char node[REPL_NODE_MAX];
+	struct repl_db_manifest db[REPL_DBS];	/* [0] room, [1] workspace */
+};
+
+/* The name of DB index i ("room", "workspace"). */
+const char *repl_db_name(int i);
+
+/* m as JSON into out: its length, or -E2BIG. */
+int repl_manifest_json(const struct repl_manifest *m, char *out,
+    size_t outlen);
+/* Parse len bytes of JSON into m: 0 or -EPROTO (a field missing or out
+ * of range, a key that is not one of ROOM's). */
+int repl_manifest_parse(const char *json, size_t len, const char *room,
+    struct repl_manifest *m);
+
+/* The etcd key of ROOM's manifest into out. */
+void repl_manifest_key(const char *room, char *out, size_t outlen);
+
+/* The object key of ROOM's DB i at epoch, "snap" or "seg", offset. */
+int repl_object_key(char *out, size_t outlen, const char *room,
+    int64_t epoch, int i, const char *kind, uint64_t off);
+
+/* 1 when room is a room's name Atrium makes ([a-z0-9-], 1 to 63). */
+int repl_room_ok(const char *room);
+
+/*
+ * A record stream being read (from a pipe, or from a store's segments)
+ * and applied to a database file as it comes: bytes can be fed at any
+ * boundary.  Memory: one frame.
+ */
+struct repl_stream {
+	int fd;				/* the file pages go to, or -1 */
+	int db;				/* WALREC_DB_* expected */
+	unsigned char hdr[WALREC_HDR];
+	size_t hdr_len;			/* header bytes held */
+	struct walrec_hdr h;		/* the record being read */
+	uint32_t frames_left;		/* its frames still to come */
+	unsigned char *frame;		/* one frame being gathered */
+	size_t frame_len;
+	uint64_t off;			/* bytes fed */
+	uint64_t rec_end;		/* offset after the last whole record */
+	uint64_t seq;			/* the last whole record's; 0: none */
+	uint64_t records;		/* whole records read */
+};
+
+void repl_stream_init(struct repl_stream *s, int fd, int db);
+void repl_stream_free(struct repl_stream *s);
+/* Feed n bytes: 0, -EPROTO for a malformed record or a sequence gap
+ * (logged), or -errno of writing the file. */
+int repl_stream_feed(struct repl_stream *s, const unsigned char *p, size_t n);
+/* 1 when the stream stands between records. */
+int repl_stream_at_record(const struct repl_stream *s);
+
+/* The commands (replicate_main.c parses their options). */
+struct repl_opts {
+	char room[REPL_ROOM_MAX];
+	char node[REPL_NODE_MAX];
+	int64_t epoch;
+	const char *etcd;		/* endpoints, comma-separated */
+	struct s3_config s3;
+	int creds_fd;
+	int in_fd[REPL_DBS];		/* the record streams (run) */
+	const char *db_path[REPL_DBS];	/* room.db, workspace.db */
+	const char *state_dir;		/* the shadow copies (run) */
+	int snapshot_every;		/* seconds between snapshots */
+	int ready_fd;			/* "ready\n" once started, or -1 */
+	uid_t run_uid;			/* run: become this uid and gid */
+	gid_t run_gid;			/* once the databases are copied;
+					 * 0: stay as started */
+};
+
+/* atrium-replicate run / restore: the exit status. */
+int repl_ship(const struct repl_opts *o, struct s3 *s3);
+int repl_restore(const struct repl_opts *o, struct s3 *s3);
+
+#endif

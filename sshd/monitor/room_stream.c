@@ -1,0 +1,434 @@
+/*
+ * room_stream.c: start each room's atrium-replicate (room_stream.h).
+ * room.c decides when (its states ROOM_RESTORE, ROOM_FSCK, ROOM_SHIPPER)
+ * and reaps the children; this file makes them.
+ *
+ * Rules: a child gets only the descriptors it needs, at fixed numbers
+ * (below), and nothing else of the monitor's; the credentials only on a
+ * pipe.  As root, `run` is told --run-as the room's uid and gid: it
+ * copies the databases first (SQLite opens them by their real paths,
+ * which the room's uid may not walk: DATA is 0700), then gives root up
+ * for good before it reads a record or says "ready".  `restore` runs as
+ * the monitor's offline atrium-fs commands do (it puts files in the
+ * room's directory, which is root's), into a staging directory that the
+ * monitor moves from.  Nothing here waits for a child.
+ */
+#include "room_stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "protocol.h"
+
+/* The children's descriptors. */
+#define RS_FD_FIRST	3
+#define RS_RUN_READY	3	/* run: "ready\n" */
+#define RS_RUN_CREDS	4	/* run: the credentials */
+#define RS_RUN_ROOM	5	/* run: room.db's records */
+#define RS_RUN_WS	6	/* run: workspace.db's records */
+#define RS_RESTORE_CREDS 3	/* restore: the credentials */
+#define RS_MAX_FDS	4
+#define RS_STR_(x)	#x
+#define RS_STR(x)	RS_STR_(x)
+
+/* See room_stream.h. */
+int
+room_stream_load(const struct config *cfg, const char *node,
+    const char *agent_prog, struct room_stream **out)
+{
+	struct room_stream *st;
+	const char *slash = strrchr(agent_prog, '/');
+	char err[256];
+
+	*out = NULL;
+	if (!cfg->s3[0])
+		return 0;
+	if (!cfg->s3_bucket[0]) {
+		log_error("--s3 needs --s3-bucket (atriumd(8), CLUSTER)");
+		return -EINVAL;
+	}
+	if (!(st = calloc(1, sizeof(*st))))
+		return -ENOMEM;
+	st->cfg = cfg;
+	st->etcd = cfg->cluster + 5;
+	snprintf(st->node, sizeof(st->node), "%s", node);
+	snprintf(st->prog, sizeof(st->prog), "%.*s/atrium-replicate",
+	    slash ? (int)(slash - agent_prog) : 1, slash ? agent_prog : ".");
+	if (s3_creds_load(&st->creds, cfg->s3_credentials[0] ?
+	    cfg->s3_credentials : NULL, err, sizeof(err)) < 0) {
+		log_error("--s3: %s", err);
+		s3_creds_scrub_env();
+		free(st);
+		return -EINVAL;
+	}
+	s3_creds_scrub_env();
+	if (access(st->prog, X_OK) < 0) {
+		log_error("--s3: %s: %s (it ships each room's writes)", st->prog,
+		    strerror(errno));
+		room_stream_free(st);
+		return -ENOENT;
+	}
+	*out = st;
+	return 0;
+}
+
+/* See room_stream.h. */
+void
+room_stream_free(struct room_stream *st)
+{
+	if (!st)
+		return;
+	s3_creds_clear(&st->creds);
+	free(st);
+}
+
+/* See room_stream.h. */
+int64_t
+room_stream_epoch(int fence_fd)
+{
+	int64_t page[2];
+
+	if (pread(fence_fd, page, sizeof(page), 0) != (ssize_t)sizeof(page))
+		return -EIO;
+	return page[1] > 0 ? page[1] : -ESTALE;
+}
+
+/* path, a directory of uid's, 0700: 0 or -errno (logged). */
+static int
+rs_own_dir(const char *path, uid_t uid, gid_t gid)
+{
+	struct stat sb;
+
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		goto fail;
+	if (lstat(path, &sb) < 0)
+		goto fail;
+	if (!S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		goto fail;
+	}
+	if (geteuid() == 0 && (sb.st_uid != uid || sb.st_gid != gid) &&
+	    lchown(path, uid, gid) < 0)
+		goto fail;
+	return 0;
+fail:
+	log_error("%s: %s", path, strerror(errno));
+	return -errno;
+}
+
+/* See room_stream.h. */
+int
+room_stream_prepare(const struct room_stream_room *rr)
+{
+	char path[PATH_MAX + 64];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/replicate", rr->run);
+	if ((r = rs_own_dir(path, rr->uid, rr->gid)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/replicate/restore", rr->run);
+	return rs_own_dir(path, rr->uid, rr->gid);
+}
+
+/* In the forked child: fds[i] becomes descriptor 3 + i, then exec.
+ * Never returns. */
+static void
+rs_child(char *const argv[], const int fds[], int n)
+{
+	int moved[RS_MAX_FDS], null = open("/dev/null", O_RDONLY);
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(2, 1);
+	/* Above every target first, so that no dup2 overwrites another's
+	 * source. */
+	for (int i = 0; i < n; i++)
+		if ((moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 20)) < 0)
+			_exit(127);
+	for (int i = 0; i < n; i++)
+		dup2(moved[i], RS_FD_FIRST + i);
+	close_range(RS_FD_FIRST + n, ~0U, 0);
+	execv(argv[0], argv);
+	fprintf(stderr, "atriumd: cannot run %s: %s\n", argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+/* Fork rs_child; the pid or -errno (logged). */
+static pid_t
+rs_spawn(const struct room_stream_room *rr, char *const argv[],
+    const int fds[], int n)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		log_error("room %s: fork: %s", rr->name, strerror(errno));
+		return -errno;
+	}
+	if (pid == 0)
+		rs_child(argv, fds, n);
+	return pid;
+}
+
+/* The options both commands share, after argv[0..1]: the next index. */
+static int
+rs_common(const struct room_stream *st, const struct room_stream_room *rr,
+    char **argv, int i, const char *creds_fd)
+{
+	const struct config *cfg = st->cfg;
+
+	argv[i++] = "--room";
+	argv[i++] = (char *)rr->name;
+	argv[i++] = "--etcd";
+	argv[i++] = (char *)st->etcd;
+	argv[i++] = "--s3";
+	argv[i++] = (char *)cfg->s3;
+	argv[i++] = "--s3-bucket";
+	argv[i++] = (char *)cfg->s3_bucket;
+	argv[i++] = "--s3-region";
+	argv[i++] = (char *)cfg->s3_region;
+	argv[i++] = "--creds-fd";
+	argv[i++] = (char *)creds_fd;
+	return i;
+}
+
+/* Two pipes, close-on-exec: 0 or -errno (the ones made are closed). */
+static int
+rs_pipes(int p[][2], int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i][0] = p[i][1] = -1;
+	for (int i = 0; i < n; i++)
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int e = errno;
+
+			for (int k = 0; k < i; k++) {
+				close(p[k][0]);
+				close(p[k][1]);
+			}
+			return -e;
+		}
+	return 0;
+}
+
+/* DIR/name, when it exists, and its -wal and -shm (made empty when
+ * missing): the room's uid's, 0600, no link followed.  The shipper opens
+ * each database as that uid to checkpoint it, and SQLite makes neither
+ * file in the room's directory, which is root's.  0 or -errno (logged). */
+static int
+rs_own_db(const struct room_stream_room *rr, const char *name)
+{
+	char path[PATH_MAX + 128];
+	struct stat sb;
+
+	for (int k = 0; k < 3; k++) {
+		snprintf(path, sizeof(path), "%s/%s%s", rr->dir, name,
+		    k == 1 ? "-wal" : k == 2 ? "-shm" : "");
+		int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+		    (k ? O_CREAT : 0), 0600);
+
+		if (fd < 0 && k == 0 && errno == ENOENT)
+			return 0;
+		if (fd < 0)
+			goto fail;
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    (geteuid() == 0 && (sb.st_uid != rr->uid ||
+		    sb.st_gid != rr->gid) && fchown(fd, rr->uid, rr->gid) < 0)) {
+			int e = S_ISREG(sb.st_mode) ? errno : EINVAL;
+
+			close(fd);
+			errno = e;
+			goto fail;
+		}
+		close(fd);
+	}
+	return 0;
+fail:
+	log_error("room %s: %s: %s", rr->name, path, strerror(errno));
+	return -errno;
+}
+
+/* See room_stream.h. */
+pid_t
+room_stream_run(const struct room_stream *st,
+    const struct room_stream_room *rr, int *ready_r, int writers[2])
+{
+	char epoch[32], state[PATH_MAX + 64], run_as[32];
+	char room_db[PATH_MAX + 128], ws_db[PATH_MAX + 128];
+	char *argv[40] = { (char *)st->prog, "run" };
+	int p[3][2], fds[RS_MAX_FDS], creds, i;
+	pid_t pid;
+
+	if ((i = rs_own_db(rr, ROOM_DB_NAME)) < 0 ||
+	    (i = rs_own_db(rr, WORKSPACE_DB_NAME)) < 0)
+		return i;
+	if ((creds = s3_creds_pipe(&st->creds)) < 0) {
+		log_error("room %s: the credentials' pipe: %s", rr->name,
+		    strerror(-creds));
+		return creds;
+	}
+	if ((i = rs_pipes(p, 3)) < 0) {
+		log_error("room %s: pipe: %s", rr->name, strerror(-i));
+		close(creds);
+		return i;
+	}
+	snprintf(epoch, sizeof(epoch), "%" PRId64, rr->epoch);
+	snprintf(state, sizeof(state), "%s/replicate", rr->run);
+	snprintf(room_db, sizeof(room_db), "%s/%s", rr->dir, ROOM_DB_NAME);
+	snprintf(ws_db, sizeof(ws_db), "%s/%s", rr->dir, WORKSPACE_DB_NAME);
+	snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)rr->uid,
+	    (unsigned)rr->gid);
+	i = rs_common(st, rr, argv, 2, RS_STR(RS_RUN_CREDS));
+	argv[i++] = "--node";
+	argv[i++] = (char *)st->node;
+	argv[i++] = "--epoch";
+	argv[i++] = epoch;
+	argv[i++] = "--room-fd";
+	argv[i++] = RS_STR(RS_RUN_ROOM);
+	argv[i++] = "--workspace-fd";
+	argv[i++] = RS_STR(RS_RUN_WS);
+	argv[i++] = "--room-db";
+	argv[i++] = room_db;
+	argv[i++] = "--workspace-db";
+	argv[i++] = ws_db;
+	argv[i++] = "--state-dir";
+	argv[i++] = state;
+	argv[i++] = "--ready-fd";
+	argv[i++] = RS_STR(RS_RUN_READY);
+	if (geteuid() == 0) {
+		argv[i++] = "--run-as";
+		argv[i++] = run_as;
+	}
+	argv[i] = NULL;
+	fds[0] = p[0][1];
+	fds[1] = creds;
+	fds[2] = p[1][0];
+	fds[3] = p[2][0];
+	pid = rs_spawn(rr, argv, fds, 4);
+	close(creds);
+	close(p[0][1]);
+	close(p[1][0]);
+	close(p[2][0]);
+	if (pid < 0) {
+		close(p[0][0]);
+		close(p[1][1]);
+		close(p[2][1]);
+		return pid;
+	}
+	*ready_r = p[0][0];
+	writers[0] = p[1][1];
+	writers[1] = p[2][1];
+	return pid;
+}
+
+/* Remove what an earlier restore may have left in the staging dir. */
+static void
+rs_stage_clear(const char *stage)
+{
+	static const char *const names[] = { ROOM_DB_NAME,
+	    ROOM_DB_NAME ".restore", WORKSPACE_DB_NAME,
+	    WORKSPACE_DB_NAME ".restore" };
+	char path[PATH_MAX + 128];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		snprintf(path, sizeof(path), "%s/%s", stage, names[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			log_warn("%s: %s", path, strerror(errno));
+	}
+}
+
+/* See room_stream.h. */
+pid_t
+room_stream_restore(const struct room_stream *st,
+    const struct room_stream_room *rr)
+{
+	char stage[PATH_MAX + 64], room_db[PATH_MAX + 128], ws_db[PATH_MAX + 128];
+	char epoch[32];
+	char *argv[32] = { (char *)st->prog, "restore" };
+	int creds, i;
+	pid_t pid;
+
+	snprintf(stage, sizeof(stage), "%s/replicate/restore", rr->run);
+	rs_stage_clear(stage);
+	if ((creds = s3_creds_pipe(&st->creds)) < 0) {
+		log_error("room %s: the credentials' pipe: %s", rr->name,
+		    strerror(-creds));
+		return creds;
+	}
+	i = rs_common(st, rr, argv, 2, RS_STR(RS_RESTORE_CREDS));
+	snprintf(room_db, sizeof(room_db), "%s/%s", stage, ROOM_DB_NAME);
+	snprintf(ws_db, sizeof(ws_db), "%s/%s", stage, WORKSPACE_DB_NAME);
+	argv[i++] = "--room-db";
+	argv[i++] = room_db;
+	argv[i++] = "--workspace-db";
+	argv[i++] = ws_db;
+	if (rr->epoch > 0) {
+		snprintf(epoch, sizeof(epoch), "%" PRId64, rr->epoch);
+		argv[i++] = "--epoch";
+		argv[i++] = epoch;
+	}
+	argv[i] = NULL;
+	pid = rs_spawn(rr, argv, &creds, 1);
+	close(creds);
+	return pid;
+}
+
+/* One staged database over the room's: 0 or -errno (logged). */
+static int
+rs_install_one(const struct room_stream_room *rr, const char *stage,
+    const char *name)
+{
+	char from[PATH_MAX + 128], to[PATH_MAX + 128], side[PATH_MAX + 136];
+
+	snprintf(from, sizeof(from), "%s/%s", stage, name);
+	snprintf(to, sizeof(to), "%s/%s", rr->dir, name);
+	for (int k = 0; k < 2; k++) {
+		snprintf(side, sizeof(side), "%s%s", to, k ? "-shm" : "-wal");
+		if (unlink(side) < 0 && errno != ENOENT)
+			goto fail;
+	}
+	if (rename(from, to) == 0)
+		return 0;
+fail:
+	log_error("room %s: putting the restored %s in place: %s", rr->name,
+	    name, strerror(errno));
+	return -errno;
+}
+
+/* See room_stream.h. */
+int
+room_stream_install(const struct room_stream_room *rr)
+{
+	char stage[PATH_MAX + 64], path[PATH_MAX + 128];
+	static const char *const names[] = { ROOM_DB_NAME, WORKSPACE_DB_NAME };
+	int r;
+
+	snprintf(stage, sizeof(stage), "%s/replicate/restore", rr->run);
+	/* The restore puts both in place or neither (replicate_restore.c):
+	 * both staged, or nothing to do. */
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", stage, names[i]);
+		if (access(path, F_OK) < 0)
+			return 0;
+	}
+	for (int i = 0; i < 2; i++)
+		if ((r = rs_install_one(rr, stage, names[i])) < 0)
+			return r;
+	log_info("room %s: its databases were restored from the object "
+	    "store (epoch %" PRId64 ")", rr->name, rr->epoch);
+	return 1;
+}

@@ -1,0 +1,399 @@
+"""Any host is a front door (man/atriumd.8, CLUSTER; sshd/net/relay.h).
+
+The front's half: atriumd-net, told by its monitor that the room lives on
+another node (use -> remote, with that node's address and host key), relays
+the real ssh and sftp clients' sessions there: exec with stdin, stdout,
+stderr and exit status, sftp byte for byte (20 MB too), a pty shell; it
+names the user, key and address it relays for; it refuses a home whose
+host key is not the one the cluster lists; a home that dies tells the user
+the room is moving.  The home here is tests/front_door.py's FakeHome.
+
+The home's half: atriumd-net takes a relay only when its monitor says the
+key is a node's host key, and only for a user whose key is in its own
+authorized_keys; the session is then that user's (the monitor's requests
+name the relayed user, key and address), and it is never relayed on.  A
+real atriumd without --cluster refuses every relay, even one signed by a
+user's own key.
+
+Then the whole of it: three etcd members and two atriumd hosts
+(tests/test_cluster.py's fixtures), the room's home on A, people through
+B: exec with stdin, stdout, stderr and exit status; sftp of 20 MB both
+ways; a chat with one person on each host, who see each other's lines,
+and the one on B told the room moves when A dies; relays refused from a
+key that is no node's.
+"""
+import asyncio
+import base64
+import hashlib
+import os
+import signal
+import subprocess
+import time
+
+import asyncssh
+import pytest
+
+from conftest import SSH_OPTS
+from front_door import FakeHome, FakeMonitor, NetProcess, keygen
+from test_chat import Tmux
+# The cluster's fixtures: three etcd members, atriumd hosts in it.
+from test_cluster import cgroup_prefix, etcd, hosts  # noqa: F401
+
+ROOM = "proj"
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    t.kill()
+
+
+def fingerprint(pub_line):
+    """SHA256:... of an OpenSSH public key line, as libssh writes it."""
+    blob = base64.b64decode(pub_line.split()[1])
+    return "SHA256:" + base64.b64encode(
+        hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def wait_for(cond, what, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+@pytest.fixture
+def front(build, data_dir, tmp_path):
+    """A front (atriumd-net, its monitor faked) whose room ROOM lives on
+    a FakeHome; yields (front, home, monitor)."""
+    hostkey = str(tmp_path / "front_hostkey")
+    front_pub = keygen(hostkey)
+    sftp_root = tmp_path / "home_files"
+    sftp_root.mkdir()
+    home = FakeHome(front_pub, str(sftp_root)).start()
+    mon = FakeMonitor(os.path.join(str(data_dir), "authorized_keys"))
+    mon.answers = {
+        "access": {"remote": True},
+        "use": {"state": "remote", "node": "home-node",
+                "addr": "127.0.0.1:%d" % home.port,
+                "hostkey": home.hostkey},
+        "cmd_begin": lambda req: {"ok": True, "user": req["user"]},
+    }
+    mon.start()
+    net = NetProcess(build, hostkey, mon, str(tmp_path / "front.log"))
+    net.keys = data_dir.keys
+    net.sftp_root = str(sftp_root)
+    yield net, home, mon
+    net.stop()
+    home.stop()
+    mon.close()
+
+
+def ssh(server, *args, user="alice", **kw):
+    return subprocess.run(
+        ["ssh", "-p", str(server.port), "-i", server.keys[user]] + SSH_OPTS +
+        list(args), capture_output=True, timeout=60, **kw)
+
+
+def test_exec_through_front(front, data_dir):
+    net, home, mon = front
+    p = ssh(net, ROOM + "@127.0.0.1", "make test", input=b"hello\x00\xff")
+    assert p.stdout == b"out:hello\x00\xff", net.read_log()
+    assert p.stderr == b"err:make test\n"
+    assert p.returncode == 3
+    # The home was told whom the front relays, before any channel.
+    who = [u for u, ok in home.users if ok]
+    assert who == ["atrium-relay %s alice %s 127.0.0.1" % (
+        ROOM, fingerprint(data_dir.pubkey("alice")))]
+
+
+def test_sftp_put_get_through_front(front, tmp_path):
+    net, home, mon = front
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(20 * 1024 * 1024))
+    small = tmp_path / "small.bin"
+    small.write_bytes(bytes(range(256)) * 300 + b"tail")
+    back = tmp_path / "back.bin"
+    batch = tmp_path / "batch"
+    batch.write_text("put %s big.bin\nput %s small.bin\nget small.bin %s\n"
+                     % (src, small, back))
+    p = subprocess.run(
+        ["sftp", "-P", str(net.port), "-i", net.keys["alice"], "-b",
+         str(batch)] + SSH_OPTS + [ROOM + "@127.0.0.1"],
+        capture_output=True, timeout=300)
+    assert p.returncode == 0, (p.stderr, net.read_log())
+    with open(os.path.join(net.sftp_root, "big.bin"), "rb") as f:
+        assert f.read() == src.read_bytes()
+    assert back.read_bytes() == small.read_bytes()
+
+
+def test_pty_shell_through_front(front):
+    net, home, mon = front
+    p = subprocess.Popen(
+        ["ssh", "-tt", "-p", str(net.port), "-i", net.keys["alice"]] +
+        SSH_OPTS + ["-o", "SetEnv=TERM=xterm", ROOM + "@127.0.0.1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=dict(os.environ, TERM="xterm"))
+    out = b""
+    os.set_blocking(p.stdout.fileno(), False)
+
+    def seen(text):
+        nonlocal out
+        chunk = p.stdout.read()
+        if chunk:
+            out += chunk
+        return text in out
+
+    try:
+        wait_for(lambda: seen(b"home shell xterm"), "the home's shell")
+        p.stdin.write(b"hello from the front\n")
+        p.stdin.flush()
+        wait_for(lambda: seen(b"echo:hello from the front"), "the echo")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_window_change_and_env_through_front(front, tmux):
+    net, home, mon = front
+    cmd = " ".join(["ssh", "-tt", "-p", str(net.port), "-i",
+                    net.keys["alice"]] + SSH_OPTS +
+                   ["-o", "SetEnv=LC_RELAY=fromfront", ROOM + "@127.0.0.1"])
+    tmux("new-session", "-d", "-s", "w", "-x", "90", "-y", "30",
+         "exec " + cmd)
+    tmux.wait("w", "home shell")
+    tmux.keys("w", "one", "C-j")
+    tmux.wait("w", "echo:one 90x30 env:fromfront")
+    tmux("resize-window", "-t", "w", "-x", "70", "-y", "20")
+    tmux.keys("w", "two", "C-j")
+    tmux.wait("w", "echo:two 70x20 env:fromfront")
+
+
+def test_home_with_another_host_key_is_refused(front, tmp_path):
+    net, home, mon = front
+    other = asyncssh.generate_private_key("ssh-ed25519")
+    use = dict(mon.answers["use"])
+    use["hostkey"] = other.export_public_key().decode().strip()
+    mon.answers["use"] = use
+    p = ssh(net, ROOM + "@127.0.0.1", "true")
+    assert p.returncode == 1
+    assert b"cannot be reached" in p.stderr, p.stderr
+    assert "not the one the cluster lists" in net.read_log()
+    assert not home.users          # no relay was signed for it
+
+
+def test_home_that_dies_says_the_room_moves(front):
+    net, home, mon = front
+    p = subprocess.Popen(
+        ["ssh", "-p", str(net.port), "-i", net.keys["alice"]] + SSH_OPTS +
+        [ROOM + "@127.0.0.1", "sleep"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: "sleep" in home.started, "the command on the home")
+    home.kill_connections()
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 1
+    assert b"the room is moving to another host; reconnect" in err
+
+
+# ------------------------------------------------------- the home's half --
+
+@pytest.fixture
+def home_net(build, data_dir, tmp_path):
+    """A home (atriumd-net, its monitor faked) that takes relays signed
+    with node_key (a node's host key, so its monitor says); yields
+    (home, monitor, node_key_path)."""
+    hostkey = str(tmp_path / "home_hostkey")
+    keygen(hostkey)
+    node_key = str(tmp_path / "node_key")
+    node_pub = keygen(node_key)
+    mon = FakeMonitor(os.path.join(str(data_dir), "authorized_keys"))
+
+    def relay(req):
+        if req.get("hostkey", "").split()[:2] == node_pub.split()[:2]:
+            return {"ok": True, "node": "front-node"}
+        return {"error": "the key is no current node's host key"}
+
+    mon.answers = {
+        "relay": relay,
+        "rooms": {"type": "rooms", "rooms": []},
+    }
+    mon.start()
+    net = NetProcess(build, hostkey, mon, str(tmp_path / "home.log"))
+    yield net, mon, node_key
+    net.stop()
+    mon.close()
+
+
+async def _relay_rooms(port, key_path, username):
+    """As a front would: authenticate with key_path under username, then
+    ask the rooms subsystem; its output, or the exception."""
+    try:
+        async with asyncssh.connect(
+                "127.0.0.1", port, username=username,
+                client_keys=[key_path], known_hosts=None,
+                agent_path=None) as conn:
+            r = await conn.run(subsystem="rooms", timeout=20)
+            return r.stdout
+    except (asyncssh.PermissionDenied, asyncssh.DisconnectError) as e:
+        return e
+
+
+def relay_rooms(port, key_path, username):
+    return asyncio.run(_relay_rooms(port, key_path, username))
+
+
+def test_home_takes_a_nodes_relay_as_the_user(home_net, data_dir):
+    net, mon, node_key = home_net
+    fp = fingerprint(data_dir.pubkey("bob"))
+    out = relay_rooms(net.port, node_key,
+                      "atrium-relay %s bob %s 192.0.2.7" % (ROOM, fp))
+    assert isinstance(out, str) and '"rooms"' in out, (out, net.read_log())
+    asked = [r for r in mon.requests if r.get("type") == "rooms"]
+    assert asked and asked[0]["user"] == "bob" and asked[0]["key"] == fp \
+        and asked[0]["addr"] == "192.0.2.7"
+
+
+async def _relay_exec(port, key_path, username, command):
+    async with asyncssh.connect(
+            "127.0.0.1", port, username=username, client_keys=[key_path],
+            known_hosts=None, agent_path=None) as conn:
+        return await conn.run(command, timeout=20)
+
+
+def test_home_does_not_relay_a_relayed_session_on(home_net, data_dir):
+    net, mon, node_key = home_net
+    # This host is no longer the room's home: a third node is.
+    mon.answers.update({
+        "access": {"remote": True},
+        "cmd_begin": lambda req: {"ok": True, "user": req["user"]},
+        "use": {"state": "remote", "node": "third", "addr": "127.0.0.1:9",
+                "hostkey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA"},
+    })
+    fp = fingerprint(data_dir.pubkey("bob"))
+    r = asyncio.run(_relay_exec(
+        net.port, node_key, "atrium-relay %s bob %s 127.0.0.1" % (ROOM, fp),
+        "true"))
+    assert r.exit_status == 1
+    assert "the room is moving to another host; reconnect" in r.stderr
+    assert "relayed to room" not in net.read_log()
+    assert "not relaying a relayed session on" in net.read_log()
+
+
+def test_home_refuses_a_relay_from_a_key_not_a_nodes(home_net, data_dir):
+    net, mon, node_key = home_net
+    fp = fingerprint(data_dir.pubkey("alice"))
+    # alice's own key, listed in authorized_keys, is not a node's host key.
+    out = relay_rooms(net.port, data_dir.keys["alice"],
+                      "atrium-relay %s alice %s 127.0.0.1" % (ROOM, fp))
+    assert isinstance(out, asyncssh.PermissionDenied), out
+    assert not [r for r in mon.requests if r.get("type") == "rooms"]
+
+
+def test_home_refuses_a_forged_identity(home_net, data_dir):
+    net, mon, node_key = home_net
+    alice = fingerprint(data_dir.pubkey("alice"))
+    bob = fingerprint(data_dir.pubkey("bob"))
+    eve = fingerprint(data_dir.pubkey("eve"))
+    # A user who is no node, signing with her own (listed) key, claims to
+    # relay for bob.
+    out = relay_rooms(net.port, data_dir.keys["alice"],
+                      "atrium-relay %s bob %s 127.0.0.1" % (ROOM, bob))
+    assert isinstance(out, asyncssh.PermissionDenied), out
+    # A node relays for someone with a key that is not theirs here, a key
+    # this host does not list, or from no address.
+    for name in ("atrium-relay %s bob %s 127.0.0.1" % (ROOM, alice),
+                 "atrium-relay %s eve %s 127.0.0.1" % (ROOM, eve),
+                 "atrium-relay %s alice %s not-an-address" % (ROOM, alice)):
+        out = relay_rooms(net.port, node_key, name)
+        assert isinstance(out, asyncssh.PermissionDenied), (name, out)
+    assert not [r for r in mon.requests if r.get("type") == "rooms"]
+
+
+def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
+    server = atriumd(data_dir)
+    fp = fingerprint(data_dir.pubkey("alice"))
+    out = relay_rooms(server.port, data_dir.keys["alice"],
+                      "atrium-relay %s alice %s 127.0.0.1" % (ROOM, fp))
+    assert isinstance(out, asyncssh.PermissionDenied), out
+    assert "it takes no relays" in server.read_log()
+
+
+# ------------------------------------- two atriumd hosts of one cluster --
+# Three etcd members and two atriumd hosts (tests/test_cluster.py's
+# fixtures); the room lives on A, people reach it through B.
+
+def _room_on_a(hosts, etcd, ssh_run):
+    a, b = hosts(2)
+    rc, _, err = ssh_run(a, "demo", "true", timeout=60)
+    assert rc == 0, err
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    return a, b
+
+
+def test_cluster_exec_through_a_host_that_is_not_home(hosts, etcd, ssh_run):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    rc, out, err = ssh_run(b, "demo", "cat > in.txt; wc -c < in.txt; "
+                           "echo to-stderr >&2; exit 7",
+                           input="x" * 100000 + "\n")
+    assert (rc, out.strip(), err) == (7, "100001", "to-stderr\n"), \
+        b.read_log()
+    # It ran in the room on A: the file is in A's workspace, through A.
+    rc, out, _ = ssh_run(a, "demo", "wc -c < in.txt")
+    assert out.strip() == "100001"
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo"))
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    assert "relayed by node b" in a.read_log()
+
+
+def test_cluster_sftp_through_a_host_that_is_not_home(hosts, etcd, ssh_run,
+                                                     tmp_path):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(20 * 1024 * 1024))
+    back = tmp_path / "back.bin"
+    batch = tmp_path / "batch"
+    batch.write_text("put %s big.bin\nget big.bin %s\n" % (big, back))
+    p = subprocess.run(
+        ["sftp", "-P", str(b.port), "-i", b.keys["alice"], "-b",
+         str(batch)] + SSH_OPTS + ["demo@127.0.0.1"],
+        capture_output=True, timeout=600)
+    assert p.returncode == 0, (p.stderr, b.read_log())
+    assert hashlib.sha256(back.read_bytes()).digest() == \
+        hashlib.sha256(big.read_bytes()).digest()
+    rc, out, _ = ssh_run(a, "demo", "sha256sum big.bin")
+    assert out.split()[0] == hashlib.sha256(big.read_bytes()).hexdigest()
+
+
+def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
+                                                         ssh_run, tmux):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    tmux.open("on-a", a, "demo", user="alice")
+    tmux.open("on-b", b, "demo", user="bob")
+    tmux.keys("on-b", "hello from bob on b", "Enter")
+    tmux.wait("on-a", "hello from bob on b")
+    tmux.keys("on-a", "hi bob, alice here", "Enter")
+    tmux.wait("on-b", "hi bob, alice here")
+    assert "bob authenticated" in a.read_log()
+    # The room's home dies (both of its processes, at once): bob, on B,
+    # is told the room moves.
+    os.kill(a.network_pid(), signal.SIGKILL)
+    a.proc.kill()
+    tmux.wait("on-b", "the room is moving to another host; reconnect")
+
+
+def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,
+                                                      data_dir):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    alice = fingerprint(data_dir.pubkey("alice"))
+    bob = fingerprint(data_dir.pubkey("bob"))
+    # alice's own key is no node's host key: neither for herself nor,
+    # forged, for bob.
+    for name in ("atrium-relay demo alice %s 127.0.0.1" % alice,
+                 "atrium-relay demo bob %s 127.0.0.1" % bob):
+        out = relay_rooms(a.port, data_dir.keys["alice"], name)
+        assert isinstance(out, asyncssh.PermissionDenied), (name, out)
+    assert "no current node's host key" in a.read_log()
