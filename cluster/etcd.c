@@ -798,16 +798,22 @@ take_first(struct etcd_kv *kvs, size_t n, char **val, size_t *len,
 		*mod_rev = n ? kvs[0].mod_rev : 0;
 }
 
-int
-etcd_get(struct etcd *e, const char *key, char **val, size_t *len,
-    int64_t *create_rev, int64_t *mod_rev)
+/* A range of the one key KEY (its value too unless keys_only): what
+ * etcd_get answers. */
+static int
+get_one(struct etcd *e, const char *key, int keys_only, char **val,
+    size_t *len, int64_t *create_rev, int64_t *mod_rev)
 {
+	struct json_object *o = key_object(key);
 	struct etcd_kv *kvs;
 	size_t n;
 	int r;
 
 	take_first(NULL, 0, val, len, create_rev, mod_rev);
-	if ((r = post_json(e, "/v3/kv/range", key_object(key))) < 0)
+	if (o && keys_only)
+		json_object_object_add(o, "keys_only",
+		    json_object_new_boolean(1));
+	if ((r = post_json(e, "/v3/kv/range", o)) < 0)
 		return r;
 	if ((r = etcd_parse_range(e->body, e->len, &kvs, &n)) < 0) {
 		log_warn("etcd get %s: bad answer (%s)", key, strerror(-r));
@@ -821,6 +827,13 @@ etcd_get(struct etcd *e, const char *key, char **val, size_t *len,
 	take_first(kvs, n, val, len, create_rev, mod_rev);
 	etcd_kvs_free(kvs, n);
 	return n == 1;
+}
+
+int
+etcd_get(struct etcd *e, const char *key, char **val, size_t *len,
+    int64_t *create_rev, int64_t *mod_rev)
+{
+	return get_one(e, key, 0, val, len, create_rev, mod_rev);
 }
 
 /* The key just past every key that starts with PREFIX (its last byte
@@ -1005,28 +1018,7 @@ etcd_delete(struct etcd *e, const char *key)
 int
 etcd_get_rev(struct etcd *e, const char *key, int64_t *mod_rev)
 {
-	struct json_object *o = key_object(key);
-	struct etcd_kv *kvs;
-	size_t n;
-	int r;
-
-	*mod_rev = 0;
-	if (o)
-		json_object_object_add(o, "keys_only",
-		    json_object_new_boolean(1));
-	if ((r = post_json(e, "/v3/kv/range", o)) < 0)
-		return r;
-	if ((r = etcd_parse_range(e->body, e->len, &kvs, &n)) < 0) {
-		log_warn("etcd get %s: bad answer (%s)", key, strerror(-r));
-		return r;
-	}
-	if (n > 1 || (n == 1 && strcmp(kvs[0].key, key) != 0)) {
-		etcd_kvs_free(kvs, n);
-		return -EPROTO;
-	}
-	take_first(kvs, n, NULL, NULL, NULL, mod_rev);
-	etcd_kvs_free(kvs, n);
-	return n == 1;
+	return get_one(e, key, 1, NULL, NULL, NULL, mod_rev);
 }
 
 int
