@@ -22,6 +22,9 @@
  * OFFSET is 16 lower-case hex digits, so that the store lists a DB's
  * objects in stream order.  Each epoch (a tenure of one host) starts its
  * streams at offset 0 with a snapshot of its own (snap-0000000000000000).
+ * The shipper removes what the manifest it wrote no longer names
+ * (replicate_collect.c): the store holds a room's current snapshots and
+ * the segments after them.
  */
 #ifndef ATRIUM_REPLICATE_H
 #define ATRIUM_REPLICATE_H
@@ -69,6 +72,30 @@ void repl_manifest_key(const char *room, char *out, size_t outlen);
 /* The object key of ROOM's DB i at epoch, "snap" or "seg", offset. */
 int repl_object_key(char *out, size_t outlen, const char *room,
     int64_t epoch, int i, const char *kind, uint64_t off);
+
+/* The numbers of one of a room's object keys. */
+struct repl_object {
+	int64_t epoch;
+	int db;				/* 0 room, 1 workspace */
+	int snap;			/* 1 snap, 0 seg */
+	uint64_t off;
+};
+
+/* Read key (under "rooms/ROOM/") into o: 0, or -EINVAL when it is not a
+ * key repl_object_key makes. */
+int repl_object_parse(const char *key, const char *room,
+    struct repl_object *o);
+
+/* 1 when the object (size bytes) is garbage against manifest m, which
+ * this host has just written under its epoch (replicate_collect.c). */
+int repl_object_stale(const struct repl_object *o, uint64_t size,
+    const struct repl_manifest *m);
+
+/* Remove at most REPL_COLLECT_MAX of ROOM's stored objects that m no
+ * longer names: how many, or -errno; *more when some are left. */
+#define REPL_COLLECT_MAX	256
+int repl_collect(struct s3 *s3, const char *room,
+    const struct repl_manifest *m, int *more);
 
 /* 1 when room is a room's name Atrium makes ([a-z0-9-], 1 to 63). */
 int repl_room_ok(const char *room);

@@ -22,7 +22,10 @@
  * buffers and a slow store slows commits down rather than losing them.
  * Every --snapshot-every seconds, at a record boundary just after an
  * upload, the shadow copy is uploaded as snap-OFFSET and the manifest
- * moved to it: a restore replays only what came after.
+ * moved to it: a restore replays only what came after.  Once a manifest
+ * names a new snapshot, what it no longer names (the older epochs', this
+ * epoch's older snapshots and segments) is removed, a bounded number of
+ * objects a round (replicate_collect.c).
  *
  * Why a shadow copy, not SQLite's backup API: a backup bumps the copy's
  * schema cookie and change counter, so the restored file would differ
@@ -83,6 +86,7 @@ struct ship {
 	struct ship_db db[REPL_DBS];
 	long long snap_ms;		/* the last snapshot's time */
 	int dirty;			/* stored more than the manifest says */
+	int collect;			/* a snapshot made objects garbage */
 	int store_failing, etcd_failing;	/* said once per run */
 };
 
@@ -161,9 +165,21 @@ ship_snapshot(struct ship *sh, int i)
 	snprintf(d->man.snap, sizeof(d->man.snap), "%s", key);
 	d->man.from = d->man.upto = d->st.rec_end;
 	sh->dirty = 1;
+	sh->collect = 1;
 	log_info("%s: snapshot of %lld bytes at stream offset %" PRIu64,
 	    repl_db_name(i), (long long)st.st_size, d->st.rec_end);
 	return 0;
+}
+
+/* The manifest of what is stored now into m. */
+static void
+ship_manifest_of(const struct ship *sh, struct repl_manifest *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->epoch = sh->o->epoch;
+	snprintf(m->node, sizeof(m->node), "%s", sh->o->node);
+	for (int i = 0; i < REPL_DBS; i++)
+		m->db[i] = sh->db[i].man;
 }
 
 /* Write the manifest: 0, 1 when fenced (another host holds the room),
@@ -171,13 +187,11 @@ ship_snapshot(struct ship *sh, int i)
 static int
 ship_manifest(struct ship *sh)
 {
-	struct repl_manifest m = { .epoch = sh->o->epoch };
+	struct repl_manifest m;
 	char json[REPL_MANIFEST_MAX], key[256];
 	int n, r;
 
-	snprintf(m.node, sizeof(m.node), "%s", sh->o->node);
-	for (int i = 0; i < REPL_DBS; i++)
-		m.db[i] = sh->db[i].man;
+	ship_manifest_of(sh, &m);
 	if ((n = repl_manifest_json(&m, json, sizeof(json))) < 0)
 		return n;
 	repl_manifest_key(sh->o->room, key, sizeof(key));
@@ -228,9 +242,29 @@ ship_upload(struct ship *sh, int i)
 	return 0;
 }
 
+/* Once the manifest names a new snapshot: remove what it no longer names
+ * (replicate_collect.c), REPL_COLLECT_MAX objects a round.  A failure is
+ * logged, and tried again after the next snapshot: the objects only
+ * cost space meanwhile, and the commits wait while the shipper works. */
+static void
+ship_collect(struct ship *sh)
+{
+	struct repl_manifest m;
+	int more = 0, r;
+
+	if (!sh->collect || sh->dirty)
+		return;
+	ship_manifest_of(sh, &m);
+	if ((r = repl_collect(sh->s3, sh->o->room, &m, &more)) < 0)
+		log_warn("cannot remove the stored objects no manifest names "
+		    "(%s); trying again after the next snapshot",
+		    strerror(-r));
+	sh->collect = r >= 0 && more;
+}
+
 /* Upload every buffer with bytes, then the manifest; a snapshot when it
- * is time.  0, 1 when fenced, or -errno (a store or etcd failure: the
- * next round tries again). */
+ * is time; then the garbage.  0, 1 when fenced, or -errno (a store or
+ * etcd failure: the next round tries again). */
 static int
 ship_flush(struct ship *sh)
 {
@@ -248,7 +282,10 @@ ship_flush(struct ship *sh)
 				return r;
 		sh->snap_ms = time_mono_ms();
 	}
-	return sh->dirty ? ship_manifest(sh) : 0;
+	if (sh->dirty && (r = ship_manifest(sh)) != 0)
+		return r;
+	ship_collect(sh);
+	return 0;
 }
 
 /* Read what database i's stream has, as much as its buffer takes:
@@ -302,12 +339,13 @@ ship_wait_ms(const struct ship *sh)
 	return wait < 0 ? 0 : (int)wait;
 }
 
-/* 1 when a buffer must go now (full, or due), or the manifest is behind
- * (its last write failed: at most once a second, ship_wait_ms). */
+/* 1 when a buffer must go now (full, or due), the manifest is behind
+ * (its last write failed: at most once a second, ship_wait_ms), or
+ * garbage waits. */
 static int
 ship_due(const struct ship *sh)
 {
-	if (sh->dirty)
+	if (sh->dirty || sh->collect)
 		return 1;
 	for (int i = 0; i < REPL_DBS; i++)
 		if (sh->db[i].len && (sh->db[i].len == REPL_SEG_MAX ||

@@ -315,7 +315,7 @@ class Shipper:
     """atrium-replicate run for ROOM, fed by a real atrium-fs mount (the
     workspace) and an empty room.db stream."""
 
-    def __init__(self, tmp, s3, etcd, room, epoch, node="n1"):
+    def __init__(self, tmp, s3, etcd, room, epoch, node="n1", extra=()):
         self.m = Mount(tmp)
         self.room_db = str(tmp / "room.db")
         state = tmp / "state"
@@ -330,8 +330,8 @@ class Shipper:
             "--s3-bucket", "atrium", "--creds-fd", str(creds),
             "--room-fd", str(room_rd), "--workspace-fd", str(ws_rd),
             "--room-db", self.room_db, "--workspace-db", self.m.db,
-            "--state-dir", str(state), "--ready-fd", str(ready_wr)],
-            pass_fds=(creds, room_rd, ws_rd, ready_wr),
+            "--state-dir", str(state), "--ready-fd", str(ready_wr)]
+            + list(extra), pass_fds=(creds, room_rd, ws_rd, ready_wr),
             stderr=subprocess.PIPE)
         for fd in (creds, room_rd, ws_rd, ready_wr, room_wr):
             os.close(fd)
@@ -419,6 +419,66 @@ def test_a_shipper_whose_epoch_is_over_stores_nothing_more(tmp_path, s3, etcd):
     assert "held by another host" in err
     # The manifest was not moved by the host that lost the room.
     assert etcd.get("/atrium/rooms/lab/manifest") == before
+
+
+def test_the_store_keeps_only_what_the_manifest_names(tmp_path, s3, etcd):
+    """A new epoch's first manifest lets the older epoch's objects go, and
+    each snapshot the segments and snapshot before it; what is left
+    restores byte for byte."""
+    old = etcd.claim("lab", "n1")
+    (tmp_path / "a").mkdir()
+    sh = Shipper(tmp_path / "a", s3, etcd, "lab", old)
+    sh.mount()
+    write_workload(sh.m.dir, 3, n=20)
+    assert sh.finish()[0] == 0
+    gone = "rooms/lab/%d/" % old
+    assert any(k.startswith(gone) for k in s3.objects())
+    etcd.delete("/atrium/rooms/lab/home")
+    epoch = etcd.claim("lab", "n2")
+    (tmp_path / "b").mkdir()
+    sh = Shipper(tmp_path / "b", s3, etcd, "lab", epoch, node="n2",
+                 extra=["--snapshot-every", "1"])
+    sh.mount()
+    ours = "rooms/lab/%d/workspace/" % epoch
+
+    def manifest():
+        return json.loads(etcd.get("/atrium/rooms/lab/manifest"))
+
+    def settled():
+        keys = s3.objects()
+        return manifest()["workspace"]["from"] > 0 and \
+            not any(k.startswith(gone) for k in keys) and \
+            ours + "snap-%016x" % 0 not in keys
+
+    # Fsynced writes until a snapshot past offset 0 is named and what it
+    # replaced is gone (each write is a segment the store gets).
+    end, i = time.time() + 60, 0
+    while not settled():
+        assert time.time() < end, sorted(s3.objects())
+        with open(os.path.join(sh.m.dir, "w%d" % (i % 50)), "wb") as f:
+            f.write(os.urandom(3000))
+            os.fsync(f.fileno())
+        i += 1
+    want = tree(sh.m.dir)
+    status, err = sh.finish()
+    assert status == 0, err
+    assert "no manifest names now" in err
+    man = manifest()["workspace"]
+    left = [k for k in s3.objects() if k.startswith(ours)]
+    assert [k for k in left if "/snap-" in k] == [man["snap"]], left
+    assert all(int(k.rsplit("-", 1)[1], 16) >= man["from"]
+               for k in left if "/seg-" in k), (man, left)
+    r, out = restore(tmp_path, s3, etcd, "lab")
+    assert r.returncode == 0, r.stderr
+    assert open(out / "workspace.db", "rb").read() == checkpointed(sh.m.db)
+    m2 = tmp_path / "mnt2"
+    m2.mkdir()
+    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
+                           str(m2)]).returncode == 0
+    try:
+        assert tree(str(m2)) == want
+    finally:
+        subprocess.run(["fusermount3", "-u", str(m2)])
 
 
 def test_restore_without_a_manifest_does_nothing(tmp_path, s3, etcd):

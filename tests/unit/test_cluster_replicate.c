@@ -323,6 +323,57 @@ test_keys(void)
 	CHECK(!repl_room_ok("a/b"));
 }
 
+/* Which stored objects the collector takes: the older epochs', this
+ * epoch's before the manifest's snapshot; never a newer epoch's, a
+ * snapshot past "from" or a key it cannot read. */
+static void
+test_collect_rules(void)
+{
+	struct repl_manifest m = { .epoch = 7 };
+	struct repl_object o;
+	char key[S3_KEY_MAX];
+
+	m.db[0].from = 0x100;
+	m.db[1].from = 0x40;
+	CHECK_INT(repl_object_key(key, sizeof(key), "lab", 7, 1, "seg",
+	    0x20), 0);
+	CHECK_INT(repl_object_parse(key, "lab", &o), 0);
+	CHECK(o.epoch == 7 && o.db == 1 && !o.snap && o.off == 0x20);
+	CHECK(repl_object_stale(&o, 0x20, &m));		/* ends at from */
+	CHECK(!repl_object_stale(&o, 0x21, &m));	/* reaches past it */
+	CHECK_INT(repl_object_parse("rooms/lab/7/room/snap-"
+	    "00000000000000ff", "lab", &o), 0);
+	CHECK(o.snap && o.db == 0 && repl_object_stale(&o, 9, &m));
+	o.off = 0x100;
+	CHECK(!repl_object_stale(&o, 9, &m));		/* the current one */
+	o.off = 0x200;
+	CHECK(!repl_object_stale(&o, 9, &m));		/* not named yet */
+	o.epoch = 6;
+	CHECK(repl_object_stale(&o, 9, &m));
+	o.epoch = 8;
+	o.off = 0;
+	CHECK(!repl_object_stale(&o, 9, &m));		/* another host's */
+	/* Seg "ff" + UINT64_MAX bytes must not wrap round to "ended". */
+	CHECK_INT(repl_object_parse("rooms/lab/7/room/seg-00000000000000ff",
+	    "lab", &o), 0);
+	CHECK(!repl_object_stale(&o, UINT64_MAX, &m));
+	/* Keys of another room, or not the shipper's, are left alone. */
+	CHECK_INT(repl_object_parse("rooms/lab2/7/room/seg-0000000000000000",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/x/room/seg-0000000000000000",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/7/other/seg-0000000000000000",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/7/room/seg-00000000000000",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/7/room/seg-00000000000000FF",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/7/room/seg-0000000000000000x",
+	    "lab", &o), -EINVAL);
+	CHECK_INT(repl_object_parse("rooms/lab/99999999999999999999/room/"
+	    "seg-0000000000000000", "lab", &o), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -337,6 +388,7 @@ main(void)
 	TEST(test_manifest);
 	TEST(test_listing);
 	TEST(test_keys);
+	TEST(test_collect_rules);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
