@@ -365,6 +365,25 @@ def restore(tmp, s3, etcd, room):
     return r, out
 
 
+def assert_restores(tmp_path, s3, etcd, sh, want):
+    """Room "lab" restored from the store is sh's workspace byte for
+    byte, passes fsck, and mounts as the tree want."""
+    r, out = restore(tmp_path, s3, etcd, "lab")
+    assert r.returncode == 0, r.stderr
+    assert open(out / "workspace.db", "rb").read() == checkpointed(sh.m.db)
+    r = subprocess.run([FS, "fsck", str(out / "workspace.db")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m2 = tmp_path / "mnt2"
+    m2.mkdir()
+    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
+                           str(m2)]).returncode == 0
+    try:
+        assert tree(str(m2)) == want
+    finally:
+        subprocess.run(["fusermount3", "-u", str(m2)])
+
+
 def test_a_room_shipped_to_the_store_restores_byte_for_byte(tmp_path, s3, etcd):
     epoch = etcd.claim("lab", "n1")
     sh = Shipper(tmp_path / "a", s3, etcd, "lab", epoch) if (
@@ -383,20 +402,7 @@ def test_a_room_shipped_to_the_store_restores_byte_for_byte(tmp_path, s3, etcd):
     segs = [k for k in s3.objects() if "/workspace/seg-" in k]
     assert segs and all(k.startswith("rooms/lab/%d/" % epoch) for k in segs)
 
-    r, out = restore(tmp_path, s3, etcd, "lab")
-    assert r.returncode == 0, r.stderr
-    assert open(out / "workspace.db", "rb").read() == checkpointed(sh.m.db)
-    r = subprocess.run([FS, "fsck", str(out / "workspace.db")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    m2 = tmp_path / "mnt2"
-    m2.mkdir()
-    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
-                           str(m2)]).returncode == 0
-    try:
-        assert tree(str(m2)) == want
-    finally:
-        subprocess.run(["fusermount3", "-u", str(m2)])
+    assert_restores(tmp_path, s3, etcd, sh, want)
 
 
 def test_a_shipper_whose_epoch_is_over_stores_nothing_more(tmp_path, s3, etcd):
@@ -468,17 +474,7 @@ def test_the_store_keeps_only_what_the_manifest_names(tmp_path, s3, etcd):
     assert [k for k in left if "/snap-" in k] == [man["snap"]], left
     assert all(int(k.rsplit("-", 1)[1], 16) >= man["from"]
                for k in left if "/seg-" in k), (man, left)
-    r, out = restore(tmp_path, s3, etcd, "lab")
-    assert r.returncode == 0, r.stderr
-    assert open(out / "workspace.db", "rb").read() == checkpointed(sh.m.db)
-    m2 = tmp_path / "mnt2"
-    m2.mkdir()
-    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
-                           str(m2)]).returncode == 0
-    try:
-        assert tree(str(m2)) == want
-    finally:
-        subprocess.run(["fusermount3", "-u", str(m2)])
+    assert_restores(tmp_path, s3, etcd, sh, want)
 
 
 def test_restore_without_a_manifest_does_nothing(tmp_path, s3, etcd):
