@@ -26,6 +26,9 @@ VERSION  := $(shell awk -F'[()]' 'NR == 1 { print $$2 }' packaging/debian/change
 PYTHON   ?= /usr/bin/python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+# The integration tests mostly wait (for ssh, a mount, the scripted
+# model): more of them than cores keeps the cores busy.
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 
 PKGS     := fuse3 sqlite3 libarchive libcurl json-c libssh liburing libpcre2-8 libseccomp libutf8proc vterm \
             libcmark-gfm libmicrohttpd libcrypto
@@ -76,8 +79,9 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             debhelper devscripts lintian fakeroot adduser \
             chromium chromium-driver python3-selenium
 # What only the tests need beyond DEB_PKGS (make check installs them,
-# make run does not): etcd for the cluster's tests (tests/test_cluster.py).
-CHECK_PKGS := etcd-server
+# make run does not): etcd for the cluster's tests (tests/test_cluster.py);
+# pytest-xdist to run the tests side by side (TEST_JOBS at once).
+CHECK_PKGS := etcd-server python3-pytest-xdist
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
@@ -330,7 +334,7 @@ check: deps
 	@$(MAKE) --no-print-directory unit-asan
 	@$(MAKE) --no-print-directory unit-tsan
 	@$(MAKE) --no-print-directory fuzz-replay
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests/
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) tests/
 
 # Every path a comment, README.md, ARCHITECTURE.md or a man page names
 # exists in the tree (tests/check_paths.py).

@@ -14,9 +14,13 @@
 - model:        a scripted model server (tests/model_server.py's ModelServer,
                 or the class a module's model_class fixture names), started
                 and stopped around the test; model_server is the same one.
+- alone:        a mark: the test changes the host (installs a package, adds
+                a system user) and runs with no other test beside it.
 
-Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/
+Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/ (make
+check runs the tests side by side: pytest -n, from python3-pytest-xdist).
 """
+import fcntl
 import os
 import signal
 import socket
@@ -35,9 +39,34 @@ PROGRAMS = ("atriumd", "atriumd-net", "atriumd-http", "atrium-fs", "atrium-agent
 USERS = ("alice", "bob", "eve")
 AUTHORIZED = ("alice", "bob")
 
+# The two lock files of the tests' reader-writer lock (see run_alone_or_beside).
+HOST_LOCKS = ["/tmp/atrium-tests-%d.%s" % (os.getuid(), n)
+              for n in ("gate", "run")]
+
 SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
             "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
             "-o", "ConnectTimeout=20", "-o", "IdentitiesOnly=yes"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: changes the host; no other "
+                            "test runs beside it")
+
+
+@pytest.fixture(autouse=True)
+def run_alone_or_beside(request):
+    """Every test holds the run lock shared, a test marked alone holds it
+    alone.  The gate makes it fair across pytest's workers (and any other
+    test run on the host): a test marked alone keeps the gate while it
+    waits, so no new test starts before it has run."""
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(HOST_LOCKS[0], "a") as gate, open(HOST_LOCKS[1], "a") as run:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield  # the run lock goes with the file's close
 
 
 @pytest.fixture(scope="session")

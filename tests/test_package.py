@@ -51,6 +51,7 @@ def group_exists(name):
 
 
 pytestmark = [
+    pytest.mark.alone,  # adds the user atrium, which other servers would use
     pytest.mark.skipif(os.geteuid() != 0, reason="dpkg -i needs root"),
     pytest.mark.skipif(not shutil.which("dpkg-buildpackage"),
                        reason="no dpkg-buildpackage (make deps installs it)"),
