@@ -160,7 +160,7 @@ def cgroup_prefix():
 def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
     """hosts(n) -> n atriumd hosts "a", "b"... of the cluster, each with
     its own DATA and cgroup parent, the same users."""
-    def start(n=2, lease=LEASE, extra=()):
+    def start(n=2, lease=LEASE, extra=(), http=False):
         out = []
         for i in range(n):
             name = "ab"[i]
@@ -172,12 +172,14 @@ def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
                 shutil.copy(os.path.join(str(data_dir), "authorized_keys"),
                             str(path / "authorized_keys"))
                 data = DataDir(str(path), data_dir.keys)
-            port = free_port()
+            port, web = free_port(), free_port() if http else None
+            web_args = ["--http-listen", "127.0.0.1:%d" % web] if web else []
             out.append(atriumd(data, "--listen", "127.0.0.1:%d" % port,
                                "--cluster", "etcd=" + etcd.urls(),
                                "--node", name, "--cluster-lease", str(lease),
                                "--cgroup-parent", cgroup_prefix + "-" + name,
-                               *extra))
+                               *web_args, *extra))
+            out[-1].http_port = web
         for h in out:
             wait_for(lambda: etcd.get("/atrium/nodes/" + h.extra[5])[0],
                      10, "node %s registered" % h.extra[5])

@@ -25,6 +25,7 @@ key that is no node's.
 import asyncio
 import base64
 import hashlib
+import http.client
 import os
 import signal
 import subprocess
@@ -35,6 +36,8 @@ import pytest
 
 from conftest import SSH_OPTS
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
+from http_run import token_for
+from test_http import wait_http
 from test_chat import Tmux
 # The cluster's fixtures: three etcd members, atriumd hosts in it.
 from test_cluster import cgroup_prefix, etcd, hosts  # noqa: F401
@@ -326,8 +329,8 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
 # Three etcd members and two atriumd hosts (tests/test_cluster.py's
 # fixtures); the room lives on A, people reach it through B.
 
-def _room_on_a(hosts, etcd, ssh_run):
-    a, b = hosts(2)
+def _room_on_a(hosts, etcd, ssh_run, http=False):
+    a, b = hosts(2, http=http)
     rc, _, err = ssh_run(a, "demo", "true", timeout=60)
     assert rc == 0, err
     assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
@@ -385,6 +388,36 @@ def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
     os.kill(a.network_pid(), signal.SIGKILL)
     a.proc.kill()
     tmux.wait("on-b", "the room is moving to another host; reconnect")
+
+
+def test_cluster_http_on_a_host_that_is_not_home_says_where(hosts, etcd,
+                                                            ssh_run):
+    """HTTP does not relay (yet): a request for a room served by another
+    host says that it does not, and which host serves the room where
+    the answer knows it, not a bare "no such room"."""
+    a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(b.http_port)
+    token = token_for(b, "alice")
+    for method, path, body in (
+            ("POST", "/api/rooms/demo/exec?command=true", b""),
+            ("GET", "/api/rooms/demo/files/", None),
+            ("GET", "/api/rooms/demo/events", None)):
+        c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+        c.request(method, path, body, {"Authorization": "Bearer " + token,
+                                       "Content-Type": "application/json"})
+        resp = c.getresponse()
+        text = resp.read().decode()
+        c.close()
+        assert "does not relay" in text, (path, text)
+        if path.endswith("/events"):
+            # The room's record is on its home: this host cannot tell
+            # whether it is there without asking, which HTTP does not.
+            assert resp.status == 404, (path, resp.status, text)
+            assert "atriumd cluster status shows where" in text, text
+            continue
+        assert resp.status == 503, (path, resp.status, text)
+        assert "room demo is served by host a (127.0.0.1:%d)" % a.port \
+            in text, (path, text)
 
 
 def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,

@@ -100,6 +100,11 @@ api_room_use(struct api_room_wait *w)
 		api_room_fail(w, 403, msg);
 		return;
 	}
+	if (http_ask_remote(ans, r->room, msg, sizeof(msg))) {
+		json_object_put(ans);
+		api_room_fail(w, 503, msg);
+		return;
+	}
 	json_object_put(ans);
 	if (state && strcmp(state, "ready") == 0) {
 		api_room_agent(w);

@@ -7,6 +7,7 @@
 #include "http_ask.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api_room.h"
@@ -110,6 +111,23 @@ http_ask_refused(json_object *ans, const char **why)
 		return 0;
 	if (!*why)
 		*why = "refused";
+	return 1;
+}
+
+/* See http_ask.h. */
+int
+http_ask_remote(json_object *ans, const char *room, char *msg, size_t len)
+{
+	const char *state = json_get_string(ans, "state");
+	const char *node = json_get_string(ans, "node");
+	const char *addr = json_get_string(ans, "addr");
+
+	if (!state || strcmp(state, "remote") != 0)
+		return 0;
+	snprintf(msg, len, "room %s is served by host %s (%s) now, and this "
+	    "host's HTTP does not relay to another host: use host %s's HTTP "
+	    "address (SSH to any host relays)", room, node ? node : "?",
+	    addr ? addr : "?", node ? node : "?");
 	return 1;
 }
 

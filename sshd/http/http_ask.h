@@ -63,6 +63,12 @@ void http_ask_deliver(struct http_server *srv);
  * reason in *why (borrowed from ans), 0 when not. */
 int http_ask_refused(json_object *ans, const char **why);
 
+/* Whether a use answer says room is served by another host of the
+ * cluster: 1 with what to tell the client in msg, 0 when not.  HTTP is
+ * not relayed to a room's home (ARCHITECTURE.md, Cluster); SSH is. */
+int http_ask_remote(json_object *ans, const char *room, char *msg,
+    size_t len);
+
 /* The monitor's event socket is readable: end_room ends that room's
  * streams, wake lets streams waiting for a room ask again. */
 struct watch;

@@ -66,6 +66,7 @@ http_stream_use(struct http_req *r, int *ret)
 {
 	json_object *ans;
 	const char *state, *why;
+	char msg[512];
 
 	if (http_ask(r->srv, http_ask_new(r, "use", 1), &ans, NULL, NULL,
 	    0) < 0) {
@@ -76,6 +77,8 @@ http_stream_use(struct http_req *r, int *ret)
 	if (http_ask_refused(ans, &why) ||
 	    (state && strcmp(state, "refused") == 0)) {
 		*ret = http_reply_error(r, 403, why ? why : "refused");
+	} else if (http_ask_remote(ans, r->room, msg, sizeof(msg))) {
+		*ret = http_reply_error(r, 503, msg);
 	} else if (!state || strcmp(state, "failed") == 0) {
 		*ret = http_reply_error(r, 503, why ? why : "the room could "
 		    "not start; try again");
@@ -115,6 +118,12 @@ http_stream_admit(struct http_req *r, int *ret)
 	else if (json_get_int(ans, "errno", 0))
 		*ret = http_reply_error(r, 503, "the room cannot be read now "
 		    "(it may be being imported); try again");
+	else if (!exists && json_get_bool(ans, "cluster", 0))
+		*ret = http_reply_error(r, 404, "no such room on this host: "
+		    "in a cluster, this host's HTTP reaches only the rooms it "
+		    "serves and does not relay to another host (SSH to any "
+		    "host does); atriumd cluster status shows where each room "
+		    "is");
 	else if (!exists)
 		*ret = http_reply_error(r, 404, "no such room: make it over "
 		    "SSH first (ssh -p PORT ROOM@HOST)");
@@ -191,6 +200,7 @@ http_stream_connect(struct http_stream *s)
 {
 	json_object *ans;
 	const char *state, *why;
+	char msg[512];
 	int r = 0;
 
 	if (http_ask(s->srv, http_ask_make("use", s->token, s->addr, s->room),
@@ -199,6 +209,11 @@ http_stream_connect(struct http_stream *s)
 		return;
 	}
 	state = json_get_string(ans, "state");
+	if (http_ask_remote(ans, s->room, msg, sizeof(msg))) {
+		json_object_put(ans);
+		http_stream_end(s, msg);	/* the home moved meanwhile */
+		return;
+	}
 	if (http_ask_refused(ans, &why) || !state ||
 	    strcmp(state, "refused") == 0 || strcmp(state, "failed") == 0)
 		r = -1;

@@ -336,6 +336,10 @@ monitor_access(struct monitor *srv, json_object *req, const char *room,
 		    "not a member", id->user, what, room,
 		    l.owner[0] ? l.owner : "(none)");
 	json_object_object_add(ans, "exists", json_object_new_boolean(r > 0));
+	/* On a cluster's host a room not here may live on another host. */
+	if (r == 0 && srv->cluster)
+		json_object_object_add(ans, "cluster",
+		    json_object_new_boolean(1));
 	json_object_object_add(ans, "may_create", json_object_new_boolean(
 	    monitor_identity_may_create(id, room)));
 	json_object_object_add(ans, "may_enter",
