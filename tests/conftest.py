@@ -21,6 +21,8 @@ Run as root after `make all`: /usr/bin/python3 -m pytest -q tests/ (make
 check runs the tests side by side: pytest -n, from python3-pytest-xdist).
 """
 import fcntl
+import glob
+import itertools
 import os
 import signal
 import socket
@@ -38,6 +40,8 @@ PROGRAMS = ("atriumd", "atriumd-net", "atriumd-http", "atrium-fs", "atrium-agent
             "atrium-sandbox-init")
 USERS = ("alice", "bob", "eve")
 AUTHORIZED = ("alice", "bob")
+
+_test_serial = itertools.count()
 
 # The two lock files of the tests' reader-writer lock (see run_alone_or_beside).
 HOST_LOCKS = ["/tmp/atrium-tests-%d.%s" % (os.getuid(), n)
@@ -271,15 +275,41 @@ EXEC_MAKES_ROOMS = frozenset("""
     """.split())
 
 
+CGROUP_HIERARCHIES = [d for d in glob.glob("/sys/fs/cgroup/*")
+                      if os.path.isdir(d)] + ["/sys/fs/cgroup"]
+
+
+def remove_cgroups(name):
+    """rmdir cgroup NAME's tree, bottom-up, in every hierarchy (groups hold
+    no files to delete; one still emptying is tried again a moment)."""
+    for h in CGROUP_HIERARCHIES:
+        top = os.path.join(h, name)
+        for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+            for _ in range(50):
+                try:
+                    os.rmdir(dirpath)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
 @pytest.fixture
 def atriumd(build, request):
-    """Factory: atriumd(data, *extra_args, env=None) -> a started Atriumd."""
+    """Factory: atriumd(data, *extra_args, env=None) -> a started Atriumd.
+    A test's servers share a cgroup parent of the test's own (unless the
+    test names one): tests run side by side, and two servers with a room
+    of one name under one parent would share, and remove, its group."""
     started = []
     legacy = request.node.path.name in EXEC_MAKES_ROOMS
+    parent = "atrium-tests-%d-%d" % (os.getpid(), next(_test_serial))
 
     def start(data, *extra, env=None):
         if legacy:
             extra = tuple(extra) + ("--exec-creates-rooms",)
+        if "--cgroup-parent" not in extra:
+            extra = tuple(extra) + ("--cgroup-parent", parent)
         d = Atriumd(build, data, extra, env)
         started.append(d)
         return d.start()
@@ -290,6 +320,7 @@ def atriumd(build, request):
         d.stop()
     for d in started:
         d.cleanup()
+    remove_cgroups(parent)
     for d in started:
         left = _pids_using(d.data)
         assert not left, "processes left behind: %s" % left

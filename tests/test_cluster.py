@@ -24,7 +24,8 @@ import urllib.request
 
 import pytest
 
-from conftest import DataDir, free_port, ssh_command
+from conftest import (CGROUP_HIERARCHIES, DataDir, free_port, remove_cgroups,
+                      ssh_command)
 
 ETCD = "/usr/bin/etcd"
 LEASE = 3          # --cluster-lease of the hosts, s
@@ -135,10 +136,6 @@ def etcd(tmp_path):
     e.stop()
 
 
-CGROUP_HIERARCHIES = [d for d in glob.glob("/sys/fs/cgroup/*")
-                      if os.path.isdir(d)] + ["/sys/fs/cgroup"]
-
-
 @pytest.fixture
 def cgroup_prefix():
     """The hosts' cgroup parents are PREFIX-a, PREFIX-b...: this test's
@@ -146,14 +143,9 @@ def cgroup_prefix():
     the servers)."""
     prefix = "atrium-test-cluster-%d" % os.getpid()
     yield prefix
-    for h in CGROUP_HIERARCHIES:
-        for top in glob.glob(os.path.join(h, prefix + "-*")):
-            for dirpath, _, _ in sorted(os.walk(top),
-                                        key=lambda w: -len(w[0])):
-                try:
-                    os.rmdir(dirpath)
-                except OSError:
-                    pass
+    for name in {os.path.basename(top) for h in CGROUP_HIERARCHIES
+                 for top in glob.glob(os.path.join(h, prefix + "-*"))}:
+        remove_cgroups(name)
 
 
 @pytest.fixture

@@ -20,11 +20,10 @@ import itertools
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import ssh_command
+from conftest import remove_cgroups, ssh_command
 from test_robustness import agent_pid, settle
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -40,27 +39,13 @@ needs_cgroups = pytest.mark.skipif(not HAVE_CGROUPS,
 _serial = itertools.count()
 
 
-def _rmtree_groups(top):
-    """rmdir a cgroup subtree bottom-up (groups hold no files to delete)."""
-    for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
-        for _ in range(50):
-            try:
-                os.rmdir(dirpath)
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.02)
-
-
 @pytest.fixture
 def cgparent():
     """A cgroup parent of this test's own; removed at the end (ask for it
     before atriumd, so it outlives the server)."""
     name = "atrium-test-%d-%d" % (os.getpid(), next(_serial))
     yield name
-    for h in HIERARCHIES:
-        _rmtree_groups(os.path.join(h, name))
+    remove_cgroups(name)
 
 
 def group(parent, *rel, ctl="memory"):
