@@ -122,6 +122,7 @@ def test_planned_move_under_load_loses_nothing(s3_hosts, etcd, ssh_run):
                  len(load.lines) > moved[1] + 2, 15,
                  "writes and lines through the front after the move")
     assert rc == 0, err
+    print(out)      # the pause, for a reader of the test's output
     assert re.search(r"room demo moved from a to b \(epoch %d -> \d+\): its "
                      r"people waited \d+\.\d s" % epoch, out), out
     # The new home, at a higher epoch, as the operator sees it.
