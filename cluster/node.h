@@ -3,7 +3,8 @@
  * monitor: the node's lease in etcd and its renewal, the claim of a
  * room's home on `use`, the answer for a room whose home is elsewhere,
  * each room's fence page (common/fence.h), the release of a room that
- * stopped idle.  node.c has the rules; cluster/etcd.h the client.
+ * stopped idle, and an operator's planned moves (cluster/move.h).
+ * node.c has the rules; cluster/etcd.h the client.
  *
  * Everything that talks to etcd runs on one thread of its own; the
  * functions here are called from the monitor's loop and never wait for
@@ -54,6 +55,13 @@ struct cluster_hooks {
 	/* 1 when ROOM has processes here (starting, running or stopping). */
 	int (*running)(void *arg, const char *room);
 	void *arg;
+	/* An operator moves ROOM to node TO (cluster/move.h): end its
+	 * sessions and stop it as at an idle stop; its home is given up
+	 * once it stopped (cluster_room_stopped). */
+	void (*moving)(void *arg, const char *room, const char *to);
+	/* ROOM was just claimed for a move to this node: start it now, so
+	 * that it is ready when its people connect again. */
+	void (*warm)(void *arg, const char *room);
 };
 
 /* Check the configuration and start the etcd thread (it grants the

@@ -155,7 +155,7 @@ def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
     def start(n=2, lease=LEASE, extra=(), http=False):
         out = []
         for i in range(n):
-            name = "ab"[i]
+            name = "abc"[i]
             if i == 0:
                 data = data_dir
             else:

@@ -14,7 +14,11 @@
  * another host is answered "remote", with that host's name, address and
  * host key (the front door relays there; a session that is not relayed
  * is told where the room is); when this host's hold on a room ends, the
- * room stops at once and its sessions end with a message.
+ * room stops at once and its sessions end with a message.  When an
+ * operator moves the room (`atriumd cluster move|drain`, cluster/move.h),
+ * its sessions here end with a line naming where it goes, it stops as at
+ * an idle stop (its shipper stores every commit), and only then is its
+ * home given up; the node it goes to starts it as soon as it holds it.
  *
  * With --s3 (refused without --cluster), the object store's settings and
  * credentials are loaded here, once (room_stream.h), and every room this
@@ -102,6 +106,37 @@ placement_lost(void *arg, const char *room)
 	monitor_end_room(srv, room, msg);
 }
 
+/* An operator moves the room to node TO: its sessions end, it stops,
+ * and its home is given up once it has (cluster_room_stopped). */
+static void
+placement_moving(void *arg, const char *room, const char *to)
+{
+	struct monitor *srv = arg;
+	char msg[256];
+
+	log_info("cluster: room %s: moving to node %s; stopping it here", room,
+	    to);
+	/* The sessions are told first: a command the stop kills would
+	 * otherwise end its session before the reason. */
+	snprintf(msg, sizeof(msg), "atrium: room %s is moving to another host "
+	    "(%s); connect again in a few seconds", room, to);
+	monitor_end_room(srv, room, msg);
+	rooms_stop(&srv->rooms, room);
+}
+
+/* The room was just claimed for a move here: start it now. */
+static void
+placement_warm(void *arg, const char *room)
+{
+	struct monitor *srv = arg;
+	struct room *r = NULL;
+
+	log_info("cluster: room %s: moved here; starting it", room);
+	if (rooms_use(&srv->rooms, room, &r) < 0)
+		log_warn("cluster: room %s: cannot start it: %s", room,
+		    r ? r->error : "out of memory");
+}
+
 static int
 placement_running(void *arg, const char *room)
 {
@@ -149,8 +184,11 @@ int
 placement_start(struct monitor *srv)
 {
 	const struct config *cfg = srv->cfg;
-	struct cluster_hooks hooks = { placement_changed, placement_lost,
-		placement_running, srv };
+	struct cluster_hooks hooks = {
+		.changed = placement_changed, .lost = placement_lost,
+		.running = placement_running, .arg = srv,
+		.moving = placement_moving, .warm = placement_warm,
+	};
 	char node[CLUSTER_NAME_MAX], addr[CLUSTER_ADDR_MAX];
 	char hostkey[CLUSTER_HOSTKEY_MAX], err[512];
 	int wake_fd, r;
