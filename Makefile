@@ -80,8 +80,10 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             chromium chromium-driver python3-selenium
 # What only the tests need beyond DEB_PKGS (make check installs them,
 # make run does not): etcd for the cluster's tests (tests/test_cluster.py);
-# pytest-xdist to run the tests side by side (TEST_JOBS at once).
-CHECK_PKGS := etcd-server python3-pytest-xdist
+# iproute2's ip for the partition's network namespace
+# (tests/test_cluster_partition.py); pytest-xdist to run the tests side
+# by side (TEST_JOBS at once).
+CHECK_PKGS := etcd-server iproute2 python3-pytest-xdist
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
@@ -117,7 +119,7 @@ MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUS
 # fencing, keys and tokens kept in step); linked in always, run only with
 # --cluster.
 CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c \
-    cluster/s3_creds.c cluster/keys_sync.c
+    cluster/s3_creds.c cluster/keys_sync.c cluster/resolve.c
 # atrium-replicate (started by the monitor with --s3, one per room): the
 # shipper of a room's commits to the object store, and its restore.
 REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c

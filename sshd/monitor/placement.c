@@ -64,22 +64,29 @@ placement_hostkey(const struct config *cfg, char *out, size_t len)
 }
 
 /* The address the other hosts reach this one at: --advertise, else
- * --listen's, with this host's name when it listens on every address. */
+ * --listen's, with this host's name (not its --node name, which need
+ * not resolve) when it listens on every address.  A name is resolved by
+ * the front that dials it (cluster/resolve.h). */
 static void
-placement_advertise(const struct config *cfg, const char *node, char *out,
-    size_t len)
+placement_advertise(const struct config *cfg, char *out, size_t len)
 {
 	const char *colon = strrchr(cfg->listen, ':');
 	size_t hostlen = colon ? (size_t)(colon - cfg->listen) : 0;
+	char host[CLUSTER_NAME_MAX];
 
-	if (cfg->advertise[0])
+	if (cfg->advertise[0]) {
 		snprintf(out, len, "%s", cfg->advertise);
-	else if (!colon || hostlen == 0 ||
+	} else if (!colon || hostlen == 0 ||
 	    strncmp(cfg->listen, "0.0.0.0:", 8) == 0 ||
-	    strncmp(cfg->listen, "[::]:", 5) == 0)
-		snprintf(out, len, "%s:%s", node, colon ? colon + 1 : "2222");
-	else
+	    strncmp(cfg->listen, "[::]:", 5) == 0) {
+		/* No name: an address the start refuses, with why. */
+		if (gethostname(host, sizeof(host)) < 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		snprintf(out, len, "%s:%s", host, colon ? colon + 1 : "2222");
+	} else {
 		snprintf(out, len, "%s", cfg->listen);
+	}
 }
 
 static void
@@ -165,7 +172,7 @@ placement_start(struct monitor *srv)
 	snprintf(node, sizeof(node), "%s", cfg->node);
 	if (!node[0] && gethostname(node, sizeof(node)) < 0)
 		node[0] = '\0';
-	placement_advertise(cfg, node, addr, sizeof(addr));
+	placement_advertise(cfg, addr, sizeof(addr));
 	if (placement_hostkey(cfg, hostkey, sizeof(hostkey)) < 0)
 		return -EINVAL;
 	struct cluster_config cc = { cfg->cluster, node, addr, hostkey,
@@ -239,7 +246,9 @@ placement_remote(json_object *ans, const char *room,
 
 	json_object_object_add(ans, "state", json_object_new_string("remote"));
 	json_object_object_add(ans, "node", json_object_new_string(rem->node));
-	json_object_object_add(ans, "addr", json_object_new_string(rem->addr));
+	/* The front dials a number (its network process resolves no
+	 * names); people are told the address as advertised. */
+	json_object_object_add(ans, "addr", json_object_new_string(rem->dial));
 	json_object_object_add(ans, "hostkey",
 	    json_object_new_string(rem->hostkey));
 	snprintf(msg, sizeof(msg), "room %s is served by host %s (%s) now; "
@@ -267,8 +276,8 @@ placement_use(struct monitor *srv, const char *room, json_object *ans)
 		    json_object_new_string("starting"));
 		return 0;
 	case CLUSTER_REMOTE:
-		log_info("cluster: room %s is served by %s (%s)", room,
-		    rem.node, rem.addr);
+		log_info("cluster: room %s is served by %s (%s, %s)", room,
+		    rem.node, rem.addr, rem.dial);
 		placement_remote(ans, room, &rem);
 		return 0;
 	default:
