@@ -9,18 +9,21 @@ add`, a veth pair with an address at each end; A runs under `nsenter
 --net`, so it shares the machine's mounts) and reaching etcd and the store
 through the veth; B, the front the room's people use; C, a third host.
 While fsynced file writes and chat lines go through B to the room on A,
-the test sets the veth's end in the machine's namespace down: A hears
-nothing more from anyone (its packets are lost), and nobody reaches A.
-Then, as a user sees it:
+and people on A's side of the network (inside its namespace) write files
+and chat lines to A directly, the test sets the veth's end in the
+machine's namespace down: A hears nothing more from etcd, the store or
+B (its packets are lost), nobody else reaches A, and A's own side still
+does.  Then, as a user sees it:
 
-- A stops serving the room at its fence time, before its lease can end;
+- A stops serving the room at its fence time, before its lease can end,
+  and sends its own side's people away;
 - once the lease ended, B serves the room within 5 s (the RTO), with every
   file write and chat line acknowledged more than a second before the cut;
 - when the link is up again, A finds its lease gone and joins again as a
-  new member; it changed nothing of the room after its fence (room.db and
-  workspace.db on its disk hold what they held when its lease ended), the
-  manifest never names A's epoch again, and A serves other rooms and
-  relays to B.
+  new member; it changed nothing of the room after its fence, though its
+  own side kept writing until then (room.db and workspace.db on its disk
+  hold what they held when its lease ended), the manifest never names
+  A's epoch again, and A serves other rooms and relays to B.
 
 The namespace, the veth pair and every process are removed at the end,
 also when the test fails.  Run as root:
@@ -292,6 +295,53 @@ class Stream:
         self.chat.proc.wait()
 
 
+class Local:
+    """People on A's side of the partition, who still reach A after the
+    cut: a command that writes a file every 50 ms and a client that sends
+    a chat line every 50 ms, from inside A's namespace, until A ends
+    their sessions."""
+
+    def __init__(self, netns, a):
+        ssh = [NSENTER, "--net=/run/netns/" + netns.name, "ssh", "-p",
+               str(a.port), "-i", a.keys["alice"]] + SSH_OPTS
+        to = "%s@%s" % (ROOM, a.host)
+        self.writer = subprocess.Popen(
+            ssh + [to, "i=0; while :; do i=$((i+1)); echo $i > local$i; "
+                   "sleep 0.05; done"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.chat = subprocess.Popen(
+            ssh + ["-s", to, "atrium"], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._talk)
+        self.thread.start()
+
+    def _talk(self):
+        n = 0
+        while not self.stop.is_set():
+            try:
+                self.chat.stdin.write(json.dumps(
+                    {"type": "chat", "text": "local %d" % n}) + "\n")
+                self.chat.stdin.flush()
+            except (OSError, ValueError):
+                return
+            n += 1
+            self.stop.wait(0.05)
+
+    def ended(self):
+        return self.writer.poll() is not None and \
+            self.chat.poll() is not None
+
+    def end(self):
+        self.stop.set()
+        for p in (self.writer, self.chat):
+            if p.poll() is None:
+                p.kill()
+        self.thread.join()
+        for p in (self.writer, self.chat):
+            p.wait()
+
+
 class Watch:
     """Every value of a key, polled from now on: (monotonic time,
     value)."""
@@ -364,13 +414,16 @@ def test_home_cut_off_is_fenced_and_the_room_served_elsewhere(
     home, epoch = etcd.get(home_key)
     assert home == "a" and epoch > 0
     manifests = Watch(etcd, "/atrium/rooms/%s/manifest" % ROOM)
+    local = None
     try:
         stream = Stream(b)
         try:
+            local = Local(netns, a)
             # Enough acknowledged a second ago (those must survive).
             wait_for(lambda: min(stream.acked_before(
                 time.monotonic() - 1)) > 5, 30,
                 "writes through B to the room on A")
+            assert not local.ended(), "A's own people could not write"
         finally:
             netns.cut()
             cut = time.monotonic()
@@ -393,6 +446,8 @@ def test_home_cut_off_is_fenced_and_the_room_served_elsewhere(
             time.sleep(0.05)
         assert fenced is not None and fenced < ended, \
             "A still served the room when its lease ended"
+        # Its own side's people, who still reach it, are sent away.
+        wait_for(local.ended, 5, "A to end its own side's sessions")
         # Its last renewal was before the cut: its fence time (that plus
         # the lease, less a second) came at most LEASE - 1 s after it.
         assert fenced - cut < LEASE - 1 + 0.75, \
@@ -446,6 +501,8 @@ def test_home_cut_off_is_fenced_and_the_room_served_elsewhere(
                     if t > taken[0] and json.loads(v)["epoch"] != new_epoch]
     finally:
         manifests.end()
+        if local:
+            local.end()
 
     # A serves other rooms again, and is a front for the room it lost.
     make_room(a, "other")
