@@ -11,9 +11,10 @@
  *
  * What a user sees (atriumd(8), CLUSTER): while a room's home is claimed
  * the session waits as for a room that starts; a room whose home is
- * another host is answered "remote", with that host's name, address and
- * host key (the front door relays there; a session that is not relayed
- * is told where the room is); when this host's hold on a room ends, the
+ * another host is answered "remote", with that host's name, address (as
+ * a number, resolved off the loop: cluster/resolve.h) and host key (the
+ * front door relays there; a session that is not relayed is told where
+ * the room is); when this host's hold on a room ends, the
  * room stops at once and its sessions end with a message.
  *
  * With --s3 (refused without --cluster), the object store's settings and
