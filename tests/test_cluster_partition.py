@@ -53,6 +53,9 @@ ROOM = "demo"
 RTO = 5            # s from the lease's end to the room served again
 
 pytestmark = [
+    # It adds an address to lo and a network namespace (both removed at
+    # the end), and times the fence: no other test beside it.
+    pytest.mark.alone,
     pytest.mark.skipif(os.geteuid() != 0,
                        reason="network namespaces and FUSE need root"),
     pytest.mark.skipif(not os.access("/usr/bin/etcd", os.X_OK),
