@@ -80,10 +80,8 @@ DEB_PKGS := build-essential pkg-config libfuse3-dev fuse3 libsqlite3-dev sqlite3
             chromium chromium-driver python3-selenium
 # What only the tests need beyond DEB_PKGS (make check installs them,
 # make run does not): etcd for the cluster's tests (tests/test_cluster.py);
-# iproute2's ip for the partition's network namespace
-# (tests/test_cluster_partition.py); pytest-xdist to run the tests side
-# by side (TEST_JOBS at once).
-CHECK_PKGS := etcd-server iproute2 python3-pytest-xdist
+# pytest-xdist to run the tests side by side (TEST_JOBS at once).
+CHECK_PKGS := etcd-server python3-pytest-xdist
 # The page's build needs npm (web/package.json): Debian's nodejs and npm,
 # unless an npm is already on PATH (another nodejs, such as one that
 # bundles npm, conflicts with Debian's npm package).
