@@ -28,7 +28,8 @@
  * A room's entry (struct cl_room), and who moves it:
  *   WANT     (loop, cluster_place) the thread is to claim or look up
  *   HOME     (thread) the claim won: epoch, fence page
- *   REMOTE   (thread) another node's home: where
+ *   REMOTE   (thread) another node's home: where (its advertised
+ *            address, and that as a number: cluster/resolve.h)
  *   FAILED   (thread) could not say: why
  *   DONE     (loop) a REMOTE or FAILED answer was given once
  *   RELEASE  (loop, cluster_room_stopped) give the home up; also a HOME
@@ -82,6 +83,7 @@
 #include "fence.h"
 #include "log.h"
 #include "move.h"
+#include "resolve.h"
 
 #define NS		1000000000LL
 #define CL_MARGIN_NS	NS		/* fence time = lease end - this */
@@ -131,6 +133,7 @@ struct cluster {
 	int64_t ttl_s;
 	struct cluster_hooks hooks;
 	struct etcd *etcd;		/* the thread's alone */
+	struct resolve *resolve;	/* the thread's alone: homes' names */
 	pthread_t thread;
 	int started;			/* the thread runs */
 	pthread_mutex_t lock;
@@ -496,6 +499,30 @@ struct claim {
 	int warm;		/* HOME won for a move to this node */
 };
 
+/* The home's advertised address as the number the front dials (a
+ * name is looked up here: the network process resolves none). */
+static void
+claim_dial(struct cluster *c, struct claim *out)
+{
+	struct cluster_remote *rem = &out->remote;
+	/* Waiting no longer than an etcd request may (cluster_start). */
+	int r = resolve_addr(c->resolve, rem->addr, (int)(c->ttl_s * 1000 / 4),
+	    rem->dial, sizeof(rem->dial));
+
+	if (r == 0) {
+		out->state = CL_REMOTE;
+		return;
+	}
+	log_warn("cluster: the address of node %s, %s, does not resolve: %s",
+	    rem->node, rem->addr, r == -EAGAIN ? "still being looked up" :
+	    strerror(-r));
+	out->state = CL_FAILED;
+	snprintf(out->why, sizeof(out->why), "this room is served by host "
+	    "%.63s, whose address %.60s %s", rem->node, rem->addr,
+	    r == -EAGAIN || r == -EBUSY ? "is still being looked up" :
+	    "does not resolve on this host");
+}
+
 /* ROOM's home is held by another node, CUR: where it is. */
 static void
 claim_elsewhere(struct cluster *c, const char *cur, struct claim *out)
@@ -509,7 +536,7 @@ claim_elsewhere(struct cluster *c, const char *cur, struct claim *out)
 		return;
 	}
 	if ((r = node_lookup(c, cur, &out->remote)) == 0) {
-		out->state = CL_REMOTE;
+		claim_dial(c, out);
 		return;
 	}
 	out->state = CL_FAILED;
@@ -533,7 +560,7 @@ claim_drained(struct cluster *c, const char *room, struct claim *out)
 		claim_elsewhere(c, cur, out);
 	} else if (r >= 0 && move_pick(c->etcd, c->node, pick,
 	    sizeof(pick)) == 1 && node_lookup(c, pick, &out->remote) == 0) {
-		out->state = CL_REMOTE;
+		claim_dial(c, out);
 	} else {
 		out->state = CL_FAILED;
 		snprintf(out->why, sizeof(out->why), "this host is drained (it "
@@ -558,7 +585,7 @@ claim_gate(struct cluster *c, const char *room, struct claim *out,
 		return 0;
 	/* Moving to another node: that one takes it, not this one. */
 	if (r == 1 && node_lookup(c, m.to, &out->remote) == 0) {
-		out->state = CL_REMOTE;
+		claim_dial(c, out);
 		return 1;
 	}
 	if (move_drained(c->etcd, c->node) != 1)
@@ -1189,6 +1216,11 @@ cluster_start(const struct cluster_config *cc,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	if (!(c->resolve = resolve_new())) {
+		snprintf(err, errlen, "out of memory");
+		cluster_stop(c, 0);
+		return -ENOMEM;
+	}
 	if (!(c->etcd = etcd_open(c->etcd_urls, err, errlen))) {
 		cluster_stop(c, 0);
 		return -EINVAL;
@@ -1237,6 +1269,7 @@ cluster_stop(struct cluster *c, int release_all)
 		room_free(e);
 	}
 	etcd_close(c->etcd);
+	resolve_free(c->resolve);
 	free(c->nodes);
 	if (c->wake_r >= 0)
 		close(c->wake_r);

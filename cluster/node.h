@@ -41,7 +41,9 @@ enum cluster_place {
 
 struct cluster_remote {
 	char node[CLUSTER_NAME_MAX];
-	char addr[CLUSTER_ADDR_MAX];
+	char addr[CLUSTER_ADDR_MAX];	/* as the node advertises it */
+	char dial[CLUSTER_ADDR_MAX];	/* addr as a number (resolve.h):
+					 * what the front door dials */
 	char hostkey[CLUSTER_HOSTKEY_MAX];
 };
 

@@ -11,14 +11,15 @@
  *
  * What a user sees (atriumd(8), CLUSTER): while a room's home is claimed
  * the session waits as for a room that starts; a room whose home is
- * another host is answered "remote", with that host's name, address and
- * host key (the front door relays there; a session that is not relayed
- * is told where the room is); when this host's hold on a room ends, the
- * room stops at once and its sessions end with a message.  When an
- * operator moves the room (`atriumd cluster move|drain`, cluster/move.h),
- * its sessions here end with a line naming where it goes, it stops as at
- * an idle stop (its shipper stores every commit), and only then is its
- * home given up; the node it goes to starts it as soon as it holds it.
+ * another host is answered "remote", with that host's name, address (as
+ * a number, resolved off the loop: cluster/resolve.h) and host key (the
+ * front door relays there; a session that is not relayed is told where
+ * the room is); when this host's hold on a room ends, the room stops at
+ * once and its sessions end with a message.  When an operator moves the
+ * room (`atriumd cluster move|drain`, cluster/move.h), its sessions here
+ * end with a line naming where it goes, it stops as at an idle stop (its
+ * shipper stores every commit), and only then is its home given up; the
+ * node it goes to starts it as soon as it holds it.
  *
  * With --s3 (refused without --cluster), the object store's settings and
  * credentials are loaded here, once (room_stream.h), and every room this
@@ -68,22 +69,29 @@ placement_hostkey(const struct config *cfg, char *out, size_t len)
 }
 
 /* The address the other hosts reach this one at: --advertise, else
- * --listen's, with this host's name when it listens on every address. */
+ * --listen's, with this host's name (not its --node name, which need
+ * not resolve) when it listens on every address.  A name is resolved by
+ * the front that dials it (cluster/resolve.h). */
 static void
-placement_advertise(const struct config *cfg, const char *node, char *out,
-    size_t len)
+placement_advertise(const struct config *cfg, char *out, size_t len)
 {
 	const char *colon = strrchr(cfg->listen, ':');
 	size_t hostlen = colon ? (size_t)(colon - cfg->listen) : 0;
+	char host[CLUSTER_NAME_MAX];
 
-	if (cfg->advertise[0])
+	if (cfg->advertise[0]) {
 		snprintf(out, len, "%s", cfg->advertise);
-	else if (!colon || hostlen == 0 ||
+	} else if (!colon || hostlen == 0 ||
 	    strncmp(cfg->listen, "0.0.0.0:", 8) == 0 ||
-	    strncmp(cfg->listen, "[::]:", 5) == 0)
-		snprintf(out, len, "%s:%s", node, colon ? colon + 1 : "2222");
-	else
+	    strncmp(cfg->listen, "[::]:", 5) == 0) {
+		/* No name: an address the start refuses, with why. */
+		if (gethostname(host, sizeof(host)) < 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		snprintf(out, len, "%s:%s", host, colon ? colon + 1 : "2222");
+	} else {
 		snprintf(out, len, "%s", cfg->listen);
+	}
 }
 
 static void
@@ -203,7 +211,7 @@ placement_start(struct monitor *srv)
 	snprintf(node, sizeof(node), "%s", cfg->node);
 	if (!node[0] && gethostname(node, sizeof(node)) < 0)
 		node[0] = '\0';
-	placement_advertise(cfg, node, addr, sizeof(addr));
+	placement_advertise(cfg, addr, sizeof(addr));
 	if (placement_hostkey(cfg, hostkey, sizeof(hostkey)) < 0)
 		return -EINVAL;
 	struct cluster_config cc = { cfg->cluster, node, addr, hostkey,
@@ -277,7 +285,9 @@ placement_remote(json_object *ans, const char *room,
 
 	json_object_object_add(ans, "state", json_object_new_string("remote"));
 	json_object_object_add(ans, "node", json_object_new_string(rem->node));
-	json_object_object_add(ans, "addr", json_object_new_string(rem->addr));
+	/* The front dials a number (its network process resolves no
+	 * names); people are told the address as advertised. */
+	json_object_object_add(ans, "addr", json_object_new_string(rem->dial));
 	json_object_object_add(ans, "hostkey",
 	    json_object_new_string(rem->hostkey));
 	snprintf(msg, sizeof(msg), "room %s is served by host %s (%s) now; "
@@ -305,8 +315,8 @@ placement_use(struct monitor *srv, const char *room, json_object *ans)
 		    json_object_new_string("starting"));
 		return 0;
 	case CLUSTER_REMOTE:
-		log_info("cluster: room %s is served by %s (%s)", room,
-		    rem.node, rem.addr);
+		log_info("cluster: room %s is served by %s (%s, %s)", room,
+		    rem.node, rem.addr, rem.dial);
 		placement_remote(ans, room, &rem);
 		return 0;
 	default:
