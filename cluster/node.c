@@ -100,7 +100,7 @@
 #define CL_MOVE_RETRY_NS	(NS / 5)	/* a move's target claims again */
 
 enum cl_state { CL_WANT, CL_HOME, CL_REMOTE, CL_FAILED, CL_DONE, CL_RELEASE,
-	CL_LOST };
+	CL_LOST, CL_ABSENT };
 
 struct cl_room {
 	char name[64];
@@ -110,6 +110,9 @@ struct cl_room {
 	struct fence_page *page;	/* its read-write mapping, or NULL */
 	int told;			/* LOST: hooks.lost was called */
 	int busy;			/* WANT: the thread is claiming it */
+	int look;			/* WANT: asked only where it lives
+					 * (cluster_place's look): no claim
+					 * when it has no home */
 	int64_t since_ns;		/* WANT: when asked; HOME: when won */
 	struct cluster_remote remote;	/* REMOTE */
 	char why[200];			/* FAILED */
@@ -594,9 +597,33 @@ claim_gate(struct cluster *c, const char *room, struct claim *out,
 	return 1;
 }
 
-/* Claim ROOM's home for this node under LEASE (the thread, unlocked). */
+/* A look (cluster_place's look) at ROOM's home key: 1 when it has none
+ * (out says ABSENT), 0 when it has one (claim on: it is another node's,
+ * or a stale one of this node's), 1 with out FAILED when etcd does not
+ * answer. */
+static int
+claim_look(struct cluster *c, const char *key, struct claim *out)
+{
+	char *cur = NULL;
+	size_t len;
+	int r = etcd_get(c->etcd, key, &cur, &len, NULL, NULL);
+
+	free(cur);
+	if (r == 0)
+		out->state = CL_ABSENT;
+	else if (r < 0) {
+		out->state = CL_FAILED;
+		snprintf(out->why, sizeof(out->why), "the cluster's etcd did not "
+		    "answer (%s); try again in a few seconds", strerror(-r));
+	}
+	return r <= 0;
+}
+
+/* Claim ROOM's home for this node under LEASE (the thread, unlocked);
+ * with look, only when it has a home already (see claim_look). */
 static void
-claim(struct cluster *c, const char *room, int64_t lease, struct claim *out)
+claim(struct cluster *c, const char *room, int64_t lease, int look,
+    struct claim *out)
 {
 	char key[CL_KEY_MAX], *cur = NULL;
 	int64_t rev;
@@ -606,6 +633,8 @@ claim(struct cluster *c, const char *room, int64_t lease, struct claim *out)
 	if (claim_gate(c, room, out, &target))
 		return;
 	snprintf(key, sizeof(key), "/atrium/rooms/%s/home", room);
+	if (look && !target && claim_look(c, key, out))
+		return;
 	for (int tries = 0; tries < 3 && (r == -EAGAIN || r == 0); tries++) {
 		free(cur);
 		cur = NULL;
@@ -762,6 +791,7 @@ serve_rooms(struct cluster *c)
 	while (!c->stop && (e = next_work(c))) {
 		int64_t lease = c->lease;
 		enum cl_state s = e->state;
+		int look = e->look;
 		char name[64];
 
 		snprintf(name, sizeof(name), "%s", e->name);
@@ -770,7 +800,7 @@ serve_rooms(struct cluster *c)
 			e->busy = 1;
 		pthread_mutex_unlock(&c->lock);
 		if (s == CL_WANT) {
-			claim(c, name, lease, &cl);
+			claim(c, name, lease, look, &cl);
 			claim_done(c, e, &cl);
 		} else {
 			release(c, e);
@@ -973,8 +1003,25 @@ want_thread(struct cluster *c)
 	pthread_cond_signal(&c->cond);
 }
 
+/* An entry that says ROOM has no home, asked again (under c->lock):
+ * consumed for a look, a claim anew for a use that may claim. */
+static enum cluster_place
+place_absent(struct cluster *c, struct cl_room *e, int look)
+{
+	if (look) {
+		e->state = CL_DONE;
+		want_thread(c);
+		return CLUSTER_ABSENT;
+	}
+	e->state = CL_WANT;
+	e->look = 0;
+	e->since_ns = now_ns();
+	want_thread(c);
+	return CLUSTER_WAIT;
+}
+
 enum cluster_place
-cluster_place(struct cluster *c, const char *room,
+cluster_place(struct cluster *c, const char *room, int look,
     struct cluster_remote *remote, char *why, size_t whylen)
 {
 	enum cluster_place p = CLUSTER_WAIT;
@@ -983,11 +1030,17 @@ cluster_place(struct cluster *c, const char *room,
 	why[0] = '\0';
 	pthread_mutex_lock(&c->lock);
 	if (!(e = room_find(c, room))) {
-		if (!room_add(c, room)) {
+		if (!(e = room_add(c, room))) {
 			snprintf(why, whylen, "this host is asking the cluster "
 			    "about too many rooms at once; try again soon");
 			p = CLUSTER_FAILED;
+		} else {
+			e->look = look;
 		}
+	} else if (e->state == CL_ABSENT) {
+		p = place_absent(c, e, look);
+	} else if (e->state == CL_WANT && !look && e->look) {
+		e->look = 0;	/* a claim from now on (the next try) */
 	} else if (e->state == CL_HOME && e->moving) {
 		/* Stopping to move: the session waits, then finds it where
 		 * it went. */
@@ -1103,6 +1156,10 @@ tick_room(struct cluster *c, struct cl_room *e, int64_t now, int64_t fence,
 	    !c->hooks.running(c->hooks.arg, e->name)) {
 		room_fence_shut(e);
 		e->state = CL_RELEASE;
+		want_thread(c);
+	} else if ((e->state == CL_REMOTE || e->state == CL_FAILED ||
+	    e->state == CL_ABSENT) && now - e->since_ns > CL_UNUSED_NS) {
+		e->state = CL_DONE;	/* an answer nobody came back for */
 		want_thread(c);
 	}
 	if (e->state == CL_LOST && !e->told && tell_add(l, TELL_LOST, e)) {

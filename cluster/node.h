@@ -37,6 +37,7 @@ enum cluster_place {
 	CLUSTER_WAIT,		/* being claimed or looked up: ask again */
 	CLUSTER_REMOTE,		/* another node's: *remote says which */
 	CLUSTER_FAILED,		/* cannot say now: why says why */
+	CLUSTER_ABSENT,		/* a look found no home anywhere */
 };
 
 struct cluster_remote {
@@ -81,9 +82,11 @@ int cluster_start(const struct cluster_config *cc,
 void cluster_stop(struct cluster *c, int release);
 
 /* Where ROOM lives (see enum cluster_place).  Asks the etcd thread for
- * what it does not know, and then says CLUSTER_WAIT. */
+ * what it does not know, and then says CLUSTER_WAIT.  A room with no
+ * home is claimed for this node, unless look: then it is CLUSTER_ABSENT
+ * (a command for a room that exists nowhere creates none). */
 enum cluster_place cluster_place(struct cluster *c, const char *room,
-    struct cluster_remote *remote, char *why, size_t whylen);
+    int look, struct cluster_remote *remote, char *why, size_t whylen);
 
 /* The fence page's fd of ROOM, which this node holds (for the room's
  * processes, fence.h), or -EPERM when it does not hold it now. */

@@ -39,7 +39,7 @@ import time
 import asyncssh
 import pytest
 
-from conftest import SSH_OPTS, DataDir, free_port
+from conftest import SSH_OPTS, DataDir, free_port, make_room
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from http_run import token_for
 from test_http import wait_http
@@ -336,10 +336,23 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
 
 def _room_on_a(hosts, etcd, ssh_run, http=False):
     a, b = hosts(2, http=http)
-    rc, _, err = ssh_run(a, "demo", "true", timeout=60)
-    assert rc == 0, err
+    make_room(a, "demo", timeout=60)
     assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
     return a, b
+
+
+def test_cluster_command_for_a_room_nowhere_makes_none(hosts, etcd, ssh_run):
+    """A command, sftp or the atrium subsystem naming a room that exists
+    on no host is refused as on a single host, and claims nothing: the
+    room is not made, here or anywhere."""
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    rc, _, err = ssh_run(b, "nowhere", "true")
+    assert rc == 1 and "there is no room 'nowhere'" in err, err
+    assert etcd.get("/atrium/rooms/nowhere/home")[0] is None
+    assert not os.path.exists(os.path.join(b.data, "rooms", "nowhere"))
+    # The room that does exist, on A, is reached through B the same way.
+    rc, out, err = ssh_run(b, "demo", "echo through-b")
+    assert (rc, out) == (0, "through-b\n"), err
 
 
 def test_cluster_exec_through_a_host_that_is_not_home(hosts, etcd, ssh_run):
@@ -488,8 +501,7 @@ def test_cluster_relays_to_homes_advertised_by_name(atriumd, data_dir, etcd,
     assert json.loads(etcd.get("/atrium/nodes/a")[0])["advertise"] == \
         "%s:%d" % (name, port_a)
     for home, front, room in ((a, b, "demo"), (b, a, "other")):
-        rc, _, err = ssh_run(home, room, "true", timeout=60)
-        assert rc == 0, err
+        make_room(home, room, timeout=60)
         rc, out, err = ssh_run(front, room, "echo relayed")
         assert (rc, out) == (0, "relayed\n"), (err, front.read_log())
     assert "relayed by node b" in a.read_log()

@@ -300,16 +300,22 @@ placement_remote(json_object *ans, const char *room,
 
 /* See placement.h. */
 int
-placement_use(struct monitor *srv, const char *room, json_object *ans)
+placement_use(struct monitor *srv, const char *room, int look,
+    json_object *ans)
 {
 	struct cluster_remote rem;
 	char why[256];
 
 	if (!srv->cluster)
 		return 1;
-	switch (cluster_place(srv->cluster, room, &rem, why, sizeof(why))) {
+	switch (cluster_place(srv->cluster, room, look, &rem, why,
+	    sizeof(why))) {
 	case CLUSTER_HERE:
 		return 1;
+	case CLUSTER_ABSENT:
+		json_object_object_add(ans, "state",
+		    json_object_new_string("absent"));
+		return 0;
 	case CLUSTER_WAIT:
 		json_object_object_add(ans, "state",
 		    json_object_new_string("starting"));
