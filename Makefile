@@ -117,7 +117,8 @@ MONITOR_SRC = $(wildcard sshd/monitor/*.c sshd/shared/*.c) $(SECCOMP_SRC) $(CLUS
 # fencing, keys and tokens kept in step); linked in always, run only with
 # --cluster.
 CLUSTER_SRC := cluster/etcd.c cluster/node.c cluster/cluster_status.c \
-    cluster/s3_creds.c cluster/keys_sync.c
+    cluster/s3_creds.c cluster/keys_sync.c cluster/move.c \
+    cluster/cluster_move.c cluster/resolve.c
 # atrium-replicate (started by the monitor with --s3, one per room): the
 # shipper of a room's commits to the object store, and its restore.
 REPLICATE_SRC := $(wildcard cluster/replicate*.c cluster/s3*.c) cluster/etcd.c

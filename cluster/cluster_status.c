@@ -1,7 +1,8 @@
 /*
  * cluster_status.c: `atriumd cluster status [--cluster etcd=URL[,URL...]]
  * [--data DIR]`: what etcd says of the cluster, for an operator: each node
- * (its advertise address, pid and the time its lease has left), the rooms
+ * (its advertise address, pid, the time its lease has left and whether it
+ * is drained, cluster/move.h), the rooms
  * whose home it is (each with its epoch and how far its manifest is), and
  * rooms whose home names no live node.  Read-only; it blocks on etcd, as
  * a command may (it is not the monitor).  The endpoints come from
@@ -23,6 +24,7 @@
 
 #include "config.h"
 #include "etcd.h"
+#include "move.h"
 #include "names.h"
 #include "node.h"
 
@@ -153,9 +155,12 @@ print_node(struct etcd *e, const struct etcd_kv *kv)
 	    json_object_is_type(pid, json_type_int))
 		printf("  pid %" PRId64, json_object_get_int64(pid));
 	if (r == 1)
-		printf("  lease %" PRId64 " s left\n", ttl);
+		printf("  lease %" PRId64 " s left", ttl);
 	else
-		printf("  lease %s\n", r == 0 ? "gone" : "unknown");
+		printf("  lease %s", r == 0 ? "gone" : "unknown");
+	/* cluster/move.h: a drained node claims no room. */
+	printf("%s\n", cluster_valid_node(name) && move_drained(e, name) == 1 ?
+	    "  drained" : "");
 	json_object_put(o);
 }
 

@@ -10,6 +10,7 @@
  *                    whose compare is create_revision == 0; its
  *                    create_revision is the room's epoch for this tenure
  *   rooms/ROOM/manifest  (the shipper's, cluster/etcd.h etcd_put_if_home)
+ *   moves/ROOM, drain/NODE  an operator's planned moves (cluster/move.h)
  *
  * The lease and the fence.  One lease per node, TTL --cluster-lease,
  * renewed about every TTL/4.  A renewal (or the grant) sent at monotonic
@@ -27,7 +28,8 @@
  * A room's entry (struct cl_room), and who moves it:
  *   WANT     (loop, cluster_place) the thread is to claim or look up
  *   HOME     (thread) the claim won: epoch, fence page
- *   REMOTE   (thread) another node's home: where
+ *   REMOTE   (thread) another node's home: where (its advertised
+ *            address, and that as a number: cluster/resolve.h)
  *   FAILED   (thread) could not say: why
  *   DONE     (loop) a REMOTE or FAILED answer was given once
  *   RELEASE  (loop, cluster_room_stopped) give the home up; also a HOME
@@ -38,6 +40,21 @@
  * The thread frees DONE, RELEASE and LOST entries once it has done their
  * etcd work; nothing else frees an entry, so the thread may keep a
  * pointer to one across its unlocked etcd calls.
+ *
+ * Planned moves (cluster/move.h).  The thread reads /atrium/moves/ every
+ * CL_MOVES_POLL_NS (one small request while nothing changes).  A request
+ * from this node at the epoch it holds marks the HOME entry moving: the
+ * loop is told (hooks.moving), stops the room as at an idle stop, and
+ * cluster_room_stopped gives the home up as usual, once the room's
+ * writers and its shipper are gone, so every commit is stored first;
+ * meanwhile cluster_place says "wait", so no session starts it again
+ * here.  A request to this node makes a WANT entry that claims the room
+ * as soon as the old home let it go (a lost claim is tried again every
+ * CL_MOVE_RETRY_NS while the request lasts) and, once won, has the loop
+ * start the room at once (hooks.warm).  Any other node asked for the
+ * room while the request lasts answers "remote" with the request's
+ * target.  A drained node (drain/NODE) claims nothing: it points a
+ * session at the room's home, or at the node move_pick chooses.
  *
  * Threads: the monitor's loop, and one thread that does all etcd I/O.
  * c->lock guards the entries, the lease id and the flags; the fence time
@@ -65,6 +82,8 @@
 #include "etcd.h"
 #include "fence.h"
 #include "log.h"
+#include "move.h"
+#include "resolve.h"
 
 #define NS		1000000000LL
 #define CL_MARGIN_NS	NS		/* fence time = lease end - this */
@@ -77,9 +96,11 @@
  * (the session says why) rather than keep its user waiting. */
 #define CL_CLAIM_WAIT_NS	(5 * NS)
 #define CL_KEY_MAX	256
+#define CL_MOVES_POLL_NS	(NS / 2)	/* reads of /atrium/moves/ */
+#define CL_MOVE_RETRY_NS	(NS / 5)	/* a move's target claims again */
 
 enum cl_state { CL_WANT, CL_HOME, CL_REMOTE, CL_FAILED, CL_DONE, CL_RELEASE,
-	CL_LOST };
+	CL_LOST, CL_ABSENT };
 
 struct cl_room {
 	char name[64];
@@ -89,9 +110,21 @@ struct cl_room {
 	struct fence_page *page;	/* its read-write mapping, or NULL */
 	int told;			/* LOST: hooks.lost was called */
 	int busy;			/* WANT: the thread is claiming it */
+	int look;			/* WANT: asked only where it lives
+					 * (cluster_place's look): no claim
+					 * when it has no home */
 	int64_t since_ns;		/* WANT: when asked; HOME: when won */
 	struct cluster_remote remote;	/* REMOTE */
 	char why[200];			/* FAILED */
+	int moving;			/* HOME: a move request names it */
+	int move_told;			/* moving: hooks.moving was called */
+	char move_to[CLUSTER_NAME_MAX];	/* moving: where to */
+	int warm;			/* HOME: won for a move to this node:
+					 * the loop starts it (hooks.warm) */
+	int incoming;			/* WANT: made for a move to this node,
+					 * not by a session */
+	int64_t retry_ns;		/* WANT: the old home still holds it:
+					 * claim again at this time */
 	struct cl_room *next;
 };
 
@@ -103,6 +136,7 @@ struct cluster {
 	int64_t ttl_s;
 	struct cluster_hooks hooks;
 	struct etcd *etcd;		/* the thread's alone */
+	struct resolve *resolve;	/* the thread's alone: homes' names */
 	pthread_t thread;
 	int started;			/* the thread runs */
 	pthread_mutex_t lock;
@@ -125,6 +159,9 @@ struct cluster {
 	 * other nodes make to this one (cluster_node_of_key). */
 	struct cluster_remote *nodes;
 	int nnodes, nodes_want;
+	/* The thread's alone: /atrium/moves/ as last read (its key count
+	 * and greatest mod_revision). */
+	int64_t moves_count, moves_mod;
 };
 
 static int64_t
@@ -455,13 +492,39 @@ cluster_node_of_key(struct cluster *c, const char *hostkey, char *node,
 	return found;
 }
 
-/* The outcome of a claim, for the entry. */
+/* The outcome of a claim, for the entry.  state CL_WANT: the claim of
+ * a move's target lost to the old home, which has not let go yet. */
 struct claim {
 	enum cl_state state;
 	int64_t epoch;
 	struct cluster_remote remote;
 	char why[200];
+	int warm;		/* HOME won for a move to this node */
 };
+
+/* The home's advertised address as the number the front dials (a
+ * name is looked up here: the network process resolves none). */
+static void
+claim_dial(struct cluster *c, struct claim *out)
+{
+	struct cluster_remote *rem = &out->remote;
+	/* Waiting no longer than an etcd request may (cluster_start). */
+	int r = resolve_addr(c->resolve, rem->addr, (int)(c->ttl_s * 1000 / 4),
+	    rem->dial, sizeof(rem->dial));
+
+	if (r == 0) {
+		out->state = CL_REMOTE;
+		return;
+	}
+	log_warn("cluster: the address of node %s, %s, does not resolve: %s",
+	    rem->node, rem->addr, r == -EAGAIN ? "still being looked up" :
+	    strerror(-r));
+	out->state = CL_FAILED;
+	snprintf(out->why, sizeof(out->why), "this room is served by host "
+	    "%.63s, whose address %.60s %s", rem->node, rem->addr,
+	    r == -EAGAIN || r == -EBUSY ? "is still being looked up" :
+	    "does not resolve on this host");
+}
 
 /* ROOM's home is held by another node, CUR: where it is. */
 static void
@@ -476,7 +539,7 @@ claim_elsewhere(struct cluster *c, const char *cur, struct claim *out)
 		return;
 	}
 	if ((r = node_lookup(c, cur, &out->remote)) == 0) {
-		out->state = CL_REMOTE;
+		claim_dial(c, out);
 		return;
 	}
 	out->state = CL_FAILED;
@@ -485,16 +548,93 @@ claim_elsewhere(struct cluster *c, const char *cur, struct claim *out)
 	    r == -EPROTO ? " (its record is not well formed)" : "");
 }
 
-/* Claim ROOM's home for this node under LEASE (the thread, unlocked). */
+/* This node is drained: it claims nothing.  Point at ROOM's home when
+ * it has one, else at a node that takes rooms. */
 static void
-claim(struct cluster *c, const char *room, int64_t lease, struct claim *out)
+claim_drained(struct cluster *c, const char *room, struct claim *out)
+{
+	char key[CL_KEY_MAX], pick[CLUSTER_NAME_MAX], *cur = NULL;
+	size_t len;
+	int r;
+
+	snprintf(key, sizeof(key), "/atrium/rooms/%s/home", room);
+	r = etcd_get(c->etcd, key, &cur, &len, NULL, NULL);
+	if (r == 1 && strcmp(cur, c->node) != 0) {
+		claim_elsewhere(c, cur, out);
+	} else if (r >= 0 && move_pick(c->etcd, c->node, pick,
+	    sizeof(pick)) == 1 && node_lookup(c, pick, &out->remote) == 0) {
+		claim_dial(c, out);
+	} else {
+		out->state = CL_FAILED;
+		snprintf(out->why, sizeof(out->why), "this host is drained (it "
+		    "takes no rooms) and no other host of the cluster can take "
+		    "this room now; try again in a few seconds");
+	}
+	free(cur);
+}
+
+/* Before a claim of ROOM: what a move request or this node's drained
+ * mark decide (the thread, unlocked).  1 when out holds the answer, 0 to
+ * claim; *target is 1 when a request moves the room to this node. */
+static int
+claim_gate(struct cluster *c, const char *room, struct claim *out,
+    int *target)
+{
+	struct move_req m;
+	int r = move_req_get(c->etcd, room, &m);
+
+	*target = r == 1 && strcmp(m.to, c->node) == 0;
+	if (*target)
+		return 0;
+	/* Moving to another node: that one takes it, not this one. */
+	if (r == 1 && node_lookup(c, m.to, &out->remote) == 0) {
+		claim_dial(c, out);
+		return 1;
+	}
+	if (move_drained(c->etcd, c->node) != 1)
+		return 0;
+	claim_drained(c, room, out);
+	return 1;
+}
+
+/* A look (cluster_place's look) at ROOM's home key: 1 when it has none
+ * (out says ABSENT), 0 when it has one (claim on: it is another node's,
+ * or a stale one of this node's), 1 with out FAILED when etcd does not
+ * answer. */
+static int
+claim_look(struct cluster *c, const char *key, struct claim *out)
+{
+	char *cur = NULL;
+	size_t len;
+	int r = etcd_get(c->etcd, key, &cur, &len, NULL, NULL);
+
+	free(cur);
+	if (r == 0)
+		out->state = CL_ABSENT;
+	else if (r < 0) {
+		out->state = CL_FAILED;
+		snprintf(out->why, sizeof(out->why), "the cluster's etcd did not "
+		    "answer (%s); try again in a few seconds", strerror(-r));
+	}
+	return r <= 0;
+}
+
+/* Claim ROOM's home for this node under LEASE (the thread, unlocked);
+ * with look, only when it has a home already (see claim_look). */
+static void
+claim(struct cluster *c, const char *room, int64_t lease, int look,
+    struct claim *out)
 {
 	char key[CL_KEY_MAX], *cur = NULL;
 	int64_t rev;
-	int r = -EAGAIN;
+	int r = -EAGAIN, target;
 
 	memset(out, 0, sizeof(*out));
+	if (claim_gate(c, room, out, &target))
+		return;
 	snprintf(key, sizeof(key), "/atrium/rooms/%s/home", room);
+	if (look && !target && claim_look(c, key, out))
+		return;
 	for (int tries = 0; tries < 3 && (r == -EAGAIN || r == 0); tries++) {
 		free(cur);
 		cur = NULL;
@@ -521,6 +661,9 @@ claim(struct cluster *c, const char *room, int64_t lease, struct claim *out)
 	if (r == 1) {
 		out->state = CL_HOME;
 		out->epoch = rev;
+		out->warm = target;
+	} else if (r == 0 && target) {
+		out->state = CL_WANT;	/* the old home still holds it */
 	} else if (r == 0) {
 		claim_elsewhere(c, cur, out);
 	} else {
@@ -543,6 +686,18 @@ claim_done(struct cluster *c, struct cl_room *e, struct claim *cl)
 	if (e->state != CL_WANT) {
 		/* Nothing wants it any more: give a won home back. */
 		lost = cl->state == CL_HOME;
+	} else if (cl->state == CL_WANT) {
+		/* A move's target: claim again soon.  etcd did answer, so a
+		 * session waiting for it is not told etcd is away. */
+		e->retry_ns = now_ns() + CL_MOVE_RETRY_NS;
+		e->since_ns = now_ns();
+	} else if (cl->state != CL_HOME && e->incoming) {
+		/* Made for a move here that is over (or etcd failed): no
+		 * session asked for it, so nobody takes this answer; a
+		 * session that asks from now on gets a claim of its own, and
+		 * the next poll reads the requests again. */
+		e->state = CL_DONE;
+		c->moves_count = -1;
 	} else if (cl->state == CL_HOME &&
 	    (r = fence_make(e, cl->epoch, atomic_load(&c->fence_ns))) < 0) {
 		log_error("cluster: room %s: cannot make its fence page: %s",
@@ -554,6 +709,7 @@ claim_done(struct cluster *c, struct cl_room *e, struct claim *cl)
 	} else {
 		e->state = cl->state;
 		e->epoch = cl->epoch;
+		e->warm = cl->warm;
 		e->since_ns = now_ns();
 		e->remote = cl->remote;
 		snprintf(e->why, sizeof(e->why), "%s", cl->why);
@@ -602,13 +758,26 @@ next_work(struct cluster *c)
 {
 	for (struct cl_room *e = c->rooms; e; e = e->next) {
 		if (e->state == CL_WANT && c->lease &&
-		    now_ns() < atomic_load(&c->fence_ns) && !e->busy)
+		    now_ns() < atomic_load(&c->fence_ns) && !e->busy &&
+		    now_ns() >= e->retry_ns)
 			return e;
 		if (e->state == CL_DONE || e->state == CL_RELEASE ||
 		    (e->state == CL_LOST && e->told))
 			return e;
 	}
 	return NULL;
+}
+
+/* The earliest time a move's target claims again, or 0.  Under lock. */
+static int64_t
+next_retry(struct cluster *c)
+{
+	int64_t at = 0;
+
+	for (struct cl_room *e = c->rooms; e; e = e->next)
+		if (e->state == CL_WANT && e->retry_ns && (!at || e->retry_ns < at))
+			at = e->retry_ns;
+	return at;
 }
 
 /* Do the entries' etcd work until none is left. */
@@ -622,6 +791,7 @@ serve_rooms(struct cluster *c)
 	while (!c->stop && (e = next_work(c))) {
 		int64_t lease = c->lease;
 		enum cl_state s = e->state;
+		int look = e->look;
 		char name[64];
 
 		snprintf(name, sizeof(name), "%s", e->name);
@@ -630,7 +800,7 @@ serve_rooms(struct cluster *c)
 			e->busy = 1;
 		pthread_mutex_unlock(&c->lock);
 		if (s == CL_WANT) {
-			claim(c, name, lease, &cl);
+			claim(c, name, lease, look, &cl);
 			claim_done(c, e, &cl);
 		} else {
 			release(c, e);
@@ -639,6 +809,127 @@ serve_rooms(struct cluster *c)
 	}
 	c->work = 0;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* A new WANT entry for ROOM (under c->lock): NULL when there are too
+ * many or no memory. */
+static struct cl_room *
+room_add(struct cluster *c, const char *room)
+{
+	struct cl_room *e;
+
+	if (c->nrooms >= CL_ROOMS_MAX || !(e = calloc(1, sizeof(*e))))
+		return NULL;
+	snprintf(e->name, sizeof(e->name), "%s", room);
+	e->fd = -1;
+	e->state = CL_WANT;
+	e->since_ns = now_ns();
+	e->next = c->rooms;
+	c->rooms = e;
+	c->nrooms++;
+	c->work = 1;
+	pthread_cond_signal(&c->cond);
+	return e;
+}
+
+/* What move_seen made of a request. */
+enum move_seen { SEEN_NOTHING, SEEN_ACK, SEEN_AGAIN };
+
+/* A move request read from etcd (under c->lock): from this node at the
+ * epoch it holds, the room is to go (SEEN_ACK: to be acknowledged); to
+ * this node, claim it as soon as the old home lets it go (SEEN_AGAIN:
+ * the room's entry is busy with an answer of its own now, so read the
+ * request again at the next poll). */
+static enum move_seen
+move_seen(struct cluster *c, const struct move_req *m)
+{
+	struct cl_room *e = room_find(c, m->room);
+
+	if (strcmp(m->from, c->node) == 0) {
+		if (!e || e->state != CL_HOME || e->epoch != m->epoch ||
+		    e->moving)
+			return SEEN_NOTHING;
+		e->moving = 1;
+		snprintf(e->move_to, sizeof(e->move_to), "%s", m->to);
+		log_info("cluster: room %s: asked to move to node %s (epoch %"
+		    PRId64 ")", e->name, m->to, e->epoch);
+		wake_loop(c);
+		return SEEN_ACK;
+	}
+	if (strcmp(m->to, c->node) != 0)
+		return SEEN_NOTHING;
+	/* A WANT entry not being claimed now claims it as the target
+	 * (claim_gate); a HOME one has it. */
+	if (e && (e->state == CL_HOME || (e->state == CL_WANT && !e->busy)))
+		return SEEN_NOTHING;
+	if (e || !(e = room_add(c, m->room)))
+		return SEEN_AGAIN;
+	e->incoming = 1;
+	log_info("cluster: room %s: moving here from node %s", e->name,
+	    m->from);
+	return SEEN_NOTHING;
+}
+
+/* Tell the command that asked for a move that this node (the home) is
+ * on it: MOVING_PREFIX ROOM under this node's lease, so that it goes if
+ * this node does (the thread, unlocked). */
+static void
+move_ack(struct cluster *c, const struct move_req *m, int64_t lease)
+{
+	char key[CL_KEY_MAX], val[64];
+
+	snprintf(key, sizeof(key), "%s%s", MOVING_PREFIX, m->room);
+	snprintf(val, sizeof(val), "%" PRId64, m->rev);
+	if (etcd_put(c->etcd, key, val, strlen(val), lease) < 0)
+		log_warn("cluster: room %s: cannot tell the move's command that "
+		    "it is under way", m->room);
+}
+
+/* Read the move requests when they changed (the thread, unlocked). */
+static void
+moves_poll(struct cluster *c)
+{
+	struct etcd_kv *kvs = NULL;
+	struct move_req m, *acks;
+	int64_t count, mod, lease;
+	size_t n = 0, nacks = 0;
+	int again = 0;
+
+	if (etcd_prefix_stamp(c->etcd, MOVES_PREFIX, &count, &mod) < 0 ||
+	    (count == c->moves_count && mod == c->moves_mod))
+		return;
+	if (etcd_range_prefix(c->etcd, MOVES_PREFIX, &kvs, &n) < 0)
+		return;
+	if (!(acks = calloc(n ? n : 1, sizeof(*acks)))) {
+		etcd_kvs_free(kvs, n);
+		return;		/* read again at the next poll */
+	}
+	c->moves_count = count;
+	c->moves_mod = mod;
+	pthread_mutex_lock(&c->lock);
+	lease = c->lease;
+	for (size_t i = 0; i < n; i++) {
+		if (move_req_parse(kvs[i].key, kvs[i].val, kvs[i].len, &m) < 0)
+			continue;
+		m.rev = kvs[i].create_rev;
+		switch (move_seen(c, &m)) {
+		case SEEN_ACK:
+			acks[nacks++] = m;
+			break;
+		case SEEN_AGAIN:
+			again = 1;
+			break;
+		default:
+			break;
+		}
+	}
+	if (again)
+		c->moves_count = -1;	/* read them all at the next poll */
+	pthread_mutex_unlock(&c->lock);
+	etcd_kvs_free(kvs, n);
+	for (size_t i = 0; i < nacks && lease; i++)
+		move_ack(c, &acks[i], lease);
+	free(acks);
 }
 
 /* A clean stop: fence every room, then revoke the lease (etcd deletes
@@ -662,7 +953,7 @@ static void *
 thread_main(void *arg)
 {
 	struct cluster *c = arg;
-	int64_t next_renew = 0;
+	int64_t next_renew = 0, next_moves = 0;
 
 	for (;;) {
 		int nodes_want;
@@ -670,6 +961,10 @@ thread_main(void *arg)
 		if (now_ns() >= next_renew) {
 			next_renew = lease_renew(c);
 			nodes_refresh(c);
+		}
+		if (now_ns() >= next_moves) {
+			moves_poll(c);
+			next_moves = now_ns() + CL_MOVES_POLL_NS;
 		}
 		serve_rooms(c);
 		pthread_mutex_lock(&c->lock);
@@ -686,8 +981,12 @@ thread_main(void *arg)
 				leave(c);
 			return NULL;
 		}
-		if (!c->work && !c->nodes_want && now_ns() < next_renew) {
-			struct timespec ts = { next_renew / NS, next_renew % NS };
+		int64_t until = next_renew < next_moves ? next_renew : next_moves;
+		int64_t retry = next_retry(c);
+		if (retry && retry < until)
+			until = retry;
+		if (!c->work && !c->nodes_want && now_ns() < until) {
+			struct timespec ts = { until / NS, until % NS };
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -704,8 +1003,25 @@ want_thread(struct cluster *c)
 	pthread_cond_signal(&c->cond);
 }
 
+/* An entry that says ROOM has no home, asked again (under c->lock):
+ * consumed for a look, a claim anew for a use that may claim. */
+static enum cluster_place
+place_absent(struct cluster *c, struct cl_room *e, int look)
+{
+	if (look) {
+		e->state = CL_DONE;
+		want_thread(c);
+		return CLUSTER_ABSENT;
+	}
+	e->state = CL_WANT;
+	e->look = 0;
+	e->since_ns = now_ns();
+	want_thread(c);
+	return CLUSTER_WAIT;
+}
+
 enum cluster_place
-cluster_place(struct cluster *c, const char *room,
+cluster_place(struct cluster *c, const char *room, int look,
     struct cluster_remote *remote, char *why, size_t whylen)
 {
 	enum cluster_place p = CLUSTER_WAIT;
@@ -714,23 +1030,21 @@ cluster_place(struct cluster *c, const char *room,
 	why[0] = '\0';
 	pthread_mutex_lock(&c->lock);
 	if (!(e = room_find(c, room))) {
-		if (c->nrooms >= CL_ROOMS_MAX) {
+		if (!(e = room_add(c, room))) {
 			snprintf(why, whylen, "this host is asking the cluster "
 			    "about too many rooms at once; try again soon");
 			p = CLUSTER_FAILED;
-		} else if ((e = calloc(1, sizeof(*e)))) {
-			snprintf(e->name, sizeof(e->name), "%s", room);
-			e->fd = -1;
-			e->state = CL_WANT;
-			e->since_ns = now_ns();
-			e->next = c->rooms;
-			c->rooms = e;
-			c->nrooms++;
-			want_thread(c);
 		} else {
-			snprintf(why, whylen, "out of memory");
-			p = CLUSTER_FAILED;
+			e->look = look;
 		}
+	} else if (e->state == CL_ABSENT) {
+		p = place_absent(c, e, look);
+	} else if (e->state == CL_WANT && !look && e->look) {
+		e->look = 0;	/* a claim from now on (the next try) */
+	} else if (e->state == CL_HOME && e->moving) {
+		/* Stopping to move: the session waits, then finds it where
+		 * it went. */
+		p = CLUSTER_WAIT;
 	} else if (e->state == CL_HOME &&
 	    now_ns() < atomic_load(&c->fence_ns)) {
 		p = CLUSTER_HERE;
@@ -784,17 +1098,99 @@ cluster_room_stopped(struct cluster *c, const char *room)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Names of the rooms just lost, for hooks.lost outside the lock. */
-struct lost_list {
-	char (*names)[64];
-	int n;
+/* What the loop is to be told of, gathered under the lock and told
+ * outside it (the hooks call into the monitor). */
+enum tell_what { TELL_LOST, TELL_MOVING, TELL_WARM };
+
+struct tell {
+	enum tell_what what;
+	char room[64];
+	char to[CLUSTER_NAME_MAX];	/* TELL_MOVING */
 };
+
+struct tell_list {
+	struct tell *items;
+	int n, max;
+};
+
+/* Add one (under c->lock); a list that cannot grow tells nothing more,
+ * and the entry is looked at again at the next tick. */
+static int
+tell_add(struct tell_list *l, enum tell_what what, const struct cl_room *e)
+{
+	if (l->n == l->max) {
+		int max = l->max ? l->max * 2 : 8;
+		struct tell *p = realloc(l->items, (size_t)max * sizeof(*p));
+		if (!p)
+			return 0;
+		l->items = p;
+		l->max = max;
+	}
+	l->items[l->n].what = what;
+	snprintf(l->items[l->n].room, sizeof(l->items[0].room), "%s", e->name);
+	snprintf(l->items[l->n].to, sizeof(l->items[0].to), "%s", e->move_to);
+	l->n++;
+	return 1;
+}
+
+/* One entry at a tick (under c->lock): its fence time, a home unused
+ * too long, a move out or in. */
+static void
+tick_room(struct cluster *c, struct cl_room *e, int64_t now, int64_t fence,
+    struct tell_list *l)
+{
+	if (e->state == CL_HOME && now >= fence) {
+		room_fence_shut(e);
+		e->state = CL_LOST;
+	} else if (e->state == CL_HOME && e->moving && !e->move_told &&
+	    !c->hooks.running(c->hooks.arg, e->name)) {
+		/* Not running here: nothing to stop, give it up now. */
+		room_fence_shut(e);
+		e->state = CL_RELEASE;
+		want_thread(c);
+	} else if (e->state == CL_HOME && e->moving && !e->move_told) {
+		e->move_told = tell_add(l, TELL_MOVING, e);
+	} else if (e->state == CL_HOME && e->warm) {
+		e->warm = !tell_add(l, TELL_WARM, e);
+	} else if (e->state == CL_HOME && now - e->since_ns > CL_UNUSED_NS &&
+	    !c->hooks.running(c->hooks.arg, e->name)) {
+		room_fence_shut(e);
+		e->state = CL_RELEASE;
+		want_thread(c);
+	} else if ((e->state == CL_REMOTE || e->state == CL_FAILED ||
+	    e->state == CL_ABSENT) && now - e->since_ns > CL_UNUSED_NS) {
+		e->state = CL_DONE;	/* an answer nobody came back for */
+		want_thread(c);
+	}
+	if (e->state == CL_LOST && !e->told && tell_add(l, TELL_LOST, e)) {
+		e->told = 1;
+		want_thread(c);
+	}
+}
+
+/* Tell the loop what tick_room gathered. */
+static void
+tick_tell(struct cluster *c, const struct tell_list *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		const struct tell *t = &l->items[i];
+		if (t->what == TELL_LOST) {
+			log_warn("cluster: room %s: this node's hold on it ended "
+			    "(no lease renewal in time); stopping it", t->room);
+			c->hooks.lost(c->hooks.arg, t->room);
+		} else if (t->what == TELL_MOVING) {
+			c->hooks.moving(c->hooks.arg, t->room, t->to);
+		} else {
+			c->hooks.warm(c->hooks.arg, t->room);
+		}
+	}
+}
 
 long long
 cluster_tick(struct cluster *c)
 {
 	int64_t now = now_ns(), fence = atomic_load(&c->fence_ns);
-	struct lost_list lost = { NULL, 0 };
+	struct tell_list l = { NULL, 0, 0 };
 	char b[64];
 	int changed, held = 0;
 
@@ -802,35 +1198,15 @@ cluster_tick(struct cluster *c)
 		;
 	pthread_mutex_lock(&c->lock);
 	for (struct cl_room *e = c->rooms; e; e = e->next) {
-		if (e->state == CL_HOME && now >= fence) {
-			room_fence_shut(e);
-			e->state = CL_LOST;
-		} else if (e->state == CL_HOME && now - e->since_ns >
-		    CL_UNUSED_NS && !c->hooks.running(c->hooks.arg, e->name)) {
-			room_fence_shut(e);
-			e->state = CL_RELEASE;
-			want_thread(c);
-		}
+		tick_room(c, e, now, fence, &l);
 		held += e->state == CL_HOME;
-		if (e->state != CL_LOST || e->told)
-			continue;
-		if (!lost.names)
-			lost.names = calloc((size_t)c->nrooms, sizeof(*lost.names));
-		if (lost.names)
-			snprintf(lost.names[lost.n++], 64, "%s", e->name);
-		e->told = 1;
-		want_thread(c);
 	}
 	changed = c->changed;
 	c->changed = 0;
 	pthread_mutex_unlock(&c->lock);
-	for (int i = 0; i < lost.n; i++) {
-		log_warn("cluster: room %s: this node's hold on it ended (no "
-		    "lease renewal in time); stopping it", lost.names[i]);
-		c->hooks.lost(c->hooks.arg, lost.names[i]);
-	}
-	free(lost.names);
-	if (changed || lost.n)
+	tick_tell(c, &l);
+	free(l.items);
+	if (changed || l.n)
 		c->hooks.changed(c->hooks.arg);
 	/* Woken at the fence time, and now and then for unused homes. */
 	return held ? (fence < now + CL_UNUSED_NS ? fence : now + CL_UNUSED_NS) /
@@ -897,6 +1273,11 @@ cluster_start(const struct cluster_config *cc,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	if (!(c->resolve = resolve_new())) {
+		snprintf(err, errlen, "out of memory");
+		cluster_stop(c, 0);
+		return -ENOMEM;
+	}
 	if (!(c->etcd = etcd_open(c->etcd_urls, err, errlen))) {
 		cluster_stop(c, 0);
 		return -EINVAL;
@@ -945,6 +1326,7 @@ cluster_stop(struct cluster *c, int release_all)
 		room_free(e);
 	}
 	etcd_close(c->etcd);
+	resolve_free(c->resolve);
 	free(c->nodes);
 	if (c->wake_r >= 0)
 		close(c->wake_r);

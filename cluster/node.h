@@ -3,7 +3,8 @@
  * monitor: the node's lease in etcd and its renewal, the claim of a
  * room's home on `use`, the answer for a room whose home is elsewhere,
  * each room's fence page (common/fence.h), the release of a room that
- * stopped idle.  node.c has the rules; cluster/etcd.h the client.
+ * stopped idle, and an operator's planned moves (cluster/move.h).
+ * node.c has the rules; cluster/etcd.h the client.
  *
  * Everything that talks to etcd runs on one thread of its own; the
  * functions here are called from the monitor's loop and never wait for
@@ -36,11 +37,14 @@ enum cluster_place {
 	CLUSTER_WAIT,		/* being claimed or looked up: ask again */
 	CLUSTER_REMOTE,		/* another node's: *remote says which */
 	CLUSTER_FAILED,		/* cannot say now: why says why */
+	CLUSTER_ABSENT,		/* a look found no home anywhere */
 };
 
 struct cluster_remote {
 	char node[CLUSTER_NAME_MAX];
-	char addr[CLUSTER_ADDR_MAX];
+	char addr[CLUSTER_ADDR_MAX];	/* as the node advertises it */
+	char dial[CLUSTER_ADDR_MAX];	/* addr as a number (resolve.h):
+					 * what the front door dials */
 	char hostkey[CLUSTER_HOSTKEY_MAX];
 };
 
@@ -54,6 +58,13 @@ struct cluster_hooks {
 	/* 1 when ROOM has processes here (starting, running or stopping). */
 	int (*running)(void *arg, const char *room);
 	void *arg;
+	/* An operator moves ROOM to node TO (cluster/move.h): end its
+	 * sessions and stop it as at an idle stop; its home is given up
+	 * once it stopped (cluster_room_stopped). */
+	void (*moving)(void *arg, const char *room, const char *to);
+	/* ROOM was just claimed for a move to this node: start it now, so
+	 * that it is ready when its people connect again. */
+	void (*warm)(void *arg, const char *room);
 };
 
 /* Check the configuration and start the etcd thread (it grants the
@@ -71,9 +82,11 @@ int cluster_start(const struct cluster_config *cc,
 void cluster_stop(struct cluster *c, int release);
 
 /* Where ROOM lives (see enum cluster_place).  Asks the etcd thread for
- * what it does not know, and then says CLUSTER_WAIT. */
+ * what it does not know, and then says CLUSTER_WAIT.  A room with no
+ * home is claimed for this node, unless look: then it is CLUSTER_ABSENT
+ * (a command for a room that exists nowhere creates none). */
 enum cluster_place cluster_place(struct cluster *c, const char *room,
-    struct cluster_remote *remote, char *why, size_t whylen);
+    int look, struct cluster_remote *remote, char *why, size_t whylen);
 
 /* The fence page's fd of ROOM, which this node holds (for the room's
  * processes, fence.h), or -EPERM when it does not hold it now. */

@@ -271,7 +271,7 @@ class Atriumd:
 EXEC_MAKES_ROOMS = frozenset("""
     test_chat.py test_chat_scroll.py test_chat_ui.py test_keys.py
     test_limits.py test_loop_idle.py test_robustness.py test_room_export.py
-    test_cluster.py test_front_door.py test_cluster_replicate.py
+    test_cluster.py test_cluster_replicate.py
     """.split())
 
 

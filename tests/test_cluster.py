@@ -37,16 +37,17 @@ pytestmark = pytest.mark.skipif(not os.access(ETCD, os.X_OK),
 class Etcd:
     """Three members; each started and stopped by its pid."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, also_on=()):
         self.tmp = tmp
+        self.also_on = list(also_on)   # more addresses clients reach it at
         self.names = ["e0", "e1", "e2"]
         self.client = [free_port() for _ in self.names]
         self.peer = [free_port() for _ in self.names]
         self.procs = [None] * 3
         self.logs = []
 
-    def urls(self):
-        return ",".join("http://127.0.0.1:%d" % p for p in self.client)
+    def urls(self, host="127.0.0.1"):
+        return ",".join("http://%s:%d" % (host, p) for p in self.client)
 
     def start(self):
         cluster = ",".join("%s=http://127.0.0.1:%d" % (n, p)
@@ -57,7 +58,9 @@ class Etcd:
             self.procs[i] = subprocess.Popen([
                 ETCD, "--name", name,
                 "--data-dir", os.path.join(self.tmp, name),
-                "--listen-client-urls", "http://127.0.0.1:%d" % self.client[i],
+                "--listen-client-urls", ",".join(
+                    "http://%s:%d" % (h, self.client[i])
+                    for h in ["127.0.0.1"] + self.also_on),
                 "--advertise-client-urls", "http://127.0.0.1:%d" % self.client[i],
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
@@ -155,7 +158,7 @@ def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
     def start(n=2, lease=LEASE, extra=(), http=False):
         out = []
         for i in range(n):
-            name = "ab"[i]
+            name = "abc"[i]
             if i == 0:
                 data = data_dir
             else:

@@ -20,21 +20,26 @@ Then the whole of it: three etcd members and two atriumd hosts
 B: exec with stdin, stdout, stderr and exit status; sftp of 20 MB both
 ways; a chat with one person on each host, who see each other's lines,
 and the one on B told the room moves when A dies; relays refused from a
-key that is no node's.
+key that is no node's; a relayed command that sees the user's address in
+SSH_CONNECTION, not B's; homes advertised by name (the host's name by
+default, localhost by --advertise) reached all the same.
 """
 import asyncio
 import base64
 import hashlib
 import http.client
+import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import time
 
 import asyncssh
 import pytest
 
-from conftest import SSH_OPTS
+from conftest import SSH_OPTS, DataDir, free_port, make_room
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from http_run import token_for
 from test_http import wait_http
@@ -331,10 +336,23 @@ def test_atriumd_without_cluster_refuses_relays(atriumd, data_dir):
 
 def _room_on_a(hosts, etcd, ssh_run, http=False):
     a, b = hosts(2, http=http)
-    rc, _, err = ssh_run(a, "demo", "true", timeout=60)
-    assert rc == 0, err
+    make_room(a, "demo", timeout=60)
     assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
     return a, b
+
+
+def test_cluster_command_for_a_room_nowhere_makes_none(hosts, etcd, ssh_run):
+    """A command, sftp or the atrium subsystem naming a room that exists
+    on no host is refused as on a single host, and claims nothing: the
+    room is not made, here or anywhere."""
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    rc, _, err = ssh_run(b, "nowhere", "true")
+    assert rc == 1 and "there is no room 'nowhere'" in err, err
+    assert etcd.get("/atrium/rooms/nowhere/home")[0] is None
+    assert not os.path.exists(os.path.join(b.data, "rooms", "nowhere"))
+    # The room that does exist, on A, is reached through B the same way.
+    rc, out, err = ssh_run(b, "demo", "echo through-b")
+    assert (rc, out) == (0, "through-b\n"), err
 
 
 def test_cluster_exec_through_a_host_that_is_not_home(hosts, etcd, ssh_run):
@@ -432,3 +450,59 @@ def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,
         out = relay_rooms(a.port, data_dir.keys["alice"], name)
         assert isinstance(out, asyncssh.PermissionDenied), (name, out)
     assert "no current node's host key" in a.read_log()
+
+
+def test_cluster_relayed_command_sees_the_users_address(hosts, etcd,
+                                                        ssh_run):
+    a, b = _room_on_a(hosts, etcd, ssh_run)
+    # The user reaches B from 127.0.0.5; B reaches A from 127.0.0.1.
+    p = subprocess.run(
+        ["ssh", "-b", "127.0.0.5", "-p", str(b.port), "-i", b.keys["alice"]]
+        + SSH_OPTS + ["demo@127.0.0.1",
+                      "echo $SSH_CONNECTION; echo $SSH_CLIENT"],
+        capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # The user's address, port 0 (the relay does not carry the user's
+    # port), then the home's own address and port.
+    assert p.stdout.splitlines() == ["127.0.0.5 0 127.0.0.1 %d" % a.port,
+                                     "127.0.0.5 0 %d" % a.port], b.read_log()
+    assert "relayed by node b for 127.0.0.5" in a.read_log()
+
+
+def _cluster_host(atriumd, data, etcd, cgroup_prefix, name, *extra):
+    h = atriumd(data, "--cluster", "etcd=" + etcd.urls(), "--node", name,
+                "--cluster-lease", "3",
+                "--cgroup-parent", cgroup_prefix + "-" + name, *extra)
+    wait_for(lambda: etcd.get("/atrium/nodes/" + name)[0],
+             "node %s registered" % name)
+    return h
+
+
+def test_cluster_relays_to_homes_advertised_by_name(atriumd, data_dir, etcd,
+                                                    cgroup_prefix, tmp_path,
+                                                    ssh_run):
+    name = socket.gethostname()
+    try:
+        socket.getaddrinfo(name, None)
+    except socket.gaierror:
+        pytest.skip("this host's name %r does not resolve" % name)
+    # A listens on every address and says nothing: it is advertised by
+    # this host's name.  B is advertised as localhost, by --advertise.
+    port_a, port_b = free_port(), free_port()
+    a = _cluster_host(atriumd, data_dir, etcd, cgroup_prefix, "a",
+                      "--listen", ":%d" % port_a)
+    data_b = tmp_path / "data-b"
+    data_b.mkdir(mode=0o700)
+    shutil.copy(os.path.join(str(data_dir), "authorized_keys"),
+                str(data_b / "authorized_keys"))
+    b = _cluster_host(atriumd, DataDir(str(data_b), data_dir.keys), etcd,
+                      cgroup_prefix, "b", "--listen", "127.0.0.1:%d" % port_b,
+                      "--advertise", "localhost:%d" % port_b)
+    assert json.loads(etcd.get("/atrium/nodes/a")[0])["advertise"] == \
+        "%s:%d" % (name, port_a)
+    for home, front, room in ((a, b, "demo"), (b, a, "other")):
+        make_room(home, room, timeout=60)
+        rc, out, err = ssh_run(front, room, "echo relayed")
+        assert (rc, out) == (0, "relayed\n"), (err, front.read_log())
+    assert "relayed by node b" in a.read_log()
+    assert "relayed by node a" in b.read_log()

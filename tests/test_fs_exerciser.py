@@ -23,6 +23,9 @@ from test_fs import BIN, Mount, confined
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
     pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse"),
+    # Its drop_caches empties every page cache on the host, which tests
+    # of warm caches beside it would see.
+    pytest.mark.alone,
 ]
 
 FSEXER = os.path.join(BUILD_DIR, "tests", "fsexer")

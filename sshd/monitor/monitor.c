@@ -117,8 +117,22 @@ monitor_room_list(struct monitor *srv, const char *room, struct access_list *l)
 	return access_record_get(dir, 1, l) < 0 ? -EIO : 1;
 }
 
-/* use {room, user, key, addr}: may the user enter the room (or create
- * it: rooms=)?  Then count a new room against the user's cap, and start
+/* The room is this host's: start it if it is cold; its state into ans. */
+static int
+monitor_use_here(struct monitor *srv, const char *room, json_object *ans)
+{
+	struct room *r = NULL;
+	int rc = rooms_use(&srv->rooms, room, &r);
+
+	monitor_put(ans, "state", rc == 1 ? "ready" : rc == 0 ? "starting" :
+	    "failed");
+	if (rc < 0)
+		monitor_put(ans, "error", r ? r->error : strerror(-rc));
+	return 0;
+}
+
+/* use {room, user, key, addr, create}: may the user enter the room (or
+ * create it: rooms=, unless create is false)?  Then count a new room against the user's cap, and start
  * the room if it is cold. */
 static int
 monitor_use(struct monitor *srv, json_object *req, const char *room,
@@ -126,7 +140,6 @@ monitor_use(struct monitor *srv, json_object *req, const char *room,
     struct monitor_fds *fds)
 {
 	const char *user = id->user;
-	struct room *r = NULL;
 	struct access_list l;
 	char why[256];
 	int rc;
@@ -135,6 +148,13 @@ monitor_use(struct monitor *srv, json_object *req, const char *room,
 	/* The network process decided first (room_access_admit): only a
 	 * subverted one, or a change between the two, gets refused here. */
 	rc = monitor_room_list(srv, room, &l);
+	/* A use that may not create the room (a command, sftp), of a room
+	 * that is not here, on a cluster's host: where it lives, with no
+	 * claim (its home decides who enters), or "absent".  One this host
+	 * holds after all (a restore to come) goes the usual way. */
+	if (rc == 0 && srv->cluster && !json_get_bool(req, "create", 1) &&
+	    !placement_use(srv, room, 1, ans))
+		return 0;
 	if ((rc == 0 && !monitor_identity_may_create(id, room)) || rc < 0 ||
 	    (rc > 0 && !access_may_enter(&l, user, id->admin))) {
 		log_warn("monitor: %s may not %s room '%s'", user, rc == 0 ?
@@ -158,14 +178,9 @@ monitor_use(struct monitor *srv, json_object *req, const char *room,
 		return 0;
 	}
 	/* On a cluster's host: claim the room first, or say where it is. */
-	if (!placement_use(srv, room, ans))
+	if (!placement_use(srv, room, 0, ans))
 		return 0;
-	rc = rooms_use(&srv->rooms, room, &r);
-	monitor_put(ans, "state", rc == 1 ? "ready" : rc == 0 ? "starting" :
-	    "failed");
-	if (rc < 0)
-		monitor_put(ans, "error", r ? r->error : strerror(-rc));
-	return 0;
+	return monitor_use_here(srv, room, ans);
 }
 
 /* The hello the monitor writes for the network process (privsep.h,

@@ -13,9 +13,9 @@
  * with --http-listen the monitor also binds that socket and starts
  * atriumd-http, the HTTP process (http_front.h), after the split;
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
- * ...`, `atriumd status` and `atriumd cluster status|keys` are the
- * operator's commands instead (room_cli.h, status.h, cluster_status.h,
- * cluster_keys.h); --version and --log-level are every program's
+ * ...`, `atriumd status` and `atriumd cluster status|keys|move|drain|
+ * undrain` are the operator's commands instead (room_cli.h, status.h,
+ * cluster_status.h, cluster_keys.h, cluster_move.h); --version and --log-level are every program's
  * (cli.h).
  */
 #include <errno.h>
@@ -33,6 +33,7 @@
 
 #include "banner.h"
 #include "cluster_keys.h"
+#include "cluster_move.h"
 #include "cluster_status.h"
 #include "cli.h"
 #include "config.h"
@@ -68,6 +69,8 @@ static const char main_usage[] =
 	"       atriumd status [DATA] | atriumd --version\n"
 	"       atriumd cluster status | atriumd cluster keys push FILE | "
 	"atriumd cluster keys show\n"
+	"       atriumd cluster move ROOM [--to NODE] | atriumd cluster drain "
+	"[NODE] | atriumd cluster undrain NODE\n"
 	"Serves rooms over SSH: ssh -p PORT ROOM@HOST.  See atriumd(8).\n";
 
 /* Value of flag i ("--k=v" or "--k v"); --open, --no-limits and
@@ -355,6 +358,10 @@ main(int argc, char **argv)
 	if (argc > 2 && strcmp(argv[1], "cluster") == 0 &&
 	    strcmp(argv[2], "keys") == 0)
 		return cluster_keys_main(argc - 1, argv + 1);
+	if (argc > 2 && strcmp(argv[1], "cluster") == 0 &&
+	    (strcmp(argv[2], "move") == 0 || strcmp(argv[2], "drain") == 0 ||
+	    strcmp(argv[2], "undrain") == 0))
+		return cluster_move_main(argc - 1, argv + 1);
 	main_raise_fd_limit();
 	main_tune_malloc();
 	config_defaults(&cfg);

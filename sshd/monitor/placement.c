@@ -11,10 +11,15 @@
  *
  * What a user sees (atriumd(8), CLUSTER): while a room's home is claimed
  * the session waits as for a room that starts; a room whose home is
- * another host is answered "remote", with that host's name, address and
- * host key (the front door relays there; a session that is not relayed
- * is told where the room is); when this host's hold on a room ends, the
- * room stops at once and its sessions end with a message.
+ * another host is answered "remote", with that host's name, address (as
+ * a number, resolved off the loop: cluster/resolve.h) and host key (the
+ * front door relays there; a session that is not relayed is told where
+ * the room is); when this host's hold on a room ends, the room stops at
+ * once and its sessions end with a message.  When an operator moves the
+ * room (`atriumd cluster move|drain`, cluster/move.h), its sessions here
+ * end with a line naming where it goes, it stops as at an idle stop (its
+ * shipper stores every commit), and only then is its home given up; the
+ * node it goes to starts it as soon as it holds it.
  *
  * With --s3 (refused without --cluster), the object store's settings and
  * credentials are loaded here, once (room_stream.h), and every room this
@@ -64,22 +69,29 @@ placement_hostkey(const struct config *cfg, char *out, size_t len)
 }
 
 /* The address the other hosts reach this one at: --advertise, else
- * --listen's, with this host's name when it listens on every address. */
+ * --listen's, with this host's name (not its --node name, which need
+ * not resolve) when it listens on every address.  A name is resolved by
+ * the front that dials it (cluster/resolve.h). */
 static void
-placement_advertise(const struct config *cfg, const char *node, char *out,
-    size_t len)
+placement_advertise(const struct config *cfg, char *out, size_t len)
 {
 	const char *colon = strrchr(cfg->listen, ':');
 	size_t hostlen = colon ? (size_t)(colon - cfg->listen) : 0;
+	char host[CLUSTER_NAME_MAX];
 
-	if (cfg->advertise[0])
+	if (cfg->advertise[0]) {
 		snprintf(out, len, "%s", cfg->advertise);
-	else if (!colon || hostlen == 0 ||
+	} else if (!colon || hostlen == 0 ||
 	    strncmp(cfg->listen, "0.0.0.0:", 8) == 0 ||
-	    strncmp(cfg->listen, "[::]:", 5) == 0)
-		snprintf(out, len, "%s:%s", node, colon ? colon + 1 : "2222");
-	else
+	    strncmp(cfg->listen, "[::]:", 5) == 0) {
+		/* No name: an address the start refuses, with why. */
+		if (gethostname(host, sizeof(host)) < 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		snprintf(out, len, "%s:%s", host, colon ? colon + 1 : "2222");
+	} else {
 		snprintf(out, len, "%s", cfg->listen);
+	}
 }
 
 static void
@@ -100,6 +112,37 @@ placement_lost(void *arg, const char *room)
 	    "hold on it in the cluster ended); connect again to reach it "
 	    "where it is served now", room);
 	monitor_end_room(srv, room, msg);
+}
+
+/* An operator moves the room to node TO: its sessions end, it stops,
+ * and its home is given up once it has (cluster_room_stopped). */
+static void
+placement_moving(void *arg, const char *room, const char *to)
+{
+	struct monitor *srv = arg;
+	char msg[256];
+
+	log_info("cluster: room %s: moving to node %s; stopping it here", room,
+	    to);
+	/* The sessions are told first: a command the stop kills would
+	 * otherwise end its session before the reason. */
+	snprintf(msg, sizeof(msg), "atrium: room %s is moving to another host "
+	    "(%s); connect again in a few seconds", room, to);
+	monitor_end_room(srv, room, msg);
+	rooms_stop(&srv->rooms, room);
+}
+
+/* The room was just claimed for a move here: start it now. */
+static void
+placement_warm(void *arg, const char *room)
+{
+	struct monitor *srv = arg;
+	struct room *r = NULL;
+
+	log_info("cluster: room %s: moved here; starting it", room);
+	if (rooms_use(&srv->rooms, room, &r) < 0)
+		log_warn("cluster: room %s: cannot start it: %s", room,
+		    r ? r->error : "out of memory");
 }
 
 static int
@@ -149,8 +192,11 @@ int
 placement_start(struct monitor *srv)
 {
 	const struct config *cfg = srv->cfg;
-	struct cluster_hooks hooks = { placement_changed, placement_lost,
-		placement_running, srv };
+	struct cluster_hooks hooks = {
+		.changed = placement_changed, .lost = placement_lost,
+		.running = placement_running, .arg = srv,
+		.moving = placement_moving, .warm = placement_warm,
+	};
 	char node[CLUSTER_NAME_MAX], addr[CLUSTER_ADDR_MAX];
 	char hostkey[CLUSTER_HOSTKEY_MAX], err[512];
 	int wake_fd, r;
@@ -165,7 +211,7 @@ placement_start(struct monitor *srv)
 	snprintf(node, sizeof(node), "%s", cfg->node);
 	if (!node[0] && gethostname(node, sizeof(node)) < 0)
 		node[0] = '\0';
-	placement_advertise(cfg, node, addr, sizeof(addr));
+	placement_advertise(cfg, addr, sizeof(addr));
 	if (placement_hostkey(cfg, hostkey, sizeof(hostkey)) < 0)
 		return -EINVAL;
 	struct cluster_config cc = { cfg->cluster, node, addr, hostkey,
@@ -239,7 +285,9 @@ placement_remote(json_object *ans, const char *room,
 
 	json_object_object_add(ans, "state", json_object_new_string("remote"));
 	json_object_object_add(ans, "node", json_object_new_string(rem->node));
-	json_object_object_add(ans, "addr", json_object_new_string(rem->addr));
+	/* The front dials a number (its network process resolves no
+	 * names); people are told the address as advertised. */
+	json_object_object_add(ans, "addr", json_object_new_string(rem->dial));
 	json_object_object_add(ans, "hostkey",
 	    json_object_new_string(rem->hostkey));
 	snprintf(msg, sizeof(msg), "room %s is served by host %s (%s) now; "
@@ -252,23 +300,29 @@ placement_remote(json_object *ans, const char *room,
 
 /* See placement.h. */
 int
-placement_use(struct monitor *srv, const char *room, json_object *ans)
+placement_use(struct monitor *srv, const char *room, int look,
+    json_object *ans)
 {
 	struct cluster_remote rem;
 	char why[256];
 
 	if (!srv->cluster)
 		return 1;
-	switch (cluster_place(srv->cluster, room, &rem, why, sizeof(why))) {
+	switch (cluster_place(srv->cluster, room, look, &rem, why,
+	    sizeof(why))) {
 	case CLUSTER_HERE:
 		return 1;
+	case CLUSTER_ABSENT:
+		json_object_object_add(ans, "state",
+		    json_object_new_string("absent"));
+		return 0;
 	case CLUSTER_WAIT:
 		json_object_object_add(ans, "state",
 		    json_object_new_string("starting"));
 		return 0;
 	case CLUSTER_REMOTE:
-		log_info("cluster: room %s is served by %s (%s)", room,
-		    rem.node, rem.addr);
+		log_info("cluster: room %s is served by %s (%s, %s)", room,
+		    rem.node, rem.addr, rem.dial);
 		placement_remote(ans, room, &rem);
 		return 0;
 	default:

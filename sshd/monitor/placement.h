@@ -25,7 +25,9 @@ void placement_tick(struct monitor *srv);
 
 /* For `use` of room: 1 when this host holds it (go on and start it
  * here); 0 when ans has been filled (starting: ask again; remote: where;
- * failed: why). */
-int placement_use(struct monitor *srv, const char *room, json_object *ans);
+ * failed: why; absent: look is set and the room has no home anywhere,
+ * which a look does not claim). */
+int placement_use(struct monitor *srv, const char *room, int look,
+    json_object *ans);
 
 #endif

@@ -146,7 +146,8 @@ void rooms_init(struct rooms *rs, const struct config *cfg, struct loop *loop,
 int rooms_use(struct rooms *rs, const char *name, struct room **out);
 
 /* Stop room name at once, not to start again by itself (its host's hold
- * on it in the cluster ended).  Nothing when it is not running. */
+ * on it in the cluster ended, or it moves to another host).  Nothing when
+ * it is not running. */
 void rooms_stop(struct rooms *rs, const char *name);
 
 /* The record of room name, or NULL. */

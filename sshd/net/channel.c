@@ -27,6 +27,7 @@
 #include "log.h"
 #include "monitor_ask.h"
 #include "relay.h"
+#include "room_access.h"
 #include "user_cap.h"
 #include "util.h"
 
@@ -271,7 +272,7 @@ chan_poll_room(struct chan *c)
 	char why[256];
 	int rc;
 
-	rc = monitor_ask_use(c->s, why, sizeof(why), &home);
+	rc = monitor_ask_use(c->s, !c->use_look, why, sizeof(why), &home);
 	if (rc == 0)
 		return;
 	c->waiting_room = 0;
@@ -285,6 +286,8 @@ chan_poll_room(struct chan *c)
 		chan_refuse(c, "%s", RELAY_MOVING_MSG);
 	} else if (rc == MONITOR_ASK_REMOTE) {
 		relay_chan_start(c, &home);
+	} else if (rc == MONITOR_ASK_ABSENT) {
+		room_access_absent(c);
 	} else if (rc == 1) {
 		phases_mark(&c->s->ph, PHASE_ROOM);
 		c->ops->start(c);

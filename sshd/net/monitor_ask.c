@@ -148,13 +148,16 @@ monitor_ask_home(json_object *ans, struct relay_home *home, char *err,
 
 /* See monitor_ask.h. */
 int
-monitor_ask_use(const struct session *s, char *err, size_t errlen,
-    struct relay_home *home)
+monitor_ask_use(const struct session *s, int create, char *err,
+    size_t errlen, struct relay_home *home)
 {
 	json_object *req = monitor_ask_for(s, "use", 1), *ans;
 	const char *state;
 	int r;
 
+	if (req && !create)
+		json_object_object_add(req, "create",
+		    json_object_new_boolean(0));
 	if ((r = monitor_ask(s->srv, req, &ans, NULL)) < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));
 		return -1;
@@ -164,6 +167,7 @@ monitor_ask_use(const struct session *s, char *err, size_t errlen,
 	r = state && strcmp(state, "ready") == 0 ? 1 :
 	    state && strcmp(state, "starting") == 0 ? 0 :
 	    state && strcmp(state, "refused") == 0 ? MONITOR_ASK_REFUSED :
+	    state && strcmp(state, "absent") == 0 ? MONITOR_ASK_ABSENT :
 	    state && strcmp(state, "remote") == 0 ?
 	    monitor_ask_home(ans, home, err, errlen) : -1;
 	json_object_put(ans);
@@ -332,6 +336,7 @@ monitor_ask_access(const struct session *s, const char *what,
 	}
 	a->exists = json_get_bool(ans, "exists", 0);
 	a->remote = json_get_bool(ans, "remote", 0);
+	a->cluster = json_get_bool(ans, "cluster", 0);
 	a->may_create = json_get_bool(ans, "may_create", 0);
 	if (a->exists) {
 		a->may_enter = json_get_bool(ans, "may_enter", 0);

@@ -26,6 +26,7 @@ struct session;
 
 #define MONITOR_ASK_REFUSED	(-2)	/* monitor_ask_use: over the cap */
 #define MONITOR_ASK_REMOTE	(-3)	/* monitor_ask_use: lives elsewhere */
+#define MONITOR_ASK_ABSENT	(-4)	/* monitor_ask_use: exists nowhere */
 
 /*
  * Requests that act for a user take the session: they carry its user, the
@@ -42,10 +43,11 @@ struct relay_home;
  * s's room: 1 ready, 0 starting (ask again next turn), MONITOR_ASK_REFUSED
  * when creating it would pass the user's max-rooms-per-user or the key
  * may not create it, MONITOR_ASK_REMOTE when another node of the cluster
- * serves it (*home says which, and where: relay.h), -1 when it failed to
- * start; why in err. */
-int monitor_ask_use(const struct session *s, char *err, size_t errlen,
-    struct relay_home *home);
+ * serves it (*home says which, and where: relay.h), MONITOR_ASK_ABSENT
+ * when create is 0 and no node has it (it is not made), -1 when it
+ * failed to start; why in err. */
+int monitor_ask_use(const struct session *s, int create, char *err,
+    size_t errlen, struct relay_home *home);
 
 /* May a relay authenticated with hostkey ("TYPE BASE64") come in?  1 when
  * it is the host key of a current node of this host's cluster (its name
@@ -85,6 +87,8 @@ struct monitor_access {
 	int may_create;		/* the key's rooms= allows the name */
 	int remote;		/* the room lives on another node of the
 				 * cluster: that node decides */
+	int cluster;		/* not on this host, which is a cluster's:
+				 * it may live on another node */
 	struct access_list list;	/* owner, visibility, members: only
 					 * when may_enter (else empty) */
 	char why[256];		/* when the monitor refused who s is */

@@ -9,7 +9,9 @@
  * relayed fingerprint, from the relayed address, now (so a node cannot
  * lend anyone rights this host would not give them); --open guests are
  * not relayed.  A refused relay counts as a refused authentication, as a
- * wrong key does, and is logged with the name it claimed.
+ * wrong key does, and is logged with the name it claimed.  A relayed
+ * session's commands see the user's address in SSH_CONNECTION and
+ * SSH_CLIENT, with port 0 (relay_connection), not the front's.
  */
 #include "relay.h"
 
@@ -67,6 +69,27 @@ relay_identity(struct session *s, const char *user, const char *fp,
 	return 0;
 }
 
+/* SSH_CONNECTION of a relayed session: the user's address, as the front
+ * saw it, in place of the front's; port 0, as the relay does not say the
+ * user's port; then this host's own address and port, as the front
+ * reached them. */
+static void
+relay_connection(struct session *s, const char *addr)
+{
+	const char *p = strchr(s->connection, ' ');
+	char local[sizeof(s->connection)];
+
+	p = p ? strchr(p + 1, ' ') : NULL;
+	if (!p) {
+		s->connection[0] = '\0';
+		return;
+	}
+	snprintf(local, sizeof(local), "%s", p + 1);
+	if ((size_t)snprintf(s->connection, sizeof(s->connection), "%s 0 %s",
+	    addr, local) >= sizeof(s->connection))
+		s->connection[0] = '\0';
+}
+
 /* The session is now the relayed user's. */
 static void
 relay_adopt(struct session *s, const char *node, const char *room,
@@ -80,6 +103,7 @@ relay_adopt(struct session *s, const char *node, const char *room,
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->fp, sizeof(s->fp), "%s", fp);
 	snprintf(s->peer, sizeof(s->peer), "%s", addr);
+	relay_connection(s, addr);
 	log_info("session %lu: %s authenticated with %s for room '%s', "
 	    "relayed by node %s for %s", s->num, user, fp, room, node, addr);
 }

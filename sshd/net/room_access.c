@@ -63,18 +63,21 @@ room_access_refuse(struct chan *c)
 	chan_refuse(c, "%s", msg);
 }
 
-/* The first use of a room: may this key create it (the monitor's
- * reading of its rooms=)?  1, or 0 refused. */
+/* 1 when what, by a key that may_create the room, makes it. */
 static int
-room_access_admit_new(struct chan *c, const struct monitor_access *a,
-    const char *what)
+room_access_makes(const struct chan *c, int may_create, const char *what)
+{
+	return may_create && (strcmp(what, "chat") == 0 ||
+	    strcmp(what, "import") == 0 || c->s->srv->cfg->exec_creates_rooms);
+}
+
+/* Refuse what in a room that is not there, which it does not make. */
+static void
+room_access_refuse_new(struct chan *c, int may_create, const char *what)
 {
 	struct session *s = c->s;
 
-	if (a->may_create && (strcmp(what, "chat") == 0 ||
-	    strcmp(what, "import") == 0 || s->srv->cfg->exec_creates_rooms))
-		return 1;
-	if (a->may_create) {
+	if (may_create) {
 		/* Only the chat (and an import) makes a room: a command, sftp
 		 * or a program naming a room that is not there is more often
 		 * a mistake (a typo, or no ROOM@ at all, for which OpenSSH
@@ -89,13 +92,40 @@ room_access_admit_new(struct chan *c, const struct monitor_access *a,
 		    "HOST rooms lists the rooms you may enter; ssh -t -p PORT "
 		    "NEWROOM@HOST opens a new room's chat, which creates it.",
 		    s->room);
-		return 0;
+		return;
 	}
 	log_info("session %lu: %s refused %s in room '%s': it does not exist "
 	    "and the key may create only rooms=\"%s\"", s->num, s->user, what,
 	    s->room, s->opts.rooms ? s->opts.rooms : "");
 	room_access_refuse(c);
+}
+
+/* The first use of a room: may this key create it (the monitor's
+ * reading of its rooms=)?  1, or 0 refused.  On a cluster's host a room
+ * that is not here may live on another node: a use that would not make
+ * it asks only where it lives (use_look), and its home decides; one that
+ * would make it claims it (the chat, as on a single host). */
+static int
+room_access_admit_new(struct chan *c, const struct monitor_access *a,
+    const char *what)
+{
+	if (room_access_makes(c, a->may_create, what))
+		return 1;
+	if (a->cluster) {
+		c->use_look = 1;
+		c->look_may_create = a->may_create;
+		snprintf(c->look_what, sizeof(c->look_what), "%s", what);
+		return 1;
+	}
+	room_access_refuse_new(c, a->may_create, what);
 	return 0;
+}
+
+/* See room_access.h. */
+void
+room_access_absent(struct chan *c)
+{
+	room_access_refuse_new(c, c->look_may_create, c->look_what);
 }
 
 /* See room_access.h. */

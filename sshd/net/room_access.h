@@ -23,6 +23,11 @@ struct session;
  * in the log. */
 int room_access_admit(struct chan *c, const char *what);
 
+/* c's room, asked only where it lives (use_look), exists on no node of
+ * the cluster: refused as room_access_admit refuses a room that is not
+ * there. */
+void room_access_absent(struct chan *c);
+
 /* Delete room (which must be s's room: the confirmation), when s's user
  * owns it or is an admin: its sessions end, its processes stop, its
  * directories go.  0 (deletion under way), or -errno with why in msg. */

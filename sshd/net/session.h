@@ -106,6 +106,12 @@ struct chan {
 	int in_eof;			/* the client sent EOF */
 	int eof_done;			/* ops->eof was called */
 	int waiting_room;		/* ops->start when the room is ready */
+	int use_look;			/* the room is not on this host and
+					 * this use may not create it: only
+					 * where it lives (room_access.c) */
+	int look_may_create;		/* use_look: the key's rooms= allows
+					 * the name (the refusal's words) */
+	char look_what[24];		/* use_look: what was asked ("exec") */
 	int finish;			/* exit when out and err are flushed */
 	int exit_code;			/* with finish, when exit_signal[0] == 0 */
 	char exit_signal[16];		/* "KILL"... with finish */

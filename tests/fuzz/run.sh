@@ -43,7 +43,7 @@ HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
 # HTTP requests, with the cluster's (cluster/, which it links).
 MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c sandbox/sandbox_seccomp.c \
     cluster/etcd.c cluster/node.c cluster/cluster_status.c cluster/s3_creds.c \
-    cluster/keys_sync.c |
+    cluster/keys_sync.c cluster/move.c cluster/cluster_move.c |
     grep -Ev '^(sshd/monitor/monitor_main)\.c$' | tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
@@ -82,6 +82,7 @@ declare -A SRC=(
 	[http_routes]="$(http_less sshd/http/api_util.c)"
 	[http_bodies]="$(http_less sshd/http/api_cloudflare.c sshd/http/api_duet.c sshd/http/api_rhema.c sshd/http/api_rhema_ws.c sshd/http/http_ws.c)"
 	[etcd]="cluster/etcd.c common/log.c common/utf8.c common/buf.c"
+	[move]="cluster/move.c cluster/node.c cluster/etcd.c common/names.c common/log.c common/utf8.c common/buf.c"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 

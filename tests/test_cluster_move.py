@@ -1,0 +1,244 @@
+"""Moving rooms between the hosts of a cluster (atriumd(8), CLUSTER,
+Moving rooms): `atriumd cluster move ROOM [--to NODE]`, `drain [NODE]`
+and `undrain NODE`.
+
+Three etcd members, atriumd hosts "a", "b", "c" and, where files must
+follow the room, tests/s3_server.py as the object store (the fixtures of
+test_cluster.py and test_cluster_replicate.py), all on loopback ports,
+started and stopped by pid.  What a user sees: a move under load loses
+no acknowledged write or chat line, the room serves on the node asked
+for, a drain empties its node, and each error says what is wrong.
+
+Run as root: /usr/bin/python3 -m pytest -q tests/test_cluster_move.py
+"""
+import hashlib
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD_DIR, make_room, ssh_command
+from test_cluster import (LEASE, cgroup_prefix, etcd, hosts,  # noqa: F401
+                          wait_for)
+from test_cluster_replicate import put, s3, s3_hosts  # noqa: F401
+from test_e2e import Room
+
+CLI = os.path.join(BUILD_DIR, "atriumd")
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="FUSE mounts need root"),
+    pytest.mark.skipif(not os.access("/usr/bin/etcd", os.X_OK),
+                       reason="etcd-server is not installed"),
+]
+
+
+def cluster(etcd, *args):
+    """atriumd cluster ARGS... against the test's etcd: (rc, out, err)."""
+    p = subprocess.run([CLI, "cluster", *args, "--cluster",
+                        "etcd=" + etcd.urls()], capture_output=True,
+                       text=True, timeout=90)
+    return p.returncode, p.stdout, p.stderr
+
+
+def status_rooms(etcd, node):
+    """{room: epoch} under node's line of `atriumd cluster status`."""
+    rc, out, err = cluster(etcd, "status")
+    assert rc == 0, err
+    rooms, current = {}, None
+    for line in out.splitlines():
+        m = re.match(r"node (\S+) ", line)
+        if m:
+            current = m.group(1)
+        m = re.match(r"  room (\S+)  epoch (\d+)", line)
+        if m and current == node:
+            rooms[m.group(1)] = int(m.group(2))
+    return rooms
+
+
+class Load:
+    """Fsynced writes and chat lines through host FRONT, kept up across a
+    move (each connection that ends is made again); what was
+    acknowledged is remembered."""
+
+    def __init__(self, front, ssh_run, room):
+        self.front, self.ssh_run, self.room = front, ssh_run, room
+        self.files, self.lines = [], []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.write),
+                        threading.Thread(target=self.talk)]
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+    def write(self):
+        i = 0
+        while not self.stop.is_set():
+            name, data = "w%04d" % i, os.urandom(1000 + (i * 7919) % 60000)
+            if put(self.front, self.ssh_run, self.room, name, data):
+                self.files.append((name, data))
+            i += 1
+
+    def talk(self):
+        n = 0
+        while not self.stop.is_set():
+            chat = Room(self.front, self.room)
+            try:
+                while not self.stop.is_set():
+                    text = "line %d" % n
+                    n += 1
+                    chat.send(type="chat", text=text)
+                    chat.expect(lambda e, t=text: e.get("type") == "message"
+                                and e.get("text") == t, 10, text)
+                    self.lines.append(text)
+            except (AssertionError, OSError, ValueError):
+                pass        # the connection ended: the room moves
+            finally:
+                chat.proc.kill()
+                chat.proc.wait()
+
+
+def test_planned_move_under_load_loses_nothing(s3_hosts, etcd, ssh_run):
+    a, b = s3_hosts(2)
+    make_room(a, "demo")
+    home, epoch = etcd.get("/atrium/rooms/demo/home")
+    assert home == "a"
+    # Through A: on the room's home before the move, its front after.
+    with Load(a, ssh_run, "demo") as load:
+        wait_for(lambda: len(load.files) > 5 and len(load.lines) > 5, 15,
+                 "writes and lines through the front before the move")
+        rc, out, err = cluster(etcd, "move", "demo", "--to", "b")
+        moved = (len(load.files), len(load.lines))
+        wait_for(lambda: len(load.files) > moved[0] + 2 and
+                 len(load.lines) > moved[1] + 2, 15,
+                 "writes and lines through the front after the move")
+    assert rc == 0, err
+    print(out)      # the pause, for a reader of the test's output
+    assert re.search(r"room demo moved from a to b \(epoch %d -> \d+\): its "
+                     r"people waited \d+\.\d s" % epoch, out), out
+    # The new home, at a higher epoch, as the operator sees it.
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "b"
+    rooms = status_rooms(etcd, "b")
+    assert rooms.get("demo", 0) > epoch, rooms
+    assert "demo" not in status_rooms(etcd, "a")
+    # Every acknowledged write is on B, byte for byte.
+    rc, out, err = ssh_run(b, "demo", "sha256sum w*", timeout=60)
+    assert rc == 0, err
+    there = dict(line.split()[::-1] for line in out.splitlines())
+    lost = [n for n, d in load.files
+            if there.get(n) != hashlib.sha256(d).hexdigest()]
+    assert not lost, "%d of %d acknowledged writes lost" % (
+        len(lost), len(load.files))
+    # And every acknowledged chat line.
+    history = Room(b, "demo")
+    try:
+        history.send(type="history", since=0, limit=500)
+        for text in load.lines:
+            history.expect(lambda e, t=text: e.get("type") == "message" and
+                           e.get("text") == t, 30, text)
+    finally:
+        history.close()
+
+
+def test_move_to_a_node_lands_there_and_its_people_are_told(s3_hosts, etcd,
+                                                            ssh_run):
+    a, b, c = s3_hosts(3)
+    make_room(a, "demo")
+    _, epoch = etcd.get("/atrium/rooms/demo/home")
+    data = os.urandom(70000)
+    assert put(a, ssh_run, "demo", "kept", data)
+    # Someone is in the room on A when it moves.
+    there = subprocess.Popen(ssh_command(a, "demo", "echo in; sleep 60"),
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert there.stdout.readline() == "in\n"
+        rc, out, err = cluster(etcd, "move", "demo", "--to", "c")
+        assert rc == 0, err
+        assert "room demo moved from a to c" in out, out
+        _, said = there.communicate(timeout=15)
+        assert "room demo is moving to another host (c); connect again" \
+            in said, said
+    finally:
+        if there.poll() is None:
+            there.kill()
+            there.wait()
+    home, epoch_c = etcd.get("/atrium/rooms/demo/home")
+    assert home == "c" and epoch_c > epoch
+    # C started it at once; A, the old home, reaches it there now.
+    wait_for(lambda: "moved here; starting it" in c.read_log(), 10,
+             "C to start the room")
+    # (B never had the room: its record is not there, and a front
+    # admits a command only to a room it knows.)
+    for front in (a, c):
+        rc, out, err = ssh_run(front, "demo", "sha256sum kept", timeout=60)
+        assert rc == 0, (front.extra[5], err)
+        assert out.split()[0] == hashlib.sha256(data).hexdigest()
+    assert etcd.get("/atrium/rooms/demo/home") == ("c", epoch_c)
+
+
+def test_drain_moves_every_room_and_takes_no_new_ones(s3_hosts, etcd,
+                                                      ssh_run):
+    a, b = s3_hosts(2)
+    for room in ("one", "two"):
+        make_room(a, room)
+    assert set(status_rooms(etcd, "a")) == {"one", "two"}
+    rc, out, err = cluster(etcd, "drain", "a")
+    assert rc == 0, err
+    assert "room one moved from a to b" in out, out
+    assert "room two moved from a to b" in out, out
+    assert "node a is drained: 2 room(s) moved, 0 failed" in out, out
+    assert status_rooms(etcd, "a") == {}
+    assert set(status_rooms(etcd, "b")) == {"one", "two"}
+    assert re.search(r"^node a .* drained$", cluster(etcd, "status")[1],
+                     re.M)
+    # A new room reached through A lives on B; A holds nothing.
+    make_room(a, "three")
+    assert etcd.get("/atrium/rooms/three/home")[0] == "b"
+    # Undrained, A takes rooms again.
+    rc, out, err = cluster(etcd, "undrain", "a")
+    assert rc == 0 and "node a takes rooms again" in out, err
+    assert " drained" not in cluster(etcd, "status")[1]
+    make_room(a, "four")
+    assert etcd.get("/atrium/rooms/four/home")[0] == "a"
+
+
+def test_errors_say_what_is_wrong(hosts, etcd, ssh_run):
+    a, b = hosts(2, lease=10)
+    make_room(a, "demo")
+    rc, _, err = cluster(etcd, "move", "nosuch")
+    assert rc == 1
+    assert "there is no room nosuch in the cluster" in err, err
+    rc, _, err = cluster(etcd, "move", "demo", "--to", "zz")
+    assert rc == 1
+    assert "node zz is unknown or not alive" in err, err
+    rc, _, err = cluster(etcd, "move", "demo", "--to", "a")
+    assert rc == 1 and "room demo is on node a already" in err, err
+    rc, _, err = cluster(etcd, "drain", "zz")
+    assert rc == 1 and "node zz is unknown or not alive" in err, err
+    rc, _, err = cluster(etcd, "move")
+    assert rc == 2 and "usage: atriumd cluster move ROOM" in err, err
+    # These hosts run without --s3: the room's files would stay behind.
+    rc, _, err = cluster(etcd, "move", "demo", "--to", "b")
+    assert rc == 1
+    assert ("room demo's writes are not streamed to an object store" in err
+            and "--force moves it all the same" in err), err
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    # A dead home: the command says so and points at its lease.
+    a.proc.kill()
+    a.proc.wait()
+    rc, _, err = cluster(etcd, "move", "demo", "--to", "b", "--force")
+    assert rc == 1
+    assert "host a, which holds room demo, does not answer" in err, err
+    assert "when a's lease ends" in err, err
+    # Nothing moved meanwhile: the room is still a's until its lease ends.
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
