@@ -24,8 +24,8 @@ import urllib.request
 
 import pytest
 
-from conftest import (CGROUP_HIERARCHIES, DataDir, free_port, remove_cgroups,
-                      ssh_command)
+from conftest import (CGROUP_HIERARCHIES, DataDir, _pids_using, free_port,
+                      remove_cgroups, ssh_command)
 
 ETCD = "/usr/bin/etcd"
 LEASE = 3          # --cluster-lease of the hosts, s
@@ -305,7 +305,8 @@ def test_frozen_host_commits_nothing_after_its_fence(hosts, etcd, ssh_run):
                  "A to end the room's sessions")
         wait_for(lambda: "this node's hold on it ended" in a.read_log(), 5,
                  "A to say why")
-        wait_for(lambda: not [p for p in _room_pids(a.data)], 15,
+        room = os.path.join(a.data, "rooms", "demo")
+        wait_for(lambda: not _pids_using(room), 15,
                  "A's room processes to end")
         assert _counts(a.data) == fenced
         # And B serves the room.
@@ -321,22 +322,6 @@ def test_frozen_host_commits_nothing_after_its_fence(hosts, etcd, ssh_run):
             p.wait()
         if a.proc.poll() is None:
             a.proc.send_signal(signal.SIGCONT)
-
-
-def _room_pids(data):
-    room = os.path.join(data, "rooms", "demo")
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmd = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        if room in cmd and ("atrium-agent" in cmd or "atrium-fs" in cmd):
-            pids.append(int(entry))
-    return pids
 
 
 def test_losing_one_etcd_member_changes_nothing(hosts, etcd, ssh_run):

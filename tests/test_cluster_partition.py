@@ -41,8 +41,8 @@ import time
 import pytest
 
 import s3_server
-from conftest import (SSH_OPTS, Atriumd, DataDir, free_port, make_room,
-                      ssh_command)
+from conftest import (SSH_OPTS, Atriumd, DataDir, _pids_using, free_port,
+                      make_room, ssh_command)
 from test_cluster import LEASE, Etcd, cgroup_prefix, wait_for  # noqa: F401
 from test_cluster_replicate import AK, SK
 from test_e2e import Room
@@ -394,18 +394,7 @@ def content(data):
 def room_pids(data):
     """Processes of data's ROOM (atrium-agent, atrium-fs,
     atrium-replicate)."""
-    mark = os.path.join(data, "rooms", ROOM).encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                if mark in f.read():
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
+    return _pids_using(os.path.join(data, "rooms", ROOM))
 
 
 def test_home_cut_off_is_fenced_and_the_room_served_elsewhere(

@@ -582,13 +582,4 @@ def test_a_slow_store_makes_commits_wait_with_memory_bounded(tmp_path, s3,
     s3.set(slow=0)
     status, err = sh.finish()
     assert status == 0, err
-    r, out = restore(tmp_path, s3, etcd, "lab")
-    assert r.returncode == 0, r.stderr
-    m2 = tmp_path / "mnt2"
-    m2.mkdir()
-    assert subprocess.run([FS, "mount", str(out / "workspace.db"),
-                           str(m2)]).returncode == 0
-    try:
-        assert tree(str(m2)) == want
-    finally:
-        subprocess.run(["fusermount3", "-u", str(m2)])
+    assert_restores(tmp_path, s3, etcd, sh, want)
