@@ -41,10 +41,12 @@ HTTP_ALL=$(ls sshd/http/*.c sshd/shared/*.c common/*.c |
     tr '\n' ' ')
 # The monitor's files (less sshd/monitor/monitor_main.c), for what it reads of
 # HTTP requests, with the cluster's (cluster/, which it links).
+# (The cluster's are all of cluster/ but atrium-replicate's own, as the
+# Makefile's CLUSTER_SRC.)
 MONITOR_ALL=$(ls sshd/monitor/*.c sshd/shared/*.c common/*.c sandbox/sandbox_seccomp.c \
-    cluster/etcd.c cluster/node.c cluster/cluster_status.c cluster/s3_creds.c \
-    cluster/keys_sync.c cluster/move.c cluster/cluster_move.c |
-    grep -Ev '^(sshd/monitor/monitor_main)\.c$' | tr '\n' ' ')
+    cluster/*.c |
+    grep -Ev '^(sshd/monitor/monitor_main|cluster/replicate_[a-z]+|cluster/s3)\.c$' |
+    tr '\n' ' ')
 # A list less the files a target includes (for their static parsers):
 # without "LIST" FILE...
 without() {
@@ -82,7 +84,7 @@ declare -A SRC=(
 	[http_routes]="$(http_less sshd/http/api_util.c)"
 	[http_bodies]="$(http_less sshd/http/api_cloudflare.c sshd/http/api_duet.c sshd/http/api_rhema.c sshd/http/api_rhema_ws.c sshd/http/http_ws.c)"
 	[etcd]="cluster/etcd.c common/log.c common/utf8.c common/buf.c"
-	[move]="cluster/move.c cluster/node.c cluster/etcd.c common/names.c common/log.c common/utf8.c common/buf.c"
+	[move]="cluster/move.c cluster/node.c cluster/resolve.c cluster/etcd.c common/names.c common/log.c common/utf8.c common/buf.c"
 	[room_archive]="$FS_CORE $ROOM_DB common/log.c common/utf8.c common/buf.c common/names.c common/util.c common/access.c common/fsctl_client.c common/config.c common/prices.c common/mountinfo.c common/room_ids.c"
 )
 
