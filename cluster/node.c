@@ -31,7 +31,10 @@
  *   REMOTE   (thread) another node's home: where (its advertised
  *            address, and that as a number: cluster/resolve.h)
  *   FAILED   (thread) could not say: why
- *   DONE     (loop) a REMOTE or FAILED answer was given once
+ *   ABSENT   (thread) a look (cluster_place's look: a use that may not
+ *            create the room) found no home anywhere; nothing claimed
+ *   DONE     (loop) a REMOTE, FAILED or ABSENT answer was given once, or
+ *            was not asked for again within CL_UNUSED_NS
  *   RELEASE  (loop, cluster_room_stopped) give the home up; also a HOME
  *            whose room has not run here for CL_UNUSED_NS since it was
  *            won (the session that asked went away before it started)
