@@ -15,8 +15,8 @@
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
  * ...`, `atriumd status` and `atriumd cluster status|keys|move|drain|
  * undrain` are the operator's commands instead (room_cli.h, status.h,
- * cluster_status.h, cluster_keys.h, cluster_move.h); --version and --log-level are every program's
- * (cli.h).
+ * cluster_status.h, cluster_keys.h, cluster_move.h); --version and
+ * --log-level are every program's (cli.h).
  */
 #include <errno.h>
 #include <fcntl.h>
