@@ -4,8 +4,9 @@
  *
  * Started by the monitor before the room's writers (atrium-agent for
  * room.db, atrium-fs for workspace.db); with --run-as it becomes the
- * room's uid, with no capabilities, once the databases are copied; the credentials come on --creds-fd, the two record
- * streams on --room-fd and --workspace-fd (walbuf.c writes them).
+ * room's uid, with no capabilities, once the databases are copied; the
+ * credentials come on --creds-fd, the two record streams on --room-fd
+ * and --workspace-fd (walbuf.c writes them).
  *
  * Start: each database is checkpointed and copied whole into its shadow
  * copy in --state-dir (the writers have not opened it yet, so the copy

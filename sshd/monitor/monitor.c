@@ -132,8 +132,8 @@ monitor_use_here(struct monitor *srv, const char *room, json_object *ans)
 }
 
 /* use {room, user, key, addr, create}: may the user enter the room (or
- * create it: rooms=, unless create is false)?  Then count a new room against the user's cap, and start
- * the room if it is cold. */
+ * create it: rooms=, unless create is false)?  Then count a new room
+ * against the user's cap, and start the room if it is cold. */
 static int
 monitor_use(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,

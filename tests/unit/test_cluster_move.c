@@ -80,7 +80,8 @@ test_hostile(void)
 static void
 test_round_trip(void)
 {
-	struct move_req m = { .room = "demo", .from = "a", .to = "b", .epoch = 77 }, back;
+	struct move_req m = { .room = "demo", .from = "a", .to = "b",
+	    .epoch = 77 }, back;
 	char *s = move_req_json(&m);
 
 	CHECK(s != NULL);
