@@ -324,6 +324,9 @@ def test_frozen_host_commits_nothing_after_its_fence(hosts, etcd, ssh_run):
             a.proc.send_signal(signal.SIGCONT)
 
 
+# etcd's election after its leader's loss must end within the lease's
+# margin; on a machine loaded by other tests it took longer (CI, once).
+@pytest.mark.alone
 def test_losing_one_etcd_member_changes_nothing(hosts, etcd, ssh_run):
     # The default lease: the leader's loss costs an election (about a
     # second here) during which no renewal succeeds.  Connections follow
