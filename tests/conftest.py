@@ -119,10 +119,21 @@ def data_dir(tmp_path):
     return d
 
 
+_ports_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, never one this process was given before: the
+    kernel may hand one port to two binds in a row once the first socket
+    is closed, and a test asks for several before it starts anything
+    (an SSH and an HTTP port, etcd's members)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def _pids_using(path):
