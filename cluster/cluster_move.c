@@ -349,6 +349,35 @@ mv_acked(struct etcd *e, const struct mv_job *job)
 	return ok;
 }
 
+/* 1 when the home called job's move off (MOVING_PREFIX ROOM is "REV
+ * kept: WHY", cluster_room_kept), with the reason in job->why. */
+static int
+mv_kept(struct etcd *e, struct mv_job *job)
+{
+	char key[128], *val, *end, *why;
+	size_t len;
+	int kept;
+
+	snprintf(key, sizeof(key), "%s%s", MOVING_PREFIX, job->req.room);
+	if (etcd_get(e, key, &val, &len, NULL, NULL) != 1)
+		return 0;
+	kept = strtoll(val, &end, 10) == job->req.rev &&
+	    strncmp(end, " kept: ", 7) == 0;
+	if (kept) {
+		/* A node wrote it: only what is printable is shown. */
+		for (why = end + 7; *why; why++)
+			if ((unsigned char)*why < 0x20 || *why == 0x7f)
+				*why = '?';
+		snprintf(job->why, sizeof(job->why), "room %s stays on host %s, "
+		    "which serves it as before: %s; move it again once the "
+		    "object store answers", job->req.room, job->req.from,
+		    end + 7);
+		job->state = MV_FAILED;
+	}
+	free(val);
+	return kept;
+}
+
 /* One look at a job under way. */
 static void
 mv_follow(struct etcd *e, struct mv_job *job)
@@ -366,6 +395,8 @@ mv_follow(struct etcd *e, struct mv_job *job)
 		return;
 	}
 	if (job->state == MV_ACKED) {
+		if (mv_kept(e, job))
+			return;
 		r = mv_home(e, job->req.room, node, sizeof(node), &epoch);
 		if (r == 1 && epoch != job->req.epoch) {
 			snprintf(job->home, sizeof(job->home), "%s", node);

@@ -242,3 +242,48 @@ def test_errors_say_what_is_wrong(hosts, etcd, ssh_run):
     assert "when a's lease ends" in err, err
     # Nothing moved meanwhile: the room is still a's until its lease ends.
     assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+
+
+def sha_of(srv, ssh_run, room, names):
+    """{name: sha256} of room's files NAMES as host SRV serves them."""
+    rc, out, err = ssh_run(srv, room, "sha256sum " + " ".join(names),
+                           timeout=60)
+    assert rc == 0, err
+    return dict(line.split()[::-1] for line in out.splitlines())
+
+
+def test_a_move_whose_last_writes_cannot_be_stored_keeps_the_room(
+        s3_hosts, s3, etcd, ssh_run):
+    a, b = s3_hosts(2)
+    make_room(a, "demo")
+    home = etcd.get("/atrium/rooms/demo/home")
+    assert home[0] == "a"
+    stored, unstored = os.urandom(70000), os.urandom(90000)
+    assert put(a, ssh_run, "demo", "stored", stored)
+    # The store stops answering: the next write is acknowledged (it is
+    # durable on A) but cannot reach the store before the move.
+    s3.set(refuse=True)
+    assert put(a, ssh_run, "demo", "unstored", unstored)
+    t = time.monotonic()
+    rc, out, err = cluster(etcd, "move", "demo", "--to", "b")
+    took = time.monotonic() - t
+    assert rc == 1, out
+    assert "room demo stays on host a, which serves it as before" in err, err
+    assert "could not be stored in the object store" in err, err
+    assert "move it again once the object store answers" in err, err
+    assert took < 30, took      # told, not timed out
+    # A kept the room at its epoch: B never took it.
+    assert etcd.get("/atrium/rooms/demo/home") == home
+    assert "this node keeps it" in a.read_log()
+    assert "demo" not in status_rooms(etcd, "b")
+    # The store answers again: A serves the room with every write, and
+    # a move now takes every write to B, byte for byte.
+    s3.set(refuse=False)
+    want = {"stored": hashlib.sha256(stored).hexdigest(),
+            "unstored": hashlib.sha256(unstored).hexdigest()}
+    assert sha_of(a, ssh_run, "demo", want) == want
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "a"
+    rc, out, err = cluster(etcd, "move", "demo", "--to", "b")
+    assert rc == 0, err
+    assert "room demo moved from a to b" in out, out
+    assert sha_of(b, ssh_run, "demo", want) == want
