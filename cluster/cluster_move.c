@@ -287,7 +287,35 @@ mv_prepare(struct etcd *e, const char *room, const char *to, int force,
 	return 0;
 }
 
-/* Write job's request under LEASE: 0, else 1 with job->why. */
+/* 1 when CUR, the request found under KEY (created at REV) where job's
+ * was to go, is over though it lasts: it names a tenure of the room
+ * that ended (its move happened, and the command that asked was killed
+ * before it could remove it: it goes with that command's lease, up to
+ * MOVE_WAIT_S + MOVE_SERVE_S + 5 s later), or its home called it off
+ * (MOVING_PREFIX ROOM "REV kept: ..."). */
+static int
+mv_stale(struct etcd *e, const struct mv_job *job, const char *key,
+    const char *cur, int64_t rev)
+{
+	struct move_req old;
+	char mkey[128], *val;
+	size_t len;
+	int stale;
+
+	if (move_req_parse(key, cur, strlen(cur), &old) < 0)
+		return 1;	/* not well formed: ignored by every node */
+	if (old.epoch != job->req.epoch || strcmp(old.from, job->req.from) != 0)
+		return 1;
+	snprintf(mkey, sizeof(mkey), "%s%s", MOVING_PREFIX, job->req.room);
+	if (etcd_get(e, mkey, &val, &len, NULL, NULL) != 1)
+		return 0;
+	stale = strtoll(val, NULL, 10) == rev && strstr(val, " kept: ");
+	free(val);
+	return stale;
+}
+
+/* Write job's request under LEASE (removing one that is over first):
+ * 0, else 1 with job->why. */
 static int
 mv_ask(struct etcd *e, struct mv_job *job, int64_t lease)
 {
@@ -298,6 +326,12 @@ mv_ask(struct etcd *e, struct mv_job *job, int64_t lease)
 	snprintf(key, sizeof(key), "%s%s", MOVES_PREFIX, job->req.room);
 	r = val ? etcd_create(e, key, val, strlen(val), lease, &rev, &cur) :
 	    -ENOMEM;
+	if (r == 0 && cur && mv_stale(e, job, key, cur, rev) &&
+	    etcd_delete_if(e, key, cur, strlen(cur), rev) == 1) {
+		free(cur);
+		cur = NULL;
+		r = etcd_create(e, key, val, strlen(val), lease, &rev, &cur);
+	}
 	free(val);
 	free(cur);
 	if (r == 1) {

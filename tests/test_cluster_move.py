@@ -12,6 +12,7 @@ for, a drain empties its node, and each error says what is wrong.
 Run as root: /usr/bin/python3 -m pytest -q tests/test_cluster_move.py
 """
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -23,7 +24,7 @@ import pytest
 from conftest import BUILD_DIR, make_room, ssh_command
 from test_cluster import (LEASE, cgroup_prefix, etcd, hosts,  # noqa: F401
                           wait_for)
-from test_cluster_replicate import put, s3, s3_hosts  # noqa: F401
+from test_cluster_replicate import AK, SK, put, s3, s3_hosts  # noqa: F401
 from test_e2e import Room
 
 CLI = os.path.join(BUILD_DIR, "atriumd")
@@ -287,3 +288,101 @@ def test_a_move_whose_last_writes_cannot_be_stored_keeps_the_room(
     assert rc == 0, err
     assert "room demo moved from a to b" in out, out
     assert sha_of(b, ssh_run, "demo", want) == want
+
+
+def streamed_hosts(hosts, s3, tmp_path, n, *extra):
+    """n hosts streaming to s3, with EXTRA arguments (s3_hosts' own)."""
+    creds = tmp_path / "creds-model"
+    creds.write_text("%s\n%s\n" % (AK, SK))
+    os.chmod(str(creds), 0o600)
+    return hosts(n, extra=("--s3", s3.url, "--s3-bucket", "atrium",
+                           "--s3-credentials", str(creds), *extra))
+
+
+def test_a_move_cuts_running_commands_and_never_runs_them_again(
+        hosts, s3, etcd, ssh_run, model, tmp_path):
+    a, b = streamed_hosts(hosts, s3, tmp_path, 2, "--model-url", model.url,
+                          "--approval", "allow_all")
+    make_room(a, "demo")
+    # A person's command over ssh, and the agent's bash tool, both
+    # running when the room moves.
+    there = subprocess.Popen(
+        ssh_command(a, "demo", "echo in; sleep 30; echo ran >> ssh.log"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    chat = Room(a, "demo")
+    try:
+        assert there.stdout.readline() == "in\n"
+        chat.send(type="prompt", text="run: echo x >> tool.log; sleep 30; "
+                  "echo y >> tool.log")
+        call = chat.expect(lambda e: e.get("type") == "tool_call", 30,
+                           "the bash call")
+        wait_for(lambda: ssh_run(a, "demo", "cat tool.log")[1] == "x\n", 15,
+                 "the agent's command to run")
+        rc, out, err = cluster(etcd, "move", "demo", "--to", "b")
+        assert rc == 0, err
+        assert "room demo moved from a to b" in out, out
+        _, said = there.communicate(timeout=15)
+        assert "room demo is moving to another host (b); connect again" \
+            in said, said
+        assert there.returncode == 1, (there.returncode, said)
+    finally:
+        chat.proc.kill()
+        chat.proc.wait()
+        if there.poll() is None:
+            there.kill()
+            there.wait()
+    # On B the agent's transcript shows the call interrupted, and the
+    # turn goes on from there.
+    history = Room(b, "demo")
+    try:
+        history.send(type="history", since=0, limit=500)
+        res = history.expect(lambda e: e.get("type") == "tool_result" and
+                             e.get("id") == call["id"], 30,
+                             "the call's result")
+        assert res["status"] == "interrupted", res
+        history.expect(lambda e: e.get("type") == "turn_end", 30,
+                       "the turn to end")
+    finally:
+        history.close()
+    sent = json.dumps(model.requests[-1]["body"]["messages"])
+    assert "interrupted" in sent
+    # Neither command ran again, nor on past the move.
+    assert ssh_run(b, "demo", "cat tool.log")[1] == "x\n"
+    rc, _, _ = ssh_run(b, "demo", "test -e ssh.log")
+    assert rc == 1
+
+
+def test_a_move_whose_command_is_killed_ends_on_one_host(s3_hosts, etcd,
+                                                         ssh_run):
+    a, b = s3_hosts(2)
+    make_room(a, "demo")
+    _, epoch = etcd.get("/atrium/rooms/demo/home")
+    data = os.urandom(80000)
+    assert put(a, ssh_run, "demo", "kept", data)
+    want = {"kept": hashlib.sha256(data).hexdigest()}
+    p = subprocess.Popen([CLI, "cluster", "move", "demo", "--to", "b",
+                          "--cluster", "etcd=" + etcd.urls()],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: etcd.get("/atrium/moves/demo")[0], 10,
+                 "the command's request")
+    finally:
+        p.kill()
+        p.wait()
+    # The request outlives the command (on its lease): the move goes on
+    # and the room ends on B alone, at a new epoch, with every write.
+    wait_for(lambda: etcd.get("/atrium/rooms/demo/home")[0] == "b", 30,
+             "B to hold the room")
+    assert etcd.get("/atrium/rooms/demo/home")[1] > epoch
+    assert "demo" not in status_rooms(etcd, "a")
+    assert sha_of(b, ssh_run, "demo", want) == want
+    assert sha_of(a, ssh_run, "demo", want) == want     # relayed to B
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "b"
+    # The killed command's request still lasts, but it is over: a later
+    # move does not wait for its lease to end.
+    assert etcd.get("/atrium/moves/demo")[0]
+    rc, out, err = cluster(etcd, "move", "demo", "--to", "a")
+    assert rc == 0, err
+    assert "room demo moved from b to a" in out, out
+    assert sha_of(a, ssh_run, "demo", want) == want
+    assert "demo" not in status_rooms(etcd, "b")
