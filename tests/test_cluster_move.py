@@ -290,13 +290,14 @@ def test_a_move_whose_last_writes_cannot_be_stored_keeps_the_room(
     assert sha_of(b, ssh_run, "demo", want) == want
 
 
-def streamed_hosts(hosts, s3, tmp_path, n, *extra):
+def streamed_hosts(hosts, s3, tmp_path, n, *extra, lease=LEASE):
     """n hosts streaming to s3, with EXTRA arguments (s3_hosts' own)."""
-    creds = tmp_path / "creds-model"
+    creds = tmp_path / "creds-streamed"
     creds.write_text("%s\n%s\n" % (AK, SK))
     os.chmod(str(creds), 0o600)
-    return hosts(n, extra=("--s3", s3.url, "--s3-bucket", "atrium",
-                           "--s3-credentials", str(creds), *extra))
+    return hosts(n, lease=lease,
+                 extra=("--s3", s3.url, "--s3-bucket", "atrium",
+                        "--s3-credentials", str(creds), *extra))
 
 
 def test_a_move_cuts_running_commands_and_never_runs_them_again(
@@ -386,3 +387,31 @@ def test_a_move_whose_command_is_killed_ends_on_one_host(s3_hosts, etcd,
     assert "room demo moved from b to a" in out, out
     assert sha_of(a, ssh_run, "demo", want) == want
     assert "demo" not in status_rooms(etcd, "b")
+
+
+# etcd's election after its leader's loss must end within the lease's
+# margin (as test_losing_one_etcd_member_changes_nothing).
+@pytest.mark.alone
+def test_a_move_while_an_etcd_member_is_lost(hosts, s3, etcd, ssh_run,
+                                             tmp_path):
+    a, b = streamed_hosts(hosts, s3, tmp_path, 2, "--per-source-rate", "0",
+                          lease=5)
+    make_room(a, "demo")
+    _, epoch = etcd.get("/atrium/rooms/demo/home")
+    data = os.urandom(80000)
+    assert put(a, ssh_run, "demo", "kept", data)
+    want = {"kept": hashlib.sha256(data).hexdigest()}
+    # The leader goes: two members of three still make a quorum.
+    etcd.kill(etcd.leader())
+    rc, out, err = cluster(etcd, "move", "demo", "--to", "b")
+    assert rc == 0, err
+    assert "room demo moved from a to b" in out, out
+    home, epoch_b = etcd.get("/atrium/rooms/demo/home")
+    assert home == "b" and epoch_b > epoch
+    # Nothing else changed for the room's people: every write is there,
+    # reached through either host, and no host lost its hold meanwhile.
+    assert sha_of(b, ssh_run, "demo", want) == want
+    assert sha_of(a, ssh_run, "demo", want) == want
+    for h in (a, b):
+        assert "hold on it ended" not in h.read_log()
+    assert etcd.get("/atrium/rooms/demo/home") == (home, epoch_b)
