@@ -587,6 +587,7 @@ room_ship(struct room *r)
 	}
 	room_repl_close(r);
 	room_stream_of(r, &rr);
+	r->repl_ready = 0;
 	if ((pid = room_stream_run(r->rs->stream, &rr, &ready, r->repl_w)) < 0) {
 		room_fail(r, "cannot start atrium-replicate%s", "");
 		return;
@@ -704,7 +705,7 @@ room_repl_stored(struct room *r, int status, const char *how)
 		r->finish_tries = 0;
 		return;
 	}
-	if (r->state == ROOM_SHIPPER || r->unstored)
+	if (!r->repl_ready || r->unstored)
 		return;		/* no writer ran under it; or known */
 	r->unstored = 1;
 	log_warn("room %s: atrium-replicate %s before it stored every "
@@ -724,6 +725,7 @@ room_finish(struct room *r)
 	pid_t pid;
 
 	r->finish_tries++;
+	r->repl_ready = 0;
 	room_repl_close(r);
 	room_stream_of(r, &rr);
 	if ((pid = room_stream_run(r->rs->stream, &rr, &ready, r->repl_w)) < 0) {
@@ -759,6 +761,16 @@ room_keep_unstored(struct room *r)
 	if (!r->unstored || !r->rs->stream || r->deleting ||
 	    r->rs->shutting_down)
 		return 0;
+	if (r->rs->fence_fd && r->rs->fence_fd(r->rs->cluster_arg,
+	    r->name) < 0) {
+		/* Its hold ended (its lease, or another host took it): no
+		 * run may store anything for it now. */
+		log_warn("room %s: this host no longer holds it: its commits "
+		    "the object store lacks cannot be stored", r->name);
+		r->unstored = 0;
+		r->finish_tries = 0;
+		return 0;
+	}
 	if (r->finish_tries == 0) {
 		room_finish(r);
 		return 1;
@@ -890,7 +902,9 @@ room_child_ready(struct room *r, struct room_child *c)
 	} else if (c == &r->repl && r->state == ROOM_SHIPPER) {
 		log_info("room %s: atrium-replicate ready (%lld ms)", r->name,
 		    ms);
-		/* Its snapshot holds whatever a killed run did not store. */
+		/* Its snapshot holds whatever a killed run did not store;
+		 * from now on the writers commit under it. */
+		r->repl_ready = 1;
 		r->unstored = 0;
 		r->finish_tries = 0;
 		room_mount(r);

@@ -101,6 +101,8 @@ struct room {
 					 * stop's deadline, crashed): the home
 					 * is kept until a run stores them */
 	int finish_tries;		/* finishing runs since (room.c) */
+	int repl_ready;			/* the running shipper said "ready":
+					 * the writers commit under it */
 	struct agentwatch watch;	/* pings the agent while ready */
 	struct fswatch fsw;		/* reads atrium-fs's request counts
 					 * while it is mounted (fswatch.h) */
