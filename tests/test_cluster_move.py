@@ -415,3 +415,35 @@ def test_a_move_while_an_etcd_member_is_lost(hosts, s3, etcd, ssh_run,
     for h in (a, b):
         assert "hold on it ended" not in h.read_log()
     assert etcd.get("/atrium/rooms/demo/home") == (home, epoch_b)
+
+
+def test_an_idle_stop_keeps_the_home_until_the_store_has_every_write(
+        hosts, s3, etcd, ssh_run, tmp_path):
+    a, b = streamed_hosts(hosts, s3, tmp_path, 2, "--idle-timeout", "1")
+    make_room(a, "demo")
+    home = etcd.get("/atrium/rooms/demo/home")
+    assert home[0] == "a"
+    s3.set(refuse=True)
+    data = os.urandom(90000)
+    assert put(a, ssh_run, "demo", "late", data)
+    # The room idles and stops; its shipper cannot store the write, so
+    # A keeps the home (well past the time an unused home is given up).
+    wait_for(lambda: "before it stored every commit" in a.read_log(), 30,
+             "the room to stop with a write unstored")
+    # Its third try to store it comes well after an unused home would
+    # have been given up (10 s after it was won).
+    wait_for(lambda: "storing its last commits (atrium-replicate pid" in
+             a.read_log() and ", try 3)" in a.read_log(), 60,
+             "A to try a third time")
+    assert etcd.get("/atrium/rooms/demo/home") == home
+    # The store answers again: A stores the write, then lets the home go.
+    s3.set(refuse=False)
+    wait_for(lambda: "the object store has every commit now" in
+             a.read_log(), 30, "A to store the write")
+    wait_for(lambda: etcd.get("/atrium/rooms/demo/home")[0] is None, 30,
+             "A to give the home up")
+    # B, using it next, has the write byte for byte.
+    make_room(b, "demo")
+    want = {"late": hashlib.sha256(data).hexdigest()}
+    assert sha_of(b, ssh_run, "demo", want) == want
+    assert etcd.get("/atrium/rooms/demo/home")[0] == "b"
