@@ -13,14 +13,16 @@
  * side): it checks what it can first (the room is held, by a live node;
  * the target is alive and not drained; the room is streamed to the
  * object store, since otherwise its files and chat would not follow it:
- * --force moves it all the same), writes the request under a lease
- * of its own (so that the request ends with the command), waits for the
- * home to answer (MOVE_ACK_S: a home that does not is down or cut off,
- * and the room moves by itself when its lease ends), then for another
- * node to hold the room at a new epoch (and, when the room is streamed,
- * for that node's shipper to have started: its restore is done), and
- * says how long the room's people waited.  It blocks on etcd, as a
- * command may.
+ * --force moves it all the same), writes the request under a lease of
+ * its own (so that the request ends with the command; one that a killed
+ * command left, for a tenure that ended or a move called off, is
+ * removed first: mv_stale), waits for the home to answer (MOVE_ACK_S: a
+ * home that does not is down or cut off, and the room moves by itself
+ * when its lease ends), then for another node to hold the room at a new
+ * epoch (and, when the room is streamed, for that node's shipper to have
+ * started: its restore is done), and says how long the room's people
+ * waited; or says why the home called the move off (its last commits
+ * could not be stored: mv_kept).  It blocks on etcd, as a command may.
  *
  * Everything read from etcd was written by some node: names are checked
  * before they are printed.

@@ -7,7 +7,11 @@ follow the room, tests/s3_server.py as the object store (the fixtures of
 test_cluster.py and test_cluster_replicate.py), all on loopback ports,
 started and stopped by pid.  What a user sees: a move under load loses
 no acknowledged write or chat line, the room serves on the node asked
-for, a drain empties its node, and each error says what is wrong.
+for, a drain empties its node, and each error says what is wrong; a move
+(or an idle stop) whose last writes the store cannot take keeps the room
+where it is until it can; commands running at a move are cut and never
+run again; a killed move command leaves the room on one host and does
+not block the next move; a move works with an etcd member lost.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_cluster_move.py
 """

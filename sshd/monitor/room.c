@@ -14,7 +14,10 @@
  * with --s3 fd 6, the write end of the room's stream to its
  * atrium-replicate (room_stream.c makes that one and the restore, and
  * this file reaps them: a streamed room's writers start only once the
- * shipper is ready, and its end stops the room).
+ * shipper is ready, and its end stops the room).  A room whose shipper
+ * ended before it stored every commit keeps its home here until a
+ * finishing run stores them (room_keep_unstored): no other host may
+ * start it from a store that lacks an acknowledged write.
  *
  * Nothing here waits for a child: fusermount3 too (a stale mount when
  * atriumd is not root) is reaped through rooms_child_exited, and a mount
