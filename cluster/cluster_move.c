@@ -13,14 +13,16 @@
  * side): it checks what it can first (the room is held, by a live node;
  * the target is alive and not drained; the room is streamed to the
  * object store, since otherwise its files and chat would not follow it:
- * --force moves it all the same), writes the request under a lease
- * of its own (so that the request ends with the command), waits for the
- * home to answer (MOVE_ACK_S: a home that does not is down or cut off,
- * and the room moves by itself when its lease ends), then for another
- * node to hold the room at a new epoch (and, when the room is streamed,
- * for that node's shipper to have started: its restore is done), and
- * says how long the room's people waited.  It blocks on etcd, as a
- * command may.
+ * --force moves it all the same), writes the request under a lease of
+ * its own (so that the request ends with the command; one that a killed
+ * command left, for a tenure that ended or a move called off, is
+ * removed first: mv_stale), waits for the home to answer (MOVE_ACK_S: a
+ * home that does not is down or cut off, and the room moves by itself
+ * when its lease ends), then for another node to hold the room at a new
+ * epoch (and, when the room is streamed, for that node's shipper to have
+ * started: its restore is done), and says how long the room's people
+ * waited; or says why the home called the move off (its last commits
+ * could not be stored: mv_kept).  It blocks on etcd, as a command may.
  *
  * Everything read from etcd was written by some node: names are checked
  * before they are printed.
@@ -287,7 +289,35 @@ mv_prepare(struct etcd *e, const char *room, const char *to, int force,
 	return 0;
 }
 
-/* Write job's request under LEASE: 0, else 1 with job->why. */
+/* 1 when CUR, the request found under KEY (created at REV) where job's
+ * was to go, is over though it lasts: it names a tenure of the room
+ * that ended (its move happened, and the command that asked was killed
+ * before it could remove it: it goes with that command's lease, up to
+ * MOVE_WAIT_S + MOVE_SERVE_S + 5 s later), or its home called it off
+ * (MOVING_PREFIX ROOM "REV kept: ..."). */
+static int
+mv_stale(struct etcd *e, const struct mv_job *job, const char *key,
+    const char *cur, int64_t rev)
+{
+	struct move_req old;
+	char mkey[128], *val;
+	size_t len;
+	int stale;
+
+	if (move_req_parse(key, cur, strlen(cur), &old) < 0)
+		return 1;	/* not well formed: ignored by every node */
+	if (old.epoch != job->req.epoch || strcmp(old.from, job->req.from) != 0)
+		return 1;
+	snprintf(mkey, sizeof(mkey), "%s%s", MOVING_PREFIX, job->req.room);
+	if (etcd_get(e, mkey, &val, &len, NULL, NULL) != 1)
+		return 0;
+	stale = strtoll(val, NULL, 10) == rev && strstr(val, " kept: ");
+	free(val);
+	return stale;
+}
+
+/* Write job's request under LEASE (removing one that is over first):
+ * 0, else 1 with job->why. */
 static int
 mv_ask(struct etcd *e, struct mv_job *job, int64_t lease)
 {
@@ -298,6 +328,12 @@ mv_ask(struct etcd *e, struct mv_job *job, int64_t lease)
 	snprintf(key, sizeof(key), "%s%s", MOVES_PREFIX, job->req.room);
 	r = val ? etcd_create(e, key, val, strlen(val), lease, &rev, &cur) :
 	    -ENOMEM;
+	if (r == 0 && cur && mv_stale(e, job, key, cur, rev) &&
+	    etcd_delete_if(e, key, cur, strlen(cur), rev) == 1) {
+		free(cur);
+		cur = NULL;
+		r = etcd_create(e, key, val, strlen(val), lease, &rev, &cur);
+	}
 	free(val);
 	free(cur);
 	if (r == 1) {
@@ -349,6 +385,35 @@ mv_acked(struct etcd *e, const struct mv_job *job)
 	return ok;
 }
 
+/* 1 when the home called job's move off (MOVING_PREFIX ROOM is "REV
+ * kept: WHY", cluster_room_kept), with the reason in job->why. */
+static int
+mv_kept(struct etcd *e, struct mv_job *job)
+{
+	char key[128], *val, *end, *why;
+	size_t len;
+	int kept;
+
+	snprintf(key, sizeof(key), "%s%s", MOVING_PREFIX, job->req.room);
+	if (etcd_get(e, key, &val, &len, NULL, NULL) != 1)
+		return 0;
+	kept = strtoll(val, &end, 10) == job->req.rev &&
+	    strncmp(end, " kept: ", 7) == 0;
+	if (kept) {
+		/* A node wrote it: only what is printable is shown. */
+		for (why = end + 7; *why; why++)
+			if ((unsigned char)*why < 0x20 || *why == 0x7f)
+				*why = '?';
+		snprintf(job->why, sizeof(job->why), "room %s stays on host %s, "
+		    "which serves it as before: %s; move it again once the "
+		    "object store answers", job->req.room, job->req.from,
+		    end + 7);
+		job->state = MV_FAILED;
+	}
+	free(val);
+	return kept;
+}
+
 /* One look at a job under way. */
 static void
 mv_follow(struct etcd *e, struct mv_job *job)
@@ -366,6 +431,8 @@ mv_follow(struct etcd *e, struct mv_job *job)
 		return;
 	}
 	if (job->state == MV_ACKED) {
+		if (mv_kept(e, job))
+			return;
 		r = mv_home(e, job->req.room, node, sizeof(node), &epoch);
 		if (r == 1 && epoch != job->req.epoch) {
 			snprintf(job->home, sizeof(job->home), "%s", node);

@@ -16,7 +16,10 @@
  *                under its own lease when it saw the request and began:
  *                the command knows the home is alive and on it (and that
  *                it is not, when this does not come).  The command
- *                deletes it at its end.
+ *                deletes it at its end.  "REV kept: WHY" when the home
+ *                called the move off and keeps the room (its last
+ *                commits could not be stored: cluster_room_kept); the
+ *                home ignores that request from then on.
  *   drain/NODE   "drained", attached to NODE's lease: NODE claims no room
  *                (a restart of NODE, a new lease, ends it, and so does
  *                `atriumd cluster undrain NODE`).

@@ -51,7 +51,11 @@
  * cluster_room_stopped gives the home up as usual, once the room's
  * writers and its shipper are gone, so every commit is stored first;
  * meanwhile cluster_place says "wait", so no session starts it again
- * here.  A request to this node makes a WANT entry that claims the room
+ * here.  A room whose shipper could not store every commit (a store too
+ * slow or down) is not given up: the loop calls cluster_room_kept, the
+ * entry stops moving (so the room serves here again), and the thread
+ * tells the command why under moving/ROOM; that request is ignored from
+ * then on.  A request to this node makes a WANT entry that claims the room
  * as soon as the old home let it go (a lost claim is tried again every
  * CL_MOVE_RETRY_NS while the request lasts) and, once won, has the loop
  * start the room at once (hooks.warm).  Any other node asked for the
@@ -122,6 +126,12 @@ struct cl_room {
 	int moving;			/* HOME: a move request names it */
 	int move_told;			/* moving: hooks.moving was called */
 	char move_to[CLUSTER_NAME_MAX];	/* moving: where to */
+	int64_t move_rev;		/* moving: the request's revision */
+	int64_t kept_rev;		/* HOME: a request called off here
+					 * (cluster_room_kept), ignored */
+	int kept_tell;			/* HOME: the thread is to tell the
+					 * command why (kept_why) */
+	char kept_why[200];
 	int warm;			/* HOME: won for a move to this node:
 					 * the loop starts it (hooks.warm) */
 	int incoming;			/* WANT: made for a move to this node,
@@ -765,10 +775,29 @@ next_work(struct cluster *c)
 		    now_ns() >= e->retry_ns)
 			return e;
 		if (e->state == CL_DONE || e->state == CL_RELEASE ||
-		    (e->state == CL_LOST && e->told))
+		    (e->state == CL_LOST && e->told) ||
+		    (e->state == CL_HOME && e->kept_tell && c->lease))
 			return e;
 	}
 	return NULL;
+}
+
+/* Tell the command of a move this node called off (cluster_room_kept)
+ * why: MOVING_PREFIX ROOM = "REV kept: WHY" under this node's lease
+ * (the thread, unlocked). */
+static void
+move_kept_tell(struct cluster *c, const char *room, int64_t rev,
+    const char *why, int64_t lease)
+{
+	char key[CL_KEY_MAX], val[320];
+	int n;
+
+	snprintf(key, sizeof(key), "%s%s", MOVING_PREFIX, room);
+	n = snprintf(val, sizeof(val), "%" PRId64 " kept: %s", rev, why);
+	if (n < 0 || (size_t)n >= sizeof(val) ||
+	    etcd_put(c->etcd, key, val, (size_t)n, lease) < 0)
+		log_warn("cluster: room %s: cannot tell the move's command that "
+		    "the move is called off", room);
 }
 
 /* The earliest time a move's target claims again, or 0.  Under lock. */
@@ -801,6 +830,17 @@ serve_rooms(struct cluster *c)
 		/* Marked so that next_work passes it while it is worked on. */
 		if (s == CL_WANT)
 			e->busy = 1;
+		if (s == CL_HOME) {
+			char why[sizeof(e->kept_why)];
+			int64_t rev = e->kept_rev;
+
+			snprintf(why, sizeof(why), "%s", e->kept_why);
+			e->kept_tell = 0;
+			pthread_mutex_unlock(&c->lock);
+			move_kept_tell(c, name, rev, why, lease);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		pthread_mutex_unlock(&c->lock);
 		if (s == CL_WANT) {
 			claim(c, name, lease, look, &cl);
@@ -850,9 +890,10 @@ move_seen(struct cluster *c, const struct move_req *m)
 
 	if (strcmp(m->from, c->node) == 0) {
 		if (!e || e->state != CL_HOME || e->epoch != m->epoch ||
-		    e->moving)
+		    e->moving || e->kept_rev == m->rev)
 			return SEEN_NOTHING;
 		e->moving = 1;
+		e->move_rev = m->rev;
 		snprintf(e->move_to, sizeof(e->move_to), "%s", m->to);
 		log_info("cluster: room %s: asked to move to node %s (epoch %"
 		    PRId64 ")", e->name, m->to, e->epoch);
@@ -1096,6 +1137,24 @@ cluster_room_stopped(struct cluster *c, const char *room)
 	if (e && e->state == CL_HOME) {
 		room_fence_shut(e);
 		e->state = CL_RELEASE;
+		want_thread(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void
+cluster_room_kept(struct cluster *c, const char *room, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	struct cl_room *e = room_find(c, room);
+	if (e && e->state == CL_HOME && e->moving) {
+		log_warn("cluster: room %s: the move to node %s is called off: "
+		    "%s; this node keeps it", room, e->move_to, why);
+		e->moving = 0;
+		e->move_told = 0;
+		e->kept_rev = e->move_rev;
+		e->kept_tell = 1;
+		snprintf(e->kept_why, sizeof(e->kept_why), "%s", why);
 		want_thread(c);
 	}
 	pthread_mutex_unlock(&c->lock);

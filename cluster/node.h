@@ -55,7 +55,9 @@ struct cluster_hooks {
 	/* This node may no longer write ROOM (its fence time passed, or its
 	 * lease is gone): stop it at once, and end its sessions. */
 	void (*lost)(void *arg, const char *room);
-	/* 1 when ROOM has processes here (starting, running or stopping). */
+	/* 1 when this node must keep ROOM's home: it has processes here
+	 * (starting, running or stopping), or commits the object store
+	 * does not have yet. */
 	int (*running)(void *arg, const char *room);
 	void *arg;
 	/* An operator moves ROOM to node TO (cluster/move.h): end its
@@ -96,6 +98,13 @@ int cluster_fence_fd(struct cluster *c, const char *room);
  * (idle, deleted, failed): give its home up (a txn that deletes it only
  * while it is still this node's, at this epoch). */
 void cluster_room_stopped(struct cluster *c, const char *room);
+
+/* ROOM stopped for a move but has commits the object store lacks (its
+ * shipper could not store them, sshd/monitor/room.c): the move is
+ * called off, this node keeps the home and serves the room again, and
+ * the move's command is told WHY (MOVING_PREFIX ROOM, cluster/move.h).
+ * Nothing when ROOM is not moving. */
+void cluster_room_kept(struct cluster *c, const char *room, const char *why);
 
 /* On the loop, after each poll and before anything else: check the fence
  * time (after a stop such as kill -STOP too), and take what the etcd

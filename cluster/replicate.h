@@ -21,7 +21,10 @@
  *
  * OFFSET is 16 lower-case hex digits, so that the store lists a DB's
  * objects in stream order.  Each epoch (a tenure of one host) starts its
- * streams at offset 0 with a snapshot of its own (snap-0000000000000000).
+ * streams at offset 0 with a snapshot of its own (snap-0000000000000000);
+ * a shipper run again in the same epoch (the one before it was killed
+ * with commits unstored) starts at the next multiple of 2^48 above what
+ * the manifest names (replicate_ship.c), with a snapshot there.
  * The shipper removes what the manifest it wrote no longer names
  * (replicate_collect.c): the store holds a room's current snapshots and
  * the segments after them.

@@ -10,8 +10,15 @@
  *
  * Start: each database is checkpointed and copied whole into its shadow
  * copy in --state-dir (the writers have not opened it yet, so the copy
- * is the database byte for byte), uploaded as snap-0 of this epoch, and
- * the manifest is pointed at it (etcd_put_if_home).  Then "ready\n".
+ * is the database byte for byte), uploaded as the snapshot at the
+ * stream's first offset, and the manifest is pointed at it
+ * (etcd_put_if_home).  Then "ready\n".  The first offset is 0, unless
+ * the manifest is already this epoch's: a shipper run again under the
+ * same hold (one that could not store everything before it was killed,
+ * room.c) starts its streams at the next REPL_RUN_SPAN boundary above
+ * what the manifest names, so that none of its objects has the key of
+ * one the manifest names or the killed run may have left behind, and a
+ * restore never mixes the two runs' bytes.
  *
  * Loop, on one thread: read what the streams bring into one segment
  * buffer per database (REPL_SEG_MAX) and apply it to the shadow copy as
@@ -66,6 +73,10 @@
 
 #define REPL_READ_PIECE	(64u << 10)
 #define REPL_PIPE_BYTES	(1 << 20)
+/* The stream offsets one run of the shipper may use (256 TiB): a run
+ * under a hold that already has a manifest starts at the next multiple
+ * above it. */
+#define REPL_RUN_SPAN	(UINT64_C(1) << 48)
 
 /* One database's side of the shipper. */
 struct ship_db {
@@ -124,9 +135,42 @@ ship_copy_db(const char *path, int fd)
 	return r;
 }
 
-/* Open (made empty) the shadow copy of database i and copy it in. */
+/* The first stream offset of each database for this run into base:
+ * 0, or past what this epoch's manifest names when there is one (see
+ * the top).  0 or -errno (etcd did not answer: the run cannot know). */
 static int
-ship_shadow_open(struct ship *sh, int i)
+ship_base(struct ship *sh, uint64_t base[REPL_DBS])
+{
+	struct repl_manifest m;
+	char key[256], *val = NULL;
+	size_t len = 0;
+	int r;
+
+	base[0] = base[1] = 0;
+	repl_manifest_key(sh->o->room, key, sizeof(key));
+	if ((r = etcd_get(sh->etcd, key, &val, &len, NULL, NULL)) < 0) {
+		log_error("cannot read the manifest in etcd: %s", strerror(-r));
+		return r;
+	}
+	if (r == 1 && repl_manifest_parse(val, len, sh->o->room, &m) == 0 &&
+	    m.epoch == sh->o->epoch) {
+		for (int i = 0; i < REPL_DBS; i++) {
+			uint64_t top = m.db[i].upto > m.db[i].from ?
+			    m.db[i].upto : m.db[i].from;
+			base[i] = (top / REPL_RUN_SPAN + 1) * REPL_RUN_SPAN;
+		}
+		log_info("this epoch has a manifest already (a run before "
+		    "this one): the streams start at offset %" PRIu64 " and %"
+		    PRIu64, base[0], base[1]);
+	}
+	free(val);
+	return 0;
+}
+
+/* Open (made empty) the shadow copy of database i and copy it in; its
+ * stream starts at offset base. */
+static int
+ship_shadow_open(struct ship *sh, int i, uint64_t base)
 {
 	struct ship_db *d = &sh->db[i];
 	int r;
@@ -145,6 +189,7 @@ ship_shadow_open(struct ship *sh, int i)
 		    d->shadow_path, strerror(-r));
 	repl_stream_init(&d->st, d->shadow, i == 0 ? WALREC_DB_ROOM :
 	    WALREC_DB_WORKSPACE);
+	d->st.off = d->st.rec_end = d->buf_off = base;
 	return r;
 }
 
@@ -393,6 +438,7 @@ ship_loop(struct ship *sh)
 static int
 ship_start(struct ship *sh)
 {
+	uint64_t base[REPL_DBS];
 	int r;
 
 	for (int i = 0; i < REPL_DBS; i++) {
@@ -408,8 +454,10 @@ ship_start(struct ship *sh)
 		if (!(sh->db[i].buf = malloc(REPL_SEG_MAX)))
 			return -ENOMEM;
 	}
+	if ((r = ship_base(sh, base)) < 0)
+		return r;
 	for (int i = 0; i < REPL_DBS; i++)
-		if ((r = ship_shadow_open(sh, i)) < 0 ||
+		if ((r = ship_shadow_open(sh, i, base[i])) < 0 ||
 		    (r = ship_snapshot(sh, i)) < 0)
 			return r;
 	sh->snap_ms = time_mono_ms();

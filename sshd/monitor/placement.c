@@ -19,7 +19,9 @@
  * room (`atriumd cluster move|drain`, cluster/move.h), its sessions here
  * end with a line naming where it goes, it stops as at an idle stop (its
  * shipper stores every commit), and only then is its home given up; the
- * node it goes to starts it as soon as it holds it.
+ * node it goes to starts it as soon as it holds it.  A room whose last
+ * commits could not be stored (room.c) is kept: the move is called off
+ * (the command says why) and the room serves here again.
  *
  * With --s3 (refused without --cluster), the object store's settings and
  * credentials are loaded here, once (room_stream.h), and every room this
@@ -150,7 +152,7 @@ placement_running(void *arg, const char *room)
 {
 	struct monitor *srv = arg;
 
-	return rooms_running(&srv->rooms, room);
+	return rooms_held(&srv->rooms, room);
 }
 
 static int
@@ -163,6 +165,12 @@ static void
 placement_stopped(void *arg, const char *room)
 {
 	cluster_room_stopped(arg, room);
+}
+
+static void
+placement_kept(void *arg, const char *room, const char *why)
+{
+	cluster_room_kept(arg, room, why);
 }
 
 static void
@@ -236,6 +244,7 @@ placement_start(struct monitor *srv)
 	    placement_wake_cb, srv);
 	srv->rooms.fence_fd = placement_fence_fd;
 	srv->rooms.stopped = placement_stopped;
+	srv->rooms.kept = placement_kept;
 	srv->rooms.cluster_arg = srv->cluster;
 	srv->rooms.stream = srv->stream;
 	log_info("cluster: node %s, advertised at %s, lease %d s, etcd %s",
@@ -259,6 +268,7 @@ placement_stop(struct monitor *srv)
 	loop_del(&srv->cluster_w);
 	srv->rooms.fence_fd = NULL;
 	srv->rooms.stopped = NULL;
+	srv->rooms.kept = NULL;
 	cluster_stop(srv->cluster, 1);
 	srv->cluster = NULL;
 	srv->rooms.stream = NULL;

@@ -14,7 +14,10 @@
  * with --s3 fd 6, the write end of the room's stream to its
  * atrium-replicate (room_stream.c makes that one and the restore, and
  * this file reaps them: a streamed room's writers start only once the
- * shipper is ready, and its end stops the room).
+ * shipper is ready, and its end stops the room).  A room whose shipper
+ * ended before it stored every commit keeps its home here until a
+ * finishing run stores them (room_keep_unstored): no other host may
+ * start it from a store that lacks an acknowledged write.
  *
  * Nothing here waits for a child: fusermount3 too (a stale mount when
  * atriumd is not root) is reaped through rooms_child_exited, and a mount
@@ -65,6 +68,8 @@
 #define ROOM_STR_(x)		#x
 #define ROOM_STR(x)		ROOM_STR_(x)
 #define ROOM_WHY_SHOWN_MS	5000	/* a chat is told why the agent went */
+#define ROOM_FINISH_WAIT_MS	15000	/* a finishing run of the shipper */
+#define ROOM_FINISH_RETRY_MS	5000	/* between finishing runs */
 
 static void room_mount(struct room *r);
 static void room_files_step(struct room *r);
@@ -72,6 +77,7 @@ static void room_ship(struct room *r);
 static void room_check_stopped(struct room *r);
 static void room_stop(struct room *r);
 static void room_remove(struct room *r);
+static void room_start(struct room *r);
 
 /* Tell the owner a room's start settled, one way or the other. */
 static void
@@ -584,6 +590,7 @@ room_ship(struct room *r)
 	}
 	room_repl_close(r);
 	room_stream_of(r, &rr);
+	r->repl_ready = 0;
 	if ((pid = room_stream_run(r->rs->stream, &rr, &ready, r->repl_w)) < 0) {
 		room_fail(r, "cannot start atrium-replicate%s", "");
 		return;
@@ -681,6 +688,112 @@ room_restore_exited(struct room *r, int status, const char *how)
 		room_fail(r, "cannot start atrium-fs fsck%s", "");
 }
 
+/* What an ended atrium-replicate run stored.  Exit 0: every commit (its
+ * streams ended with the writers, or a finishing run's snapshot held
+ * them all).  Exit 3: another host holds the room; this one may write
+ * nothing more, so there is nothing to keep.  Anything else after the
+ * writers may have committed (killed at the stop's deadline, crashed):
+ * commits may be here that the store lacks, so the room is unstored and
+ * its home is kept (room_keep_unstored). */
+static void
+room_repl_stored(struct room *r, int status, const char *how)
+{
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
+	if (code == 0 || code == 3) {
+		if (r->unstored && code == 0)
+			log_info("room %s: the object store has every commit "
+			    "now", r->name);
+		r->unstored = 0;
+		r->finish_tries = 0;
+		return;
+	}
+	if (!r->repl_ready || r->unstored)
+		return;		/* no writer ran under it; or known */
+	r->unstored = 1;
+	log_warn("room %s: atrium-replicate %s before it stored every "
+	    "commit: this host keeps the room (its home and files) until "
+	    "the object store has them", r->name, how);
+}
+
+/* --s3: atrium-replicate run with no writer (its streams end at once),
+ * to store what a killed run did not: its start's snapshot of the
+ * databases holds every commit, and it exits 0 once the manifest names
+ * it.  At most ROOM_FINISH_WAIT_MS, as a stop's deadline. */
+static void
+room_finish(struct room *r)
+{
+	struct room_stream_room rr;
+	int ready;
+	pid_t pid;
+
+	r->finish_tries++;
+	r->repl_ready = 0;
+	room_repl_close(r);
+	room_stream_of(r, &rr);
+	if ((pid = room_stream_run(r->rs->stream, &rr, &ready, r->repl_w)) < 0) {
+		log_error("room %s: cannot start atrium-replicate to store its "
+		    "last commits; trying again", r->name);
+		r->deadline_ms = time_mono_ms() + ROOM_FINISH_RETRY_MS;
+		return;
+	}
+	room_repl_close(r);
+	r->repl.pid = pid;
+	r->repl.ready_fd = ready;
+	r->repl.ready_len = 0;
+	fd_set_nonblock(ready, 1);
+	loop_add(r->rs->loop, &r->repl.w, ready, POLLIN, room_ready_cb, r);
+	r->state = ROOM_STOPPING;
+	r->deadline_ms = time_mono_ms() + ROOM_FINISH_WAIT_MS;
+	log_info("room %s: storing its last commits (atrium-replicate pid "
+	    "%d, try %d)", r->name, (int)pid, r->finish_tries);
+}
+
+/* A room just stopped: when it is unstored (and not being deleted, nor
+ * atriumd stopping, whose lease goes anyway), keep the home rather than
+ * let another host restore a store that lacks commits.  The first time,
+ * a finishing run at once; after one failed, the move (if any) is
+ * called off, the room starts again here if a use waits, else another
+ * finishing run comes after ROOM_FINISH_RETRY_MS (room_tick).  1 when
+ * kept. */
+static int
+room_keep_unstored(struct room *r)
+{
+	char why[256];
+
+	if (!r->unstored || !r->rs->stream || r->deleting ||
+	    r->rs->shutting_down)
+		return 0;
+	if (r->rs->fence_fd && r->rs->fence_fd(r->rs->cluster_arg,
+	    r->name) < 0) {
+		/* Its hold ended (its lease, or another host took it): no
+		 * run may store anything for it now. */
+		log_warn("room %s: this host no longer holds it: its commits "
+		    "the object store lacks cannot be stored", r->name);
+		r->unstored = 0;
+		r->finish_tries = 0;
+		return 0;
+	}
+	if (r->finish_tries == 0) {
+		room_finish(r);
+		return 1;
+	}
+	snprintf(why, sizeof(why), "its last commits could not be stored in "
+	    "the object store (see atriumd's log there)");
+	log_warn("room %s: %s after %d finishing run(s); this host keeps "
+	    "serving it", r->name, why, r->finish_tries);
+	if (r->rs->kept)
+		r->rs->kept(r->rs->cluster_arg, r->name, why);
+	if (r->restart) {
+		/* Its shipper's start stores everything again. */
+		r->restart = 0;
+		room_start(r);
+		return 1;
+	}
+	r->deadline_ms = time_mono_ms() + ROOM_FINISH_RETRY_MS;
+	return 1;
+}
+
 /* atrium-replicate run ended: the room's commits would fail without it,
  * so the room stops, with the reason. */
 static void
@@ -688,6 +801,7 @@ room_repl_exited(struct room *r, int status, const char *how)
 {
 	room_child_close(&r->repl);
 	room_repl_close(r);
+	room_repl_stored(r, status, how);
 	if (r->state == ROOM_STOPPING || r->state == ROOM_COLD) {
 		room_check_stopped(r);
 		return;
@@ -714,6 +828,7 @@ room_start(struct room *r)
 	r->error[0] = '\0';
 	r->mount_tries = 0;
 	r->restart = 0;
+	r->finish_tries = 0;
 	r->started_ms = time_mono_ms();
 	if (room_prepare(r) < 0)
 		return;
@@ -790,6 +905,11 @@ room_child_ready(struct room *r, struct room_child *c)
 	} else if (c == &r->repl && r->state == ROOM_SHIPPER) {
 		log_info("room %s: atrium-replicate ready (%lld ms)", r->name,
 		    ms);
+		/* Its snapshot holds whatever a killed run did not store;
+		 * from now on the writers commit under it. */
+		r->repl_ready = 1;
+		r->unstored = 0;
+		r->finish_tries = 0;
 		room_mount(r);
 	} else if (c == &r->agent && r->state == ROOM_AGENT) {
 		log_info("room %s: ready (%lld ms)", r->name, ms);
@@ -909,10 +1029,15 @@ room_check_stopped(struct room *r)
 	r->state = ROOM_COLD;
 	r->deadline_ms = 0;
 	log_info("room %s: stopped", r->name);
-	/* A streamed room starts again only under a new hold (the next
-	 * use claims it again, and restores what the store has, which is
-	 * all the room wrote): a new shipper at the same epoch would store
-	 * its first snapshot over the one the manifest still names. */
+	if (room_keep_unstored(r))
+		return;
+	/* A streamed room that stopped with everything stored starts
+	 * again only under a new hold (the next use claims it again, on
+	 * whichever host it reaches, and restores what the store has,
+	 * which is all the room wrote).  One with commits the store lacks
+	 * was kept above, and starts here under the same hold: its new
+	 * shipper's streams start past what the manifest names
+	 * (cluster/replicate_ship.c). */
 	if (r->restart && r->rs->stream) {
 		log_info("room %s: starts again at its next use, under a new "
 		    "hold in the cluster", r->name);
@@ -1185,6 +1310,15 @@ rooms_running(const struct rooms *rs, const char *name)
 
 /* See room.h. */
 int
+rooms_held(const struct rooms *rs, const char *name)
+{
+	const struct room *r = rooms_find(rs, name);
+
+	return r && (r->state != ROOM_COLD || r->unstored);
+}
+
+/* See room.h. */
+int
 rooms_deleting(const struct rooms *rs, const char *name)
 {
 	const struct room *r = rooms_find(rs, name);
@@ -1262,6 +1396,11 @@ room_tick(struct room *r, long long now)
 		break;
 	case ROOM_SHIPPER:
 		room_fail(r, "atrium-replicate was not ready in time%s", "");
+		break;
+	case ROOM_COLD:
+		r->deadline_ms = 0;
+		if (r->unstored && !r->rs->shutting_down)
+			room_finish(r);
 		break;
 	case ROOM_STOPPING:
 		if (r->agent.pid > 0)

@@ -22,7 +22,14 @@
  * it restored), and every start runs atrium-replicate run after mkfs and
  * before the mount (waiting for its "ready" line); the writers get its
  * streams.  Its exit stops the room: the writers' commits fail without
- * it.
+ * it.  A stop whose shipper did not end having stored every commit
+ * (killed at the stop's deadline by a store too slow, crashed) keeps the
+ * room's home and files: a finishing run (atrium-replicate run with no
+ * writer: its snapshot of the databases holds every commit) stores them,
+ * and only then is the home given up; until one succeeds the room is
+ * held here, a move of it is called off (rooms.kept), and the next use
+ * starts it here again (ARCHITECTURE.md, "A room's writes in object
+ * storage").
  */
 #ifndef ATRIUMD_ROOM_H
 #define ATRIUMD_ROOM_H
@@ -89,6 +96,13 @@ struct room {
 	int agent_restarts;		/* abnormal agent exits in the window */
 	long long restarts_since_ms;	/* start of that window */
 	int deleting;			/* delete once stopped; no start */
+	int unstored;			/* --s3: its shipper ended before it
+					 * stored every commit (killed at the
+					 * stop's deadline, crashed): the home
+					 * is kept until a run stores them */
+	int finish_tries;		/* finishing runs since (room.c) */
+	int repl_ready;			/* the running shipper said "ready":
+					 * the writers commit under it */
 	struct agentwatch watch;	/* pings the agent while ready */
 	struct fswatch fsw;		/* reads atrium-fs's request counts
 					 * while it is mounted (fswatch.h) */
@@ -123,6 +137,10 @@ struct rooms {
 	 * and will not start again by itself. */
 	int (*fence_fd)(void *arg, const char *room);
 	void (*stopped)(void *arg, const char *room);
+	/* A room that stopped with commits the object store does not have
+	 * yet (--s3): its home is kept, and a move of it is called off
+	 * with WHY (cluster_room_kept). */
+	void (*kept)(void *arg, const char *room, const char *why);
 	void *cluster_arg;
 	/* --s3 (room_stream.h), else NULL: each room's writes streamed. */
 	const struct room_stream *stream;
@@ -152,6 +170,10 @@ void rooms_stop(struct rooms *rs, const char *name);
 
 /* The record of room name, or NULL. */
 struct room *rooms_find(const struct rooms *rs, const char *name);
+
+/* 1 when this host must keep its hold on the room: it runs, or it holds
+ * commits the object store does not have yet (unstored). */
+int rooms_held(const struct rooms *rs, const char *name);
 
 /* 1 when room name has processes (starting, running or stopping). */
 int rooms_running(const struct rooms *rs, const char *name);
