@@ -101,7 +101,7 @@ cgroup_claim(const struct cgroup_tree *t, struct cgroup_claim *c)
 		    "%s holds %s.  Two servers under one parent would share "
 		    "its total limits and remove each other's room groups: "
 		    "give this one a --cgroup-parent of its own (atriumd(8), "
-		    "LIMITS)\n", t->parent, t->root, who, c->path);
+		    "--cgroup-parent)\n", t->parent, t->root, who, c->path);
 		return -1;
 	}
 	if (r < 0) {
