@@ -291,8 +291,8 @@ $(BUILD)/tests/fsexer: tests/exer/fsexer.c tests/exer/exer.c tests/exer/exer.h
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ tests/exer/fsexer.c tests/exer/exer.c
 
 # make bench's reading chat members (tests/bench.py): a test tool; its
-# loop, shared with ws_readers, is tests/bench/readers.c.
-BENCH_READERS := tests/bench/readers.c tests/bench/readers.h
+# loop, shared with ws_readers, is tests/bench/bench_readers.c.
+BENCH_READERS := tests/bench/bench_readers.c tests/bench/bench_readers.h
 $(BUILD)/tests/chat_readers: tests/bench/chat_readers.c $(BENCH_READERS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) -o $@ $(filter %.c,$^) -lssh

@@ -135,7 +135,9 @@ cgs_hierarchy(const char *top, const char *room, pid_t self)
 			continue;
 		n += cgs_room(dir, self);
 		/* A room group with no command left goes too; one that is
-		 * busy (another server's running room) stays. */
+		 * busy stays.  The parent is this server's alone (the
+		 * monitor claims it first: sshd/monitor/cgroup_claim.h), so
+		 * no other server's idle room loses its group here. */
 		rmdir(dir);
 	}
 	closedir(dp);

@@ -16,9 +16,12 @@ ALLOWED holds the few words that look like tree paths and are not.
 
 A bare file name (such as room_db.c) in the same places must be
 the name of some file of the tree: a file that was renamed or removed
-leaves its old name in the heads of the files that called it.  Names of
-other projects' files (SQLite's wal.c, libssh's channels.h) are in
-FOREIGN, and <stdio.h>-style system headers are skipped.
+leaves its old name in the heads of the files that called it.  So must a
+name with only the last of its folders (net/stream.c, engine/db.c): some
+file of the tree must end with that path.  Names of other projects' files
+(SQLite's wal.c, libssh's channels.h, glibc's nptl/pthread_create.c) are
+in FOREIGN, <stdio.h>-style system headers are skipped, and so are the
+system's header folders in prose (sys/types.h: SYSTEM_DIRS).
 
 Run by `make check` (target check-paths): exit 0 when every path is found,
 else 1 with one line per stale path, FILE:LINE: PATH.
@@ -57,9 +60,21 @@ FOREIGN = {
     "channels.h",           # libssh's
     "limits.h",             # the C library's
     "x.c",                  # an example name (agent/tools/pathglob.h)
+    "nptl/pthread_create.c",  # glibc's
+    "shared/ROADMAP.md",    # the project's plans, kept beside the tree
+    "examples/container/README.md",  # Cloudflare's, quoted by a test
 }
 
-BARE_RE = re.compile(r"(?<![\w/.$*<-])([A-Za-z_][\w-]*\.(?:c|h|py|sh))(?![\w*/])")
+# Folders of the system's headers, named in prose without <>.
+SYSTEM_DIRS = {"sys", "linux", "netinet", "arpa", "json-c", "fuse3",
+               "libssh", "curl", "openssl", "asm", "bits", "security"}
+
+BARE_RE = re.compile(r"(?<![\w/.$*<-])([A-Za-z_][\w-]*\.(?:c|h|py|sh|md))(?![\w*/])")
+
+# A file name under one or more folders that are not a top folder of the
+# tree (net/stream.c): the start of a word, as BARE_RE's.
+TAIL_RE = re.compile(
+    r"(?<![\w/.$*<-])((?:[\w.-]+/)+[A-Za-z_][\w-]*\.(?:c|h|py|sh|md))(?![\w*/])")
 
 PATH_RE = re.compile(
     r"(?<![\w/.$-])"
@@ -130,15 +145,31 @@ def candidates(chunk):
         yield m.start(1), word
 
 
-def stale_in(tree, rel, pieces, names):
-    """FILE:LINE: PATH for each path or bare file name in pieces that the
-    tree lacks (names: the base names of the tree's files)."""
+def tail_missing(word, tails):
+    """Whether word, a path under folders that are not the tree's top
+    ones, is no tree file's tail (tails: every tail of every file's path),
+    leaving out other projects' names and placeholders (RUN/x/AGENTS.md)."""
+    head = word.partition("/")[0]
+    if head in TOP or head in SYSTEM_DIRS or word in FOREIGN:
+        return False
+    if ".." in word or re.search(r"(^|/)[A-Z][A-Z_]+/", word):
+        return False
+    return word not in tails
+
+
+def stale_in(tree, rel, pieces, names, tails):
+    """FILE:LINE: PATH for each path or file name in pieces that the tree
+    lacks (names: the base names of the tree's files; tails: every tail
+    of their paths, as tail_paths makes)."""
     out = []
     for line, chunk in pieces:
         found = [(off, w) for off, w in candidates(chunk)
                  if w not in ALLOWED and not exists(tree, w)]
         found += [(m.start(1), m.group(1)) for m in BARE_RE.finditer(chunk)
-                  if m.group(1) not in names and m.group(1) not in FOREIGN]
+                  if m.group(1) not in names and m.group(1) not in FOREIGN
+                  and m.group(1) not in ALLOWED]
+        found += [(m.start(1), m.group(1)) for m in TAIL_RE.finditer(chunk)
+                  if tail_missing(m.group(1), tails)]
         for off, word in sorted(found):
             out.append("%s:%d: %s" % (rel, line + chunk.count("\n", 0, off),
                                       word))
@@ -178,16 +209,31 @@ def base_names(tree):
     return out
 
 
+def tail_paths(tree):
+    """Every tail of every file's path under a folder: sshd/net/stream.c
+    gives net/stream.c and itself (the bare name is base_names's)."""
+    out = set()
+    for top, dirs, names in os.walk(tree):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        for name in names:
+            parts = os.path.relpath(os.path.join(top, name), tree).split(os.sep)
+            for i in range(len(parts) - 1):
+                out.add("/".join(parts[i:]))
+    return out
+
+
 def main(argv):
     tree = argv[1] if len(argv) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
     stale = []
     names = base_names(tree)
+    tails = tail_paths(tree)
     for rel in files(tree):
         with open(os.path.join(tree, rel), encoding="utf-8",
                   errors="replace") as f:
             text = f.read()
-        stale += stale_in(tree, rel, reader_of(rel)(text), names)
+        stale += stale_in(tree, rel, reader_of(rel)(text), names,
+                          tails)
     for s in stale:
         print(s)
     if stale:

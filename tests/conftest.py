@@ -309,18 +309,20 @@ def remove_cgroups(name):
 @pytest.fixture
 def atriumd(build, request):
     """Factory: atriumd(data, *extra_args, env=None) -> a started Atriumd.
-    A test's servers share a cgroup parent of the test's own (unless the
-    test names one): tests run side by side, and two servers with a room
-    of one name under one parent would share, and remove, its group."""
+    Each server gets a cgroup parent of its own (unless the test names
+    one): atriumd refuses to start under a parent another live server
+    uses (atriumd(8), --cgroup-parent), and tests run side by side."""
     started = []
     legacy = request.node.path.name in EXEC_MAKES_ROOMS
-    parent = "atrium-tests-%d-%d" % (os.getpid(), next(_test_serial))
+    parents = []
 
     def start(data, *extra, env=None):
         if legacy:
             extra = tuple(extra) + ("--exec-creates-rooms",)
         if "--cgroup-parent" not in extra:
-            extra = tuple(extra) + ("--cgroup-parent", parent)
+            parents.append("atrium-tests-%d-%d" % (os.getpid(),
+                                                   next(_test_serial)))
+            extra = tuple(extra) + ("--cgroup-parent", parents[-1])
         d = Atriumd(build, data, extra, env)
         started.append(d)
         return d.start()
@@ -331,7 +333,8 @@ def atriumd(build, request):
         d.stop()
     for d in started:
         d.cleanup()
-    remove_cgroups(parent)
+    for parent in parents:
+        remove_cgroups(parent)
     for d in started:
         left = _pids_using(d.data)
         assert not left, "processes left behind: %s" % left

@@ -3,9 +3,12 @@ run under a monitor the test answers, and a room's home that speaks SSH.
 
 - FakeMonitor: the monitor's end of privsep.h's request socket, answering
   each request from a table the test sets (and recording them), so that
-  atriumd-net can be told that a room lives on another node (use ->
-  remote) or that a key is a node's host key (relay), as the monitor does
-  with etcd in a cluster.
+  atriumd-net can be told that a room lives on another node or that a key
+  is a node's host key (relay), as the monitor does with etcd in a
+  cluster.  A room on another node is answered as sshd/monitor/monitor.c
+  answers it (room_elsewhere): `access` says the room is not on this host,
+  which is a cluster's ({exists: false, cluster: true}), and `use` says
+  where it lives ({state: remote, node, addr, hostkey}).
 - NetProcess: build/atriumd-net started as atriumd starts it (fds 3 to 6,
   this process as its monitor), dropping to nobody.
 - FakeHome: an asyncssh server that plays a room's home: it takes relays
@@ -47,6 +50,17 @@ class FakeMonitor:
 
     def start(self):
         self.thread.start()
+
+    def room_elsewhere(self, node, addr, hostkey):
+        """Answer as a cluster host's monitor does for a room that another
+        node serves: `access` finds no room here (monitor_access: exists
+        false, cluster true, and what the key may do), `use` names the
+        home (placement_use: state remote)."""
+        self.answers["access"] = {
+            "exists": False, "cluster": True, "may_create": True,
+            "may_enter": False, "may_manage": False}
+        self.answers["use"] = {"state": "remote", "node": node,
+                               "addr": addr, "hostkey": hostkey}
 
     def _recv_exact(self, n):
         data = b""

@@ -32,7 +32,7 @@ TOKEN_RE = re.compile(r"^atrium_[A-Za-z0-9_-]{43}$")
 
 
 @pytest.fixture
-def host(atriumd, etcd, cgroup_prefix, tmp_path):  # noqa: F811
+def host(cgroup_prefix, atriumd, etcd, tmp_path):  # noqa: F811
     """host(name, data, *extra) -> an atriumd node of the cluster."""
     def start(name, data, *extra):
         srv = atriumd(data, "--listen", "127.0.0.1:%d" % free_port(),

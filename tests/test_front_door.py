@@ -85,12 +85,9 @@ def front(build, data_dir, tmp_path):
     home = FakeHome(front_pub, str(sftp_root)).start()
     mon = FakeMonitor(os.path.join(str(data_dir), "authorized_keys"))
     mon.answers = {
-        "access": {"remote": True},
-        "use": {"state": "remote", "node": "home-node",
-                "addr": "127.0.0.1:%d" % home.port,
-                "hostkey": home.hostkey},
         "cmd_begin": lambda req: {"ok": True, "user": req["user"]},
     }
+    mon.room_elsewhere("home-node", "127.0.0.1:%d" % home.port, home.hostkey)
     mon.start()
     net = NetProcess(build, hostkey, mon, str(tmp_path / "front.log"))
     net.keys = data_dir.keys
@@ -113,6 +110,9 @@ def test_exec_through_front(front, data_dir):
     assert p.stdout == b"out:hello\x00\xff", net.read_log()
     assert p.stderr == b"err:make test\n"
     assert p.returncode == 3
+    # A command makes no room: the front only asked where the room lives.
+    uses = [r for r in mon.requests if r.get("type") == "use"]
+    assert uses and all(r.get("create") is False for r in uses), uses
     # The home was told whom the front relays, before any channel.
     who = [u for u, ok in home.users if ok]
     assert who == ["atrium-relay %s alice %s 127.0.0.1" % (
@@ -275,12 +275,9 @@ async def _relay_exec(port, key_path, username, command):
 def test_home_does_not_relay_a_relayed_session_on(home_net, data_dir):
     net, mon, node_key = home_net
     # This host is no longer the room's home: a third node is.
-    mon.answers.update({
-        "access": {"remote": True},
-        "cmd_begin": lambda req: {"ok": True, "user": req["user"]},
-        "use": {"state": "remote", "node": "third", "addr": "127.0.0.1:9",
-                "hostkey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA"},
-    })
+    mon.answers["cmd_begin"] = lambda req: {"ok": True, "user": req["user"]}
+    mon.room_elsewhere("third", "127.0.0.1:9",
+                       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA")
     fp = fingerprint(data_dir.pubkey("bob"))
     r = asyncio.run(_relay_exec(
         net.port, node_key, "atrium-relay %s bob %s 127.0.0.1" % (ROOM, fp),

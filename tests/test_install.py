@@ -17,7 +17,8 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD_DIR, PROGRAMS, ROOT, Atriumd, free_port, make_room
+from conftest import (BUILD_DIR, PROGRAMS, ROOT, Atriumd, free_port,
+                      make_room, remove_cgroups)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="atriumd mounts FUSE: run as root")
@@ -164,13 +165,22 @@ def test_start_up_line_says_a_key_is_configured(atriumd, data_dir, tmp_path):
     assert "sk-test-banner" not in log
 
 
+@pytest.fixture
+def cgparent():
+    """A cgroup parent of this test's own, for an Atriumd started by hand
+    (one parent per live server: atriumd(8), --cgroup-parent)."""
+    name = "atrium-install-%d-%d" % (os.getpid(), time.monotonic_ns())
+    yield name
+    remove_cgroups(name)
+
+
 def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
-        tmp_path, data_dir, ssh_run):
+        tmp_path, data_dir, ssh_run, cgparent):
     dest = tmp_path / "dest"
     p = make("install", "DESTDIR=%s" % dest, "PREFIX=/usr")
     assert p.returncode == 0, p.stderr
     sbin = str(dest / "usr/sbin")
-    srv = Atriumd(sbin, data_dir, [], None)
+    srv = Atriumd(sbin, data_dir, ["--cgroup-parent", cgparent], None)
     try:
         srv.start()
         make_room(srv, "installed")
@@ -189,7 +199,7 @@ def test_installed_atriumd_starts_rooms_with_its_helpers_from_libexec(
 
 
 def test_installed_atriumd_http_serves_the_page_from_share(tmp_path,
-                                                          data_dir):
+                                                          data_dir, cgparent):
     """Without http-web-dir, the installed atriumd-http reads the page
     from PREFIX/share/atrium/web, beside its libexec folder."""
     dest = tmp_path / "dest"
@@ -197,7 +207,8 @@ def test_installed_atriumd_http_serves_the_page_from_share(tmp_path,
     assert p.returncode == 0, p.stderr
     port = free_port()
     srv = Atriumd(str(dest / "usr/sbin"), data_dir,
-                  ["--http-listen", "127.0.0.1:%d" % port], None)
+                  ["--http-listen", "127.0.0.1:%d" % port,
+                   "--cgroup-parent", cgparent], None)
     try:
         srv.start()
         deadline = time.time() + 15

@@ -216,6 +216,41 @@ def test_groups_removed_at_end_and_stale_swept(cgparent, atriumd, data_dir,
 
 
 @needs_cgroups
+def test_second_server_under_one_parent_is_refused(cgparent, atriumd,
+                                                   data_dir, ssh_run,
+                                                   tmp_path):
+    """A server's start removes the room groups left empty under its
+    parent: a second live atriumd under the same parent is refused before
+    it sweeps, naming the first, whose idle room keeps its group; once the
+    first has stopped, the parent is free again."""
+    first = start(atriumd, data_dir, cgparent)
+    rc, out, err = ssh_run(first, "demo", "true")
+    assert rc == 0, err
+    room_groups = [os.path.join(h, cgparent, "demo") for h in HIERARCHIES]
+    assert settle(lambda: not cmd_groups(cgparent, "demo"), 5)
+    assert all(os.path.isdir(d) for d in room_groups)
+
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    keys = other / "authorized_keys"
+    keys.write_bytes((tmp_path / "data" / "authorized_keys").read_bytes())
+    keys.chmod(0o600)
+    with pytest.raises(RuntimeError) as refused:
+        start(atriumd, str(other), cgparent)
+    said = str(refused.value)
+    assert "cgroup parent %s under %s is in use: atriumd pid %d holds" % (
+        cgparent, CG, first.proc.pid) in said, said
+    assert "give this one a --cgroup-parent of its own" in said
+    assert all(os.path.isdir(d) for d in room_groups)
+    rc, out, err = ssh_run(first, "demo", "echo still")
+    assert (rc, out) == (0, "still\n"), err
+
+    first.stop()
+    second = start(atriumd, str(other), cgparent)
+    assert "is in use" not in second.read_log()
+
+
+@needs_cgroups
 def test_transfer_groups_swept_and_limits_fail_closed(
         cgparent, atriumd, data_dir, ssh_run, tmp_path):
     """A room transfer's helper group left by a dead atriumd is swept when

@@ -1,7 +1,7 @@
 /*
  * datalock.c: the data directory's lock (datalock.h).  Called by monitor_main.c
- * (take at start), room_cli.c (take for an offline deletion, probe) and
- * status.c (probe).
+ * (take at start), room_cli.c (take for an offline deletion, probe),
+ * status.c (probe) and cgroup_claim.c (the cgroup parent's lock file).
  *
  * Why a POSIX record lock and not flock or an OFD lock: those two belong
  * to the open file description, which fork shares with the child.  Had a
@@ -130,7 +130,7 @@ int
 datalock_take(struct datalock *l, const char *data, pid_t *holder)
 {
 	char path[PATH_MAX + 32];
-	int fd, r;
+	int r;
 
 	l->fd = -1;
 	*holder = 0;
@@ -138,6 +138,17 @@ datalock_take(struct datalock *l, const char *data, pid_t *holder)
 		log_error("%s: path too long for its lock", data);
 		return r;
 	}
+	return datalock_take_file(l, path, holder);
+}
+
+/* See datalock.h. */
+int
+datalock_take_file(struct datalock *l, const char *path, pid_t *holder)
+{
+	int fd, r;
+
+	l->fd = -1;
+	*holder = 0;
 	for (int i = 0; i < DATALOCK_TRIES; i++) {
 		if ((r = datalock_try(path, &fd, holder)) == 1)
 			continue;

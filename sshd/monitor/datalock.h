@@ -31,6 +31,12 @@ struct datalock {
  * -errno (logged).  Nothing is made but the lock file, nothing removed. */
 int datalock_take(struct datalock *l, const char *data, pid_t *holder);
 
+/* The same lock on the file at path (made 0600 when missing, never a
+ * symlink): for another thing one atriumd at a time may hold
+ * (cgroup_claim.h).  Same answers. */
+int datalock_take_file(struct datalock *l, const char *path,
+    pid_t *holder);
+
 /* Whether a process holds DATA's lock: 1 (its pid in *holder, 0 when not
  * visible), 0 (none, or no lock file) or -errno.  Takes and makes
  * nothing.  Never call it in the process that holds the lock: closing

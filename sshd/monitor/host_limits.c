@@ -1,6 +1,9 @@
 /*
  * host_limits.c: the atrium parent cgroup and the start-time sweep
  * (host_limits.h).  Called once by monitor_main.c before the server listens.
+ * The parent is claimed (cgroup_claim.c) before its total is written or
+ * anything below it swept: the sweep removes every room group left empty,
+ * which is safe only while no other server's rooms live there.
  */
 #include "host_limits.h"
 
@@ -9,6 +12,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "cgroup_claim.h"
 #include "config.h"
 #include "log.h"
 #include "reslimits.h"
@@ -53,8 +57,8 @@ host_limits_warn(const struct config *c, const struct cgroup_tree *t)
 		    c->cgroup_root, missing);
 }
 
-void
-host_limits_start(struct config *c)
+int
+host_limits_start(struct config *c, struct cgroup_claim *claim)
 {
 	struct reslimits total, room, cmd;
 	struct cgroup_set parent;
@@ -66,6 +70,8 @@ host_limits_start(struct config *c)
 	reslimits_nest(c, NULL, &total, &room, &cmd);
 	cgroup_probe(&t, c->cgroup_root, c->cgroup_parent);
 	host_limits_warn(c, &t);
+	if (cgroup_claim(&t, claim) < 0)
+		return -1;
 	r = cgroup_make(&t, "", &total, &parent);
 	reslimits_format(&total, text[0], sizeof(text[0]));
 	if (r < 0 && t.have)
@@ -80,4 +86,5 @@ host_limits_start(struct config *c)
 	log_info("limits: all rooms %s; each room %s; each command %s; each "
 	    "user %d commands at once, %d rooms created", text[0], text[1],
 	    text[2], c->max_commands_per_user, c->max_rooms_per_user);
+	return 0;
 }

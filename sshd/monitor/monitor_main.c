@@ -3,8 +3,9 @@
  * then DATA/atrium.conf, then flags (--key VALUE for every key of config.h,
  * plus --open without a value); then the data directory is made, its lock
  * taken (datalock.h: a second atriumd on the same DATA stops there, having
- * made and removed nothing in it), what goes in it prepared, the host key
- * loaded and the listener bound, as root; then atriumd splits in two
+ * made and removed nothing in it), what goes in it prepared, the cgroup
+ * parent claimed (cgroup_claim.h: a second atriumd under the same parent
+ * stops there), the host key loaded and the listener bound, as root; then atriumd splits in two
  * (monitor_loop.h, sshd/net/server.h): the parent stays root as the
  * monitor, the child executes atriumd-net (sshd/net/net_main.c, found by
  * helpers.h) with the listener, the host key and its ends of the two
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "banner.h"
+#include "cgroup_claim.h"
 #include "cluster_keys.h"
 #include "cluster_move.h"
 #include "cluster_status.h"
@@ -339,6 +341,7 @@ main(int argc, char **argv)
 	static struct monitor srv;
 	static struct helpers progs;
 	static struct datalock lock = { -1 };
+	static struct cgroup_claim cgclaim = { { -1 }, "" };
 	struct privdrop_id id;
 	struct reload rl;
 	char conf[PATH_MAX + 32], err[512], abs[PATH_MAX];
@@ -401,9 +404,9 @@ main(int argc, char **argv)
 		return 1;
 	if (realpath(cfg.data_dir, abs))
 		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s", abs);
-	if (helpers_find(cfg.bin_dir, &progs) < 0)
+	if (helpers_find(cfg.bin_dir, &progs) < 0 ||
+	    host_limits_start(&cfg, &cgclaim) < 0)
 		return 1;
-	host_limits_start(&cfg);
 	banner_host_key(&cfg);
 	if (monitor_loop_bind(&srv, &cfg) < 0 ||
 	    http_front_open(&srv, &progs, &id) < 0) {
@@ -422,5 +425,6 @@ main(int argc, char **argv)
 	    NULL };
 	r = main_split(&srv, &keys, &progs, &id, &rl);
 	keys_clear(&keys);
+	cgroup_claim_release(&cgclaim);
 	return r;
 }

@@ -335,7 +335,6 @@ monitor_ask_access(const struct session *s, const char *what,
 		return r;
 	}
 	a->exists = json_get_bool(ans, "exists", 0);
-	a->remote = json_get_bool(ans, "remote", 0);
 	a->cluster = json_get_bool(ans, "cluster", 0);
 	a->may_create = json_get_bool(ans, "may_create", 0);
 	if (a->exists) {

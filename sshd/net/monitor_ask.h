@@ -85,8 +85,6 @@ struct monitor_access {
 	int may_enter;		/* a member, the owner or an admin */
 	int may_manage;		/* the owner or an admin */
 	int may_create;		/* the key's rooms= allows the name */
-	int remote;		/* the room lives on another node of the
-				 * cluster: that node decides */
 	int cluster;		/* not on this host, which is a cluster's:
 				 * it may live on another node */
 	struct access_list list;	/* owner, visibility, members: only

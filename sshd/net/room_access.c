@@ -136,8 +136,6 @@ room_access_admit(struct chan *c, const char *what)
 	struct monitor_access a;
 	int r = monitor_ask_access(s, what, &a);
 
-	if (r >= 0 && a.remote)
-		return 1;	/* the room's home decides (relay.h) */
 	if (r == 0)
 		return room_access_admit_new(c, &a, what);
 	if (r == -EACCES) {

@@ -48,8 +48,9 @@
  *                           exec, chat, delete... for its log)
  *                           -> {exists, may_enter, may_manage, may_create,
  *                              and owner, visibility, members only when
- *                              may_enter} | {remote: true} (the room's
- *                              home, another node, decides) | {errno}
+ *                              may_enter} | {errno}; on a cluster's host, a
+ *                              room not here adds cluster: true (it may
+ *                              live on another node: `use` says where)
  *   rooms {WHO}             -> the `rooms` event of the room protocol
  *                              (every room for a key with atrium-admin)
  *   delete {room, WHO}      the room's owner or an admin only

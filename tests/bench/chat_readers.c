@@ -8,16 +8,16 @@
  * the line, on the same two cores, so the row measured the bench as much
  * as the server.  Here each member is a libssh client session (OpenSSL's
  * AES-GCM, as OpenSSH's ssh uses) served by one epoll loop in C
- * (readers.h, as ws_readers.c's clients are), so a member's arrival costs
+ * (bench_readers.h, as ws_readers.c's clients are), so a member's arrival costs
  * a few µs: about what one person's ssh costs to show the line on their
  * terminal.  The client's own work still counts.
  *
- * Each member connects from a loopback address of its own (readers.h),
+ * Each member connects from a loopback address of its own (bench_readers.h),
  * asks for a pty (xterm, 80x24) and a shell, and is ready once "ROOM>"
  * (the prompt) arrived.
  *
  * Usage: chat_readers PORT KEYFILE ROOM BLOCK.  Commands on stdin and
- * answers on stdout as readers.h says (a client is a member).
+ * answers on stdout as bench_readers.h says (a client is a member).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +26,7 @@
 
 #include <libssh/libssh.h>
 
-#include "readers.h"
+#include "bench_readers.h"
 
 struct chat {
 	ssh_key key;

@@ -7,11 +7,11 @@
  * as much CPU as atriumd-http spends to send it, on the same two cores, so
  * a line's latency to 200 clients would measure the bench as much as the
  * server.  Here each client is a socket served by one epoll loop in C
- * (readers.h, as chat_readers.c's members are): an arrival costs a
+ * (bench_readers.h, as chat_readers.c's members are): an arrival costs a
  * read(2) and a search of the bytes, about what a browser's or a
  * program's client costs.
  *
- * Each client connects from a loopback address of its own (readers.h),
+ * Each client connects from a loopback address of its own (bench_readers.h),
  * sends GET /api/rooms/ROOM/ws with the token as a Bearer header and is
  * ready once its 101 arrived.  Server frames are not masked and a chat
  * line's text is carried as is in its JSON, so the awaited text is looked
@@ -19,7 +19,7 @@
  * server sends no ping).
  *
  * Usage: ws_readers PORT TOKEN ROOM BLOCK.  Commands on stdin and answers
- * on stdout as readers.h says.
+ * on stdout as bench_readers.h says.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "readers.h"
+#include "bench_readers.h"
 
 #define WS_HANDSHAKE_S	30	/* the handshake blocks, bounded */
 

@@ -1,6 +1,6 @@
 /*
- * readers.h: many reading clients of one room, for make bench
- * (readers.c): what chat_readers.c (SSH chat members) and ws_readers.c
+ * bench_readers.h: many reading clients of one room, for make bench
+ * (bench_readers.c): what chat_readers.c (SSH chat members) and ws_readers.c
  * (WebSocket clients) share.  A test tool, not part of Atrium.
  *
  * Each client connects from a loopback address of its own (127.0.B.x, B

@@ -1,9 +1,9 @@
 /*
- * readers.c: the loop of make bench's reading clients (readers.h), for
- * chat_readers.c and ws_readers.c.  A test tool, not part of Atrium.
+ * bench_readers.c: the loop of make bench's reading clients
+ * (bench_readers.h), for chat_readers.c and ws_readers.c.  A test tool, not part of Atrium.
  * One thread: an epoll over every client's socket and stdin.
  */
-#include "readers.h"
+#include "bench_readers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* See readers.h. */
+/* See bench_readers.h. */
 double
 readers_now(void)
 {
@@ -27,7 +27,7 @@ readers_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 int
 readers_dial(const struct readers *r, int i, int timeout_s)
 {
@@ -55,7 +55,7 @@ readers_dial(const struct readers *r, int i, int timeout_s)
 	return fd;
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 void
 readers_scan(struct readers *r, struct reader *c, const char *p, size_t n,
     double t)
@@ -83,7 +83,7 @@ readers_scan(struct readers *r, struct reader *c, const char *p, size_t n,
 		}
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 int
 readers_drain(struct readers *r, struct reader *c)
 {
@@ -101,7 +101,7 @@ readers_drain(struct readers *r, struct reader *c)
 	return 0;
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 int
 readers_serve(struct readers *r, int ms, int in)
 {
@@ -118,7 +118,7 @@ readers_serve(struct readers *r, int ms, int in)
 	return stdin_ready;
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 int
 readers_watch(struct readers *r, int fd, unsigned id)
 {
@@ -196,7 +196,7 @@ readers_command(struct readers *r, char *line)
 	return strcmp(line, "quit") == 0 ? 1 : -1;
 }
 
-/* See readers.h. */
+/* See bench_readers.h. */
 int
 readers_run(struct readers *r)
 {
