@@ -351,15 +351,14 @@ class Shipper:
         return self.proc.returncode, err.decode()
 
 
-def restore(tmp, s3, etcd, room):
+def restore(tmp, s3, etcd, room, extra=()):
     out = tmp / "restored"
     out.mkdir()
     creds = creds_pipe()
     r = subprocess.run([
         REPLICATE, "restore", "--room", room, "--etcd", etcd.url,
         "--s3", s3.url, "--s3-bucket", "atrium", "--creds-fd", str(creds),
-        "--room-db", str(out / "room.db"),
-        "--workspace-db", str(out / "workspace.db")],
+        "--dir", str(out), *extra],
         pass_fds=(creds,), capture_output=True, text=True, timeout=120)
     os.close(creds)
     return r, out
