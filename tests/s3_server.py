@@ -11,8 +11,8 @@ that checks every request's AWS Signature Version 4 as S3 does.
                                       before any answer
         s3.set(refuse=True)           every request gets 503 until unset
         s3.set(stall=True)            every request waits, unanswered, until
-                                      unset (s3.stalled: how many began
-                                      to wait)
+                                      unset (s3.stalled: the "METHOD PATH"
+                                      of each that began to wait)
         s3.wait_requests(n, timeout)  until n requests were answered
 
 Operations (path style only, as a client with an endpoint URL uses):
@@ -173,7 +173,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.control(urllib.parse.parse_qs(query))
             self._send(200, b"ok\n", {"Content-Type": "text/plain"})
             return
-        srv.wait_unstalled()
+        srv.wait_unstalled(self.command, path)
         if srv.take_cut():
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -359,7 +359,7 @@ class S3Server:
         self._lock = threading.Condition()
         self._buckets = {b: {} for b in buckets}
         self.slow, self.slowdown, self.cut, self.refuse = 0.0, 0, 0, False
-        self.stall, self.stalled = False, 0
+        self.stall, self.stalled = False, []
         self.answered, self.mismatches, self.puts = 0, 0, 0
         self.httpd = ThreadingServer(("127.0.0.1", port), Handler)
         self.httpd.s3 = self
@@ -408,12 +408,12 @@ class S3Server:
         self.set(one("slow"), one("slowdown"), one("cut"), flag("refuse"),
                  flag("stall"))
 
-    def wait_unstalled(self, timeout=600):
+    def wait_unstalled(self, method, path, timeout=600):
         """While stall is set, a request waits here, unanswered."""
         with self._lock:
             if not self.stall:
                 return
-            self.stalled += 1
+            self.stalled.append("%s %s" % (method, path))
             self._lock.notify_all()
             self._lock.wait_for(lambda: not self.stall, timeout)
 
