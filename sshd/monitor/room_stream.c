@@ -365,6 +365,8 @@ rs_stage_open(const struct room_stream_room *rr)
 		close(up);
 	if (fd >= 0 && fstat(fd, &sb) < 0)
 		e = errno;
+	else if (fd >= 0 && !S_ISDIR(sb.st_mode))
+		e = ENOTDIR;	/* O_PATH with O_NOFOLLOW can hold a link */
 	else if (fd >= 0 && geteuid() == 0 && sb.st_uid != rr->uid)
 		e = EPERM;
 	if (!e)
@@ -391,10 +393,10 @@ rs_stage_clear(const struct room_stream_room *rr, int dir)
 			snprintf(name, sizeof(name), "%s%s", dbs[i], ends[k]);
 			if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
 				continue;
-			log_warn("room %s: cannot remove the staged %s: %s",
-			    rr->name, name, strerror(errno));
 			if (r == 0)
 				r = -errno;
+			log_warn("room %s: cannot remove the staged %s: %s",
+			    rr->name, name, strerror(errno));
 		}
 	return r;
 }
