@@ -170,6 +170,12 @@ int repl_parse_ids(const char *v, uid_t *uid, gid_t *gid);
  * (logged). */
 int repl_become(const struct repl_opts *o);
 
+/* Allow this process, from now on, to write only beneath the directory
+ * open as dir_fd, and to read only the system's trees (Landlock; no_new_privs
+ * must be set: repl_become does).  0 (also on a kernel without Landlock,
+ * said) or -errno (logged). */
+int repl_landlock_dir(int dir_fd);
+
 /* Bound every file this process writes to max bytes (RLIMIT_FSIZE; a
  * write past it fails with EFBIG rather than a signal); 0: none.  0 or
  * -errno (logged). */

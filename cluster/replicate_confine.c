@@ -2,7 +2,9 @@
  * replicate_confine.c: how atrium-replicate gives up what it was started
  * with (replicate.h): root, for the room's uid (`run` once it has copied
  * the databases, `restore` before it asks etcd or the store anything),
- * and, for `restore`, an unbounded file size.
+ * and, for `restore`, an unbounded file size and the run of the host's
+ * files (Landlock: only the staging directory may be written; the
+ * system's trees are read for libraries, certificates and the resolver).
  *
  * Rules: a uid change is for good (common/becomeuser.c: no capability in
  * any set, no_new_privs, not dumpable, root cannot be had back); the
@@ -13,6 +15,8 @@
 #include "replicate.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 #include <unistd.h>
 
 #include "becomeuser.h"
+#include "landlock.h"
 #include "log.h"
 
 /* One id of "UID:GID" at v, ending at want: the number, or 0 (refused). */
@@ -93,4 +98,35 @@ repl_limit_files(long long max)
 		return -errno;
 	}
 	return 0;
+}
+
+int
+repl_landlock_dir(int dir_fd)
+{
+	char dir[32], err[PATH_MAX + 64];
+	struct landlock_tree t[] = {
+		{ dir, LANDLOCK_WRITE, 0 },
+		/* libcurl and OpenSSL: certificates, the resolver's files,
+		 * the libraries NSS loads; the time zone of the log */
+		{ "/etc", LANDLOCK_READ, 0 },
+		{ "/usr", LANDLOCK_EXEC, 0 },
+		{ "/lib", LANDLOCK_EXEC, 1 },
+		{ "/lib64", LANDLOCK_EXEC, 1 },
+		{ "/run/systemd/resolve", LANDLOCK_READ, 1 },
+		{ "/dev/null", LANDLOCK_DEVICE, 1 },
+		{ "/dev/urandom", LANDLOCK_READ, 1 },
+		{ NULL, LANDLOCK_READ, 0 },
+	};
+	int r;
+
+	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", dir_fd);
+	r = landlock_restrict(t, err, sizeof(err));
+	if (r == -EOPNOTSUPP) {
+		log_warn("the kernel has no Landlock: what restore may write "
+		    "is limited by its uid alone");
+		return 0;
+	}
+	if (r < 0)
+		log_error("Landlock: %s", err);
+	return r;
 }

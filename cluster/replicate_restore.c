@@ -10,8 +10,9 @@
  * room's uid's, 0700, in DATA/run/ROOM/replicate, whose parents that uid
  * may not walk: DATA is 0700).  Before it asks etcd or the store anything
  * it becomes that uid for good (replicate_confine.c: no capability,
- * no_new_privs) and bounds the size of every file it writes
- * (--max-bytes, RLIMIT_FSIZE).  From then on it reaches its files only
+ * no_new_privs), lets Landlock refuse it any write outside that
+ * directory, and bounds the size of every file it writes (--max-bytes,
+ * RLIMIT_FSIZE).  From then on it reaches its files only
  * through the open directory: openat, renameat and unlinkat on it for
  * the files it writes, and for SQLite, which opens files by name, the
  * path /proc/self/fd/N/NAME, through a VFS that keeps that path as it is
@@ -311,7 +312,8 @@ restore_manifest(const struct repl_opts *o, struct repl_manifest *m)
 }
 
 /* The staging directory held open (--dir-fd, or --dir opened now), then
- * root given up (--run-as), files bounded (--max-bytes) and the VFS that
+ * root given up (--run-as) and every write outside that directory
+ * refused (Landlock), files bounded (--max-bytes) and the VFS that
  * reaches the directory registered: 0 or -1 (logged). */
 static int
 restore_confine(const struct repl_opts *o, struct restore_dir *d)
@@ -330,7 +332,8 @@ restore_confine(const struct repl_opts *o, struct restore_dir *d)
 		    o->dir ? o->dir : "(--dir-fd)");
 		return -1;
 	}
-	if (o->run_uid && repl_become(o) < 0)
+	if (o->run_uid && (repl_become(o) < 0 ||
+	    repl_landlock_dir(d->fd) < 0))
 		return -1;
 	if (repl_limit_files(o->max_bytes) < 0)
 		return -1;
