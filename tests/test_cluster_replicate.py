@@ -1,6 +1,8 @@
 """Rooms of a cluster whose writes are streamed to S3-compatible storage
 (atriumd(8), CLUSTER: --s3): what a user sees when the room's home dies,
-when the store's credentials are wrong, and when the store is slow.
+when the store's credentials are wrong, when the store is slow, and
+when it stalls while a host restores the room (which runs as the room's
+uid and has a deadline of its own).
 
 Three etcd members and two atriumd hosts (test_cluster.py's fixtures),
 and tests/s3_server.py as the object store (it checks SigV4 signatures),
