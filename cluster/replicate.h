@@ -144,13 +144,44 @@ struct repl_opts {
 	const char *state_dir;		/* the shadow copies (run) */
 	int snapshot_every;		/* seconds between snapshots */
 	int ready_fd;			/* "ready\n" once started, or -1 */
-	uid_t run_uid;			/* run: become this uid and gid */
-	gid_t run_gid;			/* once the databases are copied;
-					 * 0: stay as started */
+	uid_t run_uid;			/* become this uid and gid (run: once
+					 * the databases are copied; restore:
+					 * before etcd or the store is asked) */
+	gid_t run_gid;			/* 0: stay as started */
+	int dir_fd;			/* restore: the staging directory,
+					 * held open (--dir-fd), or -1 */
+	const char *dir;		/* restore: its path (--dir) */
+	long long max_bytes;		/* restore: bytes of a file it
+					 * writes; 0: no bound */
 };
+
+/* The names restore writes in its directory (and NAME.restore while it
+ * builds them): fixed, never taken from what it fetches. */
+#define REPL_ROOM_DB_NAME	"room.db"
+#define REPL_WORKSPACE_DB_NAME	"workspace.db"
 
 /* atrium-replicate run / restore: the exit status. */
 int repl_ship(const struct repl_opts *o, struct s3 *s3);
 int repl_restore(const struct repl_opts *o, struct s3 *s3);
+
+/* replicate_confine.c: "UID:GID", neither 0, into *uid and *gid: 0 or
+ * -EINVAL. */
+int repl_parse_ids(const char *v, uid_t *uid, gid_t *gid);
+
+/* Give root up for good: o->run_uid and o->run_gid, no capability,
+ * no_new_privs, the parent's death signal set again.  0 or -errno
+ * (logged). */
+int repl_become(const struct repl_opts *o);
+
+/* Allow this process, from now on, to write only beneath the directory
+ * open as dir_fd, and to read only the system's trees (Landlock; no_new_privs
+ * must be set: repl_become does).  0 (also on a kernel without Landlock,
+ * said) or -errno (logged). */
+int repl_landlock_dir(int dir_fd);
+
+/* Bound every file this process writes to max bytes (RLIMIT_FSIZE; a
+ * write past it fails with EFBIG rather than a signal); 0: none.  0 or
+ * -errno (logged). */
+int repl_limit_files(long long max);
 
 #endif

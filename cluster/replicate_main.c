@@ -7,8 +7,8 @@
  *       --state-dir DIR [--snapshot-every S] [--ready-fd N]
  *       [--run-as UID:GID]
  *   atrium-replicate restore --room R --etcd URLS --s3 URL --s3-bucket B
- *       [--s3-region R] [--creds-fd N] --room-db PATH --workspace-db PATH
- *       [--epoch E]
+ *       [--s3-region R] [--creds-fd N] (--dir-fd N | --dir DIR)
+ *       [--epoch E] [--run-as UID:GID] [--max-bytes N]
  *   atrium-replicate apply (room|workspace) DB      (records on stdin)
  *   atrium-replicate store (put|get|list|delete) KEY --s3 URL
  *       --s3-bucket B [--s3-region R] [--creds-fd N]
@@ -19,11 +19,14 @@
  * client by hand (put reads stdin, get writes stdout, list prints "SIZE
  * KEY" lines).  The credentials come on --creds-fd (s3_creds.h), or,
  * without it, from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which are
- * then wiped from the environment.  run --run-as (atriumd, as root,
- * starts it so) becomes the room's uid and gid, with no capability, as
- * soon as the databases are copied: the only step that needs their
- * paths, which that uid may not walk (DATA is 0700).  Exit status: 0 done, 1 failed, 2 bad
- * usage, 3 (run) the room's epoch is over.
+ * then wiped from the environment.  --run-as (atriumd, as root, starts
+ * both commands so) becomes the room's uid and gid for good, with no
+ * capability (replicate_confine.c): run as soon as the databases are
+ * copied, the only step that needs their paths, which that uid may not
+ * walk (DATA is 0700); restore before it asks etcd or the store
+ * anything, reaching its staging directory through the descriptor
+ * atriumd opened (--dir-fd, replicate_restore.c).  Exit status: 0 done,
+ * 1 failed, 2 bad usage, 3 (run) the room's epoch is over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,9 +54,8 @@ static const char usage[] =
     "           [--run-as UID:GID]\n"
     "       atrium-replicate restore --room R --etcd URLS --s3 URL "
     "--s3-bucket B\n"
-    "           [--s3-region R] [--creds-fd N] --room-db PATH "
-    "--workspace-db PATH\n"
-    "           [--epoch E]\n"
+    "           [--s3-region R] [--creds-fd N] (--dir-fd N | --dir DIR)\n"
+    "           [--epoch E] [--run-as UID:GID] [--max-bytes N]\n"
     "       atrium-replicate apply (room|workspace) DB < RECORDS\n"
     "       atrium-replicate store (put|get|list|delete) KEY --s3 URL "
     "--s3-bucket B\n"
@@ -92,21 +94,8 @@ main_copy(const char *name, const char *v, char *out, size_t size)
 static int
 main_run_as(struct repl_opts *o, const char *v)
 {
-	unsigned long uid, gid;
-	char *end;
-
-	errno = 0;
-	uid = strtoul(v, &end, 10);
-	if (errno || end == v || *end != ':' || uid == 0 || uid >= UINT32_MAX)
-		goto bad;
-	v = end + 1;
-	gid = strtoul(v, &end, 10);
-	if (errno || end == v || *end || gid == 0 || gid >= UINT32_MAX)
-		goto bad;
-	o->run_uid = (uid_t)uid;
-	o->run_gid = (gid_t)gid;
-	return 0;
-bad:
+	if (repl_parse_ids(v, &o->run_uid, &o->run_gid) == 0)
+		return 0;
 	fprintf(stderr, "atrium-replicate: --run-as wants UID:GID, neither "
 	    "0\n");
 	return -1;
@@ -117,8 +106,9 @@ static int
 main_option(struct repl_opts *o, const char *name, const char *v)
 {
 	static const char *const fds[] = { "creds-fd", "room-fd",
-		"workspace-fd", "ready-fd" };
-	int *fdp[] = { &o->creds_fd, &o->in_fd[0], &o->in_fd[1], &o->ready_fd };
+		"workspace-fd", "ready-fd", "dir-fd" };
+	int *fdp[] = { &o->creds_fd, &o->in_fd[0], &o->in_fd[1], &o->ready_fd,
+		&o->dir_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (strcmp(name, fds[i]) == 0)
@@ -150,6 +140,11 @@ main_option(struct repl_opts *o, const char *name, const char *v)
 		return o->db_path[1] = v, 0;
 	if (strcmp(name, "state-dir") == 0)
 		return o->state_dir = v, 0;
+	if (strcmp(name, "dir") == 0)
+		return o->dir = v, 0;
+	if (strcmp(name, "max-bytes") == 0)
+		return (o->max_bytes = main_number(name, v, 0, INT64_MAX)) < 0 ?
+		    -1 : 0;
 	fprintf(stderr, "atrium-replicate: unknown option --%s\n%s", name,
 	    usage);
 	return -1;
@@ -302,17 +297,20 @@ static int
 main_complete(const struct repl_opts *o, int ship)
 {
 	if (!repl_room_ok(o->room) || !o->etcd || !o->s3.url[0] ||
-	    !o->s3.bucket[0] || !o->db_path[0] || !o->db_path[1])
+	    !o->s3.bucket[0])
 		return 0;
-	return !ship || (o->node[0] && o->epoch > 0 && o->creds_fd >= 0 &&
-	    o->in_fd[0] >= 0 && o->in_fd[1] >= 0 && o->state_dir);
+	if (!ship)
+		return (o->dir_fd >= 0) != (o->dir != NULL);
+	return o->db_path[0] && o->db_path[1] && o->node[0] && o->epoch > 0 &&
+	    o->creds_fd >= 0 && o->in_fd[0] >= 0 && o->in_fd[1] >= 0 &&
+	    o->state_dir;
 }
 
 int
 main(int argc, char **argv)
 {
 	struct repl_opts o = { .creds_fd = -1, .in_fd = { -1, -1 },
-	    .ready_fd = -1, .snapshot_every = 600 };
+	    .ready_fd = -1, .snapshot_every = 600, .dir_fd = -1 };
 	const char *pos[2];
 	struct s3 *s;
 	int status, ship;

@@ -57,16 +57,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "becomeuser.h"
 #include "etcd.h"
 #include "log.h"
 #include "util.h"
@@ -464,27 +461,6 @@ ship_start(struct ship *sh)
 	return ship_manifest(sh);
 }
 
-/* --run-as: give root up for good, the databases being copied (what
- * is left needs only descriptors and the network).  0 or -errno. */
-static int
-ship_become(const struct repl_opts *o)
-{
-	pid_t parent = getppid();
-	const char *step = "";
-	int r;
-
-	if ((r = become_user(o->run_uid, o->run_gid, &step)) < 0) {
-		log_error("cannot become uid %u (%s): %s", (unsigned)o->run_uid,
-		    step, strerror(-r));
-		return r;
-	}
-	/* The uid change cleared the death signal: set it again, and end
-	 * if the parent went meanwhile. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-		return -ESRCH;
-	return 0;
-}
-
 int
 repl_ship(const struct repl_opts *o, struct s3 *s3)
 {
@@ -499,8 +475,10 @@ repl_ship(const struct repl_opts *o, struct s3 *s3)
 	log_info("shipping room %s, epoch %" PRId64 ", as node %s", o->room,
 	    o->epoch, o->node);
 	r = ship_start(&sh);
+	/* --run-as: root up for good, the databases being copied (what is
+	 * left needs only descriptors and the network). */
 	if (r == 0 && o->run_uid)
-		r = ship_become(o);
+		r = repl_become(o);
 	if (r == 0 && o->ready_fd >= 0) {
 		write_all(o->ready_fd, "ready\n", 6);
 		close(o->ready_fd);

@@ -101,6 +101,7 @@ static const struct config_key config_keys[] = {
 	STR("s3-bucket", s3_bucket),
 	STR("s3-region", s3_region),
 	STR("s3-credentials", s3_credentials),
+	NUM("s3-restore-timeout", CT_INT, s3_restore_timeout, 1, 86400),
 	STR("http-listen", http_listen),
 	STR("http-trusted-proxy", http_trusted_proxy),
 	NUM("http-insecure-cookie", CT_BOOL, http_insecure_cookie, 0, 1),
@@ -161,6 +162,9 @@ config_defaults(struct config *c)
 	c->per_source_startups = 10;
 	c->cluster_lease = 5;
 	snprintf(c->s3_region, sizeof(c->s3_region), "us-east-1");
+	/* Why this number: atriumd(8), CLUSTER, Streaming to object
+	 * storage. */
+	c->s3_restore_timeout = 300;
 	c->http_max_body = 64LL << 20;
 	c->http_max_json = 1LL << 20;
 	c->http_max_line = 8 << 10;

@@ -120,6 +120,9 @@ struct config {
 	char s3_bucket[64];
 	char s3_region[64];		/* "us-east-1" by default */
 	char s3_credentials[PATH_MAX];	/* file of two lines; "": AWS_* */
+	int s3_restore_timeout;		/* s a room's restore may take
+					 * before it is killed and the room
+					 * refused (sshd/monitor/room.c) */
 	/* HTTP (atriumd(8), HTTP; sshd/http/): off unless http_listen. */
 	char http_listen[128];		/* [ADDR]:PORT of atriumd-http; "": off */
 	char http_trusted_proxy[128];	/* the one address whose

@@ -2,7 +2,8 @@
  * landlock.h: limit the files a process may open to a few trees, with the
  * kernel's Landlock LSM (landlock.c).  Used by atrium-agent once it has
  * given up root (agent/confine.c), atriumd's network process
- * (sshd/net/privdrop.c) and atrium-fs's daemon (fs/daemon/mount_confine.c).
+ * (sshd/net/privdrop.c), atrium-fs's daemon (fs/daemon/mount_confine.c)
+ * and atrium-replicate restore (cluster/replicate_confine.c).
  */
 #ifndef ATRIUM_LANDLOCK_H
 #define ATRIUM_LANDLOCK_H

@@ -244,3 +244,42 @@ vfs_shim_unfetch(sqlite3_file *file, sqlite3_int64 off, void *p)
 
 	return r->pMethods->xUnfetch(r, off, p);
 }
+
+/* ---- the plain shim: every method forwarded ------------------------------ */
+
+static int
+vfs_shim_plain_close(sqlite3_file *file)
+{
+	sqlite3_file *r = vfs_shim_real(file);
+
+	return r->pMethods->xClose(r);
+}
+
+static const sqlite3_io_methods vfs_shim_plain_methods = {
+	3, vfs_shim_plain_close, vfs_shim_read, vfs_shim_write,
+	vfs_shim_truncate, vfs_shim_sync, vfs_shim_file_size, vfs_shim_lock,
+	vfs_shim_unlock, vfs_shim_check_reserved, vfs_shim_file_control,
+	vfs_shim_sector_size, vfs_shim_device_chars, vfs_shim_shm_map,
+	vfs_shim_shm_lock, vfs_shim_shm_barrier, vfs_shim_shm_unmap,
+	vfs_shim_fetch, vfs_shim_unfetch,
+};
+
+static int
+vfs_shim_plain_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
+    int flags, int *out_flags)
+{
+	struct vfs_shim_file *f = (struct vfs_shim_file *)file;
+	int rc = vfs_shim_open_real(vfs, name, f, sizeof(*f), flags,
+	    out_flags);
+
+	if (rc == SQLITE_OK)
+		f->base.pMethods = &vfs_shim_plain_methods;
+	return rc;
+}
+
+int
+vfs_shim_register_plain(sqlite3_vfs *vfs, const char *name)
+{
+	return vfs_shim_register(vfs, name, sizeof(struct vfs_shim_file),
+	    vfs_shim_plain_open);
+}

@@ -3,7 +3,8 @@
  * shim is a VFS over the default one that changes a few methods of the
  * files it opens and forwards the rest: walbuf.c gathers a writer's WAL
  * writes (atrium-fs's and atrium-agent's), fs/engine/readahead.c reads the
- * database file ahead for atrium-fs's readers.
+ * database file ahead for atrium-fs's readers; the plain shim changes
+ * none (cluster/replicate_restore.c uses it for its path rule alone).
  *
  * A shim's file struct begins with a struct vfs_shim_file, and SQLite
  * gives it room for the real file right after the shim's own struct
@@ -28,6 +29,13 @@ struct vfs_shim_file {
  * registered. */
 int vfs_shim_register(sqlite3_vfs *vfs, const char *name, size_t file_size,
     int (*xopen)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *));
+
+/* Register vfs as a shim that changes no file method: the default VFS
+ * with only its path rule (a path through /proc/self/fd/N/ is kept as
+ * it is, vfs_shim.c), for a process that gave up root and reaches its
+ * database through a directory it holds open (atrium-replicate restore).
+ * 0 or -1 (logged), as vfs_shim_register. */
+int vfs_shim_register_plain(sqlite3_vfs *vfs, const char *name);
 
 /* In a shim's xOpen: zero the shim's size bytes at f and open the real
  * file after them with vfs's real VFS.  SQLITE_OK with the real file open

@@ -10,6 +10,9 @@ that checks every request's AWS Signature Version 4 as S3 does.
         s3.set(cut=2)                 the next 2 connections are dropped
                                       before any answer
         s3.set(refuse=True)           every request gets 503 until unset
+        s3.set(stall=True)            every request waits, unanswered, until
+                                      unset (s3.stalled: the "METHOD PATH"
+                                      of each that began to wait)
         s3.wait_requests(n, timeout)  until n requests were answered
 
 Operations (path style only, as a client with an endpoint URL uses):
@@ -41,8 +44,8 @@ by sigv4_selftest() and by tests/test_replicate.py.
         --secret-key SK --bucket b [--region us-east-1]
 
 The standalone server prints "listening on PORT" and takes the switches
-as POST /_control?slow=S&slowdown=N&cut=N&refuse=0|1 (unsigned: a test
-tool on loopback).
+as POST /_control?slow=S&slowdown=N&cut=N&refuse=0|1&stall=0|1
+(unsigned: a test tool on loopback).
 """
 import argparse
 import datetime
@@ -170,6 +173,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.control(urllib.parse.parse_qs(query))
             self._send(200, b"ok\n", {"Content-Type": "text/plain"})
             return
+        srv.wait_unstalled(self.command, path)
         if srv.take_cut():
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -355,6 +359,7 @@ class S3Server:
         self._lock = threading.Condition()
         self._buckets = {b: {} for b in buckets}
         self.slow, self.slowdown, self.cut, self.refuse = 0.0, 0, 0, False
+        self.stall, self.stalled = False, []
         self.answered, self.mismatches, self.puts = 0, 0, 0
         self.httpd = ThreadingServer(("127.0.0.1", port), Handler)
         self.httpd.s3 = self
@@ -379,8 +384,12 @@ class S3Server:
         self.httpd.server_close()
 
     # --- switches ---------------------------------------------------------
-    def set(self, slow=None, slowdown=None, cut=None, refuse=None):
+    def set(self, slow=None, slowdown=None, cut=None, refuse=None,
+            stall=None):
         with self._lock:
+            if stall is not None:
+                self.stall = bool(stall)
+                self._lock.notify_all()
             if slow is not None:
                 self.slow = float(slow)
             if slowdown is not None:
@@ -393,9 +402,20 @@ class S3Server:
     def control(self, q):
         def one(name):
             return q[name][0] if name in q else None
-        refuse = one("refuse")
-        self.set(one("slow"), one("slowdown"), one("cut"),
-                 None if refuse is None else refuse not in ("0", ""))
+        def flag(name):
+            v = one(name)
+            return None if v is None else v not in ("0", "")
+        self.set(one("slow"), one("slowdown"), one("cut"), flag("refuse"),
+                 flag("stall"))
+
+    def wait_unstalled(self, method, path, timeout=600):
+        """While stall is set, a request waits here, unanswered."""
+        with self._lock:
+            if not self.stall:
+                return
+            self.stalled.append("%s %s" % (method, path))
+            self._lock.notify_all()
+            self._lock.wait_for(lambda: not self.stall, timeout)
 
     def take_cut(self):
         with self._lock:

@@ -1,6 +1,8 @@
 """Rooms of a cluster whose writes are streamed to S3-compatible storage
 (atriumd(8), CLUSTER: --s3): what a user sees when the room's home dies,
-when the store's credentials are wrong, and when the store is slow.
+when the store's credentials are wrong, when the store is slow, and
+when it stalls while a host restores the room (which runs as the room's
+uid and has a deadline of its own).
 
 Three etcd members and two atriumd hosts (test_cluster.py's fixtures),
 and tests/s3_server.py as the object store (it checks SigV4 signatures),
@@ -45,12 +47,12 @@ def s3():
 def s3_hosts(hosts, s3, tmp_path):
     """s3_hosts(n, secret=SK) -> n hosts of the cluster streaming to s3,
     the credentials in a file (--s3-credentials)."""
-    def start(n=2, secret=SK):
+    def start(n=2, secret=SK, extra=()):
         creds = tmp_path / ("creds-%d" % len(os.listdir(tmp_path)))
         creds.write_text("%s\n%s\n" % (AK, secret))
         os.chmod(str(creds), 0o600)
         return hosts(n, extra=("--s3", s3.url, "--s3-bucket", "atrium",
-                               "--s3-credentials", str(creds)))
+                               "--s3-credentials", str(creds), *extra))
     return start
 
 
@@ -167,6 +169,120 @@ def test_a_restore_that_fails_refuses_the_room_and_keeps_its_files(
     # Nothing half-restored was put where the room starts from.
     assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
                                            "workspace.db"))
+
+
+RESTORE_TIMEOUT = 10    # --s3-restore-timeout of the stalled store's test
+
+
+def _restore_pid(room):
+    """The pid of a running `atrium-replicate restore --room ROOM`."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if (argv[0].endswith(b"atrium-replicate") and argv[1:2] == [b"restore"]
+                and b"--room" in argv
+                and argv[argv.index(b"--room") + 1] == room.encode()):
+            return int(pid)
+    return None
+
+
+def _boot_seconds_started(pid):
+    """When pid started, in seconds of CLOCK_BOOTTIME."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _status_fields(pid, names):
+    """{name: value} of /proc/PID/status's lines named."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            name, _, value = line.partition(":")
+            if name in names:
+                out[name] = value.split()
+    return out
+
+
+def test_restore_runs_as_the_room_uid_and_a_stalled_store_fails_it_in_time(
+        s3_hosts, s3, etcd, ssh_run):
+    a, b = s3_hosts(2, extra=("--s3-restore-timeout", str(RESTORE_TIMEOUT)))
+    assert ssh_run(a, "demo", "true", timeout=60)[0] == 0
+    before = upto(etcd, "demo")[1]
+    data = os.urandom(300000)
+    assert put(a, ssh_run, "demo", "f", data)
+    wait_for(lambda: upto(etcd, "demo")[1] > before, 10, "the write stored")
+    a.proc.kill()
+    s3.set(stall=True)
+    # B's uses: refused while A's lease lasts ("cannot be reached"), then
+    # one claims the room and waits for its restore.
+    answers = []
+
+    def use():
+        end = time.monotonic() + LEASE + 60
+        while time.monotonic() < end:
+            rc, _, err = ssh_run(b, "demo", "true", timeout=120)
+            answers.append((time.clock_gettime(time.CLOCK_BOOTTIME), rc,
+                            err))
+            if rc == 0 or "restored from the object store" in err:
+                return
+            time.sleep(0.2)
+    user = threading.Thread(target=use)
+    user.start()
+    try:
+        pid = wait_for(lambda: _restore_pid("demo"), LEASE + 20,
+                       "B's restore to start")
+        started = _boot_seconds_started(pid)
+        epoch = etcd.get("/atrium/rooms/demo/home")[1]
+        # It asks the store only as the room's uid, with nothing of root:
+        # looked at while its first request (the snapshot) waits.
+        assert s3.wait(lambda srv: any(
+            r.startswith("GET ") and "/demo/" in r and "/snap-" in r
+            for r in srv.stalled), 20), s3.stalled
+        with open(os.path.join(b.data, "rooms", "demo", "uid")) as f:
+            room_uid = f.read().split(":")[0]
+        st = _status_fields(pid, ("Uid", "Gid", "CapEff", "CapPrm",
+                                  "NoNewPrivs"))
+        assert st["Uid"] == [room_uid] * 4, st
+        assert st["Gid"][0] != "0" and "0" not in st["Gid"], st
+        assert st["CapEff"] == ["0000000000000000"], st
+        assert st["CapPrm"] == ["0000000000000000"], st
+        assert st["NoNewPrivs"] == ["1"], st
+    finally:
+        user.join(timeout=LEASE + 90)
+    t, rc, err = answers[-1]
+    assert rc != 0
+    assert ("could not be restored from the object store within %d s"
+            % RESTORE_TIMEOUT) in err, err
+    took = t - started
+    assert RESTORE_TIMEOUT - 0.5 <= took < RESTORE_TIMEOUT + 10, took
+    assert not os.path.exists("/proc/%d" % pid) or _restore_pid("demo") != pid
+    log = b.read_log()
+    assert "did not end within %d s" % RESTORE_TIMEOUT in log
+    # Nothing half-restored was put in place or left staged.
+    stage = os.path.join(b.data, "run", "demo", "replicate", "restore")
+    assert os.listdir(stage) == []
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
+                                           "workspace.db"))
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
+                                           "room.db"))
+    # Once the store answers, the next use claims the room anew (B gave
+    # its hold up) and serves every byte.
+    s3.set(stall=False)
+    deadline = time.monotonic() + 60
+    while True:
+        rc, out, err = ssh_run(b, "demo", "cat f", input=b"", timeout=60)
+        if rc == 0:
+            break
+        assert time.monotonic() < deadline, err
+        time.sleep(0.2)
+    assert out == data
+    assert etcd.get("/atrium/rooms/demo/home")[1] > epoch
 
 
 def test_wrong_secret_refuses_the_room_with_a_clear_message(s3_hosts, etcd,

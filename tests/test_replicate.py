@@ -351,15 +351,14 @@ class Shipper:
         return self.proc.returncode, err.decode()
 
 
-def restore(tmp, s3, etcd, room):
+def restore(tmp, s3, etcd, room, extra=()):
     out = tmp / "restored"
     out.mkdir()
     creds = creds_pipe()
     r = subprocess.run([
         REPLICATE, "restore", "--room", room, "--etcd", etcd.url,
         "--s3", s3.url, "--s3-bucket", "atrium", "--creds-fd", str(creds),
-        "--room-db", str(out / "room.db"),
-        "--workspace-db", str(out / "workspace.db")],
+        "--dir", str(out), *extra],
         pass_fds=(creds,), capture_output=True, text=True, timeout=120)
     os.close(creds)
     return r, out
@@ -502,6 +501,91 @@ def test_restore_refuses_a_store_missing_a_segment(tmp_path, s3, etcd):
     # Nothing half-restored is left where the room would start from.
     assert not os.path.exists(out / "workspace.db")
     assert not os.path.exists(out / "workspace.db.restore")
+
+
+ROOM_UID = 2000999991      # a uid no account and no room has
+
+
+def shipped_lab(tmp_path, s3, etcd, n=30):
+    """Room "lab" shipped whole to the store: its Shipper."""
+    epoch = etcd.claim("lab", "n1")
+    (tmp_path / "a").mkdir()
+    sh = Shipper(tmp_path / "a", s3, etcd, "lab", epoch)
+    sh.mount()
+    write_workload(sh.m.dir, 5, n=n)
+    status, err = sh.finish()
+    assert status == 0, err
+    return sh
+
+
+def restore_as_room(tmp_path, s3, etcd, extra=()):
+    """restore as atriumd starts it: the staging directory (the room
+    uid's, under a root-only directory) held open as --dir-fd, and
+    --run-as the room's uid."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    stage = locked / "stage"
+    stage.mkdir(mode=0o700)
+    os.chown(str(stage), ROOM_UID, ROOM_UID)
+    dirfd = os.open(str(stage), os.O_PATH | os.O_DIRECTORY)
+    creds = creds_pipe()
+    try:
+        r = subprocess.run([
+            REPLICATE, "restore", "--room", "lab", "--etcd", etcd.url,
+            "--s3", s3.url, "--s3-bucket", "atrium", "--creds-fd",
+            str(creds), "--dir-fd", str(dirfd), "--run-as",
+            "%d:%d" % (ROOM_UID, ROOM_UID), *extra],
+            pass_fds=(creds, dirfd), capture_output=True, text=True,
+            timeout=120)
+    finally:
+        os.close(creds)
+        os.close(dirfd)
+    return r, stage
+
+
+def test_restore_as_the_room_uid_through_its_open_directory(tmp_path, s3,
+                                                            etcd):
+    sh = shipped_lab(tmp_path, s3, etcd)
+    r, stage = restore_as_room(tmp_path, s3, etcd)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(stage)) == ["room.db", "workspace.db"]
+    for name in ("room.db", "workspace.db"):
+        st = os.stat(stage / name)
+        # Made by the room's uid, which could not have walked to it.
+        assert (st.st_uid, st.st_gid) == (ROOM_UID, ROOM_UID)
+        assert st.st_mode & 0o777 == 0o600
+    assert open(stage / "workspace.db", "rb").read() == \
+        checkpointed(sh.m.db)
+
+
+def test_restore_refuses_a_file_past_its_bound_and_leaves_nothing(
+        tmp_path, s3, etcd):
+    shipped_lab(tmp_path, s3, etcd, n=60)
+    r, stage = restore_as_room(tmp_path, s3, etcd,
+                               extra=("--max-bytes", "65536"))
+    assert r.returncode == 1
+    assert "restoring" in r.stderr and "failed" in r.stderr, r.stderr
+    assert os.listdir(stage) == []
+
+
+def test_restore_refuses_a_staging_place_that_is_not_a_directory(tmp_path,
+                                                                 s3, etcd):
+    f = tmp_path / "file"
+    f.write_bytes(b"")
+    fd = os.open(str(f), os.O_RDONLY)
+    creds = creds_pipe()
+    try:
+        r = subprocess.run([
+            REPLICATE, "restore", "--room", "lab", "--etcd", etcd.url,
+            "--s3", s3.url, "--s3-bucket", "atrium", "--creds-fd",
+            str(creds), "--dir-fd", str(fd)], pass_fds=(creds, fd),
+            capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(creds)
+        os.close(fd)
+    assert r.returncode == 1
+    assert "is not a directory" in r.stderr
+    assert s3.answered == 0
 
 
 def test_kill_9_loses_no_write_acknowledged_a_second_before(tmp_path, s3, etcd):

@@ -637,11 +637,41 @@ room_restore(struct room *r)
 		return 1;
 	}
 	r->mkfs.pid = pid;
+	r->restoring = 1;
+	r->restore_late = 0;
 	r->state = ROOM_RESTORE;
-	r->deadline_ms = 0;
+	r->deadline_ms = time_mono_ms() +
+	    r->rs->cfg->s3_restore_timeout * 1000LL;
 	log_info("room %s: restoring from the object store (epoch %lld, "
-	    "pid %d)", r->name, (long long)epoch, (int)pid);
+	    "pid %d, at most %d s)", r->name, (long long)epoch, (int)pid,
+	    r->rs->cfg->s3_restore_timeout);
 	return 1;
+}
+
+/* The restore passed --s3-restore-timeout: kill it, and refuse the room
+ * now with the reason.  What it staged is removed once it is reaped
+ * (room_mkfs_exited), and the room, failed, gives its home up once it
+ * has stopped: rather than hold a room nobody can use while the store
+ * does not answer, its next use claims it anew, here or on a host that
+ * reaches the store better, and restores it again. */
+static void
+room_restore_late(struct room *r)
+{
+	int secs = r->rs->cfg->s3_restore_timeout;
+	char why[sizeof(r->error)];
+
+	r->deadline_ms = 0;
+	r->restore_late = 1;
+	log_warn("room %s: atrium-replicate restore (pid %d) did not end "
+	    "within %d s (--s3-restore-timeout); killing it", r->name,
+	    (int)r->mkfs.pid, secs);
+	if (r->mkfs.pid > 0)
+		kill(r->mkfs.pid, SIGKILL);
+	snprintf(why, sizeof(why), "the room could not be restored from the "
+	    "object store within %d s (the store is slow or does not "
+	    "answer); nothing of it was put in place, and its next use tries "
+	    "again", secs);
+	room_fail(r, "%s", why);
 }
 
 /* atrium-replicate restore, or the atrium-fs fsck after it, ended. */
@@ -659,6 +689,10 @@ room_restore_exited(struct room *r, int status, const char *how)
 		room_fail(r, "the room could not be restored from the object "
 		    "store (atrium-replicate restore %s; its files here are "
 		    "untouched); see atriumd's log", how);
+		/* Its home given up as at the deadline (room_restore_late):
+		 * the room stopped at once, with no child left to wait for. */
+		if (r->state == ROOM_COLD && r->rs->stopped)
+			r->rs->stopped(r->rs->cluster_arg, r->name);
 		return;
 	}
 	if (!ok) {
@@ -684,6 +718,7 @@ room_restore_exited(struct room *r, int status, const char *how)
 	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
 	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
 	r->state = ROOM_FSCK;
+	r->deadline_ms = 0;	/* the restore's is over; fsck is local */
 	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
 		room_fail(r, "cannot start atrium-fs fsck%s", "");
 }
@@ -1059,7 +1094,18 @@ static void
 room_mkfs_exited(struct room *r, int status, const char *how)
 {
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, e;
+	struct room_stream_room rr;
 
+	/* A restore that failed, or was killed at its deadline, may have
+	 * left files in the staging directory: never to be put in place. */
+	if (r->restoring) {
+		r->restoring = 0;
+		if (!ok || r->restore_late) {
+			room_stream_of(r, &rr);
+			room_stream_discard(&rr);
+		}
+		ok = ok && !r->restore_late;
+	}
 	/* The child was mkfs, or reown (room_reown): a room whose files
 	 * are its own now forgets the identity they had. */
 	if (r->state == ROOM_MKFS && ok && (e = room_ids_reown_done(r->dir)) < 0)
@@ -1401,6 +1447,9 @@ room_tick(struct room *r, long long now)
 		r->deadline_ms = 0;
 		if (r->unstored && !r->rs->shutting_down)
 			room_finish(r);
+		break;
+	case ROOM_RESTORE:
+		room_restore_late(r);
 		break;
 	case ROOM_STOPPING:
 		if (r->agent.pid > 0)

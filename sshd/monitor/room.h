@@ -29,7 +29,10 @@
  * and only then is the home given up; until one succeeds the room is
  * held here, a move of it is called off (rooms.kept), and the next use
  * starts it here again (ARCHITECTURE.md, "A room's writes in object
- * storage").
+ * storage").  A restore that has not ended within --s3-restore-timeout is
+ * killed, what it staged removed, and the room refused with the reason;
+ * as any failed start, it then gives its home up, so that its next use
+ * claims it anew (here or on another host) and restores it again.
  */
 #ifndef ATRIUMD_ROOM_H
 #define ATRIUMD_ROOM_H
@@ -89,6 +92,8 @@ struct room {
 	int64_t epoch;			/* this host's hold on it (--s3) */
 	int64_t restored_epoch;		/* the hold its files were restored
 					 * for: a restart keeps them */
+	int restoring;			/* the mkfs slot runs a restore */
+	int restore_late;		/* it was killed at the deadline */
 	long long started_ms;		/* when the current start began */
 	long long deadline_ms;		/* of the current step; 0: none */
 	int mount_tries;		/* mounts tried in this start */

@@ -8,10 +8,18 @@
  * pipe.  As root, `run` is told --run-as the room's uid and gid: it
  * copies the databases first (SQLite opens them by their real paths,
  * which the room's uid may not walk: DATA is 0700), then gives root up
- * for good before it reads a record or says "ready".  `restore` runs as
- * the monitor's offline atrium-fs commands do (it puts files in the
- * room's directory, which is root's), into a staging directory that the
- * monitor moves from.  Nothing here waits for a child.
+ * for good before it reads a record or says "ready".  `restore` gets the
+ * staging directory (DATA/run/ROOM/replicate/restore, the room's uid's,
+ * 0700) already open as its fd 4 and --run-as too: it gives root up
+ * before it asks etcd or the store anything and reaches no file but that
+ * directory's (cluster/replicate_restore.c); the files it writes are
+ * bounded (--max-bytes, room_stream_max_bytes).  The monitor, as root,
+ * empties the staging directory before a restore, moves what a restore
+ * staged into the room's directory (room_stream_install), and removes
+ * what a failed or killed one left (room_stream_discard), always through
+ * that directory opened without following a link: the directory is the
+ * room's uid's, so its entries are not trusted to be what they are
+ * named.  Nothing here waits for a child.
  */
 #include "room_stream.h"
 
@@ -36,6 +44,7 @@
 #define RS_RUN_ROOM	5	/* run: room.db's records */
 #define RS_RUN_WS	6	/* run: workspace.db's records */
 #define RS_RESTORE_CREDS 3	/* restore: the credentials */
+#define RS_RESTORE_DIR	4	/* restore: its staging directory */
 #define RS_MAX_FDS	4
 #define RS_STR_(x)	#x
 #define RS_STR(x)	RS_STR_(x)
@@ -335,20 +344,103 @@ room_stream_run(const struct room_stream *st,
 	return pid;
 }
 
-/* Remove what an earlier restore may have left in the staging dir. */
-static void
-rs_stage_clear(const char *stage)
+/* The staging directory, DATA/run/ROOM/replicate/restore, opened with
+ * no link followed (replicate/ is the room's uid's, so restore/ could be
+ * a link it put there) and checked to be a directory of the room's uid:
+ * the fd (O_PATH, close-on-exec) or -errno (logged). */
+static int
+rs_stage_open(const struct room_stream_room *rr)
 {
-	static const char *const names[] = { ROOM_DB_NAME,
-	    ROOM_DB_NAME ".restore", WORKSPACE_DB_NAME,
-	    WORKSPACE_DB_NAME ".restore" };
-	char path[PATH_MAX + 128];
+	char path[PATH_MAX + 64];
+	struct stat sb;
+	int up, fd = -1, e;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
-		snprintf(path, sizeof(path), "%s/%s", stage, names[i]);
-		if (unlink(path) < 0 && errno != ENOENT)
-			log_warn("%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/replicate", rr->run);
+	if ((up = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) >= 0)
+		fd = openat(up, "restore", O_PATH | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	e = fd < 0 ? errno : 0;
+	if (up >= 0)
+		close(up);
+	if (fd >= 0 && fstat(fd, &sb) < 0)
+		e = errno;
+	else if (fd >= 0 && !S_ISDIR(sb.st_mode))
+		e = ENOTDIR;	/* O_PATH with O_NOFOLLOW can hold a link */
+	else if (fd >= 0 && geteuid() == 0 && sb.st_uid != rr->uid)
+		e = EPERM;
+	if (!e)
+		return fd;
+	log_error("room %s: %s/restore: %s", rr->name, path, strerror(e));
+	if (fd >= 0)
+		close(fd);
+	return -e;
+}
+
+/* Remove every file a restore makes from the staging directory dir: 0,
+ * or -errno of the first that could not be (logged). */
+static int
+rs_stage_clear(const struct room_stream_room *rr, int dir)
+{
+	static const char *const dbs[] = { ROOM_DB_NAME, WORKSPACE_DB_NAME };
+	static const char *const ends[] = { "", "-wal", "-shm", ".restore",
+	    ".restore-wal", ".restore-shm" };
+	char name[64];
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(*dbs); i++)
+		for (size_t k = 0; k < sizeof(ends) / sizeof(*ends); k++) {
+			snprintf(name, sizeof(name), "%s%s", dbs[i], ends[k]);
+			if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+				continue;
+			if (r == 0)
+				r = -errno;
+			log_warn("room %s: cannot remove the staged %s: %s",
+			    rr->name, name, strerror(errno));
+		}
+	return r;
+}
+
+/* See room_stream.h. */
+long long
+room_stream_max_bytes(const struct config *cfg)
+{
+	long long q = cfg->quota > cfg->room_db_quota ? cfg->quota :
+	    cfg->room_db_quota;
+
+	/* Twice the larger quota and 1 GiB: a database holds its data,
+	 * its tree and its free pages, which the quota does not count. */
+	return q > 0 ? 2 * q + (1LL << 30) : 0;
+}
+
+/* The restore's argv past the shared options, from argv[i]; bufs holds
+ * the numbers (3 of 32 bytes).  The next index. */
+static int
+rs_restore_args(const struct room_stream *st,
+    const struct room_stream_room *rr, char **argv, int i, char bufs[][32])
+{
+	long long max = room_stream_max_bytes(st->cfg);
+
+	argv[i++] = "--dir-fd";
+	argv[i++] = RS_STR(RS_RESTORE_DIR);
+	if (rr->epoch > 0) {
+		snprintf(bufs[0], 32, "%" PRId64, rr->epoch);
+		argv[i++] = "--epoch";
+		argv[i++] = bufs[0];
 	}
+	if (geteuid() == 0) {
+		snprintf(bufs[1], 32, "%u:%u", (unsigned)rr->uid,
+		    (unsigned)rr->gid);
+		argv[i++] = "--run-as";
+		argv[i++] = bufs[1];
+	}
+	if (max > 0) {
+		snprintf(bufs[2], 32, "%lld", max);
+		argv[i++] = "--max-bytes";
+		argv[i++] = bufs[2];
+	}
+	argv[i] = NULL;
+	return i;
 }
 
 /* See room_stream.h. */
@@ -356,52 +448,68 @@ pid_t
 room_stream_restore(const struct room_stream *st,
     const struct room_stream_room *rr)
 {
-	char stage[PATH_MAX + 64], room_db[PATH_MAX + 128], ws_db[PATH_MAX + 128];
-	char epoch[32];
+	char bufs[3][32];
 	char *argv[32] = { (char *)st->prog, "restore" };
-	int creds, i;
+	int fds[2], i;
 	pid_t pid;
 
-	snprintf(stage, sizeof(stage), "%s/replicate/restore", rr->run);
-	rs_stage_clear(stage);
-	if ((creds = s3_creds_pipe(&st->creds)) < 0) {
+	if ((fds[1] = rs_stage_open(rr)) < 0)
+		return fds[1];
+	if ((i = rs_stage_clear(rr, fds[1])) < 0) {
+		close(fds[1]);
+		return i;
+	}
+	if ((fds[0] = s3_creds_pipe(&st->creds)) < 0) {
 		log_error("room %s: the credentials' pipe: %s", rr->name,
-		    strerror(-creds));
-		return creds;
+		    strerror(-fds[0]));
+		close(fds[1]);
+		return fds[0];
 	}
 	i = rs_common(st, rr, argv, 2, RS_STR(RS_RESTORE_CREDS));
-	snprintf(room_db, sizeof(room_db), "%s/%s", stage, ROOM_DB_NAME);
-	snprintf(ws_db, sizeof(ws_db), "%s/%s", stage, WORKSPACE_DB_NAME);
-	argv[i++] = "--room-db";
-	argv[i++] = room_db;
-	argv[i++] = "--workspace-db";
-	argv[i++] = ws_db;
-	if (rr->epoch > 0) {
-		snprintf(epoch, sizeof(epoch), "%" PRId64, rr->epoch);
-		argv[i++] = "--epoch";
-		argv[i++] = epoch;
-	}
-	argv[i] = NULL;
-	pid = rs_spawn(rr, argv, &creds, 1);
-	close(creds);
+	rs_restore_args(st, rr, argv, i, bufs);
+	pid = rs_spawn(rr, argv, fds, 2);
+	close(fds[0]);
+	close(fds[1]);
 	return pid;
 }
 
-/* One staged database over the room's: 0 or -errno (logged). */
+/* See room_stream.h. */
+void
+room_stream_discard(const struct room_stream_room *rr)
+{
+	int dir = rs_stage_open(rr);
+
+	if (dir < 0)
+		return;
+	if (rs_stage_clear(rr, dir) == 0)
+		log_info("room %s: what its restore staged is removed",
+		    rr->name);
+	close(dir);
+}
+
+/* One staged database, a regular file of the room's uid, over the
+ * room's (their stale -wal and -shm removed first): 0 or -errno
+ * (logged). */
 static int
-rs_install_one(const struct room_stream_room *rr, const char *stage,
+rs_install_one(const struct room_stream_room *rr, int stage,
     const char *name)
 {
-	char from[PATH_MAX + 128], to[PATH_MAX + 128], side[PATH_MAX + 136];
+	char to[PATH_MAX + 128], side[PATH_MAX + 136];
+	struct stat sb;
 
-	snprintf(from, sizeof(from), "%s/%s", stage, name);
 	snprintf(to, sizeof(to), "%s/%s", rr->dir, name);
+	if (fstatat(stage, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		goto fail;
+	if (!S_ISREG(sb.st_mode) || (geteuid() == 0 && sb.st_uid != rr->uid)) {
+		errno = EPERM;
+		goto fail;
+	}
 	for (int k = 0; k < 2; k++) {
 		snprintf(side, sizeof(side), "%s%s", to, k ? "-shm" : "-wal");
 		if (unlink(side) < 0 && errno != ENOENT)
 			goto fail;
 	}
-	if (rename(from, to) == 0)
+	if (renameat(stage, name, AT_FDCWD, to) == 0)
 		return 0;
 fail:
 	log_error("room %s: putting the restored %s in place: %s", rr->name,
@@ -413,22 +521,22 @@ fail:
 int
 room_stream_install(const struct room_stream_room *rr)
 {
-	char stage[PATH_MAX + 64], path[PATH_MAX + 128];
 	static const char *const names[] = { ROOM_DB_NAME, WORKSPACE_DB_NAME };
-	int r;
+	int stage, r = 1;
 
-	snprintf(stage, sizeof(stage), "%s/replicate/restore", rr->run);
+	if ((stage = rs_stage_open(rr)) < 0)
+		return stage;
 	/* The restore puts both in place or neither (replicate_restore.c):
 	 * both staged, or nothing to do. */
-	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%s", stage, names[i]);
-		if (access(path, F_OK) < 0)
-			return 0;
-	}
-	for (int i = 0; i < 2; i++)
-		if ((r = rs_install_one(rr, stage, names[i])) < 0)
-			return r;
-	log_info("room %s: its databases were restored from the object "
-	    "store (epoch %" PRId64 ")", rr->name, rr->epoch);
-	return 1;
+	for (int i = 0; r == 1 && i < 2; i++)
+		if (faccessat(stage, names[i], F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			r = 0;
+	for (int i = 0; r == 1 && i < 2; i++)
+		if ((r = rs_install_one(rr, stage, names[i])) == 0)
+			r = 1;
+	close(stage);
+	if (r == 1)
+		log_info("room %s: its databases were restored from the "
+		    "object store (epoch %" PRId64 ")", rr->name, rr->epoch);
+	return r;
 }

@@ -7,9 +7,10 @@
  *
  * The credentials are loaded once by the monitor and handed to each
  * child on a pipe (cluster/s3_creds.h): never in argv, an environment,
- * a log line or a database.  The shipper gives root up for the room's
- * uid once it has copied the databases (--run-as); the restore runs as
- * the monitor's offline atrium-fs commands do, into a staging directory.
+ * a log line or a database.  Both give root up for the room's uid
+ * (--run-as): the shipper once it has copied the databases, the restore
+ * before it asks etcd or the store anything, writing only into the
+ * staging directory the monitor opened for it (room_stream.c).
  */
 #ifndef ATRIUMD_ROOM_STREAM_H
 #define ATRIUMD_ROOM_STREAM_H
@@ -62,11 +63,23 @@ pid_t room_stream_run(const struct room_stream *st,
     const struct room_stream_room *rr, int *ready_r, int writers[2]);
 
 /* Start `atrium-replicate restore` into DATA/run/ROOM/replicate/restore
- * (staging, emptied first); rr->epoch is this host's last hold of the
- * room (0: none), whose own manifest needs no restore: the copy here has
- * all of it.  The pid, or -errno (logged). */
+ * (staging, emptied first, handed over open; the restore runs as the
+ * room's uid); rr->epoch is this host's last hold of the room (0: none),
+ * whose own manifest needs no restore: the copy here has all of it.  It
+ * has no deadline of its own: the caller kills it at
+ * --s3-restore-timeout.  The pid, or -errno (logged). */
 pid_t room_stream_restore(const struct room_stream *st,
     const struct room_stream_room *rr);
+
+/* After a restore that failed or was killed: remove whatever it staged,
+ * so that nothing half-restored is ever moved in place.  Failures are
+ * logged (the next restore empties the directory first anyway). */
+void room_stream_discard(const struct room_stream_room *rr);
+
+/* The bound of a file the restore writes (--max-bytes): twice the larger
+ * of --quota and --room-db-quota plus 1 GiB, or 0 (none) without
+ * either. */
+long long room_stream_max_bytes(const struct config *cfg);
 
 /* After a restore that exited 0: put what it staged in place of the
  * room's databases (their stale -wal and -shm removed first).  1 when

@@ -2,7 +2,9 @@
  * test_cluster_replicate.c: a room's commits as records (walbuf.c,
  * walrec.h) and their replay (replicate_stream.c), without FUSE or a
  * store; the manifest's JSON, the listing parser and the key rules of
- * the S3 client, from raw bytes.
+ * the S3 client, from raw bytes; what restore confines itself with
+ * (--run-as's ids, the file bound, the plain VFS shim's path rule) and
+ * its deadline's setting.
  *
  * The replay test: a database written through the walbuf VFS with its
  * records going to a file (a page rewritten inside a transaction, a
@@ -15,12 +17,16 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "replicate.h"
 #include "s3.h"
 #include "unit.h"
+#include "vfs_shim.h"
 #include "walbuf.h"
 #include "walrec.h"
 
@@ -374,6 +380,103 @@ test_collect_rules(void)
 	    "seg-0000000000000000", "lab", &o), -EINVAL);
 }
 
+/* --run-as's UID:GID: both numbers, neither 0, nothing around them. */
+static void
+test_run_as_ids(void)
+{
+	static const char *const bad[] = { "", ":", "5", "5:", ":5", "0:5",
+	    "5:0", "5:6x", "x5:6", "-1:5", "5:-1", " 5:6", "+5:6", "5 :6",
+	    "4294967295:1", "1:4294967295", "99999999999999999999:1",
+	    "5:6:7" };
+	uid_t u = 1;
+	gid_t g = 1;
+
+	CHECK_INT(repl_parse_ids("2000000001:2000000002", &u, &g), 0);
+	CHECK_INT((long long)u, 2000000001LL);
+	CHECK_INT((long long)g, 2000000002LL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		u = 7, g = 7;
+		CHECK_INT(repl_parse_ids(bad[i], &u, &g), -EINVAL);
+		CHECK_INT((long long)u, 7);
+		CHECK_INT((long long)g, 7);
+	}
+	CHECK_INT(repl_parse_ids(NULL, &u, &g), -EINVAL);
+}
+
+/* --s3-restore-timeout: 300 s unless set, 1 to 86400. */
+static void
+test_restore_timeout_setting(void)
+{
+	struct config c;
+	char err[256];
+
+	config_defaults(&c);
+	CHECK_INT(c.s3_restore_timeout, 300);
+	CHECK_INT(config_set(&c, "s3-restore-timeout", "0", err, sizeof(err)),
+	    -EINVAL);
+	CHECK_INT(config_set(&c, "s3-restore-timeout", "86401", err,
+	    sizeof(err)), -EINVAL);
+	CHECK_INT(config_set(&c, "s3-restore-timeout", "5s", err,
+	    sizeof(err)), -EINVAL);
+	CHECK_INT(c.s3_restore_timeout, 300);
+	CHECK_INT(config_set(&c, "s3_restore_timeout", "30", err,
+	    sizeof(err)), 0);
+	CHECK_INT(c.s3_restore_timeout, 30);
+}
+
+/* repl_limit_files: a write past the bound fails with EFBIG, and the
+ * process lives on (in a child, as the limit is for good). */
+static void
+test_file_bound(void)
+{
+	char path[256], buf[8192];
+	int status = -1;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/bounded", dir);
+	memset(buf, 'x', sizeof(buf));
+	if ((pid = fork()) == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		ssize_t a, b;
+
+		if (fd < 0 || repl_limit_files(4096) < 0)
+			_exit(2);
+		a = write(fd, buf, sizeof(buf));
+		b = write(fd, buf, 1);
+		_exit(a == 4096 && b < 0 && errno == EFBIG &&
+		    ftruncate(fd, 1 << 20) < 0 && errno == EFBIG ? 0 : 1);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_INT(repl_limit_files(0), 0);
+}
+
+/* The plain VFS shim keeps a path through /proc/self/fd/N/ as it is (the
+ * default VFS would read the link), and its files work as any. */
+static void
+test_plain_vfs_keeps_fd_paths(void)
+{
+	sqlite3_vfs vfs;
+	sqlite3 *db = NULL;
+	char path[128];
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	CHECK(fd >= 0);
+	CHECK_INT(vfs_shim_register_plain(&vfs, "test-plain"), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/plain.db", fd);
+	CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, "test-plain"), SQLITE_OK);
+	CHECK(strcmp(sqlite3_db_filename(db, "main"), path) == 0);
+	exec_ok(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(x); "
+	    "INSERT INTO t VALUES (1)");
+	CHECK(faccessat(fd, "plain.db-wal", F_OK, 0) == 0);
+	sqlite3_close(db);
+	CHECK(faccessat(fd, "plain.db", F_OK, 0) == 0);
+	sqlite3_vfs_unregister(&vfs);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -389,6 +492,10 @@ main(void)
 	TEST(test_listing);
 	TEST(test_keys);
 	TEST(test_collect_rules);
+	TEST(test_run_as_ids);
+	TEST(test_restore_timeout_setting);
+	TEST(test_file_bound);
+	TEST(test_plain_vfs_keeps_fd_paths);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
