@@ -552,14 +552,14 @@ room_stream_fsck(const struct room_stream_room *rr, const char *prog)
 	char run_as[32];
 	char *argv[] = { (char *)prog, "fsck", "--run-as", run_as,
 	    "/proc/self/fd/" RS_STR(RS_FSCK_DIR) "/" WORKSPACE_DB_NAME, NULL };
-	int stage;
+	int stage, r;
 	pid_t pid;
 
 	if ((stage = rs_stage_open(rr)) < 0)
 		return stage;
-	if ((pid = rs_stage_sides(rr, stage)) < 0) {
+	if ((r = rs_stage_sides(rr, stage)) < 0) {
 		close(stage);
-		return pid;
+		return r;
 	}
 	snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)rr->uid,
 	    (unsigned)rr->gid);
