@@ -978,6 +978,30 @@ etcd_put_if_home(struct etcd *e, const char *room, const char *node,
 }
 
 int
+etcd_delete_if_home(struct etcd *e, const char *room, const char *node,
+    int64_t epoch, const char *key, int64_t create_rev)
+{
+	char home[ETCD_KEY_MAX];
+	struct etcd_kv *kvs;
+	size_t n;
+
+	if ((size_t)snprintf(home, sizeof(home), "/atrium/rooms/%s/home", room) >=
+	    sizeof(home) || epoch <= 0 || create_rev <= 0)
+		return -EINVAL;
+	struct json_object *cmp[3] = {
+		compare(home, "VALUE", 0, node, strlen(node)),
+		compare(home, "CREATE", epoch, NULL, 0),
+		compare(key, "CREATE", create_rev, NULL, 0),
+	};
+	struct json_object *t = txn_request(cmp, 3,
+	    op("requestDeleteRange", key_object(key)), NULL);
+	int r = txn(e, t, &kvs, &n);
+
+	etcd_kvs_free(kvs, n);
+	return r;
+}
+
+int
 etcd_put_if_mod(struct etcd *e, const char *key, const void *val, size_t len,
     int64_t mod_rev)
 {

@@ -110,6 +110,13 @@ int etcd_delete_if(struct etcd *e, const char *key, const void *val,
 int etcd_put_if_home(struct etcd *e, const char *room, const char *node,
     int64_t epoch, const char *key, const void *val, size_t len);
 
+/* Delete KEY only while /atrium/rooms/ROOM/home holds NODE with
+ * create_revision EPOCH and KEY's create_revision is CREATE_REV (one
+ * txn): 1 done, 0 the compare failed (this host is fenced out of ROOM, or
+ * KEY is not that one any more), -errno. */
+int etcd_delete_if_home(struct etcd *e, const char *room, const char *node,
+    int64_t epoch, const char *key, int64_t create_rev);
+
 /* Set KEY to VAL only while its mod_revision is MOD_REV (one txn; no
  * lease): 1 done, 0 the key changed or went meanwhile, -errno. */
 int etcd_put_if_mod(struct etcd *e, const char *key, const void *val,

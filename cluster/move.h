@@ -19,7 +19,10 @@
  *                deletes it at its end.  "REV kept: WHY" when the home
  *                called the move off and keeps the room (its last
  *                commits could not be stored: cluster_room_kept); the
- *                home ignores that request from then on.
+ *                home then removes the request (only while it holds the
+ *                room at its epoch, and only that request), so that
+ *                every node sends the room's sessions to it again at
+ *                once, and ignores it should it last all the same.
  *   drain/NODE   "drained", attached to NODE's lease: NODE claims no room
  *                (a restart of NODE, a new lease, ends it, and so does
  *                `atriumd cluster undrain NODE`).

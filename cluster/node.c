@@ -54,8 +54,11 @@
  * here.  A room whose shipper could not store every commit (a store too
  * slow or down) is not given up: the loop calls cluster_room_kept, the
  * entry stops moving (so the room serves here again), and the thread
- * tells the command why under moving/ROOM; that request is ignored from
- * then on.  A request to this node makes a WANT entry that claims the room
+ * tells the command why under moving/ROOM, then removes the request
+ * (while this node still holds the room at its epoch, and only that
+ * request: move_kept_tell), so that every node sends the room's
+ * sessions here again at once; a request that lasts all the same (etcd
+ * did not answer) is ignored from then on.  A request to this node makes a WANT entry that claims the room
  * as soon as the old home let it go (a lost claim is tried again every
  * CL_MOVE_RETRY_NS while the request lasts) and, once won, has the loop
  * start the room at once (hooks.warm).  Any other node asked for the
@@ -783,14 +786,19 @@ next_work(struct cluster *c)
 }
 
 /* Tell the command of a move this node called off (cluster_room_kept)
- * why: MOVING_PREFIX ROOM = "REV kept: WHY" under this node's lease
- * (the thread, unlocked). */
+ * why: MOVING_PREFIX ROOM = "REV kept: WHY" under this node's lease;
+ * then remove the request (created at REV) while this node still holds
+ * the room at EPOCH, so that every other node points the room's
+ * sessions here again at once rather than at the target until the
+ * command's lease ends (a killed command's lasts up to a minute).  The
+ * command reads why under MOVING_PREFIX, not the request.  The thread,
+ * unlocked. */
 static void
 move_kept_tell(struct cluster *c, const char *room, int64_t rev,
-    const char *why, int64_t lease)
+    int64_t epoch, const char *why, int64_t lease)
 {
 	char key[CL_KEY_MAX], val[320];
-	int n;
+	int n, r;
 
 	snprintf(key, sizeof(key), "%s%s", MOVING_PREFIX, room);
 	n = snprintf(val, sizeof(val), "%" PRId64 " kept: %s", rev, why);
@@ -798,6 +806,15 @@ move_kept_tell(struct cluster *c, const char *room, int64_t rev,
 	    etcd_put(c->etcd, key, val, (size_t)n, lease) < 0)
 		log_warn("cluster: room %s: cannot tell the move's command that "
 		    "the move is called off", room);
+	snprintf(key, sizeof(key), "%s%s", MOVES_PREFIX, room);
+	if ((r = etcd_delete_if_home(c->etcd, room, c->node, epoch, key,
+	    rev)) < 0)
+		log_warn("cluster: room %s: cannot remove the called-off move "
+		    "request (%s): other hosts send its sessions to the target "
+		    "until the request's lease ends", room, strerror(-r));
+	else if (r == 1)
+		log_info("cluster: room %s: the called-off move request is "
+		    "removed", room);
 }
 
 /* The earliest time a move's target claims again, or 0.  Under lock. */
@@ -832,12 +849,12 @@ serve_rooms(struct cluster *c)
 			e->busy = 1;
 		if (s == CL_HOME) {
 			char why[sizeof(e->kept_why)];
-			int64_t rev = e->kept_rev;
+			int64_t rev = e->kept_rev, epoch = e->epoch;
 
 			snprintf(why, sizeof(why), "%s", e->kept_why);
 			e->kept_tell = 0;
 			pthread_mutex_unlock(&c->lock);
-			move_kept_tell(c, name, rev, why, lease);
+			move_kept_tell(c, name, rev, epoch, why, lease);
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}

@@ -6,6 +6,12 @@
  * files (Landlock: only the staging directory may be written; the
  * system's trees are read for libraries, certificates and the resolver).
  *
+ * No seccomp list, as the shipper has none: the calls libcurl, OpenSSL
+ * and glibc's resolver make (NSS modules loaded at run time, a thread per
+ * name lookup, the resolver's sockets) vary with their versions and the
+ * host's configuration, and a list that missed one would fail restores
+ * on some hosts only; the uid, no_new_privs and Landlock bound it.
+ *
  * Rules: a uid change is for good (common/becomeuser.c: no capability in
  * any set, no_new_privs, not dumpable, root cannot be had back); the
  * parent's death signal, which the change clears, is set again, and a

@@ -11,7 +11,9 @@ for, a drain empties its node, and each error says what is wrong; a move
 (or an idle stop) whose last writes the store cannot take keeps the room
 where it is until it can; commands running at a move are cut and never
 run again; a killed move command leaves the room on one host and does
-not block the next move; a move works with an etcd member lost.
+not block the next move; a move the home called off sends the room's
+sessions to the home again at once, even when its command was killed;
+a move works with an etcd member lost.
 
 Run as root: /usr/bin/python3 -m pytest -q tests/test_cluster_move.py
 """
@@ -292,6 +294,45 @@ def test_a_move_whose_last_writes_cannot_be_stored_keeps_the_room(
     assert rc == 0, err
     assert "room demo moved from a to b" in out, out
     assert sha_of(b, ssh_run, "demo", want) == want
+
+
+def test_a_called_off_move_sends_sessions_to_the_home_at_once(
+        s3_hosts, s3, etcd, ssh_run):
+    a, b, c = s3_hosts(3)
+    make_room(a, "demo")
+    home = etcd.get("/atrium/rooms/demo/home")
+    assert home[0] == "a"
+    unstored = os.urandom(90000)
+    s3.set(refuse=True)
+    assert put(a, ssh_run, "demo", "unstored", unstored)
+    want = {"unstored": hashlib.sha256(unstored).hexdigest()}
+    # The command is killed once the home is on its move: its request
+    # would last on the command's lease (more than 30 s).
+    p = subprocess.Popen([CLI, "cluster", "move", "demo", "--to", "b",
+                          "--cluster", "etcd=" + etcd.urls()],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: etcd.get("/atrium/moving/demo")[0], 15,
+                 "the home to take the request")
+        rev = etcd.get("/atrium/moves/demo")[1]
+    finally:
+        p.kill()
+        p.wait()
+    assert rev > 0
+    # The home cannot store its last writes: it calls the move off and
+    # removes the request with it.
+    wait_for(lambda: " kept: " in (etcd.get("/atrium/moving/demo")[0] or
+                                   ""), 60, "the home to call the move off")
+    wait_for(lambda: etcd.get("/atrium/moves/demo")[1] != rev, 10,
+             "the called-off request to go before its lease ends")
+    assert "the called-off move request is removed" in a.read_log()
+    # A session through a third host reaches the room on A, with every
+    # write; B never took it.
+    s3.set(refuse=False)
+    assert sha_of(c, ssh_run, "demo", want) == want
+    assert etcd.get("/atrium/rooms/demo/home") == home
+    assert "demo" not in status_rooms(etcd, "b")
+    assert etcd.get("/atrium/moves/demo") == (None, 0)
 
 
 def streamed_hosts(hosts, s3, tmp_path, n, *extra, lease=LEASE):

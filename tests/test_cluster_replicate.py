@@ -2,7 +2,8 @@
 (atriumd(8), CLUSTER: --s3): what a user sees when the room's home dies,
 when the store's credentials are wrong, when the store is slow, and
 when it stalls while a host restores the room (which runs as the room's
-uid and has a deadline of its own).
+uid and has a deadline of its own), and when it hands over a workspace
+that atrium-fs fsck, run as the room's uid, refuses.
 
 Three etcd members and two atriumd hosts (test_cluster.py's fixtures),
 and tests/s3_server.py as the object store (it checks SigV4 signatures),
@@ -15,7 +16,9 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -169,6 +172,60 @@ def test_a_restore_that_fails_refuses_the_room_and_keeps_its_files(
     # Nothing half-restored was put where the room starts from.
     assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
                                            "workspace.db"))
+
+
+def _tampered_workspace(data):
+    """The snapshot DATA of a workspace.db, still a sound SQLite file
+    (the restore's integrity check passes) but with its root directory's
+    link count wrong: what only atrium-fs fsck sees."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "workspace.db")
+        with open(path, "wb") as f:
+            f.write(data)
+        db = sqlite3.connect(path)
+        db.execute("UPDATE inodes SET nlink = nlink + 5 WHERE ino = 1")
+        db.commit()
+        db.close()
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def test_a_restored_workspace_that_fails_fsck_is_refused_and_checked_without_root(  # noqa: E501
+        s3_hosts, s3, etcd, ssh_run):
+    a, b = s3_hosts(2)
+    assert ssh_run(a, "demo", "true", timeout=60)[0] == 0
+    wait_for(lambda: manifest(etcd, "demo"), 10, "the manifest")
+    a.proc.kill()
+    # A hostile store (or anyone with its credentials) hands B a
+    # workspace that SQLite finds sound and atrium-fs does not.
+    snaps = [k for k in s3.objects() if "/demo/" in k and
+             "/workspace/snap-" in k]
+    assert snaps, sorted(s3.objects())
+    for key in snaps:
+        s3.put("atrium", key, _tampered_workspace(s3.get("atrium", key)))
+    deadline = time.monotonic() + LEASE + 30
+    while True:
+        rc, _, err = ssh_run(b, "demo", "true")
+        assert rc != 0
+        if "fails atrium-fs fsck" in err:
+            break
+        assert time.monotonic() < deadline, err
+    assert "nothing of it was put in place" in err, err
+    log = b.read_log()
+    assert "directory 1 has link count" in log, log[-3000:]
+    # The check ran as the room's uid, with nothing of root: the fsck
+    # says whom it runs as once it gave root up, before it opens a page.
+    with open(os.path.join(b.data, "rooms", "demo", "uid")) as f:
+        room_uid, room_gid = f.read().strip().split(":")[:2]
+    assert ("checking /proc/self/fd/3/workspace.db as uid %s, gid %s, with "
+            "no capability" % (room_uid, room_gid)) in log, log[-3000:]
+    # Nothing of the restore was put in place, nor left staged.
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
+                                           "workspace.db"))
+    assert not os.path.exists(os.path.join(b.data, "rooms", "demo",
+                                           "room.db"))
+    stage = os.path.join(b.data, "run", "demo", "replicate", "restore")
+    assert os.listdir(stage) == []
 
 
 RESTORE_TIMEOUT = 10    # --s3-restore-timeout of the stalled store's test

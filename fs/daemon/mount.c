@@ -512,6 +512,9 @@ mount_settle(const struct mount_opts *o, struct mount_state *m, int *failed)
 		*failed = 1;
 		return NULL;
 	}
+	if (m->run_as)
+		log_info("serving as uid %u, gid %u, with no capability",
+		    (unsigned)geteuid(), (unsigned)getegid());
 	if (ctl && control_run(ctl) < 0)
 		ctl = NULL;
 	return ctl;

@@ -1,6 +1,10 @@
 /*
  * mount_confine.c: a mount's daemon gives up root before it serves a
- * request (mount_confine.h).  Called by fs/daemon/mount.c under -o run_as.
+ * request (mount_confine.h).  Called by fs/daemon/mount.c under -o run_as,
+ * and by `atrium-fs fsck --run-as` (fs/fs_main.c), which atriumd runs on a
+ * database restored from the object store before it is put in place: the
+ * same files, the same limits, and nothing more to parse than SQLite's
+ * pages.
  *
  * Why: the daemon parses every byte the room's commands write and every
  * name they choose; one memory bug in it must not be root on the host.
@@ -283,7 +287,5 @@ mount_confine_drop(const char *db, uid_t uid, gid_t gid)
 	}
 	if (confine_landlock(db) < 0 || confine_seccomp() < 0)
 		return -1;
-	log_info("serving as uid %u, gid %u, with no capability", (unsigned)uid,
-	    (unsigned)gid);
 	return 0;
 }

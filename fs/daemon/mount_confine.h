@@ -28,7 +28,8 @@ int mount_confine_prepare(const char *db, uid_t uid, gid_t gid, char *path,
 /* Give up root for good: become uid:gid with no capability, no_new_privs,
  * not dumpable, the death signal set again; Landlock to db's three files
  * (and the system's libraries, for reading); a seccomp allow list.  Call
- * it with one thread.  0, or -1 (logged). */
+ * it with one thread.  0, or -1 (logged).  Used by the daemon and by
+ * `atrium-fs fsck --run-as`. */
 int mount_confine_drop(const char *db, uid_t uid, gid_t gid);
 
 /* The keeper: the root parent of a daemon that gives up root.  It forks

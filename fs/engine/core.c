@@ -55,9 +55,14 @@ core_open_db(const char *path, int readonly, sqlite3 **out)
 	*out = NULL;
 	if (fdfiles_access(path, F_OK) < 0)	/* given as a descriptor? */
 		return -errno;
-	/* The writer's WAL appends go through walbuf.c, in big writes. */
+	/* The writer's WAL appends go through walbuf.c, in big writes.  A
+	 * reader given a path through a directory it holds open (`atrium-fs
+	 * fsck --run-as`, which gave root up) opens through a shim, which
+	 * keeps that path as it is (common/vfs_shim.h): SQLite's default VFS
+	 * would walk the directory's real path, which it may not. */
 	rc = sqlite3_open_v2(path, out, flags | SQLITE_OPEN_NOMUTEX,
-	    readonly ? NULL : walbuf_vfs_name());
+	    !readonly ? walbuf_vfs_name() : strncmp(path, "/proc/self/fd/",
+	    14) == 0 ? readahead_vfs_name() : NULL);
 	if (rc != SQLITE_OK) {
 		log_error("opening %s: %s", path, sqlite3_errstr(rc));
 		sqlite3_close(*out);

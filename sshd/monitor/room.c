@@ -674,14 +674,65 @@ room_restore_late(struct room *r)
 	room_fail(r, "%s", why);
 }
 
+/* --s3: a restore exited 0.  What it staged is checked before anything
+ * is put in place: atrium-fs fsck of the staged workspace.db, as the
+ * room's uid, confined (room_stream_fsck), since its pages are the
+ * store's bytes; a restore that staged nothing (no manifest) goes on. */
+static void
+room_restore_check(struct room *r)
+{
+	char prog[PATH_MAX + 128];
+	struct room_stream_room rr;
+	int staged;
+	pid_t pid;
+
+	room_stream_of(r, &rr);
+	if ((staged = room_stream_staged(&rr)) < 0) {
+		room_fail(r, "the restored databases cannot be read%s; see "
+		    "atriumd's log", "");
+		return;
+	}
+	if (staged == 0) {
+		r->restored_epoch = r->epoch;
+		room_files_step(r);
+		return;
+	}
+	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
+	if ((pid = room_stream_fsck(&rr, prog)) < 0) {
+		room_stream_discard(&rr);
+		room_fail(r, "cannot start atrium-fs fsck%s", "");
+		return;
+	}
+	r->mkfs.pid = pid;
+	r->restoring = 1;	/* a failed check's files are discarded */
+	r->restore_late = 0;
+	r->state = ROOM_FSCK;
+	r->deadline_ms = 0;	/* the restore's is over; fsck is local */
+	log_info("room %s: checking the restored workspace (atrium-fs fsck, "
+	    "pid %d, as uid %u)", r->name, (int)pid, (unsigned)r->ids.uid);
+}
+
+/* The fsck of what a restore staged passed: put it in place. */
+static void
+room_restore_install(struct room *r)
+{
+	struct room_stream_room rr;
+
+	room_stream_of(r, &rr);
+	if (room_stream_install(&rr) < 0) {
+		room_fail(r, "the restored databases could not be put in "
+		    "place%s; see atriumd's log", "");
+		return;
+	}
+	r->restored_epoch = r->epoch;
+	room_files_step(r);
+}
+
 /* atrium-replicate restore, or the atrium-fs fsck after it, ended. */
 static void
 room_restore_exited(struct room *r, int status, const char *how)
 {
-	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0, in;
-	char prog[PATH_MAX + 128], db[PATH_MAX + 128];
-	char *argv[] = { prog, "fsck", db, NULL };
-	struct room_stream_room rr;
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
 	if (r->rs->shutting_down)
 		return;
@@ -696,31 +747,15 @@ room_restore_exited(struct room *r, int status, const char *how)
 		return;
 	}
 	if (!ok) {
-		room_fail(r, "the restored workspace fails atrium-fs fsck "
-		    "(%s); see atriumd's log", how);
+		room_fail(r, "the workspace restored from the object store "
+		    "fails atrium-fs fsck (%s); nothing of it was put in place "
+		    "(its files here are untouched); see atriumd's log", how);
 		return;
 	}
-	if (r->state == ROOM_FSCK) {
-		room_files_step(r);
-		return;
-	}
-	room_stream_of(r, &rr);
-	if ((in = room_stream_install(&rr)) < 0) {
-		room_fail(r, "the restored databases could not be put in "
-		    "place%s; see atriumd's log", "");
-		return;
-	}
-	r->restored_epoch = r->epoch;
-	if (in == 0) {
-		room_files_step(r);
-		return;
-	}
-	room_bin(r->rs, "atrium-fs", prog, sizeof(prog));
-	snprintf(db, sizeof(db), "%s/%s", r->dir, WORKSPACE_DB_NAME);
-	r->state = ROOM_FSCK;
-	r->deadline_ms = 0;	/* the restore's is over; fsck is local */
-	if (room_spawn(r, &r->mkfs, argv, 0, -1) < 0)
-		room_fail(r, "cannot start atrium-fs fsck%s", "");
+	if (r->state == ROOM_FSCK)
+		room_restore_install(r);
+	else
+		room_restore_check(r);
 }
 
 /* What an ended atrium-replicate run stored.  Exit 0: every commit (its

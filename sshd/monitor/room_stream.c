@@ -15,7 +15,9 @@
  * directory's (cluster/replicate_restore.c); the files it writes are
  * bounded (--max-bytes, room_stream_max_bytes).  The monitor, as root,
  * empties the staging directory before a restore, moves what a restore
- * staged into the room's directory (room_stream_install), and removes
+ * staged into the room's directory (room_stream_install) once `atrium-fs
+ * fsck`, given that directory open and --run-as the room's uid, passed
+ * the staged workspace.db (room_stream_fsck), and removes
  * what a failed or killed one left (room_stream_discard), always through
  * that directory opened without following a link: the directory is the
  * room's uid's, so its entries are not trusted to be what they are
@@ -45,6 +47,7 @@
 #define RS_RUN_WS	6	/* run: workspace.db's records */
 #define RS_RESTORE_CREDS 3	/* restore: the credentials */
 #define RS_RESTORE_DIR	4	/* restore: its staging directory */
+#define RS_FSCK_DIR	3	/* fsck: the staging directory */
 #define RS_MAX_FDS	4
 #define RS_STR_(x)	#x
 #define RS_STR(x)	RS_STR_(x)
@@ -485,6 +488,89 @@ room_stream_discard(const struct room_stream_room *rr)
 		log_info("room %s: what its restore staged is removed",
 		    rr->name);
 	close(dir);
+}
+
+/* See room_stream.h. */
+int
+room_stream_staged(const struct room_stream_room *rr)
+{
+	static const char *const names[] = { ROOM_DB_NAME, WORKSPACE_DB_NAME };
+	int stage, r = 1;
+
+	if ((stage = rs_stage_open(rr)) < 0)
+		return stage;
+	for (int i = 0; r == 1 && i < 2; i++)
+		if (faccessat(stage, names[i], F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			r = errno == ENOENT ? 0 : -errno;
+	close(stage);
+	if (r < 0)
+		log_error("room %s: the staged databases: %s", rr->name,
+		    strerror(-r));
+	return r;
+}
+
+/* Before the fsck: the staged workspace.db's -wal and -shm made anew,
+ * empty, the room's uid's.  Anew, so that the check sees the database
+ * alone, as it is put in place (room_stream_install moves it without
+ * them); made here because the fsck, confined to the three files, makes
+ * none (fs/daemon/mount_confine.h), and SQLite reads a database in WAL
+ * mode only with both.  0 or -errno (logged). */
+static int
+rs_stage_sides(const struct room_stream_room *rr, int stage)
+{
+	static const char *const sides[] = { WORKSPACE_DB_NAME "-wal",
+	    WORKSPACE_DB_NAME "-shm" };
+	int fd, e;
+
+	for (size_t i = 0; i < sizeof(sides) / sizeof(*sides); i++) {
+		if (unlinkat(stage, sides[i], 0) < 0 && errno != ENOENT)
+			goto fail;
+		fd = openat(stage, sides[i], O_RDWR | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0)
+			goto fail;
+		if (geteuid() == 0 && fchown(fd, rr->uid, rr->gid) < 0) {
+			e = errno;
+			close(fd);
+			errno = e;
+			goto fail;
+		}
+		close(fd);
+		continue;
+fail:
+		log_error("room %s: the staged %s: %s", rr->name, sides[i],
+		    strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* See room_stream.h. */
+pid_t
+room_stream_fsck(const struct room_stream_room *rr, const char *prog)
+{
+	char run_as[32];
+	char *argv[] = { (char *)prog, "fsck", "--run-as", run_as,
+	    "/proc/self/fd/" RS_STR(RS_FSCK_DIR) "/" WORKSPACE_DB_NAME, NULL };
+	int stage, r;
+	pid_t pid;
+
+	if ((stage = rs_stage_open(rr)) < 0)
+		return stage;
+	if ((r = rs_stage_sides(rr, stage)) < 0) {
+		close(stage);
+		return r;
+	}
+	snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)rr->uid,
+	    (unsigned)rr->gid);
+	/* Not root (a test's atriumd): nothing to give up. */
+	if (geteuid() != 0) {
+		argv[2] = argv[4];
+		argv[3] = NULL;
+	}
+	pid = rs_spawn(rr, argv, &stage, 1);
+	close(stage);
+	return pid;
 }
 
 /* One staged database, a regular file of the room's uid, over the

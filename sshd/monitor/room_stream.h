@@ -81,7 +81,19 @@ void room_stream_discard(const struct room_stream_room *rr);
  * either. */
 long long room_stream_max_bytes(const struct config *cfg);
 
-/* After a restore that exited 0: put what it staged in place of the
+/* After a restore that exited 0: 1 when it staged the room's databases
+ * (both, as it stages both or neither), 0 when it staged nothing (no
+ * manifest), or -errno (logged). */
+int room_stream_staged(const struct room_stream_room *rr);
+
+/* Start `atrium-fs fsck` (prog) of the staged workspace.db before it is
+ * put in place: the staging directory handed over open as its fd 3 and
+ * the database named through it, and, as root, --run-as the room's uid
+ * and gid, so that pages a hostile store made are parsed without root
+ * (fs/daemon/mount_confine.h).  The pid, or -errno (logged). */
+pid_t room_stream_fsck(const struct room_stream_room *rr, const char *prog);
+
+/* After the fsck of what a restore staged passed: put it in place of the
  * room's databases (their stale -wal and -shm removed first).  1 when
  * something was restored, 0 when there was nothing (no manifest), or
  * -errno (logged; the room's files are as they were when nothing was
