@@ -648,8 +648,9 @@ room_restore(struct room *r)
 	return 1;
 }
 
-/* The restore passed --s3-restore-timeout: kill it, and refuse the room
- * now with the reason.  What it staged is removed once it is reaped
+/* The restore, or the check of what it staged, passed
+ * --s3-restore-timeout (one budget for both): kill it, and refuse the
+ * room now with the reason.  What it staged is removed once it is reaped
  * (room_mkfs_exited), and the room, failed, gives its home up once it
  * has stopped: rather than hold a room nobody can use while the store
  * does not answer, its next use claims it anew, here or on a host that
@@ -658,19 +659,22 @@ static void
 room_restore_late(struct room *r)
 {
 	int secs = r->rs->cfg->s3_restore_timeout;
+	int checking = r->state == ROOM_FSCK;
 	char why[sizeof(r->error)];
 
 	r->deadline_ms = 0;
 	r->restore_late = 1;
-	log_warn("room %s: atrium-replicate restore (pid %d) did not end "
-	    "within %d s (--s3-restore-timeout); killing it", r->name,
-	    (int)r->mkfs.pid, secs);
+	log_warn("room %s: %s (pid %d) did not end within %d s of the "
+	    "restore's start (--s3-restore-timeout); killing it", r->name,
+	    checking ? "atrium-fs fsck of the restored workspace" :
+	    "atrium-replicate restore", (int)r->mkfs.pid, secs);
 	if (r->mkfs.pid > 0)
 		kill(r->mkfs.pid, SIGKILL);
 	snprintf(why, sizeof(why), "the room could not be restored from the "
-	    "object store within %d s (the store is slow or does not "
-	    "answer); nothing of it was put in place, and its next use tries "
-	    "again", secs);
+	    "object store within %d s (%s); nothing of it was put in place, "
+	    "and its next use tries again", secs, checking ? "checking the "
+	    "restored workspace took too long" : "the store is slow or does "
+	    "not answer");
 	room_fail(r, "%s", why);
 }
 
@@ -707,7 +711,8 @@ room_restore_check(struct room *r)
 	r->restoring = 1;	/* a failed check's files are discarded */
 	r->restore_late = 0;
 	r->state = ROOM_FSCK;
-	r->deadline_ms = 0;	/* the restore's is over; fsck is local */
+	/* The restore's deadline covers its check too: a database crafted
+	 * to be slow to check must not hold the room's start forever. */
 	log_info("room %s: checking the restored workspace (atrium-fs fsck, "
 	    "pid %d, as uid %u)", r->name, (int)pid, (unsigned)r->ids.uid);
 }
@@ -1484,6 +1489,7 @@ room_tick(struct room *r, long long now)
 			room_finish(r);
 		break;
 	case ROOM_RESTORE:
+	case ROOM_FSCK:
 		room_restore_late(r);
 		break;
 	case ROOM_STOPPING:
