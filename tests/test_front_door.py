@@ -506,3 +506,67 @@ def test_cluster_relays_to_homes_advertised_by_name(atriumd, data_dir, etcd,
         assert (rc, out) == (0, "relayed\n"), (err, front.read_log())
     assert "relayed by node b" in a.read_log()
     assert "relayed by node a" in b.read_log()
+
+
+async def _relay_http(port, key_path, username, request):
+    """As a front's atriumd-net would: the atrium-http subsystem on a
+    relay session, request written, the home's answer read to its end."""
+    async with asyncssh.connect(
+            "127.0.0.1", port, username=username, client_keys=[key_path],
+            known_hosts=None, agent_path=None) as conn:
+        proc = await conn.create_process(subsystem="atrium-http",
+                                         encoding=None)
+        proc.stdin.write(request)
+        out = await asyncio.wait_for(proc.stdout.read(), 30)
+        err = await asyncio.wait_for(proc.stderr.read(), 30)
+        return out, err
+
+
+def test_cluster_home_serves_http_relayed_by_a_node(hosts, etcd, ssh_run,
+                                                    data_dir, tmp_path):
+    """The home's half of relayed HTTP: a node's relay session asks for
+    the atrium-http subsystem, and the home's own atriumd-http serves
+    the bytes as a connection from the relayed user's address (its log
+    says so), checking the request's own token; a user's own session
+    may not ask for it."""
+    a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(a.http_port)
+    ssh_run(a, "demo", "printf relayed-bytes > hello.txt")
+    token = token_for(a, "alice")
+    fp = fingerprint(data_dir.pubkey("alice"))
+    name = "atrium-relay demo alice %s 127.0.0.9" % fp
+    # B's own host key, saved again by ssh-keygen (libssh pads the file
+    # in a way asyncssh does not read).
+    node_key = str(tmp_path / "b_hostkey")
+    shutil.copy(os.path.join(b.data, "hostkey"), node_key)
+    os.chmod(node_key, 0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
+                   check=True, capture_output=True, timeout=30)
+    req = ("GET /api/rooms/demo/files/hello.txt HTTP/1.1\r\nHost: a\r\n"
+           "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
+    # A reads the cluster's nodes now and then: until it has seen B join,
+    # it refuses B's key (as a front retries, so does this).
+    deadline = time.time() + 30
+    while True:
+        try:
+            out, err = asyncio.run(_relay_http(a.port, node_key, name,
+                                               req.encode()))
+            break
+        except asyncssh.PermissionDenied:
+            assert time.time() < deadline, a.read_log()
+            time.sleep(0.2)
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), (out, err, a.read_log())
+    assert body == b"relayed-bytes", out
+    assert "addr=127.0.0.9" in a.read_log()
+    # A bad token through the relay is refused as it is at the home.
+    req = ("GET /api/rooms/demo/files/hello.txt HTTP/1.1\r\nHost: a\r\n"
+           "Authorization: Bearer atr_nope\r\nConnection: close\r\n\r\n")
+    out, _ = asyncio.run(_relay_http(a.port, node_key, name, req.encode()))
+    assert out.startswith(b"HTTP/1.1 401"), out
+    # alice's own session is no relay: the subsystem is not there for it.
+    p = subprocess.run(
+        ["ssh", "-p", str(a.port), "-i", a.keys["alice"]] + SSH_OPTS +
+        ["-s", "demo@127.0.0.1", "atrium-http"], input=req.encode(),
+        capture_output=True, timeout=60)
+    assert p.returncode != 0 and b"HTTP/1.1" not in p.stdout, p

@@ -138,8 +138,9 @@ http_ask_event(struct watch *w, int revents)
 	struct http_server *srv = w->arg;
 	json_object *ev = NULL;
 	const char *type;
-	int r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_REQUEST, &ev, NULL, NULL,
-	    0);
+	int fd = -1, nfds = 0;
+	int r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_REQUEST, &ev, &fd, &nfds,
+	    1);
 
 	(void)revents;
 	if (r < 0) {
@@ -148,6 +149,10 @@ http_ask_event(struct watch *w, int revents)
 		return;
 	}
 	type = json_get_string(ev, "type");
+	if (nfds == 1 && type && strcmp(type, "http_conn") == 0)
+		http_server_add_relayed(srv, fd, json_get_string(ev, "addr"));
+	else if (nfds == 1)
+		close(fd);	/* no other event carries one */
 	if (type && strcmp(type, "end_room") == 0)
 		http_stream_end_room(srv, json_get_string(ev, "room"),
 		    json_get_string(ev, "message"));

@@ -33,6 +33,9 @@ struct http_req {
 	char room[64];			/* the {room} capture, or "" */
 	char rest[HTTP_MAX_PATH];	/* the {path...} capture, decoded */
 	char addr[64];			/* the client's numeric address */
+	int relayed;			/* the connection came from another
+					 * node (http_auth_relayed): never
+					 * relayed on */
 	char token[HTTP_MAX_TOKEN + 1];	/* as sent; never logged */
 	int by_cookie;			/* the token came in the cookie */
 	char user[64];			/* whom the monitor says it is for */

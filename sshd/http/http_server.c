@@ -32,7 +32,9 @@
 #include "http_server.h"
 #include "http_fileio.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -399,6 +401,42 @@ http_server_init(struct http_server *srv, int listen_fd, int req_fd, int ev_fd)
 	    http_server_mhd_ready, srv);
 	loop_add(&srv->loop, &srv->ev_w, ev_fd, POLLIN, http_ask_event, srv);
 	loop_sync(&srv->loop);
+	return 0;
+}
+
+/* See http_server.h. */
+int
+http_server_add_relayed(struct http_server *srv, int fd, const char *addr)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+
+	memset(&ss, 0, sizeof(ss));	/* port 0: relayed */
+	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		len = sizeof(*s4);
+	} else if (addr && inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		len = sizeof(*s6);
+	} else {
+		log_warn("a relayed connection without a client address: "
+		    "dropped");
+		close(fd);
+		return -EINVAL;
+	}
+	if (srv->drain_until_ms || srv->stopping) {
+		close(fd);	/* the front's client sees the link close */
+		return -ESHUTDOWN;
+	}
+	/* MHD closes fd when it refuses it (a limit reached). */
+	if (MHD_add_connection(srv->mhd, fd, (const struct sockaddr *)&ss,
+	    len) != MHD_YES) {
+		log_info("relayed connection for %s not taken (a limit of "
+		    "connections)", addr);
+		return -EAGAIN;
+	}
 	return 0;
 }
 

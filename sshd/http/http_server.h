@@ -87,6 +87,14 @@ struct http_server {
 int http_server_init(struct http_server *srv, int listen_fd, int req_fd,
     int ev_fd);
 
+/* Serve fd (owned from now on), a connection another node of the cluster
+ * relayed (the monitor's http_conn event; sshd/net/http_bridge.h), as
+ * one from addr, the relayed client's numeric address: port 0 marks it
+ * relayed (http_auth_relayed), and per-address limits, the token
+ * failures' slowing and the log see addr.  0 or -errno (logged). */
+int http_server_add_relayed(struct http_server *srv, int fd,
+    const char *addr);
+
 /* Serve until SIGTERM or the monitor's end.  0 or -errno. */
 int http_server_run(struct http_server *srv);
 

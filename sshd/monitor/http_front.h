@@ -85,6 +85,13 @@ void http_front_stop(struct monitor *srv, int sig);
 struct cmd_cap;
 const struct cmd_cap *http_front_cmds(struct monitor *srv);
 
+/* A connection relayed from another node (privsep.h, http_conn): a
+ * socket pair whose one end goes to atriumd-http in an http_conn event
+ * (addr: the relayed client's numeric address), the other into *fd for
+ * the network process.  0, or -errno with why (-ENOENT: no HTTP here). */
+int http_front_pass_conn(struct monitor *srv, const char *addr, int *fd,
+    char *why, size_t len);
+
 /* 1 while the process has not been reaped. */
 int http_front_running(struct monitor *srv);
 

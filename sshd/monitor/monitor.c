@@ -710,6 +710,36 @@ monitor_relay(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* http_conn {room, WHO}: a connection to this host's atriumd-http for
+ * a relay session's HTTP (sshd/net/http_bridge.h), from the relayed
+ * user's address.  From the network process only; atriumd-http checks
+ * the request's own token as for any client.
+ * -> {fd: true} + the socket | {errno, error} */
+static int
+monitor_http_conn(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	char why[200];
+	int fd, r;
+
+	(void)room; (void)id;
+	if (srv->asking != &srv->net)
+		return -1;
+	r = http_front_pass_conn(srv, json_get_string(req, "addr"), &fd, why,
+	    sizeof(why));
+	if (r == -EPROTO)
+		return -1;
+	if (r < 0) {
+		json_object_object_add(ans, "errno", json_object_new_int(-r));
+		monitor_put(ans, "error", why);
+		return 0;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	fds->fd[fds->n++] = fd;
+	return 0;
+}
+
 /* The model counts of metrics: every agent's requests, tokens and
  * failed requests by provider (model_totals.h). */
 static void
@@ -812,6 +842,7 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "cmd_end", 0, 0, monitor_cmd_end },
 	{ "net_stats", 0, 0, monitor_net_stats_set },
 	{ "relay", 0, 0, monitor_relay },
+	{ "http_conn", 1, 1, monitor_http_conn },
 };
 
 /* A front broke the rules (or went away): end it.  The network

@@ -220,6 +220,27 @@ monitor_ask_fd(struct server *srv, json_object *req)
 
 /* See monitor_ask.h. */
 int
+monitor_ask_http_conn(const struct session *s, char *why, size_t len)
+{
+	json_object *req = monitor_ask_for(s, "http_conn", 1), *ans;
+	int fd, r;
+
+	snprintf(why, len, "the monitor cannot be asked");
+	if ((r = monitor_ask(s->srv, req, &ans, &fd)) < 0)
+		return r;
+	snprintf(why, len, "%s", json_get_string(ans, "error") ?:
+	    "this host cannot serve it now");
+	if (fd < 0) {
+		long long e = json_get_int(ans, "errno", EIO);
+
+		fd = e > 0 && e < 4096 ? -(int)e : -EIO;
+	}
+	json_object_put(ans);
+	return fd;
+}
+
+/* See monitor_ask.h. */
+int
 monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 {
 	json_object *req = monitor_ask_for(s, "agent", 1);
