@@ -69,7 +69,7 @@ struct http_front {
  * export, import, nor anything that names a key. */
 static const char *const http_front_requests[] = {
 	"use", "agent", "why", "access", "rooms", "delete", "pipes",
-	"whoami", "metrics", "cmd_begin", "cmd_end",
+	"whoami", "metrics", "cmd_begin", "cmd_end", "http_relay",
 };
 
 /* See http_front.h. */
@@ -315,9 +315,8 @@ http_front_free(struct monitor *srv)
 	srv->http = NULL;
 }
 
-/* 1 when addr can be a numeric address (atriumd-http writes it from the
- * connection, or from a trusted proxy's X-Forwarded-For). */
-static int
+/* See http_front.h. */
+int
 http_front_addr_ok(const char *addr)
 {
 	size_t n = strlen(addr);

@@ -92,6 +92,10 @@ const struct cmd_cap *http_front_cmds(struct monitor *srv);
 int http_front_pass_conn(struct monitor *srv, const char *addr, int *fd,
     char *why, size_t len);
 
+/* 1 when addr can be a numeric address (atriumd-http writes it from the
+ * connection, or from a trusted proxy's X-Forwarded-For). */
+int http_front_addr_ok(const char *addr);
+
 /* 1 while the process has not been reaped. */
 int http_front_running(struct monitor *srv);
 

@@ -28,6 +28,7 @@
 #include "privsep.h"
 #include "relay.h"
 #include "server.h"
+#include "http_relay.h"
 #include "session.h"
 
 #define MONITOR_ASK_TOKEN_TEXT	(512 * 1024)	/* what atrium-token prints */
@@ -402,11 +403,11 @@ monitor_ask_event(struct watch *w, int revents)
 	struct server *srv = w->arg;
 	json_object *ev;
 	const char *type, *room, *msg;
-	int r;
+	int r, fd = -1, nfds = 0;
 
 	(void)revents;
-	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, NULL, NULL,
-	    0)) < 0) {
+	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, &fd, &nfds,
+	    1)) < 0) {
 		loop_del(w);
 		if (!srv->stopping)
 			log_error("the monitor is gone (%s); stopping",
@@ -417,6 +418,10 @@ monitor_ask_event(struct watch *w, int revents)
 	type = json_get_string(ev, "type");
 	room = json_get_string(ev, "room");
 	msg = json_get_string(ev, "message");
+	if (nfds == 1 && type && strcmp(type, "http_relay") == 0)
+		http_relay_start(srv, ev, fd);	/* it owns fd */
+	else if (nfds == 1)
+		close(fd);	/* no other event carries one */
 	if (type && strcmp(type, "end_room") == 0 && room && msg)
 		server_end_room(srv, room, msg);
 	json_object_put(ev);
