@@ -44,6 +44,7 @@ from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from http_run import token_for
 from test_http import wait_http
 from test_chat import Tmux
+from test_access import events
 # The cluster's fixtures: three etcd members, atriumd hosts in it.
 from test_cluster import cgroup_prefix, etcd, hosts  # noqa: F401
 
@@ -408,34 +409,172 @@ def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
     tmux.wait("on-b", "the room is moving to another host; reconnect")
 
 
-def test_cluster_http_on_a_host_that_is_not_home_says_where(hosts, etcd,
-                                                            ssh_run):
-    """HTTP does not relay (yet): a request for a room served by another
-    host says that it does not, and which host serves the room where
-    the answer knows it, not a bare "no such room"."""
+def _curl(port, token, method, path, data_args=(), source="127.0.0.5"):
+    """curl from source to atriumd-http on port: (status, body bytes)."""
+    p = subprocess.run(
+        ["curl", "-sS", "--interface", source, "-X", method, "-o", "-",
+         "-w", "\n%{http_code}", "-H", "Authorization: Bearer " + token]
+        + list(data_args) + ["http://127.0.0.1:%d%s" % (port, path)],
+        capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    body, _, code = p.stdout.rpartition(b"\n")
+    return int(code), body
+
+
+def _exec_records(body):
+    return [json.loads(line) for line in body.decode().splitlines()
+            if line.strip()]
+
+
+def _exec_out(recs, stream="stdout"):
+    return b"".join(base64.b64decode(r["data"]) for r in recs
+                    if r.get("stream") == stream)
+
+
+def _http_cluster(hosts, etcd, ssh_run):
+    """A and B with HTTP, the room demo on A, and alice's token (made on
+    B) once A's mirror of the tokens has it too."""
     a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(a.http_port)
     wait_http(b.http_port)
     token = token_for(b, "alice")
-    for method, path, body in (
-            ("POST", "/api/rooms/demo/exec?command=true", b""),
-            ("GET", "/api/rooms/demo/files/", None),
-            ("GET", "/api/rooms/demo/events", None)):
-        c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
-        c.request(method, path, body, {"Authorization": "Bearer " + token,
-                                       "Content-Type": "application/json"})
-        resp = c.getresponse()
-        text = resp.read().decode()
-        c.close()
-        assert "does not relay" in text, (path, text)
-        if path.endswith("/events"):
-            # The room's record is on its home: this host cannot tell
-            # whether it is there without asking, which HTTP does not.
-            assert resp.status == 404, (path, resp.status, text)
-            assert "atriumd cluster status shows where" in text, text
-            continue
-        assert resp.status == 503, (path, resp.status, text)
-        assert "room demo is served by host a (127.0.0.1:%d)" % a.port \
-            in text, (path, text)
+    wait_for(lambda: _curl(a.http_port, token, "GET",
+                           "/api/rooms/demo/files/")[0] == 200,
+             "the token on A")
+    return a, b, token
+
+
+def test_cluster_http_exec_and_files_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run, tmp_path):
+    """exec and files over HTTP through B reach the room on A, byte for
+    byte, with A's own answers; A sees the user's address, not B's."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    code, body = _curl(b.http_port, token, "POST", "/api/rooms/demo/exec?"
+                       "command=echo+out%3B+echo+err+%3E%262%3B+exit+3")
+    assert code == 200, (body, b.read_log())
+    recs = _exec_records(body)
+    assert _exec_out(recs) == b"out\n"
+    assert _exec_out(recs, "stderr") == b"err\n"
+    assert recs[-1] == {"exit": 3}
+    # Some MB of stdin, intact, both as one length and chunked.
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(1 << 20) * 6)
+    want = hashlib.sha256(big.read_bytes()).hexdigest()
+    for extra in ([], ["-H", "Transfer-Encoding: chunked"]):
+        code, body = _curl(b.http_port, token, "POST",
+                           "/api/rooms/demo/exec?command=sha256sum",
+                           ["--data-binary", "@" + str(big)] + extra)
+        assert code == 200, (body, a.read_log()[-3000:], b.read_log()[-3000:])
+        recs = _exec_records(body)
+        assert _exec_out(recs).split()[0].decode() == want, recs[-1]
+        assert recs[-1] == {"exit": 0}
+    # Files: put through B, read through B and on A, the same bytes.
+    blob = tmp_path / "blob"
+    blob.write_bytes(os.urandom(3 << 20))
+    code, _ = _curl(b.http_port, token, "PUT",
+                    "/api/rooms/demo/files/up/blob.bin",
+                    ["--data-binary", "@" + str(blob)])
+    assert code in (200, 201, 204), code
+    for port in (b.http_port, a.http_port):
+        code, got = _curl(port, token, "GET",
+                          "/api/rooms/demo/files/up/blob.bin")
+        assert code == 200 and got == blob.read_bytes(), (port, code)
+    rc, out, _ = ssh_run(a, "demo", "sha256sum up/blob.bin")
+    assert out.split()[0] == hashlib.sha256(blob.read_bytes()).hexdigest()
+    # A's log names the user's address (127.0.0.5), not B's.
+    assert "room=demo" in a.read_log()
+    assert any("addr=127.0.0.5" in line and "blob.bin" in line
+               for line in a.read_log().splitlines()), a.read_log()
+    assert "relayed to room 'demo' on a" in b.read_log()
+
+
+def test_cluster_http_tokens_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run):
+    """A bad token through B is refused as on one host, and so is a
+    token limited to other rooms."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    code, body = _curl(b.http_port, "atr_" + "x" * 40, "GET",
+                       "/api/rooms/demo/files/")
+    assert code == 401, body
+    rc, out, err = ssh_run(b, "anything", "atrium-token", "create",
+                           "--rooms", "other")
+    assert rc == 0, err
+    other = out.splitlines()[0]
+    code, body = _curl(b.http_port, other, "GET", "/api/rooms/demo/files/")
+    assert code == 403 and b"not for room 'demo'" in body, (code, body)
+
+
+def test_cluster_http_events_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run):
+    """The room's event stream, through B, sees a chat line said on A;
+    a WebSocket through B says which host to use instead."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    c.request("GET", "/api/rooms/demo/events",
+              headers={"Authorization": "Bearer " + token})
+    resp = c.getresponse()
+    assert resp.status == 200, resp.read()
+    assert resp.getheader("Content-Type").startswith("text/event-stream")
+
+    def event():
+        ev = {}
+        while True:
+            line = resp.fp.readline()
+            assert line, "the stream ended"
+            line = line.decode().rstrip("\n")
+            if not line and ev:
+                return ev
+            if line and not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                ev[key] = value
+
+    while event().get("event") != "welcome":
+        pass
+    events(a, "demo", {"type": "chat", "text": "said on a"},
+           until=lambda e: e["type"] == "message" and
+           e.get("text") == "said on a")
+    while True:
+        ev = event()
+        if ev.get("event") == "message":
+            assert json.loads(ev["data"])["text"] == "said on a"
+            break
+    c.close()
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    c.request("GET", "/api/rooms/demo/ws", headers={
+        "Authorization": "Bearer " + token, "Connection": "Upgrade",
+        "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    resp = c.getresponse()
+    text = resp.read().decode()
+    assert resp.status == 503 and "served by host a" in text, text
+
+
+def test_cluster_relayed_http_is_never_relayed_on(hosts, etcd, ssh_run,
+                                                  data_dir, tmp_path):
+    """A request relayed to B for a room B does not serve (it lives on
+    A: the two disagree for a moment) is answered, not relayed again."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    fp = fingerprint(data_dir.pubkey("alice"))
+    name = "atrium-relay demo alice %s 127.0.0.9" % fp
+    node_key = str(tmp_path / "a_hostkey")
+    shutil.copy(os.path.join(a.data, "hostkey"), node_key)
+    os.chmod(node_key, 0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
+                   check=True, capture_output=True, timeout=30)
+    req = ("GET /api/rooms/demo/files/ HTTP/1.1\r\nHost: b\r\n"
+           "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
+    deadline = time.time() + 30
+    while True:
+        try:
+            out, _ = asyncio.run(_relay_http(b.port, node_key, name,
+                                             req.encode()))
+            break
+        except asyncssh.PermissionDenied:
+            assert time.time() < deadline, b.read_log()
+            time.sleep(0.2)
+    assert out.startswith(b"HTTP/1.1 503"), out
+    assert b"the room is moving to another host; try again" in out, out
+    assert "http relay" not in b.read_log()
 
 
 def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,

@@ -12,6 +12,7 @@
 
 #include "api_room.h"
 #include "ask_queue.h"
+#include "http_proxy.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "http_stream.h"
@@ -124,10 +125,11 @@ http_ask_remote(json_object *ans, const char *room, char *msg, size_t len)
 
 	if (!state || strcmp(state, "remote") != 0)
 		return 0;
-	snprintf(msg, len, "room %s is served by host %s (%s) now, and this "
-	    "host's HTTP does not relay to another host: use host %s's HTTP "
-	    "address (SSH to any host relays)", room, node ? node : "?",
-	    addr ? addr : "?", node ? node : "?");
+	/* A request is relayed before its route runs (http_proxy.h): this
+	 * is a room that moved to another host meanwhile. */
+	snprintf(msg, len, "room %s is served by host %s (%s) now: it moved "
+	    "while the request began; try again", room, node ? node : "?",
+	    addr ? addr : "?");
 	return 1;
 }
 
@@ -159,6 +161,7 @@ http_ask_event(struct watch *w, int revents)
 	else if (type && strcmp(type, "wake") == 0) {
 		http_stream_wake(srv);
 		api_room_wake(srv);
+		http_proxy_wake(srv, 1);
 	}
 	json_object_put(ev);
 }

@@ -47,6 +47,7 @@
 
 #include "http_ask.h"
 #include "http_auth.h"
+#include "http_proxy.h"
 #include "http_req.h"
 #include "http_routes.h"
 #include "http_stream.h"
@@ -179,6 +180,9 @@ http_server_first(struct http_req *r, const char *url)
 	if ((r->route->flags & HTTP_CHANGES) && r->read_only)
 		return http_reply_error(r, 403, "this token is read-only: it "
 		    "may read the room, not change it");
+	/* A room on another node: the whole request goes to its home. */
+	if (http_proxy_first(r, url, &ret))
+		return ret;
 	return MHD_YES;
 }
 
@@ -226,6 +230,12 @@ http_server_access(void *cls, struct MHD_Connection *c, const char *url,
 		http_slow_head_done(c);
 		*con_cls = r;
 		return http_server_first(r, url) == MHD_YES ? MHD_YES : MHD_NO;
+	}
+	if (r->proxy) {
+		int ret;
+
+		if (http_proxy_access(r, data, size, &ret))
+			return ret == MHD_YES ? MHD_YES : MHD_NO;
 	}
 	if (r->answered) {
 		*size = 0;	/* the rest of a refused body, dropped */
@@ -448,6 +458,7 @@ http_server_turn(struct http_server *srv)
 	long long slow_ms;
 
 	http_stream_tick(srv);
+	http_proxy_wake(srv, 0);
 	http_ask_deliver(srv);
 	/* Before the runs: a connection cut here is closed by them. */
 	if ((slow_ms = http_slow_sweep(&srv->slow, time_mono_ms())) > 0)

@@ -26,6 +26,7 @@
 
 struct MHD_Daemon;
 struct http_stream;
+struct http_proxy;
 struct http_fileio;
 struct api_room_wait;
 
@@ -74,6 +75,10 @@ struct http_server {
 	struct api_room_wait *room_waits; /* requests waiting for a room
 					 * to start (api_room.h) */
 	int nstreams;
+	int nproxies;			/* requests relayed to rooms' homes
+					 * (http_proxy.h) */
+	struct http_proxy *proxy_waits;	/* requests waiting to learn where
+					 * their room lives */
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
 	struct http_slow slow;		/* request heads' deadlines */

@@ -63,7 +63,8 @@ ssize_t http_wire_chunked_decode(struct http_wire_chunked *c,
     const char *in, size_t n, char *out, size_t cap, size_t *out_len);
 int http_wire_chunked_done(const struct http_wire_chunked *c);
 
-/* Write a chunk's size line for n bytes into out (at least 20 bytes):
+/* Write a chunk's size line for n bytes into out (at least 20 bytes;
+ * the chunk is that line, the n bytes, then CR LF):
  * its length.  n 0 writes the last chunk and the body's end. */
 size_t http_wire_chunk_line(char *out, size_t n);
 

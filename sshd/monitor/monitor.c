@@ -772,7 +772,9 @@ monitor_http_relay_tell(struct monitor *srv, const char *room,
  * lives and whom it is for (sshd/net/http_relay.h).  From the HTTP
  * process only.
  * -> {here: true} (serve it here, as without a cluster)
- *    | {fd: true, node} + the socket | {errno, error} */
+ *    | {state: starting} (being looked up: ask again at the next wake)
+ *    | {fd: true, node} + the socket | {moving: true} (relayed: true,
+ *    and the room is not here either) | {errno, error} */
 static int
 monitor_http_relay(struct monitor *srv, json_object *req, const char *room,
     const struct monitor_identity *id, json_object *ans,
@@ -780,7 +782,7 @@ monitor_http_relay(struct monitor *srv, json_object *req, const char *room,
 {
 	const char *addr = json_get_string(req, "addr");
 	json_object *where = json_object_new_object();
-	const char *state;
+	const char *state = NULL;
 	int sp[2] = { -1, -1 }, r = -ENOMEM;
 
 	if (!srv->asking || !srv->asking->http || !addr ||
@@ -791,7 +793,21 @@ monitor_http_relay(struct monitor *srv, json_object *req, const char *room,
 	if (where && (placement_use(srv, room, 1, where) ||
 	    !(state = json_get_string(where, "state")) ||
 	    strcmp(state, "remote") != 0)) {
-		json_object_object_add(ans, "here", json_object_new_boolean(1));
+		/* Being looked up: ask again at the next wake.  Any other
+		 * answer (here, absent, failed) is the local routes' to
+		 * give, as without a cluster. */
+		if (state && strcmp(state, "starting") == 0)
+			monitor_put(ans, "state", "starting");
+		else
+			json_object_object_add(ans, "here",
+			    json_object_new_boolean(1));
+		json_object_put(where);
+		return 0;
+	}
+	/* A request another node relayed here is never relayed on: the two
+	 * disagree for a moment about where the room lives. */
+	if (where && json_get_bool(req, "relayed", 0)) {
+		json_object_object_add(ans, "moving", json_object_new_boolean(1));
 		json_object_put(where);
 		return 0;
 	}

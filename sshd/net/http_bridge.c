@@ -31,6 +31,7 @@ struct http_bridge {
 	struct watch w;
 	int out_full;		/* the socket took less than it was given */
 	int eof;		/* atriumd-http closed its side */
+
 };
 
 /* Watch for what the socket can do now. */

@@ -48,6 +48,7 @@ struct http_relay {
 	enum http_relay_step step;
 	char down[HTTP_RELAY_BUF];	/* the home's bytes, not yet written */
 	size_t down_len, down_off;
+
 	int up_eof;			/* atriumd-http's EOF went to the home */
 	struct http_relay *next;
 };
