@@ -15,8 +15,8 @@
  * never an API key).  Its requests are served by monitor.c like the
  * network process's, but for two things:
  *   - the set is smaller: use, agent, why, access, rooms, delete, pipes,
- *     whoami, metrics, cmd_begin, cmd_end; anything else ends the
- *     process;
+ *     whoami, metrics, cmd_begin, cmd_end, http_relay; anything else
+ *     ends the process;
  *   - who a request is for is a token, not a key: the request carries
  *     "token" (the bearer token exactly as the client sent it) and "addr"
  *     (the client's address), and the monitor resolves the token itself
