@@ -42,7 +42,7 @@ import pytest
 from conftest import SSH_OPTS, DataDir, free_port, make_room
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from http_run import token_for
-from test_http import wait_http
+from test_http import wait_http, ws_run
 from test_chat import Tmux
 from test_access import events
 # The cluster's fixtures: three etcd members, atriumd hosts in it.
@@ -504,22 +504,19 @@ def test_cluster_http_tokens_through_a_host_that_is_not_home(
     assert code == 403 and b"not for room 'demo'" in body, (code, body)
 
 
-def test_cluster_http_events_through_a_host_that_is_not_home(
-        hosts, etcd, ssh_run):
-    """The room's event stream, through B, sees a chat line said on A;
-    a WebSocket through B says which host to use instead."""
-    a, b, token = _http_cluster(hosts, etcd, ssh_run)
-    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
-    c.request("GET", "/api/rooms/demo/events",
-              headers={"Authorization": "Bearer " + token})
-    resp = c.getresponse()
-    assert resp.status == 200, resp.read()
-    assert resp.getheader("Content-Type").startswith("text/event-stream")
+class _Sse:
+    """The room's event stream on port, read event by event."""
 
-    def event():
+    def __init__(self, port, token):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.conn.request("GET", "/api/rooms/demo/events",
+                          headers={"Authorization": "Bearer " + token})
+        self.resp = self.conn.getresponse()
+
+    def next(self):
         ev = {}
         while True:
-            line = resp.fp.readline()
+            line = self.resp.fp.readline()
             assert line, "the stream ended"
             line = line.decode().rstrip("\n")
             if not line and ev:
@@ -528,25 +525,46 @@ def test_cluster_http_events_through_a_host_that_is_not_home(
                 key, _, value = line.partition(": ")
                 ev[key] = value
 
-    while event().get("event") != "welcome":
+    def message(self):
+        """The text of the next chat message."""
+        while True:
+            ev = self.next()
+            if ev.get("event") == "message":
+                return json.loads(ev["data"])["text"]
+
+
+def test_cluster_http_events_and_websocket_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run):
+    """The room's event stream, through B, sees a chat line said on A; a
+    WebSocket through B says a line that A's own event stream sees."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    sse = _Sse(b.http_port, token)
+    assert sse.resp.status == 200, sse.resp.read()
+    assert sse.resp.getheader("Content-Type").startswith("text/event-stream")
+    while sse.next().get("event") != "welcome":
         pass
     events(a, "demo", {"type": "chat", "text": "said on a"},
            until=lambda e: e["type"] == "message" and
            e.get("text") == "said on a")
-    while True:
-        ev = event()
-        if ev.get("event") == "message":
-            assert json.loads(ev["data"])["text"] == "said on a"
-            break
-    c.close()
-    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
-    c.request("GET", "/api/rooms/demo/ws", headers={
-        "Authorization": "Bearer " + token, "Connection": "Upgrade",
-        "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
-    resp = c.getresponse()
-    text = resp.read().decode()
-    assert resp.status == 503 and "served by host a" in text, text
+    assert sse.message() == "said on a"
+    sse.conn.close()
+    on_a = _Sse(a.http_port, token)
+    while on_a.next().get("event") != "welcome":
+        pass
+    rc, out, err = ws_run(None, "demo", token, """
+first = json.loads(await ws.recv())
+print(first["type"])
+await ws.send(json.dumps({"type": "chat", "text": "said through b"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] == "message" and ev["text"] == "said through b":
+        print(ev["user"], ev["text"])
+        break
+""", base="ws://127.0.0.1:%d" % b.http_port)
+    assert rc == 0, (err, b.read_log()[-2000:])
+    assert out.splitlines() == ["welcome", "alice said through b"], out
+    assert on_a.message() == "said through b"
+    on_a.conn.close()
 
 
 def test_cluster_relayed_http_is_never_relayed_on(hosts, etcd, ssh_run,

@@ -28,6 +28,7 @@
 #include "http_req.h"
 #include "http_routes.h"
 #include "http_server.h"
+#include "http_tunnel.h"
 #include "http_wire.h"
 #include "jsonl.h"
 #include "log.h"
@@ -233,6 +234,11 @@ http_proxy_head(struct http_proxy *p, const char *url)
 		p->body_len = strtoll(cl, NULL, 10);
 		buf_printf(&p->out, "Content-Length: %lld\r\n", p->body_len);
 	}
+	/* A WebSocket asks the home for the upgrade (http_tunnel.h); any
+	 * other request is the link's only one. */
+	if (r->route->flags & HTTP_UPGRADE)
+		return buf_printf(&p->out, "Connection: Upgrade\r\nUpgrade: "
+		    "websocket\r\n\r\n") < 0 ? -1 : 0;
 	return buf_printf(&p->out, "Connection: close\r\n\r\n") < 0 ? -1 : 0;
 }
 
@@ -321,6 +327,35 @@ http_proxy_read(void *cls, uint64_t pos, char *out, size_t max)
 	return 0;
 }
 
+/* The home took the WebSocket: the client is answered 101 with the
+ * home's headers, and the socket becomes a tunnel's (http_tunnel.h).
+ * MHD's result. */
+static int
+http_proxy_upgrade(struct http_proxy *p)
+{
+	struct http_req *r = p->r;
+	struct http_tunnel *t;
+	struct MHD_Response *resp;
+	int fd = p->fd;
+
+	if (!(r->route->flags & HTTP_UPGRADE))
+		return http_reply_error(r, 502, "the room's host switched "
+		    "protocols for a request that asked for none");
+	loop_del(&p->w);
+	p->fd = -1;
+	r->srv->nproxies--;	/* the tunnel counts it from now on */
+	if (!(t = http_tunnel_new(r->srv, fd, p->in.data, p->in.len)) ||
+	    !(resp = http_tunnel_response(t)))
+		return http_reply_error(r, 503, "out of memory; try again");
+	buf_reset(&p->in);
+	for (int i = 0; i < p->head->nheaders; i++)
+		if (!http_wire_hop_by_hop(p->head->h[i].name))
+			MHD_add_response_header(resp, p->head->h[i].name,
+			    p->head->h[i].value);
+	MHD_add_response_header(resp, "Upgrade", "websocket");
+	return http_reply_queue_as_is(r, 101, resp);
+}
+
 /* MHD's response for the parsed head: its status, its end-to-end
  * headers, the body through http_proxy_read.  MHD's result. */
 static int
@@ -332,6 +367,8 @@ http_proxy_respond(struct http_proxy *p)
 	    h->status == 304 || h->status < 200;
 	struct MHD_Response *resp;
 
+	if (h->status == 101)
+		return http_proxy_upgrade(p);
 	p->left = nobody ? 0 : h->length;
 	resp = nobody || h->length == 0 ?
 	    MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT) :
@@ -376,6 +413,18 @@ http_proxy_answer(struct http_proxy *p, int *ret)
 	return 1;
 }
 
+/* 1 when r's client sends a body (a length above 0, or chunked). */
+static int
+http_proxy_has_body(struct http_req *r)
+{
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    "Content-Length");
+	const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	    "Transfer-Encoding");
+
+	return (cl && strtoll(cl, NULL, 10) > 0) || te;
+}
+
 /* See http_proxy.h. */
 int
 http_proxy_access(struct http_req *r, const char *data, size_t *size,
@@ -398,7 +447,9 @@ http_proxy_access(struct http_req *r, const char *data, size_t *size,
 		d = http_proxy_decide(p, ret);
 		if (d == HP_HERE) {
 			http_proxy_release(r);
-			return 0;
+			/* This call is MHD's after the resume, before the body:
+			 * the route's end-of-body call is still to come. */
+			return *size == 0 && http_proxy_has_body(r);
 		}
 		if (d != HP_RELAY)
 			return 1;
@@ -535,24 +586,14 @@ http_proxy_ask(struct http_req *r, int *ret, int *fd, char *node, size_t len)
 	return HP_ANSWERED;
 }
 
-/* A relay that cannot be: the answer instead (fd closed).  HP_ANSWERED. */
+/* A relay past HTTP_PROXY_MAX: the answer instead (fd closed).
+ * HP_ANSWERED. */
 static enum http_proxy_decision
 http_proxy_refuse(struct http_proxy *p, int fd, int *ret)
 {
-	struct http_req *r = p->r;
-	char msg[512];
-
 	close(fd);
-	if (r->route->flags & HTTP_UPGRADE) {
-		snprintf(msg, sizeof(msg), "room %s is served by host %s now, "
-		    "and this host does not relay WebSockets: use host %s's "
-		    "HTTP address (its events stream, /events, is relayed)",
-		    r->room, p->node, p->node);
-		*ret = http_reply_error(r, 503, msg);
-	} else {
-		*ret = http_reply_error(r, 503, "this host relays as many "
-		    "requests to other hosts as it may now; try again");
-	}
+	*ret = http_reply_error(p->r, 503, "this host relays as many "
+	    "requests to other hosts as it may now; try again");
 	return HP_ANSWERED;
 }
 
@@ -582,8 +623,7 @@ http_proxy_decide(struct http_proxy *p, int *ret)
 	if (d != HP_RELAY)
 		return d;
 	p->deciding = 0;
-	if ((r->route->flags & HTTP_UPGRADE) ||
-	    r->srv->nproxies >= HTTP_PROXY_MAX)
+	if (r->srv->nproxies >= HTTP_PROXY_MAX)
 		return http_proxy_refuse(p, fd, ret);
 	if (http_proxy_start(p, fd) < 0) {
 		*ret = http_reply_error(r, 503, "out of memory; try again");

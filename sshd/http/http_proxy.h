@@ -10,7 +10,8 @@
  * monitor answers with one end of a socket pair whose other end
  * atriumd-net links to that node (sshd/net/http_relay.h), and the request
  * goes through it: its line and end-to-end headers (never the
- * connection's own: Connection, Keep-Alive, TE, Upgrade, Proxy-*, nor
+ * connection's own: Connection, Keep-Alive, TE, Upgrade but a
+ * WebSocket's, Proxy-*, nor
  * X-Forwarded-For, as this host resolved the client's address, which the
  * relay names), "Connection: close", then its body as it comes (chunked
  * when the client's was), never more than HTTP_PROXY_HIGH held.  The
@@ -23,8 +24,10 @@
  * A relayed request (http_auth_relayed) is never relayed on: when its
  * room is not here either, it is answered 503 "the room is moving to
  * another host; try again".  At most HTTP_PROXY_MAX requests are relayed
- * at once; past that the answer is 503.  WebSocket upgrades are not
- * relayed (503, naming the room's host).
+ * at once (a relayed WebSocket counts for its life); past that the
+ * answer is 503.  A WebSocket's upgrade is relayed with its Upgrade and
+ * Connection headers, and a 101 from the home makes the connection a
+ * tunnel (http_tunnel.h).
  */
 #ifndef ATRIUMD_HTTP_PROXY_H
 #define ATRIUMD_HTTP_PROXY_H

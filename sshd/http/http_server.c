@@ -48,6 +48,7 @@
 #include "http_ask.h"
 #include "http_auth.h"
 #include "http_proxy.h"
+#include "http_tunnel.h"
 #include "http_req.h"
 #include "http_routes.h"
 #include "http_stream.h"
@@ -312,6 +313,7 @@ http_server_drain(struct http_server *srv)
 	MHD_quiesce_daemon(srv->mhd);
 	http_stream_end_all(srv, "atriumd-http restarts with new settings: "
 	    "reconnect");
+	http_tunnel_end_all(srv);
 	log_info("SIGHUP: restarting with new settings once the %u running "
 	    "request%s end (%d s at most); new connections wait for it",
 	    srv->requests_running, srv->requests_running == 1 ? "" : "s",
@@ -494,6 +496,7 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
+	http_tunnel_end_all(srv);
 	ask_queue_forget(&srv->asks);
 	http_fileio_free(srv->fileio);
 	srv->fileio = NULL;

@@ -27,6 +27,7 @@
 struct MHD_Daemon;
 struct http_stream;
 struct http_proxy;
+struct http_tunnel;
 struct http_fileio;
 struct api_room_wait;
 
@@ -79,6 +80,8 @@ struct http_server {
 					 * (http_proxy.h) */
 	struct http_proxy *proxy_waits;	/* requests waiting to learn where
 					 * their room lives */
+	struct http_tunnel *tunnels;	/* WebSockets relayed to rooms'
+					 * homes (http_tunnel.h) */
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
 	struct http_slow slow;		/* request heads' deadlines */
