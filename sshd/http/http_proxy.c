@@ -564,6 +564,8 @@ http_proxy_ask(struct http_req *r, int *ret, int *fd, char *node, size_t len)
 	}
 	here = json_get_bool(ans, "here", 0);
 	state = json_get_string(ans, "state");
+	if (here && !json_get_bool(ans, "cluster", 1))
+		r->srv->no_cluster = 1;	/* every room is here, for good */
 	snprintf(node, len, "%s", json_get_string(ans, "node") ?: "?");
 	if (nfds == 1 && !here) {
 		json_object_put(ans);
@@ -650,7 +652,8 @@ http_proxy_first(struct http_req *r, const char *url, int *ret)
 {
 	struct http_proxy *p;
 
-	if (!r->room[0] || !(r->route->flags & HTTP_AUTH))
+	if (!r->room[0] || !(r->route->flags & HTTP_AUTH) ||
+	    r->srv->no_cluster)
 		return 0;
 	if (!(p = calloc(1, sizeof(*p)))) {
 		*ret = http_reply_error(r, 503, "out of memory; try again");

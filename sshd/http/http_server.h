@@ -82,6 +82,9 @@ struct http_server {
 					 * their room lives */
 	struct http_tunnel *tunnels;	/* WebSockets relayed to rooms'
 					 * homes (http_tunnel.h) */
+	int no_cluster;			/* the monitor said this host is in
+					 * no cluster: nothing is relayed,
+					 * nothing asked (http_proxy.h) */
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
 	struct http_slow slow;		/* request heads' deadlines */

@@ -771,7 +771,8 @@ monitor_http_relay_tell(struct monitor *srv, const char *room,
  * whose other end goes to the network process with where the room
  * lives and whom it is for (sshd/net/http_relay.h).  From the HTTP
  * process only.
- * -> {here: true} (serve it here, as without a cluster)
+ * -> {here: true, cluster: false} (no cluster: never ask again)
+ *    | {here: true} (serve it here)
  *    | {state: starting} (being looked up: ask again at the next wake)
  *    | {fd: true, node} + the socket | {moving: true} (relayed: true,
  *    and the room is not here either) | {errno, error} */
@@ -789,6 +790,15 @@ monitor_http_relay(struct monitor *srv, json_object *req, const char *room,
 	    !http_front_addr_ok(addr)) {
 		json_object_put(where);
 		return -1;
+	}
+	/* In no cluster every room is here, and atriumd-http need not ask
+	 * again (a cluster is joined only at start). */
+	if (!srv->cluster) {
+		json_object_object_add(ans, "here", json_object_new_boolean(1));
+		json_object_object_add(ans, "cluster",
+		    json_object_new_boolean(0));
+		json_object_put(where);
+		return 0;
 	}
 	if (where && (placement_use(srv, room, 1, where) ||
 	    !(state = json_get_string(where, "state")) ||

@@ -124,7 +124,9 @@
  *   http_relay {room, WHO, relayed}
  *                           where does the room live, for a request
  *                           naming it (sshd/http/http_proxy.h)?
- *                           -> {here: true} | {state: starting} (ask
+ *                           -> {here: true} (cluster: false too when
+ *                              this host is in none: not asked again)
+ *                              | {state: starting} (ask
  *                              again at the next wake) | {moving: true}
  *                              (relayed set: never relayed on) | {fd:
  *                              true, node} + one end of a socket pair
