@@ -502,6 +502,16 @@ def test_cluster_http_tokens_through_a_host_that_is_not_home(
     other = out.splitlines()[0]
     code, body = _curl(b.http_port, other, "GET", "/api/rooms/demo/files/")
     assert code == 403 and b"not for room 'demo'" in body, (code, body)
+    # One kept-alive connection to B: relayed requests and B's own, in
+    # turn, each answered.
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    for path in ("/api/rooms/demo/files/", "/health",
+                 "/api/rooms/demo/files/"):
+        c.request("GET", path, headers={"Authorization": "Bearer " + token})
+        resp = c.getresponse()
+        assert resp.status == 200, (path, resp.status, resp.read())
+        resp.read()
+    c.close()
 
 
 class _Sse:
