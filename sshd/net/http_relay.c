@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "chan_int.h"
 #include "http_bridge.h"
+#include "http_link.h"
 #include "jsonl.h"
 #include "libssh_compat.h"
 #include "log.h"
@@ -41,9 +42,7 @@ struct http_relay {
 	unsigned long num;		/* for the log */
 	int fd;				/* to atriumd-http */
 	struct watch w;			/* on fd */
-	int poke;			/* w fired (unused: every turn looks) */
-	struct ssh_counter_struct io;	/* the link's bytes */
-	struct relay_link *link;
+	struct http_link *link;		/* shared (http_link.h) */
 	ssh_channel ch;			/* atrium-http on the home */
 	enum http_relay_step step;
 	char down[HTTP_RELAY_BUF];	/* the home's bytes, not yet written */
@@ -52,15 +51,6 @@ struct http_relay {
 	int up_eof;			/* atriumd-http's EOF went to the home */
 	struct http_relay *next;
 };
-
-/* A link's deadline: the loop wakes by then. */
-static void
-http_relay_wake(void *arg, long long when_ms)
-{
-	struct http_relay *h = arg;
-
-	loop_wake_at(&h->srv->loop, when_ms);
-}
 
 /* The relayed identity and the home, from the monitor's event; 0 or
  * -EPROTO (a field missing or not of its form). */
@@ -116,7 +106,7 @@ http_relay_ready(struct watch *w, int revents)
 int
 http_relay_start(struct server *srv, json_object *ev, int fd)
 {
-	struct relay_owner o = { .srv = srv, .what = "http relay" };
+	struct relay_owner o = { .srv = srv };
 	struct relay_home home;
 	struct http_relay *h;
 
@@ -132,12 +122,7 @@ http_relay_start(struct server *srv, json_object *ev, int fd)
 	h->srv = srv;
 	h->num = ++srv->next_id;
 	h->fd = fd;
-	o.num = h->num;
-	o.poke = &h->poke;
-	o.io = &h->io;
-	o.wake_at = http_relay_wake;
-	o.arg = h;
-	if (!(h->link = relay_link_new(&o, &home))) {
+	if (!(h->link = http_link_get(srv, &o, &home))) {
 		close(fd);
 		free(h);
 		return -ENOMEM;
@@ -271,12 +256,11 @@ http_relay_tick(struct http_relay *h)
 	const char *why = "";
 	ssh_session ssh;
 
-	relay_link_tick(h->link);
-	if (relay_link_is_down(h->link)) {
+	if (relay_link_is_down(http_link_relay(h->link))) {
 		h->step = HR_DONE;	/* relay.c logged why */
 		return;
 	}
-	if (!(ssh = relay_link_ssh(h->link, &why)))
+	if (!(ssh = relay_link_ssh(http_link_relay(h->link), &why)))
 		return;
 	if (h->step != HR_UP && http_relay_open(h, ssh) < 0) {
 		log_warn("http relay %lu: the room's host refused it", h->num);
@@ -304,7 +288,7 @@ http_relay_free(struct http_relay *h)
 			ssh_channel_close(h->ch);
 		ssh_channel_free(h->ch);
 	}
-	relay_link_close(h->link);
+	http_link_put(h->link);
 	free(h);
 }
 
@@ -314,6 +298,7 @@ http_relay_turn(struct server *srv)
 {
 	struct http_relay **pp = &srv->http_relays;
 
+	http_link_tick_all(srv);
 	while (*pp) {
 		struct http_relay *h = *pp;
 
@@ -326,6 +311,7 @@ http_relay_turn(struct server *srv)
 			pp = &h->next;
 		}
 	}
+	http_link_reap(srv);
 }
 
 /* See http_relay.h. */
@@ -338,4 +324,5 @@ http_relay_free_all(struct server *srv)
 		srv->http_relays = h->next;
 		http_relay_free(h);
 	}
+	http_link_free_all(srv);
 }

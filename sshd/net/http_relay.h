@@ -6,9 +6,10 @@
  * this process one end with the home's node, address and host key, and
  * the token's user, key fingerprint and client's address.
  *
- * Each such socket gets its own link to the home (relay.h: the same
+ * Each such socket gets a link to the home, shared with the other
+ * relays of the same identity and room (http_link.h; relay.h: the same
  * host-key check and userauth with this host's key, naming the token's
- * user, key and client address) and one channel on it asking for the
+ * user, key and client address), and one channel on it asking for the
  * subsystem HTTP_BRIDGE_SUBSYSTEM (http_bridge.h), whose bytes are the
  * socket's, both ways, within the channel's window and with no more than
  * HTTP_RELAY_BUF held from the home.  The home's EOF (or its link going
