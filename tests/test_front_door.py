@@ -42,8 +42,9 @@ import pytest
 from conftest import SSH_OPTS, DataDir, free_port, make_room
 from front_door import FakeHome, FakeMonitor, NetProcess, keygen
 from http_run import token_for
-from test_http import wait_http
+from test_http import wait_http, ws_run
 from test_chat import Tmux
+from test_access import events
 # The cluster's fixtures: three etcd members, atriumd hosts in it.
 from test_cluster import cgroup_prefix, etcd, hosts  # noqa: F401
 
@@ -405,34 +406,204 @@ def test_cluster_chat_people_on_two_hosts_see_each_other(hosts, etcd,
     tmux.wait("on-b", "the room is moving to another host; reconnect")
 
 
-def test_cluster_http_on_a_host_that_is_not_home_says_where(hosts, etcd,
-                                                            ssh_run):
-    """HTTP does not relay (yet): a request for a room served by another
-    host says that it does not, and which host serves the room where
-    the answer knows it, not a bare "no such room"."""
+def _curl(port, token, method, path, data_args=(), source="127.0.0.5"):
+    """curl from source to atriumd-http on port: (status, body bytes)."""
+    p = subprocess.run(
+        ["curl", "-sS", "--interface", source, "-X", method, "-o", "-",
+         "-w", "\n%{http_code}", "-H", "Authorization: Bearer " + token]
+        + list(data_args) + ["http://127.0.0.1:%d%s" % (port, path)],
+        capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    body, _, code = p.stdout.rpartition(b"\n")
+    return int(code), body
+
+
+def _exec_records(body):
+    return [json.loads(line) for line in body.decode().splitlines()
+            if line.strip()]
+
+
+def _exec_out(recs, stream="stdout"):
+    return b"".join(base64.b64decode(r["data"]) for r in recs
+                    if r.get("stream") == stream)
+
+
+def _http_cluster(hosts, etcd, ssh_run):
+    """A and B with HTTP, the room demo on A, and alice's token (made on
+    B) once A's mirror of the tokens has it too."""
     a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(a.http_port)
     wait_http(b.http_port)
     token = token_for(b, "alice")
-    for method, path, body in (
-            ("POST", "/api/rooms/demo/exec?command=true", b""),
-            ("GET", "/api/rooms/demo/files/", None),
-            ("GET", "/api/rooms/demo/events", None)):
-        c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
-        c.request(method, path, body, {"Authorization": "Bearer " + token,
-                                       "Content-Type": "application/json"})
+    wait_for(lambda: _curl(a.http_port, token, "GET",
+                           "/api/rooms/demo/files/")[0] == 200,
+             "the token on A")
+    return a, b, token
+
+
+def test_cluster_http_exec_and_files_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run, tmp_path):
+    """exec and files over HTTP through B reach the room on A, byte for
+    byte, with A's own answers; A sees the user's address, not B's."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    code, body = _curl(b.http_port, token, "POST", "/api/rooms/demo/exec?"
+                       "command=echo+out%3B+echo+err+%3E%262%3B+exit+3")
+    assert code == 200, (body, b.read_log())
+    recs = _exec_records(body)
+    assert _exec_out(recs) == b"out\n"
+    assert _exec_out(recs, "stderr") == b"err\n"
+    assert recs[-1] == {"exit": 3}
+    # Some MB of stdin, intact, both as one length and chunked.
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(1 << 20) * 6)
+    want = hashlib.sha256(big.read_bytes()).hexdigest()
+    for extra in ([], ["-H", "Transfer-Encoding: chunked"]):
+        code, body = _curl(b.http_port, token, "POST",
+                           "/api/rooms/demo/exec?command=sha256sum",
+                           ["--data-binary", "@" + str(big)] + extra)
+        assert code == 200, (body, a.read_log()[-3000:], b.read_log()[-3000:])
+        recs = _exec_records(body)
+        assert _exec_out(recs).split()[0].decode() == want, recs[-1]
+        assert recs[-1] == {"exit": 0}
+    # Files: put through B, read through B and on A, the same bytes.
+    blob = tmp_path / "blob"
+    blob.write_bytes(os.urandom(3 << 20))
+    code, _ = _curl(b.http_port, token, "PUT",
+                    "/api/rooms/demo/files/up/blob.bin",
+                    ["--data-binary", "@" + str(blob)])
+    assert code in (200, 201, 204), code
+    for port in (b.http_port, a.http_port):
+        code, got = _curl(port, token, "GET",
+                          "/api/rooms/demo/files/up/blob.bin")
+        assert code == 200 and got == blob.read_bytes(), (port, code)
+    rc, out, _ = ssh_run(a, "demo", "sha256sum up/blob.bin")
+    assert out.split()[0] == hashlib.sha256(blob.read_bytes()).hexdigest()
+    # A's log names the user's address (127.0.0.5), not B's.
+    assert "room=demo" in a.read_log()
+    assert any("addr=127.0.0.5" in line and "blob.bin" in line
+               for line in a.read_log().splitlines()), a.read_log()
+    # One link to A carried every one of those requests, one after the
+    # other: a key exchange once, not per request.
+    links = [l for l in b.read_log().splitlines()
+             if "relayed to room 'demo' on a" in l and "http link" in l]
+    assert len(links) == 1, links
+
+
+def test_cluster_http_tokens_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run):
+    """A bad token through B is refused as on one host, and so is a
+    token limited to other rooms."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    code, body = _curl(b.http_port, "atr_" + "x" * 40, "GET",
+                       "/api/rooms/demo/files/")
+    assert code == 401, body
+    rc, out, err = ssh_run(b, "anything", "atrium-token", "create",
+                           "--rooms", "other")
+    assert rc == 0, err
+    other = out.splitlines()[0]
+    code, body = _curl(b.http_port, other, "GET", "/api/rooms/demo/files/")
+    assert code == 403 and b"not for room 'demo'" in body, (code, body)
+    # One kept-alive connection to B: relayed requests and B's own, in
+    # turn, each answered.
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    for path in ("/api/rooms/demo/files/", "/health",
+                 "/api/rooms/demo/files/"):
+        c.request("GET", path, headers={"Authorization": "Bearer " + token})
         resp = c.getresponse()
-        text = resp.read().decode()
-        c.close()
-        assert "does not relay" in text, (path, text)
-        if path.endswith("/events"):
-            # The room's record is on its home: this host cannot tell
-            # whether it is there without asking, which HTTP does not.
-            assert resp.status == 404, (path, resp.status, text)
-            assert "atriumd cluster status shows where" in text, text
-            continue
-        assert resp.status == 503, (path, resp.status, text)
-        assert "room demo is served by host a (127.0.0.1:%d)" % a.port \
-            in text, (path, text)
+        assert resp.status == 200, (path, resp.status, resp.read())
+        resp.read()
+    c.close()
+
+
+class _Sse:
+    """The room's event stream on port, read event by event."""
+
+    def __init__(self, port, token):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.conn.request("GET", "/api/rooms/demo/events",
+                          headers={"Authorization": "Bearer " + token})
+        self.resp = self.conn.getresponse()
+
+    def next(self):
+        ev = {}
+        while True:
+            line = self.resp.fp.readline()
+            assert line, "the stream ended"
+            line = line.decode().rstrip("\n")
+            if not line and ev:
+                return ev
+            if line and not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                ev[key] = value
+
+    def message(self):
+        """The text of the next chat message."""
+        while True:
+            ev = self.next()
+            if ev.get("event") == "message":
+                return json.loads(ev["data"])["text"]
+
+
+def test_cluster_http_events_and_websocket_through_a_host_that_is_not_home(
+        hosts, etcd, ssh_run):
+    """The room's event stream, through B, sees a chat line said on A; a
+    WebSocket through B says a line that A's own event stream sees."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    sse = _Sse(b.http_port, token)
+    assert sse.resp.status == 200, sse.resp.read()
+    assert sse.resp.getheader("Content-Type").startswith("text/event-stream")
+    while sse.next().get("event") != "welcome":
+        pass
+    events(a, "demo", {"type": "chat", "text": "said on a"},
+           until=lambda e: e["type"] == "message" and
+           e.get("text") == "said on a")
+    assert sse.message() == "said on a"
+    sse.conn.close()
+    on_a = _Sse(a.http_port, token)
+    while on_a.next().get("event") != "welcome":
+        pass
+    rc, out, err = ws_run(None, "demo", token, """
+first = json.loads(await ws.recv())
+print(first["type"])
+await ws.send(json.dumps({"type": "chat", "text": "said through b"}))
+while True:
+    ev = json.loads(await asyncio.wait_for(ws.recv(), 20))
+    if ev["type"] == "message" and ev["text"] == "said through b":
+        print(ev["user"], ev["text"])
+        break
+""", base="ws://127.0.0.1:%d" % b.http_port)
+    assert rc == 0, (err, b.read_log()[-2000:])
+    assert out.splitlines() == ["welcome", "alice said through b"], out
+    assert on_a.message() == "said through b"
+    on_a.conn.close()
+
+
+def test_cluster_relayed_http_is_never_relayed_on(hosts, etcd, ssh_run,
+                                                  data_dir, tmp_path):
+    """A request relayed to B for a room B does not serve (it lives on
+    A: the two disagree for a moment) is answered, not relayed again."""
+    a, b, token = _http_cluster(hosts, etcd, ssh_run)
+    fp = fingerprint(data_dir.pubkey("alice"))
+    name = "atrium-relay demo alice %s 127.0.0.9" % fp
+    node_key = str(tmp_path / "a_hostkey")
+    shutil.copy(os.path.join(a.data, "hostkey"), node_key)
+    os.chmod(node_key, 0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
+                   check=True, capture_output=True, timeout=30)
+    req = ("GET /api/rooms/demo/files/ HTTP/1.1\r\nHost: b\r\n"
+           "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
+    deadline = time.time() + 30
+    while True:
+        try:
+            out, _ = asyncio.run(_relay_http(b.port, node_key, name,
+                                             req.encode()))
+            break
+        except asyncssh.PermissionDenied:
+            assert time.time() < deadline, b.read_log()
+            time.sleep(0.2)
+    assert out.startswith(b"HTTP/1.1 503"), out
+    assert b"the room is moving to another host; try again" in out, out
+    assert "http relay" not in b.read_log()
 
 
 def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,
@@ -503,3 +674,67 @@ def test_cluster_relays_to_homes_advertised_by_name(atriumd, data_dir, etcd,
         assert (rc, out) == (0, "relayed\n"), (err, front.read_log())
     assert "relayed by node b" in a.read_log()
     assert "relayed by node a" in b.read_log()
+
+
+async def _relay_http(port, key_path, username, request):
+    """As a front's atriumd-net would: the atrium-http subsystem on a
+    relay session, request written, the home's answer read to its end."""
+    async with asyncssh.connect(
+            "127.0.0.1", port, username=username, client_keys=[key_path],
+            known_hosts=None, agent_path=None) as conn:
+        proc = await conn.create_process(subsystem="atrium-http",
+                                         encoding=None)
+        proc.stdin.write(request)
+        out = await asyncio.wait_for(proc.stdout.read(), 30)
+        err = await asyncio.wait_for(proc.stderr.read(), 30)
+        return out, err
+
+
+def test_cluster_home_serves_http_relayed_by_a_node(hosts, etcd, ssh_run,
+                                                    data_dir, tmp_path):
+    """The home's half of relayed HTTP: a node's relay session asks for
+    the atrium-http subsystem, and the home's own atriumd-http serves
+    the bytes as a connection from the relayed user's address (its log
+    says so), checking the request's own token; a user's own session
+    may not ask for it."""
+    a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(a.http_port)
+    ssh_run(a, "demo", "printf relayed-bytes > hello.txt")
+    token = token_for(a, "alice")
+    fp = fingerprint(data_dir.pubkey("alice"))
+    name = "atrium-relay demo alice %s 127.0.0.9" % fp
+    # B's own host key, saved again by ssh-keygen (libssh pads the file
+    # in a way asyncssh does not read).
+    node_key = str(tmp_path / "b_hostkey")
+    shutil.copy(os.path.join(b.data, "hostkey"), node_key)
+    os.chmod(node_key, 0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
+                   check=True, capture_output=True, timeout=30)
+    req = ("GET /api/rooms/demo/files/hello.txt HTTP/1.1\r\nHost: a\r\n"
+           "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
+    # A reads the cluster's nodes now and then: until it has seen B join,
+    # it refuses B's key (as a front retries, so does this).
+    deadline = time.time() + 30
+    while True:
+        try:
+            out, err = asyncio.run(_relay_http(a.port, node_key, name,
+                                               req.encode()))
+            break
+        except asyncssh.PermissionDenied:
+            assert time.time() < deadline, a.read_log()
+            time.sleep(0.2)
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), (out, err, a.read_log())
+    assert body == b"relayed-bytes", out
+    assert "addr=127.0.0.9" in a.read_log()
+    # A bad token through the relay is refused as it is at the home.
+    req = ("GET /api/rooms/demo/files/hello.txt HTTP/1.1\r\nHost: a\r\n"
+           "Authorization: Bearer atr_nope\r\nConnection: close\r\n\r\n")
+    out, _ = asyncio.run(_relay_http(a.port, node_key, name, req.encode()))
+    assert out.startswith(b"HTTP/1.1 401"), out
+    # alice's own session is no relay: the subsystem is not there for it.
+    p = subprocess.run(
+        ["ssh", "-p", str(a.port), "-i", a.keys["alice"]] + SSH_OPTS +
+        ["-s", "demo@127.0.0.1", "atrium-http"], input=req.encode(),
+        capture_output=True, timeout=60)
+    assert p.returncode != 0 and b"HTTP/1.1" not in p.stdout, p

@@ -12,6 +12,7 @@
 
 #include "api_room.h"
 #include "ask_queue.h"
+#include "http_proxy.h"
 #include "http_req.h"
 #include "http_server.h"
 #include "http_stream.h"
@@ -124,10 +125,11 @@ http_ask_remote(json_object *ans, const char *room, char *msg, size_t len)
 
 	if (!state || strcmp(state, "remote") != 0)
 		return 0;
-	snprintf(msg, len, "room %s is served by host %s (%s) now, and this "
-	    "host's HTTP does not relay to another host: use host %s's HTTP "
-	    "address (SSH to any host relays)", room, node ? node : "?",
-	    addr ? addr : "?", node ? node : "?");
+	/* A request is relayed before its route runs (http_proxy.h): this
+	 * is a room that moved to another host meanwhile. */
+	snprintf(msg, len, "room %s is served by host %s (%s) now: it moved "
+	    "while the request began; try again", room, node ? node : "?",
+	    addr ? addr : "?");
 	return 1;
 }
 
@@ -138,8 +140,9 @@ http_ask_event(struct watch *w, int revents)
 	struct http_server *srv = w->arg;
 	json_object *ev = NULL;
 	const char *type;
-	int r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_REQUEST, &ev, NULL, NULL,
-	    0);
+	int fd = -1, nfds = 0;
+	int r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_REQUEST, &ev, &fd, &nfds,
+	    1);
 
 	(void)revents;
 	if (r < 0) {
@@ -148,12 +151,17 @@ http_ask_event(struct watch *w, int revents)
 		return;
 	}
 	type = json_get_string(ev, "type");
+	if (nfds == 1 && type && strcmp(type, "http_conn") == 0)
+		http_server_add_relayed(srv, fd, json_get_string(ev, "addr"));
+	else if (nfds == 1)
+		close(fd);	/* no other event carries one */
 	if (type && strcmp(type, "end_room") == 0)
 		http_stream_end_room(srv, json_get_string(ev, "room"),
 		    json_get_string(ev, "message"));
 	else if (type && strcmp(type, "wake") == 0) {
 		http_stream_wake(srv);
 		api_room_wake(srv);
+		http_proxy_wake(srv, 1);
 	}
 	json_object_put(ev);
 }

@@ -64,8 +64,9 @@ void http_ask_deliver(struct http_server *srv);
 int http_ask_refused(json_object *ans, const char **why);
 
 /* Whether a use answer says room is served by another host of the
- * cluster: 1 with what to tell the client in msg, 0 when not.  HTTP is
- * not relayed to a room's home (ARCHITECTURE.md, Cluster); SSH is. */
+ * cluster: 1 with what to tell the client in msg, 0 when not.  A request
+ * for such a room is relayed before its route runs (http_proxy.h), so a
+ * route sees this only for a room that moved meanwhile. */
 int http_ask_remote(json_object *ans, const char *room, char *msg,
     size_t len);
 

@@ -73,11 +73,32 @@ http_auth_forwarded(const char *xff, char *out, size_t len)
 }
 
 /* See http_auth.h. */
+int
+http_auth_relayed(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_port == 0;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port == 0;
+	return 0;
+}
+
+/* See http_auth.h. */
 void
 http_auth_addr(struct http_req *r)
 {
 	http_auth_peer(r->conn, r->addr, sizeof(r->addr));
-	if (r->srv->cfg.http_trusted_proxy[0] &&
+	r->relayed = http_auth_relayed(r->conn);
+	/* A relayed connection's address is the one the front resolved
+	 * (its own trusted proxy's word included): no header here moves
+	 * it. */
+	if (!r->relayed && r->srv->cfg.http_trusted_proxy[0] &&
 	    strcmp(r->addr, r->srv->cfg.http_trusted_proxy) == 0)
 		http_auth_forwarded(MHD_lookup_connection_value(r->conn,
 		    MHD_HEADER_KIND, "X-Forwarded-For"), r->addr,
@@ -91,7 +112,7 @@ http_auth_loopback(const struct http_req *r)
 	char peer[64];
 
 	http_auth_peer(r->conn, peer, sizeof(peer));
-	if (strcmp(peer, r->addr) != 0)
+	if (r->relayed || strcmp(peer, r->addr) != 0)
 		return 0;	/* a proxy spoke for someone else */
 	return strncmp(peer, "127.", 4) == 0 || strcmp(peer, "::1") == 0;
 }

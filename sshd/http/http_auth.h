@@ -27,11 +27,18 @@ struct http_req;
 
 #define HTTP_COOKIE	"atrium_session"
 
-/* Set r->addr from the connection (and a trusted proxy's header). */
+/* 1 when c came relayed from another node of the cluster (http_server.h,
+ * http_server_add_relayed): its address was given with port 0, which no
+ * TCP peer has. */
+struct MHD_Connection;
+int http_auth_relayed(struct MHD_Connection *c);
+
+/* Set r->addr from the connection (and a trusted proxy's header, but on
+ * a relayed connection), and r->relayed. */
 void http_auth_addr(struct http_req *r);
 
-/* 1 when r's client is on a loopback address (and no proxy spoke for
- * it), 0 when not. */
+/* 1 when r's client is on a loopback address (and no proxy, nor another
+ * node, spoke for it), 0 when not. */
 int http_auth_loopback(const struct http_req *r);
 
 /* Authenticate r: its token taken, its origin checked (upgrade: r is a

@@ -82,6 +82,21 @@ http_reply_queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 
 /* See http_req.h. */
 int
+http_reply_queue_as_is(struct http_req *r, unsigned status,
+    struct MHD_Response *resp)
+{
+	int ret;
+
+	r->status = status;
+	r->answered = 1;
+	http_reply_count(r->srv, status);
+	ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* See http_req.h. */
+int
 http_reply_text(struct http_req *r, unsigned status, const char *content_type,
     const char *text, size_t len)
 {

@@ -19,6 +19,7 @@ struct MHD_Connection;
 struct http_server;
 struct http_route;
 struct http_stream;
+struct http_proxy;
 
 #define HTTP_MAX_PATH		4096	/* a {path...} capture, decoded */
 #define HTTP_MAX_TOKEN		256	/* bytes of a bearer token */
@@ -33,6 +34,9 @@ struct http_req {
 	char room[64];			/* the {room} capture, or "" */
 	char rest[HTTP_MAX_PATH];	/* the {path...} capture, decoded */
 	char addr[64];			/* the client's numeric address */
+	int relayed;			/* the connection came from another
+					 * node (http_auth_relayed): never
+					 * relayed on */
 	char token[HTTP_MAX_TOKEN + 1];	/* as sent; never logged */
 	int by_cookie;			/* the token came in the cookie */
 	char user[64];			/* whom the monitor says it is for */
@@ -51,6 +55,8 @@ struct http_req {
 	void *ctx;			/* the route's own state, or NULL */
 	void (*ctx_free)(void *ctx);	/* frees ctx when the request is
 					 * over (completion), or NULL */
+	struct http_proxy *proxy;	/* relayed to its room's home
+					 * (http_proxy.h), or NULL */
 	int suspended;			/* MHD_suspend_connection'd by its
 					 * route (body or stream): resume with
 					 * http_req_resume */
@@ -65,6 +71,12 @@ int http_reply_error(struct http_req *r, unsigned status, const char *why);
 
 /* Answer r with status and obj as JSON (obj stays the caller's). */
 int http_reply_json(struct http_req *r, unsigned status, json_object *obj);
+
+struct MHD_Response;
+/* Queue resp (not freed) as it is: an answer relayed from the room's
+ * home, which has its headers already.  MHD's result. */
+int http_reply_queue_as_is(struct http_req *r, unsigned status,
+    struct MHD_Response *resp);
 
 /* Answer r with status and text of content_type. */
 int http_reply_text(struct http_req *r, unsigned status,

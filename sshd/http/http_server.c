@@ -32,7 +32,9 @@
 #include "http_server.h"
 #include "http_fileio.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +47,8 @@
 
 #include "http_ask.h"
 #include "http_auth.h"
+#include "http_proxy.h"
+#include "http_tunnel.h"
 #include "http_req.h"
 #include "http_routes.h"
 #include "http_stream.h"
@@ -177,6 +181,9 @@ http_server_first(struct http_req *r, const char *url)
 	if ((r->route->flags & HTTP_CHANGES) && r->read_only)
 		return http_reply_error(r, 403, "this token is read-only: it "
 		    "may read the room, not change it");
+	/* A room on another node: the whole request goes to its home. */
+	if (http_proxy_first(r, url, &ret))
+		return ret;
 	return MHD_YES;
 }
 
@@ -224,6 +231,12 @@ http_server_access(void *cls, struct MHD_Connection *c, const char *url,
 		http_slow_head_done(c);
 		*con_cls = r;
 		return http_server_first(r, url) == MHD_YES ? MHD_YES : MHD_NO;
+	}
+	if (r->proxy) {
+		int ret;
+
+		if (http_proxy_access(r, data, size, &ret))
+			return ret == MHD_YES ? MHD_YES : MHD_NO;
 	}
 	if (r->answered) {
 		*size = 0;	/* the rest of a refused body, dropped */
@@ -300,6 +313,7 @@ http_server_drain(struct http_server *srv)
 	MHD_quiesce_daemon(srv->mhd);
 	http_stream_end_all(srv, "atriumd-http restarts with new settings: "
 	    "reconnect");
+	http_tunnel_end_all(srv);
 	log_info("SIGHUP: restarting with new settings once the %u running "
 	    "request%s end (%d s at most); new connections wait for it",
 	    srv->requests_running, srv->requests_running == 1 ? "" : "s",
@@ -402,6 +416,42 @@ http_server_init(struct http_server *srv, int listen_fd, int req_fd, int ev_fd)
 	return 0;
 }
 
+/* See http_server.h. */
+int
+http_server_add_relayed(struct http_server *srv, int fd, const char *addr)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+
+	memset(&ss, 0, sizeof(ss));	/* port 0: relayed */
+	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		len = sizeof(*s4);
+	} else if (addr && inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		len = sizeof(*s6);
+	} else {
+		log_warn("a relayed connection without a client address: "
+		    "dropped");
+		close(fd);
+		return -EINVAL;
+	}
+	if (srv->drain_until_ms || srv->stopping) {
+		close(fd);	/* the front's client sees the link close */
+		return -ESHUTDOWN;
+	}
+	/* MHD closes fd when it refuses it (a limit reached). */
+	if (MHD_add_connection(srv->mhd, fd, (const struct sockaddr *)&ss,
+	    len) != MHD_YES) {
+		log_info("relayed connection for %s not taken (a limit of "
+		    "connections)", addr);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 /* Work after each poll, outside every callback. */
 static void
 http_server_turn(struct http_server *srv)
@@ -410,6 +460,7 @@ http_server_turn(struct http_server *srv)
 	long long slow_ms;
 
 	http_stream_tick(srv);
+	http_proxy_wake(srv, 0);
 	http_ask_deliver(srv);
 	/* Before the runs: a connection cut here is closed by them. */
 	if ((slow_ms = http_slow_sweep(&srv->slow, time_mono_ms())) > 0)
@@ -445,6 +496,7 @@ void
 http_server_destroy(struct http_server *srv)
 {
 	http_stream_free_all(srv);
+	http_tunnel_end_all(srv);
 	ask_queue_forget(&srv->asks);
 	http_fileio_free(srv->fileio);
 	srv->fileio = NULL;

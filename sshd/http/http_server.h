@@ -26,6 +26,8 @@
 
 struct MHD_Daemon;
 struct http_stream;
+struct http_proxy;
+struct http_tunnel;
 struct http_fileio;
 struct api_room_wait;
 
@@ -74,6 +76,15 @@ struct http_server {
 	struct api_room_wait *room_waits; /* requests waiting for a room
 					 * to start (api_room.h) */
 	int nstreams;
+	int nproxies;			/* requests relayed to rooms' homes
+					 * (http_proxy.h) */
+	struct http_proxy *proxy_waits;	/* requests waiting to learn where
+					 * their room lives */
+	struct http_tunnel *tunnels;	/* WebSockets relayed to rooms'
+					 * homes (http_tunnel.h) */
+	int no_cluster;			/* the monitor said this host is in
+					 * no cluster: nothing is relayed,
+					 * nothing asked (http_proxy.h) */
 	struct http_stats stats;
 	struct http_guard guard;	/* failed tokens per address */
 	struct http_slow slow;		/* request heads' deadlines */
@@ -86,6 +97,14 @@ struct http_server {
  * sockets and the signals.  0 or -errno (logged). */
 int http_server_init(struct http_server *srv, int listen_fd, int req_fd,
     int ev_fd);
+
+/* Serve fd (owned from now on), a connection another node of the cluster
+ * relayed (the monitor's http_conn event; sshd/net/http_bridge.h), as
+ * one from addr, the relayed client's numeric address: port 0 marks it
+ * relayed (http_auth_relayed), and per-address limits, the token
+ * failures' slowing and the log see addr.  0 or -errno (logged). */
+int http_server_add_relayed(struct http_server *srv, int fd,
+    const char *addr);
 
 /* Serve until SIGTERM or the monitor's end.  0 or -errno. */
 int http_server_run(struct http_server *srv);

@@ -119,11 +119,10 @@ http_stream_admit(struct http_req *r, int *ret)
 		*ret = http_reply_error(r, 503, "the room cannot be read now "
 		    "(it may be being imported); try again");
 	else if (!exists && json_get_bool(ans, "cluster", 0))
-		*ret = http_reply_error(r, 404, "no such room on this host: "
-		    "in a cluster, this host's HTTP reaches only the rooms it "
-		    "serves and does not relay to another host (SSH to any "
-		    "host does); atriumd cluster status shows where each room "
-		    "is");
+		*ret = http_reply_error(r, 404, "no such room in this "
+		    "cluster: make it over SSH first (ssh -p PORT "
+		    "ROOM@HOST); atriumd cluster status shows where each "
+		    "room is");
 	else if (!exists)
 		*ret = http_reply_error(r, 404, "no such room: make it over "
 		    "SSH first (ssh -p PORT ROOM@HOST)");

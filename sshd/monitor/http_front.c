@@ -69,7 +69,7 @@ struct http_front {
  * export, import, nor anything that names a key. */
 static const char *const http_front_requests[] = {
 	"use", "agent", "why", "access", "rooms", "delete", "pipes",
-	"whoami", "metrics", "cmd_begin", "cmd_end",
+	"whoami", "metrics", "cmd_begin", "cmd_end", "http_relay",
 };
 
 /* See http_front.h. */
@@ -315,15 +315,57 @@ http_front_free(struct monitor *srv)
 	srv->http = NULL;
 }
 
-/* 1 when addr can be a numeric address (atriumd-http writes it from the
- * connection, or from a trusted proxy's X-Forwarded-For). */
-static int
+/* See http_front.h. */
+int
 http_front_addr_ok(const char *addr)
 {
 	size_t n = strlen(addr);
 
 	return n > 0 && n <= HTTP_FRONT_MAX_ADDR &&
 	    strspn(addr, "0123456789abcdefABCDEF.:%") == n;
+}
+
+/* See http_front.h. */
+int
+http_front_pass_conn(struct monitor *srv, const char *addr, int *fd,
+    char *why, size_t len)
+{
+	struct monitor_front *f = http_front_of(srv);
+	json_object *ev;
+	int sp[2], r;
+
+	*fd = -1;
+	if (!f || f->ev_fd < 0) {
+		snprintf(why, len, "this host serves no HTTP (atriumd "
+		    "--http-listen)");
+		return -ENOENT;
+	}
+	if (!addr || !http_front_addr_ok(addr)) {
+		snprintf(why, len, "not a client address");
+		return -EPROTO;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot make a socket: %s", strerror(-r));
+		return r;
+	}
+	if (!(ev = json_object_new_object())) {
+		front_exec_close(sp, 2);
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	json_object_object_add(ev, "type", json_object_new_string("http_conn"));
+	json_object_object_add(ev, "addr", json_object_new_string(addr));
+	r = privsep_send(f->ev_fd, ev, &sp[1], 1);
+	json_object_put(ev);
+	close(sp[1]);
+	if (r < 0) {
+		close(sp[0]);
+		snprintf(why, len, "this host's HTTP process does not answer");
+		return r;
+	}
+	*fd = sp[0];
+	return 0;
 }
 
 /* See http_front.h. */

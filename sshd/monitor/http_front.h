@@ -15,8 +15,8 @@
  * never an API key).  Its requests are served by monitor.c like the
  * network process's, but for two things:
  *   - the set is smaller: use, agent, why, access, rooms, delete, pipes,
- *     whoami, metrics, cmd_begin, cmd_end; anything else ends the
- *     process;
+ *     whoami, metrics, cmd_begin, cmd_end, http_relay; anything else
+ *     ends the process;
  *   - who a request is for is a token, not a key: the request carries
  *     "token" (the bearer token exactly as the client sent it) and "addr"
  *     (the client's address), and the monitor resolves the token itself
@@ -84,6 +84,17 @@ void http_front_stop(struct monitor *srv, int sig);
  * refusals kept), or NULL without --http-listen. */
 struct cmd_cap;
 const struct cmd_cap *http_front_cmds(struct monitor *srv);
+
+/* A connection relayed from another node (privsep.h, http_conn): a
+ * socket pair whose one end goes to atriumd-http in an http_conn event
+ * (addr: the relayed client's numeric address), the other into *fd for
+ * the network process.  0, or -errno with why (-ENOENT: no HTTP here). */
+int http_front_pass_conn(struct monitor *srv, const char *addr, int *fd,
+    char *why, size_t len);
+
+/* 1 when addr can be a numeric address (atriumd-http writes it from the
+ * connection, or from a trusted proxy's X-Forwarded-For). */
+int http_front_addr_ok(const char *addr);
 
 /* 1 while the process has not been reaped. */
 int http_front_running(struct monitor *srv);

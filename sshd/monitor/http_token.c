@@ -48,6 +48,7 @@ http_token_identity(struct monitor *srv, const char *token, const char *addr,
 		return r;
 	id->read_only = grant.read_only;
 	snprintf(id->token_id, sizeof(id->token_id), "%s", grant.id);
+	snprintf(id->token_key, sizeof(id->token_key), "%s", grant.key);
 	http_token_rooms(&grant, id);
 	return 0;
 }

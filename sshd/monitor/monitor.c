@@ -710,6 +710,141 @@ monitor_relay(struct monitor *srv, json_object *req, const char *room,
 	return 0;
 }
 
+/* http_conn {room, WHO}: a connection to this host's atriumd-http for
+ * a relay session's HTTP (sshd/net/http_bridge.h), from the relayed
+ * user's address.  From the network process only; atriumd-http checks
+ * the request's own token as for any client.
+ * -> {fd: true} + the socket | {errno, error} */
+static int
+monitor_http_conn(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	char why[200];
+	int fd, r;
+
+	(void)room; (void)id;
+	if (srv->asking != &srv->net)
+		return -1;
+	r = http_front_pass_conn(srv, json_get_string(req, "addr"), &fd, why,
+	    sizeof(why));
+	if (r == -EPROTO)
+		return -1;
+	if (r < 0) {
+		json_object_object_add(ans, "errno", json_object_new_int(-r));
+		monitor_put(ans, "error", why);
+		return 0;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	fds->fd[fds->n++] = fd;
+	return 0;
+}
+
+/* The http_relay event for the network process: whom and where to
+ * relay to (privsep.h), with the network process's end of the pair. */
+static int
+monitor_http_relay_tell(struct monitor *srv, const char *room,
+    const struct monitor_identity *id, const char *addr, json_object *where,
+    int fd)
+{
+	json_object *ev = json_object_new_object();
+	int r;
+
+	if (!ev)
+		return -ENOMEM;
+	monitor_put(ev, "type", "http_relay");
+	monitor_put(ev, "room", room);
+	monitor_put(ev, "user", id->user);
+	monitor_put(ev, "key", id->token_key);
+	monitor_put(ev, "addr", addr);
+	monitor_put(ev, "node", json_get_string(where, "node"));
+	monitor_put(ev, "home", json_get_string(where, "addr"));
+	monitor_put(ev, "hostkey", json_get_string(where, "hostkey"));
+	r = srv->net.ev_fd >= 0 && srv->net.pid > 0 ?
+	    privsep_send(srv->net.ev_fd, ev, &fd, 1) : -EPIPE;
+	json_object_put(ev);
+	return r;
+}
+
+/* http_relay {room, token, addr}: the room lives on another node of the
+ * cluster: a socket pair for atriumd-http to send the request through,
+ * whose other end goes to the network process with where the room
+ * lives and whom it is for (sshd/net/http_relay.h).  From the HTTP
+ * process only.
+ * -> {here: true, cluster: false} (no cluster: never ask again)
+ *    | {here: true} (serve it here)
+ *    | {state: starting} (being looked up: ask again at the next wake)
+ *    | {fd: true, node} + the socket | {moving: true} (relayed: true,
+ *    and the room is not here either) | {errno, error} */
+static int
+monitor_http_relay(struct monitor *srv, json_object *req, const char *room,
+    const struct monitor_identity *id, json_object *ans,
+    struct monitor_fds *fds)
+{
+	const char *addr = json_get_string(req, "addr");
+	json_object *where = json_object_new_object();
+	const char *state = NULL;
+	int sp[2] = { -1, -1 }, r = -ENOMEM;
+
+	if (!srv->asking || !srv->asking->http || !addr ||
+	    !http_front_addr_ok(addr)) {
+		json_object_put(where);
+		return -1;
+	}
+	/* In no cluster every room is here, and atriumd-http need not ask
+	 * again (a cluster is joined only at start). */
+	if (!srv->cluster) {
+		json_object_object_add(ans, "here", json_object_new_boolean(1));
+		json_object_object_add(ans, "cluster",
+		    json_object_new_boolean(0));
+		json_object_put(where);
+		return 0;
+	}
+	if (where && (placement_use(srv, room, 1, where) ||
+	    !(state = json_get_string(where, "state")) ||
+	    strcmp(state, "remote") != 0)) {
+		/* Being looked up: ask again at the next wake.  Any other
+		 * answer (here, absent, failed) is the local routes' to
+		 * give, as without a cluster. */
+		if (state && strcmp(state, "starting") == 0)
+			monitor_put(ans, "state", "starting");
+		else
+			json_object_object_add(ans, "here",
+			    json_object_new_boolean(1));
+		json_object_put(where);
+		return 0;
+	}
+	/* A request another node relayed here is never relayed on: the two
+	 * disagree for a moment about where the room lives. */
+	if (where && json_get_bool(req, "relayed", 0)) {
+		json_object_object_add(ans, "moving", json_object_new_boolean(1));
+		json_object_put(where);
+		return 0;
+	}
+	if (where && id->token_key[0] &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		r = -errno;
+	else if (where && id->token_key[0])
+		r = monitor_http_relay_tell(srv, room, id, addr, where, sp[1]);
+	if (sp[1] >= 0)
+		close(sp[1]);
+	if (r < 0) {
+		if (sp[0] >= 0)
+			close(sp[0]);
+		json_object_object_add(ans, "errno", json_object_new_int(
+		    r == -ENOMEM ? ENOMEM : EIO));
+		monitor_put(ans, "error", "this host cannot relay to the room's "
+		    "host now; try again");
+		json_object_put(where);
+		return 0;
+	}
+	json_object_object_add(ans, "fd", json_object_new_boolean(1));
+	monitor_put(ans, "node", json_get_string(where, "node"));
+	fds->fd[fds->n++] = sp[0];
+	json_object_put(where);
+	return 0;
+}
+
 /* The model counts of metrics: every agent's requests, tokens and
  * failed requests by provider (model_totals.h). */
 static void
@@ -812,6 +947,8 @@ static const struct monitor_req monitor_reqs[] = {
 	{ "cmd_end", 0, 0, monitor_cmd_end },
 	{ "net_stats", 0, 0, monitor_net_stats_set },
 	{ "relay", 0, 0, monitor_relay },
+	{ "http_conn", 1, 1, monitor_http_conn },
+	{ "http_relay", 1, 1, monitor_http_relay },
 };
 
 /* A front broke the rules (or went away): end it.  The network

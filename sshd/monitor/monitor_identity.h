@@ -35,6 +35,8 @@ struct monitor_identity {
 	char rooms[1024];		/* the token's room list, comma
 					 * separated, when token_rooms */
 	char token_id[16];		/* the token's id (for logs), "" */
+	char token_key[AUTHKEYS_FP_MAX]; /* the token's key's fingerprint
+					 * (a relay names it), "" */
 };
 
 /* Who req is for: its "user", "key" (a SHA256 fingerprint, as

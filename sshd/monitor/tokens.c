@@ -181,6 +181,7 @@ tokens_grant(const struct token_row *r, struct token_grant *g)
 
 	memset(g, 0, sizeof(*g));
 	snprintf(g->id, sizeof(g->id), "%s", r->id);
+	snprintf(g->key, sizeof(g->key), "%s", r->key);
 	g->read_only = r->read_only;
 	g->expires = r->expires;
 	while (*p && g->nrooms < TOKEN_MAX_ROOMS) {

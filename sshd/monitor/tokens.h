@@ -39,6 +39,8 @@ struct token_grant {
 	int nrooms;			/* 0: every room the key may */
 	int read_only;			/* no request that changes a room */
 	long long expires;		/* unix time; 0: never */
+	char key[AUTHKEYS_FP_MAX];	/* its key's fingerprint (a relay
+					 * to a room's home names it) */
 };
 
 /* The store for DATA/tokens.db; nothing is opened yet (the file is made,

@@ -7,7 +7,9 @@
  *               the monitor: whatever the SSH user names, no room is
  *               entered);
  *   subsystem   sftp (stream.c), atrium (the protocol, control.c) or
- *               rooms (one line listing the rooms the user may enter);
+ *               rooms (one line listing the rooms the user may enter),
+ *               or, on a relay session only, atrium-http (HTTP relayed
+ *               by another node: http_bridge.h);
  *   shell       the chat (chat.c).
  * The request that picks a room kind is kept (req_kind, req_arg), so that
  * a room that turns out to live on another node of a cluster gets it
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "chat.h"
+#include "http_bridge.h"
 #include "control.h"
 #include "jsonl.h"
 #include "log.h"
@@ -238,7 +241,23 @@ chan_rooms(struct chan *c)
 	return 0;
 }
 
-/* subsystem request: sftp, atrium or rooms; others are rejected. */
+/* subsystem atrium-http (http_bridge.h): on a relay session only (a
+ * node's host key, relay_accept.c); from anyone else it is rejected as
+ * an unknown subsystem is. */
+static int
+chan_http_bridge(struct chan *c)
+{
+	int r;
+
+	if (!c->s->relayed)
+		return -1;
+	if ((r = chan_begin(c)) <= 0)
+		return r;
+	return http_bridge_open(c) < 0 ? -1 : 0;
+}
+
+/* subsystem request: sftp, atrium, rooms, or atrium-http on a relay;
+ * others are rejected. */
 static int
 chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 {
@@ -248,6 +267,8 @@ chan_subsystem_cb(ssh_session ssh, ssh_channel ch, const char *name, void *ud)
 	(void)ssh; (void)ch;
 	if (strcmp(name, "rooms") == 0)
 		return chan_rooms(c);
+	if (strcmp(name, HTTP_BRIDGE_SUBSYSTEM) == 0)
+		return chan_http_bridge(c);
 	if (strcmp(name, "sftp") != 0 && strcmp(name, "atrium") != 0)
 		return -1;
 	if ((r = chan_begin(c)) <= 0)

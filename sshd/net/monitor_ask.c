@@ -28,6 +28,7 @@
 #include "privsep.h"
 #include "relay.h"
 #include "server.h"
+#include "http_relay.h"
 #include "session.h"
 
 #define MONITOR_ASK_TOKEN_TEXT	(512 * 1024)	/* what atrium-token prints */
@@ -220,6 +221,27 @@ monitor_ask_fd(struct server *srv, json_object *req)
 
 /* See monitor_ask.h. */
 int
+monitor_ask_http_conn(const struct session *s, char *why, size_t len)
+{
+	json_object *req = monitor_ask_for(s, "http_conn", 1), *ans;
+	int fd, r;
+
+	snprintf(why, len, "the monitor cannot be asked");
+	if ((r = monitor_ask(s->srv, req, &ans, &fd)) < 0)
+		return r;
+	snprintf(why, len, "%s", json_get_string(ans, "error") ?:
+	    "this host cannot serve it now");
+	if (fd < 0) {
+		long long e = json_get_int(ans, "errno", EIO);
+
+		fd = e > 0 && e < 4096 ? -(int)e : -EIO;
+	}
+	json_object_put(ans);
+	return fd;
+}
+
+/* See monitor_ask.h. */
+int
 monitor_ask_agent(const struct session *s, const struct monitor_hello *h)
 {
 	json_object *req = monitor_ask_for(s, "agent", 1);
@@ -380,11 +402,11 @@ monitor_ask_event(struct watch *w, int revents)
 	struct server *srv = w->arg;
 	json_object *ev;
 	const char *type, *room, *msg;
-	int r;
+	int r, fd = -1, nfds = 0;
 
 	(void)revents;
-	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, NULL, NULL,
-	    0)) < 0) {
+	if ((r = privsep_recv(srv->ev_fd, PRIVSEP_MAX_ANSWER, &ev, &fd, &nfds,
+	    1)) < 0) {
 		loop_del(w);
 		if (!srv->stopping)
 			log_error("the monitor is gone (%s); stopping",
@@ -395,6 +417,10 @@ monitor_ask_event(struct watch *w, int revents)
 	type = json_get_string(ev, "type");
 	room = json_get_string(ev, "room");
 	msg = json_get_string(ev, "message");
+	if (nfds == 1 && type && strcmp(type, "http_relay") == 0)
+		http_relay_start(srv, ev, fd);	/* it owns fd */
+	else if (nfds == 1)
+		close(fd);	/* no other event carries one */
 	if (type && strcmp(type, "end_room") == 0 && room && msg)
 		server_end_room(srv, room, msg);
 	json_object_put(ev);

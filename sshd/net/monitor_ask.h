@@ -49,6 +49,11 @@ struct relay_home;
 int monitor_ask_use(const struct session *s, int create, char *err,
     size_t errlen, struct relay_home *home);
 
+/* A connection to this host's atriumd-http for relayed session s
+ * (http_bridge.h; privsep.h, http_conn): the fd, or -errno with the
+ * monitor's reason in why. */
+int monitor_ask_http_conn(const struct session *s, char *why, size_t len);
+
 /* May a relay authenticated with hostkey ("TYPE BASE64") come in?  1 when
  * it is the host key of a current node of this host's cluster (its name
  * into node), 0 when not (why: the monitor's reason, or that this host

@@ -43,10 +43,8 @@
  * chat's CHAT_MODES_OFF, sshd/chat/chat.c), on a line of its own. */
 #define RELAY_TERM_RESET	"\x1b[?2004l\x1b[?1006l\x1b[?1000l\r\n"
 
-enum link_step { LINK_DIAL, LINK_KEX, LINK_AUTH, LINK_UP, LINK_DOWN };
-
 struct relay_link {
-	struct session *s;	/* owner */
+	struct relay_owner o;	/* who it relays for, and how to tick it */
 	ssh_session ssh;	/* client to the home, once dialled */
 	int fd;			/* the socket, until libssh owns it; -1 */
 	struct watch w;		/* on fd while the connect is under way */
@@ -196,7 +194,8 @@ relay_link_down(struct relay_link *l, const char *what, const char *detail)
 	session_printable(detail ? detail : "", shown, sizeof(shown));
 	snprintf(l->why, sizeof(l->why), "%s%s%s", what, detail ? ": " : "",
 	    shown);
-	log_warn("session %lu: relay to %s (%s): %s", l->s->num, l->home.node,
+	log_warn("%s %lu: relay to %s (%s): %s", l->o.what, l->o.num,
+	    l->home.node,
 	    l->home.addr, l->why);
 	l->step = LINK_DOWN;
 	loop_del(&l->w);
@@ -233,16 +232,16 @@ relay_dial(struct relay_link *l)
 		relay_link_down(l, "cannot connect", strerror(e));
 		return -e;
 	}
-	loop_add(&l->s->srv->loop, &l->w, l->fd, POLLOUT, relay_dial_cb, l);
-	loop_mark(&l->w, &l->s->poke);
+	loop_add(&l->o.srv->loop, &l->w, l->fd, POLLOUT, relay_dial_cb, l);
+	loop_mark(&l->w, l->o.poke);
 	return 0;
 }
 
 /* The user name the home reads whom the link relays from. */
 static int
-relay_link_user(const struct session *s, char *out, size_t len)
+relay_link_user(const struct relay_owner *o, char *out, size_t len)
 {
-	return relay_user_format(out, len, s->room, s->user, s->fp, s->peer);
+	return relay_user_format(out, len, o->room, o->user, o->fp, o->peer);
 }
 
 /* The connected socket to libssh: a client session with cheap, modern
@@ -263,7 +262,7 @@ relay_session(struct relay_link *l)
 		return -1;
 	}
 	compat_socket_setup(l->fd);
-	if (relay_link_user(l->s, user, sizeof(user)) < 0 ||
+	if (relay_link_user(&l->o, user, sizeof(user)) < 0 ||
 	    !(l->ssh = ssh_new())) {
 		relay_link_down(l, "out of memory", NULL);
 		return -1;
@@ -279,7 +278,7 @@ relay_session(struct relay_link *l)
 	}
 	l->fd = -1;		/* libssh's from here */
 	ssh_set_blocking(l->ssh, 0);
-	ssh_set_counters(l->ssh, &l->s->io, NULL);
+	ssh_set_counters(l->ssh, l->o.io, NULL);
 	l->step = LINK_KEX;
 	return 0;
 }
@@ -314,7 +313,7 @@ relay_link_kex(struct relay_link *l)
 	int r = ssh_connect(l->ssh);
 
 	if (!l->in_event && r != SSH_ERROR) {
-		ssh_event_add_session(l->s->srv->loop.event, l->ssh);
+		ssh_event_add_session(l->o.srv->loop.event, l->ssh);
 		l->in_event = 1;
 	}
 	if (r == SSH_AGAIN)
@@ -342,15 +341,15 @@ relay_link_auth(struct relay_link *l)
 	int r;
 
 	if (now < l->retry_ms) {
-		session_wake_at(l->s, l->retry_ms);
+		l->o.wake_at(l->o.arg, l->retry_ms);
 		return;
 	}
-	r = ssh_userauth_publickey(l->ssh, NULL, l->s->srv->relay_key);
+	r = ssh_userauth_publickey(l->ssh, NULL, l->o.srv->relay_key);
 	if (r == SSH_AUTH_AGAIN)
 		return;
 	if (r == SSH_AUTH_DENIED && ++l->auth_tries < RELAY_AUTH_TRIES) {
 		l->retry_ms = now + RELAY_AUTH_RETRY_MS;
-		session_wake_at(l->s, l->retry_ms);
+		l->o.wake_at(l->o.arg, l->retry_ms);
 		return;
 	}
 	if (r != SSH_AUTH_SUCCESS) {
@@ -358,13 +357,13 @@ relay_link_auth(struct relay_link *l)
 		    "this host a node of its cluster?)", NULL);
 		return;
 	}
-	log_info("session %lu: %s relayed to room '%s' on %s (%s)", l->s->num,
-	    l->s->user, l->s->room, l->home.node, l->home.addr);
+	log_info("%s %lu: %s relayed to room '%s' on %s (%s)", l->o.what,
+	    l->o.num, l->o.user, l->o.room, l->home.node, l->home.addr);
 	l->step = LINK_UP;
 }
 
-/* Move the link on as far as it goes now. */
-static void
+/* See relay.h. */
+void
 relay_link_tick(struct relay_link *l)
 {
 	if (l->step != LINK_UP && l->step != LINK_DOWN &&
@@ -380,7 +379,31 @@ relay_link_tick(struct relay_link *l)
 	    (ssh_get_status(l->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)))
 		relay_link_down(l, "the home closed the connection", NULL);
 	if (l->step != LINK_UP && l->step != LINK_DOWN)
-		session_wake_at(l->s, l->deadline_ms + 1);
+		l->o.wake_at(l->o.arg, l->deadline_ms + 1);
+}
+
+/* See relay.h. */
+struct relay_link *
+relay_link_new(const struct relay_owner *o, const struct relay_home *home)
+{
+	struct relay_link *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->o = *o;
+	l->fd = -1;
+	l->w.fd = -1;
+	l->home = *home;
+	l->deadline_ms = time_mono_ms() + RELAY_CONNECT_MS;
+	relay_dial(l);
+	return l;
+}
+
+/* session_wake_at for a session's link. */
+static void
+relay_session_wake(void *arg, long long when_ms)
+{
+	session_wake_at(arg, when_ms);
 }
 
 /* s's link to home, made (and dialled) when s has none.  NULL when out
@@ -388,20 +411,20 @@ relay_link_tick(struct relay_link *l)
 static struct relay_link *
 relay_link_get(struct session *s, const struct relay_home *home)
 {
-	struct relay_link *l = s->relay;
+	struct relay_owner o = {
+		.srv = s->srv, .what = "session", .num = s->num,
+		.poke = &s->poke, .io = &s->io, .wake_at = relay_session_wake,
+		.arg = s,
+	};
 
-	if (l)
-		return l;
-	if (!(l = calloc(1, sizeof(*l))))
-		return NULL;
-	l->s = s;
-	l->fd = -1;
-	l->w.fd = -1;
-	l->home = *home;
-	l->deadline_ms = time_mono_ms() + RELAY_CONNECT_MS;
-	s->relay = l;
-	relay_dial(l);
-	return l;
+	if (s->relay)
+		return s->relay;
+	snprintf(o.room, sizeof(o.room), "%s", s->room);
+	snprintf(o.user, sizeof(o.user), "%s", s->user);
+	snprintf(o.fp, sizeof(o.fp), "%s", s->fp);
+	snprintf(o.peer, sizeof(o.peer), "%s", s->peer);
+	s->relay = relay_link_new(&o, home);
+	return s->relay;
 }
 
 /* See relay.h. */
@@ -416,10 +439,8 @@ relay_link_due(const struct session *s)
 
 /* See relay.h. */
 void
-relay_link_free(struct session *s)
+relay_link_close(struct relay_link *l)
 {
-	struct relay_link *l = s->relay;
-
 	if (!l)
 		return;
 	loop_del(&l->w);
@@ -427,12 +448,36 @@ relay_link_free(struct session *s)
 		close(l->fd);
 	if (l->ssh) {
 		if (l->in_event)
-			ssh_event_remove_session(s->srv->loop.event, l->ssh);
+			ssh_event_remove_session(l->o.srv->loop.event, l->ssh);
 		ssh_disconnect(l->ssh);
 		ssh_free(l->ssh);
 	}
 	free(l);
+}
+
+/* See relay.h. */
+void
+relay_link_free(struct session *s)
+{
+	relay_link_close(s->relay);
 	s->relay = NULL;
+}
+
+/* See relay.h. */
+ssh_session
+relay_link_ssh(const struct relay_link *l, const char **why)
+{
+	*why = l->why;
+	if (l->step == LINK_DOWN)
+		return NULL;
+	return l->step == LINK_UP ? l->ssh : NULL;
+}
+
+/* See relay.h. */
+int
+relay_link_is_down(const struct relay_link *l)
+{
+	return l->step == LINK_DOWN;
 }
 
 /* ------------------------------------------------- the home's channel -- */

@@ -45,7 +45,9 @@
 #define RELAY_AUTH_RETRY_MS	400	/* apart (a node it has not seen yet) */
 
 struct chan;
+struct server;
 struct session;
+struct ssh_counter_struct;
 
 /* Where a room lives, as the monitor's `use` answer says. */
 struct relay_home {
@@ -53,6 +55,42 @@ struct relay_home {
 	char addr[80];		/* HOST:PORT, numeric ("[::1]:22" for v6) */
 	char hostkey[1024];	/* "ssh-ed25519 AAAA..." */
 };
+
+enum link_step { LINK_DIAL, LINK_KEX, LINK_AUTH, LINK_UP, LINK_DOWN };
+
+/* Whom a link relays for, and how its owner is told to look at it: a
+ * user's session (its channels relayed), or a connection of this host's
+ * atriumd-http relayed whole (http_relay.h). */
+struct relay_owner {
+	struct server *srv;
+	const char *what;	/* "session", "http relay": for the log */
+	unsigned long num;	/* its number, for the log */
+	char room[80], user[64], fp[128], peer[64]; /* the relay's user name */
+	int *poke;		/* set when the link's socket fires */
+	struct ssh_counter_struct *io;	/* the link's bytes counted here */
+	void (*wake_at)(void *arg, long long when_ms);	/* a deadline */
+	void *arg;
+};
+
+struct relay_link;
+
+/* A link to home for o (dialled at once; up, or down with why, after
+ * some ticks).  NULL when out of memory. */
+struct relay_link *relay_link_new(const struct relay_owner *o,
+    const struct relay_home *home);
+
+/* Move the link on as far as it goes now (each of its owner's ticks). */
+void relay_link_tick(struct relay_link *l);
+
+/* The link's libssh session once it is up (authenticated), else NULL;
+ * *why says why it is down, when it is. */
+ssh_session relay_link_ssh(const struct relay_link *l, const char **why);
+
+/* 1 when the link is down (for good). */
+int relay_link_is_down(const struct relay_link *l);
+
+/* Close l (NULL: nothing), outside libssh's callbacks. */
+void relay_link_close(struct relay_link *l);
 
 /* Make c, whose request was taken and whose room lives at home, a relay
  * channel: its kind's state is released, what it queued for the client

@@ -31,6 +31,7 @@
  * is closed.
  */
 #include "server.h"
+#include "http_relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -516,6 +517,7 @@ server_turn(struct server *srv)
 			pp = &s->next;
 		}
 	}
+	http_relay_turn(srv);
 	server_accept_resume(srv);
 	server_refusals_flush(srv);
 	net_stats_tick(srv);
@@ -587,6 +589,7 @@ server_destroy(struct server *srv)
 		srv->sessions = s->next;
 		session_free(s);
 	}
+	http_relay_free_all(srv);
 	ask_queue_forget(&srv->asks);
 	agentlink_cache_free(&srv->link_cache);
 	tui_draw_cache_free(&srv->draw_cache);

@@ -36,6 +36,9 @@ struct session;
 
 struct chat_feed;
 
+struct http_relay;
+struct http_link;
+
 struct server {
 	const struct config *cfg;	/* the settings it was given (fixed:
 					 * a reload is the monitor's) */
@@ -88,6 +91,11 @@ struct server {
 					 * (tui_draw.h) */
 	struct net_stats stats;		/* counts for GET /metrics
 					 * (net_stats.h) */
+	struct http_relay *http_relays;	/* this host's atriumd-http's
+					 * connections relayed to rooms'
+					 * homes (http_relay.h) */
+	struct http_link *http_links;	/* the links they share
+					 * (http_link.h) */
 };
 
 /* 1 when atriumd has file descriptors to spare for a new connection

@@ -17,8 +17,8 @@
  *   4       N     one JSON object, with "type"
  *
  * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes,
- * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  Requests never carry one: the
- * monitor takes none.  The request set, each checked by the monitor
+ * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  So may the
+ * two events below.  Requests never carry one: the monitor takes none.  The request set, each checked by the monitor
  * (monitor.c) as it would check a client.  WHO is who a request acts for:
  * user, key (the SHA256 fingerprint of the public key the session
  * authenticated with) and addr (the client's address); the monitor finds
@@ -106,6 +106,12 @@
  *                           current node's host key (/atrium/nodes/NODE in
  *                           etcd); always refused without --cluster
  *                           -> {ok: true, node} | {error}
+ *   http_conn {room, WHO}   a relay session's atrium-http subsystem
+ *                           (sshd/net/http_bridge.h): from the network
+ *                           process only; the monitor hands one end of a
+ *                           new socket pair to atriumd-http (event
+ *                           http_conn) -> {fd: true} + the other end
+ *                           | {errno, error} ("this host serves no HTTP")
  *   cmd_end {user, n}       n of the user's commands over this front are
  *                           over (no WHO: a key removed meanwhile still
  *                           gives its count back) -> {}
@@ -114,10 +120,27 @@
  * (sshd/monitor/http_front.h): its WHO is {token, addr} (the bearer token
  * as the client sent it, resolved by the monitor on every request), and
  * it may send only use, agent, why, access, rooms, delete, pipes, whoami,
- * metrics, cmd_begin and cmd_end.
+ * metrics, cmd_begin, cmd_end and:
+ *
+ *   http_relay {room, WHO, relayed}
+ *                           where does the room live, for a request
+ *                           naming it (sshd/http/http_proxy.h)?
+ *                           -> {here: true} (cluster: false too when
+ *                              this host is in none: not asked again)
+ *                              | {state: starting} (ask
+ *                              again at the next wake) | {moving: true}
+ *                              (relayed set: never relayed on) | {fd:
+ *                              true, node} + one end of a socket pair
+ *                              whose other end goes to the network
+ *                              process (event http_relay) | {errno,
+ *                              error}
  *
  * Events: end_room {room, message} (end the room's channels), wake {};
- * both go to each front.
+ * both go to each front.  With a descriptor: http_relay {room, user,
+ * key, addr, node, home, hostkey} + a socket, to the network process
+ * (relay that socket to the home: sshd/net/http_relay.h); http_conn
+ * {addr} + a socket, to atriumd-http (serve it as a connection from
+ * addr: sshd/http/http_server.h).
  */
 #ifndef ATRIUMD_PRIVSEP_H
 #define ATRIUMD_PRIVSEP_H

@@ -79,6 +79,7 @@ declare -A SRC=(
 	[skills]="agent/skills.c common/jsonl.c common/utf8.c common/buf.c"
 	[mcp]="agent/mcp/mcp_proto.c agent/mcp/mcp_config.c agent/text.c common/jsonl.c common/utf8.c common/buf.c"
 	[http_range]="$HTTP_ALL"
+	[http_wire]="sshd/http/http_wire.c"
 	[http_auth]="$HTTP_ALL"
 	[token_text]="$(without "$MONITOR_ALL" sshd/monitor/tokens.c)"
 	[http_routes]="$(http_less sshd/http/api_util.c)"
