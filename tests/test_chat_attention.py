@@ -238,10 +238,13 @@ def test_ctrl_c_and_kill_stop_a_command(srv, tmux, size):
     tmux.open("b", srv, "stops", "bob", cols=size[0], rows=size[1])
     tmux.wait("b", "alice's command ended by SIGINT")
     # A command that ignores SIGINT: /kill again sends SIGTERM.
-    tmux.type("a", "!trap '' INT; sleep 300")
-    tmux.wait("b", "alice $ trap '' INT; sleep 300")
+    # It says when its trap is set: a SIGINT before that would end it.
+    tmux.type("a", "!trap '' INT; echo trap set; sleep 300")
+    tmux.wait("b", "alice $ trap '' INT; echo trap set; sleep 300")
+    tmux.wait("a", lambda s: "\ntrap set" in s or "  trap set" in s)
     tmux.type("a", "/kill")
-    tmux.wait("a", "sent SIGINT to your command `trap '' INT; sleep 300`")
+    tmux.wait("a", "sent SIGINT to your command `trap '' INT; echo trap set; "
+              "sleep 300`")
     tmux.type("a", "/kill")
     for name in ("a", "b"):
         row = ended(tmux, name, "alice's command ended by SIGTERM")

@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -82,16 +83,34 @@ class Monitor:
     two sockets whose peers the monitor holds, the request socket is the
     lower descriptor (sshd/monitor/monitor_main.c makes that pair first)."""
 
-    def __init__(self, srv):
+    def __init__(self, srv, data_dir):
+        self.net_pid = srv.network_pid()
         mine = set(socket_fds(srv.proc.pid).values())
         peers = unix_peers()
-        net = socket_fds(srv.network_pid())
+        net = socket_fds(self.net_pid)
         ends = sorted(fd for fd, ino in net.items() if peers.get(ino) in mine)
         assert len(ends) >= 2, ends
         # Blocking, and it stays so: the copy shares its file status flags
         # with the network process's descriptor, which must block.
-        self.sock = socket.socket(fileno=steal_fd(srv.network_pid(), ends[0]))
+        self.sock = socket.socket(fileno=steal_fd(self.net_pid, ends[0]))
         assert self.sock.getblocking()
+        # The network process shares the socket: stopped, it can neither
+        # take this test's answers nor be sent them.  A request it made
+        # just before may still be answered; the answers keep the order
+        # of the requests, so once a probe's own answer is read, nothing
+        # of the network process's is left to read.
+        os.kill(self.net_pid, signal.SIGSTOP)
+        self._drain(who(data_dir, "alice"))
+
+    def _drain(self, alice):
+        body = json.dumps(dict(type="rooms", **alice)).encode()
+        self.sock.sendall(struct.pack("=I", len(body)) + body)
+        while True:
+            ans, fds = self._read()
+            for fd in fds:
+                os.close(fd)
+            if ans.get("type") == "rooms":
+                return
 
     def _wait(self):
         r, _, _ = select.select([self.sock], [], [], 30)
@@ -101,6 +120,10 @@ class Monitor:
         """Send req; (answer, fds that came with it)."""
         body = json.dumps(req).encode()
         self.sock.sendall(struct.pack("=I", len(body)) + body)
+        return self._read()
+
+    def _read(self):
+        """The next answer and the fds that came with it."""
         self._wait()
         head, fds, _, _ = socket.recv_fds(self.sock, 4, 8)
         while len(head) < 4:
@@ -119,6 +142,10 @@ class Monitor:
 
     def close(self):
         self.sock.close()
+        try:
+            os.kill(self.net_pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass    # a test whose requests end the network process
 
 
 def who(data_dir, user, key_of=None):
@@ -144,7 +171,7 @@ def vault(atriumd, data_dir, ssh_run):
 
 def test_admin_is_the_keys_not_the_requests(vault, data_dir):
     add_key(data_dir, "root2", "atrium-admin")
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         # alice's key has no atrium-admin: a request saying admin is not.
         ans, _ = m.ask(type="rooms", admin=True, **who(data_dir, "alice"))
@@ -158,7 +185,7 @@ def test_admin_is_the_keys_not_the_requests(vault, data_dir):
 
 
 def test_a_key_acts_only_for_its_own_user(vault, data_dir):
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         ans, fds = m.ask(type="rooms", **who(data_dir, "bob", key_of="alice"))
         assert ans.get("errno") == errno.EACCES and not fds, ans
@@ -178,7 +205,7 @@ def test_a_key_acts_only_for_its_own_user(vault, data_dir):
 
 
 def test_delete_and_export_are_for_a_user_who_may(vault, data_dir, ssh_run):
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         ans, _ = m.ask(type="delete", room="vault", **who(data_dir, "alice"))
         assert ans.get("rc") == -errno.EPERM, ans
@@ -193,7 +220,7 @@ def test_delete_and_export_are_for_a_user_who_may(vault, data_dir, ssh_run):
 
 
 def test_a_delete_for_nobody_ends_the_network_process(vault, data_dir):
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         body = json.dumps({"type": "delete", "room": "vault"}).encode()
         m.sock.sendall(struct.pack("=I", len(body)) + body)
@@ -207,7 +234,7 @@ def test_a_delete_for_nobody_ends_the_network_process(vault, data_dir):
 def test_access_names_no_one_to_an_outsider(vault, data_dir):
     add_key(data_dir, "carol")
     invite(vault, "vault", "carol", user="bob")
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         # alice is outside bob's private room: the monitor's decision, and
         # neither its owner nor its members.
@@ -246,7 +273,7 @@ def test_access_names_no_one_to_an_outsider(vault, data_dir):
 
 
 def test_an_access_for_nobody_ends_the_network_process(vault, data_dir):
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         body = json.dumps({"type": "access", "room": "vault",
                            "for": "exec"}).encode()
@@ -280,7 +307,7 @@ def agent_events(sock, *then):
 
 
 def test_the_monitor_writes_the_only_hello(vault, data_dir):
-    m = Monitor(vault)
+    m = Monitor(vault, data_dir)
     try:
         # alice asks to be an admin in bob's private room: the monitor's
         # hello says who she is, and hers comes too late.
