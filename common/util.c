@@ -26,6 +26,18 @@ time_now_iso(char *out, size_t outlen)
 	snprintf(out, outlen, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
 }
 
+int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 long long
 time_mono_ms(void)
 {

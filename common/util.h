@@ -10,6 +10,9 @@
 /* "2026-11-30T03:44:26.123Z" for now, into out (at least 32 bytes). */
 void time_now_iso(char *out, size_t outlen);
 
+/* The value of hex digit c, or -1. */
+int hex_value(char c);
+
 /* Monotonic milliseconds. */
 long long time_mono_ms(void);
 

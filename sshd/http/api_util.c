@@ -18,6 +18,7 @@
 #include "http_server.h"
 #include "jsonl.h"
 #include "names.h"
+#include "util.h"
 
 /* Decode a query value into out.  0, or -EINVAL. */
 static int
@@ -31,7 +32,7 @@ api_query_decode(const char *v, char *out, size_t len)
 		if (c == '+') {
 			c = ' ';
 		} else if (c == '%') {
-			int hi = http_hex(v[1]), lo = hi < 0 ? -1 : http_hex(v[2]);
+			int hi = hex_value(v[1]), lo = hi < 0 ? -1 : hex_value(v[2]);
 
 			if (lo < 0)
 				return -EINVAL;

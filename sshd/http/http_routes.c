@@ -23,6 +23,7 @@
 #include "http_stream.h"
 #include "http_web.h"
 #include "names.h"
+#include "util.h"
 
 static const struct http_route http_routes[] = {
 	{ "GET", "/health", 0, http_api_health, NULL },
@@ -82,19 +83,6 @@ static const struct http_route http_routes[] = {
 
 /* See http_routes.h. */
 int
-http_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* See http_routes.h. */
-int
 http_segment_decode(const char *seg, size_t n, char *out, size_t len)
 {
 	size_t o = 0;
@@ -107,8 +95,8 @@ http_segment_decode(const char *seg, size_t n, char *out, size_t len)
 
 			if (i + 2 >= n)
 				return -EINVAL;
-			hi = http_hex(seg[i + 1]);
-			lo = http_hex(seg[i + 2]);
+			hi = hex_value(seg[i + 1]);
+			lo = hex_value(seg[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -EINVAL;
 			c = (unsigned char)(hi << 4 | lo);

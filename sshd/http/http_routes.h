@@ -67,8 +67,4 @@ const struct http_route *http_routes_match(struct http_req *r,
  * or a decoded '/', NUL or control byte. */
 int http_segment_decode(const char *seg, size_t n, char *out, size_t len);
 
-/* The value of hex digit c, or -1 (for %XX escapes, in the path here and
- * in query values: api_util.h). */
-int http_hex(char c);
-
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util.h"
+
 enum {
 	CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF,
 	CH_TRAILER, CH_TRAILER_LF, CH_DONE, CH_BAD
@@ -143,19 +145,6 @@ http_wire_head_parse(const char *buf, size_t len, struct http_wire_head *h)
 	return (ssize_t)(n + 4);
 }
 
-/* A hex digit's value, or -1. */
-static int
-http_wire_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One byte of framing (not data): the state after it. */
 static int
 http_wire_chunked_byte(struct http_wire_chunked *c, char b)
@@ -164,7 +153,7 @@ http_wire_chunked_byte(struct http_wire_chunked *c, char b)
 
 	switch (c->state) {
 	case CH_SIZE:
-		if ((d = http_wire_hex(b)) >= 0) {
+		if ((d = hex_value(b)) >= 0) {
 			if (++c->digits > 15)
 				return CH_BAD;	/* past 2^60: no body is */
 			c->left = c->left * 16 + (uint64_t)d;
