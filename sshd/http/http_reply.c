@@ -64,20 +64,13 @@ http_reply_count(struct http_server *srv, unsigned status)
 int
 http_reply_queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
-	int ret;
-
 	if (!resp)
 		return MHD_NO;
 	http_reply_headers(resp);
 	if (status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate",
 		    "Bearer realm=\"atrium\"");
-	r->status = status;
-	r->answered = 1;
-	http_reply_count(r->srv, status);
-	ret = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return http_reply_queue_as_is(r, status, resp);
 }
 
 /* See http_req.h. */
