@@ -59,6 +59,8 @@ struct http_proxy {
 	int woken;			/* ask it again */
 	long long decide_by_ms;		/* or answer 503 */
 	struct http_proxy *next_wait;	/* in srv->proxy_waits */
+	struct http_tunnel *tunnel;	/* its WebSocket's, until MHD hands
+					 * it the client's socket */
 };
 
 enum http_proxy_decision { HP_HERE, HP_RELAY, HP_ANSWERED, HP_WAIT };
@@ -344,7 +346,8 @@ http_proxy_upgrade(struct http_proxy *p)
 	loop_del(&p->w);
 	p->fd = -1;
 	r->srv->nproxies--;	/* the tunnel counts it from now on */
-	if (!(t = http_tunnel_new(r->srv, fd, p->in.data, p->in.len)) ||
+	if (!(t = http_tunnel_new(r->srv, fd, p->in.data, p->in.len,
+	    &p->tunnel)) ||
 	    !(resp = http_tunnel_response(t)))
 		return http_reply_error(r, 503, "out of memory; try again");
 	buf_reset(&p->in);
@@ -519,6 +522,10 @@ http_proxy_free(void *arg)
 		close(p->fd);
 		p->r->srv->nproxies--;
 	}
+	/* The client went before MHD handed its socket over: the tunnel
+	 * would keep the home's WebSocket open (http_tunnel.h). */
+	if (p->tunnel)
+		http_tunnel_drop(p->tunnel);
 	buf_free(&p->out);
 	buf_free(&p->in);
 	free(p->head);
