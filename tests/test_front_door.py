@@ -841,7 +841,8 @@ def test_cluster_http_relays_at_most_128_at_once(hosts, etcd, ssh_run):
 def test_cluster_http_home_without_http(hosts, etcd, ssh_run):
     """A room whose home serves no HTTP, asked through B: 502 "the room's
     host did not answer", and B's log says A's reason."""
-    a, b = hosts(2, http=[False, True])
+    a, b = hosts(2, http=[False, True],
+                 extra=("--http-max-headers", "400000"))
     make_room(a, "demo", timeout=60)
     wait_http(b.http_port)
     token = token_for(b, "alice")
@@ -851,4 +852,15 @@ def test_cluster_http_home_without_http(hosts, etcd, ssh_run):
     wait_for(lambda: "the home says: atrium:" in b.read_log(),
              "the home's reason in B's log")
     said = [l for l in b.read_log().splitlines() if "the home says" in l]
-    assert "HTTP" in said[0], said
+    assert "this host serves no HTTP" in said[0], said
+    # A head B takes but cannot relay whole (past 128 KiB) is refused,
+    # not sent on without the headers that did not fit.
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    c.request("GET", "/api/rooms/demo/files/",
+              headers={"Authorization": "Bearer " + token,
+                       "X-Big": "x" * 200000})
+    resp = c.getresponse()
+    code, body = resp.status, resp.read()
+    c.close()
+    assert code == 431, body
+    assert b"too large to relay to the room's host" in body, body
