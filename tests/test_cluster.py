@@ -154,7 +154,8 @@ def cgroup_prefix():
 @pytest.fixture
 def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
     """hosts(n) -> n atriumd hosts "a", "b"... of the cluster, each with
-    its own DATA and cgroup parent, the same users."""
+    its own DATA and cgroup parent, the same users; http: every host
+    serves HTTP too, or a list saying which do."""
     def start(n=2, lease=LEASE, extra=(), http=False):
         out = []
         for i in range(n):
@@ -167,7 +168,8 @@ def hosts(cgroup_prefix, atriumd, data_dir, etcd, tmp_path):
                 shutil.copy(os.path.join(str(data_dir), "authorized_keys"),
                             str(path / "authorized_keys"))
                 data = DataDir(str(path), data_dir.keys)
-            port, web = free_port(), free_port() if http else None
+            serves = http[i] if isinstance(http, (list, tuple)) else http
+            port, web = free_port(), free_port() if serves else None
             web_args = ["--http-listen", "127.0.0.1:%d" % web] if web else []
             out.append(atriumd(data, "--listen", "127.0.0.1:%d" % port,
                                "--cluster", "etcd=" + etcd.urls(),

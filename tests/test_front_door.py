@@ -603,7 +603,8 @@ def test_cluster_relayed_http_is_never_relayed_on(hosts, etcd, ssh_run,
             time.sleep(0.2)
     assert out.startswith(b"HTTP/1.1 503"), out
     assert b"the room is moving to another host; try again" in out, out
-    assert "http relay" not in b.read_log()
+    # B opened no link to relay it on.
+    assert "relayed to room 'demo'" not in b.read_log(), b.read_log()
 
 
 def test_cluster_refuses_relays_from_keys_not_a_nodes(hosts, etcd, ssh_run,
@@ -738,3 +739,128 @@ def test_cluster_home_serves_http_relayed_by_a_node(hosts, etcd, ssh_run,
         ["-s", "demo@127.0.0.1", "atrium-http"], input=req.encode(),
         capture_output=True, timeout=60)
     assert p.returncode != 0 and b"HTTP/1.1" not in p.stdout, p
+
+
+def test_cluster_http_empty_chunked_body_after_a_wait(hosts, etcd, ssh_run):
+    """A request with an empty chunked body, for a room B has not looked
+    up yet (it waits for the cluster's answer first), is relayed whole
+    and answered at once, not when A's request timeout is up."""
+    a, b = _room_on_a(hosts, etcd, ssh_run, http=True)
+    wait_http(a.http_port)
+    wait_http(b.http_port)
+    token = token_for(b, "alice")
+    wait_for(lambda: _curl(a.http_port, token, "GET",
+                           "/api/rooms/demo/files/")[0] == 200,
+             "the token on A")
+    # curl (which waits for 100 Continue before its body), and a client
+    # that sends the empty body with the head, as one write.
+    for room in ("fresh", "fresh2"):
+        make_room(a, room, timeout=60)
+        start = time.monotonic()
+        if room == "fresh":
+            code, body = _curl(b.http_port, token, "POST",
+                               "/api/rooms/%s/exec?command=wc+-c" % room,
+                               ["-m", "8", "-H", "Transfer-Encoding: chunked",
+                                "--data-binary", "@/dev/null"])
+        else:
+            s = socket.create_connection(("127.0.0.1", b.http_port),
+                                         timeout=8)
+            s.sendall(("POST /api/rooms/%s/exec?command=wc+-c HTTP/1.1\r\n"
+                       "Host: b\r\nAuthorization: Bearer %s\r\n"
+                       "Transfer-Encoding: chunked\r\nConnection: close"
+                       "\r\n\r\n0\r\n\r\n" % (room, token)).encode())
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            code, body = resp.status, resp.read()
+            s.close()
+        assert code == 200, (room, body, b.read_log()[-2000:])
+        recs = _exec_records(body)
+        assert _exec_out(recs).strip() == b"0", recs
+        assert recs[-1] == {"exit": 0}
+        assert time.monotonic() - start < 8, room
+    # One info line per link and one per request, on each host: B's link
+    # to A and its request line; A's link and its request line.
+    on_b = [l for l in b.read_log().splitlines() if "fresh2" in l]
+    assert len(on_b) == 2, on_b
+    assert "relayed to room 'fresh2' on a" in on_b[0], on_b
+    assert "POST /api/rooms/fresh2/exec 200" in on_b[1], on_b
+    on_a = [l for l in a.read_log().splitlines() if "HTTP relayed" in l
+            or "room 'fresh2', relayed" in l or "/api/rooms/fresh2/" in l]
+    assert len(on_a) == 2 and "relayed by node b" in on_a[0], on_a
+
+
+def _raw_get(port, path, token):
+    """A GET on a socket of its own: (socket, status line)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "\r\n" % (path, token)).encode())
+    f = s.makefile("rb")
+    return s, f, f.readline()
+
+
+def test_cluster_http_relays_at_most_128_at_once(hosts, etcd, ssh_run):
+    """128 event streams through B are relayed; the next request for the
+    room on A is answered 503 with the reason, and once a stream ends a
+    new request is relayed again."""
+    a, b = hosts(2, http=True, extra=("--http-per-source", "400"))
+    make_room(a, "demo", timeout=60)
+    wait_http(a.http_port)
+    wait_http(b.http_port)
+    token = token_for(b, "alice")
+    wait_for(lambda: _curl(a.http_port, token, "GET",
+                           "/api/rooms/demo/files/")[0] == 200,
+             "the token on A")
+    streams = []
+    try:
+        for _ in range(128):
+            s, f, status = _raw_get(b.http_port, "/api/rooms/demo/events",
+                                    token)
+            streams.append((s, f))
+            assert status.startswith(b"HTTP/1.1 200"), \
+                (len(streams), status, b.read_log()[-2000:])
+        code, body = _curl(b.http_port, token, "GET",
+                           "/api/rooms/demo/files/")
+        assert code == 503, body
+        assert b"this host relays as many requests to other hosts as it " \
+            b"may now; try again" in body, body
+        # B's own routes are not relayed: they are served still.
+        assert _curl(b.http_port, token, "GET", "/health")[0] == 200
+        s, f = streams.pop()
+        f.close()
+        s.close()
+        # B sees the client gone when the stream next moves (a ping).
+        wait_for(lambda: _curl(b.http_port, token, "GET",
+                               "/api/rooms/demo/files/")[0] == 200,
+                 "a relay's place free again", timeout=40)
+    finally:
+        for s, f in streams:
+            f.close()
+            s.close()
+
+
+def test_cluster_http_home_without_http(hosts, etcd, ssh_run):
+    """A room whose home serves no HTTP, asked through B: 502 "the room's
+    host did not answer", and B's log says A's reason."""
+    a, b = hosts(2, http=[False, True],
+                 extra=("--http-max-headers", "400000"))
+    make_room(a, "demo", timeout=60)
+    wait_http(b.http_port)
+    token = token_for(b, "alice")
+    code, body = _curl(b.http_port, token, "GET", "/api/rooms/demo/files/")
+    assert code == 502, (body, b.read_log()[-2000:])
+    assert b"the room's host did not answer" in body, body
+    wait_for(lambda: "the home says: atrium:" in b.read_log(),
+             "the home's reason in B's log")
+    said = [l for l in b.read_log().splitlines() if "the home says" in l]
+    assert "this host serves no HTTP" in said[0], said
+    # A head B takes but cannot relay whole (past 128 KiB) is refused,
+    # not sent on without the headers that did not fit.
+    c = http.client.HTTPConnection("127.0.0.1", b.http_port, timeout=30)
+    c.request("GET", "/api/rooms/demo/files/",
+              headers={"Authorization": "Bearer " + token,
+                       "X-Big": "x" * 200000})
+    resp = c.getresponse()
+    code, body = resp.status, resp.read()
+    c.close()
+    assert code == 431, body
+    assert b"too large to relay to the room's host" in body, body

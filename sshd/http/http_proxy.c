@@ -59,6 +59,9 @@ struct http_proxy {
 	int woken;			/* ask it again */
 	long long decide_by_ms;		/* or answer 503 */
 	struct http_proxy *next_wait;	/* in srv->proxy_waits */
+	struct http_tunnel *tunnel;	/* its WebSocket's, until MHD hands
+					 * it the client's socket */
+	int head_full;			/* its head did not fit in out */
 };
 
 enum http_proxy_decision { HP_HERE, HP_RELAY, HP_ANSWERED, HP_WAIT };
@@ -166,17 +169,19 @@ http_proxy_drop_header(const char *name)
 	    strcasecmp(name, "Expect") == 0;	/* MHD answered it here */
 }
 
-/* MHD_KeyValueIterator: a header of the request into out. */
+/* MHD_KeyValueIterator: a header of the request into p->out (none is
+ * left out: one that does not fit ends the head, and the request). */
 static enum MHD_Result
 http_proxy_header(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
 {
-	struct buf *out = cls;
+	struct http_proxy *p = cls;
 
 	(void)kind;
-	if (!http_proxy_drop_header(key))
-		buf_printf(out, "%s: %s\r\n", key, value ? value : "");
-	return MHD_YES;
+	if (!http_proxy_drop_header(key) && buf_printf(&p->out, "%s: %s\r\n",
+	    key, value ? value : "") < 0)
+		p->head_full = 1;
+	return p->head_full ? MHD_NO : MHD_YES;
 }
 
 /* MHD_KeyValueIterator: an argument of the query into out, as sent (the
@@ -186,27 +191,31 @@ static enum MHD_Result
 http_proxy_arg(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
 {
-	struct buf *out = cls;
+	struct http_proxy *p = cls;
+	struct buf *out = &p->out;
 	const char *parts[2] = { key, value };
+	int r = 0;
 
 	(void)kind;
-	buf_append(out, out->data[out->len - 1] == '?' ? "" : "&",
-	    out->data[out->len - 1] == '?' ? 0 : 1);
+	if (out->data[out->len - 1] != '?')
+		r |= buf_append(out, "&", 1);
 	for (int i = 0; i < 2 && parts[i]; i++) {
 		if (i)
-			buf_append(out, "=", 1);
+			r |= buf_append(out, "=", 1);
 		for (const char *c = parts[i]; *c; c++)
 			if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f
 			    || *c == '#')
-				buf_printf(out, "%%%02X", (unsigned char)*c);
+				r |= buf_printf(out, "%%%02X", (unsigned char)*c);
 			else
-				buf_append(out, c, 1);
+				r |= buf_append(out, c, 1);
 	}
-	return MHD_YES;
+	if (r < 0)
+		p->head_full = 1;
+	return p->head_full ? MHD_NO : MHD_YES;
 }
 
-/* The request's head into out.  0, or -1 (a path or header that cannot
- * be sent on, or out of memory). */
+/* The request's head into out.  0, -EINVAL (a path that cannot be sent
+ * on), or -E2BIG (the head does not fit in out, or out of memory). */
 static int
 http_proxy_head(struct http_proxy *p, const char *url)
 {
@@ -218,28 +227,35 @@ http_proxy_head(struct http_proxy *p, const char *url)
 
 	for (const char *c = url; *c; c++)
 		if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
-			return -1;
-	buf_printf(&p->out, "%s %s?", r->method, url);
+			return -EINVAL;
+	if (buf_printf(&p->out, "%s %s?", r->method, url) < 0)
+		return -E2BIG;
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND,
-	    http_proxy_arg, &p->out);
-	if (p->out.len && p->out.data[p->out.len - 1] == '?')
+	    http_proxy_arg, p);
+	if (p->out.data[p->out.len - 1] == '?')
 		buf_truncate(&p->out, p->out.len - 1);
-	buf_append(&p->out, " HTTP/1.1\r\n", 11);
-	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, http_proxy_header,
-	    &p->out);
+	if (buf_append(&p->out, " HTTP/1.1\r\n", 11) < 0)
+		p->head_full = 1;
+	if (!p->head_full)
+		MHD_get_connection_values(r->conn, MHD_HEADER_KIND,
+		    http_proxy_header, p);
 	if (te && strcasecmp(te, "chunked") == 0) {
 		p->chunked_up = 1;
-		buf_printf(&p->out, "Transfer-Encoding: chunked\r\n");
+		if (buf_printf(&p->out, "Transfer-Encoding: chunked\r\n") < 0)
+			p->head_full = 1;
 	} else if (cl) {
 		p->body_len = strtoll(cl, NULL, 10);
-		buf_printf(&p->out, "Content-Length: %lld\r\n", p->body_len);
+		if (buf_printf(&p->out, "Content-Length: %lld\r\n",
+		    p->body_len) < 0)
+			p->head_full = 1;
 	}
 	/* A WebSocket asks the home for the upgrade (http_tunnel.h); any
 	 * other request is the link's only one. */
-	if (r->route->flags & HTTP_UPGRADE)
-		return buf_printf(&p->out, "Connection: Upgrade\r\nUpgrade: "
-		    "websocket\r\n\r\n") < 0 ? -1 : 0;
-	return buf_printf(&p->out, "Connection: close\r\n\r\n") < 0 ? -1 : 0;
+	if (buf_printf(&p->out, (r->route->flags & HTTP_UPGRADE) ?
+	    "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n" :
+	    "Connection: close\r\n\r\n") < 0)
+		p->head_full = 1;
+	return p->head_full ? -E2BIG : 0;
 }
 
 /* A piece of the body into out (a chunk when chunked): the bytes taken,
@@ -344,7 +360,8 @@ http_proxy_upgrade(struct http_proxy *p)
 	loop_del(&p->w);
 	p->fd = -1;
 	r->srv->nproxies--;	/* the tunnel counts it from now on */
-	if (!(t = http_tunnel_new(r->srv, fd, p->in.data, p->in.len)) ||
+	if (!(t = http_tunnel_new(r->srv, fd, p->in.data, p->in.len,
+	    &p->tunnel)) ||
 	    !(resp = http_tunnel_response(t)))
 		return http_reply_error(r, 503, "out of memory; try again");
 	buf_reset(&p->in);
@@ -369,6 +386,12 @@ http_proxy_respond(struct http_proxy *p)
 
 	if (h->status == 101)
 		return http_proxy_upgrade(p);
+	if (h->status < 200) {	/* no Expect went there: none is due */
+		log_warn("relayed request for room '%s': an interim answer "
+		    "(%u) from %s", r->room, h->status, p->node);
+		return http_reply_error(r, 502, "the room's host answered with "
+		    "something that is not HTTP");
+	}
 	p->left = nobody ? 0 : h->length;
 	resp = nobody || h->length == 0 ?
 	    MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT) :
@@ -519,6 +542,10 @@ http_proxy_free(void *arg)
 		close(p->fd);
 		p->r->srv->nproxies--;
 	}
+	/* The client went before MHD handed its socket over: the tunnel
+	 * would keep the home's WebSocket open (http_tunnel.h). */
+	if (p->tunnel)
+		http_tunnel_drop(p->tunnel);
 	buf_free(&p->out);
 	buf_free(&p->in);
 	free(p->head);
@@ -526,17 +553,20 @@ http_proxy_free(void *arg)
 	free(p);
 }
 
-/* Relay p's request through fd (owned from now on).  0, or -1. */
+/* Relay p's request through fd (owned from now on).  0, or -errno
+ * (http_proxy_head's, or fcntl's). */
 static int
 http_proxy_start(struct http_proxy *p, int fd)
 {
+	int r;
+
 	p->fd = fd;
 	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
-		return -1;
+		return -errno;
 	p->r->srv->nproxies++;
 	loop_add(&p->r->srv->loop, &p->w, fd, 0, http_proxy_ready, p);
-	if (http_proxy_head(p, p->url) < 0)
-		return -1;
+	if ((r = http_proxy_head(p, p->url)) < 0)
+		return r;
 	http_proxy_flush(p);
 	http_proxy_want(p);
 	log_debug("%s %s relayed to host %s", p->r->method, p->r->path,
@@ -605,7 +635,7 @@ http_proxy_decide(struct http_proxy *p, int *ret)
 {
 	struct http_req *r = p->r;
 	enum http_proxy_decision d;
-	int fd;
+	int fd, err;
 
 	p->woken = 0;
 	if (time_mono_ms() > p->decide_by_ms) {
@@ -627,8 +657,13 @@ http_proxy_decide(struct http_proxy *p, int *ret)
 	p->deciding = 0;
 	if (r->srv->nproxies >= HTTP_PROXY_MAX)
 		return http_proxy_refuse(p, fd, ret);
-	if (http_proxy_start(p, fd) < 0) {
-		*ret = http_reply_error(r, 503, "out of memory; try again");
+	if ((err = http_proxy_start(p, fd)) < 0) {
+		*ret = err == -E2BIG ? http_reply_error(r, 431, "the request's "
+		    "head is too large to relay to the room's host (128 KiB "
+		    "at most)") : err == -EINVAL ? http_reply_error(r, 400,
+		    "the request's path cannot be relayed to the room's host")
+		    : http_reply_error(r, 503, "this host cannot relay to the "
+		    "room's host now; try again");
 		return HP_ANSWERED;
 	}
 	*ret = MHD_YES;

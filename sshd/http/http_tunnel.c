@@ -25,12 +25,14 @@ struct http_tunnel {
 	int fd;				/* the relay to the home */
 	int sock;			/* the client's, once MHD hands it */
 	struct MHD_UpgradeResponseHandle *urh;
+	struct http_tunnel **holder;	/* its request's, until the
+					 * hand-over (http_tunnel.h) */
 	struct watch fd_w, sock_w;
 	struct buf up;			/* client -> home, not yet written */
 	struct buf down;		/* home -> client, not yet written */
 	int up_eof, down_eof;		/* that side read to its end */
 	int dead;
-	struct http_tunnel *next;	/* in srv->tunnels */
+	struct http_tunnel *next;	/* in srv->tunnels, until cut */
 };
 
 /* Read fd into b while it holds under HTTP_TUNNEL_HIGH.  0, or 1 at its
@@ -75,9 +77,11 @@ http_tunnel_write(int fd, struct buf *b)
 	return 0;
 }
 
-/* Free t (its sockets closed: MHD's through its handle). */
+/* Close t's relay socket and stop watching: the home sees the WebSocket
+ * end.  t is out of srv->tunnels and no longer counted; it is freed by
+ * whoever holds it (http_tunnel.h). */
 static void
-http_tunnel_free(struct http_tunnel *t)
+http_tunnel_cut(struct http_tunnel *t)
 {
 	struct http_tunnel **pp = &t->srv->tunnels;
 
@@ -87,13 +91,44 @@ http_tunnel_free(struct http_tunnel *t)
 		*pp = t->next;
 	loop_del(&t->fd_w);
 	loop_del(&t->sock_w);
-	close(t->fd);
+	if (t->fd >= 0) {
+		close(t->fd);
+		t->fd = -1;
+		t->srv->nproxies--;
+	}
+	t->dead = 1;
+}
+
+/* Free t (its sockets closed: MHD's through its handle). */
+static void
+http_tunnel_free(struct http_tunnel *t)
+{
+	http_tunnel_cut(t);
+	if (t->holder)
+		*t->holder = NULL;
 	if (t->urh)
 		MHD_upgrade_action(t->urh, MHD_UPGRADE_ACTION_CLOSE);
 	buf_free(&t->up);
 	buf_free(&t->down);
-	t->srv->nproxies--;
 	free(t);
+}
+
+/* t is over: freed once MHD handed it the client's socket; before that
+ * MHD's response still names it, so only its relay socket goes. */
+static void
+http_tunnel_end(struct http_tunnel *t)
+{
+	if (t->holder)
+		http_tunnel_cut(t);
+	else
+		http_tunnel_free(t);
+}
+
+/* See http_tunnel.h. */
+void
+http_tunnel_drop(struct http_tunnel *t)
+{
+	http_tunnel_free(t);
 }
 
 /* Move what can move, and watch for the rest; t freed once both ways
@@ -115,7 +150,7 @@ http_tunnel_pump(struct http_tunnel *t)
 	if ((t->down_eof && !t->down.len) || (t->up_eof && !t->up.len))
 		t->dead = 1;
 	if (t->dead) {
-		http_tunnel_free(t);
+		http_tunnel_end(t);
 		return;
 	}
 	if (!t->down_eof && t->down.len < HTTP_TUNNEL_HIGH)
@@ -151,7 +186,10 @@ http_tunnel_upgraded(void *cls, struct MHD_Connection *c, void *con_cls,
 	(void)con_cls;
 	t->sock = sock;
 	t->urh = urh;
-	if (fcntl(sock, F_SETFL, O_NONBLOCK) < 0 ||
+	if (t->holder)
+		*t->holder = NULL;	/* t is its own from now on */
+	t->holder = NULL;
+	if (t->dead || fcntl(sock, F_SETFL, O_NONBLOCK) < 0 ||
 	    (nextra && buf_append(&t->up, extra, nextra) < 0)) {
 		http_tunnel_free(t);
 		return;
@@ -163,7 +201,7 @@ http_tunnel_upgraded(void *cls, struct MHD_Connection *c, void *con_cls,
 /* See http_tunnel.h. */
 struct http_tunnel *
 http_tunnel_new(struct http_server *srv, int fd, const char *head_rest,
-    size_t n)
+    size_t n, struct http_tunnel **holder)
 {
 	struct http_tunnel *t = calloc(1, sizeof(*t));
 
@@ -175,6 +213,8 @@ http_tunnel_new(struct http_server *srv, int fd, const char *head_rest,
 	t->fd = fd;
 	t->sock = -1;
 	t->sock_w.fd = -1;
+	t->holder = holder;
+	*holder = t;
 	buf_init(&t->up, 2 * HTTP_TUNNEL_HIGH);
 	buf_init(&t->down, 2 * HTTP_TUNNEL_HIGH);
 	srv->nproxies++;
@@ -205,5 +245,5 @@ void
 http_tunnel_end_all(struct http_server *srv)
 {
 	while (srv->tunnels)
-		http_tunnel_free(srv->tunnels);
+		http_tunnel_end(srv->tunnels);
 }

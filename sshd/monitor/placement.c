@@ -331,7 +331,9 @@ placement_use(struct monitor *srv, const char *room, int look,
 		    json_object_new_string("starting"));
 		return 0;
 	case CLUSTER_REMOTE:
-		log_info("cluster: room %s is served by %s (%s, %s)", room,
+		/* Asked for every relayed request: the relay's own lines
+		 * (atriumd-net's link, atriumd-http's request) say it. */
+		log_debug("cluster: room %s is served by %s (%s, %s)", room,
 		    rem.node, rem.addr, rem.dial);
 		placement_remote(ans, room, &rem);
 		return 0;

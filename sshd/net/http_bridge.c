@@ -164,7 +164,9 @@ http_bridge_open(struct chan *c)
 	c->ops = &http_bridge_ops;
 	loop_add(&c->s->srv->loop, &b->w, fd, POLLIN, http_bridge_ready, b);
 	loop_mark(&b->w, &c->s->poke);
-	log_info("session %lu: %s in %s: HTTP relayed by node %s for %s",
+	/* The link said who relays (relay_accept.c), and atriumd-http logs
+	 * the request: one info line each. */
+	log_debug("session %lu: %s in %s: HTTP relayed by node %s for %s",
 	    c->s->num, c->s->user, c->s->room, c->s->relay_node, c->s->peer);
 	chan_wake_soon(c);
 	return 0;

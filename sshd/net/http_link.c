@@ -106,6 +106,17 @@ http_link_tick_all(struct server *srv)
 }
 
 /* See http_link.h. */
+unsigned long long
+http_link_bytes_in(const struct server *srv)
+{
+	unsigned long long n = 0;
+
+	for (const struct http_link *l = srv->http_links; l; l = l->next)
+		n += l->io.in_bytes;
+	return n;
+}
+
+/* See http_link.h. */
 void
 http_link_reap(struct server *srv)
 {

@@ -35,6 +35,12 @@ void http_link_put(struct http_link *l);
 /* Each turn: every link moved on (before the relays use them). */
 void http_link_tick_all(struct server *srv);
 
+/* The bytes every link has read from its socket so far.  libssh reads
+ * a link's socket for whichever of its channels asks, and keeps what it
+ * read for the others: a turn in which this grew may have left a
+ * channel's answer in libssh with no event to say so (http_relay.c). */
+unsigned long long http_link_bytes_in(const struct server *srv);
+
 /* Each turn, after the relays: close the links idle too long, or down
  * and unused. */
 void http_link_reap(struct server *srv);

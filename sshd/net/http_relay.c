@@ -35,6 +35,8 @@
 #include "session.h"
 #include "util.h"
 
+#define HTTP_RELAY_PASSES	8	/* of the relays in one turn */
+
 enum http_relay_step { HR_OPEN, HR_SUBSYSTEM, HR_UP, HR_DONE };
 
 struct http_relay {
@@ -130,7 +132,9 @@ http_relay_start(struct server *srv, json_object *ev, int fd)
 	loop_add(&srv->loop, &h->w, fd, 0, http_relay_ready, h);
 	h->next = srv->http_relays;
 	srv->http_relays = h;
-	log_info("http relay %lu: %s's HTTP for room '%s' from %s to %s (%s)",
+	/* One info line per link (relay.c) and per request (atriumd-http's
+	 * own): this one is the channel's, for debugging. */
+	log_debug("http relay %lu: %s's HTTP for room '%s' from %s to %s (%s)",
 	    h->num, o.user, o.room, o.peer, home.node, home.addr);
 	return 0;
 }
@@ -292,9 +296,9 @@ http_relay_free(struct http_relay *h)
 	free(h);
 }
 
-/* See http_relay.h. */
-void
-http_relay_turn(struct server *srv)
+/* Every relay moved on once. */
+static void
+http_relay_pass(struct server *srv)
 {
 	struct http_relay **pp = &srv->http_relays;
 
@@ -311,6 +315,26 @@ http_relay_turn(struct server *srv)
 			pp = &h->next;
 		}
 	}
+}
+
+/* See http_relay.h.  The channels of a link share its socket: a relay's
+ * read may take from it the answer to another's request, or another's
+ * data, and keep it in libssh where no poll sees it.  So the relays are
+ * moved on again while a pass read anything from a link; past
+ * HTTP_RELAY_PASSES (bytes keep coming), the next turn goes on at once. */
+void
+http_relay_turn(struct server *srv)
+{
+	unsigned long long before;
+	int passes = 0;
+
+	do {
+		before = http_link_bytes_in(srv);
+		http_relay_pass(srv);
+	} while (http_link_bytes_in(srv) != before &&
+	    ++passes < HTTP_RELAY_PASSES);
+	if (passes == HTTP_RELAY_PASSES)
+		loop_wake_at(&srv->loop, time_mono_ms());
 	http_link_reap(srv);
 }
 
