@@ -264,8 +264,9 @@ http_server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	*con_cls = NULL;
 	srv->requests_running--;
-	/* Not on a stream's: MHD completes an upgrade's request as it hands
-	 * the socket over, and a timeout set then breaks the hand-over. */
+	/* Not on a stream's, nor on a request answered 101: its socket is
+	 * handed over (or being handed over) to a WebSocket, which keeps
+	 * its own time, and a timeout set on it would end that. */
 	if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->stream &&
 	    r->status != 101) {
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
