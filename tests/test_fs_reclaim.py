@@ -59,17 +59,18 @@ class Prober:
         return max(t1 - t0, t2 - t1)
 
     def limit(self):
-        """How long a probe may take while a big file is freed: 100 ms or
+        """How long a probe may take while a big file is freed: 300 ms or
         50 times its usual (median) time with nothing being freed, or, on
         a machine busy with other work, twice the slowest of those.  A
-        request held up by the freeing waits seconds."""
+        request held up by the freeing waits seconds; one on a machine
+        running other tests beside this one was seen to wait 114 ms."""
         times = []
         end = time.monotonic() + 2
         while time.monotonic() < end:
             times.append(self.once())
             time.sleep(0.03)
         times.sort()
-        return max(0.1, 50 * times[len(times) // 2], 2 * times[-1])
+        return max(0.3, 50 * times[len(times) // 2], 2 * times[-1])
 
     def during(self, seconds):
         """The slowest probe over the next seconds."""
