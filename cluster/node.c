@@ -46,25 +46,25 @@
  *
  * Planned moves (cluster/move.h).  The thread reads /atrium/moves/ every
  * CL_MOVES_POLL_NS (one small request while nothing changes).  A request
- * from this node at the epoch it holds marks the HOME entry moving: the
- * loop is told (hooks.moving), stops the room as at an idle stop, and
- * cluster_room_stopped gives the home up as usual, once the room's
- * writers and its shipper are gone, so every commit is stored first;
- * meanwhile cluster_place says "wait", so no session starts it again
- * here.  A room whose shipper could not store every commit (a store too
- * slow or down) is not given up: the loop calls cluster_room_kept, the
- * entry stops moving (so the room serves here again), and the thread
- * tells the command why under moving/ROOM, then removes the request
- * (while this node still holds the room at its epoch, and only that
- * request: move_kept_tell), so that every node sends the room's
- * sessions here again at once; a request that lasts all the same (etcd
- * did not answer) is ignored from then on.  A request to this node makes a WANT entry that claims the room
- * as soon as the old home let it go (a lost claim is tried again every
- * CL_MOVE_RETRY_NS while the request lasts) and, once won, has the loop
- * start the room at once (hooks.warm).  Any other node asked for the
- * room while the request lasts answers "remote" with the request's
- * target.  A drained node (drain/NODE) claims nothing: it points a
- * session at the room's home, or at the node move_pick chooses.
+ * from this node at the epoch it holds marks the HOME entry moving: the loop
+ * is told (hooks.moving), stops the room as at an idle stop, and
+ * cluster_room_stopped gives the home up as usual, once the room's writers
+ * and its shipper are gone, so every commit is stored first; meanwhile
+ * cluster_place says "wait", so no session starts it again here.  A room
+ * whose shipper could not store every commit (a store too slow or down) is
+ * not given up: the loop calls cluster_room_kept, the entry stops moving (so
+ * the room serves here again), and the thread tells the command why under
+ * moving/ROOM, then removes the request (while this node still holds the
+ * room at its epoch, and only that request: move_kept_tell), so that every
+ * node sends the room's sessions here again at once; a request that lasts
+ * all the same (etcd did not answer) is ignored from then on.  A request to
+ * this node makes a WANT entry that claims the room as soon as the old home
+ * let it go (a lost claim is tried again every CL_MOVE_RETRY_NS while the
+ * request lasts) and, once won, has the loop start the room at once
+ * (hooks.warm).  Any other node asked for the room while the request lasts
+ * answers "remote" with the request's target.  A drained node (drain/NODE)
+ * claims nothing: it points a session at the room's home, or at the node
+ * move_pick chooses.
  *
  * Threads: the monitor's loop, and one thread that does all etcd I/O.
  * c->lock guards the entries, the lease id and the flags; the fence time

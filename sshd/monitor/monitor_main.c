@@ -5,14 +5,14 @@
  * taken (datalock.h: a second atriumd on the same DATA stops there, having
  * made and removed nothing in it), what goes in it prepared, the cgroup
  * parent claimed (cgroup_claim.h: a second atriumd under the same parent
- * stops there), the host key loaded and the listener bound, as root; then atriumd splits in two
- * (monitor_loop.h, sshd/net/server.h): the parent stays root as the
- * monitor, the child executes atriumd-net (sshd/net/net_main.c, found by
- * helpers.h) with the listener, the host key and its ends of the two
- * sockets as fds 3 to 6, and that program drops to the privsep user
- * (privdrop.h) and serves the network; both run until SIGTERM or SIGINT;
- * with --http-listen the monitor also binds that socket and starts
- * atriumd-http, the HTTP process (http_front.h), after the split;
+ * stops there), the host key loaded and the listener bound, as root; then
+ * atriumd splits in two (monitor_loop.h, sshd/net/server.h): the parent
+ * stays root as the monitor, the child executes atriumd-net
+ * (sshd/net/net_main.c, found by helpers.h) with the listener, the host key
+ * and its ends of the two sockets as fds 3 to 6, and that program drops to
+ * the privsep user (privdrop.h) and serves the network; both run until
+ * SIGTERM or SIGINT; with --http-listen the monitor also binds that socket
+ * and starts atriumd-http, the HTTP process (http_front.h), after the split;
  * SIGHUP makes the monitor reread its settings (reload.h).  `atriumd room
  * ...`, `atriumd status` and `atriumd cluster status|keys|move|drain|
  * undrain` are the operator's commands instead (room_cli.h, status.h,

@@ -16,16 +16,17 @@
  *   0       4     length N of the body, host byte order, 1 .. max
  *   4       N     one JSON object, with "type"
  *
- * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes,
- * at most PRIVSEP_MAX_FDS); its body then says "fd": true.  So may the
- * two events below.  Requests never carry one: the monitor takes none.  The request set, each checked by the monitor
- * (monitor.c) as it would check a client.  WHO is who a request acts for:
- * user, key (the SHA256 fingerprint of the public key the session
- * authenticated with) and addr (the client's address); the monitor finds
- * the key's line in authorized_keys itself and takes the user's rights
- * from it (monitor_identity.h).  A WHO the monitor does not accept (the
- * key is not that user's, or no longer allowed) gets {errno: EACCES, rc:
- * -EACCES, error} instead of the request's answer.
+ * An answer may carry file descriptors (SCM_RIGHTS, on the length bytes, at
+ * most PRIVSEP_MAX_FDS); its body then says "fd": true.  So may the two
+ * events below.  Requests never carry one: the monitor takes none.
+ *
+ * The request set, each checked by the monitor (monitor.c) as it would
+ * check a client.  WHO is who a request acts for: user, key (the SHA256 fingerprint
+ * of the public key the session authenticated with) and addr (the client's
+ * address); the monitor finds the key's line in authorized_keys itself and
+ * takes the user's rights from it (monitor_identity.h).  A WHO the monitor
+ * does not accept (the key is not that user's, or no longer allowed) gets
+ * {errno: EACCES, rc: -EACCES, error} instead of the request's answer.
  *
  *   use {room, WHO}         rooms= for a room not made yet, quota, then
  *                           start the room if cold

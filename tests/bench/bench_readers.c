@@ -1,7 +1,7 @@
 /*
  * bench_readers.c: the loop of make bench's reading clients
- * (bench_readers.h), for chat_readers.c and ws_readers.c.  A test tool, not part of Atrium.
- * One thread: an epoll over every client's socket and stdin.
+ * (bench_readers.h), for chat_readers.c and ws_readers.c.  A test tool, not
+ * part of Atrium. One thread: an epoll over every client's socket and stdin.
  */
 #include "bench_readers.h"
 
