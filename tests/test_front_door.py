@@ -583,24 +583,11 @@ def test_cluster_relayed_http_is_never_relayed_on(hosts, etcd, ssh_run,
     """A request relayed to B for a room B does not serve (it lives on
     A: the two disagree for a moment) is answered, not relayed again."""
     a, b, token = _http_cluster(hosts, etcd, ssh_run)
-    fp = fingerprint(data_dir.pubkey("alice"))
-    name = "atrium-relay demo alice %s 127.0.0.9" % fp
-    node_key = str(tmp_path / "a_hostkey")
-    shutil.copy(os.path.join(a.data, "hostkey"), node_key)
-    os.chmod(node_key, 0o600)
-    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
-                   check=True, capture_output=True, timeout=30)
+    name = _relay_name(data_dir)
+    node_key = _node_key(a, tmp_path)
     req = ("GET /api/rooms/demo/files/ HTTP/1.1\r\nHost: b\r\n"
            "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
-    deadline = time.time() + 30
-    while True:
-        try:
-            out, _ = asyncio.run(_relay_http(b.port, node_key, name,
-                                             req.encode()))
-            break
-        except asyncssh.PermissionDenied:
-            assert time.time() < deadline, b.read_log()
-            time.sleep(0.2)
+    out, _ = _relay_http_once_known(b, node_key, name, req.encode())
     assert out.startswith(b"HTTP/1.1 503"), out
     assert b"the room is moving to another host; try again" in out, out
     # B opened no link to relay it on.
@@ -677,6 +664,39 @@ def test_cluster_relays_to_homes_advertised_by_name(atriumd, data_dir, etcd,
     assert "relayed by node a" in b.read_log()
 
 
+def _relay_name(data_dir):
+    """The user name a front relays alice's room demo under, from
+    127.0.0.9."""
+    fp = fingerprint(data_dir.pubkey("alice"))
+    return "atrium-relay demo alice %s 127.0.0.9" % fp
+
+
+def _node_key(node, tmp_path):
+    """node's own host key, saved again by ssh-keygen (libssh pads the
+    file in a way asyncssh does not read)."""
+    path = str(tmp_path / ("hostkey-%d" % node.port))
+    shutil.copy(os.path.join(node.data, "hostkey"), path)
+    os.chmod(path, 0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", path],
+                   check=True, capture_output=True, timeout=30)
+    return path
+
+
+def _relay_http_once_known(home, node_key, name, request):
+    """_relay_http to home, asked again while home refuses the key: it
+    reads the cluster's nodes now and then, and until it has seen the
+    other node join it refuses its key (as a front retries, so does
+    this)."""
+    deadline = time.time() + 30
+    while True:
+        try:
+            return asyncio.run(_relay_http(home.port, node_key, name,
+                                           request))
+        except asyncssh.PermissionDenied:
+            assert time.time() < deadline, home.read_log()
+            time.sleep(0.2)
+
+
 async def _relay_http(port, key_path, username, request):
     """As a front's atriumd-net would: the atrium-http subsystem on a
     relay session, request written, the home's answer read to its end."""
@@ -702,28 +722,11 @@ def test_cluster_home_serves_http_relayed_by_a_node(hosts, etcd, ssh_run,
     wait_http(a.http_port)
     ssh_run(a, "demo", "printf relayed-bytes > hello.txt")
     token = token_for(a, "alice")
-    fp = fingerprint(data_dir.pubkey("alice"))
-    name = "atrium-relay demo alice %s 127.0.0.9" % fp
-    # B's own host key, saved again by ssh-keygen (libssh pads the file
-    # in a way asyncssh does not read).
-    node_key = str(tmp_path / "b_hostkey")
-    shutil.copy(os.path.join(b.data, "hostkey"), node_key)
-    os.chmod(node_key, 0o600)
-    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "", "-f", node_key],
-                   check=True, capture_output=True, timeout=30)
+    name = _relay_name(data_dir)
+    node_key = _node_key(b, tmp_path)
     req = ("GET /api/rooms/demo/files/hello.txt HTTP/1.1\r\nHost: a\r\n"
            "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token)
-    # A reads the cluster's nodes now and then: until it has seen B join,
-    # it refuses B's key (as a front retries, so does this).
-    deadline = time.time() + 30
-    while True:
-        try:
-            out, err = asyncio.run(_relay_http(a.port, node_key, name,
-                                               req.encode()))
-            break
-        except asyncssh.PermissionDenied:
-            assert time.time() < deadline, a.read_log()
-            time.sleep(0.2)
+    out, err = _relay_http_once_known(a, node_key, name, req.encode())
     head, _, body = out.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), (out, err, a.read_log())
     assert body == b"relayed-bytes", out
