@@ -231,8 +231,9 @@ def test_a_restored_workspace_that_fails_fsck_is_refused_and_checked_without_roo
 RESTORE_TIMEOUT = 10    # --s3-restore-timeout of the stalled store's test
 
 
-def _restore_pid(room):
-    """The pid of a running `atrium-replicate restore --room ROOM`."""
+def _replicate_proc(sub, opt, matches):
+    """The pid of a running `atrium-replicate SUB` whose option opt's
+    value satisfies matches, or None."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -241,11 +242,17 @@ def _restore_pid(room):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if (argv[0].endswith(b"atrium-replicate") and argv[1:2] == [b"restore"]
-                and b"--room" in argv
-                and argv[argv.index(b"--room") + 1] == room.encode()):
+        if (argv[0].endswith(b"atrium-replicate") and argv[1:2] == [sub]
+                and opt in argv[:-1]
+                and matches(argv[argv.index(opt) + 1])):
             return int(pid)
     return None
+
+
+def _restore_pid(room):
+    """The pid of a running `atrium-replicate restore --room ROOM`."""
+    return _replicate_proc(b"restore", b"--room",
+                           lambda v: v == room.encode())
 
 
 def _boot_seconds_started(pid):
@@ -419,19 +426,8 @@ def test_slow_store_makes_commits_wait_and_memory_stays_bounded(
 
 
 def _replicate_pid(data):
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if (argv[0].endswith(b"atrium-replicate") and argv[1:2] == [b"run"]
-                and b"--room-db" in argv and argv[argv.index(b"--room-db") + 1]
-                .startswith(data.encode())):
-            return int(pid)
-    return None
+    return _replicate_proc(b"run", b"--room-db",
+                           lambda v: v.startswith(data.encode()))
 
 
 def _peak_rss_kib(pid):
